@@ -1,0 +1,103 @@
+# headscope — build, test, bench.
+#   make deps                          install the Debian packages (needs root)
+#   make                               build/libheadscope.a and build/headscope
+#   make test                          Criterion suites + tests/cli.sh
+#   make SANITIZE=address,undefined test   the same under sanitizers, in build-san/
+#   make bench                         speed ratios (see docs/bench.md)
+#   make fuzz                          libFuzzer harnesses (clang), short runs
+
+DEB_PKGS = build-essential pkg-config libopenblas-dev libpng-dev libcjson-dev \
+           libutf8proc-dev libcriterion-dev python3 python3-numpy python3-torch \
+           python3-regex pngcheck clang libclang-rt-14-dev valgrind
+
+PKGS = openblas libpng libcjson libutf8proc
+
+CC ?= cc
+ifeq ($(origin CC),default)
+CC = cc
+endif
+
+WARN = -std=c11 -Wall -Wextra -Wpedantic -Wshadow -Wstrict-prototypes \
+       -Wmissing-prototypes -Wformat=2 -Wvla -Wwrite-strings -Wcast-qual -Wundef
+ifdef CI
+WARN += -Werror
+endif
+
+ifdef SANITIZE
+BUILD ?= build-san
+SANFLAGS = -fsanitize=$(SANITIZE) -fno-sanitize-recover=all -fno-omit-frame-pointer
+else
+BUILD ?= build
+SANFLAGS =
+endif
+
+# Every library must be known to pkg-config; stop with the exact install line otherwise.
+ifeq ($(filter deps clean,$(MAKECMDGOALS)),)
+MISSING := $(foreach p,$(PKGS) criterion,$(if $(shell pkg-config --exists $(p) && echo y),,$(p)))
+ifneq ($(MISSING),)
+$(error missing libraries: $(MISSING); run: sudo apt-get install -y $(DEB_PKGS)  (or: make deps))
+endif
+PKG_CFLAGS := $(shell pkg-config --cflags $(PKGS))
+PKG_LIBS := $(shell pkg-config --libs $(PKGS)) -lm -lpthread
+CRIT_CFLAGS := $(shell pkg-config --cflags criterion)
+CRIT_LIBS := $(shell pkg-config --libs criterion)
+endif
+
+CPPFLAGS += -Iinclude -Isrc -D_POSIX_C_SOURCE=200809L
+CFLAGS ?= -O2 -g
+ALLCFLAGS = $(WARN) $(CFLAGS) $(SANFLAGS) $(PKG_CFLAGS)
+LDFLAGS += $(SANFLAGS)
+
+LIB_SRC = $(sort $(wildcard src/*/*.c) $(wildcard viz/*.c))
+CLI_SRC = $(sort $(wildcard cli/*.c))
+TEST_SRC = $(sort $(wildcard tests/test_*.c))
+BENCH_SRC = $(sort $(wildcard bench/*.c))
+
+LIB_OBJ = $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
+CLI_OBJ = $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
+TEST_BIN = $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
+LIB = $(BUILD)/libheadscope.a
+BIN = $(BUILD)/headscope
+
+.PHONY: all deps test unit cli-test bench fuzz clean example
+all: $(LIB) $(BIN)
+
+deps:
+	apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $(DEB_PKGS)
+
+$(BUILD)/obj/%.o: %.c $(wildcard include/headscope/*.h) $(wildcard src/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(ALLCFLAGS) -c $< -o $@
+
+$(LIB): $(LIB_OBJ)
+	@mkdir -p $(dir $@)
+	rm -f $@ && ar rcs $@ $^
+
+$(BIN): $(CLI_OBJ) $(LIB)
+	$(CC) $(LDFLAGS) $(CLI_OBJ) $(LIB) $(PKG_LIBS) -o $@
+
+$(BUILD)/tests/%: tests/%.c $(LIB) tests/testutil.h
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(ALLCFLAGS) $(CRIT_CFLAGS) $< $(LIB) $(PKG_LIBS) $(CRIT_LIBS) $(LDFLAGS) -o $@
+
+# Criterion suites run from the repository root so fixture paths are relative to it.
+unit: $(TEST_BIN)
+	@set -e; for t in $(TEST_BIN); do echo "== $$t"; ASAN_OPTIONS=detect_leaks=1 $$t --jobs 2; done
+
+cli-test: $(BIN)
+	HEADSCOPE=$(BIN) bash tests/cli.sh
+
+test: all unit cli-test
+
+example: all
+	$(BIN) attn fixtures/tiny-gpt2 --text "The cat sat on the mat. The cat sat on the mat." -o /tmp/headscope-attn.npy
+
+bench: all
+	$(MAKE) -s $(BUILD)/hs-bench
+	$(BUILD)/hs-bench
+
+$(BUILD)/hs-bench: $(BENCH_SRC) $(LIB)
+	$(CC) $(CPPFLAGS) $(ALLCFLAGS) $(BENCH_SRC) $(LIB) $(PKG_LIBS) $(LDFLAGS) -o $@
+
+clean:
+	rm -rf build build-san

@@ -1,0 +1,50 @@
+/*
+ * headscope/status.h — status codes and the caller-owned error buffer.
+ *
+ * Every fallible library function returns an hs_status (0 on success, a
+ * negative code on failure) and, when given a non-NULL hs_error, writes a
+ * one-line, lowercase, human-readable message into it naming the problem:
+ *
+ *     hs_error err = {0};
+ *     hs_model *m = NULL;
+ *     hs_status st = hs_model_load("gpt2/", &m, &err);
+ *     if (st != HS_OK) fprintf(stderr, "headscope: %s\n", err.msg);
+ *
+ * The library never prints, exits or aborts on bad input.
+ */
+#ifndef HEADSCOPE_STATUS_H
+#define HEADSCOPE_STATUS_H
+
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum hs_status {
+    HS_OK = 0,
+    HS_E_IO = -1,          /* a file could not be opened, read or written */
+    HS_E_FORMAT = -2,      /* a file is malformed (bad magic, truncated, bad JSON, ...) */
+    HS_E_SHAPE = -3,       /* a tensor or array has the wrong shape */
+    HS_E_DTYPE = -4,       /* an unsupported or unexpected element type */
+    HS_E_VALUE = -5,       /* a numeric value is invalid (NaN/Inf weight, bad config value) */
+    HS_E_NOMEM = -6,       /* an allocation failed or a size overflowed */
+    HS_E_INPUT = -7,       /* bad user input: empty or invalid UTF-8 text, too many tokens, ... */
+    HS_E_UNSUPPORTED = -8, /* a valid input that headscope does not handle */
+    HS_E_ARG = -9          /* a caller passed an invalid argument (programmer error) */
+} hs_status;
+
+#define HS_ERROR_MSG_MAX 512
+
+/* Caller-owned error buffer; msg is always NUL-terminated after a failure. */
+typedef struct hs_error {
+    char msg[HS_ERROR_MSG_MAX];
+} hs_error;
+
+/* Returns a static, lowercase description of a status code ("ok", "i/o error", ...). */
+const char *hs_status_str(hs_status st);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* HEADSCOPE_STATUS_H */

@@ -1,0 +1,185 @@
+/* Status strings, error-buffer helpers, checked arithmetic, whole-file reads, fp16/bf16. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+const char *hs_status_str(hs_status st)
+{
+    switch (st) {
+    case HS_OK: return "ok";
+    case HS_E_IO: return "i/o error";
+    case HS_E_FORMAT: return "malformed file";
+    case HS_E_SHAPE: return "shape mismatch";
+    case HS_E_DTYPE: return "unsupported data type";
+    case HS_E_VALUE: return "invalid value";
+    case HS_E_NOMEM: return "out of memory";
+    case HS_E_INPUT: return "invalid input";
+    case HS_E_UNSUPPORTED: return "unsupported";
+    case HS_E_ARG: return "invalid argument";
+    }
+    return "unknown status";
+}
+
+hs_status hs_fail(hs_error *err, hs_status st, const char *fmt, ...)
+{
+    if (err) {
+        va_list ap;
+        va_start(ap, fmt);
+        vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+        va_end(ap);
+    }
+    return st;
+}
+
+void hs_error_prefix(hs_error *err, const char *fmt, ...)
+{
+    if (!err)
+        return;
+    char prefix[HS_ERROR_MSG_MAX], old[HS_ERROR_MSG_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(prefix, sizeof prefix, fmt, ap);
+    va_end(ap);
+    memcpy(old, err->msg, sizeof old);
+    old[sizeof old - 1] = '\0';
+    snprintf(err->msg, sizeof err->msg, "%s: %s", prefix, old);
+}
+
+int hs_mul_size(size_t a, size_t b, size_t *out)
+{
+    if (a != 0 && b > SIZE_MAX / a)
+        return -1;
+    *out = a * b;
+    return 0;
+}
+
+int hs_add_size(size_t a, size_t b, size_t *out)
+{
+    if (b > SIZE_MAX - a)
+        return -1;
+    *out = a + b;
+    return 0;
+}
+
+hs_status hs_read_file(const char *path, size_t max_len, char **data, size_t *len, hs_error *err)
+{
+    *data = NULL;
+    *len = 0;
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return hs_fail(err, HS_E_IO, "cannot open '%s': %s", path, strerror(errno));
+    size_t cap = 4096, n = 0;
+    char *buf = malloc(cap + 1);
+    if (!buf) {
+        fclose(f);
+        return hs_fail(err, HS_E_NOMEM, "out of memory reading '%s'", path);
+    }
+    for (;;) {
+        if (n == cap) {
+            if (cap >= max_len) {
+                free(buf);
+                fclose(f);
+                return hs_fail(err, HS_E_INPUT, "'%s' is larger than %zu bytes", path, max_len);
+            }
+            size_t ncap = cap * 2 > max_len ? max_len : cap * 2;
+            char *nb = realloc(buf, ncap + 1);
+            if (!nb) {
+                free(buf);
+                fclose(f);
+                return hs_fail(err, HS_E_NOMEM, "out of memory reading '%s'", path);
+            }
+            buf = nb;
+            cap = ncap;
+        }
+        size_t got = fread(buf + n, 1, cap - n, f);
+        n += got;
+        if (got == 0)
+            break;
+    }
+    if (ferror(f)) {
+        int e = errno;
+        free(buf);
+        fclose(f);
+        return hs_fail(err, HS_E_IO, "cannot read '%s': %s", path, strerror(e));
+    }
+    fclose(f);
+    buf[n] = '\0';
+    *data = buf;
+    *len = n;
+    return HS_OK;
+}
+
+float hs_f16_to_f32(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000) << 16;
+    uint32_t exp = (h >> 10) & 0x1f;
+    uint32_t man = h & 0x3ff;
+    uint32_t bits;
+    if (exp == 0) {
+        if (man == 0) {
+            bits = sign;
+        } else { /* subnormal: renormalise */
+            int e = -1;
+            do {
+                e++;
+                man <<= 1;
+            } while (!(man & 0x400));
+            bits = sign | ((uint32_t)(127 - 15 - e) << 23) | ((man & 0x3ff) << 13);
+        }
+    } else if (exp == 31) {
+        bits = sign | 0x7f800000u | (man << 13);
+    } else {
+        bits = sign | ((exp + 127 - 15) << 23) | (man << 13);
+    }
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
+uint16_t hs_f32_to_f16(float f)
+{
+    uint32_t x;
+    memcpy(&x, &f, sizeof x);
+    uint32_t sign = (x >> 16) & 0x8000;
+    uint32_t absx = x & 0x7fffffffu;
+    if (absx > 0x7f800000u) /* NaN: keep it quiet */
+        return (uint16_t)(sign | 0x7e00 | ((absx >> 13) & 0x3ff));
+    if (absx >= 0x477ff000u) /* rounds to >= 65520: infinity */
+        return (uint16_t)(sign | 0x7c00);
+    if (absx < 0x38800000u) { /* below the smallest normal half: subnormal or zero */
+        if (absx < 0x33000000u)
+            return (uint16_t)sign;
+        uint32_t e = absx >> 23;
+        uint32_t m = (absx & 0x7fffff) | 0x800000;
+        uint32_t shift = 126 - e; /* 14 + (112 - e) */
+        uint32_t half = m >> shift;
+        uint32_t rem = m & ((1u << shift) - 1);
+        uint32_t mid = 1u << (shift - 1);
+        if (rem > mid || (rem == mid && (half & 1)))
+            half++;
+        return (uint16_t)(sign | half);
+    }
+    uint32_t r = absx + 0xfff + ((absx >> 13) & 1) - (112u << 23);
+    return (uint16_t)(sign | (r >> 13));
+}
+
+float hs_bf16_to_f32(uint16_t b)
+{
+    uint32_t bits = (uint32_t)b << 16;
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
+uint16_t hs_f32_to_bf16(float f)
+{
+    uint32_t x;
+    memcpy(&x, &f, sizeof x);
+    if ((x & 0x7fffffffu) > 0x7f800000u)
+        return (uint16_t)((x >> 16) | 0x40);
+    return (uint16_t)((x + 0x7fff + ((x >> 16) & 1)) >> 16);
+}

@@ -1,0 +1,49 @@
+/*
+ * src/internal.h — helpers shared between library files; never installed.
+ */
+#ifndef HEADSCOPE_INTERNAL_H
+#define HEADSCOPE_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "headscope/status.h"
+
+#if defined(__GNUC__)
+#define HS_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#else
+#define HS_PRINTF(a, b)
+#endif
+
+/* Writes a formatted message into err (if non-NULL) and returns st. */
+hs_status hs_fail(hs_error *err, hs_status st, const char *fmt, ...) HS_PRINTF(3, 4);
+
+/* Prepends "prefix: " to an existing message in err (if non-NULL). */
+void hs_error_prefix(hs_error *err, const char *fmt, ...) HS_PRINTF(2, 3);
+
+/* Overflow-checked size arithmetic: return 0 on success, -1 on overflow. */
+int hs_mul_size(size_t a, size_t b, size_t *out);
+int hs_add_size(size_t a, size_t b, size_t *out);
+
+/* Reads a whole file into a malloc'd buffer (NUL-terminated, *len excludes the NUL).
+ * max_len bounds the size accepted. Caller frees *data. */
+hs_status hs_read_file(const char *path, size_t max_len, char **data, size_t *len, hs_error *err);
+
+/* Half- and bfloat16-precision conversions (IEEE binary16, round to nearest even). */
+float hs_f16_to_f32(uint16_t h);
+uint16_t hs_f32_to_f16(float f);
+float hs_bf16_to_f32(uint16_t b);
+uint16_t hs_f32_to_bf16(float f);
+
+/* Little-endian loads from unaligned bytes. */
+static inline uint16_t hs_le16(const unsigned char *p) { return (uint16_t)(p[0] | (p[1] << 8)); }
+static inline uint32_t hs_le32(const unsigned char *p)
+{
+    return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
+}
+static inline uint64_t hs_le64(const unsigned char *p)
+{
+    return (uint64_t)hs_le32(p) | ((uint64_t)hs_le32(p + 4) << 32);
+}
+
+#endif /* HEADSCOPE_INTERNAL_H */
