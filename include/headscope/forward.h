@@ -1,0 +1,72 @@
+/*
+ * headscope/forward.h — the instrumented forward pass.
+ *
+ * One transformer block serves both families. For every layer the pass hands the
+ * attention probabilities of all heads to an observer callback, before any head mask
+ * is applied, so the same code feeds a full trace recorder or streaming statistics.
+ *
+ *     hs_forward_opts o = {0};
+ *     o.on_attn = my_observer;  o.user = &state;      // probs: (n_head, n, n)
+ *     o.logits = NULL;                                // or a (n, vocab) buffer
+ *     hs_forward(model, ids, NULL, n, &o, &err);
+ *
+ * Head mask semantics follow Hugging Face transformers 4.x:
+ *     probs = softmax(Q K^T / sqrt(d_head) + causal mask)
+ *     probs *= head_mask[l][h]          (no renormalisation)
+ *     context = probs V;  W_O and its bias applied as usual.
+ */
+#ifndef HEADSCOPE_FORWARD_H
+#define HEADSCOPE_FORWARD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "headscope/model.h"
+#include "headscope/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Called once per layer with probs: (n_head, n, n), row = query, col = key, rows sum to
+ * 1 over the keys the query may see (causal: keys 0..i). The buffer is only valid during
+ * the call. Return 0 to continue, non-zero to stop the pass (hs_forward then returns
+ * HS_E_ARG with "stopped by observer"). */
+typedef int (*hs_attn_observer)(void *user, int layer, const float *probs, int n_head, int n);
+
+typedef struct hs_forward_opts {
+    const float *head_mask;   /* (n_layer, n_head) or NULL for all ones */
+    hs_attn_observer on_attn; /* may be NULL */
+    void *user;               /* passed to on_attn */
+    float *logits;            /* (n, vocab) output or NULL; needs has_lm_head */
+    float *hidden;            /* (n, d_model) final hidden states or NULL (GPT-2: after ln_f) */
+} hs_forward_opts;
+
+/* Reusable scratch memory for repeated passes (ablation sweeps); optional. */
+typedef struct hs_forward_ws hs_forward_ws;
+
+/* Allocates scratch for sequences up to max_n tokens. Free with hs_forward_ws_free. */
+hs_status hs_forward_ws_new(const hs_model *m, int max_n, hs_forward_ws **out, hs_error *err);
+void hs_forward_ws_free(hs_forward_ws *ws);
+
+/* Runs the model on ids (n tokens, 1 <= n <= n_ctx); type_ids may be NULL (all 0).
+ * ws may be NULL (scratch allocated per call). Validates ids against the vocabulary. */
+hs_status hs_forward(const hs_model *m, const int32_t *ids, const int32_t *type_ids, int n,
+                     const hs_forward_opts *opts, hs_forward_ws *ws, hs_error *err);
+
+/* A recorder observer: collects every layer's probs into one (n_layer, n_head, n, n)
+ * array. Create with hs_trace_new, pass hs_trace_observe and the trace as user. */
+typedef struct hs_trace {
+    int n_layer, n_head, n;
+    float *attn; /* (n_layer, n_head, n, n) */
+} hs_trace;
+
+/* Allocates a trace for n tokens. Free with hs_trace_free. */
+hs_status hs_trace_new(const hs_model *m, int n, hs_trace **out, hs_error *err);
+void hs_trace_free(hs_trace *t);
+int hs_trace_observe(void *trace, int layer, const float *probs, int n_head, int n);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* HEADSCOPE_FORWARD_H */

@@ -1,0 +1,87 @@
+/*
+ * headscope/model.h — loading GPT-2 and BERT checkpoints.
+ *
+ * headscope opens a Hugging Face model folder (config.json, model.safetensors and
+ * tokenizer files) or a single GGUF file (model.bin), detected by magic bytes, and
+ * normalises the weights into one float32 layout shared by both families.
+ *
+ *     hs_error err = {0};
+ *     hs_model *m = NULL;
+ *     if (hs_model_load("models/gpt2", &m, &err) != HS_OK) {
+ *         fprintf(stderr, "headscope: %s\n", err.msg);
+ *         return 1;
+ *     }
+ *     const hs_model_config *cfg = hs_model_config_of(m);   // n_layer, n_head, ...
+ *     hs_model_free(m);
+ */
+#ifndef HEADSCOPE_MODEL_H
+#define HEADSCOPE_MODEL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "headscope/status.h"
+#include "headscope/tokenizer.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct hs_model hs_model;
+
+typedef enum hs_family {
+    HS_FAMILY_GPT2 = 1, /* pre-LN, causal, gelu (tanh), tied LM head */
+    HS_FAMILY_BERT = 2  /* post-LN, bidirectional, gelu (erf), token types, optional MLM head */
+} hs_family;
+
+typedef enum hs_file_format {
+    HS_FORMAT_HF = 1,  /* Hugging Face folder with model.safetensors */
+    HS_FORMAT_GGUF = 2 /* single GGUF v2/v3 file */
+} hs_file_format;
+
+typedef struct hs_model_config {
+    hs_family family;
+    int n_layer;
+    int n_head;
+    int d_model;
+    int d_head;          /* d_model / n_head */
+    int d_ff;
+    int n_ctx;           /* maximum positions */
+    int vocab_size;
+    int type_vocab_size; /* BERT token types (0 for GPT-2) */
+    float ln_eps;
+    int causal;          /* 1 for GPT-2 */
+    int has_lm_head;     /* GPT-2: always (tied or explicit); BERT: MLM head present */
+} hs_model_config;
+
+/* Loads a model from a Hugging Face folder or a GGUF file. Validates every length,
+ * offset, dtype and shape before allocating, rejects NaN/Inf weights. On success
+ * *out owns everything; free with hs_model_free. */
+hs_status hs_model_load(const char *path, hs_model **out, hs_error *err);
+
+/* Frees a model and its tokenizer; accepts NULL. */
+void hs_model_free(hs_model *m);
+
+/* The model's dimensions (owned by the model). */
+const hs_model_config *hs_model_config_of(const hs_model *m);
+
+/* The model's tokenizer, or NULL if the model came without tokenizer files. Owned by m. */
+const hs_tokenizer *hs_model_tokenizer(const hs_model *m);
+
+/* Number of float parameters held (embeddings, blocks, final norm, LM/MLM head;
+ * a tied decoder counted once). */
+size_t hs_model_param_count(const hs_model *m);
+
+/* Where the weights came from: format, storage dtype name of the largest matrix
+ * ("F32", "F16", "BF16", "Q8_0"), and the path given to hs_model_load. */
+hs_file_format hs_model_format(const hs_model *m);
+const char *hs_model_storage_dtype(const hs_model *m);
+const char *hs_model_path(const hs_model *m);
+
+/* Family names: "gpt2" / "bert". */
+const char *hs_family_name(hs_family f);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* HEADSCOPE_MODEL_H */

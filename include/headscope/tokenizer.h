@@ -1,0 +1,96 @@
+/*
+ * headscope/tokenizer.h — GPT-2 byte-level BPE and BERT WordPiece tokenizers that
+ * reproduce Hugging Face's GPT2Tokenizer and BertTokenizer ids exactly.
+ *
+ *     hs_tokenizer *tok = NULL;
+ *     hs_error err = {0};
+ *     if (hs_tokenizer_load_gpt2("m/vocab.json", "m/merges.txt", &tok, &err) != HS_OK) ...
+ *     hs_encoding enc = {0};
+ *     hs_tokenizer_encode(tok, "Hello world", 11, NULL, 0, &enc, &err);
+ *     // enc.n == 2, enc.ids = {15496, 995}, enc.tokens = {"Hello", "Ġworld"}
+ *     hs_encoding_free(&enc);
+ *     hs_tokenizer_free(tok);
+ *
+ * Special tokens written in the text ("<|endoftext|>", "[CLS]", "[SEP]", "[MASK]",
+ * "[PAD]", "[UNK]", exact case) are recognised whole. WordPiece adds [CLS] a [SEP]
+ * (b [SEP]) with token type ids 0/1; BPE adds nothing.
+ */
+#ifndef HEADSCOPE_TOKENIZER_H
+#define HEADSCOPE_TOKENIZER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "headscope/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct hs_tokenizer hs_tokenizer;
+
+typedef enum hs_tokenizer_kind {
+    HS_TOK_BPE = 1,       /* GPT-2 byte-level BPE */
+    HS_TOK_WORDPIECE = 2  /* BERT WordPiece */
+} hs_tokenizer_kind;
+
+/* The result of one encode call; release with hs_encoding_free. */
+typedef struct hs_encoding {
+    size_t n;          /* number of tokens */
+    int32_t *ids;      /* (n) vocabulary ids */
+    int32_t *type_ids; /* (n) token type ids: 0 for the first text, 1 for the pair */
+    char **tokens;     /* (n) vocabulary strings, raw (GPT-2 byte-level, e.g. "Ġworld") */
+} hs_encoding;
+
+/* Builds a BPE tokenizer from tokens in id order (byte-level strings) and merges in
+ * rank order, each "left right". Copies what it needs; *out is freed with
+ * hs_tokenizer_free. */
+hs_status hs_tokenizer_new_bpe(const char *const *tokens, size_t n_tokens,
+                               const char *const *merges, size_t n_merges,
+                               hs_tokenizer **out, hs_error *err);
+
+/* Builds a WordPiece tokenizer from tokens in id order ("##" marks continuations);
+ * lowercase != 0 lowercases and strips accents as BertTokenizer(do_lower_case=True). */
+hs_status hs_tokenizer_new_wordpiece(const char *const *tokens, size_t n_tokens, int lowercase,
+                                     hs_tokenizer **out, hs_error *err);
+
+/* Loads GPT-2 vocab.json + merges.txt. */
+hs_status hs_tokenizer_load_gpt2(const char *vocab_json_path, const char *merges_path,
+                                 hs_tokenizer **out, hs_error *err);
+
+/* Loads a BERT vocab.txt (one token per line, id = line number). */
+hs_status hs_tokenizer_load_bert(const char *vocab_txt_path, int lowercase,
+                                 hs_tokenizer **out, hs_error *err);
+
+/* Encodes text (len bytes, need not be NUL-terminated, may contain NUL) and, for
+ * WordPiece, an optional pair (pair == NULL for none). Invalid UTF-8 is HS_E_INPUT.
+ * On success *out owns its arrays (release with hs_encoding_free). */
+hs_status hs_tokenizer_encode(const hs_tokenizer *t, const char *text, size_t len,
+                              const char *pair, size_t pair_len, hs_encoding *out,
+                              hs_error *err);
+
+/* Frees the arrays of an encoding and zeroes it; accepts NULL and a zeroed encoding. */
+void hs_encoding_free(hs_encoding *e);
+
+/* Frees a tokenizer; accepts NULL. */
+void hs_tokenizer_free(hs_tokenizer *t);
+
+hs_tokenizer_kind hs_tokenizer_get_kind(const hs_tokenizer *t);
+size_t hs_tokenizer_vocab_size(const hs_tokenizer *t);
+int hs_tokenizer_lowercase(const hs_tokenizer *t);
+
+/* The raw vocabulary string of id, or NULL when out of range. Owned by t. */
+const char *hs_tokenizer_token(const hs_tokenizer *t, int32_t id);
+
+/* The id of a raw vocabulary string, or -1. */
+int32_t hs_tokenizer_id(const hs_tokenizer *t, const char *token);
+
+/* Writes a display form of token id into buf (always NUL-terminated when cap > 0):
+ * GPT-2 byte-level strings decoded to their bytes, with bytes that do not form valid
+ * UTF-8 shown as U+FFFD; WordPiece tokens as they are. Returns the length written. */
+size_t hs_tokenizer_display(const hs_tokenizer *t, int32_t id, char *buf, size_t cap);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* HEADSCOPE_TOKENIZER_H */

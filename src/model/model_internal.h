@@ -1,0 +1,92 @@
+/*
+ * src/model/model_internal.h — the normalised weight layout and the contract between
+ * file-format readers (safetensors.c, gguf.c) and the weight builder (weights.c).
+ *
+ * Every matrix is stored (in, out) row-major, so a projection is y = x W with
+ * x: (n, in) and W: (in, out) — one GEMM shape for both families.
+ */
+#ifndef HEADSCOPE_MODEL_INTERNAL_H
+#define HEADSCOPE_MODEL_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "headscope/model.h"
+#include "headscope/tokenizer.h"
+#include "internal.h"
+
+/* Element types a reader can hand over. */
+typedef enum hs_dtype {
+    HS_DT_F32 = 0,
+    HS_DT_F16 = 1,
+    HS_DT_BF16 = 2,
+    HS_DT_Q8_0 = 3 /* blocks of 32 along the contiguous dimension: f16 scale + 32 int8 */
+} hs_dtype;
+
+const char *hs_dtype_name(hs_dtype dt);
+
+/* A tensor as stored in a file: shape in PyTorch order (outermost first, the last
+ * dimension contiguous), bytes borrowed from the reader's buffer. */
+typedef struct hs_tensor_view {
+    const char *name;      /* name as in the file, for messages */
+    hs_dtype dtype;
+    int ndim;              /* 1..4 */
+    int64_t shape[4];
+    const unsigned char *data;
+    size_t nbytes;
+} hs_tensor_view;
+
+/* Logical tensors, named by their Hugging Face names without the family prefix
+ * ("h.0.attn.c_attn.weight", "encoder.layer.0.attention.self.query.weight").
+ * A reader resolves one to a stored tensor. For 2-D weights it also says how the
+ * matrix is stored: *out_in = 1 for (out, in) (nn.Linear, every GGUF matrix),
+ * 0 for (in, out) (GPT-2 Conv1D in HF files). Returns NULL when absent. */
+typedef const hs_tensor_view *(*hs_tensor_lookup)(void *ctx, const char *hf_name, int *out_in);
+
+/* Builds the weights of m (whose cfg is already filled and checked) from a reader.
+ * Checks every shape against cfg, converts to float32, rejects NaN/Inf. */
+hs_status hs_weights_build(hs_model *m, hs_tensor_lookup lookup, void *ctx, hs_error *err);
+
+/* Checks a config for sane, consistent values (positive sizes, d_model % n_head,
+ * limits), fills derived fields (d_head, causal). */
+hs_status hs_config_validate(hs_model_config *cfg, hs_error *err);
+
+typedef struct hs_layer {
+    /* GPT-2: ln_1 (before attention). BERT: attention.output.LayerNorm (after). */
+    const float *ln1_w, *ln1_b;   /* (d) */
+    const float *w_qkv;           /* (d, 3d): columns [Q | K | V]; head h at h*d_head */
+    const float *b_qkv;           /* (3d) */
+    const float *w_o, *b_o;       /* (d, d), (d) */
+    /* GPT-2: ln_2 (before the MLP). BERT: output.LayerNorm (after). */
+    const float *ln2_w, *ln2_b;   /* (d) */
+    const float *w_fc, *b_fc;     /* (d, d_ff), (d_ff) */
+    const float *w_proj, *b_proj; /* (d_ff, d), (d) */
+} hs_layer;
+
+struct hs_model {
+    hs_model_config cfg;
+    hs_file_format format;
+    char *path;
+    char storage_dtype[8];
+
+    float *arena;        /* one allocation holding every weight below */
+    size_t arena_floats;
+
+    const float *wte;    /* (vocab, d) */
+    const float *wpe;    /* (n_ctx, d) */
+    const float *wtt;    /* (type_vocab, d), BERT */
+    const float *emb_ln_w, *emb_ln_b; /* BERT embeddings.LayerNorm (d) */
+    hs_layer *layers;    /* (n_layer) */
+    const float *lnf_w, *lnf_b;       /* GPT-2 ln_f (d) */
+    /* BERT MLM head: transform dense (d, d) in,out; LayerNorm; decoder bias (vocab). */
+    const float *mlm_w, *mlm_b, *mlm_ln_w, *mlm_ln_b, *mlm_bias;
+    const float *decoder;             /* (vocab, d): explicit LM decoder, or wte when tied */
+
+    hs_tokenizer *tok;                /* NULL when no tokenizer files */
+};
+
+/* Format readers. Each fills m->cfg, the weights (via hs_weights_build) and m->tok. */
+hs_status hs_hf_load(hs_model *m, const char *dir, hs_error *err);
+hs_status hs_gguf_load(hs_model *m, const char *path, hs_error *err);
+
+#endif /* HEADSCOPE_MODEL_INTERNAL_H */
