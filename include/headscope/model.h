@@ -39,6 +39,11 @@ typedef enum hs_file_format {
     HS_FORMAT_GGUF = 2 /* single GGUF v2/v3 file */
 } hs_file_format;
 
+typedef enum hs_activation {
+    HS_ACT_GELU_TANH = 1, /* "gelu_new" / "gelu_pytorch_tanh": tanh approximation */
+    HS_ACT_GELU_ERF = 2   /* "gelu": exact, with erf */
+} hs_activation;
+
 typedef struct hs_model_config {
     hs_family family;
     int n_layer;
@@ -50,6 +55,7 @@ typedef struct hs_model_config {
     int vocab_size;
     int type_vocab_size; /* BERT token types (0 for GPT-2) */
     float ln_eps;
+    hs_activation act;
     int causal;          /* 1 for GPT-2 */
     int has_lm_head;     /* GPT-2: always (tied or explicit); BERT: MLM head present */
 } hs_model_config;

@@ -46,7 +46,16 @@ void hs_error_prefix(hs_error *err, const char *fmt, ...)
     va_end(ap);
     memcpy(old, err->msg, sizeof old);
     old[sizeof old - 1] = '\0';
-    snprintf(err->msg, sizeof err->msg, "%s: %s", prefix, old);
+    size_t pl = strlen(prefix);
+    if (pl + 2 >= sizeof err->msg)
+        pl = sizeof err->msg - 3;
+    memcpy(err->msg, prefix, pl);
+    memcpy(err->msg + pl, ": ", 2);
+    size_t room = sizeof err->msg - pl - 3, ol = strlen(old);
+    if (ol > room)
+        ol = room;
+    memcpy(err->msg + pl + 2, old, ol);
+    err->msg[pl + 2 + ol] = '\0';
 }
 
 int hs_mul_size(size_t a, size_t b, size_t *out)

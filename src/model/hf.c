@@ -1,0 +1,143 @@
+/* Hugging Face model folder: config.json, model.safetensors, tokenizer files. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <cJSON.h>
+
+#include "model/model_internal.h"
+#include "model/safetensors.h"
+
+hs_status hs_hf_config_load(const char *path, hs_model_config *cfg, hs_error *err);
+
+typedef struct hf_ctx {
+    const hs_safetensors *st;
+    hs_family family;
+    char buf[512];
+} hf_ctx;
+
+static const hs_tensor_view *find_prefixed(hf_ctx *c, const char *name)
+{
+    const hs_tensor_view *t = hs_safetensors_find(c->st, name);
+    if (t)
+        return t;
+    const char *prefix = c->family == HS_FAMILY_GPT2 ? "transformer." : "bert.";
+    snprintf(c->buf, sizeof c->buf, "%s%s", prefix, name);
+    return hs_safetensors_find(c->st, c->buf);
+}
+
+/* Resolves a logical HF name, trying the family prefix and, for BERT LayerNorm
+ * parameters, the legacy gamma/beta names. */
+static const hs_tensor_view *hf_lookup(void *ctx, const char *name, int *out_in)
+{
+    hf_ctx *c = ctx;
+    *out_in = c->family == HS_FAMILY_BERT; /* GPT-2 Conv1D is (in, out); nn.Linear (out, in) */
+    if (c->family == HS_FAMILY_GPT2 && !strcmp(name, "lm_head.weight"))
+        return hs_safetensors_find(c->st, name); /* never prefixed */
+    if (c->family == HS_FAMILY_BERT && !strncmp(name, "cls.", 4))
+        return hs_safetensors_find(c->st, name);
+    const hs_tensor_view *t = find_prefixed(c, name);
+    if (t || c->family != HS_FAMILY_BERT || !strstr(name, "LayerNorm."))
+        return t;
+    char legacy[512];
+    size_t len = strlen(name);
+    if (len > 7 && !strcmp(name + len - 7, ".weight"))
+        snprintf(legacy, sizeof legacy, "%.*s.gamma", (int)(len - 7), name);
+    else if (len > 5 && !strcmp(name + len - 5, ".bias"))
+        snprintf(legacy, sizeof legacy, "%.*s.beta", (int)(len - 5), name);
+    else
+        return NULL;
+    return find_prefixed(c, legacy);
+}
+
+static int file_exists(const char *path)
+{
+    struct stat sb;
+    return stat(path, &sb) == 0 && S_ISREG(sb.st_mode);
+}
+
+/* do_lower_case from tokenizer_config.json (default true). */
+static hs_status read_lowercase(const char *path, int *lower, hs_error *err)
+{
+    *lower = 1;
+    if (!file_exists(path))
+        return HS_OK;
+    char *text = NULL;
+    size_t len = 0;
+    hs_status st = hs_read_file(path, 16u << 20, &text, &len, err);
+    if (st)
+        return st;
+    cJSON *root = cJSON_ParseWithLength(text, len);
+    free(text);
+    if (!cJSON_IsObject(root)) {
+        cJSON_Delete(root);
+        return hs_fail(err, HS_E_FORMAT, "'%s' is not a JSON object", path);
+    }
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, "do_lower_case");
+    if (cJSON_IsBool(v))
+        *lower = cJSON_IsTrue(v);
+    cJSON_Delete(root);
+    return HS_OK;
+}
+
+static hs_status load_tokenizer(hs_model *m, const char *dir, hs_error *err)
+{
+    char a[4096], b[4096];
+    if (m->cfg.family == HS_FAMILY_GPT2) {
+        snprintf(a, sizeof a, "%s/vocab.json", dir);
+        snprintf(b, sizeof b, "%s/merges.txt", dir);
+        int ha = file_exists(a), hb = file_exists(b);
+        if (!ha && !hb)
+            return HS_OK; /* weights only: fine for id-level work */
+        if (ha != hb)
+            return hs_fail(err, HS_E_IO, "'%s' has %s but not %s", dir,
+                           ha ? "vocab.json" : "merges.txt", ha ? "merges.txt" : "vocab.json");
+        return hs_tokenizer_load_gpt2(a, b, &m->tok, err);
+    }
+    snprintf(a, sizeof a, "%s/vocab.txt", dir);
+    if (!file_exists(a))
+        return HS_OK;
+    snprintf(b, sizeof b, "%s/tokenizer_config.json", dir);
+    int lower;
+    hs_status st = read_lowercase(b, &lower, err);
+    if (st)
+        return st;
+    return hs_tokenizer_load_bert(a, lower, &m->tok, err);
+}
+
+hs_status hs_hf_load(hs_model *m, const char *dir, hs_error *err)
+{
+    char path[4096];
+    hs_safetensors *st_file = NULL;
+    hs_status st;
+
+    if (strlen(dir) > 4000)
+        return hs_fail(err, HS_E_ARG, "model path is too long");
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    if (!file_exists(path))
+        return hs_fail(err, HS_E_IO, "'%s' has no config.json (not a Hugging Face model folder)",
+                       dir);
+    if ((st = hs_hf_config_load(path, &m->cfg, err)))
+        return st;
+    m->format = HS_FORMAT_HF;
+
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    if (!file_exists(path)) {
+        snprintf(path, sizeof path, "%s/pytorch_model.bin", dir);
+        if (file_exists(path))
+            return hs_fail(err, HS_E_UNSUPPORTED,
+                           "'%s' has only pytorch_model.bin; convert it to model.safetensors",
+                           dir);
+        return hs_fail(err, HS_E_IO, "cannot open '%s/model.safetensors': No such file", dir);
+    }
+    if ((st = hs_safetensors_open(path, &st_file, err)))
+        return st;
+    hf_ctx ctx = {.st = st_file, .family = m->cfg.family};
+    st = hs_weights_build(m, hf_lookup, &ctx, err);
+    hs_safetensors_close(st_file);
+    if (st)
+        return st;
+    return load_tokenizer(m, dir, err);
+}

@@ -1,0 +1,77 @@
+/* hs_model_load: format detection by magic bytes, accessors, hs_model_free. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "model/model_internal.h"
+
+const char *hs_family_name(hs_family f)
+{
+    return f == HS_FAMILY_GPT2 ? "gpt2" : f == HS_FAMILY_BERT ? "bert" : "?";
+}
+
+hs_status hs_model_load(const char *path, hs_model **out, hs_error *err)
+{
+    *out = NULL;
+    if (!path || !*path)
+        return hs_fail(err, HS_E_ARG, "no model path given");
+    struct stat sb;
+    if (stat(path, &sb) != 0)
+        return hs_fail(err, HS_E_IO, "cannot open '%s': %s", path, strerror(errno));
+    hs_model *m = calloc(1, sizeof *m);
+    if (!m || !(m->path = strdup(path))) {
+        free(m);
+        return hs_fail(err, HS_E_NOMEM, "out of memory");
+    }
+    snprintf(m->storage_dtype, sizeof m->storage_dtype, "F32");
+    hs_status st;
+    if (S_ISDIR(sb.st_mode)) {
+        st = hs_hf_load(m, path, err);
+    } else {
+        unsigned char magic[8] = {0};
+        FILE *f = fopen(path, "rb");
+        if (!f) {
+            st = hs_fail(err, HS_E_IO, "cannot open '%s': %s", path, strerror(errno));
+        } else {
+            size_t got = fread(magic, 1, sizeof magic, f);
+            fclose(f);
+            if (got >= 4 && !memcmp(magic, "GGUF", 4))
+                st = hs_gguf_load(m, path, err);
+            else if (got >= 8 && hs_le64(magic) < (uint64_t)sb.st_size && magic[0] != 0 &&
+                     (magic[7] == 0))
+                st = hs_fail(err, HS_E_FORMAT,
+                             "'%s' looks like a bare safetensors file; pass the model folder "
+                             "that holds it with config.json", path);
+            else
+                st = hs_fail(err, HS_E_FORMAT,
+                             "'%s' is neither a Hugging Face model folder nor a GGUF file "
+                             "(no 'GGUF' magic)", path);
+        }
+    }
+    if (st) {
+        hs_model_free(m);
+        return st;
+    }
+    *out = m;
+    return HS_OK;
+}
+
+void hs_model_free(hs_model *m)
+{
+    if (!m)
+        return;
+    hs_tokenizer_free(m->tok);
+    free(m->layers);
+    free(m->arena);
+    free(m->path);
+    free(m);
+}
+
+const hs_model_config *hs_model_config_of(const hs_model *m) { return &m->cfg; }
+const hs_tokenizer *hs_model_tokenizer(const hs_model *m) { return m->tok; }
+size_t hs_model_param_count(const hs_model *m) { return m->arena_floats; }
+hs_file_format hs_model_format(const hs_model *m) { return m->format; }
+const char *hs_model_storage_dtype(const hs_model *m) { return m->storage_dtype; }
+const char *hs_model_path(const hs_model *m) { return m->path; }

@@ -1,0 +1,256 @@
+/* safetensors reader: 8-byte little-endian header length, JSON header, raw data.
+ * Everything in the header is validated against the file before a tensor is used. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cJSON.h>
+
+#include "model/safetensors.h"
+
+#define ST_HEADER_MAX (100u << 20) /* the format's own limit is 100 MB */
+#define ST_TENSORS_MAX 100000
+
+static int dtype_from_name(const char *s, hs_dtype *dt, size_t *elsize)
+{
+    if (!strcmp(s, "F32")) {
+        *dt = HS_DT_F32;
+        *elsize = 4;
+    } else if (!strcmp(s, "F16")) {
+        *dt = HS_DT_F16;
+        *elsize = 2;
+    } else if (!strcmp(s, "BF16")) {
+        *dt = HS_DT_BF16;
+        *elsize = 2;
+    } else {
+        return -1;
+    }
+    return 0;
+}
+
+static int cmp_by_begin(const void *a, const void *b)
+{
+    const hs_tensor_view *x = a, *y = b;
+    return (x->data > y->data) - (x->data < y->data);
+}
+
+static int cmp_by_name(const void *a, const void *b)
+{
+    const hs_tensor_view *x = a, *y = b;
+    return strcmp(x->name, y->name);
+}
+
+/* Integer JSON value in [0, 2^53). */
+static int json_u64(const cJSON *v, uint64_t *out)
+{
+    if (!cJSON_IsNumber(v) || v->valuedouble < 0 || v->valuedouble > 9007199254740992.0 ||
+        v->valuedouble != (double)(uint64_t)v->valuedouble)
+        return -1;
+    *out = (uint64_t)v->valuedouble;
+    return 0;
+}
+
+/* Parses one header entry into t. */
+static hs_status parse_entry(const cJSON *e, const unsigned char *data, uint64_t data_len,
+                             hs_tensor_view *t, hs_error *err)
+{
+    const char *name = t->name;
+    if (!cJSON_IsObject(e))
+        return hs_fail(err, HS_E_FORMAT, "tensor '%s': header entry is not an object", name);
+    const cJSON *dt = cJSON_GetObjectItemCaseSensitive(e, "dtype");
+    const cJSON *shape = cJSON_GetObjectItemCaseSensitive(e, "shape");
+    const cJSON *offs = cJSON_GetObjectItemCaseSensitive(e, "data_offsets");
+    if (!cJSON_IsString(dt) || !cJSON_IsArray(shape) || !cJSON_IsArray(offs))
+        return hs_fail(err, HS_E_FORMAT,
+                       "tensor '%s': header entry needs dtype, shape and data_offsets", name);
+    size_t elsize;
+    if (dtype_from_name(dt->valuestring, &t->dtype, &elsize))
+        return hs_fail(err, HS_E_DTYPE,
+                       "tensor '%s': dtype '%s' is not supported (expected F32, F16 or BF16)",
+                       name, dt->valuestring);
+    int nd = cJSON_GetArraySize(shape);
+    if (nd > 4)
+        return hs_fail(err, HS_E_SHAPE, "tensor '%s': %d dimensions (at most 4 supported)", name,
+                       nd);
+    t->ndim = nd;
+    size_t count = 1;
+    for (int i = 0; i < nd; i++) {
+        uint64_t d;
+        if (json_u64(cJSON_GetArrayItem(shape, i), &d) || d > (uint64_t)INT64_MAX)
+            return hs_fail(err, HS_E_FORMAT, "tensor '%s': shape[%d] is not a valid size", name,
+                           i);
+        t->shape[i] = (int64_t)d;
+        if (hs_mul_size(count, (size_t)d, &count))
+            return hs_fail(err, HS_E_FORMAT, "tensor '%s': shape overflows", name);
+    }
+    for (int i = nd; i < 4; i++)
+        t->shape[i] = 1;
+    uint64_t b, en;
+    if (cJSON_GetArraySize(offs) != 2 || json_u64(cJSON_GetArrayItem(offs, 0), &b) ||
+        json_u64(cJSON_GetArrayItem(offs, 1), &en) || b > en)
+        return hs_fail(err, HS_E_FORMAT, "tensor '%s': data_offsets must be [begin, end]", name);
+    if (en > data_len)
+        return hs_fail(err, HS_E_FORMAT,
+                       "tensor '%s': data_offsets end %llu is beyond the %llu data bytes in the "
+                       "file (truncated file?)",
+                       name, (unsigned long long)en, (unsigned long long)data_len);
+    size_t nbytes;
+    if (hs_mul_size(count, elsize, &nbytes) || nbytes != en - b)
+        return hs_fail(err, HS_E_FORMAT,
+                       "tensor '%s': data_offsets span %llu bytes but shape and dtype need %zu",
+                       name, (unsigned long long)(en - b), count * elsize);
+    t->data = data + b;
+    t->nbytes = nbytes;
+    return HS_OK;
+}
+
+hs_status hs_safetensors_open(const char *path, hs_safetensors **out, hs_error *err)
+{
+    hs_status st = HS_OK;
+    hs_safetensors *s = NULL;
+    cJSON *root = NULL;
+    int fd = -1;
+    *out = NULL;
+
+    fd = open(path, O_RDONLY);
+    if (fd < 0)
+        return hs_fail(err, HS_E_IO, "cannot open '%s': %s", path, strerror(errno));
+    struct stat sb;
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        st = hs_fail(err, HS_E_IO, "'%s' is not a regular file", path);
+        goto fail;
+    }
+    uint64_t fsize = (uint64_t)sb.st_size;
+    if (fsize < 8) {
+        st = hs_fail(err, HS_E_FORMAT, "'%s': file is %llu bytes, too short for a safetensors "
+                     "header", path, (unsigned long long)fsize);
+        goto fail;
+    }
+    s = calloc(1, sizeof *s);
+    if (!s) {
+        st = hs_fail(err, HS_E_NOMEM, "out of memory");
+        goto fail;
+    }
+    s->map_len = (size_t)fsize;
+    s->map = mmap(NULL, s->map_len, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (s->map == MAP_FAILED) {
+        s->map = NULL;
+        st = hs_fail(err, HS_E_IO, "cannot map '%s': %s", path, strerror(errno));
+        goto fail;
+    }
+    close(fd);
+    fd = -1;
+
+    uint64_t hlen = hs_le64(s->map);
+    if (hlen > fsize - 8) {
+        st = hs_fail(err, HS_E_FORMAT,
+                     "'%s': header length %llu is larger than the file (%llu bytes)", path,
+                     (unsigned long long)hlen, (unsigned long long)fsize);
+        goto fail;
+    }
+    if (hlen > ST_HEADER_MAX) {
+        st = hs_fail(err, HS_E_FORMAT, "'%s': header length %llu exceeds the 100 MB limit",
+                     path, (unsigned long long)hlen);
+        goto fail;
+    }
+    const char *hdr = (const char *)s->map + 8;
+    root = cJSON_ParseWithLength(hdr, (size_t)hlen);
+    if (!root) {
+        st = hs_fail(err, HS_E_FORMAT, "'%s': header is not valid JSON", path);
+        goto fail;
+    }
+    if (!cJSON_IsObject(root)) {
+        st = hs_fail(err, HS_E_FORMAT, "'%s': header is not a JSON object", path);
+        goto fail;
+    }
+    const unsigned char *data = s->map + 8 + hlen;
+    uint64_t data_len = fsize - 8 - hlen;
+
+    int n = cJSON_GetArraySize(root);
+    if (n > ST_TENSORS_MAX) {
+        st = hs_fail(err, HS_E_FORMAT, "'%s': %d tensors (limit %d)", path, n, ST_TENSORS_MAX);
+        goto fail;
+    }
+    s->tensors = calloc((size_t)(n > 0 ? n : 1), sizeof *s->tensors);
+    if (!s->tensors) {
+        st = hs_fail(err, HS_E_NOMEM, "out of memory");
+        goto fail;
+    }
+    for (const cJSON *e = root->child; e; e = e->next) {
+        if (!e->string) {
+            st = hs_fail(err, HS_E_FORMAT, "'%s': header entry without a name", path);
+            goto fail;
+        }
+        if (!strcmp(e->string, "__metadata__"))
+            continue;
+        hs_tensor_view *t = &s->tensors[s->n];
+        char *nm = strdup(e->string);
+        if (!nm) {
+            st = hs_fail(err, HS_E_NOMEM, "out of memory");
+            goto fail;
+        }
+        t->name = nm;
+        s->n++;
+        if ((st = parse_entry(e, data, data_len, t, err))) {
+            hs_error_prefix(err, "'%s'", path);
+            goto fail;
+        }
+    }
+    /* Names must be unique; data ranges must not overlap. */
+    if (s->n > 1) {
+        hs_tensor_view *tmp = malloc(s->n * sizeof *tmp);
+        if (!tmp) {
+            st = hs_fail(err, HS_E_NOMEM, "out of memory");
+            goto fail;
+        }
+        memcpy(tmp, s->tensors, s->n * sizeof *tmp);
+        qsort(tmp, s->n, sizeof *tmp, cmp_by_name);
+        for (size_t i = 1; i < s->n && !st; i++)
+            if (!strcmp(tmp[i - 1].name, tmp[i].name))
+                st = hs_fail(err, HS_E_FORMAT, "'%s': tensor '%s' appears twice", path,
+                             tmp[i].name);
+        if (!st) {
+            qsort(tmp, s->n, sizeof *tmp, cmp_by_begin);
+            for (size_t i = 1; i < s->n && !st; i++)
+                if (tmp[i - 1].data + tmp[i - 1].nbytes > tmp[i].data && tmp[i].nbytes > 0)
+                    st = hs_fail(err, HS_E_FORMAT, "'%s': data of tensors '%s' and '%s' overlap",
+                                 path, tmp[i - 1].name, tmp[i].name);
+        }
+        free(tmp);
+        if (st)
+            goto fail;
+    }
+    cJSON_Delete(root);
+    *out = s;
+    return HS_OK;
+fail:
+    cJSON_Delete(root);
+    if (fd >= 0)
+        close(fd);
+    hs_safetensors_close(s);
+    return st;
+}
+
+const hs_tensor_view *hs_safetensors_find(const hs_safetensors *s, const char *name)
+{
+    for (size_t i = 0; i < s->n; i++)
+        if (!strcmp(s->tensors[i].name, name))
+            return &s->tensors[i];
+    return NULL;
+}
+
+void hs_safetensors_close(hs_safetensors *s)
+{
+    if (!s)
+        return;
+    for (size_t i = 0; i < s->n; i++)
+        free((char *)(uintptr_t)s->tensors[i].name);
+    free(s->tensors);
+    if (s->map)
+        munmap(s->map, s->map_len);
+    free(s);
+}

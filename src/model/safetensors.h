@@ -1,0 +1,23 @@
+/* safetensors reader (private). */
+#ifndef HEADSCOPE_SAFETENSORS_H
+#define HEADSCOPE_SAFETENSORS_H
+
+#include "model/model_internal.h"
+
+typedef struct hs_safetensors {
+    unsigned char *map; /* the whole file, mapped read-only */
+    size_t map_len;
+    hs_tensor_view *tensors; /* (n), data points into map */
+    size_t n;
+} hs_safetensors;
+
+/* Opens and validates a .safetensors file (F32, F16, BF16). Close with hs_safetensors_close. */
+hs_status hs_safetensors_open(const char *path, hs_safetensors **out, hs_error *err);
+
+/* The tensor called name, or NULL. */
+const hs_tensor_view *hs_safetensors_find(const hs_safetensors *s, const char *name);
+
+/* Unmaps and frees; accepts NULL. */
+void hs_safetensors_close(hs_safetensors *s);
+
+#endif

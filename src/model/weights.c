@@ -1,0 +1,369 @@
+/* Weight builder: resolves every logical tensor through a format reader, checks its
+ * shape against the config, converts it to float32 into one arena in the normalised
+ * (in, out) layout, and rejects NaN/Inf. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/model_internal.h"
+
+const char *hs_dtype_name(hs_dtype dt)
+{
+    switch (dt) {
+    case HS_DT_F32: return "F32";
+    case HS_DT_F16: return "F16";
+    case HS_DT_BF16: return "BF16";
+    case HS_DT_Q8_0: return "Q8_0";
+    }
+    return "?";
+}
+
+hs_status hs_config_validate(hs_model_config *c, hs_error *err)
+{
+#define CHECK_RANGE(field, name, lo, hi)                                                       \
+    if (c->field < (lo) || c->field > (hi))                                                    \
+        return hs_fail(err, HS_E_VALUE, "config: %s = %d is out of range [%d, %d]", name,      \
+                       c->field, (int)(lo), (int)(hi));
+    CHECK_RANGE(n_layer, "n_layer", 1, 1024)
+    CHECK_RANGE(n_head, "n_head", 1, 1024)
+    CHECK_RANGE(d_model, "d_model", 1, 65536)
+    CHECK_RANGE(d_ff, "d_ff", 1, 1 << 20)
+    CHECK_RANGE(n_ctx, "n_ctx", 1, 1 << 20)
+    CHECK_RANGE(vocab_size, "vocab_size", 1, 1 << 24)
+    if (c->family == HS_FAMILY_BERT) {
+        CHECK_RANGE(type_vocab_size, "type_vocab_size", 1, 1024)
+    }
+#undef CHECK_RANGE
+    if (c->d_model % c->n_head != 0)
+        return hs_fail(err, HS_E_VALUE, "config: d_model %d is not divisible by n_head %d",
+                       c->d_model, c->n_head);
+    if (!(c->ln_eps > 0.0f) || !isfinite(c->ln_eps))
+        return hs_fail(err, HS_E_VALUE, "config: layer norm epsilon must be positive");
+    c->d_head = c->d_model / c->n_head;
+    c->causal = c->family == HS_FAMILY_GPT2;
+    return HS_OK;
+}
+
+/* ---- conversion ---------------------------------------------------------------- */
+
+static size_t dtype_bytes(hs_dtype dt, size_t count)
+{
+    switch (dt) {
+    case HS_DT_F32: return count * 4;
+    case HS_DT_F16:
+    case HS_DT_BF16: return count * 2;
+    case HS_DT_Q8_0: return count / 32 * 34;
+    }
+    return 0;
+}
+
+/* Decodes count elements of t (flat, stored order) into out. */
+static void decode(const hs_tensor_view *t, float *out, size_t count)
+{
+    const unsigned char *p = t->data;
+    switch (t->dtype) {
+    case HS_DT_F32:
+        for (size_t i = 0; i < count; i++) {
+            uint32_t b = hs_le32(p + 4 * i);
+            memcpy(&out[i], &b, 4);
+        }
+        break;
+    case HS_DT_F16:
+        for (size_t i = 0; i < count; i++)
+            out[i] = hs_f16_to_f32(hs_le16(p + 2 * i));
+        break;
+    case HS_DT_BF16:
+        for (size_t i = 0; i < count; i++)
+            out[i] = hs_bf16_to_f32(hs_le16(p + 2 * i));
+        break;
+    case HS_DT_Q8_0:
+        for (size_t blk = 0; blk < count / 32; blk++) {
+            const unsigned char *b = p + blk * 34;
+            float d = hs_f16_to_f32(hs_le16(b));
+            for (int j = 0; j < 32; j++)
+                out[blk * 32 + (size_t)j] = d * (float)(int8_t)b[2 + j];
+        }
+        break;
+    }
+}
+
+/* ---- the tensor plan -------------------------------------------------------------- */
+
+enum kind {
+    K_VEC,  /* (cols) */
+    K_ROWS, /* (rows, cols), stored as is: embeddings and decoders */
+    K_MAT   /* logical (in = rows, out = cols); stored (in, out) or (out, in) */
+};
+
+typedef struct builder {
+    hs_model *m;
+    hs_tensor_lookup lookup;
+    void *ctx;
+    float *tmp; /* scratch for transposed matrices */
+    size_t tmp_len;
+    size_t largest; /* element count of the largest matrix seen, for storage_dtype */
+} builder;
+
+/* Loads one tensor into dst (row stride ld, column offset off). */
+static hs_status place(builder *b, const char *name, enum kind kind, int rows, int cols,
+                       float *dst, int ld, int off, hs_error *err)
+{
+    int out_in = 0;
+    const hs_tensor_view *t = b->lookup(b->ctx, name, &out_in);
+    if (!t)
+        return hs_fail(err, HS_E_FORMAT, "missing tensor '%s'", name);
+    int64_t want[2] = {0, 0};
+    int want_nd = kind == K_VEC ? 1 : 2;
+    if (kind == K_VEC) {
+        want[0] = cols;
+    } else if (kind == K_MAT && out_in) {
+        want[0] = cols;
+        want[1] = rows;
+    } else {
+        want[0] = rows;
+        want[1] = cols;
+    }
+    if (t->ndim != want_nd || t->shape[0] != want[0] || (want_nd == 2 && t->shape[1] != want[1])) {
+        char got[96] = "", w[64];
+        int pos = 0;
+        for (int i = 0; i < t->ndim && pos < (int)sizeof got - 24; i++)
+            pos += snprintf(got + pos, sizeof got - (size_t)pos, "%s%lld", i ? ", " : "",
+                            (long long)t->shape[i]);
+        if (want_nd == 1)
+            snprintf(w, sizeof w, "%lld", (long long)want[0]);
+        else
+            snprintf(w, sizeof w, "%lld, %lld", (long long)want[0], (long long)want[1]);
+        return hs_fail(err, HS_E_SHAPE, "tensor '%s' has shape (%s), expected (%s) from the config",
+                       t->name, got, w);
+    }
+    size_t count = (size_t)rows * (size_t)cols;
+    if (t->dtype == HS_DT_Q8_0 && (t->shape[t->ndim - 1] % 32) != 0)
+        return hs_fail(err, HS_E_FORMAT, "tensor '%s': Q8_0 rows must be a multiple of 32",
+                       t->name);
+    if (t->nbytes < dtype_bytes(t->dtype, count))
+        return hs_fail(err, HS_E_FORMAT, "tensor '%s': %zu bytes, expected %zu", t->name,
+                       t->nbytes, dtype_bytes(t->dtype, count));
+    if (kind == K_MAT && count > b->largest) {
+        b->largest = count;
+        snprintf(b->m->storage_dtype, sizeof b->m->storage_dtype, "%s", hs_dtype_name(t->dtype));
+    }
+    int transpose = kind == K_MAT && out_in;
+    int direct = !transpose && (kind == K_VEC || (ld == cols && off == 0));
+    float *src = direct ? dst + off : b->tmp;
+    if (!direct && count > b->tmp_len) {
+        float *nt = realloc(b->tmp, count * sizeof *nt);
+        if (!nt)
+            return hs_fail(err, HS_E_NOMEM, "out of memory converting '%s'", t->name);
+        b->tmp = nt;
+        b->tmp_len = count;
+        src = nt;
+    }
+    decode(t, src, count);
+    for (size_t i = 0; i < count; i++)
+        if (!isfinite(src[i]))
+            return hs_fail(err, HS_E_VALUE, "tensor '%s' holds a non-finite value (%s) at element %zu",
+                           t->name, isnan(src[i]) ? "NaN" : "Inf", i);
+    if (direct)
+        return HS_OK;
+    if (kind == K_VEC) {
+        memcpy(dst + off, src, count * sizeof *src);
+    } else if (transpose) { /* stored (out = cols, in = rows) */
+        for (int o = 0; o < cols; o++)
+            for (int i = 0; i < rows; i++)
+                dst[(size_t)i * (size_t)ld + (size_t)off + (size_t)o] = src[(size_t)o * (size_t)rows + (size_t)i];
+    } else {
+        for (int i = 0; i < rows; i++)
+            memcpy(dst + (size_t)i * (size_t)ld + off, src + (size_t)i * (size_t)cols,
+                   (size_t)cols * sizeof *src);
+    }
+    return HS_OK;
+}
+
+static int present(builder *b, const char *name)
+{
+    int out_in;
+    return b->lookup(b->ctx, name, &out_in) != NULL;
+}
+
+/* Carves n floats from the arena cursor. */
+static float *carve(float **cur, size_t n)
+{
+    float *p = *cur;
+    *cur += n;
+    return p;
+}
+
+static size_t layer_floats(const hs_model_config *c)
+{
+    size_t d = (size_t)c->d_model, f = (size_t)c->d_ff;
+    return 2 * d + d * 3 * d + 3 * d + d * d + d + 2 * d + d * f + f + f * d + d;
+}
+
+#define NAME(...) (snprintf(nm, sizeof nm, __VA_ARGS__), nm)
+
+static hs_status build_gpt2(builder *b, int has_lm_head, float *cur, hs_error *err)
+{
+    hs_model *m = b->m;
+    const hs_model_config *c = &m->cfg;
+    int d = c->d_model, f = c->d_ff, V = c->vocab_size;
+    char nm[128];
+    hs_status st;
+    float *wte = carve(&cur, (size_t)V * d), *wpe = carve(&cur, (size_t)c->n_ctx * d);
+    m->wte = wte;
+    m->wpe = wpe;
+    if ((st = place(b, "wte.weight", K_ROWS, V, d, wte, d, 0, err)) ||
+        (st = place(b, "wpe.weight", K_ROWS, c->n_ctx, d, wpe, d, 0, err)))
+        return st;
+    for (int l = 0; l < c->n_layer; l++) {
+        hs_layer *L = &m->layers[l];
+        float *ln1_w = carve(&cur, d), *ln1_b = carve(&cur, d);
+        float *w_qkv = carve(&cur, (size_t)d * 3 * d), *b_qkv = carve(&cur, 3 * (size_t)d);
+        float *w_o = carve(&cur, (size_t)d * d), *b_o = carve(&cur, d);
+        float *ln2_w = carve(&cur, d), *ln2_b = carve(&cur, d);
+        float *w_fc = carve(&cur, (size_t)d * f), *b_fc = carve(&cur, f);
+        float *w_proj = carve(&cur, (size_t)f * d), *b_proj = carve(&cur, d);
+        *L = (hs_layer){ln1_w, ln1_b, w_qkv, b_qkv, w_o, b_o, ln2_w, ln2_b, w_fc, b_fc, w_proj, b_proj};
+        if ((st = place(b, NAME("h.%d.ln_1.weight", l), K_VEC, 1, d, ln1_w, d, 0, err)) ||
+            (st = place(b, NAME("h.%d.ln_1.bias", l), K_VEC, 1, d, ln1_b, d, 0, err)) ||
+            (st = place(b, NAME("h.%d.attn.c_attn.weight", l), K_MAT, d, 3 * d, w_qkv, 3 * d, 0, err)) ||
+            (st = place(b, NAME("h.%d.attn.c_attn.bias", l), K_VEC, 1, 3 * d, b_qkv, 3 * d, 0, err)) ||
+            (st = place(b, NAME("h.%d.attn.c_proj.weight", l), K_MAT, d, d, w_o, d, 0, err)) ||
+            (st = place(b, NAME("h.%d.attn.c_proj.bias", l), K_VEC, 1, d, b_o, d, 0, err)) ||
+            (st = place(b, NAME("h.%d.ln_2.weight", l), K_VEC, 1, d, ln2_w, d, 0, err)) ||
+            (st = place(b, NAME("h.%d.ln_2.bias", l), K_VEC, 1, d, ln2_b, d, 0, err)) ||
+            (st = place(b, NAME("h.%d.mlp.c_fc.weight", l), K_MAT, d, f, w_fc, f, 0, err)) ||
+            (st = place(b, NAME("h.%d.mlp.c_fc.bias", l), K_VEC, 1, f, b_fc, f, 0, err)) ||
+            (st = place(b, NAME("h.%d.mlp.c_proj.weight", l), K_MAT, f, d, w_proj, d, 0, err)) ||
+            (st = place(b, NAME("h.%d.mlp.c_proj.bias", l), K_VEC, 1, d, b_proj, d, 0, err)))
+            return st;
+    }
+    float *lnf_w = carve(&cur, d), *lnf_b = carve(&cur, d);
+    m->lnf_w = lnf_w;
+    m->lnf_b = lnf_b;
+    if ((st = place(b, "ln_f.weight", K_VEC, 1, d, lnf_w, d, 0, err)) ||
+        (st = place(b, "ln_f.bias", K_VEC, 1, d, lnf_b, d, 0, err)))
+        return st;
+    m->decoder = m->wte;
+    if (has_lm_head) {
+        float *dec = carve(&cur, (size_t)V * d);
+        m->decoder = dec;
+        if ((st = place(b, "lm_head.weight", K_ROWS, V, d, dec, d, 0, err)))
+            return st;
+    }
+    return HS_OK;
+}
+
+static hs_status build_bert(builder *b, int has_mlm, int has_decoder, float *cur, hs_error *err)
+{
+    hs_model *m = b->m;
+    const hs_model_config *c = &m->cfg;
+    int d = c->d_model, f = c->d_ff, V = c->vocab_size;
+    char nm[160];
+    hs_status st;
+    float *wte = carve(&cur, (size_t)V * d), *wpe = carve(&cur, (size_t)c->n_ctx * d);
+    float *wtt = carve(&cur, (size_t)c->type_vocab_size * d);
+    float *eln_w = carve(&cur, d), *eln_b = carve(&cur, d);
+    m->wte = wte;
+    m->wpe = wpe;
+    m->wtt = wtt;
+    m->emb_ln_w = eln_w;
+    m->emb_ln_b = eln_b;
+    if ((st = place(b, "embeddings.word_embeddings.weight", K_ROWS, V, d, wte, d, 0, err)) ||
+        (st = place(b, "embeddings.position_embeddings.weight", K_ROWS, c->n_ctx, d, wpe, d, 0, err)) ||
+        (st = place(b, "embeddings.token_type_embeddings.weight", K_ROWS, c->type_vocab_size, d, wtt, d, 0, err)) ||
+        (st = place(b, "embeddings.LayerNorm.weight", K_VEC, 1, d, eln_w, d, 0, err)) ||
+        (st = place(b, "embeddings.LayerNorm.bias", K_VEC, 1, d, eln_b, d, 0, err)))
+        return st;
+    static const char *const qkv[3] = {"query", "key", "value"};
+    for (int l = 0; l < c->n_layer; l++) {
+        hs_layer *L = &m->layers[l];
+        float *ln1_w = carve(&cur, d), *ln1_b = carve(&cur, d);
+        float *w_qkv = carve(&cur, (size_t)d * 3 * d), *b_qkv = carve(&cur, 3 * (size_t)d);
+        float *w_o = carve(&cur, (size_t)d * d), *b_o = carve(&cur, d);
+        float *ln2_w = carve(&cur, d), *ln2_b = carve(&cur, d);
+        float *w_fc = carve(&cur, (size_t)d * f), *b_fc = carve(&cur, f);
+        float *w_proj = carve(&cur, (size_t)f * d), *b_proj = carve(&cur, d);
+        *L = (hs_layer){ln1_w, ln1_b, w_qkv, b_qkv, w_o, b_o, ln2_w, ln2_b, w_fc, b_fc, w_proj, b_proj};
+        for (int k = 0; k < 3; k++) {
+            if ((st = place(b, NAME("encoder.layer.%d.attention.self.%s.weight", l, qkv[k]), K_MAT,
+                            d, d, w_qkv, 3 * d, k * d, err)) ||
+                (st = place(b, NAME("encoder.layer.%d.attention.self.%s.bias", l, qkv[k]), K_VEC,
+                            1, d, b_qkv, 3 * d, k * d, err)))
+                return st;
+        }
+        if ((st = place(b, NAME("encoder.layer.%d.attention.output.dense.weight", l), K_MAT, d, d, w_o, d, 0, err)) ||
+            (st = place(b, NAME("encoder.layer.%d.attention.output.dense.bias", l), K_VEC, 1, d, b_o, d, 0, err)) ||
+            (st = place(b, NAME("encoder.layer.%d.attention.output.LayerNorm.weight", l), K_VEC, 1, d, ln1_w, d, 0, err)) ||
+            (st = place(b, NAME("encoder.layer.%d.attention.output.LayerNorm.bias", l), K_VEC, 1, d, ln1_b, d, 0, err)) ||
+            (st = place(b, NAME("encoder.layer.%d.intermediate.dense.weight", l), K_MAT, d, f, w_fc, f, 0, err)) ||
+            (st = place(b, NAME("encoder.layer.%d.intermediate.dense.bias", l), K_VEC, 1, f, b_fc, f, 0, err)) ||
+            (st = place(b, NAME("encoder.layer.%d.output.dense.weight", l), K_MAT, f, d, w_proj, d, 0, err)) ||
+            (st = place(b, NAME("encoder.layer.%d.output.dense.bias", l), K_VEC, 1, d, b_proj, d, 0, err)) ||
+            (st = place(b, NAME("encoder.layer.%d.output.LayerNorm.weight", l), K_VEC, 1, d, ln2_w, d, 0, err)) ||
+            (st = place(b, NAME("encoder.layer.%d.output.LayerNorm.bias", l), K_VEC, 1, d, ln2_b, d, 0, err)))
+            return st;
+    }
+    if (!has_mlm)
+        return HS_OK;
+    float *mw = carve(&cur, (size_t)d * d), *mb = carve(&cur, d);
+    float *mlw = carve(&cur, d), *mlb = carve(&cur, d), *mbias = carve(&cur, V);
+    m->mlm_w = mw;
+    m->mlm_b = mb;
+    m->mlm_ln_w = mlw;
+    m->mlm_ln_b = mlb;
+    m->mlm_bias = mbias;
+    const char *bias_name = present(b, "cls.predictions.bias") ? "cls.predictions.bias"
+                                                               : "cls.predictions.decoder.bias";
+    if ((st = place(b, "cls.predictions.transform.dense.weight", K_MAT, d, d, mw, d, 0, err)) ||
+        (st = place(b, "cls.predictions.transform.dense.bias", K_VEC, 1, d, mb, d, 0, err)) ||
+        (st = place(b, "cls.predictions.transform.LayerNorm.weight", K_VEC, 1, d, mlw, d, 0, err)) ||
+        (st = place(b, "cls.predictions.transform.LayerNorm.bias", K_VEC, 1, d, mlb, d, 0, err)) ||
+        (st = place(b, bias_name, K_VEC, 1, V, mbias, V, 0, err)))
+        return st;
+    m->decoder = m->wte;
+    if (has_decoder) {
+        float *dec = carve(&cur, (size_t)V * d);
+        m->decoder = dec;
+        if ((st = place(b, "cls.predictions.decoder.weight", K_ROWS, V, d, dec, d, 0, err)))
+            return st;
+    }
+    return HS_OK;
+}
+
+hs_status hs_weights_build(hs_model *m, hs_tensor_lookup lookup, void *ctx, hs_error *err)
+{
+    const hs_model_config *c = &m->cfg;
+    builder b = {.m = m, .lookup = lookup, .ctx = ctx};
+    size_t d = (size_t)c->d_model, V = (size_t)c->vocab_size, total = 0, t;
+    int has_head = 0, has_decoder = 0;
+
+    if (c->family == HS_FAMILY_GPT2) {
+        has_head = present(&b, "lm_head.weight");
+        /* embeddings + layers + ln_f (+ untied decoder) */
+        total = V * d + (size_t)c->n_ctx * d + 2 * d + (has_head ? V * d : 0);
+    } else {
+        has_head = present(&b, "cls.predictions.transform.dense.weight");
+        has_decoder = has_head && present(&b, "cls.predictions.decoder.weight");
+        total = V * d + (size_t)c->n_ctx * d + (size_t)c->type_vocab_size * d + 2 * d;
+        if (has_head)
+            total += d * d + 3 * d + V + (has_decoder ? V * d : 0);
+    }
+    if (hs_mul_size(layer_floats(c), (size_t)c->n_layer, &t) || hs_add_size(total, t, &total) ||
+        total > ((size_t)1 << 34))
+        return hs_fail(err, HS_E_VALUE, "config: the model would need more than 64 GiB of weights");
+
+    m->arena = malloc(total * sizeof(float));
+    m->layers = calloc((size_t)c->n_layer, sizeof *m->layers);
+    if (!m->arena || !m->layers)
+        return hs_fail(err, HS_E_NOMEM, "out of memory allocating %zu MB of weights",
+                       total * sizeof(float) >> 20);
+    m->arena_floats = total;
+    hs_status st = c->family == HS_FAMILY_GPT2 ? build_gpt2(&b, has_head, m->arena, err)
+                                               : build_bert(&b, has_head, has_decoder, m->arena, err);
+    free(b.tmp);
+    if (st == HS_OK) {
+        m->cfg.has_lm_head = c->family == HS_FAMILY_GPT2 ? 1 : has_head;
+    }
+    return st;
+}

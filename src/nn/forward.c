@@ -1,0 +1,312 @@
+/* The instrumented forward pass: one block for GPT-2 (pre-LN, causal) and BERT
+ * (post-LN, bidirectional), every projection an OpenBLAS sgemm on (in, out) weights. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cblas.h>
+
+#include "model/model_internal.h"
+#include "headscope/forward.h"
+
+struct hs_forward_ws {
+    int max_n;
+    float *x;     /* (n, d) residual stream */
+    float *h;     /* (n, d) normalised input / scratch */
+    float *qkv;   /* (n, 3d) */
+    float *probs; /* (n_head, n, n) */
+    float *ctx;   /* (n, d) */
+    float *ff;    /* (n, d_ff) */
+};
+
+hs_status hs_forward_ws_new(const hs_model *m, int max_n, hs_forward_ws **out, hs_error *err)
+{
+    const hs_model_config *c = &m->cfg;
+    *out = NULL;
+    if (max_n < 1 || max_n > c->n_ctx)
+        return hs_fail(err, HS_E_ARG, "workspace for %d tokens (model context is %d)", max_n,
+                       c->n_ctx);
+    hs_forward_ws *ws = calloc(1, sizeof *ws);
+    if (!ws)
+        return hs_fail(err, HS_E_NOMEM, "out of memory");
+    size_t n = (size_t)max_n, d = (size_t)c->d_model;
+    ws->max_n = max_n;
+    ws->x = malloc(n * d * sizeof(float));
+    ws->h = malloc(n * d * sizeof(float));
+    ws->qkv = malloc(n * 3 * d * sizeof(float));
+    ws->probs = malloc((size_t)c->n_head * n * n * sizeof(float));
+    ws->ctx = malloc(n * d * sizeof(float));
+    ws->ff = malloc(n * (size_t)c->d_ff * sizeof(float));
+    if (!ws->x || !ws->h || !ws->qkv || !ws->probs || !ws->ctx || !ws->ff) {
+        hs_forward_ws_free(ws);
+        return hs_fail(err, HS_E_NOMEM, "out of memory for a %d-token workspace", max_n);
+    }
+    *out = ws;
+    return HS_OK;
+}
+
+void hs_forward_ws_free(hs_forward_ws *ws)
+{
+    if (!ws)
+        return;
+    free(ws->x);
+    free(ws->h);
+    free(ws->qkv);
+    free(ws->probs);
+    free(ws->ctx);
+    free(ws->ff);
+    free(ws);
+}
+
+/* ---- kernels ------------------------------------------------------------------- */
+
+/* y: (n, out) = x: (n, in) · w: (in, out) + b: (out); y may not alias x. */
+static void linear(const float *x, const float *w, const float *b, float *y, int n, int in, int out)
+{
+    for (int i = 0; i < n; i++)
+        memcpy(y + (size_t)i * (size_t)out, b, (size_t)out * sizeof *b);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, out, in, 1.0f, x, in, w, out, 1.0f,
+                y, out);
+}
+
+/* y: (n, d) = LayerNorm(x) * w + b, row-wise; y may alias x. */
+static void layernorm(const float *x, const float *w, const float *b, float *y, int n, int d,
+                      float eps)
+{
+    for (int i = 0; i < n; i++) {
+        const float *xi = x + (size_t)i * (size_t)d;
+        float *yi = y + (size_t)i * (size_t)d;
+        double mean = 0, var = 0;
+        for (int k = 0; k < d; k++)
+            mean += xi[k];
+        mean /= d;
+        for (int k = 0; k < d; k++) {
+            double t = xi[k] - mean;
+            var += t * t;
+        }
+        var /= d;
+        float inv = (float)(1.0 / sqrt(var + (double)eps));
+        float mu = (float)mean;
+        for (int k = 0; k < d; k++)
+            yi[k] = (xi[k] - mu) * inv * w[k] + b[k];
+    }
+}
+
+static void gelu(float *x, size_t count, hs_activation act)
+{
+    if (act == HS_ACT_GELU_ERF) {
+        for (size_t i = 0; i < count; i++)
+            x[i] = 0.5f * x[i] * (1.0f + erff(x[i] * 0.70710678118654752f));
+    } else {
+        const float k = 0.79788456080286536f; /* sqrt(2/pi) */
+        for (size_t i = 0; i < count; i++) {
+            float v = x[i];
+            x[i] = 0.5f * v * (1.0f + tanhf(k * (v + 0.044715f * v * v * v)));
+        }
+    }
+}
+
+/* Row-wise softmax over the first `width(i)` entries of each row of s: (n, n); the
+ * rest of the row set to 0 (causal mask). */
+static void softmax_rows(float *s, int n, int causal)
+{
+    for (int i = 0; i < n; i++) {
+        float *r = s + (size_t)i * (size_t)n;
+        int w = causal ? i + 1 : n;
+        float mx = r[0];
+        for (int j = 1; j < w; j++)
+            mx = r[j] > mx ? r[j] : mx;
+        double sum = 0;
+        for (int j = 0; j < w; j++) {
+            r[j] = expf(r[j] - mx);
+            sum += r[j];
+        }
+        float inv = (float)(1.0 / sum);
+        for (int j = 0; j < w; j++)
+            r[j] *= inv;
+        for (int j = w; j < n; j++)
+            r[j] = 0.0f;
+    }
+}
+
+/* Multi-head attention of one layer. qkv: (n, 3d) → ctx: (n, d); probs: (H, n, n)
+ * reported to the observer before head_mask (H) scales them. */
+static int attention(const hs_model_config *c, int layer, const float *qkv, float *probs,
+                     float *ctx, int n, const float *head_mask, const hs_forward_opts *o)
+{
+    int d = c->d_model, dh = c->d_head, H = c->n_head;
+    float scale = 1.0f / sqrtf((float)dh);
+    size_t nn = (size_t)n * (size_t)n;
+    for (int h = 0; h < H; h++) {
+        const float *q = qkv + (size_t)h * (size_t)dh;
+        const float *k = qkv + (size_t)d + (size_t)h * (size_t)dh;
+        float *p = probs + (size_t)h * nn;
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, n, dh, scale, q, 3 * d, k, 3 * d,
+                    0.0f, p, n);
+        softmax_rows(p, n, c->causal);
+    }
+    if (o && o->on_attn && o->on_attn(o->user, layer, probs, H, n))
+        return -1;
+    for (int h = 0; h < H; h++) {
+        const float *v = qkv + 2 * (size_t)d + (size_t)h * (size_t)dh;
+        float *p = probs + (size_t)h * nn;
+        float hm = head_mask ? head_mask[h] : 1.0f;
+        if (hm != 1.0f)
+            for (size_t i = 0; i < nn; i++)
+                p[i] *= hm;
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, dh, n, 1.0f, p, n, v, 3 * d,
+                    0.0f, ctx + (size_t)h * (size_t)dh, d);
+    }
+    return 0;
+}
+
+static void add_inplace(float *x, const float *y, size_t count)
+{
+    for (size_t i = 0; i < count; i++)
+        x[i] += y[i];
+}
+
+hs_status hs_forward(const hs_model *m, const int32_t *ids, const int32_t *type_ids, int n,
+                     const hs_forward_opts *o, hs_forward_ws *ws, hs_error *err)
+{
+    const hs_model_config *c = &m->cfg;
+    if (n < 1)
+        return hs_fail(err, HS_E_INPUT, "no tokens to run");
+    if (n > c->n_ctx)
+        return hs_fail(err, HS_E_INPUT, "%d tokens exceed the model's context of %d", n, c->n_ctx);
+    for (int i = 0; i < n; i++) {
+        if (ids[i] < 0 || ids[i] >= c->vocab_size)
+            return hs_fail(err, HS_E_INPUT, "token id %d at position %d is outside the vocabulary "
+                           "(size %d)", (int)ids[i], i, c->vocab_size);
+        if (type_ids && c->family == HS_FAMILY_BERT &&
+            (type_ids[i] < 0 || type_ids[i] >= c->type_vocab_size))
+            return hs_fail(err, HS_E_INPUT, "token type %d at position %d is out of range",
+                           (int)type_ids[i], i);
+    }
+    if (o && o->logits && !c->has_lm_head)
+        return hs_fail(err, HS_E_UNSUPPORTED, "the model has no language-model head");
+
+    hs_forward_ws *own = NULL;
+    if (!ws || ws->max_n < n) {
+        hs_status st = hs_forward_ws_new(m, n, &own, err);
+        if (st)
+            return st;
+        ws = own;
+    }
+    int d = c->d_model, f = c->d_ff;
+    size_t nd = (size_t)n * (size_t)d;
+    float *x = ws->x, *h = ws->h;
+
+    /* Embeddings. */
+    for (int i = 0; i < n; i++) {
+        float *xi = x + (size_t)i * (size_t)d;
+        const float *te = m->wte + (size_t)ids[i] * (size_t)d;
+        const float *pe = m->wpe + (size_t)i * (size_t)d;
+        for (int k = 0; k < d; k++)
+            xi[k] = te[k] + pe[k];
+        if (c->family == HS_FAMILY_BERT) {
+            const float *tt = m->wtt + (size_t)(type_ids ? type_ids[i] : 0) * (size_t)d;
+            for (int k = 0; k < d; k++)
+                xi[k] += tt[k];
+        }
+    }
+    if (c->family == HS_FAMILY_BERT)
+        layernorm(x, m->emb_ln_w, m->emb_ln_b, x, n, d, c->ln_eps);
+
+    const float *hmask = o ? o->head_mask : NULL;
+    for (int l = 0; l < c->n_layer; l++) {
+        const hs_layer *L = &m->layers[l];
+        const float *hm_l = hmask ? hmask + (size_t)l * (size_t)c->n_head : NULL;
+        if (c->family == HS_FAMILY_GPT2) {
+            layernorm(x, L->ln1_w, L->ln1_b, h, n, d, c->ln_eps);
+            linear(h, L->w_qkv, L->b_qkv, ws->qkv, n, d, 3 * d);
+        } else {
+            linear(x, L->w_qkv, L->b_qkv, ws->qkv, n, d, 3 * d);
+        }
+        if (attention(c, l, ws->qkv, ws->probs, ws->ctx, n, hm_l, o)) {
+            hs_forward_ws_free(own);
+            return hs_fail(err, HS_E_ARG, "stopped by observer");
+        }
+        linear(ws->ctx, L->w_o, L->b_o, h, n, d, d);
+        add_inplace(x, h, nd);
+        if (c->family == HS_FAMILY_GPT2) {
+            layernorm(x, L->ln2_w, L->ln2_b, h, n, d, c->ln_eps);
+            linear(h, L->w_fc, L->b_fc, ws->ff, n, d, f);
+        } else {
+            layernorm(x, L->ln1_w, L->ln1_b, x, n, d, c->ln_eps);
+            linear(x, L->w_fc, L->b_fc, ws->ff, n, d, f);
+        }
+        gelu(ws->ff, (size_t)n * (size_t)f, c->act);
+        linear(ws->ff, L->w_proj, L->b_proj, h, n, f, d);
+        add_inplace(x, h, nd);
+        if (c->family == HS_FAMILY_BERT)
+            layernorm(x, L->ln2_w, L->ln2_b, x, n, d, c->ln_eps);
+    }
+    if (c->family == HS_FAMILY_GPT2)
+        layernorm(x, m->lnf_w, m->lnf_b, x, n, d, c->ln_eps);
+    if (o && o->hidden)
+        memcpy(o->hidden, x, nd * sizeof *x);
+    if (o && o->logits) {
+        const float *src = x;
+        const float *bias = NULL;
+        if (c->family == HS_FAMILY_BERT) { /* MLM transform: dense, gelu, LayerNorm */
+            linear(x, m->mlm_w, m->mlm_b, h, n, d, d);
+            gelu(h, nd, c->act);
+            layernorm(h, m->mlm_ln_w, m->mlm_ln_b, h, n, d, c->ln_eps);
+            src = h;
+            bias = m->mlm_bias;
+        }
+        int V = c->vocab_size;
+        for (int i = 0; i < n; i++) {
+            float *row = o->logits + (size_t)i * (size_t)V;
+            if (bias)
+                memcpy(row, bias, (size_t)V * sizeof *row);
+            else
+                memset(row, 0, (size_t)V * sizeof *row);
+        }
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, V, d, 1.0f, src, d, m->decoder, d,
+                    1.0f, o->logits, V);
+    }
+    hs_forward_ws_free(own);
+    return HS_OK;
+}
+
+/* ---- trace recorder --------------------------------------------------------------- */
+
+hs_status hs_trace_new(const hs_model *m, int n, hs_trace **out, hs_error *err)
+{
+    const hs_model_config *c = &m->cfg;
+    *out = NULL;
+    size_t count;
+    if (n < 1 || hs_mul_size((size_t)c->n_layer * (size_t)c->n_head, (size_t)n * (size_t)n, &count))
+        return hs_fail(err, HS_E_ARG, "bad trace size");
+    hs_trace *t = calloc(1, sizeof *t);
+    if (!t || !(t->attn = malloc(count * sizeof(float)))) {
+        free(t);
+        return hs_fail(err, HS_E_NOMEM, "out of memory for %zu MB of attention maps",
+                       count * sizeof(float) >> 20);
+    }
+    t->n_layer = c->n_layer;
+    t->n_head = c->n_head;
+    t->n = n;
+    *out = t;
+    return HS_OK;
+}
+
+void hs_trace_free(hs_trace *t)
+{
+    if (!t)
+        return;
+    free(t->attn);
+    free(t);
+}
+
+int hs_trace_observe(void *trace, int layer, const float *probs, int n_head, int n)
+{
+    hs_trace *t = trace;
+    if (n != t->n || n_head != t->n_head || layer < 0 || layer >= t->n_layer)
+        return 1;
+    size_t per = (size_t)n_head * (size_t)n * (size_t)n;
+    memcpy(t->attn + (size_t)layer * per, probs, per * sizeof *probs);
+    return 0;
+}
