@@ -1,0 +1,63 @@
+/* Shared pieces of the headscope command-line tool (private). */
+#ifndef HEADSCOPE_CLI_H
+#define HEADSCOPE_CLI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "headscope/forward.h"
+#include "headscope/model.h"
+#include "headscope/tokenizer.h"
+
+#define HEADSCOPE_VERSION "0.1.0"
+#define CLI_TEXT_MAX_BYTES ((size_t)64 << 20)
+
+/* Exit statuses. */
+enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2 };
+
+int cmd_attn(int argc, char **argv);
+int cmd_tokenize(int argc, char **argv);
+int cmd_info(int argc, char **argv);
+int cmd_convert(int argc, char **argv);
+int cmd_analyze(int argc, char **argv);
+
+/* "headscope: <cmd>: <message>" on stderr. */
+void cli_error(const char *cmd, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* A usage error: message, then "try 'headscope CMD --help'"; returns EXIT_USAGE. */
+int cli_usage_error(const char *cmd, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* The input text of a command: from --text or --file (raw bytes, "-" = stdin). */
+typedef struct cli_text {
+    char *text; /* owned copy, NUL-terminated (may also hold NULs) */
+    size_t len;
+    char *pair; /* NULL when no --text-pair */
+    size_t pair_len;
+} cli_text;
+
+/* Fills t from the option values (text or file, not both; exactly one required).
+ * Prints the error and returns EXIT_USAGE / EXIT_FAIL, or 0. */
+int cli_text_get(const char *cmd, const char *text, const char *file, const char *pair,
+                 cli_text *t);
+void cli_text_free(cli_text *t);
+
+/* Loads a model, printing errors; returns NULL on failure. */
+hs_model *cli_model_load(const char *cmd, const char *path);
+
+/* Tokenizes t with the model's tokenizer, enforcing non-empty text and the model's
+ * context (dropping tokens when truncate, else failing). Returns 0 or EXIT_FAIL. */
+int cli_encode(const char *cmd, const hs_model *m, const cli_text *t, int truncate,
+               hs_encoding *enc);
+
+/* Flushes stdout and reports a write error; returns EXIT_OK or EXIT_FAIL. */
+int cli_finish_stdout(const char *cmd);
+
+#endif

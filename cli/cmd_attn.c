@@ -1,0 +1,90 @@
+/* headscope attn: run the model on a text and write every head's attention map. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "headscope/npy.h"
+
+static const char usage_text[] =
+    "usage: headscope attn MODEL (--text TEXT | --file PATH|-) [--text-pair TEXT2]\n"
+    "                      [--truncate] -o OUT.npy\n\n"
+    "Runs MODEL (Hugging Face folder or GGUF file) on the text and writes the attention\n"
+    "probabilities of every head as a NumPy array of shape (n_layer, n_head, n_tok, n_tok),\n"
+    "float32, row = query token, column = key token.\n\n"
+    "  -t, --text TEXT        the input text\n"
+    "  -f, --file PATH        read the text from a file as raw bytes ('-' for stdin)\n"
+    "      --text-pair TEXT2  second segment for BERT ([CLS] a [SEP] b [SEP])\n"
+    "      --truncate         keep the first n_ctx tokens of a longer text\n"
+    "  -o, --output OUT.npy   where to write the maps (required)\n"
+    "  -q, --quiet            print nothing on success\n"
+    "  -h, --help             show this help\n";
+
+int cmd_attn(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"text", required_argument, NULL, 't'},   {"file", required_argument, NULL, 'f'},
+        {"text-pair", required_argument, NULL, 'p'}, {"truncate", no_argument, NULL, 'T'},
+        {"output", required_argument, NULL, 'o'}, {"quiet", no_argument, NULL, 'q'},
+        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
+    const char *text = NULL, *file = NULL, *pair = NULL, *out = NULL;
+    int truncate = 0, quiet = 0, c;
+    opterr = 0;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, ":t:f:o:qh", opts, NULL)) != -1) {
+        switch (c) {
+        case 't': text = optarg; break;
+        case 'f': file = optarg; break;
+        case 'p': pair = optarg; break;
+        case 'T': truncate = 1; break;
+        case 'o': out = optarg; break;
+        case 'q': quiet = 1; break;
+        case 'h': fputs(usage_text, stdout); return cli_finish_stdout("attn");
+        case ':': return cli_usage_error("attn", "option '%s' needs a value", argv[optind - 1]);
+        default: return cli_usage_error("attn", "unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind != argc - 1)
+        return cli_usage_error("attn", optind >= argc ? "no MODEL given" : "more than one MODEL given");
+    if (!out)
+        return cli_usage_error("attn", "no output file (use -o OUT.npy)");
+    const char *model_path = argv[optind];
+
+    cli_text t;
+    int rc = cli_text_get("attn", text, file, pair, &t);
+    if (rc)
+        return rc;
+    hs_model *m = cli_model_load("attn", model_path);
+    hs_encoding enc = {0};
+    hs_trace *trace = NULL;
+    hs_error err = {{0}};
+    rc = EXIT_FAIL;
+    if (!m || cli_encode("attn", m, &t, truncate, &enc))
+        goto done;
+    int n = (int)enc.n;
+    if (hs_trace_new(m, n, &trace, &err) != HS_OK) {
+        cli_error("attn", "%s", err.msg);
+        goto done;
+    }
+    hs_forward_opts fo = {.on_attn = hs_trace_observe, .user = trace};
+    if (hs_forward(m, enc.ids, enc.type_ids, n, &fo, NULL, &err) != HS_OK) {
+        cli_error("attn", "%s", err.msg);
+        goto done;
+    }
+    size_t shape[4] = {(size_t)trace->n_layer, (size_t)trace->n_head, (size_t)n, (size_t)n};
+    if (hs_npy_write_f32(out, trace->attn, shape, 4, &err) != HS_OK) {
+        cli_error("attn", "%s", err.msg);
+        goto done;
+    }
+    if (!quiet)
+        printf("wrote %s: %d layers x %d heads x %d x %d tokens\n", out, trace->n_layer,
+               trace->n_head, n, n);
+    rc = cli_finish_stdout("attn");
+done:
+    hs_trace_free(trace);
+    hs_encoding_free(&enc);
+    hs_model_free(m);
+    cli_text_free(&t);
+    return rc;
+}

@@ -1,0 +1,64 @@
+/* headscope info: describe a model. */
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+
+static const char usage_text[] =
+    "usage: headscope info MODEL\n\n"
+    "Prints the model family, dimensions, parameter count, tokenizer and file format of MODEL\n"
+    "(Hugging Face folder or GGUF file).\n\n"
+    "  -h, --help   show this help\n";
+
+int cmd_info(int argc, char **argv)
+{
+    static const struct option opts[] = {{"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
+    int c;
+    opterr = 0;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        if (c == 'h') {
+            fputs(usage_text, stdout);
+            return cli_finish_stdout("info");
+        }
+        return cli_usage_error("info", "unknown option '%s'", argv[optind - 1]);
+    }
+    if (optind != argc - 1)
+        return cli_usage_error("info", optind >= argc ? "no MODEL given" : "more than one MODEL given");
+    hs_model *m = cli_model_load("info", argv[optind]);
+    if (!m)
+        return EXIT_FAIL;
+    const hs_model_config *cfg = hs_model_config_of(m);
+    const hs_tokenizer *tok = hs_model_tokenizer(m);
+    printf("model:        %s\n", hs_model_path(m));
+    printf("format:       %s, weights stored as %s\n",
+           hs_model_format(m) == HS_FORMAT_GGUF ? "GGUF" : "Hugging Face folder (safetensors)",
+           hs_model_storage_dtype(m));
+    printf("family:       %s (%s, %s)\n", hs_family_name(cfg->family),
+           cfg->causal ? "causal, pre-LN" : "bidirectional, post-LN",
+           cfg->act == HS_ACT_GELU_ERF ? "gelu erf" : "gelu tanh");
+    printf("layers:       %d\n", cfg->n_layer);
+    printf("heads:        %d per layer (d_head %d), %d in all\n", cfg->n_head, cfg->d_head,
+           cfg->n_layer * cfg->n_head);
+    printf("d_model:      %d\n", cfg->d_model);
+    printf("d_ff:         %d\n", cfg->d_ff);
+    printf("context:      %d tokens\n", cfg->n_ctx);
+    printf("vocab:        %d\n", cfg->vocab_size);
+    if (cfg->family == HS_FAMILY_BERT)
+        printf("token types:  %d\n", cfg->type_vocab_size);
+    printf("lm head:      %s\n", cfg->has_lm_head ? (cfg->family == HS_FAMILY_BERT ? "MLM" : "yes") : "none");
+    printf("layer norm:   eps %g\n", (double)cfg->ln_eps);
+    printf("parameters:   %zu\n", hs_model_param_count(m));
+    if (tok)
+        printf("tokenizer:    %s, %zu tokens%s\n",
+               hs_tokenizer_get_kind(tok) == HS_TOK_BPE ? "byte-level BPE" : "WordPiece",
+               hs_tokenizer_vocab_size(tok),
+               hs_tokenizer_get_kind(tok) == HS_TOK_WORDPIECE
+                   ? (hs_tokenizer_lowercase(tok) ? ", lowercased" : ", cased")
+                   : "");
+    else
+        printf("tokenizer:    none (no tokenizer files)\n");
+    hs_model_free(m);
+    return cli_finish_stdout("info");
+}

@@ -1,0 +1,219 @@
+/* Shared CLI helpers: messages, text input, model loading, tokenization policy. */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+void cli_error(const char *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "headscope: %s: ", cmd);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+int cli_usage_error(const char *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "headscope: %s: ", cmd);
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\nusage: see 'headscope %s --help'\n", cmd);
+    va_end(ap);
+    return EXIT_USAGE;
+}
+
+static int read_stream(const char *cmd, FILE *f, const char *name, char **out, size_t *len)
+{
+    size_t cap = 1 << 16, n = 0;
+    char *buf = malloc(cap + 1);
+    if (!buf) {
+        cli_error(cmd, "out of memory");
+        return EXIT_FAIL;
+    }
+    for (;;) {
+        if (n == cap) {
+            if (cap >= CLI_TEXT_MAX_BYTES) {
+                free(buf);
+                cli_error(cmd, "'%s' is larger than %zu MB", name, CLI_TEXT_MAX_BYTES >> 20);
+                return EXIT_FAIL;
+            }
+            char *nb = realloc(buf, cap * 2 + 1);
+            if (!nb) {
+                free(buf);
+                cli_error(cmd, "out of memory");
+                return EXIT_FAIL;
+            }
+            buf = nb;
+            cap *= 2;
+        }
+        size_t got = fread(buf + n, 1, cap - n, f);
+        n += got;
+        if (got == 0)
+            break;
+    }
+    if (ferror(f)) {
+        free(buf);
+        cli_error(cmd, "cannot read '%s': %s", name, strerror(errno));
+        return EXIT_FAIL;
+    }
+    buf[n] = '\0';
+    *out = buf;
+    *len = n;
+    return 0;
+}
+
+int cli_text_get(const char *cmd, const char *text, const char *file, const char *pair,
+                 cli_text *t)
+{
+    memset(t, 0, sizeof *t);
+    if (text && file)
+        return cli_usage_error(cmd, "give --text or --file, not both");
+    if (!text && !file)
+        return cli_usage_error(cmd, "no input text (use --text TEXT or --file PATH)");
+    int rc = 0;
+    if (text) {
+        t->len = strlen(text);
+        t->text = strdup(text);
+        if (!t->text) {
+            cli_error(cmd, "out of memory");
+            return EXIT_FAIL;
+        }
+    } else if (!strcmp(file, "-")) {
+        rc = read_stream(cmd, stdin, "<stdin>", &t->text, &t->len);
+    } else {
+        FILE *f = fopen(file, "rb");
+        if (!f) {
+            cli_error(cmd, "cannot open '%s': %s", file, strerror(errno));
+            return EXIT_FAIL;
+        }
+        rc = read_stream(cmd, f, file, &t->text, &t->len);
+        fclose(f);
+    }
+    if (rc)
+        return rc;
+    if (pair) {
+        t->pair_len = strlen(pair);
+        t->pair = strdup(pair);
+        if (!t->pair) {
+            cli_text_free(t);
+            cli_error(cmd, "out of memory");
+            return EXIT_FAIL;
+        }
+    }
+    return 0;
+}
+
+void cli_text_free(cli_text *t)
+{
+    free(t->text);
+    free(t->pair);
+    memset(t, 0, sizeof *t);
+}
+
+hs_model *cli_model_load(const char *cmd, const char *path)
+{
+    hs_error err = {{0}};
+    hs_model *m = NULL;
+    if (hs_model_load(path, &m, &err) != HS_OK) {
+        cli_error(cmd, "%s", err.msg);
+        return NULL;
+    }
+    return m;
+}
+
+/* Removes token i from an encoding. */
+static void drop_token(hs_encoding *e, size_t i)
+{
+    free(e->tokens[i]);
+    memmove(e->ids + i, e->ids + i + 1, (e->n - i - 1) * sizeof *e->ids);
+    memmove(e->type_ids + i, e->type_ids + i + 1, (e->n - i - 1) * sizeof *e->type_ids);
+    memmove(e->tokens + i, e->tokens + i + 1, (e->n - i - 1) * sizeof *e->tokens);
+    e->n--;
+}
+
+/* Truncates to max tokens. BPE: keep the first max. WordPiece: keep [CLS]/[SEP] and
+ * remove tokens from the end of the longer segment, one at a time (Hugging Face's
+ * "longest_first" strategy). */
+static void truncate_encoding(const hs_tokenizer *tok, hs_encoding *e, size_t max)
+{
+    if (hs_tokenizer_get_kind(tok) == HS_TOK_BPE) {
+        while (e->n > max)
+            drop_token(e, e->n - 1);
+        return;
+    }
+    while (e->n > max) {
+        /* segment a: 1 .. sep_a-1; segment b (if any): sep_a+1 .. n-2 */
+        size_t sep_a = 1;
+        while (sep_a < e->n && e->type_ids[sep_a] == 0)
+            sep_a++;
+        sep_a--; /* last token of type 0 is the first [SEP] */
+        size_t len_a = sep_a - 1;
+        size_t len_b = e->n > sep_a + 1 ? e->n - sep_a - 2 : 0;
+        if (len_a == 0 && len_b == 0)
+            break;
+        if (len_b > len_a)
+            drop_token(e, e->n - 2);
+        else
+            drop_token(e, sep_a - 1);
+    }
+}
+
+int cli_encode(const char *cmd, const hs_model *m, const cli_text *t, int truncate,
+               hs_encoding *enc)
+{
+    const hs_tokenizer *tok = hs_model_tokenizer(m);
+    hs_error err = {{0}};
+    if (!tok) {
+        cli_error(cmd, "'%s' has no tokenizer files (vocab.json + merges.txt or vocab.txt)",
+                  hs_model_path(m));
+        return EXIT_FAIL;
+    }
+    if (t->len == 0) {
+        cli_error(cmd, "the text is empty");
+        return EXIT_FAIL;
+    }
+    if (t->pair && hs_tokenizer_get_kind(tok) != HS_TOK_WORDPIECE) {
+        cli_error(cmd, "--text-pair needs a BERT model (GPT-2 takes a single text)");
+        return EXIT_FAIL;
+    }
+    if (t->pair && t->pair_len == 0) {
+        cli_error(cmd, "the pair text is empty");
+        return EXIT_FAIL;
+    }
+    if (hs_tokenizer_encode(tok, t->text, t->len, t->pair, t->pair_len, enc, &err) != HS_OK) {
+        cli_error(cmd, "%s", err.msg);
+        return EXIT_FAIL;
+    }
+    size_t special = hs_tokenizer_get_kind(tok) == HS_TOK_WORDPIECE ? (t->pair ? 3 : 2) : 0;
+    if (enc->n <= special) {
+        hs_encoding_free(enc);
+        cli_error(cmd, "the text has no tokens (only whitespace or control characters?)");
+        return EXIT_FAIL;
+    }
+    size_t ctx = (size_t)hs_model_config_of(m)->n_ctx;
+    if (enc->n > ctx) {
+        if (!truncate) {
+            cli_error(cmd, "the text is %zu tokens, more than the model's context of %zu; pass "
+                      "--truncate to keep the first %zu", enc->n, ctx, ctx);
+            hs_encoding_free(enc);
+            return EXIT_FAIL;
+        }
+        truncate_encoding(tok, enc, ctx);
+    }
+    return 0;
+}
+
+int cli_finish_stdout(const char *cmd)
+{
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        cli_error(cmd, "cannot write to standard output: %s", strerror(errno));
+        return EXIT_FAIL;
+    }
+    return EXIT_OK;
+}
