@@ -108,7 +108,7 @@ Test(npy, rejects_bad_magic_and_float64)
     hs_error err = {{0}};
     cr_assert_eq(hs_npy_read(path, &a, &err), HS_E_FORMAT);
     cr_assert_not_null(strstr(err.msg, "bad magic"), "%s", err.msg);
-    const char f8[] = "\x93NUMPY\x01\x00\x36\x00{'descr': '<f8', 'fortran_order': False, 'shape': (1,), }\n"
+    const char f8[] = "\x93NUMPY\x01\x00\x3a\x00{'descr': '<f8', 'fortran_order': False, 'shape': (1,), }\n"
                       "\0\0\0\0\0\0\xf0\x3f";
     tu_write_file(path, f8, sizeof f8 - 1);
     cr_assert_eq(hs_npy_read(path, &a, &err), HS_E_DTYPE);
