@@ -41,7 +41,7 @@ Test(npy, encodes_1d_shape_with_trailing_comma)
 Test(npy, reads_file_written_by_numpy)
 {
     /* fixtures/golden ids are written by numpy.save in the reference script */
-    hs_npy a = tu_npy("fixtures/golden/gpt2_hello.ids.npy");
+    hs_npy a = tu_npy("fixtures/golden/tiny_gpt2_hello.ids.npy");
     cr_assert_eq(a.dtype, HS_NPY_I32);
     cr_assert_eq(a.ndim, 1);
     cr_assert_eq(a.count, 2);

@@ -1,0 +1,227 @@
+/* Forward pass against golden outputs of the independent float64 PyTorch reference
+ * (fixtures/ref/hs_ref.py, run by fixtures/ref/make_golden.py): attention maps
+ * (recorded before the head mask), final hidden states, per-token NLL and loss, on the
+ * shipped tiny models, F16/BF16, prefixed and legacy-named variants, text pairs and
+ * head masks. */
+#include <cJSON.h>
+
+#include "headscope/forward.h"
+#include "headscope/model.h"
+#include "internal.h"
+#include "testutil.h"
+
+#define ATTN_TOL 1e-5
+#define HIDDEN_TOL 1e-4
+#define LOSS_TOL 1e-4
+
+static cJSON *load_case_json(const char *name)
+{
+    char path[256];
+    snprintf(path, sizeof path, "fixtures/golden/%s.json", name);
+    char *text;
+    size_t len;
+    hs_error err = {{0}};
+    cr_assert_eq(hs_read_file(path, 1 << 24, &text, &len, &err), HS_OK, "%s", err.msg);
+    cJSON *j = cJSON_ParseWithLength(text, len);
+    free(text);
+    cr_assert_not_null(j, "bad json %s", path);
+    return j;
+}
+
+static int file_exists(const char *p) { return access(p, R_OK) == 0; }
+
+/* Golden model paths are written as /work/shared/...; tests run beside ../shared. */
+static void model_path(const cJSON *j, char *buf, size_t cap)
+{
+    const char *m = cJSON_GetObjectItem(j, "model")->valuestring;
+    const char *s = strstr(m, "/shared/");
+    if (s)
+        snprintf(buf, cap, "..%s", s);
+    else
+        snprintf(buf, cap, "%s", m);
+}
+
+/* -log softmax(row)[target] in double. */
+static double nll_of(const float *row, int V, int target)
+{
+    double mx = row[0];
+    for (int v = 1; v < V; v++)
+        mx = row[v] > mx ? row[v] : mx;
+    double s = 0;
+    for (int v = 0; v < V; v++)
+        s += exp((double)row[v] - mx);
+    return -((double)row[target] - mx - log(s));
+}
+
+static void run_case(const char *name)
+{
+    cJSON *j = load_case_json(name);
+    char mpath[256], path[256];
+    model_path(j, mpath, sizeof mpath);
+    hs_error err = {{0}};
+    hs_model *m = NULL;
+    cr_assert_eq(hs_model_load(mpath, &m, &err), HS_OK, "%s: %s", mpath, err.msg);
+    const hs_model_config *c = hs_model_config_of(m);
+
+    snprintf(path, sizeof path, "fixtures/golden/%s.ids.npy", name);
+    hs_npy ids = tu_npy(path), tt = {0}, hm = {0};
+    snprintf(path, sizeof path, "fixtures/golden/%s.type_ids.npy", name);
+    if (file_exists(path))
+        tt = tu_npy(path);
+    snprintf(path, sizeof path, "fixtures/golden/%s.head_mask.npy", name);
+    if (file_exists(path))
+        hm = tu_npy(path);
+    int n = (int)ids.count;
+
+    hs_trace *trace = NULL;
+    cr_assert_eq(hs_trace_new(m, n, &trace, &err), HS_OK);
+    float *hidden = malloc((size_t)n * (size_t)c->d_model * sizeof(float));
+    float *logits = c->has_lm_head ? malloc((size_t)n * (size_t)c->vocab_size * sizeof(float)) : NULL;
+    hs_forward_opts o = {.head_mask = hm.data, .on_attn = hs_trace_observe, .user = trace,
+                         .hidden = hidden, .logits = logits};
+    cr_assert_eq(hs_forward(m, ids.data, tt.data, n, &o, NULL, &err), HS_OK, "%s", err.msg);
+
+    snprintf(path, sizeof path, "fixtures/golden/%s.attn.npy", name);
+    hs_npy attn = tu_npy(path);
+    cr_assert_eq(attn.count, (size_t)c->n_layer * c->n_head * n * n);
+    size_t w;
+    double d = tu_max_abs_diff(trace->attn, attn.data, attn.count, &w);
+    cr_expect_leq(d, ATTN_TOL, "%s: attention max|d| = %g at flat index %zu", name, d, w);
+
+    snprintf(path, sizeof path, "fixtures/golden/%s.hidden.npy", name);
+    hs_npy hid = tu_npy(path);
+    d = tu_max_abs_diff(hidden, hid.data, hid.count, &w);
+    cr_expect_leq(d, HIDDEN_TOL, "%s: hidden max|d| = %g at %zu", name, d, w);
+
+    const cJSON *kind = cJSON_GetObjectItem(j, "loss_kind");
+    if (logits && cJSON_IsString(kind)) {
+        const cJSON *nll = cJSON_GetObjectItem(j, "nll");
+        double loss = 0;
+        int cnt = cJSON_GetArraySize(nll);
+        if (!strcmp(kind->valuestring, "lm")) {
+            const int32_t *id = ids.data;
+            for (int i = 0; i + 1 < n; i++) {
+                double v = nll_of(logits + (size_t)i * c->vocab_size, c->vocab_size, id[i + 1]);
+                cr_expect(fabs(v - cJSON_GetArrayItem(nll, i)->valuedouble) <= LOSS_TOL,
+                          "%s: nll[%d] %g vs %g", name, i, v, cJSON_GetArrayItem(nll, i)->valuedouble);
+                loss += v;
+            }
+        } else {
+            const cJSON *pos = cJSON_GetObjectItem(j, "positions");
+            const cJSON *orig = cJSON_GetObjectItem(j, "orig_ids");
+            for (int k = 0; k < cnt; k++) {
+                int p = cJSON_GetArrayItem(pos, k)->valueint;
+                int target = cJSON_GetArrayItem(orig, p)->valueint;
+                loss += nll_of(logits + (size_t)p * c->vocab_size, c->vocab_size, target);
+            }
+        }
+        loss /= cnt;
+        double want = cJSON_GetObjectItem(j, "loss")->valuedouble;
+        cr_expect(fabs(loss - want) <= LOSS_TOL, "%s: loss %.7f, reference %.7f", name, loss, want);
+    }
+    hs_npy_free(&hid);
+    hs_npy_free(&attn);
+    hs_npy_free(&ids);
+    hs_npy_free(&tt);
+    hs_npy_free(&hm);
+    free(hidden);
+    free(logits);
+    hs_trace_free(trace);
+    hs_model_free(m);
+    cJSON_Delete(j);
+}
+
+#define CASE(name) Test(forward_golden, name) { run_case(#name); }
+CASE(tiny_gpt2_hello)
+CASE(tiny_gpt2_common)
+CASE(tiny_gpt2_induction)
+CASE(tiny_gpt2_common_hm)
+CASE(tiny_gpt2_induction_hm)
+CASE(tiny_gpt2_f16_common)
+CASE(tiny_gpt2_f16_induction)
+CASE(tiny_bert_hello)
+CASE(tiny_bert_sentence)
+CASE(tiny_bert_pair)
+CASE(tiny_bert_pair_hm)
+CASE(tiny_bert_f16_pair)
+CASE(gpt2_prefixed)
+CASE(gpt2_f16)
+CASE(gpt2_bf16)
+CASE(gpt2_prefixed_hm)
+CASE(bert_legacy)
+CASE(bert_f16)
+CASE(bert_bf16)
+CASE(bert_bf16_hm)
+
+/* A head mask scales probs after they are recorded: layer-0 maps are identical with and
+ * without the mask, and masking every head of the last layer changes the output. */
+Test(forward, head_mask_applies_after_recording)
+{
+    hs_error err = {{0}};
+    hs_model *m = NULL;
+    cr_assert_eq(hs_model_load("fixtures/models/gpt2-f16", &m, &err), HS_OK, "%s", err.msg);
+    const hs_model_config *c = hs_model_config_of(m);
+    int32_t ids[6] = {5, 17, 99, 3, 5, 17};
+    hs_trace *a, *b;
+    hs_trace_new(m, 6, &a, &err);
+    hs_trace_new(m, 6, &b, &err);
+    float *mask = malloc((size_t)c->n_layer * c->n_head * sizeof(float));
+    for (int i = 0; i < c->n_layer * c->n_head; i++)
+        mask[i] = 1.0f;
+    mask[0] = 0.0f; /* head 0.0 */
+    hs_forward_opts oa = {.on_attn = hs_trace_observe, .user = a};
+    hs_forward_opts ob = {.on_attn = hs_trace_observe, .user = b, .head_mask = mask};
+    cr_assert_eq(hs_forward(m, ids, NULL, 6, &oa, NULL, &err), HS_OK);
+    cr_assert_eq(hs_forward(m, ids, NULL, 6, &ob, NULL, &err), HS_OK);
+    size_t per_layer = (size_t)c->n_head * 36;
+    cr_assert(memcmp(a->attn, b->attn, per_layer * sizeof(float)) == 0,
+              "layer 0 maps must be recorded before the mask");
+    cr_assert_gt(tu_max_abs_diff(a->attn + per_layer, b->attn + per_layer, per_layer, NULL), 1e-6,
+                 "masking head 0.0 must change layer-1 maps");
+    free(mask);
+    hs_trace_free(a);
+    hs_trace_free(b);
+    hs_model_free(m);
+}
+
+Test(forward, causal_rows_sum_to_one_and_future_is_zero)
+{
+    hs_error err = {{0}};
+    hs_model *m = NULL;
+    cr_assert_eq(hs_model_load("fixtures/models/gpt2-f16", &m, &err), HS_OK, "%s", err.msg);
+    int32_t ids[5] = {1, 2, 3, 4, 5};
+    hs_trace *t;
+    hs_trace_new(m, 5, &t, &err);
+    hs_forward_opts o = {.on_attn = hs_trace_observe, .user = t};
+    cr_assert_eq(hs_forward(m, ids, NULL, 5, &o, NULL, &err), HS_OK);
+    for (int lh = 0; lh < t->n_layer * t->n_head; lh++)
+        for (int i = 0; i < 5; i++) {
+            double s = 0;
+            for (int k = 0; k < 5; k++) {
+                float p = t->attn[(size_t)lh * 25 + (size_t)i * 5 + (size_t)k];
+                if (k > i)
+                    cr_assert_eq(p, 0.0f);
+                s += p;
+            }
+            cr_assert(fabs(s - 1.0) < 1e-5);
+        }
+    hs_trace_free(t);
+    hs_model_free(m);
+}
+
+Test(forward, rejects_out_of_range_ids_and_too_many_tokens)
+{
+    hs_error err = {{0}};
+    hs_model *m = NULL;
+    cr_assert_eq(hs_model_load("fixtures/models/gpt2-f16", &m, &err), HS_OK, "%s", err.msg);
+    const hs_model_config *c = hs_model_config_of(m);
+    int32_t bad[2] = {1, c->vocab_size};
+    cr_assert_eq(hs_forward(m, bad, NULL, 2, NULL, NULL, &err), HS_E_INPUT);
+    cr_assert_not_null(strstr(err.msg, "outside the vocabulary"), "%s", err.msg);
+    int n = c->n_ctx + 1;
+    int32_t *many = calloc((size_t)n, sizeof *many);
+    cr_assert_eq(hs_forward(m, many, NULL, n, NULL, NULL, &err), HS_E_INPUT);
+    cr_assert_not_null(strstr(err.msg, "exceed the model's context"), "%s", err.msg);
+    free(many);
+    hs_model_free(m);
+}
