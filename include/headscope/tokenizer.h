@@ -85,6 +85,11 @@ const char *hs_tokenizer_token(const hs_tokenizer *t, int32_t id);
 /* The id of a raw vocabulary string, or -1. */
 int32_t hs_tokenizer_id(const hs_tokenizer *t, const char *token);
 
+/* BPE merges in rank order (0 = applied first), each "left right" as in merges.txt;
+ * 0 and NULL for WordPiece or an out-of-range rank. Owned by t. */
+size_t hs_tokenizer_merge_count(const hs_tokenizer *t);
+const char *hs_tokenizer_merge(const hs_tokenizer *t, size_t rank);
+
 /* Writes a display form of token id into buf (always NUL-terminated when cap > 0):
  * GPT-2 byte-level strings decoded to their bytes, with bytes that do not form valid
  * UTF-8 shown as U+FFFD; WordPiece tokens as they are. Returns the length written. */
