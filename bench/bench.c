@@ -1,0 +1,128 @@
+/* headscope benchmark: forward pass with every attention map recorded, against the
+ * sgemm throughput measured on the same machine in the same run.
+ *
+ *   build/hs-bench [MODEL_DIR] [--reps N]
+ *
+ * MODEL_DIR defaults to build/bench/gpt2-small (made by `make bench`). Prints medians of
+ * N repetitions and ratios; no pass/fail, numbers only (docs/bench.md explains them). */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cblas.h>
+
+#include "headscope/forward.h"
+#include "headscope/model.h"
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof *v, cmp_double);
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+/* Median GFLOP/s of C(m,n) = A(m,k) B(k,n). */
+static double sgemm_gflops(int m, int n, int k, int reps)
+{
+    float *a = malloc((size_t)m * k * sizeof *a), *b = malloc((size_t)k * n * sizeof *b);
+    float *c = malloc((size_t)m * n * sizeof *c);
+    for (size_t i = 0; i < (size_t)m * k; i++)
+        a[i] = (float)(i % 7) * 0.1f;
+    for (size_t i = 0; i < (size_t)k * n; i++)
+        b[i] = (float)(i % 5) * 0.1f;
+    double t[64];
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1, a, k, b, n, 0, c, n);
+    for (int r = 0; r < reps; r++) {
+        double t0 = now();
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1, a, k, b, n, 0, c, n);
+        t[r] = now() - t0;
+    }
+    free(a);
+    free(b);
+    free(c);
+    return 2.0 * m * n * k / median(t, reps) / 1e9;
+}
+
+/* FLOPs of one forward pass without the LM head: per layer QKV 6nd², scores and context
+ * 4n²d, output projection 2nd², MLP 4nd·d_ff. */
+static double forward_flops(const hs_model_config *c, int n)
+{
+    double d = c->d_model, f = c->d_ff, N = n;
+    return c->n_layer * (8.0 * N * d * d + 4.0 * N * N * d + 4.0 * N * d * f);
+}
+
+int main(int argc, char **argv)
+{
+    const char *path = "build/bench/gpt2-small";
+    int reps = 5;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--reps") && i + 1 < argc)
+            reps = atoi(argv[++i]);
+        else
+            path = argv[i];
+    }
+    if (reps < 1 || reps > 64)
+        reps = 5;
+    hs_error err = {{0}};
+    hs_model *m = NULL;
+    if (hs_model_load(path, &m, &err) != HS_OK) {
+        fprintf(stderr, "hs-bench: %s\n", err.msg);
+        return 1;
+    }
+    const hs_model_config *c = hs_model_config_of(m);
+    printf("headscope bench — model %s (%s, %d layers x %d heads, d=%d), %d reps, medians\n",
+           path, hs_family_name(c->family), c->n_layer, c->n_head, c->d_model, reps);
+    double peak = sgemm_gflops(1024, 1024, 1024, reps);
+    printf("sgemm 1024x1024x1024: %.1f GFLOP/s (reference throughput)\n\n", peak);
+    printf("%6s %12s %10s %10s %12s %14s\n", "n", "forward ms", "GFLOP/s", "vs sgemm",
+           "maps MB", "mlp-shape sgemm");
+    static const int sizes[] = {128, 512, 1024};
+    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+        int n = sizes[s];
+        if (n > c->n_ctx)
+            continue;
+        int32_t *ids = malloc((size_t)n * sizeof *ids);
+        for (int i = 0; i < n; i++)
+            ids[i] = (int32_t)((i * 7919) % c->vocab_size);
+        hs_trace *t = NULL;
+        hs_forward_ws *ws = NULL;
+        if (hs_trace_new(m, n, &t, &err) || hs_forward_ws_new(m, n, &ws, &err)) {
+            fprintf(stderr, "hs-bench: %s\n", err.msg);
+            return 1;
+        }
+        hs_forward_opts o = {.on_attn = hs_trace_observe, .user = t};
+        double times[64];
+        hs_forward(m, ids, NULL, n, &o, ws, &err); /* warm-up */
+        for (int r = 0; r < reps; r++) {
+            double t0 = now();
+            if (hs_forward(m, ids, NULL, n, &o, ws, &err)) {
+                fprintf(stderr, "hs-bench: %s\n", err.msg);
+                return 1;
+            }
+            times[r] = now() - t0;
+        }
+        double med = median(times, reps);
+        double gf = forward_flops(c, n) / med / 1e9;
+        double mlp = sgemm_gflops(n, c->d_ff, c->d_model, reps);
+        printf("%6d %12.1f %10.1f %9.0f%% %12.1f %10.1f GF/s\n", n, med * 1e3, gf,
+               100.0 * gf / peak, (double)c->n_layer * c->n_head * n * n * 4 / 1e6, mlp);
+        hs_forward_ws_free(ws);
+        hs_trace_free(t);
+        free(ids);
+    }
+    hs_model_free(m);
+    return 0;
+}
