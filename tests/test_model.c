@@ -1,0 +1,112 @@
+/* Model loading: every corrupt fixture in fixtures/bad (made by fixtures/ref/make_bad.py,
+ * one defect each, see MANIFEST.tsv) gives its status and a message naming the problem;
+ * valid models report the dimensions of their config. */
+#include "headscope/model.h"
+#include "testutil.h"
+
+static void expect_fail(const char *dir, hs_status want, const char *needle)
+{
+    char path[256];
+    snprintf(path, sizeof path, "fixtures/bad/%s", dir);
+    hs_model *m = (hs_model *)1;
+    hs_error err = {{0}};
+    hs_status st = hs_model_load(path, &m, &err);
+    cr_assert_eq(st, want, "%s: status %d (%s), want %d", dir, st, err.msg, want);
+    cr_assert_null(m, "%s: *out must be NULL on failure", dir);
+    cr_assert_not_null(strstr(err.msg, needle), "%s: message '%s' lacks '%s'", dir, err.msg, needle);
+    cr_assert_null(strchr(err.msg, '\n'), "%s: message must be one line", dir);
+}
+
+#define BAD(name, st, needle) Test(model_bad, name) { expect_fail(#name, st, needle); }
+BAD(truncated, HS_E_FORMAT, "beyond the 33692 data bytes")
+BAD(header_len_too_big, HS_E_FORMAT, "header length 37032 is larger than the file")
+BAD(short_file, HS_E_FORMAT, "too short for a safetensors header")
+BAD(header_not_json, HS_E_FORMAT, "header is not valid JSON")
+BAD(header_not_object, HS_E_FORMAT, "header is not a JSON object")
+BAD(dtype_f64, HS_E_DTYPE, "dtype 'F64' is not supported")
+BAD(dtype_i8, HS_E_DTYPE, "dtype 'I8' is not supported")
+BAD(offsets_size_mismatch, HS_E_FORMAT, "span 60 bytes but shape and dtype need 64")
+BAD(offsets_overlap, HS_E_FORMAT, "overlap")
+BAD(offsets_out_of_range, HS_E_FORMAT, "tensor 'ln_f.bias': data_offsets end")
+BAD(shape_mismatch, HS_E_SHAPE, "'h.0.attn.c_attn.weight' has shape (16, 32), expected (16, 48)")
+BAD(shape_transposed, HS_E_SHAPE, "has shape (48, 16), expected (16, 48)")
+BAD(nan_weight, HS_E_VALUE, "'h.1.mlp.c_fc.weight' holds a non-finite value (NaN) at element 37")
+BAD(inf_weight, HS_E_VALUE, "(Inf) at element 37")
+BAD(missing_tensor, HS_E_FORMAT, "missing tensor 'h.1.ln_2.bias'")
+BAD(config_missing_n_embd, HS_E_FORMAT, "missing required field 'n_embd'")
+BAD(config_not_json, HS_E_FORMAT, "config.json' is not a JSON object")
+BAD(unknown_model_type, HS_E_UNSUPPORTED, "model_type 't5' is not supported")
+BAD(config_heads_indivisible, HS_E_VALUE, "d_model 16 is not divisible by n_head 3")
+BAD(missing_safetensors, HS_E_IO, "model.safetensors")
+BAD(missing_config, HS_E_IO, "has no config.json")
+BAD(empty, HS_E_IO, "has no config.json")
+
+Test(model_bad, missing_path)
+{
+    hs_model *m;
+    hs_error err = {{0}};
+    cr_assert_eq(hs_model_load("fixtures/bad/does-not-exist", &m, &err), HS_E_IO);
+    cr_assert_not_null(strstr(err.msg, "No such file or directory"), "%s", err.msg);
+}
+
+Test(model_bad, plain_file_is_neither_folder_nor_gguf)
+{
+    hs_model *m;
+    hs_error err = {{0}};
+    cr_assert_eq(hs_model_load("fixtures/bad/MANIFEST.tsv", &m, &err), HS_E_FORMAT);
+    cr_assert_not_null(strstr(err.msg, "neither a Hugging Face model folder nor a GGUF file"), "%s",
+                       err.msg);
+}
+
+Test(model, valid_control_loads_with_config_dimensions)
+{
+    hs_model *m;
+    hs_error err = {{0}};
+    cr_assert_eq(hs_model_load("fixtures/bad/valid", &m, &err), HS_OK, "%s", err.msg);
+    const hs_model_config *c = hs_model_config_of(m);
+    cr_assert_eq(c->family, HS_FAMILY_GPT2);
+    cr_assert_eq(c->vocab_size, 100);
+    cr_assert_eq(c->n_layer, 2);
+    cr_assert_eq(c->n_head, 2);
+    cr_assert_eq(c->d_model, 16);
+    cr_assert_eq(c->d_head, 8);
+    cr_assert_eq(c->d_ff, 64);
+    cr_assert_eq(c->n_ctx, 16);
+    cr_assert_eq(c->causal, 1);
+    /* wte 100x16 + wpe 16x16 + 2 layers + ln_f; counted by hand from the GPT-2 layout */
+    size_t layer = 2 * 16 + 16 * 48 + 48 + 16 * 16 + 16 + 2 * 16 + 16 * 64 + 64 + 64 * 16 + 16;
+    cr_assert_eq(hs_model_param_count(m), 100 * 16 + 16 * 16 + 2 * layer + 2 * 16);
+    cr_assert_null(hs_model_tokenizer(m));
+    hs_model_free(m);
+}
+
+Test(model, tiny_bert_has_mlm_head_and_tokenizer)
+{
+    hs_model *m;
+    hs_error err = {{0}};
+    cr_assert_eq(hs_model_load("fixtures/tiny-bert", &m, &err), HS_OK, "%s", err.msg);
+    const hs_model_config *c = hs_model_config_of(m);
+    cr_assert_eq(c->family, HS_FAMILY_BERT);
+    cr_assert_eq(c->n_layer, 4);
+    cr_assert_eq(c->type_vocab_size, 2);
+    cr_assert_eq(c->has_lm_head, 1);
+    cr_assert_eq(c->act, HS_ACT_GELU_ERF);
+    cr_assert_float_eq(c->ln_eps, 1e-12f, 1e-18f);
+    cr_assert_str_eq(hs_model_storage_dtype(m), "F16");
+    cr_assert_not_null(hs_model_tokenizer(m));
+    hs_model_free(m);
+}
+
+Test(model, bert_without_mlm_head_has_no_lm_head)
+{
+    hs_model *m;
+    hs_error err = {{0}};
+    cr_assert_eq(hs_model_load("fixtures/models/bert-legacy", &m, &err), HS_OK, "%s", err.msg);
+    cr_assert_eq(hs_model_config_of(m)->has_lm_head, 0);
+    hs_model_free(m);
+}
+
+Test(model, free_accepts_null)
+{
+    hs_model_free(NULL);
+}
