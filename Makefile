@@ -62,8 +62,10 @@ BIN = $(BUILD)/headscope
 .PHONY: all deps test unit cli-test bench fuzz clean example
 all: $(LIB) $(BIN)
 
+SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 deps:
-	apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $(DEB_PKGS)
+	$(SUDO) apt-get update -q
+	$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $(DEB_PKGS)
 
 $(BUILD)/obj/%.o: %.c $(wildcard include/headscope/*.h) $(wildcard src/*.h)
 	@mkdir -p $(dir $@)
@@ -92,9 +94,12 @@ test: all unit cli-test
 example: all
 	$(BIN) attn fixtures/tiny-gpt2 --text "The cat sat on the mat. The cat sat on the mat." -o /tmp/headscope-attn.npy
 
-bench: all
-	$(MAKE) -s $(BUILD)/hs-bench
-	$(BUILD)/hs-bench
+BENCH_MODEL = $(BUILD)/bench/gpt2-small
+bench: all $(BUILD)/hs-bench $(BENCH_MODEL)/config.json
+	$(BUILD)/hs-bench $(BENCH_MODEL)
+
+$(BENCH_MODEL)/config.json:
+	/usr/bin/python3 fixtures/ref/make_checkpoint.py --arch gpt2-small --out $(BENCH_MODEL) --tokenizer fixtures/tiny-gpt2
 
 $(BUILD)/hs-bench: $(BENCH_SRC) $(LIB)
 	$(CC) $(CPPFLAGS) $(ALLCFLAGS) $(BENCH_SRC) $(LIB) $(PKG_LIBS) $(LDFLAGS) -o $@

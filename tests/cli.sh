@@ -1,0 +1,150 @@
+#!/usr/bin/env bash
+# End-to-end tests of the headscope command line. Run by `make test` (HEADSCOPE points at
+# the binary). Numbers are checked against the independent references in fixtures/:
+# token ids from fixtures/tokenizer/ref_tokenize.py, attention maps from the float64
+# PyTorch reference fixtures/ref/hs_ref.py (via compare_attn.py).
+set -u
+HS=${HEADSCOPE:-build/headscope}
+PY=${PYTHON:-/usr/bin/python3}
+SHARED=../shared/models
+T=$(mktemp -d /tmp/hs-cli-XXXXXX)
+trap 'rm -rf "$T"' EXIT
+pass=0 fail=0
+
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
+
+# expect STATUS DESCRIPTION -- command...: checks the exit status; stderr kept in $T/err
+expect() {
+    local want=$1 desc=$2
+    shift 3
+    "$@" >"$T/out" 2>"$T/err"
+    local got=$?
+    if [ "$got" = "$want" ]; then ok; else bad "$desc: exit $got, want $want; stderr: $(head -c 300 "$T/err")"; fi
+}
+
+# one_line_error DESCRIPTION: stderr of the last expect is exactly one line starting "headscope: "
+one_line_error() {
+    local lines
+    lines=$(wc -l <"$T/err")
+    if [ "$lines" = 1 ] && grep -q '^headscope: ' "$T/err"; then ok; else bad "$1: stderr not one 'headscope:' line: $(cat "$T/err")"; fi
+}
+
+stderr_has() { if grep -qF -- "$2" "$T/err"; then ok; else bad "$1: stderr lacks '$2': $(cat "$T/err")"; fi; }
+stdout_is() { if [ "$(cat "$T/out")" = "$2" ]; then ok; else bad "$1: stdout '$(head -c 300 "$T/out")', want '$2'"; fi; }
+no_file() { if [ ! -e "$2" ] && [ ! -e "$2.tmp" ]; then ok; else bad "$1: '$2' (or .tmp) was left behind"; fi; }
+
+G=fixtures/tiny-gpt2
+B=fixtures/tiny-bert
+
+# ---- usage and help -------------------------------------------------------------------
+expect 2 "no arguments" -- "$HS"
+expect 0 "--help" -- "$HS" --help
+grep -q "^usage: headscope" "$T/out" && ok || bad "--help prints usage to stdout"
+expect 2 "unknown command" -- "$HS" frobnicate
+for c in attn tokenize info; do
+    expect 0 "$c --help" -- "$HS" "$c" --help
+    grep -q "^usage: headscope $c" "$T/out" && ok || bad "$c --help text"
+    expect 2 "$c unknown flag" -- "$HS" "$c" --bogus "$G"
+done
+expect 2 "attn without -o" -- "$HS" attn "$G" --text hi
+expect 2 "attn --text and --file" -- "$HS" attn "$G" --text hi --file /dev/null -o "$T/a.npy"
+expect 2 "attn without text" -- "$HS" attn "$G" -o "$T/a.npy"
+expect 2 "attn two models" -- "$HS" attn "$G" "$B" --text hi -o "$T/a.npy"
+expect 2 "attn -o without value" -- "$HS" attn "$G" --text hi -o
+
+# ---- tokenize: known ids ------------------------------------------------------------------
+expect 0 "tokenize gpt2 json" -- "$HS" tokenize "$G" --text "Hello world" --json
+stdout_is "GPT-2 Hello world" '{"ids":[15496,995],"tokens":["Hello","Ġworld"],"type_ids":[0,0]}'
+expect 0 "tokenize gpt2 endoftext" -- "$HS" tokenize "$G" --text "hello <|endoftext|> world" --json
+grep -q '"ids":\[31373,220,50256,995\]' "$T/out" && ok || bad "GPT-2 <|endoftext|> ids: $(cat "$T/out")"
+expect 0 "tokenize bert json" -- "$HS" tokenize "$B" --text "hello world" --json
+grep -q '"ids":\[101,7592,2088,102\]' "$T/out" && ok || bad "BERT hello world ids: $(cat "$T/out")"
+expect 0 "tokenize bert mask" -- "$HS" tokenize "$B" --text "The capital of France is [MASK]." --json
+[ "$(grep -o '103' "$T/out" | wc -l)" = 1 ] && ok || bad "one [MASK]: $(cat "$T/out")"
+expect 0 "tokenize bert pair" -- "$HS" tokenize "$B" --text "a cat" --text-pair "a dog" --json
+grep -q '"type_ids":\[0,0,0,0,1,1,1\]' "$T/out" && ok || bad "pair type ids: $(cat "$T/out")"
+printf 'caf\xc3\xa9 \x00 x' >"$T/nul.txt"
+expect 0 "tokenize --file with NUL" -- "$HS" tokenize "$B" --file "$T/nul.txt" --json
+grep -q '"tokens":\["\[CLS\]","cafe","x","\[SEP\]"\]' "$T/out" && ok || bad "NUL dropped, accent stripped: $(cat "$T/out")"
+expect 0 "tokenize stdin" -- bash -c "printf 'Hello world' | '$HS' tokenize '$G' --file - --json"
+stdout_is "stdin" '{"ids":[15496,995],"tokens":["Hello","Ġworld"],"type_ids":[0,0]}'
+expect 1 "tokenize to a full stdout" -- bash -c "'$HS' tokenize '$G' --text 'Hello world' > /dev/full"
+stderr_has "full stdout" "cannot write to standard output"
+
+# ---- attn against the reference ------------------------------------------------------------
+# compare TEXT MODEL [PAIR]: ids from the reference tokenizer must equal headscope's, and the
+# maps must match the float64 reference within 1e-5.
+compare() {
+    local model=$1 text=$2 pair=${3:-} name
+    name=$(basename "$model")
+    local args=(--ids "$T/ref_ids.npy" --types "$T/ref_types.npy")
+    local hsargs=()
+    [ -n "$pair" ] && args+=(--pair "$pair") && hsargs+=(--text-pair "$pair")
+    "$PY" fixtures/ref/ref_ids.py "$model" "$text" "${args[@]}" || { bad "$name: reference tokenizer failed"; return; }
+    expect 0 "$name tokenize" -- "$HS" tokenize "$model" --text "$text" "${hsargs[@]}" --json
+    "$PY" -c "
+import json, sys, numpy as np
+got = json.load(open('$T/out'))
+ref = np.load('$T/ref_ids.npy').tolist(); tt = np.load('$T/ref_types.npy').tolist()
+sys.exit(0 if (got['ids'], got['type_ids']) == (ref, tt) else 1)" && ok || bad "$name: ids differ from the reference tokenizer"
+    expect 0 "$name attn" -- "$HS" attn "$model" --text "$text" "${hsargs[@]}" -o "$T/attn.npy"
+    if "$PY" fixtures/ref/compare_attn.py "$model" "$T/ref_ids.npy" "$T/attn.npy" --type-ids "$T/ref_types.npy" --tol 1e-5 >"$T/cmp" 2>&1; then
+        ok
+    else
+        bad "$name maps vs reference: $(cat "$T/cmp")"
+    fi
+}
+compare "$G" "The cat sat on the mat. The cat sat on the mat. Induction heads copy what came next."
+compare "$B" "The capital of France is [MASK]." "Paris is a city in Europe."
+if [ -d "$SHARED/tiny-gpt2" ]; then
+    compare "$SHARED/tiny-gpt2" "When Mary and John went to the store, John gave a drink to"
+    compare "$SHARED/tiny-bert" "unaffable résumé naïve café" "日本語 text"
+fi
+
+# GPT-2-small and BERT-base shapes, random weights, generated now (not committed).
+"$PY" fixtures/ref/make_checkpoint.py --arch gpt2-small --out "$T/gpt2-small" --tokenizer "$G" >/dev/null &&
+    compare "$T/gpt2-small" "$(printf 'word%d is here, ' $(seq 1 16))" || bad "gpt2-small checkpoint"
+rm -rf "$T/gpt2-small"
+"$PY" fixtures/ref/make_checkpoint.py --arch bert-base --out "$T/bert-base" --tokenizer "$B" >/dev/null &&
+    compare "$T/bert-base" "$(printf 'sentence %d goes on, ' $(seq 1 12))" "and a second segment follows here" || bad "bert-base checkpoint"
+rm -rf "$T/bert-base"
+
+# ---- bad input: one line on stderr, exit 1, no output file ----------------------------------
+for d in fixtures/bad/*/; do
+    d=${d%/}
+    [ "$(basename "$d")" = valid ] && continue
+    expect 1 "bad model $(basename "$d")" -- "$HS" attn "$d" --text "hi" -o "$T/x.npy"
+    one_line_error "bad model $(basename "$d")"
+    no_file "bad model $(basename "$d")" "$T/x.npy"
+done
+expect 1 "missing model" -- "$HS" attn "$T/nope" --text hi -o "$T/x.npy"
+stderr_has "missing model" "No such file or directory"
+expect 1 "empty text" -- "$HS" attn "$G" --text "" -o "$T/x.npy"
+stderr_has "empty text" "the text is empty"
+no_file "empty text" "$T/x.npy"
+printf 'ok \xff\xfe bad' >"$T/bad.txt"
+expect 1 "invalid utf-8" -- "$HS" attn "$G" --file "$T/bad.txt" -o "$T/x.npy"
+one_line_error "invalid utf-8"
+stderr_has "invalid utf-8" "UTF-8"
+no_file "invalid utf-8" "$T/x.npy"
+expect 1 "missing text file" -- "$HS" attn "$G" --file "$T/none.txt" -o "$T/x.npy"
+stderr_has "missing text file" "cannot open"
+long=$(printf 'token %.0s' $(seq 1 200))
+expect 1 "too long" -- "$HS" attn "$G" --text "$long" -o "$T/x.npy"
+stderr_has "too long" "pass --truncate"
+no_file "too long" "$T/x.npy"
+expect 0 "too long with --truncate" -- "$HS" attn "$G" --text "$long" --truncate -o "$T/x.npy"
+"$PY" -c "import numpy as np; a=np.load('$T/x.npy'); assert a.shape==(2,4,128,128), a.shape" && ok || bad "--truncate shape"
+expect 1 "pair on gpt2" -- "$HS" attn "$G" --text a --text-pair b -o "$T/x.npy"
+expect 1 "unwritable output" -- "$HS" attn "$G" --text hi -o "$T/no/such/dir/x.npy"
+one_line_error "unwritable output"
+
+# ---- info ----------------------------------------------------------------------------------
+expect 0 "info gpt2" -- "$HS" info "$G"
+grep -q "^layers: *2$" "$T/out" && grep -q "byte-level BPE, 50257 tokens" "$T/out" && ok || bad "info gpt2: $(cat "$T/out")"
+expect 0 "info bert" -- "$HS" info "$B"
+grep -q "WordPiece, 30522 tokens, lowercased" "$T/out" && ok || bad "info bert: $(cat "$T/out")"
+
+echo "cli: $pass passed, $fail failed"
+[ "$fail" = 0 ]
