@@ -228,6 +228,7 @@ typedef struct gguf_ctx {
     const hs_gguf *g;
     hs_family family;
     hs_tensor_view *views; /* 4 slots per tensor: whole, Q, K, V slices */
+    char missing[128];     /* GGUF name of the last tensor looked for and not found */
 } gguf_ctx;
 
 static hs_dtype to_dtype(uint32_t t)
@@ -279,6 +280,15 @@ static const hs_tensor_view *gguf_lookup(void *vctx, const char *hf, int *out_in
         return NULL;
     const hs_gguf_tensor *t = hs_gguf_find_tensor(c->g, name);
     size_t idx;
+    if (t && !strcmp(name, "output.weight")) {
+        /* Older converters wrote GPT-2's tied decoder as a copy of token_embd: keep it tied. */
+        const hs_gguf_tensor *e = hs_gguf_find_tensor(c->g, "token_embd.weight");
+        if (e && e->type == t->type && !memcmp(e->ne, t->ne, sizeof e->ne) &&
+            e->nbytes == t->nbytes && !memcmp(e->data, t->data, (size_t)t->nbytes))
+            return NULL;
+    }
+    if (!t)
+        snprintf(c->missing, sizeof c->missing, "%s", name);
     if (t) {
         idx = (size_t)(t - hs_gguf_tensor_at(c->g, 0));
         make_view(&c->views[4 * idx], t, rank);
@@ -458,8 +468,11 @@ hs_status hs_gguf_load(hs_model *m, const char *path, hs_error *err)
         st = hs_fail(err, HS_E_NOMEM, "out of memory");
         goto fail;
     }
-    if ((st = hs_weights_build(m, gguf_lookup, &ctx, err)))
+    if ((st = hs_weights_build(m, gguf_lookup, &ctx, err))) {
+        if (err && !strncmp(err->msg, "missing tensor", 14) && ctx.missing[0])
+            hs_fail(err, st, "missing tensor '%s'", ctx.missing);
         goto fail;
+    }
     st = load_tokenizer(m, g, err);
 fail:
     if (st)
