@@ -1,0 +1,94 @@
+/*
+ * headscope/importance.h — head importance by ablation, and the greedy pruning curve.
+ *
+ * A loss evaluator re-runs the forward pass under any head mask:
+ *
+ *     hs_loss_input in = {.ids = ids, .n = n, .kind = HS_LOSS_LM};
+ *     hs_loss_eval *ev;  hs_loss_eval_new(model, &in, &ev, &err);
+ *     double base;       hs_loss_eval_run(ev, NULL, &base, &err);         // all heads
+ *     double *delta = malloc(L * H * sizeof *delta);
+ *     hs_ablation_sweep(ev, base, delta, NULL, NULL, &err);   // loss(head off) - base
+ *     hs_loss_eval_free(ev);
+ *
+ * Losses (see docs/metrics.md):
+ *   HS_LOSS_LM   mean next-token negative log-likelihood over the text (nats);
+ *   HS_LOSS_MLM  mean NLL of the original tokens at masked positions (nats);
+ *   HS_LOSS_REPR 1 − mean cosine similarity of the final hidden states to those of the
+ *                unablated run (BERT without an MLM head); 0 with all heads.
+ */
+#ifndef HEADSCOPE_IMPORTANCE_H
+#define HEADSCOPE_IMPORTANCE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "headscope/model.h"
+#include "headscope/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum hs_loss_kind { HS_LOSS_LM = 1, HS_LOSS_MLM = 2, HS_LOSS_REPR = 3 } hs_loss_kind;
+
+/* Name used in reports: "lm", "mlm", "repr". */
+const char *hs_loss_kind_name(hs_loss_kind k);
+
+typedef struct hs_loss_input {
+    const int32_t *ids;       /* (n) model input; MLM: with the mask id at positions */
+    const int32_t *type_ids;  /* (n) or NULL */
+    int n;
+    hs_loss_kind kind;
+    const int32_t *positions; /* MLM: (n_pos) masked positions */
+    const int32_t *targets;   /* MLM: (n_pos) original ids at those positions */
+    int n_pos;
+} hs_loss_input;
+
+/* Chooses the deterministic MLM positions of a BERT input: among the content positions
+ * (every token that is not cls, sep, pad or mask), count = max(1, round(0.15 * content))
+ * evenly spaced ones, the k-th at content index floor((k + 0.5) * content / count).
+ * Writes at most cap positions into pos; returns the count (0 when there is no content). */
+int hs_mlm_positions(const int32_t *ids, int n, int32_t cls_id, int32_t sep_id, int32_t pad_id,
+                     int32_t mask_id, int32_t *pos, int cap);
+
+typedef struct hs_loss_eval hs_loss_eval;
+
+/* Prepares an evaluator (copies the input). HS_LOSS_LM needs n >= 2 and an LM head,
+ * HS_LOSS_MLM an MLM head and n_pos >= 1. Free with hs_loss_eval_free. */
+hs_status hs_loss_eval_new(const hs_model *m, const hs_loss_input *in, hs_loss_eval **out,
+                           hs_error *err);
+void hs_loss_eval_free(hs_loss_eval *e);
+
+/* The loss under head_mask: (n_layer, n_head), NULL for all ones. */
+hs_status hs_loss_eval_run(hs_loss_eval *e, const float *head_mask, double *loss, hs_error *err);
+
+/* Number of forward passes run so far by this evaluator. */
+long hs_loss_eval_passes(const hs_loss_eval *e);
+
+/* Progress: called after each step with done of total. */
+typedef void (*hs_progress_fn)(void *user, const char *what, int done, int total);
+
+/* delta[l*H + h] = loss with head l.h masked (all others on) − base. */
+hs_status hs_ablation_sweep(hs_loss_eval *e, double base, double *delta, hs_progress_fn progress,
+                            void *user, hs_error *err);
+
+typedef struct hs_prune_step {
+    int head;       /* l*H + h of the head removed at this step */
+    int heads_left; /* heads still on after the removal */
+    double loss;    /* loss with every head removed so far masked */
+} hs_prune_step;
+
+/* Greedy pruning curve: repeatedly removes the remaining head whose removal raises the loss
+ * least, and records the loss. Lazy greedy: each step re-evaluates only the `beam` remaining
+ * heads with the smallest last-known increase (delta from the single-head sweep to start);
+ * beam >= heads left makes it exact greedy. Stops after the first removal whose loss exceeds
+ * base + stop_increase, when one head is left, or after max_steps. steps must hold L*H
+ * entries; *n_steps gets the count. */
+hs_status hs_prune_curve(hs_loss_eval *e, double base, const double *delta, int beam,
+                         double stop_increase, int max_steps, hs_prune_step *steps, int *n_steps,
+                         hs_progress_fn progress, void *user, hs_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* HEADSCOPE_IMPORTANCE_H */

@@ -1,0 +1,291 @@
+/* Ablation importance and the greedy pruning curve: losses of forward passes under head
+ * masks (Hugging Face head-mask semantics, see forward.h). */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "headscope/forward.h"
+#include "headscope/importance.h"
+#include "internal.h"
+
+struct hs_loss_eval {
+    const hs_model *m;
+    hs_loss_input in; /* arrays below are owned copies */
+    int32_t *ids, *type_ids, *positions, *targets;
+    hs_forward_ws *ws;
+    float *logits; /* (n, V) for LM / MLM */
+    float *hidden; /* (n, d) for REPR */
+    float *ref;    /* (n, d) unablated hidden states, REPR */
+    long passes;
+};
+
+const char *hs_loss_kind_name(hs_loss_kind k)
+{
+    return k == HS_LOSS_LM ? "lm" : k == HS_LOSS_MLM ? "mlm" : k == HS_LOSS_REPR ? "repr" : "?";
+}
+
+int hs_mlm_positions(const int32_t *ids, int n, int32_t cls_id, int32_t sep_id, int32_t pad_id,
+                     int32_t mask_id, int32_t *pos, int cap)
+{
+    int content = 0;
+    for (int i = 0; i < n; i++)
+        if (ids[i] != cls_id && ids[i] != sep_id && ids[i] != pad_id && ids[i] != mask_id)
+            content++;
+    if (content == 0)
+        return 0;
+    int count = (int)floor(0.15 * content + 0.5);
+    if (count < 1)
+        count = 1;
+    int written = 0;
+    for (int k = 0; k < count && written < cap; k++) {
+        int want = (int)floor((k + 0.5) * content / count), seen = 0;
+        for (int i = 0; i < n; i++) {
+            if (ids[i] == cls_id || ids[i] == sep_id || ids[i] == pad_id || ids[i] == mask_id)
+                continue;
+            if (seen++ == want) {
+                pos[written++] = i;
+                break;
+            }
+        }
+    }
+    return written;
+}
+
+static int32_t *dup_ids(const int32_t *src, int n)
+{
+    if (!src || n <= 0)
+        return NULL;
+    int32_t *d = malloc((size_t)n * sizeof *d);
+    if (d)
+        memcpy(d, src, (size_t)n * sizeof *d);
+    return d;
+}
+
+void hs_loss_eval_free(hs_loss_eval *e)
+{
+    if (!e)
+        return;
+    hs_forward_ws_free(e->ws);
+    free(e->ids);
+    free(e->type_ids);
+    free(e->positions);
+    free(e->targets);
+    free(e->logits);
+    free(e->hidden);
+    free(e->ref);
+    free(e);
+}
+
+long hs_loss_eval_passes(const hs_loss_eval *e) { return e->passes; }
+
+hs_status hs_loss_eval_new(const hs_model *m, const hs_loss_input *in, hs_loss_eval **out,
+                           hs_error *err)
+{
+    const hs_model_config *c = hs_model_config_of(m);
+    *out = NULL;
+    if (in->n < 1 || !in->ids)
+        return hs_fail(err, HS_E_ARG, "loss: no tokens");
+    if (in->kind == HS_LOSS_LM && (in->n < 2 || !c->has_lm_head))
+        return hs_fail(err, HS_E_INPUT, in->n < 2 ? "the language-model loss needs at least 2 tokens"
+                                                  : "the model has no language-model head");
+    if (in->kind == HS_LOSS_MLM) {
+        if (!c->has_lm_head)
+            return hs_fail(err, HS_E_INPUT, "the model has no MLM head");
+        if (in->n_pos < 1 || !in->positions || !in->targets)
+            return hs_fail(err, HS_E_INPUT, "the MLM loss needs at least one masked position");
+        for (int k = 0; k < in->n_pos; k++)
+            if (in->positions[k] < 0 || in->positions[k] >= in->n || in->targets[k] < 0 ||
+                in->targets[k] >= c->vocab_size)
+                return hs_fail(err, HS_E_ARG, "loss: masked position %d out of range", k);
+    }
+    if (in->kind != HS_LOSS_LM && in->kind != HS_LOSS_MLM && in->kind != HS_LOSS_REPR)
+        return hs_fail(err, HS_E_ARG, "loss: unknown kind %d", (int)in->kind);
+
+    hs_loss_eval *e = calloc(1, sizeof *e);
+    if (!e)
+        return hs_fail(err, HS_E_NOMEM, "out of memory");
+    e->m = m;
+    e->in = *in;
+    e->ids = dup_ids(in->ids, in->n);
+    e->type_ids = dup_ids(in->type_ids, in->n);
+    e->positions = dup_ids(in->positions, in->n_pos);
+    e->targets = dup_ids(in->targets, in->n_pos);
+    e->in.ids = e->ids;
+    e->in.type_ids = e->type_ids;
+    e->in.positions = e->positions;
+    e->in.targets = e->targets;
+    size_t n = (size_t)in->n;
+    int ok = e->ids && (!in->type_ids || e->type_ids) &&
+             (in->kind != HS_LOSS_MLM || (e->positions && e->targets));
+    if (in->kind == HS_LOSS_REPR) {
+        e->hidden = malloc(n * (size_t)c->d_model * sizeof(float));
+        e->ref = malloc(n * (size_t)c->d_model * sizeof(float));
+        ok = ok && e->hidden && e->ref;
+    } else {
+        e->logits = malloc(n * (size_t)c->vocab_size * sizeof(float));
+        ok = ok && e->logits;
+    }
+    hs_status st = ok ? hs_forward_ws_new(m, in->n, &e->ws, err)
+                      : hs_fail(err, HS_E_NOMEM, "out of memory for the loss evaluator");
+    if (st == HS_OK && in->kind == HS_LOSS_REPR) {
+        hs_forward_opts o = {.hidden = e->ref};
+        st = hs_forward(m, e->ids, e->type_ids, in->n, &o, e->ws, err);
+        e->passes++;
+    }
+    if (st) {
+        hs_loss_eval_free(e);
+        return st;
+    }
+    *out = e;
+    return HS_OK;
+}
+
+/* −log softmax(row)[target], in double. */
+static double nll(const float *row, int V, int target)
+{
+    float mx = row[0];
+    for (int v = 1; v < V; v++)
+        mx = row[v] > mx ? row[v] : mx;
+    double s = 0;
+    for (int v = 0; v < V; v++)
+        s += exp((double)(row[v] - mx));
+    return log(s) - (double)(row[target] - mx);
+}
+
+hs_status hs_loss_eval_run(hs_loss_eval *e, const float *head_mask, double *loss, hs_error *err)
+{
+    const hs_model_config *c = hs_model_config_of(e->m);
+    const hs_loss_input *in = &e->in;
+    hs_forward_opts o = {.head_mask = head_mask, .logits = e->logits, .hidden = e->hidden};
+    hs_status st = hs_forward(e->m, in->ids, in->type_ids, in->n, &o, e->ws, err);
+    if (st)
+        return st;
+    e->passes++;
+    int V = c->vocab_size, d = c->d_model;
+    double sum = 0;
+    if (in->kind == HS_LOSS_LM) {
+        for (int i = 0; i + 1 < in->n; i++)
+            sum += nll(e->logits + (size_t)i * (size_t)V, V, in->ids[i + 1]);
+        *loss = sum / (in->n - 1);
+    } else if (in->kind == HS_LOSS_MLM) {
+        for (int k = 0; k < in->n_pos; k++)
+            sum += nll(e->logits + (size_t)in->positions[k] * (size_t)V, V, in->targets[k]);
+        *loss = sum / in->n_pos;
+    } else {
+        for (int i = 0; i < in->n; i++) {
+            const float *a = e->hidden + (size_t)i * (size_t)d, *b = e->ref + (size_t)i * (size_t)d;
+            double ab = 0, aa = 0, bb = 0;
+            for (int k = 0; k < d; k++) {
+                ab += (double)a[k] * b[k];
+                aa += (double)a[k] * a[k];
+                bb += (double)b[k] * b[k];
+            }
+            sum += aa > 0 && bb > 0 ? ab / sqrt(aa * bb) : 0.0;
+        }
+        *loss = 1.0 - sum / in->n;
+    }
+    if (!isfinite(*loss))
+        return hs_fail(err, HS_E_VALUE, "the loss is not finite");
+    return HS_OK;
+}
+
+static float *ones_mask(const hs_model_config *c)
+{
+    size_t lh = (size_t)c->n_layer * (size_t)c->n_head;
+    float *m = malloc(lh * sizeof *m);
+    if (m)
+        for (size_t i = 0; i < lh; i++)
+            m[i] = 1.0f;
+    return m;
+}
+
+hs_status hs_ablation_sweep(hs_loss_eval *e, double base, double *delta, hs_progress_fn progress,
+                            void *user, hs_error *err)
+{
+    const hs_model_config *c = hs_model_config_of(e->m);
+    int lh = c->n_layer * c->n_head;
+    float *mask = ones_mask(c);
+    if (!mask)
+        return hs_fail(err, HS_E_NOMEM, "out of memory");
+    hs_status st = HS_OK;
+    for (int k = 0; k < lh && !st; k++) {
+        double loss;
+        mask[k] = 0.0f;
+        st = hs_loss_eval_run(e, mask, &loss, err);
+        mask[k] = 1.0f;
+        delta[k] = loss - base;
+        if (progress)
+            progress(user, "ablation", k + 1, lh);
+    }
+    free(mask);
+    return st;
+}
+
+hs_status hs_prune_curve(hs_loss_eval *e, double base, const double *delta, int beam,
+                         double stop_increase, int max_steps, hs_prune_step *steps, int *n_steps,
+                         hs_progress_fn progress, void *user, hs_error *err)
+{
+    const hs_model_config *c = hs_model_config_of(e->m);
+    int lh = c->n_layer * c->n_head;
+    *n_steps = 0;
+    if (beam < 1)
+        return hs_fail(err, HS_E_ARG, "pruning beam must be at least 1");
+    if (max_steps > lh - 1)
+        max_steps = lh - 1;
+    float *mask = ones_mask(c);
+    double *known = malloc((size_t)lh * sizeof *known); /* last known increase per head */
+    int *order = malloc((size_t)lh * sizeof *order);
+    if (!mask || !known || !order) {
+        free(mask);
+        free(known);
+        free(order);
+        return hs_fail(err, HS_E_NOMEM, "out of memory");
+    }
+    memcpy(known, delta, (size_t)lh * sizeof *known);
+    double current = base;
+    hs_status st = HS_OK;
+    for (int step = 0; step < max_steps && !st; step++) {
+        /* remaining heads sorted by last known increase (ties: lower index first) */
+        int left = 0;
+        for (int k = 0; k < lh; k++)
+            if (mask[k] != 0.0f)
+                order[left++] = k;
+        for (int i = 1; i < left; i++) { /* insertion sort: lh is small */
+            int v = order[i], j = i - 1;
+            while (j >= 0 && (known[order[j]] > known[v] ||
+                              (known[order[j]] == known[v] && order[j] > v))) {
+                order[j + 1] = order[j];
+                j--;
+            }
+            order[j + 1] = v;
+        }
+        int eval = beam < left ? beam : left, best = -1;
+        double best_loss = 0;
+        for (int i = 0; i < eval && !st; i++) {
+            int k = order[i];
+            double loss;
+            mask[k] = 0.0f;
+            st = hs_loss_eval_run(e, mask, &loss, err);
+            mask[k] = 1.0f;
+            known[k] = loss - current;
+            if (best < 0 || loss < best_loss) {
+                best = k;
+                best_loss = loss;
+            }
+        }
+        if (st)
+            break;
+        mask[best] = 0.0f;
+        current = best_loss;
+        steps[step] = (hs_prune_step){best, left - 1, best_loss};
+        *n_steps = step + 1;
+        if (progress)
+            progress(user, "pruning", step + 1, max_steps);
+        if (best_loss > base + stop_increase)
+            break;
+    }
+    free(mask);
+    free(known);
+    free(order);
+    return st;
+}

@@ -1,0 +1,166 @@
+/* Ablation importance and pruning, against the independent float64 reference
+ * (fixtures/golden/<case>.json "importance": loss with one head masked minus the loss with
+ * all heads), and the documented MLM position rule worked by hand. */
+#include <cJSON.h>
+
+#include "headscope/importance.h"
+#include "headscope/model.h"
+#include "internal.h"
+#include "testutil.h"
+
+#define IMP_TOL 1e-4
+
+static cJSON *case_json(const char *name)
+{
+    char path[256], *text;
+    size_t len;
+    snprintf(path, sizeof path, "fixtures/golden/%s.json", name);
+    cr_assert_eq(hs_read_file(path, 1 << 24, &text, &len, NULL), HS_OK);
+    cJSON *j = cJSON_ParseWithLength(text, len);
+    free(text);
+    cr_assert_not_null(j);
+    return j;
+}
+
+static int32_t *json_ids(const cJSON *a, int *n)
+{
+    *n = cJSON_GetArraySize(a);
+    int32_t *v = malloc((size_t)*n * sizeof *v);
+    for (int i = 0; i < *n; i++)
+        v[i] = (int32_t)cJSON_GetArrayItem(a, i)->valueint;
+    return v;
+}
+
+static void run_case(const char *name)
+{
+    cJSON *j = case_json(name);
+    char mpath[256];
+    const char *mp = cJSON_GetObjectItem(j, "model")->valuestring, *s = strstr(mp, "/shared/");
+    snprintf(mpath, sizeof mpath, s ? "..%s" : "%s", s ? s : mp);
+    hs_error err = {{0}};
+    hs_model *m;
+    cr_assert_eq(hs_model_load(mpath, &m, &err), HS_OK, "%s", err.msg);
+    const hs_model_config *c = hs_model_config_of(m);
+    const cJSON *imp = cJSON_GetObjectItem(j, "importance");
+    const char *kind = cJSON_GetObjectItem(imp, "loss_kind")->valuestring;
+
+    int n, npos = 0;
+    int32_t *ids = json_ids(cJSON_GetObjectItem(j, "ids"), &n);
+    int32_t *tt = cJSON_IsArray(cJSON_GetObjectItem(j, "type_ids"))
+                      ? json_ids(cJSON_GetObjectItem(j, "type_ids"), &n) : NULL;
+    int32_t *pos = NULL, *targets = NULL;
+    hs_loss_input in = {.ids = ids, .type_ids = tt, .n = n};
+    if (!strcmp(kind, "lm")) {
+        in.kind = HS_LOSS_LM;
+    } else if (!strcmp(kind, "mlm")) {
+        in.kind = HS_LOSS_MLM;
+        pos = json_ids(cJSON_GetObjectItem(j, "positions"), &npos);
+        int no;
+        int32_t *orig = json_ids(cJSON_GetObjectItem(j, "orig_ids"), &no);
+        targets = malloc((size_t)npos * sizeof *targets);
+        for (int k = 0; k < npos; k++)
+            targets[k] = orig[pos[k]];
+        free(orig);
+        in.positions = pos;
+        in.targets = targets;
+        in.n_pos = npos;
+    } else {
+        in.kind = HS_LOSS_REPR;
+    }
+    hs_loss_eval *ev;
+    cr_assert_eq(hs_loss_eval_new(m, &in, &ev, &err), HS_OK, "%s", err.msg);
+    double base;
+    cr_assert_eq(hs_loss_eval_run(ev, NULL, &base, &err), HS_OK, "%s", err.msg);
+    double want_base = cJSON_GetObjectItem(imp, "base_loss")->valuedouble;
+    cr_expect(fabs(base - want_base) <= IMP_TOL, "%s: base %.7f vs %.7f", name, base, want_base);
+    int lh = c->n_layer * c->n_head;
+    double *delta = malloc((size_t)lh * sizeof *delta);
+    cr_assert_eq(hs_ablation_sweep(ev, base, delta, NULL, NULL, &err), HS_OK, "%s", err.msg);
+    const cJSON *abl = cJSON_GetObjectItem(imp, "ablation");
+    for (int l = 0; l < c->n_layer; l++)
+        for (int h = 0; h < c->n_head; h++) {
+            double want = cJSON_GetArrayItem(cJSON_GetArrayItem(abl, l), h)->valuedouble;
+            cr_expect(fabs(delta[l * c->n_head + h] - want) <= IMP_TOL,
+                      "%s: ablation %d.%d = %.7f, reference %.7f", name, l, h,
+                      delta[l * c->n_head + h], want);
+        }
+    cr_assert_eq(hs_loss_eval_passes(ev), lh + 1 + (in.kind == HS_LOSS_REPR));
+
+    /* Exact greedy (beam = all heads): the first removal is the head with the smallest
+     * ablation increase, and its loss is base + that increase. */
+    hs_prune_step *steps = malloc((size_t)lh * sizeof *steps);
+    int ns;
+    cr_assert_eq(hs_prune_curve(ev, base, delta, lh, 1e9, lh, steps, &ns, NULL, NULL, &err), HS_OK);
+    cr_assert_eq(ns, lh - 1, "without a stop the curve runs to one head left");
+    int argmin = 0;
+    for (int k = 1; k < lh; k++)
+        if (delta[k] < delta[argmin])
+            argmin = k;
+    cr_expect_eq(steps[0].head, argmin);
+    cr_expect(fabs(steps[0].loss - (base + delta[argmin])) < 1e-9);
+    cr_expect_eq(steps[ns - 1].heads_left, 1);
+    for (int a = 0; a < ns; a++)
+        for (int b = a + 1; b < ns; b++)
+            cr_assert_neq(steps[a].head, steps[b].head, "a head removed twice");
+    free(steps);
+    free(delta);
+    hs_loss_eval_free(ev);
+    free(ids);
+    free(tt);
+    free(pos);
+    free(targets);
+    hs_model_free(m);
+    cJSON_Delete(j);
+}
+
+#define CASE(name) Test(ablation_golden, name) { run_case(#name); }
+CASE(tiny_gpt2_induction)
+CASE(tiny_gpt2_common)
+CASE(tiny_bert_pair)
+CASE(tiny_bert_sentence)
+CASE(gpt2_prefixed)
+CASE(gpt2_f16)
+CASE(bert_legacy)
+CASE(bert_f16)
+
+Test(mlm_positions, evenly_spaced_fifteen_percent_of_content)
+{
+    /* [CLS] w1..w20 [SEP]: 20 content tokens → round(3.0) = 3 positions, content indices
+     * floor(0.5*20/3)=3, floor(1.5*20/3)=10, floor(2.5*20/3)=16 → positions 4, 11, 17. */
+    int32_t ids[22];
+    ids[0] = 101;
+    for (int i = 1; i <= 20; i++)
+        ids[i] = 2000 + i;
+    ids[21] = 102;
+    int32_t pos[8];
+    int n = hs_mlm_positions(ids, 22, 101, 102, 0, 103, pos, 8);
+    cr_assert_eq(n, 3);
+    cr_assert_eq(pos[0], 4);
+    cr_assert_eq(pos[1], 11);
+    cr_assert_eq(pos[2], 17);
+}
+
+Test(mlm_positions, skips_specials_and_existing_masks)
+{
+    /* [CLS] a [MASK] b [SEP] c [SEP]: content a, b, c → round(0.45) → at least 1 → index
+     * floor(0.5*3/1) = 1 → "b" at position 3. */
+    int32_t ids[7] = {101, 2000, 103, 2001, 102, 2002, 102};
+    int32_t pos[4];
+    cr_assert_eq(hs_mlm_positions(ids, 7, 101, 102, 0, 103, pos, 4), 1);
+    cr_assert_eq(pos[0], 3);
+    int32_t only[2] = {101, 102};
+    cr_assert_eq(hs_mlm_positions(only, 2, 101, 102, 0, 103, pos, 4), 0);
+}
+
+Test(loss, lm_needs_two_tokens_and_a_head)
+{
+    hs_error err = {{0}};
+    hs_model *m;
+    cr_assert_eq(hs_model_load("fixtures/models/bert-legacy", &m, &err), HS_OK, "%s", err.msg);
+    int32_t ids[3] = {101, 5, 102};
+    hs_loss_input in = {.ids = ids, .n = 3, .kind = HS_LOSS_MLM};
+    hs_loss_eval *ev;
+    cr_assert_eq(hs_loss_eval_new(m, &in, &ev, &err), HS_E_INPUT);
+    cr_assert_not_null(strstr(err.msg, "no MLM head"), "%s", err.msg);
+    hs_model_free(m);
+}
