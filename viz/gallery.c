@@ -1,0 +1,231 @@
+/* Every head at a glance: an n_layer × n_head grid of attention thumbnails. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "internal.h"
+#include "plot.h"
+
+#define MAX_LH 256
+#define MAX_N 16384
+#define MAX_THUMB 128
+#define MIN_THUMB 4
+#define TITLE_GAP 12
+#define LABEL_GAP 6
+#define KEY_GAP 16 /* between the grid and the colour key below it */
+#define KEY_W 160
+#define KEY_H 12
+
+typedef struct lh_labels {
+    char prefix;
+} lh_labels;
+
+static const char *lh_label(const void *ctx, int i, char *buf, size_t cap)
+{
+    snprintf(buf, cap, "%c%d", ((const lh_labels *)ctx)->prefix, i);
+    return buf;
+}
+
+/* Thumbnail side for count thumbnails in avail pixels with gap between them. */
+static int thumb_side(int avail, int count, int gap)
+{
+    return (avail - (count - 1) * gap) / count;
+}
+
+hs_status hs_gallery_render(const float *maps, int n_layer, int n_head, int n,
+                            const hs_gallery_opts *opts, hs_image *out, hs_layout *layout,
+                            hs_error *err)
+{
+    static const hs_gallery_opts defaults = {0};
+    float *small = NULL;
+    hs_status st;
+    if (!out)
+        return hs_fail(err, HS_E_ARG, "gallery: output image is NULL");
+    out->w = out->h = 0;
+    out->rgb = NULL;
+    if (!maps)
+        return hs_fail(err, HS_E_ARG, "gallery: maps is NULL");
+    if (n_layer < 1 || n_layer > MAX_LH || n_head < 1 || n_head > MAX_LH)
+        return hs_fail(err, HS_E_SHAPE, "gallery: %d layers x %d heads, expected 1..%d each",
+                       n_layer, n_head, MAX_LH);
+    if (n < 1 || n > MAX_N)
+        return hs_fail(err, HS_E_SHAPE, "gallery: maps have %d tokens, expected 1..%d", n,
+                       MAX_N);
+    if (!opts)
+        opts = &defaults;
+    if (!hs_colormap_name(opts->cmap))
+        return hs_fail(err, HS_E_ARG, "gallery: unknown colour map %d", (int)opts->cmap);
+    int max_size;
+    if ((st = hs_viz_check_size(opts->max_size, 2400, "gallery", &max_size, err)) != HS_OK)
+        return st;
+    size_t nn = (size_t)n * (size_t)n, total;
+    if (hs_mul_size(nn, (size_t)n_layer * (size_t)n_head, &total) != 0)
+        return hs_fail(err, HS_E_NOMEM, "gallery: %d x %d maps of %d tokens overflow", n_layer,
+                       n_head, n);
+
+    /* thumbnail size: fit both directions with room for labels, title and key
+     * (estimated at label scale 2), then snap to whole cells when upsampling */
+    const int M = HS_VIZ_MARGIN;
+    int th = hs_viz_title_height(opts->title, NULL, 1);
+    int head_room = (th ? th + TITLE_GAP : 0) + 2 * HS_FONT_H + LABEL_GAP;
+    int avail_w = max_size - 2 * M - 4 * 2 * HS_FONT_ADV - LABEL_GAP;
+    int avail_h = max_size - 2 * M - head_room - KEY_GAP - 2 * KEY_H;
+    int gap = 4, t = 0;
+    for (;;) {
+        int tw_ = thumb_side(avail_w, n_head, gap), th_ = thumb_side(avail_h, n_layer, gap);
+        t = tw_ < th_ ? tw_ : th_;
+        if (t >= 24 || gap == 1)
+            break;
+        gap = gap == 4 ? 2 : 1;
+    }
+    if (t > MAX_THUMB)
+        t = MAX_THUMB;
+    if (t < MIN_THUMB)
+        t = MIN_THUMB;
+    if (n <= t)
+        t = n * (t / n);
+    int cell = n <= t ? t / n : 0;
+    int pitch = t + gap;
+    int ls = t >= 40 ? 2 : 1;
+
+    /* labels: "L0".. at the left, "H0".. above; stride when they do not fit */
+    lh_labels rowl = {'L'}, coll = {'H'};
+    int row_stride = hs_viz_label_stride(n_layer, pitch, ls, 0);
+    char buf[32];
+    int col_lab_w = hs_text_width(lh_label(&coll, n_head - 1, buf, sizeof buf), ls, 0);
+    int col_stride = (col_lab_w + 6 + pitch - 1) / pitch;
+    if (col_stride < 1)
+        col_stride = 1;
+    int row_lab_w = hs_viz_labels_extent(lh_label, &rowl, n_layer, row_stride, ls, 0, 0);
+
+    int gx = M + row_lab_w + LABEL_GAP;
+    int gy = M + (th ? th + TITLE_GAP : 0) + HS_FONT_H * ls + LABEL_GAP;
+    int gw = n_head * pitch - gap, gh = n_layer * pitch - gap;
+    int key_y = gy + gh + KEY_GAP;
+    int key_h = KEY_H * ls;
+    int w = gx + gw + M;
+    int key_right = gx + hs_text_width("0", ls, 0) + 6 + KEY_W * ls + 6 +
+                    hs_text_width("max of each head", ls, 0) + M;
+    if (key_right > w)
+        w = key_right;
+    int tw = hs_viz_title_width(opts->title, NULL, 1);
+    if (M + tw + M > w)
+        w = M + tw + M;
+    int h = key_y + key_h + M;
+    if (w > HS_PNG_MAX_SIDE || h > HS_PNG_MAX_SIDE)
+        return hs_fail(err, HS_E_ARG, "gallery: image would be %dx%d, over %d", w, h,
+                       HS_PNG_MAX_SIDE);
+
+    if (!cell) {
+        small = malloc((size_t)t * (size_t)t * sizeof *small);
+        if (!small)
+            return hs_fail(err, HS_E_NOMEM, "gallery: out of memory for a %dx%d thumbnail", t,
+                           t);
+    }
+    if (hs_cv_new(out, w, h, hs_viz_bg) != 0) {
+        st = hs_fail(err, HS_E_NOMEM, "gallery: out of memory for a %dx%d image", w, h);
+        goto fail;
+    }
+    hs_viz_title_draw(out, M, M, opts->title, NULL, 1);
+
+    for (int l = 0; l < n_layer; l++) {
+        for (int hd = 0; hd < n_head; hd++) {
+            const float *m = maps + ((size_t)l * n_head + hd) * nn;
+            float mx = 0.0f;
+            for (size_t i = 0; i < nn; i++)
+                if (hs_viz_is_finite(m[i]) && m[i] > mx)
+                    mx = m[i];
+            float scale = mx > 0.0f ? mx : 1.0f;
+            int x0 = gx + hd * pitch, y0 = gy + l * pitch;
+            if (cell) {
+                for (int q = 0; q < n; q++) {
+                    for (int k = 0; k < n; k++) {
+                        uint8_t rgb[3];
+                        float v = m[(size_t)q * n + k];
+                        /* an all-zero map draws as 0; 0 * v keeps NaN grey */
+                        hs_viz_value_rgb(opts->cmap, mx > 0.0f ? v : 0.0f * v, 0.0f, scale, rgb);
+                        hs_cv_rect(out, x0 + k * cell, y0 + q * cell, cell, cell, rgb);
+                    }
+                }
+            } else {
+                hs_viz_resample(m, n, t, small);
+                for (int y = 0; y < t; y++) {
+                    for (int x = 0; x < t; x++) {
+                        uint8_t rgb[3];
+                        float v = small[(size_t)y * t + x];
+                        hs_viz_value_rgb(opts->cmap, mx > 0.0f ? v : 0.0f * v, 0.0f, scale, rgb);
+                        hs_cv_pixel(out, x0 + x, y0 + y, rgb);
+                    }
+                }
+            }
+        }
+    }
+
+    for (int l = 0; l < n_layer; l += row_stride) {
+        const char *s = lh_label(&rowl, l, buf, sizeof buf);
+        int lw = hs_text_width(s, ls, 0);
+        int cy = gy + l * pitch + t / 2;
+        hs_cv_text(out, gx - LABEL_GAP - lw, cy - (7 * ls) / 2, s, ls, hs_viz_ink, 0, 0);
+    }
+    for (int hd = 0; hd < n_head; hd += col_stride) {
+        const char *s = lh_label(&coll, hd, buf, sizeof buf);
+        int lw = hs_text_width(s, ls, 0);
+        int cx = gx + hd * pitch + t / 2;
+        hs_cv_text(out, cx - lw / 2, gy - LABEL_GAP - HS_FONT_H * ls + 2 * ls, s, ls, hs_viz_ink,
+                   0, 0);
+    }
+
+    /* colour key: each thumbnail runs from 0 to its own maximum */
+    int kx = gx, kw = KEY_W * ls, ty = key_y + (key_h - 7 * ls) / 2;
+    kx += hs_cv_text(out, kx, ty, "0", ls, hs_viz_ink, 0, 0) + 6;
+    for (int x = 0; x < kw; x++) {
+        uint8_t rgb[3];
+        hs_colormap_rgb(opts->cmap, (float)x / (float)(kw - 1), rgb);
+        hs_cv_rect(out, kx + x, key_y, 1, key_h, rgb);
+    }
+    hs_cv_frame(out, kx - 1, key_y - 1, kw + 2, key_h + 2, hs_viz_frame);
+    hs_cv_text(out, kx + kw + 6, ty, "max of each head", ls, hs_viz_ink, 0, 0);
+
+    if (layout) {
+        hs_layout lay = {0};
+        lay.grid.x = gx;
+        lay.grid.y = gy;
+        lay.grid.w = gw;
+        lay.grid.h = gh;
+        lay.rows = n_layer;
+        lay.cols = n_head;
+        lay.cell_w = lay.cell_h = t;
+        lay.gap = gap;
+        lay.title.x = M;
+        lay.title.y = M;
+        lay.title.w = th ? tw : 0;
+        lay.title.h = th;
+        lay.colorbar.x = kx;
+        lay.colorbar.y = key_y;
+        lay.colorbar.w = kw;
+        lay.colorbar.h = key_h;
+        lay.vmin = 0.0f;
+        lay.vmax = 1.0f;
+        lay.label_stride = row_stride > col_stride ? row_stride : col_stride;
+        *layout = lay;
+    }
+    free(small);
+    return HS_OK;
+
+fail:
+    free(small);
+    hs_image_free(out);
+    return st;
+}
+
+hs_status hs_gallery_write(const char *path, const float *maps, int n_layer, int n_head, int n,
+                           const hs_gallery_opts *opts, hs_error *err)
+{
+    hs_image img = {0};
+    hs_status st = hs_gallery_render(maps, n_layer, n_head, n, opts, &img, NULL, err);
+    if (st != HS_OK)
+        return st;
+    st = hs_png_write(path, img.rgb, img.w, img.h, err);
+    hs_image_free(&img);
+    return st;
+}

@@ -1,0 +1,219 @@
+/* A head-by-head similarity matrix in a given (e.g. dendrogram) order, with
+ * cluster boundaries. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "internal.h"
+#include "plot.h"
+
+#define MAX_M 4096
+#define MAX_CELL 40
+#define LABEL_GLYPHS 10
+#define TITLE_GAP 14
+#define BAR_GAP 20
+#define BAR_W 16
+#define BAR_MIN_H 120
+
+static const uint8_t boundary_rgb[3] = {15, 15, 15};
+
+typedef struct item_labels {
+    const char *const *labels; /* (m) or NULL */
+    const int *order;          /* (m) display position -> item */
+    int n_head;
+} item_labels;
+
+static const char *item_label(const void *ctx, int p, char *buf, size_t cap)
+{
+    const item_labels *il = ctx;
+    int i = il->order ? il->order[p] : p;
+    if (il->labels)
+        return il->labels[i] ? il->labels[i] : "";
+    if (il->n_head > 0)
+        snprintf(buf, cap, "%d.%d", i / il->n_head, i % il->n_head);
+    else
+        snprintf(buf, cap, "%d", i);
+    return buf;
+}
+
+/* Colour of a similarity in [-1, 1] on the diverging map. */
+static void sim_rgb(float v, uint8_t rgb[3])
+{
+    hs_viz_value_rgb(HS_CMAP_DIVERGING, v, -1.0f, 1.0f, rgb);
+}
+
+hs_status hs_similarity_render(const float *sim, int m, const int *order, const int *clusters,
+                               const char *const *labels, const hs_similarity_opts *opts,
+                               hs_image *out, hs_layout *layout, hs_error *err)
+{
+    static const hs_similarity_opts defaults = {0};
+    unsigned char *seen = NULL;
+    float *perm = NULL, *small = NULL;
+    hs_status st;
+    if (!out)
+        return hs_fail(err, HS_E_ARG, "similarity: output image is NULL");
+    out->w = out->h = 0;
+    out->rgb = NULL;
+    if (!sim)
+        return hs_fail(err, HS_E_ARG, "similarity: matrix is NULL");
+    if (m < 1 || m > MAX_M)
+        return hs_fail(err, HS_E_SHAPE, "similarity: %d items, expected 1..%d", m, MAX_M);
+    if (!opts)
+        opts = &defaults;
+    if (opts->n_head < 0)
+        return hs_fail(err, HS_E_ARG, "similarity: n_head is %d, expected >= 0", opts->n_head);
+    int max_size;
+    if ((st = hs_viz_check_size(opts->max_size, 2000, "similarity", &max_size, err)) != HS_OK)
+        return st;
+    if (order) {
+        seen = calloc((size_t)m, 1);
+        if (!seen)
+            return hs_fail(err, HS_E_NOMEM, "similarity: out of memory checking the order");
+        for (int p = 0; p < m; p++) {
+            int i = order[p];
+            if (i < 0 || i >= m || seen[i]) {
+                st = hs_fail(err, HS_E_ARG,
+                             "similarity: order[%d] is %d, expected a permutation of 0..%d", p, i,
+                             m - 1);
+                free(seen);
+                return st;
+            }
+            seen[i] = 1;
+        }
+        free(seen);
+        seen = NULL;
+    }
+
+    int budget = max_size * 4 / 5;
+    int cell = 0, g;
+    if (m <= budget) {
+        cell = budget / m;
+        if (cell > MAX_CELL)
+            cell = MAX_CELL;
+        g = m * cell;
+    } else {
+        g = budget;
+    }
+    double cellf = (double)g / m;
+    int ls = cellf >= 22.0 ? 2 : 1;
+    int stride = hs_viz_label_stride(m, cellf, ls, 0);
+    int lab_max = ((LABEL_GLYPHS - 1) * HS_FONT_ADV + HS_FONT_W) * ls;
+    item_labels il = {labels, order, opts->n_head};
+    int lab_w = hs_viz_labels_extent(item_label, &il, m, stride, ls, HS_TEXT_MARKS, lab_max);
+
+    const int M = HS_VIZ_MARGIN;
+    int lead = HS_VIZ_TICK + HS_VIZ_TICK_GAP + 1;
+    int gx = M + lab_w + lead;
+    int bar_x = gx + g + BAR_GAP;
+    int w = bar_x + BAR_W + 1 + hs_viz_colorbar_label_width(-1.0f, 1.0f, ls) + M;
+    int tw = hs_viz_title_width(opts->title, NULL, ls);
+    if (M + tw + M > w)
+        w = M + tw + M;
+    int th = hs_viz_title_height(opts->title, NULL, ls);
+    int gy = M + (th ? th + TITLE_GAP : 0);
+    int bar_h = g >= BAR_MIN_H ? g : BAR_MIN_H;
+    int h = gy + g + lead + lab_w + M;
+    if (gy + bar_h + 8 + M > h)
+        h = gy + bar_h + 8 + M;
+    if (w > HS_PNG_MAX_SIDE || h > HS_PNG_MAX_SIDE)
+        return hs_fail(err, HS_E_ARG, "similarity: image would be %dx%d, over %d", w, h,
+                       HS_PNG_MAX_SIDE);
+
+    if (hs_cv_new(out, w, h, hs_viz_bg) != 0)
+        return hs_fail(err, HS_E_NOMEM, "similarity: out of memory for a %dx%d image", w, h);
+    int title_x = gx + tw + M <= w ? gx : M;
+    hs_viz_title_draw(out, title_x, M, opts->title, NULL, ls);
+
+    if (cell > 0) {
+        for (int p = 0; p < m; p++) {
+            size_t row = (size_t)(order ? order[p] : p) * (size_t)m;
+            for (int q = 0; q < m; q++) {
+                uint8_t rgb[3];
+                sim_rgb(sim[row + (size_t)(order ? order[q] : q)], rgb);
+                hs_cv_rect(out, gx + q * cell, gy + p * cell, cell, cell, rgb);
+            }
+        }
+    } else {
+        /* reorder, then area-average down to the pixel budget */
+        perm = malloc((size_t)m * (size_t)m * sizeof *perm);
+        small = malloc((size_t)g * (size_t)g * sizeof *small);
+        if (!perm || !small) {
+            st = hs_fail(err, HS_E_NOMEM, "similarity: out of memory downsampling %d items", m);
+            goto fail;
+        }
+        for (int p = 0; p < m; p++) {
+            size_t row = (size_t)(order ? order[p] : p) * (size_t)m;
+            for (int q = 0; q < m; q++)
+                perm[(size_t)p * m + q] = sim[row + (size_t)(order ? order[q] : q)];
+        }
+        hs_viz_resample(perm, m, g, small);
+        for (int y = 0; y < g; y++) {
+            for (int x = 0; x < g; x++) {
+                uint8_t rgb[3];
+                sim_rgb(small[(size_t)y * g + x], rgb);
+                hs_cv_pixel(out, gx + x, gy + y, rgb);
+            }
+        }
+        free(perm);
+        free(small);
+        perm = small = NULL;
+    }
+    hs_rect grid = {gx, gy, g, g};
+    hs_cv_frame(out, gx - 1, gy - 1, g + 2, g + 2, hs_viz_frame);
+
+    /* cluster boundaries: between display positions p-1 and p in different clusters */
+    if (clusters) {
+        int thick = cellf >= 4.0 ? 2 : 1;
+        for (int p = 1; p < m; p++) {
+            int a = order ? order[p - 1] : p - 1, b = order ? order[p] : p;
+            if (clusters[a] == clusters[b])
+                continue;
+            int e = hs_viz_edge(p, m, g);
+            int at = thick == 2 ? e - 1 : e;
+            hs_cv_rect(out, gx + at, gy, thick, g, boundary_rgb);
+            hs_cv_rect(out, gx, gy + at, g, thick, boundary_rgb);
+        }
+    }
+
+    hs_viz_labels_left(out, grid, item_label, &il, m, stride, ls, HS_TEXT_MARKS, lab_max);
+    hs_viz_labels_bottom(out, grid, item_label, &il, m, stride, ls, HS_TEXT_MARKS, lab_max);
+
+    hs_rect bar = {bar_x, gy, BAR_W, bar_h};
+    hs_viz_colorbar(out, bar, HS_CMAP_DIVERGING, -1.0f, 1.0f, ls);
+
+    if (layout) {
+        hs_layout l = {0};
+        l.grid = grid;
+        l.rows = l.cols = m;
+        l.cell_w = l.cell_h = cell;
+        l.title.x = title_x;
+        l.title.y = M;
+        l.title.w = th ? tw : 0;
+        l.title.h = th;
+        l.colorbar = bar;
+        l.vmin = -1.0f;
+        l.vmax = 1.0f;
+        l.label_stride = stride;
+        *layout = l;
+    }
+    return HS_OK;
+
+fail:
+    free(perm);
+    free(small);
+    hs_image_free(out);
+    return st;
+}
+
+hs_status hs_similarity_write(const char *path, const float *sim, int m, const int *order,
+                              const int *clusters, const char *const *labels,
+                              const hs_similarity_opts *opts, hs_error *err)
+{
+    hs_image img = {0};
+    hs_status st = hs_similarity_render(sim, m, order, clusters, labels, opts, &img, NULL, err);
+    if (st != HS_OK)
+        return st;
+    st = hs_png_write(path, img.rgb, img.w, img.h, err);
+    hs_image_free(&img);
+    return st;
+}
