@@ -1,0 +1,848 @@
+/* Picture layer: PNG encoding, colour maps, the bitmap font and the renderers.
+ * Pictures are checked by decoding the encoded PNG with libpng's simplified read
+ * API (an independent decoder path) and looking at exact pixels where the layout
+ * says cells, bands and bars are. Colour-map references are matplotlib's values. */
+#include <math.h>
+#include <png.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <criterion/criterion.h>
+
+#include "headscope/render.h"
+#include "../viz/canvas.h"
+
+/* ---- helpers ------------------------------------------------------------ */
+
+typedef struct decoded {
+    int w, h;
+    uint8_t *rgb; /* (h, w, 3) */
+} decoded;
+
+static decoded decode_png(const uint8_t *png, size_t len)
+{
+    png_image im;
+    memset(&im, 0, sizeof im);
+    im.version = PNG_IMAGE_VERSION;
+    cr_assert(png_image_begin_read_from_memory(&im, png, len), "libpng: %s", im.message);
+    im.format = PNG_FORMAT_RGB;
+    decoded d = {(int)im.width, (int)im.height, malloc(PNG_IMAGE_SIZE(im))};
+    cr_assert_not_null(d.rgb);
+    cr_assert(png_image_finish_read(&im, NULL, d.rgb, 0, NULL), "libpng: %s", im.message);
+    return d;
+}
+
+/* Encodes img as PNG and decodes it again: what a viewer of the file would see. */
+static decoded via_png(const hs_image *img)
+{
+    uint8_t *png = NULL;
+    size_t len = 0;
+    hs_error err = {{0}};
+    cr_assert_eq(hs_png_encode(img->rgb, img->w, img->h, &png, &len, &err), HS_OK, "%s", err.msg);
+    decoded d = decode_png(png, len);
+    free(png);
+    cr_assert_eq(d.w, img->w);
+    cr_assert_eq(d.h, img->h);
+    return d;
+}
+
+static const uint8_t *px(const decoded *d, int x, int y)
+{
+    cr_assert(x >= 0 && y >= 0 && x < d->w && y < d->h, "pixel (%d, %d) outside %dx%d", x, y,
+              d->w, d->h);
+    return d->rgb + ((size_t)y * d->w + x) * 3;
+}
+
+static void assert_rgb(const uint8_t *got, const uint8_t *want, const char *what)
+{
+    cr_assert(got[0] == want[0] && got[1] == want[1] && got[2] == want[2],
+              "%s: got (%d,%d,%d), want (%d,%d,%d)", what, got[0], got[1], got[2], want[0],
+              want[1], want[2]);
+}
+
+static void assert_cmap_at(const decoded *d, int x, int y, hs_cmap cmap, float t, const char *what)
+{
+    uint8_t want[3];
+    hs_colormap_rgb(cmap, t, want);
+    assert_rgb(px(d, x, y), want, what);
+}
+
+static hs_rect centre_of(hs_rect r)
+{
+    hs_rect c = {r.x + r.w / 2, r.y + r.h / 2, 1, 1};
+    return c;
+}
+
+/* Pixels in r that are not white. */
+static int ink_in(const decoded *d, hs_rect r)
+{
+    int n = 0;
+    for (int y = r.y; y < r.y + r.h; y++)
+        for (int x = r.x; x < r.x + r.w; x++) {
+            const uint8_t *p = px(d, x, y);
+            n += !(p[0] == 255 && p[1] == 255 && p[2] == 255);
+        }
+    return n;
+}
+
+static int file_exists(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0;
+}
+
+static void make_tmpdir(char *buf, size_t cap)
+{
+    snprintf(buf, cap, "/tmp/hs-render-XXXXXX");
+    cr_assert_not_null(mkdtemp(buf));
+}
+
+static void remove_tree(const char *dir)
+{
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    cr_assert_eq(system(cmd), 0);
+}
+
+/* ---- png ---------------------------------------------------------------- */
+
+Test(png, round_trip_of_random_image_is_pixel_exact)
+{
+    int w = 37, h = 23;
+    uint8_t *rgb = malloc((size_t)w * h * 3);
+    unsigned s = 12345;
+    for (int i = 0; i < w * h * 3; i++) {
+        s = s * 1103515245u + 12345u;
+        rgb[i] = (uint8_t)(s >> 16);
+    }
+    uint8_t *png = NULL;
+    size_t len = 0;
+    hs_error err = {{0}};
+    cr_assert_eq(hs_png_encode(rgb, w, h, &png, &len, &err), HS_OK, "%s", err.msg);
+    cr_assert_gt(len, 8);
+    cr_assert_eq(memcmp(png, "\x89PNG\r\n\x1a\n", 8), 0);
+    decoded d = decode_png(png, len);
+    cr_assert_eq(d.w, w);
+    cr_assert_eq(d.h, h);
+    cr_assert_eq(memcmp(d.rgb, rgb, (size_t)w * h * 3), 0);
+    free(d.rgb);
+    free(png);
+    free(rgb);
+}
+
+Test(png, one_pixel_image_round_trips)
+{
+    uint8_t rgb[3] = {1, 2, 3};
+    uint8_t *png = NULL;
+    size_t len = 0;
+    cr_assert_eq(hs_png_encode(rgb, 1, 1, &png, &len, NULL), HS_OK);
+    decoded d = decode_png(png, len);
+    cr_assert_eq(memcmp(d.rgb, rgb, 3), 0);
+    free(d.rgb);
+    free(png);
+}
+
+Test(png, rejects_bad_sizes_and_null_buffers)
+{
+    uint8_t rgb[3] = {0};
+    uint8_t *png = (uint8_t *)1;
+    size_t len = 99;
+    hs_error err = {{0}};
+    cr_assert_eq(hs_png_encode(rgb, 0, 1, &png, &len, &err), HS_E_ARG);
+    cr_assert_null(png);
+    cr_assert_eq(len, 0);
+    cr_assert(strstr(err.msg, "0x1"), "message: %s", err.msg);
+    cr_assert_eq(hs_png_encode(rgb, 1, -3, &png, &len, &err), HS_E_ARG);
+    cr_assert_eq(hs_png_encode(rgb, HS_PNG_MAX_SIDE + 1, 1, &png, &len, &err), HS_E_ARG);
+    cr_assert(strstr(err.msg, "16384"), "message: %s", err.msg);
+    cr_assert_eq(hs_png_encode(NULL, 1, 1, &png, &len, &err), HS_E_ARG);
+    cr_assert_eq(hs_png_encode(rgb, 1, 1, NULL, &len, &err), HS_E_ARG);
+    cr_assert_eq(hs_png_write("", rgb, 1, 1, &err), HS_E_ARG);
+}
+
+Test(png, write_into_missing_directory_fails_and_leaves_nothing)
+{
+    char dir[64], path[128], tmp[160], sub[96];
+    make_tmpdir(dir, sizeof dir);
+    snprintf(sub, sizeof sub, "%s/no-such-dir", dir);
+    snprintf(path, sizeof path, "%s/out.png", sub);
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    uint8_t rgb[12] = {0};
+    hs_error err = {{0}};
+    cr_assert_eq(hs_png_write(path, rgb, 2, 2, &err), HS_E_IO);
+    cr_assert(strstr(err.msg, "out.png.tmp") && strstr(err.msg, "No such file"), "message: %s",
+              err.msg);
+    cr_assert(!file_exists(path));
+    cr_assert(!file_exists(tmp));
+    cr_assert(!file_exists(sub));
+    remove_tree(dir);
+}
+
+Test(png, write_produces_a_valid_file_and_no_temporary)
+{
+    char dir[64], path[128], tmp[160];
+    make_tmpdir(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/a.png", dir);
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    uint8_t rgb[5 * 4 * 3];
+    for (size_t i = 0; i < sizeof rgb; i++)
+        rgb[i] = (uint8_t)(i * 7);
+    hs_error err = {{0}};
+    cr_assert_eq(hs_png_write(path, rgb, 5, 4, &err), HS_OK, "%s", err.msg);
+    cr_assert(file_exists(path));
+    cr_assert(!file_exists(tmp));
+    /* overwriting goes through the temporary too */
+    cr_assert_eq(hs_png_write(path, rgb, 5, 4, &err), HS_OK, "%s", err.msg);
+    cr_assert(!file_exists(tmp));
+
+    FILE *f = fopen(path, "rb");
+    cr_assert_not_null(f);
+    uint8_t buf[4096];
+    size_t len = fread(buf, 1, sizeof buf, f);
+    fclose(f);
+    decoded d = decode_png(buf, len);
+    cr_assert_eq(memcmp(d.rgb, rgb, sizeof rgb), 0);
+    free(d.rgb);
+
+    if (access("/usr/bin/pngcheck", X_OK) == 0) {
+        char cmd[256];
+        snprintf(cmd, sizeof cmd, "/usr/bin/pngcheck -q '%s' >/dev/null", path);
+        cr_assert_eq(system(cmd), 0, "pngcheck rejected %s", path);
+    }
+    remove_tree(dir);
+}
+
+/* ---- colormap ----------------------------------------------------------- */
+
+/* matplotlib 3.6 _viridis_data / _magma_data at indices 0, 128, 255, each
+ * channel round(255 * v). */
+Test(colormap, viridis_and_magma_match_matplotlib)
+{
+    static const struct {
+        hs_cmap cmap;
+        float t;
+        uint8_t rgb[3];
+    } ref[] = {
+        {HS_CMAP_VIRIDIS, 0.0f, {68, 1, 84}},     {HS_CMAP_VIRIDIS, 0.5f, {33, 145, 140}},
+        {HS_CMAP_VIRIDIS, 1.0f, {253, 231, 37}},  {HS_CMAP_VIRIDIS, 0.25f, {59, 82, 139}},
+        {HS_CMAP_MAGMA, 0.0f, {0, 0, 4}},         {HS_CMAP_MAGMA, 0.5f, {183, 55, 121}},
+        {HS_CMAP_MAGMA, 1.0f, {252, 253, 191}},   {HS_CMAP_MAGMA, 0.25f, {81, 18, 124}},
+    };
+    for (size_t i = 0; i < sizeof ref / sizeof ref[0]; i++) {
+        uint8_t got[3];
+        hs_colormap_rgb(ref[i].cmap, ref[i].t, got);
+        char what[64];
+        snprintf(what, sizeof what, "%s(%g)", hs_colormap_name(ref[i].cmap), (double)ref[i].t);
+        assert_rgb(got, ref[i].rgb, what);
+    }
+}
+
+Test(colormap, nan_is_grey_and_out_of_range_clamps)
+{
+    const uint8_t grey[3] = {HS_NAN_R, HS_NAN_G, HS_NAN_B};
+    uint8_t a[3], b[3];
+    for (int c = 0; c <= HS_CMAP_DIVERGING; c++) {
+        hs_colormap_rgb((hs_cmap)c, NAN, a);
+        assert_rgb(a, grey, "nan");
+        hs_colormap_rgb((hs_cmap)c, -3.0f, a);
+        hs_colormap_rgb((hs_cmap)c, 0.0f, b);
+        assert_rgb(a, b, "clamp low");
+        hs_colormap_rgb((hs_cmap)c, 7.0f, a);
+        hs_colormap_rgb((hs_cmap)c, 1.0f, b);
+        assert_rgb(a, b, "clamp high");
+    }
+    hs_colormap_rgb((hs_cmap)42, 0.5f, a);
+    assert_rgb(a, grey, "unknown map");
+    cr_assert_null(hs_colormap_name((hs_cmap)42));
+}
+
+Test(colormap, diverging_is_blue_white_red)
+{
+    uint8_t lo[3], mid[3], hi[3];
+    hs_colormap_rgb(HS_CMAP_DIVERGING, 0.0f, lo);
+    hs_colormap_rgb(HS_CMAP_DIVERGING, 0.5f, mid);
+    hs_colormap_rgb(HS_CMAP_DIVERGING, 1.0f, hi);
+    cr_assert(lo[2] > lo[0] + 60, "low end is blue");
+    cr_assert(hi[0] > hi[2] + 60, "high end is red");
+    cr_assert(mid[0] > 235 && mid[1] > 235 && mid[2] > 235, "middle is near white");
+}
+
+/* ---- font --------------------------------------------------------------- */
+
+Test(font, every_glyph_is_five_by_nine_of_dots_and_hashes)
+{
+    for (int c = 32; c <= 126; c++) {
+        const hs_glyph *g = hs_font_ascii(c);
+        cr_assert_not_null(g);
+        cr_assert_eq(strlen(g->art), HS_FONT_W * HS_FONT_H, "glyph %d", c);
+        cr_assert_eq(strspn(g->art, ".#"), HS_FONT_W * HS_FONT_H, "glyph %d", c);
+        if (c != ' ')
+            cr_assert(strchr(g->art, '#'), "glyph %d has no ink", c);
+    }
+    cr_assert_null(hs_font_ascii(31));
+    cr_assert_null(hs_font_ascii(127));
+}
+
+Test(font, accented_latin_letters_transliterate_to_base_letters)
+{
+    static const struct {
+        uint32_t cp;
+        const char *want;
+    } t[] = {
+        {0x00C0, "A"}, {0x00C7, "C"},  {0x00D1, "N"}, {0x00DF, "ss"}, {0x00E9, "e"},
+        {0x00F8, "o"}, {0x00FF, "y"},  {0x0100, "A"}, {0x010D, "c"},  {0x011F, "g"},
+        {0x0120, "G"}, {0x0131, "i"},  {0x0141, "L"}, {0x0142, "l"},  {0x0153, "oe"},
+        {0x0161, "s"}, {0x017E, "z"},  {0x017F, "s"}, {0x2019, "'"},  {0x2014, "-"},
+    };
+    for (size_t i = 0; i < sizeof t / sizeof t[0]; i++) {
+        const char *got = hs_font_translit(t[i].cp);
+        cr_assert_not_null(got, "U+%04X", t[i].cp);
+        cr_assert_str_eq(got, t[i].want, "U+%04X", t[i].cp);
+    }
+    cr_assert_null(hs_font_translit(0x00F7)); /* division sign */
+    cr_assert_null(hs_font_translit(0x03B1)); /* Greek alpha */
+    cr_assert_null(hs_font_translit(0x65E5)); /* CJK */
+}
+
+Test(font, token_whitespace_becomes_visible_marks)
+{
+    const hs_glyph *g[16];
+    int n = hs_text_layout(" cat\n", HS_TEXT_MARKS, g, 16);
+    cr_assert_eq(n, 5);
+    cr_assert_eq(g[0], hs_font_space_mark());
+    cr_assert_eq(g[1], hs_font_ascii('c'));
+    cr_assert_eq(g[3], hs_font_ascii('t'));
+    cr_assert_eq(g[4], hs_font_return_mark());
+    n = hs_text_layout(" \t", 0, g, 16);
+    cr_assert_eq(n, 2);
+    cr_assert_eq(g[0], hs_font_ascii(' '));
+    cr_assert_eq(g[1], hs_font_ascii(' '));
+    n = hs_text_layout("\t", HS_TEXT_MARKS, g, 16);
+    cr_assert_eq(g[0], hs_font_tab_mark());
+}
+
+Test(font, unknown_and_invalid_characters_are_boxes)
+{
+    const hs_glyph *g[16];
+    /* CJK, invalid byte, overlong '/', lone surrogate, e-acute */
+    int n = hs_text_layout("\xe6\x97\xa5|\xff|\xc0\xaf|\xed\xa0\x80|\xc3\xa9", 0, g, 16);
+    cr_assert_eq(g[0], hs_font_box());
+    cr_assert_eq(g[1], hs_font_ascii('|'));
+    cr_assert_eq(g[2], hs_font_box());
+    cr_assert_eq(g[n - 1], hs_font_ascii('e'));
+    /* a sequence cut by the terminator */
+    n = hs_text_layout("a\xe6\x97", 0, g, 16);
+    cr_assert_eq(g[0], hs_font_ascii('a'));
+    cr_assert_eq(g[1], hs_font_box());
+}
+
+Test(font, long_text_is_cut_with_an_ellipsis)
+{
+    const char *s = "internationalisation";
+    int full = hs_text_width(s, 1, 0);
+    cr_assert_eq(full, (20 - 1) * HS_FONT_ADV + HS_FONT_W);
+    int cut = hs_text_fit_width(s, 1, 0, 40);
+    cr_assert_leq(cut, 40);
+    cr_assert_gt(cut, 30);
+    hs_image img = {0};
+    const uint8_t white[3] = {255, 255, 255}, black[3] = {0, 0, 0};
+    cr_assert_eq(hs_cv_new(&img, 80, 12, white), 0);
+    cr_assert_eq(hs_cv_text(&img, 0, 0, s, 1, black, 0, 40), cut);
+    /* the last glyph is the ellipsis: three dots on row 6, nothing above */
+    int x0 = cut - HS_FONT_W;
+    for (int c = 0; c < HS_FONT_W; c++) {
+        const uint8_t *p = img.rgb + ((size_t)6 * img.w + x0 + c) * 3;
+        cr_assert_eq(p[0] == 0, c % 2 == 0, "ellipsis column %d", c);
+        const uint8_t *q = img.rgb + ((size_t)2 * img.w + x0 + c) * 3;
+        cr_assert_eq(q[0], 255);
+    }
+    hs_image_free(&img);
+    hs_image_free(NULL);
+}
+
+Test(font, rotated_text_reads_upward_in_a_tall_box)
+{
+    hs_image img = {0};
+    const uint8_t white[3] = {255, 255, 255}, black[3] = {0, 0, 0};
+    cr_assert_eq(hs_cv_new(&img, 30, 60, white), 0);
+    int w = hs_cv_text(&img, 5, 10, "LLL", 1, black, HS_TEXT_ROT90, 0);
+    cr_assert_eq(w, 17);
+    int minx = 99, maxx = -1, miny = 99, maxy = -1;
+    for (int y = 0; y < img.h; y++)
+        for (int x = 0; x < img.w; x++)
+            if (img.rgb[((size_t)y * img.w + x) * 3] == 0) {
+                minx = x < minx ? x : minx;
+                maxx = x > maxx ? x : maxx;
+                miny = y < miny ? y : miny;
+                maxy = y > maxy ? y : maxy;
+            }
+    /* 'L' is 7 rows tall and 5 wide: rotated, the ink spans 7 columns, 17 rows */
+    cr_assert_eq(minx, 5);
+    cr_assert_eq(maxx, 5 + 6);
+    cr_assert_eq(miny, 10);
+    cr_assert_eq(maxy, 10 + 16);
+    /* the first 'L' is at the bottom; its foot (row 6 of the glyph) is along x = 11 */
+    for (int y = 10 + 12; y <= 10 + 16; y++)
+        cr_assert_eq(img.rgb[((size_t)y * img.w + 11) * 3], 0, "row %d", y);
+    hs_image_free(&img);
+}
+
+/* ---- heatmap ------------------------------------------------------------ */
+
+static const char *const tok3[3] = {"The", " cat", "\n"};
+
+Test(heatmap, cells_show_the_colour_map_values)
+{
+    const float map[9] = {1.0f, 0.0f, 0.0f, 0.5f, 0.5f, 0.0f, 0.0f, 0.25f, 0.75f};
+    hs_heatmap_opts o = {0};
+    o.title = "L0.H0 test";
+    hs_image img = {0};
+    hs_layout lay;
+    hs_error err = {{0}};
+    cr_assert_eq(hs_heatmap_render(map, 3, tok3, &o, &img, &lay, &err), HS_OK, "%s", err.msg);
+    cr_assert_eq(lay.rows, 3);
+    cr_assert_eq(lay.cols, 3);
+    cr_assert_gt(lay.cell_w, 10);
+    cr_assert_eq(lay.grid.w, 3 * lay.cell_w);
+    decoded d = via_png(&img);
+    for (int q = 0; q < 3; q++)
+        for (int k = 0; k < 3; k++) {
+            hs_rect c = centre_of(hs_layout_cell(&lay, q, k));
+            char what[32];
+            snprintf(what, sizeof what, "cell (%d, %d)", q, k);
+            assert_cmap_at(&d, c.x, c.y, HS_CMAP_VIRIDIS, map[q * 3 + k], what);
+        }
+    /* the corners of a cell too: no grid lines drawn over cells */
+    hs_rect c00 = hs_layout_cell(&lay, 0, 0);
+    assert_cmap_at(&d, c00.x, c00.y, HS_CMAP_VIRIDIS, 1.0f, "cell (0,0) corner");
+    assert_cmap_at(&d, c00.x + c00.w - 1, c00.y + c00.h - 1, HS_CMAP_VIRIDIS, 1.0f,
+                   "cell (0,0) far corner");
+    free(d.rgb);
+    hs_image_free(&img);
+}
+
+Test(heatmap, title_band_has_ink_and_is_absent_without_a_title)
+{
+    const float map[9] = {0};
+    hs_heatmap_opts o = {0};
+    o.title = "Previous token";
+    o.subtitle = "score 0.93";
+    hs_image img = {0};
+    hs_layout lay;
+    cr_assert_eq(hs_heatmap_render(map, 3, tok3, &o, &img, &lay, NULL), HS_OK);
+    cr_assert_gt(lay.title.h, 0);
+    cr_assert_lt(lay.title.y + lay.title.h, lay.grid.y);
+    decoded d = via_png(&img);
+    cr_assert_gt(ink_in(&d, lay.title), 100);
+    free(d.rgb);
+    hs_image_free(&img);
+
+    cr_assert_eq(hs_heatmap_render(map, 3, tok3, NULL, &img, &lay, NULL), HS_OK);
+    cr_assert_eq(lay.title.h, 0);
+    hs_image_free(&img);
+}
+
+/* Index i such that the pixel is exactly cmap(i / 256 + epsilon), or -1. */
+static int lut_index(const uint8_t *p, hs_cmap cmap)
+{
+    for (int i = 0; i < 256; i++) {
+        uint8_t c[3];
+        hs_colormap_rgb(cmap, ((float)i + 0.5f) / 256.0f, c);
+        if (c[0] == p[0] && c[1] == p[1] && c[2] == p[2])
+            return i;
+    }
+    return -1;
+}
+
+Test(heatmap, colour_bar_runs_monotonically_from_max_to_zero)
+{
+    float map[16];
+    for (int i = 0; i < 16; i++)
+        map[i] = (float)i / 15.0f;
+    hs_heatmap_opts o = {0};
+    o.cmap = HS_CMAP_MAGMA;
+    hs_image img = {0};
+    hs_layout lay;
+    cr_assert_eq(hs_heatmap_render(map, 4, NULL, &o, &img, &lay, NULL), HS_OK);
+    decoded d = via_png(&img);
+    hs_rect b = lay.colorbar;
+    cr_assert_geq(b.h, 100);
+    int x = b.x + b.w / 2;
+    assert_cmap_at(&d, x, b.y, HS_CMAP_MAGMA, 1.0f, "bar top");
+    assert_cmap_at(&d, x, b.y + b.h - 1, HS_CMAP_MAGMA, 0.0f, "bar bottom");
+    int prev = 256;
+    for (int y = b.y; y < b.y + b.h; y++) {
+        int i = lut_index(px(&d, x, y), HS_CMAP_MAGMA);
+        cr_assert_geq(i, 0, "bar row %d is not a magma colour", y);
+        cr_assert_leq(i, prev, "bar not monotone at row %d", y);
+        prev = i;
+        /* the bar is uniform across its width */
+        assert_rgb(px(&d, b.x, y), px(&d, b.x + b.w - 1, y), "bar row");
+    }
+    /* tick labels to the right of the bar */
+    hs_rect labels = {b.x + b.w + 2, b.y - 8, d.w - (b.x + b.w + 2), b.h + 16};
+    cr_assert_gt(ink_in(&d, labels), 50);
+    free(d.rgb);
+    hs_image_free(&img);
+}
+
+Test(heatmap, scale_to_max_and_nan_cells)
+{
+    const float map[4] = {0.5f, NAN, 0.25f, 0.0f};
+    hs_heatmap_opts o = {0};
+    o.scale_to_max = 1;
+    hs_image img = {0};
+    hs_layout lay;
+    cr_assert_eq(hs_heatmap_render(map, 2, NULL, &o, &img, &lay, NULL), HS_OK);
+    cr_assert_float_eq(lay.vmax, 0.5f, 0.0f);
+    decoded d = via_png(&img);
+    hs_rect c = centre_of(hs_layout_cell(&lay, 0, 0));
+    assert_cmap_at(&d, c.x, c.y, HS_CMAP_VIRIDIS, 1.0f, "max cell");
+    c = centre_of(hs_layout_cell(&lay, 1, 0));
+    assert_cmap_at(&d, c.x, c.y, HS_CMAP_VIRIDIS, 0.5f, "half cell");
+    c = centre_of(hs_layout_cell(&lay, 0, 1));
+    const uint8_t grey[3] = {HS_NAN_R, HS_NAN_G, HS_NAN_B};
+    assert_rgb(px(&d, c.x, c.y), grey, "nan cell");
+    free(d.rgb);
+    hs_image_free(&img);
+}
+
+Test(heatmap, long_sequences_stride_labels_and_downsample)
+{
+    int n = 200;
+    float *map = calloc((size_t)n * n, sizeof *map);
+    for (int q = 0; q < n; q++)
+        map[q * n + (q ? q - 1 : 0)] = 1.0f;
+    hs_image img = {0};
+    hs_layout lay;
+    cr_assert_eq(hs_heatmap_render(map, n, NULL, NULL, &img, &lay, NULL), HS_OK);
+    cr_assert_gt(lay.label_stride, 1);
+    cr_assert_leq((n + lay.label_stride - 1) / lay.label_stride, 64);
+    cr_assert_leq(img.w, 2000);
+    cr_assert_leq(img.h, 2000);
+    hs_image_free(&img);
+    free(map);
+
+    n = 2500; /* more tokens than the pixel budget: area-averaged */
+    map = malloc((size_t)n * n * sizeof *map);
+    for (size_t i = 0; i < (size_t)n * n; i++)
+        map[i] = 0.6f;
+    cr_assert_eq(hs_heatmap_render(map, n, NULL, NULL, &img, &lay, NULL), HS_OK);
+    cr_assert_eq(lay.cell_w, 0);
+    cr_assert_lt(lay.grid.w, n);
+    cr_assert_leq(img.w, 2000);
+    cr_assert_leq(img.h, 2000);
+    decoded d = via_png(&img);
+    assert_cmap_at(&d, lay.grid.x + lay.grid.w / 3, lay.grid.y + lay.grid.h / 2,
+                   HS_CMAP_VIRIDIS, 0.6f, "averaged pixel");
+    free(d.rgb);
+    hs_image_free(&img);
+    free(map);
+}
+
+Test(heatmap, strange_labels_render)
+{
+    const char *labels[6] = {"\xe6\x97\xa5\xe6\x9c\xac", "caf\xc3\xa9", "\xff\xfe", NULL, "",
+                             "averyveryverylongtokenthatdoesnotfit"};
+    float map[36] = {0};
+    hs_image img = {0};
+    cr_assert_eq(hs_heatmap_render(map, 6, labels, NULL, &img, NULL, NULL), HS_OK);
+    hs_image_free(&img);
+}
+
+Test(heatmap, rejects_bad_input_with_a_message)
+{
+    float map[4] = {0};
+    hs_image img = {(int)7, (int)7, (uint8_t *)map};
+    hs_error err = {{0}};
+    cr_assert_eq(hs_heatmap_render(NULL, 2, NULL, NULL, &img, NULL, &err), HS_E_ARG);
+    cr_assert_null(img.rgb);
+    cr_assert_eq(img.w, 0);
+    cr_assert(strstr(err.msg, "map is NULL"), "%s", err.msg);
+    cr_assert_eq(hs_heatmap_render(map, 0, NULL, NULL, &img, NULL, &err), HS_E_SHAPE);
+    cr_assert(strstr(err.msg, "0 tokens"), "%s", err.msg);
+    hs_heatmap_opts o = {0};
+    o.cmap = (hs_cmap)9;
+    cr_assert_eq(hs_heatmap_render(map, 2, NULL, &o, &img, NULL, &err), HS_E_ARG);
+    cr_assert(strstr(err.msg, "colour map 9"), "%s", err.msg);
+    o.cmap = HS_CMAP_VIRIDIS;
+    o.max_labels = -1;
+    cr_assert_eq(hs_heatmap_render(map, 2, NULL, &o, &img, NULL, &err), HS_E_ARG);
+    o.max_labels = 0;
+    o.max_size = 50;
+    cr_assert_eq(hs_heatmap_render(map, 2, NULL, &o, &img, NULL, &err), HS_E_ARG);
+    cr_assert(strstr(err.msg, "max_size 50"), "%s", err.msg);
+    cr_assert_eq(hs_heatmap_render(map, 2, NULL, NULL, NULL, NULL, &err), HS_E_ARG);
+}
+
+Test(heatmap, write_to_missing_directory_is_io_error)
+{
+    float map[4] = {0};
+    hs_error err = {{0}};
+    cr_assert_eq(hs_heatmap_write("/nonexistent-hs-dir/x.png", map, 2, NULL, NULL, &err),
+                 HS_E_IO);
+    cr_assert(!file_exists("/nonexistent-hs-dir/x.png.tmp"));
+}
+
+/* ---- gallery ------------------------------------------------------------ */
+
+Test(gallery, grid_of_thumbnails_with_labels)
+{
+    int L = 3, H = 4, n = 5;
+    size_t nn = (size_t)n * n;
+    float *maps = calloc((size_t)L * H * nn, sizeof *maps);
+    /* head (l, h) has its maximum at cell (l, h); its scale varies */
+    for (int l = 0; l < L; l++)
+        for (int h = 0; h < H; h++) {
+            float *m = maps + ((size_t)l * H + h) * nn;
+            float s = 0.1f * (float)(1 + l + h);
+            m[l * n + h] = s;
+            m[(n - 1) * n + (n - 1)] = 0.5f * s;
+        }
+    hs_gallery_opts o = {0};
+    o.title = "all heads";
+    hs_image img = {0};
+    hs_layout lay;
+    hs_error err = {{0}};
+    cr_assert_eq(hs_gallery_render(maps, L, H, n, &o, &img, &lay, &err), HS_OK, "%s", err.msg);
+    cr_assert_eq(lay.rows, L);
+    cr_assert_eq(lay.cols, H);
+    cr_assert_eq(lay.cell_w % n, 0, "thumbnail %d is whole cells of %d", lay.cell_w, n);
+    cr_assert_eq(lay.grid.w, H * lay.cell_w + (H - 1) * lay.gap);
+    cr_assert_eq(lay.grid.h, L * lay.cell_h + (L - 1) * lay.gap);
+    cr_assert_leq(img.w, 2400);
+    decoded d = via_png(&img);
+    int cell = lay.cell_w / n;
+    for (int l = 0; l < L; l++)
+        for (int h = 0; h < H; h++) {
+            hs_rect t = hs_layout_cell(&lay, l, h);
+            /* normalised to its own max: the peak is the top colour, the half-peak
+             * the middle colour, everything else the bottom one */
+            assert_cmap_at(&d, t.x + h * cell + cell / 2, t.y + l * cell + cell / 2,
+                           HS_CMAP_VIRIDIS, 1.0f, "peak");
+            assert_cmap_at(&d, t.x + (n - 1) * cell + cell / 2, t.y + (n - 1) * cell + cell / 2,
+                           HS_CMAP_VIRIDIS, 0.5f, "half peak");
+            int ox = h == 0 ? 1 : 0;
+            assert_cmap_at(&d, t.x + ox * cell + cell / 2, t.y + (l == 2 ? 3 : 2) * cell + 1,
+                           HS_CMAP_VIRIDIS, 0.0f, "zero");
+        }
+    /* row labels left of the grid, column labels above it, title at the top */
+    hs_rect left = {0, lay.grid.y, lay.grid.x - 1, lay.grid.h};
+    hs_rect above = {lay.grid.x, lay.title.y + lay.title.h + 2, lay.grid.w,
+                     lay.grid.y - (lay.title.y + lay.title.h + 2)};
+    cr_assert_gt(ink_in(&d, left), 3 * 20);
+    cr_assert_gt(ink_in(&d, above), 4 * 20);
+    cr_assert_gt(ink_in(&d, lay.title), 50);
+    /* between thumbnails: white gap */
+    hs_rect t00 = hs_layout_cell(&lay, 0, 0);
+    if (lay.gap > 0) {
+        const uint8_t white[3] = {255, 255, 255};
+        assert_rgb(px(&d, t00.x + t00.w, t00.y + 2), white, "gap");
+    }
+    free(d.rgb);
+    hs_image_free(&img);
+    free(maps);
+}
+
+Test(gallery, large_maps_are_area_averaged)
+{
+    int L = 12, H = 12, n = 256;
+    size_t nn = (size_t)n * n;
+    float *maps = malloc((size_t)L * H * nn * sizeof *maps);
+    /* a checkerboard of 0.3 and 0.9: any 2x2 average is 0.6, 2/3 of the max */
+    for (size_t m = 0; m < (size_t)L * H; m++)
+        for (int q = 0; q < n; q++)
+            for (int k = 0; k < n; k++)
+                maps[m * nn + (size_t)q * n + k] = (q + k) & 1 ? 0.9f : 0.3f;
+    hs_image img = {0};
+    hs_layout lay;
+    cr_assert_eq(hs_gallery_render(maps, L, H, n, NULL, &img, &lay, NULL), HS_OK);
+    cr_assert_lt(lay.cell_w, n);
+    cr_assert_geq(lay.cell_w, 4);
+    cr_assert_leq(img.w, 2400);
+    cr_assert_leq(img.h, 2400);
+    decoded d = via_png(&img);
+    if (n % lay.cell_w == 0 && (n / lay.cell_w) % 2 == 0) {
+        hs_rect t = hs_layout_cell(&lay, 5, 7);
+        assert_cmap_at(&d, t.x + t.w / 2, t.y + t.h / 2, HS_CMAP_VIRIDIS, 0.6f / 0.9f, "average");
+    }
+    free(d.rgb);
+    hs_image_free(&img);
+    free(maps);
+}
+
+Test(gallery, rejects_bad_shapes)
+{
+    float m[1] = {0};
+    hs_image img = {0};
+    hs_error err = {{0}};
+    cr_assert_eq(hs_gallery_render(m, 0, 1, 1, NULL, &img, NULL, &err), HS_E_SHAPE);
+    cr_assert(strstr(err.msg, "0 layers"), "%s", err.msg);
+    cr_assert_eq(hs_gallery_render(m, 1, 1, 0, NULL, &img, NULL, &err), HS_E_SHAPE);
+    cr_assert_eq(hs_gallery_render(NULL, 1, 1, 1, NULL, &img, NULL, &err), HS_E_ARG);
+    cr_assert_eq(hs_gallery_render(m, 1, 1, 1, NULL, &img, NULL, &err), HS_OK);
+    hs_image_free(&img);
+}
+
+/* ---- similarity --------------------------------------------------------- */
+
+static void sim_colour(float v, uint8_t rgb[3])
+{
+    hs_colormap_rgb(HS_CMAP_DIVERGING, (v + 1.0f) / 2.0f, rgb);
+}
+
+Test(similarity, order_permutes_rows_and_columns)
+{
+    /* distinct values so every cell is identifiable */
+    const float sim[9] = {1.0f, 0.5f, -0.5f, 0.5f, 1.0f, 0.0f, -0.5f, 0.0f, 0.75f};
+    const int order[3] = {2, 0, 1};
+    hs_similarity_opts o = {0};
+    o.n_head = 2;
+    hs_image img = {0};
+    hs_layout lay;
+    hs_error err = {{0}};
+    cr_assert_eq(hs_similarity_render(sim, 3, order, NULL, NULL, &o, &img, &lay, &err), HS_OK,
+                 "%s", err.msg);
+    decoded d = via_png(&img);
+    for (int p = 0; p < 3; p++)
+        for (int q = 0; q < 3; q++) {
+            uint8_t want[3];
+            sim_colour(sim[order[p] * 3 + order[q]], want);
+            hs_rect c = centre_of(hs_layout_cell(&lay, p, q));
+            char what[48];
+            snprintf(what, sizeof what, "shown (%d, %d) = item (%d, %d)", p, q, order[p],
+                     order[q]);
+            assert_rgb(px(&d, c.x, c.y), want, what);
+        }
+    /* the known move: item 2's self-similarity 0.75 is now at the top left */
+    uint8_t want[3];
+    sim_colour(0.75f, want);
+    hs_rect c = centre_of(hs_layout_cell(&lay, 0, 0));
+    assert_rgb(px(&d, c.x, c.y), want, "top-left");
+    cr_assert_float_eq(lay.vmin, -1.0f, 0.0f);
+    cr_assert_float_eq(lay.vmax, 1.0f, 0.0f);
+    free(d.rgb);
+    hs_image_free(&img);
+}
+
+Test(similarity, boundaries_between_clusters_only)
+{
+    float sim[16];
+    for (int i = 0; i < 16; i++)
+        sim[i] = 0.0f;
+    const int clusters[4] = {0, 0, 1, 1};
+    hs_image img = {0};
+    hs_layout lay;
+    cr_assert_eq(hs_similarity_render(sim, 4, NULL, clusters, NULL, NULL, &img, &lay, NULL),
+                 HS_OK);
+    decoded d = via_png(&img);
+    uint8_t white[3];
+    sim_colour(0.0f, white);
+    int y = lay.grid.y + lay.grid.h / 4 + 1; /* a row inside the first cluster */
+    hs_rect c2 = hs_layout_cell(&lay, 0, 2);
+    hs_rect c1 = hs_layout_cell(&lay, 0, 1);
+    const uint8_t *b = px(&d, c2.x, y);
+    cr_assert(b[0] < 60 && b[1] < 60 && b[2] < 60, "boundary before position 2 is dark");
+    b = px(&d, c2.x - 1, y);
+    cr_assert(b[0] < 60, "boundary is 2 px wide");
+    assert_rgb(px(&d, c1.x, y), white, "no boundary inside a cluster");
+    assert_rgb(px(&d, c1.x - 1, y), white, "no boundary inside a cluster");
+    /* and the horizontal line above position 2 */
+    b = px(&d, lay.grid.x + 3, hs_layout_cell(&lay, 2, 0).y);
+    cr_assert(b[0] < 60, "horizontal boundary");
+    free(d.rgb);
+    hs_image_free(&img);
+}
+
+Test(similarity, rejects_a_non_permutation)
+{
+    float sim[9] = {0};
+    const int bad[3] = {0, 2, 2};
+    const int range[3] = {0, 1, 3};
+    hs_image img = {0};
+    hs_error err = {{0}};
+    cr_assert_eq(hs_similarity_render(sim, 3, bad, NULL, NULL, NULL, &img, NULL, &err), HS_E_ARG);
+    cr_assert(strstr(err.msg, "order[2] is 2") && strstr(err.msg, "permutation"), "%s", err.msg);
+    cr_assert_eq(hs_similarity_render(sim, 3, range, NULL, NULL, NULL, &img, NULL, &err),
+                 HS_E_ARG);
+    cr_assert_null(img.rgb);
+    cr_assert_eq(hs_similarity_render(sim, 0, NULL, NULL, NULL, NULL, &img, NULL, &err),
+                 HS_E_SHAPE);
+}
+
+/* ---- importance --------------------------------------------------------- */
+
+Test(importance, max_value_cell_has_the_top_colour_and_a_printed_value)
+{
+    float v[6] = {0.1f, 0.2f, 2.0f, 0.0f, 1.0f, NAN};
+    hs_importance_opts o = {0};
+    o.title = "ablation";
+    hs_image img = {0};
+    hs_layout lay;
+    hs_error err = {{0}};
+    cr_assert_eq(hs_importance_render(v, 2, 3, &o, &img, &lay, &err), HS_OK, "%s", err.msg);
+    cr_assert_float_eq(lay.vmin, 0.0f, 0.0f);
+    cr_assert_float_eq(lay.vmax, 2.0f, 0.0f);
+    decoded d = via_png(&img);
+    hs_rect c = hs_layout_cell(&lay, 0, 2);
+    assert_cmap_at(&d, c.x + 1, c.y + 1, HS_CMAP_VIRIDIS, 1.0f, "max cell");
+    c = hs_layout_cell(&lay, 1, 0);
+    assert_cmap_at(&d, c.x + 1, c.y + 1, HS_CMAP_VIRIDIS, 0.0f, "zero cell");
+    c = hs_layout_cell(&lay, 1, 1);
+    assert_cmap_at(&d, c.x + 1, c.y + 1, HS_CMAP_VIRIDIS, 0.5f, "half cell");
+    const uint8_t grey[3] = {HS_NAN_R, HS_NAN_G, HS_NAN_B};
+    c = hs_layout_cell(&lay, 1, 2);
+    assert_rgb(px(&d, c.x + 1, c.y + 1), grey, "nan cell");
+    /* the value is printed: the max cell holds pixels that are not its colour */
+    c = hs_layout_cell(&lay, 0, 2);
+    uint8_t top[3];
+    hs_colormap_rgb(HS_CMAP_VIRIDIS, 1.0f, top);
+    int text = 0;
+    for (int y = c.y; y < c.y + c.h - 1; y++)
+        for (int x = c.x; x < c.x + c.w - 1; x++) {
+            const uint8_t *p = px(&d, x, y);
+            text += p[0] != top[0] || p[1] != top[1] || p[2] != top[2];
+        }
+    cr_assert_gt(text, 20, "value text in the max cell");
+    free(d.rgb);
+    hs_image_free(&img);
+}
+
+Test(importance, negative_values_use_the_symmetric_diverging_map)
+{
+    float v[4] = {-0.5f, 0.0f, 0.25f, 0.5f};
+    hs_image img = {0};
+    hs_layout lay;
+    cr_assert_eq(hs_importance_render(v, 2, 2, NULL, &img, &lay, NULL), HS_OK);
+    cr_assert_float_eq(lay.vmin, -0.5f, 0.0f);
+    cr_assert_float_eq(lay.vmax, 0.5f, 0.0f);
+    decoded d = via_png(&img);
+    hs_rect c = hs_layout_cell(&lay, 0, 0);
+    assert_cmap_at(&d, c.x + 1, c.y + 1, HS_CMAP_DIVERGING, 0.0f, "-max");
+    c = hs_layout_cell(&lay, 0, 1);
+    assert_cmap_at(&d, c.x + 1, c.y + 1, HS_CMAP_DIVERGING, 0.5f, "zero");
+    c = hs_layout_cell(&lay, 1, 1);
+    assert_cmap_at(&d, c.x + 1, c.y + 1, HS_CMAP_DIVERGING, 1.0f, "+max");
+    free(d.rgb);
+    hs_image_free(&img);
+}
+
+Test(importance, many_heads_fit_and_rejects_bad_shapes)
+{
+    float *v = calloc(48 * 25, sizeof *v);
+    hs_image img = {0};
+    hs_layout lay;
+    cr_assert_eq(hs_importance_render(v, 48, 25, NULL, &img, &lay, NULL), HS_OK);
+    cr_assert_leq(img.w, 2000);
+    cr_assert_leq(img.h, 2000);
+    hs_image_free(&img);
+    free(v);
+    hs_error err = {{0}};
+    float one = 1.0f;
+    cr_assert_eq(hs_importance_render(&one, 1, 0, NULL, &img, NULL, &err), HS_E_SHAPE);
+    cr_assert(strstr(err.msg, "0 heads"), "%s", err.msg);
+    cr_assert_eq(hs_importance_render(NULL, 1, 1, NULL, &img, NULL, &err), HS_E_ARG);
+}
