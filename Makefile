@@ -33,7 +33,7 @@ endif
 
 # Every library must be known to pkg-config; stop with the exact install line otherwise.
 ifeq ($(filter deps clean,$(MAKECMDGOALS)),)
-MISSING := $(foreach p,$(PKGS) criterion,$(if $(shell pkg-config --exists $(p) && echo y),,$(p)))
+MISSING := $(strip $(foreach p,$(PKGS) criterion,$(if $(shell pkg-config --exists $(p) && echo y),,$(p))))
 ifneq ($(MISSING),)
 $(error missing libraries: $(MISSING); run: sudo apt-get install -y $(DEB_PKGS)  (or: make deps))
 endif

@@ -12,6 +12,7 @@ static const struct {
     {"attn", cmd_attn, "record every head's attention map to a .npy file"},
     {"tokenize", cmd_tokenize, "show the token ids and strings of a text"},
     {"info", cmd_info, "describe a model: family, dimensions, parameters, tokenizer, format"},
+    {"convert", cmd_convert, "write a Hugging Face model folder as one GGUF file (model.bin)"},
 };
 
 static void usage(FILE *f)
