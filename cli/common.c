@@ -127,10 +127,10 @@ hs_model *cli_model_load(const char *cmd, const char *path)
     return m;
 }
 
-/* Removes token i from an encoding. */
+/* Removes token i from an encoding (the strings live in one block owned by the
+ * encoding, so only the pointer goes). */
 static void drop_token(hs_encoding *e, size_t i)
 {
-    free(e->tokens[i]);
     memmove(e->ids + i, e->ids + i + 1, (e->n - i - 1) * sizeof *e->ids);
     memmove(e->type_ids + i, e->type_ids + i + 1, (e->n - i - 1) * sizeof *e->type_ids);
     memmove(e->tokens + i, e->tokens + i + 1, (e->n - i - 1) * sizeof *e->tokens);

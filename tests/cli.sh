@@ -30,7 +30,7 @@ one_line_error() {
     if [ "$lines" = 1 ] && grep -q '^headscope: ' "$T/err"; then ok; else bad "$1: stderr not one 'headscope:' line: $(cat "$T/err")"; fi
 }
 
-stderr_has() { if grep -qF -- "$2" "$T/err"; then ok; else bad "$1: stderr lacks '$2': $(cat "$T/err")"; fi; }
+stderr_has() { if grep -qiF -- "$2" "$T/err"; then ok; else bad "$1: stderr lacks '$2': $(cat "$T/err")"; fi; }
 stdout_is() { if [ "$(cat "$T/out")" = "$2" ]; then ok; else bad "$1: stdout '$(head -c 300 "$T/out")', want '$2'"; fi; }
 no_file() { if [ ! -e "$2" ] && [ ! -e "$2.tmp" ]; then ok; else bad "$1: '$2' (or .tmp) was left behind"; fi; }
 
