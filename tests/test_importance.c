@@ -75,7 +75,7 @@ static void run_case(const char *name)
     cr_expect(fabs(base - want_base) <= IMP_TOL, "%s: base %.7f vs %.7f", name, base, want_base);
     int lh = c->n_layer * c->n_head;
     double *delta = malloc((size_t)lh * sizeof *delta);
-    cr_assert_eq(hs_ablation_sweep(ev, base, delta, NULL, NULL, &err), HS_OK, "%s", err.msg);
+    cr_assert_eq(hs_ablation_sweep(ev, base, NULL, delta, NULL, NULL, &err), HS_OK, "%s", err.msg);
     const cJSON *abl = cJSON_GetObjectItem(imp, "ablation");
     for (int l = 0; l < c->n_layer; l++)
         for (int h = 0; h < c->n_head; h++) {
@@ -90,7 +90,7 @@ static void run_case(const char *name)
      * ablation increase, and its loss is base + that increase. */
     hs_prune_step *steps = malloc((size_t)lh * sizeof *steps);
     int ns;
-    cr_assert_eq(hs_prune_curve(ev, base, delta, lh, 1e9, lh, steps, &ns, NULL, NULL, &err), HS_OK);
+    cr_assert_eq(hs_prune_curve(ev, base, NULL, delta, lh, 1e9, lh, steps, &ns, NULL, NULL, &err), HS_OK);
     cr_assert_eq(ns, lh - 1, "without a stop the curve runs to one head left");
     int argmin = 0;
     for (int k = 1; k < lh; k++)

@@ -7,7 +7,7 @@
  *     hs_loss_eval *ev;  hs_loss_eval_new(model, &in, &ev, &err);
  *     double base;       hs_loss_eval_run(ev, NULL, &base, &err);         // all heads
  *     double *delta = malloc(L * H * sizeof *delta);
- *     hs_ablation_sweep(ev, base, delta, NULL, NULL, &err);   // loss(head off) - base
+ *     hs_ablation_sweep(ev, base, NULL, delta, NULL, NULL, &err);   // loss(head off) - base
  *     hs_loss_eval_free(ev);
  *
  * Losses (see docs/metrics.md):
@@ -68,9 +68,10 @@ long hs_loss_eval_passes(const hs_loss_eval *e);
 /* Progress: called after each step with done of total. */
 typedef void (*hs_progress_fn)(void *user, const char *what, int done, int total);
 
-/* delta[l*H + h] = loss with head l.h masked (all others on) − base. */
-hs_status hs_ablation_sweep(hs_loss_eval *e, double base, double *delta, hs_progress_fn progress,
-                            void *user, hs_error *err);
+/* delta[l*H + h] = loss with head l.h masked (all others on) − base, for every head with
+ * active[l*H + h] != 0 (active NULL = all heads); NaN for the others. */
+hs_status hs_ablation_sweep(hs_loss_eval *e, double base, const unsigned char *active,
+                            double *delta, hs_progress_fn progress, void *user, hs_error *err);
 
 typedef struct hs_prune_step {
     int head;       /* l*H + h of the head removed at this step */
@@ -82,9 +83,11 @@ typedef struct hs_prune_step {
  * least, and records the loss. Lazy greedy: each step re-evaluates only the `beam` remaining
  * heads with the smallest last-known increase (delta from the single-head sweep to start);
  * beam >= heads left makes it exact greedy. Stops after the first removal whose loss exceeds
- * base + stop_increase, when one head is left, or after max_steps. steps must hold L*H
- * entries; *n_steps gets the count. */
-hs_status hs_prune_curve(hs_loss_eval *e, double base, const double *delta, int beam,
+ * base + stop_increase, when one candidate is left, or after max_steps. Only heads with
+ * active != 0 are candidates (NULL = all). steps must hold L*H entries; *n_steps gets
+ * the count. */
+hs_status hs_prune_curve(hs_loss_eval *e, double base, const unsigned char *active,
+                         const double *delta, int beam,
                          double stop_increase, int max_steps, hs_prune_step *steps, int *n_steps,
                          hs_progress_fn progress, void *user, hs_error *err);
 

@@ -199,29 +199,35 @@ static float *ones_mask(const hs_model_config *c)
     return m;
 }
 
-hs_status hs_ablation_sweep(hs_loss_eval *e, double base, double *delta, hs_progress_fn progress,
-                            void *user, hs_error *err)
+hs_status hs_ablation_sweep(hs_loss_eval *e, double base, const unsigned char *active,
+                            double *delta, hs_progress_fn progress, void *user, hs_error *err)
 {
     const hs_model_config *c = hs_model_config_of(e->m);
-    int lh = c->n_layer * c->n_head;
+    int lh = c->n_layer * c->n_head, total = 0, done = 0;
     float *mask = ones_mask(c);
     if (!mask)
         return hs_fail(err, HS_E_NOMEM, "out of memory");
+    for (int k = 0; k < lh; k++)
+        total += !active || active[k];
     hs_status st = HS_OK;
     for (int k = 0; k < lh && !st; k++) {
+        delta[k] = NAN;
+        if (active && !active[k])
+            continue;
         double loss;
         mask[k] = 0.0f;
         st = hs_loss_eval_run(e, mask, &loss, err);
         mask[k] = 1.0f;
         delta[k] = loss - base;
         if (progress)
-            progress(user, "ablation", k + 1, lh);
+            progress(user, "ablation", ++done, total);
     }
     free(mask);
     return st;
 }
 
-hs_status hs_prune_curve(hs_loss_eval *e, double base, const double *delta, int beam,
+hs_status hs_prune_curve(hs_loss_eval *e, double base, const unsigned char *active,
+                         const double *delta, int beam,
                          double stop_increase, int max_steps, hs_prune_step *steps, int *n_steps,
                          hs_progress_fn progress, void *user, hs_error *err)
 {
@@ -230,8 +236,11 @@ hs_status hs_prune_curve(hs_loss_eval *e, double base, const double *delta, int 
     *n_steps = 0;
     if (beam < 1)
         return hs_fail(err, HS_E_ARG, "pruning beam must be at least 1");
-    if (max_steps > lh - 1)
-        max_steps = lh - 1;
+    int n_active = 0;
+    for (int k = 0; k < lh; k++)
+        n_active += !active || active[k];
+    if (max_steps > n_active - 1)
+        max_steps = n_active - 1;
     float *mask = ones_mask(c);
     double *known = malloc((size_t)lh * sizeof *known); /* last known increase per head */
     int *order = malloc((size_t)lh * sizeof *order);
@@ -248,7 +257,7 @@ hs_status hs_prune_curve(hs_loss_eval *e, double base, const double *delta, int 
         /* remaining heads sorted by last known increase (ties: lower index first) */
         int left = 0;
         for (int k = 0; k < lh; k++)
-            if (mask[k] != 0.0f)
+            if (mask[k] != 0.0f && (!active || active[k]))
                 order[left++] = k;
         for (int i = 1; i < left; i++) { /* insertion sort: lh is small */
             int v = order[i], j = i - 1;
