@@ -96,7 +96,8 @@ hs_status hs_heatmap_render(const float *map, int n, const char *const *labels,
     int lead = HS_VIZ_TICK + HS_VIZ_TICK_GAP + 1;
     int gx = M + axis_w + AXIS_GAP + lab_w + lead;
     int bar_x = gx + g + BAR_GAP;
-    int bar_lab = hs_viz_colorbar_label_width(0.0f, vmax, ls);
+    int bar_h = g >= BAR_MIN_H ? g : BAR_MIN_H;
+    int bar_lab = hs_viz_colorbar_label_width(0.0f, vmax, ls, bar_h);
     int w = bar_x + BAR_W + 1 + bar_lab + M;
     int tw = hs_viz_title_width(opts->title, opts->subtitle, ls);
     if (M + tw + M > w)
@@ -105,7 +106,6 @@ hs_status hs_heatmap_render(const float *map, int n, const char *const *labels,
     /* vertical: margin, title band, grid, ticks, rotated labels, "key", margin */
     int th = hs_viz_title_height(opts->title, opts->subtitle, ls);
     int gy = M + (th ? th + TITLE_GAP : 0);
-    int bar_h = g >= BAR_MIN_H ? g : BAR_MIN_H;
     int below = lead + lab_w + AXIS_GAP + HS_FONT_H * ls;
     int h = gy + g + below + M;
     int nan_y = gy + bar_h + 14;

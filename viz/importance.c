@@ -92,7 +92,7 @@ hs_status hs_importance_render(const float *values, int n_layer, int n_head,
     int budget = max_size * 4 / 5;
     int s = 0, cw = 0, ch = 0;
     for (int sc = 2; sc >= 1; sc--) {
-        int w_ = text_w * sc + 14 * sc, h_ = HS_FONT_H * sc + 7 * sc;
+        int w_ = text_w * sc + 10 * sc, h_ = HS_FONT_H * sc + 7 * sc;
         if (w_ < h_)
             w_ = h_;
         if (n_head * w_ <= budget && n_layer * h_ <= budget) {
@@ -124,7 +124,7 @@ hs_status hs_importance_render(const float *values, int n_layer, int n_head,
     int gw = n_head * cw, gh = n_layer * ch;
     int bar_x = gx + gw + BAR_GAP;
     int bar_h = gh >= BAR_MIN_H ? gh : BAR_MIN_H;
-    int w = bar_x + BAR_W + 1 + hs_viz_colorbar_label_width(vmin, vmax, ls) + M;
+    int w = bar_x + BAR_W + 1 + hs_viz_colorbar_label_width(vmin, vmax, ls, bar_h) + M;
     int tw = hs_viz_title_width(opts->title, opts->subtitle, ls);
     if (M + tw + M > w)
         w = M + tw + M;

@@ -56,17 +56,17 @@ void hs_viz_value_rgb(hs_cmap cmap, float v, float vmin, float vmax, uint8_t rgb
     hs_colormap_rgb(cmap, t, rgb);
 }
 
-/* A step of 1, 2, 2.5 or 5 × 10^k giving about five intervals over range. */
-static double nice_step(double range)
+/* A step of 1, 2, 2.5 or 5 × 10^k giving about target intervals over range. */
+static double nice_step(double range, int target)
 {
-    double raw = range / 5.0;
+    double raw = range / target;
     double mag = pow(10.0, floor(log10(raw)));
     double f = raw / mag;
     double m = f < 1.5 ? 1.0 : f < 2.25 ? 2.0 : f < 3.5 ? 2.5 : f < 7.5 ? 5.0 : 10.0;
     return m * mag;
 }
 
-int hs_viz_ticks(float vmin, float vmax, double *ticks, int max)
+int hs_viz_ticks(float vmin, float vmax, int target, double *ticks, int max)
 {
     if (!(vmax > vmin) || max < 1) {
         if (max >= 1) {
@@ -75,7 +75,7 @@ int hs_viz_ticks(float vmin, float vmax, double *ticks, int max)
         }
         return 0;
     }
-    double step = nice_step((double)vmax - vmin);
+    double step = nice_step((double)vmax - vmin, target);
     double first = ceil(vmin / step - 1e-9) * step;
     int n = 0;
     for (int k = 0; n < max; k++) {
@@ -99,21 +99,30 @@ void hs_viz_tick_label(double v, double step, char *buf, size_t cap)
         memmove(buf, buf + 1, strlen(buf)); /* no "-0.0" */
 }
 
-/* Tick step used by the colour bar, so labels and positions agree. */
-static double bar_step(float vmin, float vmax)
+/* About how many tick intervals a bar of bar_h pixels holds with labels at
+ * scale: one label per three text heights, 2..5. */
+static int bar_target(int bar_h, int scale)
 {
-    return vmax > vmin ? nice_step((double)vmax - vmin) : 1.0;
+    int t = bar_h / (HS_FONT_H * scale * 3);
+    return t < 2 ? 2 : t > 5 ? 5 : t;
+}
+
+/* Tick step used by the colour bar, so labels and positions agree. */
+static double bar_step(float vmin, float vmax, int target)
+{
+    return vmax > vmin ? nice_step((double)vmax - vmin, target) : 1.0;
 }
 
 #define BAR_TICK 4
 #define BAR_TEXT_GAP 4
 #define MAX_TICKS 12
 
-int hs_viz_colorbar_label_width(float vmin, float vmax, int scale)
+int hs_viz_colorbar_label_width(float vmin, float vmax, int scale, int bar_h)
 {
     double t[MAX_TICKS];
-    int n = hs_viz_ticks(vmin, vmax, t, MAX_TICKS);
-    double step = bar_step(vmin, vmax);
+    int target = bar_target(bar_h, scale);
+    int n = hs_viz_ticks(vmin, vmax, target, t, MAX_TICKS);
+    double step = bar_step(vmin, vmax, target);
     int w = 0;
     for (int i = 0; i < n; i++) {
         char buf[32];
@@ -137,8 +146,9 @@ void hs_viz_colorbar(hs_image *img, hs_rect bar, hs_cmap cmap, float vmin, float
     hs_cv_frame(img, bar.x - 1, bar.y - 1, bar.w + 2, bar.h + 2, hs_viz_frame);
 
     double t[MAX_TICKS];
-    int n = hs_viz_ticks(vmin, vmax, t, MAX_TICKS);
-    double step = bar_step(vmin, vmax);
+    int target = bar_target(bar.h, scale);
+    int n = hs_viz_ticks(vmin, vmax, target, t, MAX_TICKS);
+    double step = bar_step(vmin, vmax, target);
     for (int i = 0; i < n; i++) {
         double f = vmax > vmin ? (t[i] - vmin) / ((double)vmax - vmin) : 0.0;
         int y = bar.y + (int)floor((1.0 - f) * (bar.h - 1) + 0.5);
@@ -215,6 +225,15 @@ int hs_viz_label_stride(int n, double cellf, int scale, int max_labels)
         int m = (n + max_labels - 1) / max_labels;
         if (m > s)
             s = m;
+    }
+    if (s <= 5)
+        return s;
+    /* round up to 10, 20, 25, 50 × 10^k so the labelled indices are round numbers */
+    for (long long mag = 1; mag <= 100000000; mag *= 10) {
+        static const int steps[] = {10, 20, 25, 50};
+        for (int i = 0; i < 4; i++)
+            if (steps[i] * mag >= s)
+                return (int)(steps[i] * mag);
     }
     return s;
 }

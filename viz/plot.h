@@ -30,14 +30,15 @@ void hs_viz_title_draw(hs_image *img, int x, int y, const char *title, const cha
 void hs_viz_value_rgb(hs_cmap cmap, float v, float vmin, float vmax, uint8_t rgb[3]);
 
 /* Up to max tick values between vmin and vmax at a 1/2/2.5/5 × 10^k step, about
- * five of them. Returns the count written. */
-int hs_viz_ticks(float vmin, float vmax, double *ticks, int max);
+ * target intervals. Returns the count written. */
+int hs_viz_ticks(float vmin, float vmax, int target, double *ticks, int max);
 
 /* Formats a tick value with no more decimals than step needs ("0", "0.2", "-0.5"). */
 void hs_viz_tick_label(double v, double step, char *buf, size_t cap);
 
-/* Horizontal room the tick labels of a vertical colour bar need right of the bar. */
-int hs_viz_colorbar_label_width(float vmin, float vmax, int scale);
+/* Horizontal room the tick labels of a vertical colour bar bar_h pixels high need
+ * right of the bar. */
+int hs_viz_colorbar_label_width(float vmin, float vmax, int scale, int bar_h);
 
 /* Draws a vertical colour bar in bar (top = vmax) with a frame, tick marks and
  * labels at the right, at text scale. */
@@ -64,7 +65,8 @@ typedef const char *(*hs_viz_label_fn)(const void *ctx, int i, char *buf, size_t
 #define HS_VIZ_TICK_GAP 3 /* between tick and label */
 
 /* Label every stride-th of n items when each has cellf pixels: enough room for
- * a line of text at scale, and at most max_labels labels (0 = no limit). */
+ * a line of text at scale, and at most max_labels labels (0 = no limit). Strides
+ * above 5 are rounded up to 10, 20, 25, 50, 100, ... */
 int hs_viz_label_stride(int n, double cellf, int scale, int max_labels);
 
 /* Widest drawn label among items 0, stride, 2 stride, ... (each cut to max_w). */

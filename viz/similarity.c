@@ -9,6 +9,7 @@
 
 #define MAX_M 4096
 #define MAX_CELL 40
+#define TARGET_GRID 960
 #define LABEL_GLYPHS 10
 #define TITLE_GAP 14
 #define BAR_GAP 20
@@ -87,9 +88,15 @@ hs_status hs_similarity_render(const float *sim, int m, const int *order, const 
     int budget = max_size * 4 / 5;
     int cell = 0, g;
     if (m <= budget) {
-        cell = budget / m;
+        /* aim for a ~960 px grid, but give every label a line when that fits */
+        cell = TARGET_GRID / m;
+        int label_cell = budget / m < HS_FONT_H + 2 ? budget / m : HS_FONT_H + 2;
+        if (cell < label_cell)
+            cell = label_cell;
         if (cell > MAX_CELL)
             cell = MAX_CELL;
+        if (cell < 1)
+            cell = 1;
         g = m * cell;
     } else {
         g = budget;
@@ -105,13 +112,13 @@ hs_status hs_similarity_render(const float *sim, int m, const int *order, const 
     int lead = HS_VIZ_TICK + HS_VIZ_TICK_GAP + 1;
     int gx = M + lab_w + lead;
     int bar_x = gx + g + BAR_GAP;
-    int w = bar_x + BAR_W + 1 + hs_viz_colorbar_label_width(-1.0f, 1.0f, ls) + M;
+    int bar_h = g >= BAR_MIN_H ? g : BAR_MIN_H;
+    int w = bar_x + BAR_W + 1 + hs_viz_colorbar_label_width(-1.0f, 1.0f, ls, bar_h) + M;
     int tw = hs_viz_title_width(opts->title, NULL, ls);
     if (M + tw + M > w)
         w = M + tw + M;
     int th = hs_viz_title_height(opts->title, NULL, ls);
     int gy = M + (th ? th + TITLE_GAP : 0);
-    int bar_h = g >= BAR_MIN_H ? g : BAR_MIN_H;
     int h = gy + g + lead + lab_w + M;
     if (gy + bar_h + 8 + M > h)
         h = gy + bar_h + 8 + M;
