@@ -88,8 +88,9 @@ int gguf_print_info(const char *path, FILE *out)
         int pos = 0;
         long long count = 1;
         for (uint32_t d = 0; d < 4; d++) {
-            pos += snprintf(ne + pos, sizeof ne - (size_t)pos, "%s%lld", d ? ", " : "",
-                            (long long)t->ne[d]);
+            if (d < t->n_dims)
+                pos += snprintf(ne + pos, sizeof ne - (size_t)pos, "%s%lld", d ? ", " : "",
+                                (long long)t->ne[d]);
             count *= t->ne[d];
         }
         const char *tn = hs_ggml_type_name(t->type);
