@@ -4,6 +4,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+#include "headscope/report.h"
 
 #include "internal.h"
 
@@ -191,4 +194,36 @@ uint16_t hs_f32_to_bf16(float f)
     if ((x & 0x7fffffffu) > 0x7f800000u)
         return (uint16_t)((x >> 16) | 0x40);
     return (uint16_t)((x + 0x7fff + ((x >> 16) & 1)) >> 16);
+}
+
+hs_status hs_file_write_atomic(const char *path, const void *data, size_t len, hs_error *err)
+{
+    size_t plen = strlen(path) + 8;
+    char *tmp = malloc(plen);
+    if (!tmp)
+        return hs_fail(err, HS_E_NOMEM, "out of memory");
+    snprintf(tmp, plen, "%s.tmp", path);
+    hs_status st = HS_OK;
+    FILE *f = fopen(tmp, "wb");
+    if (!f) {
+        st = hs_fail(err, HS_E_IO, "cannot write '%s': %s", path, strerror(errno));
+        free(tmp);
+        return st;
+    }
+    int bad = fwrite(data, 1, len, f) != len || fflush(f) != 0 || ferror(f);
+    int e = errno;
+    if (fclose(f) != 0 && !bad) {
+        bad = 1;
+        e = errno;
+    }
+    if (!bad && rename(tmp, path) != 0) {
+        bad = 1;
+        e = errno;
+    }
+    if (bad) {
+        unlink(tmp);
+        st = hs_fail(err, HS_E_IO, "cannot write '%s': %s", path, strerror(e));
+    }
+    free(tmp);
+    return st;
 }

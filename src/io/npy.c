@@ -1,11 +1,10 @@
 /* NumPy .npy: format 1.0 writer, 1.0/2.0 reader for little-endian float32/int32. */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "headscope/npy.h"
+#include "headscope/report.h"
 #include "internal.h"
 
 #define NPY_MAGIC "\x93NUMPY"
@@ -69,33 +68,7 @@ hs_status hs_npy_write_f32(const char *path, const float *data, const size_t *sh
     hs_status st = hs_npy_encode(data, HS_NPY_F32, shape, ndim, &buf, &len, err);
     if (st)
         return st;
-    size_t plen = strlen(path) + 8;
-    char *tmp = malloc(plen);
-    if (!tmp) {
-        free(buf);
-        return hs_fail(err, HS_E_NOMEM, "out of memory");
-    }
-    snprintf(tmp, plen, "%s.tmp", path);
-    FILE *f = fopen(tmp, "wb");
-    if (!f) {
-        st = hs_fail(err, HS_E_IO, "cannot write '%s': %s", path, strerror(errno));
-        goto done;
-    }
-    size_t put = fwrite(buf, 1, len, f);
-    int bad = put != len || fflush(f) != 0 || ferror(f);
-    int e = errno;
-    if (fclose(f) != 0 && !bad) {
-        bad = 1;
-        e = errno;
-    }
-    if (bad || rename(tmp, path) != 0) {
-        if (!bad)
-            e = errno;
-        unlink(tmp);
-        st = hs_fail(err, HS_E_IO, "cannot write '%s': %s", path, strerror(e));
-    }
-done:
-    free(tmp);
+    st = hs_file_write_atomic(path, buf, len, err);
     free(buf);
     return st;
 }

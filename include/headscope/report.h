@@ -1,0 +1,138 @@
+/*
+ * headscope/report.h — the analysis pipeline behind `headscope analyze`, and its JSON report.
+ *
+ *     hs_analyze_opts o;  hs_analyze_opts_default(&o);
+ *     hs_analyze_input in = {.ids = enc.ids, .type_ids = enc.type_ids, .n = enc.n,
+ *                            .tokens = (const char *const *)enc.tokens, .text = text};
+ *     hs_analysis *a = NULL;
+ *     if (hs_analyze_run(model, &in, &o, &a, &err) == HS_OK) {
+ *         char *json = hs_report_json(a, 1);      // "headscope.report/1"
+ *         ...
+ *         free(json);
+ *     }
+ *     hs_analysis_free(a);
+ *
+ * Every number's definition is in docs/metrics.md; every JSON field in
+ * docs/report-schema.md.
+ */
+#ifndef HEADSCOPE_REPORT_H
+#define HEADSCOPE_REPORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "headscope/analysis.h"
+#include "headscope/forward.h"
+#include "headscope/importance.h"
+#include "headscope/model.h"
+#include "headscope/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define HS_REPORT_SCHEMA "headscope.report/1"
+
+typedef struct hs_analyze_opts {
+    const unsigned char *layers; /* (n_layer) 1 = analyse, NULL = all layers */
+    int ablation;                /* run the ablation sweep and pruning curve (default 1) */
+    int pruning;                 /* run the pruning curve (default 1; needs ablation) */
+    hs_sim_method similarity;    /* HS_SIM_PEARSON (default) or HS_SIM_JS */
+    double cluster_threshold;    /* flat-cluster cut distance (default 0.5: 1 - r <= 0.5) */
+    int exclude_sinks;           /* leave sink positions out of entropy and detectors */
+    uint64_t probe_seed;         /* induction probe seed (default 1) */
+    int probe_half_len;          /* tokens per half of the probe (default 32; capped by n_ctx) */
+    double prune_tol;            /* candidate tolerance on |ablation delta| (default 0.01) */
+    double prune_stop;           /* curve stops after the loss exceeds base*(1+prune_stop), or
+                                    base + prune_stop for the repr loss (default 0.1) */
+    int prune_beam;              /* lazy-greedy beam (default 8) */
+    int prune_max_steps;         /* at most this many removals (default 64) */
+    double label_threshold;      /* a head is labelled with a detector at score >= (0.4) */
+    hs_progress_fn progress;     /* optional progress reports */
+    void *progress_user;
+} hs_analyze_opts;
+
+/* Fills o with the defaults above. */
+void hs_analyze_opts_default(hs_analyze_opts *o);
+
+typedef struct hs_analyze_input {
+    const int32_t *ids;          /* (n) */
+    const int32_t *type_ids;     /* (n) or NULL */
+    int n;
+    const char *const *tokens;   /* (n) raw vocabulary strings, or NULL */
+    const char *text;            /* for the report (may be NULL) */
+    const char *text_pair;       /* NULL when none */
+    int truncated;               /* the text was truncated to the context */
+} hs_analyze_input;
+
+typedef struct hs_head_result {
+    int layer, head;
+    hs_entropy entropy;
+    hs_detect text_scores;  /* detectors on the input text */
+    hs_detect probe_scores; /* detectors on the induction probe */
+    double ablation_delta;  /* NaN when not computed */
+    int cluster;
+    const char *label;      /* "previous_token", "induction", ... or "none" (static string) */
+} hs_head_result;
+
+typedef struct hs_analysis {
+    const hs_model *model;
+    hs_analyze_opts opts;
+    /* input */
+    int n;
+    int32_t *ids, *type_ids;
+    char **tokens;          /* (n) raw, owned */
+    char **display;         /* (n) display forms, owned */
+    char *text, *text_pair;
+    int truncated;
+    /* the heads analysed, layer-major; index k in every per-head array below */
+    int n_heads;
+    int *head_index;        /* (n_heads) l*H + h */
+    hs_trace *trace;        /* (L, H, n, n) maps of the input text */
+    hs_head_result *heads;  /* (n_heads) */
+    double *layer_diversity;/* (n_layer); NaN for layers not analysed */
+    double *frobenius;      /* (n_heads, n_heads) */
+    double *similarity;     /* (n_heads, n_heads) */
+    hs_linkage *linkage;
+    int *labels;            /* (n_heads) */
+    int n_clusters;
+    /* probe */
+    int probe_len;
+    int32_t *probe_ids;     /* (probe_len) incl. [CLS]/[SEP] for BERT */
+    /* loss and importance */
+    hs_loss_kind loss_kind;
+    double loss;            /* with all heads; NaN when not computed */
+    int n_mlm;
+    int32_t *mlm_positions, *mlm_targets;
+    hs_prune_step *curve;   /* (n_curve) */
+    int n_curve;
+    int *candidates;        /* (n_candidates) head indices l*H + h */
+    int n_candidates;
+    long forward_passes;
+    double seconds_forward, seconds_ablation, seconds_pruning;
+} hs_analysis;
+
+/* Runs everything: forward pass with maps, entropy, detectors (text and a seeded
+ * induction probe), diversity, similarity, clustering, loss, ablation sweep, pruning
+ * curve and candidates. On success *out owns its arrays; free with hs_analysis_free. */
+hs_status hs_analyze_run(const hs_model *m, const hs_analyze_input *in, const hs_analyze_opts *o,
+                         hs_analysis **out, hs_error *err);
+
+/* Frees an analysis; accepts NULL. */
+void hs_analysis_free(hs_analysis *a);
+
+/* "L.H" of a head index l*H + h into buf (at least 16 bytes). */
+const char *hs_head_name(const hs_analysis *a, int index, char *buf, size_t cap);
+
+/* The report as JSON text (schema "headscope.report/1"), NaN written as null; files is an
+ * optional list of n_files output paths relative to the output folder. Returns a malloc'd
+ * string (caller frees) or NULL when out of memory. */
+char *hs_report_json(const hs_analysis *a, const char *const *files, int n_files, int pretty);
+
+/* Writes text to path atomically (path.tmp, then rename). */
+hs_status hs_file_write_atomic(const char *path, const void *data, size_t len, hs_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* HEADSCOPE_REPORT_H */

@@ -1,0 +1,468 @@
+/* The analysis pipeline of `headscope analyze`: one recorded forward pass on the text,
+ * per-head metrics, pairwise comparisons, an induction probe, loss, ablation and pruning. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "headscope/report.h"
+#include "headscope/tokenizer.h"
+#include "internal.h"
+
+void hs_analyze_opts_default(hs_analyze_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->ablation = 1;
+    o->pruning = 1;
+    o->similarity = HS_SIM_PEARSON;
+    o->cluster_threshold = 0.5;
+    o->probe_seed = 1;
+    o->probe_half_len = 32;
+    o->prune_tol = 0.01;
+    o->prune_stop = 0.1;
+    o->prune_beam = 8;
+    o->prune_max_steps = 64;
+    o->label_threshold = 0.4;
+}
+
+static double now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+const char *hs_head_name(const hs_analysis *a, int index, char *buf, size_t cap)
+{
+    int H = hs_model_config_of(a->model)->n_head;
+    snprintf(buf, cap, "%d.%d", index / H, index % H);
+    return buf;
+}
+
+void hs_analysis_free(hs_analysis *a)
+{
+    if (!a)
+        return;
+    for (int i = 0; i < a->n; i++) {
+        if (a->tokens)
+            free(a->tokens[i]);
+        if (a->display)
+            free(a->display[i]);
+    }
+    free(a->tokens);
+    free(a->display);
+    free(a->ids);
+    free(a->type_ids);
+    free(a->text);
+    free(a->text_pair);
+    free(a->head_index);
+    hs_trace_free(a->trace);
+    free(a->heads);
+    free(a->layer_diversity);
+    free(a->frobenius);
+    free(a->similarity);
+    hs_linkage_free(a->linkage);
+    free(a->labels);
+    free(a->probe_ids);
+    free(a->mlm_positions);
+    free(a->mlm_targets);
+    free(a->curve);
+    free(a->candidates);
+    free(a);
+}
+
+static char *dup_str(const char *s)
+{
+    return s ? strdup(s) : NULL;
+}
+
+/* Special ids of a WordPiece vocabulary, -1 when absent. */
+static int32_t tok_id(const hs_tokenizer *t, const char *s)
+{
+    return t ? hs_tokenizer_id(t, s) : -1;
+}
+
+/* Streaming observer for the probe: detector scores of the selected layers. */
+typedef struct probe_obs {
+    const hs_analysis *a;
+    const unsigned char *layers;
+    int causal;
+    int32_t sep_id;
+    const unsigned char *sink;
+    hs_detect *out; /* (n_heads) */
+    hs_status st;
+    hs_error *err;
+} probe_obs;
+
+static int probe_observe(void *user, int layer, const float *probs, int n_head, int n)
+{
+    probe_obs *p = user;
+    if (p->layers && !p->layers[layer])
+        return 0;
+    int first = -1;
+    for (int k = 0; k < p->a->n_heads; k++)
+        if (p->a->head_index[k] == layer * n_head) {
+            first = k;
+            break;
+        }
+    if (first < 0)
+        return 0;
+    p->st = hs_detect_compute(probs, n_head, n, p->causal, p->a->probe_ids, p->sep_id, p->sink,
+                              p->out + first, p->err);
+    return p->st != HS_OK;
+}
+
+static const char *label_of(const hs_head_result *h, double thr, int has_sep)
+{
+    struct {
+        const char *name;
+        double v;
+    } c[6] = {{"previous_token", h->text_scores.prev_token},
+              {"self", h->text_scores.self},
+              {"first_token", h->text_scores.first_token},
+              {"sep", has_sep ? h->text_scores.sep : NAN},
+              {"duplicate_token", h->probe_scores.duplicate},
+              {"induction", h->probe_scores.induction}};
+    const char *best = "none";
+    double bv = thr;
+    for (int i = 0; i < 6; i++)
+        if (c[i].v == c[i].v && c[i].v >= bv) {
+            best = c[i].name;
+            bv = c[i].v;
+        }
+    return best;
+}
+
+
+typedef struct {
+    int k;
+    double d;
+} idx_delta;
+
+static int cmp_idx_delta(const void *x, const void *y)
+{
+    const idx_delta *a = x, *b = y;
+    if (a->d != b->d)
+        return a->d < b->d ? -1 : 1;
+    return a->k - b->k;
+}
+
+hs_status hs_analyze_run(const hs_model *m, const hs_analyze_input *in, const hs_analyze_opts *o,
+                         hs_analysis **out, hs_error *err)
+{
+    const hs_model_config *c = hs_model_config_of(m);
+    const hs_tokenizer *tok = hs_model_tokenizer(m);
+    int L = c->n_layer, H = c->n_head, n = in->n;
+    hs_status st = HS_OK;
+    float *maps_buf = NULL;
+    unsigned char *sink = NULL, *probe_sink = NULL, *active = NULL;
+    double *dist = NULL, *delta = NULL;
+    hs_loss_eval *ev = NULL;
+    *out = NULL;
+
+    if (n < 1 || n > c->n_ctx)
+        return hs_fail(err, HS_E_INPUT, "analyze: %d tokens (the model takes 1 to %d)", n, c->n_ctx);
+    if (!(o->cluster_threshold >= 0) || !isfinite(o->cluster_threshold))
+        return hs_fail(err, HS_E_ARG, "cluster threshold must be a finite number >= 0");
+    hs_analysis *a = calloc(1, sizeof *a);
+    if (!a)
+        return hs_fail(err, HS_E_NOMEM, "out of memory");
+    a->model = m;
+    a->opts = *o;
+    a->opts.layers = NULL; /* not owned */
+    a->n = n;
+    a->loss = NAN;
+    a->truncated = in->truncated;
+    a->ids = malloc((size_t)n * sizeof *a->ids);
+    a->type_ids = calloc((size_t)n, sizeof *a->type_ids);
+    a->tokens = calloc((size_t)n, sizeof *a->tokens);
+    a->display = calloc((size_t)n, sizeof *a->display);
+    a->text = dup_str(in->text);
+    a->text_pair = dup_str(in->text_pair);
+    if (!a->ids || !a->type_ids || !a->tokens || !a->display)
+        goto nomem;
+    memcpy(a->ids, in->ids, (size_t)n * sizeof *a->ids);
+    if (in->type_ids)
+        memcpy(a->type_ids, in->type_ids, (size_t)n * sizeof *a->type_ids);
+    for (int i = 0; i < n; i++) {
+        char buf[256];
+        const char *raw = in->tokens ? in->tokens[i] : tok ? hs_tokenizer_token(tok, in->ids[i]) : NULL;
+        if (!raw) {
+            snprintf(buf, sizeof buf, "#%d", (int)in->ids[i]);
+            raw = buf;
+        }
+        a->tokens[i] = strdup(raw);
+        if (tok)
+            hs_tokenizer_display(tok, in->ids[i], buf, sizeof buf);
+        else
+            snprintf(buf, sizeof buf, "%s", raw);
+        a->display[i] = strdup(buf);
+        if (!a->tokens[i] || !a->display[i])
+            goto nomem;
+    }
+
+    /* heads analysed */
+    active = calloc((size_t)(L * H), 1);
+    a->head_index = malloc((size_t)(L * H) * sizeof *a->head_index);
+    if (!active || !a->head_index)
+        goto nomem;
+    int n_layers_on = 0;
+    for (int l = 0; l < L; l++) {
+        if (o->layers && !o->layers[l])
+            continue;
+        n_layers_on++;
+        for (int h = 0; h < H; h++) {
+            active[l * H + h] = 1;
+            a->head_index[a->n_heads++] = l * H + h;
+        }
+    }
+    if (a->n_heads == 0) {
+        st = hs_fail(err, HS_E_ARG, "no layers selected");
+        goto fail;
+    }
+    size_t nn = (size_t)n * (size_t)n, nh = (size_t)a->n_heads;
+    a->heads = calloc(nh, sizeof *a->heads);
+    a->layer_diversity = malloc((size_t)L * sizeof *a->layer_diversity);
+    a->frobenius = malloc(nh * nh * sizeof *a->frobenius);
+    a->similarity = malloc(nh * nh * sizeof *a->similarity);
+    a->labels = malloc(nh * sizeof *a->labels);
+    dist = malloc(nh * nh * sizeof *dist);
+    if (!a->heads || !a->layer_diversity || !a->frobenius || !a->similarity || !a->labels || !dist)
+        goto nomem;
+
+    /* 1. the recorded forward pass */
+    double t0 = now();
+    if ((st = hs_trace_new(m, n, &a->trace, err)))
+        goto fail;
+    hs_forward_opts fo = {.on_attn = hs_trace_observe, .user = a->trace};
+    if ((st = hs_forward(m, a->ids, a->type_ids, n, &fo, NULL, err)))
+        goto fail;
+    a->forward_passes = 1;
+    a->seconds_forward = now() - t0;
+    const float *maps = a->trace->attn;
+    if (n_layers_on < L) { /* gather the selected layers */
+        maps_buf = malloc(nh * nn * sizeof *maps_buf);
+        if (!maps_buf)
+            goto nomem;
+        for (size_t k = 0; k < nh; k++)
+            memcpy(maps_buf + k * nn, a->trace->attn + (size_t)a->head_index[k] * nn, nn * sizeof(float));
+        maps = maps_buf;
+    }
+
+    /* 2. per-head metrics on the text */
+    int is_bert = c->family == HS_FAMILY_BERT;
+    int32_t cls_id = is_bert ? tok_id(tok, "[CLS]") : -1, sep_id = is_bert ? tok_id(tok, "[SEP]") : -1;
+    if (o->exclude_sinks) {
+        sink = malloc((size_t)n);
+        if (!sink)
+            goto nomem;
+        if ((st = hs_sinks_mark(a->ids, n, cls_id, sep_id, sink, err)))
+            goto fail;
+    }
+    hs_entropy *ent = malloc(nh * sizeof *ent);
+    hs_detect *det = malloc(nh * 2 * sizeof *det);
+    if (!ent || !det) {
+        free(ent);
+        free(det);
+        goto nomem;
+    }
+    st = hs_entropy_compute(maps, a->n_heads, n, c->causal, sink, ent, err);
+    if (!st)
+        st = hs_detect_compute(maps, a->n_heads, n, c->causal, a->ids, sep_id, sink, det, err);
+    for (size_t k = 0; k < nh && !st; k++) {
+        a->heads[k].layer = a->head_index[k] / H;
+        a->heads[k].head = a->head_index[k] % H;
+        a->heads[k].entropy = ent[k];
+        a->heads[k].text_scores = det[k];
+        a->heads[k].ablation_delta = NAN;
+    }
+
+    /* 3. the induction probe: seeded random tokens repeated twice */
+    if (!st) {
+        int specials = is_bert ? 2 : 0;
+        int half = o->probe_half_len;
+        if (half > (c->n_ctx - specials) / 2)
+            half = (c->n_ctx - specials) / 2;
+        int32_t lo = c->vocab_size > 2000 ? 1000 : c->vocab_size / 4;
+        int32_t hi = c->family == HS_FAMILY_GPT2 && c->vocab_size == 50257 ? 50256 : c->vocab_size;
+        if (half < 1 || hi - lo < half) {
+            st = hs_fail(err, HS_E_UNSUPPORTED, "the model is too small for the induction probe");
+        } else {
+            a->probe_len = 2 * half + specials;
+            a->probe_ids = malloc((size_t)a->probe_len * sizeof *a->probe_ids);
+            probe_sink = o->exclude_sinks ? malloc((size_t)a->probe_len) : NULL;
+            if (!a->probe_ids || (o->exclude_sinks && !probe_sink)) {
+                free(ent);
+                free(det);
+                goto nomem;
+            }
+            st = hs_probe_repeated(o->probe_seed, half, lo, hi, a->probe_ids + (is_bert ? 1 : 0), err);
+            if (is_bert) {
+                a->probe_ids[0] = cls_id >= 0 ? cls_id : 0;
+                a->probe_ids[a->probe_len - 1] = sep_id >= 0 ? sep_id : 0;
+            }
+            if (!st && probe_sink)
+                st = hs_sinks_mark(a->probe_ids, a->probe_len, cls_id, sep_id, probe_sink, err);
+            if (!st) {
+                probe_obs po = {a, o->layers, c->causal, sep_id, probe_sink, det + nh, HS_OK, err};
+                hs_forward_opts pf = {.on_attn = probe_observe, .user = &po};
+                st = hs_forward(m, a->probe_ids, NULL, a->probe_len, &pf, NULL, err);
+                if (po.st)
+                    st = po.st;
+                a->forward_passes++;
+                for (size_t k = 0; k < nh && !st; k++)
+                    a->heads[k].probe_scores = det[nh + k];
+            }
+        }
+    }
+    free(ent);
+    free(det);
+    if (st)
+        goto fail;
+
+    /* 4. diversity, similarity, clustering */
+    double *per_layer = malloc((size_t)n_layers_on * sizeof *per_layer);
+    if (!per_layer)
+        goto nomem;
+    st = hs_diversity_compute(maps, n_layers_on, H, n, per_layer, a->frobenius, err);
+    for (int l = 0, j = 0; l < L; l++)
+        a->layer_diversity[l] = (o->layers && !o->layers[l]) ? NAN : per_layer[j++];
+    free(per_layer);
+    if (!st)
+        st = hs_similarity_compute(maps, a->n_heads, n, c->causal, o->similarity, a->similarity, err);
+    if (!st)
+        st = hs_similarity_distance(a->similarity, a->n_heads, o->similarity, dist, err);
+    if (!st && a->n_heads >= 2)
+        st = hs_linkage_build(dist, a->n_heads, &a->linkage, err);
+    if (!st && a->linkage)
+        st = hs_linkage_cut(a->linkage, o->cluster_threshold, a->labels, &a->n_clusters, err);
+    else if (!st) {
+        a->labels[0] = 0;
+        a->n_clusters = 1;
+    }
+    if (st)
+        goto fail;
+    for (size_t k = 0; k < nh; k++) {
+        a->heads[k].cluster = a->labels[k];
+        a->heads[k].label = label_of(&a->heads[k], o->label_threshold, sep_id >= 0);
+    }
+
+    /* 5. loss, ablation, pruning */
+    hs_loss_input li = {.ids = a->ids, .type_ids = a->type_ids, .n = n};
+    int32_t *masked = NULL;
+    if (c->family == HS_FAMILY_GPT2) {
+        li.kind = HS_LOSS_LM;
+    } else if (c->has_lm_head) {
+        li.kind = HS_LOSS_MLM;
+        int32_t mask_id = tok_id(tok, "[MASK]"), pad_id = tok_id(tok, "[PAD]");
+        if (mask_id < 0) {
+            st = hs_fail(err, HS_E_UNSUPPORTED, "the vocabulary has no [MASK] token for the MLM loss");
+            goto fail;
+        }
+        a->mlm_positions = malloc((size_t)n * sizeof *a->mlm_positions);
+        a->mlm_targets = malloc((size_t)n * sizeof *a->mlm_targets);
+        masked = malloc((size_t)n * sizeof *masked);
+        if (!a->mlm_positions || !a->mlm_targets || !masked) {
+            free(masked);
+            goto nomem;
+        }
+        a->n_mlm = hs_mlm_positions(a->ids, n, cls_id, sep_id, pad_id, mask_id, a->mlm_positions, n);
+        memcpy(masked, a->ids, (size_t)n * sizeof *masked);
+        for (int k = 0; k < a->n_mlm; k++) {
+            a->mlm_targets[k] = a->ids[a->mlm_positions[k]];
+            masked[a->mlm_positions[k]] = mask_id;
+        }
+        li.ids = masked;
+        li.positions = a->mlm_positions;
+        li.targets = a->mlm_targets;
+        li.n_pos = a->n_mlm;
+    } else {
+        li.kind = HS_LOSS_REPR;
+    }
+    a->loss_kind = li.kind;
+    int loss_possible = li.kind == HS_LOSS_LM ? n >= 2 : li.kind == HS_LOSS_MLM ? a->n_mlm >= 1 : 1;
+    if (loss_possible) {
+        st = hs_loss_eval_new(m, &li, &ev, err);
+        if (!st)
+            st = hs_loss_eval_run(ev, NULL, &a->loss, err);
+    } else if (o->ablation) {
+        st = hs_fail(err, HS_E_INPUT, li.kind == HS_LOSS_LM
+                         ? "ablation needs at least 2 tokens for the next-token loss (or use --no-ablation)"
+                         : "ablation needs a word to mask for the MLM loss (or use --no-ablation)");
+    }
+    free(masked);
+    if (st)
+        goto fail;
+    if (o->ablation && ev) {
+        delta = malloc((size_t)(L * H) * sizeof *delta);
+        a->curve = malloc((size_t)(L * H) * sizeof *a->curve);
+        a->candidates = malloc(nh * sizeof *a->candidates);
+        if (!delta || !a->curve || !a->candidates)
+            goto nomem;
+        t0 = now();
+        if ((st = hs_ablation_sweep(ev, a->loss, active, delta, o->progress, o->progress_user, err)))
+            goto fail;
+        a->seconds_ablation = now() - t0;
+        for (size_t k = 0; k < nh; k++)
+            a->heads[k].ablation_delta = delta[a->head_index[k]];
+        if (o->pruning && a->n_heads >= 2) {
+            t0 = now();
+            double stop = li.kind == HS_LOSS_REPR ? o->prune_stop : fabs(a->loss) * o->prune_stop;
+            st = hs_prune_curve(ev, a->loss, active, delta, o->prune_beam, stop, o->prune_max_steps,
+                                a->curve, &a->n_curve, o->progress, o->progress_user, err);
+            if (st)
+                goto fail;
+            a->seconds_pruning = now() - t0;
+        }
+        /* candidates: |delta| < tol, in curve order, then the rest by delta */
+        unsigned char *taken = calloc((size_t)(L * H), 1);
+        idx_delta *rest = malloc(nh * sizeof *rest);
+        if (!taken || !rest) {
+            free(taken);
+            free(rest);
+            goto nomem;
+        }
+        for (int s = 0; s < a->n_curve; s++) {
+            int k = a->curve[s].head;
+            if (fabs(delta[k]) < o->prune_tol) {
+                a->candidates[a->n_candidates++] = k;
+                taken[k] = 1;
+            }
+        }
+        int nr = 0;
+        for (size_t k = 0; k < nh; k++) {
+            int hk = a->head_index[k];
+            if (!taken[hk] && fabs(delta[hk]) < o->prune_tol)
+                rest[nr++] = (idx_delta){hk, delta[hk]};
+        }
+        qsort(rest, (size_t)nr, sizeof *rest, cmp_idx_delta);
+        for (int i = 0; i < nr; i++)
+            a->candidates[a->n_candidates++] = rest[i].k;
+        free(taken);
+        free(rest);
+    }
+    if (ev)
+        a->forward_passes += hs_loss_eval_passes(ev);
+    hs_loss_eval_free(ev);
+    free(delta);
+    free(dist);
+    free(sink);
+    free(probe_sink);
+    free(active);
+    free(maps_buf);
+    *out = a;
+    return HS_OK;
+nomem:
+    st = hs_fail(err, HS_E_NOMEM, "out of memory");
+fail:
+    hs_loss_eval_free(ev);
+    free(delta);
+    free(dist);
+    free(sink);
+    free(probe_sink);
+    free(active);
+    free(maps_buf);
+    hs_analysis_free(a);
+    return st;
+}

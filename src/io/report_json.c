@@ -1,0 +1,223 @@
+/* report.json ("headscope.report/1") from an hs_analysis; atomic file writes.
+ * docs/report-schema.md documents every field. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cJSON.h>
+
+#include "headscope/report.h"
+#include "internal.h"
+
+/* A number, or null for NaN/Inf. */
+static cJSON *num(double v)
+{
+    return isfinite(v) ? cJSON_CreateNumber(v) : cJSON_CreateNull();
+}
+
+static void add_num(cJSON *o, const char *k, double v)
+{
+    cJSON_AddItemToObject(o, k, num(v));
+}
+
+static cJSON *int_array(const int32_t *v, int n)
+{
+    cJSON *a = cJSON_CreateArray();
+    for (int i = 0; a && i < n; i++)
+        cJSON_AddItemToArray(a, cJSON_CreateNumber(v[i]));
+    return a;
+}
+
+static cJSON *str_array(char *const *v, int n)
+{
+    cJSON *a = cJSON_CreateArray();
+    for (int i = 0; a && i < n; i++)
+        cJSON_AddItemToArray(a, cJSON_CreateString(v[i]));
+    return a;
+}
+
+static cJSON *matrix(const double *m, int rows, int cols)
+{
+    cJSON *a = cJSON_CreateArray();
+    for (int i = 0; a && i < rows; i++) {
+        cJSON *r = cJSON_CreateArray();
+        for (int j = 0; r && j < cols; j++)
+            cJSON_AddItemToArray(r, num(m[(size_t)i * (size_t)cols + (size_t)j]));
+        cJSON_AddItemToArray(a, r);
+    }
+    return a;
+}
+
+static cJSON *head_json(const hs_analysis *a, const hs_head_result *h)
+{
+    char name[32];
+    const hs_model_config *c = hs_model_config_of(a->model);
+    cJSON *o = cJSON_CreateObject();
+    snprintf(name, sizeof name, "%d.%d", h->layer, h->head);
+    cJSON_AddStringToObject(o, "id", name);
+    cJSON_AddNumberToObject(o, "layer", h->layer);
+    cJSON_AddNumberToObject(o, "head", h->head);
+    add_num(o, "entropy_nats", h->entropy.nats);
+    add_num(o, "entropy_bits", h->entropy.bits);
+    add_num(o, "entropy_norm", h->entropy.norm);
+    add_num(o, "max_weight_mean", h->entropy.rowmax);
+    add_num(o, "ablation_delta", h->ablation_delta);
+    cJSON_AddNumberToObject(o, "cluster", h->cluster);
+    cJSON_AddStringToObject(o, "label", h->label);
+    cJSON *s = cJSON_AddObjectToObject(o, "scores");
+    add_num(s, "previous_token", h->text_scores.prev_token);
+    add_num(s, "self", h->text_scores.self);
+    add_num(s, "first_token", h->text_scores.first_token);
+    if (c->family == HS_FAMILY_BERT)
+        add_num(s, "sep", h->text_scores.sep);
+    add_num(s, "duplicate_token", h->probe_scores.duplicate);
+    add_num(s, "induction", h->probe_scores.induction);
+    cJSON *t = cJSON_AddObjectToObject(o, "text_scores");
+    add_num(t, "duplicate_token", h->text_scores.duplicate);
+    add_num(t, "induction", h->text_scores.induction);
+    return o;
+}
+
+char *hs_report_json(const hs_analysis *a, const char *const *files, int n_files, int pretty)
+{
+    const hs_model *m = a->model;
+    const hs_model_config *c = hs_model_config_of(m);
+    const hs_analyze_opts *o = &a->opts;
+    char name[32];
+    cJSON *r = cJSON_CreateObject();
+    if (!r)
+        return NULL;
+    cJSON_AddStringToObject(r, "schema", HS_REPORT_SCHEMA);
+    cJSON *gen = cJSON_AddObjectToObject(r, "generator");
+    cJSON_AddStringToObject(gen, "name", "headscope");
+    cJSON_AddStringToObject(gen, "version", "0.1.0");
+
+    cJSON *mo = cJSON_AddObjectToObject(r, "model");
+    cJSON_AddStringToObject(mo, "path", hs_model_path(m));
+    cJSON_AddStringToObject(mo, "format", hs_model_format(m) == HS_FORMAT_GGUF ? "gguf" : "hf");
+    cJSON_AddStringToObject(mo, "storage_dtype", hs_model_storage_dtype(m));
+    cJSON_AddStringToObject(mo, "family", hs_family_name(c->family));
+    cJSON_AddNumberToObject(mo, "n_layer", c->n_layer);
+    cJSON_AddNumberToObject(mo, "n_head", c->n_head);
+    cJSON_AddNumberToObject(mo, "d_model", c->d_model);
+    cJSON_AddNumberToObject(mo, "d_head", c->d_head);
+    cJSON_AddNumberToObject(mo, "d_ff", c->d_ff);
+    cJSON_AddNumberToObject(mo, "n_ctx", c->n_ctx);
+    cJSON_AddNumberToObject(mo, "vocab_size", c->vocab_size);
+    cJSON_AddBoolToObject(mo, "causal", c->causal);
+    cJSON_AddBoolToObject(mo, "lm_head", c->has_lm_head);
+
+    cJSON *in = cJSON_AddObjectToObject(r, "input");
+    if (a->text)
+        cJSON_AddStringToObject(in, "text", a->text);
+    else
+        cJSON_AddNullToObject(in, "text");
+    if (a->text_pair)
+        cJSON_AddStringToObject(in, "text_pair", a->text_pair);
+    else
+        cJSON_AddNullToObject(in, "text_pair");
+    cJSON_AddNumberToObject(in, "n_tokens", a->n);
+    cJSON_AddBoolToObject(in, "truncated", a->truncated);
+    cJSON_AddItemToObject(in, "ids", int_array(a->ids, a->n));
+    cJSON_AddItemToObject(in, "tokens", str_array(a->tokens, a->n));
+    cJSON_AddItemToObject(in, "display_tokens", str_array(a->display, a->n));
+    cJSON_AddItemToObject(in, "type_ids", int_array(a->type_ids, a->n));
+
+    cJSON *op = cJSON_AddObjectToObject(r, "options");
+    cJSON *layers = cJSON_AddArrayToObject(op, "layers");
+    for (int l = 0, prev = -1; l < a->n_heads; l++) {
+        int layer = a->heads[l].layer;
+        if (layer != prev)
+            cJSON_AddItemToArray(layers, cJSON_CreateNumber(layer));
+        prev = layer;
+    }
+    cJSON_AddBoolToObject(op, "exclude_sinks", o->exclude_sinks);
+    cJSON_AddBoolToObject(op, "ablation", o->ablation);
+    add_num(op, "label_threshold", o->label_threshold);
+
+    cJSON *lo = cJSON_AddObjectToObject(r, "loss");
+    cJSON_AddStringToObject(lo, "kind", hs_loss_kind_name(a->loss_kind));
+    add_num(lo, "value", a->loss);
+    if (a->loss_kind == HS_LOSS_MLM) {
+        cJSON_AddItemToObject(lo, "masked_positions", int_array(a->mlm_positions, a->n_mlm));
+        cJSON_AddItemToObject(lo, "masked_ids", int_array(a->mlm_targets, a->n_mlm));
+    }
+
+    cJSON *heads = cJSON_AddArrayToObject(r, "heads");
+    for (int k = 0; k < a->n_heads; k++)
+        cJSON_AddItemToArray(heads, head_json(a, &a->heads[k]));
+
+    cJSON *div = cJSON_AddObjectToObject(r, "diversity");
+    cJSON *pl = cJSON_AddArrayToObject(div, "per_layer");
+    for (int l = 0; l < c->n_layer; l++)
+        cJSON_AddItemToArray(pl, num(a->layer_diversity[l]));
+    cJSON_AddItemToObject(div, "pairwise_frobenius", matrix(a->frobenius, a->n_heads, a->n_heads));
+
+    cJSON *sim = cJSON_AddObjectToObject(r, "similarity");
+    cJSON_AddStringToObject(sim, "method", o->similarity == HS_SIM_JS ? "jensen_shannon" : "pearson");
+    cJSON_AddStringToObject(sim, "entries", c->causal ? "lower_triangle" : "all");
+    cJSON_AddItemToObject(sim, "matrix", matrix(a->similarity, a->n_heads, a->n_heads));
+
+    cJSON *cl = cJSON_AddObjectToObject(r, "clusters");
+    cJSON_AddStringToObject(cl, "linkage", "average");
+    cJSON_AddStringToObject(cl, "distance", o->similarity == HS_SIM_JS ? "jensen_shannon" : "1 - pearson");
+    add_num(cl, "threshold", o->cluster_threshold);
+    cJSON_AddNumberToObject(cl, "n_clusters", a->n_clusters);
+    cJSON *merges = cJSON_AddArrayToObject(cl, "merges");
+    cJSON *order = cJSON_AddArrayToObject(cl, "order");
+    if (a->linkage) {
+        for (int k = 0; k < a->n_heads - 1; k++) {
+            const hs_merge *mg = &a->linkage->merges[k];
+            cJSON *e = cJSON_CreateArray();
+            cJSON_AddItemToArray(e, cJSON_CreateNumber(mg->a));
+            cJSON_AddItemToArray(e, cJSON_CreateNumber(mg->b));
+            cJSON_AddItemToArray(e, num(mg->dist));
+            cJSON_AddItemToArray(e, cJSON_CreateNumber(mg->size));
+            cJSON_AddItemToArray(merges, e);
+        }
+        for (int k = 0; k < a->n_heads; k++)
+            cJSON_AddItemToArray(order, cJSON_CreateNumber(a->linkage->order[k]));
+    } else {
+        cJSON_AddItemToArray(order, cJSON_CreateNumber(0));
+    }
+    cJSON *labels = cJSON_AddArrayToObject(cl, "labels");
+    for (int k = 0; k < a->n_heads; k++)
+        cJSON_AddItemToArray(labels, cJSON_CreateNumber(a->labels[k]));
+
+    cJSON *pr = cJSON_AddObjectToObject(r, "probe");
+    cJSON_AddNumberToObject(pr, "seed", (double)o->probe_seed);
+    cJSON_AddNumberToObject(pr, "half_len", c->family == HS_FAMILY_BERT ? (a->probe_len - 2) / 2 : a->probe_len / 2);
+    cJSON_AddItemToObject(pr, "ids", int_array(a->probe_ids, a->probe_len));
+
+    cJSON *pu = cJSON_AddObjectToObject(r, "pruning");
+    add_num(pu, "tolerance", o->prune_tol);
+    add_num(pu, "stop", o->prune_stop);
+    cJSON_AddNumberToObject(pu, "beam", o->prune_beam);
+    cJSON_AddNumberToObject(pu, "max_steps", o->prune_max_steps);
+    cJSON *cand = cJSON_AddArrayToObject(pu, "candidates");
+    for (int k = 0; k < a->n_candidates; k++)
+        cJSON_AddItemToArray(cand, cJSON_CreateString(hs_head_name(a, a->candidates[k], name, sizeof name)));
+    cJSON *curve = cJSON_AddArrayToObject(pu, "curve");
+    for (int s = 0; s < a->n_curve; s++) {
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddStringToObject(e, "removed", hs_head_name(a, a->curve[s].head, name, sizeof name));
+        cJSON_AddNumberToObject(e, "heads_left", a->curve[s].heads_left);
+        add_num(e, "loss", a->curve[s].loss);
+        cJSON_AddItemToArray(curve, e);
+    }
+
+    cJSON *tm = cJSON_AddObjectToObject(r, "timing");
+    cJSON_AddNumberToObject(tm, "forward_passes", (double)a->forward_passes);
+    add_num(tm, "forward_seconds", a->seconds_forward);
+    add_num(tm, "ablation_seconds", a->seconds_ablation);
+    add_num(tm, "pruning_seconds", a->seconds_pruning);
+
+    cJSON *fl = cJSON_AddArrayToObject(r, "files");
+    for (int i = 0; i < n_files; i++)
+        cJSON_AddItemToArray(fl, cJSON_CreateString(files[i]));
+
+    char *s = pretty ? cJSON_Print(r) : cJSON_PrintUnformatted(r);
+    cJSON_Delete(r);
+    return s;
+}
