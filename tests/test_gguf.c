@@ -534,3 +534,104 @@ Test(gguf, ftype_names)
     cr_assert_eq(hs_gguf_ftype_parse("f1", &t), HS_E_ARG);
     cr_assert_eq(hs_gguf_ftype_parse("f160", &t), HS_E_ARG);
 }
+
+/* ---- variants: untied head, fused BERT QKV, weights-only files -------------------------- */
+
+/* A temporary model folder: config and weights of fixture `model` (symlinked) plus
+ * tokenizer files. */
+static void make_folder(char *dir, size_t cap, const char *model, int bert)
+{
+    char cwd[512], tok[512], cmd[2048];
+    cr_assert_not_null(getcwd(cwd, sizeof cwd));
+    tu_mkdtemp(dir, cap);
+    if (bert)
+        snprintf(tok, sizeof tok, "head -n 1000 %s/bert-vocab/vocab.txt > '%s/vocab.txt'",
+                 SHARED_MODELS, dir);
+    else
+        snprintf(tok, sizeof tok, "cp %s/vocab.json %s/merges.txt '%s/'", TINY_HF, TINY_HF, dir);
+    snprintf(cmd, sizeof cmd,
+             "ln -s '%s/fixtures/models/%s/config.json' '%s/config.json' && "
+             "ln -s '%s/fixtures/models/%s/model.safetensors' '%s/model.safetensors' && %s",
+             cwd, model, dir, cwd, model, dir, tok);
+    cr_assert_eq(system(cmd), 0, "%s", cmd);
+}
+
+Test(gguf, untied_gpt2_head_is_written_as_output_weight)
+{
+    char dir[64], folder[128], py[160], mine[160];
+    make_folder(dir, sizeof dir, "gpt2-prefixed", 0);
+    snprintf(folder, sizeof folder, "%s", dir);
+    snprintf(py, sizeof py, "%s/py.gguf", dir);
+    snprintf(mine, sizeof mine, "%s/mine.gguf", dir);
+    hs_model *hf = load_ok(folder);
+    cr_assert_neq(hf->decoder, hf->wte, "the fixture has an untied head");
+    python_convert(folder, py, "f32", "x");
+    hs_gguf_write_options opt = {.ftype = HS_GGUF_FTYPE_F32, .name = "x"};
+    hs_error err = {{0}};
+    cr_assert_eq(hs_gguf_write(hf, mine, &opt, &err), HS_OK, "%s", err.msg);
+    size_t na, nb;
+    unsigned char *a = slurp(mine, &na), *b = slurp(py, &nb);
+    long at = first_diff(a, na, b, nb);
+    cr_assert_eq(at, -1, "first difference at byte %ld", at);
+    free(a);
+    free(b);
+    hs_gguf *g = NULL;
+    cr_assert_eq(hs_gguf_open(mine, &g, &err), HS_OK, "%s", err.msg);
+    cr_assert_not_null(hs_gguf_find_tensor(g, "output.weight"));
+    /* ids the 271-token vocabulary lacks are padded as [PAD{i}] with type UNUSED */
+    long ti = hs_gguf_find_kv(g, "tokenizer.ggml.tokens");
+    cr_assert_eq(hs_gguf_kv_len(g, (size_t)ti), 1000);
+    hs_gguf_value v;
+    hs_gguf_kv_get(g, (size_t)ti, 999, &v);
+    cr_assert_str_eq(v.str, "[PAD999]");
+    hs_gguf_free(g);
+    hs_model *back = load_ok(mine);
+    cr_assert_neq(back->decoder, back->wte);
+    cr_assert_eq(model_diff(hf, back, 0), 0.0);
+    cr_assert_eq(diff(hf->decoder, back->decoder, 1000 * 64), 0.0);
+    hs_model_free(back);
+    hs_model_free(hf);
+    tu_rm_rf(dir);
+}
+
+Test(gguf, reads_bert_with_fused_qkv)
+{
+    char dir[64], py[160];
+    make_folder(dir, sizeof dir, "bert-legacy", 1);
+    snprintf(py, sizeof py, "%s/fused.gguf", dir);
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, PYTHON " fixtures/gguf/write_gguf.py '%s' '%s' --fused-qkv", dir, py);
+    cr_assert_eq(system(cmd), 0);
+    hs_gguf *g = NULL;
+    hs_error err = {{0}};
+    cr_assert_eq(hs_gguf_open(py, &g, &err), HS_OK, "%s", err.msg);
+    cr_assert_not_null(hs_gguf_find_tensor(g, "blk.0.attn_qkv.weight"));
+    cr_assert_null(hs_gguf_find_tensor(g, "blk.0.attn_q.weight"));
+    hs_gguf_free(g);
+    hs_model *hf = load_ok(dir), *back = load_ok(py);
+    cr_assert_eq(model_diff(hf, back, 0), 0.0);
+    expect_same_ids(hf, back, "[CLS] ! \" # [SEP]");
+    hs_model_free(back);
+    hs_model_free(hf);
+    tu_rm_rf(dir);
+}
+
+Test(gguf, weights_only_file_loads_without_tokenizer_and_is_not_rewritten)
+{
+    char dir[64], py[160], out[160];
+    tu_mkdtemp(dir, sizeof dir);
+    snprintf(py, sizeof py, "%s/w.gguf", dir);
+    snprintf(out, sizeof out, "%s/again.gguf", dir);
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, PYTHON " fixtures/gguf/write_gguf.py " TINY_HF " '%s' --no-tokenizer", py);
+    cr_assert_eq(system(cmd), 0);
+    hs_model *m = load_ok(py);
+    cr_assert_null(hs_model_tokenizer(m));
+    hs_error err = {{0}};
+    cr_assert_eq(hs_gguf_write(m, out, NULL, &err), HS_E_UNSUPPORTED);
+    cr_assert_not_null(strstr(err.msg, "no tokenizer"), "%s", err.msg);
+    struct stat sb;
+    cr_assert_neq(stat(out, &sb), 0);
+    hs_model_free(m);
+    tu_rm_rf(dir);
+}
