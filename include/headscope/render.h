@@ -66,7 +66,8 @@ typedef struct hs_layout {
                          * downsampled (more cells than pixels) */
     int gap;            /* pixels between neighbouring cells (gallery only) */
     hs_rect title;      /* band holding the title and subtitle (h = 0 without one) */
-    hs_rect colorbar;   /* the colour-bar gradient: top row is vmax, bottom vmin */
+    hs_rect colorbar;   /* the colour-bar gradient: top row is vmax, bottom vmin
+                         * (the gallery's key is horizontal: left vmin, right vmax) */
     float vmin, vmax;   /* values at the bottom and top of the colour scale */
     int label_stride;   /* every label_stride-th row/column is labelled */
 } hs_layout;
@@ -131,15 +132,18 @@ typedef struct hs_heatmap_opts {
 
 /* Renders one head's attention map as a heatmap.
  * map: (n, n), row = query, column = key; values are clamped to [0, 1] (or to
- *      [0, max] with scale_to_max), NaN cells are grey.
+ *      [0, max] with scale_to_max); non-finite cells (NaN, ±Inf) are grey and
+ *      add a "nan" swatch under the colour bar.
  * labels: (n) UTF-8 token strings, or NULL to number the tokens; a NULL entry is
- *      an empty label. Labels are cut with an ellipsis when too long.
+ *      an empty label. Labels longer than 14 characters are cut with an ellipsis.
  * The picture has the title band, query labels on the left, key labels rotated
- * below, and a colour bar with ticks on the right. The cell size adapts to n
- * (up to 48 px; 1 px below that; area-averaged when n exceeds the pixel budget).
- * 1 <= n <= 16384. On success *out holds a new image (free with hs_image_free)
- * and, if layout is non-NULL, *layout tells where the cells are. On failure *out
- * is zeroed. */
+ * below, and a colour bar with ticks on the right. Cells are square, 640 / n px
+ * (between 1 and 48) while n <= 4/5 max_size; above that the map is
+ * area-averaged into a 4/5 max_size square (layout->cell_w is then 0). Labels
+ * are 2x when cells are 22 px or more; every k-th token is labelled when they
+ * would overlap or exceed max_labels. 1 <= n <= 16384.
+ * On success *out holds a new image (free with hs_image_free) and, if layout is
+ * non-NULL, *layout tells where the cells are. On failure *out is zeroed. */
 hs_status hs_heatmap_render(const float *map, int n, const char *const *labels,
                             const hs_heatmap_opts *opts, hs_image *out, hs_layout *layout,
                             hs_error *err);
@@ -159,15 +163,17 @@ typedef struct hs_gallery_opts {
 } hs_gallery_opts;
 
 /* Renders an n_layer × n_head grid of thumbnails, one per head, rows labelled
- * "L0".."L{L-1}" and columns "H0".."H{H-1}".
+ * "L0".."L{L-1}" and columns "H0".."H{H-1}", with a horizontal colour key below.
  * maps: (n_layer, n_head, n, n), each map row = query, column = key.
  * Each thumbnail is normalised to its own maximum (so the pattern, not the
  * strength, is compared); a map whose finite cells are all <= 0 is drawn as 0.
- * Maps larger than the thumbnail are downsampled by area averaging (NaN cells are
- * left out of the average; an all-NaN area is grey). Thumbnails are at most
- * 128 px and at least 4 px; 1 <= n_layer, n_head <= 256 and 1 <= n <= 16384.
- * layout->grid covers the thumbnails, cell_w/cell_h is the thumbnail size and gap
- * the space between them. Ownership as hs_heatmap_render. */
+ * Thumbnails are as large as max_size allows, at most 128 px and at least 4 px;
+ * when n fits they are a whole number of pixels per cell, else the map is
+ * downsampled by area averaging (non-finite cells are left out of the average;
+ * an area with none finite is grey). 1 <= n_layer, n_head <= 256 and
+ * 1 <= n <= 16384. layout->grid covers the thumbnails, cell_w/cell_h is the
+ * thumbnail size and gap the space between them, so hs_layout_cell(layout, l, h)
+ * is the thumbnail of layer l, head h. Ownership as hs_heatmap_render. */
 hs_status hs_gallery_render(const float *maps, int n_layer, int n_head, int n,
                             const hs_gallery_opts *opts, hs_image *out, hs_layout *layout,
                             hs_error *err);
@@ -187,7 +193,7 @@ typedef struct hs_similarity_opts {
 } hs_similarity_opts;
 
 /* Renders an m × m similarity matrix with the diverging colour map (-1 blue,
- * 0 white, +1 red; values clamped to [-1, 1], NaN grey).
+ * 0 white, +1 red; values clamped to [-1, 1], non-finite cells grey).
  * sim: (m, m), sim[i * m + j] compares items i and j.
  * order: (m) a permutation of 0..m-1: display position p shows item order[p]
  *      (e.g. dendrogram leaf order); NULL keeps 0..m-1. A non-permutation is
@@ -196,8 +202,10 @@ typedef struct hs_similarity_opts {
  *      a line is drawn between neighbouring display positions whose items are in
  *      different clusters.
  * labels: (m) item labels, or NULL (see n_head).
- * Displayed cell (row p, col q) is sim[order[p] * m + order[q]].
- * 1 <= m <= 16384. Ownership as hs_heatmap_render. */
+ * Displayed cell (row p, col q) is sim[order[p] * m + order[q]]. Cells aim at a
+ * ~960 px grid (at most 40 px, and at least a text line when max_size allows);
+ * above 4/5 max_size items the matrix is area-averaged. 1 <= m <= 4096.
+ * Ownership as hs_heatmap_render. */
 hs_status hs_similarity_render(const float *sim, int m, const int *order, const int *clusters,
                                const char *const *labels, const hs_similarity_opts *opts,
                                hs_image *out, hs_layout *layout, hs_error *err);
@@ -223,9 +231,11 @@ typedef struct hs_importance_opts {
  * when the head is ablated), each cell coloured and printed with its value.
  * values: (n_layer, n_head). With no negative value the colours span 0..max
  * with opts->cmap; with any negative value they span -a..+a (a = max |value|)
- * with the diverging map, so 0 is white. NaN cells are grey and print "nan".
- * Values are printed when the cells are wide enough (they always are up to
- * about 40 heads). 1 <= n_layer, n_head <= 256. Ownership as hs_heatmap_render. */
+ * with the diverging map, so 0 is white. Non-finite cells are grey and print
+ * "nan" / "inf". Values are printed in 2x text when the grid fits in 4/5
+ * max_size, else in 1x text, else (about 45+ heads or 100+ layers at the
+ * default size) not at all; the text is white on dark cells and black on light
+ * ones. 1 <= n_layer, n_head <= 256. Ownership as hs_heatmap_render. */
 hs_status hs_importance_render(const float *values, int n_layer, int n_head,
                                const hs_importance_opts *opts, hs_image *out,
                                hs_layout *layout, hs_error *err);
