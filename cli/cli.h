@@ -53,9 +53,10 @@ void cli_text_free(cli_text *t);
 hs_model *cli_model_load(const char *cmd, const char *path);
 
 /* Tokenizes t with the model's tokenizer, enforcing non-empty text and the model's
- * context (dropping tokens when truncate, else failing). Returns 0 or EXIT_FAIL. */
+ * context (truncate 1: drop tokens; 0: fail; -1: do not enforce the context); *truncated (may be NULL) says
+ * whether tokens were dropped. Returns 0 or EXIT_FAIL. */
 int cli_encode(const char *cmd, const hs_model *m, const cli_text *t, int truncate,
-               hs_encoding *enc);
+               hs_encoding *enc, int *truncated);
 
 /* Flushes stdout and reports a write error; returns EXIT_OK or EXIT_FAIL. */
 int cli_finish_stdout(const char *cmd);

@@ -60,7 +60,7 @@ int cmd_attn(int argc, char **argv)
     hs_trace *trace = NULL;
     hs_error err = {{0}};
     rc = EXIT_FAIL;
-    if (!m || cli_encode("attn", m, &t, truncate, &enc))
+    if (!m || cli_encode("attn", m, &t, truncate, &enc, NULL))
         goto done;
     int n = (int)enc.n;
     if (hs_trace_new(m, n, &trace, &err) != HS_OK) {

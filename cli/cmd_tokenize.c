@@ -74,7 +74,7 @@ int cmd_tokenize(int argc, char **argv)
     hs_encoding enc = {0};
     rc = EXIT_FAIL;
     /* tokenize shows any length: truncation is not applied, the context is not enforced */
-    if (!m || cli_encode("tokenize", m, &t, 1, &enc))
+    if (!m || cli_encode("tokenize", m, &t, -1, &enc, NULL))
         goto done;
     if (json) {
         if (print_json(&enc))

@@ -165,8 +165,10 @@ static void truncate_encoding(const hs_tokenizer *tok, hs_encoding *e, size_t ma
 }
 
 int cli_encode(const char *cmd, const hs_model *m, const cli_text *t, int truncate,
-               hs_encoding *enc)
+               hs_encoding *enc, int *truncated)
 {
+    if (truncated)
+        *truncated = 0;
     const hs_tokenizer *tok = hs_model_tokenizer(m);
     hs_error err = {{0}};
     if (!tok) {
@@ -197,7 +199,7 @@ int cli_encode(const char *cmd, const hs_model *m, const cli_text *t, int trunca
         return EXIT_FAIL;
     }
     size_t ctx = (size_t)hs_model_config_of(m)->n_ctx;
-    if (enc->n > ctx) {
+    if (enc->n > ctx && truncate >= 0) {
         if (!truncate) {
             cli_error(cmd, "the text is %zu tokens, more than the model's context of %zu; pass "
                       "--truncate to keep the first %zu", enc->n, ctx, ctx);
@@ -205,6 +207,8 @@ int cli_encode(const char *cmd, const hs_model *m, const cli_text *t, int trunca
             return EXIT_FAIL;
         }
         truncate_encoding(tok, enc, ctx);
+        if (truncated)
+            *truncated = 1;
     }
     return 0;
 }

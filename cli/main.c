@@ -9,6 +9,7 @@ static const struct {
     int (*fn)(int, char **);
     const char *summary;
 } commands[] = {
+    {"analyze", cmd_analyze, "per-head metrics, clusters, importance and pruning: report.json"},
     {"attn", cmd_attn, "record every head's attention map to a .npy file"},
     {"tokenize", cmd_tokenize, "show the token ids and strings of a text"},
     {"info", cmd_info, "describe a model: family, dimensions, parameters, tokenizer, format"},

@@ -1,0 +1,347 @@
+/* headscope analyze: what every head does, how heads group, which heads can go. */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "headscope/report.h"
+
+static const char usage_text[] =
+    "usage: headscope analyze MODEL (--text TEXT | --file PATH|-) [--text-pair TEXT2] -o OUTDIR\n"
+    "                         [options]\n\n"
+    "Records every head's attention map on the text and computes per-head entropy, detector\n"
+    "scores (previous-token, self, first-token/[CLS], [SEP], duplicate-token, induction on a\n"
+    "seeded probe), Frobenius diversity, head similarity and clusters, ablation importance, a\n"
+    "greedy pruning curve and pruning candidates. Writes OUTDIR/report.json (schema\n"
+    "headscope.report/1, docs/report-schema.md) and prints a summary.\n\n"
+    "  -t, --text TEXT            the input text\n"
+    "  -f, --file PATH            read the text from a file as raw bytes ('-' for stdin)\n"
+    "      --text-pair TEXT2      second segment for BERT\n"
+    "  -o, --output OUTDIR        output folder (created if missing)\n"
+    "      --json                 print the report on stdout instead of the summary\n"
+    "  -q, --quiet                print nothing on success, no progress\n"
+    "      --truncate             keep the first n_ctx tokens of a longer text\n"
+    "      --layers SPEC          analyse only these layers, e.g. 0,2-3 (default: all)\n"
+    "      --no-ablation          skip the ablation sweep and the pruning curve\n"
+    "      --no-pruning           skip the pruning curve\n"
+    "      --similarity METHOD    pearson (default) or js (Jensen-Shannon, Clark et al.)\n"
+    "      --cluster-threshold X  cut the dendrogram at distance X (default 0.5)\n"
+    "      --exclude-sinks        leave position 0 and [CLS]/[SEP] out of entropy and detectors\n"
+    "      --probe-seed N         induction probe seed (default 1)\n"
+    "      --probe-len N          tokens in each half of the probe (default 32)\n"
+    "      --prune-tol X          candidate when |ablation delta| < X (default 0.01)\n"
+    "      --prune-stop X         stop the curve past loss*(1+X) (repr: loss+X) (default 0.1)\n"
+    "      --prune-beam N         heads re-evaluated per pruning step (default 8)\n"
+    "      --prune-max-steps N    at most N removals (default 64)\n"
+    "  -h, --help                 show this help\n";
+
+enum {
+    OPT_PAIR = 256, OPT_JSON, OPT_TRUNC, OPT_LAYERS, OPT_NOABL, OPT_NOPRUNE, OPT_SIM, OPT_THR,
+    OPT_SINKS, OPT_SEED, OPT_PLEN, OPT_PTOL, OPT_PSTOP, OPT_PBEAM, OPT_PMAX
+};
+
+static int parse_double(const char *s, double lo, double hi, double *out)
+{
+    char *end;
+    errno = 0;
+    double v = strtod(s, &end);
+    if (errno || end == s || *end || !isfinite(v) || v < lo || v > hi)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+static int parse_long(const char *s, long lo, long hi, long *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(s, &end, 10);
+    if (errno || end == s || *end || v < lo || v > hi)
+        return -1;
+    *out = v;
+    return 0;
+}
+
+/* "0,2-3" → bounds [lo, hi] pairs; checks syntax only (the model's range comes later). */
+static int parse_layers(const char *spec, int n_layer, unsigned char *on, int *bad_layer)
+{
+    const char *p = spec;
+    *bad_layer = -1;
+    if (!*p)
+        return -1;
+    while (*p) {
+        char *end;
+        long a = strtol(p, &end, 10), b;
+        if (end == p || a < 0)
+            return -1;
+        p = end;
+        if (*p == '-') {
+            p++;
+            b = strtol(p, &end, 10);
+            if (end == p || b < a)
+                return -1;
+            p = end;
+        } else {
+            b = a;
+        }
+        if (*p == ',')
+            p++;
+        else if (*p)
+            return -1;
+        for (long l = a; l <= b; l++) {
+            if (l >= n_layer) {
+                *bad_layer = (int)l;
+                return 0;
+            }
+            if (on)
+                on[l] = 1;
+        }
+    }
+    return 0;
+}
+
+static void progress(void *user, const char *what, int done, int total)
+{
+    (void)user;
+    fprintf(stderr, "\rheadscope: analyze: %s %d/%d   ", what, done, total);
+    if (done == total)
+        fputc('\n', stderr);
+    fflush(stderr);
+}
+
+static int cmp_abl(const void *x, const void *y)
+{
+    const hs_head_result *a = x, *b = y;
+    double da = isnan(a->ablation_delta) ? -INFINITY : a->ablation_delta;
+    double db = isnan(b->ablation_delta) ? -INFINITY : b->ablation_delta;
+    return (da < db) - (da > db);
+}
+
+static void print_summary(const hs_analysis *a, const char *report_path)
+{
+    const hs_model_config *c = hs_model_config_of(a->model);
+    char name[32];
+    printf("%s: %s, %d layers x %d heads, %d tokens\n", hs_model_path(a->model),
+           hs_family_name(c->family), c->n_layer, c->n_head, a->n);
+    static const char *const kinds[] = {"", "mean next-token NLL", "MLM NLL at masked positions",
+                                        "1 - cosine to unablated"};
+    if (!isnan(a->loss))
+        printf("loss (%s, %s): %.4f\n", hs_loss_kind_name(a->loss_kind), kinds[a->loss_kind], a->loss);
+    if (a->n_heads > 0 && !isnan(a->heads[0].ablation_delta)) {
+        hs_head_result *sorted = malloc((size_t)a->n_heads * sizeof *sorted);
+        if (sorted) {
+            memcpy(sorted, a->heads, (size_t)a->n_heads * sizeof *sorted);
+            qsort(sorted, (size_t)a->n_heads, sizeof *sorted, cmp_abl);
+            int top = a->n_heads < 5 ? a->n_heads : 5;
+            printf("most important heads (loss increase when ablated):\n");
+            for (int i = 0; i < top; i++)
+                printf("  %d.%-4d %+9.4f  %s\n", sorted[i].layer, sorted[i].head,
+                       sorted[i].ablation_delta, sorted[i].label);
+            free(sorted);
+        }
+    }
+    static const char *const types[] = {"previous_token", "induction", "duplicate_token", "self",
+                                        "first_token", "sep"};
+    printf("head types (score >= %.2f):\n", a->opts.label_threshold);
+    int any = 0;
+    for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
+        int first = 1;
+        for (int k = 0; k < a->n_heads; k++) {
+            if (strcmp(a->heads[k].label, types[t]))
+                continue;
+            if (first)
+                printf("  %-16s", types[t]);
+            printf("%s%d.%d", first ? "" : ", ", a->heads[k].layer, a->heads[k].head);
+            first = 0;
+            any = 1;
+        }
+        if (!first)
+            printf("\n");
+    }
+    if (!any)
+        printf("  none\n");
+    printf("clusters at distance %.3g: %d\n", a->opts.cluster_threshold, a->n_clusters);
+    if (a->opts.ablation) {
+        printf("pruning candidates (|delta| < %g):", a->opts.prune_tol);
+        for (int k = 0; k < a->n_candidates; k++)
+            printf("%s%s", k ? ", " : " ", hs_head_name(a, a->candidates[k], name, sizeof name));
+        printf("%s\n", a->n_candidates ? "" : " none");
+    }
+    if (report_path)
+        printf("wrote %s\n", report_path);
+}
+
+int cmd_analyze(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"text", required_argument, NULL, 't'},     {"file", required_argument, NULL, 'f'},
+        {"text-pair", required_argument, NULL, OPT_PAIR}, {"output", required_argument, NULL, 'o'},
+        {"json", no_argument, NULL, OPT_JSON},       {"quiet", no_argument, NULL, 'q'},
+        {"truncate", no_argument, NULL, OPT_TRUNC},  {"layers", required_argument, NULL, OPT_LAYERS},
+        {"no-ablation", no_argument, NULL, OPT_NOABL}, {"no-pruning", no_argument, NULL, OPT_NOPRUNE},
+        {"similarity", required_argument, NULL, OPT_SIM},
+        {"cluster-threshold", required_argument, NULL, OPT_THR},
+        {"exclude-sinks", no_argument, NULL, OPT_SINKS},
+        {"probe-seed", required_argument, NULL, OPT_SEED},
+        {"probe-len", required_argument, NULL, OPT_PLEN},
+        {"prune-tol", required_argument, NULL, OPT_PTOL},
+        {"prune-stop", required_argument, NULL, OPT_PSTOP},
+        {"prune-beam", required_argument, NULL, OPT_PBEAM},
+        {"prune-max-steps", required_argument, NULL, OPT_PMAX},
+        {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0}};
+    const char *C = "analyze";
+    const char *text = NULL, *file = NULL, *pair = NULL, *outdir = NULL, *layers = NULL;
+    int json = 0, quiet = 0, truncate = 0, was_truncated = 0, c;
+    hs_analyze_opts ao;
+    hs_analyze_opts_default(&ao);
+    long lv;
+    double dv;
+    opterr = 0;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, ":t:f:o:qh", opts, NULL)) != -1) {
+        switch (c) {
+        case 't': text = optarg; break;
+        case 'f': file = optarg; break;
+        case OPT_PAIR: pair = optarg; break;
+        case 'o': outdir = optarg; break;
+        case OPT_JSON: json = 1; break;
+        case 'q': quiet = 1; break;
+        case OPT_TRUNC: truncate = 1; break;
+        case OPT_LAYERS:
+            if (parse_layers(optarg, 1 << 20, NULL, &(int){0}))
+                return cli_usage_error(C, "--layers '%s' is not a list like 0,2-3", optarg);
+            layers = optarg;
+            break;
+        case OPT_NOABL: ao.ablation = 0; break;
+        case OPT_NOPRUNE: ao.pruning = 0; break;
+        case OPT_SIM:
+            if (!strcmp(optarg, "pearson"))
+                ao.similarity = HS_SIM_PEARSON;
+            else if (!strcmp(optarg, "js"))
+                ao.similarity = HS_SIM_JS;
+            else
+                return cli_usage_error(C, "--similarity '%s' is not pearson or js", optarg);
+            break;
+        case OPT_THR:
+            if (parse_double(optarg, 0, 2, &dv))
+                return cli_usage_error(C, "--cluster-threshold '%s' is not a number in [0, 2]", optarg);
+            ao.cluster_threshold = dv;
+            break;
+        case OPT_SINKS: ao.exclude_sinks = 1; break;
+        case OPT_SEED:
+            if (parse_long(optarg, 0, 0x7fffffffL, &lv))
+                return cli_usage_error(C, "--probe-seed '%s' is not a number in [0, 2^31)", optarg);
+            ao.probe_seed = (uint64_t)lv;
+            break;
+        case OPT_PLEN:
+            if (parse_long(optarg, 1, 4096, &lv))
+                return cli_usage_error(C, "--probe-len '%s' is not a number in [1, 4096]", optarg);
+            ao.probe_half_len = (int)lv;
+            break;
+        case OPT_PTOL:
+            if (parse_double(optarg, 0, 1e6, &dv))
+                return cli_usage_error(C, "--prune-tol '%s' is not a number >= 0", optarg);
+            ao.prune_tol = dv;
+            break;
+        case OPT_PSTOP:
+            if (parse_double(optarg, 0, 1e6, &dv))
+                return cli_usage_error(C, "--prune-stop '%s' is not a number >= 0", optarg);
+            ao.prune_stop = dv;
+            break;
+        case OPT_PBEAM:
+            if (parse_long(optarg, 1, 1 << 20, &lv))
+                return cli_usage_error(C, "--prune-beam '%s' is not a number >= 1", optarg);
+            ao.prune_beam = (int)lv;
+            break;
+        case OPT_PMAX:
+            if (parse_long(optarg, 0, 1 << 20, &lv))
+                return cli_usage_error(C, "--prune-max-steps '%s' is not a number >= 0", optarg);
+            ao.prune_max_steps = (int)lv;
+            break;
+        case 'h': fputs(usage_text, stdout); return cli_finish_stdout(C);
+        case ':': return cli_usage_error(C, "option '%s' needs a value", argv[optind - 1]);
+        default: return cli_usage_error(C, "unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind != argc - 1)
+        return cli_usage_error(C, optind >= argc ? "no MODEL given" : "more than one MODEL given");
+    if (!outdir)
+        return cli_usage_error(C, "no output folder (use -o OUTDIR)");
+
+    cli_text t;
+    int rc = cli_text_get(C, text, file, pair, &t);
+    if (rc)
+        return rc;
+    hs_model *m = cli_model_load(C, argv[optind]);
+    hs_encoding enc = {0};
+    hs_analysis *a = NULL;
+    unsigned char *on = NULL;
+    char *json_text = NULL, *report_path = NULL;
+    hs_error err = {{0}};
+    rc = EXIT_FAIL;
+    if (!m)
+        goto done;
+    const hs_model_config *cfg = hs_model_config_of(m);
+    if (layers) {
+        int bad;
+        on = calloc((size_t)cfg->n_layer, 1);
+        if (!on)
+            goto done;
+        parse_layers(layers, cfg->n_layer, on, &bad);
+        if (bad >= 0) {
+            cli_error(C, "layer %d is out of range (the model has layers 0-%d)", bad, cfg->n_layer - 1);
+            goto done;
+        }
+        ao.layers = on;
+    }
+    if (cli_encode(C, m, &t, truncate, &enc, &was_truncated))
+        goto done;
+    if (!quiet && isatty(STDERR_FILENO))
+        ao.progress = progress;
+
+    struct stat sb;
+    if (stat(outdir, &sb) == 0 ? !S_ISDIR(sb.st_mode) : mkdir(outdir, 0777) != 0) {
+        cli_error(C, "cannot use '%s' as the output folder: %s", outdir,
+                  errno ? strerror(errno) : "Not a directory");
+        goto done;
+    }
+    hs_analyze_input in = {.ids = enc.ids, .type_ids = enc.type_ids, .n = (int)enc.n,
+                           .tokens = (const char *const *)enc.tokens, .text = t.text,
+                           .text_pair = t.pair, .truncated = was_truncated};
+    if (hs_analyze_run(m, &in, &ao, &a, &err) != HS_OK) {
+        cli_error(C, "%s", err.msg);
+        goto done;
+    }
+    const char *files[] = {"report.json"};
+    json_text = hs_report_json(a, files, 1, 1);
+    size_t plen = strlen(outdir) + 16;
+    report_path = malloc(plen);
+    if (!json_text || !report_path) {
+        cli_error(C, "out of memory");
+        goto done;
+    }
+    snprintf(report_path, plen, "%s/report.json", outdir);
+    if (hs_file_write_atomic(report_path, json_text, strlen(json_text), &err) != HS_OK) {
+        cli_error(C, "%s", err.msg);
+        goto done;
+    }
+    if (json)
+        puts(json_text);
+    else if (!quiet)
+        print_summary(a, report_path);
+    rc = cli_finish_stdout(C);
+done:
+    free(report_path);
+    free(json_text);
+    hs_analysis_free(a);
+    free(on);
+    hs_encoding_free(&enc);
+    hs_model_free(m);
+    cli_text_free(&t);
+    return rc;
+}
