@@ -140,6 +140,59 @@ expect 1 "pair on gpt2" -- "$HS" attn "$G" --text a --text-pair b -o "$T/x.npy"
 expect 1 "unwritable output" -- "$HS" attn "$G" --text hi -o "$T/no/such/dir/x.npy"
 one_line_error "unwritable output"
 
+# ---- analyze ---------------------------------------------------------------------------
+REP="The cat sat on the mat. The cat sat on the mat. The cat sat on the mat."
+expect 0 "analyze tiny-gpt2" -- "$HS" analyze "$G" --text "$REP" -o "$T/an"
+grep -q "^wrote $T/an/report.json" "$T/out" && ok || bad "analyze summary: $(cat "$T/out")"
+"$PY" fixtures/ref/check_report.py "$G" "$T/an/report.json" --tol 1e-4 >"$T/cmp" 2>&1 && ok || bad "report vs reference: $(cat "$T/cmp")"
+# the shipped model's circuit: 0.2 previous-token, 1.1 induction; on a repeated text the
+# induction head's ablation raises the loss more than any other head's
+"$PY" - "$T/an/report.json" <<'PYEOF' && ok || bad "tiny-gpt2 heads not identified"
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["schema"] == "headscope.report/1"
+h = {x["id"]: x for x in r["heads"]}
+assert h["0.2"]["label"] == "previous_token", h["0.2"]
+assert h["1.1"]["label"] == "induction", h["1.1"]
+assert h["0.2"]["scores"]["previous_token"] > 0.9
+assert h["1.1"]["scores"]["induction"] > 0.8
+top = max(r["heads"], key=lambda x: x["ablation_delta"])
+assert top["id"] == "1.1", top["id"]
+for k in ("model", "input", "loss", "heads", "diversity", "similarity", "clusters", "pruning", "probe"):
+    assert k in r, k
+assert len(r["similarity"]["matrix"]) == 8 and len(r["diversity"]["pairwise_frobenius"]) == 8
+assert len(r["clusters"]["merges"]) == 7 and len(r["clusters"]["labels"]) == 8
+assert r["pruning"]["curve"] and all(c["removed"] for c in r["pruning"]["curve"])
+PYEOF
+expect 0 "analyze --json" -- "$HS" analyze "$G" --text "$REP" -o "$T/an2" --json --no-pruning
+"$PY" -c "import json,sys; a=json.load(open('$T/out')); b=json.load(open('$T/an2/report.json')); sys.exit(a!=b)" && ok || bad "--json prints the report"
+expect 0 "analyze tiny-bert pair" -- "$HS" analyze "$B" --text "The capital of France is Paris." --text-pair "It is a big city." -o "$T/bp" -q
+"$PY" fixtures/ref/check_report.py "$B" "$T/bp/report.json" >"$T/cmp" 2>&1 && ok || bad "bert pair report: $(cat "$T/cmp")"
+expect 0 "analyze tiny-bert single" -- "$HS" analyze "$B" --text "The capital of France is [MASK]." -o "$T/bs" -q
+"$PY" fixtures/ref/check_report.py "$B" "$T/bs/report.json" >"$T/cmp" 2>&1 && ok || bad "bert single report: $(cat "$T/cmp")"
+expect 2 "analyze bad threshold" -- "$HS" analyze "$G" --text hi -o "$T/x" --cluster-threshold -1
+expect 2 "analyze bad threshold text" -- "$HS" analyze "$G" --text hi -o "$T/x" --cluster-threshold abc
+expect 2 "analyze bad layers syntax" -- "$HS" analyze "$G" --text hi -o "$T/x" --layers 1-
+expect 2 "analyze bad similarity" -- "$HS" analyze "$G" --text hi -o "$T/x" --similarity cosine
+expect 2 "analyze no -o" -- "$HS" analyze "$G" --text hi
+expect 1 "analyze layer out of range" -- "$HS" analyze "$G" --text hi -o "$T/lr" --layers 0,5
+one_line_error "layer out of range"
+stderr_has "layer out of range" "layer 5 is out of range"
+no_file "layer out of range" "$T/lr/report.json"
+expect 1 "analyze one token needs no-ablation" -- "$HS" analyze "$G" --text "Hello" -o "$T/one"
+stderr_has "one token" "--no-ablation"
+no_file "one token" "$T/one/report.json"
+expect 0 "analyze one token without ablation" -- "$HS" analyze "$G" --text "Hello" -o "$T/one" --no-ablation -q
+expect 0 "analyze --layers" -- "$HS" analyze "$G" --text "$REP" -o "$T/l1" --layers 1 -q
+"$PY" -c "
+import json; r=json.load(open('$T/l1/report.json'))
+assert [h['id'] for h in r['heads']] == ['1.0','1.1','1.2','1.3']
+assert r['diversity']['per_layer'][0] is None" && ok || bad "--layers restricts the heads"
+expect 1 "analyze bad model" -- "$HS" analyze fixtures/bad/nan_weight --text hi -o "$T/bm"
+no_file "bad model" "$T/bm/report.json"
+expect 1 "analyze output is a file" -- "$HS" analyze "$G" --text hi -o fixtures/bad/MANIFEST.tsv
+one_line_error "output is a file"
+
 # ---- info ----------------------------------------------------------------------------------
 expect 0 "info gpt2" -- "$HS" info "$G"
 grep -q "^layers: *2$" "$T/out" && grep -q "byte-level BPE, 50257 tokens" "$T/out" && ok || bad "info gpt2: $(cat "$T/out")"
