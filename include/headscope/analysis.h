@@ -1,0 +1,196 @@
+/*
+ * headscope/analysis.h — per-head metrics of recorded attention maps.
+ *
+ * Pure functions of attention maps and token ids: no model code, no I/O, no globals.
+ * Every metric is defined exactly in docs/metrics.md; the comments here say what each
+ * function computes, what it returns and who frees what.
+ *
+ * Maps are flat float arrays, row = query, column = key, and a map index for layer l,
+ * head h of an (L, H, n, n) trace is l*H + h:
+ *
+ *     maps: (n_maps, n, n)     e.g. hs_trace.attn with n_maps = n_layer * n_head
+ *
+ * causal != 0 (GPT-2): query row i sees keys 0..i and entries above the diagonal are
+ * ignored (they are 0 in a trace). causal == 0 (BERT): every row sees all n keys.
+ * Every entry must be finite and >= 0 (HS_E_VALUE otherwise, naming map, row and
+ * column); rows are not renormalised (a row of a trace sums to 1 over its keys).
+ * Metrics are accumulated in double; NaN means "undefined" (no qualifying rows) and is
+ * written as null in report.json.
+ *
+ *     hs_entropy ent[144];  hs_detect det[144];
+ *     unsigned char sink[128];
+ *     hs_entropy_compute(t->attn, L * H, n, causal, NULL, ent, &err);
+ *     hs_sinks_mark(ids, n, 101, 102, sink, &err);                  // BERT
+ *     hs_detect_compute(t->attn, L * H, n, causal, ids, 102, NULL, det, &err);
+ *     double *r = malloc(sizeof(double) * 144 * 144), *d = malloc(...);
+ *     hs_similarity_compute(t->attn, L * H, n, causal, HS_SIM_PEARSON, r, &err);
+ *     hs_similarity_distance(r, L * H, HS_SIM_PEARSON, d, &err);   // 1 - r
+ *     hs_linkage *lk = NULL;
+ *     hs_linkage_build(d, L * H, &lk, &err);
+ *     hs_linkage_cut(lk, 0.5, labels, &n_clusters, &err);
+ *     hs_linkage_free(lk);
+ *
+ * Per-head functions (entropy, detectors, word maps) work on any number of maps, so a
+ * forward-pass observer can call them per layer with n_maps = n_head and never keep the
+ * whole trace. The pairwise functions (diversity matrix, similarity) need all maps.
+ */
+#ifndef HEADSCOPE_ANALYSIS_H
+#define HEADSCOPE_ANALYSIS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "headscope/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- input checks and sink positions ---------------------------------------------- */
+
+/* Checks maps: (n_maps, n, n): n_maps >= 1, n >= 1, the size fits in memory, maps is
+ * not NULL, and every entry (above the diagonal too) is finite and >= 0. Returns HS_OK,
+ * HS_E_ARG or HS_E_VALUE (message names the first bad entry). Every function below that
+ * takes maps runs this check first. */
+hs_status hs_maps_check(const float *maps, int n_maps, int n, hs_error *err);
+
+/* Marks the attention-sink positions of a sequence in sink: (n), 1 = sink, 0 = not:
+ * position 0 always, and every position whose id equals cls_id or sep_id (pass a
+ * negative id to skip it; GPT-2: hs_sinks_mark(ids, n, -1, -1, ...) marks only 0).
+ * ids may be NULL when both ids are negative. The caller owns sink. */
+hs_status hs_sinks_mark(const int32_t *ids, int n, int32_t cls_id, int32_t sep_id,
+                        unsigned char *sink, hs_error *err);
+
+/* ---- entropy ----------------------------------------------------------------------- */
+
+typedef struct hs_entropy {
+    double nats;   /* mean over counted rows of H_i = -sum_j p_ij ln p_ij (0 ln 0 = 0) */
+    double bits;   /* nats / ln 2 */
+    double norm;   /* mean over counted rows with > 1 key of H_i / ln(#keys_i); NaN if none */
+    double rowmax; /* mean over counted rows of max_j p_ij ("confidence") */
+    int rows;      /* number of rows counted (n without sinks) */
+} hs_entropy;
+
+/* Entropy of every map: maps: (n_maps, n, n) -> out: (n_maps), caller-owned.
+ * Row i counts the keys it may see (causal: j <= i). sink: (n) from hs_sinks_mark, or
+ * NULL to count everything. With sink, sink query rows are left out, sink keys are
+ * dropped and each remaining row is renormalised over its non-sink keys (#keys_i
+ * counts non-sink keys); a row whose non-sink mass is 0 is left out. A map with no
+ * counted row gets NaN in every field and rows = 0. */
+hs_status hs_entropy_compute(const float *maps, int n_maps, int n, int causal,
+                             const unsigned char *sink, hs_entropy *out, hs_error *err);
+
+/* ---- detectors ("mul" score: mean attention mass on a pattern) --------------------- */
+
+typedef struct hs_detect {
+    double prev_token;  /* cell (i, i-1), rows i >= 1 */
+    double self;        /* cell (i, i) */
+    double first_token; /* cell (i, 0): the first-token / [CLS] sink */
+    double sep;         /* cells (i, j) with ids[j] == sep_id; NaN if sep_id < 0 or absent */
+    double duplicate;   /* cells (i, j), j < i, ids[j] == ids[i] */
+    double induction;   /* cells (i, j), 1 <= j, j != i, j visible, ids[j-1] == ids[i] */
+} hs_detect;
+
+/* Detector scores of every map: maps: (n_maps, n, n), ids: (n) -> out: (n_maps),
+ * caller-owned. Each score is the mean over query rows that have at least one visible
+ * pattern cell of the row's summed attention on its pattern cells; a map with no such
+ * row gets NaN (e.g. duplicate/induction on text without repeats).
+ * sep_id: the [SEP] id (102 for bert-base-uncased), or negative for no [SEP] score.
+ * sink: (n) from hs_sinks_mark, or NULL. With sink, prev_token, self, duplicate and
+ * induction leave out sink query rows and sink key cells and divide each row's pattern
+ * mass by its non-sink mass (rows with non-sink mass 0 are left out); first_token and
+ * sep measure the sinks themselves and are always computed on the raw map. */
+hs_status hs_detect_compute(const float *maps, int n_maps, int n, int causal, const int32_t *ids,
+                            int32_t sep_id, const unsigned char *sink, hs_detect *out,
+                            hs_error *err);
+
+/* A seeded induction probe: half_len distinct token ids drawn uniformly from
+ * [vocab_lo, vocab_hi), then the same half_len ids again: out: (2 * half_len),
+ * caller-owned. Deterministic for a seed on every platform: splitmix64 (state = seed;
+ * state += 0x9e3779b97f4a7c15; z = state; z = (z ^ z >> 30) * 0xbf58476d1ce4e5b9;
+ * z = (z ^ z >> 27) * 0x94d049bb133111eb; return z ^ z >> 31), a draw in [0, m) is the
+ * first z with z < 2^64 - (2^64 mod m), taken mod m; the ids are chosen by partial
+ * Fisher-Yates over the range: for k = 0..half_len-1, swap slot k with slot
+ * k + draw(range - k) of the virtual array vocab_lo..vocab_hi-1 and take slot k.
+ * Requires 1 <= half_len <= 2^20 and 0 <= vocab_lo, vocab_hi - vocab_lo >= half_len. */
+hs_status hs_probe_repeated(uint64_t seed, int half_len, int32_t vocab_lo, int32_t vocab_hi,
+                            int32_t *out, hs_error *err);
+
+/* ---- pairwise comparisons ---------------------------------------------------------- */
+
+/* Frobenius diversity of an (L, H, n, n) trace. layer: (n_layer), caller-owned, gets
+ * (1/H^2) sum_a sum_b ||A_a - A_b||_F over the heads of each layer (all n*n entries).
+ * pairwise: (L*H, L*H), caller-owned, gets ||A_p - A_q||_F for every pair of heads, or
+ * pass NULL to skip it (then only same-layer pairs are computed). Either output may be
+ * NULL, not both. */
+hs_status hs_diversity_compute(const float *attn, int n_layer, int n_head, int n, double *layer,
+                               double *pairwise, hs_error *err);
+
+typedef enum hs_sim_method {
+    HS_SIM_PEARSON = 0, /* Pearson r of the flattened visible entries */
+    HS_SIM_JS = 1       /* Jensen-Shannon divergence, mean over query rows, in nats */
+} hs_sim_method;
+
+/* Head similarity matrix: maps: (n_maps, n, n) -> out: (n_maps, n_maps), caller-owned,
+ * symmetric.
+ * HS_SIM_PEARSON: Pearson correlation of the maps flattened over the entries every head
+ *   can see (causal: j <= i, n(n+1)/2 entries; else all n*n). out[a][a] = 1, and
+ *   out[a][b] = 0 when map a or b is constant on those entries (zero variance).
+ * HS_SIM_JS: Jensen-Shannon divergence (natural log, 0 <= JS <= ln 2) between the two
+ *   heads' distributions of each query row over its visible keys, mean over rows
+ *   (Clark et al. 2019); out[a][a] = 0. A divergence, not a similarity. */
+hs_status hs_similarity_compute(const float *maps, int n_maps, int n, int causal,
+                                hs_sim_method method, double *out, hs_error *err);
+
+/* Clustering distances from a similarity matrix: sim, dist: (n_maps, n_maps) (may be the
+ * same buffer). Pearson: 1 - r (0..2); JS: the divergence itself. Diagonal set to 0. */
+hs_status hs_similarity_distance(const double *sim, int n_maps, hs_sim_method method,
+                                 double *dist, hs_error *err);
+
+/* ---- clustering -------------------------------------------------------------------- */
+
+/* One merge, SciPy linkage convention: clusters a < b (leaves are 0..n-1, merge k
+ * creates cluster n + k), their average-linkage distance, and the new cluster's size. */
+typedef struct hs_merge {
+    int a, b;
+    double dist;
+    int size;
+} hs_merge;
+
+typedef struct hs_linkage {
+    int n;             /* leaves (heads) */
+    hs_merge *merges;  /* (n - 1) in merge order, distances non-decreasing */
+    int *order;        /* (n) dendrogram leaf order, left (a) before right (b) */
+} hs_linkage;
+
+/* Agglomerative clustering with average linkage (UPGMA) of dist: (n, n), symmetric,
+ * finite, >= 0 (diagonal ignored). Each step merges the two clusters at the smallest
+ * distance; exact ties go to the pair with the smallest lower cluster id, then the
+ * smallest higher id. On success *out owns merges and order (one allocation); free with
+ * hs_linkage_free. */
+hs_status hs_linkage_build(const double *dist, int n, hs_linkage **out, hs_error *err);
+
+/* Frees a linkage; accepts NULL. */
+void hs_linkage_free(hs_linkage *lk);
+
+/* Flat clusters at a distance threshold: clusters are the connected components of the
+ * merges with dist <= threshold. labels: (n), caller-owned, numbered 0.. in order of
+ * first appearance over leaves 0..n-1; *n_clusters (may be NULL) gets their count.
+ * threshold must be finite and >= 0 (HS_E_ARG otherwise). */
+hs_status hs_linkage_cut(const hs_linkage *lk, double threshold, int *labels, int *n_clusters,
+                         hs_error *err);
+
+/* ---- word-level maps (Clark et al. 2019) ------------------------------------------- */
+
+/* Merges subword tokens into words: word: (n), word[i] in [0, n_words) is the word of
+ * token i and every word has at least one token. out: (n_maps, n_words, n_words),
+ * caller-owned: out[u][v] = mean over query tokens i of u of sum over key tokens j of v
+ * of A[i][j] (keys summed, queries averaged), so rows still sum to 1. causal is only
+ * used to ignore entries above the diagonal. */
+hs_status hs_wordmap_compute(const float *maps, int n_maps, int n, int causal, const int32_t *word,
+                             int n_words, float *out, hs_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* HEADSCOPE_ANALYSIS_H */
