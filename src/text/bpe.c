@@ -1,0 +1,394 @@
+/*
+ * GPT-2 byte-level BPE as GPT2Tokenizer: "<|endoftext|>" split out whole, the GPT-2
+ * pre-tokenisation pattern as a hand-written scanner, bytes mapped to printable characters,
+ * then merges by rank.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "text/text_internal.h"
+
+/* ---- byte-level alphabet ---------------------------------------------------------------- */
+
+/* GPT-2 keeps the printable Latin-1 bytes (0x21-0x7E, 0xA1-0xAC, 0xAE-0xFF) as themselves and
+ * gives the other 68 the characters U+0100.. in byte order: 0x00-0x20, 0x7F-0xA0, 0xAD. */
+static int32_t byte_to_char(unsigned b)
+{
+    if (b <= 0x20)
+        return (int32_t)(0x100 + b);
+    if (b >= 0x7F && b <= 0xA0)
+        return (int32_t)(0x100 + 33 + (b - 0x7F));
+    if (b == 0xAD)
+        return 0x100 + 67;
+    return (int32_t)b;
+}
+
+int hs_bpe_char_to_byte(int32_t cp)
+{
+    if ((cp >= 0x21 && cp <= 0x7E) || (cp >= 0xA1 && cp <= 0xAC) || (cp >= 0xAE && cp <= 0xFF))
+        return (int)cp;
+    if (cp >= 0x100 && cp < 0x100 + 33)
+        return (int)(cp - 0x100);
+    if (cp >= 0x100 + 33 && cp < 0x100 + 67)
+        return (int)(cp - 0x100 - 33 + 0x7F);
+    if (cp == 0x100 + 67)
+        return 0xAD;
+    return -1;
+}
+
+/* ---- building the merge table ------------------------------------------------------------ */
+
+/* Symbol id of a string: its vocabulary id, or a new merge-only symbol after the vocabulary. */
+static hs_status intern(hs_tokenizer *t, const char *s, size_t len, int32_t *sym)
+{
+    *sym = hs_strtab_find(&t->syms, s, len);
+    if (*sym >= 0)
+        return HS_OK;
+    return hs_strtab_push(&t->syms, s, len, sym);
+}
+
+static void merge_where(char *buf, size_t cap, const size_t *lines, size_t i)
+{
+    if (lines)
+        snprintf(buf, cap, "line %zu", lines[i]);
+    else
+        snprintf(buf, cap, "merge %zu", i);
+}
+
+hs_status hs_bpe_build(hs_tokenizer *t, const char *const *merges, const size_t *merge_lines,
+                       size_t n_merges, const char *what, hs_error *err)
+{
+    char where[64];
+    char *cat = NULL;
+    hs_status st = HS_OK;
+    if (n_merges > HS_TOK_MAX_MERGES) {
+        st = hs_fail(err, HS_E_FORMAT, "%s: %zu merges is more than the limit of %zu", what,
+                     n_merges, HS_TOK_MAX_MERGES);
+        goto fail;
+    }
+    cat = malloc(2 * HS_TOK_MAX_TOKEN_BYTES + 1);
+    if (!cat) {
+        st = hs_fail(err, HS_E_NOMEM, "out of memory building the merge table");
+        goto fail;
+    }
+    for (size_t i = 0; i < n_merges; i++) {
+        const char *m = merges[i];
+        if (!m) {
+            st = hs_fail(err, HS_E_ARG, "%s: merge %zu is NULL", what, i);
+            goto fail;
+        }
+        size_t len = strlen(m), bad;
+        const char *sp = memchr(m, ' ', len);
+        if (!sp || sp == m || sp + 1 == m + len || memchr(sp + 1, ' ', len - (size_t)(sp + 1 - m))) {
+            merge_where(where, sizeof where, merge_lines, i);
+            st = hs_fail(err, HS_E_FORMAT, "%s %s: expected two symbols separated by one space",
+                         what, where);
+            goto fail;
+        }
+        if (len > 2 * HS_TOK_MAX_TOKEN_BYTES) {
+            merge_where(where, sizeof where, merge_lines, i);
+            st = hs_fail(err, HS_E_FORMAT, "%s %s: merge is longer than %d bytes", what, where,
+                         2 * HS_TOK_MAX_TOKEN_BYTES);
+            goto fail;
+        }
+        if (!hs_utf8_valid(m, len, &bad)) {
+            merge_where(where, sizeof where, merge_lines, i);
+            st = hs_fail(err, HS_E_FORMAT, "%s %s: invalid utf-8 at byte %zu", what, where, bad);
+            goto fail;
+        }
+        size_t llen = (size_t)(sp - m), rlen = len - llen - 1;
+        int32_t left, right, result;
+        memcpy(cat, m, llen);
+        memcpy(cat + llen, sp + 1, rlen);
+        if (intern(t, m, llen, &left) != HS_OK || intern(t, sp + 1, rlen, &right) != HS_OK ||
+            intern(t, cat, llen + rlen, &result) != HS_OK ||
+            hs_pairmap_put(&t->merges, left, right, (int32_t)i, result) != HS_OK ||
+            hs_strtab_push(&t->merge_text, m, len, NULL) != HS_OK) {
+            st = hs_fail(err, HS_E_NOMEM, "out of memory building the merge table");
+            goto fail;
+        }
+    }
+    for (unsigned b = 0; b < 256; b++) {
+        char u[4];
+        t->byte_sym[b] = hs_strtab_find(&t->syms, u, hs_utf8_put(byte_to_char(b), u));
+    }
+    free(cat);
+    return HS_OK;
+fail:
+    free(cat);
+    return st;
+}
+
+/* ---- pre-tokenisation -------------------------------------------------------------------- */
+
+enum { CL_OTHER, CL_LETTER, CL_NUMBER, CL_SPACE };
+
+static int char_class(int32_t cp)
+{
+    if (hs_uni_is_white_space(cp))
+        return CL_SPACE;
+    if (hs_uni_is_letter(cp))
+        return CL_LETTER;
+    if (hs_uni_is_number(cp))
+        return CL_NUMBER;
+    return CL_OTHER;
+}
+
+/*
+ * End of the pre-token starting at s[i] (i < n), following the alternatives of
+ *   's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
+ * in order, as the regex engine tries them at one position.
+ */
+static size_t pretoken_end(const unsigned char *s, size_t n, size_t i)
+{
+    size_t j = i;
+    int32_t c = hs_utf8_next(s, &j);
+    if (c == '\'' && j < n) {
+        unsigned d = s[j];
+        if (d == 's' || d == 't' || d == 'm' || d == 'd')
+            return j + 1;
+        if (j + 1 < n) {
+            unsigned e = s[j + 1];
+            if ((d == 'r' && e == 'e') || (d == 'v' && e == 'e') || (d == 'l' && e == 'l'))
+                return j + 2;
+        }
+    }
+    int cls = char_class(c);
+    size_t run = j; /* the class run continues from here */
+    if (c == ' ' && j < n) {
+        size_t k = j;
+        int next = char_class(hs_utf8_next(s, &k));
+        if (next != CL_SPACE) { /* " ?X+": the space leads a run of X */
+            cls = next;
+            run = k;
+        }
+    }
+    if (cls != CL_SPACE) {
+        while (run < n) {
+            size_t k = run;
+            if (char_class(hs_utf8_next(s, &k)) != cls)
+                break;
+            run = k;
+        }
+        return run;
+    }
+    /* whitespace run [i, end); last is where its final character starts */
+    size_t end = j, last = i;
+    while (end < n) {
+        size_t k = end;
+        if (!hs_uni_is_white_space(hs_utf8_next(s, &k)))
+            break;
+        last = end;
+        end = k;
+    }
+    if (end == n)
+        return end;   /* \s+(?!\S) at the end of the text */
+    if (last > i)
+        return last;  /* \s+(?!\S) backs off one character, leaving it to the next word */
+    return end;       /* \s+ : a single whitespace character before a non-space */
+}
+
+/* ---- merging ------------------------------------------------------------------------------- */
+
+typedef struct cand {
+    int32_t rank, pos, left, right;
+} cand;
+
+typedef struct bpe_work {
+    int32_t *sym, *next, *prev; /* (cap) per byte position of the pre-token */
+    cand *heap, *pend;          /* (3 * cap), (2 * cap) */
+    size_t cap, n_heap, n_pend;
+} bpe_work;
+
+#define SYM_DEAD (-2)
+
+static int cand_before(const cand *a, const cand *b)
+{
+    return a->rank < b->rank || (a->rank == b->rank && a->pos < b->pos);
+}
+
+static void heap_push(bpe_work *w, cand c)
+{
+    size_t i = w->n_heap++;
+    while (i > 0) {
+        size_t p = (i - 1) / 2;
+        if (!cand_before(&c, &w->heap[p]))
+            break;
+        w->heap[i] = w->heap[p];
+        i = p;
+    }
+    w->heap[i] = c;
+}
+
+static cand heap_pop(bpe_work *w)
+{
+    cand top = w->heap[0], last = w->heap[--w->n_heap];
+    size_t i = 0, n = w->n_heap;
+    for (;;) {
+        size_t l = 2 * i + 1, m = i;
+        const cand *best = &last;
+        if (l < n && cand_before(&w->heap[l], best)) {
+            m = l;
+            best = &w->heap[l];
+        }
+        if (l + 1 < n && cand_before(&w->heap[l + 1], best))
+            m = l + 1;
+        if (m == i)
+            break;
+        w->heap[i] = w->heap[m];
+        i = m;
+    }
+    if (n > 0)
+        w->heap[i] = last;
+    return top;
+}
+
+static int make_cand(const hs_tokenizer *t, const bpe_work *w, int32_t pos, cand *c)
+{
+    int32_t r = w->next[pos];
+    const hs_pair_entry *e = hs_pairmap_get(&t->merges, w->sym[pos], w->sym[r]);
+    if (!e)
+        return 0;
+    c->rank = e->rank;
+    c->pos = pos;
+    c->left = w->sym[pos];
+    c->right = w->sym[r];
+    return 1;
+}
+
+static hs_status work_reserve(bpe_work *w, size_t m)
+{
+    if (m <= w->cap)
+        return HS_OK;
+    size_t cap = w->cap ? w->cap : 64;
+    while (cap < m)
+        cap *= 2;
+    if (cap > (size_t)INT32_MAX || cap > SIZE_MAX / (3 * sizeof(cand)))
+        return HS_E_NOMEM;
+    free(w->sym);
+    free(w->next);
+    free(w->prev);
+    free(w->heap);
+    free(w->pend);
+    w->sym = malloc(cap * sizeof *w->sym);
+    w->next = malloc(cap * sizeof *w->next);
+    w->prev = malloc(cap * sizeof *w->prev);
+    w->heap = malloc(3 * cap * sizeof *w->heap);
+    w->pend = malloc(2 * cap * sizeof *w->pend);
+    w->cap = cap;
+    if (!w->sym || !w->next || !w->prev || !w->heap || !w->pend) {
+        w->cap = 0;
+        return HS_E_NOMEM;
+    }
+    return HS_OK;
+}
+
+/*
+ * BPE over the bytes of one pre-token. GPT2Tokenizer repeatedly takes the adjacent pair with
+ * the lowest rank and merges all its non-overlapping occurrences left to right. Candidates sit
+ * in a heap ordered by (rank, position); all candidates of one rank form a round, and pairs
+ * created during a round join the heap only after it, so the result is the same for any
+ * merge list, at O(m log m).
+ */
+static hs_status bpe_word(const hs_tokenizer *t, const unsigned char *b, size_t m, bpe_work *w,
+                          hs_idvec *out)
+{
+    if (m == 1) {
+        int32_t s = t->byte_sym[b[0]];
+        return hs_idvec_push(out, s >= 0 && (size_t)s < t->n_vocab ? s : t->eot);
+    }
+    if (work_reserve(w, m) != HS_OK)
+        return HS_E_NOMEM;
+    for (size_t k = 0; k < m; k++) {
+        w->sym[k] = t->byte_sym[b[k]];
+        w->prev[k] = (int32_t)k - 1;
+        w->next[k] = k + 1 < m ? (int32_t)k + 1 : -1;
+    }
+    w->n_heap = w->n_pend = 0;
+    for (size_t k = 0; k + 1 < m; k++) {
+        cand c;
+        if (make_cand(t, w, (int32_t)k, &c))
+            heap_push(w, c);
+    }
+    int32_t round = -1;
+    for (;;) {
+        if (w->n_heap == 0 || w->heap[0].rank != round) {
+            for (size_t k = 0; k < w->n_pend; k++)
+                heap_push(w, w->pend[k]);
+            w->n_pend = 0;
+            if (w->n_heap == 0)
+                break;
+            round = w->heap[0].rank;
+        }
+        cand c = heap_pop(w);
+        int32_t p = c.pos, r = w->next[p];
+        if (w->sym[p] != c.left || r < 0 || w->sym[r] != c.right)
+            continue; /* stale: one side was merged since */
+        w->sym[p] = hs_pairmap_get(&t->merges, c.left, c.right)->result;
+        w->sym[r] = SYM_DEAD;
+        w->next[p] = w->next[r];
+        if (w->next[p] >= 0)
+            w->prev[w->next[p]] = p;
+        cand nc;
+        if (w->prev[p] >= 0 && make_cand(t, w, w->prev[p], &nc))
+            w->pend[w->n_pend++] = nc;
+        if (w->next[p] >= 0 && make_cand(t, w, p, &nc))
+            w->pend[w->n_pend++] = nc;
+    }
+    for (int32_t k = 0; k >= 0; k = w->next[k]) {
+        int32_t s = w->sym[k];
+        if (hs_idvec_push(out, s >= 0 && (size_t)s < t->n_vocab ? s : t->eot) != HS_OK)
+            return HS_E_NOMEM;
+    }
+    return HS_OK;
+}
+
+static hs_status encode_piece(const hs_tokenizer *t, const unsigned char *s, size_t n,
+                              bpe_work *w, hs_idvec *out)
+{
+    size_t i = 0;
+    while (i < n) {
+        size_t e = pretoken_end(s, n, i);
+        if (bpe_word(t, s + i, e - i, w, out) != HS_OK)
+            return HS_E_NOMEM;
+        i = e;
+    }
+    return HS_OK;
+}
+
+hs_status hs_bpe_encode(const hs_tokenizer *t, const char *text, size_t len, hs_idvec *out,
+                        hs_error *err)
+{
+    static const size_t eot_len = sizeof HS_GPT2_EOT - 1;
+    const unsigned char *s = (const unsigned char *)text;
+    bpe_work w = {0};
+    size_t piece = 0, i = 0;
+    hs_status st = HS_E_NOMEM; /* the only way to fail */
+    while (i < len) {
+        const unsigned char *p = memchr(s + i, '<', len - i);
+        if (!p)
+            break;
+        size_t k = (size_t)(p - s);
+        if (len - k >= eot_len && memcmp(p, HS_GPT2_EOT, eot_len) == 0) {
+            if (encode_piece(t, s + piece, k - piece, &w, out) != HS_OK ||
+                hs_idvec_push(out, t->eot) != HS_OK)
+                goto fail;
+            i = piece = k + eot_len;
+        } else {
+            i = k + 1;
+        }
+    }
+    if (encode_piece(t, s + piece, len - piece, &w, out) != HS_OK)
+        goto fail;
+    st = HS_OK;
+fail:
+    free(w.sym);
+    free(w.next);
+    free(w.prev);
+    free(w.heap);
+    free(w.pend);
+    if (st != HS_OK)
+        hs_fail(err, st, "out of memory encoding %zu bytes of text", len);
+    return st;
+}

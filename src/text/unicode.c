@@ -1,0 +1,138 @@
+/* UTF-8 validation, encoding and repair; the character classes the tokenizers need. */
+#include <string.h>
+#include <utf8proc.h>
+
+#include "text/text_internal.h"
+
+/* Length of the valid UTF-8 sequence at s[i..len), or 0 if it is invalid; *sub is then the
+ * length of its maximal valid prefix (at least 1), the unit Python replaces by one U+FFFD. */
+static size_t utf8_seq(const unsigned char *s, size_t len, size_t i, size_t *sub)
+{
+    unsigned c = s[i];
+    size_t need;
+    unsigned lo = 0x80, hi = 0xBF; /* allowed range of the second byte */
+    *sub = 1;
+    if (c < 0x80)
+        return 1;
+    if (c >= 0xC2 && c <= 0xDF) {
+        need = 2;
+    } else if (c >= 0xE0 && c <= 0xEF) {
+        need = 3;
+        if (c == 0xE0)
+            lo = 0xA0; /* overlong */
+        else if (c == 0xED)
+            hi = 0x9F; /* surrogates */
+    } else if (c >= 0xF0 && c <= 0xF4) {
+        need = 4;
+        if (c == 0xF0)
+            lo = 0x90; /* overlong */
+        else if (c == 0xF4)
+            hi = 0x8F; /* above U+10FFFF */
+    } else {
+        return 0;
+    }
+    for (size_t k = 1; k < need; k++) {
+        if (i + k >= len)
+            return 0;
+        unsigned b = s[i + k];
+        unsigned l = k == 1 ? lo : 0x80, h = k == 1 ? hi : 0xBF;
+        if (b < l || b > h)
+            return 0;
+        *sub = k + 1;
+    }
+    return need;
+}
+
+int hs_utf8_valid(const char *s, size_t len, size_t *bad)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    size_t i = 0;
+    while (i < len) {
+        if (u[i] < 0x80) {
+            i++;
+            continue;
+        }
+        size_t sub, n = utf8_seq(u, len, i, &sub);
+        if (n == 0) {
+            *bad = i;
+            return 0;
+        }
+        i += n;
+    }
+    return 1;
+}
+
+size_t hs_utf8_put(int32_t cp, char *out)
+{
+    uint32_t c = (uint32_t)cp;
+    if (c < 0x80) {
+        out[0] = (char)c;
+        return 1;
+    }
+    if (c < 0x800) {
+        out[0] = (char)(0xC0 | (c >> 6));
+        out[1] = (char)(0x80 | (c & 0x3F));
+        return 2;
+    }
+    if (c < 0x10000) {
+        out[0] = (char)(0xE0 | (c >> 12));
+        out[1] = (char)(0x80 | ((c >> 6) & 0x3F));
+        out[2] = (char)(0x80 | (c & 0x3F));
+        return 3;
+    }
+    out[0] = (char)(0xF0 | (c >> 18));
+    out[1] = (char)(0x80 | ((c >> 12) & 0x3F));
+    out[2] = (char)(0x80 | ((c >> 6) & 0x3F));
+    out[3] = (char)(0x80 | (c & 0x3F));
+    return 4;
+}
+
+size_t hs_utf8_sanitize(const char *s, size_t len, char *buf, size_t cap)
+{
+    static const char repl[3] = {(char)0xEF, (char)0xBF, (char)0xBD};
+    const unsigned char *u = (const unsigned char *)s;
+    size_t i = 0, w = 0;
+    if (cap == 0)
+        return 0;
+    while (i < len) {
+        size_t sub, n = utf8_seq(u, len, i, &sub);
+        const char *src = n ? s + i : repl;
+        size_t m = n ? n : sizeof repl;
+        if (w + m + 1 > cap)
+            break;
+        memcpy(buf + w, src, m);
+        w += m;
+        i += n ? n : sub;
+    }
+    buf[w] = '\0';
+    return w;
+}
+
+int hs_uni_is_letter(int32_t cp)
+{
+    if (cp < 0x80)
+        return (cp | 0x20) >= 'a' && (cp | 0x20) <= 'z';
+    utf8proc_category_t c = utf8proc_category(cp);
+    return c >= UTF8PROC_CATEGORY_LU && c <= UTF8PROC_CATEGORY_LO;
+}
+
+int hs_uni_is_number(int32_t cp)
+{
+    if (cp < 0x80)
+        return cp >= '0' && cp <= '9';
+    utf8proc_category_t c = utf8proc_category(cp);
+    return c >= UTF8PROC_CATEGORY_ND && c <= UTF8PROC_CATEGORY_NO;
+}
+
+int hs_uni_is_white_space(int32_t cp)
+{
+    if (cp < 0x80)
+        return cp == ' ' || (cp >= 0x09 && cp <= 0x0D);
+    return cp == 0x85 || cp == 0xA0 || cp == 0x1680 || (cp >= 0x2000 && cp <= 0x200A) ||
+           cp == 0x2028 || cp == 0x2029 || cp == 0x202F || cp == 0x205F || cp == 0x3000;
+}
+
+int hs_uni_is_py_space(int32_t cp)
+{
+    return hs_uni_is_white_space(cp) || (cp >= 0x1C && cp <= 0x1F);
+}
