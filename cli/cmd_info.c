@@ -4,11 +4,13 @@
 #include <string.h>
 
 #include "cli.h"
+#include "gguf_info.h"
 
 static const char usage_text[] =
     "usage: headscope info MODEL\n\n"
     "Prints the model family, dimensions, parameter count, tokenizer and file format of MODEL\n"
-    "(Hugging Face folder or GGUF file).\n\n"
+    "(Hugging Face folder or GGUF file). For a GGUF file it then lists the header, every\n"
+    "metadata key with its type and value (arrays shortened) and the tensor table.\n\n"
     "  -h, --help   show this help\n";
 
 int cmd_info(int argc, char **argv)
@@ -59,6 +61,11 @@ int cmd_info(int argc, char **argv)
                    : "");
     else
         printf("tokenizer:    none (no tokenizer files)\n");
+    int rc = 0;
+    if (hs_model_format(m) == HS_FORMAT_GGUF) {
+        printf("\n");
+        rc = gguf_print_info(argv[optind], stdout);
+    }
     hs_model_free(m);
-    return cli_finish_stdout("info");
+    return rc ? rc : cli_finish_stdout("info");
 }

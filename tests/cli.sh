@@ -193,6 +193,48 @@ no_file "bad model" "$T/bm/report.json"
 expect 1 "analyze output is a file" -- "$HS" analyze "$G" --text hi -o fixtures/bad/MANIFEST.tsv
 one_line_error "output is a file"
 
+# ---- convert (GGUF) -----------------------------------------------------------------------
+expect 0 "convert --help" -- "$HS" convert --help
+expect 2 "convert bad type" -- "$HS" convert "$G" -o "$T/m.bin" --type q4_0
+expect 2 "convert without -o" -- "$HS" convert "$G"
+expect 1 "convert missing folder" -- "$HS" convert "$T/none" -o "$T/m.bin"
+one_line_error "convert missing folder"
+no_file "convert missing folder" "$T/m.bin"
+TXT="The cat sat on the mat. The cat sat on the mat."
+BTXT="The capital of France is [MASK]."
+"$HS" attn "$G" --text "$TXT" -o "$T/hf_g.npy" -q && "$HS" attn "$B" --text "$BTXT" -o "$T/hf_b.npy" -q || bad "attn on HF folders"
+"$HS" tokenize "$G" --text "$TXT" --json >"$T/ids_g.json"; "$HS" tokenize "$B" --text "$BTXT" --json >"$T/ids_b.json"
+for ty in f32 f16 bf16 q8_0; do
+    expect 0 "convert gpt2 $ty" -- "$HS" convert "$G" -o "$T/g_$ty.bin" --type "$ty"
+    expect 0 "convert bert $ty" -- "$HS" convert "$B" -o "$T/b_$ty.bin" --type "$ty"
+    expect 0 "tokenize gguf gpt2 $ty" -- "$HS" tokenize "$T/g_$ty.bin" --text "$TXT" --json
+    cmp -s "$T/out" "$T/ids_g.json" && ok || bad "gguf $ty gpt2 ids differ from the HF folder"
+    expect 0 "tokenize gguf bert $ty" -- "$HS" tokenize "$T/b_$ty.bin" --text "$BTXT" --json
+    cmp -s "$T/out" "$T/ids_b.json" && ok || bad "gguf $ty bert ids differ from the HF folder"
+    expect 0 "attn gguf gpt2 $ty" -- "$HS" attn "$T/g_$ty.bin" --text "$TXT" -o "$T/g_$ty.npy"
+    expect 0 "attn gguf bert $ty" -- "$HS" attn "$T/b_$ty.bin" --text "$BTXT" -o "$T/b_$ty.npy"
+done
+# f32 round trip: identical maps (the F16 source converts to F32 exactly); other types: bounded
+"$PY" - "$T" <<'PYEOF' && ok || bad "gguf round-trip maps"
+import sys, numpy as np
+t = sys.argv[1]
+bound = {"f32": 1e-6, "f16": 5e-3, "bf16": 2e-2, "q8_0": 5e-2}
+for fam in ("g", "b"):
+    ref = np.load(f"{t}/hf_{fam}.npy")
+    for ty, tol in bound.items():
+        d = np.abs(np.load(f"{t}/{fam}_{ty}.npy") - ref).max()
+        print(f"{fam} {ty} max|d|={d:.3g}")
+        assert d <= tol, (fam, ty, d)
+PYEOF
+expect 0 "info gguf" -- "$HS" info "$T/g_f16.bin"
+grep -q "general.architecture" "$T/out" && grep -q "blk.0.attn_qkv.weight" "$T/out" && grep -q "format: *GGUF" "$T/out" && ok || bad "info gguf listing: $(head -c 600 "$T/out")"
+expect 0 "analyze gguf" -- "$HS" analyze "$T/g_f32.bin" --text "$TXT" -o "$T/ag" -q
+for f in fixtures/gguf/bad/*.gguf; do
+    expect 1 "bad gguf $(basename "$f")" -- "$HS" attn "$f" --text hi -o "$T/bg.npy"
+    one_line_error "bad gguf $(basename "$f")"
+    no_file "bad gguf $(basename "$f")" "$T/bg.npy"
+done
+
 # ---- info ----------------------------------------------------------------------------------
 expect 0 "info gpt2" -- "$HS" info "$G"
 grep -q "^layers: *2$" "$T/out" && grep -q "byte-level BPE, 50257 tokens" "$T/out" && ok || bad "info gpt2: $(cat "$T/out")"
