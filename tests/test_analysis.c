@@ -476,6 +476,53 @@ Test(similarity, long_sequences_are_accumulated_in_chunks)
     }
 }
 
+/* JS straight from the definition: mean over rows of 1/2 KL(P||M) + 1/2 KL(Q||M). */
+static double naive_js(const float *x, const float *y, int n, int causal)
+{
+    double total = 0;
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < (causal ? i + 1 : n); j++) {
+            double p = x[(size_t)i * n + j], q = y[(size_t)i * n + j], m = 0.5 * (p + q);
+            if (p > 0)
+                total += 0.5 * p * log(p / m);
+            if (q > 0)
+                total += 0.5 * q * log(q / m);
+        }
+    return total / n;
+}
+
+Test(similarity, jensen_shannon_on_many_heads_matches_the_definition)
+{
+    /* 40 bidirectional heads of n = 128: enough work (12.8M cells) for the threaded
+     * path on a multi-core machine; the result must not depend on it. */
+    enum { N = 40, n = 128 };
+    float *m = random_maps(N, n, 0, 5);
+    double *js = malloc((size_t)N * N * sizeof *js);
+    cr_assert_eq(hs_similarity_compute(m, N, n, 0, HS_SIM_JS, js, NULL), HS_OK);
+    for (int a = 1; a < N; a++) {
+        const int bs[2] = {0, a - 1};
+        for (int t = 0; t < 2; t++) {
+            int b = bs[t];
+            double want = naive_js(m + (size_t)a * n * n, m + (size_t)b * n * n, n, 0);
+            near(js[a * N + b], want, 1e-12, "JS");
+            cr_assert_eq(js[b * N + a], js[a * N + b]);
+        }
+        cr_assert_eq(js[a * N + a], 0.0);
+    }
+    free(js);
+    free(m);
+}
+
+Test(similarity, rejects_missing_outputs)
+{
+    hs_error err = {{0}};
+    cr_assert_eq(hs_diversity_compute(HEADS3, 1, 3, 2, NULL, NULL, &err), HS_E_ARG);
+    cr_assert_str_eq(err.msg, "diversity: no output requested");
+    cr_assert_eq(hs_diversity_compute(HEADS3, 0, 3, 2, NULL, NULL, &err), HS_E_ARG);
+    cr_assert_eq(hs_similarity_compute(HEADS3, 3, 2, 0, HS_SIM_PEARSON, NULL, &err), HS_E_ARG);
+    cr_assert_str_eq(err.msg, "similarity: NULL output");
+}
+
 Test(similarity, distance_is_one_minus_r_or_the_divergence)
 {
     const double r[4] = {1, 0.25, 0.25, 1};
