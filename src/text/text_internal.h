@@ -105,7 +105,8 @@ hs_status hs_wordpiece_encode(const hs_tokenizer *t, const char *text, size_t le
                               hs_error *err);
 
 /* Builds the BPE tables (merges, byte symbols) of a tokenizer whose vocabulary is set.
- * merges[i] is "left right"; line_base > 0 numbers errors as file lines instead of indices. */
+ * merges[i] is "left right"; errors name merge_lines[i] as a file line when merge_lines is
+ * not NULL, else the index i. what names the source in messages. */
 hs_status hs_bpe_build(hs_tokenizer *t, const char *const *merges, const size_t *merge_lines,
                        size_t n_merges, const char *what, hs_error *err);
 
