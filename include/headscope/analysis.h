@@ -19,9 +19,10 @@
  *
  *     hs_entropy ent[144];  hs_detect det[144];
  *     unsigned char sink[128];
- *     hs_entropy_compute(t->attn, L * H, n, causal, NULL, ent, &err);
- *     hs_sinks_mark(ids, n, 101, 102, sink, &err);                  // BERT
+ *     hs_entropy_compute(t->attn, L * H, n, causal, NULL, ent, &err);   // every row
  *     hs_detect_compute(t->attn, L * H, n, causal, ids, 102, NULL, det, &err);
+ *     hs_sinks_mark(ids, n, 101, 102, sink, &err);                      // BERT sinks
+ *     hs_entropy_compute(t->attn, L * H, n, causal, sink, ent, &err);   // without them
  *     double *r = malloc(sizeof(double) * 144 * 144), *d = malloc(...);
  *     hs_similarity_compute(t->attn, L * H, n, causal, HS_SIM_PEARSON, r, &err);
  *     hs_similarity_distance(r, L * H, HS_SIM_PEARSON, d, &err);   // 1 - r
