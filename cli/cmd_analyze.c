@@ -38,11 +38,13 @@ static const char usage_text[] =
     "      --prune-stop X         stop the curve past loss*(1+X) (repr: loss+X) (default 0.1)\n"
     "      --prune-beam N         heads re-evaluated per pruning step (default 8)\n"
     "      --prune-max-steps N    at most N removals (default 64)\n"
+    "      --no-images            write no PNG pictures\n"
+    "      --max-tokens-in-images N  label at most N tokens per picture axis (default 64)\n"
     "  -h, --help                 show this help\n";
 
 enum {
     OPT_PAIR = 256, OPT_JSON, OPT_TRUNC, OPT_LAYERS, OPT_NOABL, OPT_NOPRUNE, OPT_SIM, OPT_THR,
-    OPT_SINKS, OPT_SEED, OPT_PLEN, OPT_PTOL, OPT_PSTOP, OPT_PBEAM, OPT_PMAX
+    OPT_SINKS, OPT_SEED, OPT_PLEN, OPT_PTOL, OPT_PSTOP, OPT_PBEAM, OPT_PMAX, OPT_NOIMG, OPT_MAXTOK
 };
 
 static int parse_double(const char *s, double lo, double hi, double *out)
@@ -193,8 +195,11 @@ int cmd_analyze(int argc, char **argv)
         {"prune-stop", required_argument, NULL, OPT_PSTOP},
         {"prune-beam", required_argument, NULL, OPT_PBEAM},
         {"prune-max-steps", required_argument, NULL, OPT_PMAX},
+        {"no-images", no_argument, NULL, OPT_NOIMG},
+        {"max-tokens-in-images", required_argument, NULL, OPT_MAXTOK},
         {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0}};
     const char *C = "analyze";
+    int images = 1, max_tokens = 64;
     const char *text = NULL, *file = NULL, *pair = NULL, *outdir = NULL, *layers = NULL;
     int json = 0, quiet = 0, truncate = 0, was_truncated = 0, c;
     hs_analyze_opts ao;
@@ -263,6 +268,12 @@ int cmd_analyze(int argc, char **argv)
                 return cli_usage_error(C, "--prune-max-steps '%s' is not a number >= 0", optarg);
             ao.prune_max_steps = (int)lv;
             break;
+        case OPT_NOIMG: images = 0; break;
+        case OPT_MAXTOK:
+            if (parse_long(optarg, 1, 100000, &lv))
+                return cli_usage_error(C, "--max-tokens-in-images '%s' is not a number >= 1", optarg);
+            max_tokens = (int)lv;
+            break;
         case 'h': fputs(usage_text, stdout); return cli_finish_stdout(C);
         case ':': return cli_usage_error(C, "option '%s' needs a value", argv[optind - 1]);
         default: return cli_usage_error(C, "unknown option '%s'", argv[optind - 1]);
@@ -281,7 +292,8 @@ int cmd_analyze(int argc, char **argv)
     hs_encoding enc = {0};
     hs_analysis *a = NULL;
     unsigned char *on = NULL;
-    char *json_text = NULL, *report_path = NULL;
+    char *json_text = NULL, *report_path = NULL, **files = NULL;
+    int n_files = 0;
     hs_error err = {{0}};
     rc = EXIT_FAIL;
     if (!m)
@@ -317,8 +329,20 @@ int cmd_analyze(int argc, char **argv)
         cli_error(C, "%s", err.msg);
         goto done;
     }
-    const char *files[] = {"report.json"};
-    json_text = hs_report_json(a, files, 1, 1);
+    if (images && hs_pictures_write(a, outdir, max_tokens, &files, &n_files, &err) != HS_OK) {
+        cli_error(C, "%s", err.msg);
+        goto done;
+    }
+    char **listed = realloc(files, (size_t)(n_files + 1) * sizeof *listed);
+    if (!listed || !(listed[n_files] = strdup("report.json"))) {
+        if (listed)
+            files = listed;
+        cli_error(C, "out of memory");
+        goto done;
+    }
+    files = listed;
+    n_files++;
+    json_text = hs_report_json(a, (const char *const *)files, n_files, 1);
     size_t plen = strlen(outdir) + 16;
     report_path = malloc(plen);
     if (!json_text || !report_path) {
@@ -336,6 +360,9 @@ int cmd_analyze(int argc, char **argv)
         print_summary(a, report_path);
     rc = cli_finish_stdout(C);
 done:
+    for (int i = 0; i < n_files; i++)
+        free(files[i]);
+    free(files);
     free(report_path);
     free(json_text);
     hs_analysis_free(a);

@@ -129,6 +129,15 @@ const char *hs_head_name(const hs_analysis *a, int index, char *buf, size_t cap)
  * string (caller frees) or NULL when out of memory. */
 char *hs_report_json(const hs_analysis *a, const char *const *files, int n_files, int pretty);
 
+/* Writes the pictures of an analysis into outdir (which must exist): heads/L{l}_H{h}.png
+ * for every analysed head, gallery.png (every layer), similarity.png (dendrogram order,
+ * cluster boundaries) and importance.png (when ablation ran). max_labels bounds the token
+ * labels per axis (0: 64). On success *files (caller frees each string and the array)
+ * lists the paths written, relative to outdir, and *n_files their count. On failure the
+ * files written so far are removed. */
+hs_status hs_pictures_write(const hs_analysis *a, const char *outdir, int max_labels,
+                            char ***files, int *n_files, hs_error *err);
+
 /* Writes text to path atomically (path.tmp, then rename). */
 hs_status hs_file_write_atomic(const char *path, const void *data, size_t len, hs_error *err);
 

@@ -1,0 +1,161 @@
+/* The pictures of `headscope analyze`: one heatmap per head, the L×H gallery, the similarity
+ * matrix in dendrogram order and the importance grid (renderers in viz/). */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "headscope/render.h"
+#include "headscope/report.h"
+#include "internal.h"
+
+typedef struct file_list {
+    char **v;
+    int n, cap;
+} file_list;
+
+static int list_add(file_list *l, const char *rel)
+{
+    if (l->n == l->cap) {
+        int cap = l->cap ? 2 * l->cap : 16;
+        char **nv = realloc(l->v, (size_t)cap * sizeof *nv);
+        if (!nv)
+            return -1;
+        l->v = nv;
+        l->cap = cap;
+    }
+    if (!(l->v[l->n] = strdup(rel)))
+        return -1;
+    l->n++;
+    return 0;
+}
+
+static void list_unwind(file_list *l, const char *outdir)
+{
+    char path[4096];
+    for (int i = 0; i < l->n; i++) {
+        snprintf(path, sizeof path, "%s/%s", outdir, l->v[i]);
+        unlink(path);
+        free(l->v[i]);
+    }
+    free(l->v);
+    l->v = NULL;
+    l->n = 0;
+}
+
+/* "name value" with decimals digits (and a sign when signed), or "name -" for NaN. */
+static void fmt_num(char *buf, size_t cap, const char *name, double v, int decimals, int sign,
+                    const char *unit)
+{
+    if (isfinite(v))
+        snprintf(buf, cap, sign ? "%s %+.*f%s" : "%s %.*f%s", name, decimals, v, unit);
+    else
+        snprintf(buf, cap, "%s -", name);
+}
+
+hs_status hs_pictures_write(const hs_analysis *a, const char *outdir, int max_labels,
+                            char ***files, int *n_files, hs_error *err)
+{
+    const hs_model_config *c = hs_model_config_of(a->model);
+    int n = a->n, H = c->n_head, L = c->n_layer;
+    size_t nn = (size_t)n * (size_t)n;
+    file_list fl = {0};
+    hs_status st = HS_OK;
+    char path[4096], rel[64], title[128], sub[256], p1[48], p2[48], p3[48], p4[48];
+    float *sim = NULL, *imp = NULL;
+    char **names = NULL;
+    *files = NULL;
+    *n_files = 0;
+    if (strlen(outdir) > 3900)
+        return hs_fail(err, HS_E_ARG, "output folder path is too long");
+
+    snprintf(path, sizeof path, "%s/heads", outdir);
+    if (mkdir(path, 0777) != 0 && errno != EEXIST)
+        return hs_fail(err, HS_E_IO, "cannot create '%s': %s", path, strerror(errno));
+
+    for (int k = 0; k < a->n_heads && !st; k++) {
+        const hs_head_result *h = &a->heads[k];
+        snprintf(rel, sizeof rel, "heads/L%d_H%d.png", h->layer, h->head);
+        snprintf(path, sizeof path, "%s/%s", outdir, rel);
+        snprintf(title, sizeof title, "L%d.H%d  %s", h->layer, h->head,
+                 strcmp(h->label, "none") ? h->label : "");
+        fmt_num(p1, sizeof p1, "entropy", h->entropy.nats, 2, 0, " nats");
+        fmt_num(p2, sizeof p2, "ablation", h->ablation_delta, 4, 1, "");
+        fmt_num(p3, sizeof p3, "prev", h->text_scores.prev_token, 2, 0, "");
+        fmt_num(p4, sizeof p4, "induction", h->probe_scores.induction, 2, 0, "");
+        snprintf(sub, sizeof sub, "%s   %s   %s   %s", p1, p2, p3, p4);
+        hs_heatmap_opts ho = {.title = title, .subtitle = sub, .max_labels = max_labels};
+        st = hs_heatmap_write(path, a->trace->attn + (size_t)a->head_index[k] * nn, n,
+                              (const char *const *)a->display, &ho, err);
+        if (!st && list_add(&fl, rel))
+            st = hs_fail(err, HS_E_NOMEM, "out of memory");
+    }
+    if (!st) {
+        snprintf(path, sizeof path, "%s/gallery.png", outdir);
+        hs_gallery_opts go = {.title = "attention of every head (each scaled to its own maximum)"};
+        st = hs_gallery_write(path, a->trace->attn, L, H, n, &go, err);
+        if (!st && list_add(&fl, "gallery.png"))
+            st = hs_fail(err, HS_E_NOMEM, "out of memory");
+    }
+    if (!st && a->n_heads >= 2) {
+        size_t m = (size_t)a->n_heads;
+        sim = malloc(m * m * sizeof *sim);
+        names = calloc(m, sizeof *names);
+        if (!sim || !names) {
+            st = hs_fail(err, HS_E_NOMEM, "out of memory");
+        } else {
+            for (size_t i = 0; i < m * m; i++)
+                sim[i] = (float)a->similarity[i];
+            for (size_t k = 0; k < m && !st; k++) {
+                char nm[16];
+                names[k] = strdup(hs_head_name(a, a->head_index[k], nm, sizeof nm));
+                if (!names[k])
+                    st = hs_fail(err, HS_E_NOMEM, "out of memory");
+            }
+        }
+        if (!st) {
+            snprintf(path, sizeof path, "%s/similarity.png", outdir);
+            hs_similarity_opts so = {.title = a->opts.similarity == HS_SIM_JS
+                                                  ? "head divergence (Jensen-Shannon), dendrogram order"
+                                                  : "head similarity (Pearson r), dendrogram order"};
+            st = hs_similarity_write(path, sim, a->n_heads, a->linkage ? a->linkage->order : NULL,
+                                     a->labels, (const char *const *)names, &so, err);
+            if (!st && list_add(&fl, "similarity.png"))
+                st = hs_fail(err, HS_E_NOMEM, "out of memory");
+        }
+    }
+    if (!st && a->n_heads > 0 && isfinite(a->heads[0].ablation_delta)) {
+        imp = malloc((size_t)(L * H) * sizeof *imp);
+        if (!imp) {
+            st = hs_fail(err, HS_E_NOMEM, "out of memory");
+        } else {
+            for (int k = 0; k < L * H; k++)
+                imp[k] = NAN;
+            for (int k = 0; k < a->n_heads; k++)
+                imp[a->head_index[k]] = (float)a->heads[k].ablation_delta;
+            snprintf(path, sizeof path, "%s/importance.png", outdir);
+            snprintf(sub, sizeof sub, "loss increase when the head is masked (%s loss %.4f)",
+                     hs_loss_kind_name(a->loss_kind), a->loss);
+            hs_importance_opts io = {.title = "ablation importance", .subtitle = sub, .decimals = 3};
+            st = hs_importance_write(path, imp, L, H, &io, err);
+            if (!st && list_add(&fl, "importance.png"))
+                st = hs_fail(err, HS_E_NOMEM, "out of memory");
+        }
+    }
+    if (names)
+        for (int k = 0; k < a->n_heads; k++)
+            free(names[k]);
+    free(names);
+    free(sim);
+    free(imp);
+    if (st) {
+        list_unwind(&fl, outdir);
+        return st;
+    }
+    *files = fl.v;
+    *n_files = fl.n;
+    return HS_OK;
+}
