@@ -67,7 +67,7 @@ deps:
 	$(SUDO) apt-get update -q
 	$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $(DEB_PKGS)
 
-$(BUILD)/obj/%.o: %.c $(wildcard include/headscope/*.h) $(wildcard src/*.h)
+$(BUILD)/obj/%.o: %.c $(wildcard include/headscope/*.h src/*.h src/*/*.h viz/*.h cli/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(ALLCFLAGS) -c $< -o $@
 

@@ -89,7 +89,7 @@ typedef struct hs_detect {
     double first_token; /* cell (i, 0): the first-token / [CLS] sink */
     double sep;         /* cells (i, j) with ids[j] == sep_id; NaN if sep_id < 0 or absent */
     double duplicate;   /* cells (i, j), j < i, ids[j] == ids[i] */
-    double induction;   /* cells (i, j), 1 <= j, j != i, j visible, ids[j-1] == ids[i] */
+    double induction;   /* cells (i, j), 1 <= j, j != i, j != i+1, j visible, ids[j-1] == ids[i] */
 } hs_detect;
 
 /* Detector scores of every map: maps: (n_maps, n, n), ids: (n) -> out: (n_maps),

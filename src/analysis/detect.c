@@ -76,7 +76,7 @@ static void detect_one(const float *a, int n, int causal, const int32_t *ids, in
         s = 0;
         has = 0;
         for (int j = 1; j < nk; j++)
-            if (j != i && ids[j - 1] == ids[i] && !(sink && sink[j])) {
+            if (j != i && j - 1 != i && ids[j - 1] == ids[i] && !(sink && sink[j])) {
                 s += (double)row[j];
                 has = 1;
             }
