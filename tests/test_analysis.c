@@ -190,10 +190,9 @@ Test(detect, one_hot_previous_token_head)
     cr_assert_eq(d.first_token, 0.25);
     /* no repeated ids: no row has a duplicate cell */
     cr_assert(isnan(d.duplicate));
-    /* Bidirectional quirk of the reference definition: j = i + 1 always has
-     * ids[j-1] == ids[i] (the "earlier copy" is the query itself), so rows 0..2 have an
-     * induction cell; this head puts 0 there -> 0, not NaN. */
-    cr_assert_eq(d.induction, 0.0);
+    /* j = i + 1 has ids[j-1] == ids[i] trivially (the "earlier copy" is the query
+     * itself); that next-token cell is excluded, so no row has an induction cell → NaN. */
+    cr_assert(isnan(d.induction));
 }
 
 Test(detect, perfect_induction_head_on_a_repeated_probe)
