@@ -59,7 +59,7 @@ TEST_BIN = $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 LIB = $(BUILD)/libheadscope.a
 BIN = $(BUILD)/headscope
 
-.PHONY: all deps test unit cli-test bench fuzz clean example
+.PHONY: all deps test unit cli-test fuzz-replay bench fuzz clean example
 all: $(LIB) $(BIN)
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
@@ -89,7 +89,30 @@ unit: $(TEST_BIN)
 cli-test: $(BIN)
 	HEADSCOPE=$(BIN) bash tests/cli.sh
 
-test: all unit cli-test
+# The fuzz harnesses' replay mains run the committed corpora as plain tests.
+FUZZ_SRC = $(sort $(wildcard tests/fuzz/fuzz_*.c))
+REPLAY_BIN = $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/replay/%)
+$(BUILD)/replay/%: tests/fuzz/%.c $(LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(ALLCFLAGS) -DHS_FUZZ_REPLAY -DHS_FUZZ_REPLAY_MAIN $< $(LIB) $(PKG_LIBS) $(LDFLAGS) -o $@
+
+fuzz-replay: $(REPLAY_BIN)
+	$(BUILD)/replay/fuzz_gguf $$(find fixtures/gguf -name '*.gguf' | sort)
+	HS_MODELS=$${HS_MODELS:-../shared/models} $(BUILD)/replay/fuzz_tokenizer fixtures/tokenizer/cases.jsonl README.md
+
+test: all unit cli-test fuzz-replay
+
+# libFuzzer: make fuzz [FUZZ_SECONDS=30]; needs clang (in make deps).
+FUZZ_SECONDS ?= 30
+FUZZ_FLAGS = -g -O1 -fsanitize=fuzzer,address,undefined -std=c11 $(CPPFLAGS) $(PKG_CFLAGS)
+fuzz:
+	@mkdir -p build-fuzz/corpus-gguf build-fuzz/corpus-tokenizer
+	clang $(FUZZ_FLAGS) tests/fuzz/fuzz_gguf.c $(LIB_SRC) $(PKG_LIBS) -o build-fuzz/fuzz_gguf
+	clang $(FUZZ_FLAGS) tests/fuzz/fuzz_tokenizer.c $(LIB_SRC) $(PKG_LIBS) -o build-fuzz/fuzz_tokenizer
+	find fixtures/gguf -name '*.gguf' -exec cp {} build-fuzz/corpus-gguf/ ';'
+	cp README.md docs/*.md build-fuzz/corpus-tokenizer/
+	build-fuzz/fuzz_gguf -max_total_time=$(FUZZ_SECONDS) -max_len=65536 build-fuzz/corpus-gguf
+	HS_MODELS=$${HS_MODELS:-../shared/models} build-fuzz/fuzz_tokenizer -max_total_time=$(FUZZ_SECONDS) -max_len=4096 build-fuzz/corpus-tokenizer
 
 example: all
 	$(BIN) attn fixtures/tiny-gpt2 --text "The cat sat on the mat. The cat sat on the mat." -o /tmp/headscope-attn.npy
@@ -105,4 +128,4 @@ $(BUILD)/hs-bench: $(BENCH_SRC) $(LIB)
 	$(CC) $(CPPFLAGS) $(ALLCFLAGS) $(BENCH_SRC) $(LIB) $(PKG_LIBS) $(LDFLAGS) -o $@
 
 clean:
-	rm -rf build build-san
+	rm -rf build build-san build-fuzz
