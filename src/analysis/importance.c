@@ -146,9 +146,9 @@ static double nll(const float *row, int V, int target)
     float mx = row[0];
     for (int v = 1; v < V; v++)
         mx = row[v] > mx ? row[v] : mx;
-    double s = 0;
+    double s = 0; /* expf terms in [0, 1], summed in double */
     for (int v = 0; v < V; v++)
-        s += exp((double)(row[v] - mx));
+        s += (double)expf(row[v] - mx);
     return log(s) - (double)(row[target] - mx);
 }
 
