@@ -1,0 +1,75 @@
+/*
+ * headscope/html.h — out/index.html: one self-contained page over an analysis.
+ *
+ * The page embeds report.json verbatim and, optionally, every analysed head's
+ * attention map (quantised to one byte per value, base64, one record per head).
+ * All CSS and JavaScript are inline; the page loads nothing from the network, so it
+ * works opened straight from disk (file://). Pictures that the report lists in its
+ * "files" (gallery.png, similarity.png, importance.png, heads/L{l}_H{h}.png) are
+ * shown by relative path when present. See docs/html.md.
+ *
+ *     hs_error err = {0};
+ *     // maps: (n_heads, n, n) — the heads in report "heads" order, row = query
+ *     hs_html_input in = {.report_json = json, .attn = maps, .n_maps = n_heads, .n = n};
+ *     if (hs_html_write("out/index.html", &in, &err) != HS_OK)
+ *         fprintf(stderr, "headscope: %s\n", err.msg);
+ *
+ *     char *page = NULL; size_t len = 0;           // or to memory, for tests
+ *     hs_html_encode(&in, &page, &len, &err);
+ *     free(page);
+ */
+#ifndef HEADSCOPE_HTML_H
+#define HEADSCOPE_HTML_H
+
+#include <stddef.h>
+
+#include "headscope/status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Maps of more than this many tokens are not embedded (the page says so); the
+ * report is still shown in full. */
+#define HS_HTML_MAX_N 256
+
+/* Maps are not embedded either when n_maps * n * n exceeds this many values
+ * (their base64 text would be 4/3 of this many bytes). */
+#define HS_HTML_MAX_MAP_VALUES ((size_t)32 << 20)
+
+/* Quantisation of embedded maps: a value v in [0, 1] is stored as the byte
+ * round(v * HS_HTML_LEVELS) (values outside [0, 1] are clamped); a NaN or
+ * infinite value is stored as HS_HTML_NAN_BYTE and drawn grey. */
+#define HS_HTML_LEVELS 254
+#define HS_HTML_NAN_BYTE 255
+
+typedef struct hs_html_input {
+    const char *report_json; /* report.json text (schema headscope.report/1), embedded
+                              * verbatim except that "</" becomes "<\/" and "<!--"
+                              * becomes "\u003c!--", so it cannot end the script element */
+    const float *attn;       /* (n_maps, n, n) maps of the heads in report "heads" order,
+                              * row = query, column = key; or NULL for no maps */
+    int n_maps, n;           /* ignored when attn is NULL */
+} hs_html_input;
+
+/* Builds the page in memory. report_json must be a JSON object; when attn is given,
+ * n_maps must equal the length of its "heads" array and n its input.n_tokens (when
+ * present). Maps with n > HS_HTML_MAX_N or more than HS_HTML_MAX_MAP_VALUES values
+ * are left out and the page says why.
+ * Returns HS_OK and a malloc'd, NUL-terminated page in *out (caller frees) with its
+ * length, excluding the NUL, in *len; on failure *out is NULL and *len 0:
+ * HS_E_ARG for a NULL in, out, len or report_json, or attn with n_maps or n < 1;
+ * HS_E_FORMAT when report_json is not a JSON object; HS_E_SHAPE when n_maps or n
+ * disagree with the report; HS_E_NOMEM when out of memory or a size overflows. */
+hs_status hs_html_encode(const hs_html_input *in, char **out, size_t *len, hs_error *err);
+
+/* Builds the page and writes it to path atomically (path.tmp, then rename), so a
+ * failure never leaves a partial file under path. Returns the statuses of
+ * hs_html_encode, or HS_E_IO (with the path and reason) when the file cannot be
+ * written, or HS_E_ARG for a NULL path. */
+hs_status hs_html_write(const char *path, const hs_html_input *in, hs_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* HEADSCOPE_HTML_H */
