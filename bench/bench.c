@@ -14,6 +14,7 @@
 
 #include "headscope/forward.h"
 #include "headscope/model.h"
+#include "headscope/report.h"
 
 static double now(void)
 {
@@ -123,6 +124,53 @@ int main(int argc, char **argv)
         hs_trace_free(t);
         free(ids);
     }
+    /* analyze at n = 128: ablation sweep (no pruning curve) and the pictures */
+    int n = c->n_ctx < 128 ? c->n_ctx : 128;
+    int32_t *ids = malloc((size_t)n * sizeof *ids);
+    for (int i = 0; i < n; i++)
+        ids[i] = (int32_t)((i * 7919 + 13) % c->vocab_size);
+    hs_analyze_opts ao;
+    hs_analyze_opts_default(&ao);
+    ao.pruning = 0;
+    hs_analyze_input in = {.ids = ids, .n = n};
+    hs_analysis *a = NULL;
+    double t0 = now();
+    if (hs_analyze_run(m, &in, &ao, &a, &err) != HS_OK) {
+        fprintf(stderr, "hs-bench: %s\n", err.msg);
+        return 1;
+    }
+    double t_an = now() - t0;
+    char dir[] = "/tmp/hs-bench-XXXXXX";
+    char **files = NULL;
+    int n_files = 0;
+    if (!mkdtemp(dir)) {
+        fprintf(stderr, "hs-bench: cannot create a temporary folder\n");
+        return 1;
+    }
+    t0 = now();
+    if (hs_pictures_write(a, dir, 64, &files, &n_files, &err) != HS_OK) {
+        fprintf(stderr, "hs-bench: %s\n", err.msg);
+        return 1;
+    }
+    double t_pic = now() - t0;
+    char cmd[128];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "hs-bench: could not remove %s\n", dir);
+    for (int i = 0; i < n_files; i++)
+        free(files[i]);
+    free(files);
+    double per_fwd = a->seconds_forward;
+    printf("\nanalyze, n = %d, %d heads (one run):\n", n, a->n_heads);
+    printf("  whole analysis (incl. ablation):  %8.2f s, %ld forward passes\n", t_an, a->forward_passes);
+    printf("  recorded forward pass:            %8.1f ms\n", per_fwd * 1e3);
+    printf("  ablation sweep:                   %8.2f s = %.1f x the recorded forward pass "
+           "(%d loss passes with logits)\n", a->seconds_ablation, a->seconds_ablation / per_fwd,
+           a->n_heads);
+    printf("  pictures (%d PNGs):              %8.2f s = %.2f x the ablation sweep\n", n_files,
+           t_pic, t_pic / a->seconds_ablation);
+    hs_analysis_free(a);
+    free(ids);
     hs_model_free(m);
     return 0;
 }
