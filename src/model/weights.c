@@ -103,6 +103,7 @@ typedef struct builder {
     float *tmp; /* scratch for transposed matrices */
     size_t tmp_len;
     size_t largest; /* element count of the largest matrix seen, for storage_dtype */
+    int dry;        /* check names, shapes, dtypes and sizes only; write nothing */
 } builder;
 
 /* Loads one tensor into dst (row stride ld, column offset off). */
@@ -144,6 +145,8 @@ static hs_status place(builder *b, const char *name, enum kind kind, int rows, i
     if (t->nbytes < dtype_bytes(t->dtype, count))
         return hs_fail(err, HS_E_FORMAT, "tensor '%s': %zu bytes, expected %zu", t->name,
                        t->nbytes, dtype_bytes(t->dtype, count));
+    if (b->dry)
+        return HS_OK;
     if (kind == K_MAT && count > b->largest) {
         b->largest = count;
         snprintf(b->m->storage_dtype, sizeof b->m->storage_dtype, "%s", hs_dtype_name(t->dtype));
@@ -186,11 +189,12 @@ static int present(builder *b, const char *name)
     return b->lookup(b->ctx, name, &out_in) != NULL;
 }
 
-/* Carves n floats from the arena cursor. */
+/* Carves n floats from the arena cursor (a NULL cursor, in the dry pass, stays NULL). */
 static float *carve(float **cur, size_t n)
 {
     float *p = *cur;
-    *cur += n;
+    if (p)
+        *cur += n;
     return p;
 }
 
@@ -353,14 +357,25 @@ hs_status hs_weights_build(hs_model *m, hs_tensor_lookup lookup, void *ctx, hs_e
         total > ((size_t)1 << 34))
         return hs_fail(err, HS_E_VALUE, "config: the model would need more than 64 GiB of weights");
 
-    m->arena = malloc(total * sizeof(float));
+    /* Dry pass: every tensor present with the right shape, dtype and size before the arena
+     * is allocated (layers gets a scratch table the dry pass fills with NULLs). */
     m->layers = calloc((size_t)c->n_layer, sizeof *m->layers);
-    if (!m->arena || !m->layers)
+    if (!m->layers)
+        return hs_fail(err, HS_E_NOMEM, "out of memory");
+    b.dry = 1;
+    hs_status st = c->family == HS_FAMILY_GPT2 ? build_gpt2(&b, has_head, NULL, err)
+                                               : build_bert(&b, has_head, has_decoder, NULL, err);
+    if (st)
+        return st;
+    b.dry = 0;
+    b.largest = 0;
+    m->arena = malloc(total * sizeof(float));
+    if (!m->arena)
         return hs_fail(err, HS_E_NOMEM, "out of memory allocating %zu MB of weights",
                        total * sizeof(float) >> 20);
     m->arena_floats = total;
-    hs_status st = c->family == HS_FAMILY_GPT2 ? build_gpt2(&b, has_head, m->arena, err)
-                                               : build_bert(&b, has_head, has_decoder, m->arena, err);
+    st = c->family == HS_FAMILY_GPT2 ? build_gpt2(&b, has_head, m->arena, err)
+                                     : build_bert(&b, has_head, has_decoder, m->arena, err);
     free(b.tmp);
     if (st == HS_OK) {
         m->cfg.has_lm_head = c->family == HS_FAMILY_GPT2 ? 1 : has_head;
