@@ -40,6 +40,13 @@ typedef struct hs_forward_opts {
     void *user;               /* passed to on_attn */
     float *logits;            /* (n, vocab) output or NULL; needs has_lm_head */
     float *hidden;            /* (n, d_model) final hidden states or NULL (GPT-2: after ln_f) */
+    /* Partial runs: start at layer start_layer (0 = from the embeddings) from x_start:
+     * (n, d_model), the residual stream entering that layer as captured by x_layers of an
+     * earlier run with the same ids and the same head mask below start_layer. */
+    int start_layer;
+    const float *x_start;
+    float *x_layers;          /* (n_layer, n, d_model) output: stream entering each layer run,
+                                 or NULL */
 } hs_forward_opts;
 
 /* Reusable scratch memory for repeated passes (ablation sweeps); optional. */

@@ -17,6 +17,11 @@ struct hs_loss_eval {
     float *hidden; /* (n, d) for REPR */
     float *ref;    /* (n, d) unablated hidden states, REPR */
     long passes;
+    /* Residual streams entering each layer under cache_mask: a run whose mask equals
+     * cache_mask below layer l restarts at l from here. */
+    float *cache;      /* (n_layer, n, d) */
+    float *cache_mask; /* (n_layer, n_head) */
+    int cache_valid;
 };
 
 const char *hs_loss_kind_name(hs_loss_kind k)
@@ -73,6 +78,8 @@ void hs_loss_eval_free(hs_loss_eval *e)
     free(e->logits);
     free(e->hidden);
     free(e->ref);
+    free(e->cache);
+    free(e->cache_mask);
     free(e);
 }
 
@@ -117,6 +124,10 @@ hs_status hs_loss_eval_new(const hs_model *m, const hs_loss_input *in, hs_loss_e
     size_t n = (size_t)in->n;
     int ok = e->ids && (!in->type_ids || e->type_ids) &&
              (in->kind != HS_LOSS_MLM || (e->positions && e->targets));
+    size_t lh = (size_t)c->n_layer * (size_t)c->n_head;
+    e->cache = malloc((size_t)c->n_layer * n * (size_t)c->d_model * sizeof(float));
+    e->cache_mask = malloc(lh * sizeof(float));
+    ok = ok && e->cache && e->cache_mask;
     if (in->kind == HS_LOSS_REPR) {
         e->hidden = malloc(n * (size_t)c->d_model * sizeof(float));
         e->ref = malloc(n * (size_t)c->d_model * sizeof(float));
@@ -152,14 +163,45 @@ static double nll(const float *row, int V, int target)
     return log(s) - (double)(row[target] - mx);
 }
 
-hs_status hs_loss_eval_run(hs_loss_eval *e, const float *head_mask, double *loss, hs_error *err)
+/* The loss under head_mask (NULL = all ones). Restarts from the cached residual stream at
+ * the first layer whose mask differs from the cache's; refresh forces a full run that
+ * replaces the cache. */
+static hs_status run_mask(hs_loss_eval *e, const float *head_mask, int refresh, double *loss,
+                          hs_error *err)
 {
     const hs_model_config *c = hs_model_config_of(e->m);
     const hs_loss_input *in = &e->in;
+    int H = c->n_head, start = 0;
+    size_t nd = (size_t)in->n * (size_t)c->d_model;
+    if (e->cache_valid && !refresh) {
+        for (start = 0; start < c->n_layer; start++) {
+            int same = 1;
+            for (int h = 0; h < H && same; h++)
+                same = (head_mask ? head_mask[start * H + h] : 1.0f) == e->cache_mask[start * H + h];
+            if (!same)
+                break;
+        }
+        if (start == c->n_layer)
+            start = c->n_layer - 1;
+    }
     hs_forward_opts o = {.head_mask = head_mask, .logits = e->logits, .hidden = e->hidden};
+    if (start > 0) {
+        o.start_layer = start;
+        o.x_start = e->cache + (size_t)start * nd;
+    } else {
+        o.x_layers = e->cache;
+    }
     hs_status st = hs_forward(e->m, in->ids, in->type_ids, in->n, &o, e->ws, err);
-    if (st)
+    if (st) {
+        if (start == 0)
+            e->cache_valid = 0;
         return st;
+    }
+    if (start == 0) {
+        for (int k = 0; k < c->n_layer * H; k++)
+            e->cache_mask[k] = head_mask ? head_mask[k] : 1.0f;
+        e->cache_valid = 1;
+    }
     e->passes++;
     int V = c->vocab_size, d = c->d_model;
     double sum = 0;
@@ -187,6 +229,11 @@ hs_status hs_loss_eval_run(hs_loss_eval *e, const float *head_mask, double *loss
     if (!isfinite(*loss))
         return hs_fail(err, HS_E_VALUE, "the loss is not finite");
     return HS_OK;
+}
+
+hs_status hs_loss_eval_run(hs_loss_eval *e, const float *head_mask, double *loss, hs_error *err)
+{
+    return run_mask(e, head_mask, 0, loss, err);
 }
 
 static float *ones_mask(const hs_model_config *c)
@@ -286,6 +333,11 @@ hs_status hs_prune_curve(hs_loss_eval *e, double base, const unsigned char *acti
             break;
         mask[best] = 0.0f;
         current = best_loss;
+        if (step + 1 < max_steps && eval > 1) { /* the cache follows the pruned state */
+            double again;
+            if ((st = run_mask(e, mask, 1, &again, err)))
+                break;
+        }
         steps[step] = (hs_prune_step){best, left - 1, best_loss};
         *n_steps = step + 1;
         if (progress)

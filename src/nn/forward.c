@@ -201,8 +201,14 @@ hs_status hs_forward(const hs_model *m, const int32_t *ids, const int32_t *type_
     size_t nd = (size_t)n * (size_t)d;
     float *x = ws->x, *h = ws->h;
 
+    int l0 = o ? o->start_layer : 0;
+    if (l0 < 0 || l0 >= c->n_layer || (l0 > 0 && !o->x_start)) {
+        hs_forward_ws_free(own);
+        return hs_fail(err, HS_E_ARG, "start layer %d needs a stream (model has %d layers)", l0,
+                       c->n_layer);
+    }
     /* Embeddings. */
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < n && l0 == 0; i++) {
         float *xi = x + (size_t)i * (size_t)d;
         const float *te = m->wte + (size_t)ids[i] * (size_t)d;
         const float *pe = m->wpe + (size_t)i * (size_t)d;
@@ -214,12 +220,16 @@ hs_status hs_forward(const hs_model *m, const int32_t *ids, const int32_t *type_
                 xi[k] += tt[k];
         }
     }
-    if (c->family == HS_FAMILY_BERT)
+    if (c->family == HS_FAMILY_BERT && l0 == 0)
         layernorm(x, m->emb_ln_w, m->emb_ln_b, x, n, d, c->ln_eps);
+    if (l0 > 0)
+        memcpy(x, o->x_start, nd * sizeof *x);
 
     const float *hmask = o ? o->head_mask : NULL;
-    for (int l = 0; l < c->n_layer; l++) {
+    for (int l = l0; l < c->n_layer; l++) {
         const hs_layer *L = &m->layers[l];
+        if (o && o->x_layers)
+            memcpy(o->x_layers + (size_t)l * nd, x, nd * sizeof *x);
         const float *hm_l = hmask ? hmask + (size_t)l * (size_t)c->n_head : NULL;
         if (c->family == HS_FAMILY_GPT2) {
             layernorm(x, L->ln1_w, L->ln1_b, h, n, d, c->ln_eps);
