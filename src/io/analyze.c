@@ -444,15 +444,9 @@ hs_status hs_analyze_run(const hs_model *m, const hs_analyze_input *in, const hs
     }
     if (ev)
         a->forward_passes += hs_loss_eval_passes(ev);
-    hs_loss_eval_free(ev);
-    free(delta);
-    free(dist);
-    free(sink);
-    free(probe_sink);
-    free(active);
-    free(maps_buf);
     *out = a;
-    return HS_OK;
+    a = NULL;
+    goto fail; /* shared cleanup; st is HS_OK here */
 nomem:
     st = hs_fail(err, HS_E_NOMEM, "out of memory");
 fail:

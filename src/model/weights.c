@@ -198,6 +198,31 @@ static float *carve(float **cur, size_t n)
     return p;
 }
 
+/* One block's buffers, carved in a fixed order; L gets the same pointers. */
+typedef struct layer_bufs {
+    float *ln1_w, *ln1_b, *w_qkv, *b_qkv, *w_o, *b_o, *ln2_w, *ln2_b, *w_fc, *b_fc, *w_proj, *b_proj;
+} layer_bufs;
+
+static layer_bufs carve_layer(float **cur, hs_layer *L, size_t d, size_t f)
+{
+    layer_bufs B;
+    B.ln1_w = carve(cur, d);
+    B.ln1_b = carve(cur, d);
+    B.w_qkv = carve(cur, d * 3 * d);
+    B.b_qkv = carve(cur, 3 * d);
+    B.w_o = carve(cur, d * d);
+    B.b_o = carve(cur, d);
+    B.ln2_w = carve(cur, d);
+    B.ln2_b = carve(cur, d);
+    B.w_fc = carve(cur, d * f);
+    B.b_fc = carve(cur, f);
+    B.w_proj = carve(cur, f * d);
+    B.b_proj = carve(cur, d);
+    *L = (hs_layer){B.ln1_w, B.ln1_b, B.w_qkv, B.b_qkv, B.w_o, B.b_o,
+                    B.ln2_w, B.ln2_b, B.w_fc, B.b_fc, B.w_proj, B.b_proj};
+    return B;
+}
+
 static size_t layer_floats(const hs_model_config *c)
 {
     size_t d = (size_t)c->d_model, f = (size_t)c->d_ff;
@@ -220,14 +245,10 @@ static hs_status build_gpt2(builder *b, int has_lm_head, float *cur, hs_error *e
         (st = place(b, "wpe.weight", K_ROWS, c->n_ctx, d, wpe, d, 0, err)))
         return st;
     for (int l = 0; l < c->n_layer; l++) {
-        hs_layer *L = &m->layers[l];
-        float *ln1_w = carve(&cur, d), *ln1_b = carve(&cur, d);
-        float *w_qkv = carve(&cur, (size_t)d * 3 * d), *b_qkv = carve(&cur, 3 * (size_t)d);
-        float *w_o = carve(&cur, (size_t)d * d), *b_o = carve(&cur, d);
-        float *ln2_w = carve(&cur, d), *ln2_b = carve(&cur, d);
-        float *w_fc = carve(&cur, (size_t)d * f), *b_fc = carve(&cur, f);
-        float *w_proj = carve(&cur, (size_t)f * d), *b_proj = carve(&cur, d);
-        *L = (hs_layer){ln1_w, ln1_b, w_qkv, b_qkv, w_o, b_o, ln2_w, ln2_b, w_fc, b_fc, w_proj, b_proj};
+        layer_bufs B = carve_layer(&cur, &m->layers[l], (size_t)d, (size_t)f);
+        float *ln1_w = B.ln1_w, *ln1_b = B.ln1_b, *w_qkv = B.w_qkv, *b_qkv = B.b_qkv;
+        float *w_o = B.w_o, *b_o = B.b_o, *ln2_w = B.ln2_w, *ln2_b = B.ln2_b;
+        float *w_fc = B.w_fc, *b_fc = B.b_fc, *w_proj = B.w_proj, *b_proj = B.b_proj;
         if ((st = place(b, NAME("h.%d.ln_1.weight", l), K_VEC, 1, d, ln1_w, d, 0, err)) ||
             (st = place(b, NAME("h.%d.ln_1.bias", l), K_VEC, 1, d, ln1_b, d, 0, err)) ||
             (st = place(b, NAME("h.%d.attn.c_attn.weight", l), K_MAT, d, 3 * d, w_qkv, 3 * d, 0, err)) ||
@@ -281,14 +302,10 @@ static hs_status build_bert(builder *b, int has_mlm, int has_decoder, float *cur
         return st;
     static const char *const qkv[3] = {"query", "key", "value"};
     for (int l = 0; l < c->n_layer; l++) {
-        hs_layer *L = &m->layers[l];
-        float *ln1_w = carve(&cur, d), *ln1_b = carve(&cur, d);
-        float *w_qkv = carve(&cur, (size_t)d * 3 * d), *b_qkv = carve(&cur, 3 * (size_t)d);
-        float *w_o = carve(&cur, (size_t)d * d), *b_o = carve(&cur, d);
-        float *ln2_w = carve(&cur, d), *ln2_b = carve(&cur, d);
-        float *w_fc = carve(&cur, (size_t)d * f), *b_fc = carve(&cur, f);
-        float *w_proj = carve(&cur, (size_t)f * d), *b_proj = carve(&cur, d);
-        *L = (hs_layer){ln1_w, ln1_b, w_qkv, b_qkv, w_o, b_o, ln2_w, ln2_b, w_fc, b_fc, w_proj, b_proj};
+        layer_bufs B = carve_layer(&cur, &m->layers[l], (size_t)d, (size_t)f);
+        float *ln1_w = B.ln1_w, *ln1_b = B.ln1_b, *w_qkv = B.w_qkv, *b_qkv = B.b_qkv;
+        float *w_o = B.w_o, *b_o = B.b_o, *ln2_w = B.ln2_w, *ln2_b = B.ln2_b;
+        float *w_fc = B.w_fc, *b_fc = B.b_fc, *w_proj = B.w_proj, *b_proj = B.b_proj;
         for (int k = 0; k < 3; k++) {
             if ((st = place(b, NAME("encoder.layer.%d.attention.self.%s.weight", l, qkv[k]), K_MAT,
                             d, d, w_qkv, 3 * d, k * d, err)) ||
