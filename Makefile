@@ -8,7 +8,8 @@
 
 DEB_PKGS = build-essential pkg-config libopenblas-dev libpng-dev libcjson-dev \
            libutf8proc-dev libcriterion-dev python3 python3-numpy python3-torch \
-           python3-regex pngcheck clang libclang-rt-14-dev valgrind
+           python3-regex pngcheck clang libclang-rt-14-dev valgrind \
+           chromium chromium-driver python3-selenium fonts-dejavu-core
 
 PKGS = openblas libpng libcjson libutf8proc
 
@@ -59,7 +60,7 @@ TEST_BIN = $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 LIB = $(BUILD)/libheadscope.a
 BIN = $(BUILD)/headscope
 
-.PHONY: all deps test unit cli-test fuzz-replay bench fuzz clean example
+.PHONY: all deps test unit cli-test fuzz-replay browser-test bench fuzz clean example
 all: $(LIB) $(BIN)
 
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
@@ -100,7 +101,10 @@ fuzz-replay: $(REPLAY_BIN)
 	$(BUILD)/replay/fuzz_gguf $$(find fixtures/gguf -name '*.gguf' | sort)
 	HS_MODELS=$${HS_MODELS:-../shared/models} $(BUILD)/replay/fuzz_tokenizer fixtures/tokenizer/cases.jsonl README.md
 
-test: all unit cli-test fuzz-replay
+browser-test: $(BIN)
+	HEADSCOPE=$(BIN) HS_LDFLAGS="$(LDFLAGS)" bash tests/browser.sh
+
+test: all unit cli-test fuzz-replay browser-test
 
 # libFuzzer: make fuzz [FUZZ_SECONDS=30]; needs clang (in make deps).
 FUZZ_SECONDS ?= 30

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "headscope/html.h"
 #include "headscope/report.h"
 
 static const char usage_text[] =
@@ -18,7 +19,8 @@ static const char usage_text[] =
     "scores (previous-token, self, first-token/[CLS], [SEP], duplicate-token, induction on a\n"
     "seeded probe), Frobenius diversity, head similarity and clusters, ablation importance, a\n"
     "greedy pruning curve and pruning candidates. Writes OUTDIR/report.json (schema\n"
-    "headscope.report/1, docs/report-schema.md) and prints a summary.\n\n"
+    "headscope.report/1, docs/report-schema.md), PNG pictures and an offline page\n"
+    "OUTDIR/index.html, and prints a summary.\n\n"
     "  -t, --text TEXT            the input text\n"
     "  -f, --file PATH            read the text from a file as raw bytes ('-' for stdin)\n"
     "      --text-pair TEXT2      second segment for BERT\n"
@@ -114,6 +116,30 @@ static void progress(void *user, const char *what, int done, int total)
     if (done == total)
         fputc('\n', stderr);
     fflush(stderr);
+}
+
+/* out/index.html with the report and the analysed heads' maps, (n_heads, n, n). */
+static hs_status write_page(const hs_analysis *a, const char *json, const char *outdir,
+                            hs_error *err)
+{
+    size_t nn = (size_t)a->n * (size_t)a->n;
+    float *maps = malloc((size_t)a->n_heads * nn * sizeof *maps);
+    char *path = malloc(strlen(outdir) + 16);
+    hs_status st;
+    if (!maps || !path) {
+        st = HS_E_NOMEM;
+        snprintf(err->msg, sizeof err->msg, "out of memory");
+    } else {
+        for (int k = 0; k < a->n_heads; k++)
+            memcpy(maps + (size_t)k * nn, a->trace->attn + (size_t)a->head_index[k] * nn,
+                   nn * sizeof *maps);
+        hs_html_input hin = {.report_json = json, .attn = maps, .n_maps = a->n_heads, .n = a->n};
+        sprintf(path, "%s/index.html", outdir);
+        st = hs_html_write(path, &hin, err);
+    }
+    free(maps);
+    free(path);
+    return st;
 }
 
 static int cmp_abl(const void *x, const void *y)
@@ -333,20 +359,27 @@ int cmd_analyze(int argc, char **argv)
         cli_error(C, "%s", err.msg);
         goto done;
     }
-    char **listed = realloc(files, (size_t)(n_files + 1) * sizeof *listed);
-    if (!listed || !(listed[n_files] = strdup("report.json"))) {
-        if (listed)
-            files = listed;
+    char **listed = realloc(files, (size_t)(n_files + 2) * sizeof *listed);
+    if (listed)
+        files = listed;
+    if (!listed || !(files[n_files] = strdup("index.html")) ||
+        !(files[n_files + 1] = strdup("report.json"))) {
+        if (listed && files[n_files])
+            n_files++;
         cli_error(C, "out of memory");
         goto done;
     }
-    files = listed;
-    n_files++;
+    n_files += 2;
     json_text = hs_report_json(a, (const char *const *)files, n_files, 1);
     size_t plen = strlen(outdir) + 16;
     report_path = malloc(plen);
     if (!json_text || !report_path) {
         cli_error(C, "out of memory");
+        goto done;
+    }
+    /* index.html first, report.json last: a complete report.json means a complete run */
+    if (write_page(a, json_text, outdir, &err) != HS_OK) {
+        cli_error(C, "%s", err.msg);
         goto done;
     }
     snprintf(report_path, plen, "%s/report.json", outdir);

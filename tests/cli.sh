@@ -144,6 +144,12 @@ one_line_error "unwritable output"
 REP="The cat sat on the mat. The cat sat on the mat. The cat sat on the mat."
 expect 0 "analyze tiny-gpt2" -- "$HS" analyze "$G" --text "$REP" -o "$T/an"
 grep -q "^wrote $T/an/report.json" "$T/out" && ok || bad "analyze summary: $(cat "$T/out")"
+for f in index.html gallery.png similarity.png importance.png heads/L0_H2.png heads/L1_H1.png; do
+    [ -s "$T/an/$f" ] && ok || bad "analyze did not write $f"
+done
+pngcheck -q "$T/an/gallery.png" "$T/an/heads/L1_H1.png" >/dev/null && ok || bad "pngcheck on analyze pictures"
+expect 0 "analyze --no-images" -- "$HS" analyze "$G" --text "$REP" -o "$T/noimg" -q --no-images --no-ablation
+[ ! -e "$T/noimg/gallery.png" ] && [ -s "$T/noimg/index.html" ] && ok || bad "--no-images still writes pictures"
 "$PY" fixtures/ref/check_report.py "$G" "$T/an/report.json" --tol 1e-4 >"$T/cmp" 2>&1 && ok || bad "report vs reference: $(cat "$T/cmp")"
 # the shipped model's circuit: 0.2 previous-token, 1.1 induction; on a repeated text the
 # induction head's ablation raises the loss more than any other head's
