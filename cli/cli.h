@@ -7,9 +7,9 @@
 
 #include "headscope/forward.h"
 #include "headscope/model.h"
+#include "headscope/report.h"
 #include "headscope/tokenizer.h"
 
-#define HEADSCOPE_VERSION "0.1.0"
 #define CLI_TEXT_MAX_BYTES ((size_t)64 << 20)
 
 /* Exit statuses. */

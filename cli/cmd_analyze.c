@@ -109,13 +109,48 @@ static int parse_layers(const char *spec, int n_layer, unsigned char *on, int *b
     return 0;
 }
 
+static int progress_open; /* a progress line without its newline is on stderr */
+static const char *progress_what;
+
+static void progress_end(void)
+{
+    if (progress_open)
+        fputc('\n', stderr);
+    progress_open = 0;
+}
+
 static void progress(void *user, const char *what, int done, int total)
 {
     (void)user;
+    if (progress_open && progress_what != what)
+        progress_end();
     fprintf(stderr, "\rheadscope: analyze: %s %d/%d   ", what, done, total);
+    progress_open = 1;
+    progress_what = what;
     if (done == total)
-        fputc('\n', stderr);
+        progress_end();
     fflush(stderr);
+}
+
+/* After a failure: removes what this run wrote (pictures, page, report), the heads/
+ * folder when empty, and the output folder when this run created it and it is empty. */
+static void remove_outputs(const char *outdir, char **files, int n_files, int created_dir)
+{
+    size_t cap = strlen(outdir) + 64;
+    char *p = malloc(cap);
+    if (!p)
+        return;
+    for (int i = 0; i < n_files; i++) {
+        if (strlen(files[i]) + strlen(outdir) + 2 > cap)
+            continue;
+        snprintf(p, cap, "%s/%s", outdir, files[i]);
+        unlink(p);
+    }
+    snprintf(p, cap, "%s/heads", outdir);
+    rmdir(p);
+    if (created_dir)
+        rmdir(outdir);
+    free(p);
 }
 
 /* out/index.html with the report and the analysed heads' maps, (n_heads, n, n). */
@@ -319,7 +354,7 @@ int cmd_analyze(int argc, char **argv)
     hs_analysis *a = NULL;
     unsigned char *on = NULL;
     char *json_text = NULL, *report_path = NULL, **files = NULL;
-    int n_files = 0;
+    int n_files = 0, created_dir = 0;
     hs_error err = {{0}};
     rc = EXIT_FAIL;
     if (!m)
@@ -343,15 +378,21 @@ int cmd_analyze(int argc, char **argv)
         ao.progress = progress;
 
     struct stat sb;
-    if (stat(outdir, &sb) == 0 ? !S_ISDIR(sb.st_mode) : mkdir(outdir, 0777) != 0) {
+    errno = 0;
+    if (stat(outdir, &sb) != 0)
+        created_dir = mkdir(outdir, 0777) == 0;
+    if (!created_dir && (stat(outdir, &sb) != 0 || !S_ISDIR(sb.st_mode))) {
         cli_error(C, "cannot use '%s' as the output folder: %s", outdir,
                   errno ? strerror(errno) : "Not a directory");
         goto done;
     }
     hs_analyze_input in = {.ids = enc.ids, .type_ids = enc.type_ids, .n = (int)enc.n,
                            .tokens = (const char *const *)enc.tokens, .text = t.text,
+                           .text_len = t.len,
                            .text_pair = t.pair, .truncated = was_truncated};
-    if (hs_analyze_run(m, &in, &ao, &a, &err) != HS_OK) {
+    hs_status ast = hs_analyze_run(m, &in, &ao, &a, &err);
+    progress_end();
+    if (ast != HS_OK) {
         cli_error(C, "%s", err.msg);
         goto done;
     }
@@ -393,6 +434,8 @@ int cmd_analyze(int argc, char **argv)
         print_summary(a, report_path);
     rc = cli_finish_stdout(C);
 done:
+    if (rc != EXIT_OK && outdir)
+        remove_outputs(outdir, files, n_files, created_dir);
     for (int i = 0; i < n_files; i++)
         free(files[i]);
     free(files);

@@ -38,7 +38,7 @@ int main(int argc, char **argv)
         return cli_finish_stdout("help");
     }
     if (!strcmp(cmd, "--version")) {
-        printf("headscope %s\n", HEADSCOPE_VERSION);
+        printf("headscope %s\n", HS_VERSION);
         return cli_finish_stdout("version");
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)

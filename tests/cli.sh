@@ -194,6 +194,11 @@ expect 0 "analyze --layers" -- "$HS" analyze "$G" --text "$REP" -o "$T/l1" --lay
 import json; r=json.load(open('$T/l1/report.json'))
 assert [h['id'] for h in r['heads']] == ['1.0','1.1','1.2','1.3']
 assert r['diversity']['per_layer'][0] is None" && ok || bad "--layers restricts the heads"
+expect 1 "analyze failure removes the folder it made" -- "$HS" analyze "$G" --text "Hello" -o "$T/made"
+[ ! -e "$T/made" ] && ok || bad "a failed analyze left '$T/made' behind"
+printf 'a\0b c d' >"$T/nul.txt"
+expect 0 "analyze text with NUL" -- "$HS" analyze "$G" --file "$T/nul.txt" -o "$T/nul" -q --no-images
+"$PY" -c "import json,sys; t=json.load(open('$T/nul/report.json'))['input']['text']; sys.exit(t != 'a\ufffdb c d')" && ok || bad "NUL in input.text"
 expect 1 "analyze bad model" -- "$HS" analyze fixtures/bad/nan_weight --text hi -o "$T/bm"
 no_file "bad model" "$T/bm/report.json"
 expect 1 "analyze output is a file" -- "$HS" analyze "$G" --text hi -o fixtures/bad/MANIFEST.tsv

@@ -32,6 +32,7 @@ extern "C" {
 #endif
 
 #define HS_REPORT_SCHEMA "headscope.report/1"
+#define HS_VERSION "0.1.0" /* headscope release, written into reports */
 
 typedef struct hs_analyze_opts {
     const unsigned char *layers; /* (n_layer) 1 = analyse, NULL = all layers */
@@ -61,6 +62,7 @@ typedef struct hs_analyze_input {
     int n;
     const char *const *tokens;   /* (n) raw vocabulary strings, or NULL */
     const char *text;            /* for the report (may be NULL) */
+    size_t text_len;             /* bytes of text (it may hold NULs); 0 = strlen(text) */
     const char *text_pair;       /* NULL when none */
     int truncated;               /* the text was truncated to the context */
 } hs_analyze_input;

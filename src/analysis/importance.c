@@ -184,20 +184,21 @@ static hs_status run_mask(hs_loss_eval *e, const float *head_mask, int refresh, 
         if (start == c->n_layer)
             start = c->n_layer - 1;
     }
+    int capture = refresh || !e->cache_valid; /* the cache keeps its state otherwise */
     hs_forward_opts o = {.head_mask = head_mask, .logits = e->logits, .hidden = e->hidden};
     if (start > 0) {
         o.start_layer = start;
         o.x_start = e->cache + (size_t)start * nd;
-    } else {
+    } else if (capture) {
         o.x_layers = e->cache;
     }
     hs_status st = hs_forward(e->m, in->ids, in->type_ids, in->n, &o, e->ws, err);
     if (st) {
-        if (start == 0)
+        if (o.x_layers)
             e->cache_valid = 0;
         return st;
     }
-    if (start == 0) {
+    if (o.x_layers) {
         for (int k = 0; k < c->n_layer * H; k++)
             e->cache_mask[k] = head_mask ? head_mask[k] : 1.0f;
         e->cache_valid = 1;
@@ -333,7 +334,8 @@ hs_status hs_prune_curve(hs_loss_eval *e, double base, const unsigned char *acti
             break;
         mask[best] = 0.0f;
         current = best_loss;
-        if (step + 1 < max_steps && eval > 1) { /* the cache follows the pruned state */
+        int stopping = best_loss > base + stop_increase;
+        if (!stopping && step + 1 < max_steps && eval > 1) { /* the cache follows the pruned state */
             double again;
             if ((st = run_mask(e, mask, 1, &again, err)))
                 break;
@@ -342,7 +344,7 @@ hs_status hs_prune_curve(hs_loss_eval *e, double base, const unsigned char *acti
         *n_steps = step + 1;
         if (progress)
             progress(user, "pruning", step + 1, max_steps);
-        if (best_loss > base + stop_increase)
+        if (stopping)
             break;
     }
     free(mask);

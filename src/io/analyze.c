@@ -72,9 +72,30 @@ void hs_analysis_free(hs_analysis *a)
     free(a);
 }
 
-static char *dup_str(const char *s)
+/* A NUL-terminated copy of len bytes of s (len 0: strlen) in which every NUL byte becomes
+ * U+FFFD, so the report's JSON string holds the whole text. */
+static char *dup_text(const char *s, size_t len)
 {
-    return s ? strdup(s) : NULL;
+    if (!s)
+        return NULL;
+    if (len == 0)
+        len = strlen(s);
+    size_t nul = 0;
+    for (size_t i = 0; i < len; i++)
+        nul += s[i] == '\0';
+    char *d = malloc(len + 2 * nul + 1), *p = d;
+    if (!d)
+        return NULL;
+    for (size_t i = 0; i < len; i++) {
+        if (s[i] == '\0') {
+            memcpy(p, "\xEF\xBF\xBD", 3);
+            p += 3;
+        } else {
+            *p++ = s[i];
+        }
+    }
+    *p = '\0';
+    return d;
 }
 
 /* Special ids of a WordPiece vocabulary, -1 when absent. */
@@ -178,9 +199,10 @@ hs_status hs_analyze_run(const hs_model *m, const hs_analyze_input *in, const hs
     a->type_ids = calloc((size_t)n, sizeof *a->type_ids);
     a->tokens = calloc((size_t)n, sizeof *a->tokens);
     a->display = calloc((size_t)n, sizeof *a->display);
-    a->text = dup_str(in->text);
-    a->text_pair = dup_str(in->text_pair);
-    if (!a->ids || !a->type_ids || !a->tokens || !a->display)
+    a->text = dup_text(in->text, in->text_len);
+    a->text_pair = dup_text(in->text_pair, 0);
+    if (!a->ids || !a->type_ids || !a->tokens || !a->display || (in->text && !a->text) ||
+        (in->text_pair && !a->text_pair))
         goto nomem;
     memcpy(a->ids, in->ids, (size_t)n * sizeof *a->ids);
     if (in->type_ids)

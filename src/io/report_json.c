@@ -91,7 +91,7 @@ char *hs_report_json(const hs_analysis *a, const char *const *files, int n_files
     cJSON_AddStringToObject(r, "schema", HS_REPORT_SCHEMA);
     cJSON *gen = cJSON_AddObjectToObject(r, "generator");
     cJSON_AddStringToObject(gen, "name", "headscope");
-    cJSON_AddStringToObject(gen, "version", "0.1.0");
+    cJSON_AddStringToObject(gen, "version", HS_VERSION);
 
     cJSON *mo = cJSON_AddObjectToObject(r, "model");
     cJSON_AddStringToObject(mo, "path", hs_model_path(m));
@@ -134,6 +134,7 @@ char *hs_report_json(const hs_analysis *a, const char *const *files, int n_files
     }
     cJSON_AddBoolToObject(op, "exclude_sinks", o->exclude_sinks);
     cJSON_AddBoolToObject(op, "ablation", o->ablation);
+    cJSON_AddBoolToObject(op, "pruning", o->ablation && o->pruning);
     add_num(op, "label_threshold", o->label_threshold);
 
     cJSON *lo = cJSON_AddObjectToObject(r, "loss");
