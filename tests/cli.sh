@@ -102,12 +102,39 @@ if [ -d "$SHARED/tiny-gpt2" ]; then
     compare "$SHARED/tiny-bert" "unaffable résumé naïve café" "日本語 text"
 fi
 
+# gguf_round_trip DIR TEXT TYPES...: convert DIR to GGUF of each type; ids identical to the
+# folder's, maps equal for f32 (<= 1e-6); for the others the difference is printed and only
+# a gross error (> 0.5, e.g. a transposed tensor) fails.
+gguf_round_trip() {
+    local dir=$1 text=$2 name
+    shift 2
+    name=$(basename "$dir")
+    "$HS" attn "$dir" --text "$text" -o "$T/rt_ref.npy" -q || { bad "$name attn"; return; }
+    "$HS" tokenize "$dir" --text "$text" --json >"$T/rt_ids.json"
+    for ty in "$@"; do
+        expect 0 "$name convert $ty" -- "$HS" convert "$dir" -o "$T/rt.bin" --type "$ty"
+        expect 0 "$name tokenize gguf $ty" -- "$HS" tokenize "$T/rt.bin" --text "$text" --json
+        cmp -s "$T/out" "$T/rt_ids.json" && ok || bad "$name $ty: ids differ from the folder's"
+        expect 0 "$name attn gguf $ty" -- "$HS" attn "$T/rt.bin" --text "$text" -o "$T/rt.npy"
+        "$PY" -c "
+import numpy as np, sys
+d = float(np.abs(np.load('$T/rt.npy') - np.load('$T/rt_ref.npy')).max())
+print('gguf round trip: $name $ty max|d| = %.3g' % d)
+sys.exit(1 if ('$ty' == 'f32' and d > 1e-6) or d > 0.5 else 0)" && ok || bad "$name $ty round-trip maps"
+        rm -f "$T/rt.bin"
+    done
+}
+
 # GPT-2-small and BERT-base shapes, random weights, generated now (not committed).
+GS_TEXT="$(printf 'word%d is here, ' $(seq 1 16))"
 "$PY" fixtures/ref/make_checkpoint.py --arch gpt2-small --out "$T/gpt2-small" --tokenizer "$G" >/dev/null &&
-    compare "$T/gpt2-small" "$(printf 'word%d is here, ' $(seq 1 16))" || bad "gpt2-small checkpoint"
+    compare "$T/gpt2-small" "$GS_TEXT" || bad "gpt2-small checkpoint"
+gguf_round_trip "$T/gpt2-small" "$GS_TEXT" f32 f16 bf16 q8_0
 rm -rf "$T/gpt2-small"
+BB_TEXT="$(printf 'sentence %d goes on, ' $(seq 1 12))"
 "$PY" fixtures/ref/make_checkpoint.py --arch bert-base --out "$T/bert-base" --tokenizer "$B" >/dev/null &&
-    compare "$T/bert-base" "$(printf 'sentence %d goes on, ' $(seq 1 12))" "and a second segment follows here" || bad "bert-base checkpoint"
+    compare "$T/bert-base" "$BB_TEXT" "and a second segment follows here" || bad "bert-base checkpoint"
+gguf_round_trip "$T/bert-base" "$BB_TEXT" f32 f16 bf16 q8_0
 rm -rf "$T/bert-base"
 
 # ---- bad input: one line on stderr, exit 1, no output file ----------------------------------
