@@ -108,82 +108,47 @@ static hs_status parse_entry(const cJSON *e, const unsigned char *data, uint64_t
     return HS_OK;
 }
 
-hs_status hs_safetensors_open(const char *path, hs_safetensors **out, hs_error *err)
+/* Validates the header of buf (len bytes) and fills s->tensors. */
+static hs_status parse_into(hs_safetensors *s, const unsigned char *buf, size_t len,
+                            const char *path, hs_error *err)
 {
     hs_status st = HS_OK;
-    hs_safetensors *s = NULL;
     cJSON *root = NULL;
-    int fd = -1;
-    *out = NULL;
-
-    fd = open(path, O_RDONLY);
-    if (fd < 0)
-        return hs_fail(err, HS_E_IO, "cannot open '%s': %s", path, strerror(errno));
-    struct stat sb;
-    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        st = hs_fail(err, HS_E_IO, "'%s' is not a regular file", path);
-        goto fail;
-    }
-    uint64_t fsize = (uint64_t)sb.st_size;
-    if (fsize < 8) {
-        st = hs_fail(err, HS_E_FORMAT, "'%s': file is %llu bytes, too short for a safetensors "
-                     "header", path, (unsigned long long)fsize);
-        goto fail;
-    }
-    s = calloc(1, sizeof *s);
-    if (!s) {
-        st = hs_fail(err, HS_E_NOMEM, "out of memory");
-        goto fail;
-    }
-    s->map_len = (size_t)fsize;
-    s->map = mmap(NULL, s->map_len, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (s->map == MAP_FAILED) {
-        s->map = NULL;
-        st = hs_fail(err, HS_E_IO, "cannot map '%s': %s", path, strerror(errno));
-        goto fail;
-    }
-    close(fd);
-    fd = -1;
-
-    uint64_t hlen = hs_le64(s->map);
-    if (hlen > fsize - 8) {
-        st = hs_fail(err, HS_E_FORMAT,
-                     "'%s': header length %llu is larger than the file (%llu bytes)", path,
-                     (unsigned long long)hlen, (unsigned long long)fsize);
-        goto fail;
-    }
-    if (hlen > ST_HEADER_MAX) {
-        st = hs_fail(err, HS_E_FORMAT, "'%s': header length %llu exceeds the 100 MB limit",
-                     path, (unsigned long long)hlen);
-        goto fail;
-    }
-    const char *hdr = (const char *)s->map + 8;
-    root = cJSON_ParseWithLength(hdr, (size_t)hlen);
-    if (!root) {
-        st = hs_fail(err, HS_E_FORMAT, "'%s': header is not valid JSON", path);
-        goto fail;
-    }
+    uint64_t fsize = (uint64_t)len;
+    if (fsize < 8)
+        return hs_fail(err, HS_E_FORMAT, "'%s': file is %llu bytes, too short for a safetensors "
+                       "header", path, (unsigned long long)fsize);
+    uint64_t hlen = hs_le64(buf);
+    if (hlen > fsize - 8)
+        return hs_fail(err, HS_E_FORMAT,
+                       "'%s': header length %llu is larger than the file (%llu bytes)", path,
+                       (unsigned long long)hlen, (unsigned long long)fsize);
+    if (hlen > ST_HEADER_MAX)
+        return hs_fail(err, HS_E_FORMAT, "'%s': header length %llu exceeds the 100 MB limit",
+                       path, (unsigned long long)hlen);
+    root = cJSON_ParseWithLength((const char *)buf + 8, (size_t)hlen);
+    if (!root)
+        return hs_fail(err, HS_E_FORMAT, "'%s': header is not valid JSON", path);
     if (!cJSON_IsObject(root)) {
         st = hs_fail(err, HS_E_FORMAT, "'%s': header is not a JSON object", path);
-        goto fail;
+        goto done;
     }
-    const unsigned char *data = s->map + 8 + hlen;
+    const unsigned char *data = buf + 8 + hlen;
     uint64_t data_len = fsize - 8 - hlen;
-
     int n = cJSON_GetArraySize(root);
     if (n > ST_TENSORS_MAX) {
         st = hs_fail(err, HS_E_FORMAT, "'%s': %d tensors (limit %d)", path, n, ST_TENSORS_MAX);
-        goto fail;
+        goto done;
     }
     s->tensors = calloc((size_t)(n > 0 ? n : 1), sizeof *s->tensors);
     if (!s->tensors) {
         st = hs_fail(err, HS_E_NOMEM, "out of memory");
-        goto fail;
+        goto done;
     }
     for (const cJSON *e = root->child; e; e = e->next) {
         if (!e->string) {
             st = hs_fail(err, HS_E_FORMAT, "'%s': header entry without a name", path);
-            goto fail;
+            goto done;
         }
         if (!strcmp(e->string, "__metadata__"))
             continue;
@@ -191,13 +156,13 @@ hs_status hs_safetensors_open(const char *path, hs_safetensors **out, hs_error *
         char *nm = strdup(e->string);
         if (!nm) {
             st = hs_fail(err, HS_E_NOMEM, "out of memory");
-            goto fail;
+            goto done;
         }
         t->name = nm;
         s->n++;
         if ((st = parse_entry(e, data, data_len, t, err))) {
             hs_error_prefix(err, "'%s'", path);
-            goto fail;
+            goto done;
         }
     }
     /* Names must be unique; data ranges must not overlap. */
@@ -205,7 +170,7 @@ hs_status hs_safetensors_open(const char *path, hs_safetensors **out, hs_error *
         hs_tensor_view *tmp = malloc(s->n * sizeof *tmp);
         if (!tmp) {
             st = hs_fail(err, HS_E_NOMEM, "out of memory");
-            goto fail;
+            goto done;
         }
         memcpy(tmp, s->tensors, s->n * sizeof *tmp);
         qsort(tmp, s->n, sizeof *tmp, cmp_by_name);
@@ -221,14 +186,65 @@ hs_status hs_safetensors_open(const char *path, hs_safetensors **out, hs_error *
                                  path, tmp[i - 1].name, tmp[i].name);
         }
         free(tmp);
-        if (st)
-            goto fail;
     }
+done:
     cJSON_Delete(root);
+    return st;
+}
+
+hs_status hs_safetensors_parse(const unsigned char *buf, size_t len, const char *name,
+                               hs_safetensors **out, hs_error *err)
+{
+    *out = NULL;
+    hs_safetensors *s = calloc(1, sizeof *s);
+    if (!s)
+        return hs_fail(err, HS_E_NOMEM, "out of memory");
+    hs_status st = parse_into(s, buf, len, name, err);
+    if (st) {
+        hs_safetensors_close(s);
+        return st;
+    }
+    *out = s;
+    return HS_OK;
+}
+
+hs_status hs_safetensors_open(const char *path, hs_safetensors **out, hs_error *err)
+{
+    hs_status st = HS_OK;
+    hs_safetensors *s = NULL;
+    *out = NULL;
+    int fd = open(path, O_RDONLY);
+    if (fd < 0)
+        return hs_fail(err, HS_E_IO, "cannot open '%s': %s", path, strerror(errno));
+    struct stat sb;
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        st = hs_fail(err, HS_E_IO, "'%s' is not a regular file", path);
+        goto fail;
+    }
+    if (sb.st_size < 8) { /* also keeps an empty file away from mmap */
+        st = hs_fail(err, HS_E_FORMAT, "'%s': file is %llu bytes, too short for a safetensors "
+                     "header", path, (unsigned long long)sb.st_size);
+        goto fail;
+    }
+    s = calloc(1, sizeof *s);
+    if (!s) {
+        st = hs_fail(err, HS_E_NOMEM, "out of memory");
+        goto fail;
+    }
+    s->map_len = (size_t)sb.st_size;
+    s->map = mmap(NULL, s->map_len, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (s->map == MAP_FAILED) {
+        s->map = NULL;
+        st = hs_fail(err, HS_E_IO, "cannot map '%s': %s", path, strerror(errno));
+        goto fail;
+    }
+    close(fd);
+    fd = -1;
+    if ((st = parse_into(s, s->map, s->map_len, path, err)))
+        goto fail;
     *out = s;
     return HS_OK;
 fail:
-    cJSON_Delete(root);
     if (fd >= 0)
         close(fd);
     hs_safetensors_close(s);
