@@ -91,6 +91,16 @@ hs_status hs_prune_curve(hs_loss_eval *e, double base, const unsigned char *acti
                          double stop_increase, int max_steps, hs_prune_step *steps, int *n_steps,
                          hs_progress_fn progress, void *user, hs_error *err);
 
+/* Michel et al. (2019) head importance: raw[l*H+h] = |dL/d xi_{l,h}| at xi = 1 (xi the head
+ * mask), norm = each layer's row of raw divided by its L2 norm (0 row stays 0). One forward
+ * pass storing activations plus one backward pass. HS_LOSS_REPR: the gradient is 0 at xi = 1
+ * (the loss is at its minimum), so the function returns HS_E_UNSUPPORTED for it.
+ * The input is checked as by hs_loss_eval_new. raw and norm: (n_layer, n_head), caller-owned;
+ * either may be NULL. Memory: about n_layer * (6 n d + n_head n^2 + n d_ff) floats plus the
+ * logits of the loss rows, (rows, vocab). */
+hs_status hs_gradient_importance(const hs_model *m, const hs_loss_input *in, double *raw,
+                                 double *norm, hs_error *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -1,0 +1,497 @@
+/* Gradient head importance (Michel et al. 2019): I_{l,h} = |dL/dxi_{l,h}| at xi = 1, where
+ * xi is the head mask (context_h = xi_h * P_h V_h). One forward pass that keeps what the
+ * backward needs, then reverse mode written out by hand (no autodiff) from the loss down to
+ * layer 0. Only gradients with respect to activations are formed, never weight gradients.
+ *
+ * The forward here repeats src/nn/forward.c operation for operation (same float32 kernels,
+ * same order), so the loss it differentiates is the loss hs_loss_eval_run computes. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cblas.h>
+
+#include "headscope/importance.h"
+#include "model/model_internal.h"
+#include "internal.h"
+
+/* Test hook (tests/test_gradient.c declares it too; it belongs in src/internal.h):
+ * the signed gradient g[l*H + h] = dL/dxi_{l,h} at xi = 1 and the loss at xi = 1. */
+hs_status hs_gradient_signed(const hs_model *m, const hs_loss_input *in, double *g, double *loss,
+                             hs_error *err);
+
+/* What the backward needs from one layer. LN stats: xhat = (x - mean) * rstd. */
+typedef struct grad_layer {
+    float *xhat1; /* (n, d) GPT-2: ln_1 input normalised; BERT: attention LayerNorm */
+    float *rstd1; /* (n) */
+    float *qkv;   /* (n, 3d) */
+    float *probs; /* (H, n, n) softmax, causal entries 0 */
+    float *ctx;   /* (n, d) P V of every head (xi = 1) */
+    float *xhat2; /* (n, d) GPT-2: ln_2; BERT: output LayerNorm */
+    float *rstd2; /* (n) */
+    float *ff;    /* (n, d_ff) MLP pre-activation */
+} grad_layer;
+
+/* ---- kernels (the forward ones as in src/nn/forward.c, and their backward) ---------- */
+
+/* y: (n, out) = x: (n, in) · w: (in, out) + b: (out). */
+static void linear(const float *x, const float *w, const float *b, float *y, int n, int in, int out)
+{
+    for (int i = 0; i < n; i++)
+        memcpy(y + (size_t)i * (size_t)out, b, (size_t)out * sizeof *b);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, out, in, 1.0f, x, in, w, out, 1.0f,
+                y, out);
+}
+
+/* dx: (n, in) = dy: (n, out) · w^T, w: (in, out); accumulate adds to dx. */
+static void linear_back(const float *dy, const float *w, float *dx, int n, int in, int out,
+                        int accumulate)
+{
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, in, out, 1.0f, dy, out, w, out,
+                accumulate ? 1.0f : 0.0f, dx, in);
+}
+
+/* y: (n, d) = LayerNorm(x) * w + b, keeping xhat: (n, d) and rstd: (n); y may alias x. */
+static void layernorm(const float *x, const float *w, const float *b, float *y, float *xhat,
+                      float *rstd, int n, int d, float eps)
+{
+    for (int i = 0; i < n; i++) {
+        const float *xi = x + (size_t)i * (size_t)d;
+        float *yi = y + (size_t)i * (size_t)d, *hi = xhat + (size_t)i * (size_t)d;
+        double mean = 0, var = 0;
+        for (int k = 0; k < d; k++)
+            mean += xi[k];
+        mean /= d;
+        for (int k = 0; k < d; k++) {
+            double t = xi[k] - mean;
+            var += t * t;
+        }
+        var /= d;
+        float inv = (float)(1.0 / sqrt(var + (double)eps));
+        float mu = (float)mean;
+        rstd[i] = inv;
+        for (int k = 0; k < d; k++) {
+            hi[k] = (xi[k] - mu) * inv;
+            yi[k] = hi[k] * w[k] + b[k];
+        }
+    }
+}
+
+/* LayerNorm backward, y = xhat * w + b: with g = dy * w,
+ * dx = rstd * (g - mean(g) - xhat * mean(g * xhat)). dx may alias dy; accumulate adds. */
+static void layernorm_back(const float *xhat, const float *rstd, const float *w, const float *dy,
+                           float *dx, int n, int d, int accumulate)
+{
+    for (int i = 0; i < n; i++) {
+        const float *hi = xhat + (size_t)i * (size_t)d, *gi = dy + (size_t)i * (size_t)d;
+        float *xi = dx + (size_t)i * (size_t)d;
+        double sg = 0, sgh = 0;
+        for (int k = 0; k < d; k++) {
+            double gk = (double)gi[k] * w[k];
+            sg += gk;
+            sgh += gk * hi[k];
+        }
+        double mg = sg / d, mgh = sgh / d, r = rstd[i];
+        for (int k = 0; k < d; k++) {
+            float v = (float)(r * ((double)gi[k] * w[k] - mg - hi[k] * mgh));
+            xi[k] = accumulate ? xi[k] + v : v;
+        }
+    }
+}
+
+/* y: (count) = GELU(x: (count)), as src/nn/forward.c computes it; y may alias x. */
+static void gelu(const float *x, float *y, size_t count, hs_activation act)
+{
+    if (act == HS_ACT_GELU_ERF) {
+        for (size_t i = 0; i < count; i++)
+            y[i] = 0.5f * x[i] * (1.0f + erff(x[i] * 0.70710678118654752f));
+    } else {
+        const float k = 0.79788456080286536f; /* sqrt(2/pi) */
+        for (size_t i = 0; i < count; i++) {
+            float v = x[i];
+            float u = k * (v + 0.044715f * v * v * v);
+            y[i] = v - v / (expf(2.0f * u) + 1.0f); /* 0.5 v (1 + tanh u) */
+        }
+    }
+}
+
+/* dy: (count) *= GELU'(x: (count)).
+ *   erf:  0.5 (1 + erf(x/√2)) + x φ(x), φ(x) = exp(-x²/2) / √(2π)
+ *   tanh: 0.5 (1 + tanh u) + 0.5 x (1 - tanh² u) √(2/π) (1 + 3·0.044715 x²),
+ *         u = √(2/π) (x + 0.044715 x³) */
+static void gelu_back(const float *x, float *dy, size_t count, hs_activation act)
+{
+    if (act == HS_ACT_GELU_ERF) {
+        for (size_t i = 0; i < count; i++) {
+            double v = x[i];
+            double dg = 0.5 * (1.0 + erf(v * 0.70710678118654752)) +
+                        v * exp(-0.5 * v * v) * 0.39894228040143268;
+            dy[i] = (float)(dy[i] * dg);
+        }
+    } else {
+        const double k = 0.79788456080286536;
+        for (size_t i = 0; i < count; i++) {
+            double v = x[i], t = tanh(k * (v + 0.044715 * v * v * v));
+            double dg = 0.5 * (1.0 + t) + 0.5 * v * (1.0 - t * t) * k * (1.0 + 3 * 0.044715 * v * v);
+            dy[i] = (float)(dy[i] * dg);
+        }
+    }
+}
+
+/* Row-wise softmax of s: (n, n), causal rows over keys 0..i, the rest set to 0. */
+static void softmax_rows(float *s, int n, int causal)
+{
+    for (int i = 0; i < n; i++) {
+        float *r = s + (size_t)i * (size_t)n;
+        int w = causal ? i + 1 : n;
+        float mx = r[0];
+        for (int j = 1; j < w; j++)
+            mx = r[j] > mx ? r[j] : mx;
+        double sum = 0;
+        for (int j = 0; j < w; j++) {
+            r[j] = expf(r[j] - mx);
+            sum += r[j];
+        }
+        float inv = (float)(1.0 / sum);
+        for (int j = 0; j < w; j++)
+            r[j] *= inv;
+        for (int j = w; j < n; j++)
+            r[j] = 0.0f;
+    }
+}
+
+/* Attention of one layer at xi = 1. qkv: (n, 3d) → probs: (H, n, n), ctx: (n, d). */
+static void attention(const hs_model_config *c, const float *qkv, float *probs, float *ctx, int n)
+{
+    int d = c->d_model, dh = c->d_head;
+    float scale = 1.0f / sqrtf((float)dh);
+    size_t nn = (size_t)n * (size_t)n;
+    for (int h = 0; h < c->n_head; h++) {
+        const float *q = qkv + (size_t)h * (size_t)dh;
+        const float *k = qkv + (size_t)d + (size_t)h * (size_t)dh;
+        const float *v = qkv + 2 * (size_t)d + (size_t)h * (size_t)dh;
+        float *p = probs + (size_t)h * nn;
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, n, dh, scale, q, 3 * d, k, 3 * d,
+                    0.0f, p, n);
+        softmax_rows(p, n, c->causal);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, dh, n, 1.0f, p, n, v, 3 * d,
+                    0.0f, ctx + (size_t)h * (size_t)dh, d);
+    }
+}
+
+/* Attention backward of one layer: dctx: (n, d) → dqkv: (n, 3d). dp: (n, n) scratch.
+ * ctx_h = P_h V_h, P_h = softmax(scale Q_h K_h^T):
+ *   dV = P^T dctx;  dP = dctx V^T;  dS = P ⊙ (dP − rowsum(dP ⊙ P));
+ *   dQ = scale dS K;  dK = scale dS^T Q.  Causal entries have P = 0, so dS = 0 there. */
+static void attention_back(const hs_model_config *c, const float *qkv, const float *probs,
+                           const float *dctx, float *dqkv, float *dp, int n)
+{
+    int d = c->d_model, dh = c->d_head;
+    float scale = 1.0f / sqrtf((float)dh);
+    size_t nn = (size_t)n * (size_t)n;
+    for (int h = 0; h < c->n_head; h++) {
+        size_t off = (size_t)h * (size_t)dh;
+        const float *q = qkv + off, *k = qkv + (size_t)d + off, *v = qkv + 2 * (size_t)d + off;
+        const float *p = probs + (size_t)h * nn, *dc = dctx + off;
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, n, dh, n, 1.0f, p, n, dc, d, 0.0f,
+                    dqkv + 2 * (size_t)d + off, 3 * d);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, n, dh, 1.0f, dc, d, v, 3 * d, 0.0f,
+                    dp, n);
+        for (int i = 0; i < n; i++) {
+            const float *pi = p + (size_t)i * (size_t)n;
+            float *di = dp + (size_t)i * (size_t)n;
+            int w = c->causal ? i + 1 : n;
+            double s = 0;
+            for (int j = 0; j < w; j++)
+                s += (double)di[j] * pi[j];
+            for (int j = 0; j < w; j++)
+                di[j] = (float)(pi[j] * ((double)di[j] - s));
+            for (int j = w; j < n; j++)
+                di[j] = 0.0f;
+        }
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, dh, n, scale, dp, n, k, 3 * d,
+                    0.0f, dqkv + off, 3 * d);
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, n, dh, n, scale, dp, n, q, 3 * d,
+                    0.0f, dqkv + (size_t)d + off, 3 * d);
+    }
+}
+
+static void add_inplace(float *x, const float *y, size_t count)
+{
+    for (size_t i = 0; i < count; i++)
+        x[i] += y[i];
+}
+
+/* ---- the pass ----------------------------------------------------------------------- */
+
+static hs_status check_input(const hs_model *m, const hs_loss_input *in, hs_error *err)
+{
+    const hs_model_config *c = &m->cfg;
+    if (in->kind == HS_LOSS_REPR)
+        return hs_fail(err, HS_E_UNSUPPORTED, "gradient importance: the representation loss has "
+                       "zero gradient at xi = 1 (it is at its minimum); use ablation importance");
+    if (in->kind != HS_LOSS_LM && in->kind != HS_LOSS_MLM)
+        return hs_fail(err, HS_E_ARG, "gradient importance: unknown loss kind %d", (int)in->kind);
+    if (in->n < 1 || !in->ids)
+        return hs_fail(err, HS_E_ARG, "gradient importance: no tokens");
+    if (in->n > c->n_ctx)
+        return hs_fail(err, HS_E_INPUT, "%d tokens exceed the model's context of %d", in->n,
+                       c->n_ctx);
+    if (!c->has_lm_head)
+        return hs_fail(err, HS_E_INPUT, in->kind == HS_LOSS_LM
+                                            ? "the model has no language-model head"
+                                            : "the model has no MLM head");
+    if (in->kind == HS_LOSS_LM && in->n < 2)
+        return hs_fail(err, HS_E_INPUT, "the language-model loss needs at least 2 tokens");
+    if (in->kind == HS_LOSS_MLM) {
+        if (in->n_pos < 1 || !in->positions || !in->targets)
+            return hs_fail(err, HS_E_INPUT, "the MLM loss needs at least one masked position");
+        for (int k = 0; k < in->n_pos; k++)
+            if (in->positions[k] < 0 || in->positions[k] >= in->n || in->targets[k] < 0 ||
+                in->targets[k] >= c->vocab_size)
+                return hs_fail(err, HS_E_ARG, "loss: masked position %d out of range", k);
+    }
+    for (int i = 0; i < in->n; i++) {
+        if (in->ids[i] < 0 || in->ids[i] >= c->vocab_size)
+            return hs_fail(err, HS_E_INPUT, "token id %d at position %d is outside the vocabulary "
+                           "(size %d)", (int)in->ids[i], i, c->vocab_size);
+        if (in->type_ids && c->family == HS_FAMILY_BERT &&
+            (in->type_ids[i] < 0 || in->type_ids[i] >= c->type_vocab_size))
+            return hs_fail(err, HS_E_INPUT, "token type %d at position %d is out of range",
+                           (int)in->type_ids[i], i);
+    }
+    return HS_OK;
+}
+
+hs_status hs_gradient_signed(const hs_model *m, const hs_loss_input *in, double *g, double *loss,
+                             hs_error *err)
+{
+    hs_status st = check_input(m, in, err);
+    if (st)
+        return st;
+    const hs_model_config *c = &m->cfg;
+    const int n = in->n, d = c->d_model, f = c->d_ff, H = c->n_head, L = c->n_layer;
+    const int V = c->vocab_size, bert = c->family == HS_FAMILY_BERT;
+    const int R = in->kind == HS_LOSS_LM ? n - 1 : in->n_pos; /* loss rows */
+    const size_t nd = (size_t)n * (size_t)d, nf = (size_t)n * (size_t)f;
+    const size_t nn = (size_t)n * (size_t)n, rd = (size_t)R * (size_t)d;
+
+    /* One allocation: per layer 6nd + 2n + Hn² + n·f floats, then the head and the
+     * backward scratch. */
+    size_t per_layer = 6 * nd + 2 * (size_t)n + (size_t)H * nn + nf;
+    size_t head = 4 * rd + (size_t)R + (size_t)R * (size_t)V; /* rows, pre, xhat, y, rstd, logits */
+    size_t scratch = 4 * nd + 3 * nd + nf + nn;               /* x, h, dx, dh, dqkv, dff, dp */
+    size_t total, layers_sz;
+    if (hs_mul_size(per_layer, (size_t)L, &layers_sz) || hs_add_size(layers_sz, head, &total) ||
+        hs_add_size(total, scratch, &total) || hs_mul_size(total, sizeof(float), &total))
+        return hs_fail(err, HS_E_NOMEM, "gradient importance: size overflow");
+    float *buf = malloc(total);
+    grad_layer *lay = malloc((size_t)L * sizeof *lay);
+    int *rows = malloc((size_t)R * sizeof *rows), *tgt = malloc((size_t)R * sizeof *tgt);
+    if (!buf || !lay || !rows || !tgt) {
+        st = hs_fail(err, HS_E_NOMEM, "out of memory for gradient importance (%zu MB)", total >> 20);
+        goto fail;
+    }
+    float *p = buf;
+    for (int l = 0; l < L; l++) {
+        grad_layer *gl = &lay[l];
+        gl->xhat1 = p, p += nd;
+        gl->rstd1 = p, p += n;
+        gl->qkv = p, p += 3 * nd;
+        gl->probs = p, p += (size_t)H * nn;
+        gl->ctx = p, p += nd;
+        gl->xhat2 = p, p += nd;
+        gl->rstd2 = p, p += n;
+        gl->ff = p, p += nf;
+    }
+    float *hrows = p; p += rd;    /* (R, d) final hidden rows the loss uses */
+    float *hpre = p; p += rd;     /* (R, d) BERT: transform pre-activation */
+    float *hxhat = p; p += rd;    /* (R, d) head LayerNorm normalised input */
+    float *hy = p; p += rd;       /* (R, d) decoder input */
+    float *hrstd = p; p += R;     /* (R) */
+    float *logits = p; p += (size_t)R * (size_t)V; /* (R, V), then d loss / d logits */
+    float *x = p; p += nd;        /* (n, d) residual stream */
+    float *h = p; p += nd;        /* (n, d) scratch */
+    float *dx = p; p += nd;       /* (n, d) */
+    float *dh = p; p += nd;       /* (n, d) */
+    float *dqkv = p; p += 3 * nd; /* (n, 3d) */
+    float *dff = p; p += nf;      /* (n, f); forward: gelu output */
+    float *dp = p; p += nn;       /* (n, n) */
+
+    for (int r = 0; r < R; r++) {
+        rows[r] = in->kind == HS_LOSS_LM ? r : in->positions[r];
+        tgt[r] = in->kind == HS_LOSS_LM ? in->ids[r + 1] : in->targets[r];
+    }
+
+    /* Forward. */
+    for (int i = 0; i < n; i++) {
+        float *xi = x + (size_t)i * (size_t)d;
+        const float *te = m->wte + (size_t)in->ids[i] * (size_t)d;
+        const float *pe = m->wpe + (size_t)i * (size_t)d;
+        for (int k = 0; k < d; k++)
+            xi[k] = te[k] + pe[k];
+        if (bert) {
+            const float *tt = m->wtt + (size_t)(in->type_ids ? in->type_ids[i] : 0) * (size_t)d;
+            for (int k = 0; k < d; k++)
+                xi[k] += tt[k];
+        }
+    }
+    if (bert) /* stats not kept: nothing below layer 0 is differentiated */
+        layernorm(x, m->emb_ln_w, m->emb_ln_b, x, h, dh, n, d, c->ln_eps);
+    for (int l = 0; l < L; l++) {
+        const hs_layer *W = &m->layers[l];
+        grad_layer *gl = &lay[l];
+        if (!bert) {
+            layernorm(x, W->ln1_w, W->ln1_b, h, gl->xhat1, gl->rstd1, n, d, c->ln_eps);
+            linear(h, W->w_qkv, W->b_qkv, gl->qkv, n, d, 3 * d);
+        } else {
+            linear(x, W->w_qkv, W->b_qkv, gl->qkv, n, d, 3 * d);
+        }
+        attention(c, gl->qkv, gl->probs, gl->ctx, n);
+        linear(gl->ctx, W->w_o, W->b_o, h, n, d, d);
+        add_inplace(x, h, nd);
+        if (!bert) {
+            layernorm(x, W->ln2_w, W->ln2_b, h, gl->xhat2, gl->rstd2, n, d, c->ln_eps);
+            linear(h, W->w_fc, W->b_fc, gl->ff, n, d, f);
+        } else {
+            layernorm(x, W->ln1_w, W->ln1_b, x, gl->xhat1, gl->rstd1, n, d, c->ln_eps);
+            linear(x, W->w_fc, W->b_fc, gl->ff, n, d, f);
+        }
+        gelu(gl->ff, dff, nf, c->act);
+        linear(dff, W->w_proj, W->b_proj, h, n, f, d);
+        add_inplace(x, h, nd);
+        if (bert)
+            layernorm(x, W->ln2_w, W->ln2_b, x, gl->xhat2, gl->rstd2, n, d, c->ln_eps);
+    }
+    /* Head on the loss rows only (LayerNorm and the MLM transform are row-wise). */
+    for (int r = 0; r < R; r++)
+        memcpy(hrows + (size_t)r * (size_t)d, x + (size_t)rows[r] * (size_t)d, (size_t)d * sizeof *x);
+    if (!bert) {
+        layernorm(hrows, m->lnf_w, m->lnf_b, hy, hxhat, hrstd, R, d, c->ln_eps);
+    } else {
+        linear(hrows, m->mlm_w, m->mlm_b, hpre, R, d, d);
+        gelu(hpre, hy, rd, c->act);
+        layernorm(hy, m->mlm_ln_w, m->mlm_ln_b, hy, hxhat, hrstd, R, d, c->ln_eps);
+    }
+    for (int r = 0; r < R; r++) {
+        float *row = logits + (size_t)r * (size_t)V;
+        if (bert)
+            memcpy(row, m->mlm_bias, (size_t)V * sizeof *row);
+        else
+            memset(row, 0, (size_t)V * sizeof *row);
+    }
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, R, V, d, 1.0f, hy, d, m->decoder, d, 1.0f,
+                logits, V);
+
+    /* Loss and d loss / d logits = (softmax - onehot) / R, row by row. */
+    double sum = 0;
+    for (int r = 0; r < R; r++) {
+        float *row = logits + (size_t)r * (size_t)V;
+        float mx = row[0];
+        for (int v = 1; v < V; v++)
+            mx = row[v] > mx ? row[v] : mx;
+        double s = 0;
+        for (int v = 0; v < V; v++)
+            s += (double)expf(row[v] - mx);
+        sum += log(s) - (double)(row[tgt[r]] - mx);
+        double inv = 1.0 / (s * R);
+        for (int v = 0; v < V; v++)
+            row[v] = (float)((double)expf(row[v] - mx) * inv);
+        row[tgt[r]] -= (float)(1.0 / R);
+    }
+    double lossv = sum / R;
+    if (!isfinite(lossv)) {
+        st = hs_fail(err, HS_E_VALUE, "the loss is not finite");
+        goto fail;
+    }
+
+    /* Backward through the head: d hy = dlogits · decoder, decoder: (V, d). */
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, R, d, V, 1.0f, logits, V, m->decoder, d,
+                0.0f, hy, d);
+    if (!bert) {
+        layernorm_back(hxhat, hrstd, m->lnf_w, hy, hy, R, d, 0);
+    } else {
+        layernorm_back(hxhat, hrstd, m->mlm_ln_w, hy, hy, R, d, 0);
+        gelu_back(hpre, hy, rd, c->act);
+        linear_back(hy, m->mlm_w, hrows, R, d, d, 0);
+        memcpy(hy, hrows, rd * sizeof *hy);
+    }
+    memset(dx, 0, nd * sizeof *dx); /* d loss / d (stream leaving the last layer) */
+    for (int r = 0; r < R; r++)
+        add_inplace(dx + (size_t)rows[r] * (size_t)d, hy + (size_t)r * (size_t)d, (size_t)d);
+
+    /* Backward through the layers; dx holds d loss / d (stream leaving layer l). */
+    for (int l = L - 1; l >= 0; l--) {
+        const hs_layer *W = &m->layers[l];
+        grad_layer *gl = &lay[l];
+        if (bert) /* x_out = LN2(z), z = a + MLP(a) */
+            layernorm_back(gl->xhat2, gl->rstd2, W->ln2_w, dx, dx, n, d, 0);
+        linear_back(dx, W->w_proj, dff, n, f, d, 0);
+        gelu_back(gl->ff, dff, nf, c->act);
+        if (!bert) { /* x_out = x_mid + MLP(LN2(x_mid)) */
+            linear_back(dff, W->w_fc, dh, n, d, f, 0);
+            layernorm_back(gl->xhat2, gl->rstd2, W->ln2_w, dh, dx, n, d, 1);
+        } else {     /* a = LN1(x_in + attn), da = dz + MLP'; then through LN1 */
+            linear_back(dff, W->w_fc, dx, n, d, f, 1);
+            layernorm_back(gl->xhat1, gl->rstd1, W->ln1_w, dx, dx, n, d, 0);
+        }
+        /* dx is now d loss / d (x_in + ctx W_O + b_O). */
+        linear_back(dx, W->w_o, dh, n, d, d, 0); /* dh = d loss / d ctx */
+        for (int hh = 0; hh < H; hh++) {
+            double s = 0;
+            for (int i = 0; i < n; i++) {
+                const float *a = dh + (size_t)i * (size_t)d + (size_t)hh * (size_t)c->d_head;
+                const float *b = gl->ctx + (size_t)i * (size_t)d + (size_t)hh * (size_t)c->d_head;
+                for (int e = 0; e < c->d_head; e++)
+                    s += (double)a[e] * b[e];
+            }
+            g[l * H + hh] = s;
+        }
+        if (l == 0)
+            break;
+        attention_back(c, gl->qkv, gl->probs, dh, dqkv, dp, n);
+        if (!bert) {
+            linear_back(dqkv, W->w_qkv, dh, n, d, 3 * d, 0);
+            layernorm_back(gl->xhat1, gl->rstd1, W->ln1_w, dh, dx, n, d, 1);
+        } else {
+            linear_back(dqkv, W->w_qkv, dx, n, d, 3 * d, 1);
+        }
+    }
+    if (loss)
+        *loss = lossv;
+    st = HS_OK;
+fail:
+    free(tgt);
+    free(rows);
+    free(lay);
+    free(buf);
+    return st;
+}
+
+hs_status hs_gradient_importance(const hs_model *m, const hs_loss_input *in, double *raw,
+                                 double *norm, hs_error *err)
+{
+    const hs_model_config *c = &m->cfg;
+    int H = c->n_head, L = c->n_layer;
+    double *g = malloc((size_t)L * (size_t)H * sizeof *g);
+    if (!g)
+        return hs_fail(err, HS_E_NOMEM, "out of memory");
+    hs_status st = hs_gradient_signed(m, in, g, NULL, err);
+    if (st == HS_OK) {
+        for (int l = 0; l < L; l++) {
+            double ss = 0;
+            for (int h = 0; h < H; h++)
+                ss += g[l * H + h] * g[l * H + h];
+            double nrm = sqrt(ss);
+            for (int h = 0; h < H; h++) {
+                double a = fabs(g[l * H + h]);
+                if (raw)
+                    raw[l * H + h] = a;
+                if (norm)
+                    norm[l * H + h] = nrm > 0 ? a / nrm : 0.0;
+            }
+        }
+    }
+    free(g);
+    return st;
+}
