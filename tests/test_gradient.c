@@ -17,10 +17,6 @@
 #define GRAD_ABS 1e-4
 #define GRAD_REL 1e-3
 
-/* Test hook in src/analysis/gradient.c: the signed gradient dL/dxi at xi = 1 and the loss. */
-hs_status hs_gradient_signed(const hs_model *m, const hs_loss_input *in, double *g, double *loss,
-                             hs_error *err);
-
 static const char *const golden_cases[] = {
     "tiny_gpt2_induction", "tiny_gpt2_common", "tiny_gpt2_hello", "tiny_gpt2_f16_common",
     "tiny_gpt2_f16_induction", "gpt2_prefixed", "gpt2_f16", "gpt2_bf16",

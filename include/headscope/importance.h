@@ -101,6 +101,12 @@ hs_status hs_prune_curve(hs_loss_eval *e, double base, const unsigned char *acti
 hs_status hs_gradient_importance(const hs_model *m, const hs_loss_input *in, double *raw,
                                  double *norm, hs_error *err);
 
+/* The signed gradient g[l*H + h] = dL/d xi_{l,h} at xi = 1: (n_layer * n_head), caller-owned,
+ * and the loss at xi = 1 in *loss (may be NULL). Same inputs and errors as
+ * hs_gradient_importance. */
+hs_status hs_gradient_signed(const hs_model *m, const hs_loss_input *in, double *g, double *loss,
+                             hs_error *err);
+
 #ifdef __cplusplus
 }
 #endif

@@ -14,11 +14,7 @@
 #include "headscope/importance.h"
 #include "model/model_internal.h"
 #include "internal.h"
-
-/* Test hook (tests/test_gradient.c declares it too; it belongs in src/internal.h):
- * the signed gradient g[l*H + h] = dL/dxi_{l,h} at xi = 1 and the loss at xi = 1. */
-hs_status hs_gradient_signed(const hs_model *m, const hs_loss_input *in, double *g, double *loss,
-                             hs_error *err);
+#include "nn/ops.h"
 
 /* What the backward needs from one layer. LN stats: xhat = (x - mean) * rstd. */
 typedef struct grad_layer {
@@ -34,47 +30,12 @@ typedef struct grad_layer {
 
 /* ---- kernels (the forward ones as in src/nn/forward.c, and their backward) ---------- */
 
-/* y: (n, out) = x: (n, in) · w: (in, out) + b: (out). */
-static void linear(const float *x, const float *w, const float *b, float *y, int n, int in, int out)
-{
-    for (int i = 0; i < n; i++)
-        memcpy(y + (size_t)i * (size_t)out, b, (size_t)out * sizeof *b);
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, out, in, 1.0f, x, in, w, out, 1.0f,
-                y, out);
-}
-
 /* dx: (n, in) = dy: (n, out) · w^T, w: (in, out); accumulate adds to dx. */
 static void linear_back(const float *dy, const float *w, float *dx, int n, int in, int out,
                         int accumulate)
 {
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, in, out, 1.0f, dy, out, w, out,
                 accumulate ? 1.0f : 0.0f, dx, in);
-}
-
-/* y: (n, d) = LayerNorm(x) * w + b, keeping xhat: (n, d) and rstd: (n); y may alias x. */
-static void layernorm(const float *x, const float *w, const float *b, float *y, float *xhat,
-                      float *rstd, int n, int d, float eps)
-{
-    for (int i = 0; i < n; i++) {
-        const float *xi = x + (size_t)i * (size_t)d;
-        float *yi = y + (size_t)i * (size_t)d, *hi = xhat + (size_t)i * (size_t)d;
-        double mean = 0, var = 0;
-        for (int k = 0; k < d; k++)
-            mean += xi[k];
-        mean /= d;
-        for (int k = 0; k < d; k++) {
-            double t = xi[k] - mean;
-            var += t * t;
-        }
-        var /= d;
-        float inv = (float)(1.0 / sqrt(var + (double)eps));
-        float mu = (float)mean;
-        rstd[i] = inv;
-        for (int k = 0; k < d; k++) {
-            hi[k] = (xi[k] - mu) * inv;
-            yi[k] = hi[k] * w[k] + b[k];
-        }
-    }
 }
 
 /* LayerNorm backward, y = xhat * w + b: with g = dy * w,
@@ -95,22 +56,6 @@ static void layernorm_back(const float *xhat, const float *rstd, const float *w,
         for (int k = 0; k < d; k++) {
             float v = (float)(r * ((double)gi[k] * w[k] - mg - hi[k] * mgh));
             xi[k] = accumulate ? xi[k] + v : v;
-        }
-    }
-}
-
-/* y: (count) = GELU(x: (count)), as src/nn/forward.c computes it; y may alias x. */
-static void gelu(const float *x, float *y, size_t count, hs_activation act)
-{
-    if (act == HS_ACT_GELU_ERF) {
-        for (size_t i = 0; i < count; i++)
-            y[i] = 0.5f * x[i] * (1.0f + erff(x[i] * 0.70710678118654752f));
-    } else {
-        const float k = 0.79788456080286536f; /* sqrt(2/pi) */
-        for (size_t i = 0; i < count; i++) {
-            float v = x[i];
-            float u = k * (v + 0.044715f * v * v * v);
-            y[i] = v - v / (expf(2.0f * u) + 1.0f); /* 0.5 v (1 + tanh u) */
         }
     }
 }
@@ -138,28 +83,6 @@ static void gelu_back(const float *x, float *dy, size_t count, hs_activation act
     }
 }
 
-/* Row-wise softmax of s: (n, n), causal rows over keys 0..i, the rest set to 0. */
-static void softmax_rows(float *s, int n, int causal)
-{
-    for (int i = 0; i < n; i++) {
-        float *r = s + (size_t)i * (size_t)n;
-        int w = causal ? i + 1 : n;
-        float mx = r[0];
-        for (int j = 1; j < w; j++)
-            mx = r[j] > mx ? r[j] : mx;
-        double sum = 0;
-        for (int j = 0; j < w; j++) {
-            r[j] = expf(r[j] - mx);
-            sum += r[j];
-        }
-        float inv = (float)(1.0 / sum);
-        for (int j = 0; j < w; j++)
-            r[j] *= inv;
-        for (int j = w; j < n; j++)
-            r[j] = 0.0f;
-    }
-}
-
 /* Attention of one layer at xi = 1. qkv: (n, 3d) → probs: (H, n, n), ctx: (n, d). */
 static void attention(const hs_model_config *c, const float *qkv, float *probs, float *ctx, int n)
 {
@@ -173,7 +96,7 @@ static void attention(const hs_model_config *c, const float *qkv, float *probs, 
         float *p = probs + (size_t)h * nn;
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, n, dh, scale, q, 3 * d, k, 3 * d,
                     0.0f, p, n);
-        softmax_rows(p, n, c->causal);
+        hs_op_softmax_rows(p, n, c->causal);
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, dh, n, 1.0f, p, n, v, 3 * d,
                     0.0f, ctx + (size_t)h * (size_t)dh, d);
     }
@@ -216,11 +139,6 @@ static void attention_back(const hs_model_config *c, const float *qkv, const flo
     }
 }
 
-static void add_inplace(float *x, const float *y, size_t count)
-{
-    for (size_t i = 0; i < count; i++)
-        x[i] += y[i];
-}
 
 /* ---- the pass ----------------------------------------------------------------------- */
 
@@ -337,41 +255,41 @@ hs_status hs_gradient_signed(const hs_model *m, const hs_loss_input *in, double 
         }
     }
     if (bert) /* stats not kept: nothing below layer 0 is differentiated */
-        layernorm(x, m->emb_ln_w, m->emb_ln_b, x, h, dh, n, d, c->ln_eps);
+        hs_op_layernorm(x, m->emb_ln_w, m->emb_ln_b, x, h, dh, n, d, c->ln_eps);
     for (int l = 0; l < L; l++) {
         const hs_layer *W = &m->layers[l];
         grad_layer *gl = &lay[l];
         if (!bert) {
-            layernorm(x, W->ln1_w, W->ln1_b, h, gl->xhat1, gl->rstd1, n, d, c->ln_eps);
-            linear(h, W->w_qkv, W->b_qkv, gl->qkv, n, d, 3 * d);
+            hs_op_layernorm(x, W->ln1_w, W->ln1_b, h, gl->xhat1, gl->rstd1, n, d, c->ln_eps);
+            hs_op_linear(h, W->w_qkv, W->b_qkv, gl->qkv, n, d, 3 * d);
         } else {
-            linear(x, W->w_qkv, W->b_qkv, gl->qkv, n, d, 3 * d);
+            hs_op_linear(x, W->w_qkv, W->b_qkv, gl->qkv, n, d, 3 * d);
         }
         attention(c, gl->qkv, gl->probs, gl->ctx, n);
-        linear(gl->ctx, W->w_o, W->b_o, h, n, d, d);
-        add_inplace(x, h, nd);
+        hs_op_linear(gl->ctx, W->w_o, W->b_o, h, n, d, d);
+        hs_op_add(x, h, nd);
         if (!bert) {
-            layernorm(x, W->ln2_w, W->ln2_b, h, gl->xhat2, gl->rstd2, n, d, c->ln_eps);
-            linear(h, W->w_fc, W->b_fc, gl->ff, n, d, f);
+            hs_op_layernorm(x, W->ln2_w, W->ln2_b, h, gl->xhat2, gl->rstd2, n, d, c->ln_eps);
+            hs_op_linear(h, W->w_fc, W->b_fc, gl->ff, n, d, f);
         } else {
-            layernorm(x, W->ln1_w, W->ln1_b, x, gl->xhat1, gl->rstd1, n, d, c->ln_eps);
-            linear(x, W->w_fc, W->b_fc, gl->ff, n, d, f);
+            hs_op_layernorm(x, W->ln1_w, W->ln1_b, x, gl->xhat1, gl->rstd1, n, d, c->ln_eps);
+            hs_op_linear(x, W->w_fc, W->b_fc, gl->ff, n, d, f);
         }
-        gelu(gl->ff, dff, nf, c->act);
-        linear(dff, W->w_proj, W->b_proj, h, n, f, d);
-        add_inplace(x, h, nd);
+        hs_op_gelu(gl->ff, dff, nf, c->act);
+        hs_op_linear(dff, W->w_proj, W->b_proj, h, n, f, d);
+        hs_op_add(x, h, nd);
         if (bert)
-            layernorm(x, W->ln2_w, W->ln2_b, x, gl->xhat2, gl->rstd2, n, d, c->ln_eps);
+            hs_op_layernorm(x, W->ln2_w, W->ln2_b, x, gl->xhat2, gl->rstd2, n, d, c->ln_eps);
     }
     /* Head on the loss rows only (LayerNorm and the MLM transform are row-wise). */
     for (int r = 0; r < R; r++)
         memcpy(hrows + (size_t)r * (size_t)d, x + (size_t)rows[r] * (size_t)d, (size_t)d * sizeof *x);
     if (!bert) {
-        layernorm(hrows, m->lnf_w, m->lnf_b, hy, hxhat, hrstd, R, d, c->ln_eps);
+        hs_op_layernorm(hrows, m->lnf_w, m->lnf_b, hy, hxhat, hrstd, R, d, c->ln_eps);
     } else {
-        linear(hrows, m->mlm_w, m->mlm_b, hpre, R, d, d);
-        gelu(hpre, hy, rd, c->act);
-        layernorm(hy, m->mlm_ln_w, m->mlm_ln_b, hy, hxhat, hrstd, R, d, c->ln_eps);
+        hs_op_linear(hrows, m->mlm_w, m->mlm_b, hpre, R, d, d);
+        hs_op_gelu(hpre, hy, rd, c->act);
+        hs_op_layernorm(hy, m->mlm_ln_w, m->mlm_ln_b, hy, hxhat, hrstd, R, d, c->ln_eps);
     }
     for (int r = 0; r < R; r++) {
         float *row = logits + (size_t)r * (size_t)V;
@@ -418,7 +336,7 @@ hs_status hs_gradient_signed(const hs_model *m, const hs_loss_input *in, double 
     }
     memset(dx, 0, nd * sizeof *dx); /* d loss / d (stream leaving the last layer) */
     for (int r = 0; r < R; r++)
-        add_inplace(dx + (size_t)rows[r] * (size_t)d, hy + (size_t)r * (size_t)d, (size_t)d);
+        hs_op_add(dx + (size_t)rows[r] * (size_t)d, hy + (size_t)r * (size_t)d, (size_t)d);
 
     /* Backward through the layers; dx holds d loss / d (stream leaving layer l). */
     for (int l = L - 1; l >= 0; l--) {

@@ -8,6 +8,7 @@
 
 #include "model/model_internal.h"
 #include "headscope/forward.h"
+#include "nn/ops.h"
 
 struct hs_forward_ws {
     int max_n;
@@ -58,81 +59,6 @@ void hs_forward_ws_free(hs_forward_ws *ws)
     free(ws);
 }
 
-/* ---- kernels ------------------------------------------------------------------- */
-
-/* y: (n, out) = x: (n, in) · w: (in, out) + b: (out); y may not alias x. */
-static void linear(const float *x, const float *w, const float *b, float *y, int n, int in, int out)
-{
-    for (int i = 0; i < n; i++)
-        memcpy(y + (size_t)i * (size_t)out, b, (size_t)out * sizeof *b);
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, out, in, 1.0f, x, in, w, out, 1.0f,
-                y, out);
-}
-
-/* y: (n, d) = LayerNorm(x) * w + b, row-wise; y may alias x. */
-static void layernorm(const float *x, const float *w, const float *b, float *y, int n, int d,
-                      float eps)
-{
-    for (int i = 0; i < n; i++) {
-        const float *xi = x + (size_t)i * (size_t)d;
-        float *yi = y + (size_t)i * (size_t)d;
-        double mean = 0, var = 0;
-        for (int k = 0; k < d; k++)
-            mean += xi[k];
-        mean /= d;
-        for (int k = 0; k < d; k++) {
-            double t = xi[k] - mean;
-            var += t * t;
-        }
-        var /= d;
-        float inv = (float)(1.0 / sqrt(var + (double)eps));
-        float mu = (float)mean;
-        for (int k = 0; k < d; k++)
-            yi[k] = (xi[k] - mu) * inv * w[k] + b[k];
-    }
-}
-
-/* GELU in place over x: (count). The tanh form uses 1 + tanh(u) = 2 - 2 / (e^{2u} + 1),
- * a few times faster than tanhf and within 1e-7 of it (absolute). */
-static void gelu(float *x, size_t count, hs_activation act)
-{
-    long cnt = (long)count;
-    if (act == HS_ACT_GELU_ERF) {
-        for (long i = 0; i < cnt; i++)
-            x[i] = 0.5f * x[i] * (1.0f + erff(x[i] * 0.70710678118654752f));
-    } else {
-        const float k = 0.79788456080286536f; /* sqrt(2/pi) */
-        for (long i = 0; i < cnt; i++) {
-            float v = x[i];
-            float u = k * (v + 0.044715f * v * v * v);
-            x[i] = v - v / (expf(2.0f * u) + 1.0f); /* 0.5 v (1 + tanh u) */
-        }
-    }
-}
-
-/* Row-wise softmax over the first `width(i)` entries of each row of s: (n, n); the
- * rest of the row set to 0 (causal mask). */
-static void softmax_rows(float *s, int n, int causal)
-{
-    for (int i = 0; i < n; i++) {
-        float *r = s + (size_t)i * (size_t)n;
-        int w = causal ? i + 1 : n;
-        float mx = r[0];
-        for (int j = 1; j < w; j++)
-            mx = r[j] > mx ? r[j] : mx;
-        double sum = 0;
-        for (int j = 0; j < w; j++) {
-            r[j] = expf(r[j] - mx);
-            sum += r[j];
-        }
-        float inv = (float)(1.0 / sum);
-        for (int j = 0; j < w; j++)
-            r[j] *= inv;
-        for (int j = w; j < n; j++)
-            r[j] = 0.0f;
-    }
-}
-
 /* Multi-head attention of one layer. qkv: (n, 3d) → ctx: (n, d); probs: (H, n, n)
  * reported to the observer before head_mask (H) scales them. */
 static int attention(const hs_model_config *c, int layer, const float *qkv, float *probs,
@@ -147,7 +73,7 @@ static int attention(const hs_model_config *c, int layer, const float *qkv, floa
         float *p = probs + (size_t)h * nn;
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, n, dh, scale, q, 3 * d, k, 3 * d,
                     0.0f, p, n);
-        softmax_rows(p, n, c->causal);
+        hs_op_softmax_rows(p, n, c->causal);
     }
     if (o && o->on_attn && o->on_attn(o->user, layer, probs, H, n))
         return -1;
@@ -162,12 +88,6 @@ static int attention(const hs_model_config *c, int layer, const float *qkv, floa
                     0.0f, ctx + (size_t)h * (size_t)dh, d);
     }
     return 0;
-}
-
-static void add_inplace(float *x, const float *y, size_t count)
-{
-    for (size_t i = 0; i < count; i++)
-        x[i] += y[i];
 }
 
 hs_status hs_forward(const hs_model *m, const int32_t *ids, const int32_t *type_ids, int n,
@@ -221,7 +141,7 @@ hs_status hs_forward(const hs_model *m, const int32_t *ids, const int32_t *type_
         }
     }
     if (c->family == HS_FAMILY_BERT && l0 == 0)
-        layernorm(x, m->emb_ln_w, m->emb_ln_b, x, n, d, c->ln_eps);
+        hs_op_layernorm(x, m->emb_ln_w, m->emb_ln_b, x, NULL, NULL, n, d, c->ln_eps);
     if (l0 > 0)
         memcpy(x, o->x_start, nd * sizeof *x);
 
@@ -232,41 +152,41 @@ hs_status hs_forward(const hs_model *m, const int32_t *ids, const int32_t *type_
             memcpy(o->x_layers + (size_t)l * nd, x, nd * sizeof *x);
         const float *hm_l = hmask ? hmask + (size_t)l * (size_t)c->n_head : NULL;
         if (c->family == HS_FAMILY_GPT2) {
-            layernorm(x, L->ln1_w, L->ln1_b, h, n, d, c->ln_eps);
-            linear(h, L->w_qkv, L->b_qkv, ws->qkv, n, d, 3 * d);
+            hs_op_layernorm(x, L->ln1_w, L->ln1_b, h, NULL, NULL, n, d, c->ln_eps);
+            hs_op_linear(h, L->w_qkv, L->b_qkv, ws->qkv, n, d, 3 * d);
         } else {
-            linear(x, L->w_qkv, L->b_qkv, ws->qkv, n, d, 3 * d);
+            hs_op_linear(x, L->w_qkv, L->b_qkv, ws->qkv, n, d, 3 * d);
         }
         if (attention(c, l, ws->qkv, ws->probs, ws->ctx, n, hm_l, o)) {
             hs_forward_ws_free(own);
             return hs_fail(err, HS_E_ARG, "stopped by observer");
         }
-        linear(ws->ctx, L->w_o, L->b_o, h, n, d, d);
-        add_inplace(x, h, nd);
+        hs_op_linear(ws->ctx, L->w_o, L->b_o, h, n, d, d);
+        hs_op_add(x, h, nd);
         if (c->family == HS_FAMILY_GPT2) {
-            layernorm(x, L->ln2_w, L->ln2_b, h, n, d, c->ln_eps);
-            linear(h, L->w_fc, L->b_fc, ws->ff, n, d, f);
+            hs_op_layernorm(x, L->ln2_w, L->ln2_b, h, NULL, NULL, n, d, c->ln_eps);
+            hs_op_linear(h, L->w_fc, L->b_fc, ws->ff, n, d, f);
         } else {
-            layernorm(x, L->ln1_w, L->ln1_b, x, n, d, c->ln_eps);
-            linear(x, L->w_fc, L->b_fc, ws->ff, n, d, f);
+            hs_op_layernorm(x, L->ln1_w, L->ln1_b, x, NULL, NULL, n, d, c->ln_eps);
+            hs_op_linear(x, L->w_fc, L->b_fc, ws->ff, n, d, f);
         }
-        gelu(ws->ff, (size_t)n * (size_t)f, c->act);
-        linear(ws->ff, L->w_proj, L->b_proj, h, n, f, d);
-        add_inplace(x, h, nd);
+        hs_op_gelu(ws->ff, ws->ff, (size_t)n * (size_t)f, c->act);
+        hs_op_linear(ws->ff, L->w_proj, L->b_proj, h, n, f, d);
+        hs_op_add(x, h, nd);
         if (c->family == HS_FAMILY_BERT)
-            layernorm(x, L->ln2_w, L->ln2_b, x, n, d, c->ln_eps);
+            hs_op_layernorm(x, L->ln2_w, L->ln2_b, x, NULL, NULL, n, d, c->ln_eps);
     }
     if (c->family == HS_FAMILY_GPT2)
-        layernorm(x, m->lnf_w, m->lnf_b, x, n, d, c->ln_eps);
+        hs_op_layernorm(x, m->lnf_w, m->lnf_b, x, NULL, NULL, n, d, c->ln_eps);
     if (o && o->hidden)
         memcpy(o->hidden, x, nd * sizeof *x);
     if (o && o->logits) {
         const float *src = x;
         const float *bias = NULL;
         if (c->family == HS_FAMILY_BERT) { /* MLM transform: dense, gelu, LayerNorm */
-            linear(x, m->mlm_w, m->mlm_b, h, n, d, d);
-            gelu(h, nd, c->act);
-            layernorm(h, m->mlm_ln_w, m->mlm_ln_b, h, n, d, c->ln_eps);
+            hs_op_linear(x, m->mlm_w, m->mlm_b, h, n, d, d);
+            hs_op_gelu(h, h, nd, c->act);
+            hs_op_layernorm(h, m->mlm_ln_w, m->mlm_ln_b, h, NULL, NULL, n, d, c->ln_eps);
             src = h;
             bias = m->mlm_bias;
         }
