@@ -31,6 +31,7 @@ static const char usage_text[] =
     "      --layers SPEC          analyse only these layers, e.g. 0,2-3 (default: all)\n"
     "      --no-ablation          skip the ablation sweep and the pruning curve\n"
     "      --no-pruning           skip the pruning curve\n"
+    "      --no-gradient          skip gradient importance (Michel et al. 2019)\n"
     "      --similarity METHOD    pearson (default) or js (Jensen-Shannon, Clark et al.)\n"
     "      --cluster-threshold X  cut the dendrogram at distance X (default 0.5)\n"
     "      --exclude-sinks        leave position 0 and [CLS]/[SEP] out of entropy and detectors\n"
@@ -46,7 +47,7 @@ static const char usage_text[] =
 
 enum {
     OPT_PAIR = 256, OPT_JSON, OPT_TRUNC, OPT_LAYERS, OPT_NOABL, OPT_NOPRUNE, OPT_SIM, OPT_THR,
-    OPT_SINKS, OPT_SEED, OPT_PLEN, OPT_PTOL, OPT_PSTOP, OPT_PBEAM, OPT_PMAX, OPT_NOIMG, OPT_MAXTOK
+    OPT_SINKS, OPT_SEED, OPT_PLEN, OPT_PTOL, OPT_PSTOP, OPT_PBEAM, OPT_PMAX, OPT_NOIMG, OPT_MAXTOK, OPT_NOGRAD
 };
 
 static int parse_double(const char *s, double lo, double hi, double *out)
@@ -257,6 +258,7 @@ int cmd_analyze(int argc, char **argv)
         {"prune-beam", required_argument, NULL, OPT_PBEAM},
         {"prune-max-steps", required_argument, NULL, OPT_PMAX},
         {"no-images", no_argument, NULL, OPT_NOIMG},
+        {"no-gradient", no_argument, NULL, OPT_NOGRAD},
         {"max-tokens-in-images", required_argument, NULL, OPT_MAXTOK},
         {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0}};
     const char *C = "analyze";
@@ -285,6 +287,7 @@ int cmd_analyze(int argc, char **argv)
             break;
         case OPT_NOABL: ao.ablation = 0; break;
         case OPT_NOPRUNE: ao.pruning = 0; break;
+        case OPT_NOGRAD: ao.gradient = 0; break;
         case OPT_SIM:
             if (!strcmp(optarg, "pearson"))
                 ao.similarity = HS_SIM_PEARSON;

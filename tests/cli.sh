@@ -191,6 +191,7 @@ assert h["0.2"]["scores"]["previous_token"] > 0.9
 assert h["1.1"]["scores"]["induction"] > 0.8
 top = max(r["heads"], key=lambda x: x["ablation_delta"])
 assert top["id"] == "1.1", top["id"]
+assert all(x["gradient_importance"] is not None for x in r["heads"])
 for k in ("model", "input", "loss", "heads", "diversity", "similarity", "clusters", "pruning", "probe"):
     assert k in r, k
 assert len(r["similarity"]["matrix"]) == 8 and len(r["diversity"]["pairwise_frobenius"]) == 8
@@ -216,6 +217,10 @@ expect 1 "analyze one token needs no-ablation" -- "$HS" analyze "$G" --text "Hel
 stderr_has "one token" "--no-ablation"
 no_file "one token" "$T/one/report.json"
 expect 0 "analyze one token without ablation" -- "$HS" analyze "$G" --text "Hello" -o "$T/one" --no-ablation -q
+expect 0 "analyze --no-gradient" -- "$HS" analyze "$G" --text "$REP" -o "$T/ng" --no-gradient --no-images -q
+"$PY" -c "
+import json; r=json.load(open('$T/ng/report.json'))
+assert r['options']['gradient'] is False and all(h['gradient_raw'] is None for h in r['heads'])" && ok || bad "--no-gradient"
 expect 0 "analyze --layers" -- "$HS" analyze "$G" --text "$REP" -o "$T/l1" --layers 1 -q
 "$PY" -c "
 import json; r=json.load(open('$T/l1/report.json'))

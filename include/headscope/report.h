@@ -38,6 +38,7 @@ typedef struct hs_analyze_opts {
     const unsigned char *layers; /* (n_layer) 1 = analyse, NULL = all layers */
     int ablation;                /* run the ablation sweep and pruning curve (default 1) */
     int pruning;                 /* run the pruning curve (default 1; needs ablation) */
+    int gradient;                /* gradient importance, Michel et al. (default 1; lm/mlm) */
     hs_sim_method similarity;    /* HS_SIM_PEARSON (default) or HS_SIM_JS */
     double cluster_threshold;    /* flat-cluster cut distance (default 0.5: 1 - r <= 0.5) */
     int exclude_sinks;           /* leave sink positions out of entropy and detectors */
@@ -73,6 +74,8 @@ typedef struct hs_head_result {
     hs_detect text_scores;  /* detectors on the input text */
     hs_detect probe_scores; /* detectors on the induction probe */
     double ablation_delta;  /* NaN when not computed */
+    double gradient;        /* |dL/d xi| divided by its layer's L2 norm; NaN when not computed */
+    double gradient_raw;    /* |dL/d xi| at xi = 1 */
     int cluster;
     const char *label;      /* "previous_token", "induction", ... or "none" (static string) */
 } hs_head_result;

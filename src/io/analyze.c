@@ -15,6 +15,7 @@ void hs_analyze_opts_default(hs_analyze_opts *o)
     memset(o, 0, sizeof *o);
     o->ablation = 1;
     o->pruning = 1;
+    o->gradient = 1;
     o->similarity = HS_SIM_PEARSON;
     o->cluster_threshold = 0.5;
     o->probe_seed = 1;
@@ -298,6 +299,8 @@ hs_status hs_analyze_run(const hs_model *m, const hs_analyze_input *in, const hs
         a->heads[k].entropy = ent[k];
         a->heads[k].text_scores = det[k];
         a->heads[k].ablation_delta = NAN;
+        a->heads[k].gradient = NAN;
+        a->heads[k].gradient_raw = NAN;
     }
 
     /* 3. the induction probe: seeded random tokens repeated twice */
@@ -412,6 +415,20 @@ hs_status hs_analyze_run(const hs_model *m, const hs_analyze_input *in, const hs
         st = hs_fail(err, HS_E_INPUT, li.kind == HS_LOSS_LM
                          ? "ablation needs at least 2 tokens for the next-token loss (or use --no-ablation)"
                          : "ablation needs a word to mask for the MLM loss (or use --no-ablation)");
+    }
+    if (!st && loss_possible && o->gradient && li.kind != HS_LOSS_REPR) {
+        double *graw = malloc((size_t)(L * H) * sizeof *graw);
+        double *gnorm = malloc((size_t)(L * H) * sizeof *gnorm);
+        if (!graw || !gnorm)
+            st = hs_fail(err, HS_E_NOMEM, "out of memory");
+        else
+            st = hs_gradient_importance(m, &li, graw, gnorm, err);
+        for (size_t k = 0; k < nh && !st; k++) {
+            a->heads[k].gradient_raw = graw[a->head_index[k]];
+            a->heads[k].gradient = gnorm[a->head_index[k]];
+        }
+        free(graw);
+        free(gnorm);
     }
     free(masked);
     if (st)

@@ -63,6 +63,8 @@ static cJSON *head_json(const hs_analysis *a, const hs_head_result *h)
     add_num(o, "entropy_norm", h->entropy.norm);
     add_num(o, "max_weight_mean", h->entropy.rowmax);
     add_num(o, "ablation_delta", h->ablation_delta);
+    add_num(o, "gradient_importance", h->gradient);
+    add_num(o, "gradient_raw", h->gradient_raw);
     cJSON_AddNumberToObject(o, "cluster", h->cluster);
     cJSON_AddStringToObject(o, "label", h->label);
     cJSON *s = cJSON_AddObjectToObject(o, "scores");
@@ -135,6 +137,7 @@ char *hs_report_json(const hs_analysis *a, const char *const *files, int n_files
     cJSON_AddBoolToObject(op, "exclude_sinks", o->exclude_sinks);
     cJSON_AddBoolToObject(op, "ablation", o->ablation);
     cJSON_AddBoolToObject(op, "pruning", o->ablation && o->pruning);
+    cJSON_AddBoolToObject(op, "gradient", o->gradient);
     add_num(op, "label_threshold", o->label_threshold);
 
     cJSON *lo = cJSON_AddObjectToObject(r, "loss");
