@@ -167,6 +167,8 @@ int main(int argc, char **argv)
     printf("  ablation sweep:                   %8.2f s = %.1f x the recorded forward pass "
            "(%d loss passes with logits)\n", a->seconds_ablation, a->seconds_ablation / per_fwd,
            a->n_heads);
+    printf("  gradient importance (all heads):  %8.2f s = %.1f x the recorded forward pass\n",
+           a->seconds_gradient, a->seconds_gradient / per_fwd);
     printf("  pictures (%d PNGs):              %8.2f s = %.2f x the ablation sweep\n", n_files,
            t_pic, t_pic / a->seconds_ablation);
     hs_analysis_free(a);

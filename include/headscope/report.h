@@ -114,7 +114,7 @@ typedef struct hs_analysis {
     int *candidates;        /* (n_candidates) head indices l*H + h */
     int n_candidates;
     long forward_passes;
-    double seconds_forward, seconds_ablation, seconds_pruning;
+    double seconds_forward, seconds_ablation, seconds_pruning, seconds_gradient;
 } hs_analysis;
 
 /* Runs everything: forward pass with maps, entropy, detectors (text and a seeded

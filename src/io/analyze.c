@@ -419,10 +419,12 @@ hs_status hs_analyze_run(const hs_model *m, const hs_analyze_input *in, const hs
     if (!st && loss_possible && o->gradient && li.kind != HS_LOSS_REPR) {
         double *graw = malloc((size_t)(L * H) * sizeof *graw);
         double *gnorm = malloc((size_t)(L * H) * sizeof *gnorm);
+        double tg = now();
         if (!graw || !gnorm)
             st = hs_fail(err, HS_E_NOMEM, "out of memory");
         else
             st = hs_gradient_importance(m, &li, graw, gnorm, err);
+        a->seconds_gradient = now() - tg;
         for (size_t k = 0; k < nh && !st; k++) {
             a->heads[k].gradient_raw = graw[a->head_index[k]];
             a->heads[k].gradient = gnorm[a->head_index[k]];

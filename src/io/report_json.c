@@ -216,6 +216,7 @@ char *hs_report_json(const hs_analysis *a, const char *const *files, int n_files
     add_num(tm, "forward_seconds", a->seconds_forward);
     add_num(tm, "ablation_seconds", a->seconds_ablation);
     add_num(tm, "pruning_seconds", a->seconds_pruning);
+    add_num(tm, "gradient_seconds", a->seconds_gradient);
 
     cJSON *fl = cJSON_AddArrayToObject(r, "files");
     for (int i = 0; i < n_files; i++)
