@@ -159,17 +159,21 @@ static hs_status write_page(const hs_analysis *a, const char *json, const char *
                             hs_error *err)
 {
     size_t nn = (size_t)a->n * (size_t)a->n;
-    float *maps = malloc((size_t)a->n_heads * nn * sizeof *maps);
+    const hs_model_config *c = hs_model_config_of(a->model);
+    /* every head selected: the trace is already in report order; otherwise gather */
+    int gather = a->n_heads != c->n_layer * c->n_head;
+    float *maps = gather ? malloc((size_t)a->n_heads * nn * sizeof *maps) : NULL;
     char *path = malloc(strlen(outdir) + 16);
     hs_status st;
-    if (!maps || !path) {
+    if ((gather && !maps) || !path) {
         st = HS_E_NOMEM;
         snprintf(err->msg, sizeof err->msg, "out of memory");
     } else {
-        for (int k = 0; k < a->n_heads; k++)
+        for (int k = 0; gather && k < a->n_heads; k++)
             memcpy(maps + (size_t)k * nn, a->trace->attn + (size_t)a->head_index[k] * nn,
                    nn * sizeof *maps);
-        hs_html_input hin = {.report_json = json, .attn = maps, .n_maps = a->n_heads, .n = a->n};
+        hs_html_input hin = {.report_json = json, .attn = gather ? maps : a->trace->attn,
+                             .n_maps = a->n_heads, .n = a->n};
         sprintf(path, "%s/index.html", outdir);
         st = hs_html_write(path, &hin, err);
     }
