@@ -83,24 +83,6 @@ static void gelu_back(const float *x, float *dy, size_t count, hs_activation act
     }
 }
 
-/* Attention of one layer at xi = 1. qkv: (n, 3d) → probs: (H, n, n), ctx: (n, d). */
-static void attention(const hs_model_config *c, const float *qkv, float *probs, float *ctx, int n)
-{
-    int d = c->d_model, dh = c->d_head;
-    float scale = 1.0f / sqrtf((float)dh);
-    size_t nn = (size_t)n * (size_t)n;
-    for (int h = 0; h < c->n_head; h++) {
-        const float *q = qkv + (size_t)h * (size_t)dh;
-        const float *k = qkv + (size_t)d + (size_t)h * (size_t)dh;
-        const float *v = qkv + 2 * (size_t)d + (size_t)h * (size_t)dh;
-        float *p = probs + (size_t)h * nn;
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, n, dh, scale, q, 3 * d, k, 3 * d,
-                    0.0f, p, n);
-        hs_op_softmax_rows(p, n, c->causal);
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, dh, n, 1.0f, p, n, v, 3 * d,
-                    0.0f, ctx + (size_t)h * (size_t)dh, d);
-    }
-}
 
 /* Attention backward of one layer: dctx: (n, d) → dqkv: (n, 3d). dp: (n, n) scratch.
  * ctx_h = P_h V_h, P_h = softmax(scale Q_h K_h^T):
@@ -265,7 +247,8 @@ hs_status hs_gradient_signed(const hs_model *m, const hs_loss_input *in, double 
         } else {
             hs_op_linear(x, W->w_qkv, W->b_qkv, gl->qkv, n, d, 3 * d);
         }
-        attention(c, gl->qkv, gl->probs, gl->ctx, n);
+        hs_op_attn_probs(c, gl->qkv, gl->probs, n);
+        hs_op_attn_context(c, gl->qkv, gl->probs, gl->ctx, n, NULL); /* xi = 1 */
         hs_op_linear(gl->ctx, W->w_o, W->b_o, h, n, d, d);
         hs_op_add(x, h, nd);
         if (!bert) {

@@ -59,36 +59,6 @@ void hs_forward_ws_free(hs_forward_ws *ws)
     free(ws);
 }
 
-/* Multi-head attention of one layer. qkv: (n, 3d) → ctx: (n, d); probs: (H, n, n)
- * reported to the observer before head_mask (H) scales them. */
-static int attention(const hs_model_config *c, int layer, const float *qkv, float *probs,
-                     float *ctx, int n, const float *head_mask, const hs_forward_opts *o)
-{
-    int d = c->d_model, dh = c->d_head, H = c->n_head;
-    float scale = 1.0f / sqrtf((float)dh);
-    size_t nn = (size_t)n * (size_t)n;
-    for (int h = 0; h < H; h++) {
-        const float *q = qkv + (size_t)h * (size_t)dh;
-        const float *k = qkv + (size_t)d + (size_t)h * (size_t)dh;
-        float *p = probs + (size_t)h * nn;
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, n, dh, scale, q, 3 * d, k, 3 * d,
-                    0.0f, p, n);
-        hs_op_softmax_rows(p, n, c->causal);
-    }
-    if (o && o->on_attn && o->on_attn(o->user, layer, probs, H, n))
-        return -1;
-    for (int h = 0; h < H; h++) {
-        const float *v = qkv + 2 * (size_t)d + (size_t)h * (size_t)dh;
-        float *p = probs + (size_t)h * nn;
-        float hm = head_mask ? head_mask[h] : 1.0f;
-        if (hm != 1.0f)
-            for (size_t i = 0; i < nn; i++)
-                p[i] *= hm;
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, dh, n, 1.0f, p, n, v, 3 * d,
-                    0.0f, ctx + (size_t)h * (size_t)dh, d);
-    }
-    return 0;
-}
 
 hs_status hs_forward(const hs_model *m, const int32_t *ids, const int32_t *type_ids, int n,
                      const hs_forward_opts *o, hs_forward_ws *ws, hs_error *err)
@@ -157,10 +127,13 @@ hs_status hs_forward(const hs_model *m, const int32_t *ids, const int32_t *type_
         } else {
             hs_op_linear(x, L->w_qkv, L->b_qkv, ws->qkv, n, d, 3 * d);
         }
-        if (attention(c, l, ws->qkv, ws->probs, ws->ctx, n, hm_l, o)) {
+        /* probs are reported before the head mask scales them */
+        hs_op_attn_probs(c, ws->qkv, ws->probs, n);
+        if (o && o->on_attn && o->on_attn(o->user, l, ws->probs, c->n_head, n)) {
             hs_forward_ws_free(own);
             return hs_fail(err, HS_E_ARG, "stopped by observer");
         }
+        hs_op_attn_context(c, ws->qkv, ws->probs, ws->ctx, n, hm_l);
         hs_op_linear(ws->ctx, L->w_o, L->b_o, h, n, d, d);
         hs_op_add(x, h, nd);
         if (c->family == HS_FAMILY_GPT2) {

@@ -79,6 +79,38 @@ void hs_op_softmax_rows(float *s, int n, int causal)
     }
 }
 
+void hs_op_attn_probs(const hs_model_config *c, const float *qkv, float *probs, int n)
+{
+    int d = c->d_model, dh = c->d_head;
+    float scale = 1.0f / sqrtf((float)dh);
+    size_t nn = (size_t)n * (size_t)n;
+    for (int h = 0; h < c->n_head; h++) {
+        const float *q = qkv + (size_t)h * (size_t)dh;
+        const float *k = qkv + (size_t)d + (size_t)h * (size_t)dh;
+        float *p = probs + (size_t)h * nn;
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, n, dh, scale, q, 3 * d, k, 3 * d,
+                    0.0f, p, n);
+        hs_op_softmax_rows(p, n, c->causal);
+    }
+}
+
+void hs_op_attn_context(const hs_model_config *c, const float *qkv, float *probs, float *ctx,
+                        int n, const float *head_mask)
+{
+    int d = c->d_model, dh = c->d_head;
+    size_t nn = (size_t)n * (size_t)n;
+    for (int h = 0; h < c->n_head; h++) {
+        const float *v = qkv + 2 * (size_t)d + (size_t)h * (size_t)dh;
+        float *p = probs + (size_t)h * nn;
+        float hm = head_mask ? head_mask[h] : 1.0f;
+        if (hm != 1.0f)
+            for (size_t i = 0; i < nn; i++)
+                p[i] *= hm;
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, dh, n, 1.0f, p, n, v, 3 * d,
+                    0.0f, ctx + (size_t)h * (size_t)dh, d);
+    }
+}
+
 void hs_op_add(float *x, const float *y, size_t count)
 {
     for (size_t i = 0; i < count; i++)

@@ -22,6 +22,17 @@ void hs_op_gelu(const float *x, float *y, size_t count, hs_activation act);
 /* Row-wise softmax of s: (n, n) in place; causal rows over keys 0..i, the rest set to 0. */
 void hs_op_softmax_rows(float *s, int n, int causal);
 
+/* Attention probabilities of every head of one layer: qkv: (n, 3d), columns [Q | K | V]
+ * with head h at h*d_head → probs: (n_head, n, n) = softmax(Q_h K_h^T / sqrt(d_head)),
+ * causal rows over keys 0..i. */
+void hs_op_attn_probs(const hs_model_config *c, const float *qkv, float *probs, int n);
+
+/* Context of every head: probs: (n_head, n, n), scaled in place by head_mask: (n_head)
+ * when not NULL (Hugging Face semantics: no renormalisation) → ctx: (n, d), head h in
+ * columns h*d_head.. = probs_h V_h. */
+void hs_op_attn_context(const hs_model_config *c, const float *qkv, float *probs, float *ctx,
+                        int n, const float *head_mask);
+
 /* x: (count) += y: (count). */
 void hs_op_add(float *x, const float *y, size_t count);
 
