@@ -246,21 +246,18 @@ static hs_status build_gpt2(builder *b, int has_lm_head, float *cur, hs_error *e
         return st;
     for (int l = 0; l < c->n_layer; l++) {
         layer_bufs B = carve_layer(&cur, &m->layers[l], (size_t)d, (size_t)f);
-        float *ln1_w = B.ln1_w, *ln1_b = B.ln1_b, *w_qkv = B.w_qkv, *b_qkv = B.b_qkv;
-        float *w_o = B.w_o, *b_o = B.b_o, *ln2_w = B.ln2_w, *ln2_b = B.ln2_b;
-        float *w_fc = B.w_fc, *b_fc = B.b_fc, *w_proj = B.w_proj, *b_proj = B.b_proj;
-        if ((st = place(b, NAME("h.%d.ln_1.weight", l), K_VEC, 1, d, ln1_w, d, 0, err)) ||
-            (st = place(b, NAME("h.%d.ln_1.bias", l), K_VEC, 1, d, ln1_b, d, 0, err)) ||
-            (st = place(b, NAME("h.%d.attn.c_attn.weight", l), K_MAT, d, 3 * d, w_qkv, 3 * d, 0, err)) ||
-            (st = place(b, NAME("h.%d.attn.c_attn.bias", l), K_VEC, 1, 3 * d, b_qkv, 3 * d, 0, err)) ||
-            (st = place(b, NAME("h.%d.attn.c_proj.weight", l), K_MAT, d, d, w_o, d, 0, err)) ||
-            (st = place(b, NAME("h.%d.attn.c_proj.bias", l), K_VEC, 1, d, b_o, d, 0, err)) ||
-            (st = place(b, NAME("h.%d.ln_2.weight", l), K_VEC, 1, d, ln2_w, d, 0, err)) ||
-            (st = place(b, NAME("h.%d.ln_2.bias", l), K_VEC, 1, d, ln2_b, d, 0, err)) ||
-            (st = place(b, NAME("h.%d.mlp.c_fc.weight", l), K_MAT, d, f, w_fc, f, 0, err)) ||
-            (st = place(b, NAME("h.%d.mlp.c_fc.bias", l), K_VEC, 1, f, b_fc, f, 0, err)) ||
-            (st = place(b, NAME("h.%d.mlp.c_proj.weight", l), K_MAT, f, d, w_proj, d, 0, err)) ||
-            (st = place(b, NAME("h.%d.mlp.c_proj.bias", l), K_VEC, 1, d, b_proj, d, 0, err)))
+        if ((st = place(b, NAME("h.%d.ln_1.weight", l), K_VEC, 1, d, B.ln1_w, d, 0, err)) ||
+            (st = place(b, NAME("h.%d.ln_1.bias", l), K_VEC, 1, d, B.ln1_b, d, 0, err)) ||
+            (st = place(b, NAME("h.%d.attn.c_attn.weight", l), K_MAT, d, 3 * d, B.w_qkv, 3 * d, 0, err)) ||
+            (st = place(b, NAME("h.%d.attn.c_attn.bias", l), K_VEC, 1, 3 * d, B.b_qkv, 3 * d, 0, err)) ||
+            (st = place(b, NAME("h.%d.attn.c_proj.weight", l), K_MAT, d, d, B.w_o, d, 0, err)) ||
+            (st = place(b, NAME("h.%d.attn.c_proj.bias", l), K_VEC, 1, d, B.b_o, d, 0, err)) ||
+            (st = place(b, NAME("h.%d.ln_2.weight", l), K_VEC, 1, d, B.ln2_w, d, 0, err)) ||
+            (st = place(b, NAME("h.%d.ln_2.bias", l), K_VEC, 1, d, B.ln2_b, d, 0, err)) ||
+            (st = place(b, NAME("h.%d.mlp.c_fc.weight", l), K_MAT, d, f, B.w_fc, f, 0, err)) ||
+            (st = place(b, NAME("h.%d.mlp.c_fc.bias", l), K_VEC, 1, f, B.b_fc, f, 0, err)) ||
+            (st = place(b, NAME("h.%d.mlp.c_proj.weight", l), K_MAT, f, d, B.w_proj, d, 0, err)) ||
+            (st = place(b, NAME("h.%d.mlp.c_proj.bias", l), K_VEC, 1, d, B.b_proj, d, 0, err)))
             return st;
     }
     float *lnf_w = carve(&cur, d), *lnf_b = carve(&cur, d);
@@ -303,26 +300,23 @@ static hs_status build_bert(builder *b, int has_mlm, int has_decoder, float *cur
     static const char *const qkv[3] = {"query", "key", "value"};
     for (int l = 0; l < c->n_layer; l++) {
         layer_bufs B = carve_layer(&cur, &m->layers[l], (size_t)d, (size_t)f);
-        float *ln1_w = B.ln1_w, *ln1_b = B.ln1_b, *w_qkv = B.w_qkv, *b_qkv = B.b_qkv;
-        float *w_o = B.w_o, *b_o = B.b_o, *ln2_w = B.ln2_w, *ln2_b = B.ln2_b;
-        float *w_fc = B.w_fc, *b_fc = B.b_fc, *w_proj = B.w_proj, *b_proj = B.b_proj;
         for (int k = 0; k < 3; k++) {
             if ((st = place(b, NAME("encoder.layer.%d.attention.self.%s.weight", l, qkv[k]), K_MAT,
-                            d, d, w_qkv, 3 * d, k * d, err)) ||
+                            d, d, B.w_qkv, 3 * d, k * d, err)) ||
                 (st = place(b, NAME("encoder.layer.%d.attention.self.%s.bias", l, qkv[k]), K_VEC,
-                            1, d, b_qkv, 3 * d, k * d, err)))
+                            1, d, B.b_qkv, 3 * d, k * d, err)))
                 return st;
         }
-        if ((st = place(b, NAME("encoder.layer.%d.attention.output.dense.weight", l), K_MAT, d, d, w_o, d, 0, err)) ||
-            (st = place(b, NAME("encoder.layer.%d.attention.output.dense.bias", l), K_VEC, 1, d, b_o, d, 0, err)) ||
-            (st = place(b, NAME("encoder.layer.%d.attention.output.LayerNorm.weight", l), K_VEC, 1, d, ln1_w, d, 0, err)) ||
-            (st = place(b, NAME("encoder.layer.%d.attention.output.LayerNorm.bias", l), K_VEC, 1, d, ln1_b, d, 0, err)) ||
-            (st = place(b, NAME("encoder.layer.%d.intermediate.dense.weight", l), K_MAT, d, f, w_fc, f, 0, err)) ||
-            (st = place(b, NAME("encoder.layer.%d.intermediate.dense.bias", l), K_VEC, 1, f, b_fc, f, 0, err)) ||
-            (st = place(b, NAME("encoder.layer.%d.output.dense.weight", l), K_MAT, f, d, w_proj, d, 0, err)) ||
-            (st = place(b, NAME("encoder.layer.%d.output.dense.bias", l), K_VEC, 1, d, b_proj, d, 0, err)) ||
-            (st = place(b, NAME("encoder.layer.%d.output.LayerNorm.weight", l), K_VEC, 1, d, ln2_w, d, 0, err)) ||
-            (st = place(b, NAME("encoder.layer.%d.output.LayerNorm.bias", l), K_VEC, 1, d, ln2_b, d, 0, err)))
+        if ((st = place(b, NAME("encoder.layer.%d.attention.output.dense.weight", l), K_MAT, d, d, B.w_o, d, 0, err)) ||
+            (st = place(b, NAME("encoder.layer.%d.attention.output.dense.bias", l), K_VEC, 1, d, B.b_o, d, 0, err)) ||
+            (st = place(b, NAME("encoder.layer.%d.attention.output.LayerNorm.weight", l), K_VEC, 1, d, B.ln1_w, d, 0, err)) ||
+            (st = place(b, NAME("encoder.layer.%d.attention.output.LayerNorm.bias", l), K_VEC, 1, d, B.ln1_b, d, 0, err)) ||
+            (st = place(b, NAME("encoder.layer.%d.intermediate.dense.weight", l), K_MAT, d, f, B.w_fc, f, 0, err)) ||
+            (st = place(b, NAME("encoder.layer.%d.intermediate.dense.bias", l), K_VEC, 1, f, B.b_fc, f, 0, err)) ||
+            (st = place(b, NAME("encoder.layer.%d.output.dense.weight", l), K_MAT, f, d, B.w_proj, d, 0, err)) ||
+            (st = place(b, NAME("encoder.layer.%d.output.dense.bias", l), K_VEC, 1, d, B.b_proj, d, 0, err)) ||
+            (st = place(b, NAME("encoder.layer.%d.output.LayerNorm.weight", l), K_VEC, 1, d, B.ln2_w, d, 0, err)) ||
+            (st = place(b, NAME("encoder.layer.%d.output.LayerNorm.bias", l), K_VEC, 1, d, B.ln2_b, d, 0, err)))
             return st;
     }
     if (!has_mlm)
