@@ -5,8 +5,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include <cJSON.h>
-
 #include "model/model_internal.h"
 #include "model/safetensors.h"
 
@@ -58,55 +56,6 @@ static int file_exists(const char *path)
     return stat(path, &sb) == 0 && S_ISREG(sb.st_mode);
 }
 
-/* do_lower_case from tokenizer_config.json (default true). */
-static hs_status read_lowercase(const char *path, int *lower, hs_error *err)
-{
-    *lower = 1;
-    if (!file_exists(path))
-        return HS_OK;
-    char *text = NULL;
-    size_t len = 0;
-    hs_status st = hs_read_file(path, 16u << 20, &text, &len, err);
-    if (st)
-        return st;
-    cJSON *root = cJSON_ParseWithLength(text, len);
-    free(text);
-    if (!cJSON_IsObject(root)) {
-        cJSON_Delete(root);
-        return hs_fail(err, HS_E_FORMAT, "'%s' is not a JSON object", path);
-    }
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, "do_lower_case");
-    if (cJSON_IsBool(v))
-        *lower = cJSON_IsTrue(v);
-    cJSON_Delete(root);
-    return HS_OK;
-}
-
-static hs_status load_tokenizer(hs_model *m, const char *dir, hs_error *err)
-{
-    char a[4096], b[4096];
-    if (m->cfg.family == HS_FAMILY_GPT2) {
-        snprintf(a, sizeof a, "%s/vocab.json", dir);
-        snprintf(b, sizeof b, "%s/merges.txt", dir);
-        int ha = file_exists(a), hb = file_exists(b);
-        if (!ha && !hb)
-            return HS_OK; /* weights only: fine for id-level work */
-        if (ha != hb)
-            return hs_fail(err, HS_E_IO, "'%s' has %s but not %s", dir,
-                           ha ? "vocab.json" : "merges.txt", ha ? "merges.txt" : "vocab.json");
-        return hs_tokenizer_load_gpt2(a, b, &m->tok, err);
-    }
-    snprintf(a, sizeof a, "%s/vocab.txt", dir);
-    if (!file_exists(a))
-        return HS_OK;
-    snprintf(b, sizeof b, "%s/tokenizer_config.json", dir);
-    int lower;
-    hs_status st = read_lowercase(b, &lower, err);
-    if (st)
-        return st;
-    return hs_tokenizer_load_bert(a, lower, &m->tok, err);
-}
-
 hs_status hs_hf_load(hs_model *m, const char *dir, hs_error *err)
 {
     char path[4096];
@@ -139,5 +88,5 @@ hs_status hs_hf_load(hs_model *m, const char *dir, hs_error *err)
     hs_safetensors_close(st_file);
     if (st)
         return st;
-    return load_tokenizer(m, dir, err);
+    return hs_hf_tokenizer_load(dir, m->cfg.family, &m->tok, err);
 }

@@ -89,4 +89,9 @@ struct hs_model {
 hs_status hs_hf_load(hs_model *m, const char *dir, hs_error *err);
 hs_status hs_gguf_load(hs_model *m, const char *path, hs_error *err);
 
+/* The tokenizer files of a Hugging Face folder (src/model/hf_tokenizer.c). *out stays NULL
+ * when the folder has none. */
+hs_status hs_hf_tokenizer_load(const char *dir, hs_family family, hs_tokenizer **out,
+                               hs_error *err);
+
 #endif /* HEADSCOPE_MODEL_INTERNAL_H */
