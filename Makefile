@@ -85,7 +85,8 @@ $(BUILD)/tests/%: tests/%.c $(LIB) tests/testutil.h
 
 # Criterion suites run from the repository root so fixture paths are relative to it.
 unit: $(TEST_BIN)
-	@set -e; for t in $(TEST_BIN); do echo "== $$t"; ASAN_OPTIONS=detect_leaks=1 $$t --jobs 2; done
+	@failed=; for t in $(TEST_BIN); do echo "== $$t"; ASAN_OPTIONS=detect_leaks=1 $$t --jobs 2 || failed="$$failed $$t"; done; \
+	if [ -n "$$failed" ]; then echo "failing suites:$$failed"; exit 1; fi
 
 cli-test: $(BIN)
 	HEADSCOPE=$(BIN) bash tests/cli.sh

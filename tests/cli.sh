@@ -97,9 +97,12 @@ sys.exit(0 if (got['ids'], got['type_ids']) == (ref, tt) else 1)" && ok || bad "
 }
 compare "$G" "The cat sat on the mat. The cat sat on the mat. Induction heads copy what came next."
 compare "$B" "The capital of France is [MASK]." "Paris is a city in Europe."
+compare fixtures/trained-gpt2 "When Mary and John went to the store, John gave a drink to Mary."
 if [ -d "$SHARED/tiny-gpt2" ]; then
     compare "$SHARED/tiny-gpt2" "When Mary and John went to the store, John gave a drink to"
     compare "$SHARED/tiny-bert" "unaffable résumé naïve café" "日本語 text"
+else
+    echo "cli: skipped the F32 originals of the tiny models: $SHARED is absent (development checkout only)"
 fi
 
 # gguf_round_trip DIR TEXT TYPES...: convert DIR to GGUF of each type; ids identical to the

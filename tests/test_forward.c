@@ -30,15 +30,10 @@ static cJSON *load_case_json(const char *name)
 
 static int file_exists(const char *p) { return access(p, R_OK) == 0; }
 
-/* Golden model paths are written as /work/shared/...; tests run beside ../shared. */
+/* Golden model paths are relative to the repository root, where the suites run. */
 static void model_path(const cJSON *j, char *buf, size_t cap)
 {
-    const char *m = cJSON_GetObjectItem(j, "model")->valuestring;
-    const char *s = strstr(m, "/shared/");
-    if (s)
-        snprintf(buf, cap, "..%s", s);
-    else
-        snprintf(buf, cap, "%s", m);
+    snprintf(buf, cap, "%s", cJSON_GetObjectItem(j, "model")->valuestring);
 }
 
 /* -log softmax(row)[target] in double. */
@@ -137,21 +132,23 @@ CASE(tiny_gpt2_common)
 CASE(tiny_gpt2_induction)
 CASE(tiny_gpt2_common_hm)
 CASE(tiny_gpt2_induction_hm)
-CASE(tiny_gpt2_f16_common)
-CASE(tiny_gpt2_f16_induction)
+CASE(trained_gpt2_common)
+CASE(trained_gpt2_induction)
+CASE(trained_gpt2_common_hm)
 CASE(tiny_bert_hello)
 CASE(tiny_bert_sentence)
 CASE(tiny_bert_pair)
 CASE(tiny_bert_pair_hm)
-CASE(tiny_bert_f16_pair)
 CASE(gpt2_prefixed)
 CASE(gpt2_f16)
 CASE(gpt2_bf16)
 CASE(gpt2_prefixed_hm)
+CASE(gpt2_hub)
 CASE(bert_legacy)
 CASE(bert_f16)
 CASE(bert_bf16)
 CASE(bert_bf16_hm)
+CASE(bert_hub)
 
 /* A head mask scales probs after they are recorded: layer-0 maps are identical with and
  * without the mask, and masking every head of the last layer changes the output. */

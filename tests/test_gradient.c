@@ -18,9 +18,9 @@
 #define GRAD_REL 1e-3
 
 static const char *const golden_cases[] = {
-    "tiny_gpt2_induction", "tiny_gpt2_common", "tiny_gpt2_hello", "tiny_gpt2_f16_common",
-    "tiny_gpt2_f16_induction", "gpt2_prefixed", "gpt2_f16", "gpt2_bf16",
-    "tiny_bert_pair", "tiny_bert_sentence", "tiny_bert_f16_pair", "bert_f16", "bert_bf16",
+    "tiny_gpt2_induction", "tiny_gpt2_common", "tiny_gpt2_hello", "trained_gpt2_common",
+    "trained_gpt2_induction", "gpt2_prefixed", "gpt2_f16", "gpt2_bf16", "gpt2_hub",
+    "tiny_bert_pair", "tiny_bert_sentence", "bert_f16", "bert_bf16", "bert_hub",
 };
 #define N_GOLDEN (sizeof golden_cases / sizeof golden_cases[0])
 
@@ -60,8 +60,7 @@ static void golden_load(const char *name, golden *g)
     memset(g, 0, sizeof *g);
     g->j = case_json(name);
     char mpath[256];
-    const char *mp = cJSON_GetObjectItem(g->j, "model")->valuestring, *s = strstr(mp, "/shared/");
-    snprintf(mpath, sizeof mpath, s ? "..%s" : "%s", s ? s : mp);
+    snprintf(mpath, sizeof mpath, "%s", cJSON_GetObjectItem(g->j, "model")->valuestring);
     hs_error err = {{0}};
     cr_assert_eq(hs_model_load(mpath, &g->m, &err), HS_OK, "%s: %s", mpath, err.msg);
     const cJSON *imp = cJSON_GetObjectItem(g->j, "importance");
@@ -151,16 +150,17 @@ static void run_golden(const char *name)
 CASE(tiny_gpt2_induction)
 CASE(tiny_gpt2_common)
 CASE(tiny_gpt2_hello)
-CASE(tiny_gpt2_f16_common)
-CASE(tiny_gpt2_f16_induction)
+CASE(trained_gpt2_common)
+CASE(trained_gpt2_induction)
 CASE(gpt2_prefixed)
 CASE(gpt2_f16)
 CASE(gpt2_bf16)
+CASE(gpt2_hub)
 CASE(tiny_bert_pair)
 CASE(tiny_bert_sentence)
-CASE(tiny_bert_f16_pair)
 CASE(bert_f16)
 CASE(bert_bf16)
+CASE(bert_hub)
 
 Test(gradient_golden, every_case_with_a_gradient_reference_is_checked)
 {

@@ -35,8 +35,7 @@ static void run_case(const char *name)
 {
     cJSON *j = case_json(name);
     char mpath[256];
-    const char *mp = cJSON_GetObjectItem(j, "model")->valuestring, *s = strstr(mp, "/shared/");
-    snprintf(mpath, sizeof mpath, s ? "..%s" : "%s", s ? s : mp);
+    snprintf(mpath, sizeof mpath, "%s", cJSON_GetObjectItem(j, "model")->valuestring);
     hs_error err = {{0}};
     hs_model *m;
     cr_assert_eq(hs_model_load(mpath, &m, &err), HS_OK, "%s", err.msg);
@@ -116,12 +115,15 @@ static void run_case(const char *name)
 #define CASE(name) Test(ablation_golden, name) { run_case(#name); }
 CASE(tiny_gpt2_induction)
 CASE(tiny_gpt2_common)
+CASE(trained_gpt2_induction)
 CASE(tiny_bert_pair)
 CASE(tiny_bert_sentence)
 CASE(gpt2_prefixed)
 CASE(gpt2_f16)
 CASE(bert_legacy)
 CASE(bert_f16)
+CASE(bert_hub)
+CASE(gpt2_hub)
 
 Test(mlm_positions, evenly_spaced_fifteen_percent_of_content)
 {

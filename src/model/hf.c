@@ -16,28 +16,28 @@ typedef struct hf_ctx {
     char buf[512];
 } hf_ctx;
 
+/* The stored tensor for a name as written: the family prefix ("transformer.", "bert.") is
+ * tried second, except for the heads that sit outside the base model (GPT-2 lm_head.*,
+ * BERT cls.*), which are never prefixed. */
 static const hs_tensor_view *find_prefixed(hf_ctx *c, const char *name)
 {
     const hs_tensor_view *t = hs_safetensors_find(c->st, name);
-    if (t)
+    if (t || !strncmp(name, "lm_head.", 8) || !strncmp(name, "cls.", 4))
         return t;
     const char *prefix = c->family == HS_FAMILY_GPT2 ? "transformer." : "bert.";
     snprintf(c->buf, sizeof c->buf, "%s%s", prefix, name);
     return hs_safetensors_find(c->st, c->buf);
 }
 
-/* Resolves a logical HF name, trying the family prefix and, for BERT LayerNorm
- * parameters, the legacy gamma/beta names. */
+/* Resolves a logical HF name, trying the family prefix and, for every LayerNorm parameter
+ * (embeddings, encoder layers and the MLM head's transform alike), the legacy gamma/beta
+ * names that the hub's bert-base-uncased file still uses. */
 static const hs_tensor_view *hf_lookup(void *ctx, const char *name, int *out_in)
 {
     hf_ctx *c = ctx;
     *out_in = c->family == HS_FAMILY_BERT; /* GPT-2 Conv1D is (in, out); nn.Linear (out, in) */
-    if (c->family == HS_FAMILY_GPT2 && !strcmp(name, "lm_head.weight"))
-        return hs_safetensors_find(c->st, name); /* never prefixed */
-    if (c->family == HS_FAMILY_BERT && !strncmp(name, "cls.", 4))
-        return hs_safetensors_find(c->st, name);
     const hs_tensor_view *t = find_prefixed(c, name);
-    if (t || c->family != HS_FAMILY_BERT || !strstr(name, "LayerNorm."))
+    if (t || !strstr(name, "LayerNorm."))
         return t;
     char legacy[512];
     size_t len = strlen(name);
