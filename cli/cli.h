@@ -51,6 +51,8 @@ void cli_text_free(cli_text *t);
 
 /* Loads a model, printing errors; returns NULL on failure. */
 hs_model *cli_model_load(const char *cmd, const char *path);
+/* As cli_model_load, reading only what HS_OPEN_* flags ask for. */
+hs_model *cli_model_open(const char *cmd, const char *path, unsigned flags);
 
 /* Tokenizes t with the model's tokenizer, enforcing non-empty text and the model's
  * context (truncate 1: drop tokens; 0: fail; -1: do not enforce the context); *truncated (may be NULL) says

@@ -28,7 +28,7 @@ int cmd_info(int argc, char **argv)
     }
     if (optind != argc - 1)
         return cli_usage_error("info", optind >= argc ? "no MODEL given" : "more than one MODEL given");
-    hs_model *m = cli_model_load("info", argv[optind]);
+    hs_model *m = cli_model_open("info", argv[optind], HS_OPEN_NO_WEIGHTS);
     if (!m)
         return EXIT_FAIL;
     const hs_model_config *cfg = hs_model_config_of(m);

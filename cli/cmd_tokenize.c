@@ -70,7 +70,7 @@ int cmd_tokenize(int argc, char **argv)
     int rc = cli_text_get("tokenize", text, file, pair, &t);
     if (rc)
         return rc;
-    hs_model *m = cli_model_load("tokenize", argv[optind]);
+    hs_model *m = cli_model_open("tokenize", argv[optind], HS_OPEN_TOKENIZER);
     hs_encoding enc = {0};
     rc = EXIT_FAIL;
     /* tokenize shows any length: truncation is not applied, the context is not enforced */

@@ -118,9 +118,14 @@ void cli_text_free(cli_text *t)
 
 hs_model *cli_model_load(const char *cmd, const char *path)
 {
+    return cli_model_open(cmd, path, 0);
+}
+
+hs_model *cli_model_open(const char *cmd, const char *path, unsigned flags)
+{
     hs_error err = {{0}};
     hs_model *m = NULL;
-    if (hs_model_load(path, &m, &err) != HS_OK) {
+    if (hs_model_open(path, flags, &m, &err) != HS_OK) {
         cli_error(cmd, "%s", err.msg);
         return NULL;
     }

@@ -287,5 +287,17 @@ grep -q "^layers: *2$" "$T/out" && grep -q "byte-level BPE, 50257 tokens" "$T/ou
 expect 0 "info bert" -- "$HS" info "$B"
 grep -q "WordPiece, 30522 tokens, lowercased" "$T/out" && ok || bad "info bert: $(cat "$T/out")"
 
+# tokenize needs config.json and the tokenizer files only; info reads headers, not weights
+mkdir -p "$T/tokonly" && cp "$G/config.json" "$G/vocab.json" "$G/merges.txt" "$T/tokonly/"
+expect 0 "tokenize without weights" -- "$HS" tokenize "$T/tokonly" --text "Hello world" --json
+grep -q '"ids": *\[15496, *995\]' "$T/out" && ok || bad "tokenize without weights: $(cat "$T/out")"
+expect 1 "attn without weights" -- "$HS" attn "$T/tokonly" --text hi -o "$T/tw.npy"
+one_line_error "attn without weights"
+grep -q "model.safetensors" "$T/err" && ok || bad "attn without weights names the file: $(cat "$T/err")"
+expect 0 "info hub bert" -- "$HS" info fixtures/models/bert-hub
+grep -q "weights stored as F32" "$T/out" && grep -q "^lm head: *MLM" "$T/out" && ok || bad "info hub bert: $(cat "$T/out")"
+expect 0 "info trained gpt2" -- "$HS" info fixtures/trained-gpt2
+grep -q "weights stored as F16" "$T/out" && grep -q "^parameters: *7259008$" "$T/out" && ok || bad "info trained gpt2: $(cat "$T/out")"
+
 echo "cli: $pass passed, $fail failed"
 [ "$fail" = 0 ]

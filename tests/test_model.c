@@ -1,6 +1,7 @@
 /* Model loading: every corrupt fixture in fixtures/bad (made by fixtures/ref/make_bad.py,
  * one defect each, see MANIFEST.tsv) gives its status and a message naming the problem;
  * valid models report the dimensions of their config. */
+#include "headscope/forward.h"
 #include "headscope/model.h"
 #include "testutil.h"
 
@@ -109,4 +110,46 @@ Test(model, bert_without_mlm_head_has_no_lm_head)
 Test(model, free_accepts_null)
 {
     hs_model_free(NULL);
+}
+
+/* Opening without weights checks the same table and reports the same numbers as a full
+ * load, holds no weights, and the forward pass refuses it. */
+Test(model, open_without_weights_reports_the_full_load_numbers)
+{
+    static const char *const dirs[] = {"fixtures/trained-gpt2", "fixtures/models/bert-hub",
+                                       "fixtures/models/gpt2-prefixed", "fixtures/tiny-bert"};
+    for (size_t k = 0; k < sizeof dirs / sizeof dirs[0]; k++) {
+        hs_model *full, *hdr;
+        hs_error err = {{0}};
+        cr_assert_eq(hs_model_load(dirs[k], &full, &err), HS_OK, "%s", err.msg);
+        cr_assert_eq(hs_model_open(dirs[k], HS_OPEN_NO_WEIGHTS, &hdr, &err), HS_OK, "%s", err.msg);
+        cr_assert_eq(hs_model_param_count(hdr), hs_model_param_count(full), "%s", dirs[k]);
+        cr_assert_str_eq(hs_model_storage_dtype(hdr), hs_model_storage_dtype(full), "%s", dirs[k]);
+        cr_assert_eq(hs_model_config_of(hdr)->has_lm_head, hs_model_config_of(full)->has_lm_head);
+        cr_assert_eq(hs_model_has_weights(full), 1);
+        cr_assert_eq(hs_model_has_weights(hdr), 0);
+        hs_forward_ws *ws = NULL;
+        cr_assert_eq(hs_forward_ws_new(hdr, 4, &ws, &err), HS_E_ARG);
+        cr_assert(strstr(err.msg, "without its weights"), "%s", err.msg);
+        hs_model_free(hdr);
+        hs_model_free(full);
+    }
+}
+
+/* A tokenizer-only open needs config.json and the tokenizer files, nothing else. */
+Test(model, open_tokenizer_only_needs_no_weights_file)
+{
+    char dir[64], cmd[512];
+    tu_mkdtemp(dir, sizeof dir);
+    snprintf(cmd, sizeof cmd, "cp fixtures/trained-gpt2/config.json fixtures/trained-gpt2/vocab.json "
+             "fixtures/trained-gpt2/merges.txt '%s/'", dir);
+    cr_assert_eq(system(cmd), 0);
+    hs_model *m = NULL;
+    hs_error err = {{0}};
+    cr_assert_eq(hs_model_load(dir, &m, &err), HS_E_IO, "a full load needs the weights");
+    cr_assert_eq(hs_model_open(dir, HS_OPEN_TOKENIZER, &m, &err), HS_OK, "%s", err.msg);
+    cr_assert_not_null(hs_model_tokenizer(m));
+    cr_assert_eq(hs_tokenizer_id(hs_model_tokenizer(m), "Ġworld"), 995);
+    hs_model_free(m);
+    tu_rm_rf(dir);
 }

@@ -65,6 +65,24 @@ typedef struct hs_model_config {
  * *out owns everything; free with hs_model_free. */
 hs_status hs_model_load(const char *path, hs_model **out, hs_error *err);
 
+/* What hs_model_open reads (flags, or-ed; 0 = everything, as hs_model_load). */
+enum {
+    /* Config, tokenizer and the tensor table, every tensor's presence, shape and dtype
+     * checked, but no weight read or converted: enough for hs_model_param_count and
+     * hs_model_storage_dtype (what `headscope info` prints). */
+    HS_OPEN_NO_WEIGHTS = 1,
+    /* Config and tokenizer only; the weights file is not even opened (a folder with
+     * config.json and tokenizer files is enough). */
+    HS_OPEN_TOKENIZER = 2
+};
+
+/* As hs_model_load, reading only what flags ask for. A model opened without weights
+ * cannot run: hs_forward and everything built on it refuse it (HS_E_ARG). */
+hs_status hs_model_open(const char *path, unsigned flags, hs_model **out, hs_error *err);
+
+/* 1 when the model holds its weights (opened without HS_OPEN_NO_WEIGHTS/TOKENIZER). */
+int hs_model_has_weights(const hs_model *m);
+
 /* Frees a model and its tokenizer; accepts NULL. */
 void hs_model_free(hs_model *m);
 

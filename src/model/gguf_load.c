@@ -468,7 +468,7 @@ hs_status hs_gguf_load(hs_model *m, const char *path, hs_error *err)
         st = hs_fail(err, HS_E_NOMEM, "out of memory");
         goto fail;
     }
-    if ((st = hs_weights_build(m, gguf_lookup, &ctx, err))) {
+    if (!(m->open_flags & HS_OPEN_TOKENIZER) && (st = hs_weights_build(m, gguf_lookup, &ctx, err))) {
         if (err && !strncmp(err->msg, "missing tensor", 14) && ctx.missing[0])
             hs_fail(err, st, "missing tensor '%s'", ctx.missing);
         goto fail;

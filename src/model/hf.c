@@ -56,10 +56,32 @@ static int file_exists(const char *path)
     return stat(path, &sb) == 0 && S_ISREG(sb.st_mode);
 }
 
-hs_status hs_hf_load(hs_model *m, const char *dir, hs_error *err)
+/* The weights of folder dir, from model.safetensors. */
+static hs_status load_weights(hs_model *m, const char *dir, hs_error *err)
 {
     char path[4096];
     hs_safetensors *st_file = NULL;
+    snprintf(path, sizeof path, "%s/model.safetensors", dir);
+    if (!file_exists(path)) {
+        snprintf(path, sizeof path, "%s/pytorch_model.bin", dir);
+        if (file_exists(path))
+            return hs_fail(err, HS_E_UNSUPPORTED,
+                           "'%s' has only pytorch_model.bin; convert it to model.safetensors",
+                           dir);
+        return hs_fail(err, HS_E_IO, "cannot open '%s/model.safetensors': No such file", dir);
+    }
+    hs_status st = hs_safetensors_open(path, &st_file, err);
+    if (st)
+        return st;
+    hf_ctx ctx = {.st = st_file, .family = m->cfg.family};
+    st = hs_weights_build(m, hf_lookup, &ctx, err);
+    hs_safetensors_close(st_file);
+    return st;
+}
+
+hs_status hs_hf_load(hs_model *m, const char *dir, hs_error *err)
+{
+    char path[4096];
     hs_status st;
 
     if (strlen(dir) > 4000)
@@ -71,22 +93,7 @@ hs_status hs_hf_load(hs_model *m, const char *dir, hs_error *err)
     if ((st = hs_hf_config_load(path, &m->cfg, err)))
         return st;
     m->format = HS_FORMAT_HF;
-
-    snprintf(path, sizeof path, "%s/model.safetensors", dir);
-    if (!file_exists(path)) {
-        snprintf(path, sizeof path, "%s/pytorch_model.bin", dir);
-        if (file_exists(path))
-            return hs_fail(err, HS_E_UNSUPPORTED,
-                           "'%s' has only pytorch_model.bin; convert it to model.safetensors",
-                           dir);
-        return hs_fail(err, HS_E_IO, "cannot open '%s/model.safetensors': No such file", dir);
-    }
-    if ((st = hs_safetensors_open(path, &st_file, err)))
-        return st;
-    hf_ctx ctx = {.st = st_file, .family = m->cfg.family};
-    st = hs_weights_build(m, hf_lookup, &ctx, err);
-    hs_safetensors_close(st_file);
-    if (st)
+    if (!(m->open_flags & HS_OPEN_TOKENIZER) && (st = load_weights(m, dir, err)))
         return st;
     return hs_hf_tokenizer_load(dir, m->cfg.family, &m->tok, err);
 }

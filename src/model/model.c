@@ -14,6 +14,11 @@ const char *hs_family_name(hs_family f)
 
 hs_status hs_model_load(const char *path, hs_model **out, hs_error *err)
 {
+    return hs_model_open(path, 0, out, err);
+}
+
+hs_status hs_model_open(const char *path, unsigned flags, hs_model **out, hs_error *err)
+{
     *out = NULL;
     if (!path || !*path)
         return hs_fail(err, HS_E_ARG, "no model path given");
@@ -26,6 +31,7 @@ hs_status hs_model_load(const char *path, hs_model **out, hs_error *err)
         return hs_fail(err, HS_E_NOMEM, "out of memory");
     }
     snprintf(m->storage_dtype, sizeof m->storage_dtype, "F32");
+    m->open_flags = flags & (HS_OPEN_NO_WEIGHTS | HS_OPEN_TOKENIZER);
     hs_status st;
     if (S_ISDIR(sb.st_mode)) {
         st = hs_hf_load(m, path, err);
@@ -72,6 +78,7 @@ void hs_model_free(hs_model *m)
 const hs_model_config *hs_model_config_of(const hs_model *m) { return &m->cfg; }
 const hs_tokenizer *hs_model_tokenizer(const hs_model *m) { return m->tok; }
 size_t hs_model_param_count(const hs_model *m) { return m->arena_floats; }
+int hs_model_has_weights(const hs_model *m) { return m->arena != NULL; }
 hs_file_format hs_model_format(const hs_model *m) { return m->format; }
 const char *hs_model_storage_dtype(const hs_model *m) { return m->storage_dtype; }
 const char *hs_model_path(const hs_model *m) { return m->path; }

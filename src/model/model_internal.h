@@ -66,6 +66,7 @@ typedef struct hs_layer {
 struct hs_model {
     hs_model_config cfg;
     hs_file_format format;
+    unsigned open_flags; /* HS_OPEN_* given to hs_model_open */
     char *path;
     char storage_dtype[8];
 

@@ -145,12 +145,12 @@ static hs_status place(builder *b, const char *name, enum kind kind, int rows, i
     if (t->nbytes < dtype_bytes(t->dtype, count))
         return hs_fail(err, HS_E_FORMAT, "tensor '%s': %zu bytes, expected %zu", t->name,
                        t->nbytes, dtype_bytes(t->dtype, count));
-    if (b->dry)
-        return HS_OK;
     if (kind == K_MAT && count > b->largest) {
         b->largest = count;
         snprintf(b->m->storage_dtype, sizeof b->m->storage_dtype, "%s", hs_dtype_name(t->dtype));
     }
+    if (b->dry)
+        return HS_OK;
     int transpose = kind == K_MAT && out_in;
     int direct = !transpose && (kind == K_VEC || (ld == cols && off == 0));
     float *src = direct ? dst + off : b->tmp;
@@ -378,6 +378,12 @@ hs_status hs_weights_build(hs_model *m, hs_tensor_lookup lookup, void *ctx, hs_e
                                                : build_bert(&b, has_head, has_decoder, NULL, err);
     if (st)
         return st;
+    if (m->open_flags & HS_OPEN_NO_WEIGHTS) { /* the table is checked; read nothing */
+        free(b.tmp);
+        m->arena_floats = total;
+        m->cfg.has_lm_head = c->family == HS_FAMILY_GPT2 ? 1 : has_head;
+        return HS_OK;
+    }
     b.dry = 0;
     b.largest = 0;
     m->arena = malloc(total * sizeof(float));
