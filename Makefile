@@ -63,6 +63,16 @@ BIN = $(BUILD)/headscope
 .PHONY: all deps test unit cli-test fuzz-replay browser-test bench fuzz clean example
 all: $(LIB) $(BIN)
 
+# The commit a build comes from, recorded in reports (empty outside a git checkout). The
+# stamp file changes only when the commit does, so only src/core/version.o rebuilds.
+GIT_COMMIT := $(shell git rev-parse --git-dir >/dev/null 2>&1 && \
+                { git rev-parse --short=12 HEAD 2>/dev/null; git diff --quiet HEAD -- 2>/dev/null || echo -dirty; } | tr -d '\n')
+ifeq ($(filter deps clean,$(MAKECMDGOALS)),)
+$(shell mkdir -p $(BUILD) && { [ "$$(cat $(BUILD)/commit.txt 2>/dev/null)" = "$(GIT_COMMIT)" ] || echo "$(GIT_COMMIT)" > $(BUILD)/commit.txt; })
+endif
+$(BUILD)/obj/src/core/version.o: $(BUILD)/commit.txt
+$(BUILD)/obj/src/core/version.o: CPPFLAGS += -DHS_GIT_COMMIT='"$(GIT_COMMIT)"'
+
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 deps:
 	$(SUDO) apt-get update -q

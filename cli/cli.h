@@ -51,6 +51,11 @@ void cli_text_free(cli_text *t);
 
 /* Loads a model, printing errors; returns NULL on failure. */
 hs_model *cli_model_load(const char *cmd, const char *path);
+
+/* The command line as typed (argv[0] shown as "headscope"), kept before getopt_long
+ * reorders argv, for reports; cli_command_line_save(0, NULL) forgets it. */
+void cli_command_line_save(int argc, char **argv);
+const char *const *cli_command_line(int *argc);
 /* As cli_model_load, reading only what HS_OPEN_* flags ask for. */
 hs_model *cli_model_open(const char *cmd, const char *path, unsigned flags);
 

@@ -43,11 +43,13 @@ static const char usage_text[] =
     "      --prune-max-steps N    at most N removals (default 64)\n"
     "      --no-images            write no PNG pictures\n"
     "      --max-tokens-in-images N  label at most N tokens per picture axis (default 64)\n"
+    "      --no-hash              leave the model files' SHA-256 digests out of the report\n"
     "  -h, --help                 show this help\n";
 
 enum {
     OPT_PAIR = 256, OPT_JSON, OPT_TRUNC, OPT_LAYERS, OPT_NOABL, OPT_NOPRUNE, OPT_SIM, OPT_THR,
-    OPT_SINKS, OPT_SEED, OPT_PLEN, OPT_PTOL, OPT_PSTOP, OPT_PBEAM, OPT_PMAX, OPT_NOIMG, OPT_MAXTOK, OPT_NOGRAD
+    OPT_SINKS, OPT_SEED, OPT_PLEN, OPT_PTOL, OPT_PSTOP, OPT_PBEAM, OPT_PMAX, OPT_NOIMG, OPT_MAXTOK, OPT_NOGRAD,
+    OPT_NOHASH
 };
 
 static int parse_double(const char *s, double lo, double hi, double *out)
@@ -263,6 +265,7 @@ int cmd_analyze(int argc, char **argv)
         {"prune-max-steps", required_argument, NULL, OPT_PMAX},
         {"no-images", no_argument, NULL, OPT_NOIMG},
         {"no-gradient", no_argument, NULL, OPT_NOGRAD},
+        {"no-hash", no_argument, NULL, OPT_NOHASH},
         {"max-tokens-in-images", required_argument, NULL, OPT_MAXTOK},
         {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0}};
     const char *C = "analyze";
@@ -292,6 +295,7 @@ int cmd_analyze(int argc, char **argv)
         case OPT_NOABL: ao.ablation = 0; break;
         case OPT_NOPRUNE: ao.pruning = 0; break;
         case OPT_NOGRAD: ao.gradient = 0; break;
+        case OPT_NOHASH: ao.hash_files = 0; break;
         case OPT_SIM:
             if (!strcmp(optarg, "pearson"))
                 ao.similarity = HS_SIM_PEARSON;
@@ -383,6 +387,7 @@ int cmd_analyze(int argc, char **argv)
         goto done;
     if (!quiet && isatty(STDERR_FILENO))
         ao.progress = progress;
+    ao.command_line = cli_command_line(&ao.command_line_argc);
 
     struct stat sb;
     errno = 0;

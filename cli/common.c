@@ -116,6 +116,28 @@ void cli_text_free(cli_text *t)
     memset(t, 0, sizeof *t);
 }
 
+static const char **saved_argv;
+static int saved_argc;
+
+void cli_command_line_save(int argc, char **argv)
+{
+    free(saved_argv);
+    saved_argv = NULL;
+    saved_argc = 0;
+    if (argc < 1 || !(saved_argv = malloc((size_t)argc * sizeof *saved_argv)))
+        return;
+    saved_argv[0] = "headscope";
+    for (int i = 1; i < argc; i++)
+        saved_argv[i] = argv[i];
+    saved_argc = argc;
+}
+
+const char *const *cli_command_line(int *argc)
+{
+    *argc = saved_argc;
+    return saved_argv;
+}
+
 hs_model *cli_model_load(const char *cmd, const char *path)
 {
     return cli_model_open(cmd, path, 0);

@@ -38,12 +38,18 @@ int main(int argc, char **argv)
         return cli_finish_stdout("help");
     }
     if (!strcmp(cmd, "--version")) {
-        printf("headscope %s\n", HS_VERSION);
+        const char *commit = hs_build_commit();
+        printf("headscope %s%s%s%s\n", hs_version(), *commit ? " (git " : "", commit,
+               *commit ? ")" : "");
         return cli_finish_stdout("version");
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        if (!strcmp(cmd, commands[i].name))
-            return commands[i].fn(argc - 1, argv + 1);
+        if (!strcmp(cmd, commands[i].name)) {
+            cli_command_line_save(argc, argv); /* before getopt reorders argv */
+            int rc = commands[i].fn(argc - 1, argv + 1);
+            cli_command_line_save(0, NULL);
+            return rc;
+        }
     fprintf(stderr, "headscope: '%s' is not a command\n", cmd);
     usage(stderr);
     return EXIT_USAGE;

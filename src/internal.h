@@ -29,6 +29,19 @@ int hs_add_size(size_t a, size_t b, size_t *out);
  * max_len bounds the size accepted. Caller frees *data. */
 hs_status hs_read_file(const char *path, size_t max_len, char **data, size_t *len, hs_error *err);
 
+/* SHA-256 (src/core/sha256.c): incremental, and of a whole file (*size = its bytes);
+ * digests are written as 64 lowercase hex digits plus a NUL. */
+typedef struct hs_sha256_ctx {
+    uint32_t h[8];
+    uint64_t len;
+    unsigned char buf[64];
+    size_t fill;
+} hs_sha256_ctx;
+void hs_sha256_init(hs_sha256_ctx *s);
+void hs_sha256_update(hs_sha256_ctx *s, const void *data, size_t n);
+void hs_sha256_final(hs_sha256_ctx *s, char hex[65]);
+hs_status hs_sha256_file(const char *path, char hex[65], uint64_t *size, hs_error *err);
+
 /* Half- and bfloat16-precision conversions (IEEE binary16, round to nearest even). */
 float hs_f16_to_f32(uint16_t h);
 uint16_t hs_f32_to_f16(float f);

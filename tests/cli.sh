@@ -200,6 +200,14 @@ for k in ("model", "input", "loss", "heads", "diversity", "similarity", "cluster
 assert len(r["similarity"]["matrix"]) == 8 and len(r["diversity"]["pairwise_frobenius"]) == 8
 assert len(r["clusters"]["merges"]) == 7 and len(r["clusters"]["labels"]) == 8
 assert r["pruning"]["curve"] and all(c["removed"] for c in r["pruning"]["curve"])
+g = r["generator"]
+assert g["command_line"][:3] == ["headscope", "analyze", "fixtures/tiny-gpt2"], g
+assert g["command_line"][3] == "--text" and g["command_line"][-2:] == ["-o", g["command_line"][-1]], g
+assert [f["name"] for f in r["model"]["files"]] == ["config.json", "model.safetensors", "vocab.json", "merges.txt"]
+import hashlib
+for f in r["model"]["files"]:
+    b = open("fixtures/tiny-gpt2/" + f["name"], "rb").read()
+    assert f["bytes"] == len(b) and f["sha256"] == hashlib.sha256(b).hexdigest(), f
 PYEOF
 expect 0 "analyze --json" -- "$HS" analyze "$G" --text "$REP" -o "$T/an2" --json --no-pruning
 "$PY" -c "import json,sys; a=json.load(open('$T/out')); b=json.load(open('$T/an2/report.json')); sys.exit(a!=b)" && ok || bad "--json prints the report"

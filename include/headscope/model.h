@@ -102,6 +102,22 @@ hs_file_format hs_model_format(const hs_model *m);
 const char *hs_model_storage_dtype(const hs_model *m);
 const char *hs_model_path(const hs_model *m);
 
+/* One file a model was read from. */
+typedef struct hs_model_file {
+    char *name;        /* the file's name inside the model folder, or the GGUF file's name */
+    uint64_t bytes;
+    char sha256[65];   /* 64 lowercase hex digits */
+} hs_model_file;
+
+/* The model's files with their sizes and SHA-256 digests (reads every byte): the GGUF file,
+ * or each of config.json, model.safetensors, pytorch_model.bin, tokenizer.json, vocab.json,
+ * merges.txt, vocab.txt, tokenizer_config.json and special_tokens_map.json that the folder
+ * holds. On success *out (free with hs_model_files_free) has *n entries. */
+hs_status hs_model_files_hash(const hs_model *m, hs_model_file **out, int *n, hs_error *err);
+
+/* Frees what hs_model_files_hash returned; accepts NULL. */
+void hs_model_files_free(hs_model_file *files, int n);
+
 /* Family names: "gpt2" / "bert". */
 const char *hs_family_name(hs_family f);
 

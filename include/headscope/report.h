@@ -22,6 +22,7 @@
 #include <stdint.h>
 
 #include "headscope/analysis.h"
+#include "headscope/version.h"
 #include "headscope/forward.h"
 #include "headscope/importance.h"
 #include "headscope/model.h"
@@ -32,7 +33,6 @@ extern "C" {
 #endif
 
 #define HS_REPORT_SCHEMA "headscope.report/1"
-#define HS_VERSION "0.1.0" /* headscope release, written into reports */
 
 typedef struct hs_analyze_opts {
     const unsigned char *layers; /* (n_layer) 1 = analyse, NULL = all layers */
@@ -52,6 +52,10 @@ typedef struct hs_analyze_opts {
     double label_threshold;      /* a head is labelled with a detector at score >= (0.4) */
     hs_progress_fn progress;     /* optional progress reports */
     void *progress_user;
+    int hash_files;              /* record each model file's size and SHA-256 (default 1) */
+    const char *const *command_line; /* (command_line_argc) the command that ran, for the
+                                        report; copied; NULL when none */
+    int command_line_argc;
 } hs_analyze_opts;
 
 /* Fills o with the defaults above. */
@@ -90,6 +94,11 @@ typedef struct hs_analysis {
     char **display;         /* (n) display forms, owned */
     char *text, *text_pair;
     int truncated;
+    /* provenance */
+    char **command_line;    /* (command_line_argc) owned copy, or NULL */
+    int command_line_argc;
+    hs_model_file *files;   /* (n_model_files) model files with sizes and digests, or NULL */
+    int n_model_files;
     /* the heads analysed, layer-major; index k in every per-head array below */
     int n_heads;
     int *head_index;        /* (n_heads) l*H + h */

@@ -25,6 +25,7 @@ void hs_analyze_opts_default(hs_analyze_opts *o)
     o->prune_beam = 8;
     o->prune_max_steps = 64;
     o->label_threshold = 0.4;
+    o->hash_files = 1;
 }
 
 static double now(void)
@@ -57,6 +58,10 @@ void hs_analysis_free(hs_analysis *a)
     free(a->type_ids);
     free(a->text);
     free(a->text_pair);
+    for (int i = 0; i < a->command_line_argc; i++)
+        free(a->command_line[i]);
+    free(a->command_line);
+    hs_model_files_free(a->files, a->n_model_files);
     free(a->head_index);
     hs_trace_free(a->trace);
     free(a->heads);
@@ -193,6 +198,18 @@ hs_status hs_analyze_run(const hs_model *m, const hs_analyze_input *in, const hs
     a->model = m;
     a->opts = *o;
     a->opts.layers = NULL; /* not owned */
+    a->opts.command_line = NULL;
+    if (o->command_line && o->command_line_argc > 0) {
+        a->command_line = calloc((size_t)o->command_line_argc, sizeof *a->command_line);
+        if (!a->command_line)
+            goto nomem;
+        a->command_line_argc = o->command_line_argc;
+        for (int i = 0; i < o->command_line_argc; i++)
+            if (!(a->command_line[i] = strdup(o->command_line[i] ? o->command_line[i] : "")))
+                goto nomem;
+    }
+    if (o->hash_files && (st = hs_model_files_hash(m, &a->files, &a->n_model_files, err)))
+        goto fail;
     a->n = n;
     a->loss = NAN;
     a->truncated = in->truncated;

@@ -93,7 +93,16 @@ char *hs_report_json(const hs_analysis *a, const char *const *files, int n_files
     cJSON_AddStringToObject(r, "schema", HS_REPORT_SCHEMA);
     cJSON *gen = cJSON_AddObjectToObject(r, "generator");
     cJSON_AddStringToObject(gen, "name", "headscope");
-    cJSON_AddStringToObject(gen, "version", HS_VERSION);
+    cJSON_AddStringToObject(gen, "version", hs_version());
+    if (*hs_build_commit())
+        cJSON_AddStringToObject(gen, "git_commit", hs_build_commit());
+    else
+        cJSON_AddNullToObject(gen, "git_commit");
+    if (a->command_line)
+        cJSON_AddItemToObject(gen, "command_line",
+                              str_array(a->command_line, a->command_line_argc));
+    else
+        cJSON_AddNullToObject(gen, "command_line");
 
     cJSON *mo = cJSON_AddObjectToObject(r, "model");
     cJSON_AddStringToObject(mo, "path", hs_model_path(m));
@@ -109,6 +118,18 @@ char *hs_report_json(const hs_analysis *a, const char *const *files, int n_files
     cJSON_AddNumberToObject(mo, "vocab_size", c->vocab_size);
     cJSON_AddBoolToObject(mo, "causal", c->causal);
     cJSON_AddBoolToObject(mo, "lm_head", c->has_lm_head);
+    if (a->files) {
+        cJSON *fl = cJSON_AddArrayToObject(mo, "files");
+        for (int i = 0; i < a->n_model_files; i++) {
+            cJSON *f = cJSON_CreateObject();
+            cJSON_AddItemToArray(fl, f);
+            cJSON_AddStringToObject(f, "name", a->files[i].name);
+            cJSON_AddNumberToObject(f, "bytes", (double)a->files[i].bytes);
+            cJSON_AddStringToObject(f, "sha256", a->files[i].sha256);
+        }
+    } else {
+        cJSON_AddNullToObject(mo, "files");
+    }
 
     cJSON *in = cJSON_AddObjectToObject(r, "input");
     if (a->text)

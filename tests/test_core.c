@@ -1,0 +1,91 @@
+/* Core helpers: SHA-256 against the FIPS 180-4 / NIST example vectors, and against
+ * coreutils' sha256sum on committed files; the version strings. */
+#include <stdio.h>
+#include <string.h>
+
+#include "headscope/model.h"
+#include "headscope/version.h"
+#include "internal.h"
+#include "testutil.h"
+
+static void digest_of(const void *data, size_t n, char hex[65])
+{
+    hs_sha256_ctx s;
+    hs_sha256_init(&s);
+    hs_sha256_update(&s, data, n);
+    hs_sha256_final(&s, hex);
+}
+
+Test(sha256, nist_vectors)
+{
+    char hex[65];
+    digest_of("", 0, hex);
+    cr_assert_str_eq(hex, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+    digest_of("abc", 3, hex);
+    cr_assert_str_eq(hex, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+    const char *two = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
+    digest_of(two, strlen(two), hex);
+    cr_assert_str_eq(hex, "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1");
+}
+
+/* One million 'a' fed in uneven pieces (1, 63, 64, 65, ... bytes) exercises every path of
+ * the block buffer. */
+Test(sha256, million_a_in_uneven_pieces)
+{
+    static char a[1000];
+    memset(a, 'a', sizeof a);
+    hs_sha256_ctx s;
+    hs_sha256_init(&s);
+    size_t left = 1000000, step = 1;
+    while (left) {
+        size_t k = step < left ? step : left;
+        k = k < sizeof a ? k : sizeof a;
+        hs_sha256_update(&s, a, k);
+        left -= k;
+        step = step * 7 % 997 + 1;
+    }
+    char hex[65];
+    hs_sha256_final(&s, hex);
+    cr_assert_str_eq(hex, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
+}
+
+/* The digest of every file of a model folder equals coreutils' sha256sum. */
+Test(sha256, model_files_match_sha256sum)
+{
+    hs_model *m = NULL;
+    hs_error err = {{0}};
+    cr_assert_eq(hs_model_open("fixtures/trained-gpt2", HS_OPEN_NO_WEIGHTS, &m, &err), HS_OK, "%s",
+                 err.msg);
+    hs_model_file *f = NULL;
+    int n = 0;
+    cr_assert_eq(hs_model_files_hash(m, &f, &n, &err), HS_OK, "%s", err.msg);
+    cr_assert_eq(n, 4, "config.json, model.safetensors, vocab.json, merges.txt");
+    cr_assert_str_eq(f[0].name, "config.json");
+    cr_assert_str_eq(f[1].name, "model.safetensors");
+    for (int i = 0; i < n; i++) {
+        char cmd[256], line[256] = "";
+        snprintf(cmd, sizeof cmd, "sha256sum fixtures/trained-gpt2/%s", f[i].name);
+        FILE *p = popen(cmd, "r");
+        cr_assert_not_null(p);
+        cr_assert_not_null(fgets(line, sizeof line, p));
+        pclose(p);
+        cr_assert_eq(strncmp(line, f[i].sha256, 64), 0, "%s: %s vs %.64s", f[i].name, f[i].sha256,
+                     line);
+    }
+    cr_assert_eq(f[1].bytes, 14523016u);
+    hs_model_files_free(f, n);
+    hs_model_free(m);
+}
+
+Test(version, release_string_matches_the_header)
+{
+    cr_assert_str_eq(hs_version(), HS_VERSION);
+    const char *c = hs_build_commit();
+    cr_assert_not_null(c);
+    /* "" outside git, else 12 hex digits with an optional -dirty */
+    if (*c) {
+        cr_assert_geq(strlen(c), 12u);
+        for (int i = 0; i < 12; i++)
+            cr_assert(strchr("0123456789abcdef", c[i]), "%s", c);
+    }
+}
