@@ -20,7 +20,11 @@ typedef enum hs_dtype {
     HS_DT_F32 = 0,
     HS_DT_F16 = 1,
     HS_DT_BF16 = 2,
-    HS_DT_Q8_0 = 3 /* blocks of 32 along the contiguous dimension: f16 scale + 32 int8 */
+    HS_DT_Q8_0 = 3, /* blocks of 32 along the contiguous dimension: f16 scale + 32 int8 */
+    /* A type headscope does not compute with (integer or boolean buffers such as
+     * embeddings.position_ids, F64, FP8): the file still opens, and the weight builder
+     * refuses the tensor only if the model needs it. */
+    HS_DT_OTHER = 4
 } hs_dtype;
 
 const char *hs_dtype_name(hs_dtype dt);
@@ -30,6 +34,7 @@ const char *hs_dtype_name(hs_dtype dt);
 typedef struct hs_tensor_view {
     const char *name;      /* name as in the file, for messages */
     hs_dtype dtype;
+    const char *dtype_name; /* the file's name for the type ("I64"), static; NULL = hs_dtype_name */
     int ndim;              /* 1..4 */
     int64_t shape[4];
     const unsigned char *data;

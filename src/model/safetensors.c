@@ -15,21 +15,30 @@
 #define ST_HEADER_MAX (100u << 20) /* the format's own limit is 100 MB */
 #define ST_TENSORS_MAX 100000
 
-static int dtype_from_name(const char *s, hs_dtype *dt, size_t *elsize)
+/* Every dtype of the safetensors format: the three headscope computes with, and the
+ * others it skips (they are buffers, not weights, in the checkpoints people download). */
+static const struct {
+    const char *name;
+    hs_dtype dt;
+    size_t elsize;
+} dtypes[] = {
+    {"F32", HS_DT_F32, 4},     {"F16", HS_DT_F16, 2},     {"BF16", HS_DT_BF16, 2},
+    {"F64", HS_DT_OTHER, 8},   {"I64", HS_DT_OTHER, 8},   {"U64", HS_DT_OTHER, 8},
+    {"I32", HS_DT_OTHER, 4},   {"U32", HS_DT_OTHER, 4},   {"I16", HS_DT_OTHER, 2},
+    {"U16", HS_DT_OTHER, 2},   {"I8", HS_DT_OTHER, 1},    {"U8", HS_DT_OTHER, 1},
+    {"BOOL", HS_DT_OTHER, 1},  {"F8_E4M3", HS_DT_OTHER, 1}, {"F8_E5M2", HS_DT_OTHER, 1},
+};
+
+static int dtype_from_name(const char *s, hs_tensor_view *t, size_t *elsize)
 {
-    if (!strcmp(s, "F32")) {
-        *dt = HS_DT_F32;
-        *elsize = 4;
-    } else if (!strcmp(s, "F16")) {
-        *dt = HS_DT_F16;
-        *elsize = 2;
-    } else if (!strcmp(s, "BF16")) {
-        *dt = HS_DT_BF16;
-        *elsize = 2;
-    } else {
-        return -1;
-    }
-    return 0;
+    for (size_t i = 0; i < sizeof dtypes / sizeof dtypes[0]; i++)
+        if (!strcmp(s, dtypes[i].name)) {
+            t->dtype = dtypes[i].dt;
+            t->dtype_name = dtypes[i].name;
+            *elsize = dtypes[i].elsize;
+            return 0;
+        }
+    return -1;
 }
 
 static int cmp_by_begin(const void *a, const void *b)
@@ -68,10 +77,9 @@ static hs_status parse_entry(const cJSON *e, const unsigned char *data, uint64_t
         return hs_fail(err, HS_E_FORMAT,
                        "tensor '%s': header entry needs dtype, shape and data_offsets", name);
     size_t elsize;
-    if (dtype_from_name(dt->valuestring, &t->dtype, &elsize))
-        return hs_fail(err, HS_E_DTYPE,
-                       "tensor '%s': dtype '%s' is not supported (expected F32, F16 or BF16)",
-                       name, dt->valuestring);
+    if (dtype_from_name(dt->valuestring, t, &elsize))
+        return hs_fail(err, HS_E_DTYPE, "tensor '%s': '%s' is not a safetensors dtype", name,
+                       dt->valuestring);
     int nd = cJSON_GetArraySize(shape);
     if (nd > 4)
         return hs_fail(err, HS_E_SHAPE, "tensor '%s': %d dimensions (at most 4 supported)", name,

@@ -15,6 +15,7 @@ const char *hs_dtype_name(hs_dtype dt)
     case HS_DT_F16: return "F16";
     case HS_DT_BF16: return "BF16";
     case HS_DT_Q8_0: return "Q8_0";
+    case HS_DT_OTHER: break;
     }
     return "?";
 }
@@ -54,6 +55,7 @@ static size_t dtype_bytes(hs_dtype dt, size_t count)
     case HS_DT_F16:
     case HS_DT_BF16: return count * 2;
     case HS_DT_Q8_0: return count / 32 * 34;
+    case HS_DT_OTHER: break;
     }
     return 0;
 }
@@ -85,6 +87,7 @@ static void decode(const hs_tensor_view *t, float *out, size_t count)
                 out[blk * 32 + (size_t)j] = d * (float)(int8_t)b[2 + j];
         }
         break;
+    case HS_DT_OTHER: break; /* refused by place() before decoding */
     }
 }
 
@@ -114,6 +117,9 @@ static hs_status place(builder *b, const char *name, enum kind kind, int rows, i
     const hs_tensor_view *t = b->lookup(b->ctx, name, &out_in);
     if (!t)
         return hs_fail(err, HS_E_FORMAT, "missing tensor '%s'", name);
+    if (t->dtype == HS_DT_OTHER)
+        return hs_fail(err, HS_E_DTYPE, "tensor '%s' has dtype '%s'; weights must be F32, F16 "
+                       "or BF16", t->name, t->dtype_name ? t->dtype_name : "?");
     int64_t want[2] = {0, 0};
     int want_nd = kind == K_VEC ? 1 : 2;
     if (kind == K_VEC) {
