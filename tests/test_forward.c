@@ -149,6 +149,7 @@ CASE(bert_f16)
 CASE(bert_bf16)
 CASE(bert_bf16_hm)
 CASE(bert_hub)
+CASE(bert_posids)
 
 /* A head mask scales probs after they are recorded: layer-0 maps are identical with and
  * without the mask, and masking every head of the last layer changes the output. */

@@ -20,7 +20,7 @@
 static const char *const golden_cases[] = {
     "tiny_gpt2_induction", "tiny_gpt2_common", "tiny_gpt2_hello", "trained_gpt2_common",
     "trained_gpt2_induction", "gpt2_prefixed", "gpt2_f16", "gpt2_bf16", "gpt2_hub",
-    "tiny_bert_pair", "tiny_bert_sentence", "bert_f16", "bert_bf16", "bert_hub",
+    "tiny_bert_pair", "tiny_bert_sentence", "bert_f16", "bert_bf16", "bert_hub", "bert_posids",
 };
 #define N_GOLDEN (sizeof golden_cases / sizeof golden_cases[0])
 
@@ -161,6 +161,7 @@ CASE(tiny_bert_sentence)
 CASE(bert_f16)
 CASE(bert_bf16)
 CASE(bert_hub)
+CASE(bert_posids)
 
 Test(gradient_golden, every_case_with_a_gradient_reference_is_checked)
 {
