@@ -107,6 +107,13 @@ hs_status hs_gradient_importance(const hs_model *m, const hs_loss_input *in, dou
 hs_status hs_gradient_signed(const hs_model *m, const hs_loss_input *in, double *g, double *loss,
                              hs_error *err);
 
+/* As hs_gradient_signed, at the head mask xi = head_mask: (n_layer, n_head) (NULL = all
+ * ones): g[l*H + h] = dL/d xi_{l,h} there, with context_h = xi_h P_h V_h. A masked head
+ * still has a gradient (how much the loss would change if it came back). */
+hs_status hs_gradient_signed_masked(const hs_model *m, const hs_loss_input *in,
+                                    const float *head_mask, double *g, double *loss,
+                                    hs_error *err);
+
 #ifdef __cplusplus
 }
 #endif

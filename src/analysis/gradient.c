@@ -166,6 +166,12 @@ static hs_status check_input(const hs_model *m, const hs_loss_input *in, hs_erro
 hs_status hs_gradient_signed(const hs_model *m, const hs_loss_input *in, double *g, double *loss,
                              hs_error *err)
 {
+    return hs_gradient_signed_masked(m, in, NULL, g, loss, err);
+}
+
+hs_status hs_gradient_signed_masked(const hs_model *m, const hs_loss_input *in,
+                                    const float *head_mask, double *g, double *loss, hs_error *err)
+{
     hs_status st = check_input(m, in, err);
     if (st)
         return st;
@@ -248,8 +254,19 @@ hs_status hs_gradient_signed(const hs_model *m, const hs_loss_input *in, double 
             hs_op_linear(x, W->w_qkv, W->b_qkv, gl->qkv, n, d, 3 * d);
         }
         hs_op_attn_probs(c, gl->qkv, gl->probs, n);
-        hs_op_attn_context(c, gl->qkv, gl->probs, gl->ctx, n, NULL); /* xi = 1 */
-        hs_op_linear(gl->ctx, W->w_o, W->b_o, h, n, d, d);
+        hs_op_attn_context(c, gl->qkv, gl->probs, gl->ctx, n, NULL); /* P V, before xi */
+        const float *xi = head_mask ? head_mask + (size_t)l * (size_t)H : NULL;
+        const float *ctx_in = gl->ctx;
+        if (xi) { /* context = xi_h P_h V_h, in dh (free until the backward) */
+            for (int i = 0; i < n; i++)
+                for (int hh = 0; hh < H; hh++) {
+                    size_t o = (size_t)i * (size_t)d + (size_t)hh * (size_t)c->d_head;
+                    for (int e = 0; e < c->d_head; e++)
+                        dh[o + (size_t)e] = xi[hh] * gl->ctx[o + (size_t)e];
+                }
+            ctx_in = dh;
+        }
+        hs_op_linear(ctx_in, W->w_o, W->b_o, h, n, d, d);
         hs_op_add(x, h, nd);
         if (!bert) {
             hs_op_layernorm(x, W->ln2_w, W->ln2_b, h, gl->xhat2, gl->rstd2, n, d, c->ln_eps);
@@ -350,6 +367,14 @@ hs_status hs_gradient_signed(const hs_model *m, const hs_loss_input *in, double 
         }
         if (l == 0)
             break;
+        if (head_mask) /* d loss / d (P V) = xi_h d loss / d context */
+            for (int i = 0; i < n; i++)
+                for (int hh = 0; hh < H; hh++) {
+                    float xv = head_mask[(size_t)l * (size_t)H + (size_t)hh];
+                    float *a = dh + (size_t)i * (size_t)d + (size_t)hh * (size_t)c->d_head;
+                    for (int e = 0; e < c->d_head; e++)
+                        a[e] *= xv;
+                }
         attention_back(c, gl->qkv, gl->probs, dh, dqkv, dp, n);
         if (!bert) {
             linear_back(dqkv, W->w_qkv, dh, n, d, 3 * d, 0);
