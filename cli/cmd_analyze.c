@@ -19,7 +19,7 @@ static const char usage_text[] =
     "scores (previous-token, self, first-token/[CLS], [SEP], duplicate-token, induction on a\n"
     "seeded probe), Frobenius diversity, head similarity and clusters, ablation importance, a\n"
     "greedy pruning curve and pruning candidates. Writes OUTDIR/report.json (schema\n"
-    "headscope.report/1, docs/report-schema.md), PNG pictures and an offline page\n"
+    "headscope.report/2, docs/report-schema.md), PNG pictures and an offline page\n"
     "OUTDIR/index.html, and prints a summary.\n\n"
     "  -t, --text TEXT            the input text\n"
     "  -f, --file PATH            read the text from a file as raw bytes ('-' for stdin)\n"
@@ -39,7 +39,10 @@ static const char usage_text[] =
     "      --probe-len N          tokens in each half of the probe (default 32)\n"
     "      --prune-tol X          candidate when |ablation delta| < X (default 0.01)\n"
     "      --prune-stop X         stop the curve past loss*(1+X) (repr: loss+X) (default 0.1)\n"
-    "      --prune-beam N         heads re-evaluated per pruning step (default 8)\n"
+    "      --prune-method M       gradient (default: Michel et al. 2019, rounds by gradient\n"
+    "                             importance) or greedy (lazy greedy on measured losses)\n"
+    "      --prune-round X        gradient: heads per round as a fraction of the heads (0.1)\n"
+    "      --prune-beam N         greedy: heads re-evaluated per step (default 8)\n"
     "      --prune-max-steps N    at most N removals (default 64)\n"
     "      --no-images            write no PNG pictures\n"
     "      --max-tokens-in-images N  label at most N tokens per picture axis (default 64)\n"
@@ -49,7 +52,7 @@ static const char usage_text[] =
 enum {
     OPT_PAIR = 256, OPT_JSON, OPT_TRUNC, OPT_LAYERS, OPT_NOABL, OPT_NOPRUNE, OPT_SIM, OPT_THR,
     OPT_SINKS, OPT_SEED, OPT_PLEN, OPT_PTOL, OPT_PSTOP, OPT_PBEAM, OPT_PMAX, OPT_NOIMG, OPT_MAXTOK, OPT_NOGRAD,
-    OPT_NOHASH
+    OPT_NOHASH, OPT_PMETHOD, OPT_PROUND
 };
 
 static int parse_double(const char *s, double lo, double hi, double *out)
@@ -262,6 +265,8 @@ int cmd_analyze(int argc, char **argv)
         {"prune-tol", required_argument, NULL, OPT_PTOL},
         {"prune-stop", required_argument, NULL, OPT_PSTOP},
         {"prune-beam", required_argument, NULL, OPT_PBEAM},
+        {"prune-method", required_argument, NULL, OPT_PMETHOD},
+        {"prune-round", required_argument, NULL, OPT_PROUND},
         {"prune-max-steps", required_argument, NULL, OPT_PMAX},
         {"no-images", no_argument, NULL, OPT_NOIMG},
         {"no-gradient", no_argument, NULL, OPT_NOGRAD},
@@ -329,6 +334,19 @@ int cmd_analyze(int argc, char **argv)
             if (parse_double(optarg, 0, 1e6, &dv))
                 return cli_usage_error(C, "--prune-stop '%s' is not a number >= 0", optarg);
             ao.prune_stop = dv;
+            break;
+        case OPT_PMETHOD:
+            if (!strcmp(optarg, "gradient"))
+                ao.prune_method = HS_PRUNE_GRADIENT;
+            else if (!strcmp(optarg, "greedy"))
+                ao.prune_method = HS_PRUNE_GREEDY;
+            else
+                return cli_usage_error(C, "--prune-method '%s' is not gradient or greedy", optarg);
+            break;
+        case OPT_PROUND:
+            if (parse_double(optarg, 1e-9, 1, &dv))
+                return cli_usage_error(C, "--prune-round '%s' is not a number in (0, 1]", optarg);
+            ao.prune_round = dv;
             break;
         case OPT_PBEAM:
             if (parse_long(optarg, 1, 1 << 20, &lv))

@@ -186,7 +186,7 @@ expect 0 "analyze --no-images" -- "$HS" analyze "$G" --text "$REP" -o "$T/noimg"
 "$PY" - "$T/an/report.json" <<'PYEOF' && ok || bad "tiny-gpt2 heads not identified"
 import json, sys
 r = json.load(open(sys.argv[1]))
-assert r["schema"] == "headscope.report/1"
+assert r["schema"] == "headscope.report/2"
 h = {x["id"]: x for x in r["heads"]}
 assert h["0.2"]["label"] == "previous_token", h["0.2"]
 assert h["1.1"]["label"] == "induction", h["1.1"]
@@ -209,6 +209,17 @@ for f in r["model"]["files"]:
     b = open("fixtures/tiny-gpt2/" + f["name"], "rb").read()
     assert f["bytes"] == len(b) and f["sha256"] == hashlib.sha256(b).hexdigest(), f
 PYEOF
+expect 0 "analyze greedy pruning" -- "$HS" analyze "$G" --text "$REP" -o "$T/gr" -q --no-images --prune-method greedy
+"$PY" - "$T/an/report.json" "$T/gr/report.json" <<'PYEOF' && ok || bad "pruning methods"
+import json, sys
+d, g = (json.load(open(p))["pruning"] for p in sys.argv[1:3])
+assert d["method"] == "gradient" and d["round_heads"] == 1, d
+assert g["method"] == "greedy" and all(len(c["removed"]) == 1 for c in g["curve"]), g
+left = [c["heads_left"] for c in d["curve"]]
+assert left == sorted(left, reverse=True) and left[0] == 7, left
+PYEOF
+expect 2 "bad --prune-method" -- "$HS" analyze "$G" --text "$REP" -o "$T/bpm" --prune-method best
+expect 2 "bad --prune-round" -- "$HS" analyze "$G" --text "$REP" -o "$T/bpm" --prune-round 0
 expect 0 "analyze --json" -- "$HS" analyze "$G" --text "$REP" -o "$T/an2" --json --no-pruning
 "$PY" -c "import json,sys; a=json.load(open('$T/out')); b=json.load(open('$T/an2/report.json')); sys.exit(a!=b)" && ok || bad "--json prints the report"
 expect 0 "analyze tiny-bert pair" -- "$HS" analyze "$B" --text "The capital of France is Paris." --text-pair "It is a big city." -o "$T/bp" -q

@@ -102,6 +102,42 @@ static void run_case(const char *name)
         for (int b = a + 1; b < ns; b++)
             cr_assert_neq(steps[a].head, steps[b].head, "a head removed twice");
     free(steps);
+
+    /* Michel et al.'s rounds against the reference's, round by round, while the reference's
+     * decision margin (next candidate's importance minus the last taken) is clear of float32
+     * noise (>= 1e-3) or an exact tie (single-head layers normalise to exactly 1). */
+    const cJSON *pg = cJSON_GetObjectItem(imp, "pruning_gradient");
+    if (pg) {
+        int per = (int)floor(0.1 * lh + 0.5);
+        per = per < 1 ? 1 : per;
+        steps = malloc((size_t)lh * sizeof *steps);
+        cr_assert_eq(hs_prune_curve_gradient(ev, base, NULL, per, fabs(base) * 0.1, 64, steps, &ns,
+                                             NULL, NULL, &err), HS_OK, "%s", err.msg);
+        int compared = 0, at = 0;
+        for (int r = 0; r < cJSON_GetArraySize(pg); r++) {
+            const cJSON *rw = cJSON_GetArrayItem(pg, r), *rm = cJSON_GetObjectItem(rw, "removed");
+            for (int t = 0; t < cJSON_GetArraySize(rm); t++, at++) {
+                cr_assert_lt(at, ns, "%s: curve shorter than the reference's", name);
+                cr_expect_eq(steps[at].head, cJSON_GetArrayItem(rm, t)->valueint,
+                             "%s: round %d removes %d, reference %d", name, r, steps[at].head,
+                             cJSON_GetArrayItem(rm, t)->valueint);
+                cr_expect_eq(steps[at].round, r);
+                if (t == cJSON_GetArraySize(rm) - 1) /* after the whole round */
+                    cr_expect_eq(steps[at].heads_left, cJSON_GetObjectItem(rw, "heads_left")->valueint);
+                double wl = cJSON_GetObjectItem(rw, "loss")->valuedouble;
+                cr_expect(fabs(steps[at].loss - wl) <= IMP_TOL, "%s: round %d loss %.7f, reference "
+                          "%.7f", name, r, steps[at].loss, wl);
+            }
+            compared++;
+            double gap = cJSON_GetObjectItem(rw, "importance_gap")->valuedouble;
+            if (gap > 0 && gap < 1e-3)
+                break; /* later rounds may legitimately differ */
+            if (r + 1 == cJSON_GetArraySize(pg))
+                cr_expect_eq(at, ns, "%s: %d heads removed, reference %d", name, ns, at);
+        }
+        cr_expect_geq(compared, 2, "%s: too few rounds compared", name);
+        free(steps);
+    }
     free(delta);
     hs_loss_eval_free(ev);
     free(ids);
@@ -123,6 +159,8 @@ CASE(gpt2_f16)
 CASE(bert_legacy)
 CASE(bert_f16)
 CASE(bert_hub)
+CASE(bert_bf16)
+CASE(trained_gpt2_common)
 CASE(gpt2_hub)
 
 Test(mlm_positions, evenly_spaced_fifteen_percent_of_content)

@@ -73,10 +73,13 @@ typedef void (*hs_progress_fn)(void *user, const char *what, int done, int total
 hs_status hs_ablation_sweep(hs_loss_eval *e, double base, const unsigned char *active,
                             double *delta, hs_progress_fn progress, void *user, hs_error *err);
 
+/* One removed head of a pruning curve. Heads removed in the same round share the round's
+ * loss, measured once the whole round is removed. */
 typedef struct hs_prune_step {
-    int head;       /* l*H + h of the head removed at this step */
+    int head;       /* l*H + h of the head removed */
     int heads_left; /* heads still on after the removal */
-    double loss;    /* loss with every head removed so far masked */
+    double loss;    /* loss with every head removed so far, this round's included, masked */
+    int round;      /* 0, 1, ...: the round the head was removed in (greedy: one per round) */
 } hs_prune_step;
 
 /* Greedy pruning curve: repeatedly removes the remaining head whose removal raises the loss
@@ -90,6 +93,20 @@ hs_status hs_prune_curve(hs_loss_eval *e, double base, const unsigned char *acti
                          const double *delta, int beam,
                          double stop_increase, int max_steps, hs_prune_step *steps, int *n_steps,
                          hs_progress_fn progress, void *user, hs_error *err);
+
+/* Michel et al. (2019) iterative pruning: each round computes the gradient importance at
+ * the current mask (|dL/d xi| of every remaining head, divided by the L2 norm of its layer's
+ * remaining heads), removes the per_round least important remaining heads (ties: lower
+ * index), and measures the loss with them masked: one gradient pass (about 3 forward passes)
+ * and one forward pass per round. Stops after the round whose loss exceeds base +
+ * stop_increase, when one candidate is left, or once max_steps heads are removed (the last
+ * round may be smaller). Only heads with active != 0 are candidates (NULL = all). steps
+ * must hold L*H entries, one per removed head; *n_steps gets the count. HS_LOSS_REPR:
+ * HS_E_UNSUPPORTED (its gradient is zero with every head on). */
+hs_status hs_prune_curve_gradient(hs_loss_eval *e, double base, const unsigned char *active,
+                                  int per_round, double stop_increase, int max_steps,
+                                  hs_prune_step *steps, int *n_steps, hs_progress_fn progress,
+                                  void *user, hs_error *err);
 
 /* Michel et al. (2019) head importance: raw[l*H+h] = |dL/d xi_{l,h}| at xi = 1 (xi the head
  * mask), norm = each layer's row of raw divided by its L2 norm (0 row stays 0). One forward

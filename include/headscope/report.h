@@ -6,7 +6,7 @@
  *                            .tokens = (const char *const *)enc.tokens, .text = text};
  *     hs_analysis *a = NULL;
  *     if (hs_analyze_run(model, &in, &o, &a, &err) == HS_OK) {
- *         char *json = hs_report_json(a, 1);      // "headscope.report/1"
+ *         char *json = hs_report_json(a, 1);      // "headscope.report/2"
  *         ...
  *         free(json);
  *     }
@@ -32,7 +32,12 @@
 extern "C" {
 #endif
 
-#define HS_REPORT_SCHEMA "headscope.report/1"
+#define HS_REPORT_SCHEMA "headscope.report/2"
+
+typedef enum hs_prune_method {
+    HS_PRUNE_GRADIENT = 1, /* Michel et al. 2019: rounds by gradient importance (default) */
+    HS_PRUNE_GREEDY = 2    /* lazy greedy on measured losses (hs_prune_curve) */
+} hs_prune_method;
 
 typedef struct hs_analyze_opts {
     const unsigned char *layers; /* (n_layer) 1 = analyse, NULL = all layers */
@@ -47,6 +52,10 @@ typedef struct hs_analyze_opts {
     double prune_tol;            /* candidate tolerance on |ablation delta| (default 0.01) */
     double prune_stop;           /* curve stops after the loss exceeds base*(1+prune_stop), or
                                     base + prune_stop for the repr loss (default 0.1) */
+    hs_prune_method prune_method; /* default HS_PRUNE_GRADIENT; the repr loss always uses
+                                     greedy (its gradient is zero with every head on) */
+    double prune_round;          /* gradient method: heads removed per round, as a fraction of
+                                    the selected heads, at least one (default 0.1) */
     int prune_beam;              /* lazy-greedy beam (default 8) */
     int prune_max_steps;         /* at most this many removals (default 64) */
     double label_threshold;      /* a head is labelled with a detector at score >= (0.4) */
@@ -118,7 +127,9 @@ typedef struct hs_analysis {
     double loss;            /* with all heads; NaN when not computed */
     int n_mlm;
     int32_t *mlm_positions, *mlm_targets;
-    hs_prune_step *curve;   /* (n_curve) */
+    hs_prune_method prune_method_used;
+    int prune_round_heads;  /* heads per round (gradient), 1 (greedy) */
+    hs_prune_step *curve;   /* (n_curve) one per removed head, grouped by round */
     int n_curve;
     int *candidates;        /* (n_candidates) head indices l*H + h */
     int n_candidates;
@@ -138,7 +149,7 @@ void hs_analysis_free(hs_analysis *a);
 /* "L.H" of a head index l*H + h into buf (at least 16 bytes). */
 const char *hs_head_name(const hs_analysis *a, int index, char *buf, size_t cap);
 
-/* The report as JSON text (schema "headscope.report/1"), NaN written as null; files is an
+/* The report as JSON text (schema "headscope.report/2"), NaN written as null; files is an
  * optional list of n_files output paths relative to the output folder. Returns a malloc'd
  * string (caller frees) or NULL when out of memory. */
 char *hs_report_json(const hs_analysis *a, const char *const *files, int n_files, int pretty);

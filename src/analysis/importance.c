@@ -340,7 +340,7 @@ hs_status hs_prune_curve(hs_loss_eval *e, double base, const unsigned char *acti
             if ((st = run_mask(e, mask, 1, &again, err)))
                 break;
         }
-        steps[step] = (hs_prune_step){best, left - 1, best_loss};
+        steps[step] = (hs_prune_step){best, left - 1, best_loss, step};
         *n_steps = step + 1;
         if (progress)
             progress(user, "pruning", step + 1, max_steps);
@@ -350,5 +350,85 @@ hs_status hs_prune_curve(hs_loss_eval *e, double base, const unsigned char *acti
     free(mask);
     free(known);
     free(order);
+    return st;
+}
+
+/* Importance of the remaining heads at mask: |dL/dxi| of each, divided by the L2 norm of
+ * its layer's remaining heads (Michel et al. 2019, section 4). */
+static void layer_normalised(const hs_model_config *c, const double *g, const float *mask,
+                             const unsigned char *active, double *imp)
+{
+    int H = c->n_head;
+    for (int l = 0; l < c->n_layer; l++) {
+        double ss = 0;
+        for (int h = 0; h < H; h++)
+            if (mask[l * H + h] != 0.0f)
+                ss += g[l * H + h] * g[l * H + h];
+        double nrm = sqrt(ss);
+        for (int h = 0; h < H; h++) {
+            int k = l * H + h;
+            imp[k] = mask[k] == 0.0f || (active && !active[k]) ? INFINITY
+                     : nrm > 0                                 ? fabs(g[k]) / nrm
+                                                               : 0.0;
+        }
+    }
+}
+
+hs_status hs_prune_curve_gradient(hs_loss_eval *e, double base, const unsigned char *active,
+                                  int per_round, double stop_increase, int max_steps,
+                                  hs_prune_step *steps, int *n_steps, hs_progress_fn progress,
+                                  void *user, hs_error *err)
+{
+    const hs_model_config *c = hs_model_config_of(e->m);
+    int lh = c->n_layer * c->n_head;
+    *n_steps = 0;
+    if (per_round < 1)
+        return hs_fail(err, HS_E_ARG, "pruning round size must be at least 1");
+    if (e->in.kind == HS_LOSS_REPR)
+        return hs_fail(err, HS_E_UNSUPPORTED, "gradient pruning needs the lm or mlm loss (the "
+                       "repr loss has a zero gradient with every head on); use greedy pruning");
+    int n_active = 0;
+    for (int k = 0; k < lh; k++)
+        n_active += !active || active[k];
+    if (max_steps > n_active - 1)
+        max_steps = n_active - 1;
+    float *mask = ones_mask(c);
+    double *g = malloc((size_t)lh * sizeof *g), *imp = malloc((size_t)lh * sizeof *imp);
+    hs_status st = HS_OK;
+    if (!mask || !g || !imp) {
+        st = hs_fail(err, HS_E_NOMEM, "out of memory");
+        goto done;
+    }
+    int removed = 0, left = n_active;
+    for (int round = 0; removed < max_steps; round++) {
+        if ((st = hs_gradient_signed_masked(e->m, &e->in, mask, g, NULL, err)))
+            break;
+        layer_normalised(c, g, mask, active, imp);
+        int take = per_round < max_steps - removed ? per_round : max_steps - removed;
+        for (int t = 0; t < take; t++) { /* the least important remaining head */
+            int best = -1;
+            for (int k = 0; k < lh; k++)
+                if (imp[k] != INFINITY && (best < 0 || imp[k] < imp[best]))
+                    best = k;
+            imp[best] = INFINITY;
+            mask[best] = 0.0f;
+            steps[removed + t] = (hs_prune_step){best, --left, 0.0, round};
+        }
+        double loss;
+        if ((st = run_mask(e, mask, 1, &loss, err)))
+            break;
+        for (int t = 0; t < take; t++)
+            steps[removed + t].loss = loss;
+        removed += take;
+        *n_steps = removed;
+        if (progress)
+            progress(user, "pruning", removed, max_steps);
+        if (loss > base + stop_increase)
+            break;
+    }
+done:
+    free(imp);
+    free(g);
+    free(mask);
     return st;
 }

@@ -22,6 +22,8 @@ void hs_analyze_opts_default(hs_analyze_opts *o)
     o->probe_half_len = 32;
     o->prune_tol = 0.01;
     o->prune_stop = 0.1;
+    o->prune_method = HS_PRUNE_GRADIENT;
+    o->prune_round = 0.1;
     o->prune_beam = 8;
     o->prune_max_steps = 64;
     o->label_threshold = 0.4;
@@ -467,8 +469,20 @@ hs_status hs_analyze_run(const hs_model *m, const hs_analyze_input *in, const hs
         if (o->pruning && a->n_heads >= 2) {
             t0 = now();
             double stop = li.kind == HS_LOSS_REPR ? o->prune_stop : fabs(a->loss) * o->prune_stop;
-            st = hs_prune_curve(ev, a->loss, active, delta, o->prune_beam, stop, o->prune_max_steps,
-                                a->curve, &a->n_curve, o->progress, o->progress_user, err);
+            int gradient = o->prune_method != HS_PRUNE_GREEDY && li.kind != HS_LOSS_REPR;
+            a->prune_method_used = gradient ? HS_PRUNE_GRADIENT : HS_PRUNE_GREEDY;
+            a->prune_round_heads = 1;
+            if (gradient) {
+                double r = floor(o->prune_round * (double)a->n_heads + 0.5);
+                a->prune_round_heads = r >= 1 ? (int)r : 1;
+                st = hs_prune_curve_gradient(ev, a->loss, active, a->prune_round_heads, stop,
+                                             o->prune_max_steps, a->curve, &a->n_curve,
+                                             o->progress, o->progress_user, err);
+            } else {
+                st = hs_prune_curve(ev, a->loss, active, delta, o->prune_beam, stop,
+                                    o->prune_max_steps, a->curve, &a->n_curve, o->progress,
+                                    o->progress_user, err);
+            }
             if (st)
                 goto fail;
             a->seconds_pruning = now() - t0;

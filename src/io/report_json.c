@@ -1,4 +1,4 @@
-/* report.json ("headscope.report/1") from an hs_analysis; atomic file writes.
+/* report.json ("headscope.report/2") from an hs_analysis; atomic file writes.
  * docs/report-schema.md documents every field. */
 #include <math.h>
 #include <stdio.h>
@@ -216,6 +216,9 @@ char *hs_report_json(const hs_analysis *a, const char *const *files, int n_files
     cJSON_AddItemToObject(pr, "ids", int_array(a->probe_ids, a->probe_len));
 
     cJSON *pu = cJSON_AddObjectToObject(r, "pruning");
+    hs_prune_method method = a->prune_method_used ? a->prune_method_used : o->prune_method;
+    cJSON_AddStringToObject(pu, "method", method == HS_PRUNE_GREEDY ? "greedy" : "gradient");
+    cJSON_AddNumberToObject(pu, "round_heads", a->prune_round_heads);
     add_num(pu, "tolerance", o->prune_tol);
     add_num(pu, "stop", o->prune_stop);
     cJSON_AddNumberToObject(pu, "beam", o->prune_beam);
@@ -224,12 +227,16 @@ char *hs_report_json(const hs_analysis *a, const char *const *files, int n_files
     for (int k = 0; k < a->n_candidates; k++)
         cJSON_AddItemToArray(cand, cJSON_CreateString(hs_head_name(a, a->candidates[k], name, sizeof name)));
     cJSON *curve = cJSON_AddArrayToObject(pu, "curve");
-    for (int s = 0; s < a->n_curve; s++) {
-        cJSON *e = cJSON_CreateObject();
-        cJSON_AddStringToObject(e, "removed", hs_head_name(a, a->curve[s].head, name, sizeof name));
-        cJSON_AddNumberToObject(e, "heads_left", a->curve[s].heads_left);
-        add_num(e, "loss", a->curve[s].loss);
+    for (int s = 0; s < a->n_curve;) { /* one entry per round */
+        cJSON *e = cJSON_CreateObject(), *rm = cJSON_AddArrayToObject(e, "removed");
+        int t = s;
+        for (; t < a->n_curve && a->curve[t].round == a->curve[s].round; t++)
+            cJSON_AddItemToArray(rm, cJSON_CreateString(hs_head_name(a, a->curve[t].head, name,
+                                                                     sizeof name)));
+        cJSON_AddNumberToObject(e, "heads_left", a->curve[t - 1].heads_left);
+        add_num(e, "loss", a->curve[t - 1].loss);
         cJSON_AddItemToArray(curve, e);
+        s = t;
     }
 
     cJSON *tm = cJSON_AddObjectToObject(r, "timing");
