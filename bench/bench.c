@@ -86,6 +86,8 @@ int main(int argc, char **argv)
     const hs_model_config *c = hs_model_config_of(m);
     printf("headscope bench — model %s (%s, %d layers x %d heads, d=%d), %d reps, medians\n",
            path, hs_family_name(c->family), c->n_layer, c->n_head, c->d_model, reps);
+    printf("threads: %d of %d cores; OpenBLAS kernels: %s\n", hs_threads(),
+           hs_threads_available(), hs_blas_corename());
     double peak = sgemm_gflops(1024, 1024, 1024, reps);
     printf("sgemm 1024x1024x1024: %.1f GFLOP/s (reference throughput)\n\n", peak);
     printf("%6s %12s %10s %10s %12s %14s\n", "n", "forward ms", "GFLOP/s", "vs sgemm",

@@ -1,5 +1,6 @@
-/* headscope: dispatch on the subcommand. */
+/* headscope: dispatch on the subcommand; the options every command takes (--threads). */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
@@ -23,7 +24,57 @@ static void usage(FILE *f)
                "each attention head does.\n\ncommands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
-    fprintf(f, "\n'headscope COMMAND --help' describes a command; docs/ has the details.\n");
+    fprintf(f, "\noptions every command takes:\n"
+               "  --threads N  compute with N threads (default: HEADSCOPE_THREADS, else one per core)\n"
+               "\n'headscope COMMAND --help' describes a command; docs/ has the details.\n");
+}
+
+/* A thread count: 1..4096. */
+static int parse_threads(const char *s, int *out)
+{
+    char *end;
+    long v = strtol(s, &end, 10);
+    if (end == s || *end || v < 1 || v > 4096)
+        return -1;
+    *out = (int)v;
+    return 0;
+}
+
+/* Takes --threads N / --threads=N out of argv[2..] (before a "--"), else reads
+ * HEADSCOPE_THREADS, and sets the thread count. Returns 0, or EXIT_USAGE after a message. */
+static int take_threads(int *argc, char **argv)
+{
+    const char *val = NULL, *env = getenv("HEADSCOPE_THREADS");
+    int n = 0;
+    for (int i = 2; i < *argc && strcmp(argv[i], "--"); i++) {
+        int drop = 0;
+        if (!strcmp(argv[i], "--threads")) {
+            if (i + 1 >= *argc) {
+                fprintf(stderr, "headscope: option '--threads' needs a value\n");
+                return EXIT_USAGE;
+            }
+            val = argv[i + 1];
+            drop = 2;
+        } else if (!strncmp(argv[i], "--threads=", 10)) {
+            val = argv[i] + 10;
+            drop = 1;
+        }
+        if (drop) {
+            memmove(argv + i, argv + i + drop, (size_t)(*argc - i - drop + 1) * sizeof *argv);
+            *argc -= drop;
+            i--;
+        }
+    }
+    if (val && parse_threads(val, &n)) {
+        fprintf(stderr, "headscope: --threads '%s' is not a number in [1, 4096]\n", val);
+        return EXIT_USAGE;
+    }
+    if (!val && env && *env && parse_threads(env, &n)) {
+        fprintf(stderr, "headscope: HEADSCOPE_THREADS='%s' is not a number in [1, 4096]\n", env);
+        return EXIT_USAGE;
+    }
+    hs_set_threads(n); /* 0: one per core */
+    return 0;
 }
 
 int main(int argc, char **argv)
@@ -46,6 +97,10 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (!strcmp(cmd, commands[i].name)) {
             cli_command_line_save(argc, argv); /* before getopt reorders argv */
+            if (take_threads(&argc, argv)) {
+                cli_command_line_save(0, NULL);
+                return EXIT_USAGE;
+            }
             int rc = commands[i].fn(argc - 1, argv + 1);
             cli_command_line_save(0, NULL);
             return rc;

@@ -318,5 +318,15 @@ grep -q "weights stored as F32" "$T/out" && grep -q "^lm head: *MLM" "$T/out" &&
 expect 0 "info trained gpt2" -- "$HS" info fixtures/trained-gpt2
 grep -q "weights stored as F16" "$T/out" && grep -q "^parameters: *7259008$" "$T/out" && ok || bad "info trained gpt2: $(cat "$T/out")"
 
+# --threads (every command) and HEADSCOPE_THREADS: same ids and maps with 1 and 2 threads
+expect 0 "attn 1 thread" -- "$HS" attn "$G" --threads 1 --text "$REP" -o "$T/t1.npy"
+
+HEADSCOPE_THREADS=2 "$HS" attn "$G" --text "$REP" -o "$T/t2.npy" && ok || bad "HEADSCOPE_THREADS=2"
+"$PY" -c "import numpy as n,sys; a=n.load('$T/t1.npy'); b=n.load('$T/t2.npy'); sys.exit(0 if n.abs(a-b).max()<1e-5 else 1)" && ok || bad "maps depend on the thread count beyond float32 order"
+expect 2 "--threads 0" -- "$HS" attn "$G" --threads 0 --text hi -o "$T/t0.npy"
+one_line_error "--threads 0"
+expect 2 "--threads without value" -- "$HS" info "$G" --threads
+HEADSCOPE_THREADS=lots "$HS" info "$G" >/dev/null 2>"$T/err"; [ $? = 2 ] && ok || bad "bad HEADSCOPE_THREADS is a usage error"
+
 echo "cli: $pass passed, $fail failed"
 [ "$fail" = 0 ]

@@ -1,5 +1,5 @@
 /*
- * headscope/version.h — the release and the build.
+ * headscope/version.h — the release, the build and the threads it computes with.
  *
  *     printf("headscope %s (%s)\n", hs_version(), hs_build_commit());
  */
@@ -20,6 +20,17 @@ const char *hs_version(void);
  * checkout had uncommitted changes), or "" when it was not built from a git checkout.
  * Static string. */
 const char *hs_build_commit(void);
+
+/* Threads: hs_set_threads(n) makes every later computation use n threads (n < 1: one per
+ * online core, the default); hs_threads() says how many are in use, hs_threads_available()
+ * how many cores are online. Process-wide; call it before starting work, not during. */
+void hs_set_threads(int n);
+int hs_threads(void);
+int hs_threads_available(void);
+
+/* The CPU kernel family the BLAS library chose for this machine (OpenBLAS's core name,
+ * e.g. "Haswell", "SkylakeX", "Zen"), for benchmarks. Static string. */
+const char *hs_blas_corename(void);
 
 #ifdef __cplusplus
 }
