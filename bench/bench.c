@@ -93,6 +93,7 @@ int main(int argc, char **argv)
     printf("%6s %12s %10s %10s %12s %14s\n", "n", "forward ms", "GFLOP/s", "vs sgemm",
            "maps MB", "mlp-shape sgemm");
     static const int sizes[] = {128, 512, 1024};
+    double fwd_first = 0; /* median forward at the first size: the unit of the analyze block */
     for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
         int n = sizes[s];
         if (n > c->n_ctx)
@@ -118,6 +119,8 @@ int main(int argc, char **argv)
             times[r] = now() - t0;
         }
         double med = median(times, reps);
+        if (fwd_first == 0)
+            fwd_first = med;
         double gf = forward_flops(c, n) / med / 1e9;
         double mlp = sgemm_gflops(n, c->d_ff, c->d_model, reps);
         printf("%6d %12.1f %10.1f %9.0f%% %12.1f %10.1f GF/s\n", n, med * 1e3, gf,
@@ -126,14 +129,16 @@ int main(int argc, char **argv)
         hs_trace_free(t);
         free(ids);
     }
-    /* analyze at n = 128: ablation sweep (no pruning curve) and the pictures */
+    /* analyze at n = 128 with the defaults (ablation sweep, gradient importance, Michel
+     * pruning rounds) and the pictures, in forward-pass equivalents (the median forward pass
+     * above, every map recorded) */
     int n = c->n_ctx < 128 ? c->n_ctx : 128;
     int32_t *ids = malloc((size_t)n * sizeof *ids);
     for (int i = 0; i < n; i++)
         ids[i] = (int32_t)((i * 7919 + 13) % c->vocab_size);
     hs_analyze_opts ao;
     hs_analyze_opts_default(&ao);
-    ao.pruning = 0;
+    ao.hash_files = 0;
     hs_analyze_input in = {.ids = ids, .n = n};
     hs_analysis *a = NULL;
     double t0 = now();
@@ -162,17 +167,20 @@ int main(int argc, char **argv)
     for (int i = 0; i < n_files; i++)
         free(files[i]);
     free(files);
-    double per_fwd = a->seconds_forward;
-    printf("\nanalyze, n = %d, %d heads (one run):\n", n, a->n_heads);
-    printf("  whole analysis (incl. ablation):  %8.2f s, %ld forward passes\n", t_an, a->forward_passes);
-    printf("  recorded forward pass:            %8.1f ms\n", per_fwd * 1e3);
-    printf("  ablation sweep:                   %8.2f s = %.1f x the recorded forward pass "
-           "(%d loss passes with logits)\n", a->seconds_ablation, a->seconds_ablation / per_fwd,
-           a->n_heads);
-    printf("  gradient importance (all heads):  %8.2f s = %.1f x the recorded forward pass\n",
-           a->seconds_gradient, a->seconds_gradient / per_fwd);
-    printf("  pictures (%d PNGs):              %8.2f s = %.2f x the ablation sweep\n", n_files,
-           t_pic, t_pic / a->seconds_ablation);
+    double u = fwd_first > 0 ? fwd_first : a->seconds_forward;
+    printf("\nanalyze with the defaults, n = %d, %d heads (one run), in forward-pass "
+           "equivalents (%.1f ms):\n", n, a->n_heads, u * 1e3);
+    printf("  whole analysis:                   %8.2f s = %6.1f fwd (target <= 150), %ld loss passes\n",
+           t_an, t_an / u, a->forward_passes);
+    printf("  exact ablation sweep:             %8.2f s = %6.1f fwd (target <= 100; %d loss passes "
+           "with logits)\n", a->seconds_ablation, a->seconds_ablation / u, a->n_heads);
+    printf("  gradient importance (all heads):  %8.2f s = %6.1f fwd\n", a->seconds_gradient,
+           a->seconds_gradient / u);
+    printf("  pruning (%s, %d rounds of %d):  %8.2f s = %6.1f fwd\n",
+           a->prune_method_used == HS_PRUNE_GREEDY ? "greedy" : "gradient",
+           a->n_curve ? a->curve[a->n_curve - 1].round + 1 : 0, a->prune_round_heads,
+           a->seconds_pruning, a->seconds_pruning / u);
+    printf("  pictures (%d PNGs):              %8.2f s = %6.1f fwd\n", n_files, t_pic, t_pic / u);
     hs_analysis_free(a);
     free(ids);
     hs_model_free(m);
