@@ -259,3 +259,36 @@ Test(forward, restart_from_captured_stream_is_exact)
     free(mask);
     hs_model_free(m);
 }
+
+/* Logits at chosen rows only (the MLM loss's positions) equal those rows of the full
+ * logits; rows outside the text are refused. */
+Test(forward, logit_rows_equal_the_full_rows)
+{
+    static const char *const dirs[] = {"fixtures/tiny-bert", "fixtures/tiny-gpt2"};
+    for (int k = 0; k < 2; k++) {
+        hs_error err = {{0}};
+        hs_model *m = NULL;
+        cr_assert_eq(hs_model_load(dirs[k], &m, &err), HS_OK, "%s", err.msg);
+        int V = hs_model_config_of(m)->vocab_size, n = 12;
+        int32_t ids[12], rows[3] = {9, 2, 5};
+        for (int i = 0; i < n; i++)
+            ids[i] = 1000 + 37 * i;
+        float *full = malloc((size_t)n * (size_t)V * sizeof *full);
+        float *part = malloc(3 * (size_t)V * sizeof *part);
+        hs_forward_opts o = {.logits = full};
+        cr_assert_eq(hs_forward(m, ids, NULL, n, &o, NULL, &err), HS_OK, "%s", err.msg);
+        hs_forward_opts p = {.logits = part, .logit_rows = rows, .n_logit_rows = 3};
+        cr_assert_eq(hs_forward(m, ids, NULL, n, &p, NULL, &err), HS_OK, "%s", err.msg);
+        double dmax = 0;
+        for (int r = 0; r < 3; r++)
+            for (int v = 0; v < V; v++)
+                dmax = fmax(dmax, fabs((double)part[(size_t)r * V + v] -
+                                       full[(size_t)rows[r] * V + v]));
+        cr_expect(dmax <= 1e-5, "%s: max |d| = %g", dirs[k], dmax);
+        rows[1] = n;
+        cr_assert_eq(hs_forward(m, ids, NULL, n, &p, NULL, &err), HS_E_ARG);
+        free(full);
+        free(part);
+        hs_model_free(m);
+    }
+}

@@ -39,6 +39,11 @@ typedef struct hs_forward_opts {
     hs_attn_observer on_attn; /* may be NULL */
     void *user;               /* passed to on_attn */
     float *logits;            /* (n, vocab) output or NULL; needs has_lm_head */
+    /* With logit_rows: logits is (n_logit_rows, vocab), row r for token logit_rows[r]
+     * (each in 0..n-1), and no other row's logits are computed (a loss that needs a few
+     * positions, as MLM, skips most of the decoder GEMM). */
+    const int32_t *logit_rows;
+    int n_logit_rows;
     float *hidden;            /* (n, d_model) final hidden states or NULL (GPT-2: after ln_f) */
     /* Partial runs: start at layer start_layer (0 = from the embeddings) from x_start:
      * (n, d_model), the residual stream entering that layer as captured by x_layers of an

@@ -133,7 +133,9 @@ hs_status hs_loss_eval_new(const hs_model *m, const hs_loss_input *in, hs_loss_e
         e->ref = malloc(n * (size_t)c->d_model * sizeof(float));
         ok = ok && e->hidden && e->ref;
     } else {
-        e->logits = malloc(n * (size_t)c->vocab_size * sizeof(float));
+        /* MLM: logits at the masked positions only (hs_forward_opts.logit_rows) */
+        size_t rows = in->kind == HS_LOSS_MLM ? (size_t)in->n_pos : n;
+        e->logits = malloc(rows * (size_t)c->vocab_size * sizeof(float));
         ok = ok && e->logits;
     }
     hs_status st = ok ? hs_forward_ws_new(m, in->n, &e->ws, err)
@@ -186,6 +188,10 @@ static hs_status run_mask(hs_loss_eval *e, const float *head_mask, int refresh, 
     }
     int capture = refresh || !e->cache_valid; /* the cache keeps its state otherwise */
     hs_forward_opts o = {.head_mask = head_mask, .logits = e->logits, .hidden = e->hidden};
+    if (in->kind == HS_LOSS_MLM) {
+        o.logit_rows = in->positions;
+        o.n_logit_rows = in->n_pos;
+    }
     if (start > 0) {
         o.start_layer = start;
         o.x_start = e->cache + (size_t)start * nd;
@@ -212,7 +218,7 @@ static hs_status run_mask(hs_loss_eval *e, const float *head_mask, int refresh, 
         *loss = sum / (in->n - 1);
     } else if (in->kind == HS_LOSS_MLM) {
         for (int k = 0; k < in->n_pos; k++)
-            sum += nll(e->logits + (size_t)in->positions[k] * (size_t)V, V, in->targets[k]);
+            sum += nll(e->logits + (size_t)k * (size_t)V, V, in->targets[k]);
         *loss = sum / in->n_pos;
     } else {
         for (int i = 0; i < in->n; i++) {

@@ -83,6 +83,14 @@ hs_status hs_forward(const hs_model *m, const int32_t *ids, const int32_t *type_
     }
     if (o && o->logits && !c->has_lm_head)
         return hs_fail(err, HS_E_UNSUPPORTED, "the model has no language-model head");
+    if (o && o->logit_rows) {
+        if (o->n_logit_rows < 1 || o->n_logit_rows > n)
+            return hs_fail(err, HS_E_ARG, "%d logit rows for %d tokens", o->n_logit_rows, n);
+        for (int r = 0; r < o->n_logit_rows; r++)
+            if (o->logit_rows[r] < 0 || o->logit_rows[r] >= n)
+                return hs_fail(err, HS_E_ARG, "logit row %d is outside the %d tokens",
+                               (int)o->logit_rows[r], n);
+    }
 
     hs_forward_ws *own = NULL;
     if (!ws || ws->max_n < n) {
@@ -160,23 +168,32 @@ hs_status hs_forward(const hs_model *m, const int32_t *ids, const int32_t *type_
     if (o && o->logits) {
         const float *src = x;
         const float *bias = NULL;
-        if (c->family == HS_FAMILY_BERT) { /* MLM transform: dense, gelu, LayerNorm */
-            hs_op_linear(x, m->mlm_w, m->mlm_b, h, n, d, d);
-            hs_op_gelu(h, h, nd, c->act);
-            hs_op_layernorm(h, m->mlm_ln_w, m->mlm_ln_b, h, NULL, NULL, n, d, c->ln_eps);
+        int rows = n;
+        if (o->logit_rows) { /* gather the rows wanted into ws->qkv: (rows, d) */
+            rows = o->n_logit_rows;
+            for (int r = 0; r < rows; r++)
+                memcpy(ws->qkv + (size_t)r * (size_t)d, x + (size_t)o->logit_rows[r] * (size_t)d,
+                       (size_t)d * sizeof *x);
+            src = ws->qkv;
+        }
+        size_t rd = (size_t)rows * (size_t)d;
+        if (c->family == HS_FAMILY_BERT) { /* MLM transform (row-wise): dense, gelu, LayerNorm */
+            hs_op_linear(src, m->mlm_w, m->mlm_b, h, rows, d, d);
+            hs_op_gelu(h, h, rd, c->act);
+            hs_op_layernorm(h, m->mlm_ln_w, m->mlm_ln_b, h, NULL, NULL, rows, d, c->ln_eps);
             src = h;
             bias = m->mlm_bias;
         }
         int V = c->vocab_size;
-        for (int i = 0; i < n; i++) {
+        for (int i = 0; i < rows; i++) {
             float *row = o->logits + (size_t)i * (size_t)V;
             if (bias)
                 memcpy(row, bias, (size_t)V * sizeof *row);
             else
                 memset(row, 0, (size_t)V * sizeof *row);
         }
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, V, d, 1.0f, src, d, m->decoder, d,
-                    1.0f, o->logits, V);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, V, d, 1.0f, src, d, m->decoder,
+                    d, 1.0f, o->logits, V);
     }
     hs_forward_ws_free(own);
     return HS_OK;
