@@ -3,6 +3,7 @@
  * valid models report the dimensions of their config. */
 #include "headscope/forward.h"
 #include "headscope/model.h"
+#include "model/model_internal.h"
 #include "testutil.h"
 
 static void expect_fail(const char *dir, hs_status want, const char *needle)
@@ -152,4 +153,31 @@ Test(model, open_tokenizer_only_needs_no_weights_file)
     cr_assert_eq(hs_tokenizer_id(hs_model_tokenizer(m), "Ġworld"), 995);
     hs_model_free(m);
     tu_rm_rf(dir);
+}
+
+/* F32 weights already in the normalised layout are used where they lie in the mapped file
+ * (GPT-2: every tensor; BERT: the embeddings), so a load holds no second copy of them;
+ * F16 weights are converted into the arena. */
+Test(model, f32_weights_are_used_in_place)
+{
+    hs_model *m = NULL;
+    hs_error err = {{0}};
+    cr_assert_eq(hs_model_load("fixtures/models/gpt2-hub", &m, &err), HS_OK, "%s", err.msg);
+    cr_assert_eq(m->inplace_floats, hs_model_param_count(m));
+    cr_assert_eq(m->arena_floats, 0u);
+    const unsigned char *lo = m->map, *hi = lo + m->map_len;
+    const unsigned char *w = (const unsigned char *)(const void *)m->layers[1].w_fc;
+    cr_assert(w >= lo && w < hi, "c_fc points into the file");
+    hs_model_free(m);
+
+    cr_assert_eq(hs_model_load("fixtures/models/bert-hub", &m, &err), HS_OK, "%s", err.msg);
+    size_t V = (size_t)m->cfg.vocab_size, d = (size_t)m->cfg.d_model;
+    cr_assert_eq(m->inplace_floats, (V + (size_t)m->cfg.n_ctx + (size_t)m->cfg.type_vocab_size) * d + 2 * d);
+    cr_assert_eq(m->arena_floats + m->inplace_floats, hs_model_param_count(m));
+    hs_model_free(m);
+
+    cr_assert_eq(hs_model_load("fixtures/models/gpt2-f16", &m, &err), HS_OK, "%s", err.msg);
+    cr_assert_eq(m->inplace_floats, 0u);
+    cr_assert_null(m->map);
+    hs_model_free(m);
 }

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 
 #include "model/model_internal.h"
@@ -71,14 +72,16 @@ void hs_model_free(hs_model *m)
     hs_tokenizer_free(m->tok);
     free(m->layers);
     free(m->arena);
+    if (m->map)
+        munmap(m->map, m->map_len);
     free(m->path);
     free(m);
 }
 
 const hs_model_config *hs_model_config_of(const hs_model *m) { return &m->cfg; }
 const hs_tokenizer *hs_model_tokenizer(const hs_model *m) { return m->tok; }
-size_t hs_model_param_count(const hs_model *m) { return m->arena_floats; }
-int hs_model_has_weights(const hs_model *m) { return m->arena != NULL; }
+size_t hs_model_param_count(const hs_model *m) { return m->n_params; }
+int hs_model_has_weights(const hs_model *m) { return m->has_weights; }
 hs_file_format hs_model_format(const hs_model *m) { return m->format; }
 const char *hs_model_storage_dtype(const hs_model *m) { return m->storage_dtype; }
 const char *hs_model_path(const hs_model *m) { return m->path; }

@@ -75,8 +75,18 @@ struct hs_model {
     char *path;
     char storage_dtype[8];
 
-    float *arena;        /* one allocation holding every weight below */
+    float *arena;        /* one allocation holding every weight below not used in place */
     size_t arena_floats;
+    size_t n_params;     /* floats of every weight, in place or in the arena */
+    int has_weights;
+    /* Set by a reader that can hand its file mapping to the model: F32 tensors already in
+     * the normalised layout (and 4-byte aligned) are then used where they lie in the file,
+     * not copied (GPT-2 Conv1D matrices, embeddings). The reader gives the mapping to the
+     * model (map, map_len; unmapped by hs_model_free) when inplace_floats > 0. */
+    int inplace_ok;
+    size_t inplace_floats;
+    void *map;
+    size_t map_len;
 
     const float *wte;    /* (vocab, d) */
     const float *wpe;    /* (n_ctx, d) */

@@ -267,6 +267,14 @@ const hs_tensor_view *hs_safetensors_find(const hs_safetensors *s, const char *n
     return NULL;
 }
 
+void hs_safetensors_take_map(hs_safetensors *s, void **map, size_t *len)
+{
+    *map = s->map;
+    *len = s->map_len;
+    s->map = NULL;
+    s->map_len = 0;
+}
+
 void hs_safetensors_close(hs_safetensors *s)
 {
     if (!s)

@@ -22,6 +22,10 @@ hs_status hs_safetensors_parse(const unsigned char *buf, size_t len, const char 
 /* The tensor called name, or NULL. */
 const hs_tensor_view *hs_safetensors_find(const hs_safetensors *s, const char *name);
 
+/* Hands the file mapping to the caller (who munmaps it; NULL when parsed from memory);
+ * the tensor views stay valid while the caller keeps it. */
+void hs_safetensors_take_map(hs_safetensors *s, void **map, size_t *len);
+
 /* Unmaps and frees; accepts NULL. */
 void hs_safetensors_close(hs_safetensors *s);
 

@@ -107,6 +107,8 @@ typedef struct builder {
     size_t tmp_len;
     size_t largest; /* element count of the largest matrix seen, for storage_dtype */
     int dry;        /* check names, shapes, dtypes and sizes only; write nothing */
+    size_t arena_need;    /* dry pass: floats the arena must hold */
+    size_t inplace_count; /* dry pass: floats used in place */
 } builder;
 
 /* Loads one tensor into dst (row stride ld, column offset off). */
@@ -155,8 +157,10 @@ static hs_status place(builder *b, const char *name, enum kind kind, int rows, i
         b->largest = count;
         snprintf(b->m->storage_dtype, sizeof b->m->storage_dtype, "%s", hs_dtype_name(t->dtype));
     }
-    if (b->dry)
+    if (b->dry || !dst) { /* dry pass, or a check of a tensor used in place */
+        b->arena_need += b->dry ? count : 0;
         return HS_OK;
+    }
     int transpose = kind == K_MAT && out_in;
     int direct = !transpose && (kind == K_VEC || (ld == cols && off == 0));
     float *src = direct ? dst + off : b->tmp;
@@ -189,12 +193,6 @@ static hs_status place(builder *b, const char *name, enum kind kind, int rows, i
     return HS_OK;
 }
 
-static int present(builder *b, const char *name)
-{
-    int out_in;
-    return b->lookup(b->ctx, name, &out_in) != NULL;
-}
-
 /* Carves n floats from the arena cursor (a NULL cursor, in the dry pass, stays NULL). */
 static float *carve(float **cur, size_t n)
 {
@@ -202,6 +200,51 @@ static float *carve(float **cur, size_t n)
     if (p)
         *cur += n;
     return p;
+}
+
+static int little_endian(void)
+{
+    const uint16_t one = 1;
+    return *(const unsigned char *)&one == 1;
+}
+
+/* Places a tensor that has a buffer of its own (row stride = cols, no column offset) and
+ * points *slot at it: at the tensor's bytes in the file when the reader allows it and the
+ * tensor is F32, stored in the normalised layout and aligned; otherwise in floats carved
+ * from *cur (NULL in the dry pass). */
+static hs_status place_own(builder *b, const char *name, enum kind kind, int rows, int cols,
+                           const float **slot, float **cur, hs_error *err)
+{
+    int out_in = 0;
+    const hs_tensor_view *t = b->lookup(b->ctx, name, &out_in);
+    size_t count = (size_t)rows * (size_t)cols;
+    int inplace = t && b->m->inplace_ok && t->dtype == HS_DT_F32 && little_endian() &&
+                  !(kind == K_MAT && out_in) && ((uintptr_t)t->data % sizeof(float)) == 0;
+    if (!inplace) {
+        float *dst = carve(cur, count);
+        *slot = dst;
+        return place(b, name, kind, rows, cols, dst, cols, 0, err);
+    }
+    hs_status st = place(b, name, kind, rows, cols, NULL, cols, 0, err); /* checks only */
+    if (b->dry) {
+        b->arena_need -= count; /* place() counted it */
+        b->inplace_count += count;
+    }
+    if (st || b->dry)
+        return st;
+    const float *src = (const float *)(const void *)t->data;
+    for (size_t i = 0; i < count; i++)
+        if (!isfinite(src[i]))
+            return hs_fail(err, HS_E_VALUE, "tensor '%s' holds a non-finite value (%s) at element %zu",
+                           t->name, isnan(src[i]) ? "NaN" : "Inf", i);
+    *slot = src;
+    return HS_OK;
+}
+
+static int present(builder *b, const char *name)
+{
+    int out_in;
+    return b->lookup(b->ctx, name, &out_in) != NULL;
 }
 
 /* One block's buffers, carved in a fixed order; L gets the same pointers. */
@@ -244,41 +287,31 @@ static hs_status build_gpt2(builder *b, int has_lm_head, float *cur, hs_error *e
     int d = c->d_model, f = c->d_ff, V = c->vocab_size;
     char nm[128];
     hs_status st;
-    float *wte = carve(&cur, (size_t)V * d), *wpe = carve(&cur, (size_t)c->n_ctx * d);
-    m->wte = wte;
-    m->wpe = wpe;
-    if ((st = place(b, "wte.weight", K_ROWS, V, d, wte, d, 0, err)) ||
-        (st = place(b, "wpe.weight", K_ROWS, c->n_ctx, d, wpe, d, 0, err)))
+    if ((st = place_own(b, "wte.weight", K_ROWS, V, d, &m->wte, &cur, err)) ||
+        (st = place_own(b, "wpe.weight", K_ROWS, c->n_ctx, d, &m->wpe, &cur, err)))
         return st;
     for (int l = 0; l < c->n_layer; l++) {
-        layer_bufs B = carve_layer(&cur, &m->layers[l], (size_t)d, (size_t)f);
-        if ((st = place(b, NAME("h.%d.ln_1.weight", l), K_VEC, 1, d, B.ln1_w, d, 0, err)) ||
-            (st = place(b, NAME("h.%d.ln_1.bias", l), K_VEC, 1, d, B.ln1_b, d, 0, err)) ||
-            (st = place(b, NAME("h.%d.attn.c_attn.weight", l), K_MAT, d, 3 * d, B.w_qkv, 3 * d, 0, err)) ||
-            (st = place(b, NAME("h.%d.attn.c_attn.bias", l), K_VEC, 1, 3 * d, B.b_qkv, 3 * d, 0, err)) ||
-            (st = place(b, NAME("h.%d.attn.c_proj.weight", l), K_MAT, d, d, B.w_o, d, 0, err)) ||
-            (st = place(b, NAME("h.%d.attn.c_proj.bias", l), K_VEC, 1, d, B.b_o, d, 0, err)) ||
-            (st = place(b, NAME("h.%d.ln_2.weight", l), K_VEC, 1, d, B.ln2_w, d, 0, err)) ||
-            (st = place(b, NAME("h.%d.ln_2.bias", l), K_VEC, 1, d, B.ln2_b, d, 0, err)) ||
-            (st = place(b, NAME("h.%d.mlp.c_fc.weight", l), K_MAT, d, f, B.w_fc, f, 0, err)) ||
-            (st = place(b, NAME("h.%d.mlp.c_fc.bias", l), K_VEC, 1, f, B.b_fc, f, 0, err)) ||
-            (st = place(b, NAME("h.%d.mlp.c_proj.weight", l), K_MAT, f, d, B.w_proj, d, 0, err)) ||
-            (st = place(b, NAME("h.%d.mlp.c_proj.bias", l), K_VEC, 1, d, B.b_proj, d, 0, err)))
+        hs_layer *L = &m->layers[l];
+        if ((st = place_own(b, NAME("h.%d.ln_1.weight", l), K_VEC, 1, d, &L->ln1_w, &cur, err)) ||
+            (st = place_own(b, NAME("h.%d.ln_1.bias", l), K_VEC, 1, d, &L->ln1_b, &cur, err)) ||
+            (st = place_own(b, NAME("h.%d.attn.c_attn.weight", l), K_MAT, d, 3 * d, &L->w_qkv, &cur, err)) ||
+            (st = place_own(b, NAME("h.%d.attn.c_attn.bias", l), K_VEC, 1, 3 * d, &L->b_qkv, &cur, err)) ||
+            (st = place_own(b, NAME("h.%d.attn.c_proj.weight", l), K_MAT, d, d, &L->w_o, &cur, err)) ||
+            (st = place_own(b, NAME("h.%d.attn.c_proj.bias", l), K_VEC, 1, d, &L->b_o, &cur, err)) ||
+            (st = place_own(b, NAME("h.%d.ln_2.weight", l), K_VEC, 1, d, &L->ln2_w, &cur, err)) ||
+            (st = place_own(b, NAME("h.%d.ln_2.bias", l), K_VEC, 1, d, &L->ln2_b, &cur, err)) ||
+            (st = place_own(b, NAME("h.%d.mlp.c_fc.weight", l), K_MAT, d, f, &L->w_fc, &cur, err)) ||
+            (st = place_own(b, NAME("h.%d.mlp.c_fc.bias", l), K_VEC, 1, f, &L->b_fc, &cur, err)) ||
+            (st = place_own(b, NAME("h.%d.mlp.c_proj.weight", l), K_MAT, f, d, &L->w_proj, &cur, err)) ||
+            (st = place_own(b, NAME("h.%d.mlp.c_proj.bias", l), K_VEC, 1, d, &L->b_proj, &cur, err)))
             return st;
     }
-    float *lnf_w = carve(&cur, d), *lnf_b = carve(&cur, d);
-    m->lnf_w = lnf_w;
-    m->lnf_b = lnf_b;
-    if ((st = place(b, "ln_f.weight", K_VEC, 1, d, lnf_w, d, 0, err)) ||
-        (st = place(b, "ln_f.bias", K_VEC, 1, d, lnf_b, d, 0, err)))
+    if ((st = place_own(b, "ln_f.weight", K_VEC, 1, d, &m->lnf_w, &cur, err)) ||
+        (st = place_own(b, "ln_f.bias", K_VEC, 1, d, &m->lnf_b, &cur, err)))
         return st;
     m->decoder = m->wte;
-    if (has_lm_head) {
-        float *dec = carve(&cur, (size_t)V * d);
-        m->decoder = dec;
-        if ((st = place(b, "lm_head.weight", K_ROWS, V, d, dec, d, 0, err)))
-            return st;
-    }
+    if (has_lm_head && (st = place_own(b, "lm_head.weight", K_ROWS, V, d, &m->decoder, &cur, err)))
+        return st;
     return HS_OK;
 }
 
@@ -289,19 +322,12 @@ static hs_status build_bert(builder *b, int has_mlm, int has_decoder, float *cur
     int d = c->d_model, f = c->d_ff, V = c->vocab_size;
     char nm[160];
     hs_status st;
-    float *wte = carve(&cur, (size_t)V * d), *wpe = carve(&cur, (size_t)c->n_ctx * d);
-    float *wtt = carve(&cur, (size_t)c->type_vocab_size * d);
-    float *eln_w = carve(&cur, d), *eln_b = carve(&cur, d);
-    m->wte = wte;
-    m->wpe = wpe;
-    m->wtt = wtt;
-    m->emb_ln_w = eln_w;
-    m->emb_ln_b = eln_b;
-    if ((st = place(b, "embeddings.word_embeddings.weight", K_ROWS, V, d, wte, d, 0, err)) ||
-        (st = place(b, "embeddings.position_embeddings.weight", K_ROWS, c->n_ctx, d, wpe, d, 0, err)) ||
-        (st = place(b, "embeddings.token_type_embeddings.weight", K_ROWS, c->type_vocab_size, d, wtt, d, 0, err)) ||
-        (st = place(b, "embeddings.LayerNorm.weight", K_VEC, 1, d, eln_w, d, 0, err)) ||
-        (st = place(b, "embeddings.LayerNorm.bias", K_VEC, 1, d, eln_b, d, 0, err)))
+    if ((st = place_own(b, "embeddings.word_embeddings.weight", K_ROWS, V, d, &m->wte, &cur, err)) ||
+        (st = place_own(b, "embeddings.position_embeddings.weight", K_ROWS, c->n_ctx, d, &m->wpe, &cur, err)) ||
+        (st = place_own(b, "embeddings.token_type_embeddings.weight", K_ROWS, c->type_vocab_size, d,
+                        &m->wtt, &cur, err)) ||
+        (st = place_own(b, "embeddings.LayerNorm.weight", K_VEC, 1, d, &m->emb_ln_w, &cur, err)) ||
+        (st = place_own(b, "embeddings.LayerNorm.bias", K_VEC, 1, d, &m->emb_ln_b, &cur, err)))
         return st;
     static const char *const qkv[3] = {"query", "key", "value"};
     for (int l = 0; l < c->n_layer; l++) {
@@ -344,9 +370,7 @@ static hs_status build_bert(builder *b, int has_mlm, int has_decoder, float *cur
         return st;
     m->decoder = m->wte;
     if (has_decoder) {
-        float *dec = carve(&cur, (size_t)V * d);
-        m->decoder = dec;
-        if ((st = place(b, "cls.predictions.decoder.weight", K_ROWS, V, d, dec, d, 0, err)))
+        if ((st = place_own(b, "cls.predictions.decoder.weight", K_ROWS, V, d, &m->decoder, &cur, err)))
             return st;
     }
     return HS_OK;
@@ -384,24 +408,29 @@ hs_status hs_weights_build(hs_model *m, hs_tensor_lookup lookup, void *ctx, hs_e
                                                : build_bert(&b, has_head, has_decoder, NULL, err);
     if (st)
         return st;
+    m->n_params = total;
+    if (b.arena_need + b.inplace_count != total)
+        return hs_fail(err, HS_E_ARG, "weights: internal size mismatch (%zu + %zu != %zu)",
+                       b.arena_need, b.inplace_count, total);
     if (m->open_flags & HS_OPEN_NO_WEIGHTS) { /* the table is checked; read nothing */
         free(b.tmp);
-        m->arena_floats = total;
         m->cfg.has_lm_head = c->family == HS_FAMILY_GPT2 ? 1 : has_head;
         return HS_OK;
     }
     b.dry = 0;
     b.largest = 0;
-    m->arena = malloc(total * sizeof(float));
+    m->arena = malloc((b.arena_need ? b.arena_need : 1) * sizeof(float));
     if (!m->arena)
         return hs_fail(err, HS_E_NOMEM, "out of memory allocating %zu MB of weights",
-                       total * sizeof(float) >> 20);
-    m->arena_floats = total;
+                       b.arena_need * sizeof(float) >> 20);
+    m->arena_floats = b.arena_need;
+    m->inplace_floats = b.inplace_count;
     st = c->family == HS_FAMILY_GPT2 ? build_gpt2(&b, has_head, m->arena, err)
                                      : build_bert(&b, has_head, has_decoder, m->arena, err);
     free(b.tmp);
     if (st == HS_OK) {
         m->cfg.has_lm_head = c->family == HS_FAMILY_GPT2 ? 1 : has_head;
+        m->has_weights = 1;
     }
     return st;
 }

@@ -24,7 +24,7 @@ hs_status hs_forward_ws_new(const hs_model *m, int max_n, hs_forward_ws **out, h
 {
     const hs_model_config *c = &m->cfg;
     *out = NULL;
-    if (!m->arena)
+    if (!m->has_weights)
         return hs_fail(err, HS_E_ARG, "the model was opened without its weights");
     if (max_n < 1 || max_n > c->n_ctx)
         return hs_fail(err, HS_E_ARG, "workspace for %d tokens (model context is %d)", max_n,
@@ -66,7 +66,7 @@ hs_status hs_forward(const hs_model *m, const int32_t *ids, const int32_t *type_
                      const hs_forward_opts *o, hs_forward_ws *ws, hs_error *err)
 {
     const hs_model_config *c = &m->cfg;
-    if (!m->arena)
+    if (!m->has_weights)
         return hs_fail(err, HS_E_ARG, "the model was opened without its weights");
     if (n < 1)
         return hs_fail(err, HS_E_INPUT, "no tokens to run");
