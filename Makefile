@@ -138,7 +138,7 @@ example: all
 
 BENCH_MODEL = $(BUILD)/bench/gpt2-small
 bench: all $(BUILD)/hs-bench $(BENCH_MODEL)/config.json
-	$(BUILD)/hs-bench $(BENCH_MODEL)
+	$(BUILD)/hs-bench $(BENCH_MODEL) --headscope $(BIN)
 
 $(BENCH_MODEL)/config.json:
 	/usr/bin/python3 fixtures/ref/make_checkpoint.py --arch gpt2-small --out $(BENCH_MODEL) --tokenizer fixtures/tiny-gpt2

@@ -15,6 +15,7 @@
 #include "headscope/forward.h"
 #include "headscope/model.h"
 #include "headscope/report.h"
+#include "rss.h"
 
 static double now(void)
 {
@@ -65,13 +66,48 @@ static double forward_flops(const hs_model_config *c, int n)
     return c->n_layer * (8.0 * N * d * d + 4.0 * N * N * d + 4.0 * N * d * f);
 }
 
+/* Peak RSS of `attn` and of `analyze` (maps, metrics, report; no ablation, gradient or
+ * pictures) at n = 1024 tokens (or the context), beside the F32 size of the weights. */
+static void memory_rows(const char *headscope, const char *model, const hs_model *m)
+{
+    const hs_model_config *c = hs_model_config_of(m);
+    char dir[] = "/tmp/hs-bench-mem-XXXXXX";
+    if (!mkdtemp(dir))
+        return;
+    char text[96], npy[96], out[96], cmd[160];
+    snprintf(text, sizeof text, "%s/text.txt", dir);
+    snprintf(npy, sizeof npy, "%s/a.npy", dir);
+    snprintf(out, sizeof out, "%s/out", dir);
+    int n = c->n_ctx < 1024 ? c->n_ctx : 1024;
+    double f32_mb = (double)hs_model_param_count(m) * 4 / 1048576.0;
+    if (bench_write_text(text, 2 * n) == 0) {
+        const char *attn[] = {headscope, "attn", model, "--file", text, "--truncate", "-o", npy, NULL};
+        const char *an[] = {headscope, "analyze", model, "--file", text, "--truncate", "-o", out, "-q",
+                      "--no-ablation", "--no-gradient", "--no-images", "--no-hash", NULL};
+        double ta = 0, tb = 0;
+        double ra = bench_peak_rss_mb(attn, &ta), rb = bench_peak_rss_mb(an, &tb);
+        printf("\npeak memory, n = %d (F32 weights %.0f MB; one layer's maps %.0f MB):\n", n,
+               f32_mb, (double)c->n_head * n * n * 4 / 1048576.0);
+        printf("  attn:                              %8.0f MB in %.1f s (target <= %.0f MB)\n",
+               ra, ta, 1.15 * f32_mb + 64);
+        printf("  analyze (no ablation/gradient/pictures): %5.0f MB in %.1f s (target <= %.0f MB)\n",
+               rb, tb, f32_mb + (double)c->n_head * n * n * 4 / 1048576.0 + 64);
+    }
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "hs-bench: could not remove %s\n", dir);
+}
+
 int main(int argc, char **argv)
 {
     const char *path = "build/bench/gpt2-small";
     int reps = 5;
+    const char *headscope = NULL; /* the command, for the memory rows */
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--reps") && i + 1 < argc)
             reps = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--headscope") && i + 1 < argc)
+            headscope = argv[++i];
         else
             path = argv[i];
     }
@@ -183,6 +219,8 @@ int main(int argc, char **argv)
     printf("  pictures (%d PNGs):              %8.2f s = %6.1f fwd\n", n_files, t_pic, t_pic / u);
     hs_analysis_free(a);
     free(ids);
+    if (headscope)
+        memory_rows(headscope, path, m);
     hs_model_free(m);
     return 0;
 }

@@ -7,6 +7,22 @@
 #include "cli.h"
 #include "headscope/npy.h"
 
+/* The forward-pass observer of attn: appends each layer's maps to the .npy file. */
+typedef struct npy_sink {
+    hs_npy_stream *s;
+    hs_error err;
+    int failed;
+} npy_sink;
+
+static int stream_layer(void *user, int layer, const float *probs, int n_head, int n)
+{
+    npy_sink *ns = user;
+    (void)layer;
+    size_t count = (size_t)n_head * (size_t)n * (size_t)n;
+    ns->failed = hs_npy_stream_write(ns->s, probs, count, &ns->err) != HS_OK;
+    return ns->failed;
+}
+
 static const char usage_text[] =
     "usage: headscope attn MODEL (--text TEXT | --file PATH|-) [--text-pair TEXT2]\n"
     "                      [--truncate] -o OUT.npy\n\n"
@@ -57,32 +73,36 @@ int cmd_attn(int argc, char **argv)
         return rc;
     hs_model *m = cli_model_load("attn", model_path);
     hs_encoding enc = {0};
-    hs_trace *trace = NULL;
     hs_error err = {{0}};
+    npy_sink ns = {0};
     rc = EXIT_FAIL;
     if (!m || cli_encode("attn", m, &t, truncate, &enc, NULL))
         goto done;
     int n = (int)enc.n;
-    if (hs_trace_new(m, n, &trace, &err) != HS_OK) {
+    const hs_model_config *cfg = hs_model_config_of(m);
+    size_t shape[4] = {(size_t)cfg->n_layer, (size_t)cfg->n_head, (size_t)n, (size_t)n};
+    /* each layer's maps go to the file as the pass makes them: no (L, H, n, n) buffer */
+    if (hs_npy_stream_open(out, shape, 4, &ns.s, &err) != HS_OK) {
         cli_error("attn", "%s", err.msg);
         goto done;
     }
-    hs_forward_opts fo = {.on_attn = hs_trace_observe, .user = trace};
+    hs_forward_opts fo = {.on_attn = stream_layer, .user = &ns};
     if (hs_forward(m, enc.ids, enc.type_ids, n, &fo, NULL, &err) != HS_OK) {
-        cli_error("attn", "%s", err.msg);
+        cli_error("attn", "%s", ns.failed ? ns.err.msg : err.msg);
         goto done;
     }
-    size_t shape[4] = {(size_t)trace->n_layer, (size_t)trace->n_head, (size_t)n, (size_t)n};
-    if (hs_npy_write_f32(out, trace->attn, shape, 4, &err) != HS_OK) {
+    hs_npy_stream *s = ns.s;
+    ns.s = NULL;
+    if (hs_npy_stream_close(s, 1, &err) != HS_OK) {
         cli_error("attn", "%s", err.msg);
         goto done;
     }
     if (!quiet)
-        printf("wrote %s: %d layers x %d heads x %d x %d tokens\n", out, trace->n_layer,
-               trace->n_head, n, n);
+        printf("wrote %s: %d layers x %d heads x %d x %d tokens\n", out, cfg->n_layer,
+               cfg->n_head, n, n);
     rc = cli_finish_stdout("attn");
 done:
-    hs_trace_free(trace);
+    hs_npy_stream_close(ns.s, 0, NULL);
     hs_encoding_free(&enc);
     hs_model_free(m);
     cli_text_free(&t);

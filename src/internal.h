@@ -42,6 +42,11 @@ void hs_sha256_update(hs_sha256_ctx *s, const void *data, size_t n);
 void hs_sha256_final(hs_sha256_ctx *s, char hex[65]);
 hs_status hs_sha256_file(const char *path, char hex[65], uint64_t *size, hs_error *err);
 
+/* As hs_file_write_atomic (include/headscope/report.h), writing n_parts buffers one after
+ * the other, so a large array need not be copied next to its header first. */
+hs_status hs_file_write_atomic_parts(const char *path, const void *const *parts,
+                                     const size_t *lens, int n_parts, hs_error *err);
+
 /* Half- and bfloat16-precision conversions (IEEE binary16, round to nearest even). */
 float hs_f16_to_f32(uint16_t h);
 uint16_t hs_f32_to_f16(float f);

@@ -120,3 +120,31 @@ Test(npy, rejects_bad_magic_and_float64)
     cr_assert_eq(hs_npy_read(path, &a, &err), HS_E_DTYPE);
     tu_rm_rf(dir);
 }
+
+/* The file writer (header, then the floats as they lie) gives exactly the bytes of the
+ * in-memory encoder, for 1-D to 4-D shapes. */
+Test(npy, file_writer_equals_encoder)
+{
+    static const size_t shapes[4][4] = {{5}, {3, 7}, {2, 3, 4}, {2, 2, 3, 5}};
+    float data[60];
+    for (int i = 0; i < 60; i++)
+        data[i] = (float)i * 0.25f - 3.0f;
+    char dir[64], path[128];
+    tu_mkdtemp(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/a.npy", dir);
+    for (int nd = 1; nd <= 4; nd++) {
+        hs_error err = {{0}};
+        unsigned char *enc = NULL;
+        size_t len = 0;
+        cr_assert_eq(hs_npy_encode(data, HS_NPY_F32, shapes[nd - 1], nd, &enc, &len, &err), HS_OK);
+        cr_assert_eq(hs_npy_write_f32(path, data, shapes[nd - 1], nd, &err), HS_OK, "%s", err.msg);
+        FILE *f = fopen(path, "rb");
+        unsigned char got[1024];
+        size_t n = fread(got, 1, sizeof got, f);
+        fclose(f);
+        cr_assert_eq(n, len);
+        cr_assert_eq(memcmp(got, enc, len), 0, "%d-D file differs from the encoder", nd);
+        free(enc);
+    }
+    tu_rm_rf(dir);
+}

@@ -28,6 +28,20 @@ hs_status hs_npy_encode(const void *data, hs_npy_dtype dt, const size_t *shape, 
 hs_status hs_npy_write_f32(const char *path, const float *data, const size_t *shape, int ndim,
                            hs_error *err);
 
+/* A float32 .npy file written piece by piece in C order (the maps of one layer at a time,
+ * as hs_forward reports them), so the whole array is never held in memory. Data goes to
+ * path.tmp; hs_npy_stream_close(s, 1, ...) checks that exactly the shape's element count
+ * was written and renames it to path, hs_npy_stream_close(s, 0, NULL) removes it.
+ *     hs_npy_stream *s;  hs_npy_stream_open("attn.npy", shape, 4, &s, &err);
+ *     ... hs_npy_stream_write(s, probs, H * n * n, &err) per layer ...
+ *     hs_npy_stream_close(s, 1, &err);
+ * Both close calls free s. */
+typedef struct hs_npy_stream hs_npy_stream;
+hs_status hs_npy_stream_open(const char *path, const size_t *shape, int ndim,
+                             hs_npy_stream **out, hs_error *err);
+hs_status hs_npy_stream_write(hs_npy_stream *s, const float *data, size_t count, hs_error *err);
+hs_status hs_npy_stream_close(hs_npy_stream *s, int commit, hs_error *err);
+
 /* An array read from a .npy file; free with hs_npy_free. */
 typedef struct hs_npy {
     hs_npy_dtype dtype;

@@ -198,6 +198,12 @@ uint16_t hs_f32_to_bf16(float f)
 
 hs_status hs_file_write_atomic(const char *path, const void *data, size_t len, hs_error *err)
 {
+    return hs_file_write_atomic_parts(path, &data, &len, 1, err);
+}
+
+hs_status hs_file_write_atomic_parts(const char *path, const void *const *parts,
+                                     const size_t *lens, int n_parts, hs_error *err)
+{
     size_t plen = strlen(path) + 8;
     char *tmp = malloc(plen);
     if (!tmp)
@@ -210,7 +216,10 @@ hs_status hs_file_write_atomic(const char *path, const void *data, size_t len, h
         free(tmp);
         return st;
     }
-    int bad = fwrite(data, 1, len, f) != len || fflush(f) != 0 || ferror(f);
+    int bad = 0;
+    for (int i = 0; i < n_parts && !bad; i++)
+        bad = fwrite(parts[i], 1, lens[i], f) != lens[i];
+    bad = bad || fflush(f) != 0 || ferror(f);
     int e = errno;
     if (fclose(f) != 0 && !bad) {
         bad = 1;

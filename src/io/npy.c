@@ -1,7 +1,9 @@
 /* NumPy .npy: format 1.0 writer, 1.0/2.0 reader for little-endian float32/int32. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "headscope/npy.h"
 #include "headscope/report.h"
@@ -9,44 +11,57 @@
 
 #define NPY_MAGIC "\x93NUMPY"
 
-hs_status hs_npy_encode(const void *data, hs_npy_dtype dt, const size_t *shape, int ndim,
-                        unsigned char **out, size_t *out_len, hs_error *err)
+/* The format-1.0 header of an array: magic, version, length, the dict padded with spaces
+ * and a newline so the data starts at a multiple of 64 bytes. hdr holds at least 640
+ * bytes; *count gets the element count. */
+static hs_status npy_header(hs_npy_dtype dt, const size_t *shape, int ndim, unsigned char *hdr,
+                            size_t *hdr_len, size_t *count, hs_error *err)
 {
-    *out = NULL;
-    *out_len = 0;
     if (ndim < 0 || ndim > 8)
         return hs_fail(err, HS_E_ARG, "npy: %d dimensions (0..8 supported)", ndim);
     char dict[512];
     int pos = snprintf(dict, sizeof dict, "{'descr': '%s', 'fortran_order': False, 'shape': (",
                        dt == HS_NPY_F32 ? "<f4" : "<i4");
-    size_t count = 1;
+    *count = 1;
     for (int i = 0; i < ndim; i++) {
-        if (hs_mul_size(count, shape[i], &count))
+        if (hs_mul_size(*count, shape[i], count))
             return hs_fail(err, HS_E_NOMEM, "npy: array size overflows");
         pos += snprintf(dict + pos, sizeof dict - (size_t)pos, "%zu%s", shape[i],
                         ndim == 1 ? "," : (i + 1 < ndim ? ", " : ""));
     }
     pos += snprintf(dict + pos, sizeof dict - (size_t)pos, "), }");
-    /* magic(6) + version(2) + header_len(2) + dict + padding + '\n', total % 64 == 0 */
-    size_t hlen = (size_t)pos + 1;
-    size_t total_hdr = 10 + hlen;
-    size_t pad = (64 - total_hdr % 64) % 64;
+    size_t hlen = (size_t)pos + 1; /* dict + '\n' */
+    size_t pad = (64 - (10 + hlen) % 64) % 64;
     hlen += pad;
-    size_t nbytes, total;
-    if (hs_mul_size(count, 4, &nbytes) || hs_add_size(10 + hlen, nbytes, &total))
+    memcpy(hdr, NPY_MAGIC, 6);
+    hdr[6] = 1;
+    hdr[7] = 0;
+    hdr[8] = (unsigned char)(hlen & 0xff);
+    hdr[9] = (unsigned char)(hlen >> 8);
+    memcpy(hdr + 10, dict, (size_t)pos);
+    memset(hdr + 10 + pos, ' ', pad);
+    hdr[10 + hlen - 1] = '\n';
+    *hdr_len = 10 + hlen;
+    return HS_OK;
+}
+
+hs_status hs_npy_encode(const void *data, hs_npy_dtype dt, const size_t *shape, int ndim,
+                        unsigned char **out, size_t *out_len, hs_error *err)
+{
+    *out = NULL;
+    *out_len = 0;
+    unsigned char hdr[640];
+    size_t hl, count, nbytes, total;
+    hs_status st = npy_header(dt, shape, ndim, hdr, &hl, &count, err);
+    if (st)
+        return st;
+    if (hs_mul_size(count, 4, &nbytes) || hs_add_size(hl, nbytes, &total))
         return hs_fail(err, HS_E_NOMEM, "npy: array size overflows");
     unsigned char *buf = malloc(total);
     if (!buf)
         return hs_fail(err, HS_E_NOMEM, "out of memory encoding %zu bytes of npy", total);
-    memcpy(buf, NPY_MAGIC, 6);
-    buf[6] = 1;
-    buf[7] = 0;
-    buf[8] = (unsigned char)(hlen & 0xff);
-    buf[9] = (unsigned char)(hlen >> 8);
-    memcpy(buf + 10, dict, (size_t)pos);
-    memset(buf + 10 + pos, ' ', pad);
-    buf[10 + hlen - 1] = '\n';
-    unsigned char *p = buf + 10 + hlen;
+    memcpy(buf, hdr, hl);
+    unsigned char *p = buf + hl;
     const uint32_t *src = data;
     for (size_t i = 0; i < count; i++) { /* explicit little-endian */
         uint32_t v = src[i];
@@ -63,6 +78,20 @@ hs_status hs_npy_encode(const void *data, hs_npy_dtype dt, const size_t *shape, 
 hs_status hs_npy_write_f32(const char *path, const float *data, const size_t *shape, int ndim,
                            hs_error *err)
 {
+    const uint16_t one = 1;
+    if (*(const unsigned char *)&one == 1) { /* little-endian host: header, then the floats
+                                                as they lie, with no copy of the array */
+        unsigned char hdr[640];
+        size_t hl, count, nbytes;
+        hs_status st = npy_header(HS_NPY_F32, shape, ndim, hdr, &hl, &count, err);
+        if (st)
+            return st;
+        if (hs_mul_size(count, 4, &nbytes))
+            return hs_fail(err, HS_E_NOMEM, "npy: array size overflows");
+        const void *parts[2] = {hdr, data};
+        size_t lens[2] = {hl, nbytes};
+        return hs_file_write_atomic_parts(path, parts, lens, 2, err);
+    }
     unsigned char *buf = NULL;
     size_t len = 0;
     hs_status st = hs_npy_encode(data, HS_NPY_F32, shape, ndim, &buf, &len, err);
@@ -205,4 +234,94 @@ void hs_npy_free(hs_npy *a)
         return;
     free(a->data);
     memset(a, 0, sizeof *a);
+}
+
+/* ---- streamed writer ----------------------------------------------------------------- */
+
+struct hs_npy_stream {
+    FILE *f;
+    char *path, *tmp;
+    size_t want, written;
+    int failed, err_no;
+};
+
+hs_status hs_npy_stream_open(const char *path, const size_t *shape, int ndim,
+                             hs_npy_stream **out, hs_error *err)
+{
+    *out = NULL;
+    unsigned char hdr[640];
+    size_t hl, count;
+    hs_status st = npy_header(HS_NPY_F32, shape, ndim, hdr, &hl, &count, err);
+    if (st)
+        return st;
+    hs_npy_stream *s = calloc(1, sizeof *s);
+    size_t plen = strlen(path) + 8;
+    if (!s || !(s->path = strdup(path)) || !(s->tmp = malloc(plen))) {
+        if (s)
+            free(s->path);
+        free(s);
+        return hs_fail(err, HS_E_NOMEM, "out of memory");
+    }
+    snprintf(s->tmp, plen, "%s.tmp", path);
+    s->want = count;
+    s->f = fopen(s->tmp, "wb");
+    if (!s->f || fwrite(hdr, 1, hl, s->f) != hl) {
+        st = hs_fail(err, HS_E_IO, "cannot write '%s': %s", path, strerror(errno));
+        hs_npy_stream_close(s, 0, NULL);
+        return st;
+    }
+    *out = s;
+    return HS_OK;
+}
+
+hs_status hs_npy_stream_write(hs_npy_stream *s, const float *data, size_t count, hs_error *err)
+{
+    if (count > s->want - s->written)
+        return hs_fail(err, HS_E_ARG, "npy: %zu more values than the shape holds",
+                       count - (s->want - s->written));
+    const uint16_t one = 1;
+    if (*(const unsigned char *)&one == 1) {
+        if (fwrite(data, sizeof *data, count, s->f) != count)
+            s->failed = 1;
+    } else {
+        for (size_t i = 0; i < count && !s->failed; i++) {
+            uint32_t v;
+            unsigned char b[4];
+            memcpy(&v, data + i, 4);
+            for (int k = 0; k < 4; k++)
+                b[k] = (unsigned char)(v >> (8 * k));
+            s->failed = fwrite(b, 1, 4, s->f) != 4;
+        }
+    }
+    if (s->failed) {
+        s->err_no = errno;
+        return hs_fail(err, HS_E_IO, "cannot write '%s': %s", s->path, strerror(s->err_no));
+    }
+    s->written += count;
+    return HS_OK;
+}
+
+hs_status hs_npy_stream_close(hs_npy_stream *s, int commit, hs_error *err)
+{
+    if (!s)
+        return HS_OK;
+    hs_status st = HS_OK;
+    int bad = !s->f || s->failed || fflush(s->f) != 0 || ferror(s->f);
+    int e = s->err_no ? s->err_no : errno;
+    if (s->f && fclose(s->f) != 0 && !bad) {
+        bad = 1;
+        e = errno;
+    }
+    if (commit && !bad && s->written != s->want)
+        st = hs_fail(err, HS_E_ARG, "npy: %zu of %zu values written", s->written, s->want);
+    else if (commit && !bad && rename(s->tmp, s->path) != 0)
+        bad = 1, e = errno;
+    if (commit && bad)
+        st = hs_fail(err, HS_E_IO, "cannot write '%s': %s", s->path, strerror(e));
+    if (!commit || st)
+        unlink(s->tmp);
+    free(s->tmp);
+    free(s->path);
+    free(s);
+    return st;
 }

@@ -1,0 +1,62 @@
+/* Peak resident memory of a headscope command, measured from outside (wait4's ru_maxrss),
+ * for the memory rows of `make bench`. */
+#define _DEFAULT_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include "rss.h"
+
+double bench_peak_rss_mb(const char *const argv[], double *seconds)
+{
+    char *args[32];
+    int k = 0;
+    for (; argv[k] && k < 31; k++)
+        args[k] = strdup(argv[k]);
+    args[k] = NULL;
+    struct timeval t0, t1;
+    gettimeofday(&t0, NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        for (int i = 0; i < k; i++)
+            free(args[i]);
+        return -1;
+    }
+    if (pid == 0) {
+        int null = open("/dev/null", O_WRONLY);
+        if (null >= 0) {
+            dup2(null, STDOUT_FILENO);
+            dup2(null, STDERR_FILENO);
+        }
+        execv(args[0], args);
+        _exit(127);
+    }
+    int status = 0;
+    struct rusage ru;
+    for (int i = 0; i < k; i++)
+        free(args[i]);
+    if (wait4(pid, &status, 0, &ru) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+        return -1;
+    gettimeofday(&t1, NULL);
+    if (seconds)
+        *seconds = (double)(t1.tv_sec - t0.tv_sec) + 1e-6 * (double)(t1.tv_usec - t0.tv_usec);
+    return (double)ru.ru_maxrss / 1024.0; /* kilobytes on Linux */
+}
+
+/* A text of about n GPT-2 tokens (each " wordK" is one or two tokens), written to path. */
+int bench_write_text(const char *path, int n)
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return -1;
+    static const char *const words[] = {"the", "cat", "sat", "on", "a", "mat", "and", "dog",
+                                        "ran", "far", "away", "from", "home", "today"};
+    for (int i = 0; i < n; i++)
+        fprintf(f, "%s%s", i ? " " : "", words[(i * 7 + i / 5) % 14]);
+    return fclose(f);
+}
