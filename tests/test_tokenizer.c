@@ -796,3 +796,266 @@ Test(tokenizer_bert, reports_missing_and_corrupt_vocabulary_files)
     hs_encoding_free(&e);
     hs_tokenizer_free(t);
 }
+
+Test(tokenizer_bert, keeps_unassigned_and_blank_text_as_the_library_does)
+{
+    hs_tokenizer *t = bert(1);
+    hs_encoding e = enc(t, "33\xcd\xb9"); /* U+0379 is unassigned: kept, the word is [UNK] */
+    ASSERT_IDS(&e, "33 U+0379", 101, 100, 102);
+    hs_encoding_free(&e);
+    e = enc(t, " \t\n\x0b\x0c\xc2\x85\xe2\x80\xa8"); /* only whitespace and controls */
+    ASSERT_IDS(&e, "blank", 101, 102);
+    hs_encoding_free(&e);
+    hs_tokenizer_free(t);
+}
+
+/* ---- tokenizer.json ------------------------------------------------------------------------ */
+
+#include "model/model_internal.h"
+
+static hs_tokenizer *json_tok(const char *path)
+{
+    hs_tokenizer *t = NULL;
+    hs_error err = {{0}};
+    cr_assert_eq(hs_tokenizer_load_json(path, &t, &err), HS_OK, "%s: %s", path, err.msg);
+    return t;
+}
+
+static char *slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    cr_assert_not_null(f, "cannot open %s", path);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    rewind(f);
+    char *buf = malloc((size_t)n + 1);
+    cr_assert_not_null(buf);
+    cr_assert_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
+    fclose(f);
+    buf[n] = '\0';
+    *len = (size_t)n;
+    return buf;
+}
+
+/* Copies src into dir/name. */
+static void copy_file(const char *src, const char *dir, const char *name)
+{
+    char dst[256];
+    size_t len;
+    char *buf = slurp(src, &len);
+    snprintf(dst, sizeof dst, "%s/%s", dir, name);
+    tu_write_file(dst, buf, len);
+    free(buf);
+}
+
+/* Loads a tokenizer.json given as text; returns the status, *msg the message. */
+static hs_status load_json_text(const char *text, char *msg, size_t cap)
+{
+    char dir[64], p[128];
+    hs_error err = {{0}};
+    hs_tokenizer *t = NULL;
+    tu_mkdtemp(dir, sizeof dir);
+    snprintf(p, sizeof p, "%s/tokenizer.json", dir);
+    tu_write_file(p, text, strlen(text));
+    hs_status st = hs_tokenizer_load_json(p, &t, &err);
+    snprintf(msg, cap, "%s", err.msg);
+    if (st == HS_OK)
+        cr_assert_not_null(t);
+    else
+        cr_assert_null(t);
+    hs_tokenizer_free(t);
+    tu_rm_rf(dir);
+    return st;
+}
+
+Test(tokenizer_json, gpt2_matches_reference_on_every_golden_case)
+{
+    hs_tokenizer *t = json_tok(FIX "gpt2.tokenizer.json");
+    cr_assert_eq(hs_tokenizer_vocab_size(t), 50257);
+    cr_assert_eq(hs_tokenizer_merge_count(t), 50000);
+    check_golden(t, "gpt2");
+    hs_tokenizer_free(t);
+}
+
+Test(tokenizer_json, bert_matches_reference_on_every_golden_case)
+{
+    hs_tokenizer *t = json_tok(FIX "bert-uncased.tokenizer.json");
+    cr_assert_eq(hs_tokenizer_lowercase(t), 1);
+    check_golden(t, "bert_uncased");
+    hs_tokenizer_free(t);
+    t = json_tok(FIX "bert-cased.tokenizer.json");
+    cr_assert_eq(hs_tokenizer_lowercase(t), 0);
+    check_golden(t, "bert_cased");
+    hs_tokenizer_free(t);
+}
+
+Test(tokenizer_json, folder_with_only_tokenizer_json_gives_the_same_ids)
+{
+    static const struct { const char *json, *key; hs_family fam; } cases[] = {
+        {FIX "gpt2.tokenizer.json", "gpt2", HS_FAMILY_GPT2},
+        {FIX "bert-uncased.tokenizer.json", "bert_uncased", HS_FAMILY_BERT},
+    };
+    for (size_t k = 0; k < 2; k++) {
+        char dir[64];
+        hs_tokenizer *t = NULL;
+        hs_error err = {{0}};
+        tu_mkdtemp(dir, sizeof dir);
+        copy_file(cases[k].json, dir, "tokenizer.json");
+        cr_assert_eq(hs_hf_tokenizer_load(dir, cases[k].fam, &t, &err), HS_OK, "%s", err.msg);
+        cr_assert_not_null(t);
+        check_golden(t, cases[k].key);
+        hs_tokenizer_free(t);
+        tu_rm_rf(dir);
+    }
+}
+
+Test(tokenizer_json, folder_checks_that_json_and_vocabulary_files_agree)
+{
+    char dir[64], p[128];
+    hs_tokenizer *t = NULL;
+    hs_error err = {{0}};
+    tu_mkdtemp(dir, sizeof dir);
+    copy_file(FIX "bert-uncased.tokenizer.json", dir, "tokenizer.json");
+    copy_file(BERT_VOCAB, dir, "vocab.txt");
+    cr_assert_eq(hs_hf_tokenizer_load(dir, HS_FAMILY_BERT, &t, &err), HS_OK, "%s", err.msg);
+    hs_tokenizer_free(t);
+    t = NULL;
+    /* tokenizer_config.json says cased, tokenizer.json lowercases */
+    snprintf(p, sizeof p, "%s/tokenizer_config.json", dir);
+    tu_write_file(p, "{\"do_lower_case\": false}", 24);
+    EXPECT_FAIL(hs_hf_tokenizer_load(dir, HS_FAMILY_BERT, &t, &err_), HS_E_FORMAT,
+                "tokenizer.json lowercases but tokenizer_config.json says do_lower_case=false");
+    cr_assert_null(t);
+    remove(p);
+    /* a different vocabulary */
+    static const char small[] = "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nhello\n";
+    snprintf(p, sizeof p, "%s/vocab.txt", dir);
+    tu_write_file(p, small, sizeof small - 1);
+    EXPECT_FAIL(hs_hf_tokenizer_load(dir, HS_FAMILY_BERT, &t, &err_), HS_E_FORMAT,
+                "tokenizer.json and the vocabulary files differ at id 3");
+    cr_assert_null(t);
+    tu_rm_rf(dir);
+    /* GPT-2: both kinds present and equal */
+    tu_mkdtemp(dir, sizeof dir);
+    copy_file(FIX "gpt2.tokenizer.json", dir, "tokenizer.json");
+    copy_file(GPT2_VOCAB, dir, "vocab.json");
+    copy_file(GPT2_MERGES, dir, "merges.txt");
+    cr_assert_eq(hs_hf_tokenizer_load(dir, HS_FAMILY_GPT2, &t, &err), HS_OK, "%s", err.msg);
+    hs_encoding e = enc(t, "hello <|endoftext|> world");
+    ASSERT_IDS(&e, "folder gpt2", 31373, 220, 50256, 995);
+    hs_encoding_free(&e);
+    hs_tokenizer_free(t);
+    tu_rm_rf(dir);
+}
+
+Test(tokenizer_json, byte_level_add_prefix_space_adds_one_per_segment)
+{
+    size_t len;
+    char *text = slurp(FIX "gpt2.tokenizer.json", &len);
+    const char *from = "\"pre_tokenizer\":{\"type\":\"ByteLevel\",\"add_prefix_space\":false";
+    char *at = strstr(text, from);
+    cr_assert_not_null(at);
+    memcpy(at + strlen(from) - 5, "true ", 5); /* "true " is valid json where "false" was */
+    char msg[HS_ERROR_MSG_MAX], dir[64], p[128];
+    (void)msg;
+    tu_mkdtemp(dir, sizeof dir);
+    snprintf(p, sizeof p, "%s/tokenizer.json", dir);
+    tu_write_file(p, text, len);
+    free(text);
+    hs_tokenizer *t = json_tok(p);
+    /* ids from tokenizers 0.23.2 with ByteLevel(add_prefix_space=True) */
+    hs_encoding e = enc(t, "hi");
+    ASSERT_IDS(&e, "hi", 23105);
+    hs_encoding_free(&e);
+    e = enc(t, "a<|endoftext|>b");
+    ASSERT_IDS(&e, "a eot b", 257, 50256, 275);
+    hs_encoding_free(&e);
+    e = enc(t, "\nhi");
+    ASSERT_IDS(&e, "newline", 220, 198, 5303);
+    hs_encoding_free(&e);
+    e = enc(t, " hi");
+    ASSERT_IDS(&e, "already spaced", 23105);
+    hs_encoding_free(&e);
+    hs_tokenizer_free(t);
+    tu_rm_rf(dir);
+}
+
+#define WP_JSON(norm, pre, post, added, model_extra)                                           \
+    "{\"version\":\"1.0\",\"added_tokens\":[" added "],\"normalizer\":" norm                    \
+    ",\"pre_tokenizer\":" pre ",\"post_processor\":" post ",\"decoder\":null,"                 \
+    "\"model\":{\"type\":\"WordPiece\",\"unk_token\":\"[UNK]\"" model_extra ",\"vocab\":"      \
+    "{\"[PAD]\":0,\"[UNK]\":1,\"[CLS]\":2,\"[SEP]\":3,\"[MASK]\":4,\"hello\":5,\"##lo\":6,"    \
+    "\"hel\":7,\"<new>\":8}}}"
+#define BERT_PRE "{\"type\":\"BertPreTokenizer\"}"
+#define BERT_POST "{\"type\":\"BertProcessing\",\"sep\":[\"[SEP]\",3],\"cls\":[\"[CLS]\",2]}"
+#define BERT_NORM "{\"type\":\"BertNormalizer\",\"lowercase\":true}"
+
+Test(tokenizer_json, reads_a_small_wordpiece_file_with_added_tokens)
+{
+    static const char text[] = WP_JSON(
+        "{\"type\":\"Sequence\",\"normalizers\":[{\"type\":\"NFD\"},{\"type\":\"Lowercase\"},"
+        "{\"type\":\"StripAccents\"}]}",
+        BERT_PRE, BERT_POST,
+        "{\"id\":4,\"content\":\"[MASK]\",\"special\":true},"
+        "{\"id\":9,\"content\":\"<extra>\",\"special\":false}", "");
+    char dir[64], p[128];
+    tu_mkdtemp(dir, sizeof dir);
+    snprintf(p, sizeof p, "%s/tokenizer.json", dir);
+    tu_write_file(p, text, sizeof text - 1);
+    hs_tokenizer *t = json_tok(p);
+    cr_assert_eq(hs_tokenizer_vocab_size(t), 10);
+    hs_encoding e = enc(t, "HÉLlo<extra>[MASK] helLO x");
+    ASSERT_IDS(&e, "small", 2, 5, 9, 4, 5, 1, 3);
+    hs_encoding_free(&e);
+    cr_assert_str_eq(hs_tokenizer_token(t, 9), "<extra>");
+    hs_tokenizer_free(t);
+    tu_rm_rf(dir);
+}
+
+Test(tokenizer_json, refuses_unsupported_components_naming_them)
+{
+    char msg[HS_ERROR_MSG_MAX];
+    static const struct { const char *text, *want; hs_status st; } cases[] = {
+        {WP_JSON(BERT_NORM, "{\"type\":\"Metaspace\",\"replacement\":\"_\"}", BERT_POST, "", ""),
+         "tokenizer.json: pre_tokenizer 'Metaspace' is not supported", HS_E_UNSUPPORTED},
+        {WP_JSON("{\"type\":\"NFKC\"}", BERT_PRE, BERT_POST, "", ""),
+         "tokenizer.json: normalizer 'NFKC' is not supported", HS_E_UNSUPPORTED},
+        {WP_JSON(BERT_NORM, BERT_PRE, "{\"type\":\"RobertaProcessing\"}", "", ""),
+         "tokenizer.json: post_processor 'RobertaProcessing' is not supported", HS_E_UNSUPPORTED},
+        {WP_JSON(BERT_NORM, BERT_PRE, BERT_POST,
+                 "{\"id\":9,\"content\":\"x\",\"lstrip\":true}", ""),
+         "added token 'x' with lstrip, rstrip or single_word is not supported", HS_E_UNSUPPORTED},
+        {WP_JSON(BERT_NORM, BERT_PRE, BERT_POST, "{\"id\":12,\"content\":\"x\"}", ""),
+         "added token ids must continue the vocabulary (expected id 9, found 12)", HS_E_FORMAT},
+        {WP_JSON(BERT_NORM, BERT_PRE, BERT_POST, "{\"id\":5,\"content\":\"x\"}", ""),
+         "added token 'x' has id 5, which model.vocab gives to another token", HS_E_FORMAT},
+        {WP_JSON(BERT_NORM, BERT_PRE, "null", "", ""),
+         "a WordPiece model needs BertProcessing or TemplateProcessing", HS_E_UNSUPPORTED},
+        {WP_JSON(BERT_NORM, BERT_PRE, BERT_POST, "", ",\"max_input_chars_per_word\":0"),
+         "max_input_chars_per_word must be 1..10000", HS_E_FORMAT},
+        {"{\"model\":{\"type\":\"Unigram\",\"vocab\":[]}}",
+         "tokenizer.json: model 'Unigram' is not supported", HS_E_UNSUPPORTED},
+        {"{\"normalizer\":null,\"pre_tokenizer\":{\"type\":\"ByteLevel\"},\"model\":{\"type\":\"BPE\","
+         "\"vocab\":{\"a\":0},\"merges\":[],\"byte_fallback\":true}}",
+         "BPE byte_fallback or ignore_merges is not supported", HS_E_UNSUPPORTED},
+        {"{\"pre_tokenizer\":{\"type\":\"ByteLevel\"},\"model\":{\"type\":\"BPE\","
+         "\"vocab\":{\"a\":0,\"b\":1},\"merges\":[[\"a\",\"b\",\"c\"]]}}",
+         "merge 0 is neither \"a b\" nor [\"a\", \"b\"]", HS_E_FORMAT},
+        {"{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0}},\"pre_tokenizer\":{\"type\":\"ByteLevel\"},"
+         "\"added_tokens\":[],\"normalizer\":{\"type\":\"Lowercase\"}}",
+         "normalizer 'Lowercase' with a BPE model is not supported", HS_E_UNSUPPORTED},
+        {"{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":3}},\"pre_tokenizer\":{\"type\":\"ByteLevel\"}}",
+         "token 'a' has an id that is not an integer in 0..0", HS_E_FORMAT},
+        {"[1,2]", "is not a json object", HS_E_FORMAT},
+        {"{\"model\":", "is not a json object", HS_E_FORMAT},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        hs_status st = load_json_text(cases[k].text, msg, sizeof msg);
+        cr_assert_eq(st, cases[k].st, "case %zu: status %d (%s)", k, st, msg);
+        cr_assert(strstr(msg, cases[k].want), "case %zu: message '%s' lacks '%s'", k, msg, cases[k].want);
+    }
+    hs_tokenizer *t = NULL;
+    EXPECT_FAIL(hs_tokenizer_load_json("/nonexistent/tokenizer.json", &t, &err_), HS_E_IO,
+                "cannot open '/nonexistent/tokenizer.json'");
+    cr_assert_null(t);
+}
