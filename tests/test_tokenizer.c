@@ -956,8 +956,7 @@ Test(tokenizer_json, byte_level_add_prefix_space_adds_one_per_segment)
     char *at = strstr(text, from);
     cr_assert_not_null(at);
     memcpy(at + strlen(from) - 5, "true ", 5); /* "true " is valid json where "false" was */
-    char msg[HS_ERROR_MSG_MAX], dir[64], p[128];
-    (void)msg;
+    char dir[64], p[128];
     tu_mkdtemp(dir, sizeof dir);
     snprintf(p, sizeof p, "%s/tokenizer.json", dir);
     tu_write_file(p, text, len);
