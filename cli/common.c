@@ -219,10 +219,11 @@ int cli_encode(const char *cmd, const hs_model *m, const cli_text *t, int trunca
         cli_error(cmd, "%s", err.msg);
         return EXIT_FAIL;
     }
-    size_t special = hs_tokenizer_get_kind(tok) == HS_TOK_WORDPIECE ? (t->pair ? 3 : 2) : 0;
-    if (enc->n <= special) {
+    /* text that is only whitespace or controls is [CLS] [SEP] for BERT, as Hugging Face
+     * gives it; GPT-2 encodes whitespace, so only nothing at all is refused */
+    if (enc->n == 0) {
         hs_encoding_free(enc);
-        cli_error(cmd, "the text has no tokens (only whitespace or control characters?)");
+        cli_error(cmd, "the text has no tokens");
         return EXIT_FAIL;
     }
     size_t ctx = (size_t)hs_model_config_of(m)->n_ctx;

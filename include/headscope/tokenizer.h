@@ -12,8 +12,9 @@
  *     hs_tokenizer_free(tok);
  *
  * Special tokens written in the text ("<|endoftext|>", "[CLS]", "[SEP]", "[MASK]",
- * "[PAD]", "[UNK]", exact case) are recognised whole. WordPiece adds [CLS] a [SEP]
- * (b [SEP]) with token type ids 0/1; BPE adds nothing.
+ * "[PAD]", "[UNK]", exact case; a tokenizer.json's added tokens) are recognised whole.
+ * WordPiece adds [CLS] a [SEP] (b [SEP]) with token type ids 0/1; BPE adds nothing. The ids
+ * are those of Hugging Face's tokenizers library (the Rust code behind transformers 5).
  */
 #ifndef HEADSCOPE_TOKENIZER_H
 #define HEADSCOPE_TOKENIZER_H
@@ -50,7 +51,8 @@ hs_status hs_tokenizer_new_bpe(const char *const *tokens, size_t n_tokens,
                                hs_tokenizer **out, hs_error *err);
 
 /* Builds a WordPiece tokenizer from tokens in id order ("##" marks continuations);
- * lowercase != 0 lowercases and strips accents as BertTokenizer(do_lower_case=True). */
+ * lowercase != 0 lowercases and strips accents as BertTokenizer(do_lower_case=True).
+ * The tokens must include [PAD] [UNK] [CLS] [SEP] [MASK]. */
 hs_status hs_tokenizer_new_wordpiece(const char *const *tokens, size_t n_tokens, int lowercase,
                                      hs_tokenizer **out, hs_error *err);
 
@@ -61,6 +63,18 @@ hs_status hs_tokenizer_load_gpt2(const char *vocab_json_path, const char *merges
 /* Loads a BERT vocab.txt (one token per line, id = line number). */
 hs_status hs_tokenizer_load_bert(const char *vocab_txt_path, int lowercase,
                                  hs_tokenizer **out, hs_error *err);
+
+/* Loads a Hugging Face tokenizer.json (the fast-tokenizer file that many hub models ship
+ * alone). Accepted: a BPE model with the ByteLevel pre-tokenizer (add_prefix_space true or
+ * false; merges as "a b" or ["a", "b"]; post-processor null or ByteLevel), or a WordPiece
+ * model with BertPreTokenizer, a normalizer made of BertNormalizer / NFD / Lowercase /
+ * StripAccents (alone or in a Sequence) and BertProcessing or the [CLS] $A [SEP] / [CLS] $A
+ * [SEP] $B:1 [SEP]:1 TemplateProcessing; added_tokens (special or not) are matched whole in
+ * the text, as Hugging Face does. The decoder is ignored. Any other component is refused
+ * with HS_E_UNSUPPORTED and a message naming it ("tokenizer.json: pre_tokenizer 'Metaspace'
+ * is not supported ..."); malformed files give HS_E_FORMAT, unreadable ones HS_E_IO. On
+ * success *out is freed with hs_tokenizer_free. */
+hs_status hs_tokenizer_load_json(const char *path, hs_tokenizer **out, hs_error *err);
 
 /* Encodes text (len bytes, need not be NUL-terminated, may contain NUL) and, for
  * WordPiece, an optional pair (pair == NULL for none). Invalid UTF-8 is HS_E_INPUT.

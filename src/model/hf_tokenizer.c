@@ -1,5 +1,6 @@
-/* Hugging Face folder: which tokenizer files to read and how (vocab.json + merges.txt,
- * vocab.txt + tokenizer_config.json). */
+/* Hugging Face folder: which tokenizer files to read and how. tokenizer.json first, as
+ * transformers 5 does; otherwise vocab.json + merges.txt (GPT-2) or vocab.txt +
+ * tokenizer_config.json (BERT). When both kinds are there they must agree. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,8 +40,9 @@ static hs_status read_lowercase(const char *path, int *lower, hs_error *err)
     return HS_OK;
 }
 
-hs_status hs_hf_tokenizer_load(const char *dir, hs_family family, hs_tokenizer **out,
-                               hs_error *err)
+/* The vocabulary files of the folder; *out stays NULL when there are none. */
+static hs_status load_vocab_files(const char *dir, hs_family family, hs_tokenizer **out,
+                                  hs_error *err)
 {
     char a[4096], b[4096];
     if (family == HS_FAMILY_GPT2) {
@@ -65,3 +67,62 @@ hs_status hs_hf_tokenizer_load(const char *dir, hs_family family, hs_tokenizer *
     return hs_tokenizer_load_bert(a, lower, out, err);
 }
 
+/* tokenizer.json and the vocabulary files must describe the same tokenizer: the files'
+ * vocabulary is the json's (which may add tokens after it), the special tokens have the
+ * same ids, and they agree on lowercasing. Cheap: sizes, specials, three sample tokens. */
+static hs_status check_agree(const char *dir, hs_family family, const hs_tokenizer *j,
+                             const hs_tokenizer *f, hs_error *err)
+{
+    static const char *const gpt2_sp[] = {"<|endoftext|>"};
+    static const char *const bert_sp[] = {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"};
+    const char *const *sp = family == HS_FAMILY_GPT2 ? gpt2_sp : bert_sp;
+    size_t n_sp = family == HS_FAMILY_GPT2 ? 1 : 5;
+    size_t nj = hs_tokenizer_vocab_size(j), nf = hs_tokenizer_vocab_size(f);
+    if (hs_tokenizer_get_kind(j) != hs_tokenizer_get_kind(f))
+        return hs_fail(err, HS_E_FORMAT, "'%s': tokenizer.json is %s but the vocabulary files are %s",
+                       dir, hs_tokenizer_get_kind(j) == HS_TOK_BPE ? "BPE" : "WordPiece",
+                       hs_tokenizer_get_kind(f) == HS_TOK_BPE ? "BPE" : "WordPiece");
+    if (nj < nf)
+        return hs_fail(err, HS_E_FORMAT,
+                       "'%s': tokenizer.json has %zu tokens but the vocabulary files %zu", dir, nj, nf);
+    const size_t sample[3] = {0, nf / 2, nf - 1};
+    for (size_t k = 0; k < 3; k++)
+        if (strcmp(hs_tokenizer_token(j, (int32_t)sample[k]), hs_tokenizer_token(f, (int32_t)sample[k])) != 0)
+            return hs_fail(err, HS_E_FORMAT,
+                           "'%s': tokenizer.json and the vocabulary files differ at id %zu", dir, sample[k]);
+    for (size_t k = 0; k < n_sp; k++) {
+        int32_t a = hs_tokenizer_id(j, sp[k]), b = hs_tokenizer_id(f, sp[k]);
+        if (a != b)
+            return hs_fail(err, HS_E_FORMAT,
+                           "'%s': tokenizer.json gives '%s' id %d but the vocabulary files id %d", dir,
+                           sp[k], a, b);
+    }
+    if (hs_tokenizer_lowercase(j) != hs_tokenizer_lowercase(f))
+        return hs_fail(err, HS_E_FORMAT, "'%s': tokenizer.json %s but tokenizer_config.json says "
+                       "do_lower_case=%s", dir, hs_tokenizer_lowercase(j) ? "lowercases" : "does not lowercase",
+                       hs_tokenizer_lowercase(f) ? "true" : "false");
+    return HS_OK;
+}
+
+hs_status hs_hf_tokenizer_load(const char *dir, hs_family family, hs_tokenizer **out,
+                               hs_error *err)
+{
+    char path[4096];
+    hs_tokenizer *j = NULL, *f = NULL;
+    hs_status st;
+    *out = NULL;
+    snprintf(path, sizeof path, "%s/tokenizer.json", dir);
+    if (!file_exists(path))
+        return load_vocab_files(dir, family, out, err);
+    if ((st = hs_tokenizer_load_json(path, &j, err)) != HS_OK)
+        return st;
+    if ((st = load_vocab_files(dir, family, &f, err)) != HS_OK ||
+        (f && (st = check_agree(dir, family, j, f, err)) != HS_OK)) {
+        hs_tokenizer_free(f);
+        hs_tokenizer_free(j);
+        return st;
+    }
+    hs_tokenizer_free(f);
+    *out = j;
+    return HS_OK;
+}

@@ -1,7 +1,8 @@
 /*
- * GPT-2 byte-level BPE as GPT2Tokenizer: "<|endoftext|>" split out whole, the GPT-2
- * pre-tokenisation pattern as a hand-written scanner, bytes mapped to printable characters,
- * then merges by rank.
+ * Byte-level BPE as the Hugging Face tokenizers library runs GPT-2 (ByteLevel pre-tokenizer,
+ * BPE model) on the text between added tokens: an optional prefix space, the GPT-2
+ * pre-tokenisation pattern as a hand-written scanner with the library's character classes,
+ * bytes mapped to printable characters, then merges by rank.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,11 +40,12 @@ int hs_bpe_char_to_byte(int32_t cp)
 
 /* ---- building the merge table ------------------------------------------------------------ */
 
-/* Symbol id of a string: its vocabulary id, or a new merge-only symbol after the vocabulary. */
+/* Symbol id of a string: its model vocabulary id, or a merge-only symbol after the vocabulary
+ * (never an added token: the model does not know those). */
 static hs_status intern(hs_tokenizer *t, const char *s, size_t len, int32_t *sym)
 {
     *sym = hs_strtab_find(&t->syms, s, len);
-    if (*sym >= 0)
+    if (*sym >= 0 && ((size_t)*sym < t->n_model || (size_t)*sym >= t->n_vocab))
         return HS_OK;
     return hs_strtab_push(&t->syms, s, len, sym);
 }
@@ -111,7 +113,8 @@ hs_status hs_bpe_build(hs_tokenizer *t, const char *const *merges, const size_t 
     }
     for (unsigned b = 0; b < 256; b++) {
         char u[4];
-        t->byte_sym[b] = hs_strtab_find(&t->syms, u, hs_utf8_put(byte_to_char(b), u));
+        int32_t sym = hs_strtab_find(&t->syms, u, hs_utf8_put(byte_to_char(b), u));
+        t->byte_sym[b] = sym >= 0 && (size_t)sym < t->n_model ? sym : -1;
     }
     free(cat);
     return HS_OK;
@@ -122,18 +125,10 @@ fail:
 
 /* ---- pre-tokenisation -------------------------------------------------------------------- */
 
-enum { CL_OTHER, CL_LETTER, CL_NUMBER, CL_SPACE };
+enum { CL_OTHER = HS_GC_OTHER, CL_LETTER = HS_GC_LETTER, CL_NUMBER = HS_GC_NUMBER,
+       CL_SPACE = HS_GC_SPACE };
 
-static int char_class(int32_t cp)
-{
-    if (hs_uni_is_white_space(cp))
-        return CL_SPACE;
-    if (hs_uni_is_letter(cp))
-        return CL_LETTER;
-    if (hs_uni_is_number(cp))
-        return CL_NUMBER;
-    return CL_OTHER;
-}
+static int char_class(int32_t cp) { return hs_uni_gpt2_class(cp); }
 
 /*
  * End of the pre-token starting at s[i] (i < n), following the alternatives of
@@ -177,7 +172,7 @@ static size_t pretoken_end(const unsigned char *s, size_t n, size_t i)
     size_t end = j, last = i;
     while (end < n) {
         size_t k = end;
-        if (!hs_uni_is_white_space(hs_utf8_next(s, &k)))
+        if (char_class(hs_utf8_next(s, &k)) != CL_SPACE)
             break;
         last = end;
         end = k;
@@ -291,13 +286,19 @@ static hs_status work_reserve(bpe_work *w, size_t m)
  * created during a round join the heap only after it, so the result is the same for any
  * merge list, at O(m log m).
  */
+/* A final symbol: itself when the model has it, else the unknown token, else nothing. */
+static hs_status push_sym(const hs_tokenizer *t, int32_t s, hs_idvec *out)
+{
+    if (s >= 0 && (size_t)s < t->n_model)
+        return hs_idvec_push(out, s);
+    return t->unk >= 0 ? hs_idvec_push(out, t->unk) : HS_OK;
+}
+
 static hs_status bpe_word(const hs_tokenizer *t, const unsigned char *b, size_t m, bpe_work *w,
                           hs_idvec *out)
 {
-    if (m == 1) {
-        int32_t s = t->byte_sym[b[0]];
-        return hs_idvec_push(out, s >= 0 && (size_t)s < t->n_vocab ? s : t->eot);
-    }
+    if (m == 1)
+        return push_sym(t, t->byte_sym[b[0]], out);
     if (work_reserve(w, m) != HS_OK)
         return HS_E_NOMEM;
     for (size_t k = 0; k < m; k++) {
@@ -337,8 +338,7 @@ static hs_status bpe_word(const hs_tokenizer *t, const unsigned char *b, size_t 
             w->pend[w->n_pend++] = nc;
     }
     for (int32_t k = 0; k >= 0; k = w->next[k]) {
-        int32_t s = w->sym[k];
-        if (hs_idvec_push(out, s >= 0 && (size_t)s < t->n_vocab ? s : t->eot) != HS_OK)
+        if (push_sym(t, w->sym[k], out) != HS_OK)
             return HS_E_NOMEM;
     }
     return HS_OK;
@@ -357,38 +357,29 @@ static hs_status encode_piece(const hs_tokenizer *t, const unsigned char *s, siz
     return HS_OK;
 }
 
-hs_status hs_bpe_encode(const hs_tokenizer *t, const char *text, size_t len, hs_idvec *out,
-                        hs_error *err)
+hs_status hs_bpe_encode(const hs_tokenizer *t, const char *text, size_t len, hs_idvec *out)
 {
-    static const size_t eot_len = sizeof HS_GPT2_EOT - 1;
     const unsigned char *s = (const unsigned char *)text;
+    unsigned char *spaced = NULL;
     bpe_work w = {0};
-    size_t piece = 0, i = 0;
     hs_status st = HS_E_NOMEM; /* the only way to fail */
-    while (i < len) {
-        const unsigned char *p = memchr(s + i, '<', len - i);
-        if (!p)
-            break;
-        size_t k = (size_t)(p - s);
-        if (len - k >= eot_len && memcmp(p, HS_GPT2_EOT, eot_len) == 0) {
-            if (encode_piece(t, s + piece, k - piece, &w, out) != HS_OK ||
-                hs_idvec_push(out, t->eot) != HS_OK)
-                goto fail;
-            i = piece = k + eot_len;
-        } else {
-            i = k + 1;
-        }
+    if (len > 0 && t->add_prefix_space && s[0] != ' ') {
+        if (len == SIZE_MAX || !(spaced = malloc(len + 1)))
+            goto fail;
+        spaced[0] = ' ';
+        memcpy(spaced + 1, s, len);
+        s = spaced;
+        len++;
     }
-    if (encode_piece(t, s + piece, len - piece, &w, out) != HS_OK)
+    if (encode_piece(t, s, len, &w, out) != HS_OK)
         goto fail;
     st = HS_OK;
 fail:
+    free(spaced);
     free(w.sym);
     free(w.next);
     free(w.prev);
     free(w.heap);
     free(w.pend);
-    if (st != HS_OK)
-        hs_fail(err, st, "out of memory encoding %zu bytes of text", len);
     return st;
 }

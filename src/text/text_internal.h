@@ -70,21 +70,47 @@ void hs_pairmap_free(hs_pairmap *m);
 extern const char *const hs_bert_specials[HS_BERT_N_SPECIAL]; /* [PAD] [UNK] [CLS] [SEP] [MASK] */
 #define HS_GPT2_EOT "<|endoftext|>"
 
+/* WordPiece normalizer steps, applied in order to the text between added tokens (the
+ * Hugging Face normalizers of the same names; BertNormalizer is CLEAN CJK NFD STRIP LOWER
+ * with the steps it enables). */
+enum hs_norm_step {
+    HS_NORM_CLEAN = 1, /* drop NUL, U+FFFD and controls; whitespace becomes ' ' */
+    HS_NORM_CJK,       /* spaces around CJK ideographs */
+    HS_NORM_NFD,       /* canonical decomposition */
+    HS_NORM_STRIP,     /* drop nonspacing marks (BertNormalizer's strip_accents) */
+    HS_NORM_LOWER,     /* per-character full lowercase */
+    HS_NORM_MARKS      /* drop combining marks (the StripAccents normalizer) */
+};
+#define HS_TOK_MAX_NORM 8
+#define HS_TOK_MAX_ADDED 65536
+#define HS_TOK_MAX_PREFIX 16
+
 struct hs_tokenizer {
     hs_tokenizer_kind kind;
-    int lowercase;           /* WordPiece: lowercase + strip accents */
+    int lowercase;           /* a lowercasing step is present */
     size_t n_vocab;          /* ids 0..n_vocab-1 are entries 0..n_vocab-1 of syms */
+    size_t n_model;          /* ids below it are the model's; n_model.. are added tokens */
     hs_strtab syms;          /* vocabulary; BPE: then merge strings that are not in it */
+    int32_t unk;             /* unknown token, -1 for none (BPE then drops what it cannot cover) */
+    /* added tokens, matched whole in the raw text (leftmost, then longest), by first byte */
+    int32_t *added;          /* (n_added) ids sorted by first byte, then longest first */
+    unsigned char *added_pass; /* (n_added) 0: matched in the raw text; 1: in what pass 0 left
+                                * (Hugging Face's normalized=true, allowed without a normalizer) */
+    size_t n_added;
+    uint32_t added_at[257];  /* added[added_at[b] .. added_at[b+1]) start with byte b */
+    /* post-processor: cls text sep (pair sep) when cls >= 0; otherwise the ids as they are */
+    int32_t cls, sep;
     /* BPE */
     hs_pairmap merges;
     hs_strtab merge_text;    /* entry r is merge rank r as "left right" */
     int32_t byte_sym[256];   /* symbol of each byte's byte-level character, -1 if none */
-    int32_t eot;             /* id of <|endoftext|>, also the unknown token */
+    int add_prefix_space;    /* ByteLevel(add_prefix_space=true) */
     /* WordPiece */
-    int32_t special[HS_BERT_N_SPECIAL]; /* ids of hs_bert_specials */
+    unsigned char norm[HS_TOK_MAX_NORM]; /* hs_norm_step, n_norm of them */
+    size_t n_norm;
+    char prefix[HS_TOK_MAX_PREFIX + 1];  /* continuing-subword prefix, "##" */
+    size_t max_chars;                    /* longer words are the unknown token (100) */
 };
-
-enum { HS_BERT_PAD, HS_BERT_UNK, HS_BERT_CLS, HS_BERT_SEP, HS_BERT_MASK };
 
 /* Growable id list used while encoding. */
 typedef struct hs_idvec {
@@ -93,16 +119,22 @@ typedef struct hs_idvec {
 } hs_idvec;
 hs_status hs_idvec_push(hs_idvec *v, int32_t id);
 
+/* An empty tokenizer of a kind with the defaults of the vocabulary-file loaders. */
+hs_tokenizer *hs_tok_alloc(hs_tokenizer_kind kind);
+
 /* Validates vocabulary strings and builds t->syms; shared by both kinds. reject_dups: a
  * repeated token is HS_E_FORMAT (BPE) rather than "last one wins" (WordPiece, as HF). */
 hs_status hs_tok_build_vocab(hs_tokenizer *t, const char *const *tokens, size_t n, int reject_dups,
                              const char *what, hs_error *err);
 
-/* Appends the ids of text (validated UTF-8, len bytes) to out. */
-hs_status hs_bpe_encode(const hs_tokenizer *t, const char *text, size_t len, hs_idvec *out,
-                        hs_error *err);
-hs_status hs_wordpiece_encode(const hs_tokenizer *t, const char *text, size_t len, hs_idvec *out,
-                              hs_error *err);
+/* Sets the added tokens: ids into the vocabulary (none empty) and their pass (NULL: all 0).
+ * HS_E_NOMEM or HS_E_FORMAT. */
+hs_status hs_tok_set_added(hs_tokenizer *t, const int32_t *ids, const unsigned char *pass,
+                           size_t n, hs_error *err);
+
+/* Appends the ids of a segment without added tokens (validated UTF-8, len bytes) to out. */
+hs_status hs_bpe_encode(const hs_tokenizer *t, const char *text, size_t len, hs_idvec *out);
+hs_status hs_wordpiece_encode(const hs_tokenizer *t, const char *text, size_t len, hs_idvec *out);
 
 /* Builds the BPE tables (merges, byte symbols) of a tokenizer whose vocabulary is set.
  * merges[i] is "left right"; errors name merge_lines[i] as a file line when merge_lines is
@@ -112,6 +144,10 @@ hs_status hs_bpe_build(hs_tokenizer *t, const char *const *merges, const size_t 
 
 /* The byte encoded by GPT-2's byte-level character cp, or -1. */
 int hs_bpe_char_to_byte(int32_t cp);
+
+/* The file loaders' shared pieces (tokenizer.c), for tokenizer_json.c. */
+hs_status hs_tok_read_text_file(const char *path, char **buf, size_t *len, hs_error *err);
+const char *hs_tok_show(const char *s, char *buf, size_t cap);
 
 /* ---- UTF-8 and Unicode -------------------------------------------------------------------- */
 
@@ -151,10 +187,39 @@ size_t hs_utf8_put(int32_t cp, char *out);
  * a character. Returns the bytes written, without the NUL. */
 size_t hs_utf8_sanitize(const char *s, size_t len, char *buf, size_t cap);
 
-/* Character classes. */
-int hs_uni_is_letter(int32_t cp);     /* Lu Ll Lt Lm Lo */
-int hs_uni_is_number(int32_t cp);     /* Nd Nl No */
-int hs_uni_is_white_space(int32_t cp); /* the White_Space property (regex \s) */
-int hs_uni_is_py_space(int32_t cp);   /* Python str.isspace() */
+/* Character classes and mappings of the Hugging Face tokenizers library, from the tables that
+ * fixtures/tokenizer/gen_unicode_tables.js writes into unicode_tables.c. */
+typedef struct hs_uni_range {
+    int32_t lo, hi, v;
+} hs_uni_range;
+typedef struct hs_uni_map {
+    int32_t cp;
+    uint16_t off; /* into the table's _data array */
+    uint16_t len;
+} hs_uni_map;
+
+/* GPT-2's pre-tokenizer pattern classes (Oniguruma \p{L}, \p{N}, \s). */
+enum { HS_GC_OTHER, HS_GC_LETTER, HS_GC_NUMBER, HS_GC_SPACE };
+/* BERT flags: removed by clean_text; made ' ' by clean_text; punctuation and whitespace to
+ * BertPreTokenizer; a nonspacing mark (Mn) that BertNormalizer's strip_accents drops; a CJK
+ * ideograph; a combining mark (Mn Mc Me) that the StripAccents normalizer drops. */
+enum { HS_BF_CTRL = 1, HS_BF_CLEAN_SPACE = 2, HS_BF_PUNCT = 4, HS_BF_SPACE = 8, HS_BF_MN = 16,
+       HS_BF_CJK = 32, HS_BF_MARK = 64 };
+#define HS_UNI_MAX_MAP 16 /* longest result of hs_uni_nfd / hs_uni_lower */
+
+extern const hs_uni_range hs_gpt2_classes[], hs_bert_flags[];
+extern const size_t hs_gpt2_classes_n, hs_bert_flags_n;
+extern const hs_uni_map hs_nfd_map[], hs_lower_map[];
+extern const size_t hs_nfd_map_n, hs_lower_map_n;
+extern const int32_t hs_nfd_map_data[], hs_lower_map_data[];
+
+int hs_uni_gpt2_class(int32_t cp);
+int hs_uni_bert_flags(int32_t cp);
+/* The canonical decomposition / lowercase of cp written to out (HS_UNI_MAX_MAP); returns the
+ * count (1 and cp itself when it maps to itself). */
+size_t hs_uni_nfd(int32_t cp, int32_t *out);
+size_t hs_uni_lower(int32_t cp, int32_t *out);
+/* Canonical combining class (utf8proc). */
+int hs_uni_ccc(int32_t cp);
 
 #endif /* HEADSCOPE_TEXT_INTERNAL_H */

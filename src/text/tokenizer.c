@@ -26,7 +26,7 @@ hs_status hs_idvec_push(hs_idvec *v, int32_t id)
 }
 
 /* A token shown in an error message: at most 40 bytes, control bytes as \xNN. */
-static const char *show_token(const char *s, char *buf, size_t cap)
+const char *hs_tok_show(const char *s, char *buf, size_t cap)
 {
     size_t w = 0;
     for (size_t i = 0; s[i] && w + 5 < cap; i++) {
@@ -67,11 +67,84 @@ hs_status hs_tok_build_vocab(hs_tokenizer *t, const char *const *tokens, size_t 
         int32_t prev = hs_strtab_find(&t->syms, tokens[i], len);
         if (prev >= 0 && reject_dups)
             return hs_fail(err, HS_E_FORMAT, "%s: duplicate token '%s' (ids %d and %zu)", what,
-                           show_token(tokens[i], shown, sizeof shown), prev, i);
+                           hs_tok_show(tokens[i], shown, sizeof shown), prev, i);
         if (hs_strtab_push(&t->syms, tokens[i], len, NULL) != HS_OK)
             return hs_fail(err, HS_E_NOMEM, "out of memory building the vocabulary");
     }
-    t->n_vocab = n;
+    t->n_vocab = t->n_model = n;
+    return HS_OK;
+}
+
+hs_tokenizer *hs_tok_alloc(hs_tokenizer_kind kind)
+{
+    hs_tokenizer *t = calloc(1, sizeof *t);
+    if (!t)
+        return NULL;
+    t->kind = kind;
+    t->unk = t->cls = t->sep = -1;
+    memcpy(t->prefix, "##", 3);
+    t->max_chars = 100;
+    return t;
+}
+
+typedef struct added_key {
+    unsigned first;
+    uint32_t len;
+    int32_t id;
+    unsigned char pass;
+} added_key;
+
+/* Sort order of added tokens: by first byte, then longest first, then by id. */
+static int added_cmp(const void *pa, const void *pb)
+{
+    const added_key *a = pa, *b = pb;
+    if (a->first != b->first)
+        return a->first < b->first ? -1 : 1;
+    if (a->len != b->len)
+        return a->len > b->len ? -1 : 1;
+    return (a->id > b->id) - (a->id < b->id);
+}
+
+hs_status hs_tok_set_added(hs_tokenizer *t, const int32_t *ids, const unsigned char *pass,
+                           size_t n, hs_error *err)
+{
+    if (n > HS_TOK_MAX_ADDED)
+        return hs_fail(err, HS_E_FORMAT, "%zu added tokens is more than the limit of %d", n,
+                       HS_TOK_MAX_ADDED);
+    free(t->added);
+    free(t->added_pass);
+    t->n_added = 0;
+    t->added = malloc((n ? n : 1) * sizeof *t->added);
+    t->added_pass = malloc(n ? n : 1);
+    added_key *keys = malloc((n ? n : 1) * sizeof *keys);
+    if (!t->added || !t->added_pass || !keys) {
+        free(keys);
+        return hs_fail(err, HS_E_NOMEM, "out of memory adding tokens");
+    }
+    for (size_t i = 0; i < n; i++) {
+        if (ids[i] < 0 || (size_t)ids[i] >= t->n_vocab || t->syms.len[ids[i]] == 0) {
+            free(keys);
+            return hs_fail(err, HS_E_FORMAT, "added token %zu (id %d) is empty or out of range",
+                           i, ids[i]);
+        }
+        keys[i].first = (unsigned char)hs_strtab_str(&t->syms, ids[i])[0];
+        keys[i].len = t->syms.len[ids[i]];
+        keys[i].id = ids[i];
+        keys[i].pass = pass ? pass[i] : 0;
+    }
+    qsort(keys, n, sizeof *keys, added_cmp);
+    for (size_t i = 0; i < n; i++) {
+        t->added[i] = keys[i].id;
+        t->added_pass[i] = keys[i].pass;
+    }
+    free(keys);
+    t->n_added = n;
+    size_t k = 0;
+    for (unsigned b = 0; b <= 256; b++) {
+        while (k < n && (unsigned char)hs_strtab_str(&t->syms, t->added[k])[0] < b)
+            k++;
+        t->added_at[b] = (uint32_t)k;
+    }
     return HS_OK;
 }
 
@@ -86,20 +159,20 @@ static hs_status new_bpe(const char *const *tokens, size_t n_tokens, const char 
         goto fail;
     }
     *out = NULL;
-    t = calloc(1, sizeof *t);
-    if (!t) {
+    if (!(t = hs_tok_alloc(HS_TOK_BPE))) {
         st = hs_fail(err, HS_E_NOMEM, "out of memory creating a tokenizer");
         goto fail;
     }
-    t->kind = HS_TOK_BPE;
     if ((st = hs_tok_build_vocab(t, tokens, n_tokens, 1, vocab_what, err)) != HS_OK)
         goto fail;
-    t->eot = hs_strtab_find(&t->syms, HS_GPT2_EOT, sizeof HS_GPT2_EOT - 1);
-    if (t->eot < 0) {
+    /* <|endoftext|> is the added special token and stands in for bytes the vocabulary lacks */
+    t->unk = hs_strtab_find(&t->syms, HS_GPT2_EOT, sizeof HS_GPT2_EOT - 1);
+    if (t->unk < 0) {
         st = hs_fail(err, HS_E_FORMAT, "%s has no '%s' token", vocab_what, HS_GPT2_EOT);
         goto fail;
     }
-    if ((st = hs_bpe_build(t, merges, merge_lines, n_merges, merges_what, err)) != HS_OK)
+    if ((st = hs_tok_set_added(t, &t->unk, NULL, 1, err)) != HS_OK ||
+        (st = hs_bpe_build(t, merges, merge_lines, n_merges, merges_what, err)) != HS_OK)
         goto fail;
     *out = t;
     return HS_OK;
@@ -115,9 +188,15 @@ hs_status hs_tokenizer_new_bpe(const char *const *tokens, size_t n_tokens,
     return new_bpe(tokens, n_tokens, merges, NULL, n_merges, "vocabulary", "merges", out, err);
 }
 
+/* BertTokenizer's setup: BertNormalizer (strip_accents follows lowercase), the five special
+ * tokens added, [CLS] text [SEP] (pair [SEP]). */
 static hs_status new_wordpiece(const char *const *tokens, size_t n_tokens, int lowercase,
                                const char *what, hs_tokenizer **out, hs_error *err)
 {
+    static const unsigned char cased[] = {HS_NORM_CLEAN, HS_NORM_CJK};
+    static const unsigned char uncased[] = {HS_NORM_CLEAN, HS_NORM_CJK, HS_NORM_NFD,
+                                            HS_NORM_STRIP, HS_NORM_LOWER};
+    int32_t special[HS_BERT_N_SPECIAL];
     hs_status st;
     hs_tokenizer *t = NULL;
     if (!out || (!tokens && n_tokens)) {
@@ -125,23 +204,27 @@ static hs_status new_wordpiece(const char *const *tokens, size_t n_tokens, int l
         goto fail;
     }
     *out = NULL;
-    t = calloc(1, sizeof *t);
-    if (!t) {
+    if (!(t = hs_tok_alloc(HS_TOK_WORDPIECE))) {
         st = hs_fail(err, HS_E_NOMEM, "out of memory creating a tokenizer");
         goto fail;
     }
-    t->kind = HS_TOK_WORDPIECE;
     t->lowercase = lowercase != 0;
-    t->eot = -1;
+    t->n_norm = lowercase ? sizeof uncased : sizeof cased;
+    memcpy(t->norm, lowercase ? uncased : cased, t->n_norm);
     if ((st = hs_tok_build_vocab(t, tokens, n_tokens, 0, what, err)) != HS_OK)
         goto fail;
     for (int k = 0; k < HS_BERT_N_SPECIAL; k++) {
-        t->special[k] = hs_strtab_find(&t->syms, hs_bert_specials[k], strlen(hs_bert_specials[k]));
-        if (t->special[k] < 0) {
+        special[k] = hs_strtab_find(&t->syms, hs_bert_specials[k], strlen(hs_bert_specials[k]));
+        if (special[k] < 0) {
             st = hs_fail(err, HS_E_FORMAT, "%s has no '%s' token", what, hs_bert_specials[k]);
             goto fail;
         }
     }
+    t->unk = special[1];
+    t->cls = special[2];
+    t->sep = special[3];
+    if ((st = hs_tok_set_added(t, special, NULL, HS_BERT_N_SPECIAL, err)) != HS_OK)
+        goto fail;
     *out = t;
     return HS_OK;
 fail:
@@ -195,7 +278,7 @@ static hs_status split_lines(char *buf, size_t len, const char *path, char ***li
     return HS_OK;
 }
 
-static hs_status read_text_file(const char *path, char **buf, size_t *len, hs_error *err)
+hs_status hs_tok_read_text_file(const char *path, char **buf, size_t *len, hs_error *err)
 {
     size_t bad;
     hs_status st = hs_read_file(path, HS_TOK_MAX_FILE, buf, len, err);
@@ -221,7 +304,7 @@ hs_status hs_tokenizer_load_bert(const char *vocab_txt_path, int lowercase, hs_t
         goto fail;
     }
     *out = NULL;
-    if ((st = read_text_file(vocab_txt_path, &buf, &len, err)) != HS_OK)
+    if ((st = hs_tok_read_text_file(vocab_txt_path, &buf, &len, err)) != HS_OK)
         goto fail;
     if ((st = split_lines(buf, len, vocab_txt_path, &lines, &line_no, &n, 0, err)) != HS_OK)
         goto fail;
@@ -244,7 +327,7 @@ static hs_status read_vocab_json(const char *path, cJSON **json, const char ***t
     *json = NULL;
     *tokens = NULL;
     *n = 0;
-    if ((st = read_text_file(path, &buf, &len, err)) != HS_OK)
+    if ((st = hs_tok_read_text_file(path, &buf, &len, err)) != HS_OK)
         goto fail;
     *json = cJSON_ParseWithLength(buf, len);
     if (!*json) {
@@ -272,20 +355,20 @@ static hs_status read_vocab_json(const char *path, cJSON **json, const char ***t
         double d = it->valuedouble;
         if (!cJSON_IsNumber(it) || !(d >= -1e18 && d <= 1e18) || d != (double)(long long)d) {
             st = hs_fail(err, HS_E_FORMAT, "'%s': token '%s' has a non-integer id", path,
-                         show_token(it->string, shown, sizeof shown));
+                         hs_tok_show(it->string, shown, sizeof shown));
             goto fail;
         }
         long long id = (long long)d;
         if (id < 0 || (unsigned long long)id >= count) {
             st = hs_fail(err, HS_E_FORMAT,
                          "'%s': id %lld of token '%s' is out of range (ids must be 0..%zu)", path,
-                         id, show_token(it->string, shown, sizeof shown), count - 1);
+                         id, hs_tok_show(it->string, shown, sizeof shown), count - 1);
             goto fail;
         }
         if ((*tokens)[id]) {
             st = hs_fail(err, HS_E_FORMAT, "'%s': id %lld is used by both '%s' and '%s'", path, id,
-                         show_token((*tokens)[id], shown, sizeof shown),
-                         show_token(it->string, shown2, sizeof shown2));
+                         hs_tok_show((*tokens)[id], shown, sizeof shown),
+                         hs_tok_show(it->string, shown2, sizeof shown2));
             goto fail;
         }
         (*tokens)[id] = it->string;
@@ -318,7 +401,7 @@ hs_status hs_tokenizer_load_gpt2(const char *vocab_json_path, const char *merges
     *out = NULL;
     if ((st = read_vocab_json(vocab_json_path, &json, &tokens, &n_tokens, err)) != HS_OK)
         goto fail;
-    if ((st = read_text_file(merges_path, &mbuf, &mlen, err)) != HS_OK)
+    if ((st = hs_tok_read_text_file(merges_path, &mbuf, &mlen, err)) != HS_OK)
         goto fail;
     if ((st = split_lines(mbuf, mlen, merges_path, &lines, &line_no, &n_lines, 1, err)) != HS_OK)
         goto fail;
@@ -338,6 +421,57 @@ fail:
 
 /* ---- encoding --------------------------------------------------------------------------------- */
 
+/* The model's ids of a segment without added tokens. */
+static hs_status encode_model(const hs_tokenizer *t, const char *s, size_t len, hs_idvec *out)
+{
+    if (len == 0)
+        return HS_OK;
+    return t->kind == HS_TOK_BPE ? hs_bpe_encode(t, s, len, out)
+                                 : hs_wordpiece_encode(t, s, len, out);
+}
+
+/* Length of the longest added token of pass that starts at s[i], with its id; 0 for none. */
+static size_t added_at(const hs_tokenizer *t, const char *s, size_t len, size_t i, int pass,
+                       int32_t *id)
+{
+    unsigned char b = (unsigned char)s[i];
+    for (uint32_t k = t->added_at[b]; k < t->added_at[b + 1]; k++) {
+        int32_t a = t->added[k];
+        size_t n = t->syms.len[a];
+        if (t->added_pass[k] == pass && n <= len - i &&
+            memcmp(s + i, hs_strtab_str(&t->syms, a), n) == 0) {
+            *id = a;
+            return n;
+        }
+    }
+    return 0;
+}
+
+/* Splits s on the added tokens of pass (leftmost, then longest), as the library's
+ * AddedVocabulary does: pass 0 on the raw text, pass 1 on what pass 0 left. */
+static hs_status encode_added(const hs_tokenizer *t, const char *s, size_t len, int pass,
+                              hs_idvec *out)
+{
+    size_t piece = 0, i = 0;
+    hs_status st;
+    while (i < len) {
+        int32_t id;
+        size_t n = t->n_added ? added_at(t, s, len, i, pass, &id) : 0;
+        if (n == 0) {
+            i++;
+            continue;
+        }
+        st = pass == 0 ? encode_added(t, s + piece, i - piece, 1, out)
+                       : encode_model(t, s + piece, i - piece, out);
+        if (st != HS_OK || hs_idvec_push(out, id) != HS_OK)
+            return HS_E_NOMEM;
+        i = piece = i + n;
+    }
+    st = pass == 0 ? encode_added(t, s + piece, len - piece, 1, out)
+                   : encode_model(t, s + piece, len - piece, out);
+    return st;
+}
+
 hs_status hs_tokenizer_encode(const hs_tokenizer *t, const char *text, size_t len,
                               const char *pair, size_t pair_len, hs_encoding *out,
                               hs_error *err)
@@ -348,7 +482,7 @@ hs_status hs_tokenizer_encode(const hs_tokenizer *t, const char *text, size_t le
     hs_status st;
     if (out)
         memset(out, 0, sizeof *out);
-    if (!t || !out || (!text && len)) {
+    if (!t || !out || (!text && len) || (!pair && pair_len)) {
         st = hs_fail(err, HS_E_ARG, "hs_tokenizer_encode: NULL argument");
         goto fail;
     }
@@ -362,26 +496,19 @@ hs_status hs_tokenizer_encode(const hs_tokenizer *t, const char *text, size_t le
         st = hs_fail(err, HS_E_INPUT, "pair text is not valid utf-8 (byte offset %zu)", bad);
         goto fail;
     }
-    if (t->kind == HS_TOK_BPE) {
-        if ((st = hs_bpe_encode(t, text, len, &ids, err)) != HS_OK)
-            goto fail;
-        n_first = ids.n;
-        if (pair && (st = hs_bpe_encode(t, pair, pair_len, &ids, err)) != HS_OK)
-            goto fail;
-    } else {
-        if (hs_idvec_push(&ids, t->special[HS_BERT_CLS]) != HS_OK)
+    /* [CLS] text [SEP] (pair [SEP]) when the tokenizer has them, else text (pair) */
+    if (t->cls >= 0 && hs_idvec_push(&ids, t->cls) != HS_OK)
+        goto nomem;
+    if (encode_added(t, text, len, 0, &ids) != HS_OK)
+        goto nomem;
+    if (t->sep >= 0 && hs_idvec_push(&ids, t->sep) != HS_OK)
+        goto nomem;
+    n_first = ids.n;
+    if (pair) {
+        if (encode_added(t, pair, pair_len, 0, &ids) != HS_OK)
             goto nomem;
-        if ((st = hs_wordpiece_encode(t, text, len, &ids, err)) != HS_OK)
-            goto fail;
-        if (hs_idvec_push(&ids, t->special[HS_BERT_SEP]) != HS_OK)
+        if (t->sep >= 0 && hs_idvec_push(&ids, t->sep) != HS_OK)
             goto nomem;
-        n_first = ids.n;
-        if (pair) {
-            if ((st = hs_wordpiece_encode(t, pair, pair_len, &ids, err)) != HS_OK)
-                goto fail;
-            if (hs_idvec_push(&ids, t->special[HS_BERT_SEP]) != HS_OK)
-                goto nomem;
-        }
     }
     /* ids, type ids and one block holding the token pointers followed by their strings */
     for (size_t i = 0; i < ids.n; i++)
@@ -430,6 +557,8 @@ void hs_tokenizer_free(hs_tokenizer *t)
     hs_strtab_free(&t->syms);
     hs_pairmap_free(&t->merges);
     hs_strtab_free(&t->merge_text);
+    free(t->added);
+    free(t->added_pass);
     free(t);
 }
 
@@ -452,8 +581,15 @@ int32_t hs_tokenizer_id(const hs_tokenizer *t, const char *token)
 {
     if (!t || !token)
         return -1;
-    int32_t id = hs_strtab_find(&t->syms, token, strlen(token));
-    return id >= 0 && (size_t)id < t->n_vocab ? id : -1;
+    size_t len = strlen(token);
+    int32_t id = hs_strtab_find(&t->syms, token, len);
+    if (id >= 0 && (size_t)id < t->n_vocab)
+        return id;
+    /* a BPE merge-only symbol may shadow an added token with the same text */
+    for (size_t k = 0; id >= 0 && k < t->n_added; k++)
+        if (t->syms.len[t->added[k]] == len && memcmp(hs_strtab_str(&t->syms, t->added[k]), token, len) == 0)
+            return t->added[k];
+    return -1;
 }
 
 size_t hs_tokenizer_merge_count(const hs_tokenizer *t)

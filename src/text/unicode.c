@@ -108,31 +108,79 @@ size_t hs_utf8_sanitize(const char *s, size_t len, char *buf, size_t cap)
     return w;
 }
 
-int hs_uni_is_letter(int32_t cp)
+static int32_t range_value(const hs_uni_range *r, size_t n, int32_t cp)
 {
-    if (cp < 0x80)
-        return (cp | 0x20) >= 'a' && (cp | 0x20) <= 'z';
-    utf8proc_category_t c = utf8proc_category(cp);
-    return c >= UTF8PROC_CATEGORY_LU && c <= UTF8PROC_CATEGORY_LO;
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (cp < r[mid].lo)
+            hi = mid;
+        else if (cp > r[mid].hi)
+            lo = mid + 1;
+        else
+            return r[mid].v;
+    }
+    return 0;
 }
 
-int hs_uni_is_number(int32_t cp)
+int hs_uni_gpt2_class(int32_t cp)
 {
-    if (cp < 0x80)
-        return cp >= '0' && cp <= '9';
-    utf8proc_category_t c = utf8proc_category(cp);
-    return c >= UTF8PROC_CATEGORY_ND && c <= UTF8PROC_CATEGORY_NO;
+    return (int)range_value(hs_gpt2_classes, hs_gpt2_classes_n, cp);
 }
 
-int hs_uni_is_white_space(int32_t cp)
+int hs_uni_bert_flags(int32_t cp)
 {
-    if (cp < 0x80)
-        return cp == ' ' || (cp >= 0x09 && cp <= 0x0D);
-    return cp == 0x85 || cp == 0xA0 || cp == 0x1680 || (cp >= 0x2000 && cp <= 0x200A) ||
-           cp == 0x2028 || cp == 0x2029 || cp == 0x202F || cp == 0x205F || cp == 0x3000;
+    return (int)range_value(hs_bert_flags, hs_bert_flags_n, cp);
 }
 
-int hs_uni_is_py_space(int32_t cp)
+static size_t map_char(const hs_uni_map *m, size_t n, const int32_t *data, int32_t cp,
+                       int32_t *out)
 {
-    return hs_uni_is_white_space(cp) || (cp >= 0x1C && cp <= 0x1F);
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (cp < m[mid].cp) {
+            hi = mid;
+        } else if (cp > m[mid].cp) {
+            lo = mid + 1;
+        } else {
+            memcpy(out, data + m[mid].off, m[mid].len * sizeof *out);
+            return m[mid].len;
+        }
+    }
+    out[0] = cp;
+    return 1;
+}
+
+size_t hs_uni_nfd(int32_t cp, int32_t *out)
+{
+    /* Hangul syllables decompose by arithmetic (Unicode 3.12) */
+    if (cp >= 0xAC00 && cp < 0xAC00 + 11172) {
+        int32_t s = cp - 0xAC00;
+        out[0] = 0x1100 + s / 588;
+        out[1] = 0x1161 + (s % 588) / 28;
+        if (s % 28 == 0)
+            return 2;
+        out[2] = 0x11A7 + s % 28;
+        return 3;
+    }
+    if (cp < 0xC0) {
+        out[0] = cp;
+        return 1;
+    }
+    return map_char(hs_nfd_map, hs_nfd_map_n, hs_nfd_map_data, cp, out);
+}
+
+size_t hs_uni_lower(int32_t cp, int32_t *out)
+{
+    if (cp < 0x80) {
+        out[0] = cp >= 'A' && cp <= 'Z' ? cp + 32 : cp;
+        return 1;
+    }
+    return map_char(hs_lower_map, hs_lower_map_n, hs_lower_map_data, cp, out);
+}
+
+int hs_uni_ccc(int32_t cp)
+{
+    return cp < 0x300 ? 0 : utf8proc_get_property(cp)->combining_class;
 }

@@ -1,6 +1,7 @@
 /*
  * libFuzzer harness: encodes arbitrary bytes with the GPT-2 BPE and BERT WordPiece tokenizers
- * (loaded once from ../shared/models, or from $HS_MODELS) and checks the results.
+ * (loaded once from the repository's fixtures/tokenizer, or from $HS_TOKENIZER_DIR holding
+ * gpt2/vocab.json, gpt2/merges.txt and bert/vocab.txt) and checks the results.
  *
  * Build and run from the repository root:
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -std=c11 -D_POSIX_C_SOURCE=200809L \
@@ -35,16 +36,16 @@ static void load_once(void)
 {
     if (tok_gpt2)
         return;
-    const char *dir = getenv("HS_MODELS");
+    const char *dir = getenv("HS_TOKENIZER_DIR");
     char a[1024], b[1024];
     hs_error err = {{0}};
     if (!dir)
-        dir = "../shared/models";
-    snprintf(a, sizeof a, "%s/gpt2-bpe/vocab.json", dir);
-    snprintf(b, sizeof b, "%s/gpt2-bpe/merges.txt", dir);
+        dir = "fixtures/tokenizer";
+    snprintf(a, sizeof a, "%s/gpt2/vocab.json", dir);
+    snprintf(b, sizeof b, "%s/gpt2/merges.txt", dir);
     if (hs_tokenizer_load_gpt2(a, b, &tok_gpt2, &err) != HS_OK)
         die("load gpt-2", err.msg);
-    snprintf(a, sizeof a, "%s/bert-vocab/vocab.txt", dir);
+    snprintf(a, sizeof a, "%s/bert/vocab.txt", dir);
     if (hs_tokenizer_load_bert(a, 1, &tok_bert, &err) != HS_OK)
         die("load bert", err.msg);
 }
