@@ -243,6 +243,15 @@ hs_status hs_loss_eval_run(hs_loss_eval *e, const float *head_mask, double *loss
     return run_mask(e, head_mask, 0, loss, err);
 }
 
+/* At most max_steps removals, and never the last of the candidate heads (active != 0). */
+static int removals_allowed(const unsigned char *active, int lh, int max_steps)
+{
+    int n_active = 0;
+    for (int k = 0; k < lh; k++)
+        n_active += !active || active[k];
+    return max_steps < n_active - 1 ? max_steps : n_active - 1;
+}
+
 static float *ones_mask(const hs_model_config *c)
 {
     size_t lh = (size_t)c->n_layer * (size_t)c->n_head;
@@ -290,11 +299,7 @@ hs_status hs_prune_curve(hs_loss_eval *e, double base, const unsigned char *acti
     *n_steps = 0;
     if (beam < 1)
         return hs_fail(err, HS_E_ARG, "pruning beam must be at least 1");
-    int n_active = 0;
-    for (int k = 0; k < lh; k++)
-        n_active += !active || active[k];
-    if (max_steps > n_active - 1)
-        max_steps = n_active - 1;
+    max_steps = removals_allowed(active, lh, max_steps);
     float *mask = ones_mask(c);
     double *known = malloc((size_t)lh * sizeof *known); /* last known increase per head */
     int *order = malloc((size_t)lh * sizeof *order);
@@ -393,11 +398,7 @@ hs_status hs_prune_curve_gradient(hs_loss_eval *e, double base, const unsigned c
     if (e->in.kind == HS_LOSS_REPR)
         return hs_fail(err, HS_E_UNSUPPORTED, "gradient pruning needs the lm or mlm loss (the "
                        "repr loss has a zero gradient with every head on); use greedy pruning");
-    int n_active = 0;
-    for (int k = 0; k < lh; k++)
-        n_active += !active || active[k];
-    if (max_steps > n_active - 1)
-        max_steps = n_active - 1;
+    max_steps = removals_allowed(active, lh, max_steps);
     float *mask = ones_mask(c);
     double *g = malloc((size_t)lh * sizeof *g), *imp = malloc((size_t)lh * sizeof *imp);
     hs_status st = HS_OK;
