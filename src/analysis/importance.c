@@ -243,13 +243,14 @@ hs_status hs_loss_eval_run(hs_loss_eval *e, const float *head_mask, double *loss
     return run_mask(e, head_mask, 0, loss, err);
 }
 
-/* At most max_steps removals, and never the last of the candidate heads (active != 0). */
-static int removals_allowed(const unsigned char *active, int lh, int max_steps)
+/* At most max_steps removals, and never the last of the *n_active candidate heads
+ * (active != 0; NULL = all). */
+static int removals_allowed(const unsigned char *active, int lh, int max_steps, int *n_active)
 {
-    int n_active = 0;
+    *n_active = 0;
     for (int k = 0; k < lh; k++)
-        n_active += !active || active[k];
-    return max_steps < n_active - 1 ? max_steps : n_active - 1;
+        *n_active += !active || active[k];
+    return max_steps < *n_active - 1 ? max_steps : *n_active - 1;
 }
 
 static float *ones_mask(const hs_model_config *c)
@@ -299,7 +300,8 @@ hs_status hs_prune_curve(hs_loss_eval *e, double base, const unsigned char *acti
     *n_steps = 0;
     if (beam < 1)
         return hs_fail(err, HS_E_ARG, "pruning beam must be at least 1");
-    max_steps = removals_allowed(active, lh, max_steps);
+    int n_active;
+    max_steps = removals_allowed(active, lh, max_steps, &n_active);
     float *mask = ones_mask(c);
     double *known = malloc((size_t)lh * sizeof *known); /* last known increase per head */
     int *order = malloc((size_t)lh * sizeof *order);
@@ -398,7 +400,8 @@ hs_status hs_prune_curve_gradient(hs_loss_eval *e, double base, const unsigned c
     if (e->in.kind == HS_LOSS_REPR)
         return hs_fail(err, HS_E_UNSUPPORTED, "gradient pruning needs the lm or mlm loss (the "
                        "repr loss has a zero gradient with every head on); use greedy pruning");
-    max_steps = removals_allowed(active, lh, max_steps);
+    int n_active;
+    max_steps = removals_allowed(active, lh, max_steps, &n_active);
     float *mask = ones_mask(c);
     double *g = malloc((size_t)lh * sizeof *g), *imp = malloc((size_t)lh * sizeof *imp);
     hs_status st = HS_OK;
