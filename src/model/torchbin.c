@@ -395,8 +395,8 @@ static hs_status eval_tensor(tb_ctx *c, const char *nm, uint32_t id, tb_item *it
         v = N(c, a->kids[0]);
     }
     if (!is_call(c, v, G_REBUILD_V2))
-        return hs_fail(err, HS_E_UNSUPPORTED, "entry '%s' is a %s, not a tensor (only flat "
-                       "tensor state dicts are read)", nm, pk_kind_name(v->kind));
+        return hs_fail(err, HS_E_UNSUPPORTED, "entry '%s' is not a tensor (found %s; only "
+                       "flat tensor state dicts are read)", nm, pk_kind_name(v->kind));
     a = N(c, v->kids[1]);
     if (a->n != 6 && a->n != 7)
         return hs_fail(err, HS_E_FORMAT, "tensor '%s': _rebuild_tensor_v2 takes 6 or 7 "
