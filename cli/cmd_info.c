@@ -34,9 +34,11 @@ int cmd_info(int argc, char **argv)
     const hs_model_config *cfg = hs_model_config_of(m);
     const hs_tokenizer *tok = hs_model_tokenizer(m);
     printf("model:        %s\n", hs_model_path(m));
-    printf("format:       %s, weights stored as %s\n",
-           hs_model_format(m) == HS_FORMAT_GGUF ? "GGUF" : "Hugging Face folder (safetensors)",
-           hs_model_storage_dtype(m));
+    const char *wf = hs_model_weights_file(m);
+    printf("format:       %s%s%s, weights stored as %s\n",
+           hs_model_format(m) == HS_FORMAT_GGUF ? "GGUF" : "Hugging Face folder (",
+           wf && hs_model_format(m) != HS_FORMAT_GGUF ? wf : "",
+           hs_model_format(m) == HS_FORMAT_GGUF ? "" : ")", hs_model_storage_dtype(m));
     printf("family:       %s (%s, %s)\n", hs_family_name(cfg->family),
            cfg->causal ? "causal, pre-LN" : "bidirectional, post-LN",
            cfg->act == HS_ACT_GELU_ERF ? "gelu erf" : "gelu tanh");

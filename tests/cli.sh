@@ -318,6 +318,26 @@ grep -q "weights stored as F32" "$T/out" && grep -q "^lm head: *MLM" "$T/out" &&
 expect 0 "info trained gpt2" -- "$HS" info fixtures/trained-gpt2
 grep -q "weights stored as F16" "$T/out" && grep -q "^parameters: *7259008$" "$T/out" && ok || bad "info trained gpt2: $(cat "$T/out")"
 
+# Folders as older and newer hub models ship them: tokenizer.json only, pytorch_model.bin
+# only (converted from the safetensors folder by torch.save at test time): the same ids and
+# the same maps, byte for byte, as the vocab-file/safetensors folder they were made from.
+for pair in "fixtures/trained-gpt2 gpt2" "fixtures/tiny-bert bert-uncased"; do
+    set -- $pair
+    src=$1 tj=fixtures/tokenizer/$2.tokenizer.json d="$T/hub-$2"
+    "$PY" fixtures/ref/make_torchbin_models.py "$src" "$d" >/dev/null && cp "$tj" "$d/tokenizer.json" && ok || bad "$src: making the pytorch_model.bin folder"
+    for f in "$d"/*; do case $f in *config.json|*pytorch_model.bin|*tokenizer.json) ;; *) bad "$d has $f";; esac; done
+    TXT2="The capital of France is Paris. Ünïcödé, tabs	and 12,345 numbers!"
+    "$HS" tokenize "$src" --text "$TXT2" --json >"$T/ids_a" && "$HS" tokenize "$d" --text "$TXT2" --json >"$T/ids_b" && cmp -s "$T/ids_a" "$T/ids_b" && ok || bad "$src: tokenizer.json ids differ"
+    "$HS" attn "$src" --text "$TXT2" -o "$T/ma.npy" -q && "$HS" attn "$d" --text "$TXT2" -o "$T/mb.npy" -q && cmp -s "$T/ma.npy" "$T/mb.npy" && ok || bad "$src: pytorch_model.bin maps differ"
+done
+# hostile pickles are refused with one line, and no output is left
+for f in evil_os_system evil_eval legacy huge_numel; do
+    mkdir -p "$T/evil-$f" && cp "$G/config.json" "$G/vocab.json" "$G/merges.txt" "$T/evil-$f/" && cp "fixtures/torchbin/$f.bin" "$T/evil-$f/pytorch_model.bin"
+    expect 1 "hostile pytorch_model.bin $f" -- "$HS" attn "$T/evil-$f" --text hi -o "$T/evil.npy"
+    one_line_error "hostile pytorch_model.bin $f"
+    no_file "hostile pytorch_model.bin $f" "$T/evil.npy"
+done
+
 # --threads (every command) and HEADSCOPE_THREADS: same ids and maps with 1 and 2 threads
 expect 0 "attn 1 thread" -- "$HS" attn "$G" --threads 1 --text "$REP" -o "$T/t1.npy"
 

@@ -48,11 +48,15 @@ static double nll_of(const float *row, int V, int target)
     return -((double)row[target] - mx - log(s));
 }
 
-static void run_case(const char *name)
+/* Checks golden case `name` on its own model, or on `model` (a folder holding the same
+ * weights in another file format) when not NULL. */
+static void run_case_on(const char *name, const char *model)
 {
     cJSON *j = load_case_json(name);
     char mpath[256], path[256];
     model_path(j, mpath, sizeof mpath);
+    if (model)
+        snprintf(mpath, sizeof mpath, "%s", model);
     hs_error err = {{0}};
     hs_model *m = NULL;
     cr_assert_eq(hs_model_load(mpath, &m, &err), HS_OK, "%s: %s", mpath, err.msg);
@@ -126,7 +130,14 @@ static void run_case(const char *name)
     cJSON_Delete(j);
 }
 
+static void run_case(const char *name) { run_case_on(name, NULL); }
+
 #define CASE(name) Test(forward_golden, name) { run_case(#name); }
+
+/* pytorch_model.bin-only copies of the hub-layout folders (fixtures/ref/
+ * make_torchbin_models.py): the same maps, hidden states and losses as their goldens. */
+Test(forward_golden, gpt2_hub_from_pytorch_model_bin) { run_case_on("gpt2_hub", "fixtures/models/gpt2-hub-bin"); }
+Test(forward_golden, bert_hub_from_pytorch_model_bin) { run_case_on("bert_hub", "fixtures/models/bert-hub-bin"); }
 CASE(tiny_gpt2_hello)
 CASE(tiny_gpt2_common)
 CASE(tiny_gpt2_induction)

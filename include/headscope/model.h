@@ -102,6 +102,10 @@ hs_file_format hs_model_format(const hs_model *m);
 const char *hs_model_storage_dtype(const hs_model *m);
 const char *hs_model_path(const hs_model *m);
 
+/* The weights file of a Hugging Face folder ("model.safetensors" or "pytorch_model.bin"),
+ * or NULL for a GGUF file or a folder opened with HS_OPEN_TOKENIZER. Static string. */
+const char *hs_model_weights_file(const hs_model *m);
+
 /* One file a model was read from. */
 typedef struct hs_model_file {
     char *name;        /* the file's name inside the model folder, or the GGUF file's name */

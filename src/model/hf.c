@@ -7,26 +7,44 @@
 
 #include "model/model_internal.h"
 #include "model/safetensors.h"
+#include "model/torchbin.h"
 
 hs_status hs_hf_config_load(const char *path, hs_model_config *cfg, hs_error *err);
 
 typedef struct hf_ctx {
-    const hs_safetensors *st;
+    const hs_safetensors *st; /* model.safetensors, or */
+    const hs_torchbin *tb;    /* pytorch_model.bin */
+    hs_tensor_view skipped;   /* a view standing for a tensor of a dtype not computed with */
     hs_family family;
-    char buf[512];
+    char buf[512], skip_name[512];
 } hf_ctx;
 
 /* The stored tensor for a name as written: the family prefix ("transformer.", "bert.") is
  * tried second, except for the heads that sit outside the base model (GPT-2 lm_head.*,
  * BERT cls.*), which are never prefixed. */
+static const hs_tensor_view *find(hf_ctx *c, const char *name)
+{
+    if (c->st)
+        return hs_safetensors_find(c->st, name);
+    const hs_tensor_view *t = hs_torchbin_find(c->tb, name);
+    const char *dt = t ? NULL : hs_torchbin_skipped(c->tb, name);
+    if (!dt)
+        return t;
+    /* present, but an integer/bool/float64 tensor: the builder refuses it by name */
+    c->skipped = (hs_tensor_view){.dtype = HS_DT_OTHER, .dtype_name = dt};
+    snprintf(c->skip_name, sizeof c->skip_name, "%s", name);
+    c->skipped.name = c->skip_name;
+    return &c->skipped;
+}
+
 static const hs_tensor_view *find_prefixed(hf_ctx *c, const char *name)
 {
-    const hs_tensor_view *t = hs_safetensors_find(c->st, name);
+    const hs_tensor_view *t = find(c, name);
     if (t || !strncmp(name, "lm_head.", 8) || !strncmp(name, "cls.", 4))
         return t;
     const char *prefix = c->family == HS_FAMILY_GPT2 ? "transformer." : "bert.";
     snprintf(c->buf, sizeof c->buf, "%s%s", prefix, name);
-    return hs_safetensors_find(c->st, c->buf);
+    return find(c, c->buf);
 }
 
 /* Resolves a logical HF name, trying the family prefix and, for every LayerNorm parameter
@@ -56,7 +74,21 @@ static int file_exists(const char *path)
     return stat(path, &sb) == 0 && S_ISREG(sb.st_mode);
 }
 
-/* The weights of folder dir, from model.safetensors. */
+/* The weights of folder dir from pytorch_model.bin (torch.save's zip format, read by a
+ * restricted unpickler that never runs code). */
+static hs_status load_torchbin(hs_model *m, const char *path, hs_error *err)
+{
+    hs_torchbin *tb = NULL;
+    hs_status st = hs_torchbin_open(path, &tb, err);
+    if (st)
+        return st;
+    hf_ctx ctx = {.tb = tb, .family = m->cfg.family};
+    st = hs_weights_build(m, hf_lookup, &ctx, err);
+    hs_torchbin_close(tb);
+    return st;
+}
+
+/* The weights of folder dir: model.safetensors, else pytorch_model.bin. */
 static hs_status load_weights(hs_model *m, const char *dir, hs_error *err)
 {
     char path[4096];
@@ -64,12 +96,13 @@ static hs_status load_weights(hs_model *m, const char *dir, hs_error *err)
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
     if (!file_exists(path)) {
         snprintf(path, sizeof path, "%s/pytorch_model.bin", dir);
-        if (file_exists(path))
-            return hs_fail(err, HS_E_UNSUPPORTED,
-                           "'%s' has only pytorch_model.bin; convert it to model.safetensors",
-                           dir);
-        return hs_fail(err, HS_E_IO, "cannot open '%s/model.safetensors': No such file", dir);
+        if (file_exists(path)) {
+            m->weights_file = "pytorch_model.bin";
+            return load_torchbin(m, path, err);
+        }
+        return hs_fail(err, HS_E_IO, "'%s' has no model.safetensors or pytorch_model.bin", dir);
     }
+    m->weights_file = "model.safetensors";
     hs_status st = hs_safetensors_open(path, &st_file, err);
     if (st)
         return st;

@@ -85,3 +85,4 @@ int hs_model_has_weights(const hs_model *m) { return m->has_weights; }
 hs_file_format hs_model_format(const hs_model *m) { return m->format; }
 const char *hs_model_storage_dtype(const hs_model *m) { return m->storage_dtype; }
 const char *hs_model_path(const hs_model *m) { return m->path; }
+const char *hs_model_weights_file(const hs_model *m) { return m->weights_file; }

@@ -72,6 +72,7 @@ struct hs_model {
     hs_model_config cfg;
     hs_file_format format;
     unsigned open_flags; /* HS_OPEN_* given to hs_model_open */
+    const char *weights_file; /* static: "model.safetensors", "pytorch_model.bin", or NULL */
     char *path;
     char storage_dtype[8];
 
