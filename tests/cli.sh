@@ -76,7 +76,7 @@ stderr_has "full stdout" "cannot write to standard output"
 # compare TEXT MODEL [PAIR]: ids from the reference tokenizer must equal headscope's, and the
 # maps must match the float64 reference within 1e-5.
 compare() {
-    local model=$1 text=$2 pair=${3:-} name
+    local model=$1 text=$2 pair=${3:-} name tol=${TOL:-1e-5}
     name=$(basename "$model")
     local args=(--ids "$T/ref_ids.npy" --types "$T/ref_types.npy")
     local hsargs=()
@@ -89,7 +89,7 @@ got = json.load(open('$T/out'))
 ref = np.load('$T/ref_ids.npy').tolist(); tt = np.load('$T/ref_types.npy').tolist()
 sys.exit(0 if (got['ids'], got['type_ids']) == (ref, tt) else 1)" && ok || bad "$name: ids differ from the reference tokenizer"
     expect 0 "$name attn" -- "$HS" attn "$model" --text "$text" "${hsargs[@]}" -o "$T/attn.npy"
-    if "$PY" fixtures/ref/compare_attn.py "$model" "$T/ref_ids.npy" "$T/attn.npy" --type-ids "$T/ref_types.npy" --tol 1e-5 >"$T/cmp" 2>&1; then
+    if "$PY" fixtures/ref/compare_attn.py "$model" "$T/ref_ids.npy" "$T/attn.npy" --type-ids "$T/ref_types.npy" --tol "$tol" >"$T/cmp" 2>&1; then
         ok
     else
         bad "$name maps vs reference: $(cat "$T/cmp")"
@@ -98,6 +98,11 @@ sys.exit(0 if (got['ids'], got['type_ids']) == (ref, tt) else 1)" && ok || bad "
 compare "$G" "The cat sat on the mat. The cat sat on the mat. Induction heads copy what came next."
 compare "$B" "The capital of France is [MASK]." "Paris is a city in Europe."
 compare fixtures/trained-gpt2 "When Mary and John went to the store, John gave a drink to Mary."
+# 193 tokens: causal products run in blocks of 128 query rows (two blocks here). Over this
+# many tokens float32 accumulation alone moves this model's maps by ~1.1e-5 from the float64
+# reference (measured with and without the blocking), hence the 2e-5 bound here.
+LONG=$(printf 'Permission is hereby granted, free of charge, to any person obtaining a copy of this software and associated documentation files, to deal in the Software without restriction. %.0s' 1 2 3 4 5 6)
+TOL=2e-5 compare fixtures/trained-gpt2 "$LONG"
 if [ -d "$SHARED/tiny-gpt2" ]; then
     compare "$SHARED/tiny-gpt2" "When Mary and John went to the store, John gave a drink to"
     compare "$SHARED/tiny-bert" "unaffable résumé naïve café" "日本語 text"
