@@ -245,8 +245,8 @@ static hs_status zip_data(const tb_zip *z, const tb_entry *e, const unsigned cha
                        z->path, nl, nm);
     const unsigned char *h = z->b + e->lho;
     uint64_t off = e->lho + 30 + (uint64_t)hs_le16(h + 26) + hs_le16(h + 28);
-    if (hs_le16(h + 26) != e->name_len || memcmp(h + 30, nm, e->name_len) != 0 ||
-        off > z->cd_off || e->usize > z->cd_off - off)
+    if (off > z->cd_off || e->usize > z->cd_off - off || hs_le16(h + 26) != e->name_len ||
+        memcmp(h + 30, nm, e->name_len) != 0) /* off <= cd_off keeps the name in bounds */
         return hs_fail(err, HS_E_FORMAT, "'%s': zip entry '%.*s': local header does not match "
                        "the central directory or its data runs past the archive", z->path,
                        nl, nm);
