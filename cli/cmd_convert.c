@@ -15,7 +15,7 @@ static const char usage_text[] =
     "with config, tokenizer and weights, laid out as llama.cpp's converter writes it: same\n"
     "keys, tensor names and storage types. Norms, biases, position and token-type embeddings\n"
     "stay F32; the other matrices get --type (q8_0 falls back to f16 for rows not a multiple\n"
-    "of 32). The file appears only when complete (written to OUT.tmp, then renamed).\n\n"
+    "of 32). The file appears only when complete (written to a new temporary file beside OUT, then renamed).\n\n"
     "  -o, --output OUT   the file to write (e.g. model.bin)\n"
     "  -t, --type TYPE    f32 (default), f16, bf16 or q8_0\n"
     "      --name NAME    general.name (default: the model folder's name)\n"

@@ -6,6 +6,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "headscope/status.h"
 
@@ -41,6 +42,17 @@ void hs_sha256_init(hs_sha256_ctx *s);
 void hs_sha256_update(hs_sha256_ctx *s, const void *data, size_t n);
 void hs_sha256_final(hs_sha256_ctx *s, char hex[65]);
 hs_status hs_sha256_file(const char *path, char hex[65], uint64_t *size, hs_error *err);
+
+/* An output file written whole or not at all (src/core/tmpfile.c): hs_out_open creates a
+ * new file of an unpredictable name beside path (O_CREAT|O_EXCL: a planted symlink is never
+ * followed); write to o->f; hs_out_close(o, 1, err) syncs it and renames it to path (on any
+ * failure it is removed and the message names path), hs_out_close(o, 0, NULL) removes it. */
+typedef struct hs_out {
+    FILE *f;
+    char *path, *tmp; /* owned copies */
+} hs_out;
+hs_status hs_out_open(const char *path, hs_out *o, hs_error *err);
+hs_status hs_out_close(hs_out *o, int commit, hs_error *err);
 
 /* As hs_file_write_atomic (include/headscope/report.h), writing n_parts buffers one after
  * the other, so a large array need not be copied next to its header first. */

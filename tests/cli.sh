@@ -32,7 +32,11 @@ one_line_error() {
 
 stderr_has() { if grep -qiF -- "$2" "$T/err"; then ok; else bad "$1: stderr lacks '$2': $(cat "$T/err")"; fi; }
 stdout_is() { if [ "$(cat "$T/out")" = "$2" ]; then ok; else bad "$1: stdout '$(head -c 300 "$T/out")', want '$2'"; fi; }
-no_file() { if [ ! -e "$2" ] && [ ! -e "$2.tmp" ]; then ok; else bad "$1: '$2' (or .tmp) was left behind"; fi; }
+no_file() {
+    local left
+    left=$(ls -d "$2" "$2".tmp* 2>/dev/null)
+    if [ -z "$left" ]; then ok; else bad "$1: '$left' was left behind"; fi
+}
 
 G=fixtures/tiny-gpt2
 B=fixtures/tiny-bert
@@ -342,6 +346,22 @@ for f in evil_os_system evil_eval legacy huge_numel; do
     one_line_error "hostile pytorch_model.bin $f"
     no_file "hostile pytorch_model.bin $f" "$T/evil.npy"
 done
+
+# Writers never follow a symlink planted at a predictable temporary name: each outside
+# file keeps its bytes, and every output still appears.
+mkdir -p "$T/sym/out/heads" && echo keep >"$T/sym/victim"
+for f in out/report.json out/index.html out/gallery.png out/heads/L0_H0.png a.npy m.gguf; do
+    ln -s "$T/sym/victim" "$T/sym/$f.tmp"
+done
+"$HS" analyze "$G" --text "$REP" -o "$T/sym/out" -q --no-ablation && "$HS" attn "$G" --text hi -o "$T/sym/a.npy" -q && "$HS" convert "$G" -o "$T/sym/m.gguf" >/dev/null && ok || bad "writers with planted symlinks"
+[ "$(cat "$T/sym/victim")" = keep ] && ok || bad "a planted symlink was followed: $(head -c 80 "$T/sym/victim")"
+for f in out/report.json out/index.html out/gallery.png out/heads/L0_H0.png a.npy m.gguf; do
+    [ -f "$T/sym/$f" ] && [ ! -L "$T/sym/$f" ] || bad "$f was not written"
+done
+
+# a FIFO or a device as MODEL is refused at once, not waited on
+mkfifo "$T/fifo" && expect 1 "fifo model" -- timeout 5 "$HS" info "$T/fifo" && one_line_error "fifo model"
+expect 1 "device model" -- timeout 5 "$HS" info /dev/zero
 
 # --threads (every command) and HEADSCOPE_THREADS: same ids and maps with 1 and 2 threads
 expect 0 "attn 1 thread" -- "$HS" attn "$G" --threads 1 --text "$REP" -o "$T/t1.npy"

@@ -127,21 +127,6 @@ hs_status hs_png_encode(const uint8_t *rgb, int w, int h, uint8_t **out, size_t 
     return HS_OK;
 }
 
-/* Writes all of data to fd, retrying short writes and EINTR. */
-static int write_all(int fd, const uint8_t *data, size_t len)
-{
-    while (len > 0) {
-        ssize_t k = write(fd, data, len);
-        if (k < 0) {
-            if (errno == EINTR)
-                continue;
-            return -1;
-        }
-        data += k;
-        len -= (size_t)k;
-    }
-    return 0;
-}
 
 hs_status hs_png_write(const char *path, const uint8_t *rgb, int w, int h, hs_error *err)
 {
@@ -149,54 +134,16 @@ hs_status hs_png_write(const char *path, const uint8_t *rgb, int w, int h, hs_er
         return hs_fail(err, HS_E_ARG, "png: output path is empty");
     uint8_t *png = NULL;
     size_t len = 0;
-    char *tmp = NULL;
-    int fd = -1;
     hs_status st = hs_png_encode(rgb, w, h, &png, &len, err);
     if (st != HS_OK)
         return st;
-
-    size_t plen = strlen(path), tlen;
-    if (hs_add_size(plen, sizeof ".tmp", &tlen) != 0 || !(tmp = malloc(tlen))) {
-        st = hs_fail(err, HS_E_NOMEM, "png: out of memory for the path of '%s'", path);
-        goto fail;
+    hs_out o;
+    if ((st = hs_out_open(path, &o, err)) == HS_OK) {
+        int bad = fwrite(png, 1, len, o.f) != len; /* a short write makes the close fail */
+        st = hs_out_close(&o, !bad, err);
+        if (bad && st == HS_OK)
+            st = hs_fail(err, HS_E_IO, "cannot write '%s': %s", path, strerror(errno));
     }
-    memcpy(tmp, path, plen);
-    memcpy(tmp + plen, ".tmp", sizeof ".tmp");
-
-    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0666);
-    if (fd < 0) {
-        st = hs_fail(err, HS_E_IO, "cannot create '%s': %s", tmp, strerror(errno));
-        goto fail;
-    }
-    if (write_all(fd, png, len) != 0) {
-        st = hs_fail(err, HS_E_IO, "cannot write '%s': %s", tmp, strerror(errno));
-        goto fail_unlink;
-    }
-    if (fsync(fd) != 0 && errno != EINVAL && errno != EROFS) {
-        st = hs_fail(err, HS_E_IO, "cannot sync '%s': %s", tmp, strerror(errno));
-        goto fail_unlink;
-    }
-    int rc = close(fd);
-    fd = -1;
-    if (rc != 0) {
-        st = hs_fail(err, HS_E_IO, "cannot write '%s': %s", tmp, strerror(errno));
-        goto fail_unlink;
-    }
-    if (rename(tmp, path) != 0) {
-        st = hs_fail(err, HS_E_IO, "cannot rename '%s' to '%s': %s", tmp, path, strerror(errno));
-        goto fail_unlink;
-    }
-    free(tmp);
-    free(png);
-    return HS_OK;
-
-fail_unlink:
-    if (fd >= 0)
-        close(fd);
-    fd = -1;
-    unlink(tmp);
-fail:
-    free(tmp);
     free(png);
     return st;
 }

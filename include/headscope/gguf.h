@@ -19,7 +19,7 @@
  *     hs_gguf_free(g);
  *
  *     hs_gguf_write_options opt = {.ftype = HS_GGUF_FTYPE_F16};
- *     hs_gguf_write(model, "model.bin", &opt, &err);   // atomic: model.bin.tmp, then rename
+ *     hs_gguf_write(model, "model.bin", &opt, &err);   // atomic: a new temporary file, then rename
  *
  * Reader rules (see docs/gguf.md): versions 2 and 3 only; every count, length and offset
  * is checked against limits and the bytes left before anything is allocated; keys must
@@ -164,8 +164,9 @@ hs_status hs_gguf_ftype_parse(const char *s, hs_gguf_ftype *out);
 hs_status hs_gguf_encode(const hs_model *m, const hs_gguf_write_options *opt,
                          unsigned char **out, size_t *len, hs_error *err);
 
-/* Writes the same image to path atomically: to "path.tmp", flushed and fsync'd, then
- * renamed over path. On failure path is untouched and no .tmp file is left. */
+/* Writes the same image to path atomically: to a new temporary file beside it (O_EXCL,
+ * never through a planted symlink), flushed and fsync'd, then renamed over path. On
+ * failure path is untouched and no temporary file is left. */
 hs_status hs_gguf_write(const hs_model *m, const char *path, const hs_gguf_write_options *opt,
                         hs_error *err);
 

@@ -63,7 +63,7 @@ typedef struct hs_html_input {
  * disagree with the report; HS_E_NOMEM when out of memory or a size overflows. */
 hs_status hs_html_encode(const hs_html_input *in, char **out, size_t *len, hs_error *err);
 
-/* Builds the page and writes it to path atomically (path.tmp, then rename), so a
+/* Builds the page and writes it to path atomically (a new temporary file beside it, then rename), so a
  * failure never leaves a partial file under path. Returns the statuses of
  * hs_html_encode, or HS_E_IO (with the path and reason) when the file cannot be
  * written, or HS_E_ARG for a NULL path. */

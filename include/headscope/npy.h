@@ -23,14 +23,14 @@ typedef enum hs_npy_dtype { HS_NPY_F32 = 0, HS_NPY_I32 = 1 } hs_npy_dtype;
 hs_status hs_npy_encode(const void *data, hs_npy_dtype dt, const size_t *shape, int ndim,
                         unsigned char **out, size_t *out_len, hs_error *err);
 
-/* Writes a float32 array as .npy to path; writes path.tmp then renames, so a failed
+/* Writes a float32 array as .npy to path; writes a new temporary file beside it then renames, so a failed
  * write never leaves a partial file under path. */
 hs_status hs_npy_write_f32(const char *path, const float *data, const size_t *shape, int ndim,
                            hs_error *err);
 
 /* A float32 .npy file written piece by piece in C order (the maps of one layer at a time,
  * as hs_forward reports them), so the whole array is never held in memory. Data goes to
- * path.tmp; hs_npy_stream_close(s, 1, ...) checks that exactly the shape's element count
+ * a new temporary file beside path; hs_npy_stream_close(s, 1, ...) checks that exactly the shape's element count
  * was written and renames it to path, hs_npy_stream_close(s, 0, NULL) removes it.
  *     hs_npy_stream *s;  hs_npy_stream_open("attn.npy", shape, 4, &s, &err);
  *     ... hs_npy_stream_write(s, probs, H * n * n, &err) per layer ...

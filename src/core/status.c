@@ -204,35 +204,12 @@ hs_status hs_file_write_atomic(const char *path, const void *data, size_t len, h
 hs_status hs_file_write_atomic_parts(const char *path, const void *const *parts,
                                      const size_t *lens, int n_parts, hs_error *err)
 {
-    size_t plen = strlen(path) + 8;
-    char *tmp = malloc(plen);
-    if (!tmp)
-        return hs_fail(err, HS_E_NOMEM, "out of memory");
-    snprintf(tmp, plen, "%s.tmp", path);
-    hs_status st = HS_OK;
-    FILE *f = fopen(tmp, "wb");
-    if (!f) {
-        st = hs_fail(err, HS_E_IO, "cannot write '%s': %s", path, strerror(errno));
-        free(tmp);
+    hs_out o;
+    hs_status st = hs_out_open(path, &o, err);
+    if (st)
         return st;
-    }
-    int bad = 0;
-    for (int i = 0; i < n_parts && !bad; i++)
-        bad = fwrite(parts[i], 1, lens[i], f) != lens[i];
-    bad = bad || fflush(f) != 0 || ferror(f);
-    int e = errno;
-    if (fclose(f) != 0 && !bad) {
-        bad = 1;
-        e = errno;
-    }
-    if (!bad && rename(tmp, path) != 0) {
-        bad = 1;
-        e = errno;
-    }
-    if (bad) {
-        unlink(tmp);
-        st = hs_fail(err, HS_E_IO, "cannot write '%s': %s", path, strerror(e));
-    }
-    free(tmp);
-    return st;
+    for (int i = 0; i < n_parts; i++)
+        if (fwrite(parts[i], 1, lens[i], o.f) != lens[i])
+            break;
+    return hs_out_close(&o, 1, err);
 }

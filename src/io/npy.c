@@ -239,10 +239,8 @@ void hs_npy_free(hs_npy *a)
 /* ---- streamed writer ----------------------------------------------------------------- */
 
 struct hs_npy_stream {
-    FILE *f;
-    char *path, *tmp;
+    hs_out out;
     size_t want, written;
-    int failed, err_no;
 };
 
 hs_status hs_npy_stream_open(const char *path, const size_t *shape, int ndim,
@@ -255,17 +253,14 @@ hs_status hs_npy_stream_open(const char *path, const size_t *shape, int ndim,
     if (st)
         return st;
     hs_npy_stream *s = calloc(1, sizeof *s);
-    size_t plen = strlen(path) + 8;
-    if (!s || !(s->path = strdup(path)) || !(s->tmp = malloc(plen))) {
-        if (s)
-            free(s->path);
-        free(s);
+    if (!s)
         return hs_fail(err, HS_E_NOMEM, "out of memory");
+    if ((st = hs_out_open(path, &s->out, err))) {
+        free(s);
+        return st;
     }
-    snprintf(s->tmp, plen, "%s.tmp", path);
     s->want = count;
-    s->f = fopen(s->tmp, "wb");
-    if (!s->f || fwrite(hdr, 1, hl, s->f) != hl) {
+    if (fwrite(hdr, 1, hl, s->out.f) != hl) {
         st = hs_fail(err, HS_E_IO, "cannot write '%s': %s", path, strerror(errno));
         hs_npy_stream_close(s, 0, NULL);
         return st;
@@ -280,23 +275,21 @@ hs_status hs_npy_stream_write(hs_npy_stream *s, const float *data, size_t count,
         return hs_fail(err, HS_E_ARG, "npy: %zu more values than the shape holds",
                        count - (s->want - s->written));
     const uint16_t one = 1;
+    int bad = 0;
     if (*(const unsigned char *)&one == 1) {
-        if (fwrite(data, sizeof *data, count, s->f) != count)
-            s->failed = 1;
+        bad = fwrite(data, sizeof *data, count, s->out.f) != count;
     } else {
-        for (size_t i = 0; i < count && !s->failed; i++) {
+        for (size_t i = 0; i < count && !bad; i++) {
             uint32_t v;
             unsigned char b[4];
             memcpy(&v, data + i, 4);
             for (int k = 0; k < 4; k++)
                 b[k] = (unsigned char)(v >> (8 * k));
-            s->failed = fwrite(b, 1, 4, s->f) != 4;
+            bad = fwrite(b, 1, 4, s->out.f) != 4;
         }
     }
-    if (s->failed) {
-        s->err_no = errno;
-        return hs_fail(err, HS_E_IO, "cannot write '%s': %s", s->path, strerror(s->err_no));
-    }
+    if (bad)
+        return hs_fail(err, HS_E_IO, "cannot write '%s': %s", s->out.path, strerror(errno));
     s->written += count;
     return HS_OK;
 }
@@ -306,22 +299,11 @@ hs_status hs_npy_stream_close(hs_npy_stream *s, int commit, hs_error *err)
     if (!s)
         return HS_OK;
     hs_status st = HS_OK;
-    int bad = !s->f || s->failed || fflush(s->f) != 0 || ferror(s->f);
-    int e = s->err_no ? s->err_no : errno;
-    if (s->f && fclose(s->f) != 0 && !bad) {
-        bad = 1;
-        e = errno;
-    }
-    if (commit && !bad && s->written != s->want)
+    if (commit && s->written != s->want) {
         st = hs_fail(err, HS_E_ARG, "npy: %zu of %zu values written", s->written, s->want);
-    else if (commit && !bad && rename(s->tmp, s->path) != 0)
-        bad = 1, e = errno;
-    if (commit && bad)
-        st = hs_fail(err, HS_E_IO, "cannot write '%s': %s", s->path, strerror(e));
-    if (!commit || st)
-        unlink(s->tmp);
-    free(s->tmp);
-    free(s->path);
+        commit = 0;
+    }
+    hs_status st2 = hs_out_close(&s->out, commit, err);
     free(s);
-    return st;
+    return st ? st : st2;
 }

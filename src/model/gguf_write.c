@@ -578,29 +578,12 @@ hs_status hs_gguf_write(const hs_model *m, const char *path, const hs_gguf_write
 {
     if (!m || !path)
         return hs_fail(err, HS_E_ARG, "hs_gguf_write: null argument");
-    size_t n = strlen(path);
-    char *tmp = malloc(n + 5);
-    if (!tmp)
-        return hs_fail(err, HS_E_NOMEM, "out of memory");
-    snprintf(tmp, n + 5, "%s.tmp", path);
-    FILE *f = fopen(tmp, "wb");
-    if (!f) {
-        hs_status st = hs_fail(err, HS_E_IO, "cannot create '%s': %s", tmp, strerror(errno));
-        free(tmp);
-        return st;
-    }
-    sink s = {.f = f, .err = err, .path = tmp};
-    hs_status st = emit(&s, m, opt, err);
-    if (!st && (fflush(f) != 0 || ferror(f)))
-        st = hs_fail(err, HS_E_IO, "cannot write '%s': %s", tmp, strerror(errno));
-    if (!st && fsync(fileno(f)) != 0)
-        st = hs_fail(err, HS_E_IO, "cannot sync '%s': %s", tmp, strerror(errno));
-    if (fclose(f) != 0 && !st)
-        st = hs_fail(err, HS_E_IO, "cannot close '%s': %s", tmp, strerror(errno));
-    if (!st && rename(tmp, path) != 0)
-        st = hs_fail(err, HS_E_IO, "cannot rename '%s' to '%s': %s", tmp, path, strerror(errno));
+    hs_out o;
+    hs_status st = hs_out_open(path, &o, err);
     if (st)
-        remove(tmp);
-    free(tmp);
-    return st;
+        return st;
+    sink s = {.f = o.f, .err = err, .path = path};
+    st = emit(&s, m, opt, err);
+    hs_status st2 = hs_out_close(&o, st == HS_OK, err);
+    return st ? st : st2;
 }

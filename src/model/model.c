@@ -36,6 +36,8 @@ hs_status hs_model_open(const char *path, unsigned flags, hs_model **out, hs_err
     hs_status st;
     if (S_ISDIR(sb.st_mode)) {
         st = hs_hf_load(m, path, err);
+    } else if (!S_ISREG(sb.st_mode)) { /* a FIFO or a device would block or never end */
+        st = hs_fail(err, HS_E_IO, "'%s' is not a regular file or a folder", path);
     } else {
         unsigned char magic[8] = {0};
         FILE *f = fopen(path, "rb");

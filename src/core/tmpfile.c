@@ -1,0 +1,79 @@
+/* Output files appear whole or not at all, and never through a planted link: each writer
+ * creates a new file of an unpredictable name beside its destination (mkstemp: O_CREAT |
+ * O_EXCL, so nothing that already exists there, a symlink included, is opened), writes it,
+ * syncs it and renames it over the destination. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+/* The process umask, read without changing it for good (mkstemp makes files 0600; outputs
+ * get the 0666 & ~umask that fopen would have given). */
+static mode_t current_umask(void)
+{
+    mode_t m = umask(022);
+    umask(m);
+    return m;
+}
+
+hs_status hs_out_open(const char *path, hs_out *o, hs_error *err)
+{
+    memset(o, 0, sizeof *o);
+    size_t n = strlen(path);
+    o->tmp = malloc(n + sizeof ".tmp-XXXXXX");
+    o->path = strdup(path);
+    if (!o->tmp || !o->path) {
+        free(o->tmp);
+        free(o->path);
+        memset(o, 0, sizeof *o);
+        return hs_fail(err, HS_E_NOMEM, "out of memory");
+    }
+    memcpy(o->tmp, path, n);
+    memcpy(o->tmp + n, ".tmp-XXXXXX", sizeof ".tmp-XXXXXX");
+    int fd = mkstemp(o->tmp);
+    if (fd < 0) {
+        hs_status st = hs_fail(err, HS_E_IO, "cannot write '%s': %s", path, strerror(errno));
+        free(o->tmp);
+        free(o->path);
+        memset(o, 0, sizeof *o);
+        return st;
+    }
+    if (fchmod(fd, 0666 & ~current_umask()) != 0 || !(o->f = fdopen(fd, "wb"))) {
+        hs_status st = hs_fail(err, HS_E_IO, "cannot write '%s': %s", path, strerror(errno));
+        close(fd);
+        unlink(o->tmp);
+        free(o->tmp);
+        free(o->path);
+        memset(o, 0, sizeof *o);
+        return st;
+    }
+    return HS_OK;
+}
+
+hs_status hs_out_close(hs_out *o, int commit, hs_error *err)
+{
+    if (!o->tmp)
+        return HS_OK;
+    int bad = !o->f || ferror(o->f) || fflush(o->f) != 0;
+    int e = errno;
+    if (!bad && commit && fsync(fileno(o->f)) != 0 && errno != EINVAL && errno != EROFS)
+        bad = 1, e = errno;
+    if (o->f && fclose(o->f) != 0 && !bad)
+        bad = 1, e = errno;
+    o->f = NULL;
+    if (commit && !bad && rename(o->tmp, o->path) != 0)
+        bad = 1, e = errno;
+    hs_status st = HS_OK;
+    if (commit && bad)
+        st = hs_fail(err, HS_E_IO, "cannot write '%s': %s", o->path, strerror(e ? e : EIO));
+    if (!commit || bad)
+        unlink(o->tmp);
+    free(o->tmp);
+    free(o->path);
+    memset(o, 0, sizeof *o);
+    return st;
+}
