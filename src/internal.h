@@ -42,6 +42,15 @@ void hs_sha256_update(hs_sha256_ctx *s, const void *data, size_t n);
 void hs_sha256_final(hs_sha256_ctx *s, char hex[65]);
 hs_status hs_sha256_file(const char *path, char hex[65], uint64_t *size, hs_error *err);
 
+/* Report pieces shared by report_json.c and corpus_report.c (src/io): the label of a
+ * head from its detector scores (a static string, "none" below thr), and the report's
+ * "schema", "generator" and "model" members added to r from an analysis. */
+struct hs_head_result;
+struct hs_analysis;
+struct cJSON;
+const char *hs_head_label(const struct hs_head_result *h, double thr, int has_sep);
+void hs_report_add_header(struct cJSON *r, const struct hs_analysis *a);
+
 /* Half- and bfloat16-precision conversions (IEEE binary16, round to nearest even). */
 float hs_f16_to_f32(uint16_t h);
 uint16_t hs_f32_to_f16(float f);
