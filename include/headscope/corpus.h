@@ -148,7 +148,7 @@ void hs_stat_summary(const hs_stat *s, hs_summary *out);
 
 /* The 0.975 quantile of Student's t distribution with df degrees of freedom: a table of
  * 15 significant digits for df 1..30, a Cornish-Fisher expansion about the normal
- * quantile beyond (error below 1e-8 for df > 30). NaN for df < 1. */
+ * quantile beyond (terms to 1/df^5; error below 1e-9 for df > 30). NaN for df < 1. */
 double hs_t_quantile_975(long df);
 
 /* ---- aggregation over texts ------------------------------------------------------------ */

@@ -53,13 +53,14 @@ double hs_t_quantile_975(long df)
     /* Cornish-Fisher expansion of the t quantile in powers of 1/df about z = Phi^-1(0.975)
      * (Abramowitz & Stegun 26.7.5) */
     const double z = 1.95996398454005423552;
-    double z2 = z * z, z3 = z2 * z, z5 = z3 * z2, z7 = z5 * z2, z9 = z7 * z2;
+    double z2 = z * z, z3 = z2 * z, z5 = z3 * z2, z7 = z5 * z2, z9 = z7 * z2, z11 = z9 * z2;
     double g1 = (z3 + z) / 4;
     double g2 = (5 * z5 + 16 * z3 + 3 * z) / 96;
     double g3 = (3 * z7 + 19 * z5 + 17 * z3 - 15 * z) / 384;
     double g4 = (79 * z9 + 776 * z7 + 1482 * z5 - 1920 * z3 - 945 * z) / 92160;
+    double g5 = (27 * z11 + 339 * z9 + 930 * z7 - 1782 * z5 - 765 * z3 + 17955 * z) / 368640;
     double v = 1.0 / (double)df;
-    return z + v * (g1 + v * (g2 + v * (g3 + v * g4)));
+    return z + v * (g1 + v * (g2 + v * (g3 + v * (g4 + v * g5))));
 }
 
 static uint64_t splitmix64(uint64_t *state)
