@@ -112,6 +112,7 @@ fuzz-replay: $(REPLAY_BIN)
 	$(BUILD)/replay/fuzz_gguf $$(find fixtures/gguf -name '*.gguf' | sort)
 	HS_MODELS=$${HS_MODELS:-../shared/models} $(BUILD)/replay/fuzz_tokenizer fixtures/tokenizer/cases.jsonl README.md
 	$(BUILD)/replay/fuzz_safetensors $$(find fixtures/bad fixtures/models -name model.safetensors | sort)
+	$(BUILD)/replay/fuzz_corpus $$(find fixtures/corpus -type f | sort) README.md
 
 browser-test: $(BIN)
 	HEADSCOPE=$(BIN) HS_LDFLAGS="$(LDFLAGS)" bash tests/browser.sh
@@ -122,16 +123,19 @@ test: all unit cli-test fuzz-replay browser-test
 FUZZ_SECONDS ?= 30
 FUZZ_FLAGS = -g -O1 -fsanitize=fuzzer,address,undefined -std=c11 $(CPPFLAGS) $(PKG_CFLAGS)
 fuzz:
-	@mkdir -p build-fuzz/corpus-gguf build-fuzz/corpus-tokenizer build-fuzz/corpus-safetensors
+	@mkdir -p build-fuzz/corpus-gguf build-fuzz/corpus-tokenizer build-fuzz/corpus-safetensors build-fuzz/corpus-corpus
 	for f in $$(find fixtures/bad fixtures/models -name model.safetensors); do cp $$f build-fuzz/corpus-safetensors/$$(echo $$f | tr / _); done
 	clang $(FUZZ_FLAGS) tests/fuzz/fuzz_gguf.c $(LIB_SRC) $(PKG_LIBS) -o build-fuzz/fuzz_gguf
 	clang $(FUZZ_FLAGS) tests/fuzz/fuzz_tokenizer.c $(LIB_SRC) $(PKG_LIBS) -o build-fuzz/fuzz_tokenizer
 	clang $(FUZZ_FLAGS) tests/fuzz/fuzz_safetensors.c $(LIB_SRC) $(PKG_LIBS) -o build-fuzz/fuzz_safetensors
+	clang $(FUZZ_FLAGS) tests/fuzz/fuzz_corpus.c $(LIB_SRC) $(PKG_LIBS) -o build-fuzz/fuzz_corpus
+	cp fixtures/corpus/* build-fuzz/corpus-corpus/
 	find fixtures/gguf -name '*.gguf' -exec cp {} build-fuzz/corpus-gguf/ ';'
 	cp README.md docs/*.md build-fuzz/corpus-tokenizer/
 	build-fuzz/fuzz_gguf -max_total_time=$(FUZZ_SECONDS) -max_len=65536 build-fuzz/corpus-gguf
 	HS_MODELS=$${HS_MODELS:-../shared/models} build-fuzz/fuzz_tokenizer -max_total_time=$(FUZZ_SECONDS) -max_len=4096 build-fuzz/corpus-tokenizer
 	build-fuzz/fuzz_safetensors -max_total_time=$(FUZZ_SECONDS) -max_len=65536 build-fuzz/corpus-safetensors
+	build-fuzz/fuzz_corpus -max_total_time=$(FUZZ_SECONDS) -max_len=65536 build-fuzz/corpus-corpus
 
 example: all
 	$(BIN) attn fixtures/tiny-gpt2 --text "The cat sat on the mat. The cat sat on the mat." -o /tmp/headscope-attn.npy
