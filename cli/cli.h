@@ -65,6 +65,29 @@ hs_model *cli_model_open(const char *cmd, const char *path, unsigned flags);
 int cli_encode(const char *cmd, const hs_model *m, const cli_text *t, int truncate,
                hs_encoding *enc, int *truncated);
 
+/* Drops tokens until e has at most max: GPT-2 from the end; BERT from the end of the longer
+ * segment, keeping [CLS] and [SEP] (Hugging Face's longest_first). */
+void cli_truncate_encoding(const hs_tokenizer *tok, hs_encoding *e, size_t max);
+
+/* Corpus mode of `headscope analyze` (cli/analyze_corpus.c). */
+typedef struct cli_corpus_opts {
+    const char *path;     /* the corpus, "-" for stdin */
+    int format;           /* hs_corpus_format */
+    long max_texts;       /* 0 = all */
+    int max_tokens;       /* 0 = the model's context */
+    int skip_long;        /* skip longer texts instead of truncating them */
+    long sample;          /* 0 = every text */
+    uint64_t seed;
+    int ablation;         /* --corpus-ablation */
+} cli_corpus_opts;
+
+/* Runs corpus mode: writes outdir/texts.jsonl and outdir/report.json, prints a summary
+ * (unless quiet) and bad records on stderr. Removes what it wrote on failure. Returns an
+ * exit status. ao: the analysis options (layers, similarity, ...) from the command line. */
+int cli_analyze_corpus(const char *cmd, hs_model *m, const cli_corpus_opts *co,
+                       const hs_analyze_opts *ao, const char *outdir, int created_dir,
+                       int quiet, int json);
+
 /* Flushes stdout and reports a write error; returns EXIT_OK or EXIT_FAIL. */
 int cli_finish_stdout(const char *cmd);
 

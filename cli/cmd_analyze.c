@@ -9,12 +9,14 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "headscope/corpus.h"
 #include "headscope/html.h"
 #include "headscope/report.h"
 
 static const char usage_text[] =
     "usage: headscope analyze MODEL (--text TEXT | --file PATH|-) [--text-pair TEXT2] -o OUTDIR\n"
-    "                         [options]\n\n"
+    "                         [options]\n"
+    "       headscope analyze MODEL --corpus PATH|- -o OUTDIR [corpus options] [options]\n\n"
     "Records every head's attention map on the text and computes per-head entropy, detector\n"
     "scores (previous-token, self, first-token/[CLS], [SEP], duplicate-token, induction on a\n"
     "seeded probe), Frobenius diversity, head similarity and clusters, ablation importance, a\n"
@@ -47,12 +49,25 @@ static const char usage_text[] =
     "      --no-images            write no PNG pictures\n"
     "      --max-tokens-in-images N  label at most N tokens per picture axis (default 64)\n"
     "      --no-hash              leave the model files' SHA-256 digests out of the report\n"
-    "  -h, --help                 show this help\n";
+    "  -h, --help                 show this help\n\n"
+    "Corpus mode (docs/corpus.md): every text of PATH analysed in turn; OUTDIR/texts.jsonl\n"
+    "holds each text's per-head values, OUTDIR/report.json their count, mean, sd and 95%\n"
+    "confidence interval per head, corpus importance and clusters on the mean similarity.\n"
+    "      --corpus PATH          a text file (one text per line), a JSONL file ({\"text\": ...,\n"
+    "                             \"text_pair\": ...} per line), a folder of .txt files, or -\n"
+    "      --corpus-format F      auto (default), lines, jsonl or folder\n"
+    "      --max-texts N          read at most the first N texts\n"
+    "      --max-tokens N         truncate each text to N tokens (default: the context)\n"
+    "      --skip-long            skip texts longer than --max-tokens instead\n"
+    "      --sample N             analyse a uniform sample of N texts (reservoir sampling)\n"
+    "      --seed S               the sample's seed (default 1)\n"
+    "      --corpus-ablation      also the ablation sweep on every text (L*H passes per text)\n";
 
 enum {
     OPT_PAIR = 256, OPT_JSON, OPT_TRUNC, OPT_LAYERS, OPT_NOABL, OPT_NOPRUNE, OPT_SIM, OPT_THR,
     OPT_SINKS, OPT_SEED, OPT_PLEN, OPT_PTOL, OPT_PSTOP, OPT_PBEAM, OPT_PMAX, OPT_NOIMG, OPT_MAXTOK, OPT_NOGRAD,
-    OPT_NOHASH, OPT_PMETHOD, OPT_PROUND
+    OPT_NOHASH, OPT_PMETHOD, OPT_PROUND, OPT_CORPUS, OPT_CFORMAT, OPT_MAXTEXTS, OPT_MAXTOKENS,
+    OPT_SKIPLONG, OPT_SAMPLE, OPT_CSEED, OPT_CABL
 };
 
 static int parse_double(const char *s, double lo, double hi, double *out)
@@ -272,6 +287,14 @@ int cmd_analyze(int argc, char **argv)
         {"no-gradient", no_argument, NULL, OPT_NOGRAD},
         {"no-hash", no_argument, NULL, OPT_NOHASH},
         {"max-tokens-in-images", required_argument, NULL, OPT_MAXTOK},
+        {"corpus", required_argument, NULL, OPT_CORPUS},
+        {"corpus-format", required_argument, NULL, OPT_CFORMAT},
+        {"max-texts", required_argument, NULL, OPT_MAXTEXTS},
+        {"max-tokens", required_argument, NULL, OPT_MAXTOKENS},
+        {"skip-long", no_argument, NULL, OPT_SKIPLONG},
+        {"sample", required_argument, NULL, OPT_SAMPLE},
+        {"seed", required_argument, NULL, OPT_CSEED},
+        {"corpus-ablation", no_argument, NULL, OPT_CABL},
         {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0}};
     const char *C = "analyze";
     int images = 1, max_tokens = 64;
@@ -279,6 +302,8 @@ int cmd_analyze(int argc, char **argv)
     int json = 0, quiet = 0, truncate = 0, was_truncated = 0, c;
     hs_analyze_opts ao;
     hs_analyze_opts_default(&ao);
+    cli_corpus_opts co = {.seed = 1};
+    int corpus_only = 0; /* a corpus option was given */
     long lv;
     double dv;
     opterr = 0;
@@ -364,6 +389,44 @@ int cmd_analyze(int argc, char **argv)
                 return cli_usage_error(C, "--max-tokens-in-images '%s' is not a number >= 1", optarg);
             max_tokens = (int)lv;
             break;
+        case OPT_CORPUS: co.path = optarg; break;
+        case OPT_CFORMAT:
+            corpus_only = 1;
+            if (!strcmp(optarg, "auto"))
+                co.format = HS_CORPUS_AUTO;
+            else if (!strcmp(optarg, "lines"))
+                co.format = HS_CORPUS_LINES;
+            else if (!strcmp(optarg, "jsonl"))
+                co.format = HS_CORPUS_JSONL;
+            else if (!strcmp(optarg, "folder"))
+                co.format = HS_CORPUS_DIR;
+            else
+                return cli_usage_error(C, "--corpus-format '%s' is not auto, lines, jsonl or folder", optarg);
+            break;
+        case OPT_MAXTEXTS:
+        case OPT_SAMPLE:
+            corpus_only = 1;
+            if (parse_long(optarg, 1, 100000000L, &lv))
+                return cli_usage_error(C, "--%s '%s' is not a number in [1, 10^8]",
+                                       c == OPT_SAMPLE ? "sample" : "max-texts", optarg);
+            if (c == OPT_SAMPLE && lv > 1000000L)
+                return cli_usage_error(C, "--sample '%s' is more than 10^6", optarg);
+            *(c == OPT_SAMPLE ? &co.sample : &co.max_texts) = lv;
+            break;
+        case OPT_MAXTOKENS:
+            corpus_only = 1;
+            if (parse_long(optarg, 1, 1 << 20, &lv))
+                return cli_usage_error(C, "--max-tokens '%s' is not a number >= 1", optarg);
+            co.max_tokens = (int)lv;
+            break;
+        case OPT_SKIPLONG: corpus_only = 1; co.skip_long = 1; break;
+        case OPT_CSEED:
+            corpus_only = 1;
+            if (parse_long(optarg, 0, 0x7fffffffL, &lv))
+                return cli_usage_error(C, "--seed '%s' is not a number in [0, 2^31)", optarg);
+            co.seed = (uint64_t)lv;
+            break;
+        case OPT_CABL: corpus_only = 1; co.ablation = 1; break;
         case 'h': fputs(usage_text, stdout); return cli_finish_stdout(C);
         case ':': return cli_usage_error(C, "option '%s' needs a value", argv[optind - 1]);
         default: return cli_usage_error(C, "unknown option '%s'", argv[optind - 1]);
@@ -374,8 +437,12 @@ int cmd_analyze(int argc, char **argv)
     if (!outdir)
         return cli_usage_error(C, "no output folder (use -o OUTDIR)");
 
-    cli_text t;
-    int rc = cli_text_get(C, text, file, pair, &t);
+    if (co.path && (text || file || pair))
+        return cli_usage_error(C, "give --corpus or --text/--file/--text-pair, not both");
+    if (!co.path && corpus_only)
+        return cli_usage_error(C, "corpus options need --corpus PATH");
+    cli_text t = {0};
+    int rc = co.path ? 0 : cli_text_get(C, text, file, pair, &t);
     if (rc)
         return rc;
     hs_model *m = cli_model_load(C, argv[optind]);
@@ -401,7 +468,7 @@ int cmd_analyze(int argc, char **argv)
         }
         ao.layers = on;
     }
-    if (cli_encode(C, m, &t, truncate, &enc, &was_truncated))
+    if (!co.path && cli_encode(C, m, &t, truncate, &enc, &was_truncated))
         goto done;
     if (!quiet && isatty(STDERR_FILENO))
         ao.progress = progress;
@@ -414,6 +481,12 @@ int cmd_analyze(int argc, char **argv)
     if (!created_dir && (stat(outdir, &sb) != 0 || !S_ISDIR(sb.st_mode))) {
         cli_error(C, "cannot use '%s' as the output folder: %s", outdir,
                   errno ? strerror(errno) : "Not a directory");
+        goto done;
+    }
+    if (co.path) {
+        ao.progress = NULL;
+        rc = cli_analyze_corpus(C, m, &co, &ao, outdir, created_dir, quiet, json);
+        created_dir = 0; /* cli_analyze_corpus removed what it wrote */
         goto done;
     }
     hs_analyze_input in = {.ids = enc.ids, .type_ids = enc.type_ids, .n = (int)enc.n,
@@ -464,7 +537,7 @@ int cmd_analyze(int argc, char **argv)
         print_summary(a, report_path);
     rc = cli_finish_stdout(C);
 done:
-    if (rc != EXIT_OK && outdir)
+    if (rc != EXIT_OK && outdir && !co.path)
         remove_outputs(outdir, files, n_files, created_dir);
     for (int i = 0; i < n_files; i++)
         free(files[i]);

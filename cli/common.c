@@ -167,7 +167,7 @@ static void drop_token(hs_encoding *e, size_t i)
 /* Truncates to max tokens. BPE: keep the first max. WordPiece: keep [CLS]/[SEP] and
  * remove tokens from the end of the longer segment, one at a time (Hugging Face's
  * "longest_first" strategy). */
-static void truncate_encoding(const hs_tokenizer *tok, hs_encoding *e, size_t max)
+void cli_truncate_encoding(const hs_tokenizer *tok, hs_encoding *e, size_t max)
 {
     if (hs_tokenizer_get_kind(tok) == HS_TOK_BPE) {
         while (e->n > max)
@@ -234,7 +234,7 @@ int cli_encode(const char *cmd, const hs_model *m, const cli_text *t, int trunca
             hs_encoding_free(enc);
             return EXIT_FAIL;
         }
-        truncate_encoding(tok, enc, ctx);
+        cli_truncate_encoding(tok, enc, ctx);
         if (truncated)
             *truncated = 1;
     }

@@ -58,6 +58,14 @@ hs_status hs_out_close(hs_out *o, int commit, hs_error *err);
  * the other, so a large array need not be copied next to its header first. */
 hs_status hs_file_write_atomic_parts(const char *path, const void *const *parts,
                                      const size_t *lens, int n_parts, hs_error *err);
+/* Report pieces shared by report_json.c and corpus_report.c (src/io): the label of a
+ * head from its detector scores (a static string, "none" below thr), and the report's
+ * "schema", "generator" and "model" members added to r from an analysis. */
+struct hs_head_result;
+struct hs_analysis;
+struct cJSON;
+const char *hs_head_label(const struct hs_head_result *h, double thr, int has_sep);
+void hs_report_add_header(struct cJSON *r, const struct hs_analysis *a);
 
 /* Half- and bfloat16-precision conversions (IEEE binary16, round to nearest even). */
 float hs_f16_to_f32(uint16_t h);

@@ -373,5 +373,72 @@ one_line_error "--threads 0"
 expect 2 "--threads without value" -- "$HS" info "$G" --threads
 HEADSCOPE_THREADS=lots "$HS" info "$G" >/dev/null 2>"$T/err"; [ $? = 2 ] && ok || bad "bad HEADSCOPE_THREADS is a usage error"
 
+# ---- analyze --corpus -----------------------------------------------------------------------
+TG=fixtures/trained-gpt2
+CP=fixtures/corpus/licenses.txt
+expect 0 "corpus licenses" -- "$HS" analyze "$TG" --corpus "$CP" -o "$T/co"
+grep -q "40 texts analysed" "$T/out" && grep -q "^wrote $T/co/report.json" "$T/out" && ok || bad "corpus summary: $(cat "$T/out")"
+[ -s "$T/co/texts.jsonl" ] && [ ! -e "$T/co/texts.jsonl.tmp" ] && [ ! -e "$T/co/index.html" ] && ok || bad "corpus outputs"
+"$PY" fixtures/corpus/check_corpus.py "$T/co" "$TG" --ref-texts 4 >"$T/chk" 2>&1 && ok || bad "corpus statistics vs NumPy and the reference: $(cat "$T/chk")"
+expect 0 "corpus rerun" -- "$HS" analyze "$TG" --corpus "$CP" -o "$T/co2" -q
+cmp -s "$T/co/texts.jsonl" "$T/co2/texts.jsonl" && ok || bad "corpus texts.jsonl differs between runs"
+"$PY" - "$T/co/report.json" "$T/co2/report.json" <<'PYEOF' && ok || bad "corpus report differs between runs"
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:])
+for r in (a, b):
+    del r["timing"], r["generator"]
+assert a == b
+PYEOF
+expect 0 "corpus jsonl with bad lines" -- "$HS" analyze "$TG" --corpus fixtures/corpus/mixed.jsonl -o "$T/cm"
+stderr_has "bad json line" "line 4: invalid_json"
+stderr_has "bad utf-8 line" "line 8: invalid_utf8"
+stderr_has "pair for gpt-2" "line 6: text_pair_unsupported"
+"$PY" - "$T/cm/report.json" <<'PYEOF' && ok || bad "corpus skip counts: $(head -c 600 "$T/cm/report.json")"
+import json, sys
+c = json.load(open(sys.argv[1]))["corpus"]
+assert c["source"]["format"] == "jsonl", c["source"]
+assert (c["n_texts"], c["n_records"], c["n_empty"], c["n_skipped"]) == (3, 7, 2, 4), c
+s = c["skipped"]
+assert (s["invalid_json"], s["invalid_utf8"], s["text_pair_unsupported"]) == (2, 1, 1), s
+PYEOF
+printf '{"text": 1}\nnot json\n\n' >"$T/allbad.jsonl"
+expect 1 "corpus with no good line" -- "$HS" analyze "$TG" --corpus "$T/allbad.jsonl" -o "$T/cb" -q
+one_line_error "corpus with no good line"
+[ ! -e "$T/cb" ] && ok || bad "a failed corpus run left '$T/cb' behind"
+expect 1 "corpus missing file" -- "$HS" analyze "$TG" --corpus "$T/none.txt" -o "$T/cb"
+one_line_error "corpus missing file"
+expect 0 "corpus stdin --max-texts" -- bash -c "'$HS' analyze '$TG' --corpus - --max-texts 5 -o '$T/cs' -q < '$CP'"
+expect 0 "corpus --sample" -- "$HS" analyze "$TG" --corpus "$CP" --sample 7 --seed 3 -o "$T/csa" -q
+expect 0 "corpus --sample again" -- "$HS" analyze "$TG" --corpus "$CP" --sample 7 --seed 3 -o "$T/csb" -q
+cmp -s "$T/csa/texts.jsonl" "$T/csb/texts.jsonl" && ok || bad "same seed, different sample"
+expect 0 "corpus --max-tokens" -- "$HS" analyze "$TG" --corpus "$CP" --max-tokens 30 --max-texts 10 -o "$T/ct" -q
+expect 0 "corpus --skip-long" -- "$HS" analyze "$TG" --corpus "$CP" --max-tokens 30 --max-texts 10 --skip-long -o "$T/ck" -q
+mkdir -p "$T/cdir" && printf 'The second file.\n' >"$T/cdir/b.txt" && printf 'The first file.' >"$T/cdir/a.txt" && printf 'skipped' >"$T/cdir/c.md"
+expect 0 "corpus folder" -- "$HS" analyze "$TG" --corpus "$T/cdir" -o "$T/cf" -q
+expect 0 "corpus --corpus-ablation" -- "$HS" analyze "$TG" --corpus "$CP" --max-texts 3 --corpus-ablation -o "$T/cab" -q
+"$PY" - "$T" <<'PYEOF' && ok || bad "corpus stdin, sample, max-tokens, folder, ablation"
+import json, sys
+t = sys.argv[1]
+rep = lambda d: json.load(open(f"{t}/{d}/report.json"))["corpus"]
+lines = lambda d: [json.loads(l) for l in open(f"{t}/{d}/texts.jsonl")]
+assert rep("cs")["n_texts"] == 5 and [x["line"] for x in lines("cs")] == [1, 2, 3, 4, 5]
+sa = [x["line"] for x in lines("csa")]
+assert len(sa) == 7 and sa == sorted(sa) and sa != list(range(1, 8)), sa
+ct, ck = rep("ct"), rep("ck")
+assert all(x["n_tokens"] <= 30 for x in lines("ct")) and ct["n_texts"] == 10
+assert ct["n_truncated"] == sum(x["truncated"] for x in lines("ct")) > 0, ct["n_truncated"]
+assert ck["skipped"]["too_long"] == ct["n_truncated"] and ck["n_texts"] == 10 - ct["n_truncated"]
+cf = rep("cf")
+assert cf["source"]["format"] == "folder" and cf["n_texts"] == 2
+assert [x["line"] for x in lines("cf")] == [1, 2]
+ab = rep("cab")["heads"][0]["ablation_delta"]
+assert ab["n"] == 3 and ab["mean"] is not None, ab
+assert rep("co")["heads"][0]["ablation_delta"] is None
+PYEOF
+expect 2 "corpus and --text" -- "$HS" analyze "$TG" --corpus "$CP" --text hi -o "$T/cx"
+expect 2 "corpus option without --corpus" -- "$HS" analyze "$TG" --text hi --sample 3 -o "$T/cx"
+expect 2 "corpus bad --sample" -- "$HS" analyze "$TG" --corpus "$CP" --sample 0 -o "$T/cx"
+expect 2 "corpus bad format" -- "$HS" analyze "$TG" --corpus "$CP" --corpus-format csv -o "$T/cx"
+
 echo "cli: $pass passed, $fail failed"
 [ "$fail" = 0 ]

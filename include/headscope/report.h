@@ -62,6 +62,8 @@ typedef struct hs_analyze_opts {
     hs_progress_fn progress;     /* optional progress reports */
     void *progress_user;
     int hash_files;              /* record each model file's size and SHA-256 (default 1) */
+    int probe;                   /* run the induction probe (default 1); 0: probe scores NaN */
+    int diversity;               /* Frobenius diversity (default 1); 0: NaN (corpus mode) */
     const char *const *command_line; /* (command_line_argc) the command that ran, for the
                                         report; copied; NULL when none */
     int command_line_argc;

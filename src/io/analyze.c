@@ -28,6 +28,8 @@ void hs_analyze_opts_default(hs_analyze_opts *o)
     o->prune_max_steps = 64;
     o->label_threshold = 0.4;
     o->hash_files = 1;
+    o->probe = 1;
+    o->diversity = 1;
 }
 
 static double now(void)
@@ -142,7 +144,7 @@ static int probe_observe(void *user, int layer, const float *probs, int n_head, 
     return p->st != HS_OK;
 }
 
-static const char *label_of(const hs_head_result *h, double thr, int has_sep)
+const char *hs_head_label(const hs_head_result *h, double thr, int has_sep)
 {
     struct {
         const char *name;
@@ -320,10 +322,11 @@ hs_status hs_analyze_run(const hs_model *m, const hs_analyze_input *in, const hs
         a->heads[k].ablation_delta = NAN;
         a->heads[k].gradient = NAN;
         a->heads[k].gradient_raw = NAN;
+        a->heads[k].probe_scores = (hs_detect){NAN, NAN, NAN, NAN, NAN, NAN};
     }
 
     /* 3. the induction probe: seeded random tokens repeated twice */
-    if (!st) {
+    if (!st && o->probe) {
         int specials = is_bert ? 2 : 0;
         int half = o->probe_half_len;
         if (half > (c->n_ctx - specials) / 2)
@@ -369,7 +372,14 @@ hs_status hs_analyze_run(const hs_model *m, const hs_analyze_input *in, const hs
     double *per_layer = malloc((size_t)n_layers_on * sizeof *per_layer);
     if (!per_layer)
         goto nomem;
-    st = hs_diversity_compute(maps, n_layers_on, H, n, per_layer, a->frobenius, err);
+    if (o->diversity) {
+        st = hs_diversity_compute(maps, n_layers_on, H, n, per_layer, a->frobenius, err);
+    } else {
+        for (int l = 0; l < n_layers_on; l++)
+            per_layer[l] = NAN;
+        for (size_t k = 0; k < nh * nh; k++)
+            a->frobenius[k] = NAN;
+    }
     for (int l = 0, j = 0; l < L; l++)
         a->layer_diversity[l] = (o->layers && !o->layers[l]) ? NAN : per_layer[j++];
     free(per_layer);
@@ -389,7 +399,7 @@ hs_status hs_analyze_run(const hs_model *m, const hs_analyze_input *in, const hs
         goto fail;
     for (size_t k = 0; k < nh; k++) {
         a->heads[k].cluster = a->labels[k];
-        a->heads[k].label = label_of(&a->heads[k], o->label_threshold, sep_id >= 0);
+        a->heads[k].label = hs_head_label(&a->heads[k], o->label_threshold, sep_id >= 0);
     }
 
     /* 5. loss, ablation, pruning */

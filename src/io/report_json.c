@@ -81,15 +81,10 @@ static cJSON *head_json(const hs_analysis *a, const hs_head_result *h)
     return o;
 }
 
-char *hs_report_json(const hs_analysis *a, const char *const *files, int n_files, int pretty)
+void hs_report_add_header(cJSON *r, const hs_analysis *a)
 {
     const hs_model *m = a->model;
     const hs_model_config *c = hs_model_config_of(m);
-    const hs_analyze_opts *o = &a->opts;
-    char name[32];
-    cJSON *r = cJSON_CreateObject();
-    if (!r)
-        return NULL;
     cJSON_AddStringToObject(r, "schema", HS_REPORT_SCHEMA);
     cJSON *gen = cJSON_AddObjectToObject(r, "generator");
     cJSON_AddStringToObject(gen, "name", "headscope");
@@ -130,6 +125,18 @@ char *hs_report_json(const hs_analysis *a, const char *const *files, int n_files
     } else {
         cJSON_AddNullToObject(mo, "files");
     }
+}
+
+char *hs_report_json(const hs_analysis *a, const char *const *files, int n_files, int pretty)
+{
+    const hs_model *m = a->model;
+    const hs_model_config *c = hs_model_config_of(m);
+    const hs_analyze_opts *o = &a->opts;
+    char name[32];
+    cJSON *r = cJSON_CreateObject();
+    if (!r)
+        return NULL;
+    hs_report_add_header(r, a);
 
     cJSON *in = cJSON_AddObjectToObject(r, "input");
     if (a->text)

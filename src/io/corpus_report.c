@@ -1,0 +1,368 @@
+/* Corpus mode: folding per-text analyses into streaming statistics (memory independent of
+ * the number of texts), texts.jsonl lines, and the corpus report. docs/corpus.md defines
+ * every statistic; docs/report-schema.md every field. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cJSON.h>
+
+#include "headscope/corpus.h"
+#include "internal.h"
+
+static const char *const qnames[HS_CQ_COUNT] = {
+    "entropy_nats", "entropy_norm", "max_weight", "previous_token", "self", "first_token",
+    "sep", "duplicate_token", "induction", "gradient_raw", "gradient_importance",
+    "ablation_delta"};
+
+const char *hs_corpus_quantity_name(int q)
+{
+    return q >= 0 && q < HS_CQ_COUNT ? qnames[q] : "unknown";
+}
+
+double hs_corpus_quantity(const hs_head_result *h, int q)
+{
+    switch (q) {
+    case HS_CQ_ENTROPY: return h->entropy.nats;
+    case HS_CQ_ENTROPY_NORM: return h->entropy.norm;
+    case HS_CQ_MAX_WEIGHT: return h->entropy.rowmax;
+    case HS_CQ_PREV: return h->text_scores.prev_token;
+    case HS_CQ_SELF: return h->text_scores.self;
+    case HS_CQ_FIRST: return h->text_scores.first_token;
+    case HS_CQ_SEP: return h->text_scores.sep;
+    case HS_CQ_DUP: return h->text_scores.duplicate;
+    case HS_CQ_IND: return h->text_scores.induction;
+    case HS_CQ_GRAD_RAW: return h->gradient_raw;
+    case HS_CQ_GRAD: return h->gradient;
+    case HS_CQ_ABLATION: return h->ablation_delta;
+    default: return NAN;
+    }
+}
+
+/* The rows a quantity's token-weighted mean weights by (0: not weighted). */
+static double quantity_weight(const hs_head_result *h, int q)
+{
+    return q == HS_CQ_ENTROPY || q == HS_CQ_MAX_WEIGHT ? (double)h->entropy.rows : 0.0;
+}
+
+void hs_corpus_agg_free(hs_corpus_agg *g)
+{
+    if (!g)
+        return;
+    free(g->head_index);
+    free(g->stats);
+    free(g->sim_sum);
+    free(g->importance);
+    free(g->similarity);
+    hs_linkage_free(g->linkage);
+    free(g->labels);
+    free(g);
+}
+
+hs_status hs_corpus_agg_new(const hs_analysis *first, hs_corpus_agg **out, hs_error *err)
+{
+    *out = NULL;
+    int nh = first->n_heads;
+    if (nh < 1 || nh > 1 << 16)
+        return hs_fail(err, HS_E_ARG, "corpus: %d heads", nh);
+    hs_corpus_agg *g = calloc(1, sizeof *g);
+    size_t n = (size_t)nh;
+    if (!g || !(g->head_index = malloc(n * sizeof *g->head_index)) ||
+        !(g->stats = calloc(n * HS_CQ_COUNT, sizeof *g->stats)) ||
+        !(g->sim_sum = calloc(n * n, sizeof *g->sim_sum)) ||
+        !(g->importance = malloc(n * sizeof *g->importance)) ||
+        !(g->similarity = malloc(n * n * sizeof *g->similarity)) ||
+        !(g->labels = malloc(n * sizeof *g->labels))) {
+        hs_corpus_agg_free(g);
+        return hs_fail(err, HS_E_NOMEM, "out of memory");
+    }
+    g->n_heads = nh;
+    g->n_head = hs_model_config_of(first->model)->n_head;
+    memcpy(g->head_index, first->head_index, n * sizeof *g->head_index);
+    *out = g;
+    return HS_OK;
+}
+
+hs_status hs_corpus_agg_add(hs_corpus_agg *g, const hs_analysis *a, hs_error *err)
+{
+    if (a->n_heads != g->n_heads || memcmp(a->head_index, g->head_index,
+                                           (size_t)g->n_heads * sizeof *g->head_index))
+        return hs_fail(err, HS_E_ARG, "corpus: the analysis has other heads than the first");
+    size_t nh = (size_t)g->n_heads;
+    for (size_t k = 0; k < nh; k++)
+        for (int q = 0; q < HS_CQ_COUNT; q++)
+            hs_stat_add(&g->stats[k * HS_CQ_COUNT + (size_t)q],
+                        hs_corpus_quantity(&a->heads[k], q), quantity_weight(&a->heads[k], q));
+    for (size_t i = 0; i < nh * nh; i++)
+        g->sim_sum[i] += a->similarity[i];
+    g->n_sim++;
+    double w = a->loss_kind == HS_LOSS_LM ? a->n - 1 : a->loss_kind == HS_LOSS_MLM ? a->n_mlm : 1;
+    hs_stat_add(&g->loss, a->loss, w);
+    if (g->n_texts == 0 || a->n < g->tokens_min)
+        g->tokens_min = a->n;
+    if (a->n > g->tokens_max)
+        g->tokens_max = a->n;
+    g->n_texts++;
+    g->tokens += a->n;
+    g->truncated += a->truncated != 0;
+    return HS_OK;
+}
+
+hs_status hs_corpus_agg_finish(hs_corpus_agg *g, hs_sim_method method, double threshold,
+                               hs_error *err)
+{
+    if (g->n_texts < 1)
+        return hs_fail(err, HS_E_INPUT, "corpus: no texts were analysed");
+    size_t nh = (size_t)g->n_heads;
+    /* Michel et al.: mean over texts of |dL/d xi_h|, then each layer divided by its L2 norm */
+    for (size_t k = 0; k < nh;) {
+        int layer = g->head_index[k] / g->n_head;
+        size_t e = k;
+        double ss = 0;
+        int any = 0;
+        for (; e < nh && g->head_index[e] / g->n_head == layer; e++) {
+            const hs_stat *s = &g->stats[e * HS_CQ_COUNT + HS_CQ_GRAD_RAW];
+            if (s->n > 0) {
+                ss += s->mean * s->mean;
+                any = 1;
+            }
+        }
+        for (; k < e; k++) {
+            const hs_stat *s = &g->stats[k * HS_CQ_COUNT + HS_CQ_GRAD_RAW];
+            g->importance[k] = !any || s->n == 0 ? NAN : ss > 0 ? s->mean / sqrt(ss) : 0.0;
+        }
+    }
+    for (size_t i = 0; i < nh * nh; i++)
+        g->similarity[i] = g->sim_sum[i] / (double)g->n_sim;
+    hs_linkage_free(g->linkage);
+    g->linkage = NULL;
+    if (nh < 2) {
+        g->labels[0] = 0;
+        g->n_clusters = 1;
+        return HS_OK;
+    }
+    double *dist = malloc(nh * nh * sizeof *dist);
+    if (!dist)
+        return hs_fail(err, HS_E_NOMEM, "out of memory");
+    hs_status st = hs_similarity_distance(g->similarity, g->n_heads, method, dist, err);
+    if (!st)
+        st = hs_linkage_build(dist, g->n_heads, &g->linkage, err);
+    if (!st)
+        st = hs_linkage_cut(g->linkage, threshold, g->labels, &g->n_clusters, err);
+    free(dist);
+    return st;
+}
+
+/* A number, or null for NaN/Inf. */
+static cJSON *num(double v)
+{
+    return isfinite(v) ? cJSON_CreateNumber(v) : cJSON_CreateNull();
+}
+
+static cJSON *int_array(const int32_t *v, int n)
+{
+    cJSON *a = cJSON_CreateArray();
+    for (int i = 0; a && i < n; i++)
+        cJSON_AddItemToArray(a, cJSON_CreateNumber(v[i]));
+    return a;
+}
+
+static int quantity_on(const hs_analysis *a, int q)
+{
+    const hs_model_config *c = hs_model_config_of(a->model);
+    if (q == HS_CQ_SEP)
+        return c->family == HS_FAMILY_BERT;
+    if (q == HS_CQ_ABLATION)
+        return a->opts.ablation;
+    if (q == HS_CQ_GRAD || q == HS_CQ_GRAD_RAW)
+        return a->opts.gradient;
+    return 1;
+}
+
+char *hs_corpus_text_json(const hs_analysis *a, long index, long line)
+{
+    cJSON *o = cJSON_CreateObject();
+    if (!o)
+        return NULL;
+    cJSON_AddNumberToObject(o, "index", (double)index);
+    cJSON_AddNumberToObject(o, "line", (double)line);
+    cJSON_AddNumberToObject(o, "n_tokens", a->n);
+    cJSON_AddBoolToObject(o, "truncated", a->truncated);
+    cJSON_AddItemToObject(o, "ids", int_array(a->ids, a->n));
+    if (a->text_pair)
+        cJSON_AddItemToObject(o, "type_ids", int_array(a->type_ids, a->n));
+    cJSON_AddItemToObject(o, "loss", num(a->loss));
+    cJSON *h = cJSON_AddObjectToObject(o, "heads");
+    cJSON *rows = cJSON_AddArrayToObject(h, "rows");
+    for (int k = 0; k < a->n_heads; k++)
+        cJSON_AddItemToArray(rows, cJSON_CreateNumber(a->heads[k].entropy.rows));
+    for (int q = 0; q < HS_CQ_COUNT; q++) {
+        if (!quantity_on(a, q))
+            continue;
+        cJSON *arr = cJSON_AddArrayToObject(h, qnames[q]);
+        for (int k = 0; k < a->n_heads; k++)
+            cJSON_AddItemToArray(arr, num(hs_corpus_quantity(&a->heads[k], q)));
+    }
+    char *s = cJSON_PrintUnformatted(o);
+    cJSON_Delete(o);
+    return s;
+}
+
+static cJSON *summary_json(const hs_stat *s, int weighted)
+{
+    hs_summary m;
+    hs_stat_summary(s, &m);
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "n", (double)m.n);
+    cJSON_AddItemToObject(o, "mean", num(m.mean));
+    cJSON_AddItemToObject(o, "sd", num(m.sd));
+    cJSON_AddItemToObject(o, "ci_low", num(m.ci_low));
+    cJSON_AddItemToObject(o, "ci_high", num(m.ci_high));
+    if (weighted)
+        cJSON_AddItemToObject(o, "token_weighted_mean", num(m.wmean));
+    return o;
+}
+
+static cJSON *matrix(const double *m, int n)
+{
+    cJSON *a = cJSON_CreateArray();
+    for (int i = 0; a && i < n; i++) {
+        cJSON *r = cJSON_CreateArray();
+        for (int j = 0; r && j < n; j++)
+            cJSON_AddItemToArray(r, num(m[(size_t)i * (size_t)n + (size_t)j]));
+        cJSON_AddItemToArray(a, r);
+    }
+    return a;
+}
+
+static void add_source(cJSON *co, const hs_corpus_info *info)
+{
+    cJSON *src = cJSON_AddObjectToObject(co, "source");
+    cJSON_AddStringToObject(src, "path", info->path ? info->path : "-");
+    cJSON_AddStringToObject(src, "format", hs_corpus_format_name(info->format));
+    cJSON_AddItemToObject(src, "max_texts", info->max_texts ? cJSON_CreateNumber((double)info->max_texts) : cJSON_CreateNull());
+    cJSON_AddNumberToObject(src, "max_tokens", info->max_tokens);
+    cJSON_AddBoolToObject(src, "skip_long", info->skip_long);
+    cJSON_AddItemToObject(src, "sample", info->sample ? cJSON_CreateNumber((double)info->sample) : cJSON_CreateNull());
+    cJSON_AddNumberToObject(src, "seed", (double)info->seed);
+}
+
+char *hs_corpus_report_json(const hs_corpus_agg *g, const hs_analysis *first,
+                            const hs_corpus_info *info, const char *const *files, int n_files,
+                            int pretty)
+{
+    const hs_model_config *c = hs_model_config_of(first->model);
+    const hs_analyze_opts *o = &first->opts;
+    cJSON *r = cJSON_CreateObject();
+    if (!r)
+        return NULL;
+    hs_report_add_header(r, first);
+    cJSON *op = cJSON_AddObjectToObject(r, "options");
+    cJSON *layers = cJSON_AddArrayToObject(op, "layers");
+    for (int k = 0, prev = -1; k < g->n_heads; k++) {
+        int layer = g->head_index[k] / g->n_head;
+        if (layer != prev)
+            cJSON_AddItemToArray(layers, cJSON_CreateNumber(layer));
+        prev = layer;
+    }
+    cJSON_AddBoolToObject(op, "exclude_sinks", o->exclude_sinks);
+    cJSON_AddBoolToObject(op, "ablation", o->ablation);
+    cJSON_AddBoolToObject(op, "gradient", o->gradient);
+    cJSON_AddItemToObject(op, "label_threshold", num(o->label_threshold));
+
+    cJSON *co = cJSON_AddObjectToObject(r, "corpus");
+    add_source(co, info);
+    cJSON_AddNumberToObject(co, "n_records", (double)info->n_records);
+    cJSON_AddNumberToObject(co, "n_texts", (double)g->n_texts);
+    cJSON_AddNumberToObject(co, "n_empty", (double)info->n_empty);
+    long n_skipped = 0;
+    cJSON *sk = cJSON_CreateObject();
+    for (int s = 1; s < HS_SKIP_COUNT; s++) {
+        n_skipped += info->skipped[s];
+        cJSON_AddNumberToObject(sk, hs_corpus_skip_name((hs_corpus_skip)s), (double)info->skipped[s]);
+    }
+    cJSON_AddNumberToObject(co, "n_skipped", (double)n_skipped);
+    cJSON_AddItemToObject(co, "skipped", sk);
+    cJSON_AddNumberToObject(co, "n_truncated", (double)g->truncated);
+    cJSON *tk = cJSON_AddObjectToObject(co, "tokens");
+    cJSON_AddNumberToObject(tk, "total", (double)g->tokens);
+    cJSON_AddNumberToObject(tk, "min", g->tokens_min);
+    cJSON_AddNumberToObject(tk, "max", g->tokens_max);
+    cJSON_AddItemToObject(tk, "mean", num(g->n_texts ? (double)g->tokens / (double)g->n_texts : NAN));
+    cJSON *ci = cJSON_AddObjectToObject(co, "interval");
+    cJSON_AddNumberToObject(ci, "level", 0.95);
+    cJSON_AddStringToObject(ci, "method", "student_t");
+    cJSON *lo = summary_json(&g->loss, 1);
+    cJSON_AddStringToObject(lo, "kind", hs_loss_kind_name(first->loss_kind));
+    cJSON_AddItemToObject(co, "loss", lo);
+
+    cJSON *heads = cJSON_AddArrayToObject(co, "heads");
+    for (int k = 0; k < g->n_heads; k++) {
+        const hs_stat *st = &g->stats[(size_t)k * HS_CQ_COUNT];
+        int idx = g->head_index[k];
+        char name[32];
+        snprintf(name, sizeof name, "%d.%d", idx / g->n_head, idx % g->n_head);
+        cJSON *h = cJSON_CreateObject();
+        cJSON_AddItemToArray(heads, h);
+        cJSON_AddStringToObject(h, "id", name);
+        cJSON_AddNumberToObject(h, "layer", idx / g->n_head);
+        cJSON_AddNumberToObject(h, "head", idx % g->n_head);
+        for (int q = 0; q < HS_CQ_COUNT; q++)
+            cJSON_AddItemToObject(h, qnames[q], quantity_on(first, q)
+                                  ? summary_json(&st[q], quantity_weight(&first->heads[k], q) > 0 ||
+                                                          q == HS_CQ_ENTROPY || q == HS_CQ_MAX_WEIGHT)
+                                  : cJSON_CreateNull());
+        cJSON_AddItemToObject(h, "importance", num(g->importance[k]));
+        cJSON *ps = cJSON_AddObjectToObject(h, "probe_scores");
+        cJSON_AddItemToObject(ps, "duplicate_token", num(first->heads[k].probe_scores.duplicate));
+        cJSON_AddItemToObject(ps, "induction", num(first->heads[k].probe_scores.induction));
+        hs_head_result mean = first->heads[k];
+        mean.text_scores = (hs_detect){st[HS_CQ_PREV].n ? st[HS_CQ_PREV].mean : NAN,
+                                       st[HS_CQ_SELF].n ? st[HS_CQ_SELF].mean : NAN,
+                                       st[HS_CQ_FIRST].n ? st[HS_CQ_FIRST].mean : NAN,
+                                       st[HS_CQ_SEP].n ? st[HS_CQ_SEP].mean : NAN, NAN, NAN};
+        cJSON_AddStringToObject(h, "label", hs_head_label(&mean, o->label_threshold,
+                                                          c->family == HS_FAMILY_BERT));
+        cJSON_AddNumberToObject(h, "cluster", g->labels[k]);
+    }
+
+    cJSON *sim = cJSON_AddObjectToObject(co, "similarity");
+    cJSON_AddStringToObject(sim, "method", o->similarity == HS_SIM_JS ? "jensen_shannon" : "pearson");
+    cJSON_AddStringToObject(sim, "aggregate", "mean_over_texts");
+    cJSON_AddNumberToObject(sim, "n_texts", (double)g->n_sim);
+    cJSON_AddItemToObject(sim, "matrix", matrix(g->similarity, g->n_heads));
+    cJSON *cl = cJSON_AddObjectToObject(co, "clusters");
+    cJSON_AddStringToObject(cl, "linkage", "average");
+    cJSON_AddStringToObject(cl, "distance", o->similarity == HS_SIM_JS ? "jensen_shannon" : "1 - pearson");
+    cJSON_AddItemToObject(cl, "threshold", num(o->cluster_threshold));
+    cJSON_AddNumberToObject(cl, "n_clusters", g->n_clusters);
+    cJSON *merges = cJSON_AddArrayToObject(cl, "merges");
+    cJSON *order = cJSON_AddArrayToObject(cl, "order");
+    for (int k = 0; g->linkage && k < g->n_heads - 1; k++) {
+        const hs_merge *mg = &g->linkage->merges[k];
+        cJSON *e = cJSON_CreateArray();
+        cJSON_AddItemToArray(e, cJSON_CreateNumber(mg->a));
+        cJSON_AddItemToArray(e, cJSON_CreateNumber(mg->b));
+        cJSON_AddItemToArray(e, num(mg->dist));
+        cJSON_AddItemToArray(e, cJSON_CreateNumber(mg->size));
+        cJSON_AddItemToArray(merges, e);
+    }
+    for (int k = 0; k < g->n_heads; k++)
+        cJSON_AddItemToArray(order, cJSON_CreateNumber(g->linkage ? g->linkage->order[k] : k));
+    cJSON *labels = cJSON_AddArrayToObject(cl, "labels");
+    for (int k = 0; k < g->n_heads; k++)
+        cJSON_AddItemToArray(labels, cJSON_CreateNumber(g->labels[k]));
+    cJSON *pr = cJSON_AddObjectToObject(co, "probe");
+    cJSON_AddNumberToObject(pr, "seed", (double)o->probe_seed);
+    cJSON_AddItemToObject(pr, "ids", int_array(first->probe_ids, first->probe_len));
+
+    cJSON *tm = cJSON_AddObjectToObject(r, "timing");
+    cJSON_AddItemToObject(tm, "seconds", num(info->seconds));
+    cJSON *fl = cJSON_AddArrayToObject(r, "files");
+    for (int i = 0; i < n_files; i++)
+        cJSON_AddItemToArray(fl, cJSON_CreateString(files[i]));
+    char *s = pretty ? cJSON_Print(r) : cJSON_PrintUnformatted(r);
+    cJSON_Delete(r);
+    return s;
+}
