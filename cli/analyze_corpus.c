@@ -10,6 +10,7 @@
 
 #include "cli.h"
 #include "headscope/corpus.h"
+#include "internal.h"
 
 #define MAX_SKIP_MESSAGES 50
 
@@ -27,7 +28,7 @@ typedef struct run {
     hs_corpus_info info;
     hs_corpus_agg *agg;
     hs_analysis *first;
-    FILE *out;          /* texts.jsonl.tmp */
+    FILE *out;          /* texts.jsonl's temporary file */
     int quiet, messages;
     double t0;
 } run;
@@ -245,7 +246,8 @@ int cli_analyze_corpus(const char *cmd, hs_model *m, const cli_corpus_opts *co,
     run r = {.cmd = cmd, .co = co, .m = m, .ao = *ao, .quiet = quiet, .t0 = now()};
     hs_corpus_reader *rd = NULL;
     hs_error err = {{0}};
-    char *tmp = join(outdir, "texts.jsonl.tmp"), *texts = join(outdir, "texts.jsonl");
+    char *texts = join(outdir, "texts.jsonl");
+    hs_out outf = {0};
     char *report = join(outdir, "report.json"), *js = NULL;
     int rc = EXIT_FAIL, texts_done = 0;
     const hs_model_config *c = hs_model_config_of(m);
@@ -261,7 +263,7 @@ int cli_analyze_corpus(const char *cmd, hs_model *m, const cli_corpus_opts *co,
     r.info.max_tokens = co->max_tokens > 0 && co->max_tokens < c->n_ctx ? co->max_tokens : c->n_ctx;
     r.info.skip_long = co->skip_long;
     r.info.ablation = co->ablation;
-    if (!tmp || !texts || !report) {
+    if (!texts || !report) {
         cli_error(cmd, "out of memory");
         goto done;
     }
@@ -269,10 +271,11 @@ int cli_analyze_corpus(const char *cmd, hs_model *m, const cli_corpus_opts *co,
         cli_error(cmd, "%s", err.msg);
         goto done;
     }
-    if (!(r.out = fopen(tmp, "wb"))) {
-        cli_error(cmd, "cannot write '%s': %s", tmp, strerror(errno));
+    if (hs_out_open(texts, &outf, &err) != HS_OK) {
+        cli_error(cmd, "%s", err.msg);
         goto done;
     }
+    r.out = outf.f;
     if (read_all(&r, rd))
         goto done;
     if (!r.agg) {
@@ -281,12 +284,6 @@ int cli_analyze_corpus(const char *cmd, hs_model *m, const cli_corpus_opts *co,
             n_skipped += r.info.skipped[s];
         cli_error(cmd, "'%s' has no text to analyse (%ld records skipped, %ld empty)", co->path,
                   n_skipped, r.info.n_empty);
-        goto done;
-    }
-    int werr = fclose(r.out) != 0;
-    r.out = NULL;
-    if (werr) {
-        cli_error(cmd, "cannot write '%s': %s", tmp, strerror(errno));
         goto done;
     }
     if (hs_corpus_agg_finish(r.agg, r.ao.similarity, r.ao.cluster_threshold, &err) != HS_OK) {
@@ -300,8 +297,9 @@ int cli_analyze_corpus(const char *cmd, hs_model *m, const cli_corpus_opts *co,
         goto done;
     }
     /* texts.jsonl first, report.json last: a complete report.json means a complete run */
-    if (rename(tmp, texts) != 0) {
-        cli_error(cmd, "cannot write '%s': %s", texts, strerror(errno));
+    r.out = NULL;
+    if (hs_out_close(&outf, 1, &err) != HS_OK) {
+        cli_error(cmd, "%s", err.msg);
         goto done;
     }
     texts_done = 1;
@@ -315,11 +313,8 @@ int cli_analyze_corpus(const char *cmd, hs_model *m, const cli_corpus_opts *co,
         print_summary(&r, report);
     rc = cli_finish_stdout(cmd);
 done:
-    if (r.out)
-        fclose(r.out);
+    hs_out_close(&outf, 0, NULL); /* nothing left when it was committed */
     if (rc != EXIT_OK) {
-        if (tmp)
-            unlink(tmp);
         if (texts && texts_done)
             unlink(texts);
         if (report && texts_done)
@@ -331,7 +326,6 @@ done:
     hs_corpus_agg_free(r.agg);
     hs_analysis_free(r.first);
     free(js);
-    free(tmp);
     free(texts);
     free(report);
     return rc;
