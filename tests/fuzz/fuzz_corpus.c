@@ -88,37 +88,4 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     return 0;
 }
 
-#ifdef HS_FUZZ_REPLAY
-int main(int argc, char **argv)
-{
-    int failed = 0;
-    for (int i = 1; i < argc; i++) {
-        FILE *f = fopen(argv[i], "rb");
-        if (!f) {
-            fprintf(stderr, "fuzz_corpus: cannot open '%s'\n", argv[i]);
-            failed = 1;
-            continue;
-        }
-        size_t cap = 1 << 16, n = 0;
-        unsigned char *buf = malloc(cap);
-        for (size_t got; buf && (got = fread(buf + n, 1, cap - n, f)) > 0;) {
-            n += got;
-            if (n == cap) {
-                unsigned char *nb = realloc(buf, cap *= 2);
-                if (!nb)
-                    free(buf);
-                buf = nb;
-            }
-        }
-        fclose(f);
-        if (!buf) {
-            fprintf(stderr, "fuzz_corpus: out of memory\n");
-            return 1;
-        }
-        LLVMFuzzerTestOneInput(buf, n);
-        free(buf);
-    }
-    printf("%d passed, %d failed\n", argc - 1 - failed, failed);
-    return failed;
-}
-#endif
+#include "replay.h"

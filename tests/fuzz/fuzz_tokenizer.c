@@ -138,22 +138,5 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     return 0;
 }
 
-#ifdef HS_FUZZ_REPLAY_MAIN
-int main(int argc, char **argv)
-{
-    for (int i = 1; i < argc; i++) {
-        FILE *f = fopen(argv[i], "rb");
-        if (!f) {
-            perror(argv[i]);
-            return 1;
-        }
-        static uint8_t buf[1 << 20];
-        size_t n = fread(buf, 1, sizeof buf, f);
-        fclose(f);
-        LLVMFuzzerTestOneInput(buf, n);
-    }
-    hs_tokenizer_free(tok_gpt2);
-    hs_tokenizer_free(tok_bert);
-    return 0;
-}
-#endif
+#define HS_FUZZ_REPLAY_CLEANUP() do { hs_tokenizer_free(tok_gpt2); hs_tokenizer_free(tok_bert); } while (0)
+#include "replay.h"

@@ -96,46 +96,4 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     return 0;
 }
 
-#ifdef HS_FUZZ_REPLAY
-static int replay(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return -1;
-    unsigned char *buf = NULL;
-    size_t len = 0, cap = 0;
-    for (;;) {
-        if (len == cap) {
-            cap = cap ? 2 * cap : 65536;
-            unsigned char *nb = realloc(buf, cap);
-            if (!nb) {
-                free(buf);
-                fclose(f);
-                return -1;
-            }
-            buf = nb;
-        }
-        size_t got = fread(buf + len, 1, cap - len, f);
-        if (got == 0)
-            break;
-        len += got;
-    }
-    fclose(f);
-    LLVMFuzzerTestOneInput(buf, len);
-    free(buf);
-    return 0;
-}
-
-int main(int argc, char **argv)
-{
-    int ok = 0, bad = 0;
-    for (int i = 1; i < argc; i++) {
-        if (replay(argv[i]) == 0)
-            ok++;
-        else
-            bad++;
-    }
-    printf("%d passed, %d failed\n", ok, bad);
-    return bad != 0;
-}
-#endif
+#include "replay.h"
