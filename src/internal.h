@@ -54,6 +54,10 @@ typedef struct hs_out {
 hs_status hs_out_open(const char *path, hs_out *o, hs_error *err);
 hs_status hs_out_close(hs_out *o, int commit, hs_error *err);
 
+/* Maps a regular file read-only (src/core/mapfile.c): *map (munmap it) and *len, or NULL
+ * and 0 for an empty file. A FIFO, device or folder is refused without blocking. */
+hs_status hs_file_map(const char *path, unsigned char **map, size_t *len, hs_error *err);
+
 /* As hs_file_write_atomic (include/headscope/report.h), writing n_parts buffers one after
  * the other, so a large array need not be copied next to its header first. */
 hs_status hs_file_write_atomic_parts(const char *path, const void *const *parts,

@@ -218,45 +218,19 @@ hs_status hs_safetensors_parse(const unsigned char *buf, size_t len, const char 
 
 hs_status hs_safetensors_open(const char *path, hs_safetensors **out, hs_error *err)
 {
-    hs_status st = HS_OK;
-    hs_safetensors *s = NULL;
     *out = NULL;
-    int fd = open(path, O_RDONLY);
-    if (fd < 0)
-        return hs_fail(err, HS_E_IO, "cannot open '%s': %s", path, strerror(errno));
-    struct stat sb;
-    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        st = hs_fail(err, HS_E_IO, "'%s' is not a regular file", path);
-        goto fail;
+    hs_safetensors *s = calloc(1, sizeof *s);
+    if (!s)
+        return hs_fail(err, HS_E_NOMEM, "out of memory");
+    hs_status st = hs_file_map(path, &s->map, &s->map_len, err);
+    if (!st)
+        st = parse_into(s, s->map ? s->map : (const unsigned char *)"", s->map_len, path, err);
+    if (st) {
+        hs_safetensors_close(s);
+        return st;
     }
-    if (sb.st_size < 8) { /* also keeps an empty file away from mmap */
-        st = hs_fail(err, HS_E_FORMAT, "'%s': file is %llu bytes, too short for a safetensors "
-                     "header", path, (unsigned long long)sb.st_size);
-        goto fail;
-    }
-    s = calloc(1, sizeof *s);
-    if (!s) {
-        st = hs_fail(err, HS_E_NOMEM, "out of memory");
-        goto fail;
-    }
-    s->map_len = (size_t)sb.st_size;
-    s->map = mmap(NULL, s->map_len, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (s->map == MAP_FAILED) {
-        s->map = NULL;
-        st = hs_fail(err, HS_E_IO, "cannot map '%s': %s", path, strerror(errno));
-        goto fail;
-    }
-    close(fd);
-    fd = -1;
-    if ((st = parse_into(s, s->map, s->map_len, path, err)))
-        goto fail;
     *out = s;
     return HS_OK;
-fail:
-    if (fd >= 0)
-        close(fd);
-    hs_safetensors_close(s);
-    return st;
 }
 
 const hs_tensor_view *hs_safetensors_find(const hs_safetensors *s, const char *name)

@@ -610,44 +610,19 @@ hs_status hs_torchbin_parse(const unsigned char *buf, size_t len, const char *na
 
 hs_status hs_torchbin_open(const char *path, hs_torchbin **out, hs_error *err)
 {
-    hs_status st = HS_OK;
-    hs_torchbin *t = NULL;
     *out = NULL;
-    int fd = open(path, O_RDONLY);
-    if (fd < 0)
-        return hs_fail(err, HS_E_IO, "cannot open '%s': %s", path, strerror(errno));
-    struct stat sb;
-    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        st = hs_fail(err, HS_E_IO, "'%s' is not a regular file", path);
-        goto fail;
+    hs_torchbin *t = calloc(1, sizeof *t);
+    if (!t)
+        return hs_fail(err, HS_E_NOMEM, "out of memory");
+    hs_status st = hs_file_map(path, &t->map, &t->map_len, err);
+    if (!st)
+        st = parse_into(t, t->map ? t->map : (const unsigned char *)"", t->map_len, path, err);
+    if (st) {
+        hs_torchbin_close(t);
+        return st;
     }
-    t = calloc(1, sizeof *t);
-    if (!t) {
-        st = hs_fail(err, HS_E_NOMEM, "out of memory");
-        goto fail;
-    }
-    if (sb.st_size == 0) { /* mmap refuses an empty file; the parser says why it is wrong */
-        st = parse_into(t, (const unsigned char *)"", 0, path, err);
-        goto fail;
-    }
-    t->map_len = (size_t)sb.st_size;
-    t->map = mmap(NULL, t->map_len, PROT_READ, MAP_PRIVATE, fd, 0);
-    if (t->map == MAP_FAILED) {
-        t->map = NULL;
-        st = hs_fail(err, HS_E_IO, "cannot map '%s': %s", path, strerror(errno));
-        goto fail;
-    }
-    close(fd);
-    fd = -1;
-    if ((st = parse_into(t, t->map, t->map_len, path, err)))
-        goto fail;
     *out = t;
     return HS_OK;
-fail:
-    if (fd >= 0)
-        close(fd);
-    hs_torchbin_close(t);
-    return st;
 }
 
 const hs_tensor_view *hs_torchbin_find(const hs_torchbin *t, const char *name)
