@@ -54,6 +54,11 @@ typedef struct hs_out {
 hs_status hs_out_open(const char *path, hs_out *o, hs_error *err);
 hs_status hs_out_close(hs_out *o, int commit, hs_error *err);
 
+/* splitmix64 and a uniform draw in [0, m), m >= 1, without modulo bias (src/core/random.c):
+ * the seeded streams of the induction probe and corpus sampling. */
+uint64_t hs_splitmix64(uint64_t *state);
+uint64_t hs_rand_below(uint64_t *state, uint64_t m);
+
 /* Maps a regular file read-only (src/core/mapfile.c): *map (munmap it) and *len, or NULL
  * and 0 for an empty file. A FIFO, device or folder is refused without blocking. */
 hs_status hs_file_map(const char *path, unsigned char **map, size_t *len, hs_error *err);
@@ -70,6 +75,10 @@ struct hs_analysis;
 struct cJSON;
 const char *hs_head_label(const struct hs_head_result *h, double thr, int has_sep);
 void hs_report_add_header(struct cJSON *r, const struct hs_analysis *a);
+/* The "clusters" member of parent: linkage (NULL with a single head), flat labels. */
+struct hs_linkage;
+void hs_report_add_clusters(struct cJSON *parent, const struct hs_linkage *lk, const int *labels,
+                            int n_heads, int n_clusters, int sim, double threshold);
 
 /* Half- and bfloat16-precision conversions (IEEE binary16, round to nearest even). */
 float hs_f16_to_f32(uint16_t h);

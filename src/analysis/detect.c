@@ -114,23 +114,6 @@ hs_status hs_detect_compute(const float *maps, int n_maps, int n, int causal, co
 
 /* ---- probe ------------------------------------------------------------------------- */
 
-static uint64_t splitmix64(uint64_t *state)
-{
-    uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-
-/* Uniform in [0, m), m >= 1, without modulo bias: reject z >= 2^64 - (2^64 mod m). */
-static uint64_t draw(uint64_t *state, uint64_t m)
-{
-    uint64_t t = (0 - m) % m; /* 2^64 mod m */
-    uint64_t z = splitmix64(state);
-    while (t && z >= 0 - t)
-        z = splitmix64(state);
-    return z % m;
-}
 
 #define PROBE_MAX_HALF (1 << 20)
 
@@ -167,7 +150,7 @@ hs_status hs_probe_repeated(uint64_t seed, int half_len, int32_t vocab_lo, int32
         key[s] = -1;
     uint64_t state = seed;
     for (int k = 0; k < half_len; k++) {
-        uint64_t r = (uint64_t)k + draw(&state, range - (uint64_t)k);
+        uint64_t r = (uint64_t)k + hs_rand_below(&state, range - (uint64_t)k);
         /* value at slot r (slot k itself is never read again, so only r is written) */
         size_t sr = (size_t)((r * 0x9e3779b97f4a7c15ULL) >> 20) & (cap - 1);
         while (key[sr] >= 0 && (uint64_t)key[sr] != r)

@@ -4,6 +4,7 @@
 #include <stdint.h>
 
 #include "headscope/corpus.h"
+#include "internal.h"
 
 void hs_stat_add(hs_stat *s, double x, double w)
 {
@@ -63,24 +64,6 @@ double hs_t_quantile_975(long df)
     return z + v * (g1 + v * (g2 + v * (g3 + v * (g4 + v * g5))));
 }
 
-static uint64_t splitmix64(uint64_t *state)
-{
-    uint64_t z = (*state += 0x9e3779b97f4a7c15ULL);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
-    return z ^ (z >> 31);
-}
-
-/* A uniform draw in [0, m), m >= 1, without modulo bias. */
-static uint64_t draw(uint64_t *state, uint64_t m)
-{
-    uint64_t limit = UINT64_MAX - (UINT64_MAX % m + 1) % m; /* largest multiple of m, minus 1 */
-    uint64_t z;
-    do
-        z = splitmix64(state);
-    while (z > limit);
-    return z % m;
-}
 
 long hs_reservoir_slot(uint64_t *state, long i, long k)
 {
@@ -88,6 +71,6 @@ long hs_reservoir_slot(uint64_t *state, long i, long k)
         return -1;
     if (i < k)
         return i;
-    uint64_t j = draw(state, (uint64_t)i + 1);
+    uint64_t j = hs_rand_below(state, (uint64_t)i + 1);
     return j < (uint64_t)k ? (long)j : -1;
 }

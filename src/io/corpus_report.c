@@ -332,27 +332,8 @@ char *hs_corpus_report_json(const hs_corpus_agg *g, const hs_analysis *first,
     cJSON_AddStringToObject(sim, "aggregate", "mean_over_texts");
     cJSON_AddNumberToObject(sim, "n_texts", (double)g->n_sim);
     cJSON_AddItemToObject(sim, "matrix", matrix(g->similarity, g->n_heads));
-    cJSON *cl = cJSON_AddObjectToObject(co, "clusters");
-    cJSON_AddStringToObject(cl, "linkage", "average");
-    cJSON_AddStringToObject(cl, "distance", o->similarity == HS_SIM_JS ? "jensen_shannon" : "1 - pearson");
-    cJSON_AddItemToObject(cl, "threshold", num(o->cluster_threshold));
-    cJSON_AddNumberToObject(cl, "n_clusters", g->n_clusters);
-    cJSON *merges = cJSON_AddArrayToObject(cl, "merges");
-    cJSON *order = cJSON_AddArrayToObject(cl, "order");
-    for (int k = 0; g->linkage && k < g->n_heads - 1; k++) {
-        const hs_merge *mg = &g->linkage->merges[k];
-        cJSON *e = cJSON_CreateArray();
-        cJSON_AddItemToArray(e, cJSON_CreateNumber(mg->a));
-        cJSON_AddItemToArray(e, cJSON_CreateNumber(mg->b));
-        cJSON_AddItemToArray(e, num(mg->dist));
-        cJSON_AddItemToArray(e, cJSON_CreateNumber(mg->size));
-        cJSON_AddItemToArray(merges, e);
-    }
-    for (int k = 0; k < g->n_heads; k++)
-        cJSON_AddItemToArray(order, cJSON_CreateNumber(g->linkage ? g->linkage->order[k] : k));
-    cJSON *labels = cJSON_AddArrayToObject(cl, "labels");
-    for (int k = 0; k < g->n_heads; k++)
-        cJSON_AddItemToArray(labels, cJSON_CreateNumber(g->labels[k]));
+    hs_report_add_clusters(co, g->linkage, g->labels, g->n_heads, g->n_clusters, o->similarity,
+                           o->cluster_threshold);
     cJSON *pr = cJSON_AddObjectToObject(co, "probe");
     cJSON_AddNumberToObject(pr, "seed", (double)o->probe_seed);
     cJSON_AddItemToObject(pr, "ids", int_array(first->probe_ids, first->probe_len));

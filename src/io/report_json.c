@@ -81,6 +81,32 @@ static cJSON *head_json(const hs_analysis *a, const hs_head_result *h)
     return o;
 }
 
+void hs_report_add_clusters(cJSON *parent, const hs_linkage *lk, const int *labels, int n_heads,
+                            int n_clusters, int sim, double threshold)
+{
+    cJSON *cl = cJSON_AddObjectToObject(parent, "clusters");
+    cJSON_AddStringToObject(cl, "linkage", "average");
+    cJSON_AddStringToObject(cl, "distance", sim == HS_SIM_JS ? "jensen_shannon" : "1 - pearson");
+    add_num(cl, "threshold", threshold);
+    cJSON_AddNumberToObject(cl, "n_clusters", n_clusters);
+    cJSON *merges = cJSON_AddArrayToObject(cl, "merges");
+    cJSON *order = cJSON_AddArrayToObject(cl, "order");
+    for (int k = 0; lk && k < n_heads - 1; k++) {
+        const hs_merge *mg = &lk->merges[k];
+        cJSON *e = cJSON_CreateArray();
+        cJSON_AddItemToArray(e, cJSON_CreateNumber(mg->a));
+        cJSON_AddItemToArray(e, cJSON_CreateNumber(mg->b));
+        cJSON_AddItemToArray(e, num(mg->dist));
+        cJSON_AddItemToArray(e, cJSON_CreateNumber(mg->size));
+        cJSON_AddItemToArray(merges, e);
+    }
+    for (int k = 0; k < n_heads; k++) /* no linkage: a single head */
+        cJSON_AddItemToArray(order, cJSON_CreateNumber(lk ? lk->order[k] : k));
+    cJSON *lab = cJSON_AddArrayToObject(cl, "labels");
+    for (int k = 0; k < n_heads; k++)
+        cJSON_AddItemToArray(lab, cJSON_CreateNumber(labels[k]));
+}
+
 void hs_report_add_header(cJSON *r, const hs_analysis *a)
 {
     const hs_model *m = a->model;
@@ -191,31 +217,8 @@ char *hs_report_json(const hs_analysis *a, const char *const *files, int n_files
     cJSON_AddStringToObject(sim, "entries", c->causal ? "lower_triangle" : "all");
     cJSON_AddItemToObject(sim, "matrix", matrix(a->similarity, a->n_heads, a->n_heads));
 
-    cJSON *cl = cJSON_AddObjectToObject(r, "clusters");
-    cJSON_AddStringToObject(cl, "linkage", "average");
-    cJSON_AddStringToObject(cl, "distance", o->similarity == HS_SIM_JS ? "jensen_shannon" : "1 - pearson");
-    add_num(cl, "threshold", o->cluster_threshold);
-    cJSON_AddNumberToObject(cl, "n_clusters", a->n_clusters);
-    cJSON *merges = cJSON_AddArrayToObject(cl, "merges");
-    cJSON *order = cJSON_AddArrayToObject(cl, "order");
-    if (a->linkage) {
-        for (int k = 0; k < a->n_heads - 1; k++) {
-            const hs_merge *mg = &a->linkage->merges[k];
-            cJSON *e = cJSON_CreateArray();
-            cJSON_AddItemToArray(e, cJSON_CreateNumber(mg->a));
-            cJSON_AddItemToArray(e, cJSON_CreateNumber(mg->b));
-            cJSON_AddItemToArray(e, num(mg->dist));
-            cJSON_AddItemToArray(e, cJSON_CreateNumber(mg->size));
-            cJSON_AddItemToArray(merges, e);
-        }
-        for (int k = 0; k < a->n_heads; k++)
-            cJSON_AddItemToArray(order, cJSON_CreateNumber(a->linkage->order[k]));
-    } else {
-        cJSON_AddItemToArray(order, cJSON_CreateNumber(0));
-    }
-    cJSON *labels = cJSON_AddArrayToObject(cl, "labels");
-    for (int k = 0; k < a->n_heads; k++)
-        cJSON_AddItemToArray(labels, cJSON_CreateNumber(a->labels[k]));
+    hs_report_add_clusters(r, a->linkage, a->labels, a->n_heads, a->n_clusters, o->similarity,
+                           o->cluster_threshold);
 
     cJSON *pr = cJSON_AddObjectToObject(r, "probe");
     cJSON_AddNumberToObject(pr, "seed", (double)o->probe_seed);
