@@ -75,6 +75,10 @@ struct hs_analysis;
 struct cJSON;
 const char *hs_head_label(const struct hs_head_result *h, double thr, int has_sep);
 void hs_report_add_header(struct cJSON *r, const struct hs_analysis *a);
+/* JSON values: a number (null for NaN/Inf), an int array, a row-major (rows, cols) matrix. */
+struct cJSON *hs_json_num(double v);
+struct cJSON *hs_json_ints(const int32_t *v, int n);
+struct cJSON *hs_json_matrix(const double *m, int rows, int cols);
 /* The "clusters" member of parent: linkage (NULL with a single head), flat labels. */
 struct hs_linkage;
 void hs_report_add_clusters(struct cJSON *parent, const struct hs_linkage *lk, const int *labels,

@@ -154,20 +154,6 @@ hs_status hs_corpus_agg_finish(hs_corpus_agg *g, hs_sim_method method, double th
     return st;
 }
 
-/* A number, or null for NaN/Inf. */
-static cJSON *num(double v)
-{
-    return isfinite(v) ? cJSON_CreateNumber(v) : cJSON_CreateNull();
-}
-
-static cJSON *int_array(const int32_t *v, int n)
-{
-    cJSON *a = cJSON_CreateArray();
-    for (int i = 0; a && i < n; i++)
-        cJSON_AddItemToArray(a, cJSON_CreateNumber(v[i]));
-    return a;
-}
-
 static int quantity_on(const hs_analysis *a, int q)
 {
     const hs_model_config *c = hs_model_config_of(a->model);
@@ -189,10 +175,10 @@ char *hs_corpus_text_json(const hs_analysis *a, long index, long line)
     cJSON_AddNumberToObject(o, "line", (double)line);
     cJSON_AddNumberToObject(o, "n_tokens", a->n);
     cJSON_AddBoolToObject(o, "truncated", a->truncated);
-    cJSON_AddItemToObject(o, "ids", int_array(a->ids, a->n));
+    cJSON_AddItemToObject(o, "ids", hs_json_ints(a->ids, a->n));
     if (a->text_pair)
-        cJSON_AddItemToObject(o, "type_ids", int_array(a->type_ids, a->n));
-    cJSON_AddItemToObject(o, "loss", num(a->loss));
+        cJSON_AddItemToObject(o, "type_ids", hs_json_ints(a->type_ids, a->n));
+    cJSON_AddItemToObject(o, "loss", hs_json_num(a->loss));
     cJSON *h = cJSON_AddObjectToObject(o, "heads");
     cJSON *rows = cJSON_AddArrayToObject(h, "rows");
     for (int k = 0; k < a->n_heads; k++)
@@ -202,7 +188,7 @@ char *hs_corpus_text_json(const hs_analysis *a, long index, long line)
             continue;
         cJSON *arr = cJSON_AddArrayToObject(h, qnames[q]);
         for (int k = 0; k < a->n_heads; k++)
-            cJSON_AddItemToArray(arr, num(hs_corpus_quantity(&a->heads[k], q)));
+            cJSON_AddItemToArray(arr, hs_json_num(hs_corpus_quantity(&a->heads[k], q)));
     }
     char *s = cJSON_PrintUnformatted(o);
     cJSON_Delete(o);
@@ -215,25 +201,13 @@ static cJSON *summary_json(const hs_stat *s, int weighted)
     hs_stat_summary(s, &m);
     cJSON *o = cJSON_CreateObject();
     cJSON_AddNumberToObject(o, "n", (double)m.n);
-    cJSON_AddItemToObject(o, "mean", num(m.mean));
-    cJSON_AddItemToObject(o, "sd", num(m.sd));
-    cJSON_AddItemToObject(o, "ci_low", num(m.ci_low));
-    cJSON_AddItemToObject(o, "ci_high", num(m.ci_high));
+    cJSON_AddItemToObject(o, "mean", hs_json_num(m.mean));
+    cJSON_AddItemToObject(o, "sd", hs_json_num(m.sd));
+    cJSON_AddItemToObject(o, "ci_low", hs_json_num(m.ci_low));
+    cJSON_AddItemToObject(o, "ci_high", hs_json_num(m.ci_high));
     if (weighted)
-        cJSON_AddItemToObject(o, "token_weighted_mean", num(m.wmean));
+        cJSON_AddItemToObject(o, "token_weighted_mean", hs_json_num(m.wmean));
     return o;
-}
-
-static cJSON *matrix(const double *m, int n)
-{
-    cJSON *a = cJSON_CreateArray();
-    for (int i = 0; a && i < n; i++) {
-        cJSON *r = cJSON_CreateArray();
-        for (int j = 0; r && j < n; j++)
-            cJSON_AddItemToArray(r, num(m[(size_t)i * (size_t)n + (size_t)j]));
-        cJSON_AddItemToArray(a, r);
-    }
-    return a;
 }
 
 static void add_source(cJSON *co, const hs_corpus_info *info)
@@ -269,7 +243,7 @@ char *hs_corpus_report_json(const hs_corpus_agg *g, const hs_analysis *first,
     cJSON_AddBoolToObject(op, "exclude_sinks", o->exclude_sinks);
     cJSON_AddBoolToObject(op, "ablation", o->ablation);
     cJSON_AddBoolToObject(op, "gradient", o->gradient);
-    cJSON_AddItemToObject(op, "label_threshold", num(o->label_threshold));
+    cJSON_AddItemToObject(op, "label_threshold", hs_json_num(o->label_threshold));
 
     cJSON *co = cJSON_AddObjectToObject(r, "corpus");
     add_source(co, info);
@@ -289,7 +263,7 @@ char *hs_corpus_report_json(const hs_corpus_agg *g, const hs_analysis *first,
     cJSON_AddNumberToObject(tk, "total", (double)g->tokens);
     cJSON_AddNumberToObject(tk, "min", g->tokens_min);
     cJSON_AddNumberToObject(tk, "max", g->tokens_max);
-    cJSON_AddItemToObject(tk, "mean", num(g->n_texts ? (double)g->tokens / (double)g->n_texts : NAN));
+    cJSON_AddItemToObject(tk, "mean", hs_json_num(g->n_texts ? (double)g->tokens / (double)g->n_texts : NAN));
     cJSON *ci = cJSON_AddObjectToObject(co, "interval");
     cJSON_AddNumberToObject(ci, "level", 0.95);
     cJSON_AddStringToObject(ci, "method", "student_t");
@@ -313,10 +287,10 @@ char *hs_corpus_report_json(const hs_corpus_agg *g, const hs_analysis *first,
                                   ? summary_json(&st[q], quantity_weight(&first->heads[k], q) > 0 ||
                                                           q == HS_CQ_ENTROPY || q == HS_CQ_MAX_WEIGHT)
                                   : cJSON_CreateNull());
-        cJSON_AddItemToObject(h, "importance", num(g->importance[k]));
+        cJSON_AddItemToObject(h, "importance", hs_json_num(g->importance[k]));
         cJSON *ps = cJSON_AddObjectToObject(h, "probe_scores");
-        cJSON_AddItemToObject(ps, "duplicate_token", num(first->heads[k].probe_scores.duplicate));
-        cJSON_AddItemToObject(ps, "induction", num(first->heads[k].probe_scores.induction));
+        cJSON_AddItemToObject(ps, "duplicate_token", hs_json_num(first->heads[k].probe_scores.duplicate));
+        cJSON_AddItemToObject(ps, "induction", hs_json_num(first->heads[k].probe_scores.induction));
         hs_head_result mean = first->heads[k];
         mean.text_scores = (hs_detect){st[HS_CQ_PREV].n ? st[HS_CQ_PREV].mean : NAN,
                                        st[HS_CQ_SELF].n ? st[HS_CQ_SELF].mean : NAN,
@@ -331,15 +305,15 @@ char *hs_corpus_report_json(const hs_corpus_agg *g, const hs_analysis *first,
     cJSON_AddStringToObject(sim, "method", o->similarity == HS_SIM_JS ? "jensen_shannon" : "pearson");
     cJSON_AddStringToObject(sim, "aggregate", "mean_over_texts");
     cJSON_AddNumberToObject(sim, "n_texts", (double)g->n_sim);
-    cJSON_AddItemToObject(sim, "matrix", matrix(g->similarity, g->n_heads));
+    cJSON_AddItemToObject(sim, "matrix", hs_json_matrix(g->similarity, g->n_heads, g->n_heads));
     hs_report_add_clusters(co, g->linkage, g->labels, g->n_heads, g->n_clusters, o->similarity,
                            o->cluster_threshold);
     cJSON *pr = cJSON_AddObjectToObject(co, "probe");
     cJSON_AddNumberToObject(pr, "seed", (double)o->probe_seed);
-    cJSON_AddItemToObject(pr, "ids", int_array(first->probe_ids, first->probe_len));
+    cJSON_AddItemToObject(pr, "ids", hs_json_ints(first->probe_ids, first->probe_len));
 
     cJSON *tm = cJSON_AddObjectToObject(r, "timing");
-    cJSON_AddItemToObject(tm, "seconds", num(info->seconds));
+    cJSON_AddItemToObject(tm, "seconds", hs_json_num(info->seconds));
     cJSON *fl = cJSON_AddArrayToObject(r, "files");
     for (int i = 0; i < n_files; i++)
         cJSON_AddItemToArray(fl, cJSON_CreateString(files[i]));

@@ -11,17 +11,17 @@
 #include "internal.h"
 
 /* A number, or null for NaN/Inf. */
-static cJSON *num(double v)
+cJSON *hs_json_num(double v)
 {
     return isfinite(v) ? cJSON_CreateNumber(v) : cJSON_CreateNull();
 }
 
 static void add_num(cJSON *o, const char *k, double v)
 {
-    cJSON_AddItemToObject(o, k, num(v));
+    cJSON_AddItemToObject(o, k, hs_json_num(v));
 }
 
-static cJSON *int_array(const int32_t *v, int n)
+cJSON *hs_json_ints(const int32_t *v, int n)
 {
     cJSON *a = cJSON_CreateArray();
     for (int i = 0; a && i < n; i++)
@@ -37,13 +37,13 @@ static cJSON *str_array(char *const *v, int n)
     return a;
 }
 
-static cJSON *matrix(const double *m, int rows, int cols)
+cJSON *hs_json_matrix(const double *m, int rows, int cols)
 {
     cJSON *a = cJSON_CreateArray();
     for (int i = 0; a && i < rows; i++) {
         cJSON *r = cJSON_CreateArray();
         for (int j = 0; r && j < cols; j++)
-            cJSON_AddItemToArray(r, num(m[(size_t)i * (size_t)cols + (size_t)j]));
+            cJSON_AddItemToArray(r, hs_json_num(m[(size_t)i * (size_t)cols + (size_t)j]));
         cJSON_AddItemToArray(a, r);
     }
     return a;
@@ -96,7 +96,7 @@ void hs_report_add_clusters(cJSON *parent, const hs_linkage *lk, const int *labe
         cJSON *e = cJSON_CreateArray();
         cJSON_AddItemToArray(e, cJSON_CreateNumber(mg->a));
         cJSON_AddItemToArray(e, cJSON_CreateNumber(mg->b));
-        cJSON_AddItemToArray(e, num(mg->dist));
+        cJSON_AddItemToArray(e, hs_json_num(mg->dist));
         cJSON_AddItemToArray(e, cJSON_CreateNumber(mg->size));
         cJSON_AddItemToArray(merges, e);
     }
@@ -175,10 +175,10 @@ char *hs_report_json(const hs_analysis *a, const char *const *files, int n_files
         cJSON_AddNullToObject(in, "text_pair");
     cJSON_AddNumberToObject(in, "n_tokens", a->n);
     cJSON_AddBoolToObject(in, "truncated", a->truncated);
-    cJSON_AddItemToObject(in, "ids", int_array(a->ids, a->n));
+    cJSON_AddItemToObject(in, "ids", hs_json_ints(a->ids, a->n));
     cJSON_AddItemToObject(in, "tokens", str_array(a->tokens, a->n));
     cJSON_AddItemToObject(in, "display_tokens", str_array(a->display, a->n));
-    cJSON_AddItemToObject(in, "type_ids", int_array(a->type_ids, a->n));
+    cJSON_AddItemToObject(in, "type_ids", hs_json_ints(a->type_ids, a->n));
 
     cJSON *op = cJSON_AddObjectToObject(r, "options");
     cJSON *layers = cJSON_AddArrayToObject(op, "layers");
@@ -198,8 +198,8 @@ char *hs_report_json(const hs_analysis *a, const char *const *files, int n_files
     cJSON_AddStringToObject(lo, "kind", hs_loss_kind_name(a->loss_kind));
     add_num(lo, "value", a->loss);
     if (a->loss_kind == HS_LOSS_MLM) {
-        cJSON_AddItemToObject(lo, "masked_positions", int_array(a->mlm_positions, a->n_mlm));
-        cJSON_AddItemToObject(lo, "masked_ids", int_array(a->mlm_targets, a->n_mlm));
+        cJSON_AddItemToObject(lo, "masked_positions", hs_json_ints(a->mlm_positions, a->n_mlm));
+        cJSON_AddItemToObject(lo, "masked_ids", hs_json_ints(a->mlm_targets, a->n_mlm));
     }
 
     cJSON *heads = cJSON_AddArrayToObject(r, "heads");
@@ -209,13 +209,13 @@ char *hs_report_json(const hs_analysis *a, const char *const *files, int n_files
     cJSON *div = cJSON_AddObjectToObject(r, "diversity");
     cJSON *pl = cJSON_AddArrayToObject(div, "per_layer");
     for (int l = 0; l < c->n_layer; l++)
-        cJSON_AddItemToArray(pl, num(a->layer_diversity[l]));
-    cJSON_AddItemToObject(div, "pairwise_frobenius", matrix(a->frobenius, a->n_heads, a->n_heads));
+        cJSON_AddItemToArray(pl, hs_json_num(a->layer_diversity[l]));
+    cJSON_AddItemToObject(div, "pairwise_frobenius", hs_json_matrix(a->frobenius, a->n_heads, a->n_heads));
 
     cJSON *sim = cJSON_AddObjectToObject(r, "similarity");
     cJSON_AddStringToObject(sim, "method", o->similarity == HS_SIM_JS ? "jensen_shannon" : "pearson");
     cJSON_AddStringToObject(sim, "entries", c->causal ? "lower_triangle" : "all");
-    cJSON_AddItemToObject(sim, "matrix", matrix(a->similarity, a->n_heads, a->n_heads));
+    cJSON_AddItemToObject(sim, "matrix", hs_json_matrix(a->similarity, a->n_heads, a->n_heads));
 
     hs_report_add_clusters(r, a->linkage, a->labels, a->n_heads, a->n_clusters, o->similarity,
                            o->cluster_threshold);
@@ -223,7 +223,7 @@ char *hs_report_json(const hs_analysis *a, const char *const *files, int n_files
     cJSON *pr = cJSON_AddObjectToObject(r, "probe");
     cJSON_AddNumberToObject(pr, "seed", (double)o->probe_seed);
     cJSON_AddNumberToObject(pr, "half_len", c->family == HS_FAMILY_BERT ? (a->probe_len - 2) / 2 : a->probe_len / 2);
-    cJSON_AddItemToObject(pr, "ids", int_array(a->probe_ids, a->probe_len));
+    cJSON_AddItemToObject(pr, "ids", hs_json_ints(a->probe_ids, a->probe_len));
 
     cJSON *pu = cJSON_AddObjectToObject(r, "pruning");
     hs_prune_method method = a->prune_method_used ? a->prune_method_used : o->prune_method;
