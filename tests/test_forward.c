@@ -303,3 +303,30 @@ Test(forward, logit_rows_equal_the_full_rows)
         hs_model_free(m);
     }
 }
+
+/* Weights used in place from the mapped file give the same maps as copied ones, bit for bit
+ * (the goldens of gpt2_hub, an F32 GPT-2, are checked with the default copy). */
+Test(forward, mapped_weights_give_the_copied_maps)
+{
+    hs_error err = {{0}};
+    hs_model *a = NULL, *b = NULL;
+    cr_assert_eq(hs_model_load("fixtures/models/gpt2-hub", &a, &err), HS_OK, "%s", err.msg);
+    cr_assert_eq(hs_model_open("fixtures/models/gpt2-hub", HS_OPEN_MAP_WEIGHTS, &b, &err), HS_OK,
+                 "%s", err.msg);
+    int32_t ids[20];
+    for (int i = 0; i < 20; i++)
+        ids[i] = (int32_t)(13 * i + 5) % 1000;
+    hs_trace *ta = NULL, *tb = NULL;
+    cr_assert_eq(hs_trace_new(a, 20, &ta, &err), HS_OK);
+    cr_assert_eq(hs_trace_new(b, 20, &tb, &err), HS_OK);
+    hs_forward_opts oa = {.on_attn = hs_trace_observe, .user = ta};
+    hs_forward_opts ob = {.on_attn = hs_trace_observe, .user = tb};
+    cr_assert_eq(hs_forward(a, ids, NULL, 20, &oa, NULL, &err), HS_OK, "%s", err.msg);
+    cr_assert_eq(hs_forward(b, ids, NULL, 20, &ob, NULL, &err), HS_OK, "%s", err.msg);
+    size_t count = (size_t)ta->n_layer * ta->n_head * 20 * 20;
+    cr_assert_eq(memcmp(ta->attn, tb->attn, count * sizeof(float)), 0);
+    hs_trace_free(ta);
+    hs_trace_free(tb);
+    hs_model_free(a);
+    hs_model_free(b);
+}

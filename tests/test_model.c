@@ -155,14 +155,20 @@ Test(model, open_tokenizer_only_needs_no_weights_file)
     tu_rm_rf(dir);
 }
 
-/* F32 weights already in the normalised layout are used where they lie in the mapped file
- * (GPT-2: every tensor; BERT: the embeddings), so a load holds no second copy of them;
- * F16 weights are converted into the arena. */
-Test(model, f32_weights_are_used_in_place)
+/* With HS_OPEN_MAP_WEIGHTS, F32 weights already in the normalised layout are used where
+ * they lie in the mapped file (GPT-2: every tensor; BERT: the embeddings), so a load holds
+ * no second copy of them; F16 weights are converted into the arena. By default every weight
+ * is copied into the arena. */
+Test(model, f32_weights_are_used_in_place_on_request)
 {
     hs_model *m = NULL;
     hs_error err = {{0}};
     cr_assert_eq(hs_model_load("fixtures/models/gpt2-hub", &m, &err), HS_OK, "%s", err.msg);
+    cr_assert_eq(m->inplace_floats, 0u);
+    cr_assert_null(m->map);
+    hs_model_free(m);
+    cr_assert_eq(hs_model_open("fixtures/models/gpt2-hub", HS_OPEN_MAP_WEIGHTS, &m, &err), HS_OK,
+                 "%s", err.msg);
     cr_assert_eq(m->inplace_floats, hs_model_param_count(m));
     cr_assert_eq(m->arena_floats, 0u);
     const unsigned char *lo = m->map, *hi = lo + m->map_len;
@@ -170,13 +176,15 @@ Test(model, f32_weights_are_used_in_place)
     cr_assert(w >= lo && w < hi, "c_fc points into the file");
     hs_model_free(m);
 
-    cr_assert_eq(hs_model_load("fixtures/models/bert-hub", &m, &err), HS_OK, "%s", err.msg);
+    cr_assert_eq(hs_model_open("fixtures/models/bert-hub", HS_OPEN_MAP_WEIGHTS, &m, &err), HS_OK,
+                 "%s", err.msg);
     size_t V = (size_t)m->cfg.vocab_size, d = (size_t)m->cfg.d_model;
     cr_assert_eq(m->inplace_floats, (V + (size_t)m->cfg.n_ctx + (size_t)m->cfg.type_vocab_size) * d + 2 * d);
     cr_assert_eq(m->arena_floats + m->inplace_floats, hs_model_param_count(m));
     hs_model_free(m);
 
-    cr_assert_eq(hs_model_load("fixtures/models/gpt2-f16", &m, &err), HS_OK, "%s", err.msg);
+    cr_assert_eq(hs_model_open("fixtures/models/gpt2-f16", HS_OPEN_MAP_WEIGHTS, &m, &err), HS_OK,
+                 "%s", err.msg);
     cr_assert_eq(m->inplace_floats, 0u);
     cr_assert_null(m->map);
     hs_model_free(m);

@@ -107,7 +107,8 @@ static hs_status load_weights(hs_model *m, const char *dir, hs_error *err)
     if (st)
         return st;
     hf_ctx ctx = {.st = st_file, .family = m->cfg.family};
-    m->inplace_ok = st_file->map != NULL; /* F32 weights used where they lie in the file */
+    m->inplace_ok = st_file->map && (m->open_flags & HS_OPEN_MAP_WEIGHTS);
+    m->release_src = st_file->map != NULL; /* file pages dropped once copied */
     st = hs_weights_build(m, hf_lookup, &ctx, err);
     if (st == HS_OK && m->inplace_floats > 0)
         hs_safetensors_take_map(st_file, &m->map, &m->map_len);

@@ -32,7 +32,7 @@ hs_status hs_model_open(const char *path, unsigned flags, hs_model **out, hs_err
         return hs_fail(err, HS_E_NOMEM, "out of memory");
     }
     snprintf(m->storage_dtype, sizeof m->storage_dtype, "F32");
-    m->open_flags = flags & (HS_OPEN_NO_WEIGHTS | HS_OPEN_TOKENIZER);
+    m->open_flags = flags & (HS_OPEN_NO_WEIGHTS | HS_OPEN_TOKENIZER | HS_OPEN_MAP_WEIGHTS);
     hs_status st;
     if (S_ISDIR(sb.st_mode)) {
         st = hs_hf_load(m, path, err);

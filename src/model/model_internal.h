@@ -85,6 +85,8 @@ struct hs_model {
      * not copied (GPT-2 Conv1D matrices, embeddings). The reader gives the mapping to the
      * model (map, map_len; unmapped by hs_model_free) when inplace_floats > 0. */
     int inplace_ok;
+    int release_src; /* the reader's tensor bytes are a private file mapping: the builder
+                        drops each tensor's pages once converted (the peak stays one copy) */
     size_t inplace_floats;
     void *map;
     size_t map_len;

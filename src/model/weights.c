@@ -1,10 +1,13 @@
 /* Weight builder: resolves every logical tensor through a format reader, checks its
  * shape against the config, converts it to float32 into one arena in the normalised
  * (in, out) layout, and rejects NaN/Inf. */
+#define _DEFAULT_SOURCE /* madvise, MADV_HUGEPAGE */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
 
 #include "model/model_internal.h"
 
@@ -91,6 +94,21 @@ static void decode(const hs_tensor_view *t, float *out, size_t count)
     }
 }
 
+/* Drops the whole pages of a tensor's bytes from a private read-only file mapping once
+ * they are converted, so a load's peak is about one copy of the weights, not two (pages
+ * read again later are simply faulted in from the file again). */
+static void release_pages(const hs_tensor_view *t)
+{
+    long pg = sysconf(_SC_PAGESIZE);
+    if (pg <= 0)
+        return;
+    uintptr_t lo = (uintptr_t)t->data, hi = lo + t->nbytes;
+    uintptr_t a = (lo + (uintptr_t)pg - 1) / (uintptr_t)pg * (uintptr_t)pg;
+    uintptr_t e = hi / (uintptr_t)pg * (uintptr_t)pg;
+    if (e > a)
+        madvise((void *)a, e - a, MADV_DONTNEED);
+}
+
 /* ---- the tensor plan -------------------------------------------------------------- */
 
 enum kind {
@@ -173,6 +191,8 @@ static hs_status place(builder *b, const char *name, enum kind kind, int rows, i
         src = nt;
     }
     decode(t, src, count);
+    if (b->m->release_src)
+        release_pages(t);
     for (size_t i = 0; i < count; i++)
         if (!isfinite(src[i]))
             return hs_fail(err, HS_E_VALUE, "tensor '%s' holds a non-finite value (%s) at element %zu",
@@ -376,6 +396,22 @@ static hs_status build_bert(builder *b, int has_mlm, int has_decoder, float *cur
     return HS_OK;
 }
 
+/* The weights arena: 2 MB aligned and marked for transparent huge pages, which the GEMMs
+ * that stream through every weight matrix run measurably faster on. free() releases it. */
+static float *arena_alloc(size_t floats)
+{
+    size_t bytes = (floats ? floats : 1) * sizeof(float), huge = (size_t)2 << 20;
+    if (bytes < huge)
+        return malloc(bytes);
+    void *p = NULL;
+    if (posix_memalign(&p, huge, (bytes + huge - 1) / huge * huge) != 0)
+        return NULL;
+#ifdef MADV_HUGEPAGE
+    madvise(p, (bytes + huge - 1) / huge * huge, MADV_HUGEPAGE);
+#endif
+    return p;
+}
+
 hs_status hs_weights_build(hs_model *m, hs_tensor_lookup lookup, void *ctx, hs_error *err)
 {
     const hs_model_config *c = &m->cfg;
@@ -419,7 +455,7 @@ hs_status hs_weights_build(hs_model *m, hs_tensor_lookup lookup, void *ctx, hs_e
     }
     b.dry = 0;
     b.largest = 0;
-    m->arena = malloc((b.arena_need ? b.arena_need : 1) * sizeof(float));
+    m->arena = arena_alloc(b.arena_need);
     if (!m->arena)
         return hs_fail(err, HS_E_NOMEM, "out of memory allocating %zu MB of weights",
                        b.arena_need * sizeof(float) >> 20);
