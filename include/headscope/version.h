@@ -32,6 +32,10 @@ int hs_threads_available(void);
  * e.g. "Haswell", "SkylakeX", "Zen"), for benchmarks. Static string. */
 const char *hs_blas_corename(void);
 
+/* How the BLAS library runs its threads: "OpenMP" (the build headscope is made for: its own
+ * parallel loops and BLAS share one team), "pthreads" or "sequential". Static string. */
+const char *hs_blas_threading(void);
+
 #ifdef __cplusplus
 }
 #endif

@@ -34,8 +34,7 @@ typedef struct grad_layer {
 static void linear_back(const float *dy, const float *w, float *dx, int n, int in, int out,
                         int accumulate)
 {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, in, out, 1.0f, dy, out, w, out,
-                accumulate ? 1.0f : 0.0f, dx, in);
+    hs_op_gemm(1, n, in, out, 1.0f, dy, out, w, out, accumulate ? 1.0f : 0.0f, dx, in);
 }
 
 /* LayerNorm backward, y = xhat * w + b: with g = dy * w,
@@ -43,6 +42,7 @@ static void linear_back(const float *dy, const float *w, float *dx, int n, int i
 static void layernorm_back(const float *xhat, const float *rstd, const float *w, const float *dy,
                            float *dx, int n, int d, int accumulate)
 {
+#pragma omp parallel for schedule(static) if ((size_t)n * (size_t)d >= 32768)
     for (int i = 0; i < n; i++) {
         const float *hi = xhat + (size_t)i * (size_t)d, *gi = dy + (size_t)i * (size_t)d;
         float *xi = dx + (size_t)i * (size_t)d;
@@ -67,6 +67,7 @@ static void layernorm_back(const float *xhat, const float *rstd, const float *w,
 static void gelu_back(const float *x, float *dy, size_t count, hs_activation act)
 {
     if (act == HS_ACT_GELU_ERF) {
+#pragma omp parallel for schedule(static) if (count >= 32768)
         for (size_t i = 0; i < count; i++) {
             double v = x[i];
             double dg = 0.5 * (1.0 + erf(v * 0.70710678118654752)) +
@@ -75,6 +76,7 @@ static void gelu_back(const float *x, float *dy, size_t count, hs_activation act
         }
     } else {
         const double k = 0.79788456080286536;
+#pragma omp parallel for schedule(static) if (count >= 32768)
         for (size_t i = 0; i < count; i++) {
             double v = x[i], t = tanh(k * (v + 0.044715 * v * v * v));
             double dg = 0.5 * (1.0 + t) + 0.5 * v * (1.0 - t * t) * k * (1.0 + 3 * 0.044715 * v * v);
@@ -84,20 +86,23 @@ static void gelu_back(const float *x, float *dy, size_t count, hs_activation act
 }
 
 
-/* Attention backward of one layer: dctx: (n, d) → dqkv: (n, 3d). dp: (n, n) scratch.
+/* Attention backward of one layer: dctx: (n, d) → dqkv: (n, 3d). dp: (H, n, n) scratch.
+ * Heads run in parallel (each writes its own columns of dqkv).
  * ctx_h = P_h V_h, P_h = softmax(scale Q_h K_h^T):
  *   dV = P^T dctx;  dP = dctx V^T;  dS = P ⊙ (dP − rowsum(dP ⊙ P));
  *   dQ = scale dS K;  dK = scale dS^T Q.  Causal entries have P = 0, so dS = 0 there. */
 static void attention_back(const hs_model_config *c, const float *qkv, const float *probs,
-                           const float *dctx, float *dqkv, float *dp, int n)
+                           const float *dctx, float *dqkv, float *dps, int n)
 {
     int d = c->d_model, dh = c->d_head;
     float scale = 1.0f / sqrtf((float)dh);
     size_t nn = (size_t)n * (size_t)n;
+#pragma omp parallel for schedule(dynamic) if (c->n_head > 1 && nn * (size_t)c->n_head >= 32768)
     for (int h = 0; h < c->n_head; h++) {
         size_t off = (size_t)h * (size_t)dh;
         const float *q = qkv + off, *k = qkv + (size_t)d + off, *v = qkv + 2 * (size_t)d + off;
         const float *p = probs + (size_t)h * nn, *dc = dctx + off;
+        float *dp = dps + (size_t)h * nn;
         cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, n, dh, n, 1.0f, p, n, dc, d, 0.0f,
                     dqkv + 2 * (size_t)d + off, 3 * d);
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, n, dh, 1.0f, dc, d, v, 3 * d, 0.0f,
@@ -186,7 +191,7 @@ hs_status hs_gradient_signed_masked(const hs_model *m, const hs_loss_input *in,
      * backward scratch. */
     size_t per_layer = 6 * nd + 2 * (size_t)n + (size_t)H * nn + nf;
     size_t head = 4 * rd + (size_t)R + (size_t)R * (size_t)V; /* rows, pre, xhat, y, rstd, logits */
-    size_t scratch = 4 * nd + 3 * nd + nf + nn;               /* x, h, dx, dh, dqkv, dff, dp */
+    size_t scratch = 4 * nd + 3 * nd + nf + (size_t)H * nn;   /* x, h, dx, dh, dqkv, dff, dp */
     size_t total, layers_sz;
     if (hs_mul_size(per_layer, (size_t)L, &layers_sz) || hs_add_size(layers_sz, head, &total) ||
         hs_add_size(total, scratch, &total) || hs_mul_size(total, sizeof(float), &total))
@@ -194,7 +199,8 @@ hs_status hs_gradient_signed_masked(const hs_model *m, const hs_loss_input *in,
     float *buf = malloc(total);
     grad_layer *lay = malloc((size_t)L * sizeof *lay);
     int *rows = malloc((size_t)R * sizeof *rows), *tgt = malloc((size_t)R * sizeof *tgt);
-    if (!buf || !lay || !rows || !tgt) {
+    double *row_loss = malloc((size_t)R * sizeof *row_loss);
+    if (!buf || !lay || !rows || !tgt || !row_loss) {
         st = hs_fail(err, HS_E_NOMEM, "out of memory for gradient importance (%zu MB)", total >> 20);
         goto fail;
     }
@@ -222,7 +228,7 @@ hs_status hs_gradient_signed_masked(const hs_model *m, const hs_loss_input *in,
     float *dh = p; p += nd;       /* (n, d) */
     float *dqkv = p; p += 3 * nd; /* (n, 3d) */
     float *dff = p; p += nf;      /* (n, f); forward: gelu output */
-    float *dp = p; p += nn;       /* (n, n) */
+    float *dp = p; p += (size_t)H * nn; /* (H, n, n) */
 
     for (int r = 0; r < R; r++) {
         rows[r] = in->kind == HS_LOSS_LM ? r : in->positions[r];
@@ -298,25 +304,24 @@ hs_status hs_gradient_signed_masked(const hs_model *m, const hs_loss_input *in,
         else
             memset(row, 0, (size_t)V * sizeof *row);
     }
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, R, V, d, 1.0f, hy, d, m->decoder, d, 1.0f,
-                logits, V);
+    hs_op_gemm(1, R, V, d, 1.0f, hy, d, m->decoder, d, 1.0f, logits, V);
 
     /* Loss and d loss / d logits = (softmax - onehot) / R, row by row. */
-    double sum = 0;
+    /* rows in parallel, their losses summed in row order (the same value on any thread count) */
+#pragma omp parallel for schedule(static) if (R > 1)
     for (int r = 0; r < R; r++) {
-        float *row = logits + (size_t)r * (size_t)V;
-        float mx = row[0];
-        for (int v = 1; v < V; v++)
-            mx = row[v] > mx ? row[v] : mx;
-        double s = 0;
+        float *row = logits + (size_t)r * (size_t)V, mx;
+        float target = row[tgt[r]];
+        double s = hs_op_exp_shift(row, V, &mx); /* row = exp(logit - max) */
+        row_loss[r] = log(s) - (double)(target - mx);
+        float inv = (float)(1.0 / (s * R));
         for (int v = 0; v < V; v++)
-            s += (double)expf(row[v] - mx);
-        sum += log(s) - (double)(row[tgt[r]] - mx);
-        double inv = 1.0 / (s * R);
-        for (int v = 0; v < V; v++)
-            row[v] = (float)((double)expf(row[v] - mx) * inv);
+            row[v] *= inv;
         row[tgt[r]] -= (float)(1.0 / R);
     }
+    double sum = 0;
+    for (int r = 0; r < R; r++)
+        sum += row_loss[r];
     double lossv = sum / R;
     if (!isfinite(lossv)) {
         st = hs_fail(err, HS_E_VALUE, "the loss is not finite");
@@ -324,8 +329,7 @@ hs_status hs_gradient_signed_masked(const hs_model *m, const hs_loss_input *in,
     }
 
     /* Backward through the head: d hy = dlogits · decoder, decoder: (V, d). */
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, R, d, V, 1.0f, logits, V, m->decoder, d,
-                0.0f, hy, d);
+    hs_op_gemm(0, R, d, V, 1.0f, logits, V, m->decoder, d, 0.0f, hy, d);
     if (!bert) {
         layernorm_back(hxhat, hrstd, m->lnf_w, hy, hy, R, d, 0);
     } else {
@@ -389,6 +393,7 @@ hs_status hs_gradient_signed_masked(const hs_model *m, const hs_loss_input *in,
 fail:
     free(tgt);
     free(rows);
+    free(row_loss);
     free(lay);
     free(buf);
     return st;

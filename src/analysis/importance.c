@@ -7,6 +7,7 @@
 #include "headscope/forward.h"
 #include "headscope/importance.h"
 #include "internal.h"
+#include "nn/ops.h"
 
 struct hs_loss_eval {
     const hs_model *m;
@@ -17,6 +18,7 @@ struct hs_loss_eval {
     float *hidden; /* (n, d) for REPR */
     float *ref;    /* (n, d) unablated hidden states, REPR */
     long passes;
+    double *row_loss; /* (n) per-row losses, summed in order */
     /* Residual streams entering each layer under cache_mask: a run whose mask equals
      * cache_mask below layer l restarts at l from here. */
     float *cache;      /* (n_layer, n, d) */
@@ -80,6 +82,7 @@ void hs_loss_eval_free(hs_loss_eval *e)
     free(e->ref);
     free(e->cache);
     free(e->cache_mask);
+    free(e->row_loss);
     free(e);
 }
 
@@ -127,7 +130,8 @@ hs_status hs_loss_eval_new(const hs_model *m, const hs_loss_input *in, hs_loss_e
     size_t lh = (size_t)c->n_layer * (size_t)c->n_head;
     e->cache = malloc((size_t)c->n_layer * n * (size_t)c->d_model * sizeof(float));
     e->cache_mask = malloc(lh * sizeof(float));
-    ok = ok && e->cache && e->cache_mask;
+    e->row_loss = malloc(n * sizeof(double));
+    ok = ok && e->cache && e->cache_mask && e->row_loss;
     if (in->kind == HS_LOSS_REPR) {
         e->hidden = malloc(n * (size_t)c->d_model * sizeof(float));
         e->ref = malloc(n * (size_t)c->d_model * sizeof(float));
@@ -153,16 +157,19 @@ hs_status hs_loss_eval_new(const hs_model *m, const hs_loss_input *in, hs_loss_e
     return HS_OK;
 }
 
-/* −log softmax(row)[target], in double. */
-static double nll(const float *row, int V, int target)
+/* Mean over rows of −log softmax(logits row r)[targets[r]], in double. Rows are computed in
+ * parallel and summed in row order, so the value does not depend on the thread count. */
+static double mean_nll(const float *logits, int rows, int V, const int32_t *targets, double *buf)
 {
-    float mx = row[0];
-    for (int v = 1; v < V; v++)
-        mx = row[v] > mx ? row[v] : mx;
-    double s = 0; /* expf terms in [0, 1], summed in double */
-    for (int v = 0; v < V; v++)
-        s += (double)expf(row[v] - mx);
-    return log(s) - (double)(row[target] - mx);
+#pragma omp parallel for schedule(static) if (rows > 1)
+    for (int r = 0; r < rows; r++) {
+        const float *row = logits + (size_t)r * (size_t)V;
+        buf[r] = hs_op_log_sum_exp(row, V) - (double)row[targets[r]];
+    }
+    double sum = 0;
+    for (int r = 0; r < rows; r++)
+        sum += buf[r];
+    return sum / rows;
 }
 
 /* The loss under head_mask (NULL = all ones). Restarts from the cached residual stream at
@@ -213,13 +220,9 @@ static hs_status run_mask(hs_loss_eval *e, const float *head_mask, int refresh, 
     int V = c->vocab_size, d = c->d_model;
     double sum = 0;
     if (in->kind == HS_LOSS_LM) {
-        for (int i = 0; i + 1 < in->n; i++)
-            sum += nll(e->logits + (size_t)i * (size_t)V, V, in->ids[i + 1]);
-        *loss = sum / (in->n - 1);
+        *loss = mean_nll(e->logits, in->n - 1, V, in->ids + 1, e->row_loss);
     } else if (in->kind == HS_LOSS_MLM) {
-        for (int k = 0; k < in->n_pos; k++)
-            sum += nll(e->logits + (size_t)k * (size_t)V, V, in->targets[k]);
-        *loss = sum / in->n_pos;
+        *loss = mean_nll(e->logits, in->n_pos, V, in->targets, e->row_loss);
     } else {
         for (int i = 0; i < in->n; i++) {
             const float *a = e->hidden + (size_t)i * (size_t)d, *b = e->ref + (size_t)i * (size_t)d;

@@ -4,8 +4,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <cblas.h>
-
 #include "model/model_internal.h"
 #include "headscope/forward.h"
 #include "nn/ops.h"
@@ -192,8 +190,7 @@ hs_status hs_forward(const hs_model *m, const int32_t *ids, const int32_t *type_
             else
                 memset(row, 0, (size_t)V * sizeof *row);
         }
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, V, d, 1.0f, src, d, m->decoder,
-                    d, 1.0f, o->logits, V);
+        hs_op_gemm(1, rows, V, d, 1.0f, src, d, m->decoder, d, 1.0f, o->logits, V);
     }
     hs_forward_ws_free(own);
     return HS_OK;

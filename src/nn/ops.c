@@ -1,77 +1,202 @@
-/* Kernels shared by the forward and backward passes (see ops.h). */
+/* Kernels shared by the forward and backward passes (see ops.h).
+ *
+ * Threads: every loop here is an OpenMP loop over independent rows (or heads × row blocks),
+ * each row computed by one thread with the same code, so results do not depend on the
+ * thread count. BLAS calls made inside those loops run single-threaded (OpenBLAS's OpenMP
+ * build checks omp_in_parallel); the big projections outside them use BLAS's own threads. */
 #include <math.h>
+#include <stdint.h>
 #include <string.h>
 
 #include <cblas.h>
 
 #include "nn/ops.h"
 
+/* Loops over fewer elements than this stay on one thread (a parallel region costs a few
+ * microseconds). */
+#define PAR_MIN 32768
+
+/* The elementwise kernels are compiled twice on x86-64 GCC, for the baseline and for the
+ * x86-64-v3 level (AVX2, FMA: Intel Haswell and AMD Zen and later), and the loader picks one
+ * by the CPU's features. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(HS_NO_CLONES)
+#define HS_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#else
+#define HS_CLONES
+#endif
+
+/* e^x in float without a libm call or a branch, so loops of it vectorise: x = k ln2 + r with
+ * |r| <= ln2/2, e^r by its Taylor polynomial to r^7 (truncation < 6e-9 relative), 2^k put
+ * into the exponent bits. Relative error about 2 ulp; 0 below -87.3 (where expf is
+ * subnormal); saturates at e^88.3 (3e38) above. */
+static inline float exp_fast(float x)
+{
+    const float log2e = 1.44269504088896341f, ln2_hi = 0.693145751953125f,
+                ln2_lo = 1.42860682030941723e-6f;
+    const float round = 12582912.0f; /* 1.5 * 2^23: adding it rounds to an integer */
+    float xc = x < -87.3f ? -87.3f : x;
+    xc = xc > 88.3f ? 88.3f : xc;
+    float k = (xc * log2e + round) - round;
+    float r = (xc - k * ln2_hi) - k * ln2_lo;
+    float p = 1.0f / 5040;
+    p = p * r + 1.0f / 720;
+    p = p * r + 1.0f / 120;
+    p = p * r + 1.0f / 24;
+    p = p * r + 1.0f / 6;
+    p = p * r + 0.5f;
+    p = p * r + 1.0f;
+    p = p * r + 1.0f;
+    union { uint32_t u; float f; } s = {.u = (uint32_t)((int32_t)k + 127) << 23};
+    float y = p * s.f;
+    return x < -87.3f ? 0.0f : y;
+}
+
+/* GEMM tiles: at most GEMM_TM x GEMM_TN, halved (TN first, to 128 x 32 at the least) until
+ * there are GEMM_TILES of them, so even a 128-row projection keeps 16+ threads busy. The
+ * tiling is a function of the shape alone: OpenBLAS's result for an element depends on how
+ * the product is cut (its threads and blocking), so a fixed cut is what makes results
+ * identical for every thread count. A 64 x 256 tile runs at ~95% of one whole-matrix call. */
+#define GEMM_TM 128
+#define GEMM_TN 512
+#define GEMM_TILES 32
+
+void hs_op_gemm(int trans_b, int m, int n, int k, float alpha, const float *a, int lda,
+                const float *b, int ldb, float beta, float *c, int ldc)
+{
+    int tm = GEMM_TM, tn = GEMM_TN;
+    while (((m + tm - 1) / tm) * ((n + tn - 1) / tn) < GEMM_TILES && (tn > 128 || tm > 32)) {
+        if (tn > 128)
+            tn /= 2;
+        else
+            tm /= 2;
+    }
+    int mt = (m + tm - 1) / tm, nt = (n + tn - 1) / tn, tiles = mt * nt;
+#pragma omp parallel for schedule(dynamic) if (tiles > 1)
+    for (int t = 0; t < tiles; t++) {
+        int i0 = (t / nt) * tm, j0 = (t % nt) * tn;
+        int rows = i0 + tm < m ? tm : m - i0, cols = j0 + tn < n ? tn : n - j0;
+        const float *bt = trans_b ? b + (size_t)j0 * (size_t)ldb : b + j0;
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, rows, cols,
+                    k, alpha, a + (size_t)i0 * (size_t)lda, lda, bt, ldb, beta,
+                    c + (size_t)i0 * (size_t)ldc + j0, ldc);
+    }
+}
+
 void hs_op_linear(const float *x, const float *w, const float *b, float *y, int n, int in, int out)
 {
     for (int i = 0; i < n; i++)
         memcpy(y + (size_t)i * (size_t)out, b, (size_t)out * sizeof *b);
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, out, in, 1.0f, x, in, w, out, 1.0f,
-                y, out);
+    hs_op_gemm(0, n, out, in, 1.0f, x, in, w, out, 1.0f, y, out);
+}
+
+static void layernorm_row(const float *xi, const float *w, const float *b, float *yi, float *hi,
+                          float *rstd, int d, float eps)
+{
+    double mean = 0, var = 0;
+    for (int k = 0; k < d; k++)
+        mean += xi[k];
+    mean /= d;
+    for (int k = 0; k < d; k++) {
+        double t = xi[k] - mean;
+        var += t * t;
+    }
+    var /= d;
+    float inv = (float)(1.0 / sqrt(var + (double)eps));
+    float mu = (float)mean;
+    if (rstd)
+        *rstd = inv;
+    for (int k = 0; k < d; k++) {
+        float h = (xi[k] - mu) * inv;
+        if (hi)
+            hi[k] = h;
+        yi[k] = h * w[k] + b[k];
+    }
 }
 
 void hs_op_layernorm(const float *x, const float *w, const float *b, float *y, float *xhat,
                      float *rstd, int n, int d, float eps)
 {
+#pragma omp parallel for schedule(static) if ((size_t)n * (size_t)d >= PAR_MIN)
     for (int i = 0; i < n; i++) {
-        const float *xi = x + (size_t)i * (size_t)d;
-        float *yi = y + (size_t)i * (size_t)d;
-        float *hi = xhat ? xhat + (size_t)i * (size_t)d : NULL;
-        double mean = 0, var = 0;
-        for (int k = 0; k < d; k++)
-            mean += xi[k];
-        mean /= d;
-        for (int k = 0; k < d; k++) {
-            double t = xi[k] - mean;
-            var += t * t;
-        }
-        var /= d;
-        float inv = (float)(1.0 / sqrt(var + (double)eps));
-        float mu = (float)mean;
-        if (rstd)
-            rstd[i] = inv;
-        for (int k = 0; k < d; k++) {
-            float h = (xi[k] - mu) * inv;
-            if (hi)
-                hi[k] = h;
-            yi[k] = h * w[k] + b[k];
-        }
+        size_t o = (size_t)i * (size_t)d;
+        layernorm_row(x + o, w, b, y + o, xhat ? xhat + o : NULL, rstd ? rstd + i : NULL, d, eps);
     }
+}
+
+HS_CLONES static void gelu_tanh(const float *x, float *y, size_t count)
+{
+    const float k = 0.79788456080286536f; /* sqrt(2/pi) */
+#pragma omp simd
+    for (size_t i = 0; i < count; i++) {
+        float v = x[i];
+        float u = k * (v + 0.044715f * v * v * v);
+        y[i] = v - v / (exp_fast(2.0f * u) + 1.0f); /* 0.5 v (1 + tanh u) */
+    }
+}
+
+static void gelu_erf(const float *x, float *y, size_t count)
+{
+    for (size_t i = 0; i < count; i++)
+        y[i] = 0.5f * x[i] * (1.0f + erff(x[i] * 0.70710678118654752f));
 }
 
 void hs_op_gelu(const float *x, float *y, size_t count, hs_activation act)
 {
-    if (act == HS_ACT_GELU_ERF) {
-        for (size_t i = 0; i < count; i++)
-            y[i] = 0.5f * x[i] * (1.0f + erff(x[i] * 0.70710678118654752f));
-    } else {
-        const float k = 0.79788456080286536f; /* sqrt(2/pi) */
-        for (size_t i = 0; i < count; i++) {
-            float v = x[i];
-            float u = k * (v + 0.044715f * v * v * v);
-            y[i] = v - v / (expf(2.0f * u) + 1.0f); /* 0.5 v (1 + tanh u) */
-        }
+    const size_t chunk = 4096;
+    size_t chunks = (count + chunk - 1) / chunk;
+#pragma omp parallel for schedule(static) if (count >= PAR_MIN)
+    for (size_t c = 0; c < chunks; c++) {
+        size_t lo = c * chunk, len = count - lo < chunk ? count - lo : chunk;
+        if (act == HS_ACT_GELU_ERF)
+            gelu_erf(x + lo, y + lo, len);
+        else
+            gelu_tanh(x + lo, y + lo, len);
     }
 }
 
-void hs_op_softmax_rows(float *s, int n, int causal)
+/* r[0..w) = exp(r - max) and returns their sum, in double. */
+HS_CLONES static double exp_shifted(float *r, int w, float *max)
 {
-    for (int i = 0; i < n; i++) {
+    float mx = r[0];
+#pragma omp simd reduction(max : mx)
+    for (int j = 1; j < w; j++)
+        mx = r[j] > mx ? r[j] : mx;
+    double sum = 0;
+#pragma omp simd reduction(+ : sum)
+    for (int j = 0; j < w; j++) {
+        r[j] = exp_fast(r[j] - mx);
+        sum += r[j];
+    }
+    if (max)
+        *max = mx;
+    return sum;
+}
+
+HS_CLONES static double log_sum_exp(const float *r, int w)
+{
+    float mx = r[0];
+#pragma omp simd reduction(max : mx)
+    for (int j = 1; j < w; j++)
+        mx = r[j] > mx ? r[j] : mx;
+    double sum = 0;
+#pragma omp simd reduction(+ : sum)
+    for (int j = 0; j < w; j++)
+        sum += exp_fast(r[j] - mx);
+    return log(sum) + (double)mx;
+}
+
+double hs_op_exp_shift(float *r, int w, float *max) { return exp_shifted(r, w, max); }
+
+double hs_op_log_sum_exp(const float *r, int w) { return log_sum_exp(r, w); }
+
+/* Softmax of rows r0..r0+rows-1 of an (n, n) score matrix whose first row is s; causal row i
+ * covers keys 0..i and is 0 past them. */
+static void softmax_block(float *s, int r0, int rows, int n, int causal)
+{
+    for (int i = 0; i < rows; i++) {
         float *r = s + (size_t)i * (size_t)n;
-        int w = causal ? i + 1 : n;
-        float mx = r[0];
-        for (int j = 1; j < w; j++)
-            mx = r[j] > mx ? r[j] : mx;
-        double sum = 0;
-        for (int j = 0; j < w; j++) {
-            r[j] = expf(r[j] - mx);
-            sum += r[j];
-        }
-        float inv = (float)(1.0 / sum);
+        int w = causal ? r0 + i + 1 : n;
+        float inv = (float)(1.0 / exp_shifted(r, w, NULL));
         for (int j = 0; j < w; j++)
             r[j] *= inv;
         for (int j = w; j < n; j++)
@@ -79,54 +204,60 @@ void hs_op_softmax_rows(float *s, int n, int causal)
     }
 }
 
-/* Causal products are computed in blocks of CAUSAL_BLOCK query rows, each against the keys
- * up to its last row only: about half the multiply-adds of the full n x n at large n. */
-#define CAUSAL_BLOCK 128
+void hs_op_softmax_rows(float *s, int n, int causal)
+{
+    softmax_block(s, 0, n, n, causal);
+}
+
+/* Attention work is split into tasks of one head × ATTN_ROWS query rows; causal blocks
+ * multiply against the keys up to their last row only (about half the multiply-adds of
+ * the full n × n at large n). */
+#define ATTN_ROWS 64
 
 void hs_op_attn_probs(const hs_model_config *c, const float *qkv, float *probs, int n)
 {
-    int d = c->d_model, dh = c->d_head;
+    int d = c->d_model, dh = c->d_head, nb = (n + ATTN_ROWS - 1) / ATTN_ROWS;
+    int tasks = c->n_head * nb;
     float scale = 1.0f / sqrtf((float)dh);
     size_t nn = (size_t)n * (size_t)n;
-    for (int h = 0; h < c->n_head; h++) {
+#pragma omp parallel for schedule(dynamic) if (tasks > 1 && nn * (size_t)c->n_head >= PAR_MIN)
+    for (int t = 0; t < tasks; t++) {
+        int h = t / nb, r0 = (t % nb) * ATTN_ROWS;
+        int r1 = r0 + ATTN_ROWS < n ? r0 + ATTN_ROWS : n, keys = c->causal ? r1 : n;
         const float *q = qkv + (size_t)h * (size_t)dh;
         const float *k = qkv + (size_t)d + (size_t)h * (size_t)dh;
-        float *p = probs + (size_t)h * nn;
-        int step = c->causal ? CAUSAL_BLOCK : n;
-        for (int r0 = 0; r0 < n; r0 += step) { /* rows r0..r1-1 against keys 0..r1-1 */
-            int r1 = r0 + step < n ? r0 + step : n, keys = c->causal ? r1 : n;
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, r1 - r0, keys, dh, scale,
-                        q + (size_t)r0 * 3 * (size_t)d, 3 * d, k, 3 * d, 0.0f,
-                        p + (size_t)r0 * (size_t)n, n);
-        }
-        hs_op_softmax_rows(p, n, c->causal); /* zeroes every key past the query */
+        float *p = probs + (size_t)h * nn + (size_t)r0 * (size_t)n;
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, r1 - r0, keys, dh, scale,
+                    q + (size_t)r0 * 3 * (size_t)d, 3 * d, k, 3 * d, 0.0f, p, n);
+        softmax_block(p, r0, r1 - r0, n, c->causal); /* zeroes every key past the query */
     }
 }
 
 void hs_op_attn_context(const hs_model_config *c, const float *qkv, float *probs, float *ctx,
                         int n, const float *head_mask)
 {
-    int d = c->d_model, dh = c->d_head;
+    int d = c->d_model, dh = c->d_head, nb = (n + ATTN_ROWS - 1) / ATTN_ROWS;
+    int tasks = c->n_head * nb;
     size_t nn = (size_t)n * (size_t)n;
-    for (int h = 0; h < c->n_head; h++) {
+#pragma omp parallel for schedule(dynamic) if (tasks > 1 && nn * (size_t)c->n_head >= PAR_MIN)
+    for (int t = 0; t < tasks; t++) {
+        int h = t / nb, r0 = (t % nb) * ATTN_ROWS;
+        int r1 = r0 + ATTN_ROWS < n ? r0 + ATTN_ROWS : n, keys = c->causal ? r1 : n;
         const float *v = qkv + 2 * (size_t)d + (size_t)h * (size_t)dh;
-        float *p = probs + (size_t)h * nn;
+        float *p = probs + (size_t)h * nn + (size_t)r0 * (size_t)n;
         float hm = head_mask ? head_mask[h] : 1.0f;
         if (hm != 1.0f)
-            for (size_t i = 0; i < nn; i++)
+            for (size_t i = 0; i < (size_t)(r1 - r0) * (size_t)n; i++)
                 p[i] *= hm;
-        int step = c->causal ? CAUSAL_BLOCK : n;
-        for (int r0 = 0; r0 < n; r0 += step) { /* probs past the block's last row are 0 */
-            int r1 = r0 + step < n ? r0 + step : n, keys = c->causal ? r1 : n;
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, r1 - r0, dh, keys, 1.0f,
-                        p + (size_t)r0 * (size_t)n, n, v, 3 * d, 0.0f,
-                        ctx + (size_t)r0 * (size_t)d + (size_t)h * (size_t)dh, d);
-        }
+        /* probs past the block's last row are 0 */
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, r1 - r0, dh, keys, 1.0f, p, n, v,
+                    3 * d, 0.0f, ctx + (size_t)r0 * (size_t)d + (size_t)h * (size_t)dh, d);
     }
 }
 
 void hs_op_add(float *x, const float *y, size_t count)
 {
+#pragma omp parallel for schedule(static) if (count >= PAR_MIN)
     for (size_t i = 0; i < count; i++)
         x[i] += y[i];
 }

@@ -7,6 +7,12 @@
 
 #include "headscope/model.h"
 
+/* c: (m, n) = alpha a: (m, k) · op(b) + beta c, row-major with leading dimensions; op(b) is
+ * b: (k, n), or b^T for b: (n, k) when trans_b. Parallel over tiles cut by the shape alone,
+ * so the result is the same bits for every thread count. */
+void hs_op_gemm(int trans_b, int m, int n, int k, float alpha, const float *a, int lda,
+                const float *b, int ldb, float beta, float *c, int ldc);
+
 /* y: (n, out) = x: (n, in) · w: (in, out) + b: (out); y may not alias x. */
 void hs_op_linear(const float *x, const float *w, const float *b, float *y, int n, int in, int out);
 
@@ -18,6 +24,12 @@ void hs_op_layernorm(const float *x, const float *w, const float *b, float *y, f
 /* y: (count) = GELU(x); y may alias x. The tanh form uses 1 + tanh u = 2 − 2/(e^{2u} + 1),
  * a few times faster than tanhf and within 1e-7 of it (absolute). */
 void hs_op_gelu(const float *x, float *y, size_t count, hs_activation act);
+
+/* r: (w) = exp(r - max r), returning the sum in double and max r in *max (if not NULL). */
+double hs_op_exp_shift(float *r, int w, float *max);
+
+/* log sum_j exp r_j, in double (exponentials summed in double after the max is taken out). */
+double hs_op_log_sum_exp(const float *r, int w);
 
 /* Row-wise softmax of s: (n, n) in place; causal rows over keys 0..i, the rest set to 0. */
 void hs_op_softmax_rows(float *s, int n, int causal);
