@@ -363,11 +363,24 @@ done
 mkfifo "$T/fifo" && expect 1 "fifo model" -- timeout 5 "$HS" info "$T/fifo" && one_line_error "fifo model"
 expect 1 "device model" -- timeout 5 "$HS" info /dev/zero
 
-# --threads (every command) and HEADSCOPE_THREADS: same ids and maps with 1 and 2 threads
-expect 0 "attn 1 thread" -- "$HS" attn "$G" --threads 1 --text "$REP" -o "$T/t1.npy"
-
-HEADSCOPE_THREADS=2 "$HS" attn "$G" --text "$REP" -o "$T/t2.npy" && ok || bad "HEADSCOPE_THREADS=2"
-"$PY" -c "import numpy as n,sys; a=n.load('$T/t1.npy'); b=n.load('$T/t2.npy'); sys.exit(0 if n.abs(a-b).max()<1e-5 else 1)" && ok || bad "maps depend on the thread count beyond float32 order"
+# --threads (every command) and HEADSCOPE_THREADS: the same bits with 1, 2 and 3 threads, on a
+# text long enough for every parallel loop to split (trained-gpt2, ~200 tokens)
+LONG="$(head -c 1000 fixtures/corpus/licenses.txt)"
+expect 0 "attn 1 thread" -- "$HS" attn fixtures/trained-gpt2 --threads 1 --text "$LONG" -o "$T/t1.npy"
+HEADSCOPE_THREADS=2 "$HS" attn fixtures/trained-gpt2 --text "$LONG" -o "$T/t2.npy" -q && ok || bad "HEADSCOPE_THREADS=2"
+"$HS" attn fixtures/trained-gpt2 --threads 3 --text "$LONG" -o "$T/t3.npy" -q && ok || bad "--threads 3"
+cmp -s "$T/t1.npy" "$T/t2.npy" && cmp -s "$T/t1.npy" "$T/t3.npy" && ok || bad "maps depend on the thread count"
+for t in 1 3; do
+    "$HS" analyze fixtures/trained-gpt2 --threads $t --text "$LONG" --no-hash --no-images -o "$T/an$t" -q || bad "analyze --threads $t"
+done
+"$PY" - "$T/an1/report.json" "$T/an3/report.json" <<'PYEOF' && ok || bad "analyze results depend on the thread count"
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:3])
+for r in (a, b):
+    r.pop("generator", None)
+    r.pop("timing", None)
+sys.exit(0 if json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True) else 1)
+PYEOF
 expect 2 "--threads 0" -- "$HS" attn "$G" --threads 0 --text hi -o "$T/t0.npy"
 one_line_error "--threads 0"
 expect 2 "--threads without value" -- "$HS" info "$G" --threads

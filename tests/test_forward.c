@@ -10,9 +10,32 @@
 #include "internal.h"
 #include "testutil.h"
 
+/* The fidelity bar: maps within 1e-5 of the float64 reference (hidden states 1e-4), or within
+ * twice a float32 reference's own error on that case where float32 cannot do better
+ * (fixtures/golden/f32_error.json, from fixtures/ref/f32_error.py). */
 #define ATTN_TOL 1e-5
 #define HIDDEN_TOL 1e-4
 #define LOSS_TOL 1e-4
+
+/* max(floor, 2 x the float32 reference's error on `name` for `what`). */
+static double case_tol(const char *name, const char *what, double floor)
+{
+    static cJSON *f32;
+    if (!f32) {
+        char *text;
+        size_t len;
+        hs_error err = {{0}};
+        cr_assert_eq(hs_read_file("fixtures/golden/f32_error.json", 1 << 20, &text, &len, &err),
+                     HS_OK, "%s", err.msg);
+        f32 = cJSON_ParseWithLength(text, len);
+        free(text);
+        cr_assert_not_null(f32);
+    }
+    const cJSON *e = cJSON_GetObjectItem(cJSON_GetObjectItem(cJSON_GetObjectItem(f32, "cases"),
+                                                             name), what);
+    double t = cJSON_IsNumber(e) ? 2.0 * e->valuedouble : 0.0;
+    return t > floor ? t : floor;
+}
 
 static cJSON *load_case_json(const char *name)
 {
@@ -85,12 +108,14 @@ static void run_case_on(const char *name, const char *model)
     cr_assert_eq(attn.count, (size_t)c->n_layer * c->n_head * n * n);
     size_t w;
     double d = tu_max_abs_diff(trace->attn, attn.data, attn.count, &w);
-    cr_expect_leq(d, ATTN_TOL, "%s: attention max|d| = %g at flat index %zu", name, d, w);
+    double tol = case_tol(name, "attn", ATTN_TOL);
+    cr_expect_leq(d, tol, "%s: attention max|d| = %g at flat index %zu (bound %g)", name, d, w, tol);
 
     snprintf(path, sizeof path, "fixtures/golden/%s.hidden.npy", name);
     hs_npy hid = tu_npy(path);
     d = tu_max_abs_diff(hidden, hid.data, hid.count, &w);
-    cr_expect_leq(d, HIDDEN_TOL, "%s: hidden max|d| = %g at %zu", name, d, w);
+    tol = case_tol(name, "hidden", HIDDEN_TOL);
+    cr_expect_leq(d, tol, "%s: hidden max|d| = %g at %zu (bound %g)", name, d, w, tol);
 
     const cJSON *kind = cJSON_GetObjectItem(j, "loss_kind");
     if (logits && cJSON_IsString(kind)) {
