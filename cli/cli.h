@@ -91,4 +91,8 @@ int cli_analyze_corpus(const char *cmd, hs_model *m, const cli_corpus_opts *co,
 /* Flushes stdout and reports a write error; returns EXIT_OK or EXIT_FAIL. */
 int cli_finish_stdout(const char *cmd);
 
+/* A whole decimal number in [lo, hi] into *out: 0, or -1 (nothing stored) for anything
+ * else (empty, trailing characters, out of range). */
+int cli_parse_long(const char *s, long lo, long hi, long *out);
+
 #endif

@@ -9,7 +9,8 @@
 #include "cli.h"
 
 static const char usage_text[] =
-    "usage: headscope tokenize MODEL (--text TEXT | --file PATH|-) [--text-pair TEXT2] [--json]\n\n"
+    "usage: headscope tokenize MODEL (--text TEXT | --file PATH|-) [--text-pair TEXT2]\n"
+    "                          [--max-tokens N] [--json]\n\n"
     "Prints the tokens of the text as MODEL's tokenizer (GPT-2 BPE or BERT WordPiece) makes\n"
     "them, ids identical to Hugging Face's. One line per token: position, id, type id, token\n"
     "(raw vocabulary string). With --json, stdout is exactly one JSON object\n"
@@ -17,6 +18,9 @@ static const char usage_text[] =
     "  -t, --text TEXT        the input text\n"
     "  -f, --file PATH        read the text from a file as raw bytes ('-' for stdin)\n"
     "      --text-pair TEXT2  second segment for BERT\n"
+    "      --max-tokens N     truncate to N tokens as attn/analyze --truncate do: GPT-2 keeps\n"
+    "                         the first N; BERT keeps [CLS]/[SEP] and shortens the longer\n"
+    "                         segment first (Hugging Face's longest_first)\n"
     "      --json             print JSON\n"
     "  -h, --help             show this help\n";
 
@@ -48,9 +52,11 @@ int cmd_tokenize(int argc, char **argv)
     static const struct option opts[] = {
         {"text", required_argument, NULL, 't'}, {"file", required_argument, NULL, 'f'},
         {"text-pair", required_argument, NULL, 'p'}, {"json", no_argument, NULL, 'j'},
+        {"max-tokens", required_argument, NULL, 'm'},
         {"help", no_argument, NULL, 'h'},       {NULL, 0, NULL, 0}};
     const char *text = NULL, *file = NULL, *pair = NULL;
     int json = 0, c;
+    long max_tokens = 0;
     opterr = 0;
     optind = 1;
     while ((c = getopt_long(argc, argv, ":t:f:h", opts, NULL)) != -1) {
@@ -59,6 +65,11 @@ int cmd_tokenize(int argc, char **argv)
         case 'f': file = optarg; break;
         case 'p': pair = optarg; break;
         case 'j': json = 1; break;
+        case 'm':
+            if (cli_parse_long(optarg, 1, 1L << 30, &max_tokens))
+                return cli_usage_error("tokenize", "--max-tokens needs a whole number >= 1, not '%s'",
+                                       optarg);
+            break;
         case 'h': fputs(usage_text, stdout); return cli_finish_stdout("tokenize");
         case ':': return cli_usage_error("tokenize", "option '%s' needs a value", argv[optind - 1]);
         default: return cli_usage_error("tokenize", "unknown option '%s'", argv[optind - 1]);
@@ -73,9 +84,19 @@ int cmd_tokenize(int argc, char **argv)
     hs_model *m = cli_model_open("tokenize", argv[optind], HS_OPEN_TOKENIZER);
     hs_encoding enc = {0};
     rc = EXIT_FAIL;
-    /* tokenize shows any length: truncation is not applied, the context is not enforced */
+    /* tokenize shows any length: the context is not enforced, truncation only on request */
     if (!m || cli_encode("tokenize", m, &t, -1, &enc, NULL))
         goto done;
+    if (max_tokens > 0) {
+        long specials = hs_tokenizer_get_kind(hs_model_tokenizer(m)) == HS_TOK_WORDPIECE
+                            ? (t.pair ? 3 : 2) : 0;
+        if (max_tokens < specials) {
+            cli_error("tokenize", "--max-tokens %ld leaves no room for the %ld special tokens "
+                      "([CLS] and [SEP]) of this input", max_tokens, specials);
+            goto done;
+        }
+        cli_truncate_encoding(hs_model_tokenizer(m), &enc, (size_t)max_tokens);
+    }
     if (json) {
         if (print_json(&enc))
             goto done;

@@ -175,6 +175,36 @@ stderr_has "too long" "pass --truncate"
 no_file "too long" "$T/x.npy"
 expect 0 "too long with --truncate" -- "$HS" attn "$G" --text "$long" --truncate -o "$T/x.npy"
 "$PY" -c "import numpy as np; a=np.load('$T/x.npy'); assert a.shape==(2,4,128,128), a.shape" && ok || bad "--truncate shape"
+# truncation as Hugging Face's tokenizers library does it (longest_first), single texts and
+# pairs at many lengths (fixtures/tokenizer/truncation_golden.json, make_truncation_goldens.js)
+"$PY" - "$HS" <<'PYEOF' && ok || bad "tokenize --max-tokens differs from the tokenizers library"
+import json, subprocess, sys
+hs = sys.argv[1]
+cases = json.load(open("fixtures/tokenizer/truncation_golden.json"))["cases"]
+assert len(cases) >= 100
+wrong = 0
+for c in cases:
+    model = "fixtures/tiny-bert" if c["model"] == "bert" else "fixtures/trained-gpt2"
+    cmd = [hs, "tokenize", model, "--text", c["text"], "--max-tokens", str(c["max"]), "--json"]
+    if c["pair"] is not None:
+        cmd += ["--text-pair", c["pair"]]
+    r = subprocess.run(cmd, capture_output=True)
+    if len(c["ids"]) > c["max"]:  # the library overruns a max below a pair's 3 specials
+        if r.returncode != 1 or b"special tokens" not in r.stderr:
+            wrong += 1
+            print("max %d below the specials was not refused" % c["max"], file=sys.stderr)
+        continue
+    got = json.loads(r.stdout)
+    if got["ids"] != c["ids"] or got["type_ids"] != c["type_ids"]:
+        wrong += 1
+        print("max %d %r/%r: %s, want %s" % (c["max"], c["text"][:20], (c["pair"] or "")[:20],
+                                           got["ids"], c["ids"]), file=sys.stderr)
+sys.exit(1 if wrong else 0)
+PYEOF
+expect 2 "tokenize --max-tokens 0" -- "$HS" tokenize "$B" --text hi --max-tokens 0
+# a 12 MB text for BERT with --truncate: linear truncation, seconds not minutes
+"$PY" -c "import sys; sys.stdout.write('the heads attend to the previous token. ' * 300000)" >"$T/big.txt"
+expect 0 "12 MB BERT --truncate" -- timeout 60 "$HS" attn "$B" --file "$T/big.txt" --truncate -o "$T/big.npy"
 expect 1 "pair on gpt2" -- "$HS" attn "$G" --text a --text-pair b -o "$T/x.npy"
 expect 1 "unwritable output" -- "$HS" attn "$G" --text hi -o "$T/no/such/dir/x.npy"
 one_line_error "unwritable output"
