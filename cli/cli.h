@@ -21,7 +21,8 @@ int cmd_info(int argc, char **argv);
 int cmd_convert(int argc, char **argv);
 int cmd_analyze(int argc, char **argv);
 
-/* "headscope: <cmd>: <message>" on stderr. */
+/* "headscope: <cmd>: <message>" (cmd NULL: "headscope: <message>") on stderr, the message
+ * escaped by hs_text_escape (one line, no control characters). */
 void cli_error(const char *cmd, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))

@@ -93,8 +93,7 @@ int cmd_convert(int argc, char **argv)
         return EXIT_FAIL;
     const hs_model_config *cfg = hs_model_config_of(m);
     if (keep_mlm && (cfg->family != HS_FAMILY_BERT || !cfg->has_lm_head))
-        fprintf(stderr, "headscope: convert: warning: --keep-mlm ignored: '%s' has no MLM head\n",
-                src);
+        cli_error("convert", "warning: --keep-mlm ignored: '%s' has no MLM head", src);
     hs_family family = cfg->family;
     hs_error err = {{0}};
     hs_status st = hs_gguf_write(m, out, &opt, &err);

@@ -7,13 +7,24 @@
 
 #include "cli.h"
 
+/* "headscope: CMD: message" on stderr, the message escaped (hs_text_escape): it may quote
+ * paths, option values and strings from files, and must stay one line and inert. */
+static void print_message(const char *cmd, const char *fmt, va_list ap)
+{
+    char raw[1024], msg[2048];
+    vsnprintf(raw, sizeof raw, fmt, ap);
+    hs_text_escape(msg, sizeof msg, raw);
+    if (cmd)
+        fprintf(stderr, "headscope: %s: %s\n", cmd, msg);
+    else
+        fprintf(stderr, "headscope: %s\n", msg);
+}
+
 void cli_error(const char *cmd, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "headscope: %s: ", cmd);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    print_message(cmd, fmt, ap);
     va_end(ap);
 }
 
@@ -21,10 +32,9 @@ int cli_usage_error(const char *cmd, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "headscope: %s: ", cmd);
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\nusage: see 'headscope %s --help'\n", cmd);
+    print_message(cmd, fmt, ap);
     va_end(ap);
+    fprintf(stderr, "usage: see 'headscope %s --help'\n", cmd);
     return EXIT_USAGE;
 }
 

@@ -50,7 +50,7 @@ static int take_threads(int *argc, char **argv)
         int drop = 0;
         if (!strcmp(argv[i], "--threads")) {
             if (i + 1 >= *argc) {
-                fprintf(stderr, "headscope: option '--threads' needs a value\n");
+                cli_error(NULL, "option '--threads' needs a value");
                 return EXIT_USAGE;
             }
             val = argv[i + 1];
@@ -66,11 +66,11 @@ static int take_threads(int *argc, char **argv)
         }
     }
     if (val && parse_threads(val, &n)) {
-        fprintf(stderr, "headscope: --threads '%s' is not a number in [1, 4096]\n", val);
+        cli_error(NULL, "--threads '%s' is not a number in [1, 4096]", val);
         return EXIT_USAGE;
     }
     if (!val && env && *env && parse_threads(env, &n)) {
-        fprintf(stderr, "headscope: HEADSCOPE_THREADS='%s' is not a number in [1, 4096]\n", env);
+        cli_error(NULL, "HEADSCOPE_THREADS='%s' is not a number in [1, 4096]", env);
         return EXIT_USAGE;
     }
     hs_set_threads(n); /* 0: one per core */
@@ -105,7 +105,7 @@ int main(int argc, char **argv)
             cli_command_line_save(0, NULL);
             return rc;
         }
-    fprintf(stderr, "headscope: '%s' is not a command\n", cmd);
+    cli_error(NULL, "'%s' is not a command", cmd);
     usage(stderr);
     return EXIT_USAGE;
 }

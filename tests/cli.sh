@@ -392,6 +392,14 @@ done
 # a FIFO or a device as MODEL is refused at once, not waited on
 mkfifo "$T/fifo" && expect 1 "fifo model" -- timeout 5 "$HS" info "$T/fifo" && one_line_error "fifo model"
 expect 1 "device model" -- timeout 5 "$HS" info /dev/zero
+# strings from files and the command line are escaped in messages: one line, no escape codes
+mkdir -p "$T/evil" && cp "$G"/* "$T/evil/"
+"$PY" -c "import json,sys; p=sys.argv[1]; c=json.load(open(p)); c['model_type']='gpt2\n\x1b[31mEVIL'; json.dump(c,open(p,'w'))" "$T/evil/config.json"
+expect 1 "control characters in config" -- "$HS" info "$T/evil"
+one_line_error "control characters in config"
+grep -qF "'gpt2\\n\\x1b[31mEVIL'" "$T/err" && ! grep -q "$(printf '\033')" "$T/err" && ok || bad "config string not escaped: $(od -c "$T/err" | head -3)"
+expect 2 "control characters in a command name" -- "$HS" "$(printf 'x\033[2J')"
+head -1 "$T/err" | grep -qF "'x\\x1b[2J' is not a command" && ok || bad "command name not escaped: $(head -1 "$T/err")"
 
 # --threads (every command) and HEADSCOPE_THREADS: the same bits with 1, 2 and 3 threads, on a
 # text long enough for every parallel loop to split (trained-gpt2, ~200 tokens)

@@ -1,4 +1,4 @@
-/* Core helpers: SHA-256 against the FIPS 180-4 / NIST example vectors, and against
+/* Core helpers: message escaping (hand-computed cases); SHA-256 against the FIPS 180-4 / NIST example vectors, and against
  * coreutils' sha256sum on committed files; the version strings. */
 #include <stdio.h>
 #include <string.h>
@@ -88,4 +88,46 @@ Test(version, release_string_matches_the_header)
         for (int i = 0; i < 12; i++)
             cr_assert(strchr("0123456789abcdef", c[i]), "%s", c);
     }
+}
+
+/* Hand-computed escapes: C0, DEL, C1, invalid UTF-8; printable UTF-8 unchanged. */
+Test(text_escape, controls_c1_and_invalid_bytes)
+{
+    static const struct {
+        const char *in, *out;
+    } cases[] = {
+        {"plain 'gpt2'", "plain 'gpt2'"},
+        {"a\nb\r\tc", "a\\nb\\r\\tc"},
+        {"\x1b[31mred", "\\x1b[31mred"},
+        {"del\x7f", "del\\x7f"},
+        {"csi \xc2\x9b and nel \xc2\x85", "csi \\u009b and nel \\u0085"},
+        {"nbsp \xc2\xa0 caf\xc3\xa9 \xe6\x9d\xb1 \xf0\x9f\x98\x80", "nbsp \xc2\xa0 caf\xc3\xa9 \xe6\x9d\xb1 \xf0\x9f\x98\x80"},
+        {"lone \x9b, cut \xe6\x9d, overlong \xc0\xaf", "lone \\x9b, cut \\xe6\\x9d, overlong \\xc0\\xaf"},
+        {"surrogate \xed\xa0\x80", "surrogate \\xed\\xa0\\x80"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char out[128];
+        size_t n = hs_text_escape(out, sizeof out, cases[i].in);
+        cr_expect_str_eq(out, cases[i].out, "case %zu", i);
+        cr_expect_eq(n, strlen(cases[i].out), "case %zu", i);
+    }
+}
+
+Test(text_escape, stops_whole_at_the_capacity)
+{
+    char out[8];
+    cr_expect_eq(hs_text_escape(out, sizeof out, "abc\ndef"), 7);
+    cr_expect_str_eq(out, "abc\\nde");
+    cr_expect_eq(hs_text_escape(out, 6, "ab\x1b"), 2); /* "\x1b" does not fit: nothing of it */
+    cr_expect_str_eq(out, "ab");
+    cr_expect_eq(hs_text_escape(out, 5, "ab\xe6\x9d\xb1z"), 2); /* nor half a character */
+    cr_expect_str_eq(out, "ab");
+}
+
+/* hs_fail keeps every library message one line */
+Test(text_escape, library_messages_are_escaped)
+{
+    hs_error err = {{0}};
+    hs_fail(&err, HS_E_FORMAT, "model_type '%s' is not supported", "x\n\x1b[2J");
+    cr_expect_str_eq(err.msg, "model_type 'x\\n\\x1b[2J' is not supported");
 }

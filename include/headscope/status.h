@@ -10,7 +10,9 @@
  *     hs_status st = hs_model_load("gpt2/", &m, &err);
  *     if (st != HS_OK) fprintf(stderr, "headscope: %s\n", err.msg);
  *
- * The library never prints, exits or aborts on bad input.
+ * The library never prints, exits or aborts on bad input. Messages hold no control
+ * characters: strings quoted from files (a config value, a token, a tensor name) are
+ * escaped as by hs_text_escape, so a message is always one line and safe on a terminal.
  */
 #ifndef HEADSCOPE_STATUS_H
 #define HEADSCOPE_STATUS_H
@@ -40,6 +42,13 @@ typedef enum hs_status {
 typedef struct hs_error {
     char msg[HS_ERROR_MSG_MAX];
 } hs_error;
+
+/* Copies the NUL-terminated src into dst (cap bytes, cap >= 1; always NUL-terminated,
+ * cut at a character boundary when full), escaping what a terminal would act on: C0
+ * controls and DEL as \n, \r, \t or \xNN, the C1 controls U+0080..U+009F as \u00NN,
+ * and bytes that are not part of valid UTF-8 as \xNN. Other text is copied unchanged.
+ * dst and src must not overlap. Returns the number of bytes written, NUL excluded. */
+size_t hs_text_escape(char *dst, size_t cap, const char *src);
 
 /* Returns a static, lowercase description of a status code ("ok", "i/o error", ...). */
 const char *hs_status_str(hs_status st);

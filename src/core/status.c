@@ -27,13 +27,62 @@ const char *hs_status_str(hs_status st)
     return "unknown status";
 }
 
+/* Length of the valid UTF-8 sequence at s (1..4), or 0 when s does not start one. */
+static size_t utf8_len(const unsigned char *s)
+{
+    unsigned char c = s[0];
+    size_t n = c < 0x80 ? 1 : (c & 0xE0) == 0xC0 ? 2 : (c & 0xF0) == 0xE0 ? 3 : (c & 0xF8) == 0xF0 ? 4 : 0;
+    if (n == 0 || (n == 2 && c < 0xC2) || (n == 4 && c > 0xF4))
+        return 0;
+    for (size_t i = 1; i < n; i++)
+        if ((s[i] & 0xC0) != 0x80)
+            return 0;
+    if ((n == 3 && c == 0xE0 && s[1] < 0xA0) || (n == 3 && c == 0xED && s[1] >= 0xA0) ||
+        (n == 4 && c == 0xF0 && s[1] < 0x90) || (n == 4 && c == 0xF4 && s[1] >= 0x90))
+        return 0; /* overlong, surrogate or beyond U+10FFFF */
+    return n;
+}
+
+size_t hs_text_escape(char *dst, size_t cap, const char *src)
+{
+    const unsigned char *s = (const unsigned char *)src;
+    size_t o = 0;
+    while (*s) {
+        char esc[8];
+        const char *piece = (const char *)s;
+        size_t len = utf8_len(s), adv = len ? len : 1;
+        if (len == 1 && (*s < 0x20 || *s == 0x7F)) {
+            len = (size_t)(*s == '\n' ? snprintf(esc, sizeof esc, "\\n")
+                         : *s == '\r' ? snprintf(esc, sizeof esc, "\\r")
+                         : *s == '\t' ? snprintf(esc, sizeof esc, "\\t")
+                                      : snprintf(esc, sizeof esc, "\\x%02x", *s));
+            piece = esc;
+        } else if (len == 2 && s[0] == 0xC2 && s[1] < 0xA0) {
+            len = (size_t)snprintf(esc, sizeof esc, "\\u00%02x", s[1]);
+            piece = esc;
+        } else if (len == 0) {
+            len = (size_t)snprintf(esc, sizeof esc, "\\x%02x", *s);
+            piece = esc;
+        }
+        if (o + len >= cap)
+            break;
+        memcpy(dst + o, piece, len);
+        o += len;
+        s += adv;
+    }
+    dst[o] = '\0';
+    return o;
+}
+
 hs_status hs_fail(hs_error *err, hs_status st, const char *fmt, ...)
 {
     if (err) {
+        char raw[HS_ERROR_MSG_MAX];
         va_list ap;
         va_start(ap, fmt);
-        vsnprintf(err->msg, sizeof err->msg, fmt, ap);
+        vsnprintf(raw, sizeof raw, fmt, ap);
         va_end(ap);
+        hs_text_escape(err->msg, sizeof err->msg, raw);
     }
     return st;
 }
@@ -42,11 +91,12 @@ void hs_error_prefix(hs_error *err, const char *fmt, ...)
 {
     if (!err)
         return;
-    char prefix[HS_ERROR_MSG_MAX], old[HS_ERROR_MSG_MAX];
+    char raw[HS_ERROR_MSG_MAX], prefix[HS_ERROR_MSG_MAX], old[HS_ERROR_MSG_MAX];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(prefix, sizeof prefix, fmt, ap);
+    vsnprintf(raw, sizeof raw, fmt, ap);
     va_end(ap);
+    hs_text_escape(prefix, sizeof prefix, raw);
     memcpy(old, err->msg, sizeof old);
     old[sizeof old - 1] = '\0';
     size_t pl = strlen(prefix);
