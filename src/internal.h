@@ -26,6 +26,18 @@ void hs_error_prefix(hs_error *err, const char *fmt, ...) HS_PRINTF(2, 3);
 int hs_mul_size(size_t a, size_t b, size_t *out);
 int hs_add_size(size_t a, size_t b, size_t *out);
 
+/* An upper bound on the values (scalars, arrays, objects; a key with its value counts
+ * once) a JSON parse of text would build: one more than the commas and opening brackets
+ * outside strings. One pass, nothing allocated, also for malformed text. */
+size_t hs_json_count_values(const char *text, size_t len);
+
+/* Parses text as JSON into *out (free with cJSON_Delete) after checking that it holds at
+ * most max_values values, so a hostile file (a 100 MB array of zeros) is refused before a
+ * parse tree of 40 times its size is built. what names the input in messages ("'x.json'"). */
+struct cJSON;
+hs_status hs_json_parse(const char *text, size_t len, size_t max_values, const char *what,
+                        struct cJSON **out, hs_error *err);
+
 /* Reads a whole file into a malloc'd buffer (NUL-terminated, *len excludes the NUL).
  * max_len bounds the size accepted. Caller frees *data. */
 hs_status hs_read_file(const char *path, size_t max_len, char **data, size_t *len, hs_error *err);

@@ -392,6 +392,30 @@ done
 # a FIFO or a device as MODEL is refused at once, not waited on
 mkfifo "$T/fifo" && expect 1 "fifo model" -- timeout 5 "$HS" info "$T/fifo" && one_line_error "fifo model"
 expect 1 "device model" -- timeout 5 "$HS" info /dev/zero
+# hostile files are refused before they cost memory: peak RSS under 4x the file
+"$PY" - "$HS" "$T" "$G" "$B" <<'PYEOF' && ok || bad "hostile files cost memory"
+import os, resource, shutil, struct, subprocess, sys
+hs, tmp, g, b = sys.argv[1:5]
+def case(name, src, fname, data, want):
+    d = os.path.join(tmp, name)
+    shutil.copytree(src, d)
+    if os.path.exists(os.path.join(d, "tokenizer.json")):  # so the vocabulary files are read
+        os.remove(os.path.join(d, "tokenizer.json"))
+    with open(os.path.join(d, fname), "wb") as f:
+        f.write(data)
+    r = subprocess.run([hs, "info", d], capture_output=True)
+    rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024  # the largest child so far
+    err = r.stderr.decode(errors="replace")
+    okay = r.returncode == 1 and want in err and err.count("\n") == 1 and rss < 4 * len(data)
+    print("%s: exit %d, peak %d MB for %d MB: %s" % (name, r.returncode, rss >> 20, len(data) >> 20, err.strip()),
+          file=sys.stderr if not okay else open(os.devnull, "w"))
+    return okay
+hdr = b"[" + b"0," * (10 << 20) + b"0]"
+good = case("st_array", g, "model.safetensors", struct.pack("<Q", len(hdr)) + hdr, "refused before parsing")
+good &= case("vocab_array", g, "vocab.json", b"[" + b"0," * (16 << 20) + b"0]", "refused before parsing")
+good &= case("vocab_lines", b, "vocab.txt", b"\n" * (32 << 20), "lines")
+sys.exit(0 if good else 1)
+PYEOF
 # strings from files and the command line are escaped in messages: one line, no escape codes
 mkdir -p "$T/evil" && cp "$G"/* "$T/evil/"
 "$PY" -c "import json,sys; p=sys.argv[1]; c=json.load(open(p)); c['model_type']='gpt2\n\x1b[31mEVIL'; json.dump(c,open(p,'w'))" "$T/evil/config.json"

@@ -560,7 +560,7 @@ Test(tokenizer_gpt2, reports_missing_and_corrupt_vocabulary_files)
                 "cannot open '/nonexistent/merges.txt'");
     cr_assert_null(t);
     const char *ok_merges = "#version: 0.2\na b\n";
-    EXPECT_FAIL(load_gpt2_files("{\"a\": 0,", ok_merges, &err_), HS_E_FORMAT, "invalid json");
+    EXPECT_FAIL(load_gpt2_files("{\"a\": 0,", ok_merges, &err_), HS_E_FORMAT, "is not valid JSON (near byte 7)");
     EXPECT_FAIL(load_gpt2_files("[1, 2]", ok_merges, &err_), HS_E_FORMAT,
                 "expected a json object mapping tokens to ids");
     EXPECT_FAIL(load_gpt2_files("{\"a\": 0, \"<|endoftext|>\": 1.5}", ok_merges, &err_),
@@ -1046,7 +1046,7 @@ Test(tokenizer_json, refuses_unsupported_components_naming_them)
         {"{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":3}},\"pre_tokenizer\":{\"type\":\"ByteLevel\"}}",
          "token 'a' has an id that is not an integer in 0..0", HS_E_FORMAT},
         {"[1,2]", "is not a json object", HS_E_FORMAT},
-        {"{\"model\":", "is not a json object", HS_E_FORMAT},
+        {"{\"model\":", "the tokenizer file is not valid JSON", HS_E_FORMAT},
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         hs_status st = load_json_text(cases[k].text, msg, sizeof msg);

@@ -27,8 +27,13 @@ static hs_status read_lowercase(const char *path, int *lower, hs_error *err)
     hs_status st = hs_read_file(path, 16u << 20, &text, &len, err);
     if (st)
         return st;
-    cJSON *root = cJSON_ParseWithLength(text, len);
+    cJSON *root = NULL;
+    char what[HS_ERROR_MSG_MAX / 2];
+    snprintf(what, sizeof what, "'%.200s'", path);
+    st = hs_json_parse(text, len, 1u << 20, what, &root, err);
     free(text);
+    if (st)
+        return st;
     if (!cJSON_IsObject(root)) {
         cJSON_Delete(root);
         return hs_fail(err, HS_E_FORMAT, "'%s' is not a JSON object", path);

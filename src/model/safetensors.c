@@ -134,9 +134,13 @@ static hs_status parse_into(hs_safetensors *s, const unsigned char *buf, size_t 
     if (hlen > ST_HEADER_MAX)
         return hs_fail(err, HS_E_FORMAT, "'%s': header length %llu exceeds the 100 MB limit",
                        path, (unsigned long long)hlen);
-    root = cJSON_ParseWithLength((const char *)buf + 8, (size_t)hlen);
-    if (!root)
-        return hs_fail(err, HS_E_FORMAT, "'%s': header is not valid JSON", path);
+    /* at most 24 values a tensor entry (its object, dtype, shape of up to 8, offsets) and
+     * 64 Ki for __metadata__: a header of one huge array is refused before it is parsed */
+    char what[HS_ERROR_MSG_MAX / 2];
+    snprintf(what, sizeof what, "'%.200s': the header", path);
+    if ((st = hs_json_parse((const char *)buf + 8, (size_t)hlen, (size_t)ST_TENSORS_MAX * 24 + 65536,
+                            what, &root, err)))
+        return st;
     if (!cJSON_IsObject(root)) {
         st = hs_fail(err, HS_E_FORMAT, "'%s': header is not a JSON object", path);
         goto done;

@@ -13,8 +13,8 @@
 #include "internal.h"
 
 /* Limits on what a loader accepts. */
-#define HS_TOK_MAX_VOCAB ((size_t)1 << 24)
-#define HS_TOK_MAX_MERGES ((size_t)1 << 24)
+#define HS_TOK_MAX_VOCAB ((size_t)1 << 21)
+#define HS_TOK_MAX_MERGES ((size_t)1 << 21)
 #define HS_TOK_MAX_TOKEN_BYTES 1024
 #define HS_TOK_MAX_FILE ((size_t)1 << 28)
 

@@ -243,12 +243,18 @@ hs_status hs_tokenizer_new_wordpiece(const char *const *tokens, size_t n_tokens,
 /* Splits buf (NUL-terminated, len bytes) into lines in place, as Python's universal newlines
  * (\n, \r\n or \r end a line; a final line without one counts). *lines and *line_no are
  * malloc'd. Returns HS_E_FORMAT for a NUL byte inside the text. */
-static hs_status split_lines(char *buf, size_t len, const char *path, char ***lines,
-                             size_t **line_no, size_t *n, int skip_blank, hs_error *err)
+static hs_status split_lines(char *buf, size_t len, const char *path, size_t max_lines,
+                             char ***lines, size_t **line_no, size_t *n, int skip_blank,
+                             hs_error *err)
 {
     size_t cap = 1, k = 0;
     for (size_t i = 0; i < len; i++)
         cap += buf[i] == '\n' || buf[i] == '\r';
+    *lines = NULL;
+    *line_no = NULL;
+    *n = 0;
+    if (cap > max_lines + 1) /* counted before anything is allocated (CRLF counts twice) */
+        return hs_fail(err, HS_E_FORMAT, "'%s' has more than %zu lines", path, max_lines);
     *lines = malloc(cap * sizeof **lines);
     *line_no = malloc(cap * sizeof **line_no);
     *n = 0;
@@ -306,7 +312,8 @@ hs_status hs_tokenizer_load_bert(const char *vocab_txt_path, int lowercase, hs_t
     *out = NULL;
     if ((st = hs_tok_read_text_file(vocab_txt_path, &buf, &len, err)) != HS_OK)
         goto fail;
-    if ((st = split_lines(buf, len, vocab_txt_path, &lines, &line_no, &n, 0, err)) != HS_OK)
+    if ((st = split_lines(buf, len, vocab_txt_path, 2 * HS_TOK_MAX_VOCAB, &lines, &line_no, &n,
+                          0, err)) != HS_OK)
         goto fail;
     snprintf(what, sizeof what, "'%s'", vocab_txt_path);
     st = new_wordpiece((const char *const *)lines, n, lowercase, what, out, err);
@@ -329,13 +336,10 @@ static hs_status read_vocab_json(const char *path, cJSON **json, const char ***t
     *n = 0;
     if ((st = hs_tok_read_text_file(path, &buf, &len, err)) != HS_OK)
         goto fail;
-    *json = cJSON_ParseWithLength(buf, len);
-    if (!*json) {
-        const char *at = cJSON_GetErrorPtr();
-        size_t off = at && at >= buf && at <= buf + len ? (size_t)(at - buf) : 0;
-        st = hs_fail(err, HS_E_FORMAT, "'%s': invalid json near byte %zu", path, off);
+    char what[HS_ERROR_MSG_MAX / 2];
+    snprintf(what, sizeof what, "'%.200s'", path);
+    if ((st = hs_json_parse(buf, len, HS_TOK_MAX_VOCAB + 1, what, json, err)) != HS_OK)
         goto fail;
-    }
     if (!cJSON_IsObject(*json)) {
         st = hs_fail(err, HS_E_FORMAT, "'%s': expected a json object mapping tokens to ids", path);
         goto fail;
@@ -403,7 +407,8 @@ hs_status hs_tokenizer_load_gpt2(const char *vocab_json_path, const char *merges
         goto fail;
     if ((st = hs_tok_read_text_file(merges_path, &mbuf, &mlen, err)) != HS_OK)
         goto fail;
-    if ((st = split_lines(mbuf, mlen, merges_path, &lines, &line_no, &n_lines, 1, err)) != HS_OK)
+    if ((st = split_lines(mbuf, mlen, merges_path, 2 * HS_TOK_MAX_MERGES + 2, &lines, &line_no,
+                          &n_lines, 1, err)) != HS_OK)
         goto fail;
     size_t skip = n_lines > 0 && line_no[0] == 1 && strncmp(lines[0], "#version", 8) == 0;
     snprintf(vwhat, sizeof vwhat, "'%s'", vocab_json_path);

@@ -389,7 +389,13 @@ hs_status hs_tokenizer_load_json(const char *path, hs_tokenizer **out, hs_error 
     *out = NULL;
     if ((st = hs_tok_read_text_file(path, &buf, &len, err)) != HS_OK)
         goto fail;
-    if (!(root = cJSON_ParseWithLength(buf, len)) || !cJSON_IsObject(root)) {
+    /* vocabulary, merges as [a, b] pairs, added tokens with their fields, the rest */
+    if ((st = hs_json_parse(buf, len, HS_TOK_MAX_VOCAB + 3 * HS_TOK_MAX_MERGES + 16 * HS_TOK_MAX_ADDED +
+                                          65536, "the tokenizer file", &root, err)) != HS_OK) {
+        hs_error_prefix(err, "'%s'", path);
+        goto fail;
+    }
+    if (!cJSON_IsObject(root)) {
         st = hs_fail(err, HS_E_FORMAT, "'%s' is not a json object", path);
         goto fail;
     }
