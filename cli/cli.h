@@ -92,6 +92,32 @@ int cli_analyze_corpus(const char *cmd, hs_model *m, const cli_corpus_opts *co,
 /* Flushes stdout and reports a write error; returns EXIT_OK or EXIT_FAIL. */
 int cli_finish_stdout(const char *cmd);
 
+/* The output folder of one run (cli/outdir.c). */
+typedef struct cli_outdir {
+    char *path;  /* the output folder */
+    char *stage; /* path/.headscope-run-XXXXXX, where a staged run writes; NULL otherwise */
+    int fd;      /* the folder, locked with flock for the run */
+    int created; /* the run created the folder (removed again if the run fails) */
+} cli_outdir;
+
+/* Opens path as the output folder (creating it if absent) and locks it: a second run into
+ * the same folder fails at once with a message. staged: the run writes into od->stage, and
+ * the process forks: the parent supervises (ignores ^C, forwards SIGTERM/SIGHUP), and when
+ * the worker fails or is killed removes the staging folder (and the folder if it made it),
+ * so the folder is as it was; it then returns the exit status with *worker = 0, and the
+ * caller returns it at once. The worker (and an unstaged run) gets EXIT_OK with
+ * *worker = 1. Call it before any OpenMP region has run (fork and libgomp's pool). */
+int cli_outdir_open(const char *cmd, const char *path, int staged, cli_outdir *od, int *worker);
+
+/* A staged run's end: removes the files an earlier run listed in path/report.json that this
+ * run does not write (only names headscope writes: "x" or "heads/x"), moves the n_files
+ * staged files (relative names, report.json last) into the folder, removes the staging
+ * folder. Exit status. */
+int cli_outdir_commit(const char *cmd, cli_outdir *od, char *const *files, int n_files);
+
+/* Removes an uncommitted staging folder (and the folder if the run made it), unlocks. */
+void cli_outdir_close(cli_outdir *od);
+
 /* A whole decimal number in [lo, hi] into *out: 0, or -1 (nothing stored) for anything
  * else (empty, trailing characters, out of range). */
 int cli_parse_long(const char *s, long lo, long hi, long *out);

@@ -1,0 +1,233 @@
+/* The output folder of `headscope analyze`: one run at a time (flock), written in a staging
+ * folder inside it and moved in at the end, and left as it was when the run fails or is
+ * interrupted (a supervising parent process removes what the run wrote). */
+#define _DEFAULT_SOURCE  /* flock */
+#define _XOPEN_SOURCE 700 /* nftw */
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cJSON.h>
+
+#include "cli.h"
+
+static char *join(const char *a, const char *b)
+{
+    size_t n = strlen(a) + strlen(b) + 2;
+    char *p = malloc(n);
+    if (p)
+        snprintf(p, n, "%s/%s", a, b);
+    return p;
+}
+
+static int remove_entry(const char *path, const struct stat *sb, int type, struct FTW *ftw)
+{
+    (void)sb;
+    (void)ftw;
+    if (type == FTW_DP)
+        rmdir(path); /* best effort: what cannot be removed stays */
+    else
+        unlink(path);
+    return 0;
+}
+
+/* Removes the staging folder and, when the run made it, the output folder. */
+static void discard(cli_outdir *od)
+{
+    if (od->stage)
+        nftw(od->stage, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+    if (od->created)
+        rmdir(od->path);
+}
+
+static volatile sig_atomic_t child_pid;
+
+static void forward_signal(int sig)
+{
+    if (child_pid > 0)
+        kill((pid_t)child_pid, sig);
+}
+
+/* The parent: waits for the worker, cleans up after a failed or killed one, and returns
+ * the exit status the command should have. */
+static int supervise(const char *cmd, cli_outdir *od, pid_t pid)
+{
+    struct sigaction fw = {0}, ign = {0};
+    fw.sa_handler = forward_signal;
+    ign.sa_handler = SIG_IGN;
+    child_pid = pid;
+    sigaction(SIGTERM, &fw, NULL);
+    sigaction(SIGHUP, &fw, NULL);
+    sigaction(SIGINT, &ign, NULL); /* a terminal's ^C reaches the worker too */
+    sigaction(SIGQUIT, &ign, NULL);
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    if (WIFEXITED(status) && WEXITSTATUS(status) == EXIT_OK)
+        return EXIT_OK;
+    discard(od);
+    if (WIFSIGNALED(status)) {
+        cli_error(cmd, "interrupted by signal %d; '%s' is left as it was", WTERMSIG(status),
+                  od->path);
+        return 128 + WTERMSIG(status);
+    }
+    return WIFEXITED(status) ? WEXITSTATUS(status) : EXIT_FAIL;
+}
+
+int cli_outdir_open(const char *cmd, const char *path, int staged, cli_outdir *od, int *worker)
+{
+    memset(od, 0, sizeof *od);
+    od->fd = -1;
+    *worker = 0;
+    struct stat sb;
+    errno = 0;
+    if (stat(path, &sb) != 0)
+        od->created = mkdir(path, 0777) == 0;
+    if (!od->created && (stat(path, &sb) != 0 || !S_ISDIR(sb.st_mode))) {
+        cli_error(cmd, "cannot use '%s' as the output folder: %s", path,
+                  errno ? strerror(errno) : "Not a directory");
+        return EXIT_FAIL;
+    }
+    od->path = strdup(path);
+    od->fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (!od->path || od->fd < 0) {
+        cli_error(cmd, "cannot open the output folder '%s': %s", path, strerror(errno));
+        cli_outdir_close(od);
+        return EXIT_FAIL;
+    }
+    if (flock(od->fd, LOCK_EX | LOCK_NB) != 0) {
+        cli_error(cmd, "another headscope run is writing to '%s' (wait for it, or choose "
+                  "another -o)", path);
+        od->created = 0;
+        cli_outdir_close(od);
+        return EXIT_FAIL;
+    }
+    if (!staged) {
+        *worker = 1;
+        return EXIT_OK;
+    }
+    od->stage = join(path, ".headscope-run-XXXXXX");
+    if (!od->stage || !mkdtemp(od->stage)) {
+        cli_error(cmd, "cannot create a staging folder in '%s': %s", path, strerror(errno));
+        free(od->stage);
+        od->stage = NULL;
+        cli_outdir_close(od);
+        return EXIT_FAIL;
+    }
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) { /* no supervisor: the run still cleans up after its own failures */
+        *worker = 1;
+        return EXIT_OK;
+    }
+    if (pid == 0) {
+        *worker = 1;
+        return EXIT_OK;
+    }
+    int rc = supervise(cmd, od, pid);
+    free(od->stage); /* the worker moved it in or it was discarded */
+    od->stage = NULL;
+    od->created = 0;
+    cli_outdir_close(od);
+    return rc;
+}
+
+/* The files an earlier run listed in path/report.json ("files"), as relative names. */
+static cJSON *earlier_files(const char *path)
+{
+    char *rp = join(path, "report.json");
+    FILE *f = rp ? fopen(rp, "rb") : NULL;
+    free(rp);
+    if (!f)
+        return NULL;
+    char buf[1 << 16];
+    size_t cap = 0, n = 0;
+    char *text = NULL;
+    size_t got;
+    while ((got = fread(buf, 1, sizeof buf, f)) > 0 && n + got <= ((size_t)64 << 20)) {
+        if (n + got + 1 > cap) {
+            cap = 2 * (n + got + 1);
+            char *t = realloc(text, cap);
+            if (!t)
+                break;
+            text = t;
+        }
+        memcpy(text + n, buf, got);
+        n += got;
+    }
+    fclose(f);
+    cJSON *root = text ? cJSON_ParseWithLength(text, n) : NULL;
+    free(text);
+    cJSON *files = cJSON_DetachItemFromObjectCaseSensitive(root, "files");
+    cJSON_Delete(root);
+    return files;
+}
+
+/* A name headscope writes: "x" or "heads/x", no "..", no other folder. */
+static int own_name(const char *s)
+{
+    if (!strncmp(s, "heads/", 6))
+        s += 6;
+    return *s && *s != '.' && !strchr(s, '/');
+}
+
+int cli_outdir_commit(const char *cmd, cli_outdir *od, char *const *files, int n_files)
+{
+    /* what an earlier run wrote and this one does not: removed, nothing else */
+    cJSON *old = earlier_files(od->path), *it;
+    cJSON_ArrayForEach(it, old)
+    {
+        int again = 0;
+        for (int i = 0; cJSON_IsString(it) && i < n_files && !again; i++)
+            again = !strcmp(files[i], it->valuestring);
+        if (cJSON_IsString(it) && !again && own_name(it->valuestring)) {
+            char *p = join(od->path, it->valuestring);
+            if (p)
+                unlink(p);
+            free(p);
+        }
+    }
+    cJSON_Delete(old);
+    char *heads = join(od->path, "heads");
+    if (heads)
+        mkdir(heads, 0777); /* may exist */
+    int rc = EXIT_OK;
+    for (int i = 0; i < n_files && rc == EXIT_OK; i++) { /* report.json is last */
+        char *from = join(od->stage, files[i]), *to = join(od->path, files[i]);
+        if (!from || !to || rename(from, to) != 0) {
+            cli_error(cmd, "cannot move '%s' into '%s': %s", files[i], od->path, strerror(errno));
+            rc = EXIT_FAIL;
+        }
+        free(from);
+        free(to);
+    }
+    if (heads)
+        rmdir(heads); /* when this run wrote no pictures and no earlier run left any */
+    free(heads);
+    if (rc == EXIT_OK) {
+        nftw(od->stage, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+        free(od->stage);
+        od->stage = NULL;
+        od->created = 0;
+    }
+    return rc;
+}
+
+void cli_outdir_close(cli_outdir *od)
+{
+    discard(od);
+    if (od->fd >= 0)
+        close(od->fd); /* releases the lock */
+    free(od->stage);
+    free(od->path);
+    memset(od, 0, sizeof *od);
+    od->fd = -1;
+}
