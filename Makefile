@@ -8,7 +8,7 @@
 
 DEB_PKGS = build-essential pkg-config libopenblas-openmp-dev libpng-dev libcjson-dev \
            libutf8proc-dev libcriterion-dev python3 python3-numpy python3-torch \
-           python3-regex pngcheck clang libclang-rt-14-dev valgrind \
+           python3-regex pngcheck clang libclang-rt-14-dev valgrind parallel \
            chromium chromium-driver python3-selenium fonts-dejavu-core
 
 PKGS = openblas libpng libcjson libutf8proc

@@ -499,6 +499,11 @@ hs_status hs_corpus_partial_check(const hs_corpus_partial *a, const hs_corpus_pa
 {
     const hs_corpus_info *x = &a->info, *y = &b->info;
     const char *what = NULL;
+    if (a->agg && b->agg) { /* first: another model also changes the default --max-tokens */
+        hs_status st = hs_corpus_agg_check(a->agg, b->agg, err);
+        if (st)
+            return st;
+    }
     if (x->n_shards != y->n_shards)
         return hs_fail(err, HS_E_INPUT, "made with --shard I/%d, not I/%d", y->n_shards, x->n_shards);
     if (strcmp(x->path, y->path) || x->format != y->format)
@@ -515,7 +520,5 @@ hs_status hs_corpus_partial_check(const hs_corpus_partial *a, const hs_corpus_pa
         what = "corpus content (its texts' SHA-256 digest or counts differ)";
     if (what)
         return hs_fail(err, HS_E_INPUT, "made with another %s", what);
-    if (a->agg && b->agg)
-        return hs_corpus_agg_check(a->agg, b->agg, err);
     return HS_OK;
 }
