@@ -534,7 +534,7 @@ expect 1 "merge with a shard twice" -- "$HS" merge "$T/sh1" "$T/sh2" "$T/sh2" "$
 one_line_error "merge with a shard twice"; stderr_has "merge with a shard twice" "given twice"
 "$HS" analyze "$G" --corpus "$CP" --max-texts 12 --shard 2/4 -o "$T/shg" -q
 expect 1 "merge across models" -- "$HS" merge "$T/sh1" "$T/shg" "$T/sh3" "$T/sh4" -o "$T/cx"
-one_line_error "merge across models"; stderr_has "merge across models" "another model"
+one_line_error "merge across models"; stderr_has "merge across models" "different model"
 "$HS" analyze "$TG" --corpus "$CP" --max-texts 12 --shard 2/4 --similarity js -o "$T/shj" -q
 expect 1 "merge across options" -- "$HS" merge "$T/sh1" "$T/shj" "$T/sh3" "$T/sh4" -o "$T/cx"
 one_line_error "merge across options"; stderr_has "merge across options" "--similarity"

@@ -18,29 +18,29 @@ hs_status hs_corpus_agg_check(const hs_corpus_agg *a, const hs_corpus_agg *b, hs
 {
     const char *what = NULL;
     if (strcmp(a->model_json, b->model_json))
-        what = "the model (its description or its files' SHA-256 digests)";
+        what = "model (its description or its files' SHA-256 digests)";
     else if (a->n_heads != b->n_heads || a->n_head != b->n_head ||
              memcmp(a->head_index, b->head_index, (size_t)a->n_heads * sizeof *a->head_index))
-        what = "the heads analysed (--layers)";
+        what = "set of heads (--layers)";
     else if (a->exclude_sinks != b->exclude_sinks)
-        what = "--exclude-sinks";
+        what = "--exclude-sinks setting";
     else if (a->ablation != b->ablation)
-        what = "--corpus-ablation";
+        what = "--corpus-ablation setting";
     else if (a->gradient != b->gradient)
-        what = "--no-gradient";
+        what = "--no-gradient setting";
     else if (a->sim_method != b->sim_method)
         what = "--similarity";
     else if (a->cluster_threshold != b->cluster_threshold)
         what = "--cluster-threshold";
     else if (a->label_threshold != b->label_threshold)
-        what = "the label threshold";
+        what = "label threshold";
     else if (a->probe_seed != b->probe_seed || a->probe_len != b->probe_len ||
              memcmp(a->probe_ids, b->probe_ids, (size_t)a->probe_len * sizeof *a->probe_ids))
-        what = "the induction probe (--probe-seed, --probe-len)";
+        what = "induction probe (--probe-seed, --probe-len)";
     else if (a->family != b->family || a->loss_kind != b->loss_kind)
-        what = "the loss";
+        what = "loss";
     if (what)
-        return hs_fail(err, HS_E_INPUT, "made with another %s", what);
+        return hs_fail(err, HS_E_INPUT, "made with a different %s", what);
     return HS_OK;
 }
 
@@ -513,12 +513,12 @@ hs_status hs_corpus_partial_check(const hs_corpus_partial *a, const hs_corpus_pa
     else if (x->max_tokens != y->max_tokens || x->skip_long != y->skip_long)
         what = "length limit (--max-tokens, --skip-long)";
     else if (x->ablation != y->ablation)
-        what = "--corpus-ablation";
+        what = "--corpus-ablation setting";
     else if (strcmp(x->digest, y->digest) || x->n_selected != y->n_selected ||
              x->n_records != y->n_records || x->n_empty != y->n_empty ||
              memcmp(x->skipped, y->skipped, sizeof x->skipped))
         what = "corpus content (its texts' SHA-256 digest or counts differ)";
     if (what)
-        return hs_fail(err, HS_E_INPUT, "made with another %s", what);
+        return hs_fail(err, HS_E_INPUT, "made with a different %s", what);
     return HS_OK;
 }
