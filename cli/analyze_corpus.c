@@ -6,7 +6,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -337,15 +336,6 @@ static int read_all(run *r, hs_corpus_reader *rd)
     return rc;
 }
 
-static char *join(const char *dir, const char *name)
-{
-    size_t n = strlen(dir) + strlen(name) + 2;
-    char *p = malloc(n);
-    if (p)
-        snprintf(p, n, "%s/%s", dir, name);
-    return p;
-}
-
 static void print_summary(const run *r, const char *report_path)
 {
     const hs_corpus_agg *g = r->agg;
@@ -377,18 +367,9 @@ static int resume_open(run *r, const char *texts, hs_out *outf)
 {
     hs_error err = {{0}};
     char path[4096], tmp[4096];
-    unsigned char *map = NULL;
-    size_t len = 0;
     snprintf(path, sizeof path, "%s/partial.json", r->outdir);
-    if (hs_file_map(path, &map, &len, &err) != HS_OK) {
+    if (hs_corpus_partial_read(path, &r->resume, &err) != HS_OK) {
         cli_error(r->cmd, "cannot resume: %s", err.msg);
-        return EXIT_FAIL;
-    }
-    hs_status st = hs_corpus_partial_parse((const char *)map, len, &r->resume, &err);
-    if (map)
-        munmap(map, len);
-    if (st) {
-        cli_error(r->cmd, "cannot resume from '%s': %s", path, err.msg);
         return EXIT_FAIL;
     }
     if (r->resume.cp.position == 0) {
@@ -430,9 +411,9 @@ int cli_analyze_corpus(const char *cmd, hs_model *m, const cli_corpus_opts *co,
              .outdir = outdir, .total = -1};
     hs_corpus_reader *rd = NULL;
     hs_error err = {{0}};
-    char *texts = join(outdir, "texts.jsonl");
+    char *texts = cli_path_join(outdir, "texts.jsonl");
     hs_out outf = {0};
-    char *report = join(outdir, "report.json"), *js = NULL;
+    char *report = cli_path_join(outdir, "report.json"), *js = NULL;
     int rc = EXIT_FAIL, texts_done = 0, sharded = co->n_shards > 1;
     const hs_model_config *c = hs_model_config_of(m);
     const char *stop = getenv("HEADSCOPE_TEST_STOP_AFTER");
@@ -527,7 +508,7 @@ done:
     }
     hs_out_close(&outf, 0, NULL); /* nothing left when it was committed or kept */
     if (rc != EXIT_OK && !r.checkpointed) {
-        char *partial = join(outdir, "partial.json");
+        char *partial = cli_path_join(outdir, "partial.json");
         if (texts && texts_done)
             unlink(texts);
         if (partial && texts_done)

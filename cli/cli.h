@@ -106,6 +106,9 @@ int cli_analyze_corpus(const char *cmd, hs_model *m, const cli_corpus_opts *co,
                        const hs_analyze_opts *ao, const char *outdir, int created_dir,
                        int quiet, int json);
 
+/* "dir/name", malloc'd; NULL when out of memory. */
+char *cli_path_join(const char *dir, const char *name);
+
 /* Flushes stdout and reports a write error; returns EXIT_OK or EXIT_FAIL. */
 int cli_finish_stdout(const char *cmd);
 

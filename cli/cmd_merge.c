@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -39,22 +38,13 @@ typedef struct part {
     int eof;
 } part;
 
-static char *path_join(const char *dir, const char *name)
-{
-    size_t n = strlen(dir) + strlen(name) + 2;
-    char *p = malloc(n);
-    if (p)
-        snprintf(p, n, "%s/%s", dir, name);
-    return p;
-}
-
 /* The partial's path and its texts.jsonl beside it. */
 static int locate(const char *C, part *pt)
 {
     struct stat sb;
     if (stat(pt->arg, &sb) == 0 && S_ISDIR(sb.st_mode)) {
-        pt->partial = path_join(pt->arg, "partial.json");
-        pt->texts = path_join(pt->arg, "texts.jsonl");
+        pt->partial = cli_path_join(pt->arg, "partial.json");
+        pt->texts = cli_path_join(pt->arg, "texts.jsonl");
     } else {
         const char *slash = strrchr(pt->arg, '/');
         size_t n = slash ? (size_t)(slash - pt->arg) : 1;
@@ -64,7 +54,7 @@ static int locate(const char *C, part *pt)
             dir[n] = 0;
         }
         pt->partial = strdup(pt->arg);
-        pt->texts = dir ? path_join(dir, "texts.jsonl") : NULL;
+        pt->texts = dir ? cli_path_join(dir, "texts.jsonl") : NULL;
         free(dir);
     }
     if (!pt->partial || !pt->texts) {
@@ -77,19 +67,10 @@ static int locate(const char *C, part *pt)
 static int load(const char *C, part *pt)
 {
     hs_error err = {{0}};
-    unsigned char *map = NULL;
-    size_t len = 0;
     if (locate(C, pt))
         return EXIT_FAIL;
-    if (hs_file_map(pt->partial, &map, &len, &err) != HS_OK) {
+    if (hs_corpus_partial_read(pt->partial, &pt->p, &err) != HS_OK) {
         cli_error(C, "%s", err.msg);
-        return EXIT_FAIL;
-    }
-    hs_status st = hs_corpus_partial_parse((const char *)map, len, &pt->p, &err);
-    if (map)
-        munmap(map, len);
-    if (st) {
-        cli_error(C, "'%s': %s", pt->partial, err.msg);
         return EXIT_FAIL;
     }
     if (pt->p.cp.position) {
@@ -228,7 +209,7 @@ static int write_outputs(const char *C, part *parts, int n, hs_corpus_agg *g,
     int argc = 0, rc = EXIT_FAIL, written = 0;
     const char *const *argv = cli_command_line(&argc);
     for (int i = 0; i < 3; i++)
-        if (!(paths[i] = path_join(outdir, files[i])))
+        if (!(paths[i] = cli_path_join(outdir, files[i])))
             goto done;
     if (hs_corpus_agg_finish(g, (hs_sim_method)g->sim_method, g->cluster_threshold, &err)) {
         cli_error(C, "%s", err.msg);

@@ -249,3 +249,12 @@ int cli_finish_stdout(const char *cmd)
     }
     return EXIT_OK;
 }
+
+char *cli_path_join(const char *dir, const char *name)
+{
+    size_t n = strlen(dir) + strlen(name) + 2;
+    char *p = malloc(n);
+    if (p)
+        snprintf(p, n, "%s/%s", dir, name);
+    return p;
+}

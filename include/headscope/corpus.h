@@ -293,6 +293,10 @@ hs_status hs_corpus_partial_parse(const char *json, size_t len, hs_corpus_partia
                                   hs_error *err);
 void hs_corpus_partial_free(hs_corpus_partial *p);
 
+/* hs_corpus_partial_parse on the file at path: HS_E_IO when it cannot be read; the
+ * messages start with the quoted path. */
+hs_status hs_corpus_partial_read(const char *path, hs_corpus_partial *out, hs_error *err);
+
 /* HS_OK when two partials are shards of one run: hs_corpus_agg_check, the same source
  * settings, digest, counts of what was read, and number of shards. */
 hs_status hs_corpus_partial_check(const hs_corpus_partial *a, const hs_corpus_partial *b,

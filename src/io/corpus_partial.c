@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include <cJSON.h>
 
@@ -437,9 +438,10 @@ hs_status hs_corpus_partial_parse(const char *json, size_t len, hs_corpus_partia
     }
     const cJSON *sc = cJSON_GetObjectItemCaseSensitive(j, "schema");
     if (!cJSON_IsString(sc) || strcmp(sc->valuestring, HS_PARTIAL_SCHEMA)) {
+        hs_fail(err, HS_E_INPUT, "not a headscope partial (schema '%.40s', expected '%s')",
+                cJSON_IsString(sc) ? sc->valuestring : "", HS_PARTIAL_SCHEMA);
         cJSON_Delete(j);
-        return hs_fail(err, HS_E_INPUT, "not a headscope partial (schema '%s', expected '%s')",
-                       cJSON_IsString(sc) ? sc->valuestring : "", HS_PARTIAL_SCHEMA);
+        return HS_E_INPUT;
     }
     hs_corpus_info *in = &out->info;
     int complete = get_bool(&r, j, "complete");
@@ -492,6 +494,25 @@ hs_status hs_corpus_partial_parse(const char *json, size_t len, hs_corpus_partia
         return r.st;
     }
     return HS_OK;
+}
+
+hs_status hs_corpus_partial_read(const char *path, hs_corpus_partial *out, hs_error *err)
+{
+    unsigned char *map = NULL;
+    size_t len = 0;
+    memset(out, 0, sizeof *out);
+    hs_status st = hs_file_map(path, &map, &len, err);
+    if (st)
+        return st;
+    st = hs_corpus_partial_parse(map ? (const char *)map : "", len, out, err);
+    if (map)
+        munmap(map, len);
+    if (st) {
+        char msg[sizeof err->msg];
+        snprintf(msg, sizeof msg, "%s", err->msg);
+        hs_fail(err, st, "'%s': %s", path, msg);
+    }
+    return st;
 }
 
 hs_status hs_corpus_partial_check(const hs_corpus_partial *a, const hs_corpus_partial *b,
