@@ -56,6 +56,7 @@ static void skipped(run *r, long line, hs_corpus_skip why, const char *detail, i
     (text ? r->info.skipped_text : r->info.skipped)[why]++;
     if (r->quiet || r->selected < r->resume.cp.position) /* said before the checkpoint */
         return;
+    cli_progress_end(&r->prog); /* the message on a line of its own */
     if (r->messages < MAX_SKIP_MESSAGES)
         cli_error(r->cmd, "'%s' %s %ld: %s%s%s, skipped", r->co->path,
                   r->info.format == HS_CORPUS_DIR ? "file" : "line", line,
