@@ -106,6 +106,10 @@ int cli_analyze_corpus(const char *cmd, hs_model *m, const cli_corpus_opts *co,
                        const hs_analyze_opts *ao, const char *outdir, int created_dir,
                        int quiet, int json);
 
+/* Uses outdir as the output folder, creating it when missing (*created = 1 then). Prints
+ * the error and returns EXIT_FAIL when it is not a usable folder, else 0. */
+int cli_output_dir(const char *cmd, const char *outdir, int *created);
+
 /* "dir/name", malloc'd; NULL when out of memory. */
 char *cli_path_join(const char *dir, const char *name);
 

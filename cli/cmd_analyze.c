@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -528,15 +527,8 @@ int cmd_analyze(int argc, char **argv)
         ao.progress = NULL;
     ao.command_line = cli_command_line(&ao.command_line_argc);
 
-    struct stat sb;
-    errno = 0;
-    if (stat(outdir, &sb) != 0)
-        created_dir = mkdir(outdir, 0777) == 0;
-    if (!created_dir && (stat(outdir, &sb) != 0 || !S_ISDIR(sb.st_mode))) {
-        cli_error(C, "cannot use '%s' as the output folder: %s", outdir,
-                  errno ? strerror(errno) : "Not a directory");
+    if (cli_output_dir(C, outdir, &created_dir))
         goto done;
-    }
     if (co.path) {
         ao.progress = NULL;
         co.progress = progress_mode >= 0 ? progress_mode

@@ -302,15 +302,8 @@ int cmd_merge(int argc, char **argv)
             goto done;
     if (combine(C, parts, n, &g, &in))
         goto done;
-    struct stat sb;
-    errno = 0;
-    if (stat(outdir, &sb) != 0)
-        created = mkdir(outdir, 0777) == 0;
-    if (!created && (stat(outdir, &sb) != 0 || !S_ISDIR(sb.st_mode))) {
-        cli_error(C, "cannot use '%s' as the output folder: %s", outdir,
-                  errno ? strerror(errno) : "Not a directory");
+    if (cli_output_dir(C, outdir, &created))
         goto done;
-    }
     rc = write_outputs(C, parts, n, g, &in, outdir, json, quiet);
     if (rc != EXIT_OK && created)
         rmdir(outdir);

@@ -20,6 +20,15 @@
  *     hs_stat_add(&s, x, 1.0);  ...
  *     hs_summary sum;  hs_stat_summary(&s, &sum);   // mean, sd, ci_low, ci_high
  *
+ * Shards of a run and checkpoints are partial aggregates (partial.json): the aggregate's
+ * exact state, written and read back bit for bit, and merged with Chan et al.'s update:
+ *
+ *     char *js = hs_corpus_partial_json(g, &info, NULL);        // a finished shard
+ *     hs_corpus_partial p;  hs_corpus_partial_read("s2/partial.json", &p, &err);
+ *     hs_corpus_partial_check(&first, &p, &err);                // same model, options, corpus
+ *     hs_corpus_agg_merge(total, p.agg, &err);  ...  hs_corpus_agg_finish(total, ...);
+ *     hs_corpus_partial_free(&p);
+ *
  * Every statistic is defined in docs/corpus.md; every report field in docs/report-schema.md.
  */
 #ifndef HEADSCOPE_CORPUS_H
