@@ -37,6 +37,7 @@ typedef struct run {
     hs_corpus_partial resume; /* the checkpoint resumed from (position 0: none) */
     int checked;            /* the resumed aggregate was checked against a new analysis */
     long stop_after;        /* HEADSCOPE_TEST_STOP_AFTER: fail after this many texts */
+    long every;             /* texts between checkpoints; 0: none (stdin cannot be resumed) */
     const char *outdir;
     const char *texts_tmp;  /* texts.jsonl's temporary file's name in outdir */
     int checkpointed;       /* a checkpoint is on disk */
@@ -254,7 +255,7 @@ static int selected(run *r, long line, const char *text, size_t len, const char 
         cli_error(r->cmd, "stopped after %ld texts (HEADSCOPE_TEST_STOP_AFTER)", r->done_here);
         return EXIT_FAIL;
     }
-    if (r->co->checkpoint_every && r->done_here % r->co->checkpoint_every == 0)
+    if (r->every && r->done_here % r->every == 0)
         return checkpoint(r);
     return 0;
 }
@@ -419,6 +420,7 @@ int cli_analyze_corpus(const char *cmd, hs_model *m, const cli_corpus_opts *co,
     const hs_model_config *c = hs_model_config_of(m);
     const char *stop = getenv("HEADSCOPE_TEST_STOP_AFTER");
     r.stop_after = stop ? atol(stop) : 0;
+    r.every = strcmp(co->path, "-") ? co->checkpoint_every : 0;
     hs_sha256_init(&r.digest);
     cli_progress_start(&r.prog, co->progress);
     r.ao.ablation = co->ablation;
