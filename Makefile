@@ -8,7 +8,7 @@
 
 DEB_PKGS = build-essential pkg-config libopenblas-openmp-dev libpng-dev libcjson-dev \
            libutf8proc-dev libcriterion-dev python3 python3-numpy python3-torch \
-           python3-regex pngcheck clang libclang-rt-14-dev valgrind \
+           python3-regex pngcheck clang libclang-rt-14-dev valgrind parallel \
            chromium chromium-driver python3-selenium fonts-dejavu-core
 
 PKGS = openblas libpng libcjson libutf8proc
@@ -126,6 +126,7 @@ fuzz-replay: $(REPLAY_BIN)
 	$(BUILD)/replay/fuzz_safetensors $$(find fixtures/bad fixtures/models -name model.safetensors | sort)
 	$(BUILD)/replay/fuzz_torchbin $$(find fixtures/torchbin -name '*.bin' | sort)
 	$(BUILD)/replay/fuzz_corpus $$(find fixtures/corpus -type f | sort) README.md
+	$(BUILD)/replay/fuzz_partial fixtures/partial/*.json fixtures/corpus/mixed.jsonl
 
 browser-test: $(BIN)
 	HEADSCOPE=$(BIN) HS_LDFLAGS="$(LDFLAGS)" bash tests/browser.sh
@@ -136,7 +137,7 @@ test: all unit cli-test fuzz-replay browser-test
 FUZZ_SECONDS ?= 30
 FUZZ_FLAGS = -g -O1 -fsanitize=fuzzer,address,undefined -std=c11 $(CPPFLAGS) $(PKG_CFLAGS)
 fuzz:
-	@mkdir -p build-fuzz/corpus-gguf build-fuzz/corpus-tokenizer build-fuzz/corpus-safetensors build-fuzz/corpus-tokenizer-json build-fuzz/corpus-torchbin build-fuzz/corpus-corpus
+	@mkdir -p build-fuzz/corpus-gguf build-fuzz/corpus-tokenizer build-fuzz/corpus-safetensors build-fuzz/corpus-tokenizer-json build-fuzz/corpus-torchbin build-fuzz/corpus-corpus build-fuzz/corpus-partial
 	for f in $$(find fixtures/bad fixtures/models -name model.safetensors); do cp $$f build-fuzz/corpus-safetensors/$$(echo $$f | tr / _); done
 	clang $(FUZZ_FLAGS) tests/fuzz/fuzz_gguf.c $(LIB_SRC) $(PKG_LIBS) -o build-fuzz/fuzz_gguf
 	clang $(FUZZ_FLAGS) tests/fuzz/fuzz_tokenizer.c $(LIB_SRC) $(PKG_LIBS) -o build-fuzz/fuzz_tokenizer
@@ -146,6 +147,8 @@ fuzz:
 	cp fixtures/torchbin/*.bin build-fuzz/corpus-torchbin/
 	clang $(FUZZ_FLAGS) tests/fuzz/fuzz_corpus.c $(LIB_SRC) $(PKG_LIBS) -o build-fuzz/fuzz_corpus
 	cp fixtures/corpus/* build-fuzz/corpus-corpus/
+	clang $(FUZZ_FLAGS) tests/fuzz/fuzz_partial.c $(LIB_SRC) $(PKG_LIBS) -o build-fuzz/fuzz_partial
+	cp fixtures/partial/*.json build-fuzz/corpus-partial/
 	find fixtures/gguf -name '*.gguf' -exec cp {} build-fuzz/corpus-gguf/ ';'
 	cp README.md docs/*.md build-fuzz/corpus-tokenizer/
 	cp fixtures/tokenizer/json-corpus/*.json build-fuzz/corpus-tokenizer-json/
@@ -155,6 +158,7 @@ fuzz:
 	build-fuzz/fuzz_safetensors -max_total_time=$(FUZZ_SECONDS) -max_len=65536 build-fuzz/corpus-safetensors
 	build-fuzz/fuzz_torchbin -max_total_time=$(FUZZ_SECONDS) -max_len=65536 build-fuzz/corpus-torchbin
 	build-fuzz/fuzz_corpus -max_total_time=$(FUZZ_SECONDS) -max_len=65536 build-fuzz/corpus-corpus
+	build-fuzz/fuzz_partial -max_total_time=$(FUZZ_SECONDS) -max_len=65536 build-fuzz/corpus-partial
 
 example: all
 	$(BIN) attn fixtures/tiny-gpt2 --text "The cat sat on the mat. The cat sat on the mat." -o /tmp/headscope-attn.npy

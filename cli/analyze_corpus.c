@@ -27,10 +27,21 @@ typedef struct run {
     hs_analyze_opts ao;
     hs_corpus_info info;
     hs_corpus_agg *agg;
-    hs_analysis *first;
     FILE *out;          /* texts.jsonl's temporary file */
     int quiet, messages;
     double t0;
+    hs_sha256_ctx digest;   /* of the selected records so far */
+    long selected;          /* selected records dealt with */
+    long done_here, tokens_here; /* texts and tokens analysed by this process */
+    long total;             /* this shard's texts when known (--sample), else -1 */
+    hs_corpus_partial resume; /* the checkpoint resumed from (position 0: none) */
+    int checked;            /* the resumed aggregate was checked against a new analysis */
+    long stop_after;        /* HEADSCOPE_TEST_STOP_AFTER: fail after this many texts */
+    long every;             /* texts between checkpoints; 0: none (stdin cannot be resumed) */
+    const char *outdir;
+    const char *texts_tmp;  /* texts.jsonl's temporary file's name in outdir */
+    int checkpointed;       /* a checkpoint is on disk */
+    cli_progress prog;
 } run;
 
 static double now(void)
@@ -40,11 +51,13 @@ static double now(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-static void skipped(run *r, long line, hs_corpus_skip why, const char *detail)
+/* A bad record (text: found after selection, by the tokenizer or a length limit). */
+static void skipped(run *r, long line, hs_corpus_skip why, const char *detail, int text)
 {
-    r->info.skipped[why]++;
-    if (r->quiet)
+    (text ? r->info.skipped_text : r->info.skipped)[why]++;
+    if (r->quiet || r->selected < r->resume.cp.position) /* said before the checkpoint */
         return;
+    cli_progress_end(&r->prog); /* the message on a line of its own */
     if (r->messages < MAX_SKIP_MESSAGES)
         cli_error(r->cmd, "'%s' %s %ld: %s%s%s, skipped", r->co->path,
                   r->info.format == HS_CORPUS_DIR ? "file" : "line", line,
@@ -52,6 +65,74 @@ static void skipped(run *r, long line, hs_corpus_skip why, const char *detail)
     else if (r->messages == MAX_SKIP_MESSAGES)
         cli_error(r->cmd, "more records skipped (counts in report.json)");
     r->messages++;
+}
+
+/* The first text this process analyses: it starts the aggregate, or is checked against the
+ * one resumed. Returns 0 or EXIT_FAIL after printing the error. */
+static int check_first(run *r, const hs_analysis *a)
+{
+    hs_error err = {{0}};
+    hs_corpus_agg *g = NULL;
+    r->checked = 1;
+    if (hs_corpus_agg_new(a, &g, &err) != HS_OK) {
+        cli_error(r->cmd, "%s", err.msg);
+        return EXIT_FAIL;
+    }
+    if (!r->agg) {
+        r->agg = g;
+        return 0;
+    }
+    hs_status st = hs_corpus_agg_check(r->agg, g, &err);
+    hs_corpus_agg_free(g);
+    if (st) {
+        cli_error(r->cmd, "cannot resume: the checkpoint in '%s' was %s", r->outdir, err.msg);
+        return EXIT_FAIL;
+    }
+    return 0;
+}
+
+static void digest_hex(const run *r, char hex[65])
+{
+    hs_sha256_ctx c = r->digest;
+    hs_sha256_final(&c, hex);
+}
+
+/* Writes partial.json: a checkpoint (cp), or the finished shard's partial (cp NULL). */
+static int write_partial(run *r, const hs_corpus_checkpoint *cp)
+{
+    hs_error err = {{0}};
+    char path[4096];
+    if (cp) /* the finished run's seconds are the report's */
+        r->info.seconds = r->resume.info.seconds + (now() - r->t0);
+    r->info.n_selected = r->selected;
+    digest_hex(r, r->info.digest);
+    char *js = hs_corpus_partial_json(r->agg, &r->info, cp);
+    if (!js) {
+        cli_error(r->cmd, "out of memory");
+        return EXIT_FAIL;
+    }
+    snprintf(path, sizeof path, "%s/partial.json", r->outdir);
+    hs_status st = hs_file_write_atomic(path, js, strlen(js), &err);
+    free(js);
+    if (st) {
+        cli_error(r->cmd, "%s", err.msg);
+        return EXIT_FAIL;
+    }
+    return 0;
+}
+
+static int checkpoint(run *r)
+{
+    hs_corpus_checkpoint cp = {.position = r->selected};
+    if (fflush(r->out) != 0 || (cp.texts_bytes = ftell(r->out)) < 0) {
+        cli_error(r->cmd, "cannot write texts.jsonl: %s", strerror(errno));
+        return EXIT_FAIL;
+    }
+    snprintf(cp.texts_tmp, sizeof cp.texts_tmp, "%s", r->texts_tmp);
+    if (write_partial(r, &cp))
+        return EXIT_FAIL;
+    r->checkpointed = 1;
+    return 0;
 }
 
 /* Tokenizes and analyses one text, folds it into the aggregate and writes its line.
@@ -68,17 +149,17 @@ static int one_text(run *r, long line, const char *text, size_t len, const char 
     char *js = NULL;
     int rc = EXIT_FAIL;
     if (pair && !bert) {
-        skipped(r, line, HS_SKIP_PAIR, "the model takes a single text");
+        skipped(r, line, HS_SKIP_PAIR, "the model takes a single text", 1);
         return 0;
     }
     if (hs_tokenizer_encode(tok, text, len, pair, pair_len, &enc, &err) != HS_OK) {
-        skipped(r, line, HS_SKIP_UTF8, err.msg);
+        skipped(r, line, HS_SKIP_UTF8, err.msg, 1);
         return 0;
     }
     size_t special = bert ? (pair ? 3 : 2) : 0, max = (size_t)r->info.max_tokens;
     int truncated = 0;
     if (enc.n <= special) {
-        skipped(r, line, HS_SKIP_NO_TOKENS, "");
+        skipped(r, line, HS_SKIP_NO_TOKENS, "", 1);
         rc = 0;
         goto done;
     }
@@ -86,7 +167,7 @@ static int one_text(run *r, long line, const char *text, size_t len, const char 
         if (r->co->skip_long) {
             char d[64];
             snprintf(d, sizeof d, "%zu tokens, more than %zu", enc.n, max);
-            skipped(r, line, HS_SKIP_TOO_LONG, d);
+            skipped(r, line, HS_SKIP_TOO_LONG, d, 1);
             rc = 0;
             goto done;
         }
@@ -94,13 +175,13 @@ static int one_text(run *r, long line, const char *text, size_t len, const char 
         truncated = 1;
     }
     if (c->family == HS_FAMILY_GPT2 && enc.n < 2) {
-        skipped(r, line, HS_SKIP_TOO_SHORT, "one token; the next-token loss needs two");
+        skipped(r, line, HS_SKIP_TOO_SHORT, "one token; the next-token loss needs two", 1);
         rc = 0;
         goto done;
     }
     hs_analyze_opts ao = r->ao;
-    ao.hash_files = r->first == NULL && r->ao.hash_files;
-    ao.probe = r->first == NULL;
+    ao.hash_files = !r->checked && r->ao.hash_files;
+    ao.probe = !r->checked;
     hs_analyze_input in = {.ids = enc.ids, .type_ids = enc.type_ids, .n = (int)enc.n,
                            .tokens = (const char *const *)enc.tokens, .truncated = truncated};
     if (hs_analyze_run(r->m, &in, &ao, &a, &err) != HS_OK) {
@@ -108,14 +189,14 @@ static int one_text(run *r, long line, const char *text, size_t len, const char 
                   r->info.format == HS_CORPUS_DIR ? "file" : "line", line, err.msg);
         goto done;
     }
-    if (!r->agg && hs_corpus_agg_new(a, &r->agg, &err) != HS_OK) {
-        cli_error(r->cmd, "%s", err.msg);
+    if (!r->checked && check_first(r, a))
         goto done;
-    }
     if (hs_corpus_agg_add(r->agg, a, &err) != HS_OK) {
         cli_error(r->cmd, "%s", err.msg);
         goto done;
     }
+    r->done_here++;
+    r->tokens_here += a->n;
     if (!(js = hs_corpus_text_json(a, r->agg->n_texts - 1, line))) {
         cli_error(r->cmd, "out of memory");
         goto done;
@@ -124,16 +205,59 @@ static int one_text(run *r, long line, const char *text, size_t len, const char 
         cli_error(r->cmd, "cannot write texts.jsonl: %s", strerror(errno));
         goto done;
     }
-    if (!r->first) {
-        r->first = a;
-        a = NULL;
-    }
     rc = 0;
 done:
     free(js);
     hs_analysis_free(a);
     hs_encoding_free(&enc);
     return rc;
+}
+
+/* One selected record, in corpus order: its digest; analysed when it is this shard's and
+ * not already in the resumed checkpoint; then a checkpoint when one is due. */
+static int selected(run *r, long line, const char *text, size_t len, const char *pair,
+                    size_t pair_len)
+{
+    char head[64];
+    long j = r->selected;
+    int n = snprintf(head, sizeof head, "%ld\t%zu\t%zu\t", line, len, pair ? pair_len : (size_t)-1);
+    hs_sha256_update(&r->digest, head, (size_t)n);
+    hs_sha256_update(&r->digest, text, len);
+    if (pair)
+        hs_sha256_update(&r->digest, pair, pair_len);
+    if (j < r->resume.cp.position) {
+        r->selected++;
+        if (r->selected == r->resume.cp.position) {
+            char hex[65];
+            digest_hex(r, hex);
+            if (strcmp(hex, r->resume.info.digest)) {
+                cli_error(r->cmd, "cannot resume: '%s' has changed since the checkpoint in '%s'",
+                          r->co->path, r->outdir);
+                return EXIT_FAIL;
+            }
+        }
+        return 0;
+    }
+    if (r->co->n_shards > 1 && j % r->co->n_shards != r->co->shard - 1) {
+        r->selected++;
+        return 0;
+    }
+    long before = r->done_here;
+    int rc = one_text(r, line, text, len, pair, pair_len);
+    r->selected++;
+    if (rc || r->done_here == before)
+        return rc;
+    cli_progress_update(&r->prog, r->agg->n_texts, r->total, r->done_here, r->tokens_here, 0);
+    if (r->stop_after && r->done_here >= r->stop_after) {
+        if (checkpoint(r))
+            return EXIT_FAIL;
+        cli_progress_end(&r->prog);
+        cli_error(r->cmd, "stopped after %ld texts (HEADSCOPE_TEST_STOP_AFTER)", r->done_here);
+        return EXIT_FAIL;
+    }
+    if (r->every && r->done_here % r->every == 0)
+        return checkpoint(r);
+    return 0;
 }
 
 static int cmp_kept(const void *x, const void *y)
@@ -169,12 +293,12 @@ static int read_all(run *r, hs_corpus_reader *rd)
         r->info.format = hs_corpus_reader_format(rd);
         r->info.n_records++;
         if (it.skip) {
-            skipped(r, it.line, it.skip, it.detail);
+            skipped(r, it.line, it.skip, it.detail, 0);
             continue;
         }
         if (!k) {
             valid++;
-            rc = one_text(r, it.line, it.text, it.len, it.pair, it.pair_len);
+            rc = selected(r, it.line, it.text, it.len, it.pair, it.pair_len);
             continue;
         }
         long slot = hs_reservoir_slot(&state, valid++, k);
@@ -201,8 +325,10 @@ static int read_all(run *r, hs_corpus_reader *rd)
     if (k) {
         long n = valid < k ? valid : k;
         qsort(res, (size_t)n, sizeof *res, cmp_kept);
+        long N = r->co->n_shards > 1 ? r->co->n_shards : 1, I = r->co->n_shards > 1 ? r->co->shard : 1;
+        r->total = n / N + (n % N >= I);
         for (long i = 0; i < n && !rc; i++)
-            rc = one_text(r, res[i].line, res[i].text, res[i].len, res[i].pair, res[i].pair_len);
+            rc = selected(r, res[i].line, res[i].text, res[i].len, res[i].pair, res[i].pair_len);
         for (long i = 0; i < k; i++) {
             free(res[i].text);
             free(res[i].pair);
@@ -212,45 +338,91 @@ static int read_all(run *r, hs_corpus_reader *rd)
     return rc;
 }
 
-static char *join(const char *dir, const char *name)
-{
-    size_t n = strlen(dir) + strlen(name) + 2;
-    char *p = malloc(n);
-    if (p)
-        snprintf(p, n, "%s/%s", dir, name);
-    return p;
-}
-
 static void print_summary(const run *r, const char *report_path)
 {
     const hs_corpus_agg *g = r->agg;
     long n_skipped = 0;
     for (int s = 1; s < HS_SKIP_COUNT; s++)
-        n_skipped += r->info.skipped[s];
-    printf("%s: %ld texts analysed (%ld skipped, %ld truncated), %ld tokens\n", r->co->path,
-           g->n_texts, n_skipped, g->truncated, g->tokens);
+        n_skipped += r->info.skipped[s] + r->info.skipped_text[s];
+    if (r->info.n_shards > 1)
+        printf("%s: shard %d/%d: ", r->co->path, r->info.shard, r->info.n_shards);
+    else
+        printf("%s: ", r->co->path);
+    printf("%ld texts analysed (%ld skipped, %ld truncated), %ld tokens\n", g ? g->n_texts : 0,
+           n_skipped, g ? g->truncated : 0, g ? g->tokens : 0);
+    if (!report_path) {
+        printf("wrote %s/partial.json (merge the shards with 'headscope merge')\n", r->outdir);
+        return;
+    }
     hs_summary s;
     hs_stat_summary(&g->loss, &s);
     if (s.n > 0)
         printf("loss (%s): mean %.4f, 95%% CI [%.4f, %.4f], sd %.4f over %ld texts\n",
-               hs_loss_kind_name(r->first->loss_kind), s.mean, s.ci_low, s.ci_high, s.sd, s.n);
-    printf("clusters at distance %.3g (mean similarity over texts): %d\n",
-           r->first->opts.cluster_threshold, g->n_clusters);
+               hs_loss_kind_name((hs_loss_kind)g->loss_kind), s.mean, s.ci_low, s.ci_high, s.sd, s.n);
+    printf("clusters at distance %.3g (mean similarity over texts): %d\n", g->cluster_threshold,
+           g->n_clusters);
     printf("wrote %s\n", report_path);
+}
+
+/* --resume: reads the checkpoint in outdir and reopens texts.jsonl's temporary file. */
+static int resume_open(run *r, const char *texts, hs_out *outf)
+{
+    hs_error err = {{0}};
+    char path[4096], tmp[4096];
+    snprintf(path, sizeof path, "%s/partial.json", r->outdir);
+    if (hs_corpus_partial_read(path, &r->resume, &err) != HS_OK) {
+        cli_error(r->cmd, "cannot resume: %s", err.msg);
+        return EXIT_FAIL;
+    }
+    if (r->resume.cp.position == 0) {
+        cli_error(r->cmd, "cannot resume: '%s' is a finished run's (nothing to resume)", path);
+        return EXIT_FAIL;
+    }
+    /* the settings must be this command line's; what was read is compared as it is read */
+    hs_corpus_partial now_p = {.info = r->info};
+    hs_corpus_info *ni = &now_p.info;
+    const hs_corpus_info *ci = &r->resume.info;
+    memcpy(ni->digest, ci->digest, sizeof ni->digest);
+    ni->n_selected = ci->n_selected, ni->n_records = ci->n_records, ni->n_empty = ci->n_empty;
+    memcpy(ni->skipped, ci->skipped, sizeof ni->skipped);
+    if (ni->format == HS_CORPUS_AUTO) /* the checkpoint holds the format detected */
+        ni->format = ci->format;
+    if (ni->shard != ci->shard || hs_corpus_partial_check(&r->resume, &now_p, &err) != HS_OK) {
+        if (ni->shard != ci->shard)
+            snprintf(err.msg, sizeof err.msg, "made for shard %d/%d", ci->shard, ci->n_shards);
+        cli_error(r->cmd, "cannot resume: the checkpoint in '%s' was %s", r->outdir, err.msg);
+        return EXIT_FAIL;
+    }
+    r->agg = r->resume.agg; /* taken over */
+    r->resume.agg = NULL;
+    memcpy(r->info.skipped_text, ci->skipped_text, sizeof r->info.skipped_text);
+    snprintf(tmp, sizeof tmp, "%s/%s", r->outdir, r->resume.cp.texts_tmp);
+    if (hs_out_reopen(texts, tmp, r->resume.cp.texts_bytes, outf, &err) != HS_OK) {
+        cli_error(r->cmd, "cannot resume: %s", err.msg);
+        return EXIT_FAIL;
+    }
+    r->checkpointed = 1;
+    return 0;
 }
 
 int cli_analyze_corpus(const char *cmd, hs_model *m, const cli_corpus_opts *co,
                        const hs_analyze_opts *ao, const char *outdir, int created_dir,
                        int quiet, int json)
 {
-    run r = {.cmd = cmd, .co = co, .m = m, .ao = *ao, .quiet = quiet, .t0 = now()};
+    run r = {.cmd = cmd, .co = co, .m = m, .ao = *ao, .quiet = quiet, .t0 = now(),
+             .outdir = outdir, .total = -1};
     hs_corpus_reader *rd = NULL;
     hs_error err = {{0}};
-    char *texts = join(outdir, "texts.jsonl");
+    char *texts = cli_path_join(outdir, "texts.jsonl");
     hs_out outf = {0};
-    char *report = join(outdir, "report.json"), *js = NULL;
-    int rc = EXIT_FAIL, texts_done = 0;
+    char *report = cli_path_join(outdir, "report.json"), *js = NULL;
+    int rc = EXIT_FAIL, texts_done = 0, sharded = co->n_shards > 1;
     const hs_model_config *c = hs_model_config_of(m);
+    const char *stop = getenv("HEADSCOPE_TEST_STOP_AFTER");
+    r.stop_after = stop ? atol(stop) : 0;
+    r.every = strcmp(co->path, "-") ? co->checkpoint_every : 0;
+    hs_sha256_init(&r.digest);
+    cli_progress_start(&r.prog, co->progress);
     r.ao.ablation = co->ablation;
     r.ao.pruning = 0;
     r.ao.diversity = 0;
@@ -263,6 +435,8 @@ int cli_analyze_corpus(const char *cmd, hs_model *m, const cli_corpus_opts *co,
     r.info.max_tokens = co->max_tokens > 0 && co->max_tokens < c->n_ctx ? co->max_tokens : c->n_ctx;
     r.info.skip_long = co->skip_long;
     r.info.ablation = co->ablation;
+    r.info.shard = sharded ? co->shard : 1;
+    r.info.n_shards = sharded ? co->n_shards : 1;
     if (!texts || !report) {
         cli_error(cmd, "out of memory");
         goto done;
@@ -271,60 +445,86 @@ int cli_analyze_corpus(const char *cmd, hs_model *m, const cli_corpus_opts *co,
         cli_error(cmd, "%s", err.msg);
         goto done;
     }
-    if (hs_out_open(texts, &outf, &err) != HS_OK) {
-        cli_error(cmd, "%s", err.msg);
+    if (co->resume ? resume_open(&r, texts, &outf) : hs_out_open(texts, &outf, &err) != HS_OK) {
+        if (!co->resume)
+            cli_error(cmd, "%s", err.msg);
         goto done;
     }
+    r.texts_tmp = strrchr(outf.tmp, '/') ? strrchr(outf.tmp, '/') + 1 : outf.tmp;
     r.out = outf.f;
     if (read_all(&r, rd))
         goto done;
-    if (!r.agg) {
+    if (r.selected < r.resume.cp.position) {
+        cli_error(cmd, "cannot resume: '%s' has changed since the checkpoint in '%s'", co->path, outdir);
+        goto done;
+    }
+    if (r.info.format == HS_CORPUS_AUTO && r.resume.cp.position)
+        r.info.format = r.resume.info.format;
+    cli_progress_update(&r.prog, r.agg ? r.agg->n_texts : 0, r.total, r.done_here, r.tokens_here, 1);
+    if (!r.agg && !sharded) {
         long n_skipped = 0;
         for (int s = 1; s < HS_SKIP_COUNT; s++)
-            n_skipped += r.info.skipped[s];
+            n_skipped += r.info.skipped[s] + r.info.skipped_text[s];
         cli_error(cmd, "'%s' has no text to analyse (%ld records skipped, %ld empty)", co->path,
                   n_skipped, r.info.n_empty);
         goto done;
     }
-    if (hs_corpus_agg_finish(r.agg, r.ao.similarity, r.ao.cluster_threshold, &err) != HS_OK) {
+    if (r.agg && hs_corpus_agg_finish(r.agg, (hs_sim_method)r.agg->sim_method,
+                                      r.agg->cluster_threshold, &err) != HS_OK) {
         cli_error(cmd, "%s", err.msg);
         goto done;
     }
-    r.info.seconds = now() - r.t0;
-    const char *files[] = {"texts.jsonl", "report.json"};
-    if (!(js = hs_corpus_report_json(r.agg, r.first, &r.info, files, 2, 1))) {
+    r.info.seconds = r.resume.info.seconds + (now() - r.t0);
+    const char *files[] = {"texts.jsonl", "partial.json", "report.json"};
+    if (!sharded && !(js = hs_corpus_report_json(r.agg, &r.info, ao->command_line,
+                                                 ao->command_line_argc, files, 3, 1))) {
         cli_error(cmd, "out of memory");
         goto done;
     }
-    /* texts.jsonl first, report.json last: a complete report.json means a complete run */
+    /* texts.jsonl first, then partial.json, report.json last: a complete report.json means a
+       complete run */
     r.out = NULL;
     if (hs_out_close(&outf, 1, &err) != HS_OK) {
         cli_error(cmd, "%s", err.msg);
         goto done;
     }
     texts_done = 1;
-    if (hs_file_write_atomic(report, js, strlen(js), &err) != HS_OK) {
+    if (write_partial(&r, NULL))
+        goto done;
+    r.checkpointed = 0;
+    if (!sharded && hs_file_write_atomic(report, js, strlen(js), &err) != HS_OK) {
         cli_error(cmd, "%s", err.msg);
         goto done;
     }
-    if (json)
+    if (json && js)
         puts(js);
     else if (!quiet)
-        print_summary(&r, report);
+        print_summary(&r, sharded ? NULL : report);
     rc = cli_finish_stdout(cmd);
 done:
-    hs_out_close(&outf, 0, NULL); /* nothing left when it was committed */
-    if (rc != EXIT_OK) {
+    cli_progress_end(&r.prog);
+    if (rc != EXIT_OK && r.checkpointed) {
+        hs_out_keep(&outf); /* the checkpoint's texts */
+        if (!quiet)
+            fprintf(stderr, "hint: the checkpoint in '%s' lets 'headscope analyze ... --resume' go on\n",
+                    outdir);
+    }
+    hs_out_close(&outf, 0, NULL); /* nothing left when it was committed or kept */
+    if (rc != EXIT_OK && !r.checkpointed) {
+        char *partial = cli_path_join(outdir, "partial.json");
         if (texts && texts_done)
             unlink(texts);
+        if (partial && texts_done)
+            unlink(partial);
         if (report && texts_done)
             unlink(report);
+        free(partial);
         if (created_dir)
             rmdir(outdir);
     }
     hs_corpus_close(rd);
     hs_corpus_agg_free(r.agg);
-    hs_analysis_free(r.first);
+    hs_corpus_partial_free(&r.resume);
     free(js);
     free(texts);
     free(report);

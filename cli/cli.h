@@ -20,6 +20,7 @@ int cmd_tokenize(int argc, char **argv);
 int cmd_info(int argc, char **argv);
 int cmd_convert(int argc, char **argv);
 int cmd_analyze(int argc, char **argv);
+int cmd_merge(int argc, char **argv);
 
 /* "headscope: <cmd>: <message>" (cmd NULL: "headscope: <message>") on stderr, the message
  * escaped by hs_text_escape (one line, no control characters). */
@@ -80,7 +81,24 @@ typedef struct cli_corpus_opts {
     long sample;          /* 0 = every text */
     uint64_t seed;
     int ablation;         /* --corpus-ablation */
+    int shard, n_shards;  /* --shard I/N (1-based); 0/0 = the whole corpus */
+    long checkpoint_every;/* texts between checkpoints (0 = none) */
+    int resume;           /* --resume */
+    int progress;         /* CLI_PROGRESS_* */
 } cli_corpus_opts;
+
+/* Corpus progress on stderr (cli/corpus_progress.c). */
+enum { CLI_PROGRESS_NONE = 0, CLI_PROGRESS_TTY = 1, CLI_PROGRESS_JSON = 2 };
+typedef struct cli_progress {
+    int mode, open;
+    double t0, last;
+} cli_progress;
+void cli_progress_start(cli_progress *p, int mode);
+/* done of total texts (total < 0: unknown); new_done texts and new_tokens tokens in this
+ * process (the rate and ETA); final: the last call. */
+void cli_progress_update(cli_progress *p, long done, long total, long new_done, long new_tokens,
+                         int final);
+void cli_progress_end(cli_progress *p);
 
 /* Runs corpus mode: writes outdir/texts.jsonl and outdir/report.json, prints a summary
  * (unless quiet) and bad records on stderr. Removes what it wrote on failure. Returns an
@@ -88,6 +106,13 @@ typedef struct cli_corpus_opts {
 int cli_analyze_corpus(const char *cmd, hs_model *m, const cli_corpus_opts *co,
                        const hs_analyze_opts *ao, const char *outdir, int created_dir,
                        int quiet, int json);
+
+/* Uses outdir as the output folder, creating it when missing (*created = 1 then). Prints
+ * the error and returns EXIT_FAIL when it is not a usable folder, else 0. */
+int cli_output_dir(const char *cmd, const char *outdir, int *created);
+
+/* "dir/name", malloc'd; NULL when out of memory. */
+char *cli_path_join(const char *dir, const char *name);
 
 /* Flushes stdout and reports a write error; returns EXIT_OK or EXIT_FAIL. */
 int cli_finish_stdout(const char *cmd);

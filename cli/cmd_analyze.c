@@ -5,7 +5,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -61,14 +60,37 @@ static const char usage_text[] =
     "      --skip-long            skip texts longer than --max-tokens instead\n"
     "      --sample N             analyse a uniform sample of N texts (reservoir sampling)\n"
     "      --seed S               the sample's seed (default 1)\n"
-    "      --corpus-ablation      also the ablation sweep on every text (L*H passes per text)\n";
+    "      --corpus-ablation      also the ablation sweep on every text (L*H passes per text)\n"
+    "      --shard I/N            analyse only the selected texts whose index mod N is I-1;\n"
+    "                             writes OUTDIR/partial.json for 'headscope merge'\n"
+    "      --checkpoint-every N   save OUTDIR/partial.json every N texts (default 50, 0: never)\n"
+    "      --resume               go on from the checkpoint in OUTDIR\n"
+    "      --progress[=MODE]      auto (default: a line when stderr is a terminal), json (JSON\n"
+    "                             lines on stderr) or none\n";
 
 enum {
     OPT_PAIR = 256, OPT_JSON, OPT_TRUNC, OPT_LAYERS, OPT_NOABL, OPT_NOPRUNE, OPT_SIM, OPT_THR,
     OPT_SINKS, OPT_SEED, OPT_PLEN, OPT_PTOL, OPT_PSTOP, OPT_PBEAM, OPT_PMAX, OPT_NOIMG, OPT_MAXTOK, OPT_NOGRAD,
     OPT_NOHASH, OPT_PMETHOD, OPT_PROUND, OPT_CORPUS, OPT_CFORMAT, OPT_MAXTEXTS, OPT_MAXTOKENS,
-    OPT_SKIPLONG, OPT_SAMPLE, OPT_CSEED, OPT_CABL
+    OPT_SKIPLONG, OPT_SAMPLE, OPT_CSEED, OPT_CABL, OPT_SHARD, OPT_CKPT, OPT_RESUME, OPT_PROGRESS
 };
+
+/* "I/N" with 1 <= I <= N <= 10^6. */
+static int parse_shard(const char *s, int *i, int *n)
+{
+    char *end;
+    errno = 0;
+    long a = strtol(s, &end, 10);
+    if (errno || end == s || *end != '/' || a < 1)
+        return -1;
+    const char *p = end + 1;
+    long b = strtol(p, &end, 10);
+    if (errno || end == p || *end || b < a || b > 1000000L)
+        return -1;
+    *i = (int)a;
+    *n = (int)b;
+    return 0;
+}
 
 static int parse_double(const char *s, double lo, double hi, double *out)
 {
@@ -295,6 +317,10 @@ int cmd_analyze(int argc, char **argv)
         {"sample", required_argument, NULL, OPT_SAMPLE},
         {"seed", required_argument, NULL, OPT_CSEED},
         {"corpus-ablation", no_argument, NULL, OPT_CABL},
+        {"shard", required_argument, NULL, OPT_SHARD},
+        {"checkpoint-every", required_argument, NULL, OPT_CKPT},
+        {"resume", no_argument, NULL, OPT_RESUME},
+        {"progress", optional_argument, NULL, OPT_PROGRESS},
         {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0}};
     const char *C = "analyze";
     int images = 1, max_tokens = 64;
@@ -302,7 +328,8 @@ int cmd_analyze(int argc, char **argv)
     int json = 0, quiet = 0, truncate = 0, was_truncated = 0, c;
     hs_analyze_opts ao;
     hs_analyze_opts_default(&ao);
-    cli_corpus_opts co = {.seed = 1};
+    cli_corpus_opts co = {.seed = 1, .checkpoint_every = 50};
+    int progress_mode = -1; /* -1: auto */
     int corpus_only = 0; /* a corpus option was given */
     long lv;
     double dv;
@@ -427,6 +454,28 @@ int cmd_analyze(int argc, char **argv)
             co.seed = (uint64_t)lv;
             break;
         case OPT_CABL: corpus_only = 1; co.ablation = 1; break;
+        case OPT_SHARD:
+            corpus_only = 1;
+            if (parse_shard(optarg, &co.shard, &co.n_shards))
+                return cli_usage_error(C, "--shard '%s' is not I/N with 1 <= I <= N <= 10^6", optarg);
+            break;
+        case OPT_CKPT:
+            corpus_only = 1;
+            if (parse_long(optarg, 0, 100000000L, &lv))
+                return cli_usage_error(C, "--checkpoint-every '%s' is not a number in [0, 10^8]", optarg);
+            co.checkpoint_every = lv;
+            break;
+        case OPT_RESUME: corpus_only = 1; co.resume = 1; break;
+        case OPT_PROGRESS:
+            if (!optarg || !strcmp(optarg, "auto"))
+                progress_mode = -1;
+            else if (!strcmp(optarg, "json"))
+                progress_mode = CLI_PROGRESS_JSON;
+            else if (!strcmp(optarg, "none"))
+                progress_mode = CLI_PROGRESS_NONE;
+            else
+                return cli_usage_error(C, "--progress '%s' is not auto, json or none", optarg);
+            break;
         case 'h': fputs(usage_text, stdout); return cli_finish_stdout(C);
         case ':': return cli_usage_error(C, "option '%s' needs a value", argv[optind - 1]);
         default: return cli_usage_error(C, "unknown option '%s'", argv[optind - 1]);
@@ -441,6 +490,8 @@ int cmd_analyze(int argc, char **argv)
         return cli_usage_error(C, "give --corpus or --text/--file/--text-pair, not both");
     if (!co.path && corpus_only)
         return cli_usage_error(C, "corpus options need --corpus PATH");
+    if (co.resume && co.path && !strcmp(co.path, "-"))
+        return cli_usage_error(C, "--resume needs a corpus file or folder, not stdin");
     cli_text t = {0};
     int rc = co.path ? 0 : cli_text_get(C, text, file, pair, &t);
     if (rc)
@@ -472,19 +523,16 @@ int cmd_analyze(int argc, char **argv)
         goto done;
     if (!quiet && isatty(STDERR_FILENO))
         ao.progress = progress;
+    if (progress_mode == CLI_PROGRESS_NONE)
+        ao.progress = NULL;
     ao.command_line = cli_command_line(&ao.command_line_argc);
 
-    struct stat sb;
-    errno = 0;
-    if (stat(outdir, &sb) != 0)
-        created_dir = mkdir(outdir, 0777) == 0;
-    if (!created_dir && (stat(outdir, &sb) != 0 || !S_ISDIR(sb.st_mode))) {
-        cli_error(C, "cannot use '%s' as the output folder: %s", outdir,
-                  errno ? strerror(errno) : "Not a directory");
+    if (cli_output_dir(C, outdir, &created_dir))
         goto done;
-    }
     if (co.path) {
         ao.progress = NULL;
+        co.progress = progress_mode >= 0 ? progress_mode
+                      : !quiet && isatty(STDERR_FILENO) ? CLI_PROGRESS_TTY : CLI_PROGRESS_NONE;
         rc = cli_analyze_corpus(C, m, &co, &ao, outdir, created_dir, quiet, json);
         created_dir = 0; /* cli_analyze_corpus removed what it wrote */
         goto done;

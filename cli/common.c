@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "cli.h"
 
@@ -290,4 +291,28 @@ int cli_finish_stdout(const char *cmd)
         return EXIT_FAIL;
     }
     return EXIT_OK;
+}
+
+char *cli_path_join(const char *dir, const char *name)
+{
+    size_t n = strlen(dir) + strlen(name) + 2;
+    char *p = malloc(n);
+    if (p)
+        snprintf(p, n, "%s/%s", dir, name);
+    return p;
+}
+
+int cli_output_dir(const char *cmd, const char *outdir, int *created)
+{
+    struct stat sb;
+    *created = 0;
+    errno = 0;
+    if (stat(outdir, &sb) != 0)
+        *created = mkdir(outdir, 0777) == 0;
+    if (!*created && (stat(outdir, &sb) != 0 || !S_ISDIR(sb.st_mode))) {
+        cli_error(cmd, "cannot use '%s' as the output folder: %s", outdir,
+                  errno ? strerror(errno) : "Not a directory");
+        return EXIT_FAIL;
+    }
+    return 0;
 }

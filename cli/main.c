@@ -11,6 +11,7 @@ static const struct {
     const char *summary;
 } commands[] = {
     {"analyze", cmd_analyze, "per-head metrics, clusters, importance and pruning: report.json"},
+    {"merge", cmd_merge, "combine the shards of a corpus run (analyze --corpus --shard) into one report"},
     {"attn", cmd_attn, "record every head's attention map to a .npy file"},
     {"tokenize", cmd_tokenize, "show the token ids and strings of a text"},
     {"info", cmd_info, "describe a model: family, dimensions, parameters, tokenizer, format"},

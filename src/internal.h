@@ -65,6 +65,11 @@ typedef struct hs_out {
 } hs_out;
 hs_status hs_out_open(const char *path, hs_out *o, hs_error *err);
 hs_status hs_out_close(hs_out *o, int commit, hs_error *err);
+/* Resuming: o again on an existing temporary file tmp (no link followed; a regular file of
+ * at least len bytes) cut to len bytes, positioned at its end, to be renamed to path by
+ * hs_out_close. hs_out_keep closes o and leaves its temporary file where it is. */
+hs_status hs_out_reopen(const char *path, const char *tmp, long len, hs_out *o, hs_error *err);
+void hs_out_keep(hs_out *o);
 
 /* splitmix64 and a uniform draw in [0, m), m >= 1, without modulo bias (src/core/random.c):
  * the seeded streams of the induction probe and corpus sampling. */
@@ -87,6 +92,15 @@ struct hs_analysis;
 struct cJSON;
 const char *hs_head_label(const struct hs_head_result *h, double thr, int has_sep);
 void hs_report_add_header(struct cJSON *r, const struct hs_analysis *a);
+/* The "schema" and "generator" members (argv: the command line, NULL = null), and the
+ * "model" object of an analysis (file digests included when it has them). */
+void hs_report_add_generator(struct cJSON *r, const char *const *argv, int argc);
+struct cJSON *hs_report_model_json(const struct hs_analysis *a);
+/* An empty corpus aggregate for nh heads and a probe of probe_len tokens, with no model
+ * description yet (src/io/corpus_report.c; hs_corpus_agg_new fills one from an analysis,
+ * hs_corpus_partial_parse from a file). */
+struct hs_corpus_agg;
+hs_status hs_corpus_agg_alloc(int nh, int probe_len, struct hs_corpus_agg **out, hs_error *err);
 /* JSON values: a number (null for NaN/Inf), an int array, a row-major (rows, cols) matrix. */
 struct cJSON *hs_json_num(double v);
 struct cJSON *hs_json_ints(const int32_t *v, int n);

@@ -515,5 +515,122 @@ expect 2 "corpus option without --corpus" -- "$HS" analyze "$TG" --text hi --sam
 expect 2 "corpus bad --sample" -- "$HS" analyze "$TG" --corpus "$CP" --sample 0 -o "$T/cx"
 expect 2 "corpus bad format" -- "$HS" analyze "$TG" --corpus "$CP" --corpus-format csv -o "$T/cx"
 
+# ---- corpus sharding, merging, resuming, progress --------------------------------------------
+# The single run of the first 12 texts is the reference for the shards and for resuming.
+expect 0 "corpus 12 texts" -- "$HS" analyze "$TG" --corpus "$CP" --max-texts 12 -o "$T/c12" -q --progress=json
+[ -s "$T/c12/partial.json" ] && ok || bad "a single corpus run writes partial.json"
+"$PY" - "$T/err" <<'PYEOF' && ok || bad "--progress=json lines: $(head -c 600 "$T/err")"
+import json, sys
+ev = [json.loads(l) for l in open(sys.argv[1])]
+assert [e["texts_done"] for e in ev] == list(range(1, 13)) + [12], ev
+assert ev[-1]["event"] == "done" and all(e["event"] == "progress" for e in ev[:-1])
+for e in ev:
+    assert set(e) == {"event", "texts_done", "texts_total", "tokens", "elapsed_s", "tokens_per_s", "eta_s"}, e
+assert ev[-1]["tokens"] == json.load(open(sys.argv[1].replace("err", "c12/report.json")))["corpus"]["tokens"]["total"]
+PYEOF
+expect 0 "corpus quiet, no progress" -- "$HS" analyze "$TG" --corpus "$CP" --max-texts 2 -o "$T/cq" -q
+[ ! -s "$T/err" ] && ok || bad "corpus -q wrote on stderr: $(cat "$T/err")"
+if command -v parallel >/dev/null; then
+    expect 0 "4 shards with GNU parallel" -- parallel -j 2 --halt now,fail=1 \
+        "$HS" analyze "$TG" --corpus "$CP" --max-texts 12 --shard {}/4 -o "$T/sh{}" -q ::: 1 2 3 4
+else
+    bad "GNU parallel is not installed (make deps)"
+    for i in 1 2 3 4; do "$HS" analyze "$TG" --corpus "$CP" --max-texts 12 --shard $i/4 -o "$T/sh$i" -q; done
+fi
+[ -s "$T/sh3/partial.json" ] && [ -s "$T/sh3/texts.jsonl" ] && [ ! -e "$T/sh3/report.json" ] && ok || bad "a shard writes partial.json and texts.jsonl, no report"
+expect 0 "merge 4 shards" -- "$HS" merge "$T/sh3" "$T/sh1/partial.json" "$T/sh4" "$T/sh2" -o "$T/mg"
+grep -q "^wrote $T/mg/report.json" "$T/out" && ok || bad "merge summary: $(cat "$T/out")"
+cmp -s "$T/c12/texts.jsonl" "$T/mg/texts.jsonl" && ok || bad "merged texts.jsonl differs from the single run's"
+# means, sd, intervals, similarity: equal to 1e-12 relative (summation order); counts,
+# labels and clusters exactly
+"$PY" - "$T/c12/report.json" "$T/mg/report.json" <<'PYEOF' && ok || bad "merged report differs from the single run's"
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:3])
+for r in (a, b):
+    del r["generator"], r["timing"]
+def cmp(x, y, path):
+    if isinstance(x, dict):
+        assert x.keys() == y.keys(), path
+        for k in x:
+            cmp(x[k], y[k], f"{path}.{k}")
+    elif isinstance(x, list):
+        assert len(x) == len(y), path
+        for i, (u, v) in enumerate(zip(x, y)):
+            cmp(u, v, f"{path}[{i}]")
+    elif isinstance(x, float) or isinstance(y, float):
+        assert abs(x - y) <= 1e-12 * max(1.0, abs(x)), (path, x, y)
+    else:
+        assert x == y, (path, x, y)
+cmp(a, b, "")
+PYEOF
+expect 0 "merge of one partial" -- "$HS" merge "$T/c12" -o "$T/m1" -q
+"$PY" - "$T/c12/report.json" "$T/m1/report.json" <<'PYEOF' && ok || bad "merge of one partial is not its run's report"
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:3])
+del a["generator"], b["generator"]
+assert a == b
+PYEOF
+cmp -s "$T/c12/partial.json" "$T/m1/partial.json" && ok || bad "merge of one partial changed the partial"
+# bad records across shards: every shard reads them, the report counts them once
+for i in 1 2 3 4; do "$HS" analyze "$TG" --corpus fixtures/corpus/mixed.jsonl --shard $i/4 -o "$T/mx$i" -q 2>/dev/null; done
+expect 0 "merge shards with skipped records" -- "$HS" merge "$T"/mx? -o "$T/mxm" -q
+"$PY" - "$T/mxm/report.json" "$T/cm/report.json" <<'PYEOF' && ok || bad "merged skip counts"
+import json, sys
+a, b = (json.load(open(p))["corpus"] for p in sys.argv[1:3])
+for k in ("n_records", "n_texts", "n_empty", "n_skipped", "skipped", "tokens"):
+    assert a[k] == b[k], (k, a[k], b[k])
+PYEOF
+# refusals
+expect 2 "--shard 0/4" -- "$HS" analyze "$TG" --corpus "$CP" --shard 0/4 -o "$T/cx"
+expect 2 "--shard 5/4" -- "$HS" analyze "$TG" --corpus "$CP" --shard 5/4 -o "$T/cx"
+expect 2 "--shard 2" -- "$HS" analyze "$TG" --corpus "$CP" --shard 2 -o "$T/cx"
+expect 2 "--shard without --corpus" -- "$HS" analyze "$TG" --text hi --shard 1/2 -o "$T/cx"
+expect 2 "--progress=loud" -- "$HS" analyze "$TG" --corpus "$CP" --progress=loud -o "$T/cx"
+expect 0 "merge --help" -- "$HS" merge --help
+grep -q "^usage: headscope merge" "$T/out" && ok || bad "merge --help text"
+expect 2 "merge without parts" -- "$HS" merge -o "$T/cx"
+expect 2 "merge without -o" -- "$HS" merge "$T/sh1"
+expect 1 "merge with a missing shard" -- "$HS" merge "$T/sh1" "$T/sh2" "$T/sh4" -o "$T/cx"
+one_line_error "merge with a missing shard"; stderr_has "merge with a missing shard" "shard 3/4 is missing"
+expect 1 "merge with a shard twice" -- "$HS" merge "$T/sh1" "$T/sh2" "$T/sh2" "$T/sh3" -o "$T/cx"
+one_line_error "merge with a shard twice"; stderr_has "merge with a shard twice" "given twice"
+"$HS" analyze "$G" --corpus "$CP" --max-texts 12 --shard 2/4 -o "$T/shg" -q
+expect 1 "merge across models" -- "$HS" merge "$T/sh1" "$T/shg" "$T/sh3" "$T/sh4" -o "$T/cx"
+one_line_error "merge across models"; stderr_has "merge across models" "different model"
+"$HS" analyze "$TG" --corpus "$CP" --max-texts 12 --shard 2/4 --similarity js -o "$T/shj" -q
+expect 1 "merge across options" -- "$HS" merge "$T/sh1" "$T/shj" "$T/sh3" "$T/sh4" -o "$T/cx"
+one_line_error "merge across options"; stderr_has "merge across options" "--similarity"
+expect 1 "merge across selections" -- "$HS" merge "$T/sh1" "$T/mx2" "$T/sh3" "$T/sh4" -o "$T/cx"
+one_line_error "merge across selections"
+head -c 300 "$T/sh2/partial.json" >"$T/cut.json"
+expect 1 "merge of a cut partial" -- "$HS" merge "$T/cut.json" -o "$T/cx"
+one_line_error "merge of a cut partial"; stderr_has "merge of a cut partial" "not a headscope partial"
+sed 's/"n_sim":[0-9]*/"n_sim":"x"/' "$T/sh2/partial.json" >"$T/bad.json"
+expect 1 "merge of a partial with a bad field" -- "$HS" merge "$T/bad.json" -o "$T/cx"
+one_line_error "merge of a partial with a bad field"; stderr_has "merge of a partial with a bad field" "'n_sim'"
+expect 1 "merge of a report" -- "$HS" merge "$T/c12/report.json" -o "$T/cx"
+one_line_error "merge of a report"
+[ ! -e "$T/cx" ] && ok || bad "a failed merge left '$T/cx' behind"
+# resume: stop after 5 texts (a checkpoint every 2), go on, compare with the uninterrupted run
+HEADSCOPE_TEST_STOP_AFTER=5 expect 1 "corpus stopped after 5 texts" -- "$HS" analyze "$TG" --corpus "$CP" --max-texts 12 --checkpoint-every 2 -o "$T/rs" -q
+ls "$T/rs"/texts.jsonl.tmp-* >/dev/null 2>&1 && [ -s "$T/rs/partial.json" ] && [ ! -e "$T/rs/report.json" ] && ok || bad "a stopped run keeps its checkpoint: $(ls "$T/rs")"
+expect 1 "merge of a checkpoint" -- "$HS" merge "$T/rs" -o "$T/cx"
+one_line_error "merge of a checkpoint"; stderr_has "merge of a checkpoint" "unfinished"
+expect 1 "resume with other options" -- "$HS" analyze "$TG" --corpus "$CP" --max-texts 11 -o "$T/rs" --resume -q
+one_line_error "resume with other options"
+expect 0 "resume" -- "$HS" analyze "$TG" --corpus "$CP" --max-texts 12 --checkpoint-every 2 -o "$T/rs" --resume -q
+cmp -s "$T/c12/texts.jsonl" "$T/rs/texts.jsonl" && ok || bad "resumed texts.jsonl differs from the uninterrupted run's"
+[ -z "$(ls "$T/rs" | grep tmp)" ] && ok || bad "resume left a temporary file: $(ls "$T/rs")"
+"$PY" - "$T/c12/report.json" "$T/rs/report.json" <<'PYEOF' && ok || bad "resumed report differs from the uninterrupted run's"
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:3])
+for r in (a, b):
+    del r["generator"], r["timing"]
+assert json.dumps(a) == json.dumps(b)
+PYEOF
+expect 1 "resume a finished run" -- "$HS" analyze "$TG" --corpus "$CP" --max-texts 12 -o "$T/rs" --resume -q
+one_line_error "resume a finished run"
+expect 2 "resume from stdin" -- "$HS" analyze "$TG" --corpus - --resume -o "$T/rs"
+
 echo "cli: $pass passed, $fail failed"
 [ "$fail" = 0 ]

@@ -2,6 +2,7 @@
  * coreutils' sha256sum on committed files; the version strings. */
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "headscope/model.h"
 #include "headscope/version.h"
@@ -130,4 +131,40 @@ Test(text_escape, library_messages_are_escaped)
     hs_error err = {{0}};
     hs_fail(&err, HS_E_FORMAT, "model_type '%s' is not supported", "x\n\x1b[2J");
     cr_expect_str_eq(err.msg, "model_type 'x\\n\\x1b[2J' is not supported");
+}
+
+/* ---- resumable output files (hs_out_reopen, hs_out_keep) -------------------------------- */
+
+Test(tmpfile, kept_file_is_reopened_cut_to_its_length_and_committed)
+{
+    char dir[] = "/tmp/hs-core-XXXXXX", path[128], tmp[160];
+    cr_assert(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/texts.jsonl", dir);
+    hs_out o;
+    hs_error err = {{0}};
+    cr_assert_eq(hs_out_open(path, &o, &err), HS_OK, "%s", err.msg);
+    snprintf(tmp, sizeof tmp, "%s", o.tmp);
+    fputs("line 1\nline 2\npartial", o.f);
+    hs_out_keep(&o); /* an interrupted run: the temporary file stays */
+    cr_assert_eq(access(tmp, F_OK), 0);
+    cr_assert_neq(access(path, F_OK), 0);
+    cr_assert_eq(hs_out_reopen(path, tmp, 99, &o, &err), HS_E_IO, "longer than the file");
+    cr_assert(strstr(err.msg, "at least 99 bytes"), "%s", err.msg);
+    cr_assert_eq(hs_out_reopen(path, tmp, 14, &o, &err), HS_OK, "%s", err.msg);
+    fputs("line 3\n", o.f);
+    cr_assert_eq(hs_out_close(&o, 1, &err), HS_OK, "%s", err.msg);
+    FILE *f = fopen(path, "rb");
+    char buf[64] = {0};
+    cr_assert(f);
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    cr_assert_eq(n, 21);
+    cr_assert_str_eq(buf, "line 1\nline 2\nline 3\n");
+    cr_assert_neq(access(tmp, F_OK), 0, "renamed");
+    /* a link in the temporary file's place is not followed */
+    cr_assert_eq(symlink(path, tmp), 0);
+    cr_assert_eq(hs_out_reopen(path, tmp, 0, &o, &err), HS_E_IO);
+    unlink(tmp);
+    unlink(path);
+    rmdir(dir);
 }

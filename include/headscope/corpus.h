@@ -20,6 +20,15 @@
  *     hs_stat_add(&s, x, 1.0);  ...
  *     hs_summary sum;  hs_stat_summary(&s, &sum);   // mean, sd, ci_low, ci_high
  *
+ * Shards of a run and checkpoints are partial aggregates (partial.json): the aggregate's
+ * exact state, written and read back bit for bit, and merged with Chan et al.'s update:
+ *
+ *     char *js = hs_corpus_partial_json(g, &info, NULL);        // a finished shard
+ *     hs_corpus_partial p;  hs_corpus_partial_read("s2/partial.json", &p, &err);
+ *     hs_corpus_partial_check(&first, &p, &err);                // same model, options, corpus
+ *     hs_corpus_agg_merge(total, p.agg, &err);  ...  hs_corpus_agg_finish(total, ...);
+ *     hs_corpus_partial_free(&p);
+ *
  * Every statistic is defined in docs/corpus.md; every report field in docs/report-schema.md.
  */
 #ifndef HEADSCOPE_CORPUS_H
@@ -136,6 +145,11 @@ typedef struct hs_stat {
  * infinite x are ignored (not counted). */
 void hs_stat_add(hs_stat *s, double x, double w);
 
+/* Folds b into a as if b's values had been added to a (Chan, Golub & LeVeque 1979 for the
+ * mean and M2; the weighted means combined by their weight sums). Equal to adding the
+ * values one by one up to floating-point rounding. */
+void hs_stat_merge(hs_stat *a, const hs_stat *b);
+
 typedef struct hs_summary {
     long n;            /* values counted */
     double mean;       /* NaN when n = 0 */
@@ -182,6 +196,17 @@ typedef struct hs_corpus_agg {
     long n_texts, tokens;
     int tokens_min, tokens_max;
     long truncated;
+    /* what the report says besides the statistics: from the first analysis
+       (hs_corpus_agg_new) or read from a partial (hs_corpus_partial_parse) */
+    char *model_json;   /* the report's "model" object, JSON text (file digests included) */
+    int family;         /* hs_family */
+    int loss_kind;      /* hs_loss_kind */
+    int exclude_sinks, ablation, gradient, sim_method; /* options; sim_method: hs_sim_method */
+    double label_threshold, cluster_threshold;
+    uint64_t probe_seed;
+    int probe_len;
+    int32_t *probe_ids;          /* (probe_len) */
+    double *probe_dup, *probe_ind; /* (n_heads) the probe's duplicate-token and induction scores */
     /* filled by hs_corpus_agg_finish */
     double *importance; /* (n_heads) mean gradient_raw, divided by its layer's L2 norm */
     double *similarity; /* (n_heads, n_heads) sim_sum / n_sim */
@@ -195,6 +220,15 @@ hs_status hs_corpus_agg_new(const hs_analysis *first, hs_corpus_agg **out, hs_er
 
 /* Folds one text's analysis into g (same model and heads). */
 hs_status hs_corpus_agg_add(hs_corpus_agg *g, const hs_analysis *a, hs_error *err);
+
+/* HS_OK when a and b were made with the same model (its "model" object, file digests
+ * included), heads and analysis options; else HS_E_INPUT and a message naming the first
+ * field that differs. */
+hs_status hs_corpus_agg_check(const hs_corpus_agg *a, const hs_corpus_agg *b, hs_error *err);
+
+/* Folds b's texts into a (hs_corpus_agg_check first): statistics by hs_stat_merge,
+ * similarity sums, counts. */
+hs_status hs_corpus_agg_merge(hs_corpus_agg *a, const hs_corpus_agg *b, hs_error *err);
 
 /* Corpus importance, mean similarity, clustering at threshold (see docs/corpus.md);
  * method says how the similarity turns into a distance. Needs n_texts >= 1. */
@@ -217,17 +251,65 @@ typedef struct hs_corpus_info {
     int max_tokens, skip_long;
     long n_records;           /* non-empty records read */
     long n_empty;
-    long skipped[HS_SKIP_COUNT];
+    long skipped[HS_SKIP_COUNT];      /* bad records met while reading (every shard reads all) */
+    long skipped_text[HS_SKIP_COUNT]; /* selected texts skipped by the tokenizer or a length
+                                         limit (only the shard that owns the text counts it) */
     int ablation;
     double seconds;
+    int shard, n_shards;      /* 1-based shard of n_shards; 1/1 is the whole corpus */
+    long n_selected;          /* records selected (after --max-texts and --sample) */
+    char digest[65];          /* SHA-256 of the selected records (docs/corpus.md), "" unknown */
 } hs_corpus_info;
 
 /* report.json of a corpus run (schema "headscope.report/2" with a "corpus" section; see
- * docs/report-schema.md). first: any analysed text's analysis (model, options, probe
- * scores). malloc'd; NULL when out of memory. */
-char *hs_corpus_report_json(const hs_corpus_agg *g, const hs_analysis *first,
-                            const hs_corpus_info *info, const char *const *files, int n_files,
-                            int pretty);
+ * docs/report-schema.md) from the aggregate alone, after hs_corpus_agg_finish; argv: the
+ * command line for "generator" (NULL = null). malloc'd; NULL when out of memory. */
+char *hs_corpus_report_json(const hs_corpus_agg *g, const hs_corpus_info *info,
+                            const char *const *argv, int argc, const char *const *files,
+                            int n_files, int pretty);
+
+/* ---- partial aggregates: sharding, merging, resuming ------------------------------------ */
+
+#define HS_PARTIAL_SCHEMA "headscope.partial/1"
+
+/* Where an unfinished run stopped (a checkpoint); position 0 = a finished run. */
+typedef struct hs_corpus_checkpoint {
+    long position;          /* selected records dealt with (analysed, skipped or another
+                               shard's), in corpus order */
+    long texts_bytes;       /* bytes of texts.jsonl written for them */
+    char texts_tmp[256];    /* the name of texts.jsonl's temporary file in OUTDIR */
+} hs_corpus_checkpoint;
+
+/* partial.json (schema HS_PARTIAL_SCHEMA, docs/report-schema.md#partial): the aggregate's
+ * whole state (exact: every double printed to round-trip), the source and shard, and a
+ * checkpoint when cp is not NULL. malloc'd; NULL when out of memory. */
+char *hs_corpus_partial_json(const hs_corpus_agg *g, const hs_corpus_info *info,
+                             const hs_corpus_checkpoint *cp);
+
+/* A partial read back: g (owned), info (info.path points into path), cp (position 0 when
+ * the run was finished). */
+typedef struct hs_corpus_partial {
+    hs_corpus_agg *agg;
+    hs_corpus_info info;
+    char *path;
+    hs_corpus_checkpoint cp;
+} hs_corpus_partial;
+
+/* Parses a partial (len bytes). HS_E_INPUT with a message naming the field when it is
+ * not one (wrong schema, a missing or ill-typed field, counts that disagree). Free with
+ * hs_corpus_partial_free. */
+hs_status hs_corpus_partial_parse(const char *json, size_t len, hs_corpus_partial *out,
+                                  hs_error *err);
+void hs_corpus_partial_free(hs_corpus_partial *p);
+
+/* hs_corpus_partial_parse on the file at path: HS_E_IO when it cannot be read; the
+ * messages start with the quoted path. */
+hs_status hs_corpus_partial_read(const char *path, hs_corpus_partial *out, hs_error *err);
+
+/* HS_OK when two partials are shards of one run: hs_corpus_agg_check, the same source
+ * settings, digest, counts of what was read, and number of shards. */
+hs_status hs_corpus_partial_check(const hs_corpus_partial *a, const hs_corpus_partial *b,
+                                  hs_error *err);
 
 #ifdef __cplusplus
 }

@@ -20,6 +20,27 @@ void hs_stat_add(hs_stat *s, double x, double w)
     }
 }
 
+void hs_stat_merge(hs_stat *a, const hs_stat *b)
+{
+    if (b->n > 0) {
+        if (a->n == 0) {
+            a->n = b->n;
+            a->mean = b->mean;
+            a->m2 = b->m2;
+        } else {
+            double na = (double)a->n, nb = (double)b->n, n = na + nb, d = b->mean - a->mean;
+            a->mean += d * (nb / n);
+            a->m2 += b->m2 + d * d * (na * nb / n);
+            a->n += b->n;
+        }
+    }
+    if (b->wsum > 0) {
+        double w = a->wsum + b->wsum;
+        a->wmean += (b->wsum / w) * (b->wmean - a->wmean);
+        a->wsum = w;
+    }
+}
+
 void hs_stat_summary(const hs_stat *s, hs_summary *o)
 {
     o->n = s->n;

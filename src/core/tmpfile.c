@@ -3,6 +3,7 @@
  * O_EXCL, so nothing that already exists there, a symlink included, is opened), writes it,
  * syncs it and renames it over the destination. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,4 +77,38 @@ hs_status hs_out_close(hs_out *o, int commit, hs_error *err)
     free(o->path);
     memset(o, 0, sizeof *o);
     return st;
+}
+
+hs_status hs_out_reopen(const char *path, const char *tmp, long len, hs_out *o, hs_error *err)
+{
+    memset(o, 0, sizeof *o);
+    struct stat sb;
+    int fd = open(tmp, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return hs_fail(err, HS_E_IO, "cannot reopen '%s': %s", tmp, strerror(errno));
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || len < 0 || sb.st_size < (off_t)len ||
+        ftruncate(fd, (off_t)len) != 0 || lseek(fd, 0, SEEK_END) != (off_t)len) {
+        close(fd);
+        return hs_fail(err, HS_E_IO, "cannot reopen '%s': not a regular file of at least %ld bytes",
+                       tmp, len);
+    }
+    o->tmp = strdup(tmp);
+    o->path = strdup(path);
+    if (!o->tmp || !o->path || !(o->f = fdopen(fd, "r+b"))) {
+        close(fd);
+        free(o->tmp);
+        free(o->path);
+        memset(o, 0, sizeof *o);
+        return hs_fail(err, HS_E_NOMEM, "out of memory");
+    }
+    return HS_OK;
+}
+
+void hs_out_keep(hs_out *o)
+{
+    if (o->f)
+        fclose(o->f);
+    free(o->tmp);
+    free(o->path);
+    memset(o, 0, sizeof *o);
 }

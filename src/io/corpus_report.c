@@ -57,15 +57,20 @@ void hs_corpus_agg_free(hs_corpus_agg *g)
     free(g->similarity);
     hs_linkage_free(g->linkage);
     free(g->labels);
+    free(g->model_json);
+    free(g->probe_ids);
+    free(g->probe_dup);
+    free(g->probe_ind);
     free(g);
 }
 
-hs_status hs_corpus_agg_new(const hs_analysis *first, hs_corpus_agg **out, hs_error *err)
+hs_status hs_corpus_agg_alloc(int nh, int probe_len, hs_corpus_agg **out, hs_error *err)
 {
     *out = NULL;
-    int nh = first->n_heads;
     if (nh < 1 || nh > 1 << 16)
         return hs_fail(err, HS_E_ARG, "corpus: %d heads", nh);
+    if (probe_len < 0 || probe_len > 1 << 20)
+        return hs_fail(err, HS_E_ARG, "corpus: a probe of %d tokens", probe_len);
     hs_corpus_agg *g = calloc(1, sizeof *g);
     size_t n = (size_t)nh;
     if (!g || !(g->head_index = malloc(n * sizeof *g->head_index)) ||
@@ -73,13 +78,52 @@ hs_status hs_corpus_agg_new(const hs_analysis *first, hs_corpus_agg **out, hs_er
         !(g->sim_sum = calloc(n * n, sizeof *g->sim_sum)) ||
         !(g->importance = malloc(n * sizeof *g->importance)) ||
         !(g->similarity = malloc(n * n * sizeof *g->similarity)) ||
-        !(g->labels = malloc(n * sizeof *g->labels))) {
+        !(g->labels = malloc(n * sizeof *g->labels)) ||
+        !(g->probe_ids = malloc(((size_t)probe_len + 1) * sizeof *g->probe_ids)) ||
+        !(g->probe_dup = malloc(n * sizeof *g->probe_dup)) ||
+        !(g->probe_ind = malloc(n * sizeof *g->probe_ind))) {
         hs_corpus_agg_free(g);
         return hs_fail(err, HS_E_NOMEM, "out of memory");
     }
     g->n_heads = nh;
-    g->n_head = hs_model_config_of(first->model)->n_head;
+    g->probe_len = probe_len;
+    *out = g;
+    return HS_OK;
+}
+
+hs_status hs_corpus_agg_new(const hs_analysis *first, hs_corpus_agg **out, hs_error *err)
+{
+    hs_corpus_agg *g = NULL;
+    hs_status st = hs_corpus_agg_alloc(first->n_heads, first->probe_len, &g, err);
+    if (st)
+        return st;
+    size_t n = (size_t)first->n_heads;
+    const hs_model_config *c = hs_model_config_of(first->model);
+    const hs_analyze_opts *o = &first->opts;
+    g->n_head = c->n_head;
     memcpy(g->head_index, first->head_index, n * sizeof *g->head_index);
+    if (first->probe_len > 0)
+        memcpy(g->probe_ids, first->probe_ids, (size_t)first->probe_len * sizeof *g->probe_ids);
+    for (size_t k = 0; k < n; k++) {
+        g->probe_dup[k] = first->heads[k].probe_scores.duplicate;
+        g->probe_ind[k] = first->heads[k].probe_scores.induction;
+    }
+    g->family = (int)c->family;
+    g->loss_kind = (int)first->loss_kind;
+    g->exclude_sinks = o->exclude_sinks;
+    g->ablation = o->ablation;
+    g->gradient = o->gradient;
+    g->sim_method = (int)o->similarity;
+    g->label_threshold = o->label_threshold;
+    g->cluster_threshold = o->cluster_threshold;
+    g->probe_seed = o->probe_seed;
+    cJSON *mo = hs_report_model_json(first);
+    g->model_json = mo ? cJSON_PrintUnformatted(mo) : NULL;
+    cJSON_Delete(mo);
+    if (!g->model_json) {
+        hs_corpus_agg_free(g);
+        return hs_fail(err, HS_E_NOMEM, "out of memory");
+    }
     *out = g;
     return HS_OK;
 }
@@ -154,16 +198,21 @@ hs_status hs_corpus_agg_finish(hs_corpus_agg *g, hs_sim_method method, double th
     return st;
 }
 
+static int quantity_on_flags(int bert, int ablation, int gradient, int q)
+{
+    if (q == HS_CQ_SEP)
+        return bert;
+    if (q == HS_CQ_ABLATION)
+        return ablation;
+    if (q == HS_CQ_GRAD || q == HS_CQ_GRAD_RAW)
+        return gradient;
+    return 1;
+}
+
 static int quantity_on(const hs_analysis *a, int q)
 {
-    const hs_model_config *c = hs_model_config_of(a->model);
-    if (q == HS_CQ_SEP)
-        return c->family == HS_FAMILY_BERT;
-    if (q == HS_CQ_ABLATION)
-        return a->opts.ablation;
-    if (q == HS_CQ_GRAD || q == HS_CQ_GRAD_RAW)
-        return a->opts.gradient;
-    return 1;
+    return quantity_on_flags(hs_model_config_of(a->model)->family == HS_FAMILY_BERT,
+                             a->opts.ablation, a->opts.gradient, q);
 }
 
 char *hs_corpus_text_json(const hs_analysis *a, long index, long line)
@@ -222,16 +271,21 @@ static void add_source(cJSON *co, const hs_corpus_info *info)
     cJSON_AddNumberToObject(src, "seed", (double)info->seed);
 }
 
-char *hs_corpus_report_json(const hs_corpus_agg *g, const hs_analysis *first,
-                            const hs_corpus_info *info, const char *const *files, int n_files,
-                            int pretty)
+char *hs_corpus_report_json(const hs_corpus_agg *g, const hs_corpus_info *info,
+                            const char *const *argv, int argc, const char *const *files,
+                            int n_files, int pretty)
 {
-    const hs_model_config *c = hs_model_config_of(first->model);
-    const hs_analyze_opts *o = &first->opts;
+    int bert = g->family == HS_FAMILY_BERT;
     cJSON *r = cJSON_CreateObject();
     if (!r)
         return NULL;
-    hs_report_add_header(r, first);
+    hs_report_add_generator(r, argv, argc);
+    cJSON *mo = cJSON_Parse(g->model_json);
+    if (!mo) {
+        cJSON_Delete(r);
+        return NULL;
+    }
+    cJSON_AddItemToObject(r, "model", mo);
     cJSON *op = cJSON_AddObjectToObject(r, "options");
     cJSON *layers = cJSON_AddArrayToObject(op, "layers");
     for (int k = 0, prev = -1; k < g->n_heads; k++) {
@@ -240,10 +294,10 @@ char *hs_corpus_report_json(const hs_corpus_agg *g, const hs_analysis *first,
             cJSON_AddItemToArray(layers, cJSON_CreateNumber(layer));
         prev = layer;
     }
-    cJSON_AddBoolToObject(op, "exclude_sinks", o->exclude_sinks);
-    cJSON_AddBoolToObject(op, "ablation", o->ablation);
-    cJSON_AddBoolToObject(op, "gradient", o->gradient);
-    cJSON_AddItemToObject(op, "label_threshold", hs_json_num(o->label_threshold));
+    cJSON_AddBoolToObject(op, "exclude_sinks", g->exclude_sinks);
+    cJSON_AddBoolToObject(op, "ablation", g->ablation);
+    cJSON_AddBoolToObject(op, "gradient", g->gradient);
+    cJSON_AddItemToObject(op, "label_threshold", hs_json_num(g->label_threshold));
 
     cJSON *co = cJSON_AddObjectToObject(r, "corpus");
     add_source(co, info);
@@ -253,8 +307,9 @@ char *hs_corpus_report_json(const hs_corpus_agg *g, const hs_analysis *first,
     long n_skipped = 0;
     cJSON *sk = cJSON_CreateObject();
     for (int s = 1; s < HS_SKIP_COUNT; s++) {
-        n_skipped += info->skipped[s];
-        cJSON_AddNumberToObject(sk, hs_corpus_skip_name((hs_corpus_skip)s), (double)info->skipped[s]);
+        long k = info->skipped[s] + info->skipped_text[s];
+        n_skipped += k;
+        cJSON_AddNumberToObject(sk, hs_corpus_skip_name((hs_corpus_skip)s), (double)k);
     }
     cJSON_AddNumberToObject(co, "n_skipped", (double)n_skipped);
     cJSON_AddItemToObject(co, "skipped", sk);
@@ -268,7 +323,7 @@ char *hs_corpus_report_json(const hs_corpus_agg *g, const hs_analysis *first,
     cJSON_AddNumberToObject(ci, "level", 0.95);
     cJSON_AddStringToObject(ci, "method", "student_t");
     cJSON *lo = summary_json(&g->loss, 1);
-    cJSON_AddStringToObject(lo, "kind", hs_loss_kind_name(first->loss_kind));
+    cJSON_AddStringToObject(lo, "kind", hs_loss_kind_name((hs_loss_kind)g->loss_kind));
     cJSON_AddItemToObject(co, "loss", lo);
 
     cJSON *heads = cJSON_AddArrayToObject(co, "heads");
@@ -283,34 +338,35 @@ char *hs_corpus_report_json(const hs_corpus_agg *g, const hs_analysis *first,
         cJSON_AddNumberToObject(h, "layer", idx / g->n_head);
         cJSON_AddNumberToObject(h, "head", idx % g->n_head);
         for (int q = 0; q < HS_CQ_COUNT; q++)
-            cJSON_AddItemToObject(h, qnames[q], quantity_on(first, q)
-                                  ? summary_json(&st[q], quantity_weight(&first->heads[k], q) > 0 ||
-                                                          q == HS_CQ_ENTROPY || q == HS_CQ_MAX_WEIGHT)
+            cJSON_AddItemToObject(h, qnames[q], quantity_on_flags(bert, g->ablation, g->gradient, q)
+                                  ? summary_json(&st[q], q == HS_CQ_ENTROPY || q == HS_CQ_MAX_WEIGHT)
                                   : cJSON_CreateNull());
         cJSON_AddItemToObject(h, "importance", hs_json_num(g->importance[k]));
         cJSON *ps = cJSON_AddObjectToObject(h, "probe_scores");
-        cJSON_AddItemToObject(ps, "duplicate_token", hs_json_num(first->heads[k].probe_scores.duplicate));
-        cJSON_AddItemToObject(ps, "induction", hs_json_num(first->heads[k].probe_scores.induction));
-        hs_head_result mean = first->heads[k];
+        cJSON_AddItemToObject(ps, "duplicate_token", hs_json_num(g->probe_dup[k]));
+        cJSON_AddItemToObject(ps, "induction", hs_json_num(g->probe_ind[k]));
+        hs_head_result mean;
+        memset(&mean, 0, sizeof mean);
+        mean.probe_scores.duplicate = g->probe_dup[k];
+        mean.probe_scores.induction = g->probe_ind[k];
         mean.text_scores = (hs_detect){st[HS_CQ_PREV].n ? st[HS_CQ_PREV].mean : NAN,
                                        st[HS_CQ_SELF].n ? st[HS_CQ_SELF].mean : NAN,
                                        st[HS_CQ_FIRST].n ? st[HS_CQ_FIRST].mean : NAN,
                                        st[HS_CQ_SEP].n ? st[HS_CQ_SEP].mean : NAN, NAN, NAN};
-        cJSON_AddStringToObject(h, "label", hs_head_label(&mean, o->label_threshold,
-                                                          c->family == HS_FAMILY_BERT));
+        cJSON_AddStringToObject(h, "label", hs_head_label(&mean, g->label_threshold, bert));
         cJSON_AddNumberToObject(h, "cluster", g->labels[k]);
     }
 
     cJSON *sim = cJSON_AddObjectToObject(co, "similarity");
-    cJSON_AddStringToObject(sim, "method", o->similarity == HS_SIM_JS ? "jensen_shannon" : "pearson");
+    cJSON_AddStringToObject(sim, "method", g->sim_method == HS_SIM_JS ? "jensen_shannon" : "pearson");
     cJSON_AddStringToObject(sim, "aggregate", "mean_over_texts");
     cJSON_AddNumberToObject(sim, "n_texts", (double)g->n_sim);
     cJSON_AddItemToObject(sim, "matrix", hs_json_matrix(g->similarity, g->n_heads, g->n_heads));
-    hs_report_add_clusters(co, g->linkage, g->labels, g->n_heads, g->n_clusters, o->similarity,
-                           o->cluster_threshold);
+    hs_report_add_clusters(co, g->linkage, g->labels, g->n_heads, g->n_clusters, g->sim_method,
+                           g->cluster_threshold);
     cJSON *pr = cJSON_AddObjectToObject(co, "probe");
-    cJSON_AddNumberToObject(pr, "seed", (double)o->probe_seed);
-    cJSON_AddItemToObject(pr, "ids", hs_json_ints(first->probe_ids, first->probe_len));
+    cJSON_AddNumberToObject(pr, "seed", (double)g->probe_seed);
+    cJSON_AddItemToObject(pr, "ids", hs_json_ints(g->probe_ids, g->probe_len));
 
     cJSON *tm = cJSON_AddObjectToObject(r, "timing");
     cJSON_AddItemToObject(tm, "seconds", hs_json_num(info->seconds));

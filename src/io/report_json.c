@@ -29,7 +29,7 @@ cJSON *hs_json_ints(const int32_t *v, int n)
     return a;
 }
 
-static cJSON *str_array(char *const *v, int n)
+static cJSON *str_array(const char *const *v, int n)
 {
     cJSON *a = cJSON_CreateArray();
     for (int i = 0; a && i < n; i++)
@@ -107,10 +107,8 @@ void hs_report_add_clusters(cJSON *parent, const hs_linkage *lk, const int *labe
         cJSON_AddItemToArray(lab, cJSON_CreateNumber(labels[k]));
 }
 
-void hs_report_add_header(cJSON *r, const hs_analysis *a)
+void hs_report_add_generator(cJSON *r, const char *const *argv, int argc)
 {
-    const hs_model *m = a->model;
-    const hs_model_config *c = hs_model_config_of(m);
     cJSON_AddStringToObject(r, "schema", HS_REPORT_SCHEMA);
     cJSON *gen = cJSON_AddObjectToObject(r, "generator");
     cJSON_AddStringToObject(gen, "name", "headscope");
@@ -119,13 +117,17 @@ void hs_report_add_header(cJSON *r, const hs_analysis *a)
         cJSON_AddStringToObject(gen, "git_commit", hs_build_commit());
     else
         cJSON_AddNullToObject(gen, "git_commit");
-    if (a->command_line)
-        cJSON_AddItemToObject(gen, "command_line",
-                              str_array(a->command_line, a->command_line_argc));
+    if (argv)
+        cJSON_AddItemToObject(gen, "command_line", str_array(argv, argc));
     else
         cJSON_AddNullToObject(gen, "command_line");
+}
 
-    cJSON *mo = cJSON_AddObjectToObject(r, "model");
+cJSON *hs_report_model_json(const hs_analysis *a)
+{
+    const hs_model *m = a->model;
+    const hs_model_config *c = hs_model_config_of(m);
+    cJSON *mo = cJSON_CreateObject();
     cJSON_AddStringToObject(mo, "path", hs_model_path(m));
     cJSON_AddStringToObject(mo, "format", hs_model_format(m) == HS_FORMAT_GGUF ? "gguf" : "hf");
     cJSON_AddStringToObject(mo, "storage_dtype", hs_model_storage_dtype(m));
@@ -151,6 +153,13 @@ void hs_report_add_header(cJSON *r, const hs_analysis *a)
     } else {
         cJSON_AddNullToObject(mo, "files");
     }
+    return mo;
+}
+
+void hs_report_add_header(cJSON *r, const hs_analysis *a)
+{
+    hs_report_add_generator(r, (const char *const *)a->command_line, a->command_line_argc);
+    cJSON_AddItemToObject(r, "model", hs_report_model_json(a));
 }
 
 char *hs_report_json(const hs_analysis *a, const char *const *files, int n_files, int pretty)
@@ -176,8 +185,8 @@ char *hs_report_json(const hs_analysis *a, const char *const *files, int n_files
     cJSON_AddNumberToObject(in, "n_tokens", a->n);
     cJSON_AddBoolToObject(in, "truncated", a->truncated);
     cJSON_AddItemToObject(in, "ids", hs_json_ints(a->ids, a->n));
-    cJSON_AddItemToObject(in, "tokens", str_array(a->tokens, a->n));
-    cJSON_AddItemToObject(in, "display_tokens", str_array(a->display, a->n));
+    cJSON_AddItemToObject(in, "tokens", str_array((const char *const *)a->tokens, a->n));
+    cJSON_AddItemToObject(in, "display_tokens", str_array((const char *const *)a->display, a->n));
     cJSON_AddItemToObject(in, "type_ids", hs_json_ints(a->type_ids, a->n));
 
     cJSON *op = cJSON_AddObjectToObject(r, "options");

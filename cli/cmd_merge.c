@@ -1,0 +1,322 @@
+/* headscope merge: the shards of a corpus run (analyze --corpus --shard I/N) combined into
+ * the report.json, texts.jsonl and partial.json that one run over the whole corpus writes
+ * (docs/corpus.md#sharding-and-merging). */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "headscope/corpus.h"
+#include "internal.h"
+
+static const char usage_text[] =
+    "usage: headscope merge PART... -o OUTDIR [--json] [-q]\n\n"
+    "Combines the partial aggregates of the shards of one corpus run (headscope analyze\n"
+    "--corpus --shard I/N -o PART) into OUTDIR/report.json, OUTDIR/texts.jsonl (every text\n"
+    "in corpus order) and OUTDIR/partial.json, as one run over the whole corpus writes them\n"
+    "(means equal up to the order of floating-point sums; docs/corpus.md). Every shard 1..N\n"
+    "must be given once, made with the same model, options and corpus.\n\n"
+    "  PART                   a shard's output folder, or its partial.json\n"
+    "  -o, --output OUTDIR    output folder (created if missing)\n"
+    "      --json             print the report on stdout instead of the summary\n"
+    "  -q, --quiet            print nothing on success\n"
+    "  -h, --help             show this help\n";
+
+typedef struct part {
+    const char *arg;
+    char *partial, *texts;  /* paths */
+    hs_corpus_partial p;
+    FILE *f;                /* its texts.jsonl while merging */
+    char *buf;              /* the current line */
+    size_t cap;
+    long line, count;       /* the current line's source line; lines read */
+    long n_texts;           /* texts in its partial */
+    int eof;
+} part;
+
+/* The partial's path and its texts.jsonl beside it. */
+static int locate(const char *C, part *pt)
+{
+    struct stat sb;
+    if (stat(pt->arg, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+        pt->partial = cli_path_join(pt->arg, "partial.json");
+        pt->texts = cli_path_join(pt->arg, "texts.jsonl");
+    } else {
+        const char *slash = strrchr(pt->arg, '/');
+        size_t n = slash ? (size_t)(slash - pt->arg) : 1;
+        char *dir = malloc(n + 1);
+        if (dir) {
+            memcpy(dir, slash ? pt->arg : ".", n);
+            dir[n] = 0;
+        }
+        pt->partial = strdup(pt->arg);
+        pt->texts = dir ? cli_path_join(dir, "texts.jsonl") : NULL;
+        free(dir);
+    }
+    if (!pt->partial || !pt->texts) {
+        cli_error(C, "out of memory");
+        return EXIT_FAIL;
+    }
+    return 0;
+}
+
+static int load(const char *C, part *pt)
+{
+    hs_error err = {{0}};
+    if (locate(C, pt))
+        return EXIT_FAIL;
+    if (hs_corpus_partial_read(pt->partial, &pt->p, &err) != HS_OK) {
+        cli_error(C, "%s", err.msg);
+        return EXIT_FAIL;
+    }
+    if (pt->p.cp.position) {
+        cli_error(C, "'%s' is the checkpoint of an unfinished run (finish it with --resume)",
+                  pt->partial);
+        return EXIT_FAIL;
+    }
+    pt->n_texts = pt->p.agg ? pt->p.agg->n_texts : 0;
+    return 0;
+}
+
+/* The next line of a shard's texts.jsonl and its source line number. */
+static int next_line(const char *C, part *pt)
+{
+    errno = 0;
+    ssize_t n = getline(&pt->buf, &pt->cap, pt->f);
+    if (n < 0) {
+        if (ferror(pt->f)) {
+            cli_error(C, "cannot read '%s': %s", pt->texts, strerror(errno));
+            return EXIT_FAIL;
+        }
+        pt->eof = 1;
+        return 0;
+    }
+    long index;
+    if (sscanf(pt->buf, "{\"index\":%ld,\"line\":%ld,", &index, &pt->line) != 2 ||
+        pt->buf[n - 1] != '\n') {
+        cli_error(C, "'%s' line %ld is not a texts.jsonl line", pt->texts, pt->count + 1);
+        return EXIT_FAIL;
+    }
+    pt->count++;
+    return 0;
+}
+
+/* Every shard's texts.jsonl, merged by source line into out, renumbered from 0. */
+static int merge_texts(const char *C, part *parts, int n, FILE *out)
+{
+    for (int i = 0; i < n; i++) {
+        if (!(parts[i].f = fopen(parts[i].texts, "rb"))) {
+            cli_error(C, "cannot open '%s': %s", parts[i].texts, strerror(errno));
+            return EXIT_FAIL;
+        }
+        if (next_line(C, &parts[i]))
+            return EXIT_FAIL;
+    }
+    for (long index = 0;; index++) {
+        part *best = NULL;
+        for (int i = 0; i < n; i++)
+            if (!parts[i].eof && (!best || parts[i].line < best->line))
+                best = &parts[i];
+        if (!best)
+            break;
+        const char *rest = strstr(best->buf, ",\"line\":");
+        if (fprintf(out, "{\"index\":%ld%s", index, rest) < 0) {
+            cli_error(C, "cannot write texts.jsonl: %s", strerror(errno));
+            return EXIT_FAIL;
+        }
+        if (next_line(C, best))
+            return EXIT_FAIL;
+    }
+    for (int i = 0; i < n; i++) {
+        long want = parts[i].n_texts;
+        if (parts[i].count != want) {
+            cli_error(C, "'%s' has %ld texts, its partial.json %ld", parts[i].texts,
+                      parts[i].count, want);
+            return EXIT_FAIL;
+        }
+    }
+    return 0;
+}
+
+static int cmp_shard(const void *x, const void *y)
+{
+    const part *a = x, *b = y;
+    return (a->p.info.shard > b->p.info.shard) - (a->p.info.shard < b->p.info.shard);
+}
+
+/* Shards 1..N each once, made alike; the aggregate and counts of all of them into *g, *in. */
+static int combine(const char *C, part *parts, int n, hs_corpus_agg **g, hs_corpus_info *in)
+{
+    hs_error err = {{0}};
+    int N = parts[0].p.info.n_shards;
+    for (int i = 1; i < n; i++)
+        if (hs_corpus_partial_check(&parts[0].p, &parts[i].p, &err) != HS_OK) {
+            cli_error(C, "'%s' was %s than '%s'", parts[i].partial, err.msg, parts[0].partial);
+            return EXIT_FAIL;
+        }
+    qsort(parts, (size_t)n, sizeof *parts, cmp_shard);
+    for (int i = 1; i < n; i++)
+        if (parts[i].p.info.shard == parts[i - 1].p.info.shard) {
+            cli_error(C, "shard %d/%d is given twice ('%s', '%s')", parts[i].p.info.shard, N,
+                      parts[i - 1].partial, parts[i].partial);
+            return EXIT_FAIL;
+        }
+    for (int i = 0; i < N; i++) /* sorted, distinct, each in 1..N */
+        if (i >= n || parts[i].p.info.shard != i + 1) {
+            cli_error(C, "shard %d/%d is missing", i + 1, N);
+            return EXIT_FAIL;
+        }
+    *in = parts[0].p.info;
+    in->shard = in->n_shards = 1;
+    in->seconds = 0;
+    memset(in->skipped_text, 0, sizeof in->skipped_text);
+    for (int i = 0; i < n; i++) {
+        const hs_corpus_info *x = &parts[i].p.info;
+        for (int s = 0; s < HS_SKIP_COUNT; s++)
+            in->skipped_text[s] += x->skipped_text[s];
+        in->seconds += x->seconds;
+        if (x->format != HS_CORPUS_AUTO)
+            in->format = x->format;
+        if (!parts[i].p.agg)
+            continue;
+        if (!*g) {
+            *g = parts[i].p.agg; /* taken over */
+            parts[i].p.agg = NULL;
+        } else if (hs_corpus_agg_merge(*g, parts[i].p.agg, &err) != HS_OK) {
+            cli_error(C, "'%s' was %s than '%s'", parts[i].partial, err.msg, parts[0].partial);
+            return EXIT_FAIL;
+        }
+    }
+    if (!*g) {
+        cli_error(C, "no shard analysed a text");
+        return EXIT_FAIL;
+    }
+    return 0;
+}
+
+/* Writes texts.jsonl, partial.json, report.json (last) into outdir; removes them on failure. */
+static int write_outputs(const char *C, part *parts, int n, hs_corpus_agg *g,
+                         const hs_corpus_info *in, const char *outdir, int json, int quiet)
+{
+    hs_error err = {{0}};
+    hs_out texts = {0};
+    const char *files[] = {"texts.jsonl", "partial.json", "report.json"};
+    char *paths[3] = {NULL, NULL, NULL}, *report = NULL, *partial = NULL;
+    int argc = 0, rc = EXIT_FAIL, written = 0;
+    const char *const *argv = cli_command_line(&argc);
+    for (int i = 0; i < 3; i++)
+        if (!(paths[i] = cli_path_join(outdir, files[i])))
+            goto done;
+    if (hs_corpus_agg_finish(g, (hs_sim_method)g->sim_method, g->cluster_threshold, &err)) {
+        cli_error(C, "%s", err.msg);
+        goto done;
+    }
+    report = hs_corpus_report_json(g, in, argv, argc, files, 3, 1);
+    partial = hs_corpus_partial_json(g, in, NULL);
+    if (!report || !partial) {
+        cli_error(C, "out of memory");
+        goto done;
+    }
+    if (hs_out_open(paths[0], &texts, &err) != HS_OK) {
+        cli_error(C, "%s", err.msg);
+        goto done;
+    }
+    if (merge_texts(C, parts, n, texts.f))
+        goto done;
+    if (hs_out_close(&texts, 1, &err) != HS_OK) {
+        cli_error(C, "%s", err.msg);
+        goto done;
+    }
+    written = 1;
+    if (hs_file_write_atomic(paths[1], partial, strlen(partial), &err) != HS_OK ||
+        hs_file_write_atomic(paths[2], report, strlen(report), &err) != HS_OK) {
+        cli_error(C, "%s", err.msg);
+        goto done;
+    }
+    if (json) {
+        puts(report);
+    } else if (!quiet) {
+        hs_summary s;
+        hs_stat_summary(&g->loss, &s);
+        printf("%s: %d shards, %ld texts analysed, %ld tokens\n", in->path, n, g->n_texts, g->tokens);
+        if (s.n > 0)
+            printf("loss (%s): mean %.4f, 95%% CI [%.4f, %.4f], sd %.4f over %ld texts\n",
+                   hs_loss_kind_name((hs_loss_kind)g->loss_kind), s.mean, s.ci_low, s.ci_high,
+                   s.sd, s.n);
+        printf("wrote %s\n", paths[2]);
+    }
+    rc = cli_finish_stdout(C);
+done:
+    hs_out_close(&texts, 0, NULL);
+    for (int i = 0; i < 3; i++) {
+        if (rc != EXIT_OK && written && paths[i])
+            unlink(paths[i]);
+        free(paths[i]);
+    }
+    free(report);
+    free(partial);
+    return rc;
+}
+
+int cmd_merge(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"output", required_argument, NULL, 'o'}, {"json", no_argument, NULL, 'j'},
+        {"quiet", no_argument, NULL, 'q'},        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
+    const char *C = "merge", *outdir = NULL;
+    int json = 0, quiet = 0, c;
+    opterr = 0;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, ":o:qh", opts, NULL)) != -1) {
+        switch (c) {
+        case 'o': outdir = optarg; break;
+        case 'j': json = 1; break;
+        case 'q': quiet = 1; break;
+        case 'h': fputs(usage_text, stdout); return cli_finish_stdout(C);
+        case ':': return cli_usage_error(C, "option '%s' needs a value", argv[optind - 1]);
+        default: return cli_usage_error(C, "unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    int n = argc - optind;
+    if (n < 1)
+        return cli_usage_error(C, "no PART given");
+    if (!outdir)
+        return cli_usage_error(C, "no output folder (use -o OUTDIR)");
+    part *parts = calloc((size_t)n, sizeof *parts);
+    hs_corpus_agg *g = NULL;
+    hs_corpus_info in;
+    int rc = EXIT_FAIL, created = 0;
+    if (!parts) {
+        cli_error(C, "out of memory");
+        return EXIT_FAIL;
+    }
+    for (int i = 0; i < n; i++)
+        parts[i].arg = argv[optind + i];
+    for (int i = 0; i < n; i++)
+        if (load(C, &parts[i]))
+            goto done;
+    if (combine(C, parts, n, &g, &in))
+        goto done;
+    if (cli_output_dir(C, outdir, &created))
+        goto done;
+    rc = write_outputs(C, parts, n, g, &in, outdir, json, quiet);
+    if (rc != EXIT_OK && created)
+        rmdir(outdir);
+done:
+    for (int i = 0; i < n; i++) {
+        free(parts[i].partial);
+        free(parts[i].texts);
+        free(parts[i].buf);
+        if (parts[i].f)
+            fclose(parts[i].f);
+        hs_corpus_partial_free(&parts[i].p);
+    }
+    free(parts);
+    hs_corpus_agg_free(g);
+    return rc;
+}
