@@ -103,17 +103,6 @@ static int parse_double(const char *s, double lo, double hi, double *out)
     return 0;
 }
 
-static int parse_long(const char *s, long lo, long hi, long *out)
-{
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi)
-        return -1;
-    *out = v;
-    return 0;
-}
-
 /* "0,2-3" → bounds [lo, hi] pairs; checks syntax only (the model's range comes later). */
 static int parse_layers(const char *spec, int n_layer, unsigned char *on, int *bad_layer)
 {
@@ -368,12 +357,12 @@ int cmd_analyze(int argc, char **argv)
             break;
         case OPT_SINKS: ao.exclude_sinks = 1; break;
         case OPT_SEED:
-            if (parse_long(optarg, 0, 0x7fffffffL, &lv))
+            if (cli_parse_long(optarg, 0, 0x7fffffffL, &lv))
                 return cli_usage_error(C, "--probe-seed '%s' is not a number in [0, 2^31)", optarg);
             ao.probe_seed = (uint64_t)lv;
             break;
         case OPT_PLEN:
-            if (parse_long(optarg, 1, 4096, &lv))
+            if (cli_parse_long(optarg, 1, 4096, &lv))
                 return cli_usage_error(C, "--probe-len '%s' is not a number in [1, 4096]", optarg);
             ao.probe_half_len = (int)lv;
             break;
@@ -401,18 +390,18 @@ int cmd_analyze(int argc, char **argv)
             ao.prune_round = dv;
             break;
         case OPT_PBEAM:
-            if (parse_long(optarg, 1, 1 << 20, &lv))
+            if (cli_parse_long(optarg, 1, 1 << 20, &lv))
                 return cli_usage_error(C, "--prune-beam '%s' is not a number >= 1", optarg);
             ao.prune_beam = (int)lv;
             break;
         case OPT_PMAX:
-            if (parse_long(optarg, 0, 1 << 20, &lv))
+            if (cli_parse_long(optarg, 0, 1 << 20, &lv))
                 return cli_usage_error(C, "--prune-max-steps '%s' is not a number >= 0", optarg);
             ao.prune_max_steps = (int)lv;
             break;
         case OPT_NOIMG: images = 0; break;
         case OPT_MAXTOK:
-            if (parse_long(optarg, 1, 100000, &lv))
+            if (cli_parse_long(optarg, 1, 100000, &lv))
                 return cli_usage_error(C, "--max-tokens-in-images '%s' is not a number >= 1", optarg);
             max_tokens = (int)lv;
             break;
@@ -433,7 +422,7 @@ int cmd_analyze(int argc, char **argv)
         case OPT_MAXTEXTS:
         case OPT_SAMPLE:
             corpus_only = 1;
-            if (parse_long(optarg, 1, 100000000L, &lv))
+            if (cli_parse_long(optarg, 1, 100000000L, &lv))
                 return cli_usage_error(C, "--%s '%s' is not a number in [1, 10^8]",
                                        c == OPT_SAMPLE ? "sample" : "max-texts", optarg);
             if (c == OPT_SAMPLE && lv > 1000000L)
@@ -442,14 +431,14 @@ int cmd_analyze(int argc, char **argv)
             break;
         case OPT_MAXTOKENS:
             corpus_only = 1;
-            if (parse_long(optarg, 1, 1 << 20, &lv))
+            if (cli_parse_long(optarg, 1, 1 << 20, &lv))
                 return cli_usage_error(C, "--max-tokens '%s' is not a number >= 1", optarg);
             co.max_tokens = (int)lv;
             break;
         case OPT_SKIPLONG: corpus_only = 1; co.skip_long = 1; break;
         case OPT_CSEED:
             corpus_only = 1;
-            if (parse_long(optarg, 0, 0x7fffffffL, &lv))
+            if (cli_parse_long(optarg, 0, 0x7fffffffL, &lv))
                 return cli_usage_error(C, "--seed '%s' is not a number in [0, 2^31)", optarg);
             co.seed = (uint64_t)lv;
             break;
@@ -461,7 +450,7 @@ int cmd_analyze(int argc, char **argv)
             break;
         case OPT_CKPT:
             corpus_only = 1;
-            if (parse_long(optarg, 0, 100000000L, &lv))
+            if (cli_parse_long(optarg, 0, 100000000L, &lv))
                 return cli_usage_error(C, "--checkpoint-every '%s' is not a number in [0, 10^8]", optarg);
             co.checkpoint_every = lv;
             break;

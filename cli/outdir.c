@@ -19,15 +19,6 @@
 
 #include "cli.h"
 
-static char *join(const char *a, const char *b)
-{
-    size_t n = strlen(a) + strlen(b) + 2;
-    char *p = malloc(n);
-    if (p)
-        snprintf(p, n, "%s/%s", a, b);
-    return p;
-}
-
 static int remove_entry(const char *path, const struct stat *sb, int type, struct FTW *ftw)
 {
     (void)sb;
@@ -87,15 +78,8 @@ int cli_outdir_open(const char *cmd, const char *path, int staged, cli_outdir *o
     memset(od, 0, sizeof *od);
     od->fd = -1;
     *worker = 0;
-    struct stat sb;
-    errno = 0;
-    if (stat(path, &sb) != 0)
-        od->created = mkdir(path, 0777) == 0;
-    if (!od->created && (stat(path, &sb) != 0 || !S_ISDIR(sb.st_mode))) {
-        cli_error(cmd, "cannot use '%s' as the output folder: %s", path,
-                  errno ? strerror(errno) : "Not a directory");
+    if (cli_output_dir(cmd, path, &od->created))
         return EXIT_FAIL;
-    }
     od->path = strdup(path);
     od->fd = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
     if (!od->path || od->fd < 0) {
@@ -114,7 +98,7 @@ int cli_outdir_open(const char *cmd, const char *path, int staged, cli_outdir *o
         *worker = 1;
         return EXIT_OK;
     }
-    od->stage = join(path, ".headscope-run-XXXXXX");
+    od->stage = cli_path_join(path, ".headscope-run-XXXXXX");
     if (!od->stage || !mkdtemp(od->stage)) {
         cli_error(cmd, "cannot create a staging folder in '%s': %s", path, strerror(errno));
         free(od->stage);
@@ -143,7 +127,7 @@ int cli_outdir_open(const char *cmd, const char *path, int staged, cli_outdir *o
 /* The files an earlier run listed in path/report.json ("files"), as relative names. */
 static cJSON *earlier_files(const char *path)
 {
-    char *rp = join(path, "report.json");
+    char *rp = cli_path_join(path, "report.json");
     FILE *f = rp ? fopen(rp, "rb") : NULL;
     free(rp);
     if (!f)
@@ -189,19 +173,19 @@ int cli_outdir_commit(const char *cmd, cli_outdir *od, char *const *files, int n
         for (int i = 0; cJSON_IsString(it) && i < n_files && !again; i++)
             again = !strcmp(files[i], it->valuestring);
         if (cJSON_IsString(it) && !again && own_name(it->valuestring)) {
-            char *p = join(od->path, it->valuestring);
+            char *p = cli_path_join(od->path, it->valuestring);
             if (p)
                 unlink(p);
             free(p);
         }
     }
     cJSON_Delete(old);
-    char *heads = join(od->path, "heads");
+    char *heads = cli_path_join(od->path, "heads");
     if (heads)
         mkdir(heads, 0777); /* may exist */
     int rc = EXIT_OK;
     for (int i = 0; i < n_files && rc == EXIT_OK; i++) { /* report.json is last */
-        char *from = join(od->stage, files[i]), *to = join(od->path, files[i]);
+        char *from = cli_path_join(od->stage, files[i]), *to = cli_path_join(od->path, files[i]);
         if (!from || !to || rename(from, to) != 0) {
             cli_error(cmd, "cannot move '%s' into '%s': %s", files[i], od->path, strerror(errno));
             rc = EXIT_FAIL;
