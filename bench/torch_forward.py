@@ -19,14 +19,13 @@ Without torch it prints `notorch REASON` and exits 0, so the bench can go on.
 import argparse
 import json
 import math
-import mmap
 import os
 import statistics
-import struct
 import sys
 import time
 
-import numpy as np
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures", "gguf"))
+from write_gguf import read_safetensors  # noqa: E402  (numpy only)
 
 try:
     import torch
@@ -36,31 +35,9 @@ except ImportError as e:  # python3-torch is optional for the bench
     sys.exit(0)
 
 
-def read_safetensors(path):
-    """{name: float32 torch.Tensor} from a safetensors file: u64 header length, JSON header
-    {name: {dtype, shape, data_offsets}}, then the raw little-endian data."""
-    with open(path, "rb") as f:
-        mm = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
-    (hlen,) = struct.unpack("<Q", mm[:8])
-    header = json.loads(mm[8:8 + hlen].decode("utf-8"))
-    base = 8 + hlen
-    out = {}
-    for name, t in header.items():
-        if name == "__metadata__":
-            continue
-        b, e = t["data_offsets"]
-        raw = mm[base + b:base + e]
-        if t["dtype"] == "F32":
-            a = np.frombuffer(raw, dtype="<f4")
-        elif t["dtype"] == "F16":
-            a = np.frombuffer(raw, dtype="<f2").astype(np.float32)
-        elif t["dtype"] == "BF16":
-            a = (np.frombuffer(raw, dtype="<u2").astype(np.uint32) << 16).view(np.float32)
-        else:
-            continue  # integer buffers (position_ids) are not weights
-        out[name] = torch.from_numpy(a.astype(np.float32).reshape(t["shape"]).copy())
-    mm.close()
-    return out
+def read_weights(path):
+    """{name: float32 torch.Tensor} from a safetensors file (fixtures/gguf's numpy reader)."""
+    return {k: torch.from_numpy(v) for k, v in read_safetensors(path).items()}
 
 
 def strip_prefix(w, prefixes):
@@ -142,7 +119,7 @@ def bert_forward(w, cfg, ids, type_ids=None):
 def load(model_dir):
     with open(os.path.join(model_dir, "config.json")) as f:
         cfg = json.load(f)
-    w = read_safetensors(os.path.join(model_dir, "model.safetensors"))
+    w = read_weights(os.path.join(model_dir, "model.safetensors"))
     if cfg.get("model_type") == "bert":
         return "bert", cfg, strip_prefix(w, ("bert.",)), cfg["max_position_embeddings"], cfg["vocab_size"]
     return "gpt2", cfg, strip_prefix(w, ("transformer.",)), cfg["n_positions"], cfg["vocab_size"]
