@@ -217,8 +217,6 @@ int main(int argc, char **argv)
     }
     printf("\nforward pass recording every attention map (no LM head); targets: >= 70%% of "
            "sgemm at equal threads, torch/headscope >= 2.0\n");
-    printf("%-12s %5s %4s %10s %8s %8s %10s %9s %9s\n", "model", "n", "thr", "headscope",
-           "GFLOP/s", "% sgemm", "torch", "torch/hs", "maps MB");
 
     hs_model *first = NULL;
     double fwd128 = 0; /* first model, n = 128, all threads: the unit of the rows below */
@@ -240,6 +238,9 @@ int main(int argc, char **argv)
             }
         hs_set_threads(0);
         int have_torch = torch_medians(python, script, paths[mi], thr, n_thr, n_sizes, reps, tt);
+        if (mi == 0)
+            printf("%-12s %5s %4s %10s %8s %8s %10s %9s %9s\n", "model", "n", "thr",
+                   "headscope", "GFLOP/s", "% sgemm", "torch", "torch/hs", "maps MB");
         for (int s = 0; s < n_sizes; s++)
             for (int i = 0; i < n_thr && sizes[s] <= c->n_ctx; i++) {
                 int n = sizes[s];

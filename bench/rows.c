@@ -66,6 +66,7 @@ void bench_analyze_rows(const hs_model *m, double fwd128)
            a->seconds_pruning, a->seconds_pruning / u);
     printf("  pictures (%d PNGs):              %8.2f s = %6.1f fwd\n", n_files, t_pic, t_pic / u);
 done:
+    fflush(stdout);
     hs_analysis_free(a);
     free(ids);
 }
@@ -97,6 +98,7 @@ void bench_memory_rows(const char *headscope, const char *model, const hs_model 
         printf("  analyze (no ablation/gradient/pictures): %5.0f MB in %.1f s (target <= %.0f MB)\n",
                rb, tb, f32_mb + (double)c->n_head * n * n * 4 / 1048576.0 + 64);
     }
+    fflush(stdout);
     remove_dir(dir);
 }
 
@@ -145,12 +147,12 @@ void bench_corpus_rows(const char *headscope, const char *model, int k, int k_ab
     if (per <= 0 || fixed < 0) /* noise larger than a text: no split */
         fixed = 0, per = tk / k;
     printf("  fixed cost (load, set-up, report):  %6.2f s (1 text took %.2f s)\n", fixed, t1);
-    printf("  without ablation: %2d texts in %6.2f s: %6.2f texts/s, %7.0f tokens/s, "
-           "%5.1f fwd/text (target <= 10)\n", k, tk, 1 / per, 128 / per, per / fwd128);
+    printf("  without ablation:  %2d texts in %6.1f s: %6.2f s/text, %6.3f texts/s, %6.1f tokens/s, "
+           "%5.1f fwd/text (target <= 10)\n", k, tk, per, 1 / per, 128 / per, per / fwd128);
     if (ta >= 0) {
         double pa = (ta - fixed) / k_abl;
-        printf("  --corpus-ablation: %d texts in %6.2f s: %6.2f texts/s, %7.0f tokens/s, "
-               "%5.1f fwd/text\n", k_abl, ta, 1 / pa, 128 / pa, pa / fwd128);
+        printf("  --corpus-ablation: %2d text%s in %6.1f s: %6.2f s/text, %6.3f texts/s, %6.1f tokens/s, "
+               "%5.1f fwd/text\n", k_abl, k_abl > 1 ? "s" : " ", ta, pa, 1 / pa, 128 / pa, pa / fwd128);
     } else if (k_abl > 0) {
         printf("  --corpus-ablation: failed\n");
     }
