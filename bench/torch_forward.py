@@ -24,15 +24,15 @@ import statistics
 import sys
 import time
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures", "gguf"))
-from write_gguf import read_safetensors  # noqa: E402  (numpy only)
-
 try:
     import torch
     import torch.nn.functional as F
 except ImportError as e:  # python3-torch is optional for the bench
     print("notorch %s" % e)
     sys.exit(0)
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures", "gguf"))
+from write_gguf import read_safetensors  # noqa: E402  (numpy only)
 
 
 def read_weights(path):
