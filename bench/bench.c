@@ -153,7 +153,8 @@ static int torch_medians(const char *python, const char *script, const char *mod
     }
     int rc = pclose(p);
     if (notorch) {
-        printf("  PyTorch: not available (python3-torch is not installed; "
+        if (!said_version++)
+            printf("  PyTorch: not available (python3-torch is not installed; "
                "apt-get install python3-torch); torch columns left empty\n");
         return 0;
     }
