@@ -155,7 +155,7 @@ static int torch_medians(const char *python, const char *script, const char *mod
     if (notorch) {
         if (!said_version++)
             printf("  PyTorch: not available (python3-torch is not installed; "
-               "apt-get install python3-torch); torch columns left empty\n");
+                   "apt-get install python3-torch); torch columns left empty\n");
         return 0;
     }
     if (rc != 0 || rows == 0) {
