@@ -164,11 +164,17 @@ example: all
 	$(BIN) attn fixtures/tiny-gpt2 --text "The cat sat on the mat. The cat sat on the mat." -o /tmp/headscope-attn.npy
 
 BENCH_MODEL = $(BUILD)/bench/gpt2-small
-bench: all $(BUILD)/hs-bench $(BENCH_MODEL)/config.json
-	$(BUILD)/hs-bench $(BENCH_MODEL) --headscope $(BIN)
+BENCH_BERT = $(BUILD)/bench/bert-base
+BENCH_ARGS ?=
+bench: all $(BUILD)/hs-bench $(BENCH_MODEL)/config.json $(BENCH_BERT)/config.json
+	$(BUILD)/hs-bench $(BENCH_MODEL) $(BENCH_BERT) --headscope $(BIN) \
+		--torch bench/torch_forward.py --python /usr/bin/python3 $(BENCH_ARGS)
 
 $(BENCH_MODEL)/config.json:
 	/usr/bin/python3 fixtures/ref/make_checkpoint.py --arch gpt2-small --out $(BENCH_MODEL) --tokenizer fixtures/tiny-gpt2
+
+$(BENCH_BERT)/config.json:
+	/usr/bin/python3 fixtures/ref/make_checkpoint.py --arch bert-base --out $(BENCH_BERT)
 
 $(BUILD)/hs-bench: $(BENCH_SRC) $(LIB)
 	$(CC) $(CPPFLAGS) $(ALLCFLAGS) $(BENCH_SRC) $(LIB) $(PKG_LIBS) $(LDFLAGS) -o $@

@@ -1,10 +1,16 @@
-/* headscope benchmark: forward pass with every attention map recorded, against the
- * sgemm throughput measured on the same machine in the same run.
+/* headscope benchmark: forward pass with every attention map recorded, against the sgemm
+ * throughput measured on the same machine in the same run and against the same forward
+ * pass in PyTorch (bench/torch_forward.py), at 1 thread and at all threads.
  *
- *   build/hs-bench [MODEL_DIR] [--reps N]
+ *   build/hs-bench [MODEL_DIR...] [--reps N] [--quick] [--headscope PATH]
+ *                  [--torch SCRIPT] [--python PATH]
  *
- * MODEL_DIR defaults to build/bench/gpt2-small (made by `make bench`). Prints medians of
- * N repetitions and ratios; no pass/fail, numbers only (docs/bench.md explains them). */
+ * MODEL_DIR defaults to build/bench/gpt2-small (`make bench` passes it and
+ * build/bench/bert-base). The analyze, memory and corpus rows use the first model.
+ * --quick: 1 repetition, n = 128 only, no analyze, memory or ablation rows (for tests).
+ * Prints medians of N repetitions and ratios beside the targets; no pass/fail
+ * (docs/bench.md explains the numbers). */
+#define _DEFAULT_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,10 +20,16 @@
 
 #include "headscope/forward.h"
 #include "headscope/model.h"
-#include "headscope/report.h"
-#include "rss.h"
+#include "headscope/version.h"
+#include "bench.h"
 
-static double now(void)
+#define MAX_MODELS 4
+#define N_SIZES 3
+#define MAX_THR 2
+
+static const int sizes[N_SIZES] = {128, 512, 1024};
+
+double bench_now(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -30,7 +42,7 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-static double median(double *v, int n)
+double bench_median(double *v, int n)
 {
     qsort(v, (size_t)n, sizeof *v, cmp_double);
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
@@ -48,14 +60,14 @@ static double sgemm_gflops(int m, int n, int k, int reps)
     double t[64];
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1, a, k, b, n, 0, c, n);
     for (int r = 0; r < reps; r++) {
-        double t0 = now();
+        double t0 = bench_now();
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, m, n, k, 1, a, k, b, n, 0, c, n);
-        t[r] = now() - t0;
+        t[r] = bench_now() - t0;
     }
     free(a);
     free(b);
     free(c);
-    return 2.0 * m * n * k / median(t, reps) / 1e9;
+    return 2.0 * m * n * k / bench_median(t, reps) / 1e9;
 }
 
 /* FLOPs of one forward pass without the LM head: per layer QKV 6nd², scores and context
@@ -66,161 +78,198 @@ static double forward_flops(const hs_model_config *c, int n)
     return c->n_layer * (8.0 * N * d * d + 4.0 * N * N * d + 4.0 * N * d * f);
 }
 
-/* Peak RSS of `attn` and of `analyze` (maps, metrics, report; no ablation, gradient or
- * pictures) at n = 1024 tokens (or the context), beside the F32 size of the weights. */
-static void memory_rows(const char *headscope, const char *model, const hs_model *m)
+/* Median seconds of hs_forward on n tokens recording every map (hs_trace), or -1. */
+static double forward_median(const hs_model *m, int n, int reps)
 {
     const hs_model_config *c = hs_model_config_of(m);
-    char dir[] = "/tmp/hs-bench-mem-XXXXXX";
-    if (!mkdtemp(dir))
-        return;
-    char text[96], npy[96], out[96], cmd[160];
-    snprintf(text, sizeof text, "%s/text.txt", dir);
-    snprintf(npy, sizeof npy, "%s/a.npy", dir);
-    snprintf(out, sizeof out, "%s/out", dir);
-    int n = c->n_ctx < 1024 ? c->n_ctx : 1024;
-    double f32_mb = (double)hs_model_param_count(m) * 4 / 1048576.0;
-    if (bench_write_text(text, 2 * n) == 0) {
-        const char *attn[] = {headscope, "attn", model, "--file", text, "--truncate", "-o", npy, NULL};
-        const char *an[] = {headscope, "analyze", model, "--file", text, "--truncate", "-o", out, "-q",
-                      "--no-ablation", "--no-gradient", "--no-images", "--no-hash", NULL};
-        double ta = 0, tb = 0;
-        double ra = bench_peak_rss_mb(attn, &ta), rb = bench_peak_rss_mb(an, &tb);
-        printf("\npeak memory, n = %d (F32 weights %.0f MB; one layer's maps %.0f MB):\n", n,
-               f32_mb, (double)c->n_head * n * n * 4 / 1048576.0);
-        printf("  attn:                              %8.0f MB in %.1f s (target <= %.0f MB)\n",
-               ra, ta, 1.15 * f32_mb + 64);
-        printf("  analyze (no ablation/gradient/pictures): %5.0f MB in %.1f s (target <= %.0f MB)\n",
-               rb, tb, f32_mb + (double)c->n_head * n * n * 4 / 1048576.0 + 64);
+    hs_error err = {{0}};
+    int32_t *ids = malloc((size_t)n * sizeof *ids);
+    for (int i = 0; i < n; i++)
+        ids[i] = (int32_t)((i * 7919) % c->vocab_size);
+    hs_trace *t = NULL;
+    hs_forward_ws *ws = NULL;
+    hs_forward_opts o = {.on_attn = hs_trace_observe};
+    double times[64], med = -1;
+    if (hs_trace_new(m, n, &t, &err) || hs_forward_ws_new(m, n, &ws, &err))
+        goto done;
+    o.user = t;
+    if (hs_forward(m, ids, NULL, n, &o, ws, &err)) /* warm-up */
+        goto done;
+    for (int r = 0; r < reps; r++) {
+        double t0 = bench_now();
+        if (hs_forward(m, ids, NULL, n, &o, ws, &err))
+            goto done;
+        times[r] = bench_now() - t0;
     }
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd) != 0)
-        fprintf(stderr, "hs-bench: could not remove %s\n", dir);
+    med = bench_median(times, reps);
+done:
+    if (med < 0)
+        fprintf(stderr, "hs-bench: %s\n", err.msg);
+    hs_forward_ws_free(ws);
+    hs_trace_free(t);
+    free(ids);
+    return med;
+}
+
+/* Runs the PyTorch script on the model; fills tt[size][thread] with its medians (0 where it
+ * printed none). Returns 1 with torch rows, 0 without (the reason printed). */
+static int torch_medians(const char *python, const char *script, const char *model,
+                         const int *thr, int n_thr, int n_sizes, int reps,
+                         double tt[N_SIZES][MAX_THR])
+{
+    char cmd[1024], sz[64] = "", th[64] = "", line[512], last[512] = "";
+    for (int s = 0; s < n_sizes; s++)
+        snprintf(sz + strlen(sz), sizeof sz - strlen(sz), "%s%d", s ? "," : "", sizes[s]);
+    for (int i = 0; i < n_thr; i++)
+        snprintf(th + strlen(th), sizeof th - strlen(th), "%s%d", i ? "," : "", thr[i]);
+    snprintf(cmd, sizeof cmd, "'%s' '%s' '%s' --sizes %s --threads %s --reps %d 2>&1", python,
+             script, model, sz, th, reps);
+    memset(tt, 0, sizeof(double) * N_SIZES * MAX_THR);
+    FILE *p = popen(cmd, "r");
+    if (!p) {
+        printf("  PyTorch: cannot run %s\n", python);
+        return 0;
+    }
+    static int said_version;
+    int rows = 0, notorch = 0;
+    while (fgets(line, sizeof line, p)) {
+        char fam[32];
+        int n, t;
+        double sec;
+        if (sscanf(line, "row %31s %d %d %lf", fam, &n, &t, &sec) == 4) {
+            for (int s = 0; s < N_SIZES; s++)
+                for (int i = 0; i < n_thr; i++)
+                    if (sizes[s] == n && thr[i] == t)
+                        tt[s][i] = sec, rows++;
+        } else if (!strncmp(line, "notorch", 7)) {
+            notorch = 1;
+        } else if (!strncmp(line, "torch ", 6) && !said_version) {
+            said_version = 1;
+            line[strcspn(line, "\n")] = 0;
+            printf("  PyTorch: %s, eager, float32, no_grad, every layer's probabilities kept\n",
+                   line + 6);
+        }
+        snprintf(last, sizeof last, "%s", line);
+    }
+    int rc = pclose(p);
+    if (notorch) {
+        if (!said_version++)
+            printf("  PyTorch: not available (python3-torch is not installed; "
+                   "apt-get install python3-torch); torch columns left empty\n");
+        return 0;
+    }
+    if (rc != 0 || rows == 0) {
+        last[strcspn(last, "\n")] = 0;
+        printf("  PyTorch: %s failed (status %d): %s\n", script, rc, last);
+        return rows > 0;
+    }
+    return 1;
+}
+
+static const char *base_name(const char *path)
+{
+    size_t n = strlen(path);
+    while (n > 1 && path[n - 1] == '/')
+        n--;
+    const char *s = path + n;
+    while (s > path && s[-1] != '/')
+        s--;
+    return s;
 }
 
 int main(int argc, char **argv)
 {
-    const char *path = "build/bench/gpt2-small";
-    int reps = 5;
-    const char *headscope = NULL; /* the command, for the memory rows */
+    const char *paths[MAX_MODELS];
+    int n_models = 0, reps = 5, quick = 0;
+    const char *headscope = NULL; /* the command, for the memory and corpus rows */
+    const char *script = "bench/torch_forward.py", *python = "/usr/bin/python3";
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--reps") && i + 1 < argc)
             reps = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--headscope") && i + 1 < argc)
             headscope = argv[++i];
-        else
-            path = argv[i];
+        else if (!strcmp(argv[i], "--torch") && i + 1 < argc)
+            script = argv[++i];
+        else if (!strcmp(argv[i], "--python") && i + 1 < argc)
+            python = argv[++i];
+        else if (!strcmp(argv[i], "--quick"))
+            quick = 1;
+        else if (n_models < MAX_MODELS)
+            paths[n_models++] = argv[i];
     }
+    if (!n_models)
+        paths[n_models++] = "build/bench/gpt2-small";
+    if (quick)
+        reps = 1;
     if (reps < 1 || reps > 64)
         reps = 5;
-    hs_error err = {{0}};
-    hs_model *m = NULL;
-    if (hs_model_load(path, &m, &err) != HS_OK) {
-        fprintf(stderr, "hs-bench: %s\n", err.msg);
-        return 1;
+    int n_sizes = quick ? 1 : N_SIZES;
+    int all = hs_threads_available();
+    int thr[MAX_THR] = {1, all}, n_thr = all > 1 ? 2 : 1;
+
+    printf("headscope bench — %d reps, medians; %d cores online; OpenBLAS kernels %s, "
+           "threading %s\n", reps, all, hs_blas_corename(), hs_blas_threading());
+    double peak[MAX_THR];
+    for (int i = 0; i < n_thr; i++) {
+        hs_set_threads(thr[i]);
+        peak[i] = sgemm_gflops(1024, 1024, 1024, reps);
+        printf("sgemm 1024x1024x1024, %d thread%s: %7.1f GFLOP/s (reference throughput)\n",
+               thr[i], thr[i] > 1 ? "s" : " ", peak[i]);
     }
-    const hs_model_config *c = hs_model_config_of(m);
-    printf("headscope bench — model %s (%s, %d layers x %d heads, d=%d), %d reps, medians\n",
-           path, hs_family_name(c->family), c->n_layer, c->n_head, c->d_model, reps);
-    printf("threads: %d of %d cores; OpenBLAS kernels: %s\n", hs_threads(),
-           hs_threads_available(), hs_blas_corename());
-    double peak = sgemm_gflops(1024, 1024, 1024, reps);
-    printf("sgemm 1024x1024x1024: %.1f GFLOP/s (reference throughput)\n\n", peak);
-    printf("%6s %12s %10s %10s %12s %14s\n", "n", "forward ms", "GFLOP/s", "vs sgemm",
-           "maps MB", "mlp-shape sgemm");
-    static const int sizes[] = {128, 512, 1024};
-    double fwd_first = 0; /* median forward at the first size: the unit of the analyze block */
-    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
-        int n = sizes[s];
-        if (n > c->n_ctx)
-            continue;
-        int32_t *ids = malloc((size_t)n * sizeof *ids);
-        for (int i = 0; i < n; i++)
-            ids[i] = (int32_t)((i * 7919) % c->vocab_size);
-        hs_trace *t = NULL;
-        hs_forward_ws *ws = NULL;
-        if (hs_trace_new(m, n, &t, &err) || hs_forward_ws_new(m, n, &ws, &err)) {
+    printf("\nforward pass recording every attention map (no LM head); targets: >= 70%% of "
+           "sgemm at equal threads, torch/headscope >= 2.0\n");
+
+    hs_model *first = NULL;
+    double fwd128 = 0; /* first model, n = 128, all threads: the unit of the rows below */
+    for (int mi = 0; mi < n_models; mi++) {
+        hs_error err = {{0}};
+        hs_model *m = NULL;
+        if (hs_model_load(paths[mi], &m, &err) != HS_OK) {
             fprintf(stderr, "hs-bench: %s\n", err.msg);
             return 1;
         }
-        hs_forward_opts o = {.on_attn = hs_trace_observe, .user = t};
-        double times[64];
-        hs_forward(m, ids, NULL, n, &o, ws, &err); /* warm-up */
-        for (int r = 0; r < reps; r++) {
-            double t0 = now();
-            if (hs_forward(m, ids, NULL, n, &o, ws, &err)) {
-                fprintf(stderr, "hs-bench: %s\n", err.msg);
-                return 1;
+        const hs_model_config *c = hs_model_config_of(m);
+        double hs[N_SIZES][MAX_THR] = {{0}}, tt[N_SIZES][MAX_THR];
+        for (int s = 0; s < n_sizes; s++)
+            for (int i = 0; i < n_thr && sizes[s] <= c->n_ctx; i++) {
+                hs_set_threads(thr[i]);
+                hs[s][i] = forward_median(m, sizes[s], reps);
+                if (hs[s][i] < 0)
+                    return 1;
             }
-            times[r] = now() - t0;
+        hs_set_threads(0);
+        int have_torch = torch_medians(python, script, paths[mi], thr, n_thr, n_sizes, reps, tt);
+        if (mi == 0)
+            printf("%-12s %5s %4s %10s %8s %8s %10s %9s %9s\n", "model", "n", "thr",
+                   "headscope", "GFLOP/s", "% sgemm", "torch", "torch/hs", "maps MB");
+        for (int s = 0; s < n_sizes; s++)
+            for (int i = 0; i < n_thr && sizes[s] <= c->n_ctx; i++) {
+                int n = sizes[s];
+                double gf = forward_flops(c, n) / hs[s][i] / 1e9;
+                printf("%-12.12s %5d %4d %8.1f ms %8.1f %7.0f%% ", base_name(paths[mi]), n,
+                       thr[i], hs[s][i] * 1e3, gf, 100.0 * gf / peak[i]);
+                if (have_torch && tt[s][i] > 0)
+                    printf("%7.1f ms %9.2f", tt[s][i] * 1e3, tt[s][i] / hs[s][i]);
+                else
+                    printf("%10s %9s", "-", "-");
+                printf(" %9.1f\n", (double)c->n_layer * c->n_head * n * n * 4 / 1e6);
+            }
+        fflush(stdout);
+        if (mi == 0) {
+            first = m;
+            fwd128 = hs[0][n_thr - 1];
+        } else {
+            hs_model_free(m);
         }
-        double med = median(times, reps);
-        if (fwd_first == 0)
-            fwd_first = med;
-        double gf = forward_flops(c, n) / med / 1e9;
-        double mlp = sgemm_gflops(n, c->d_ff, c->d_model, reps);
-        printf("%6d %12.1f %10.1f %9.0f%% %12.1f %10.1f GF/s\n", n, med * 1e3, gf,
-               100.0 * gf / peak, (double)c->n_layer * c->n_head * n * n * 4 / 1e6, mlp);
-        hs_forward_ws_free(ws);
-        hs_trace_free(t);
-        free(ids);
     }
-    /* analyze at n = 128 with the defaults (ablation sweep, gradient importance, Michel
-     * pruning rounds) and the pictures, in forward-pass equivalents (the median forward pass
-     * above, every map recorded) */
-    int n = c->n_ctx < 128 ? c->n_ctx : 128;
-    int32_t *ids = malloc((size_t)n * sizeof *ids);
-    for (int i = 0; i < n; i++)
-        ids[i] = (int32_t)((i * 7919 + 13) % c->vocab_size);
-    hs_analyze_opts ao;
-    hs_analyze_opts_default(&ao);
-    ao.hash_files = 0;
-    hs_analyze_input in = {.ids = ids, .n = n};
-    hs_analysis *a = NULL;
-    double t0 = now();
-    if (hs_analyze_run(m, &in, &ao, &a, &err) != HS_OK) {
-        fprintf(stderr, "hs-bench: %s\n", err.msg);
+    if (!quick)
+        bench_analyze_rows(first, fwd128);
+    if (headscope && !quick)
+        bench_memory_rows(headscope, paths[0], first);
+    if (headscope && hs_model_config_of(first)->family == HS_FAMILY_GPT2)
+        bench_corpus_rows(headscope, paths[0], quick ? 2 : 10, quick ? 0 : 1, fwd128);
+    hs_model_free(first);
+    if (fflush(stdout) != 0 || ferror(stdout))
         return 1;
-    }
-    double t_an = now() - t0;
-    char dir[] = "/tmp/hs-bench-XXXXXX";
-    char **files = NULL;
-    int n_files = 0;
-    if (!mkdtemp(dir)) {
-        fprintf(stderr, "hs-bench: cannot create a temporary folder\n");
-        return 1;
-    }
-    t0 = now();
-    if (hs_pictures_write(a, dir, 64, &files, &n_files, &err) != HS_OK) {
-        fprintf(stderr, "hs-bench: %s\n", err.msg);
-        return 1;
-    }
-    double t_pic = now() - t0;
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd) != 0)
-        fprintf(stderr, "hs-bench: could not remove %s\n", dir);
-    for (int i = 0; i < n_files; i++)
-        free(files[i]);
-    free(files);
-    double u = fwd_first > 0 ? fwd_first : a->seconds_forward;
-    printf("\nanalyze with the defaults, n = %d, %d heads (one run), in forward-pass "
-           "equivalents (%.1f ms):\n", n, a->n_heads, u * 1e3);
-    printf("  whole analysis:                   %8.2f s = %6.1f fwd (target <= 150), %ld loss passes\n",
-           t_an, t_an / u, a->forward_passes);
-    printf("  exact ablation sweep:             %8.2f s = %6.1f fwd (target <= 100; %d loss passes "
-           "with logits)\n", a->seconds_ablation, a->seconds_ablation / u, a->n_heads);
-    printf("  gradient importance (all heads):  %8.2f s = %6.1f fwd\n", a->seconds_gradient,
-           a->seconds_gradient / u);
-    printf("  pruning (%s, %d rounds of %d):  %8.2f s = %6.1f fwd\n",
-           a->prune_method_used == HS_PRUNE_GREEDY ? "greedy" : "gradient",
-           a->n_curve ? a->curve[a->n_curve - 1].round + 1 : 0, a->prune_round_heads,
-           a->seconds_pruning, a->seconds_pruning / u);
-    printf("  pictures (%d PNGs):              %8.2f s = %6.1f fwd\n", n_files, t_pic, t_pic / u);
-    hs_analysis_free(a);
-    free(ids);
-    if (headscope)
-        memory_rows(headscope, path, m);
-    hs_model_free(m);
     return 0;
 }

@@ -10,7 +10,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include "rss.h"
+#include "bench.h"
 
 double bench_peak_rss_mb(const char *const argv[], double *seconds)
 {
@@ -58,5 +58,24 @@ int bench_write_text(const char *path, int n)
                                         "ran", "far", "away", "from", "home", "today"};
     for (int i = 0; i < n; i++)
         fprintf(f, "%s%s", i ? " " : "", words[(i * 7 + i / 5) % 14]);
+    return fclose(f);
+}
+
+int bench_write_corpus(const char *path, int k, int n_words)
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return -1;
+    static const char *const words[] = {"the", "cat", "sat", "on", "a", "mat", "and", "dog",
+                                        "ran", "far", "away", "from", "home", "today", "while",
+                                        "birds", "sang", "in", "green", "trees"};
+    for (int t = 0; t < k; t++) {
+        unsigned s = 2166136261u ^ (unsigned)t;
+        for (int i = 0; i < n_words; i++) {
+            s = s * 1103515245u + 12345u;
+            fprintf(f, "%s%s", i ? " " : "", words[(s >> 16) % 20]);
+        }
+        fputc('\n', f);
+    }
     return fclose(f);
 }

@@ -1,0 +1,36 @@
+/* Shared pieces of build/hs-bench: bench/bench.c (sgemm and forward table), bench/rows.c
+ * (analyze, memory and corpus rows), bench/rss.c (child processes and test texts). */
+#ifndef HEADSCOPE_BENCH_H
+#define HEADSCOPE_BENCH_H
+
+#include "headscope/model.h"
+
+/* Monotonic seconds. */
+double bench_now(void);
+
+/* Median of v[0..n) (sorts v in place). */
+double bench_median(double *v, int n);
+
+/* Runs argv (argv[0] a path) with stdout/stderr to /dev/null; returns its peak resident set
+ * in MB and its wall time in *seconds (may be NULL), or -1 when it failed. */
+double bench_peak_rss_mb(const char *const argv[], double *seconds);
+
+/* Writes about n tokens of plain English words to path; 0 on success. */
+int bench_write_text(const char *path, int n);
+
+/* Writes k lines of about n_words words each (every line a different word order), a corpus
+ * for `analyze --corpus`; 0 on success. */
+int bench_write_corpus(const char *path, int k, int n_words);
+
+/* analyze at n = 128 with the defaults, each phase in units of fwd128 seconds (the median
+ * recorded forward pass at n = 128, all threads). */
+void bench_analyze_rows(const hs_model *m, double fwd128);
+
+/* Peak RSS of `headscope attn` and `headscope analyze` at n = 1024 (or the context). */
+void bench_memory_rows(const char *headscope, const char *model, const hs_model *m);
+
+/* `headscope analyze MODEL --corpus` throughput on k texts of >= 128 tokens, with and
+ * without --corpus-ablation (k_abl texts), in texts/s, tokens/s and units of fwd128. */
+void bench_corpus_rows(const char *headscope, const char *model, int k, int k_abl, double fwd128);
+
+#endif

@@ -1,0 +1,162 @@
+/* The rows of `make bench` below the forward table: one analyze with the defaults in
+ * forward-pass equivalents, peak memory of the CLI, and corpus throughput of the CLI. */
+#define _DEFAULT_SOURCE
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "headscope/forward.h"
+#include "headscope/report.h"
+#include "bench.h"
+
+static void remove_dir(const char *dir)
+{
+    char cmd[160];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "hs-bench: could not remove %s\n", dir);
+}
+
+void bench_analyze_rows(const hs_model *m, double fwd128)
+{
+    const hs_model_config *c = hs_model_config_of(m);
+    hs_error err = {{0}};
+    int n = c->n_ctx < 128 ? c->n_ctx : 128;
+    int32_t *ids = malloc((size_t)n * sizeof *ids);
+    for (int i = 0; i < n; i++)
+        ids[i] = (int32_t)((i * 7919 + 13) % c->vocab_size);
+    hs_analyze_opts ao;
+    hs_analyze_opts_default(&ao);
+    ao.hash_files = 0;
+    hs_analyze_input in = {.ids = ids, .n = n};
+    hs_analysis *a = NULL;
+    char dir[] = "/tmp/hs-bench-XXXXXX";
+    char **files = NULL;
+    int n_files = 0;
+    double t0 = bench_now();
+    if (hs_analyze_run(m, &in, &ao, &a, &err) != HS_OK) {
+        fprintf(stderr, "hs-bench: %s\n", err.msg);
+        goto done;
+    }
+    double t_an = bench_now() - t0;
+    if (!mkdtemp(dir)) {
+        fprintf(stderr, "hs-bench: cannot create a temporary folder\n");
+        goto done;
+    }
+    t0 = bench_now();
+    if (hs_pictures_write(a, dir, 64, &files, &n_files, &err) != HS_OK)
+        fprintf(stderr, "hs-bench: %s\n", err.msg);
+    double t_pic = bench_now() - t0;
+    remove_dir(dir);
+    for (int i = 0; i < n_files; i++)
+        free(files[i]);
+    free(files);
+    double u = fwd128 > 0 ? fwd128 : a->seconds_forward;
+    printf("\nanalyze with the defaults, n = %d, %d heads, all threads (one run), in forward-pass "
+           "equivalents (%.1f ms):\n", n, a->n_heads, u * 1e3);
+    printf("  whole analysis:                   %8.2f s = %6.1f fwd (target <= 150), %ld loss passes\n",
+           t_an, t_an / u, a->forward_passes);
+    printf("  exact ablation sweep:             %8.2f s = %6.1f fwd (target <= 100; %d loss passes "
+           "with logits)\n", a->seconds_ablation, a->seconds_ablation / u, a->n_heads);
+    printf("  gradient importance (all heads):  %8.2f s = %6.1f fwd\n", a->seconds_gradient,
+           a->seconds_gradient / u);
+    printf("  pruning (%s, %d rounds of %d):  %8.2f s = %6.1f fwd\n",
+           a->prune_method_used == HS_PRUNE_GREEDY ? "greedy" : "gradient",
+           a->n_curve ? a->curve[a->n_curve - 1].round + 1 : 0, a->prune_round_heads,
+           a->seconds_pruning, a->seconds_pruning / u);
+    printf("  pictures (%d PNGs):              %8.2f s = %6.1f fwd\n", n_files, t_pic, t_pic / u);
+done:
+    fflush(stdout);
+    hs_analysis_free(a);
+    free(ids);
+}
+
+/* Peak RSS of `attn` and of `analyze` (maps, metrics, report; no ablation, gradient or
+ * pictures) at n = 1024 tokens (or the context), beside the F32 size of the weights. */
+void bench_memory_rows(const char *headscope, const char *model, const hs_model *m)
+{
+    const hs_model_config *c = hs_model_config_of(m);
+    char dir[] = "/tmp/hs-bench-mem-XXXXXX";
+    if (!mkdtemp(dir))
+        return;
+    char text[96], npy[96], out[96];
+    snprintf(text, sizeof text, "%s/text.txt", dir);
+    snprintf(npy, sizeof npy, "%s/a.npy", dir);
+    snprintf(out, sizeof out, "%s/out", dir);
+    int n = c->n_ctx < 1024 ? c->n_ctx : 1024;
+    double f32_mb = (double)hs_model_param_count(m) * 4 / 1048576.0;
+    if (bench_write_text(text, 2 * n) == 0) {
+        const char *attn[] = {headscope, "attn", model, "--file", text, "--truncate", "-o", npy, NULL};
+        const char *an[] = {headscope, "analyze", model, "--file", text, "--truncate", "-o", out, "-q",
+                      "--no-ablation", "--no-gradient", "--no-images", "--no-hash", NULL};
+        double ta = 0, tb = 0;
+        double ra = bench_peak_rss_mb(attn, &ta), rb = bench_peak_rss_mb(an, &tb);
+        printf("\npeak memory, n = %d (F32 weights %.0f MB; one layer's maps %.0f MB):\n", n,
+               f32_mb, (double)c->n_head * n * n * 4 / 1048576.0);
+        printf("  attn:                              %8.0f MB in %.1f s (target <= %.0f MB)\n",
+               ra, ta, 1.15 * f32_mb + 64);
+        printf("  analyze (no ablation/gradient/pictures): %5.0f MB in %.1f s (target <= %.0f MB)\n",
+               rb, tb, f32_mb + (double)c->n_head * n * n * 4 / 1048576.0 + 64);
+    }
+    fflush(stdout);
+    remove_dir(dir);
+}
+
+/* Wall time of `headscope analyze MODEL --corpus FILE --max-texts k --max-tokens 128`
+ * (ablation: with --corpus-ablation), or -1 when it failed. */
+static double corpus_run(const char *headscope, const char *model, const char *file,
+                         const char *out, int k, int ablation)
+{
+    char kk[16];
+    snprintf(kk, sizeof kk, "%d", k);
+    const char *argv[] = {headscope, "analyze", model, "--corpus", file, "--max-texts", kk,
+                          "--max-tokens", "128", "-o", out, "-q", "--no-hash",
+                          ablation ? "--corpus-ablation" : NULL, NULL};
+    double t = -1;
+    if (bench_peak_rss_mb(argv, &t) < 0)
+        return -1;
+    return t;
+}
+
+void bench_corpus_rows(const char *headscope, const char *model, int k, int k_abl, double fwd128)
+{
+    char dir[] = "/tmp/hs-bench-corpus-XXXXXX";
+    if (!mkdtemp(dir))
+        return;
+    char file[96], out[96];
+    snprintf(file, sizeof file, "%s/corpus.txt", dir);
+    snprintf(out, sizeof out, "%s/out", dir);
+    printf("\ncorpus throughput: headscope analyze --corpus (%d texts of >= 200 words, "
+           "--max-tokens 128), all threads, one run each:\n", k);
+    if (k < 2 || bench_write_corpus(file, k, 200) != 0) {
+        printf("  (could not write the corpus)\n");
+        remove_dir(dir);
+        return;
+    }
+    /* One text and k texts: the difference is k - 1 texts without the load, the tokenizer
+     * set-up and the report; that fixed part is subtracted from the ablation run too. */
+    double t1 = corpus_run(headscope, model, file, out, 1, 0);
+    double tk = corpus_run(headscope, model, file, out, k, 0);
+    double ta = k_abl > 0 ? corpus_run(headscope, model, file, out, k_abl, 1) : -1;
+    if (t1 < 0 || tk < 0) {
+        printf("  (headscope analyze --corpus failed)\n");
+        remove_dir(dir);
+        return;
+    }
+    double per = (tk - t1) / (k - 1), fixed = t1 - per;
+    if (per <= 0 || fixed < 0) /* noise larger than a text: no split */
+        fixed = 0, per = tk / k;
+    printf("  fixed cost (load, set-up, report):  %6.2f s (1 text took %.2f s)\n", fixed, t1);
+    printf("  without ablation:  %2d texts in %6.1f s: %6.2f s/text, %6.3f texts/s, %6.1f tokens/s, "
+           "%5.1f fwd/text (target <= 10)\n", k, tk, per, 1 / per, 128 / per, per / fwd128);
+    if (ta >= 0) {
+        double pa = (ta - fixed) / k_abl;
+        printf("  --corpus-ablation: %2d text%s in %6.1f s: %6.2f s/text, %6.3f texts/s, %6.1f tokens/s, "
+               "%5.1f fwd/text\n", k_abl, k_abl > 1 ? "s" : " ", ta, pa, 1 / pa, 128 / pa, pa / fwd128);
+    } else if (k_abl > 0) {
+        printf("  --corpus-ablation: failed\n");
+    }
+    printf("  (fwd = the median recorded forward pass at n = 128, all threads: %.1f ms)\n",
+           fwd128 * 1e3);
+    remove_dir(dir);
+}
