@@ -127,7 +127,7 @@ typedef struct cli_outdir {
 
 /* Opens path as the output folder (creating it if absent) and locks it: a second run into
  * the same folder fails at once with a message. staged: the run writes into od->stage, and
- * the process forks: the parent supervises (ignores ^C, forwards SIGTERM/SIGHUP), and when
+ * the process forks: the parent supervises (passes SIGINT/TERM/HUP/QUIT on), and when
  * the worker fails or is killed removes the staging folder (and the folder if it made it),
  * so the folder is as it was; it then returns the exit status with *worker = 0, and the
  * caller returns it at once. The worker (and an unstaged run) gets EXIT_OK with

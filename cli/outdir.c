@@ -51,14 +51,14 @@ static void forward_signal(int sig)
  * the exit status the command should have. */
 static int supervise(const char *cmd, cli_outdir *od, pid_t pid)
 {
-    struct sigaction fw = {0}, ign = {0};
+    struct sigaction fw = {0};
     fw.sa_handler = forward_signal;
-    ign.sa_handler = SIG_IGN;
     child_pid = pid;
+    /* a terminal's ^C reaches both; a signal sent to this process alone goes on */
+    sigaction(SIGINT, &fw, NULL);
     sigaction(SIGTERM, &fw, NULL);
     sigaction(SIGHUP, &fw, NULL);
-    sigaction(SIGINT, &ign, NULL); /* a terminal's ^C reaches the worker too */
-    sigaction(SIGQUIT, &ign, NULL);
+    sigaction(SIGQUIT, &fw, NULL);
     int status = 0;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
         ;
