@@ -329,6 +329,70 @@ Test(forward, logit_rows_equal_the_full_rows)
     }
 }
 
+/* A batch of copies, each under its own head mask and from the same start layer, equals
+ * one pass per copy (GEMMs cut by another shape: within 1e-5) for logits at chosen rows and
+ * final hidden states; an observer or a bad batch count is refused. */
+Test(forward, batch_equals_one_pass_per_copy)
+{
+    static const char *const dirs[] = {"fixtures/tiny-bert", "fixtures/tiny-gpt2"};
+    for (int k = 0; k < 2; k++) {
+        hs_error err = {{0}};
+        hs_model *m = NULL;
+        cr_assert_eq(hs_model_load(dirs[k], &m, &err), HS_OK, "%s", err.msg);
+        const hs_model_config *c = hs_model_config_of(m);
+        int V = c->vocab_size, d = c->d_model, n = 12, B = 3, lh = c->n_layer * c->n_head;
+        int l = c->n_layer - 1, rows[2] = {7, 3};
+        int32_t ids[12];
+        for (int i = 0; i < n; i++)
+            ids[i] = 1000 + 37 * i;
+        size_t nd = (size_t)n * (size_t)d;
+        float *layers = malloc((size_t)c->n_layer * nd * sizeof(float));
+        float *masks = malloc((size_t)B * (size_t)lh * sizeof(float));
+        float *lg = malloc((size_t)B * 2 * (size_t)V * sizeof(float));
+        float *lg1 = malloc(2 * (size_t)V * sizeof(float));
+        float *hid = malloc((size_t)B * nd * sizeof(float)), *hid1 = malloc(nd * sizeof(float));
+        hs_forward_opts full = {.x_layers = layers};
+        cr_assert_eq(hs_forward(m, ids, NULL, n, &full, NULL, &err), HS_OK, "%s", err.msg);
+        for (int i = 0; i < B * lh; i++)
+            masks[i] = 1.0f;
+        for (int b = 0; b < B; b++) /* copy b: head b of layer l off (copy B-1 too: 0.5) */
+            masks[b * lh + l * c->n_head + b] = b == B - 1 ? 0.5f : 0.0f;
+        hs_forward_opts o = {.head_mask = masks, .batch = B, .start_layer = l,
+                             .x_start = layers + (size_t)l * nd, .logits = lg, .hidden = hid,
+                             .logit_rows = rows, .n_logit_rows = 2};
+        cr_assert_eq(hs_forward(m, ids, NULL, n, &o, NULL, &err), HS_OK, "%s", err.msg);
+        double dl = 0, dh = 0, spread = 0;
+        for (int b = 0; b < B; b++) {
+            hs_forward_opts one = o;
+            one.batch = 1;
+            one.head_mask = masks + (size_t)b * lh;
+            one.logits = lg1;
+            one.hidden = hid1;
+            cr_assert_eq(hs_forward(m, ids, NULL, n, &one, NULL, &err), HS_OK, "%s", err.msg);
+            for (size_t i = 0; i < 2 * (size_t)V; i++)
+                dl = fmax(dl, fabs((double)lg[(size_t)b * 2 * V + i] - lg1[i]));
+            for (size_t i = 0; i < nd; i++) {
+                dh = fmax(dh, fabs((double)hid[(size_t)b * nd + i] - hid1[i]));
+                spread = fmax(spread, fabs((double)hid[(size_t)b * nd + i] - hid[i]));
+            }
+        }
+        cr_expect(dl <= 1e-5 && dh <= 1e-5, "%s: max |d| logits %g, hidden %g", dirs[k], dl, dh);
+        cr_expect(spread > 1e-3, "%s: the copies' masks make no difference", dirs[k]);
+        hs_forward_opts obs = {.batch = 2, .on_attn = hs_trace_observe};
+        cr_assert_eq(hs_forward(m, ids, NULL, n, &obs, NULL, &err), HS_E_ARG);
+        cr_assert_not_null(strstr(err.msg, "batch of 1"), "%s", err.msg);
+        hs_forward_opts neg = {.batch = -1};
+        cr_assert_eq(hs_forward(m, ids, NULL, n, &neg, NULL, &err), HS_E_ARG);
+        free(layers);
+        free(masks);
+        free(lg);
+        free(lg1);
+        free(hid);
+        free(hid1);
+        hs_model_free(m);
+    }
+}
+
 /* Weights used in place from the mapped file give the same maps as copied ones, bit for bit
  * (the goldens of gpt2_hub, an F32 GPT-2, are checked with the default copy). */
 Test(forward, mapped_weights_give_the_copied_maps)

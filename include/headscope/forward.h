@@ -52,17 +52,34 @@ typedef struct hs_forward_opts {
     const float *x_start;
     float *x_layers;          /* (n_layer, n, d_model) output: stream entering each layer run,
                                  or NULL */
+    /* Batched runs (ablation sweeps): batch >= 2 runs that many copies of the same tokens in
+     * one pass, copy b under its own head mask, head_mask then being (batch, n_layer, n_head)
+     * (NULL = all ones for every copy). The copies' streams are stacked as (batch * n,
+     * d_model), so each projection, the MLP and the LM head are one GEMM over all copies;
+     * attention runs copy by copy. Every copy starts from the same stream (x_start, or the
+     * embeddings); the outputs grow by the batch, copy b's part at offset b: logits
+     * (batch * rows, vocab), hidden (batch * n, d_model), x_layers (n_layer, batch * n,
+     * d_model). on_attn must be NULL. 0 or 1: one copy. At most HS_FORWARD_MAX_BATCH. */
+    int batch;
 } hs_forward_opts;
+
+#define HS_FORWARD_MAX_BATCH 4096
 
 /* Reusable scratch memory for repeated passes (ablation sweeps); optional. */
 typedef struct hs_forward_ws hs_forward_ws;
 
 /* Allocates scratch for sequences up to max_n tokens. Free with hs_forward_ws_free. */
 hs_status hs_forward_ws_new(const hs_model *m, int max_n, hs_forward_ws **out, hs_error *err);
+
+/* As hs_forward_ws_new, for batched runs of up to max_batch copies (1..HS_FORWARD_MAX_BATCH):
+ * about max_batch * max_n * (6 d_model + d_ff) + n_head * max_n^2 floats. */
+hs_status hs_forward_ws_new_batch(const hs_model *m, int max_n, int max_batch,
+                                  hs_forward_ws **out, hs_error *err);
 void hs_forward_ws_free(hs_forward_ws *ws);
 
 /* Runs the model on ids (n tokens, 1 <= n <= n_ctx); type_ids may be NULL (all 0).
- * ws may be NULL (scratch allocated per call). Validates ids against the vocabulary. */
+ * ws may be NULL, or too small for n and the batch (scratch then allocated per call).
+ * Validates ids against the vocabulary. */
 hs_status hs_forward(const hs_model *m, const int32_t *ids, const int32_t *type_ids, int n,
                      const hs_forward_opts *opts, hs_forward_ws *ws, hs_error *err);
 

@@ -62,14 +62,29 @@ void hs_loss_eval_free(hs_loss_eval *e);
 /* The loss under head_mask: (n_layer, n_head), NULL for all ones. */
 hs_status hs_loss_eval_run(hs_loss_eval *e, const float *head_mask, double *loss, hs_error *err);
 
-/* Number of forward passes run so far by this evaluator. */
+/* Number of losses evaluated so far by this evaluator, each a forward pass (from the first
+ * layer whose mask differs from the cached run's); each copy of a batched pass counts. */
 long hs_loss_eval_passes(const hs_loss_eval *e);
+
+/* Memory budget of a batched ablation sweep's copies (their logits or hidden states and
+ * their part of the forward workspace), 128 MB by default. */
+#define HS_ABLATION_BATCH_BYTES ((size_t)128 << 20)
+
+/* Sets that budget in bytes (0: the default). A budget smaller than one copy's needs runs
+ * one copy per pass, as hs_loss_eval_run does. */
+void hs_loss_eval_set_batch_memory(hs_loss_eval *e, size_t bytes);
 
 /* Progress: called after each step with done of total. */
 typedef void (*hs_progress_fn)(void *user, const char *what, int done, int total);
 
 /* delta[l*H + h] = loss with head l.h masked (all others on) − base, for every head with
- * active[l*H + h] != 0 (active NULL = all heads); NaN for the others. */
+ * active[l*H + h] != 0 (active NULL = all heads); NaN for the others.
+ * The heads of one layer run as one batched pass (hs_forward_opts.batch), each copy with
+ * one head masked, all starting at that layer from the cached all-heads stream (a full
+ * all-heads pass first fills the cache unless the last refresh was one); a layer whose
+ * copies exceed the memory budget (hs_loss_eval_set_batch_memory) is split into even
+ * sub-batches. Batched GEMMs are cut by a different shape, so a delta may differ from
+ * hs_loss_eval_run's in the last bits; it does not depend on the thread count. */
 hs_status hs_ablation_sweep(hs_loss_eval *e, double base, const unsigned char *active,
                             double *delta, hs_progress_fn progress, void *user, hs_error *err);
 

@@ -14,11 +14,15 @@ struct hs_loss_eval {
     hs_loss_input in; /* arrays below are owned copies */
     int32_t *ids, *type_ids, *positions, *targets;
     hs_forward_ws *ws;
-    float *logits; /* (n, V) for LM / MLM */
-    float *hidden; /* (n, d) for REPR */
-    float *ref;    /* (n, d) unablated hidden states, REPR */
+    /* Buffers for up to cap_batch copies of a batched pass (1 until a sweep asks for more);
+     * rows = the logit rows of one copy: n (LM), n_pos (MLM). */
+    int cap_batch;
+    size_t batch_bytes; /* memory budget of a sweep's copies; 0 = HS_ABLATION_BATCH_BYTES */
+    float *logits;      /* (cap_batch * rows, V) for LM / MLM */
+    float *hidden;      /* (cap_batch * n, d) for REPR */
+    float *ref;         /* (n, d) unablated hidden states, REPR */
     long passes;
-    double *row_loss; /* (n) per-row losses, summed in order */
+    double *row_loss;   /* (cap_batch * n) per-row losses, summed in order */
     /* Residual streams entering each layer under cache_mask: a run whose mask equals
      * cache_mask below layer l restarts at l from here. */
     float *cache;      /* (n_layer, n, d) */
@@ -88,6 +92,53 @@ void hs_loss_eval_free(hs_loss_eval *e)
 
 long hs_loss_eval_passes(const hs_loss_eval *e) { return e->passes; }
 
+/* Logit rows of one copy: every token's (LM; the last one's go unused), the masked
+ * positions' (MLM). */
+static int logit_rows(const hs_loss_input *in)
+{
+    return in->kind == HS_LOSS_MLM ? in->n_pos : in->n;
+}
+
+/* Bytes a batched pass needs per copy: its logits (or hidden states) and its part of the
+ * forward workspace, (n, 6 d + d_ff). */
+static size_t copy_bytes(const hs_loss_eval *e)
+{
+    const hs_model_config *c = hs_model_config_of(e->m);
+    size_t n = (size_t)e->in.n, d = (size_t)c->d_model;
+    size_t out = e->in.kind == HS_LOSS_REPR ? n * d
+                                            : (size_t)logit_rows(&e->in) * (size_t)c->vocab_size;
+    return (out + n * (6 * d + (size_t)c->d_ff)) * sizeof(float);
+}
+
+/* Grows the buffers to hold batch copies (they never shrink). */
+static hs_status ensure_batch(hs_loss_eval *e, int batch, hs_error *err)
+{
+    const hs_model_config *c = hs_model_config_of(e->m);
+    if (batch <= e->cap_batch)
+        return HS_OK;
+    size_t n = (size_t)e->in.n, b = (size_t)batch;
+    free(e->logits);
+    free(e->hidden);
+    free(e->row_loss);
+    hs_forward_ws_free(e->ws);
+    e->logits = e->hidden = NULL;
+    e->ws = NULL;
+    e->cap_batch = 0;
+    e->row_loss = malloc(b * n * sizeof(double));
+    if (e->in.kind == HS_LOSS_REPR)
+        e->hidden = malloc(b * n * (size_t)c->d_model * sizeof(float));
+    else /* MLM: logits at the masked positions only (hs_forward_opts.logit_rows) */
+        e->logits = malloc(b * (size_t)logit_rows(&e->in) * (size_t)c->vocab_size * sizeof(float));
+    if (!e->row_loss || (!e->hidden && !e->logits))
+        return hs_fail(err, HS_E_NOMEM, "out of memory for %d copies of the loss buffers", batch);
+    hs_status st = hs_forward_ws_new_batch(e->m, e->in.n, batch, &e->ws, err);
+    if (st == HS_OK)
+        e->cap_batch = batch;
+    return st;
+}
+
+void hs_loss_eval_set_batch_memory(hs_loss_eval *e, size_t bytes) { e->batch_bytes = bytes; }
+
 hs_status hs_loss_eval_new(const hs_model *m, const hs_loss_input *in, hs_loss_eval **out,
                            hs_error *err)
 {
@@ -124,25 +175,15 @@ hs_status hs_loss_eval_new(const hs_model *m, const hs_loss_input *in, hs_loss_e
     e->in.type_ids = e->type_ids;
     e->in.positions = e->positions;
     e->in.targets = e->targets;
-    size_t n = (size_t)in->n;
     int ok = e->ids && (!in->type_ids || e->type_ids) &&
              (in->kind != HS_LOSS_MLM || (e->positions && e->targets));
-    size_t lh = (size_t)c->n_layer * (size_t)c->n_head;
+    size_t n = (size_t)in->n, lh = (size_t)c->n_layer * (size_t)c->n_head;
     e->cache = malloc((size_t)c->n_layer * n * (size_t)c->d_model * sizeof(float));
     e->cache_mask = malloc(lh * sizeof(float));
-    e->row_loss = malloc(n * sizeof(double));
-    ok = ok && e->cache && e->cache_mask && e->row_loss;
-    if (in->kind == HS_LOSS_REPR) {
-        e->hidden = malloc(n * (size_t)c->d_model * sizeof(float));
+    if (in->kind == HS_LOSS_REPR)
         e->ref = malloc(n * (size_t)c->d_model * sizeof(float));
-        ok = ok && e->hidden && e->ref;
-    } else {
-        /* MLM: logits at the masked positions only (hs_forward_opts.logit_rows) */
-        size_t rows = in->kind == HS_LOSS_MLM ? (size_t)in->n_pos : n;
-        e->logits = malloc(rows * (size_t)c->vocab_size * sizeof(float));
-        ok = ok && e->logits;
-    }
-    hs_status st = ok ? hs_forward_ws_new(m, in->n, &e->ws, err)
+    ok = ok && e->cache && e->cache_mask && (in->kind != HS_LOSS_REPR || e->ref);
+    hs_status st = ok ? ensure_batch(e, 1, err)
                       : hs_fail(err, HS_E_NOMEM, "out of memory for the loss evaluator");
     if (st == HS_OK && in->kind == HS_LOSS_REPR) {
         hs_forward_opts o = {.hidden = e->ref};
@@ -157,19 +198,93 @@ hs_status hs_loss_eval_new(const hs_model *m, const hs_loss_input *in, hs_loss_e
     return HS_OK;
 }
 
-/* Mean over rows of −log softmax(logits row r)[targets[r]], in double. Rows are computed in
- * parallel and summed in row order, so the value does not depend on the thread count. */
-static double mean_nll(const float *logits, int rows, int V, const int32_t *targets, double *buf)
+/* loss[b] = mean over the first rows rows r of copy b of −log softmax(logit row)[targets[r]],
+ * in double; copy b's logit rows start at row b * stride. Rows are computed in parallel and
+ * each copy's summed in row order, so the values depend neither on the thread count nor on
+ * the batch. */
+static void mean_nll(const float *logits, int batch, int stride, int rows, int V,
+                     const int32_t *targets, double *buf, double *loss)
 {
-#pragma omp parallel for schedule(static) if (rows > 1)
-    for (int r = 0; r < rows; r++) {
-        const float *row = logits + (size_t)r * (size_t)V;
-        buf[r] = hs_op_log_sum_exp(row, V) - (double)row[targets[r]];
+    int all = batch * rows;
+#pragma omp parallel for schedule(static) if (all > 1)
+    for (int r = 0; r < all; r++) {
+        const float *row = logits + ((size_t)(r / rows) * (size_t)stride + (size_t)(r % rows)) *
+                                        (size_t)V;
+        buf[r] = hs_op_log_sum_exp(row, V) - (double)row[targets[r % rows]];
     }
+    for (int b = 0; b < batch; b++) {
+        double sum = 0;
+        for (int r = 0; r < rows; r++)
+            sum += buf[b * rows + r];
+        loss[b] = sum / rows;
+    }
+}
+
+/* 1 − mean cosine similarity of hidden: (n, d) to ref: (n, d), rows in double. */
+static double repr_loss(const float *hidden, const float *ref, int n, int d)
+{
     double sum = 0;
-    for (int r = 0; r < rows; r++)
-        sum += buf[r];
-    return sum / rows;
+    for (int i = 0; i < n; i++) {
+        const float *a = hidden + (size_t)i * (size_t)d, *b = ref + (size_t)i * (size_t)d;
+        double ab = 0, aa = 0, bb = 0;
+        for (int k = 0; k < d; k++) {
+            ab += (double)a[k] * b[k];
+            aa += (double)a[k] * a[k];
+            bb += (double)b[k] * b[k];
+        }
+        sum += aa > 0 && bb > 0 ? ab / sqrt(aa * bb) : 0.0;
+    }
+    return 1.0 - sum / n;
+}
+
+/* The losses of batch copies, copy b under masks + b * n_layer * n_head (NULL = all ones,
+ * batch 1 only), in one pass starting at layer start from the cache (0: from the
+ * embeddings; capture: batch 1, start 0, and the pass replaces the cache). */
+static hs_status run_batch(hs_loss_eval *e, const float *masks, int batch, int start,
+                           int capture, double *loss, hs_error *err)
+{
+    const hs_model_config *c = hs_model_config_of(e->m);
+    const hs_loss_input *in = &e->in;
+    int H = c->n_head;
+    size_t nd = (size_t)in->n * (size_t)c->d_model;
+    hs_status st = ensure_batch(e, batch, err);
+    if (st)
+        return st;
+    hs_forward_opts o = {.head_mask = masks, .logits = e->logits, .hidden = e->hidden,
+                         .batch = batch};
+    if (in->kind == HS_LOSS_MLM) {
+        o.logit_rows = in->positions;
+        o.n_logit_rows = in->n_pos;
+    }
+    if (start > 0) {
+        o.start_layer = start;
+        o.x_start = e->cache + (size_t)start * nd;
+    } else if (capture) {
+        o.x_layers = e->cache;
+    }
+    if ((st = hs_forward(e->m, in->ids, in->type_ids, in->n, &o, e->ws, err))) {
+        if (o.x_layers)
+            e->cache_valid = 0;
+        return st;
+    }
+    if (o.x_layers) {
+        for (int k = 0; k < c->n_layer * H; k++)
+            e->cache_mask[k] = masks ? masks[k] : 1.0f;
+        e->cache_valid = 1;
+    }
+    e->passes += batch;
+    int V = c->vocab_size, d = c->d_model;
+    if (in->kind == HS_LOSS_LM)
+        mean_nll(e->logits, batch, in->n, in->n - 1, V, in->ids + 1, e->row_loss, loss);
+    else if (in->kind == HS_LOSS_MLM)
+        mean_nll(e->logits, batch, in->n_pos, in->n_pos, V, in->targets, e->row_loss, loss);
+    else
+        for (int b = 0; b < batch; b++)
+            loss[b] = repr_loss(e->hidden + (size_t)b * nd, e->ref, in->n, d);
+    for (int b = 0; b < batch; b++)
+        if (!isfinite(loss[b]))
+            return hs_fail(err, HS_E_VALUE, "the loss is not finite");
+    return HS_OK;
 }
 
 /* The loss under head_mask (NULL = all ones). Restarts from the cached residual stream at
@@ -179,9 +294,7 @@ static hs_status run_mask(hs_loss_eval *e, const float *head_mask, int refresh, 
                           hs_error *err)
 {
     const hs_model_config *c = hs_model_config_of(e->m);
-    const hs_loss_input *in = &e->in;
     int H = c->n_head, start = 0;
-    size_t nd = (size_t)in->n * (size_t)c->d_model;
     if (e->cache_valid && !refresh) {
         for (start = 0; start < c->n_layer; start++) {
             int same = 1;
@@ -194,51 +307,7 @@ static hs_status run_mask(hs_loss_eval *e, const float *head_mask, int refresh, 
             start = c->n_layer - 1;
     }
     int capture = refresh || !e->cache_valid; /* the cache keeps its state otherwise */
-    hs_forward_opts o = {.head_mask = head_mask, .logits = e->logits, .hidden = e->hidden};
-    if (in->kind == HS_LOSS_MLM) {
-        o.logit_rows = in->positions;
-        o.n_logit_rows = in->n_pos;
-    }
-    if (start > 0) {
-        o.start_layer = start;
-        o.x_start = e->cache + (size_t)start * nd;
-    } else if (capture) {
-        o.x_layers = e->cache;
-    }
-    hs_status st = hs_forward(e->m, in->ids, in->type_ids, in->n, &o, e->ws, err);
-    if (st) {
-        if (o.x_layers)
-            e->cache_valid = 0;
-        return st;
-    }
-    if (o.x_layers) {
-        for (int k = 0; k < c->n_layer * H; k++)
-            e->cache_mask[k] = head_mask ? head_mask[k] : 1.0f;
-        e->cache_valid = 1;
-    }
-    e->passes++;
-    int V = c->vocab_size, d = c->d_model;
-    double sum = 0;
-    if (in->kind == HS_LOSS_LM) {
-        *loss = mean_nll(e->logits, in->n - 1, V, in->ids + 1, e->row_loss);
-    } else if (in->kind == HS_LOSS_MLM) {
-        *loss = mean_nll(e->logits, in->n_pos, V, in->targets, e->row_loss);
-    } else {
-        for (int i = 0; i < in->n; i++) {
-            const float *a = e->hidden + (size_t)i * (size_t)d, *b = e->ref + (size_t)i * (size_t)d;
-            double ab = 0, aa = 0, bb = 0;
-            for (int k = 0; k < d; k++) {
-                ab += (double)a[k] * b[k];
-                aa += (double)a[k] * a[k];
-                bb += (double)b[k] * b[k];
-            }
-            sum += aa > 0 && bb > 0 ? ab / sqrt(aa * bb) : 0.0;
-        }
-        *loss = 1.0 - sum / in->n;
-    }
-    if (!isfinite(*loss))
-        return hs_fail(err, HS_E_VALUE, "the loss is not finite");
-    return HS_OK;
+    return run_batch(e, head_mask, 1, start, capture, loss, err);
 }
 
 hs_status hs_loss_eval_run(hs_loss_eval *e, const float *head_mask, double *loss, hs_error *err)
@@ -266,30 +335,65 @@ static float *ones_mask(const hs_model_config *c)
     return m;
 }
 
+/* Copies per batched pass: as many as fit the memory budget (at least 1, at most max). */
+static int batch_cap(const hs_loss_eval *e, int max)
+{
+    size_t budget = e->batch_bytes ? e->batch_bytes : HS_ABLATION_BATCH_BYTES;
+    size_t fit = budget / copy_bytes(e);
+    return fit < 1 ? 1 : fit < (size_t)max ? (int)fit : max;
+}
+
 hs_status hs_ablation_sweep(hs_loss_eval *e, double base, const unsigned char *active,
                             double *delta, hs_progress_fn progress, void *user, hs_error *err)
 {
     const hs_model_config *c = hs_model_config_of(e->m);
-    int lh = c->n_layer * c->n_head, total = 0, done = 0;
-    float *mask = ones_mask(c);
-    if (!mask)
-        return hs_fail(err, HS_E_NOMEM, "out of memory");
-    for (int k = 0; k < lh; k++)
+    int H = c->n_head, lh = c->n_layer * H, total = 0, done = 0;
+    for (int k = 0; k < lh; k++) {
         total += !active || active[k];
-    hs_status st = HS_OK;
-    for (int k = 0; k < lh && !st; k++) {
         delta[k] = NAN;
-        if (active && !active[k])
-            continue;
-        double loss;
-        mask[k] = 0.0f;
-        st = hs_loss_eval_run(e, mask, &loss, err);
-        mask[k] = 1.0f;
-        delta[k] = loss - base;
-        if (progress)
-            progress(user, "ablation", ++done, total);
     }
-    free(mask);
+    int cap = batch_cap(e, H);
+    float *masks = malloc((size_t)cap * (size_t)lh * sizeof *masks);
+    int *heads = malloc((size_t)H * sizeof *heads);
+    double *loss = malloc((size_t)H * sizeof *loss);
+    hs_status st = HS_OK;
+    if (!masks || !heads || !loss) {
+        st = hs_fail(err, HS_E_NOMEM, "out of memory");
+        goto done;
+    }
+    /* Every pass of layer l starts there from the all-heads stream: make the cache that. */
+    int ones = e->cache_valid;
+    for (int k = 0; k < lh && ones; k++)
+        ones = e->cache_mask[k] == 1.0f;
+    if (!ones && (st = run_mask(e, NULL, 1, loss, err)))
+        goto done;
+    for (int l = 0; l < c->n_layer && !st; l++) {
+        int k = 0;
+        for (int h = 0; h < H; h++)
+            if (!active || active[l * H + h])
+                heads[k++] = h;
+        if (k == 0)
+            continue;
+        int subs = (k + cap - 1) / cap, per = (k + subs - 1) / subs; /* even sub-batches */
+        for (int s0 = 0; s0 < k && !st; s0 += per) {
+            int batch = per < k - s0 ? per : k - s0;
+            for (size_t i = 0; i < (size_t)batch * (size_t)lh; i++)
+                masks[i] = 1.0f;
+            for (int b = 0; b < batch; b++)
+                masks[(size_t)b * (size_t)lh + (size_t)(l * H + heads[s0 + b])] = 0.0f;
+            if ((st = run_batch(e, masks, batch, l, 0, loss, err)))
+                break;
+            for (int b = 0; b < batch; b++) {
+                delta[l * H + heads[s0 + b]] = loss[b] - base;
+                if (progress)
+                    progress(user, "ablation", ++done, total);
+            }
+        }
+    }
+done:
+    free(loss);
+    free(heads);
+    free(masks);
     return st;
 }
 

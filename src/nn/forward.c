@@ -9,16 +9,23 @@
 #include "nn/ops.h"
 
 struct hs_forward_ws {
-    int max_n;
-    float *x;     /* (n, d) residual stream */
-    float *h;     /* (n, d) normalised input / scratch */
-    float *qkv;   /* (n, 3d) */
-    float *probs; /* (n_head, n, n) */
-    float *ctx;   /* (n, d) */
-    float *ff;    /* (n, d_ff) */
+    int max_n, max_batch;
+    /* rows = batch * n: the copies' streams stacked, copy b in rows b*n.. */
+    float *x;     /* (rows, d) residual stream */
+    float *h;     /* (rows, d) normalised input / scratch */
+    float *qkv;   /* (rows, 3d) */
+    float *probs; /* (n_head, n, n): one copy's, reused copy after copy */
+    float *ctx;   /* (rows, d) */
+    float *ff;    /* (rows, d_ff) */
 };
 
 hs_status hs_forward_ws_new(const hs_model *m, int max_n, hs_forward_ws **out, hs_error *err)
+{
+    return hs_forward_ws_new_batch(m, max_n, 1, out, err);
+}
+
+hs_status hs_forward_ws_new_batch(const hs_model *m, int max_n, int max_batch,
+                                  hs_forward_ws **out, hs_error *err)
 {
     const hs_model_config *c = &m->cfg;
     *out = NULL;
@@ -27,20 +34,25 @@ hs_status hs_forward_ws_new(const hs_model *m, int max_n, hs_forward_ws **out, h
     if (max_n < 1 || max_n > c->n_ctx)
         return hs_fail(err, HS_E_ARG, "workspace for %d tokens (model context is %d)", max_n,
                        c->n_ctx);
+    if (max_batch < 1 || max_batch > HS_FORWARD_MAX_BATCH)
+        return hs_fail(err, HS_E_ARG, "workspace for a batch of %d (1 to %d)", max_batch,
+                       HS_FORWARD_MAX_BATCH);
     hs_forward_ws *ws = calloc(1, sizeof *ws);
     if (!ws)
         return hs_fail(err, HS_E_NOMEM, "out of memory");
-    size_t n = (size_t)max_n, d = (size_t)c->d_model;
+    size_t n = (size_t)max_n, rows = n * (size_t)max_batch, d = (size_t)c->d_model;
     ws->max_n = max_n;
-    ws->x = malloc(n * d * sizeof(float));
-    ws->h = malloc(n * d * sizeof(float));
-    ws->qkv = malloc(n * 3 * d * sizeof(float));
+    ws->max_batch = max_batch;
+    ws->x = malloc(rows * d * sizeof(float));
+    ws->h = malloc(rows * d * sizeof(float));
+    ws->qkv = malloc(rows * 3 * d * sizeof(float));
     ws->probs = malloc((size_t)c->n_head * n * n * sizeof(float));
-    ws->ctx = malloc(n * d * sizeof(float));
-    ws->ff = malloc(n * (size_t)c->d_ff * sizeof(float));
+    ws->ctx = malloc(rows * d * sizeof(float));
+    ws->ff = malloc(rows * (size_t)c->d_ff * sizeof(float));
     if (!ws->x || !ws->h || !ws->qkv || !ws->probs || !ws->ctx || !ws->ff) {
         hs_forward_ws_free(ws);
-        return hs_fail(err, HS_E_NOMEM, "out of memory for a %d-token workspace", max_n);
+        return hs_fail(err, HS_E_NOMEM, "out of memory for a %d-token workspace (batch %d)",
+                       max_n, max_batch);
     }
     *out = ws;
     return HS_OK;
@@ -59,6 +71,86 @@ void hs_forward_ws_free(hs_forward_ws *ws)
     free(ws);
 }
 
+
+/* One transformer block, layer l, on the stacked streams ws->x: (batch * n, d) in place.
+ * Copy b (rows b*n..) runs under the head mask hm + b * hm_stride: (n_head), NULL = all
+ * ones. Projections and the MLP are single GEMMs over all copies; attention runs copy by
+ * copy. Returns non-zero when the observer (batch 1 only) stops the pass. */
+static int block_forward(const hs_model *m, int l, hs_forward_ws *ws, int n, int batch,
+                         const float *hm, size_t hm_stride, const hs_forward_opts *o)
+{
+    const hs_model_config *c = &m->cfg;
+    const hs_layer *L = &m->layers[l];
+    int d = c->d_model, f = c->d_ff, rows = batch * n;
+    size_t nd = (size_t)n * (size_t)d, xd = (size_t)rows * (size_t)d;
+    float *x = ws->x, *h = ws->h;
+    if (c->family == HS_FAMILY_GPT2) {
+        hs_op_layernorm(x, L->ln1_w, L->ln1_b, h, NULL, NULL, rows, d, c->ln_eps);
+        hs_op_linear(h, L->w_qkv, L->b_qkv, ws->qkv, rows, d, 3 * d);
+    } else {
+        hs_op_linear(x, L->w_qkv, L->b_qkv, ws->qkv, rows, d, 3 * d);
+    }
+    for (int b = 0; b < batch; b++) {
+        const float *qkv = ws->qkv + (size_t)b * 3 * nd;
+        /* probs are reported before the head mask scales them */
+        hs_op_attn_probs(c, qkv, ws->probs, n);
+        if (o && o->on_attn && o->on_attn(o->user, l, ws->probs, c->n_head, n))
+            return 1;
+        hs_op_attn_context(c, qkv, ws->probs, ws->ctx + (size_t)b * nd, n,
+                           hm ? hm + (size_t)b * hm_stride : NULL);
+    }
+    hs_op_linear(ws->ctx, L->w_o, L->b_o, h, rows, d, d);
+    hs_op_add(x, h, xd);
+    if (c->family == HS_FAMILY_GPT2) {
+        hs_op_layernorm(x, L->ln2_w, L->ln2_b, h, NULL, NULL, rows, d, c->ln_eps);
+        hs_op_linear(h, L->w_fc, L->b_fc, ws->ff, rows, d, f);
+    } else {
+        hs_op_layernorm(x, L->ln1_w, L->ln1_b, x, NULL, NULL, rows, d, c->ln_eps);
+        hs_op_linear(x, L->w_fc, L->b_fc, ws->ff, rows, d, f);
+    }
+    hs_op_gelu(ws->ff, ws->ff, (size_t)rows * (size_t)f, c->act);
+    hs_op_linear(ws->ff, L->w_proj, L->b_proj, h, rows, f, d);
+    hs_op_add(x, h, xd);
+    if (c->family == HS_FAMILY_BERT)
+        hs_op_layernorm(x, L->ln2_w, L->ln2_b, x, NULL, NULL, rows, d, c->ln_eps);
+    return 0;
+}
+
+/* The LM head on rows of x: (batch * n, d), all of them or each copy's logit_rows →
+ * logits: (batch * rows, V). ws->qkv holds the gathered rows, ws->h the MLM transform. */
+static void lm_head(const hs_model *m, hs_forward_ws *ws, int n, int batch,
+                    const hs_forward_opts *o)
+{
+    const hs_model_config *c = &m->cfg;
+    int d = c->d_model, V = c->vocab_size;
+    const float *src = ws->x, *bias = NULL;
+    int rows = batch * n;
+    if (o->logit_rows) { /* gather the rows wanted into ws->qkv: (batch * n_logit_rows, d) */
+        rows = batch * o->n_logit_rows;
+        for (int r = 0; r < rows; r++) {
+            int b = r / o->n_logit_rows, i = o->logit_rows[r % o->n_logit_rows];
+            memcpy(ws->qkv + (size_t)r * (size_t)d, ws->x + ((size_t)b * n + i) * (size_t)d,
+                   (size_t)d * sizeof *src);
+        }
+        src = ws->qkv;
+    }
+    size_t rd = (size_t)rows * (size_t)d;
+    if (c->family == HS_FAMILY_BERT) { /* MLM transform (row-wise): dense, gelu, LayerNorm */
+        hs_op_linear(src, m->mlm_w, m->mlm_b, ws->h, rows, d, d);
+        hs_op_gelu(ws->h, ws->h, rd, c->act);
+        hs_op_layernorm(ws->h, m->mlm_ln_w, m->mlm_ln_b, ws->h, NULL, NULL, rows, d, c->ln_eps);
+        src = ws->h;
+        bias = m->mlm_bias;
+    }
+    for (int i = 0; i < rows; i++) {
+        float *row = o->logits + (size_t)i * (size_t)V;
+        if (bias)
+            memcpy(row, bias, (size_t)V * sizeof *row);
+        else
+            memset(row, 0, (size_t)V * sizeof *row);
+    }
+    hs_op_gemm(1, rows, V, d, 1.0f, src, d, m->decoder, d, 1.0f, o->logits, V);
+}
 
 hs_status hs_forward(const hs_model *m, const int32_t *ids, const int32_t *type_ids, int n,
                      const hs_forward_opts *o, hs_forward_ws *ws, hs_error *err)
@@ -89,17 +181,23 @@ hs_status hs_forward(const hs_model *m, const int32_t *ids, const int32_t *type_
                 return hs_fail(err, HS_E_ARG, "logit row %d is outside the %d tokens",
                                (int)o->logit_rows[r], n);
     }
+    int batch = o && o->batch > 1 ? o->batch : 1;
+    if (o && (o->batch < 0 || o->batch > HS_FORWARD_MAX_BATCH))
+        return hs_fail(err, HS_E_ARG, "batch of %d copies (0 to %d)", o->batch,
+                       HS_FORWARD_MAX_BATCH);
+    if (batch > 1 && o->on_attn)
+        return hs_fail(err, HS_E_ARG, "an attention observer needs a batch of 1, not %d", batch);
 
     hs_forward_ws *own = NULL;
-    if (!ws || ws->max_n < n) {
-        hs_status st = hs_forward_ws_new(m, n, &own, err);
+    if (!ws || ws->max_n < n || ws->max_batch < batch) {
+        hs_status st = hs_forward_ws_new_batch(m, n, batch, &own, err);
         if (st)
             return st;
         ws = own;
     }
-    int d = c->d_model, f = c->d_ff;
-    size_t nd = (size_t)n * (size_t)d;
-    float *x = ws->x, *h = ws->h;
+    int d = c->d_model, rows = batch * n;
+    size_t nd = (size_t)n * (size_t)d, xd = (size_t)rows * (size_t)d;
+    float *x = ws->x;
 
     int l0 = o ? o->start_layer : 0;
     if (l0 < 0 || l0 >= c->n_layer || (l0 > 0 && !o->x_start)) {
@@ -107,7 +205,7 @@ hs_status hs_forward(const hs_model *m, const int32_t *ids, const int32_t *type_
         return hs_fail(err, HS_E_ARG, "start layer %d needs a stream (model has %d layers)", l0,
                        c->n_layer);
     }
-    /* Embeddings. */
+    /* Embeddings (copy 0). */
     for (int i = 0; i < n && l0 == 0; i++) {
         float *xi = x + (size_t)i * (size_t)d;
         const float *te = m->wte + (size_t)ids[i] * (size_t)d;
@@ -124,74 +222,26 @@ hs_status hs_forward(const hs_model *m, const int32_t *ids, const int32_t *type_
         hs_op_layernorm(x, m->emb_ln_w, m->emb_ln_b, x, NULL, NULL, n, d, c->ln_eps);
     if (l0 > 0)
         memcpy(x, o->x_start, nd * sizeof *x);
+    for (int b = 1; b < batch; b++) /* every copy starts from the same stream */
+        memcpy(x + (size_t)b * nd, x, nd * sizeof *x);
 
     const float *hmask = o ? o->head_mask : NULL;
+    size_t lh = (size_t)c->n_layer * (size_t)c->n_head;
     for (int l = l0; l < c->n_layer; l++) {
-        const hs_layer *L = &m->layers[l];
         if (o && o->x_layers)
-            memcpy(o->x_layers + (size_t)l * nd, x, nd * sizeof *x);
+            memcpy(o->x_layers + (size_t)l * xd, x, xd * sizeof *x);
         const float *hm_l = hmask ? hmask + (size_t)l * (size_t)c->n_head : NULL;
-        if (c->family == HS_FAMILY_GPT2) {
-            hs_op_layernorm(x, L->ln1_w, L->ln1_b, h, NULL, NULL, n, d, c->ln_eps);
-            hs_op_linear(h, L->w_qkv, L->b_qkv, ws->qkv, n, d, 3 * d);
-        } else {
-            hs_op_linear(x, L->w_qkv, L->b_qkv, ws->qkv, n, d, 3 * d);
-        }
-        /* probs are reported before the head mask scales them */
-        hs_op_attn_probs(c, ws->qkv, ws->probs, n);
-        if (o && o->on_attn && o->on_attn(o->user, l, ws->probs, c->n_head, n)) {
+        if (block_forward(m, l, ws, n, batch, hm_l, lh, o)) {
             hs_forward_ws_free(own);
             return hs_fail(err, HS_E_ARG, "stopped by observer");
         }
-        hs_op_attn_context(c, ws->qkv, ws->probs, ws->ctx, n, hm_l);
-        hs_op_linear(ws->ctx, L->w_o, L->b_o, h, n, d, d);
-        hs_op_add(x, h, nd);
-        if (c->family == HS_FAMILY_GPT2) {
-            hs_op_layernorm(x, L->ln2_w, L->ln2_b, h, NULL, NULL, n, d, c->ln_eps);
-            hs_op_linear(h, L->w_fc, L->b_fc, ws->ff, n, d, f);
-        } else {
-            hs_op_layernorm(x, L->ln1_w, L->ln1_b, x, NULL, NULL, n, d, c->ln_eps);
-            hs_op_linear(x, L->w_fc, L->b_fc, ws->ff, n, d, f);
-        }
-        hs_op_gelu(ws->ff, ws->ff, (size_t)n * (size_t)f, c->act);
-        hs_op_linear(ws->ff, L->w_proj, L->b_proj, h, n, f, d);
-        hs_op_add(x, h, nd);
-        if (c->family == HS_FAMILY_BERT)
-            hs_op_layernorm(x, L->ln2_w, L->ln2_b, x, NULL, NULL, n, d, c->ln_eps);
     }
     if (c->family == HS_FAMILY_GPT2)
-        hs_op_layernorm(x, m->lnf_w, m->lnf_b, x, NULL, NULL, n, d, c->ln_eps);
+        hs_op_layernorm(x, m->lnf_w, m->lnf_b, x, NULL, NULL, rows, d, c->ln_eps);
     if (o && o->hidden)
-        memcpy(o->hidden, x, nd * sizeof *x);
-    if (o && o->logits) {
-        const float *src = x;
-        const float *bias = NULL;
-        int rows = n;
-        if (o->logit_rows) { /* gather the rows wanted into ws->qkv: (rows, d) */
-            rows = o->n_logit_rows;
-            for (int r = 0; r < rows; r++)
-                memcpy(ws->qkv + (size_t)r * (size_t)d, x + (size_t)o->logit_rows[r] * (size_t)d,
-                       (size_t)d * sizeof *x);
-            src = ws->qkv;
-        }
-        size_t rd = (size_t)rows * (size_t)d;
-        if (c->family == HS_FAMILY_BERT) { /* MLM transform (row-wise): dense, gelu, LayerNorm */
-            hs_op_linear(src, m->mlm_w, m->mlm_b, h, rows, d, d);
-            hs_op_gelu(h, h, rd, c->act);
-            hs_op_layernorm(h, m->mlm_ln_w, m->mlm_ln_b, h, NULL, NULL, rows, d, c->ln_eps);
-            src = h;
-            bias = m->mlm_bias;
-        }
-        int V = c->vocab_size;
-        for (int i = 0; i < rows; i++) {
-            float *row = o->logits + (size_t)i * (size_t)V;
-            if (bias)
-                memcpy(row, bias, (size_t)V * sizeof *row);
-            else
-                memset(row, 0, (size_t)V * sizeof *row);
-        }
-        hs_op_gemm(1, rows, V, d, 1.0f, src, d, m->decoder, d, 1.0f, o->logits, V);
-    }
+        memcpy(o->hidden, x, xd * sizeof *x);
+    if (o && o->logits)
+        lm_head(m, ws, n, batch, o);
     hs_forward_ws_free(own);
     return HS_OK;
 }
