@@ -2,6 +2,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -164,25 +165,17 @@ static void progress(void *user, const char *what, int done, int total)
     fflush(stderr);
 }
 
-/* After a failure: removes what this run wrote (pictures, page, report), the heads/
- * folder when empty, and the output folder when this run created it and it is empty. */
-static void remove_outputs(const char *outdir, char **files, int n_files, int created_dir)
+/* Test hook: with HEADSCOPE_TEST_SIGNAL_AT=STEP the worker sends SIGTERM to its supervisor
+ * after STEP ("analyze", "pictures", "report") and waits, so tests/cli.sh can check that an
+ * interrupted run leaves the output folder as it was. */
+static void test_signal_at(const char *step)
 {
-    size_t cap = strlen(outdir) + 64;
-    char *p = malloc(cap);
-    if (!p)
+    const char *at = getenv("HEADSCOPE_TEST_SIGNAL_AT");
+    if (!at || strcmp(at, step))
         return;
-    for (int i = 0; i < n_files; i++) {
-        if (strlen(files[i]) + strlen(outdir) + 2 > cap)
-            continue;
-        snprintf(p, cap, "%s/%s", outdir, files[i]);
-        unlink(p);
-    }
-    snprintf(p, cap, "%s/heads", outdir);
-    rmdir(p);
-    if (created_dir)
-        rmdir(outdir);
-    free(p);
+    kill(getppid(), SIGTERM);
+    for (;;)
+        pause();
 }
 
 /* out/index.html with the report and the analysed heads' maps, (n_heads, n, n). */
@@ -485,12 +478,22 @@ int cmd_analyze(int argc, char **argv)
     int rc = co.path ? 0 : cli_text_get(C, text, file, pair, &t);
     if (rc)
         return rc;
+    /* the output folder, locked; a single-text run is staged and supervised (a failed or
+     * interrupted run leaves the folder as it was), before anything has started threads */
+    cli_outdir od;
+    int worker;
+    rc = cli_outdir_open(C, outdir, !co.path, &od, &worker);
+    if (!worker) {
+        cli_text_free(&t);
+        return rc;
+    }
+    const char *stage = od.stage;
     hs_model *m = cli_model_load(C, argv[optind]);
     hs_encoding enc = {0};
     hs_analysis *a = NULL;
     unsigned char *on = NULL;
     char *json_text = NULL, *report_path = NULL, **files = NULL;
-    int n_files = 0, created_dir = 0;
+    int n_files = 0;
     hs_error err = {{0}};
     rc = EXIT_FAIL;
     if (!m)
@@ -516,14 +519,12 @@ int cmd_analyze(int argc, char **argv)
         ao.progress = NULL;
     ao.command_line = cli_command_line(&ao.command_line_argc);
 
-    if (cli_output_dir(C, outdir, &created_dir))
-        goto done;
     if (co.path) {
         ao.progress = NULL;
         co.progress = progress_mode >= 0 ? progress_mode
                       : !quiet && isatty(STDERR_FILENO) ? CLI_PROGRESS_TTY : CLI_PROGRESS_NONE;
-        rc = cli_analyze_corpus(C, m, &co, &ao, outdir, created_dir, quiet, json);
-        created_dir = 0; /* cli_analyze_corpus removed what it wrote */
+        rc = cli_analyze_corpus(C, m, &co, &ao, outdir, od.created, quiet, json);
+        od.created = 0; /* cli_analyze_corpus removed what it wrote */
         goto done;
     }
     hs_analyze_input in = {.ids = enc.ids, .type_ids = enc.type_ids, .n = (int)enc.n,
@@ -536,7 +537,8 @@ int cmd_analyze(int argc, char **argv)
         cli_error(C, "%s", err.msg);
         goto done;
     }
-    if (images && hs_pictures_write(a, outdir, max_tokens, &files, &n_files, &err) != HS_OK) {
+    test_signal_at("analyze");
+    if (images && hs_pictures_write(a, stage, max_tokens, &files, &n_files, &err) != HS_OK) {
         cli_error(C, "%s", err.msg);
         goto done;
     }
@@ -552,30 +554,35 @@ int cmd_analyze(int argc, char **argv)
     }
     n_files += 2;
     json_text = hs_report_json(a, (const char *const *)files, n_files, 1);
-    size_t plen = strlen(outdir) + 16;
+    size_t plen = strlen(stage) + 16; /* the staging folder's path is the longer */
     report_path = malloc(plen);
     if (!json_text || !report_path) {
         cli_error(C, "out of memory");
         goto done;
     }
     /* index.html first, report.json last: a complete report.json means a complete run */
-    if (write_page(a, json_text, outdir, &err) != HS_OK) {
+    test_signal_at("pictures");
+    if (write_page(a, json_text, stage, &err) != HS_OK) {
         cli_error(C, "%s", err.msg);
         goto done;
     }
-    snprintf(report_path, plen, "%s/report.json", outdir);
+    snprintf(report_path, plen, "%s/report.json", stage);
     if (hs_file_write_atomic(report_path, json_text, strlen(json_text), &err) != HS_OK) {
         cli_error(C, "%s", err.msg);
         goto done;
     }
+    test_signal_at("report");
+    if ((rc = cli_outdir_commit(C, &od, files, n_files)) != EXIT_OK)
+        goto done;
+    rc = EXIT_FAIL;
+    snprintf(report_path, plen, "%s/report.json", outdir);
     if (json)
         puts(json_text);
     else if (!quiet)
         print_summary(a, report_path);
     rc = cli_finish_stdout(C);
 done:
-    if (rc != EXIT_OK && outdir && !co.path)
-        remove_outputs(outdir, files, n_files, created_dir);
+    cli_outdir_close(&od); /* after a failure: the staging folder goes, and the folder if new */
     for (int i = 0; i < n_files; i++)
         free(files[i]);
     free(files);

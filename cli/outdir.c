@@ -165,6 +165,15 @@ static int own_name(const char *s)
 
 int cli_outdir_commit(const char *cmd, cli_outdir *od, char *const *files, int n_files)
 {
+    /* OUTDIR/heads must be a real folder: nothing is removed or written through a link */
+    char *heads = cli_path_join(od->path, "heads");
+    struct stat hs;
+    if (!heads || (lstat(heads, &hs) == 0 && !S_ISDIR(hs.st_mode))) {
+        cli_error(cmd, "'%s' is not a folder (a symbolic link?); headscope writes its pictures "
+                  "into a real folder there", heads ? heads : "heads");
+        free(heads);
+        return EXIT_FAIL;
+    }
     /* what an earlier run wrote and this one does not: removed, nothing else */
     cJSON *old = earlier_files(od->path), *it;
     cJSON_ArrayForEach(it, old)
@@ -180,9 +189,7 @@ int cli_outdir_commit(const char *cmd, cli_outdir *od, char *const *files, int n
         }
     }
     cJSON_Delete(old);
-    char *heads = cli_path_join(od->path, "heads");
-    if (heads)
-        mkdir(heads, 0777); /* may exist */
+    mkdir(heads, 0777); /* may exist */
     int rc = EXIT_OK;
     for (int i = 0; i < n_files && rc == EXIT_OK; i++) { /* report.json is last */
         char *from = cli_path_join(od->stage, files[i]), *to = cli_path_join(od->path, files[i]);
@@ -193,8 +200,7 @@ int cli_outdir_commit(const char *cmd, cli_outdir *od, char *const *files, int n
         free(from);
         free(to);
     }
-    if (heads)
-        rmdir(heads); /* when this run wrote no pictures and no earlier run left any */
+    rmdir(heads); /* when this run wrote no pictures and no earlier run left any */
     free(heads);
     if (rc == EXIT_OK) {
         nftw(od->stage, remove_entry, 16, FTW_DEPTH | FTW_PHYS);

@@ -389,6 +389,40 @@ for f in out/report.json out/index.html out/gallery.png out/heads/L0_H0.png a.np
     [ -f "$T/sym/$f" ] && [ ! -L "$T/sym/$f" ] || bad "$f was not written"
 done
 
+# An interrupted or failed analyze leaves OUTDIR as it was; a rerun removes only what the
+# earlier run listed; a locked folder refuses a second run
+IO="$T/iofolder/out"
+mkdir -p "$IO" && "$HS" analyze "$G" --text "$REP" -o "$IO" -q --no-ablation && ok || bad "first run"
+echo mine >"$IO/notes.txt" && echo mine >"$IO/heads/mine.png"
+snapshot() { (cd "$IO" && find . | LC_ALL=C sort && find . -type f | LC_ALL=C sort | xargs md5sum); }
+snapshot >"$T/io.before"
+for step in analyze pictures report; do
+    expect 143 "interrupted after $step" -- env HEADSCOPE_TEST_SIGNAL_AT=$step "$HS" analyze "$G" --text "other words here" -o "$IO" -q --no-ablation
+    stderr_has "interrupted after $step" "left as it was"
+    snapshot | cmp -s - "$T/io.before" && ok || bad "interrupted after $step changed the folder: $(snapshot | diff - "$T/io.before" | head -5)"
+done
+expect 143 "interrupted run into a new folder" -- env HEADSCOPE_TEST_SIGNAL_AT=pictures "$HS" analyze "$G" --text "words" -o "$T/iofolder/new" -q --no-ablation
+[ ! -e "$T/iofolder/new" ] && ok || bad "an interrupted run left its new folder"
+expect 1 "failed run into a new folder" -- "$HS" analyze "$T/no-model" --text "words" -o "$T/iofolder/new2" -q
+[ ! -e "$T/iofolder/new2" ] && ok || bad "a failed run left its new folder"
+expect 0 "rerun without images" -- "$HS" analyze "$G" --text "other words here" -o "$IO" -q --no-ablation --no-images
+[ ! -e "$IO/gallery.png" ] && [ ! -e "$IO/heads/L0_H0.png" ] && ok || bad "the earlier run's pictures stayed"
+[ -f "$IO/notes.txt" ] && [ -f "$IO/heads/mine.png" ] && [ -f "$IO/report.json" ] && ok || bad "a rerun removed a file it did not write"
+ls -a "$IO" | grep -q '^\.headscope-run' && bad "a staging folder was left" || ok
+if command -v flock >/dev/null; then
+    flock "$IO" sleep 5 &
+    sleep 0.5
+    expect 1 "locked folder" -- "$HS" analyze "$G" --text "words" -o "$IO" -q --no-ablation
+    stderr_has "locked folder" "another headscope run"
+    wait
+fi
+mkdir -p "$T/iofolder/elsewhere" && echo keep >"$T/iofolder/elsewhere/gallery.png" && echo keep >"$T/iofolder/elsewhere/L0_H0.png"
+"$HS" analyze "$G" --text "words" -o "$IO" -q --no-ablation && ok || bad "run with pictures"
+rm -rf "$IO/heads" && ln -s "$T/iofolder/elsewhere" "$IO/heads"
+expect 1 "heads is a symlink" -- "$HS" analyze "$G" --text "words" -o "$IO" -q --no-ablation
+stderr_has "heads is a symlink" "symbolic link"
+[ "$(cat "$T/iofolder/elsewhere/L0_H0.png")" = keep ] && [ "$(ls "$T/iofolder/elsewhere" | wc -l)" = 2 ] && ok || bad "files were removed or written through a heads symlink"
+
 # a FIFO or a device as MODEL is refused at once, not waited on
 mkfifo "$T/fifo" && expect 1 "fifo model" -- timeout 5 "$HS" info "$T/fifo" && one_line_error "fifo model"
 expect 1 "device model" -- timeout 5 "$HS" info /dev/zero
