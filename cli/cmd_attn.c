@@ -1,5 +1,6 @@
 /* headscope attn: run the model on a text and write every head's attention map. */
 #include <getopt.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,20 +13,28 @@ typedef struct npy_sink {
     hs_npy_stream *s;
     hs_error err;
     int failed;
+    int warned; /* --allow-nonfinite: the first non-finite map was named */
 } npy_sink;
 
 static int stream_layer(void *user, int layer, const float *probs, int n_head, int n)
 {
     npy_sink *ns = user;
-    (void)layer;
     size_t count = (size_t)n_head * (size_t)n * (size_t)n;
+    for (size_t i = 0; !ns->warned && i < count; i++)
+        if (!isfinite(probs[i])) {
+            size_t nn = (size_t)n * (size_t)n;
+            cli_error("attn", "warning: layer %d head %d attention is not finite (query %zu): "
+                      "the attention scores overflow float32; written as they are", layer,
+                      (int)(i / nn), i % nn / (size_t)n);
+            ns->warned = 1;
+        }
     ns->failed = hs_npy_stream_write(ns->s, probs, count, &ns->err) != HS_OK;
     return ns->failed;
 }
 
 static const char usage_text[] =
     "usage: headscope attn MODEL (--text TEXT | --file PATH|-) [--text-pair TEXT2]\n"
-    "                      [--truncate] -o OUT.npy\n\n"
+    "                      [--truncate] [--allow-nonfinite] -o OUT.npy\n\n"
     "Runs MODEL (Hugging Face folder or GGUF file) on the text and writes the attention\n"
     "probabilities of every head as a NumPy array of shape (n_layer, n_head, n_tok, n_tok),\n"
     "float32, row = query token, column = key token.\n\n"
@@ -33,6 +42,9 @@ static const char usage_text[] =
     "  -f, --file PATH        read the text from a file as raw bytes ('-' for stdin)\n"
     "      --text-pair TEXT2  second segment for BERT ([CLS] a [SEP] b [SEP])\n"
     "      --truncate         keep the first n_ctx tokens of a longer text\n"
+    "      --allow-nonfinite  write maps holding NaN or infinity (attention scores that\n"
+    "                         overflow float32) instead of failing; a warning names the\n"
+    "                         first such layer and head\n"
     "  -o, --output OUT.npy   where to write the maps (required)\n"
     "  -q, --quiet            print nothing on success\n"
     "  -h, --help             show this help\n";
@@ -43,9 +55,10 @@ int cmd_attn(int argc, char **argv)
         {"text", required_argument, NULL, 't'},   {"file", required_argument, NULL, 'f'},
         {"text-pair", required_argument, NULL, 'p'}, {"truncate", no_argument, NULL, 'T'},
         {"output", required_argument, NULL, 'o'}, {"quiet", no_argument, NULL, 'q'},
+        {"allow-nonfinite", no_argument, NULL, 'N'},
         {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
     const char *text = NULL, *file = NULL, *pair = NULL, *out = NULL;
-    int truncate = 0, quiet = 0, c;
+    int truncate = 0, quiet = 0, allow_nonfinite = 0, c;
     opterr = 0;
     optind = 1;
     while ((c = getopt_long(argc, argv, ":t:f:o:qh", opts, NULL)) != -1) {
@@ -56,6 +69,7 @@ int cmd_attn(int argc, char **argv)
         case 'T': truncate = 1; break;
         case 'o': out = optarg; break;
         case 'q': quiet = 1; break;
+        case 'N': allow_nonfinite = 1; break;
         case 'h': fputs(usage_text, stdout); return cli_finish_stdout("attn");
         case ':': return cli_usage_error("attn", "option '%s' needs a value", argv[optind - 1]);
         default: return cli_usage_error("attn", "unknown option '%s'", argv[optind - 1]);
@@ -74,7 +88,7 @@ int cmd_attn(int argc, char **argv)
     hs_model *m = cli_model_load("attn", model_path);
     hs_encoding enc = {0};
     hs_error err = {{0}};
-    npy_sink ns = {0};
+    npy_sink ns = {.warned = !allow_nonfinite}; /* the scan runs only when allowed */
     rc = EXIT_FAIL;
     if (!m || cli_encode("attn", m, &t, truncate, &enc, NULL))
         goto done;
@@ -86,7 +100,8 @@ int cmd_attn(int argc, char **argv)
         cli_error("attn", "%s", err.msg);
         goto done;
     }
-    hs_forward_opts fo = {.on_attn = stream_layer, .user = &ns};
+    hs_forward_opts fo = {.on_attn = stream_layer, .user = &ns,
+                          .allow_nonfinite = allow_nonfinite};
     if (hs_forward(m, enc.ids, enc.type_ids, n, &fo, NULL, &err) != HS_OK) {
         cli_error("attn", "%s", ns.failed ? ns.err.msg : err.msg);
         goto done;

@@ -423,6 +423,31 @@ expect 1 "heads is a symlink" -- "$HS" analyze "$G" --text "words" -o "$IO" -q -
 stderr_has "heads is a symlink" "symbolic link"
 [ "$(cat "$T/iofolder/elsewhere/L0_H0.png")" = keep ] && [ "$(ls "$T/iofolder/elsewhere" | wc -l)" = 2 ] && ok || bad "files were removed or written through a heads symlink"
 
+# attention that overflows float32 is refused, naming the layer and head (attn writes it
+# with --allow-nonfinite and a warning): layer 1's query and key columns scaled by 1e20
+"$PY" - "$G" "$T/overflow" <<'PYEOF' && ok || bad "overflow model"
+import shutil, sys
+sys.path.insert(0, "fixtures/ref")
+import hs_ref as R
+src, d = sys.argv[1:3]
+shutil.copytree(src, d)
+t = R.read_safetensors(d + "/model.safetensors")
+k = [x for x in t if x.endswith("h.1.attn.c_attn.weight")][0]
+w = t[k].copy()
+w[:, : 2 * w.shape[0]] *= 1e20
+t[k] = w
+R.write_safetensors(d + "/model.safetensors", t)  # F32
+PYEOF
+expect 1 "overflowing attention" -- "$HS" attn "$T/overflow" --text "hello world" -o "$T/ov.npy"
+one_line_error "overflowing attention"
+stderr_has "overflowing attention" "layer 1 head 0 attention is not finite"
+no_file "overflowing attention" "$T/ov.npy"
+expect 1 "overflowing attention in analyze" -- "$HS" analyze "$T/overflow" --text "hello world" -o "$T/ov-an"
+stderr_has "overflowing attention in analyze" "scores overflow float32"
+expect 0 "--allow-nonfinite" -- "$HS" attn "$T/overflow" --text "hello world" -o "$T/ov.npy" --allow-nonfinite
+stderr_has "--allow-nonfinite" "warning: layer 1 head 0"
+"$PY" -c "import numpy as n,sys; a=n.load('$T/ov.npy'); sys.exit(0 if n.isfinite(a[0]).all() and not n.isfinite(a[1,0]).all() else 1)" && ok || bad "--allow-nonfinite maps"
+
 # a FIFO or a device as MODEL is refused at once, not waited on
 mkfifo "$T/fifo" && expect 1 "fifo model" -- timeout 5 "$HS" info "$T/fifo" && one_line_error "fifo model"
 expect 1 "device model" -- timeout 5 "$HS" info /dev/zero

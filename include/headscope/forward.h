@@ -61,6 +61,10 @@ typedef struct hs_forward_opts {
      * (batch * rows, vocab), hidden (batch * n, d_model), x_layers (n_layer, batch * n,
      * d_model). on_attn must be NULL. 0 or 1: one copy. At most HS_FORWARD_MAX_BATCH. */
     int batch;
+    /* A layer whose attention probabilities hold a NaN or an infinity (scores that overflow
+     * float32) fails the pass with HS_E_VALUE naming the layer, head and query, unless
+     * allow_nonfinite is set (they are then passed on as they are). */
+    int allow_nonfinite;
 } hs_forward_opts;
 
 #define HS_FORWARD_MAX_BATCH 4096

@@ -72,12 +72,27 @@ void hs_forward_ws_free(hs_forward_ws *ws)
 }
 
 
+/* Fails when a head's attention probabilities (n_head, n, n) hold a NaN or an infinity
+ * (scores that overflow float32), naming the first such layer, head and query. */
+static hs_status check_probs(const hs_model_config *c, const float *probs, int l, int n,
+                             hs_error *err)
+{
+    size_t count = (size_t)c->n_head * (size_t)n * (size_t)n, at = hs_op_first_nonfinite(probs, count);
+    if (at == (size_t)-1)
+        return HS_OK;
+    size_t nn = (size_t)n * (size_t)n;
+    return hs_fail(err, HS_E_VALUE, "layer %d head %d attention is not finite (query %zu): the "
+                   "attention scores overflow float32", l, (int)(at / nn), at % nn / (size_t)n);
+}
+
 /* One transformer block, layer l, on the stacked streams ws->x: (batch * n, d) in place.
  * Copy b (rows b*n..) runs under the head mask hm + b * hm_stride: (n_head), NULL = all
  * ones. Projections and the MLP are single GEMMs over all copies; attention runs copy by
- * copy. Returns non-zero when the observer (batch 1 only) stops the pass. */
-static int block_forward(const hs_model *m, int l, hs_forward_ws *ws, int n, int batch,
-                         const float *hm, size_t hm_stride, const hs_forward_opts *o)
+ * copy. Fails when the observer (batch 1 only) stops the pass or, unless allowed, when
+ * attention is not finite. */
+static hs_status block_forward(const hs_model *m, int l, hs_forward_ws *ws, int n, int batch,
+                               const float *hm, size_t hm_stride, const hs_forward_opts *o,
+                               hs_error *err)
 {
     const hs_model_config *c = &m->cfg;
     const hs_layer *L = &m->layers[l];
@@ -94,8 +109,11 @@ static int block_forward(const hs_model *m, int l, hs_forward_ws *ws, int n, int
         const float *qkv = ws->qkv + (size_t)b * 3 * nd;
         /* probs are reported before the head mask scales them */
         hs_op_attn_probs(c, qkv, ws->probs, n);
+        hs_status st = o && o->allow_nonfinite ? HS_OK : check_probs(c, ws->probs, l, n, err);
+        if (st)
+            return st;
         if (o && o->on_attn && o->on_attn(o->user, l, ws->probs, c->n_head, n))
-            return 1;
+            return hs_fail(err, HS_E_ARG, "stopped by observer");
         hs_op_attn_context(c, qkv, ws->probs, ws->ctx + (size_t)b * nd, n,
                            hm ? hm + (size_t)b * hm_stride : NULL);
     }
@@ -113,7 +131,7 @@ static int block_forward(const hs_model *m, int l, hs_forward_ws *ws, int n, int
     hs_op_add(x, h, xd);
     if (c->family == HS_FAMILY_BERT)
         hs_op_layernorm(x, L->ln2_w, L->ln2_b, x, NULL, NULL, rows, d, c->ln_eps);
-    return 0;
+    return HS_OK;
 }
 
 /* The LM head on rows of x: (batch * n, d), all of them or each copy's logit_rows →
@@ -231,9 +249,10 @@ hs_status hs_forward(const hs_model *m, const int32_t *ids, const int32_t *type_
         if (o && o->x_layers)
             memcpy(o->x_layers + (size_t)l * xd, x, xd * sizeof *x);
         const float *hm_l = hmask ? hmask + (size_t)l * (size_t)c->n_head : NULL;
-        if (block_forward(m, l, ws, n, batch, hm_l, lh, o)) {
+        hs_status st = block_forward(m, l, ws, n, batch, hm_l, lh, o, err);
+        if (st) {
             hs_forward_ws_free(own);
-            return hs_fail(err, HS_E_ARG, "stopped by observer");
+            return st;
         }
     }
     if (c->family == HS_FAMILY_GPT2)

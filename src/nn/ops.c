@@ -261,3 +261,17 @@ void hs_op_add(float *x, const float *y, size_t count)
     for (size_t i = 0; i < count; i++)
         x[i] += y[i];
 }
+
+size_t hs_op_first_nonfinite(const float *x, size_t count)
+{
+    float acc = 0.0f;
+#pragma omp simd reduction(+ : acc)
+    for (size_t i = 0; i < count; i++)
+        acc += x[i] * 0.0f;
+    if (acc == 0.0f)
+        return (size_t)-1;
+    for (size_t i = 0; i < count; i++)
+        if (!isfinite(x[i]))
+            return i;
+    return (size_t)-1;
+}

@@ -31,6 +31,10 @@ double hs_op_exp_shift(float *r, int w, float *max);
 /* log sum_j exp r_j, in double (exponentials summed in double after the max is taken out). */
 double hs_op_log_sum_exp(const float *r, int w);
 
+/* Index of the first NaN or infinity in x: (count), or (size_t)-1 when all are finite.
+ * One vectorised pass (x * 0 is 0 for every finite x) and a scan only on failure. */
+size_t hs_op_first_nonfinite(const float *x, size_t count);
+
 /* Row-wise softmax of s: (n, n) in place; causal rows over keys 0..i, the rest set to 0. */
 void hs_op_softmax_rows(float *s, int n, int causal);
 
