@@ -514,6 +514,19 @@ expect 0 "corpus licenses" -- "$HS" analyze "$TG" --corpus "$CP" -o "$T/co"
 grep -q "40 texts analysed" "$T/out" && grep -q "^wrote $T/co/report.json" "$T/out" && ok || bad "corpus summary: $(cat "$T/out")"
 [ -s "$T/co/texts.jsonl" ] && [ -z "$(ls "$T/co" | grep tmp)" ] && [ ! -e "$T/co/index.html" ] && ok || bad "corpus outputs"
 "$PY" fixtures/corpus/check_corpus.py "$T/co" "$TG" --ref-texts 4 >"$T/chk" 2>&1 && ok || bad "corpus statistics vs NumPy and the reference: $(cat "$T/chk")"
+# 500 real paragraphs (Debian's licence and documentation texts) on the naturally trained
+# GPT-2 and BERT of ../shared: every statistic recomputed with NumPy, entropies and the mean
+# similarity with the float64 reference
+if [ -d "$SHARED/trained-gpt2" ] && [ -d "$SHARED/trained-bert" ]; then
+    "$PY" fixtures/corpus/make_paragraphs.py "$T/para.txt" --n 500 >"$T/chk" 2>&1 && ok || bad "paragraphs: $(cat "$T/chk")"
+    for mdl in trained-gpt2 trained-bert; do
+        expect 0 "corpus of 500 paragraphs on $mdl" -- "$HS" analyze "$SHARED/$mdl" --corpus "$T/para.txt" --max-tokens 128 -o "$T/para-$mdl" -q
+        "$PY" fixtures/corpus/check_corpus.py "$T/para-$mdl" "$SHARED/$mdl" --ref-texts 5 >"$T/chk" 2>&1 && ok || bad "500 paragraphs on $mdl vs NumPy and the reference: $(cat "$T/chk")"
+        "$PY" -c "import json,sys; c=json.load(open(sys.argv[1]))['corpus']; sys.exit(0 if c['n_texts'] == 500 else 1)" "$T/para-$mdl/report.json" && ok || bad "500 paragraphs on $mdl: not every text analysed"
+    done
+else
+    echo "cli: skipped the 500-paragraph corpus check: $SHARED/trained-gpt2 and trained-bert are absent (development checkout only)"
+fi
 expect 0 "corpus rerun" -- "$HS" analyze "$TG" --corpus "$CP" -o "$T/co2" -q
 cmp -s "$T/co/texts.jsonl" "$T/co2/texts.jsonl" && ok || bad "corpus texts.jsonl differs between runs"
 "$PY" - "$T/co/report.json" "$T/co2/report.json" <<'PYEOF' && ok || bad "corpus report differs between runs"
