@@ -47,6 +47,10 @@
 extern "C" {
 #endif
 
+/* A source of maps one at a time, for maps that are not in one array (the analysis's
+ * store, hs_analysis_map): copies map k into out: (n, n), row = query, column = key. */
+typedef hs_status (*hs_map_fn)(void *user, int k, float *out, hs_error *err);
+
 /* ---- input checks and sink positions ---------------------------------------------- */
 
 /* Checks maps: (n_maps, n, n): n_maps >= 1, n >= 1, the size fits in memory, maps is
