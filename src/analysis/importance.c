@@ -9,13 +9,19 @@
 #include "internal.h"
 #include "nn/ops.h"
 
+/* Rows of logits computed at a time (64 x 50257 floats is 12 MB). */
+#define LOGIT_ROWS 64
+
 struct hs_loss_eval {
     const hs_model *m;
     hs_loss_input in; /* arrays below are owned copies */
     int32_t *ids, *type_ids, *positions, *targets;
     hs_forward_ws *ws;
-    float *logits; /* (n, V) for LM / MLM */
-    float *hidden; /* (n, d) for REPR */
+    float *logits; /* (LOGIT_ROWS, V) for LM / MLM: a block of rows; in the forward
+                      workspace's spare buffer when it fits there (own_logits 0) */
+    int own_logits;
+    float *scratch; /* (2, LOGIT_ROWS, d) for the LM head */
+    float *hidden; /* (n, d) final hidden states */
     float *ref;    /* (n, d) unablated hidden states, REPR */
     long passes;
     double *row_loss; /* (n) per-row losses, summed in order */
@@ -77,7 +83,9 @@ void hs_loss_eval_free(hs_loss_eval *e)
     free(e->type_ids);
     free(e->positions);
     free(e->targets);
-    free(e->logits);
+    if (e->own_logits)
+        free(e->logits);
+    free(e->scratch);
     free(e->hidden);
     free(e->ref);
     free(e->cache);
@@ -128,22 +136,32 @@ hs_status hs_loss_eval_new(const hs_model *m, const hs_loss_input *in, hs_loss_e
     int ok = e->ids && (!in->type_ids || e->type_ids) &&
              (in->kind != HS_LOSS_MLM || (e->positions && e->targets));
     size_t lh = (size_t)c->n_layer * (size_t)c->n_head;
-    e->cache = malloc((size_t)c->n_layer * n * (size_t)c->d_model * sizeof(float));
+    e->cache = in->no_cache ? NULL : malloc((size_t)c->n_layer * n * (size_t)c->d_model * sizeof(float));
     e->cache_mask = malloc(lh * sizeof(float));
     e->row_loss = malloc(n * sizeof(double));
-    ok = ok && e->cache && e->cache_mask && e->row_loss;
+    e->hidden = malloc(n * (size_t)c->d_model * sizeof(float));
+    ok = ok && (in->no_cache || e->cache) && e->cache_mask && e->row_loss && e->hidden;
     if (in->kind == HS_LOSS_REPR) {
-        e->hidden = malloc(n * (size_t)c->d_model * sizeof(float));
         e->ref = malloc(n * (size_t)c->d_model * sizeof(float));
-        ok = ok && e->hidden && e->ref;
+        ok = ok && e->ref;
     } else {
-        /* MLM: logits at the masked positions only (hs_forward_opts.logit_rows) */
-        size_t rows = in->kind == HS_LOSS_MLM ? (size_t)in->n_pos : n;
-        e->logits = malloc(rows * (size_t)c->vocab_size * sizeof(float));
+        /* logits a block of rows at a time; MLM: the masked positions only */
+        size_t rows = in->kind == HS_LOSS_MLM ? (size_t)in->n_pos : n - 1;
+        rows = rows < LOGIT_ROWS ? rows : LOGIT_ROWS;
+        e->scratch = malloc(2 * rows * (size_t)c->d_model * sizeof(float));
+        ok = ok && e->scratch;
+        if (ok && hs_forward_ws_new(m, in->n, &e->ws, NULL) == HS_OK) {
+            size_t spare;
+            e->logits = hs_forward_ws_spare(e->ws, &spare);
+            if (spare < rows * (size_t)c->vocab_size) {
+                e->logits = malloc(rows * (size_t)c->vocab_size * sizeof(float));
+                e->own_logits = 1;
+            }
+        }
         ok = ok && e->logits;
     }
-    hs_status st = ok ? hs_forward_ws_new(m, in->n, &e->ws, err)
-                      : hs_fail(err, HS_E_NOMEM, "out of memory for the loss evaluator");
+    hs_status st = !ok ? hs_fail(err, HS_E_NOMEM, "out of memory for the loss evaluator")
+                   : e->ws ? HS_OK : hs_forward_ws_new(m, in->n, &e->ws, err);
     if (st == HS_OK && in->kind == HS_LOSS_REPR) {
         hs_forward_opts o = {.hidden = e->ref};
         st = hs_forward(m, e->ids, e->type_ids, in->n, &o, e->ws, err);
@@ -157,18 +175,30 @@ hs_status hs_loss_eval_new(const hs_model *m, const hs_loss_input *in, hs_loss_e
     return HS_OK;
 }
 
-/* Mean over rows of −log softmax(logits row r)[targets[r]], in double. Rows are computed in
- * parallel and summed in row order, so the value does not depend on the thread count. */
-static double mean_nll(const float *logits, int rows, int V, const int32_t *targets, double *buf)
+/* Mean over the loss rows r of −log softmax(logits of row r)[targets[r]], in double: the
+ * logits of LOGIT_ROWS rows at a time from the final hidden states (LM: rows 0..n-2, MLM:
+ * the masked positions), each row's term computed in parallel and the terms summed in row
+ * order, so the value does not depend on the thread count. */
+static double mean_nll(hs_loss_eval *e, int rows, const int32_t *idx, const int32_t *targets)
 {
-#pragma omp parallel for schedule(static) if (rows > 1)
-    for (int r = 0; r < rows; r++) {
-        const float *row = logits + (size_t)r * (size_t)V;
-        buf[r] = hs_op_log_sum_exp(row, V) - (double)row[targets[r]];
+    const hs_model_config *c = hs_model_config_of(e->m);
+    int V = c->vocab_size;
+    for (int r0 = 0; r0 < rows; r0 += LOGIT_ROWS) {
+        int b = rows - r0 < LOGIT_ROWS ? rows - r0 : LOGIT_ROWS;
+        if (idx)
+            hs_lm_logits(e->m, e->hidden, idx + r0, b, e->scratch, e->logits);
+        else /* rows r0.. of the hidden states */
+            hs_lm_logits(e->m, e->hidden + (size_t)r0 * (size_t)c->d_model, NULL, b, e->scratch,
+                         e->logits);
+#pragma omp parallel for schedule(static) if (b > 1)
+        for (int r = 0; r < b; r++) {
+            const float *row = e->logits + (size_t)r * (size_t)V;
+            e->row_loss[r0 + r] = hs_op_log_sum_exp(row, V) - (double)row[targets[r0 + r]];
+        }
     }
     double sum = 0;
     for (int r = 0; r < rows; r++)
-        sum += buf[r];
+        sum += e->row_loss[r];
     return sum / rows;
 }
 
@@ -193,12 +223,9 @@ static hs_status run_mask(hs_loss_eval *e, const float *head_mask, int refresh, 
         if (start == c->n_layer)
             start = c->n_layer - 1;
     }
-    int capture = refresh || !e->cache_valid; /* the cache keeps its state otherwise */
-    hs_forward_opts o = {.head_mask = head_mask, .logits = e->logits, .hidden = e->hidden};
-    if (in->kind == HS_LOSS_MLM) {
-        o.logit_rows = in->positions;
-        o.n_logit_rows = in->n_pos;
-    }
+    /* the cache keeps its state otherwise */
+    int capture = e->cache && (refresh || !e->cache_valid);
+    hs_forward_opts o = {.head_mask = head_mask, .hidden = e->hidden};
     if (start > 0) {
         o.start_layer = start;
         o.x_start = e->cache + (size_t)start * nd;
@@ -217,12 +244,12 @@ static hs_status run_mask(hs_loss_eval *e, const float *head_mask, int refresh, 
         e->cache_valid = 1;
     }
     e->passes++;
-    int V = c->vocab_size, d = c->d_model;
+    int d = c->d_model;
     double sum = 0;
     if (in->kind == HS_LOSS_LM) {
-        *loss = mean_nll(e->logits, in->n - 1, V, in->ids + 1, e->row_loss);
+        *loss = mean_nll(e, in->n - 1, NULL, in->ids + 1);
     } else if (in->kind == HS_LOSS_MLM) {
-        *loss = mean_nll(e->logits, in->n_pos, V, in->targets, e->row_loss);
+        *loss = mean_nll(e, in->n_pos, in->positions, in->targets);
     } else {
         for (int i = 0; i < in->n; i++) {
             const float *a = e->hidden + (size_t)i * (size_t)d, *b = e->ref + (size_t)i * (size_t)d;

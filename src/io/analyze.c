@@ -457,7 +457,7 @@ hs_status hs_analyze_run(const hs_model *m, const hs_analyze_input *in, const hs
     }
 
     /* 5. loss, ablation, pruning */
-    hs_loss_input li = {.ids = a->ids, .type_ids = a->type_ids, .n = n};
+    hs_loss_input li = {.ids = a->ids, .type_ids = a->type_ids, .n = n, .no_cache = !o->ablation};
     int32_t *masked = NULL;
     if (c->family == HS_FAMILY_GPT2) {
         li.kind = HS_LOSS_LM;

@@ -9,7 +9,7 @@
 #include "nn/ops.h"
 
 struct hs_forward_ws {
-    int max_n;
+    int max_n, n_head;
     float *x;     /* (n, d) residual stream */
     float *h;     /* (n, d) normalised input / scratch */
     float *qkv;   /* (n, 3d) */
@@ -32,6 +32,7 @@ hs_status hs_forward_ws_new(const hs_model *m, int max_n, hs_forward_ws **out, h
         return hs_fail(err, HS_E_NOMEM, "out of memory");
     size_t n = (size_t)max_n, d = (size_t)c->d_model;
     ws->max_n = max_n;
+    ws->n_head = c->n_head;
     ws->x = malloc(n * d * sizeof(float));
     ws->h = malloc(n * d * sizeof(float));
     ws->qkv = malloc(n * 3 * d * sizeof(float));
@@ -59,6 +60,43 @@ void hs_forward_ws_free(hs_forward_ws *ws)
     free(ws);
 }
 
+
+float *hs_forward_ws_spare(hs_forward_ws *ws, size_t *floats)
+{
+    *floats = (size_t)ws->n_head * (size_t)ws->max_n * (size_t)ws->max_n;
+    return ws->probs;
+}
+
+void hs_lm_logits(const hs_model *m, const float *x, const int32_t *idx, int rows,
+                  float *scratch, float *logits)
+{
+    const hs_model_config *c = &m->cfg;
+    int d = c->d_model, V = c->vocab_size;
+    const float *src = x, *bias = NULL;
+    if (idx) { /* gather the rows wanted: (rows, d) */
+        for (int r = 0; r < rows; r++)
+            memcpy(scratch + (size_t)r * (size_t)d, x + (size_t)idx[r] * (size_t)d,
+                   (size_t)d * sizeof *x);
+        src = scratch;
+    }
+    size_t rd = (size_t)rows * (size_t)d;
+    if (c->family == HS_FAMILY_BERT) { /* MLM transform (row-wise): dense, gelu, LayerNorm */
+        float *h = scratch + rd;
+        hs_op_linear(src, m->mlm_w, m->mlm_b, h, rows, d, d);
+        hs_op_gelu(h, h, rd, c->act);
+        hs_op_layernorm(h, m->mlm_ln_w, m->mlm_ln_b, h, NULL, NULL, rows, d, c->ln_eps);
+        src = h;
+        bias = m->mlm_bias;
+    }
+    for (int i = 0; i < rows; i++) {
+        float *row = logits + (size_t)i * (size_t)V;
+        if (bias)
+            memcpy(row, bias, (size_t)V * sizeof *row);
+        else
+            memset(row, 0, (size_t)V * sizeof *row);
+    }
+    hs_op_gemm(1, rows, V, d, 1.0f, src, d, m->decoder, d, 1.0f, logits, V);
+}
 
 hs_status hs_forward(const hs_model *m, const int32_t *ids, const int32_t *type_ids, int n,
                      const hs_forward_opts *o, hs_forward_ws *ws, hs_error *err)
@@ -163,35 +201,8 @@ hs_status hs_forward(const hs_model *m, const int32_t *ids, const int32_t *type_
         hs_op_layernorm(x, m->lnf_w, m->lnf_b, x, NULL, NULL, n, d, c->ln_eps);
     if (o && o->hidden)
         memcpy(o->hidden, x, nd * sizeof *x);
-    if (o && o->logits) {
-        const float *src = x;
-        const float *bias = NULL;
-        int rows = n;
-        if (o->logit_rows) { /* gather the rows wanted into ws->qkv: (rows, d) */
-            rows = o->n_logit_rows;
-            for (int r = 0; r < rows; r++)
-                memcpy(ws->qkv + (size_t)r * (size_t)d, x + (size_t)o->logit_rows[r] * (size_t)d,
-                       (size_t)d * sizeof *x);
-            src = ws->qkv;
-        }
-        size_t rd = (size_t)rows * (size_t)d;
-        if (c->family == HS_FAMILY_BERT) { /* MLM transform (row-wise): dense, gelu, LayerNorm */
-            hs_op_linear(src, m->mlm_w, m->mlm_b, h, rows, d, d);
-            hs_op_gelu(h, h, rd, c->act);
-            hs_op_layernorm(h, m->mlm_ln_w, m->mlm_ln_b, h, NULL, NULL, rows, d, c->ln_eps);
-            src = h;
-            bias = m->mlm_bias;
-        }
-        int V = c->vocab_size;
-        for (int i = 0; i < rows; i++) {
-            float *row = o->logits + (size_t)i * (size_t)V;
-            if (bias)
-                memcpy(row, bias, (size_t)V * sizeof *row);
-            else
-                memset(row, 0, (size_t)V * sizeof *row);
-        }
-        hs_op_gemm(1, rows, V, d, 1.0f, src, d, m->decoder, d, 1.0f, o->logits, V);
-    }
+    if (o && o->logits) /* ws->qkv: (n, 3d) holds the (2, rows, d) scratch */
+        hs_lm_logits(m, x, o->logit_rows, o->logit_rows ? o->n_logit_rows : n, ws->qkv, o->logits);
     hs_forward_ws_free(own);
     return HS_OK;
 }
