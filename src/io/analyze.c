@@ -11,6 +11,7 @@
 #include "headscope/report.h"
 #include "headscope/tokenizer.h"
 #include "internal.h"
+#include "io/analyze_observe.h"
 
 void hs_analyze_opts_default(hs_analyze_opts *o)
 {
@@ -116,91 +117,6 @@ static char *dup_text(const char *s, size_t len)
 static int32_t tok_id(const hs_tokenizer *t, const char *s)
 {
     return t ? hs_tokenizer_id(t, s) : -1;
-}
-
-/* Streaming observer for the probe: detector scores of the selected layers. */
-typedef struct probe_obs {
-    const hs_analysis *a;
-    const unsigned char *layers;
-    int causal;
-    int32_t sep_id;
-    const unsigned char *sink;
-    hs_detect *out; /* (n_heads) */
-    hs_status st;
-    hs_error *err;
-} probe_obs;
-
-static int probe_observe(void *user, int layer, const float *probs, int n_head, int n)
-{
-    probe_obs *p = user;
-    if (p->layers && !p->layers[layer])
-        return 0;
-    int first = -1;
-    for (int k = 0; k < p->a->n_heads; k++)
-        if (p->a->head_index[k] == layer * n_head) {
-            first = k;
-            break;
-        }
-    if (first < 0)
-        return 0;
-    p->st = hs_detect_compute(probs, n_head, n, p->causal, p->a->probe_ids, p->sep_id, p->sink,
-                              p->out + first, p->err);
-    return p->st != HS_OK;
-}
-
-/* The observer of the text's pass: per-head metrics of the analysed layers, taken as the
- * pass makes each layer's maps, and every layer's maps into the store. */
-typedef struct text_obs {
-    const hs_analysis *a;
-    const unsigned char *layers;
-    int causal;
-    int32_t sep_id;
-    const unsigned char *sink;
-    hs_entropy *ent; /* (n_heads) */
-    hs_detect *det;  /* (n_heads) */
-    hs_mapstore *store;
-    int next;        /* index k of the next analysed layer's first head */
-    hs_status st;
-    hs_error *err;
-} text_obs;
-
-static int text_observe(void *user, int layer, const float *probs, int n_head, int n)
-{
-    text_obs *t = user;
-    if (!t->layers || t->layers[layer]) {
-        int k = t->next;
-        t->next += n_head;
-        t->st = hs_entropy_compute(probs, n_head, n, t->causal, t->sink, t->ent + k, t->err);
-        if (!t->st)
-            t->st = hs_detect_compute(probs, n_head, n, t->causal, t->a->ids, t->sep_id, t->sink,
-                                      t->det + k, t->err);
-    }
-    if (!t->st)
-        t->st = hs_mapstore_put(t->store, layer * n_head, n_head, probs, t->err);
-    return t->st != HS_OK;
-}
-
-/* hs_rows_fn over the analysed heads' maps in the store: idx are head indices k. */
-typedef struct store_rows {
-    const hs_mapstore *store;
-    const int *head_index; /* (n_heads) */
-    int *idx;              /* (n_heads) scratch */
-} store_rows;
-
-static hs_status read_store_rows(void *user, const int *idx, int count, int r0, int rows,
-                                 float *out, hs_error *err)
-{
-    store_rows *sr = user;
-    for (int c = 0; c < count; c++)
-        sr->idx[c] = sr->head_index[idx[c]];
-    return hs_mapstore_rows(sr->store, sr->idx, count, r0, rows, out, err);
-}
-
-hs_status hs_analysis_map(const hs_analysis *a, int index, float *out, hs_error *err)
-{
-    if (!a->maps)
-        return hs_fail(err, HS_E_ARG, "the analysis kept no attention maps");
-    return hs_mapstore_get(a->maps, index, out, err);
 }
 
 const char *hs_head_label(const hs_head_result *h, double thr, int has_sep)
@@ -353,7 +269,7 @@ hs_status hs_analyze_run(const hs_model *m, const hs_analyze_input *in, const hs
     if ((st = hs_mapstore_new(L * H, n, o->maps_memory_max, o->maps_dir, &a->maps, err)))
         goto fail;
     text_obs to = {a, o->layers, c->causal, sep_id, sink, ent, det, a->maps, 0, HS_OK, err};
-    hs_forward_opts fo = {.on_attn = text_observe, .user = &to};
+    hs_forward_opts fo = {.on_attn = hs_text_observe, .user = &to};
     st = hs_forward(m, a->ids, a->type_ids, n, &fo, NULL, err);
     if (to.st)
         st = to.st;
@@ -399,7 +315,7 @@ hs_status hs_analyze_run(const hs_model *m, const hs_analyze_input *in, const hs
                 st = hs_sinks_mark(a->probe_ids, a->probe_len, cls_id, sep_id, probe_sink, err);
             if (!st) {
                 probe_obs po = {a, o->layers, c->causal, sep_id, probe_sink, det + nh, HS_OK, err};
-                hs_forward_opts pf = {.on_attn = probe_observe, .user = &po};
+                hs_forward_opts pf = {.on_attn = hs_probe_observe, .user = &po};
                 st = hs_forward(m, a->probe_ids, NULL, a->probe_len, &pf, NULL, err);
                 if (po.st)
                     st = po.st;
@@ -420,7 +336,7 @@ hs_status hs_analyze_run(const hs_model *m, const hs_analyze_input *in, const hs
         free(sr.idx);
         goto nomem;
     }
-    hs_map_source src = {read_store_rows, &sr, a->n_heads, n};
+    hs_map_source src = {hs_store_read_rows, &sr, a->n_heads, n};
     st = hs_pairwise_compute(&src, c->causal, o->diversity ? a->frobenius : NULL, o->similarity,
                              a->similarity, err);
     free(sr.idx);
