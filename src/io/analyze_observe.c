@@ -55,4 +55,3 @@ hs_status hs_analysis_map(const hs_analysis *a, int index, float *out, hs_error 
         return hs_fail(err, HS_E_ARG, "the analysis kept no attention maps");
     return hs_mapstore_get(a->maps, index, out, err);
 }
-
