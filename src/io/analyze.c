@@ -268,8 +268,8 @@ hs_status hs_analyze_run(const hs_model *m, const hs_analyze_input *in, const hs
     double t0 = now();
     if ((st = hs_mapstore_new(L * H, n, o->maps_memory_max, o->maps_dir, &a->maps, err)))
         goto fail;
-    text_obs to = {a, o->layers, c->causal, sep_id, sink, ent, det, a->maps, 0, HS_OK, err};
-    hs_forward_opts fo = {.on_attn = hs_text_observe, .user = &to};
+    layer_obs to = {o->layers, c->causal, a->ids, sep_id, sink, ent, det, a->maps, 0, HS_OK, err};
+    hs_forward_opts fo = {.on_attn = hs_layer_observe, .user = &to};
     st = hs_forward(m, a->ids, a->type_ids, n, &fo, NULL, err);
     if (to.st)
         st = to.st;
@@ -314,8 +314,9 @@ hs_status hs_analyze_run(const hs_model *m, const hs_analyze_input *in, const hs
             if (!st && probe_sink)
                 st = hs_sinks_mark(a->probe_ids, a->probe_len, cls_id, sep_id, probe_sink, err);
             if (!st) {
-                probe_obs po = {a, o->layers, c->causal, sep_id, probe_sink, det + nh, HS_OK, err};
-                hs_forward_opts pf = {.on_attn = hs_probe_observe, .user = &po};
+                layer_obs po = {o->layers, c->causal, a->probe_ids, sep_id, probe_sink,
+                                NULL, det + nh, NULL, 0, HS_OK, err};
+                hs_forward_opts pf = {.on_attn = hs_layer_observe, .user = &po};
                 st = hs_forward(m, a->probe_ids, NULL, a->probe_len, &pf, NULL, err);
                 if (po.st)
                     st = po.st;
