@@ -9,18 +9,19 @@
 #include "internal.h"
 #include "nn/ops.h"
 
-/* Rows of logits computed at a time (64 x 50257 floats is 12 MB). */
-#define LOGIT_ROWS 64
+/* Rows of logits computed at a time when the forward workspace cannot hold more (128 x
+ * 50257 floats is 26 MB). */
+#define LOGIT_ROWS 128
 
 struct hs_loss_eval {
     const hs_model *m;
     hs_loss_input in; /* arrays below are owned copies */
     int32_t *ids, *type_ids, *positions, *targets;
     hs_forward_ws *ws;
-    float *logits; /* (LOGIT_ROWS, V) for LM / MLM: a block of rows; in the forward
+    float *logits; /* (block, V) for LM / MLM: a block of rows; in the forward
                       workspace's spare buffer when it fits there (own_logits 0) */
-    int own_logits;
-    float *scratch; /* (2, LOGIT_ROWS, d) for the LM head */
+    int block, own_logits;
+    float *scratch; /* (2, block, d) for the LM head */
     float *hidden; /* (n, d) final hidden states */
     float *ref;    /* (n, d) unablated hidden states, REPR */
     long passes;
@@ -144,24 +145,25 @@ hs_status hs_loss_eval_new(const hs_model *m, const hs_loss_input *in, hs_loss_e
     if (in->kind == HS_LOSS_REPR) {
         e->ref = malloc(n * (size_t)c->d_model * sizeof(float));
         ok = ok && e->ref;
-    } else {
-        /* logits a block of rows at a time; MLM: the masked positions only */
-        size_t rows = in->kind == HS_LOSS_MLM ? (size_t)in->n_pos : n - 1;
-        rows = rows < LOGIT_ROWS ? rows : LOGIT_ROWS;
-        e->scratch = malloc(2 * rows * (size_t)c->d_model * sizeof(float));
-        ok = ok && e->scratch;
-        if (ok && hs_forward_ws_new(m, in->n, &e->ws, NULL) == HS_OK) {
-            size_t spare;
-            e->logits = hs_forward_ws_spare(e->ws, &spare);
-            if (spare < rows * (size_t)c->vocab_size) {
-                e->logits = malloc(rows * (size_t)c->vocab_size * sizeof(float));
-                e->own_logits = 1;
-            }
-        }
-        ok = ok && e->logits;
     }
-    hs_status st = !ok ? hs_fail(err, HS_E_NOMEM, "out of memory for the loss evaluator")
-                   : e->ws ? HS_OK : hs_forward_ws_new(m, in->n, &e->ws, err);
+    hs_status st = ok ? hs_forward_ws_new(m, in->n, &e->ws, err)
+                      : hs_fail(err, HS_E_NOMEM, "out of memory for the loss evaluator");
+    if (st == HS_OK && in->kind != HS_LOSS_REPR) {
+        /* logits a block of rows at a time (MLM: the masked positions only): as many rows
+         * as the workspace's spare buffer holds, else up to LOGIT_ROWS in their own buffer */
+        size_t need = in->kind == HS_LOSS_MLM ? (size_t)in->n_pos : n - 1, spare;
+        size_t V = (size_t)c->vocab_size, min_rows = need < LOGIT_ROWS ? need : LOGIT_ROWS;
+        e->logits = hs_forward_ws_spare(e->ws, &spare);
+        e->block = spare / V < need ? (int)(spare / V) : (int)need;
+        if ((size_t)e->block < min_rows) {
+            e->block = (int)min_rows;
+            e->own_logits = 1;
+            e->logits = malloc(min_rows * V * sizeof(float));
+        }
+        e->scratch = malloc(2 * (size_t)e->block * (size_t)c->d_model * sizeof(float));
+        if (!e->logits || !e->scratch)
+            st = hs_fail(err, HS_E_NOMEM, "out of memory for the loss evaluator");
+    }
     if (st == HS_OK && in->kind == HS_LOSS_REPR) {
         hs_forward_opts o = {.hidden = e->ref};
         st = hs_forward(m, e->ids, e->type_ids, in->n, &o, e->ws, err);
@@ -176,15 +178,15 @@ hs_status hs_loss_eval_new(const hs_model *m, const hs_loss_input *in, hs_loss_e
 }
 
 /* Mean over the loss rows r of −log softmax(logits of row r)[targets[r]], in double: the
- * logits of LOGIT_ROWS rows at a time from the final hidden states (LM: rows 0..n-2, MLM:
+ * logits of e->block rows at a time from the final hidden states (LM: rows 0..n-2, MLM:
  * the masked positions), each row's term computed in parallel and the terms summed in row
  * order, so the value does not depend on the thread count. */
 static double mean_nll(hs_loss_eval *e, int rows, const int32_t *idx, const int32_t *targets)
 {
     const hs_model_config *c = hs_model_config_of(e->m);
     int V = c->vocab_size;
-    for (int r0 = 0; r0 < rows; r0 += LOGIT_ROWS) {
-        int b = rows - r0 < LOGIT_ROWS ? rows - r0 : LOGIT_ROWS;
+    for (int r0 = 0; r0 < rows; r0 += e->block) {
+        int b = rows - r0 < e->block ? rows - r0 : e->block;
         if (idx)
             hs_lm_logits(e->m, e->hidden, idx + r0, b, e->scratch, e->logits);
         else /* rows r0.. of the hidden states */
