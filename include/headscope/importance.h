@@ -58,8 +58,8 @@ typedef struct hs_loss_eval hs_loss_eval;
 
 /* Prepares an evaluator (copies the input). HS_LOSS_LM needs n >= 2 and an LM head,
  * HS_LOSS_MLM an MLM head and n_pos >= 1. Free with hs_loss_eval_free. Memory: a forward
- * workspace, the final hidden states and a block of at most 64 rows of logits, plus the
- * cache unless in->no_cache. */
+ * workspace, the final hidden states and, unless the workspace's attention buffer holds
+ * them, a block of at most 128 rows of logits, plus the cache unless in->no_cache. */
 hs_status hs_loss_eval_new(const hs_model *m, const hs_loss_input *in, hs_loss_eval **out,
                            hs_error *err);
 void hs_loss_eval_free(hs_loss_eval *e);
