@@ -426,6 +426,7 @@ int cli_analyze_corpus(const char *cmd, hs_model *m, const cli_corpus_opts *co,
     r.ao.ablation = co->ablation;
     r.ao.pruning = 0;
     r.ao.diversity = 0;
+    r.ao.keep_maps = 0; /* no pictures or page per text */
     r.ao.progress = NULL;
     r.info.path = co->path;
     r.info.format = (hs_corpus_format)co->format;

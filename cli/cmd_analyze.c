@@ -3,6 +3,7 @@
 #include <getopt.h>
 #include <math.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -178,30 +179,26 @@ static void test_signal_at(const char *step)
         pause();
 }
 
-/* out/index.html with the report and the analysed heads' maps, (n_heads, n, n). */
+/* hs_map_fn over the analysed heads: map k of the report's "heads" order. */
+static hs_status head_map(void *user, int k, float *out, hs_error *err)
+{
+    const hs_analysis *a = user;
+    return hs_analysis_map(a, a->head_index[k], out, err);
+}
+
+/* out/index.html with the report and the analysed heads' maps, read one at a time. */
 static hs_status write_page(const hs_analysis *a, const char *json, const char *outdir,
                             hs_error *err)
 {
-    size_t nn = (size_t)a->n * (size_t)a->n;
-    const hs_model_config *c = hs_model_config_of(a->model);
-    /* every head selected: the trace is already in report order; otherwise gather */
-    int gather = a->n_heads != c->n_layer * c->n_head;
-    float *maps = gather ? malloc((size_t)a->n_heads * nn * sizeof *maps) : NULL;
     char *path = malloc(strlen(outdir) + 16);
-    hs_status st;
-    if ((gather && !maps) || !path) {
-        st = HS_E_NOMEM;
+    if (!path) {
         snprintf(err->msg, sizeof err->msg, "out of memory");
-    } else {
-        for (int k = 0; gather && k < a->n_heads; k++)
-            memcpy(maps + (size_t)k * nn, a->trace->attn + (size_t)a->head_index[k] * nn,
-                   nn * sizeof *maps);
-        hs_html_input hin = {.report_json = json, .attn = gather ? maps : a->trace->attn,
-                             .n_maps = a->n_heads, .n = a->n};
-        sprintf(path, "%s/index.html", outdir);
-        st = hs_html_write(path, &hin, err);
+        return HS_E_NOMEM;
     }
-    free(maps);
+    hs_html_input hin = {.report_json = json, .map_fn = head_map, .map_user = (void *)(uintptr_t)a,
+                         .n_maps = a->n_heads, .n = a->n};
+    sprintf(path, "%s/index.html", outdir);
+    hs_status st = hs_html_write(path, &hin, err);
     free(path);
     return st;
 }

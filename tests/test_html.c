@@ -354,3 +354,41 @@ Test(html, writes_the_encoded_page_atomically)
     cr_expect_eq(access(other, F_OK), -1);
     tu_rm_rf(dir);
 }
+
+/* hs_map_fn over maps2, failing at map fail_at. */
+typedef struct map_src {
+    int fail_at, calls;
+} map_src;
+
+static hs_status read_map2(void *user, int k, float *out, hs_error *err)
+{
+    map_src *s = user;
+    s->calls++;
+    if (k == s->fail_at) {
+        snprintf(err->msg, sizeof err->msg, "cannot read map %d", k);
+        return HS_E_IO;
+    }
+    memcpy(out, maps2 + (size_t)k * 4, 4 * sizeof *out);
+    return HS_OK;
+}
+
+Test(html, maps_read_one_at_a_time_give_the_same_page)
+{
+    hs_html_input arr = {.report_json = report2, .attn = maps2, .n_maps = 2, .n = 2};
+    map_src src = {-1, 0};
+    hs_html_input fn = {.report_json = report2, .map_fn = read_map2, .map_user = &src,
+                        .n_maps = 2, .n = 2};
+    char *a = encode_ok(&arr, NULL), *b = encode_ok(&fn, NULL);
+    cr_expect_str_eq(a, b);
+    cr_expect_eq(src.calls, 2);
+    free(a);
+    free(b);
+    src.fail_at = 1;
+    char *page = (char *)1;
+    size_t len = 1;
+    hs_error err = {{0}};
+    cr_assert_eq(hs_html_encode(&fn, &page, &len, &err), HS_E_IO);
+    cr_expect_str_eq(err.msg, "cannot read map 1");
+    cr_expect_null(page);
+    cr_expect_eq(len, 0);
+}

@@ -674,6 +674,47 @@ Test(gallery, large_maps_are_area_averaged)
     free(maps);
 }
 
+/* hs_map_fn over an (L*H, n, n) array, failing at map fail_at. */
+typedef struct gal_src {
+    const float *maps;
+    size_t nn;
+    int fail_at;
+} gal_src;
+
+static hs_status gal_map(void *user, int k, float *out, hs_error *err)
+{
+    const gal_src *s = user;
+    if (k == s->fail_at) {
+        snprintf(err->msg, sizeof err->msg, "no map %d", k);
+        return HS_E_IO;
+    }
+    memcpy(out, s->maps + (size_t)k * s->nn, s->nn * sizeof *out);
+    return HS_OK;
+}
+
+Test(gallery, maps_read_one_at_a_time_draw_the_same_image)
+{
+    int L = 2, H = 3, n = 5;
+    size_t nn = (size_t)n * n;
+    float maps[2 * 3 * 25];
+    for (size_t e = 0; e < sizeof maps / sizeof *maps; e++)
+        maps[e] = (float)((e * 7) % 11) / 10.0f;
+    hs_image a = {0}, b = {0};
+    hs_error err = {{0}};
+    gal_src src = {maps, nn, -1};
+    cr_assert_eq(hs_gallery_render(maps, L, H, n, NULL, &a, NULL, &err), HS_OK, "%s", err.msg);
+    cr_assert_eq(hs_gallery_render_from(gal_map, &src, L, H, n, NULL, &b, NULL, &err), HS_OK);
+    cr_assert_eq(a.w, b.w);
+    cr_assert_eq(a.h, b.h);
+    cr_assert(!memcmp(a.rgb, b.rgb, (size_t)a.w * a.h * 3));
+    hs_image_free(&a);
+    hs_image_free(&b);
+    src.fail_at = 4;
+    cr_assert_eq(hs_gallery_render_from(gal_map, &src, L, H, n, NULL, &b, NULL, &err), HS_E_IO);
+    cr_assert_str_eq(err.msg, "no map 4");
+    cr_assert_null(b.rgb);
+}
+
 Test(gallery, rejects_bad_shapes)
 {
     float m[1] = {0};

@@ -2,6 +2,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "internal.h"
 #include "plot.h"
@@ -32,18 +33,46 @@ static int thumb_side(int avail, int count, int gap)
     return (avail - (count - 1) * gap) / count;
 }
 
+/* hs_map_fn over maps: (count, n, n) in one array. */
+typedef struct mem_maps {
+    const float *maps;
+    size_t nn;
+} mem_maps;
+
+static hs_status mem_map(void *user, int k, float *out, hs_error *err)
+{
+    (void)err;
+    const mem_maps *mm = user;
+    memcpy(out, mm->maps + (size_t)k * mm->nn, mm->nn * sizeof *out);
+    return HS_OK;
+}
+
 hs_status hs_gallery_render(const float *maps, int n_layer, int n_head, int n,
                             const hs_gallery_opts *opts, hs_image *out, hs_layout *layout,
                             hs_error *err)
 {
+    if (out) {
+        out->w = out->h = 0;
+        out->rgb = NULL;
+    }
+    if (out && !maps)
+        return hs_fail(err, HS_E_ARG, "gallery: maps is NULL");
+    mem_maps mm = {maps, (size_t)(n > 0 ? n : 0) * (size_t)(n > 0 ? n : 0)};
+    return hs_gallery_render_from(mem_map, &mm, n_layer, n_head, n, opts, out, layout, err);
+}
+
+hs_status hs_gallery_render_from(hs_map_fn get, void *user, int n_layer, int n_head, int n,
+                                 const hs_gallery_opts *opts, hs_image *out,
+                                 hs_layout *layout, hs_error *err)
+{
     static const hs_gallery_opts defaults = {0};
-    float *small = NULL;
+    float *small = NULL, *m = NULL;
     hs_status st;
     if (!out)
         return hs_fail(err, HS_E_ARG, "gallery: output image is NULL");
     out->w = out->h = 0;
     out->rgb = NULL;
-    if (!maps)
+    if (!get)
         return hs_fail(err, HS_E_ARG, "gallery: maps is NULL");
     if (n_layer < 1 || n_layer > MAX_LH || n_head < 1 || n_head > MAX_LH)
         return hs_fail(err, HS_E_SHAPE, "gallery: %d layers x %d heads, expected 1..%d each",
@@ -122,6 +151,11 @@ hs_status hs_gallery_render(const float *maps, int n_layer, int n_head, int n,
             return hs_fail(err, HS_E_NOMEM, "gallery: out of memory for a %dx%d thumbnail", t,
                            t);
     }
+    m = malloc(nn * sizeof *m); /* (n, n) the map at hand */
+    if (!m) {
+        st = hs_fail(err, HS_E_NOMEM, "gallery: out of memory for a %d x %d map", n, n);
+        goto fail;
+    }
     if (hs_cv_new(out, w, h, hs_viz_bg) != 0) {
         st = hs_fail(err, HS_E_NOMEM, "gallery: out of memory for a %dx%d image", w, h);
         goto fail;
@@ -130,7 +164,8 @@ hs_status hs_gallery_render(const float *maps, int n_layer, int n_head, int n,
 
     for (int l = 0; l < n_layer; l++) {
         for (int hd = 0; hd < n_head; hd++) {
-            const float *m = maps + ((size_t)l * n_head + hd) * nn;
+            if ((st = get(user, l * n_head + hd, m, err)) != HS_OK)
+                goto fail;
             float mx = 0.0f;
             for (size_t i = 0; i < nn; i++)
                 if (hs_viz_is_finite(m[i]) && m[i] > mx)
@@ -209,10 +244,12 @@ hs_status hs_gallery_render(const float *maps, int n_layer, int n_head, int n,
         lay.label_stride = row_stride > col_stride ? row_stride : col_stride;
         *layout = lay;
     }
+    free(m);
     free(small);
     return HS_OK;
 
 fail:
+    free(m);
     free(small);
     hs_image_free(out);
     return st;
@@ -221,8 +258,17 @@ fail:
 hs_status hs_gallery_write(const char *path, const float *maps, int n_layer, int n_head, int n,
                            const hs_gallery_opts *opts, hs_error *err)
 {
+    if (!maps)
+        return hs_fail(err, HS_E_ARG, "gallery: maps is NULL");
+    mem_maps mm = {maps, (size_t)(n > 0 ? n : 0) * (size_t)(n > 0 ? n : 0)};
+    return hs_gallery_write_from(path, mem_map, &mm, n_layer, n_head, n, opts, err);
+}
+
+hs_status hs_gallery_write_from(const char *path, hs_map_fn get, void *user, int n_layer,
+                                int n_head, int n, const hs_gallery_opts *opts, hs_error *err)
+{
     hs_image img = {0};
-    hs_status st = hs_gallery_render(maps, n_layer, n_head, n, opts, &img, NULL, err);
+    hs_status st = hs_gallery_render_from(get, user, n_layer, n_head, n, opts, &img, NULL, err);
     if (st != HS_OK)
         return st;
     st = hs_png_write(path, img.rgb, img.w, img.h, err);

@@ -144,7 +144,7 @@ static hs_status check_report(const hs_html_input *in, int *embed, char *reason,
         st = hs_fail(err, HS_E_FORMAT, "html: report is not a JSON object");
         goto done;
     }
-    if (!in->attn) {
+    if (!in->attn && !in->map_fn) {
         snprintf(reason, cap, "no attention maps were given to the page writer");
         goto done;
     }
@@ -197,7 +197,7 @@ hs_status hs_html_encode(const hs_html_input *in, char **out, size_t *len, hs_er
         return hs_fail(err, HS_E_ARG, "html: %s is NULL", !in ? "input" : !out ? "out" : "len");
     if (!in->report_json)
         return hs_fail(err, HS_E_ARG, "html: report_json is NULL");
-    if (in->attn && (in->n_maps < 1 || in->n < 1))
+    if ((in->attn || in->map_fn) && (in->n_maps < 1 || in->n < 1))
         return hs_fail(err, HS_E_ARG, "html: %d maps of %d tokens, expected at least 1 of each",
                        in->n_maps, in->n);
     if ((st = check_report(in, &embed, reason, sizeof reason, err)) != HS_OK)
@@ -225,12 +225,21 @@ hs_status hs_html_encode(const hs_html_input *in, char **out, size_t *len, hs_er
     buf_str(&b, "</script>\n");
     if (embed) {
         size_t nn = (size_t)in->n * (size_t)in->n;
-        for (int k = 0; k < in->n_maps; k++) {
+        float *map = in->attn ? NULL : malloc(nn * sizeof *map); /* (n, n) from map_fn */
+        if (!in->attn && !map)
+            b.ok = 0;
+        for (int k = 0; k < in->n_maps && b.ok; k++) {
+            if (map && (st = in->map_fn(in->map_user, k, map, err)) != HS_OK) {
+                free(map);
+                free(b.p);
+                return st;
+            }
             snprintf(num, sizeof num, "<script type=\"text/plain\" class=\"hs-map\" data-index=\"%d\">", k);
             buf_str(&b, num);
-            buf_map_base64(&b, in->attn + (size_t)k * nn, nn);
+            buf_map_base64(&b, map ? map : in->attn + (size_t)k * nn, nn);
             buf_str(&b, "</script>\n");
         }
+        free(map);
     }
     buf_str(&b, "<script>\n");
     buf_lines(&b, hs_html_js);

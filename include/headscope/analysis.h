@@ -33,7 +33,9 @@
  *
  * Per-head functions (entropy, detectors, word maps) work on any number of maps, so a
  * forward-pass observer can call them per layer with n_maps = n_head and never keep the
- * whole trace. The pairwise functions (diversity matrix, similarity) need all maps.
+ * whole trace. The pairwise functions (diversity matrix, similarity) take all maps in one
+ * array here; `analyze` runs the same code over maps read in row blocks from a file
+ * (hs_analyze_run), so it never holds them all.
  */
 #ifndef HEADSCOPE_ANALYSIS_H
 #define HEADSCOPE_ANALYSIS_H
@@ -46,6 +48,10 @@
 #ifdef __cplusplus
 extern "C" {
 #endif
+
+/* A source of maps one at a time, for maps that are not in one array (the analysis's
+ * store, hs_analysis_map): copies map k into out: (n, n), row = query, column = key. */
+typedef hs_status (*hs_map_fn)(void *user, int k, float *out, hs_error *err);
 
 /* ---- input checks and sink positions ---------------------------------------------- */
 

@@ -23,6 +23,7 @@
 
 #include <stddef.h>
 
+#include "headscope/analysis.h"
 #include "headscope/status.h"
 
 #ifdef __cplusplus
@@ -48,8 +49,11 @@ typedef struct hs_html_input {
                               * verbatim except that "</" becomes "<\/" and "<!--"
                               * becomes "\u003c!--", so it cannot end the script element */
     const float *attn;       /* (n_maps, n, n) maps of the heads in report "heads" order,
-                              * row = query, column = key; or NULL for no maps */
-    int n_maps, n;           /* ignored when attn is NULL */
+                              * row = query, column = key; or NULL */
+    hs_map_fn map_fn;        /* or the maps read one at a time: map k of that order (used
+                              * when attn is NULL; its failure is returned as is) */
+    void *map_user;          /* passed to map_fn */
+    int n_maps, n;           /* ignored when attn and map_fn are NULL (no maps) */
 } hs_html_input;
 
 /* Builds the page in memory. report_json must be a JSON object; when attn is given,

@@ -42,6 +42,9 @@ typedef struct hs_loss_input {
     const int32_t *positions; /* MLM: (n_pos) masked positions */
     const int32_t *targets;   /* MLM: (n_pos) original ids at those positions */
     int n_pos;
+    int no_cache;             /* 1: keep no cache of the residual stream entering each layer
+                                 (n_layer * n * d_model floats) for an evaluator run once or
+                                 twice; every run is then a full pass */
 } hs_loss_input;
 
 /* Chooses the deterministic MLM positions of a BERT input: among the content positions
@@ -54,7 +57,9 @@ int hs_mlm_positions(const int32_t *ids, int n, int32_t cls_id, int32_t sep_id, 
 typedef struct hs_loss_eval hs_loss_eval;
 
 /* Prepares an evaluator (copies the input). HS_LOSS_LM needs n >= 2 and an LM head,
- * HS_LOSS_MLM an MLM head and n_pos >= 1. Free with hs_loss_eval_free. */
+ * HS_LOSS_MLM an MLM head and n_pos >= 1. Free with hs_loss_eval_free. Memory: a forward
+ * workspace, the final hidden states and, unless the workspace's attention buffer holds
+ * them, a block of at most 128 rows of logits, plus the cache unless in->no_cache. */
 hs_status hs_loss_eval_new(const hs_model *m, const hs_loss_input *in, hs_loss_eval **out,
                            hs_error *err);
 void hs_loss_eval_free(hs_loss_eval *e);
@@ -66,7 +71,7 @@ hs_status hs_loss_eval_run(hs_loss_eval *e, const float *head_mask, double *loss
  * layer whose mask differs from the cached run's); each copy of a batched pass counts. */
 long hs_loss_eval_passes(const hs_loss_eval *e);
 
-/* Memory budget of a batched ablation sweep's copies (their logits or hidden states and
+/* Memory budget of a batched ablation sweep's copies (their final hidden states and
  * their part of the forward workspace), 128 MB by default. */
 #define HS_ABLATION_BATCH_BYTES ((size_t)128 << 20)
 

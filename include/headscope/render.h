@@ -31,6 +31,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "headscope/analysis.h"
 #include "headscope/status.h"
 
 #ifdef __cplusplus
@@ -178,9 +179,19 @@ hs_status hs_gallery_render(const float *maps, int n_layer, int n_head, int n,
                             const hs_gallery_opts *opts, hs_image *out, hs_layout *layout,
                             hs_error *err);
 
+/* hs_gallery_render with the maps read one at a time: get(user, l * n_head + h, map)
+ * fills one (n, n) map (its failure is returned as is), so memory is one map. */
+hs_status hs_gallery_render_from(hs_map_fn get, void *user, int n_layer, int n_head, int n,
+                                 const hs_gallery_opts *opts, hs_image *out,
+                                 hs_layout *layout, hs_error *err);
+
 /* hs_gallery_render, then hs_png_write to path. opts may be NULL. */
 hs_status hs_gallery_write(const char *path, const float *maps, int n_layer, int n_head,
                            int n, const hs_gallery_opts *opts, hs_error *err);
+
+/* hs_gallery_render_from, then hs_png_write to path. opts may be NULL. */
+hs_status hs_gallery_write_from(const char *path, hs_map_fn get, void *user, int n_layer,
+                                int n_head, int n, const hs_gallery_opts *opts, hs_error *err);
 
 /* ---- head similarity matrix -------------------------------------------- */
 

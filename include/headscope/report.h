@@ -64,6 +64,11 @@ typedef struct hs_analyze_opts {
     int hash_files;              /* record each model file's size and SHA-256 (default 1) */
     int probe;                   /* run the induction probe (default 1); 0: probe scores NaN */
     int diversity;               /* Frobenius diversity (default 1); 0: NaN (corpus mode) */
+    int keep_maps;               /* keep the text's maps for hs_analysis_map, the pictures and
+                                    the page (default 1); 0: dropped at the end of the run */
+    size_t maps_memory_max;      /* bytes of maps held in memory (default 64 MB); above it
+                                    they go to an unlinked temporary file in maps_dir */
+    const char *maps_dir;        /* that file's folder; NULL: $TMPDIR, else /tmp */
     const char *const *command_line; /* (command_line_argc) the command that ran, for the
                                         report; copied; NULL when none */
     int command_line_argc;
@@ -113,7 +118,8 @@ typedef struct hs_analysis {
     /* the heads analysed, layer-major; index k in every per-head array below */
     int n_heads;
     int *head_index;        /* (n_heads) l*H + h */
-    hs_trace *trace;        /* (L, H, n, n) maps of the input text */
+    struct hs_mapstore *maps; /* the text's maps of every layer, read with hs_analysis_map;
+                                 NULL when opts.keep_maps is 0 */
     hs_head_result *heads;  /* (n_heads) */
     double *layer_diversity;/* (n_layer); NaN for layers not analysed */
     double *frobenius;      /* (n_heads, n_heads) */
@@ -141,12 +147,21 @@ typedef struct hs_analysis {
 
 /* Runs everything: forward pass with maps, entropy, detectors (text and a seeded
  * induction probe), diversity, similarity, clustering, loss, ablation sweep, pruning
- * curve and candidates. On success *out owns its arrays; free with hs_analysis_free. */
+ * curve and candidates. On success *out owns its arrays; free with hs_analysis_free.
+ * The pass never holds every map in memory: per-head metrics are taken layer by layer as
+ * the pass makes them, and the maps go to a store (memory up to opts.maps_memory_max,
+ * else an unlinked temporary file) that the pairwise statistics read in row blocks. */
 hs_status hs_analyze_run(const hs_model *m, const hs_analyze_input *in, const hs_analyze_opts *o,
                          hs_analysis **out, hs_error *err);
 
 /* Frees an analysis; accepts NULL. */
 void hs_analysis_free(hs_analysis *a);
+
+/* Copies the text's attention map of head index l*H + h (any layer, analysed or not) into
+ * out: (n, n), row = query, column = key. HS_E_ARG when the analysis kept no maps
+ * (opts.keep_maps = 0) or the index is out of range; HS_E_IO when the maps' temporary file
+ * cannot be read. */
+hs_status hs_analysis_map(const hs_analysis *a, int index, float *out, hs_error *err);
 
 /* "L.H" of a head index l*H + h into buf (at least 16 bytes). */
 const char *hs_head_name(const hs_analysis *a, int index, char *buf, size_t cap);

@@ -9,18 +9,26 @@
 #include "internal.h"
 #include "nn/ops.h"
 
+/* Rows of logits computed at a time when the forward workspace's spare attention buffer
+ * cannot hold more (128 x 50257 floats is 26 MB). */
+#define LOGIT_ROWS 128
+
 struct hs_loss_eval {
     const hs_model *m;
     hs_loss_input in; /* arrays below are owned copies */
     int32_t *ids, *type_ids, *positions, *targets;
     hs_forward_ws *ws;
-    /* Buffers for up to cap_batch copies of a batched pass (1 until a sweep asks for more);
-     * rows = the logit rows of one copy: n (LM), n_pos (MLM). */
+    /* Buffers for up to cap_batch copies of a batched pass (1 until a sweep asks for more).
+     * The losses are taken from the final hidden states, the logits a block of rows at a
+     * time, so no (n, V) array is ever held. */
     int cap_batch;
     size_t batch_bytes; /* memory budget of a sweep's copies; 0 = HS_ABLATION_BATCH_BYTES */
-    float *logits;      /* (cap_batch * rows, V) for LM / MLM */
-    float *hidden;      /* (cap_batch * n, d) for REPR */
+    float *hidden;      /* (cap_batch * n, d) final hidden states */
     float *ref;         /* (n, d) unablated hidden states, REPR */
+    float *own_logits;  /* (LOGIT_ROWS, V) when the workspace's spare buffer is too small */
+    float *scratch;     /* (2, LOGIT_ROWS or more, d) for the LM head */
+    int scratch_rows;
+    int32_t *rows, *row_targets; /* (cap_batch * n) hidden row and target of each loss row */
     long passes;
     double *row_loss;   /* (cap_batch * n) per-row losses, summed in order */
     /* Residual streams entering each layer under cache_mask: a run whose mask equals
@@ -81,8 +89,11 @@ void hs_loss_eval_free(hs_loss_eval *e)
     free(e->type_ids);
     free(e->positions);
     free(e->targets);
-    free(e->logits);
     free(e->hidden);
+    free(e->own_logits);
+    free(e->scratch);
+    free(e->rows);
+    free(e->row_targets);
     free(e->ref);
     free(e->cache);
     free(e->cache_mask);
@@ -92,22 +103,19 @@ void hs_loss_eval_free(hs_loss_eval *e)
 
 long hs_loss_eval_passes(const hs_loss_eval *e) { return e->passes; }
 
-/* Logit rows of one copy: every token's (LM; the last one's go unused), the masked
- * positions' (MLM). */
+/* Loss rows of one copy: every token's but the last (LM), the masked positions' (MLM). */
 static int logit_rows(const hs_loss_input *in)
 {
-    return in->kind == HS_LOSS_MLM ? in->n_pos : in->n;
+    return in->kind == HS_LOSS_MLM ? in->n_pos : in->n - 1;
 }
 
-/* Bytes a batched pass needs per copy: its logits (or hidden states) and its part of the
- * forward workspace, (n, 6 d + d_ff). */
+/* Bytes a batched pass needs per copy: its final hidden states and its part of the forward
+ * workspace, (n, 6 d + d_ff). (The logits are a shared block of rows.) */
 static size_t copy_bytes(const hs_loss_eval *e)
 {
     const hs_model_config *c = hs_model_config_of(e->m);
     size_t n = (size_t)e->in.n, d = (size_t)c->d_model;
-    size_t out = e->in.kind == HS_LOSS_REPR ? n * d
-                                            : (size_t)logit_rows(&e->in) * (size_t)c->vocab_size;
-    return (out + n * (6 * d + (size_t)c->d_ff)) * sizeof(float);
+    return n * (7 * d + (size_t)c->d_ff) * sizeof(float);
 }
 
 /* Grows the buffers to hold batch copies (they never shrink). */
@@ -117,20 +125,28 @@ static hs_status ensure_batch(hs_loss_eval *e, int batch, hs_error *err)
     if (batch <= e->cap_batch)
         return HS_OK;
     size_t n = (size_t)e->in.n, b = (size_t)batch;
-    free(e->logits);
     free(e->hidden);
     free(e->row_loss);
+    free(e->rows);
+    free(e->row_targets);
     hs_forward_ws_free(e->ws);
-    e->logits = e->hidden = NULL;
+    e->hidden = NULL;
     e->ws = NULL;
     e->cap_batch = 0;
     e->row_loss = malloc(b * n * sizeof(double));
-    if (e->in.kind == HS_LOSS_REPR)
-        e->hidden = malloc(b * n * (size_t)c->d_model * sizeof(float));
-    else /* MLM: logits at the masked positions only (hs_forward_opts.logit_rows) */
-        e->logits = malloc(b * (size_t)logit_rows(&e->in) * (size_t)c->vocab_size * sizeof(float));
-    if (!e->row_loss || (!e->hidden && !e->logits))
+    e->rows = malloc(b * n * sizeof *e->rows);
+    e->row_targets = malloc(b * n * sizeof *e->row_targets);
+    e->hidden = malloc(b * n * (size_t)c->d_model * sizeof(float));
+    if (!e->row_loss || !e->hidden || !e->rows || !e->row_targets)
         return hs_fail(err, HS_E_NOMEM, "out of memory for %d copies of the loss buffers", batch);
+    /* loss row r of copy k: hidden row k * n + (r, LM; positions[r], MLM), its target */
+    int lr = logit_rows(&e->in);
+    for (int k = 0; k < batch && e->in.kind != HS_LOSS_REPR; k++)
+        for (int r = 0; r < lr; r++) {
+            int lm = e->in.kind == HS_LOSS_LM;
+            e->rows[k * lr + r] = k * e->in.n + (lm ? r : e->in.positions[r]);
+            e->row_targets[k * lr + r] = lm ? e->in.ids[r + 1] : e->in.targets[r];
+        }
     hs_status st = hs_forward_ws_new_batch(e->m, e->in.n, batch, &e->ws, err);
     if (st == HS_OK)
         e->cap_batch = batch;
@@ -178,11 +194,14 @@ hs_status hs_loss_eval_new(const hs_model *m, const hs_loss_input *in, hs_loss_e
     int ok = e->ids && (!in->type_ids || e->type_ids) &&
              (in->kind != HS_LOSS_MLM || (e->positions && e->targets));
     size_t n = (size_t)in->n, lh = (size_t)c->n_layer * (size_t)c->n_head;
-    e->cache = malloc((size_t)c->n_layer * n * (size_t)c->d_model * sizeof(float));
-    e->cache_mask = malloc(lh * sizeof(float));
+    if (!in->no_cache) {
+        e->cache = malloc((size_t)c->n_layer * n * (size_t)c->d_model * sizeof(float));
+        e->cache_mask = malloc(lh * sizeof(float));
+        ok = ok && e->cache && e->cache_mask;
+    }
     if (in->kind == HS_LOSS_REPR)
         e->ref = malloc(n * (size_t)c->d_model * sizeof(float));
-    ok = ok && e->cache && e->cache_mask && (in->kind != HS_LOSS_REPR || e->ref);
+    ok = ok && (in->kind != HS_LOSS_REPR || e->ref);
     hs_status st = ok ? ensure_batch(e, 1, err)
                       : hs_fail(err, HS_E_NOMEM, "out of memory for the loss evaluator");
     if (st == HS_OK && in->kind == HS_LOSS_REPR) {
@@ -198,26 +217,48 @@ hs_status hs_loss_eval_new(const hs_model *m, const hs_loss_input *in, hs_loss_e
     return HS_OK;
 }
 
-/* loss[b] = mean over the first rows rows r of copy b of −log softmax(logit row)[targets[r]],
- * in double; copy b's logit rows start at row b * stride. Rows are computed in parallel and
- * each copy's summed in row order, so the values depend neither on the thread count nor on
- * the batch. */
-static void mean_nll(const float *logits, int batch, int stride, int rows, int V,
-                     const int32_t *targets, double *buf, double *loss)
+/* loss[k] = mean over copy k's loss rows of −log softmax(logits)[target], in double, from
+ * the final hidden states: the logits a block of rows at a time (in the workspace's spare
+ * attention buffer when it holds LOGIT_ROWS rows or more, else in a buffer of LOGIT_ROWS),
+ * each block's rows in parallel, each copy's rows summed in order, so the values depend on
+ * neither the thread count nor the batch. */
+static hs_status batch_nll(hs_loss_eval *e, int batch, double *loss, hs_error *err)
 {
-    int all = batch * rows;
-#pragma omp parallel for schedule(static) if (all > 1)
-    for (int r = 0; r < all; r++) {
-        const float *row = logits + ((size_t)(r / rows) * (size_t)stride + (size_t)(r % rows)) *
-                                        (size_t)V;
-        buf[r] = hs_op_log_sum_exp(row, V) - (double)row[targets[r % rows]];
+    const hs_model_config *c = hs_model_config_of(e->m);
+    int V = c->vocab_size, d = c->d_model, rows = logit_rows(&e->in), all = batch * rows;
+    size_t spare_floats;
+    float *logits = hs_forward_ws_spare(e->ws, &spare_floats);
+    size_t fit = spare_floats / (size_t)V;
+    int block = fit >= LOGIT_ROWS ? (fit < (size_t)all ? (int)fit : all) : LOGIT_ROWS;
+    if (fit < LOGIT_ROWS) {
+        if (!e->own_logits &&
+            !(e->own_logits = malloc((size_t)LOGIT_ROWS * (size_t)V * sizeof(float))))
+            return hs_fail(err, HS_E_NOMEM, "out of memory for a block of logits");
+        logits = e->own_logits;
     }
-    for (int b = 0; b < batch; b++) {
+    if (e->scratch_rows < block) {
+        free(e->scratch);
+        e->scratch_rows = 0;
+        if (!(e->scratch = malloc(2 * (size_t)block * (size_t)d * sizeof(float))))
+            return hs_fail(err, HS_E_NOMEM, "out of memory for the LM head");
+        e->scratch_rows = block;
+    }
+    for (int r0 = 0; r0 < all; r0 += block) {
+        int cnt = all - r0 < block ? all - r0 : block;
+        hs_lm_logits(e->m, e->hidden, e->rows + r0, cnt, e->scratch, logits);
+#pragma omp parallel for schedule(static) if (cnt > 1)
+        for (int j = 0; j < cnt; j++) {
+            const float *row = logits + (size_t)j * (size_t)V;
+            e->row_loss[r0 + j] = hs_op_log_sum_exp(row, V) - (double)row[e->row_targets[r0 + j]];
+        }
+    }
+    for (int k = 0; k < batch; k++) {
         double sum = 0;
         for (int r = 0; r < rows; r++)
-            sum += buf[b * rows + r];
-        loss[b] = sum / rows;
+            sum += e->row_loss[k * rows + r];
+        loss[k] = sum / rows;
     }
+    return HS_OK;
 }
 
 /* 1 − mean cosine similarity of hidden: (n, d) to ref: (n, d), rows in double. */
@@ -250,16 +291,13 @@ static hs_status run_batch(hs_loss_eval *e, const float *masks, int batch, int s
     hs_status st = ensure_batch(e, batch, err);
     if (st)
         return st;
-    hs_forward_opts o = {.head_mask = masks, .logits = e->logits, .hidden = e->hidden,
-                         .batch = batch};
-    if (in->kind == HS_LOSS_MLM) {
-        o.logit_rows = in->positions;
-        o.n_logit_rows = in->n_pos;
-    }
+    if (!e->cache) /* in->no_cache: every pass is a full one */
+        start = 0;
+    hs_forward_opts o = {.head_mask = masks, .hidden = e->hidden, .batch = batch};
     if (start > 0) {
         o.start_layer = start;
         o.x_start = e->cache + (size_t)start * nd;
-    } else if (capture) {
+    } else if (capture && e->cache) {
         o.x_layers = e->cache;
     }
     if ((st = hs_forward(e->m, in->ids, in->type_ids, in->n, &o, e->ws, err))) {
@@ -273,14 +311,13 @@ static hs_status run_batch(hs_loss_eval *e, const float *masks, int batch, int s
         e->cache_valid = 1;
     }
     e->passes += batch;
-    int V = c->vocab_size, d = c->d_model;
-    if (in->kind == HS_LOSS_LM)
-        mean_nll(e->logits, batch, in->n, in->n - 1, V, in->ids + 1, e->row_loss, loss);
-    else if (in->kind == HS_LOSS_MLM)
-        mean_nll(e->logits, batch, in->n_pos, in->n_pos, V, in->targets, e->row_loss, loss);
-    else
+    if (in->kind != HS_LOSS_REPR) {
+        if ((st = batch_nll(e, batch, loss, err)))
+            return st;
+    } else {
         for (int b = 0; b < batch; b++)
-            loss[b] = repr_loss(e->hidden + (size_t)b * nd, e->ref, in->n, d);
+            loss[b] = repr_loss(e->hidden + (size_t)b * nd, e->ref, in->n, c->d_model);
+    }
     for (int b = 0; b < batch; b++)
         if (!isfinite(loss[b]))
             return hs_fail(err, HS_E_VALUE, "the loss is not finite");
@@ -365,7 +402,7 @@ hs_status hs_ablation_sweep(hs_loss_eval *e, double base, const unsigned char *a
     int ones = e->cache_valid;
     for (int k = 0; k < lh && ones; k++)
         ones = e->cache_mask[k] == 1.0f;
-    if (!ones && (st = run_mask(e, NULL, 1, loss, err)))
+    if (!ones && e->cache && (st = run_mask(e, NULL, 1, loss, err)))
         goto done;
     for (int l = 0; l < c->n_layer && !st; l++) {
         int k = 0;

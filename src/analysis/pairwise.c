@@ -1,98 +1,293 @@
 /* Pairwise head comparisons: Frobenius distances and per-layer diversity, Pearson
- * similarity, Jensen-Shannon divergence. The Frobenius and Pearson matrices come from a
- * Gram matrix accumulated in double over chunks of entries (BLAS dsyrk), so memory beyond
- * the outputs is one (n_maps x chunk) block however long the sequence. */
+ * similarity, Jensen-Shannon divergence. Maps are read in blocks of rows of every map
+ * (hs_map_source), so they may live in an array or in the map store's file, and memory
+ * beyond the outputs is one block. The Frobenius and Pearson matrices are Gram matrices
+ * accumulated in double block by block (BLAS dsyrk); Pearson's means come from a first
+ * pass, so the Gram matrix is of centred entries. */
 #include <math.h>
-#include <pthread.h>
 #include <stdlib.h>
-#include <unistd.h>
+#include <string.h>
 
 #include <cblas.h>
 
+#include "analysis/pairwise.h"
 #include "headscope/analysis.h"
 #include "internal.h"
 
-/* Chunk block of about 4 MB of doubles. */
-#define GRAM_BLOCK_DOUBLES ((size_t)1 << 19)
+/* Entries of every map in one row block (about 2 MB of floats and 4 MB of doubles). */
+#define BLOCK_VALUES ((size_t)1 << 19)
+/* Jensen-Shannon: threads when a block has this many (pair, cell) terms. */
+#define JS_MIN_PARALLEL ((double)(1 << 20))
 
-/* G: (N, N), lower triangle (j <= i) set to sum_e z_a(e) z_b(e) over the entries e of
- * maps: (N, n, n) -- the visible ones (j <= i) when lower_only, else all -- where
- * z_a(e) = x_a(e) - mean[a] (mean may be NULL for 0). */
-static hs_status gram(const float *maps, int N, int n, int lower_only, const double *mean,
-                      double *G, hs_error *err)
+typedef struct pw {
+    const hs_map_source *src;
+    int N, n, causal, R; /* R: rows per block */
+    int *all;            /* (N) 0..N-1 */
+    float *blk;          /* (N, R, n) */
+    double *Z;           /* (N, R * n) */
+    double *pl;          /* (N, R) JS: sum_j p ln p of each row of the block */
+} pw;
+
+static hs_status read_block(pw *w, int r0, int rows, hs_error *err)
 {
-    size_t per = (size_t)n * (size_t)n;
-    size_t m = lower_only ? (size_t)n * ((size_t)n + 1) / 2 : per;
-    size_t C = GRAM_BLOCK_DOUBLES / (size_t)N;
-    if (C < 256)
-        C = 256;
-    if (C > m)
-        C = m;
-    double *Z = malloc((size_t)N * C * sizeof *Z);
-    if (!Z)
-        return hs_fail(err, HS_E_NOMEM, "out of memory for a %d x %zu block", N, C);
-    for (size_t k = 0; k < (size_t)N * (size_t)N; k++)
-        G[k] = 0;
-    /* The chunk starts at entry (i0, j0) of the visible set, row-major. */
-    int i0 = 0, j0 = 0;
-    size_t done = 0;
-    while (done < m) {
-        size_t cols = m - done < C ? m - done : C;
-        int i1 = i0, j1 = j0;
-        for (int a = 0; a < N; a++) {
-            const float *x = maps + (size_t)a * per;
-            double mu = mean ? mean[a] : 0.0;
-            double *z = Z + (size_t)a * C;
-            int i = i0, j = j0;
-            for (size_t c = 0; c < cols; c++) {
-                z[c] = (double)x[(size_t)i * (size_t)n + (size_t)j] - mu;
-                if (++j > (lower_only ? i : n - 1)) {
-                    j = 0;
-                    i++;
-                }
-            }
-            i1 = i;
-            j1 = j;
+    return w->src->rows(w->src->user, w->all, w->N, r0, rows, w->blk, err);
+}
+
+/* Z: (N, R*n) gets the entries of the block's rows r0..r0+rows-1, row-major, the visible
+ * ones (j <= i) when lower_only, else all, each minus mean[a] (mean NULL: 0). Returns the
+ * entries per map. */
+static size_t fill_z(pw *w, int r0, int rows, int lower_only, const double *mean)
+{
+    size_t ldz = (size_t)w->R * (size_t)w->n, cols = 0;
+    for (int a = 0; a < w->N; a++) {
+        double mu = mean ? mean[a] : 0.0, *z = w->Z + (size_t)a * ldz;
+        size_t c = 0;
+        for (int i = 0; i < rows; i++) {
+            const float *row = w->blk + ((size_t)a * (size_t)rows + (size_t)i) * (size_t)w->n;
+            int nk = lower_only ? r0 + i + 1 : w->n;
+            for (int j = 0; j < nk; j++)
+                z[c++] = (double)row[j] - mu;
         }
-        cblas_dsyrk(CblasRowMajor, CblasLower, CblasNoTrans, N, (int)cols, 1.0, Z, (int)C, 1.0,
-                    G, N);
-        done += cols;
-        i0 = i1;
-        j0 = j1;
+        cols = c;
     }
-    free(Z);
+    return cols;
+}
+
+static void gram_add(pw *w, size_t cols, double *G)
+{
+    if (cols > 0)
+        cblas_dsyrk(CblasRowMajor, CblasLower, CblasNoTrans, w->N, (int)cols, 1.0, w->Z,
+                    w->R * w->n, 1.0, G, w->N);
+}
+
+/* mean: (N) mean of each map over its visible entries (causal: j <= i). */
+static hs_status means(pw *w, double *mean, hs_error *err)
+{
+    int n = w->n;
+    for (int a = 0; a < w->N; a++)
+        mean[a] = 0;
+    for (int r0 = 0; r0 < n; r0 += w->R) {
+        int rows = n - r0 < w->R ? n - r0 : w->R;
+        hs_status st = read_block(w, r0, rows, err);
+        if (st)
+            return st;
+        for (int a = 0; a < w->N; a++)
+            for (int i = 0; i < rows; i++) {
+                const float *row = w->blk + ((size_t)a * (size_t)rows + (size_t)i) * (size_t)n;
+                int nk = w->causal ? r0 + i + 1 : n;
+                for (int j = 0; j < nk; j++)
+                    mean[a] += (double)row[j];
+            }
+    }
+    size_t m = w->causal ? (size_t)n * ((size_t)n + 1) / 2 : (size_t)n * (size_t)n;
+    for (int a = 0; a < w->N; a++)
+        mean[a] /= (double)m;
     return HS_OK;
 }
 
-/* D: (N, N) Frobenius distances of maps: (N, n, n) over all entries, symmetric. */
-static hs_status frobenius(const float *maps, int N, int n, double *D, hs_error *err)
+/* Jensen-Shannon terms of the block's rows added to the lower triangle of out (row order
+ * per pair, so the sums do not depend on the block size or the thread count). */
+static void js_block(pw *w, int r0, int rows, double *out)
 {
-    hs_status st = gram(maps, N, n, 0, NULL, D, err);
-    if (st)
-        return st;
-    size_t per = (size_t)n * (size_t)n;
+    int N = w->N, n = w->n;
+    for (int a = 0; a < N; a++)
+        for (int i = 0; i < rows; i++) {
+            const float *row = w->blk + ((size_t)a * (size_t)rows + (size_t)i) * (size_t)n;
+            int nk = w->causal ? r0 + i + 1 : n;
+            double s = 0;
+            for (int j = 0; j < nk; j++) {
+                double p = (double)row[j];
+                if (p > 0)
+                    s += p * log(p);
+            }
+            w->pl[(size_t)a * (size_t)w->R + (size_t)i] = s;
+        }
+    double work = 0.5 * (double)N * (double)(N - 1) * (double)rows * (double)n;
+#pragma omp parallel for schedule(dynamic) if (work >= JS_MIN_PARALLEL)
+    for (int a = 1; a < N; a++) {
+        for (int b = 0; b < a; b++) {
+            double total = out[(size_t)a * N + b];
+            for (int i = 0; i < rows; i++) {
+                size_t off = (size_t)i * (size_t)n;
+                const float *p = w->blk + (size_t)a * (size_t)rows * (size_t)n + off;
+                const float *q = w->blk + (size_t)b * (size_t)rows * (size_t)n + off;
+                int nk = w->causal ? r0 + i + 1 : n;
+                double mlogm = 0;
+                for (int j = 0; j < nk; j++) {
+                    double mj = 0.5 * ((double)p[j] + (double)q[j]);
+                    if (mj > 0)
+                        mlogm += mj * log(mj);
+                }
+                /* JS = 1/2 KL(P||M) + 1/2 KL(Q||M) = 1/2 sum p ln p + 1/2 sum q ln q - sum m ln m */
+                total += 0.5 * (w->pl[(size_t)a * (size_t)w->R + (size_t)i] +
+                                w->pl[(size_t)b * (size_t)w->R + (size_t)i]) -
+                         mlogm;
+            }
+            out[(size_t)a * N + b] = total;
+        }
+    }
+}
+
+/* Frobenius distances from the Gram matrix in the lower triangle of D; near-identical
+ * pairs, where the Gram form cancels, are summed directly from the two maps. */
+static hs_status frob_finish(pw *w, double *D, hs_error *err)
+{
+    int N = w->N;
+    size_t per = (size_t)w->n * (size_t)w->n;
+    float *pair = NULL;
     for (int a = 0; a < N; a++) {
         double gaa = D[(size_t)a * N + a];
         for (int b = 0; b < a; b++) {
             double gbb = D[(size_t)b * N + b];
             double d2 = gaa + gbb - 2.0 * D[(size_t)a * N + b];
             if (d2 <= 1e-6 * (gaa + gbb)) {
-                /* Near-identical maps: the Gram form cancels; sum the differences. */
-                const float *x = maps + (size_t)a * per, *y = maps + (size_t)b * per;
+                int ab[2] = {a, b};
+                if (!pair && !(pair = malloc(2 * per * sizeof *pair)))
+                    return hs_fail(err, HS_E_NOMEM, "out of memory for two maps");
+                hs_status st = w->src->rows(w->src->user, ab, 2, 0, w->n, pair, err);
+                if (st) {
+                    free(pair);
+                    return st;
+                }
                 d2 = 0;
                 for (size_t e = 0; e < per; e++) {
-                    double t = (double)x[e] - (double)y[e];
+                    double t = (double)pair[e] - (double)pair[per + e];
                     d2 += t * t;
                 }
             }
             D[(size_t)a * N + b] = sqrt(d2 > 0 ? d2 : 0);
         }
     }
+    free(pair);
     for (int a = 0; a < N; a++) {
         D[(size_t)a * N + a] = 0;
         for (int b = 0; b < a; b++)
             D[(size_t)b * N + a] = D[(size_t)a * N + b];
     }
+    return HS_OK;
+}
+
+/* Pearson r from the centred Gram matrix in the lower triangle of out. */
+static void pearson_finish(int N, double *out)
+{
+    for (int a = 0; a < N; a++) {
+        double va = out[(size_t)a * N + a];
+        for (int b = 0; b < a; b++) {
+            double vb = out[(size_t)b * N + b];
+            double r = 0; /* zero variance on either side: no linear relation */
+            if (va > 0 && vb > 0) {
+                r = out[(size_t)a * N + b] / sqrt(va * vb);
+                r = r > 1 ? 1 : r < -1 ? -1 : r;
+            }
+            out[(size_t)a * N + b] = r;
+            out[(size_t)b * N + a] = r;
+        }
+    }
+    for (int a = 0; a < N; a++)
+        out[(size_t)a * N + a] = 1;
+}
+
+static void js_finish(int N, int n, double *out)
+{
+    for (int a = 0; a < N; a++) {
+        out[(size_t)a * N + a] = 0;
+        for (int b = 0; b < a; b++) {
+            double js = out[(size_t)a * N + b] / n;
+            if (js < 0) /* rounding when the rows are (nearly) equal */
+                js = 0;
+            out[(size_t)a * N + b] = js;
+            out[(size_t)b * N + a] = js;
+        }
+    }
+}
+
+hs_status hs_pairwise_compute(const hs_map_source *src, int causal, double *frob,
+                              hs_sim_method method, double *sim, hs_error *err)
+{
+    int N = src->n_maps, n = src->n;
+    if (N < 1 || n < 1)
+        return hs_fail(err, HS_E_ARG, "%d maps of %d tokens", N, n);
+    if (sim && method != HS_SIM_PEARSON && method != HS_SIM_JS)
+        return hs_fail(err, HS_E_ARG, "unknown method %d", (int)method);
+    int pearson = sim && method == HS_SIM_PEARSON, js = sim && method == HS_SIM_JS;
+    size_t r = BLOCK_VALUES / ((size_t)N * (size_t)n);
+    pw w = {src, N, n, causal, r < 1 ? 1 : r > (size_t)n ? n : (int)r, NULL, NULL, NULL, NULL};
+    size_t vals = (size_t)N * (size_t)w.R * (size_t)n;
+    double *mean = NULL;
+    hs_status st = HS_OK;
+    w.all = malloc((size_t)N * sizeof *w.all);
+    w.blk = malloc(vals * sizeof *w.blk);
+    w.Z = frob || pearson ? malloc(vals * sizeof *w.Z) : NULL;
+    w.pl = js ? malloc((size_t)N * (size_t)w.R * sizeof *w.pl) : NULL;
+    mean = pearson ? malloc((size_t)N * sizeof *mean) : NULL;
+    if (!w.all || !w.blk || ((frob || pearson) && !w.Z) || (js && !w.pl) || (pearson && !mean)) {
+        st = hs_fail(err, HS_E_NOMEM, "out of memory for a block of %d x %d rows", N, w.R);
+        goto done;
+    }
+    for (int a = 0; a < N; a++)
+        w.all[a] = a;
+    for (size_t k = 0; k < (size_t)N * (size_t)N; k++) {
+        if (frob)
+            frob[k] = 0;
+        if (sim)
+            sim[k] = 0;
+    }
+    if (pearson && (st = means(&w, mean, err)))
+        goto done;
+    for (int r0 = 0; r0 < n; r0 += w.R) {
+        int rows = n - r0 < w.R ? n - r0 : w.R;
+        if ((st = read_block(&w, r0, rows, err)))
+            goto done;
+        if (frob)
+            gram_add(&w, fill_z(&w, r0, rows, 0, NULL), frob);
+        if (pearson)
+            gram_add(&w, fill_z(&w, r0, rows, causal, mean), sim);
+        if (js)
+            js_block(&w, r0, rows, sim);
+    }
+    if (frob && (st = frob_finish(&w, frob, err)))
+        goto done;
+    if (pearson)
+        pearson_finish(N, sim);
+    if (js)
+        js_finish(N, n, sim);
+done:
+    free(mean);
+    free(w.pl);
+    free(w.Z);
+    free(w.blk);
+    free(w.all);
+    return st;
+}
+
+void hs_diversity_layers(const double *pairwise, int n_layer, int n_head, double *layer)
+{
+    size_t N = (size_t)n_layer * (size_t)n_head;
+    for (int l = 0; l < n_layer; l++) {
+        double s = 0;
+        for (int a = 0; a < n_head; a++)
+            for (int b = 0; b < n_head; b++)
+                s += pairwise[(size_t)(l * n_head + a) * N + (size_t)(l * n_head + b)];
+        layer[l] = s / ((double)n_head * (double)n_head);
+    }
+}
+
+/* ---- maps in an array -------------------------------------------------------------- */
+
+typedef struct mem_maps {
+    const float *maps; /* (n_maps, n, n) */
+    int n;
+} mem_maps;
+
+static hs_status mem_rows(void *user, const int *idx, int count, int r0, int rows, float *out,
+                          hs_error *err)
+{
+    (void)err;
+    const mem_maps *mm = user;
+    size_t n = (size_t)mm->n, len = (size_t)rows * n;
+    for (int c = 0; c < count; c++)
+        memcpy(out + (size_t)c * len, mm->maps + (size_t)idx[c] * n * n + (size_t)r0 * n,
+               len * sizeof *out);
     return HS_OK;
 }
 
@@ -112,180 +307,28 @@ hs_status hs_diversity_compute(const float *attn, int n_layer, int n_head, int n
     }
     if (!layer && !pairwise)
         return hs_fail(err, HS_E_ARG, "diversity: no output requested");
-    size_t per = (size_t)n * (size_t)n;
-    double *own = NULL;
+    mem_maps mm = {attn, n};
+    hs_map_source src = {mem_rows, &mm, N, n};
     if (pairwise) {
-        st = frobenius(attn, N, n, pairwise, err);
-        if (st)
-            goto fail;
+        st = hs_pairwise_compute(&src, 0, pairwise, HS_SIM_PEARSON, NULL, err);
+        if (!st && layer)
+            hs_diversity_layers(pairwise, n_layer, n_head, layer);
     } else {
-        own = malloc((size_t)n_head * (size_t)n_head * sizeof *own);
-        if (!own) {
+        double *own = malloc((size_t)n_head * (size_t)n_head * sizeof *own);
+        if (!own)
             st = hs_fail(err, HS_E_NOMEM, "out of memory");
-            goto fail;
+        src.n_maps = n_head;
+        for (int l = 0; l < n_layer && !st; l++) {
+            mm.maps = attn + (size_t)l * (size_t)n_head * (size_t)n * (size_t)n;
+            st = hs_pairwise_compute(&src, 0, own, HS_SIM_PEARSON, NULL, err);
+            if (!st)
+                hs_diversity_layers(own, 1, n_head, &layer[l]);
         }
+        free(own);
     }
-    if (layer) {
-        for (int l = 0; l < n_layer; l++) {
-            double s = 0;
-            if (own) {
-                st = frobenius(attn + (size_t)l * (size_t)n_head * per, n_head, n, own, err);
-                if (st)
-                    goto fail;
-                for (int a = 0; a < n_head; a++)
-                    for (int b = 0; b < n_head; b++)
-                        s += own[(size_t)a * n_head + b];
-            } else {
-                for (int a = 0; a < n_head; a++)
-                    for (int b = 0; b < n_head; b++)
-                        s += pairwise[(size_t)(l * n_head + a) * N + (size_t)(l * n_head + b)];
-            }
-            layer[l] = s / ((double)n_head * (double)n_head);
-        }
-    }
-    free(own);
-    return HS_OK;
-fail:
-    free(own);
-    hs_error_prefix(err, "diversity");
-    return st;
-}
-
-/* out: (N, N) Pearson r over visible entries. */
-static hs_status pearson(const float *maps, int N, int n, int causal, double *out, hs_error *err)
-{
-    size_t per = (size_t)n * (size_t)n;
-    size_t m = causal ? (size_t)n * ((size_t)n + 1) / 2 : per;
-    double *mean = calloc((size_t)N, sizeof *mean);
-    if (!mean)
-        return hs_fail(err, HS_E_NOMEM, "out of memory");
-    for (int a = 0; a < N; a++) {
-        const float *x = maps + (size_t)a * per;
-        double s = 0;
-        for (int i = 0; i < n; i++) {
-            int nk = causal ? i + 1 : n;
-            for (int j = 0; j < nk; j++)
-                s += (double)x[(size_t)i * (size_t)n + (size_t)j];
-        }
-        mean[a] = s / (double)m;
-    }
-    hs_status st = gram(maps, N, n, causal, mean, out, err);
-    free(mean);
     if (st)
-        return st;
-    for (int a = 0; a < N; a++) {
-        double va = out[(size_t)a * N + a];
-        for (int b = 0; b < a; b++) {
-            double vb = out[(size_t)b * N + b];
-            double r = 0; /* zero variance on either side: no linear relation */
-            if (va > 0 && vb > 0) {
-                r = out[(size_t)a * N + b] / sqrt(va * vb);
-                r = r > 1 ? 1 : r < -1 ? -1 : r;
-            }
-            out[(size_t)a * N + b] = r;
-            out[(size_t)b * N + a] = r;
-        }
-    }
-    for (int a = 0; a < N; a++)
-        out[(size_t)a * N + a] = 1;
-    return HS_OK;
-}
-
-/* Jensen-Shannon work shared by the threads: rows a = first, first + step, ... of the
- * lower triangle, so every pair is computed by one thread in a fixed order and the result
- * does not depend on the thread count. */
-typedef struct js_job {
-    const float *maps;
-    const double *plogp; /* (N, n): sum_j p ln p of each row */
-    double *out;
-    int N, n, causal, first, step;
-} js_job;
-
-static void *js_rows(void *arg)
-{
-    const js_job *jb = arg;
-    int N = jb->N, n = jb->n;
-    size_t per = (size_t)n * (size_t)n;
-    for (int a = jb->first; a < N; a += jb->step) {
-        for (int b = 0; b < a; b++) {
-            const float *x = jb->maps + (size_t)a * per, *y = jb->maps + (size_t)b * per;
-            double total = 0;
-            for (int i = 0; i < n; i++) {
-                const float *p = x + (size_t)i * (size_t)n, *q = y + (size_t)i * (size_t)n;
-                int nk = jb->causal ? i + 1 : n;
-                double mlogm = 0;
-                for (int j = 0; j < nk; j++) {
-                    double mj = 0.5 * ((double)p[j] + (double)q[j]);
-                    if (mj > 0)
-                        mlogm += mj * log(mj);
-                }
-                /* JS = 1/2 KL(P||M) + 1/2 KL(Q||M) = 1/2 sum p ln p + 1/2 sum q ln q - sum m ln m */
-                total += 0.5 * (jb->plogp[(size_t)a * (size_t)n + (size_t)i] +
-                                jb->plogp[(size_t)b * (size_t)n + (size_t)i]) -
-                         mlogm;
-            }
-            double js = total / n;
-            if (js < 0) /* rounding when the rows are (nearly) equal */
-                js = 0;
-            jb->out[(size_t)a * N + b] = js;
-            jb->out[(size_t)b * N + a] = js;
-        }
-    }
-    return NULL;
-}
-
-#define JS_MAX_THREADS 16
-#define JS_MIN_CELLS_PER_THREAD ((double)(1 << 22))
-
-/* out: (N, N) mean over rows of the JS divergence between row distributions (nats). */
-static hs_status jensen_shannon(const float *maps, int N, int n, int causal, double *out,
-                                hs_error *err)
-{
-    size_t per = (size_t)n * (size_t)n;
-    double *plogp = malloc((size_t)N * (size_t)n * sizeof *plogp);
-    if (!plogp)
-        return hs_fail(err, HS_E_NOMEM, "out of memory");
-    for (int a = 0; a < N; a++)
-        for (int i = 0; i < n; i++) {
-            const float *row = maps + (size_t)a * per + (size_t)i * (size_t)n;
-            int nk = causal ? i + 1 : n;
-            double s = 0;
-            for (int j = 0; j < nk; j++) {
-                double p = (double)row[j];
-                if (p > 0)
-                    s += p * log(p);
-            }
-            plogp[(size_t)a * (size_t)n + (size_t)i] = s;
-        }
-    for (int a = 0; a < N; a++)
-        out[(size_t)a * N + a] = 0;
-
-    /* Threads only when there is enough work (one log per visible cell and pair). */
-    double cells = 0.5 * (double)N * (double)(N - 1) * (double)per * (causal ? 0.5 : 1.0);
-    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    int T = ncpu > 1 ? (int)(ncpu < JS_MAX_THREADS ? ncpu : JS_MAX_THREADS) : 1;
-    if (cells / T < JS_MIN_CELLS_PER_THREAD)
-        T = (int)(cells / JS_MIN_CELLS_PER_THREAD) > 1 ? (int)(cells / JS_MIN_CELLS_PER_THREAD) : 1;
-    if (T > N)
-        T = N;
-    js_job jobs[JS_MAX_THREADS];
-    pthread_t tid[JS_MAX_THREADS];
-    int started = 0;
-    for (int t = 0; t < T; t++)
-        jobs[t] = (js_job){maps, plogp, out, N, n, causal, t, T};
-    for (int t = 1; t < T; t++) {
-        if (pthread_create(&tid[t], NULL, js_rows, &jobs[t]) != 0)
-            break;
-        started = t;
-    }
-    /* Rows of threads that could not start are done here, after this thread's own. */
-    js_rows(&jobs[0]);
-    for (int t = started + 1; t < T; t++)
-        js_rows(&jobs[t]);
-    for (int t = 1; t <= started; t++)
-        pthread_join(tid[t], NULL);
-    free(plogp);
-    return HS_OK;
+        hs_error_prefix(err, "diversity");
+    return st;
 }
 
 hs_status hs_similarity_compute(const float *maps, int n_maps, int n, int causal,
@@ -298,12 +341,9 @@ hs_status hs_similarity_compute(const float *maps, int n_maps, int n, int causal
     }
     if (!out)
         return hs_fail(err, HS_E_ARG, "similarity: NULL output");
-    if (method == HS_SIM_PEARSON)
-        st = pearson(maps, n_maps, n, causal, out, err);
-    else if (method == HS_SIM_JS)
-        st = jensen_shannon(maps, n_maps, n, causal, out, err);
-    else
-        return hs_fail(err, HS_E_ARG, "similarity: unknown method %d", (int)method);
+    mem_maps mm = {maps, n};
+    hs_map_source src = {mem_rows, &mm, n_maps, n};
+    st = hs_pairwise_compute(&src, causal, NULL, method, out, err);
     if (st)
         hs_error_prefix(err, "similarity");
     return st;

@@ -6,9 +6,12 @@
 #include <string.h>
 #include <time.h>
 
+#include "analysis/mapstore.h"
+#include "analysis/pairwise.h"
 #include "headscope/report.h"
 #include "headscope/tokenizer.h"
 #include "internal.h"
+#include "io/analyze_observe.h"
 
 void hs_analyze_opts_default(hs_analyze_opts *o)
 {
@@ -30,6 +33,8 @@ void hs_analyze_opts_default(hs_analyze_opts *o)
     o->hash_files = 1;
     o->probe = 1;
     o->diversity = 1;
+    o->keep_maps = 1;
+    o->maps_memory_max = HS_MAPSTORE_MEM_DEFAULT;
 }
 
 static double now(void)
@@ -67,7 +72,7 @@ void hs_analysis_free(hs_analysis *a)
     free(a->command_line);
     hs_model_files_free(a->files, a->n_model_files);
     free(a->head_index);
-    hs_trace_free(a->trace);
+    hs_mapstore_free(a->maps);
     free(a->heads);
     free(a->layer_diversity);
     free(a->frobenius);
@@ -114,36 +119,6 @@ static int32_t tok_id(const hs_tokenizer *t, const char *s)
     return t ? hs_tokenizer_id(t, s) : -1;
 }
 
-/* Streaming observer for the probe: detector scores of the selected layers. */
-typedef struct probe_obs {
-    const hs_analysis *a;
-    const unsigned char *layers;
-    int causal;
-    int32_t sep_id;
-    const unsigned char *sink;
-    hs_detect *out; /* (n_heads) */
-    hs_status st;
-    hs_error *err;
-} probe_obs;
-
-static int probe_observe(void *user, int layer, const float *probs, int n_head, int n)
-{
-    probe_obs *p = user;
-    if (p->layers && !p->layers[layer])
-        return 0;
-    int first = -1;
-    for (int k = 0; k < p->a->n_heads; k++)
-        if (p->a->head_index[k] == layer * n_head) {
-            first = k;
-            break;
-        }
-    if (first < 0)
-        return 0;
-    p->st = hs_detect_compute(probs, n_head, n, p->causal, p->a->probe_ids, p->sep_id, p->sink,
-                              p->out + first, p->err);
-    return p->st != HS_OK;
-}
-
 const char *hs_head_label(const hs_head_result *h, double thr, int has_sep)
 {
     struct {
@@ -186,7 +161,8 @@ hs_status hs_analyze_run(const hs_model *m, const hs_analyze_input *in, const hs
     const hs_tokenizer *tok = hs_model_tokenizer(m);
     int L = c->n_layer, H = c->n_head, n = in->n;
     hs_status st = HS_OK;
-    float *maps_buf = NULL;
+    hs_entropy *ent = NULL;
+    hs_detect *det = NULL; /* (2 * n_heads): text, probe */
     unsigned char *sink = NULL, *probe_sink = NULL, *active = NULL;
     double *dist = NULL, *delta = NULL;
     hs_loss_eval *ev = NULL;
@@ -265,7 +241,7 @@ hs_status hs_analyze_run(const hs_model *m, const hs_analyze_input *in, const hs
         st = hs_fail(err, HS_E_ARG, "no layers selected");
         goto fail;
     }
-    size_t nn = (size_t)n * (size_t)n, nh = (size_t)a->n_heads;
+    size_t nh = (size_t)a->n_heads;
     a->heads = calloc(nh, sizeof *a->heads);
     a->layer_diversity = malloc((size_t)L * sizeof *a->layer_diversity);
     a->frobenius = malloc(nh * nh * sizeof *a->frobenius);
@@ -275,26 +251,7 @@ hs_status hs_analyze_run(const hs_model *m, const hs_analyze_input *in, const hs
     if (!a->heads || !a->layer_diversity || !a->frobenius || !a->similarity || !a->labels || !dist)
         goto nomem;
 
-    /* 1. the recorded forward pass */
-    double t0 = now();
-    if ((st = hs_trace_new(m, n, &a->trace, err)))
-        goto fail;
-    hs_forward_opts fo = {.on_attn = hs_trace_observe, .user = a->trace};
-    if ((st = hs_forward(m, a->ids, a->type_ids, n, &fo, NULL, err)))
-        goto fail;
-    a->forward_passes = 1;
-    a->seconds_forward = now() - t0;
-    const float *maps = a->trace->attn;
-    if (n_layers_on < L) { /* gather the selected layers */
-        maps_buf = malloc(nh * nn * sizeof *maps_buf);
-        if (!maps_buf)
-            goto nomem;
-        for (size_t k = 0; k < nh; k++)
-            memcpy(maps_buf + k * nn, a->trace->attn + (size_t)a->head_index[k] * nn, nn * sizeof(float));
-        maps = maps_buf;
-    }
-
-    /* 2. per-head metrics on the text */
+    /* 1. the text's pass: per-head metrics layer by layer, every layer's maps stored */
     int is_bert = c->family == HS_FAMILY_BERT;
     int32_t cls_id = is_bert ? tok_id(tok, "[CLS]") : -1, sep_id = is_bert ? tok_id(tok, "[SEP]") : -1;
     if (o->exclude_sinks) {
@@ -304,17 +261,25 @@ hs_status hs_analyze_run(const hs_model *m, const hs_analyze_input *in, const hs
         if ((st = hs_sinks_mark(a->ids, n, cls_id, sep_id, sink, err)))
             goto fail;
     }
-    hs_entropy *ent = malloc(nh * sizeof *ent);
-    hs_detect *det = malloc(nh * 2 * sizeof *det);
-    if (!ent || !det) {
-        free(ent);
-        free(det);
+    ent = malloc(nh * sizeof *ent);
+    det = malloc(nh * 2 * sizeof *det);
+    if (!ent || !det)
         goto nomem;
-    }
-    st = hs_entropy_compute(maps, a->n_heads, n, c->causal, sink, ent, err);
-    if (!st)
-        st = hs_detect_compute(maps, a->n_heads, n, c->causal, a->ids, sep_id, sink, det, err);
-    for (size_t k = 0; k < nh && !st; k++) {
+    double t0 = now();
+    if ((st = hs_mapstore_new(L * H, n, o->maps_memory_max, o->maps_dir, &a->maps, err)))
+        goto fail;
+    layer_obs to = {o->layers, c->causal, a->ids, sep_id, sink, ent, det, a->maps, 0, HS_OK, err};
+    hs_forward_opts fo = {.on_attn = hs_layer_observe, .user = &to};
+    st = hs_forward(m, a->ids, a->type_ids, n, &fo, NULL, err);
+    if (to.st)
+        st = to.st;
+    if (st)
+        goto fail;
+    a->forward_passes = 1;
+    a->seconds_forward = now() - t0;
+
+    /* 2. per-head metrics on the text */
+    for (size_t k = 0; k < nh; k++) {
         a->heads[k].layer = a->head_index[k] / H;
         a->heads[k].head = a->head_index[k] % H;
         a->heads[k].entropy = ent[k];
@@ -326,7 +291,7 @@ hs_status hs_analyze_run(const hs_model *m, const hs_analyze_input *in, const hs
     }
 
     /* 3. the induction probe: seeded random tokens repeated twice */
-    if (!st && o->probe) {
+    if (o->probe) {
         int specials = is_bert ? 2 : 0;
         int half = o->probe_half_len;
         if (half > (c->n_ctx - specials) / 2)
@@ -339,11 +304,8 @@ hs_status hs_analyze_run(const hs_model *m, const hs_analyze_input *in, const hs
             a->probe_len = 2 * half + specials;
             a->probe_ids = malloc((size_t)a->probe_len * sizeof *a->probe_ids);
             probe_sink = o->exclude_sinks ? malloc((size_t)a->probe_len) : NULL;
-            if (!a->probe_ids || (o->exclude_sinks && !probe_sink)) {
-                free(ent);
-                free(det);
+            if (!a->probe_ids || (o->exclude_sinks && !probe_sink))
                 goto nomem;
-            }
             st = hs_probe_repeated(o->probe_seed, half, lo, hi, a->probe_ids + (is_bert ? 1 : 0), err);
             if (is_bert) {
                 a->probe_ids[0] = cls_id >= 0 ? cls_id : 0;
@@ -352,8 +314,9 @@ hs_status hs_analyze_run(const hs_model *m, const hs_analyze_input *in, const hs
             if (!st && probe_sink)
                 st = hs_sinks_mark(a->probe_ids, a->probe_len, cls_id, sep_id, probe_sink, err);
             if (!st) {
-                probe_obs po = {a, o->layers, c->causal, sep_id, probe_sink, det + nh, HS_OK, err};
-                hs_forward_opts pf = {.on_attn = probe_observe, .user = &po};
+                layer_obs po = {o->layers, c->causal, a->probe_ids, sep_id, probe_sink,
+                                NULL, det + nh, NULL, 0, HS_OK, err};
+                hs_forward_opts pf = {.on_attn = hs_layer_observe, .user = &po};
                 st = hs_forward(m, a->probe_ids, NULL, a->probe_len, &pf, NULL, err);
                 if (po.st)
                     st = po.st;
@@ -363,17 +326,27 @@ hs_status hs_analyze_run(const hs_model *m, const hs_analyze_input *in, const hs
             }
         }
     }
-    free(ent);
-    free(det);
     if (st)
         goto fail;
 
-    /* 4. diversity, similarity, clustering */
+    /* 4. diversity, similarity, clustering: row blocks of the stored maps */
     double *per_layer = malloc((size_t)n_layers_on * sizeof *per_layer);
-    if (!per_layer)
+    store_rows sr = {a->maps, a->head_index, malloc(nh * sizeof(int))};
+    if (!per_layer || !sr.idx) {
+        free(per_layer);
+        free(sr.idx);
         goto nomem;
-    if (o->diversity) {
-        st = hs_diversity_compute(maps, n_layers_on, H, n, per_layer, a->frobenius, err);
+    }
+    hs_map_source src = {hs_store_read_rows, &sr, a->n_heads, n};
+    st = hs_pairwise_compute(&src, c->causal, o->diversity ? a->frobenius : NULL, o->similarity,
+                             a->similarity, err);
+    free(sr.idx);
+    if (!o->keep_maps) { /* nothing reads them after this */
+        hs_mapstore_free(a->maps);
+        a->maps = NULL;
+    }
+    if (!st && o->diversity) {
+        hs_diversity_layers(a->frobenius, n_layers_on, H, per_layer);
     } else {
         for (int l = 0; l < n_layers_on; l++)
             per_layer[l] = NAN;
@@ -383,8 +356,6 @@ hs_status hs_analyze_run(const hs_model *m, const hs_analyze_input *in, const hs
     for (int l = 0, j = 0; l < L; l++)
         a->layer_diversity[l] = (o->layers && !o->layers[l]) ? NAN : per_layer[j++];
     free(per_layer);
-    if (!st)
-        st = hs_similarity_compute(maps, a->n_heads, n, c->causal, o->similarity, a->similarity, err);
     if (!st)
         st = hs_similarity_distance(a->similarity, a->n_heads, o->similarity, dist, err);
     if (!st && a->n_heads >= 2)
@@ -403,7 +374,7 @@ hs_status hs_analyze_run(const hs_model *m, const hs_analyze_input *in, const hs
     }
 
     /* 5. loss, ablation, pruning */
-    hs_loss_input li = {.ids = a->ids, .type_ids = a->type_ids, .n = n};
+    hs_loss_input li = {.ids = a->ids, .type_ids = a->type_ids, .n = n, .no_cache = !o->ablation};
     int32_t *masked = NULL;
     if (c->family == HS_FAMILY_GPT2) {
         li.kind = HS_LOSS_LM;
@@ -538,7 +509,8 @@ fail:
     free(sink);
     free(probe_sink);
     free(active);
-    free(maps_buf);
+    free(ent);
+    free(det);
     hs_analysis_free(a);
     return st;
 }

@@ -2,6 +2,7 @@
  * matrix in dendrogram order and the importance grid (renderers in viz/). */
 #include <errno.h>
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,6 +57,12 @@ static void fmt_num(char *buf, size_t cap, const char *name, double v, int decim
         snprintf(buf, cap, "%s -", name);
 }
 
+/* hs_map_fn over every head of an analysis: k = l*H + h. */
+static hs_status analysis_map(void *user, int k, float *out, hs_error *err)
+{
+    return hs_analysis_map(user, k, out, err);
+}
+
 hs_status hs_pictures_write(const hs_analysis *a, const char *outdir, int max_labels,
                             char ***files, int *n_files, hs_error *err)
 {
@@ -65,7 +72,7 @@ hs_status hs_pictures_write(const hs_analysis *a, const char *outdir, int max_la
     file_list fl = {0};
     hs_status st = HS_OK;
     char path[4096], rel[64], title[128], sub[256], p1[48], p2[48], p3[48], p4[48];
-    float *sim = NULL, *imp = NULL;
+    float *sim = NULL, *imp = NULL, *map = NULL;
     char **names = NULL;
     *files = NULL;
     *n_files = 0;
@@ -75,6 +82,9 @@ hs_status hs_pictures_write(const hs_analysis *a, const char *outdir, int max_la
     snprintf(path, sizeof path, "%s/heads", outdir);
     if (mkdir(path, 0777) != 0 && errno != EEXIST)
         return hs_fail(err, HS_E_IO, "cannot create '%s': %s", path, strerror(errno));
+    map = malloc(nn * sizeof *map); /* (n, n) the head at hand */
+    if (!map)
+        return hs_fail(err, HS_E_NOMEM, "out of memory for a %d x %d map", n, n);
 
     for (int k = 0; k < a->n_heads && !st; k++) {
         const hs_head_result *h = &a->heads[k];
@@ -88,15 +98,16 @@ hs_status hs_pictures_write(const hs_analysis *a, const char *outdir, int max_la
         fmt_num(p4, sizeof p4, "induction", h->probe_scores.induction, 2, 0, "");
         snprintf(sub, sizeof sub, "%s   %s   %s   %s", p1, p2, p3, p4);
         hs_heatmap_opts ho = {.title = title, .subtitle = sub, .max_labels = max_labels};
-        st = hs_heatmap_write(path, a->trace->attn + (size_t)a->head_index[k] * nn, n,
-                              (const char *const *)a->display, &ho, err);
+        st = hs_analysis_map(a, a->head_index[k], map, err);
+        if (!st)
+            st = hs_heatmap_write(path, map, n, (const char *const *)a->display, &ho, err);
         if (!st && list_add(&fl, rel))
             st = hs_fail(err, HS_E_NOMEM, "out of memory");
     }
     if (!st) {
         snprintf(path, sizeof path, "%s/gallery.png", outdir);
         hs_gallery_opts go = {.title = "attention of every head (each scaled to its own maximum)"};
-        st = hs_gallery_write(path, a->trace->attn, L, H, n, &go, err);
+        st = hs_gallery_write_from(path, analysis_map, (void *)(uintptr_t)a, L, H, n, &go, err);
         if (!st && list_add(&fl, "gallery.png"))
             st = hs_fail(err, HS_E_NOMEM, "out of memory");
     }
@@ -154,6 +165,7 @@ hs_status hs_pictures_write(const hs_analysis *a, const char *outdir, int max_la
     free(names);
     free(sim);
     free(imp);
+    free(map);
     if (st) {
         list_unwind(&fl, outdir);
         return st;

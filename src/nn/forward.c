@@ -9,7 +9,7 @@
 #include "nn/ops.h"
 
 struct hs_forward_ws {
-    int max_n, max_batch;
+    int max_n, max_batch, n_head;
     /* rows = batch * n: the copies' streams stacked, copy b in rows b*n.. */
     float *x;     /* (rows, d) residual stream */
     float *h;     /* (rows, d) normalised input / scratch */
@@ -43,6 +43,7 @@ hs_status hs_forward_ws_new_batch(const hs_model *m, int max_n, int max_batch,
     size_t n = (size_t)max_n, rows = n * (size_t)max_batch, d = (size_t)c->d_model;
     ws->max_n = max_n;
     ws->max_batch = max_batch;
+    ws->n_head = c->n_head;
     ws->x = malloc(rows * d * sizeof(float));
     ws->h = malloc(rows * d * sizeof(float));
     ws->qkv = malloc(rows * 3 * d * sizeof(float));
@@ -134,40 +135,56 @@ static hs_status block_forward(const hs_model *m, int l, hs_forward_ws *ws, int 
     return HS_OK;
 }
 
-/* The LM head on rows of x: (batch * n, d), all of them or each copy's logit_rows →
- * logits: (batch * rows, V). ws->qkv holds the gathered rows, ws->h the MLM transform. */
-static void lm_head(const hs_model *m, hs_forward_ws *ws, int n, int batch,
-                    const hs_forward_opts *o)
+float *hs_forward_ws_spare(hs_forward_ws *ws, size_t *floats)
+{
+    *floats = (size_t)ws->n_head * (size_t)ws->max_n * (size_t)ws->max_n;
+    return ws->probs;
+}
+
+void hs_lm_logits(const hs_model *m, const float *x, const int32_t *idx, int rows,
+                  float *scratch, float *logits)
 {
     const hs_model_config *c = &m->cfg;
     int d = c->d_model, V = c->vocab_size;
-    const float *src = ws->x, *bias = NULL;
-    int rows = batch * n;
-    if (o->logit_rows) { /* gather the rows wanted into ws->qkv: (batch * n_logit_rows, d) */
-        rows = batch * o->n_logit_rows;
-        for (int r = 0; r < rows; r++) {
-            int b = r / o->n_logit_rows, i = o->logit_rows[r % o->n_logit_rows];
-            memcpy(ws->qkv + (size_t)r * (size_t)d, ws->x + ((size_t)b * n + i) * (size_t)d,
-                   (size_t)d * sizeof *src);
-        }
-        src = ws->qkv;
+    const float *src = x, *bias = NULL;
+    if (idx) { /* gather the rows wanted: (rows, d) */
+        for (int r = 0; r < rows; r++)
+            memcpy(scratch + (size_t)r * (size_t)d, x + (size_t)idx[r] * (size_t)d,
+                   (size_t)d * sizeof *x);
+        src = scratch;
     }
     size_t rd = (size_t)rows * (size_t)d;
     if (c->family == HS_FAMILY_BERT) { /* MLM transform (row-wise): dense, gelu, LayerNorm */
-        hs_op_linear(src, m->mlm_w, m->mlm_b, ws->h, rows, d, d);
-        hs_op_gelu(ws->h, ws->h, rd, c->act);
-        hs_op_layernorm(ws->h, m->mlm_ln_w, m->mlm_ln_b, ws->h, NULL, NULL, rows, d, c->ln_eps);
-        src = ws->h;
+        float *h = scratch + rd;
+        hs_op_linear(src, m->mlm_w, m->mlm_b, h, rows, d, d);
+        hs_op_gelu(h, h, rd, c->act);
+        hs_op_layernorm(h, m->mlm_ln_w, m->mlm_ln_b, h, NULL, NULL, rows, d, c->ln_eps);
+        src = h;
         bias = m->mlm_bias;
     }
     for (int i = 0; i < rows; i++) {
-        float *row = o->logits + (size_t)i * (size_t)V;
+        float *row = logits + (size_t)i * (size_t)V;
         if (bias)
             memcpy(row, bias, (size_t)V * sizeof *row);
         else
             memset(row, 0, (size_t)V * sizeof *row);
     }
-    hs_op_gemm(1, rows, V, d, 1.0f, src, d, m->decoder, d, 1.0f, o->logits, V);
+    hs_op_gemm(1, rows, V, d, 1.0f, src, d, m->decoder, d, 1.0f, logits, V);
+}
+
+/* The LM head on rows of x: (batch * n, d), all of them (one GEMM over every copy) or each
+ * copy's logit_rows → logits: (batch * rows, V). ws->qkv: (batch * n, 3d) is the scratch. */
+static void lm_head(const hs_model *m, hs_forward_ws *ws, int n, int batch,
+                    const hs_forward_opts *o)
+{
+    size_t d = (size_t)m->cfg.d_model, V = (size_t)m->cfg.vocab_size;
+    if (!o->logit_rows) {
+        hs_lm_logits(m, ws->x, NULL, batch * n, ws->qkv, o->logits);
+        return;
+    }
+    for (int b = 0; b < batch; b++)
+        hs_lm_logits(m, ws->x + (size_t)b * (size_t)n * d, o->logit_rows, o->n_logit_rows,
+                     ws->qkv, o->logits + (size_t)b * (size_t)o->n_logit_rows * V);
 }
 
 hs_status hs_forward(const hs_model *m, const int32_t *ids, const int32_t *type_ids, int n,

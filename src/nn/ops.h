@@ -4,6 +4,7 @@
 #define HEADSCOPE_OPS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "headscope/model.h"
 
@@ -12,6 +13,17 @@
  * so the result is the same bits for every thread count. */
 void hs_op_gemm(int trans_b, int m, int n, int k, float alpha, const float *a, int lda,
                 const float *b, int ldb, float beta, float *c, int ldc);
+
+/* The workspace's attention buffer, (n_head, max_n, max_n) floats, which no pass needs once
+ * it has returned: callers may use it as scratch between passes. *floats gets its size. */
+struct hs_forward_ws;
+float *hs_forward_ws_spare(struct hs_forward_ws *ws, size_t *floats);
+
+/* logits: (rows, vocab) of the LM head (BERT: the MLM transform, then the decoder and its
+ * bias) on rows idx[0..rows-1] of the final hidden states x: (n, d_model), or on rows
+ * 0..rows-1 when idx is NULL. scratch: (2 * rows * d_model) floats. */
+void hs_lm_logits(const hs_model *m, const float *x, const int32_t *idx, int rows,
+                  float *scratch, float *logits);
 
 /* y: (n, out) = x: (n, in) · w: (in, out) + b: (out); y may not alias x. */
 void hs_op_linear(const float *x, const float *w, const float *b, float *y, int n, int in, int out);

@@ -1,0 +1,41 @@
+/* The forward-pass observer of `analyze`: per-head metrics taken layer by layer (detector
+ * scores on the probe; entropy and detector scores on the text, while every layer's maps
+ * go to the map store); the store's reader for the pairwise statistics, and
+ * hs_analysis_map. */
+#include "headscope/analysis.h"
+#include "headscope/report.h"
+#include "internal.h"
+#include "io/analyze_observe.h"
+
+int hs_layer_observe(void *user, int layer, const float *probs, int n_head, int n)
+{
+    layer_obs *t = user;
+    if (!t->layers || t->layers[layer]) {
+        int k = t->next;
+        t->next += n_head;
+        if (t->ent)
+            t->st = hs_entropy_compute(probs, n_head, n, t->causal, t->sink, t->ent + k, t->err);
+        if (!t->st)
+            t->st = hs_detect_compute(probs, n_head, n, t->causal, t->ids, t->sep_id, t->sink,
+                                      t->det + k, t->err);
+    }
+    if (!t->st && t->store)
+        t->st = hs_mapstore_put(t->store, layer * n_head, n_head, probs, t->err);
+    return t->st != HS_OK;
+}
+
+hs_status hs_store_read_rows(void *user, const int *idx, int count, int r0, int rows,
+                             float *out, hs_error *err)
+{
+    store_rows *sr = user;
+    for (int c = 0; c < count; c++)
+        sr->idx[c] = sr->head_index[idx[c]];
+    return hs_mapstore_rows(sr->store, sr->idx, count, r0, rows, out, err);
+}
+
+hs_status hs_analysis_map(const hs_analysis *a, int index, float *out, hs_error *err)
+{
+    if (!a->maps)
+        return hs_fail(err, HS_E_ARG, "the analysis kept no attention maps");
+    return hs_mapstore_get(a->maps, index, out, err);
+}

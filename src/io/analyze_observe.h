@@ -1,0 +1,42 @@
+/*
+ * src/io/analyze_observe.h — the forward-pass observer of `analyze` and its reader of the
+ * map store (src/io/analyze_observe.c); private to the library.
+ */
+#ifndef HEADSCOPE_ANALYZE_OBSERVE_H
+#define HEADSCOPE_ANALYZE_OBSERVE_H
+
+#include "analysis/mapstore.h"
+#include "headscope/report.h"
+
+/* The observer of a pass (the text's or the probe's): detector scores, and entropy when
+ * ent is given, of the analysed layers' heads as the pass makes each layer's maps, and
+ * every layer's maps into store when given. */
+typedef struct layer_obs {
+    const unsigned char *layers; /* (n_layer) analysed layers, or NULL for all */
+    int causal;
+    const int32_t *ids;          /* (n) the pass's tokens */
+    int32_t sep_id;
+    const unsigned char *sink;   /* (n) or NULL */
+    hs_entropy *ent;             /* (n_heads) or NULL */
+    hs_detect *det;              /* (n_heads) */
+    hs_mapstore *store;          /* or NULL */
+    int next;                    /* index k of the next analysed layer's first head (0) */
+    hs_status st;                /* the first failure (HS_OK) */
+    hs_error *err;
+} layer_obs;
+
+/* hs_rows_fn over the analysed heads' maps in the store: idx are head indices k. */
+typedef struct store_rows {
+    const hs_mapstore *store;
+    const int *head_index; /* (n_heads) */
+    int *idx;              /* (n_heads) scratch */
+} store_rows;
+
+/* hs_attn_observer over a layer_obs. */
+int hs_layer_observe(void *user, int layer, const float *probs, int n_head, int n);
+
+/* hs_rows_fn (src/analysis/pairwise.h) over a store_rows. */
+hs_status hs_store_read_rows(void *user, const int *idx, int count, int r0, int rows,
+                             float *out, hs_error *err);
+
+#endif /* HEADSCOPE_ANALYZE_OBSERVE_H */
