@@ -5,6 +5,8 @@
 #   make SANITIZE=address,undefined test   the same under sanitizers, in build-san/
 #   make bench                         speed ratios (see docs/bench.md)
 #   make fuzz                          libFuzzer harnesses (clang), short runs
+#   make install [PREFIX=/usr/local] [DESTDIR=]   binary, libraries, headers, .pc, man, docs
+#   make uninstall                     removes what install put there
 
 DEB_PKGS = build-essential pkg-config libopenblas-openmp-dev libpng-dev libcjson-dev \
            libutf8proc-dev libcriterion-dev python3 python3-numpy python3-torch \
@@ -130,7 +132,7 @@ fuzz-replay: $(REPLAY_BIN)
 browser-test: $(BIN)
 	HEADSCOPE=$(BIN) HS_LDFLAGS="$(LDFLAGS)" bash tests/browser.sh
 
-test: all unit cli-test fuzz-replay browser-test
+test: all unit cli-test fuzz-replay browser-test lib-test
 
 # libFuzzer: make fuzz [FUZZ_SECONDS=30]; needs clang (in make deps).
 FUZZ_SECONDS ?= 30
@@ -168,6 +170,8 @@ $(BENCH_MODEL)/config.json:
 
 $(BUILD)/hs-bench: $(BENCH_SRC) $(LIB)
 	$(CC) $(CPPFLAGS) $(ALLCFLAGS) $(BENCH_SRC) $(LIB) $(PKG_LIBS) $(LDFLAGS) -o $@
+
+include lib.mk
 
 clean:
 	rm -rf build build-san build-fuzz
