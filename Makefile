@@ -12,6 +12,8 @@ DEB_PKGS = build-essential pkg-config libopenblas-openmp-dev libpng-dev libcjson
            libutf8proc-dev libcriterion-dev python3 python3-numpy python3-torch \
            python3-regex pngcheck clang libclang-rt-14-dev valgrind \
            chromium chromium-driver python3-selenium fonts-dejavu-core
+# the Python package: built offline by pip from Debian's setuptools and wheel, in a venv
+DEB_PKGS += python3-pip python3-venv python3-setuptools python3-wheel
 
 PKGS = openblas libpng libcjson libutf8proc
 
