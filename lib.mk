@@ -45,17 +45,21 @@ $(SHLIB): $(LIB_OBJ) src/libheadscope.map
 
 # The .pc file: the private libraries let `pkg-config --static` link libheadscope.a.
 # OpenBLAS's OpenMP build is named by path (its .pc is not on pkg-config's default path).
-$(PCFILE): lib.mk include/headscope/version.h
-	@mkdir -p $(dir $@)
-	printf '%s\n' 'prefix=$(PREFIX)' 'libdir=$(LIBDIR)' 'includedir=$(INCLUDEDIR)' '' \
+define write_pc
+	printf '%s\n' 'prefix=$(PREFIX)' 'libdir=$(patsubst $(PREFIX)/%,$${prefix}/%,$(LIBDIR))' \
+	    'includedir=$(patsubst $(PREFIX)/%,$${prefix}/%,$(INCLUDEDIR))' '' \
 	    'Name: headscope' \
 	    'Description: attention-head analysis of GPT-2 and BERT models' \
-	    'URL: https://github.com/headscope/headscope' \
 	    'Version: $(HS_VERSION_STR)' \
 	    'Requires.private: libpng libcjson libutf8proc' \
 	    'Cflags: -I$${includedir}' \
 	    'Libs: -L$${libdir} -lheadscope' \
-	    'Libs.private: -L$(BLAS_DIR) -Wl,-rpath,$(BLAS_DIR) -lopenblas -fopenmp -lm -lpthread' > $@
+	    'Libs.private: -L$(BLAS_DIR) -Wl,-rpath,$(BLAS_DIR) -lopenblas -fopenmp -lm -lpthread'
+endef
+# libdir and includedir under ${prefix}, so `pkg-config --define-prefix` finds a staged copy.
+$(PCFILE): lib.mk include/headscope/version.h
+	@mkdir -p $(dir $@)
+	$(write_pc) > $@
 
 # Man pages from each command's --help (man/mkman.sh), so they cannot drift from it.
 $(BUILD)/man/headscope.1: $(BIN) man/mkman.sh
@@ -76,7 +80,7 @@ install: all
 	install -m 644 $(LIB) $(DESTDIR)$(LIBDIR)/libheadscope.a
 	install -m 644 include/headscope.h $(DESTDIR)$(INCLUDEDIR)/headscope.h
 	install -m 644 include/headscope/*.h $(DESTDIR)$(INCLUDEDIR)/headscope/
-	sed 's|^prefix=.*|prefix=$(PREFIX)|' $(PCFILE) > $(DESTDIR)$(LIBDIR)/pkgconfig/headscope.pc
+	$(write_pc) > $(DESTDIR)$(LIBDIR)/pkgconfig/headscope.pc
 	install -m 644 $(MAN_PAGES) $(DESTDIR)$(MANDIR)/man1/
 	install -m 644 $(HS_DOCS) $(DESTDIR)$(DOCDIR)/
 

@@ -7,7 +7,7 @@
  *     hs_analysis *a = NULL;
  *     if (hs_analyze_run(model, &in, &o, &a, &err) == HS_OK) {
  *         char *json = hs_report_json(a, NULL, 0, 1);   // "headscope.report/2"
- *         ...
+ *         puts(json);
  *         free(json);
  *     }
  *     hs_analysis_free(a);

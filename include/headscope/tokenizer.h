@@ -4,7 +4,7 @@
  *
  *     hs_tokenizer *tok = NULL;
  *     hs_error err = {0};
- *     if (hs_tokenizer_load_gpt2("m/vocab.json", "m/merges.txt", &tok, &err) != HS_OK) ...
+ *     if (hs_tokenizer_load_gpt2("m/vocab.json", "m/merges.txt", &tok, &err) != HS_OK) return 1;
  *     hs_encoding enc = {0};
  *     hs_tokenizer_encode(tok, "Hello world", 11, NULL, 0, &enc, &err);
  *     // enc.n == 2, enc.ids = {15496, 995}, enc.tokens = {"Hello", "Ġworld"}
