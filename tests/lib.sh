@@ -11,6 +11,8 @@ cd "$(dirname "$0")/.."
 ROOT=$PWD
 BUILD=${HS_BUILD:-build}
 CC=${CC:-cc}
+# programs linking a sanitized library need the sanitizers' runtimes themselves
+san=${HS_SANITIZE:+-fsanitize=$HS_SANITIZE}
 PY=/usr/bin/python3 # Debian's, with python3-numpy
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -57,10 +59,10 @@ ok "man pages match --help"
 
 # examples/entropy.c out of tree, shared and static
 cp examples/entropy.c "$tmp/"
-(cd "$tmp" && $CC -std=c11 -Wall -Wextra -Werror entropy.c $($PC --cflags --libs headscope) \
+(cd "$tmp" && $CC $san -std=c11 -Wall -Wextra -Werror entropy.c $($PC --cflags --libs headscope) \
     -o entropy-shared) || fail "examples/entropy.c does not build against the stage"
 libs=$($PC --static --libs headscope)
-(cd "$tmp" && $CC -std=c11 entropy.c $($PC --cflags headscope) ${libs/-lheadscope/-l:libheadscope.a} \
+(cd "$tmp" && $CC $san -std=c11 entropy.c $($PC --cflags headscope) ${libs/-lheadscope/-l:libheadscope.a} \
     -o entropy-static) || fail "examples/entropy.c does not link statically"
 text="The cat sat on the mat. The cat sat on the mat."
 export ASAN_OPTIONS=detect_leaks=0
@@ -76,7 +78,7 @@ ok "examples/entropy.c out of tree: $shared"
 grep -q "^entropy: cannot open 'fixtures/nope'" "$tmp/err" || fail "message: $(cat "$tmp/err")"
 
 # every header's usage example
-$PY tests/header_examples.py "$stage/usr/include" "$tmp/examples.c" -- $CC -std=c11 -Wall \
+$PY tests/header_examples.py "$stage/usr/include" "$tmp/examples.c" -- $CC $san -std=c11 -Wall \
     $($PC --cflags headscope) -- $($PC --libs headscope) || fail "header examples"
 LD_LIBRARY_PATH=$lib "$tmp/examples" || fail "header examples' main"
 ok "header usage examples compile and link"
