@@ -85,8 +85,9 @@ ok "header usage examples compile and link"
 
 # the Python package: pip install ./python offline into a venv that sees Debian's numpy
 $PY -m venv --system-site-packages "$tmp/venv"
+cp -r python "$tmp/python" # pip builds in the source folder: not in the checkout
 "$tmp/venv/bin/python" -m pip install -q --no-build-isolation --no-index --no-deps \
-    --disable-pip-version-check "$ROOT/python" >"$tmp/pip.log" 2>&1 ||
+    --disable-pip-version-check "$tmp/python" >"$tmp/pip.log" 2>&1 ||
     { cat "$tmp/pip.log"; fail "pip install ./python"; }
 pre=
 if [[ "${HS_SANITIZE:-}" == *address* ]]; then
