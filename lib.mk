@@ -1,6 +1,6 @@
 # headscope as an installable library (included by the Makefile; kept apart to ease merges).
 #   build/libheadscope.so.MAJOR.MINOR.PATCH   the shared library (soname libheadscope.so.MAJOR,
-#                                             only hs_* exported: src/libheadscope.map)
+#                                             exporting the functions of the public headers)
 #   build/headscope.pc, build/man/*.1         generated at build time
 #   make install / uninstall                  PREFIX (/usr/local), DESTDIR, LIBDIR, ...
 #   make lib-test                             stage install, out-of-tree example, header
@@ -36,9 +36,16 @@ all: $(SHLIB) $(PCFILE) $(MAN_PAGES)
 shared: $(SHLIB)
 man: $(MAN_PAGES)
 
+# The exports: every function a public header declares (each "hs_name(" in
+# include/headscope/*.h); the hs_ helpers of src/internal.h, OpenBLAS, cJSON stay local.
+$(BUILD)/libheadscope.map: $(wildcard include/headscope/*.h) lib.mk
+	@mkdir -p $(dir $@)
+	{ echo '{'; echo '  global:'; grep -oh '\bhs_[a-z0-9_]*(' include/headscope/*.h | \
+	    tr -d '(' | sort -u | sed 's/.*/    &;/'; echo '  local: *;'; echo '};'; } > $@
+
 # OpenBLAS (OpenMP build) with the same rpath as the binary: PKG_LIBS.
-$(SHLIB): $(LIB_OBJ) src/libheadscope.map
-	$(CC) -shared -Wl,-soname,$(SONAME) -Wl,--version-script,src/libheadscope.map \
+$(SHLIB): $(LIB_OBJ) $(BUILD)/libheadscope.map
+	$(CC) -shared -Wl,-soname,$(SONAME) -Wl,--version-script,$(BUILD)/libheadscope.map \
 	    -Wl,--no-undefined $(LDFLAGS) $(LIB_OBJ) $(PKG_LIBS) -o $@
 	ln -sf $(notdir $@) $(BUILD)/$(SONAME)
 	ln -sf $(SONAME) $(BUILD)/libheadscope.so

@@ -36,7 +36,12 @@ soname=$(readelf -d "$so" | sed -n 's/.*Library soname: \[\(.*\)\]/\1/p')
 version=$(sed -n 's/^#define HS_VERSION "\([0-9.]*\)".*/\1/p' include/headscope/version.h)
 [ "$soname" = "libheadscope.so.${version%%.*}" ] || fail "soname '$soname'"
 [ -L "$lib/$soname" ] || fail "no $soname link"
-ok "nm -D: only hs_* symbols; soname $soname"
+# and only the API: each one declared in an installed header
+for s in $(nm -D --defined-only "$so" | awk '{print $3}'); do
+    grep -qw "$s" "$stage"/usr/include/headscope/*.h || fail "$s is exported but not public"
+done
+n=$(nm -D --defined-only "$so" | grep -c ' T hs_')
+ok "nm -D: only hs_* symbols, the $n functions of the headers; soname $soname"
 
 # one version everywhere: --version, the .pc, hs_version() (the example prints it), report,
 # the Python package
