@@ -52,8 +52,14 @@ $(SHLIB): $(LIB_OBJ) $(BUILD)/libheadscope.map
 
 # The .pc file: the private libraries let `pkg-config --static` link libheadscope.a.
 # OpenBLAS's OpenMP build is named by path (its .pc is not on pkg-config's default path).
+# prefix is relative to the .pc file's folder (${pcfiledir}, known to pkg-config and
+# pkgconf) when LIBDIR lies under PREFIX: a staged or moved copy works through
+# PKG_CONFIG_PATH alone.
+HS_SPACE := $(subst x, ,x)
+PC_UP = $(subst $(HS_SPACE),,$(foreach c,$(subst /, ,$(patsubst $(PREFIX)/%,%,$(LIBDIR))),/..))
+PC_PREFIX = $(if $(filter $(PREFIX)/%,$(LIBDIR)),$${pcfiledir}/..$(PC_UP),$(PREFIX))
 define write_pc
-	printf '%s\n' 'prefix=$(PREFIX)' 'libdir=$(patsubst $(PREFIX)/%,$${prefix}/%,$(LIBDIR))' \
+	printf '%s\n' 'prefix=$(PC_PREFIX)' 'libdir=$(patsubst $(PREFIX)/%,$${prefix}/%,$(LIBDIR))' \
 	    'includedir=$(patsubst $(PREFIX)/%,$${prefix}/%,$(INCLUDEDIR))' '' \
 	    'Name: headscope' \
 	    'Description: attention-head analysis of GPT-2 and BERT models' \
@@ -63,7 +69,6 @@ define write_pc
 	    'Libs: -L$${libdir} -lheadscope' \
 	    'Libs.private: -L$(BLAS_DIR) -Wl,-rpath,$(BLAS_DIR) -lopenblas -fopenmp -lm -lpthread'
 endef
-# libdir and includedir under ${prefix}, so `pkg-config --define-prefix` finds a staged copy.
 $(PCFILE): lib.mk include/headscope/version.h
 	@mkdir -p $(dir $@)
 	$(write_pc) > $@

@@ -46,7 +46,7 @@ ok "nm -D: only hs_* symbols, the $n functions of the headers; soname $soname"
 # one version everywhere: --version, the .pc, hs_version() (the example prints it), report,
 # the Python package
 export PKG_CONFIG_PATH=$lib/pkgconfig
-PC="pkg-config --define-prefix"
+PC=pkg-config # the .pc is relocatable: PKG_CONFIG_PATH alone finds the stage
 [ "$($PC --modversion headscope)" = "$version" ] || fail ".pc version"
 "$stage/usr/bin/headscope" --version | grep -q "^headscope $version\\b" || fail "--version"
 grep -q "^version = \"$version\"" python/pyproject.toml || fail "python/pyproject.toml version"
