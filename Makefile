@@ -1,12 +1,13 @@
 # headscope — build, test, bench.
 #   make deps                          install the Debian packages (needs root)
-#   make                               build/libheadscope.a and build/headscope
+#   make                               build/libheadscope.a, build/libheadscope.so.*, build/headscope
 #   make test                          Criterion suites + tests/cli.sh
 #   make SANITIZE=address,undefined test   the same under sanitizers, in build-san/
 #   make bench                         speed ratios (see docs/bench.md)
 #   make fuzz                          libFuzzer harnesses (clang), short runs
 #   make install [PREFIX=/usr/local] [DESTDIR=]   binary, libraries, headers, .pc, man, docs
 #   make uninstall                     removes what install put there
+#   make lib-test                      the installed library, examples/, the Python package (lib.mk)
 
 DEB_PKGS = build-essential pkg-config libopenblas-openmp-dev libpng-dev libcjson-dev \
            libutf8proc-dev libcriterion-dev python3 python3-numpy python3-torch \
