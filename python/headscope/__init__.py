@@ -92,7 +92,9 @@ class Model:
         if h:
             _LIB.hs_model_free(h)
 
-    __del__ = close
+    def __del__(self):
+        if _LIB is not None:  # None when the interpreter is tearing the module down
+            self.close()
 
     def __enter__(self):
         return self
