@@ -1,15 +1,20 @@
 # headscope — build, test, bench.
 #   make deps                          install the Debian packages (needs root)
-#   make                               build/libheadscope.a and build/headscope
+#   make                               build/libheadscope.a, build/libheadscope.so.*, build/headscope
 #   make test                          Criterion suites + tests/cli.sh
 #   make SANITIZE=address,undefined test   the same under sanitizers, in build-san/
 #   make bench                         speed ratios (see docs/bench.md)
 #   make fuzz                          libFuzzer harnesses (clang), short runs
+#   make install [PREFIX=/usr/local] [DESTDIR=]   binary, libraries, headers, .pc, man, docs
+#   make uninstall                     removes what install put there
+#   make lib-test                      the installed library, examples/, the Python package (lib.mk)
 
 DEB_PKGS = build-essential pkg-config libopenblas-openmp-dev libpng-dev libcjson-dev \
            libutf8proc-dev libcriterion-dev python3 python3-numpy python3-torch \
            python3-regex pngcheck clang libclang-rt-14-dev valgrind parallel \
            chromium chromium-driver python3-selenium fonts-dejavu-core
+# the Python package: built offline by pip from Debian's setuptools and wheel, in a venv
+DEB_PKGS += python3-pip python3-venv python3-setuptools python3-wheel
 
 PKGS = openblas libpng libcjson libutf8proc
 
@@ -131,7 +136,7 @@ fuzz-replay: $(REPLAY_BIN)
 browser-test: $(BIN)
 	HEADSCOPE=$(BIN) HS_LDFLAGS="$(LDFLAGS)" bash tests/browser.sh
 
-test: all unit cli-test fuzz-replay browser-test
+test: all unit cli-test fuzz-replay browser-test lib-test
 
 # libFuzzer: make fuzz [FUZZ_SECONDS=30]; needs clang (in make deps).
 FUZZ_SECONDS ?= 30
@@ -178,6 +183,8 @@ $(BENCH_BERT)/config.json:
 
 $(BUILD)/hs-bench: $(BENCH_SRC) $(LIB)
 	$(CC) $(CPPFLAGS) $(ALLCFLAGS) $(BENCH_SRC) $(LIB) $(PKG_LIBS) $(LDFLAGS) -o $@
+
+include lib.mk
 
 clean:
 	rm -rf build build-san build-fuzz

@@ -165,62 +165,10 @@ hs_model *cli_model_open(const char *cmd, const char *path, unsigned flags)
     return m;
 }
 
-/* Moves count tokens from position from to position to (to <= from) inside an encoding
- * (the strings live in one block owned by the encoding, so only the pointers move). */
-static void move_tokens(hs_encoding *e, size_t to, size_t from, size_t count)
-{
-    memmove(e->ids + to, e->ids + from, count * sizeof *e->ids);
-    memmove(e->type_ids + to, e->type_ids + from, count * sizeof *e->type_ids);
-    memmove(e->tokens + to, e->tokens + from, count * sizeof *e->tokens);
-}
-
-/* Truncates to max tokens as Hugging Face's tokenizers library (0.23) does with its default
- * "longest_first" strategy. BPE: keep the first max. WordPiece: keep [CLS]/[SEP]; with
- * budget = max minus the special tokens, a single text keeps its first budget tokens. A pair
- * is balanced on its lengths capped at max: with n1 <= n2 those capped lengths (the first
- * text is n1 on a tie), the shorter keeps n1 and the longer max(n1, budget - n1) (or n1
- * when n1 > budget); when that is still more than the budget they keep budget/2 and
- * budget/2 + budget%2. Each segment keeps its first tokens. Checked against the library on
- * every pair of lengths up to 20 and max up to 30 (fixtures/tokenizer/truncation_golden.json
- * holds real-text cases). Linear in the encoding. */
+/* The Hugging Face truncation now lives in the library (hs_encoding_truncate). */
 void cli_truncate_encoding(const hs_tokenizer *tok, hs_encoding *e, size_t max)
 {
-    if (e->n <= max)
-        return;
-    if (hs_tokenizer_get_kind(tok) == HS_TOK_BPE) {
-        e->n = max;
-        return;
-    }
-    /* [CLS] a [SEP] (b [SEP]): segment a is 1 .. sep_a-1, b is sep_a+1 .. n-2 */
-    size_t sep_a = 1;
-    while (sep_a < e->n && e->type_ids[sep_a] == 0)
-        sep_a++;
-    sep_a--; /* last token of type 0 is the first [SEP] */
-    size_t len_a = sep_a - 1;
-    int pair = e->n > sep_a + 1;
-    size_t len_b = pair ? e->n - sep_a - 2 : 0;
-    size_t specials = e->n - len_a - len_b;
-    size_t budget = max > specials ? max - specials : 0; /* content tokens that stay */
-    size_t a = len_a < budget ? len_a : budget, b = 0;
-    if (pair) {
-        size_t ca = len_a < max ? len_a : max, cb = len_b < max ? len_b : max;
-        int swap = ca > cb;
-        size_t n1 = swap ? cb : ca, n2; /* n1: the shorter */
-        n2 = n1 > budget ? n1 : (n1 > budget - n1 ? n1 : budget - n1);
-        if (n1 + n2 > budget) {
-            n1 = budget / 2;
-            n2 = n1 + budget % 2;
-        }
-        a = swap ? n2 : n1;
-        b = swap ? n1 : n2;
-        a = a < len_a ? a : len_a;
-        b = b < len_b ? b : len_b;
-    }
-    size_t tail = e->n - (sep_a + 1 + len_b); /* the final [SEP] of a pair, else 0 */
-    move_tokens(e, 1 + a, sep_a, 1);     /* first [SEP] */
-    move_tokens(e, 2 + a, sep_a + 1, b); /* b's first tokens */
-    move_tokens(e, 2 + a + b, sep_a + 1 + len_b, tail);
-    e->n = 2 + a + b + tail;
+    hs_encoding_truncate(tok, e, max);
 }
 
 int cli_encode(const char *cmd, const hs_model *m, const cli_text *t, int truncate,

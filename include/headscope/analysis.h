@@ -8,7 +8,7 @@
  * Maps are flat float arrays, row = query, column = key, and a map index for layer l,
  * head h of an (L, H, n, n) trace is l*H + h:
  *
- *     maps: (n_maps, n, n)     e.g. hs_trace.attn with n_maps = n_layer * n_head
+ *     // maps: (n_maps, n, n)  e.g. hs_trace.attn with n_maps = n_layer * n_head
  *
  * causal != 0 (GPT-2): query row i sees keys 0..i and entries above the diagonal are
  * ignored (they are 0 in a trace). causal == 0 (BERT): every row sees all n keys.
@@ -23,7 +23,7 @@
  *     hs_detect_compute(t->attn, L * H, n, causal, ids, 102, NULL, det, &err);
  *     hs_sinks_mark(ids, n, 101, 102, sink, &err);                      // BERT sinks
  *     hs_entropy_compute(t->attn, L * H, n, causal, sink, ent, &err);   // without them
- *     double *r = malloc(sizeof(double) * 144 * 144), *d = malloc(...);
+ *     double *r = malloc(sizeof(double) * 144 * 144), *d = malloc(sizeof(double) * 144 * 144);
  *     hs_similarity_compute(t->attn, L * H, n, causal, HS_SIM_PEARSON, r, &err);
  *     hs_similarity_distance(r, L * H, HS_SIM_PEARSON, d, &err);   // 1 - r
  *     hs_linkage *lk = NULL;

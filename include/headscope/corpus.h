@@ -8,8 +8,11 @@
  *     hs_corpus_item it;
  *     int done = 0;
  *     while (hs_corpus_next(r, &it, &done, &err) == HS_OK && !done) {
- *         if (it.skip) { report it.line, hs_corpus_skip_name(it.skip), it.detail; continue; }
- *         use it.text (it.len bytes) and it.pair (NULL when none); valid until the next call
+ *         if (it.skip) {   // a bad record: say which and why, and go on
+ *             printf("%ld: %s %s\n", it.line, hs_corpus_skip_name(it.skip), it.detail);
+ *             continue;
+ *         }
+ *         fwrite(it.text, 1, it.len, stdout);  // it.pair: NULL when none; valid until next
  *     }
  *     hs_corpus_close(r);
  *
@@ -17,7 +20,7 @@
  * aggregation of per-text analyses (hs_corpus_agg) without keeping any text's maps:
  *
  *     hs_stat s = {0};
- *     hs_stat_add(&s, x, 1.0);  ...
+ *     hs_stat_add(&s, x, 1.0);                      // for every value x, weight 1
  *     hs_summary sum;  hs_stat_summary(&s, &sum);   // mean, sd, ci_low, ci_high
  *
  * Shards of a run and checkpoints are partial aggregates (partial.json): the aggregate's

@@ -8,7 +8,7 @@
  *     hs_forward_opts o = {0};
  *     o.on_attn = my_observer;  o.user = &state;      // probs: (n_head, n, n)
  *     o.logits = NULL;                                // or a (n, vocab) buffer
- *     hs_forward(model, ids, NULL, n, &o, &err);
+ *     hs_forward(model, ids, NULL, n, &o, NULL, &err);   // NULL: scratch per call
  *
  * Head mask semantics follow Hugging Face transformers 4.x:
  *     probs = softmax(Q K^T / sqrt(d_head) + causal mask)

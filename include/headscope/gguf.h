@@ -8,7 +8,7 @@
  *
  *     hs_error err = {0};
  *     hs_gguf *g = NULL;
- *     if (hs_gguf_open("model.bin", &g, &err) != HS_OK) { ... err.msg ... }
+ *     if (hs_gguf_open("model.bin", &g, &err) != HS_OK) return fprintf(stderr, "%s\n", err.msg), 1;
  *     for (size_t i = 0; i < hs_gguf_kv_count(g); i++) {
  *         hs_gguf_value v;
  *         hs_gguf_kv_get(g, i, 0, &v);           // first element / the scalar

@@ -6,8 +6,8 @@
  *                            .tokens = (const char *const *)enc.tokens, .text = text};
  *     hs_analysis *a = NULL;
  *     if (hs_analyze_run(model, &in, &o, &a, &err) == HS_OK) {
- *         char *json = hs_report_json(a, 1);      // "headscope.report/2"
- *         ...
+ *         char *json = hs_report_json(a, NULL, 0, 1);   // "headscope.report/2"
+ *         puts(json);
  *         free(json);
  *     }
  *     hs_analysis_free(a);
@@ -170,6 +170,27 @@ const char *hs_head_name(const hs_analysis *a, int index, char *buf, size_t cap)
  * optional list of n_files output paths relative to the output folder. Returns a malloc'd
  * string (caller frees) or NULL when out of memory. */
 char *hs_report_json(const hs_analysis *a, const char *const *files, int n_files, int pretty);
+
+/* From text to report in one call, for bindings that cannot fill the structs above (the
+ * Python package): tokenizes texts[0..n_texts-1] (lens[i] bytes each, or NUL-terminated
+ * when lens is NULL) with the model's tokenizer and analyses them as `headscope analyze`
+ * does. One text: *out is hs_report_json of hs_analyze_run; several: the corpus report of
+ * `headscope analyze --corpus` (include/headscope/corpus.h; texts longer than the context
+ * truncated, ablation only when asked, no pruning). options is NULL or a JSON object of
+ * hs_analyze_opts fields by name: "ablation", "pruning", "gradient", "exclude_sinks",
+ * "probe", "hash_files" (default false here) as booleans; "cluster_threshold",
+ * "prune_tol", "prune_stop", "prune_round", "label_threshold", "probe_half_len",
+ * "prune_beam", "prune_max_steps", "probe_seed" as numbers; "similarity" ("pearson",
+ * "js"), "prune_method" ("gradient", "greedy"), "layers" (a list of layer numbers), and
+ * "truncate" (keep the first n_ctx tokens of a longer text instead of HS_E_INPUT) and
+ * "text_pair" (BERT, one text only). An unknown name or a bad value is HS_E_ARG.
+ * On success *out is a NUL-terminated JSON string (compact); free it with hs_free. */
+hs_status hs_analyze_json(const hs_model *m, const char *const *texts, const size_t *lens,
+                          int n_texts, const char *options, char **out, hs_error *err);
+
+/* Frees memory the library returned to a caller that has no access to its free() (a
+ * binding): hs_analyze_json's string, hs_report_json's. Accepts NULL. */
+void hs_free(void *p);
 
 /* Writes the pictures of an analysis into outdir (which must exist): heads/L{l}_H{h}.png
  * for every analysed head, gallery.png (every layer), similarity.png (dendrogram order,

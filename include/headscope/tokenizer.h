@@ -4,7 +4,7 @@
  *
  *     hs_tokenizer *tok = NULL;
  *     hs_error err = {0};
- *     if (hs_tokenizer_load_gpt2("m/vocab.json", "m/merges.txt", &tok, &err) != HS_OK) ...
+ *     if (hs_tokenizer_load_gpt2("m/vocab.json", "m/merges.txt", &tok, &err) != HS_OK) return 1;
  *     hs_encoding enc = {0};
  *     hs_tokenizer_encode(tok, "Hello world", 11, NULL, 0, &enc, &err);
  *     // enc.n == 2, enc.ids = {15496, 995}, enc.tokens = {"Hello", "Ġworld"}
@@ -82,6 +82,13 @@ hs_status hs_tokenizer_load_json(const char *path, hs_tokenizer **out, hs_error 
 hs_status hs_tokenizer_encode(const hs_tokenizer *t, const char *text, size_t len,
                               const char *pair, size_t pair_len, hs_encoding *out,
                               hs_error *err);
+
+/* Cuts an encoding of t to at most max tokens (max >= 3 for WordPiece) as Hugging Face's
+ * tokenizers library does with truncation="longest_first": BPE keeps the first max tokens;
+ * WordPiece keeps [CLS]/[SEP] and balances a pair on its lengths. Nothing is reallocated:
+ * only e->n and the order of the arrays' entries change, so hs_encoding_free still frees
+ * everything. Does nothing when e->n <= max. */
+void hs_encoding_truncate(const hs_tokenizer *t, hs_encoding *e, size_t max);
 
 /* Frees the arrays of an encoding and zeroes it; accepts NULL and a zeroed encoding. */
 void hs_encoding_free(hs_encoding *e);

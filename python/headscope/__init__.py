@@ -1,0 +1,205 @@
+"""headscope: attention maps and per-head analysis of GPT-2 and BERT models.
+
+ctypes bindings over libheadscope.so (the C library; nothing is compiled at install time):
+
+    import headscope
+    m = headscope.load("fixtures/tiny-gpt2")
+    tok = m.tokenize("The cat sat on the mat.")      # Tokens(ids, tokens, type_ids)
+    maps = m.attention("The cat sat on the mat.")    # numpy float32 (n_layer, n_head, n, n)
+    report = m.analyze("The cat sat on the mat.")    # report.json as a dict
+
+Errors of the library raise HeadscopeError with its message. Activation export (m.dump)
+does not exist yet in the C library, so it is not here either.
+"""
+import collections
+import ctypes
+import json
+
+import numpy as np
+
+from . import _lib
+
+_LIB, LIBRARY_PATH = _lib.load_library()
+
+__version__ = _lib.PYTHON_VERSION
+__all__ = ["load", "Model", "Tokens", "HeadscopeError", "version", "build_commit",
+           "set_threads", "LIBRARY_PATH"]
+
+
+class HeadscopeError(Exception):
+    """A library call failed: .status is the hs_status code (negative), .status_name its
+    description ("i/o error", "bad input", ...), and str(e) the library's message."""
+
+    def __init__(self, status, message):
+        self.status = status
+        self.status_name = _LIB.hs_status_str(status).decode()
+        super().__init__(message or self.status_name)
+
+
+def _check(status, err):
+    if status != 0:
+        raise HeadscopeError(status, err.msg.decode("utf-8", "replace"))
+
+
+def version():
+    """The C library's release (hs_version())."""
+    return _LIB.hs_version().decode()
+
+
+def build_commit():
+    """The git commit the C library was built from, or ""."""
+    return _LIB.hs_build_commit().decode()
+
+
+def set_threads(n):
+    """Threads for every later computation (n < 1: one per core), process-wide."""
+    _LIB.hs_set_threads(int(n))
+
+
+def _bytes(text, what):
+    if isinstance(text, bytes):
+        return text
+    if isinstance(text, str):
+        return text.encode("utf-8")
+    raise TypeError("%s must be str or bytes, not %s" % (what, type(text).__name__))
+
+
+Tokens = collections.namedtuple("Tokens", ["ids", "tokens", "type_ids"])
+Tokens.__doc__ = """A tokenized text: ids (list of int), tokens (the vocabulary strings, raw:
+GPT-2 byte-level as "Ġworld"), type_ids (0 for the text, 1 for the pair)."""
+
+
+class Model:
+    """A loaded model; use headscope.load(path). Frees its memory on close() or when
+    garbage-collected; usable as a context manager."""
+
+    def __init__(self, path):
+        err = _lib.HsError()
+        handle = ctypes.c_void_p()
+        _check(_LIB.hs_model_load(_bytes(str(path), "path"), ctypes.byref(handle),
+                                  ctypes.byref(err)), err)
+        self._h = handle
+        cfg = _LIB.hs_model_config_of(handle).contents
+        self.config = {name: getattr(cfg, name) for name, _ in cfg._fields_}
+        self.family = _LIB.hs_family_name(cfg.family).decode()
+        self.config["family"] = self.family
+        self.n_layer, self.n_head, self.n_ctx = cfg.n_layer, cfg.n_head, cfg.n_ctx
+        self.path = str(path)
+
+    def close(self):
+        """Frees the model (idempotent)."""
+        h, self._h = getattr(self, "_h", None), None
+        if h:
+            _LIB.hs_model_free(h)
+
+    def __del__(self):
+        if _LIB is not None:  # None when the interpreter is tearing the module down
+            self.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __repr__(self):
+        return "<headscope.Model %s %s, %d layers x %d heads>" % (
+            self.path, self.family, self.n_layer, self.n_head)
+
+    def _handle(self):
+        if not self._h:
+            raise ValueError("the model is closed")
+        return self._h
+
+    def _encode(self, text, pair, truncate):
+        h = self._handle()
+        tok = _LIB.hs_model_tokenizer(h)
+        if not tok:
+            raise HeadscopeError(-9, "'%s' has no tokenizer files" % self.path)
+        t = _bytes(text, "text")
+        p = None if pair is None else _bytes(pair, "pair")
+        if not t:
+            raise HeadscopeError(-7, "the text is empty")
+        enc = _lib.HsEncoding()
+        err = _lib.HsError()
+        _check(_LIB.hs_tokenizer_encode(tok, t, len(t), p, len(p) if p is not None else 0,
+                                        ctypes.byref(enc), ctypes.byref(err)), err)
+        if enc.n > self.n_ctx:
+            if not truncate:
+                n = enc.n
+                _LIB.hs_encoding_free(ctypes.byref(enc))
+                raise HeadscopeError(-7, "the text is %d tokens, more than the model's context "
+                                     "of %d; pass truncate=True to keep the first %d"
+                                     % (n, self.n_ctx, self.n_ctx))
+            _LIB.hs_encoding_truncate(tok, ctypes.byref(enc), self.n_ctx)
+        return enc
+
+    def tokenize(self, text, pair=None, truncate=False):
+        """Token ids and strings of text (str, or bytes taken as UTF-8), identical to Hugging
+        Face's tokenizer; pair: a second segment (BERT). Returns Tokens(ids, tokens,
+        type_ids). Longer than the context: HeadscopeError, or the first n_ctx tokens as
+        Hugging Face truncates with truncate=True."""
+        enc = self._encode(text, pair, truncate)
+        try:
+            n = enc.n
+            return Tokens([enc.ids[i] for i in range(n)],
+                          [enc.tokens[i].decode("utf-8", "surrogateescape") for i in range(n)],
+                          [enc.type_ids[i] for i in range(n)])
+        finally:
+            _LIB.hs_encoding_free(ctypes.byref(enc))
+
+    def attention(self, text, pair=None, truncate=False):
+        """Every head's attention probabilities on text: a new numpy float32 array of shape
+        (n_layer, n_head, n, n), row = query token, column = key token, as `headscope attn`
+        writes them. Each layer's maps are copied once, straight from the forward pass's
+        buffer into the array; nothing else is kept."""
+        h = self._handle()
+        enc = self._encode(text, pair, truncate)
+        try:
+            n = enc.n
+            out = np.empty((self.n_layer, self.n_head, n, n), dtype=np.float32)
+            layer_bytes = out[0].nbytes
+            base = out.ctypes.data
+
+            def observe(user, layer, probs, n_head, n_tok):
+                ctypes.memmove(base + layer * layer_bytes, probs, layer_bytes)
+                return 0
+
+            opts = _lib.HsForwardOpts()
+            opts.on_attn = _lib.ATTN_OBSERVER(observe)  # kept alive by opts during the call
+            err = _lib.HsError()
+            _check(_LIB.hs_forward(h, enc.ids, enc.type_ids, n, ctypes.byref(opts), None,
+                                   ctypes.byref(err)), err)
+            return out
+        finally:
+            _LIB.hs_encoding_free(ctypes.byref(enc))
+
+    def analyze(self, texts, **options):
+        """The analysis of `headscope analyze` as a dict (report.json, schema
+        "headscope.report/2", docs/report-schema.md). texts: one text (str or bytes), or a
+        list of texts for corpus statistics (`analyze --corpus`). options: the fields of
+        hs_analyze_opts by name (ablation=False, similarity="js", layers=[0, 1],
+        exclude_sinks=True, truncate=True, text_pair="...", ...; include/headscope/report.h,
+        hs_analyze_json). NaN is None, as in the file."""
+        h = self._handle()
+        single = isinstance(texts, (str, bytes))
+        items = [_bytes(t, "text") for t in ([texts] if single else list(texts))]
+        if not items:
+            raise ValueError("analyze: no texts")
+        arr = (ctypes.c_char_p * len(items))(*items)
+        lens = (ctypes.c_size_t * len(items))(*[len(t) for t in items])
+        out = ctypes.c_void_p()
+        err = _lib.HsError()
+        opts = json.dumps(options).encode() if options else None
+        _check(_LIB.hs_analyze_json(h, arr, lens, len(items), opts, ctypes.byref(out),
+                                    ctypes.byref(err)), err)
+        try:
+            return json.loads(ctypes.string_at(out.value).decode("utf-8"))
+        finally:
+            _LIB.hs_free(out)
+
+
+def load(path):
+    """Loads a model: a Hugging Face folder (config.json, model.safetensors or
+    pytorch_model.bin, tokenizer files) or a GGUF file. Raises HeadscopeError."""
+    return Model(path)

@@ -1,0 +1,131 @@
+"""Finding libheadscope.so and declaring the C functions the package calls (ctypes)."""
+import ctypes
+import ctypes.util
+import os
+
+SOVERSION = 0  # the library major version these bindings are written for
+PYTHON_VERSION = "0.1.0"  # python/pyproject.toml; the tests check it against hs_version()
+
+
+class HsError(ctypes.Structure):
+    _fields_ = [("msg", ctypes.c_char * 512)]  # HS_ERROR_MSG_MAX
+
+
+class HsEncoding(ctypes.Structure):
+    _fields_ = [
+        ("n", ctypes.c_size_t),
+        ("ids", ctypes.POINTER(ctypes.c_int32)),
+        ("type_ids", ctypes.POINTER(ctypes.c_int32)),
+        ("tokens", ctypes.POINTER(ctypes.c_char_p)),
+    ]
+
+
+class HsModelConfig(ctypes.Structure):
+    _fields_ = [
+        ("family", ctypes.c_int),
+        ("n_layer", ctypes.c_int),
+        ("n_head", ctypes.c_int),
+        ("d_model", ctypes.c_int),
+        ("d_head", ctypes.c_int),
+        ("d_ff", ctypes.c_int),
+        ("n_ctx", ctypes.c_int),
+        ("vocab_size", ctypes.c_int),
+        ("type_vocab_size", ctypes.c_int),
+        ("ln_eps", ctypes.c_float),
+        ("act", ctypes.c_int),
+        ("causal", ctypes.c_int),
+        ("has_lm_head", ctypes.c_int),
+    ]
+
+
+# int (*hs_attn_observer)(void *user, int layer, const float *probs, int n_head, int n)
+ATTN_OBSERVER = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_int,
+                                 ctypes.POINTER(ctypes.c_float), ctypes.c_int, ctypes.c_int)
+
+
+class HsForwardOpts(ctypes.Structure):
+    _fields_ = [
+        ("head_mask", ctypes.POINTER(ctypes.c_float)),
+        ("on_attn", ATTN_OBSERVER),
+        ("user", ctypes.c_void_p),
+        ("logits", ctypes.POINTER(ctypes.c_float)),
+        ("logit_rows", ctypes.POINTER(ctypes.c_int32)),
+        ("n_logit_rows", ctypes.c_int),
+        ("hidden", ctypes.POINTER(ctypes.c_float)),
+        ("start_layer", ctypes.c_int),
+        ("x_start", ctypes.POINTER(ctypes.c_float)),
+        ("x_layers", ctypes.POINTER(ctypes.c_float)),
+    ]
+
+
+def _candidates():
+    """Where the library may be, in the order tried."""
+    env = os.environ.get("HEADSCOPE_LIB")
+    if env:
+        return [env]  # asked for exactly this one: no fallback
+    names = []
+    # in-tree: python/headscope/ -> build/ (make builds it there)
+    here = os.path.dirname(os.path.abspath(__file__))
+    tree = os.path.join(here, os.pardir, os.pardir, "build", "libheadscope.so.%d" % SOVERSION)
+    if os.path.exists(tree):
+        names.append(os.path.normpath(tree))
+    found = ctypes.util.find_library("headscope")
+    if found:
+        names.append(found)
+    # the dynamic linker's own search (LD_LIBRARY_PATH, ld.so.cache, /usr/lib, ...), then
+    # the default install prefix, which ld.so.cache may not know yet before ldconfig
+    names += ["libheadscope.so.%d" % SOVERSION, "/usr/local/lib/libheadscope.so.%d" % SOVERSION]
+    return names
+
+
+def _declare(lib):
+    c = ctypes
+    err = c.POINTER(HsError)
+    sigs = {
+        "hs_version": (c.c_char_p, []),
+        "hs_build_commit": (c.c_char_p, []),
+        "hs_status_str": (c.c_char_p, [c.c_int]),
+        "hs_set_threads": (None, [c.c_int]),
+        "hs_threads": (c.c_int, []),
+        "hs_model_load": (c.c_int, [c.c_char_p, c.POINTER(c.c_void_p), err]),
+        "hs_model_free": (None, [c.c_void_p]),
+        "hs_model_config_of": (c.POINTER(HsModelConfig), [c.c_void_p]),
+        "hs_model_tokenizer": (c.c_void_p, [c.c_void_p]),
+        "hs_model_path": (c.c_char_p, [c.c_void_p]),
+        "hs_family_name": (c.c_char_p, [c.c_int]),
+        "hs_tokenizer_encode": (c.c_int, [c.c_void_p, c.c_char_p, c.c_size_t, c.c_char_p,
+                                          c.c_size_t, c.POINTER(HsEncoding), err]),
+        "hs_encoding_truncate": (None, [c.c_void_p, c.POINTER(HsEncoding), c.c_size_t]),
+        "hs_encoding_free": (None, [c.POINTER(HsEncoding)]),
+        "hs_tokenizer_display": (c.c_size_t, [c.c_void_p, c.c_int32, c.c_char_p, c.c_size_t]),
+        "hs_forward": (c.c_int, [c.c_void_p, c.POINTER(c.c_int32), c.POINTER(c.c_int32), c.c_int,
+                                 c.POINTER(HsForwardOpts), c.c_void_p, err]),
+        "hs_analyze_json": (c.c_int, [c.c_void_p, c.POINTER(c.c_char_p), c.POINTER(c.c_size_t),
+                                      c.c_int, c.c_char_p, c.POINTER(c.c_void_p), err]),
+        "hs_free": (None, [c.c_void_p]),
+    }
+    for name, (res, args) in sigs.items():
+        f = getattr(lib, name)
+        f.restype = res
+        f.argtypes = args
+    return lib
+
+
+def load_library():
+    """Opens libheadscope.so.SOVERSION (see _candidates) and checks its major version."""
+    tried = []
+    for name in _candidates():
+        try:
+            lib = ctypes.CDLL(name)
+        except OSError as e:
+            tried.append("%s (%s)" % (name, e))
+            continue
+        lib = _declare(lib)
+        version = lib.hs_version().decode()
+        if int(version.split(".")[0]) != SOVERSION:
+            raise ImportError("headscope: %s is version %s; these bindings need %d.x"
+                              % (name, version, SOVERSION))
+        return lib, name
+    raise ImportError("headscope: cannot load libheadscope.so.%d; tried: %s. Install the C "
+                      "library (make install) or set HEADSCOPE_LIB to its path"
+                      % (SOVERSION, "; ".join(tried)))

@@ -1,0 +1,152 @@
+"""Tests of the Python package (unittest; run by tests/lib.sh from `make test`).
+
+HEADSCOPE_ROOT: the repository (fixtures/, python/pyproject.toml); default: two folders up.
+HEADSCOPE: the command-line program whose `attn` output the maps must equal.
+"""
+import os
+import re
+import subprocess
+import tempfile
+import unittest
+
+import numpy as np
+
+import headscope
+
+ROOT = os.environ.get("HEADSCOPE_ROOT") or os.path.join(os.path.dirname(__file__), "..", "..")
+BIN = os.environ.get("HEADSCOPE") or os.path.join(ROOT, "build", "headscope")
+GPT2 = os.path.join(ROOT, "fixtures", "tiny-gpt2")
+BERT = os.path.join(ROOT, "fixtures", "tiny-bert")
+TRAINED = os.path.join(ROOT, "fixtures", "trained-gpt2")
+TEXT = "The cat sat on the mat. The cat sat on the mat."
+
+
+def cli_attn(model, text, pair=None):
+    """The maps `headscope attn` writes, read back with numpy."""
+    with tempfile.TemporaryDirectory() as d:
+        out = os.path.join(d, "a.npy")
+        cmd = [BIN, "attn", model, "--text", text, "-o", out, "-q"]
+        if pair:
+            cmd += ["--text-pair", pair]
+        subprocess.run(cmd, check=True)
+        return np.load(out)
+
+
+class Versions(unittest.TestCase):
+    def test_library_package_and_pyproject_agree(self):
+        with open(os.path.join(ROOT, "python", "pyproject.toml")) as f:
+            pyproject = re.search(r'^version = "([^"]+)"', f.read(), re.M).group(1)
+        self.assertEqual(headscope.version(), headscope.__version__)
+        self.assertEqual(pyproject, headscope.__version__)
+        self.assertRegex(headscope.version(), r"^\d+\.\d+\.\d+$")
+
+    def test_report_carries_the_library_version(self):
+        with headscope.load(GPT2) as m:
+            r = m.analyze(TEXT, ablation=False, gradient=False)
+        self.assertEqual(r["generator"]["version"], headscope.version())
+
+
+class Tokenize(unittest.TestCase):
+    def test_gpt2_ids_as_hugging_face(self):
+        with headscope.load(GPT2) as m:
+            t = m.tokenize("Hello world")
+        self.assertEqual(t.ids, [15496, 995])  # GPT2Tokenizer
+        self.assertEqual(t.tokens, ["Hello", "\u0120world"])
+        self.assertEqual(t.type_ids, [0, 0])
+
+    def test_bert_pair_has_type_ids(self):
+        with headscope.load(BERT) as m:
+            t = m.tokenize("the cat", pair="a dog")
+        self.assertEqual(t.tokens[0], "[CLS]")
+        self.assertEqual(t.tokens[-1], "[SEP]")
+        self.assertEqual(t.type_ids.count(1), 3)  # a dog [SEP]
+
+    def test_longer_than_context_is_refused_or_truncated(self):
+        with headscope.load(GPT2) as m:
+            long = "word " * (m.n_ctx + 10)
+            with self.assertRaises(headscope.HeadscopeError) as cm:
+                m.tokenize(long)
+            self.assertEqual(cm.exception.status, -7)
+            self.assertIn("more than the model's context", str(cm.exception))
+            self.assertEqual(len(m.tokenize(long, truncate=True).ids), m.n_ctx)
+
+    def test_invalid_utf8_is_an_error_with_the_message(self):
+        with headscope.load(GPT2) as m:
+            with self.assertRaises(headscope.HeadscopeError) as cm:
+                m.tokenize(b"abc\xff")
+        self.assertEqual(cm.exception.status_name, headscope.HeadscopeError(-7, "").status_name)
+        self.assertIn("not valid utf-8", str(cm.exception))
+
+
+class Attention(unittest.TestCase):
+    def test_gpt2_maps_equal_the_cli_npy(self):
+        with headscope.load(TRAINED) as m:
+            a = m.attention(TEXT)
+        b = cli_attn(TRAINED, TEXT)
+        self.assertEqual(a.dtype, np.float32)
+        self.assertEqual(a.shape, b.shape)
+        np.testing.assert_array_equal(a, b)  # the same code: bit for bit
+
+    def test_bert_pair_maps_equal_the_cli_npy(self):
+        with headscope.load(BERT) as m:
+            a = m.attention("the cat sat", pair="on the mat")
+        np.testing.assert_array_equal(a, cli_attn(BERT, "the cat sat", "on the mat"))
+
+    def test_rows_are_distributions_and_causal(self):
+        with headscope.load(GPT2) as m:
+            a = m.attention(TEXT)
+        np.testing.assert_allclose(a.sum(-1), 1.0, atol=1e-5)
+        self.assertEqual(np.triu(a[0, 0], 1).max(), 0.0)
+
+    def test_array_owns_its_memory(self):
+        with headscope.load(GPT2) as m:
+            a = m.attention(TEXT)
+        self.assertTrue(a.flags.owndata and a.flags.c_contiguous and a.flags.writeable)
+        self.assertAlmostEqual(float(a[1, 2].sum()), a.shape[2], places=3)  # after close
+
+
+class Analyze(unittest.TestCase):
+    def test_single_text_report(self):
+        with headscope.load(GPT2) as m:
+            r = m.analyze(TEXT, ablation=False, similarity="js", layers=[1])
+        self.assertEqual(r["schema"], "headscope.report/2")
+        self.assertEqual(len(r["heads"]), m.n_head)  # layer 1 only
+        self.assertEqual(r["options"]["layers"], [1])
+        self.assertFalse(r["options"]["ablation"])
+
+    def test_list_of_texts_is_a_corpus_report(self):
+        with headscope.load(GPT2) as m:
+            r = m.analyze([TEXT, "A dog ran home.", b"Birds fly south."], gradient=False)
+        self.assertEqual(r["corpus"]["n_texts"], 3)
+        self.assertEqual(len(r["corpus"]["heads"]), m.n_layer * m.n_head)
+
+    def test_bad_options_raise_with_the_library_message(self):
+        with headscope.load(GPT2) as m:
+            with self.assertRaises(headscope.HeadscopeError) as cm:
+                m.analyze(TEXT, no_such_option=1)
+            self.assertEqual(cm.exception.status, -9)
+            self.assertEqual(str(cm.exception), "unknown option 'no_such_option'")
+            with self.assertRaises(headscope.HeadscopeError) as cm:
+                m.analyze(TEXT, similarity="cosine")
+            self.assertIn("'similarity'", str(cm.exception))
+            with self.assertRaises(headscope.HeadscopeError):
+                m.analyze("", ablation=False)
+
+
+class Errors(unittest.TestCase):
+    def test_missing_model_raises_with_the_path(self):
+        with self.assertRaises(headscope.HeadscopeError) as cm:
+            headscope.load(os.path.join(ROOT, "no-such-model"))
+        self.assertIn("no-such-model", str(cm.exception))
+        self.assertEqual(cm.exception.status_name, "i/o error")
+
+    def test_closed_model_is_refused(self):
+        m = headscope.load(GPT2)
+        m.close()
+        m.close()
+        with self.assertRaises(ValueError):
+            m.attention(TEXT)
+
+
+if __name__ == "__main__":
+    unittest.main()

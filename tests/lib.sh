@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# The library as others get it (make lib-test, part of make test): installs into a temporary
+# stage with PREFIX=/usr, checks what was installed (exports, soname, versions, man pages),
+# builds examples/entropy.c out of tree through pkg-config (shared and static) and runs it,
+# compiles every header's usage example, and runs the Python package's tests from a venv
+# (Debian's python3 and numpy) into which pip installed ./python offline.
+#   HS_BUILD     the build folder (build, or build-san under SANITIZE)
+#   HS_SANITIZE  the sanitizers of that build: the Python tests then preload the ASan runtime
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+BUILD=${HS_BUILD:-build}
+CC=${CC:-cc}
+# programs linking a sanitized library need the sanitizers' runtimes themselves
+san=${HS_SANITIZE:+-fsanitize=$HS_SANITIZE}
+PY=/usr/bin/python3 # Debian's, with python3-numpy
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+stage=$tmp/stage
+fail() { echo "lib.sh: FAIL: $*" >&2; exit 1; }
+ok() { echo "ok - $*"; }
+
+make -s --no-print-directory install BUILD="$BUILD" SANITIZE="${HS_SANITIZE:-}" \
+    DESTDIR="$stage" PREFIX=/usr >/dev/null
+lib=$stage/usr/lib
+so=$(readlink -f "$lib/libheadscope.so")
+[ -f "$stage/usr/bin/headscope" ] && [ -f "$lib/libheadscope.a" ] &&
+    [ -f "$stage/usr/include/headscope.h" ] && [ -f "$stage/usr/include/headscope/model.h" ] &&
+    [ -f "$stage/usr/share/doc/headscope/install.md" ] || fail "install left files out"
+ok "install into a stage"
+
+# exports: hs_* only, and a soname with the major version
+bad=$(nm -D --defined-only "$so" | awk '$2 ~ /^[TDBRVW]$/ && $3 !~ /^hs_/ {print $3}')
+[ -z "$bad" ] || fail "libheadscope.so exports non-hs_ symbols: $bad"
+soname=$(readelf -d "$so" | sed -n 's/.*Library soname: \[\(.*\)\]/\1/p')
+version=$(sed -n 's/^#define HS_VERSION "\([0-9.]*\)".*/\1/p' include/headscope/version.h)
+[ "$soname" = "libheadscope.so.${version%%.*}" ] || fail "soname '$soname'"
+[ -L "$lib/$soname" ] || fail "no $soname link"
+# and only the API: each one declared in an installed header
+for s in $(nm -D --defined-only "$so" | awk '{print $3}'); do
+    grep -qw "$s" "$stage"/usr/include/headscope/*.h || fail "$s is exported but not public"
+done
+n=$(nm -D --defined-only "$so" | grep -c ' T hs_')
+ok "nm -D: only hs_* symbols, the $n functions of the headers; soname $soname"
+
+# one version everywhere: --version, the .pc, hs_version() (the example prints it), report,
+# the Python package
+export PKG_CONFIG_PATH=$lib/pkgconfig
+PC=pkg-config # the .pc is relocatable: PKG_CONFIG_PATH alone finds the stage
+[ "$($PC --modversion headscope)" = "$version" ] || fail ".pc version"
+"$stage/usr/bin/headscope" --version | grep -q "^headscope $version\\b" || fail "--version"
+grep -q "^version = \"$version\"" python/pyproject.toml || fail "python/pyproject.toml version"
+grep -q "^PYTHON_VERSION = \"$version\"" python/headscope/_lib.py || fail "_lib.py version"
+ok "version $version in --version, headscope.pc and the Python package"
+
+# man pages: one per command of --help, each the command's --help
+for c in $("$stage/usr/bin/headscope" --help | sed -n 's/^  \([a-z]\+\)  .*/\1/p'); do
+    page=$stage/usr/share/man/man1/headscope-$c.1
+    [ -f "$page" ] || fail "no man page for '$c'"
+    "$stage/usr/bin/headscope" "$c" --help | head -1 | grep -qF -f - "$page" || fail "$page"
+done
+[ -f "$stage/usr/share/man/man1/headscope.1" ] || fail "no headscope.1"
+ok "man pages match --help"
+
+# examples/entropy.c out of tree, shared and static
+cp examples/entropy.c "$tmp/"
+(cd "$tmp" && $CC $san -std=c11 -Wall -Wextra -Werror entropy.c $($PC --cflags --libs headscope) \
+    -o entropy-shared) || fail "examples/entropy.c does not build against the stage"
+libs=$($PC --static --libs headscope)
+(cd "$tmp" && $CC $san -std=c11 entropy.c $($PC --cflags headscope) ${libs/-lheadscope/-l:libheadscope.a} \
+    -o entropy-static) || fail "examples/entropy.c does not link statically"
+text="The cat sat on the mat. The cat sat on the mat."
+export ASAN_OPTIONS=detect_leaks=0
+shared=$(LD_LIBRARY_PATH=$lib "$tmp/entropy-shared" fixtures/trained-gpt2 "$text" 3 0)
+static=$("$tmp/entropy-static" fixtures/trained-gpt2 "$text" 3 0)
+ldd "$tmp/entropy-static" | grep -q libheadscope && fail "entropy-static uses the .so"
+LD_LIBRARY_PATH=$lib ldd "$tmp/entropy-shared" | grep -q "$lib/$soname" || fail "entropy-shared"
+[ "$shared" = "$static" ] || fail "shared and static disagree: '$shared' / '$static'"
+echo "$shared" | grep -q "^headscope $version: head 3.0, 14 tokens: entropy [0-9.]* nats$" ||
+    fail "entropy printed '$shared'"
+ok "examples/entropy.c out of tree: $shared"
+"$tmp/entropy-static" fixtures/nope "$text" 0 0 2>"$tmp/err" && fail "a missing model succeeded"
+grep -q "^entropy: cannot open 'fixtures/nope'" "$tmp/err" || fail "message: $(cat "$tmp/err")"
+
+# every header's usage example
+$PY tests/header_examples.py "$stage/usr/include" "$tmp/examples.c" -- $CC $san -std=c11 -Wall \
+    $($PC --cflags headscope) -- $($PC --libs headscope) || fail "header examples"
+LD_LIBRARY_PATH=$lib "$tmp/examples" || fail "header examples' main"
+ok "header usage examples compile and link"
+
+# the Python package: pip install ./python offline into a venv that sees Debian's numpy
+$PY -m venv --system-site-packages "$tmp/venv"
+cp -r python "$tmp/python" # pip builds in the source folder: not in the checkout
+"$tmp/venv/bin/python" -m pip install -q --no-build-isolation --no-index --no-deps \
+    --disable-pip-version-check "$tmp/python" >"$tmp/pip.log" 2>&1 ||
+    { cat "$tmp/pip.log"; fail "pip install ./python"; }
+pre=
+if [[ "${HS_SANITIZE:-}" == *address* ]]; then
+    # Python is not built with ASan: the runtime must come first; its leaks are not ours
+    pre=$($CC -print-file-name=libasan.so)
+    export ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+fi
+cp -r python/tests "$tmp/pytests" # run outside the tree: the installed package, not python/
+(cd "$tmp" && HEADSCOPE_LIB=$lib/$soname HEADSCOPE_ROOT=$ROOT HEADSCOPE=$stage/usr/bin/headscope \
+    LD_PRELOAD=$pre "$tmp/venv/bin/python" -m unittest discover -s pytests 2>&1) |
+    tail -n 4 | tee "$tmp/py.log"
+grep -q "^OK" "$tmp/py.log" || fail "Python tests"
+where=$(cd "$tmp" && LD_LIBRARY_PATH=$lib LD_PRELOAD=$pre "$tmp/venv/bin/python" -c \
+    'import headscope; print(headscope.__file__, headscope.LIBRARY_PATH)')
+[[ "$where" == "$tmp/venv/"*" libheadscope.so.${version%%.*}" ]] || fail "import found: $where"
+ok "Python package: pip install into a venv, tests pass${pre:+ (ASan runtime preloaded)}"
+# the example's entropy from the Python package's maps, computed by numpy
+want=$(cd "$tmp" && HEADSCOPE_LIB=$lib/$soname LD_PRELOAD=$pre "$tmp/venv/bin/python" -c '
+import sys, numpy as np, headscope
+p = headscope.load(sys.argv[1]).attention(sys.argv[2])[3, 0].astype(np.float64)
+print("%.4f" % np.mean(-np.sum(np.where(p > 0, p * np.log(np.where(p > 0, p, 1)), 0), axis=1)))
+' "$ROOT/fixtures/trained-gpt2" "$text")
+[[ "$shared" == *"entropy $want nats" ]] || fail "example says '$shared', numpy $want"
+ok "the example's entropy agrees with numpy on the Python maps ($want)"
+
+make -s --no-print-directory uninstall BUILD="$BUILD" DESTDIR="$stage" PREFIX=/usr >/dev/null
+left=$(find "$stage" -type f -o -type l)
+[ -z "$left" ] || fail "uninstall left: $left"
+ok "uninstall removes everything"
