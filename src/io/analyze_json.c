@@ -194,7 +194,8 @@ static hs_status analyze_corpus(const hs_model *m, const char *const *texts, con
     hs_corpus_agg *g = NULL;
     hs_corpus_info info = {.path = "(texts)", .format = HS_CORPUS_LINES,
                            .max_tokens = hs_model_config_of(m)->n_ctx,
-                           .ablation = jo->ao.ablation, .n_records = n_texts};
+                           .ablation = jo->ao.ablation, .n_records = n_texts,
+                           .shard = 1, .n_shards = 1, .n_selected = n_texts};
     hs_status st = HS_OK;
     jo->ao.pruning = 0;
     jo->ao.diversity = 0;
@@ -219,7 +220,7 @@ static hs_status analyze_corpus(const hs_model *m, const char *const *texts, con
     }
     if (st == HS_OK)
         st = hs_corpus_agg_finish(g, jo->ao.similarity, jo->ao.cluster_threshold, err);
-    if (st == HS_OK && !(*out = hs_corpus_report_json(g, first, &info, NULL, 0, 0)))
+    if (st == HS_OK && !(*out = hs_corpus_report_json(g, &info, NULL, 0, NULL, 0, 0)))
         st = hs_fail(err, HS_E_NOMEM, "out of memory");
     hs_corpus_agg_free(g);
     hs_analysis_free(first);
