@@ -23,7 +23,9 @@ printf '%s\n' "$help" | sed -e 's/\\/\\e/g' -e "s/^\\([.']\\)/\\\\\\&\\1/"
 printf '.fi\n'
 if [ -z "$cmd" ]; then
     printf '.SH SEE ALSO\n'
-    for c in analyze attn tokenize info convert; do printf '.BR headscope-%s (1)\n' "$c"; done
+    for c in $("$bin" --help | sed -n '/^commands:/,/^$/s/^  \([a-z][a-z]*\)  .*/\1/p'); do
+        printf '.BR headscope-%s (1)\n' "$c"
+    done
     printf '.PP\nThe documentation is installed in share/doc/headscope.\n'
 else
     printf '.SH SEE ALSO\n.BR headscope (1)\n'
