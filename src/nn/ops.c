@@ -154,13 +154,20 @@ void hs_op_gelu(const float *x, float *y, size_t count, hs_activation act)
     }
 }
 
-/* r[0..w) = exp(r - max) and returns their sum, in double. */
-HS_CLONES static double exp_shifted(float *r, int w, float *max)
+/* max r[0..w); inlined into the cloned kernels below, so it vectorises with each. */
+static inline float row_max(const float *r, int w)
 {
     float mx = r[0];
 #pragma omp simd reduction(max : mx)
     for (int j = 1; j < w; j++)
         mx = r[j] > mx ? r[j] : mx;
+    return mx;
+}
+
+/* r[0..w) = exp(r - max) and returns their sum, in double. */
+HS_CLONES static double exp_shifted(float *r, int w, float *max)
+{
+    float mx = row_max(r, w);
     double sum = 0;
 #pragma omp simd reduction(+ : sum)
     for (int j = 0; j < w; j++) {
@@ -174,10 +181,7 @@ HS_CLONES static double exp_shifted(float *r, int w, float *max)
 
 HS_CLONES static double log_sum_exp(const float *r, int w)
 {
-    float mx = r[0];
-#pragma omp simd reduction(max : mx)
-    for (int j = 1; j < w; j++)
-        mx = r[j] > mx ? r[j] : mx;
+    float mx = row_max(r, w);
     double sum = 0;
 #pragma omp simd reduction(+ : sum)
     for (int j = 0; j < w; j++)
