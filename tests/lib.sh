@@ -91,9 +91,34 @@ ok "header usage examples compile and link"
 # the Python package: pip install ./python offline into a venv that sees Debian's numpy
 $PY -m venv --system-site-packages "$tmp/venv"
 cp -r python "$tmp/python" # pip builds in the source folder: not in the checkout
+rm -rf "$tmp/python/build" "$tmp/python/"*.egg-info # a stale in-tree build would be reused
 "$tmp/venv/bin/python" -m pip install -q --no-build-isolation --no-index --no-deps \
     --disable-pip-version-check "$tmp/python" >"$tmp/pip.log" 2>&1 ||
     { cat "$tmp/pip.log"; fail "pip install ./python"; }
+# the ctypes mirror of hs_forward_opts has the C struct's size and field offsets
+cat >"$tmp/layout.c" <<'CEOF'
+#include <stddef.h>
+#include <stdio.h>
+#include <headscope.h>
+#define F(f) printf("%s %zu\n", #f, offsetof(hs_forward_opts, f))
+int main(void)
+{
+    printf("size %zu\n", sizeof(hs_forward_opts));
+    F(head_mask); F(on_attn); F(user); F(logits); F(logit_rows); F(n_logit_rows); F(hidden);
+    F(start_layer); F(x_start); F(x_layers); F(batch); F(allow_nonfinite);
+    return 0;
+}
+CEOF
+$CC -std=c11 $($PC --cflags headscope) "$tmp/layout.c" -o "$tmp/layout" || fail "layout program"
+want=$("$tmp/layout")
+got=$(cd "$tmp" && HEADSCOPE_LIB=$lib/$soname "$tmp/venv/bin/python" -c '
+from headscope import _lib
+t = _lib.HsForwardOpts
+print("size", __import__("ctypes").sizeof(t))
+for name, _ in t._fields_:
+    print(name, getattr(t, name).offset)')
+[ "$want" = "$got" ] && ok "the Python package's hs_forward_opts matches the header" ||
+    fail "hs_forward_opts layout: C says $(echo $want), Python $(echo $got)"
 pre=
 if [[ "${HS_SANITIZE:-}" == *address* ]]; then
     # Python is not built with ASan: the runtime must come first; its leaks are not ours

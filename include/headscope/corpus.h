@@ -26,11 +26,18 @@
  * Shards of a run and checkpoints are partial aggregates (partial.json): the aggregate's
  * exact state, written and read back bit for bit, and merged with Chan et al.'s update:
  *
- *     char *js = hs_corpus_partial_json(g, &info, NULL);        // a finished shard
- *     hs_corpus_partial p;  hs_corpus_partial_read("s2/partial.json", &p, &err);
- *     hs_corpus_partial_check(&first, &p, &err);                // same model, options, corpus
- *     hs_corpus_agg_merge(total, p.agg, &err);  ...  hs_corpus_agg_finish(total, ...);
- *     hs_corpus_partial_free(&p);
+ *     hs_corpus_partial a, b;                   // two shards' partial.json, read back
+ *     hs_corpus_partial_read("s1/partial.json", &a, &err);
+ *     hs_corpus_partial_read("s2/partial.json", &b, &err);
+ *     if (hs_corpus_partial_check(&a, &b, &err) == HS_OK &&   // same model, options, corpus
+ *         hs_corpus_agg_merge(a.agg, b.agg, &err) == HS_OK &&
+ *         hs_corpus_agg_finish(a.agg, HS_SIM_PEARSON, 0.5, &err) == HS_OK) {
+ *         char *js = hs_corpus_report_json(a.agg, &a.info, NULL, 0, NULL, 0, 1);
+ *         puts(js);  // the merged report (headscope merge also sums the shards' counts)
+ *         free(js);
+ *     }
+ *     hs_corpus_partial_free(&a);
+ *     hs_corpus_partial_free(&b);
  *
  * Every statistic is defined in docs/corpus.md; every report field in docs/report-schema.md.
  */

@@ -55,7 +55,9 @@ class HsForwardOpts(ctypes.Structure):
         ("start_layer", ctypes.c_int),
         ("x_start", ctypes.POINTER(ctypes.c_float)),
         ("x_layers", ctypes.POINTER(ctypes.c_float)),
-    ]
+        ("batch", ctypes.c_int),
+        ("allow_nonfinite", ctypes.c_int),
+    ]  # tests/lib.sh checks the size and offsets against the C header
 
 
 def _candidates():
