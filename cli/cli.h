@@ -61,10 +61,12 @@ const char *const *cli_command_line(int *argc);
 /* As cli_model_load, reading only what HS_OPEN_* flags ask for. */
 hs_model *cli_model_open(const char *cmd, const char *path, unsigned flags);
 
-/* Tokenizes t with the model's tokenizer, enforcing non-empty text and the model's
- * context (truncate 1: drop tokens; 0: fail; -1: do not enforce the context); *truncated (may be NULL) says
- * whether tokens were dropped. Returns 0 or EXIT_FAIL. */
-int cli_encode(const char *cmd, const hs_model *m, const cli_text *t, int truncate,
+/* Tokenizes t with the model's tokenizer, enforcing non-empty text and a length of max
+ * tokens (0: the model's context): truncate 1 drops tokens as Hugging Face does, 0 fails,
+ * -1 does not enforce any length. With 0 or 1 a long text is tokenised only as far as the
+ * limit needs. *truncated (may be NULL) says whether tokens were dropped. Returns 0 or
+ * EXIT_FAIL. */
+int cli_encode(const char *cmd, const hs_model *m, const cli_text *t, int truncate, size_t max,
                hs_encoding *enc, int *truncated);
 
 /* Drops tokens until e has at most max: GPT-2 from the end; BERT from the end of the longer

@@ -85,18 +85,16 @@ int cmd_tokenize(int argc, char **argv)
     hs_encoding enc = {0};
     rc = EXIT_FAIL;
     /* tokenize shows any length: the context is not enforced, truncation only on request */
-    if (!m || cli_encode("tokenize", m, &t, -1, &enc, NULL))
+    const hs_tokenizer *tok = m ? hs_model_tokenizer(m) : NULL;
+    long specials = tok && hs_tokenizer_get_kind(tok) == HS_TOK_WORDPIECE ? (t.pair ? 3 : 2) : 0;
+    if (m && max_tokens > 0 && max_tokens < specials) {
+        cli_error("tokenize", "--max-tokens %ld leaves no room for the %ld special tokens "
+                  "([CLS] and [SEP]) of this input", max_tokens, specials);
         goto done;
-    if (max_tokens > 0) {
-        long specials = hs_tokenizer_get_kind(hs_model_tokenizer(m)) == HS_TOK_WORDPIECE
-                            ? (t.pair ? 3 : 2) : 0;
-        if (max_tokens < specials) {
-            cli_error("tokenize", "--max-tokens %ld leaves no room for the %ld special tokens "
-                      "([CLS] and [SEP]) of this input", max_tokens, specials);
-            goto done;
-        }
-        cli_truncate_encoding(hs_model_tokenizer(m), &enc, (size_t)max_tokens);
     }
+    if (!m || cli_encode("tokenize", m, &t, max_tokens > 0 ? 1 : -1, (size_t)max_tokens, &enc,
+                         NULL))
+        goto done;
     if (json) {
         if (print_json(&enc))
             goto done;

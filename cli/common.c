@@ -172,7 +172,7 @@ void cli_truncate_encoding(const hs_tokenizer *tok, hs_encoding *e, size_t max)
 }
 
 int cli_encode(const char *cmd, const hs_model *m, const cli_text *t, int truncate,
-               hs_encoding *enc, int *truncated)
+               size_t max, hs_encoding *enc, int *truncated)
 {
     if (truncated)
         *truncated = 0;
@@ -195,7 +195,10 @@ int cli_encode(const char *cmd, const hs_model *m, const cli_text *t, int trunca
         cli_error(cmd, "the pair text is empty");
         return EXIT_FAIL;
     }
-    if (hs_tokenizer_encode(tok, t->text, t->len, t->pair, t->pair_len, enc, &err) != HS_OK) {
+    size_t ctx = max ? max : (size_t)hs_model_config_of(m)->n_ctx;
+    /* past ctx tokens only that there are more matters: a long text is not tokenised whole */
+    if (hs_tokenizer_encode_max(tok, t->text, t->len, t->pair, t->pair_len,
+                                truncate >= 0 ? ctx : 0, enc, &err) != HS_OK) {
         cli_error(cmd, "%s", err.msg);
         return EXIT_FAIL;
     }
@@ -206,11 +209,10 @@ int cli_encode(const char *cmd, const hs_model *m, const cli_text *t, int trunca
         cli_error(cmd, "the text has no tokens");
         return EXIT_FAIL;
     }
-    size_t ctx = (size_t)hs_model_config_of(m)->n_ctx;
     if (enc->n > ctx && truncate >= 0) {
         if (!truncate) {
-            cli_error(cmd, "the text is %zu tokens, more than the model's context of %zu; pass "
-                      "--truncate to keep the first %zu", enc->n, ctx, ctx);
+            cli_error(cmd, "the text is more than the model's context of %zu tokens; pass "
+                      "--truncate to keep the first %zu", ctx, ctx);
             hs_encoding_free(enc);
             return EXIT_FAIL;
         }

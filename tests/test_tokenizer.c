@@ -1058,3 +1058,71 @@ Test(tokenizer_json, refuses_unsupported_components_naming_them)
                 "cannot open '/nonexistent/tokenizer.json'");
     cr_assert_null(t);
 }
+
+/* ---- bounded encoding (hs_tokenizer_encode_max) --------------------------------------- */
+
+/* Three of the repository's English texts joined (about 50 KB: a dozen chunks), with [MASK]
+ * and <|endoftext|> put in every 997 bytes so added tokens meet chunk ends too. */
+static char *long_text(size_t *len)
+{
+    static const char *files[] = {FIX "english/license-GPL-3.txt", FIX "english/docs-usage.md",
+                                  FIX "english/license-Apache-2.0.txt"};
+    size_t cap = 1 << 20, n = 0;
+    char *s = malloc(cap);
+    cr_assert_not_null(s);
+    for (size_t f = 0; f < sizeof files / sizeof files[0]; f++) {
+        FILE *fp = fopen(files[f], "rb");
+        cr_assert_not_null(fp, "%s", files[f]);
+        n += fread(s + n, 1, cap / 2 - n, fp);
+        fclose(fp);
+    }
+    for (size_t i = 997; i + 16 < n; i += 997)
+        memcpy(s + i, (i / 997) % 2 ? " [MASK] " : "<|endoftext|>", (i / 997) % 2 ? 8 : 13);
+    *len = n;
+    return s;
+}
+
+/* Encoding as far as a limit needs, then truncating, gives exactly the full encoding
+ * truncated, for GPT-2 and BERT, single texts and pairs, limits from 1 to past the text; and
+ * the bounded encoding holds at most one chunk (4096 bytes) of tokens past the limit. */
+Test(tokenizer_limit, bounded_encoding_truncates_like_the_full_one)
+{
+    size_t len;
+    char *text = long_text(&len);
+    hs_tokenizer *toks[] = {gpt2(), bert(1)};
+    static const size_t maxes[] = {2, 3, 7, 64, 128, 512, 1000, 4096, 100000};
+    hs_error err = {{0}};
+    for (int k = 0; k < 2; k++) {
+        for (int pair = 0; pair <= k; pair++) { /* pairs for BERT only */
+            const char *b = pair ? text + len / 2 : NULL;
+            size_t la = pair ? len / 2 : len, lb = pair ? len - len / 2 : 0;
+            hs_encoding full = {0};
+            cr_assert_eq(hs_tokenizer_encode(toks[k], text, la, b, lb, &full, &err), HS_OK, "%s",
+                         err.msg);
+            for (size_t m = 0; m < sizeof maxes / sizeof maxes[0]; m++) {
+                size_t max = maxes[m];
+                hs_encoding cut = {0}, want = {0};
+                cr_assert_eq(hs_tokenizer_encode_max(toks[k], text, la, b, lb, max, &cut, &err),
+                             HS_OK, "%s", err.msg);
+                cr_expect_leq(cut.n, (pair ? 2 : 1) * (max + 4097) + 3, "max %zu: %zu tokens", max,
+                              cut.n);
+                cr_assert_eq(hs_tokenizer_encode(toks[k], text, la, b, lb, &want, &err), HS_OK);
+                hs_encoding_truncate(toks[k], &cut, max);
+                hs_encoding_truncate(toks[k], &want, max);
+                cr_assert_eq(cut.n, want.n, "tok %d pair %d max %zu: %zu vs %zu tokens", k, pair,
+                             max, cut.n, want.n);
+                for (size_t i = 0; i < want.n; i++) {
+                    cr_assert_eq(cut.ids[i], want.ids[i], "tok %d pair %d max %zu: id %zu", k, pair,
+                                 max, i);
+                    cr_assert_eq(cut.type_ids[i], want.type_ids[i]);
+                }
+                hs_encoding_free(&cut);
+                hs_encoding_free(&want);
+            }
+            cr_expect_gt(full.n, 8000u, "the text is long enough to need many chunks");
+            hs_encoding_free(&full);
+        }
+        hs_tokenizer_free(toks[k]);
+    }
+    free(text);
+}

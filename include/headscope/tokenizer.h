@@ -83,6 +83,17 @@ hs_status hs_tokenizer_encode(const hs_tokenizer *t, const char *text, size_t le
                               const char *pair, size_t pair_len, hs_encoding *out,
                               hs_error *err);
 
+/* As hs_tokenizer_encode, but each segment is encoded only until it holds more than
+ * max_tokens tokens (0: no limit), a chunk of text at a time (chunks end at a space between
+ * two ASCII words, where a cut cannot change any token): work and memory stay near
+ * max_tokens however long the text. hs_encoding_truncate(t, e, m) with m <= max_tokens +
+ * the special tokens then gives exactly what it gives on the full encoding (truncation keeps
+ * each segment's first tokens and looks only at lengths capped at m); e->n > m tells that
+ * the text was longer than m, though not by how much. */
+hs_status hs_tokenizer_encode_max(const hs_tokenizer *t, const char *text, size_t len,
+                                  const char *pair, size_t pair_len, size_t max_tokens,
+                                  hs_encoding *out, hs_error *err);
+
 /* Cuts an encoding of t to at most max tokens (max >= 3 for WordPiece) as Hugging Face's
  * tokenizers library does with truncation="longest_first": BPE keeps the first max tokens;
  * WordPiece keeps [CLS]/[SEP] and balances a pair on its lengths. Nothing is reallocated:

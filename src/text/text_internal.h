@@ -12,6 +12,13 @@
 #include "headscope/tokenizer.h"
 #include "internal.h"
 
+/* Where the chunk of s that starts at from should end for a bounded encoding
+ * (hs_tokenizer_encode_max): at the first space at or after from + size that stands
+ * between an ASCII letter or digit and an ASCII letter (no pre-tokenizer, normalizer or
+ * added token of the GPT-2 or BERT families joins across it; the chunk that follows starts
+ * with the space, as the pre-token does), or at len. */
+size_t hs_tok_chunk_end(const char *s, size_t len, size_t from, size_t size);
+
 /* Limits on what a loader accepts. */
 #define HS_TOK_MAX_VOCAB ((size_t)1 << 21)
 #define HS_TOK_MAX_MERGES ((size_t)1 << 21)

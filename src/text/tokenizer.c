@@ -477,9 +477,39 @@ static hs_status encode_added(const hs_tokenizer *t, const char *s, size_t len, 
     return st;
 }
 
+/* Bytes of text encoded at a time by a bounded encoding. */
+#define CHUNK_BYTES 4096
+
+/* One segment into out; with max > 0, a chunk at a time until it has more than max ids
+ * (whole, when an added token holds a space: a chunk could cut through it). */
+static hs_status encode_segment(const hs_tokenizer *t, const char *s, size_t len, size_t max,
+                                hs_idvec *out)
+{
+    for (size_t k = 0; max && k < t->n_added; k++)
+        if (memchr(hs_strtab_str(&t->syms, t->added[k]), ' ', t->syms.len[t->added[k]]))
+            max = 0;
+    if (max == 0)
+        return encode_added(t, s, len, 0, out);
+    size_t first = out->n;
+    for (size_t at = 0; at < len && out->n - first <= max;) {
+        size_t end = hs_tok_chunk_end(s, len, at, CHUNK_BYTES);
+        if (encode_added(t, s + at, end - at, 0, out) != HS_OK)
+            return HS_E_NOMEM;
+        at = end;
+    }
+    return HS_OK;
+}
+
 hs_status hs_tokenizer_encode(const hs_tokenizer *t, const char *text, size_t len,
                               const char *pair, size_t pair_len, hs_encoding *out,
                               hs_error *err)
+{
+    return hs_tokenizer_encode_max(t, text, len, pair, pair_len, 0, out, err);
+}
+
+hs_status hs_tokenizer_encode_max(const hs_tokenizer *t, const char *text, size_t len,
+                                  const char *pair, size_t pair_len, size_t max_tokens,
+                                  hs_encoding *out, hs_error *err)
 {
     hs_idvec ids = {0};
     hs_encoding e = {0};
@@ -504,13 +534,13 @@ hs_status hs_tokenizer_encode(const hs_tokenizer *t, const char *text, size_t le
     /* [CLS] text [SEP] (pair [SEP]) when the tokenizer has them, else text (pair) */
     if (t->cls >= 0 && hs_idvec_push(&ids, t->cls) != HS_OK)
         goto nomem;
-    if (encode_added(t, text, len, 0, &ids) != HS_OK)
+    if (encode_segment(t, text, len, max_tokens, &ids) != HS_OK)
         goto nomem;
     if (t->sep >= 0 && hs_idvec_push(&ids, t->sep) != HS_OK)
         goto nomem;
     n_first = ids.n;
     if (pair) {
-        if (encode_added(t, pair, pair_len, 0, &ids) != HS_OK)
+        if (encode_segment(t, pair, pair_len, max_tokens, &ids) != HS_OK)
             goto nomem;
         if (t->sep >= 0 && hs_idvec_push(&ids, t->sep) != HS_OK)
             goto nomem;

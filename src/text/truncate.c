@@ -2,6 +2,20 @@
 #include <string.h>
 
 #include "headscope/tokenizer.h"
+#include "text/text_internal.h"
+
+size_t hs_tok_chunk_end(const char *s, size_t len, size_t from, size_t size)
+{
+    if (len - from <= size)
+        return len;
+    for (size_t p = from + size; p + 1 < len; p++) {
+        unsigned a = (unsigned char)s[p - 1], b = (unsigned char)s[p + 1];
+        int alnum_a = (a | 0x20u) - 'a' < 26u || a - '0' < 10u, alpha_b = (b | 0x20u) - 'a' < 26u;
+        if (s[p] == ' ' && alnum_a && alpha_b)
+            return p;
+    }
+    return len;
+}
 
 /* Moves count tokens from position from to position to (to <= from) inside an encoding
  * (the strings live in one block owned by the encoding, so only the pointers move). */
