@@ -95,6 +95,12 @@ rm -rf "$tmp/python/build" "$tmp/python/"*.egg-info # a stale in-tree build woul
 "$tmp/venv/bin/python" -m pip install -q --no-build-isolation --no-index --no-deps \
     --disable-pip-version-check "$tmp/python" >"$tmp/pip.log" 2>&1 ||
     { cat "$tmp/pip.log"; fail "pip install ./python"; }
+pre=
+if [[ "${HS_SANITIZE:-}" == *address* ]]; then
+    # Python is not built with ASan: the runtime must come first; its leaks are not ours
+    pre=$($CC -print-file-name=libasan.so)
+    export ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
+fi
 # the ctypes mirror of hs_forward_opts has the C struct's size and field offsets
 cat >"$tmp/layout.c" <<'CEOF'
 #include <stddef.h>
@@ -111,7 +117,7 @@ int main(void)
 CEOF
 $CC -std=c11 $($PC --cflags headscope) "$tmp/layout.c" -o "$tmp/layout" || fail "layout program"
 want=$("$tmp/layout")
-got=$(cd "$tmp" && HEADSCOPE_LIB=$lib/$soname "$tmp/venv/bin/python" -c '
+got=$(cd "$tmp" && HEADSCOPE_LIB=$lib/$soname LD_PRELOAD=$pre "$tmp/venv/bin/python" -c '
 from headscope import _lib
 t = _lib.HsForwardOpts
 print("size", __import__("ctypes").sizeof(t))
@@ -119,12 +125,6 @@ for name, _ in t._fields_:
     print(name, getattr(t, name).offset)')
 [ "$want" = "$got" ] && ok "the Python package's hs_forward_opts matches the header" ||
     fail "hs_forward_opts layout: C says $(echo $want), Python $(echo $got)"
-pre=
-if [[ "${HS_SANITIZE:-}" == *address* ]]; then
-    # Python is not built with ASan: the runtime must come first; its leaks are not ours
-    pre=$($CC -print-file-name=libasan.so)
-    export ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
-fi
 cp -r python/tests "$tmp/pytests" # run outside the tree: the installed package, not python/
 (cd "$tmp" && HEADSCOPE_LIB=$lib/$soname HEADSCOPE_ROOT=$ROOT HEADSCOPE=$stage/usr/bin/headscope \
     LD_PRELOAD=$pre "$tmp/venv/bin/python" -m unittest discover -s pytests 2>&1) |
