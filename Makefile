@@ -132,6 +132,7 @@ fuzz-replay: $(REPLAY_BIN)
 	$(BUILD)/replay/fuzz_torchbin $$(find fixtures/torchbin -name '*.bin' | sort)
 	$(BUILD)/replay/fuzz_corpus $$(find fixtures/corpus -type f | sort) README.md
 	$(BUILD)/replay/fuzz_partial fixtures/partial/*.json fixtures/corpus/mixed.jsonl
+	$(BUILD)/replay/fuzz_folder fixtures/fuzz-folder/*
 
 browser-test: $(BIN)
 	HEADSCOPE=$(BIN) HS_LDFLAGS="$(LDFLAGS)" bash tests/browser.sh
@@ -142,7 +143,7 @@ test: all unit cli-test fuzz-replay browser-test lib-test
 FUZZ_SECONDS ?= 30
 FUZZ_FLAGS = -g -O1 -fsanitize=fuzzer,address,undefined -std=c11 $(CPPFLAGS) $(PKG_CFLAGS)
 fuzz:
-	@mkdir -p build-fuzz/corpus-gguf build-fuzz/corpus-tokenizer build-fuzz/corpus-safetensors build-fuzz/corpus-tokenizer-json build-fuzz/corpus-torchbin build-fuzz/corpus-corpus build-fuzz/corpus-partial
+	@mkdir -p build-fuzz/corpus-gguf build-fuzz/corpus-tokenizer build-fuzz/corpus-safetensors build-fuzz/corpus-tokenizer-json build-fuzz/corpus-torchbin build-fuzz/corpus-corpus build-fuzz/corpus-partial build-fuzz/corpus-folder
 	for f in $$(find fixtures/bad fixtures/models -name model.safetensors); do cp $$f build-fuzz/corpus-safetensors/$$(echo $$f | tr / _); done
 	clang $(FUZZ_FLAGS) tests/fuzz/fuzz_gguf.c $(LIB_SRC) $(PKG_LIBS) -o build-fuzz/fuzz_gguf
 	clang $(FUZZ_FLAGS) tests/fuzz/fuzz_tokenizer.c $(LIB_SRC) $(PKG_LIBS) -o build-fuzz/fuzz_tokenizer
@@ -154,6 +155,8 @@ fuzz:
 	cp fixtures/corpus/* build-fuzz/corpus-corpus/
 	clang $(FUZZ_FLAGS) tests/fuzz/fuzz_partial.c $(LIB_SRC) $(PKG_LIBS) -o build-fuzz/fuzz_partial
 	cp fixtures/partial/*.json build-fuzz/corpus-partial/
+	clang $(FUZZ_FLAGS) tests/fuzz/fuzz_folder.c $(LIB_SRC) $(PKG_LIBS) -o build-fuzz/fuzz_folder
+	cp fixtures/fuzz-folder/* build-fuzz/corpus-folder/
 	find fixtures/gguf -name '*.gguf' -exec cp {} build-fuzz/corpus-gguf/ ';'
 	cp README.md docs/*.md build-fuzz/corpus-tokenizer/
 	cp fixtures/tokenizer/json-corpus/*.json build-fuzz/corpus-tokenizer-json/
@@ -164,6 +167,7 @@ fuzz:
 	build-fuzz/fuzz_torchbin -max_total_time=$(FUZZ_SECONDS) -max_len=65536 build-fuzz/corpus-torchbin
 	build-fuzz/fuzz_corpus -max_total_time=$(FUZZ_SECONDS) -max_len=65536 build-fuzz/corpus-corpus
 	build-fuzz/fuzz_partial -max_total_time=$(FUZZ_SECONDS) -max_len=65536 build-fuzz/corpus-partial
+	build-fuzz/fuzz_folder -max_total_time=$(FUZZ_SECONDS) -max_len=65536 build-fuzz/corpus-folder
 
 example: all
 	$(BIN) attn fixtures/tiny-gpt2 --text "The cat sat on the mat. The cat sat on the mat." -o /tmp/headscope-attn.npy
