@@ -172,7 +172,7 @@ static int one_text(run *r, long line, const char *text, size_t len, const char 
             rc = 0;
             goto done;
         }
-        cli_truncate_encoding(tok, &enc, max);
+        hs_encoding_truncate(tok, &enc, max);
         truncated = 1;
     }
     if (c->family == HS_FAMILY_GPT2 && enc.n < 2) {

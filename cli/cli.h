@@ -69,10 +69,6 @@ hs_model *cli_model_open(const char *cmd, const char *path, unsigned flags);
 int cli_encode(const char *cmd, const hs_model *m, const cli_text *t, int truncate, size_t max,
                hs_encoding *enc, int *truncated);
 
-/* Drops tokens until e has at most max: GPT-2 from the end; BERT from the end of the longer
- * segment, keeping [CLS] and [SEP] (Hugging Face's longest_first). */
-void cli_truncate_encoding(const hs_tokenizer *tok, hs_encoding *e, size_t max);
-
 /* Corpus mode of `headscope analyze` (cli/analyze_corpus.c). */
 typedef struct cli_corpus_opts {
     const char *path;     /* the corpus, "-" for stdin */

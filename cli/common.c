@@ -165,12 +165,6 @@ hs_model *cli_model_open(const char *cmd, const char *path, unsigned flags)
     return m;
 }
 
-/* The Hugging Face truncation now lives in the library (hs_encoding_truncate). */
-void cli_truncate_encoding(const hs_tokenizer *tok, hs_encoding *e, size_t max)
-{
-    hs_encoding_truncate(tok, e, max);
-}
-
 int cli_encode(const char *cmd, const hs_model *m, const cli_text *t, int truncate,
                size_t max, hs_encoding *enc, int *truncated)
 {
@@ -216,7 +210,7 @@ int cli_encode(const char *cmd, const hs_model *m, const cli_text *t, int trunca
             hs_encoding_free(enc);
             return EXIT_FAIL;
         }
-        cli_truncate_encoding(tok, enc, ctx);
+        hs_encoding_truncate(tok, enc, ctx);
         if (truncated)
             *truncated = 1;
     }
