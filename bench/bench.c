@@ -266,7 +266,7 @@ int main(int argc, char **argv)
         bench_analyze_rows(first, fwd128);
     if (headscope && !quick)
         bench_memory_rows(headscope, paths[0], first);
-    if (headscope && hs_model_config_of(first)->family == HS_FAMILY_GPT2)
+    if (headscope && hs_model_config_of(first)->causal)
         bench_corpus_rows(headscope, paths[0], quick ? 2 : 10, quick ? 0 : 1, fwd128);
     hs_model_free(first);
     if (fflush(stdout) != 0 || ferror(stdout))

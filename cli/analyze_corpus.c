@@ -142,17 +142,19 @@ static int one_text(run *r, long line, const char *text, size_t len, const char 
 {
     const hs_tokenizer *tok = hs_model_tokenizer(r->m);
     const hs_model_config *c = hs_model_config_of(r->m);
-    int bert = hs_tokenizer_get_kind(tok) == HS_TOK_WORDPIECE;
+    const hs_arch *ar = c->arch;
+    /* the specials the tokenizer adds: [CLS] a [SEP] (b [SEP]); a pair needs a separator */
+    size_t wrap = (size_t)(ar->cls_token != NULL) + (size_t)(ar->sep_token != NULL);
     hs_encoding enc = {0};
     hs_error err = {{0}};
     hs_analysis *a = NULL;
     char *js = NULL;
     int rc = EXIT_FAIL;
-    if (pair && !bert) {
+    if (pair && !ar->sep_token) {
         skipped(r, line, HS_SKIP_PAIR, "the model takes a single text", 1);
         return 0;
     }
-    size_t special = bert ? (pair ? 3 : 2) : 0, max = (size_t)r->info.max_tokens;
+    size_t special = wrap + (pair ? 1 : 0), max = (size_t)r->info.max_tokens;
     /* a long text is tokenised only as far as max needs */
     if (hs_tokenizer_encode_max(tok, text, len, pair, pair_len, max, &enc, &err) != HS_OK) {
         skipped(r, line, HS_SKIP_UTF8, err.msg, 1);
@@ -175,7 +177,7 @@ static int one_text(run *r, long line, const char *text, size_t len, const char 
         hs_encoding_truncate(tok, &enc, max);
         truncated = 1;
     }
-    if (c->family == HS_FAMILY_GPT2 && enc.n < 2) {
+    if (c->causal && enc.n < 2) {
         skipped(r, line, HS_SKIP_TOO_SHORT, "one token; the next-token loss needs two", 1);
         rc = 0;
         goto done;

@@ -92,9 +92,9 @@ int cmd_convert(int argc, char **argv)
     if (!m)
         return EXIT_FAIL;
     const hs_model_config *cfg = hs_model_config_of(m);
-    if (keep_mlm && (cfg->family != HS_FAMILY_BERT || !cfg->has_lm_head))
+    if (keep_mlm && (cfg->arch->head != HS_HEAD_MLM || !cfg->has_lm_head))
         cli_error("convert", "warning: --keep-mlm ignored: '%s' has no MLM head", src);
-    hs_family family = cfg->family;
+    const char *family = cfg->arch->name;
     hs_error err = {{0}};
     hs_status st = hs_gguf_write(m, out, &opt, &err);
     hs_model_free(m);
@@ -103,7 +103,7 @@ int cmd_convert(int argc, char **argv)
         return EXIT_FAIL;
     }
     if (stat(out, &sb) == 0)
-        printf("wrote '%s': %s, %s, %.1f MB\n", out, hs_family_name(family), type,
+        printf("wrote '%s': %s, %s, %.1f MB\n", out, family, type,
                (double)sb.st_size / (1024.0 * 1024.0));
     return cli_finish_stdout("convert");
 }

@@ -39,8 +39,9 @@ int cmd_info(int argc, char **argv)
            hs_model_format(m) == HS_FORMAT_GGUF ? "GGUF" : "Hugging Face folder (",
            wf && hs_model_format(m) != HS_FORMAT_GGUF ? wf : "",
            hs_model_format(m) == HS_FORMAT_GGUF ? "" : ")", hs_model_storage_dtype(m));
-    printf("family:       %s (%s, %s)\n", hs_family_name(cfg->family),
-           cfg->causal ? "causal, pre-LN" : "bidirectional, post-LN",
+    const hs_arch *ar = cfg->arch;
+    printf("family:       %s (%s, %s-LN, %s)\n", ar->name,
+           cfg->causal ? "causal" : "bidirectional", ar->norm_place == HS_NORM_PRE ? "pre" : "post",
            cfg->act == HS_ACT_GELU_ERF ? "gelu erf" : "gelu tanh");
     printf("layers:       %d\n", cfg->n_layer);
     printf("heads:        %d per layer (d_head %d), %d in all\n", cfg->n_head, cfg->d_head,
@@ -49,9 +50,9 @@ int cmd_info(int argc, char **argv)
     printf("d_ff:         %d\n", cfg->d_ff);
     printf("context:      %d tokens\n", cfg->n_ctx);
     printf("vocab:        %d\n", cfg->vocab_size);
-    if (cfg->family == HS_FAMILY_BERT)
+    if (ar->token_types)
         printf("token types:  %d\n", cfg->type_vocab_size);
-    printf("lm head:      %s\n", cfg->has_lm_head ? (cfg->family == HS_FAMILY_BERT ? "MLM" : "yes") : "none");
+    printf("lm head:      %s\n", cfg->has_lm_head ? (ar->head == HS_HEAD_MLM ? "MLM" : "yes") : "none");
     printf("layer norm:   eps %g\n", (double)cfg->ln_eps);
     printf("parameters:   %zu\n", hs_model_param_count(m));
     if (tok)

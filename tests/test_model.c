@@ -189,3 +189,107 @@ Test(model, f32_weights_are_used_in_place_on_request)
     cr_assert_null(m->map);
     hs_model_free(m);
 }
+
+/* ---- the architecture descriptor -------------------------------------------------- */
+
+/* A GPT-2 config as the loaders fill it, with the descriptor a (a modified copy). */
+static hs_status validate_with(const hs_arch *a, hs_error *err)
+{
+    hs_model_config c = {.family = HS_FAMILY_GPT2, .n_layer = 1, .n_head = 2, .d_model = 8,
+                         .d_ff = 32, .n_ctx = 8, .vocab_size = 16, .ln_eps = 1e-5f,
+                         .act = HS_ACT_GELU_TANH, .arch = a};
+    return hs_config_validate(&c, err);
+}
+
+Test(arch, descriptors_of_the_families)
+{
+    const hs_arch *g = hs_arch_find("gpt2"), *b = hs_arch_find("bert");
+    cr_assert_not_null(g);
+    cr_assert_not_null(b);
+    cr_assert_null(hs_arch_find("roberta"));
+    cr_assert_eq(hs_arch_of(HS_FAMILY_GPT2), g);
+    cr_assert_eq(hs_arch_of(HS_FAMILY_BERT), b);
+    /* GPT-2 (Radford et al. 2019): pre-LN, causal, gelu tanh, tied decoder, no types */
+    cr_assert(g->norm_place == HS_NORM_PRE && g->causal && g->act == HS_ACT_GELU_TANH &&
+              g->tied_embeddings && !g->token_types && !g->emb_norm && g->head == HS_HEAD_DECODER);
+    /* BERT (Devlin et al. 2019): post-LN, bidirectional, erf gelu, token types, MLM head */
+    cr_assert(b->norm_place == HS_NORM_POST && !b->causal && b->act == HS_ACT_GELU_ERF &&
+              b->token_types && b->emb_norm && b->head == HS_HEAD_MLM && b->head_optional);
+    cr_assert_str_eq(b->cls_token, "[CLS]");
+    cr_assert_null(g->cls_token);
+    cr_assert_str_eq(hs_family_name(HS_FAMILY_BERT), "bert");
+}
+
+Test(arch, features_not_implemented_fail_naming_them)
+{
+    struct {
+        int field;
+        const char *msg;
+    } want[] = {
+        {0, "architecture 'gpt2': RMSNorm is not implemented"},
+        {1, "architecture 'gpt2': rotary position embeddings is not implemented"},
+        {2, "architecture 'gpt2': the gated SiLU MLP is not implemented"},
+        {3, "architecture 'gpt2': the parallel attention + MLP residual is not implemented"},
+        {4, "architecture 'gpt2': projections without biases is not implemented"},
+        {5, "architecture 'gpt2': grouped key/value heads is not implemented"},
+    };
+    hs_error err = {{0}};
+    cr_assert_eq(validate_with(hs_arch_find("gpt2"), &err), HS_OK, "%s", err.msg);
+    for (size_t k = 0; k < sizeof want / sizeof want[0]; k++) {
+        hs_arch a = *hs_arch_find("gpt2");
+        switch (want[k].field) {
+        case 0: a.norm_kind = HS_NORM_RMS; break;
+        case 1: a.pos = HS_POS_ROTARY; a.rotary_frac = 0.25f; a.rotary_base = 10000; break;
+        case 2: a.act = HS_ACT_SILU_GATED; break;
+        case 3: a.parallel_residual = 1; break;
+        case 4: a.biases = 0; break;
+        case 5: a.n_kv_head = 1; break;
+        }
+        hs_error e = {{0}};
+        cr_assert_eq(validate_with(&a, &e), HS_E_UNSUPPORTED, "case %zu: %s", k, e.msg);
+        cr_assert_str_eq(e.msg, want[k].msg);
+    }
+}
+
+/* The name tables, against the names the checkpoints and llama.cpp's converter write
+ * (typed from transformers' modeling_gpt2.py / modeling_bert.py and llama.cpp's
+ * gguf-py constants), as the walk yields them for a 2-layer model. */
+typedef struct {
+    char hf[64][64], gguf[64][64];
+    int n;
+} walked;
+
+static hs_status collect(void *ctx, const hs_tensor_name *e, int layer, hs_error *err)
+{
+    walked *w = ctx;
+    (void)err;
+    hs_names_format(e->hf, layer, w->hf[w->n], sizeof w->hf[0]);
+    hs_names_format(e->gguf, layer, w->gguf[w->n], sizeof w->gguf[0]);
+    w->n++;
+    return HS_OK;
+}
+
+Test(arch, name_tables_walk_in_gguf_order)
+{
+    hs_model_config c = {.family = HS_FAMILY_GPT2, .n_layer = 2, .arch = hs_arch_find("gpt2")};
+    walked w = {0};
+    cr_assert_eq(hs_names_walk(&c, collect, &w, NULL), HS_OK);
+    cr_assert_eq(w.n, 2 + 2 * 12 + 3);
+    cr_assert_str_eq(w.hf[0], "wte.weight");
+    cr_assert_str_eq(w.gguf[2], "blk.0.attn_norm.weight");
+    cr_assert_str_eq(w.hf[4], "h.0.attn.c_attn.weight");
+    cr_assert_str_eq(w.gguf[4 + 12], "blk.1.attn_qkv.weight");
+    cr_assert_str_eq(w.hf[2 + 24], "ln_f.weight");
+    cr_assert_str_eq(w.gguf[2 + 24], "output_norm.weight");
+    cr_assert_str_eq(w.gguf[w.n - 1], "output.weight");
+
+    c = (hs_model_config){.family = HS_FAMILY_BERT, .n_layer = 2, .arch = hs_arch_find("bert")};
+    w = (walked){0};
+    cr_assert_eq(hs_names_walk(&c, collect, &w, NULL), HS_OK);
+    cr_assert_eq(w.n, 5 + 2 * 16 + 6);
+    cr_assert_str_eq(w.gguf[2], "token_types.weight");
+    cr_assert_str_eq(w.hf[5], "encoder.layer.0.attention.self.query.weight");
+    cr_assert_str_eq(w.gguf[5], "blk.0.attn_q.weight");
+    cr_assert_str_eq(w.gguf[5 + 16 + 15], "blk.1.layer_output_norm.bias");
+    cr_assert_str_eq(w.hf[w.n - 2], "cls.predictions.bias");
+}

@@ -901,7 +901,7 @@ Test(tokenizer_json, folder_with_only_tokenizer_json_gives_the_same_ids)
         hs_error err = {{0}};
         tu_mkdtemp(dir, sizeof dir);
         copy_file(cases[k].json, dir, "tokenizer.json");
-        cr_assert_eq(hs_hf_tokenizer_load(dir, cases[k].fam, &t, &err), HS_OK, "%s", err.msg);
+        cr_assert_eq(hs_hf_tokenizer_load(dir, hs_arch_of(cases[k].fam), &t, &err), HS_OK, "%s", err.msg);
         cr_assert_not_null(t);
         check_golden(t, cases[k].key);
         hs_tokenizer_free(t);
@@ -917,13 +917,13 @@ Test(tokenizer_json, folder_checks_that_json_and_vocabulary_files_agree)
     tu_mkdtemp(dir, sizeof dir);
     copy_file(FIX "bert-uncased.tokenizer.json", dir, "tokenizer.json");
     copy_file(BERT_VOCAB, dir, "vocab.txt");
-    cr_assert_eq(hs_hf_tokenizer_load(dir, HS_FAMILY_BERT, &t, &err), HS_OK, "%s", err.msg);
+    cr_assert_eq(hs_hf_tokenizer_load(dir, hs_arch_of(HS_FAMILY_BERT), &t, &err), HS_OK, "%s", err.msg);
     hs_tokenizer_free(t);
     t = NULL;
     /* tokenizer_config.json says cased, tokenizer.json lowercases */
     snprintf(p, sizeof p, "%s/tokenizer_config.json", dir);
     tu_write_file(p, "{\"do_lower_case\": false}", 24);
-    EXPECT_FAIL(hs_hf_tokenizer_load(dir, HS_FAMILY_BERT, &t, &err_), HS_E_FORMAT,
+    EXPECT_FAIL(hs_hf_tokenizer_load(dir, hs_arch_of(HS_FAMILY_BERT), &t, &err_), HS_E_FORMAT,
                 "tokenizer.json lowercases but tokenizer_config.json says do_lower_case=false");
     cr_assert_null(t);
     remove(p);
@@ -931,7 +931,7 @@ Test(tokenizer_json, folder_checks_that_json_and_vocabulary_files_agree)
     static const char small[] = "[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nhello\n";
     snprintf(p, sizeof p, "%s/vocab.txt", dir);
     tu_write_file(p, small, sizeof small - 1);
-    EXPECT_FAIL(hs_hf_tokenizer_load(dir, HS_FAMILY_BERT, &t, &err_), HS_E_FORMAT,
+    EXPECT_FAIL(hs_hf_tokenizer_load(dir, hs_arch_of(HS_FAMILY_BERT), &t, &err_), HS_E_FORMAT,
                 "tokenizer.json and the vocabulary files differ at id 3");
     cr_assert_null(t);
     tu_rm_rf(dir);
@@ -940,7 +940,7 @@ Test(tokenizer_json, folder_checks_that_json_and_vocabulary_files_agree)
     copy_file(FIX "gpt2.tokenizer.json", dir, "tokenizer.json");
     copy_file(GPT2_VOCAB, dir, "vocab.json");
     copy_file(GPT2_MERGES, dir, "merges.txt");
-    cr_assert_eq(hs_hf_tokenizer_load(dir, HS_FAMILY_GPT2, &t, &err), HS_OK, "%s", err.msg);
+    cr_assert_eq(hs_hf_tokenizer_load(dir, hs_arch_of(HS_FAMILY_GPT2), &t, &err), HS_OK, "%s", err.msg);
     hs_encoding e = enc(t, "hello <|endoftext|> world");
     ASSERT_IDS(&e, "folder gpt2", 31373, 220, 50256, 995);
     hs_encoding_free(&e);

@@ -202,8 +202,10 @@ typedef struct {
     const hs_torchbin *t;
 } lookup_ctx;
 
-static const hs_tensor_view *lookup(void *ctx, const char *name, int *out_in)
+static const hs_tensor_view *lookup(void *ctx, const char *name, const hs_tensor_ref *r,
+                                    int *out_in)
 {
+    (void)r;
     *out_in = 0; /* GPT-2 Conv1D: (in, out) */
     return hs_torchbin_find(((lookup_ctx *)ctx)->t, name);
 }

@@ -41,8 +41,69 @@ typedef enum hs_file_format {
 
 typedef enum hs_activation {
     HS_ACT_GELU_TANH = 1, /* "gelu_new" / "gelu_pytorch_tanh": tanh approximation */
-    HS_ACT_GELU_ERF = 2   /* "gelu": exact, with erf */
+    HS_ACT_GELU_ERF = 2,  /* "gelu": exact, with erf */
+    HS_ACT_SILU_GATED = 3 /* SiLU(x W_gate) * (x W_up) (Llama); not implemented yet */
 } hs_activation;
+
+/* ---- the architecture descriptor ----------------------------------------------------
+ * What a family's transformer is made of. The forward and backward passes, the loaders,
+ * the GGUF writer and the analyses read these fields, never the family itself, so a new
+ * family is a descriptor, a name table and the kernels it lacks (docs/architecture.md).
+ * A feature marked "not implemented" is refused when a model is opened. */
+typedef enum hs_norm_place {
+    HS_NORM_PRE = 1, /* x + f(norm(x)), a final norm after the last block (GPT-2) */
+    HS_NORM_POST = 2 /* norm(x + f(x)) (BERT) */
+} hs_norm_place;
+
+typedef enum hs_norm_kind {
+    HS_NORM_LAYER = 1, /* LayerNorm: (x - mean) / std * w + b */
+    HS_NORM_RMS = 2    /* RMSNorm: x / rms * w; not implemented yet */
+} hs_norm_kind;
+
+typedef enum hs_pos_kind {
+    HS_POS_LEARNED = 1, /* a learned absolute table, row i + pos_offset for token i */
+    HS_POS_ROTARY = 2   /* rotary on rotary_frac of each head's dimensions; not implemented yet */
+} hs_pos_kind;
+
+typedef enum hs_head_kind {
+    HS_HEAD_DECODER = 1, /* logits = x W_dec^T (after the final norm of a pre-norm model) */
+    HS_HEAD_MLM = 2      /* BERT's MLM head: dense, activation, norm, then W_dec^T + bias */
+} hs_head_kind;
+
+struct hs_names; /* the family's tensor-name table, private to the library */
+
+typedef struct hs_arch {
+    hs_family family;
+    const char *name;           /* "gpt2": config.json model_type and GGUF general.architecture */
+    hs_norm_place norm_place;
+    hs_norm_kind norm_kind;
+    hs_activation act;          /* the family's default; config.json may name another */
+    hs_pos_kind pos;
+    int pos_offset;             /* learned positions: token i reads row i + pos_offset */
+    float rotary_frac;          /* rotary: fraction of each head's dimensions rotated */
+    float rotary_base;          /* rotary: the frequency base (10000) */
+    int causal;                 /* 1: query i sees keys 0..i; 0: every key */
+    int parallel_residual;      /* x + attn(norm1 x) + mlp(norm2 x); not implemented yet */
+    int biases;                 /* every projection has a bias (0: not implemented yet) */
+    int emb_norm;               /* a norm right after the embeddings (BERT) */
+    int token_types;            /* token type embeddings added (BERT segments) */
+    int tied_embeddings;        /* the decoder is the token embeddings unless stored */
+    int n_kv_head;              /* key/value heads, 0 = n_head (fewer: not implemented yet) */
+    hs_head_kind head;
+    int head_optional;          /* a checkpoint may come without its LM head */
+    hs_tokenizer_kind tokenizer;
+    /* Special tokens the tokenizer wraps a text in (NULL: none) and the mask/pad tokens of
+     * the MLM loss: BERT [CLS] text [SEP], [MASK], [PAD]; GPT-2 none. */
+    const char *cls_token, *sep_token, *mask_token, *pad_token;
+    const char *const *specials; /* every special token, recognised whole in text */
+    int n_specials;
+    const struct hs_names *names;
+} hs_arch;
+
+/* The descriptor of a family by its name ("gpt2", "bert") or by its enum, or NULL when
+ * unknown. Static; the model's own is hs_model_config_of(m)->arch. */
+const hs_arch *hs_arch_find(const char *name);
+const hs_arch *hs_arch_of(hs_family f);
 
 typedef struct hs_model_config {
     hs_family family;
@@ -58,6 +119,7 @@ typedef struct hs_model_config {
     hs_activation act;
     int causal;          /* 1 for GPT-2 */
     int has_lm_head;     /* GPT-2: always (tied or explicit); BERT: MLM head present */
+    const hs_arch *arch; /* the family's descriptor (set when the config is checked) */
 } hs_model_config;
 
 /* Loads a model from a Hugging Face folder or a GGUF file. Validates every length,

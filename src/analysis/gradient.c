@@ -3,8 +3,10 @@
  * backward needs, then reverse mode written out by hand (no autodiff) from the loss down to
  * layer 0. Only gradients with respect to activations are formed, never weight gradients.
  *
- * The forward here repeats src/nn/forward.c operation for operation (same float32 kernels,
- * same order), so the loss it differentiates is the loss hs_loss_eval_run computes. */
+ * The forward half is the forward pass's own block (src/nn/block.c) asked to keep the
+ * activations the backward needs, so the loss differentiated is the loss hs_loss_eval_run
+ * computes. The backward reads the same descriptor: pre- or post-norm LayerNorm blocks with
+ * a gelu MLP; the loaders refuse what the descriptor can say but neither pass implements. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,23 +14,11 @@
 #include <cblas.h>
 
 #include "headscope/importance.h"
-#include "model/model_internal.h"
 #include "internal.h"
+#include "nn/block.h"
 #include "nn/ops.h"
 
-/* What the backward needs from one layer. LN stats: xhat = (x - mean) * rstd. */
-typedef struct grad_layer {
-    float *xhat1; /* (n, d) GPT-2: ln_1 input normalised; BERT: attention LayerNorm */
-    float *rstd1; /* (n) */
-    float *qkv;   /* (n, 3d) */
-    float *probs; /* (H, n, n) softmax, causal entries 0 */
-    float *ctx;   /* (n, d) P V of every head (xi = 1) */
-    float *xhat2; /* (n, d) GPT-2: ln_2; BERT: output LayerNorm */
-    float *rstd2; /* (n) */
-    float *ff;    /* (n, d_ff) MLP pre-activation */
-} grad_layer;
-
-/* ---- kernels (the forward ones as in src/nn/forward.c, and their backward) ---------- */
+/* ---- the backward kernels ------------------------------------------------------------ */
 
 /* dx: (n, in) = dy: (n, out) · w^T, w: (in, out); accumulate adds to dx. */
 static void linear_back(const float *dy, const float *w, float *dx, int n, int in, int out,
@@ -160,7 +150,7 @@ static hs_status check_input(const hs_model *m, const hs_loss_input *in, hs_erro
         if (in->ids[i] < 0 || in->ids[i] >= c->vocab_size)
             return hs_fail(err, HS_E_INPUT, "token id %d at position %d is outside the vocabulary "
                            "(size %d)", (int)in->ids[i], i, c->vocab_size);
-        if (in->type_ids && c->family == HS_FAMILY_BERT &&
+        if (in->type_ids && c->arch->token_types &&
             (in->type_ids[i] < 0 || in->type_ids[i] >= c->type_vocab_size))
             return hs_fail(err, HS_E_INPUT, "token type %d at position %d is out of range",
                            (int)in->type_ids[i], i);
@@ -182,22 +172,27 @@ hs_status hs_gradient_signed_masked(const hs_model *m, const hs_loss_input *in,
         return st;
     const hs_model_config *c = &m->cfg;
     const int n = in->n, d = c->d_model, f = c->d_ff, H = c->n_head, L = c->n_layer;
-    const int V = c->vocab_size, bert = c->family == HS_FAMILY_BERT;
+    const int V = c->vocab_size, pre = c->arch->norm_place == HS_NORM_PRE;
     const int R = in->kind == HS_LOSS_LM ? n - 1 : in->n_pos; /* loss rows */
     const size_t nd = (size_t)n * (size_t)d, nf = (size_t)n * (size_t)f;
     const size_t nn = (size_t)n * (size_t)n, rd = (size_t)R * (size_t)d;
+    hs_forward_ws *ws = NULL;
+    if ((st = hs_forward_ws_new(m, n, &ws, err)))
+        return st;
 
     /* One allocation: per layer 6nd + 2n + Hn² + n·f floats, then the head and the
      * backward scratch. */
     size_t per_layer = 6 * nd + 2 * (size_t)n + (size_t)H * nn + nf;
-    size_t head = 4 * rd + (size_t)R + (size_t)R * (size_t)V; /* rows, pre, xhat, y, rstd, logits */
-    size_t scratch = 4 * nd + 3 * nd + nf + (size_t)H * nn;   /* x, h, dx, dh, dqkv, dff, dp */
+    size_t head = 5 * rd + 2 * (size_t)R + (size_t)R * (size_t)V;
+    size_t scratch = 2 * nd + 3 * nd + nf + (size_t)H * nn; /* dx, dh, dqkv, dff, dp */
     size_t total, layers_sz;
     if (hs_mul_size(per_layer, (size_t)L, &layers_sz) || hs_add_size(layers_sz, head, &total) ||
-        hs_add_size(total, scratch, &total) || hs_mul_size(total, sizeof(float), &total))
+        hs_add_size(total, scratch, &total) || hs_mul_size(total, sizeof(float), &total)) {
+        hs_forward_ws_free(ws);
         return hs_fail(err, HS_E_NOMEM, "gradient importance: size overflow");
+    }
     float *buf = malloc(total);
-    grad_layer *lay = malloc((size_t)L * sizeof *lay);
+    hs_block_keep *lay = malloc((size_t)L * sizeof *lay);
     int *rows = malloc((size_t)R * sizeof *rows), *tgt = malloc((size_t)R * sizeof *tgt);
     double *row_loss = malloc((size_t)R * sizeof *row_loss);
     if (!buf || !lay || !rows || !tgt || !row_loss) {
@@ -206,7 +201,7 @@ hs_status hs_gradient_signed_masked(const hs_model *m, const hs_loss_input *in,
     }
     float *p = buf;
     for (int l = 0; l < L; l++) {
-        grad_layer *gl = &lay[l];
+        hs_block_keep *gl = &lay[l];
         gl->xhat1 = p, p += nd;
         gl->rstd1 = p, p += n;
         gl->qkv = p, p += 3 * nd;
@@ -216,95 +211,39 @@ hs_status hs_gradient_signed_masked(const hs_model *m, const hs_loss_input *in,
         gl->rstd2 = p, p += n;
         gl->ff = p, p += nf;
     }
-    float *hrows = p; p += rd;    /* (R, d) final hidden rows the loss uses */
-    float *hpre = p; p += rd;     /* (R, d) BERT: transform pre-activation */
-    float *hxhat = p; p += rd;    /* (R, d) head LayerNorm normalised input */
-    float *hy = p; p += rd;       /* (R, d) decoder input */
+    float *hrows = p; p += rd;    /* (R, d) final hidden rows the loss uses, final-normed */
+    float *fxhat = p; p += rd;    /* (R, d) final norm normalised input */
+    float *hpre = p; p += rd;     /* (R, d) head transform pre-activation */
+    float *hxhat = p; p += rd;    /* (R, d) head transform norm normalised input */
+    float *hy = p; p += rd;       /* (R, d) head transform output */
+    float *frstd = p; p += R;     /* (R) */
     float *hrstd = p; p += R;     /* (R) */
     float *logits = p; p += (size_t)R * (size_t)V; /* (R, V), then d loss / d logits */
-    float *x = p; p += nd;        /* (n, d) residual stream */
-    float *h = p; p += nd;        /* (n, d) scratch */
     float *dx = p; p += nd;       /* (n, d) */
     float *dh = p; p += nd;       /* (n, d) */
     float *dqkv = p; p += 3 * nd; /* (n, 3d) */
-    float *dff = p; p += nf;      /* (n, f); forward: gelu output */
+    float *dff = p; p += nf;      /* (n, f) */
     float *dp = p; p += (size_t)H * nn; /* (H, n, n) */
+    float *x = ws->x;             /* (n, d) residual stream */
 
     for (int r = 0; r < R; r++) {
         rows[r] = in->kind == HS_LOSS_LM ? r : in->positions[r];
         tgt[r] = in->kind == HS_LOSS_LM ? in->ids[r + 1] : in->targets[r];
     }
 
-    /* Forward. */
-    for (int i = 0; i < n; i++) {
-        float *xi = x + (size_t)i * (size_t)d;
-        const float *te = m->wte + (size_t)in->ids[i] * (size_t)d;
-        const float *pe = m->wpe + (size_t)i * (size_t)d;
-        for (int k = 0; k < d; k++)
-            xi[k] = te[k] + pe[k];
-        if (bert) {
-            const float *tt = m->wtt + (size_t)(in->type_ids ? in->type_ids[i] : 0) * (size_t)d;
-            for (int k = 0; k < d; k++)
-                xi[k] += tt[k];
-        }
-    }
-    if (bert) /* stats not kept: nothing below layer 0 is differentiated */
-        hs_op_layernorm(x, m->emb_ln_w, m->emb_ln_b, x, h, dh, n, d, c->ln_eps);
+    /* Forward, keeping each layer's activations. */
+    hs_embed(m, in->ids, in->type_ids, n, x);
     for (int l = 0; l < L; l++) {
-        const hs_layer *W = &m->layers[l];
-        grad_layer *gl = &lay[l];
-        if (!bert) {
-            hs_op_layernorm(x, W->ln1_w, W->ln1_b, h, gl->xhat1, gl->rstd1, n, d, c->ln_eps);
-            hs_op_linear(h, W->w_qkv, W->b_qkv, gl->qkv, n, d, 3 * d);
-        } else {
-            hs_op_linear(x, W->w_qkv, W->b_qkv, gl->qkv, n, d, 3 * d);
-        }
-        hs_op_attn_probs(c, gl->qkv, gl->probs, n);
-        hs_op_attn_context(c, gl->qkv, gl->probs, gl->ctx, n, NULL); /* P V, before xi */
         const float *xi = head_mask ? head_mask + (size_t)l * (size_t)H : NULL;
-        const float *ctx_in = gl->ctx;
-        if (xi) { /* context = xi_h P_h V_h, in dh (free until the backward) */
-            for (int i = 0; i < n; i++)
-                for (int hh = 0; hh < H; hh++) {
-                    size_t o = (size_t)i * (size_t)d + (size_t)hh * (size_t)c->d_head;
-                    for (int e = 0; e < c->d_head; e++)
-                        dh[o + (size_t)e] = xi[hh] * gl->ctx[o + (size_t)e];
-                }
-            ctx_in = dh;
-        }
-        hs_op_linear(ctx_in, W->w_o, W->b_o, h, n, d, d);
-        hs_op_add(x, h, nd);
-        if (!bert) {
-            hs_op_layernorm(x, W->ln2_w, W->ln2_b, h, gl->xhat2, gl->rstd2, n, d, c->ln_eps);
-            hs_op_linear(h, W->w_fc, W->b_fc, gl->ff, n, d, f);
-        } else {
-            hs_op_layernorm(x, W->ln1_w, W->ln1_b, x, gl->xhat1, gl->rstd1, n, d, c->ln_eps);
-            hs_op_linear(x, W->w_fc, W->b_fc, gl->ff, n, d, f);
-        }
-        hs_op_gelu(gl->ff, dff, nf, c->act);
-        hs_op_linear(dff, W->w_proj, W->b_proj, h, n, f, d);
-        hs_op_add(x, h, nd);
-        if (bert)
-            hs_op_layernorm(x, W->ln2_w, W->ln2_b, x, gl->xhat2, gl->rstd2, n, d, c->ln_eps);
+        if ((st = hs_block_forward(m, l, ws, n, 1, xi, 0, NULL, &lay[l], err)))
+            goto fail;
     }
-    /* Head on the loss rows only (LayerNorm and the MLM transform are row-wise). */
+    /* Head on the loss rows only (the final norm and the head transform are row-wise). */
     for (int r = 0; r < R; r++)
         memcpy(hrows + (size_t)r * (size_t)d, x + (size_t)rows[r] * (size_t)d, (size_t)d * sizeof *x);
-    if (!bert) {
-        hs_op_layernorm(hrows, m->lnf_w, m->lnf_b, hy, hxhat, hrstd, R, d, c->ln_eps);
-    } else {
-        hs_op_linear(hrows, m->mlm_w, m->mlm_b, hpre, R, d, d);
-        hs_op_gelu(hpre, hy, rd, c->act);
-        hs_op_layernorm(hy, m->mlm_ln_w, m->mlm_ln_b, hy, hxhat, hrstd, R, d, c->ln_eps);
-    }
-    for (int r = 0; r < R; r++) {
-        float *row = logits + (size_t)r * (size_t)V;
-        if (bert)
-            memcpy(row, m->mlm_bias, (size_t)V * sizeof *row);
-        else
-            memset(row, 0, (size_t)V * sizeof *row);
-    }
-    hs_op_gemm(1, R, V, d, 1.0f, hy, d, m->decoder, d, 1.0f, logits, V);
+    hs_final_norm(m, hrows, hrows, fxhat, frstd, R);
+    const float *hdec = hs_head_transform(m, hrows, hy, hpre, hxhat, hrstd, R);
+    hs_head_decode(m, hdec, R, logits);
 
     /* Loss and d loss / d logits = (softmax - onehot) / R, row by row. */
     /* rows in parallel, their losses summed in row order (the same value on any thread count) */
@@ -328,16 +267,17 @@ hs_status hs_gradient_signed_masked(const hs_model *m, const hs_loss_input *in,
         goto fail;
     }
 
-    /* Backward through the head: d hy = dlogits · decoder, decoder: (V, d). */
+    /* Backward through the head: d hy = dlogits · decoder, decoder: (V, d); then back
+     * through the head transform and the final norm, those the model has. */
     hs_op_gemm(0, R, d, V, 1.0f, logits, V, m->decoder, d, 0.0f, hy, d);
-    if (!bert) {
-        layernorm_back(hxhat, hrstd, m->lnf_w, hy, hy, R, d, 0);
-    } else {
+    if (c->arch->head == HS_HEAD_MLM) {
         layernorm_back(hxhat, hrstd, m->mlm_ln_w, hy, hy, R, d, 0);
         gelu_back(hpre, hy, rd, c->act);
         linear_back(hy, m->mlm_w, hrows, R, d, d, 0);
         memcpy(hy, hrows, rd * sizeof *hy);
     }
+    if (pre)
+        layernorm_back(fxhat, frstd, m->lnf_w, hy, hy, R, d, 0);
     memset(dx, 0, nd * sizeof *dx); /* d loss / d (stream leaving the last layer) */
     for (int r = 0; r < R; r++)
         hs_op_add(dx + (size_t)rows[r] * (size_t)d, hy + (size_t)r * (size_t)d, (size_t)d);
@@ -345,12 +285,12 @@ hs_status hs_gradient_signed_masked(const hs_model *m, const hs_loss_input *in,
     /* Backward through the layers; dx holds d loss / d (stream leaving layer l). */
     for (int l = L - 1; l >= 0; l--) {
         const hs_layer *W = &m->layers[l];
-        grad_layer *gl = &lay[l];
-        if (bert) /* x_out = LN2(z), z = a + MLP(a) */
+        hs_block_keep *gl = &lay[l];
+        if (!pre) /* x_out = LN2(z), z = a + MLP(a) */
             layernorm_back(gl->xhat2, gl->rstd2, W->ln2_w, dx, dx, n, d, 0);
         linear_back(dx, W->w_proj, dff, n, f, d, 0);
         gelu_back(gl->ff, dff, nf, c->act);
-        if (!bert) { /* x_out = x_mid + MLP(LN2(x_mid)) */
+        if (pre) { /* x_out = x_mid + MLP(LN2(x_mid)) */
             linear_back(dff, W->w_fc, dh, n, d, f, 0);
             layernorm_back(gl->xhat2, gl->rstd2, W->ln2_w, dh, dx, n, d, 1);
         } else {     /* a = LN1(x_in + attn), da = dz + MLP'; then through LN1 */
@@ -380,7 +320,7 @@ hs_status hs_gradient_signed_masked(const hs_model *m, const hs_loss_input *in,
                         a[e] *= xv;
                 }
         attention_back(c, gl->qkv, gl->probs, dh, dqkv, dp, n);
-        if (!bert) {
+        if (pre) {
             linear_back(dqkv, W->w_qkv, dh, n, d, 3 * d, 0);
             layernorm_back(gl->xhat1, gl->rstd1, W->ln1_w, dh, dx, n, d, 1);
         } else {
@@ -396,6 +336,7 @@ fail:
     free(row_loss);
     free(lay);
     free(buf);
+    hs_forward_ws_free(ws);
     return st;
 }
 

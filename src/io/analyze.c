@@ -113,10 +113,24 @@ static char *dup_text(const char *s, size_t len)
     return d;
 }
 
-/* Special ids of a WordPiece vocabulary, -1 when absent. */
+/* The id of a special token (NULL: the family has none), -1 when absent. */
 static int32_t tok_id(const hs_tokenizer *t, const char *s)
 {
-    return t ? hs_tokenizer_id(t, s) : -1;
+    return t && s ? hs_tokenizer_id(t, s) : -1;
+}
+
+/* One past the last id the induction probe draws: the vocabulary's end, less the family's
+ * special tokens that close it (GPT-2's <|endoftext|>, 50256). */
+static int32_t probe_top(const hs_arch *ar, const hs_tokenizer *tok, int32_t lo, int32_t hi)
+{
+    for (int found = 1; found && tok && hi > lo;) {
+        const char *s = hs_tokenizer_token(tok, hi - 1);
+        found = 0;
+        for (int k = 0; s && k < ar->n_specials && !found; k++)
+            found = !strcmp(s, ar->specials[k]);
+        hi -= found;
+    }
+    return hi;
 }
 
 const char *hs_head_label(const hs_head_result *h, double thr, int has_sep)
@@ -252,8 +266,8 @@ hs_status hs_analyze_run(const hs_model *m, const hs_analyze_input *in, const hs
         goto nomem;
 
     /* 1. the text's pass: per-head metrics layer by layer, every layer's maps stored */
-    int is_bert = c->family == HS_FAMILY_BERT;
-    int32_t cls_id = is_bert ? tok_id(tok, "[CLS]") : -1, sep_id = is_bert ? tok_id(tok, "[SEP]") : -1;
+    const hs_arch *ar = c->arch;
+    int32_t cls_id = tok_id(tok, ar->cls_token), sep_id = tok_id(tok, ar->sep_token);
     if (o->exclude_sinks) {
         sink = malloc((size_t)n);
         if (!sink)
@@ -292,12 +306,12 @@ hs_status hs_analyze_run(const hs_model *m, const hs_analyze_input *in, const hs
 
     /* 3. the induction probe: seeded random tokens repeated twice */
     if (o->probe) {
-        int specials = is_bert ? 2 : 0;
+        int specials = (ar->cls_token != NULL) + (ar->sep_token != NULL); /* around a text */
         int half = o->probe_half_len;
         if (half > (c->n_ctx - specials) / 2)
             half = (c->n_ctx - specials) / 2;
         int32_t lo = c->vocab_size > 2000 ? 1000 : c->vocab_size / 4;
-        int32_t hi = c->family == HS_FAMILY_GPT2 && c->vocab_size == 50257 ? 50256 : c->vocab_size;
+        int32_t hi = probe_top(ar, tok, lo, c->vocab_size);
         if (half < 1 || hi - lo < half) {
             st = hs_fail(err, HS_E_UNSUPPORTED, "the model is too small for the induction probe");
         } else {
@@ -306,11 +320,12 @@ hs_status hs_analyze_run(const hs_model *m, const hs_analyze_input *in, const hs
             probe_sink = o->exclude_sinks ? malloc((size_t)a->probe_len) : NULL;
             if (!a->probe_ids || (o->exclude_sinks && !probe_sink))
                 goto nomem;
-            st = hs_probe_repeated(o->probe_seed, half, lo, hi, a->probe_ids + (is_bert ? 1 : 0), err);
-            if (is_bert) {
+            st = hs_probe_repeated(o->probe_seed, half, lo, hi,
+                                   a->probe_ids + (ar->cls_token != NULL), err);
+            if (ar->cls_token) /* wrapped as the tokenizer wraps a text */
                 a->probe_ids[0] = cls_id >= 0 ? cls_id : 0;
+            if (ar->sep_token)
                 a->probe_ids[a->probe_len - 1] = sep_id >= 0 ? sep_id : 0;
-            }
             if (!st && probe_sink)
                 st = hs_sinks_mark(a->probe_ids, a->probe_len, cls_id, sep_id, probe_sink, err);
             if (!st) {
@@ -376,13 +391,14 @@ hs_status hs_analyze_run(const hs_model *m, const hs_analyze_input *in, const hs
     /* 5. loss, ablation, pruning */
     hs_loss_input li = {.ids = a->ids, .type_ids = a->type_ids, .n = n, .no_cache = !o->ablation};
     int32_t *masked = NULL;
-    if (c->family == HS_FAMILY_GPT2) {
+    if (c->has_lm_head && c->causal) {
         li.kind = HS_LOSS_LM;
     } else if (c->has_lm_head) {
         li.kind = HS_LOSS_MLM;
-        int32_t mask_id = tok_id(tok, "[MASK]"), pad_id = tok_id(tok, "[PAD]");
+        int32_t mask_id = tok_id(tok, ar->mask_token), pad_id = tok_id(tok, ar->pad_token);
         if (mask_id < 0) {
-            st = hs_fail(err, HS_E_UNSUPPORTED, "the vocabulary has no [MASK] token for the MLM loss");
+            st = hs_fail(err, HS_E_UNSUPPORTED, "the vocabulary has no %s token for the MLM loss",
+                         ar->mask_token ? ar->mask_token : "mask");
             goto fail;
         }
         a->mlm_positions = malloc((size_t)n * sizeof *a->mlm_positions);

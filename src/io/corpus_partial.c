@@ -324,7 +324,6 @@ static int parse_enum(const char *s, const char *(*name)(int), int lo, int hi)
     return -1;
 }
 
-static const char *family_name(int v) { return hs_family_name((hs_family)v); }
 static const char *loss_name(int v) { return hs_loss_kind_name((hs_loss_kind)v); }
 
 static hs_corpus_agg *parse_agg(rd *r, const cJSON *o)
@@ -345,7 +344,8 @@ static hs_corpus_agg *parse_agg(rd *r, const cJSON *o)
     for (int k = 0; !r->st && k < nh; k++)
         if (g->head_index[k] < 0 || (k && g->head_index[k] <= g->head_index[k - 1]))
             r->st = hs_fail(r->err, HS_E_INPUT, "partial: 'head_index' is not increasing");
-    g->family = parse_enum(get_str(r, op, "family"), family_name, HS_FAMILY_GPT2, HS_FAMILY_BERT);
+    const char *fam = get_str(r, op, "family");
+    g->family = fam && hs_arch_find(fam) ? (int)hs_arch_find(fam)->family : -1;
     g->loss_kind = parse_enum(get_str(r, op, "loss_kind"), loss_name, HS_LOSS_LM, HS_LOSS_REPR);
     if (!r->st && (g->family < 0 || g->loss_kind < 0))
         r->st = hs_fail(r->err, HS_E_INPUT, "partial: unknown 'family' or 'loss_kind'");

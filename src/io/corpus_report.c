@@ -198,10 +198,10 @@ hs_status hs_corpus_agg_finish(hs_corpus_agg *g, hs_sim_method method, double th
     return st;
 }
 
-static int quantity_on_flags(int bert, int ablation, int gradient, int q)
+static int quantity_on_flags(int has_sep, int ablation, int gradient, int q)
 {
     if (q == HS_CQ_SEP)
-        return bert;
+        return has_sep;
     if (q == HS_CQ_ABLATION)
         return ablation;
     if (q == HS_CQ_GRAD || q == HS_CQ_GRAD_RAW)
@@ -211,7 +211,7 @@ static int quantity_on_flags(int bert, int ablation, int gradient, int q)
 
 static int quantity_on(const hs_analysis *a, int q)
 {
-    return quantity_on_flags(hs_model_config_of(a->model)->family == HS_FAMILY_BERT,
+    return quantity_on_flags(hs_model_config_of(a->model)->arch->sep_token != NULL,
                              a->opts.ablation, a->opts.gradient, q);
 }
 
@@ -275,7 +275,8 @@ char *hs_corpus_report_json(const hs_corpus_agg *g, const hs_corpus_info *info,
                             const char *const *argv, int argc, const char *const *files,
                             int n_files, int pretty)
 {
-    int bert = g->family == HS_FAMILY_BERT;
+    const hs_arch *ar = hs_arch_of((hs_family)g->family);
+    int has_sep = ar && ar->sep_token;
     cJSON *r = cJSON_CreateObject();
     if (!r)
         return NULL;
@@ -338,7 +339,7 @@ char *hs_corpus_report_json(const hs_corpus_agg *g, const hs_corpus_info *info,
         cJSON_AddNumberToObject(h, "layer", idx / g->n_head);
         cJSON_AddNumberToObject(h, "head", idx % g->n_head);
         for (int q = 0; q < HS_CQ_COUNT; q++)
-            cJSON_AddItemToObject(h, qnames[q], quantity_on_flags(bert, g->ablation, g->gradient, q)
+            cJSON_AddItemToObject(h, qnames[q], quantity_on_flags(has_sep, g->ablation, g->gradient, q)
                                   ? summary_json(&st[q], q == HS_CQ_ENTROPY || q == HS_CQ_MAX_WEIGHT)
                                   : cJSON_CreateNull());
         cJSON_AddItemToObject(h, "importance", hs_json_num(g->importance[k]));
@@ -353,7 +354,7 @@ char *hs_corpus_report_json(const hs_corpus_agg *g, const hs_corpus_info *info,
                                        st[HS_CQ_SELF].n ? st[HS_CQ_SELF].mean : NAN,
                                        st[HS_CQ_FIRST].n ? st[HS_CQ_FIRST].mean : NAN,
                                        st[HS_CQ_SEP].n ? st[HS_CQ_SEP].mean : NAN, NAN, NAN};
-        cJSON_AddStringToObject(h, "label", hs_head_label(&mean, g->label_threshold, bert));
+        cJSON_AddStringToObject(h, "label", hs_head_label(&mean, g->label_threshold, has_sep));
         cJSON_AddNumberToObject(h, "cluster", g->labels[k]);
     }
 

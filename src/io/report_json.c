@@ -71,7 +71,7 @@ static cJSON *head_json(const hs_analysis *a, const hs_head_result *h)
     add_num(s, "previous_token", h->text_scores.prev_token);
     add_num(s, "self", h->text_scores.self);
     add_num(s, "first_token", h->text_scores.first_token);
-    if (c->family == HS_FAMILY_BERT)
+    if (c->arch->sep_token)
         add_num(s, "sep", h->text_scores.sep);
     add_num(s, "duplicate_token", h->probe_scores.duplicate);
     add_num(s, "induction", h->probe_scores.induction);
@@ -231,7 +231,8 @@ char *hs_report_json(const hs_analysis *a, const char *const *files, int n_files
 
     cJSON *pr = cJSON_AddObjectToObject(r, "probe");
     cJSON_AddNumberToObject(pr, "seed", (double)o->probe_seed);
-    cJSON_AddNumberToObject(pr, "half_len", c->family == HS_FAMILY_BERT ? (a->probe_len - 2) / 2 : a->probe_len / 2);
+    int wrap = (c->arch->cls_token != NULL) + (c->arch->sep_token != NULL);
+    cJSON_AddNumberToObject(pr, "half_len", (a->probe_len - wrap) / 2);
     cJSON_AddItemToObject(pr, "ids", hs_json_ints(a->probe_ids, a->probe_len));
 
     cJSON *pu = cJSON_AddObjectToObject(r, "pruning");

@@ -65,17 +65,14 @@ static hs_status load_config(const hs_gguf *g, hs_model_config *cfg, hs_error *e
     hs_gguf_value arch;
     hs_gguf_kv_get(g, (size_t)i, 0, &arch);
     memset(cfg, 0, sizeof *cfg);
-    if (!strcmp(arch.str, "gpt2")) {
-        cfg->family = HS_FAMILY_GPT2;
-        cfg->act = HS_ACT_GELU_TANH;
-    } else if (!strcmp(arch.str, "bert")) {
-        cfg->family = HS_FAMILY_BERT;
-        cfg->act = HS_ACT_GELU_ERF;
-    } else {
+    const hs_arch *ar = hs_arch_find(arch.str);
+    if (!ar)
         return hs_fail(err, HS_E_UNSUPPORTED,
-                       "general.architecture '%.64s' is not supported (expected gpt2 or bert)",
-                       arch.str);
-    }
+                       "general.architecture '%.64s' is not supported (expected %s)", arch.str,
+                       hs_arch_list());
+    cfg->arch = ar;
+    cfg->family = ar->family;
+    cfg->act = ar->act;
     const char *a = arch.str;
     char key[128];
 #define KEY(suffix) (snprintf(key, sizeof key, "%s." suffix, a), key)
@@ -96,137 +93,37 @@ static hs_status load_config(const hs_gguf *g, hs_model_config *cfg, hs_error *e
     hs_gguf_value v;
     hs_gguf_kv_get(g, (size_t)i, 0, &v);
     cfg->ln_eps = (float)v.f;
-    if (cfg->family == HS_FAMILY_BERT) {
-        if ((st = find_typed(g, "bert.attention.causal", HS_GGUF_BOOL, 0, &i, err)))
+    if (!ar->causal) {
+        if ((st = find_typed(g, KEY("attention.causal"), HS_GGUF_BOOL, 0, &i, err)))
             return st;
         if (i >= 0) {
             hs_gguf_kv_get(g, (size_t)i, 0, &v);
             if (v.u)
-                return hs_fail(err, HS_E_UNSUPPORTED,
-                               "bert.attention.causal is true (headscope's BERT is bidirectional)");
+                return hs_fail(err, HS_E_UNSUPPORTED, "%s is true (headscope's %s is "
+                               "bidirectional)", key, ar->name);
         }
-        if ((st = get_u32(g, "tokenizer.ggml.token_type_count", 1, &cfg->type_vocab_size, err)))
-            return st;
     }
+    if (ar->token_types &&
+        (st = get_u32(g, "tokenizer.ggml.token_type_count", 1, &cfg->type_vocab_size, err)))
+        return st;
 #undef KEY
-    const hs_gguf_tensor *emb = hs_gguf_find_tensor(g, "token_embd.weight");
+    const char *emb_name = hs_names_row(ar, HS_S_TOK_EMB)->gguf;
+    const hs_gguf_tensor *emb = hs_gguf_find_tensor(g, emb_name);
     if (!emb)
-        return hs_fail(err, HS_E_FORMAT, "missing tensor 'token_embd.weight'");
+        return hs_fail(err, HS_E_FORMAT, "missing tensor '%s'", emb_name);
     if (emb->ne[1] > INT_MAX)
-        return hs_fail(err, HS_E_VALUE, "token_embd.weight has %lld rows", (long long)emb->ne[1]);
+        return hs_fail(err, HS_E_VALUE, "%s has %lld rows", emb_name, (long long)emb->ne[1]);
     cfg->vocab_size = (int)emb->ne[1];
     return hs_config_validate(cfg, err);
 }
 
 /* ---- tensor names ------------------------------------------------------------------ */
 
-typedef struct map_entry {
-    const char *hf;   /* suffix after the layer prefix, or a whole name */
-    const char *gguf; /* GGUF base without .weight/.bias */
-} map_entry;
-
-static const map_entry gpt2_top[] = {
-    {"wte", "token_embd"}, {"wpe", "position_embd"}, {"ln_f", "output_norm"}, {"lm_head", "output"},
-};
-static const map_entry gpt2_layer[] = {
-    {"ln_1", "attn_norm"},       {"attn.c_attn", "attn_qkv"}, {"attn.c_proj", "attn_output"},
-    {"ln_2", "ffn_norm"},        {"mlp.c_fc", "ffn_up"},      {"mlp.c_proj", "ffn_down"},
-};
-static const map_entry bert_top[] = {
-    {"embeddings.word_embeddings", "token_embd"},
-    {"embeddings.position_embeddings", "position_embd"},
-    {"embeddings.token_type_embeddings", "token_types"},
-    {"embeddings.LayerNorm", "token_embd_norm"},
-};
-static const map_entry bert_layer[] = {
-    {"attention.self.query", "attn_q"},
-    {"attention.self.key", "attn_k"},
-    {"attention.self.value", "attn_v"},
-    {"attention.output.dense", "attn_output"},
-    {"attention.output.LayerNorm", "attn_output_norm"},
-    {"intermediate.dense", "ffn_up"},
-    {"output.dense", "ffn_down"},
-    {"output.LayerNorm", "layer_output_norm"},
-};
-
-/* Splits "base.weight" / "base.bias"; returns the suffix (".weight" / ".bias") or NULL. */
-static const char *param_suffix(const char *name, size_t *base_len)
-{
-    size_t n = strlen(name);
-    if (n > 7 && !strcmp(name + n - 7, ".weight")) {
-        *base_len = n - 7;
-        return ".weight";
-    }
-    if (n > 5 && !strcmp(name + n - 5, ".bias")) {
-        *base_len = n - 5;
-        return ".bias";
-    }
-    return NULL;
-}
-
-static const char *map_base(const map_entry *t, size_t n, const char *base, size_t len)
-{
-    for (size_t i = 0; i < n; i++)
-        if (strlen(t[i].hf) == len && !memcmp(t[i].hf, base, len))
-            return t[i].gguf;
-    return NULL;
-}
-
-/* Maps an HF name to its GGUF name. *rank is the PyTorch rank the builder expects;
- * *part is 0..2 for a BERT Q/K/V tensor (for the fused-QKV fallback), else -1.
- * Returns 0 on success, -1 for a name GGUF does not hold. */
-static int map_name(hs_family fam, const char *hf, char *out, size_t cap, int *rank, int *part)
-{
-    size_t blen;
-    const char *suffix = param_suffix(hf, &blen);
-    *part = -1;
-    if (!suffix)
-        return -1;
-    *rank = !strcmp(suffix, ".bias") || strstr(hf, "LayerNorm") || strstr(hf, "ln_") ? 1 : 2;
-    if (fam == HS_FAMILY_BERT && !strncmp(hf, "cls.predictions.", 16)) {
-        /* headscope-only MLM head: stored under its HF name */
-        if (!strcmp(hf, "cls.predictions.bias"))
-            *rank = 1;
-        snprintf(out, cap, "%s", hf);
-        return 0;
-    }
-    const char *lp = fam == HS_FAMILY_GPT2 ? "h." : "encoder.layer.";
-    size_t lpl = strlen(lp);
-    const char *g = NULL;
-    if (!strncmp(hf, lp, lpl) && hf[lpl] >= '0' && hf[lpl] <= '9') {
-        char *end;
-        long layer = strtol(hf + lpl, &end, 10);
-        if (*end != '.' || layer > 100000)
-            return -1;
-        const char *rest = end + 1;
-        size_t rlen = blen - (size_t)(rest - hf);
-        if (rest > hf + blen)
-            return -1;
-        if (fam == HS_FAMILY_GPT2) {
-            g = map_base(gpt2_layer, sizeof gpt2_layer / sizeof gpt2_layer[0], rest, rlen);
-        } else {
-            g = map_base(bert_layer, sizeof bert_layer / sizeof bert_layer[0], rest, rlen);
-            if (g && !strncmp(rest, "attention.self.", 15))
-                *part = rest[15] == 'q' ? 0 : rest[15] == 'k' ? 1 : 2;
-        }
-        if (!g)
-            return -1;
-        snprintf(out, cap, "blk.%ld.%s%s", layer, g, suffix);
-        return 0;
-    }
-    if (fam == HS_FAMILY_GPT2)
-        g = map_base(gpt2_top, sizeof gpt2_top / sizeof gpt2_top[0], hf, blen);
-    else
-        g = map_base(bert_top, sizeof bert_top / sizeof bert_top[0], hf, blen);
-    if (!g)
-        return -1;
-    snprintf(out, cap, "%s%s", g, suffix);
-    return 0;
-}
+/* The GGUF names come from the family's name table (src/model/arch.c). */
 
 typedef struct gguf_ctx {
     const hs_gguf *g;
-    hs_family family;
+    const hs_model_config *cfg;
     hs_tensor_view *views; /* 4 slots per tensor: whole, Q, K, V slices */
     char missing[128];     /* GGUF name of the last tensor looked for and not found */
 } gguf_ctx;
@@ -270,19 +167,23 @@ static void make_view(hs_tensor_view *v, const hs_gguf_tensor *t, int rank)
     v->nbytes = (size_t)t->nbytes;
 }
 
-static const hs_tensor_view *gguf_lookup(void *vctx, const char *hf, int *out_in)
+static const hs_tensor_view *gguf_lookup(void *vctx, const char *hf, const hs_tensor_ref *r,
+                                         int *out_in)
 {
     gguf_ctx *c = vctx;
     char name[128];
-    int rank, part;
+    (void)hf;
     *out_in = 1; /* every GGUF matrix is stored (out, in): ne = {in, out} */
-    if (map_name(c->family, hf, name, sizeof name, &rank, &part))
+    if (r->alt) /* a GGUF file has one name per tensor */
         return NULL;
+    int rank = hs_names_shape(c->cfg, r->e).kind == HS_K_VEC ? 1 : 2, part = r->e->part;
+    hs_names_format(r->e->gguf, r->layer, name, sizeof name);
     const hs_gguf_tensor *t = hs_gguf_find_tensor(c->g, name);
     size_t idx;
-    if (t && !strcmp(name, "output.weight")) {
+    if (t && r->e->slot == HS_S_DECODER) {
         /* Older converters wrote GPT-2's tied decoder as a copy of token_embd: keep it tied. */
-        const hs_gguf_tensor *e = hs_gguf_find_tensor(c->g, "token_embd.weight");
+        const hs_gguf_tensor *e =
+            hs_gguf_find_tensor(c->g, hs_names_row(c->cfg->arch, HS_S_TOK_EMB)->gguf);
         if (e && e->type == t->type && !memcmp(e->ne, t->ne, sizeof e->ne) &&
             e->nbytes == t->nbytes && !memcmp(e->data, t->data, (size_t)t->nbytes))
             return NULL;
@@ -294,17 +195,12 @@ static const hs_tensor_view *gguf_lookup(void *vctx, const char *hf, int *out_in
         make_view(&c->views[4 * idx], t, rank);
         return &c->views[4 * idx];
     }
-    if (part < 0)
+    if (part < 0 || !r->e->gguf_fused)
         return NULL;
     /* Newer llama.cpp also accepts BERT with a fused blk.N.attn_qkv {E, 3E}: Q, K, V are
      * row blocks of it, so each is a contiguous slice. */
-    char *dot = strstr(name, ".attn_");
-    if (!dot)
-        return NULL;
     char fused[128];
-    snprintf(fused, sizeof fused, "%.*s.attn_qkv%s", (int)(dot - name), name,
-             rank == 1 ? ".bias" : ".weight");
-    t = hs_gguf_find_tensor(c->g, fused);
+    t = hs_gguf_find_tensor(c->g, hs_names_format(r->e->gguf_fused, r->layer, fused, sizeof fused));
     if (!t)
         return NULL;
     idx = (size_t)(t - hs_gguf_tensor_at(c->g, 0));
@@ -403,7 +299,7 @@ static hs_status load_tokenizer(hs_model *m, const hs_gguf *g, hs_error *err)
         return HS_OK; /* weights only */
     hs_gguf_value model;
     hs_gguf_kv_get(g, (size_t)mi, 0, &model);
-    const char *want = m->cfg.family == HS_FAMILY_GPT2 ? "gpt2" : "bert";
+    const char *want = m->cfg.arch->names->gguf_tokenizer;
     if (strcmp(model.str, want))
         return hs_fail(err, HS_E_UNSUPPORTED,
                        "tokenizer.ggml.model '%.64s' is not supported for %s (expected '%s')",
@@ -413,13 +309,13 @@ static hs_status load_tokenizer(hs_model *m, const hs_gguf *g, hs_error *err)
     size_t n_tok = hs_gguf_kv_len(g, (size_t)ti);
     if (n_tok != (size_t)m->cfg.vocab_size)
         return hs_fail(err, HS_E_SHAPE,
-                       "tokenizer.ggml.tokens has %zu entries but token_embd.weight has %d rows",
-                       n_tok, m->cfg.vocab_size);
+                       "tokenizer.ggml.tokens has %zu entries but %s has %d rows", n_tok,
+                       hs_names_row(m->cfg.arch, HS_S_TOK_EMB)->gguf, m->cfg.vocab_size);
     const char **tok = NULL, **merges = NULL;
     size_t n_merges = 0;
     if ((st = string_array(g, ti, "tokenizer.ggml.tokens", &tok, &n_tok, err)))
         return st;
-    if (m->cfg.family == HS_FAMILY_GPT2) {
+    if (m->cfg.arch->tokenizer == HS_TOK_BPE) {
         if (!(st = find_array(g, "tokenizer.ggml.merges", HS_GGUF_STRING, 1, &gi, err)) &&
             !(st = string_array(g, gi, "tokenizer.ggml.merges", &merges, &n_merges, err)))
             st = hs_tokenizer_new_bpe(tok, n_tok, merges, n_merges, &m->tok, err);
@@ -462,7 +358,7 @@ hs_status hs_gguf_load(hs_model *m, const char *path, hs_error *err)
         goto fail;
     m->format = HS_FORMAT_GGUF;
     ctx.g = g;
-    ctx.family = m->cfg.family;
+    ctx.cfg = &m->cfg;
     ctx.views = calloc(4 * hs_gguf_tensor_count(g) + 1, sizeof *ctx.views);
     if (!ctx.views) {
         st = hs_fail(err, HS_E_NOMEM, "out of memory");

@@ -139,11 +139,10 @@ static void kv_array_head(meta *m, const char *key, hs_gguf_type elem, uint64_t 
     put_u64(&m->s, n);
 }
 
-static int is_bert_special(const char *tok)
+static int is_special(const hs_arch *a, const char *tok)
 {
-    static const char *const special[] = {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"};
-    for (size_t i = 0; i < sizeof special / sizeof special[0]; i++)
-        if (!strcmp(tok, special[i]))
+    for (int i = 0; i < a->n_specials; i++)
+        if (!strcmp(tok, a->specials[i]))
             return 1;
     return 0;
 }
@@ -156,8 +155,8 @@ static hs_status write_tokenizer(meta *mt, const hs_model *m, hs_error *err)
         return hs_fail(err, HS_E_SHAPE,
                        "the tokenizer has %zu tokens but the embedding has only %zu rows", n_tok, V);
     char pad[32];
-    if (m->cfg.family == HS_FAMILY_GPT2) {
-        kv_str(mt, "tokenizer.ggml.model", "gpt2");
+    if (m->cfg.arch->tokenizer == HS_TOK_BPE) {
+        kv_str(mt, "tokenizer.ggml.model", m->cfg.arch->names->gguf_tokenizer);
         kv_str(mt, "tokenizer.ggml.pre", "gpt-2");
         kv_array_head(mt, "tokenizer.ggml.tokens", HS_GGUF_STRING, V);
         for (size_t i = 0; i < V; i++) {
@@ -184,7 +183,7 @@ static hs_status write_tokenizer(meta *mt, const hs_model *m, hs_error *err)
         }
         return HS_OK;
     }
-    kv_str(mt, "tokenizer.ggml.model", "bert");
+    kv_str(mt, "tokenizer.ggml.model", m->cfg.arch->names->gguf_tokenizer);
     kv_str(mt, "tokenizer.ggml.pre", "jina-v2-en");
     kv_array_head(mt, "tokenizer.ggml.tokens", HS_GGUF_STRING, V);
     for (size_t i = 0; i < V; i++) {
@@ -192,7 +191,7 @@ static hs_status write_tokenizer(meta *mt, const hs_model *m, hs_error *err)
         if (!s) {
             snprintf(pad, sizeof pad, "[PAD%zu]", i);
             put_str(&mt->s, pad);
-        } else if (is_bert_special(s)) {
+        } else if (is_special(m->cfg.arch, s)) {
             put_str(&mt->s, s);
         } else if (!strncmp(s, "##", 2)) {
             put_str(&mt->s, s + 2);
@@ -205,7 +204,7 @@ static hs_status write_tokenizer(meta *mt, const hs_model *m, hs_error *err)
     kv_array_head(mt, "tokenizer.ggml.token_type", HS_GGUF_INT32, V);
     for (size_t i = 0; i < V; i++) {
         const char *s = hs_tokenizer_token(t, (int32_t)i);
-        put_u32(&mt->s, !s ? 5u : is_bert_special(s) ? 3u : 1u);
+        put_u32(&mt->s, !s ? 5u : is_special(m->cfg.arch, s) ? 3u : 1u);
     }
     kv_u32(mt, "tokenizer.ggml.token_type_count", (uint32_t)m->cfg.type_vocab_size);
     kv_bool(mt, "tokenizer.ggml.normalizer.lowercase", hs_tokenizer_lowercase(t));
@@ -307,67 +306,45 @@ static void add_lin(plan *p, const char *name, const float *w, size_t in, size_t
     add(p, name, w, out, in, ld, 1);
 }
 
+typedef struct plan_ctx {
+    plan *p;
+    const hs_model *m;
+    int keep_mlm;
+} plan_ctx;
+
+/* One row of the family's name table: its slot's floats (a Q, K or V block of the fused
+ * slot for a part) under its GGUF name. An untied decoder is written, a tied one is not
+ * (the loader ties it again); the rows of the MLM head only with keep_mlm. */
+static hs_status plan_row(void *ctx, const hs_tensor_name *e, int layer, hs_error *err)
+{
+    plan_ctx *pc = ctx;
+    const hs_model *m = pc->m;
+    (void)err;
+    if ((e->flags & HS_TN_HEAD) && !(pc->keep_mlm && m->cfg.has_lm_head && m->mlm_w))
+        return HS_OK;
+    const float *src = *hs_slot_ptr((hs_model *)(uintptr_t)m, e->slot, layer);
+    if ((e->flags & HS_TN_OPTIONAL) && (!src || src == m->wte))
+        return HS_OK;
+    hs_tensor_shape sh = hs_names_shape(&m->cfg, e);
+    char nm[64];
+    hs_names_format(e->gguf, layer, nm, sizeof nm);
+    size_t rows = (size_t)sh.rows, cols = (size_t)sh.cols, ld = (size_t)sh.ld;
+    src += sh.off;
+    if (sh.kind == HS_K_VEC)
+        add_vec(pc->p, nm, src, cols);
+    else if (sh.kind == HS_K_MAT)
+        add_lin(pc->p, nm, src, rows, cols, ld);
+    else
+        add(pc->p, nm, src, rows, cols, cols, 0);
+    return HS_OK;
+}
+
 static hs_status build_plan(plan *p, const hs_model *m, int keep_mlm, hs_error *err)
 {
-    const hs_model_config *c = &m->cfg;
-    size_t d = (size_t)c->d_model, f = (size_t)c->d_ff, V = (size_t)c->vocab_size;
-    char nm[64];
-#define NM(...) (snprintf(nm, sizeof nm, __VA_ARGS__), nm)
-    add(p, "token_embd.weight", m->wte, V, d, d, 0);
-    add(p, "position_embd.weight", m->wpe, (size_t)c->n_ctx, d, d, 0);
-    if (c->family == HS_FAMILY_GPT2) {
-        for (int l = 0; l < c->n_layer; l++) {
-            const hs_layer *L = &m->layers[l];
-            add_vec(p, NM("blk.%d.attn_norm.weight", l), L->ln1_w, d);
-            add_vec(p, NM("blk.%d.attn_norm.bias", l), L->ln1_b, d);
-            add_lin(p, NM("blk.%d.attn_qkv.weight", l), L->w_qkv, d, 3 * d, 3 * d);
-            add_vec(p, NM("blk.%d.attn_qkv.bias", l), L->b_qkv, 3 * d);
-            add_lin(p, NM("blk.%d.attn_output.weight", l), L->w_o, d, d, d);
-            add_vec(p, NM("blk.%d.attn_output.bias", l), L->b_o, d);
-            add_vec(p, NM("blk.%d.ffn_norm.weight", l), L->ln2_w, d);
-            add_vec(p, NM("blk.%d.ffn_norm.bias", l), L->ln2_b, d);
-            add_lin(p, NM("blk.%d.ffn_up.weight", l), L->w_fc, d, f, f);
-            add_vec(p, NM("blk.%d.ffn_up.bias", l), L->b_fc, f);
-            add_lin(p, NM("blk.%d.ffn_down.weight", l), L->w_proj, f, d, d);
-            add_vec(p, NM("blk.%d.ffn_down.bias", l), L->b_proj, d);
-        }
-        add_vec(p, "output_norm.weight", m->lnf_w, d);
-        add_vec(p, "output_norm.bias", m->lnf_b, d);
-        if (m->decoder && m->decoder != m->wte)
-            add(p, "output.weight", m->decoder, V, d, d, 0);
-    } else {
-        add(p, "token_types.weight", m->wtt, (size_t)c->type_vocab_size, d, d, 0);
-        add_vec(p, "token_embd_norm.weight", m->emb_ln_w, d);
-        add_vec(p, "token_embd_norm.bias", m->emb_ln_b, d);
-        static const char *const qkv[3] = {"attn_q", "attn_k", "attn_v"};
-        for (int l = 0; l < c->n_layer; l++) {
-            const hs_layer *L = &m->layers[l];
-            for (size_t k = 0; k < 3; k++) {
-                add_lin(p, NM("blk.%d.%s.weight", l, qkv[k]), L->w_qkv + k * d, d, d, 3 * d);
-                add_vec(p, NM("blk.%d.%s.bias", l, qkv[k]), L->b_qkv + k * d, d);
-            }
-            add_lin(p, NM("blk.%d.attn_output.weight", l), L->w_o, d, d, d);
-            add_vec(p, NM("blk.%d.attn_output.bias", l), L->b_o, d);
-            add_vec(p, NM("blk.%d.attn_output_norm.weight", l), L->ln1_w, d);
-            add_vec(p, NM("blk.%d.attn_output_norm.bias", l), L->ln1_b, d);
-            add_lin(p, NM("blk.%d.ffn_up.weight", l), L->w_fc, d, f, f);
-            add_vec(p, NM("blk.%d.ffn_up.bias", l), L->b_fc, f);
-            add_lin(p, NM("blk.%d.ffn_down.weight", l), L->w_proj, f, d, d);
-            add_vec(p, NM("blk.%d.ffn_down.bias", l), L->b_proj, d);
-            add_vec(p, NM("blk.%d.layer_output_norm.weight", l), L->ln2_w, d);
-            add_vec(p, NM("blk.%d.layer_output_norm.bias", l), L->ln2_b, d);
-        }
-        if (keep_mlm && c->has_lm_head && m->mlm_w) {
-            add_lin(p, "cls.predictions.transform.dense.weight", m->mlm_w, d, d, d);
-            add_vec(p, "cls.predictions.transform.dense.bias", m->mlm_b, d);
-            add_vec(p, "cls.predictions.transform.LayerNorm.weight", m->mlm_ln_w, d);
-            add_vec(p, "cls.predictions.transform.LayerNorm.bias", m->mlm_ln_b, d);
-            add_vec(p, "cls.predictions.bias", m->mlm_bias, V);
-            if (m->decoder && m->decoder != m->wte)
-                add(p, "cls.predictions.decoder.weight", m->decoder, V, d, d, 0);
-        }
-    }
-#undef NM
+    plan_ctx pc = {p, m, keep_mlm};
+    hs_status st = hs_names_walk(&m->cfg, plan_row, &pc, err);
+    if (st)
+        return st;
     if (p->nomem)
         return hs_fail(err, HS_E_NOMEM, "out of memory planning the gguf tensors");
     uint64_t off = 0;
@@ -460,7 +437,7 @@ static hs_status emit(sink *s, const hs_model *m, const hs_gguf_write_options *o
         return hs_fail(err, HS_E_UNSUPPORTED,
                        "the model has no tokenizer, and llama.cpp needs tokenizer.ggml.* in a gguf file");
     const hs_model_config *c = &m->cfg;
-    const char *arch = hs_family_name(c->family);
+    const char *arch = c->arch->name;
     meta mt = {.s = {.err = err}};
     plan p = {.ftype = opt->ftype};
     float *row = NULL;
@@ -480,8 +457,8 @@ static hs_status emit(sink *s, const hs_model *m, const hs_gguf_write_options *o
     kv_u32(&mt, KEY("attention.head_count"), (uint32_t)c->n_head);
     kv_f32(&mt, KEY("attention.layer_norm_epsilon"), c->ln_eps);
     kv_u32(&mt, "general.file_type", file_type(opt->ftype));
-    if (c->family == HS_FAMILY_BERT)
-        kv_bool(&mt, "bert.attention.causal", 0);
+    if (!c->arch->causal)
+        kv_bool(&mt, KEY("attention.causal"), 0);
 #undef KEY
     if ((st = write_tokenizer(&mt, m, err)))
         goto fail;

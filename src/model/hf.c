@@ -15,13 +15,11 @@ typedef struct hf_ctx {
     const hs_safetensors *st; /* model.safetensors, or */
     const hs_torchbin *tb;    /* pytorch_model.bin */
     hs_tensor_view skipped;   /* a view standing for a tensor of a dtype not computed with */
-    hs_family family;
+    const struct hs_names *names;
     char buf[512], skip_name[512];
 } hf_ctx;
 
-/* The stored tensor for a name as written: the family prefix ("transformer.", "bert.") is
- * tried second, except for the heads that sit outside the base model (GPT-2 lm_head.*,
- * BERT cls.*), which are never prefixed. */
+/* The stored tensor for a name as written. */
 static const hs_tensor_view *find(hf_ctx *c, const char *name)
 {
     if (c->st)
@@ -37,24 +35,26 @@ static const hs_tensor_view *find(hf_ctx *c, const char *name)
     return &c->skipped;
 }
 
-static const hs_tensor_view *find_prefixed(hf_ctx *c, const char *name)
+/* The name as written, then with the family prefix ("transformer.", "bert."), except for
+ * the heads that sit outside the base model (HS_TN_BARE: lm_head.*, cls.*). */
+static const hs_tensor_view *find_prefixed(hf_ctx *c, const char *name, unsigned flags)
 {
     const hs_tensor_view *t = find(c, name);
-    if (t || !strncmp(name, "lm_head.", 8) || !strncmp(name, "cls.", 4))
+    if (t || (flags & HS_TN_BARE))
         return t;
-    const char *prefix = c->family == HS_FAMILY_GPT2 ? "transformer." : "bert.";
-    snprintf(c->buf, sizeof c->buf, "%s%s", prefix, name);
+    snprintf(c->buf, sizeof c->buf, "%s%s", c->names->hf_prefix, name);
     return find(c, c->buf);
 }
 
 /* Resolves a logical HF name, trying the family prefix and, for every LayerNorm parameter
  * (embeddings, encoder layers and the MLM head's transform alike), the legacy gamma/beta
  * names that the hub's bert-base-uncased file still uses. */
-static const hs_tensor_view *hf_lookup(void *ctx, const char *name, int *out_in)
+static const hs_tensor_view *hf_lookup(void *ctx, const char *name, const hs_tensor_ref *r,
+                                       int *out_in)
 {
     hf_ctx *c = ctx;
-    *out_in = c->family == HS_FAMILY_BERT; /* GPT-2 Conv1D is (in, out); nn.Linear (out, in) */
-    const hs_tensor_view *t = find_prefixed(c, name);
+    *out_in = c->names->hf_out_in; /* GPT-2 Conv1D is (in, out); nn.Linear (out, in) */
+    const hs_tensor_view *t = find_prefixed(c, name, r->e->flags);
     if (t || !strstr(name, "LayerNorm."))
         return t;
     char legacy[512];
@@ -65,7 +65,7 @@ static const hs_tensor_view *hf_lookup(void *ctx, const char *name, int *out_in)
         snprintf(legacy, sizeof legacy, "%.*s.beta", (int)(len - 5), name);
     else
         return NULL;
-    return find_prefixed(c, legacy);
+    return find_prefixed(c, legacy, r->e->flags);
 }
 
 static int file_exists(const char *path)
@@ -82,7 +82,7 @@ static hs_status load_torchbin(hs_model *m, const char *path, hs_error *err)
     hs_status st = hs_torchbin_open(path, &tb, err);
     if (st)
         return st;
-    hf_ctx ctx = {.tb = tb, .family = m->cfg.family};
+    hf_ctx ctx = {.tb = tb, .names = m->cfg.arch->names};
     st = hs_weights_build(m, hf_lookup, &ctx, err);
     hs_torchbin_close(tb);
     return st;
@@ -106,7 +106,7 @@ static hs_status load_weights(hs_model *m, const char *dir, hs_error *err)
     hs_status st = hs_safetensors_open(path, &st_file, err);
     if (st)
         return st;
-    hf_ctx ctx = {.st = st_file, .family = m->cfg.family};
+    hf_ctx ctx = {.st = st_file, .names = m->cfg.arch->names};
     m->inplace_ok = st_file->map && (m->open_flags & HS_OPEN_MAP_WEIGHTS);
     m->release_src = st_file->map != NULL; /* file pages dropped once copied */
     st = hs_weights_build(m, hf_lookup, &ctx, err);
@@ -132,5 +132,5 @@ hs_status hs_hf_load(hs_model *m, const char *dir, hs_error *err)
     m->format = HS_FORMAT_HF;
     if (!(m->open_flags & HS_OPEN_TOKENIZER) && (st = load_weights(m, dir, err)))
         return st;
-    return hs_hf_tokenizer_load(dir, m->cfg.family, &m->tok, err);
+    return hs_hf_tokenizer_load(dir, m->cfg.arch, &m->tok, err);
 }

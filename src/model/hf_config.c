@@ -124,6 +124,13 @@ static hs_status parse_bert(const cJSON *root, hs_model_config *c, hs_error *err
     return HS_OK;
 }
 
+/* The config.json reader of each family: its model_type, and a parser that fills the
+ * family and the dimensions (the descriptor follows from the family). */
+static const struct {
+    const char *model_type;
+    hs_status (*parse)(const cJSON *root, hs_model_config *c, hs_error *err);
+} parsers[] = {{"gpt2", parse_gpt2}, {"bert", parse_bert}};
+
 /* Parses dir/config.json into *cfg (validated). */
 hs_status hs_hf_config_load(const char *path, hs_model_config *cfg, hs_error *err);
 hs_status hs_hf_config_load(const char *path, hs_model_config *cfg, hs_error *err)
@@ -142,13 +149,15 @@ hs_status hs_hf_config_load(const char *path, hs_model_config *cfg, hs_error *er
     const char *mt = get_str(root, "model_type");
     if (!mt) {
         st = hs_fail(err, HS_E_FORMAT, "config.json: missing required field 'model_type'");
-    } else if (!strcmp(mt, "gpt2")) {
-        st = parse_gpt2(root, cfg, err);
-    } else if (!strcmp(mt, "bert")) {
-        st = parse_bert(root, cfg, err);
     } else {
-        st = hs_fail(err, HS_E_UNSUPPORTED,
-                     "config.json: model_type '%s' is not supported (expected gpt2 or bert)", mt);
+        size_t k = 0;
+        while (k < sizeof parsers / sizeof parsers[0] && strcmp(parsers[k].model_type, mt))
+            k++;
+        if (k < sizeof parsers / sizeof parsers[0])
+            st = parsers[k].parse(root, cfg, err);
+        else
+            st = hs_fail(err, HS_E_UNSUPPORTED, "config.json: model_type '%s' is not supported "
+                         "(expected %s)", mt, hs_arch_list());
     }
     if (st == HS_OK)
         st = hs_config_validate(cfg, err);

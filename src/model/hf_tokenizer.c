@@ -46,11 +46,11 @@ static hs_status read_lowercase(const char *path, int *lower, hs_error *err)
 }
 
 /* The vocabulary files of the folder; *out stays NULL when there are none. */
-static hs_status load_vocab_files(const char *dir, hs_family family, hs_tokenizer **out,
+static hs_status load_vocab_files(const char *dir, const hs_arch *arch, hs_tokenizer **out,
                                   hs_error *err)
 {
     char a[4096], b[4096];
-    if (family == HS_FAMILY_GPT2) {
+    if (arch->tokenizer == HS_TOK_BPE) {
         snprintf(a, sizeof a, "%s/vocab.json", dir);
         snprintf(b, sizeof b, "%s/merges.txt", dir);
         int ha = file_exists(a), hb = file_exists(b);
@@ -75,13 +75,11 @@ static hs_status load_vocab_files(const char *dir, hs_family family, hs_tokenize
 /* tokenizer.json and the vocabulary files must describe the same tokenizer: the files'
  * vocabulary is the json's (which may add tokens after it), the special tokens have the
  * same ids, and they agree on lowercasing. Cheap: sizes, specials, three sample tokens. */
-static hs_status check_agree(const char *dir, hs_family family, const hs_tokenizer *j,
+static hs_status check_agree(const char *dir, const hs_arch *arch, const hs_tokenizer *j,
                              const hs_tokenizer *f, hs_error *err)
 {
-    static const char *const gpt2_sp[] = {"<|endoftext|>"};
-    static const char *const bert_sp[] = {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"};
-    const char *const *sp = family == HS_FAMILY_GPT2 ? gpt2_sp : bert_sp;
-    size_t n_sp = family == HS_FAMILY_GPT2 ? 1 : 5;
+    const char *const *sp = arch->specials;
+    size_t n_sp = (size_t)arch->n_specials;
     size_t nj = hs_tokenizer_vocab_size(j), nf = hs_tokenizer_vocab_size(f);
     if (hs_tokenizer_get_kind(j) != hs_tokenizer_get_kind(f))
         return hs_fail(err, HS_E_FORMAT, "'%s': tokenizer.json is %s but the vocabulary files are %s",
@@ -109,7 +107,7 @@ static hs_status check_agree(const char *dir, hs_family family, const hs_tokeniz
     return HS_OK;
 }
 
-hs_status hs_hf_tokenizer_load(const char *dir, hs_family family, hs_tokenizer **out,
+hs_status hs_hf_tokenizer_load(const char *dir, const hs_arch *arch, hs_tokenizer **out,
                                hs_error *err)
 {
     char path[4096];
@@ -118,11 +116,11 @@ hs_status hs_hf_tokenizer_load(const char *dir, hs_family family, hs_tokenizer *
     *out = NULL;
     snprintf(path, sizeof path, "%s/tokenizer.json", dir);
     if (!file_exists(path))
-        return load_vocab_files(dir, family, out, err);
+        return load_vocab_files(dir, arch, out, err);
     if ((st = hs_tokenizer_load_json(path, &j, err)) != HS_OK)
         return st;
-    if ((st = load_vocab_files(dir, family, &f, err)) != HS_OK ||
-        (f && (st = check_agree(dir, family, j, f, err)) != HS_OK)) {
+    if ((st = load_vocab_files(dir, arch, &f, err)) != HS_OK ||
+        (f && (st = check_agree(dir, arch, j, f, err)) != HS_OK)) {
         hs_tokenizer_free(f);
         hs_tokenizer_free(j);
         return st;

@@ -8,11 +8,6 @@
 
 #include "model/model_internal.h"
 
-const char *hs_family_name(hs_family f)
-{
-    return f == HS_FAMILY_GPT2 ? "gpt2" : f == HS_FAMILY_BERT ? "bert" : "?";
-}
-
 hs_status hs_model_load(const char *path, hs_model **out, hs_error *err)
 {
     return hs_model_open(path, 0, out, err);

@@ -41,28 +41,116 @@ typedef struct hs_tensor_view {
     size_t nbytes;
 } hs_tensor_view;
 
-/* Logical tensors, named by their Hugging Face names without the family prefix
- * ("h.0.attn.c_attn.weight", "encoder.layer.0.attention.self.query.weight").
- * A reader resolves one to a stored tensor. For 2-D weights it also says how the
- * matrix is stored: *out_in = 1 for (out, in) (nn.Linear, every GGUF matrix),
- * 0 for (in, out) (GPT-2 Conv1D in HF files). Returns NULL when absent. */
-typedef const hs_tensor_view *(*hs_tensor_lookup)(void *ctx, const char *hf_name, int *out_in);
+/* ---- the name table of a family ----------------------------------------------------
+ * One row per stored tensor, in the order a GGUF file lists them: which normalised slot it
+ * fills (all of it, or the Q, K or V block of the fused QKV slot), its name in a Hugging
+ * Face checkpoint and in a GGUF file. The weight builder (weights.c) reads it with every
+ * format reader (hf.c, gguf_load.c), the GGUF writer (gguf_write.c) writes from it. */
+typedef enum hs_slot {
+    /* model-level */
+    HS_S_TOK_EMB, HS_S_POS_EMB, HS_S_TYPE_EMB, HS_S_EMB_NORM_W, HS_S_EMB_NORM_B,
+    /* per layer (names hold one %d) */
+    HS_S_NORM1_W, HS_S_NORM1_B, HS_S_QKV_W, HS_S_QKV_B, HS_S_O_W, HS_S_O_B,
+    HS_S_NORM2_W, HS_S_NORM2_B, HS_S_FC_W, HS_S_FC_B, HS_S_PROJ_W, HS_S_PROJ_B,
+    /* after the blocks */
+    HS_S_FINAL_NORM_W, HS_S_FINAL_NORM_B,
+    HS_S_MLM_W, HS_S_MLM_B, HS_S_MLM_NORM_W, HS_S_MLM_NORM_B, HS_S_MLM_BIAS, HS_S_DECODER
+} hs_slot;
+
+#define HS_SLOT_IS_LAYER(s) ((s) >= HS_S_NORM1_W && (s) <= HS_S_PROJ_B)
+
+enum {
+    HS_TN_OPTIONAL = 1, /* may be absent: the decoder then is the token embeddings */
+    HS_TN_HEAD = 2,     /* part of an optional LM head: present when the first HEAD row is */
+    HS_TN_BARE = 4      /* the HF name never carries the family prefix (heads outside the
+                           base model: lm_head.*, cls.*) */
+};
+
+typedef struct hs_tensor_name {
+    hs_slot slot;
+    int part;               /* -1: the whole slot; 0, 1, 2: the Q, K, V block of HS_S_QKV_* */
+    const char *hf;         /* Hugging Face name without the family prefix */
+    const char *hf_alt;     /* a second HF name tried when hf is absent, or NULL */
+    const char *gguf;       /* GGUF name */
+    const char *gguf_fused; /* a part: the fused tensor a GGUF file may hold instead */
+    unsigned flags;         /* HS_TN_* */
+} hs_tensor_name;
+
+struct hs_names {
+    const hs_tensor_name *t;
+    size_t n;
+    const char *hf_prefix; /* "transformer.", tried second on every name not HS_TN_BARE */
+    int hf_out_in;         /* HF matrices stored (out, in) (nn.Linear) rather than Conv1D's */
+    const char *gguf_tokenizer; /* tokenizer.ggml.model */
+};
+
+/* The families' names for messages: "gpt2 or bert". */
+const char *hs_arch_list(void);
+
+/* Fails (HS_E_UNSUPPORTED, naming the feature) when a descriptor asks for something the
+ * passes do not implement yet; every loader calls it through hs_config_validate. */
+hs_status hs_arch_check(const hs_arch *a, const hs_model_config *c, hs_error *err);
+
+/* Calls fn for every row of the table that the model has (per-layer rows once per layer,
+ * in table order) until fn returns non-zero, which is returned. */
+typedef hs_status (*hs_names_fn)(void *ctx, const hs_tensor_name *e, int layer, hs_error *err);
+hs_status hs_names_walk(const hs_model_config *c, hs_names_fn fn, void *ctx, hs_error *err);
+
+/* The first row of a's table that fills slot s, or NULL. */
+const hs_tensor_name *hs_names_row(const hs_arch *a, hs_slot s);
+
+/* A row's name with its layer filled in (hf, hf_alt or gguf), in buf. */
+const char *hs_names_format(const char *pattern, int layer, char *buf, size_t cap);
+
+/* How a row's tensor sits in the normalised layout. */
+typedef enum hs_tensor_kind {
+    HS_K_VEC,  /* (cols) */
+    HS_K_ROWS, /* (rows, cols), stored as is: embeddings and decoders */
+    HS_K_MAT   /* logical (in = rows, out = cols); stored (in, out) or (out, in) */
+} hs_tensor_kind;
+typedef struct hs_tensor_shape {
+    hs_tensor_kind kind;
+    int rows, cols;  /* this row's tensor */
+    int ld, off;     /* in its slot: row stride and first column (a Q, K or V block) */
+    size_t slot_floats; /* the whole slot */
+} hs_tensor_shape;
+hs_tensor_shape hs_names_shape(const hs_model_config *c, const hs_tensor_name *e);
+
+/* The slot's pointer in m: &m->wte, &m->layers[layer].w_qkv, ... */
+const float **hs_slot_ptr(hs_model *m, hs_slot s, int layer);
+
+/* A logical tensor the builder asks a reader for: the table row, its layer (-1 for a
+ * model-level row) and its Hugging Face name with the prefix left out (alt: hf_alt). */
+typedef struct hs_tensor_ref {
+    const hs_tensor_name *e;
+    int layer;
+    int alt;
+} hs_tensor_ref;
+
+/* A reader resolves a logical tensor to a stored one; hf_name is its Hugging Face name
+ * ("h.0.attn.c_attn.weight"), r the row it comes from. For 2-D weights it also says how
+ * the matrix is stored: *out_in = 1 for (out, in) (nn.Linear, every GGUF matrix), 0 for
+ * (in, out) (GPT-2 Conv1D in HF files). Returns NULL when absent. */
+typedef const hs_tensor_view *(*hs_tensor_lookup)(void *ctx, const char *hf_name,
+                                                  const hs_tensor_ref *r, int *out_in);
 
 /* Builds the weights of m (whose cfg is already filled and checked) from a reader.
  * Checks every shape against cfg, converts to float32, rejects NaN/Inf. */
 hs_status hs_weights_build(hs_model *m, hs_tensor_lookup lookup, void *ctx, hs_error *err);
 
 /* Checks a config for sane, consistent values (positive sizes, d_model % n_head,
- * limits), fills derived fields (d_head, causal). */
+ * limits), fills derived fields (arch from family, d_head, causal), and refuses an
+ * architecture feature that is not implemented, naming it. */
 hs_status hs_config_validate(hs_model_config *cfg, hs_error *err);
 
 typedef struct hs_layer {
-    /* GPT-2: ln_1 (before attention). BERT: attention.output.LayerNorm (after). */
+    /* Pre-norm (GPT-2): ln_1, before attention. Post-norm (BERT): attention.output.LayerNorm,
+     * after it. */
     const float *ln1_w, *ln1_b;   /* (d) */
     const float *w_qkv;           /* (d, 3d): columns [Q | K | V]; head h at h*d_head */
     const float *b_qkv;           /* (3d) */
     const float *w_o, *b_o;       /* (d, d), (d) */
-    /* GPT-2: ln_2 (before the MLP). BERT: output.LayerNorm (after). */
+    /* Pre-norm: ln_2, before the MLP. Post-norm: output.LayerNorm, after it. */
     const float *ln2_w, *ln2_b;   /* (d) */
     const float *w_fc, *b_fc;     /* (d, d_ff), (d_ff) */
     const float *w_proj, *b_proj; /* (d_ff, d), (d) */
@@ -93,11 +181,11 @@ struct hs_model {
 
     const float *wte;    /* (vocab, d) */
     const float *wpe;    /* (n_ctx, d) */
-    const float *wtt;    /* (type_vocab, d), BERT */
-    const float *emb_ln_w, *emb_ln_b; /* BERT embeddings.LayerNorm (d) */
+    const float *wtt;    /* (type_vocab, d): arch->token_types */
+    const float *emb_ln_w, *emb_ln_b; /* (d): arch->emb_norm */
     hs_layer *layers;    /* (n_layer) */
-    const float *lnf_w, *lnf_b;       /* GPT-2 ln_f (d) */
-    /* BERT MLM head: transform dense (d, d) in,out; LayerNorm; decoder bias (vocab). */
+    const float *lnf_w, *lnf_b;       /* (d): the final norm of a pre-norm model */
+    /* HS_HEAD_MLM: transform dense (d, d) in,out; its norm; the decoder bias (vocab). */
     const float *mlm_w, *mlm_b, *mlm_ln_w, *mlm_ln_b, *mlm_bias;
     const float *decoder;             /* (vocab, d): explicit LM decoder, or wte when tied */
 
@@ -110,7 +198,7 @@ hs_status hs_gguf_load(hs_model *m, const char *path, hs_error *err);
 
 /* The tokenizer files of a Hugging Face folder (src/model/hf_tokenizer.c). *out stays NULL
  * when the folder has none. */
-hs_status hs_hf_tokenizer_load(const char *dir, hs_family family, hs_tokenizer **out,
+hs_status hs_hf_tokenizer_load(const char *dir, const hs_arch *arch, hs_tokenizer **out,
                                hs_error *err);
 
 #endif /* HEADSCOPE_MODEL_INTERNAL_H */

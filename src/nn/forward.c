@@ -1,23 +1,13 @@
-/* The instrumented forward pass: one block for GPT-2 (pre-LN, causal) and BERT
- * (post-LN, bidirectional), every projection an OpenBLAS sgemm on (in, out) weights. */
+/* The instrumented forward pass: embeddings, the block of src/nn/block.c layer after
+ * layer (batched copies under head masks, restarts from a stored stream), the final norm
+ * and the LM head a block of rows at a time. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "model/model_internal.h"
 #include "headscope/forward.h"
+#include "nn/block.h"
 #include "nn/ops.h"
-
-struct hs_forward_ws {
-    int max_n, max_batch, n_head;
-    /* rows = batch * n: the copies' streams stacked, copy b in rows b*n.. */
-    float *x;     /* (rows, d) residual stream */
-    float *h;     /* (rows, d) normalised input / scratch */
-    float *qkv;   /* (rows, 3d) */
-    float *probs; /* (n_head, n, n): one copy's, reused copy after copy */
-    float *ctx;   /* (rows, d) */
-    float *ff;    /* (rows, d_ff) */
-};
 
 hs_status hs_forward_ws_new(const hs_model *m, int max_n, hs_forward_ws **out, hs_error *err)
 {
@@ -73,68 +63,6 @@ void hs_forward_ws_free(hs_forward_ws *ws)
 }
 
 
-/* Fails when a head's attention probabilities (n_head, n, n) hold a NaN or an infinity
- * (scores that overflow float32), naming the first such layer, head and query. */
-static hs_status check_probs(const hs_model_config *c, const float *probs, int l, int n,
-                             hs_error *err)
-{
-    size_t count = (size_t)c->n_head * (size_t)n * (size_t)n, at = hs_op_first_nonfinite(probs, count);
-    if (at == (size_t)-1)
-        return HS_OK;
-    size_t nn = (size_t)n * (size_t)n;
-    return hs_fail(err, HS_E_VALUE, "layer %d head %d attention is not finite (query %zu): the "
-                   "attention scores overflow float32", l, (int)(at / nn), at % nn / (size_t)n);
-}
-
-/* One transformer block, layer l, on the stacked streams ws->x: (batch * n, d) in place.
- * Copy b (rows b*n..) runs under the head mask hm + b * hm_stride: (n_head), NULL = all
- * ones. Projections and the MLP are single GEMMs over all copies; attention runs copy by
- * copy. Fails when the observer (batch 1 only) stops the pass or, unless allowed, when
- * attention is not finite. */
-static hs_status block_forward(const hs_model *m, int l, hs_forward_ws *ws, int n, int batch,
-                               const float *hm, size_t hm_stride, const hs_forward_opts *o,
-                               hs_error *err)
-{
-    const hs_model_config *c = &m->cfg;
-    const hs_layer *L = &m->layers[l];
-    int d = c->d_model, f = c->d_ff, rows = batch * n;
-    size_t nd = (size_t)n * (size_t)d, xd = (size_t)rows * (size_t)d;
-    float *x = ws->x, *h = ws->h;
-    if (c->family == HS_FAMILY_GPT2) {
-        hs_op_layernorm(x, L->ln1_w, L->ln1_b, h, NULL, NULL, rows, d, c->ln_eps);
-        hs_op_linear(h, L->w_qkv, L->b_qkv, ws->qkv, rows, d, 3 * d);
-    } else {
-        hs_op_linear(x, L->w_qkv, L->b_qkv, ws->qkv, rows, d, 3 * d);
-    }
-    for (int b = 0; b < batch; b++) {
-        const float *qkv = ws->qkv + (size_t)b * 3 * nd;
-        /* probs are reported before the head mask scales them */
-        hs_op_attn_probs(c, qkv, ws->probs, n);
-        hs_status st = o && o->allow_nonfinite ? HS_OK : check_probs(c, ws->probs, l, n, err);
-        if (st)
-            return st;
-        if (o && o->on_attn && o->on_attn(o->user, l, ws->probs, c->n_head, n))
-            return hs_fail(err, HS_E_ARG, "stopped by observer");
-        hs_op_attn_context(c, qkv, ws->probs, ws->ctx + (size_t)b * nd, n,
-                           hm ? hm + (size_t)b * hm_stride : NULL);
-    }
-    hs_op_linear(ws->ctx, L->w_o, L->b_o, h, rows, d, d);
-    hs_op_add(x, h, xd);
-    if (c->family == HS_FAMILY_GPT2) {
-        hs_op_layernorm(x, L->ln2_w, L->ln2_b, h, NULL, NULL, rows, d, c->ln_eps);
-        hs_op_linear(h, L->w_fc, L->b_fc, ws->ff, rows, d, f);
-    } else {
-        hs_op_layernorm(x, L->ln1_w, L->ln1_b, x, NULL, NULL, rows, d, c->ln_eps);
-        hs_op_linear(x, L->w_fc, L->b_fc, ws->ff, rows, d, f);
-    }
-    hs_op_gelu(ws->ff, ws->ff, (size_t)rows * (size_t)f, c->act);
-    hs_op_linear(ws->ff, L->w_proj, L->b_proj, h, rows, f, d);
-    hs_op_add(x, h, xd);
-    if (c->family == HS_FAMILY_BERT)
-        hs_op_layernorm(x, L->ln2_w, L->ln2_b, x, NULL, NULL, rows, d, c->ln_eps);
-    return HS_OK;
-}
-
 float *hs_forward_ws_spare(hs_forward_ws *ws, size_t *floats)
 {
     *floats = (size_t)ws->n_head * (size_t)ws->max_n * (size_t)ws->max_n;
@@ -144,32 +72,16 @@ float *hs_forward_ws_spare(hs_forward_ws *ws, size_t *floats)
 void hs_lm_logits(const hs_model *m, const float *x, const int32_t *idx, int rows,
                   float *scratch, float *logits)
 {
-    const hs_model_config *c = &m->cfg;
-    int d = c->d_model, V = c->vocab_size;
-    const float *src = x, *bias = NULL;
+    int d = m->cfg.d_model;
+    const float *src = x;
     if (idx) { /* gather the rows wanted: (rows, d) */
         for (int r = 0; r < rows; r++)
             memcpy(scratch + (size_t)r * (size_t)d, x + (size_t)idx[r] * (size_t)d,
                    (size_t)d * sizeof *x);
         src = scratch;
     }
-    size_t rd = (size_t)rows * (size_t)d;
-    if (c->family == HS_FAMILY_BERT) { /* MLM transform (row-wise): dense, gelu, LayerNorm */
-        float *h = scratch + rd;
-        hs_op_linear(src, m->mlm_w, m->mlm_b, h, rows, d, d);
-        hs_op_gelu(h, h, rd, c->act);
-        hs_op_layernorm(h, m->mlm_ln_w, m->mlm_ln_b, h, NULL, NULL, rows, d, c->ln_eps);
-        src = h;
-        bias = m->mlm_bias;
-    }
-    for (int i = 0; i < rows; i++) {
-        float *row = logits + (size_t)i * (size_t)V;
-        if (bias)
-            memcpy(row, bias, (size_t)V * sizeof *row);
-        else
-            memset(row, 0, (size_t)V * sizeof *row);
-    }
-    hs_op_gemm(1, rows, V, d, 1.0f, src, d, m->decoder, d, 1.0f, logits, V);
+    src = hs_head_transform(m, src, scratch + (size_t)rows * (size_t)d, NULL, NULL, NULL, rows);
+    hs_head_decode(m, src, rows, logits);
 }
 
 /* The LM head on rows of x: (batch * n, d), all of them (one GEMM over every copy) or each
@@ -201,7 +113,7 @@ hs_status hs_forward(const hs_model *m, const int32_t *ids, const int32_t *type_
         if (ids[i] < 0 || ids[i] >= c->vocab_size)
             return hs_fail(err, HS_E_INPUT, "token id %d at position %d is outside the vocabulary "
                            "(size %d)", (int)ids[i], i, c->vocab_size);
-        if (type_ids && c->family == HS_FAMILY_BERT &&
+        if (type_ids && c->arch->token_types &&
             (type_ids[i] < 0 || type_ids[i] >= c->type_vocab_size))
             return hs_fail(err, HS_E_INPUT, "token type %d at position %d is out of range",
                            (int)type_ids[i], i);
@@ -240,21 +152,8 @@ hs_status hs_forward(const hs_model *m, const int32_t *ids, const int32_t *type_
         return hs_fail(err, HS_E_ARG, "start layer %d needs a stream (model has %d layers)", l0,
                        c->n_layer);
     }
-    /* Embeddings (copy 0). */
-    for (int i = 0; i < n && l0 == 0; i++) {
-        float *xi = x + (size_t)i * (size_t)d;
-        const float *te = m->wte + (size_t)ids[i] * (size_t)d;
-        const float *pe = m->wpe + (size_t)i * (size_t)d;
-        for (int k = 0; k < d; k++)
-            xi[k] = te[k] + pe[k];
-        if (c->family == HS_FAMILY_BERT) {
-            const float *tt = m->wtt + (size_t)(type_ids ? type_ids[i] : 0) * (size_t)d;
-            for (int k = 0; k < d; k++)
-                xi[k] += tt[k];
-        }
-    }
-    if (c->family == HS_FAMILY_BERT && l0 == 0)
-        hs_op_layernorm(x, m->emb_ln_w, m->emb_ln_b, x, NULL, NULL, n, d, c->ln_eps);
+    if (l0 == 0) /* embeddings (copy 0) */
+        hs_embed(m, ids, type_ids, n, x);
     if (l0 > 0)
         memcpy(x, o->x_start, nd * sizeof *x);
     for (int b = 1; b < batch; b++) /* every copy starts from the same stream */
@@ -266,14 +165,13 @@ hs_status hs_forward(const hs_model *m, const int32_t *ids, const int32_t *type_
         if (o && o->x_layers)
             memcpy(o->x_layers + (size_t)l * xd, x, xd * sizeof *x);
         const float *hm_l = hmask ? hmask + (size_t)l * (size_t)c->n_head : NULL;
-        hs_status st = block_forward(m, l, ws, n, batch, hm_l, lh, o, err);
+        hs_status st = hs_block_forward(m, l, ws, n, batch, hm_l, lh, o, NULL, err);
         if (st) {
             hs_forward_ws_free(own);
             return st;
         }
     }
-    if (c->family == HS_FAMILY_GPT2)
-        hs_op_layernorm(x, m->lnf_w, m->lnf_b, x, NULL, NULL, rows, d, c->ln_eps);
+    hs_final_norm(m, x, x, NULL, NULL, rows);
     if (o && o->hidden)
         memcpy(o->hidden, x, xd * sizeof *x);
     if (o && o->logits)

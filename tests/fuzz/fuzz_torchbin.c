@@ -24,9 +24,11 @@ typedef struct {
     const hs_torchbin *tb;
 } fz_ctx;
 
-static const hs_tensor_view *fz_lookup(void *ctx, const char *name, int *out_in)
+static const hs_tensor_view *fz_lookup(void *ctx, const char *name, const hs_tensor_ref *r,
+                                       int *out_in)
 {
     fz_ctx *c = ctx;
+    (void)r;
     *out_in = 0;
     return hs_torchbin_find(c->tb, name);
 }

@@ -1,0 +1,286 @@
+/* The architecture descriptors and tensor-name tables of the families headscope opens
+ * (see model.h and model_internal.h). Adding a family: a name table, a descriptor, an
+ * entry in families[], a config parser (hf_config.c); docs/architecture.md. */
+#include <stdio.h>
+#include <string.h>
+
+#include "model/model_internal.h"
+
+/* ---- GPT-2 ------------------------------------------------------------------------- */
+
+static const hs_tensor_name gpt2_names[] = {
+    {HS_S_TOK_EMB, -1, "wte.weight", NULL, "token_embd.weight", NULL, 0},
+    {HS_S_POS_EMB, -1, "wpe.weight", NULL, "position_embd.weight", NULL, 0},
+    {HS_S_NORM1_W, -1, "h.%d.ln_1.weight", NULL, "blk.%d.attn_norm.weight", NULL, 0},
+    {HS_S_NORM1_B, -1, "h.%d.ln_1.bias", NULL, "blk.%d.attn_norm.bias", NULL, 0},
+    {HS_S_QKV_W, -1, "h.%d.attn.c_attn.weight", NULL, "blk.%d.attn_qkv.weight", NULL, 0},
+    {HS_S_QKV_B, -1, "h.%d.attn.c_attn.bias", NULL, "blk.%d.attn_qkv.bias", NULL, 0},
+    {HS_S_O_W, -1, "h.%d.attn.c_proj.weight", NULL, "blk.%d.attn_output.weight", NULL, 0},
+    {HS_S_O_B, -1, "h.%d.attn.c_proj.bias", NULL, "blk.%d.attn_output.bias", NULL, 0},
+    {HS_S_NORM2_W, -1, "h.%d.ln_2.weight", NULL, "blk.%d.ffn_norm.weight", NULL, 0},
+    {HS_S_NORM2_B, -1, "h.%d.ln_2.bias", NULL, "blk.%d.ffn_norm.bias", NULL, 0},
+    {HS_S_FC_W, -1, "h.%d.mlp.c_fc.weight", NULL, "blk.%d.ffn_up.weight", NULL, 0},
+    {HS_S_FC_B, -1, "h.%d.mlp.c_fc.bias", NULL, "blk.%d.ffn_up.bias", NULL, 0},
+    {HS_S_PROJ_W, -1, "h.%d.mlp.c_proj.weight", NULL, "blk.%d.ffn_down.weight", NULL, 0},
+    {HS_S_PROJ_B, -1, "h.%d.mlp.c_proj.bias", NULL, "blk.%d.ffn_down.bias", NULL, 0},
+    {HS_S_FINAL_NORM_W, -1, "ln_f.weight", NULL, "output_norm.weight", NULL, 0},
+    {HS_S_FINAL_NORM_B, -1, "ln_f.bias", NULL, "output_norm.bias", NULL, 0},
+    /* an untied decoder; absent: the token embeddings */
+    {HS_S_DECODER, -1, "lm_head.weight", NULL, "output.weight", NULL, HS_TN_OPTIONAL | HS_TN_BARE},
+};
+
+static const struct hs_names gpt2_table = {
+    gpt2_names, sizeof gpt2_names / sizeof gpt2_names[0], "transformer.", 0, "gpt2"};
+
+static const char *const gpt2_specials[] = {"<|endoftext|>"};
+
+/* ---- BERT -------------------------------------------------------------------------- */
+
+#define BL "encoder.layer.%d."
+static const hs_tensor_name bert_names[] = {
+    {HS_S_TOK_EMB, -1, "embeddings.word_embeddings.weight", NULL, "token_embd.weight", NULL, 0},
+    {HS_S_POS_EMB, -1, "embeddings.position_embeddings.weight", NULL, "position_embd.weight", NULL, 0},
+    {HS_S_TYPE_EMB, -1, "embeddings.token_type_embeddings.weight", NULL, "token_types.weight", NULL, 0},
+    {HS_S_EMB_NORM_W, -1, "embeddings.LayerNorm.weight", NULL, "token_embd_norm.weight", NULL, 0},
+    {HS_S_EMB_NORM_B, -1, "embeddings.LayerNorm.bias", NULL, "token_embd_norm.bias", NULL, 0},
+    {HS_S_QKV_W, 0, BL "attention.self.query.weight", NULL, "blk.%d.attn_q.weight", "blk.%d.attn_qkv.weight", 0},
+    {HS_S_QKV_B, 0, BL "attention.self.query.bias", NULL, "blk.%d.attn_q.bias", "blk.%d.attn_qkv.bias", 0},
+    {HS_S_QKV_W, 1, BL "attention.self.key.weight", NULL, "blk.%d.attn_k.weight", "blk.%d.attn_qkv.weight", 0},
+    {HS_S_QKV_B, 1, BL "attention.self.key.bias", NULL, "blk.%d.attn_k.bias", "blk.%d.attn_qkv.bias", 0},
+    {HS_S_QKV_W, 2, BL "attention.self.value.weight", NULL, "blk.%d.attn_v.weight", "blk.%d.attn_qkv.weight", 0},
+    {HS_S_QKV_B, 2, BL "attention.self.value.bias", NULL, "blk.%d.attn_v.bias", "blk.%d.attn_qkv.bias", 0},
+    {HS_S_O_W, -1, BL "attention.output.dense.weight", NULL, "blk.%d.attn_output.weight", NULL, 0},
+    {HS_S_O_B, -1, BL "attention.output.dense.bias", NULL, "blk.%d.attn_output.bias", NULL, 0},
+    {HS_S_NORM1_W, -1, BL "attention.output.LayerNorm.weight", NULL, "blk.%d.attn_output_norm.weight", NULL, 0},
+    {HS_S_NORM1_B, -1, BL "attention.output.LayerNorm.bias", NULL, "blk.%d.attn_output_norm.bias", NULL, 0},
+    {HS_S_FC_W, -1, BL "intermediate.dense.weight", NULL, "blk.%d.ffn_up.weight", NULL, 0},
+    {HS_S_FC_B, -1, BL "intermediate.dense.bias", NULL, "blk.%d.ffn_up.bias", NULL, 0},
+    {HS_S_PROJ_W, -1, BL "output.dense.weight", NULL, "blk.%d.ffn_down.weight", NULL, 0},
+    {HS_S_PROJ_B, -1, BL "output.dense.bias", NULL, "blk.%d.ffn_down.bias", NULL, 0},
+    {HS_S_NORM2_W, -1, BL "output.LayerNorm.weight", NULL, "blk.%d.layer_output_norm.weight", NULL, 0},
+    {HS_S_NORM2_B, -1, BL "output.LayerNorm.bias", NULL, "blk.%d.layer_output_norm.bias", NULL, 0},
+    /* The MLM head: llama.cpp has no names for it, so a GGUF file (written with
+     * --keep-mlm) holds it under the Hugging Face names. */
+    {HS_S_MLM_W, -1, "cls.predictions.transform.dense.weight", NULL,
+     "cls.predictions.transform.dense.weight", NULL, HS_TN_HEAD | HS_TN_BARE},
+    {HS_S_MLM_B, -1, "cls.predictions.transform.dense.bias", NULL,
+     "cls.predictions.transform.dense.bias", NULL, HS_TN_HEAD | HS_TN_BARE},
+    {HS_S_MLM_NORM_W, -1, "cls.predictions.transform.LayerNorm.weight", NULL,
+     "cls.predictions.transform.LayerNorm.weight", NULL, HS_TN_HEAD | HS_TN_BARE},
+    {HS_S_MLM_NORM_B, -1, "cls.predictions.transform.LayerNorm.bias", NULL,
+     "cls.predictions.transform.LayerNorm.bias", NULL, HS_TN_HEAD | HS_TN_BARE},
+    {HS_S_MLM_BIAS, -1, "cls.predictions.bias", "cls.predictions.decoder.bias",
+     "cls.predictions.bias", NULL, HS_TN_HEAD | HS_TN_BARE},
+    {HS_S_DECODER, -1, "cls.predictions.decoder.weight", NULL, "cls.predictions.decoder.weight",
+     NULL, HS_TN_HEAD | HS_TN_OPTIONAL | HS_TN_BARE},
+};
+#undef BL
+
+static const struct hs_names bert_table = {
+    bert_names, sizeof bert_names / sizeof bert_names[0], "bert.", 1, "bert"};
+
+static const char *const bert_specials[] = {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"};
+
+/* ---- the descriptors ---------------------------------------------------------------- */
+
+static const hs_arch families[] = {
+    {
+        .family = HS_FAMILY_GPT2, .name = "gpt2",
+        .norm_place = HS_NORM_PRE, .norm_kind = HS_NORM_LAYER, .act = HS_ACT_GELU_TANH,
+        .pos = HS_POS_LEARNED, .pos_offset = 0, .causal = 1, .parallel_residual = 0,
+        .biases = 1, .emb_norm = 0, .token_types = 0, .tied_embeddings = 1, .n_kv_head = 0,
+        .head = HS_HEAD_DECODER, .head_optional = 0, .tokenizer = HS_TOK_BPE,
+        .specials = gpt2_specials, .n_specials = 1, .names = &gpt2_table,
+    },
+    {
+        .family = HS_FAMILY_BERT, .name = "bert",
+        .norm_place = HS_NORM_POST, .norm_kind = HS_NORM_LAYER, .act = HS_ACT_GELU_ERF,
+        .pos = HS_POS_LEARNED, .pos_offset = 0, .causal = 0, .parallel_residual = 0,
+        .biases = 1, .emb_norm = 1, .token_types = 1, .tied_embeddings = 1, .n_kv_head = 0,
+        .head = HS_HEAD_MLM, .head_optional = 1, .tokenizer = HS_TOK_WORDPIECE,
+        .cls_token = "[CLS]", .sep_token = "[SEP]", .mask_token = "[MASK]", .pad_token = "[PAD]",
+        .specials = bert_specials, .n_specials = 5, .names = &bert_table,
+    },
+};
+
+#define N_FAMILIES (sizeof families / sizeof families[0])
+
+const hs_arch *hs_arch_of(hs_family f)
+{
+    for (size_t i = 0; i < N_FAMILIES; i++)
+        if (families[i].family == f)
+            return &families[i];
+    return NULL;
+}
+
+const hs_arch *hs_arch_find(const char *name)
+{
+    for (size_t i = 0; name && i < N_FAMILIES; i++)
+        if (!strcmp(families[i].name, name))
+            return &families[i];
+    return NULL;
+}
+
+const char *hs_family_name(hs_family f)
+{
+    const hs_arch *a = hs_arch_of(f);
+    return a ? a->name : "?";
+}
+
+const char *hs_arch_list(void)
+{
+    return "gpt2 or bert";
+}
+
+/* ---- walking the table ---------------------------------------------------------------- */
+
+/* A row applies to the model: the slots of features the descriptor leaves out are not
+ * asked for (a table lists only its family's tensors, so every row applies today). */
+static int row_applies(const hs_arch *a, const hs_tensor_name *e)
+{
+    switch (e->slot) {
+    case HS_S_TYPE_EMB: return a->token_types;
+    case HS_S_EMB_NORM_W:
+    case HS_S_EMB_NORM_B: return a->emb_norm;
+    case HS_S_FINAL_NORM_W:
+    case HS_S_FINAL_NORM_B: return a->norm_place == HS_NORM_PRE;
+    case HS_S_MLM_W:
+    case HS_S_MLM_B:
+    case HS_S_MLM_NORM_W:
+    case HS_S_MLM_NORM_B:
+    case HS_S_MLM_BIAS: return a->head == HS_HEAD_MLM;
+    default: return 1;
+    }
+}
+
+hs_status hs_names_walk(const hs_model_config *c, hs_names_fn fn, void *ctx, hs_error *err)
+{
+    const struct hs_names *t = c->arch->names;
+    size_t first = t->n, last = 0;
+    for (size_t i = 0; i < t->n; i++)
+        if (HS_SLOT_IS_LAYER(t->t[i].slot)) {
+            first = i < first ? i : first;
+            last = i;
+        }
+    hs_status st = HS_OK;
+    for (size_t i = 0; i < t->n && !st; i++) {
+        if (i == first) {
+            for (int l = 0; l < c->n_layer && !st; l++)
+                for (size_t k = first; k <= last && !st; k++)
+                    st = fn(ctx, &t->t[k], l, err);
+            i = last;
+            continue;
+        }
+        if (row_applies(c->arch, &t->t[i]))
+            st = fn(ctx, &t->t[i], -1, err);
+    }
+    return st;
+}
+
+const hs_tensor_name *hs_names_row(const hs_arch *a, hs_slot s)
+{
+    for (size_t i = 0; i < a->names->n; i++)
+        if (a->names->t[i].slot == s)
+            return &a->names->t[i];
+    return NULL;
+}
+
+const char *hs_names_format(const char *pattern, int layer, char *buf, size_t cap)
+{
+    if (strstr(pattern, "%d")) {
+        const char *at = strstr(pattern, "%d");
+        snprintf(buf, cap, "%.*s%d%s", (int)(at - pattern), pattern, layer, at + 2);
+    } else {
+        snprintf(buf, cap, "%s", pattern);
+    }
+    return buf;
+}
+
+hs_tensor_shape hs_names_shape(const hs_model_config *c, const hs_tensor_name *e)
+{
+    int d = c->d_model, f = c->d_ff, V = c->vocab_size;
+    hs_tensor_shape s = {HS_K_VEC, 1, d, d, 0, 0};
+    switch (e->slot) {
+    case HS_S_TOK_EMB:
+    case HS_S_DECODER: s = (hs_tensor_shape){HS_K_ROWS, V, d, d, 0, 0}; break;
+    case HS_S_POS_EMB:
+        s = (hs_tensor_shape){HS_K_ROWS, c->n_ctx + c->arch->pos_offset, d, d, 0, 0};
+        break;
+    case HS_S_TYPE_EMB: s = (hs_tensor_shape){HS_K_ROWS, c->type_vocab_size, d, d, 0, 0}; break;
+    case HS_S_QKV_W: s = (hs_tensor_shape){HS_K_MAT, d, 3 * d, 3 * d, 0, 0}; break;
+    case HS_S_QKV_B: s = (hs_tensor_shape){HS_K_VEC, 1, 3 * d, 3 * d, 0, 0}; break;
+    case HS_S_O_W:
+    case HS_S_MLM_W: s = (hs_tensor_shape){HS_K_MAT, d, d, d, 0, 0}; break;
+    case HS_S_FC_W: s = (hs_tensor_shape){HS_K_MAT, d, f, f, 0, 0}; break;
+    case HS_S_FC_B: s = (hs_tensor_shape){HS_K_VEC, 1, f, f, 0, 0}; break;
+    case HS_S_PROJ_W: s = (hs_tensor_shape){HS_K_MAT, f, d, d, 0, 0}; break;
+    case HS_S_MLM_BIAS: s = (hs_tensor_shape){HS_K_VEC, 1, V, V, 0, 0}; break;
+    default: break; /* norms and d-long biases */
+    }
+    s.slot_floats = (size_t)s.rows * (size_t)s.cols;
+    if (e->part >= 0) { /* one of Q, K, V: a column block of the fused slot */
+        s.cols = d;
+        s.off = e->part * d;
+    }
+    return s;
+}
+
+const float **hs_slot_ptr(hs_model *m, hs_slot s, int layer)
+{
+    hs_layer *L = layer >= 0 ? &m->layers[layer] : NULL;
+    switch (s) {
+    case HS_S_TOK_EMB: return &m->wte;
+    case HS_S_POS_EMB: return &m->wpe;
+    case HS_S_TYPE_EMB: return &m->wtt;
+    case HS_S_EMB_NORM_W: return &m->emb_ln_w;
+    case HS_S_EMB_NORM_B: return &m->emb_ln_b;
+    case HS_S_NORM1_W: return &L->ln1_w;
+    case HS_S_NORM1_B: return &L->ln1_b;
+    case HS_S_QKV_W: return &L->w_qkv;
+    case HS_S_QKV_B: return &L->b_qkv;
+    case HS_S_O_W: return &L->w_o;
+    case HS_S_O_B: return &L->b_o;
+    case HS_S_NORM2_W: return &L->ln2_w;
+    case HS_S_NORM2_B: return &L->ln2_b;
+    case HS_S_FC_W: return &L->w_fc;
+    case HS_S_FC_B: return &L->b_fc;
+    case HS_S_PROJ_W: return &L->w_proj;
+    case HS_S_PROJ_B: return &L->b_proj;
+    case HS_S_FINAL_NORM_W: return &m->lnf_w;
+    case HS_S_FINAL_NORM_B: return &m->lnf_b;
+    case HS_S_MLM_W: return &m->mlm_w;
+    case HS_S_MLM_B: return &m->mlm_b;
+    case HS_S_MLM_NORM_W: return &m->mlm_ln_w;
+    case HS_S_MLM_NORM_B: return &m->mlm_ln_b;
+    case HS_S_MLM_BIAS: return &m->mlm_bias;
+    case HS_S_DECODER: return &m->decoder;
+    }
+    return NULL;
+}
+
+/* ---- what is implemented ------------------------------------------------------------- */
+
+hs_status hs_arch_check(const hs_arch *a, const hs_model_config *c, hs_error *err)
+{
+    const char *missing = NULL;
+    if (a->norm_kind != HS_NORM_LAYER)
+        missing = "RMSNorm";
+    else if (a->pos != HS_POS_LEARNED)
+        missing = "rotary position embeddings";
+    else if (a->act != HS_ACT_GELU_TANH && a->act != HS_ACT_GELU_ERF)
+        missing = "the gated SiLU MLP";
+    else if (c->act != HS_ACT_GELU_TANH && c->act != HS_ACT_GELU_ERF)
+        missing = "the gated SiLU MLP";
+    else if (a->parallel_residual)
+        missing = "the parallel attention + MLP residual";
+    else if (!a->biases)
+        missing = "projections without biases";
+    else if (a->n_kv_head && a->n_kv_head != c->n_head)
+        missing = "grouped key/value heads";
+    else if (!a->names)
+        missing = "a tensor-name table";
+    if (missing)
+        return hs_fail(err, HS_E_UNSUPPORTED, "architecture '%s': %s is not implemented", a->name,
+                       missing);
+    return HS_OK;
+}

@@ -1,0 +1,145 @@
+/* The transformer block (see block.h): one function for every family, its structure read
+ * from the architecture descriptor, every projection an OpenBLAS sgemm on (in, out)
+ * weights. */
+#include <string.h>
+
+#include "nn/block.h"
+#include "nn/ops.h"
+
+void hs_embed(const hs_model *m, const int32_t *ids, const int32_t *type_ids, int n, float *x)
+{
+    const hs_model_config *c = &m->cfg;
+    const hs_arch *a = c->arch;
+    int d = c->d_model;
+    for (int i = 0; i < n; i++) {
+        float *xi = x + (size_t)i * (size_t)d;
+        const float *te = m->wte + (size_t)ids[i] * (size_t)d;
+        const float *pe = m->wpe + (size_t)(i + a->pos_offset) * (size_t)d;
+        for (int k = 0; k < d; k++)
+            xi[k] = te[k] + pe[k];
+        if (a->token_types) {
+            const float *tt = m->wtt + (size_t)(type_ids ? type_ids[i] : 0) * (size_t)d;
+            for (int k = 0; k < d; k++)
+                xi[k] += tt[k];
+        }
+    }
+    if (a->emb_norm) /* statistics not kept: nothing below layer 0 is differentiated */
+        hs_op_layernorm(x, m->emb_ln_w, m->emb_ln_b, x, NULL, NULL, n, d, c->ln_eps);
+}
+
+/* Fails when a head's attention probabilities (n_head, n, n) hold a NaN or an infinity
+ * (scores that overflow float32), naming the first such layer, head and query. */
+static hs_status check_probs(const hs_model_config *c, const float *probs, int l, int n,
+                             hs_error *err)
+{
+    size_t count = (size_t)c->n_head * (size_t)n * (size_t)n, at = hs_op_first_nonfinite(probs, count);
+    if (at == (size_t)-1)
+        return HS_OK;
+    size_t nn = (size_t)n * (size_t)n;
+    return hs_fail(err, HS_E_VALUE, "layer %d head %d attention is not finite (query %zu): the "
+                   "attention scores overflow float32", l, (int)(at / nn), at % nn / (size_t)n);
+}
+
+/* ctx: (n, d) = xi_h * pv_h per head h, xi: (n_head). */
+static void scale_heads(const hs_model_config *c, const float *pv, const float *xi, float *ctx,
+                        int n)
+{
+    int d = c->d_model, dh = c->d_head;
+    for (int i = 0; i < n; i++)
+        for (int h = 0; h < c->n_head; h++) {
+            size_t o = (size_t)i * (size_t)d + (size_t)h * (size_t)dh;
+            for (int e = 0; e < dh; e++)
+                ctx[o + (size_t)e] = xi[h] * pv[o + (size_t)e];
+        }
+}
+
+#define KEEP(f) (keep ? keep->f : NULL)
+
+hs_status hs_block_forward(const hs_model *m, int l, hs_forward_ws *ws, int n, int batch,
+                           const float *hm, size_t hm_stride, const hs_forward_opts *o,
+                           hs_block_keep *keep, hs_error *err)
+{
+    const hs_model_config *c = &m->cfg;
+    const hs_layer *L = &m->layers[l];
+    const int pre = c->arch->norm_place == HS_NORM_PRE;
+    int d = c->d_model, f = c->d_ff, rows = batch * n;
+    size_t nd = (size_t)n * (size_t)d, xd = (size_t)rows * (size_t)d;
+    float *x = ws->x, *h = ws->h;
+    float *qkv_all = keep ? keep->qkv : ws->qkv, *probs = keep ? keep->probs : ws->probs;
+    float *ff_pre = keep ? keep->ff : ws->ff;
+
+    /* attention: on the normalised stream (pre-norm) or on the stream itself */
+    if (pre)
+        hs_op_layernorm(x, L->ln1_w, L->ln1_b, h, KEEP(xhat1), KEEP(rstd1), rows, d, c->ln_eps);
+    hs_op_linear(pre ? h : x, L->w_qkv, L->b_qkv, qkv_all, rows, d, 3 * d);
+    for (int b = 0; b < batch; b++) {
+        const float *qkv = qkv_all + (size_t)b * 3 * nd;
+        const float *hm_b = hm ? hm + (size_t)b * hm_stride : NULL;
+        /* probs are reported before the head mask scales them */
+        hs_op_attn_probs(c, qkv, probs, n);
+        hs_status st = o && o->allow_nonfinite ? HS_OK : check_probs(c, probs, l, n, err);
+        if (st)
+            return st;
+        if (o && o->on_attn && o->on_attn(o->user, l, probs, c->n_head, n))
+            return hs_fail(err, HS_E_ARG, "stopped by observer");
+        if (keep) { /* P V kept as it is; context = xi_h P_h V_h */
+            hs_op_attn_context(c, qkv, probs, keep->ctx, n, NULL);
+            if (hm_b)
+                scale_heads(c, keep->ctx, hm_b, ws->ctx, n);
+        } else {
+            hs_op_attn_context(c, qkv, probs, ws->ctx + (size_t)b * nd, n, hm_b);
+        }
+    }
+    hs_op_linear(keep && !hm ? keep->ctx : ws->ctx, L->w_o, L->b_o, h, rows, d, d);
+    hs_op_add(x, h, xd);
+
+    /* MLP: on the normalised stream (pre-norm), or after normalising it in place (post) */
+    if (pre)
+        hs_op_layernorm(x, L->ln2_w, L->ln2_b, h, KEEP(xhat2), KEEP(rstd2), rows, d, c->ln_eps);
+    else
+        hs_op_layernorm(x, L->ln1_w, L->ln1_b, x, KEEP(xhat1), KEEP(rstd1), rows, d, c->ln_eps);
+    hs_op_linear(pre ? h : x, L->w_fc, L->b_fc, ff_pre, rows, d, f);
+    hs_op_gelu(ff_pre, ws->ff, (size_t)rows * (size_t)f, c->act);
+    hs_op_linear(ws->ff, L->w_proj, L->b_proj, h, rows, f, d);
+    hs_op_add(x, h, xd);
+    if (!pre)
+        hs_op_layernorm(x, L->ln2_w, L->ln2_b, x, KEEP(xhat2), KEEP(rstd2), rows, d, c->ln_eps);
+    return HS_OK;
+}
+
+void hs_final_norm(const hs_model *m, const float *x, float *y, float *xhat, float *rstd,
+                   int rows)
+{
+    const hs_model_config *c = &m->cfg;
+    if (c->arch->norm_place == HS_NORM_PRE)
+        hs_op_layernorm(x, m->lnf_w, m->lnf_b, y, xhat, rstd, rows, c->d_model, c->ln_eps);
+    else if (y != x)
+        memcpy(y, x, (size_t)rows * (size_t)c->d_model * sizeof *y);
+}
+
+const float *hs_head_transform(const hs_model *m, const float *x, float *y, float *pre,
+                               float *xhat, float *rstd, int rows)
+{
+    const hs_model_config *c = &m->cfg;
+    if (c->arch->head != HS_HEAD_MLM)
+        return x;
+    int d = c->d_model;
+    size_t rd = (size_t)rows * (size_t)d;
+    hs_op_linear(x, m->mlm_w, m->mlm_b, pre ? pre : y, rows, d, d);
+    hs_op_gelu(pre ? pre : y, y, rd, c->act);
+    hs_op_layernorm(y, m->mlm_ln_w, m->mlm_ln_b, y, xhat, rstd, rows, d, c->ln_eps);
+    return y;
+}
+
+void hs_head_decode(const hs_model *m, const float *h, int rows, float *logits)
+{
+    int d = m->cfg.d_model, V = m->cfg.vocab_size;
+    for (int i = 0; i < rows; i++) {
+        float *row = logits + (size_t)i * (size_t)V;
+        if (m->mlm_bias)
+            memcpy(row, m->mlm_bias, (size_t)V * sizeof *row);
+        else
+            memset(row, 0, (size_t)V * sizeof *row);
+    }
+    hs_op_gemm(1, rows, V, d, 1.0f, h, d, m->decoder, d, 1.0f, logits, V);
+}

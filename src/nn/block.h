@@ -1,0 +1,65 @@
+/* The transformer block and the pieces around it (embeddings, final norm), read from the
+ * model's architecture descriptor; used by the forward pass (forward.c, and through it the
+ * batched ablation passes) and by the backward pass (src/analysis/gradient.c). Private to
+ * the library. */
+#ifndef HEADSCOPE_BLOCK_H
+#define HEADSCOPE_BLOCK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "headscope/forward.h"
+#include "model/model_internal.h"
+
+struct hs_forward_ws {
+    int max_n, max_batch, n_head;
+    /* rows = batch * n: the copies' streams stacked, copy b in rows b*n.. */
+    float *x;     /* (rows, d) residual stream */
+    float *h;     /* (rows, d) normalised input / scratch */
+    float *qkv;   /* (rows, 3d) */
+    float *probs; /* (n_head, n, n): one copy's, reused copy after copy */
+    float *ctx;   /* (rows, d) */
+    float *ff;    /* (rows, d_ff) */
+};
+
+/* The activations of one layer that the backward pass needs, written by the block when
+ * asked (a batch of 1). Norm statistics: xhat = (x - mean) * rstd. */
+typedef struct hs_block_keep {
+    float *xhat1, *rstd1; /* (n, d), (n): the first norm (pre: before attention; post: after) */
+    float *qkv;           /* (n, 3d) */
+    float *probs;         /* (H, n, n): softmax before the head mask, causal entries 0 */
+    float *ctx;           /* (n, d): P V of every head, before the head mask */
+    float *xhat2, *rstd2; /* (n, d), (n): the second norm (pre: before the MLP; post: after) */
+    float *ff;            /* (n, d_ff): MLP pre-activation */
+} hs_block_keep;
+
+/* Embeddings of ids: (n) (token types type_ids, NULL = all 0, when the family has them)
+ * → x: (n, d), with the embedding norm of the families that have one. */
+void hs_embed(const hs_model *m, const int32_t *ids, const int32_t *type_ids, int n, float *x);
+
+/* One transformer block, layer l, on the stacked streams ws->x: (batch * n, d) in place.
+ * Copy b (rows b*n..) runs under the head mask hm + b * hm_stride: (n_head), NULL = all
+ * ones. Projections and the MLP are single GEMMs over all copies; attention runs copy by
+ * copy. keep (batch 1 only, NULL = nothing kept) receives what the backward needs. Fails
+ * when the observer (o->on_attn, batch 1 only) stops the pass or, unless
+ * o->allow_nonfinite, when attention is not finite. o may be NULL. */
+hs_status hs_block_forward(const hs_model *m, int l, hs_forward_ws *ws, int n, int batch,
+                           const float *hm, size_t hm_stride, const hs_forward_opts *o,
+                           hs_block_keep *keep, hs_error *err);
+
+/* The final norm of a pre-norm model on x: (rows, d) into y (may alias x), keeping xhat and
+ * rstd when not NULL; y = x (copied unless aliased) for a model without one. */
+void hs_final_norm(const hs_model *m, const float *x, float *y, float *xhat, float *rstd,
+                   int rows);
+
+/* The LM head's row-wise transform before the decoder (HS_HEAD_MLM: dense, activation,
+ * norm) on x: (rows, d) → y: (rows, d); pre: (rows, d) receives the dense output before
+ * the activation, xhat/rstd the norm's statistics, when not NULL. Returns x itself (and
+ * writes nothing) for a head without a transform. */
+const float *hs_head_transform(const hs_model *m, const float *x, float *y, float *pre,
+                               float *xhat, float *rstd, int rows);
+
+/* logits: (rows, V) = the decoder (and its bias) on the transformed rows h: (rows, d). */
+void hs_head_decode(const hs_model *m, const float *h, int rows, float *logits);
+
+#endif
