@@ -259,6 +259,46 @@ void hs_op_attn_context(const hs_model_config *c, const float *qkv, float *probs
     }
 }
 
+void hs_op_rmsnorm(const float *x, const float *w, float *y, int n, int d, float eps)
+{
+#pragma omp parallel for schedule(static) if ((size_t)n * (size_t)d >= PAR_MIN)
+    for (int i = 0; i < n; i++) {
+        const float *xi = x + (size_t)i * (size_t)d;
+        float *yi = y + (size_t)i * (size_t)d;
+        double ss = 0;
+        for (int k = 0; k < d; k++)
+            ss += (double)xi[k] * xi[k];
+        float inv = (float)(1.0 / sqrt(ss / d + (double)eps));
+        for (int k = 0; k < d; k++)
+            yi[k] = xi[k] * inv * w[k];
+    }
+}
+
+void hs_op_silu_mul(const float *g, const float *u, float *y, size_t count)
+{
+#pragma omp parallel for schedule(static) if (count >= PAR_MIN)
+    for (size_t i = 0; i < count; i++)
+        y[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
+}
+
+void hs_op_rotary(float *x, int n, int n_head, int d_head, int ld, int rot_dims, float base,
+                  int pos0)
+{
+    int half = rot_dims / 2;
+#pragma omp parallel for schedule(static) if ((size_t)n * (size_t)n_head * (size_t)rot_dims >= PAR_MIN)
+    for (int i = 0; i < n; i++)
+        for (int k = 0; k < half; k++) {
+            double ang = (double)(pos0 + i) * pow((double)base, -2.0 * k / rot_dims);
+            double c = cos(ang), s = sin(ang);
+            for (int h = 0; h < n_head; h++) {
+                float *xh = x + (size_t)i * (size_t)ld + (size_t)h * (size_t)d_head;
+                double a = xh[k], b = xh[k + half];
+                xh[k] = (float)(a * c - b * s);
+                xh[k + half] = (float)(b * c + a * s);
+            }
+        }
+}
+
 void hs_op_add(float *x, const float *y, size_t count)
 {
 #pragma omp parallel for schedule(static) if (count >= PAR_MIN)

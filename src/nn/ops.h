@@ -61,6 +61,23 @@ void hs_op_attn_probs(const hs_model_config *c, const float *qkv, float *probs, 
 void hs_op_attn_context(const hs_model_config *c, const float *qkv, float *probs, float *ctx,
                         int n, const float *head_mask);
 
+/* Kernels of the features the descriptor names but the block does not use yet (see
+ * hs_arch_check): RMSNorm, the gated SiLU MLP and rotary position embeddings. */
+
+/* y: (n, d) = x / sqrt(mean(x^2) + eps) * w, row-wise (mean in double); y may alias x. */
+void hs_op_rmsnorm(const float *x, const float *w, float *y, int n, int d, float eps);
+
+/* y: (count) = SiLU(g) * u = g / (1 + e^-g) * u; y may alias g or u. */
+void hs_op_silu_mul(const float *g, const float *u, float *y, size_t count);
+
+/* Rotary position embeddings (Su et al. 2021, the "rotate half" layout of GPT-NeoX and
+ * Llama) in place on x: (n, ld), head h in columns h*d_head..: in each head the first
+ * rot_dims dimensions (even, <= d_head) of row i, at position pos0 + i, turn pairwise:
+ * (a_k, b_k) = (x[k], x[k + rot_dims/2]), k < rot_dims/2, by the angle p * base^(-2k/rot_dims):
+ * a' = a cos - b sin, b' = b cos + a sin. The rest of the head is left as it is. */
+void hs_op_rotary(float *x, int n, int n_head, int d_head, int ld, int rot_dims, float base,
+                  int pos0);
+
 /* x: (count) += y: (count). */
 void hs_op_add(float *x, const float *y, size_t count);
 
