@@ -12,6 +12,7 @@
 #include "headscope/importance.h"
 #include "headscope/model.h"
 #include "internal.h"
+#include "model/model_internal.h"
 #include "testutil.h"
 
 #define GRAD_ABS 1e-4
@@ -328,5 +329,24 @@ Test(gradient_errors, lm_needs_two_tokens_and_mlm_a_head)
                          .targets = tgt, .n_pos = 1};
     cr_assert_eq(hs_gradient_importance(m, &in, raw, norm, &err), HS_E_INPUT);
     cr_assert_not_null(strstr(err.msg, "no MLM head"), "%s", err.msg);
+    hs_model_free(m);
+}
+
+/* A descriptor feature the backward pass does not differentiate is refused by name, not
+ * computed wrong (the loaders refuse these today; the model's descriptor is edited here
+ * as a future loader would fill it). */
+Test(gradient_errors, features_beyond_the_base_block_are_refused)
+{
+    hs_error err = {{0}};
+    hs_model *m;
+    cr_assert_eq(hs_model_load("fixtures/tiny-gpt2", &m, &err), HS_OK, "%s", err.msg);
+    cr_assert_eq(m->cfg.arch, &m->arch);
+    m->arch.parallel_residual = 1;
+    int32_t ids[3] = {464, 3290, 318};
+    hs_loss_input in = {.ids = ids, .n = 3, .kind = HS_LOSS_LM};
+    double raw[64], norm[64];
+    cr_assert_eq(hs_gradient_importance(m, &in, raw, norm, &err), HS_E_UNSUPPORTED);
+    cr_assert_str_eq(err.msg, "gradient importance: the backward pass of the parallel attention "
+                     "+ MLP residual (architecture 'gpt2') is not implemented");
     hs_model_free(m);
 }

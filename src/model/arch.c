@@ -260,7 +260,7 @@ const float **hs_slot_ptr(hs_model *m, hs_slot s, int layer)
 
 /* ---- what is implemented ------------------------------------------------------------- */
 
-hs_status hs_arch_check(const hs_arch *a, const hs_model_config *c, hs_error *err)
+const char *hs_arch_beyond_base(const hs_arch *a, const hs_model_config *c)
 {
     const char *missing = NULL;
     if (a->norm_kind != HS_NORM_LAYER)
@@ -277,8 +277,13 @@ hs_status hs_arch_check(const hs_arch *a, const hs_model_config *c, hs_error *er
         missing = "projections without biases";
     else if (a->n_kv_head && a->n_kv_head != c->n_head)
         missing = "grouped key/value heads";
-    else if (!a->names)
-        missing = "a tensor-name table";
+    return missing;
+}
+
+hs_status hs_arch_check(const hs_arch *a, const hs_model_config *c, hs_error *err)
+{
+    /* the forward and backward passes implement the base set today */
+    const char *missing = a->names ? hs_arch_beyond_base(a, c) : "a tensor-name table";
     if (missing)
         return hs_fail(err, HS_E_UNSUPPORTED, "architecture '%s': %s is not implemented", a->name,
                        missing);

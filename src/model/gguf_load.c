@@ -56,7 +56,7 @@ static hs_status find_array(const hs_gguf *g, const char *key, hs_gguf_type want
     return HS_OK;
 }
 
-static hs_status load_config(const hs_gguf *g, hs_model_config *cfg, hs_error *err)
+static hs_status load_config(const hs_gguf *g, hs_model_config *cfg, hs_arch *own, hs_error *err)
 {
     long i;
     hs_status st;
@@ -70,7 +70,8 @@ static hs_status load_config(const hs_gguf *g, hs_model_config *cfg, hs_error *e
         return hs_fail(err, HS_E_UNSUPPORTED,
                        "general.architecture '%.64s' is not supported (expected %s)", arch.str,
                        hs_arch_list());
-    cfg->arch = ar;
+    *own = *ar;
+    cfg->arch = own;
     cfg->family = ar->family;
     cfg->act = ar->act;
     const char *a = arch.str;
@@ -82,12 +83,9 @@ static hs_status load_config(const hs_gguf *g, hs_model_config *cfg, hs_error *e
         (st = get_u32(g, KEY("feed_forward_length"), 1, &cfg->d_ff, err)) ||
         (st = get_u32(g, KEY("attention.head_count"), 1, &cfg->n_head, err)))
         return st;
-    int n_kv_head = cfg->n_head;
-    if ((st = get_u32(g, KEY("attention.head_count_kv"), 0, &n_kv_head, err)))
+    own->n_kv_head = cfg->n_head; /* hs_arch_check refuses fewer (grouped attention) */
+    if ((st = get_u32(g, KEY("attention.head_count_kv"), 0, &own->n_kv_head, err)))
         return st;
-    if (n_kv_head != cfg->n_head)
-        return hs_fail(err, HS_E_UNSUPPORTED, "%s = %d differs from head_count %d (grouped "
-                       "attention is not supported)", key, n_kv_head, cfg->n_head);
     if ((st = find_typed(g, KEY("attention.layer_norm_epsilon"), HS_GGUF_FLOAT32, 1, &i, err)))
         return st;
     hs_gguf_value v;
@@ -354,7 +352,7 @@ hs_status hs_gguf_load(hs_model *m, const char *path, hs_error *err)
     hs_status st = hs_gguf_open(path, &g, err); /* its messages name the path */
     if (st)
         return st;
-    if ((st = load_config(g, &m->cfg, err)))
+    if ((st = load_config(g, &m->cfg, &m->arch, err)))
         goto fail;
     m->format = HS_FORMAT_GGUF;
     ctx.g = g;

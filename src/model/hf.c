@@ -9,7 +9,6 @@
 #include "model/safetensors.h"
 #include "model/torchbin.h"
 
-hs_status hs_hf_config_load(const char *path, hs_model_config *cfg, hs_error *err);
 
 typedef struct hf_ctx {
     const hs_safetensors *st; /* model.safetensors, or */
@@ -127,7 +126,7 @@ hs_status hs_hf_load(hs_model *m, const char *dir, hs_error *err)
     if (!file_exists(path))
         return hs_fail(err, HS_E_IO, "'%s' has no config.json (not a Hugging Face model folder)",
                        dir);
-    if ((st = hs_hf_config_load(path, &m->cfg, err)))
+    if ((st = hs_hf_config_load(path, &m->cfg, &m->arch, err)))
         return st;
     m->format = HS_FORMAT_HF;
     if (!(m->open_flags & HS_OPEN_TOKENIZER) && (st = load_weights(m, dir, err)))

@@ -74,8 +74,9 @@ static hs_status parse_act(const char *name, hs_activation *act, hs_error *err)
     return HS_OK;
 }
 
-static hs_status parse_gpt2(const cJSON *root, hs_model_config *c, hs_error *err)
+static hs_status parse_gpt2(const cJSON *root, hs_model_config *c, hs_arch *a, hs_error *err)
 {
+    (void)a;
     hs_status st;
     int n_inner = 0;
     c->family = HS_FAMILY_GPT2;
@@ -98,8 +99,9 @@ static hs_status parse_gpt2(const cJSON *root, hs_model_config *c, hs_error *err
     return HS_OK;
 }
 
-static hs_status parse_bert(const cJSON *root, hs_model_config *c, hs_error *err)
+static hs_status parse_bert(const cJSON *root, hs_model_config *c, hs_arch *a, hs_error *err)
 {
+    (void)a;
     hs_status st;
     c->family = HS_FAMILY_BERT;
     c->ln_eps = 1e-12f;
@@ -124,16 +126,15 @@ static hs_status parse_bert(const cJSON *root, hs_model_config *c, hs_error *err
     return HS_OK;
 }
 
-/* The config.json reader of each family: its model_type, and a parser that fills the
- * family and the dimensions (the descriptor follows from the family). */
+/* The config.json reader of each family: its model_type and a parser that fills the
+ * dimensions and the per-model values of the descriptor a (a copy of the family's). */
 static const struct {
     const char *model_type;
-    hs_status (*parse)(const cJSON *root, hs_model_config *c, hs_error *err);
-} parsers[] = {{"gpt2", parse_gpt2}, {"bert", parse_bert}};
+    hs_family family;
+    hs_status (*parse)(const cJSON *root, hs_model_config *c, hs_arch *a, hs_error *err);
+} parsers[] = {{"gpt2", HS_FAMILY_GPT2, parse_gpt2}, {"bert", HS_FAMILY_BERT, parse_bert}};
 
-/* Parses dir/config.json into *cfg (validated). */
-hs_status hs_hf_config_load(const char *path, hs_model_config *cfg, hs_error *err);
-hs_status hs_hf_config_load(const char *path, hs_model_config *cfg, hs_error *err)
+hs_status hs_hf_config_load(const char *path, hs_model_config *cfg, hs_arch *arch, hs_error *err)
 {
     char *text = NULL;
     size_t len = 0;
@@ -153,8 +154,11 @@ hs_status hs_hf_config_load(const char *path, hs_model_config *cfg, hs_error *er
         size_t k = 0;
         while (k < sizeof parsers / sizeof parsers[0] && strcmp(parsers[k].model_type, mt))
             k++;
-        if (k < sizeof parsers / sizeof parsers[0])
-            st = parsers[k].parse(root, cfg, err);
+        if (k < sizeof parsers / sizeof parsers[0]) {
+            *arch = *hs_arch_of(parsers[k].family);
+            cfg->arch = arch;
+            st = parsers[k].parse(root, cfg, arch, err);
+        }
         else
             st = hs_fail(err, HS_E_UNSUPPORTED, "config.json: model_type '%s' is not supported "
                          "(expected %s)", mt, hs_arch_list());

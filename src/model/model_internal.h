@@ -87,8 +87,13 @@ struct hs_names {
 /* The families' names for messages: "gpt2 or bert". */
 const char *hs_arch_list(void);
 
+/* The first feature of a (with the config's activation) outside the base set: LayerNorm,
+ * learned positions, gelu, a sequential residual, biases, one key/value head per head;
+ * NULL when there is none. A static phrase ("RMSNorm"). */
+const char *hs_arch_beyond_base(const hs_arch *a, const hs_model_config *c);
+
 /* Fails (HS_E_UNSUPPORTED, naming the feature) when a descriptor asks for something the
- * passes do not implement yet; every loader calls it through hs_config_validate. */
+ * forward pass does not implement yet; every loader calls it through hs_config_validate. */
 hs_status hs_arch_check(const hs_arch *a, const hs_model_config *c, hs_error *err);
 
 /* Calls fn for every row of the table that the model has (per-layer rows once per layer,
@@ -158,6 +163,7 @@ typedef struct hs_layer {
 
 struct hs_model {
     hs_model_config cfg;
+    hs_arch arch; /* cfg.arch: the family's descriptor with the config's per-model values */
     hs_file_format format;
     unsigned open_flags; /* HS_OPEN_* given to hs_model_open */
     const char *weights_file; /* static: "model.safetensors", "pytorch_model.bin", or NULL */
@@ -192,7 +198,13 @@ struct hs_model {
     hs_tokenizer *tok;                /* NULL when no tokenizer files */
 };
 
-/* Format readers. Each fills m->cfg, the weights (via hs_weights_build) and m->tok. */
+/* Format readers. Each fills m->cfg (cfg.arch = &m->arch), the weights (via
+ * hs_weights_build) and m->tok. */
+
+/* Parses a config.json into *cfg (validated), the family's descriptor copied into *arch
+ * with the config's per-model values (src/model/hf_config.c). */
+hs_status hs_hf_config_load(const char *path, hs_model_config *cfg, hs_arch *arch, hs_error *err);
+
 hs_status hs_hf_load(hs_model *m, const char *dir, hs_error *err);
 hs_status hs_gguf_load(hs_model *m, const char *path, hs_error *err);
 

@@ -1,6 +1,6 @@
 /* The transformer block and the pieces around it (embeddings, final norm), read from the
  * model's architecture descriptor; used by the forward pass (forward.c, and through it the
- * batched ablation passes) and by the backward pass (src/analysis/gradient.c). Private to
+ * batched ablation passes) and by the backward pass (src/importance/gradient.c). Private to
  * the library. */
 #ifndef HEADSCOPE_BLOCK_H
 #define HEADSCOPE_BLOCK_H

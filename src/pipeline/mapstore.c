@@ -7,7 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "analysis/mapstore.h"
+#include "pipeline/mapstore.h"
 #include "internal.h"
 
 struct hs_mapstore {

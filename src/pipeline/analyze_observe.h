@@ -1,11 +1,11 @@
 /*
- * src/io/analyze_observe.h — the forward-pass observer of `analyze` and its reader of the
- * map store (src/io/analyze_observe.c); private to the library.
+ * src/pipeline/analyze_observe.h — the forward-pass observer of `analyze` and its reader of the
+ * map store (src/pipeline/analyze_observe.c); private to the library.
  */
 #ifndef HEADSCOPE_ANALYZE_OBSERVE_H
 #define HEADSCOPE_ANALYZE_OBSERVE_H
 
-#include "analysis/mapstore.h"
+#include "pipeline/mapstore.h"
 #include "headscope/report.h"
 
 /* The observer of a pass (the text's or the probe's): detector scores, and entropy when

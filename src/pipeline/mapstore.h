@@ -1,5 +1,5 @@
 /*
- * src/analysis/mapstore.h — where `analyze` keeps the attention maps of a text between the
+ * src/pipeline/mapstore.h — where `analyze` keeps the attention maps of a text between the
  * forward pass and the pairwise statistics, pictures and page (never installed).
  *
  * A store holds n_maps maps of (n, n) floats. When they fit in mem_limit bytes they are

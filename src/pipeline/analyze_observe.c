@@ -5,7 +5,7 @@
 #include "headscope/analysis.h"
 #include "headscope/report.h"
 #include "internal.h"
-#include "io/analyze_observe.h"
+#include "pipeline/analyze_observe.h"
 
 int hs_layer_observe(void *user, int layer, const float *probs, int n_head, int n)
 {

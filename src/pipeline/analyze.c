@@ -1,17 +1,22 @@
-/* The analysis pipeline of `headscope analyze`: one recorded forward pass on the text,
- * per-head metrics, pairwise comparisons, an induction probe, loss, ablation and pruning. */
+/* The analysis of one text (hs_analyze_run), the pipeline of `headscope analyze` after the
+ * model is loaded and the text tokenised: 1. one recorded forward pass on the text, the
+ * per-head metrics taken layer by layer (analyze_observe.c); 2. the heads' results;
+ * 3. the induction probe; 4. pairwise comparisons and clusters over the stored maps;
+ * 5. the runs of the model: loss, gradient importance, ablation and pruning
+ * (analyze_importance.c). The outputs are written from the hs_analysis (src/io/). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include "analysis/mapstore.h"
+#include "pipeline/mapstore.h"
 #include "analysis/pairwise.h"
 #include "headscope/report.h"
 #include "headscope/tokenizer.h"
 #include "internal.h"
-#include "io/analyze_observe.h"
+#include "pipeline/analyze_observe.h"
+#include "pipeline/pipeline.h"
 
 void hs_analyze_opts_default(hs_analyze_opts *o)
 {
@@ -37,7 +42,7 @@ void hs_analyze_opts_default(hs_analyze_opts *o)
     o->maps_memory_max = HS_MAPSTORE_MEM_DEFAULT;
 }
 
-static double now(void)
+double hs_pipeline_now(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -113,12 +118,6 @@ static char *dup_text(const char *s, size_t len)
     return d;
 }
 
-/* The id of a special token (NULL: the family has none), -1 when absent. */
-static int32_t tok_id(const hs_tokenizer *t, const char *s)
-{
-    return t && s ? hs_tokenizer_id(t, s) : -1;
-}
-
 /* One past the last id the induction probe draws: the vocabulary's end, less the family's
  * special tokens that close it (GPT-2's <|endoftext|>, 50256). */
 static int32_t probe_top(const hs_arch *ar, const hs_tokenizer *tok, int32_t lo, int32_t hi)
@@ -155,19 +154,6 @@ const char *hs_head_label(const hs_head_result *h, double thr, int has_sep)
 }
 
 
-typedef struct {
-    int k;
-    double d;
-} idx_delta;
-
-static int cmp_idx_delta(const void *x, const void *y)
-{
-    const idx_delta *a = x, *b = y;
-    if (a->d != b->d)
-        return a->d < b->d ? -1 : 1;
-    return a->k - b->k;
-}
-
 hs_status hs_analyze_run(const hs_model *m, const hs_analyze_input *in, const hs_analyze_opts *o,
                          hs_analysis **out, hs_error *err)
 {
@@ -178,8 +164,7 @@ hs_status hs_analyze_run(const hs_model *m, const hs_analyze_input *in, const hs
     hs_entropy *ent = NULL;
     hs_detect *det = NULL; /* (2 * n_heads): text, probe */
     unsigned char *sink = NULL, *probe_sink = NULL, *active = NULL;
-    double *dist = NULL, *delta = NULL;
-    hs_loss_eval *ev = NULL;
+    double *dist = NULL;
     *out = NULL;
 
     if (n < 1 || n > c->n_ctx)
@@ -267,7 +252,7 @@ hs_status hs_analyze_run(const hs_model *m, const hs_analyze_input *in, const hs
 
     /* 1. the text's pass: per-head metrics layer by layer, every layer's maps stored */
     const hs_arch *ar = c->arch;
-    int32_t cls_id = tok_id(tok, ar->cls_token), sep_id = tok_id(tok, ar->sep_token);
+    int32_t cls_id = hs_special_id(tok, ar->cls_token), sep_id = hs_special_id(tok, ar->sep_token);
     if (o->exclude_sinks) {
         sink = malloc((size_t)n);
         if (!sink)
@@ -279,7 +264,7 @@ hs_status hs_analyze_run(const hs_model *m, const hs_analyze_input *in, const hs
     det = malloc(nh * 2 * sizeof *det);
     if (!ent || !det)
         goto nomem;
-    double t0 = now();
+    double t0 = hs_pipeline_now();
     if ((st = hs_mapstore_new(L * H, n, o->maps_memory_max, o->maps_dir, &a->maps, err)))
         goto fail;
     layer_obs to = {o->layers, c->causal, a->ids, sep_id, sink, ent, det, a->maps, 0, HS_OK, err};
@@ -290,7 +275,7 @@ hs_status hs_analyze_run(const hs_model *m, const hs_analyze_input *in, const hs
     if (st)
         goto fail;
     a->forward_passes = 1;
-    a->seconds_forward = now() - t0;
+    a->seconds_forward = hs_pipeline_now() - t0;
 
     /* 2. per-head metrics on the text */
     for (size_t k = 0; k < nh; k++) {
@@ -388,139 +373,15 @@ hs_status hs_analyze_run(const hs_model *m, const hs_analyze_input *in, const hs
         a->heads[k].label = hs_head_label(&a->heads[k], o->label_threshold, sep_id >= 0);
     }
 
-    /* 5. loss, ablation, pruning */
-    hs_loss_input li = {.ids = a->ids, .type_ids = a->type_ids, .n = n, .no_cache = !o->ablation};
-    int32_t *masked = NULL;
-    if (c->has_lm_head && c->causal) {
-        li.kind = HS_LOSS_LM;
-    } else if (c->has_lm_head) {
-        li.kind = HS_LOSS_MLM;
-        int32_t mask_id = tok_id(tok, ar->mask_token), pad_id = tok_id(tok, ar->pad_token);
-        if (mask_id < 0) {
-            st = hs_fail(err, HS_E_UNSUPPORTED, "the vocabulary has no %s token for the MLM loss",
-                         ar->mask_token ? ar->mask_token : "mask");
-            goto fail;
-        }
-        a->mlm_positions = malloc((size_t)n * sizeof *a->mlm_positions);
-        a->mlm_targets = malloc((size_t)n * sizeof *a->mlm_targets);
-        masked = malloc((size_t)n * sizeof *masked);
-        if (!a->mlm_positions || !a->mlm_targets || !masked) {
-            free(masked);
-            goto nomem;
-        }
-        a->n_mlm = hs_mlm_positions(a->ids, n, cls_id, sep_id, pad_id, mask_id, a->mlm_positions, n);
-        memcpy(masked, a->ids, (size_t)n * sizeof *masked);
-        for (int k = 0; k < a->n_mlm; k++) {
-            a->mlm_targets[k] = a->ids[a->mlm_positions[k]];
-            masked[a->mlm_positions[k]] = mask_id;
-        }
-        li.ids = masked;
-        li.positions = a->mlm_positions;
-        li.targets = a->mlm_targets;
-        li.n_pos = a->n_mlm;
-    } else {
-        li.kind = HS_LOSS_REPR;
-    }
-    a->loss_kind = li.kind;
-    int loss_possible = li.kind == HS_LOSS_LM ? n >= 2 : li.kind == HS_LOSS_MLM ? a->n_mlm >= 1 : 1;
-    if (loss_possible) {
-        st = hs_loss_eval_new(m, &li, &ev, err);
-        if (!st)
-            st = hs_loss_eval_run(ev, NULL, &a->loss, err);
-    } else if (o->ablation) {
-        st = hs_fail(err, HS_E_INPUT, li.kind == HS_LOSS_LM
-                         ? "ablation needs at least 2 tokens for the next-token loss (or use --no-ablation)"
-                         : "ablation needs a word to mask for the MLM loss (or use --no-ablation)");
-    }
-    if (!st && loss_possible && o->gradient && li.kind != HS_LOSS_REPR) {
-        double *graw = malloc((size_t)(L * H) * sizeof *graw);
-        double *gnorm = malloc((size_t)(L * H) * sizeof *gnorm);
-        double tg = now();
-        if (!graw || !gnorm)
-            st = hs_fail(err, HS_E_NOMEM, "out of memory");
-        else
-            st = hs_gradient_importance(m, &li, graw, gnorm, err);
-        a->seconds_gradient = now() - tg;
-        for (size_t k = 0; k < nh && !st; k++) {
-            a->heads[k].gradient_raw = graw[a->head_index[k]];
-            a->heads[k].gradient = gnorm[a->head_index[k]];
-        }
-        free(graw);
-        free(gnorm);
-    }
-    free(masked);
-    if (st)
+    /* 5. loss, gradient importance, ablation, pruning: runs of the model */
+    if ((st = hs_analyze_importance(m, a, o, active, cls_id, sep_id, err)))
         goto fail;
-    if (o->ablation && ev) {
-        delta = malloc((size_t)(L * H) * sizeof *delta);
-        a->curve = malloc((size_t)(L * H) * sizeof *a->curve);
-        a->candidates = malloc(nh * sizeof *a->candidates);
-        if (!delta || !a->curve || !a->candidates)
-            goto nomem;
-        t0 = now();
-        if ((st = hs_ablation_sweep(ev, a->loss, active, delta, o->progress, o->progress_user, err)))
-            goto fail;
-        a->seconds_ablation = now() - t0;
-        for (size_t k = 0; k < nh; k++)
-            a->heads[k].ablation_delta = delta[a->head_index[k]];
-        if (o->pruning && a->n_heads >= 2) {
-            t0 = now();
-            double stop = li.kind == HS_LOSS_REPR ? o->prune_stop : fabs(a->loss) * o->prune_stop;
-            int gradient = o->prune_method != HS_PRUNE_GREEDY && li.kind != HS_LOSS_REPR;
-            a->prune_method_used = gradient ? HS_PRUNE_GRADIENT : HS_PRUNE_GREEDY;
-            a->prune_round_heads = 1;
-            if (gradient) {
-                double r = floor(o->prune_round * (double)a->n_heads + 0.5);
-                a->prune_round_heads = r >= 1 ? (int)r : 1;
-                st = hs_prune_curve_gradient(ev, a->loss, active, a->prune_round_heads, stop,
-                                             o->prune_max_steps, a->curve, &a->n_curve,
-                                             o->progress, o->progress_user, err);
-            } else {
-                st = hs_prune_curve(ev, a->loss, active, delta, o->prune_beam, stop,
-                                    o->prune_max_steps, a->curve, &a->n_curve, o->progress,
-                                    o->progress_user, err);
-            }
-            if (st)
-                goto fail;
-            a->seconds_pruning = now() - t0;
-        }
-        /* candidates: |delta| < tol, in curve order, then the rest by delta */
-        unsigned char *taken = calloc((size_t)(L * H), 1);
-        idx_delta *rest = malloc(nh * sizeof *rest);
-        if (!taken || !rest) {
-            free(taken);
-            free(rest);
-            goto nomem;
-        }
-        for (int s = 0; s < a->n_curve; s++) {
-            int k = a->curve[s].head;
-            if (fabs(delta[k]) < o->prune_tol) {
-                a->candidates[a->n_candidates++] = k;
-                taken[k] = 1;
-            }
-        }
-        int nr = 0;
-        for (size_t k = 0; k < nh; k++) {
-            int hk = a->head_index[k];
-            if (!taken[hk] && fabs(delta[hk]) < o->prune_tol)
-                rest[nr++] = (idx_delta){hk, delta[hk]};
-        }
-        qsort(rest, (size_t)nr, sizeof *rest, cmp_idx_delta);
-        for (int i = 0; i < nr; i++)
-            a->candidates[a->n_candidates++] = rest[i].k;
-        free(taken);
-        free(rest);
-    }
-    if (ev)
-        a->forward_passes += hs_loss_eval_passes(ev);
     *out = a;
     a = NULL;
     goto fail; /* shared cleanup; st is HS_OK here */
 nomem:
     st = hs_fail(err, HS_E_NOMEM, "out of memory");
 fail:
-    hs_loss_eval_free(ev);
-    free(delta);
     free(dist);
     free(sink);
     free(probe_sink);

@@ -1,0 +1,29 @@
+/*
+ * src/pipeline/pipeline.h — the steps of the analysis of one text shared between the
+ * files of src/pipeline/; private to the library.
+ */
+#ifndef HEADSCOPE_PIPELINE_H
+#define HEADSCOPE_PIPELINE_H
+
+#include <stdint.h>
+
+#include "headscope/report.h"
+#include "headscope/tokenizer.h"
+
+/* Seconds on the monotonic clock. */
+double hs_pipeline_now(void);
+
+/* The id of a special token (s NULL: the family has none), -1 when absent. */
+static inline int32_t hs_special_id(const hs_tokenizer *t, const char *s)
+{
+    return t && s ? hs_tokenizer_id(t, s) : -1;
+}
+
+/* Step 5 (analyze_importance.c): the loss of the text, gradient importance, the ablation
+ * sweep, the pruning curve and the candidates into a, for the heads marked in
+ * active: (n_layer * n_head). cls_id, sep_id: the family's [CLS] / [SEP] ids or -1. */
+hs_status hs_analyze_importance(const hs_model *m, hs_analysis *a, const hs_analyze_opts *o,
+                                const unsigned char *active, int32_t cls_id, int32_t sep_id,
+                                hs_error *err);
+
+#endif
