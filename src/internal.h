@@ -110,6 +110,14 @@ struct hs_linkage;
 void hs_report_add_clusters(struct cJSON *parent, const struct hs_linkage *lk, const int *labels,
                             int n_heads, int n_clusters, int sim, double threshold);
 
+/* The MLM part of a loss input's checks (src/importance/importance.c), shared by the loss
+ * evaluator and the gradient: an MLM head, at least one masked position, positions and
+ * targets in range. HS_OK for the other loss kinds. */
+struct hs_model_config;
+struct hs_loss_input;
+hs_status hs_loss_mlm_check(const struct hs_model_config *c, const struct hs_loss_input *in,
+                            hs_error *err);
+
 /* Half- and bfloat16-precision conversions (IEEE binary16, round to nearest even). */
 float hs_f16_to_f32(uint16_t h);
 uint16_t hs_f32_to_f16(float f);

@@ -142,14 +142,9 @@ static hs_status check_input(const hs_model *m, const hs_loss_input *in, hs_erro
                                             : "the model has no MLM head");
     if (in->kind == HS_LOSS_LM && in->n < 2)
         return hs_fail(err, HS_E_INPUT, "the language-model loss needs at least 2 tokens");
-    if (in->kind == HS_LOSS_MLM) {
-        if (in->n_pos < 1 || !in->positions || !in->targets)
-            return hs_fail(err, HS_E_INPUT, "the MLM loss needs at least one masked position");
-        for (int k = 0; k < in->n_pos; k++)
-            if (in->positions[k] < 0 || in->positions[k] >= in->n || in->targets[k] < 0 ||
-                in->targets[k] >= c->vocab_size)
-                return hs_fail(err, HS_E_ARG, "loss: masked position %d out of range", k);
-    }
+    hs_status st = hs_loss_mlm_check(c, in, err);
+    if (st)
+        return st;
     for (int i = 0; i < in->n; i++) {
         if (in->ids[i] < 0 || in->ids[i] >= c->vocab_size)
             return hs_fail(err, HS_E_INPUT, "token id %d at position %d is outside the vocabulary "

@@ -155,6 +155,21 @@ static hs_status ensure_batch(hs_loss_eval *e, int batch, hs_error *err)
 
 void hs_loss_eval_set_batch_memory(hs_loss_eval *e, size_t bytes) { e->batch_bytes = bytes; }
 
+hs_status hs_loss_mlm_check(const hs_model_config *c, const hs_loss_input *in, hs_error *err)
+{
+    if (in->kind != HS_LOSS_MLM)
+        return HS_OK;
+    if (!c->has_lm_head)
+        return hs_fail(err, HS_E_INPUT, "the model has no MLM head");
+    if (in->n_pos < 1 || !in->positions || !in->targets)
+        return hs_fail(err, HS_E_INPUT, "the MLM loss needs at least one masked position");
+    for (int k = 0; k < in->n_pos; k++)
+        if (in->positions[k] < 0 || in->positions[k] >= in->n || in->targets[k] < 0 ||
+            in->targets[k] >= c->vocab_size)
+            return hs_fail(err, HS_E_ARG, "loss: masked position %d out of range", k);
+    return HS_OK;
+}
+
 hs_status hs_loss_eval_new(const hs_model *m, const hs_loss_input *in, hs_loss_eval **out,
                            hs_error *err)
 {
@@ -165,16 +180,9 @@ hs_status hs_loss_eval_new(const hs_model *m, const hs_loss_input *in, hs_loss_e
     if (in->kind == HS_LOSS_LM && (in->n < 2 || !c->has_lm_head))
         return hs_fail(err, HS_E_INPUT, in->n < 2 ? "the language-model loss needs at least 2 tokens"
                                                   : "the model has no language-model head");
-    if (in->kind == HS_LOSS_MLM) {
-        if (!c->has_lm_head)
-            return hs_fail(err, HS_E_INPUT, "the model has no MLM head");
-        if (in->n_pos < 1 || !in->positions || !in->targets)
-            return hs_fail(err, HS_E_INPUT, "the MLM loss needs at least one masked position");
-        for (int k = 0; k < in->n_pos; k++)
-            if (in->positions[k] < 0 || in->positions[k] >= in->n || in->targets[k] < 0 ||
-                in->targets[k] >= c->vocab_size)
-                return hs_fail(err, HS_E_ARG, "loss: masked position %d out of range", k);
-    }
+    hs_status st = hs_loss_mlm_check(c, in, err);
+    if (st)
+        return st;
     if (in->kind != HS_LOSS_LM && in->kind != HS_LOSS_MLM && in->kind != HS_LOSS_REPR)
         return hs_fail(err, HS_E_ARG, "loss: unknown kind %d", (int)in->kind);
 
@@ -202,8 +210,8 @@ hs_status hs_loss_eval_new(const hs_model *m, const hs_loss_input *in, hs_loss_e
     if (in->kind == HS_LOSS_REPR)
         e->ref = malloc(n * (size_t)c->d_model * sizeof(float));
     ok = ok && (in->kind != HS_LOSS_REPR || e->ref);
-    hs_status st = ok ? ensure_batch(e, 1, err)
-                      : hs_fail(err, HS_E_NOMEM, "out of memory for the loss evaluator");
+    st = ok ? ensure_batch(e, 1, err)
+            : hs_fail(err, HS_E_NOMEM, "out of memory for the loss evaluator");
     if (st == HS_OK && in->kind == HS_LOSS_REPR) {
         hs_forward_opts o = {.hidden = e->ref};
         st = hs_forward(m, e->ids, e->type_ids, in->n, &o, e->ws, err);

@@ -20,26 +20,15 @@
 
 void hs_analyze_opts_default(hs_analyze_opts *o)
 {
-    memset(o, 0, sizeof *o);
-    o->ablation = 1;
-    o->pruning = 1;
-    o->gradient = 1;
-    o->similarity = HS_SIM_PEARSON;
-    o->cluster_threshold = 0.5;
-    o->probe_seed = 1;
-    o->probe_half_len = 32;
-    o->prune_tol = 0.01;
-    o->prune_stop = 0.1;
-    o->prune_method = HS_PRUNE_GRADIENT;
-    o->prune_round = 0.1;
-    o->prune_beam = 8;
-    o->prune_max_steps = 64;
-    o->label_threshold = 0.4;
-    o->hash_files = 1;
-    o->probe = 1;
-    o->diversity = 1;
-    o->keep_maps = 1;
-    o->maps_memory_max = HS_MAPSTORE_MEM_DEFAULT;
+    *o = (hs_analyze_opts){
+        .ablation = 1, .pruning = 1, .gradient = 1, .probe = 1, .diversity = 1,
+        .keep_maps = 1, .hash_files = 1,
+        .similarity = HS_SIM_PEARSON, .cluster_threshold = 0.5, .label_threshold = 0.4,
+        .probe_seed = 1, .probe_half_len = 32,
+        .prune_method = HS_PRUNE_GRADIENT, .prune_tol = 0.01, .prune_stop = 0.1,
+        .prune_round = 0.1, .prune_beam = 8, .prune_max_steps = 64,
+        .maps_memory_max = HS_MAPSTORE_MEM_DEFAULT,
+    };
 }
 
 double hs_pipeline_now(void)

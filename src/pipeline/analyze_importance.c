@@ -161,11 +161,11 @@ hs_status hs_analyze_importance(const hs_model *m, hs_analysis *a, const hs_anal
     }
     if (ev)
         a->forward_passes += hs_loss_eval_passes(ev);
-    goto fail; /* shared cleanup; st is HS_OK here */
-nomem:
-    st = hs_fail(err, HS_E_NOMEM, "out of memory");
-fail:
+fail: /* st is HS_OK when the steps above ran through */
     hs_loss_eval_free(ev);
     free(delta);
     return st;
+nomem:
+    st = hs_fail(err, HS_E_NOMEM, "out of memory");
+    goto fail;
 }
