@@ -242,6 +242,35 @@ Test(torchbin, weight_builder_accepts_the_views)
     hs_torchbin_close(t);
 }
 
+/* The file without its lm_head.weight. */
+static const hs_tensor_view *lookup_no_head(void *ctx, const char *name, const hs_tensor_ref *r,
+                                            int *out_in)
+{
+    return strcmp(name, "lm_head.weight") ? lookup(ctx, name, r, out_in) : NULL;
+}
+
+/* The same file, its decoder left out, under a descriptor whose embeddings are not tied:
+ * the absent decoder is named, not left NULL (the architecture layer's "fail loudly"). */
+Test(torchbin, untied_family_needs_its_decoder)
+{
+    hs_torchbin *t = open_ok(DIR "gpt2_tiny.bin");
+    hs_arch untied = *hs_arch_of(HS_FAMILY_GPT2);
+    untied.tied_embeddings = 0;
+    hs_model m;
+    hs_error err = {{0}};
+    memset(&m, 0, sizeof m);
+    m.cfg = (hs_model_config){.family = HS_FAMILY_GPT2, .n_layer = 1, .n_head = 2, .d_model = 8,
+                              .d_ff = 32, .n_ctx = 8, .vocab_size = 16, .ln_eps = 1e-5f,
+                              .act = HS_ACT_GELU_TANH, .arch = &untied};
+    cr_assert_eq(hs_config_validate(&m.cfg, &err), HS_OK, "%s", err.msg);
+    lookup_ctx ctx = {t};
+    cr_assert_eq(hs_weights_build(&m, lookup_no_head, &ctx, &err), HS_E_FORMAT);
+    cr_assert_str_eq(err.msg, "missing tensor 'lm_head.weight'");
+    free(m.arena);
+    free(m.layers);
+    hs_torchbin_close(t);
+}
+
 /* ---- refused files ------------------------------------------------------------------- */
 
 static void expect_fail(const char *file, hs_status want, const char *needle)

@@ -246,9 +246,9 @@ static int little_endian(void)
 /* One row of the name table: a whole slot points at the tensor's bytes in the file when
  * the reader allows it and the tensor is F32, stored in the normalised layout and aligned,
  * else at floats carved from the arena; a Q, K or V part goes into its block of the fused
- * slot, carved when the first part comes. An optional row that is absent leaves the
- * decoder tied to the token embeddings; the rows of an LM head that is absent are
- * skipped. */
+ * slot, carved when the first part comes. An optional decoder that is absent is the token
+ * embeddings (a family with tied_embeddings = 0 fails naming it); the rows of an LM head
+ * that is absent are skipped. */
 static hs_status build_row(void *ctx, const hs_tensor_name *e, int layer, hs_error *err)
 {
     builder *b = ctx;
@@ -263,9 +263,12 @@ static hs_status build_row(void *ctx, const hs_tensor_name *e, int layer, hs_err
     hs_tensor_shape sh = hs_names_shape(c, e);
     size_t count = (size_t)sh.rows * (size_t)sh.cols;
     if (!t && (e->flags & HS_TN_OPTIONAL)) {
-        if (e->slot == HS_S_DECODER && c->arch->tied_embeddings)
+        if (e->slot != HS_S_DECODER)
+            return HS_OK;
+        if (c->arch->tied_embeddings) {
             *slot = m->wte;
-        return HS_OK;
+            return HS_OK;
+        } /* an untied family's decoder is required: place() names it missing */
     }
     if (e->part >= 0) {
         if (e->part == 0)
