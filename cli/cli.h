@@ -105,6 +105,11 @@ int cli_analyze_corpus(const char *cmd, hs_model *m, const cli_corpus_opts *co,
                        const hs_analyze_opts *ao, const char *outdir, int created_dir,
                        int quiet, int json);
 
+/* Writes outdir/index.html for a corpus run: report_json and the first texts of
+ * outdir/texts.jsonl (up to HS_HTML_MAX_TEXTS_BYTES, whole lines) as the per-text list.
+ * Prints the error and returns EXIT_FAIL when it cannot, else 0. */
+int cli_corpus_page(const char *cmd, const char *outdir, const char *report_json);
+
 /* Uses outdir as the output folder, creating it when missing (*created = 1 then). Prints
  * the error and returns EXIT_FAIL when it is not a usable folder, else 0. */
 int cli_output_dir(const char *cmd, const char *outdir, int *created);

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include "cli.h"
+#include "headscope/html.h"
 
 /* "headscope: CMD: message" on stderr, the message escaped (hs_text_escape): it may quote
  * paths, option values and strings from files, and must stay one line and inert. */
@@ -259,4 +260,43 @@ int cli_output_dir(const char *cmd, const char *outdir, int *created)
         return EXIT_FAIL;
     }
     return 0;
+}
+
+int cli_corpus_page(const char *cmd, const char *outdir, const char *report_json)
+{
+    hs_error err = {{0}};
+    char *tpath = cli_path_join(outdir, "texts.jsonl"), *page = cli_path_join(outdir, "index.html");
+    char *texts = malloc(HS_HTML_MAX_TEXTS_BYTES + 1);
+    FILE *f = NULL;
+    int rc = EXIT_FAIL;
+    if (!tpath || !page || !texts) {
+        cli_error(cmd, "out of memory");
+        goto done;
+    }
+    if (!(f = fopen(tpath, "rb"))) {
+        cli_error(cmd, "cannot open '%s': %s", tpath, strerror(errno));
+        goto done;
+    }
+    size_t got = fread(texts, 1, HS_HTML_MAX_TEXTS_BYTES, f);
+    if (ferror(f)) {
+        cli_error(cmd, "cannot read '%s'", tpath);
+        goto done;
+    }
+    if (got == HS_HTML_MAX_TEXTS_BYTES) /* keep whole lines */
+        while (got > 0 && texts[got - 1] != '\n')
+            got--;
+    texts[got] = '\0';
+    hs_html_input in = {.report_json = report_json, .texts_jsonl = texts};
+    if (hs_html_write(page, &in, &err) != HS_OK) {
+        cli_error(cmd, "%s", err.msg);
+        goto done;
+    }
+    rc = 0;
+done:
+    if (f)
+        fclose(f);
+    free(texts);
+    free(page);
+    free(tpath);
+    return rc;
 }
