@@ -148,7 +148,7 @@ function init() {
   else $('hs-selected').replaceChildren(el('p', 'note', 'The report has no heads.'));
   show(h.view || 'overview');
   /* for tests and the console: what the head view drew last, and the decoded maps */
-  window.headscope = { drawn: function () { return HV.drawn; }, map: getMap, word: function (k) { return decoded('wmap', k); }, heads: HEADS, choose: choose, show: show };
+  window.headscope = { drawn: function () { return HV.drawn; }, map: getMap, word: function (k) { return decoded('wmap', k); }, heads: HEADS, choose: choose, show: show, ready: performance.now() };
 }
 
 try {

@@ -557,7 +557,8 @@ function textList(v) {
   }
   const qkey = CV.key.split('.')[0];
   const sel = SEL >= 0 ? SEL : 0;
-  box.appendChild(el('p', 'hint', TEXTS.length + ' texts' + (ti.total > ti.embedded ? ' (the first ' + ti.embedded + ' of ' + ti.total + '; the rest are in texts.jsonl)' : '') + '. The last column is ' + prettyKey(qkey) + ' of head ' + HEADS[sel].id + '. Click a text (or press Enter) to see every head on it.'));
+  const total = isNum(CORPUS.n_texts) ? CORPUS.n_texts : ti.total;
+  box.appendChild(el('p', 'hint', TEXTS.length + ' texts' + (total > TEXTS.length ? ' (the first ' + TEXTS.length + ' of ' + total + '; the rest are in texts.jsonl)' : '') + '. The last column is ' + prettyKey(qkey) + ' of head ' + HEADS[sel].id + '. Click a text (or press Enter) to see every head on it.'));
   const scroll = el('div', 'scroll');
   scroll.style.maxHeight = '40vh';
   const t = el('table', 'list');
