@@ -383,13 +383,15 @@ def hover_cell(drv, i, j):
     """Moves the mouse over cell (i, j), scrolling the map's box so that it is in view."""
     from selenium.webdriver.common.action_chains import ActionChains
     from selenium.webdriver.common.actions.action_builder import ActionBuilder
-    x, y = drv.execute_script("""
+    where = """
 const cv = document.getElementById('hs-heatmap'), sc = cv.closest('.heatscroll');
 const off = +cv.dataset.offset, cell = +cv.dataset.cell;
 const cx = off + arguments[1] * cell + cell / 2, cy = off + arguments[0] * cell + cell / 2;
-sc.scrollIntoView({block: 'start'});
-window.scrollBy(0, -60);  /* below the sticky tab bar */
+"""
+    drv.execute_script(where + """
 sc.scrollTop = cy - sc.clientHeight / 2; sc.scrollLeft = cx - sc.clientWidth / 2;
+const r = cv.getBoundingClientRect(); window.scrollBy(0, r.top + cy - window.innerHeight / 2);""", i, j)
+    x, y = drv.execute_script(where + """
 const r = cv.getBoundingClientRect(); return [Math.round(r.left + cx), Math.round(r.top + cy)];""", i, j)
     ab = ActionBuilder(drv)
     ab.pointer_action.move_to_location(x, y)

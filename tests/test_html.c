@@ -251,10 +251,14 @@ static hs_status small_map(void *user, int k, float *out, hs_error *err)
 Test(html, gpt2_small_at_512_tokens_stays_under_15_mb)
 {
     int n = 512, heads = 144;
-    size_t cap = 256 + (size_t)heads * 96;
+    size_t cap = 256 + (size_t)heads * 96 + 8 * (size_t)n;
     char *json = malloc(cap);
     cr_assert_not_null(json);
-    size_t o = (size_t)snprintf(json, cap, "{\"model\": {\"causal\": true}, \"input\": {\"n_tokens\": %d}, \"heads\": [", n);
+    /* two tokens a word: the word maps do not fit beside every head's map, so they are left out */
+    size_t o = (size_t)snprintf(json, cap, "{\"model\": {\"causal\": true}, \"input\": {\"n_tokens\": %d, \"word_ids\": [", n);
+    for (int i = 0; i < n; i++)
+        o += (size_t)snprintf(json + o, cap - o, "%s%d", i ? ", " : "", i / 2);
+    o += (size_t)snprintf(json + o, cap - o, "]}, \"heads\": [");
     /* |ablation_delta| grows with k, with alternating signs: the largest are the last heads */
     for (int k = 0; k < heads; k++)
         o += (size_t)snprintf(json + o, cap - o, "%s{\"id\": \"%d.%d\", \"ablation_delta\": %g}",
@@ -270,6 +274,8 @@ Test(html, gpt2_small_at_512_tokens_stays_under_15_mb)
     cr_expect_eq(count(page, "class=\"hs-map\" data-index=\"73\""), 1);
     cr_expect_eq(count(page, "class=\"hs-map\" data-index=\"72\""), 0);
     cr_expect_eq(count(page, "class=\"hs-thumb\""), (size_t)heads);
+    cr_expect_eq(count(page, "class=\"hs-wmap\""), 0);
+    cr_expect_not_null(strstr(page, "\"words\": 0"));
     cr_expect_not_null(strstr(page, "the maps of 71 of 144 heads fit"));
     cr_expect_lt(len, (size_t)15000000, "page is %zu bytes", len);
     char *b64 = element_text(page, "class=\"hs-map\" data-index=\"100\">");
@@ -352,6 +358,20 @@ Test(html, embeds_word_maps_when_the_report_has_words)
     page = encode_ok(&in, NULL);
     cr_expect_eq(count(page, "class=\"hs-wmap\""), 0);
     cr_expect_not_null(strstr(page, "\"words\": 0"));
+    free(page);
+    /* causal: the word map's lower triangle, (1), (0.5, 0.5) */
+    const char *causal = "{\"model\": {\"causal\": true}, \"input\": {\"n_tokens\": 3, "
+                         "\"word_ids\": [0, 0, 1]}, \"heads\": [{\"id\": \"0.0\"}]}";
+    in.report_json = causal;
+    page = encode_ok(&in, NULL);
+    b64 = element_text(page, "class=\"hs-wmap\" data-index=\"0\">");
+    bytes = b64_decode(b64, &n);
+    cr_assert_eq(n, 3);
+    cr_expect_eq(bytes[0], 254);
+    cr_expect_eq(bytes[1], 127);
+    cr_expect_eq(bytes[2], 127);
+    free(bytes);
+    free(b64);
     free(page);
 }
 

@@ -185,10 +185,23 @@ static int rank_cmp(const void *pa, const void *pb)
     return (a->k > b->k) - (a->k < b->k);
 }
 
+static size_t packed(int n, int causal)
+{
+    return causal ? (size_t)n * ((size_t)n + 1) / 2 : (size_t)n * (size_t)n;
+}
+
+/* Word maps come with every head's map or not at all: when all heads' maps and word maps
+ * do not fit, the word maps are dropped so that more heads' maps fit. */
 static hs_status choose_heads(const cJSON *heads, const hs_html_input *in, plan *p, hs_error *err)
 {
-    size_t per = p->causal ? (size_t)in->n * ((size_t)in->n + 1) / 2 : (size_t)in->n * (size_t)in->n;
-    size_t cost = b64_len(per) + (p->word ? b64_len((size_t)p->n_words * (size_t)p->n_words) : 0);
+    size_t cost = b64_len(packed(in->n, p->causal));
+    if (p->word && (size_t)in->n_maps * (cost + b64_len(packed(p->n_words, p->causal))) > HS_HTML_MAP_BUDGET) {
+        free(p->word);
+        p->word = NULL;
+        p->n_words = 0;
+    }
+    if (p->word)
+        cost += b64_len(packed(p->n_words, p->causal));
     size_t fit = HS_HTML_MAP_BUDGET / cost;
     rank *r = malloc((size_t)in->n_maps * sizeof *r);
     p->full = calloc((size_t)in->n_maps, 1);
@@ -218,7 +231,8 @@ static hs_status choose_heads(const cJSON *heads, const hs_html_input *in, plan 
     else if (p->n_full < in->n_maps)
         snprintf(p->reason, sizeof p->reason,
                  "the maps of %d of %d heads fit the page's budget of %zu MiB (the heads with "
-                 "the largest |ablation delta|); the others show only their thumbnail",
+                 "the largest |ablation delta|, without word-level maps); the others show only "
+                 "their thumbnail",
                  p->n_full, in->n_maps, HS_HTML_MAP_BUDGET >> 20);
     return HS_OK;
 }
@@ -323,10 +337,12 @@ static void buf_head(buf *b, const plan *p, int k, const float *map, int n, unsi
     buf_record(b, "hs-map", k, q, c);
     if (p->word && wmap && hs_wordmap_compute(map, 1, n, p->causal, p->word, p->n_words, wmap,
                                               NULL) == HS_OK) {
-        size_t ww = (size_t)p->n_words * (size_t)p->n_words;
-        for (size_t t = 0; t < ww; t++)
-            q[t] = quantise(wmap[t]);
-        buf_record(b, "hs-wmap", k, q, ww);
+        int w = p->n_words;
+        c = 0;
+        for (int u = 0; u < w; u++) /* causal: no word attends to a later word */
+            for (int v = 0, nv = p->causal ? u + 1 : w; v < nv; v++)
+                q[c++] = quantise(wmap[(size_t)u * (size_t)w + (size_t)v]);
+        buf_record(b, "hs-wmap", k, q, c);
     }
 }
 

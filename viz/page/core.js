@@ -165,7 +165,8 @@ function unquant(b) {
   const levels = INFO.levels || 254, nan = isNum(INFO.nan) ? INFO.nan : 255;
   return b === nan ? NaN : b / levels;
 }
-/* kind: 'map' (n x n, lower triangle when INFO.packing is 'lower'), 'wmap' (words^2), 'thumb' */
+/* kind: 'map' (n x n) or 'wmap' (words x words), lower triangles when INFO.packing is
+ * 'lower'; 'thumb' (thumb x thumb) */
 function decoded(kind, k) {
   if (CACHE[kind][k]) return CACHE[kind][k];
   const rec = REC[kind][k];
@@ -177,7 +178,7 @@ function decoded(kind, k) {
   else if (kind === 'wmap') n = INFO.words;
   else n = INFO.thumb;
   const v = new Float32Array(n * n);
-  const lower = kind === 'map' && INFO.packing === 'lower';
+  const lower = kind !== 'thumb' && INFO.packing === 'lower';
   if (raw.length !== (lower ? n * (n + 1) / 2 : n * n)) return null;
   let mx = 0, c = 0;
   for (let i = 0; i < n; i++) {

@@ -120,7 +120,7 @@ function init() {
     document.querySelectorAll('script.hs-' + kind).forEach(function (s) { REC[kind][s.dataset.index] = s; });
   });
   TEXTS = CORPUS ? readTexts() : [];
-  if (CORPUS) $('tab-corpus').hidden = false;
+  if (CORPUS) { $('tab-corpus').hidden = false; $('tab-head').hidden = true; $('tab-map').hidden = true; }
   columns();
   header();
   summary();

@@ -18,8 +18,8 @@ function panel(k) {
   acts.appendChild(button('head view', 'small', 'lines from each token (2)', function () { openHead(k, 'head'); }));
   acts.appendChild(button('map view', 'small', 'the full map (4)', function () { openHead(k, 'map'); }));
   if (!hasMap(k)) acts.appendChild(el('span', 'kv', INFO.embedded ? 'map not embedded (budget): thumbnail only' : 'no map in this page'));
-  p.appendChild(acts);
-  const m = el('div', 'metrics');
+  if (!CORPUS) p.appendChild(acts);
+  const m = el('div', CORPUS ? 'metrics one' : 'metrics');
   function metric(label, value) {
     const d = el('div');
     d.appendChild(el('span', null, label + ' '));
@@ -454,8 +454,8 @@ function mapView() {
     MAPV.cursor = [i, j];
     tip.textContent = readout(i, j).replace('  \u2192  ', '\n').replace('  weight', '\nweight');
     tip.hidden = false;
-    tip.style.left = (e.clientX - r.left + 12) + 'px';
-    tip.style.top = (e.clientY - r.top + 12) + 'px';
+    tip.style.left = (e.clientX + 12) + 'px';
+    tip.style.top = (e.clientY + 12) + 'px';
   });
   cv.addEventListener('mouseleave', function () { tip.hidden = true; });
   cv.addEventListener('keydown', function (e) {
