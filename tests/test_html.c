@@ -75,6 +75,22 @@ static unsigned char *b64_decode(const char *s, size_t *n)
     return out;
 }
 
+/* Expects the record of class cls for head k to decode to want[0..count). */
+static void expect_record(const char *page, const char *cls, int k, const unsigned char *want,
+                          size_t count)
+{
+    char open[96];
+    snprintf(open, sizeof open, "class=\"%s\" data-index=\"%d\">", cls, k);
+    char *b64 = element_text(page, open);
+    size_t n = 0;
+    unsigned char *bytes = b64_decode(b64, &n);
+    cr_assert_eq(n, count, "%s %d: %zu bytes, want %zu", cls, k, n, count);
+    for (size_t i = 0; i < count; i++)
+        cr_expect_eq(bytes[i], want[i], "%s %d value %zu: byte %d, want %d", cls, k, i, bytes[i], want[i]);
+    free(bytes);
+    free(b64);
+}
+
 Test(html, embeds_report_exactly_once)
 {
     hs_html_input in = {.report_json = report2, .attn = maps2, .n_maps = 2, .n = 2};
@@ -151,16 +167,8 @@ Test(html, one_map_record_per_head)
     cJSON_Delete(j);
     free(info);
     /* head 1 is {0.25, 0.75, 0, 1}: bytes round(v * 254) = 64 (63.5 rounds up), 191, 0, 254 */
-    char *b64 = element_text(page, "class=\"hs-map\" data-index=\"1\">");
-    size_t n = 0;
-    unsigned char *bytes = b64_decode(b64, &n);
-    cr_assert_eq(n, 4);
-    cr_expect_eq(bytes[0], 64);
-    cr_expect_eq(bytes[1], 191);
-    cr_expect_eq(bytes[2], 0);
-    cr_expect_eq(bytes[3], 254);
-    free(bytes);
-    free(b64);
+    const unsigned char want[4] = {64, 191, 0, 254};
+    expect_record(page, "hs-map", 1, want, 4);
     free(page);
 }
 
@@ -174,13 +182,8 @@ Test(html, quantises_clamps_and_marks_non_finite)
     char *page = encode_ok(&in, NULL);
     char *b64 = element_text(page, "class=\"hs-map\" data-index=\"0\">");
     cr_expect_eq(strlen(b64), 12); /* 9 bytes → 12 characters, no padding */
-    size_t n = 0;
-    unsigned char *bytes = b64_decode(b64, &n);
-    cr_assert_eq(n, 9);
-    for (int i = 0; i < 9; i++)
-        cr_expect_eq(bytes[i], want[i], "value %d: byte %d, want %d", i, bytes[i], want[i]);
-    free(bytes);
     free(b64);
+    expect_record(page, "hs-map", 0, want, 9);
     free(page);
 }
 
@@ -294,14 +297,7 @@ Test(html, stores_lower_triangles_of_causal_maps)
     hs_html_input in = {.report_json = json, .attn = m, .n_maps = 1, .n = 3};
     char *page = encode_ok(&in, NULL);
     cr_expect_not_null(strstr(page, "\"packing\": \"lower\""));
-    char *b64 = element_text(page, "class=\"hs-map\" data-index=\"0\">");
-    size_t n = 0;
-    unsigned char *bytes = b64_decode(b64, &n);
-    cr_assert_eq(n, 6);
-    for (int i = 0; i < 6; i++)
-        cr_expect_eq(bytes[i], want[i], "value %d: byte %d, want %d", i, bytes[i], want[i]);
-    free(bytes);
-    free(b64);
+    expect_record(page, "hs-map", 0, want, 6);
     free(page);
 }
 
@@ -318,16 +314,10 @@ Test(html, thumbnails_keep_the_largest_weight_of_each_block)
     hs_html_input in = {.report_json = json, .attn = m, .n_maps = 1, .n = n};
     char *page = encode_ok(&in, NULL);
     cr_expect_not_null(strstr(page, "\"thumb\": 48"));
-    char *b64 = element_text(page, "class=\"hs-thumb\" data-index=\"0\">");
-    size_t len = 0;
-    unsigned char *bytes = b64_decode(b64, &len);
-    cr_assert_eq(len, (size_t)48 * 48);
-    for (size_t p = 0; p < len; p++) {
-        unsigned char want = p == 2 * 48 + 3 ? 127 : p == 47 * 48 + 47 ? 254 : 0;
-        cr_expect_eq(bytes[p], want, "pixel %zu: %d, want %d", p, bytes[p], want);
-    }
-    free(bytes);
-    free(b64);
+    unsigned char want[48 * 48] = {0};
+    want[2 * 48 + 3] = 127;
+    want[47 * 48 + 47] = 254;
+    expect_record(page, "hs-thumb", 0, want, sizeof want);
     free(page);
     free(m);
 }
@@ -342,15 +332,8 @@ Test(html, embeds_word_maps_when_the_report_has_words)
     hs_html_input in = {.report_json = json, .attn = m, .n_maps = 1, .n = 3};
     char *page = encode_ok(&in, NULL);
     cr_expect_not_null(strstr(page, "\"words\": 2"));
-    char *b64 = element_text(page, "class=\"hs-wmap\" data-index=\"0\">");
-    size_t n = 0;
-    unsigned char *bytes = b64_decode(b64, &n);
     const unsigned char want[4] = {254, 0, 127, 127};
-    cr_assert_eq(n, 4);
-    for (int i = 0; i < 4; i++)
-        cr_expect_eq(bytes[i], want[i], "value %d: byte %d, want %d", i, bytes[i], want[i]);
-    free(bytes);
-    free(b64);
+    expect_record(page, "hs-wmap", 0, want, 4);
     free(page);
     /* word ids that skip a word are not a word index: no word maps */
     const char *gap = "{\"input\": {\"n_tokens\": 3, \"word_ids\": [0, 2, 2]}, \"heads\": [{\"id\": \"0.0\"}]}";
@@ -364,14 +347,8 @@ Test(html, embeds_word_maps_when_the_report_has_words)
                          "\"word_ids\": [0, 0, 1]}, \"heads\": [{\"id\": \"0.0\"}]}";
     in.report_json = causal;
     page = encode_ok(&in, NULL);
-    b64 = element_text(page, "class=\"hs-wmap\" data-index=\"0\">");
-    bytes = b64_decode(b64, &n);
-    cr_assert_eq(n, 3);
-    cr_expect_eq(bytes[0], 254);
-    cr_expect_eq(bytes[1], 127);
-    cr_expect_eq(bytes[2], 127);
-    free(bytes);
-    free(b64);
+    const unsigned char lower[3] = {254, 127, 127};
+    expect_record(page, "hs-wmap", 0, lower, 3);
     free(page);
 }
 

@@ -58,13 +58,16 @@ function segOK(i, j) {
   const a = TYPES[i] === 1 ? 'B' : 'A', b = TYPES[j] === 1 ? 'B' : 'A';
   return HV.seg === a + b;
 }
+/* Empties a view's section; false (with a note) when the page has no maps to show in it. */
+function mapsView(v) {
+  v.replaceChildren();
+  if (!CORPUS && INFO.embedded) return true;
+  v.appendChild(el('p', 'note panel', CORPUS ? 'A corpus report has no maps: analyze one text (headscope analyze MODEL --text ...) for its head and map views.' : 'No maps are embedded in this page: ' + (INFO.reason || 'no reason given') + '.'));
+  return false;
+}
 function headView() {
   const v = $('view-head');
-  v.replaceChildren();
-  if (CORPUS || !INFO.embedded) {
-    v.appendChild(el('p', 'note panel', CORPUS ? 'A corpus report has no maps: open a text\u2019s own analysis (headscope analyze MODEL --text ...) for its head view.' : 'No maps are embedded in this page: ' + (INFO.reason || 'no reason given') + '.'));
-    return;
-  }
+  if (!mapsView(v)) return;
   if (HV.layer === null) HV.layer = SEL >= 0 ? HEADS[SEL].layer : HEADS[0].layer;
   const box = el('div', 'panel');
   v.appendChild(box);
@@ -228,6 +231,23 @@ function headView() {
 }
 function draw() { if (headView.draw) headView.draw(); }
 
+/* Fills grid with the L x H layout: layers down, heads across, cell(k) for head k. */
+function lhGrid(grid, width, cell) {
+  const hs = [], at = {};
+  HEADS.forEach(function (h, k) { if (hs.indexOf(h.head) < 0) hs.push(h.head); at[h.layer + '.' + h.head] = k; });
+  hs.sort(function (a, b) { return a - b; });
+  grid.style.gridTemplateColumns = '2.5em repeat(' + hs.length + ', minmax(0, ' + width + 'px))';
+  grid.appendChild(el('span'));
+  hs.forEach(function (x) { grid.appendChild(el('span', 'kv', 'H' + x)); });
+  layersOf().forEach(function (l) {
+    grid.appendChild(el('span', 'kv', 'L' + l));
+    hs.forEach(function (x) {
+      const k = at[l + '.' + x];
+      grid.appendChild(k === undefined ? el('span') : cell(k));
+    });
+  });
+}
+
 /* ---- model view: the L x H grid of thumbnails, sortable and filterable ----------------- */
 function thumbCanvas(k) {
   const t = decoded('thumb', k);
@@ -316,21 +336,7 @@ function modelView() {
     return b;
   }
   if (MV.sort === 'grid') {
-    const layers = layersOf(), hs = [];
-    HEADS.forEach(function (h) { if (hs.indexOf(h.head) < 0) hs.push(h.head); });
-    hs.sort(function (a, b) { return a - b; });
-    grid.style.gridTemplateColumns = '2.5em repeat(' + hs.length + ', minmax(0, 72px))';
-    grid.appendChild(el('span'));
-    hs.forEach(function (x) { grid.appendChild(el('span', 'kv', 'H' + x)); });
-    const at = {};
-    HEADS.forEach(function (h, k) { at[h.layer + '.' + h.head] = k; });
-    layers.forEach(function (l) {
-      grid.appendChild(el('span', 'kv', 'L' + l));
-      hs.forEach(function (x) {
-        const k = at[l + '.' + x];
-        grid.appendChild(k === undefined ? el('span') : tile(k));
-      });
-    });
+    lhGrid(grid, 72, tile);
   } else {
     grid.style.gridTemplateColumns = 'repeat(auto-fill, minmax(72px, 1fr))';
     sortedBy(col(MV.sort), MV.dir).forEach(function (k) { if (passes(k)) grid.appendChild(tile(k)); });
@@ -363,11 +369,7 @@ function modelView() {
 /* ---- map view: one head's full map with labels and a value readout ------------------- */
 function mapView() {
   const v = $('view-map');
-  v.replaceChildren();
-  if (CORPUS || !INFO.embedded) {
-    v.appendChild(el('p', 'note panel', CORPUS ? 'A corpus report has no maps.' : 'No maps are embedded in this page: ' + (INFO.reason || 'no reason given') + '.'));
-    return;
-  }
+  if (!mapsView(v)) return;
   if (!(MAPV.k >= 0 && hasMap(MAPV.k))) MAPV.k = SEL >= 0 && hasMap(SEL) ? SEL : +Object.keys(REC.map)[0];
   const k = MAPV.k, h = HEADS[k];
   const words = INFO.words > 0 && !!REC.wmap[k];
@@ -592,30 +594,17 @@ function textPanel(x, qkey) {
   p.appendChild(el('p', 'hint', prettyKey(qkey) + ' of every head on this text, layers down, heads across (colour: low to high on this text). Its maps are not in a corpus page; analyze the text alone for its head and map views.'));
   const nums = vals.filter(isNum);
   const lo = Math.min.apply(null, nums.concat([0])), hi = Math.max.apply(null, nums.concat([lo + 1e-12]));
-  const layers = layersOf(), hs = [];
-  HEADS.forEach(function (h) { if (hs.indexOf(h.head) < 0) hs.push(h.head); });
-  hs.sort(function (a, b) { return a - b; });
   const grid = el('div', 'grid');
-  grid.style.gridTemplateColumns = '2.5em repeat(' + hs.length + ', minmax(0, 64px))';
-  grid.appendChild(el('span'));
-  hs.forEach(function (y) { grid.appendChild(el('span', 'kv', 'H' + y)); });
-  const at = {};
-  HEADS.forEach(function (h, k) { at[h.layer + '.' + h.head] = k; });
-  layers.forEach(function (l) {
-    grid.appendChild(el('span', 'kv', 'L' + l));
-    hs.forEach(function (y) {
-      const k = at[l + '.' + y];
-      if (k === undefined) { grid.appendChild(el('span')); return; }
-      const b = el('button', 'tile');
-      b.type = 'button';
-      b.dataset.headIndex = String(k);
-      const c = el('span', 'cell');
-      c.style.background = isNum(vals[k]) ? colour((vals[k] - lo) / (hi - lo)) : '#ccc';
-      b.appendChild(c);
-      b.appendChild(el('span', null, fmt(vals[k], 3)));
-      b.title = HEADS[k].id + ': ' + fmt(vals[k]);
-      grid.appendChild(b);
-    });
+  lhGrid(grid, 64, function (k) {
+    const b = el('button', 'tile');
+    b.type = 'button';
+    b.dataset.headIndex = String(k);
+    const c = el('span', 'cell');
+    c.style.background = isNum(vals[k]) ? colour((vals[k] - lo) / (hi - lo)) : '#ccc';
+    b.appendChild(c);
+    b.appendChild(el('span', null, fmt(vals[k], 3)));
+    b.title = HEADS[k].id + ': ' + fmt(vals[k]);
+    return b;
   });
   p.appendChild(grid);
   if (Array.isArray(x.ids)) p.appendChild(el('p', 'kv', 'ids: ' + x.ids.join(' ')));
