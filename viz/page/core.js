@@ -96,6 +96,18 @@ function headColour(k) { return HEAD_COLOURS[HEADS[k].head % HEAD_COLOURS.length
 function rgba(hex, a) {
   return 'rgba(' + parseInt(hex.slice(1, 3), 16) + ',' + parseInt(hex.slice(3, 5), 16) + ',' + parseInt(hex.slice(5, 7), 16) + ',' + a.toFixed(3) + ')';
 }
+/* Sizes a canvas to W x H CSS pixels at the screen's pixel ratio; returns its context,
+ * scaled so that drawing is in CSS pixels. */
+function sizeCanvas(cv, W, H) {
+  const dpr = window.devicePixelRatio || 1;
+  cv.width = Math.round(W * dpr);
+  cv.height = Math.round(H * dpr);
+  cv.style.width = W + 'px';
+  cv.style.height = H + 'px';
+  const ctx = cv.getContext('2d');
+  ctx.scale(dpr, dpr);
+  return ctx;
+}
 function button(text, cls, title, fn) {
   const b = el('button', cls || 'small', text);
   b.type = 'button';

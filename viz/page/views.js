@@ -132,11 +132,7 @@ function headView() {
   mid.appendChild(el('div', 'colhead', 'attends to \u2192'));
   const cv = el('canvas');
   cv.id = 'hs-hv-canvas';
-  const dpr = window.devicePixelRatio || 1;
-  cv.width = Math.round(W * dpr);
-  cv.height = Math.round(H * dpr);
-  cv.style.width = W + 'px';
-  cv.style.height = H + 'px';
+  const ctx = sizeCanvas(cv, W, H);
   cv.dataset.rowH = String(rowH);
   mid.appendChild(cv);
   const qs = [], kk = [];
@@ -159,8 +155,6 @@ function headView() {
   hv.appendChild(kc);
   if (!maps.length) box.appendChild(el('p', 'note', 'Pick one or more heads above.'));
   box.appendChild(hv);
-  const ctx = cv.getContext('2d');
-  ctx.scale(dpr, dpr);
 
   function draw() {
     const f = HV.focus;
@@ -407,16 +401,10 @@ function mapView() {
   if (showLabels) for (let i = 0; i < n; i++) lw = Math.max(lw, ctx0.measureText(labels[i]).width);
   lw = showLabels ? Math.ceil(lw) + 8 : 0;
   const W = lw + n * cell + 1, H = lw + n * cell + 1;
-  const dpr = window.devicePixelRatio || 1;
-  cv.width = Math.round(W * dpr);
-  cv.height = Math.round(H * dpr);
-  cv.style.width = W + 'px';
-  cv.style.height = H + 'px';
+  const ctx = sizeCanvas(cv, W, H);
   cv.dataset.cell = String(cell);
   cv.dataset.offset = String(lw);
   cv.dataset.level = MAPV.words ? 'words' : 'tokens';
-  const ctx = cv.getContext('2d');
-  ctx.scale(dpr, dpr);
   ctx.fillStyle = '#ffffff';
   ctx.fillRect(0, 0, W, H);
   const vmax = MAPV.stretch && map.max > 0 ? map.max : 1;
