@@ -732,5 +732,31 @@ expect 1 "resume a finished run" -- "$HS" analyze "$TG" --corpus "$CP" --max-tex
 one_line_error "resume a finished run"
 expect 2 "resume from stdin" -- "$HS" analyze "$TG" --corpus - --resume -o "$T/rs"
 
+# tools/pagegen: the page's files become byte arrays; it refuses what would break the page
+PG=$(dirname "$HS")/tools/pagegen
+if [ -x "$PG" ]; then
+    mkdir -p "$T/pg"
+    printf '<p>\n@include x.js\n@data\n</p>\n' >"$T/pg/t.html"
+    printf 'let a = 1;' >"$T/pg/x.js"
+    expect 0 "pagegen" -- "$PG" "$T/pg/t.html" "$T/pg/out.c"
+    # before: "<p>\n" "let a = 1;\n" (a newline is added); after: "</p>\n"
+    grep -q '^const size_t hs_page_before_len = 15;' "$T/pg/out.c" &&
+        grep -q '^const size_t hs_page_after_len = 5;' "$T/pg/out.c" &&
+        grep -q '60,112,62,10,108,101,116,32,97,32,61,32,49,59,10,' "$T/pg/out.c" && ok || bad "pagegen output: $(head -c 600 "$T/pg/out.c")"
+    for bad_js in 'x = "</script>";' 'x = "<!-- y";' 'x = "https://example.org";'; do
+        printf '%s\n' "$bad_js" >"$T/pg/x.js"
+        expect 1 "pagegen refuses $bad_js" -- "$PG" "$T/pg/t.html" "$T/pg/bad.c"
+        [ "$(wc -l <"$T/err")" = 1 ] && grep -q '^pagegen: ' "$T/err" && ok || bad "pagegen: not one line: $(cat "$T/err")"
+        no_file "pagegen refuses $bad_js" "$T/pg/bad.c"
+    done
+    printf '<p>\n' >"$T/pg/nodata.html"
+    expect 1 "pagegen without @data" -- "$PG" "$T/pg/nodata.html" "$T/pg/bad.c"
+    stderr_has "pagegen without @data" "no @data line"
+    no_file "pagegen without @data" "$T/pg/bad.c"
+    expect 2 "pagegen usage" -- "$PG" "$T/pg/t.html"
+else
+    bad "no $PG (make builds it)"
+fi
+
 echo "cli: $pass passed, $fail failed"
 [ "$fail" = 0 ]
