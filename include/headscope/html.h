@@ -79,7 +79,8 @@ typedef struct hs_html_input {
  * the page says why.
  * Returns HS_OK and a malloc'd, NUL-terminated page in *out (caller frees) with its
  * length, excluding the NUL, in *len; on failure *out is NULL and *len 0:
- * HS_E_ARG for a NULL in, out, len or report_json, or attn with n_maps or n < 1;
+ * HS_E_ARG for a NULL in, out, len or report_json, maps with n_maps or n < 1, or maps
+ * with a corpus report;
  * HS_E_FORMAT when report_json is not a JSON object; HS_E_SHAPE when n_maps or n
  * disagree with the report; HS_E_NOMEM when out of memory or a size overflows. */
 hs_status hs_html_encode(const hs_html_input *in, char **out, size_t *len, hs_error *err);
