@@ -70,10 +70,10 @@ CLI_SRC = $(sort $(wildcard cli/*.c))
 TEST_SRC = $(sort $(wildcard tests/test_*.c))
 BENCH_SRC = $(sort $(wildcard bench/*.c))
 
-# The page's HTML, CSS and JavaScript are real files in viz/page/; tools/pagegen.c turns
+# The page's HTML, CSS and JavaScript are real files in viz/page/; viz/page/pagegen.c turns
 # them into byte arrays at build time (no xxd, no ld -b binary, no #embed).
 PAGE_FILES = $(sort $(wildcard viz/page/*.html viz/page/*.css viz/page/*.js))
-PAGEGEN = $(BUILD)/tools/pagegen
+PAGEGEN = $(BUILD)/gen/pagegen
 PAGE_C = $(BUILD)/gen/page.c
 
 LIB_OBJ = $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/gen/page.o
@@ -104,7 +104,7 @@ $(BUILD)/obj/%.o: %.c $(wildcard include/headscope/*.h src/*.h src/*/*.h viz/*.h
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(ALLCFLAGS) -c $< -o $@
 
-$(PAGEGEN): tools/pagegen.c
+$(PAGEGEN): viz/page/pagegen.c
 	@mkdir -p $(dir $@)
 	$(CC) $(WARN) $(CFLAGS) $< -o $@
 

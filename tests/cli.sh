@@ -732,8 +732,8 @@ expect 1 "resume a finished run" -- "$HS" analyze "$TG" --corpus "$CP" --max-tex
 one_line_error "resume a finished run"
 expect 2 "resume from stdin" -- "$HS" analyze "$TG" --corpus - --resume -o "$T/rs"
 
-# tools/pagegen: the page's files become byte arrays; it refuses what would break the page
-PG=$(dirname "$HS")/tools/pagegen
+# viz/page/pagegen: the page's files become byte arrays; it refuses what would break the page
+PG=$(dirname "$HS")/gen/pagegen
 if [ -x "$PG" ]; then
     mkdir -p "$T/pg"
     printf '<p>\n@include x.js\n@data\n</p>\n' >"$T/pg/t.html"

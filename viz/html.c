@@ -1,5 +1,5 @@
 /* out/index.html: the report, the attention maps and the page's own HTML, CSS and JavaScript
- * (viz/page/, compiled in by tools/pagegen.c) in one self-contained file. */
+ * (viz/page/, compiled in by viz/page/pagegen.c) in one self-contained file. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,4 +1,4 @@
-/* The static text of out/index.html: viz/page/ compiled in by tools/pagegen.c (the
+/* The static text of out/index.html: viz/page/ compiled in by viz/page/pagegen.c (the
  * generated $(BUILD)/gen/page.c), used by viz/html.c. */
 #ifndef HEADSCOPE_VIZ_HTML_PAGE_H
 #define HEADSCOPE_VIZ_HTML_PAGE_H
