@@ -155,9 +155,9 @@ fi
 # approximation (read from an F16 table); the other types add rounded activations.
 BTEXTS=("The capital of France is [MASK]."
     "Permission is hereby granted, free of charge, to any person obtaining a copy of this software, to deal in the Software without restriction.")
-for f in "$T"/bert-*.gguf; do
-    name=$(basename "$f" .gguf)
-    ty=${name#bert-}
+for ty in $TYPES; do
+    f=$T/bert-$ty.gguf
+    name=bert-$ty
     cos=0.99999
     case $ty in f16) cos=0.9999 ;; bf16) cos=0.99 ;; q8_0) cos=0.95 ;; esac
     k=0
