@@ -82,7 +82,7 @@ TEST_BIN = $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 LIB = $(BUILD)/libheadscope.a
 BIN = $(BUILD)/headscope
 
-.PHONY: all deps test unit cli-test fuzz-replay browser-test bench fuzz clean example
+.PHONY: all deps test unit cli-test fuzz-replay browser-test llamacpp-test bench fuzz clean example
 all: $(LIB) $(BIN)
 
 # The commit a build comes from, recorded in reports (empty outside a git checkout). The
@@ -156,6 +156,11 @@ browser-test: $(BIN)
 	HEADSCOPE=$(BIN) HS_LDFLAGS="$(LDFLAGS)" bash tests/browser.sh
 
 test: all unit cli-test fuzz-replay browser-test lib-test
+
+# Interoperability with llama.cpp's own programs (not in `test`: it needs a llama.cpp build):
+# make llamacpp-test LLAMACPP=path/to/llama.cpp/build/bin [LLAMACPP_MODELS=path/to/llama.cpp/models]
+llamacpp-test: all
+	HEADSCOPE=$(BIN) LLAMACPP="$(LLAMACPP)" LLAMACPP_MODELS="$(LLAMACPP_MODELS)" bash tests/llamacpp.sh
 
 # libFuzzer: make fuzz [FUZZ_SECONDS=30]; needs clang (in make deps).
 FUZZ_SECONDS ?= 30

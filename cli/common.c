@@ -167,7 +167,7 @@ hs_model *cli_model_open(const char *cmd, const char *path, unsigned flags)
 }
 
 int cli_encode(const char *cmd, const hs_model *m, const cli_text *t, int truncate,
-               size_t max, hs_encoding *enc, int *truncated)
+               size_t max, int allow_empty, hs_encoding *enc, int *truncated)
 {
     if (truncated)
         *truncated = 0;
@@ -178,7 +178,7 @@ int cli_encode(const char *cmd, const hs_model *m, const cli_text *t, int trunca
                   hs_model_path(m));
         return EXIT_FAIL;
     }
-    if (t->len == 0) {
+    if (t->len == 0 && !allow_empty) {
         cli_error(cmd, "the text is empty");
         return EXIT_FAIL;
     }
@@ -186,7 +186,7 @@ int cli_encode(const char *cmd, const hs_model *m, const cli_text *t, int trunca
         cli_error(cmd, "--text-pair needs a BERT model (GPT-2 takes a single text)");
         return EXIT_FAIL;
     }
-    if (t->pair && t->pair_len == 0) {
+    if (t->pair && t->pair_len == 0 && !allow_empty) {
         cli_error(cmd, "the pair text is empty");
         return EXIT_FAIL;
     }
@@ -199,7 +199,7 @@ int cli_encode(const char *cmd, const hs_model *m, const cli_text *t, int trunca
     }
     /* text that is only whitespace or controls is [CLS] [SEP] for BERT, as Hugging Face
      * gives it; GPT-2 encodes whitespace, so only nothing at all is refused */
-    if (enc->n == 0) {
+    if (enc->n == 0 && !allow_empty) {
         hs_encoding_free(enc);
         cli_error(cmd, "the text has no tokens");
         return EXIT_FAIL;

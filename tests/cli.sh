@@ -75,6 +75,16 @@ expect 0 "tokenize stdin" -- bash -c "printf 'Hello world' | '$HS' tokenize '$G'
 stdout_is "stdin" '{"ids":[15496,995],"tokens":["Hello","Ġworld"],"type_ids":[0,0]}'
 expect 1 "tokenize to a full stdout" -- bash -c "'$HS' tokenize '$G' --text 'Hello world' > /dev/full"
 stderr_has "full stdout" "cannot write to standard output"
+# an empty text: no ids for GPT-2, [CLS] [SEP] (and a second [SEP] for a pair) for BERT, as
+# Hugging Face's tokenizers and llama-tokenize give them
+expect 0 "tokenize gpt2 empty" -- "$HS" tokenize "$G" --text ""
+stdout_is "GPT-2 empty text" ""
+expect 0 "tokenize gpt2 empty json" -- "$HS" tokenize "$G" --text "" --json
+stdout_is "GPT-2 empty json" '{"ids":[],"tokens":[],"type_ids":[]}'
+expect 0 "tokenize bert empty" -- "$HS" tokenize "$B" --text "" --json
+stdout_is "BERT empty text" '{"ids":[101,102],"tokens":["[CLS]","[SEP]"],"type_ids":[0,0]}'
+expect 0 "tokenize bert empty pair" -- "$HS" tokenize "$B" --text "" --text-pair "" --json
+stdout_is "BERT empty pair" '{"ids":[101,102,102],"tokens":["[CLS]","[SEP]","[SEP]"],"type_ids":[0,0,1]}'
 
 # ---- attn against the reference ------------------------------------------------------------
 # compare TEXT MODEL [PAIR]: ids from the reference tokenizer must equal headscope's, and the
@@ -361,6 +371,34 @@ PYEOF
 expect 0 "info gguf" -- "$HS" info "$T/g_f16.bin"
 grep -q "general.architecture" "$T/out" && grep -q "blk.0.attn_qkv.weight" "$T/out" && grep -q "format: *GGUF" "$T/out" && ok || bad "info gguf listing: $(head -c 600 "$T/out")"
 expect 0 "analyze gguf" -- "$HS" analyze "$T/g_f32.bin" --text "$TXT" -o "$T/ag" -q
+# the tied GPT-2 head: a copy in output.weight by default (llama.cpp b4747 needs it), left out
+# with --no-output-copy; the maps are the same either way
+expect 0 "info gguf f32" -- "$HS" info "$T/g_f32.bin"
+grep -qE "\| output\\.weight$" "$T/out" && ok || bad "convert writes output.weight for a tied GPT-2"
+expect 0 "convert --no-output-copy" -- "$HS" convert "$G" -o "$T/g_nocopy.bin" --no-output-copy
+expect 0 "info --no-output-copy" -- "$HS" info "$T/g_nocopy.bin"
+grep -qE "\| output\\.weight$" "$T/out" && bad "--no-output-copy still wrote output.weight" || ok
+expect 0 "attn --no-output-copy" -- "$HS" attn "$T/g_nocopy.bin" --text "$TXT" -o "$T/g_nocopy.npy"
+cmp -s "$T/g_nocopy.npy" "$T/g_f32.npy" && ok || bad "maps with and without output.weight differ"
+# vocabulary-only files (no tensors, as llama.cpp's models/ggml-vocab-*.gguf): tokenize and
+# info work, the commands that run the model refuse them in one line
+VB=fixtures/gguf/good/tiny-bert-vocab.gguf
+expect 0 "tokenize vocab-only bert" -- "$HS" tokenize "$VB" --text "unaffable playing [MASK] [unused0]" --json
+stdout_is "vocab-only bert ids" '{"ids":[4,16,17,18,24,23,6,7,3,8,5],"tokens":["[CLS]","un","##aff","##able","play","##ing","[MASK]","[","[UNK]","]","[SEP]"],"type_ids":[0,0,0,0,0,0,0,0,0,0,0]}'
+expect 0 "info vocab-only bert" -- "$HS" info "$VB"
+grep -q "format: *GGUF, vocabulary only" "$T/out" && grep -q "WordPiece, 27 tokens" "$T/out" && grep -q "'\[unused0\]'" "$T/out" && ok || bad "info vocab-only: $(head -c 900 "$T/out")"
+expect 0 "tokenize vocab-only gpt2" -- "$HS" tokenize fixtures/gguf/good/tiny-gpt2-vocab.gguf --text "Hello the world" --json
+cp "$T/out" "$T/vo.json"
+expect 0 "tokenize tiny hf gpt2" -- "$HS" tokenize fixtures/gguf/tiny-gpt2 --text "Hello the world" --json
+cmp -s "$T/out" "$T/vo.json" && ok || bad "vocab-only gpt2 ids differ from its folder: $(cat "$T/vo.json")"
+for c in attn analyze convert; do
+    args=("$HS" "$c" "$VB" -o "$T/vo.out")
+    [ "$c" = convert ] || args+=(--text hi)
+    expect 1 "$c vocab-only" -- "${args[@]}"
+    one_line_error "$c vocab-only"
+    stderr_has "$c vocab-only" "no tensors"
+    no_file "$c vocab-only" "$T/vo.out"
+done
 for f in fixtures/gguf/bad/*.gguf; do
     expect 1 "bad gguf $(basename "$f")" -- "$HS" attn "$f" --text hi -o "$T/bg.npy"
     one_line_error "bad gguf $(basename "$f")"
