@@ -82,7 +82,7 @@ TEST_BIN = $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 LIB = $(BUILD)/libheadscope.a
 BIN = $(BUILD)/headscope
 
-.PHONY: all deps test unit cli-test fuzz-replay browser-test llamacpp-test bench fuzz clean example
+.PHONY: all deps test unit cli-test fuzz-replay browser-test ref-test llamacpp-test bench fuzz clean example
 all: $(LIB) $(BIN)
 
 # The commit a build comes from, recorded in reports (empty outside a git checkout). The
@@ -155,7 +155,12 @@ fuzz-replay: $(REPLAY_BIN)
 browser-test: $(BIN)
 	HEADSCOPE=$(BIN) HS_LDFLAGS="$(LDFLAGS)" bash tests/browser.sh
 
-test: all unit cli-test fuzz-replay browser-test lib-test
+# The float64 references the suites compare against check themselves (fixtures/README.md).
+ref-test:
+	/usr/bin/python3 fixtures/ref/selftest.py
+	/usr/bin/python3 fixtures/ref/family_selftest.py
+
+test: all unit cli-test fuzz-replay browser-test lib-test ref-test
 
 # Interoperability with llama.cpp's own programs (not in `test`: it needs a llama.cpp build):
 # make llamacpp-test LLAMACPP=path/to/llama.cpp/build/bin [LLAMACPP_MODELS=path/to/llama.cpp/models]
