@@ -27,6 +27,21 @@ if [ -z "$L" ]; then
     echo "llamacpp: skipped: set LLAMACPP to the folder holding llama.cpp's llama-tokenize, llama-perplexity, llama-embedding, llama-simple and llama-eval-callback"
     exit 0
 fi
+# The block formats (no models needed): ggml.h from LLAMACPP_INCLUDE (default: the source
+# tree's ggml/include, two folders above build/bin), libggml-base from LLAMACPP.
+INC=${LLAMACPP_INCLUDE:-$L/../../ggml/include}
+if [ -f "$INC/ggml.h" ] && [ -f "$L/libggml-base.so" ]; then
+    QT=$(mktemp -d /tmp/hs-llamacpp-quant-XXXXXX)
+    # shellcheck disable=SC2046
+    ${CC:-cc} -std=c11 -O1 -Iinclude -Isrc -I"$INC" tests/llamacpp_quant.c "$(dirname "$HS")/libheadscope.a" \
+        -L"$L" -lggml-base -Wl,-rpath,"$L" -L/usr/lib/$(${CC:-cc} -print-multiarch)/openblas-openmp \
+        $(pkg-config --libs libpng libcjson libutf8proc) -lopenblas -fopenmp -lm -o "$QT/q" 2>"$QT/err" ||
+        { echo "llamacpp: cannot build tests/llamacpp_quant.c: $(head -3 "$QT/err")"; exit 1; }
+    "$QT/q" || { echo "llamacpp: block formats differ from llama.cpp's"; rm -rf "$QT"; exit 1; }
+    rm -rf "$QT"
+else
+    echo "llamacpp: block formats not compared: no ggml.h in $INC (set LLAMACPP_INCLUDE) or no $L/libggml-base.so"
+fi
 for t in llama-tokenize llama-perplexity llama-embedding llama-simple llama-eval-callback; do
     if [ ! -x "$L/$t" ]; then
         echo "llamacpp: skipped: $L/$t is missing (build it: cmake --build BUILD --target $t)"
