@@ -25,8 +25,10 @@ static const hs_tensor_name gpt2_names[] = {
     {HS_S_PROJ_B, -1, "h.%d.mlp.c_proj.bias", NULL, "blk.%d.ffn_down.bias", NULL, 0},
     {HS_S_FINAL_NORM_W, -1, "ln_f.weight", NULL, "output_norm.weight", NULL, 0},
     {HS_S_FINAL_NORM_B, -1, "ln_f.bias", NULL, "output_norm.bias", NULL, 0},
-    /* an untied decoder; absent: the token embeddings */
-    {HS_S_DECODER, -1, "lm_head.weight", NULL, "output.weight", NULL, HS_TN_OPTIONAL | HS_TN_BARE},
+    /* an untied decoder; absent: the token embeddings. GGUF: written as their copy when
+     * tied (llama.cpp before March 2025 requires output.weight), read back tied. */
+    {HS_S_DECODER, -1, "lm_head.weight", NULL, "output.weight", NULL,
+     HS_TN_OPTIONAL | HS_TN_BARE | HS_TN_GGUF_COPY},
 };
 
 static const struct hs_names gpt2_table = {

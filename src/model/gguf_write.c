@@ -147,6 +147,14 @@ static int is_special(const hs_arch *a, const char *tok)
     return 0;
 }
 
+/* "[...]": stored verbatim in a BERT vocabulary ([unused0], [PAD17], ...), as llama.cpp's
+ * converter and its ggml-vocab-bert-bge.gguf store them. */
+static int is_bracketed(const char *tok)
+{
+    size_t n = strlen(tok);
+    return n >= 2 && tok[0] == '[' && tok[n - 1] == ']';
+}
+
 static hs_status write_tokenizer(meta *mt, const hs_model *m, hs_error *err)
 {
     const hs_tokenizer *t = m->tok;
@@ -183,6 +191,13 @@ static hs_status write_tokenizer(meta *mt, const hs_model *m, hs_error *err)
         }
         return HS_OK;
     }
+    for (size_t i = 0; i < V; i++) {
+        const char *s = hs_tokenizer_token(t, (int32_t)i);
+        if (s && !strncmp(s, "##", 2) && is_bracketed(s + 2))
+            return hs_fail(err, HS_E_UNSUPPORTED,
+                           "token %zu '%.64s' cannot be stored: a GGUF BERT vocabulary keeps "
+                           "'[...]' verbatim, so it would read back as '%.64s'", i, s, s + 2);
+    }
     kv_str(mt, "tokenizer.ggml.model", m->cfg.arch->names->gguf_tokenizer);
     kv_str(mt, "tokenizer.ggml.pre", "jina-v2-en");
     kv_array_head(mt, "tokenizer.ggml.tokens", HS_GGUF_STRING, V);
@@ -191,7 +206,7 @@ static hs_status write_tokenizer(meta *mt, const hs_model *m, hs_error *err)
         if (!s) {
             snprintf(pad, sizeof pad, "[PAD%zu]", i);
             put_str(&mt->s, pad);
-        } else if (is_special(m->cfg.arch, s)) {
+        } else if (is_bracketed(s)) {
             put_str(&mt->s, s);
         } else if (!strncmp(s, "##", 2)) {
             put_str(&mt->s, s + 2);
@@ -208,10 +223,11 @@ static hs_status write_tokenizer(meta *mt, const hs_model *m, hs_error *err)
     }
     kv_u32(mt, "tokenizer.ggml.token_type_count", (uint32_t)m->cfg.type_vocab_size);
     kv_bool(mt, "tokenizer.ggml.normalizer.lowercase", hs_tokenizer_lowercase(t));
+    /* no eos_token_id: llama.cpp would take [SEP] for an end-of-generation token */
     static const char *const ids[][2] = {
-        {"tokenizer.ggml.bos_token_id", "[CLS]"},       {"tokenizer.ggml.eos_token_id", "[SEP]"},
-        {"tokenizer.ggml.unknown_token_id", "[UNK]"},   {"tokenizer.ggml.seperator_token_id", "[SEP]"},
-        {"tokenizer.ggml.padding_token_id", "[PAD]"},   {"tokenizer.ggml.mask_token_id", "[MASK]"},
+        {"tokenizer.ggml.bos_token_id", "[CLS]"},     {"tokenizer.ggml.unknown_token_id", "[UNK]"},
+        {"tokenizer.ggml.seperator_token_id", "[SEP]"}, {"tokenizer.ggml.padding_token_id", "[PAD]"},
+        {"tokenizer.ggml.mask_token_id", "[MASK]"},
     };
     for (size_t k = 0; k < sizeof ids / sizeof ids[0]; k++) {
         int32_t id = hs_tokenizer_id(t, ids[k][1]);
@@ -309,21 +325,24 @@ static void add_lin(plan *p, const char *name, const float *w, size_t in, size_t
 typedef struct plan_ctx {
     plan *p;
     const hs_model *m;
-    int keep_mlm;
+    const hs_gguf_write_options *opt;
 } plan_ctx;
 
 /* One row of the family's name table: its slot's floats (a Q, K or V block of the fused
- * slot for a part) under its GGUF name. An untied decoder is written, a tied one is not
- * (the loader ties it again); the rows of the MLM head only with keep_mlm. */
+ * slot for a part) under its GGUF name. An untied decoder is written; a tied one only as a
+ * copy of the token embeddings where the row asks for it (HS_TN_GGUF_COPY: llama.cpp
+ * before March 2025 requires GPT-2's output.weight) and opt->no_output_copy is not set
+ * (the loader ties a copy again); the rows of the MLM head only with opt->keep_mlm. */
 static hs_status plan_row(void *ctx, const hs_tensor_name *e, int layer, hs_error *err)
 {
     plan_ctx *pc = ctx;
     const hs_model *m = pc->m;
     (void)err;
-    if ((e->flags & HS_TN_HEAD) && !(pc->keep_mlm && m->cfg.has_lm_head && m->mlm_w))
+    if ((e->flags & HS_TN_HEAD) && !(pc->opt->keep_mlm && m->cfg.has_lm_head && m->mlm_w))
         return HS_OK;
     const float *src = *hs_slot_ptr((hs_model *)(uintptr_t)m, e->slot, layer);
-    if ((e->flags & HS_TN_OPTIONAL) && (!src || src == m->wte))
+    int copy = src && (e->flags & HS_TN_GGUF_COPY) && !pc->opt->no_output_copy;
+    if ((e->flags & HS_TN_OPTIONAL) && (!src || src == m->wte) && !copy)
         return HS_OK;
     hs_tensor_shape sh = hs_names_shape(&m->cfg, e);
     char nm[64];
@@ -339,9 +358,10 @@ static hs_status plan_row(void *ctx, const hs_tensor_name *e, int layer, hs_erro
     return HS_OK;
 }
 
-static hs_status build_plan(plan *p, const hs_model *m, int keep_mlm, hs_error *err)
+static hs_status build_plan(plan *p, const hs_model *m, const hs_gguf_write_options *opt,
+                            hs_error *err)
 {
-    plan_ctx pc = {p, m, keep_mlm};
+    plan_ctx pc = {p, m, opt};
     hs_status st = hs_names_walk(&m->cfg, plan_row, &pc, err);
     if (st)
         return st;
@@ -467,7 +487,7 @@ static hs_status emit(sink *s, const hs_model *m, const hs_gguf_write_options *o
         st = HS_E_NOMEM;
         goto fail;
     }
-    if ((st = build_plan(&p, m, opt->keep_mlm, err)))
+    if ((st = build_plan(&p, m, opt, err)))
         goto fail;
 
     /* header, metadata, tensor infos, padding */

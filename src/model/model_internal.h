@@ -62,8 +62,10 @@ typedef enum hs_slot {
 enum {
     HS_TN_OPTIONAL = 1, /* may be absent: the decoder then is the token embeddings */
     HS_TN_HEAD = 2,     /* part of an optional LM head: present when the first HEAD row is */
-    HS_TN_BARE = 4      /* the HF name never carries the family prefix (heads outside the
+    HS_TN_BARE = 4,     /* the HF name never carries the family prefix (heads outside the
                            base model: lm_head.*, cls.*) */
+    HS_TN_GGUF_COPY = 8 /* a GGUF file holds it even when tied, as a copy of the token
+                           embeddings (unless hs_gguf_write_options.no_output_copy) */
 };
 
 typedef struct hs_tensor_name {
