@@ -19,10 +19,11 @@ static const char usage_text[] =
     "                         [options]\n"
     "       headscope analyze MODEL --corpus PATH|- -o OUTDIR [corpus options] [options]\n\n"
     "Records every head's attention map on the text and computes per-head entropy, detector\n"
-    "scores (previous-token, self, first-token/[CLS], [SEP], duplicate-token, induction on a\n"
-    "seeded probe), Frobenius diversity, head similarity and clusters, ablation importance, a\n"
+    "scores on all attention and on the attention not parked on sinks (previous/next token,\n"
+    "self, broad, other segment on the text; duplicate-token, induction on a seeded probe),\n"
+    "head types with the sink mass beside them, Frobenius diversity, head similarity and clusters, ablation importance, a\n"
     "greedy pruning curve and pruning candidates. Writes OUTDIR/report.json (schema\n"
-    "headscope.report/2, docs/report-schema.md), PNG pictures and an offline page\n"
+    "headscope.report/3, docs/report-schema.md), PNG pictures and an offline page\n"
     "OUTDIR/index.html, and prints a summary.\n\n"
     "  -t, --text TEXT            the input text\n"
     "  -f, --file PATH            read the text from a file as raw bytes ('-' for stdin)\n"
@@ -35,9 +36,14 @@ static const char usage_text[] =
     "      --no-ablation          skip the ablation sweep and the pruning curve\n"
     "      --no-pruning           skip the pruning curve\n"
     "      --no-gradient          skip gradient importance (Michel et al. 2019)\n"
+    "      --no-composition       skip the composition scores from the weights (GPT-2)\n"
     "      --similarity METHOD    pearson (default) or js (Jensen-Shannon, Clark et al.)\n"
     "      --cluster-threshold X  cut the dendrogram at distance X (default 0.5)\n"
-    "      --exclude-sinks        leave position 0 and [CLS]/[SEP] out of entropy and detectors\n"
+    "      --exclude-sinks        leave the sinks out of entropy (detectors report both)\n"
+    "      --sink-punct           punctuation tokens are sinks too (position 0, [CLS], [SEP])\n"
+    "      --label-thresholds SPEC  X for every head type, or TYPE=X,... (types: previous_token\n"
+    "                             0.3, next_token 0.3, self 0.4, broad 0.9, other_segment 0.5,\n"
+    "                             duplicate_token 0.3, induction 0.3; sink 0.5)\n"
     "      --probe-seed N         induction probe seed (default 1)\n"
     "      --probe-len N          tokens in each half of the probe (default 32)\n"
     "      --prune-tol X          candidate when |ablation delta| < X (default 0.01)\n"
@@ -50,7 +56,8 @@ static const char usage_text[] =
     "      --no-images            write no PNG pictures\n"
     "      --max-tokens-in-images N  label at most N tokens per picture axis (default 64)\n"
     "      --no-hash              leave the model files' SHA-256 digests out of the report\n"
-    "  -h, --help                 show this help\n\n"
+    "  -h, --help                 show this help\n\n";
+static const char usage_corpus[] =
     "Corpus mode (docs/corpus.md): every text of PATH analysed in turn; OUTDIR/texts.jsonl\n"
     "holds each text's per-head values, OUTDIR/report.json their count, mean, sd and 95%\n"
     "confidence interval per head, corpus importance and clusters on the mean similarity.\n"
@@ -72,7 +79,7 @@ static const char usage_text[] =
 
 enum {
     OPT_PAIR = 256, OPT_JSON, OPT_TRUNC, OPT_LAYERS, OPT_NOABL, OPT_NOPRUNE, OPT_SIM, OPT_THR,
-    OPT_SINKS, OPT_SEED, OPT_PLEN, OPT_PTOL, OPT_PSTOP, OPT_PBEAM, OPT_PMAX, OPT_NOIMG, OPT_MAXTOK, OPT_NOGRAD,
+    OPT_SINKS, OPT_SINKPUNCT, OPT_LTHR, OPT_NOCOMP, OPT_SEED, OPT_PLEN, OPT_PTOL, OPT_PSTOP, OPT_PBEAM, OPT_PMAX, OPT_NOIMG, OPT_MAXTOK, OPT_NOGRAD,
     OPT_NOHASH, OPT_PMETHOD, OPT_PROUND, OPT_CORPUS, OPT_CFORMAT, OPT_MAXTEXTS, OPT_MAXTOKENS,
     OPT_SKIPLONG, OPT_SAMPLE, OPT_CSEED, OPT_CABL, OPT_SHARD, OPT_CKPT, OPT_RESUME, OPT_PROGRESS
 };
@@ -211,6 +218,33 @@ static int cmp_abl(const void *x, const void *y)
     return (da < db) - (da > db);
 }
 
+/* One line per head type (sinks: per sink kind) that some head has: its heads with their
+ * scores, and for a type its threshold. */
+static void print_kinds(const hs_analysis *a, int sinks, int count)
+{
+    int any = 0;
+    for (int t = 0; t < count; t++) {
+        int first = 1;
+        for (int k = 0; k < a->n_heads; k++) {
+            const hs_head_result *h = &a->heads[k];
+            if (!(((sinks ? h->sink_types : h->labels) >> t) & 1u))
+                continue;
+            if (first)
+                printf("  %-16s", sinks ? hs_sink_name(t) : hs_label_name(t));
+            printf("%s%d.%d (%.2f)", first ? "" : ", ", h->layer, h->head,
+                   sinks ? hs_sink_score(h, t) : hs_label_score(h, t));
+            first = 0;
+            any = 1;
+        }
+        if (!first && !sinks)
+            printf(" [>= %.2f]", a->opts.label_thresholds[t]);
+        if (!first)
+            printf("\n");
+    }
+    if (!any)
+        printf("  none\n");
+}
+
 static void print_summary(const hs_analysis *a, const char *report_path)
 {
     const hs_model_config *c = hs_model_config_of(a->model);
@@ -234,26 +268,10 @@ static void print_summary(const hs_analysis *a, const char *report_path)
             free(sorted);
         }
     }
-    static const char *const types[] = {"previous_token", "induction", "duplicate_token", "self",
-                                        "first_token", "sep"};
-    printf("head types (score >= %.2f):\n", a->opts.label_threshold);
-    int any = 0;
-    for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
-        int first = 1;
-        for (int k = 0; k < a->n_heads; k++) {
-            if (strcmp(a->heads[k].label, types[t]))
-                continue;
-            if (first)
-                printf("  %-16s", types[t]);
-            printf("%s%d.%d", first ? "" : ", ", a->heads[k].layer, a->heads[k].head);
-            first = 0;
-            any = 1;
-        }
-        if (!first)
-            printf("\n");
-    }
-    if (!any)
-        printf("  none\n");
+    printf("head types (score without sinks >= its threshold):\n");
+    print_kinds(a, 0, HS_LABEL_COUNT);
+    printf("sinks (attention mass >= %.2f):\n", a->opts.sink_threshold);
+    print_kinds(a, 1, HS_SINK_COUNT);
     printf("clusters at distance %.3g: %d\n", a->opts.cluster_threshold, a->n_clusters);
     if (a->opts.ablation) {
         printf("pruning candidates (|delta| < %g):", a->opts.prune_tol);
@@ -276,6 +294,9 @@ int cmd_analyze(int argc, char **argv)
         {"similarity", required_argument, NULL, OPT_SIM},
         {"cluster-threshold", required_argument, NULL, OPT_THR},
         {"exclude-sinks", no_argument, NULL, OPT_SINKS},
+        {"sink-punct", no_argument, NULL, OPT_SINKPUNCT},
+        {"no-composition", no_argument, NULL, OPT_NOCOMP},
+        {"label-thresholds", required_argument, NULL, OPT_LTHR},
         {"probe-seed", required_argument, NULL, OPT_SEED},
         {"probe-len", required_argument, NULL, OPT_PLEN},
         {"prune-tol", required_argument, NULL, OPT_PTOL},
@@ -346,6 +367,14 @@ int cmd_analyze(int argc, char **argv)
             ao.cluster_threshold = dv;
             break;
         case OPT_SINKS: ao.exclude_sinks = 1; break;
+        case OPT_SINKPUNCT: ao.sink_punct = 1; break;
+        case OPT_NOCOMP: ao.composition = 0; break;
+        case OPT_LTHR: {
+            hs_error e = {{0}};
+            if (hs_label_thresholds_parse(optarg, ao.label_thresholds, &ao.sink_threshold, &e))
+                return cli_usage_error(C, "--label-thresholds: %s", e.msg);
+            break;
+        }
         case OPT_SEED:
             if (cli_parse_long(optarg, 0, 0x7fffffffL, &lv))
                 return cli_usage_error(C, "--probe-seed '%s' is not a number in [0, 2^31)", optarg);
@@ -455,7 +484,10 @@ int cmd_analyze(int argc, char **argv)
             else
                 return cli_usage_error(C, "--progress '%s' is not auto, json or none", optarg);
             break;
-        case 'h': fputs(usage_text, stdout); return cli_finish_stdout(C);
+        case 'h':
+            fputs(usage_text, stdout);
+            fputs(usage_corpus, stdout);
+            return cli_finish_stdout(C);
         case ':': return cli_usage_error(C, "option '%s' needs a value", argv[optind - 1]);
         default: return cli_usage_error(C, "unknown option '%s'", argv[optind - 1]);
         }

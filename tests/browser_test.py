@@ -174,7 +174,8 @@ def run_case(drv, name, page, rows_expected, maps, shots):
     # pick a head with a clear pattern when there is one: the strongest previous-token head
     target = drv.execute_script(
         "const r = JSON.parse(document.getElementById('hs-report').textContent); let b = 0;"
-        " r.heads.forEach((h, k) => { if ((h.scores.previous_token || 0) > (r.heads[b].scores.previous_token || 0)) b = k; });"
+        " const pt = (h) => h.text_scores.no_sinks.previous_token || 0;"
+        " r.heads.forEach((h, k) => { if (pt(h) > pt(r.heads[b])) b = k; });"
         " return b;")
     row = drv.find_element(By.CSS_SELECTOR, "#hs-heads tbody tr[data-k='%d']" % target)
     drv.execute_script("arguments[0].scrollIntoView({block: 'center'});", row)

@@ -240,12 +240,17 @@ expect 0 "analyze --no-images" -- "$HS" analyze "$G" --text "$REP" -o "$T/noimg"
 "$PY" - "$T/an/report.json" <<'PYEOF' && ok || bad "tiny-gpt2 heads not identified"
 import json, sys
 r = json.load(open(sys.argv[1]))
-assert r["schema"] == "headscope.report/2"
+assert r["schema"] == "headscope.report/3"
 h = {x["id"]: x for x in r["heads"]}
 assert h["0.2"]["label"] == "previous_token", h["0.2"]
 assert h["1.1"]["label"] == "induction", h["1.1"]
-assert h["0.2"]["scores"]["previous_token"] > 0.9
-assert h["1.1"]["scores"]["induction"] > 0.8
+assert h["0.2"]["text_scores"]["no_sinks"]["previous_token"] > 0.9
+assert h["0.2"]["text_scores"]["all"]["previous_token"] > 0.9
+assert h["1.1"]["probe_scores"]["no_sinks"]["induction"] > 0.8
+assert [x["id"] for x in r["heads"] if any(l["type"] == "induction" for l in x["labels"])] == ["1.1"]
+lab = [l for l in h["1.1"]["labels"] if l["type"] == "induction"][0]
+assert lab["measured_on"] == "probe" and lab["attention"] == "no_sinks" and lab["threshold"] == 0.3, lab
+assert r["options"]["label_thresholds"]["induction"] == 0.3 and r["options"]["sinks"] == ["first_token"]
 top = max(r["heads"], key=lambda x: x["ablation_delta"])
 assert top["id"] == "1.1", top["id"]
 assert all(x["gradient_importance"] is not None for x in r["heads"])

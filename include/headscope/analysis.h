@@ -20,7 +20,8 @@
  *     hs_entropy ent[144];  hs_detect det[144];
  *     unsigned char sink[128];
  *     hs_entropy_compute(t->attn, L * H, n, causal, NULL, ent, &err);   // every row
- *     hs_detect_compute(t->attn, L * H, n, causal, ids, 102, NULL, det, &err);
+ *     hs_detect_seq seq = {.ids = ids, .cls_id = 101, .sep_id = 102};
+ *     hs_detect_compute(t->attn, L * H, n, causal, &seq, NULL, det, &err);
  *     hs_sinks_mark(ids, n, 101, 102, sink, &err);                      // BERT sinks
  *     hs_entropy_compute(t->attn, L * H, n, causal, sink, ent, &err);   // without them
  *     double *r = malloc(sizeof(double) * 144 * 144), *d = malloc(sizeof(double) * 144 * 144);
@@ -96,20 +97,40 @@ typedef struct hs_detect {
     double sep;         /* cells (i, j) with ids[j] == sep_id; NaN if sep_id < 0 or absent */
     double duplicate;   /* cells (i, j), j < i, ids[j] == ids[i] */
     double induction;   /* cells (i, j), 1 <= j, j != i, j != i+1, j visible, ids[j-1] == ids[i] */
+    double next_token;  /* cell (i, i+1), rows i <= n-2; NaN for causal maps (never visible) */
+    double cls;         /* cells (i, j) with ids[j] == cls_id; NaN if cls_id < 0 or absent */
+    double punct;       /* cells (i, j) with punct[j]; NaN without punct or none visible */
+    double other_segment; /* cells (i, j) with type_ids[j] != type_ids[i]; NaN without
+                             type_ids or when every visible key is in the query's segment */
+    double sink;        /* cells (i, j) with sink[j], raw map, every row; NaN without sink */
 } hs_detect;
 
-/* Detector scores of every map: maps: (n_maps, n, n), ids: (n) -> out: (n_maps),
+/* The sequence a detector pass reads besides the maps. */
+typedef struct hs_detect_seq {
+    const int32_t *ids;         /* (n) token ids, required */
+    int32_t cls_id, sep_id;     /* the [CLS] / [SEP] ids (101 / 102 for bert-base-uncased), or
+                                   negative for no such score */
+    const int32_t *type_ids;    /* (n) segment of each token, or NULL: no other_segment */
+    const unsigned char *punct; /* (n) 1 = punctuation token (hs_token_is_punct), or NULL */
+} hs_detect_seq;
+
+/* Detector scores of every map: maps: (n_maps, n, n), seq: the tokens (n) -> out: (n_maps),
  * caller-owned. Each score is the mean over query rows that have at least one visible
  * pattern cell of the row's summed attention on its pattern cells; a map with no such
  * row gets NaN (e.g. duplicate/induction on text without repeats).
- * sep_id: the [SEP] id (102 for bert-base-uncased), or negative for no [SEP] score.
- * sink: (n) from hs_sinks_mark, or NULL. With sink, prev_token, self, duplicate and
- * induction leave out sink query rows and sink key cells and divide each row's pattern
- * mass by its non-sink mass (rows with non-sink mass 0 are left out); first_token and
- * sep measure the sinks themselves and are always computed on the raw map. */
-hs_status hs_detect_compute(const float *maps, int n_maps, int n, int causal, const int32_t *ids,
-                            int32_t sep_id, const unsigned char *sink, hs_detect *out,
+ * sink: (n) from hs_sinks_mark, or NULL. With sink, the pattern scores (prev_token,
+ * next_token, self, duplicate, induction, punct, other_segment) leave out sink query rows
+ * and sink key cells and divide each row's pattern mass by its non-sink mass (rows with
+ * non-sink mass 0 are left out); first_token, cls, sep and sink measure the sinks
+ * themselves and are always computed on the raw map. */
+hs_status hs_detect_compute(const float *maps, int n_maps, int n, int causal,
+                            const hs_detect_seq *seq, const unsigned char *sink, hs_detect *out,
                             hs_error *err);
+
+/* 1 when the token's display form s (UTF-8, NUL-terminated) holds at least one code point
+ * and every code point is Unicode punctuation (general category P*) or white space (so
+ * GPT-2's " ," counts), else 0. The punctuation positions of Clark et al. (2019). */
+int hs_token_is_punct(const char *s);
 
 /* A seeded induction probe: half_len distinct token ids drawn uniformly from
  * [vocab_lo, vocab_hi), then the same half_len ids again: out: (2 * half_len),

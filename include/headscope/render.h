@@ -32,6 +32,7 @@
 #include <stdint.h>
 
 #include "headscope/analysis.h"
+#include "headscope/composition.h"
 #include "headscope/status.h"
 
 #ifdef __cplusplus
@@ -254,6 +255,16 @@ hs_status hs_importance_render(const float *values, int n_layer, int n_head,
 /* hs_importance_render, then hs_png_write to path. opts may be NULL. */
 hs_status hs_importance_write(const char *path, const float *values, int n_layer, int n_head,
                               const hs_importance_opts *opts, hs_error *err);
+
+/* ---- composition -------------------------------------------------------- */
+
+/* Draws c's Q-, K- and V-composition matrices side by side (rows: the writing head,
+ * columns: the reading head, NaN grey where the reader is not in a later layer; viridis
+ * from 0 to the largest score of the three), frames the top strongest pairs of each
+ * (hs_composition_strongest, top in 0..64) and lists them beneath, under title (may be
+ * NULL). On success out owns a new image (hs_image_free). */
+hs_status hs_composition_render(const hs_composition *c, const char *title, int top,
+                                hs_image *out, hs_error *err);
 
 #ifdef __cplusplus
 }

@@ -14,10 +14,16 @@ int hs_layer_observe(void *user, int layer, const float *probs, int n_head, int 
         int k = t->next;
         t->next += n_head;
         if (t->ent)
-            t->st = hs_entropy_compute(probs, n_head, n, t->causal, t->sink, t->ent + k, t->err);
+            t->st = hs_entropy_compute(probs, n_head, n, t->causal, NULL, t->ent + k, t->err);
+        if (!t->st && t->ent_free)
+            t->st = hs_entropy_compute(probs, n_head, n, t->causal, t->sink, t->ent_free + k,
+                                       t->err);
         if (!t->st)
-            t->st = hs_detect_compute(probs, n_head, n, t->causal, t->ids, t->sep_id, t->sink,
-                                      t->det + k, t->err);
+            t->st = hs_detect_compute(probs, n_head, n, t->causal, t->seq, NULL, t->det + k,
+                                      t->err);
+        if (!t->st)
+            t->st = hs_detect_compute(probs, n_head, n, t->causal, t->seq, t->sink,
+                                      t->det_free + k, t->err);
     }
     if (!t->st && t->store)
         t->st = hs_mapstore_put(t->store, layer * n_head, n_head, probs, t->err);

@@ -71,7 +71,7 @@ hs_status hs_pictures_write(const hs_analysis *a, const char *outdir, int max_la
     size_t nn = (size_t)n * (size_t)n;
     file_list fl = {0};
     hs_status st = HS_OK;
-    char path[4096], rel[64], title[128], sub[256], p1[48], p2[48], p3[48], p4[48];
+    char path[4096], rel[64], title[128], sub[256], p1[48], p2[48], p3[48], p4[48], p5[48];
     float *sim = NULL, *imp = NULL, *map = NULL;
     char **names = NULL;
     *files = NULL;
@@ -94,9 +94,10 @@ hs_status hs_pictures_write(const hs_analysis *a, const char *outdir, int max_la
                  strcmp(h->label, "none") ? h->label : "");
         fmt_num(p1, sizeof p1, "entropy", h->entropy.nats, 2, 0, " nats");
         fmt_num(p2, sizeof p2, "ablation", h->ablation_delta, 4, 1, "");
-        fmt_num(p3, sizeof p3, "prev", h->text_scores.prev_token, 2, 0, "");
-        fmt_num(p4, sizeof p4, "induction", h->probe_scores.induction, 2, 0, "");
-        snprintf(sub, sizeof sub, "%s   %s   %s   %s", p1, p2, p3, p4);
+        fmt_num(p3, sizeof p3, "prev", h->text_free.prev_token, 2, 0, "");
+        fmt_num(p4, sizeof p4, "induction", h->probe_free.induction, 2, 0, "");
+        fmt_num(p5, sizeof p5, "on sinks", h->text_free.sink, 2, 0, "");
+        snprintf(sub, sizeof sub, "%s   %s   %s   %s   %s", p1, p2, p3, p4, p5);
         hs_heatmap_opts ho = {.title = title, .subtitle = sub, .max_labels = max_labels};
         st = hs_analysis_map(a, a->head_index[k], map, err);
         if (!st)
@@ -158,6 +159,18 @@ hs_status hs_pictures_write(const hs_analysis *a, const char *outdir, int max_la
             if (!st && list_add(&fl, "importance.png"))
                 st = hs_fail(err, HS_E_NOMEM, "out of memory");
         }
+    }
+    if (!st && a->composition) {
+        hs_image img = {0};
+        snprintf(path, sizeof path, "%s/composition.png", outdir);
+        st = hs_composition_render(a->composition, "composition of heads across layers "
+                                                   "(Elhage et al. 2021), from the weights",
+                                   HS_COMPOSITION_TOP, &img, err);
+        if (!st)
+            st = hs_png_write(path, img.rgb, img.w, img.h, err);
+        hs_image_free(&img);
+        if (!st && list_add(&fl, "composition.png"))
+            st = hs_fail(err, HS_E_NOMEM, "out of memory");
     }
     if (names)
         for (int k = 0; k < a->n_heads; k++)

@@ -1,4 +1,4 @@
-/* report.json ("headscope.report/2") from an hs_analysis; atomic file writes.
+/* report.json ("headscope.report/3") from an hs_analysis; atomic file writes.
  * docs/report-schema.md documents every field. */
 #include <math.h>
 #include <stdio.h>
@@ -66,19 +66,60 @@ static cJSON *head_json(const hs_analysis *a, const hs_head_result *h)
     add_num(o, "gradient_importance", h->gradient);
     add_num(o, "gradient_raw", h->gradient_raw);
     cJSON_AddNumberToObject(o, "cluster", h->cluster);
-    cJSON_AddStringToObject(o, "label", h->label);
-    cJSON *s = cJSON_AddObjectToObject(o, "scores");
-    add_num(s, "previous_token", h->text_scores.prev_token);
-    add_num(s, "self", h->text_scores.self);
-    add_num(s, "first_token", h->text_scores.first_token);
-    if (c->family == HS_FAMILY_BERT)
-        add_num(s, "sep", h->text_scores.sep);
-    add_num(s, "duplicate_token", h->probe_scores.duplicate);
-    add_num(s, "induction", h->probe_scores.induction);
-    cJSON *t = cJSON_AddObjectToObject(o, "text_scores");
-    add_num(t, "duplicate_token", h->text_scores.duplicate);
-    add_num(t, "induction", h->text_scores.induction);
+    hs_report_head_types(o, h, &a->opts, c->family == HS_FAMILY_BERT);
+    add_num(o, "ov_copying", a->composition
+                                 ? a->composition->copying[h->layer * c->n_head + h->head]
+                                 : NAN);
     return o;
+}
+
+/* A head by name and by its two integers, under keys prefix, prefix_layer, prefix_head. */
+static void add_head_ref(cJSON *o, const char *prefix, int index, int n_head)
+{
+    char name[32], key[32];
+    snprintf(name, sizeof name, "%d.%d", index / n_head, index % n_head);
+    cJSON_AddStringToObject(o, prefix, name);
+    snprintf(key, sizeof key, "%s_layer", prefix);
+    cJSON_AddNumberToObject(o, key, index / n_head);
+    snprintf(key, sizeof key, "%s_head", prefix);
+    cJSON_AddNumberToObject(o, key, index % n_head);
+}
+
+static void add_composition(cJSON *r, const hs_analysis *a)
+{
+    const hs_composition *cp = a->composition;
+    const hs_model_config *c = hs_model_config_of(a->model);
+    cJSON *co = cJSON_AddObjectToObject(r, "composition");
+    if (!cp) {
+        cJSON_AddBoolToObject(co, "available", 0);
+        cJSON_AddStringToObject(co, "reason", c->family != HS_FAMILY_GPT2
+                                                  ? "defined for the GPT-2 family (pre-LN) only"
+                                                  : "not computed (--no-composition)");
+        return;
+    }
+    cJSON_AddBoolToObject(co, "available", 1);
+    cJSON_AddStringToObject(co, "weights", "ln_1 scale folded into W_Q, W_K, W_V; ln_f scale "
+                                           "into W_U; biases left out");
+    static const char *const kinds[3] = {"q", "k", "v"};
+    const double *m[3] = {cp->q, cp->k, cp->v};
+    for (int k = 0; k < 3; k++)
+        cJSON_AddItemToObject(co, kinds[k], hs_json_matrix(m[k], cp->n_heads, cp->n_heads));
+    cJSON *cpy = cJSON_AddArrayToObject(co, "copying");
+    for (int k = 0; k < cp->n_heads; k++)
+        cJSON_AddItemToArray(cpy, hs_json_num(cp->copying[k]));
+    cJSON *st = cJSON_AddArrayToObject(co, "strongest");
+    int from[HS_COMPOSITION_TOP], to[HS_COMPOSITION_TOP];
+    for (int k = 0; k < 3; k++) {
+        int n = hs_composition_strongest(cp, k, from, to, HS_COMPOSITION_TOP);
+        for (int i = 0; i < n; i++) {
+            cJSON *e = cJSON_CreateObject();
+            cJSON_AddStringToObject(e, "kind", kinds[k]);
+            add_head_ref(e, "from", from[i], cp->n_head);
+            add_head_ref(e, "to", to[i], cp->n_head);
+            add_num(e, "score", m[k][(size_t)from[i] * cp->n_heads + to[i]]);
+            cJSON_AddItemToArray(st, e);
+        }
+    }
 }
 
 void hs_report_add_clusters(cJSON *parent, const hs_linkage *lk, const int *labels, int n_heads,
@@ -198,10 +239,18 @@ char *hs_report_json(const hs_analysis *a, const char *const *files, int n_files
         prev = layer;
     }
     cJSON_AddBoolToObject(op, "exclude_sinks", o->exclude_sinks);
+    cJSON *sinks = cJSON_AddArrayToObject(op, "sinks");
+    cJSON_AddItemToArray(sinks, cJSON_CreateString("first_token"));
+    if (c->family == HS_FAMILY_BERT) {
+        cJSON_AddItemToArray(sinks, cJSON_CreateString("cls"));
+        cJSON_AddItemToArray(sinks, cJSON_CreateString("sep"));
+    }
+    if (o->sink_punct)
+        cJSON_AddItemToArray(sinks, cJSON_CreateString("punctuation"));
     cJSON_AddBoolToObject(op, "ablation", o->ablation);
     cJSON_AddBoolToObject(op, "pruning", o->ablation && o->pruning);
     cJSON_AddBoolToObject(op, "gradient", o->gradient);
-    add_num(op, "label_threshold", o->label_threshold);
+    hs_report_label_options(op, o);
 
     cJSON *lo = cJSON_AddObjectToObject(r, "loss");
     cJSON_AddStringToObject(lo, "kind", hs_loss_kind_name(a->loss_kind));
@@ -228,6 +277,7 @@ char *hs_report_json(const hs_analysis *a, const char *const *files, int n_files
 
     hs_report_add_clusters(r, a->linkage, a->labels, a->n_heads, a->n_clusters, o->similarity,
                            o->cluster_threshold);
+    add_composition(r, a);
 
     cJSON *pr = cJSON_AddObjectToObject(r, "probe");
     cJSON_AddNumberToObject(pr, "seed", (double)o->probe_seed);
