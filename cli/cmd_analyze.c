@@ -37,6 +37,8 @@ static const char usage_text[] =
     "      --no-pruning           skip the pruning curve\n"
     "      --no-gradient          skip gradient importance (Michel et al. 2019)\n"
     "      --no-composition       skip the composition scores from the weights (GPT-2)\n"
+    "      --no-rollout           skip attention rollout and flow (Abnar & Zuidema 2020)\n"
+    "      --flow-max-tokens N    attention flow only up to N tokens (default 64; 0: never)\n"
     "      --similarity METHOD    pearson (default) or js (Jensen-Shannon, Clark et al.)\n"
     "      --cluster-threshold X  cut the dendrogram at distance X (default 0.5)\n"
     "      --exclude-sinks        leave the sinks out of entropy (detectors report both)\n"
@@ -79,7 +81,7 @@ static const char usage_corpus[] =
 
 enum {
     OPT_PAIR = 256, OPT_JSON, OPT_TRUNC, OPT_LAYERS, OPT_NOABL, OPT_NOPRUNE, OPT_SIM, OPT_THR,
-    OPT_SINKS, OPT_SINKPUNCT, OPT_LTHR, OPT_NOCOMP, OPT_SEED, OPT_PLEN, OPT_PTOL, OPT_PSTOP, OPT_PBEAM, OPT_PMAX, OPT_NOIMG, OPT_MAXTOK, OPT_NOGRAD,
+    OPT_SINKS, OPT_SINKPUNCT, OPT_LTHR, OPT_NOCOMP, OPT_NOROLL, OPT_FLOWMAX, OPT_SEED, OPT_PLEN, OPT_PTOL, OPT_PSTOP, OPT_PBEAM, OPT_PMAX, OPT_NOIMG, OPT_MAXTOK, OPT_NOGRAD,
     OPT_NOHASH, OPT_PMETHOD, OPT_PROUND, OPT_CORPUS, OPT_CFORMAT, OPT_MAXTEXTS, OPT_MAXTOKENS,
     OPT_SKIPLONG, OPT_SAMPLE, OPT_CSEED, OPT_CABL, OPT_SHARD, OPT_CKPT, OPT_RESUME, OPT_PROGRESS
 };
@@ -296,6 +298,8 @@ int cmd_analyze(int argc, char **argv)
         {"exclude-sinks", no_argument, NULL, OPT_SINKS},
         {"sink-punct", no_argument, NULL, OPT_SINKPUNCT},
         {"no-composition", no_argument, NULL, OPT_NOCOMP},
+        {"no-rollout", no_argument, NULL, OPT_NOROLL},
+        {"flow-max-tokens", required_argument, NULL, OPT_FLOWMAX},
         {"label-thresholds", required_argument, NULL, OPT_LTHR},
         {"probe-seed", required_argument, NULL, OPT_SEED},
         {"probe-len", required_argument, NULL, OPT_PLEN},
@@ -369,6 +373,13 @@ int cmd_analyze(int argc, char **argv)
         case OPT_SINKS: ao.exclude_sinks = 1; break;
         case OPT_SINKPUNCT: ao.sink_punct = 1; break;
         case OPT_NOCOMP: ao.composition = 0; break;
+        case OPT_NOROLL: ao.rollout = 0; break;
+        case OPT_FLOWMAX:
+            if (cli_parse_long(optarg, 0, 4096, &lv))
+                return cli_usage_error(C, "--flow-max-tokens '%s' is not a number in [0, 4096]",
+                                       optarg);
+            ao.flow_max_tokens = (int)lv;
+            break;
         case OPT_LTHR: {
             hs_error e = {{0}};
             if (hs_label_thresholds_parse(optarg, ao.label_thresholds, &ao.sink_threshold, &e))

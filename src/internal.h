@@ -84,6 +84,13 @@ hs_status hs_file_map(const char *path, unsigned char **map, size_t *len, hs_err
  * the other, so a large array need not be copied next to its header first. */
 hs_status hs_file_write_atomic_parts(const char *path, const void *const *parts,
                                      const size_t *lens, int n_parts, hs_error *err);
+/* C = op(A) op(B), row-major (op: transpose when trans_*), with the same bits for every
+ * thread count (src/core/gemm.c): a (m, k) or (k, m) with lda; b (k, n) or (n, k) with
+ * ldb; c (m, n) with ldc is overwritten. */
+void hs_dgemm_fixed(int trans_a, int trans_b, int m, int n, int k, const double *a, int lda,
+                    const double *b, int ldb, double *c, int ldc);
+void hs_sgemm_fixed(int trans_a, int trans_b, int m, int n, int k, const float *a, int lda,
+                    const float *b, int ldb, float *c, int ldc);
 /* Report pieces shared by report_json.c and corpus_report.c (src/io), and the report's
  * "schema", "generator" and "model" members added to r from an analysis. */
 struct hs_head_result;

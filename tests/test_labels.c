@@ -242,3 +242,22 @@ Test(trained, no_induction_head_in_trained_bert, .timeout = 60)
     hs_analysis_free(a);
     hs_model_free(m);
 }
+
+Test(detect_floor, rows_almost_all_on_sinks_are_left_out_without_sinks)
+{
+    /* causal 2 x 2, sink at 0: row 1 puts 5e-5 off the sink (below HS_SINK_MIN_MASS): no row
+     * is left, self is NaN; with 0.01 off the sink, row 1 renormalises to self = 1. */
+    const float m1[4] = {1, 0, 0.99995f, 0.00005f}, m2[4] = {1, 0, 0.99f, 0.01f};
+    const int32_t ids[2] = {5, 6};
+    const unsigned char sink[2] = {1, 0};
+    hs_detect_seq q = {ids, -1, -1, NULL, NULL};
+    hs_detect d;
+    hs_entropy e;
+    cr_assert_eq(hs_detect_compute(m1, 1, 2, 1, &q, sink, &d, NULL), HS_OK);
+    cr_assert(isnan(d.self));
+    cr_assert_eq(hs_entropy_compute(m1, 1, 2, 1, sink, &e, NULL), HS_OK);
+    cr_assert_eq(e.rows, 0);
+    cr_assert_eq(hs_detect_compute(m2, 1, 2, 1, &q, sink, &d, NULL), HS_OK);
+    near(d.self, 1.0, 1e-12, "self");
+    near(d.sink, (1 + 0.99) / 2, 1e-7, "sink mass");
+}

@@ -107,6 +107,9 @@ typedef struct hs_analyze_opts {
     int diversity;               /* Frobenius diversity (default 1); 0: NaN (corpus mode) */
     int composition;             /* composition and copying scores from the weights (default
                                     1; GPT-2 family only, skipped for others) */
+    int rollout;                 /* attention rollout over every layer (default 1) */
+    double rollout_residual;     /* weight of the identity in each layer (default 0.5) */
+    int flow_max_tokens;         /* attention flow when n <= this (default 64; 0: never) */
     int keep_maps;               /* keep the text's maps for hs_analysis_map, the pictures and
                                     the page (default 1); 0: dropped at the end of the run */
     size_t maps_memory_max;      /* bytes of maps held in memory (default 64 MB); above it
@@ -193,6 +196,8 @@ typedef struct hs_analysis {
     int *candidates;        /* (n_candidates) head indices l*H + h */
     int n_candidates;
     hs_composition *composition; /* NULL when not computed (opts, or not the GPT-2 family) */
+    double *rollout;        /* (n, n) attention rollout of the text, or NULL */
+    double *flow;           /* (n, n) attention flow of the text, or NULL (n too large) */
     long forward_passes;
     double seconds_forward, seconds_ablation, seconds_pruning, seconds_gradient;
 } hs_analysis;
@@ -235,8 +240,9 @@ char *hs_report_json(const hs_analysis *a, const char *const *files, int n_files
  * `headscope analyze --corpus` (include/headscope/corpus.h; texts longer than the context
  * truncated, ablation only when asked, no pruning). options is NULL or a JSON object of
  * hs_analyze_opts fields by name: "ablation", "pruning", "gradient", "exclude_sinks",
- * "probe", "hash_files" (default false here) as booleans; "cluster_threshold",
- * "prune_tol", "prune_stop", "prune_round", "label_threshold", "probe_half_len",
+ * "probe", "hash_files" (default false here), "composition", "rollout", "sink_punct" as
+ * booleans; "label_thresholds" (as --label-thresholds), "flow_max_tokens"; "cluster_threshold",
+ * "prune_tol", "prune_stop", "prune_round", "probe_half_len",
  * "prune_beam", "prune_max_steps", "probe_seed" as numbers; "similarity" ("pearson",
  * "js"), "prune_method" ("gradient", "greedy"), "layers" (a list of layer numbers), and
  * "truncate" (keep the first n_ctx tokens of a longer text instead of HS_E_INPUT) and

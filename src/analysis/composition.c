@@ -38,11 +38,14 @@ static void reader(const hs_model *m, int l, int p, double *out)
                 (double)ly->ln1_w[i] * (double)ly->w_qkv[(size_t)i * 3 * d + (size_t)p * d + j];
 }
 
-/* g: (dh, dh) = X^T X for the columns c0..c0+dh-1 of x: (d, ld). */
-static void gram_cols(const double *x, int d, int ld, int c0, int dh, double *g)
+/* c = op(a) op(b) as one single-threaded OpenBLAS call: every use below runs inside a
+ * parallel loop over heads, where OpenBLAS does not thread, so the bits do not depend on the
+ * thread count (src/core/gemm.c); one parallel region per batch of heads, not per call. */
+static void small_gemm(int ta, int tb, int m, int n, int k, const double *a, int lda,
+                       const double *b, int ldb, double *c, int ldc)
 {
-    cblas_dgemm(CblasRowMajor, CblasTrans, CblasNoTrans, dh, dh, d, 1.0, x + c0, ld, x + c0, ld,
-                0.0, g, dh);
+    cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m,
+                n, k, 1.0, a, lda, b, ldb, 0.0, c, ldc);
 }
 
 static double trace_prod(const double *a, const double *b, int n) /* tr(A B) */
@@ -76,7 +79,8 @@ hs_status hs_composition_compute(const hs_model *m, hs_composition **out, hs_err
     double *wo = malloc(dd * sizeof *wo), *rd = malloc(dd * sizeof *rd);
     double *mm = malloc(dd * sizeof *mm), *tt = malloc(dd * sizeof *tt);
     double *uu = malloc(dd * sizeof *uu);
-    if (!r || !gram || !wo || !rd || !mm || !tt || !uu) {
+    float *rf = malloc(dd * sizeof *rf), *mf = malloc(dd * sizeof *mf);
+    if (!r || !gram || !wo || !rd || !mm || !tt || !uu || !rf || !mf) {
         free(r);
         r = NULL;
         st = hs_fail(err, HS_E_NOMEM, "composition: out of memory for %d heads of d_model %d", N,
@@ -98,15 +102,16 @@ hs_status hs_composition_compute(const hs_model *m, hs_composition **out, hs_err
     for (int l = 0; l < L; l++) {
         for (int p = 0; p < 3; p++) {
             reader(m, l, p, rd);
-            for (int h = 0; h < H; h++)
-                gram_cols(rd, d, d, h * dh, dh, GRAM(p, l * H + h));
+#pragma omp parallel for
+            for (int h = 0; h < H; h++) /* X^T X over head h's columns */
+                small_gemm(1, 0, dh, dh, d, rd + h * dh, d, rd + h * dh, d, GRAM(p, l * H + h), dh);
         }
         for (size_t i = 0; i < dd; i++)
             wo[i] = (double)m->layers[l].w_o[i];
+#pragma omp parallel for
         for (int h = 0; h < H; h++) /* Go = O O^T: rows h*dh.. of W_O */
-            cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasTrans, dh, dh, d, 1.0,
-                        wo + (size_t)h * dh * d, d, wo + (size_t)h * dh * d, d, 0.0,
-                        GRAM(3, l * H + h), dh);
+            small_gemm(0, 1, dh, dh, d, wo + (size_t)h * dh * d, d, wo + (size_t)h * dh * d, d,
+                       GRAM(3, l * H + h), dh);
         for (int h = 0; h < H; h++) {
             int a = l * H + h;
             r->ov_norm[a] = sqrt(fmax(0.0, trace_prod(GRAM(2, a), GRAM(3, a), dh)));
@@ -114,23 +119,28 @@ hs_status hs_composition_compute(const hs_model *m, hs_composition **out, hs_err
         }
     }
     for (int la = 0; la < L; la++) {
-        for (size_t i = 0; i < dd; i++)
-            wo[i] = (double)m->layers[la].w_o[i];
         for (int lb = la + 1; lb < L; lb++) {
             for (int mode = 0; mode < 3; mode++) { /* 0 Q, 1 K, 2 V: the reader of head b */
                 static const int other[3] = {1, 0, 3}; /* Gk, Gq, Go on the far side */
                 double *dst = mode == 0 ? r->q : mode == 1 ? r->k : r->v;
-                reader(m, lb, mode, rd);
-                cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, d, d, d, 1.0, wo, d, rd, d,
-                            0.0, mm, d); /* M: (d, d), block (a, b) = O_a R_b */
+                /* M = W_O^la R_lb in float (the one d^3 product per layer pair and kind; its
+                   rounding, ~1e-7 relative, is far below what the scores are read at) */
+                const hs_layer *lr = &m->layers[lb];
+                for (int i = 0; i < d; i++)
+                    for (int j = 0; j < d; j++)
+                        rf[(size_t)i * d + j] =
+                            lr->ln1_w[i] * lr->w_qkv[(size_t)i * 3 * d + (size_t)mode * d + j];
+                hs_sgemm_fixed(0, 0, d, d, d, m->layers[la].w_o, d, rf, d, mf, d);
+                for (size_t i = 0; i < dd; i++)
+                    mm[i] = (double)mf[i]; /* block (a, b) = O_a R_b */
+#pragma omp parallel for
                 for (int h = 0; h < H; h++) /* T = blockdiag(Gv_a) M */
-                    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, dh, d, dh, 1.0,
-                                GRAM(2, la * H + h), dh, mm + (size_t)h * dh * d, d, 0.0,
-                                tt + (size_t)h * dh * d, d);
+                    small_gemm(0, 0, dh, d, dh, GRAM(2, la * H + h), dh, mm + (size_t)h * dh * d,
+                               d, tt + (size_t)h * dh * d, d);
+#pragma omp parallel for
                 for (int h = 0; h < H; h++) /* U = T blockdiag(G_b) */
-                    cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, d, dh, dh, 1.0,
-                                tt + (size_t)h * dh, d, GRAM(other[mode], lb * H + h), dh, 0.0,
-                                uu + (size_t)h * dh, d);
+                    small_gemm(0, 0, d, dh, dh, tt + (size_t)h * dh, d,
+                               GRAM(other[mode], lb * H + h), dh, uu + (size_t)h * dh, d);
                 for (int ha = 0; ha < H; ha++)
                     for (int hb = 0; hb < H; hb++) {
                         double s = 0;
@@ -149,8 +159,9 @@ hs_status hs_composition_compute(const hs_model *m, hs_composition **out, hs_err
     {
         float *gf = malloc(dd * sizeof *gf);
         int n = dh, lwork = 8 * dh, info = 0;
-        double *cm = malloc(g2 * sizeof *cm), *wr = malloc(2 * (size_t)dh * sizeof *wr);
-        double *work = malloc((size_t)lwork * sizeof *work);
+        double *cm = malloc((size_t)H * g2 * sizeof *cm);
+        double *wr = malloc((size_t)H * 2 * (size_t)dh * sizeof *wr);
+        double *work = malloc((size_t)H * (size_t)lwork * sizeof *work);
         if (!gf || !cm || !wr || !work) {
             free(gf);
             free(cm);
@@ -161,8 +172,7 @@ hs_status hs_composition_compute(const hs_model *m, hs_composition **out, hs_err
             st = hs_fail(err, HS_E_NOMEM, "composition: out of memory");
             goto done;
         }
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, d, d, c->vocab_size, 1.0f,
-                    m->decoder, d, m->wte, d, 0.0f, gf, d);
+        hs_sgemm_fixed(1, 0, d, d, c->vocab_size, m->decoder, d, m->wte, d, gf, d);
         for (int i = 0; i < d; i++)
             for (int j = 0; j < d; j++)
                 mm[(size_t)i * d + j] = (double)m->lnf_w[i] * (double)gf[(size_t)i * d + j];
@@ -172,21 +182,24 @@ hs_status hs_composition_compute(const hs_model *m, hs_composition **out, hs_err
                 wo[i] = (double)m->layers[l].w_o[i];
             reader(m, l, 2, rd);
             /* T = W_O G: (d, d), rows h*dh.. are O_h G */
-            cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, d, d, d, 1.0, wo, d, mm, d, 0.0,
-                        tt, d);
-            for (int h = 0; h < H && !info; h++) {
+            hs_dgemm_fixed(0, 0, d, d, d, wo, d, mm, d, tt, d);
+#pragma omp parallel for reduction(| : info)
+            for (int h = 0; h < H; h++) {
                 /* cm = O_h G V_h, row-major; dgeev reads its transpose, which has the
                    same eigenvalues */
-                cblas_dgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, dh, dh, d, 1.0,
-                            tt + (size_t)h * dh * d, d, rd + (size_t)h * dh, d, 0.0, cm, dh);
-                dgeev_("N", "N", &n, cm, &n, wr, wr + dh, NULL, &n, NULL, &n, work, &lwork,
-                       &info);
+                double *ch = cm + (size_t)h * g2, *wh = wr + (size_t)h * 2 * dh;
+                int hi = 0;
+                small_gemm(0, 0, dh, dh, d, tt + (size_t)h * dh * d, d, rd + (size_t)h * dh, d, ch,
+                           dh);
+                dgeev_("N", "N", &n, ch, &n, wh, wh + dh, NULL, &n, NULL, &n,
+                       work + (size_t)h * lwork, &lwork, &hi);
                 double sum = 0, mag = 0;
                 for (int i = 0; i < dh; i++) {
-                    sum += wr[i];
-                    mag += hypot(wr[i], wr[dh + i]);
+                    sum += wh[i];
+                    mag += hypot(wh[i], wh[dh + i]);
                 }
                 r->copying[l * H + h] = mag > 0 ? sum / mag : NAN;
+                info |= hi;
             }
         }
         free(cm);
@@ -208,6 +221,8 @@ done:
     free(mm);
     free(tt);
     free(uu);
+    free(rf);
+    free(mf);
     *out = r;
     return st;
 }

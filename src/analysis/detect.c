@@ -69,7 +69,7 @@ static void detect_one(const float *a, int n, int causal, const hs_detect_seq *q
             for (int j = 0; j < nk; j++)
                 if (!sink[j])
                     s += (double)row[j];
-            if (!(s > 0))
+            if (!(s >= HS_SINK_MIN_MASS))
                 continue;
             scale = 1.0 / s;
         }

@@ -35,6 +35,9 @@ void hs_analyze_opts_default(hs_analyze_opts *o)
     o->probe = 1;
     o->diversity = 1;
     o->composition = 1;
+    o->rollout = 1;
+    o->rollout_residual = 0.5;
+    o->flow_max_tokens = 64;
     o->keep_maps = 1;
     o->maps_memory_max = HS_MAPSTORE_MEM_DEFAULT;
 }
@@ -76,6 +79,8 @@ void hs_analysis_free(hs_analysis *a)
     free(a->head_index);
     hs_mapstore_free(a->maps);
     hs_composition_free(a->composition);
+    free(a->rollout);
+    free(a->flow);
     free(a->heads);
     free(a->layer_diversity);
     free(a->frobenius);
@@ -263,6 +268,8 @@ hs_status hs_analyze_run(const hs_model *m, const hs_analyze_input *in, const hs
         goto fail;
     a->forward_passes = 1;
     a->seconds_forward = now() - t0;
+    if (o->rollout && (st = hs_analysis_rollout(a, err)))
+        goto fail;
 
     /* 2. per-head metrics on the text */
     for (size_t k = 0; k < nh; k++) {

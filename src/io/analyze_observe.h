@@ -31,6 +31,10 @@ typedef struct store_rows {
     int *idx;              /* (n_heads) scratch */
 } store_rows;
 
+/* a->rollout, and a->flow when a->n <= a->opts.flow_max_tokens, from the text's maps in the
+ * store (every layer), with a->opts.rollout_residual. */
+hs_status hs_analysis_rollout(hs_analysis *a, hs_error *err);
+
 /* hs_attn_observer over a layer_obs. */
 int hs_layer_observe(void *user, int layer, const float *probs, int n_head, int n);
 

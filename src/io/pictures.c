@@ -160,6 +160,29 @@ hs_status hs_pictures_write(const hs_analysis *a, const char *outdir, int max_la
                 st = hs_fail(err, HS_E_NOMEM, "out of memory");
         }
     }
+    for (int w = 0; w < 2 && !st; w++) { /* rollout.png, flow.png */
+        const double *v = w ? a->flow : a->rollout;
+        if (!v)
+            continue;
+        float *f = malloc((size_t)n * (size_t)n * sizeof *f);
+        if (!f) {
+            st = hs_fail(err, HS_E_NOMEM, "out of memory");
+            break;
+        }
+        for (size_t i = 0; i < (size_t)n * (size_t)n; i++)
+            f[i] = (float)v[i];
+        snprintf(rel, sizeof rel, "%s", w ? "flow.png" : "rollout.png");
+        snprintf(path, sizeof path, "%s/%s", outdir, rel);
+        snprintf(sub, sizeof sub, "Abnar & Zuidema 2020; every layer, heads averaged, residual "
+                                  "%.2g; row: output position, column: input token",
+                 a->opts.rollout_residual);
+        hs_heatmap_opts ho = {.title = w ? "attention flow (max flow)" : "attention rollout",
+                              .subtitle = sub, .scale_to_max = 1, .max_labels = max_labels};
+        st = hs_heatmap_write(path, f, n, (const char *const *)a->display, &ho, err);
+        free(f);
+        if (!st && list_add(&fl, rel))
+            st = hs_fail(err, HS_E_NOMEM, "out of memory");
+    }
     if (!st && a->composition) {
         hs_image img = {0};
         snprintf(path, sizeof path, "%s/composition.png", outdir);

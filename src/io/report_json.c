@@ -278,6 +278,18 @@ char *hs_report_json(const hs_analysis *a, const char *const *files, int n_files
     hs_report_add_clusters(r, a->linkage, a->labels, a->n_heads, a->n_clusters, o->similarity,
                            o->cluster_threshold);
     add_composition(r, a);
+    cJSON *ro = cJSON_AddObjectToObject(r, "rollout");
+    add_num(ro, "residual", o->rollout_residual);
+    if (a->rollout)
+        cJSON_AddItemToObject(ro, "matrix", hs_json_matrix(a->rollout, a->n, a->n));
+    else
+        cJSON_AddNullToObject(ro, "matrix");
+    cJSON *fo = cJSON_AddObjectToObject(r, "flow");
+    cJSON_AddNumberToObject(fo, "max_tokens", o->flow_max_tokens);
+    if (a->flow)
+        cJSON_AddItemToObject(fo, "matrix", hs_json_matrix(a->flow, a->n, a->n));
+    else
+        cJSON_AddNullToObject(fo, "matrix");
 
     cJSON *pr = cJSON_AddObjectToObject(r, "probe");
     cJSON_AddNumberToObject(pr, "seed", (double)o->probe_seed);
