@@ -14,6 +14,7 @@
 
 #include "headscope/render.h"
 #include "../viz/canvas.h"
+#include "../viz/plot.h"
 
 /* ---- helpers ------------------------------------------------------------ */
 
@@ -886,4 +887,26 @@ Test(importance, many_heads_fit_and_rejects_bad_shapes)
     cr_assert_eq(hs_importance_render(&one, 1, 0, NULL, &img, NULL, &err), HS_E_SHAPE);
     cr_assert(strstr(err.msg, "0 heads"), "%s", err.msg);
     cr_assert_eq(hs_importance_render(NULL, 1, 1, NULL, &img, NULL, &err), HS_E_ARG);
+}
+
+Test(ticks, at_least_three_inside_a_range_that_misses_the_coarse_step)
+{
+    /* -1.97..1.97 with about 2 intervals: the nice step 2 leaves only 0 inside (the
+     * importance picture showed a bar labelled "0" alone); step 1 gives -1, 0, 1 */
+    double t[12];
+    int n = hs_viz_ticks(-1.97f, 1.97f, 2, t, 12);
+    cr_assert_eq(n, 3);
+    cr_assert(t[0] == -1 && t[1] == 0 && t[2] == 1, "%g %g %g", t[0], t[1], t[2]);
+    char buf[32];
+    hs_viz_tick_label(t[0], 1.0, buf, sizeof buf);
+    cr_assert_str_eq(buf, "-1");
+    /* 0..1 with 5 intervals keeps its step 0.2 */
+    n = hs_viz_ticks(0.0f, 1.0f, 5, t, 12);
+    cr_assert_eq(n, 6);
+    cr_assert(fabs(t[1] - 0.2) < 1e-12 && t[5] == 1.0);
+    /* 0.013..0.017 (as floats): the step 0.002 gives 0.014, 0.016 only; 0.001 gives more */
+    n = hs_viz_ticks(0.013f, 0.017f, 2, t, 12);
+    cr_assert_geq(n, 3);
+    for (int i = 0; i < n; i++)
+        cr_assert(t[i] >= 0.013f - 1e-9 && t[i] <= 0.017f + 1e-9, "%g", t[i]);
 }

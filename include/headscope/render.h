@@ -202,10 +202,15 @@ typedef struct hs_similarity_opts {
     int n_head;        /* when labels is NULL and n_head > 0, item i is labelled
                         * "L.H" = "<i / n_head>.<i % n_head>"; otherwise "i" */
     int max_size;      /* longest side of the image, roughly; 0 means 2000 */
+    float divergence_max; /* 0: a similarity in [-1, 1]; > 0: a divergence (0 = identical)
+                           * drawn with viridis from 0 to this (ln 2 for Jensen-Shannon) */
 } hs_similarity_opts;
 
 /* Renders an m × m similarity matrix with the diverging colour map (-1 blue,
- * 0 white, +1 red; values clamped to [-1, 1], non-finite cells grey).
+ * 0 white, +1 red; values clamped to [-1, 1], non-finite cells grey), or with
+ * opts->divergence_max > 0 a divergence matrix on viridis from 0 to that maximum.
+ * Every cluster of two or more items (runs of one label in display order) is framed
+ * on the diagonal. Cells are 22 px, with labels at 2x, when the size allows.
  * sim: (m, m), sim[i * m + j] compares items i and j.
  * order: (m) a permutation of 0..m-1: display position p shows item order[p]
  *      (e.g. dendrogram leaf order); NULL keeps 0..m-1. A non-permutation is

@@ -119,11 +119,10 @@ hs_status hs_pictures_write(const hs_analysis *a, const char *outdir, int max_la
         if (!sim || !names) {
             st = hs_fail(err, HS_E_NOMEM, "out of memory");
         } else {
-            /* Jensen-Shannon is a divergence in [0, ln 2]: drawn as the similarity
-             * 1 - JS/ln 2 so that, as for Pearson r, red means alike */
-            int js = a->opts.similarity == HS_SIM_JS;
+            /* the numbers of report.json's similarity.matrix: Pearson r, or the
+             * Jensen-Shannon divergence itself (nats, 0 = identical) */
             for (size_t i = 0; i < m * m; i++)
-                sim[i] = js ? (float)(1.0 - a->similarity[i] / log(2.0)) : (float)a->similarity[i];
+                sim[i] = (float)a->similarity[i];
             for (size_t k = 0; k < m && !st; k++) {
                 char nm[16];
                 names[k] = strdup(hs_head_name(a, a->head_index[k], nm, sizeof nm));
@@ -133,9 +132,13 @@ hs_status hs_pictures_write(const hs_analysis *a, const char *outdir, int max_la
         }
         if (!st) {
             snprintf(path, sizeof path, "%s/similarity.png", outdir);
-            hs_similarity_opts so = {.title = a->opts.similarity == HS_SIM_JS
-                                                  ? "head similarity 1 - JS/ln 2 (Jensen-Shannon), dendrogram order"
-                                                  : "head similarity (Pearson r), dendrogram order"};
+            int js = a->opts.similarity == HS_SIM_JS;
+            hs_similarity_opts so = {
+                .title = js ? "Jensen-Shannon divergence between heads (nats; 0 = identical), "
+                              "dendrogram order; clusters framed"
+                            : "head similarity (Pearson r), dendrogram order; clusters framed",
+                .divergence_max = js ? (float)log(2.0) : 0.0f,
+                .max_size = a->n_heads > 72 ? 4000 : 0};
             st = hs_similarity_write(path, sim, a->n_heads, a->linkage ? a->linkage->order : NULL,
                                      a->labels, (const char *const *)names, &so, err);
             if (!st && list_add(&fl, "similarity.png"))
