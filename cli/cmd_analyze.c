@@ -56,7 +56,9 @@ static const char usage_text[] =
     "      --prune-beam N         greedy: heads re-evaluated per step (default 8)\n"
     "      --prune-max-steps N    at most N removals (default 64)\n"
     "      --no-images            write no PNG pictures\n"
-    "      --max-tokens-in-images N  label at most N tokens per picture axis (default 64)\n"
+    "      --max-tokens-in-images N  label every token up to N per picture axis, the picture\n"
+    "                             growing with the text (default 128); above N every k-th\n"
+    "      --svg                  also write each head's map as heads/L{l}_H{h}.svg\n"
     "      --no-hash              leave the model files' SHA-256 digests out of the report\n"
     "  -h, --help                 show this help\n\n";
 static const char usage_corpus[] =
@@ -81,7 +83,7 @@ static const char usage_corpus[] =
 
 enum {
     OPT_PAIR = 256, OPT_JSON, OPT_TRUNC, OPT_LAYERS, OPT_NOABL, OPT_NOPRUNE, OPT_SIM, OPT_THR,
-    OPT_SINKS, OPT_SINKPUNCT, OPT_LTHR, OPT_NOCOMP, OPT_NOROLL, OPT_FLOWMAX, OPT_SEED, OPT_PLEN, OPT_PTOL, OPT_PSTOP, OPT_PBEAM, OPT_PMAX, OPT_NOIMG, OPT_MAXTOK, OPT_NOGRAD,
+    OPT_SINKS, OPT_SINKPUNCT, OPT_LTHR, OPT_NOCOMP, OPT_NOROLL, OPT_FLOWMAX, OPT_SVG, OPT_SEED, OPT_PLEN, OPT_PTOL, OPT_PSTOP, OPT_PBEAM, OPT_PMAX, OPT_NOIMG, OPT_MAXTOK, OPT_NOGRAD,
     OPT_NOHASH, OPT_PMETHOD, OPT_PROUND, OPT_CORPUS, OPT_CFORMAT, OPT_MAXTEXTS, OPT_MAXTOKENS,
     OPT_SKIPLONG, OPT_SAMPLE, OPT_CSEED, OPT_CABL, OPT_SHARD, OPT_CKPT, OPT_RESUME, OPT_PROGRESS
 };
@@ -299,6 +301,7 @@ int cmd_analyze(int argc, char **argv)
         {"sink-punct", no_argument, NULL, OPT_SINKPUNCT},
         {"no-composition", no_argument, NULL, OPT_NOCOMP},
         {"no-rollout", no_argument, NULL, OPT_NOROLL},
+        {"svg", no_argument, NULL, OPT_SVG},
         {"flow-max-tokens", required_argument, NULL, OPT_FLOWMAX},
         {"label-thresholds", required_argument, NULL, OPT_LTHR},
         {"probe-seed", required_argument, NULL, OPT_SEED},
@@ -327,7 +330,7 @@ int cmd_analyze(int argc, char **argv)
         {"progress", optional_argument, NULL, OPT_PROGRESS},
         {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0}};
     const char *C = "analyze";
-    int images = 1, max_tokens = 64;
+    int images = 1, max_tokens = 128, formats = HS_PICTURES_PNG;
     const char *text = NULL, *file = NULL, *pair = NULL, *outdir = NULL, *layers = NULL;
     int json = 0, quiet = 0, truncate = 0, was_truncated = 0, c;
     hs_analyze_opts ao;
@@ -374,6 +377,7 @@ int cmd_analyze(int argc, char **argv)
         case OPT_SINKPUNCT: ao.sink_punct = 1; break;
         case OPT_NOCOMP: ao.composition = 0; break;
         case OPT_NOROLL: ao.rollout = 0; break;
+        case OPT_SVG: formats |= HS_PICTURES_SVG; break;
         case OPT_FLOWMAX:
             if (cli_parse_long(optarg, 0, 4096, &lv))
                 return cli_usage_error(C, "--flow-max-tokens '%s' is not a number in [0, 4096]",
@@ -578,7 +582,7 @@ int cmd_analyze(int argc, char **argv)
         goto done;
     }
     test_signal_at("analyze");
-    if (images && hs_pictures_write(a, stage, max_tokens, &files, &n_files, &err) != HS_OK) {
+    if (images && hs_pictures_write(a, stage, max_tokens, formats, &files, &n_files, &err) != HS_OK) {
         cli_error(C, "%s", err.msg);
         goto done;
     }

@@ -910,3 +910,48 @@ Test(ticks, at_least_three_inside_a_range_that_misses_the_coarse_step)
     for (int i = 0; i < n; i++)
         cr_assert(t[i] >= 0.013f - 1e-9 && t[i] <= 0.017f + 1e-9, "%g", t[i]);
 }
+
+Test(heatmap, every_token_labelled_up_to_max_labels_the_grid_grows)
+{
+    /* 120 tokens with max_labels 128: a text line (11 px) per cell, stride 1; 640/120
+     * would be 5 px cells and every 3rd label. With the default 64 labels it strides. */
+    int n = 120;
+    float *m = calloc((size_t)n * n, sizeof *m);
+    for (int i = 0; i < n; i++)
+        m[(size_t)i * n + i] = 1.0f;
+    hs_image img = {0};
+    hs_layout lay;
+    hs_heatmap_opts o = {.max_labels = 128};
+    cr_assert_eq(hs_heatmap_render(m, n, NULL, &o, &img, &lay, NULL), HS_OK);
+    cr_assert_eq(lay.cell_w, 11);
+    cr_assert_eq(lay.label_stride, 1);
+    hs_image_free(&img);
+    o.max_labels = 0;
+    cr_assert_eq(hs_heatmap_render(m, n, NULL, &o, &img, &lay, NULL), HS_OK);
+    cr_assert_eq(lay.cell_w, 5);
+    cr_assert_gt(lay.label_stride, 1);
+    hs_image_free(&img);
+    free(m);
+}
+
+Test(heatmap, svg_holds_escaped_labels_and_the_cells_as_png)
+{
+    const float m[9] = {1, 0, 0, 0.5f, 0.5f, 0, 0.2f, 0.3f, 0.5f};
+    const char *labels[3] = {"<a&", " b", "c\"\n"};
+    hs_heatmap_opts o = {.title = "L0.H1 \"x\" & y"};
+    char *s = NULL;
+    size_t len = 0;
+    cr_assert_eq(hs_heatmap_svg(m, 3, labels, &o, &s, &len, NULL), HS_OK);
+    cr_assert_eq(strlen(s), len);
+    cr_assert(strstr(s, "<svg xmlns=\"http://www.w3.org/2000/svg\""));
+    cr_assert(strstr(s, "&lt;a&amp;</text>"), "label escaped");
+    cr_assert(strstr(s, "\xE2\x90\xA3" "b</text>"), "a leading space drawn as the open box");
+    cr_assert(strstr(s, "c&quot;\xE2\x86\xB5</text>"), "quote escaped, newline mark");
+    cr_assert(strstr(s, "<title>L0.H1 &quot;x&quot; &amp; y</title>"), "title keeps spaces");
+    cr_assert(strstr(s, "href=\"data:image/png;base64,iVBORw0KGgo"), "cells as a PNG");
+    cr_assert(len > 7 && !strcmp(s + len - 7, "</svg>\n"));
+    free(s);
+    hs_error err = {{0}};
+    cr_assert_eq(hs_heatmap_svg(m, 0, NULL, NULL, &s, NULL, &err), HS_E_SHAPE);
+    cr_assert_str_eq(err.msg, "heatmap svg: map has 0 tokens, expected 1..4096");
+}

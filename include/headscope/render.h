@@ -261,6 +261,20 @@ hs_status hs_importance_render(const float *values, int n_layer, int n_head,
 hs_status hs_importance_write(const char *path, const float *values, int n_layer, int n_head,
                               const hs_importance_opts *opts, hs_error *err);
 
+/* ---- SVG ------------------------------------------------------------------ */
+
+/* The heatmap of hs_heatmap_render as SVG text: the cells as an embedded PNG with one pixel
+ * per cell (drawn unsmoothed at 12 units per token), the title, subtitle, axis titles, every
+ * token label (every k-th above opts->max_labels; cut after 14 characters) and the colour
+ * bar's ticks as SVG text. opts as for the PNG (max_size is ignored). 1 <= n <= 4096.
+ * On success *out is a NUL-terminated malloc'd string of *out_len bytes (out_len may be
+ * NULL) that the caller frees. hs_heatmap_svg_write writes it to path atomically. */
+hs_status hs_heatmap_svg(const float *map, int n, const char *const *labels,
+                         const hs_heatmap_opts *opts, char **out, size_t *out_len, hs_error *err);
+hs_status hs_heatmap_svg_write(const char *path, const float *map, int n,
+                               const char *const *labels, const hs_heatmap_opts *opts,
+                               hs_error *err);
+
 /* ---- composition -------------------------------------------------------- */
 
 /* Draws c's Q-, K- and V-composition matrices side by side (rows: the writing head,

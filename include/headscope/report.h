@@ -255,14 +255,21 @@ hs_status hs_analyze_json(const hs_model *m, const char *const *texts, const siz
  * binding): hs_analyze_json's string, hs_report_json's. Accepts NULL. */
 void hs_free(void *p);
 
+/* Pictures hs_pictures_write draws of each head (or-ed). */
+#define HS_PICTURES_PNG 1 /* heads/L{l}_H{h}.png */
+#define HS_PICTURES_SVG 2 /* heads/L{l}_H{h}.svg (hs_heatmap_svg) */
+
 /* Writes the pictures of an analysis into outdir (which must exist): heads/L{l}_H{h}.png
- * for every analysed head, gallery.png (every layer), similarity.png (dendrogram order,
- * cluster boundaries) and importance.png (when ablation ran). max_labels bounds the token
- * labels per axis (0: 64). On success *files (caller frees each string and the array)
- * lists the paths written, relative to outdir, and *n_files their count. On failure the
- * files written so far are removed. */
+ * and/or .svg (formats, 0: PNG) for every analysed head, gallery.png (every layer),
+ * similarity.png (dendrogram order, clusters framed), importance.png (when ablation ran),
+ * rollout.png and flow.png (when computed) and composition.png (when computed).
+ * max_labels (0: 128) is how many tokens per axis get a label: up to it every token is
+ * labelled, the head pictures growing with n (a text line per token) as far as
+ * HS_PNG_MAX_SIDE allows; above it every k-th. On success *files (caller frees each string
+ * and the array) lists the paths written, relative to outdir, and *n_files their count. On
+ * failure the files written so far are removed. */
 hs_status hs_pictures_write(const hs_analysis *a, const char *outdir, int max_labels,
-                            char ***files, int *n_files, hs_error *err);
+                            int formats, char ***files, int *n_files, hs_error *err);
 
 /* Writes text to path atomically: a new temporary file beside it (O_EXCL, never through a
  * planted symlink), fsync, rename. */

@@ -66,6 +66,9 @@ static hs_status check(const float *attn, int n_layer, int n_head, int n, double
     return st;
 }
 
+static hs_status from_array(int flow, const float *attn, int n_layer, int n_head, int n,
+                            int causal, double residual, double *out, hs_error *err);
+
 static hs_status rollout_from(hs_map_fn fn, void *user, int n_layer, int n_head, int n,
                               int causal, double residual, double *out, hs_error *err)
 {
@@ -97,11 +100,7 @@ done:
 hs_status hs_rollout_compute(const float *attn, int n_layer, int n_head, int n, int causal,
                              double residual, double *out, hs_error *err)
 {
-    hs_status st = check(attn, n_layer, n_head, n, residual, out, "rollout", err);
-    if (st)
-        return st;
-    map_array src = {attn, n};
-    return rollout_from(array_map, &src, n_layer, n_head, n, causal, residual, out, err);
+    return from_array(0, attn, n_layer, n_head, n, causal, residual, out, err);
 }
 
 /* ---- attention flow: max flow in the layered attention graph (Dinic) ------------------- */
@@ -252,14 +251,23 @@ done:
     return st;
 }
 
-hs_status hs_attention_flow(const float *attn, int n_layer, int n_head, int n, int causal,
-                            double residual, double *out, hs_error *err)
+/* Rollout (flow 0) or flow (1) of one array of maps, checked first. */
+static hs_status from_array(int flow, const float *attn, int n_layer, int n_head, int n,
+                            int causal, double residual, double *out, hs_error *err)
 {
-    hs_status st = check(attn, n_layer, n_head, n, residual, out, "attention flow", err);
+    hs_status st = check(attn, n_layer, n_head, n, residual, out,
+                         flow ? "attention flow" : "rollout", err);
     if (st)
         return st;
     map_array src = {attn, n};
-    return flow_from(array_map, &src, n_layer, n_head, n, causal, residual, out, err);
+    return (flow ? flow_from : rollout_from)(array_map, &src, n_layer, n_head, n, causal,
+                                             residual, out, err);
+}
+
+hs_status hs_attention_flow(const float *attn, int n_layer, int n_head, int n, int causal,
+                            double residual, double *out, hs_error *err)
+{
+    return from_array(1, attn, n_layer, n_head, n, causal, residual, out, err);
 }
 
 hs_status hs_rollout_source(hs_map_fn fn, void *user, int n_layer, int n_head, int n, int causal,

@@ -57,6 +57,15 @@ static void fmt_num(char *buf, size_t cap, const char *name, double v, int decim
         snprintf(buf, cap, "%s -", name);
 }
 
+/* The max_size that gives a map of n tokens a text line per token when all are to be
+ * labelled (hs_heatmap_render: cells of HS_FONT_H + 2 px in 4/5 of max_size), or 0 (the
+ * default, 2000) when that is enough or more than a PNG may be. */
+static int label_size(int n, int max_labels)
+{
+    long need = (long)n * 11 * 5 / 4 + 400;
+    return n <= max_labels && need > 2000 && need <= HS_PNG_MAX_SIDE ? (int)need : 0;
+}
+
 /* hs_map_fn over every head of an analysis: k = l*H + h. */
 static hs_status analysis_map(void *user, int k, float *out, hs_error *err)
 {
@@ -64,8 +73,12 @@ static hs_status analysis_map(void *user, int k, float *out, hs_error *err)
 }
 
 hs_status hs_pictures_write(const hs_analysis *a, const char *outdir, int max_labels,
-                            char ***files, int *n_files, hs_error *err)
+                            int formats, char ***files, int *n_files, hs_error *err)
 {
+    if (max_labels <= 0)
+        max_labels = 128;
+    if (!formats)
+        formats = HS_PICTURES_PNG;
     const hs_model_config *c = hs_model_config_of(a->model);
     int n = a->n, H = c->n_head, L = c->n_layer;
     size_t nn = (size_t)n * (size_t)n;
@@ -98,12 +111,21 @@ hs_status hs_pictures_write(const hs_analysis *a, const char *outdir, int max_la
         fmt_num(p4, sizeof p4, "induction", h->probe_free.induction, 2, 0, "");
         fmt_num(p5, sizeof p5, "on sinks", h->text_free.sink, 2, 0, "");
         snprintf(sub, sizeof sub, "%s   %s   %s   %s   %s", p1, p2, p3, p4, p5);
-        hs_heatmap_opts ho = {.title = title, .subtitle = sub, .max_labels = max_labels};
+        hs_heatmap_opts ho = {.title = title, .subtitle = sub, .max_labels = max_labels,
+                              .max_size = label_size(n, max_labels)};
         st = hs_analysis_map(a, a->head_index[k], map, err);
-        if (!st)
+        if (!st && (formats & HS_PICTURES_PNG)) {
             st = hs_heatmap_write(path, map, n, (const char *const *)a->display, &ho, err);
-        if (!st && list_add(&fl, rel))
-            st = hs_fail(err, HS_E_NOMEM, "out of memory");
+            if (!st && list_add(&fl, rel))
+                st = hs_fail(err, HS_E_NOMEM, "out of memory");
+        }
+        if (!st && (formats & HS_PICTURES_SVG)) {
+            snprintf(rel, sizeof rel, "heads/L%d_H%d.svg", h->layer, h->head);
+            snprintf(path, sizeof path, "%s/%s", outdir, rel);
+            st = hs_heatmap_svg_write(path, map, n, (const char *const *)a->display, &ho, err);
+            if (!st && list_add(&fl, rel))
+                st = hs_fail(err, HS_E_NOMEM, "out of memory");
+        }
     }
     if (!st) {
         snprintf(path, sizeof path, "%s/gallery.png", outdir);
@@ -180,7 +202,8 @@ hs_status hs_pictures_write(const hs_analysis *a, const char *outdir, int max_la
                                   "%.2g; row: output position, column: input token",
                  a->opts.rollout_residual);
         hs_heatmap_opts ho = {.title = w ? "attention flow (max flow)" : "attention rollout",
-                              .subtitle = sub, .scale_to_max = 1, .max_labels = max_labels};
+                              .subtitle = sub, .scale_to_max = 1, .max_labels = max_labels,
+                              .max_size = label_size(n, max_labels)};
         st = hs_heatmap_write(path, f, n, (const char *const *)a->display, &ho, err);
         free(f);
         if (!st && list_add(&fl, rel))

@@ -73,6 +73,16 @@ static cJSON *head_json(const hs_analysis *a, const hs_head_result *h)
     return o;
 }
 
+/* {"layer": l, "head": h} of flat index l*n_head + h: what a program reads instead of the
+ * "l.h" name ("0.1" and "0.10" are one number, and sort wrongly as strings). */
+static cJSON *head_pair(int index, int n_head)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "layer", index / n_head);
+    cJSON_AddNumberToObject(o, "head", index % n_head);
+    return o;
+}
+
 /* A head by name and by its two integers, under keys prefix, prefix_layer, prefix_head. */
 static void add_head_ref(cJSON *o, const char *prefix, int index, int n_head)
 {
@@ -307,13 +317,19 @@ char *hs_report_json(const hs_analysis *a, const char *const *files, int n_files
     cJSON *cand = cJSON_AddArrayToObject(pu, "candidates");
     for (int k = 0; k < a->n_candidates; k++)
         cJSON_AddItemToArray(cand, cJSON_CreateString(hs_head_name(a, a->candidates[k], name, sizeof name)));
+    cJSON *candh = cJSON_AddArrayToObject(pu, "candidate_heads");
+    for (int k = 0; k < a->n_candidates; k++)
+        cJSON_AddItemToArray(candh, head_pair(a->candidates[k], c->n_head));
     cJSON *curve = cJSON_AddArrayToObject(pu, "curve");
     for (int s = 0; s < a->n_curve;) { /* one entry per round */
         cJSON *e = cJSON_CreateObject(), *rm = cJSON_AddArrayToObject(e, "removed");
+        cJSON *rmh = cJSON_AddArrayToObject(e, "removed_heads");
         int t = s;
-        for (; t < a->n_curve && a->curve[t].round == a->curve[s].round; t++)
+        for (; t < a->n_curve && a->curve[t].round == a->curve[s].round; t++) {
             cJSON_AddItemToArray(rm, cJSON_CreateString(hs_head_name(a, a->curve[t].head, name,
                                                                      sizeof name)));
+            cJSON_AddItemToArray(rmh, head_pair(a->curve[t].head, c->n_head));
+        }
         cJSON_AddNumberToObject(e, "heads_left", a->curve[t - 1].heads_left);
         add_num(e, "loss", a->curve[t - 1].loss);
         cJSON_AddItemToArray(curve, e);
