@@ -70,13 +70,19 @@ CLI_SRC = $(sort $(wildcard cli/*.c))
 TEST_SRC = $(sort $(wildcard tests/test_*.c))
 BENCH_SRC = $(sort $(wildcard bench/*.c))
 
-LIB_OBJ = $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
+# The page's HTML, CSS and JavaScript are real files in viz/page/; viz/page/pagegen.c turns
+# them into byte arrays at build time (no xxd, no ld -b binary, no #embed).
+PAGE_FILES = $(sort $(wildcard viz/page/*.html viz/page/*.css viz/page/*.js))
+PAGEGEN = $(BUILD)/gen/pagegen
+PAGE_C = $(BUILD)/gen/page.c
+
+LIB_OBJ = $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/gen/page.o
 CLI_OBJ = $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
 TEST_BIN = $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 LIB = $(BUILD)/libheadscope.a
 BIN = $(BUILD)/headscope
 
-.PHONY: all deps test unit cli-test fuzz-replay browser-test bench fuzz clean example
+.PHONY: all deps test unit cli-test fuzz-replay browser-test ref-test llamacpp-test bench fuzz clean example
 all: $(LIB) $(BIN)
 
 # The commit a build comes from, recorded in reports (empty outside a git checkout). The
@@ -95,6 +101,18 @@ deps:
 	$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $(DEB_PKGS)
 
 $(BUILD)/obj/%.o: %.c $(wildcard include/headscope/*.h src/*.h src/*/*.h viz/*.h cli/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(ALLCFLAGS) -c $< -o $@
+
+$(PAGEGEN): viz/page/pagegen.c
+	@mkdir -p $(dir $@)
+	$(CC) $(WARN) $(CFLAGS) $< -o $@
+
+$(PAGE_C): $(PAGEGEN) $(PAGE_FILES)
+	@mkdir -p $(dir $@)
+	$(PAGEGEN) viz/page/index.html $@
+
+$(BUILD)/obj/gen/page.o: $(PAGE_C)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(ALLCFLAGS) -c $< -o $@
 
@@ -137,25 +155,35 @@ fuzz-replay: $(REPLAY_BIN)
 browser-test: $(BIN)
 	HEADSCOPE=$(BIN) HS_LDFLAGS="$(LDFLAGS)" bash tests/browser.sh
 
-test: all unit cli-test fuzz-replay browser-test lib-test
+# The float64 references the suites compare against check themselves (fixtures/README.md).
+ref-test:
+	/usr/bin/python3 fixtures/ref/selftest.py
+	/usr/bin/python3 fixtures/ref/family_selftest.py
+
+test: all unit cli-test fuzz-replay browser-test lib-test ref-test
+
+# Interoperability with llama.cpp's own programs (not in `test`: it needs a llama.cpp build):
+# make llamacpp-test LLAMACPP=path/to/llama.cpp/build/bin [LLAMACPP_MODELS=path/to/llama.cpp/models]
+llamacpp-test: all
+	HEADSCOPE=$(BIN) LLAMACPP="$(LLAMACPP)" LLAMACPP_MODELS="$(LLAMACPP_MODELS)" bash tests/llamacpp.sh
 
 # libFuzzer: make fuzz [FUZZ_SECONDS=30]; needs clang (in make deps).
 FUZZ_SECONDS ?= 30
 FUZZ_FLAGS = -g -O1 -fsanitize=fuzzer,address,undefined -std=c11 $(CPPFLAGS) $(PKG_CFLAGS)
-fuzz:
+fuzz: $(PAGE_C)
 	@mkdir -p build-fuzz/corpus-gguf build-fuzz/corpus-tokenizer build-fuzz/corpus-safetensors build-fuzz/corpus-tokenizer-json build-fuzz/corpus-torchbin build-fuzz/corpus-corpus build-fuzz/corpus-partial build-fuzz/corpus-folder
 	for f in $$(find fixtures/bad fixtures/models -name model.safetensors); do cp $$f build-fuzz/corpus-safetensors/$$(echo $$f | tr / _); done
-	clang $(FUZZ_FLAGS) tests/fuzz/fuzz_gguf.c $(LIB_SRC) $(PKG_LIBS) -o build-fuzz/fuzz_gguf
-	clang $(FUZZ_FLAGS) tests/fuzz/fuzz_tokenizer.c $(LIB_SRC) $(PKG_LIBS) -o build-fuzz/fuzz_tokenizer
-	clang $(FUZZ_FLAGS) tests/fuzz/fuzz_tokenizer_json.c $(LIB_SRC) $(PKG_LIBS) -o build-fuzz/fuzz_tokenizer_json
-	clang $(FUZZ_FLAGS) tests/fuzz/fuzz_safetensors.c $(LIB_SRC) $(PKG_LIBS) -o build-fuzz/fuzz_safetensors
-	clang $(FUZZ_FLAGS) tests/fuzz/fuzz_torchbin.c $(LIB_SRC) $(PKG_LIBS) -o build-fuzz/fuzz_torchbin
+	clang $(FUZZ_FLAGS) tests/fuzz/fuzz_gguf.c $(LIB_SRC) $(PAGE_C) $(PKG_LIBS) -o build-fuzz/fuzz_gguf
+	clang $(FUZZ_FLAGS) tests/fuzz/fuzz_tokenizer.c $(LIB_SRC) $(PAGE_C) $(PKG_LIBS) -o build-fuzz/fuzz_tokenizer
+	clang $(FUZZ_FLAGS) tests/fuzz/fuzz_tokenizer_json.c $(LIB_SRC) $(PAGE_C) $(PKG_LIBS) -o build-fuzz/fuzz_tokenizer_json
+	clang $(FUZZ_FLAGS) tests/fuzz/fuzz_safetensors.c $(LIB_SRC) $(PAGE_C) $(PKG_LIBS) -o build-fuzz/fuzz_safetensors
+	clang $(FUZZ_FLAGS) tests/fuzz/fuzz_torchbin.c $(LIB_SRC) $(PAGE_C) $(PKG_LIBS) -o build-fuzz/fuzz_torchbin
 	cp fixtures/torchbin/*.bin build-fuzz/corpus-torchbin/
-	clang $(FUZZ_FLAGS) tests/fuzz/fuzz_corpus.c $(LIB_SRC) $(PKG_LIBS) -o build-fuzz/fuzz_corpus
+	clang $(FUZZ_FLAGS) tests/fuzz/fuzz_corpus.c $(LIB_SRC) $(PAGE_C) $(PKG_LIBS) -o build-fuzz/fuzz_corpus
 	cp fixtures/corpus/* build-fuzz/corpus-corpus/
-	clang $(FUZZ_FLAGS) tests/fuzz/fuzz_partial.c $(LIB_SRC) $(PKG_LIBS) -o build-fuzz/fuzz_partial
+	clang $(FUZZ_FLAGS) tests/fuzz/fuzz_partial.c $(LIB_SRC) $(PAGE_C) $(PKG_LIBS) -o build-fuzz/fuzz_partial
 	cp fixtures/partial/*.json build-fuzz/corpus-partial/
-	clang $(FUZZ_FLAGS) tests/fuzz/fuzz_folder.c $(LIB_SRC) $(PKG_LIBS) -o build-fuzz/fuzz_folder
+	clang $(FUZZ_FLAGS) tests/fuzz/fuzz_folder.c $(LIB_SRC) $(PAGE_C) $(PKG_LIBS) -o build-fuzz/fuzz_folder
 	cp fixtures/fuzz-folder/* build-fuzz/corpus-folder/
 	find fixtures/gguf -name '*.gguf' -exec cp {} build-fuzz/corpus-gguf/ ';'
 	cp README.md docs/*.md build-fuzz/corpus-tokenizer/

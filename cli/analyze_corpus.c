@@ -479,14 +479,14 @@ int cli_analyze_corpus(const char *cmd, hs_model *m, const cli_corpus_opts *co,
         goto done;
     }
     r.info.seconds = r.resume.info.seconds + (now() - r.t0);
-    const char *files[] = {"texts.jsonl", "partial.json", "report.json"};
+    const char *files[] = {"texts.jsonl", "partial.json", "index.html", "report.json"};
     if (!sharded && !(js = hs_corpus_report_json(r.agg, &r.info, ao->command_line,
-                                                 ao->command_line_argc, files, 3, 1))) {
+                                                 ao->command_line_argc, files, 4, 1))) {
         cli_error(cmd, "out of memory");
         goto done;
     }
-    /* texts.jsonl first, then partial.json, report.json last: a complete report.json means a
-       complete run */
+    /* texts.jsonl first, then partial.json and index.html, report.json last: a complete
+       report.json means a complete run */
     r.out = NULL;
     if (hs_out_close(&outf, 1, &err) != HS_OK) {
         cli_error(cmd, "%s", err.msg);
@@ -496,6 +496,8 @@ int cli_analyze_corpus(const char *cmd, hs_model *m, const cli_corpus_opts *co,
     if (write_partial(&r, NULL))
         goto done;
     r.checkpointed = 0;
+    if (!sharded && cli_corpus_page(cmd, outdir, js))
+        goto done;
     if (!sharded && hs_file_write_atomic(report, js, strlen(js), &err) != HS_OK) {
         cli_error(cmd, "%s", err.msg);
         goto done;
@@ -516,10 +518,14 @@ done:
     hs_out_close(&outf, 0, NULL); /* nothing left when it was committed or kept */
     if (rc != EXIT_OK && !r.checkpointed) {
         char *partial = cli_path_join(outdir, "partial.json");
+        char *page = cli_path_join(outdir, "index.html");
         if (texts && texts_done)
             unlink(texts);
         if (partial && texts_done)
             unlink(partial);
+        if (page && texts_done)
+            unlink(page);
+        free(page);
         if (report && texts_done)
             unlink(report);
         free(partial);

@@ -61,13 +61,14 @@ const char *const *cli_command_line(int *argc);
 /* As cli_model_load, reading only what HS_OPEN_* flags ask for. */
 hs_model *cli_model_open(const char *cmd, const char *path, unsigned flags);
 
-/* Tokenizes t with the model's tokenizer, enforcing non-empty text and a length of max
- * tokens (0: the model's context): truncate 1 drops tokens as Hugging Face does, 0 fails,
- * -1 does not enforce any length. With 0 or 1 a long text is tokenised only as far as the
- * limit needs. *truncated (may be NULL) says whether tokens were dropped. Returns 0 or
- * EXIT_FAIL. */
+/* Tokenizes t with the model's tokenizer, enforcing a length of max tokens (0: the model's
+ * context): truncate 1 drops tokens as Hugging Face does, 0 fails, -1 does not enforce any
+ * length. With 0 or 1 a long text is tokenised only as far as the limit needs. An empty
+ * text, or one without tokens, fails unless allow_empty (tokenize: GPT-2 gives no ids,
+ * BERT [CLS] [SEP], as Hugging Face does). *truncated (may be NULL) says whether tokens
+ * were dropped. Returns 0 or EXIT_FAIL. */
 int cli_encode(const char *cmd, const hs_model *m, const cli_text *t, int truncate, size_t max,
-               hs_encoding *enc, int *truncated);
+               int allow_empty, hs_encoding *enc, int *truncated);
 
 /* Corpus mode of `headscope analyze` (cli/analyze_corpus.c). */
 typedef struct cli_corpus_opts {
@@ -104,6 +105,11 @@ void cli_progress_end(cli_progress *p);
 int cli_analyze_corpus(const char *cmd, hs_model *m, const cli_corpus_opts *co,
                        const hs_analyze_opts *ao, const char *outdir, int created_dir,
                        int quiet, int json);
+
+/* Writes outdir/index.html for a corpus run: report_json and the first texts of
+ * outdir/texts.jsonl (up to HS_HTML_MAX_TEXTS_BYTES, whole lines) as the per-text list.
+ * Prints the error and returns EXIT_FAIL when it cannot, else 0. */
+int cli_corpus_page(const char *cmd, const char *outdir, const char *report_json);
 
 /* Uses outdir as the output folder, creating it when missing (*created = 1 then). Prints
  * the error and returns EXIT_FAIL when it is not a usable folder, else 0. */

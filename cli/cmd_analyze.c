@@ -555,7 +555,7 @@ int cmd_analyze(int argc, char **argv)
         }
         ao.layers = on;
     }
-    if (!co.path && cli_encode(C, m, &t, truncate, 0, &enc, &was_truncated))
+    if (!co.path && cli_encode(C, m, &t, truncate, 0, 0, &enc, &was_truncated))
         goto done;
     if (!quiet && isatty(STDERR_FILENO))
         ao.progress = progress;

@@ -90,7 +90,7 @@ int cmd_attn(int argc, char **argv)
     hs_error err = {{0}};
     npy_sink ns = {.warned = !allow_nonfinite}; /* the scan runs only when allowed */
     rc = EXIT_FAIL;
-    if (!m || cli_encode("attn", m, &t, truncate, 0, &enc, NULL))
+    if (!m || cli_encode("attn", m, &t, truncate, 0, 0, &enc, NULL))
         goto done;
     int n = (int)enc.n;
     const hs_model_config *cfg = hs_model_config_of(m);

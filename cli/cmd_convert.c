@@ -10,7 +10,8 @@
 #include "cli.h"
 
 static const char usage_text[] =
-    "usage: headscope convert MODEL -o OUT [--type f32|f16|bf16|q8_0] [--name NAME] [--keep-mlm]\n\n"
+    "usage: headscope convert MODEL -o OUT [--type f32|f16|bf16|q8_0] [--name NAME] [--keep-mlm]\n"
+    "                         [--no-output-copy]\n\n"
     "Writes MODEL (a Hugging Face GPT-2 or BERT folder, or a GGUF file) as one GGUF v3 file\n"
     "with config, tokenizer and weights, laid out as llama.cpp's converter writes it: same\n"
     "keys, tensor names and storage types. Norms, biases, position and token-type embeddings\n"
@@ -21,6 +22,9 @@ static const char usage_text[] =
     "      --name NAME    general.name (default: the model folder's name)\n"
     "      --keep-mlm     BERT: also write the MLM head, as headscope-only tensors\n"
     "                     cls.predictions.* (llama.cpp refuses such files)\n"
+    "      --no-output-copy\n"
+    "                     GPT-2 with a tied head: leave out output.weight, the copy of\n"
+    "                     token_embd written by default (llama.cpp before March 2025 needs it)\n"
     "  -h, --help         show this help\n";
 
 /* The last path component without trailing slashes, into buf. */
@@ -47,9 +51,10 @@ int cmd_convert(int argc, char **argv)
     static const struct option opts[] = {
         {"output", required_argument, NULL, 'o'}, {"type", required_argument, NULL, 't'},
         {"name", required_argument, NULL, 'n'},   {"keep-mlm", no_argument, NULL, 'k'},
+        {"no-output-copy", no_argument, NULL, 'c'},
         {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
     const char *out = NULL, *type = "f32", *name = NULL;
-    int keep_mlm = 0, c;
+    int keep_mlm = 0, no_copy = 0, c;
     opterr = 0;
     optind = 1;
     while ((c = getopt_long(argc, argv, ":o:t:h", opts, NULL)) != -1) {
@@ -58,6 +63,7 @@ int cmd_convert(int argc, char **argv)
         case 't': type = optarg; break;
         case 'n': name = optarg; break;
         case 'k': keep_mlm = 1; break;
+        case 'c': no_copy = 1; break;
         case 'h':
             fputs(usage_text, stdout);
             return cli_finish_stdout("convert");
@@ -87,6 +93,7 @@ int cmd_convert(int argc, char **argv)
     base_name(src, defname, sizeof defname);
     opt.name = name ? name : defname;
     opt.keep_mlm = keep_mlm;
+    opt.no_output_copy = no_copy;
 
     hs_model *m = cli_model_load("convert", src);
     if (!m)

@@ -35,10 +35,15 @@ int cmd_info(int argc, char **argv)
     const hs_tokenizer *tok = hs_model_tokenizer(m);
     printf("model:        %s\n", hs_model_path(m));
     const char *wf = hs_model_weights_file(m);
-    printf("format:       %s%s%s, weights stored as %s\n",
-           hs_model_format(m) == HS_FORMAT_GGUF ? "GGUF" : "Hugging Face folder (",
-           wf && hs_model_format(m) != HS_FORMAT_GGUF ? wf : "",
-           hs_model_format(m) == HS_FORMAT_GGUF ? "" : ")", hs_model_storage_dtype(m));
+    /* a GGUF file without tensors: llama.cpp's vocabulary-only files (ggml-vocab-*.gguf) */
+    int vocab_only = hs_model_format(m) == HS_FORMAT_GGUF && hs_model_param_count(m) == 0;
+    if (vocab_only)
+        printf("format:       GGUF, vocabulary only (no tensors)\n");
+    else
+        printf("format:       %s%s%s, weights stored as %s\n",
+               hs_model_format(m) == HS_FORMAT_GGUF ? "GGUF" : "Hugging Face folder (",
+               wf && hs_model_format(m) != HS_FORMAT_GGUF ? wf : "",
+               hs_model_format(m) == HS_FORMAT_GGUF ? "" : ")", hs_model_storage_dtype(m));
     printf("family:       %s (%s, %s)\n", hs_family_name(cfg->family),
            cfg->causal ? "causal, pre-LN" : "bidirectional, post-LN",
            cfg->act == HS_ACT_GELU_ERF ? "gelu erf" : "gelu tanh");
@@ -53,7 +58,10 @@ int cmd_info(int argc, char **argv)
         printf("token types:  %d\n", cfg->type_vocab_size);
     printf("lm head:      %s\n", cfg->has_lm_head ? (cfg->family == HS_FAMILY_BERT ? "MLM" : "yes") : "none");
     printf("layer norm:   eps %g\n", (double)cfg->ln_eps);
-    printf("parameters:   %zu\n", hs_model_param_count(m));
+    if (vocab_only)
+        printf("parameters:   none in the file (the dimensions above are its metadata)\n");
+    else
+        printf("parameters:   %zu\n", hs_model_param_count(m));
     if (tok)
         printf("tokenizer:    %s, %zu tokens%s\n",
                hs_tokenizer_get_kind(tok) == HS_TOK_BPE ? "byte-level BPE" : "WordPiece",

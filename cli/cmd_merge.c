@@ -198,24 +198,25 @@ static int combine(const char *C, part *parts, int n, hs_corpus_agg **g, hs_corp
     return 0;
 }
 
-/* Writes texts.jsonl, partial.json, report.json (last) into outdir; removes them on failure. */
+/* Writes texts.jsonl, partial.json, index.html, report.json (last) into outdir; removes them
+ * on failure. */
 static int write_outputs(const char *C, part *parts, int n, hs_corpus_agg *g,
                          const hs_corpus_info *in, const char *outdir, int json, int quiet)
 {
     hs_error err = {{0}};
     hs_out texts = {0};
-    const char *files[] = {"texts.jsonl", "partial.json", "report.json"};
-    char *paths[3] = {NULL, NULL, NULL}, *report = NULL, *partial = NULL;
+    const char *files[] = {"texts.jsonl", "partial.json", "index.html", "report.json"};
+    char *paths[4] = {NULL, NULL, NULL, NULL}, *report = NULL, *partial = NULL;
     int argc = 0, rc = EXIT_FAIL, written = 0;
     const char *const *argv = cli_command_line(&argc);
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < 4; i++)
         if (!(paths[i] = cli_path_join(outdir, files[i])))
             goto done;
     if (hs_corpus_agg_finish(g, (hs_sim_method)g->sim_method, g->cluster_threshold, &err)) {
         cli_error(C, "%s", err.msg);
         goto done;
     }
-    report = hs_corpus_report_json(g, in, argv, argc, files, 3, 1);
+    report = hs_corpus_report_json(g, in, argv, argc, files, 4, 1);
     partial = hs_corpus_partial_json(g, in, NULL);
     if (!report || !partial) {
         cli_error(C, "out of memory");
@@ -232,8 +233,13 @@ static int write_outputs(const char *C, part *parts, int n, hs_corpus_agg *g,
         goto done;
     }
     written = 1;
-    if (hs_file_write_atomic(paths[1], partial, strlen(partial), &err) != HS_OK ||
-        hs_file_write_atomic(paths[2], report, strlen(report), &err) != HS_OK) {
+    if (hs_file_write_atomic(paths[1], partial, strlen(partial), &err) != HS_OK) {
+        cli_error(C, "%s", err.msg);
+        goto done;
+    }
+    if (cli_corpus_page(C, outdir, report))
+        goto done;
+    if (hs_file_write_atomic(paths[3], report, strlen(report), &err) != HS_OK) {
         cli_error(C, "%s", err.msg);
         goto done;
     }
@@ -247,12 +253,12 @@ static int write_outputs(const char *C, part *parts, int n, hs_corpus_agg *g,
             printf("loss (%s): mean %.4f, 95%% CI [%.4f, %.4f], sd %.4f over %ld texts\n",
                    hs_loss_kind_name((hs_loss_kind)g->loss_kind), s.mean, s.ci_low, s.ci_high,
                    s.sd, s.n);
-        printf("wrote %s\n", paths[2]);
+        printf("wrote %s\n", paths[3]);
     }
     rc = cli_finish_stdout(C);
 done:
     hs_out_close(&texts, 0, NULL);
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < 4; i++) {
         if (rc != EXIT_OK && written && paths[i])
             unlink(paths[i]);
         free(paths[i]);

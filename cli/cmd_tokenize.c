@@ -92,7 +92,7 @@ int cmd_tokenize(int argc, char **argv)
                   "([CLS] and [SEP]) of this input", max_tokens, specials);
         goto done;
     }
-    if (!m || cli_encode("tokenize", m, &t, max_tokens > 0 ? 1 : -1, (size_t)max_tokens, &enc,
+    if (!m || cli_encode("tokenize", m, &t, max_tokens > 0 ? 1 : -1, (size_t)max_tokens, 1, &enc,
                          NULL))
         goto done;
     if (json) {

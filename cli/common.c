@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 
 #include "cli.h"
+#include "headscope/html.h"
 
 /* "headscope: CMD: message" on stderr, the message escaped (hs_text_escape): it may quote
  * paths, option values and strings from files, and must stay one line and inert. */
@@ -166,7 +167,7 @@ hs_model *cli_model_open(const char *cmd, const char *path, unsigned flags)
 }
 
 int cli_encode(const char *cmd, const hs_model *m, const cli_text *t, int truncate,
-               size_t max, hs_encoding *enc, int *truncated)
+               size_t max, int allow_empty, hs_encoding *enc, int *truncated)
 {
     if (truncated)
         *truncated = 0;
@@ -177,7 +178,7 @@ int cli_encode(const char *cmd, const hs_model *m, const cli_text *t, int trunca
                   hs_model_path(m));
         return EXIT_FAIL;
     }
-    if (t->len == 0) {
+    if (t->len == 0 && !allow_empty) {
         cli_error(cmd, "the text is empty");
         return EXIT_FAIL;
     }
@@ -185,7 +186,7 @@ int cli_encode(const char *cmd, const hs_model *m, const cli_text *t, int trunca
         cli_error(cmd, "--text-pair needs a BERT model (GPT-2 takes a single text)");
         return EXIT_FAIL;
     }
-    if (t->pair && t->pair_len == 0) {
+    if (t->pair && t->pair_len == 0 && !allow_empty) {
         cli_error(cmd, "the pair text is empty");
         return EXIT_FAIL;
     }
@@ -198,7 +199,7 @@ int cli_encode(const char *cmd, const hs_model *m, const cli_text *t, int trunca
     }
     /* text that is only whitespace or controls is [CLS] [SEP] for BERT, as Hugging Face
      * gives it; GPT-2 encodes whitespace, so only nothing at all is refused */
-    if (enc->n == 0) {
+    if (enc->n == 0 && !allow_empty) {
         hs_encoding_free(enc);
         cli_error(cmd, "the text has no tokens");
         return EXIT_FAIL;
@@ -259,4 +260,43 @@ int cli_output_dir(const char *cmd, const char *outdir, int *created)
         return EXIT_FAIL;
     }
     return 0;
+}
+
+int cli_corpus_page(const char *cmd, const char *outdir, const char *report_json)
+{
+    hs_error err = {{0}};
+    char *tpath = cli_path_join(outdir, "texts.jsonl"), *page = cli_path_join(outdir, "index.html");
+    char *texts = malloc(HS_HTML_MAX_TEXTS_BYTES + 1);
+    FILE *f = NULL;
+    int rc = EXIT_FAIL;
+    if (!tpath || !page || !texts) {
+        cli_error(cmd, "out of memory");
+        goto done;
+    }
+    if (!(f = fopen(tpath, "rb"))) {
+        cli_error(cmd, "cannot open '%s': %s", tpath, strerror(errno));
+        goto done;
+    }
+    size_t got = fread(texts, 1, HS_HTML_MAX_TEXTS_BYTES, f);
+    if (ferror(f)) {
+        cli_error(cmd, "cannot read '%s'", tpath);
+        goto done;
+    }
+    if (got == HS_HTML_MAX_TEXTS_BYTES) /* keep whole lines */
+        while (got > 0 && texts[got - 1] != '\n')
+            got--;
+    texts[got] = '\0';
+    hs_html_input in = {.report_json = report_json, .texts_jsonl = texts};
+    if (hs_html_write(page, &in, &err) != HS_OK) {
+        cli_error(cmd, "%s", err.msg);
+        goto done;
+    }
+    rc = 0;
+done:
+    if (f)
+        fclose(f);
+    free(texts);
+    free(page);
+    free(tpath);
+    return rc;
 }

@@ -1,23 +1,27 @@
 #!/usr/bin/env bash
-# Opens the index.html of real `headscope analyze` runs in headless Chromium and checks
-# it (tests/browser_test.py): no console errors, one table row per head, sorting,
-# clicking a row shows that head's map, the line view, pictures listed in the report,
-# and the page without maps. Needs: apt-get install -y chromium chromium-driver
-# python3-selenium. Screenshots are kept in $HS_SHOTS (default /tmp/headscope-browser).
+# Opens the index.html of real `headscope analyze` runs in headless Chromium and clicks
+# through every view (tests/browser_test.py): the overview table, the head view (lines
+# checked against the float32 maps of `headscope attn`), the model view and the map view;
+# a corpus run's page; a page without maps; and a GPT-2-small-sized page at 512 tokens
+# (size and time to open). Cases on the shared trained models (../shared/models/
+# trained-gpt2, trained-bert) run when that folder is there and are skipped with a
+# printed reason otherwise; the fixture models (fixtures/tiny-gpt2, tiny-bert) always run.
+# Needs: apt-get install -y chromium chromium-driver python3-selenium (and python3-numpy).
+# Screenshots are kept in $HS_SHOTS (default /tmp/headscope-browser).
 #
 #   HEADSCOPE=build/headscope bash tests/browser.sh
 #
 # HEADSCOPE: the binary (its folder holds libheadscope.a, used to build the page
 # helper tests/html_page.c); HS_LDFLAGS: extra link flags for the helper (the
-# sanitizer flags of a SANITIZE build); PYTHON: a python3 with selenium.
-# When analyze does not write index.html itself, the helper builds it from
-# report.json and the maps of `headscope attn`.
+# sanitizer flags of a SANITIZE build); PYTHON: a python3 with selenium and numpy;
+# HS_SHARED: the shared models folder (default ../shared/models).
 set -u
 HS=${HEADSCOPE:-build/headscope}
 PY=${PYTHON:-/usr/bin/python3}
 CC=${CC:-cc}
 LIB=${HS_LIB:-$(dirname "$HS")/libheadscope.a}
 SHOTS=${HS_SHOTS:-/tmp/headscope-browser}
+SHARED=${HS_SHARED:-../shared/models}
 T=$(mktemp -d /tmp/hs-browser-XXXXXX)
 trap 'rm -rf "$T"' EXIT
 
@@ -27,12 +31,12 @@ die() {
     exit 1
 }
 
-need_pkgs="apt-get install -y chromium chromium-driver python3-selenium"
+need_pkgs="apt-get install -y chromium chromium-driver python3-selenium python3-numpy"
 { command -v chromium >/dev/null || [ -x /usr/lib/chromium/chromium ]; } ||
     die "chromium is not installed; run: $need_pkgs"
 command -v chromedriver >/dev/null || [ -x /usr/bin/chromedriver ] ||
     die "chromedriver is not installed; run: $need_pkgs"
-"$PY" -c 'import selenium' 2>/dev/null || die "$PY has no selenium; run: $need_pkgs"
+"$PY" -c 'import selenium, numpy' 2>/dev/null || die "$PY has no selenium or numpy; run: $need_pkgs"
 [ -x "$HS" ] || die "no headscope binary at '$HS' (run make, or set HEADSCOPE)"
 [ -f "$LIB" ] || die "no library at '$LIB' (set HS_LIB)"
 
@@ -42,27 +46,42 @@ $CC -std=c11 -O1 -g -Iinclude -Isrc -D_POSIX_C_SOURCE=200809L \
     $(pkg-config --libs openblas libpng libcjson libutf8proc) -lm -lpthread ${HS_LDFLAGS:-} \
     -o "$T/html_page" || die "cannot build tests/html_page.c"
 
-# page DIR MODEL ARGS...: analyze into DIR; build DIR/index.html when analyze did not
+# page NAME MODEL TEXT-ARGS... [-- ANALYZE-ARGS...]: analyze into $T/NAME and write the
+# float32 maps of the same text to $T/NAME.npy
+cases=()
 page() {
-    local dir=$1 model=$2
+    local name=$1 model=$2 text=() more=()
     shift 2
-    "$HS" analyze "$model" "$@" -o "$dir" -q || die "analyze $model failed"
-    [ -f "$dir/report.json" ] || die "analyze $model wrote no report.json"
-    if [ ! -f "$dir/index.html" ]; then
-        echo "browser: analyze wrote no index.html for $model; building it with tests/html_page.c"
-        "$HS" attn "$model" "$@" -o "$T/attn.npy" -q || die "attn $model failed"
-        "$T/html_page" "$dir/report.json" "$T/attn.npy" "$dir/index.html" ||
-            die "html_page $model failed"
-    fi
+    while [ $# -gt 0 ] && [ "$1" != "--" ]; do text+=("$1"); shift; done
+    [ $# -gt 0 ] && shift && more=("$@")
+    "$HS" analyze "$model" "${text[@]}" "${more[@]}" -o "$T/$name" -q || die "analyze $model failed"
+    [ -f "$T/$name/index.html" ] || die "analyze $model wrote no index.html"
+    "$HS" attn "$model" "${text[@]}" -o "$T/$name.npy" -q || die "attn $model failed"
+    cases+=(--case "$name" "$T/$name/index.html" "$T/$name.npy")
 }
 
 TEXT="The cat sat on the mat. The cat sat on the mat."
-page "$T/gpt2" fixtures/tiny-gpt2 --text "$TEXT"
-page "$T/bert" fixtures/tiny-bert --text "the cat sat on the mat" --text-pair "where did the cat sit?"
+page tiny-gpt2 fixtures/tiny-gpt2 --text "$TEXT"
+page tiny-bert fixtures/tiny-bert --text "the cat sat on the mat" --text-pair "where did the cat sit?"
+if [ -d "$SHARED/trained-gpt2" ] && [ -d "$SHARED/trained-bert" ]; then
+    page trained-gpt2 "$SHARED/trained-gpt2" --file README.md --truncate -- --no-pruning
+    page trained-bert "$SHARED/trained-bert" \
+        --text "The cat sat on the mat because it was tired after the long day." \
+        --text-pair "Where did the cat sit, and why did it sit there?"
+else
+    echo "browser: skipping the trained-gpt2 and trained-bert cases: no $SHARED/trained-gpt2 and trained-bert (set HS_SHARED)"
+fi
 # the same report without maps, beside it so that its pictures resolve
-"$T/html_page" "$T/gpt2/report.json" "$T/gpt2/index-nomaps.html" || die "html_page without maps failed"
+"$T/html_page" "$T/tiny-gpt2/report.json" "$T/tiny-gpt2/index-nomaps.html" || die "html_page without maps failed"
+# a corpus run's page
+"$HS" analyze fixtures/tiny-gpt2 --corpus fixtures/corpus/mixed.jsonl -o "$T/corpus" -q ||
+    die "analyze --corpus failed"
+# GPT-2-small's shape at 512 tokens: a synthetic report and maps, built into a page
+"$PY" tests/browser_test.py --make-budget "$T/budget" || die "cannot make the budget case"
+"$T/html_page" "$T/budget/report.json" "$T/budget/attn.npy" "$T/budget/index.html" ||
+    die "html_page for the budget case failed"
+rm -f "$T/budget/attn.npy"
 
-"$PY" tests/browser_test.py --shots "$SHOTS" \
-    --case tiny-gpt2 "$T/gpt2/index.html" 8 1 \
-    --case tiny-bert "$T/bert/index.html" 16 1 \
-    --case tiny-gpt2-nomaps "$T/gpt2/index-nomaps.html" 8 0
+"$PY" tests/browser_test.py --shots "$SHOTS" "${cases[@]}" \
+    --nomaps "$T/tiny-gpt2/index-nomaps.html" --corpus "$T/corpus/index.html" \
+    --budget "$T/budget/index.html"

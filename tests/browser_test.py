@@ -1,32 +1,36 @@
 #!/usr/bin/python3
-"""Checks out/index.html pages in headless Chromium (run by tests/browser.sh).
+"""Clicks through out/index.html pages in headless Chromium (run by tests/browser.sh).
 
-    browser_test.py --shots DIR --case NAME PAGE ROWS MAPS [--case ...]
+    browser_test.py --shots DIR [--case NAME PAGE ATTN.npy]... [--nomaps PAGE]
+                    [--corpus PAGE] [--budget PAGE]
+    browser_test.py --make-budget DIR     (writes DIR/report.json and DIR/attn.npy)
 
-For each case: the page loads from file:// with no console errors and no request
-that is not file: or data:, the heads table has ROWS rows, sorting by a column
-orders it, clicking a row selects that head (panel, title, highlighted row), the
-selected head shows its picture when the report lists one and, when MAPS is 1,
-a non-empty heatmap canvas whose cells match the embedded map and a line view
-that answers hover; when MAPS is 0 the page says the maps are not embedded.
-A full-page screenshot of each case is saved in DIR. Prints one line per failure
-and ends with "browser: N passed, M failed"; exits 1 on any failure.
+Each --case page comes from `headscope analyze`, and ATTN.npy from `headscope attn` on
+the same text: the (L, H, n, n) float32 maps, the reference the page's lines and values
+are checked against (the page stores them quantised to 1/254). For every case: no
+console errors and no request outside file:/data:; the overview table (one row per head,
+sorting, sticky head/label columns, negative ablation deltas shown negative); the head
+view (the lines drawn for a chosen head and token match the maps, colours, the sentence
+filter of pairs, dimmed sinks, keyboard); the model view (one tile per head, sorting and
+filtering by a column, a click opens the head); the map view (cells, full labels, the
+hover and keyboard readout, the word-level maps). Screenshots of each view are saved in
+DIR. Prints one line per failure and ends with "browser: N passed, M failed".
 """
 import argparse
 import base64
+import json
 import os
 import shutil
 import sys
 import tempfile
+import time
 
-from selenium import webdriver
-from selenium.webdriver.chrome.service import Service
-from selenium.webdriver.common.action_chains import ActionChains
-from selenium.webdriver.common.by import By
-from selenium.webdriver.support.ui import WebDriverWait
+import numpy as np
 
 passed = 0
 failed = 0
+LEVELS = 254
+QTOL = 0.5 / LEVELS + 1e-6  # one quantisation step's rounding
 
 
 def check(cond, what):
@@ -39,251 +43,542 @@ def check(cond, what):
     return cond
 
 
-def find_binary(names):
-    for n in names:
-        p = shutil.which(n) if not os.path.isabs(n) else (n if os.access(n, os.X_OK) else None)
-        if p:
-            return p
-    return None
+def quant(v):
+    """The page's byte for a weight (viz/html.c quantise), as a weight again."""
+    return np.round(np.clip(v, 0, 1) * LEVELS) / LEVELS
 
 
+def make_budget(out):
+    """GPT-2 small's shape (12 x 12 heads) at 512 tokens: a report and causal maps."""
+    os.makedirs(out, exist_ok=True)
+    L, H, n = 12, 12, 512
+    rng = np.random.default_rng(7)
+    heads = []
+    for k in range(L * H):
+        sc = {s: float(rng.random()) for s in ("previous_token", "self", "first_token", "duplicate_token", "induction")}
+        heads.append({"id": "%d.%d" % (k // H, k % H), "layer": k // H, "head": k % H,
+                      "entropy_nats": float(rng.random() * 4), "entropy_norm": float(rng.random()),
+                      "max_weight_mean": float(rng.random()), "ablation_delta": float(rng.normal() * 0.1),
+                      "gradient_importance": float(rng.random()), "cluster": int(k % 9),
+                      "label": "none", "scores": sc, "text_scores": {"induction": float(rng.random())}})
+    words = [i // 2 for i in range(n)]
+    toks = ["Ġtok%d" % i if i % 2 == 0 else "en" for i in range(n)]
+    rep = {"schema": "headscope.report/2", "model": {"path": "synthetic gpt2-small", "family": "gpt2",
+           "n_layer": L, "n_head": H, "d_model": 768, "causal": True},
+           "input": {"text": " ".join(toks), "n_tokens": n, "tokens": toks,
+                     "display_tokens": [t.replace("Ġ", " ") for t in toks], "ids": list(range(n)),
+                     "type_ids": [0] * n, "sinks": [0], "word_ids": words},
+           "loss": {"kind": "lm", "value": 3.0}, "heads": heads,
+           "similarity": {"matrix": rng.random((L * H, L * H)).round(6).tolist()},
+           "diversity": {"per_layer": [1.0] * L, "pairwise_frobenius": rng.random((L * H, L * H)).round(6).tolist()},
+           "files": ["report.json", "index.html"]}
+    with open(os.path.join(out, "report.json"), "w") as f:
+        json.dump(rep, f)
+    a = np.lib.format.open_memmap(os.path.join(out, "attn.npy"), mode="w+", dtype="<f4", shape=(L, H, n, n))
+    tri = np.tril(np.ones((n, n), dtype=np.float32))
+    for l in range(L):
+        x = rng.random((H, n, n), dtype=np.float32) ** 8 * tri
+        a[l] = x / x.sum(-1, keepdims=True)
+    a.flush()
+    del a
+
+
+# ---- the browser ---------------------------------------------------------------------------
 def start_browser(profile):
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
     opts = webdriver.ChromeOptions()
-    binary = find_binary(["/usr/lib/chromium/chromium", "chromium"])
-    if binary:
-        opts.binary_location = binary
+    for b in ("/usr/lib/chromium/chromium", shutil.which("chromium") or ""):
+        if b and os.access(b, os.X_OK):
+            opts.binary_location = b
+            break
     for a in ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
               "--disable-background-networking", "--disable-component-update",
               "--disable-sync", "--disable-quic", "--disable-dev-shm-usage",
-              "--user-data-dir=" + profile, "--window-size=1600,1200",
+              "--user-data-dir=" + profile, "--window-size=1500,1100",
               "--force-device-scale-factor=1"]:
         opts.add_argument(a)
     opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-    driver_path = find_binary(["/usr/bin/chromedriver", "chromedriver"])
-    return webdriver.Chrome(service=Service(driver_path), options=opts)
+    drv_path = "/usr/bin/chromedriver" if os.access("/usr/bin/chromedriver", os.X_OK) else shutil.which("chromedriver")
+    return webdriver.Chrome(service=Service(drv_path), options=opts)
 
 
-def console_errors(drv):
-    return [e for e in drv.get_log("browser") if e.get("level") == "SEVERE"]
+def by_css(drv, sel):
+    from selenium.webdriver.common.by import By
+    return drv.find_elements(By.CSS_SELECTOR, sel)
 
 
-# Pixel (r, g, b) at the centre of heatmap cell (query i, key j), from the canvas's
-# own geometry (data-offset, data-cell in CSS pixels).
-PIXEL_JS = """
-const cv = document.getElementById('hs-heatmap');
-if (!cv) return null;
-const off = +cv.dataset.offset, cell = +cv.dataset.cell, s = cv.width / parseFloat(cv.style.width);
-const x = Math.floor((off + arguments[1] * cell + cell / 2) * s), y = Math.floor((off + arguments[0] * cell + cell / 2) * s);
-const d = cv.getContext('2d').getImageData(x, y, 1, 1).data;
-return [d[0], d[1], d[2]];
-"""
-
-# Distinct colours on the heatmap canvas (a blank canvas has one).
-COLOURS_JS = """
-const cv = document.getElementById('hs-heatmap');
-if (!cv || !cv.width || !cv.height) return 0;
-const d = cv.getContext('2d').getImageData(0, 0, cv.width, cv.height).data, seen = new Set();
-for (let i = 0; i < d.length && seen.size < 64; i += 4) seen.add((d[i] << 16) | (d[i + 1] << 8) | d[i + 2]);
-return seen.size;
-"""
-
-# The embedded map of head k, decoded independently of the page's own script.
-MAP_JS = """
-const info = JSON.parse(document.getElementById('hs-maps-info').textContent);
-const rec = document.querySelector("script.hs-map[data-index='" + arguments[0] + "']");
-if (!info.embedded || !rec) return null;
-return {n: info.n, levels: info.levels, b64: rec.textContent.trim()};
-"""
-
-VIRIDIS_END = {0: (68, 1, 84), 1: (253, 231, 37)}
+def hover(drv, elem):
+    from selenium.webdriver.common.action_chains import ActionChains
+    drv.execute_script("arguments[0].scrollIntoView({block: 'center'});", elem)
+    ActionChains(drv).move_to_element(elem).perform()
 
 
-def near(rgb, ref, tol=12):
-    return rgb is not None and all(abs(a - b) <= tol for a, b in zip(rgb, ref))
+def keys(drv, elem, *ks):
+    elem.send_keys(*ks)  # focuses the element without moving the mouse
 
 
+def shot(drv, shots, name, full=False):
+    path = os.path.join(shots, "browser-%s.png" % name)
+    if full:
+        w, h = drv.execute_script("return [document.documentElement.scrollWidth, document.documentElement.scrollHeight];")
+        png = drv.execute_cdp_cmd("Page.captureScreenshot", {
+            "format": "png", "captureBeyondViewport": True,
+            "clip": {"x": 0, "y": 0, "width": w, "height": min(h, 6000), "scale": 1}})
+        with open(path, "wb") as f:
+            f.write(base64.b64decode(png["data"]))
+    else:
+        drv.save_screenshot(path)
+    if check(os.path.getsize(path) > 0, "%s: screenshot failed" % name):
+        print("browser: %s: screenshot %s" % (name, path))
+
+
+def open_page(drv, page, frag=""):
+    drv.get_log("browser")  # drop anything from a previous page
+    drv.get("file://" + os.path.abspath(page) + frag)
+    t = time.time()
+    while time.time() - t < 20:
+        if drv.execute_script("return !!(window.headscope && window.headscope.ready) || !document.getElementById('hs-error').hidden;"):
+            break
+        time.sleep(0.05)
+    err = drv.execute_script("return document.getElementById('hs-error').hidden ? '' : document.getElementById('hs-error').textContent;")
+    return check(not err, "%s: page shows an error: %s" % (page, err))
+
+
+def page_clean(drv, name):
+    bad = drv.execute_script(
+        "return performance.getEntriesByType('resource').map(e => e.name)"
+        ".filter(u => !u.startsWith('file:') && !u.startsWith('data:'));")
+    check(not bad, "%s: requests outside file:/data: %s" % (name, bad))
+    errs = [e for e in drv.get_log("browser") if e.get("level") == "SEVERE"]
+    check(not errs, "%s: console errors: %s" % (name, [e.get("message") for e in errs][:3]))
+
+
+def report(drv):
+    return drv.execute_script("return JSON.parse(document.getElementById('hs-report').textContent);")
+
+
+def view(drv, name):
+    drv.find_element("id", "tab-" + name).click()
+    return drv.find_element("id", "view-" + name)
+
+
+# ---- the overview ----------------------------------------------------------------------------
 def column_values(drv, key):
-    idx = drv.execute_script(
-        "return Array.prototype.findIndex.call(document.querySelectorAll('#hs-heads thead th'),"
-        " th => th.dataset.key === arguments[0]);", key)
-    vals = []
-    for r in drv.find_elements(By.CSS_SELECTOR, "#hs-heads tbody tr"):
-        td = r.find_elements(By.TAG_NAME, "td")[idx]
-        t = td.get_attribute("title")
-        vals.append(float(t) if t else None)
-    return vals
+    return drv.execute_script("""
+const ths = Array.prototype.slice.call(document.querySelectorAll('#hs-heads thead th'));
+const idx = ths.findIndex(th => th.dataset.key === arguments[0]);
+return Array.prototype.map.call(document.querySelectorAll('#hs-heads tbody tr'), r => {
+  const t = r.cells[idx].title; return t ? parseFloat(t) : null; });""", key)
+
+
+def prev_score(h):
+    """A head's previous-token score: report/3 (text_scores.no_sinks) or older (scores)."""
+    v = h.get("text_scores", {}).get("no_sinks", {}).get("previous_token") if "scores" not in h \
+        else h["scores"].get("previous_token")
+    return v or 0
 
 
 def sorted_ok(vals, descending):
     nums = [v for v in vals if v is not None]
     first_null = next((i for i, v in enumerate(vals) if v is None), len(vals))
-    nulls_last = all(v is None for v in vals[first_null:])
-    return nulls_last and nums == sorted(nums, reverse=descending)
+    return all(v is None for v in vals[first_null:]) and nums == sorted(nums, reverse=descending)
 
 
-def run_case(drv, name, page, rows_expected, maps, shots):
-    url = "file://" + os.path.abspath(page)
-    drv.get_log("browser")  # drop anything from a previous page
-    drv.set_window_size(1600, 1200)
-    drv.get(url)
-    try:
-        WebDriverWait(drv, 10).until(
-            lambda d: d.find_elements(By.CSS_SELECTOR, "#hs-heads tbody tr")
-            or d.find_element(By.ID, "hs-error").is_displayed())
-    except Exception:
-        pass
-    err_box = drv.find_element(By.ID, "hs-error")
-    check(not err_box.is_displayed(), "%s: page shows an error: %s" % (name, err_box.text))
-    rows = drv.find_elements(By.CSS_SELECTOR, "#hs-heads tbody tr")
-    check(len(rows) == rows_expected, "%s: %d table rows, want %d" % (name, len(rows), rows_expected))
-    if not rows:
-        return
-    check(drv.find_element(By.ID, "hs-model").text.strip() != "", "%s: header has no model" % name)
-    check(len(drv.find_elements(By.CSS_SELECTOR, "#hs-summary .card")) >= 4,
-          "%s: summary has fewer than 4 cards" % name)
-    check(len(drv.find_elements(By.CSS_SELECTOR, "#hs-tokens .tok")) > 0, "%s: no tokens shown" % name)
+def check_overview(drv, name, rep, shots):
+    heads = rep["heads"]
+    rows = by_css(drv, "#hs-heads tbody tr")
+    check(len(rows) == len(heads), "%s: %d table rows, want %d" % (name, len(rows), len(heads)))
+    check(len(by_css(drv, "#hs-tokens .tok")) == rep["input"]["n_tokens"], "%s: token chips" % name)
+    # every numeric per-head field of the report is a column (a new metric needs no page edit)
+    keys_ = drv.execute_script("return Array.prototype.map.call(document.querySelectorAll('#hs-heads thead th'), th => th.dataset.key);")
+    want = set()
 
-    # sorting: ablation delta descending, then ascending; nulls stay last
-    th = drv.find_element(By.CSS_SELECTOR, "#hs-heads th[data-key='ablation_delta']")
+    def leaves(key, v):  # numbers at any depth of the per-head objects (lists are not columns)
+        if isinstance(v, dict):
+            for s, x in v.items():
+                leaves(key + "." + s, x)
+        elif v is None or (isinstance(v, (int, float)) and not isinstance(v, bool)):
+            want.add(key)
+    for h in heads:
+        for k, v in h.items():
+            if k not in ("id", "layer", "head", "label", "labels"):
+                leaves(k, v)
+    check(want <= set(keys_), "%s: report fields without a column: %s" % (name, sorted(want - set(keys_))))
+    # sorting
+    th = by_css(drv, "#hs-heads th[data-key='entropy_nats']")[0]
     th.click()
-    check(sorted_ok(column_values(drv, "ablation_delta"), True),
-          "%s: ablation column not in descending order after one click" % name)
+    check(sorted_ok(column_values(drv, "entropy_nats"), True), "%s: entropy not descending after a click" % name)
     th.click()
-    check(sorted_ok(column_values(drv, "ablation_delta"), False),
-          "%s: ablation column not in ascending order after two clicks" % name)
-    drv.find_element(By.CSS_SELECTOR, "#hs-heads th[data-key='id']").click()
-    ids = [r.get_attribute("data-head") for r in drv.find_elements(By.CSS_SELECTOR, "#hs-heads tbody tr")]
-    key = [tuple(int(x) for x in i.split(".")) for i in ids]
-    check(key == sorted(key), "%s: head column not in layer.head order: %s" % (name, ids))
-
-    # click every row in turn (the last one clicked is kept for the picture checks)
-    panel = drv.find_element(By.ID, "hs-selected")
-    for r in drv.find_elements(By.CSS_SELECTOR, "#hs-heads tbody tr"):
-        hid = r.get_attribute("data-head")
-        drv.execute_script("arguments[0].scrollIntoView({block: 'center'});", r)
-        r.click()
-        ok = panel.get_attribute("data-head") == hid
-        ok = ok and drv.find_element(By.ID, "hs-sel-title").text.strip().endswith(hid)
-        ok = ok and "sel" in r.get_attribute("class").split()
-        check(ok, "%s: clicking row %s did not select it (panel shows %s)"
-              % (name, hid, panel.get_attribute("data-head")))
-
-    report_files = drv.execute_script(
-        "const r = JSON.parse(document.getElementById('hs-report').textContent);"
-        " return Array.isArray(r.files) ? r.files : [];")
-    # pick a head with a clear pattern when there is one: the strongest previous-token head
-    target = drv.execute_script(
-        "const r = JSON.parse(document.getElementById('hs-report').textContent); let b = 0;"
-        " const pt = (h) => h.text_scores.no_sinks.previous_token || 0;"
-        " r.heads.forEach((h, k) => { if (pt(h) > pt(r.heads[b])) b = k; });"
-        " return b;")
-    row = drv.find_element(By.CSS_SELECTOR, "#hs-heads tbody tr[data-k='%d']" % target)
-    drv.execute_script("arguments[0].scrollIntoView({block: 'center'});", row)
-    row.click()
-    hid = row.get_attribute("data-head")
-    layer, head = hid.split(".")
-    png = "heads/L%s_H%s.png" % (layer, head)
-    if png in report_files:
-        img = drv.find_elements(By.ID, "hs-sel-img")
-        WebDriverWait(drv, 5).until(lambda d: d.execute_script(
-            "const i = document.getElementById('hs-sel-img'); return !i || i.complete;"))
-        check(img and drv.execute_script("return arguments[0].naturalWidth;", img[0]) > 0,
-              "%s: head %s picture %s not shown" % (name, hid, png))
-    for f in ("gallery.png", "similarity.png", "importance.png"):
-        if f in report_files:
-            imgs = [i for i in drv.find_elements(By.CSS_SELECTOR, "#hs-pictures img")
-                    if i.get_attribute("src").endswith("/" + f)]
+    check(sorted_ok(column_values(drv, "entropy_nats"), False), "%s: entropy not ascending after two clicks" % name)
+    by_css(drv, "#hs-heads th[data-key='id']")[0].click()
+    ids = [r.get_attribute("data-head") for r in by_css(drv, "#hs-heads tbody tr")]
+    check(ids == [h["id"] for h in heads], "%s: head column not in layer.head order" % name)
+    # negative ablation deltas read negative, in the table and the summary
+    deltas = {h["id"]: h["ablation_delta"] for h in heads if h.get("ablation_delta") is not None}
+    texts = drv.execute_script("""
+const ths = Array.prototype.slice.call(document.querySelectorAll('#hs-heads thead th'));
+const idx = ths.findIndex(th => th.dataset.key === 'ablation_delta');
+const o = {}; document.querySelectorAll('#hs-heads tbody tr').forEach(r => { o[r.dataset.head] = r.cells[idx].textContent; }); return o;""")
+    wrong = [i for i, d in deltas.items() if (d < -5e-5) != texts[i].startswith("-")]
+    check(not wrong, "%s: ablation deltas with the wrong sign shown: %s" % (name, wrong[:3]))
+    imp = [c.text for c in by_css(drv, "#hs-important .chip")]
+    check(all(deltas[i] > 0 for i in imp), "%s: 'most important' lists a head with delta <= 0: %s" % (name, imp))
+    neg = [i for i, d in deltas.items() if d < 0]
+    if neg:
+        harm = [c.text for c in by_css(drv, "#hs-harmful .chip")]
+        check(harm and all(deltas[i] < 0 for i in harm), "%s: negative deltas not listed apart: %s" % (name, harm))
+    # sticky head and label columns: still in place after scrolling the table sideways
+    pos = drv.execute_script("""
+const s = document.getElementById('hs-table-scroll'), c = document.querySelector('#hs-heads tbody tr td.stick1');
+s.scrollLeft = 0; const a = c.getBoundingClientRect().left; s.scrollLeft = 400;
+const b = c.getBoundingClientRect().left, w = s.scrollWidth > s.clientWidth; s.scrollLeft = 0; return [a, b, w];""")
+    check(abs(pos[0] - pos[1]) < 1, "%s: the label column moved when the table scrolled (%s)" % (name, pos))
+    # keyboard: Enter on a row opens it, arrow down moves to the next
+    r0 = by_css(drv, "#hs-heads tbody tr")[0]
+    r0.click()
+    from selenium.webdriver.common.keys import Keys
+    keys(drv, r0, Keys.ARROW_DOWN)
+    check(drv.find_element("id", "hs-selected").get_attribute("data-head") == heads[1]["id"],
+          "%s: arrow down in the table did not open the next head" % name)
+    # pictures the report lists are shown
+    for f in rep.get("files", []):
+        if f.endswith(".png") and "/" not in f:
+            imgs = [i for i in by_css(drv, "#hs-pictures img") if i.get_attribute("src").endswith("/" + f)]
             if imgs:
                 drv.execute_script("arguments[0].scrollIntoView();", imgs[0])
-                WebDriverWait(drv, 5).until(lambda d: d.execute_script("return arguments[0].complete;", imgs[0]))
-            check(imgs and drv.execute_script("return arguments[0].naturalWidth;", imgs[0]) > 0,
+                time.sleep(0.2)
+            check(imgs and drv.execute_script("return arguments[0].complete && arguments[0].naturalWidth > 0;", imgs[0]),
                   "%s: %s listed in files but not shown" % (name, f))
-
-    if maps:
-        check(drv.execute_script(COLOURS_JS) > 2, "%s: heatmap canvas of %s is empty" % (name, hid))
-        m = drv.execute_script(MAP_JS, target)
-        if check(m is not None, "%s: no embedded map for head %s" % (name, hid)):
-            n, levels = m["n"], m["levels"]
-            raw = base64.b64decode(m["b64"])
-            check(len(raw) == n * n, "%s: map of %s has %d bytes, want %d" % (name, hid, len(raw), n * n))
-            # cells that are exactly 0 or 1 must be drawn at the ends of viridis
-            bad = []
-            for (i, j) in [(i, j) for i in range(n) for j in range(n)][:: max(1, n * n // 60)]:
-                b = raw[i * n + j]
-                if b in (0, levels):
-                    px = drv.execute_script(PIXEL_JS, i, j)
-                    if not near(px, VIRIDIS_END[0 if b == 0 else 1]):
-                        bad.append((i, j, b, px))
-            check(not bad, "%s: heatmap cells of %s do not match the map: %s" % (name, hid, bad[:3]))
-            # line view: hovering query token i tints the key token it attends to most
-            lv_q = drv.find_elements(By.CSS_SELECTOR, "#hs-lines .col.q .lt")
-            lv_k = drv.find_elements(By.CSS_SELECTOR, "#hs-lines .col.k .lt")
-            check(len(lv_q) == n and len(lv_k) == n,
-                  "%s: line view has %d/%d tokens, want %d" % (name, len(lv_q), len(lv_k), n))
-            if len(lv_q) == n:
-                i = n - 1
-                j = max(range(n), key=lambda x: raw[i * n + x])
-                drv.execute_script("arguments[0].scrollIntoView({block: 'center'});", lv_q[i])
-                ActionChains(drv).move_to_element(lv_q[i]).perform()
-                bg = lv_k[j].value_of_css_property("background-color")
-                check(raw[i * n + j] > 0 and "47, 95, 179" in bg,
-                      "%s: hovering query %d did not highlight key %d (%s)" % (name, i, j, bg))
-                ActionChains(drv).move_to_element(drv.find_element(By.ID, "hs-sel-title")).perform()
-        # the thumbnail grid drawn from the maps: one per head, a click opens it
-        thumbs = drv.find_elements(By.CSS_SELECTOR, "#hs-thumbs .thumb")
-        check(len(thumbs) == rows_expected, "%s: %d thumbnails, want %d" % (name, len(thumbs), rows_expected))
-        if thumbs:
-            t = thumbs[0]
-            drv.execute_script("arguments[0].scrollIntoView({block: 'center'});", t)
-            t.click()
-            want = drv.execute_script("return document.querySelector(\"#hs-heads tr[data-k='\" + arguments[0] + \"']\").dataset.head;",
-                                      t.get_attribute("data-head-index"))
-            check(panel.get_attribute("data-head") == want,
-                  "%s: clicking the thumbnail of %s shows %s" % (name, want, panel.get_attribute("data-head")))
-            row.click()
-    else:
-        check(not drv.find_elements(By.ID, "hs-heatmap"), "%s: heatmap drawn without maps" % name)
-        check(not drv.find_elements(By.CSS_SELECTOR, "#hs-thumbs"), "%s: thumbnails drawn without maps" % name)
-        check("not embedded" in panel.text, "%s: page does not say the maps are absent" % name)
-
-    bad_urls = drv.execute_script(
-        "return performance.getEntriesByType('resource').map(e => e.name)"
-        ".filter(u => !u.startsWith('file:') && !u.startsWith('data:'));")
-    check(not bad_urls, "%s: requests outside file:/data: %s" % (name, bad_urls))
-    errs = console_errors(drv)
-    check(not errs, "%s: console errors: %s" % (name, [e.get("message") for e in errs][:3]))
-
     drv.execute_script("window.scrollTo(0, 0);")
-    WebDriverWait(drv, 5).until(lambda d: d.execute_script(
-        "return Array.prototype.every.call(document.images, i => i.complete);"))
-    w, h = drv.execute_script("return [document.documentElement.scrollWidth, document.documentElement.scrollHeight];")
-    shot = os.path.join(shots, "browser-%s.png" % name)
-    png = drv.execute_cdp_cmd("Page.captureScreenshot", {
-        "format": "png", "captureBeyondViewport": True,
-        "clip": {"x": 0, "y": 0, "width": w, "height": min(h, 8000), "scale": 1}})
-    with open(shot, "wb") as f:
-        f.write(base64.b64decode(png["data"]))
-    ok = True
-    if check(ok and os.path.getsize(shot) > 0, "%s: screenshot failed" % name):
-        print("browser: %s: screenshot %s" % (name, shot))
+    shot(drv, shots, name + "-overview", full=True)
+
+
+# ---- the head view ---------------------------------------------------------------------------
+def drawn(drv):
+    return drv.execute_script("return window.headscope.drawn().map(d => [d.k, d.q, d.key, d.w, d.alpha, d.colour]);")
+
+
+def set_min(drv, x):
+    drv.execute_script("const m = document.getElementById('hs-hv-min'); m.value = arguments[0]; m.dispatchEvent(new Event('change'));", str(x))
+
+
+def check_head_view(drv, name, rep, attn, shots):
+    from selenium.webdriver.common.keys import Keys
+    heads = rep["heads"]
+    n = rep["input"]["n_tokens"]
+    sinks = set(rep["input"].get("sinks", []))
+    # the strongest previous-token head, opened from the table
+    target = max(range(len(heads)), key=lambda k: prev_score(heads[k]))
+    h = heads[target]
+    ref = attn[h["layer"], h["head"]].astype(np.float64)
+    view(drv, "overview")
+    row = by_css(drv, "#hs-heads tbody tr[data-k='%d']" % target)[0]
+    drv.execute_script("arguments[0].scrollIntoView({block: 'center'});", row)
+    row.click()
+    v = view(drv, "head")
+    on = [b.get_attribute("data-k") for b in by_css(drv, "#hs-hv-heads .headtog[aria-pressed='true']")]
+    check(on == [str(target)], "%s: head view shows heads %s, want the selected %d" % (name, on, target))
+    set_min(drv, 0)
+    drv.execute_script("const d = document.getElementById('hs-hv-dim'); if (d.checked) d.click();")
+    # hover query token i: one line per key it attends to, weights as in the float32 maps
+    i = n // 2 + 1
+    q = by_css(drv, "#hs-hv .col.q .lt")
+    check(len(q) == n and len(by_css(drv, "#hs-hv .col.k .lt")) == n, "%s: head view has %d tokens, want %d" % (name, len(q), n))
+    hover(drv, q[i])
+    lines = drawn(drv)
+    want = {j for j in range(n) if quant(ref[i, j]) > 0}
+    got = {d[2] for d in lines}
+    check(all(d[0] == target and d[1] == i for d in lines), "%s: hovering query %d drew lines of other rows" % (name, i))
+    check(got == want, "%s: head %s query %d: lines to %s, the maps say %s" % (name, h["id"], i, sorted(got)[:8], sorted(want)[:8]))
+    bad = [(d[2], d[3], ref[i, d[2]]) for d in lines if abs(d[3] - ref[i, d[2]]) > QTOL]
+    check(not bad, "%s: line weights differ from the maps: %s" % (name, bad[:3]))
+    check(all(abs(d[4] - min(1, d[3])) < 1e-9 for d in lines), "%s: line opacity is not the weight" % name)
+    # the strongest line is drawn in the head's colour on the canvas
+    j = int(np.argmax(ref[i]))
+    px = drv.execute_script("""
+const cv = document.getElementById('hs-hv-canvas'), rh = +cv.dataset.rowH, W = parseFloat(cv.style.width), s = cv.width / W;
+const t = 0.9, x = 2 + t * (W - 4), y = (1 - t) * (arguments[0] * rh + rh / 2) + t * (arguments[1] * rh + rh / 2);
+const d = cv.getContext('2d').getImageData(Math.round(x * s), Math.round(y * s), 1, 1).data; return [d[0], d[1], d[2], d[3]];""", i, j)
+    colour = lines[0][5] if lines else "#000000"
+    rgb = [int(colour[k:k + 2], 16) for k in (1, 3, 5)]
+    check(px[3] > 0 and ref[i, j] < 0.2 or all(abs(a - b) < 60 for a, b in zip(px[:3], rgb)),
+          "%s: the line %d->%d is not drawn in the head's colour %s (pixel %s)" % (name, i, j, colour, px))
+    # key tokens on the other side are tinted by the weight
+    kt = by_css(drv, "#hs-hv .col.k .lt")[j]
+    check(abs(float(kt.get_attribute("data-w")) - ref[i, j]) <= QTOL, "%s: key %d tint differs from the map" % (name, j))
+    shot(drv, shots, name + "-head-view")
+    # keyboard: arrow down moves the isolated row
+    q[i].click()
+    keys(drv, q[i], Keys.ARROW_DOWN)
+    rows_ = {d[1] for d in drawn(drv)}
+    check(rows_ <= {i + 1} and drv.switch_to.active_element.get_attribute("data-i") == str(i + 1),
+          "%s: arrow down did not move the head view to query %d (rows %s)" % (name, i + 1, sorted(rows_)[:4]))
+    keys(drv, drv.switch_to.active_element, Keys.ESCAPE)
+    # every line of the head at min weight 0.05, with sinks dimmed
+    set_min(drv, 0.05)
+    drv.execute_script("const d = document.getElementById('hs-hv-dim'); if (!d.checked) d.click();")
+    hover(drv, drv.find_element("id", "hs-hv-min"))
+    drv.execute_script("document.getElementById('hs-hv').dispatchEvent(new MouseEvent('mouseleave'));")
+    lines = drawn(drv)
+    qr = quant(ref)
+    want = int(((qr >= 0.05) & (qr > 0)).sum())
+    check(len(lines) == want, "%s: %d lines at min weight 0.05, the maps have %d" % (name, len(lines), want))
+    dim = [d for d in lines if d[2] in sinks]
+    check(all(abs(d[4] - 0.15 * min(1, d[3])) < 1e-9 for d in dim) and all(abs(d[4] - min(1, d[3])) < 1e-9 for d in lines if d[2] not in sinks),
+          "%s: sink lines not dimmed" % name)
+    # several heads at once, one colour each
+    drv.execute_script("Array.prototype.forEach.call(document.querySelectorAll('#hs-hv-heads .headtog'), b => { if (b.getAttribute('aria-pressed') !== 'true' && !b.disabled) b.click(); });")
+    lines = drawn(drv)
+    ks = {d[0] for d in lines}
+    cols = {d[0]: d[5] for d in lines}
+    layer_heads = [k for k, x in enumerate(heads) if x["layer"] == h["layer"]]
+    check(ks == set(layer_heads) and len(set(cols.values())) == len(ks),
+          "%s: all heads of layer %d: drew heads %s with colours %s" % (name, h["layer"], sorted(ks), cols))
+    shot(drv, shots, name + "-head-view-all")
+    # sentence filter for pairs
+    types = rep["input"].get("type_ids", [])
+    if any(t == 1 for t in types):
+        drv.execute_script("const s = document.getElementById('hs-hv-seg'); s.value = 'AB'; s.dispatchEvent(new Event('change'));")
+        lines = drawn(drv)
+        check(lines and all(types[d[1]] == 0 and types[d[2]] == 1 for d in lines),
+              "%s: the A -> B filter drew other lines" % name)
+        drv.execute_script("const s = document.getElementById('hs-hv-seg'); s.value = 'all'; s.dispatchEvent(new Event('change'));")
+    else:
+        check(not by_css(drv, "#hs-hv-seg"), "%s: a sentence filter without a pair" % name)
+    set_min(drv, 0.01)
+
+
+# ---- the model view --------------------------------------------------------------------------
+def check_model_view(drv, name, rep, shots):
+    heads = rep["heads"]
+    view(drv, "model")
+    tiles = by_css(drv, "#hs-grid .tile")
+    check(len(tiles) == len(heads), "%s: %d tiles, want %d" % (name, len(tiles), len(heads)))
+    check(all(drv.execute_script("return arguments[0].querySelector('canvas').width > 0;", t) for t in tiles[:4]),
+          "%s: tiles have no thumbnail" % name)
+    shot(drv, shots, name + "-model-view")
+    # sort by entropy: tiles in that order
+    drv.execute_script("const s = document.getElementById('hs-mv-sort'); s.value = 'entropy_nats'; s.dispatchEvent(new Event('change'));")
+    got = [t.get_attribute("data-head") for t in by_css(drv, "#hs-grid .tile")]
+    want = [h["id"] for h in sorted(heads, key=lambda h: (-h["entropy_nats"], heads.index(h)))]
+    check(got == want, "%s: model view sorted by entropy: %s, want %s" % (name, got[:5], want[:5]))
+    # filter: entropy >= the median keeps those heads only
+    med = float(np.median([h["entropy_nats"] for h in heads]))
+    drv.execute_script("""const f = document.getElementById('hs-mv-fkey'); f.value = 'entropy_nats'; f.dispatchEvent(new Event('change'));
+const m = document.getElementById('hs-mv-fmin'); m.value = arguments[0]; m.dispatchEvent(new Event('change'));""", repr(med))
+    got = {t.get_attribute("data-head") for t in by_css(drv, "#hs-grid .tile")}
+    want = {h["id"] for h in heads if h["entropy_nats"] >= med}
+    check(got == want, "%s: filter entropy >= %.4f kept %d heads, want %d" % (name, med, len(got), len(want)))
+    drv.execute_script("""const f = document.getElementById('hs-mv-fkey'); f.value = ''; f.dispatchEvent(new Event('change'));
+const s = document.getElementById('hs-mv-sort'); s.value = 'grid'; s.dispatchEvent(new Event('change'));""")
+    # a click opens the head in the head view
+    k = len(heads) - 1
+    t = by_css(drv, "#hs-grid .tile[data-k='%d']" % k)[0]
+    drv.execute_script("arguments[0].scrollIntoView({block: 'center'});", t)
+    t.click()
+    ok = drv.find_element("id", "hs-selected").get_attribute("data-head") == heads[k]["id"]
+    ok = ok and drv.find_element("id", "tab-head").get_attribute("aria-selected") == "true"
+    on = [b.get_attribute("data-k") for b in by_css(drv, "#hs-hv-heads .headtog[aria-pressed='true']")]
+    check(ok and on == [str(k)], "%s: clicking tile %s did not open it in the head view" % (name, heads[k]["id"]))
+
+
+# ---- the map view ----------------------------------------------------------------------------
+def readout(drv):
+    ro = drv.find_element("id", "hs-readout")
+    return int(ro.get_attribute("data-i") or -1), int(ro.get_attribute("data-j") or -1), float(ro.get_attribute("data-w") or "nan"), ro.text
+
+
+def hover_cell(drv, i, j):
+    """Moves the mouse over cell (i, j), scrolling the map's box so that it is in view."""
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.actions.action_builder import ActionBuilder
+    where = """
+const cv = document.getElementById('hs-heatmap'), sc = cv.closest('.heatscroll');
+const off = +cv.dataset.offset, cell = +cv.dataset.cell;
+const cx = off + arguments[1] * cell + cell / 2, cy = off + arguments[0] * cell + cell / 2;
+"""
+    drv.execute_script(where + """
+sc.scrollTop = cy - sc.clientHeight / 2; sc.scrollLeft = cx - sc.clientWidth / 2;
+const r = cv.getBoundingClientRect(); window.scrollBy(0, r.top + cy - window.innerHeight / 2);""", i, j)
+    x, y = drv.execute_script(where + """
+const r = cv.getBoundingClientRect(); return [Math.round(r.left + cx), Math.round(r.top + cy)];""", i, j)
+    ab = ActionBuilder(drv)
+    ab.pointer_action.move_to_location(x, y)
+    ab.perform()
+
+
+def check_map_view(drv, name, rep, attn, shots):
+    from selenium.webdriver.common.keys import Keys
+    heads = rep["heads"]
+    k = max(range(len(heads)), key=lambda x: prev_score(heads[x]))
+    drv.execute_script("window.headscope.choose(arguments[0]); window.headscope.show('map');", k)
+    h = heads[k]
+    ref = attn[h["layer"], h["head"]].astype(np.float64)
+    n = ref.shape[0]
+    drv.execute_script("const s = document.getElementById('hs-map-cell'); s.value = '12'; s.dispatchEvent(new Event('change'));")
+    cv = drv.find_element("id", "hs-heatmap")
+    # full labels: the label margin holds the longest token label at the label font
+    full = drv.execute_script("""
+const cv = document.getElementById('hs-heatmap'), c = document.createElement('canvas').getContext('2d');
+c.font = '12px ui-monospace, Menlo, Consolas, monospace';
+const labels = Array.prototype.map.call(document.querySelectorAll('#hs-tokens .tok'), t => t.textContent);
+return [+cv.dataset.offset, Math.max.apply(null, labels.map(s => c.measureText(s).width))];""")
+    check(full[0] >= full[1], "%s: map labels cut: margin %s < longest label %s" % (name, full[0], full[1]))
+    # cells at weight 0 and 1 have viridis's end colours; the readout gives the weight
+    for (i, j) in [(n - 1, 0), (n - 1, n - 2), (n // 2, n // 2 - 1), (1, 0)]:
+        hover_cell(drv, i, j)
+        ri, rj, w, text = readout(drv)
+        check((ri, rj) == (i, j) and abs(w - ref[i, j]) <= QTOL,
+              "%s: map readout at (%d, %d): %s, the map has %.4f" % (name, i, j, text, ref[i, j]))
+    colours = drv.execute_script("""
+const cv = document.getElementById('hs-heatmap'), off = +cv.dataset.offset, cell = +cv.dataset.cell, s = cv.width / parseFloat(cv.style.width);
+const out = []; for (const [i, j] of arguments[0]) { const d = cv.getContext('2d').getImageData(Math.floor((off + j * cell + cell / 2) * s), Math.floor((off + i * cell + cell / 2) * s), 1, 1).data; out.push([d[0], d[1], d[2]]); } return out;""",
+                                 [[0, n - 1], [int(np.argmax(ref[-1])) * 0 + n - 1, int(np.argmax(ref[-1]))]])
+    check(all(abs(a - b) <= 12 for a, b in zip(colours[0], (68, 1, 84))), "%s: a zero cell is not dark (%s)" % (name, colours[0]))
+    top = quant(ref[-1].max())
+    if top >= 0.999:
+        check(all(abs(a - b) <= 12 for a, b in zip(colours[1], (253, 231, 37))), "%s: a weight-1 cell is not yellow (%s)" % (name, colours[1]))
+    # keyboard readout
+    hover_cell(drv, 2, 0)
+    keys(drv, cv, Keys.ARROW_RIGHT)
+    ri, rj, w, _ = readout(drv)
+    check((ri, rj) == (2, 1) and abs(w - ref[2, 1]) <= QTOL, "%s: arrow right gave readout (%d, %d)" % (name, ri, rj))
+    shot(drv, shots, name + "-map-view")
+    # word level: keys summed, queries averaged (Clark et al.), from the float32 map
+    words = rep["input"].get("word_ids")
+    box = by_css(drv, "#hs-map-words")
+    if words and max(words) + 1 < n:
+        if check(box, "%s: no word-level toggle though the report has words" % name):
+            box[0].click()
+            W = max(words) + 1
+            wm = np.zeros((W, W))
+            cnt = np.zeros(W)
+            for i in range(n):
+                cnt[words[i]] += 1
+                for j in range(n):
+                    wm[words[i], words[j]] += ref[i, j]
+            wm /= cnt[:, None]
+            check(drv.find_element("id", "hs-heatmap").get_attribute("data-level") == "words", "%s: word map not shown" % name)
+            for (u, x) in [(W - 1, W - 2), (W // 2, 0), (1, 1)]:
+                hover_cell(drv, u, x)
+                ri, rj, w, text = readout(drv)
+                check((ri, rj) == (u, x) and abs(w - wm[u, x]) <= QTOL,
+                      "%s: word readout (%d, %d): %s, want %.4f" % (name, u, x, text, wm[u, x]))
+            shot(drv, shots, name + "-map-view-words")
+            drv.find_element("id", "hs-map-words").click()
+
+
+def run_case(drv, name, page, npy, shots):
+    if not open_page(drv, page):
+        return
+    rep = report(drv)
+    attn = np.load(npy)
+    check(attn.shape[2] == rep["input"]["n_tokens"], "%s: maps of %d tokens for %d" % (name, attn.shape[2], rep["input"]["n_tokens"]))
+    check_overview(drv, name, rep, shots)
+    check_head_view(drv, name, rep, attn, shots)
+    check_model_view(drv, name, rep, shots)
+    check_map_view(drv, name, rep, attn, shots)
+    page_clean(drv, name)
+
+
+def run_nomaps(drv, page, shots):
+    name = "nomaps"
+    if not open_page(drv, page):
+        return
+    rep = report(drv)
+    check(len(by_css(drv, "#hs-heads tbody tr")) == len(rep["heads"]), "nomaps: table rows")
+    v = view(drv, "head")
+    check("not embedded" in v.text or "No maps" in v.text, "nomaps: head view does not say the maps are absent")
+    v = view(drv, "map")
+    check(not by_css(drv, "#hs-heatmap"), "nomaps: heatmap drawn without maps")
+    page_clean(drv, name)
+
+
+def run_corpus(drv, page, shots):
+    name = "corpus"
+    if not open_page(drv, page, "#view=corpus"):
+        return
+    rep = report(drv)
+    co = rep["corpus"]
+    heads = co["heads"]
+    check(len(by_css(drv, "#hs-heads tbody tr")) == len(heads), "corpus: table rows")
+    check(drv.find_element("id", "tab-corpus").get_attribute("aria-selected") == "true", "corpus: #view=corpus did not open the corpus view")
+    tracks = by_css(drv, "#hs-ci .track")
+    check(len(tracks) == len(heads), "corpus: %d CI bars, want %d" % (len(tracks), len(heads)))
+    key = drv.execute_script("return document.getElementById('hs-corpus-key').value;")
+    means = [heads[int(t.get_attribute("data-head-index"))][key]["mean"] for t in tracks]
+    check(means == sorted(means, reverse=True), "corpus: heads not ordered by the mean of %s" % key)
+    # each bar's whisker spans its CI: widths in the same ratio as ci_high - ci_low
+    spans = drv.execute_script("return Array.prototype.map.call(document.querySelectorAll('#hs-ci .track'), t => { const w = t.querySelector('.w'); return w ? w.getBoundingClientRect().width / t.getBoundingClientRect().width : null; });")
+    lo = min(min(h[key]["ci_low"], h[key]["mean"], 0) for h in heads if h[key]["ci_low"] is not None)
+    hi = max(max(h[key]["ci_high"], h[key]["mean"], 0) for h in heads if h[key]["ci_high"] is not None)
+    bad = [(t.get_attribute("data-head"), s) for t, s in zip(tracks, spans)
+           if s is not None and abs(s - (heads[int(t.get_attribute("data-head-index"))][key]["ci_high"] - heads[int(t.get_attribute("data-head-index"))][key]["ci_low"]) / (hi - lo)) > 0.01]
+    check(not bad, "corpus: CI bars do not match the report: %s" % bad[:3])
+    rows = by_css(drv, "#hs-texts-list tbody tr")
+    check(len(rows) == co["n_texts"], "corpus: %d texts listed, want %d" % (len(rows), co["n_texts"]))
+    if rows:
+        rows[-1].click()
+        p = by_css(drv, "#hs-text-panel")
+        check(p and len(by_css(drv, "#hs-text-panel .tile")) == len(heads), "corpus: opening a text does not show its heads")
+        shot(drv, shots, "corpus", full=True)
+    page_clean(drv, name)
+
+
+def run_budget(drv, page, shots):
+    name = "budget"
+    size = os.path.getsize(page)
+    check(size < 15e6, "budget: a GPT-2-small page at 512 tokens is %d bytes (over 15 MB)" % size)
+    times = []
+    for _ in range(2):
+        t0 = time.time()
+        if not open_page(drv, page):
+            return
+        times.append(drv.execute_script("return window.headscope.ready;") / 1000.0)
+    print("browser: budget: page %.1f MB, opens in %.2f s (the script done, best of 2)" % (size / 1e6, min(times)))
+    check(min(times) < 2.0, "budget: the page took %.2f s to open (over 2 s)" % min(times))
+    info = drv.execute_script("return JSON.parse(document.getElementById('hs-maps-info').textContent);")
+    check(info["count"] < info["of"] and "budget" in info.get("reason", ""), "budget: the page does not say which maps it left out")
+    view(drv, "model")
+    check(len(by_css(drv, "#hs-grid .tile")) == 144, "budget: model view lacks tiles")
+    view(drv, "head")
+    check(int(drv.find_element("id", "hs-hv-canvas").get_attribute("data-lines")) > 0, "budget: head view drew nothing")
+    view(drv, "map")
+    check(by_css(drv, "#hs-heatmap"), "budget: no map view")
+    shot(drv, shots, "budget-map-view")
+    page_clean(drv, name)
 
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--shots", required=True)
-    ap.add_argument("--case", nargs=4, action="append", required=True,
-                    metavar=("NAME", "PAGE", "ROWS", "MAPS"))
+    ap.add_argument("--make-budget")
+    ap.add_argument("--shots")
+    ap.add_argument("--case", nargs=3, action="append", default=[], metavar=("NAME", "PAGE", "NPY"))
+    ap.add_argument("--nomaps")
+    ap.add_argument("--corpus")
+    ap.add_argument("--budget")
     args = ap.parse_args()
+    if args.make_budget:
+        make_budget(args.make_budget)
+        return 0
     os.makedirs(args.shots, exist_ok=True)
     profile = tempfile.mkdtemp(prefix="hs-chromium-")
     drv = None
     try:
         drv = start_browser(profile)
-        for name, page, rows, maps in args.case:
+        jobs = [(run_case, (name, page, npy, args.shots)) for name, page, npy in args.case]
+        if args.nomaps:
+            jobs.append((run_nomaps, (args.nomaps, args.shots)))
+        if args.corpus:
+            jobs.append((run_corpus, (args.corpus, args.shots)))
+        if args.budget:
+            jobs.append((run_budget, (args.budget, args.shots)))
+        for fn, a in jobs:
             try:
-                run_case(drv, name, page, int(rows), maps == "1", args.shots)
+                fn(drv, *a)
             except Exception as e:  # a broken page must fail the case, not the run
-                check(False, "%s: %s: %s" % (name, type(e).__name__, str(e).splitlines()[0] if str(e) else ""))
+                check(False, "%s: %s: %s" % (a[0], type(e).__name__, str(e).splitlines()[0] if str(e) else ""))
     except Exception as e:
         check(False, "cannot start headless Chromium: %s" % e)
     finally:

@@ -75,6 +75,16 @@ expect 0 "tokenize stdin" -- bash -c "printf 'Hello world' | '$HS' tokenize '$G'
 stdout_is "stdin" '{"ids":[15496,995],"tokens":["Hello","Ġworld"],"type_ids":[0,0]}'
 expect 1 "tokenize to a full stdout" -- bash -c "'$HS' tokenize '$G' --text 'Hello world' > /dev/full"
 stderr_has "full stdout" "cannot write to standard output"
+# an empty text: no ids for GPT-2, [CLS] [SEP] (and a second [SEP] for a pair) for BERT, as
+# Hugging Face's tokenizers and llama-tokenize give them
+expect 0 "tokenize gpt2 empty" -- "$HS" tokenize "$G" --text ""
+stdout_is "GPT-2 empty text" ""
+expect 0 "tokenize gpt2 empty json" -- "$HS" tokenize "$G" --text "" --json
+stdout_is "GPT-2 empty json" '{"ids":[],"tokens":[],"type_ids":[]}'
+expect 0 "tokenize bert empty" -- "$HS" tokenize "$B" --text "" --json
+stdout_is "BERT empty text" '{"ids":[101,102],"tokens":["[CLS]","[SEP]"],"type_ids":[0,0]}'
+expect 0 "tokenize bert empty pair" -- "$HS" tokenize "$B" --text "" --text-pair "" --json
+stdout_is "BERT empty pair" '{"ids":[101,102,102],"tokens":["[CLS]","[SEP]","[SEP]"],"type_ids":[0,0,1]}'
 
 # ---- attn against the reference ------------------------------------------------------------
 # compare TEXT MODEL [PAIR]: ids from the reference tokenizer must equal headscope's, and the
@@ -285,6 +295,19 @@ expect 0 "analyze tiny-bert pair" -- "$HS" analyze "$B" --text "The capital of F
 "$PY" fixtures/ref/check_report.py "$B" "$T/bp/report.json" >"$T/cmp" 2>&1 && ok || bad "bert pair report: $(cat "$T/cmp")"
 expect 0 "analyze tiny-bert single" -- "$HS" analyze "$B" --text "The capital of France is [MASK]." -o "$T/bs" -q
 "$PY" fixtures/ref/check_report.py "$B" "$T/bs/report.json" >"$T/cmp" 2>&1 && ok || bad "bert single report: $(cat "$T/cmp")"
+# input.sinks and input.word_ids, worked out by hand from the tokens:
+# [CLS] the heads ##cope sat [SEP] where [SEP]; head scope Ġruns Ċ b
+expect 0 "analyze words bert" -- "$HS" analyze "$B" --text "the headscope sat" --text-pair "where" -o "$T/wb" -q --no-images --no-ablation
+"$PY" -c "
+import json; i=json.load(open('$T/wb/report.json'))['input']
+assert i['sinks'] == [0, 5, 7], i['sinks']
+assert i['word_ids'] == [0, 1, 2, 2, 3, 4, 5, 6], i['word_ids']" && ok || bad "bert sinks and word ids"
+expect 0 "analyze words gpt2" -- "$HS" analyze "$G" --text "headscope runs
+b" -o "$T/wg" -q --no-images --no-ablation
+"$PY" -c "
+import json; i=json.load(open('$T/wg/report.json'))['input']
+assert i['sinks'] == [0], i['sinks']
+assert i['word_ids'] == [0, 0, 1, 2, 3], i['word_ids']" && ok || bad "gpt2 sinks and word ids"
 expect 2 "analyze bad threshold" -- "$HS" analyze "$G" --text hi -o "$T/x" --cluster-threshold -1
 expect 2 "analyze bad threshold text" -- "$HS" analyze "$G" --text hi -o "$T/x" --cluster-threshold abc
 expect 2 "analyze bad layers syntax" -- "$HS" analyze "$G" --text hi -o "$T/x" --layers 1-
@@ -385,6 +408,34 @@ PYEOF
 expect 0 "info gguf" -- "$HS" info "$T/g_f16.bin"
 grep -q "general.architecture" "$T/out" && grep -q "blk.0.attn_qkv.weight" "$T/out" && grep -q "format: *GGUF" "$T/out" && ok || bad "info gguf listing: $(head -c 600 "$T/out")"
 expect 0 "analyze gguf" -- "$HS" analyze "$T/g_f32.bin" --text "$TXT" -o "$T/ag" -q
+# the tied GPT-2 head: a copy in output.weight by default (llama.cpp b4747 needs it), left out
+# with --no-output-copy; the maps are the same either way
+expect 0 "info gguf f32" -- "$HS" info "$T/g_f32.bin"
+grep -qE "\| output\\.weight$" "$T/out" && ok || bad "convert writes output.weight for a tied GPT-2"
+expect 0 "convert --no-output-copy" -- "$HS" convert "$G" -o "$T/g_nocopy.bin" --no-output-copy
+expect 0 "info --no-output-copy" -- "$HS" info "$T/g_nocopy.bin"
+grep -qE "\| output\\.weight$" "$T/out" && bad "--no-output-copy still wrote output.weight" || ok
+expect 0 "attn --no-output-copy" -- "$HS" attn "$T/g_nocopy.bin" --text "$TXT" -o "$T/g_nocopy.npy"
+cmp -s "$T/g_nocopy.npy" "$T/g_f32.npy" && ok || bad "maps with and without output.weight differ"
+# vocabulary-only files (no tensors, as llama.cpp's models/ggml-vocab-*.gguf): tokenize and
+# info work, the commands that run the model refuse them in one line
+VB=fixtures/gguf/good/tiny-bert-vocab.gguf
+expect 0 "tokenize vocab-only bert" -- "$HS" tokenize "$VB" --text "unaffable playing [MASK] [unused0]" --json
+stdout_is "vocab-only bert ids" '{"ids":[4,16,17,18,24,23,6,7,3,8,5],"tokens":["[CLS]","un","##aff","##able","play","##ing","[MASK]","[","[UNK]","]","[SEP]"],"type_ids":[0,0,0,0,0,0,0,0,0,0,0]}'
+expect 0 "info vocab-only bert" -- "$HS" info "$VB"
+grep -q "format: *GGUF, vocabulary only" "$T/out" && grep -q "WordPiece, 27 tokens" "$T/out" && grep -q "'\[unused0\]'" "$T/out" && ok || bad "info vocab-only: $(head -c 900 "$T/out")"
+expect 0 "tokenize vocab-only gpt2" -- "$HS" tokenize fixtures/gguf/good/tiny-gpt2-vocab.gguf --text "Hello the world" --json
+cp "$T/out" "$T/vo.json"
+expect 0 "tokenize tiny hf gpt2" -- "$HS" tokenize fixtures/gguf/tiny-gpt2 --text "Hello the world" --json
+cmp -s "$T/out" "$T/vo.json" && ok || bad "vocab-only gpt2 ids differ from its folder: $(cat "$T/vo.json")"
+for c in attn analyze convert; do
+    args=("$HS" "$c" "$VB" -o "$T/vo.out")
+    [ "$c" = convert ] || args+=(--text hi)
+    expect 1 "$c vocab-only" -- "${args[@]}"
+    one_line_error "$c vocab-only"
+    stderr_has "$c vocab-only" "no tensors"
+    no_file "$c vocab-only" "$T/vo.out"
+done
 for f in fixtures/gguf/bad/*.gguf; do
     expect 1 "bad gguf $(basename "$f")" -- "$HS" attn "$f" --text hi -o "$T/bg.npy"
     one_line_error "bad gguf $(basename "$f")"
@@ -564,7 +615,7 @@ TG=fixtures/trained-gpt2
 CP=fixtures/corpus/licenses.txt
 expect 0 "corpus licenses" -- "$HS" analyze "$TG" --corpus "$CP" -o "$T/co"
 grep -q "40 texts analysed" "$T/out" && grep -q "^wrote $T/co/report.json" "$T/out" && ok || bad "corpus summary: $(cat "$T/out")"
-[ -s "$T/co/texts.jsonl" ] && [ -z "$(ls "$T/co" | grep tmp)" ] && [ ! -e "$T/co/index.html" ] && ok || bad "corpus outputs"
+[ -s "$T/co/texts.jsonl" ] && [ -z "$(ls "$T/co" | grep tmp)" ] && grep -q "id=\"hs-texts\"" "$T/co/index.html" && ok || bad "corpus outputs"
 "$PY" fixtures/corpus/check_corpus.py "$T/co" "$TG" --ref-texts 4 >"$T/chk" 2>&1 && ok || bad "corpus statistics vs NumPy and the reference: $(cat "$T/chk")"
 # 500 real paragraphs (Debian's licence and documentation texts) on the naturally trained
 # GPT-2 and BERT of ../shared: every statistic recomputed with NumPy, entropies and the mean
@@ -755,6 +806,32 @@ PYEOF
 expect 1 "resume a finished run" -- "$HS" analyze "$TG" --corpus "$CP" --max-texts 12 -o "$T/rs" --resume -q
 one_line_error "resume a finished run"
 expect 2 "resume from stdin" -- "$HS" analyze "$TG" --corpus - --resume -o "$T/rs"
+
+# viz/page/pagegen: the page's files become byte arrays; it refuses what would break the page
+PG=$(dirname "$HS")/gen/pagegen
+if [ -x "$PG" ]; then
+    mkdir -p "$T/pg"
+    printf '<p>\n@include x.js\n@data\n</p>\n' >"$T/pg/t.html"
+    printf 'let a = 1;' >"$T/pg/x.js"
+    expect 0 "pagegen" -- "$PG" "$T/pg/t.html" "$T/pg/out.c"
+    # before: "<p>\n" "let a = 1;\n" (a newline is added); after: "</p>\n"
+    grep -q '^const size_t hs_page_before_len = 15;' "$T/pg/out.c" &&
+        grep -q '^const size_t hs_page_after_len = 5;' "$T/pg/out.c" &&
+        grep -q '60,112,62,10,108,101,116,32,97,32,61,32,49,59,10,' "$T/pg/out.c" && ok || bad "pagegen output: $(head -c 600 "$T/pg/out.c")"
+    for bad_js in 'x = "</script>";' 'x = "<!-- y";' 'x = "https://example.org";'; do
+        printf '%s\n' "$bad_js" >"$T/pg/x.js"
+        expect 1 "pagegen refuses $bad_js" -- "$PG" "$T/pg/t.html" "$T/pg/bad.c"
+        [ "$(wc -l <"$T/err")" = 1 ] && grep -q '^pagegen: ' "$T/err" && ok || bad "pagegen: not one line: $(cat "$T/err")"
+        no_file "pagegen refuses $bad_js" "$T/pg/bad.c"
+    done
+    printf '<p>\n' >"$T/pg/nodata.html"
+    expect 1 "pagegen without @data" -- "$PG" "$T/pg/nodata.html" "$T/pg/bad.c"
+    stderr_has "pagegen without @data" "no @data line"
+    no_file "pagegen without @data" "$T/pg/bad.c"
+    expect 2 "pagegen usage" -- "$PG" "$T/pg/t.html"
+else
+    bad "no $PG (make builds it)"
+fi
 
 echo "cli: $pass passed, $fail failed"
 [ "$fail" = 0 ]

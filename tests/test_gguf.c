@@ -245,6 +245,7 @@ BAD_LOAD(missing_tensor, HS_E_FORMAT, "missing tensor 'blk.0.ffn_up.bias'")
 BAD_LOAD(tensor_shape_mismatch, HS_E_SHAPE, "tensor 'blk.0.attn_qkv.weight' has shape (16, 8), expected (24, 8)")
 BAD_LOAD(token_count_mismatch, HS_E_SHAPE, "tokenizer.ggml.tokens has 270 entries but token_embd.weight has 271 rows")
 BAD_LOAD(arch_llama, HS_E_UNSUPPORTED, "general.architecture 'llama' is not supported")
+BAD_LOAD(no_tensors_no_vocabulary, HS_E_FORMAT, "the file holds neither tensors nor a vocabulary")
 BAD_LOAD(nan_weight, HS_E_VALUE, "tensor 'blk.0.attn_norm.weight' holds a non-finite value (NaN) at element 3")
 
 /* ---- inspection ---------------------------------------------------------------------- */
@@ -257,7 +258,7 @@ Test(gguf, inspects_python_written_file)
     cr_assert_eq(hs_gguf_version(g), 3);
     cr_assert_eq(hs_gguf_alignment(g), 32);
     cr_assert_eq(hs_gguf_data_offset(g) % 32, 0);
-    cr_assert_eq(hs_gguf_tensor_count(g), 16);
+    cr_assert_eq(hs_gguf_tensor_count(g), 17);
 
     long i = hs_gguf_find_kv(g, "general.architecture");
     cr_assert_eq(i, 0);
@@ -303,9 +304,15 @@ Test(gguf, inspects_python_written_file)
     cr_assert_eq(hs_gguf_find_tensor(g, "position_embd.weight")->type, HS_GGML_F32);
     cr_assert_eq(hs_gguf_find_tensor(g, "blk.0.attn_norm.weight")->type, HS_GGML_F32);
     cr_assert_eq(hs_gguf_find_tensor(g, "blk.0.attn_qkv.bias")->type, HS_GGML_F32);
-    cr_assert_null(hs_gguf_find_tensor(g, "output.weight"));
+    /* the tied head's copy, last, stored as token_embd is */
+    const hs_gguf_tensor *o = hs_gguf_find_tensor(g, "output.weight");
+    cr_assert_not_null(o);
+    cr_assert_eq(o, hs_gguf_tensor_at(g, 16));
+    cr_assert_eq(o->type, HS_GGML_F16);
+    cr_assert_eq(o->nbytes, t->nbytes);
+    cr_assert_eq(memcmp(o->data, t->data, (size_t)t->nbytes), 0);
     cr_assert_eq(hs_gguf_tensor_at(g, 0), hs_gguf_find_tensor(g, "token_embd.weight"));
-    cr_assert_null(hs_gguf_tensor_at(g, 16));
+    cr_assert_null(hs_gguf_tensor_at(g, 17));
     cr_assert_str_eq(hs_ggml_type_name(HS_GGML_Q8_0), "Q8_0");
     cr_assert_str_eq(hs_ggml_type_name(12), "Q4_K");
     cr_assert_null(hs_ggml_type_name(99));
@@ -667,5 +674,218 @@ Test(gguf, weights_only_file_loads_without_tokenizer_and_is_not_rewritten)
     struct stat sb;
     cr_assert_neq(stat(out, &sb), 0);
     hs_model_free(m);
+    tu_rm_rf(dir);
+}
+
+/* ---- llama.cpp interoperability: the tied head's copy, BERT's bracketed tokens,
+ * vocabulary-only files ----------------------------------------------------------------- */
+
+/* headscope's file of the tied tiny GPT-2, parsed. */
+static hs_gguf *encode_parse(const hs_model *m, const hs_gguf_write_options *opt,
+                             unsigned char **buf)
+{
+    size_t n = 0;
+    hs_error err = {{0}};
+    cr_assert_eq(hs_gguf_encode(m, opt, buf, &n, &err), HS_OK, "%s", err.msg);
+    hs_gguf *g = NULL;
+    cr_assert_eq(hs_gguf_parse(*buf, n, &g, &err), HS_OK, "%s", err.msg);
+    return g;
+}
+
+Test(gguf, tied_gpt2_head_is_copied_into_output_weight_unless_asked_not_to)
+{
+    hs_model *hf = load_ok(TINY_HF);
+    cr_assert_eq(hf->decoder, hf->wte, "the fixture's head is tied");
+    static const hs_gguf_ftype types[] = {HS_GGUF_FTYPE_F32, HS_GGUF_FTYPE_F16,
+                                          HS_GGUF_FTYPE_BF16, HS_GGUF_FTYPE_Q8_0};
+    for (size_t k = 0; k < 4; k++) {
+        hs_gguf_write_options opt = {.ftype = types[k]};
+        unsigned char *buf = NULL;
+        hs_gguf *g = encode_parse(hf, &opt, &buf);
+        const hs_gguf_tensor *e = hs_gguf_find_tensor(g, "token_embd.weight"),
+                             *o = hs_gguf_find_tensor(g, "output.weight");
+        cr_assert_not_null(o, "type %d: no output.weight", (int)types[k]);
+        cr_assert_eq(o->type, e->type);
+        cr_assert_eq(o->n_dims, 2);
+        cr_assert(o->ne[0] == 8 && o->ne[1] == 271, "output.weight ne {%lld, %lld}",
+                  (long long)o->ne[0], (long long)o->ne[1]);
+        cr_assert_eq(o->nbytes, e->nbytes);
+        cr_assert_eq(memcmp(o->data, e->data, (size_t)e->nbytes), 0, "the copy differs");
+        hs_gguf_free(g);
+        free(buf);
+    }
+    /* without the copy: the newer converters' layout, byte for byte as the Python writer */
+    char dir[64], py[128], mine[128], cmd[512];
+    tu_mkdtemp(dir, sizeof dir);
+    snprintf(py, sizeof py, "%s/py.gguf", dir);
+    snprintf(mine, sizeof mine, "%s/mine.gguf", dir);
+    snprintf(cmd, sizeof cmd, PYTHON " fixtures/gguf/write_gguf.py " TINY_HF " '%s' --name tiny-gpt2 "
+             "--no-output-copy", py);
+    cr_assert_eq(system(cmd), 0, "%s", cmd);
+    hs_gguf_write_options opt = {.ftype = HS_GGUF_FTYPE_F32, .name = "tiny-gpt2", .no_output_copy = 1};
+    hs_error err = {{0}};
+    cr_assert_eq(hs_gguf_write(hf, mine, &opt, &err), HS_OK, "%s", err.msg);
+    size_t na, nb;
+    unsigned char *a = slurp(mine, &na), *b = slurp(py, &nb);
+    long at = first_diff(a, na, b, nb);
+    cr_assert_eq(at, -1, "first difference at byte %ld (sizes %zu, %zu)", at, na, nb);
+    hs_gguf *g = NULL;
+    cr_assert_eq(hs_gguf_parse(a, na, &g, &err), HS_OK, "%s", err.msg);
+    cr_assert_null(hs_gguf_find_tensor(g, "output.weight"));
+    cr_assert_eq(hs_gguf_tensor_count(g), 16);
+    hs_gguf_free(g);
+    free(a);
+    free(b);
+    /* both layouts read back tied, to the folder's weights */
+    static const char *const files[] = {"tiny-gpt2-f32.gguf", "tiny-gpt2-v2.gguf"};
+    for (size_t k = 0; k < 2; k++) {
+        char path[256];
+        snprintf(path, sizeof path, GOOD "%s", files[k]);
+        hs_model *back = load_ok(path);
+        cr_assert_eq(back->decoder, back->wte, "%s: the head must stay tied", files[k]);
+        cr_assert_eq(model_diff(hf, back, 0), 0.0);
+        cr_assert_eq(hs_model_param_count(back), hs_model_param_count(hf), "%s", files[k]);
+        hs_model_free(back);
+    }
+    hs_model *back = load_ok(mine);
+    cr_assert_eq(back->decoder, back->wte);
+    hs_model_free(back);
+    tu_rm_rf(dir);
+    hs_model_free(hf);
+}
+
+/* The string of id in g's tokenizer.ggml.tokens. */
+static const char *gguf_token(const hs_gguf *g, size_t id)
+{
+    long i = hs_gguf_find_kv(g, "tokenizer.ggml.tokens");
+    cr_assert_geq(i, 0);
+    hs_gguf_value v;
+    cr_assert_eq(hs_gguf_kv_get(g, (size_t)i, id, &v), HS_OK);
+    return v.str;
+}
+
+static int64_t gguf_int(const hs_gguf *g, const char *key, size_t j)
+{
+    long i = hs_gguf_find_kv(g, key);
+    cr_assert_geq(i, 0, "no %s", key);
+    hs_gguf_value v;
+    cr_assert_eq(hs_gguf_kv_get(g, (size_t)i, j, &v), HS_OK);
+    return v.type == HS_GGUF_INT32 ? v.i : (int64_t)v.u;
+}
+
+Test(gguf, bert_bracketed_tokens_are_written_and_read_back_verbatim)
+{
+    hs_model *hf = load_ok("fixtures/tiny-bert");
+    unsigned char *buf = NULL;
+    hs_gguf *g = encode_parse(hf, NULL, &buf);
+    /* the bert-base-uncased vocabulary as llama.cpp's converter and its
+     * ggml-vocab-bert-bge.gguf store it: ids from vocab.txt's line numbers */
+    static const struct {
+        size_t id;
+        const char *tok;
+        int type;
+    } want[] = {{0, "[PAD]", 3},         {1, "[unused0]", 1},   {99, "[unused98]", 1},
+                {100, "[UNK]", 3},       {101, "[CLS]", 3},     {102, "[SEP]", 3},
+                {103, "[MASK]", 3},      {104, "[unused99]", 1}, {998, "[unused993]", 1},
+                {999, "\xe2\x96\x81!", 1}, {1031, "\xe2\x96\x81[", 1}, {1996, "\xe2\x96\x81the", 1},
+                {2075, "ing", 1}};
+    for (size_t k = 0; k < sizeof want / sizeof want[0]; k++) {
+        cr_assert_str_eq(gguf_token(g, want[k].id), want[k].tok, "id %zu", want[k].id);
+        cr_assert_eq(gguf_int(g, "tokenizer.ggml.token_type", want[k].id), want[k].type, "id %zu", want[k].id);
+    }
+    cr_assert_eq(hs_gguf_find_kv(g, "tokenizer.ggml.eos_token_id"), -1,
+                 "llama.cpp would take [SEP] for an end-of-generation token");
+    cr_assert_eq(gguf_int(g, "tokenizer.ggml.bos_token_id", 0), 101);
+    cr_assert_eq(gguf_int(g, "tokenizer.ggml.seperator_token_id", 0), 102);
+    hs_gguf_free(g);
+
+    /* read back: every token string is the folder's */
+    char dir[64], path[128];
+    tu_mkdtemp(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/m.gguf", dir);
+    hs_error err = {{0}};
+    hs_model *back = NULL;
+    cr_assert_eq(hs_gguf_write(hf, path, NULL, &err), HS_OK, "%s", err.msg);
+    cr_assert_eq(hs_model_open(path, HS_OPEN_TOKENIZER, &back, &err), HS_OK, "%s", err.msg);
+    const hs_tokenizer *a = hs_model_tokenizer(hf), *b = hs_model_tokenizer(back);
+    cr_assert_eq(hs_tokenizer_vocab_size(a), hs_tokenizer_vocab_size(b));
+    for (int32_t id = 0; id < (int32_t)hs_tokenizer_vocab_size(a); id++)
+        cr_assert_str_eq(hs_tokenizer_token(b, id), hs_tokenizer_token(a, id), "id %d", id);
+    cr_assert_str_eq(hs_tokenizer_token(b, 1), "[unused0]");
+    hs_model_free(back);
+    tu_rm_rf(dir);
+    free(buf);
+    hs_model_free(hf);
+}
+
+/* The ids of text in a model opened with flags. */
+static void expect_ids_open(const char *path, unsigned flags, const char *text,
+                            const int32_t *want, size_t n)
+{
+    hs_model *m = NULL;
+    hs_error err = {{0}};
+    cr_assert_eq(hs_model_open(path, flags, &m, &err), HS_OK, "%s: %s", path, err.msg);
+    expect_ids(m, text, want, n);
+    hs_model_free(m);
+}
+
+Test(gguf, vocabulary_only_files_serve_tokenize_and_info)
+{
+    /* fixtures/gguf/tiny-bert-vocab/vocab.txt, ids counted by hand: [CLS] 4, hello 19, ',' 10,
+     * the 11, cat 12, ##s 21, ! 25, [SEP] 5; un 16 ##aff 17 ##able 18, play 24 ##ing 23,
+     * [MASK] 6, '[' 7, "unused0" has no split into pieces: [UNK] 3, ']' 8 */
+    static const int32_t cats[] = {4, 19, 10, 11, 12, 21, 25, 5};
+    static const int32_t unaff[] = {4, 16, 17, 18, 24, 23, 6, 7, 3, 8, 5};
+    const char *vb = GOOD "tiny-bert-vocab.gguf";
+    for (unsigned flags = HS_OPEN_NO_WEIGHTS; flags <= HS_OPEN_TOKENIZER; flags++) {
+        expect_ids_open(vb, flags, "Hello, the cats!", cats, 8);
+        expect_ids_open(vb, flags, "unaffable playing [MASK] [unused0]", unaff, 11);
+    }
+    hs_model *m = NULL;
+    hs_error err = {{0}};
+    cr_assert_eq(hs_model_open(vb, HS_OPEN_NO_WEIGHTS, &m, &err), HS_OK, "%s", err.msg);
+    const hs_model_config *c = hs_model_config_of(m);
+    cr_assert(c->family == HS_FAMILY_BERT && c->n_layer == 1 && c->d_model == 8 &&
+              c->vocab_size == 27 && c->type_vocab_size == 2 && c->has_lm_head == 0);
+    cr_assert_eq(hs_model_param_count(m), 0);
+    cr_assert_str_eq(hs_model_storage_dtype(m), "none");
+    cr_assert_eq(hs_model_has_weights(m), 0);
+    const hs_tokenizer *t = hs_model_tokenizer(m);
+    cr_assert_str_eq(hs_tokenizer_token(t, 1), "[unused0]");
+    cr_assert_str_eq(hs_tokenizer_token(t, 21), "##s");
+    cr_assert_str_eq(hs_tokenizer_token(t, 22), "s");
+    hs_model_free(m);
+
+    /* the GPT-2 one tokenizes as its folder does */
+    hs_model *folder = load_ok(TINY_HF), *v = NULL;
+    cr_assert_eq(hs_model_open(GOOD "tiny-gpt2-vocab.gguf", HS_OPEN_TOKENIZER, &v, &err), HS_OK,
+                 "%s", err.msg);
+    expect_same_ids(folder, v, "Hello world, the world in a <|endoftext|> Ünïcödé");
+    hs_model_free(v);
+    hs_model_free(folder);
+
+    /* the forward pass needs weights: refused with a message, nothing returned */
+    m = (hs_model *)1;
+    cr_assert_eq(hs_model_load(vb, &m, &err), HS_E_UNSUPPORTED);
+    cr_assert_null(m);
+    cr_assert_not_null(strstr(err.msg, "no tensors"), "%s", err.msg);
+    cr_assert_not_null(strstr(err.msg, "tiny-bert-vocab.gguf"), "%s", err.msg);
+}
+
+Test(gguf, bert_continuation_of_a_bracketed_token_is_refused)
+{
+    char dir[64], cmd[512];
+    make_folder(dir, sizeof dir, "bert-legacy", 1);
+    /* "##[unused0]" would be stored as "[unused0]" and read back without its ## */
+    snprintf(cmd, sizeof cmd, "sed -i '2s/.*/##[unused0]/' '%s/vocab.txt'", dir);
+    cr_assert_eq(system(cmd), 0);
+    hs_model *hf = load_ok(dir);
+    unsigned char *buf = NULL;
+    size_t n = 0;
+    hs_error err = {{0}};
+    cr_assert_eq(hs_gguf_encode(hf, NULL, &buf, &n, &err), HS_E_UNSUPPORTED);
+    cr_assert_null(buf);
+    cr_assert_not_null(strstr(err.msg, "token 1 '##[unused0]' cannot be stored"), "%s", err.msg);
+    hs_model_free(hf);
     tu_rm_rf(dir);
 }

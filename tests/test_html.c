@@ -75,6 +75,22 @@ static unsigned char *b64_decode(const char *s, size_t *n)
     return out;
 }
 
+/* Expects the record of class cls for head k to decode to want[0..count). */
+static void expect_record(const char *page, const char *cls, int k, const unsigned char *want,
+                          size_t count)
+{
+    char open[96];
+    snprintf(open, sizeof open, "class=\"%s\" data-index=\"%d\">", cls, k);
+    char *b64 = element_text(page, open);
+    size_t n = 0;
+    unsigned char *bytes = b64_decode(b64, &n);
+    cr_assert_eq(n, count, "%s %d: %zu bytes, want %zu", cls, k, n, count);
+    for (size_t i = 0; i < count; i++)
+        cr_expect_eq(bytes[i], want[i], "%s %d value %zu: byte %d, want %d", cls, k, i, bytes[i], want[i]);
+    free(bytes);
+    free(b64);
+}
+
 Test(html, embeds_report_exactly_once)
 {
     hs_html_input in = {.report_json = report2, .attn = maps2, .n_maps = 2, .n = 2};
@@ -138,8 +154,9 @@ Test(html, one_map_record_per_head)
     hs_html_input in = {.report_json = report2, .attn = maps2, .n_maps = 2, .n = 2};
     char *page = encode_ok(&in, NULL);
     cr_expect_eq(count(page, "class=\"hs-map\""), 2);
-    cr_expect_eq(count(page, "data-index=\"0\""), 1);
-    cr_expect_eq(count(page, "data-index=\"1\""), 1);
+    cr_expect_eq(count(page, "class=\"hs-map\" data-index=\"0\""), 1);
+    cr_expect_eq(count(page, "class=\"hs-map\" data-index=\"1\""), 1);
+    cr_expect_eq(count(page, "class=\"hs-thumb\""), 2);
     char *info = element_text(page, "id=\"hs-maps-info\">");
     cJSON *j = cJSON_Parse(info);
     cr_assert_not_null(j);
@@ -150,16 +167,8 @@ Test(html, one_map_record_per_head)
     cJSON_Delete(j);
     free(info);
     /* head 1 is {0.25, 0.75, 0, 1}: bytes round(v * 254) = 64 (63.5 rounds up), 191, 0, 254 */
-    char *b64 = element_text(page, "class=\"hs-map\" data-index=\"1\">");
-    size_t n = 0;
-    unsigned char *bytes = b64_decode(b64, &n);
-    cr_assert_eq(n, 4);
-    cr_expect_eq(bytes[0], 64);
-    cr_expect_eq(bytes[1], 191);
-    cr_expect_eq(bytes[2], 0);
-    cr_expect_eq(bytes[3], 254);
-    free(bytes);
-    free(b64);
+    const unsigned char want[4] = {64, 191, 0, 254};
+    expect_record(page, "hs-map", 1, want, 4);
     free(page);
 }
 
@@ -173,13 +182,8 @@ Test(html, quantises_clamps_and_marks_non_finite)
     char *page = encode_ok(&in, NULL);
     char *b64 = element_text(page, "class=\"hs-map\" data-index=\"0\">");
     cr_expect_eq(strlen(b64), 12); /* 9 bytes → 12 characters, no padding */
-    size_t n = 0;
-    unsigned char *bytes = b64_decode(b64, &n);
-    cr_assert_eq(n, 9);
-    for (int i = 0; i < 9; i++)
-        cr_expect_eq(bytes[i], want[i], "value %d: byte %d, want %d", i, bytes[i], want[i]);
-    free(bytes);
     free(b64);
+    expect_record(page, "hs-map", 0, want, 9);
     free(page);
 }
 
@@ -222,7 +226,8 @@ Test(html, leaves_out_maps_above_max_tokens)
     char *page = encode_ok(&in, &len);
     cr_expect_eq(count(page, "class=\"hs-map\""), 0);
     cr_expect_not_null(strstr(page, "\"embedded\": false"));
-    cr_expect_not_null(strstr(page, "257 tokens; maps are embedded up to 256"));
+    cr_expect_not_null(strstr(page, "2049 tokens; maps are embedded up to 2048"));
+    cr_expect_eq(count(page, "class=\"hs-thumb\""), 1); /* the thumbnail stays */
     cr_expect_lt(len, (size_t)200000);
     free(page);
     /* at the limit they are embedded */
@@ -235,29 +240,139 @@ Test(html, leaves_out_maps_above_max_tokens)
     free(m);
 }
 
-Test(html, gpt2_small_at_128_tokens_stays_a_few_mb)
+/* map k of the GPT-2-small test: a causal pattern that differs per head */
+static hs_status small_map(void *user, int k, float *out, hs_error *err)
 {
-    int n = 128, heads = 144;
-    size_t nn = (size_t)n * (size_t)n;
-    float *m = malloc((size_t)heads * nn * sizeof *m);
-    cr_assert_not_null(m);
-    for (size_t i = 0; i < (size_t)heads * nn; i++)
-        m[i] = (float)(i % 97) / 96.0f;
-    size_t cap = 64 + (size_t)heads * 64;
+    int n = *(const int *)user;
+    (void)err;
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < n; j++)
+            out[(size_t)i * (size_t)n + (size_t)j] = j <= i ? (float)((i * 7 + j * 3 + k) % 97) / 96.0f : 0.0f;
+    return HS_OK;
+}
+
+Test(html, gpt2_small_at_512_tokens_stays_under_15_mb)
+{
+    int n = 512, heads = 144;
+    size_t cap = 256 + (size_t)heads * 96 + 8 * (size_t)n;
     char *json = malloc(cap);
     cr_assert_not_null(json);
-    size_t o = (size_t)snprintf(json, cap, "{\"input\": {\"n_tokens\": %d}, \"heads\": [", n);
+    /* two tokens a word: the word maps do not fit beside every head's map, so they are left out */
+    size_t o = (size_t)snprintf(json, cap, "{\"model\": {\"causal\": true}, \"input\": {\"n_tokens\": %d, \"word_ids\": [", n);
+    for (int i = 0; i < n; i++)
+        o += (size_t)snprintf(json + o, cap - o, "%s%d", i ? ", " : "", i / 2);
+    o += (size_t)snprintf(json + o, cap - o, "]}, \"heads\": [");
+    /* |ablation_delta| grows with k, with alternating signs: the largest are the last heads */
     for (int k = 0; k < heads; k++)
-        o += (size_t)snprintf(json + o, cap - o, "%s{\"id\": \"%d.%d\"}", k ? ", " : "", k / 12, k % 12);
+        o += (size_t)snprintf(json + o, cap - o, "%s{\"id\": \"%d.%d\", \"ablation_delta\": %g}",
+                              k ? ", " : "", k / 12, k % 12, (k % 2 ? -1 : 1) * 0.001 * k);
     snprintf(json + o, cap - o, "]}");
-    hs_html_input in = {.report_json = json, .attn = m, .n_maps = heads, .n = n};
+    hs_html_input in = {.report_json = json, .map_fn = small_map, .map_user = &n, .n_maps = heads, .n = n};
     size_t len = 0;
     char *page = encode_ok(&in, &len);
-    cr_expect_eq(count(page, "class=\"hs-map\""), (size_t)heads);
-    cr_expect_lt(len, (size_t)4 << 20, "page is %zu bytes", len);
+    /* a lower triangle is 512 * 513 / 2 = 131328 bytes, 175104 in base64; the 12 MiB budget
+     * holds floor(12582912 / 175104) = 71 of them: heads 73..143 */
+    cr_expect_eq(count(page, "class=\"hs-map\""), 71);
+    cr_expect_eq(count(page, "class=\"hs-map\" data-index=\"143\""), 1);
+    cr_expect_eq(count(page, "class=\"hs-map\" data-index=\"73\""), 1);
+    cr_expect_eq(count(page, "class=\"hs-map\" data-index=\"72\""), 0);
+    cr_expect_eq(count(page, "class=\"hs-thumb\""), (size_t)heads);
+    cr_expect_eq(count(page, "class=\"hs-wmap\""), 0);
+    cr_expect_not_null(strstr(page, "\"words\": 0"));
+    cr_expect_not_null(strstr(page, "the maps of 71 of 144 heads fit"));
+    cr_expect_lt(len, (size_t)15000000, "page is %zu bytes", len);
+    char *b64 = element_text(page, "class=\"hs-map\" data-index=\"100\">");
+    cr_expect_eq(strlen(b64), (size_t)175104);
+    free(b64);
     free(page);
     free(json);
+}
+
+Test(html, stores_lower_triangles_of_causal_maps)
+{
+    const char *json = "{\"model\": {\"causal\": true}, \"heads\": [{\"id\": \"0.0\"}]}";
+    /* (1, 3, 3); entries above the diagonal are left out: rows {1}, {0.5, 0.5}, {0, 0.25, 0.75} */
+    const float m[9] = {1, 0.9f, 0.9f, 0.5f, 0.5f, 0.9f, 0, 0.25f, 0.75f};
+    const unsigned char want[6] = {254, 127, 127, 0, 64, 191};
+    hs_html_input in = {.report_json = json, .attn = m, .n_maps = 1, .n = 3};
+    char *page = encode_ok(&in, NULL);
+    cr_expect_not_null(strstr(page, "\"packing\": \"lower\""));
+    expect_record(page, "hs-map", 0, want, 6);
+    free(page);
+}
+
+Test(html, thumbnails_keep_the_largest_weight_of_each_block)
+{
+    /* 96 tokens on a 48 x 48 thumbnail: each pixel covers 2 x 2 cells */
+    int n = 96;
+    float *m = calloc((size_t)n * (size_t)n, sizeof *m);
+    cr_assert_not_null(m);
+    m[5 * n + 7] = 0.5f;  /* pixel (2, 3) */
+    m[5 * n + 6] = 0.25f; /* the same pixel, smaller */
+    m[95 * n + 95] = 1.0f; /* pixel (47, 47) */
+    const char *json = "{\"heads\": [{\"id\": \"0.0\"}]}";
+    hs_html_input in = {.report_json = json, .attn = m, .n_maps = 1, .n = n};
+    char *page = encode_ok(&in, NULL);
+    cr_expect_not_null(strstr(page, "\"thumb\": 48"));
+    unsigned char want[48 * 48] = {0};
+    want[2 * 48 + 3] = 127;
+    want[47 * 48 + 47] = 254;
+    expect_record(page, "hs-thumb", 0, want, sizeof want);
+    free(page);
     free(m);
+}
+
+Test(html, embeds_word_maps_when_the_report_has_words)
+{
+    /* tokens 0, 1 form word 0 and token 2 word 1; keys summed, queries averaged:
+     * rows (1, 0, 0) and (0.5, 0.5, 0) of word 0 give (1, 0); row (0.2, 0.3, 0.5) gives
+     * (0.5, 0.5) */
+    const char *json = "{\"input\": {\"n_tokens\": 3, \"word_ids\": [0, 0, 1]}, \"heads\": [{\"id\": \"0.0\"}]}";
+    const float m[9] = {1, 0, 0, 0.5f, 0.5f, 0, 0.2f, 0.3f, 0.5f};
+    hs_html_input in = {.report_json = json, .attn = m, .n_maps = 1, .n = 3};
+    char *page = encode_ok(&in, NULL);
+    cr_expect_not_null(strstr(page, "\"words\": 2"));
+    const unsigned char want[4] = {254, 0, 127, 127};
+    expect_record(page, "hs-wmap", 0, want, 4);
+    free(page);
+    /* word ids that skip a word are not a word index: no word maps */
+    const char *gap = "{\"input\": {\"n_tokens\": 3, \"word_ids\": [0, 2, 2]}, \"heads\": [{\"id\": \"0.0\"}]}";
+    in.report_json = gap;
+    page = encode_ok(&in, NULL);
+    cr_expect_eq(count(page, "class=\"hs-wmap\""), 0);
+    cr_expect_not_null(strstr(page, "\"words\": 0"));
+    free(page);
+    /* causal: the word map's lower triangle, (1), (0.5, 0.5) */
+    const char *causal = "{\"model\": {\"causal\": true}, \"input\": {\"n_tokens\": 3, "
+                         "\"word_ids\": [0, 0, 1]}, \"heads\": [{\"id\": \"0.0\"}]}";
+    in.report_json = causal;
+    page = encode_ok(&in, NULL);
+    const unsigned char lower[3] = {254, 127, 127};
+    expect_record(page, "hs-wmap", 0, lower, 3);
+    free(page);
+}
+
+Test(html, corpus_page_embeds_the_texts)
+{
+    const char *json = "{\"corpus\": {\"heads\": [{\"id\": \"0.0\", \"layer\": 0, \"head\": 0}]}}";
+    const char *texts = "{\"index\": 0, \"line\": 1}\n\n{\"index\": 1, \"line\": 3, \"x\": \"</script>\"}\n";
+    hs_html_input in = {.report_json = json, .texts_jsonl = texts};
+    char *page = encode_ok(&in, NULL);
+    char *t = element_text(page, "id=\"hs-texts\">");
+    cr_expect_str_eq(t, "{\"index\": 0, \"line\": 1}\n\n{\"index\": 1, \"line\": 3, \"x\": \"<\\/script>\"}\n");
+    free(t);
+    cr_expect_not_null(strstr(page, "\"texts\": {\"embedded\": 2, \"total\": 2}"));
+    cr_expect_not_null(strstr(page, "a corpus report has no maps"));
+    free(page);
+    /* a corpus report takes no maps */
+    const float m[1] = {1};
+    hs_html_input bad = {.report_json = json, .attn = m, .n_maps = 1, .n = 1};
+    char *out = NULL;
+    size_t len = 0;
+    hs_error err = {{0}};
+    cr_expect_eq(hs_html_encode(&bad, &out, &len, &err), HS_E_ARG);
+    cr_expect_not_null(strstr(err.msg, "a corpus report takes no maps"));
+    cr_expect_null(out);
 }
 
 static void expect_fail(const hs_html_input *in, hs_status want, const char *msg_part)

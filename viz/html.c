@@ -1,4 +1,5 @@
-/* out/index.html: the report and the attention maps in one self-contained page. */
+/* out/index.html: the report, the attention maps and the page's own HTML, CSS and JavaScript
+ * (viz/page/, compiled in by viz/page/pagegen.c) in one self-contained file. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -58,11 +59,6 @@ static void buf_add(buf *b, const char *s, size_t n)
 
 static void buf_str(buf *b, const char *s) { buf_add(b, s, strlen(s)); }
 
-static void buf_lines(buf *b, const char *const *lines)
-{
-    for (; *lines; lines++)
-        buf_str(b, *lines);
-}
 
 /* The report text with "</" → "<\/" and "<!--" → "\u003c!--". Both can only occur
  * inside JSON strings, where the replacements are escapes of the same characters,
@@ -98,44 +94,155 @@ static unsigned char quantise(float v)
     return (unsigned char)(v * (float)HS_HTML_LEVELS + 0.5f);
 }
 
-/* One map: count values, quantised, as base64 (RFC 4648, padded). */
-static void buf_map_base64(buf *b, const float *map, size_t count)
+static size_t b64_len(size_t count) { return (count + 2) / 3 * 4; }
+
+/* count bytes as base64 (RFC 4648, padded). */
+static void buf_base64(buf *b, const unsigned char *v, size_t count)
 {
     static const char digits[] =
         "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    size_t out_len;
-    if (hs_mul_size((count + 2) / 3, 4, &out_len)) {
-        b->ok = 0;
-        return;
-    }
+    size_t out_len = b64_len(count);
     buf_reserve(b, out_len);
     if (!b->ok)
         return;
     char *o = b->p + b->len;
     for (size_t i = 0; i < count; i += 3) {
         size_t rest = count - i;
-        unsigned v = (unsigned)quantise(map[i]) << 16;
+        unsigned x = (unsigned)v[i] << 16;
         if (rest > 1)
-            v |= (unsigned)quantise(map[i + 1]) << 8;
+            x |= (unsigned)v[i + 1] << 8;
         if (rest > 2)
-            v |= quantise(map[i + 2]);
-        *o++ = digits[(v >> 18) & 63];
-        *o++ = digits[(v >> 12) & 63];
-        *o++ = rest > 1 ? digits[(v >> 6) & 63] : '=';
-        *o++ = rest > 2 ? digits[v & 63] : '=';
+            x |= v[i + 2];
+        *o++ = digits[(x >> 18) & 63];
+        *o++ = digits[(x >> 12) & 63];
+        *o++ = rest > 1 ? digits[(x >> 6) & 63] : '=';
+        *o++ = rest > 2 ? digits[x & 63] : '=';
     }
     b->len += out_len;
     b->p[b->len] = '\0';
 }
 
-/* Checks the report against the maps; sets *embed (and the reason why not). */
-static hs_status check_report(const hs_html_input *in, int *embed, char *reason, size_t cap,
-                              hs_error *err)
+/* What the report says about the page: checked against the maps, and the heads whose
+ * full maps fit the budget. */
+typedef struct plan {
+    int corpus;          /* a corpus report: no maps, the per-text list */
+    int causal;          /* store lower triangles */
+    int maps;            /* maps were given (thumbnails for every head) */
+    int n_full;          /* heads with full maps */
+    unsigned char *full; /* (n_maps) 1 = full map embedded */
+    int32_t *word;       /* (n) word of each token, or NULL */
+    int n_words;
+    char reason[256];    /* why maps (of some heads) are left out; "" when none are */
+} plan;
+
+static void plan_free(plan *p)
+{
+    free(p->full);
+    free(p->word);
+}
+
+static double num_or(const cJSON *o, const char *key, double dflt)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
+    return cJSON_IsNumber(v) && isfinite(v->valuedouble) ? v->valuedouble : dflt;
+}
+
+/* input.word_ids when it is a valid word index of n tokens (starts at 0, steps by 0 or
+ * 1); *n_words 0 otherwise. */
+static int32_t *word_ids(const cJSON *input, int n, int *n_words)
+{
+    const cJSON *w = cJSON_GetObjectItemCaseSensitive(input, "word_ids"), *e;
+    int32_t *word = NULL;
+    int i = 0, prev = -1;
+    *n_words = 0;
+    if (!cJSON_IsArray(w) || cJSON_GetArraySize(w) != n || !(word = malloc((size_t)n * sizeof *word)))
+        return NULL;
+    cJSON_ArrayForEach(e, w) {
+        if (!cJSON_IsNumber(e) || (e->valuedouble != prev && e->valuedouble != prev + 1)) {
+            free(word);
+            return NULL;
+        }
+        prev = word[i++] = (int32_t)e->valuedouble;
+    }
+    *n_words = prev + 1;
+    return word;
+}
+
+/* Heads ranked for full maps: |ablation_delta| descending, then gradient_importance
+ * descending, then report order. */
+typedef struct rank {
+    double delta, grad;
+    int k;
+} rank;
+
+static int rank_cmp(const void *pa, const void *pb)
+{
+    const rank *a = pa, *b = pb;
+    if (a->delta != b->delta)
+        return a->delta > b->delta ? -1 : 1;
+    if (a->grad != b->grad)
+        return a->grad > b->grad ? -1 : 1;
+    return (a->k > b->k) - (a->k < b->k);
+}
+
+static size_t packed(int n, int causal)
+{
+    return causal ? (size_t)n * ((size_t)n + 1) / 2 : (size_t)n * (size_t)n;
+}
+
+/* Word maps come with every head's map or not at all: when all heads' maps and word maps
+ * do not fit, the word maps are dropped so that more heads' maps fit. */
+static hs_status choose_heads(const cJSON *heads, const hs_html_input *in, plan *p, hs_error *err)
+{
+    size_t cost = b64_len(packed(in->n, p->causal));
+    if (p->word && (size_t)in->n_maps * (cost + b64_len(packed(p->n_words, p->causal))) > HS_HTML_MAP_BUDGET) {
+        free(p->word);
+        p->word = NULL;
+        p->n_words = 0;
+    }
+    if (p->word)
+        cost += b64_len(packed(p->n_words, p->causal));
+    size_t fit = HS_HTML_MAP_BUDGET / cost;
+    rank *r = malloc((size_t)in->n_maps * sizeof *r);
+    p->full = calloc((size_t)in->n_maps, 1);
+    if (!r || !p->full) {
+        free(r);
+        return hs_fail(err, HS_E_NOMEM, "html: out of memory");
+    }
+    int k = 0;
+    const cJSON *h;
+    cJSON_ArrayForEach(h, heads) {
+        r[k].delta = fabs(num_or(h, "ablation_delta", -1.0));
+        if (!cJSON_IsNumber(cJSON_GetObjectItemCaseSensitive(h, "ablation_delta")))
+            r[k].delta = -1.0;
+        r[k].grad = num_or(h, "gradient_importance", -1.0);
+        r[k].k = k;
+        k++;
+    }
+    qsort(r, (size_t)in->n_maps, sizeof *r, rank_cmp);
+    p->n_full = fit < (size_t)in->n_maps ? (int)fit : in->n_maps;
+    for (k = 0; k < p->n_full; k++)
+        p->full[r[k].k] = 1;
+    free(r);
+    if (p->n_full == 0)
+        snprintf(p->reason, sizeof p->reason,
+                 "one map of %d x %d values is more than the page's budget of %zu bytes", in->n,
+                 in->n, HS_HTML_MAP_BUDGET);
+    else if (p->n_full < in->n_maps)
+        snprintf(p->reason, sizeof p->reason,
+                 "the maps of %d of %d heads fit the page's budget of %zu MiB (the heads with "
+                 "the largest |ablation delta|, without word-level maps); the others show only "
+                 "their thumbnail",
+                 p->n_full, in->n_maps, HS_HTML_MAP_BUDGET >> 20);
+    return HS_OK;
+}
+
+/* Checks the report against the maps and fills the plan. */
+static hs_status check_report(const hs_html_input *in, plan *p, hs_error *err)
 {
     const char *end = NULL;
     cJSON *root = cJSON_ParseWithOpts(in->report_json, &end, 1);
     hs_status st = HS_OK;
-    *embed = 0;
     if (!root) {
         size_t at = end && end >= in->report_json ? (size_t)(end - in->report_json) : 0;
         return hs_fail(err, HS_E_FORMAT, "html: report is not valid JSON (near byte %zu)", at);
@@ -144,8 +251,15 @@ static hs_status check_report(const hs_html_input *in, int *embed, char *reason,
         st = hs_fail(err, HS_E_FORMAT, "html: report is not a JSON object");
         goto done;
     }
+    p->corpus = cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(root, "corpus"));
     if (!in->attn && !in->map_fn) {
-        snprintf(reason, cap, "no attention maps were given to the page writer");
+        snprintf(p->reason, sizeof p->reason, "%s",
+                 p->corpus ? "a corpus report has no maps; analyze one text to see them"
+                           : "no attention maps were given to the page writer");
+        goto done;
+    }
+    if (p->corpus) {
+        st = hs_fail(err, HS_E_ARG, "html: a corpus report takes no maps");
         goto done;
     }
     const cJSON *heads = cJSON_GetObjectItemCaseSensitive(root, "heads");
@@ -169,25 +283,133 @@ static hs_status check_report(const hs_html_input *in, int *embed, char *reason,
                      in->n, in->n);
         goto done;
     }
-    if (in->n > HS_HTML_MAX_N)
-        snprintf(reason, cap, "the text has %d tokens; maps are embedded up to %d tokens", in->n,
-                 HS_HTML_MAX_N);
-    else if (values > HS_HTML_MAX_MAP_VALUES)
-        snprintf(reason, cap, "%d maps of %d x %d values are more than the %zu values embedded",
-                 in->n_maps, in->n, in->n, HS_HTML_MAX_MAP_VALUES);
-    else
-        *embed = 1;
+    p->maps = 1;
+    p->causal = cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(root, "model"), "causal"));
+    if (in->n > HS_HTML_MAX_N) {
+        snprintf(p->reason, sizeof p->reason,
+                 "the text has %d tokens; maps are embedded up to %d tokens", in->n, HS_HTML_MAX_N);
+        goto done;
+    }
+    p->word = word_ids(input, in->n, &p->n_words);
+    st = choose_heads(heads, in, p, err);
 done:
     cJSON_Delete(root);
     return st;
 }
 
+/* A script element of class cls for head k holding count bytes as base64. */
+static void buf_record(buf *b, const char *cls, int k, const unsigned char *v, size_t count)
+{
+    char open[128];
+    snprintf(open, sizeof open, "<script type=\"text/plain\" class=\"%s\" data-index=\"%d\">", cls, k);
+    buf_str(b, open);
+    buf_base64(b, v, count);
+    buf_str(b, "</script>\n");
+}
+
+/* The records of head k from its (n, n) map; q is scratch of n*n bytes, wmap of
+ * n_words^2 floats. */
+static void buf_head(buf *b, const plan *p, int k, const float *map, int n, unsigned char *q,
+                     float *wmap)
+{
+    int side = n < HS_HTML_THUMB ? n : HS_HTML_THUMB;
+    size_t c = 0;
+    /* thumbnail: the largest finite weight under each pixel, NaN when none is finite */
+    float thumb[HS_HTML_THUMB * HS_HTML_THUMB];
+    for (int t = 0; t < side * side; t++)
+        thumb[t] = NAN;
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < n; j++) {
+            float v = map[(size_t)i * (size_t)n + (size_t)j];
+            float *t = &thumb[(i * side / n) * side + j * side / n];
+            if (isfinite(v) && !(*t >= v))
+                *t = v;
+        }
+    for (int t = 0; t < side * side; t++)
+        q[t] = quantise(thumb[t]);
+    buf_record(b, "hs-thumb", k, q, (size_t)side * (size_t)side);
+    if (!p->full || !p->full[k])
+        return;
+    for (int i = 0; i < n; i++)
+        for (int j = 0, nj = p->causal ? i + 1 : n; j < nj; j++)
+            q[c++] = quantise(map[(size_t)i * (size_t)n + (size_t)j]);
+    buf_record(b, "hs-map", k, q, c);
+    if (p->word && wmap && hs_wordmap_compute(map, 1, n, p->causal, p->word, p->n_words, wmap,
+                                              NULL) == HS_OK) {
+        int w = p->n_words;
+        c = 0;
+        for (int u = 0; u < w; u++) /* causal: no word attends to a later word */
+            for (int v = 0, nv = p->causal ? u + 1 : w; v < nv; v++)
+                q[c++] = quantise(wmap[(size_t)u * (size_t)w + (size_t)v]);
+        buf_record(b, "hs-wmap", k, q, c);
+    }
+}
+
+/* texts.jsonl up to HS_HTML_MAX_TEXTS_BYTES of whole lines; counts the lines kept and all. */
+static void buf_texts(buf *b, const char *texts, long *kept, long *total)
+{
+    size_t cut = 0;
+    int room = 1;
+    *kept = *total = 0;
+    for (const char *p = texts; *p;) {
+        const char *eol = strchr(p, '\n');
+        size_t end = eol ? (size_t)(eol - texts) + 1 : strlen(texts);
+        int blank = eol == p || (eol == p + 1 && *p == '\r');
+        room = room && end <= HS_HTML_MAX_TEXTS_BYTES;
+        if (!blank)
+            (*total)++;
+        if (room) {
+            cut = end;
+            *kept += !blank;
+        }
+        p = texts + end;
+    }
+    char *part = malloc(cut + 1);
+    if (!part) {
+        b->ok = 0;
+        return;
+    }
+    memcpy(part, texts, cut);
+    part[cut] = '\0';
+    buf_json(b, part);
+    free(part);
+}
+
+static void buf_info(buf *b, const hs_html_input *in, const plan *p, long kept, long total)
+{
+    char num[160];
+    buf_str(b, "{\"embedded\": ");
+    buf_str(b, p->maps && p->n_full > 0 ? "true" : "false");
+    if (p->maps) {
+        snprintf(num, sizeof num, ", \"n\": %d, \"of\": %d, \"count\": %d, \"levels\": %d, \"nan\": %d",
+                 in->n, in->n_maps, p->n_full, HS_HTML_LEVELS, HS_HTML_NAN_BYTE);
+        buf_str(b, num);
+        snprintf(num, sizeof num, ", \"packing\": \"%s\", \"thumb\": %d, \"words\": %d, \"budget\": %zu",
+                 p->causal ? "lower" : "full", in->n < HS_HTML_THUMB ? in->n : HS_HTML_THUMB,
+                 p->full ? p->n_words : 0, HS_HTML_MAP_BUDGET);
+        buf_str(b, num);
+    }
+    if (p->corpus && in->texts_jsonl) {
+        snprintf(num, sizeof num, ", \"texts\": {\"embedded\": %ld, \"total\": %ld}", kept, total);
+        buf_str(b, num);
+    }
+    /* reason is our own text: no quotes, backslashes or '<' to escape */
+    if (p->reason[0]) {
+        buf_str(b, ", \"reason\": \"");
+        buf_str(b, p->reason);
+        buf_str(b, "\"");
+    }
+    buf_str(b, "}");
+}
+
 hs_status hs_html_encode(const hs_html_input *in, char **out, size_t *len, hs_error *err)
 {
     buf b = {NULL, 0, 0, 1};
-    char reason[256] = "";
-    char num[96];
-    int embed = 0;
+    plan p = {0};
+    float *map = NULL, *wmap = NULL;
+    unsigned char *q = NULL;
+    long kept = 0, total = 0;
     hs_status st;
     if (out)
         *out = NULL;
@@ -200,57 +422,53 @@ hs_status hs_html_encode(const hs_html_input *in, char **out, size_t *len, hs_er
     if ((in->attn || in->map_fn) && (in->n_maps < 1 || in->n < 1))
         return hs_fail(err, HS_E_ARG, "html: %d maps of %d tokens, expected at least 1 of each",
                        in->n_maps, in->n);
-    if ((st = check_report(in, &embed, reason, sizeof reason, err)) != HS_OK)
-        return st;
+    if ((st = check_report(in, &p, err)) != HS_OK)
+        goto fail;
 
-    buf_lines(&b, hs_html_head);
-    buf_lines(&b, hs_html_css);
-    buf_lines(&b, hs_html_body);
+    buf_add(&b, (const char *)hs_page_before, hs_page_before_len);
     buf_str(&b, "<script type=\"application/json\" id=\"hs-report\">");
     buf_json(&b, in->report_json);
-    buf_str(&b, "</script>\n<script type=\"application/json\" id=\"hs-maps-info\">");
-    if (embed) {
-        snprintf(num, sizeof num, "{\"embedded\": true, \"n\": %d, \"count\": %d, ", in->n,
-                 in->n_maps);
-        buf_str(&b, num);
-        snprintf(num, sizeof num, "\"levels\": %d, \"nan\": %d}", HS_HTML_LEVELS,
-                 HS_HTML_NAN_BYTE);
-        buf_str(&b, num);
-    } else {
-        /* reason is our own text: no quotes, backslashes or '<' to escape */
-        buf_str(&b, "{\"embedded\": false, \"reason\": \"");
-        buf_str(&b, reason);
-        buf_str(&b, "\"}");
-    }
     buf_str(&b, "</script>\n");
-    if (embed) {
+    if (p.corpus && in->texts_jsonl) {
+        buf_str(&b, "<script type=\"application/x-ndjson\" id=\"hs-texts\">");
+        buf_texts(&b, in->texts_jsonl, &kept, &total);
+        buf_str(&b, "</script>\n");
+    }
+    buf_str(&b, "<script type=\"application/json\" id=\"hs-maps-info\">");
+    buf_info(&b, in, &p, kept, total);
+    buf_str(&b, "</script>\n");
+    if (p.maps) {
         size_t nn = (size_t)in->n * (size_t)in->n;
-        float *map = in->attn ? NULL : malloc(nn * sizeof *map); /* (n, n) from map_fn */
-        if (!in->attn && !map)
+        map = in->attn ? NULL : malloc(nn * sizeof *map); /* (n, n) from map_fn */
+        q = malloc(nn > HS_HTML_THUMB * HS_HTML_THUMB ? nn : HS_HTML_THUMB * HS_HTML_THUMB);
+        wmap = p.word ? malloc((size_t)p.n_words * (size_t)p.n_words * sizeof *wmap) : NULL;
+        if ((!in->attn && !map) || !q || (p.word && !wmap))
             b.ok = 0;
         for (int k = 0; k < in->n_maps && b.ok; k++) {
-            if (map && (st = in->map_fn(in->map_user, k, map, err)) != HS_OK) {
-                free(map);
-                free(b.p);
-                return st;
-            }
-            snprintf(num, sizeof num, "<script type=\"text/plain\" class=\"hs-map\" data-index=\"%d\">", k);
-            buf_str(&b, num);
-            buf_map_base64(&b, map ? map : in->attn + (size_t)k * nn, nn);
-            buf_str(&b, "</script>\n");
+            if (map && (st = in->map_fn(in->map_user, k, map, err)) != HS_OK)
+                goto fail;
+            buf_head(&b, &p, k, map ? map : in->attn + (size_t)k * nn, in->n, q, wmap);
         }
-        free(map);
     }
-    buf_str(&b, "<script>\n");
-    buf_lines(&b, hs_html_js);
-    buf_str(&b, "</script>\n</body>\n</html>\n");
+    buf_add(&b, (const char *)hs_page_after, hs_page_after_len);
     if (!b.ok) {
-        free(b.p);
-        return hs_fail(err, HS_E_NOMEM, "html: out of memory building the page");
+        st = hs_fail(err, HS_E_NOMEM, "html: out of memory building the page");
+        goto fail;
     }
+    free(map);
+    free(wmap);
+    free(q);
+    plan_free(&p);
     *out = b.p;
     *len = b.len;
     return HS_OK;
+fail:
+    free(map);
+    free(wmap);
+    free(q);
+    plan_free(&p);
+    free(b.p);
+    return st;
 }
 
 hs_status hs_html_write(const char *path, const hs_html_input *in, hs_error *err)

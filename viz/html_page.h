@@ -1,13 +1,12 @@
-/* The static text of out/index.html (viz/html_page.c), used by viz/html.c. */
+/* The static text of out/index.html: viz/page/ compiled in by viz/page/pagegen.c (the
+ * generated $(BUILD)/gen/page.c), used by viz/html.c. */
 #ifndef HEADSCOPE_VIZ_HTML_PAGE_H
 #define HEADSCOPE_VIZ_HTML_PAGE_H
 
-/* Each is a NULL-terminated list of lines, each ending in '\n'; the page is
- * hs_html_head, hs_html_css, hs_html_body, the data scripts, then hs_html_js
- * inside a <script> element. */
-extern const char *const hs_html_head[];
-extern const char *const hs_html_css[];
-extern const char *const hs_html_body[];
-extern const char *const hs_html_js[];
+#include <stddef.h>
+
+/* The page before and after its data (the report and map records), without a NUL. */
+extern const unsigned char hs_page_before[], hs_page_after[];
+extern const size_t hs_page_before_len, hs_page_after_len;
 
 #endif /* HEADSCOPE_VIZ_HTML_PAGE_H */

@@ -153,6 +153,9 @@ typedef struct hs_gguf_write_options {
     int keep_mlm;        /* BERT: also write the MLM head (headscope-only tensors named
                           * cls.predictions.*; llama.cpp rejects such files) */
     const char *name;    /* general.name; NULL: none */
+    int no_output_copy;  /* GPT-2 with a tied head: leave out output.weight, the copy of
+                          * token_embd that llama.cpp before March 2025 (b4747 included)
+                          * requires; newer llama.cpp and headscope read the file either way */
 } hs_gguf_write_options;
 
 /* Parses "f32", "f16", "bf16", "q8_0" (case-insensitive). Returns HS_OK or HS_E_ARG. */

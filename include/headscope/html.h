@@ -1,8 +1,9 @@
 /*
  * headscope/html.h — out/index.html: one self-contained page over an analysis.
  *
- * The page embeds report.json verbatim and, optionally, every analysed head's
- * attention map (quantised to one byte per value, base64, one record per head).
+ * The page embeds report.json verbatim and, optionally, the analysed heads' attention
+ * maps (quantised to one byte per value, base64, one record per head, within a byte
+ * budget), a thumbnail of every head, and word-level maps when the report has words.
  * All CSS and JavaScript are inline; the page loads nothing from the network, so it
  * works opened straight from disk (file://). Pictures that the report lists in its
  * "files" (gallery.png, similarity.png, importance.png, heads/L{l}_H{h}.png) are
@@ -30,17 +31,30 @@
 extern "C" {
 #endif
 
-/* Maps of more than this many tokens are not embedded (the page says so); the
+/* Maps of more than this many tokens are never embedded (the page says so); the
  * report is still shown in full. */
-#define HS_HTML_MAX_N 256
+#define HS_HTML_MAX_N 2048
 
-/* Maps are not embedded either when n_maps * n * n exceeds this many values
- * (their base64 text would be 4/3 of this many bytes). */
-#define HS_HTML_MAX_MAP_VALUES ((size_t)32 << 20)
+/* The page's byte budget for full maps: their base64 text (and that of the word-level
+ * maps, when the report has input.word_ids) stays within this many bytes. When every
+ * analysed head does not fit, the heads are taken in order of |ablation_delta| (then
+ * gradient_importance, then report order) until the next would not fit, and the page
+ * names the rest. With the thumbnails and the report, a GPT-2-small page at 512 tokens
+ * stays under 15 MB (docs/html.md). */
+#define HS_HTML_MAP_BUDGET ((size_t)12 << 20)
+
+/* Every head also gets a thumbnail of at most HS_HTML_THUMB x HS_HTML_THUMB values, each
+ * the largest weight of the cells it covers, for the model view. */
+#define HS_HTML_THUMB 48
+
+/* A corpus page embeds texts.jsonl up to this many bytes (whole lines; the page says
+ * how many texts were left out). */
+#define HS_HTML_MAX_TEXTS_BYTES ((size_t)8 << 20)
 
 /* Quantisation of embedded maps: a value v in [0, 1] is stored as the byte
  * round(v * HS_HTML_LEVELS) (values outside [0, 1] are clamped); a NaN or
- * infinite value is stored as HS_HTML_NAN_BYTE and drawn grey. */
+ * infinite value is stored as HS_HTML_NAN_BYTE and drawn grey. Maps of causal models
+ * (report model.causal true) store only the lower triangle, row by row. */
 #define HS_HTML_LEVELS 254
 #define HS_HTML_NAN_BYTE 255
 
@@ -54,15 +68,19 @@ typedef struct hs_html_input {
                               * when attn is NULL; its failure is returned as is) */
     void *map_user;          /* passed to map_fn */
     int n_maps, n;           /* ignored when attn and map_fn are NULL (no maps) */
+    const char *texts_jsonl; /* corpus reports: texts.jsonl, shown as the per-text list;
+                              * or NULL */
 } hs_html_input;
 
-/* Builds the page in memory. report_json must be a JSON object; when attn is given,
- * n_maps must equal the length of its "heads" array and n its input.n_tokens (when
- * present). Maps with n > HS_HTML_MAX_N or more than HS_HTML_MAX_MAP_VALUES values
- * are left out and the page says why.
+/* Builds the page in memory. report_json must be a JSON object (a single-text report,
+ * or a corpus report with "corpus", which takes no maps); when maps are given, n_maps
+ * must equal the length of its "heads" array and n its input.n_tokens (when present).
+ * Maps with n > HS_HTML_MAX_N are left out, and the heads beyond HS_HTML_MAP_BUDGET;
+ * the page says why.
  * Returns HS_OK and a malloc'd, NUL-terminated page in *out (caller frees) with its
  * length, excluding the NUL, in *len; on failure *out is NULL and *len 0:
- * HS_E_ARG for a NULL in, out, len or report_json, or attn with n_maps or n < 1;
+ * HS_E_ARG for a NULL in, out, len or report_json, maps with n_maps or n < 1, or maps
+ * with a corpus report;
  * HS_E_FORMAT when report_json is not a JSON object; HS_E_SHAPE when n_maps or n
  * disagree with the report; HS_E_NOMEM when out of memory or a size overflows. */
 hs_status hs_html_encode(const hs_html_input *in, char **out, size_t *len, hs_error *err);

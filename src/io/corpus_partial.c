@@ -312,6 +312,13 @@ static void get_stat(rd *r, const cJSON *v, const char *key, hs_stat *s)
     const cJSON *e;
     cJSON_ArrayForEach(e, v)
         x[k++] = cJSON_IsNumber(e) ? e->valuedouble : NAN;
+    /* A number too large for a double reads as infinity and would be written back as
+       null (NaN): refuse it here, so what is read writes back the same. */
+    for (k = 0; k < 5; k++)
+        if (isinf(x[k])) {
+            r->st = hs_fail(r->err, HS_E_INPUT, "partial: a statistic of '%s' is out of range", key);
+            return;
+        }
     if (!(x[0] >= 0 && x[0] <= 1e15 && x[0] == floor(x[0])) || !(x[2] >= 0 || x[0] == 0) ||
         !(x[3] >= 0)) {
         r->st = hs_fail(r->err, HS_E_INPUT, "partial: a statistic of '%s' has a bad count, M2 or weight", key);

@@ -49,6 +49,61 @@ cJSON *hs_json_matrix(const double *m, int rows, int cols)
     return a;
 }
 
+/* input.sinks: the attention-sink positions of metrics.md (position 0; for BERT every
+ * [CLS] and [SEP]), found with hs_sinks_mark from the ids of those tokens in the text. */
+static cJSON *sinks_json(const hs_analysis *a, int bert)
+{
+    int32_t cls = -1, sep = -1;
+    cJSON *arr = cJSON_CreateArray();
+    unsigned char *sink = malloc(a->n > 0 ? (size_t)a->n : 1);
+    for (int i = 0; bert && a->tokens && i < a->n; i++) {
+        if (!strcmp(a->tokens[i], "[CLS]"))
+            cls = a->ids[i];
+        else if (!strcmp(a->tokens[i], "[SEP]"))
+            sep = a->ids[i];
+    }
+    if (arr && sink && hs_sinks_mark(a->ids, a->n, cls, sep, sink, NULL) == HS_OK)
+        for (int i = 0; i < a->n; i++)
+            if (sink[i])
+                cJSON_AddItemToArray(arr, cJSON_CreateNumber(i));
+    free(sink);
+    return arr;
+}
+
+static int is_space(char ch) { return ch == ' ' || ch == '\n' || ch == '\t' || ch == '\r'; }
+
+static int is_special(const char *raw)
+{
+    size_t len = strlen(raw);
+    return len >= 4 && !strncmp(raw, "<|", 2) && !strcmp(raw + len - 2, "|>");
+}
+
+/* input.word_ids: the word of each token, for word-level maps (Clark et al. 2019). BERT:
+ * a "##" token continues the word before it. GPT-2: a token starts a word when its
+ * display form begins with white space, follows one that ends with white space, or is
+ * (or follows) a special token such as <|endoftext|>; words are the text's
+ * white-space-separated words. */
+static cJSON *word_ids_json(const hs_analysis *a, int bert)
+{
+    cJSON *arr = cJSON_CreateArray();
+    int w = -1;
+    for (int i = 0; arr && i < a->n; i++) {
+        const char *raw = a->tokens[i], *d = a->display[i], *pd = i ? a->display[i - 1] : "";
+        size_t pl = strlen(pd);
+        int start;
+        if (i == 0)
+            start = 1;
+        else if (bert)
+            start = strncmp(raw, "##", 2) != 0;
+        else
+            start = is_space(d[0]) || (pl && is_space(pd[pl - 1])) || is_special(raw) ||
+                    is_special(a->tokens[i - 1]);
+        w += start;
+        cJSON_AddItemToArray(arr, cJSON_CreateNumber(w));
+    }
+    return arr;
+}
+
 static cJSON *head_json(const hs_analysis *a, const hs_head_result *h)
 {
     char name[32];
@@ -239,6 +294,9 @@ char *hs_report_json(const hs_analysis *a, const char *const *files, int n_files
     cJSON_AddItemToObject(in, "tokens", str_array((const char *const *)a->tokens, a->n));
     cJSON_AddItemToObject(in, "display_tokens", str_array((const char *const *)a->display, a->n));
     cJSON_AddItemToObject(in, "type_ids", hs_json_ints(a->type_ids, a->n));
+    cJSON_AddItemToObject(in, "sinks", sinks_json(a, c->family == HS_FAMILY_BERT));
+    if (a->tokens && a->display)
+        cJSON_AddItemToObject(in, "word_ids", word_ids_json(a, c->family == HS_FAMILY_BERT));
 
     cJSON *op = cJSON_AddObjectToObject(r, "options");
     cJSON *layers = cJSON_AddArrayToObject(op, "layers");

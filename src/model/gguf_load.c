@@ -110,11 +110,23 @@ static hs_status load_config(const hs_gguf *g, hs_model_config *cfg, hs_error *e
     }
 #undef KEY
     const hs_gguf_tensor *emb = hs_gguf_find_tensor(g, "token_embd.weight");
-    if (!emb)
+    uint64_t n_vocab;
+    if (emb) {
+        n_vocab = emb->ne[1];
+    } else if (hs_gguf_tensor_count(g) == 0) {
+        /* vocabulary only (llama.cpp's models/ggml-vocab-*.gguf): as many tokens as listed */
+        if ((st = find_array(g, "tokenizer.ggml.tokens", HS_GGUF_STRING, 0, &i, err)))
+            return st;
+        if (i < 0)
+            return hs_fail(err, HS_E_FORMAT,
+                           "the file holds neither tensors nor a vocabulary (tokenizer.ggml.tokens)");
+        n_vocab = hs_gguf_kv_len(g, (size_t)i);
+    } else {
         return hs_fail(err, HS_E_FORMAT, "missing tensor 'token_embd.weight'");
-    if (emb->ne[1] > INT_MAX)
-        return hs_fail(err, HS_E_VALUE, "token_embd.weight has %lld rows", (long long)emb->ne[1]);
-    cfg->vocab_size = (int)emb->ne[1];
+    }
+    if (n_vocab > INT_MAX)
+        return hs_fail(err, HS_E_VALUE, "the vocabulary has %llu tokens", (unsigned long long)n_vocab);
+    cfg->vocab_size = (int)n_vocab;
     return hs_config_validate(cfg, err);
 }
 
@@ -348,8 +360,8 @@ static hs_status string_array(const hs_gguf *g, long idx, const char *key, const
 
 #define PHANTOM "\xe2\x96\x81" /* U+2581, llama.cpp's word-start marker */
 
-/* Undoes the converter's WordPiece rewrite: CONTROL tokens verbatim, "▁x" → "x", and a
- * bare "x" → "##x". Without token types, "[...]" tokens count as CONTROL. */
+/* Undoes the converter's WordPiece rewrite: CONTROL tokens and every "[...]" token
+ * ([unused0], whatever its type) verbatim, "▁x" → "x", and a bare "x" → "##x". */
 static hs_status bert_vocab(const hs_gguf *g, const char *const *tok, size_t n, char ***out,
                             hs_error *err)
 {
@@ -366,13 +378,11 @@ static hs_status bert_vocab(const hs_gguf *g, const char *const *tok, size_t n, 
     for (size_t j = 0; j < n; j++) {
         const char *s = tok[j];
         size_t len = strlen(s);
-        int control;
-        if (ti >= 0) {
+        int control = len >= 2 && s[0] == '[' && s[len - 1] == ']';
+        if (ti >= 0 && !control) {
             hs_gguf_value tv;
             hs_gguf_kv_get(g, (size_t)ti, j, &tv);
             control = tv.i == 3;
-        } else {
-            control = len >= 2 && s[0] == '[' && s[len - 1] == ']';
         }
         const char *pre = "", *body = s;
         if (!control && !strncmp(s, PHANTOM, 3))
@@ -468,7 +478,15 @@ hs_status hs_gguf_load(hs_model *m, const char *path, hs_error *err)
         st = hs_fail(err, HS_E_NOMEM, "out of memory");
         goto fail;
     }
-    if (!(m->open_flags & HS_OPEN_TOKENIZER) && (st = hs_weights_build(m, gguf_lookup, &ctx, err))) {
+    if (hs_gguf_tensor_count(g) == 0) { /* vocabulary only */
+        snprintf(m->storage_dtype, sizeof m->storage_dtype, "none");
+        if (!(m->open_flags & (HS_OPEN_TOKENIZER | HS_OPEN_NO_WEIGHTS))) {
+            st = hs_fail(err, HS_E_UNSUPPORTED, "the file holds a vocabulary and no tensors; "
+                         "it serves tokenize and info, not a forward pass");
+            goto fail;
+        }
+    } else if (!(m->open_flags & HS_OPEN_TOKENIZER) &&
+               (st = hs_weights_build(m, gguf_lookup, &ctx, err))) {
         if (err && !strncmp(err->msg, "missing tensor", 14) && ctx.missing[0])
             hs_fail(err, st, "missing tensor '%s'", ctx.missing);
         goto fail;

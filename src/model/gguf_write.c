@@ -148,6 +148,14 @@ static int is_bert_special(const char *tok)
     return 0;
 }
 
+/* "[...]": stored verbatim in a BERT vocabulary ([unused0], [PAD17], ...), as llama.cpp's
+ * converter and its ggml-vocab-bert-bge.gguf store them. */
+static int is_bracketed(const char *tok)
+{
+    size_t n = strlen(tok);
+    return n >= 2 && tok[0] == '[' && tok[n - 1] == ']';
+}
+
 static hs_status write_tokenizer(meta *mt, const hs_model *m, hs_error *err)
 {
     const hs_tokenizer *t = m->tok;
@@ -184,6 +192,13 @@ static hs_status write_tokenizer(meta *mt, const hs_model *m, hs_error *err)
         }
         return HS_OK;
     }
+    for (size_t i = 0; i < V; i++) {
+        const char *s = hs_tokenizer_token(t, (int32_t)i);
+        if (s && !strncmp(s, "##", 2) && is_bracketed(s + 2))
+            return hs_fail(err, HS_E_UNSUPPORTED,
+                           "token %zu '%.64s' cannot be stored: a GGUF BERT vocabulary keeps "
+                           "'[...]' verbatim, so it would read back as '%.64s'", i, s, s + 2);
+    }
     kv_str(mt, "tokenizer.ggml.model", "bert");
     kv_str(mt, "tokenizer.ggml.pre", "jina-v2-en");
     kv_array_head(mt, "tokenizer.ggml.tokens", HS_GGUF_STRING, V);
@@ -192,7 +207,7 @@ static hs_status write_tokenizer(meta *mt, const hs_model *m, hs_error *err)
         if (!s) {
             snprintf(pad, sizeof pad, "[PAD%zu]", i);
             put_str(&mt->s, pad);
-        } else if (is_bert_special(s)) {
+        } else if (is_bracketed(s)) {
             put_str(&mt->s, s);
         } else if (!strncmp(s, "##", 2)) {
             put_str(&mt->s, s + 2);
@@ -209,10 +224,11 @@ static hs_status write_tokenizer(meta *mt, const hs_model *m, hs_error *err)
     }
     kv_u32(mt, "tokenizer.ggml.token_type_count", (uint32_t)m->cfg.type_vocab_size);
     kv_bool(mt, "tokenizer.ggml.normalizer.lowercase", hs_tokenizer_lowercase(t));
+    /* no eos_token_id: llama.cpp would take [SEP] for an end-of-generation token */
     static const char *const ids[][2] = {
-        {"tokenizer.ggml.bos_token_id", "[CLS]"},       {"tokenizer.ggml.eos_token_id", "[SEP]"},
-        {"tokenizer.ggml.unknown_token_id", "[UNK]"},   {"tokenizer.ggml.seperator_token_id", "[SEP]"},
-        {"tokenizer.ggml.padding_token_id", "[PAD]"},   {"tokenizer.ggml.mask_token_id", "[MASK]"},
+        {"tokenizer.ggml.bos_token_id", "[CLS]"},     {"tokenizer.ggml.unknown_token_id", "[UNK]"},
+        {"tokenizer.ggml.seperator_token_id", "[SEP]"}, {"tokenizer.ggml.padding_token_id", "[PAD]"},
+        {"tokenizer.ggml.mask_token_id", "[MASK]"},
     };
     for (size_t k = 0; k < sizeof ids / sizeof ids[0]; k++) {
         int32_t id = hs_tokenizer_id(t, ids[k][1]);
@@ -307,7 +323,8 @@ static void add_lin(plan *p, const char *name, const float *w, size_t in, size_t
     add(p, name, w, out, in, ld, 1);
 }
 
-static hs_status build_plan(plan *p, const hs_model *m, int keep_mlm, hs_error *err)
+static hs_status build_plan(plan *p, const hs_model *m, const hs_gguf_write_options *opt,
+                            hs_error *err)
 {
     const hs_model_config *c = &m->cfg;
     size_t d = (size_t)c->d_model, f = (size_t)c->d_ff, V = (size_t)c->vocab_size;
@@ -335,6 +352,8 @@ static hs_status build_plan(plan *p, const hs_model *m, int keep_mlm, hs_error *
         add_vec(p, "output_norm.bias", m->lnf_b, d);
         if (m->decoder && m->decoder != m->wte)
             add(p, "output.weight", m->decoder, V, d, d, 0);
+        else if (!opt->no_output_copy) /* llama.cpp before March 2025 requires the tied head */
+            add(p, "output.weight", m->wte, V, d, d, 0);
     } else {
         add(p, "token_types.weight", m->wtt, (size_t)c->type_vocab_size, d, d, 0);
         add_vec(p, "token_embd_norm.weight", m->emb_ln_w, d);
@@ -357,7 +376,7 @@ static hs_status build_plan(plan *p, const hs_model *m, int keep_mlm, hs_error *
             add_vec(p, NM("blk.%d.layer_output_norm.weight", l), L->ln2_w, d);
             add_vec(p, NM("blk.%d.layer_output_norm.bias", l), L->ln2_b, d);
         }
-        if (keep_mlm && c->has_lm_head && m->mlm_w) {
+        if (opt->keep_mlm && c->has_lm_head && m->mlm_w) {
             add_lin(p, "cls.predictions.transform.dense.weight", m->mlm_w, d, d, d);
             add_vec(p, "cls.predictions.transform.dense.bias", m->mlm_b, d);
             add_vec(p, "cls.predictions.transform.LayerNorm.weight", m->mlm_ln_w, d);
@@ -490,7 +509,7 @@ static hs_status emit(sink *s, const hs_model *m, const hs_gguf_write_options *o
         st = HS_E_NOMEM;
         goto fail;
     }
-    if ((st = build_plan(&p, m, opt->keep_mlm, err)))
+    if ((st = build_plan(&p, m, opt, err)))
         goto fail;
 
     /* header, metadata, tensor infos, padding */

@@ -1,0 +1,39 @@
+/* ggml's block-quantised tensor formats, decoded to float32 at load.
+ *
+ * A quantised tensor is a run of fixed-size blocks along its contiguous dimension; each
+ * block holds its own scale(s) and packed integers. The layouts and the decoding formulas
+ * are ggml's (ggml-common.h block_*, ggml-quants.c dequantize_row_*); docs/gguf.md states
+ * them for a reader:
+ *
+ *   Q8_0  32 elements, 34 bytes: f16 d, int8 q[32];                x = d q
+ *   Q4_0  32 elements, 18 bytes: f16 d, u8 qs[16];  element j < 16 in the low nibble of
+ *         qs[j], element j + 16 in its high nibble;               x = d (q - 8)
+ *   Q4_K  256 elements, 144 bytes: f16 d, f16 dmin, u8 scales[12] (eight 6-bit scales and
+ *         eight 6-bit mins), u8 qs[128]; sub-block s of 32 has    x = d sc_s q - dmin m_s
+ *   Q6_K  256 elements, 210 bytes: u8 ql[128], u8 qh[64], int8 scales[16], f16 d;
+ *         sub-block of 16 elements t has                        x = d scales_t (q - 32)
+ */
+#ifndef HS_MODEL_QUANT_H
+#define HS_MODEL_QUANT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* The ggml type codes of the quantised formats headscope decodes. */
+typedef enum hs_quant {
+    HS_QUANT_Q4_0 = 2,
+    HS_QUANT_Q8_0 = 8,
+    HS_QUANT_Q4_K = 12,
+    HS_QUANT_Q6_K = 14
+} hs_quant;
+
+/* Elements and bytes per block of ggml type code `type`; returns 1, or 0 when headscope
+ * does not decode that type (then *elems and *bytes are left alone). */
+int hs_quant_block(uint32_t type, size_t *elems, size_t *bytes);
+
+/* Decodes n elements (a whole number of blocks) of ggml type `type` from src into dst.
+ * src holds n / elems blocks as stored in the file (little-endian halves). The caller has
+ * checked the type with hs_quant_block and n against the block size. */
+void hs_quant_decode(uint32_t type, const unsigned char *src, float *dst, size_t n);
+
+#endif

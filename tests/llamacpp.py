@@ -1,0 +1,115 @@
+#!/usr/bin/python3
+"""headscope's side of tests/llamacpp.sh: numbers from the C library (through the ctypes
+package in python/) set against what llama.cpp's tools printed for the same GGUF file.
+
+    llamacpp.py loss GGUF TEXTFILE N PPL TOL
+        headscope's mean next-token loss (nats) over the first N tokens of TEXTFILE, against
+        ln(PPL), the perplexity llama-perplexity printed for the same N tokens; fails when
+        they differ by more than TOL.
+    llamacpp.py embed GGUF TEXT JSON MIN_COS
+        headscope's final hidden states of TEXT against llama-embedding's (--pooling none
+        --embd-normalize -1 --embd-output-format json, in JSON); fails when a token's cosine
+        similarity is below MIN_COS.
+    llamacpp.py ids JSON_A JSON_B
+        the ids of `headscope tokenize --json` (JSON_A) against llama-tokenize --ids (JSON_B,
+        a Python list); fails when they differ.
+
+Each prints one line of numbers; exit status 0 (agreement) or 1.
+"""
+import ctypes
+import json
+import math
+import os
+import sys
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "python"))
+import headscope  # noqa: E402
+from headscope import _lib  # noqa: E402
+
+
+def forward(model, enc, logits=False, hidden=False):
+    """(logits (n, vocab), hidden (n, d)) of one pass; either may be None."""
+    n = len(enc.ids)
+    ids = (ctypes.c_int32 * n)(*enc.ids)
+    types = (ctypes.c_int32 * n)(*enc.type_ids)
+    opts = _lib.HsForwardOpts()
+    out_l = np.empty((n, model.config["vocab_size"]), dtype=np.float32) if logits else None
+    out_h = np.empty((n, model.config["d_model"]), dtype=np.float32) if hidden else None
+    f32p = ctypes.POINTER(ctypes.c_float)
+    if logits:
+        opts.logits = out_l.ctypes.data_as(f32p)
+    if hidden:
+        opts.hidden = out_h.ctypes.data_as(f32p)
+    err = _lib.HsError()
+    st = headscope._LIB.hs_forward(model._handle(), ids, types, n, ctypes.byref(opts), None,
+                                   ctypes.byref(err))
+    if st != 0:
+        raise SystemExit("hs_forward: " + err.msg.decode())
+    return out_l, out_h
+
+
+def cmd_loss(path, textfile, n, ppl, tol):
+    n, ppl, tol = int(n), float(ppl), float(tol)
+    with open(textfile, "rb") as f:
+        text = f.read()
+    with headscope.load(path) as m:
+        enc = m.tokenize(text, truncate=True)
+        if len(enc.ids) < n:
+            raise SystemExit("%s: only %d tokens" % (textfile, len(enc.ids)))
+        enc = headscope.Tokens(enc.ids[:n], enc.tokens[:n], enc.type_ids[:n])
+        logits, _ = forward(m, enc, logits=True)
+    z = logits.astype(np.float64)
+    z -= z.max(axis=1, keepdims=True)
+    logp = z - np.log(np.exp(z).sum(axis=1, keepdims=True))
+    ids = np.array(enc.ids)
+    hs = float(-logp[np.arange(n - 1), ids[1:]].mean())
+    ll = math.log(ppl)
+    d = abs(hs - ll)
+    print("loss over %d tokens: headscope %.7f, llama.cpp %.7f (ln of PPL %.4f), |d| %.1e"
+          % (n - 1, hs, ll, ppl, d))
+    return 0 if d <= tol else 1
+
+
+def cmd_embed(path, text, jsonfile, min_cos):
+    min_cos = float(min_cos)
+    with open(jsonfile, encoding="utf-8") as f:
+        data = json.load(f)["data"]
+    ref = np.array([row["embedding"] for row in data], dtype=np.float64)
+    with headscope.load(path) as m:
+        enc = m.tokenize(text)
+        _, hid = forward(m, enc, hidden=True)
+    if ref.shape != hid.shape:
+        print("embeddings: llama.cpp %s, headscope %s" % (ref.shape, hid.shape))
+        return 1
+    h = hid.astype(np.float64)
+    cos = (h * ref).sum(axis=1) / (np.linalg.norm(h, axis=1) * np.linalg.norm(ref, axis=1))
+    print("hidden states of %d tokens: min cosine %.8f, max |d| %.1e"
+          % (len(cos), cos.min(), np.abs(h - ref).max()))
+    return 0 if cos.min() >= min_cos else 1
+
+
+def cmd_ids(a, b):
+    with open(a, encoding="utf-8") as f:
+        mine = json.load(f)["ids"]
+    with open(b, encoding="utf-8") as f:
+        text = f.read().strip().splitlines()
+    theirs = json.loads(text[-1]) if text else []
+    if mine == theirs:
+        return 0
+    print("headscope %s\nllama.cpp %s" % (mine, theirs))
+    return 1
+
+
+def main(argv):
+    cmds = {"loss": (cmd_loss, 5), "embed": (cmd_embed, 4), "ids": (cmd_ids, 2)}
+    if len(argv) < 2 or argv[1] not in cmds or len(argv) - 2 != cmds[argv[1]][1]:
+        sys.stderr.write(__doc__)
+        return 2
+    return cmds[argv[1]][0](*argv[2:])
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,193 @@
+#!/usr/bin/env bash
+# Interoperability with llama.cpp itself: converts the shared trained models with
+# `headscope convert` (f32, f16, bf16, q8_0), loads every file with llama.cpp's own tools and
+# compares what they compute with headscope on the same file:
+#   - token ids: llama-tokenize against `headscope tokenize`, on texts with specials,
+#     accents, emoji, spacing and an empty text (and on llama.cpp's vocabulary-only
+#     models/ggml-vocab-{gpt-2,bert-bge}.gguf when LLAMACPP_MODELS is set);
+#   - GPT-2: the mean next-token loss of llama-perplexity over the first 256 tokens of
+#     fixtures/corpus/licenses.txt (within 1e-4 nats at f32); llama-simple, llama-cli and
+#     llama-eval-callback load and run every file;
+#   - BERT: llama-embedding's final hidden states (no pooling, no normalisation) against
+#     headscope's (cosine >= 0.99999 for every token at f32).
+#
+#   LLAMACPP=/path/to/llama.cpp/build/bin [LLAMACPP_MODELS=/path/to/llama.cpp/models] \
+#       bash tests/llamacpp.sh          # or: make llamacpp-test LLAMACPP=...
+#
+# Nothing here comes from llama.cpp; it only runs llama.cpp's programs. Without LLAMACPP (or
+# without ../shared/models) the script says why and exits 0: `make test` does not run it.
+# The last run's output is recorded in docs/gguf.md.
+set -u
+HS=${HEADSCOPE:-build/headscope}
+PY=${PYTHON:-/usr/bin/python3}
+SHARED=${SHARED_MODELS:-../shared/models}
+L=${LLAMACPP:-}
+
+if [ -z "$L" ]; then
+    echo "llamacpp: skipped: set LLAMACPP to the folder holding llama.cpp's llama-tokenize, llama-perplexity, llama-embedding, llama-simple and llama-eval-callback"
+    exit 0
+fi
+# The block formats (no models needed): ggml.h from LLAMACPP_INCLUDE (default: the source
+# tree's ggml/include, two folders above build/bin), libggml-base from LLAMACPP.
+INC=${LLAMACPP_INCLUDE:-$L/../../ggml/include}
+if [ -f "$INC/ggml.h" ] && [ -f "$L/libggml-base.so" ]; then
+    QT=$(mktemp -d /tmp/hs-llamacpp-quant-XXXXXX)
+    # shellcheck disable=SC2046
+    ${CC:-cc} -std=c11 -O1 -Iinclude -Isrc -I"$INC" tests/llamacpp_quant.c "$(dirname "$HS")/libheadscope.a" \
+        -L"$L" -lggml-base -Wl,-rpath,"$L" -L/usr/lib/$(${CC:-cc} -print-multiarch)/openblas-openmp \
+        $(pkg-config --libs libpng libcjson libutf8proc) -lopenblas -fopenmp -lm -o "$QT/q" 2>"$QT/err" ||
+        { echo "llamacpp: cannot build tests/llamacpp_quant.c: $(head -3 "$QT/err")"; exit 1; }
+    "$QT/q" || { echo "llamacpp: block formats differ from llama.cpp's"; rm -rf "$QT"; exit 1; }
+    rm -rf "$QT"
+else
+    echo "llamacpp: block formats not compared: no ggml.h in $INC (set LLAMACPP_INCLUDE) or no $L/libggml-base.so"
+fi
+for t in llama-tokenize llama-perplexity llama-embedding llama-simple llama-eval-callback; do
+    if [ ! -x "$L/$t" ]; then
+        echo "llamacpp: skipped: $L/$t is missing (build it: cmake --build BUILD --target $t)"
+        exit 0
+    fi
+done
+for m in trained-gpt2 trained-bert; do
+    if [ ! -d "$SHARED/$m" ]; then
+        echo "llamacpp: skipped: $SHARED/$m is absent (development checkout only)"
+        exit 0
+    fi
+done
+
+T=$(mktemp -d /tmp/hs-llamacpp-XXXXXX)
+trap 'rm -rf "$T"' EXIT
+pass=0 fail=0
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
+# run DESCRIPTION -- command...: exit status 0 expected; output kept in $T/run.log
+run() {
+    local desc=$1
+    shift 2
+    if "$@" >"$T/run.log" 2>&1; then ok; else bad "$desc: exit $?: $(grep -iE 'error|fail|abort' "$T/run.log" | head -3)"; fi
+}
+
+TYPES="f32 f16 bf16 q8_0"
+TH=2
+echo "llama.cpp: $("$L/llama-embedding" --version 2>&1 | grep -m1 version)"
+echo "headscope: $("$HS" --version 2>&1 | head -1)"
+
+# ---- convert ----------------------------------------------------------------------------
+for ty in $TYPES; do
+    run "convert gpt2 $ty" -- "$HS" convert "$SHARED/trained-gpt2" -o "$T/gpt2-$ty.gguf" --type "$ty"
+    run "convert bert $ty" -- "$HS" convert "$SHARED/trained-bert" -o "$T/bert-$ty.gguf" --type "$ty"
+done
+
+# ---- token ids ----------------------------------------------------------------------------
+TEXTS=("Hello world, the cat sat on the mat."
+    "The capital of France is [MASK]. [CLS] [unused0] [mask]"
+    "hello <|endoftext|> world <|endoftext|>"
+    "Ünïcödé résumé naïve café — 日本語のテキスト 🙂 \$x^2\$ 12,345.67"
+    "  two  spaces, a	tab and
+a newline  "
+    "unaffable GPT-2's tokenizer doesn't split \"quotes\" (or brackets)!"
+    "")
+# ids_case FILE TEXT NAME: llama-tokenize and headscope tokenize give the same ids
+ids_case() {
+    "$L/llama-tokenize" -m "$1" -p "$2" --ids --log-disable >"$T/l.txt" 2>/dev/null || { bad "$3: llama-tokenize failed"; return; }
+    "$HS" tokenize "$1" --text "$2" --json >"$T/h.json" 2>"$T/h.err" || { bad "$3: headscope tokenize: $(cat "$T/h.err")"; return; }
+    if "$PY" tests/llamacpp.py ids "$T/h.json" "$T/l.txt" >"$T/ids.log"; then ok; else bad "$3 ids differ on '$2': $(cat "$T/ids.log")"; fi
+}
+n_ids=0
+for f in "$T"/gpt2-*.gguf "$T"/bert-*.gguf; do
+    for text in "${TEXTS[@]}"; do
+        ids_case "$f" "$text" "$(basename "$f")"
+        n_ids=$((n_ids + 1))
+    done
+done
+# the 256 tokens the loss below is taken over
+"$L/llama-tokenize" -m "$T/gpt2-f32.gguf" -f fixtures/corpus/licenses.txt --ids --log-disable 2>/dev/null \
+    | tail -1 | "$PY" -c "import sys, json; print(json.dumps(json.loads(sys.stdin.read())[:256]))" >"$T/l.txt"
+"$HS" tokenize "$T/gpt2-f32.gguf" --file fixtures/corpus/licenses.txt --max-tokens 256 --json >"$T/h.json"
+if "$PY" tests/llamacpp.py ids "$T/h.json" "$T/l.txt" >"$T/ids.log"; then ok; else bad "licenses.txt ids differ: $(head -c 400 "$T/ids.log")"; fi
+n_ids=$((n_ids + 1))
+if [ -n "${LLAMACPP_MODELS:-}" ]; then
+    for v in gpt-2 bert-bge; do
+        f="$LLAMACPP_MODELS/ggml-vocab-$v.gguf"
+        if [ ! -f "$f" ]; then bad "$f is missing"; continue; fi
+        run "info $(basename "$f")" -- "$HS" info "$f"
+        for text in "${TEXTS[@]}"; do
+            ids_case "$f" "$text" "$(basename "$f")"
+            n_ids=$((n_ids + 1))
+        done
+    done
+else
+    echo "llamacpp: vocabulary-only files not tried: set LLAMACPP_MODELS to llama.cpp's models/ folder"
+fi
+echo "token ids: $n_ids texts x files compared with llama-tokenize"
+
+# ---- GPT-2: every file loads and runs; the loss -------------------------------------------
+# llama-perplexity's strided mode scores positions n_ctx - stride - 1 .. n_ctx - 2 of one
+# chunk, and sets n_ctx to -c + stride/2: -c 129 --ppl-stride 255 makes one 256-token chunk
+# (the model's whole context) with every next token scored, as headscope's loss does. The
+# KV cache is F32 (-ctk/-ctv f32): llama.cpp's default F16 cache alone moves the loss by
+# ~1e-4 (printed below as "f16 cache"). Beyond f32, llama.cpp also rounds the activations
+# (to F16, BF16 or Q8_0 blocks) in its matrix products, hence the wider bounds.
+# ppl FILE [CACHE]: the perplexity llama-perplexity prints, or nothing
+ppl() {
+    "$L/llama-perplexity" -m "$1" -f fixtures/corpus/licenses.txt -c 129 -b 129 --ppl-stride 255 \
+        --chunks 1 -t $TH -ctk "${2:-f32}" -ctv "${2:-f32}" >"$T/ppl.log" 2>&1
+    grep -o '\[1\][0-9.]*,' "$T/ppl.log" | tr -d '[1],' | head -1
+}
+for ty in $TYPES; do
+    f=$T/gpt2-$ty.gguf
+    name=gpt2-$ty
+    run "$name llama-simple" -- "$L/llama-simple" -m "$f" -n 8 "The Linux kernel"
+    run "$name llama-eval-callback" -- "$L/llama-eval-callback" -m "$f" -p "The cat sat" -n 1 -t $TH
+    if [ -x "$L/llama-cli" ]; then
+        run "$name llama-cli" -- "$L/llama-cli" -m "$f" -p "The cat" -n 4 -no-cnv -t $TH </dev/null
+    fi
+    p=$(ppl "$f")
+    if [ -z "$p" ]; then
+        bad "$name llama-perplexity printed no perplexity: $(grep -iE 'error|need' "$T/ppl.log" | head -3)"
+        continue
+    fi
+    tol=1e-4
+    case $ty in f16) tol=1e-3 ;; bf16) tol=1e-2 ;; q8_0) tol=2e-2 ;; esac
+    if "$PY" tests/llamacpp.py loss "$f" fixtures/corpus/licenses.txt 256 "$p" $tol >"$T/loss.log"; then ok; else bad "$name loss beyond $tol"; fi
+    echo "$name: $(cat "$T/loss.log")"
+    if [ "$ty" = f32 ]; then
+        p=$(ppl "$f" f16)
+        "$PY" tests/llamacpp.py loss "$f" fixtures/corpus/licenses.txt 256 "$p" 1 >"$T/loss.log"
+        echo "$name, f16 cache: $(cat "$T/loss.log")"
+    fi
+done
+# without the tied head's copy: headscope reads it; llama.cpp only from March 2025 on
+"$HS" convert "$SHARED/trained-gpt2" -o "$T/nocopy.gguf" --no-output-copy >/dev/null || bad "convert --no-output-copy"
+if "$L/llama-simple" -m "$T/nocopy.gguf" -n 4 "The" >"$T/run.log" 2>&1; then
+    echo "gpt2 --no-output-copy: loads in this llama.cpp"
+else
+    echo "gpt2 --no-output-copy: refused by this llama.cpp: $(grep -o "missing tensor '[^']*'" "$T/run.log" | head -1)"
+fi
+
+# ---- BERT: every file loads; the final hidden states ---------------------------------------
+# The residual at f32 is llama.cpp's GELU: BERT's is the exact erf form, ggml's the tanh
+# approximation (read from an F16 table); the other types add rounded activations.
+BTEXTS=("The capital of France is [MASK]."
+    "Permission is hereby granted, free of charge, to any person obtaining a copy of this software, to deal in the Software without restriction.")
+for ty in $TYPES; do
+    f=$T/bert-$ty.gguf
+    name=bert-$ty
+    cos=0.99999
+    case $ty in f16) cos=0.9999 ;; bf16) cos=0.99 ;; q8_0) cos=0.95 ;; esac
+    k=0
+    for text in "${BTEXTS[@]}"; do
+        k=$((k + 1))
+        if ! "$L/llama-embedding" -m "$f" -p "$text" --pooling none --embd-normalize -1 \
+            --embd-output-format json -c 256 -b 256 -ub 256 -ctk f32 -ctv f32 -t $TH --no-warmup \
+            >"$T/emb.json" 2>"$T/emb.err"; then
+            bad "$name llama-embedding failed: $(grep -iE 'error|assert' "$T/emb.err" | head -3)"
+            continue
+        fi
+        if "$PY" tests/llamacpp.py embed "$f" "$text" "$T/emb.json" $cos >"$T/emb.log"; then ok; else bad "$name text $k: cosine below $cos"; fi
+        echo "$name text $k: $(cat "$T/emb.log")"
+    done
+done
+
+echo "llamacpp: $pass passed, $fail failed"
+[ "$fail" = 0 ]
