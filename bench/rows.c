@@ -44,7 +44,7 @@ void bench_analyze_rows(const hs_model *m, double fwd128)
         goto done;
     }
     t0 = bench_now();
-    if (hs_pictures_write(a, dir, 64, &files, &n_files, &err) != HS_OK)
+    if (hs_pictures_write(a, dir, 64, 0, &files, &n_files, &err) != HS_OK)
         fprintf(stderr, "hs-bench: %s\n", err.msg);
     double t_pic = bench_now() - t0;
     remove_dir(dir);

@@ -19,10 +19,11 @@ static const char usage_text[] =
     "                         [options]\n"
     "       headscope analyze MODEL --corpus PATH|- -o OUTDIR [corpus options] [options]\n\n"
     "Records every head's attention map on the text and computes per-head entropy, detector\n"
-    "scores (previous-token, self, first-token/[CLS], [SEP], duplicate-token, induction on a\n"
-    "seeded probe), Frobenius diversity, head similarity and clusters, ablation importance, a\n"
+    "scores on all attention and on the attention not parked on sinks (previous/next token,\n"
+    "self, broad, other segment on the text; duplicate-token, induction on a seeded probe),\n"
+    "head types with the sink mass beside them, Frobenius diversity, head similarity and clusters, ablation importance, a\n"
     "greedy pruning curve and pruning candidates. Writes OUTDIR/report.json (schema\n"
-    "headscope.report/2, docs/report-schema.md), PNG pictures and an offline page\n"
+    "headscope.report/3, docs/report-schema.md), PNG pictures and an offline page\n"
     "OUTDIR/index.html, and prints a summary.\n\n"
     "  -t, --text TEXT            the input text\n"
     "  -f, --file PATH            read the text from a file as raw bytes ('-' for stdin)\n"
@@ -35,9 +36,16 @@ static const char usage_text[] =
     "      --no-ablation          skip the ablation sweep and the pruning curve\n"
     "      --no-pruning           skip the pruning curve\n"
     "      --no-gradient          skip gradient importance (Michel et al. 2019)\n"
+    "      --no-composition       skip the composition scores from the weights (GPT-2)\n"
+    "      --no-rollout           skip attention rollout and flow (Abnar & Zuidema 2020)\n"
+    "      --flow-max-tokens N    attention flow only up to N tokens (default 64; 0: never)\n"
     "      --similarity METHOD    pearson (default) or js (Jensen-Shannon, Clark et al.)\n"
     "      --cluster-threshold X  cut the dendrogram at distance X (default 0.5)\n"
-    "      --exclude-sinks        leave position 0 and [CLS]/[SEP] out of entropy and detectors\n"
+    "      --exclude-sinks        leave the sinks out of entropy (detectors report both)\n"
+    "      --sink-punct           punctuation tokens are sinks too (position 0, [CLS], [SEP])\n"
+    "      --label-thresholds SPEC  X for every head type, or TYPE=X,... (types: previous_token\n"
+    "                             0.3, next_token 0.3, self 0.4, broad 0.9, other_segment 0.5,\n"
+    "                             duplicate_token 0.3, induction 0.3; sink 0.5)\n"
     "      --probe-seed N         induction probe seed (default 1)\n"
     "      --probe-len N          tokens in each half of the probe (default 32)\n"
     "      --prune-tol X          candidate when |ablation delta| < X (default 0.01)\n"
@@ -48,9 +56,12 @@ static const char usage_text[] =
     "      --prune-beam N         greedy: heads re-evaluated per step (default 8)\n"
     "      --prune-max-steps N    at most N removals (default 64)\n"
     "      --no-images            write no PNG pictures\n"
-    "      --max-tokens-in-images N  label at most N tokens per picture axis (default 64)\n"
+    "      --max-tokens-in-images N  label every token up to N per picture axis, the picture\n"
+    "                             growing with the text (default 128); above N every k-th\n"
+    "      --svg                  also write each head's map as heads/L{l}_H{h}.svg\n"
     "      --no-hash              leave the model files' SHA-256 digests out of the report\n"
-    "  -h, --help                 show this help\n\n"
+    "  -h, --help                 show this help\n\n";
+static const char usage_corpus[] =
     "Corpus mode (docs/corpus.md): every text of PATH analysed in turn; OUTDIR/texts.jsonl\n"
     "holds each text's per-head values, OUTDIR/report.json their count, mean, sd and 95%\n"
     "confidence interval per head, corpus importance and clusters on the mean similarity.\n"
@@ -72,7 +83,7 @@ static const char usage_text[] =
 
 enum {
     OPT_PAIR = 256, OPT_JSON, OPT_TRUNC, OPT_LAYERS, OPT_NOABL, OPT_NOPRUNE, OPT_SIM, OPT_THR,
-    OPT_SINKS, OPT_SEED, OPT_PLEN, OPT_PTOL, OPT_PSTOP, OPT_PBEAM, OPT_PMAX, OPT_NOIMG, OPT_MAXTOK, OPT_NOGRAD,
+    OPT_SINKS, OPT_SINKPUNCT, OPT_LTHR, OPT_NOCOMP, OPT_NOROLL, OPT_FLOWMAX, OPT_SVG, OPT_SEED, OPT_PLEN, OPT_PTOL, OPT_PSTOP, OPT_PBEAM, OPT_PMAX, OPT_NOIMG, OPT_MAXTOK, OPT_NOGRAD,
     OPT_NOHASH, OPT_PMETHOD, OPT_PROUND, OPT_CORPUS, OPT_CFORMAT, OPT_MAXTEXTS, OPT_MAXTOKENS,
     OPT_SKIPLONG, OPT_SAMPLE, OPT_CSEED, OPT_CABL, OPT_SHARD, OPT_CKPT, OPT_RESUME, OPT_PROGRESS
 };
@@ -211,6 +222,33 @@ static int cmp_abl(const void *x, const void *y)
     return (da < db) - (da > db);
 }
 
+/* One line per head type (sinks: per sink kind) that some head has: its heads with their
+ * scores, and for a type its threshold. */
+static void print_kinds(const hs_analysis *a, int sinks, int count)
+{
+    int any = 0;
+    for (int t = 0; t < count; t++) {
+        int first = 1;
+        for (int k = 0; k < a->n_heads; k++) {
+            const hs_head_result *h = &a->heads[k];
+            if (!(((sinks ? h->sink_types : h->labels) >> t) & 1u))
+                continue;
+            if (first)
+                printf("  %-16s", sinks ? hs_sink_name(t) : hs_label_name(t));
+            printf("%s%d.%d (%.2f)", first ? "" : ", ", h->layer, h->head,
+                   sinks ? hs_sink_score(h, t) : hs_label_score(h, t));
+            first = 0;
+            any = 1;
+        }
+        if (!first && !sinks)
+            printf(" [>= %.2f]", a->opts.label_thresholds[t]);
+        if (!first)
+            printf("\n");
+    }
+    if (!any)
+        printf("  none\n");
+}
+
 static void print_summary(const hs_analysis *a, const char *report_path)
 {
     const hs_model_config *c = hs_model_config_of(a->model);
@@ -234,26 +272,10 @@ static void print_summary(const hs_analysis *a, const char *report_path)
             free(sorted);
         }
     }
-    static const char *const types[] = {"previous_token", "induction", "duplicate_token", "self",
-                                        "first_token", "sep"};
-    printf("head types (score >= %.2f):\n", a->opts.label_threshold);
-    int any = 0;
-    for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
-        int first = 1;
-        for (int k = 0; k < a->n_heads; k++) {
-            if (strcmp(a->heads[k].label, types[t]))
-                continue;
-            if (first)
-                printf("  %-16s", types[t]);
-            printf("%s%d.%d", first ? "" : ", ", a->heads[k].layer, a->heads[k].head);
-            first = 0;
-            any = 1;
-        }
-        if (!first)
-            printf("\n");
-    }
-    if (!any)
-        printf("  none\n");
+    printf("head types (score without sinks >= its threshold):\n");
+    print_kinds(a, 0, HS_LABEL_COUNT);
+    printf("sinks (attention mass >= %.2f):\n", a->opts.sink_threshold);
+    print_kinds(a, 1, HS_SINK_COUNT);
     printf("clusters at distance %.3g: %d\n", a->opts.cluster_threshold, a->n_clusters);
     if (a->opts.ablation) {
         printf("pruning candidates (|delta| < %g):", a->opts.prune_tol);
@@ -276,6 +298,12 @@ int cmd_analyze(int argc, char **argv)
         {"similarity", required_argument, NULL, OPT_SIM},
         {"cluster-threshold", required_argument, NULL, OPT_THR},
         {"exclude-sinks", no_argument, NULL, OPT_SINKS},
+        {"sink-punct", no_argument, NULL, OPT_SINKPUNCT},
+        {"no-composition", no_argument, NULL, OPT_NOCOMP},
+        {"no-rollout", no_argument, NULL, OPT_NOROLL},
+        {"svg", no_argument, NULL, OPT_SVG},
+        {"flow-max-tokens", required_argument, NULL, OPT_FLOWMAX},
+        {"label-thresholds", required_argument, NULL, OPT_LTHR},
         {"probe-seed", required_argument, NULL, OPT_SEED},
         {"probe-len", required_argument, NULL, OPT_PLEN},
         {"prune-tol", required_argument, NULL, OPT_PTOL},
@@ -302,7 +330,7 @@ int cmd_analyze(int argc, char **argv)
         {"progress", optional_argument, NULL, OPT_PROGRESS},
         {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0}};
     const char *C = "analyze";
-    int images = 1, max_tokens = 64;
+    int images = 1, max_tokens = 128, formats = HS_PICTURES_PNG;
     const char *text = NULL, *file = NULL, *pair = NULL, *outdir = NULL, *layers = NULL;
     int json = 0, quiet = 0, truncate = 0, was_truncated = 0, c;
     hs_analyze_opts ao;
@@ -346,6 +374,22 @@ int cmd_analyze(int argc, char **argv)
             ao.cluster_threshold = dv;
             break;
         case OPT_SINKS: ao.exclude_sinks = 1; break;
+        case OPT_SINKPUNCT: ao.sink_punct = 1; break;
+        case OPT_NOCOMP: ao.composition = 0; break;
+        case OPT_NOROLL: ao.rollout = 0; break;
+        case OPT_SVG: formats |= HS_PICTURES_SVG; break;
+        case OPT_FLOWMAX:
+            if (cli_parse_long(optarg, 0, 4096, &lv))
+                return cli_usage_error(C, "--flow-max-tokens '%s' is not a number in [0, 4096]",
+                                       optarg);
+            ao.flow_max_tokens = (int)lv;
+            break;
+        case OPT_LTHR: {
+            hs_error e = {{0}};
+            if (hs_label_thresholds_parse(optarg, ao.label_thresholds, &ao.sink_threshold, &e))
+                return cli_usage_error(C, "--label-thresholds: %s", e.msg);
+            break;
+        }
         case OPT_SEED:
             if (cli_parse_long(optarg, 0, 0x7fffffffL, &lv))
                 return cli_usage_error(C, "--probe-seed '%s' is not a number in [0, 2^31)", optarg);
@@ -455,7 +499,10 @@ int cmd_analyze(int argc, char **argv)
             else
                 return cli_usage_error(C, "--progress '%s' is not auto, json or none", optarg);
             break;
-        case 'h': fputs(usage_text, stdout); return cli_finish_stdout(C);
+        case 'h':
+            fputs(usage_text, stdout);
+            fputs(usage_corpus, stdout);
+            return cli_finish_stdout(C);
         case ':': return cli_usage_error(C, "option '%s' needs a value", argv[optind - 1]);
         default: return cli_usage_error(C, "unknown option '%s'", argv[optind - 1]);
         }
@@ -535,7 +582,7 @@ int cmd_analyze(int argc, char **argv)
         goto done;
     }
     test_signal_at("analyze");
-    if (images && hs_pictures_write(a, stage, max_tokens, &files, &n_files, &err) != HS_OK) {
+    if (images && hs_pictures_write(a, stage, max_tokens, formats, &files, &n_files, &err) != HS_OK) {
         cli_error(C, "%s", err.msg);
         goto done;
     }

@@ -23,6 +23,7 @@
 #include "headscope/forward.h"
 #include "headscope/analysis.h"
 #include "headscope/importance.h"
+#include "headscope/composition.h"
 #include "headscope/report.h"
 #include "headscope/corpus.h"
 #include "headscope/npy.h"

@@ -84,13 +84,28 @@ hs_status hs_file_map(const char *path, unsigned char **map, size_t *len, hs_err
  * the other, so a large array need not be copied next to its header first. */
 hs_status hs_file_write_atomic_parts(const char *path, const void *const *parts,
                                      const size_t *lens, int n_parts, hs_error *err);
-/* Report pieces shared by report_json.c and corpus_report.c (src/io): the label of a
- * head from its detector scores (a static string, "none" below thr), and the report's
+/* C = op(A) op(B), row-major (op: transpose when trans_*), with the same bits for every
+ * thread count (src/core/gemm.c): a (m, k) or (k, m) with lda; b (k, n) or (n, k) with
+ * ldb; c (m, n) with ldc is overwritten. */
+void hs_dgemm_fixed(int trans_a, int trans_b, int m, int n, int k, const double *a, int lda,
+                    const double *b, int ldb, double *c, int ldc);
+void hs_sgemm_fixed(int trans_a, int trans_b, int m, int n, int k, const float *a, int lda,
+                    const float *b, int ldb, float *c, int ldc);
+/* Report pieces shared by report_json.c and corpus_report.c (src/io), and the report's
  * "schema", "generator" and "model" members added to r from an analysis. */
 struct hs_head_result;
 struct hs_analysis;
+struct hs_analyze_opts;
 struct cJSON;
-const char *hs_head_label(const struct hs_head_result *h, double thr, int has_sep);
+/* Head types (src/io/head_labels.c): sets
+ * h->labels, h->sink_types and h->label from thr: (HS_LABEL_COUNT) and sink_thr (bert: the
+ * first token is [CLS], reported as cls); the head's "label", "labels", "sinks",
+ * "text_scores" and "probe_scores" members; the options' "label_thresholds" and
+ * "sink_threshold". */
+void hs_head_classify(struct hs_head_result *h, const double *thr, double sink_thr, int bert);
+void hs_report_head_types(struct cJSON *o, const struct hs_head_result *h,
+                          const struct hs_analyze_opts *opts, int bert);
+void hs_report_label_options(struct cJSON *op, const struct hs_analyze_opts *o);
 void hs_report_add_header(struct cJSON *r, const struct hs_analysis *a);
 /* The "schema" and "generator" members (argv: the command line, NULL = null), and the
  * "model" object of an analysis (file digests included when it has them). */
@@ -117,6 +132,11 @@ struct hs_model_config;
 struct hs_loss_input;
 hs_status hs_loss_mlm_check(const struct hs_model_config *c, const struct hs_loss_input *in,
                             hs_error *err);
+
+/* 1 when the weights' composition scores (src/analysis/composition.c) are defined for a
+ * model of this descriptor: pre-LN LayerNorm blocks in sequence and a plain decoder (the
+ * GPT-2 family), whose norms' scales fold into the weights. */
+int hs_composition_defined(const struct hs_model_config *c);
 
 /* Half- and bfloat16-precision conversions (IEEE binary16, round to nearest even). */
 float hs_f16_to_f32(uint16_t h);

@@ -172,6 +172,13 @@ return Array.prototype.map.call(document.querySelectorAll('#hs-heads tbody tr'),
   const t = r.cells[idx].title; return t ? parseFloat(t) : null; });""", key)
 
 
+def prev_score(h):
+    """A head's previous-token score: report/3 (text_scores.no_sinks) or older (scores)."""
+    v = h.get("text_scores", {}).get("no_sinks", {}).get("previous_token") if "scores" not in h \
+        else h["scores"].get("previous_token")
+    return v or 0
+
+
 def sorted_ok(vals, descending):
     nums = [v for v in vals if v is not None]
     first_null = next((i for i, v in enumerate(vals) if v is None), len(vals))
@@ -186,14 +193,17 @@ def check_overview(drv, name, rep, shots):
     # every numeric per-head field of the report is a column (a new metric needs no page edit)
     keys_ = drv.execute_script("return Array.prototype.map.call(document.querySelectorAll('#hs-heads thead th'), th => th.dataset.key);")
     want = set()
+
+    def leaves(key, v):  # numbers at any depth of the per-head objects (lists are not columns)
+        if isinstance(v, dict):
+            for s, x in v.items():
+                leaves(key + "." + s, x)
+        elif v is None or (isinstance(v, (int, float)) and not isinstance(v, bool)):
+            want.add(key)
     for h in heads:
         for k, v in h.items():
-            if k in ("id", "layer", "head", "label"):
-                continue
-            if isinstance(v, dict):
-                want |= {k + "." + s for s in v}
-            else:
-                want.add(k)
+            if k not in ("id", "layer", "head", "label", "labels"):
+                leaves(k, v)
     check(want <= set(keys_), "%s: report fields without a column: %s" % (name, sorted(want - set(keys_))))
     # sorting
     th = by_css(drv, "#hs-heads th[data-key='entropy_nats']")[0]
@@ -259,7 +269,7 @@ def check_head_view(drv, name, rep, attn, shots):
     n = rep["input"]["n_tokens"]
     sinks = set(rep["input"].get("sinks", []))
     # the strongest previous-token head, opened from the table
-    target = max(range(len(heads)), key=lambda k: heads[k]["scores"].get("previous_token") or 0)
+    target = max(range(len(heads)), key=lambda k: prev_score(heads[k]))
     h = heads[target]
     ref = attn[h["layer"], h["head"]].astype(np.float64)
     view(drv, "overview")
@@ -401,7 +411,7 @@ const r = cv.getBoundingClientRect(); return [Math.round(r.left + cx), Math.roun
 def check_map_view(drv, name, rep, attn, shots):
     from selenium.webdriver.common.keys import Keys
     heads = rep["heads"]
-    k = max(range(len(heads)), key=lambda x: heads[x]["scores"].get("previous_token") or 0)
+    k = max(range(len(heads)), key=lambda x: prev_score(heads[x]))
     drv.execute_script("window.headscope.choose(arguments[0]); window.headscope.show('map');", k)
     h = heads[k]
     ref = attn[h["layer"], h["head"]].astype(np.float64)

@@ -250,12 +250,17 @@ expect 0 "analyze --no-images" -- "$HS" analyze "$G" --text "$REP" -o "$T/noimg"
 "$PY" - "$T/an/report.json" <<'PYEOF' && ok || bad "tiny-gpt2 heads not identified"
 import json, sys
 r = json.load(open(sys.argv[1]))
-assert r["schema"] == "headscope.report/2"
+assert r["schema"] == "headscope.report/3"
 h = {x["id"]: x for x in r["heads"]}
 assert h["0.2"]["label"] == "previous_token", h["0.2"]
 assert h["1.1"]["label"] == "induction", h["1.1"]
-assert h["0.2"]["scores"]["previous_token"] > 0.9
-assert h["1.1"]["scores"]["induction"] > 0.8
+assert h["0.2"]["text_scores"]["no_sinks"]["previous_token"] > 0.9
+assert h["0.2"]["text_scores"]["all"]["previous_token"] > 0.9
+assert h["1.1"]["probe_scores"]["no_sinks"]["induction"] > 0.8
+assert [x["id"] for x in r["heads"] if any(l["type"] == "induction" for l in x["labels"])] == ["1.1"]
+lab = [l for l in h["1.1"]["labels"] if l["type"] == "induction"][0]
+assert lab["measured_on"] == "probe" and lab["attention"] == "no_sinks" and lab["threshold"] == 0.3, lab
+assert r["options"]["label_thresholds"]["induction"] == 0.3 and r["options"]["sinks"] == ["first_token"]
 top = max(r["heads"], key=lambda x: x["ablation_delta"])
 assert top["id"] == "1.1", top["id"]
 assert all(x["gradient_importance"] is not None for x in r["heads"])
@@ -308,6 +313,38 @@ expect 2 "analyze bad threshold text" -- "$HS" analyze "$G" --text hi -o "$T/x" 
 expect 2 "analyze bad layers syntax" -- "$HS" analyze "$G" --text hi -o "$T/x" --layers 1-
 expect 2 "analyze bad similarity" -- "$HS" analyze "$G" --text hi -o "$T/x" --similarity cosine
 expect 2 "analyze no -o" -- "$HS" analyze "$G" --text hi
+expect 2 "analyze bad label threshold" -- "$HS" analyze "$G" --text hi -o "$T/x" --label-thresholds copying=0.3
+stderr_has "bad label threshold" "unknown head type 'copying'"
+expect 2 "analyze bad flow limit" -- "$HS" analyze "$G" --text hi -o "$T/x" --flow-max-tokens -1
+# head types with thresholds from the command line, SVG, composition, rollout and flow,
+# head names as integers (trained-gpt2: 3.0 induction, 2.3 previous-token feeding it)
+expect 0 "analyze trained-gpt2 heads" -- "$HS" analyze fixtures/trained-gpt2 --text "$REP" -o "$T/tg" -q --no-pruning --svg --label-thresholds induction=0.35,sink=0.45
+"$PY" - "$T/tg/report.json" "$T/tg" <<'PYEOF' && ok || bad "trained-gpt2 head types, composition, rollout"
+import json, os, sys, xml.dom.minidom
+r = json.load(open(sys.argv[1]))
+h = {(x["layer"], x["head"]): x for x in r["heads"]}
+types = lambda x: [l["type"] for l in x["labels"]]
+assert "induction" in types(h[3, 0]) and "previous_token" in types(h[2, 3]), (types(h[3, 0]), types(h[2, 3]))
+assert [k for k, x in h.items() if "induction" in types(x)] == [(3, 0)]
+assert r["options"]["label_thresholds"]["induction"] == 0.35 and r["options"]["sink_threshold"] == 0.45
+assert "first_token" in h[3, 0]["sinks"]["types"]
+c = r["composition"]
+assert c["available"] and len(c["k"]) == 16 and c["k"][11][12] is not None and c["k"][12][11] is None
+k_into = max(range(12), key=lambda a: c["k"][a][12])
+assert (k_into // 4, k_into % 4) == (2, 3), k_into
+assert all(isinstance(e["from_layer"], int) for e in c["strongest"])
+n = r["input"]["n_tokens"]
+ro = r["rollout"]["matrix"]
+assert len(ro) == n and all(abs(sum(row) - 1) < 1e-6 for row in ro)
+assert len(r["flow"]["matrix"]) == n
+for f in ("heads/L3_H0.svg", "rollout.png", "flow.png", "composition.png"):
+    assert f in r["files"] and os.path.getsize(os.path.join(sys.argv[2], f)) > 0, f
+xml.dom.minidom.parse(os.path.join(sys.argv[2], "heads/L3_H0.svg"))
+cand = r["pruning"]["candidates"]
+assert [f'{x["layer"]}.{x["head"]}' for x in r["pruning"]["candidate_heads"]] == cand
+PYEOF
+expect 0 "analyze tiny-bert pair has no composition" -- "$HS" analyze "$B" --text "The cat sat." --text-pair "It slept." -o "$T/bc" -q --no-ablation
+"$PY" -c "import json,sys; c=json.load(open('$T/bc/report.json'))['composition']; sys.exit(c['available'] or 'GPT-2' not in c['reason'])" && ok || bad "bert composition not refused with a reason"
 expect 1 "analyze layer out of range" -- "$HS" analyze "$G" --text hi -o "$T/lr" --layers 0,5
 one_line_error "layer out of range"
 stderr_has "layer out of range" "layer 5 is out of range"

@@ -22,6 +22,14 @@ static void near(double got, double want, double tol, const char *what)
     cr_assert(fabs(got - want) <= tol, "%s: got %.17g, want %.17g (tol %g)", what, got, want, tol);
 }
 
+/* The token side of a detector pass with ids and a [SEP] id alone. */
+static const hs_detect_seq *seq_of(const int32_t *ids, int32_t sep_id)
+{
+    static hs_detect_seq q;
+    q = (hs_detect_seq){ids, -1, sep_id, NULL, NULL};
+    return &q;
+}
+
 /* The uniform causal 3x3 map: row i spreads evenly over keys 0..i. */
 static const float UNIFORM3[9] = {
     1.0f, 0, 0,
@@ -163,13 +171,16 @@ Test(detect, uniform_causal_map_scores)
      * sep: no sep id -> NaN */
     const int32_t ids[3] = {5, 6, 5};
     hs_detect d;
-    cr_assert_eq(hs_detect_compute(UNIFORM3, 1, 3, 1, ids, -1, NULL, &d, NULL), HS_OK);
+    cr_assert_eq(hs_detect_compute(UNIFORM3, 1, 3, 1, seq_of(ids, -1), NULL, &d, NULL), HS_OK);
     near(d.prev_token, 5.0 / 12, 1e-7, "prev");
     near(d.self, 11.0 / 18, 1e-7, "self");
     near(d.first_token, 11.0 / 18, 1e-7, "first");
     near(d.duplicate, 1.0 / 3, 1e-7, "duplicate");
     near(d.induction, 1.0 / 3, 1e-7, "induction");
     cr_assert(isnan(d.sep));
+    /* causal: key i + 1 is never visible; no [CLS] id, punctuation, segments or sinks */
+    cr_assert(isnan(d.next_token) && isnan(d.cls) && isnan(d.punct));
+    cr_assert(isnan(d.other_segment) && isnan(d.sink));
 }
 
 Test(detect, one_hot_previous_token_head)
@@ -184,7 +195,7 @@ Test(detect, one_hot_previous_token_head)
     };
     const int32_t ids[4] = {1, 2, 3, 4};
     hs_detect d;
-    cr_assert_eq(hs_detect_compute(m, 1, 4, 0, ids, -1, NULL, &d, NULL), HS_OK);
+    cr_assert_eq(hs_detect_compute(m, 1, 4, 0, seq_of(ids, -1), NULL, &d, NULL), HS_OK);
     cr_assert_eq(d.prev_token, 1.0);
     cr_assert_eq(d.self, 0.0);
     cr_assert_eq(d.first_token, 0.25);
@@ -209,7 +220,7 @@ Test(detect, perfect_induction_head_on_a_repeated_probe)
         m[i * 6 + (i - 2)] = 1;
     const int32_t ids[6] = {11, 12, 13, 11, 12, 13};
     hs_detect d;
-    cr_assert_eq(hs_detect_compute(m, 1, 6, 1, ids, -1, NULL, &d, NULL), HS_OK);
+    cr_assert_eq(hs_detect_compute(m, 1, 6, 1, seq_of(ids, -1), NULL, &d, NULL), HS_OK);
     cr_assert_eq(d.induction, 1.0);
     cr_assert_eq(d.duplicate, 0.0);
     near(d.prev_token, 0.2, 1e-15, "prev");
@@ -225,28 +236,73 @@ Test(detect, sep_mass_and_sink_exclusion)
      *   self = (0.3/0.4 + 0.2/0.4) / 2 = 0.625; prev: row 1's key 0 is a sink (no cell),
      *   row 2: 0.2/0.4 = 0.5 -> 0.5; first and sep stay raw. */
     hs_detect d;
-    cr_assert_eq(hs_detect_compute(BERT4, 1, 4, 0, BERT4_IDS, 102, NULL, &d, NULL), HS_OK);
+    cr_assert_eq(hs_detect_compute(BERT4, 1, 4, 0, seq_of(BERT4_IDS, 102), NULL, &d, NULL), HS_OK);
     near(d.sep, 0.2625, 1e-7, "sep");
     near(d.first_token, 0.3625, 1e-7, "first");
     near(d.self, 0.3625, 1e-7, "self");
     near(d.prev_token, 0.85 / 3, 1e-7, "prev");
     unsigned char sink[4];
     cr_assert_eq(hs_sinks_mark(BERT4_IDS, 4, 101, 102, sink, NULL), HS_OK);
-    cr_assert_eq(hs_detect_compute(BERT4, 1, 4, 0, BERT4_IDS, 102, sink, &d, NULL), HS_OK);
+    cr_assert_eq(hs_detect_compute(BERT4, 1, 4, 0, seq_of(BERT4_IDS, 102), sink, &d, NULL), HS_OK);
     near(d.self, 0.625, 1e-7, "self, no sinks");
     near(d.prev_token, 0.5, 1e-7, "prev, no sinks");
     near(d.sep, 0.2625, 1e-7, "sep, no sinks");
     near(d.first_token, 0.3625, 1e-7, "first, no sinks");
     /* sep id absent from the text: no row has a [SEP] cell */
-    cr_assert_eq(hs_detect_compute(BERT4, 1, 4, 0, BERT4_IDS, 999, NULL, &d, NULL), HS_OK);
+    cr_assert_eq(hs_detect_compute(BERT4, 1, 4, 0, seq_of(BERT4_IDS, 999), NULL, &d, NULL), HS_OK);
     cr_assert(isnan(d.sep));
+}
+
+/* BERT4 as a pair: types 0 0 1 1; token 2 taken as punctuation. */
+static const int32_t BERT4_TYPES[4] = {0, 0, 1, 1};
+static const unsigned char BERT4_PUNCT[4] = {0, 0, 1, 0};
+
+Test(detect, bert_next_cls_punctuation_and_other_segment_on_all_attention)
+{
+    /* next: rows 0..2, A[0][1] + A[1][2] + A[2][3] = 0.1 + 0.1 + 0.5 -> 0.7 / 3
+     * cls (key 0 in every row): (0.7 + 0.4 + 0.1 + 0.25) / 4 = 0.3625
+     * punct (key 2): (0.1 + 0.1 + 0.2 + 0.25) / 4 = 0.1625
+     * other segment: row 0 keys 2,3: 0.2; row 1: 0.3; row 2 keys 0,1: 0.3; row 3: 0.5
+     *   -> 1.3 / 4 = 0.325; no sink positions given -> sink NaN */
+    hs_detect_seq q = {BERT4_IDS, 101, 102, BERT4_TYPES, BERT4_PUNCT};
+    hs_detect d;
+    cr_assert_eq(hs_detect_compute(BERT4, 1, 4, 0, &q, NULL, &d, NULL), HS_OK);
+    near(d.next_token, 0.7 / 3, 1e-7, "next");
+    near(d.cls, 0.3625, 1e-7, "cls");
+    near(d.punct, 0.1625, 1e-7, "punct");
+    near(d.other_segment, 0.325, 1e-7, "other segment");
+    cr_assert(isnan(d.sink));
+}
+
+Test(detect, bert_without_sinks_rows_renormalise_and_sink_mass_stays_raw)
+{
+    /* sinks 0 and 3: rows 1 and 2 remain, non-sink mass 0.4 each.
+     * sink mass (raw, every row): (0.8 + 0.6 + 0.6 + 0.5) / 4 = 0.625
+     * next: row 1 -> key 2: 0.1 / 0.4 = 0.25; row 2 -> key 3 is a sink: no cell -> 0.25
+     * punct: row 1: 0.1 / 0.4, row 2: 0.2 / 0.4 -> (0.25 + 0.5) / 2 = 0.375
+     * other segment: row 1 key 2: 0.25; row 2 key 1: 0.5 -> 0.375; cls stays raw */
+    hs_detect_seq q = {BERT4_IDS, 101, 102, BERT4_TYPES, BERT4_PUNCT};
+    unsigned char sink[4];
+    cr_assert_eq(hs_sinks_mark(BERT4_IDS, 4, 101, 102, sink, NULL), HS_OK);
+    hs_detect d;
+    cr_assert_eq(hs_detect_compute(BERT4, 1, 4, 0, &q, sink, &d, NULL), HS_OK);
+    near(d.sink, 0.625, 1e-7, "sink");
+    near(d.next_token, 0.25, 1e-7, "next");
+    near(d.punct, 0.375, 1e-7, "punct");
+    near(d.other_segment, 0.375, 1e-7, "other segment");
+    near(d.cls, 0.3625, 1e-7, "cls");
+    /* punctuation configured as a sink: its cells are gone, so no row has one */
+    unsigned char sink2[4] = {1, 0, 1, 1};
+    cr_assert_eq(hs_detect_compute(BERT4, 1, 4, 0, &q, sink2, &d, NULL), HS_OK);
+    cr_assert(isnan(d.punct));
+    near(d.sink, (0.9 + 0.7 + 0.8 + 0.75) / 4, 1e-7, "sink with punctuation");
 }
 
 Test(detect, rejects_null_ids)
 {
     hs_detect d;
     hs_error err = {{0}};
-    cr_assert_eq(hs_detect_compute(UNIFORM3, 1, 3, 1, NULL, -1, NULL, &d, &err), HS_E_ARG);
+    cr_assert_eq(hs_detect_compute(UNIFORM3, 1, 3, 1, seq_of(NULL, -1), NULL, &d, &err), HS_E_ARG);
     cr_assert_str_eq(err.msg, "detect: NULL ids");
 }
 
@@ -816,8 +872,8 @@ Test(detect, matches_reference_on_golden_cases)
         size_t N = (size_t)(c->L * c->H);
         hs_detect *d = calloc(N, sizeof *d);
         hs_error err = {{0}};
-        cr_assert_eq(hs_detect_compute(c->attn.data, (int)N, c->n, c->causal, c->ids.data,
-                                       c->causal ? -1 : 102, NULL, d, &err),
+        cr_assert_eq(hs_detect_compute(c->attn.data, (int)N, c->n, c->causal,
+                                       seq_of(c->ids.data, c->causal ? -1 : 102), NULL, d, &err),
                      HS_OK, "%s: %s", c->name, err.msg);
         double *v = malloc(6 * N * sizeof *v);
         for (size_t k = 0; k < N; k++) {

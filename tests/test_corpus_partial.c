@@ -245,7 +245,7 @@ Test(partial, refuses_bad_partials_naming_the_field)
     static const struct {
         const char *from, *to, *msg;
     } cases[] = {
-        {"headscope.partial/1", "headscope.report/2", "not a headscope partial"},
+        {"headscope.partial/1", "headscope.report/3", "not a headscope partial"},
         {"\"n_texts\":2", "\"n_texts\":-2", "'n_texts'"},
         {"\"n_texts\":2", "\"n_texts\":1", "not an integer in [0, 1]"},
         {"\"n_sim\":2", "\"n_sim\":\"2\"", "'n_sim'"},

@@ -6,7 +6,7 @@
 
 /* Two heads, two tokens. */
 static const char report2[] =
-    "{\"schema\": \"headscope.report/2\", \"input\": {\"n_tokens\": 2, \"display_tokens\": "
+    "{\"schema\": \"headscope.report/3\", \"input\": {\"n_tokens\": 2, \"display_tokens\": "
     "[\"a\", \" b\"]}, \"heads\": [{\"id\": \"0.0\", \"layer\": 0, \"head\": 0}, "
     "{\"id\": \"0.1\", \"layer\": 0, \"head\": 1}], \"files\": [\"report.json\"]}";
 

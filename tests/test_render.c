@@ -14,6 +14,7 @@
 
 #include "headscope/render.h"
 #include "../viz/canvas.h"
+#include "../viz/plot.h"
 
 /* ---- helpers ------------------------------------------------------------ */
 
@@ -886,4 +887,71 @@ Test(importance, many_heads_fit_and_rejects_bad_shapes)
     cr_assert_eq(hs_importance_render(&one, 1, 0, NULL, &img, NULL, &err), HS_E_SHAPE);
     cr_assert(strstr(err.msg, "0 heads"), "%s", err.msg);
     cr_assert_eq(hs_importance_render(NULL, 1, 1, NULL, &img, NULL, &err), HS_E_ARG);
+}
+
+Test(ticks, at_least_three_inside_a_range_that_misses_the_coarse_step)
+{
+    /* -1.97..1.97 with about 2 intervals: the nice step 2 leaves only 0 inside (the
+     * importance picture showed a bar labelled "0" alone); step 1 gives -1, 0, 1 */
+    double t[12];
+    int n = hs_viz_ticks(-1.97f, 1.97f, 2, t, 12);
+    cr_assert_eq(n, 3);
+    cr_assert(t[0] == -1 && t[1] == 0 && t[2] == 1, "%g %g %g", t[0], t[1], t[2]);
+    char buf[32];
+    hs_viz_tick_label(t[0], 1.0, buf, sizeof buf);
+    cr_assert_str_eq(buf, "-1");
+    /* 0..1 with 5 intervals keeps its step 0.2 */
+    n = hs_viz_ticks(0.0f, 1.0f, 5, t, 12);
+    cr_assert_eq(n, 6);
+    cr_assert(fabs(t[1] - 0.2) < 1e-12 && t[5] == 1.0);
+    /* 0.013..0.017 (as floats): the step 0.002 gives 0.014, 0.016 only; 0.001 gives more */
+    n = hs_viz_ticks(0.013f, 0.017f, 2, t, 12);
+    cr_assert_geq(n, 3);
+    for (int i = 0; i < n; i++)
+        cr_assert(t[i] >= 0.013f - 1e-9 && t[i] <= 0.017f + 1e-9, "%g", t[i]);
+}
+
+Test(heatmap, every_token_labelled_up_to_max_labels_the_grid_grows)
+{
+    /* 120 tokens with max_labels 128: a text line (11 px) per cell, stride 1; 640/120
+     * would be 5 px cells and every 3rd label. With the default 64 labels it strides. */
+    int n = 120;
+    float *m = calloc((size_t)n * n, sizeof *m);
+    for (int i = 0; i < n; i++)
+        m[(size_t)i * n + i] = 1.0f;
+    hs_image img = {0};
+    hs_layout lay;
+    hs_heatmap_opts o = {.max_labels = 128};
+    cr_assert_eq(hs_heatmap_render(m, n, NULL, &o, &img, &lay, NULL), HS_OK);
+    cr_assert_eq(lay.cell_w, 11);
+    cr_assert_eq(lay.label_stride, 1);
+    hs_image_free(&img);
+    o.max_labels = 0;
+    cr_assert_eq(hs_heatmap_render(m, n, NULL, &o, &img, &lay, NULL), HS_OK);
+    cr_assert_eq(lay.cell_w, 5);
+    cr_assert_gt(lay.label_stride, 1);
+    hs_image_free(&img);
+    free(m);
+}
+
+Test(heatmap, svg_holds_escaped_labels_and_the_cells_as_png)
+{
+    const float m[9] = {1, 0, 0, 0.5f, 0.5f, 0, 0.2f, 0.3f, 0.5f};
+    const char *labels[3] = {"<a&", " b", "c\"\n"};
+    hs_heatmap_opts o = {.title = "L0.H1 \"x\" & y"};
+    char *s = NULL;
+    size_t len = 0;
+    cr_assert_eq(hs_heatmap_svg(m, 3, labels, &o, &s, &len, NULL), HS_OK);
+    cr_assert_eq(strlen(s), len);
+    cr_assert(strstr(s, "<svg xmlns=\"http://www.w3.org/2000/svg\""));
+    cr_assert(strstr(s, "&lt;a&amp;</text>"), "label escaped");
+    cr_assert(strstr(s, "\xE2\x90\xA3" "b</text>"), "a leading space drawn as the open box");
+    cr_assert(strstr(s, "c&quot;\xE2\x86\xB5</text>"), "quote escaped, newline mark");
+    cr_assert(strstr(s, "<title>L0.H1 &quot;x&quot; &amp; y</title>"), "title keeps spaces");
+    cr_assert(strstr(s, "href=\"data:image/png;base64,iVBORw0KGgo"), "cells as a PNG");
+    cr_assert(len > 7 && !strcmp(s + len - 7, "</svg>\n"));
+    free(s);
+    hs_error err = {{0}};
+    cr_assert_eq(hs_heatmap_svg(m, 0, NULL, NULL, &s, NULL, &err), HS_E_SHAPE);
+    cr_assert_str_eq(err.msg, "heatmap svg: map has 0 tokens, expected 1..4096");
 }

@@ -77,6 +77,10 @@ hs_status hs_heatmap_render(const float *map, int n, const char *const *labels,
         cell = TARGET_GRID / n;
         if (cell > MAX_CELL)
             cell = MAX_CELL;
+        /* when every token is to be labelled, a text line per cell: the picture grows with n
+           rather than skipping labels */
+        if (cell < HS_FONT_H + 2 && n <= max_labels && n * (HS_FONT_H + 2) <= budget)
+            cell = HS_FONT_H + 2;
         if (cell < 1)
             cell = 1;
         g = n * cell;

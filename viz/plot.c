@@ -56,6 +56,8 @@ void hs_viz_value_rgb(hs_cmap cmap, float v, float vmin, float vmax, uint8_t rgb
     hs_colormap_rgb(cmap, t, rgb);
 }
 
+#define MAX_TICKS_ANY 64
+
 /* A step of 1, 2, 2.5 or 5 × 10^k giving about target intervals over range. */
 static double nice_step(double range, int target)
 {
@@ -66,16 +68,9 @@ static double nice_step(double range, int target)
     return m * mag;
 }
 
-int hs_viz_ticks(float vmin, float vmax, int target, double *ticks, int max)
+/* Ticks at multiples of step from vmin to vmax (at most max); returns the count. */
+static int ticks_at(double vmin, double vmax, double step, double *ticks, int max)
 {
-    if (!(vmax > vmin) || max < 1) {
-        if (max >= 1) {
-            ticks[0] = vmin;
-            return 1;
-        }
-        return 0;
-    }
-    double step = nice_step((double)vmax - vmin, target);
     double first = ceil(vmin / step - 1e-9) * step;
     int n = 0;
     for (int k = 0; n < max; k++) {
@@ -87,6 +82,31 @@ int hs_viz_ticks(float vmin, float vmax, int target, double *ticks, int max)
         ticks[n++] = v;
     }
     return n;
+}
+
+/* The step the ticks use: nice_step, made finer (5 -> 2.5 -> 2 -> 1 x 10^k ...) until at least
+ * three ticks fall inside the range. A coarse step on a range that does not start and end on
+ * its multiples can leave a single tick: -1.97..1.97 at step 2 has only 0. */
+static double tick_step(double vmin, double vmax, int target)
+{
+    double step = nice_step(vmax - vmin, target), t[MAX_TICKS_ANY];
+    for (int i = 0; i < 8 && ticks_at(vmin, vmax, step, t, MAX_TICKS_ANY) < 3; i++) {
+        double mag = pow(10.0, floor(log10(step) + 1e-9)), f = step / mag;
+        step = (f > 5.5 ? 5.0 : f > 2.75 ? 2.5 : f > 2.25 ? 2.0 : f > 1.5 ? 1.0 : 0.5) * mag;
+    }
+    return step;
+}
+
+int hs_viz_ticks(float vmin, float vmax, int target, double *ticks, int max)
+{
+    if (!(vmax > vmin) || max < 1) {
+        if (max >= 1) {
+            ticks[0] = vmin;
+            return 1;
+        }
+        return 0;
+    }
+    return ticks_at(vmin, vmax, tick_step(vmin, vmax, target), ticks, max);
 }
 
 void hs_viz_tick_label(double v, double step, char *buf, size_t cap)
@@ -110,7 +130,7 @@ static int bar_target(int bar_h, int scale)
 /* Tick step used by the colour bar, so labels and positions agree. */
 static double bar_step(float vmin, float vmax, int target)
 {
-    return vmax > vmin ? nice_step((double)vmax - vmin, target) : 1.0;
+    return vmax > vmin ? tick_step(vmin, vmax, target) : 1.0;
 }
 
 #define BAR_TICK 4

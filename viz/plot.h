@@ -30,7 +30,8 @@ void hs_viz_title_draw(hs_image *img, int x, int y, const char *title, const cha
 void hs_viz_value_rgb(hs_cmap cmap, float v, float vmin, float vmax, uint8_t rgb[3]);
 
 /* Up to max tick values between vmin and vmax at a 1/2/2.5/5 × 10^k step, about
- * target intervals. Returns the count written. */
+ * target intervals, and at least three when the range allows (the step is made finer
+ * until three multiples fall inside). Returns the count written. */
 int hs_viz_ticks(float vmin, float vmax, int target, double *ticks, int max);
 
 /* Formats a tick value with no more decimals than step needs ("0", "0.2", "-0.5"). */

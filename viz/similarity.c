@@ -37,10 +37,16 @@ static const char *item_label(const void *ctx, int p, char *buf, size_t cap)
     return buf;
 }
 
-/* Colour of a similarity in [-1, 1] on the diverging map. */
-static void sim_rgb(float v, uint8_t rgb[3])
+/* The colour scale: a similarity in [-1, 1] on the diverging map, or a divergence in
+ * [0, vmax] on viridis. */
+typedef struct sim_scale {
+    hs_cmap cmap;
+    float vmin, vmax;
+} sim_scale;
+
+static void sim_rgb(const sim_scale *sc, float v, uint8_t rgb[3])
 {
-    hs_viz_value_rgb(HS_CMAP_DIVERGING, v, -1.0f, 1.0f, rgb);
+    hs_viz_value_rgb(sc->cmap, v, sc->vmin, sc->vmax, rgb);
 }
 
 hs_status hs_similarity_render(const float *sim, int m, const int *order, const int *clusters,
@@ -63,6 +69,13 @@ hs_status hs_similarity_render(const float *sim, int m, const int *order, const 
         opts = &defaults;
     if (opts->n_head < 0)
         return hs_fail(err, HS_E_ARG, "similarity: n_head is %d, expected >= 0", opts->n_head);
+    if (opts->divergence_max < 0 || !(opts->divergence_max == opts->divergence_max) ||
+        isinf(opts->divergence_max))
+        return hs_fail(err, HS_E_ARG, "similarity: divergence_max is %g, expected >= 0",
+                       (double)opts->divergence_max);
+    sim_scale sc = {HS_CMAP_DIVERGING, -1.0f, 1.0f};
+    if (opts->divergence_max > 0)
+        sc = (sim_scale){HS_CMAP_VIRIDIS, 0.0f, opts->divergence_max};
     int max_size;
     if ((st = hs_viz_check_size(opts->max_size, 2000, "similarity", &max_size, err)) != HS_OK)
         return st;
@@ -88,9 +101,11 @@ hs_status hs_similarity_render(const float *sim, int m, const int *order, const 
     int budget = max_size * 4 / 5;
     int cell = 0, g;
     if (m <= budget) {
-        /* aim for a ~960 px grid, but give every label a line when that fits */
+        /* aim for a ~960 px grid, but give every label a line when that fits, at 2x
+           (22 px cells) when the size allows it */
         cell = TARGET_GRID / m;
-        int label_cell = budget / m < HS_FONT_H + 2 ? budget / m : HS_FONT_H + 2;
+        int label_cell = budget / m >= 22 ? 22 : budget / m < HS_FONT_H + 2 ? budget / m
+                                                                             : HS_FONT_H + 2;
         if (cell < label_cell)
             cell = label_cell;
         if (cell > MAX_CELL)
@@ -113,7 +128,7 @@ hs_status hs_similarity_render(const float *sim, int m, const int *order, const 
     int gx = M + lab_w + lead;
     int bar_x = gx + g + BAR_GAP;
     int bar_h = g >= BAR_MIN_H ? g : BAR_MIN_H;
-    int w = bar_x + BAR_W + 1 + hs_viz_colorbar_label_width(-1.0f, 1.0f, ls, bar_h) + M;
+    int w = bar_x + BAR_W + 1 + hs_viz_colorbar_label_width(sc.vmin, sc.vmax, ls, bar_h) + M;
     int tw = hs_viz_title_width(opts->title, NULL, ls);
     if (M + tw + M > w)
         w = M + tw + M;
@@ -136,7 +151,7 @@ hs_status hs_similarity_render(const float *sim, int m, const int *order, const 
             size_t row = (size_t)(order ? order[p] : p) * (size_t)m;
             for (int q = 0; q < m; q++) {
                 uint8_t rgb[3];
-                sim_rgb(sim[row + (size_t)(order ? order[q] : q)], rgb);
+                sim_rgb(&sc, sim[row + (size_t)(order ? order[q] : q)], rgb);
                 hs_cv_rect(out, gx + q * cell, gy + p * cell, cell, cell, rgb);
             }
         }
@@ -157,7 +172,7 @@ hs_status hs_similarity_render(const float *sim, int m, const int *order, const 
         for (int y = 0; y < g; y++) {
             for (int x = 0; x < g; x++) {
                 uint8_t rgb[3];
-                sim_rgb(small[(size_t)y * g + x], rgb);
+                sim_rgb(&sc, small[(size_t)y * g + x], rgb);
                 hs_cv_pixel(out, gx + x, gy + y, rgb);
             }
         }
@@ -168,17 +183,27 @@ hs_status hs_similarity_render(const float *sim, int m, const int *order, const 
     hs_rect grid = {gx, gy, g, g};
     hs_cv_frame(out, gx - 1, gy - 1, g + 2, g + 2, hs_viz_frame);
 
-    /* cluster boundaries: between display positions p-1 and p in different clusters */
+    /* clusters: a frame around the diagonal block of every cluster of two or more items
+       (runs of display positions in one cluster; a dendrogram order keeps each cluster in
+       one run). Lines across the whole matrix at every boundary hid the matrix when most
+       clusters are single heads (144 heads, 114 clusters). */
     if (clusters) {
         int thick = cellf >= 4.0 ? 2 : 1;
-        for (int p = 1; p < m; p++) {
-            int a = order ? order[p - 1] : p - 1, b = order ? order[p] : p;
-            if (clusters[a] == clusters[b])
+        for (int p0 = 0, p1; p0 < m; p0 = p1) {
+            int c0 = clusters[order ? order[p0] : p0];
+            for (p1 = p0 + 1; p1 < m && clusters[order ? order[p1] : p1] == c0; p1++)
+                ;
+            if (p1 - p0 < 2)
                 continue;
-            int e = hs_viz_edge(p, m, g);
-            int at = thick == 2 ? e - 1 : e;
-            hs_cv_rect(out, gx + at, gy, thick, g, boundary_rgb);
-            hs_cv_rect(out, gx, gy + at, g, thick, boundary_rgb);
+            int e0 = hs_viz_edge(p0, m, g), e1 = hs_viz_edge(p1, m, g);
+            int a0 = thick == 2 && e0 > 0 ? e0 - 1 : e0, a1 = thick == 2 ? e1 - 1 : e1;
+            if (a1 + thick > g)
+                a1 = g - thick;
+            int len = a1 + thick - a0;
+            hs_cv_rect(out, gx + a0, gy + a0, thick, len, boundary_rgb);
+            hs_cv_rect(out, gx + a1, gy + a0, thick, len, boundary_rgb);
+            hs_cv_rect(out, gx + a0, gy + a0, len, thick, boundary_rgb);
+            hs_cv_rect(out, gx + a0, gy + a1, len, thick, boundary_rgb);
         }
     }
 
@@ -186,7 +211,7 @@ hs_status hs_similarity_render(const float *sim, int m, const int *order, const 
     hs_viz_labels_bottom(out, grid, item_label, &il, m, stride, ls, HS_TEXT_MARKS, lab_max);
 
     hs_rect bar = {bar_x, gy, BAR_W, bar_h};
-    hs_viz_colorbar(out, bar, HS_CMAP_DIVERGING, -1.0f, 1.0f, ls);
+    hs_viz_colorbar(out, bar, sc.cmap, sc.vmin, sc.vmax, ls);
 
     if (layout) {
         hs_layout l = {0};
@@ -198,8 +223,8 @@ hs_status hs_similarity_render(const float *sim, int m, const int *order, const 
         l.title.w = th ? tw : 0;
         l.title.h = th;
         l.colorbar = bar;
-        l.vmin = -1.0f;
-        l.vmax = 1.0f;
+        l.vmin = sc.vmin;
+        l.vmax = sc.vmax;
         l.label_stride = stride;
         *layout = l;
     }

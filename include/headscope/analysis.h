@@ -20,7 +20,8 @@
  *     hs_entropy ent[144];  hs_detect det[144];
  *     unsigned char sink[128];
  *     hs_entropy_compute(t->attn, L * H, n, causal, NULL, ent, &err);   // every row
- *     hs_detect_compute(t->attn, L * H, n, causal, ids, 102, NULL, det, &err);
+ *     hs_detect_seq seq = {.ids = ids, .cls_id = 101, .sep_id = 102};
+ *     hs_detect_compute(t->attn, L * H, n, causal, &seq, NULL, det, &err);
  *     hs_sinks_mark(ids, n, 101, 102, sink, &err);                      // BERT sinks
  *     hs_entropy_compute(t->attn, L * H, n, causal, sink, ent, &err);   // without them
  *     double *r = malloc(sizeof(double) * 144 * 144), *d = malloc(sizeof(double) * 144 * 144);
@@ -61,6 +62,11 @@ typedef hs_status (*hs_map_fn)(void *user, int k, float *out, hs_error *err);
  * takes maps runs this check first. */
 hs_status hs_maps_check(const float *maps, int n_maps, int n, hs_error *err);
 
+/* Without sinks, a query row whose attention on non-sink keys is below this is left out of
+ * every mean: what little it does not park on sinks is mostly rounding, and renormalising it
+ * would turn rounding into a score (docs/metrics.md). */
+#define HS_SINK_MIN_MASS 1e-3
+
 /* Marks the attention-sink positions of a sequence in sink: (n), 1 = sink, 0 = not:
  * position 0 always, and every position whose id equals cls_id or sep_id (pass a
  * negative id to skip it; GPT-2: hs_sinks_mark(ids, n, -1, -1, ...) marks only 0).
@@ -82,8 +88,8 @@ typedef struct hs_entropy {
  * Row i counts the keys it may see (causal: j <= i). sink: (n) from hs_sinks_mark, or
  * NULL to count everything. With sink, sink query rows are left out, sink keys are
  * dropped and each remaining row is renormalised over its non-sink keys (#keys_i
- * counts non-sink keys); a row whose non-sink mass is 0 is left out. A map with no
- * counted row gets NaN in every field and rows = 0. */
+ * counts non-sink keys); a row whose non-sink mass is below HS_SINK_MIN_MASS is left out. A
+ * map with no counted row gets NaN in every field and rows = 0. */
 hs_status hs_entropy_compute(const float *maps, int n_maps, int n, int causal,
                              const unsigned char *sink, hs_entropy *out, hs_error *err);
 
@@ -96,20 +102,40 @@ typedef struct hs_detect {
     double sep;         /* cells (i, j) with ids[j] == sep_id; NaN if sep_id < 0 or absent */
     double duplicate;   /* cells (i, j), j < i, ids[j] == ids[i] */
     double induction;   /* cells (i, j), 1 <= j, j != i, j != i+1, j visible, ids[j-1] == ids[i] */
+    double next_token;  /* cell (i, i+1), rows i <= n-2; NaN for causal maps (never visible) */
+    double cls;         /* cells (i, j) with ids[j] == cls_id; NaN if cls_id < 0 or absent */
+    double punct;       /* cells (i, j) with punct[j]; NaN without punct or none visible */
+    double other_segment; /* cells (i, j) with type_ids[j] != type_ids[i]; NaN without
+                             type_ids or when every visible key is in the query's segment */
+    double sink;        /* cells (i, j) with sink[j], raw map, every row; NaN without sink */
 } hs_detect;
 
-/* Detector scores of every map: maps: (n_maps, n, n), ids: (n) -> out: (n_maps),
+/* The sequence a detector pass reads besides the maps. */
+typedef struct hs_detect_seq {
+    const int32_t *ids;         /* (n) token ids, required */
+    int32_t cls_id, sep_id;     /* the [CLS] / [SEP] ids (101 / 102 for bert-base-uncased), or
+                                   negative for no such score */
+    const int32_t *type_ids;    /* (n) segment of each token, or NULL: no other_segment */
+    const unsigned char *punct; /* (n) 1 = punctuation token (hs_token_is_punct), or NULL */
+} hs_detect_seq;
+
+/* Detector scores of every map: maps: (n_maps, n, n), seq: the tokens (n) -> out: (n_maps),
  * caller-owned. Each score is the mean over query rows that have at least one visible
  * pattern cell of the row's summed attention on its pattern cells; a map with no such
  * row gets NaN (e.g. duplicate/induction on text without repeats).
- * sep_id: the [SEP] id (102 for bert-base-uncased), or negative for no [SEP] score.
- * sink: (n) from hs_sinks_mark, or NULL. With sink, prev_token, self, duplicate and
- * induction leave out sink query rows and sink key cells and divide each row's pattern
- * mass by its non-sink mass (rows with non-sink mass 0 are left out); first_token and
- * sep measure the sinks themselves and are always computed on the raw map. */
-hs_status hs_detect_compute(const float *maps, int n_maps, int n, int causal, const int32_t *ids,
-                            int32_t sep_id, const unsigned char *sink, hs_detect *out,
+ * sink: (n) from hs_sinks_mark, or NULL. With sink, the pattern scores (prev_token,
+ * next_token, self, duplicate, induction, punct, other_segment) leave out sink query rows
+ * and sink key cells and divide each row's pattern mass by its non-sink mass (rows with
+ * non-sink mass below HS_SINK_MIN_MASS are left out); first_token, cls, sep and sink measure the sinks
+ * themselves and are always computed on the raw map. */
+hs_status hs_detect_compute(const float *maps, int n_maps, int n, int causal,
+                            const hs_detect_seq *seq, const unsigned char *sink, hs_detect *out,
                             hs_error *err);
+
+/* 1 when the token's display form s (UTF-8, NUL-terminated) holds at least one code point
+ * and every code point is Unicode punctuation (general category P*) or white space (so
+ * GPT-2's " ," counts), else 0. The punctuation positions of Clark et al. (2019). */
+int hs_token_is_punct(const char *s);
 
 /* A seeded induction probe: half_len distinct token ids drawn uniformly from
  * [vocab_lo, vocab_hi), then the same half_len ids again: out: (2 * half_len),
@@ -196,6 +222,30 @@ hs_status hs_linkage_cut(const hs_linkage *lk, double threshold, int *labels, in
  * used to ignore entries above the diagonal. */
 hs_status hs_wordmap_compute(const float *maps, int n_maps, int n, int causal, const int32_t *word,
                              int n_words, float *out, hs_error *err);
+
+/* ---- attention rollout and attention flow (Abnar & Zuidema 2020) ------------------- */
+
+/* Both read attn: (n_layer, n_head, n, n), a whole trace, and model each layer as
+ * B_l = (1 - residual) * mean_h A_{l,h} + residual * I (the paper's residual = 0.5: the
+ * residual connection carries as much as attention); out: (n, n), caller-owned, row i =
+ * the top layer's position i, column j = input token j.
+ * Rollout: out = B_{L-1} ... B_1 B_0, so rows sum to 1.
+ * Flow: out[i][j] = the maximum flow from input token j to the top-layer position i in the
+ * layered graph whose edges (layer l, token j) -> (layer l+1, token i) have capacity
+ * B_l[i][j] (not normalised: a row may sum to more than 1). Each of the n^2 pairs is one
+ * max-flow problem on (n_layer + 1) n nodes (Dinic), so keep n small (the paper: short
+ * sentences). HS_E_ARG for a residual outside [0, 1]; the maps are checked as elsewhere. */
+hs_status hs_rollout_compute(const float *attn, int n_layer, int n_head, int n, int causal,
+                             double residual, double *out, hs_error *err);
+hs_status hs_attention_flow(const float *attn, int n_layer, int n_head, int n, int causal,
+                            double residual, double *out, hs_error *err);
+
+/* The same two from maps read one at a time (map k = l * n_head + h from fn, which
+ * should give finite maps >= 0), so the whole trace need not be in memory: rollout and
+ * flow: (n, n) each, caller-owned, either may be NULL to skip it. Memory: a few n^2
+ * buffers for the rollout, n_layer n^2 doubles and the flow graph for the flow. */
+hs_status hs_rollout_source(hs_map_fn fn, void *user, int n_layer, int n_head, int n, int causal,
+                            double residual, double *rollout, double *flow, hs_error *err);
 
 #ifdef __cplusplus
 }

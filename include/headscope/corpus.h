@@ -192,8 +192,9 @@ enum {
 /* The JSON key of quantity q ("entropy_nats", ..., "previous_token", ...). */
 const char *hs_corpus_quantity_name(int q);
 
-/* Value of quantity q for head k of one analysis (NaN when not computed). */
-double hs_corpus_quantity(const hs_head_result *h, int q);
+/* Value of quantity q for head k of one analysis (NaN when not computed); the detector
+ * scores on all attention, or without the sinks when exclude_sinks. */
+double hs_corpus_quantity(const hs_head_result *h, int exclude_sinks, int q);
 
 typedef struct hs_corpus_agg {
     int n_heads;        /* heads analysed, in the order of hs_analysis.head_index */
@@ -212,7 +213,7 @@ typedef struct hs_corpus_agg {
     int family;         /* hs_family */
     int loss_kind;      /* hs_loss_kind */
     int exclude_sinks, ablation, gradient, sim_method; /* options; sim_method: hs_sim_method */
-    double label_threshold, cluster_threshold;
+    double label_thresholds[HS_LABEL_COUNT], sink_threshold, cluster_threshold;
     uint64_t probe_seed;
     int probe_len;
     int32_t *probe_ids;          /* (probe_len) */
@@ -271,7 +272,7 @@ typedef struct hs_corpus_info {
     char digest[65];          /* SHA-256 of the selected records (docs/corpus.md), "" unknown */
 } hs_corpus_info;
 
-/* report.json of a corpus run (schema "headscope.report/2" with a "corpus" section; see
+/* report.json of a corpus run (schema "headscope.report/3" with a "corpus" section; see
  * docs/report-schema.md) from the aggregate alone, after hs_corpus_agg_finish; argv: the
  * command line for "generator" (NULL = null). malloc'd; NULL when out of memory. */
 char *hs_corpus_report_json(const hs_corpus_agg *g, const hs_corpus_info *info,

@@ -59,7 +59,7 @@ extern "C" {
 #define HS_HTML_NAN_BYTE 255
 
 typedef struct hs_html_input {
-    const char *report_json; /* report.json text (schema headscope.report/2), embedded
+    const char *report_json; /* report.json text (schema headscope.report/3), embedded
                               * verbatim except that "</" becomes "<\/" and "<!--"
                               * becomes "\u003c!--", so it cannot end the script element */
     const float *attn;       /* (n_maps, n, n) maps of the heads in report "heads" order,

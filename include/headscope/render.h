@@ -32,6 +32,7 @@
 #include <stdint.h>
 
 #include "headscope/analysis.h"
+#include "headscope/composition.h"
 #include "headscope/status.h"
 
 #ifdef __cplusplus
@@ -201,10 +202,15 @@ typedef struct hs_similarity_opts {
     int n_head;        /* when labels is NULL and n_head > 0, item i is labelled
                         * "L.H" = "<i / n_head>.<i % n_head>"; otherwise "i" */
     int max_size;      /* longest side of the image, roughly; 0 means 2000 */
+    float divergence_max; /* 0: a similarity in [-1, 1]; > 0: a divergence (0 = identical)
+                           * drawn with viridis from 0 to this (ln 2 for Jensen-Shannon) */
 } hs_similarity_opts;
 
 /* Renders an m × m similarity matrix with the diverging colour map (-1 blue,
- * 0 white, +1 red; values clamped to [-1, 1], non-finite cells grey).
+ * 0 white, +1 red; values clamped to [-1, 1], non-finite cells grey), or with
+ * opts->divergence_max > 0 a divergence matrix on viridis from 0 to that maximum.
+ * Every cluster of two or more items (runs of one label in display order) is framed
+ * on the diagonal. Cells are 22 px, with labels at 2x, when the size allows.
  * sim: (m, m), sim[i * m + j] compares items i and j.
  * order: (m) a permutation of 0..m-1: display position p shows item order[p]
  *      (e.g. dendrogram leaf order); NULL keeps 0..m-1. A non-permutation is
@@ -254,6 +260,30 @@ hs_status hs_importance_render(const float *values, int n_layer, int n_head,
 /* hs_importance_render, then hs_png_write to path. opts may be NULL. */
 hs_status hs_importance_write(const char *path, const float *values, int n_layer, int n_head,
                               const hs_importance_opts *opts, hs_error *err);
+
+/* ---- SVG ------------------------------------------------------------------ */
+
+/* The heatmap of hs_heatmap_render as SVG text: the cells as an embedded PNG with one pixel
+ * per cell (drawn unsmoothed at 12 units per token), the title, subtitle, axis titles, every
+ * token label (every k-th above opts->max_labels; cut after 14 characters) and the colour
+ * bar's ticks as SVG text. opts as for the PNG (max_size is ignored). 1 <= n <= 4096.
+ * On success *out is a NUL-terminated malloc'd string of *out_len bytes (out_len may be
+ * NULL) that the caller frees. hs_heatmap_svg_write writes it to path atomically. */
+hs_status hs_heatmap_svg(const float *map, int n, const char *const *labels,
+                         const hs_heatmap_opts *opts, char **out, size_t *out_len, hs_error *err);
+hs_status hs_heatmap_svg_write(const char *path, const float *map, int n,
+                               const char *const *labels, const hs_heatmap_opts *opts,
+                               hs_error *err);
+
+/* ---- composition -------------------------------------------------------- */
+
+/* Draws c's Q-, K- and V-composition matrices side by side (rows: the writing head,
+ * columns: the reading head, NaN grey where the reader is not in a later layer; viridis
+ * from 0 to the largest score of the three), frames the top strongest pairs of each
+ * (hs_composition_strongest, top in 0..64) and lists them beneath, under title (may be
+ * NULL). On success out owns a new image (hs_image_free). */
+hs_status hs_composition_render(const hs_composition *c, const char *title, int top,
+                                hs_image *out, hs_error *err);
 
 #ifdef __cplusplus
 }

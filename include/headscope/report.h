@@ -6,7 +6,7 @@
  *                            .tokens = (const char *const *)enc.tokens, .text = text};
  *     hs_analysis *a = NULL;
  *     if (hs_analyze_run(model, &in, &o, &a, &err) == HS_OK) {
- *         char *json = hs_report_json(a, NULL, 0, 1);   // "headscope.report/2"
+ *         char *json = hs_report_json(a, NULL, 0, 1);   // "headscope.report/3"
  *         puts(json);
  *         free(json);
  *     }
@@ -22,6 +22,7 @@
 #include <stdint.h>
 
 #include "headscope/analysis.h"
+#include "headscope/composition.h"
 #include "headscope/version.h"
 #include "headscope/forward.h"
 #include "headscope/importance.h"
@@ -32,12 +33,49 @@
 extern "C" {
 #endif
 
-#define HS_REPORT_SCHEMA "headscope.report/2"
+#define HS_REPORT_SCHEMA "headscope.report/3"
 
 typedef enum hs_prune_method {
     HS_PRUNE_GRADIENT = 1, /* Michel et al. 2019: rounds by gradient importance (default) */
     HS_PRUNE_GREEDY = 2    /* lazy greedy on measured losses (hs_prune_curve) */
 } hs_prune_method;
+
+/* Head types (docs/metrics.md § Head types). Each has its own threshold; a head carries
+ * every type whose score reaches it. The score of each type is measured on the attention
+ * not parked on sinks (hs_detect_compute with the sink positions): */
+typedef enum hs_label_kind {
+    HS_LABEL_PREV = 0,   /* "previous_token": text, prev_token */
+    HS_LABEL_NEXT,       /* "next_token": text, next_token (bidirectional models) */
+    HS_LABEL_SELF,       /* "self": text, self */
+    HS_LABEL_BROAD,      /* "broad": text, normalised entropy (Clark et al.'s broad heads) */
+    HS_LABEL_OTHER_SEG,  /* "other_segment": text, other_segment (sentence pairs) */
+    HS_LABEL_DUP,        /* "duplicate_token": probe, duplicate */
+    HS_LABEL_IND,        /* "induction": probe, induction */
+    HS_LABEL_COUNT
+} hs_label_kind;
+
+/* Sink types, reported beside the labels (raw attention mass on the sink positions). */
+typedef enum hs_sink_kind {
+    HS_SINK_FIRST = 0, /* "first_token": key 0 (GPT-2's first token; BERT's [CLS]) */
+    HS_SINK_CLS,       /* "cls": keys holding [CLS] (BERT) */
+    HS_SINK_SEP,       /* "sep": keys holding [SEP] (BERT) */
+    HS_SINK_PUNCT,     /* "punctuation": punctuation keys (hs_token_is_punct) */
+    HS_SINK_COUNT
+} hs_sink_kind;
+
+/* "previous_token", ... for an hs_label_kind, "first_token", ... for an hs_sink_kind;
+ * "unknown" out of range. Static strings. */
+const char *hs_label_name(int kind);
+const char *hs_sink_name(int kind);
+
+/* Fills thr: (HS_LABEL_COUNT) with the default thresholds (docs/metrics.md). */
+void hs_label_thresholds_default(double *thr);
+
+/* Parses "X" (every type) or "NAME=X[,NAME=X...]" (NAME a label name, or "sink" for the
+ * sink threshold) into thr: (HS_LABEL_COUNT) and *sink_thr, leaving unnamed ones as they
+ * are. Each X must be a number in [0, 1]. HS_E_ARG with a message naming the bad part. */
+hs_status hs_label_thresholds_parse(const char *spec, double *thr, double *sink_thr,
+                                    hs_error *err);
 
 typedef struct hs_analyze_opts {
     const unsigned char *layers; /* (n_layer) 1 = analyse, NULL = all layers */
@@ -46,7 +84,8 @@ typedef struct hs_analyze_opts {
     int gradient;                /* gradient importance, Michel et al. (default 1; lm/mlm) */
     hs_sim_method similarity;    /* HS_SIM_PEARSON (default) or HS_SIM_JS */
     double cluster_threshold;    /* flat-cluster cut distance (default 0.5: 1 - r <= 0.5) */
-    int exclude_sinks;           /* leave sink positions out of entropy and detectors */
+    int exclude_sinks;           /* entropy (and the corpus's text scores) without sinks */
+    int sink_punct;              /* punctuation positions are sinks too (default 0) */
     uint64_t probe_seed;         /* induction probe seed (default 1) */
     int probe_half_len;          /* tokens per half of the probe (default 32; capped by n_ctx) */
     double prune_tol;            /* candidate tolerance on |ablation delta| (default 0.01) */
@@ -58,12 +97,19 @@ typedef struct hs_analyze_opts {
                                     the selected heads, at least one (default 0.1) */
     int prune_beam;              /* lazy-greedy beam (default 8) */
     int prune_max_steps;         /* at most this many removals (default 64) */
-    double label_threshold;      /* a head is labelled with a detector at score >= (0.4) */
+    double label_thresholds[HS_LABEL_COUNT]; /* a head has type k when its score >= [k]
+                                                (hs_label_thresholds_default) */
+    double sink_threshold;       /* a head has a sink type at mass >= this (default 0.5) */
     hs_progress_fn progress;     /* optional progress reports */
     void *progress_user;
     int hash_files;              /* record each model file's size and SHA-256 (default 1) */
     int probe;                   /* run the induction probe (default 1); 0: probe scores NaN */
     int diversity;               /* Frobenius diversity (default 1); 0: NaN (corpus mode) */
+    int composition;             /* composition and copying scores from the weights (default
+                                    1; GPT-2 family only, skipped for others) */
+    int rollout;                 /* attention rollout over every layer (default 1) */
+    double rollout_residual;     /* weight of the identity in each layer (default 0.5) */
+    int flow_max_tokens;         /* attention flow when n <= this (default 64; 0: never) */
     int keep_maps;               /* keep the text's maps for hs_analysis_map, the pictures and
                                     the page (default 1); 0: dropped at the end of the run */
     size_t maps_memory_max;      /* bytes of maps held in memory (default 64 MB); above it
@@ -90,14 +136,22 @@ typedef struct hs_analyze_input {
 
 typedef struct hs_head_result {
     int layer, head;
-    hs_entropy entropy;
-    hs_detect text_scores;  /* detectors on the input text */
-    hs_detect probe_scores; /* detectors on the induction probe */
+    hs_entropy entropy;      /* on the text: entropy_free with opts.exclude_sinks, else
+                                entropy_all */
+    hs_entropy entropy_all;  /* on the text, every row and key */
+    hs_entropy entropy_free; /* on the text, without sinks */
+    hs_detect text_scores;   /* detectors on the input text, all attention */
+    hs_detect text_free;     /* the same on the attention not parked on sinks */
+    hs_detect probe_scores;  /* detectors on the induction probe, all attention */
+    hs_detect probe_free;    /* the same on the attention not parked on sinks */
+    unsigned labels;         /* bit 1u << k for every hs_label_kind k the head has */
+    unsigned sink_types;     /* bit 1u << k for every hs_sink_kind k the head has */
     double ablation_delta;  /* NaN when not computed */
     double gradient;        /* |dL/d xi| divided by its layer's L2 norm; NaN when not computed */
     double gradient_raw;    /* |dL/d xi| at xi = 1 */
     int cluster;
-    const char *label;      /* "previous_token", "induction", ... or "none" (static string) */
+    const char *label;      /* the primary label: of the types it has, the one whose score
+                               is the largest multiple of its threshold, or "none" */
 } hs_head_result;
 
 typedef struct hs_analysis {
@@ -141,6 +195,9 @@ typedef struct hs_analysis {
     int n_curve;
     int *candidates;        /* (n_candidates) head indices l*H + h */
     int n_candidates;
+    hs_composition *composition; /* NULL when not computed (opts, or not the GPT-2 family) */
+    double *rollout;        /* (n, n) attention rollout of the text, or NULL */
+    double *flow;           /* (n, n) attention flow of the text, or NULL (n too large) */
     long forward_passes;
     double seconds_forward, seconds_ablation, seconds_pruning, seconds_gradient;
 } hs_analysis;
@@ -154,6 +211,11 @@ typedef struct hs_analysis {
 hs_status hs_analyze_run(const hs_model *m, const hs_analyze_input *in, const hs_analyze_opts *o,
                          hs_analysis **out, hs_error *err);
 
+/* The score a head's type k (hs_label_kind) is judged on, and its raw attention mass on
+ * sink kind k (hs_sink_kind); NaN when undefined (docs/metrics.md § Head types). */
+double hs_label_score(const hs_head_result *h, int k);
+double hs_sink_score(const hs_head_result *h, int k);
+
 /* Frees an analysis; accepts NULL. */
 void hs_analysis_free(hs_analysis *a);
 
@@ -166,7 +228,7 @@ hs_status hs_analysis_map(const hs_analysis *a, int index, float *out, hs_error 
 /* "L.H" of a head index l*H + h into buf (at least 16 bytes). */
 const char *hs_head_name(const hs_analysis *a, int index, char *buf, size_t cap);
 
-/* The report as JSON text (schema "headscope.report/2"), NaN written as null; files is an
+/* The report as JSON text (schema "headscope.report/3"), NaN written as null; files is an
  * optional list of n_files output paths relative to the output folder. Returns a malloc'd
  * string (caller frees) or NULL when out of memory. */
 char *hs_report_json(const hs_analysis *a, const char *const *files, int n_files, int pretty);
@@ -178,8 +240,9 @@ char *hs_report_json(const hs_analysis *a, const char *const *files, int n_files
  * `headscope analyze --corpus` (include/headscope/corpus.h; texts longer than the context
  * truncated, ablation only when asked, no pruning). options is NULL or a JSON object of
  * hs_analyze_opts fields by name: "ablation", "pruning", "gradient", "exclude_sinks",
- * "probe", "hash_files" (default false here) as booleans; "cluster_threshold",
- * "prune_tol", "prune_stop", "prune_round", "label_threshold", "probe_half_len",
+ * "probe", "hash_files" (default false here), "composition", "rollout", "sink_punct" as
+ * booleans; "label_thresholds" (as --label-thresholds), "flow_max_tokens"; "cluster_threshold",
+ * "prune_tol", "prune_stop", "prune_round", "probe_half_len",
  * "prune_beam", "prune_max_steps", "probe_seed" as numbers; "similarity" ("pearson",
  * "js"), "prune_method" ("gradient", "greedy"), "layers" (a list of layer numbers), and
  * "truncate" (keep the first n_ctx tokens of a longer text instead of HS_E_INPUT) and
@@ -192,14 +255,21 @@ hs_status hs_analyze_json(const hs_model *m, const char *const *texts, const siz
  * binding): hs_analyze_json's string, hs_report_json's. Accepts NULL. */
 void hs_free(void *p);
 
+/* Pictures hs_pictures_write draws of each head (or-ed). */
+#define HS_PICTURES_PNG 1 /* heads/L{l}_H{h}.png */
+#define HS_PICTURES_SVG 2 /* heads/L{l}_H{h}.svg (hs_heatmap_svg) */
+
 /* Writes the pictures of an analysis into outdir (which must exist): heads/L{l}_H{h}.png
- * for every analysed head, gallery.png (every layer), similarity.png (dendrogram order,
- * cluster boundaries) and importance.png (when ablation ran). max_labels bounds the token
- * labels per axis (0: 64). On success *files (caller frees each string and the array)
- * lists the paths written, relative to outdir, and *n_files their count. On failure the
- * files written so far are removed. */
+ * and/or .svg (formats, 0: PNG) for every analysed head, gallery.png (every layer),
+ * similarity.png (dendrogram order, clusters framed), importance.png (when ablation ran),
+ * rollout.png and flow.png (when computed) and composition.png (when computed).
+ * max_labels (0: 128) is how many tokens per axis get a label: up to it every token is
+ * labelled, the head pictures growing with n (a text line per token) as far as
+ * HS_PNG_MAX_SIDE allows; above it every k-th. On success *files (caller frees each string
+ * and the array) lists the paths written, relative to outdir, and *n_files their count. On
+ * failure the files written so far are removed. */
 hs_status hs_pictures_write(const hs_analysis *a, const char *outdir, int max_labels,
-                            char ***files, int *n_files, hs_error *err);
+                            int formats, char ***files, int *n_files, hs_error *err);
 
 /* Writes text to path atomically: a new temporary file beside it (O_EXCL, never through a
  * planted symlink), fsync, rename. */

@@ -176,7 +176,7 @@ class Model:
 
     def analyze(self, texts, **options):
         """The analysis of `headscope analyze` as a dict (report.json, schema
-        "headscope.report/2", docs/report-schema.md). texts: one text (str or bytes), or a
+        "headscope.report/3", docs/report-schema.md). texts: one text (str or bytes), or a
         list of texts for corpus statistics (`analyze --corpus`). options: the fields of
         hs_analyze_opts by name (ablation=False, similarity="js", layers=[0, 1],
         exclude_sinks=True, truncate=True, text_pair="...", ...; include/headscope/report.h,

@@ -109,7 +109,7 @@ class Analyze(unittest.TestCase):
     def test_single_text_report(self):
         with headscope.load(GPT2) as m:
             r = m.analyze(TEXT, ablation=False, similarity="js", layers=[1])
-        self.assertEqual(r["schema"], "headscope.report/2")
+        self.assertEqual(r["schema"], "headscope.report/3")
         self.assertEqual(len(r["heads"]), m.n_head)  # layer 1 only
         self.assertEqual(r["options"]["layers"], [1])
         self.assertFalse(r["options"]["ablation"])

@@ -1,7 +1,11 @@
-/* Pattern detectors (previous token, self, first token, [SEP], duplicate token,
- * induction) and the seeded repeated-token probe. */
+/* Pattern detectors (previous / next token, self, first token, [CLS], [SEP], punctuation,
+ * other segment, duplicate token, induction), punctuation positions, and the seeded
+ * repeated-token probe. */
 #include <math.h>
 #include <stdlib.h>
+#include <string.h>
+
+#include <utf8proc.h>
 
 #include "headscope/analysis.h"
 #include "internal.h"
@@ -14,32 +18,47 @@ typedef struct mean_acc {
 
 static double mean_of(mean_acc a) { return a.rows ? a.sum / a.rows : NAN; }
 
-/* One map a: (n, n), ids: (n). */
-static void detect_one(const float *a, int n, int causal, const int32_t *ids, int32_t sep_id,
+/* Adds row mass s to a when the row has a pattern cell. */
+static void acc_add(mean_acc *a, double s, int has)
+{
+    if (has) {
+        a->sum += s;
+        a->rows++;
+    }
+}
+
+/* One map a: (n, n). */
+static void detect_one(const float *a, int n, int causal, const hs_detect_seq *q,
                        const unsigned char *sink, hs_detect *out)
 {
-    mean_acc prev = {0, 0}, self = {0, 0}, first = {0, 0}, sep = {0, 0}, dup = {0, 0},
+    const int32_t *ids = q->ids;
+    mean_acc prev = {0, 0}, next = {0, 0}, self = {0, 0}, first = {0, 0}, cls = {0, 0},
+             sep = {0, 0}, snk = {0, 0}, punct = {0, 0}, other = {0, 0}, dup = {0, 0},
              ind = {0, 0};
     for (int i = 0; i < n; i++) {
         const float *row = a + (size_t)i * (size_t)n;
         int nk = causal ? i + 1 : n; /* keys 0..nk-1 are visible */
 
-        /* Sink detectors: raw map, every row. */
+        /* Sink detectors: raw map, every row (that sees such a key). */
         first.sum += (double)row[0];
         first.rows++;
-        if (sep_id >= 0) {
-            double s = 0;
-            int has = 0;
-            for (int j = 0; j < nk; j++)
-                if (ids[j] == sep_id) {
-                    s += (double)row[j];
-                    has = 1;
-                }
-            if (has) {
-                sep.sum += s;
-                sep.rows++;
+        double sc = 0, ss = 0, sk = 0;
+        int hc = 0, hs = 0;
+        for (int j = 0; j < nk; j++) {
+            if (q->cls_id >= 0 && ids[j] == q->cls_id) {
+                sc += (double)row[j];
+                hc = 1;
             }
+            if (q->sep_id >= 0 && ids[j] == q->sep_id) {
+                ss += (double)row[j];
+                hs = 1;
+            }
+            if (sink && sink[j])
+                sk += (double)row[j];
         }
+        acc_add(&cls, sc, hc);
+        acc_add(&sep, ss, hs);
+        acc_add(&snk, sk, sink != NULL);
 
         /* Pattern detectors, optionally without sinks (rows renormalised). */
         if (sink && sink[i])
@@ -50,40 +69,50 @@ static void detect_one(const float *a, int n, int causal, const int32_t *ids, in
             for (int j = 0; j < nk; j++)
                 if (!sink[j])
                     s += (double)row[j];
-            if (!(s > 0))
+            if (!(s >= HS_SINK_MIN_MASS))
                 continue;
             scale = 1.0 / s;
         }
-        if (i >= 1 && !(sink && sink[i - 1])) {
+#define KEEP(j) (!(sink && sink[j]))
+        if (i >= 1 && KEEP(i - 1)) {
             prev.sum += (double)row[i - 1] * scale;
             prev.rows++;
+        }
+        if (!causal && i + 1 < n && KEEP(i + 1)) {
+            next.sum += (double)row[i + 1] * scale;
+            next.rows++;
         }
         self.sum += (double)row[i] * scale;
         self.rows++;
 
-        double s = 0;
-        int has = 0;
-        for (int j = 0; j < i; j++)
-            if (ids[j] == ids[i] && !(sink && sink[j])) {
-                s += (double)row[j];
-                has = 1;
+        double sd = 0, si = 0, sp = 0, so = 0;
+        int hd = 0, hi = 0, hp = 0, ho = 0;
+        for (int j = 0; j < nk; j++) {
+            if (!KEEP(j))
+                continue;
+            double v = (double)row[j];
+            if (j < i && ids[j] == ids[i]) {
+                sd += v;
+                hd = 1;
             }
-        if (has) {
-            dup.sum += s * scale;
-            dup.rows++;
-        }
-
-        s = 0;
-        has = 0;
-        for (int j = 1; j < nk; j++)
-            if (j != i && j - 1 != i && ids[j - 1] == ids[i] && !(sink && sink[j])) {
-                s += (double)row[j];
-                has = 1;
+            if (j >= 1 && j != i && j - 1 != i && ids[j - 1] == ids[i]) {
+                si += v;
+                hi = 1;
             }
-        if (has) {
-            ind.sum += s * scale;
-            ind.rows++;
+            if (q->punct && q->punct[j]) {
+                sp += v;
+                hp = 1;
+            }
+            if (q->type_ids && q->type_ids[j] != q->type_ids[i]) {
+                so += v;
+                ho = 1;
+            }
         }
+#undef KEEP
+        acc_add(&dup, sd * scale, hd);
+        acc_add(&ind, si * scale, hi);
+        acc_add(&punct, sp * scale, hp);
+        acc_add(&other, so * scale, ho);
     }
     out->prev_token = mean_of(prev);
     out->self = mean_of(self);
@@ -91,10 +120,15 @@ static void detect_one(const float *a, int n, int causal, const int32_t *ids, in
     out->sep = mean_of(sep);
     out->duplicate = mean_of(dup);
     out->induction = mean_of(ind);
+    out->next_token = mean_of(next);
+    out->cls = mean_of(cls);
+    out->punct = mean_of(punct);
+    out->other_segment = mean_of(other);
+    out->sink = mean_of(snk);
 }
 
-hs_status hs_detect_compute(const float *maps, int n_maps, int n, int causal, const int32_t *ids,
-                            int32_t sep_id, const unsigned char *sink, hs_detect *out,
+hs_status hs_detect_compute(const float *maps, int n_maps, int n, int causal,
+                            const hs_detect_seq *seq, const unsigned char *sink, hs_detect *out,
                             hs_error *err)
 {
     hs_status st = hs_maps_check(maps, n_maps, n, err);
@@ -102,14 +136,36 @@ hs_status hs_detect_compute(const float *maps, int n_maps, int n, int causal, co
         hs_error_prefix(err, "detect");
         return st;
     }
-    if (!ids)
+    if (!seq || !seq->ids)
         return hs_fail(err, HS_E_ARG, "detect: NULL ids");
     if (!out)
         return hs_fail(err, HS_E_ARG, "detect: NULL output");
     size_t per = (size_t)n * (size_t)n;
     for (int m = 0; m < n_maps; m++)
-        detect_one(maps + (size_t)m * per, n, causal, ids, sep_id, sink, &out[m]);
+        detect_one(maps + (size_t)m * per, n, causal, seq, sink, &out[m]);
     return HS_OK;
+}
+
+int hs_token_is_punct(const char *s)
+{
+    const utf8proc_uint8_t *p = (const utf8proc_uint8_t *)s;
+    int punct = 0;
+    if (!s)
+        return 0;
+    while (*p) {
+        utf8proc_int32_t cp;
+        utf8proc_ssize_t k = utf8proc_iterate(p, -1, &cp);
+        if (k <= 0)
+            return 0;
+        p += k;
+        utf8proc_category_t c = utf8proc_category(cp);
+        if (c == UTF8PROC_CATEGORY_ZS || cp == '\t' || cp == '\n' || cp == '\r')
+            continue; /* GPT-2's " ," : the space belongs to the token */
+        if (c < UTF8PROC_CATEGORY_PC || c > UTF8PROC_CATEGORY_PO)
+            return 0;
+        punct = 1;
+    }
+    return punct;
 }
 
 /* ---- probe ------------------------------------------------------------------------- */

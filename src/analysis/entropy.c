@@ -25,7 +25,7 @@ static void entropy_one(const float *a, int n, int causal, const unsigned char *
                     s += (double)row[j];
                     keys++;
                 }
-            if (!(s > 0))
+            if (!(s >= HS_SINK_MIN_MASS))
                 continue;
             scale = 1.0 / s;
         }

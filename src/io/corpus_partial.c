@@ -33,8 +33,9 @@ hs_status hs_corpus_agg_check(const hs_corpus_agg *a, const hs_corpus_agg *b, hs
         what = "--similarity";
     else if (a->cluster_threshold != b->cluster_threshold)
         what = "--cluster-threshold";
-    else if (a->label_threshold != b->label_threshold)
-        what = "label threshold";
+    else if (memcmp(a->label_thresholds, b->label_thresholds, sizeof a->label_thresholds) ||
+             a->sink_threshold != b->sink_threshold)
+        what = "label thresholds (--label-thresholds)";
     else if (a->probe_seed != b->probe_seed || a->probe_len != b->probe_len ||
              memcmp(a->probe_ids, b->probe_ids, (size_t)a->probe_len * sizeof *a->probe_ids))
         what = "induction probe (--probe-seed, --probe-len)";
@@ -128,7 +129,10 @@ static cJSON *agg_json(const hs_corpus_agg *g)
     cJSON_AddBoolToObject(op, "ablation", g->ablation);
     cJSON_AddBoolToObject(op, "gradient", g->gradient);
     cJSON_AddStringToObject(op, "similarity", g->sim_method == HS_SIM_JS ? "js" : "pearson");
-    cJSON_AddItemToObject(op, "label_threshold", exact(g->label_threshold));
+    cJSON *lt = cJSON_AddArrayToObject(op, "label_thresholds");
+    for (int k = 0; k < HS_LABEL_COUNT; k++)
+        cJSON_AddItemToArray(lt, exact(g->label_thresholds[k]));
+    cJSON_AddItemToObject(op, "sink_threshold", exact(g->sink_threshold));
     cJSON_AddItemToObject(op, "cluster_threshold", exact(g->cluster_threshold));
     cJSON_AddNumberToObject(op, "probe_seed", (double)g->probe_seed);
     cJSON *pr = cJSON_AddObjectToObject(o, "probe");
@@ -363,7 +367,8 @@ static hs_corpus_agg *parse_agg(rd *r, const cJSON *o)
     g->sim_method = !strcmp(sim, "js") ? HS_SIM_JS : HS_SIM_PEARSON;
     if (!r->st && strcmp(sim, "js") && strcmp(sim, "pearson"))
         r->st = hs_fail(r->err, HS_E_INPUT, "partial: 'similarity' is '%s'", sim);
-    g->label_threshold = get_num(r, op, "label_threshold");
+    get_array(r, op, "label_thresholds", HS_LABEL_COUNT, g->label_thresholds, NULL);
+    g->sink_threshold = get_num(r, op, "sink_threshold");
     g->cluster_threshold = get_num(r, op, "cluster_threshold");
     g->probe_seed = (uint64_t)get_long(r, op, "probe_seed", 0, 0x7fffffffL);
     get_array(r, pr, "ids", g->probe_len, NULL, g->probe_ids);

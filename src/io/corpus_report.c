@@ -21,18 +21,19 @@ const char *hs_corpus_quantity_name(int q)
     return q >= 0 && q < HS_CQ_COUNT ? qnames[q] : "unknown";
 }
 
-double hs_corpus_quantity(const hs_head_result *h, int q)
+double hs_corpus_quantity(const hs_head_result *h, int exclude_sinks, int q)
 {
+    const hs_detect *d = exclude_sinks ? &h->text_free : &h->text_scores;
     switch (q) {
     case HS_CQ_ENTROPY: return h->entropy.nats;
     case HS_CQ_ENTROPY_NORM: return h->entropy.norm;
     case HS_CQ_MAX_WEIGHT: return h->entropy.rowmax;
-    case HS_CQ_PREV: return h->text_scores.prev_token;
-    case HS_CQ_SELF: return h->text_scores.self;
-    case HS_CQ_FIRST: return h->text_scores.first_token;
-    case HS_CQ_SEP: return h->text_scores.sep;
-    case HS_CQ_DUP: return h->text_scores.duplicate;
-    case HS_CQ_IND: return h->text_scores.induction;
+    case HS_CQ_PREV: return d->prev_token;
+    case HS_CQ_SELF: return d->self;
+    case HS_CQ_FIRST: return d->first_token;
+    case HS_CQ_SEP: return d->sep;
+    case HS_CQ_DUP: return d->duplicate;
+    case HS_CQ_IND: return d->induction;
     case HS_CQ_GRAD_RAW: return h->gradient_raw;
     case HS_CQ_GRAD: return h->gradient;
     case HS_CQ_ABLATION: return h->ablation_delta;
@@ -105,8 +106,10 @@ hs_status hs_corpus_agg_new(const hs_analysis *first, hs_corpus_agg **out, hs_er
     if (first->probe_len > 0)
         memcpy(g->probe_ids, first->probe_ids, (size_t)first->probe_len * sizeof *g->probe_ids);
     for (size_t k = 0; k < n; k++) {
-        g->probe_dup[k] = first->heads[k].probe_scores.duplicate;
-        g->probe_ind[k] = first->heads[k].probe_scores.induction;
+        const hs_detect *p = o->exclude_sinks ? &first->heads[k].probe_free
+                                              : &first->heads[k].probe_scores;
+        g->probe_dup[k] = p->duplicate;
+        g->probe_ind[k] = p->induction;
     }
     g->family = (int)c->family;
     g->loss_kind = (int)first->loss_kind;
@@ -114,7 +117,8 @@ hs_status hs_corpus_agg_new(const hs_analysis *first, hs_corpus_agg **out, hs_er
     g->ablation = o->ablation;
     g->gradient = o->gradient;
     g->sim_method = (int)o->similarity;
-    g->label_threshold = o->label_threshold;
+    memcpy(g->label_thresholds, o->label_thresholds, sizeof g->label_thresholds);
+    g->sink_threshold = o->sink_threshold;
     g->cluster_threshold = o->cluster_threshold;
     g->probe_seed = o->probe_seed;
     cJSON *mo = hs_report_model_json(first);
@@ -137,7 +141,7 @@ hs_status hs_corpus_agg_add(hs_corpus_agg *g, const hs_analysis *a, hs_error *er
     for (size_t k = 0; k < nh; k++)
         for (int q = 0; q < HS_CQ_COUNT; q++)
             hs_stat_add(&g->stats[k * HS_CQ_COUNT + (size_t)q],
-                        hs_corpus_quantity(&a->heads[k], q), quantity_weight(&a->heads[k], q));
+                        hs_corpus_quantity(&a->heads[k], a->opts.exclude_sinks, q), quantity_weight(&a->heads[k], q));
     for (size_t i = 0; i < nh * nh; i++)
         g->sim_sum[i] += a->similarity[i];
     g->n_sim++;
@@ -237,7 +241,7 @@ char *hs_corpus_text_json(const hs_analysis *a, long index, long line)
             continue;
         cJSON *arr = cJSON_AddArrayToObject(h, qnames[q]);
         for (int k = 0; k < a->n_heads; k++)
-            cJSON_AddItemToArray(arr, hs_json_num(hs_corpus_quantity(&a->heads[k], q)));
+            cJSON_AddItemToArray(arr, hs_json_num(hs_corpus_quantity(&a->heads[k], a->opts.exclude_sinks, q)));
     }
     char *s = cJSON_PrintUnformatted(o);
     cJSON_Delete(o);
@@ -298,7 +302,10 @@ char *hs_corpus_report_json(const hs_corpus_agg *g, const hs_corpus_info *info,
     cJSON_AddBoolToObject(op, "exclude_sinks", g->exclude_sinks);
     cJSON_AddBoolToObject(op, "ablation", g->ablation);
     cJSON_AddBoolToObject(op, "gradient", g->gradient);
-    cJSON_AddItemToObject(op, "label_threshold", hs_json_num(g->label_threshold));
+    hs_analyze_opts lopt;
+    memcpy(lopt.label_thresholds, g->label_thresholds, sizeof lopt.label_thresholds);
+    lopt.sink_threshold = g->sink_threshold;
+    hs_report_label_options(op, &lopt);
 
     cJSON *co = cJSON_AddObjectToObject(r, "corpus");
     add_source(co, info);
@@ -350,11 +357,20 @@ char *hs_corpus_report_json(const hs_corpus_agg *g, const hs_corpus_info *info,
         memset(&mean, 0, sizeof mean);
         mean.probe_scores.duplicate = g->probe_dup[k];
         mean.probe_scores.induction = g->probe_ind[k];
-        mean.text_scores = (hs_detect){st[HS_CQ_PREV].n ? st[HS_CQ_PREV].mean : NAN,
-                                       st[HS_CQ_SELF].n ? st[HS_CQ_SELF].mean : NAN,
-                                       st[HS_CQ_FIRST].n ? st[HS_CQ_FIRST].mean : NAN,
-                                       st[HS_CQ_SEP].n ? st[HS_CQ_SEP].mean : NAN, NAN, NAN};
-        cJSON_AddStringToObject(h, "label", hs_head_label(&mean, g->label_threshold, has_sep));
+        /* the single-text rule on the means of the text scores the corpus aggregates (on
+           all attention, or without sinks with --exclude-sinks) and the probe's */
+        hs_detect none = {NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN};
+        mean.text_free = mean.text_scores = none;
+        mean.probe_free = mean.probe_scores = none;
+        mean.entropy_free.norm = st[HS_CQ_ENTROPY_NORM].n ? st[HS_CQ_ENTROPY_NORM].mean : NAN;
+        mean.probe_free.duplicate = g->probe_dup[k];
+        mean.probe_free.induction = g->probe_ind[k];
+        mean.text_free.prev_token = st[HS_CQ_PREV].n ? st[HS_CQ_PREV].mean : NAN;
+        mean.text_free.self = st[HS_CQ_SELF].n ? st[HS_CQ_SELF].mean : NAN;
+        mean.text_scores.first_token = st[HS_CQ_FIRST].n ? st[HS_CQ_FIRST].mean : NAN;
+        mean.text_scores.sep = st[HS_CQ_SEP].n ? st[HS_CQ_SEP].mean : NAN;
+        hs_head_classify(&mean, g->label_thresholds, g->sink_threshold, has_sep);
+        cJSON_AddStringToObject(h, "label", mean.label);
         cJSON_AddNumberToObject(h, "cluster", g->labels[k]);
     }
 

@@ -57,6 +57,15 @@ static void fmt_num(char *buf, size_t cap, const char *name, double v, int decim
         snprintf(buf, cap, "%s -", name);
 }
 
+/* The max_size that gives a map of n tokens a text line per token when all are to be
+ * labelled (hs_heatmap_render: cells of HS_FONT_H + 2 px in 4/5 of max_size), or 0 (the
+ * default, 2000) when that is enough or more than a PNG may be. */
+static int label_size(int n, int max_labels)
+{
+    long need = (long)n * 11 * 5 / 4 + 400;
+    return n <= max_labels && need > 2000 && need <= HS_PNG_MAX_SIDE ? (int)need : 0;
+}
+
 /* hs_map_fn over every head of an analysis: k = l*H + h. */
 static hs_status analysis_map(void *user, int k, float *out, hs_error *err)
 {
@@ -64,14 +73,18 @@ static hs_status analysis_map(void *user, int k, float *out, hs_error *err)
 }
 
 hs_status hs_pictures_write(const hs_analysis *a, const char *outdir, int max_labels,
-                            char ***files, int *n_files, hs_error *err)
+                            int formats, char ***files, int *n_files, hs_error *err)
 {
+    if (max_labels <= 0)
+        max_labels = 128;
+    if (!formats)
+        formats = HS_PICTURES_PNG;
     const hs_model_config *c = hs_model_config_of(a->model);
     int n = a->n, H = c->n_head, L = c->n_layer;
     size_t nn = (size_t)n * (size_t)n;
     file_list fl = {0};
     hs_status st = HS_OK;
-    char path[4096], rel[64], title[128], sub[256], p1[48], p2[48], p3[48], p4[48];
+    char path[4096], rel[64], title[128], sub[256], p1[48], p2[48], p3[48], p4[48], p5[48];
     float *sim = NULL, *imp = NULL, *map = NULL;
     char **names = NULL;
     *files = NULL;
@@ -94,15 +107,25 @@ hs_status hs_pictures_write(const hs_analysis *a, const char *outdir, int max_la
                  strcmp(h->label, "none") ? h->label : "");
         fmt_num(p1, sizeof p1, "entropy", h->entropy.nats, 2, 0, " nats");
         fmt_num(p2, sizeof p2, "ablation", h->ablation_delta, 4, 1, "");
-        fmt_num(p3, sizeof p3, "prev", h->text_scores.prev_token, 2, 0, "");
-        fmt_num(p4, sizeof p4, "induction", h->probe_scores.induction, 2, 0, "");
-        snprintf(sub, sizeof sub, "%s   %s   %s   %s", p1, p2, p3, p4);
-        hs_heatmap_opts ho = {.title = title, .subtitle = sub, .max_labels = max_labels};
+        fmt_num(p3, sizeof p3, "prev", h->text_free.prev_token, 2, 0, "");
+        fmt_num(p4, sizeof p4, "induction", h->probe_free.induction, 2, 0, "");
+        fmt_num(p5, sizeof p5, "on sinks", h->text_free.sink, 2, 0, "");
+        snprintf(sub, sizeof sub, "%s   %s   %s   %s   %s", p1, p2, p3, p4, p5);
+        hs_heatmap_opts ho = {.title = title, .subtitle = sub, .max_labels = max_labels,
+                              .max_size = label_size(n, max_labels)};
         st = hs_analysis_map(a, a->head_index[k], map, err);
-        if (!st)
+        if (!st && (formats & HS_PICTURES_PNG)) {
             st = hs_heatmap_write(path, map, n, (const char *const *)a->display, &ho, err);
-        if (!st && list_add(&fl, rel))
-            st = hs_fail(err, HS_E_NOMEM, "out of memory");
+            if (!st && list_add(&fl, rel))
+                st = hs_fail(err, HS_E_NOMEM, "out of memory");
+        }
+        if (!st && (formats & HS_PICTURES_SVG)) {
+            snprintf(rel, sizeof rel, "heads/L%d_H%d.svg", h->layer, h->head);
+            snprintf(path, sizeof path, "%s/%s", outdir, rel);
+            st = hs_heatmap_svg_write(path, map, n, (const char *const *)a->display, &ho, err);
+            if (!st && list_add(&fl, rel))
+                st = hs_fail(err, HS_E_NOMEM, "out of memory");
+        }
     }
     if (!st) {
         snprintf(path, sizeof path, "%s/gallery.png", outdir);
@@ -118,11 +141,10 @@ hs_status hs_pictures_write(const hs_analysis *a, const char *outdir, int max_la
         if (!sim || !names) {
             st = hs_fail(err, HS_E_NOMEM, "out of memory");
         } else {
-            /* Jensen-Shannon is a divergence in [0, ln 2]: drawn as the similarity
-             * 1 - JS/ln 2 so that, as for Pearson r, red means alike */
-            int js = a->opts.similarity == HS_SIM_JS;
+            /* the numbers of report.json's similarity.matrix: Pearson r, or the
+             * Jensen-Shannon divergence itself (nats, 0 = identical) */
             for (size_t i = 0; i < m * m; i++)
-                sim[i] = js ? (float)(1.0 - a->similarity[i] / log(2.0)) : (float)a->similarity[i];
+                sim[i] = (float)a->similarity[i];
             for (size_t k = 0; k < m && !st; k++) {
                 char nm[16];
                 names[k] = strdup(hs_head_name(a, a->head_index[k], nm, sizeof nm));
@@ -132,9 +154,13 @@ hs_status hs_pictures_write(const hs_analysis *a, const char *outdir, int max_la
         }
         if (!st) {
             snprintf(path, sizeof path, "%s/similarity.png", outdir);
-            hs_similarity_opts so = {.title = a->opts.similarity == HS_SIM_JS
-                                                  ? "head similarity 1 - JS/ln 2 (Jensen-Shannon), dendrogram order"
-                                                  : "head similarity (Pearson r), dendrogram order"};
+            int js = a->opts.similarity == HS_SIM_JS;
+            hs_similarity_opts so = {
+                .title = js ? "Jensen-Shannon divergence between heads (nats; 0 = identical), "
+                              "dendrogram order; clusters framed"
+                            : "head similarity (Pearson r), dendrogram order; clusters framed",
+                .divergence_max = js ? (float)log(2.0) : 0.0f,
+                .max_size = a->n_heads > 72 ? 4000 : 0};
             st = hs_similarity_write(path, sim, a->n_heads, a->linkage ? a->linkage->order : NULL,
                                      a->labels, (const char *const *)names, &so, err);
             if (!st && list_add(&fl, "similarity.png"))
@@ -158,6 +184,42 @@ hs_status hs_pictures_write(const hs_analysis *a, const char *outdir, int max_la
             if (!st && list_add(&fl, "importance.png"))
                 st = hs_fail(err, HS_E_NOMEM, "out of memory");
         }
+    }
+    for (int w = 0; w < 2 && !st; w++) { /* rollout.png, flow.png */
+        const double *v = w ? a->flow : a->rollout;
+        if (!v)
+            continue;
+        float *f = malloc((size_t)n * (size_t)n * sizeof *f);
+        if (!f) {
+            st = hs_fail(err, HS_E_NOMEM, "out of memory");
+            break;
+        }
+        for (size_t i = 0; i < (size_t)n * (size_t)n; i++)
+            f[i] = (float)v[i];
+        snprintf(rel, sizeof rel, "%s", w ? "flow.png" : "rollout.png");
+        snprintf(path, sizeof path, "%s/%s", outdir, rel);
+        snprintf(sub, sizeof sub, "Abnar & Zuidema 2020; every layer, heads averaged, residual "
+                                  "%.2g; row: output position, column: input token",
+                 a->opts.rollout_residual);
+        hs_heatmap_opts ho = {.title = w ? "attention flow (max flow)" : "attention rollout",
+                              .subtitle = sub, .scale_to_max = 1, .max_labels = max_labels,
+                              .max_size = label_size(n, max_labels)};
+        st = hs_heatmap_write(path, f, n, (const char *const *)a->display, &ho, err);
+        free(f);
+        if (!st && list_add(&fl, rel))
+            st = hs_fail(err, HS_E_NOMEM, "out of memory");
+    }
+    if (!st && a->composition) {
+        hs_image img = {0};
+        snprintf(path, sizeof path, "%s/composition.png", outdir);
+        st = hs_composition_render(a->composition, "composition of heads across layers "
+                                                   "(Elhage et al. 2021), from the weights",
+                                   HS_COMPOSITION_TOP, &img, err);
+        if (!st)
+            st = hs_png_write(path, img.rgb, img.w, img.h, err);
+        hs_image_free(&img);
+        if (!st && list_add(&fl, "composition.png"))
+            st = hs_fail(err, HS_E_NOMEM, "out of memory");
     }
     if (names)
         for (int k = 0; k < a->n_heads; k++)

@@ -1,4 +1,4 @@
-/* report.json ("headscope.report/2") from an hs_analysis; atomic file writes.
+/* report.json ("headscope.report/3") from an hs_analysis; atomic file writes.
  * docs/report-schema.md documents every field. */
 #include <math.h>
 #include <stdio.h>
@@ -121,19 +121,70 @@ static cJSON *head_json(const hs_analysis *a, const hs_head_result *h)
     add_num(o, "gradient_importance", h->gradient);
     add_num(o, "gradient_raw", h->gradient_raw);
     cJSON_AddNumberToObject(o, "cluster", h->cluster);
-    cJSON_AddStringToObject(o, "label", h->label);
-    cJSON *s = cJSON_AddObjectToObject(o, "scores");
-    add_num(s, "previous_token", h->text_scores.prev_token);
-    add_num(s, "self", h->text_scores.self);
-    add_num(s, "first_token", h->text_scores.first_token);
-    if (c->arch->sep_token)
-        add_num(s, "sep", h->text_scores.sep);
-    add_num(s, "duplicate_token", h->probe_scores.duplicate);
-    add_num(s, "induction", h->probe_scores.induction);
-    cJSON *t = cJSON_AddObjectToObject(o, "text_scores");
-    add_num(t, "duplicate_token", h->text_scores.duplicate);
-    add_num(t, "induction", h->text_scores.induction);
+    hs_report_head_types(o, h, &a->opts, c->arch->sep_token != NULL);
+    add_num(o, "ov_copying", a->composition
+                                 ? a->composition->copying[h->layer * c->n_head + h->head]
+                                 : NAN);
     return o;
+}
+
+/* {"layer": l, "head": h} of flat index l*n_head + h: what a program reads instead of the
+ * "l.h" name ("0.1" and "0.10" are one number, and sort wrongly as strings). */
+static cJSON *head_pair(int index, int n_head)
+{
+    cJSON *o = cJSON_CreateObject();
+    cJSON_AddNumberToObject(o, "layer", index / n_head);
+    cJSON_AddNumberToObject(o, "head", index % n_head);
+    return o;
+}
+
+/* A head by name and by its two integers, under keys prefix, prefix_layer, prefix_head. */
+static void add_head_ref(cJSON *o, const char *prefix, int index, int n_head)
+{
+    char name[32], key[32];
+    snprintf(name, sizeof name, "%d.%d", index / n_head, index % n_head);
+    cJSON_AddStringToObject(o, prefix, name);
+    snprintf(key, sizeof key, "%s_layer", prefix);
+    cJSON_AddNumberToObject(o, key, index / n_head);
+    snprintf(key, sizeof key, "%s_head", prefix);
+    cJSON_AddNumberToObject(o, key, index % n_head);
+}
+
+static void add_composition(cJSON *r, const hs_analysis *a)
+{
+    const hs_composition *cp = a->composition;
+    const hs_model_config *c = hs_model_config_of(a->model);
+    cJSON *co = cJSON_AddObjectToObject(r, "composition");
+    if (!cp) {
+        cJSON_AddBoolToObject(co, "available", 0);
+        cJSON_AddStringToObject(co, "reason", c->arch->norm_place != HS_NORM_PRE
+                                                  ? "defined for the GPT-2 family (pre-LN) only"
+                                                  : "not computed (--no-composition)");
+        return;
+    }
+    cJSON_AddBoolToObject(co, "available", 1);
+    cJSON_AddStringToObject(co, "weights", "ln_1 scale folded into W_Q, W_K, W_V; ln_f scale "
+                                           "into W_U; biases left out");
+    static const char *const kinds[3] = {"q", "k", "v"};
+    const double *m[3] = {cp->q, cp->k, cp->v};
+    for (int k = 0; k < 3; k++)
+        cJSON_AddItemToObject(co, kinds[k], hs_json_matrix(m[k], cp->n_heads, cp->n_heads));
+    cJSON *cpy = cJSON_AddArrayToObject(co, "copying");
+    for (int k = 0; k < cp->n_heads; k++)
+        cJSON_AddItemToArray(cpy, hs_json_num(cp->copying[k]));
+    cJSON *st = cJSON_AddArrayToObject(co, "strongest");
+    int from[HS_COMPOSITION_TOP], to[HS_COMPOSITION_TOP];
+    for (int k = 0; k < 3; k++) {
+        int n = hs_composition_strongest(cp, k, from, to, HS_COMPOSITION_TOP);
+        for (int i = 0; i < n; i++) {
+            cJSON *e = cJSON_CreateObject();
+            cJSON_AddStringToObject(e, "kind", kinds[k]);
+            add_head_ref(e, "from", from[i], cp->n_head);
+            add_head_ref(e, "to", to[i], cp->n_head);
+            add_num(e, "score", m[k][(size_t)from[i] * cp->n_heads + to[i]]);
+            cJSON_AddItemToArray(st, e);
+        }
+    }
 }
 
 void hs_report_add_clusters(cJSON *parent, const hs_linkage *lk, const int *labels, int n_heads,
@@ -256,10 +307,18 @@ char *hs_report_json(const hs_analysis *a, const char *const *files, int n_files
         prev = layer;
     }
     cJSON_AddBoolToObject(op, "exclude_sinks", o->exclude_sinks);
+    cJSON *sinks = cJSON_AddArrayToObject(op, "sinks");
+    cJSON_AddItemToArray(sinks, cJSON_CreateString("first_token"));
+    if (c->arch->cls_token)
+        cJSON_AddItemToArray(sinks, cJSON_CreateString("cls"));
+    if (c->arch->sep_token)
+        cJSON_AddItemToArray(sinks, cJSON_CreateString("sep"));
+    if (o->sink_punct)
+        cJSON_AddItemToArray(sinks, cJSON_CreateString("punctuation"));
     cJSON_AddBoolToObject(op, "ablation", o->ablation);
     cJSON_AddBoolToObject(op, "pruning", o->ablation && o->pruning);
     cJSON_AddBoolToObject(op, "gradient", o->gradient);
-    add_num(op, "label_threshold", o->label_threshold);
+    hs_report_label_options(op, o);
 
     cJSON *lo = cJSON_AddObjectToObject(r, "loss");
     cJSON_AddStringToObject(lo, "kind", hs_loss_kind_name(a->loss_kind));
@@ -286,6 +345,19 @@ char *hs_report_json(const hs_analysis *a, const char *const *files, int n_files
 
     hs_report_add_clusters(r, a->linkage, a->labels, a->n_heads, a->n_clusters, o->similarity,
                            o->cluster_threshold);
+    add_composition(r, a);
+    cJSON *ro = cJSON_AddObjectToObject(r, "rollout");
+    add_num(ro, "residual", o->rollout_residual);
+    if (a->rollout)
+        cJSON_AddItemToObject(ro, "matrix", hs_json_matrix(a->rollout, a->n, a->n));
+    else
+        cJSON_AddNullToObject(ro, "matrix");
+    cJSON *fo = cJSON_AddObjectToObject(r, "flow");
+    cJSON_AddNumberToObject(fo, "max_tokens", o->flow_max_tokens);
+    if (a->flow)
+        cJSON_AddItemToObject(fo, "matrix", hs_json_matrix(a->flow, a->n, a->n));
+    else
+        cJSON_AddNullToObject(fo, "matrix");
 
     cJSON *pr = cJSON_AddObjectToObject(r, "probe");
     cJSON_AddNumberToObject(pr, "seed", (double)o->probe_seed);
@@ -304,13 +376,19 @@ char *hs_report_json(const hs_analysis *a, const char *const *files, int n_files
     cJSON *cand = cJSON_AddArrayToObject(pu, "candidates");
     for (int k = 0; k < a->n_candidates; k++)
         cJSON_AddItemToArray(cand, cJSON_CreateString(hs_head_name(a, a->candidates[k], name, sizeof name)));
+    cJSON *candh = cJSON_AddArrayToObject(pu, "candidate_heads");
+    for (int k = 0; k < a->n_candidates; k++)
+        cJSON_AddItemToArray(candh, head_pair(a->candidates[k], c->n_head));
     cJSON *curve = cJSON_AddArrayToObject(pu, "curve");
     for (int s = 0; s < a->n_curve;) { /* one entry per round */
         cJSON *e = cJSON_CreateObject(), *rm = cJSON_AddArrayToObject(e, "removed");
+        cJSON *rmh = cJSON_AddArrayToObject(e, "removed_heads");
         int t = s;
-        for (; t < a->n_curve && a->curve[t].round == a->curve[s].round; t++)
+        for (; t < a->n_curve && a->curve[t].round == a->curve[s].round; t++) {
             cJSON_AddItemToArray(rm, cJSON_CreateString(hs_head_name(a, a->curve[t].head, name,
                                                                      sizeof name)));
+            cJSON_AddItemToArray(rmh, head_pair(a->curve[t].head, c->n_head));
+        }
         cJSON_AddNumberToObject(e, "heads_left", a->curve[t - 1].heads_left);
         add_num(e, "loss", a->curve[t - 1].loss);
         cJSON_AddItemToArray(curve, e);

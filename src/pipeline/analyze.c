@@ -1,34 +1,36 @@
 /* The analysis of one text (hs_analyze_run), the pipeline of `headscope analyze` after the
  * model is loaded and the text tokenised: 1. one recorded forward pass on the text, the
  * per-head metrics taken layer by layer (analyze_observe.c); 2. the heads' results;
- * 3. the induction probe; 4. pairwise comparisons and clusters over the stored maps;
- * 5. the runs of the model: loss, gradient importance, ablation and pruning
- * (analyze_importance.c). The outputs are written from the hs_analysis (src/io/). */
+ * 3. the induction probe; 4. pairwise comparisons, clusters, head types and the weights'
+ * composition scores; 5. the runs of the model: loss, gradient importance, ablation and
+ * pruning (analyze_importance.c). The outputs are written from the hs_analysis (src/io/). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
-#include "pipeline/mapstore.h"
 #include "analysis/pairwise.h"
 #include "headscope/report.h"
 #include "headscope/tokenizer.h"
 #include "internal.h"
 #include "pipeline/analyze_observe.h"
+#include "pipeline/mapstore.h"
 #include "pipeline/pipeline.h"
 
 void hs_analyze_opts_default(hs_analyze_opts *o)
 {
     *o = (hs_analyze_opts){
         .ablation = 1, .pruning = 1, .gradient = 1, .probe = 1, .diversity = 1,
-        .keep_maps = 1, .hash_files = 1,
-        .similarity = HS_SIM_PEARSON, .cluster_threshold = 0.5, .label_threshold = 0.4,
+        .composition = 1, .rollout = 1, .keep_maps = 1, .hash_files = 1,
+        .similarity = HS_SIM_PEARSON, .cluster_threshold = 0.5, .sink_threshold = 0.5,
         .probe_seed = 1, .probe_half_len = 32,
         .prune_method = HS_PRUNE_GRADIENT, .prune_tol = 0.01, .prune_stop = 0.1,
         .prune_round = 0.1, .prune_beam = 8, .prune_max_steps = 64,
+        .rollout_residual = 0.5, .flow_max_tokens = 64,
         .maps_memory_max = HS_MAPSTORE_MEM_DEFAULT,
     };
+    hs_label_thresholds_default(o->label_thresholds);
 }
 
 double hs_pipeline_now(void)
@@ -67,6 +69,9 @@ void hs_analysis_free(hs_analysis *a)
     hs_model_files_free(a->files, a->n_model_files);
     free(a->head_index);
     hs_mapstore_free(a->maps);
+    hs_composition_free(a->composition);
+    free(a->rollout);
+    free(a->flow);
     free(a->heads);
     free(a->layer_diversity);
     free(a->frobenius);
@@ -121,28 +126,6 @@ static int32_t probe_top(const hs_arch *ar, const hs_tokenizer *tok, int32_t lo,
     return hi;
 }
 
-const char *hs_head_label(const hs_head_result *h, double thr, int has_sep)
-{
-    struct {
-        const char *name;
-        double v;
-    } c[6] = {{"previous_token", h->text_scores.prev_token},
-              {"self", h->text_scores.self},
-              {"first_token", h->text_scores.first_token},
-              {"sep", has_sep ? h->text_scores.sep : NAN},
-              {"duplicate_token", h->probe_scores.duplicate},
-              {"induction", h->probe_scores.induction}};
-    const char *best = "none";
-    double bv = thr;
-    for (int i = 0; i < 6; i++)
-        if (c[i].v == c[i].v && c[i].v >= bv) {
-            best = c[i].name;
-            bv = c[i].v;
-        }
-    return best;
-}
-
-
 hs_status hs_analyze_run(const hs_model *m, const hs_analyze_input *in, const hs_analyze_opts *o,
                          hs_analysis **out, hs_error *err)
 {
@@ -150,9 +133,9 @@ hs_status hs_analyze_run(const hs_model *m, const hs_analyze_input *in, const hs
     const hs_tokenizer *tok = hs_model_tokenizer(m);
     int L = c->n_layer, H = c->n_head, n = in->n;
     hs_status st = HS_OK;
-    hs_entropy *ent = NULL;
-    hs_detect *det = NULL; /* (2 * n_heads): text, probe */
-    unsigned char *sink = NULL, *probe_sink = NULL, *active = NULL;
+    hs_entropy *ent = NULL; /* (2 * n_heads): all, without sinks */
+    hs_detect *det = NULL;  /* (4 * n_heads): text, text without sinks, probe, probe without */
+    unsigned char *sink = NULL, *punct = NULL, *probe_sink = NULL, *active = NULL;
     double *dist = NULL;
     *out = NULL;
 
@@ -242,21 +225,26 @@ hs_status hs_analyze_run(const hs_model *m, const hs_analyze_input *in, const hs
     /* 1. the text's pass: per-head metrics layer by layer, every layer's maps stored */
     const hs_arch *ar = c->arch;
     int32_t cls_id = hs_special_id(tok, ar->cls_token), sep_id = hs_special_id(tok, ar->sep_token);
-    if (o->exclude_sinks) {
-        sink = malloc((size_t)n);
-        if (!sink)
-            goto nomem;
-        if ((st = hs_sinks_mark(a->ids, n, cls_id, sep_id, sink, err)))
-            goto fail;
+    sink = malloc((size_t)n);
+    punct = malloc((size_t)n);
+    if (!sink || !punct)
+        goto nomem;
+    if ((st = hs_sinks_mark(a->ids, n, cls_id, sep_id, sink, err)))
+        goto fail;
+    for (int i = 0; i < n; i++) {
+        punct[i] = (unsigned char)hs_token_is_punct(a->display[i]);
+        sink[i] |= (unsigned char)(o->sink_punct && punct[i]);
     }
-    ent = malloc(nh * sizeof *ent);
-    det = malloc(nh * 2 * sizeof *det);
+    hs_detect_seq seq = {a->ids, cls_id, sep_id, in->type_ids ? a->type_ids : NULL, punct};
+    ent = malloc(nh * 2 * sizeof *ent);
+    det = malloc(nh * 4 * sizeof *det);
     if (!ent || !det)
         goto nomem;
     double t0 = hs_pipeline_now();
     if ((st = hs_mapstore_new(L * H, n, o->maps_memory_max, o->maps_dir, &a->maps, err)))
         goto fail;
-    layer_obs to = {o->layers, c->causal, a->ids, sep_id, sink, ent, det, a->maps, 0, HS_OK, err};
+    layer_obs to = {o->layers, c->causal, &seq, sink, ent, ent + nh, det, det + nh, a->maps, 0,
+                    HS_OK, err};
     hs_forward_opts fo = {.on_attn = hs_layer_observe, .user = &to};
     st = hs_forward(m, a->ids, a->type_ids, n, &fo, NULL, err);
     if (to.st)
@@ -265,17 +253,24 @@ hs_status hs_analyze_run(const hs_model *m, const hs_analyze_input *in, const hs
         goto fail;
     a->forward_passes = 1;
     a->seconds_forward = hs_pipeline_now() - t0;
+    if (o->rollout && (st = hs_analysis_rollout(a, err)))
+        goto fail;
 
     /* 2. per-head metrics on the text */
     for (size_t k = 0; k < nh; k++) {
         a->heads[k].layer = a->head_index[k] / H;
         a->heads[k].head = a->head_index[k] % H;
-        a->heads[k].entropy = ent[k];
+        a->heads[k].entropy_all = ent[k];
+        a->heads[k].entropy_free = ent[nh + k];
+        a->heads[k].entropy = o->exclude_sinks ? ent[nh + k] : ent[k];
         a->heads[k].text_scores = det[k];
+        a->heads[k].text_free = det[nh + k];
         a->heads[k].ablation_delta = NAN;
         a->heads[k].gradient = NAN;
         a->heads[k].gradient_raw = NAN;
-        a->heads[k].probe_scores = (hs_detect){NAN, NAN, NAN, NAN, NAN, NAN};
+        a->heads[k].probe_scores = (hs_detect){NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN,
+                                               NAN, NAN};
+        a->heads[k].probe_free = a->heads[k].probe_scores;
     }
 
     /* 3. the induction probe: seeded random tokens repeated twice */
@@ -291,8 +286,8 @@ hs_status hs_analyze_run(const hs_model *m, const hs_analyze_input *in, const hs
         } else {
             a->probe_len = 2 * half + specials;
             a->probe_ids = malloc((size_t)a->probe_len * sizeof *a->probe_ids);
-            probe_sink = o->exclude_sinks ? malloc((size_t)a->probe_len) : NULL;
-            if (!a->probe_ids || (o->exclude_sinks && !probe_sink))
+            probe_sink = malloc((size_t)a->probe_len);
+            if (!a->probe_ids || !probe_sink)
                 goto nomem;
             st = hs_probe_repeated(o->probe_seed, half, lo, hi,
                                    a->probe_ids + (ar->cls_token != NULL), err);
@@ -300,18 +295,21 @@ hs_status hs_analyze_run(const hs_model *m, const hs_analyze_input *in, const hs
                 a->probe_ids[0] = cls_id >= 0 ? cls_id : 0;
             if (ar->sep_token)
                 a->probe_ids[a->probe_len - 1] = sep_id >= 0 ? sep_id : 0;
-            if (!st && probe_sink)
+            if (!st)
                 st = hs_sinks_mark(a->probe_ids, a->probe_len, cls_id, sep_id, probe_sink, err);
             if (!st) {
-                layer_obs po = {o->layers, c->causal, a->probe_ids, sep_id, probe_sink,
-                                NULL, det + nh, NULL, 0, HS_OK, err};
+                hs_detect_seq pseq = {a->probe_ids, cls_id, sep_id, NULL, NULL};
+                layer_obs po = {o->layers, c->causal, &pseq, probe_sink, NULL, NULL,
+                                det + 2 * nh, det + 3 * nh, NULL, 0, HS_OK, err};
                 hs_forward_opts pf = {.on_attn = hs_layer_observe, .user = &po};
                 st = hs_forward(m, a->probe_ids, NULL, a->probe_len, &pf, NULL, err);
                 if (po.st)
                     st = po.st;
                 a->forward_passes++;
-                for (size_t k = 0; k < nh && !st; k++)
-                    a->heads[k].probe_scores = det[nh + k];
+                for (size_t k = 0; k < nh && !st; k++) {
+                    a->heads[k].probe_scores = det[2 * nh + k];
+                    a->heads[k].probe_free = det[3 * nh + k];
+                }
             }
         }
     }
@@ -359,8 +357,14 @@ hs_status hs_analyze_run(const hs_model *m, const hs_analyze_input *in, const hs
         goto fail;
     for (size_t k = 0; k < nh; k++) {
         a->heads[k].cluster = a->labels[k];
-        a->heads[k].label = hs_head_label(&a->heads[k], o->label_threshold, sep_id >= 0);
+        hs_head_classify(&a->heads[k], o->label_thresholds, o->sink_threshold,
+                         ar->sep_token != NULL);
     }
+
+    /* weights only: how the heads compose (Elhage et al. 2021) */
+    if (o->composition && hs_composition_defined(c) &&
+        (st = hs_composition_compute(m, &a->composition, err)))
+        goto fail;
 
     /* 5. loss, gradient importance, ablation, pruning: runs of the model */
     if ((st = hs_analyze_importance(m, a, o, active, cls_id, sep_id, err)))
@@ -373,6 +377,7 @@ nomem:
 fail:
     free(dist);
     free(sink);
+    free(punct);
     free(probe_sink);
     free(active);
     free(ent);

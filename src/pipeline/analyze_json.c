@@ -89,6 +89,9 @@ static hs_status parse_options(const hs_model *m, const char *options, json_opts
         if (!strcmp(k, "ablation")) bad = opt_bool(v, &o->ablation);
         else if (!strcmp(k, "pruning")) bad = opt_bool(v, &o->pruning);
         else if (!strcmp(k, "gradient")) bad = opt_bool(v, &o->gradient);
+        else if (!strcmp(k, "composition")) bad = opt_bool(v, &o->composition);
+        else if (!strcmp(k, "rollout")) bad = opt_bool(v, &o->rollout);
+        else if (!strcmp(k, "flow_max_tokens")) bad = opt_int(v, 0, 4096, &o->flow_max_tokens);
         else if (!strcmp(k, "exclude_sinks")) bad = opt_bool(v, &o->exclude_sinks);
         else if (!strcmp(k, "probe")) bad = opt_bool(v, &o->probe);
         else if (!strcmp(k, "hash_files")) bad = opt_bool(v, &o->hash_files);
@@ -97,7 +100,14 @@ static hs_status parse_options(const hs_model *m, const char *options, json_opts
         else if (!strcmp(k, "prune_tol")) bad = opt_num(v, 0, 1e9, &o->prune_tol);
         else if (!strcmp(k, "prune_stop")) bad = opt_num(v, 0, 1e9, &o->prune_stop);
         else if (!strcmp(k, "prune_round")) bad = opt_num(v, 1e-9, 1, &o->prune_round);
-        else if (!strcmp(k, "label_threshold")) bad = opt_num(v, 0, 1, &o->label_threshold);
+        else if (!strcmp(k, "label_thresholds")) {
+            const char *s = cJSON_GetStringValue(v);
+            if (s && hs_label_thresholds_parse(s, o->label_thresholds, &o->sink_threshold, err)) {
+                hs_error_prefix(err, "option 'label_thresholds'");
+                goto done;
+            }
+            bad = !s;
+        } else if (!strcmp(k, "sink_punct")) bad = opt_bool(v, &o->sink_punct);
         else if (!strcmp(k, "probe_half_len")) bad = opt_int(v, 1, 1 << 20, &o->probe_half_len);
         else if (!strcmp(k, "prune_beam")) bad = opt_int(v, 1, 1 << 20, &o->prune_beam);
         else if (!strcmp(k, "prune_max_steps")) bad = opt_int(v, 0, 1 << 20, &o->prune_max_steps);
@@ -199,6 +209,8 @@ static hs_status analyze_corpus(const hs_model *m, const char *const *texts, con
     hs_status st = HS_OK;
     jo->ao.pruning = 0;
     jo->ao.diversity = 0;
+    jo->ao.composition = 0; /* a property of the weights: the single-text report has it */
+    jo->ao.rollout = 0;     /* a per-text n x n matrix: not aggregated */
     for (int i = 0; i < n_texts && st == HS_OK; i++) {
         size_t len = lens ? lens[i] : strlen(texts[i]);
         jo->ao.probe = first == NULL;

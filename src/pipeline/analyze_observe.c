@@ -2,6 +2,8 @@
  * scores on the probe; entropy and detector scores on the text, while every layer's maps
  * go to the map store); the store's reader for the pairwise statistics, and
  * hs_analysis_map. */
+#include <stdlib.h>
+
 #include "headscope/analysis.h"
 #include "headscope/report.h"
 #include "internal.h"
@@ -14,10 +16,16 @@ int hs_layer_observe(void *user, int layer, const float *probs, int n_head, int 
         int k = t->next;
         t->next += n_head;
         if (t->ent)
-            t->st = hs_entropy_compute(probs, n_head, n, t->causal, t->sink, t->ent + k, t->err);
+            t->st = hs_entropy_compute(probs, n_head, n, t->causal, NULL, t->ent + k, t->err);
+        if (!t->st && t->ent_free)
+            t->st = hs_entropy_compute(probs, n_head, n, t->causal, t->sink, t->ent_free + k,
+                                       t->err);
         if (!t->st)
-            t->st = hs_detect_compute(probs, n_head, n, t->causal, t->ids, t->sep_id, t->sink,
-                                      t->det + k, t->err);
+            t->st = hs_detect_compute(probs, n_head, n, t->causal, t->seq, NULL, t->det + k,
+                                      t->err);
+        if (!t->st)
+            t->st = hs_detect_compute(probs, n_head, n, t->causal, t->seq, t->sink,
+                                      t->det_free + k, t->err);
     }
     if (!t->st && t->store)
         t->st = hs_mapstore_put(t->store, layer * n_head, n_head, probs, t->err);
@@ -38,4 +46,22 @@ hs_status hs_analysis_map(const hs_analysis *a, int index, float *out, hs_error 
     if (!a->maps)
         return hs_fail(err, HS_E_ARG, "the analysis kept no attention maps");
     return hs_mapstore_get(a->maps, index, out, err);
+}
+
+static hs_status store_map(void *user, int k, float *out, hs_error *err)
+{
+    return hs_mapstore_get(user, k, out, err);
+}
+
+hs_status hs_analysis_rollout(hs_analysis *a, hs_error *err)
+{
+    const hs_model_config *c = hs_model_config_of(a->model);
+    size_t nn = (size_t)a->n * (size_t)a->n;
+    a->rollout = malloc(nn * sizeof *a->rollout);
+    if (a->n <= a->opts.flow_max_tokens)
+        a->flow = malloc(nn * sizeof *a->flow);
+    if (!a->rollout || (a->n <= a->opts.flow_max_tokens && !a->flow))
+        return hs_fail(err, HS_E_NOMEM, "out of memory for the attention rollout");
+    return hs_rollout_source(store_map, a->maps, c->n_layer, c->n_head, a->n, c->causal,
+                             a->opts.rollout_residual, a->rollout, a->flow, err);
 }

@@ -8,17 +8,16 @@
 #include "pipeline/mapstore.h"
 #include "headscope/report.h"
 
-/* The observer of a pass (the text's or the probe's): detector scores, and entropy when
- * ent is given, of the analysed layers' heads as the pass makes each layer's maps, and
- * every layer's maps into store when given. */
+/* The observer of a pass (the text's or the probe's): detector scores on all attention and
+ * without the sinks, and entropy when ent is given, of the analysed layers' heads as the
+ * pass makes each layer's maps, and every layer's maps into store when given. */
 typedef struct layer_obs {
     const unsigned char *layers; /* (n_layer) analysed layers, or NULL for all */
     int causal;
-    const int32_t *ids;          /* (n) the pass's tokens */
-    int32_t sep_id;
-    const unsigned char *sink;   /* (n) or NULL */
-    hs_entropy *ent;             /* (n_heads) or NULL */
-    hs_detect *det;              /* (n_heads) */
+    const hs_detect_seq *seq;    /* the pass's tokens */
+    const unsigned char *sink;   /* (n) sink positions */
+    hs_entropy *ent, *ent_free;  /* (n_heads) all rows / without sinks, or NULL */
+    hs_detect *det, *det_free;   /* (n_heads) all attention / without sinks */
     hs_mapstore *store;          /* or NULL */
     int next;                    /* index k of the next analysed layer's first head (0) */
     hs_status st;                /* the first failure (HS_OK) */
@@ -31,6 +30,10 @@ typedef struct store_rows {
     const int *head_index; /* (n_heads) */
     int *idx;              /* (n_heads) scratch */
 } store_rows;
+
+/* a->rollout, and a->flow when a->n <= a->opts.flow_max_tokens, from the text's maps in the
+ * store (every layer), with a->opts.rollout_residual. */
+hs_status hs_analysis_rollout(hs_analysis *a, hs_error *err);
 
 /* hs_attn_observer over a layer_obs. */
 int hs_layer_observe(void *user, int layer, const float *probs, int n_head, int n);

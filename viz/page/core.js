@@ -27,8 +27,12 @@ const TITLES = {
   gradient_importance: '|dL/d\u03be| at \u03be = 1, normalised per layer (Michel et al. 2019)',
   cluster: 'flat cluster of similar heads', importance: 'corpus importance (Michel et al.)'
 };
-const GROUP_NAMES = { text_scores: 'text: ', probe_scores: 'probe: ' };
-const LABEL_ORDER = ['previous_token', 'self', 'first_token', 'sep', 'duplicate_token', 'induction'];
+const GROUP_NAMES = { text_scores: 'text: ', probe_scores: 'probe: ', sinks: 'sinks: ' };
+const LABEL_ORDER = ['previous_token', 'next_token', 'self', 'broad', 'other_segment', 'first_token', 'cls', 'sep', 'punctuation', 'duplicate_token', 'induction', 'all', 'no_sinks', 'mass', 'probe_mass'];
+function labelOrder(a, b) {
+  const ia = LABEL_ORDER.indexOf(a), ib = LABEL_ORDER.indexOf(b);
+  return (ia < 0 ? 99 : ia) - (ib < 0 ? 99 : ib) || a.localeCompare(b);
+}
 /* one colour per head index (bertviz-style head view) */
 const HEAD_COLOURS = ['#1f77b4', '#ff7f0e', '#2ca02c', '#d62728', '#9467bd', '#8c564b', '#e377c2', '#7f7f7f', '#bcbd22', '#17becf', '#393b79', '#b5651d'];
 const VIRIDIS = [[68, 1, 84], [72, 40, 120], [62, 73, 137], [49, 104, 142], [38, 130, 142], [31, 158, 137], [53, 183, 121], [110, 206, 88], [253, 231, 37]];
@@ -232,15 +236,30 @@ function columns() {
       }
     });
   });
+  /* per-head objects, one level (scores.x) or two (text_scores.no_sinks.x); lists are not
+     columns (labels, sinks.types) */
   nested.forEach(function (field) {
     const subs = {};
-    HEADS.forEach(function (h) { if (h[field] && typeof h[field] === 'object') Object.keys(h[field]).forEach(function (s) { subs[s] = true; }); });
+    HEADS.forEach(function (h) {
+      const o = h[field];
+      if (!o || typeof o !== 'object') return;
+      Object.keys(o).forEach(function (s) {
+        if (Array.isArray(o[s])) return;
+        if (o[s] && typeof o[s] === 'object') Object.keys(o[s]).forEach(function (t) { subs[s + '.' + t] = true; });
+        else subs[s] = true;
+      });
+    });
     Object.keys(subs).sort(function (a, b) {
-      const ia = LABEL_ORDER.indexOf(a), ib = LABEL_ORDER.indexOf(b);
-      return (ia < 0 ? 99 : ia) - (ib < 0 ? 99 : ib) || a.localeCompare(b);
+      const pa = a.split('.'), pb = b.split('.');
+      return labelOrder(pa[0], pb[0]) || labelOrder(pa[pa.length - 1], pb[pb.length - 1]);
     }).forEach(function (s) {
-      add(field + '.' + s, (GROUP_NAMES[field] || '') + prettyKey(s), function (h) { return h[field] ? h[field][s] : null; },
-        { grp: field === 'scores' ? '' : field.replace(/[^a-z_]/g, ''), title: s + ' (' + field + ')' });
+      const path = s.split('.'), leaf = path[path.length - 1];
+      const label = (GROUP_NAMES[field] || '') + prettyKey(leaf) + (path[0] === 'no_sinks' ? ' (no sinks)' : '');
+      add(field + '.' + s, label, function (h) {
+        let v = h[field];
+        for (let i = 0; i < path.length && v && typeof v === 'object'; i++) v = v[path[i]];
+        return typeof v === 'number' ? v : null;
+      }, { grp: field === 'scores' ? '' : field.replace(/[^a-z_]/g, ''), title: s + ' (' + field + ')' });
     });
   });
   cols.forEach(function (c) {
@@ -414,13 +433,18 @@ function summary() {
   /* head types */
   let c = card(box, 'Detected head types');
   const thr = R.options && isNum(R.options.label_threshold) ? R.options.label_threshold : null;
-  c.appendChild(el('p', 'hint', 'a head is labelled with its strongest detector' + (thr !== null ? ' scoring at least ' + fmt(thr, 2) : '')));
+  const multi = HEADS.some(function (h) { return Array.isArray(h.labels); });
+  c.appendChild(el('p', 'hint', multi ? 'every head type whose score on the attention not parked on sinks reaches its threshold (options.label_thresholds); sinks: attention mass on them'
+    : 'a head is labelled with its strongest detector' + (thr !== null ? ' scoring at least ' + fmt(thr, 2) : '')));
   const types = {};
-  HEADS.forEach(function (h, k) { if (h.label && h.label !== 'none') (types[h.label] = types[h.label] || []).push(k); });
-  const names = Object.keys(types).sort(function (a, b) {
-    const ia = LABEL_ORDER.indexOf(a), ib = LABEL_ORDER.indexOf(b);
-    return (ia < 0 ? 99 : ia) - (ib < 0 ? 99 : ib) || a.localeCompare(b);
+  HEADS.forEach(function (h, k) {
+    const add = function (t) { (types[t] = types[t] || []).push(k); };
+    if (multi) {
+      (Array.isArray(h.labels) ? h.labels : []).forEach(function (l) { add(l.type); });
+      (h.sinks && Array.isArray(h.sinks.types) ? h.sinks.types : []).forEach(function (t) { add('sink: ' + t); });
+    } else if (h.label && h.label !== 'none') add(h.label);
   });
+  const names = Object.keys(types).sort(labelOrder);
   if (!names.length) c.appendChild(el('p', 'note', 'No head reached the threshold.'));
   names.forEach(function (name) {
     const row = el('div', 'chips');

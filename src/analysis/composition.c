@@ -1,0 +1,259 @@
+/* Composition scores between heads and OV copying scores, from the weights (Elhage et al.
+ * 2021). Every norm is taken in the factored form: with W_OV^a = V_a O_a (V_a: (d, dh),
+ * O_a: (dh, d)) and W_QK^b = Q_b K_b^T,
+ *   ||W_OV^a W_QK^b||^2   = tr(M^T Gv_a M Gk_b),  M = O_a Q_b  (dh, dh)
+ *   ||W_OV^a W_QK^b^T||^2 = tr(M^T Gv_a M Gq_b),  M = O_a K_b
+ *   ||W_OV^a W_OV^b||^2   = tr(M^T Gv_a M Go_b),  M = O_a V_b
+ * with the Gram matrices Gv = V^T V, Gq = Q^T Q, Gk = K^T K, Go = O O^T (dh, dh), so no
+ * (d, d) matrix per head is ever formed. M for every head pair of two layers is one
+ * (d, d) product W_O^la R_lb. */
+#include <cblas.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "headscope/composition.h"
+#include "internal.h"
+#include "model/model_internal.h"
+
+/* LAPACK's general eigenvalue solver (OpenBLAS ships it). */
+void dgeev_(const char *jobvl, const char *jobvr, const int *n, double *a, const int *lda,
+            double *wr, double *wi, double *vl, const int *ldvl, double *vr, const int *ldvr,
+            double *work, const int *lwork, int *info);
+
+void hs_composition_free(hs_composition *c)
+{
+    free(c);
+}
+
+/* The reading weights of layer l, part p (0 Q, 1 K, 2 V), with ln_1's scale folded in:
+ * out: (d, d) row-major, column h*dh + j is head h's j-th column. */
+static void reader(const hs_model *m, int l, int p, double *out)
+{
+    int d = m->cfg.d_model;
+    const hs_layer *ly = &m->layers[l];
+    for (int i = 0; i < d; i++)
+        for (int j = 0; j < d; j++)
+            out[(size_t)i * d + j] =
+                (double)ly->ln1_w[i] * (double)ly->w_qkv[(size_t)i * 3 * d + (size_t)p * d + j];
+}
+
+/* c = op(a) op(b) as one single-threaded OpenBLAS call: every use below runs inside a
+ * parallel loop over heads, where OpenBLAS does not thread, so the bits do not depend on the
+ * thread count (src/core/gemm.c); one parallel region per batch of heads, not per call. */
+static void small_gemm(int ta, int tb, int m, int n, int k, const double *a, int lda,
+                       const double *b, int ldb, double *c, int ldc)
+{
+    cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m,
+                n, k, 1.0, a, lda, b, ldb, 0.0, c, ldc);
+}
+
+static double trace_prod(const double *a, const double *b, int n) /* tr(A B) */
+{
+    double s = 0;
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < n; j++)
+            s += a[(size_t)i * n + j] * b[(size_t)j * n + i];
+    return s;
+}
+
+int hs_composition_defined(const hs_model_config *c)
+{
+    const hs_arch *a = c->arch;
+    return a->norm_place == HS_NORM_PRE && a->norm_kind == HS_NORM_LAYER &&
+           a->head == HS_HEAD_DECODER && !a->parallel_residual;
+}
+
+hs_status hs_composition_compute(const hs_model *m, hs_composition **out, hs_error *err)
+{
+    *out = NULL;
+    const hs_model_config *c = &m->cfg;
+    if (!hs_composition_defined(c))
+        return hs_fail(err, HS_E_UNSUPPORTED,
+                       "composition scores are defined for the GPT-2 family (pre-LN); %s "
+                       "renormalises the residual stream after every sublayer", c->arch->name);
+    if (!m->has_weights)
+        return hs_fail(err, HS_E_ARG, "composition: the model was opened without weights");
+    hs_status st = HS_OK;
+    int L = c->n_layer, H = c->n_head, d = c->d_model, dh = c->d_head, N = L * H;
+    size_t dd = (size_t)d * d, g2 = (size_t)dh * dh, nn = (size_t)N * N;
+    size_t total = sizeof(hs_composition) + (3 * nn + 3 * (size_t)N) * sizeof(double);
+    hs_composition *r = calloc(1, total);
+    /* scratch: Gram matrices Gq, Gk, Gv, Go per head; W_O, a reader, M, T, U (d, d); and
+     * the copying circuit's G (d, d) */
+    double *gram = malloc(4 * (size_t)N * g2 * sizeof *gram);
+    double *wo = malloc(dd * sizeof *wo), *rd = malloc(dd * sizeof *rd);
+    double *mm = malloc(dd * sizeof *mm), *tt = malloc(dd * sizeof *tt);
+    double *uu = malloc(dd * sizeof *uu);
+    float *rf = malloc(dd * sizeof *rf), *mf = malloc(dd * sizeof *mf);
+    if (!r || !gram || !wo || !rd || !mm || !tt || !uu || !rf || !mf) {
+        free(r);
+        r = NULL;
+        st = hs_fail(err, HS_E_NOMEM, "composition: out of memory for %d heads of d_model %d", N,
+                     d);
+        goto done;
+    }
+    r->n_layer = L;
+    r->n_head = H;
+    r->n_heads = N;
+    r->q = (double *)(r + 1);
+    r->k = r->q + nn;
+    r->v = r->k + nn;
+    r->copying = r->v + nn;
+    r->ov_norm = r->copying + N;
+    r->qk_norm = r->ov_norm + N;
+    for (size_t i = 0; i < 3 * nn; i++)
+        r->q[i] = NAN;
+#define GRAM(kind, head) (gram + ((size_t)(kind) * N + (size_t)(head)) * g2)
+    for (int l = 0; l < L; l++) {
+        for (int p = 0; p < 3; p++) {
+            reader(m, l, p, rd);
+#pragma omp parallel for
+            for (int h = 0; h < H; h++) /* X^T X over head h's columns */
+                small_gemm(1, 0, dh, dh, d, rd + h * dh, d, rd + h * dh, d, GRAM(p, l * H + h), dh);
+        }
+        for (size_t i = 0; i < dd; i++)
+            wo[i] = (double)m->layers[l].w_o[i];
+#pragma omp parallel for
+        for (int h = 0; h < H; h++) /* Go = O O^T: rows h*dh.. of W_O */
+            small_gemm(0, 1, dh, dh, d, wo + (size_t)h * dh * d, d, wo + (size_t)h * dh * d, d,
+                       GRAM(3, l * H + h), dh);
+        for (int h = 0; h < H; h++) {
+            int a = l * H + h;
+            r->ov_norm[a] = sqrt(fmax(0.0, trace_prod(GRAM(2, a), GRAM(3, a), dh)));
+            r->qk_norm[a] = sqrt(fmax(0.0, trace_prod(GRAM(0, a), GRAM(1, a), dh)));
+        }
+    }
+    for (int la = 0; la < L; la++) {
+        for (int lb = la + 1; lb < L; lb++) {
+            for (int mode = 0; mode < 3; mode++) { /* 0 Q, 1 K, 2 V: the reader of head b */
+                static const int other[3] = {1, 0, 3}; /* Gk, Gq, Go on the far side */
+                double *dst = mode == 0 ? r->q : mode == 1 ? r->k : r->v;
+                /* M = W_O^la R_lb in float (the one d^3 product per layer pair and kind; its
+                   rounding, ~1e-7 relative, is far below what the scores are read at) */
+                const hs_layer *lr = &m->layers[lb];
+                for (int i = 0; i < d; i++)
+                    for (int j = 0; j < d; j++)
+                        rf[(size_t)i * d + j] =
+                            lr->ln1_w[i] * lr->w_qkv[(size_t)i * 3 * d + (size_t)mode * d + j];
+                hs_sgemm_fixed(0, 0, d, d, d, m->layers[la].w_o, d, rf, d, mf, d);
+                for (size_t i = 0; i < dd; i++)
+                    mm[i] = (double)mf[i]; /* block (a, b) = O_a R_b */
+#pragma omp parallel for
+                for (int h = 0; h < H; h++) /* T = blockdiag(Gv_a) M */
+                    small_gemm(0, 0, dh, d, dh, GRAM(2, la * H + h), dh, mm + (size_t)h * dh * d,
+                               d, tt + (size_t)h * dh * d, d);
+#pragma omp parallel for
+                for (int h = 0; h < H; h++) /* U = T blockdiag(G_b) */
+                    small_gemm(0, 0, d, dh, dh, tt + (size_t)h * dh, d,
+                               GRAM(other[mode], lb * H + h), dh, uu + (size_t)h * dh, d);
+                for (int ha = 0; ha < H; ha++)
+                    for (int hb = 0; hb < H; hb++) {
+                        double s = 0;
+                        for (int i = ha * dh; i < (ha + 1) * dh; i++)
+                            for (int j = hb * dh; j < (hb + 1) * dh; j++)
+                                s += mm[(size_t)i * d + j] * uu[(size_t)i * d + j];
+                        int a = la * H + ha, b = lb * H + hb;
+                        double nb = mode == 2 ? r->ov_norm[b] : r->qk_norm[b];
+                        double den = r->ov_norm[a] * nb;
+                        dst[(size_t)a * N + b] = den > 0 ? sqrt(fmax(0.0, s)) / den : NAN;
+                    }
+            }
+        }
+    }
+    /* copying: eigenvalues of O_a G V_a with G = diag(ln_f) W_U W_E = diag(ln_f) dec^T wte */
+    {
+        float *gf = malloc(dd * sizeof *gf);
+        int n = dh, lwork = 8 * dh, info = 0;
+        double *cm = malloc((size_t)H * g2 * sizeof *cm);
+        double *wr = malloc((size_t)H * 2 * (size_t)dh * sizeof *wr);
+        double *work = malloc((size_t)H * (size_t)lwork * sizeof *work);
+        if (!gf || !cm || !wr || !work) {
+            free(gf);
+            free(cm);
+            free(wr);
+            free(work);
+            free(r);
+            r = NULL;
+            st = hs_fail(err, HS_E_NOMEM, "composition: out of memory");
+            goto done;
+        }
+        hs_sgemm_fixed(1, 0, d, d, c->vocab_size, m->decoder, d, m->wte, d, gf, d);
+        for (int i = 0; i < d; i++)
+            for (int j = 0; j < d; j++)
+                mm[(size_t)i * d + j] = (double)m->lnf_w[i] * (double)gf[(size_t)i * d + j];
+        free(gf);
+        for (int l = 0; l < L && !info; l++) {
+            for (size_t i = 0; i < dd; i++)
+                wo[i] = (double)m->layers[l].w_o[i];
+            reader(m, l, 2, rd);
+            /* T = W_O G: (d, d), rows h*dh.. are O_h G */
+            hs_dgemm_fixed(0, 0, d, d, d, wo, d, mm, d, tt, d);
+#pragma omp parallel for reduction(| : info)
+            for (int h = 0; h < H; h++) {
+                /* cm = O_h G V_h, row-major; dgeev reads its transpose, which has the
+                   same eigenvalues */
+                double *ch = cm + (size_t)h * g2, *wh = wr + (size_t)h * 2 * dh;
+                int hi = 0;
+                small_gemm(0, 0, dh, dh, d, tt + (size_t)h * dh * d, d, rd + (size_t)h * dh, d, ch,
+                           dh);
+                dgeev_("N", "N", &n, ch, &n, wh, wh + dh, NULL, &n, NULL, &n,
+                       work + (size_t)h * lwork, &lwork, &hi);
+                double sum = 0, mag = 0;
+                for (int i = 0; i < dh; i++) {
+                    sum += wh[i];
+                    mag += hypot(wh[i], wh[dh + i]);
+                }
+                r->copying[l * H + h] = mag > 0 ? sum / mag : NAN;
+                info |= hi;
+            }
+        }
+        free(cm);
+        free(wr);
+        free(work);
+        if (info) {
+            free(r);
+            r = NULL;
+            st = hs_fail(err, HS_E_VALUE, "composition: the eigenvalue solver failed (info %d)",
+                         info);
+            goto done;
+        }
+    }
+#undef GRAM
+done:
+    free(gram);
+    free(wo);
+    free(rd);
+    free(mm);
+    free(tt);
+    free(uu);
+    free(rf);
+    free(mf);
+    *out = r;
+    return st;
+}
+
+int hs_composition_strongest(const hs_composition *cp, int kind, int *from, int *to, int max)
+{
+    const double *s = kind == 0 ? cp->q : kind == 1 ? cp->k : cp->v;
+    int N = cp->n_heads, n = 0;
+    for (int a = 0; a < N; a++)
+        for (int b = 0; b < N; b++) {
+            double v = s[(size_t)a * N + b];
+            if (!(v == v))
+                continue;
+            int at = n < max ? n++ : max; /* insertion into a descending list */
+            if (at == max && !(v > s[(size_t)from[max - 1] * N + to[max - 1]]))
+                continue;
+            if (at == max)
+                at = max - 1;
+            while (at > 0 && v > s[(size_t)from[at - 1] * N + to[at - 1]]) {
+                from[at] = from[at - 1];
+                to[at] = to[at - 1];
+                at--;
+            }
+            from[at] = a;
+            to[at] = b;
+        }
+    return n;
+}
