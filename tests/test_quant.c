@@ -74,13 +74,9 @@ Test(quant, q4_k_hand_block)
     unsigned char b[144] = {0};
     put16(b, F16_ONE);
     put16(b + 2, F16_HALF);
-    unsigned char *sc = b + 4, *qs = b + 16;
-    sc[0] = 0x45;
-    sc[1] = 0x02;
-    sc[4] = 0xC3;
-    sc[5] = 0x04;
-    sc[8] = 0x27;
-    sc[9] = 0x11;
+    static const unsigned char scales[12] = {0x45, 0x02, 0, 0, 0xC3, 0x04, 0, 0, 0x27, 0x11, 0, 0};
+    memcpy(b + 4, scales, sizeof scales);
+    unsigned char *qs = b + 16;
     qs[0] = 0x9A;  /* element 0: low 10 (sub-block 0); element 32: high 9 (sub-block 1) */
     qs[64] = 0x03; /* element 128: low 3 (sub-block 4); element 160: high 0 (sub-block 5) */
     float y[256];
