@@ -61,11 +61,15 @@ typedef enum hs_gguf_type {
     HS_GGUF_FLOAT64 = 12
 } hs_gguf_type;
 
-/* The ggml tensor types headscope reads and writes (ggml's numbering). */
+/* The ggml tensor types headscope reads (ggml's numbering); it writes F32, F16, BF16 and
+ * Q8_0. The block layouts are in docs/gguf.md. */
 typedef enum hs_ggml_type {
     HS_GGML_F32 = 0,
     HS_GGML_F16 = 1,
-    HS_GGML_Q8_0 = 8, /* blocks of 32 along ne[0]: fp16 scale d, 32 int8; x = d * q */
+    HS_GGML_Q4_0 = 2,  /* blocks of 32 along ne[0]: fp16 d, 16 bytes of nibbles; x = d (q - 8) */
+    HS_GGML_Q8_0 = 8,  /* blocks of 32 along ne[0]: fp16 scale d, 32 int8; x = d * q */
+    HS_GGML_Q4_K = 12, /* super-blocks of 256: 8 sub-blocks with 6-bit scales and mins */
+    HS_GGML_Q6_K = 14, /* super-blocks of 256: 16 sub-blocks with int8 scales, 6-bit q */
     HS_GGML_BF16 = 30
 } hs_ggml_type;
 

@@ -17,6 +17,7 @@
 
 #include "headscope/gguf.h"
 #include "internal.h"
+#include "model/quant.h"
 
 #define GGUF_MAX_STRING ((uint64_t)1 << 30) /* ggml's limits */
 #define GGUF_MAX_ARRAY ((uint64_t)1 << 30)
@@ -99,9 +100,13 @@ static int ggml_block(uint32_t type, uint64_t *blck, uint64_t *bytes)
     case HS_GGML_F32: *blck = 1; *bytes = 4; return 1;
     case HS_GGML_F16:
     case HS_GGML_BF16: *blck = 1; *bytes = 2; return 1;
-    case HS_GGML_Q8_0: *blck = 32; *bytes = 34; return 1;
     }
-    return 0;
+    size_t e, b;
+    if (!hs_quant_block(type, &e, &b))
+        return 0;
+    *blck = e;
+    *bytes = b;
+    return 1;
 }
 
 /* Size in bytes of a fixed-width value type, 0 for STRING/ARRAY/unknown. */
@@ -344,14 +349,14 @@ static hs_status walk_tensors(hs_gguf *g, cur *c, walk *w, hs_error *err)
             if (type >= GGML_TYPE_COUNT)
                 return hs_fail(err, HS_E_DTYPE, "tensor '%s': unknown ggml type %u", name, type);
             return hs_fail(err, HS_E_DTYPE,
-                           "tensor '%s': unsupported ggml type %u (%s); headscope reads F32, F16, BF16 and Q8_0",
+                           "tensor '%s': unsupported ggml type %u (%s); headscope reads F32, F16, BF16, Q8_0, Q4_0, Q4_K and Q6_K",
                            name, type, tn ? tn : "removed");
         }
         if ((uint64_t)ne[0] % blck)
             return hs_fail(err, HS_E_FORMAT,
                            "tensor '%s': ne[0] = %lld is not a multiple of the %s block size %llu",
                            name, (long long)ne[0], hs_ggml_type_name(type), (unsigned long long)blck);
-        uint64_t nbytes = count / blck; /* fits: count <= 2^63, bsize <= 34, blck 32 */
+        uint64_t nbytes = count / blck; /* bsize checked against overflow below */
         if (nbytes > UINT64_MAX / bsize)
             return hs_fail(err, HS_E_FORMAT, "tensor '%s': byte size overflows", name);
         nbytes *= bsize;

@@ -9,6 +9,7 @@
 
 #include "headscope/gguf.h"
 #include "model/model_internal.h"
+#include "model/quant.h"
 
 /* ---- typed metadata ---------------------------------------------------------------- */
 
@@ -144,6 +145,9 @@ static hs_dtype to_dtype(uint32_t t)
     case HS_GGML_F16: return HS_DT_F16;
     case HS_GGML_BF16: return HS_DT_BF16;
     case HS_GGML_Q8_0: return HS_DT_Q8_0;
+    case HS_GGML_Q4_0: return HS_DT_Q4_0;
+    case HS_GGML_Q4_K: return HS_DT_Q4_K;
+    case HS_GGML_Q6_K: return HS_DT_Q6_K;
     default: return HS_DT_F32;
     }
 }
@@ -151,11 +155,12 @@ static hs_dtype to_dtype(uint32_t t)
 /* Bytes of one ne[0]-long row. */
 static size_t row_bytes(const hs_gguf_tensor *t)
 {
-    size_t ne0 = (size_t)t->ne[0];
+    size_t ne0 = (size_t)t->ne[0], elems, bytes;
+    if (hs_quant_block(t->type, &elems, &bytes))
+        return ne0 / elems * bytes;
     switch (t->type) {
     case HS_GGML_F16:
     case HS_GGML_BF16: return ne0 * 2;
-    case HS_GGML_Q8_0: return ne0 / 32 * 34;
     default: return ne0 * 4;
     }
 }

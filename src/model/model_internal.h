@@ -24,7 +24,11 @@ typedef enum hs_dtype {
     /* A type headscope does not compute with (integer or boolean buffers such as
      * embeddings.position_ids, F64, FP8): the file still opens, and the weight builder
      * refuses the tensor only if the model needs it. */
-    HS_DT_OTHER = 4
+    HS_DT_OTHER = 4,
+    /* ggml's other block formats, read from GGUF files only (model/quant.h) */
+    HS_DT_Q4_0 = 5,
+    HS_DT_Q4_K = 6,
+    HS_DT_Q6_K = 7
 } hs_dtype;
 
 const char *hs_dtype_name(hs_dtype dt);

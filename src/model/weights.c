@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "model/model_internal.h"
+#include "model/quant.h"
 
 const char *hs_dtype_name(hs_dtype dt)
 {
@@ -18,9 +19,24 @@ const char *hs_dtype_name(hs_dtype dt)
     case HS_DT_F16: return "F16";
     case HS_DT_BF16: return "BF16";
     case HS_DT_Q8_0: return "Q8_0";
+    case HS_DT_Q4_0: return "Q4_0";
+    case HS_DT_Q4_K: return "Q4_K";
+    case HS_DT_Q6_K: return "Q6_K";
     case HS_DT_OTHER: break;
     }
     return "?";
+}
+
+/* The ggml type code of a block-quantised dtype, 0 (F32: not a block format) otherwise. */
+static uint32_t quant_type(hs_dtype dt)
+{
+    switch (dt) {
+    case HS_DT_Q8_0: return HS_QUANT_Q8_0;
+    case HS_DT_Q4_0: return HS_QUANT_Q4_0;
+    case HS_DT_Q4_K: return HS_QUANT_Q4_K;
+    case HS_DT_Q6_K: return HS_QUANT_Q6_K;
+    default: return 0;
+    }
 }
 
 hs_status hs_config_validate(hs_model_config *c, hs_error *err)
@@ -58,14 +74,15 @@ hs_status hs_config_validate(hs_model_config *c, hs_error *err)
 
 static size_t dtype_bytes(hs_dtype dt, size_t count)
 {
+    size_t elems, bytes;
+    if (hs_quant_block(quant_type(dt), &elems, &bytes))
+        return count / elems * bytes;
     switch (dt) {
     case HS_DT_F32: return count * 4;
     case HS_DT_F16:
     case HS_DT_BF16: return count * 2;
-    case HS_DT_Q8_0: return count / 32 * 34;
-    case HS_DT_OTHER: break;
+    default: return 0;
     }
-    return 0;
 }
 
 /* Decodes count elements of t (flat, stored order) into out. */
@@ -87,15 +104,8 @@ static void decode(const hs_tensor_view *t, float *out, size_t count)
         for (size_t i = 0; i < count; i++)
             out[i] = hs_bf16_to_f32(hs_le16(p + 2 * i));
         break;
-    case HS_DT_Q8_0:
-        for (size_t blk = 0; blk < count / 32; blk++) {
-            const unsigned char *b = p + blk * 34;
-            float d = hs_f16_to_f32(hs_le16(b));
-            for (int j = 0; j < 32; j++)
-                out[blk * 32 + (size_t)j] = d * (float)(int8_t)b[2 + j];
-        }
-        break;
     case HS_DT_OTHER: break; /* refused by place() before decoding */
+    default: hs_quant_decode(quant_type(t->dtype), p, out, count); break;
     }
 }
 
@@ -182,9 +192,11 @@ static hs_status place(builder *b, const hs_tensor_view *t, int out_in, const ch
                        t->name, got, w);
     }
     size_t count = (size_t)rows * (size_t)cols;
-    if (t->dtype == HS_DT_Q8_0 && (t->shape[t->ndim - 1] % 32) != 0)
-        return hs_fail(err, HS_E_FORMAT, "tensor '%s': Q8_0 rows must be a multiple of 32",
-                       t->name);
+    size_t blk_elems, blk_bytes;
+    if (hs_quant_block(quant_type(t->dtype), &blk_elems, &blk_bytes) &&
+        t->shape[t->ndim - 1] % (int64_t)blk_elems != 0)
+        return hs_fail(err, HS_E_FORMAT, "tensor '%s': %s rows must be a multiple of %zu",
+                       t->name, hs_dtype_name(t->dtype), blk_elems);
     if (t->nbytes < dtype_bytes(t->dtype, count))
         return hs_fail(err, HS_E_FORMAT, "tensor '%s': %zu bytes, expected %zu", t->name,
                        t->nbytes, dtype_bytes(t->dtype, count));
