@@ -365,13 +365,16 @@ Test(gguf, python_written_tiny_fixture_other_types_within_rounding)
 {
     hs_model *hf = load_ok(TINY_HF);
     /* |x| < 1.2 in this model: F16 keeps 11 significant bits, BF16 8; Q8_0 is within half
-     * a step d = max|block| / 127 (plus the F16 rounding of d) */
+     * a step d = max|block| / 127 (plus the F16 rounding of d); Q4_0 (only ffn_down has
+     * rows of 32 here, the rest falls back to F16) within one step d = max|block| / 8 (half a
+     * step, or a whole one where the value opposite the largest clamps at 7 d) */
     static const struct {
         const char *file, *dtype;
         double tol;
     } cases[] = {{"tiny-gpt2-f16.gguf", "F16", 1.2 / 2048},
                  {"tiny-gpt2-bf16.gguf", "BF16", 1.2 / 256},
-                 {"tiny-gpt2-q8_0.gguf", "F16", 1.2 / 127}};
+                 {"tiny-gpt2-q8_0.gguf", "F16", 1.2 / 127},
+                 {"tiny-gpt2-q4_0.gguf", "F16", 1.2 / 8}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char path[256];
         snprintf(path, sizeof path, GOOD "%s", cases[i].file);
