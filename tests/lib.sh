@@ -57,7 +57,9 @@ ok "version $version in --version, headscope.pc and the Python package"
 for c in $("$stage/usr/bin/headscope" --help | sed -n 's/^  \([a-z]\+\)  .*/\1/p'); do
     page=$stage/usr/share/man/man1/headscope-$c.1
     [ -f "$page" ] || fail "no man page for '$c'"
-    "$stage/usr/bin/headscope" "$c" --help | head -1 | grep -qF -f - "$page" || fail "$page"
+    # sed reads the whole help (head -1 would close the pipe early: SIGPIPE under pipefail)
+    first=$("$stage/usr/bin/headscope" "$c" --help | sed -n 1p)
+    grep -qF -- "$first" "$page" || fail "$page does not hold '$first'"
 done
 [ -f "$stage/usr/share/man/man1/headscope.1" ] || fail "no headscope.1"
 ok "man pages match --help"
