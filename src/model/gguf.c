@@ -17,6 +17,7 @@
 
 #include "headscope/gguf.h"
 #include "internal.h"
+#include "model/model_internal.h"
 #include "model/quant.h"
 
 #define GGUF_MAX_STRING ((uint64_t)1 << 30) /* ggml's limits */
@@ -93,8 +94,7 @@ const char *hs_ggml_type_name(uint32_t type)
     return type < GGML_TYPE_COUNT ? names[type] : NULL;
 }
 
-/* Block size in elements and bytes per block of the supported types; 0 otherwise. */
-static int ggml_block(uint32_t type, uint64_t *blck, uint64_t *bytes)
+int hs_ggml_block(uint32_t type, uint64_t *blck, uint64_t *bytes)
 {
     switch (type) {
     case HS_GGML_F32: *blck = 1; *bytes = 4; return 1;
@@ -344,7 +344,7 @@ static hs_status walk_tensors(hs_gguf *g, cur *c, walk *w, hs_error *err)
         if (rd_u32(c, &type))
             return truncated(err, c, "a tensor info");
         uint64_t blck, bsize;
-        if (!ggml_block(type, &blck, &bsize)) {
+        if (!hs_ggml_block(type, &blck, &bsize)) {
             const char *tn = hs_ggml_type_name(type);
             if (type >= GGML_TYPE_COUNT)
                 return hs_fail(err, HS_E_DTYPE, "tensor '%s': unknown ggml type %u", name, type);

@@ -9,7 +9,6 @@
 
 #include "headscope/gguf.h"
 #include "model/model_internal.h"
-#include "model/quant.h"
 
 /* ---- typed metadata ---------------------------------------------------------------- */
 
@@ -152,17 +151,12 @@ static hs_dtype to_dtype(uint32_t t)
     }
 }
 
-/* Bytes of one ne[0]-long row. */
+/* Bytes of one ne[0]-long row (the type was checked when the file was opened). */
 static size_t row_bytes(const hs_gguf_tensor *t)
 {
-    size_t ne0 = (size_t)t->ne[0], elems, bytes;
-    if (hs_quant_block(t->type, &elems, &bytes))
-        return ne0 / elems * bytes;
-    switch (t->type) {
-    case HS_GGML_F16:
-    case HS_GGML_BF16: return ne0 * 2;
-    default: return ne0 * 4;
-    }
+    uint64_t blck = 1, bytes = 4;
+    hs_ggml_block(t->type, &blck, &bytes);
+    return (size_t)((uint64_t)t->ne[0] / blck * bytes);
 }
 
 /* A view of t with PyTorch shape: the ne order reversed, padded or trimmed to rank when

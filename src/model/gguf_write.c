@@ -276,12 +276,9 @@ static uint32_t storage_type(const char *name, size_t rows, size_t cols, hs_gguf
 
 static uint64_t type_bytes(uint32_t type, uint64_t count)
 {
-    switch (type) {
-    case HS_GGML_F16:
-    case HS_GGML_BF16: return count * 2;
-    case HS_GGML_Q8_0: return count / 32 * 34;
-    default: return count * 4;
-    }
+    uint64_t blck = 1, bytes = 4;
+    hs_ggml_block(type, &blck, &bytes);
+    return count / blck * bytes;
 }
 
 static void add(plan *p, const char *name, const float *src, size_t rows, size_t cols,

@@ -214,6 +214,11 @@ hs_status hs_hf_config_load(const char *path, hs_model_config *cfg, hs_arch *arc
 hs_status hs_hf_load(hs_model *m, const char *dir, hs_error *err);
 hs_status hs_gguf_load(hs_model *m, const char *path, hs_error *err);
 
+/* Elements and bytes per block of a ggml tensor type headscope reads (1 and 4 for F32, 1 and
+ * 2 for F16/BF16, the block formats' of model/quant.h); returns 1, or 0 for any other type
+ * (then *blck and *bytes are left alone). */
+int hs_ggml_block(uint32_t type, uint64_t *blck, uint64_t *bytes);
+
 /* The tokenizer files of a Hugging Face folder (src/model/hf_tokenizer.c). *out stays NULL
  * when the folder has none. */
 hs_status hs_hf_tokenizer_load(const char *dir, const hs_arch *arch, hs_tokenizer **out,
