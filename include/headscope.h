@@ -22,6 +22,7 @@
 #include "headscope/model.h"
 #include "headscope/forward.h"
 #include "headscope/analysis.h"
+#include "headscope/activations.h"
 #include "headscope/importance.h"
 #include "headscope/composition.h"
 #include "headscope/report.h"

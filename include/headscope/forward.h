@@ -65,6 +65,11 @@ typedef struct hs_forward_opts {
      * float32) fails the pass with HS_E_VALUE naming the layer, head and query, unless
      * allow_nonfinite is set (they are then passed on as they are). */
     int allow_nonfinite;
+    /* Ablation by replacement (mean and resample ablation): (n_layer, n, d_model), layer l's
+     * rows holding a replacement context per head in head h's columns h*d_head..; NULL =
+     * none. A head under mask xi then has context xi P V + (1 - xi) r (xi = 0: r instead of
+     * its own output; zero ablation is r = 0). The same rows serve every copy of a batch. */
+    const float *head_replace;
 } hs_forward_opts;
 
 #define HS_FORWARD_MAX_BATCH 4096

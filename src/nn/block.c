@@ -53,7 +53,26 @@ static void scale_heads(const hs_model_config *c, const float *pv, const float *
         }
 }
 
+/* Ablation by replacement: ctx: (n, d) += (1 - xi_h) r_h per head h whose mask xi_h is not
+ * 1, r: (n, d) the layer's replacement contexts (hs_forward_opts.head_replace). */
+static void replace_heads(const hs_model_config *c, const float *r, const float *xi, float *ctx,
+                          int n)
+{
+    int d = c->d_model, dh = c->d_head;
+    for (int h = 0; h < c->n_head; h++) {
+        if (xi[h] == 1.0f)
+            continue;
+        float w = 1.0f - xi[h];
+        for (int i = 0; i < n; i++) {
+            size_t o = (size_t)i * (size_t)d + (size_t)h * (size_t)dh;
+            for (int e = 0; e < dh; e++)
+                ctx[o + (size_t)e] += w * r[o + (size_t)e];
+        }
+    }
+}
+
 #define KEEP(f) (keep ? keep->f : NULL)
+#define KEEP_COPY(f, src) (keep && keep->f ? (void)memcpy(keep->f, src, nd * sizeof *src) : (void)0)
 
 hs_status hs_block_forward(const hs_model *m, int l, hs_forward_ws *ws, int n, int batch,
                            const float *hm, size_t hm_stride, const hs_forward_opts *o,
@@ -89,8 +108,11 @@ hs_status hs_block_forward(const hs_model *m, int l, hs_forward_ws *ws, int n, i
         } else {
             hs_op_attn_context(c, qkv, probs, ws->ctx + (size_t)b * nd, n, hm_b);
         }
+        if (hm_b && o && o->head_replace)
+            replace_heads(c, o->head_replace + (size_t)l * nd, hm_b, ws->ctx + (size_t)b * nd, n);
     }
     hs_op_linear(keep && !hm ? keep->ctx : ws->ctx, L->w_o, L->b_o, h, rows, d, d);
+    KEEP_COPY(attn_out, h);
     hs_op_add(x, h, xd);
 
     /* MLP: on the normalised stream (pre-norm), or after normalising it in place (post) */
@@ -101,6 +123,7 @@ hs_status hs_block_forward(const hs_model *m, int l, hs_forward_ws *ws, int n, i
     hs_op_linear(pre ? h : x, L->w_fc, L->b_fc, ff_pre, rows, d, f);
     hs_op_gelu(ff_pre, ws->ff, (size_t)rows * (size_t)f, c->act);
     hs_op_linear(ws->ff, L->w_proj, L->b_proj, h, rows, f, d);
+    KEEP_COPY(mlp_out, h);
     hs_op_add(x, h, xd);
     if (!pre)
         hs_op_layernorm(x, L->ln2_w, L->ln2_b, x, KEEP(xhat2), KEEP(rstd2), rows, d, c->ln_eps);

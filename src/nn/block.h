@@ -31,7 +31,15 @@ typedef struct hs_block_keep {
     float *ctx;           /* (n, d): P V of every head, before the head mask */
     float *xhat2, *rstd2; /* (n, d), (n): the second norm (pre: before the MLP; post: after) */
     float *ff;            /* (n, d_ff): MLP pre-activation */
+    /* optional (NULL: not kept): the attention's output ctx W_O + b_O and the MLP's, (n, d)
+     * each, as added to the residual stream (post-norm: before the norm) */
+    float *attn_out, *mlp_out;
 } hs_block_keep;
+
+/* The checks of hs_forward's input: weights present, 1 <= n <= n_ctx, ids in the
+ * vocabulary, token types in range. */
+hs_status hs_forward_check(const hs_model *m, const int32_t *ids, const int32_t *type_ids,
+                           int n, hs_error *err);
 
 /* Embeddings of ids: (n) (token types type_ids, NULL = all 0, when the family has them)
  * → x: (n, d), with the embedding norm of the families that have one. */

@@ -99,8 +99,8 @@ static void lm_head(const hs_model *m, hs_forward_ws *ws, int n, int batch,
                      ws->qkv, o->logits + (size_t)b * (size_t)o->n_logit_rows * V);
 }
 
-hs_status hs_forward(const hs_model *m, const int32_t *ids, const int32_t *type_ids, int n,
-                     const hs_forward_opts *o, hs_forward_ws *ws, hs_error *err)
+hs_status hs_forward_check(const hs_model *m, const int32_t *ids, const int32_t *type_ids,
+                           int n, hs_error *err)
 {
     const hs_model_config *c = &m->cfg;
     if (!m->has_weights)
@@ -118,6 +118,16 @@ hs_status hs_forward(const hs_model *m, const int32_t *ids, const int32_t *type_
             return hs_fail(err, HS_E_INPUT, "token type %d at position %d is out of range",
                            (int)type_ids[i], i);
     }
+    return HS_OK;
+}
+
+hs_status hs_forward(const hs_model *m, const int32_t *ids, const int32_t *type_ids, int n,
+                     const hs_forward_opts *o, hs_forward_ws *ws, hs_error *err)
+{
+    const hs_model_config *c = &m->cfg;
+    hs_status st0 = hs_forward_check(m, ids, type_ids, n, err);
+    if (st0)
+        return st0;
     if (o && o->logits && !c->has_lm_head)
         return hs_fail(err, HS_E_UNSUPPORTED, "the model has no language-model head");
     if (o && o->logit_rows) {

@@ -1,0 +1,188 @@
+/* Direct logit attribution, the per-token loss and the norms of norm-based attention against
+ * fixtures/golden/attribution-*.json, written by fixtures/ref/make_attribution.py: float64
+ * NumPy/PyTorch from the safetensors weights and the reference forward pass (fixtures/ref/
+ * hs_ref.py), each head's output formed explicitly as z_h W_O^h and pushed through the
+ * frozen final LayerNorm into the unembedding. Also the activations that `headscope dump`
+ * writes, against the reference's hooks, and the refusal for BERT. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include <cJSON.h>
+
+#include "headscope/activations.h"
+#include "headscope/forward.h"
+#include "internal.h"
+#include "testutil.h"
+
+/* A float32 forward pass against a float64 reference: the bound of test_forward.c's hidden
+ * states and losses, relative to max(1, |want|). */
+#define TOL 1e-4
+
+static cJSON *golden(const char *name)
+{
+    char path[256], *text = NULL;
+    size_t len = 0;
+    hs_error err = {{0}};
+    snprintf(path, sizeof path, "fixtures/golden/attribution-%s.json", name);
+    cr_assert_eq(hs_read_file(path, 1 << 24, &text, &len, &err), HS_OK, "%s", err.msg);
+    cJSON *j = cJSON_Parse(text);
+    free(text);
+    cr_assert_not_null(j);
+    return j;
+}
+
+static int32_t *ints(const cJSON *a, int *n)
+{
+    *n = cJSON_GetArraySize(a);
+    int32_t *v = malloc((size_t)*n * sizeof *v);
+    for (int i = 0; i < *n; i++)
+        v[i] = (int32_t)cJSON_GetArrayItem(a, i)->valuedouble;
+    return v;
+}
+
+/* |got - want| <= tol * max(1, |want|) for every entry of the array want. */
+static void check_vec(const cJSON *want, const double *got, int n, double tol, const char *what)
+{
+    cr_assert_eq(cJSON_GetArraySize(want), n, "%s: size", what);
+    for (int i = 0; i < n; i++) {
+        double w = cJSON_GetArrayItem(want, i)->valuedouble;
+        cr_assert(fabs(got[i] - w) <= tol * fmax(1.0, fabs(w)), "%s[%d]: got %.9g, want %.9g",
+                  what, i, got[i], w);
+    }
+}
+
+static void dla_case(const char *name)
+{
+    cJSON *g = golden(name);
+    hs_model *m = NULL;
+    hs_error err = {{0}};
+    cr_assert_eq(hs_model_load(cJSON_GetObjectItem(g, "model")->valuestring, &m, &err), HS_OK,
+                 "%s", err.msg);
+    int n;
+    int32_t *ids = ints(cJSON_GetObjectItem(g, "ids"), &n);
+    hs_dla *d = NULL;
+    cr_assert_eq(hs_dla_compute(m, ids, n, &d, &err), HS_OK, "%s", err.msg);
+    cr_assert_eq(d->n_pos, n - 1);
+    for (int i = 0; i < n - 1; i++)
+        cr_assert_eq(d->targets[i], ids[i + 1]);
+    const cJSON *per = cJSON_GetObjectItem(g, "per_pos");
+    cr_assert_eq(cJSON_GetArraySize(per), d->n_heads);
+    for (int k = 0; k < d->n_heads; k++) {
+        char what[64];
+        snprintf(what, sizeof what, "%s head %d.%d", name, k / d->n_head, k % d->n_head);
+        check_vec(cJSON_GetArrayItem(per, k), d->per_pos + (size_t)k * d->n_pos, d->n_pos, TOL, what);
+    }
+    check_vec(cJSON_GetObjectItem(g, "total"), d->total, d->n_heads, TOL, "total");
+    check_vec(cJSON_GetObjectItem(g, "token_loss"), d->token_loss, d->n_pos, TOL, "token_loss");
+    check_vec(cJSON_GetObjectItem(g, "logit"), d->logit, d->n_pos, TOL, "logit");
+    hs_dla_free(d);
+    free(ids);
+    hs_model_free(m);
+    cJSON_Delete(g);
+}
+
+Test(attribution, dla_trained_gpt2_text_matches_reference, .timeout = 60)
+{
+    dla_case("trained_gpt2_common");
+}
+
+Test(attribution, dla_trained_gpt2_repeated_tokens_matches_reference, .timeout = 60)
+{
+    dla_case("trained_gpt2_induction");
+}
+
+Test(attribution, dla_tiny_gpt2_matches_reference, .timeout = 60)
+{
+    dla_case("tiny_gpt2_induction");
+}
+
+/* On the second half of a repeated random sequence the induction head 3.0 of trained-gpt2
+ * pushes the correct next token up: of all heads its total attribution is the largest. */
+Test(attribution, dla_induction_head_leads_on_repeated_tokens, .timeout = 60)
+{
+    cJSON *g = golden("trained_gpt2_induction");
+    hs_model *m = NULL;
+    hs_error err = {{0}};
+    cr_assert_eq(hs_model_load("fixtures/trained-gpt2", &m, &err), HS_OK, "%s", err.msg);
+    int n;
+    int32_t *ids = ints(cJSON_GetObjectItem(g, "ids"), &n);
+    hs_dla *d = NULL;
+    cr_assert_eq(hs_dla_compute(m, ids, n, &d, &err), HS_OK, "%s", err.msg);
+    int best = 0;
+    for (int k = 1; k < d->n_heads; k++)
+        if (d->total[k] > d->total[best])
+            best = k;
+    cr_assert_eq(best, 3 * 4 + 0, "largest attribution: head %d.%d", best / 4, best % 4);
+    hs_dla_free(d);
+    free(ids);
+    hs_model_free(m);
+    cJSON_Delete(g);
+}
+
+Test(attribution, dla_refused_for_bert_and_one_token, .timeout = 60)
+{
+    hs_model *m = NULL;
+    hs_error err = {{0}};
+    cr_assert_eq(hs_model_load("fixtures/tiny-bert", &m, &err), HS_OK, "%s", err.msg);
+    cr_assert_not_null(hs_dla_undefined(m));
+    int32_t ids[3] = {101, 7592, 102};
+    hs_dla *d = NULL;
+    cr_assert_eq(hs_dla_compute(m, ids, 3, &d, &err), HS_E_UNSUPPORTED);
+    cr_assert(strstr(err.msg, "direct logit attribution: ") == err.msg, "%s", err.msg);
+    cr_assert_null(d);
+    hs_model_free(m);
+    cr_assert_eq(hs_model_load("fixtures/tiny-gpt2", &m, &err), HS_OK, "%s", err.msg);
+    cr_assert_null(hs_dla_undefined(m));
+    cr_assert_eq(hs_dla_compute(m, ids, 1, &d, &err), HS_E_INPUT);
+    cr_assert(strstr(err.msg, "at least 2 tokens"), "%s", err.msg);
+    hs_model_free(m);
+}
+
+static void norm_case(const char *name)
+{
+    cJSON *g = golden(name);
+    hs_model *m = NULL;
+    hs_error err = {{0}};
+    cr_assert_eq(hs_model_load(cJSON_GetObjectItem(g, "model")->valuestring, &m, &err), HS_OK,
+                 "%s", err.msg);
+    int n, nt = 0;
+    int32_t *ids = ints(cJSON_GetObjectItem(g, "ids"), &n);
+    const cJSON *tj = cJSON_GetObjectItem(g, "type_ids");
+    int32_t *types = cJSON_IsArray(tj) ? ints(tj, &nt) : NULL;
+    hs_activations *a = NULL;
+    cr_assert_eq(hs_activations_run(m, ids, types, n, HS_CAPTURE_QKV, &a, &err), HS_OK, "%s",
+                 err.msg);
+    const hs_model_config *c = hs_model_config_of(m);
+    int lh = c->n_layer * c->n_head;
+    float *fn = malloc((size_t)lh * (size_t)n * sizeof *fn);
+    double *fd = malloc((size_t)n * sizeof *fd);
+    cr_assert_eq(hs_norm_values(m, a, fn, &err), HS_OK, "%s", err.msg);
+    const cJSON *want = cJSON_GetObjectItem(g, "fnorm");
+    for (int k = 0; k < lh; k++) {
+        for (int j = 0; j < n; j++)
+            fd[j] = fn[(size_t)k * n + j];
+        check_vec(cJSON_GetArrayItem(want, k), fd, n, TOL, name);
+    }
+    hs_activations_free(a);
+    /* without the values it is refused */
+    cr_assert_eq(hs_activations_run(m, ids, types, n, HS_CAPTURE_Z, &a, &err), HS_OK, "%s", err.msg);
+    cr_assert_eq(hs_norm_values(m, a, fn, &err), HS_E_ARG);
+    hs_activations_free(a);
+    free(fn);
+    free(fd);
+    free(ids);
+    free(types);
+    hs_model_free(m);
+    cJSON_Delete(g);
+}
+
+Test(attribution, norm_values_trained_gpt2_match_reference, .timeout = 60)
+{
+    norm_case("trained_gpt2_common");
+}
+
+Test(attribution, norm_values_tiny_bert_pair_match_reference, .timeout = 60)
+{
+    norm_case("tiny_bert_pair");
+}
