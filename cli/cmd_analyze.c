@@ -34,9 +34,14 @@ static const char usage_text[] =
     "      --truncate             keep the first n_ctx tokens of a longer text\n"
     "      --layers SPEC          analyse only these layers, e.g. 0,2-3 (default: all)\n"
     "      --no-ablation          skip the ablation sweep and the pruning curve\n"
+    "      --ablation KIND        what an ablated head's output becomes: zero (default), mean\n"
+    "                             (its mean over the text's positions) or resample (its output\n"
+    "                             on the text's tokens shuffled, specials kept in place)\n"
+    "      --resample-seed N      the shuffle's seed for --ablation resample (default 1)\n"
     "      --no-pruning           skip the pruning curve\n"
     "      --no-gradient          skip gradient importance (Michel et al. 2019)\n"
     "      --no-composition       skip the composition scores from the weights (GPT-2)\n"
+    "      --no-dla               skip direct logit attribution (decoders)\n"
     "      --no-rollout           skip attention rollout and flow (Abnar & Zuidema 2020)\n"
     "      --flow-max-tokens N    attention flow only up to N tokens (default 64; 0: never)\n"
     "      --similarity METHOD    pearson (default) or js (Jensen-Shannon, Clark et al.)\n"
@@ -85,7 +90,8 @@ enum {
     OPT_PAIR = 256, OPT_JSON, OPT_TRUNC, OPT_LAYERS, OPT_NOABL, OPT_NOPRUNE, OPT_SIM, OPT_THR,
     OPT_SINKS, OPT_SINKPUNCT, OPT_LTHR, OPT_NOCOMP, OPT_NOROLL, OPT_FLOWMAX, OPT_SVG, OPT_SEED, OPT_PLEN, OPT_PTOL, OPT_PSTOP, OPT_PBEAM, OPT_PMAX, OPT_NOIMG, OPT_MAXTOK, OPT_NOGRAD,
     OPT_NOHASH, OPT_PMETHOD, OPT_PROUND, OPT_CORPUS, OPT_CFORMAT, OPT_MAXTEXTS, OPT_MAXTOKENS,
-    OPT_SKIPLONG, OPT_SAMPLE, OPT_CSEED, OPT_CABL, OPT_SHARD, OPT_CKPT, OPT_RESUME, OPT_PROGRESS
+    OPT_SKIPLONG, OPT_SAMPLE, OPT_CSEED, OPT_CABL, OPT_SHARD, OPT_CKPT, OPT_RESUME, OPT_PROGRESS,
+    OPT_ABLKIND, OPT_RSEED, OPT_NODLA
 };
 
 /* "I/N" with 1 <= I <= N <= 10^6. */
@@ -300,6 +306,9 @@ int cmd_analyze(int argc, char **argv)
         {"exclude-sinks", no_argument, NULL, OPT_SINKS},
         {"sink-punct", no_argument, NULL, OPT_SINKPUNCT},
         {"no-composition", no_argument, NULL, OPT_NOCOMP},
+        {"no-dla", no_argument, NULL, OPT_NODLA},
+        {"ablation", required_argument, NULL, OPT_ABLKIND},
+        {"resample-seed", required_argument, NULL, OPT_RSEED},
         {"no-rollout", no_argument, NULL, OPT_NOROLL},
         {"svg", no_argument, NULL, OPT_SVG},
         {"flow-max-tokens", required_argument, NULL, OPT_FLOWMAX},
@@ -376,6 +385,22 @@ int cmd_analyze(int argc, char **argv)
         case OPT_SINKS: ao.exclude_sinks = 1; break;
         case OPT_SINKPUNCT: ao.sink_punct = 1; break;
         case OPT_NOCOMP: ao.composition = 0; break;
+        case OPT_NODLA: ao.dla = 0; break;
+        case OPT_ABLKIND: {
+            int kind = HS_ABLATION_ZERO;
+            while (kind <= HS_ABLATION_RESAMPLE &&
+                   strcmp(optarg, hs_ablation_kind_name((hs_ablation_kind)kind)))
+                kind++;
+            if (kind > HS_ABLATION_RESAMPLE)
+                return cli_usage_error(C, "--ablation '%s' is not zero, mean or resample", optarg);
+            ao.ablation_kind = (hs_ablation_kind)kind;
+            break;
+        }
+        case OPT_RSEED:
+            if (cli_parse_long(optarg, 0, 0x7fffffffL, &lv))
+                return cli_usage_error(C, "--resample-seed '%s' is not a number in [0, 2^31)", optarg);
+            ao.resample_seed = (uint64_t)lv;
+            break;
         case OPT_NOROLL: ao.rollout = 0; break;
         case OPT_SVG: formats |= HS_PICTURES_SVG; break;
         case OPT_FLOWMAX:

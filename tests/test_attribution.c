@@ -12,6 +12,7 @@
 
 #include "headscope/activations.h"
 #include "headscope/forward.h"
+#include "headscope/importance.h"
 #include "internal.h"
 #include "testutil.h"
 
@@ -42,11 +43,13 @@ static int32_t *ints(const cJSON *a, int *n)
 }
 
 /* |got - want| <= tol * max(1, |want|) for every entry of the array want. */
+/* n = -1: want is a single number. */
 static void check_vec(const cJSON *want, const double *got, int n, double tol, const char *what)
 {
-    cr_assert_eq(cJSON_GetArraySize(want), n, "%s: size", what);
-    for (int i = 0; i < n; i++) {
-        double w = cJSON_GetArrayItem(want, i)->valuedouble;
+    if (n >= 0)
+        cr_assert_eq(cJSON_GetArraySize(want), n, "%s: size", what);
+    for (int i = 0; i < (n < 0 ? 1 : n); i++) {
+        double w = n < 0 ? want->valuedouble : cJSON_GetArrayItem(want, i)->valuedouble;
         cr_assert(fabs(got[i] - w) <= tol * fmax(1.0, fabs(w)), "%s[%d]: got %.9g, want %.9g",
                   what, i, got[i], w);
     }
@@ -185,4 +188,94 @@ Test(attribution, norm_values_trained_gpt2_match_reference, .timeout = 60)
 Test(attribution, norm_values_tiny_bert_pair_match_reference, .timeout = 60)
 {
     norm_case("tiny_bert_pair");
+}
+
+/* Zero, mean and resample ablation of every head through the loss evaluator's batched sweep,
+ * the replacement from hs_ablation_replacement, the resample input from hs_resample_ids
+ * (every special token in place), against the reference's losses with the head's context
+ * replaced (make_attribution.py: its own splitmix64 and Fisher-Yates from the docs). */
+static void ablation_case(const char *name)
+{
+    cJSON *g = golden(name);
+    hs_model *m = NULL;
+    hs_error err = {{0}};
+    cr_assert_eq(hs_model_load(cJSON_GetObjectItem(g, "model")->valuestring, &m, &err), HS_OK,
+                 "%s", err.msg);
+    const hs_model_config *c = hs_model_config_of(m);
+    int n, nt, no, lh = c->n_layer * c->n_head;
+    int32_t *ids = ints(cJSON_GetObjectItem(g, "ids"), &n);
+    const cJSON *tj = cJSON_GetObjectItem(g, "type_ids"), *oj = cJSON_GetObjectItem(g, "orig_ids");
+    int32_t *types = cJSON_IsArray(tj) ? ints(tj, &nt) : NULL;
+    int32_t *orig = cJSON_IsArray(oj) ? ints(oj, &no) : NULL;
+    int32_t pos[16], tgt[16], other[64];
+    int npos = 0;
+    unsigned char fixed[64];
+    for (int i = 0; i < n; i++) {
+        if (orig && orig[i] != ids[i]) {
+            pos[npos] = i;
+            tgt[npos++] = orig[i];
+        }
+        fixed[i] = orig && (ids[i] == 101 || ids[i] == 102 || ids[i] == 103 || ids[i] == 0);
+    }
+    hs_resample_ids(ids, fixed, n, 1, other);
+    int nr;
+    int32_t *want_other = ints(cJSON_GetObjectItem(g, "resample_ids"), &nr);
+    cr_assert_eq(nr, n);
+    for (int i = 0; i < n; i++)
+        cr_assert_eq(other[i], want_other[i], "%s: resample id %d: %d, want %d", name, i,
+                     other[i], want_other[i]);
+    float *rep = malloc((size_t)c->n_layer * (size_t)n * (size_t)c->d_model * sizeof *rep);
+    double *delta = malloc((size_t)lh * sizeof *delta);
+    static const char *const key[3] = {"ablation_zero", "ablation_mean", "ablation_resample"};
+    for (int kind = 0; kind < 3; kind++) {
+        hs_loss_input in = {.ids = ids, .type_ids = types, .n = n,
+                            .kind = orig ? HS_LOSS_MLM : HS_LOSS_LM, .positions = pos,
+                            .targets = tgt, .n_pos = npos};
+        if (kind) {
+            cr_assert_eq(hs_ablation_replacement(m, (hs_ablation_kind)kind,
+                                                 kind == HS_ABLATION_RESAMPLE ? other : ids, types,
+                                                 n, rep, &err),
+                         HS_OK, "%s", err.msg);
+            in.replace = rep;
+        }
+        hs_loss_eval *ev = NULL;
+        double base;
+        cr_assert_eq(hs_loss_eval_new(m, &in, &ev, &err), HS_OK, "%s", err.msg);
+        cr_assert_eq(hs_loss_eval_run(ev, NULL, &base, &err), HS_OK, "%s", err.msg);
+        check_vec(cJSON_GetObjectItem(g, "loss"), &base, -1, TOL, "loss");
+        cr_assert_eq(hs_ablation_sweep(ev, base, NULL, delta, NULL, NULL, &err), HS_OK, "%s",
+                     err.msg);
+        char what[64];
+        snprintf(what, sizeof what, "%s %s", name, key[kind]);
+        check_vec(cJSON_GetObjectItem(g, key[kind]), delta, lh, TOL, what);
+        hs_loss_eval_free(ev);
+        /* the signed gradient dL/dxi at xi = 1, d context / d xi being P V - replacement */
+        cr_assert_eq(hs_gradient_signed(m, &in, delta, NULL, &err), HS_OK, "%s", err.msg);
+        snprintf(what, sizeof what, "%s gradient_%s", name, key[kind] + 9);
+        check_vec(cJSON_GetObjectItem(g, what + strlen(name) + 1), delta, lh, TOL, what);
+    }
+    cr_assert_eq(hs_ablation_replacement(m, HS_ABLATION_ZERO, ids, types, n, rep, &err), HS_E_ARG);
+    free(rep);
+    free(delta);
+    free(want_other);
+    free(ids);
+    free(types);
+    free(orig);
+    hs_model_free(m);
+    cJSON_Delete(g);
+}
+
+Test(ablation, kinds_trained_gpt2_match_reference, .timeout = 120)
+{
+    ablation_case("trained_gpt2_common");
+}
+
+Test(ablation, kinds_tiny_gpt2_match_reference, .timeout = 120)
+{
+    ablation_case("tiny_gpt2_induction");
+}
+
+Test(ablation, kinds_tiny_bert_mlm_match_reference, .timeout = 120)
+{
+    ablation_case("tiny_bert_pair");
 }

@@ -45,7 +45,35 @@ typedef struct hs_loss_input {
     int no_cache;             /* 1: keep no cache of the residual stream entering each layer
                                  (n_layer * n * d_model floats) for an evaluator run once or
                                  twice; every run is then a full pass */
+    /* Mean and resample ablation: (n_layer, n, d_model) replacement contexts (from
+     * hs_ablation_replacement), a masked head's output becoming its replacement's; NULL =
+     * zero ablation. The evaluator copies it; the gradient differentiates through it. */
+    const float *replace;
 } hs_loss_input;
+
+/* How an ablated head's output is replaced (docs/metrics.md § Ablation). */
+typedef enum hs_ablation_kind {
+    HS_ABLATION_ZERO = 0,    /* by zero: the head mask (Michel et al. 2019) */
+    HS_ABLATION_MEAN = 1,    /* by its mean over the text's positions */
+    HS_ABLATION_RESAMPLE = 2 /* by its output at the same position on another input */
+} hs_ablation_kind;
+
+/* "zero", "mean", "resample"; "?" out of range. Static. */
+const char *hs_ablation_kind_name(hs_ablation_kind k);
+
+/* The other input of resample ablation: ids with the positions not marked fixed (n, 1 =
+ * stays, e.g. [CLS], [SEP], [MASK]; NULL = none) shuffled by a Fisher-Yates permutation drawn
+ * from splitmix64 seeded with seed, into out: (n). */
+void hs_resample_ids(const int32_t *ids, const unsigned char *fixed, int n, uint64_t seed,
+                     int32_t *out);
+
+/* The replacement contexts of kind (MEAN or RESAMPLE) from one run of m on ids (n tokens,
+ * type_ids may be NULL): every head's P V, z: (n, d_model) per layer, then MEAN: each
+ * row the mean of z's rows (over all n positions); RESAMPLE: z itself, ids being the
+ * other input (hs_resample_ids). replace: (n_layer, n, d_model), caller-owned. */
+hs_status hs_ablation_replacement(const hs_model *m, hs_ablation_kind kind, const int32_t *ids,
+                                  const int32_t *type_ids, int n, float *replace,
+                                  hs_error *err);
 
 /* Chooses the deterministic MLM positions of a BERT input: among the content positions
  * (every token that is not cls, sep, pad or mask), count = max(1, round(0.15 * content))

@@ -21,6 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "headscope/activations.h"
 #include "headscope/analysis.h"
 #include "headscope/composition.h"
 #include "headscope/version.h"
@@ -97,6 +98,9 @@ typedef struct hs_analyze_opts {
                                     the selected heads, at least one (default 0.1) */
     int prune_beam;              /* lazy-greedy beam (default 8) */
     int prune_max_steps;         /* at most this many removals (default 64) */
+    hs_ablation_kind ablation_kind; /* what an ablated head's output becomes in the sweep and
+                                       the pruning curve (default HS_ABLATION_ZERO) */
+    uint64_t resample_seed;      /* resample ablation: the shuffle's seed (default 1) */
     double label_thresholds[HS_LABEL_COUNT]; /* a head has type k when its score >= [k]
                                                 (hs_label_thresholds_default) */
     double sink_threshold;       /* a head has a sink type at mass >= this (default 0.5) */
@@ -110,6 +114,8 @@ typedef struct hs_analyze_opts {
     int rollout;                 /* attention rollout over every layer (default 1) */
     double rollout_residual;     /* weight of the identity in each layer (default 0.5) */
     int flow_max_tokens;         /* attention flow when n <= this (default 64; 0: never) */
+    int dla;                     /* direct logit attribution and the per-token loss (default
+                                    1; decoders for which hs_dla_undefined is NULL) */
     int keep_maps;               /* keep the text's maps for hs_analysis_map, the pictures and
                                     the page (default 1); 0: dropped at the end of the run */
     size_t maps_memory_max;      /* bytes of maps held in memory (default 64 MB); above it
@@ -189,6 +195,7 @@ typedef struct hs_analysis {
     double loss;            /* with all heads; NaN when not computed */
     int n_mlm;
     int32_t *mlm_positions, *mlm_targets;
+    int32_t *resample_ids;  /* (n) the other input of resample ablation, or NULL */
     hs_prune_method prune_method_used;
     int prune_round_heads;  /* heads per round (gradient), 1 (greedy) */
     hs_prune_step *curve;   /* (n_curve) one per removed head, grouped by round */
@@ -198,6 +205,8 @@ typedef struct hs_analysis {
     hs_composition *composition; /* NULL when not computed (opts, or not the GPT-2 family) */
     double *rollout;        /* (n, n) attention rollout of the text, or NULL */
     double *flow;           /* (n, n) attention flow of the text, or NULL (n too large) */
+    hs_dla *dla;            /* direct logit attribution of every head, or NULL (opts, the
+                               architecture, or a single token) */
     long forward_passes;
     double seconds_forward, seconds_ablation, seconds_pruning, seconds_gradient;
 } hs_analysis;
@@ -240,11 +249,12 @@ char *hs_report_json(const hs_analysis *a, const char *const *files, int n_files
  * `headscope analyze --corpus` (include/headscope/corpus.h; texts longer than the context
  * truncated, ablation only when asked, no pruning). options is NULL or a JSON object of
  * hs_analyze_opts fields by name: "ablation", "pruning", "gradient", "exclude_sinks",
- * "probe", "hash_files" (default false here), "composition", "rollout", "sink_punct" as
+ * "probe", "hash_files" (default false here), "composition", "rollout", "dla", "sink_punct" as
  * booleans; "label_thresholds" (as --label-thresholds), "flow_max_tokens"; "cluster_threshold",
  * "prune_tol", "prune_stop", "prune_round", "probe_half_len",
- * "prune_beam", "prune_max_steps", "probe_seed" as numbers; "similarity" ("pearson",
- * "js"), "prune_method" ("gradient", "greedy"), "layers" (a list of layer numbers), and
+ * "prune_beam", "prune_max_steps", "probe_seed" as numbers; "resample_seed" as numbers; "similarity"
+ * ("pearson", "js"), "prune_method" ("gradient", "greedy"), "ablation_kind" ("zero",
+ * "mean", "resample"), "layers" (a list of layer numbers), and
  * "truncate" (keep the first n_ctx tokens of a longer text instead of HS_E_INPUT) and
  * "text_pair" (BERT, one text only). An unknown name or a bad value is HS_E_ARG.
  * On success *out is a NUL-terminated JSON string (compact); free it with hs_free. */

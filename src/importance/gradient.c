@@ -191,7 +191,7 @@ hs_status hs_gradient_signed_masked(const hs_model *m, const hs_loss_input *in,
         return hs_fail(err, HS_E_NOMEM, "gradient importance: size overflow");
     }
     float *buf = malloc(total);
-    hs_block_keep *lay = malloc((size_t)L * sizeof *lay);
+    hs_block_keep *lay = calloc((size_t)L, sizeof *lay); /* what is not set is not kept */
     int *rows = malloc((size_t)R * sizeof *rows), *tgt = malloc((size_t)R * sizeof *tgt);
     double *row_loss = malloc((size_t)R * sizeof *row_loss);
     if (!buf || !lay || !rows || !tgt || !row_loss) {
@@ -230,11 +230,14 @@ hs_status hs_gradient_signed_masked(const hs_model *m, const hs_loss_input *in,
         tgt[r] = in->kind == HS_LOSS_LM ? in->ids[r + 1] : in->targets[r];
     }
 
-    /* Forward, keeping each layer's activations. */
+    /* Forward, keeping each layer's activations; a masked head's context is
+     * xi P V + (1 - xi) r under a replacement r (mean / resample ablation). */
+    hs_forward_opts ro = {.head_replace = in->replace};
     hs_embed(m, in->ids, in->type_ids, n, x);
     for (int l = 0; l < L; l++) {
         const float *xi = head_mask ? head_mask + (size_t)l * (size_t)H : NULL;
-        if ((st = hs_block_forward(m, l, ws, n, 1, xi, 0, NULL, &lay[l], err)))
+        if ((st = hs_block_forward(m, l, ws, n, 1, xi, 0, in->replace ? &ro : NULL, &lay[l],
+                                   err)))
             goto fail;
     }
     /* Head on the loss rows only (the final norm and the head transform are row-wise). */
@@ -298,13 +301,15 @@ hs_status hs_gradient_signed_masked(const hs_model *m, const hs_loss_input *in,
         }
         /* dx is now d loss / d (x_in + ctx W_O + b_O). */
         linear_back(dx, W->w_o, dh, n, d, d, 0); /* dh = d loss / d ctx */
+        /* d ctx / d xi = P V - r (r = 0 without a replacement) */
+        const float *rl = in->replace ? in->replace + (size_t)l * nd : NULL;
         for (int hh = 0; hh < H; hh++) {
             double s = 0;
             for (int i = 0; i < n; i++) {
-                const float *a = dh + (size_t)i * (size_t)d + (size_t)hh * (size_t)c->d_head;
-                const float *b = gl->ctx + (size_t)i * (size_t)d + (size_t)hh * (size_t)c->d_head;
+                size_t o = (size_t)i * (size_t)d + (size_t)hh * (size_t)c->d_head;
+                const float *a = dh + o, *b = gl->ctx + o;
                 for (int e = 0; e < c->d_head; e++)
-                    s += (double)a[e] * b[e];
+                    s += (double)a[e] * ((double)b[e] - (rl ? rl[o + (size_t)e] : 0.0));
             }
             g[l * H + hh] = s;
         }

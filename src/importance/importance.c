@@ -17,6 +17,7 @@ struct hs_loss_eval {
     const hs_model *m;
     hs_loss_input in; /* arrays below are owned copies */
     int32_t *ids, *type_ids, *positions, *targets;
+    float *replace; /* (n_layer, n, d) or NULL: in.replace copied */
     hs_forward_ws *ws;
     /* Buffers for up to cap_batch copies of a batched pass (1 until a sweep asks for more).
      * The losses are taken from the final hidden states, the logits a block of rows at a
@@ -89,6 +90,7 @@ void hs_loss_eval_free(hs_loss_eval *e)
     free(e->type_ids);
     free(e->positions);
     free(e->targets);
+    free(e->replace);
     free(e->hidden);
     free(e->own_logits);
     free(e->scratch);
@@ -199,9 +201,13 @@ hs_status hs_loss_eval_new(const hs_model *m, const hs_loss_input *in, hs_loss_e
     e->in.type_ids = e->type_ids;
     e->in.positions = e->positions;
     e->in.targets = e->targets;
-    int ok = e->ids && (!in->type_ids || e->type_ids) &&
-             (in->kind != HS_LOSS_MLM || (e->positions && e->targets));
     size_t n = (size_t)in->n, lh = (size_t)c->n_layer * (size_t)c->n_head;
+    size_t rep = (size_t)c->n_layer * n * (size_t)c->d_model;
+    if (in->replace && (e->replace = malloc(rep * sizeof *e->replace)))
+        memcpy(e->replace, in->replace, rep * sizeof *e->replace);
+    e->in.replace = e->replace;
+    int ok = e->ids && (!in->type_ids || e->type_ids) && (!in->replace || e->replace) &&
+             (in->kind != HS_LOSS_MLM || (e->positions && e->targets));
     if (!in->no_cache) {
         e->cache = malloc((size_t)c->n_layer * n * (size_t)c->d_model * sizeof(float));
         e->cache_mask = malloc(lh * sizeof(float));
@@ -301,7 +307,8 @@ static hs_status run_batch(hs_loss_eval *e, const float *masks, int batch, int s
         return st;
     if (!e->cache) /* in->no_cache: every pass is a full one */
         start = 0;
-    hs_forward_opts o = {.head_mask = masks, .hidden = e->hidden, .batch = batch};
+    hs_forward_opts o = {.head_mask = masks, .hidden = e->hidden, .batch = batch,
+                         .head_replace = e->replace};
     if (start > 0) {
         o.start_layer = start;
         o.x_start = e->cache + (size_t)start * nd;

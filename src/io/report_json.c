@@ -125,6 +125,7 @@ static cJSON *head_json(const hs_analysis *a, const hs_head_result *h)
     add_num(o, "ov_copying", a->composition
                                  ? a->composition->copying[h->layer * c->n_head + h->head]
                                  : NAN);
+    add_num(o, "dla_total", a->dla ? a->dla->total[h->layer * c->n_head + h->head] : NAN);
     return o;
 }
 
@@ -184,6 +185,41 @@ static void add_composition(cJSON *r, const hs_analysis *a)
             add_num(e, "score", m[k][(size_t)from[i] * cp->n_heads + to[i]]);
             cJSON_AddItemToArray(st, e);
         }
+    }
+}
+
+/* "direct_logit_attribution": per analysed head and position, with the targets, the
+ * per-token loss and the full run's logits of the targets beside them. */
+static void add_dla(cJSON *r, const hs_analysis *a)
+{
+    const hs_dla *d = a->dla;
+    cJSON *o = cJSON_AddObjectToObject(r, "direct_logit_attribution");
+    cJSON_AddBoolToObject(o, "available", d != NULL);
+    if (!d) {
+        const char *why = hs_dla_undefined(a->model);
+        cJSON_AddStringToObject(o, "reason", why ? why
+                                             : !a->opts.dla ? "not computed (--no-dla)"
+                                                            : "needs at least 2 tokens");
+        return;
+    }
+    cJSON_AddStringToObject(o, "convention", "head output z_h W_O^h (no bias), centred, divided "
+                                             "by the full run's final-norm std, times ln_f's "
+                                             "weight, dotted with the target's unembedding row");
+    cJSON_AddItemToObject(o, "targets", hs_json_ints(d->targets, d->n_pos));
+    cJSON *tl = cJSON_AddArrayToObject(o, "token_loss"), *lg = cJSON_AddArrayToObject(o, "logit");
+    for (int i = 0; i < d->n_pos; i++) {
+        cJSON_AddItemToArray(tl, hs_json_num(d->token_loss[i]));
+        cJSON_AddItemToArray(lg, hs_json_num(d->logit[i]));
+    }
+    cJSON *hs = cJSON_AddArrayToObject(o, "heads");
+    for (int k = 0; k < a->n_heads; k++) {
+        int idx = a->head_index[k];
+        cJSON *e = head_pair(idx, d->n_head);
+        add_num(e, "total", d->total[idx]);
+        cJSON *pp = cJSON_AddArrayToObject(e, "per_position");
+        for (int i = 0; i < d->n_pos; i++)
+            cJSON_AddItemToArray(pp, hs_json_num(d->per_pos[(size_t)idx * d->n_pos + i]));
+        cJSON_AddItemToArray(hs, e);
     }
 }
 
@@ -316,6 +352,14 @@ char *hs_report_json(const hs_analysis *a, const char *const *files, int n_files
     if (o->sink_punct)
         cJSON_AddItemToArray(sinks, cJSON_CreateString("punctuation"));
     cJSON_AddBoolToObject(op, "ablation", o->ablation);
+    cJSON_AddStringToObject(op, "ablation_kind", hs_ablation_kind_name(o->ablation_kind));
+    if (o->ablation_kind == HS_ABLATION_RESAMPLE) {
+        cJSON_AddNumberToObject(op, "resample_seed", (double)o->resample_seed);
+        if (a->resample_ids)
+            cJSON_AddItemToObject(op, "resample_ids", hs_json_ints(a->resample_ids, a->n));
+        else
+            cJSON_AddNullToObject(op, "resample_ids");
+    }
     cJSON_AddBoolToObject(op, "pruning", o->ablation && o->pruning);
     cJSON_AddBoolToObject(op, "gradient", o->gradient);
     hs_report_label_options(op, o);
@@ -346,6 +390,7 @@ char *hs_report_json(const hs_analysis *a, const char *const *files, int n_files
     hs_report_add_clusters(r, a->linkage, a->labels, a->n_heads, a->n_clusters, o->similarity,
                            o->cluster_threshold);
     add_composition(r, a);
+    add_dla(r, a);
     cJSON *ro = cJSON_AddObjectToObject(r, "rollout");
     add_num(ro, "residual", o->rollout_residual);
     if (a->rollout)

@@ -22,9 +22,9 @@ void hs_analyze_opts_default(hs_analyze_opts *o)
 {
     *o = (hs_analyze_opts){
         .ablation = 1, .pruning = 1, .gradient = 1, .probe = 1, .diversity = 1,
-        .composition = 1, .rollout = 1, .keep_maps = 1, .hash_files = 1,
+        .composition = 1, .rollout = 1, .dla = 1, .keep_maps = 1, .hash_files = 1,
         .similarity = HS_SIM_PEARSON, .cluster_threshold = 0.5, .sink_threshold = 0.5,
-        .probe_seed = 1, .probe_half_len = 32,
+        .probe_seed = 1, .probe_half_len = 32, .resample_seed = 1,
         .prune_method = HS_PRUNE_GRADIENT, .prune_tol = 0.01, .prune_stop = 0.1,
         .prune_round = 0.1, .prune_beam = 8, .prune_max_steps = 64,
         .rollout_residual = 0.5, .flow_max_tokens = 64,
@@ -70,6 +70,7 @@ void hs_analysis_free(hs_analysis *a)
     free(a->head_index);
     hs_mapstore_free(a->maps);
     hs_composition_free(a->composition);
+    hs_dla_free(a->dla);
     free(a->rollout);
     free(a->flow);
     free(a->heads);
@@ -81,6 +82,7 @@ void hs_analysis_free(hs_analysis *a)
     free(a->probe_ids);
     free(a->mlm_positions);
     free(a->mlm_targets);
+    free(a->resample_ids);
     free(a->curve);
     free(a->candidates);
     free(a);
@@ -365,6 +367,13 @@ hs_status hs_analyze_run(const hs_model *m, const hs_analyze_input *in, const hs
     if (o->composition && hs_composition_defined(c) &&
         (st = hs_composition_compute(m, &a->composition, err)))
         goto fail;
+
+    /* one more pass: each head's direct effect on the next token's logit */
+    if (o->dla && !hs_dla_undefined(m) && n >= 2) {
+        if ((st = hs_dla_compute(m, a->ids, n, &a->dla, err)))
+            goto fail;
+        a->forward_passes++;
+    }
 
     /* 5. loss, gradient importance, ablation, pruning: runs of the model */
     if ((st = hs_analyze_importance(m, a, o, active, cls_id, sep_id, err)))

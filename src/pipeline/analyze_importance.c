@@ -24,6 +24,44 @@ static int cmp_idx_delta(const void *x, const void *y)
     return a->k - b->k;
 }
 
+/* The replacement contexts of mean or resample ablation for the loss input li (its ids: the
+ * text, MLM-masked for an MLM loss) into *out (caller frees), li->replace set to them; the
+ * resample input (li's ids with every special token kept in place, the rest shuffled) in
+ * a->resample_ids. */
+static hs_status replacement(const hs_model *m, hs_analysis *a, const hs_analyze_opts *o,
+                             hs_loss_input *li, int32_t cls_id, int32_t sep_id, float **out,
+                             hs_error *err)
+{
+    const hs_model_config *c = hs_model_config_of(m);
+    const hs_tokenizer *tok = hs_model_tokenizer(m);
+    int n = li->n;
+    const int32_t *src = li->ids;
+    *out = malloc((size_t)c->n_layer * (size_t)n * (size_t)c->d_model * sizeof **out);
+    if (!*out)
+        return hs_fail(err, HS_E_NOMEM, "out of memory for the ablation replacement");
+    if (o->ablation_kind == HS_ABLATION_RESAMPLE) {
+        unsigned char *fixed = malloc((size_t)n);
+        a->resample_ids = malloc((size_t)n * sizeof *a->resample_ids);
+        if (!fixed || !a->resample_ids) {
+            free(fixed);
+            return hs_fail(err, HS_E_NOMEM, "out of memory");
+        }
+        const hs_arch *ar = c->arch;
+        int32_t mask_id = hs_special_id(tok, ar->mask_token), pad_id = hs_special_id(tok, ar->pad_token);
+        for (int i = 0; i < n; i++) {
+            int32_t t = li->ids[i];
+            fixed[i] = t >= 0 && (t == cls_id || t == sep_id || t == mask_id || t == pad_id);
+        }
+        hs_resample_ids(li->ids, fixed, n, o->resample_seed, a->resample_ids);
+        free(fixed);
+        src = a->resample_ids;
+    }
+    hs_status st = hs_ablation_replacement(m, o->ablation_kind, src, li->type_ids, n, *out, err);
+    a->forward_passes++;
+    li->replace = *out;
+    return st;
+}
+
 hs_status hs_analyze_importance(const hs_model *m, hs_analysis *a, const hs_analyze_opts *o,
                                 const unsigned char *active, int32_t cls_id, int32_t sep_id,
                                 hs_error *err)
@@ -36,6 +74,7 @@ hs_status hs_analyze_importance(const hs_model *m, hs_analysis *a, const hs_anal
     hs_status st = HS_OK;
     hs_loss_eval *ev = NULL;
     double *delta = NULL;
+    float *replace = NULL;
 
     hs_loss_input li = {.ids = a->ids, .type_ids = a->type_ids, .n = n, .no_cache = !o->ablation};
     int32_t *masked = NULL;
@@ -71,6 +110,11 @@ hs_status hs_analyze_importance(const hs_model *m, hs_analysis *a, const hs_anal
     }
     a->loss_kind = li.kind;
     int loss_possible = li.kind == HS_LOSS_LM ? n >= 2 : li.kind == HS_LOSS_MLM ? a->n_mlm >= 1 : 1;
+    /* Michel et al.'s gradient importance is the zero-ablation one, whatever the sweep's */
+    hs_loss_input lg = li;
+    if (o->ablation && o->ablation_kind != HS_ABLATION_ZERO && loss_possible &&
+        (st = replacement(m, a, o, &li, cls_id, sep_id, &replace, err)))
+        goto fail_masked;
     if (loss_possible) {
         st = hs_loss_eval_new(m, &li, &ev, err);
         if (!st)
@@ -87,7 +131,7 @@ hs_status hs_analyze_importance(const hs_model *m, hs_analysis *a, const hs_anal
         if (!graw || !gnorm)
             st = hs_fail(err, HS_E_NOMEM, "out of memory");
         else
-            st = hs_gradient_importance(m, &li, graw, gnorm, err);
+            st = hs_gradient_importance(m, &lg, graw, gnorm, err);
         a->seconds_gradient = hs_pipeline_now() - tg;
         for (size_t k = 0; k < nh && !st; k++) {
             a->heads[k].gradient_raw = graw[a->head_index[k]];
@@ -96,6 +140,7 @@ hs_status hs_analyze_importance(const hs_model *m, hs_analysis *a, const hs_anal
         free(graw);
         free(gnorm);
     }
+fail_masked:
     free(masked);
     if (st)
         goto fail;
@@ -164,6 +209,7 @@ hs_status hs_analyze_importance(const hs_model *m, hs_analysis *a, const hs_anal
 fail: /* st is HS_OK when the steps above ran through */
     hs_loss_eval_free(ev);
     free(delta);
+    free(replace);
     return st;
 nomem:
     st = hs_fail(err, HS_E_NOMEM, "out of memory");

@@ -90,6 +90,7 @@ static hs_status parse_options(const hs_model *m, const char *options, json_opts
         else if (!strcmp(k, "pruning")) bad = opt_bool(v, &o->pruning);
         else if (!strcmp(k, "gradient")) bad = opt_bool(v, &o->gradient);
         else if (!strcmp(k, "composition")) bad = opt_bool(v, &o->composition);
+        else if (!strcmp(k, "dla")) bad = opt_bool(v, &o->dla);
         else if (!strcmp(k, "rollout")) bad = opt_bool(v, &o->rollout);
         else if (!strcmp(k, "flow_max_tokens")) bad = opt_int(v, 0, 4096, &o->flow_max_tokens);
         else if (!strcmp(k, "exclude_sinks")) bad = opt_bool(v, &o->exclude_sinks);
@@ -114,6 +115,17 @@ static hs_status parse_options(const hs_model *m, const char *options, json_opts
         else if (!strcmp(k, "probe_seed")) {
             bad = opt_num(v, 0, 9007199254740992.0, &seed) || seed != floor(seed);
             o->probe_seed = (uint64_t)seed;
+        } else if (!strcmp(k, "resample_seed")) {
+            bad = opt_num(v, 0, 9007199254740992.0, &seed) || seed != floor(seed);
+            o->resample_seed = (uint64_t)seed;
+        } else if (!strcmp(k, "ablation_kind")) {
+            const char *s = cJSON_GetStringValue(v);
+            int kind = 0;
+            while (s && kind <= HS_ABLATION_RESAMPLE &&
+                   strcmp(s, hs_ablation_kind_name((hs_ablation_kind)kind)))
+                kind++;
+            bad = !s || kind > HS_ABLATION_RESAMPLE;
+            o->ablation_kind = bad ? HS_ABLATION_ZERO : (hs_ablation_kind)kind;
         } else if (!strcmp(k, "similarity")) {
             const char *s = cJSON_GetStringValue(v);
             bad = !s || (strcmp(s, "pearson") && strcmp(s, "js"));
@@ -210,6 +222,7 @@ static hs_status analyze_corpus(const hs_model *m, const char *const *texts, con
     jo->ao.pruning = 0;
     jo->ao.diversity = 0;
     jo->ao.composition = 0; /* a property of the weights: the single-text report has it */
+    jo->ao.dla = 0;         /* per text and position: the single-text report has it */
     jo->ao.rollout = 0;     /* a per-text n x n matrix: not aggregated */
     for (int i = 0; i < n_texts && st == HS_OK; i++) {
         size_t len = lens ? lens[i] : strlen(texts[i]);

@@ -1,0 +1,76 @@
+/* Mean and resample ablation (docs/metrics.md § Ablation): what an ablated head's output is
+ * replaced by, taken from one run of the model; the forward pass puts it in place of the
+ * head's P V (hs_forward_opts.head_replace), W_O being linear. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "headscope/activations.h"
+#include "headscope/importance.h"
+#include "internal.h"
+
+const char *hs_ablation_kind_name(hs_ablation_kind k)
+{
+    return k == HS_ABLATION_ZERO       ? "zero"
+           : k == HS_ABLATION_MEAN     ? "mean"
+           : k == HS_ABLATION_RESAMPLE ? "resample"
+                                       : "?";
+}
+
+void hs_resample_ids(const int32_t *ids, const unsigned char *fixed, int n, uint64_t seed,
+                     int32_t *out)
+{
+    memcpy(out, ids, (size_t)n * sizeof *out);
+    int *free_pos = malloc((size_t)n * sizeof *free_pos), k = 0;
+    if (!free_pos) /* no shuffle without memory: callers check nothing, the input stays */
+        return;
+    for (int i = 0; i < n; i++)
+        if (!fixed || !fixed[i])
+            free_pos[k++] = i;
+    uint64_t s = seed;
+    for (int i = k - 1; i > 0; i--) { /* Fisher-Yates over the free positions */
+        int j = (int)hs_rand_below(&s, (uint64_t)i + 1);
+        int32_t t = out[free_pos[i]];
+        out[free_pos[i]] = out[free_pos[j]];
+        out[free_pos[j]] = t;
+    }
+    free(free_pos);
+}
+
+hs_status hs_ablation_replacement(const hs_model *m, hs_ablation_kind kind, const int32_t *ids,
+                                  const int32_t *type_ids, int n, float *replace,
+                                  hs_error *err)
+{
+    if (kind != HS_ABLATION_MEAN && kind != HS_ABLATION_RESAMPLE)
+        return hs_fail(err, HS_E_ARG, "ablation replacement: kind '%s' replaces by nothing",
+                       hs_ablation_kind_name(kind));
+    hs_activations *a = NULL;
+    hs_status st = hs_activations_run(m, ids, type_ids, n, HS_CAPTURE_Z, &a, err);
+    if (st)
+        return st;
+    int d = a->d_model;
+    size_t nd = (size_t)n * (size_t)d;
+    if (kind == HS_ABLATION_RESAMPLE) {
+        memcpy(replace, a->z, (size_t)a->n_layer * nd * sizeof *replace);
+    } else {
+        double *mean = malloc((size_t)d * sizeof *mean);
+        if (!mean) {
+            hs_activations_free(a);
+            return hs_fail(err, HS_E_NOMEM, "out of memory");
+        }
+        for (int l = 0; l < a->n_layer; l++) {
+            const float *z = a->z + (size_t)l * nd;
+            for (int k = 0; k < d; k++)
+                mean[k] = 0;
+            for (int i = 0; i < n; i++)
+                for (int k = 0; k < d; k++)
+                    mean[k] += z[(size_t)i * d + k];
+            float *r = replace + (size_t)l * nd;
+            for (int i = 0; i < n; i++)
+                for (int k = 0; k < d; k++)
+                    r[(size_t)i * d + k] = (float)(mean[k] / n);
+        }
+        free(mean);
+    }
+    hs_activations_free(a);
+    return HS_OK;
+}
