@@ -13,6 +13,7 @@ static const struct {
     {"analyze", cmd_analyze, "per-head metrics, clusters, importance and pruning: report.json"},
     {"merge", cmd_merge, "combine the shards of a corpus run (analyze --corpus --shard) into one report"},
     {"attn", cmd_attn, "record every head's attention map to a .npy file"},
+    {"dump", cmd_dump, "write every activation (q, k, v, z, pattern, ...) as TransformerLens-named .npy files"},
     {"tokenize", cmd_tokenize, "show the token ids and strings of a text"},
     {"info", cmd_info, "describe a model: family, dimensions, parameters, tokenizer, format"},
     {"convert", cmd_convert, "write a Hugging Face model folder as one GGUF file (model.bin)"},

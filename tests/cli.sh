@@ -372,6 +372,66 @@ no_file "bad model" "$T/bm/report.json"
 expect 1 "analyze output is a file" -- "$HS" analyze "$G" --text hi -o fixtures/bad/MANIFEST.tsv
 one_line_error "output is a file"
 
+# ---- dump, ablation kinds, direct logit attribution ------------------------------------------
+expect 0 "dump --help" -- "$HS" dump --help
+grep -q "^usage: headscope dump" "$T/out" && ok || bad "dump --help text"
+expect 2 "dump bad --what" -- "$HS" dump "$G" --text hi --what q,bogus -o "$T/dx"
+stderr_has "dump bad --what" "headscope: dump: --what: 'bogus' is not one of"
+expect 2 "dump empty --what item" -- "$HS" dump "$G" --text hi --what q, -o "$T/dx"
+expect 2 "dump without --what" -- "$HS" dump "$G" --text hi -o "$T/dx"
+expect 2 "dump without -o" -- "$HS" dump "$G" --text hi --what q
+expect 1 "dump bad model" -- "$HS" dump fixtures/bad/nan_weight --text hi --what all -o "$T/dx"
+one_line_error "dump bad model"
+[ ! -e "$T/dx" ] && ok || bad "a failed dump left '$T/dx' behind"
+TG=fixtures/trained-gpt2
+expect 0 "dump trained-gpt2" -- "$HS" dump "$TG" --text "The cat sat on the mat. The cat sat on the mat." --what all -o "$T/dg"
+grep -q "^wrote 38 files to $T/dg" "$T/out" && ok || bad "dump summary: $(cat "$T/out")"
+"$PY" fixtures/ref/check_dump.py "$TG" "$T/dg" >"$T/chk" 2>&1 && ok || bad "dump gpt2 vs reference: $(cat "$T/chk")"
+expect 0 "dump tiny-bert pair" -- "$HS" dump "$B" --text "where is the dog?" --text-pair "it is in the garden." --what q,k,v,z,pattern,resid_pre,attn_out,mlp_out,norm -o "$T/db" -q
+"$PY" fixtures/ref/check_dump.py "$B" "$T/db" >"$T/chk" 2>&1 && ok || bad "dump bert vs reference: $(cat "$T/chk")"
+expect 0 "dump one kind" -- "$HS" dump "$G" --text "Hello world" --what pattern -o "$T/d1" -q
+[ "$(ls "$T/d1" | tr '\n' ' ')" = "blocks.0.attn.hook_pattern.npy blocks.1.attn.hook_pattern.npy input_ids.npy manifest.json " ] && ok || bad "dump pattern files: $(ls "$T/d1")"
+expect 2 "analyze bad --ablation" -- "$HS" analyze "$G" --text "$REP" --ablation half -o "$T/ab"
+stderr_has "analyze bad --ablation" "headscope: analyze: --ablation 'half' is not zero, mean or resample"
+expect 2 "analyze bad --resample-seed" -- "$HS" analyze "$G" --text "$REP" --ablation resample --resample-seed x -o "$T/ab"
+[ ! -e "$T/ab" ] && ok || bad "a usage error left '$T/ab' behind"
+for k in mean resample; do
+    expect 0 "analyze --ablation $k" -- "$HS" analyze "$TG" --text "$REP" --ablation $k --no-images -o "$T/ab-$k" -q
+done
+"$PY" - "$T" <<'PYEOF' && ok || bad "--ablation mean/resample in the report"
+import json, sys
+t = sys.argv[1]
+m, r = (json.load(open("%s/ab-%s/report.json" % (t, k))) for k in ("mean", "resample"))
+assert m["options"]["ablation_kind"] == "mean" and "resample_ids" not in m["options"]
+o = r["options"]
+assert o["ablation_kind"] == "resample" and o["resample_seed"] == 1
+ids = r["input"]["ids"]
+assert sorted(o["resample_ids"]) == sorted(ids) and o["resample_ids"] != ids
+assert all(h["ablation_delta"] is not None for h in m["heads"] + r["heads"])
+assert len(m["pruning"]["curve"]) > 0
+PYEOF
+"$PY" fixtures/ref/make_attribution.py --check "$TG" "$T/ab-mean/report.json" >"$T/chk" 2>&1 && ok || bad "report's direct logit attribution vs reference: $(cat "$T/chk")"
+expect 0 "analyze bert: no dla" -- "$HS" analyze "$B" --text "the dog is in the garden" --no-images --no-ablation -o "$T/abb" -q
+"$PY" -c "
+import json,sys; r=json.load(open('$T/abb/report.json'))
+d=r['direct_logit_attribution']
+sys.exit(0 if d['available'] is False and 'not causal' in d['reason'] and r['heads'][0]['dla_total'] is None else 1)" && ok || bad "bert report: direct_logit_attribution"
+# the naturally trained GPT-2 of ../shared: on random tokens repeated twice the induction head
+# 3.0 adds the most to the correct next token's logit, the report matching the reference
+if [ -d "$SHARED/trained-gpt2" ]; then
+    RND=$("$PY" -c "
+import random; r = random.Random(7); w = [r.choice(['apple','river','stone','cloud','seven','yellow','market','silver','garden','window','tiger','paper']) for _ in range(24)]
+print(' '.join(w + w))")
+    expect 0 "analyze shared trained-gpt2 repeated" -- "$HS" analyze "$SHARED/trained-gpt2" --text "$RND" --no-images -o "$T/sh" -q
+    "$PY" fixtures/ref/make_attribution.py --check "$SHARED/trained-gpt2" "$T/sh/report.json" >"$T/chk" 2>&1 && ok || bad "shared trained-gpt2 direct logit attribution vs reference: $(cat "$T/chk")"
+    "$PY" -c "
+import json,sys; r=json.load(open('$T/sh/report.json'))
+top=max(r['direct_logit_attribution']['heads'], key=lambda e: e['total'])
+sys.exit(0 if (top['layer'], top['head']) == (3, 0) else 1)" && ok || bad "shared trained-gpt2: 3.0 is not the head with the largest direct logit attribution"
+else
+    echo "cli: skipped the shared trained-gpt2 attribution check: $SHARED/trained-gpt2 is absent"
+fi
+
 # ---- convert (GGUF) -----------------------------------------------------------------------
 expect 0 "convert --help" -- "$HS" convert --help
 expect 2 "convert bad type" -- "$HS" convert "$G" -o "$T/m.bin" --type q4_0

@@ -1,0 +1,311 @@
+/* headscope dump: every activation of one run as .npy files under TransformerLens names. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cJSON.h>
+
+#include "cli.h"
+#include "headscope/activations.h"
+#include "headscope/npy.h"
+
+static const char C[] = "dump";
+
+static const char usage_text[] =
+    "usage: headscope dump MODEL (--text TEXT | --file PATH|-) [--text-pair TEXT2]\n"
+    "                      --what LIST -o OUTDIR\n\n"
+    "Runs MODEL on the text with every head on and writes the activations LIST asks for, one\n"
+    ".npy file (float32, C order) per layer and hook, named as TransformerLens names its\n"
+    "hooks (docs/dump.md), and OUTDIR/manifest.json listing them with their shapes:\n"
+    "  q, k, v     blocks.L.attn.hook_q.npy ...  (pos, head, d_head), biases included\n"
+    "  z           blocks.L.attn.hook_z.npy      (pos, head, d_head): each head's P V\n"
+    "  pattern     blocks.L.attn.hook_pattern.npy (head, query_pos, key_pos)\n"
+    "  resid_pre   blocks.L.hook_resid_pre.npy   (pos, d_model): the stream entering L\n"
+    "  attn_out    blocks.L.hook_attn_out.npy    (pos, d_model): z W_O + b_O\n"
+    "  mlp_out     blocks.L.hook_mlp_out.npy     (pos, d_model)\n"
+    "  norm        blocks.L.attn.norm_pattern.npy (head, query_pos, key_pos): norm-based\n"
+    "              attention ||a_ij f(x_j)|| (Kobayashi et al. 2020)\n"
+    "  all         every one of them\n"
+    "input_ids.npy (int32, (pos)) is always written.\n\n"
+    "  -t, --text TEXT        the input text\n"
+    "  -f, --file PATH        read the text from a file as raw bytes ('-' for stdin)\n"
+    "      --text-pair TEXT2  second segment for BERT ([CLS] a [SEP] b [SEP])\n"
+    "      --truncate         keep the first n_ctx tokens of a longer text\n"
+    "  -w, --what LIST        comma-separated activations (required)\n"
+    "  -o, --output OUTDIR    output folder (created if missing)\n"
+    "  -q, --quiet            print nothing on success\n"
+    "  -h, --help             show this help\n";
+
+/* The activations by name: bit in what[], and what they need captured. */
+enum { W_Q, W_K, W_V, W_Z, W_PATTERN, W_RESID, W_ATTN, W_MLP, W_NORM, W_COUNT };
+static const struct {
+    const char *name, *hook; /* hook: the name after "blocks.L." */
+    unsigned capture;
+} kinds[W_COUNT] = {
+    {"q", "attn.hook_q", HS_CAPTURE_QKV},
+    {"k", "attn.hook_k", HS_CAPTURE_QKV},
+    {"v", "attn.hook_v", HS_CAPTURE_QKV},
+    {"z", "attn.hook_z", HS_CAPTURE_Z},
+    {"pattern", "attn.hook_pattern", HS_CAPTURE_PATTERN},
+    {"resid_pre", "hook_resid_pre", HS_CAPTURE_RESID_PRE},
+    {"attn_out", "hook_attn_out", HS_CAPTURE_ATTN_OUT},
+    {"mlp_out", "hook_mlp_out", HS_CAPTURE_MLP_OUT},
+    {"norm", "attn.norm_pattern", HS_CAPTURE_QKV | HS_CAPTURE_PATTERN},
+};
+
+/* "q,k,pattern" → want[W_COUNT]; returns the bad name's start, or NULL. */
+static const char *parse_what(const char *spec, int *want, char *bad, size_t cap)
+{
+    const char *p = spec;
+    if (!*p) {
+        snprintf(bad, cap, "%s", "");
+        return bad;
+    }
+    while (*p) {
+        size_t len = strcspn(p, ",");
+        int k = -1;
+        if (len == 3 && !strncmp(p, "all", 3)) {
+            for (int i = 0; i < W_COUNT; i++)
+                want[i] = 1;
+            k = W_COUNT;
+        }
+        for (int i = 0; i < W_COUNT && k < 0; i++)
+            if (strlen(kinds[i].name) == len && !strncmp(p, kinds[i].name, len))
+                k = i;
+        if (k < 0) {
+            snprintf(bad, cap, "%.*s", (int)(len < 64 ? len : 64), p);
+            return bad;
+        }
+        if (k < W_COUNT)
+            want[k] = 1;
+        p += len;
+        if (*p == ',' && !*++p) {
+            snprintf(bad, cap, "%s", "");
+            return bad;
+        }
+    }
+    return NULL;
+}
+
+/* Layer l of kind k from a into buf as the file holds it, its shape into shape[*ndim]. */
+static void layer_array(const hs_activations *a, const float *fnorm, int k, int l, float *buf,
+                          size_t *shape, int *ndim)
+{
+    size_t n = (size_t)a->n, d = (size_t)a->d_model, H = (size_t)a->n_head, nd = n * d;
+    size_t hnn = H * n * n;
+    if (k <= W_V) { /* the Q, K or V block of the fused rows (pos, 3d) */
+        const float *src = a->qkv + (size_t)l * 3 * nd;
+        for (size_t i = 0; i < n; i++)
+            memcpy(buf + i * d, src + i * 3 * d + (size_t)k * d, d * sizeof *buf);
+    } else if (k == W_PATTERN || k == W_NORM) {
+        memcpy(buf, a->pattern + (size_t)l * hnn, hnn * sizeof *buf);
+        for (size_t h = 0; k == W_NORM && h < H; h++) /* a_ij ||f(x_j)|| */
+            for (size_t i = 0; i < n; i++)
+                for (size_t j = 0; j < n; j++)
+                    buf[(h * n + i) * n + j] *= fnorm[((size_t)l * H + h) * n + j];
+    } else {
+        const float *src = k == W_Z ? a->z : k == W_RESID ? a->resid_pre
+                           : k == W_ATTN ? a->attn_out : a->mlp_out;
+        memcpy(buf, src + (size_t)l * nd, nd * sizeof *buf);
+    }
+    if (k == W_PATTERN || k == W_NORM) {
+        shape[0] = H, shape[1] = n, shape[2] = n, *ndim = 3;
+    } else if (k <= W_Z) {
+        shape[0] = n, shape[1] = H, shape[2] = (size_t)a->d_head, *ndim = 3;
+    } else {
+        shape[0] = n, shape[1] = d, *ndim = 2;
+    }
+}
+
+/* One manifest entry. */
+static void manifest_add(cJSON *files, const char *name, const char *hook, int layer,
+                         const size_t *shape, int ndim, const char *dtype)
+{
+    cJSON *e = cJSON_CreateObject(), *sh = cJSON_AddArrayToObject(e, "shape");
+    cJSON_AddStringToObject(e, "file", name);
+    cJSON_AddStringToObject(e, "hook", hook);
+    if (layer >= 0)
+        cJSON_AddNumberToObject(e, "layer", layer);
+    cJSON_AddStringToObject(e, "dtype", dtype);
+    for (int i = 0; i < ndim; i++)
+        cJSON_AddItemToArray(sh, cJSON_CreateNumber((double)shape[i]));
+    cJSON_AddItemToArray(files, e);
+}
+
+/* Writes every file into dir and lists them (names relative to dir) in *names. */
+static int write_all(const hs_model *m, const hs_encoding *enc, const hs_activations *a,
+                     const float *fnorm, const int *want, const char *dir, char ***names,
+                     int *n_names)
+{
+    const hs_model_config *c = hs_model_config_of(m);
+    hs_error err = {{0}};
+    int n = a->n, rc = EXIT_FAIL, cap = c->n_layer * W_COUNT + 2;
+    size_t H = (size_t)c->n_head, big = (size_t)n * 3 * (size_t)c->d_model;
+    if (H * (size_t)n * (size_t)n > big)
+        big = H * (size_t)n * (size_t)n;
+    float *buf = malloc(big * sizeof *buf);
+    char *path = NULL, *json = NULL;
+    unsigned char *bytes = NULL;
+    size_t nbytes;
+    *names = calloc((size_t)cap, sizeof **names);
+    cJSON *man = cJSON_CreateObject();
+    if (!buf || !*names || !man) {
+        cli_error(C, "out of memory");
+        goto done;
+    }
+    cJSON_AddStringToObject(man, "schema", "headscope.dump/1");
+    cJSON_AddStringToObject(man, "model", hs_model_path(m));
+    cJSON_AddStringToObject(man, "architecture", c->arch->name);
+    cJSON_AddNumberToObject(man, "n_tokens", n);
+    cJSON *ids = cJSON_AddArrayToObject(man, "ids"), *toks = cJSON_AddArrayToObject(man, "tokens");
+    cJSON *types = cJSON_AddArrayToObject(man, "type_ids");
+    for (int i = 0; i < n; i++) {
+        cJSON_AddItemToArray(ids, cJSON_CreateNumber(enc->ids[i]));
+        cJSON_AddItemToArray(types, cJSON_CreateNumber(enc->type_ids ? enc->type_ids[i] : 0));
+        cJSON_AddItemToArray(toks, cJSON_CreateString(enc->tokens && enc->tokens[i] ? enc->tokens[i] : ""));
+    }
+    cJSON *files = cJSON_AddArrayToObject(man, "files");
+    size_t shape[3] = {(size_t)n, 0, 0};
+    if (hs_npy_encode(enc->ids, HS_NPY_I32, shape, 1, &bytes, &nbytes, &err) != HS_OK ||
+        !(path = cli_path_join(dir, "input_ids.npy")) ||
+        hs_file_write_atomic(path, bytes, nbytes, &err) != HS_OK) {
+        cli_error(C, "%s", path ? err.msg : "out of memory");
+        goto done;
+    }
+    free(path);
+    path = NULL;
+    manifest_add(files, "input_ids.npy", "input_ids", -1, shape, 1, "int32");
+    (*names)[(*n_names)++] = strdup("input_ids.npy");
+    for (int k = 0; k < W_COUNT; k++) {
+        for (int l = 0; want[k] && l < c->n_layer; l++) {
+            char name[128], hook[96];
+            int ndim;
+            layer_array(a, fnorm, k, l, buf, shape, &ndim);
+            snprintf(hook, sizeof hook, "blocks.%d.%s", l, kinds[k].hook);
+            snprintf(name, sizeof name, "%s.npy", hook);
+            if (!(path = cli_path_join(dir, name)) ||
+                hs_npy_write_f32(path, buf, shape, ndim, &err) != HS_OK) {
+                cli_error(C, "%s", path ? err.msg : "out of memory");
+                goto done;
+            }
+            free(path);
+            path = NULL;
+            manifest_add(files, name, hook, l, shape, ndim, "float32");
+            if (!((*names)[(*n_names)++] = strdup(name))) {
+                cli_error(C, "out of memory");
+                goto done;
+            }
+        }
+    }
+    /* manifest.json last: its presence means a complete dump */
+    (*names)[(*n_names)++] = strdup("manifest.json");
+    json = cJSON_Print(man);
+    if (!json || !(path = cli_path_join(dir, "manifest.json")) ||
+        hs_file_write_atomic(path, json, strlen(json), &err) != HS_OK) {
+        cli_error(C, "%s", json && path ? err.msg : "out of memory");
+        goto done;
+    }
+    rc = EXIT_OK;
+done:
+    cJSON_Delete(man);
+    free(json);
+    free(path);
+    free(bytes);
+    free(buf);
+    return rc;
+}
+
+int cmd_dump(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"text", required_argument, NULL, 't'},   {"file", required_argument, NULL, 'f'},
+        {"text-pair", required_argument, NULL, 'p'}, {"truncate", no_argument, NULL, 'T'},
+        {"what", required_argument, NULL, 'w'},   {"output", required_argument, NULL, 'o'},
+        {"quiet", no_argument, NULL, 'q'},        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0}};
+    const char *text = NULL, *file = NULL, *pair = NULL, *out = NULL, *what = NULL;
+    int truncate = 0, quiet = 0, c, want[W_COUNT] = {0};
+    opterr = 0;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, ":t:f:w:o:qh", opts, NULL)) != -1) {
+        switch (c) {
+        case 't': text = optarg; break;
+        case 'f': file = optarg; break;
+        case 'p': pair = optarg; break;
+        case 'T': truncate = 1; break;
+        case 'w': what = optarg; break;
+        case 'o': out = optarg; break;
+        case 'q': quiet = 1; break;
+        case 'h': fputs(usage_text, stdout); return cli_finish_stdout(C);
+        case ':': return cli_usage_error(C, "option '%s' needs a value", argv[optind - 1]);
+        default: return cli_usage_error(C, "unknown option '%s'", argv[optind - 1]);
+        }
+    }
+    if (optind != argc - 1)
+        return cli_usage_error(C, optind >= argc ? "no MODEL given" : "more than one MODEL given");
+    if (!out)
+        return cli_usage_error(C, "no output folder (use -o OUTDIR)");
+    if (!what)
+        return cli_usage_error(C, "no activations asked for (use --what q,k,v,z,pattern,...)");
+    char bad[80];
+    if (parse_what(what, want, bad, sizeof bad))
+        return cli_usage_error(C, "--what: '%s' is not one of q, k, v, z, pattern, resid_pre, "
+                               "attn_out, mlp_out, norm, all", bad);
+    unsigned capture = 0;
+    for (int k = 0; k < W_COUNT; k++)
+        capture |= want[k] ? kinds[k].capture : 0;
+
+    cli_text t;
+    int rc = cli_text_get(C, text, file, pair, &t);
+    if (rc)
+        return rc;
+    cli_outdir od;
+    int worker;
+    rc = cli_outdir_open(C, out, 1, &od, &worker);
+    if (!worker) {
+        cli_text_free(&t);
+        return rc;
+    }
+    hs_model *m = cli_model_load(C, argv[optind]);
+    hs_encoding enc = {0};
+    hs_activations *a = NULL;
+    hs_error err = {{0}};
+    float *fnorm = NULL;
+    char **names = NULL;
+    int n_names = 0;
+    rc = EXIT_FAIL;
+    if (!m || cli_encode(C, m, &t, truncate, 0, 0, &enc, NULL))
+        goto done;
+    const hs_model_config *cfg = hs_model_config_of(m);
+    if (hs_activations_run(m, enc.ids, enc.type_ids, (int)enc.n, capture, &a, &err) != HS_OK) {
+        cli_error(C, "%s", err.msg);
+        goto done;
+    }
+    if (want[W_NORM]) {
+        fnorm = malloc((size_t)cfg->n_layer * (size_t)cfg->n_head * enc.n * sizeof *fnorm);
+        if (!fnorm || hs_norm_values(m, a, fnorm, &err) != HS_OK) {
+            cli_error(C, "%s", fnorm ? err.msg : "out of memory");
+            goto done;
+        }
+    }
+    if ((rc = write_all(m, &enc, a, fnorm, want, od.stage, &names, &n_names)) != EXIT_OK)
+        goto done;
+    if ((rc = cli_outdir_commit(C, &od, names, n_names)) != EXIT_OK)
+        goto done;
+    if (!quiet)
+        printf("wrote %d files to %s (%d tokens, %d layers): see %s/manifest.json\n", n_names,
+               out, (int)enc.n, cfg->n_layer, out);
+    rc = cli_finish_stdout(C);
+done:
+    cli_outdir_close(&od);
+    for (int i = 0; i < n_names; i++)
+        free(names[i]);
+    free(names);
+    free(fnorm);
+    hs_activations_free(a);
+    hs_encoding_free(&enc);
+    hs_model_free(m);
+    cli_text_free(&t);
+    return rc;
+}
