@@ -42,6 +42,7 @@ static const char usage_text[] =
     "      --no-gradient          skip gradient importance (Michel et al. 2019)\n"
     "      --no-composition       skip the composition scores from the weights (GPT-2)\n"
     "      --no-dla               skip direct logit attribution (decoders)\n"
+    "      --no-norm-based        skip the norm-based attention summaries (Kobayashi et al.)\n"
     "      --no-rollout           skip attention rollout and flow (Abnar & Zuidema 2020)\n"
     "      --flow-max-tokens N    attention flow only up to N tokens (default 64; 0: never)\n"
     "      --similarity METHOD    pearson (default) or js (Jensen-Shannon, Clark et al.)\n"
@@ -91,7 +92,7 @@ enum {
     OPT_SINKS, OPT_SINKPUNCT, OPT_LTHR, OPT_NOCOMP, OPT_NOROLL, OPT_FLOWMAX, OPT_SVG, OPT_SEED, OPT_PLEN, OPT_PTOL, OPT_PSTOP, OPT_PBEAM, OPT_PMAX, OPT_NOIMG, OPT_MAXTOK, OPT_NOGRAD,
     OPT_NOHASH, OPT_PMETHOD, OPT_PROUND, OPT_CORPUS, OPT_CFORMAT, OPT_MAXTEXTS, OPT_MAXTOKENS,
     OPT_SKIPLONG, OPT_SAMPLE, OPT_CSEED, OPT_CABL, OPT_SHARD, OPT_CKPT, OPT_RESUME, OPT_PROGRESS,
-    OPT_ABLKIND, OPT_RSEED, OPT_NODLA
+    OPT_ABLKIND, OPT_RSEED, OPT_NODLA, OPT_NONORM
 };
 
 /* "I/N" with 1 <= I <= N <= 10^6. */
@@ -307,6 +308,7 @@ int cmd_analyze(int argc, char **argv)
         {"sink-punct", no_argument, NULL, OPT_SINKPUNCT},
         {"no-composition", no_argument, NULL, OPT_NOCOMP},
         {"no-dla", no_argument, NULL, OPT_NODLA},
+        {"no-norm-based", no_argument, NULL, OPT_NONORM},
         {"ablation", required_argument, NULL, OPT_ABLKIND},
         {"resample-seed", required_argument, NULL, OPT_RSEED},
         {"no-rollout", no_argument, NULL, OPT_NOROLL},
@@ -386,6 +388,7 @@ int cmd_analyze(int argc, char **argv)
         case OPT_SINKPUNCT: ao.sink_punct = 1; break;
         case OPT_NOCOMP: ao.composition = 0; break;
         case OPT_NODLA: ao.dla = 0; break;
+        case OPT_NONORM: ao.norm_based = 0; break;
         case OPT_ABLKIND: {
             int kind = HS_ABLATION_ZERO;
             while (kind <= HS_ABLATION_RESAMPLE &&

@@ -410,12 +410,13 @@ assert sorted(o["resample_ids"]) == sorted(ids) and o["resample_ids"] != ids
 assert all(h["ablation_delta"] is not None for h in m["heads"] + r["heads"])
 assert len(m["pruning"]["curve"]) > 0
 PYEOF
-"$PY" fixtures/ref/make_attribution.py --check "$TG" "$T/ab-mean/report.json" >"$T/chk" 2>&1 && ok || bad "report's direct logit attribution vs reference: $(cat "$T/chk")"
+"$PY" fixtures/ref/make_attribution.py --check "$TG" "$T/ab-mean/report.json" >"$T/chk" 2>&1 && ok || bad "report's direct logit attribution and norm-based summaries vs reference: $(cat "$T/chk")"
 expect 0 "analyze bert: no dla" -- "$HS" analyze "$B" --text "the dog is in the garden" --no-images --no-ablation -o "$T/abb" -q
 "$PY" -c "
 import json,sys; r=json.load(open('$T/abb/report.json'))
 d=r['direct_logit_attribution']
 sys.exit(0 if d['available'] is False and 'not causal' in d['reason'] and r['heads'][0]['dla_total'] is None else 1)" && ok || bad "bert report: direct_logit_attribution"
+"$PY" fixtures/ref/make_attribution.py --check "$B" "$T/abb/report.json" >"$T/chk" 2>&1 && ok || bad "bert report's norm-based summaries vs reference: $(cat "$T/chk")"
 # the naturally trained GPT-2 of ../shared: on random tokens repeated twice the induction head
 # 3.0 adds the most to the correct next token's logit, the report matching the reference
 if [ -d "$SHARED/trained-gpt2" ]; then

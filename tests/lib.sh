@@ -113,7 +113,7 @@ int main(void)
 {
     printf("size %zu\n", sizeof(hs_forward_opts));
     F(head_mask); F(on_attn); F(user); F(logits); F(logit_rows); F(n_logit_rows); F(hidden);
-    F(start_layer); F(x_start); F(x_layers); F(batch); F(allow_nonfinite);
+    F(start_layer); F(x_start); F(x_layers); F(batch); F(allow_nonfinite); F(head_replace);
     return 0;
 }
 CEOF

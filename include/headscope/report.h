@@ -116,6 +116,7 @@ typedef struct hs_analyze_opts {
     int flow_max_tokens;         /* attention flow when n <= this (default 64; 0: never) */
     int dla;                     /* direct logit attribution and the per-token loss (default
                                     1; decoders for which hs_dla_undefined is NULL) */
+    int norm_based;              /* norm-based attention summaries per head (default 1) */
     int keep_maps;               /* keep the text's maps for hs_analysis_map, the pictures and
                                     the page (default 1); 0: dropped at the end of the run */
     size_t maps_memory_max;      /* bytes of maps held in memory (default 64 MB); above it
@@ -155,6 +156,11 @@ typedef struct hs_head_result {
     double ablation_delta;  /* NaN when not computed */
     double gradient;        /* |dL/d xi| divided by its layer's L2 norm; NaN when not computed */
     double gradient_raw;    /* |dL/d xi| at xi = 1 */
+    /* Norm-based attention on the text (Kobayashi et al. 2020), N_ij = a_ij ||f(x_j)||,
+     * f(x_j) = (x_j W_V + b_V) W_O; NaN when not computed (docs/metrics.md): */
+    double norm_first_token; /* mean_i N_i0 / sum_j N_ij: the first token's share */
+    double norm_mass;        /* mean_i sum_j N_ij */
+    double value_norm;       /* mean_j ||f(x_j)|| */
     int cluster;
     const char *label;      /* the primary label: of the types it has, the one whose score
                                is the largest multiple of its threshold, or "none" */
@@ -249,7 +255,7 @@ char *hs_report_json(const hs_analysis *a, const char *const *files, int n_files
  * `headscope analyze --corpus` (include/headscope/corpus.h; texts longer than the context
  * truncated, ablation only when asked, no pruning). options is NULL or a JSON object of
  * hs_analyze_opts fields by name: "ablation", "pruning", "gradient", "exclude_sinks",
- * "probe", "hash_files" (default false here), "composition", "rollout", "dla", "sink_punct" as
+ * "probe", "hash_files" (default false here), "composition", "rollout", "dla", "norm_based", "sink_punct" as
  * booleans; "label_thresholds" (as --label-thresholds), "flow_max_tokens"; "cluster_threshold",
  * "prune_tol", "prune_stop", "prune_round", "probe_half_len",
  * "prune_beam", "prune_max_steps", "probe_seed" as numbers; "resample_seed" as numbers; "similarity"

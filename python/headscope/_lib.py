@@ -57,6 +57,7 @@ class HsForwardOpts(ctypes.Structure):
         ("x_layers", ctypes.POINTER(ctypes.c_float)),
         ("batch", ctypes.c_int),
         ("allow_nonfinite", ctypes.c_int),
+        ("head_replace", ctypes.POINTER(ctypes.c_float)),
     ]  # tests/lib.sh checks the size and offsets against the C header
 
 

@@ -126,6 +126,10 @@ static cJSON *head_json(const hs_analysis *a, const hs_head_result *h)
                                  ? a->composition->copying[h->layer * c->n_head + h->head]
                                  : NAN);
     add_num(o, "dla_total", a->dla ? a->dla->total[h->layer * c->n_head + h->head] : NAN);
+    cJSON *nb = cJSON_AddObjectToObject(o, "norm_based");
+    add_num(nb, "first_token_share", h->norm_first_token);
+    add_num(nb, "mass", h->norm_mass);
+    add_num(nb, "value_norm", h->value_norm);
     return o;
 }
 

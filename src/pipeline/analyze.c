@@ -22,7 +22,7 @@ void hs_analyze_opts_default(hs_analyze_opts *o)
 {
     *o = (hs_analyze_opts){
         .ablation = 1, .pruning = 1, .gradient = 1, .probe = 1, .diversity = 1,
-        .composition = 1, .rollout = 1, .dla = 1, .keep_maps = 1, .hash_files = 1,
+        .composition = 1, .rollout = 1, .dla = 1, .norm_based = 1, .keep_maps = 1, .hash_files = 1,
         .similarity = HS_SIM_PEARSON, .cluster_threshold = 0.5, .sink_threshold = 0.5,
         .probe_seed = 1, .probe_half_len = 32, .resample_seed = 1,
         .prune_method = HS_PRUNE_GRADIENT, .prune_tol = 0.01, .prune_stop = 0.1,
@@ -273,7 +273,10 @@ hs_status hs_analyze_run(const hs_model *m, const hs_analyze_input *in, const hs
         a->heads[k].probe_scores = (hs_detect){NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN,
                                                NAN, NAN};
         a->heads[k].probe_free = a->heads[k].probe_scores;
+        a->heads[k].norm_first_token = a->heads[k].norm_mass = a->heads[k].value_norm = NAN;
     }
+    if (o->norm_based && (st = hs_analysis_norm_based(a, err)))
+        goto fail;
 
     /* 3. the induction probe: seeded random tokens repeated twice */
     if (o->probe) {

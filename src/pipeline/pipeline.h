@@ -26,4 +26,8 @@ hs_status hs_analyze_importance(const hs_model *m, hs_analysis *a, const hs_anal
                                 const unsigned char *active, int32_t cls_id, int32_t sep_id,
                                 hs_error *err);
 
+/* Norm-based attention of the text (analyze_norm.c), summarised per analysed head into
+ * norm_first_token, norm_mass and value_norm; needs the maps in a->maps. */
+hs_status hs_analysis_norm_based(hs_analysis *a, hs_error *err);
+
 #endif

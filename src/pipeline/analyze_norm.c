@@ -1,0 +1,51 @@
+/* Norm-based attention (Kobayashi et al. 2020) of the text, summarised per analysed head:
+ * one more pass keeping the values, ||f_h(x_j)|| = ||(x_j W_V^h + b_V^h) W_O^h|| from them
+ * (hs_norm_values), each head's map from the store. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "headscope/activations.h"
+#include "internal.h"
+#include "pipeline/pipeline.h"
+
+hs_status hs_analysis_norm_based(hs_analysis *a, hs_error *err)
+{
+    const hs_model_config *c = hs_model_config_of(a->model);
+    int n = a->n, H = c->n_head;
+    hs_activations *act = NULL;
+    hs_status st = hs_activations_run(a->model, a->ids, a->type_ids, n, HS_CAPTURE_QKV, &act, err);
+    if (st)
+        return st;
+    float *fn = malloc((size_t)c->n_layer * (size_t)H * (size_t)n * sizeof *fn);
+    float *map = malloc((size_t)n * (size_t)n * sizeof *map);
+    if (!fn || !map)
+        st = hs_fail(err, HS_E_NOMEM, "out of memory for norm-based attention");
+    else
+        st = hs_norm_values(a->model, act, fn, err);
+    hs_activations_free(act);
+    a->forward_passes++;
+    for (int k = 0; k < a->n_heads && !st; k++) {
+        int idx = a->head_index[k];
+        if ((st = hs_analysis_map(a, idx, map, err)))
+            break;
+        const float *f = fn + (size_t)idx * (size_t)n; /* (n) ||f(x_j)|| of head l.h */
+        double first = 0, mass = 0, fsum = 0;
+        for (int j = 0; j < n; j++)
+            fsum += f[j];
+        for (int i = 0; i < n; i++) {
+            const float *row = map + (size_t)i * (size_t)n;
+            double s = 0;
+            for (int j = 0; j < (c->causal ? i + 1 : n); j++)
+                s += (double)row[j] * f[j];
+            first += s > 0 ? (double)row[0] * f[0] / s : 0.0;
+            mass += s;
+        }
+        hs_head_result *h = &a->heads[k];
+        h->norm_first_token = first / n;
+        h->norm_mass = mass / n;
+        h->value_norm = fsum / n;
+    }
+    free(fn);
+    free(map);
+    return st;
+}
