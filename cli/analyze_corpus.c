@@ -432,6 +432,7 @@ int cli_analyze_corpus(const char *cmd, hs_model *m, const cli_corpus_opts *co,
     r.ao.composition = 0; /* a property of the weights: the single-text report has it */
     r.ao.dla = 0;         /* per text and position: the single-text report has it */
     r.ao.norm_based = 0;
+    r.ao.word_level = 0;
     r.ao.rollout = 0;     /* a per-text n x n matrix: not aggregated */
     r.ao.keep_maps = 0; /* no pictures or page per text */
     r.ao.progress = NULL;

@@ -43,8 +43,13 @@ static const char usage_text[] =
     "      --no-composition       skip the composition scores from the weights (GPT-2)\n"
     "      --no-dla               skip direct logit attribution (decoders)\n"
     "      --no-norm-based        skip the norm-based attention summaries (Kobayashi et al.)\n"
+    "      --word-level           also word-level maps (subword keys summed, queries averaged;\n"
+    "                             Clark et al.) in the report and heads/L{l}_H{h}.words.png\n"
     "      --no-rollout           skip attention rollout and flow (Abnar & Zuidema 2020)\n"
     "      --flow-max-tokens N    attention flow only up to N tokens (default 64; 0: never)\n"
+    ;
+/* (split: ISO C compilers need only take string literals of 4095 bytes) */
+static const char usage_text2[] =
     "      --similarity METHOD    pearson (default) or js (Jensen-Shannon, Clark et al.)\n"
     "      --cluster-threshold X  cut the dendrogram at distance X (default 0.5)\n"
     "      --exclude-sinks        leave the sinks out of entropy (detectors report both)\n"
@@ -92,7 +97,7 @@ enum {
     OPT_SINKS, OPT_SINKPUNCT, OPT_LTHR, OPT_NOCOMP, OPT_NOROLL, OPT_FLOWMAX, OPT_SVG, OPT_SEED, OPT_PLEN, OPT_PTOL, OPT_PSTOP, OPT_PBEAM, OPT_PMAX, OPT_NOIMG, OPT_MAXTOK, OPT_NOGRAD,
     OPT_NOHASH, OPT_PMETHOD, OPT_PROUND, OPT_CORPUS, OPT_CFORMAT, OPT_MAXTEXTS, OPT_MAXTOKENS,
     OPT_SKIPLONG, OPT_SAMPLE, OPT_CSEED, OPT_CABL, OPT_SHARD, OPT_CKPT, OPT_RESUME, OPT_PROGRESS,
-    OPT_ABLKIND, OPT_RSEED, OPT_NODLA, OPT_NONORM
+    OPT_ABLKIND, OPT_RSEED, OPT_NODLA, OPT_NONORM, OPT_WORDS
 };
 
 /* "I/N" with 1 <= I <= N <= 10^6. */
@@ -309,6 +314,7 @@ int cmd_analyze(int argc, char **argv)
         {"no-composition", no_argument, NULL, OPT_NOCOMP},
         {"no-dla", no_argument, NULL, OPT_NODLA},
         {"no-norm-based", no_argument, NULL, OPT_NONORM},
+        {"word-level", no_argument, NULL, OPT_WORDS},
         {"ablation", required_argument, NULL, OPT_ABLKIND},
         {"resample-seed", required_argument, NULL, OPT_RSEED},
         {"no-rollout", no_argument, NULL, OPT_NOROLL},
@@ -389,6 +395,7 @@ int cmd_analyze(int argc, char **argv)
         case OPT_NOCOMP: ao.composition = 0; break;
         case OPT_NODLA: ao.dla = 0; break;
         case OPT_NONORM: ao.norm_based = 0; break;
+        case OPT_WORDS: ao.word_level = 1; break;
         case OPT_ABLKIND: {
             int kind = HS_ABLATION_ZERO;
             while (kind <= HS_ABLATION_RESAMPLE &&
@@ -529,6 +536,7 @@ int cmd_analyze(int argc, char **argv)
             break;
         case 'h':
             fputs(usage_text, stdout);
+            fputs(usage_text2, stdout);
             fputs(usage_corpus, stdout);
             return cli_finish_stdout(C);
         case ':': return cli_usage_error(C, "option '%s' needs a value", argv[optind - 1]);
@@ -542,6 +550,9 @@ int cmd_analyze(int argc, char **argv)
 
     if (co.path && (text || file || pair))
         return cli_usage_error(C, "give --corpus or --text/--file/--text-pair, not both");
+    if (co.path && (ao.word_level || ao.ablation_kind != HS_ABLATION_ZERO))
+        return cli_usage_error(C, "%s is for a single text, not --corpus",
+                               ao.word_level ? "--word-level" : "--ablation mean|resample");
     if (!co.path && corpus_only)
         return cli_usage_error(C, "corpus options need --corpus PATH");
     if (co.resume && co.path && !strcmp(co.path, "-"))

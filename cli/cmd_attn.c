@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "headscope/analysis.h"
 #include "headscope/npy.h"
 
 /* The forward-pass observer of attn: appends each layer's maps to the .npy file. */
@@ -14,6 +15,10 @@ typedef struct npy_sink {
     hs_error err;
     int failed;
     int warned; /* --allow-nonfinite: the first non-finite map was named */
+    /* --word-level: each layer's maps merged into words before they are written */
+    int32_t *word;       /* (n) */
+    int n_words, causal;
+    float *wmaps;        /* (n_head, n_words, n_words) */
 } npy_sink;
 
 static int stream_layer(void *user, int layer, const float *probs, int n_head, int n)
@@ -28,13 +33,51 @@ static int stream_layer(void *user, int layer, const float *probs, int n_head, i
                       (int)(i / nn), i % nn / (size_t)n);
             ns->warned = 1;
         }
+    if (ns->word) {
+        if (hs_wordmap_compute(probs, n_head, n, ns->causal, ns->word, ns->n_words, ns->wmaps,
+                               &ns->err) != HS_OK)
+            return ns->failed = 1;
+        probs = ns->wmaps;
+        count = (size_t)n_head * (size_t)ns->n_words * (size_t)ns->n_words;
+    }
     ns->failed = hs_npy_stream_write(ns->s, probs, count, &ns->err) != HS_OK;
     return ns->failed;
 }
 
+/* The word of each token of enc (hs_word_ids) into ns; -1 when out of memory. */
+static int word_index(const hs_model *m, const hs_encoding *enc, npy_sink *ns)
+{
+    const hs_model_config *c = hs_model_config_of(m);
+    const hs_tokenizer *tok = hs_model_tokenizer(m);
+    int n = (int)enc->n, bad = 0;
+    char **disp = calloc((size_t)n, sizeof *disp);
+    int32_t *word = malloc((size_t)n * sizeof *word);
+    for (int i = 0; disp && i < n && !bad; i++) {
+        char buf[256];
+        hs_tokenizer_display(tok, enc->ids[i], buf, sizeof buf);
+        bad = !(disp[i] = strdup(buf));
+    }
+    if (disp && word && !bad) {
+        ns->n_words = hs_word_ids((const char *const *)enc->tokens, (const char *const *)disp,
+                                  n, c->arch->tokenizer == HS_TOK_WORDPIECE, word);
+        ns->causal = c->causal;
+        ns->wmaps = malloc((size_t)c->n_head * (size_t)ns->n_words * (size_t)ns->n_words *
+                           sizeof *ns->wmaps);
+    }
+    for (int i = 0; disp && i < n; i++)
+        free(disp[i]);
+    free(disp);
+    if (!word || !ns->wmaps) {
+        free(word);
+        return -1;
+    }
+    ns->word = word;
+    return 0;
+}
+
 static const char usage_text[] =
     "usage: headscope attn MODEL (--text TEXT | --file PATH|-) [--text-pair TEXT2]\n"
-    "                      [--truncate] [--allow-nonfinite] -o OUT.npy\n\n"
+    "                      [--truncate] [--allow-nonfinite] [--word-level] -o OUT.npy\n\n"
     "Runs MODEL (Hugging Face folder or GGUF file) on the text and writes the attention\n"
     "probabilities of every head as a NumPy array of shape (n_layer, n_head, n_tok, n_tok),\n"
     "float32, row = query token, column = key token.\n\n"
@@ -45,6 +88,8 @@ static const char usage_text[] =
     "      --allow-nonfinite  write maps holding NaN or infinity (attention scores that\n"
     "                         overflow float32) instead of failing; a warning names the\n"
     "                         first such layer and head\n"
+    "      --word-level       word-level maps instead (Clark et al.: subword keys summed,\n"
+    "                         queries averaged): shape (n_layer, n_head, n_word, n_word)\n"
     "  -o, --output OUT.npy   where to write the maps (required)\n"
     "  -q, --quiet            print nothing on success\n"
     "  -h, --help             show this help\n";
@@ -56,9 +101,10 @@ int cmd_attn(int argc, char **argv)
         {"text-pair", required_argument, NULL, 'p'}, {"truncate", no_argument, NULL, 'T'},
         {"output", required_argument, NULL, 'o'}, {"quiet", no_argument, NULL, 'q'},
         {"allow-nonfinite", no_argument, NULL, 'N'},
+        {"word-level", no_argument, NULL, 'W'},
         {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
     const char *text = NULL, *file = NULL, *pair = NULL, *out = NULL;
-    int truncate = 0, quiet = 0, allow_nonfinite = 0, c;
+    int truncate = 0, quiet = 0, allow_nonfinite = 0, words = 0, c;
     opterr = 0;
     optind = 1;
     while ((c = getopt_long(argc, argv, ":t:f:o:qh", opts, NULL)) != -1) {
@@ -70,6 +116,7 @@ int cmd_attn(int argc, char **argv)
         case 'o': out = optarg; break;
         case 'q': quiet = 1; break;
         case 'N': allow_nonfinite = 1; break;
+        case 'W': words = 1; break;
         case 'h': fputs(usage_text, stdout); return cli_finish_stdout("attn");
         case ':': return cli_usage_error("attn", "option '%s' needs a value", argv[optind - 1]);
         default: return cli_usage_error("attn", "unknown option '%s'", argv[optind - 1]);
@@ -94,7 +141,12 @@ int cmd_attn(int argc, char **argv)
         goto done;
     int n = (int)enc.n;
     const hs_model_config *cfg = hs_model_config_of(m);
-    size_t shape[4] = {(size_t)cfg->n_layer, (size_t)cfg->n_head, (size_t)n, (size_t)n};
+    if (words && word_index(m, &enc, &ns)) {
+        cli_error("attn", "out of memory");
+        goto done;
+    }
+    size_t side = words ? (size_t)ns.n_words : (size_t)n;
+    size_t shape[4] = {(size_t)cfg->n_layer, (size_t)cfg->n_head, side, side};
     /* each layer's maps go to the file as the pass makes them: no (L, H, n, n) buffer */
     if (hs_npy_stream_open(out, shape, 4, &ns.s, &err) != HS_OK) {
         cli_error("attn", "%s", err.msg);
@@ -113,11 +165,13 @@ int cmd_attn(int argc, char **argv)
         goto done;
     }
     if (!quiet)
-        printf("wrote %s: %d layers x %d heads x %d x %d tokens\n", out, cfg->n_layer,
-               cfg->n_head, n, n);
+        printf("wrote %s: %d layers x %d heads x %d x %d %s\n", out, cfg->n_layer,
+               cfg->n_head, (int)side, (int)side, words ? "words" : "tokens");
     rc = cli_finish_stdout("attn");
 done:
     hs_npy_stream_close(ns.s, 0, NULL);
+    free(ns.word);
+    free(ns.wmaps);
     hs_encoding_free(&enc);
     hs_model_free(m);
     cli_text_free(&t);

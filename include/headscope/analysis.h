@@ -223,6 +223,20 @@ hs_status hs_linkage_cut(const hs_linkage *lk, double threshold, int *labels, in
 hs_status hs_wordmap_compute(const float *maps, int n_maps, int n, int causal, const int32_t *word,
                              int n_words, float *out, hs_error *err);
 
+/* The word of each token: word: (n), returns n_words. WordPiece (wordpiece = 1): a "##"
+ * token continues the word before it. Byte-level BPE: a token starts a word when its
+ * display form begins with white space, follows one that ends with white space, or is
+ * (or follows) a special token such as <|endoftext|>, so words are the text's
+ * white-space-separated words. tokens: the raw vocabulary strings, display: their display
+ * forms (hs_tokenizer_display). */
+int hs_word_ids(const char *const *tokens, const char *const *display, int n, int wordpiece,
+                int32_t *word);
+
+/* Each word's label: its tokens' display forms joined, the first one's leading white space
+ * and the "##" of WordPiece continuations dropped: (n_words) malloc'd strings in a malloc'd
+ * array (the caller frees each and the array), or NULL when out of memory. */
+char **hs_word_labels(const char *const *display, const int32_t *word, int n, int n_words);
+
 /* ---- attention rollout and attention flow (Abnar & Zuidema 2020) ------------------- */
 
 /* Both read attn: (n_layer, n_head, n, n), a whole trace, and model each layer as

@@ -117,6 +117,7 @@ typedef struct hs_analyze_opts {
     int dla;                     /* direct logit attribution and the per-token loss (default
                                     1; decoders for which hs_dla_undefined is NULL) */
     int norm_based;              /* norm-based attention summaries per head (default 1) */
+    int word_level;              /* word-level maps of every analysed head (default 0) */
     int keep_maps;               /* keep the text's maps for hs_analysis_map, the pictures and
                                     the page (default 1); 0: dropped at the end of the run */
     size_t maps_memory_max;      /* bytes of maps held in memory (default 64 MB); above it
@@ -213,6 +214,11 @@ typedef struct hs_analysis {
     double *flow;           /* (n, n) attention flow of the text, or NULL (n too large) */
     hs_dla *dla;            /* direct logit attribution of every head, or NULL (opts, the
                                architecture, or a single token) */
+    /* word-level maps (opts.word_level; NULL and 0 otherwise), hs_word_ids' words */
+    int n_words;
+    int32_t *word_ids;      /* (n) the word of each token */
+    char **words;           /* (n_words) labels (hs_word_labels) */
+    float *word_maps;       /* (n_heads, n_words, n_words), heads in heads[] order */
     long forward_passes;
     double seconds_forward, seconds_ablation, seconds_pruning, seconds_gradient;
 } hs_analysis;
@@ -255,7 +261,7 @@ char *hs_report_json(const hs_analysis *a, const char *const *files, int n_files
  * `headscope analyze --corpus` (include/headscope/corpus.h; texts longer than the context
  * truncated, ablation only when asked, no pruning). options is NULL or a JSON object of
  * hs_analyze_opts fields by name: "ablation", "pruning", "gradient", "exclude_sinks",
- * "probe", "hash_files" (default false here), "composition", "rollout", "dla", "norm_based", "sink_punct" as
+ * "probe", "hash_files" (default false here), "composition", "rollout", "dla", "norm_based", "word_level", "sink_punct" as
  * booleans; "label_thresholds" (as --label-thresholds), "flow_max_tokens"; "cluster_threshold",
  * "prune_tol", "prune_stop", "prune_round", "probe_half_len",
  * "prune_beam", "prune_max_steps", "probe_seed" as numbers; "resample_seed" as numbers; "similarity"

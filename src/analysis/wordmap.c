@@ -58,3 +58,61 @@ done:
     free(ntok);
     return st;
 }
+
+static int is_space(char ch) { return ch == ' ' || ch == '\n' || ch == '\t' || ch == '\r'; }
+
+static int is_special(const char *raw)
+{
+    size_t len = strlen(raw);
+    return len >= 4 && !strncmp(raw, "<|", 2) && !strcmp(raw + len - 2, "|>");
+}
+
+int hs_word_ids(const char *const *tokens, const char *const *display, int n, int wordpiece,
+                int32_t *word)
+{
+    int w = -1;
+    for (int i = 0; i < n; i++) {
+        const char *raw = tokens[i], *d = display[i], *pd = i ? display[i - 1] : "";
+        size_t pl = strlen(pd);
+        int start;
+        if (i == 0)
+            start = 1;
+        else if (wordpiece) /* "##" continues a word */
+            start = strncmp(raw, "##", 2) != 0;
+        else
+            start = is_space(d[0]) || (pl && is_space(pd[pl - 1])) || is_special(raw) ||
+                    is_special(tokens[i - 1]);
+        w += start;
+        word[i] = w;
+    }
+    return w + 1;
+}
+
+char **hs_word_labels(const char *const *display, const int32_t *word, int n, int n_words)
+{
+    char **out = calloc((size_t)n_words, sizeof *out);
+    if (!out)
+        return NULL;
+    for (int i = 0, ok = 1; i < n && ok; i++) {
+        const char *d = display[i];
+        char **w = &out[word[i]];
+        if (*w && !strncmp(d, "##", 2)) /* a WordPiece continuation */
+            d += 2;
+        while (!*w && is_space(*d)) /* a word's first token: its leading space */
+            d++;
+        size_t old = *w ? strlen(*w) : 0, add = strlen(d);
+        char *nw = realloc(*w, old + add + 1);
+        if ((ok = nw != NULL)) {
+            memcpy(nw + old, d, add + 1);
+            *w = nw;
+        }
+    }
+    for (int u = 0; u < n_words; u++)
+        if (!out[u]) { /* out of memory on the way */
+            for (int v = 0; v < n_words; v++)
+                free(out[v]);
+            free(out);
+            return NULL;
+        }
+    return out;
+}

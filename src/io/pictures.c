@@ -126,6 +126,19 @@ hs_status hs_pictures_write(const hs_analysis *a, const char *outdir, int max_la
             if (!st && list_add(&fl, rel))
                 st = hs_fail(err, HS_E_NOMEM, "out of memory");
         }
+        if (!st && a->word_maps) { /* --word-level: the same head between words */
+            int W = a->n_words;
+            char wtitle[192];
+            snprintf(rel, sizeof rel, "heads/L%d_H%d.words.png", h->layer, h->head);
+            snprintf(path, sizeof path, "%s/%s", outdir, rel);
+            snprintf(wtitle, sizeof wtitle, "%s  (words: keys summed, queries averaged)", title);
+            hs_heatmap_opts wo = {.title = wtitle, .subtitle = sub, .max_labels = max_labels,
+                                  .max_size = label_size(W, max_labels)};
+            st = hs_heatmap_write(path, a->word_maps + (size_t)k * (size_t)W * (size_t)W, W,
+                                  (const char *const *)a->words, &wo, err);
+            if (!st && list_add(&fl, rel))
+                st = hs_fail(err, HS_E_NOMEM, "out of memory");
+        }
     }
     if (!st) {
         snprintf(path, sizeof path, "%s/gallery.png", outdir);

@@ -70,37 +70,17 @@ static cJSON *sinks_json(const hs_analysis *a, const hs_arch *ar)
     return arr;
 }
 
-static int is_space(char ch) { return ch == ' ' || ch == '\n' || ch == '\t' || ch == '\r'; }
-
-static int is_special(const char *raw)
-{
-    size_t len = strlen(raw);
-    return len >= 4 && !strncmp(raw, "<|", 2) && !strcmp(raw + len - 2, "|>");
-}
-
-/* input.word_ids: the word of each token, for word-level maps (Clark et al. 2019). BERT:
- * a "##" token continues the word before it. GPT-2: a token starts a word when its
- * display form begins with white space, follows one that ends with white space, or is
- * (or follows) a special token such as <|endoftext|>; words are the text's
- * white-space-separated words. */
+/* input.word_ids: the word of each token (hs_word_ids). */
 static cJSON *word_ids_json(const hs_analysis *a, int wordpiece)
 {
-    cJSON *arr = cJSON_CreateArray();
-    int w = -1;
-    for (int i = 0; arr && i < a->n; i++) {
-        const char *raw = a->tokens[i], *d = a->display[i], *pd = i ? a->display[i - 1] : "";
-        size_t pl = strlen(pd);
-        int start;
-        if (i == 0)
-            start = 1;
-        else if (wordpiece) /* "##" continues a word */
-            start = strncmp(raw, "##", 2) != 0;
-        else
-            start = is_space(d[0]) || (pl && is_space(pd[pl - 1])) || is_special(raw) ||
-                    is_special(a->tokens[i - 1]);
-        w += start;
-        cJSON_AddItemToArray(arr, cJSON_CreateNumber(w));
+    int32_t *w = malloc((size_t)a->n * sizeof *w);
+    cJSON *arr = NULL;
+    if (w) {
+        hs_word_ids((const char *const *)a->tokens, (const char *const *)a->display, a->n,
+                    wordpiece, w);
+        arr = hs_json_ints(w, a->n);
     }
+    free(w);
     return arr;
 }
 
@@ -395,6 +375,22 @@ char *hs_report_json(const hs_analysis *a, const char *const *files, int n_files
                            o->cluster_threshold);
     add_composition(r, a);
     add_dla(r, a);
+    cJSON *wl = cJSON_AddObjectToObject(r, "word_level");
+    cJSON_AddBoolToObject(wl, "available", a->word_maps != NULL);
+    if (a->word_maps) {
+        size_t ww = (size_t)a->n_words * (size_t)a->n_words;
+        cJSON_AddItemToObject(wl, "words", str_array((const char *const *)a->words, a->n_words));
+        cJSON *maps = cJSON_AddArrayToObject(wl, "maps");
+        double *buf = malloc(ww * sizeof *buf);
+        for (int k = 0; buf && k < a->n_heads; k++) {
+            for (size_t e = 0; e < ww; e++)
+                buf[e] = a->word_maps[(size_t)k * ww + e];
+            cJSON_AddItemToArray(maps, hs_json_matrix(buf, a->n_words, a->n_words));
+        }
+        free(buf);
+    } else {
+        cJSON_AddStringToObject(wl, "reason", "not asked for (--word-level)");
+    }
     cJSON *ro = cJSON_AddObjectToObject(r, "rollout");
     add_num(ro, "residual", o->rollout_residual);
     if (a->rollout)

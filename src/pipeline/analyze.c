@@ -71,6 +71,11 @@ void hs_analysis_free(hs_analysis *a)
     hs_mapstore_free(a->maps);
     hs_composition_free(a->composition);
     hs_dla_free(a->dla);
+    for (int i = 0; a->words && i < a->n_words; i++)
+        free(a->words[i]);
+    free(a->words);
+    free(a->word_ids);
+    free(a->word_maps);
     free(a->rollout);
     free(a->flow);
     free(a->heads);
@@ -276,6 +281,8 @@ hs_status hs_analyze_run(const hs_model *m, const hs_analyze_input *in, const hs
         a->heads[k].norm_first_token = a->heads[k].norm_mass = a->heads[k].value_norm = NAN;
     }
     if (o->norm_based && (st = hs_analysis_norm_based(a, err)))
+        goto fail;
+    if (o->word_level && (st = hs_analysis_word_level(a, err)))
         goto fail;
 
     /* 3. the induction probe: seeded random tokens repeated twice */

@@ -92,6 +92,7 @@ static hs_status parse_options(const hs_model *m, const char *options, json_opts
         else if (!strcmp(k, "composition")) bad = opt_bool(v, &o->composition);
         else if (!strcmp(k, "dla")) bad = opt_bool(v, &o->dla);
         else if (!strcmp(k, "norm_based")) bad = opt_bool(v, &o->norm_based);
+        else if (!strcmp(k, "word_level")) bad = opt_bool(v, &o->word_level);
         else if (!strcmp(k, "rollout")) bad = opt_bool(v, &o->rollout);
         else if (!strcmp(k, "flow_max_tokens")) bad = opt_int(v, 0, 4096, &o->flow_max_tokens);
         else if (!strcmp(k, "exclude_sinks")) bad = opt_bool(v, &o->exclude_sinks);
@@ -225,6 +226,7 @@ static hs_status analyze_corpus(const hs_model *m, const char *const *texts, con
     jo->ao.composition = 0; /* a property of the weights: the single-text report has it */
     jo->ao.dla = 0;         /* per text and position: the single-text report has it */
     jo->ao.norm_based = 0;
+    jo->ao.word_level = 0;
     jo->ao.rollout = 0;     /* a per-text n x n matrix: not aggregated */
     for (int i = 0; i < n_texts && st == HS_OK; i++) {
         size_t len = lens ? lens[i] : strlen(texts[i]);

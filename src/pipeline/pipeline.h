@@ -30,4 +30,8 @@ hs_status hs_analyze_importance(const hs_model *m, hs_analysis *a, const hs_anal
  * norm_first_token, norm_mass and value_norm; needs the maps in a->maps. */
 hs_status hs_analysis_norm_based(hs_analysis *a, hs_error *err);
 
+/* a->word_ids, n_words, words and word_maps of every analysed head (analyze_words.c);
+ * needs the maps in a->maps. */
+hs_status hs_analysis_word_level(hs_analysis *a, hs_error *err);
+
 #endif
