@@ -337,7 +337,7 @@ n = r["input"]["n_tokens"]
 ro = r["rollout"]["matrix"]
 assert len(ro) == n and all(abs(sum(row) - 1) < 1e-6 for row in ro)
 assert len(r["flow"]["matrix"]) == n
-for f in ("heads/L3_H0.svg", "rollout.png", "flow.png", "composition.png"):
+for f in ("heads/L3_H0.svg", "rollout.png", "flow.png", "composition.png", "dla.png"):
     assert f in r["files"] and os.path.getsize(os.path.join(sys.argv[2], f)) > 0, f
 xml.dom.minidom.parse(os.path.join(sys.argv[2], "heads/L3_H0.svg"))
 cand = r["pruning"]["candidates"]

@@ -190,13 +190,30 @@ hs_status hs_pictures_write(const hs_analysis *a, const char *outdir, int max_la
             for (int k = 0; k < a->n_heads; k++)
                 imp[a->head_index[k]] = (float)a->heads[k].ablation_delta;
             snprintf(path, sizeof path, "%s/importance.png", outdir);
-            snprintf(sub, sizeof sub, "loss increase when the head is masked (%s loss %.4f)",
+            snprintf(sub, sizeof sub, "loss increase when the head is ablated (%s ablation, "
+                     "%s loss %.4f)", hs_ablation_kind_name(a->opts.ablation_kind),
                      hs_loss_kind_name(a->loss_kind), a->loss);
             hs_importance_opts io = {.title = "ablation importance", .subtitle = sub, .decimals = 3};
             st = hs_importance_write(path, imp, L, H, &io, err);
             if (!st && list_add(&fl, "importance.png"))
                 st = hs_fail(err, HS_E_NOMEM, "out of memory");
         }
+    }
+    if (!st && a->dla && !imp && !(imp = malloc((size_t)(L * H) * sizeof *imp)))
+        st = hs_fail(err, HS_E_NOMEM, "out of memory");
+    if (!st && a->dla) { /* dla.png: the same grid of direct logit attributions */
+        for (int k = 0; k < L * H; k++)
+            imp[k] = NAN;
+        for (int k = 0; k < a->n_heads; k++)
+            imp[a->head_index[k]] = (float)a->dla->total[a->head_index[k]];
+        snprintf(path, sizeof path, "%s/dla.png", outdir);
+        snprintf(sub, sizeof sub, "each head's direct effect on the next token's logit, summed "
+                                  "over the %d positions", a->dla->n_pos);
+        hs_importance_opts io = {.title = "direct logit attribution", .subtitle = sub,
+                                 .decimals = 2};
+        st = hs_importance_write(path, imp, L, H, &io, err);
+        if (!st && list_add(&fl, "dla.png"))
+            st = hs_fail(err, HS_E_NOMEM, "out of memory");
     }
     for (int w = 0; w < 2 && !st; w++) { /* rollout.png, flow.png */
         const double *v = w ? a->flow : a->rollout;
