@@ -397,11 +397,8 @@ int cmd_analyze(int argc, char **argv)
         case OPT_NONORM: ao.norm_based = 0; break;
         case OPT_WORDS: ao.word_level = 1; break;
         case OPT_ABLKIND: {
-            int kind = HS_ABLATION_ZERO;
-            while (kind <= HS_ABLATION_RESAMPLE &&
-                   strcmp(optarg, hs_ablation_kind_name((hs_ablation_kind)kind)))
-                kind++;
-            if (kind > HS_ABLATION_RESAMPLE)
+            int kind = hs_ablation_kind_parse(optarg);
+            if (kind < 0)
                 return cli_usage_error(C, "--ablation '%s' is not zero, mean or resample", optarg);
             ao.ablation_kind = (hs_ablation_kind)kind;
             break;

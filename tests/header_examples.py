@@ -14,6 +14,8 @@ import sys
 
 # Names an example uses without declaring them, per header (as in the surrounding prose).
 CONTEXT = {
+    "activations.h": "hs_error err = {{0}}; const hs_model *model = NULL; "
+                     "const int32_t *ids = NULL; int n = 1;",
     "analysis.h": "hs_error err = {{0}}; hs_trace *t = NULL; int L = 2, H = 2, n = 4, "
                   "causal = 1; const int32_t *ids = NULL; int labels[144]; int n_clusters = 0;",
     "composition.h": "hs_error err = {{0}}; const hs_model *model = NULL;",

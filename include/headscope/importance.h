@@ -61,6 +61,9 @@ typedef enum hs_ablation_kind {
 /* "zero", "mean", "resample"; "?" out of range. Static. */
 const char *hs_ablation_kind_name(hs_ablation_kind k);
 
+/* The kind named s ("zero", "mean", "resample"), or -1. */
+int hs_ablation_kind_parse(const char *s);
+
 /* The other input of resample ablation: ids with the positions not marked fixed (n, 1 =
  * stays, e.g. [CLS], [SEP], [MASK]; NULL = none) shuffled by a Fisher-Yates permutation drawn
  * from splitmix64 seeded with seed, into out: (n). */

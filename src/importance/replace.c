@@ -16,6 +16,14 @@ const char *hs_ablation_kind_name(hs_ablation_kind k)
                                        : "?";
 }
 
+int hs_ablation_kind_parse(const char *s)
+{
+    for (int k = HS_ABLATION_ZERO; s && k <= HS_ABLATION_RESAMPLE; k++)
+        if (!strcmp(s, hs_ablation_kind_name((hs_ablation_kind)k)))
+            return k;
+    return -1;
+}
+
 void hs_resample_ids(const int32_t *ids, const unsigned char *fixed, int n, uint64_t seed,
                      int32_t *out)
 {

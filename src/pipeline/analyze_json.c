@@ -121,12 +121,8 @@ static hs_status parse_options(const hs_model *m, const char *options, json_opts
             bad = opt_num(v, 0, 9007199254740992.0, &seed) || seed != floor(seed);
             o->resample_seed = (uint64_t)seed;
         } else if (!strcmp(k, "ablation_kind")) {
-            const char *s = cJSON_GetStringValue(v);
-            int kind = 0;
-            while (s && kind <= HS_ABLATION_RESAMPLE &&
-                   strcmp(s, hs_ablation_kind_name((hs_ablation_kind)kind)))
-                kind++;
-            bad = !s || kind > HS_ABLATION_RESAMPLE;
+            int kind = hs_ablation_kind_parse(cJSON_GetStringValue(v));
+            bad = kind < 0;
             o->ablation_kind = bad ? HS_ABLATION_ZERO : (hs_ablation_kind)kind;
         } else if (!strcmp(k, "similarity")) {
             const char *s = cJSON_GetStringValue(v);
