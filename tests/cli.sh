@@ -446,6 +446,13 @@ sys.exit(0 if (top['layer'], top['head']) == (3, 0) else 1)" && ok || bad "share
 else
     echo "cli: skipped the shared trained-gpt2 attribution check: $SHARED/trained-gpt2 is absent"
 fi
+if [ -d "$SHARED/trained-bert" ]; then
+    expect 0 "analyze shared trained-bert pair" -- "$HS" analyze "$SHARED/trained-bert" --text "The licence is granted free of charge." --text-pair "Permission is hereby granted." --word-level --no-images --no-ablation -o "$T/shb" -q
+    "$PY" fixtures/ref/make_attribution.py --check "$SHARED/trained-bert" "$T/shb/report.json" >"$T/chk" 2>&1 && ok || bad "shared trained-bert norm-based summaries vs reference: $(cat "$T/chk")"
+    "$PY" fixtures/ref/check_words.py "$SHARED/trained-bert" "$T/shb/report.json" >"$T/chk" 2>&1 && ok || bad "shared trained-bert word-level maps vs reference: $(cat "$T/chk")"
+else
+    echo "cli: skipped the shared trained-bert norm-based check: $SHARED/trained-bert is absent"
+fi
 
 # ---- convert (GGUF) -----------------------------------------------------------------------
 expect 0 "convert --help" -- "$HS" convert --help
