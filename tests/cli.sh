@@ -419,14 +419,14 @@ sys.exit(0 if d['available'] is False and 'not causal' in d['reason'] and r['hea
 "$PY" fixtures/ref/make_attribution.py --check "$B" "$T/abb/report.json" >"$T/chk" 2>&1 && ok || bad "bert report's norm-based summaries vs reference: $(cat "$T/chk")"
 # word-level maps (--word-level) in the report, the pictures and attn, against the reference
 WT="Tokenization of antidisestablishmentarianism happens, obviously."
-expect 0 "analyze --word-level gpt2" -- "$HS" analyze "$TG" --text "$WT" --word-level --no-ablation -o "$T/wg" -q
-expect 0 "attn --word-level gpt2" -- "$HS" attn "$TG" --text "$WT" --word-level -o "$T/wg.npy"
+expect 0 "analyze --word-level gpt2" -- "$HS" analyze "$TG" --text "$WT" --word-level --no-ablation -o "$T/wlg" -q
+expect 0 "attn --word-level gpt2" -- "$HS" attn "$TG" --text "$WT" --word-level -o "$T/wlg.npy"
 grep -q "x 5 x 5 words" "$T/out" && ok || bad "attn --word-level summary: $(cat "$T/out")"
-"$PY" fixtures/ref/check_words.py "$TG" "$T/wg/report.json" "$T/wg.npy" >"$T/chk" 2>&1 && ok || bad "gpt2 word-level maps vs reference: $(cat "$T/chk")"
-pngcheck -q "$T/wg/heads/L3_H0.words.png" >/dev/null && grep -q '"heads/L3_H0.words.png"' "$T/wg/report.json" && ok || bad "word-level picture"
-expect 0 "analyze --word-level bert pair" -- "$HS" analyze "$B" --text "The snorkeling dogfish is hyperventilating." --text-pair "unbelievably so" --word-level --no-images --no-ablation -o "$T/wb" -q
-expect 0 "attn --word-level bert pair" -- "$HS" attn "$B" --text "The snorkeling dogfish is hyperventilating." --text-pair "unbelievably so" --word-level -o "$T/wb.npy" -q
-"$PY" fixtures/ref/check_words.py "$B" "$T/wb/report.json" "$T/wb.npy" >"$T/chk" 2>&1 && ok || bad "bert word-level maps vs reference: $(cat "$T/chk")"
+"$PY" fixtures/ref/check_words.py "$TG" "$T/wlg/report.json" "$T/wlg.npy" >"$T/chk" 2>&1 && ok || bad "gpt2 word-level maps vs reference: $(cat "$T/chk")"
+pngcheck -q "$T/wlg/heads/L3_H0.words.png" >/dev/null && grep -q '"heads/L3_H0.words.png"' "$T/wlg/report.json" && ok || bad "word-level picture"
+expect 0 "analyze --word-level bert pair" -- "$HS" analyze "$B" --text "The snorkeling dogfish is hyperventilating." --text-pair "unbelievably so" --word-level --no-images --no-ablation -o "$T/wlb" -q
+expect 0 "attn --word-level bert pair" -- "$HS" attn "$B" --text "The snorkeling dogfish is hyperventilating." --text-pair "unbelievably so" --word-level -o "$T/wlb.npy" -q
+"$PY" fixtures/ref/check_words.py "$B" "$T/wlb/report.json" "$T/wlb.npy" >"$T/chk" 2>&1 && ok || bad "bert word-level maps vs reference: $(cat "$T/chk")"
 expect 2 "--word-level with --corpus" -- "$HS" analyze "$TG" --corpus fixtures/corpus/licenses.txt --word-level -o "$T/wc"
 stderr_has "--word-level with --corpus" "--word-level is for a single text"
 expect 2 "--ablation mean with --corpus" -- "$HS" analyze "$TG" --corpus fixtures/corpus/licenses.txt --ablation mean -o "$T/wc"
