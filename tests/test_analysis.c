@@ -735,6 +735,47 @@ Test(wordmap, sums_keys_and_averages_queries)
     cr_assert_str_eq(err.msg, "word map: token 2 has word 2, expected 0..1");
 }
 
+/* Words of hand-written token sequences and their labels. */
+Test(wordmap, words_and_labels_of_wordpiece_and_byte_level_tokens)
+{
+    /* WordPiece: [CLS] s ##nor ##kel ##ing dog [SEP] -> [CLS] | snorkeling | dog | [SEP] */
+    const char *const wp[7] = {"[CLS]", "s", "##nor", "##kel", "##ing", "dog", "[SEP]"};
+    int32_t w[7];
+    cr_assert_eq(hs_word_ids(wp, wp, 7, 1, w), 4);
+    const int32_t want_wp[7] = {0, 1, 1, 1, 1, 2, 3};
+    for (int i = 0; i < 7; i++)
+        cr_assert_eq(w[i], want_wp[i], "wordpiece token %d: word %d", i, (int)w[i]);
+    char **lab = hs_word_labels(wp, w, 7, 4);
+    cr_assert_not_null(lab);
+    cr_assert_str_eq(lab[1], "snorkeling");
+    cr_assert_str_eq(lab[3], "[SEP]");
+    for (int u = 0; u < 4; u++)
+        free(lab[u]);
+    free(lab);
+    /* byte-level BPE (display forms): "Token" "ization" " of" " happens" "," "\n" "x"
+     * "<|endoftext|>" "y" -> Tokenization | of | happens, | \n | x | <|endoftext|> | y
+     * (a token that begins with white space starts a word, the newline's too) */
+    const char *const raw[9] = {"Token", "ization", "Ġof", "Ġhappens", ",", "Ċ", "x",
+                                "<|endoftext|>", "y"};
+    const char *const disp[9] = {"Token", "ization", " of", " happens", ",", "\n", "x",
+                                 "<|endoftext|>", "y"};
+    int32_t b[9];
+    cr_assert_eq(hs_word_ids(raw, disp, 9, 0, b), 7);
+    const int32_t want_b[9] = {0, 0, 1, 2, 2, 3, 4, 5, 6};
+    for (int i = 0; i < 9; i++)
+        cr_assert_eq(b[i], want_b[i], "byte-level token %d: word %d", i, (int)b[i]);
+    lab = hs_word_labels(disp, b, 9, 7);
+    cr_assert_not_null(lab);
+    cr_assert_str_eq(lab[0], "Tokenization");
+    cr_assert_str_eq(lab[1], "of");
+    cr_assert_str_eq(lab[2], "happens,");
+    cr_assert_str_eq(lab[3], "\n");
+    cr_assert_str_eq(lab[5], "<|endoftext|>");
+    for (int u = 0; u < 7; u++)
+        free(lab[u]);
+    free(lab);
+}
+
 /* ---- reference values (fixtures/golden) ------------------------------------------- */
 
 typedef struct golden {

@@ -233,7 +233,7 @@ int hs_word_ids(const char *const *tokens, const char *const *display, int n, in
                 int32_t *word);
 
 /* Each word's label: its tokens' display forms joined, the first one's leading white space
- * and the "##" of WordPiece continuations dropped: (n_words) malloc'd strings in a malloc'd
+ * (unless it is all the token holds) and the "##" of WordPiece continuations dropped: (n_words) malloc'd strings in a malloc'd
  * array (the caller frees each and the array), or NULL when out of memory. */
 char **hs_word_labels(const char *const *display, const int32_t *word, int n, int n_words);
 

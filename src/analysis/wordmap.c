@@ -98,8 +98,10 @@ char **hs_word_labels(const char *const *display, const int32_t *word, int n, in
         char **w = &out[word[i]];
         if (*w && !strncmp(d, "##", 2)) /* a WordPiece continuation */
             d += 2;
-        while (!*w && is_space(*d)) /* a word's first token: its leading space */
-            d++;
+        const char *t = d;
+        while (!*w && is_space(*t)) /* a word's first token: its leading space, unless the */
+            t++;                    /* token is nothing else (a newline's own word) */
+        d = *t ? t : d;
         size_t old = *w ? strlen(*w) : 0, add = strlen(d);
         char *nw = realloc(*w, old + add + 1);
         if ((ok = nw != NULL)) {
