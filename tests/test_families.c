@@ -10,6 +10,7 @@
 #include <cJSON.h>
 
 #include "headscope/forward.h"
+#include "headscope/gguf.h"
 #include "headscope/importance.h"
 #include "headscope/model.h"
 #include "internal.h"
@@ -392,6 +393,112 @@ Test(families_config, distilbert_without_its_head_has_no_mlm_loss)
     cr_assert_eq(system(cmd), 0, "%s", cmd);
     hs_model *m = load(dir);
     cr_expect_not(hs_model_config_of(m)->has_lm_head);
+    hs_model_free(m);
+    tu_rm_rf(dir);
+}
+
+/* ---- GGUF ----------------------------------------------------------------------------- */
+
+/* A tiny model with the tokenizer files of fixtures/encoder-golden/tokenizers (a GGUF file
+ * needs a vocabulary), in a temporary folder. */
+static void with_tokenizer(const char *family, char *dir, size_t cap)
+{
+    char cmd[512];
+    tu_mkdtemp(dir, cap);
+    snprintf(cmd, sizeof cmd, "cp fixtures/family-models/tiny-%s/* fixtures/encoder-golden/tokenizers/%s/* '%s/'",
+             family, family, dir);
+    cr_assert_eq(system(cmd), 0, "%s", cmd);
+}
+
+/* The maps of ids on m. */
+static float *maps_of(hs_model *m, const int32_t *ids, int n)
+{
+    hs_error err = {{0}};
+    hs_trace *trace = NULL;
+    cr_assert_eq(hs_trace_new(m, n, &trace, &err), HS_OK, "%s", err.msg);
+    hs_forward_opts o = {.on_attn = hs_trace_observe, .user = trace};
+    cr_assert_eq(hs_forward(m, ids, NULL, n, &o, NULL, &err), HS_OK, "%s", err.msg);
+    const hs_model_config *c = hs_model_config_of(m);
+    size_t count = (size_t)c->n_layer * (size_t)c->n_head * (size_t)n * (size_t)n;
+    float *a = malloc(count * sizeof *a);
+    memcpy(a, trace->attn, count * sizeof *a);
+    hs_trace_free(trace);
+    return a;
+}
+
+/* RoBERTa goes to GGUF as llama.cpp's converter writes it: general.architecture "bert", a
+ * "gpt2" tokenizer, the position table without its first pad_token_id + 1 rows; read back,
+ * it is RoBERTa again with the folder's maps and MLM loss (F32: identical). */
+Test(families_gguf, roberta_round_trip_as_llama_cpp_writes_it)
+{
+    char dir[64], path[128];
+    with_tokenizer("roberta", dir, sizeof dir);
+    hs_model *m = load(dir), *g = NULL;
+    hs_error err = {{0}};
+    hs_gguf_write_options opt = {.ftype = HS_GGUF_FTYPE_F32, .keep_mlm = 1};
+    snprintf(path, sizeof path, "%s/model.bin", dir);
+    cr_assert_eq(hs_gguf_write(m, path, &opt, &err), HS_OK, "%s", err.msg);
+
+    hs_gguf *f = NULL;
+    cr_assert_eq(hs_gguf_open(path, &f, &err), HS_OK, "%s", err.msg);
+    hs_gguf_value v;
+    long k = hs_gguf_find_kv(f, "general.architecture");
+    cr_assert_geq(k, 0);
+    hs_gguf_kv_get(f, (size_t)k, 0, &v);
+    cr_expect_str_eq(v.str, "bert");
+    k = hs_gguf_find_kv(f, "tokenizer.ggml.model");
+    cr_assert_geq(k, 0);
+    hs_gguf_kv_get(f, (size_t)k, 0, &v);
+    cr_expect_str_eq(v.str, "gpt2");
+    const hs_gguf_tensor *pe = hs_gguf_find_tensor(f, "position_embd.weight");
+    cr_assert_not_null(pe);
+    cr_expect_eq(pe->ne[1], 128u, "position rows %llu", (unsigned long long)pe->ne[1]); /* 130 - 2 */
+    hs_gguf_free(f);
+
+    cr_assert_eq(hs_model_load(path, &g, &err), HS_OK, "%s", err.msg);
+    const hs_model_config *c = hs_model_config_of(g);
+    cr_expect_eq(c->family, HS_FAMILY_ROBERTA);
+    cr_expect_eq(c->n_ctx, 128);
+    cr_expect_eq(c->arch->pos_offset, 0);
+    cr_expect(c->has_lm_head);
+    cJSON *j = json_file("fixtures/family-golden/tiny_roberta_rand.json");
+    mlm_case mc;
+    mlm_case_of(j, &mc);
+    float *a = maps_of(m, mc.ids, mc.n), *b = maps_of(g, mc.ids, mc.n);
+    size_t count = (size_t)c->n_layer * (size_t)c->n_head * (size_t)mc.n * (size_t)mc.n;
+    cr_expect_eq(tu_max_abs_diff(a, b, count, NULL), 0.0);
+    double la, lb;
+    hs_loss_eval *ev;
+    cr_assert_eq(hs_loss_eval_new(m, &mc.in, &ev, &err), HS_OK, "%s", err.msg);
+    cr_assert_eq(hs_loss_eval_run(ev, NULL, &la, &err), HS_OK, "%s", err.msg);
+    hs_loss_eval_free(ev);
+    cr_assert_eq(hs_loss_eval_new(g, &mc.in, &ev, &err), HS_OK, "%s", err.msg);
+    cr_assert_eq(hs_loss_eval_run(ev, NULL, &lb, &err), HS_OK, "%s", err.msg);
+    hs_loss_eval_free(ev);
+    cr_expect_eq(la, lb);
+    cr_expect(fabs(la - cJSON_GetObjectItem(j, "loss")->valuedouble) <= LOSS_TOL);
+    free(a);
+    free(b);
+    mlm_case_free(&mc);
+    cJSON_Delete(j);
+    hs_model_free(g);
+    hs_model_free(m);
+    tu_rm_rf(dir);
+}
+
+/* llama.cpp has no DistilBERT architecture: the writer refuses it in one line. */
+Test(families_gguf, distilbert_has_no_gguf_form)
+{
+    char dir[64];
+    with_tokenizer("distilbert", dir, sizeof dir);
+    hs_model *m = load(dir);
+    unsigned char *buf = NULL;
+    size_t len = 0;
+    hs_error err = {{0}};
+    cr_expect_eq(hs_gguf_encode(m, NULL, &buf, &len, &err), HS_E_UNSUPPORTED);
+    cr_expect_str_eq(err.msg, "architecture 'distilbert' has no GGUF form (llama.cpp has no such "
+                              "architecture); use the Hugging Face folder");
+    cr_expect_null(buf);
     hs_model_free(m);
     tu_rm_rf(dir);
 }

@@ -77,6 +77,9 @@ struct hs_names; /* the family's tensor-name table, private to the library */
 typedef struct hs_arch {
     hs_family family;
     const char *name;           /* "gpt2": config.json model_type and GGUF general.architecture */
+    const char *gguf_name;      /* general.architecture where llama.cpp files the family under
+                                   another's (RoBERTa: "bert", told apart by its tokenizer);
+                                   NULL: name */
     hs_norm_place norm_place;
     hs_norm_kind norm_kind;
     hs_activation act;          /* the family's default; config.json may name another */

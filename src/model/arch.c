@@ -176,7 +176,7 @@ static const hs_arch families[] = {
         .specials = bert_specials, .n_specials = 5, .names = &bert_table,
     },
     {   /* pos_offset and n_ctx from config.json's pad_token_id (hf_config.c) */
-        .family = HS_FAMILY_ROBERTA, .name = "roberta",
+        .family = HS_FAMILY_ROBERTA, .name = "roberta", .gguf_name = "bert",
         .norm_place = HS_NORM_POST, .norm_kind = HS_NORM_LAYER, .act = HS_ACT_GELU_ERF,
         .pos = HS_POS_LEARNED, .pos_offset = 2, .pos_skips_pad = 1, .causal = 0,
         .parallel_residual = 0, .biases = 1, .emb_norm = 1, .token_types = 1,
@@ -220,18 +220,63 @@ const char *hs_family_name(hs_family f)
     return a ? a->name : "?";
 }
 
+/* "a, b or c" from the families' names (gguf: their GGUF architectures, each once). */
+static void name_list(char *buf, size_t cap, int gguf)
+{
+    const char *names[N_FAMILIES];
+    size_t n = 0, at = 0;
+    for (size_t i = 0; i < N_FAMILIES; i++) {
+        const char *nm = gguf ? hs_arch_gguf_name(&families[i]) : families[i].name;
+        int dup = !nm;
+        for (size_t k = 0; k < n && !dup; k++)
+            dup = !strcmp(names[k], nm);
+        if (!dup)
+            names[n++] = nm;
+    }
+    buf[0] = '\0';
+    for (size_t k = 0; k < n && at < cap; k++)
+        at += (size_t)snprintf(buf + at, cap - at, "%s%s",
+                               k == 0 ? "" : k + 1 == n ? " or " : ", ", names[k]);
+}
+
+/* The lists are built once; the table is static, so a second caller racing the first
+ * writes the same bytes. */
 const char *hs_arch_list(void)
 {
-    /* "gpt2, bert or roberta": the names of families[], built once (the table is static) */
     static char list[256];
-    if (!list[0]) {
-        size_t at = 0;
-        for (size_t i = 0; i < N_FAMILIES; i++)
-            at += (size_t)snprintf(list + at, sizeof list - at, "%s%s",
-                                   i == 0 ? "" : i + 1 == N_FAMILIES ? " or " : ", ",
-                                   families[i].name);
-    }
+    if (!list[0])
+        name_list(list, sizeof list, 0);
     return list;
+}
+
+const char *hs_arch_gguf_list(void)
+{
+    static char list[256];
+    if (!list[0])
+        name_list(list, sizeof list, 1);
+    return list;
+}
+
+const char *hs_arch_gguf_name(const hs_arch *a)
+{
+    if (!a->names || !a->names->gguf_tokenizer)
+        return NULL;
+    return a->gguf_name ? a->gguf_name : a->name;
+}
+
+const hs_arch *hs_arch_find_gguf(const char *arch, const char *tok_model)
+{
+    const hs_arch *first = NULL;
+    for (size_t i = 0; arch && i < N_FAMILIES; i++) {
+        const char *name = hs_arch_gguf_name(&families[i]);
+        if (!name || strcmp(name, arch))
+            continue;
+        if (tok_model && !strcmp(families[i].names->gguf_tokenizer, tok_model))
+            return &families[i];
+        if (!first)
+            first = &families[i];
+    }
+    return first;
 }
 
 /* ---- walking the table ---------------------------------------------------------------- */
