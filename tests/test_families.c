@@ -27,11 +27,12 @@ static cJSON *json_file(const char *path)
 {
     char *text;
     size_t len;
+    cJSON *j = NULL;
     hs_error err = {{0}};
     cr_assert_eq(hs_read_file(path, 1 << 24, &text, &len, &err), HS_OK, "%s", err.msg);
-    cJSON *j = cJSON_ParseWithLength(text, len);
+    hs_status st = hs_json_parse(text, len, (size_t)1 << 22, path, &j, &err);
     free(text);
-    cr_assert_not_null(j, "bad json %s", path);
+    cr_assert_eq(st, HS_OK, "%s", err.msg);
     return j;
 }
 

@@ -185,14 +185,14 @@ static const hs_arch families[] = {
         .cls_token = "<s>", .sep_token = "</s>", .mask_token = "<mask>", .pad_token = "<pad>",
         .specials = roberta_specials, .n_specials = 5, .names = &roberta_table,
     },
-    {
-        .family = HS_FAMILY_DISTILBERT, .name = "distilbert",
+    {   /* BERT's without token types (the fields not named are 0: bidirectional, positions
+         * from row 0, a sequential residual, one key/value head per head) */
+        .family = HS_FAMILY_DISTILBERT, .name = "distilbert", .names = &distilbert_table,
         .norm_place = HS_NORM_POST, .norm_kind = HS_NORM_LAYER, .act = HS_ACT_GELU_ERF,
-        .pos = HS_POS_LEARNED, .pos_offset = 0, .causal = 0, .parallel_residual = 0,
-        .biases = 1, .emb_norm = 1, .token_types = 0, .tied_embeddings = 1, .n_kv_head = 0,
+        .pos = HS_POS_LEARNED, .biases = 1, .emb_norm = 1, .tied_embeddings = 1,
         .head = HS_HEAD_MLM, .head_optional = 1, .tokenizer = HS_TOK_WORDPIECE,
         .cls_token = "[CLS]", .sep_token = "[SEP]", .mask_token = "[MASK]", .pad_token = "[PAD]",
-        .specials = bert_specials, .n_specials = 5, .names = &distilbert_table,
+        .specials = bert_specials, .n_specials = 5,
     },
 };
 

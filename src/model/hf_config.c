@@ -99,8 +99,29 @@ static hs_status parse_gpt2(const cJSON *root, hs_model_config *c, hs_arch *a, h
     return HS_OK;
 }
 
+/* The config.json keys of an encoder's dimensions, which each family names its own way;
+ * the maximum positions and the activation are optional (the defaults already in c). */
+typedef struct dim_keys {
+    const char *layers, *heads, *d_model, *d_ff, *n_ctx, *act;
+} dim_keys;
+
+static hs_status get_dims(const cJSON *root, const dim_keys *k, hs_model_config *c, hs_error *err)
+{
+    hs_status st;
+    if ((st = get_int(root, k->layers, 1, &c->n_layer, err)) ||
+        (st = get_int(root, k->heads, 1, &c->n_head, err)) ||
+        (st = get_int(root, k->d_model, 1, &c->d_model, err)) ||
+        (st = get_int(root, k->d_ff, 1, &c->d_ff, err)) ||
+        (st = get_int(root, "vocab_size", 1, &c->vocab_size, err)) ||
+        (st = get_int(root, k->n_ctx, 0, &c->n_ctx, err)))
+        return st;
+    return parse_act(get_str(root, k->act), &c->act, err);
+}
+
 static hs_status parse_bert(const cJSON *root, hs_model_config *c, hs_arch *a, hs_error *err)
 {
+    static const dim_keys keys = {"num_hidden_layers", "num_attention_heads", "hidden_size",
+                                  "intermediate_size", "max_position_embeddings", "hidden_act"};
     (void)a;
     hs_status st;
     c->family = HS_FAMILY_BERT;
@@ -108,15 +129,9 @@ static hs_status parse_bert(const cJSON *root, hs_model_config *c, hs_arch *a, h
     c->act = HS_ACT_GELU_ERF;
     c->n_ctx = 512;
     c->type_vocab_size = 2;
-    if ((st = get_int(root, "num_hidden_layers", 1, &c->n_layer, err)) ||
-        (st = get_int(root, "num_attention_heads", 1, &c->n_head, err)) ||
-        (st = get_int(root, "hidden_size", 1, &c->d_model, err)) ||
-        (st = get_int(root, "intermediate_size", 1, &c->d_ff, err)) ||
-        (st = get_int(root, "vocab_size", 1, &c->vocab_size, err)) ||
-        (st = get_int(root, "max_position_embeddings", 0, &c->n_ctx, err)) ||
+    if ((st = get_dims(root, &keys, c, err)) ||
         (st = get_int(root, "type_vocab_size", 0, &c->type_vocab_size, err)) ||
-        (st = get_float(root, "layer_norm_eps", &c->ln_eps, err)) ||
-        (st = parse_act(get_str(root, "hidden_act"), &c->act, err)))
+        (st = get_float(root, "layer_norm_eps", &c->ln_eps, err)))
         return st;
     const char *pe = get_str(root, "position_embedding_type");
     if (pe && strcmp(pe, "absolute"))
@@ -152,20 +167,16 @@ static hs_status parse_roberta(const cJSON *root, hs_model_config *c, hs_arch *a
  * sinusoidal table as position_embeddings like a learned one, so both read it from the file. */
 static hs_status parse_distilbert(const cJSON *root, hs_model_config *c, hs_arch *a, hs_error *err)
 {
+    static const dim_keys keys = {"n_layers", "n_heads", "dim", "hidden_dim",
+                                  "max_position_embeddings", "activation"};
     (void)a;
-    hs_status st;
     c->family = HS_FAMILY_DISTILBERT;
     c->ln_eps = 1e-12f;
     c->act = HS_ACT_GELU_ERF;
     c->n_ctx = 512;
     c->type_vocab_size = 0;
-    if ((st = get_int(root, "n_layers", 1, &c->n_layer, err)) ||
-        (st = get_int(root, "n_heads", 1, &c->n_head, err)) ||
-        (st = get_int(root, "dim", 1, &c->d_model, err)) ||
-        (st = get_int(root, "hidden_dim", 1, &c->d_ff, err)) ||
-        (st = get_int(root, "vocab_size", 1, &c->vocab_size, err)) ||
-        (st = get_int(root, "max_position_embeddings", 0, &c->n_ctx, err)) ||
-        (st = parse_act(get_str(root, "activation"), &c->act, err)))
+    hs_status st = get_dims(root, &keys, c, err);
+    if (st)
         return st;
     const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, "sinusoidal_pos_embds");
     if (v && !cJSON_IsNull(v) && !cJSON_IsBool(v))
