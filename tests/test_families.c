@@ -503,3 +503,57 @@ Test(families_gguf, distilbert_has_no_gguf_form)
     hs_model_free(m);
     tu_rm_rf(dir);
 }
+
+/* ---- DistilBERT's sinusoidal positions ------------------------------------------------- */
+
+/* Vaswani et al. (2017) §3.5 by hand: d = 4, 10000^(2/4) = 100; d = 3, the last dimension
+ * a sine of p / 10000^(2/3). */
+Test(families_sinusoids, the_table_by_hand)
+{
+    float pe[12], po[6];
+    hs_sinusoids(pe, 3, 4);
+    const double want[12] = {0, 1, 0, 1, sin(1.0), cos(1.0), sin(0.01), cos(0.01),
+                             sin(2.0), cos(2.0), sin(0.02), cos(0.02)};
+    for (int k = 0; k < 12; k++)
+        cr_expect(fabs(pe[k] - want[k]) < 1e-7, "pe[%d] = %.9g, want %.9g", k, pe[k], want[k]);
+    hs_sinusoids(po, 2, 3);
+    const double odd[6] = {0, 1, 0, sin(1.0), cos(1.0), sin(1.0 / pow(10000.0, 2.0 / 3))};
+    for (int k = 0; k < 6; k++)
+        cr_expect(fabs(po[k] - odd[k]) < 1e-7, "po[%d] = %.9g, want %.9g", k, po[k], odd[k]);
+}
+
+/* A copy of DistilBERT folder src without its position table (make_encoder_golden.py's
+ * --strip-positions, as the golden was made). */
+static void stripped(const char *src, char *dir, size_t cap)
+{
+    char cmd[512];
+    tu_mkdtemp(dir, cap);
+    snprintf(cmd, sizeof cmd, "/usr/bin/python3 fixtures/ref/make_encoder_golden.py --strip-positions %s '%s'",
+             src, dir);
+    cr_assert_eq(system(cmd), 0, "%s", cmd);
+}
+
+/* sinusoidal_pos_embds without a stored table: the table is computed, as transformers
+ * initialises it; maps and loss against families.py, which computes it in float64. */
+Test(families_sinusoids, computed_when_the_checkpoint_has_no_table)
+{
+    char dir[64];
+    stripped("fixtures/family-models/tiny-distilbert-sin", dir, sizeof dir);
+    cJSON *j = json_file("fixtures/encoder-golden/tiny_distilbert_sin_computed.json");
+    cJSON_ReplaceItemInObject(j, "model", cJSON_CreateString(dir));
+    check_forward("fixtures/encoder-golden", "tiny_distilbert_sin_computed", j, NULL);
+    cJSON_Delete(j);
+    tu_rm_rf(dir);
+}
+
+/* Learned positions (sinusoidal_pos_embds false) cannot be made up: a missing table. */
+Test(families_sinusoids, learned_positions_are_required)
+{
+    char dir[64];
+    stripped("fixtures/family-models/tiny-distilbert", dir, sizeof dir);
+    hs_error err = {{0}};
+    cr_expect_eq(open_error(dir, &err), HS_E_FORMAT, "%s", err.msg);
+    cr_expect(strstr(err.msg, "missing tensor") && strstr(err.msg, "position_embeddings.weight"),
+              "%s", err.msg);
+    tu_rm_rf(dir);
+}

@@ -87,6 +87,8 @@ typedef struct hs_arch {
     int pos_offset;             /* learned positions: token i reads row i + pos_offset */
     int pos_skips_pad;          /* RoBERTa: positions count only the non-pad tokens, a pad token
                                    (id pos_offset - 1, fairseq's padding_idx) reads its own row */
+    int pos_sinusoidal;         /* DistilBERT's sinusoidal_pos_embds: a checkpoint without the
+                                   table gets Vaswani et al.'s sinusoids (hs_sinusoids) */
     float rotary_frac;          /* rotary: fraction of each head's dimensions rotated */
     float rotary_base;          /* rotary: the frequency base (10000) */
     int causal;                 /* 1: query i sees keys 0..i; 0: every key */

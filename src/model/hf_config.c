@@ -164,12 +164,12 @@ static hs_status parse_roberta(const cJSON *root, hs_model_config *c, hs_arch *a
 
 /* DistilBERT: its own keys (dim, n_layers, n_heads, hidden_dim, activation); LayerNorm eps
  * 1e-12 (not a config key); no token types. sinusoidal_pos_embds: transformers saves the
- * sinusoidal table as position_embeddings like a learned one, so both read it from the file. */
+ * sinusoidal table as position_embeddings like a learned one, and headscope reads it from
+ * the file; a checkpoint without it gets the table computed, as transformers initialises it. */
 static hs_status parse_distilbert(const cJSON *root, hs_model_config *c, hs_arch *a, hs_error *err)
 {
     static const dim_keys keys = {"n_layers", "n_heads", "dim", "hidden_dim",
                                   "max_position_embeddings", "activation"};
-    (void)a;
     c->family = HS_FAMILY_DISTILBERT;
     c->ln_eps = 1e-12f;
     c->act = HS_ACT_GELU_ERF;
@@ -182,6 +182,7 @@ static hs_status parse_distilbert(const cJSON *root, hs_model_config *c, hs_arch
     if (v && !cJSON_IsNull(v) && !cJSON_IsBool(v))
         return hs_fail(err, HS_E_FORMAT, "config.json: field 'sinusoidal_pos_embds' must be true "
                        "or false");
+    a->pos_sinusoidal = cJSON_IsTrue(v);
     return HS_OK;
 }
 

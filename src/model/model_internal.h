@@ -158,6 +158,10 @@ typedef struct hs_tensor_ref {
 typedef const hs_tensor_view *(*hs_tensor_lookup)(void *ctx, const char *hf_name,
                                                   const hs_tensor_ref *r, int *out_in);
 
+/* The sinusoidal position table of Vaswani et al. (2017) §3.5, computed in double:
+ * pe[p][2i] = sin(p / 10000^(2i/d)), pe[p][2i+1] = cos(p / 10000^(2i/d)); pe: (rows, d). */
+void hs_sinusoids(float *pe, int rows, int d);
+
 /* Builds the weights of m (whose cfg is already filled and checked) from a reader.
  * Checks every shape against cfg, converts to float32, rejects NaN/Inf. */
 hs_status hs_weights_build(hs_model *m, hs_tensor_lookup lookup, void *ctx, hs_error *err);
