@@ -487,20 +487,24 @@ Test(families_gguf, roberta_round_trip_as_llama_cpp_writes_it)
     tu_rm_rf(dir);
 }
 
-/* llama.cpp has no DistilBERT architecture: the writer refuses it in one line. */
+/* llama.cpp has no DistilBERT architecture: the writer refuses it in one line, with or
+ * without a tokenizer. */
 Test(families_gguf, distilbert_has_no_gguf_form)
 {
     char dir[64];
     with_tokenizer("distilbert", dir, sizeof dir);
-    hs_model *m = load(dir);
-    unsigned char *buf = NULL;
-    size_t len = 0;
-    hs_error err = {{0}};
-    cr_expect_eq(hs_gguf_encode(m, NULL, &buf, &len, &err), HS_E_UNSUPPORTED);
-    cr_expect_str_eq(err.msg, "architecture 'distilbert' has no GGUF form (llama.cpp has no such "
-                              "architecture); use the Hugging Face folder");
-    cr_expect_null(buf);
-    hs_model_free(m);
+    const char *paths[] = {dir, "fixtures/family-models/tiny-distilbert"};
+    for (int k = 0; k < 2; k++) {
+        hs_model *m = load(paths[k]);
+        unsigned char *buf = NULL;
+        size_t len = 0;
+        hs_error err = {{0}};
+        cr_expect_eq(hs_gguf_encode(m, NULL, &buf, &len, &err), HS_E_UNSUPPORTED);
+        cr_expect_str_eq(err.msg, "architecture 'distilbert' has no GGUF form (llama.cpp has no "
+                                  "such architecture); use the Hugging Face folder");
+        cr_expect_null(buf);
+        hs_model_free(m);
+    }
     tu_rm_rf(dir);
 }
 

@@ -473,14 +473,14 @@ static hs_status emit(sink *s, const hs_model *m, const hs_gguf_write_options *o
     if (opt->ftype != HS_GGUF_FTYPE_F32 && opt->ftype != HS_GGUF_FTYPE_F16 &&
         opt->ftype != HS_GGUF_FTYPE_BF16 && opt->ftype != HS_GGUF_FTYPE_Q8_0)
         return hs_fail(err, HS_E_ARG, "unsupported output type %d", (int)opt->ftype);
-    if (!m->tok)
-        return hs_fail(err, HS_E_UNSUPPORTED,
-                       "the model has no tokenizer, and llama.cpp needs tokenizer.ggml.* in a gguf file");
     const hs_model_config *c = &m->cfg;
     const char *arch = hs_arch_gguf_name(c->arch);
     if (!arch)
         return hs_fail(err, HS_E_UNSUPPORTED, "architecture '%s' has no GGUF form (llama.cpp has "
                        "no such architecture); use the Hugging Face folder", c->arch->name);
+    if (!m->tok)
+        return hs_fail(err, HS_E_UNSUPPORTED,
+                       "the model has no tokenizer, and llama.cpp needs tokenizer.ggml.* in a gguf file");
     meta mt = {.s = {.err = err}};
     plan p = {.ftype = opt->ftype};
     float *row = NULL;
