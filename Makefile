@@ -159,6 +159,7 @@ browser-test: $(BIN)
 ref-test:
 	/usr/bin/python3 fixtures/ref/selftest.py
 	/usr/bin/python3 fixtures/ref/family_selftest.py
+	/usr/bin/python3 bench/torch_selftest.py
 
 test: all unit cli-test fuzz-replay browser-test lib-test ref-test
 
