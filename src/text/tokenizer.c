@@ -81,17 +81,31 @@ hs_tokenizer *hs_tok_alloc(hs_tokenizer_kind kind)
     if (!t)
         return NULL;
     t->kind = kind;
-    t->unk = t->cls = t->sep = -1;
+    t->unk = -1;
     memcpy(t->prefix, "##", 3);
     t->max_chars = 100;
+    t->byte_level = kind == HS_TOK_BPE;
+    t->pre = kind == HS_TOK_BPE ? HS_PRE_GPT2 : HS_PRE_NONE;
+    /* no post-processor: the text, or the text and the pair with type ids 0 and 1 */
+    t->single = (hs_template){.id = {HS_TMPL_A}, .type = {0}, .n = 1};
+    t->pair = (hs_template){.id = {HS_TMPL_A, HS_TMPL_B}, .type = {0, 1}, .n = 2};
+    t->post_name = "none";
     return t;
+}
+
+void hs_tok_set_bert_template(hs_tokenizer *t, int32_t cls, int32_t sep)
+{
+    t->single = (hs_template){.id = {cls, HS_TMPL_A, sep}, .type = {0, 0, 0}, .n = 3};
+    t->pair = (hs_template){.id = {cls, HS_TMPL_A, sep, HS_TMPL_B, sep}, .type = {0, 0, 0, 1, 1},
+                            .n = 5};
+    t->has_pair = 1;
 }
 
 typedef struct added_key {
     unsigned first;
     uint32_t len;
     int32_t id;
-    unsigned char pass;
+    unsigned char flags;
 } added_key;
 
 /* Sort order of added tokens: by first byte, then longest first, then by id. */
@@ -105,19 +119,19 @@ static int added_cmp(const void *pa, const void *pb)
     return (a->id > b->id) - (a->id < b->id);
 }
 
-hs_status hs_tok_set_added(hs_tokenizer *t, const int32_t *ids, const unsigned char *pass,
+hs_status hs_tok_set_added(hs_tokenizer *t, const int32_t *ids, const unsigned char *flags,
                            size_t n, hs_error *err)
 {
     if (n > HS_TOK_MAX_ADDED)
         return hs_fail(err, HS_E_FORMAT, "%zu added tokens is more than the limit of %d", n,
                        HS_TOK_MAX_ADDED);
     free(t->added);
-    free(t->added_pass);
+    free(t->added_flags);
     t->n_added = 0;
     t->added = malloc((n ? n : 1) * sizeof *t->added);
-    t->added_pass = malloc(n ? n : 1);
+    t->added_flags = malloc(n ? n : 1);
     added_key *keys = malloc((n ? n : 1) * sizeof *keys);
-    if (!t->added || !t->added_pass || !keys) {
+    if (!t->added || !t->added_flags || !keys) {
         free(keys);
         return hs_fail(err, HS_E_NOMEM, "out of memory adding tokens");
     }
@@ -130,12 +144,12 @@ hs_status hs_tok_set_added(hs_tokenizer *t, const int32_t *ids, const unsigned c
         keys[i].first = (unsigned char)hs_strtab_str(&t->syms, ids[i])[0];
         keys[i].len = t->syms.len[ids[i]];
         keys[i].id = ids[i];
-        keys[i].pass = pass ? pass[i] : 0;
+        keys[i].flags = flags ? flags[i] : 0;
     }
     qsort(keys, n, sizeof *keys, added_cmp);
     for (size_t i = 0; i < n; i++) {
         t->added[i] = keys[i].id;
-        t->added_pass[i] = keys[i].pass;
+        t->added_flags[i] = keys[i].flags;
     }
     free(keys);
     t->n_added = n;
@@ -221,8 +235,8 @@ static hs_status new_wordpiece(const char *const *tokens, size_t n_tokens, int l
         }
     }
     t->unk = special[1];
-    t->cls = special[2];
-    t->sep = special[3];
+    hs_tok_set_bert_template(t, special[2], special[3]);
+    t->post_name = "BertProcessing";
     if ((st = hs_tok_set_added(t, special, NULL, HS_BERT_N_SPECIAL, err)) != HS_OK)
         goto fail;
     *out = t;
@@ -427,73 +441,145 @@ fail:
 /* ---- encoding --------------------------------------------------------------------------------- */
 
 /* The model's ids of a segment without added tokens. */
-static hs_status encode_model(const hs_tokenizer *t, const char *s, size_t len, hs_idvec *out)
+static hs_status encode_model(const hs_tokenizer *t, const char *s, size_t len, int first,
+                              hs_idvec *out)
 {
     if (len == 0)
         return HS_OK;
-    return t->kind == HS_TOK_BPE ? hs_bpe_encode(t, s, len, out)
-                                 : hs_wordpiece_encode(t, s, len, out);
+    return t->kind == HS_TOK_WORDPIECE ? hs_wordpiece_encode(t, s, len, out)
+                                       : hs_bpe_encode(t, s, len, first, out);
 }
 
-/* Length of the longest added token of pass that starts at s[i], with its id; 0 for none. */
+/* Length of the longest added token of pass that starts at s[i], with its id and flags; 0 for
+ * none. */
 static size_t added_at(const hs_tokenizer *t, const char *s, size_t len, size_t i, int pass,
-                       int32_t *id)
+                       int32_t *id, unsigned *flags)
 {
     unsigned char b = (unsigned char)s[i];
     for (uint32_t k = t->added_at[b]; k < t->added_at[b + 1]; k++) {
         int32_t a = t->added[k];
         size_t n = t->syms.len[a];
-        if (t->added_pass[k] == pass && n <= len - i &&
-            memcmp(s + i, hs_strtab_str(&t->syms, a), n) == 0) {
+        if ((t->added_flags[k] & HS_ADD_NORMALIZED) == (pass ? HS_ADD_NORMALIZED : 0) &&
+            n <= len - i && memcmp(s + i, hs_strtab_str(&t->syms, a), n) == 0) {
             *id = a;
+            *flags = t->added_flags[k];
             return n;
         }
     }
     return 0;
 }
 
-/* Splits s on the added tokens of pass (leftmost, then longest), as the library's
- * AddedVocabulary does: pass 0 on the raw text, pass 1 on what pass 0 left. */
+/* Bytes of whitespace that end s[from..end) / start s[at..len) (lstrip / rstrip). */
+static size_t space_before(const char *s, size_t from, size_t end)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    size_t p = end;
+    while (p > from) {
+        size_t q = p - 1, k;
+        while (q > from && (u[q] & 0xC0) == 0x80)
+            q--;
+        k = q;
+        if (!hs_uni_white_space(hs_utf8_next(u, &k)))
+            break;
+        p = q;
+    }
+    return end - p;
+}
+
+static size_t space_after(const char *s, size_t at, size_t len)
+{
+    const unsigned char *u = (const unsigned char *)s;
+    size_t p = at;
+    while (p < len) {
+        size_t k = p;
+        if (!hs_uni_white_space(hs_utf8_next(u, &k)))
+            break;
+        p = k;
+    }
+    return p - at;
+}
+
 static hs_status encode_added(const hs_tokenizer *t, const char *s, size_t len, int pass,
-                              hs_idvec *out)
+                              int first, hs_idvec *out);
+
+/* What pass 0 left between two added tokens: normalized (BPE), then pass 1. */
+static hs_status encode_normalized(const hs_tokenizer *t, const char *s, size_t len, int first,
+                                   hs_idvec *out)
+{
+    char *norm = NULL;
+    size_t nlen = 0;
+    if (len == 0)
+        return HS_OK;
+    if (hs_tok_normalize(t, s, len, &norm, &nlen) != HS_OK)
+        return HS_E_NOMEM;
+    hs_status st = norm ? encode_added(t, norm, nlen, 1, first, out) : encode_added(t, s, len, 1, first, out);
+    free(norm);
+    return st;
+}
+
+/* Splits s on the added tokens of pass (leftmost, then longest), as the library's
+ * AddedVocabulary does: pass 0 on the raw text (normalized=false tokens), pass 1 on the
+ * normalized text that pass 0 left (normalized=true). A token with lstrip / rstrip takes the
+ * whitespace before / after it (not past the previous token). first: s starts its text. */
+static hs_status encode_added(const hs_tokenizer *t, const char *s, size_t len, int pass,
+                              int first, hs_idvec *out)
 {
     size_t piece = 0, i = 0;
     hs_status st;
     while (i < len) {
         int32_t id;
-        size_t n = t->n_added ? added_at(t, s, len, i, pass, &id) : 0;
+        unsigned flags = 0;
+        size_t n = t->n_added ? added_at(t, s, len, i, pass, &id, &flags) : 0;
         if (n == 0) {
             i++;
             continue;
         }
-        st = pass == 0 ? encode_added(t, s + piece, i - piece, 1, out)
-                       : encode_model(t, s + piece, i - piece, out);
+        size_t start = i, stop = i + n;
+        if (flags & HS_ADD_LSTRIP)
+            start -= space_before(s, piece, i);
+        if (flags & HS_ADD_RSTRIP)
+            stop += space_after(s, stop, len);
+        st = pass == 0 ? encode_normalized(t, s + piece, start - piece, first && piece == 0, out)
+                       : encode_model(t, s + piece, start - piece, first && piece == 0, out);
         if (st != HS_OK || hs_idvec_push(out, id) != HS_OK)
             return HS_E_NOMEM;
-        i = piece = i + n;
+        i = piece = stop;
     }
-    st = pass == 0 ? encode_added(t, s + piece, len - piece, 1, out)
-                   : encode_model(t, s + piece, len - piece, out);
+    st = pass == 0 ? encode_normalized(t, s + piece, len - piece, first && piece == 0, out)
+                   : encode_model(t, s + piece, len - piece, first && piece == 0, out);
     return st;
 }
 
 /* Bytes of text encoded at a time by a bounded encoding. */
 #define CHUNK_BYTES 4096
 
-/* One segment into out; with max > 0, a chunk at a time until it has more than max ids
- * (whole, when an added token holds a space: a chunk could cut through it). */
+/* Whether a text may be encoded a chunk at a time (hs_tok_chunk_end's cut points): not when
+ * an added token holds a space (a chunk could cut through it), nor for a SentencePiece-style
+ * model (no pre-tokenizer or Metaspace: a word may run across the cut, and Prepend would
+ * start every chunk). */
+static int chunkable(const hs_tokenizer *t)
+{
+    if (t->kind == HS_TOK_SPM_BPE || (t->pre == HS_PRE_NONE && t->kind != HS_TOK_WORDPIECE))
+        return 0;
+    for (size_t k = 0; k < t->n_norm; k++)
+        if (t->norm[k] == HS_NORM_PREPEND || t->norm[k] == HS_NORM_REPLACE)
+            return 0;
+    for (size_t k = 0; k < t->n_added; k++)
+        if (memchr(hs_strtab_str(&t->syms, t->added[k]), ' ', t->syms.len[t->added[k]]))
+            return 0;
+    return 1;
+}
+
+/* One segment into out; with max > 0, a chunk at a time until it has more than max ids. */
 static hs_status encode_segment(const hs_tokenizer *t, const char *s, size_t len, size_t max,
                                 hs_idvec *out)
 {
-    for (size_t k = 0; max && k < t->n_added; k++)
-        if (memchr(hs_strtab_str(&t->syms, t->added[k]), ' ', t->syms.len[t->added[k]]))
-            max = 0;
-    if (max == 0)
-        return encode_added(t, s, len, 0, out);
+    if (max == 0 || !chunkable(t))
+        return encode_added(t, s, len, 0, 1, out);
     size_t first = out->n;
     for (size_t at = 0; at < len && out->n - first <= max;) {
         size_t end = hs_tok_chunk_end(s, len, at, CHUNK_BYTES);
-        if (encode_added(t, s + at, end - at, 0, out) != HS_OK)
+        if (encode_added(t, s + at, end - at, 0, at == 0, out) != HS_OK)
             return HS_E_NOMEM;
         at = end;
     }
@@ -507,13 +593,22 @@ hs_status hs_tokenizer_encode(const hs_tokenizer *t, const char *text, size_t le
     return hs_tokenizer_encode_max(t, text, len, pair, pair_len, 0, out, err);
 }
 
+/* Sets the type id of ids[from..n) in types (grown to n). */
+static hs_status set_types(hs_idvec *types, size_t n, int32_t type)
+{
+    while (types->n < n)
+        if (hs_idvec_push(types, type) != HS_OK)
+            return HS_E_NOMEM;
+    return HS_OK;
+}
+
 hs_status hs_tokenizer_encode_max(const hs_tokenizer *t, const char *text, size_t len,
                                   const char *pair, size_t pair_len, size_t max_tokens,
                                   hs_encoding *out, hs_error *err)
 {
-    hs_idvec ids = {0};
+    hs_idvec ids = {0}, types = {0};
     hs_encoding e = {0};
-    size_t bad, n_first, bytes = 0;
+    size_t bad, bytes = 0, seg_len[2] = {0, 0};
     hs_status st;
     if (out)
         memset(out, 0, sizeof *out);
@@ -531,18 +626,18 @@ hs_status hs_tokenizer_encode_max(const hs_tokenizer *t, const char *text, size_
         st = hs_fail(err, HS_E_INPUT, "pair text is not valid utf-8 (byte offset %zu)", bad);
         goto fail;
     }
-    /* [CLS] text [SEP] (pair [SEP]) when the tokenizer has them, else text (pair) */
-    if (t->cls >= 0 && hs_idvec_push(&ids, t->cls) != HS_OK)
-        goto nomem;
-    if (encode_segment(t, text, len, max_tokens, &ids) != HS_OK)
-        goto nomem;
-    if (t->sep >= 0 && hs_idvec_push(&ids, t->sep) != HS_OK)
-        goto nomem;
-    n_first = ids.n;
-    if (pair) {
-        if (encode_segment(t, pair, pair_len, max_tokens, &ids) != HS_OK)
+    /* the post-processor's template: special tokens and the texts in its order */
+    const hs_template *tm = pair ? &t->pair : &t->single;
+    for (size_t k = 0; k < tm->n; k++) {
+        int32_t id = tm->id[k];
+        size_t before = ids.n;
+        if (id >= 0 ? hs_idvec_push(&ids, id) != HS_OK
+                    : encode_segment(t, id == HS_TMPL_A ? text : pair, id == HS_TMPL_A ? len : pair_len,
+                                     max_tokens, &ids) != HS_OK)
             goto nomem;
-        if (t->sep >= 0 && hs_idvec_push(&ids, t->sep) != HS_OK)
+        if (id < 0)
+            seg_len[id == HS_TMPL_B] = ids.n - before;
+        if (set_types(&types, ids.n, tm->type[k]) != HS_OK)
             goto nomem;
     }
     /* ids, type ids and one block holding the token pointers followed by their strings */
@@ -558,13 +653,17 @@ hs_status hs_tokenizer_encode_max(const hs_tokenizer *t, const char *text, size_
     for (size_t i = 0; i < n; i++) {
         int32_t id = ids.v[i];
         e.ids[i] = id;
-        e.type_ids[i] = i < n_first ? 0 : 1;
+        e.type_ids[i] = types.v[i];
         e.tokens[i] = p;
         memcpy(p, hs_strtab_str(&t->syms, id), t->syms.len[id] + 1);
         p += t->syms.len[id] + 1;
     }
     e.n = n;
+    e.n_text = seg_len[0];
+    e.n_pair = seg_len[1];
+    e.paired = pair != NULL;
     free(ids.v);
+    free(types.v);
     *out = e;
     return HS_OK;
 nomem:
@@ -572,6 +671,7 @@ nomem:
 fail:
     hs_encoding_free(&e);
     free(ids.v);
+    free(types.v);
     return st;
 }
 
@@ -593,7 +693,7 @@ void hs_tokenizer_free(hs_tokenizer *t)
     hs_pairmap_free(&t->merges);
     hs_strtab_free(&t->merge_text);
     free(t->added);
-    free(t->added_pass);
+    free(t->added_flags);
     free(t);
 }
 
@@ -629,12 +729,12 @@ int32_t hs_tokenizer_id(const hs_tokenizer *t, const char *token)
 
 size_t hs_tokenizer_merge_count(const hs_tokenizer *t)
 {
-    return t && t->kind == HS_TOK_BPE ? t->merge_text.n : 0;
+    return t && t->kind != HS_TOK_WORDPIECE ? t->merge_text.n : 0;
 }
 
 const char *hs_tokenizer_merge(const hs_tokenizer *t, size_t rank)
 {
-    if (!t || t->kind != HS_TOK_BPE || rank >= t->merge_text.n)
+    if (!t || t->kind == HS_TOK_WORDPIECE || rank >= t->merge_text.n)
         return NULL;
     return hs_strtab_str(&t->merge_text, (int32_t)rank);
 }
@@ -649,6 +749,24 @@ size_t hs_tokenizer_display(const hs_tokenizer *t, int32_t id, char *buf, size_t
         return 0;
     }
     size_t len = t->syms.len[id];
+    if (t->kind == HS_TOK_SPM_BPE) {
+        /* <0xNN> is its byte; the metaspace replacement ("▁") is a space */
+        unsigned v;
+        char c, bytes[HS_TOK_MAX_TOKEN_BYTES];
+        if (len == 6 && sscanf(s, "<0x%2X%c", &v, &c) == 2 && c == '>')
+            return hs_utf8_sanitize((char[]){(char)v}, 1, buf, cap);
+        const char *rep = t->meta_rep[0] ? t->meta_rep : "\xe2\x96\x81";
+        size_t rl = strlen(rep), n = 0;
+        for (size_t i = 0; i < len;) {
+            if (len - i >= rl && memcmp(s + i, rep, rl) == 0) {
+                bytes[n++] = ' ';
+                i += rl;
+            } else {
+                bytes[n++] = s[i++];
+            }
+        }
+        return hs_utf8_sanitize(bytes, n, buf, cap);
+    }
     if (t->kind != HS_TOK_BPE)
         return hs_utf8_sanitize(s, len, buf, cap);
     /* byte-level characters back to bytes; anything else is kept as it is */
@@ -667,3 +785,28 @@ size_t hs_tokenizer_display(const hs_tokenizer *t, int32_t id, char *buf, size_t
     }
     return hs_utf8_sanitize(bytes, n, buf, cap);
 }
+
+int hs_tokenizer_has_pair(const hs_tokenizer *t) { return t ? t->has_pair : 0; }
+
+size_t hs_tokenizer_special_count(const hs_tokenizer *t, int pair)
+{
+    if (!t)
+        return 0;
+    const hs_template *tm = pair ? &t->pair : &t->single;
+    size_t n = 0;
+    for (size_t k = 0; k < tm->n; k++)
+        n += tm->id[k] >= 0;
+    return n;
+}
+
+const char *hs_tokenizer_kind_name(hs_tokenizer_kind kind)
+{
+    switch (kind) {
+    case HS_TOK_BPE: return "byte-level BPE";
+    case HS_TOK_WORDPIECE: return "WordPiece";
+    case HS_TOK_SPM_BPE: return "SentencePiece-style BPE";
+    default: return "unknown";
+    }
+}
+
+const char *hs_tokenizer_post_processor(const hs_tokenizer *t) { return t ? t->post_name : "none"; }

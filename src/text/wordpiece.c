@@ -46,26 +46,6 @@ static hs_status cp_reserve(cpbuf *b, size_t extra)
 
 /* ---- normalizer steps: k->a -> k->b, then swapped ---------------------------------------- */
 
-/* Canonical ordering: a stable sort of each run of non-starters by combining class. */
-static void canonical_order(int32_t *v, size_t n)
-{
-    for (size_t i = 1; i < n; i++) {
-        int32_t c = v[i];
-        int cc = hs_uni_ccc(c);
-        if (cc == 0)
-            continue;
-        size_t j = i;
-        while (j > 0) {
-            int pc = hs_uni_ccc(v[j - 1]);
-            if (pc <= cc) /* also stops at a starter (0) */
-                break;
-            v[j] = v[j - 1];
-            j--;
-        }
-        v[j] = c;
-    }
-}
-
 static hs_status norm_step(int step, wp_work *k)
 {
     const cpbuf *a = &k->a;
@@ -116,7 +96,7 @@ static hs_status norm_step(int step, wp_work *k)
         b->n += n;
     }
     if (step == HS_NORM_NFD)
-        canonical_order(b->v, b->n);
+        hs_uni_canonical_order(b->v, b->n);
     cpbuf t = k->a;
     k->a = *b;
     *b = t;
