@@ -132,6 +132,12 @@ const char *hs_tokenizer_kind_name(hs_tokenizer_kind kind);
  * RoBERTa, Llama templates), 0 when it does not (GPT-2, GPT-NeoX, Qwen2: ByteLevel or none). */
 int hs_tokenizer_has_pair(const hs_tokenizer *t);
 
+/* HS_OK when t defines a pair encoding; otherwise HS_E_INPUT with a message naming t's kind
+ * and post-processor ("a text pair needs a tokenizer whose post-processor defines a pair
+ * encoding; this model's byte-level BPE tokenizer (post-processor ByteLevel) takes a single
+ * text"). The one check every command makes before encoding a pair. */
+hs_status hs_tokenizer_check_pair(const hs_tokenizer *t, hs_error *err);
+
 /* The post-processor's name as tokenizer.json spells it ("TemplateProcessing",
  * "RobertaProcessing", "BertProcessing", "ByteLevel") or "none" (static or owned by t). */
 const char *hs_tokenizer_post_processor(const hs_tokenizer *t);

@@ -788,6 +788,17 @@ size_t hs_tokenizer_display(const hs_tokenizer *t, int32_t id, char *buf, size_t
 
 int hs_tokenizer_has_pair(const hs_tokenizer *t) { return t ? t->has_pair : 0; }
 
+hs_status hs_tokenizer_check_pair(const hs_tokenizer *t, hs_error *err)
+{
+    if (!t)
+        return hs_fail(err, HS_E_ARG, "hs_tokenizer_check_pair: NULL tokenizer");
+    if (t->has_pair)
+        return HS_OK;
+    return hs_fail(err, HS_E_INPUT, "a text pair needs a tokenizer whose post-processor defines a pair "
+                   "encoding; this model's %s tokenizer (post-processor %s) takes a single text",
+                   hs_tokenizer_kind_name(t->kind), t->post_name);
+}
+
 size_t hs_tokenizer_special_count(const hs_tokenizer *t, int pair)
 {
     if (!t)
