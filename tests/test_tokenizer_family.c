@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "headscope/tokenizer.h"
+#include "model/model_internal.h"
 #include "testutil.h"
 
 #define FIX "fixtures/tokenizer/"
@@ -429,4 +430,67 @@ Test(tokenizer_family, encodes_a_megabyte_quickly, .timeout = 120)
         hs_tokenizer_free(t);
     }
     free(text);
+}
+
+/* ---- model folders ------------------------------------------------------------------------- */
+
+static void copy_to(const char *src, const char *dir, const char *name)
+{
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "cp '%s' '%s/%s'", src, dir, name);
+    cr_assert_eq(system(cmd), 0, "%s", cmd);
+}
+
+/* A descriptor with .tokenizer == 0 takes whatever tokenizer.json holds (Llama 2 is
+ * SentencePiece-style, Llama 3 byte-level); vocabulary files without tokenizer.json are
+ * refused for it; a byte-level family that adds special tokens (cls_token set, RoBERTa) reads
+ * tokenizer.json only; a descriptor naming a kind refuses a tokenizer.json of another. */
+Test(tokenizer_family, folders_take_tokenizer_json_as_the_descriptor_says)
+{
+    hs_arch any = *hs_arch_of(HS_FAMILY_GPT2), roberta_like = any;
+    any.tokenizer = (hs_tokenizer_kind)0;
+    any.name = "llama";
+    roberta_like.cls_token = "<s>";
+    roberta_like.name = "roberta";
+    char dir[64], p[128];
+    hs_tokenizer *t = NULL;
+    hs_error err = {{0}};
+    tu_mkdtemp(dir, sizeof dir);
+    copy_to(FAM "llama2.tokenizer.json", dir, "tokenizer.json");
+    cr_assert_eq(hs_hf_tokenizer_load(dir, &any, &t, &err), HS_OK, "%s", err.msg);
+    cr_assert_eq(hs_tokenizer_get_kind(t), HS_TOK_SPM_BPE);
+    hs_tokenizer_free(t);
+    t = NULL;
+    copy_to(FAM "llama3.tokenizer.json", dir, "tokenizer.json");
+    cr_assert_eq(hs_hf_tokenizer_load(dir, &any, &t, &err), HS_OK, "%s", err.msg);
+    cr_assert_eq(hs_tokenizer_get_kind(t), HS_TOK_BPE);
+    hs_tokenizer_free(t);
+    t = NULL;
+    /* the BERT descriptor says WordPiece */
+    cr_assert_eq(hs_hf_tokenizer_load(dir, hs_arch_of(HS_FAMILY_BERT), &t, &err), HS_E_FORMAT);
+    cr_assert(strstr(err.msg, "tokenizer.json holds a byte-level BPE tokenizer but bert models use WordPiece"),
+              "%s", err.msg);
+    cr_assert_null(t);
+    /* RoBERTa-like: a vocab.json beside tokenizer.json is not read (here it is not even json) */
+    copy_to(FAM "roberta.tokenizer.json", dir, "tokenizer.json");
+    snprintf(p, sizeof p, "%s/vocab.json", dir);
+    tu_write_file(p, "not json", 8);
+    cr_assert_eq(hs_hf_tokenizer_load(dir, &roberta_like, &t, &err), HS_OK, "%s", err.msg);
+    cr_assert_str_eq(hs_tokenizer_post_processor(t), "RobertaProcessing");
+    hs_tokenizer_free(t);
+    t = NULL;
+    /* without tokenizer.json the vocabulary files cannot say what the tokenizer adds */
+    snprintf(p, sizeof p, "%s/tokenizer.json", dir);
+    remove(p);
+    cr_assert_eq(hs_hf_tokenizer_load(dir, &roberta_like, &t, &err), HS_E_UNSUPPORTED);
+    cr_assert(strstr(err.msg, "has no tokenizer.json: a roberta model's tokenizer is read from tokenizer.json only"),
+              "%s", err.msg);
+    cr_assert_eq(hs_hf_tokenizer_load(dir, &any, &t, &err), HS_E_UNSUPPORTED);
+    cr_assert_null(t);
+    /* weights only: no tokenizer, no error */
+    snprintf(p, sizeof p, "%s/vocab.json", dir);
+    remove(p);
+    cr_assert_eq(hs_hf_tokenizer_load(dir, &any, &t, &err), HS_OK, "%s", err.msg);
+    cr_assert_null(t);
+    tu_rm_rf(dir);
 }
