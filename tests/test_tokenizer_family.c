@@ -494,3 +494,51 @@ Test(tokenizer_family, folders_take_tokenizer_json_as_the_descriptor_says)
     cr_assert_null(t);
     tu_rm_rf(dir);
 }
+
+/* Encoding as far as a limit needs (a chunk at a time where that cannot change a token: not
+ * for Llama 2, whose piece is one word, nor NeoX, whose added tokens hold spaces), then
+ * truncating, gives exactly the full encoding truncated, single texts and pairs. */
+Test(tokenizer_family, bounded_encoding_truncates_like_the_full_one, .timeout = 120)
+{
+    static const char *files[] = {FIX "english/license-GPL-3.txt", FIX "english/docs-usage.md"};
+    size_t cap = 1 << 19, len = 0;
+    char *text = malloc(cap);
+    cr_assert_not_null(text);
+    for (size_t f = 0; f < 2; f++) {
+        FILE *fp = fopen(files[f], "rb");
+        cr_assert_not_null(fp, "%s", files[f]);
+        len += fread(text + len, 1, cap / 2 - len, fp);
+        fclose(fp);
+    }
+    for (size_t i = 997; i + 20 < len; i += 997) /* added tokens meet chunk ends too */
+        memcpy(text + i, (i / 997) % 2 ? " <mask> " : "<s>1234<|eot_id|>", (i / 997) % 2 ? 8 : 17);
+    const char *names[] = {"roberta", "neox", "llama2", "llama2_ms", "llama3", "qwen2"};
+    static const size_t maxes[] = {4, 7, 128, 1000, 100000};
+    hs_error err = {{0}};
+    for (size_t k = 0; k < 6; k++) {
+        hs_tokenizer *t = family(names[k]);
+        for (int pair = 0; pair <= 1; pair++) {
+            const char *b = pair ? text + len / 2 : NULL;
+            size_t la = pair ? len / 2 : len, lb = pair ? len - len / 2 : 0;
+            for (size_t m = 0; m < sizeof maxes / sizeof maxes[0]; m++) {
+                hs_encoding cut = {0}, want = {0};
+                cr_assert_eq(hs_tokenizer_encode_max(t, text, la, b, lb, maxes[m], &cut, &err), HS_OK, "%s",
+                             err.msg);
+                cr_assert_eq(hs_tokenizer_encode(t, text, la, b, lb, &want, &err), HS_OK, "%s", err.msg);
+                hs_encoding_truncate(t, &cut, maxes[m]);
+                hs_encoding_truncate(t, &want, maxes[m]);
+                cr_assert_eq(cut.n, want.n, "%s pair %d max %zu: %zu vs %zu tokens", names[k], pair, maxes[m],
+                             cut.n, want.n);
+                for (size_t i = 0; i < want.n; i++) {
+                    cr_assert_eq(cut.ids[i], want.ids[i], "%s pair %d max %zu: id %zu", names[k], pair,
+                                 maxes[m], i);
+                    cr_assert_eq(cut.type_ids[i], want.type_ids[i]);
+                }
+                hs_encoding_free(&cut);
+                hs_encoding_free(&want);
+            }
+        }
+        hs_tokenizer_free(t);
+    }
+    free(text);
+}
