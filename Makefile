@@ -123,7 +123,7 @@ $(LIB): $(LIB_OBJ)
 $(BIN): $(CLI_OBJ) $(LIB)
 	$(CC) $(LDFLAGS) $(CLI_OBJ) $(LIB) $(PKG_LIBS) -o $@
 
-$(BUILD)/tests/%: tests/%.c $(LIB) tests/testutil.h
+$(BUILD)/tests/%: tests/%.c $(LIB) $(wildcard tests/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(ALLCFLAGS) $(CRIT_CFLAGS) $< $(LIB) $(PKG_LIBS) $(CRIT_LIBS) $(LDFLAGS) -o $@
 

@@ -16,6 +16,7 @@
 #include "headscope/tokenizer.h"
 #include "model/model_internal.h"
 #include "testutil.h"
+#include "tokutil.h"
 
 #define FIX "fixtures/tokenizer/"
 #define FAM FIX "families/"
@@ -31,54 +32,6 @@ static hs_tokenizer *family(const char *name)
     return t;
 }
 
-static cJSON *read_json(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    cr_assert_not_null(f, "cannot open %s", path);
-    cr_assert_eq(fseek(f, 0, SEEK_END), 0);
-    long n = ftell(f);
-    cr_assert_geq(n, 0);
-    rewind(f);
-    char *buf = malloc((size_t)n + 1);
-    cr_assert_not_null(buf);
-    cr_assert_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
-    fclose(f);
-    buf[n] = '\0';
-    cJSON *j = cJSON_ParseWithLength(buf, (size_t)n);
-    free(buf);
-    cr_assert_not_null(j, "%s is not valid json", path);
-    return j;
-}
-
-static char *unhex(const char *hex, size_t *len)
-{
-    size_t n = strlen(hex) / 2;
-    char *out = malloc(n + 1);
-    cr_assert_not_null(out);
-    for (size_t i = 0; i < n; i++) {
-        unsigned v;
-        cr_assert_eq(sscanf(hex + 2 * i, "%2x", &v), 1);
-        out[i] = (char)v;
-    }
-    out[n] = '\0';
-    *len = n;
-    return out;
-}
-
-static const char *show_text(const char *s, size_t len, char *buf, size_t cap)
-{
-    size_t w = 0;
-    for (size_t i = 0; i < len && i < 60 && w + 5 < cap; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c < 0x20 || c == 0x7F || c == '"' || c == '\\')
-            w += (size_t)snprintf(buf + w, cap - w, "\\x%02x", c);
-        else
-            buf[w++] = (char)c;
-    }
-    buf[w] = '\0';
-    return buf;
-}
-
 /* Case k of family_golden.json: hf_golden.json's cases[base_indices[k]], then extra_cases. */
 typedef struct fam_cases {
     cJSON *golden, *base;
@@ -89,8 +42,8 @@ typedef struct fam_cases {
 static fam_cases load_cases(void)
 {
     fam_cases fc = {0};
-    fc.golden = read_json(FIX "family_golden.json");
-    fc.base = read_json(FIX "hf_golden.json");
+    fc.golden = tu_read_json(FIX "family_golden.json");
+    fc.base = tu_read_json(FIX "hf_golden.json");
     const cJSON *idx = cJSON_GetObjectItemCaseSensitive(fc.golden, "base_indices");
     const cJSON *extra = cJSON_GetObjectItemCaseSensitive(fc.golden, "extra_cases");
     const cJSON *base = cJSON_GetObjectItemCaseSensitive(fc.base, "cases");
@@ -126,34 +79,10 @@ static void check_family(const char *name)
     size_t bad = 0, pairs = 0;
     const cJSON *ids = all_ids->child, *nf = n_first->child;
     for (size_t k = 0; k < fc.n; k++, ids = ids->next, nf = nf->next) {
-        size_t len, plen = 0;
-        char *text = unhex(cJSON_GetObjectItemCaseSensitive(fc.c[k], "text_hex")->valuestring, &len);
-        const cJSON *ph = cJSON_GetObjectItemCaseSensitive(fc.c[k], "pair_hex");
-        char *pair = cJSON_IsString(ph) ? unhex(ph->valuestring, &plen) : NULL;
-        hs_encoding e = {0};
-        hs_error err = {{0}};
-        cr_assert_eq(hs_tokenizer_encode(t, text, len, pair, plen, &e, &err), HS_OK, "%s case %zu: %s", name,
-                     k, err.msg);
-        pairs += pair != NULL;
-        size_t want_n = (size_t)cJSON_GetArraySize(ids), i = 0;
-        int same = e.n == want_n;
-        for (const cJSON *a = ids->child; same && a; a = a->next, i++)
-            same = e.ids[i] == a->valueint && e.type_ids[i] == (i < (size_t)nf->valueint ? 0 : 1);
-        if (!same && bad++ < 10) {
-            char shown[300], got[200] = "", want[200] = "";
-            size_t w = 0;
-            for (i = 0; i < e.n && w < 180; i++)
-                w += (size_t)snprintf(got + w, sizeof got - w, " %d:%d", e.ids[i], e.type_ids[i]);
-            w = 0;
-            for (const cJSON *a = ids->child; a && w < 180; a = a->next)
-                w += (size_t)snprintf(want + w, sizeof want - w, " %d", a->valueint);
-            cr_log_error("%s case %zu (text \"%s\"%s): got%s, expected%s (%d type 0)", name, k,
-                         show_text(text, len, shown, sizeof shown), pair ? " + pair" : "", got, want,
-                         nf->valueint);
-        }
-        hs_encoding_free(&e);
-        free(pair);
-        free(text);
+        int was_pair;
+        if (!tu_golden_case(t, fc.c[k], ids, nf->valueint, name, k, bad < 10, &was_pair))
+            bad++;
+        pairs += (size_t)was_pair;
     }
     cr_log_info("%s: %zu of %zu golden cases identical (%zu pairs)", name, fc.n - bad, fc.n, pairs);
     cr_assert_eq(bad, 0, "%s: %zu of %zu golden cases differ from the library", name, bad, fc.n);
@@ -330,25 +259,6 @@ Test(tokenizer_family, truncation_keeps_the_templates_special_tokens)
     "{\"<s>\":{\"id\":\"<s>\",\"ids\":[2],\"tokens\":[\"<s>\"]},\"<x>\":{\"id\":\"<x>\",\"ids\":[99],"     \
     "\"tokens\":[\"<x>\"]}}}"
 
-static hs_status load_text(const char *text, char *msg, size_t cap)
-{
-    char dir[64], path[128];
-    hs_tokenizer *t = NULL;
-    hs_error err = {{0}};
-    tu_mkdtemp(dir, sizeof dir);
-    snprintf(path, sizeof path, "%s/tokenizer.json", dir);
-    tu_write_file(path, text, strlen(text));
-    hs_status st = hs_tokenizer_load_json(path, &t, &err);
-    snprintf(msg, cap, "%s", err.msg);
-    if (st == HS_OK)
-        cr_assert_not_null(t);
-    else
-        cr_assert_null(t);
-    hs_tokenizer_free(t);
-    tu_rm_rf(dir);
-    return st;
-}
-
 Test(tokenizer_family, refuses_what_it_does_not_run_naming_it)
 {
     static const struct { const char *text, *want; hs_status st; } cases[] = {
@@ -389,12 +299,12 @@ Test(tokenizer_family, refuses_what_it_does_not_run_naming_it)
     };
     char msg[HS_ERROR_MSG_MAX];
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
-        hs_status st = load_text(cases[k].text, msg, sizeof msg);
+        hs_status st = tu_load_json_text(cases[k].text, msg, sizeof msg);
         cr_assert_eq(st, cases[k].st, "case %zu: status %d (%s)", k, st, msg);
         cr_assert(strstr(msg, cases[k].want), "case %zu: message '%s' lacks '%s'", k, msg, cases[k].want);
     }
     /* and the small file loads once the refused part is gone */
-    cr_assert_eq(load_text(BPE_JSON("null", "null", TMPL("[{\"SpecialToken\":{\"id\":\"<s>\",\"type_id\":0}},"
+    cr_assert_eq(tu_load_json_text(BPE_JSON("null", "null", TMPL("[{\"SpecialToken\":{\"id\":\"<s>\",\"type_id\":0}},"
                                                          "{\"Sequence\":{\"id\":\"A\",\"type_id\":0}}]"), "", ""),
                            msg, sizeof msg), HS_OK, "%s", msg);
 }
@@ -434,13 +344,6 @@ Test(tokenizer_family, encodes_a_megabyte_quickly, .timeout = 120)
 
 /* ---- model folders ------------------------------------------------------------------------- */
 
-static void copy_to(const char *src, const char *dir, const char *name)
-{
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "cp '%s' '%s/%s'", src, dir, name);
-    cr_assert_eq(system(cmd), 0, "%s", cmd);
-}
-
 /* A descriptor with .tokenizer == 0 takes whatever tokenizer.json holds (Llama 2 is
  * SentencePiece-style, Llama 3 byte-level); vocabulary files without tokenizer.json are
  * refused for it; a byte-level family that adds special tokens (cls_token set, RoBERTa) reads
@@ -456,12 +359,12 @@ Test(tokenizer_family, folders_take_tokenizer_json_as_the_descriptor_says)
     hs_tokenizer *t = NULL;
     hs_error err = {{0}};
     tu_mkdtemp(dir, sizeof dir);
-    copy_to(FAM "llama2.tokenizer.json", dir, "tokenizer.json");
+    tu_copy_file(FAM "llama2.tokenizer.json", dir, "tokenizer.json");
     cr_assert_eq(hs_hf_tokenizer_load(dir, &any, &t, &err), HS_OK, "%s", err.msg);
     cr_assert_eq(hs_tokenizer_get_kind(t), HS_TOK_SPM_BPE);
     hs_tokenizer_free(t);
     t = NULL;
-    copy_to(FAM "llama3.tokenizer.json", dir, "tokenizer.json");
+    tu_copy_file(FAM "llama3.tokenizer.json", dir, "tokenizer.json");
     cr_assert_eq(hs_hf_tokenizer_load(dir, &any, &t, &err), HS_OK, "%s", err.msg);
     cr_assert_eq(hs_tokenizer_get_kind(t), HS_TOK_BPE);
     hs_tokenizer_free(t);
@@ -472,7 +375,7 @@ Test(tokenizer_family, folders_take_tokenizer_json_as_the_descriptor_says)
               "%s", err.msg);
     cr_assert_null(t);
     /* RoBERTa-like: a vocab.json beside tokenizer.json is not read (here it is not even json) */
-    copy_to(FAM "roberta.tokenizer.json", dir, "tokenizer.json");
+    tu_copy_file(FAM "roberta.tokenizer.json", dir, "tokenizer.json");
     snprintf(p, sizeof p, "%s/vocab.json", dir);
     tu_write_file(p, "not json", 8);
     cr_assert_eq(hs_hf_tokenizer_load(dir, &roberta_like, &t, &err), HS_OK, "%s", err.msg);

@@ -19,29 +19,20 @@ static int32_t char_at(const unsigned char *s, size_t i, size_t *next)
     return hs_utf8_next(s, next);
 }
 
-/* End of the run of class cls that starts at i (i itself when s[i] is not of it). */
-static size_t class_run(const unsigned char *s, size_t n, size_t i, int cls)
+/* End of the run of class cls that starts at i (i itself when s[i] is not of it); *last (may
+ * be NULL) gets where its final character starts (i for an empty run). */
+static size_t class_run(const unsigned char *s, size_t n, size_t i, int cls, size_t *last)
 {
+    size_t at = i;
     while (i < n) {
         size_t k;
         if (char_class(char_at(s, i, &k)) != cls)
             break;
+        at = i;
         i = k;
     }
-    return i;
-}
-
-/* The whitespace run that starts at i: its end, and where its final character starts. */
-static size_t space_run(const unsigned char *s, size_t n, size_t i, size_t *last)
-{
-    *last = i;
-    while (i < n) {
-        size_t k;
-        if (char_class(char_at(s, i, &k)) != CL_SPACE)
-            break;
-        *last = i;
-        i = k;
-    }
+    if (last)
+        *last = at;
     return i;
 }
 
@@ -49,7 +40,7 @@ static size_t space_run(const unsigned char *s, size_t n, size_t i, size_t *last
  * non-space follows and the run has more than one character. */
 static size_t space_tail(const unsigned char *s, size_t n, size_t i)
 {
-    size_t last, end = space_run(s, n, i, &last);
+    size_t last, end = class_run(s, n, i, CL_SPACE, &last);
     if (end == n)
         return end;  /* \s+(?!\S) at the end of the text */
     if (last > i)
@@ -83,7 +74,7 @@ static size_t gpt2_end(const unsigned char *s, size_t n, size_t i)
         }
     }
     if (cls != CL_SPACE)
-        return class_run(s, n, run, cls);
+        return class_run(s, n, run, cls, NULL);
     return space_tail(s, n, i);
 }
 
@@ -129,9 +120,9 @@ static size_t split_end(const unsigned char *s, size_t n, size_t i, int max_digi
     int32_t c = char_at(s, i, &j);
     int cls = char_class(c);
     if (cls == CL_LETTER)
-        return class_run(s, n, j, CL_LETTER);
+        return class_run(s, n, j, CL_LETTER, NULL);
     if (cls != CL_NUMBER && !is_crlf(c) && j < n && char_class(char_at(s, j, &k)) == CL_LETTER)
-        return class_run(s, n, k, CL_LETTER);
+        return class_run(s, n, k, CL_LETTER, NULL);
     if (cls == CL_NUMBER) {
         for (int d = 1; d < max_digits && j < n && char_class(char_at(s, j, &k)) == CL_NUMBER; d++)
             j = k;
@@ -139,13 +130,13 @@ static size_t split_end(const unsigned char *s, size_t n, size_t i, int max_digi
     }
     size_t o = cls == CL_OTHER ? i : (c == ' ' && j < n && char_class(char_at(s, j, &k)) == CL_OTHER) ? j : n;
     if (o < n) { /* ` ?[^\s\p{L}\p{N}]+[\r\n]*` */
-        e = class_run(s, n, o, CL_OTHER);
+        e = class_run(s, n, o, CL_OTHER, NULL);
         while (e < n && (s[e] == '\r' || s[e] == '\n'))
             e++;
         return e;
     }
     /* whitespace: \s*[\r\n]+ ends after the run's last line break, if it has one */
-    size_t last, end = space_run(s, n, i, &last), nl = 0;
+    size_t end = class_run(s, n, i, CL_SPACE, NULL), nl = 0;
     for (size_t p = i; p < end; p++)
         if (s[p] == '\r' || s[p] == '\n')
             nl = p + 1;
