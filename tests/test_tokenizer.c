@@ -188,13 +188,7 @@ static hs_status load_gpt2_files(const char *vocab, const char *merges, hs_error
     tu_write_file(mp, merges, strlen(merges));
     hs_tokenizer *t = NULL;
     hs_status st = hs_tokenizer_load_gpt2(vp, mp, &t, err);
-    if (st == HS_OK)
-        cr_assert_not_null(t);
-    else
-        cr_assert_null(t);
-    hs_tokenizer_free(t);
-    tu_rm_rf(dir);
-    return st;
+    return tu_loaded(st, t, dir);
 }
 
 static hs_status load_bert_file(const char *vocab, size_t len, hs_tokenizer **out, hs_error *err)

@@ -121,6 +121,19 @@ static inline void tu_copy_file(const char *src, const char *dir, const char *na
     free(buf);
 }
 
+/* The end of a load from a temporary folder: a tokenizer exactly when it succeeded; frees
+ * it, removes dir, returns st. */
+static inline hs_status tu_loaded(hs_status st, hs_tokenizer *t, const char *dir)
+{
+    if (st == HS_OK)
+        cr_assert_not_null(t);
+    else
+        cr_assert_null(t);
+    hs_tokenizer_free(t);
+    tu_rm_rf(dir);
+    return st;
+}
+
 /* Loads a tokenizer.json given as text; returns the status, *msg the message. */
 static inline hs_status tu_load_json_text(const char *text, char *msg, size_t cap)
 {
@@ -132,13 +145,7 @@ static inline hs_status tu_load_json_text(const char *text, char *msg, size_t ca
     tu_write_file(p, text, strlen(text));
     hs_status st = hs_tokenizer_load_json(p, &t, &err);
     snprintf(msg, cap, "%s", err.msg);
-    if (st == HS_OK)
-        cr_assert_not_null(t);
-    else
-        cr_assert_null(t);
-    hs_tokenizer_free(t);
-    tu_rm_rf(dir);
-    return st;
+    return tu_loaded(st, t, dir);
 }
 
 #endif /* HEADSCOPE_TOKUTIL_H */
