@@ -146,6 +146,8 @@ Test(tokenizer_family, roberta_wraps_texts_and_mask_takes_the_space_before_it)
     cr_assert_str_eq(hs_tokenizer_post_processor(t), "RobertaProcessing");
     cr_assert_eq(hs_tokenizer_special_count(t, 0), 2);
     cr_assert_eq(hs_tokenizer_special_count(t, 1), 4);
+    cr_assert(hs_tokenizer_is_special(t, 0) && hs_tokenizer_is_special(t, 2) && hs_tokenizer_is_special(t, 50264));
+    cr_assert(!hs_tokenizer_is_special(t, 68) && !hs_tokenizer_is_special(t, -1));
     hs_tokenizer_free(t);
 }
 
@@ -157,6 +159,7 @@ Test(tokenizer_family, neox_takes_space_runs_as_added_tokens_after_nfc)
     EXPECT(t, "a b", NULL, "one space", 66, 305);
     EXPECT(t, "a     b", NULL, "five spaces", 66, 3277, 67);
     EXPECT(t, "a                         b", NULL, "25 spaces", 66, 3258, 305);
+    cr_assert(hs_tokenizer_is_special(t, 3277) && !hs_tokenizer_is_special(t, 66));
     /* NFC: decomposed and composed é give the same ids ("Ã" 129, "©" 104) */
     EXPECT(t, "e\xcc\x81", NULL, "nfd e-acute", 129, 104);
     EXPECT(t, "\xc3\xa9", NULL, "nfc e-acute", 129, 104);

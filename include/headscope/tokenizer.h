@@ -142,6 +142,10 @@ hs_status hs_tokenizer_check_pair(const hs_tokenizer *t, hs_error *err);
  * "RobertaProcessing", "BertProcessing", "ByteLevel") or "none" (static or owned by t). */
 const char *hs_tokenizer_post_processor(const hs_tokenizer *t);
 
+/* 1 when id is an added token (special or not: <|endoftext|>, [CLS], <s>, <mask>, GPT-NeoX's
+ * space runs) or one the post-processor adds; 0 otherwise and for t NULL. */
+int hs_tokenizer_is_special(const hs_tokenizer *t, int32_t id);
+
 /* Special tokens the post-processor adds around one text (pair = 0) or a pair (pair = 1). */
 size_t hs_tokenizer_special_count(const hs_tokenizer *t, int pair);
 size_t hs_tokenizer_vocab_size(const hs_tokenizer *t);

@@ -79,11 +79,12 @@ static int is_special(const char *raw)
 }
 
 /* input.word_ids: the word of each token, for word-level maps (Clark et al. 2019). BERT:
- * a "##" token continues the word before it. GPT-2: a token starts a word when its
- * display form begins with white space, follows one that ends with white space, or is
- * (or follows) a special token such as <|endoftext|>; words are the text's
- * white-space-separated words. */
-static cJSON *word_ids_json(const hs_analysis *a, int wordpiece)
+ * a "##" token continues the word before it. BPE (byte-level and SentencePiece-style, whose
+ * "▁" displays as a space): a token starts a word when its display form begins with white
+ * space, follows one that ends with white space, or is (or follows) a special or added
+ * token such as <|endoftext|>, <s> or </s>; words are the text's white-space-separated
+ * words. tok may be NULL (then only <|...|> counts as special). */
+static cJSON *word_ids_json(const hs_analysis *a, const hs_tokenizer *tok, int wordpiece)
 {
     cJSON *arr = cJSON_CreateArray();
     int w = -1;
@@ -97,7 +98,8 @@ static cJSON *word_ids_json(const hs_analysis *a, int wordpiece)
             start = strncmp(raw, "##", 2) != 0;
         else
             start = is_space(d[0]) || (pl && is_space(pd[pl - 1])) || is_special(raw) ||
-                    is_special(a->tokens[i - 1]);
+                    is_special(a->tokens[i - 1]) || hs_tokenizer_is_special(tok, a->ids[i]) ||
+                    hs_tokenizer_is_special(tok, a->ids[i - 1]);
         w += start;
         cJSON_AddItemToArray(arr, cJSON_CreateNumber(w));
     }
@@ -296,7 +298,11 @@ char *hs_report_json(const hs_analysis *a, const char *const *files, int n_files
     cJSON_AddItemToObject(in, "type_ids", hs_json_ints(a->type_ids, a->n));
     cJSON_AddItemToObject(in, "sinks", sinks_json(a, c->arch));
     if (a->tokens && a->display)
-        cJSON_AddItemToObject(in, "word_ids", word_ids_json(a, c->arch->tokenizer == HS_TOK_WORDPIECE));
+        cJSON_AddItemToObject(in, "word_ids",
+                              word_ids_json(a, hs_model_tokenizer(a->model),
+                                            hs_model_tokenizer(a->model)
+                                                ? hs_tokenizer_get_kind(hs_model_tokenizer(a->model)) == HS_TOK_WORDPIECE
+                                                : c->arch->tokenizer == HS_TOK_WORDPIECE));
 
     cJSON *op = cJSON_AddObjectToObject(r, "options");
     cJSON *layers = cJSON_AddArrayToObject(op, "layers");

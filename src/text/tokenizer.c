@@ -821,3 +821,18 @@ const char *hs_tokenizer_kind_name(hs_tokenizer_kind kind)
 }
 
 const char *hs_tokenizer_post_processor(const hs_tokenizer *t) { return t ? t->post_name : "none"; }
+
+int hs_tokenizer_is_special(const hs_tokenizer *t, int32_t id)
+{
+    if (!t || id < 0)
+        return 0;
+    for (size_t k = 0; k < t->n_added; k++)
+        if (t->added[k] == id)
+            return 1;
+    const hs_template *tms[2] = {&t->single, &t->pair};
+    for (int k = 0; k < 2; k++)
+        for (size_t i = 0; i < tms[k]->n; i++)
+            if (tms[k]->id[i] == id)
+                return 1;
+    return 0;
+}
