@@ -1,6 +1,9 @@
 /*
  * src/text/text_internal.h — internals shared by the tokenizer files in src/text/; never
- * installed. tokenizer.c holds the public API, bpe.c GPT-2 byte-level BPE, wordpiece.c BERT,
+ * installed. tokenizer.c holds the constructors, file loaders and accessors, encode.c the
+ * encoding pipeline and templates, bpe.c BPE (byte-level and SentencePiece-style), pretok.c
+ * the pre-tokenizer patterns, normalize.c the BPE normalizers, tokenizer_json.c and
+ * tj_components.c tokenizer.json, wordpiece.c BERT,
  * unicode.c UTF-8 and character classes, strtab.c the string and pair hash tables.
  */
 #ifndef HEADSCOPE_TEXT_INTERNAL_H
