@@ -448,3 +448,72 @@ Test(tokenizer_family, bounded_encoding_truncates_like_the_full_one, .timeout = 
     }
     free(text);
 }
+
+/* ---- options the family files do not use (variant_golden.json) ---------------------------- */
+
+/* Sets the member or element at path (strings: object members, numbers: array indices) to a
+ * copy of value. */
+static void apply_patch(cJSON *root, const cJSON *path, const cJSON *value)
+{
+    cJSON *o = root;
+    for (const cJSON *k = path->child; k; k = k->next) {
+        cJSON *next = cJSON_IsNumber(k) ? cJSON_GetArrayItem(o, k->valueint)
+                                        : cJSON_GetObjectItemCaseSensitive(o, k->valuestring);
+        if (!k->next) {
+            cJSON *v = cJSON_Duplicate(value, 1);
+            cr_assert_not_null(v);
+            if (cJSON_IsNumber(k))
+                cr_assert(cJSON_ReplaceItemInArray(o, k->valueint, v));
+            else if (next)
+                cr_assert(cJSON_ReplaceItemInObjectCaseSensitive(o, k->valuestring, v));
+            else
+                cr_assert(cJSON_AddItemToObject(o, k->valuestring, v));
+            return;
+        }
+        cr_assert_not_null(next, "patch path not found");
+        o = next;
+    }
+}
+
+/* Metaspace split / always / never, rstrip, lstrip on a raw-text token, a two-id template
+ * token, ByteLevel add_prefix_space after NFC: each a patch of a family file, ids from the
+ * library on the patched file. */
+Test(tokenizer_family, variants_match_the_library)
+{
+    cJSON *g = tu_read_json(FIX "variant_golden.json");
+    const cJSON *texts = cJSON_GetObjectItemCaseSensitive(g, "texts_hex"), *v;
+    char dir[64], path[128], base[256];
+    size_t checked = 0;
+    tu_mkdtemp(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/tokenizer.json", dir);
+    cJSON_ArrayForEach(v, cJSON_GetObjectItemCaseSensitive(g, "variants")) {
+        const char *name = cJSON_GetObjectItemCaseSensitive(v, "name")->valuestring;
+        snprintf(base, sizeof base, FAM "%s.tokenizer.json",
+                 cJSON_GetObjectItemCaseSensitive(v, "base")->valuestring);
+        cJSON *tj = tu_read_json(base), *patch;
+        cJSON_ArrayForEach(patch, cJSON_GetObjectItemCaseSensitive(v, "patches"))
+            apply_patch(tj, cJSON_GetObjectItemCaseSensitive(patch, "path"),
+                        cJSON_GetObjectItemCaseSensitive(patch, "value"));
+        char *text = cJSON_PrintUnformatted(tj);
+        cr_assert_not_null(text);
+        tu_write_file(path, text, strlen(text));
+        free(text);
+        cJSON_Delete(tj);
+        hs_tokenizer *t = NULL;
+        hs_error err = {{0}};
+        cr_assert_eq(hs_tokenizer_load_json(path, &t, &err), HS_OK, "%s: %s", name, err.msg);
+        const cJSON *ids = cJSON_GetObjectItemCaseSensitive(v, "ids")->child, *th = texts->child;
+        for (size_t k = 0; th; th = th->next, ids = ids->next, k++) {
+            cJSON *c = cJSON_CreateObject();
+            cJSON_AddStringToObject(c, "text_hex", th->valuestring);
+            cr_assert(tu_golden_case(t, c, ids, cJSON_GetArraySize(ids), name, k, 1, NULL), "%s: text %zu differs",
+                      name, k);
+            cJSON_Delete(c);
+            checked++;
+        }
+        hs_tokenizer_free(t);
+    }
+    cr_assert_geq(checked, 100);
+    tu_rm_rf(dir);
+    cJSON_Delete(g);
+}
