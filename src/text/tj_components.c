@@ -247,7 +247,7 @@ hs_status hs_tj_pre_tokenizer(hs_tokenizer *t, const cJSON *p, hs_error *err)
                                                      "or [ByteLevel] is not supported");
     } else {
         return hs_fail(err, HS_E_UNSUPPORTED, TJ ": pre_tokenizer '%.64s' is not supported with BPE (only "
-                                                 "ByteLevel, Split + ByteLevel, Metaspace or none)", type);
+                                                 "ByteLevel, Sequence [Split, ByteLevel], Metaspace or none)", type);
     }
     if (st != HS_OK)
         return st;
