@@ -17,21 +17,10 @@ typedef struct sbuf {
 static hs_status sb_reserve(sbuf *b, size_t extra)
 {
     size_t need;
-    if (hs_add_size(b->n, extra, &need) != 0)
-        return HS_E_NOMEM;
-    if (need <= b->cap)
-        return HS_OK;
-    size_t cap = b->cap ? b->cap : 256;
-    while (cap < need) {
-        if (cap > SIZE_MAX / 2)
-            return HS_E_NOMEM;
-        cap *= 2;
-    }
-    char *v = realloc(b->v, cap);
-    if (!v)
+    void *v = b->v;
+    if (hs_add_size(b->n, extra, &need) != 0 || hs_tok_grow(&v, &b->cap, need, 1, 256) != HS_OK)
         return HS_E_NOMEM;
     b->v = v;
-    b->cap = cap;
     return HS_OK;
 }
 
@@ -68,16 +57,10 @@ static hs_status nfc(const char *s, size_t len, sbuf *out)
                 break;
         }
         size_t d = hs_uni_nfd(hs_utf8_next(u, &i), m);
-        if (n + d > cap) {
-            size_t nc = cap ? 2 * cap : 64;
-            while (nc < n + d)
-                nc *= 2;
-            int32_t *p = nc > SIZE_MAX / sizeof *p ? NULL : realloc(cp, nc * sizeof *p);
-            if (!p)
-                goto fail;
-            cp = p;
-            cap = nc;
-        }
+        void *grown = cp;
+        if (hs_tok_grow(&grown, &cap, n + d, sizeof *cp, 64) != HS_OK)
+            goto fail;
+        cp = grown;
         memcpy(cp + n, m, d * sizeof *m);
         n += d;
     }

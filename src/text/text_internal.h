@@ -28,6 +28,10 @@ size_t hs_tok_chunk_end(const char *s, size_t len, size_t from, size_t size);
 #define HS_TOK_MAX_TOKEN_BYTES 1024
 #define HS_TOK_MAX_FILE ((size_t)1 << 28)
 
+/* Makes room for need elements of elem bytes in *p (capacity *cap elements, doubling from
+ * first), keeping its contents. HS_E_NOMEM on overflow or allocation failure (*p unchanged). */
+hs_status hs_tok_grow(void **p, size_t *cap, size_t need, size_t elem, size_t first);
+
 /* ---- string table: interned byte strings with a hash index ------------------------------ */
 
 /* Strings are stored NUL-terminated in one growing buffer; entry i is (off[i], len[i]).

@@ -26,21 +26,11 @@ typedef struct wp_work {
 
 static hs_status cp_reserve(cpbuf *b, size_t extra)
 {
-    if (extra <= b->cap - b->n)
-        return HS_OK;
-    size_t need, cap = b->cap ? b->cap : 256;
-    if (hs_add_size(b->n, extra, &need) != 0)
-        return HS_E_NOMEM;
-    while (cap < need) {
-        if (cap > SIZE_MAX / 2 / sizeof *b->v)
-            return HS_E_NOMEM;
-        cap *= 2;
-    }
-    int32_t *v = realloc(b->v, cap * sizeof *v);
-    if (!v)
+    size_t need;
+    void *v = b->v;
+    if (hs_add_size(b->n, extra, &need) != 0 || hs_tok_grow(&v, &b->cap, need, sizeof *b->v, 256) != HS_OK)
         return HS_E_NOMEM;
     b->v = v;
-    b->cap = cap;
     return HS_OK;
 }
 
