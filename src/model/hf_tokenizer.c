@@ -2,8 +2,11 @@
  * transformers 5 does; otherwise vocab.json + merges.txt (GPT-2) or vocab.txt +
  * tokenizer_config.json (BERT). When both kinds are there they must agree. A family whose
  * descriptor says .tokenizer == 0 (Llama: SentencePiece-style for Llama 2, byte-level for
- * Llama 3) takes whatever tokenizer.json holds; so does a byte-level family whose tokenizer
- * adds special tokens (RoBERTa's <s> ... </s>), which vocab.json + merges.txt cannot say. */
+ * Llama 3) takes whatever tokenizer.json holds and refuses vocabulary files alone; a
+ * byte-level family whose tokenizer adds special tokens (RoBERTa's <s> ... </s>) takes
+ * tokenizer.json without comparing vocab.json + merges.txt with it (they cannot say what the
+ * post-processor adds), and without tokenizer.json reads them as GPT-2's (no <s> ... </s>:
+ * docs/tokenizers.md, known limits). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -60,7 +63,7 @@ static hs_status load_vocab_files(const char *dir, const hs_arch *arch, hs_token
                                   hs_error *err)
 {
     char a[4096], b[4096];
-    if (!vocab_files_suffice(arch)) {
+    if (!arch->tokenizer) {
         /* weights only is fine for id-level work; vocabulary files alone would be wrong */
         snprintf(a, sizeof a, "%s/vocab.json", dir);
         snprintf(b, sizeof b, "%s/tokenizer.model", dir);

@@ -1,6 +1,6 @@
 /* libFuzzer harness for the safetensors reader (hs_safetensors_parse from memory) and the
- * weight builder behind it: every header the parser accepts is handed to the GPT-2 and BERT
- * weight builders with a small fixed config, so shape, dtype and size checks run too.
+ * weight builder behind it: every header the parser accepts is handed to the GPT-2, BERT,
+ * RoBERTa and DistilBERT weight builders with a small fixed config, so shape, dtype and size checks run too.
  *
  * Build and run: `make fuzz` (clang -fsanitize=fuzzer,address,undefined), seed corpus
  * fixtures/bad/ and fixtures/models/ safetensors files.
@@ -41,7 +41,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             sink ^= st->tensors[i].data[k];
         (void)sink;
     }
-    for (int fam = HS_FAMILY_GPT2; fam <= HS_FAMILY_BERT; fam++) {
+    for (int fam = HS_FAMILY_GPT2; fam <= HS_FAMILY_DISTILBERT; fam++) {
         hs_model m;
         memset(&m, 0, sizeof m);
         m.cfg = (hs_model_config){.family = (hs_family)fam, .n_layer = 2, .n_head = 2,

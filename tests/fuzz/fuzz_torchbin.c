@@ -1,7 +1,7 @@
 /* libFuzzer harness for the pytorch_model.bin reader (hs_torchbin_parse from memory: zip
  * central directory, restricted unpickler, tensor checks) and the weight builder behind it:
- * every file the reader accepts is handed to the GPT-2 and BERT weight builders with a small
- * fixed config, so shape, dtype and size checks run on its views too. The same bytes also
+ * every file the reader accepts is handed to the GPT-2, BERT, RoBERTa and DistilBERT weight
+ * builders with a small fixed config, so shape, dtype and size checks run on its views too. The same bytes also
  * go straight to the unpickler (pk_parse), so mutations reach it without having to keep a
  * zip archive intact.
  *
@@ -80,7 +80,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     for (size_t i = 0; i < tb->n_skipped; i++)
         if (!hs_torchbin_skipped(tb, tb->skipped[i].name))
             abort();
-    for (int fam = HS_FAMILY_GPT2; fam <= HS_FAMILY_BERT; fam++) {
+    for (int fam = HS_FAMILY_GPT2; fam <= HS_FAMILY_DISTILBERT; fam++) {
         hs_model m;
         memset(&m, 0, sizeof m);
         m.cfg = (hs_model_config){.family = (hs_family)fam, .n_layer = 2, .n_head = 2,
