@@ -123,7 +123,7 @@ $(LIB): $(LIB_OBJ)
 $(BIN): $(CLI_OBJ) $(LIB)
 	$(CC) $(LDFLAGS) $(CLI_OBJ) $(LIB) $(PKG_LIBS) -o $@
 
-$(BUILD)/tests/%: tests/%.c $(LIB) tests/testutil.h
+$(BUILD)/tests/%: tests/%.c $(LIB) $(wildcard tests/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(ALLCFLAGS) $(CRIT_CFLAGS) $< $(LIB) $(PKG_LIBS) $(CRIT_LIBS) $(LDFLAGS) -o $@
 
@@ -144,8 +144,8 @@ $(BUILD)/replay/%: tests/fuzz/%.c tests/fuzz/replay.h $(LIB)
 
 fuzz-replay: $(REPLAY_BIN)
 	$(BUILD)/replay/fuzz_gguf $$(find fixtures/gguf -name '*.gguf' | sort)
-	$(BUILD)/replay/fuzz_tokenizer fixtures/tokenizer/cases.jsonl README.md
-	$(BUILD)/replay/fuzz_tokenizer_json fixtures/tokenizer/json-corpus/*.json fixtures/tokenizer/bert-cased.tokenizer.json
+	$(BUILD)/replay/fuzz_tokenizer fixtures/tokenizer/cases.jsonl fixtures/tokenizer/family_cases.jsonl README.md
+	$(BUILD)/replay/fuzz_tokenizer_json fixtures/tokenizer/json-corpus/*.json fixtures/tokenizer/bert-cased.tokenizer.json fixtures/tokenizer/families/*.tokenizer.json
 	$(BUILD)/replay/fuzz_safetensors $$(find fixtures/bad fixtures/models -name model.safetensors | sort)
 	$(BUILD)/replay/fuzz_torchbin $$(find fixtures/torchbin -name '*.bin' | sort)
 	$(BUILD)/replay/fuzz_corpus $$(find fixtures/corpus -type f | sort) README.md
@@ -187,7 +187,7 @@ fuzz: $(PAGE_C)
 	clang $(FUZZ_FLAGS) tests/fuzz/fuzz_folder.c $(LIB_SRC) $(PAGE_C) $(PKG_LIBS) -o build-fuzz/fuzz_folder
 	cp fixtures/fuzz-folder/* build-fuzz/corpus-folder/
 	find fixtures/gguf -name '*.gguf' -exec cp {} build-fuzz/corpus-gguf/ ';'
-	cp README.md docs/*.md build-fuzz/corpus-tokenizer/
+	cp README.md docs/*.md fixtures/tokenizer/family_cases.jsonl build-fuzz/corpus-tokenizer/
 	cp fixtures/tokenizer/json-corpus/*.json build-fuzz/corpus-tokenizer-json/
 	build-fuzz/fuzz_gguf -max_total_time=$(FUZZ_SECONDS) -max_len=65536 build-fuzz/corpus-gguf
 	build-fuzz/fuzz_tokenizer -max_total_time=$(FUZZ_SECONDS) -max_len=4096 build-fuzz/corpus-tokenizer

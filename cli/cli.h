@@ -71,6 +71,10 @@ hs_model *cli_model_open(const char *cmd, const char *path, unsigned flags);
 int cli_encode(const char *cmd, const hs_model *m, const cli_text *t, int truncate, size_t max,
                int allow_empty, hs_encoding *enc, int *truncated);
 
+/* As cli_encode with a tokenizer and a context of n_ctx tokens (tokenize on a tokenizer.json). */
+int cli_encode_tok(const char *cmd, const hs_tokenizer *tok, size_t n_ctx, const cli_text *t,
+                   int truncate, size_t max, int allow_empty, hs_encoding *enc, int *truncated);
+
 /* Corpus mode of `headscope analyze` (cli/analyze_corpus.c). */
 typedef struct cli_corpus_opts {
     const char *path;     /* the corpus, "-" for stdin */

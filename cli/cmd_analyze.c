@@ -27,7 +27,7 @@ static const char usage_text[] =
     "OUTDIR/index.html, and prints a summary.\n\n"
     "  -t, --text TEXT            the input text\n"
     "  -f, --file PATH            read the text from a file as raw bytes ('-' for stdin)\n"
-    "      --text-pair TEXT2      second segment for BERT\n"
+    "      --text-pair TEXT2      second segment (BERT, RoBERTa, Llama: a pair template)\n"
     "  -o, --output OUTDIR        output folder (created if missing)\n"
     "      --json                 print the report on stdout instead of the summary\n"
     "  -q, --quiet                print nothing on success, no progress\n"

@@ -59,7 +59,8 @@ static int word_index(const hs_model *m, const hs_encoding *enc, npy_sink *ns)
     }
     if (disp && word && !bad) {
         ns->n_words = hs_word_ids((const char *const *)enc->tokens, (const char *const *)disp,
-                                  n, c->arch->tokenizer == HS_TOK_WORDPIECE, word);
+                                  enc->ids, n, hs_tokenizer_get_kind(tok) == HS_TOK_WORDPIECE,
+                                  tok, word);
         ns->causal = c->causal;
         ns->wmaps = malloc((size_t)c->n_head * (size_t)ns->n_words * (size_t)ns->n_words *
                            sizeof *ns->wmaps);
@@ -83,7 +84,8 @@ static const char usage_text[] =
     "float32, row = query token, column = key token.\n\n"
     "  -t, --text TEXT        the input text\n"
     "  -f, --file PATH        read the text from a file as raw bytes ('-' for stdin)\n"
-    "      --text-pair TEXT2  second segment for BERT ([CLS] a [SEP] b [SEP])\n"
+    "      --text-pair TEXT2  second segment, where the tokenizer has a pair template\n"
+    "                         (BERT [CLS] a [SEP] b [SEP], RoBERTa, Llama)\n"
     "      --truncate         keep the first n_ctx tokens of a longer text\n"
     "      --allow-nonfinite  write maps holding NaN or infinity (attention scores that\n"
     "                         overflow float32) instead of failing; a warning names the\n"

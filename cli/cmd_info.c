@@ -64,12 +64,15 @@ int cmd_info(int argc, char **argv)
     else
         printf("parameters:   %zu\n", hs_model_param_count(m));
     if (tok)
-        printf("tokenizer:    %s, %zu tokens%s\n",
-               hs_tokenizer_get_kind(tok) == HS_TOK_BPE ? "byte-level BPE" : "WordPiece",
-               hs_tokenizer_vocab_size(tok),
+        printf("tokenizer:    %s, %zu tokens%s%s%s\n",
+               hs_tokenizer_kind_name(hs_tokenizer_get_kind(tok)), hs_tokenizer_vocab_size(tok),
                hs_tokenizer_get_kind(tok) == HS_TOK_WORDPIECE
                    ? (hs_tokenizer_lowercase(tok) ? ", lowercased" : ", cased")
-                   : "");
+                   : "",
+               hs_tokenizer_has_pair(tok) && hs_tokenizer_get_kind(tok) != HS_TOK_WORDPIECE
+                   ? ", post-processor " : "",
+               hs_tokenizer_has_pair(tok) && hs_tokenizer_get_kind(tok) != HS_TOK_WORDPIECE
+                   ? hs_tokenizer_post_processor(tok) : "");
     else
         printf("tokenizer:    none (no tokenizer files)\n");
     int rc = 0;

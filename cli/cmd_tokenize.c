@@ -11,16 +11,18 @@
 static const char usage_text[] =
     "usage: headscope tokenize MODEL (--text TEXT | --file PATH|-) [--text-pair TEXT2]\n"
     "                          [--max-tokens N] [--json]\n\n"
-    "Prints the tokens of the text as MODEL's tokenizer (GPT-2 BPE or BERT WordPiece) makes\n"
-    "them, ids identical to Hugging Face's. One line per token: position, id, type id, token\n"
-    "(raw vocabulary string). With --json, stdout is exactly one JSON object\n"
-    "{\"ids\": [...], \"tokens\": [...], \"type_ids\": [...]}.\n\n"
+    "Prints the tokens of the text as MODEL's tokenizer makes them, ids identical to Hugging\n"
+    "Face's tokenizers library. MODEL is a model folder, a model file, or a tokenizer.json\n"
+    "(GPT-2, RoBERTa, GPT-NeoX, Llama 2/3, Qwen2, BERT; docs/tokenizers.md). One line per\n"
+    "token: position, id, type id, token (raw vocabulary string). With --json, stdout is\n"
+    "exactly one JSON object {\"ids\": [...], \"tokens\": [...], \"type_ids\": [...]}.\n\n"
     "  -t, --text TEXT        the input text\n"
     "  -f, --file PATH        read the text from a file as raw bytes ('-' for stdin)\n"
-    "      --text-pair TEXT2  second segment for BERT\n"
-    "      --max-tokens N     truncate to N tokens as attn/analyze --truncate do: GPT-2 keeps\n"
-    "                         the first N; BERT keeps [CLS]/[SEP] and shortens the longer\n"
-    "                         segment first (Hugging Face's longest_first)\n"
+    "      --text-pair TEXT2  second segment, for a tokenizer whose post-processor defines\n"
+    "                         a pair (BERT, RoBERTa, Llama)\n"
+    "      --max-tokens N     truncate to N tokens as attn/analyze --truncate do: the special\n"
+    "                         tokens stay and the longer segment is shortened first (Hugging\n"
+    "                         Face's longest_first); GPT-2 keeps the first N\n"
     "      --json             print JSON\n"
     "  -h, --help             show this help\n";
 
@@ -45,6 +47,21 @@ static int print_json(const hs_encoding *e)
     puts(s);
     free(s);
     return 0;
+}
+
+/* A regular file whose first non-blank byte is '{': a tokenizer.json (a model file is GGUF or
+ * safetensors, a folder is a folder). */
+static int is_json_file(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    int c = EOF;
+    if (!f)
+        return 0;
+    do
+        c = fgetc(f);
+    while (c == ' ' || c == '\t' || c == '\n' || c == '\r');
+    fclose(f);
+    return c == '{';
 }
 
 int cmd_tokenize(int argc, char **argv)
@@ -81,19 +98,31 @@ int cmd_tokenize(int argc, char **argv)
     int rc = cli_text_get("tokenize", text, file, pair, &t);
     if (rc)
         return rc;
-    hs_model *m = cli_model_open("tokenize", argv[optind], HS_OPEN_TOKENIZER);
+    hs_model *m = NULL;
+    hs_tokenizer *own = NULL;
     hs_encoding enc = {0};
     rc = EXIT_FAIL;
-    /* tokenize shows any length: the context is not enforced, truncation only on request */
-    const hs_tokenizer *tok = m ? hs_model_tokenizer(m) : NULL;
-    long specials = tok && hs_tokenizer_get_kind(tok) == HS_TOK_WORDPIECE ? (t.pair ? 3 : 2) : 0;
-    if (m && max_tokens > 0 && max_tokens < specials) {
-        cli_error("tokenize", "--max-tokens %ld leaves no room for the %ld special tokens "
-                  "([CLS] and [SEP]) of this input", max_tokens, specials);
+    if (is_json_file(argv[optind])) {
+        hs_error err = {{0}};
+        if (hs_tokenizer_load_json(argv[optind], &own, &err) != HS_OK) {
+            cli_error("tokenize", "%s", err.msg);
+            goto done;
+        }
+    } else if (!(m = cli_model_open("tokenize", argv[optind], HS_OPEN_TOKENIZER))) {
         goto done;
     }
-    if (!m || cli_encode("tokenize", m, &t, max_tokens > 0 ? 1 : -1, (size_t)max_tokens, 1, &enc,
-                         NULL))
+    /* tokenize shows any length: the context is not enforced, truncation only on request */
+    const hs_tokenizer *tok = own ? own : hs_model_tokenizer(m);
+    long specials = tok ? (long)hs_tokenizer_special_count(tok, t.pair != NULL) : 0;
+    if (max_tokens > 0 && max_tokens < specials) {
+        cli_error("tokenize", "--max-tokens %ld leaves no room for the %ld special tokens "
+                  "the post-processor (%s) adds to this input", max_tokens, specials,
+                  hs_tokenizer_post_processor(tok));
+        goto done;
+    }
+    if (own ? cli_encode_tok("tokenize", own, 0, &t, max_tokens > 0 ? 1 : -1, (size_t)max_tokens, 1, &enc,
+                             NULL)
+            : cli_encode("tokenize", m, &t, max_tokens > 0 ? 1 : -1, (size_t)max_tokens, 1, &enc, NULL))
         goto done;
     if (json) {
         if (print_json(&enc))
@@ -105,6 +134,7 @@ int cmd_tokenize(int argc, char **argv)
     rc = cli_finish_stdout("tokenize");
 done:
     hs_encoding_free(&enc);
+    hs_tokenizer_free(own);
     hs_model_free(m);
     cli_text_free(&t);
     return rc;

@@ -169,28 +169,37 @@ hs_model *cli_model_open(const char *cmd, const char *path, unsigned flags)
 int cli_encode(const char *cmd, const hs_model *m, const cli_text *t, int truncate,
                size_t max, int allow_empty, hs_encoding *enc, int *truncated)
 {
+    const hs_tokenizer *tok = hs_model_tokenizer(m);
     if (truncated)
         *truncated = 0;
-    const hs_tokenizer *tok = hs_model_tokenizer(m);
-    hs_error err = {{0}};
     if (!tok) {
-        cli_error(cmd, "'%s' has no tokenizer files (vocab.json + merges.txt or vocab.txt)",
-                  hs_model_path(m));
+        cli_error(cmd, "'%s' has no tokenizer files (tokenizer.json, vocab.json + merges.txt or "
+                  "vocab.txt)", hs_model_path(m));
         return EXIT_FAIL;
     }
+    return cli_encode_tok(cmd, tok, (size_t)hs_model_config_of(m)->n_ctx, t, truncate, max,
+                          allow_empty, enc, truncated);
+}
+
+int cli_encode_tok(const char *cmd, const hs_tokenizer *tok, size_t n_ctx, const cli_text *t,
+                   int truncate, size_t max, int allow_empty, hs_encoding *enc, int *truncated)
+{
+    hs_error err = {{0}};
+    if (truncated)
+        *truncated = 0;
     if (t->len == 0 && !allow_empty) {
         cli_error(cmd, "the text is empty");
         return EXIT_FAIL;
     }
-    if (t->pair && hs_tokenizer_get_kind(tok) != HS_TOK_WORDPIECE) {
-        cli_error(cmd, "--text-pair needs a BERT model (GPT-2 takes a single text)");
+    if (t->pair && hs_tokenizer_check_pair(tok, &err) != HS_OK) {
+        cli_error(cmd, "--text-pair: %s", err.msg);
         return EXIT_FAIL;
     }
     if (t->pair && t->pair_len == 0 && !allow_empty) {
         cli_error(cmd, "the pair text is empty");
         return EXIT_FAIL;
     }
-    size_t ctx = max ? max : (size_t)hs_model_config_of(m)->n_ctx;
+    size_t ctx = max ? max : n_ctx;
     /* past ctx tokens only that there are more matters: a long text is not tokenised whole */
     if (hs_tokenizer_encode_max(tok, t->text, t->len, t->pair, t->pair_len,
                                 truncate >= 0 ? ctx : 0, enc, &err) != HS_OK) {

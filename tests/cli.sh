@@ -86,6 +86,33 @@ stdout_is "BERT empty text" '{"ids":[101,102],"tokens":["[CLS]","[SEP]"],"type_i
 expect 0 "tokenize bert empty pair" -- "$HS" tokenize "$B" --text "" --text-pair "" --json
 stdout_is "BERT empty pair" '{"ids":[101,102,102],"tokens":["[CLS]","[SEP]","[SEP]"],"type_ids":[0,0,1]}'
 
+# ---- tokenize on a family tokenizer.json (ids from the Rust tokenizers library: node
+# fixtures/tokenizer/make_family_goldens.js; README "Family tokenizers") -------------------------
+F=fixtures/tokenizer/families
+expect 0 "tokenize roberta json" -- "$HS" tokenize "$F/roberta.tokenizer.json" --text "Hello <mask>" --text-pair "a" --json
+stdout_is "RoBERTa mask and pair" '{"ids":[0,15500,50264,2,2,68,2],"tokens":["<s>","Hello","<mask>","</s>","</s>","a","</s>"],"type_ids":[0,0,0,0,0,0,0]}'
+expect 0 "tokenize llama2 json" -- "$HS" tokenize "$F/llama2.tokenizer.json" --text "<s> h" --json
+stdout_is "Llama 2 prepend after <s>" '{"ids":[1,1,391,524],"tokens":["<s>","<s>","▁","▁h"],"type_ids":[0,0,0,0]}'
+expect 0 "tokenize llama2_ms json" -- "$HS" tokenize "$F/llama2_ms.tokenizer.json" --text "<s> h" --json
+stdout_is "Llama 2 metaspace first" '{"ids":[1,1,524],"tokens":["<s>","<s>","▁h"],"type_ids":[0,0,0]}'
+expect 0 "tokenize llama3 pair" -- "$HS" tokenize "$F/llama3.tokenizer.json" --text "12345" --text-pair "1" --json
+stdout_is "Llama 3 digits and pair" '{"ids":[3256,1193,18,19,20,3256,16],"tokens":["<|begin_of_text|>","12","3","4","5","<|begin_of_text|>","1"],"type_ids":[0,0,0,0,0,1,1]}'
+expect 0 "tokenize qwen2" -- "$HS" tokenize "$F/qwen2.tokenizer.json" --text "12345"
+[ "$(cut -f2 "$T/out" | tr '\n' ' ')" = "16 17 18 19 20 " ] && ok || bad "Qwen2 single digits: $(cat "$T/out")"
+expect 0 "tokenize neox" -- "$HS" tokenize "$F/neox.tokenizer.json" --text "a     b" --json
+grep -q '"ids":\[66,3277,67\]' "$T/out" && ok || bad "NeoX space run: $(cat "$T/out")"
+expect 1 "tokenize neox pair" -- "$HS" tokenize "$F/neox.tokenizer.json" --text a --text-pair b
+one_line_error "neox pair"
+stderr_has "neox pair" "this model's byte-level BPE tokenizer (post-processor ByteLevel) takes a single text"
+expect 1 "tokenize max-tokens below roberta's specials" -- "$HS" tokenize "$F/roberta.tokenizer.json" --text a --text-pair b --max-tokens 3
+stderr_has "roberta specials" "leaves no room for the 4 special tokens the post-processor (RobertaProcessing) adds"
+expect 0 "tokenize roberta max-tokens" -- "$HS" tokenize "$F/roberta.tokenizer.json" --text "a b c d e" --max-tokens 4 --json
+grep -q '"ids":\[0,68,279,2\]' "$T/out" && ok || bad "RoBERTa truncation keeps </s>: $(cat "$T/out")"
+printf '{"model": {"type": "Unigram", "vocab": []}}' >"$T/uni.json"
+expect 1 "tokenize unsupported tokenizer.json" -- "$HS" tokenize "$T/uni.json" --text a
+one_line_error "unsupported tokenizer.json"
+stderr_has "unsupported tokenizer.json" "model 'Unigram' is not supported"
+
 # ---- attn against the reference ------------------------------------------------------------
 # compare TEXT MODEL [PAIR]: ids from the reference tokenizer must equal headscope's, and the
 # maps must match the float64 reference within 1e-5.

@@ -741,7 +741,7 @@ Test(wordmap, words_and_labels_of_wordpiece_and_byte_level_tokens)
     /* WordPiece: [CLS] s ##nor ##kel ##ing dog [SEP] -> [CLS] | snorkeling | dog | [SEP] */
     const char *const wp[7] = {"[CLS]", "s", "##nor", "##kel", "##ing", "dog", "[SEP]"};
     int32_t w[7];
-    cr_assert_eq(hs_word_ids(wp, wp, 7, 1, w), 4);
+    cr_assert_eq(hs_word_ids(wp, wp, NULL, 7, 1, NULL, w), 4);
     const int32_t want_wp[7] = {0, 1, 1, 1, 1, 2, 3};
     for (int i = 0; i < 7; i++)
         cr_assert_eq(w[i], want_wp[i], "wordpiece token %d: word %d", i, (int)w[i]);
@@ -760,7 +760,7 @@ Test(wordmap, words_and_labels_of_wordpiece_and_byte_level_tokens)
     const char *const disp[9] = {"Token", "ization", " of", " happens", ",", "\n", "x",
                                  "<|endoftext|>", "y"};
     int32_t b[9];
-    cr_assert_eq(hs_word_ids(raw, disp, 9, 0, b), 7);
+    cr_assert_eq(hs_word_ids(raw, disp, NULL, 9, 0, NULL, b), 7);
     const int32_t want_b[9] = {0, 0, 1, 2, 2, 3, 4, 5, 6};
     for (int i = 0; i < 9; i++)
         cr_assert_eq(b[i], want_b[i], "byte-level token %d: word %d", i, (int)b[i]);

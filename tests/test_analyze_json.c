@@ -84,7 +84,7 @@ static const struct {
     {"{\"layers\": [2]}", "option 'layers': expected layers 0..1"},
     {"{\"layers\": []}", "option 'layers': expected a non-empty list of layers"},
     {"[1, 2]", "options: expected a JSON object"},
-    {"{\"text_pair\": \"x\"}", "text_pair needs a BERT model (GPT-2 takes a single text)"},
+    {"{\"text_pair\": \"x\"}", "text_pair: a text pair needs a tokenizer whose post-processor defines a pair encoding; this model's byte-level BPE tokenizer (post-processor none) takes a single text"},
 };
 
 Test(analyze_json, refuses_bad_options_with_a_message)

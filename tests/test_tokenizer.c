@@ -14,6 +14,7 @@
 
 #include "headscope/tokenizer.h"
 #include "testutil.h"
+#include "tokutil.h"
 
 #define FIX "fixtures/tokenizer/"
 #define GPT2_VOCAB FIX "gpt2/vocab.json"
@@ -69,61 +70,11 @@ static void assert_ids(const hs_encoding *e, const int32_t *want, size_t n, cons
         assert_ids((e), want_, sizeof want_ / sizeof want_[0], (what));                        \
     } while (0)
 
-static cJSON *read_json(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    cr_assert_not_null(f, "cannot open %s", path);
-    cr_assert_eq(fseek(f, 0, SEEK_END), 0);
-    long n = ftell(f);
-    cr_assert_geq(n, 0);
-    rewind(f);
-    char *buf = malloc((size_t)n + 1);
-    cr_assert_not_null(buf);
-    cr_assert_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
-    fclose(f);
-    buf[n] = '\0';
-    cJSON *j = cJSON_ParseWithLength(buf, (size_t)n);
-    free(buf);
-    cr_assert_not_null(j, "%s is not valid json", path);
-    return j;
-}
-
-/* Decodes hex into a malloc'd buffer; *len gets the byte count. */
-static char *unhex(const char *hex, size_t *len)
-{
-    size_t n = strlen(hex) / 2;
-    char *out = malloc(n + 1);
-    cr_assert_not_null(out);
-    for (size_t i = 0; i < n; i++) {
-        unsigned v;
-        cr_assert_eq(sscanf(hex + 2 * i, "%2x", &v), 1);
-        out[i] = (char)v;
-    }
-    out[n] = '\0';
-    *len = n;
-    return out;
-}
-
-/* The first 60 bytes of a case for failure messages, control bytes as \xNN. */
-static const char *show_text(const char *s, size_t len, char *buf, size_t cap)
-{
-    size_t w = 0;
-    for (size_t i = 0; i < len && i < 60 && w + 5 < cap; i++) {
-        unsigned char c = (unsigned char)s[i];
-        if (c < 0x20 || c == 0x7F || c == '"' || c == '\\')
-            w += (size_t)snprintf(buf + w, cap - w, "\\x%02x", c);
-        else
-            buf[w++] = (char)c;
-    }
-    buf[w] = '\0';
-    return buf;
-}
-
 /* Every case of hf_golden.json must give the reference's ids and type ids (key: gpt2,
  * bert_uncased or bert_cased). Mismatches are logged (up to 10) and counted. */
 static void check_golden(const hs_tokenizer *t, const char *key)
 {
-    cJSON *root = read_json(FIX "hf_golden.json");
+    cJSON *root = tu_read_json(FIX "hf_golden.json");
     const cJSON *cases = cJSON_GetObjectItemCaseSensitive(root, "cases");
     const cJSON *ref = cJSON_GetObjectItemCaseSensitive(root, key);
     const cJSON *all_ids = cJSON_GetObjectItemCaseSensitive(ref, "ids");
@@ -133,32 +84,9 @@ static void check_golden(const hs_tokenizer *t, const char *key)
     cr_assert_eq(cJSON_GetArraySize(n_first), cJSON_GetArraySize(cases));
     size_t idx = 0, bad = 0;
     const cJSON *ids = all_ids->child, *nf = n_first->child;
-    for (const cJSON *c = cases->child; c; c = c->next, ids = ids->next, nf = nf->next, idx++) {
-        size_t len, plen = 0;
-        char *text = unhex(cJSON_GetObjectItemCaseSensitive(c, "text_hex")->valuestring, &len);
-        const cJSON *ph = cJSON_GetObjectItemCaseSensitive(c, "pair_hex");
-        char *pair = cJSON_IsString(ph) ? unhex(ph->valuestring, &plen) : NULL;
-        hs_encoding e = enc_pair(t, text, len, pair, plen);
-        size_t want_n = (size_t)cJSON_GetArraySize(ids), i = 0;
-        int same = e.n == want_n;
-        for (const cJSON *a = ids->child; same && a; a = a->next, i++)
-            same = e.ids[i] == a->valueint && e.type_ids[i] == (i < (size_t)nf->valueint ? 0 : 1);
-        if (!same && bad++ < 10) {
-            char shown[300], got[200] = "", want[200] = "";
-            size_t w = 0;
-            for (i = 0; i < e.n && w < 180; i++)
-                w += (size_t)snprintf(got + w, sizeof got - w, " %d", e.ids[i]);
-            w = 0;
-            for (const cJSON *a = ids->child; a && w < 180; a = a->next)
-                w += (size_t)snprintf(want + w, sizeof want - w, " %d", a->valueint);
-            cr_log_error("%s case %zu (text \"%s\"%s): got%s, expected%s (%zu type 0)", key, idx,
-                         show_text(text, len, shown, sizeof shown), pair ? " + pair" : "", got,
-                         want, (size_t)nf->valueint);
-        }
-        hs_encoding_free(&e);
-        free(pair);
-        free(text);
-    }
+    for (const cJSON *c = cases->child; c; c = c->next, ids = ids->next, nf = nf->next, idx++)
+        if (!tu_golden_case(t, c, ids, nf->valueint, key, idx, bad < 10, NULL))
+            bad++;
     cr_log_info("%s: %zu of %zu golden cases identical", key, idx - bad, idx);
     cr_assert_eq(bad, 0, "%s: %zu of %zu golden cases differ from the reference", key, bad, idx);
     cJSON_Delete(root);
@@ -181,7 +109,7 @@ static uint64_t fnv1a_ids(const int32_t *ids, size_t n)
  * (BERT); token count and id hash must match the reference for every chunk. */
 static void check_sweep(const hs_tokenizer *t, const char *key, int spaced)
 {
-    cJSON *root = read_json(FIX "sweep_golden.json");
+    cJSON *root = tu_read_json(FIX "sweep_golden.json");
     const cJSON *ranges = cJSON_GetObjectItemCaseSensitive(root, "ranges");
     const cJSON *want = cJSON_GetObjectItemCaseSensitive(root, key);
     int chunk = cJSON_GetObjectItemCaseSensitive(root, "chunk")->valueint;
@@ -260,13 +188,7 @@ static hs_status load_gpt2_files(const char *vocab, const char *merges, hs_error
     tu_write_file(mp, merges, strlen(merges));
     hs_tokenizer *t = NULL;
     hs_status st = hs_tokenizer_load_gpt2(vp, mp, &t, err);
-    if (st == HS_OK)
-        cr_assert_not_null(t);
-    else
-        cr_assert_null(t);
-    hs_tokenizer_free(t);
-    tu_rm_rf(dir);
-    return st;
+    return tu_loaded(st, t, dir);
 }
 
 static hs_status load_bert_file(const char *vocab, size_t len, hs_tokenizer **out, hs_error *err)
@@ -821,53 +743,6 @@ static hs_tokenizer *json_tok(const char *path)
     return t;
 }
 
-static char *slurp(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    cr_assert_not_null(f, "cannot open %s", path);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    rewind(f);
-    char *buf = malloc((size_t)n + 1);
-    cr_assert_not_null(buf);
-    cr_assert_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
-    fclose(f);
-    buf[n] = '\0';
-    *len = (size_t)n;
-    return buf;
-}
-
-/* Copies src into dir/name. */
-static void copy_file(const char *src, const char *dir, const char *name)
-{
-    char dst[256];
-    size_t len;
-    char *buf = slurp(src, &len);
-    snprintf(dst, sizeof dst, "%s/%s", dir, name);
-    tu_write_file(dst, buf, len);
-    free(buf);
-}
-
-/* Loads a tokenizer.json given as text; returns the status, *msg the message. */
-static hs_status load_json_text(const char *text, char *msg, size_t cap)
-{
-    char dir[64], p[128];
-    hs_error err = {{0}};
-    hs_tokenizer *t = NULL;
-    tu_mkdtemp(dir, sizeof dir);
-    snprintf(p, sizeof p, "%s/tokenizer.json", dir);
-    tu_write_file(p, text, strlen(text));
-    hs_status st = hs_tokenizer_load_json(p, &t, &err);
-    snprintf(msg, cap, "%s", err.msg);
-    if (st == HS_OK)
-        cr_assert_not_null(t);
-    else
-        cr_assert_null(t);
-    hs_tokenizer_free(t);
-    tu_rm_rf(dir);
-    return st;
-}
-
 Test(tokenizer_json, gpt2_matches_reference_on_every_golden_case)
 {
     hs_tokenizer *t = json_tok(FIX "gpt2.tokenizer.json");
@@ -900,7 +775,7 @@ Test(tokenizer_json, folder_with_only_tokenizer_json_gives_the_same_ids)
         hs_tokenizer *t = NULL;
         hs_error err = {{0}};
         tu_mkdtemp(dir, sizeof dir);
-        copy_file(cases[k].json, dir, "tokenizer.json");
+        tu_copy_file(cases[k].json, dir, "tokenizer.json");
         cr_assert_eq(hs_hf_tokenizer_load(dir, hs_arch_of(cases[k].fam), &t, &err), HS_OK, "%s", err.msg);
         cr_assert_not_null(t);
         check_golden(t, cases[k].key);
@@ -915,8 +790,8 @@ Test(tokenizer_json, folder_checks_that_json_and_vocabulary_files_agree)
     hs_tokenizer *t = NULL;
     hs_error err = {{0}};
     tu_mkdtemp(dir, sizeof dir);
-    copy_file(FIX "bert-uncased.tokenizer.json", dir, "tokenizer.json");
-    copy_file(BERT_VOCAB, dir, "vocab.txt");
+    tu_copy_file(FIX "bert-uncased.tokenizer.json", dir, "tokenizer.json");
+    tu_copy_file(BERT_VOCAB, dir, "vocab.txt");
     cr_assert_eq(hs_hf_tokenizer_load(dir, hs_arch_of(HS_FAMILY_BERT), &t, &err), HS_OK, "%s", err.msg);
     hs_tokenizer_free(t);
     t = NULL;
@@ -937,9 +812,9 @@ Test(tokenizer_json, folder_checks_that_json_and_vocabulary_files_agree)
     tu_rm_rf(dir);
     /* GPT-2: both kinds present and equal */
     tu_mkdtemp(dir, sizeof dir);
-    copy_file(FIX "gpt2.tokenizer.json", dir, "tokenizer.json");
-    copy_file(GPT2_VOCAB, dir, "vocab.json");
-    copy_file(GPT2_MERGES, dir, "merges.txt");
+    tu_copy_file(FIX "gpt2.tokenizer.json", dir, "tokenizer.json");
+    tu_copy_file(GPT2_VOCAB, dir, "vocab.json");
+    tu_copy_file(GPT2_MERGES, dir, "merges.txt");
     cr_assert_eq(hs_hf_tokenizer_load(dir, hs_arch_of(HS_FAMILY_GPT2), &t, &err), HS_OK, "%s", err.msg);
     hs_encoding e = enc(t, "hello <|endoftext|> world");
     ASSERT_IDS(&e, "folder gpt2", 31373, 220, 50256, 995);
@@ -951,7 +826,7 @@ Test(tokenizer_json, folder_checks_that_json_and_vocabulary_files_agree)
 Test(tokenizer_json, byte_level_add_prefix_space_adds_one_per_segment)
 {
     size_t len;
-    char *text = slurp(FIX "gpt2.tokenizer.json", &len);
+    char *text = tu_slurp(FIX "gpt2.tokenizer.json", &len);
     const char *from = "\"pre_tokenizer\":{\"type\":\"ByteLevel\",\"add_prefix_space\":false";
     char *at = strstr(text, from);
     cr_assert_not_null(at);
@@ -1020,10 +895,12 @@ Test(tokenizer_json, refuses_unsupported_components_naming_them)
         {WP_JSON("{\"type\":\"NFKC\"}", BERT_PRE, BERT_POST, "", ""),
          "tokenizer.json: normalizer 'NFKC' is not supported", HS_E_UNSUPPORTED},
         {WP_JSON(BERT_NORM, BERT_PRE, "{\"type\":\"RobertaProcessing\"}", "", ""),
-         "tokenizer.json: post_processor 'RobertaProcessing' is not supported", HS_E_UNSUPPORTED},
+         "tokenizer.json: RobertaProcessing needs \"sep\" and \"cls\" as [token, id]", HS_E_FORMAT},
+        {WP_JSON(BERT_NORM, BERT_PRE, "{\"type\":\"Sequence\",\"processors\":[" BERT_POST "," BERT_POST "]}", "", ""),
+         "post_processor 'Sequence' with more than ByteLevel and one other is not supported", HS_E_UNSUPPORTED},
         {WP_JSON(BERT_NORM, BERT_PRE, BERT_POST,
-                 "{\"id\":9,\"content\":\"x\",\"lstrip\":true}", ""),
-         "added token 'x' with lstrip, rstrip or single_word is not supported", HS_E_UNSUPPORTED},
+                 "{\"id\":9,\"content\":\"x\",\"single_word\":true}", ""),
+         "added token 'x' with single_word is not supported", HS_E_UNSUPPORTED},
         {WP_JSON(BERT_NORM, BERT_PRE, BERT_POST, "{\"id\":12,\"content\":\"x\"}", ""),
          "added token ids must continue the vocabulary (expected id 9, found 12)", HS_E_FORMAT},
         {WP_JSON(BERT_NORM, BERT_PRE, BERT_POST, "{\"id\":5,\"content\":\"x\"}", ""),
@@ -1036,20 +913,20 @@ Test(tokenizer_json, refuses_unsupported_components_naming_them)
          "tokenizer.json: model 'Unigram' is not supported", HS_E_UNSUPPORTED},
         {"{\"normalizer\":null,\"pre_tokenizer\":{\"type\":\"ByteLevel\"},\"model\":{\"type\":\"BPE\","
          "\"vocab\":{\"a\":0},\"merges\":[],\"byte_fallback\":true}}",
-         "BPE byte_fallback or ignore_merges is not supported", HS_E_UNSUPPORTED},
+         "BPE byte_fallback with a ByteLevel pre-tokenizer is not supported", HS_E_UNSUPPORTED},
         {"{\"pre_tokenizer\":{\"type\":\"ByteLevel\"},\"model\":{\"type\":\"BPE\","
          "\"vocab\":{\"a\":0,\"b\":1},\"merges\":[[\"a\",\"b\",\"c\"]]}}",
          "merge 0 is neither \"a b\" nor [\"a\", \"b\"]", HS_E_FORMAT},
         {"{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0}},\"pre_tokenizer\":{\"type\":\"ByteLevel\"},"
          "\"added_tokens\":[],\"normalizer\":{\"type\":\"Lowercase\"}}",
-         "normalizer 'Lowercase' with a BPE model is not supported", HS_E_UNSUPPORTED},
+         "normalizer 'Lowercase' is not supported with a BPE model", HS_E_UNSUPPORTED},
         {"{\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":3}},\"pre_tokenizer\":{\"type\":\"ByteLevel\"}}",
          "token 'a' has an id that is not an integer in 0..0", HS_E_FORMAT},
         {"[1,2]", "is not a json object", HS_E_FORMAT},
         {"{\"model\":", "the tokenizer file is not valid JSON", HS_E_FORMAT},
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
-        hs_status st = load_json_text(cases[k].text, msg, sizeof msg);
+        hs_status st = tu_load_json_text(cases[k].text, msg, sizeof msg);
         cr_assert_eq(st, cases[k].st, "case %zu: status %d (%s)", k, st, msg);
         cr_assert(strstr(msg, cases[k].want), "case %zu: message '%s' lacks '%s'", k, msg, cases[k].want);
     }

@@ -45,6 +45,7 @@
 #include <stdint.h>
 
 #include "headscope/status.h"
+#include "headscope/tokenizer.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -224,13 +225,15 @@ hs_status hs_wordmap_compute(const float *maps, int n_maps, int n, int causal, c
                              int n_words, float *out, hs_error *err);
 
 /* The word of each token: word: (n), returns n_words. WordPiece (wordpiece = 1): a "##"
- * token continues the word before it. Byte-level BPE: a token starts a word when its
- * display form begins with white space, follows one that ends with white space, or is
- * (or follows) a special token such as <|endoftext|>, so words are the text's
- * white-space-separated words. tokens: the raw vocabulary strings, display: their display
- * forms (hs_tokenizer_display). */
-int hs_word_ids(const char *const *tokens, const char *const *display, int n, int wordpiece,
-                int32_t *word);
+ * token continues the word before it. BPE (byte-level and SentencePiece-style, whose "▁"
+ * displays as a space): a token starts a word when its display form begins with white
+ * space, follows one that ends with white space, or is (or follows) a special or added
+ * token — <|endoftext|>-style tokens always, and <s>, </s>, [CLS]... when tok (the tokenizer
+ * of ids; may be NULL) says so — so words are the text's white-space-separated words.
+ * tokens: the raw vocabulary strings, display: their display forms (hs_tokenizer_display),
+ * ids: the ids (may be NULL when tok is). */
+int hs_word_ids(const char *const *tokens, const char *const *display, const int32_t *ids, int n,
+                int wordpiece, const hs_tokenizer *tok, int32_t *word);
 
 /* Each word's label: its tokens' display forms joined, the first one's leading white space
  * (unless it is all the token holds) and the "##" of WordPiece continuations dropped: (n_words) malloc'd strings in a malloc'd

@@ -122,6 +122,8 @@ class Model:
             raise HeadscopeError(-7, "the text is empty")
         enc = _lib.HsEncoding()
         err = _lib.HsError()
+        if p is not None:
+            _check(_LIB.hs_tokenizer_check_pair(tok, ctypes.byref(err)), err)
         _check(_LIB.hs_tokenizer_encode(tok, t, len(t), p, len(p) if p is not None else 0,
                                         ctypes.byref(enc), ctypes.byref(err)), err)
         if enc.n > self.n_ctx:
@@ -136,7 +138,8 @@ class Model:
 
     def tokenize(self, text, pair=None, truncate=False):
         """Token ids and strings of text (str, or bytes taken as UTF-8), identical to Hugging
-        Face's tokenizer; pair: a second segment (BERT). Returns Tokens(ids, tokens,
+        Face's tokenizer; pair: a second segment (a tokenizer with a pair template: BERT,
+        RoBERTa, Llama; others raise HeadscopeError). Returns Tokens(ids, tokens,
         type_ids). Longer than the context: HeadscopeError, or the first n_ctx tokens as
         Hugging Face truncates with truncate=True."""
         enc = self._encode(text, pair, truncate)

@@ -17,6 +17,9 @@ class HsEncoding(ctypes.Structure):
         ("ids", ctypes.POINTER(ctypes.c_int32)),
         ("type_ids", ctypes.POINTER(ctypes.c_int32)),
         ("tokens", ctypes.POINTER(ctypes.c_char_p)),
+        ("n_text", ctypes.c_size_t),
+        ("n_pair", ctypes.c_size_t),
+        ("paired", ctypes.c_int),
     ]
 
 
@@ -99,6 +102,7 @@ def _declare(lib):
         "hs_tokenizer_encode": (c.c_int, [c.c_void_p, c.c_char_p, c.c_size_t, c.c_char_p,
                                           c.c_size_t, c.POINTER(HsEncoding), err]),
         "hs_encoding_truncate": (None, [c.c_void_p, c.POINTER(HsEncoding), c.c_size_t]),
+        "hs_tokenizer_check_pair": (c.c_int, [c.c_void_p, c.POINTER(HsError)]),
         "hs_encoding_free": (None, [c.POINTER(HsEncoding)]),
         "hs_tokenizer_display": (c.c_size_t, [c.c_void_p, c.c_int32, c.c_char_p, c.c_size_t]),
         "hs_forward": (c.c_int, [c.c_void_p, c.POINTER(c.c_int32), c.POINTER(c.c_int32), c.c_int,

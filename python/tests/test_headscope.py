@@ -61,6 +61,13 @@ class Tokenize(unittest.TestCase):
         self.assertEqual(t.tokens[-1], "[SEP]")
         self.assertEqual(t.type_ids.count(1), 3)  # a dog [SEP]
 
+    def test_pair_needs_a_pair_template(self):
+        with headscope.load(GPT2) as m:
+            with self.assertRaises(headscope.HeadscopeError) as cm:
+                m.tokenize("the cat", pair="a dog")
+        self.assertIn("this model's byte-level BPE tokenizer", str(cm.exception))
+        self.assertIn("takes a single text", str(cm.exception))
+
     def test_longer_than_context_is_refused_or_truncated(self):
         with headscope.load(GPT2) as m:
             long = "word " * (m.n_ctx + 10)

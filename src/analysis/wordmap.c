@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "headscope/analysis.h"
+#include "headscope/tokenizer.h"
 #include "internal.h"
 
 hs_status hs_wordmap_compute(const float *maps, int n_maps, int n, int causal, const int32_t *word,
@@ -67,8 +68,14 @@ static int is_special(const char *raw)
     return len >= 4 && !strncmp(raw, "<|", 2) && !strcmp(raw + len - 2, "|>");
 }
 
-int hs_word_ids(const char *const *tokens, const char *const *display, int n, int wordpiece,
-                int32_t *word)
+/* Token i is a special or added token of tok. */
+static int tok_special(const hs_tokenizer *tok, const int32_t *ids, int i)
+{
+    return tok && ids && hs_tokenizer_is_special(tok, ids[i]);
+}
+
+int hs_word_ids(const char *const *tokens, const char *const *display, const int32_t *ids, int n,
+                int wordpiece, const hs_tokenizer *tok, int32_t *word)
 {
     int w = -1;
     for (int i = 0; i < n; i++) {
@@ -81,7 +88,8 @@ int hs_word_ids(const char *const *tokens, const char *const *display, int n, in
             start = strncmp(raw, "##", 2) != 0;
         else
             start = is_space(d[0]) || (pl && is_space(pd[pl - 1])) || is_special(raw) ||
-                    is_special(tokens[i - 1]);
+                    is_special(tokens[i - 1]) || tok_special(tok, ids, i) ||
+                    tok_special(tok, ids, i - 1);
         w += start;
         word[i] = w;
     }

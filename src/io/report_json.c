@@ -70,14 +70,14 @@ static cJSON *sinks_json(const hs_analysis *a, const hs_arch *ar)
     return arr;
 }
 
-/* input.word_ids: the word of each token (hs_word_ids). */
-static cJSON *word_ids_json(const hs_analysis *a, int wordpiece)
+/* input.word_ids: the word of each token (hs_word_ids; tok may be NULL). */
+static cJSON *word_ids_json(const hs_analysis *a, const hs_tokenizer *tok, int wordpiece)
 {
     int32_t *w = malloc((size_t)a->n * sizeof *w);
     cJSON *arr = NULL;
     if (w) {
-        hs_word_ids((const char *const *)a->tokens, (const char *const *)a->display, a->n,
-                    wordpiece, w);
+        hs_word_ids((const char *const *)a->tokens, (const char *const *)a->display, a->ids,
+                    a->n, wordpiece, tok, w);
         arr = hs_json_ints(w, a->n);
     }
     free(w);
@@ -316,7 +316,11 @@ char *hs_report_json(const hs_analysis *a, const char *const *files, int n_files
     cJSON_AddItemToObject(in, "type_ids", hs_json_ints(a->type_ids, a->n));
     cJSON_AddItemToObject(in, "sinks", sinks_json(a, c->arch));
     if (a->tokens && a->display)
-        cJSON_AddItemToObject(in, "word_ids", word_ids_json(a, c->arch->tokenizer == HS_TOK_WORDPIECE));
+        cJSON_AddItemToObject(in, "word_ids",
+                              word_ids_json(a, hs_model_tokenizer(a->model),
+                                            hs_model_tokenizer(a->model)
+                                                ? hs_tokenizer_get_kind(hs_model_tokenizer(a->model)) == HS_TOK_WORDPIECE
+                                                : c->arch->tokenizer == HS_TOK_WORDPIECE));
 
     cJSON *op = cJSON_AddObjectToObject(r, "options");
     cJSON *layers = cJSON_AddArrayToObject(op, "layers");

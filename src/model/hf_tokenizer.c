@@ -1,6 +1,12 @@
 /* Hugging Face folder: which tokenizer files to read and how. tokenizer.json first, as
  * transformers 5 does; otherwise vocab.json + merges.txt (GPT-2) or vocab.txt +
- * tokenizer_config.json (BERT). When both kinds are there they must agree. */
+ * tokenizer_config.json (BERT). When both kinds are there they must agree. A family whose
+ * descriptor says .tokenizer == 0 (Llama: SentencePiece-style for Llama 2, byte-level for
+ * Llama 3) takes whatever tokenizer.json holds and refuses vocabulary files alone; a
+ * byte-level family whose tokenizer adds special tokens (RoBERTa's <s> ... </s>) takes
+ * tokenizer.json without comparing vocab.json + merges.txt with it (they cannot say what the
+ * post-processor adds), and without tokenizer.json reads them as GPT-2's (no <s> ... </s>:
+ * docs/tokenizers.md, known limits). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,11 +51,28 @@ static hs_status read_lowercase(const char *path, int *lower, hs_error *err)
     return HS_OK;
 }
 
+/* Whether the family's tokenizer is what its vocabulary files build: GPT-2's byte-level BPE
+ * that adds nothing, or BERT's WordPiece. */
+static int vocab_files_suffice(const hs_arch *arch)
+{
+    return (arch->tokenizer == HS_TOK_BPE && !arch->cls_token) || arch->tokenizer == HS_TOK_WORDPIECE;
+}
+
 /* The vocabulary files of the folder; *out stays NULL when there are none. */
 static hs_status load_vocab_files(const char *dir, const hs_arch *arch, hs_tokenizer **out,
                                   hs_error *err)
 {
     char a[4096], b[4096];
+    if (!arch->tokenizer) {
+        /* weights only is fine for id-level work; vocabulary files alone would be wrong */
+        snprintf(a, sizeof a, "%s/vocab.json", dir);
+        snprintf(b, sizeof b, "%s/tokenizer.model", dir);
+        if (file_exists(a) || file_exists(b))
+            return hs_fail(err, HS_E_UNSUPPORTED, "'%s' has no tokenizer.json: a %s model's tokenizer is read "
+                           "from tokenizer.json only (vocab.json / tokenizer.model do not hold its "
+                           "post-processor)", dir, arch->name);
+        return HS_OK;
+    }
     if (arch->tokenizer == HS_TOK_BPE) {
         snprintf(a, sizeof a, "%s/vocab.json", dir);
         snprintf(b, sizeof b, "%s/merges.txt", dir);
@@ -83,8 +106,8 @@ static hs_status check_agree(const char *dir, const hs_arch *arch, const hs_toke
     size_t nj = hs_tokenizer_vocab_size(j), nf = hs_tokenizer_vocab_size(f);
     if (hs_tokenizer_get_kind(j) != hs_tokenizer_get_kind(f))
         return hs_fail(err, HS_E_FORMAT, "'%s': tokenizer.json is %s but the vocabulary files are %s",
-                       dir, hs_tokenizer_get_kind(j) == HS_TOK_BPE ? "BPE" : "WordPiece",
-                       hs_tokenizer_get_kind(f) == HS_TOK_BPE ? "BPE" : "WordPiece");
+                       dir, hs_tokenizer_kind_name(hs_tokenizer_get_kind(j)),
+                       hs_tokenizer_kind_name(hs_tokenizer_get_kind(f)));
     if (nj < nf)
         return hs_fail(err, HS_E_FORMAT,
                        "'%s': tokenizer.json has %zu tokens but the vocabulary files %zu", dir, nj, nf);
@@ -119,6 +142,16 @@ hs_status hs_hf_tokenizer_load(const char *dir, const hs_arch *arch, hs_tokenize
         return load_vocab_files(dir, arch, out, err);
     if ((st = hs_tokenizer_load_json(path, &j, err)) != HS_OK)
         return st;
+    hs_tokenizer_kind want = arch->tokenizer, got = hs_tokenizer_get_kind(j);
+    if (want && want != got) {
+        hs_tokenizer_free(j);
+        return hs_fail(err, HS_E_FORMAT, "'%s': tokenizer.json holds a %s tokenizer but %s models use %s", dir,
+                       hs_tokenizer_kind_name(got), arch->name, hs_tokenizer_kind_name(want));
+    }
+    if (!vocab_files_suffice(arch)) { /* tokenizer.json is the whole story */
+        *out = j;
+        return HS_OK;
+    }
     if ((st = load_vocab_files(dir, arch, &f, err)) != HS_OK ||
         (f && (st = check_agree(dir, arch, j, f, err)) != HS_OK)) {
         hs_tokenizer_free(f);

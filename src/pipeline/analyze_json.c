@@ -169,9 +169,12 @@ static hs_status encode(const hs_model *m, const char *text, size_t len, const c
         return hs_fail(err, HS_E_ARG, "the model has no tokenizer files");
     if (len == 0)
         return hs_fail(err, HS_E_INPUT, "the text is empty");
-    if (pair && hs_tokenizer_get_kind(tok) != HS_TOK_WORDPIECE)
-        return hs_fail(err, HS_E_INPUT, "text_pair needs a BERT model (GPT-2 takes a single text)");
-    hs_status st = hs_tokenizer_encode(tok, text, len, pair, pair ? strlen(pair) : 0, enc, err);
+    hs_status st;
+    if (pair && (st = hs_tokenizer_check_pair(tok, err)) != HS_OK) {
+        hs_error_prefix(err, "text_pair");
+        return st;
+    }
+    st = hs_tokenizer_encode(tok, text, len, pair, pair ? strlen(pair) : 0, enc, err);
     if (st != HS_OK)
         return st;
     if (enc->n == 0)

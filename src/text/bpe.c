@@ -1,8 +1,13 @@
 /*
- * Byte-level BPE as the Hugging Face tokenizers library runs GPT-2 (ByteLevel pre-tokenizer,
- * BPE model) on the text between added tokens: an optional prefix space, the GPT-2
- * pre-tokenisation pattern as a hand-written scanner with the library's character classes,
- * bytes mapped to printable characters, then merges by rank.
+ * BPE as the Hugging Face tokenizers library runs it on the (normalized) text between added
+ * tokens: the pre-tokenizer cuts words (pretok.c's patterns, Metaspace, or none), then each
+ * word starts as symbols and is merged by rank.
+ *   byte-level (HS_TOK_BPE: GPT-2, RoBERTa, GPT-NeoX, Llama 3, Qwen2): an optional prefix
+ *     space, each byte of a word one symbol (the printable character GPT-2 maps it to);
+ *   SentencePiece-style (HS_TOK_SPM_BPE: Llama 2, TinyLlama): each character one symbol,
+ *     a character outside the vocabulary its bytes as <0xNN> tokens (byte_fallback) or the
+ *     unknown token (consecutive ones fused with fuse_unk).
+ * With ignore_merges a word found whole in the vocabulary is one token.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -112,76 +117,18 @@ hs_status hs_bpe_build(hs_tokenizer *t, const char *const *merges, const size_t 
         }
     }
     for (unsigned b = 0; b < 256; b++) {
-        char u[4];
+        char u[8];
         int32_t sym = hs_strtab_find(&t->syms, u, hs_utf8_put(byte_to_char(b), u));
         t->byte_sym[b] = sym >= 0 && (size_t)sym < t->n_model ? sym : -1;
+        snprintf(u, sizeof u, "<0x%02X>", b);
+        sym = hs_strtab_find(&t->syms, u, 6);
+        t->byte_fb[b] = sym >= 0 && (size_t)sym < t->n_model ? sym : -1;
     }
     free(cat);
     return HS_OK;
 fail:
     free(cat);
     return st;
-}
-
-/* ---- pre-tokenisation -------------------------------------------------------------------- */
-
-enum { CL_OTHER = HS_GC_OTHER, CL_LETTER = HS_GC_LETTER, CL_NUMBER = HS_GC_NUMBER,
-       CL_SPACE = HS_GC_SPACE };
-
-static int char_class(int32_t cp) { return hs_uni_gpt2_class(cp); }
-
-/*
- * End of the pre-token starting at s[i] (i < n), following the alternatives of
- *   's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
- * in order, as the regex engine tries them at one position.
- */
-static size_t pretoken_end(const unsigned char *s, size_t n, size_t i)
-{
-    size_t j = i;
-    int32_t c = hs_utf8_next(s, &j);
-    if (c == '\'' && j < n) {
-        unsigned d = s[j];
-        if (d == 's' || d == 't' || d == 'm' || d == 'd')
-            return j + 1;
-        if (j + 1 < n) {
-            unsigned e = s[j + 1];
-            if ((d == 'r' && e == 'e') || (d == 'v' && e == 'e') || (d == 'l' && e == 'l'))
-                return j + 2;
-        }
-    }
-    int cls = char_class(c);
-    size_t run = j; /* the class run continues from here */
-    if (c == ' ' && j < n) {
-        size_t k = j;
-        int next = char_class(hs_utf8_next(s, &k));
-        if (next != CL_SPACE) { /* " ?X+": the space leads a run of X */
-            cls = next;
-            run = k;
-        }
-    }
-    if (cls != CL_SPACE) {
-        while (run < n) {
-            size_t k = run;
-            if (char_class(hs_utf8_next(s, &k)) != cls)
-                break;
-            run = k;
-        }
-        return run;
-    }
-    /* whitespace run [i, end); last is where its final character starts */
-    size_t end = j, last = i;
-    while (end < n) {
-        size_t k = end;
-        if (char_class(hs_utf8_next(s, &k)) != CL_SPACE)
-            break;
-        last = end;
-        end = k;
-    }
-    if (end == n)
-        return end;   /* \s+(?!\S) at the end of the text */
-    if (last > i)
-        return last;  /* \s+(?!\S) backs off one character, leaving it to the next word */
-    return end;       /* \s+ : a single whitespace character before a non-space */
 }
 
 /* ---- merging ------------------------------------------------------------------------------- */
@@ -279,13 +226,6 @@ static hs_status work_reserve(bpe_work *w, size_t m)
     return HS_OK;
 }
 
-/*
- * BPE over the bytes of one pre-token. GPT2Tokenizer repeatedly takes the adjacent pair with
- * the lowest rank and merges all its non-overlapping occurrences left to right. Candidates sit
- * in a heap ordered by (rank, position); all candidates of one rank form a round, and pairs
- * created during a round join the heap only after it, so the result is the same for any
- * merge list, at O(m log m).
- */
 /* A final symbol: itself when the model has it, else the unknown token, else nothing. */
 static hs_status push_sym(const hs_tokenizer *t, int32_t s, hs_idvec *out)
 {
@@ -294,15 +234,71 @@ static hs_status push_sym(const hs_tokenizer *t, int32_t s, hs_idvec *out)
     return t->unk >= 0 ? hs_idvec_push(out, t->unk) : HS_OK;
 }
 
-static hs_status bpe_word(const hs_tokenizer *t, const unsigned char *b, size_t m, bpe_work *w,
-                          hs_idvec *out)
+/* The model's id of a word found whole in its vocabulary, or -1. */
+static int32_t whole_word(const hs_tokenizer *t, const char *s, size_t len)
 {
-    if (m == 1)
-        return push_sym(t, t->byte_sym[b[0]], out);
-    if (work_reserve(w, m) != HS_OK)
-        return HS_E_NOMEM;
-    for (size_t k = 0; k < m; k++) {
+    int32_t id = hs_strtab_find(&t->syms, s, len);
+    return id >= 0 && (size_t)id < t->n_model ? id : -1;
+}
+
+/* The symbols of a byte-level word: one per byte. */
+static size_t byte_symbols(const hs_tokenizer *t, const unsigned char *b, size_t m, bpe_work *w)
+{
+    for (size_t k = 0; k < m; k++)
         w->sym[k] = t->byte_sym[b[k]];
+    return m;
+}
+
+/* The symbols of a SentencePiece-style word: one per character found in the vocabulary; else
+ * its bytes as <0xNN> when all of them are there (byte_fallback); else the unknown token,
+ * consecutive ones fused with fuse_unk. As the library does, a pending unknown token is put
+ * down before the next known character but not before <0xNN> tokens. */
+static size_t char_symbols(const hs_tokenizer *t, const unsigned char *s, size_t len, bpe_work *w)
+{
+    size_t m = 0;
+    int pending = 0;
+    for (size_t i = 0; i < len;) {
+        size_t at = i;
+        (void)hs_utf8_next(s, &i);
+        int32_t id = whole_word(t, (const char *)s + at, i - at);
+        if (id >= 0) {
+            if (pending)
+                w->sym[m++] = t->unk;
+            pending = 0;
+            w->sym[m++] = id;
+            continue;
+        }
+        int all = t->byte_fallback;
+        for (size_t k = at; all && k < i; k++)
+            all = t->byte_fb[s[k]] >= 0;
+        if (all) {
+            for (size_t k = at; k < i; k++)
+                w->sym[m++] = t->byte_fb[s[k]];
+            continue;
+        }
+        if (t->unk < 0)
+            continue;
+        if (pending && !t->fuse_unk)
+            w->sym[m++] = t->unk;
+        pending = 1;
+    }
+    if (pending)
+        w->sym[m++] = t->unk;
+    return m;
+}
+
+/*
+ * BPE over the m symbols in w->sym. The library repeatedly takes the adjacent pair with the
+ * lowest rank and merges all its non-overlapping occurrences left to right. Candidates sit
+ * in a heap ordered by (rank, position); all candidates of one rank form a round, and pairs
+ * created during a round join the heap only after it, so the result is the same for any
+ * merge list, at O(m log m).
+ */
+static hs_status bpe_merge(const hs_tokenizer *t, size_t m, bpe_work *w, hs_idvec *out)
+{
+    if (m == 0)
+        return HS_OK;
+    for (size_t k = 0; k < m; k++) {
         w->prev[k] = (int32_t)k - 1;
         w->next[k] = k + 1 < m ? (int32_t)k + 1 : -1;
     }
@@ -344,12 +340,49 @@ static hs_status bpe_word(const hs_tokenizer *t, const unsigned char *b, size_t 
     return HS_OK;
 }
 
-static hs_status encode_piece(const hs_tokenizer *t, const unsigned char *s, size_t n,
+/* One word (len bytes) into ids. */
+static hs_status bpe_word(const hs_tokenizer *t, const unsigned char *s, size_t len, bpe_work *w,
+                          hs_idvec *out)
+{
+    if (len == 0)
+        return HS_OK;
+    if (work_reserve(w, len) != HS_OK)
+        return HS_E_NOMEM;
+    if (t->ignore_merges) {
+        /* the word as the vocabulary spells it: byte-level characters (at most 2 bytes each) */
+        const char *spelled = (const char *)s;
+        size_t n = len;
+        if (t->byte_level) {
+            char *p = (char *)w->heap; /* (3 * len cands) free until bpe_merge */
+            n = 0;
+            for (size_t k = 0; k < len; k++)
+                n += hs_utf8_put(byte_to_char(s[k]), p + n);
+            spelled = p;
+        }
+        int32_t id = whole_word(t, spelled, n);
+        if (id >= 0)
+            return hs_idvec_push(out, id);
+    }
+    size_t m = t->byte_level ? byte_symbols(t, s, len, w) : char_symbols(t, s, len, w);
+    return bpe_merge(t, m, w, out);
+}
+
+/* A text into words (the pre-tokenizer), each into ids. */
+static hs_status encode_words(const hs_tokenizer *t, const unsigned char *s, size_t n,
                               bpe_work *w, hs_idvec *out)
 {
     size_t i = 0;
+    const char *rep = t->meta_rep;
+    size_t rl = strlen(rep);
     while (i < n) {
-        size_t e = pretoken_end(s, n, i);
+        size_t e = n;
+        if (t->pre == HS_PRE_METASPACE && t->meta_split && rl) {
+            /* each replacement starts a word (MergedWithNext) */
+            for (e = i + 1; e < n && !(n - e >= rl && memcmp(s + e, rep, rl) == 0); e++)
+                ;
+        } else if (t->pre != HS_PRE_METASPACE && t->pre != HS_PRE_NONE) {
+            e = hs_pretoken_end(t->pre, s, n, i);
+        }
         if (bpe_word(t, s + i, e - i, w, out) != HS_OK)
             return HS_E_NOMEM;
         i = e;
@@ -357,25 +390,59 @@ static hs_status encode_piece(const hs_tokenizer *t, const unsigned char *s, siz
     return HS_OK;
 }
 
-hs_status hs_bpe_encode(const hs_tokenizer *t, const char *text, size_t len, hs_idvec *out)
+/* Metaspace: ' ' becomes the replacement, which is put first when the scheme asks for it. */
+static unsigned char *metaspace(const hs_tokenizer *t, const unsigned char *s, size_t len,
+                                int first, size_t *out_len)
+{
+    const char *rep = t->meta_rep;
+    size_t rl = strlen(rep), n = 0;
+    if (len > (SIZE_MAX - rl) / (rl + 1))
+        return NULL;
+    unsigned char *o = malloc(len * (rl + 1) + rl + 1);
+    if (!o)
+        return NULL;
+    for (size_t i = 0; i < len; i++) {
+        if (s[i] == ' ') {
+            memcpy(o + n, rep, rl);
+            n += rl;
+        } else {
+            o[n++] = s[i];
+        }
+    }
+    int put = t->meta_scheme == HS_META_ALWAYS || (t->meta_scheme == HS_META_FIRST && first);
+    if (put && !(n >= rl && memcmp(o, rep, rl) == 0)) {
+        memmove(o + rl, o, n);
+        memcpy(o, rep, rl);
+        n += rl;
+    }
+    *out_len = n;
+    return o;
+}
+
+hs_status hs_bpe_encode(const hs_tokenizer *t, const char *text, size_t len, int first,
+                        hs_idvec *out)
 {
     const unsigned char *s = (const unsigned char *)text;
-    unsigned char *spaced = NULL;
+    unsigned char *own = NULL;
     bpe_work w = {0};
     hs_status st = HS_E_NOMEM; /* the only way to fail */
-    if (len > 0 && t->add_prefix_space && s[0] != ' ') {
-        if (len == SIZE_MAX || !(spaced = malloc(len + 1)))
+    if (len > 0 && t->byte_level && t->add_prefix_space && s[0] != ' ') {
+        if (len == SIZE_MAX || !(own = malloc(len + 1)))
             goto fail;
-        spaced[0] = ' ';
-        memcpy(spaced + 1, s, len);
-        s = spaced;
+        own[0] = ' ';
+        memcpy(own + 1, s, len);
+        s = own;
         len++;
+    } else if (t->pre == HS_PRE_METASPACE) {
+        if (!(own = metaspace(t, s, len, first, &len)))
+            goto fail;
+        s = own;
     }
-    if (encode_piece(t, s, len, &w, out) != HS_OK)
+    if (encode_words(t, s, len, &w, out) != HS_OK)
         goto fail;
     st = HS_OK;
 fail:
-    free(spaced);
+    free(own);
     free(w.sym);
     free(w.next);
     free(w.prev);

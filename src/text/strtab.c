@@ -76,23 +76,32 @@ static hs_status grow_index(hs_strtab *t)
     return HS_OK;
 }
 
+hs_status hs_tok_grow(void **p, size_t *cap, size_t need, size_t elem, size_t first)
+{
+    if (need <= *cap)
+        return HS_OK;
+    size_t c = *cap ? *cap : first;
+    while (c < need) {
+        if (c > SIZE_MAX / 2 / elem)
+            return HS_E_NOMEM;
+        c *= 2;
+    }
+    void *q = realloc(*p, c * elem);
+    if (!q)
+        return HS_E_NOMEM;
+    *p = q;
+    *cap = c;
+    return HS_OK;
+}
+
 hs_status hs_strtab_push(hs_strtab *t, const char *s, size_t len, int32_t *idx)
 {
     if (t->n >= (size_t)INT32_MAX || len > UINT32_MAX || len > SIZE_MAX - t->buf_len - 1)
         return HS_E_NOMEM;
-    if (t->buf_len + len + 1 > t->buf_cap) {
-        size_t cap = t->buf_cap ? t->buf_cap : 4096;
-        while (cap < t->buf_len + len + 1) {
-            if (cap > SIZE_MAX / 2)
-                return HS_E_NOMEM;
-            cap *= 2;
-        }
-        char *b = realloc(t->buf, cap);
-        if (!b)
-            return HS_E_NOMEM;
-        t->buf = b;
-        t->buf_cap = cap;
-    }
+    void *buf = t->buf;
+    if (hs_tok_grow(&buf, &t->buf_cap, t->buf_len + len + 1, 1, 4096) != HS_OK)
+        return HS_E_NOMEM;
+    t->buf = buf;
     if (t->n == t->n_cap) {
         size_t cap = t->n_cap ? t->n_cap * 2 : 256;
         size_t *off = realloc(t->off, cap * sizeof *off);

@@ -1,6 +1,9 @@
 /*
  * src/text/text_internal.h — internals shared by the tokenizer files in src/text/; never
- * installed. tokenizer.c holds the public API, bpe.c GPT-2 byte-level BPE, wordpiece.c BERT,
+ * installed. tokenizer.c holds the constructors, file loaders and accessors, encode.c the
+ * encoding pipeline and templates, bpe.c BPE (byte-level and SentencePiece-style), pretok.c
+ * the pre-tokenizer patterns, normalize.c the BPE normalizers, tokenizer_json.c and
+ * tj_components.c tokenizer.json, wordpiece.c BERT,
  * unicode.c UTF-8 and character classes, strtab.c the string and pair hash tables.
  */
 #ifndef HEADSCOPE_TEXT_INTERNAL_H
@@ -24,6 +27,10 @@ size_t hs_tok_chunk_end(const char *s, size_t len, size_t from, size_t size);
 #define HS_TOK_MAX_MERGES ((size_t)1 << 21)
 #define HS_TOK_MAX_TOKEN_BYTES 1024
 #define HS_TOK_MAX_FILE ((size_t)1 << 28)
+
+/* Makes room for need elements of elem bytes in *p (capacity *cap elements, doubling from
+ * first), keeping its contents. HS_E_NOMEM on overflow or allocation failure (*p unchanged). */
+hs_status hs_tok_grow(void **p, size_t *cap, size_t need, size_t elem, size_t first);
 
 /* ---- string table: interned byte strings with a hash index ------------------------------ */
 
@@ -77,20 +84,48 @@ void hs_pairmap_free(hs_pairmap *m);
 extern const char *const hs_bert_specials[HS_BERT_N_SPECIAL]; /* [PAD] [UNK] [CLS] [SEP] [MASK] */
 #define HS_GPT2_EOT "<|endoftext|>"
 
-/* WordPiece normalizer steps, applied in order to the text between added tokens (the
- * Hugging Face normalizers of the same names; BertNormalizer is CLEAN CJK NFD STRIP LOWER
- * with the steps it enables). */
+/* Normalizer steps, applied in order to the text between added tokens (the Hugging Face
+ * normalizers of the same names). WordPiece runs CLEAN .. MARKS on code points (BertNormalizer
+ * is CLEAN CJK NFD STRIP LOWER with the steps it enables); BPE runs NFC, PREPEND and REPLACE
+ * on UTF-8 (normalize.c) before the added tokens with normalized=true are looked for. */
 enum hs_norm_step {
     HS_NORM_CLEAN = 1, /* drop NUL, U+FFFD and controls; whitespace becomes ' ' */
     HS_NORM_CJK,       /* spaces around CJK ideographs */
     HS_NORM_NFD,       /* canonical decomposition */
     HS_NORM_STRIP,     /* drop nonspacing marks (BertNormalizer's strip_accents) */
     HS_NORM_LOWER,     /* per-character full lowercase */
-    HS_NORM_MARKS      /* drop combining marks (the StripAccents normalizer) */
+    HS_NORM_MARKS,     /* drop combining marks (the StripAccents normalizer) */
+    HS_NORM_NFC,       /* canonical decomposition, then composition */
+    HS_NORM_PREPEND,   /* t->prepend before a non-empty text (Prepend) */
+    HS_NORM_REPLACE    /* every t->rep_from becomes t->rep_to (Replace with a String pattern) */
 };
 #define HS_TOK_MAX_NORM 8
 #define HS_TOK_MAX_ADDED 65536
 #define HS_TOK_MAX_PREFIX 16
+
+/* Pre-tokenizers of BPE models: where the text between added tokens is cut into words. */
+enum hs_pre {
+    HS_PRE_NONE = 0,  /* the whole text is one word (Llama 2's tokenizer.json) */
+    HS_PRE_GPT2,      /* ByteLevel(use_regex=true): GPT-2's pattern */
+    HS_PRE_LLAMA3,    /* Split on Llama 3's pattern (\p{N}{1,3}), Isolated */
+    HS_PRE_QWEN2,     /* Split on Qwen2's pattern (\p{N}), Isolated */
+    HS_PRE_METASPACE  /* Metaspace: ' ' becomes t->meta_rep, words start at it when split */
+};
+enum { HS_META_ALWAYS, HS_META_FIRST, HS_META_NEVER }; /* Metaspace prepend_scheme */
+
+/* A post-processor's template: special tokens and the two texts, with their type ids
+ * (Hugging Face's TemplateProcessing; BertProcessing and RobertaProcessing are templates). */
+#define HS_TMPL_MAX 16
+#define HS_TMPL_A (-1) /* the text */
+#define HS_TMPL_B (-2) /* the pair */
+typedef struct hs_template {
+    int32_t id[HS_TMPL_MAX];       /* a special token's id, or HS_TMPL_A / HS_TMPL_B */
+    unsigned char type[HS_TMPL_MAX]; /* its type id */
+    size_t n;
+} hs_template;
+
+/* added token flags (Hugging Face's AddedToken options) */
+enum { HS_ADD_NORMALIZED = 1, HS_ADD_LSTRIP = 2, HS_ADD_RSTRIP = 4 };
 
 struct hs_tokenizer {
     hs_tokenizer_kind kind;
@@ -101,17 +136,30 @@ struct hs_tokenizer {
     int32_t unk;             /* unknown token, -1 for none (BPE then drops what it cannot cover) */
     /* added tokens, matched whole in the raw text (leftmost, then longest), by first byte */
     int32_t *added;          /* (n_added) ids sorted by first byte, then longest first */
-    unsigned char *added_pass; /* (n_added) 0: matched in the raw text; 1: in what pass 0 left
-                                * (Hugging Face's normalized=true, allowed without a normalizer) */
+    unsigned char *added_flags; /* (n_added) HS_ADD_*: NORMALIZED ones are matched in the
+                                 * normalized text pass 0 (the raw text) left; LSTRIP / RSTRIP
+                                 * take the whitespace before / after them */
     size_t n_added;
     uint32_t added_at[257];  /* added[added_at[b] .. added_at[b+1]) start with byte b */
-    /* post-processor: cls text sep (pair sep) when cls >= 0; otherwise the ids as they are */
-    int32_t cls, sep;
+    /* post-processor: the texts and special tokens in the order of the template */
+    hs_template single, pair;
+    int has_pair;            /* the post-processor defines a pair encoding */
+    const char *post_name;   /* its name for messages: "TemplateProcessing", ..., "none" */
     /* BPE */
     hs_pairmap merges;
     hs_strtab merge_text;    /* entry r is merge rank r as "left right" */
     int32_t byte_sym[256];   /* symbol of each byte's byte-level character, -1 if none */
     int add_prefix_space;    /* ByteLevel(add_prefix_space=true) */
+    int pre;                 /* hs_pre */
+    int byte_level;          /* words are bytes mapped to GPT-2's characters (HS_TOK_BPE) */
+    int meta_scheme, meta_split; /* Metaspace prepend_scheme (HS_META_*) and split */
+    int ignore_merges;       /* a word found whole in the vocabulary is one token */
+    int byte_fallback;       /* a character outside the vocabulary becomes <0xNN> tokens */
+    int fuse_unk;            /* consecutive unknown characters are one unknown token */
+    int32_t byte_fb[256];    /* id of "<0xNN>" for each byte, -1 if absent */
+    char prepend[HS_TOK_MAX_PREFIX + 1];  /* Prepend's text */
+    char meta_rep[HS_TOK_MAX_PREFIX + 1]; /* Metaspace's replacement ("▁") */
+    char rep_from[HS_TOK_MAX_PREFIX + 1], rep_to[HS_TOK_MAX_PREFIX + 1]; /* Replace */
     /* WordPiece */
     unsigned char norm[HS_TOK_MAX_NORM]; /* hs_norm_step, n_norm of them */
     size_t n_norm;
@@ -134,13 +182,29 @@ hs_tokenizer *hs_tok_alloc(hs_tokenizer_kind kind);
 hs_status hs_tok_build_vocab(hs_tokenizer *t, const char *const *tokens, size_t n, int reject_dups,
                              const char *what, hs_error *err);
 
-/* Sets the added tokens: ids into the vocabulary (none empty) and their pass (NULL: all 0).
- * HS_E_NOMEM or HS_E_FORMAT. */
-hs_status hs_tok_set_added(hs_tokenizer *t, const int32_t *ids, const unsigned char *pass,
+/* Sets the added tokens: ids into the vocabulary (none empty) and their HS_ADD_* flags (NULL:
+ * all 0). HS_E_NOMEM or HS_E_FORMAT. */
+hs_status hs_tok_set_added(hs_tokenizer *t, const int32_t *ids, const unsigned char *flags,
                            size_t n, hs_error *err);
 
-/* Appends the ids of a segment without added tokens (validated UTF-8, len bytes) to out. */
-hs_status hs_bpe_encode(const hs_tokenizer *t, const char *text, size_t len, hs_idvec *out);
+/* The BERT template: [CLS] $A [SEP] / [CLS] $A [SEP] $B:1 [SEP]:1. */
+void hs_tok_set_bert_template(hs_tokenizer *t, int32_t cls, int32_t sep);
+
+/* Runs the BPE normalizer steps of t (NFC, PREPEND, REPLACE) on s[0..len) (valid UTF-8) into
+ * *out (malloc'd, *out_len bytes; *out NULL and s to be used as it is when t has none).
+ * HS_E_NOMEM only. */
+hs_status hs_tok_normalize(const hs_tokenizer *t, const char *s, size_t len, char **out,
+                           size_t *out_len);
+
+/* End of the pre-token that starts at s[i] (i < n, valid UTF-8) under pre-tokenizer pre
+ * (HS_PRE_GPT2, HS_PRE_LLAMA3 or HS_PRE_QWEN2): the patterns of pretok.c, as the regex engine
+ * matches them at one position. */
+size_t hs_pretoken_end(int pre, const unsigned char *s, size_t n, size_t i);
+
+/* Appends the ids of a segment without added tokens (validated UTF-8, len bytes, normalized)
+ * to out. first: the segment starts its text (Metaspace's prepend_scheme "first"). */
+hs_status hs_bpe_encode(const hs_tokenizer *t, const char *text, size_t len, int first,
+                        hs_idvec *out);
 hs_status hs_wordpiece_encode(const hs_tokenizer *t, const char *text, size_t len, hs_idvec *out);
 
 /* Builds the BPE tables (merges, byte symbols) of a tokenizer whose vocabulary is set.
@@ -151,6 +215,22 @@ hs_status hs_bpe_build(hs_tokenizer *t, const char *const *merges, const size_t 
 
 /* The byte encoded by GPT-2's byte-level character cp, or -1. */
 int hs_bpe_char_to_byte(int32_t cp);
+
+/* tokenizer.json's components (tj_components.c), for tokenizer_json.c: each reads one
+ * object (NULL or json null: none) into t, refusing what headscope does not run with
+ * HS_E_UNSUPPORTED and a message naming it. The pre-tokenizer sets t->kind to HS_TOK_BPE or
+ * HS_TOK_SPM_BPE for a BPE model; hs_tj_check_template checks the template's ids against
+ * the vocabulary. */
+struct cJSON;
+hs_status hs_tj_normalizer(hs_tokenizer *t, const struct cJSON *n, hs_error *err);
+hs_status hs_tj_pre_tokenizer(hs_tokenizer *t, const struct cJSON *p, hs_error *err);
+hs_status hs_tj_post_processor(hs_tokenizer *t, const struct cJSON *pp, hs_error *err);
+hs_status hs_tj_check_template(const hs_tokenizer *t, hs_error *err);
+/* Members: "type" (or NULL); a boolean (dflt when absent or null, -1 for another type); an
+ * integer in lo..hi (1, or 0 when it is not one). */
+const char *hs_tj_type(const struct cJSON *o);
+int hs_tj_bool(const struct cJSON *o, const char *key, int dflt);
+int hs_tj_int(const struct cJSON *v, long long lo, long long hi, long long *out);
 
 /* The file loaders' shared pieces (tokenizer.c), for tokenizer_json.c. */
 hs_status hs_tok_read_text_file(const char *path, char **buf, size_t *len, hs_error *err);
@@ -228,5 +308,18 @@ size_t hs_uni_nfd(int32_t cp, int32_t *out);
 size_t hs_uni_lower(int32_t cp, int32_t *out);
 /* Canonical combining class (utf8proc). */
 int hs_uni_ccc(int32_t cp);
+/* Canonical ordering: a stable sort of each run of non-starters by combining class. */
+void hs_uni_canonical_order(int32_t *v, size_t n);
+/* Canonical composition of a canonically ordered decomposition v[0..n) in place (NFC's second
+ * half); returns the new length. */
+size_t hs_uni_compose(int32_t *v, size_t n);
+/* White_Space as Rust's char::is_whitespace (added tokens' lstrip / rstrip). */
+int hs_uni_white_space(int32_t cp);
+
+typedef struct hs_uni_comp {
+    int32_t first, second, composite;
+} hs_uni_comp;
+extern const hs_uni_comp hs_comp_table[];
+extern const size_t hs_comp_table_n;
 
 #endif /* HEADSCOPE_TEXT_INTERNAL_H */

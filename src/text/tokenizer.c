@@ -1,4 +1,4 @@
-/* Tokenizer construction, file loaders, encoding and the accessors of headscope/tokenizer.h. */
+/* Tokenizer construction, file loaders and the accessors of headscope/tokenizer.h (encoding: encode.c). */
 #include <cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -81,17 +81,31 @@ hs_tokenizer *hs_tok_alloc(hs_tokenizer_kind kind)
     if (!t)
         return NULL;
     t->kind = kind;
-    t->unk = t->cls = t->sep = -1;
+    t->unk = -1;
     memcpy(t->prefix, "##", 3);
     t->max_chars = 100;
+    t->byte_level = kind == HS_TOK_BPE;
+    t->pre = kind == HS_TOK_BPE ? HS_PRE_GPT2 : HS_PRE_NONE;
+    /* no post-processor: the text, or the text and the pair with type ids 0 and 1 */
+    t->single = (hs_template){.id = {HS_TMPL_A}, .type = {0}, .n = 1};
+    t->pair = (hs_template){.id = {HS_TMPL_A, HS_TMPL_B}, .type = {0, 1}, .n = 2};
+    t->post_name = "none";
     return t;
+}
+
+void hs_tok_set_bert_template(hs_tokenizer *t, int32_t cls, int32_t sep)
+{
+    t->single = (hs_template){.id = {cls, HS_TMPL_A, sep}, .type = {0, 0, 0}, .n = 3};
+    t->pair = (hs_template){.id = {cls, HS_TMPL_A, sep, HS_TMPL_B, sep}, .type = {0, 0, 0, 1, 1},
+                            .n = 5};
+    t->has_pair = 1;
 }
 
 typedef struct added_key {
     unsigned first;
     uint32_t len;
     int32_t id;
-    unsigned char pass;
+    unsigned char flags;
 } added_key;
 
 /* Sort order of added tokens: by first byte, then longest first, then by id. */
@@ -105,19 +119,19 @@ static int added_cmp(const void *pa, const void *pb)
     return (a->id > b->id) - (a->id < b->id);
 }
 
-hs_status hs_tok_set_added(hs_tokenizer *t, const int32_t *ids, const unsigned char *pass,
+hs_status hs_tok_set_added(hs_tokenizer *t, const int32_t *ids, const unsigned char *flags,
                            size_t n, hs_error *err)
 {
     if (n > HS_TOK_MAX_ADDED)
         return hs_fail(err, HS_E_FORMAT, "%zu added tokens is more than the limit of %d", n,
                        HS_TOK_MAX_ADDED);
     free(t->added);
-    free(t->added_pass);
+    free(t->added_flags);
     t->n_added = 0;
     t->added = malloc((n ? n : 1) * sizeof *t->added);
-    t->added_pass = malloc(n ? n : 1);
+    t->added_flags = malloc(n ? n : 1);
     added_key *keys = malloc((n ? n : 1) * sizeof *keys);
-    if (!t->added || !t->added_pass || !keys) {
+    if (!t->added || !t->added_flags || !keys) {
         free(keys);
         return hs_fail(err, HS_E_NOMEM, "out of memory adding tokens");
     }
@@ -130,12 +144,12 @@ hs_status hs_tok_set_added(hs_tokenizer *t, const int32_t *ids, const unsigned c
         keys[i].first = (unsigned char)hs_strtab_str(&t->syms, ids[i])[0];
         keys[i].len = t->syms.len[ids[i]];
         keys[i].id = ids[i];
-        keys[i].pass = pass ? pass[i] : 0;
+        keys[i].flags = flags ? flags[i] : 0;
     }
     qsort(keys, n, sizeof *keys, added_cmp);
     for (size_t i = 0; i < n; i++) {
         t->added[i] = keys[i].id;
-        t->added_pass[i] = keys[i].pass;
+        t->added_flags[i] = keys[i].flags;
     }
     free(keys);
     t->n_added = n;
@@ -221,8 +235,8 @@ static hs_status new_wordpiece(const char *const *tokens, size_t n_tokens, int l
         }
     }
     t->unk = special[1];
-    t->cls = special[2];
-    t->sep = special[3];
+    hs_tok_set_bert_template(t, special[2], special[3]);
+    t->post_name = "BertProcessing";
     if ((st = hs_tok_set_added(t, special, NULL, HS_BERT_N_SPECIAL, err)) != HS_OK)
         goto fail;
     *out = t;
@@ -424,157 +438,6 @@ fail:
     return st;
 }
 
-/* ---- encoding --------------------------------------------------------------------------------- */
-
-/* The model's ids of a segment without added tokens. */
-static hs_status encode_model(const hs_tokenizer *t, const char *s, size_t len, hs_idvec *out)
-{
-    if (len == 0)
-        return HS_OK;
-    return t->kind == HS_TOK_BPE ? hs_bpe_encode(t, s, len, out)
-                                 : hs_wordpiece_encode(t, s, len, out);
-}
-
-/* Length of the longest added token of pass that starts at s[i], with its id; 0 for none. */
-static size_t added_at(const hs_tokenizer *t, const char *s, size_t len, size_t i, int pass,
-                       int32_t *id)
-{
-    unsigned char b = (unsigned char)s[i];
-    for (uint32_t k = t->added_at[b]; k < t->added_at[b + 1]; k++) {
-        int32_t a = t->added[k];
-        size_t n = t->syms.len[a];
-        if (t->added_pass[k] == pass && n <= len - i &&
-            memcmp(s + i, hs_strtab_str(&t->syms, a), n) == 0) {
-            *id = a;
-            return n;
-        }
-    }
-    return 0;
-}
-
-/* Splits s on the added tokens of pass (leftmost, then longest), as the library's
- * AddedVocabulary does: pass 0 on the raw text, pass 1 on what pass 0 left. */
-static hs_status encode_added(const hs_tokenizer *t, const char *s, size_t len, int pass,
-                              hs_idvec *out)
-{
-    size_t piece = 0, i = 0;
-    hs_status st;
-    while (i < len) {
-        int32_t id;
-        size_t n = t->n_added ? added_at(t, s, len, i, pass, &id) : 0;
-        if (n == 0) {
-            i++;
-            continue;
-        }
-        st = pass == 0 ? encode_added(t, s + piece, i - piece, 1, out)
-                       : encode_model(t, s + piece, i - piece, out);
-        if (st != HS_OK || hs_idvec_push(out, id) != HS_OK)
-            return HS_E_NOMEM;
-        i = piece = i + n;
-    }
-    st = pass == 0 ? encode_added(t, s + piece, len - piece, 1, out)
-                   : encode_model(t, s + piece, len - piece, out);
-    return st;
-}
-
-/* Bytes of text encoded at a time by a bounded encoding. */
-#define CHUNK_BYTES 4096
-
-/* One segment into out; with max > 0, a chunk at a time until it has more than max ids
- * (whole, when an added token holds a space: a chunk could cut through it). */
-static hs_status encode_segment(const hs_tokenizer *t, const char *s, size_t len, size_t max,
-                                hs_idvec *out)
-{
-    for (size_t k = 0; max && k < t->n_added; k++)
-        if (memchr(hs_strtab_str(&t->syms, t->added[k]), ' ', t->syms.len[t->added[k]]))
-            max = 0;
-    if (max == 0)
-        return encode_added(t, s, len, 0, out);
-    size_t first = out->n;
-    for (size_t at = 0; at < len && out->n - first <= max;) {
-        size_t end = hs_tok_chunk_end(s, len, at, CHUNK_BYTES);
-        if (encode_added(t, s + at, end - at, 0, out) != HS_OK)
-            return HS_E_NOMEM;
-        at = end;
-    }
-    return HS_OK;
-}
-
-hs_status hs_tokenizer_encode(const hs_tokenizer *t, const char *text, size_t len,
-                              const char *pair, size_t pair_len, hs_encoding *out,
-                              hs_error *err)
-{
-    return hs_tokenizer_encode_max(t, text, len, pair, pair_len, 0, out, err);
-}
-
-hs_status hs_tokenizer_encode_max(const hs_tokenizer *t, const char *text, size_t len,
-                                  const char *pair, size_t pair_len, size_t max_tokens,
-                                  hs_encoding *out, hs_error *err)
-{
-    hs_idvec ids = {0};
-    hs_encoding e = {0};
-    size_t bad, n_first, bytes = 0;
-    hs_status st;
-    if (out)
-        memset(out, 0, sizeof *out);
-    if (!t || !out || (!text && len) || (!pair && pair_len)) {
-        st = hs_fail(err, HS_E_ARG, "hs_tokenizer_encode: NULL argument");
-        goto fail;
-    }
-    if (!text)
-        text = "";
-    if (!hs_utf8_valid(text, len, &bad)) {
-        st = hs_fail(err, HS_E_INPUT, "text is not valid utf-8 (byte offset %zu)", bad);
-        goto fail;
-    }
-    if (pair && !hs_utf8_valid(pair, pair_len, &bad)) {
-        st = hs_fail(err, HS_E_INPUT, "pair text is not valid utf-8 (byte offset %zu)", bad);
-        goto fail;
-    }
-    /* [CLS] text [SEP] (pair [SEP]) when the tokenizer has them, else text (pair) */
-    if (t->cls >= 0 && hs_idvec_push(&ids, t->cls) != HS_OK)
-        goto nomem;
-    if (encode_segment(t, text, len, max_tokens, &ids) != HS_OK)
-        goto nomem;
-    if (t->sep >= 0 && hs_idvec_push(&ids, t->sep) != HS_OK)
-        goto nomem;
-    n_first = ids.n;
-    if (pair) {
-        if (encode_segment(t, pair, pair_len, max_tokens, &ids) != HS_OK)
-            goto nomem;
-        if (t->sep >= 0 && hs_idvec_push(&ids, t->sep) != HS_OK)
-            goto nomem;
-    }
-    /* ids, type ids and one block holding the token pointers followed by their strings */
-    for (size_t i = 0; i < ids.n; i++)
-        bytes += t->syms.len[ids.v[i]] + 1;
-    size_t n = ids.n, nn = n ? n : 1;
-    e.ids = malloc(nn * sizeof *e.ids);
-    e.type_ids = malloc(nn * sizeof *e.type_ids);
-    e.tokens = nn > (SIZE_MAX - bytes) / sizeof(char *) ? NULL : malloc(nn * sizeof(char *) + bytes);
-    if (!e.ids || !e.type_ids || !e.tokens)
-        goto nomem;
-    char *p = (char *)(e.tokens + nn);
-    for (size_t i = 0; i < n; i++) {
-        int32_t id = ids.v[i];
-        e.ids[i] = id;
-        e.type_ids[i] = i < n_first ? 0 : 1;
-        e.tokens[i] = p;
-        memcpy(p, hs_strtab_str(&t->syms, id), t->syms.len[id] + 1);
-        p += t->syms.len[id] + 1;
-    }
-    e.n = n;
-    free(ids.v);
-    *out = e;
-    return HS_OK;
-nomem:
-    st = hs_fail(err, HS_E_NOMEM, "out of memory encoding %zu bytes of text", len);
-fail:
-    hs_encoding_free(&e);
-    free(ids.v);
-    return st;
-}
-
 void hs_encoding_free(hs_encoding *e)
 {
     if (!e)
@@ -593,7 +456,7 @@ void hs_tokenizer_free(hs_tokenizer *t)
     hs_pairmap_free(&t->merges);
     hs_strtab_free(&t->merge_text);
     free(t->added);
-    free(t->added_pass);
+    free(t->added_flags);
     free(t);
 }
 
@@ -629,12 +492,12 @@ int32_t hs_tokenizer_id(const hs_tokenizer *t, const char *token)
 
 size_t hs_tokenizer_merge_count(const hs_tokenizer *t)
 {
-    return t && t->kind == HS_TOK_BPE ? t->merge_text.n : 0;
+    return t && t->kind != HS_TOK_WORDPIECE ? t->merge_text.n : 0;
 }
 
 const char *hs_tokenizer_merge(const hs_tokenizer *t, size_t rank)
 {
-    if (!t || t->kind != HS_TOK_BPE || rank >= t->merge_text.n)
+    if (!t || t->kind == HS_TOK_WORDPIECE || rank >= t->merge_text.n)
         return NULL;
     return hs_strtab_str(&t->merge_text, (int32_t)rank);
 }
@@ -649,6 +512,24 @@ size_t hs_tokenizer_display(const hs_tokenizer *t, int32_t id, char *buf, size_t
         return 0;
     }
     size_t len = t->syms.len[id];
+    if (t->kind == HS_TOK_SPM_BPE) {
+        /* <0xNN> is its byte; the metaspace replacement ("▁") is a space */
+        unsigned v;
+        char c, bytes[HS_TOK_MAX_TOKEN_BYTES];
+        if (len == 6 && sscanf(s, "<0x%2X%c", &v, &c) == 2 && c == '>')
+            return hs_utf8_sanitize((char[]){(char)v}, 1, buf, cap);
+        const char *rep = t->meta_rep[0] ? t->meta_rep : "\xe2\x96\x81";
+        size_t rl = strlen(rep), n = 0;
+        for (size_t i = 0; i < len;) {
+            if (len - i >= rl && memcmp(s + i, rep, rl) == 0) {
+                bytes[n++] = ' ';
+                i += rl;
+            } else {
+                bytes[n++] = s[i++];
+            }
+        }
+        return hs_utf8_sanitize(bytes, n, buf, cap);
+    }
     if (t->kind != HS_TOK_BPE)
         return hs_utf8_sanitize(s, len, buf, cap);
     /* byte-level characters back to bytes; anything else is kept as it is */
@@ -666,4 +547,55 @@ size_t hs_tokenizer_display(const hs_tokenizer *t, int32_t id, char *buf, size_t
         }
     }
     return hs_utf8_sanitize(bytes, n, buf, cap);
+}
+
+int hs_tokenizer_has_pair(const hs_tokenizer *t) { return t ? t->has_pair : 0; }
+
+hs_status hs_tokenizer_check_pair(const hs_tokenizer *t, hs_error *err)
+{
+    if (!t)
+        return hs_fail(err, HS_E_ARG, "hs_tokenizer_check_pair: NULL tokenizer");
+    if (t->has_pair)
+        return HS_OK;
+    return hs_fail(err, HS_E_INPUT, "a text pair needs a tokenizer whose post-processor defines a pair "
+                   "encoding; this model's %s tokenizer (post-processor %s) takes a single text",
+                   hs_tokenizer_kind_name(t->kind), t->post_name);
+}
+
+size_t hs_tokenizer_special_count(const hs_tokenizer *t, int pair)
+{
+    if (!t)
+        return 0;
+    const hs_template *tm = pair ? &t->pair : &t->single;
+    size_t n = 0;
+    for (size_t k = 0; k < tm->n; k++)
+        n += tm->id[k] >= 0;
+    return n;
+}
+
+const char *hs_tokenizer_kind_name(hs_tokenizer_kind kind)
+{
+    switch (kind) {
+    case HS_TOK_BPE: return "byte-level BPE";
+    case HS_TOK_WORDPIECE: return "WordPiece";
+    case HS_TOK_SPM_BPE: return "SentencePiece-style BPE";
+    default: return "unknown";
+    }
+}
+
+const char *hs_tokenizer_post_processor(const hs_tokenizer *t) { return t ? t->post_name : "none"; }
+
+int hs_tokenizer_is_special(const hs_tokenizer *t, int32_t id)
+{
+    if (!t || id < 0)
+        return 0;
+    for (size_t k = 0; k < t->n_added; k++)
+        if (t->added[k] == id)
+            return 1;
+    const hs_template *tms[2] = {&t->single, &t->pair};
+    for (int k = 0; k < 2; k++)
+        for (size_t i = 0; i < tms[k]->n; i++)
+            if (tms[k]->id[i] == id)
+                return 1;
+    return 0;
 }

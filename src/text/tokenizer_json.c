@@ -1,14 +1,12 @@
 /*
  * tokenizer.json (the Hugging Face tokenizers library's serialisation, what transformers 5
- * reads first) into an hs_tokenizer. Accepted, in the combinations the C tokenizers run:
- *   model          BPE (merges as "a b" or ["a", "b"]) or WordPiece;
- *   normalizer     WordPiece only: null, BertNormalizer, NFD, Lowercase, StripAccents, or a
- *                  Sequence of these;
- *   pre_tokenizer  ByteLevel (use_regex true) with BPE, BertPreTokenizer with WordPiece;
- *   post_processor null or ByteLevel with BPE; BertProcessing or TemplateProcessing
- *                  "CLS $A:0 SEP" / "CLS $A:0 SEP $B:1 SEP:1" with WordPiece;
+ * reads first) into an hs_tokenizer: the model and the added tokens here, the normalizer,
+ * pre-tokenizer and post-processor in tj_components.c. Accepted:
+ *   model          BPE (merges as "a b" or ["a", "b"]; byte_fallback, fuse_unk,
+ *                  ignore_merges; no dropout, no subword prefix or suffix) or WordPiece;
  *   decoder        ignored (it does not change ids);
- *   added_tokens   matched whole in the text (no lstrip / rstrip / single_word).
+ *   added_tokens   matched whole in the text, lstrip and rstrip as the library does them,
+ *                  normalized ones in the normalized text (no single_word).
  * Everything else is refused with a message naming the component.
  */
 #include <cJSON.h>
@@ -24,183 +22,12 @@
 typedef struct tj_added {
     const char *content;
     int32_t id;
-    unsigned char normalized;
+    unsigned char flags; /* HS_ADD_* */
 } tj_added;
 
-static const char *type_of(const cJSON *o)
-{
-    const cJSON *t = cJSON_GetObjectItemCaseSensitive(o, "type");
-    return cJSON_IsString(t) ? t->valuestring : NULL;
-}
-
-/* Boolean member: 1/0, dflt when absent or null, -1 when of another type. */
-static int get_bool(const cJSON *o, const char *key, int dflt)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(o, key);
-    if (!v || cJSON_IsNull(v))
-        return dflt;
-    return cJSON_IsBool(v) ? cJSON_IsTrue(v) : -1;
-}
-
-static int get_int(const cJSON *v, long long lo, long long hi, long long *out)
-{
-    if (!cJSON_IsNumber(v))
-        return 0;
-    double d = v->valuedouble;
-    if (!(d >= (double)lo && d <= (double)hi) || d != (double)(long long)d)
-        return 0;
-    *out = (long long)d;
-    return 1;
-}
-
-/* ---- normalizer -------------------------------------------------------------------------- */
-
-static hs_status push_step(hs_tokenizer *t, int step, hs_error *err)
-{
-    if (t->n_norm == HS_TOK_MAX_NORM)
-        return hs_fail(err, HS_E_UNSUPPORTED, TJ ": more than %d normalizer steps", HS_TOK_MAX_NORM);
-    t->norm[t->n_norm++] = (unsigned char)step;
-    if (step == HS_NORM_LOWER)
-        t->lowercase = 1;
-    return HS_OK;
-}
-
-static hs_status add_normalizer(hs_tokenizer *t, const cJSON *n, int depth, hs_error *err)
-{
-    const char *type = type_of(n);
-    hs_status st;
-    if (!type)
-        return hs_fail(err, HS_E_FORMAT, TJ ": normalizer without a \"type\"");
-    if (strcmp(type, "BertNormalizer") == 0) {
-        int clean = get_bool(n, "clean_text", 1), cjk = get_bool(n, "handle_chinese_chars", 1);
-        int lower = get_bool(n, "lowercase", 1), strip = get_bool(n, "strip_accents", lower);
-        if (clean < 0 || cjk < 0 || lower < 0 || strip < 0)
-            return hs_fail(err, HS_E_FORMAT, TJ ": BertNormalizer options must be true, false or null");
-        if ((clean && (st = push_step(t, HS_NORM_CLEAN, err)) != HS_OK) ||
-            (cjk && (st = push_step(t, HS_NORM_CJK, err)) != HS_OK) ||
-            (strip && ((st = push_step(t, HS_NORM_NFD, err)) != HS_OK ||
-                       (st = push_step(t, HS_NORM_STRIP, err)) != HS_OK)) ||
-            (lower && (st = push_step(t, HS_NORM_LOWER, err)) != HS_OK))
-            return st;
-        return HS_OK;
-    }
-    if (strcmp(type, "NFD") == 0)
-        return push_step(t, HS_NORM_NFD, err);
-    if (strcmp(type, "Lowercase") == 0)
-        return push_step(t, HS_NORM_LOWER, err);
-    if (strcmp(type, "StripAccents") == 0)
-        return push_step(t, HS_NORM_MARKS, err);
-    if (strcmp(type, "Sequence") == 0 && depth < 4) {
-        const cJSON *list = cJSON_GetObjectItemCaseSensitive(n, "normalizers"), *it;
-        if (!cJSON_IsArray(list))
-            return hs_fail(err, HS_E_FORMAT, TJ ": normalizer Sequence without \"normalizers\"");
-        cJSON_ArrayForEach(it, list)
-            if ((st = add_normalizer(t, it, depth + 1, err)) != HS_OK)
-                return st;
-        return HS_OK;
-    }
-    return hs_fail(err, HS_E_UNSUPPORTED, TJ ": normalizer '%.64s' is not supported", type);
-}
-
-/* ---- post-processor ---------------------------------------------------------------------- */
-
-/* One piece of a template: {"SpecialToken": {"id": name, "type_id": k}} or
- * {"Sequence": {"id": "A" | "B", "type_id": k}}. Returns the name and sets *special. */
-static const char *template_piece(const cJSON *p, int *special, long long *type_id)
-{
-    const cJSON *body = cJSON_GetObjectItemCaseSensitive(p, "SpecialToken");
-    *special = body != NULL;
-    if (!body)
-        body = cJSON_GetObjectItemCaseSensitive(p, "Sequence");
-    const cJSON *id = cJSON_GetObjectItemCaseSensitive(body, "id");
-    if (!cJSON_IsString(id) || !get_int(cJSON_GetObjectItemCaseSensitive(body, "type_id"), 0, 1, type_id))
-        return NULL;
-    return id->valuestring;
-}
-
-/* The id of a template special token: special_tokens[name].ids must be one id. */
-static int32_t template_id(const cJSON *pp, const char *name)
-{
-    const cJSON *sp = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(pp, "special_tokens"), name);
-    const cJSON *ids = cJSON_GetObjectItemCaseSensitive(sp, "ids");
-    long long id;
-    if (!cJSON_IsArray(ids) || cJSON_GetArraySize(ids) != 1 || !get_int(ids->child, 0, INT32_MAX, &id))
-        return -1;
-    return (int32_t)id;
-}
-
-/* TemplateProcessing: single "CLS:0 $A:0 SEP:0", pair "CLS:0 $A:0 SEP:0 $B:1 SEP:1" (cls and
- * sep found), or single "$A:0", pair "$A:0 $B:1" (none). */
-static hs_status template_processing(hs_tokenizer *t, const cJSON *pp, hs_error *err)
-{
-    static const char want_bert[] = "S0 A0 S0 B1 S1", want_plain[] = "A0 B1";
-    const cJSON *single = cJSON_GetObjectItemCaseSensitive(pp, "single");
-    const cJSON *pair = cJSON_GetObjectItemCaseSensitive(pp, "pair");
-    const char *names[5] = {0};
-    char shape[32] = "";
-    size_t k = 0, w = 0;
-    if (!cJSON_IsArray(single) || !cJSON_IsArray(pair))
-        goto unsupported;
-    for (const cJSON *p = pair->child; p; p = p->next, k++) {
-        int special;
-        long long ty;
-        const char *name = template_piece(p, &special, &ty);
-        if (!name || k >= 5)
-            goto unsupported;
-        names[k] = name;
-        w += (size_t)snprintf(shape + w, sizeof shape - w, "%s%c%lld", k ? " " : "",
-                              special ? 'S' : name[0], ty);
-    }
-    if (strcmp(shape, want_plain) == 0 && !strcmp(names[0], "A") && !strcmp(names[1], "B") &&
-        cJSON_GetArraySize(single) == 1)
-        return HS_OK;
-    if (strcmp(shape, want_bert) != 0 || strcmp(names[1], "A") || strcmp(names[3], "B") ||
-        strcmp(names[2], names[4]) || cJSON_GetArraySize(single) != 3)
-        goto unsupported;
-    k = 0;
-    for (const cJSON *p = single->child; p; p = p->next, k++) {
-        int special;
-        long long ty;
-        const char *name = template_piece(p, &special, &ty);
-        if (!name || ty != 0 || special != (k != 1) || strcmp(name, names[k]) != 0)
-            goto unsupported;
-    }
-    t->cls = template_id(pp, names[0]);
-    t->sep = template_id(pp, names[2]);
-    if (t->cls < 0 || t->sep < 0)
-        return hs_fail(err, HS_E_FORMAT, TJ ": TemplateProcessing special tokens need one id each");
-    return HS_OK;
-unsupported:
-    return hs_fail(err, HS_E_UNSUPPORTED,
-                   TJ ": post_processor 'TemplateProcessing' other than \"[CLS] $A [SEP]\" / "
-                      "\"[CLS] $A [SEP] $B:1 [SEP]:1\" is not supported");
-}
-
-static hs_status post_processor(hs_tokenizer *t, const cJSON *pp, hs_error *err)
-{
-    if (!pp || cJSON_IsNull(pp))
-        return HS_OK;
-    const char *type = type_of(pp);
-    if (!type)
-        return hs_fail(err, HS_E_FORMAT, TJ ": post_processor without a \"type\"");
-    if (strcmp(type, "ByteLevel") == 0 && t->kind == HS_TOK_BPE)
-        return HS_OK; /* only offsets */
-    if (strcmp(type, "TemplateProcessing") == 0)
-        return template_processing(t, pp, err);
-    if (strcmp(type, "BertProcessing") == 0) {
-        const cJSON *sep = cJSON_GetObjectItemCaseSensitive(pp, "sep");
-        const cJSON *cls = cJSON_GetObjectItemCaseSensitive(pp, "cls");
-        long long a, b;
-        if (cJSON_GetArraySize(sep) != 2 || cJSON_GetArraySize(cls) != 2 ||
-            !get_int(cJSON_GetArrayItem(sep, 1), 0, INT32_MAX, &a) ||
-            !get_int(cJSON_GetArrayItem(cls, 1), 0, INT32_MAX, &b))
-            return hs_fail(err, HS_E_FORMAT, TJ ": BertProcessing needs \"sep\" and \"cls\" as [token, id]");
-        t->sep = (int32_t)a;
-        t->cls = (int32_t)b;
-        return HS_OK;
-    }
-    return hs_fail(err, HS_E_UNSUPPORTED, TJ ": post_processor '%.64s' is not supported", type);
-}
+#define type_of hs_tj_type
+#define get_bool hs_tj_bool
+#define get_int hs_tj_int
 
 /* ---- model --------------------------------------------------------------------------------- */
 
@@ -246,15 +73,20 @@ static hs_status model_options(hs_tokenizer *t, const cJSON *m, hs_error *err)
     } else if (t->kind == HS_TOK_WORDPIECE) {
         return hs_fail(err, HS_E_FORMAT, TJ ": a WordPiece model needs an unk_token");
     }
-    if (t->kind == HS_TOK_BPE) {
+    if (t->kind != HS_TOK_WORDPIECE) {
         const cJSON *suffix = cJSON_GetObjectItemCaseSensitive(m, "end_of_word_suffix");
         const cJSON *dropout = cJSON_GetObjectItemCaseSensitive(m, "dropout");
         if ((cJSON_IsString(pre) && pre->valuestring[0]) || (cJSON_IsString(suffix) && suffix->valuestring[0]))
             return hs_fail(err, HS_E_UNSUPPORTED, TJ ": BPE with a subword prefix or suffix is not supported");
         if (dropout && !cJSON_IsNull(dropout))
             return hs_fail(err, HS_E_UNSUPPORTED, TJ ": BPE dropout is not supported");
-        if (get_bool(m, "byte_fallback", 0) != 0 || get_bool(m, "ignore_merges", 0) != 0)
-            return hs_fail(err, HS_E_UNSUPPORTED, TJ ": BPE byte_fallback or ignore_merges is not supported");
+        t->byte_fallback = get_bool(m, "byte_fallback", 0);
+        t->fuse_unk = get_bool(m, "fuse_unk", 0);
+        t->ignore_merges = get_bool(m, "ignore_merges", 0);
+        if (t->byte_fallback < 0 || t->fuse_unk < 0 || t->ignore_merges < 0)
+            return hs_fail(err, HS_E_FORMAT, TJ ": BPE byte_fallback, fuse_unk and ignore_merges must be true or false");
+        if (t->byte_fallback && t->byte_level)
+            return hs_fail(err, HS_E_UNSUPPORTED, TJ ": BPE byte_fallback with a ByteLevel pre-tokenizer is not supported");
         return HS_OK;
     }
     if (pre && !cJSON_IsNull(pre)) {
@@ -324,8 +156,31 @@ static int added_by_id(const void *a, const void *b)
 }
 
 /* Reads added_tokens; those beyond the model's vocabulary must continue its ids. */
+/* A normalized=true token is looked for in the normalized text as the normalizer leaves it:
+ * headscope takes it when the BPE normalizer does not change it, and not with a WordPiece
+ * normalizer. */
+static hs_status check_normalized(const hs_tokenizer *t, const char *content, const char *shown,
+                                  hs_error *err)
+{
+    char *norm = NULL;
+    size_t len = strlen(content), nlen;
+    if (t->n_norm == 0)
+        return HS_OK;
+    if (t->kind == HS_TOK_WORDPIECE)
+        return hs_fail(err, HS_E_UNSUPPORTED, TJ ": added token '%s' with normalized=true and a WordPiece "
+                                                 "normalizer is not supported", shown);
+    if (hs_tok_normalize(t, content, len, &norm, &nlen) != HS_OK)
+        return hs_fail(err, HS_E_NOMEM, "out of memory reading " TJ);
+    int same = !norm || (nlen == len && memcmp(norm, content, len) == 0);
+    free(norm);
+    if (!same)
+        return hs_fail(err, HS_E_UNSUPPORTED, TJ ": added token '%s' with normalized=true is changed by the "
+                                                 "normalizer, which is not supported", shown);
+    return HS_OK;
+}
+
 static hs_status read_added(const cJSON *list, size_t n_model, const char *const *vocab,
-                            int has_normalizer, tj_added **out, size_t *n, hs_error *err)
+                            const hs_tokenizer *t, tj_added **out, size_t *n, hs_error *err)
 {
     char shown[64];
     size_t count = (size_t)cJSON_GetArraySize(list), k = 0;
@@ -345,14 +200,20 @@ static hs_status read_added(const cJSON *list, size_t n_model, const char *const
             !get_int(cJSON_GetObjectItemCaseSensitive(it, "id"), 0, INT32_MAX, &id))
             return hs_fail(err, HS_E_FORMAT, TJ ": added token %zu needs a non-empty \"content\" and an \"id\"", k);
         const char *c = hs_tok_show(content->valuestring, shown, sizeof shown);
-        if (get_bool(it, "lstrip", 0) || get_bool(it, "rstrip", 0) || get_bool(it, "single_word", 0))
-            return hs_fail(err, HS_E_UNSUPPORTED, TJ ": added token '%s' with lstrip, rstrip or single_word is not supported", c);
-        int normalized = get_bool(it, "normalized", 0);
-        if (normalized && has_normalizer)
-            return hs_fail(err, HS_E_UNSUPPORTED, TJ ": added token '%s' with normalized=true and a normalizer is not supported", c);
+        int normalized = get_bool(it, "normalized", 0), lstrip = get_bool(it, "lstrip", 0);
+        int rstrip = get_bool(it, "rstrip", 0), single = get_bool(it, "single_word", 0);
+        if (normalized < 0 || lstrip < 0 || rstrip < 0 || single < 0)
+            return hs_fail(err, HS_E_FORMAT, TJ ": added token '%s': options must be true or false", c);
+        if (single)
+            return hs_fail(err, HS_E_UNSUPPORTED, TJ ": added token '%s' with single_word is not supported", c);
+        hs_status st;
+        if (normalized && (st = check_normalized(t, content->valuestring, c, err)) != HS_OK)
+            return st;
         if ((size_t)id < n_model && strcmp(vocab[id], content->valuestring) != 0)
             return hs_fail(err, HS_E_FORMAT, TJ ": added token '%s' has id %lld, which model.vocab gives to another token", c, id);
-        (*out)[k] = (tj_added){content->valuestring, (int32_t)id, (unsigned char)(normalized != 0)};
+        (*out)[k] = (tj_added){content->valuestring, (int32_t)id,
+                               (unsigned char)((normalized ? HS_ADD_NORMALIZED : 0) | (lstrip ? HS_ADD_LSTRIP : 0) |
+                                               (rstrip ? HS_ADD_RSTRIP : 0))};
     }
     *n = count;
     qsort(*out, count, sizeof **out, added_by_id);
@@ -378,7 +239,7 @@ hs_status hs_tokenizer_load_json(const char *path, hs_tokenizer **out, hs_error 
     cJSON *root = NULL;
     tj_added *added = NULL;
     int32_t *added_ids = NULL;
-    unsigned char *pass = NULL;
+    unsigned char *flags = NULL;
     hs_tokenizer *t = NULL;
     size_t len, n_model = 0, n_merges = 0, n_added = 0;
     hs_status st;
@@ -400,10 +261,7 @@ hs_status hs_tokenizer_load_json(const char *path, hs_tokenizer **out, hs_error 
         goto fail;
     }
     const cJSON *model = cJSON_GetObjectItemCaseSensitive(root, "model");
-    const cJSON *norm = cJSON_GetObjectItemCaseSensitive(root, "normalizer");
-    const cJSON *pre = cJSON_GetObjectItemCaseSensitive(root, "pre_tokenizer");
-    const char *mtype = type_of(model), *ptype = type_of(pre);
-    int has_norm = norm && !cJSON_IsNull(norm);
+    const char *mtype = type_of(model);
     if (!mtype) {
         st = hs_fail(err, HS_E_FORMAT, TJ ": no model with a \"type\"");
         goto fail;
@@ -418,37 +276,24 @@ hs_status hs_tokenizer_load_json(const char *path, hs_tokenizer **out, hs_error 
         st = hs_fail(err, HS_E_NOMEM, "out of memory creating a tokenizer");
         goto fail;
     }
-    /* components first: the cheap refusals */
-    if (kind == HS_TOK_BPE && has_norm) {
-        st = hs_fail(err, HS_E_UNSUPPORTED, TJ ": normalizer '%.64s' with a BPE model is not supported",
-                     type_of(norm) ? type_of(norm) : "?");
+    /* components first: the cheap refusals (the pre-tokenizer settles BPE's kind) */
+    if ((st = hs_tj_pre_tokenizer(t, cJSON_GetObjectItemCaseSensitive(root, "pre_tokenizer"), err)) != HS_OK ||
+        (st = hs_tj_normalizer(t, cJSON_GetObjectItemCaseSensitive(root, "normalizer"), err)) != HS_OK ||
+        (st = hs_tj_post_processor(t, cJSON_GetObjectItemCaseSensitive(root, "post_processor"), err)) != HS_OK)
         goto fail;
-    }
-    if (has_norm && (st = add_normalizer(t, norm, 0, err)) != HS_OK)
+    if (kind == HS_TOK_WORDPIECE && !t->has_pair) {
+        st = hs_fail(err, HS_E_UNSUPPORTED, TJ ": a WordPiece model needs BertProcessing or TemplateProcessing");
         goto fail;
-    const char *want_pre = kind == HS_TOK_BPE ? "ByteLevel" : "BertPreTokenizer";
-    if (!ptype || strcmp(ptype, want_pre) != 0) {
-        st = hs_fail(err, HS_E_UNSUPPORTED, TJ ": pre_tokenizer '%.64s' is not supported with %s (only %s)",
-                     ptype ? ptype : "null", mtype, want_pre);
-        goto fail;
-    }
-    if (kind == HS_TOK_BPE) {
-        int aps = get_bool(pre, "add_prefix_space", 1), rx = get_bool(pre, "use_regex", 1);
-        if (aps < 0 || rx != 1) {
-            st = hs_fail(err, HS_E_UNSUPPORTED, TJ ": pre_tokenizer 'ByteLevel' without use_regex is not supported");
-            goto fail;
-        }
-        t->add_prefix_space = aps;
     }
     /* vocabulary, added tokens beyond it, then the model's tables */
     if ((st = read_vocab(cJSON_GetObjectItemCaseSensitive(model, "vocab"), &tokens, &n_model, err)) != HS_OK ||
         (st = read_added(cJSON_GetObjectItemCaseSensitive(root, "added_tokens"), n_model, tokens,
-                         has_norm, &added, &n_added, err)) != HS_OK)
+                         t, &added, &n_added, err)) != HS_OK)
         goto fail;
     size_t n_all = n_model;
     const char **all = realloc(tokens, (n_model + n_added) * sizeof *tokens);
     if (!all || !(added_ids = malloc((n_added ? n_added : 1) * sizeof *added_ids)) ||
-        !(pass = malloc(n_added ? n_added : 1))) {
+        !(flags = malloc(n_added ? n_added : 1))) {
         if (all)
             tokens = all;
         st = hs_fail(err, HS_E_NOMEM, "out of memory reading " TJ);
@@ -459,36 +304,20 @@ hs_status hs_tokenizer_load_json(const char *path, hs_tokenizer **out, hs_error 
         if ((size_t)added[k].id == n_all)
             tokens[n_all++] = added[k].content;
         added_ids[k] = added[k].id;
-        pass[k] = added[k].normalized;
+        flags[k] = added[k].flags;
     }
     snprintf(what, sizeof what, "'%s'", path);
-    if ((st = hs_tok_build_vocab(t, tokens, n_all, kind == HS_TOK_BPE, what, err)) != HS_OK)
+    if ((st = hs_tok_build_vocab(t, tokens, n_all, kind != HS_TOK_WORDPIECE, what, err)) != HS_OK)
         goto fail;
     t->n_model = n_model;
     if ((st = model_options(t, model, err)) != HS_OK ||
-        (st = hs_tok_set_added(t, added_ids, pass, n_added, err)) != HS_OK ||
-        (st = post_processor(t, cJSON_GetObjectItemCaseSensitive(root, "post_processor"), err)) != HS_OK)
+        (st = hs_tok_set_added(t, added_ids, flags, n_added, err)) != HS_OK ||
+        (st = hs_tj_check_template(t, err)) != HS_OK)
         goto fail;
-    if (kind == HS_TOK_BPE) {
-        if ((st = read_merges(cJSON_GetObjectItemCaseSensitive(model, "merges"), &merges, &n_merges, err)) != HS_OK ||
-            (st = hs_bpe_build(t, (const char *const *)merges, NULL, n_merges, what, err)) != HS_OK)
-            goto fail;
-        if (t->cls >= 0) {
-            st = hs_fail(err, HS_E_UNSUPPORTED, TJ ": a BPE model with [CLS]/[SEP] post-processing is not supported");
-            goto fail;
-        }
-    } else if (t->cls < 0) {
-        st = hs_fail(err, HS_E_UNSUPPORTED, TJ ": a WordPiece model needs BertProcessing or TemplateProcessing");
+    if (kind != HS_TOK_WORDPIECE &&
+        ((st = read_merges(cJSON_GetObjectItemCaseSensitive(model, "merges"), &merges, &n_merges, err)) != HS_OK ||
+         (st = hs_bpe_build(t, (const char *const *)merges, NULL, n_merges, what, err)) != HS_OK))
         goto fail;
-    }
-    if ((size_t)t->cls >= n_all && t->cls >= 0) {
-        st = hs_fail(err, HS_E_FORMAT, TJ ": post_processor token id %d is out of range", t->cls);
-        goto fail;
-    }
-    if ((size_t)t->sep >= n_all && t->sep >= 0) {
-        st = hs_fail(err, HS_E_FORMAT, TJ ": post_processor token id %d is out of range", t->sep);
-        goto fail;
-    }
     *out = t;
     t = NULL;
     st = HS_OK;
@@ -496,7 +325,7 @@ fail:
     for (size_t k = 0; merges && k < n_merges; k++)
         free(merges[k]);
     free(merges);
-    free(pass);
+    free(flags);
     free(added_ids);
     free(added);
     free(tokens);

@@ -27,34 +27,28 @@ static void move_tokens(hs_encoding *e, size_t to, size_t from, size_t count)
 }
 
 /* Truncates to max tokens as Hugging Face's tokenizers library (0.23) does with its default
- * "longest_first" strategy. BPE: keep the first max. WordPiece: keep [CLS]/[SEP]; with
- * budget = max minus the special tokens, a single text keeps its first budget tokens. A pair
- * is balanced on its lengths capped at max: with n1 <= n2 those capped lengths (the first
- * text is n1 on a tie), the shorter keeps n1 and the longer max(n1, budget - n1) (or n1
- * when n1 > budget); when that is still more than the budget they keep budget/2 and
- * budget/2 + budget%2. Each segment keeps its first tokens. Checked against the library on
- * every pair of lengths up to 20 and max up to 30 (fixtures/tokenizer/truncation_golden.json
- * holds real-text cases). Linear in the encoding. */
+ * "longest_first" strategy: the texts are cut, then the post-processor's special tokens put
+ * around them, so with budget = max minus the template's special tokens a single text keeps
+ * its first budget tokens. A pair is balanced on its lengths capped at max: with n1 <= n2
+ * those capped lengths (the first text is n1 on a tie), the shorter keeps n1 and the longer
+ * max(n1, budget - n1) (or n1 when n1 > budget); when that is still more than the budget they
+ * keep budget/2 and budget/2 + budget%2. Each segment keeps its first tokens. Checked against
+ * the library on every pair of lengths up to 20 and max up to 30
+ * (fixtures/tokenizer/truncation_golden.json holds real-text cases). Linear in the encoding. */
 void hs_encoding_truncate(const hs_tokenizer *tok, hs_encoding *e, size_t max)
 {
     if (e->n <= max)
         return;
-    if (hs_tokenizer_get_kind(tok) == HS_TOK_BPE) {
-        e->n = max;
+    const hs_template *tm = e->paired ? &tok->pair : &tok->single;
+    size_t len_a = e->n_text, len_b = e->paired ? e->n_pair : 0;
+    size_t specials = hs_tokenizer_special_count(tok, e->paired);
+    if (len_a > e->n || len_b > e->n - len_a || e->n - len_a - len_b != specials) {
+        e->n = max; /* not laid out by tok's template: keep the first max */
         return;
     }
-    /* [CLS] a [SEP] (b [SEP]): segment a is 1 .. sep_a-1, b is sep_a+1 .. n-2 */
-    size_t sep_a = 1;
-    while (sep_a < e->n && e->type_ids[sep_a] == 0)
-        sep_a++;
-    sep_a--; /* last token of type 0 is the first [SEP] */
-    size_t len_a = sep_a - 1;
-    int pair = e->n > sep_a + 1;
-    size_t len_b = pair ? e->n - sep_a - 2 : 0;
-    size_t specials = e->n - len_a - len_b;
     size_t budget = max > specials ? max - specials : 0; /* content tokens that stay */
     size_t a = len_a < budget ? len_a : budget, b = 0;
-    if (pair) {
+    if (e->paired) {
         size_t ca = len_a < max ? len_a : max, cb = len_b < max ? len_b : max;
         int swap = ca > cb;
         size_t n1 = swap ? cb : ca, n2; /* n1: the shorter */
@@ -68,9 +62,19 @@ void hs_encoding_truncate(const hs_tokenizer *tok, hs_encoding *e, size_t max)
         a = a < len_a ? a : len_a;
         b = b < len_b ? b : len_b;
     }
-    size_t tail = e->n - (sep_a + 1 + len_b); /* the final [SEP] of a pair, else 0 */
-    move_tokens(e, 1 + a, sep_a, 1);     /* first [SEP] */
-    move_tokens(e, 2 + a, sep_a + 1, b); /* b's first tokens */
-    move_tokens(e, 2 + a + b, sep_a + 1 + len_b, tail);
-    e->n = 2 + a + b + tail;
+    /* walk the template: special tokens move down, each text keeps its first tokens */
+    size_t from = 0, to = 0;
+    for (size_t k = 0; k < tm->n; k++) {
+        size_t keep = 1, had = 1;
+        if (tm->id[k] == HS_TMPL_A)
+            keep = a, had = len_a;
+        else if (tm->id[k] == HS_TMPL_B)
+            keep = b, had = len_b;
+        move_tokens(e, to, from, keep);
+        to += keep;
+        from += had;
+    }
+    e->n = to;
+    e->n_text = a;
+    e->n_pair = b;
 }

@@ -184,3 +184,78 @@ int hs_uni_ccc(int32_t cp)
 {
     return cp < 0x300 ? 0 : utf8proc_get_property(cp)->combining_class;
 }
+
+void hs_uni_canonical_order(int32_t *v, size_t n)
+{
+    for (size_t i = 1; i < n; i++) {
+        int32_t c = v[i];
+        int cc = hs_uni_ccc(c);
+        if (cc == 0)
+            continue;
+        size_t j = i;
+        while (j > 0) {
+            int pc = hs_uni_ccc(v[j - 1]);
+            if (pc <= cc) /* also stops at a starter (0) */
+                break;
+            v[j] = v[j - 1];
+            j--;
+        }
+        v[j] = c;
+    }
+}
+
+/* The primary composite of (a, b), or -1 (Unicode 3.12 for Hangul, else the table). */
+static int32_t compose_pair(int32_t a, int32_t b)
+{
+    if (a >= 0x1100 && a < 0x1100 + 19 && b >= 0x1161 && b < 0x1161 + 21)
+        return 0xAC00 + ((a - 0x1100) * 21 + (b - 0x1161)) * 28;
+    if (a >= 0xAC00 && a < 0xAC00 + 11172 && (a - 0xAC00) % 28 == 0 && b > 0x11A7 && b < 0x11A7 + 28)
+        return a + (b - 0x11A7);
+    size_t lo = 0, hi = hs_comp_table_n;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        const hs_uni_comp *c = &hs_comp_table[mid];
+        if (a < c->first || (a == c->first && b < c->second))
+            hi = mid;
+        else if (a > c->first || b > c->second)
+            lo = mid + 1;
+        else
+            return c->composite;
+    }
+    return -1;
+}
+
+/* The canonical composition algorithm (UAX #15): each character composes with the last
+ * starter when nothing between them blocks it (a starter, or a mark of the same or a higher
+ * combining class). */
+size_t hs_uni_compose(int32_t *v, size_t n)
+{
+    size_t starter = SIZE_MAX, w = 0; /* no starter yet: leading marks compose with nothing */
+    int last = 0;                     /* class of the last character kept after the starter */
+    for (size_t i = 0; i < n; i++) {
+        int32_t c = v[i];
+        int cc = hs_uni_ccc(c);
+        if (starter != SIZE_MAX && (last < cc || last == 0)) {
+            int32_t p = (w == starter + 1 || cc != 0) ? compose_pair(v[starter], c) : -1;
+            if (p >= 0) {
+                v[starter] = p;
+                continue;
+            }
+        }
+        if (cc == 0) {
+            starter = w;
+            last = 0;
+        } else {
+            last = cc;
+        }
+        v[w++] = c;
+    }
+    return w;
+}
+
+int hs_uni_white_space(int32_t cp)
+{
+    return (cp >= 0x09 && cp <= 0x0D) || cp == 0x20 || cp == 0x85 || cp == 0xA0 || cp == 0x1680 ||
+           (cp >= 0x2000 && cp <= 0x200A) || cp == 0x2028 || cp == 0x2029 || cp == 0x202F ||
+           cp == 0x205F || cp == 0x3000;
+}

@@ -26,45 +26,15 @@ typedef struct wp_work {
 
 static hs_status cp_reserve(cpbuf *b, size_t extra)
 {
-    if (extra <= b->cap - b->n)
-        return HS_OK;
-    size_t need, cap = b->cap ? b->cap : 256;
-    if (hs_add_size(b->n, extra, &need) != 0)
-        return HS_E_NOMEM;
-    while (cap < need) {
-        if (cap > SIZE_MAX / 2 / sizeof *b->v)
-            return HS_E_NOMEM;
-        cap *= 2;
-    }
-    int32_t *v = realloc(b->v, cap * sizeof *v);
-    if (!v)
+    size_t need;
+    void *v = b->v;
+    if (hs_add_size(b->n, extra, &need) != 0 || hs_tok_grow(&v, &b->cap, need, sizeof *b->v, 256) != HS_OK)
         return HS_E_NOMEM;
     b->v = v;
-    b->cap = cap;
     return HS_OK;
 }
 
 /* ---- normalizer steps: k->a -> k->b, then swapped ---------------------------------------- */
-
-/* Canonical ordering: a stable sort of each run of non-starters by combining class. */
-static void canonical_order(int32_t *v, size_t n)
-{
-    for (size_t i = 1; i < n; i++) {
-        int32_t c = v[i];
-        int cc = hs_uni_ccc(c);
-        if (cc == 0)
-            continue;
-        size_t j = i;
-        while (j > 0) {
-            int pc = hs_uni_ccc(v[j - 1]);
-            if (pc <= cc) /* also stops at a starter (0) */
-                break;
-            v[j] = v[j - 1];
-            j--;
-        }
-        v[j] = c;
-    }
-}
 
 static hs_status norm_step(int step, wp_work *k)
 {
@@ -116,7 +86,7 @@ static hs_status norm_step(int step, wp_work *k)
         b->n += n;
     }
     if (step == HS_NORM_NFD)
-        canonical_order(b->v, b->n);
+        hs_uni_canonical_order(b->v, b->n);
     cpbuf t = k->a;
     k->a = *b;
     *b = t;

@@ -1,7 +1,8 @@
 /*
  * libFuzzer harness: encodes arbitrary bytes with the GPT-2 BPE and BERT WordPiece tokenizers
- * (loaded once from the repository's fixtures/tokenizer, or from $HS_TOKENIZER_DIR holding
- * gpt2/vocab.json, gpt2/merges.txt and bert/vocab.txt) and checks the results.
+ * and the six family tokenizer.json files (RoBERTa, GPT-NeoX, Llama 2 in both layouts, Llama 3,
+ * Qwen2), loaded once from the repository's fixtures/tokenizer (or $HS_TOKENIZER_DIR holding
+ * gpt2/vocab.json, gpt2/merges.txt, bert/vocab.txt and families/), and checks the results.
  *
  * Build and run from the repository root:
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -std=c11 -D_POSIX_C_SOURCE=200809L \
@@ -13,7 +14,9 @@
  *
  * Input: byte 0 chooses where a pair starts (none when it is 0), the rest is the text.
  * Invalid UTF-8 must give HS_E_INPUT; anything else must encode, with every id in range, its
- * token string equal to the vocabulary's, type ids 0 then 1, and BERT's [CLS]/[SEP] framing.
+ * token string equal to the vocabulary's, type ids 0 then 1, BERT's [CLS]/[SEP] framing, the
+ * template's special tokens counted in n (n_text + n_pair + specials), and a truncation to
+ * a length chosen from the input keeping that count within the limit.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -24,7 +27,9 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static hs_tokenizer *tok_gpt2, *tok_bert;
+#define N_FAMILIES 6
+static const char *const family_names[N_FAMILIES] = {"roberta", "neox", "llama2", "llama2_ms", "llama3", "qwen2"};
+static hs_tokenizer *tok_gpt2, *tok_bert, *tok_family[N_FAMILIES];
 
 static void die(const char *what, const char *msg)
 {
@@ -48,6 +53,11 @@ static void load_once(void)
     snprintf(a, sizeof a, "%s/bert/vocab.txt", dir);
     if (hs_tokenizer_load_bert(a, 1, &tok_bert, &err) != HS_OK)
         die("load bert", err.msg);
+    for (int k = 0; k < N_FAMILIES; k++) {
+        snprintf(a, sizeof a, "%s/families/%s.tokenizer.json", dir, family_names[k]);
+        if (hs_tokenizer_load_json(a, &tok_family[k], &err) != HS_OK)
+            die(family_names[k], err.msg);
+    }
 }
 
 static int valid_utf8(const uint8_t *s, size_t n)
@@ -115,6 +125,13 @@ static void check(const hs_tokenizer *t, const char *name, const char *text, siz
     }
     if (!pair && e.n > 0 && e.type_ids[e.n - 1] != 0)
         die(name, "type id 1 without a pair");
+    size_t specials = hs_tokenizer_special_count(t, pair != NULL);
+    if (e.n_text + e.n_pair + specials != e.n || e.paired != (pair != NULL))
+        die(name, "segment lengths and the template's special tokens do not add up");
+    size_t max = specials + (len + pair_len) % 7;
+    hs_encoding_truncate(t, &e, max);
+    if (e.n > max || e.n_text + e.n_pair + specials != e.n)
+        die(name, "truncation broke the template");
     hs_encoding_free(&e);
 }
 
@@ -135,8 +152,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 (!pair || valid_utf8((const uint8_t *)pair, pair_len));
     check(tok_gpt2, "gpt-2", text, text_len, pair, pair_len, valid);
     check(tok_bert, "bert", text, text_len, pair, pair_len, valid);
+    for (int k = 0; k < N_FAMILIES; k++)
+        check(tok_family[k], family_names[k], text, text_len, pair, pair_len, valid);
     return 0;
 }
 
-#define HS_FUZZ_REPLAY_CLEANUP() do { hs_tokenizer_free(tok_gpt2); hs_tokenizer_free(tok_bert); } while (0)
+static void free_all(void)
+{
+    hs_tokenizer_free(tok_gpt2);
+    hs_tokenizer_free(tok_bert);
+    for (int k = 0; k < N_FAMILIES; k++)
+        hs_tokenizer_free(tok_family[k]);
+}
+
+#define HS_FUZZ_REPLAY_CLEANUP() free_all()
 #include "replay.h"

@@ -36,7 +36,13 @@ static void check_encode(const hs_tokenizer *t, const char *text, const char *pa
     if (hs_tokenizer_encode(t, text, strlen(text), pair, pair ? strlen(pair) : 0, &e, &err) != HS_OK)
         die(err.msg);
     size_t V = hs_tokenizer_vocab_size(t);
+    if (e.n_text + e.n_pair + hs_tokenizer_special_count(t, pair != NULL) != e.n)
+        die("segment lengths and the template's special tokens do not add up");
+    char buf[64];
     for (size_t i = 0; i < e.n; i++) {
+        size_t n = hs_tokenizer_display(t, e.ids[i], buf, sizeof buf);
+        if (n >= sizeof buf || buf[n] != '\0')
+            die("display is not NUL-terminated");
         if (e.ids[i] < 0 || (size_t)e.ids[i] >= V)
             die("id out of range");
         if (strcmp(e.tokens[i], hs_tokenizer_token(t, e.ids[i])) != 0)
@@ -62,6 +68,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     }
     check_encode(t, "Hello world! [MASK] <|endoftext|> h\xc3\xa9llo \xe6\x9d\xb1\xe4\xba\xac", NULL);
+    check_encode(t, " <s>  <mask> e\xcc\x81 12345\r\n\t'S \xe2\x82\xac\xf0\x9f\x98\x80   x", NULL);
     check_encode(t, "a", "b c");
     check_encode(t, "", NULL);
     hs_tokenizer_free(t);

@@ -1,0 +1,151 @@
+/* Helpers of the tokenizer suites (test_tokenizer.c, test_tokenizer_family.c): golden files,
+ * hex-coded cases and the comparison of an encoding with the library's ids (header-only, test
+ * code only). */
+#ifndef HEADSCOPE_TOKUTIL_H
+#define HEADSCOPE_TOKUTIL_H
+
+#include <cJSON.h>
+#include <criterion/criterion.h>
+#include <criterion/logging.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "headscope/tokenizer.h"
+#include "testutil.h"
+
+/* Decodes hex into a malloc'd buffer; *len gets the byte count. */
+static inline char *tu_unhex(const char *hex, size_t *len)
+{
+    size_t n = strlen(hex) / 2;
+    char *out = malloc(n + 1);
+    cr_assert_not_null(out);
+    for (size_t i = 0; i < n; i++) {
+        unsigned v;
+        cr_assert_eq(sscanf(hex + 2 * i, "%2x", &v), 1);
+        out[i] = (char)v;
+    }
+    out[n] = '\0';
+    *len = n;
+    return out;
+}
+
+/* The first 60 bytes of a case for failure messages, control bytes as \xNN. */
+static inline const char *tu_show_text(const char *s, size_t len, char *buf, size_t cap)
+{
+    size_t w = 0;
+    for (size_t i = 0; i < len && i < 60 && w + 5 < cap; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c < 0x20 || c == 0x7F || c == '"' || c == '\\')
+            w += (size_t)snprintf(buf + w, cap - w, "\\x%02x", c);
+        else
+            buf[w++] = (char)c;
+    }
+    buf[w] = '\0';
+    return buf;
+}
+
+/* Encodes one golden case ({"text_hex"[, "pair_hex"]}) with t and compares ids and type ids
+ * with the library's (ids: a json array; n_first: tokens of type id 0, the rest 1). A
+ * difference is logged (label, case number) when log is non-zero. Returns 1 when identical. */
+static inline int tu_golden_case(const hs_tokenizer *t, const cJSON *c, const cJSON *ids, int n_first,
+                                 const char *label, size_t idx, int log, int *was_pair)
+{
+    size_t len, plen = 0;
+    char *text = tu_unhex(cJSON_GetObjectItemCaseSensitive(c, "text_hex")->valuestring, &len);
+    const cJSON *ph = cJSON_GetObjectItemCaseSensitive(c, "pair_hex");
+    char *pair = cJSON_IsString(ph) ? tu_unhex(ph->valuestring, &plen) : NULL;
+    hs_encoding e = {0};
+    hs_error err = {{0}};
+    cr_assert_eq(hs_tokenizer_encode(t, text, len, pair, plen, &e, &err), HS_OK, "%s case %zu: %s", label, idx,
+                 err.msg);
+    size_t want_n = (size_t)cJSON_GetArraySize(ids), i = 0;
+    int same = e.n == want_n;
+    for (const cJSON *a = ids->child; same && a; a = a->next, i++)
+        same = e.ids[i] == a->valueint && e.type_ids[i] == (i < (size_t)n_first ? 0 : 1);
+    if (!same && log) {
+        char shown[300], got[200] = "", want[200] = "";
+        size_t w = 0;
+        for (i = 0; i < e.n && w < 180; i++)
+            w += (size_t)snprintf(got + w, sizeof got - w, " %d:%d", e.ids[i], e.type_ids[i]);
+        w = 0;
+        for (const cJSON *a = ids->child; a && w < 180; a = a->next)
+            w += (size_t)snprintf(want + w, sizeof want - w, " %d", a->valueint);
+        cr_log_error("%s case %zu (text \"%s\"%s): got%s, expected%s (%d type 0)", label, idx,
+                     tu_show_text(text, len, shown, sizeof shown), pair ? " + pair" : "", got, want, n_first);
+    }
+    if (was_pair)
+        *was_pair = pair != NULL;
+    hs_encoding_free(&e);
+    free(pair);
+    free(text);
+    return same;
+}
+
+/* A whole file into a malloc'd, NUL-terminated buffer, or fails the test. */
+static inline char *tu_slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    cr_assert_not_null(f, "cannot open %s", path);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    rewind(f);
+    char *buf = malloc((size_t)n + 1);
+    cr_assert_not_null(buf);
+    cr_assert_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
+    fclose(f);
+    buf[n] = '\0';
+    *len = (size_t)n;
+    return buf;
+}
+
+/* Reads and parses a json file or fails the test. */
+static inline cJSON *tu_read_json(const char *path)
+{
+    size_t n;
+    char *buf = tu_slurp(path, &n);
+    cJSON *j = cJSON_ParseWithLength(buf, n);
+    free(buf);
+    cr_assert_not_null(j, "%s is not valid json", path);
+    return j;
+}
+
+/* Copies src into dir/name. */
+static inline void tu_copy_file(const char *src, const char *dir, const char *name)
+{
+    char dst[256];
+    size_t len;
+    char *buf = tu_slurp(src, &len);
+    snprintf(dst, sizeof dst, "%s/%s", dir, name);
+    tu_write_file(dst, buf, len);
+    free(buf);
+}
+
+/* The end of a load from a temporary folder: a tokenizer exactly when it succeeded; frees
+ * it, removes dir, returns st. */
+static inline hs_status tu_loaded(hs_status st, hs_tokenizer *t, const char *dir)
+{
+    if (st == HS_OK)
+        cr_assert_not_null(t);
+    else
+        cr_assert_null(t);
+    hs_tokenizer_free(t);
+    tu_rm_rf(dir);
+    return st;
+}
+
+/* Loads a tokenizer.json given as text; returns the status, *msg the message. */
+static inline hs_status tu_load_json_text(const char *text, char *msg, size_t cap)
+{
+    char dir[64], p[128];
+    hs_error err = {{0}};
+    hs_tokenizer *t = NULL;
+    tu_mkdtemp(dir, sizeof dir);
+    snprintf(p, sizeof p, "%s/tokenizer.json", dir);
+    tu_write_file(p, text, strlen(text));
+    hs_status st = hs_tokenizer_load_json(p, &t, &err);
+    snprintf(msg, cap, "%s", err.msg);
+    return tu_loaded(st, t, dir);
+}
+
+#endif /* HEADSCOPE_TOKUTIL_H */
