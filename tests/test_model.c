@@ -220,34 +220,48 @@ Test(arch, descriptors_of_the_families)
     cr_assert_str_eq(hs_family_name(HS_FAMILY_BERT), "bert");
 }
 
-Test(arch, features_not_implemented_fail_naming_them)
+Test(arch, combinations_not_implemented_fail_naming_them)
 {
     struct {
         int field;
         const char *msg;
     } want[] = {
-        {0, "architecture 'gpt2': RMSNorm is not implemented"},
-        {1, "architecture 'gpt2': rotary position embeddings is not implemented"},
-        {2, "architecture 'gpt2': the gated SiLU MLP is not implemented"},
-        {3, "architecture 'gpt2': the parallel attention + MLP residual is not implemented"},
-        {4, "architecture 'gpt2': projections without biases is not implemented"},
-        {5, "architecture 'gpt2': grouped key/value heads is not implemented"},
+        {0, "architecture 'gpt2': a gated SiLU activation in a gelu MLP (or the reverse) is not "
+            "implemented"},
+        {1, "architecture 'gpt2': the parallel residual in a post-norm block is not implemented"},
+        {2, "architecture 'gpt2': rotary embeddings on 0 or an odd number of dimensions, or more "
+            "than a head has, is not implemented"},
+        {3, "architecture 'gpt2': rotary embeddings in a bidirectional model is not implemented"},
+        {4, "architecture 'gpt2': a number of query heads that is not a multiple of the key/value "
+            "heads is not implemented"},
+        {5, "architecture 'gpt2': grouped key/value heads in a post-norm block is not implemented"},
     };
     hs_error err = {{0}};
     cr_assert_eq(validate_with(hs_arch_find("gpt2"), &err), HS_OK, "%s", err.msg);
     for (size_t k = 0; k < sizeof want / sizeof want[0]; k++) {
         hs_arch a = *hs_arch_find("gpt2");
         switch (want[k].field) {
-        case 0: a.norm_kind = HS_NORM_RMS; break;
-        case 1: a.pos = HS_POS_ROTARY; a.rotary_frac = 0.25f; a.rotary_base = 10000; break;
-        case 2: a.act = HS_ACT_SILU_GATED; break;
-        case 3: a.parallel_residual = 1; break;
-        case 4: a.biases = 0; break;
-        case 5: a.n_kv_head = 1; break;
+        case 0: a.act = HS_ACT_SILU_GATED; break;
+        case 1: a.norm_place = HS_NORM_POST; a.parallel_residual = 1; break;
+        case 2: a.pos = HS_POS_ROTARY; a.rotary_dims = 0; break;
+        case 3: a.pos = HS_POS_ROTARY; a.rotary_dims = 2; a.causal = 0; break;
+        case 4: a.n_kv_head = 3; break;
+        case 5: a.norm_place = HS_NORM_POST; a.n_kv_head = 1; break;
         }
         hs_error e = {{0}};
         cr_assert_eq(validate_with(&a, &e), HS_E_UNSUPPORTED, "case %zu: %s", k, e.msg);
         cr_assert_str_eq(e.msg, want[k].msg);
+    }
+    /* what the rotary decoders combine is accepted */
+    const char *fam[] = {"gpt_neox", "llama", "qwen2"};
+    for (int k = 0; k < 3; k++) {
+        hs_arch a = *hs_arch_find(fam[k]);
+        a.rotary_dims = 4;
+        hs_model_config c = {.n_layer = 1, .n_head = 2, .d_model = 8, .d_ff = 32, .n_ctx = 8,
+                             .vocab_size = 16, .ln_eps = 1e-5f, .act = a.act, .arch = &a};
+        hs_error e = {{0}};
+        cr_assert_eq(hs_config_validate(&c, &e), HS_OK, "%s: %s", fam[k], e.msg);
+        cr_assert_eq(c.n_kv_head, 2);
     }
 }
 

@@ -70,6 +70,8 @@ static hs_status load_config(const hs_gguf *g, hs_model_config *cfg, hs_arch *ow
         return hs_fail(err, HS_E_UNSUPPORTED,
                        "general.architecture '%.64s' is not supported (expected %s)", arch.str,
                        hs_arch_list());
+    if ((st = hs_arch_gguf_check(ar, err)))
+        return st;
     *own = *ar;
     cfg->arch = own;
     cfg->family = ar->family;
