@@ -392,7 +392,7 @@ const char *hs_arch_beyond_base(const hs_arch *a, const hs_model_config *c)
         return "the parallel residual in a post-norm block";
     if (a->pos == HS_POS_ROTARY && (a->rotary_dims < 2 || a->rotary_dims > c->d_head ||
                                      a->rotary_dims % 2 || a->rotary_dims > HS_ROTARY_MAX_DIMS))
-        return "rotary embeddings on 0 or an odd number of dimensions, or more than a head has";
+        return "rotary embeddings on 0 or an odd number of dimensions, or more than a head has,";
     if (a->pos == HS_POS_ROTARY && !a->causal)
         return "rotary embeddings in a bidirectional model";
     if (c->n_kv_head < 1 || c->n_head % c->n_kv_head)
