@@ -223,6 +223,33 @@ static void check_importance(const char *name, dec_case *k)
     hs_loss_eval_free(ev);
 }
 
+/* The signed gradient at the case's head mask against autograd at that mask
+ * (gradient_at_mask.json), and its loss against the evaluator's. */
+static void check_masked_gradient(const char *name, dec_case *k)
+{
+    cJSON *all = read_json(GOLD "gradient_at_mask.json");
+    const cJSON *ref = cJSON_GetObjectItem(all, name);
+    cr_assert(cJSON_IsObject(ref), "%s: not in gradient_at_mask.json", name);
+    const hs_model_config *c = hs_model_config_of(k->m);
+    int L = c->n_layer, H = c->n_head;
+    hs_loss_input in = {.ids = k->ids.data, .n = k->n, .kind = HS_LOSS_LM};
+    hs_error err = {{0}};
+    double loss, base, *sg = malloc((size_t)(L * H) * sizeof *sg);
+    cr_assert_eq(hs_gradient_signed_masked(k->m, &in, k->hm.data, sg, &loss, &err), HS_OK, "%s",
+                 err.msg);
+    expect_grid(name, "gradient at the mask", sg, cJSON_GetObjectItem(ref, "gradient_at_mask"), L,
+                H, GRAD_ABS, GRAD_REL);
+    hs_loss_eval *ev;
+    cr_assert_eq(hs_loss_eval_new(k->m, &in, &ev, &err), HS_OK, "%s", err.msg);
+    cr_assert_eq(hs_loss_eval_run(ev, k->hm.data, &base, &err), HS_OK, "%s", err.msg);
+    cr_expect(fabs(loss - base) <= 1e-5, "%s: loss %.9f, evaluator %.9f", name, loss, base);
+    double want = cJSON_GetObjectItem(ref, "loss")->valuedouble;
+    cr_expect(fabs(loss - want) <= LOSS_TOL, "%s: loss %.7f, reference %.7f", name, loss, want);
+    hs_loss_eval_free(ev);
+    free(sg);
+    cJSON_Delete(all);
+}
+
 static void run_case(const char *name)
 {
     dec_case k;
@@ -230,6 +257,8 @@ static void run_case(const char *name)
     check_forward(name, &k);
     if (cJSON_IsObject(cJSON_GetObjectItem(k.j, "importance")))
         check_importance(name, &k);
+    if (k.hm.data)
+        check_masked_gradient(name, &k);
     case_close(&k);
 }
 
@@ -277,3 +306,49 @@ Test(families_dec, every_decoder_case_of_cases_tsv_is_checked)
     free(text);
     cr_expect_eq(found, (int)(sizeof decoder_cases / sizeof decoder_cases[0]));
 }
+
+/* Central difference (L(xi_h = 1 + eps) - L(xi_h = 1 - eps)) / 2 eps, eps = 1e-2, through
+ * the ordinary forward pass, against the analytic signed gradient (as tests/test_gradient.c
+ * does for GPT-2 and BERT): parallel residual with partial rotary (Pythia), grouped KV
+ * heads with RMSNorm and the gated MLP (Llama), multi-query with Q/K/V biases (Qwen2). */
+static void finite_difference(const char *name)
+{
+    dec_case k;
+    case_open(name, &k);
+    const hs_model_config *c = hs_model_config_of(k.m);
+    int lh = c->n_layer * c->n_head;
+    hs_loss_input in = {.ids = k.ids.data, .n = k.n, .kind = HS_LOSS_LM};
+    double *sg = malloc((size_t)lh * sizeof *sg), loss;
+    hs_error err = {{0}};
+    cr_assert_eq(hs_gradient_signed(k.m, &in, sg, &loss, &err), HS_OK, "%s", err.msg);
+    hs_loss_eval *ev;
+    cr_assert_eq(hs_loss_eval_new(k.m, &in, &ev, &err), HS_OK, "%s", err.msg);
+    float *mask = malloc((size_t)lh * sizeof *mask);
+    for (int q = 0; q < lh; q++)
+        mask[q] = 1.0f;
+    const double eps = 1e-2;
+    int nonzero = 0;
+    for (int q = 0; q < lh; q++) {
+        double up, down;
+        mask[q] = (float)(1.0 + eps);
+        cr_assert_eq(hs_loss_eval_run(ev, mask, &up, &err), HS_OK, "%s", err.msg);
+        mask[q] = (float)(1.0 - eps);
+        cr_assert_eq(hs_loss_eval_run(ev, mask, &down, &err), HS_OK, "%s", err.msg);
+        mask[q] = 1.0f;
+        double fd = (up - down) / (2 * eps);
+        cr_expect(fabs(fd - sg[q]) <= 2e-2 * (fabs(sg[q]) + 1e-2), "%s: head %d.%d finite "
+                  "difference %.6f, analytic %.6f", name, q / c->n_head, q % c->n_head, fd, sg[q]);
+        nonzero += fabs(sg[q]) > 1e-3;
+    }
+    cr_expect(nonzero >= lh / 2, "%s: only %d of %d gradients are clearly non-zero", name,
+              nonzero, lh);
+    free(mask);
+    hs_loss_eval_free(ev);
+    free(sg);
+    case_close(&k);
+}
+
+Test(families_dec_gradient, matches_finite_difference_pythia) { finite_difference("tiny_pythia_rand"); }
+Test(families_dec_gradient, matches_finite_difference_neox_seq) { finite_difference("tiny_neox_seq_rand"); }
+Test(families_dec_gradient, matches_finite_difference_llama) { finite_difference("tiny_llama_rand"); }
+Test(families_dec_gradient, matches_finite_difference_qwen2) { finite_difference("tiny_qwen2_rand"); }

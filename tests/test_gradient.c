@@ -341,12 +341,13 @@ Test(gradient_errors, features_beyond_the_base_block_are_refused)
     hs_model *m;
     cr_assert_eq(hs_model_load("fixtures/tiny-gpt2", &m, &err), HS_OK, "%s", err.msg);
     cr_assert_eq(m->cfg.arch, &m->arch);
-    m->arch.parallel_residual = 1;
+    m->arch.parallel_residual = 1; /* with a post-norm block: neither pass has it */
+    m->arch.norm_place = HS_NORM_POST;
     int32_t ids[3] = {464, 3290, 318};
     hs_loss_input in = {.ids = ids, .n = 3, .kind = HS_LOSS_LM};
     double raw[64], norm[64];
     cr_assert_eq(hs_gradient_importance(m, &in, raw, norm, &err), HS_E_UNSUPPORTED);
-    cr_assert_str_eq(err.msg, "gradient importance: the backward pass of the parallel attention "
-                     "+ MLP residual (architecture 'gpt2') is not implemented");
+    cr_assert_str_eq(err.msg, "gradient importance: the backward pass of the parallel residual in "
+                     "a post-norm block (architecture 'gpt2') is not implemented");
     hs_model_free(m);
 }
