@@ -159,6 +159,23 @@ BB_TEXT="$(printf 'sentence %d goes on, ' $(seq 1 12))"
 gguf_round_trip "$T/bert-base" "$BB_TEXT" f32 f16 bf16 q8_0
 rm -rf "$T/bert-base"
 
+# Pythia-160m's shape (12 x 12 x 768, rotary on 16 of 64 dims, parallel residual, vocab 50304,
+# untied embed_out), random F16 weights generated now, no tokenizer: 48 seeded ids through
+# attn --ids; maps (1e-5) and every next-token NLL (1e-4) against families.py.
+"$PY" fixtures/ref/make_checkpoint.py --arch pythia-160m --out "$T/pythia-160m" --dtype f16 >/dev/null &&
+    "$PY" -c "import numpy as np; np.save('$T/py_ids.npy', np.random.default_rng(160).integers(0, 50304, 48).astype('<i4'))" ||
+    bad "pythia-160m checkpoint"
+expect 0 "pythia-160m attn --ids" -- "$HS" attn "$T/pythia-160m" --ids "$T/py_ids.npy" --nll "$T/py_nll.npy" -o "$T/py_attn.npy" -q
+if "$PY" fixtures/ref/compare_family.py "$T/pythia-160m" "$T/py_ids.npy" "$T/py_attn.npy" --nll "$T/py_nll.npy" >"$T/cmp" 2>&1; then
+    ok
+else
+    bad "pythia-160m maps and NLL vs families.py: $(cat "$T/cmp")"
+fi
+expect 1 "pythia-160m refuses GGUF" -- "$HS" convert "$T/pythia-160m" -o "$T/py.gguf"
+stderr_has "pythia-160m refuses GGUF" "GGUF files of architecture 'gpt_neox' are not read or written yet"
+no_file "pythia-160m refuses GGUF" "$T/py.gguf"
+rm -rf "$T/pythia-160m" "$T/py_attn.npy" "$T/py_nll.npy"
+
 # ---- bad input: one line on stderr, exit 1, no output file ----------------------------------
 for d in fixtures/bad/*/; do
     d=${d%/}
