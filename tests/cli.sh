@@ -176,6 +176,34 @@ stderr_has "pythia-160m refuses GGUF" "GGUF files of architecture 'gpt_neox' are
 no_file "pythia-160m refuses GGUF" "$T/py.gguf"
 rm -rf "$T/pythia-160m" "$T/py_attn.npy" "$T/py_nll.npy"
 
+# A grouped-query model end to end: tiny Qwen2 (4 query heads on 1 KV head) with GPT-2's
+# byte-level tokenizer.json, analyzed from text. Every head's kv_head, the loss, the ablation
+# of each query head and of each KV group against families.py on the report's ids.
+"$PY" fixtures/ref/make_family_checkpoint.py --arch tiny-qwen2 --out "$T/qwen-gpt2tok" \
+    --tokenizer fixtures/tokenizer/gpt2.tokenizer.json --seed 5 >/dev/null || bad "tiny qwen2 checkpoint"
+expect 0 "analyze grouped-query model" -- "$HS" analyze "$T/qwen-gpt2tok" -o "$T/qw" -q \
+    --text "The cat sat on the mat. The cat sat on the mat."
+if "$PY" -c "
+import json, sys
+import numpy as np
+sys.path.insert(0, 'fixtures/ref')
+import families as F
+r = json.load(open('$T/qw/report.json'))
+m = F.load_model('$T/qwen-gpt2tok')
+H, KV = m.cfg['H'], m.cfg['KV']
+assert r['model']['n_kv_head'] == KV == 1 and [h['kv_head'] for h in r['heads']] == [h % H // (H // KV) for h in range(len(r['heads']))]
+base, abl = F.ablation(m, np.array(r['input']['ids']))
+_, abl_kv = F.ablation(m, np.array(r['input']['ids']), kv_groups=True)
+got = np.array([h['ablation_delta'] for h in r['heads']]).reshape(abl.shape)
+d = max(abs(base - r['loss']['value']), float(np.abs(got - abl).max()), float(np.abs(np.array(r['kv_groups']['ablation_delta']) - abl_kv).max()))
+print('grouped-query report: loss, ablation, KV-group ablation max|d| = %.3g' % d)
+sys.exit(0 if d <= 1e-4 and r['kv_groups']['heads_per_group'] == 4 else 1)" >"$T/cmp" 2>&1; then
+    ok
+else
+    bad "grouped-query report vs families.py: $(cat "$T/cmp")"
+fi
+rm -rf "$T/qwen-gpt2tok" "$T/qw"
+
 # ---- bad input: one line on stderr, exit 1, no output file ----------------------------------
 for d in fixtures/bad/*/; do
     d=${d%/}

@@ -83,6 +83,7 @@ void hs_analysis_free(hs_analysis *a)
     free(a->mlm_targets);
     free(a->curve);
     free(a->candidates);
+    free(a->ablation_kv);
     free(a);
 }
 
