@@ -58,18 +58,6 @@ static hs_model *load_ids_only(const char *model_dir, char *tmp, size_t cap)
     return m;
 }
 
-/* -log softmax(row)[target] in double. */
-static double nll_of(const float *row, int V, int target)
-{
-    double mx = row[0];
-    for (int v = 1; v < V; v++)
-        mx = row[v] > mx ? row[v] : mx;
-    double s = 0;
-    for (int v = 0; v < V; v++)
-        s += exp((double)row[v] - mx);
-    return -((double)row[target] - mx - log(s));
-}
-
 typedef struct dec_case {
     cJSON *j;
     hs_model *m;
@@ -140,7 +128,7 @@ static void check_forward(const char *name, dec_case *k)
     double loss = 0;
     cr_assert_eq(cJSON_GetArraySize(nll), n - 1);
     for (int i = 0; i + 1 < n; i++) {
-        double v = nll_of(logits + (size_t)i * c->vocab_size, c->vocab_size, id[i + 1]);
+        double v = tu_nll(logits + (size_t)i * c->vocab_size, c->vocab_size, id[i + 1]);
         double want = cJSON_GetArrayItem(nll, i)->valuedouble;
         cr_expect(fabs(v - want) <= LOSS_TOL, "%s: nll[%d] %.7f vs %.7f", name, i, v, want);
         loss += v;
@@ -307,44 +295,15 @@ Test(families_dec, every_decoder_case_of_cases_tsv_is_checked)
     cr_expect_eq(found, (int)(sizeof decoder_cases / sizeof decoder_cases[0]));
 }
 
-/* Central difference (L(xi_h = 1 + eps) - L(xi_h = 1 - eps)) / 2 eps, eps = 1e-2, through
- * the ordinary forward pass, against the analytic signed gradient (as tests/test_gradient.c
- * does for GPT-2 and BERT): parallel residual with partial rotary (Pythia), grouped KV
+/* The analytic signed gradient against central differences (testutil.h, as
+ * tests/test_gradient.c does for GPT-2 and BERT): parallel residual with partial rotary (Pythia), grouped KV
  * heads with RMSNorm and the gated MLP (Llama), multi-query with Q/K/V biases (Qwen2). */
 static void finite_difference(const char *name)
 {
     dec_case k;
     case_open(name, &k);
-    const hs_model_config *c = hs_model_config_of(k.m);
-    int lh = c->n_layer * c->n_head;
     hs_loss_input in = {.ids = k.ids.data, .n = k.n, .kind = HS_LOSS_LM};
-    double *sg = malloc((size_t)lh * sizeof *sg), loss;
-    hs_error err = {{0}};
-    cr_assert_eq(hs_gradient_signed(k.m, &in, sg, &loss, &err), HS_OK, "%s", err.msg);
-    hs_loss_eval *ev;
-    cr_assert_eq(hs_loss_eval_new(k.m, &in, &ev, &err), HS_OK, "%s", err.msg);
-    float *mask = malloc((size_t)lh * sizeof *mask);
-    for (int q = 0; q < lh; q++)
-        mask[q] = 1.0f;
-    const double eps = 1e-2;
-    int nonzero = 0;
-    for (int q = 0; q < lh; q++) {
-        double up, down;
-        mask[q] = (float)(1.0 + eps);
-        cr_assert_eq(hs_loss_eval_run(ev, mask, &up, &err), HS_OK, "%s", err.msg);
-        mask[q] = (float)(1.0 - eps);
-        cr_assert_eq(hs_loss_eval_run(ev, mask, &down, &err), HS_OK, "%s", err.msg);
-        mask[q] = 1.0f;
-        double fd = (up - down) / (2 * eps);
-        cr_expect(fabs(fd - sg[q]) <= 2e-2 * (fabs(sg[q]) + 1e-2), "%s: head %d.%d finite "
-                  "difference %.6f, analytic %.6f", name, q / c->n_head, q % c->n_head, fd, sg[q]);
-        nonzero += fabs(sg[q]) > 1e-3;
-    }
-    cr_expect(nonzero >= lh / 2, "%s: only %d of %d gradients are clearly non-zero", name,
-              nonzero, lh);
-    free(mask);
-    hs_loss_eval_free(ev);
-    free(sg);
+    tu_check_finite_difference(k.m, &in, name);
     case_close(&k);
 }
 

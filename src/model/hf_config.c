@@ -208,16 +208,15 @@ static hs_status parse_rope(const cJSON *root, hs_arch *a, int d_head, const cha
     return HS_OK;
 }
 
-/* tie_word_embeddings (default: the family's) into a->tied_embeddings. */
-static hs_status get_tied(const cJSON *root, hs_arch *a, hs_error *err)
+/* A boolean field into *out; absent or null leaves *out alone. */
+static hs_status get_bool(const cJSON *root, const char *key, int *out, hs_error *err)
 {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, "tie_word_embeddings");
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, key);
     if (!v || cJSON_IsNull(v))
         return HS_OK;
     if (!cJSON_IsBool(v))
-        return hs_fail(err, HS_E_FORMAT, "config.json: field 'tie_word_embeddings' must be true "
-                       "or false");
-    a->tied_embeddings = cJSON_IsTrue(v);
+        return hs_fail(err, HS_E_FORMAT, "config.json: field '%s' must be true or false", key);
+    *out = cJSON_IsTrue(v);
     return HS_OK;
 }
 
@@ -241,24 +240,18 @@ static hs_status get_decoder_dims(const cJSON *root, hs_model_config *c, hs_erro
 static hs_status parse_gpt_neox(const cJSON *root, hs_model_config *c, hs_arch *a, hs_error *err)
 {
     hs_status st;
-    int par = 1;
     c->family = HS_FAMILY_GPT_NEOX;
     c->ln_eps = 1e-5f;
     c->act = HS_ACT_GELU_ERF;
     c->n_ctx = 2048;
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, "use_parallel_residual");
-    if (v && !cJSON_IsNull(v) && !cJSON_IsBool(v))
-        return hs_fail(err, HS_E_FORMAT, "config.json: field 'use_parallel_residual' must be "
-                       "true or false");
-    if (cJSON_IsBool(v))
-        par = cJSON_IsTrue(v);
-    if ((st = get_decoder_dims(root, c, err)) ||
+    if ((st = get_bool(root, "use_parallel_residual", &a->parallel_residual, err)) ||
+        (st = get_decoder_dims(root, c, err)) ||
         (st = get_float(root, "layer_norm_eps", &c->ln_eps, err)) ||
         (st = parse_act(get_str(root, "hidden_act"), &c->act, err)) ||
-        (st = require_bool(root, "attention_bias", 1, err)) || (st = get_tied(root, a, err)) ||
+        (st = require_bool(root, "attention_bias", 1, err)) ||
+        (st = get_bool(root, "tie_word_embeddings", &a->tied_embeddings, err)) ||
         (st = parse_rope(root, a, c->d_model / c->n_head, "rotary_emb_base", "rotary_pct", err)))
         return st;
-    a->parallel_residual = par;
     return HS_OK;
 }
 
@@ -274,7 +267,8 @@ static hs_status parse_llama_like(const cJSON *root, hs_model_config *c, hs_arch
         (st = get_int(root, "num_key_value_heads", 0, &kv, err)) ||
         (st = get_int(root, "head_dim", 0, &head_dim, err)) ||
         (st = get_float(root, "rms_norm_eps", &c->ln_eps, err)) ||
-        (st = require_bool(root, "mlp_bias", 0, err)) || (st = get_tied(root, a, err)) ||
+        (st = require_bool(root, "mlp_bias", 0, err)) ||
+        (st = get_bool(root, "tie_word_embeddings", &a->tied_embeddings, err)) ||
         (st = parse_rope(root, a, c->d_model / c->n_head, "rope_theta", "partial_rotary_factor",
                          err)))
         return st;
@@ -295,10 +289,10 @@ static hs_status parse_llama_like(const cJSON *root, hs_model_config *c, hs_arch
 
 static hs_status parse_llama(const cJSON *root, hs_model_config *c, hs_arch *a, hs_error *err)
 {
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, "attention_bias");
-    if (v && !cJSON_IsNull(v) && !cJSON_IsBool(v))
-        return hs_fail(err, HS_E_FORMAT, "config.json: field 'attention_bias' must be true or false");
-    a->qkv_bias = a->o_bias = cJSON_IsTrue(v); /* q, k, v and o biases */
+    hs_status st = get_bool(root, "attention_bias", &a->qkv_bias, err);
+    if (st)
+        return st;
+    a->o_bias = a->qkv_bias; /* q, k, v and o biases */
     c->family = HS_FAMILY_LLAMA;
     c->n_ctx = 2048;
     return parse_llama_like(root, c, a, err);
