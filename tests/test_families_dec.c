@@ -22,18 +22,6 @@
 #define GRAD_REL 1e-3
 #define GOLD "fixtures/family-golden/"
 
-static cJSON *read_json(const char *path)
-{
-    char *text;
-    size_t len;
-    hs_error err = {{0}};
-    cr_assert_eq(hs_read_file(path, 1 << 24, &text, &len, &err), HS_OK, "%s", err.msg);
-    cJSON *j = cJSON_ParseWithLength(text, len);
-    free(text);
-    cr_assert_not_null(j, "bad json %s", path);
-    return j;
-}
-
 /* The committed folders hold tokenizer.json files whose tokenizers (SentencePiece-style BPE,
  * NFC, split pre-tokenizers) are another module's work: the goldens feed ids, so the model
  * is opened from a folder holding its config and weights only (links into the fixture). */
@@ -71,7 +59,7 @@ static void case_open(const char *name, dec_case *k)
     char path[256];
     memset(k, 0, sizeof *k);
     snprintf(path, sizeof path, GOLD "%s.json", name);
-    k->j = read_json(path);
+    k->j = tu_json_file(path);
     k->m = load_ids_only(cJSON_GetObjectItem(k->j, "model")->valuestring, k->tmp, sizeof k->tmp);
     snprintf(path, sizeof path, GOLD "%s.ids.npy", name);
     k->ids = tu_npy(path);
@@ -215,7 +203,7 @@ static void check_importance(const char *name, dec_case *k)
  * (gradient_at_mask.json), and its loss against the evaluator's. */
 static void check_masked_gradient(const char *name, dec_case *k)
 {
-    cJSON *all = read_json(GOLD "gradient_at_mask.json");
+    cJSON *all = tu_json_file(GOLD "gradient_at_mask.json");
     const cJSON *ref = cJSON_GetObjectItem(all, name);
     cr_assert(cJSON_IsObject(ref), "%s: not in gradient_at_mask.json", name);
     const hs_model_config *c = hs_model_config_of(k->m);

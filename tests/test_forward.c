@@ -41,14 +41,7 @@ static cJSON *load_case_json(const char *name)
 {
     char path[256];
     snprintf(path, sizeof path, "fixtures/golden/%s.json", name);
-    char *text;
-    size_t len;
-    hs_error err = {{0}};
-    cr_assert_eq(hs_read_file(path, 1 << 24, &text, &len, &err), HS_OK, "%s", err.msg);
-    cJSON *j = cJSON_ParseWithLength(text, len);
-    free(text);
-    cr_assert_not_null(j, "bad json %s", path);
-    return j;
+    return tu_json_file(path);
 }
 
 static int file_exists(const char *p) { return access(p, R_OK) == 0; }

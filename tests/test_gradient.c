@@ -27,15 +27,9 @@ static const char *const golden_cases[] = {
 
 static cJSON *case_json(const char *name)
 {
-    char path[256], *text;
-    size_t len;
+    char path[320];
     snprintf(path, sizeof path, "fixtures/golden/%s.json", name);
-    hs_error err = {{0}};
-    cr_assert_eq(hs_read_file(path, 1 << 24, &text, &len, &err), HS_OK, "%s", err.msg);
-    cJSON *j = cJSON_ParseWithLength(text, len);
-    free(text);
-    cr_assert_not_null(j, "bad json %s", path);
-    return j;
+    return tu_json_file(path);
 }
 
 static int32_t *json_ids(const cJSON *a, int *n)

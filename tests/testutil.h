@@ -8,11 +8,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <cJSON.h>
 #include <criterion/criterion.h>
 
 #include "headscope/importance.h"
 #include "headscope/model.h"
 #include "headscope/npy.h"
+#include "internal.h"
 
 /* Shared models (../shared beside the checkout) and committed fixtures. */
 #define SHARED_MODELS "../shared/models"
@@ -42,6 +44,19 @@ static inline double tu_max_abs_diff(const float *a, const float *b, size_t coun
     if (where)
         *where = w;
     return m;
+}
+
+/* The JSON file at path (up to 16 MB), parsed, or the test fails. cJSON_Delete it. */
+static inline cJSON *tu_json_file(const char *path)
+{
+    char *text;
+    size_t len;
+    hs_error err = {{0}};
+    cr_assert_eq(hs_read_file(path, 1 << 24, &text, &len, &err), HS_OK, "%s", err.msg);
+    cJSON *j = cJSON_ParseWithLength(text, len);
+    free(text);
+    cr_assert_not_null(j, "bad json %s", path);
+    return j;
 }
 
 /* -log softmax(row: (V))[target], in double. */
