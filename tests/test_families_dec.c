@@ -13,6 +13,7 @@
 #include "headscope/importance.h"
 #include "headscope/model.h"
 #include "internal.h"
+#include "nn/ops.h"
 #include "testutil.h"
 
 #define ATTN_TOL 1e-5
@@ -299,3 +300,146 @@ Test(families_dec_gradient, matches_finite_difference_pythia) { finite_differenc
 Test(families_dec_gradient, matches_finite_difference_neox_seq) { finite_difference("tiny_neox_seq_rand"); }
 Test(families_dec_gradient, matches_finite_difference_llama) { finite_difference("tiny_llama_rand"); }
 Test(families_dec_gradient, matches_finite_difference_qwen2) { finite_difference("tiny_qwen2_rand"); }
+
+/* ---- configs and folders that are refused, each with its one-line reason ---------------- */
+
+/* Writes text as dir/config.json and opens the folder's config alone; returns the status. */
+static hs_status open_config(const char *dir, const char *text, hs_error *err)
+{
+    char path[512];
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    tu_write_file(path, text, strlen(text));
+    hs_model *m = NULL;
+    hs_status st = hs_model_open(dir, HS_OPEN_TOKENIZER, &m, err);
+    hs_model_free(m);
+    return st;
+}
+
+#define DIMS "\"num_hidden_layers\": 2, \"num_attention_heads\": 4, \"hidden_size\": 64, " \
+             "\"intermediate_size\": 128, \"vocab_size\": 100"
+
+Test(families_dec_config, reads_rope_parameters_and_refuses_what_the_block_lacks)
+{
+    char dir[64];
+    tu_mkdtemp(dir, sizeof dir);
+    struct {
+        const char *json, *msg; /* msg NULL: opens */
+    } cases[] = {
+        {"{\"model_type\": \"llama\", " DIMS ", \"num_key_value_heads\": 2}", NULL},
+        {"{\"model_type\": \"llama\", " DIMS ", \"rope_scaling\": {\"rope_type\": \"yarn\", "
+         "\"factor\": 4}}", "config.json: rope scaling type 'yarn' is not supported (expected "
+         "default, linear or llama3)"},
+        {"{\"model_type\": \"llama\", " DIMS ", \"rope_parameters\": {\"rope_type\": \"dynamic\", "
+         "\"factor\": 2, \"rope_theta\": 10000}}", "config.json: rope scaling type 'dynamic' is "
+         "not supported (expected default, linear or llama3)"},
+        {"{\"model_type\": \"llama\", " DIMS ", \"mlp_bias\": true}",
+         "config.json: 'mlp_bias': true is not supported"},
+        {"{\"model_type\": \"llama\", " DIMS ", \"hidden_act\": \"gelu\"}",
+         "config.json: hidden_act 'gelu' is not supported (expected silu)"},
+        {"{\"model_type\": \"llama\", " DIMS ", \"head_dim\": 32}", "config.json: head_dim 32 "
+         "differs from hidden_size / num_attention_heads = 16: not supported"},
+        {"{\"model_type\": \"llama\", " DIMS ", \"num_key_value_heads\": 3}", "config.json: "
+         "num_attention_heads 4 is not a multiple of num_key_value_heads 3"},
+        {"{\"model_type\": \"qwen2\", " DIMS ", \"num_key_value_heads\": 1, "
+         "\"use_sliding_window\": true}", "config.json: 'use_sliding_window': true is not supported"},
+        {"{\"model_type\": \"gpt_neox\", " DIMS ", \"attention_bias\": false}",
+         "config.json: 'attention_bias': false is not supported"},
+        {"{\"model_type\": \"gpt_neo\"}", "config.json: model_type 'gpt_neo' is not supported: "
+         "GPT-Neo alternates global and local (windowed) attention layers and leaves its "
+         "attention scores unscaled"},
+        {"{\"model_type\": \"llama\", " DIMS ", \"rope_scaling\": {\"rope_type\": \"llama3\", "
+         "\"factor\": 8}}", "config.json: llama3 rope scaling needs low_freq_factor < "
+         "high_freq_factor and original_max_position_embeddings"},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        hs_error err = {{0}};
+        hs_status st = open_config(dir, cases[k].json, &err);
+        if (!cases[k].msg) {
+            cr_expect_eq(st, HS_OK, "case %zu: %s", k, err.msg);
+            continue;
+        }
+        cr_expect_neq(st, HS_OK, "case %zu opened", k);
+        cr_expect_str_eq(err.msg, cases[k].msg, "case %zu", k);
+    }
+    tu_rm_rf(dir);
+}
+
+/* transformers 5's rope_parameters wins over the 4.x keys; llama3 scaling is read from it. */
+Test(families_dec_config, rope_parameters_set_the_rotary_values)
+{
+    char dir[64];
+    tu_mkdtemp(dir, sizeof dir);
+    char path[512];
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    const char *json = "{\"model_type\": \"gpt_neox\", " DIMS ", \"rotary_pct\": 0.5, "
+                       "\"rotary_emb_base\": 100, \"rope_parameters\": {\"rope_theta\": 500000, "
+                       "\"partial_rotary_factor\": 0.25, \"rope_type\": \"llama3\", \"factor\": 8, "
+                       "\"low_freq_factor\": 1, \"high_freq_factor\": 4, "
+                       "\"original_max_position_embeddings\": 32}, \"use_parallel_residual\": false}";
+    tu_write_file(path, json, strlen(json));
+    hs_model *m = NULL;
+    hs_error err = {{0}};
+    cr_assert_eq(hs_model_open(dir, HS_OPEN_TOKENIZER, &m, &err), HS_OK, "%s", err.msg);
+    const hs_arch *a = hs_model_config_of(m)->arch;
+    cr_expect_eq(a->rotary_dims, 4); /* int(16 * 0.25) */
+    cr_expect_eq(a->rotary_base, 500000.0f);
+    cr_expect_eq(a->rope_scaling, HS_ROPE_LLAMA3);
+    cr_expect(a->rope_factor == 8.0f && a->rope_low_freq == 1.0f && a->rope_high_freq == 4.0f &&
+              a->rope_orig_ctx == 32);
+    cr_expect_eq(a->parallel_residual, 0);
+    /* theta_0 = 1: wavelength 2 pi < 32 / 4, kept; theta_1 = 500000^(-1/2): wavelength
+     * 4443 > 32, divided by 8 (Llama 3.1's bands, by hand) */
+    double inv[2];
+    hs_op_rope_freqs(a, inv);
+    cr_expect(fabs(inv[0] - 1.0) < 1e-12 && fabs(inv[1] - pow(500000.0, -0.5) / 8) < 1e-15,
+              "%.17g %.17g", inv[0], inv[1]);
+    hs_model_free(m);
+    tu_rm_rf(dir);
+}
+
+/* A sharded checkpoint whose index names a tensor in a shard that does not hold it, or a
+ * shard that is not there, fails naming it. */
+Test(families_dec_config, sharded_index_must_match_the_shards)
+{
+    char dir[64], path[512], cwd[1024], from[2048];
+    tu_mkdtemp(dir, sizeof dir);
+    cr_assert_not_null(getcwd(cwd, sizeof cwd));
+    const char *files[] = {"config.json", "model-00001-of-00002.safetensors",
+                           "model-00002-of-00002.safetensors"};
+    for (int k = 0; k < 3; k++) {
+        snprintf(from, sizeof from, "%s/fixtures/family-models/tiny-llama/%s", cwd, files[k]);
+        snprintf(path, sizeof path, "%s/%s", dir, files[k]);
+        cr_assert_eq(symlink(from, path), 0);
+    }
+    cJSON *idx = tu_json_file("fixtures/family-models/tiny-llama/model.safetensors.index.json");
+    cJSON *wm = cJSON_GetObjectItem(idx, "weight_map");
+    char first[256]; /* moved to the other shard */
+    snprintf(first, sizeof first, "%s", wm->child->string);
+    const char *other = strstr(wm->child->valuestring, "00001-of") ? files[2] : files[1];
+    cJSON_ReplaceItemInObject(wm, first, cJSON_CreateString(other));
+    char *text = cJSON_Print(idx);
+    snprintf(path, sizeof path, "%s/model.safetensors.index.json", dir);
+    tu_write_file(path, text, strlen(text));
+    free(text);
+    hs_model *m = NULL;
+    hs_error err = {{0}};
+    cr_expect_eq(hs_model_load(dir, &m, &err), HS_E_FORMAT);
+    char want[512];
+    snprintf(want, sizeof want, "model.safetensors.index.json names tensor '%s' in '%s', which "
+             "does not hold it", first, other);
+    cr_expect_str_eq(err.msg, want);
+    cJSON_ReplaceItemInObject(wm, first, cJSON_CreateString("model-00003-of-00002.safetensors"));
+    text = cJSON_Print(idx);
+    tu_write_file(path, text, strlen(text));
+    free(text);
+    cr_expect_eq(hs_model_load(dir, &m, &err), HS_E_IO);
+    cr_expect(strstr(err.msg, "model-00003-of-00002.safetensors") != NULL, "%s", err.msg);
+    cJSON_ReplaceItemInObject(wm, first, cJSON_CreateString("../model.safetensors"));
+    text = cJSON_Print(idx);
+    tu_write_file(path, text, strlen(text));
+    free(text);
+    cr_expect_eq(hs_model_load(dir, &m, &err), HS_E_FORMAT);
+    cr_expect(strstr(err.msg, "no valid shard file name") != NULL, "%s", err.msg);
+    cJSON_Delete(idx);
+    tu_rm_rf(dir);
+}
