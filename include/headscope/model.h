@@ -1,9 +1,10 @@
 /*
- * headscope/model.h — loading GPT-2 and BERT checkpoints.
+ * headscope/model.h — loading transformer checkpoints: GPT-2, BERT and the rotary decoders
+ * (GPT-NeoX/Pythia, Llama, Qwen2).
  *
- * headscope opens a Hugging Face model folder (config.json, model.safetensors and
- * tokenizer files) or a single GGUF file (model.bin), detected by magic bytes, and
- * normalises the weights into one float32 layout shared by both families.
+ * headscope opens a Hugging Face model folder (config.json, model.safetensors or its
+ * shards, and tokenizer files) or a single GGUF file (model.bin), detected by magic bytes,
+ * and normalises the weights into one float32 layout shared by every family.
  *
  *     hs_error err = {0};
  *     hs_model *m = NULL;
@@ -116,7 +117,7 @@ typedef struct hs_arch {
     const struct hs_names *names;
 } hs_arch;
 
-/* The descriptor of a family by its name ("gpt2", "bert") or by its enum, or NULL when
+/* The descriptor of a family by its name ("gpt2", "llama") or by its enum, or NULL when
  * unknown. Static; the model's own is hs_model_config_of(m)->arch. */
 const hs_arch *hs_arch_find(const char *name);
 const hs_arch *hs_arch_of(hs_family f);
@@ -209,7 +210,7 @@ void hs_model_files_free(hs_model_file *files, int n);
 /* The key/value head query head h reads: h / (n_head / n_kv_head). */
 int hs_model_kv_head(const hs_model_config *c, int h);
 
-/* Family names: "gpt2" / "bert". */
+/* Family names: "gpt2", "bert", "gpt_neox", "llama", "qwen2". */
 const char *hs_family_name(hs_family f);
 
 #ifdef __cplusplus
