@@ -158,8 +158,10 @@ static void add_composition(cJSON *r, const hs_analysis *a)
     cJSON *co = cJSON_AddObjectToObject(r, "composition");
     if (!cp) {
         cJSON_AddBoolToObject(co, "available", 0);
-        cJSON_AddStringToObject(co, "reason", c->arch->norm_place != HS_NORM_PRE
-                                                  ? "defined for the GPT-2 family (pre-LN) only"
+        cJSON_AddStringToObject(co, "reason", !hs_composition_defined(c)
+                                                  ? "defined for the GPT-2 family only (pre-LN "
+                                                    "LayerNorm, learned positions, a "
+                                                    "sequential residual, a KV head per head)"
                                                   : "not computed (--no-composition)");
         return;
     }
