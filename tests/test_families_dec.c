@@ -13,7 +13,6 @@
 #include "headscope/importance.h"
 #include "headscope/model.h"
 #include "internal.h"
-#include "model/model_internal.h"
 #include "nn/ops.h"
 #include "testutil.h"
 
@@ -398,6 +397,13 @@ Test(families_dec_config, rope_parameters_set_the_rotary_values)
     tu_rm_rf(dir);
 }
 
+static void write_json(const char *path, const cJSON *j)
+{
+    char *text = cJSON_Print(j);
+    tu_write_file(path, text, strlen(text));
+    free(text);
+}
+
 /* A sharded checkpoint whose index names a tensor in a shard that does not hold it, or a
  * shard that is not there, fails naming it. */
 Test(families_dec_config, sharded_index_must_match_the_shards)
@@ -418,10 +424,8 @@ Test(families_dec_config, sharded_index_must_match_the_shards)
     snprintf(first, sizeof first, "%s", wm->child->string);
     const char *other = strstr(wm->child->valuestring, "00001-of") ? files[2] : files[1];
     cJSON_ReplaceItemInObject(wm, first, cJSON_CreateString(other));
-    char *text = cJSON_Print(idx);
     snprintf(path, sizeof path, "%s/model.safetensors.index.json", dir);
-    tu_write_file(path, text, strlen(text));
-    free(text);
+    write_json(path, idx);
     hs_model *m = NULL;
     hs_error err = {{0}};
     cr_expect_eq(hs_model_load(dir, &m, &err), HS_E_FORMAT);
@@ -430,112 +434,13 @@ Test(families_dec_config, sharded_index_must_match_the_shards)
              "does not hold it", first, other);
     cr_expect_str_eq(err.msg, want);
     cJSON_ReplaceItemInObject(wm, first, cJSON_CreateString("model-00003-of-00002.safetensors"));
-    text = cJSON_Print(idx);
-    tu_write_file(path, text, strlen(text));
-    free(text);
+    write_json(path, idx);
     cr_expect_eq(hs_model_load(dir, &m, &err), HS_E_IO);
     cr_expect(strstr(err.msg, "model-00003-of-00002.safetensors") != NULL, "%s", err.msg);
     cJSON_ReplaceItemInObject(wm, first, cJSON_CreateString("../model.safetensors"));
-    text = cJSON_Print(idx);
-    tu_write_file(path, text, strlen(text));
-    free(text);
+    write_json(path, idx);
     cr_expect_eq(hs_model_load(dir, &m, &err), HS_E_FORMAT);
     cr_expect(strstr(err.msg, "no valid shard file name") != NULL, "%s", err.msg);
     cJSON_Delete(idx);
     tu_rm_rf(dir);
-}
-
-/* ---- the name tables: transformers' checkpoint names and llama.cpp's GGUF names -------- */
-
-typedef struct walked {
-    char hf[64][64], gguf[64][64];
-    int n;
-} walked;
-
-static hs_status collect(void *ctx, const hs_tensor_name *e, int layer, hs_error *err)
-{
-    walked *w = ctx;
-    (void)err;
-    cr_assert_lt(w->n, 64);
-    hs_names_format(e->hf, layer, w->hf[w->n], sizeof w->hf[0]);
-    hs_names_format(e->gguf, layer, w->gguf[w->n], sizeof w->gguf[0]);
-    w->n++;
-    return HS_OK;
-}
-
-/* The rows a one-layer model of the family asks for, in order, as "hf gguf" lines. The
- * expected lists are typed from transformers' modeling_gpt_neox.py / modeling_llama.py /
- * modeling_qwen2.py names and llama.cpp's gguf-py constants.py (MODEL_ARCH.GPTNEOX, LLAMA,
- * QWEN2 tensor lists); the walk leaves out what the descriptor does not have. */
-static void expect_walk(const char *family, int qkv_bias, const char *const *want, int n_want)
-{
-    hs_arch a = *hs_arch_find(family);
-    a.qkv_bias = qkv_bias || a.qkv_bias;
-    hs_model_config c = {.n_layer = 1, .n_head = 2, .d_model = 8, .d_ff = 16, .arch = &a};
-    walked w = {0};
-    cr_assert_eq(hs_names_walk(&c, collect, &w, NULL), HS_OK);
-    cr_expect_eq(w.n, n_want, "%s: %d rows", family, w.n);
-    for (int k = 0; k < w.n && k < n_want; k++) {
-        char got[160];
-        snprintf(got, sizeof got, "%s %s", w.hf[k], w.gguf[k]);
-        cr_expect_str_eq(got, want[k], "%s row %d", family, k);
-    }
-}
-
-Test(families_dec_names, tables_name_what_transformers_and_llama_cpp_write)
-{
-    static const char *const neox[] = {
-        "embed_in.weight token_embd.weight",
-        "layers.0.input_layernorm.weight blk.0.attn_norm.weight",
-        "layers.0.input_layernorm.bias blk.0.attn_norm.bias",
-        "layers.0.attention.query_key_value.weight blk.0.attn_qkv.weight",
-        "layers.0.attention.query_key_value.bias blk.0.attn_qkv.bias",
-        "layers.0.attention.dense.weight blk.0.attn_output.weight",
-        "layers.0.attention.dense.bias blk.0.attn_output.bias",
-        "layers.0.post_attention_layernorm.weight blk.0.ffn_norm.weight",
-        "layers.0.post_attention_layernorm.bias blk.0.ffn_norm.bias",
-        "layers.0.mlp.dense_h_to_4h.weight blk.0.ffn_up.weight",
-        "layers.0.mlp.dense_h_to_4h.bias blk.0.ffn_up.bias",
-        "layers.0.mlp.dense_4h_to_h.weight blk.0.ffn_down.weight",
-        "layers.0.mlp.dense_4h_to_h.bias blk.0.ffn_down.bias",
-        "final_layer_norm.weight output_norm.weight",
-        "final_layer_norm.bias output_norm.bias",
-        "embed_out.weight output.weight",
-    };
-    static const char *const llama[] = {
-        "embed_tokens.weight token_embd.weight",
-        "layers.0.input_layernorm.weight blk.0.attn_norm.weight",
-        "layers.0.self_attn.q_proj.weight blk.0.attn_q.weight",
-        "layers.0.self_attn.k_proj.weight blk.0.attn_k.weight",
-        "layers.0.self_attn.v_proj.weight blk.0.attn_v.weight",
-        "layers.0.self_attn.o_proj.weight blk.0.attn_output.weight",
-        "layers.0.post_attention_layernorm.weight blk.0.ffn_norm.weight",
-        "layers.0.mlp.gate_proj.weight blk.0.ffn_gate.weight",
-        "layers.0.mlp.up_proj.weight blk.0.ffn_up.weight",
-        "layers.0.mlp.down_proj.weight blk.0.ffn_down.weight",
-        "norm.weight output_norm.weight",
-        "lm_head.weight output.weight",
-    };
-    static const char *const qwen2[] = {
-        "embed_tokens.weight token_embd.weight",
-        "layers.0.input_layernorm.weight blk.0.attn_norm.weight",
-        "layers.0.self_attn.q_proj.weight blk.0.attn_q.weight",
-        "layers.0.self_attn.q_proj.bias blk.0.attn_q.bias",
-        "layers.0.self_attn.k_proj.weight blk.0.attn_k.weight",
-        "layers.0.self_attn.k_proj.bias blk.0.attn_k.bias",
-        "layers.0.self_attn.v_proj.weight blk.0.attn_v.weight",
-        "layers.0.self_attn.v_proj.bias blk.0.attn_v.bias",
-        "layers.0.self_attn.o_proj.weight blk.0.attn_output.weight",
-        "layers.0.post_attention_layernorm.weight blk.0.ffn_norm.weight",
-        "layers.0.mlp.gate_proj.weight blk.0.ffn_gate.weight",
-        "layers.0.mlp.up_proj.weight blk.0.ffn_up.weight",
-        "layers.0.mlp.down_proj.weight blk.0.ffn_down.weight",
-        "norm.weight output_norm.weight",
-        "lm_head.weight output.weight",
-    };
-    expect_walk("gpt_neox", 0, neox, (int)(sizeof neox / sizeof neox[0]));
-    expect_walk("llama", 0, llama, (int)(sizeof llama / sizeof llama[0]));
-    expect_walk("qwen2", 0, qwen2, (int)(sizeof qwen2 / sizeof qwen2[0]));
-    cr_expect_str_eq(hs_arch_find("gpt_neox")->names->hf_prefix, "gpt_neox.");
-    cr_expect_str_eq(hs_arch_find("llama")->names->hf_prefix, "model.");
 }
