@@ -159,6 +159,7 @@ browser-test: $(BIN)
 ref-test:
 	/usr/bin/python3 fixtures/ref/selftest.py
 	/usr/bin/python3 fixtures/ref/family_selftest.py
+	/usr/bin/python3 bench/torch_selftest.py
 
 test: all unit cli-test fuzz-replay browser-test lib-test ref-test
 
@@ -203,9 +204,27 @@ example: all
 BENCH_MODEL = $(BUILD)/bench/gpt2-small
 BENCH_BERT = $(BUILD)/bench/bert-base
 BENCH_ARGS ?=
-bench: all $(BUILD)/hs-bench $(BENCH_MODEL)/config.json $(BENCH_BERT)/config.json
-	$(BUILD)/hs-bench $(BENCH_MODEL) $(BENCH_BERT) --headscope $(BIN) \
+# one model of each other family at a published shape (tokenizers from fixtures/tokenizer/)
+BENCH_FAMILIES = $(BUILD)/bench/roberta-base $(BUILD)/bench/distilbert-base \
+	$(BUILD)/bench/pythia-160m $(BUILD)/bench/tinyllama-1.1b
+bench: all $(BUILD)/hs-bench $(BENCH_MODEL)/config.json $(BENCH_BERT)/config.json \
+		$(addsuffix /config.json,$(BENCH_FAMILIES))
+	$(BUILD)/hs-bench $(BENCH_MODEL) $(BENCH_BERT) --family $(BENCH_FAMILIES) --headscope $(BIN) \
 		--torch bench/torch_forward.py --python /usr/bin/python3 $(BENCH_ARGS)
+
+$(BUILD)/bench/roberta-base/config.json:
+	/usr/bin/python3 fixtures/ref/make_checkpoint.py --arch roberta-base --out $(@D) \
+		--tokenizer fixtures/tokenizer/families/roberta.tokenizer.json
+$(BUILD)/bench/distilbert-base/config.json:
+	/usr/bin/python3 fixtures/ref/make_checkpoint.py --arch distilbert-base --out $(@D) \
+		--tokenizer fixtures/tokenizer/bert-uncased.tokenizer.json
+$(BUILD)/bench/pythia-160m/config.json:
+	/usr/bin/python3 fixtures/ref/make_checkpoint.py --arch pythia-160m --out $(@D) \
+		--tokenizer fixtures/tokenizer/families/neox.tokenizer.json
+# BF16, as TinyLlama is published (2.2 GB on disk, 4.4 GB as F32 in memory)
+$(BUILD)/bench/tinyllama-1.1b/config.json:
+	/usr/bin/python3 fixtures/ref/make_checkpoint.py --arch tinyllama-1.1b --dtype bf16 --out $(@D) \
+		--tokenizer fixtures/tokenizer/families/llama2.tokenizer.json
 
 $(BENCH_MODEL)/config.json:
 	/usr/bin/python3 fixtures/ref/make_checkpoint.py --arch gpt2-small --out $(BENCH_MODEL) --tokenizer fixtures/tiny-gpt2

@@ -2,11 +2,14 @@
  * throughput measured on the same machine in the same run and against the same forward
  * pass in PyTorch (bench/torch_forward.py), at 1 thread and at all threads.
  *
- *   build/hs-bench [MODEL_DIR...] [--reps N] [--quick] [--headscope PATH]
- *                  [--torch SCRIPT] [--python PATH]
+ *   build/hs-bench [MODEL_DIR...] [--family MODEL_DIR...] [--reps N] [--quick]
+ *                  [--headscope PATH] [--torch SCRIPT] [--python PATH]
  *
  * MODEL_DIR defaults to build/bench/gpt2-small (`make bench` passes it and
  * build/bench/bert-base). The analyze, memory and corpus rows use the first model.
+ * --family: models of the other families (`make bench` passes roberta-base,
+ * distilbert-base, pythia-160m and tinyllama-1.1b), run at n = 128 and 512 only, each with
+ * the peak memory of `headscope attn` at n = 512 beside its F32 weights.
  * --quick: 1 repetition, n = 128 only, no analyze, memory or ablation rows (for tests).
  * Prints medians of N repetitions and ratios beside the targets; no pass/fail
  * (docs/bench.md explains the numbers). */
@@ -23,9 +26,10 @@
 #include "headscope/version.h"
 #include "bench.h"
 
-#define MAX_MODELS 4
+#define MAX_MODELS 8
 #define N_SIZES 3
 #define MAX_THR 2
+#define FAMILY_MAX_N 512 /* --family models: the sizes up to this */
 
 static const int sizes[N_SIZES] = {128, 512, 1024};
 
@@ -180,7 +184,8 @@ static const char *base_name(const char *path)
 int main(int argc, char **argv)
 {
     const char *paths[MAX_MODELS];
-    int n_models = 0, reps = 5, quick = 0;
+    int family[MAX_MODELS] = {0}; /* 1: a --family model (n <= FAMILY_MAX_N, memory row) */
+    int n_models = 0, reps = 5, quick = 0, in_family = 0;
     const char *headscope = NULL; /* the command, for the memory and corpus rows */
     const char *script = "bench/torch_forward.py", *python = "/usr/bin/python3";
     for (int i = 1; i < argc; i++) {
@@ -194,11 +199,17 @@ int main(int argc, char **argv)
             python = argv[++i];
         else if (!strcmp(argv[i], "--quick"))
             quick = 1;
+        else if (!strcmp(argv[i], "--family"))
+            in_family = 1;
         else if (n_models < MAX_MODELS)
-            paths[n_models++] = argv[i];
+            family[n_models] = in_family, paths[n_models++] = argv[i];
     }
-    if (!n_models)
+    if (!n_models || family[0]) { /* the first model is the GPT-2 the later rows use */
+        fprintf(stderr, "hs-bench: give a GPT-2 or BERT model before --family\n");
+        if (n_models)
+            return 2;
         paths[n_models++] = "build/bench/gpt2-small";
+    }
     if (quick)
         reps = 1;
     if (reps < 1 || reps > 64)
@@ -230,20 +241,24 @@ int main(int argc, char **argv)
         }
         const hs_model_config *c = hs_model_config_of(m);
         double hs[N_SIZES][MAX_THR] = {{0}}, tt[N_SIZES][MAX_THR];
-        for (int s = 0; s < n_sizes; s++)
-            for (int i = 0; i < n_thr && sizes[s] <= c->n_ctx; i++) {
+        int max_n = family[mi] && FAMILY_MAX_N < c->n_ctx ? FAMILY_MAX_N : c->n_ctx;
+        int m_sizes = 0; /* the sizes this model runs */
+        while (m_sizes < n_sizes && sizes[m_sizes] <= max_n)
+            m_sizes++;
+        for (int s = 0; s < m_sizes; s++)
+            for (int i = 0; i < n_thr; i++) {
                 hs_set_threads(thr[i]);
                 hs[s][i] = forward_median(m, sizes[s], reps);
                 if (hs[s][i] < 0)
                     return 1;
             }
         hs_set_threads(0);
-        int have_torch = torch_medians(python, script, paths[mi], thr, n_thr, n_sizes, reps, tt);
+        int have_torch = torch_medians(python, script, paths[mi], thr, n_thr, m_sizes, reps, tt);
         if (mi == 0)
             printf("%-12s %5s %4s %10s %8s %8s %10s %9s %9s\n", "model", "n", "thr",
                    "headscope", "GFLOP/s", "% sgemm", "torch", "torch/hs", "maps MB");
-        for (int s = 0; s < n_sizes; s++)
-            for (int i = 0; i < n_thr && sizes[s] <= c->n_ctx; i++) {
+        for (int s = 0; s < m_sizes; s++)
+            for (int i = 0; i < n_thr; i++) {
                 int n = sizes[s];
                 double gf = forward_flops(c, n) / hs[s][i] / 1e9;
                 printf("%-12.12s %5d %4d %8.1f ms %8.1f %7.0f%% ", base_name(paths[mi]), n,
@@ -254,6 +269,8 @@ int main(int argc, char **argv)
                     printf("%10s %9s", "-", "-");
                 printf(" %9.1f\n", (double)c->n_layer * c->n_head * n * n * 4 / 1e6);
             }
+        if (family[mi] && headscope && !quick)
+            bench_family_memory_row(headscope, paths[mi], m, FAMILY_MAX_N);
         fflush(stdout);
         if (mi == 0) {
             first = m;

@@ -29,6 +29,9 @@ void bench_analyze_rows(const hs_model *m, double fwd128);
 /* Peak RSS of `headscope attn` and `headscope analyze` at n = 1024 (or the context). */
 void bench_memory_rows(const char *headscope, const char *model, const hs_model *m);
 
+/* Peak RSS of `headscope attn` on a text of up to n tokens, beside the F32 weights. */
+void bench_family_memory_row(const char *headscope, const char *model, const hs_model *m, int n);
+
 /* `headscope analyze MODEL --corpus` throughput on k texts of >= 128 tokens, with and
  * without --corpus-ablation (k_abl texts), in texts/s, tokens/s and units of fwd128. */
 void bench_corpus_rows(const char *headscope, const char *model, int k, int k_abl, double fwd128);

@@ -102,6 +102,31 @@ void bench_memory_rows(const char *headscope, const char *model, const hs_model 
     remove_dir(dir);
 }
 
+void bench_family_memory_row(const char *headscope, const char *model, const hs_model *m, int n)
+{
+    const hs_model_config *c = hs_model_config_of(m);
+    char dir[] = "/tmp/hs-bench-fam-XXXXXX";
+    if (!mkdtemp(dir))
+        return;
+    char text[96], npy[96];
+    snprintf(text, sizeof text, "%s/text.txt", dir);
+    snprintf(npy, sizeof npy, "%s/a.npy", dir);
+    n = c->n_ctx < n ? c->n_ctx : n;
+    double f32_mb = (double)hs_model_param_count(m) * 4 / 1048576.0, t = 0;
+    const char *attn[] = {headscope, "attn", model, "--file", text, "--truncate", "-o", npy, "-q",
+                          NULL};
+    double r = bench_write_text(text, 2 * n) == 0 ? bench_peak_rss_mb(attn, &t) : -1;
+    if (r < 0)
+        printf("  peak memory of attn: not measured (the command failed; a model needs its "
+               "tokenizer files)\n");
+    else
+        printf("  peak memory of attn, up to %d tokens: %.0f MB in %.1f s (F32 weights %.0f MB, "
+               "one layer's maps %.0f MB)\n", n, r, t, f32_mb,
+               (double)c->n_head * n * n * 4 / 1048576.0);
+    fflush(stdout);
+    remove_dir(dir);
+}
+
 /* Wall time of `headscope analyze MODEL --corpus FILE --max-texts k --max-tokens 128`
  * (ablation: with --corpus-ablation), or -1 when it failed. */
 static double corpus_run(const char *headscope, const char *model, const char *file,

@@ -3,8 +3,9 @@
 
     torch_forward.py MODEL_DIR [--sizes 128,512,1024] [--threads 1,2] [--reps 5]
 
-Reads MODEL_DIR/config.json and MODEL_DIR/model.safetensors (a GPT-2 or BERT checkpoint as
-fixtures/ref/make_checkpoint.py writes them), runs a forward pass that keeps every layer's
+Reads MODEL_DIR/config.json and MODEL_DIR/model.safetensors or its shards (a GPT-2, BERT,
+RoBERTa, DistilBERT, GPT-NeoX, Llama or Qwen2 checkpoint as fixtures/ref/make_checkpoint.py
+writes them), runs a forward pass that keeps every layer's
 attention probabilities (L tensors of (H, n, n), returned), no LM/MLM head, under
 torch.no_grad(), and prints one line per size and thread count:
 
@@ -14,6 +15,14 @@ Written from the published architectures, not from headscope or transformers: GP
 (Radford et al. 2019) is pre-LayerNorm, causal, tanh-approximated GELU, Conv1D weights
 stored (in, out), final ln_f; BERT (Devlin et al. 2019) is post-LayerNorm, bidirectional,
 erf GELU, word + position + token-type embeddings, Linear weights stored (out, in).
+RoBERTa (Liu et al. 2019) is BERT with position rows offset by padding_idx + 1; DistilBERT
+(Sanh et al. 2019) is BERT without token types, its own tensor names. GPT-NeoX (Black et al.
+2022; Pythia, Biderman et al. 2023): pre-LayerNorm, rotary position embeddings (Su et al.
+2021, rotate-half form) on the first rotary_pct of each head's dimensions, QKV fused per head,
+attention and MLP in parallel from the same input when use_parallel_residual. Llama (Touvron
+et al. 2023) and Qwen2: RMSNorm, rotary on every dimension (base rope_theta), grouped-query
+attention (num_key_value_heads, each shared by a group of consecutive query heads), SiLU-gated
+MLP, no biases except Qwen2's Q/K/V.
 Without torch it prints `notorch REASON` and exits 0, so the bench can go on.
 """
 import argparse
@@ -21,6 +30,7 @@ import json
 import math
 import os
 import statistics
+import struct
 import sys
 import time
 
@@ -31,13 +41,44 @@ except ImportError as e:  # python3-torch is optional for the bench
     print("notorch %s" % e)
     sys.exit(0)
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures", "gguf"))
-from write_gguf import read_safetensors  # noqa: E402  (numpy only)
+import numpy as np  # noqa: E402
 
 
-def read_weights(path):
-    """{name: float32 torch.Tensor} from a safetensors file (fixtures/gguf's numpy reader)."""
-    return {k: torch.from_numpy(v) for k, v in read_safetensors(path).items()}
+def read_safetensors(path):
+    """{name: float32 ndarray} of a safetensors file's F32/F16/BF16 tensors; other dtypes
+    (the BOOL masks older GPT-NeoX files hold beside the weights) are left out."""
+    with open(path, "rb") as f:
+        (n,) = struct.unpack("<Q", f.read(8))
+        header = json.loads(f.read(n).decode("utf-8"))
+        blob = f.read()
+    out = {}
+    for name, info in header.items():
+        if name == "__metadata__" or info["dtype"] not in ("F32", "F16", "BF16"):
+            continue
+        a, b = info["data_offsets"]
+        raw = np.frombuffer(blob, np.uint8, b - a, a)
+        if info["dtype"] == "F32":
+            arr = raw.view("<f4").copy()
+        elif info["dtype"] == "F16":
+            arr = raw.view("<f2").astype(np.float32)
+        else:
+            arr = (raw.view("<u2").astype(np.uint32) << 16).view(np.float32)
+        out[name] = arr.reshape(info["shape"])
+    return out
+
+
+def read_weights(model_dir):
+    """{name: float32 torch.Tensor} from model.safetensors or the shards its index names
+    """
+    index = os.path.join(model_dir, "model.safetensors.index.json")
+    files = ["model.safetensors"]
+    if os.path.exists(index):
+        with open(index) as f:
+            files = sorted(set(json.load(f)["weight_map"].values()))
+    w = {}
+    for name in files:
+        w.update({k: torch.from_numpy(v) for k, v in read_safetensors(os.path.join(model_dir, name)).items()})
+    return w
 
 
 def strip_prefix(w, prefixes):
@@ -47,13 +88,32 @@ def strip_prefix(w, prefixes):
     return w
 
 
-def attention(q, k, v, n_head, causal):
-    """q, k, v: (n, d) -> context (n, d) and probs (n_head, n, n)."""
-    n, d = q.shape
-    dh = d // n_head
+def rotate(x, rot, base):
+    """Rotary embedding (rotate-half form) on the first rot dimensions of x: (heads, n, dh)."""
+    n = x.shape[1]
+    inv = 1.0 / (base ** (torch.arange(0, rot, 2, dtype=torch.float32) / rot))
+    ang = torch.outer(torch.arange(n, dtype=torch.float32), inv)
+    cos, sin = torch.cat((ang, ang), -1).cos(), torch.cat((ang, ang), -1).sin()
+    r, keep = x[..., :rot], x[..., rot:]
+    half = torch.cat((-r[..., rot // 2:], r[..., :rot // 2]), -1)
+    return torch.cat((r * cos + half * sin, keep), -1)
+
+
+def attention(q, k, v, n_head, causal, n_kv=None, rot=0, base=10000.0):
+    """q: (n, n_head dh), k, v: (n, n_kv dh) -> context (n, n_head dh) and probs (n_head, n, n);
+    query head h reads key/value head h // (n_head / n_kv)."""
+    n = q.shape[0]
+    dh = q.shape[1] // n_head
+    d = n_head * dh
+    n_kv = n_kv or n_head
     q = q.view(n, n_head, dh).transpose(0, 1)
-    k = k.view(n, n_head, dh).transpose(0, 1)
-    v = v.view(n, n_head, dh).transpose(0, 1)
+    k = k.view(n, n_kv, dh).transpose(0, 1)
+    v = v.view(n, n_kv, dh).transpose(0, 1)
+    if rot:
+        q, k = rotate(q, rot, base), rotate(k, rot, base)
+    if n_kv != n_head:
+        k = k.repeat_interleave(n_head // n_kv, dim=0)
+        v = v.repeat_interleave(n_head // n_kv, dim=0)
     scores = torch.matmul(q, k.transpose(1, 2)) / math.sqrt(dh)
     if causal:
         mask = torch.ones(n, n, dtype=torch.bool).triu(1)
@@ -116,13 +176,103 @@ def bert_forward(w, cfg, ids, type_ids=None):
     return x, maps
 
 
+def roberta_forward(w, cfg, ids):
+    """BERT whose token i reads position row i + padding_idx + 1."""
+    off = cfg["pad_token_id"] + 1
+    w = dict(w)
+    w["embeddings.position_embeddings.weight"] = w["embeddings.position_embeddings.weight"][off:]
+    return bert_forward(w, cfg, ids)
+
+
+def distilbert_forward(w, cfg, ids):
+    d, H = cfg["dim"], cfg["n_heads"]
+    n = ids.shape[0]
+    e = "embeddings."
+    x = w[e + "word_embeddings.weight"][ids] + w[e + "position_embeddings.weight"][:n]
+    x = F.layer_norm(x, (d,), w[e + "LayerNorm.weight"], w[e + "LayerNorm.bias"], 1e-12)
+    lin = (lambda t, s: F.linear(t, w[s + ".weight"], w[s + ".bias"]))
+    maps = []
+    for l in range(cfg["n_layers"]):
+        p = "transformer.layer.%d." % l
+        a = p + "attention."
+        ctx, probs = attention(lin(x, a + "q_lin"), lin(x, a + "k_lin"), lin(x, a + "v_lin"), H, causal=False)
+        maps.append(probs)
+        x = F.layer_norm(x + lin(ctx, a + "out_lin"), (d,), w[p + "sa_layer_norm.weight"],
+                         w[p + "sa_layer_norm.bias"], 1e-12)
+        h = lin(F.gelu(lin(x, p + "ffn.lin1")), p + "ffn.lin2")
+        x = F.layer_norm(x + h, (d,), w[p + "output_layer_norm.weight"], w[p + "output_layer_norm.bias"], 1e-12)
+    return x, maps
+
+
+def neox_forward(w, cfg, ids):
+    d, H = cfg["hidden_size"], cfg["num_attention_heads"]
+    dh, eps = d // H, cfg.get("layer_norm_eps", 1e-5)
+    rot = int(dh * cfg.get("rotary_pct", 1.0))
+    base = cfg.get("rotary_emb_base", 10000.0)
+    n = ids.shape[0]
+    lin = (lambda t, s: F.linear(t, w[s + ".weight"], w[s + ".bias"]))
+    ln = (lambda t, s: F.layer_norm(t, (d,), w[s + ".weight"], w[s + ".bias"], eps))
+    x = w["embed_in.weight"][ids]
+    maps = []
+    for l in range(cfg["num_hidden_layers"]):
+        p = "layers.%d." % l
+        qkv = lin(ln(x, p + "input_layernorm"), p + "attention.query_key_value").view(n, H, 3, dh)
+        q, k, v = (qkv[:, :, i].reshape(n, d) for i in range(3))
+        ctx, probs = attention(q, k, v, H, causal=True, rot=rot, base=base)
+        maps.append(probs)
+        a = lin(ctx, p + "attention.dense")
+        # parallel: x + attn(ln1 x) + mlp(ln2 x); sequential: the MLP reads x + attn(ln1 x)
+        mlp_in = ln(x if cfg.get("use_parallel_residual", True) else x + a, p + "post_attention_layernorm")
+        x = x + a + lin(F.gelu(lin(mlp_in, p + "mlp.dense_h_to_4h")), p + "mlp.dense_4h_to_h")
+    return ln(x, "final_layer_norm"), maps
+
+
+def llama_forward(w, cfg, ids):
+    """Llama and Qwen2 (Q/K/V biases when stored)."""
+    d, H = cfg["hidden_size"], cfg["num_attention_heads"]
+    kv, eps = cfg.get("num_key_value_heads", H), cfg["rms_norm_eps"]
+    dh = cfg.get("head_dim") or d // H
+    if cfg.get("rope_scaling"):
+        raise SystemExit("torch_forward.py: rope_scaling is not benchmarked")
+    rms = (lambda t, s: t * torch.rsqrt(t.pow(2).mean(-1, keepdim=True) + eps) * w[s + ".weight"])
+    lin = (lambda t, s: F.linear(t, w[s + ".weight"], w.get(s + ".bias")))
+    x = w["embed_tokens.weight"][ids]
+    maps = []
+    for l in range(cfg["num_hidden_layers"]):
+        p = "layers.%d." % l
+        h = rms(x, p + "input_layernorm")
+        a = p + "self_attn."
+        ctx, probs = attention(lin(h, a + "q_proj"), lin(h, a + "k_proj"), lin(h, a + "v_proj"), H,
+                               causal=True, n_kv=kv, rot=dh, base=cfg.get("rope_theta", 10000.0))
+        maps.append(probs)
+        x = x + lin(ctx, a + "o_proj")
+        h = rms(x, p + "post_attention_layernorm")
+        x = x + lin(F.silu(lin(h, p + "mlp.gate_proj")) * lin(h, p + "mlp.up_proj"), p + "mlp.down_proj")
+    return rms(x, "norm"), maps
+
+
+# model_type: (forward, weight-name prefix, config key of the layer count, of the positions)
+FAMILIES = {
+    "gpt2": (gpt2_forward, "transformer.", "n_layer", "n_positions"),
+    "bert": (bert_forward, "bert.", "num_hidden_layers", "max_position_embeddings"),
+    "roberta": (roberta_forward, "roberta.", "num_hidden_layers", "max_position_embeddings"),
+    "distilbert": (distilbert_forward, "distilbert.", "n_layers", "max_position_embeddings"),
+    "gpt_neox": (neox_forward, "gpt_neox.", "num_hidden_layers", "max_position_embeddings"),
+    "llama": (llama_forward, "model.", "num_hidden_layers", "max_position_embeddings"),
+    "qwen2": (llama_forward, "model.", "num_hidden_layers", "max_position_embeddings"),
+}
+
+
 def load(model_dir):
+    """(family, forward, config, weights without the family's prefix, positions, vocabulary)."""
     with open(os.path.join(model_dir, "config.json")) as f:
         cfg = json.load(f)
-    w = read_weights(os.path.join(model_dir, "model.safetensors"))
-    if cfg.get("model_type") == "bert":
-        return "bert", cfg, strip_prefix(w, ("bert.",)), cfg["max_position_embeddings"], cfg["vocab_size"]
-    return "gpt2", cfg, strip_prefix(w, ("transformer.",)), cfg["n_positions"], cfg["vocab_size"]
+    family = cfg.get("model_type", "gpt2")
+    if family not in FAMILIES:
+        raise SystemExit("torch_forward.py: model_type %r is not benchmarked" % family)
+    fwd, prefix, _, pos_key = FAMILIES[family]
+    n_ctx = cfg[pos_key] - (cfg["pad_token_id"] + 1 if family == "roberta" else 0)
+    return family, fwd, cfg, strip_prefix(read_weights(model_dir), (prefix,)), n_ctx, cfg["vocab_size"]
 
 
 def main(argv=None):
@@ -132,10 +282,9 @@ def main(argv=None):
     ap.add_argument("--threads", default="1,%d" % (os.cpu_count() or 1))
     ap.add_argument("--reps", type=int, default=5)
     a = ap.parse_args(argv)
-    family, cfg, w, n_ctx, vocab = load(a.model)
-    fwd = bert_forward if family == "bert" else gpt2_forward
-    n_layer = cfg.get("n_layer", cfg.get("num_hidden_layers"))
-    n_head = cfg.get("n_head", cfg.get("num_attention_heads"))
+    family, fwd, cfg, w, n_ctx, vocab = load(a.model)
+    n_layer = cfg[FAMILIES[family][2]]
+    n_head = cfg.get("n_head", cfg.get("num_attention_heads", cfg.get("n_heads")))
     print("torch %s" % torch.__version__)
     sys.stdout.flush()
     with torch.no_grad():

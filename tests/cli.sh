@@ -204,6 +204,68 @@ else
 fi
 rm -rf "$T/qwen-gpt2tok" "$T/qw"
 
+# ---- encoder families: RoBERTa and DistilBERT ------------------------------------------------
+# The tiny models of fixtures/family-models with the tokenizer files of
+# fixtures/encoder-golden/tokenizers, and roberta-base / distilbert-base shapes with random
+# weights (generated now): maps against the float64 reference families.py (compare_family.py,
+# 1e-5), the MLM loss (1e-4) and gradient importance (autograd) of `analyze`'s report
+# (check_family_report.py), `analyze` end to end, GGUF for RoBERTa, DistilBERT refused.
+# family_check NAME DIR TEXT [analyze options]: tokenize, attn, analyze, the references.
+family_check() {
+    local name=$1 dir=$2 text=$3
+    shift 3
+    expect 0 "$name tokenize" -- "$HS" tokenize "$dir" --text "$text" --json
+    "$PY" -c "import json, sys, numpy as np; np.save(sys.argv[2], np.array(json.load(open(sys.argv[1]))['ids'], np.int32))" \
+        "$T/out" "$T/fam_ids.npy" || { bad "$name ids"; return; }
+    expect 0 "$name attn" -- "$HS" attn "$dir" --text "$text" -o "$T/fam_attn.npy"
+    "$PY" fixtures/ref/compare_family.py "$dir" "$T/fam_ids.npy" "$T/fam_attn.npy" >"$T/cmp" 2>&1 &&
+        ok || bad "$name maps vs families.py: $(cat "$T/cmp")"
+    echo "$name: $(cat "$T/cmp")"
+    rm -rf "$T/fam_out"
+    expect 0 "$name analyze" -- "$HS" analyze "$dir" --text "$text" -o "$T/fam_out" -q "$@"
+    local fam=${name#tiny-}
+    "$PY" -c "import json, sys; sys.exit(json.load(open(sys.argv[1]))['model']['family'] != sys.argv[2])" \
+        "$T/fam_out/report.json" "${fam%-base}" && ok || bad "$name report family"
+    "$PY" fixtures/ref/check_family_report.py "$T/fam_out/report.json" "$dir" >"$T/cmp" 2>&1 &&
+        ok || bad "$name loss and gradient vs families.py: $(cat "$T/cmp")"
+    echo "$name: $(tr "\n" ";" <"$T/cmp")"
+    [ -s "$T/fam_out/index.html" ] && [ -s "$T/fam_out/gallery.png" ] && ok || bad "$name analyze outputs"
+}
+FAM_TEXT="the capital of france is paris. the cat sat on the mat, and the cat sat on the mat."
+for f in roberta distilbert; do
+    mkdir -p "$T/tiny-$f" && cp fixtures/family-models/tiny-$f/* fixtures/encoder-golden/tokenizers/$f/* "$T/tiny-$f/"
+    family_check "tiny-$f" "$T/tiny-$f" "$FAM_TEXT"
+done
+expect 0 "info tiny-roberta" -- "$HS" info "$T/tiny-roberta"
+grep -q '^family: *roberta (bidirectional, post-LN, gelu erf)' "$T/out" && ok || bad "info roberta: $(cat "$T/out")"
+gguf_round_trip "$T/tiny-roberta" "$FAM_TEXT" f32 f16 q8_0
+"$HS" convert "$T/tiny-roberta" -o "$T/rb.bin" >/dev/null && "$HS" info "$T/rb.bin" >"$T/out" 2>&1
+grep -q "general.architecture = 'bert'" "$T/out" && grep -q "tokenizer.ggml.model = 'gpt2'" "$T/out" &&
+    grep -q '^family: *roberta' "$T/out" && ok || bad "roberta gguf as llama.cpp writes it: $(head -c 600 "$T/out")"
+rm -f "$T/rb.bin"
+expect 1 "distilbert convert" -- "$HS" convert "$T/tiny-distilbert" -o "$T/db.bin"
+one_line_error "distilbert convert"
+stderr_has "distilbert convert" "architecture 'distilbert' has no GGUF form"
+no_file "distilbert convert" "$T/db.bin"
+rm -rf "$T/tiny-roberta" "$T/tiny-distilbert"
+# Real shapes at n = 64 tokens (no ablation: 144 / 72 passes). roberta-base reads its byte-level
+# BPE as vocab.json + merges.txt written from fixtures/tokenizer/families/roberta.tokenizer.json,
+# distilbert-base the bert-base-uncased vocab.txt (its published tokenizer).
+ENC_TEXT="$(printf 'the story %d goes on here, ' $(seq 1 7))"
+"$PY" fixtures/ref/make_checkpoint.py --arch roberta-base --out "$T/roberta-base" >/dev/null &&
+    "$PY" -c "
+import json, sys
+j = json.load(open('fixtures/tokenizer/families/roberta.tokenizer.json', encoding='utf-8'))
+json.dump(j['model']['vocab'], open(sys.argv[1] + '/vocab.json', 'w', encoding='utf-8'), ensure_ascii=False)
+m = j['model']['merges']
+open(sys.argv[1] + '/merges.txt', 'w', encoding='utf-8').write('#version: 0.2\n' + ''.join((x if isinstance(x, str) else ' '.join(x)) + '\n' for x in m))" "$T/roberta-base" &&
+    family_check roberta-base "$T/roberta-base" "$ENC_TEXT" --no-ablation || bad "roberta-base checkpoint"
+rm -rf "$T/roberta-base"
+"$PY" fixtures/ref/make_checkpoint.py --arch distilbert-base --out "$T/distilbert-base" >/dev/null &&
+    cp fixtures/tokenizer/bert/vocab.txt "$T/distilbert-base/" &&
+    family_check distilbert-base "$T/distilbert-base" "$ENC_TEXT" --no-ablation || bad "distilbert-base checkpoint"
+rm -rf "$T/distilbert-base"
+
 # ---- bad input: one line on stderr, exit 1, no output file ----------------------------------
 for d in fixtures/bad/*/; do
     d=${d%/}

@@ -10,6 +10,10 @@ package in python/) set against what llama.cpp's tools printed for the same GGUF
         headscope's final hidden states of TEXT against llama-embedding's (--pooling none
         --embd-normalize -1 --embd-output-format json, in JSON); fails when a token's cosine
         similarity is below MIN_COS.
+    llamacpp.py embed-ids GGUF IDS JSON MIN_COS
+        the same on the ids llama-tokenize --ids printed (IDS, a file whose last line is a
+        Python list), for a family whose special tokens headscope's tokenizer of the file
+        does not add (RoBERTa's <s> ... </s>).
     llamacpp.py ids JSON_A JSON_B
         the ids of `headscope tokenize --json` (JSON_A) against llama-tokenize --ids (JSON_B,
         a Python list); fails when they differ.
@@ -73,13 +77,24 @@ def cmd_loss(path, textfile, n, ppl, tol):
     return 0 if d <= tol else 1
 
 
-def cmd_embed(path, text, jsonfile, min_cos):
+def read_ids(path):
+    """The Python list on the last line of llama-tokenize --ids's output."""
+    with open(path, encoding="utf-8") as f:
+        text = f.read().strip().splitlines()
+    return json.loads(text[-1]) if text else []
+
+
+def cmd_embed(path, text, jsonfile, min_cos, ids_file=None):
     min_cos = float(min_cos)
     with open(jsonfile, encoding="utf-8") as f:
         data = json.load(f)["data"]
     ref = np.array([row["embedding"] for row in data], dtype=np.float64)
     with headscope.load(path) as m:
-        enc = m.tokenize(text)
+        if ids_file:
+            ids = read_ids(ids_file)
+            enc = headscope.Tokens(ids, [""] * len(ids), [0] * len(ids))
+        else:
+            enc = m.tokenize(text)
         _, hid = forward(m, enc, hidden=True)
     if ref.shape != hid.shape:
         print("embeddings: llama.cpp %s, headscope %s" % (ref.shape, hid.shape))
@@ -94,9 +109,7 @@ def cmd_embed(path, text, jsonfile, min_cos):
 def cmd_ids(a, b):
     with open(a, encoding="utf-8") as f:
         mine = json.load(f)["ids"]
-    with open(b, encoding="utf-8") as f:
-        text = f.read().strip().splitlines()
-    theirs = json.loads(text[-1]) if text else []
+    theirs = read_ids(b)
     if mine == theirs:
         return 0
     print("headscope %s\nllama.cpp %s" % (mine, theirs))
@@ -104,7 +117,8 @@ def cmd_ids(a, b):
 
 
 def main(argv):
-    cmds = {"loss": (cmd_loss, 5), "embed": (cmd_embed, 4), "ids": (cmd_ids, 2)}
+    cmds = {"loss": (cmd_loss, 5), "embed": (cmd_embed, 4), "ids": (cmd_ids, 2),
+            "embed-ids": (lambda g, i, j, c: cmd_embed(g, None, j, c, i), 4)}
     if len(argv) < 2 or argv[1] not in cmds or len(argv) - 2 != cmds[argv[1]][1]:
         sys.stderr.write(__doc__)
         return 2

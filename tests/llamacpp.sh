@@ -9,7 +9,10 @@
 #     fixtures/corpus/licenses.txt (within 1e-4 nats at f32); llama-simple, llama-cli and
 #     llama-eval-callback load and run every file;
 #   - BERT: llama-embedding's final hidden states (no pooling, no normalisation) against
-#     headscope's (cosine >= 0.99999 for every token at f32).
+#     headscope's (cosine >= 0.99999 for every token at f32);
+#   - RoBERTa (fixtures/family-models/tiny-roberta with the tokenizer files of
+#     fixtures/encoder-golden/tokenizers, converted as llama.cpp's RobertaModel writes it):
+#     llama-embedding's hidden states against headscope's on llama-tokenize's ids.
 #
 #   LLAMACPP=/path/to/llama.cpp/build/bin [LLAMACPP_MODELS=/path/to/llama.cpp/models] \
 #       bash tests/llamacpp.sh          # or: make llamacpp-test LLAMACPP=...
@@ -187,6 +190,25 @@ for ty in $TYPES; do
         if "$PY" tests/llamacpp.py embed "$f" "$text" "$T/emb.json" $cos >"$T/emb.log"; then ok; else bad "$name text $k: cosine below $cos"; fi
         echo "$name text $k: $(cat "$T/emb.log")"
     done
+done
+
+# ---- RoBERTa (filed as bert, with a gpt2 tokenizer and the position table chopped) --------
+mkdir -p "$T/tiny-roberta" && cp fixtures/family-models/tiny-roberta/* fixtures/encoder-golden/tokenizers/roberta/* "$T/tiny-roberta/"
+RTEXT="the cat sat on the mat, the capital of france is paris"
+for ty in f32 f16; do
+    f=$T/roberta-$ty.gguf
+    cos=0.99999
+    [ "$ty" = f16 ] && cos=0.999
+    run "convert roberta $ty" -- "$HS" convert "$T/tiny-roberta" -o "$f" --type "$ty"
+    "$L/llama-tokenize" -m "$f" -p "$RTEXT" --ids --log-disable >"$T/rids.txt" 2>/dev/null || { bad "roberta-$ty: llama-tokenize failed"; continue; }
+    if ! "$L/llama-embedding" -m "$f" -p "$RTEXT" --pooling none --embd-normalize -1 \
+        --embd-output-format json -c 128 -b 128 -ub 128 -ctk f32 -ctv f32 -t $TH --no-warmup \
+        >"$T/emb.json" 2>"$T/emb.err"; then
+        bad "roberta-$ty llama-embedding failed: $(grep -iE 'error|assert' "$T/emb.err" | head -3)"
+        continue
+    fi
+    if "$PY" tests/llamacpp.py embed-ids "$f" "$T/rids.txt" "$T/emb.json" $cos >"$T/emb.log"; then ok; else bad "roberta-$ty: cosine below $cos"; fi
+    echo "roberta-$ty: $(cat "$T/emb.log")"
 done
 
 echo "llamacpp: $pass passed, $fail failed"

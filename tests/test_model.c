@@ -206,7 +206,7 @@ Test(arch, descriptors_of_the_families)
     const hs_arch *g = hs_arch_find("gpt2"), *b = hs_arch_find("bert");
     cr_assert_not_null(g);
     cr_assert_not_null(b);
-    cr_assert_null(hs_arch_find("roberta"));
+    cr_assert_null(hs_arch_find("t5"));
     cr_assert_eq(hs_arch_of(HS_FAMILY_GPT2), g);
     cr_assert_eq(hs_arch_of(HS_FAMILY_BERT), b);
     /* GPT-2 (Radford et al. 2019): pre-LN, causal, gelu tanh, tied decoder, no types */
@@ -218,6 +218,17 @@ Test(arch, descriptors_of_the_families)
     cr_assert_str_eq(b->cls_token, "[CLS]");
     cr_assert_null(g->cls_token);
     cr_assert_str_eq(hs_family_name(HS_FAMILY_BERT), "bert");
+    /* RoBERTa (Liu et al. 2019) and DistilBERT (Sanh et al. 2019): BERT's post-LN encoder;
+     * RoBERTa's positions start after padding_idx, DistilBERT has no token types */
+    const hs_arch *r = hs_arch_find("roberta"), *d = hs_arch_find("distilbert");
+    cr_assert(r && d && hs_arch_of(HS_FAMILY_ROBERTA) == r && hs_arch_of(HS_FAMILY_DISTILBERT) == d);
+    cr_assert(r->norm_place == HS_NORM_POST && !r->causal && r->token_types && r->emb_norm &&
+              r->pos_skips_pad && r->head == HS_HEAD_MLM && r->head_optional);
+    cr_assert(d->norm_place == HS_NORM_POST && !d->causal && !d->token_types && d->emb_norm &&
+              !d->pos_skips_pad && d->pos_offset == 0 && d->head == HS_HEAD_MLM);
+    cr_assert_str_eq(r->cls_token, "<s>");
+    cr_assert_str_eq(r->sep_token, "</s>");
+    cr_assert_str_eq(d->mask_token, "[MASK]");
 }
 
 Test(arch, combinations_not_implemented_fail_naming_them)

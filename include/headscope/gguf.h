@@ -154,8 +154,9 @@ const char *hs_ggml_type_name(uint32_t type);
 
 typedef struct hs_gguf_write_options {
     hs_gguf_ftype ftype; /* type of the 2-D weights; the rest follows llama.cpp's rules */
-    int keep_mlm;        /* BERT: also write the MLM head (headscope-only tensors named
-                          * cls.predictions.*; llama.cpp rejects such files) */
+    int keep_mlm;        /* BERT, RoBERTa: also write the MLM head (headscope-only tensors
+                          * under their HF names, cls.predictions.* / lm_head.*; llama.cpp
+                          * rejects such files) */
     const char *name;    /* general.name; NULL: none */
     int no_output_copy;  /* GPT-2 with a tied head: leave out output.weight, the copy of
                           * token_embd that llama.cpp before March 2025 (b4747 included)

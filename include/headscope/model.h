@@ -31,8 +31,10 @@ extern "C" {
 typedef struct hs_model hs_model;
 
 typedef enum hs_family {
-    HS_FAMILY_GPT2 = 1, /* pre-LN, causal, gelu (tanh), tied LM head */
-    HS_FAMILY_BERT = 2, /* post-LN, bidirectional, gelu (erf), token types, optional MLM head */
+    HS_FAMILY_GPT2 = 1,      /* pre-LN, causal, gelu (tanh), tied LM head */
+    HS_FAMILY_BERT = 2,      /* post-LN, bidirectional, gelu (erf), token types, optional MLM head */
+    HS_FAMILY_ROBERTA = 3,   /* BERT's encoder, positions from padding_idx + 1, BPE (also XLM-R) */
+    HS_FAMILY_DISTILBERT = 4, /* BERT's encoder without token types, its own tensor names */
     /* the rotary decoders (pre-norm, causal, rotary positions, no position table) */
     HS_FAMILY_GPT_NEOX = 5, /* Pythia: LayerNorm, fused per-head QKV, parallel residual, gelu */
     HS_FAMILY_LLAMA = 6,    /* RMSNorm, grouped KV heads, gated SiLU MLP, no biases */
@@ -86,11 +88,18 @@ struct hs_names; /* the family's tensor-name table, private to the library */
 typedef struct hs_arch {
     hs_family family;
     const char *name;           /* "gpt2": config.json model_type and GGUF general.architecture */
+    const char *gguf_name;      /* general.architecture where llama.cpp files the family under
+                                   another's (RoBERTa: "bert", told apart by its tokenizer);
+                                   NULL: name */
     hs_norm_place norm_place;
     hs_norm_kind norm_kind;
     hs_activation act;          /* the family's default; config.json may name another */
     hs_pos_kind pos;
     int pos_offset;             /* learned positions: token i reads row i + pos_offset */
+    int pos_skips_pad;          /* RoBERTa: positions count only the non-pad tokens, a pad token
+                                   (id pos_offset - 1, fairseq's padding_idx) reads its own row */
+    int pos_sinusoidal;         /* DistilBERT's sinusoidal_pos_embds: a checkpoint without the
+                                   table gets Vaswani et al.'s sinusoids (hs_sinusoids) */
     float rotary_frac;          /* rotary: fraction of each head's dimensions rotated */
     float rotary_base;          /* rotary: the frequency base (10000) */
     int rotary_dims;            /* rotary: int(d_head * rotary_frac), even (set per model) */

@@ -38,29 +38,33 @@ static const char *const gpt2_specials[] = {"<|endoftext|>"};
 
 /* ---- BERT -------------------------------------------------------------------------- */
 
+/* The BERT encoder under the family prefix (bert., roberta.): embeddings and layers. */
 #define BL "encoder.layer.%d."
-static const hs_tensor_name bert_names[] = {
-    {HS_S_TOK_EMB, -1, "embeddings.word_embeddings.weight", NULL, "token_embd.weight", NULL, 0},
-    {HS_S_POS_EMB, -1, "embeddings.position_embeddings.weight", NULL, "position_embd.weight", NULL, 0},
-    {HS_S_TYPE_EMB, -1, "embeddings.token_type_embeddings.weight", NULL, "token_types.weight", NULL, 0},
-    {HS_S_EMB_NORM_W, -1, "embeddings.LayerNorm.weight", NULL, "token_embd_norm.weight", NULL, 0},
-    {HS_S_EMB_NORM_B, -1, "embeddings.LayerNorm.bias", NULL, "token_embd_norm.bias", NULL, 0},
-    {HS_S_QKV_W, 0, BL "attention.self.query.weight", NULL, "blk.%d.attn_q.weight", "blk.%d.attn_qkv.weight", 0},
-    {HS_S_QKV_B, 0, BL "attention.self.query.bias", NULL, "blk.%d.attn_q.bias", "blk.%d.attn_qkv.bias", 0},
-    {HS_S_QKV_W, 1, BL "attention.self.key.weight", NULL, "blk.%d.attn_k.weight", "blk.%d.attn_qkv.weight", 0},
-    {HS_S_QKV_B, 1, BL "attention.self.key.bias", NULL, "blk.%d.attn_k.bias", "blk.%d.attn_qkv.bias", 0},
-    {HS_S_QKV_W, 2, BL "attention.self.value.weight", NULL, "blk.%d.attn_v.weight", "blk.%d.attn_qkv.weight", 0},
-    {HS_S_QKV_B, 2, BL "attention.self.value.bias", NULL, "blk.%d.attn_v.bias", "blk.%d.attn_qkv.bias", 0},
-    {HS_S_O_W, -1, BL "attention.output.dense.weight", NULL, "blk.%d.attn_output.weight", NULL, 0},
-    {HS_S_O_B, -1, BL "attention.output.dense.bias", NULL, "blk.%d.attn_output.bias", NULL, 0},
-    {HS_S_NORM1_W, -1, BL "attention.output.LayerNorm.weight", NULL, "blk.%d.attn_output_norm.weight", NULL, 0},
-    {HS_S_NORM1_B, -1, BL "attention.output.LayerNorm.bias", NULL, "blk.%d.attn_output_norm.bias", NULL, 0},
-    {HS_S_FC_W, -1, BL "intermediate.dense.weight", NULL, "blk.%d.ffn_up.weight", NULL, 0},
-    {HS_S_FC_B, -1, BL "intermediate.dense.bias", NULL, "blk.%d.ffn_up.bias", NULL, 0},
-    {HS_S_PROJ_W, -1, BL "output.dense.weight", NULL, "blk.%d.ffn_down.weight", NULL, 0},
-    {HS_S_PROJ_B, -1, BL "output.dense.bias", NULL, "blk.%d.ffn_down.bias", NULL, 0},
-    {HS_S_NORM2_W, -1, BL "output.LayerNorm.weight", NULL, "blk.%d.layer_output_norm.weight", NULL, 0},
+#define BERT_ENCODER_ROWS \
+    {HS_S_TOK_EMB, -1, "embeddings.word_embeddings.weight", NULL, "token_embd.weight", NULL, 0}, \
+    {HS_S_POS_EMB, -1, "embeddings.position_embeddings.weight", NULL, "position_embd.weight", NULL, 0}, \
+    {HS_S_TYPE_EMB, -1, "embeddings.token_type_embeddings.weight", NULL, "token_types.weight", NULL, 0}, \
+    {HS_S_EMB_NORM_W, -1, "embeddings.LayerNorm.weight", NULL, "token_embd_norm.weight", NULL, 0}, \
+    {HS_S_EMB_NORM_B, -1, "embeddings.LayerNorm.bias", NULL, "token_embd_norm.bias", NULL, 0}, \
+    {HS_S_QKV_W, 0, BL "attention.self.query.weight", NULL, "blk.%d.attn_q.weight", "blk.%d.attn_qkv.weight", 0}, \
+    {HS_S_QKV_B, 0, BL "attention.self.query.bias", NULL, "blk.%d.attn_q.bias", "blk.%d.attn_qkv.bias", 0}, \
+    {HS_S_QKV_W, 1, BL "attention.self.key.weight", NULL, "blk.%d.attn_k.weight", "blk.%d.attn_qkv.weight", 0}, \
+    {HS_S_QKV_B, 1, BL "attention.self.key.bias", NULL, "blk.%d.attn_k.bias", "blk.%d.attn_qkv.bias", 0}, \
+    {HS_S_QKV_W, 2, BL "attention.self.value.weight", NULL, "blk.%d.attn_v.weight", "blk.%d.attn_qkv.weight", 0}, \
+    {HS_S_QKV_B, 2, BL "attention.self.value.bias", NULL, "blk.%d.attn_v.bias", "blk.%d.attn_qkv.bias", 0}, \
+    {HS_S_O_W, -1, BL "attention.output.dense.weight", NULL, "blk.%d.attn_output.weight", NULL, 0}, \
+    {HS_S_O_B, -1, BL "attention.output.dense.bias", NULL, "blk.%d.attn_output.bias", NULL, 0}, \
+    {HS_S_NORM1_W, -1, BL "attention.output.LayerNorm.weight", NULL, "blk.%d.attn_output_norm.weight", NULL, 0}, \
+    {HS_S_NORM1_B, -1, BL "attention.output.LayerNorm.bias", NULL, "blk.%d.attn_output_norm.bias", NULL, 0}, \
+    {HS_S_FC_W, -1, BL "intermediate.dense.weight", NULL, "blk.%d.ffn_up.weight", NULL, 0}, \
+    {HS_S_FC_B, -1, BL "intermediate.dense.bias", NULL, "blk.%d.ffn_up.bias", NULL, 0}, \
+    {HS_S_PROJ_W, -1, BL "output.dense.weight", NULL, "blk.%d.ffn_down.weight", NULL, 0}, \
+    {HS_S_PROJ_B, -1, BL "output.dense.bias", NULL, "blk.%d.ffn_down.bias", NULL, 0}, \
+    {HS_S_NORM2_W, -1, BL "output.LayerNorm.weight", NULL, "blk.%d.layer_output_norm.weight", NULL, 0}, \
     {HS_S_NORM2_B, -1, BL "output.LayerNorm.bias", NULL, "blk.%d.layer_output_norm.bias", NULL, 0},
+
+static const hs_tensor_name bert_names[] = {
+    BERT_ENCODER_ROWS
     /* The MLM head: llama.cpp has no names for it, so a GGUF file (written with
      * --keep-mlm) holds it under the Hugging Face names. */
     {HS_S_MLM_W, -1, "cls.predictions.transform.dense.weight", NULL,
@@ -76,12 +80,80 @@ static const hs_tensor_name bert_names[] = {
     {HS_S_DECODER, -1, "cls.predictions.decoder.weight", NULL, "cls.predictions.decoder.weight",
      NULL, HS_TN_HEAD | HS_TN_OPTIONAL | HS_TN_BARE},
 };
-#undef BL
 
 static const struct hs_names bert_table = {
     bert_names, sizeof bert_names / sizeof bert_names[0], "bert.", 1, "bert"};
 
 static const char *const bert_specials[] = {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"};
+
+/* ---- RoBERTa (and XLM-R) ------------------------------------------------------------ */
+
+/* BERT's encoder under "roberta."; the MLM head is fairseq's RobertaLMHead, which
+ * save_pretrained writes as lm_head.{dense,layer_norm,bias} with lm_head.decoder tied to
+ * the word embeddings (hub files may hold the decoder and lm_head.decoder.bias as copies).
+ * llama.cpp writes RoBERTa as a "bert" GGUF without the head, so it keeps the HF names. */
+static const hs_tensor_name roberta_names[] = {
+    BERT_ENCODER_ROWS
+    {HS_S_MLM_W, -1, "lm_head.dense.weight", NULL, "lm_head.dense.weight", NULL,
+     HS_TN_HEAD | HS_TN_BARE},
+    {HS_S_MLM_B, -1, "lm_head.dense.bias", NULL, "lm_head.dense.bias", NULL,
+     HS_TN_HEAD | HS_TN_BARE},
+    {HS_S_MLM_NORM_W, -1, "lm_head.layer_norm.weight", NULL, "lm_head.layer_norm.weight", NULL,
+     HS_TN_HEAD | HS_TN_BARE},
+    {HS_S_MLM_NORM_B, -1, "lm_head.layer_norm.bias", NULL, "lm_head.layer_norm.bias", NULL,
+     HS_TN_HEAD | HS_TN_BARE},
+    {HS_S_MLM_BIAS, -1, "lm_head.bias", "lm_head.decoder.bias", "lm_head.bias", NULL,
+     HS_TN_HEAD | HS_TN_BARE},
+    {HS_S_DECODER, -1, "lm_head.decoder.weight", NULL, "lm_head.decoder.weight", NULL,
+     HS_TN_HEAD | HS_TN_OPTIONAL | HS_TN_BARE},
+};
+#undef BL
+
+static const struct hs_names roberta_table = {
+    roberta_names, sizeof roberta_names / sizeof roberta_names[0], "roberta.", 1, "gpt2"};
+
+static const char *const roberta_specials[] = {"<s>", "<pad>", "</s>", "<unk>", "<mask>"};
+
+/* ---- DistilBERT ----------------------------------------------------------------------- */
+
+/* DistilBERT's own names under "distilbert."; no token types; the MLM head of
+ * DistilBertForMaskedLM (vocab_transform, vocab_layer_norm, vocab_projector, whose weight
+ * is tied to the word embeddings). llama.cpp has no DistilBERT architecture: no GGUF names
+ * (gguf NULL), and the GGUF writer refuses the family. */
+#define DL "transformer.layer.%d."
+static const hs_tensor_name distilbert_names[] = {
+    {HS_S_TOK_EMB, -1, "embeddings.word_embeddings.weight", NULL, NULL, NULL, 0},
+    {HS_S_POS_EMB, -1, "embeddings.position_embeddings.weight", NULL, NULL, NULL, 0},
+    {HS_S_EMB_NORM_W, -1, "embeddings.LayerNorm.weight", NULL, NULL, NULL, 0},
+    {HS_S_EMB_NORM_B, -1, "embeddings.LayerNorm.bias", NULL, NULL, NULL, 0},
+    {HS_S_QKV_W, 0, DL "attention.q_lin.weight", NULL, NULL, NULL, 0},
+    {HS_S_QKV_B, 0, DL "attention.q_lin.bias", NULL, NULL, NULL, 0},
+    {HS_S_QKV_W, 1, DL "attention.k_lin.weight", NULL, NULL, NULL, 0},
+    {HS_S_QKV_B, 1, DL "attention.k_lin.bias", NULL, NULL, NULL, 0},
+    {HS_S_QKV_W, 2, DL "attention.v_lin.weight", NULL, NULL, NULL, 0},
+    {HS_S_QKV_B, 2, DL "attention.v_lin.bias", NULL, NULL, NULL, 0},
+    {HS_S_O_W, -1, DL "attention.out_lin.weight", NULL, NULL, NULL, 0},
+    {HS_S_O_B, -1, DL "attention.out_lin.bias", NULL, NULL, NULL, 0},
+    {HS_S_NORM1_W, -1, DL "sa_layer_norm.weight", NULL, NULL, NULL, 0},
+    {HS_S_NORM1_B, -1, DL "sa_layer_norm.bias", NULL, NULL, NULL, 0},
+    {HS_S_FC_W, -1, DL "ffn.lin1.weight", NULL, NULL, NULL, 0},
+    {HS_S_FC_B, -1, DL "ffn.lin1.bias", NULL, NULL, NULL, 0},
+    {HS_S_PROJ_W, -1, DL "ffn.lin2.weight", NULL, NULL, NULL, 0},
+    {HS_S_PROJ_B, -1, DL "ffn.lin2.bias", NULL, NULL, NULL, 0},
+    {HS_S_NORM2_W, -1, DL "output_layer_norm.weight", NULL, NULL, NULL, 0},
+    {HS_S_NORM2_B, -1, DL "output_layer_norm.bias", NULL, NULL, NULL, 0},
+    {HS_S_MLM_W, -1, "vocab_transform.weight", NULL, NULL, NULL, HS_TN_HEAD | HS_TN_BARE},
+    {HS_S_MLM_B, -1, "vocab_transform.bias", NULL, NULL, NULL, HS_TN_HEAD | HS_TN_BARE},
+    {HS_S_MLM_NORM_W, -1, "vocab_layer_norm.weight", NULL, NULL, NULL, HS_TN_HEAD | HS_TN_BARE},
+    {HS_S_MLM_NORM_B, -1, "vocab_layer_norm.bias", NULL, NULL, NULL, HS_TN_HEAD | HS_TN_BARE},
+    {HS_S_MLM_BIAS, -1, "vocab_projector.bias", NULL, NULL, NULL, HS_TN_HEAD | HS_TN_BARE},
+    {HS_S_DECODER, -1, "vocab_projector.weight", NULL, NULL, NULL,
+     HS_TN_HEAD | HS_TN_OPTIONAL | HS_TN_BARE},
+};
+#undef DL
+
+static const struct hs_names distilbert_table = {
+    distilbert_names, sizeof distilbert_names / sizeof distilbert_names[0], "distilbert.", 1, NULL};
 
 /* ---- GPT-NeoX (Pythia) ----------------------------------------------------------------
  * One fused query_key_value per layer whose output rows are laid out per head
@@ -172,6 +244,25 @@ static const hs_arch families[] = {
         .cls_token = "[CLS]", .sep_token = "[SEP]", .mask_token = "[MASK]", .pad_token = "[PAD]",
         .specials = bert_specials, .n_specials = 5, .names = &bert_table,
     },
+    {   /* pos_offset and n_ctx from config.json's pad_token_id (hf_config.c) */
+        .family = HS_FAMILY_ROBERTA, .name = "roberta", .gguf_name = "bert",
+        .norm_place = HS_NORM_POST, .norm_kind = HS_NORM_LAYER, .act = HS_ACT_GELU_ERF,
+        .pos = HS_POS_LEARNED, .pos_offset = 2, .pos_skips_pad = 1, .causal = 0,
+        .parallel_residual = 0, .biases = 1, .emb_norm = 1, .token_types = 1,
+        .tied_embeddings = 1, .n_kv_head = 0, .head = HS_HEAD_MLM, .head_optional = 1,
+        .tokenizer = HS_TOK_BPE,
+        .cls_token = "<s>", .sep_token = "</s>", .mask_token = "<mask>", .pad_token = "<pad>",
+        .specials = roberta_specials, .n_specials = 5, .names = &roberta_table,
+    },
+    {   /* BERT's without token types (the fields not named are 0: bidirectional, positions
+         * from row 0, a sequential residual, one key/value head per head) */
+        .family = HS_FAMILY_DISTILBERT, .name = "distilbert", .names = &distilbert_table,
+        .norm_place = HS_NORM_POST, .norm_kind = HS_NORM_LAYER, .act = HS_ACT_GELU_ERF,
+        .pos = HS_POS_LEARNED, .biases = 1, .emb_norm = 1, .tied_embeddings = 1,
+        .head = HS_HEAD_MLM, .head_optional = 1, .tokenizer = HS_TOK_WORDPIECE,
+        .cls_token = "[CLS]", .sep_token = "[SEP]", .mask_token = "[MASK]", .pad_token = "[PAD]",
+        .specials = bert_specials, .n_specials = 5,
+    },
     /* The rotary decoders: per-model values (rotary dims and base, rope scaling, KV heads,
      * parallel residual, tied output, biases) come from config.json (hf_config.c). */
     {
@@ -226,9 +317,63 @@ const char *hs_family_name(hs_family f)
     return a ? a->name : "?";
 }
 
+/* "a, b or c" from the families' names (gguf: their GGUF architectures, each once). */
+static void name_list(char *buf, size_t cap, int gguf)
+{
+    const char *names[N_FAMILIES];
+    size_t n = 0, at = 0;
+    for (size_t i = 0; i < N_FAMILIES; i++) {
+        const char *nm = gguf ? hs_arch_gguf_name(&families[i]) : families[i].name;
+        int dup = !nm;
+        for (size_t k = 0; k < n && !dup; k++)
+            dup = !strcmp(names[k], nm);
+        if (!dup)
+            names[n++] = nm;
+    }
+    buf[0] = '\0';
+    for (size_t k = 0; k < n && at < cap; k++)
+        at += (size_t)snprintf(buf + at, cap - at, "%s%s",
+                               k == 0 ? "" : k + 1 == n ? " or " : ", ", names[k]);
+}
+
+/* The lists are built once; the table is static, so a second caller racing the first
+ * writes the same bytes. */
 const char *hs_arch_list(void)
 {
-    return "gpt2, bert, gpt_neox, llama or qwen2";
+    static char list[256];
+    if (!list[0])
+        name_list(list, sizeof list, 0);
+    return list;
+}
+
+const char *hs_arch_gguf_list(void)
+{
+    static char list[256];
+    if (!list[0])
+        name_list(list, sizeof list, 1);
+    return list;
+}
+
+const char *hs_arch_gguf_name(const hs_arch *a)
+{
+    if (!a->names || !a->names->gguf_tokenizer)
+        return NULL;
+    return a->gguf_name ? a->gguf_name : a->name;
+}
+
+const hs_arch *hs_arch_find_gguf(const char *arch, const char *tok_model)
+{
+    const hs_arch *first = NULL;
+    for (size_t i = 0; arch && i < N_FAMILIES; i++) {
+        const char *name = hs_arch_gguf_name(&families[i]);
+        if (!name || strcmp(name, arch))
+            continue;
+        if (tok_model && !strcmp(families[i].names->gguf_tokenizer, tok_model))
+            return &families[i];
+        if (!first)
+            first = &families[i];
+    }
+    return first;
 }
 
 /* ---- walking the table ---------------------------------------------------------------- */

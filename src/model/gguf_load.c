@@ -65,14 +65,25 @@ static hs_status load_config(const hs_gguf *g, hs_model_config *cfg, hs_arch *ow
     hs_gguf_value arch;
     hs_gguf_kv_get(g, (size_t)i, 0, &arch);
     memset(cfg, 0, sizeof *cfg);
-    const hs_arch *ar = hs_arch_find(arch.str);
+    long ti;
+    if ((st = find_typed(g, "tokenizer.ggml.model", HS_GGUF_STRING, 0, &ti, err)))
+        return st;
+    hs_gguf_value tok_model = {0};
+    if (ti >= 0)
+        hs_gguf_kv_get(g, (size_t)ti, 0, &tok_model);
+    /* RoBERTa is filed as "bert" with a "gpt2" tokenizer, as llama.cpp's converter does */
+    const hs_arch *ar = hs_arch_find_gguf(arch.str, ti >= 0 ? tok_model.str : NULL);
     if (!ar)
         return hs_fail(err, HS_E_UNSUPPORTED,
                        "general.architecture '%.64s' is not supported (expected %s)", arch.str,
-                       hs_arch_list());
+                       hs_arch_gguf_list());
     if ((st = hs_arch_gguf_check(ar, err)))
         return st;
     *own = *ar;
+    /* A GGUF position table starts at the first row a text uses (llama.cpp's converter drops
+     * RoBERTa's first pad_token_id + 1 rows), and llama.cpp numbers positions 0, 1, ... */
+    own->pos_offset = 0;
+    own->pos_skips_pad = 0;
     cfg->arch = own;
     cfg->family = ar->family;
     cfg->act = ar->act;

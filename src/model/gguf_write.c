@@ -178,17 +178,35 @@ static hs_status write_tokenizer(meta *mt, const hs_model *m, hs_error *err)
         kv_array_head(mt, "tokenizer.ggml.token_type", HS_GGUF_INT32, V);
         for (size_t i = 0; i < V; i++) {
             const char *s = hs_tokenizer_token(t, (int32_t)i);
-            put_u32(&mt->s, !s ? 5u : !strcmp(s, "<|endoftext|>") ? 3u : 1u);
+            put_u32(&mt->s, !s ? 5u : is_special(m->cfg.arch, s) ? 3u : 1u);
         }
         size_t n_merges = hs_tokenizer_merge_count(t);
         kv_array_head(mt, "tokenizer.ggml.merges", HS_GGUF_STRING, n_merges);
         for (size_t r = 0; r < n_merges; r++)
             put_str(&mt->s, hs_tokenizer_merge(t, r));
-        int32_t eot = hs_tokenizer_id(t, "<|endoftext|>");
-        if (eot >= 0) {
-            kv_u32(mt, "tokenizer.ggml.bos_token_id", (uint32_t)eot);
-            kv_u32(mt, "tokenizer.ggml.eos_token_id", (uint32_t)eot);
+        const hs_arch *a = m->cfg.arch;
+        if (a->cls_token) { /* RoBERTa, as llama.cpp's RobertaModel: <s> text </s> */
+            static const char *const ids[] = {"tokenizer.ggml.bos_token_id",
+                                              "tokenizer.ggml.eos_token_id",
+                                              "tokenizer.ggml.padding_token_id",
+                                              "tokenizer.ggml.mask_token_id"};
+            const char *tok[] = {a->cls_token, a->sep_token, a->pad_token, a->mask_token};
+            for (size_t k = 0; k < sizeof ids / sizeof ids[0]; k++) {
+                int32_t id = tok[k] ? hs_tokenizer_id(t, tok[k]) : -1;
+                if (id >= 0)
+                    kv_u32(mt, ids[k], (uint32_t)id);
+            }
+            kv_bool(mt, "tokenizer.ggml.add_bos_token", 1);
+            kv_bool(mt, "tokenizer.ggml.add_eos_token", 1);
+        } else {
+            int32_t eot = hs_tokenizer_id(t, "<|endoftext|>");
+            if (eot >= 0) {
+                kv_u32(mt, "tokenizer.ggml.bos_token_id", (uint32_t)eot);
+                kv_u32(mt, "tokenizer.ggml.eos_token_id", (uint32_t)eot);
+            }
         }
+        if (a->token_types)
+            kv_u32(mt, "tokenizer.ggml.token_type_count", (uint32_t)m->cfg.type_vocab_size);
         return HS_OK;
     }
     for (size_t i = 0; i < V; i++) {
@@ -346,6 +364,11 @@ static hs_status plan_row(void *ctx, const hs_tensor_name *e, int layer, hs_erro
     hs_names_format(e->gguf, layer, nm, sizeof nm);
     size_t rows = (size_t)sh.rows, cols = (size_t)sh.cols, ld = (size_t)sh.ld;
     src += sh.off;
+    if (e->slot == HS_S_POS_EMB) { /* from the first row a text uses, as llama.cpp's converter
+                                      writes RoBERTa's (the loader reads it from row 0) */
+        src += (size_t)m->cfg.arch->pos_offset * cols;
+        rows = (size_t)m->cfg.n_ctx;
+    }
     if (sh.kind == HS_K_VEC)
         add_vec(pc->p, nm, src, cols);
     else if (sh.kind == HS_K_MAT)
@@ -452,11 +475,14 @@ static hs_status emit(sink *s, const hs_model *m, const hs_gguf_write_options *o
     if (opt->ftype != HS_GGUF_FTYPE_F32 && opt->ftype != HS_GGUF_FTYPE_F16 &&
         opt->ftype != HS_GGUF_FTYPE_BF16 && opt->ftype != HS_GGUF_FTYPE_Q8_0)
         return hs_fail(err, HS_E_ARG, "unsupported output type %d", (int)opt->ftype);
+    const hs_model_config *c = &m->cfg;
+    const char *arch = hs_arch_gguf_name(c->arch);
+    if (!arch)
+        return hs_fail(err, HS_E_UNSUPPORTED, "architecture '%s' has no GGUF form (llama.cpp has "
+                       "no such architecture); use the Hugging Face folder", c->arch->name);
     if (!m->tok)
         return hs_fail(err, HS_E_UNSUPPORTED,
                        "the model has no tokenizer, and llama.cpp needs tokenizer.ggml.* in a gguf file");
-    const hs_model_config *c = &m->cfg;
-    const char *arch = c->arch->name;
     meta mt = {.s = {.err = err}};
     plan p = {.ftype = opt->ftype};
     float *row = NULL;

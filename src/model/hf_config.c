@@ -99,8 +99,29 @@ static hs_status parse_gpt2(const cJSON *root, hs_model_config *c, hs_arch *a, h
     return HS_OK;
 }
 
+/* The config.json keys of an encoder's dimensions, which each family names its own way;
+ * the maximum positions and the activation are optional (the defaults already in c). */
+typedef struct dim_keys {
+    const char *layers, *heads, *d_model, *d_ff, *n_ctx, *act;
+} dim_keys;
+
+static hs_status get_dims(const cJSON *root, const dim_keys *k, hs_model_config *c, hs_error *err)
+{
+    hs_status st;
+    if ((st = get_int(root, k->layers, 1, &c->n_layer, err)) ||
+        (st = get_int(root, k->heads, 1, &c->n_head, err)) ||
+        (st = get_int(root, k->d_model, 1, &c->d_model, err)) ||
+        (st = get_int(root, k->d_ff, 1, &c->d_ff, err)) ||
+        (st = get_int(root, "vocab_size", 1, &c->vocab_size, err)) ||
+        (st = get_int(root, k->n_ctx, 0, &c->n_ctx, err)))
+        return st;
+    return parse_act(get_str(root, k->act), &c->act, err);
+}
+
 static hs_status parse_bert(const cJSON *root, hs_model_config *c, hs_arch *a, hs_error *err)
 {
+    static const dim_keys keys = {"num_hidden_layers", "num_attention_heads", "hidden_size",
+                                  "intermediate_size", "max_position_embeddings", "hidden_act"};
     (void)a;
     hs_status st;
     c->family = HS_FAMILY_BERT;
@@ -108,15 +129,9 @@ static hs_status parse_bert(const cJSON *root, hs_model_config *c, hs_arch *a, h
     c->act = HS_ACT_GELU_ERF;
     c->n_ctx = 512;
     c->type_vocab_size = 2;
-    if ((st = get_int(root, "num_hidden_layers", 1, &c->n_layer, err)) ||
-        (st = get_int(root, "num_attention_heads", 1, &c->n_head, err)) ||
-        (st = get_int(root, "hidden_size", 1, &c->d_model, err)) ||
-        (st = get_int(root, "intermediate_size", 1, &c->d_ff, err)) ||
-        (st = get_int(root, "vocab_size", 1, &c->vocab_size, err)) ||
-        (st = get_int(root, "max_position_embeddings", 0, &c->n_ctx, err)) ||
+    if ((st = get_dims(root, &keys, c, err)) ||
         (st = get_int(root, "type_vocab_size", 0, &c->type_vocab_size, err)) ||
-        (st = get_float(root, "layer_norm_eps", &c->ln_eps, err)) ||
-        (st = parse_act(get_str(root, "hidden_act"), &c->act, err)))
+        (st = get_float(root, "layer_norm_eps", &c->ln_eps, err)))
         return st;
     const char *pe = get_str(root, "position_embedding_type");
     if (pe && strcmp(pe, "absolute"))
@@ -319,6 +334,52 @@ static const struct {
                 "window is a llama config)"},
 };
 
+
+/* RoBERTa (and XLM-R): BERT's keys; positions start at padding_idx + 1 = pad_token_id + 1
+ * (fairseq's make_positions), so max_position_embeddings - pad - 1 tokens fit. Its MLM head
+ * applies the exact GELU whatever hidden_act says, so another activation is refused. */
+static hs_status parse_roberta(const cJSON *root, hs_model_config *c, hs_arch *a, hs_error *err)
+{
+    int pad = 1;
+    hs_status st = parse_bert(root, c, a, err);
+    if (st || (st = get_int(root, "pad_token_id", 0, &pad, err)))
+        return st;
+    c->family = HS_FAMILY_ROBERTA;
+    if (c->act != HS_ACT_GELU_ERF)
+        return hs_fail(err, HS_E_UNSUPPORTED, "config.json: hidden_act '%s' is not supported for "
+                       "RoBERTa (expected gelu)", get_str(root, "hidden_act"));
+    if (pad + 1 >= c->n_ctx)
+        return hs_fail(err, HS_E_VALUE, "config.json: max_position_embeddings %d leaves no "
+                       "position after pad_token_id %d + 1", c->n_ctx, pad);
+    a->pos_offset = pad + 1;
+    c->n_ctx -= pad + 1;
+    return HS_OK;
+}
+
+/* DistilBERT: its own keys (dim, n_layers, n_heads, hidden_dim, activation); LayerNorm eps
+ * 1e-12 (not a config key); no token types. sinusoidal_pos_embds: transformers saves the
+ * sinusoidal table as position_embeddings like a learned one, and headscope reads it from
+ * the file; a checkpoint without it gets the table computed, as transformers initialises it. */
+static hs_status parse_distilbert(const cJSON *root, hs_model_config *c, hs_arch *a, hs_error *err)
+{
+    static const dim_keys keys = {"n_layers", "n_heads", "dim", "hidden_dim",
+                                  "max_position_embeddings", "activation"};
+    c->family = HS_FAMILY_DISTILBERT;
+    c->ln_eps = 1e-12f;
+    c->act = HS_ACT_GELU_ERF;
+    c->n_ctx = 512;
+    c->type_vocab_size = 0;
+    hs_status st = get_dims(root, &keys, c, err);
+    if (st)
+        return st;
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, "sinusoidal_pos_embds");
+    if (v && !cJSON_IsNull(v) && !cJSON_IsBool(v))
+        return hs_fail(err, HS_E_FORMAT, "config.json: field 'sinusoidal_pos_embds' must be true "
+                       "or false");
+    a->pos_sinusoidal = cJSON_IsTrue(v);
+    return HS_OK;
+}
+
 /* The config.json reader of each family: its model_type and a parser that fills the
  * dimensions and the per-model values of the descriptor a (a copy of the family's). */
 static const struct {
@@ -328,6 +389,9 @@ static const struct {
 } parsers[] = {
     {"gpt2", HS_FAMILY_GPT2, parse_gpt2},
     {"bert", HS_FAMILY_BERT, parse_bert},
+    {"roberta", HS_FAMILY_ROBERTA, parse_roberta},
+    {"xlm-roberta", HS_FAMILY_ROBERTA, parse_roberta}, /* the same computation */
+    {"distilbert", HS_FAMILY_DISTILBERT, parse_distilbert},
     {"gpt_neox", HS_FAMILY_GPT_NEOX, parse_gpt_neox},
     {"llama", HS_FAMILY_LLAMA, parse_llama},
     {"qwen2", HS_FAMILY_QWEN2, parse_qwen2},

@@ -89,7 +89,8 @@ struct hs_names {
     size_t n;
     const char *hf_prefix; /* "transformer.", tried second on every name not HS_TN_BARE */
     int hf_out_in;         /* HF matrices stored (out, in) (nn.Linear) rather than Conv1D's */
-    const char *gguf_tokenizer; /* tokenizer.ggml.model */
+    const char *gguf_tokenizer; /* tokenizer.ggml.model; NULL: the family has no GGUF form
+                                   (llama.cpp has no architecture for it: DistilBERT) */
 };
 
 /* Rotary embeddings rotate at most this many dimensions of a head (real models: <= 256). */
@@ -102,8 +103,20 @@ int hs_qkv_width(const hs_model_config *c);
 /* Columns of the MLP's first slot: d_ff, or 2 d_ff for the gated MLP ([gate | up]). */
 int hs_ff_width(const hs_model_config *c);
 
-/* The families' names for messages: "gpt2 or bert". */
+/* The families' names for messages: "gpt2, bert, roberta or distilbert". */
 const char *hs_arch_list(void);
+
+/* The family of a GGUF file: the one whose GGUF architecture (hs_arch.gguf_name, else its
+ * name) is arch and, where families share an architecture, whose tokenizer.ggml.model is
+ * tok_model (NULL: the file has none; then the first, the family llama.cpp means). NULL when
+ * no family with a GGUF form has that architecture. */
+const hs_arch *hs_arch_find_gguf(const char *arch, const char *tok_model);
+
+/* The GGUF architectures for messages: "gpt2 or bert". */
+const char *hs_arch_gguf_list(void);
+
+/* general.architecture of a's GGUF files, or NULL when the family has no GGUF form. */
+const char *hs_arch_gguf_name(const hs_arch *a);
 
 /* The first combination of a's features (with the config's activation and heads) that
  * the block does not implement, NULL when there is none. A static phrase. */
@@ -159,6 +172,10 @@ typedef struct hs_tensor_ref {
  * (in, out) (GPT-2 Conv1D in HF files). Returns NULL when absent. */
 typedef const hs_tensor_view *(*hs_tensor_lookup)(void *ctx, const char *hf_name,
                                                   const hs_tensor_ref *r, int *out_in);
+
+/* The sinusoidal position table of Vaswani et al. (2017) §3.5, computed in double:
+ * pe[p][2i] = sin(p / 10000^(2i/d)), pe[p][2i+1] = cos(p / 10000^(2i/d)); pe: (rows, d). */
+void hs_sinusoids(float *pe, int rows, int d);
 
 /* Builds the weights of m (whose cfg is already filled and checked) from a reader.
  * Checks every shape against cfg, converts to float32, rejects NaN/Inf. */

@@ -262,6 +262,15 @@ static hs_status reorder_qkv_heads(const hs_model_config *c, float *x, int rows,
     return HS_OK;
 }
 
+void hs_sinusoids(float *pe, int rows, int d)
+{
+    for (int p = 0; p < rows; p++)
+        for (int k = 0; k < d; k++) {
+            double angle = p / pow(10000.0, (double)(k - k % 2) / d);
+            pe[(size_t)p * (size_t)d + (size_t)k] = (float)(k % 2 ? cos(angle) : sin(angle));
+        }
+}
+
 /* Carves n floats from the arena cursor (a NULL cursor, in the dry pass, stays NULL). */
 static float *carve(float **cur, size_t n)
 {
@@ -282,7 +291,8 @@ static int little_endian(void)
  * else at floats carved from the arena; a Q, K or V part goes into its block of the fused
  * slot, carved when the first part comes. An optional decoder that is absent is the token
  * embeddings (a family with tied_embeddings = 0 fails naming it); the rows of an LM head
- * that is absent are skipped. */
+ * that is absent are skipped; an absent position table is computed where the descriptor
+ * says it is sinusoidal (pos_sinusoidal), else missing. */
 static hs_status build_row(void *ctx, const hs_tensor_name *e, int layer, hs_error *err)
 {
     builder *b = ctx;
@@ -296,6 +306,15 @@ static hs_status build_row(void *ctx, const hs_tensor_name *e, int layer, hs_err
     const float **slot = hs_slot_ptr(m, e->slot, layer);
     hs_tensor_shape sh = hs_names_shape(c, e);
     size_t count = (size_t)sh.rows * (size_t)sh.cols;
+    if (!t && e->slot == HS_S_POS_EMB && c->arch->pos_sinusoidal) { /* not stored: computed */
+        float *dst = carve(&b->cur, count);
+        *slot = dst;
+        if (b->dry)
+            b->arena_need += count;
+        else
+            hs_sinusoids(dst, sh.rows, sh.cols);
+        return HS_OK;
+    }
     if (!t && (e->flags & HS_TN_OPTIONAL)) {
         if (e->slot != HS_S_DECODER)
             return HS_OK;

@@ -10,13 +10,17 @@ void hs_embed(const hs_model *m, const int32_t *ids, const int32_t *type_ids, in
 {
     const hs_model_config *c = &m->cfg;
     const hs_arch *a = c->arch;
-    int d = c->d_model;
+    int d = c->d_model, pad = a->pos_offset - 1, seen = 0;
     for (int i = 0; i < n; i++) {
         float *xi = x + (size_t)i * (size_t)d;
         const float *te = m->wte + (size_t)ids[i] * (size_t)d;
         memcpy(xi, te, (size_t)d * sizeof *xi);
         if (a->pos == HS_POS_LEARNED) { /* rotary positions turn q and k in the block */
-            const float *pe = m->wpe + (size_t)(i + a->pos_offset) * (size_t)d;
+            /* row i + offset; RoBERTa: offset + the non-pad tokens before i, a pad its own row */
+            int row = !a->pos_skips_pad ? i + a->pos_offset
+                      : ids[i] == pad   ? pad
+                                        : a->pos_offset + seen++;
+            const float *pe = m->wpe + (size_t)row * (size_t)d;
             for (int k = 0; k < d; k++)
                 xi[k] += pe[k];
         }

@@ -6,7 +6,8 @@
 
 #include "model/model_internal.h"
 
-static const hs_family fz_families[] = {HS_FAMILY_GPT2, HS_FAMILY_BERT, HS_FAMILY_GPT_NEOX,
+static const hs_family fz_families[] = {HS_FAMILY_GPT2, HS_FAMILY_BERT, HS_FAMILY_ROBERTA,
+                                        HS_FAMILY_DISTILBERT, HS_FAMILY_GPT_NEOX,
                                         HS_FAMILY_LLAMA, HS_FAMILY_QWEN2};
 #define FZ_N_FAMILIES (sizeof fz_families / sizeof fz_families[0])
 

@@ -1,6 +1,6 @@
 /* libFuzzer harness for the safetensors reader (hs_safetensors_parse from memory) and the
- * weight builder behind it: every header the parser accepts is handed to the GPT-2 and BERT
- * weight builders with a small fixed config, so shape, dtype and size checks run too.
+ * weight builder behind it: every header the parser accepts is handed to the GPT-2, BERT,
+ * RoBERTa and DistilBERT weight builders with a small fixed config, so shape, dtype and size checks run too.
  *
  * Build and run: `make fuzz` (clang -fsanitize=fuzzer,address,undefined), seed corpus
  * fixtures/bad/ and fixtures/models/ safetensors files.

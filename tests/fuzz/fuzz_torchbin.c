@@ -1,7 +1,7 @@
 /* libFuzzer harness for the pytorch_model.bin reader (hs_torchbin_parse from memory: zip
  * central directory, restricted unpickler, tensor checks) and the weight builder behind it:
- * every file the reader accepts is handed to the GPT-2 and BERT weight builders with a small
- * fixed config, so shape, dtype and size checks run on its views too. The same bytes also
+ * every file the reader accepts is handed to the GPT-2, BERT, RoBERTa and DistilBERT weight
+ * builders with a small fixed config, so shape, dtype and size checks run on its views too. The same bytes also
  * go straight to the unpickler (pk_parse), so mutations reach it without having to keep a
  * zip archive intact.
  *
