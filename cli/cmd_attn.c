@@ -76,14 +76,28 @@ static int word_index(const hs_model *m, const hs_encoding *enc, npy_sink *ns)
     return 0;
 }
 
+/* -log softmax(row)[target], in double. */
+static double row_nll(const float *row, int V, int target)
+{
+    double mx = row[0], s = 0;
+    for (int v = 1; v < V; v++)
+        mx = row[v] > mx ? row[v] : mx;
+    for (int v = 0; v < V; v++)
+        s += exp((double)row[v] - mx);
+    return log(s) - ((double)row[target] - mx);
+}
+
 static const char usage_text[] =
-    "usage: headscope attn MODEL (--text TEXT | --file PATH|-) [--text-pair TEXT2]\n"
-    "                      [--truncate] [--allow-nonfinite] [--word-level] -o OUT.npy\n\n"
+    "usage: headscope attn MODEL (--text TEXT | --file PATH|- | --ids IDS.npy)\n"
+    "                      [--text-pair TEXT2] [--truncate] [--allow-nonfinite]\n"
+    "                      [--word-level] [--nll NLL.npy] -o OUT.npy\n\n"
     "Runs MODEL (Hugging Face folder or GGUF file) on the text and writes the attention\n"
     "probabilities of every head as a NumPy array of shape (n_layer, n_head, n_tok, n_tok),\n"
     "float32, row = query token, column = key token.\n\n"
     "  -t, --text TEXT        the input text\n"
     "  -f, --file PATH        read the text from a file as raw bytes ('-' for stdin)\n"
+    "      --ids IDS.npy      token ids instead of a text: a 1-D '<i4' .npy array (no\n"
+    "                         tokenizer needed)\n"
     "      --text-pair TEXT2  second segment, where the tokenizer has a pair template\n"
     "                         (BERT [CLS] a [SEP] b [SEP], RoBERTa, Llama)\n"
     "      --truncate         keep the first n_ctx tokens of a longer text\n"
@@ -92,6 +106,8 @@ static const char usage_text[] =
     "                         first such layer and head\n"
     "      --word-level       word-level maps instead (Clark et al.: subword keys summed,\n"
     "                         queries averaged): shape (n_layer, n_head, n_word, n_word)\n"
+    "      --nll NLL.npy      also write each token's next-token negative log-likelihood\n"
+    "                         (nats, '<f4', n_tok - 1 values; causal models)\n"
     "  -o, --output OUT.npy   where to write the maps (required)\n"
     "  -q, --quiet            print nothing on success\n"
     "  -h, --help             show this help\n";
@@ -102,10 +118,11 @@ int cmd_attn(int argc, char **argv)
         {"text", required_argument, NULL, 't'},   {"file", required_argument, NULL, 'f'},
         {"text-pair", required_argument, NULL, 'p'}, {"truncate", no_argument, NULL, 'T'},
         {"output", required_argument, NULL, 'o'}, {"quiet", no_argument, NULL, 'q'},
-        {"allow-nonfinite", no_argument, NULL, 'N'},
-        {"word-level", no_argument, NULL, 'W'},
+        {"allow-nonfinite", no_argument, NULL, 'N'}, {"ids", required_argument, NULL, 'I'},
+        {"nll", required_argument, NULL, 'L'},     {"word-level", no_argument, NULL, 'W'},
         {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
-    const char *text = NULL, *file = NULL, *pair = NULL, *out = NULL;
+    const char *text = NULL, *file = NULL, *pair = NULL, *out = NULL, *ids_path = NULL;
+    const char *nll_path = NULL;
     int truncate = 0, quiet = 0, allow_nonfinite = 0, words = 0, c;
     opterr = 0;
     optind = 1;
@@ -119,6 +136,8 @@ int cmd_attn(int argc, char **argv)
         case 'q': quiet = 1; break;
         case 'N': allow_nonfinite = 1; break;
         case 'W': words = 1; break;
+        case 'I': ids_path = optarg; break;
+        case 'L': nll_path = optarg; break;
         case 'h': fputs(usage_text, stdout); return cli_finish_stdout("attn");
         case ':': return cli_usage_error("attn", "option '%s' needs a value", argv[optind - 1]);
         default: return cli_usage_error("attn", "unknown option '%s'", argv[optind - 1]);
@@ -129,20 +148,51 @@ int cmd_attn(int argc, char **argv)
     if (!out)
         return cli_usage_error("attn", "no output file (use -o OUT.npy)");
     const char *model_path = argv[optind];
+    if (ids_path && (text || file || pair || truncate))
+        return cli_usage_error("attn", "--ids takes the place of --text, --file, --text-pair and "
+                               "--truncate");
+    if (ids_path && words)
+        return cli_usage_error("attn", "--word-level needs a text (its words come from the "
+                               "tokens; --ids gives none)");
 
-    cli_text t;
-    int rc = cli_text_get("attn", text, file, pair, &t);
+    cli_text t = {0};
+    hs_npy ids = {0};
+    int rc = ids_path ? 0 : cli_text_get("attn", text, file, pair, &t);
     if (rc)
         return rc;
     hs_model *m = cli_model_load("attn", model_path);
     hs_encoding enc = {0};
     hs_error err = {{0}};
     npy_sink ns = {.warned = !allow_nonfinite}; /* the scan runs only when allowed */
+    float *logits = NULL;
     rc = EXIT_FAIL;
-    if (!m || cli_encode("attn", m, &t, truncate, 0, 0, &enc, NULL))
+    if (!m)
         goto done;
-    int n = (int)enc.n;
     const hs_model_config *cfg = hs_model_config_of(m);
+    if (nll_path && (!cfg->causal || !cfg->has_lm_head)) {
+        cli_error("attn", "--nll needs a causal language model ('%s' is not one)", model_path);
+        goto done;
+    }
+    if (ids_path) {
+        if (hs_npy_read(ids_path, &ids, &err) != HS_OK) {
+            cli_error("attn", "%s", err.msg);
+            goto done;
+        }
+        if (ids.dtype != HS_NPY_I32 || ids.ndim != 1 || ids.count < 1 || ids.count > (size_t)cfg->n_ctx) {
+            cli_error("attn", "'%s': token ids must be a 1-D '<i4' array of 1 to %d values",
+                      ids_path, cfg->n_ctx);
+            goto done;
+        }
+        enc.ids = ids.data;
+        enc.n = ids.count;
+    } else if (cli_encode("attn", m, &t, truncate, 0, 0, &enc, NULL)) {
+        goto done;
+    }
+    int n = (int)enc.n;
+    if (nll_path && n < 2) {
+        cli_error("attn", "--nll needs at least 2 tokens");
+        goto done;
+    }
     if (words && word_index(m, &enc, &ns)) {
         cli_error("attn", "out of memory");
         goto done;
@@ -154,8 +204,12 @@ int cmd_attn(int argc, char **argv)
         cli_error("attn", "%s", err.msg);
         goto done;
     }
+    if (nll_path && !(logits = malloc((size_t)n * (size_t)cfg->vocab_size * sizeof *logits))) {
+        cli_error("attn", "out of memory for the logits");
+        goto done;
+    }
     hs_forward_opts fo = {.on_attn = stream_layer, .user = &ns,
-                          .allow_nonfinite = allow_nonfinite};
+                          .allow_nonfinite = allow_nonfinite, .logits = logits};
     if (hs_forward(m, enc.ids, enc.type_ids, n, &fo, NULL, &err) != HS_OK) {
         cli_error("attn", "%s", ns.failed ? ns.err.msg : err.msg);
         goto done;
@@ -166,6 +220,17 @@ int cmd_attn(int argc, char **argv)
         cli_error("attn", "%s", err.msg);
         goto done;
     }
+    if (nll_path) { /* logits row i predicts token i + 1; reuses the logits' first row */
+        float *nll = logits;
+        for (int i = 0; i + 1 < n; i++)
+            nll[i] = (float)row_nll(logits + (size_t)i * (size_t)cfg->vocab_size,
+                                    cfg->vocab_size, enc.ids[i + 1]);
+        size_t len = (size_t)n - 1;
+        if (hs_npy_write_f32(nll_path, nll, &len, 1, &err) != HS_OK) {
+            cli_error("attn", "%s", err.msg);
+            goto done;
+        }
+    }
     if (!quiet)
         printf("wrote %s: %d layers x %d heads x %d x %d %s\n", out, cfg->n_layer,
                cfg->n_head, (int)side, (int)side, words ? "words" : "tokens");
@@ -174,7 +239,11 @@ done:
     hs_npy_stream_close(ns.s, 0, NULL);
     free(ns.word);
     free(ns.wmaps);
-    hs_encoding_free(&enc);
+    free(logits);
+    if (ids_path)
+        hs_npy_free(&ids);
+    else
+        hs_encoding_free(&enc);
     hs_model_free(m);
     cli_text_free(&t);
     return rc;

@@ -94,10 +94,13 @@ static void layer_array(const hs_activations *a, const float *fnorm, int k, int 
 {
     size_t n = (size_t)a->n, d = (size_t)a->d_model, H = (size_t)a->n_head, nd = n * d;
     size_t hnn = H * n * n;
-    if (k <= W_V) { /* the Q, K or V block of the fused rows (pos, 3d) */
-        const float *src = a->qkv + (size_t)l * 3 * nd;
+    size_t W = (size_t)a->qkv_width, kvd = (size_t)a->n_kv_head * (size_t)a->d_head;
+    if (k <= W_V) { /* the Q, K or V block of the fused rows (pos, W): Q d wide, K and V
+                     * n_kv_head * d_head each */
+        const float *src = a->qkv + (size_t)l * n * W;
+        size_t off = k == W_Q ? 0 : k == W_K ? d : d + kvd, width = k == W_Q ? d : kvd;
         for (size_t i = 0; i < n; i++)
-            memcpy(buf + i * d, src + i * 3 * d + (size_t)k * d, d * sizeof *buf);
+            memcpy(buf + i * width, src + i * W + off, width * sizeof *buf);
     } else if (k == W_PATTERN || k == W_NORM) {
         memcpy(buf, a->pattern + (size_t)l * hnn, hnn * sizeof *buf);
         for (size_t h = 0; k == W_NORM && h < H; h++) /* a_ij ||f(x_j)|| */
@@ -111,8 +114,9 @@ static void layer_array(const hs_activations *a, const float *fnorm, int k, int 
     }
     if (k == W_PATTERN || k == W_NORM) {
         shape[0] = H, shape[1] = n, shape[2] = n, *ndim = 3;
-    } else if (k <= W_Z) {
-        shape[0] = n, shape[1] = H, shape[2] = (size_t)a->d_head, *ndim = 3;
+    } else if (k <= W_Z) { /* grouped-query models: K and V per KV head */
+        shape[0] = n, shape[1] = k == W_K || k == W_V ? (size_t)a->n_kv_head : H;
+        shape[2] = (size_t)a->d_head, *ndim = 3;
     } else {
         shape[0] = n, shape[1] = d, *ndim = 2;
     }

@@ -45,12 +45,23 @@ int cmd_info(int argc, char **argv)
                wf && hs_model_format(m) != HS_FORMAT_GGUF ? wf : "",
                hs_model_format(m) == HS_FORMAT_GGUF ? "" : ")", hs_model_storage_dtype(m));
     const hs_arch *ar = cfg->arch;
-    printf("family:       %s (%s, %s-LN, %s)\n", ar->name,
+    printf("family:       %s (%s, %s-%s, %s%s)\n", ar->name,
            cfg->causal ? "causal" : "bidirectional", ar->norm_place == HS_NORM_PRE ? "pre" : "post",
-           cfg->act == HS_ACT_GELU_ERF ? "gelu erf" : "gelu tanh");
+           ar->norm_kind == HS_NORM_RMS ? "RMSNorm" : "LN",
+           cfg->act == HS_ACT_SILU_GATED ? "gated SiLU" :
+           cfg->act == HS_ACT_GELU_ERF ? "gelu erf" : "gelu tanh",
+           ar->parallel_residual ? ", parallel residual" : "");
     printf("layers:       %d\n", cfg->n_layer);
     printf("heads:        %d per layer (d_head %d), %d in all\n", cfg->n_head, cfg->d_head,
            cfg->n_layer * cfg->n_head);
+    if (cfg->n_kv_head != cfg->n_head)
+        printf("kv heads:     %d per layer, each read by %d query heads\n", cfg->n_kv_head,
+               cfg->n_head / cfg->n_kv_head);
+    if (ar->pos == HS_POS_ROTARY)
+        printf("positions:    rotary on %d of %d dims, base %g%s\n", ar->rotary_dims, cfg->d_head,
+               (double)ar->rotary_base,
+               ar->rope_scaling == HS_ROPE_LLAMA3 ? ", llama3 scaling" :
+               ar->rope_scaling == HS_ROPE_LINEAR ? ", linear scaling" : "");
     printf("d_model:      %d\n", cfg->d_model);
     printf("d_ff:         %d\n", cfg->d_ff);
     printf("context:      %d tokens\n", cfg->n_ctx);

@@ -186,6 +186,51 @@ BB_TEXT="$(printf 'sentence %d goes on, ' $(seq 1 12))"
 gguf_round_trip "$T/bert-base" "$BB_TEXT" f32 f16 bf16 q8_0
 rm -rf "$T/bert-base"
 
+# Pythia-160m's shape (12 x 12 x 768, rotary on 16 of 64 dims, parallel residual, vocab 50304,
+# untied embed_out), random F16 weights generated now, no tokenizer: 48 seeded ids through
+# attn --ids; maps (1e-5) and every next-token NLL (1e-4) against families.py.
+"$PY" fixtures/ref/make_checkpoint.py --arch pythia-160m --out "$T/pythia-160m" --dtype f16 >/dev/null &&
+    "$PY" -c "import numpy as np; np.save('$T/py_ids.npy', np.random.default_rng(160).integers(0, 50304, 48).astype('<i4'))" ||
+    bad "pythia-160m checkpoint"
+expect 0 "pythia-160m attn --ids" -- "$HS" attn "$T/pythia-160m" --ids "$T/py_ids.npy" --nll "$T/py_nll.npy" -o "$T/py_attn.npy" -q
+if "$PY" fixtures/ref/compare_family.py "$T/pythia-160m" "$T/py_ids.npy" "$T/py_attn.npy" --nll "$T/py_nll.npy" >"$T/cmp" 2>&1; then
+    ok
+else
+    bad "pythia-160m maps and NLL vs families.py: $(cat "$T/cmp")"
+fi
+expect 1 "pythia-160m refuses GGUF" -- "$HS" convert "$T/pythia-160m" -o "$T/py.gguf"
+stderr_has "pythia-160m refuses GGUF" "GGUF files of architecture 'gpt_neox' are not read or written yet"
+no_file "pythia-160m refuses GGUF" "$T/py.gguf"
+rm -rf "$T/pythia-160m" "$T/py_attn.npy" "$T/py_nll.npy"
+
+# A grouped-query model end to end: tiny Qwen2 (4 query heads on 1 KV head) with GPT-2's
+# byte-level tokenizer.json, analyzed from text. Every head's kv_head, the loss, the ablation
+# of each query head and of each KV group against families.py on the report's ids.
+"$PY" fixtures/ref/make_family_checkpoint.py --arch tiny-qwen2 --out "$T/qwen-gpt2tok" \
+    --tokenizer fixtures/tokenizer/gpt2.tokenizer.json --seed 5 >/dev/null || bad "tiny qwen2 checkpoint"
+expect 0 "analyze grouped-query model" -- "$HS" analyze "$T/qwen-gpt2tok" -o "$T/qw" -q \
+    --text "The cat sat on the mat. The cat sat on the mat."
+if "$PY" -c "
+import json, sys
+import numpy as np
+sys.path.insert(0, 'fixtures/ref')
+import families as F
+r = json.load(open('$T/qw/report.json'))
+m = F.load_model('$T/qwen-gpt2tok')
+H, KV = m.cfg['H'], m.cfg['KV']
+assert r['model']['n_kv_head'] == KV == 1 and [h['kv_head'] for h in r['heads']] == [h % H // (H // KV) for h in range(len(r['heads']))]
+base, abl = F.ablation(m, np.array(r['input']['ids']))
+_, abl_kv = F.ablation(m, np.array(r['input']['ids']), kv_groups=True)
+got = np.array([h['ablation_delta'] for h in r['heads']]).reshape(abl.shape)
+d = max(abs(base - r['loss']['value']), float(np.abs(got - abl).max()), float(np.abs(np.array(r['kv_groups']['ablation_delta']) - abl_kv).max()))
+print('grouped-query report: loss, ablation, KV-group ablation max|d| = %.3g' % d)
+sys.exit(0 if d <= 1e-4 and r['kv_groups']['heads_per_group'] == 4 else 1)" >"$T/cmp" 2>&1; then
+    ok
+else
+    bad "grouped-query report vs families.py: $(cat "$T/cmp")"
+fi
+rm -rf "$T/qwen-gpt2tok" "$T/qw"
+
 # ---- encoder families: RoBERTa and DistilBERT ------------------------------------------------
 # The tiny models of fixtures/family-models with the tokenizer files of
 # fixtures/encoder-golden/tokenizers, and roberta-base / distilbert-base shapes with random

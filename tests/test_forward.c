@@ -41,14 +41,7 @@ static cJSON *load_case_json(const char *name)
 {
     char path[256];
     snprintf(path, sizeof path, "fixtures/golden/%s.json", name);
-    char *text;
-    size_t len;
-    hs_error err = {{0}};
-    cr_assert_eq(hs_read_file(path, 1 << 24, &text, &len, &err), HS_OK, "%s", err.msg);
-    cJSON *j = cJSON_ParseWithLength(text, len);
-    free(text);
-    cr_assert_not_null(j, "bad json %s", path);
-    return j;
+    return tu_json_file(path);
 }
 
 static int file_exists(const char *p) { return access(p, R_OK) == 0; }
@@ -57,18 +50,6 @@ static int file_exists(const char *p) { return access(p, R_OK) == 0; }
 static void model_path(const cJSON *j, char *buf, size_t cap)
 {
     snprintf(buf, cap, "%s", cJSON_GetObjectItem(j, "model")->valuestring);
-}
-
-/* -log softmax(row)[target] in double. */
-static double nll_of(const float *row, int V, int target)
-{
-    double mx = row[0];
-    for (int v = 1; v < V; v++)
-        mx = row[v] > mx ? row[v] : mx;
-    double s = 0;
-    for (int v = 0; v < V; v++)
-        s += exp((double)row[v] - mx);
-    return -((double)row[target] - mx - log(s));
 }
 
 /* Checks golden case `name` on its own model, or on `model` (a folder holding the same
@@ -125,7 +106,7 @@ static void run_case_on(const char *name, const char *model)
         if (!strcmp(kind->valuestring, "lm")) {
             const int32_t *id = ids.data;
             for (int i = 0; i + 1 < n; i++) {
-                double v = nll_of(logits + (size_t)i * c->vocab_size, c->vocab_size, id[i + 1]);
+                double v = tu_nll(logits + (size_t)i * c->vocab_size, c->vocab_size, id[i + 1]);
                 cr_expect(fabs(v - cJSON_GetArrayItem(nll, i)->valuedouble) <= LOSS_TOL,
                           "%s: nll[%d] %g vs %g", name, i, v, cJSON_GetArrayItem(nll, i)->valuedouble);
                 loss += v;
@@ -136,7 +117,7 @@ static void run_case_on(const char *name, const char *model)
             for (int k = 0; k < cnt; k++) {
                 int p = cJSON_GetArrayItem(pos, k)->valueint;
                 int target = cJSON_GetArrayItem(orig, p)->valueint;
-                loss += nll_of(logits + (size_t)p * c->vocab_size, c->vocab_size, target);
+                loss += tu_nll(logits + (size_t)p * c->vocab_size, c->vocab_size, target);
             }
         }
         loss /= cnt;

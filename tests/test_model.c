@@ -231,34 +231,48 @@ Test(arch, descriptors_of_the_families)
     cr_assert_str_eq(d->mask_token, "[MASK]");
 }
 
-Test(arch, features_not_implemented_fail_naming_them)
+Test(arch, combinations_not_implemented_fail_naming_them)
 {
     struct {
         int field;
         const char *msg;
     } want[] = {
-        {0, "architecture 'gpt2': RMSNorm is not implemented"},
-        {1, "architecture 'gpt2': rotary position embeddings is not implemented"},
-        {2, "architecture 'gpt2': the gated SiLU MLP is not implemented"},
-        {3, "architecture 'gpt2': the parallel attention + MLP residual is not implemented"},
-        {4, "architecture 'gpt2': projections without biases is not implemented"},
-        {5, "architecture 'gpt2': grouped key/value heads is not implemented"},
+        {0, "architecture 'gpt2': a gated SiLU activation in a gelu MLP (or the reverse) is not "
+            "implemented"},
+        {1, "architecture 'gpt2': the parallel residual in a post-norm block is not implemented"},
+        {2, "architecture 'gpt2': rotary embeddings on 0 or an odd number of dimensions, or more "
+            "than a head has, is not implemented"},
+        {3, "architecture 'gpt2': rotary embeddings in a bidirectional model is not implemented"},
+        {4, "architecture 'gpt2': a number of query heads that is not a multiple of the key/value "
+            "heads is not implemented"},
+        {5, "architecture 'gpt2': grouped key/value heads in a post-norm block is not implemented"},
     };
     hs_error err = {{0}};
     cr_assert_eq(validate_with(hs_arch_find("gpt2"), &err), HS_OK, "%s", err.msg);
     for (size_t k = 0; k < sizeof want / sizeof want[0]; k++) {
         hs_arch a = *hs_arch_find("gpt2");
         switch (want[k].field) {
-        case 0: a.norm_kind = HS_NORM_RMS; break;
-        case 1: a.pos = HS_POS_ROTARY; a.rotary_frac = 0.25f; a.rotary_base = 10000; break;
-        case 2: a.act = HS_ACT_SILU_GATED; break;
-        case 3: a.parallel_residual = 1; break;
-        case 4: a.biases = 0; break;
-        case 5: a.n_kv_head = 1; break;
+        case 0: a.act = HS_ACT_SILU_GATED; break;
+        case 1: a.norm_place = HS_NORM_POST; a.parallel_residual = 1; break;
+        case 2: a.pos = HS_POS_ROTARY; a.rotary_dims = 0; break;
+        case 3: a.pos = HS_POS_ROTARY; a.rotary_dims = 2; a.causal = 0; break;
+        case 4: a.n_kv_head = 3; break;
+        case 5: a.norm_place = HS_NORM_POST; a.n_kv_head = 1; break;
         }
         hs_error e = {{0}};
         cr_assert_eq(validate_with(&a, &e), HS_E_UNSUPPORTED, "case %zu: %s", k, e.msg);
         cr_assert_str_eq(e.msg, want[k].msg);
+    }
+    /* what the rotary decoders combine is accepted */
+    const char *fam[] = {"gpt_neox", "llama", "qwen2"};
+    for (int k = 0; k < 3; k++) {
+        hs_arch a = *hs_arch_find(fam[k]);
+        a.rotary_dims = 4;
+        hs_model_config c = {.n_layer = 1, .n_head = 2, .d_model = 8, .d_ff = 32, .n_ctx = 8,
+                             .vocab_size = 16, .ln_eps = 1e-5f, .act = a.act, .arch = &a};
+        hs_error e = {{0}};
+        cr_assert_eq(hs_config_validate(&c, &e), HS_OK, "%s: %s", fam[k], e.msg);
+        cr_assert_eq(c.n_kv_head, 2);
     }
 }
 
@@ -303,4 +317,82 @@ Test(arch, name_tables_walk_in_gguf_order)
     cr_assert_str_eq(w.gguf[5], "blk.0.attn_q.weight");
     cr_assert_str_eq(w.gguf[5 + 16 + 15], "blk.1.layer_output_norm.bias");
     cr_assert_str_eq(w.hf[w.n - 2], "cls.predictions.bias");
+}
+
+/* The rows a one-layer model of the family asks for, in order, as "hf gguf" lines. The
+ * expected lists are typed from transformers' modeling_gpt_neox.py / modeling_llama.py /
+ * modeling_qwen2.py names and llama.cpp's gguf-py constants.py (MODEL_ARCH.GPTNEOX, LLAMA,
+ * QWEN2 tensor lists); the walk leaves out what the descriptor does not have. */
+static void expect_walk(const char *family, int qkv_bias, const char *const *want, int n_want)
+{
+    hs_arch a = *hs_arch_find(family);
+    a.qkv_bias = qkv_bias || a.qkv_bias;
+    hs_model_config c = {.n_layer = 1, .n_head = 2, .d_model = 8, .d_ff = 16, .arch = &a};
+    walked w = {0};
+    cr_assert_eq(hs_names_walk(&c, collect, &w, NULL), HS_OK);
+    cr_expect_eq(w.n, n_want, "%s: %d rows", family, w.n);
+    for (int k = 0; k < w.n && k < n_want; k++) { /* walked holds 64 rows */
+        char got[160];
+        snprintf(got, sizeof got, "%s %s", w.hf[k], w.gguf[k]);
+        cr_expect_str_eq(got, want[k], "%s row %d", family, k);
+    }
+}
+
+Test(arch, rotary_decoder_tables_name_what_transformers_and_llama_cpp_write)
+{
+    static const char *const neox[] = {
+        "embed_in.weight token_embd.weight",
+        "layers.0.input_layernorm.weight blk.0.attn_norm.weight",
+        "layers.0.input_layernorm.bias blk.0.attn_norm.bias",
+        "layers.0.attention.query_key_value.weight blk.0.attn_qkv.weight",
+        "layers.0.attention.query_key_value.bias blk.0.attn_qkv.bias",
+        "layers.0.attention.dense.weight blk.0.attn_output.weight",
+        "layers.0.attention.dense.bias blk.0.attn_output.bias",
+        "layers.0.post_attention_layernorm.weight blk.0.ffn_norm.weight",
+        "layers.0.post_attention_layernorm.bias blk.0.ffn_norm.bias",
+        "layers.0.mlp.dense_h_to_4h.weight blk.0.ffn_up.weight",
+        "layers.0.mlp.dense_h_to_4h.bias blk.0.ffn_up.bias",
+        "layers.0.mlp.dense_4h_to_h.weight blk.0.ffn_down.weight",
+        "layers.0.mlp.dense_4h_to_h.bias blk.0.ffn_down.bias",
+        "final_layer_norm.weight output_norm.weight",
+        "final_layer_norm.bias output_norm.bias",
+        "embed_out.weight output.weight",
+    };
+    static const char *const llama[] = {
+        "embed_tokens.weight token_embd.weight",
+        "layers.0.input_layernorm.weight blk.0.attn_norm.weight",
+        "layers.0.self_attn.q_proj.weight blk.0.attn_q.weight",
+        "layers.0.self_attn.k_proj.weight blk.0.attn_k.weight",
+        "layers.0.self_attn.v_proj.weight blk.0.attn_v.weight",
+        "layers.0.self_attn.o_proj.weight blk.0.attn_output.weight",
+        "layers.0.post_attention_layernorm.weight blk.0.ffn_norm.weight",
+        "layers.0.mlp.gate_proj.weight blk.0.ffn_gate.weight",
+        "layers.0.mlp.up_proj.weight blk.0.ffn_up.weight",
+        "layers.0.mlp.down_proj.weight blk.0.ffn_down.weight",
+        "norm.weight output_norm.weight",
+        "lm_head.weight output.weight",
+    };
+    expect_walk("gpt_neox", 0, neox, (int)(sizeof neox / sizeof neox[0]));
+    expect_walk("llama", 0, llama, (int)(sizeof llama / sizeof llama[0]));
+    /* Qwen2: Llama's rows with a bias after each of q, k and v (attn_q.bias ...) */
+    char rows[16][160];
+    const char *qwen2[16];
+    int nq = 0;
+    for (size_t k = 0; k < sizeof llama / sizeof llama[0]; k++) {
+        snprintf(rows[nq], sizeof rows[nq], "%s", llama[k]);
+        qwen2[nq] = rows[nq];
+        nq++;
+        if (strstr(llama[k], "q_proj") || strstr(llama[k], "k_proj") || strstr(llama[k], "v_proj")) {
+            char hf[64], gg[64];
+            cr_assert_eq(sscanf(llama[k], "%63s %63s", hf, gg), 2);
+            *strstr(hf, ".weight") = 0;
+            *strstr(gg, ".weight") = 0;
+            snprintf(rows[nq], sizeof rows[nq], "%s.bias %s.bias", hf, gg);
+            qwen2[nq] = rows[nq];
+            nq++;
+        }
+    }
+    expect_walk("qwen2", 0, qwen2, nq);
+    cr_expect_str_eq(hs_arch_find("gpt_neox")->names->hf_prefix, "gpt_neox.");
+    cr_expect_str_eq(hs_arch_find("llama")->names->hf_prefix, "model.");
 }

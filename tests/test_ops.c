@@ -13,7 +13,7 @@ Test(ops, rmsnorm_divides_by_the_root_mean_square)
      * row (0, 0): 0 / sqrt(0.5) = 0 */
     const float x[4] = {3, 4, 0, 0}, w[2] = {1, 2};
     float y[4];
-    hs_op_rmsnorm(x, w, y, 2, 2, 0.5f);
+    hs_op_rmsnorm(x, w, y, NULL, NULL, 2, 2, 0.5f);
     NEAR(y[0], 3 / sqrt(13.0));
     NEAR(y[1], 8 / sqrt(13.0));
     NEAR(y[2], 0);
@@ -44,7 +44,8 @@ Test(ops, rotary_turns_the_rotated_pairs_and_leaves_the_rest)
     for (int h = 0; h < 2; h++)
         for (int k = 0; k < 6; k++)
             x[12 + 6 * h + k] = row1[k];
-    hs_op_rotary(x, 2, 2, 6, 12, 4, 4.0f, 0);
+    const double inv[2] = {1.0, 0.5}; /* base 4: 4^0, 4^(-2/4) */
+    hs_op_rotary(x, 2, 2, 6, 12, 4, inv, 0, 0);
     for (int i = 0; i < 12; i++)
         NEAR(x[i], i + 1);
     const double c1 = 0.5403023058681398, s1 = 0.8414709848078965;
@@ -60,7 +61,7 @@ Test(ops, rotary_turns_the_rotated_pairs_and_leaves_the_rest)
     }
     /* pos0 shifts the positions: row 0 at position 1 turns as row 1 did */
     float y[6] = {1, 0, 0, 1, 7, 8};
-    hs_op_rotary(y, 1, 1, 6, 6, 4, 4.0f, 1);
+    hs_op_rotary(y, 1, 1, 6, 6, 4, inv, 1, 0);
     NEAR(y[0], c1);
     NEAR(y[3], ch);
 }

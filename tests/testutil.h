@@ -8,9 +8,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <cJSON.h>
 #include <criterion/criterion.h>
 
+#include "headscope/importance.h"
+#include "headscope/model.h"
 #include "headscope/npy.h"
+#include "internal.h"
 
 /* Shared models (../shared beside the checkout) and committed fixtures. */
 #define SHARED_MODELS "../shared/models"
@@ -40,6 +44,69 @@ static inline double tu_max_abs_diff(const float *a, const float *b, size_t coun
     if (where)
         *where = w;
     return m;
+}
+
+/* The JSON file at path (up to 16 MB), parsed, or the test fails. cJSON_Delete it. */
+static inline cJSON *tu_json_file(const char *path)
+{
+    char *text;
+    size_t len;
+    hs_error err = {{0}};
+    cr_assert_eq(hs_read_file(path, 1 << 24, &text, &len, &err), HS_OK, "%s", err.msg);
+    cJSON *j = cJSON_ParseWithLength(text, len);
+    free(text);
+    cr_assert_not_null(j, "bad json %s", path);
+    return j;
+}
+
+/* -log softmax(row: (V))[target], in double. */
+static inline double tu_nll(const float *row, int V, int target)
+{
+    double mx = row[0];
+    for (int v = 1; v < V; v++)
+        mx = row[v] > mx ? row[v] : mx;
+    double s = 0;
+    for (int v = 0; v < V; v++)
+        s += exp((double)row[v] - mx);
+    return -((double)row[target] - mx - log(s));
+}
+
+/* The analytic signed gradient importance of every head of m on in against the central
+ * difference (L(xi_h = 1 + eps) - L(xi_h = 1 - eps)) / 2 eps, eps = 1e-2, through the
+ * ordinary forward pass. The O(eps^2) truncation and float32 loss noise (~1e-6 / 2e-2) fit
+ * |fd - g| <= 2e-2 (|g| + 1e-2); at least half the heads must have |g| > 1e-3. */
+static inline void tu_check_finite_difference(const hs_model *m, const hs_loss_input *in,
+                                              const char *name)
+{
+    const hs_model_config *c = hs_model_config_of(m);
+    int lh = c->n_layer * c->n_head;
+    double *sg = malloc((size_t)lh * sizeof *sg), loss;
+    hs_error err = {{0}};
+    cr_assert_eq(hs_gradient_signed(m, in, sg, &loss, &err), HS_OK, "%s", err.msg);
+    hs_loss_eval *ev;
+    cr_assert_eq(hs_loss_eval_new(m, in, &ev, &err), HS_OK, "%s", err.msg);
+    float *mask = malloc((size_t)lh * sizeof *mask);
+    for (int k = 0; k < lh; k++)
+        mask[k] = 1.0f;
+    const double eps = 1e-2;
+    int nonzero = 0;
+    for (int k = 0; k < lh; k++) {
+        double up, down;
+        mask[k] = (float)(1.0 + eps);
+        cr_assert_eq(hs_loss_eval_run(ev, mask, &up, &err), HS_OK, "%s", err.msg);
+        mask[k] = (float)(1.0 - eps);
+        cr_assert_eq(hs_loss_eval_run(ev, mask, &down, &err), HS_OK, "%s", err.msg);
+        mask[k] = 1.0f;
+        double fd = (up - down) / (2 * eps);
+        cr_expect(fabs(fd - sg[k]) <= 2e-2 * (fabs(sg[k]) + 1e-2),
+                  "%s: head %d.%d finite difference %.6f, analytic %.6f", name, k / c->n_head,
+                  k % c->n_head, fd, sg[k]);
+        nonzero += fabs(sg[k]) > 1e-3;
+    }
+    cr_expect(nonzero >= lh / 2, "%s: only %d of %d gradients are clearly non-zero", name, nonzero, lh);
+    free(mask);
+    hs_loss_eval_free(ev);
+    free(sg);
 }
 
 /* A fresh temporary directory (removed by tu_rmdir). */

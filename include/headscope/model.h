@@ -1,9 +1,10 @@
 /*
- * headscope/model.h — loading GPT-2 and BERT checkpoints.
+ * headscope/model.h — loading transformer checkpoints: GPT-2, BERT and the rotary decoders
+ * (GPT-NeoX/Pythia, Llama, Qwen2).
  *
- * headscope opens a Hugging Face model folder (config.json, model.safetensors and
- * tokenizer files) or a single GGUF file (model.bin), detected by magic bytes, and
- * normalises the weights into one float32 layout shared by both families.
+ * headscope opens a Hugging Face model folder (config.json, model.safetensors or its
+ * shards, and tokenizer files) or a single GGUF file (model.bin), detected by magic bytes,
+ * and normalises the weights into one float32 layout shared by every family.
  *
  *     hs_error err = {0};
  *     hs_model *m = NULL;
@@ -33,7 +34,11 @@ typedef enum hs_family {
     HS_FAMILY_GPT2 = 1,      /* pre-LN, causal, gelu (tanh), tied LM head */
     HS_FAMILY_BERT = 2,      /* post-LN, bidirectional, gelu (erf), token types, optional MLM head */
     HS_FAMILY_ROBERTA = 3,   /* BERT's encoder, positions from padding_idx + 1, BPE (also XLM-R) */
-    HS_FAMILY_DISTILBERT = 4 /* BERT's encoder without token types, its own tensor names */
+    HS_FAMILY_DISTILBERT = 4, /* BERT's encoder without token types, its own tensor names */
+    /* the rotary decoders (pre-norm, causal, rotary positions, no position table) */
+    HS_FAMILY_GPT_NEOX = 5, /* Pythia: LayerNorm, fused per-head QKV, parallel residual, gelu */
+    HS_FAMILY_LLAMA = 6,    /* RMSNorm, grouped KV heads, gated SiLU MLP, no biases */
+    HS_FAMILY_QWEN2 = 7     /* Llama's block with Q/K/V biases */
 } hs_family;
 
 typedef enum hs_file_format {
@@ -44,14 +49,13 @@ typedef enum hs_file_format {
 typedef enum hs_activation {
     HS_ACT_GELU_TANH = 1, /* "gelu_new" / "gelu_pytorch_tanh": tanh approximation */
     HS_ACT_GELU_ERF = 2,  /* "gelu": exact, with erf */
-    HS_ACT_SILU_GATED = 3 /* SiLU(x W_gate) * (x W_up) (Llama); not implemented yet */
+    HS_ACT_SILU_GATED = 3 /* SiLU(x W_gate) * (x W_up) (Llama, Qwen2) */
 } hs_activation;
 
 /* ---- the architecture descriptor ----------------------------------------------------
  * What a family's transformer is made of. The forward and backward passes, the loaders,
  * the GGUF writer and the analyses read these fields, never the family itself, so a new
- * family is a descriptor, a name table and the kernels it lacks (docs/architecture.md).
- * A feature marked "not implemented" is refused when a model is opened. */
+ * family is a descriptor, a name table and the kernels it lacks (docs/architecture.md). */
 typedef enum hs_norm_place {
     HS_NORM_PRE = 1, /* x + f(norm(x)), a final norm after the last block (GPT-2) */
     HS_NORM_POST = 2 /* norm(x + f(x)) (BERT) */
@@ -59,13 +63,20 @@ typedef enum hs_norm_place {
 
 typedef enum hs_norm_kind {
     HS_NORM_LAYER = 1, /* LayerNorm: (x - mean) / std * w + b */
-    HS_NORM_RMS = 2    /* RMSNorm: x / rms * w; not implemented yet */
+    HS_NORM_RMS = 2    /* RMSNorm: x / sqrt(mean(x^2) + eps) * w, no bias */
 } hs_norm_kind;
 
 typedef enum hs_pos_kind {
     HS_POS_LEARNED = 1, /* a learned absolute table, row i + pos_offset for token i */
-    HS_POS_ROTARY = 2   /* rotary on rotary_frac of each head's dimensions; not implemented yet */
+    HS_POS_ROTARY = 2   /* rotary on rotary_dims of each head's query and key dimensions */
 } hs_pos_kind;
+
+/* How rotary frequencies are rescaled (config.json rope_scaling / rope_parameters). */
+typedef enum hs_rope_scaling {
+    HS_ROPE_PLAIN = 0,  /* theta_k = base^(-2k / rotary_dims) */
+    HS_ROPE_LINEAR = 1, /* theta_k / factor (position interpolation) */
+    HS_ROPE_LLAMA3 = 2  /* Llama 3.1: long wavelengths / factor, short kept, blended between */
+} hs_rope_scaling;
 
 typedef enum hs_head_kind {
     HS_HEAD_DECODER = 1, /* logits = x W_dec^T (after the final norm of a pre-norm model) */
@@ -91,13 +102,19 @@ typedef struct hs_arch {
                                    table gets Vaswani et al.'s sinusoids (hs_sinusoids) */
     float rotary_frac;          /* rotary: fraction of each head's dimensions rotated */
     float rotary_base;          /* rotary: the frequency base (10000) */
+    int rotary_dims;            /* rotary: int(d_head * rotary_frac), even (set per model) */
+    hs_rope_scaling rope_scaling; /* and its parameters: */
+    float rope_factor, rope_low_freq, rope_high_freq; /* factor; llama3's low/high factors */
+    int rope_orig_ctx;          /* llama3: original_max_position_embeddings */
     int causal;                 /* 1: query i sees keys 0..i; 0: every key */
-    int parallel_residual;      /* x + attn(norm1 x) + mlp(norm2 x); not implemented yet */
-    int biases;                 /* every projection has a bias (0: not implemented yet) */
+    int parallel_residual;      /* x + attn(norm1 x) + mlp(norm2 x) */
+    int biases;                 /* every projection has a bias; 0: only those below */
+    int qkv_bias, o_bias;       /* biases = 0: Q/K/V (Qwen2) and output-projection biases */
     int emb_norm;               /* a norm right after the embeddings (BERT) */
     int token_types;            /* token type embeddings added (BERT segments) */
     int tied_embeddings;        /* the decoder is the token embeddings unless stored */
-    int n_kv_head;              /* key/value heads, 0 = n_head (fewer: not implemented yet) */
+    int n_kv_head;              /* key/value heads, 0 = n_head; fewer: query head h reads KV
+                                   head h / (n_head / n_kv_head) (grouped-query attention) */
     hs_head_kind head;
     int head_optional;          /* a checkpoint may come without its LM head */
     hs_tokenizer_kind tokenizer;
@@ -109,7 +126,7 @@ typedef struct hs_arch {
     const struct hs_names *names;
 } hs_arch;
 
-/* The descriptor of a family by its name ("gpt2", "bert") or by its enum, or NULL when
+/* The descriptor of a family by its name ("gpt2", "llama") or by its enum, or NULL when
  * unknown. Static; the model's own is hs_model_config_of(m)->arch. */
 const hs_arch *hs_arch_find(const char *name);
 const hs_arch *hs_arch_of(hs_family f);
@@ -128,6 +145,7 @@ typedef struct hs_model_config {
     hs_activation act;
     int causal;          /* 1 for GPT-2 */
     int has_lm_head;     /* GPT-2: always (tied or explicit); BERT: MLM head present */
+    int n_kv_head;       /* key/value heads (n_head unless grouped; set when checked) */
     const hs_arch *arch; /* the family's descriptor (set when the config is checked) */
 } hs_model_config;
 
@@ -198,7 +216,10 @@ hs_status hs_model_files_hash(const hs_model *m, hs_model_file **out, int *n, hs
 /* Frees what hs_model_files_hash returned; accepts NULL. */
 void hs_model_files_free(hs_model_file *files, int n);
 
-/* Family names: "gpt2" / "bert". */
+/* The key/value head query head h reads: h / (n_head / n_kv_head). */
+int hs_model_kv_head(const hs_model_config *c, int h);
+
+/* Family names: "gpt2", "bert", "gpt_neox", "llama", "qwen2". */
 const char *hs_family_name(hs_family f);
 
 #ifdef __cplusplus

@@ -209,6 +209,10 @@ typedef struct hs_analysis {
     int n_curve;
     int *candidates;        /* (n_candidates) head indices l*H + h */
     int n_candidates;
+    /* Grouped-query models (n_kv_head < n_head): (n_layer, n_kv_head) loss with every query
+     * head of KV head g of layer l masked, minus loss (NaN for layers not analysed); NULL
+     * when the model has one KV head per query head or ablation did not run. */
+    double *ablation_kv;
     hs_composition *composition; /* NULL when not computed (opts, or not the GPT-2 family) */
     double *rollout;        /* (n, n) attention rollout of the text, or NULL */
     double *flow;           /* (n, n) attention flow of the text, or NULL (n too large) */

@@ -162,15 +162,17 @@ hs_status hs_norm_values(const hs_model *m, const hs_activations *a, float *fnor
     const hs_model_config *c = &m->cfg;
     if (!a->qkv)
         return hs_fail(err, HS_E_ARG, "norm-based attention needs the values (HS_CAPTURE_QKV)");
-    int n = a->n, dm = c->d_model, dh = c->d_head;
+    int n = a->n, dm = c->d_model, dh = c->d_head, W = a->qkv_width;
     float *f = malloc((size_t)n * (size_t)dm * sizeof *f);
     if (!f)
         return hs_fail(err, HS_E_NOMEM, "out of memory for norm-based attention");
     for (int l = 0; l < c->n_layer; l++) {
-        const float *qkv = a->qkv + (size_t)l * (size_t)n * 3 * (size_t)dm;
+        const float *qkv = a->qkv + (size_t)l * (size_t)n * (size_t)W;
         for (int h = 0; h < c->n_head; h++) {
-            /* f: (n, d) = V_h: (n, dh) . W_O^h: (dh, d), the value's bias included */
-            hs_op_gemm(0, n, dm, dh, 1.0f, qkv + 2 * (size_t)dm + (size_t)h * dh, 3 * dm,
+            /* f: (n, d) = V_h: (n, dh) . W_O^h: (dh, d), the value's bias included; V_h is
+             * the value of the KV head query head h reads */
+            size_t v = (size_t)dm + (size_t)(a->n_kv_head + hs_model_kv_head(c, h)) * (size_t)dh;
+            hs_op_gemm(0, n, dm, dh, 1.0f, qkv + v, W,
                        m->layers[l].w_o + (size_t)h * dh * (size_t)dm, dm, 0.0f, f, dm);
             float *out = fnorm + ((size_t)l * c->n_head + (size_t)h) * (size_t)n;
             for (int j = 0; j < n; j++) {

@@ -60,8 +60,10 @@ static double trace_prod(const double *a, const double *b, int n) /* tr(A B) */
 int hs_composition_defined(const hs_model_config *c)
 {
     const hs_arch *a = c->arch;
+    /* learned positions: rotary ones turn Q and K by position, outside W_Q W_K^T */
     return a->norm_place == HS_NORM_PRE && a->norm_kind == HS_NORM_LAYER &&
-           a->head == HS_HEAD_DECODER && !a->parallel_residual;
+           a->head == HS_HEAD_DECODER && !a->parallel_residual && a->pos == HS_POS_LEARNED &&
+           c->n_kv_head == c->n_head;
 }
 
 hs_status hs_composition_compute(const hs_model *m, hs_composition **out, hs_error *err)

@@ -5,8 +5,10 @@
  *
  * The forward half is the forward pass's own block (src/nn/block.c) asked to keep the
  * activations the backward needs, so the loss differentiated is the loss hs_loss_eval_run
- * computes. The backward reads the same descriptor: pre- or post-norm LayerNorm blocks with
- * a gelu MLP; the loaders refuse what the descriptor can say but neither pass implements. */
+ * computes. The backward reads the same descriptor: pre- or post-norm blocks, LayerNorm or
+ * RMSNorm, a gelu or gated SiLU MLP, sequential or parallel residual, rotary queries and
+ * keys, grouped key/value heads; the loaders refuse what the descriptor can say but neither
+ * pass implements. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,9 +30,10 @@ static void linear_back(const float *dy, const float *w, float *dx, int n, int i
 }
 
 /* LayerNorm backward, y = xhat * w + b: with g = dy * w,
- * dx = rstd * (g - mean(g) - xhat * mean(g * xhat)). dx may alias dy; accumulate adds. */
-static void layernorm_back(const float *xhat, const float *rstd, const float *w, const float *dy,
-                           float *dx, int n, int d, int accumulate)
+ * dx = rstd * (g - mean(g) - xhat * mean(g * xhat)); RMSNorm (rms), y = x rstd w:
+ * dx = rstd * (g - xhat * mean(g * xhat)). dx may alias dy; accumulate adds. */
+static void norm_back(int rms, const float *xhat, const float *rstd, const float *w,
+                      const float *dy, float *dx, int n, int d, int accumulate)
 {
 #pragma omp parallel for schedule(static) if ((size_t)n * (size_t)d >= 32768)
     for (int i = 0; i < n; i++) {
@@ -42,7 +45,7 @@ static void layernorm_back(const float *xhat, const float *rstd, const float *w,
             sg += gk;
             sgh += gk * hi[k];
         }
-        double mg = sg / d, mgh = sgh / d, r = rstd[i];
+        double mg = rms ? 0.0 : sg / d, mgh = sgh / d, r = rstd[i];
         for (int k = 0; k < d; k++) {
             float v = (float)(r * ((double)gi[k] * w[k] - mg - hi[k] * mgh));
             xi[k] = accumulate ? xi[k] + v : v;
@@ -75,27 +78,67 @@ static void gelu_back(const float *x, float *dy, size_t count, hs_activation act
     }
 }
 
+/* The gated MLP's activation backward: gu: (n, 2f) rows [gate | up], da: (n, f) = d loss /
+ * d (SiLU(gate) up) → dgu: (n, 2f): d gate = da up SiLU'(gate), d up = da SiLU(gate), with
+ * SiLU'(g) = s (1 + g (1 - s)), s = sigmoid(g). */
+static void swiglu_back(const float *gu, const float *da, float *dgu, int n, int f)
+{
+#pragma omp parallel for schedule(static) if ((size_t)n * (size_t)f >= 32768)
+    for (int i = 0; i < n; i++) {
+        const float *g = gu + (size_t)i * 2 * (size_t)f, *a = da + (size_t)i * (size_t)f;
+        float *dg = dgu + (size_t)i * 2 * (size_t)f;
+        for (int k = 0; k < f; k++) {
+            double gk = g[k], sk = 1.0 / (1.0 + exp(-gk));
+            dg[k] = (float)((double)a[k] * g[f + k] * sk * (1.0 + gk * (1.0 - sk)));
+            dg[f + k] = (float)((double)a[k] * gk * sk);
+        }
+    }
+}
 
-/* Attention backward of one layer: dctx: (n, d) → dqkv: (n, 3d). dp: (H, n, n) scratch.
- * Heads run in parallel (each writes its own columns of dqkv).
- * ctx_h = P_h V_h, P_h = softmax(scale Q_h K_h^T):
- *   dV = P^T dctx;  dP = dctx V^T;  dS = P ⊙ (dP − rowsum(dP ⊙ P));
- *   dQ = scale dS K;  dK = scale dS^T Q.  Causal entries have P = 0, so dS = 0 there. */
+/* The MLP backward: dy: (n, d) = d loss / d (MLP output) → din: (n, d) = d loss / d (MLP
+ * input); pre: (n, F) the kept first projection; dff: (n, F) scratch, and (n, d_ff) more
+ * after it for the gated MLP. */
+static void mlp_back(const hs_model_config *c, const hs_layer *W, const float *pre,
+                     const float *dy, float *dff, float *din, int n)
+{
+    int d = c->d_model, f = c->d_ff, F = hs_ff_width(c);
+    if (c->act == HS_ACT_SILU_GATED) {
+        float *da = dff + (size_t)n * (size_t)F;
+        linear_back(dy, W->w_proj, da, n, f, d, 0);
+        swiglu_back(pre, da, dff, n, f);
+    } else {
+        linear_back(dy, W->w_proj, dff, n, f, d, 0);
+        gelu_back(pre, dff, (size_t)n * (size_t)f, c->act);
+    }
+    linear_back(dff, W->w_fc, din, n, d, F, 0);
+}
+
+/* Attention backward of one layer: dctx: (n, d) → dqkv: (n, W) (hs_qkv_width). dp: (H, n, n)
+ * scratch. Key/value groups run in parallel, the query heads of a group one after the
+ * other, each adding its part to the group's dK and dV (each group writes its own columns).
+ * ctx_h = P_h V_g, P_h = softmax(scale Q_h K_g^T), g the KV head of query head h:
+ *   dV_g += P_h^T dctx_h;  dP = dctx_h V_g^T;  dS = P ⊙ (dP − rowsum(dP ⊙ P));
+ *   dQ_h = scale dS K_g;  dK_g += scale dS^T Q_h.  Causal entries have P = 0, so dS = 0 there.
+ * Q and K are the rotated ones (the rotation's transpose is applied to dQ, dK after). */
 static void attention_back(const hs_model_config *c, const float *qkv, const float *probs,
                            const float *dctx, float *dqkv, float *dps, int n)
 {
-    int d = c->d_model, dh = c->d_head;
+    int d = c->d_model, dh = c->d_head, W = hs_qkv_width(c), KV = c->n_kv_head;
+    int G = c->n_head / KV;
     float scale = 1.0f / sqrtf((float)dh);
-    size_t nn = (size_t)n * (size_t)n;
-#pragma omp parallel for schedule(dynamic) if (c->n_head > 1 && nn * (size_t)c->n_head >= 32768)
-    for (int h = 0; h < c->n_head; h++) {
-        size_t off = (size_t)h * (size_t)dh;
-        const float *q = qkv + off, *k = qkv + (size_t)d + off, *v = qkv + 2 * (size_t)d + off;
+    size_t nn = (size_t)n * (size_t)n, koff = (size_t)d, voff = (size_t)d + (size_t)KV * (size_t)dh;
+#pragma omp parallel for schedule(dynamic) if (KV > 1 && nn * (size_t)c->n_head >= 32768)
+    for (int kv = 0; kv < KV; kv++)
+    for (int m = 0; m < G; m++) {
+        int h = kv * G + m;
+        float beta = m ? 1.0f : 0.0f; /* the group's first query head sets dK, dV */
+        size_t off = (size_t)h * (size_t)dh, goff = (size_t)kv * (size_t)dh;
+        const float *q = qkv + off, *k = qkv + koff + goff, *v = qkv + voff + goff;
         const float *p = probs + (size_t)h * nn, *dc = dctx + off;
         float *dp = dps + (size_t)h * nn;
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, n, dh, n, 1.0f, p, n, dc, d, 0.0f,
-                    dqkv + 2 * (size_t)d + off, 3 * d);
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, n, dh, 1.0f, dc, d, v, 3 * d, 0.0f,
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, n, dh, n, 1.0f, p, n, dc, d, beta,
+                    dqkv + voff + goff, W);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, n, dh, 1.0f, dc, d, v, W, 0.0f,
                     dp, n);
         for (int i = 0; i < n; i++) {
             const float *pi = p + (size_t)i * (size_t)n;
@@ -109,10 +152,10 @@ static void attention_back(const hs_model_config *c, const float *qkv, const flo
             for (int j = w; j < n; j++)
                 di[j] = 0.0f;
         }
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, dh, n, scale, dp, n, k, 3 * d,
-                    0.0f, dqkv + off, 3 * d);
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, n, dh, n, scale, dp, n, q, 3 * d,
-                    0.0f, dqkv + (size_t)d + off, 3 * d);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, dh, n, scale, dp, n, k, W,
+                    0.0f, dqkv + off, W);
+        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, n, dh, n, scale, dp, n, q, W,
+                    beta, dqkv + koff + goff, W);
     }
 }
 
@@ -123,7 +166,7 @@ static hs_status check_input(const hs_model *m, const hs_loss_input *in, hs_erro
 {
     const hs_model_config *c = &m->cfg;
     const char *beyond = hs_arch_beyond_base(c->arch, c);
-    if (beyond) /* the backward below differentiates the base block only */
+    if (beyond) /* the loaders refuse these; a descriptor changed by hand may not be */
         return hs_fail(err, HS_E_UNSUPPORTED, "gradient importance: the backward pass of %s "
                        "(architecture '%s') is not implemented", beyond, c->arch->name);
     if (in->kind == HS_LOSS_REPR)
@@ -172,18 +215,26 @@ hs_status hs_gradient_signed_masked(const hs_model *m, const hs_loss_input *in,
     const hs_model_config *c = &m->cfg;
     const int n = in->n, d = c->d_model, f = c->d_ff, H = c->n_head, L = c->n_layer;
     const int V = c->vocab_size, pre = c->arch->norm_place == HS_NORM_PRE;
+    const int rms = c->arch->norm_kind == HS_NORM_RMS, par = c->arch->parallel_residual;
+    const int Wq = hs_qkv_width(c), F = hs_ff_width(c);
+    const int rot = c->arch->pos == HS_POS_ROTARY ? c->arch->rotary_dims : 0;
     const int R = in->kind == HS_LOSS_LM ? n - 1 : in->n_pos; /* loss rows */
-    const size_t nd = (size_t)n * (size_t)d, nf = (size_t)n * (size_t)f;
-    const size_t nn = (size_t)n * (size_t)n, rd = (size_t)R * (size_t)d;
+    const size_t nd = (size_t)n * (size_t)d, nF = (size_t)n * (size_t)F;
+    const size_t nW = (size_t)n * (size_t)Wq, nn = (size_t)n * (size_t)n, rd = (size_t)R * (size_t)d;
+    const size_t nfa = c->act == HS_ACT_SILU_GATED ? (size_t)n * (size_t)f : 0;
     hs_forward_ws *ws = NULL;
+    double inv_freq[HS_ROTARY_MAX_DIMS / 2];
+    if (rot)
+        hs_op_rope_freqs(c->arch, inv_freq);
     if ((st = hs_forward_ws_new(m, n, &ws, err)))
         return st;
 
-    /* One allocation: per layer 6nd + 2n + Hn² + n·f floats, then the head and the
+    /* One allocation: per layer 3nd + nW + 2n + Hn² + nF floats, then the head and the
      * backward scratch. */
-    size_t per_layer = 6 * nd + 2 * (size_t)n + (size_t)H * nn + nf;
+    size_t per_layer = 3 * nd + nW + 2 * (size_t)n + (size_t)H * nn + nF;
     size_t head = 5 * rd + 2 * (size_t)R + (size_t)R * (size_t)V;
-    size_t scratch = 2 * nd + 3 * nd + nf + (size_t)H * nn; /* dx, dh, dqkv, dff, dp */
+    /* dx, dh, dqkv, dff (+ the gated product's), dp, the parallel MLP's dx */
+    size_t scratch = 2 * nd + nW + nF + nfa + (size_t)H * nn + (par ? nd : 0);
     size_t total, layers_sz;
     if (hs_mul_size(per_layer, (size_t)L, &layers_sz) || hs_add_size(layers_sz, head, &total) ||
         hs_add_size(total, scratch, &total) || hs_mul_size(total, sizeof(float), &total)) {
@@ -203,12 +254,12 @@ hs_status hs_gradient_signed_masked(const hs_model *m, const hs_loss_input *in,
         hs_block_keep *gl = &lay[l];
         gl->xhat1 = p, p += nd;
         gl->rstd1 = p, p += n;
-        gl->qkv = p, p += 3 * nd;
+        gl->qkv = p, p += nW;
         gl->probs = p, p += (size_t)H * nn;
         gl->ctx = p, p += nd;
         gl->xhat2 = p, p += nd;
         gl->rstd2 = p, p += n;
-        gl->ff = p, p += nf;
+        gl->ff = p, p += nF;
     }
     float *hrows = p; p += rd;    /* (R, d) final hidden rows the loss uses, final-normed */
     float *fxhat = p; p += rd;    /* (R, d) final norm normalised input */
@@ -220,9 +271,10 @@ hs_status hs_gradient_signed_masked(const hs_model *m, const hs_loss_input *in,
     float *logits = p; p += (size_t)R * (size_t)V; /* (R, V), then d loss / d logits */
     float *dx = p; p += nd;       /* (n, d) */
     float *dh = p; p += nd;       /* (n, d) */
-    float *dqkv = p; p += 3 * nd; /* (n, 3d) */
-    float *dff = p; p += nf;      /* (n, f) */
+    float *dqkv = p; p += nW;     /* (n, W) */
+    float *dff = p; p += nF + nfa; /* (n, F), then the gated product's (n, f) */
     float *dp = p; p += (size_t)H * nn; /* (H, n, n) */
+    float *dx2 = par ? p : NULL;  /* (n, d): the parallel MLP's part of d loss / d x_in */
     float *x = ws->x;             /* (n, d) residual stream */
 
     for (int r = 0; r < R; r++) {
@@ -273,13 +325,13 @@ hs_status hs_gradient_signed_masked(const hs_model *m, const hs_loss_input *in,
      * through the head transform and the final norm, those the model has. */
     hs_op_gemm(0, R, d, V, 1.0f, logits, V, m->decoder, d, 0.0f, hy, d);
     if (c->arch->head == HS_HEAD_MLM) {
-        layernorm_back(hxhat, hrstd, m->mlm_ln_w, hy, hy, R, d, 0);
+        norm_back(0, hxhat, hrstd, m->mlm_ln_w, hy, hy, R, d, 0);
         gelu_back(hpre, hy, rd, c->act);
         linear_back(hy, m->mlm_w, hrows, R, d, d, 0);
         memcpy(hy, hrows, rd * sizeof *hy);
     }
     if (pre)
-        layernorm_back(fxhat, frstd, m->lnf_w, hy, hy, R, d, 0);
+        norm_back(rms, fxhat, frstd, m->lnf_w, hy, hy, R, d, 0);
     memset(dx, 0, nd * sizeof *dx); /* d loss / d (stream leaving the last layer) */
     for (int r = 0; r < R; r++)
         hs_op_add(dx + (size_t)rows[r] * (size_t)d, hy + (size_t)r * (size_t)d, (size_t)d);
@@ -289,17 +341,17 @@ hs_status hs_gradient_signed_masked(const hs_model *m, const hs_loss_input *in,
         const hs_layer *W = &m->layers[l];
         hs_block_keep *gl = &lay[l];
         if (!pre) /* x_out = LN2(z), z = a + MLP(a) */
-            layernorm_back(gl->xhat2, gl->rstd2, W->ln2_w, dx, dx, n, d, 0);
-        linear_back(dx, W->w_proj, dff, n, f, d, 0);
-        gelu_back(gl->ff, dff, nf, c->act);
-        if (pre) { /* x_out = x_mid + MLP(LN2(x_mid)) */
-            linear_back(dff, W->w_fc, dh, n, d, f, 0);
-            layernorm_back(gl->xhat2, gl->rstd2, W->ln2_w, dh, dx, n, d, 1);
+            norm_back(rms, gl->xhat2, gl->rstd2, W->ln2_w, dx, dx, n, d, 0);
+        mlp_back(c, W, gl->ff, dx, dff, dh, n); /* dh = d loss / d (the MLP's input) */
+        if (par) {   /* x_out = x_in + attn(LN1(x_in)) + MLP(LN2(x_in)) */
+            norm_back(rms, gl->xhat2, gl->rstd2, W->ln2_w, dh, dx2, n, d, 0);
+        } else if (pre) { /* x_out = x_mid + MLP(LN2(x_mid)) */
+            norm_back(rms, gl->xhat2, gl->rstd2, W->ln2_w, dh, dx, n, d, 1);
         } else {     /* a = LN1(x_in + attn), da = dz + MLP'; then through LN1 */
-            linear_back(dff, W->w_fc, dx, n, d, f, 1);
-            layernorm_back(gl->xhat1, gl->rstd1, W->ln1_w, dx, dx, n, d, 0);
+            hs_op_add(dx, dh, nd);
+            norm_back(rms, gl->xhat1, gl->rstd1, W->ln1_w, dx, dx, n, d, 0);
         }
-        /* dx is now d loss / d (x_in + ctx W_O + b_O). */
+        /* dx is now d loss / d (ctx W_O + b_O), the attention's output. */
         linear_back(dx, W->w_o, dh, n, d, d, 0); /* dh = d loss / d ctx */
         /* d ctx / d xi = P V - r (r = 0 without a replacement) */
         const float *rl = in->replace ? in->replace + (size_t)l * nd : NULL;
@@ -324,12 +376,18 @@ hs_status hs_gradient_signed_masked(const hs_model *m, const hs_loss_input *in,
                         a[e] *= xv;
                 }
         attention_back(c, gl->qkv, gl->probs, dh, dqkv, dp, n);
-        if (pre) {
-            linear_back(dqkv, W->w_qkv, dh, n, d, 3 * d, 0);
-            layernorm_back(gl->xhat1, gl->rstd1, W->ln1_w, dh, dx, n, d, 1);
-        } else {
-            linear_back(dqkv, W->w_qkv, dx, n, d, 3 * d, 1);
+        if (rot) { /* back through the turn of Q and K: its transpose */
+            hs_op_rotary(dqkv, n, H, c->d_head, Wq, rot, inv_freq, 0, 1);
+            hs_op_rotary(dqkv + d, n, c->n_kv_head, c->d_head, Wq, rot, inv_freq, 0, 1);
         }
+        if (pre) {
+            linear_back(dqkv, W->w_qkv, dh, n, d, Wq, 0);
+            norm_back(rms, gl->xhat1, gl->rstd1, W->ln1_w, dh, dx, n, d, 1);
+        } else {
+            linear_back(dqkv, W->w_qkv, dx, n, d, Wq, 1);
+        }
+        if (par)
+            hs_op_add(dx, dx2, nd);
     }
     if (loss)
         *loss = lossv;

@@ -7,6 +7,7 @@
 #include "headscope/forward.h"
 #include "headscope/importance.h"
 #include "internal.h"
+#include "model/model_internal.h"
 #include "nn/ops.h"
 
 /* Rows of logits computed at a time when the forward workspace's spare attention buffer
@@ -112,12 +113,14 @@ static int logit_rows(const hs_loss_input *in)
 }
 
 /* Bytes a batched pass needs per copy: its final hidden states and its part of the forward
- * workspace, (n, 6 d + d_ff). (The logits are a shared block of rows.) */
+ * workspace, (n, 4 d + max(W, 3 d) + F), W the QKV width, F d_ff (3 d_ff for the gated MLP).
+ * (The logits are a shared block of rows.) */
 static size_t copy_bytes(const hs_loss_eval *e)
 {
     const hs_model_config *c = hs_model_config_of(e->m);
-    size_t n = (size_t)e->in.n, d = (size_t)c->d_model;
-    return n * (7 * d + (size_t)c->d_ff) * sizeof(float);
+    size_t n = (size_t)e->in.n, d = (size_t)c->d_model, w = (size_t)hs_qkv_width(c);
+    size_t f = (size_t)c->d_ff * (c->act == HS_ACT_SILU_GATED ? 3 : 1);
+    return n * (4 * d + (w > 3 * d ? w : 3 * d) + f) * sizeof(float);
 }
 
 /* Grows the buffers to hold batch copies (they never shrink). */

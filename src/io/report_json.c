@@ -93,6 +93,7 @@ static cJSON *head_json(const hs_analysis *a, const hs_head_result *h)
     cJSON_AddStringToObject(o, "id", name);
     cJSON_AddNumberToObject(o, "layer", h->layer);
     cJSON_AddNumberToObject(o, "head", h->head);
+    cJSON_AddNumberToObject(o, "kv_head", hs_model_kv_head(c, h->head));
     add_num(o, "entropy_nats", h->entropy.nats);
     add_num(o, "entropy_bits", h->entropy.bits);
     add_num(o, "entropy_norm", h->entropy.norm);
@@ -142,8 +143,10 @@ static void add_composition(cJSON *r, const hs_analysis *a)
     cJSON *co = cJSON_AddObjectToObject(r, "composition");
     if (!cp) {
         cJSON_AddBoolToObject(co, "available", 0);
-        cJSON_AddStringToObject(co, "reason", c->arch->norm_place != HS_NORM_PRE
-                                                  ? "defined for the GPT-2 family (pre-LN) only"
+        cJSON_AddStringToObject(co, "reason", !hs_composition_defined(c)
+                                                  ? "defined for the GPT-2 family only (pre-LN "
+                                                    "LayerNorm, learned positions, a "
+                                                    "sequential residual, a KV head per head)"
                                                   : "not computed (--no-composition)");
         return;
     }
@@ -260,6 +263,7 @@ cJSON *hs_report_model_json(const hs_analysis *a)
     cJSON_AddStringToObject(mo, "family", hs_family_name(c->family));
     cJSON_AddNumberToObject(mo, "n_layer", c->n_layer);
     cJSON_AddNumberToObject(mo, "n_head", c->n_head);
+    cJSON_AddNumberToObject(mo, "n_kv_head", c->n_kv_head);
     cJSON_AddNumberToObject(mo, "d_model", c->d_model);
     cJSON_AddNumberToObject(mo, "d_head", c->d_head);
     cJSON_AddNumberToObject(mo, "d_ff", c->d_ff);
@@ -358,6 +362,19 @@ char *hs_report_json(const hs_analysis *a, const char *const *files, int n_files
     if (a->loss_kind == HS_LOSS_MLM) {
         cJSON_AddItemToObject(lo, "masked_positions", hs_json_ints(a->mlm_positions, a->n_mlm));
         cJSON_AddItemToObject(lo, "masked_ids", hs_json_ints(a->mlm_targets, a->n_mlm));
+    }
+
+    if (c->n_kv_head < c->n_head) { /* grouped-query attention: the groups and their ablation */
+        cJSON *kv = cJSON_AddObjectToObject(r, "kv_groups");
+        cJSON_AddNumberToObject(kv, "n_kv_head", c->n_kv_head);
+        cJSON_AddNumberToObject(kv, "heads_per_group", c->n_head / c->n_kv_head);
+        if (a->ablation_kv)
+            cJSON_AddItemToObject(kv, "ablation_delta",
+                                  hs_json_matrix(a->ablation_kv, c->n_layer, c->n_kv_head));
+        else
+            cJSON_AddNullToObject(kv, "ablation_delta");
+    } else {
+        cJSON_AddNullToObject(r, "kv_groups");
     }
 
     cJSON *heads = cJSON_AddArrayToObject(r, "heads");

@@ -155,6 +155,75 @@ static const hs_tensor_name distilbert_names[] = {
 static const struct hs_names distilbert_table = {
     distilbert_names, sizeof distilbert_names / sizeof distilbert_names[0], "distilbert.", 1, NULL};
 
+/* ---- GPT-NeoX (Pythia) ----------------------------------------------------------------
+ * One fused query_key_value per layer whose output rows are laid out per head
+ * ([h0: q k v][h1: q k v]...): HS_TN_QKV_HEADS reorders it at load into [Q | K | V]. The
+ * GGUF names are llama.cpp's gptneox ones (its converter writes the fused tensor in the
+ * same per-head order). */
+#define NL "layers.%d."
+static const hs_tensor_name neox_names[] = {
+    {HS_S_TOK_EMB, -1, "embed_in.weight", NULL, "token_embd.weight", NULL, 0},
+    {HS_S_NORM1_W, -1, NL "input_layernorm.weight", NULL, "blk.%d.attn_norm.weight", NULL, 0},
+    {HS_S_NORM1_B, -1, NL "input_layernorm.bias", NULL, "blk.%d.attn_norm.bias", NULL, 0},
+    {HS_S_QKV_W, -1, NL "attention.query_key_value.weight", NULL, "blk.%d.attn_qkv.weight", NULL,
+     HS_TN_QKV_HEADS},
+    {HS_S_QKV_B, -1, NL "attention.query_key_value.bias", NULL, "blk.%d.attn_qkv.bias", NULL,
+     HS_TN_QKV_HEADS},
+    {HS_S_O_W, -1, NL "attention.dense.weight", NULL, "blk.%d.attn_output.weight", NULL, 0},
+    {HS_S_O_B, -1, NL "attention.dense.bias", NULL, "blk.%d.attn_output.bias", NULL, 0},
+    {HS_S_NORM2_W, -1, NL "post_attention_layernorm.weight", NULL, "blk.%d.ffn_norm.weight", NULL, 0},
+    {HS_S_NORM2_B, -1, NL "post_attention_layernorm.bias", NULL, "blk.%d.ffn_norm.bias", NULL, 0},
+    {HS_S_FC_W, -1, NL "mlp.dense_h_to_4h.weight", NULL, "blk.%d.ffn_up.weight", NULL, 0},
+    {HS_S_FC_B, -1, NL "mlp.dense_h_to_4h.bias", NULL, "blk.%d.ffn_up.bias", NULL, 0},
+    {HS_S_PROJ_W, -1, NL "mlp.dense_4h_to_h.weight", NULL, "blk.%d.ffn_down.weight", NULL, 0},
+    {HS_S_PROJ_B, -1, NL "mlp.dense_4h_to_h.bias", NULL, "blk.%d.ffn_down.bias", NULL, 0},
+    {HS_S_FINAL_NORM_W, -1, "final_layer_norm.weight", NULL, "output_norm.weight", NULL, 0},
+    {HS_S_FINAL_NORM_B, -1, "final_layer_norm.bias", NULL, "output_norm.bias", NULL, 0},
+    /* untied unless tie_word_embeddings (then absent: the token embeddings) */
+    {HS_S_DECODER, -1, "embed_out.weight", NULL, "output.weight", NULL,
+     HS_TN_OPTIONAL | HS_TN_BARE},
+};
+
+static const struct hs_names neox_table = {
+    neox_names, sizeof neox_names / sizeof neox_names[0], "gpt_neox.", 1, "gpt2"};
+
+static const char *const neox_specials[] = {"<|endoftext|>"};
+
+/* ---- Llama and Qwen2 -------------------------------------------------------------------
+ * Separate q/k/v projections fill the blocks of the fused QKV slot (K and V n_kv_head heads
+ * wide), gate and up the two halves of the MLP's first slot [gate | up]. The bias rows are
+ * asked for only when the descriptor has them (Qwen2's q/k/v; Llama's attention_bias). */
+static const hs_tensor_name llama_names[] = {
+    {HS_S_TOK_EMB, -1, "embed_tokens.weight", NULL, "token_embd.weight", NULL, 0},
+    {HS_S_NORM1_W, -1, NL "input_layernorm.weight", NULL, "blk.%d.attn_norm.weight", NULL, 0},
+    {HS_S_QKV_W, 0, NL "self_attn.q_proj.weight", NULL, "blk.%d.attn_q.weight", NULL, 0},
+    {HS_S_QKV_B, 0, NL "self_attn.q_proj.bias", NULL, "blk.%d.attn_q.bias", NULL, 0},
+    {HS_S_QKV_W, 1, NL "self_attn.k_proj.weight", NULL, "blk.%d.attn_k.weight", NULL, 0},
+    {HS_S_QKV_B, 1, NL "self_attn.k_proj.bias", NULL, "blk.%d.attn_k.bias", NULL, 0},
+    {HS_S_QKV_W, 2, NL "self_attn.v_proj.weight", NULL, "blk.%d.attn_v.weight", NULL, 0},
+    {HS_S_QKV_B, 2, NL "self_attn.v_proj.bias", NULL, "blk.%d.attn_v.bias", NULL, 0},
+    {HS_S_O_W, -1, NL "self_attn.o_proj.weight", NULL, "blk.%d.attn_output.weight", NULL, 0},
+    {HS_S_O_B, -1, NL "self_attn.o_proj.bias", NULL, "blk.%d.attn_output.bias", NULL, 0},
+    {HS_S_NORM2_W, -1, NL "post_attention_layernorm.weight", NULL, "blk.%d.ffn_norm.weight", NULL, 0},
+    {HS_S_FC_W, 0, NL "mlp.gate_proj.weight", NULL, "blk.%d.ffn_gate.weight", NULL, 0},
+    {HS_S_FC_W, 1, NL "mlp.up_proj.weight", NULL, "blk.%d.ffn_up.weight", NULL, 0},
+    {HS_S_PROJ_W, -1, NL "mlp.down_proj.weight", NULL, "blk.%d.ffn_down.weight", NULL, 0},
+    {HS_S_FINAL_NORM_W, -1, "norm.weight", NULL, "output_norm.weight", NULL, 0},
+    /* absent when tie_word_embeddings (then the token embeddings) */
+    {HS_S_DECODER, -1, "lm_head.weight", NULL, "output.weight", NULL,
+     HS_TN_OPTIONAL | HS_TN_BARE},
+};
+#undef NL
+
+/* tokenizer.ggml.model "llama" (SentencePiece) for Llama 2; Llama 3 and Qwen2 write "gpt2"
+ * (GGUF files of the rotary families are refused today: hs_arch_gguf_check). */
+static const struct hs_names llama_table = {
+    llama_names, sizeof llama_names / sizeof llama_names[0], "model.", 1, "llama"};
+static const struct hs_names qwen2_table = {
+    llama_names, sizeof llama_names / sizeof llama_names[0], "model.", 1, "gpt2"};
+
+static const char *const qwen2_specials[] = {"<|endoftext|>", "<|im_start|>", "<|im_end|>"};
+
 /* ---- the descriptors ---------------------------------------------------------------- */
 
 static const hs_arch families[] = {
@@ -193,6 +262,34 @@ static const hs_arch families[] = {
         .head = HS_HEAD_MLM, .head_optional = 1, .tokenizer = HS_TOK_WORDPIECE,
         .cls_token = "[CLS]", .sep_token = "[SEP]", .mask_token = "[MASK]", .pad_token = "[PAD]",
         .specials = bert_specials, .n_specials = 5,
+    },
+    /* The rotary decoders: per-model values (rotary dims and base, rope scaling, KV heads,
+     * parallel residual, tied output, biases) come from config.json (hf_config.c). */
+    {
+        .family = HS_FAMILY_GPT_NEOX, .name = "gpt_neox",
+        .norm_place = HS_NORM_PRE, .norm_kind = HS_NORM_LAYER, .act = HS_ACT_GELU_ERF,
+        .pos = HS_POS_ROTARY, .rotary_frac = 0.25f, .rotary_base = 10000.0f, .causal = 1,
+        .parallel_residual = 1, .biases = 1, .tied_embeddings = 0, .n_kv_head = 0,
+        .head = HS_HEAD_DECODER, .head_optional = 0, .tokenizer = HS_TOK_BPE,
+        .specials = neox_specials, .n_specials = 1, .names = &neox_table,
+    },
+    {
+        .family = HS_FAMILY_LLAMA, .name = "llama",
+        .norm_place = HS_NORM_PRE, .norm_kind = HS_NORM_RMS, .act = HS_ACT_SILU_GATED,
+        .pos = HS_POS_ROTARY, .rotary_frac = 1.0f, .rotary_base = 10000.0f, .causal = 1,
+        .parallel_residual = 0, .biases = 0, .tied_embeddings = 0, .n_kv_head = 0,
+        .head = HS_HEAD_DECODER, .head_optional = 0,
+        .tokenizer = 0, /* whatever tokenizer.json holds: SentencePiece-style BPE (Llama 2),
+                           byte-level BPE (Llama 3) */
+        .names = &llama_table,
+    },
+    {
+        .family = HS_FAMILY_QWEN2, .name = "qwen2",
+        .norm_place = HS_NORM_PRE, .norm_kind = HS_NORM_RMS, .act = HS_ACT_SILU_GATED,
+        .pos = HS_POS_ROTARY, .rotary_frac = 1.0f, .rotary_base = 10000.0f, .causal = 1,
+        .parallel_residual = 0, .biases = 0, .qkv_bias = 1, .tied_embeddings = 0,
+        .n_kv_head = 0, .head = HS_HEAD_DECODER, .head_optional = 0, .tokenizer = HS_TOK_BPE,
+        .specials = qwen2_specials, .n_specials = 3, .names = &qwen2_table,
     },
 };
 
@@ -282,15 +379,24 @@ const hs_arch *hs_arch_find_gguf(const char *arch, const char *tok_model)
 /* ---- walking the table ---------------------------------------------------------------- */
 
 /* A row applies to the model: the slots of features the descriptor leaves out are not
- * asked for (a table lists only its family's tensors, so every row applies today). */
+ * asked for (no token types, no LayerNorm biases under RMSNorm, the biases a family
+ * without biases lacks, no position table under rotary positions). */
 static int row_applies(const hs_arch *a, const hs_tensor_name *e)
 {
+    int layer_norm = a->norm_kind == HS_NORM_LAYER;
     switch (e->slot) {
+    case HS_S_POS_EMB: return a->pos == HS_POS_LEARNED;
     case HS_S_TYPE_EMB: return a->token_types;
-    case HS_S_EMB_NORM_W:
-    case HS_S_EMB_NORM_B: return a->emb_norm;
-    case HS_S_FINAL_NORM_W:
-    case HS_S_FINAL_NORM_B: return a->norm_place == HS_NORM_PRE;
+    case HS_S_EMB_NORM_W: return a->emb_norm;
+    case HS_S_EMB_NORM_B: return a->emb_norm && layer_norm;
+    case HS_S_NORM1_B:
+    case HS_S_NORM2_B: return layer_norm;
+    case HS_S_QKV_B: return a->biases || a->qkv_bias;
+    case HS_S_O_B: return a->biases || a->o_bias;
+    case HS_S_FC_B:
+    case HS_S_PROJ_B: return a->biases;
+    case HS_S_FINAL_NORM_W: return a->norm_place == HS_NORM_PRE;
+    case HS_S_FINAL_NORM_B: return a->norm_place == HS_NORM_PRE && layer_norm;
     case HS_S_MLM_W:
     case HS_S_MLM_B:
     case HS_S_MLM_NORM_W:
@@ -314,7 +420,8 @@ hs_status hs_names_walk(const hs_model_config *c, hs_names_fn fn, void *ctx, hs_
         if (i == first) {
             for (int l = 0; l < c->n_layer && !st; l++)
                 for (size_t k = first; k <= last && !st; k++)
-                    st = fn(ctx, &t->t[k], l, err);
+                    if (row_applies(c->arch, &t->t[k]))
+                        st = fn(ctx, &t->t[k], l, err);
             i = last;
             continue;
         }
@@ -343,9 +450,19 @@ const char *hs_names_format(const char *pattern, int layer, char *buf, size_t ca
     return buf;
 }
 
+int hs_qkv_width(const hs_model_config *c)
+{
+    return c->d_model + 2 * c->n_kv_head * c->d_head;
+}
+
+int hs_ff_width(const hs_model_config *c)
+{
+    return c->act == HS_ACT_SILU_GATED ? 2 * c->d_ff : c->d_ff;
+}
+
 hs_tensor_shape hs_names_shape(const hs_model_config *c, const hs_tensor_name *e)
 {
-    int d = c->d_model, f = c->d_ff, V = c->vocab_size;
+    int d = c->d_model, f = c->d_ff, V = c->vocab_size, W = hs_qkv_width(c), F = hs_ff_width(c);
     hs_tensor_shape s = {HS_K_VEC, 1, d, d, 0, 0};
     switch (e->slot) {
     case HS_S_TOK_EMB:
@@ -354,20 +471,24 @@ hs_tensor_shape hs_names_shape(const hs_model_config *c, const hs_tensor_name *e
         s = (hs_tensor_shape){HS_K_ROWS, c->n_ctx + c->arch->pos_offset, d, d, 0, 0};
         break;
     case HS_S_TYPE_EMB: s = (hs_tensor_shape){HS_K_ROWS, c->type_vocab_size, d, d, 0, 0}; break;
-    case HS_S_QKV_W: s = (hs_tensor_shape){HS_K_MAT, d, 3 * d, 3 * d, 0, 0}; break;
-    case HS_S_QKV_B: s = (hs_tensor_shape){HS_K_VEC, 1, 3 * d, 3 * d, 0, 0}; break;
+    case HS_S_QKV_W: s = (hs_tensor_shape){HS_K_MAT, d, W, W, 0, 0}; break;
+    case HS_S_QKV_B: s = (hs_tensor_shape){HS_K_VEC, 1, W, W, 0, 0}; break;
     case HS_S_O_W:
     case HS_S_MLM_W: s = (hs_tensor_shape){HS_K_MAT, d, d, d, 0, 0}; break;
-    case HS_S_FC_W: s = (hs_tensor_shape){HS_K_MAT, d, f, f, 0, 0}; break;
-    case HS_S_FC_B: s = (hs_tensor_shape){HS_K_VEC, 1, f, f, 0, 0}; break;
+    case HS_S_FC_W: s = (hs_tensor_shape){HS_K_MAT, d, F, F, 0, 0}; break;
+    case HS_S_FC_B: s = (hs_tensor_shape){HS_K_VEC, 1, F, F, 0, 0}; break;
     case HS_S_PROJ_W: s = (hs_tensor_shape){HS_K_MAT, f, d, d, 0, 0}; break;
     case HS_S_MLM_BIAS: s = (hs_tensor_shape){HS_K_VEC, 1, V, V, 0, 0}; break;
     default: break; /* norms and d-long biases */
     }
     s.slot_floats = (size_t)s.rows * (size_t)s.cols;
-    if (e->part >= 0) { /* one of Q, K, V: a column block of the fused slot */
-        s.cols = d;
-        s.off = e->part * d;
+    if (e->part >= 0 && (e->slot == HS_S_FC_W || e->slot == HS_S_FC_B)) {
+        s.cols = f; /* gate, up */
+        s.off = e->part * f;
+    } else if (e->part >= 0) { /* Q (n_head heads), K, V (n_kv_head heads each) */
+        int kv = c->n_kv_head * c->d_head;
+        s.cols = e->part == 0 ? d : kv;
+        s.off = e->part == 0 ? 0 : d + (e->part - 1) * kv;
     }
     return s;
 }
@@ -409,30 +530,43 @@ const float **hs_slot_ptr(hs_model *m, hs_slot s, int layer)
 
 const char *hs_arch_beyond_base(const hs_arch *a, const hs_model_config *c)
 {
-    const char *missing = NULL;
-    if (a->norm_kind != HS_NORM_LAYER)
-        missing = "RMSNorm";
-    else if (a->pos != HS_POS_LEARNED)
-        missing = "rotary position embeddings";
-    else if (a->act != HS_ACT_GELU_TANH && a->act != HS_ACT_GELU_ERF)
-        missing = "the gated SiLU MLP";
-    else if (c->act != HS_ACT_GELU_TANH && c->act != HS_ACT_GELU_ERF)
-        missing = "the gated SiLU MLP";
-    else if (a->parallel_residual)
-        missing = "the parallel attention + MLP residual";
-    else if (!a->biases)
-        missing = "projections without biases";
-    else if (a->n_kv_head && a->n_kv_head != c->n_head)
-        missing = "grouped key/value heads";
-    return missing;
+    int gated = a->act == HS_ACT_SILU_GATED;
+    if ((c->act == HS_ACT_SILU_GATED) != gated)
+        return "a gated SiLU activation in a gelu MLP (or the reverse)";
+    if (a->parallel_residual && a->norm_place != HS_NORM_PRE)
+        return "the parallel residual in a post-norm block";
+    if (a->pos == HS_POS_ROTARY && (a->rotary_dims < 2 || a->rotary_dims > c->d_head ||
+                                     a->rotary_dims % 2 || a->rotary_dims > HS_ROTARY_MAX_DIMS))
+        return "rotary embeddings on 0 or an odd number of dimensions, or more than a head has,";
+    if (a->pos == HS_POS_ROTARY && !a->causal)
+        return "rotary embeddings in a bidirectional model";
+    if (c->n_kv_head < 1 || c->n_head % c->n_kv_head)
+        return "a number of query heads that is not a multiple of the key/value heads";
+    if (a->norm_place == HS_NORM_POST && c->n_kv_head != c->n_head)
+        return "grouped key/value heads in a post-norm block";
+    return NULL;
+}
+
+hs_status hs_arch_gguf_check(const hs_arch *a, hs_error *err)
+{
+    if (a->pos == HS_POS_ROTARY)
+        return hs_fail(err, HS_E_UNSUPPORTED, "GGUF files of architecture '%s' are not read or "
+                       "written yet (llama.cpp's keys for it and its Q/K row order are not "
+                       "implemented); use the Hugging Face folder", a->name);
+    return HS_OK;
 }
 
 hs_status hs_arch_check(const hs_arch *a, const hs_model_config *c, hs_error *err)
 {
-    /* the forward and backward passes implement the base set today */
     const char *missing = a->names ? hs_arch_beyond_base(a, c) : "a tensor-name table";
     if (missing)
         return hs_fail(err, HS_E_UNSUPPORTED, "architecture '%s': %s is not implemented", a->name,
                        missing);
     return HS_OK;
+}
+
+int hs_model_kv_head(const hs_model_config *c, int h)
+{
+    int kv = c->n_kv_head > 0 ? c->n_kv_head : c->n_head;
+    return h / (c->n_head / kv);
 }

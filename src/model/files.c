@@ -8,7 +8,8 @@
 
 /* Every file of a Hugging Face folder that headscope may read, in report order. */
 static const char *const hf_files[] = {
-    "config.json",    "model.safetensors", "pytorch_model.bin",       "tokenizer.json",
+    "config.json",    "model.safetensors", "model.safetensors.index.json",
+    "pytorch_model.bin",       "tokenizer.json",
     "vocab.json",     "merges.txt",        "vocab.txt",               "tokenizer_config.json",
     "special_tokens_map.json",
 };

@@ -77,6 +77,8 @@ static hs_status load_config(const hs_gguf *g, hs_model_config *cfg, hs_arch *ow
         return hs_fail(err, HS_E_UNSUPPORTED,
                        "general.architecture '%.64s' is not supported (expected %s)", arch.str,
                        hs_arch_gguf_list());
+    if ((st = hs_arch_gguf_check(ar, err)))
+        return st;
     *own = *ar;
     /* A GGUF position table starts at the first row a text uses (llama.cpp's converter drops
      * RoBERTa's first pad_token_id + 1 rows), and llama.cpp numbers positions 0, 1, ... */
@@ -94,9 +96,13 @@ static hs_status load_config(const hs_gguf *g, hs_model_config *cfg, hs_arch *ow
         (st = get_u32(g, KEY("feed_forward_length"), 1, &cfg->d_ff, err)) ||
         (st = get_u32(g, KEY("attention.head_count"), 1, &cfg->n_head, err)))
         return st;
-    own->n_kv_head = cfg->n_head; /* hs_arch_check refuses fewer (grouped attention) */
+    own->n_kv_head = cfg->n_head;
     if ((st = get_u32(g, KEY("attention.head_count_kv"), 0, &own->n_kv_head, err)))
         return st;
+    if (own->n_kv_head != cfg->n_head) /* the GPT-2 and BERT layouts have one per head */
+        return hs_fail(err, HS_E_UNSUPPORTED, "%s.attention.head_count_kv = %d differs from "
+                       "head_count %d: grouped key/value heads are not read from GGUF files "
+                       "yet", a, own->n_kv_head, cfg->n_head);
     if ((st = find_typed(g, KEY("attention.layer_norm_epsilon"), HS_GGUF_FLOAT32, 1, &i, err)))
         return st;
     hs_gguf_value v;

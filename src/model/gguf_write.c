@@ -470,6 +470,8 @@ static hs_status emit(sink *s, const hs_model *m, const hs_gguf_write_options *o
     hs_gguf_write_options def = {.ftype = HS_GGUF_FTYPE_F32};
     if (!opt)
         opt = &def;
+    if (hs_arch_gguf_check(m->cfg.arch, err))
+        return HS_E_UNSUPPORTED;
     if (opt->ftype != HS_GGUF_FTYPE_F32 && opt->ftype != HS_GGUF_FTYPE_F16 &&
         opt->ftype != HS_GGUF_FTYPE_BF16 && opt->ftype != HS_GGUF_FTYPE_Q8_0)
         return hs_fail(err, HS_E_ARG, "unsupported output type %d", (int)opt->ftype);
@@ -598,8 +600,11 @@ hs_status hs_gguf_write(const hs_model *m, const char *path, const hs_gguf_write
 {
     if (!m || !path)
         return hs_fail(err, HS_E_ARG, "hs_gguf_write: null argument");
+    hs_status st = hs_arch_gguf_check(m->cfg.arch, err); /* before the file is created */
+    if (st)
+        return st;
     hs_out o;
-    hs_status st = hs_out_open(path, &o, err);
+    st = hs_out_open(path, &o, err);
     if (st)
         return st;
     sink s = {.f = o.f, .err = err, .path = path};

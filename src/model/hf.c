@@ -5,15 +5,22 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include <cJSON.h>
+
 #include "model/model_internal.h"
 #include "model/safetensors.h"
 #include "model/torchbin.h"
 
 
+/* Shards of a sharded checkpoint: at most this many files. */
+#define MAX_SHARDS 1024
+
 typedef struct hf_ctx {
     const hs_safetensors *st; /* model.safetensors, or */
+    hs_safetensors **shards;  /* the n_shards files of model.safetensors.index.json, or */
     const hs_torchbin *tb;    /* pytorch_model.bin */
     hs_tensor_view skipped;   /* a view standing for a tensor of a dtype not computed with */
+    int n_shards;
     const struct hs_names *names;
     char buf[512], skip_name[512];
 } hf_ctx;
@@ -23,6 +30,14 @@ static const hs_tensor_view *find(hf_ctx *c, const char *name)
 {
     if (c->st)
         return hs_safetensors_find(c->st, name);
+    if (c->shards) {
+        for (int i = 0; i < c->n_shards; i++) {
+            const hs_tensor_view *t = hs_safetensors_find(c->shards[i], name);
+            if (t)
+                return t;
+        }
+        return NULL;
+    }
     const hs_tensor_view *t = hs_torchbin_find(c->tb, name);
     const char *dt = t ? NULL : hs_torchbin_skipped(c->tb, name);
     if (!dt)
@@ -87,19 +102,108 @@ static hs_status load_torchbin(hs_model *m, const char *path, hs_error *err)
     return st;
 }
 
-/* The weights of folder dir: model.safetensors, else pytorch_model.bin. */
+/* A shard's file name from the index: a plain name inside the folder. */
+static int shard_name_ok(const char *s)
+{
+    return s[0] && s[0] != '.' && !strchr(s, '/') && !strchr(s, '\\') && strlen(s) < 256;
+}
+
+/* The weights of a sharded checkpoint: model.safetensors.index.json's weight_map
+ * ({tensor name: shard file}) names the shards; each is opened once, and every tensor the
+ * index names must be in the shard it names and in no other. */
+static hs_status load_shards(hs_model *m, const char *dir, const char *index, hs_error *err)
+{
+    char *text = NULL, path[4400];
+    size_t len = 0;
+    cJSON *root = NULL;
+    hf_ctx ctx = {.names = m->cfg.arch->names};
+    hs_status st = hs_read_file(index, 64u << 20, &text, &len, err);
+    if (st)
+        return st;
+    if ((st = hs_json_parse(text, len, 1u << 22, "model.safetensors.index.json", &root, err)))
+        goto done;
+    const cJSON *wm = cJSON_GetObjectItemCaseSensitive(root, "weight_map"), *e;
+    if (!cJSON_IsObject(wm) || !wm->child) {
+        st = hs_fail(err, HS_E_FORMAT, "model.safetensors.index.json: 'weight_map' must be a "
+                     "non-empty object");
+        goto done;
+    }
+    ctx.shards = calloc(MAX_SHARDS, sizeof *ctx.shards);
+    const char **names = calloc(MAX_SHARDS, sizeof *names);
+    if (!ctx.shards || !names) {
+        free(names);
+        st = hs_fail(err, HS_E_NOMEM, "out of memory");
+        goto done;
+    }
+    cJSON_ArrayForEach(e, wm) {
+        if (!cJSON_IsString(e) || !shard_name_ok(e->valuestring)) {
+            st = hs_fail(err, HS_E_FORMAT, "model.safetensors.index.json: tensor '%.200s' has "
+                         "no valid shard file name", e->string);
+            break;
+        }
+        int k = 0;
+        while (k < ctx.n_shards && strcmp(names[k], e->valuestring))
+            k++;
+        if (k == ctx.n_shards) { /* a new shard */
+            if (k == MAX_SHARDS) {
+                st = hs_fail(err, HS_E_FORMAT, "model.safetensors.index.json: more than %d shards",
+                             MAX_SHARDS);
+                break;
+            }
+            snprintf(path, sizeof path, "%s/%s", dir, e->valuestring);
+            if ((st = hs_safetensors_open(path, &ctx.shards[k], err)))
+                break;
+            names[k] = e->valuestring;
+            ctx.n_shards++;
+        }
+        if (!hs_safetensors_find(ctx.shards[k], e->string)) {
+            st = hs_fail(err, HS_E_FORMAT, "model.safetensors.index.json names tensor '%.200s' "
+                         "in '%.200s', which does not hold it", e->string, e->valuestring);
+            break;
+        }
+        for (int o = 0; o < ctx.n_shards && !st; o++)
+            if (o != k && hs_safetensors_find(ctx.shards[o], e->string))
+                st = hs_fail(err, HS_E_FORMAT, "tensor '%.200s' is in two shards ('%.200s' and "
+                             "'%.200s')", e->string, names[k], names[o]);
+        if (st)
+            break;
+    }
+    free(names);
+    if (st == HS_OK) {
+        m->release_src = 1; /* every shard is a private mapping: pages dropped once copied */
+        for (int i = 0; i < ctx.n_shards; i++)
+            m->release_src &= ctx.shards[i]->map != NULL;
+        st = hs_weights_build(m, hf_lookup, &ctx, err);
+    }
+done:
+    for (int i = 0; ctx.shards && i < ctx.n_shards; i++)
+        hs_safetensors_close(ctx.shards[i]);
+    free(ctx.shards);
+    cJSON_Delete(root);
+    free(text);
+    return st;
+}
+
+/* The weights of folder dir: model.safetensors, else the shards of
+ * model.safetensors.index.json, else pytorch_model.bin. */
 static hs_status load_weights(hs_model *m, const char *dir, hs_error *err)
 {
     char path[4096];
     hs_safetensors *st_file = NULL;
     snprintf(path, sizeof path, "%s/model.safetensors", dir);
     if (!file_exists(path)) {
+        snprintf(path, sizeof path, "%s/model.safetensors.index.json", dir);
+        if (file_exists(path)) {
+            m->weights_file = "model.safetensors.index.json";
+            return load_shards(m, dir, path, err);
+        }
         snprintf(path, sizeof path, "%s/pytorch_model.bin", dir);
         if (file_exists(path)) {
             m->weights_file = "pytorch_model.bin";
             return load_torchbin(m, path, err);
         }
-        return hs_fail(err, HS_E_IO, "'%s' has no model.safetensors or pytorch_model.bin", dir);
+        return hs_fail(err, HS_E_IO, "'%s' has no model.safetensors, model.safetensors.index.json "
+                       "or pytorch_model.bin", dir);
     }
     m->weights_file = "model.safetensors";
     hs_status st = hs_safetensors_open(path, &st_file, err);

@@ -141,6 +141,200 @@ static hs_status parse_bert(const cJSON *root, hs_model_config *c, hs_arch *a, h
     return HS_OK;
 }
 
+/* ---- the rotary decoders ----------------------------------------------------------- */
+
+/* A number field in [lo, hi]; absent or null leaves *out alone. */
+static hs_status get_num(const cJSON *obj, const char *where, const char *key, double lo,
+                         double hi, double *out, hs_error *err)
+{
+    const cJSON *v = obj ? cJSON_GetObjectItemCaseSensitive(obj, key) : NULL;
+    if (!v || cJSON_IsNull(v))
+        return HS_OK;
+    if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || v->valuedouble < lo ||
+        v->valuedouble > hi)
+        return hs_fail(err, HS_E_FORMAT, "config.json: %s'%s' must be a number in [%g, %g]",
+                       where, key, lo, hi);
+    *out = v->valuedouble;
+    return HS_OK;
+}
+
+/* The rotary parameters as transformers reads them: the base (theta_key, or transformers 5's
+ * rope_parameters.rope_theta), the rotated fraction of each head (frac_key, or
+ * rope_parameters.partial_rotary_factor) and the frequency scaling (rope_scaling, or
+ * rope_parameters with a rope_type other than "default"): none, "linear" or "llama3";
+ * every other type (dynamic, yarn, longrope, ...) is refused. */
+static hs_status parse_rope(const cJSON *root, hs_arch *a, int d_head, const char *theta_key,
+                            const char *frac_key, hs_error *err)
+{
+    const cJSON *rp = cJSON_GetObjectItemCaseSensitive(root, "rope_parameters");
+    if (rp && !cJSON_IsNull(rp) && !cJSON_IsObject(rp))
+        return hs_fail(err, HS_E_FORMAT, "config.json: 'rope_parameters' must be an object");
+    rp = cJSON_IsObject(rp) ? rp : NULL;
+    double theta = a->rotary_base, frac = a->rotary_frac;
+    hs_status st;
+    if ((st = get_num(root, "", theta_key, 1e-6, 1e12, &theta, err)) ||
+        (st = get_num(rp, "rope_parameters.", "rope_theta", 1e-6, 1e12, &theta, err)) ||
+        (st = get_num(root, "", frac_key, 0, 1, &frac, err)) ||
+        (st = get_num(rp, "rope_parameters.", "partial_rotary_factor", 0, 1, &frac, err)))
+        return st;
+    a->rotary_base = (float)theta;
+    a->rotary_frac = (float)frac;
+    a->rotary_dims = (int)((double)d_head * frac);
+    a->rotary_dims -= a->rotary_dims % 2;
+
+    const cJSON *sc = cJSON_GetObjectItemCaseSensitive(root, "rope_scaling");
+    if (sc && !cJSON_IsNull(sc) && !cJSON_IsObject(sc))
+        return hs_fail(err, HS_E_FORMAT, "config.json: 'rope_scaling' must be an object");
+    const char *where = "rope_scaling.";
+    if (!cJSON_IsObject(sc)) {
+        sc = rp;
+        where = "rope_parameters.";
+    }
+    const char *kind = sc ? get_str(sc, "rope_type") : NULL;
+    if (sc && !kind)
+        kind = get_str(sc, "type");
+    a->rope_scaling = HS_ROPE_PLAIN;
+    if (!kind || !strcmp(kind, "default"))
+        return HS_OK;
+    double factor = 0, low = 0, high = 0, orig = 0;
+    if ((st = get_num(sc, where, "factor", 1e-6, 1e6, &factor, err)))
+        return st;
+    if (!(factor > 0))
+        return hs_fail(err, HS_E_FORMAT, "config.json: %s'factor' is missing", where);
+    a->rope_factor = (float)factor;
+    if (!strcmp(kind, "linear")) {
+        a->rope_scaling = HS_ROPE_LINEAR;
+        return HS_OK;
+    }
+    if (strcmp(kind, "llama3"))
+        return hs_fail(err, HS_E_UNSUPPORTED, "config.json: rope scaling type '%.40s' is not "
+                       "supported (expected default, linear or llama3)", kind);
+    if ((st = get_num(sc, where, "low_freq_factor", 1e-6, 1e6, &low, err)) ||
+        (st = get_num(sc, where, "high_freq_factor", 1e-6, 1e6, &high, err)) ||
+        (st = get_num(sc, where, "original_max_position_embeddings", 1, 1 << 24, &orig, err)))
+        return st;
+    if (!(low > 0) || !(high > low) || !(orig >= 1))
+        return hs_fail(err, HS_E_FORMAT, "config.json: llama3 rope scaling needs "
+                       "low_freq_factor < high_freq_factor and original_max_position_embeddings");
+    a->rope_scaling = HS_ROPE_LLAMA3;
+    a->rope_low_freq = (float)low;
+    a->rope_high_freq = (float)high;
+    a->rope_orig_ctx = (int)orig;
+    return HS_OK;
+}
+
+/* A boolean field into *out; absent or null leaves *out alone. */
+static hs_status get_bool(const cJSON *root, const char *key, int *out, hs_error *err)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, key);
+    if (!v || cJSON_IsNull(v))
+        return HS_OK;
+    if (!cJSON_IsBool(v))
+        return hs_fail(err, HS_E_FORMAT, "config.json: field '%s' must be true or false", key);
+    *out = cJSON_IsTrue(v);
+    return HS_OK;
+}
+
+/* The dimensions every rotary decoder config names the same way. */
+static hs_status get_decoder_dims(const cJSON *root, hs_model_config *c, hs_error *err)
+{
+    hs_status st;
+    if ((st = get_int(root, "num_hidden_layers", 1, &c->n_layer, err)) ||
+        (st = get_int(root, "num_attention_heads", 1, &c->n_head, err)) ||
+        (st = get_int(root, "hidden_size", 1, &c->d_model, err)) ||
+        (st = get_int(root, "intermediate_size", 1, &c->d_ff, err)) ||
+        (st = get_int(root, "vocab_size", 1, &c->vocab_size, err)) ||
+        (st = get_int(root, "max_position_embeddings", 0, &c->n_ctx, err)))
+        return st;
+    if (c->n_head < 1 || c->d_model % c->n_head)
+        return hs_fail(err, HS_E_VALUE, "config: d_model %d is not divisible by n_head %d",
+                       c->d_model, c->n_head);
+    return HS_OK;
+}
+
+static hs_status parse_gpt_neox(const cJSON *root, hs_model_config *c, hs_arch *a, hs_error *err)
+{
+    hs_status st;
+    c->family = HS_FAMILY_GPT_NEOX;
+    c->ln_eps = 1e-5f;
+    c->act = HS_ACT_GELU_ERF;
+    c->n_ctx = 2048;
+    if ((st = get_bool(root, "use_parallel_residual", &a->parallel_residual, err)) ||
+        (st = get_decoder_dims(root, c, err)) ||
+        (st = get_float(root, "layer_norm_eps", &c->ln_eps, err)) ||
+        (st = parse_act(get_str(root, "hidden_act"), &c->act, err)) ||
+        (st = require_bool(root, "attention_bias", 1, err)) ||
+        (st = get_bool(root, "tie_word_embeddings", &a->tied_embeddings, err)) ||
+        (st = parse_rope(root, a, c->d_model / c->n_head, "rotary_emb_base", "rotary_pct", err)))
+        return st;
+    return HS_OK;
+}
+
+/* Llama and Qwen2: RMSNorm (rms_norm_eps), num_key_value_heads, a gated SiLU MLP, rope_theta. */
+static hs_status parse_llama_like(const cJSON *root, hs_model_config *c, hs_arch *a,
+                                  hs_error *err)
+{
+    hs_status st;
+    int head_dim = 0, kv = a->n_kv_head;
+    c->ln_eps = 1e-6f;
+    c->act = HS_ACT_SILU_GATED;
+    if ((st = get_decoder_dims(root, c, err)) ||
+        (st = get_int(root, "num_key_value_heads", 0, &kv, err)) ||
+        (st = get_int(root, "head_dim", 0, &head_dim, err)) ||
+        (st = get_float(root, "rms_norm_eps", &c->ln_eps, err)) ||
+        (st = require_bool(root, "mlp_bias", 0, err)) ||
+        (st = get_bool(root, "tie_word_embeddings", &a->tied_embeddings, err)) ||
+        (st = parse_rope(root, a, c->d_model / c->n_head, "rope_theta", "partial_rotary_factor",
+                         err)))
+        return st;
+    const char *act = get_str(root, "hidden_act");
+    if (act && strcmp(act, "silu"))
+        return hs_fail(err, HS_E_UNSUPPORTED, "config.json: hidden_act '%s' is not supported "
+                       "(expected silu)", act);
+    if (head_dim && head_dim != c->d_model / c->n_head)
+        return hs_fail(err, HS_E_UNSUPPORTED, "config.json: head_dim %d differs from "
+                       "hidden_size / num_attention_heads = %d: not supported", head_dim,
+                       c->d_model / c->n_head);
+    a->n_kv_head = kv > 0 ? kv : c->n_head;
+    if (c->n_head % a->n_kv_head)
+        return hs_fail(err, HS_E_VALUE, "config.json: num_attention_heads %d is not a multiple of "
+                       "num_key_value_heads %d", c->n_head, a->n_kv_head);
+    return HS_OK;
+}
+
+static hs_status parse_llama(const cJSON *root, hs_model_config *c, hs_arch *a, hs_error *err)
+{
+    hs_status st = get_bool(root, "attention_bias", &a->qkv_bias, err);
+    if (st)
+        return st;
+    a->o_bias = a->qkv_bias; /* q, k, v and o biases */
+    c->family = HS_FAMILY_LLAMA;
+    c->n_ctx = 2048;
+    return parse_llama_like(root, c, a, err);
+}
+
+static hs_status parse_qwen2(const cJSON *root, hs_model_config *c, hs_arch *a, hs_error *err)
+{
+    hs_status st = require_bool(root, "use_sliding_window", 0, err);
+    if (st)
+        return st;
+    c->family = HS_FAMILY_QWEN2;
+    c->n_ctx = 32768;
+    a->n_kv_head = 32; /* transformers' Qwen2Config default */
+    return parse_llama_like(root, c, a, err);
+}
+
+/* Families transformers has that the block cannot express, each with the reason. */
+static const struct {
+    const char *model_type, *why;
+} refused[] = {
+    {"gpt_neo", "GPT-Neo alternates global and local (windowed) attention layers and leaves "
+                "its attention scores unscaled"},
+    {"mistral", "Mistral's sliding-window attention is not implemented (a Mistral without a "
+                "window is a llama config)"},
+};
+
+
 /* RoBERTa (and XLM-R): BERT's keys; positions start at padding_idx + 1 = pad_token_id + 1
  * (fairseq's make_positions), so max_position_embeddings - pad - 1 tokens fit. Its MLM head
  * applies the exact GELU whatever hidden_act says, so another activation is refused. */
@@ -198,6 +392,9 @@ static const struct {
     {"roberta", HS_FAMILY_ROBERTA, parse_roberta},
     {"xlm-roberta", HS_FAMILY_ROBERTA, parse_roberta}, /* the same computation */
     {"distilbert", HS_FAMILY_DISTILBERT, parse_distilbert},
+    {"gpt_neox", HS_FAMILY_GPT_NEOX, parse_gpt_neox},
+    {"llama", HS_FAMILY_LLAMA, parse_llama},
+    {"qwen2", HS_FAMILY_QWEN2, parse_qwen2},
 };
 
 hs_status hs_hf_config_load(const char *path, hs_model_config *cfg, hs_arch *arch, hs_error *err)
@@ -225,9 +422,18 @@ hs_status hs_hf_config_load(const char *path, hs_model_config *cfg, hs_arch *arc
             cfg->arch = arch;
             st = parsers[k].parse(root, cfg, arch, err);
         }
-        else
-            st = hs_fail(err, HS_E_UNSUPPORTED, "config.json: model_type '%s' is not supported "
-                         "(expected %s)", mt, hs_arch_list());
+        else {
+            const char *why = NULL;
+            for (size_t r = 0; r < sizeof refused / sizeof refused[0]; r++)
+                if (!strcmp(refused[r].model_type, mt))
+                    why = refused[r].why;
+            if (why)
+                st = hs_fail(err, HS_E_UNSUPPORTED, "config.json: model_type '%s' is not "
+                             "supported: %s", mt, why);
+            else
+                st = hs_fail(err, HS_E_UNSUPPORTED, "config.json: model_type '%s' is not "
+                             "supported (expected %s)", mt, hs_arch_list());
+        }
     }
     if (st == HS_OK)
         st = hs_config_validate(cfg, err);

@@ -68,8 +68,10 @@ enum {
     HS_TN_HEAD = 2,     /* part of an optional LM head: present when the first HEAD row is */
     HS_TN_BARE = 4,     /* the HF name never carries the family prefix (heads outside the
                            base model: lm_head.*, cls.*) */
-    HS_TN_GGUF_COPY = 8 /* a GGUF file holds it even when tied, as a copy of the token
+    HS_TN_GGUF_COPY = 8, /* a GGUF file holds it even when tied, as a copy of the token
                            embeddings (unless hs_gguf_write_options.no_output_copy) */
+    HS_TN_QKV_HEADS = 16 /* a fused QKV stored per head ([h0: q k v][h1: q k v]..., GPT-NeoX),
+                            reordered at load into the slot's [Q | K | V] */
 };
 
 typedef struct hs_tensor_name {
@@ -91,6 +93,16 @@ struct hs_names {
                                    (llama.cpp has no architecture for it: DistilBERT) */
 };
 
+/* Rotary embeddings rotate at most this many dimensions of a head (real models: <= 256). */
+#define HS_ROTARY_MAX_DIMS 512
+
+/* Columns of the fused QKV slot, d_model + 2 n_kv_head d_head: [Q | K | V], query head h
+ * at h d_head, KV head g at d_model + g d_head (K) and d_model + (n_kv_head + g) d_head (V). */
+int hs_qkv_width(const hs_model_config *c);
+
+/* Columns of the MLP's first slot: d_ff, or 2 d_ff for the gated MLP ([gate | up]). */
+int hs_ff_width(const hs_model_config *c);
+
 /* The families' names for messages: "gpt2, bert, roberta or distilbert". */
 const char *hs_arch_list(void);
 
@@ -106,14 +118,17 @@ const char *hs_arch_gguf_list(void);
 /* general.architecture of a's GGUF files, or NULL when the family has no GGUF form. */
 const char *hs_arch_gguf_name(const hs_arch *a);
 
-/* The first feature of a (with the config's activation) outside the base set: LayerNorm,
- * learned positions, gelu, a sequential residual, biases, one key/value head per head;
- * NULL when there is none. A static phrase ("RMSNorm"). */
+/* The first combination of a's features (with the config's activation and heads) that
+ * the block does not implement, NULL when there is none. A static phrase. */
 const char *hs_arch_beyond_base(const hs_arch *a, const hs_model_config *c);
 
 /* Fails (HS_E_UNSUPPORTED, naming the feature) when a descriptor asks for something the
  * forward pass does not implement yet; every loader calls it through hs_config_validate. */
 hs_status hs_arch_check(const hs_arch *a, const hs_model_config *c, hs_error *err);
+
+/* Fails (HS_E_UNSUPPORTED, one line) for a family whose GGUF files headscope does not read
+ * or write yet: the rotary decoders (GPT-NeoX, Llama, Qwen2). */
+hs_status hs_arch_gguf_check(const hs_arch *a, hs_error *err);
 
 /* Calls fn for every row of the table that the model has (per-layer rows once per layer,
  * in table order) until fn returns non-zero, which is returned. */
@@ -175,13 +190,15 @@ typedef struct hs_layer {
     /* Pre-norm (GPT-2): ln_1, before attention. Post-norm (BERT): attention.output.LayerNorm,
      * after it. */
     const float *ln1_w, *ln1_b;   /* (d) */
-    const float *w_qkv;           /* (d, 3d): columns [Q | K | V]; head h at h*d_head */
-    const float *b_qkv;           /* (3d) */
-    const float *w_o, *b_o;       /* (d, d), (d) */
+    const float *w_qkv;           /* (d, W): columns [Q | K | V], W = hs_qkv_width; query
+                                     head h at h*d_head, KV head g at d + g*d_head (K) */
+    const float *b_qkv;           /* (W), or NULL (no bias) */
+    const float *w_o, *b_o;       /* (d, d), (d) or NULL */
     /* Pre-norm: ln_2, before the MLP. Post-norm: output.LayerNorm, after it. */
     const float *ln2_w, *ln2_b;   /* (d) */
-    const float *w_fc, *b_fc;     /* (d, d_ff), (d_ff) */
-    const float *w_proj, *b_proj; /* (d_ff, d), (d) */
+    const float *w_fc, *b_fc;     /* (d, F), (F) or NULL, F = hs_ff_width: [gate | up] gated */
+    const float *w_proj, *b_proj; /* (d_ff, d), (d) or NULL */
+    /* Norm biases are NULL under RMSNorm. */
 } hs_layer;
 
 struct hs_model {

@@ -67,6 +67,7 @@ hs_status hs_config_validate(hs_model_config *c, hs_error *err)
         return hs_fail(err, HS_E_VALUE, "config: layer norm epsilon must be positive");
     c->d_head = c->d_model / c->n_head;
     c->causal = c->arch->causal;
+    c->n_kv_head = c->arch->n_kv_head > 0 ? c->arch->n_kv_head : c->n_head;
     return hs_arch_check(c->arch, c, err);
 }
 
@@ -240,6 +241,27 @@ static hs_status place(builder *b, const hs_tensor_view *t, int out_in, const ch
     return HS_OK;
 }
 
+/* A fused QKV stored per head, each row [h0: q k v][h1: q k v]... (GPT-NeoX), reordered in
+ * place into [Q | K | V]: x: (rows, ld), the first 3 H dh columns of each row. */
+static hs_status reorder_qkv_heads(const hs_model_config *c, float *x, int rows, int ld,
+                                   hs_error *err)
+{
+    int H = c->n_head, dh = c->d_head, d = c->d_model;
+    float *row = malloc((size_t)3 * (size_t)d * sizeof *row);
+    if (!row)
+        return hs_fail(err, HS_E_NOMEM, "out of memory");
+    for (int r = 0; r < rows; r++) {
+        float *xr = x + (size_t)r * (size_t)ld;
+        memcpy(row, xr, (size_t)3 * (size_t)d * sizeof *row);
+        for (int h = 0; h < H; h++)
+            for (int j = 0; j < 3; j++)
+                memcpy(xr + (size_t)j * (size_t)d + (size_t)h * (size_t)dh,
+                       row + ((size_t)h * 3 + (size_t)j) * (size_t)dh, (size_t)dh * sizeof *row);
+    }
+    free(row);
+    return HS_OK;
+}
+
 void hs_sinusoids(float *pe, int rows, int d)
 {
     for (int p = 0; p < rows; p++)
@@ -311,14 +333,21 @@ static hs_status build_row(void *ctx, const hs_tensor_name *e, int layer, hs_err
     /* The layers and the head of a family whose matrices are stored (out, in) are copied
      * whole, so each lies in one block of the arena beside its transposed matrices. */
     int grouped = (layer >= 0 || (e->flags & HS_TN_HEAD)) && c->arch->names->hf_out_in;
-    int inplace = t && m->inplace_ok && !grouped && t->dtype == HS_DT_F32 && little_endian() &&
+    int inplace = t && m->inplace_ok && !grouped && !(e->flags & HS_TN_QKV_HEADS) &&
+                  t->dtype == HS_DT_F32 && little_endian() &&
                   !(sh.kind == HS_K_MAT && out_in) && ((uintptr_t)t->data % sizeof(float)) == 0;
     if (!inplace) {
         float *dst = carve(&b->cur, count);
         *slot = dst;
         if (b->dry)
             b->arena_need += count;
-        return place(b, t, out_in, name, sh, dst, err);
+        hs_status st = place(b, t, out_in, name, sh, dst, err);
+        if (st || b->dry || !(e->flags & HS_TN_QKV_HEADS))
+            return st;
+        if (c->n_kv_head != c->n_head)
+            return hs_fail(err, HS_E_UNSUPPORTED, "tensor '%s': a per-head fused QKV with "
+                           "grouped key/value heads is not supported", name);
+        return reorder_qkv_heads(c, dst, sh.kind == HS_K_VEC ? 1 : sh.rows, sh.ld, err);
     }
     hs_status st = place(b, t, out_in, name, sh, NULL, err); /* checks only */
     if (b->dry)

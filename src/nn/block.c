@@ -14,11 +14,16 @@ void hs_embed(const hs_model *m, const int32_t *ids, const int32_t *type_ids, in
     for (int i = 0; i < n; i++) {
         float *xi = x + (size_t)i * (size_t)d;
         const float *te = m->wte + (size_t)ids[i] * (size_t)d;
-        /* row i + offset; RoBERTa: offset + the non-pad tokens before i, a pad its own row */
-        int row = !a->pos_skips_pad ? i + a->pos_offset : ids[i] == pad ? pad : a->pos_offset + seen++;
-        const float *pe = m->wpe + (size_t)row * (size_t)d;
-        for (int k = 0; k < d; k++)
-            xi[k] = te[k] + pe[k];
+        memcpy(xi, te, (size_t)d * sizeof *xi);
+        if (a->pos == HS_POS_LEARNED) { /* rotary positions turn q and k in the block */
+            /* row i + offset; RoBERTa: offset + the non-pad tokens before i, a pad its own row */
+            int row = !a->pos_skips_pad ? i + a->pos_offset
+                      : ids[i] == pad   ? pad
+                                        : a->pos_offset + seen++;
+            const float *pe = m->wpe + (size_t)row * (size_t)d;
+            for (int k = 0; k < d; k++)
+                xi[k] += pe[k];
+        }
         if (a->token_types) {
             const float *tt = m->wtt + (size_t)(type_ids ? type_ids[i] : 0) * (size_t)d;
             for (int k = 0; k < d; k++)
@@ -76,26 +81,68 @@ static void replace_heads(const hs_model_config *c, const float *r, const float 
 #define KEEP(f) (keep ? keep->f : NULL)
 #define KEEP_COPY(f, src) (keep && keep->f ? (void)memcpy(keep->f, src, nd * sizeof *src) : (void)0)
 
+/* The descriptor's norm (LayerNorm, or RMSNorm without a bias) of x: (rows, d) into y (may
+ * alias x), keeping xhat and rstd when not NULL. */
+static void norm(const hs_model_config *c, const float *x, const float *w, const float *b,
+                 float *y, float *xhat, float *rstd, int rows)
+{
+    if (c->arch->norm_kind == HS_NORM_RMS)
+        hs_op_rmsnorm(x, w, y, xhat, rstd, rows, c->d_model, c->ln_eps);
+    else
+        hs_op_layernorm(x, w, b, y, xhat, rstd, rows, c->d_model, c->ln_eps);
+}
+
+/* The MLP on in: (rows, d) into out: (rows, d), set or (add) added: pre: (rows, F) gets the
+ * first projection (gelu's input, or the gated MLP's [gate | up]); the activation goes to
+ * ws->ff, after pre when pre is ws->ff itself. out may alias in. */
+static void mlp(const hs_model_config *c, const hs_layer *L, hs_forward_ws *ws, const float *in,
+                float *pre, float *out, int rows, int add)
+{
+    int d = c->d_model, f = c->d_ff, F = hs_ff_width(c);
+    hs_op_linear(in, L->w_fc, L->b_fc, pre, rows, d, F);
+    float *act = ws->ff;
+    if (c->act == HS_ACT_SILU_GATED) {
+        if (pre == ws->ff)
+            act = ws->ff + (size_t)rows * (size_t)F;
+        hs_op_swiglu(pre, act, rows, f);
+    } else {
+        hs_op_gelu(pre, act, (size_t)rows * (size_t)f, c->act);
+    }
+    if (add)
+        hs_op_linear_add(act, L->w_proj, L->b_proj, out, rows, f, d);
+    else
+        hs_op_linear(act, L->w_proj, L->b_proj, out, rows, f, d);
+}
+
 hs_status hs_block_forward(const hs_model *m, int l, hs_forward_ws *ws, int n, int batch,
                            const float *hm, size_t hm_stride, const hs_forward_opts *o,
                            hs_block_keep *keep, hs_error *err)
 {
     const hs_model_config *c = &m->cfg;
+    const hs_arch *a = c->arch;
     const hs_layer *L = &m->layers[l];
-    const int pre = c->arch->norm_place == HS_NORM_PRE;
-    int d = c->d_model, f = c->d_ff, rows = batch * n;
+    const int pre = a->norm_place == HS_NORM_PRE;
+    int d = c->d_model, rows = batch * n, W = hs_qkv_width(c), dh = c->d_head;
     size_t nd = (size_t)n * (size_t)d, xd = (size_t)rows * (size_t)d;
     float *x = ws->x, *h = ws->h;
     float *qkv_all = keep ? keep->qkv : ws->qkv, *probs = keep ? keep->probs : ws->probs;
     float *ff_pre = keep ? keep->ff : ws->ff;
+    double inv_freq[HS_ROTARY_MAX_DIMS / 2];
+    int rot = a->pos == HS_POS_ROTARY ? a->rotary_dims : 0;
+    if (rot)
+        hs_op_rope_freqs(a, inv_freq);
 
     /* attention: on the normalised stream (pre-norm) or on the stream itself */
     if (pre)
-        hs_op_layernorm(x, L->ln1_w, L->ln1_b, h, KEEP(xhat1), KEEP(rstd1), rows, d, c->ln_eps);
-    hs_op_linear(pre ? h : x, L->w_qkv, L->b_qkv, qkv_all, rows, d, 3 * d);
+        norm(c, x, L->ln1_w, L->ln1_b, h, KEEP(xhat1), KEEP(rstd1), rows);
+    hs_op_linear(pre ? h : x, L->w_qkv, L->b_qkv, qkv_all, rows, d, W);
     for (int b = 0; b < batch; b++) {
-        const float *qkv = qkv_all + (size_t)b * 3 * nd;
+        float *qkv = qkv_all + (size_t)b * (size_t)n * (size_t)W;
         const float *hm_b = hm ? hm + (size_t)b * hm_stride : NULL;
+        if (rot) { /* queries and keys turned by position (each copy from position 0) */
+            hs_op_rotary(qkv, n, c->n_head, dh, W, rot, inv_freq, 0, 0);
+            hs_op_rotary(qkv + d, n, c->n_kv_head, dh, W, rot, inv_freq, 0, 0);
+        }
         /* probs are reported before the head mask scales them */
         hs_op_attn_probs(c, qkv, probs, n);
         hs_status st = o && o->allow_nonfinite ? HS_OK : check_probs(c, probs, l, n, err);
@@ -115,20 +162,29 @@ hs_status hs_block_forward(const hs_model *m, int l, hs_forward_ws *ws, int n, i
     }
     hs_op_linear(keep && !hm ? keep->ctx : ws->ctx, L->w_o, L->b_o, h, rows, d, d);
     KEEP_COPY(attn_out, h);
+    if (a->parallel_residual) { /* x + attn(norm1 x) + mlp(norm2 x); h holds attn */
+        norm(c, x, L->ln2_w, L->ln2_b, ws->ctx, KEEP(xhat2), KEEP(rstd2), rows);
+        if (keep && keep->mlp_out) { /* the MLP's output kept apart, then added */
+            mlp(c, L, ws, ws->ctx, ff_pre, keep->mlp_out, rows, 0);
+            hs_op_add(h, keep->mlp_out, xd);
+        } else {
+            mlp(c, L, ws, ws->ctx, ff_pre, h, rows, 1);
+        }
+        hs_op_add(x, h, xd);
+        return HS_OK;
+    }
     hs_op_add(x, h, xd);
 
     /* MLP: on the normalised stream (pre-norm), or after normalising it in place (post) */
     if (pre)
-        hs_op_layernorm(x, L->ln2_w, L->ln2_b, h, KEEP(xhat2), KEEP(rstd2), rows, d, c->ln_eps);
+        norm(c, x, L->ln2_w, L->ln2_b, h, KEEP(xhat2), KEEP(rstd2), rows);
     else
-        hs_op_layernorm(x, L->ln1_w, L->ln1_b, x, KEEP(xhat1), KEEP(rstd1), rows, d, c->ln_eps);
-    hs_op_linear(pre ? h : x, L->w_fc, L->b_fc, ff_pre, rows, d, f);
-    hs_op_gelu(ff_pre, ws->ff, (size_t)rows * (size_t)f, c->act);
-    hs_op_linear(ws->ff, L->w_proj, L->b_proj, h, rows, f, d);
+        norm(c, x, L->ln1_w, L->ln1_b, x, KEEP(xhat1), KEEP(rstd1), rows);
+    mlp(c, L, ws, pre ? h : x, ff_pre, h, rows, 0);
     KEEP_COPY(mlp_out, h);
     hs_op_add(x, h, xd);
     if (!pre)
-        hs_op_layernorm(x, L->ln2_w, L->ln2_b, x, KEEP(xhat2), KEEP(rstd2), rows, d, c->ln_eps);
+        norm(c, x, L->ln2_w, L->ln2_b, x, KEEP(xhat2), KEEP(rstd2), rows);
     return HS_OK;
 }
 
@@ -137,7 +193,7 @@ void hs_final_norm(const hs_model *m, const float *x, float *y, float *xhat, flo
 {
     const hs_model_config *c = &m->cfg;
     if (c->arch->norm_place == HS_NORM_PRE)
-        hs_op_layernorm(x, m->lnf_w, m->lnf_b, y, xhat, rstd, rows, c->d_model, c->ln_eps);
+        norm(c, x, m->lnf_w, m->lnf_b, y, xhat, rstd, rows);
     else if (y != x)
         memcpy(y, x, (size_t)rows * (size_t)c->d_model * sizeof *y);
 }

@@ -16,21 +16,21 @@ struct hs_forward_ws {
     /* rows = batch * n: the copies' streams stacked, copy b in rows b*n.. */
     float *x;     /* (rows, d) residual stream */
     float *h;     /* (rows, d) normalised input / scratch */
-    float *qkv;   /* (rows, 3d) */
+    float *qkv;   /* (rows, W), W = hs_qkv_width (at least 3d: the LM head's scratch) */
     float *probs; /* (n_head, n, n): one copy's, reused copy after copy */
     float *ctx;   /* (rows, d) */
-    float *ff;    /* (rows, d_ff) */
+    float *ff;    /* (rows, d_ff); gated MLP: (rows, 3 d_ff), [gate | up] then the product */
 };
 
 /* The activations of one layer that the backward pass needs, written by the block when
- * asked (a batch of 1). Norm statistics: xhat = (x - mean) * rstd. */
+ * asked (a batch of 1). Norm statistics: xhat = (x - mean) * rstd (RMSNorm: x * rstd). */
 typedef struct hs_block_keep {
     float *xhat1, *rstd1; /* (n, d), (n): the first norm (pre: before attention; post: after) */
-    float *qkv;           /* (n, 3d) */
+    float *qkv;           /* (n, W): after the rotary turn of Q and K */
     float *probs;         /* (H, n, n): softmax before the head mask, causal entries 0 */
     float *ctx;           /* (n, d): P V of every head, before the head mask */
     float *xhat2, *rstd2; /* (n, d), (n): the second norm (pre: before the MLP; post: after) */
-    float *ff;            /* (n, d_ff): MLP pre-activation */
+    float *ff;            /* (n, F), F = hs_ff_width: MLP pre-activation ([gate | up]) */
     /* optional (NULL: not kept): the attention's output ctx W_O + b_O and the MLP's, (n, d)
      * each, as added to the residual stream (post-norm: before the norm) */
     float *attn_out, *mlp_out;

@@ -36,10 +36,13 @@ hs_status hs_forward_ws_new_batch(const hs_model *m, int max_n, int max_batch,
     ws->n_head = c->n_head;
     ws->x = malloc(rows * d * sizeof(float));
     ws->h = malloc(rows * d * sizeof(float));
-    ws->qkv = malloc(rows * 3 * d * sizeof(float));
+    size_t W = (size_t)hs_qkv_width(c), F = (size_t)c->d_ff;
+    if (c->act == HS_ACT_SILU_GATED)
+        F *= 3; /* [gate | up] and the product */
+    ws->qkv = malloc(rows * (W > 3 * d ? W : 3 * d) * sizeof(float));
     ws->probs = malloc((size_t)c->n_head * n * n * sizeof(float));
     ws->ctx = malloc(rows * d * sizeof(float));
-    ws->ff = malloc(rows * (size_t)c->d_ff * sizeof(float));
+    ws->ff = malloc(rows * F * sizeof(float));
     if (!ws->x || !ws->h || !ws->qkv || !ws->probs || !ws->ctx || !ws->ff) {
         hs_forward_ws_free(ws);
         return hs_fail(err, HS_E_NOMEM, "out of memory for a %d-token workspace (batch %d)",
@@ -85,7 +88,7 @@ void hs_lm_logits(const hs_model *m, const float *x, const int32_t *idx, int row
 }
 
 /* The LM head on rows of x: (batch * n, d), all of them (one GEMM over every copy) or each
- * copy's logit_rows → logits: (batch * rows, V). ws->qkv: (batch * n, 3d) is the scratch. */
+ * copy's logit_rows → logits: (batch * rows, V). ws->qkv: (batch * n, >= 3d) is the scratch. */
 static void lm_head(const hs_model *m, hs_forward_ws *ws, int n, int batch,
                     const hs_forward_opts *o)
 {

@@ -84,8 +84,16 @@ void hs_op_gemm(int trans_b, int m, int n, int k, float alpha, const float *a, i
 
 void hs_op_linear(const float *x, const float *w, const float *b, float *y, int n, int in, int out)
 {
-    for (int i = 0; i < n; i++)
+    for (int i = 0; b && i < n; i++)
         memcpy(y + (size_t)i * (size_t)out, b, (size_t)out * sizeof *b);
+    hs_op_gemm(0, n, out, in, 1.0f, x, in, w, out, b ? 1.0f : 0.0f, y, out);
+}
+
+void hs_op_linear_add(const float *x, const float *w, const float *b, float *y, int n, int in,
+                      int out)
+{
+    for (int i = 0; b && i < n; i++)
+        hs_op_add(y + (size_t)i * (size_t)out, b, (size_t)out);
     hs_op_gemm(0, n, out, in, 1.0f, x, in, w, out, 1.0f, y, out);
 }
 
@@ -218,9 +226,23 @@ void hs_op_softmax_rows(float *s, int n, int causal)
  * the full n × n at large n). */
 #define ATTN_ROWS 64
 
+/* Grouped-query attention: query head h reads key/value head h / (n_head / n_kv_head),
+ * whose K and V columns follow the n_head query heads in the fused qkv rows. */
+static inline size_t kv_col(const hs_model_config *c, int h)
+{
+    int kv = c->n_kv_head > 0 ? c->n_kv_head : c->n_head;
+    return (size_t)(h / (c->n_head / kv)) * (size_t)c->d_head;
+}
+
+static inline int qkv_ld(const hs_model_config *c)
+{
+    int kv = c->n_kv_head > 0 ? c->n_kv_head : c->n_head;
+    return c->d_model + 2 * kv * c->d_head;
+}
+
 void hs_op_attn_probs(const hs_model_config *c, const float *qkv, float *probs, int n)
 {
-    int d = c->d_model, dh = c->d_head, nb = (n + ATTN_ROWS - 1) / ATTN_ROWS;
+    int d = c->d_model, dh = c->d_head, nb = (n + ATTN_ROWS - 1) / ATTN_ROWS, W = qkv_ld(c);
     int tasks = c->n_head * nb;
     float scale = 1.0f / sqrtf((float)dh);
     size_t nn = (size_t)n * (size_t)n;
@@ -229,10 +251,10 @@ void hs_op_attn_probs(const hs_model_config *c, const float *qkv, float *probs, 
         int h = t / nb, r0 = (t % nb) * ATTN_ROWS;
         int r1 = r0 + ATTN_ROWS < n ? r0 + ATTN_ROWS : n, keys = c->causal ? r1 : n;
         const float *q = qkv + (size_t)h * (size_t)dh;
-        const float *k = qkv + (size_t)d + (size_t)h * (size_t)dh;
+        const float *k = qkv + (size_t)d + kv_col(c, h);
         float *p = probs + (size_t)h * nn + (size_t)r0 * (size_t)n;
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, r1 - r0, keys, dh, scale,
-                    q + (size_t)r0 * 3 * (size_t)d, 3 * d, k, 3 * d, 0.0f, p, n);
+                    q + (size_t)r0 * (size_t)W, W, k, W, 0.0f, p, n);
         softmax_block(p, r0, r1 - r0, n, c->causal); /* zeroes every key past the query */
     }
 }
@@ -240,14 +262,14 @@ void hs_op_attn_probs(const hs_model_config *c, const float *qkv, float *probs, 
 void hs_op_attn_context(const hs_model_config *c, const float *qkv, float *probs, float *ctx,
                         int n, const float *head_mask)
 {
-    int d = c->d_model, dh = c->d_head, nb = (n + ATTN_ROWS - 1) / ATTN_ROWS;
-    int tasks = c->n_head * nb;
+    int d = c->d_model, dh = c->d_head, nb = (n + ATTN_ROWS - 1) / ATTN_ROWS, W = qkv_ld(c);
+    int tasks = c->n_head * nb, kvd = (W - d) / 2; /* the V block follows the K block */
     size_t nn = (size_t)n * (size_t)n;
 #pragma omp parallel for schedule(dynamic) if (tasks > 1 && nn * (size_t)c->n_head >= PAR_MIN)
     for (int t = 0; t < tasks; t++) {
         int h = t / nb, r0 = (t % nb) * ATTN_ROWS;
         int r1 = r0 + ATTN_ROWS < n ? r0 + ATTN_ROWS : n, keys = c->causal ? r1 : n;
-        const float *v = qkv + 2 * (size_t)d + (size_t)h * (size_t)dh;
+        const float *v = qkv + (size_t)d + (size_t)kvd + kv_col(c, h);
         float *p = probs + (size_t)h * nn + (size_t)r0 * (size_t)n;
         float hm = head_mask ? head_mask[h] : 1.0f;
         if (hm != 1.0f)
@@ -255,22 +277,29 @@ void hs_op_attn_context(const hs_model_config *c, const float *qkv, float *probs
                 p[i] *= hm;
         /* probs past the block's last row are 0 */
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, r1 - r0, dh, keys, 1.0f, p, n, v,
-                    3 * d, 0.0f, ctx + (size_t)r0 * (size_t)d + (size_t)h * (size_t)dh, d);
+                    W, 0.0f, ctx + (size_t)r0 * (size_t)d + (size_t)h * (size_t)dh, d);
     }
 }
 
-void hs_op_rmsnorm(const float *x, const float *w, float *y, int n, int d, float eps)
+void hs_op_rmsnorm(const float *x, const float *w, float *y, float *xhat, float *rstd, int n,
+                   int d, float eps)
 {
 #pragma omp parallel for schedule(static) if ((size_t)n * (size_t)d >= PAR_MIN)
     for (int i = 0; i < n; i++) {
         const float *xi = x + (size_t)i * (size_t)d;
-        float *yi = y + (size_t)i * (size_t)d;
+        float *yi = y + (size_t)i * (size_t)d, *hi = xhat ? xhat + (size_t)i * (size_t)d : NULL;
         double ss = 0;
         for (int k = 0; k < d; k++)
             ss += (double)xi[k] * xi[k];
         float inv = (float)(1.0 / sqrt(ss / d + (double)eps));
-        for (int k = 0; k < d; k++)
-            yi[k] = xi[k] * inv * w[k];
+        if (rstd)
+            rstd[i] = inv;
+        for (int k = 0; k < d; k++) {
+            float h = xi[k] * inv;
+            if (hi)
+                hi[k] = h;
+            yi[k] = h * w[k];
+        }
     }
 }
 
@@ -281,15 +310,50 @@ void hs_op_silu_mul(const float *g, const float *u, float *y, size_t count)
         y[i] = g[i] / (1.0f + expf(-g[i])) * u[i];
 }
 
-void hs_op_rotary(float *x, int n, int n_head, int d_head, int ld, int rot_dims, float base,
-                  int pos0)
+void hs_op_swiglu(const float *gu, float *y, int rows, int f)
+{
+#pragma omp parallel for schedule(static) if ((size_t)rows * (size_t)f >= PAR_MIN)
+    for (int i = 0; i < rows; i++) {
+        const float *g = gu + (size_t)i * 2 * (size_t)f;
+        float *yi = y + (size_t)i * (size_t)f;
+        for (int k = 0; k < f; k++)
+            yi[k] = g[k] / (1.0f + expf(-g[k])) * g[f + k];
+    }
+}
+
+void hs_op_rope_freqs(const hs_arch *a, double *inv)
+{
+    const double two_pi = 6.283185307179586476925;
+    int r = a->rotary_dims, half = r / 2;
+    double f = a->rope_factor, lo = a->rope_low_freq, hi = a->rope_high_freq;
+    double old = a->rope_orig_ctx;
+    for (int k = 0; k < half; k++) {
+        double th = pow((double)a->rotary_base, -2.0 * k / r);
+        if (a->rope_scaling == HS_ROPE_LINEAR) {
+            th /= f;
+        } else if (a->rope_scaling == HS_ROPE_LLAMA3) {
+            double wl = two_pi / th;
+            if (wl > old / lo) {
+                th /= f;
+            } else if (wl >= old / hi) { /* between the bands: blended */
+                double s = (old / wl - lo) / (hi - lo);
+                th = (1 - s) * th / f + s * th;
+            }
+        }
+        inv[k] = th;
+    }
+}
+
+void hs_op_rotary(float *x, int n, int n_head, int d_head, int ld, int rot_dims,
+                  const double *inv_freq, int pos0, int inverse)
 {
     int half = rot_dims / 2;
+    double sign = inverse ? -1.0 : 1.0;
 #pragma omp parallel for schedule(static) if ((size_t)n * (size_t)n_head * (size_t)rot_dims >= PAR_MIN)
     for (int i = 0; i < n; i++)
         for (int k = 0; k < half; k++) {
-            double ang = (double)(pos0 + i) * pow((double)base, -2.0 * k / rot_dims);
-            double c = cos(ang), s = sin(ang);
+            double ang = (double)(pos0 + i) * inv_freq[k];
+            double c = cos(ang), s = sign * sin(ang);
             for (int h = 0; h < n_head; h++) {
                 float *xh = x + (size_t)i * (size_t)ld + (size_t)h * (size_t)d_head;
                 double a = xh[k], b = xh[k + half];

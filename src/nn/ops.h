@@ -25,8 +25,12 @@ float *hs_forward_ws_spare(struct hs_forward_ws *ws, size_t *floats);
 void hs_lm_logits(const hs_model *m, const float *x, const int32_t *idx, int rows,
                   float *scratch, float *logits);
 
-/* y: (n, out) = x: (n, in) · w: (in, out) + b: (out); y may not alias x. */
+/* y: (n, out) = x: (n, in) · w: (in, out) + b: (out) (b NULL: no bias); y may not alias x. */
 void hs_op_linear(const float *x, const float *w, const float *b, float *y, int n, int in, int out);
+
+/* y: (n, out) += x: (n, in) · w: (in, out) + b: (out) (b NULL: no bias). */
+void hs_op_linear_add(const float *x, const float *w, const float *b, float *y, int n, int in,
+                      int out);
 
 /* y: (n, d) = LayerNorm(x) * w + b, row-wise (mean and variance in double); y may alias x.
  * xhat: (n, d) and rstd: (n) receive the normalised input and 1/std when not NULL. */
@@ -50,33 +54,45 @@ size_t hs_op_first_nonfinite(const float *x, size_t count);
 /* Row-wise softmax of s: (n, n) in place; causal rows over keys 0..i, the rest set to 0. */
 void hs_op_softmax_rows(float *s, int n, int causal);
 
-/* Attention probabilities of every head of one layer: qkv: (n, 3d), columns [Q | K | V]
- * with head h at h*d_head → probs: (n_head, n, n) = softmax(Q_h K_h^T / sqrt(d_head)),
- * causal rows over keys 0..i. */
+/* Attention probabilities of every head of one layer: qkv: (n, W), W = d + 2 n_kv d_head,
+ * columns [Q | K | V] with query head h at h*d_head and its key/value head g = h / (n_head /
+ * n_kv_head) at d + g*d_head (K) and d + (n_kv + g)*d_head (V) → probs: (n_head, n, n) =
+ * softmax(Q_h K_g^T / sqrt(d_head)), causal rows over keys 0..i. */
 void hs_op_attn_probs(const hs_model_config *c, const float *qkv, float *probs, int n);
 
-/* Context of every head: probs: (n_head, n, n), scaled in place by head_mask: (n_head)
+/* Context of every query head: probs: (n_head, n, n), scaled in place by head_mask: (n_head)
  * when not NULL (Hugging Face semantics: no renormalisation) → ctx: (n, d), head h in
- * columns h*d_head.. = probs_h V_h. */
+ * columns h*d_head.. = probs_h V_g. */
 void hs_op_attn_context(const hs_model_config *c, const float *qkv, float *probs, float *ctx,
                         int n, const float *head_mask);
 
-/* Kernels of the features the descriptor names but the block does not use yet (see
- * hs_arch_check): RMSNorm, the gated SiLU MLP and rotary position embeddings. */
-
-/* y: (n, d) = x / sqrt(mean(x^2) + eps) * w, row-wise (mean in double); y may alias x. */
-void hs_op_rmsnorm(const float *x, const float *w, float *y, int n, int d, float eps);
+/* y: (n, d) = x / sqrt(mean(x^2) + eps) * w, row-wise (mean in double); y may alias x.
+ * xhat: (n, d) = x / rms and rstd: (n) = 1 / rms when not NULL. */
+void hs_op_rmsnorm(const float *x, const float *w, float *y, float *xhat, float *rstd, int n,
+                   int d, float eps);
 
 /* y: (count) = SiLU(g) * u = g / (1 + e^-g) * u; y may alias g or u. */
 void hs_op_silu_mul(const float *g, const float *u, float *y, size_t count);
 
+/* The gated MLP's activation: gu: (rows, 2f), each row [gate | up] → y: (rows, f) =
+ * SiLU(gate) * up; y may not alias gu. */
+void hs_op_swiglu(const float *gu, float *y, int rows, int f);
+
+/* inv: (a->rotary_dims / 2) rotary inverse frequencies theta_k = base^(-2k/rotary_dims),
+ * rescaled as a->rope_scaling says: linear theta/factor; llama3 (Llama 3.1's reference
+ * code), with wavelength 2 pi/theta and old = rope_orig_ctx: kept below old/high_freq,
+ * theta/factor above old/low_freq, (1 - s) theta/factor + s theta between, s = (old /
+ * wavelength - low) / (high - low). */
+void hs_op_rope_freqs(const hs_arch *a, double *inv);
+
 /* Rotary position embeddings (Su et al. 2021, the "rotate half" layout of GPT-NeoX and
  * Llama) in place on x: (n, ld), head h in columns h*d_head..: in each head the first
- * rot_dims dimensions (even, <= d_head) of row i, at position pos0 + i, turn pairwise:
- * (a_k, b_k) = (x[k], x[k + rot_dims/2]), k < rot_dims/2, by the angle p * base^(-2k/rot_dims):
- * a' = a cos - b sin, b' = b cos + a sin. The rest of the head is left as it is. */
-void hs_op_rotary(float *x, int n, int n_head, int d_head, int ld, int rot_dims, float base,
-                  int pos0);
+ * rot_dims dimensions (even, <= d_head) of row i, at position p = pos0 + i, turn pairwise:
+ * (a_k, b_k) = (x[k], x[k + rot_dims/2]), k < rot_dims/2, by the angle p * inv_freq[k]:
+ * a' = a cos - b sin, b' = b cos + a sin; inverse: by minus the angle (the transpose,
+ * which the backward pass applies to gradients). The rest of the head is left as it is. */
+void hs_op_rotary(float *x, int n, int n_head, int d_head, int ld, int rot_dims,
+                  const double *inv_freq, int pos0, int inverse);
 
 /* x: (count) += y: (count). */
 void hs_op_add(float *x, const float *y, size_t count);

@@ -90,6 +90,7 @@ void hs_analysis_free(hs_analysis *a)
     free(a->resample_ids);
     free(a->curve);
     free(a->candidates);
+    free(a->ablation_kv);
     free(a);
 }
 

@@ -62,6 +62,39 @@ static hs_status replacement(const hs_model *m, hs_analysis *a, const hs_analyze
     return st;
 }
 
+/* Grouped-query models: the loss with each KV group's query heads masked together, minus the
+ * loss with all heads, for every layer with an analysed head (a->ablation_kv). */
+static hs_status ablate_kv_groups(hs_analysis *a, hs_loss_eval *ev, const unsigned char *active,
+                                  hs_error *err)
+{
+    const hs_model_config *c = hs_model_config_of(a->model);
+    int L = c->n_layer, H = c->n_head, KV = c->n_kv_head;
+    if (KV >= H)
+        return HS_OK;
+    float *mask = malloc((size_t)(L * H) * sizeof *mask);
+    a->ablation_kv = malloc((size_t)(L * KV) * sizeof *a->ablation_kv);
+    if (!mask || !a->ablation_kv) {
+        free(mask);
+        return hs_fail(err, HS_E_NOMEM, "out of memory");
+    }
+    hs_status st = HS_OK;
+    for (int l = 0; l < L && !st; l++) {
+        int any = 0;
+        for (int h = 0; h < H; h++)
+            any |= !active || active[l * H + h];
+        for (int g = 0; g < KV && !st; g++) {
+            double v = NAN;
+            for (int q = 0; q < L * H; q++)
+                mask[q] = q / H == l && hs_model_kv_head(c, q % H) == g ? 0.0f : 1.0f;
+            if (any)
+                st = hs_loss_eval_run(ev, mask, &v, err);
+            a->ablation_kv[l * KV + g] = v - a->loss;
+        }
+    }
+    free(mask);
+    return st;
+}
+
 hs_status hs_analyze_importance(const hs_model *m, hs_analysis *a, const hs_analyze_opts *o,
                                 const unsigned char *active, int32_t cls_id, int32_t sep_id,
                                 hs_error *err)
@@ -156,6 +189,8 @@ fail_masked:
         a->seconds_ablation = hs_pipeline_now() - t0;
         for (size_t k = 0; k < nh; k++)
             a->heads[k].ablation_delta = delta[a->head_index[k]];
+        if ((st = ablate_kv_groups(a, ev, active, err)))
+            goto fail;
         if (o->pruning && a->n_heads >= 2) {
             t0 = hs_pipeline_now();
             double stop = li.kind == HS_LOSS_REPR ? o->prune_stop : fabs(a->loss) * o->prune_stop;

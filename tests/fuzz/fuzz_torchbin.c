@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "families.h"
 #include "model/model_internal.h"
 #include "model/pickle.h"
 #include "model/torchbin.h"
@@ -80,15 +81,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     for (size_t i = 0; i < tb->n_skipped; i++)
         if (!hs_torchbin_skipped(tb, tb->skipped[i].name))
             abort();
-    for (int fam = HS_FAMILY_GPT2; fam <= HS_FAMILY_DISTILBERT; fam++) {
+    for (size_t k = 0; k < FZ_N_FAMILIES; k++) {
         hs_model m;
         memset(&m, 0, sizeof m);
-        m.cfg = (hs_model_config){.family = (hs_family)fam, .n_layer = 2, .n_head = 2,
-                                  .d_model = 16, .d_ff = 64, .n_ctx = 16, .vocab_size = 100,
-                                  .type_vocab_size = 2, .ln_eps = 1e-5f,
-                                  .act = HS_ACT_GELU_TANH};
-        if (hs_config_validate(&m.cfg, &err) != HS_OK)
-            abort();
+        fz_family_config(&m, k);
         fz_ctx ctx = {tb};
         (void)hs_weights_build(&m, fz_lookup, &ctx, &err);
         free(m.arena);
