@@ -74,12 +74,14 @@ static double sgemm_gflops(int m, int n, int k, int reps)
     return 2.0 * m * n * k / bench_median(t, reps) / 1e9;
 }
 
-/* FLOPs of one forward pass without the LM head: per layer QKV 6nd², scores and context
- * 4n²d, output projection 2nd², MLP 4nd·d_ff. */
+/* FLOPs of one forward pass without the LM head: per layer the Q, K, V projections
+ * 2nd(d + 2 n_kv d_head) (6nd² without grouped KV heads), scores and context 4n²d, output
+ * projection 2nd², MLP 4nd·d_ff (6nd·d_ff gated: gate, up and down). */
 static double forward_flops(const hs_model_config *c, int n)
 {
-    double d = c->d_model, f = c->d_ff, N = n;
-    return c->n_layer * (8.0 * N * d * d + 4.0 * N * N * d + 4.0 * N * d * f);
+    double d = c->d_model, f = c->d_ff, N = n, kv = (double)c->n_kv_head * c->d_head;
+    double mlp = (c->act == HS_ACT_SILU_GATED ? 6.0 : 4.0) * N * d * f;
+    return c->n_layer * (2.0 * N * d * (d + 2.0 * kv) + 4.0 * N * N * d + 2.0 * N * d * d + mlp);
 }
 
 /* Median seconds of hs_forward on n tokens recording every map (hs_trace), or -1. */
