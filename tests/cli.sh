@@ -201,6 +201,11 @@ fi
 expect 1 "pythia-160m refuses GGUF" -- "$HS" convert "$T/pythia-160m" -o "$T/py.gguf"
 stderr_has "pythia-160m refuses GGUF" "GGUF files of architecture 'gpt_neox' are not read or written yet"
 no_file "pythia-160m refuses GGUF" "$T/py.gguf"
+# llama.cpp's own files of the rotary families (fixtures/gguf/families, gguf-py) are refused by name
+for g in tiny-pythia.f32:gpt_neox tiny-llama.q8_0:llama tiny-qwen2.f16:qwen2; do
+    expect 1 "GGUF ${g%%:*} refused" -- "$HS" info "fixtures/gguf/families/${g%%:*}.gguf"
+    stderr_has "GGUF ${g%%:*} refused" "GGUF files of architecture '${g##*:}' are not read or written yet"
+done
 rm -rf "$T/pythia-160m" "$T/py_attn.npy" "$T/py_nll.npy"
 
 # A grouped-query model end to end: tiny Qwen2 (4 query heads on 1 KV head) with GPT-2's

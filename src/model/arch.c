@@ -266,7 +266,7 @@ static const hs_arch families[] = {
     /* The rotary decoders: per-model values (rotary dims and base, rope scaling, KV heads,
      * parallel residual, tied output, biases) come from config.json (hf_config.c). */
     {
-        .family = HS_FAMILY_GPT_NEOX, .name = "gpt_neox",
+        .family = HS_FAMILY_GPT_NEOX, .name = "gpt_neox", .gguf_name = "gptneox",
         .norm_place = HS_NORM_PRE, .norm_kind = HS_NORM_LAYER, .act = HS_ACT_GELU_ERF,
         .pos = HS_POS_ROTARY, .rotary_frac = 0.25f, .rotary_base = 10000.0f, .causal = 1,
         .parallel_residual = 1, .biases = 1, .tied_embeddings = 0, .n_kv_head = 0,
