@@ -30,7 +30,6 @@ import json
 import math
 import os
 import statistics
-import struct
 import sys
 import time
 
@@ -41,44 +40,13 @@ except ImportError as e:  # python3-torch is optional for the bench
     print("notorch %s" % e)
     sys.exit(0)
 
-import numpy as np  # noqa: E402
-
-
-def read_safetensors(path):
-    """{name: float32 ndarray} of a safetensors file's F32/F16/BF16 tensors; other dtypes
-    (the BOOL masks older GPT-NeoX files hold beside the weights) are left out."""
-    with open(path, "rb") as f:
-        (n,) = struct.unpack("<Q", f.read(8))
-        header = json.loads(f.read(n).decode("utf-8"))
-        blob = f.read()
-    out = {}
-    for name, info in header.items():
-        if name == "__metadata__" or info["dtype"] not in ("F32", "F16", "BF16"):
-            continue
-        a, b = info["data_offsets"]
-        raw = np.frombuffer(blob, np.uint8, b - a, a)
-        if info["dtype"] == "F32":
-            arr = raw.view("<f4").copy()
-        elif info["dtype"] == "F16":
-            arr = raw.view("<f2").astype(np.float32)
-        else:
-            arr = (raw.view("<u2").astype(np.uint32) << 16).view(np.float32)
-        out[name] = arr.reshape(info["shape"])
-    return out
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "fixtures", "gguf"))
+from write_gguf import read_folder_weights  # noqa: E402  (numpy only)
 
 
 def read_weights(model_dir):
-    """{name: float32 torch.Tensor} from model.safetensors or the shards its index names
-    """
-    index = os.path.join(model_dir, "model.safetensors.index.json")
-    files = ["model.safetensors"]
-    if os.path.exists(index):
-        with open(index) as f:
-            files = sorted(set(json.load(f)["weight_map"].values()))
-    w = {}
-    for name in files:
-        w.update({k: torch.from_numpy(v) for k, v in read_safetensors(os.path.join(model_dir, name)).items()})
-    return w
+    """{name: float32 torch.Tensor} from model.safetensors or the shards its index names."""
+    return {k: torch.from_numpy(v) for k, v in read_folder_weights(model_dir).items()}
 
 
 def strip_prefix(w, prefixes):
