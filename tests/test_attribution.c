@@ -85,24 +85,24 @@ static void dla_case(const char *name)
     cJSON_Delete(g);
 }
 
-Test(attribution, dla_trained_gpt2_text_matches_reference, .timeout = 60)
+Test(attribution, dla_trained_gpt2_text_matches_reference)
 {
     dla_case("trained_gpt2_common");
 }
 
-Test(attribution, dla_trained_gpt2_repeated_tokens_matches_reference, .timeout = 60)
+Test(attribution, dla_trained_gpt2_repeated_tokens_matches_reference)
 {
     dla_case("trained_gpt2_induction");
 }
 
-Test(attribution, dla_tiny_gpt2_matches_reference, .timeout = 60)
+Test(attribution, dla_tiny_gpt2_matches_reference)
 {
     dla_case("tiny_gpt2_induction");
 }
 
 /* On the second half of a repeated random sequence the induction head 3.0 of trained-gpt2
  * pushes the correct next token up: of all heads its total attribution is the largest. */
-Test(attribution, dla_induction_head_leads_on_repeated_tokens, .timeout = 60)
+Test(attribution, dla_induction_head_leads_on_repeated_tokens)
 {
     cJSON *g = golden("trained_gpt2_induction");
     hs_model *m = NULL;
@@ -123,7 +123,7 @@ Test(attribution, dla_induction_head_leads_on_repeated_tokens, .timeout = 60)
     cJSON_Delete(g);
 }
 
-Test(attribution, dla_refused_for_bert_and_one_token, .timeout = 60)
+Test(attribution, dla_refused_for_bert_and_one_token)
 {
     hs_model *m = NULL;
     hs_error err = {{0}};
@@ -180,12 +180,12 @@ static void norm_case(const char *name)
     cJSON_Delete(g);
 }
 
-Test(attribution, norm_values_trained_gpt2_match_reference, .timeout = 60)
+Test(attribution, norm_values_trained_gpt2_match_reference)
 {
     norm_case("trained_gpt2_common");
 }
 
-Test(attribution, norm_values_tiny_bert_pair_match_reference, .timeout = 60)
+Test(attribution, norm_values_tiny_bert_pair_match_reference)
 {
     norm_case("tiny_bert_pair");
 }
@@ -265,17 +265,17 @@ static void ablation_case(const char *name)
     cJSON_Delete(g);
 }
 
-Test(ablation, kinds_trained_gpt2_match_reference, .timeout = 120)
+Test(ablation, kinds_trained_gpt2_match_reference)
 {
     ablation_case("trained_gpt2_common");
 }
 
-Test(ablation, kinds_tiny_gpt2_match_reference, .timeout = 120)
+Test(ablation, kinds_tiny_gpt2_match_reference)
 {
     ablation_case("tiny_gpt2_induction");
 }
 
-Test(ablation, kinds_tiny_bert_mlm_match_reference, .timeout = 120)
+Test(ablation, kinds_tiny_bert_mlm_match_reference)
 {
     ablation_case("tiny_bert_pair");
 }
