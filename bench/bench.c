@@ -9,7 +9,7 @@
  * build/bench/bert-base). The analyze, memory and corpus rows use the first model.
  * --family: models of the other families (`make bench` passes roberta-base,
  * distilbert-base, pythia-160m and tinyllama-1.1b), run at n = 128 and 512 only, each with
- * the peak memory of `headscope attn` at n = 512 beside its F32 weights.
+ * the peak memory of `headscope attn --ids` on 512 ids beside its F32 weights.
  * --quick: 1 repetition, n = 128 only, no analyze, memory or ablation rows (for tests).
  * Prints medians of N repetitions and ratios beside the targets; no pass/fail
  * (docs/bench.md explains the numbers). */

@@ -29,7 +29,8 @@ void bench_analyze_rows(const hs_model *m, double fwd128);
 /* Peak RSS of `headscope attn` and `headscope analyze` at n = 1024 (or the context). */
 void bench_memory_rows(const char *headscope, const char *model, const hs_model *m);
 
-/* Peak RSS of `headscope attn` on a text of up to n tokens, beside the F32 weights. */
+/* Peak RSS of `headscope attn --ids` on n token ids (at most the context), beside the F32
+ * weights. */
 void bench_family_memory_row(const char *headscope, const char *model, const hs_model *m, int n);
 
 /* `headscope analyze MODEL --corpus` throughput on k texts of >= 128 tokens, with and

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "headscope/forward.h"
+#include "headscope/npy.h"
 #include "headscope/report.h"
 #include "bench.h"
 
@@ -102,28 +103,46 @@ void bench_memory_rows(const char *headscope, const char *model, const hs_model 
     remove_dir(dir);
 }
 
+/* Writes ids (n) as a 1-D '<i4' .npy file; 0 on success. */
+static int write_ids(const char *path, const int32_t *ids, int n)
+{
+    hs_error err = {{0}};
+    size_t shape[1] = {(size_t)n}, len = 0;
+    unsigned char *bytes = NULL;
+    if (hs_npy_encode(ids, HS_NPY_I32, shape, 1, &bytes, &len, &err) != HS_OK)
+        return -1;
+    FILE *f = fopen(path, "wb");
+    int rc = f && fwrite(bytes, 1, len, f) == len ? 0 : -1;
+    if (f && fclose(f) != 0)
+        rc = -1;
+    free(bytes);
+    return rc;
+}
+
 void bench_family_memory_row(const char *headscope, const char *model, const hs_model *m, int n)
 {
     const hs_model_config *c = hs_model_config_of(m);
     char dir[] = "/tmp/hs-bench-fam-XXXXXX";
     if (!mkdtemp(dir))
         return;
-    char text[96], npy[96];
-    snprintf(text, sizeof text, "%s/text.txt", dir);
+    char ids_path[96], npy[96];
+    snprintf(ids_path, sizeof ids_path, "%s/ids.npy", dir);
     snprintf(npy, sizeof npy, "%s/a.npy", dir);
     n = c->n_ctx < n ? c->n_ctx : n;
+    int32_t *ids = malloc((size_t)n * sizeof *ids);
+    for (int i = 0; ids && i < n; i++) /* the forward table's ids */
+        ids[i] = (int32_t)((i * 7919) % c->vocab_size);
     double f32_mb = (double)hs_model_param_count(m) * 4 / 1048576.0, t = 0;
-    const char *attn[] = {headscope, "attn", model, "--file", text, "--truncate", "-o", npy, "-q",
-                          NULL};
-    double r = bench_write_text(text, 2 * n) == 0 ? bench_peak_rss_mb(attn, &t) : -1;
+    const char *attn[] = {headscope, "attn", model, "--ids", ids_path, "-o", npy, "-q", NULL};
+    double r = ids && write_ids(ids_path, ids, n) == 0 ? bench_peak_rss_mb(attn, &t) : -1;
     if (r < 0)
-        printf("  peak memory of attn: not measured (the command failed; a model needs its "
-               "tokenizer files)\n");
+        printf("  peak memory of attn: not measured (the command failed)\n");
     else
-        printf("  peak memory of attn, up to %d tokens: %.0f MB in %.1f s (F32 weights %.0f MB, "
-               "one layer's maps %.0f MB)\n", n, r, t, f32_mb,
+        printf("  peak memory of attn, %d tokens: %.0f MB in %.1f s (F32 weights %.0f MB, one "
+               "layer's maps %.0f MB)\n", n, r, t, f32_mb,
                (double)c->n_head * n * n * 4 / 1048576.0);
     fflush(stdout);
+    free(ids);
     remove_dir(dir);
 }
 
