@@ -8,6 +8,7 @@
 #include "cli.h"
 #include "headscope/analysis.h"
 #include "headscope/npy.h"
+#include "nn/ops.h"
 
 /* The forward-pass observer of attn: appends each layer's maps to the .npy file. */
 typedef struct npy_sink {
@@ -74,17 +75,6 @@ static int word_index(const hs_model *m, const hs_encoding *enc, npy_sink *ns)
     }
     ns->word = word;
     return 0;
-}
-
-/* -log softmax(row)[target], in double. */
-static double row_nll(const float *row, int V, int target)
-{
-    double mx = row[0], s = 0;
-    for (int v = 1; v < V; v++)
-        mx = row[v] > mx ? row[v] : mx;
-    for (int v = 0; v < V; v++)
-        s += exp((double)row[v] - mx);
-    return log(s) - ((double)row[target] - mx);
 }
 
 static const char usage_text[] =
@@ -222,9 +212,10 @@ int cmd_attn(int argc, char **argv)
     }
     if (nll_path) { /* logits row i predicts token i + 1; reuses the logits' first row */
         float *nll = logits;
-        for (int i = 0; i + 1 < n; i++)
-            nll[i] = (float)row_nll(logits + (size_t)i * (size_t)cfg->vocab_size,
-                                    cfg->vocab_size, enc.ids[i + 1]);
+        for (int i = 0; i + 1 < n; i++) {
+            const float *row = logits + (size_t)i * (size_t)cfg->vocab_size;
+            nll[i] = (float)(hs_op_log_sum_exp(row, cfg->vocab_size) - (double)row[enc.ids[i + 1]]);
+        }
         size_t len = (size_t)n - 1;
         if (hs_npy_write_f32(nll_path, nll, &len, 1, &err) != HS_OK) {
             cli_error("attn", "%s", err.msg);
