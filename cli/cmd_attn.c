@@ -60,8 +60,8 @@ static int word_index(const hs_model *m, const hs_encoding *enc, npy_sink *ns)
     }
     if (disp && word && !bad) {
         ns->n_words = hs_word_ids((const char *const *)enc->tokens, (const char *const *)disp,
-                                  enc->ids, n, hs_tokenizer_get_kind(tok) == HS_TOK_WORDPIECE,
-                                  tok, word);
+                                  enc->ids, n, c->arch->tokenizer == HS_TOK_WORDPIECE, tok,
+                                  word);
         ns->causal = c->causal;
         ns->wmaps = malloc((size_t)c->n_head * (size_t)ns->n_words * (size_t)ns->n_words *
                            sizeof *ns->wmaps);

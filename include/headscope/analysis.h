@@ -231,7 +231,8 @@ hs_status hs_wordmap_compute(const float *maps, int n_maps, int n, int causal, c
  * token — <|endoftext|>-style tokens always, and <s>, </s>, [CLS]... when tok (the tokenizer
  * of ids; may be NULL) says so — so words are the text's white-space-separated words.
  * tokens: the raw vocabulary strings, display: their display forms (hs_tokenizer_display),
- * ids: the ids (may be NULL when tok is). */
+ * ids: the ids (may be NULL when tok is). The tokenizer's kind decides WordPiece; wordpiece
+ * is what to assume without one (tok NULL). */
 int hs_word_ids(const char *const *tokens, const char *const *display, const int32_t *ids, int n,
                 int wordpiece, const hs_tokenizer *tok, int32_t *word);
 

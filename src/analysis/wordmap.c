@@ -78,6 +78,8 @@ int hs_word_ids(const char *const *tokens, const char *const *display, const int
                 int wordpiece, const hs_tokenizer *tok, int32_t *word)
 {
     int w = -1;
+    if (tok)
+        wordpiece = hs_tokenizer_get_kind(tok) == HS_TOK_WORDPIECE;
     for (int i = 0; i < n; i++) {
         const char *raw = tokens[i], *d = display[i], *pd = i ? display[i - 1] : "";
         size_t pl = strlen(pd);

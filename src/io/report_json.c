@@ -70,14 +70,18 @@ static cJSON *sinks_json(const hs_analysis *a, const hs_arch *ar)
     return arr;
 }
 
-/* input.word_ids: the word of each token (hs_word_ids; tok may be NULL). */
-static cJSON *word_ids_json(const hs_analysis *a, const hs_tokenizer *tok, int wordpiece)
+/* input.word_ids: the word of each token, as the word-level maps found them (--word-level)
+ * or found here the same way (hs_word_ids). */
+static cJSON *word_ids_json(const hs_analysis *a)
 {
+    if (a->word_ids)
+        return hs_json_ints(a->word_ids, a->n);
     int32_t *w = malloc((size_t)a->n * sizeof *w);
     cJSON *arr = NULL;
     if (w) {
         hs_word_ids((const char *const *)a->tokens, (const char *const *)a->display, a->ids,
-                    a->n, wordpiece, tok, w);
+                    a->n, hs_model_config_of(a->model)->arch->tokenizer == HS_TOK_WORDPIECE,
+                    hs_model_tokenizer(a->model), w);
         arr = hs_json_ints(w, a->n);
     }
     free(w);
@@ -320,11 +324,7 @@ char *hs_report_json(const hs_analysis *a, const char *const *files, int n_files
     cJSON_AddItemToObject(in, "type_ids", hs_json_ints(a->type_ids, a->n));
     cJSON_AddItemToObject(in, "sinks", sinks_json(a, c->arch));
     if (a->tokens && a->display)
-        cJSON_AddItemToObject(in, "word_ids",
-                              word_ids_json(a, hs_model_tokenizer(a->model),
-                                            hs_model_tokenizer(a->model)
-                                                ? hs_tokenizer_get_kind(hs_model_tokenizer(a->model)) == HS_TOK_WORDPIECE
-                                                : c->arch->tokenizer == HS_TOK_WORDPIECE));
+        cJSON_AddItemToObject(in, "word_ids", word_ids_json(a));
 
     cJSON *op = cJSON_AddObjectToObject(r, "options");
     cJSON *layers = cJSON_AddArrayToObject(op, "layers");

@@ -17,9 +17,8 @@ hs_status hs_analysis_word_level(hs_analysis *a, hs_error *err)
     }
     const hs_tokenizer *tok = hs_model_tokenizer(a->model);
     a->n_words = hs_word_ids((const char *const *)a->tokens, (const char *const *)a->display,
-                             a->ids, n, tok ? hs_tokenizer_get_kind(tok) == HS_TOK_WORDPIECE
-                                            : c->arch->tokenizer == HS_TOK_WORDPIECE,
-                             tok, a->word_ids);
+                             a->ids, n, c->arch->tokenizer == HS_TOK_WORDPIECE, tok,
+                             a->word_ids);
     size_t ww = (size_t)a->n_words * (size_t)a->n_words;
     a->words = hs_word_labels((const char *const *)a->display, a->word_ids, n, a->n_words);
     a->word_maps = malloc((size_t)a->n_heads * ww * sizeof *a->word_maps);
