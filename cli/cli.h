@@ -59,6 +59,9 @@ hs_model *cli_model_load(const char *cmd, const char *path);
  * reorders argv, for reports; cli_command_line_save(0, NULL) forgets it. */
 void cli_command_line_save(int argc, char **argv);
 const char *const *cli_command_line(int *argc);
+/* The weight budget cli_model_open passes (--weight-memory; 0: the library's default). */
+void cli_set_weight_memory(size_t bytes);
+
 /* As cli_model_load, reading only what HS_OPEN_* flags ask for. */
 hs_model *cli_model_open(const char *cmd, const char *path, unsigned flags);
 

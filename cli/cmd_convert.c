@@ -8,6 +8,7 @@
 #include "headscope/gguf.h"
 
 #include "cli.h"
+#include "internal.h"
 
 static const char usage_text[] =
     "usage: headscope convert MODEL -o OUT [--type f32|f16|bf16|q8_0] [--name NAME] [--keep-mlm]\n"
@@ -103,7 +104,11 @@ int cmd_convert(int argc, char **argv)
         cli_error("convert", "warning: --keep-mlm ignored: '%s' has no MLM head", src);
     const char *family = cfg->arch->name;
     hs_error err = {{0}};
-    hs_status st = hs_gguf_write(m, out, &opt, &err);
+    /* the writer reads every layer from the model's table: held converted meanwhile */
+    hs_status st = hs_weights_hold(m, HS_HOLD_ALL, &err);
+    if (st == HS_OK)
+        st = hs_gguf_write(m, out, &opt, &err);
+    hs_weights_unhold(m);
     hs_model_free(m);
     if (st != HS_OK) {
         cli_error("convert", "%s", err.msg);

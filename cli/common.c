@@ -155,11 +155,16 @@ hs_model *cli_model_load(const char *cmd, const char *path)
     return cli_model_open(cmd, path, 0);
 }
 
+static size_t weight_memory;
+
+void cli_set_weight_memory(size_t bytes) { weight_memory = bytes; }
+
 hs_model *cli_model_open(const char *cmd, const char *path, unsigned flags)
 {
     hs_error err = {{0}};
     hs_model *m = NULL;
-    if (hs_model_open(path, flags, &m, &err) != HS_OK) {
+    hs_open_opts o = {.flags = flags, .weight_memory = weight_memory};
+    if (hs_model_open2(path, &o, &m, &err) != HS_OK) {
         cli_error(cmd, "%s", err.msg);
         return NULL;
     }

@@ -1,9 +1,11 @@
-/* headscope: dispatch on the subcommand; the options every command takes (--threads). */
+/* headscope: dispatch on the subcommand; the options every command takes (--threads,
+ * --weight-memory). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli.h"
+#include "internal.h"
 
 static const struct {
     const char *name;
@@ -28,6 +30,11 @@ static void usage(FILE *f)
         fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
     fprintf(f, "\noptions every command takes:\n"
                "  --threads N  compute with N threads (default: HEADSCOPE_THREADS, else one per core)\n"
+               "  --weight-memory SIZE\n"
+               "               float32 layer weights kept converted from an F16/BF16/quantised\n"
+               "               checkpoint, e.g. 2G or all (default: HEADSCOPE_WEIGHT_MEMORY,\n"
+               "               else a quarter of the memory); beyond it layers are converted\n"
+               "               again in every pass\n"
                "\n'headscope COMMAND --help' describes a command; docs/ has the details.\n");
 }
 
@@ -42,23 +49,22 @@ static int parse_threads(const char *s, int *out)
     return 0;
 }
 
-/* Takes --threads N / --threads=N out of argv[2..] (before a "--"), else reads
- * HEADSCOPE_THREADS, and sets the thread count. Returns 0, or EXIT_USAGE after a message. */
-static int take_threads(int *argc, char **argv)
+/* Takes `--NAME VALUE` / `--NAME=VALUE` out of argv[2..] (before a "--"); *val gets the
+ * last value given (left alone when none). Returns 0, or EXIT_USAGE after a message. */
+static int take_option(int *argc, char **argv, const char *name, const char **val)
 {
-    const char *val = NULL, *env = getenv("HEADSCOPE_THREADS");
-    int n = 0;
+    size_t len = strlen(name);
     for (int i = 2; i < *argc && strcmp(argv[i], "--"); i++) {
         int drop = 0;
-        if (!strcmp(argv[i], "--threads")) {
+        if (!strcmp(argv[i], name)) {
             if (i + 1 >= *argc) {
-                cli_error(NULL, "option '--threads' needs a value");
+                cli_error(NULL, "option '%s' needs a value", name);
                 return EXIT_USAGE;
             }
-            val = argv[i + 1];
+            *val = argv[i + 1];
             drop = 2;
-        } else if (!strncmp(argv[i], "--threads=", 10)) {
-            val = argv[i] + 10;
+        } else if (!strncmp(argv[i], name, len) && argv[i][len] == '=') {
+            *val = argv[i] + len + 1;
             drop = 1;
         }
         if (drop) {
@@ -67,6 +73,19 @@ static int take_threads(int *argc, char **argv)
             i--;
         }
     }
+    return 0;
+}
+
+/* Takes --threads N out of argv, else reads HEADSCOPE_THREADS, and sets the thread count;
+ * takes --weight-memory SIZE (HEADSCOPE_WEIGHT_MEMORY is read when the model is opened).
+ * Returns 0, or EXIT_USAGE after a message. */
+static int take_common(int *argc, char **argv)
+{
+    const char *val = NULL, *env = getenv("HEADSCOPE_THREADS"), *wm = NULL;
+    int n = 0;
+    if (take_option(argc, argv, "--threads", &val) ||
+        take_option(argc, argv, "--weight-memory", &wm))
+        return EXIT_USAGE;
     if (val && parse_threads(val, &n)) {
         cli_error(NULL, "--threads '%s' is not a number in [1, 4096]", val);
         return EXIT_USAGE;
@@ -75,6 +94,13 @@ static int take_threads(int *argc, char **argv)
         cli_error(NULL, "HEADSCOPE_THREADS='%s' is not a number in [1, 4096]", env);
         return EXIT_USAGE;
     }
+    size_t bytes = 0;
+    if (wm && hs_weight_memory_parse(wm, &bytes)) {
+        cli_error(NULL, "--weight-memory '%s' is not a size (e.g. 512M, 4G or all)", wm);
+        return EXIT_USAGE;
+    }
+    if (wm)
+        cli_set_weight_memory(bytes ? bytes : 1); /* 0: one layer at a time */
     hs_set_threads(n); /* 0: one per core */
     return 0;
 }
@@ -99,7 +125,7 @@ int main(int argc, char **argv)
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (!strcmp(cmd, commands[i].name)) {
             cli_command_line_save(argc, argv); /* before getopt reorders argv */
-            if (take_threads(&argc, argv)) {
+            if (take_common(&argc, argv)) {
                 cli_command_line_save(0, NULL);
                 return EXIT_USAGE;
             }

@@ -76,9 +76,39 @@ void hs_out_keep(hs_out *o);
 uint64_t hs_splitmix64(uint64_t *state);
 uint64_t hs_rand_below(uint64_t *state, uint64_t m);
 
-/* Maps a regular file read-only (src/core/mapfile.c): *map (munmap it) and *len, or NULL
- * and 0 for an empty file. A FIFO, device or folder is refused without blocking. */
+/* Maps a regular file read-only (src/core/mapfile.c): *map (hs_file_unmap it) and *len, or
+ * NULL and 0 for an empty file. A FIFO, device or folder is refused without blocking. */
 hs_status hs_file_map(const char *path, unsigned char **map, size_t *len, hs_error *err);
+
+/* Maps len bytes of the open file fd read-only and private into *map; 0, or -1 with errno. */
+int hs_file_map_fd(int fd, size_t len, unsigned char **map);
+
+/* Drops one reference to a mapping made by hs_file_map(_fd), unmapping it with the last
+ * (len is used only for a mapping the registry could not record); NULL is ignored. */
+void hs_file_unmap(void *map, size_t len);
+
+/* Takes a reference to the live mapping that holds the n bytes at p and returns its base
+ * (give it back with hs_file_unmap(base, 0)), or NULL when no mapping made here holds them
+ * (a reader's own buffer). */
+void *hs_file_map_retain(const void *p, size_t n);
+
+/* Code that reads a model's layer weights from its table (m->layers: composition, direct
+ * logit attribution, norm-based attention, the GGUF writer) rather than through
+ * hs_layer_get: on a model whose layers take turns in the weight cache (src/model/wcache.c)
+ * hs_weights_hold converts the layer matrices named in mask (HS_HOLD_*) and keeps them,
+ * beyond the budget, with their pointers in the table, until hs_weights_unhold. Nothing to
+ * do on any other model. Not nested, and not while another thread calls these two. */
+#define HS_HOLD_ATTN 3u /* every layer's QKV and O matrices */
+#define HS_HOLD_ALL 15u /* and the MLP's */
+struct hs_model;
+hs_status hs_weights_hold(const struct hs_model *m, unsigned mask, hs_error *err);
+void hs_weights_unhold(const struct hs_model *m);
+
+/* A size for HEADSCOPE_WEIGHT_MEMORY and --weight-memory: "all", or a number with an
+ * optional fraction and a binary unit K, M, G or T (an optional "B" or "iB" after it):
+ * "512M", "1.5G", "2147483648". 0 (or anything below one layer) converts one layer at a
+ * time. Returns 0 with *bytes set, or -1. */
+int hs_weight_memory_parse(const char *s, size_t *bytes);
 
 /* As hs_file_write_atomic (include/headscope/report.h), writing n_parts buffers one after
  * the other, so a large array need not be copied next to its header first. */

@@ -174,6 +174,39 @@ enum {
  * cannot run: hs_forward and everything built on it refuse it (HS_E_ARG). */
 hs_status hs_model_open(const char *path, unsigned flags, hs_model **out, hs_error *err);
 
+/* Options of hs_model_open2. */
+typedef struct hs_open_opts {
+    unsigned flags; /* HS_OPEN_*, as hs_model_open */
+    /* Bytes of float32 layer weights converted from a non-F32 checkpoint (F16, BF16, Q8_0,
+     * Q4_0, Q4_K, Q6_K) that the model keeps at once. The layers' matrices stay in their
+     * stored type (views into the mapped file); a forward pass takes each layer's float32
+     * weights from a cache of at most this many bytes. When every layer fits, each is
+     * converted once, at load, and kept; above it, the layers that fit stay converted and
+     * the rest are converted again in every pass (the least recently used dropped first).
+     * At least one layer is always converted, whatever the budget. float32 checkpoints and
+     * the embeddings, LM head and norms are float32 always and not counted.
+     * 0: HEADSCOPE_WEIGHT_MEMORY ("512M", "4G", "all"), else a quarter of the physical
+     * memory; HS_WEIGHT_MEMORY_ALL: no bound (docs/architecture.md, "Memory"). */
+    size_t weight_memory;
+} hs_open_opts;
+
+#define HS_WEIGHT_MEMORY_ALL ((size_t)-1)
+
+/* As hs_model_open, with the options above (o NULL: every default). A malformed
+ * HEADSCOPE_WEIGHT_MEMORY fails with HS_E_ARG naming it. A model whose budget holds fewer
+ * than all of its layers runs the forward and backward passes, ablation and activations;
+ * hs_composition_compute, hs_dla_compute, hs_norm_values and hs_gguf_write read every
+ * layer's weights at once and need them all converted (the CLI and hs_analyze arrange
+ * it); on such a model they are not available to a caller yet. */
+hs_status hs_model_open2(const char *path, const hs_open_opts *o, hs_model **out, hs_error *err);
+
+/* The weight budget in effect, in bytes (HS_WEIGHT_MEMORY_ALL: no bound), and the bytes of
+ * float32 layer weights a non-F32 checkpoint needs converted at once to keep every layer
+ * (0 for a float32 checkpoint): the model streams its layers when the second exceeds the
+ * first. */
+size_t hs_model_weight_memory(const hs_model *m);
+size_t hs_model_converted_bytes(const hs_model *m);
+
 /* 1 when the model holds its weights (opened without HS_OPEN_NO_WEIGHTS/TOKENIZER). */
 int hs_model_has_weights(const hs_model *m);
 

@@ -1,12 +1,89 @@
-/* Read-only mappings of input files (safetensors, pytorch_model.bin). */
+/* Read-only mappings of input files (safetensors, pytorch_model.bin, GGUF), reference
+ * counted: a model that keeps some weights in their stored type (src/model/wcache.c) takes a
+ * reference to the mapping that holds them, so it outlives the reader that made it. */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "internal.h"
+
+/* The live mappings made here (a handful: one per file or shard). */
+typedef struct live_map {
+    unsigned char *base;
+    size_t len;
+    int refs;
+} live_map;
+
+static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
+static live_map *live;
+static size_t n_live, cap_live;
+
+/* Registers a new mapping with one reference; a mapping that cannot be registered (out of
+ * memory) still works, it just cannot be retained. */
+static void live_add(unsigned char *base, size_t len)
+{
+    pthread_mutex_lock(&live_lock);
+    if (n_live == cap_live) {
+        size_t cap = cap_live ? 2 * cap_live : 16;
+        live_map *nl = realloc(live, cap * sizeof *nl);
+        if (nl) {
+            live = nl;
+            cap_live = cap;
+        }
+    }
+    if (n_live < cap_live)
+        live[n_live++] = (live_map){base, len, 1};
+    pthread_mutex_unlock(&live_lock);
+}
+
+int hs_file_map_fd(int fd, size_t len, unsigned char **map)
+{
+    void *p = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
+    if (p == MAP_FAILED)
+        return -1;
+    *map = p;
+    live_add(p, len);
+    return 0;
+}
+
+void hs_file_unmap(void *map, size_t len)
+{
+    if (!map)
+        return;
+    int last = 1;
+    pthread_mutex_lock(&live_lock);
+    for (size_t i = 0; i < n_live; i++)
+        if (live[i].base == map) {
+            len = live[i].len;
+            last = --live[i].refs == 0;
+            if (last)
+                live[i] = live[--n_live];
+            break;
+        }
+    pthread_mutex_unlock(&live_lock);
+    if (last)
+        munmap(map, len);
+}
+
+void *hs_file_map_retain(const void *p, size_t n)
+{
+    const unsigned char *q = p;
+    void *base = NULL;
+    pthread_mutex_lock(&live_lock);
+    for (size_t i = 0; i < n_live; i++)
+        if (q >= live[i].base && n <= live[i].len && (size_t)(q - live[i].base) <= live[i].len - n) {
+            live[i].refs++;
+            base = live[i].base;
+            break;
+        }
+    pthread_mutex_unlock(&live_lock);
+    return base;
+}
 
 hs_status hs_file_map(const char *path, unsigned char **map, size_t *len, hs_error *err)
 {
@@ -21,13 +98,10 @@ hs_status hs_file_map(const char *path, unsigned char **map, size_t *len, hs_err
     if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
         st = hs_fail(err, HS_E_IO, "'%s' is not a regular file", path);
     } else if (sb.st_size > 0) { /* mmap refuses an empty file; the caller says why it is wrong */
-        void *p = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-        if (p == MAP_FAILED) {
+        if (hs_file_map_fd(fd, (size_t)sb.st_size, map) != 0)
             st = hs_fail(err, HS_E_IO, "cannot map '%s': %s", path, strerror(errno));
-        } else {
-            *map = p;
+        else
             *len = (size_t)sb.st_size;
-        }
     }
     close(fd);
     return st;

@@ -338,7 +338,10 @@ hs_status hs_gradient_signed_masked(const hs_model *m, const hs_loss_input *in,
 
     /* Backward through the layers; dx holds d loss / d (stream leaving layer l). */
     for (int l = L - 1; l >= 0; l--) {
-        const hs_layer *W = &m->layers[l];
+        hs_layer Wl; /* the layer's float32 weights (the weight cache converts them) */
+        if ((st = hs_layer_get(m, l, &Wl, err)))
+            goto fail;
+        const hs_layer *W = &Wl;
         hs_block_keep *gl = &lay[l];
         if (!pre) /* x_out = LN2(z), z = a + MLP(a) */
             norm_back(rms, gl->xhat2, gl->rstd2, W->ln2_w, dx, dx, n, d, 0);
@@ -365,8 +368,10 @@ hs_status hs_gradient_signed_masked(const hs_model *m, const hs_loss_input *in,
             }
             g[l * H + hh] = s;
         }
-        if (l == 0)
+        if (l == 0) {
+            hs_layer_put(m, l);
             break;
+        }
         if (head_mask) /* d loss / d (P V) = xi_h d loss / d context */
             for (int i = 0; i < n; i++)
                 for (int hh = 0; hh < H; hh++) {
@@ -388,6 +393,7 @@ hs_status hs_gradient_signed_masked(const hs_model *m, const hs_loss_input *in,
         }
         if (par)
             hs_op_add(dx, dx2, nd);
+        hs_layer_put(m, l);
     }
     if (loss)
         *loss = lossv;

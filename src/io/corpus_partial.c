@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 
 #include <cJSON.h>
 
@@ -518,7 +517,7 @@ hs_status hs_corpus_partial_read(const char *path, hs_corpus_partial *out, hs_er
         return st;
     st = hs_corpus_partial_parse(map ? (const char *)map : "", len, out, err);
     if (map)
-        munmap(map, len);
+        hs_file_unmap(map, len);
     if (st) {
         char msg[sizeof err->msg];
         snprintf(msg, sizeof msg, "%s", err->msg);

@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -603,9 +602,10 @@ hs_status hs_gguf_open(const char *path, hs_gguf **out, hs_error *err)
     void *map = NULL;
     unsigned char *owned = NULL;
     if (len > 0) {
-        map = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
-        if (map == MAP_FAILED) { /* fall back to reading it whole */
-            map = NULL;
+        unsigned char *mp = NULL;
+        if (hs_file_map_fd(fd, len, &mp) == 0) {
+            map = mp;
+        } else { /* fall back to reading it whole */
             owned = malloc(len);
             if (!owned) {
                 close(fd);
@@ -630,7 +630,7 @@ hs_status hs_gguf_open(const char *path, hs_gguf **out, hs_error *err)
     hs_gguf *g = calloc(1, sizeof *g);
     if (!g) {
         if (map)
-            munmap(map, len);
+            hs_file_unmap(map, len);
         free(owned);
         return hs_fail(err, HS_E_NOMEM, "out of memory");
     }
@@ -659,7 +659,7 @@ void hs_gguf_free(hs_gguf *g)
     free(g->tensors);
     free(g->kv);
     if (g->map)
-        munmap(g->map, g->len);
+        hs_file_unmap(g->map, g->len);
     free(g->owned);
     free(g);
 }

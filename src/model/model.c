@@ -3,7 +3,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 
 #include "model/model_internal.h"
@@ -15,9 +14,20 @@ hs_status hs_model_load(const char *path, hs_model **out, hs_error *err)
 
 hs_status hs_model_open(const char *path, unsigned flags, hs_model **out, hs_error *err)
 {
+    hs_open_opts o = {.flags = flags};
+    return hs_model_open2(path, &o, out, err);
+}
+
+hs_status hs_model_open2(const char *path, const hs_open_opts *o, hs_model **out, hs_error *err)
+{
     *out = NULL;
+    unsigned flags = o ? o->flags : 0;
+    size_t budget = o ? o->weight_memory : 0;
     if (!path || !*path)
         return hs_fail(err, HS_E_ARG, "no model path given");
+    hs_status st;
+    if (budget == 0 && (st = hs_weight_memory_default(&budget, err)))
+        return st;
     struct stat sb;
     if (stat(path, &sb) != 0)
         return hs_fail(err, HS_E_IO, "cannot open '%s': %s", path, strerror(errno));
@@ -28,7 +38,7 @@ hs_status hs_model_open(const char *path, unsigned flags, hs_model **out, hs_err
     }
     snprintf(m->storage_dtype, sizeof m->storage_dtype, "F32");
     m->open_flags = flags & (HS_OPEN_NO_WEIGHTS | HS_OPEN_TOKENIZER | HS_OPEN_MAP_WEIGHTS);
-    hs_status st;
+    m->weight_memory = budget;
     if (S_ISDIR(sb.st_mode)) {
         st = hs_hf_load(m, path, err);
     } else if (!S_ISREG(sb.st_mode)) { /* a FIFO or a device would block or never end */
@@ -67,10 +77,11 @@ void hs_model_free(hs_model *m)
     if (!m)
         return;
     hs_tokenizer_free(m->tok);
+    hs_wcache_free(m->wc);
     free(m->layers);
     free(m->arena);
     if (m->map)
-        munmap(m->map, m->map_len);
+        hs_file_unmap(m->map, m->map_len);
     free(m->path);
     free(m);
 }
@@ -83,3 +94,11 @@ hs_file_format hs_model_format(const hs_model *m) { return m->format; }
 const char *hs_model_storage_dtype(const hs_model *m) { return m->storage_dtype; }
 const char *hs_model_path(const hs_model *m) { return m->path; }
 const char *hs_model_weights_file(const hs_model *m) { return m->weights_file; }
+size_t hs_model_weight_memory(const hs_model *m) { return m->weight_memory; }
+
+size_t hs_model_converted_bytes(const hs_model *m)
+{
+    hs_wcache_stats s;
+    hs_wcache_stats_of(m, &s);
+    return s.need;
+}

@@ -178,8 +178,79 @@ typedef const hs_tensor_view *(*hs_tensor_lookup)(void *ctx, const char *hf_name
 void hs_sinusoids(float *pe, int rows, int d);
 
 /* Builds the weights of m (whose cfg is already filled and checked) from a reader.
- * Checks every shape against cfg, converts to float32, rejects NaN/Inf. */
+ * Checks every shape against cfg, converts to float32, rejects NaN/Inf. A layer matrix
+ * stored in another type stays as stored and goes to the weight cache (below). */
 hs_status hs_weights_build(hs_model *m, hs_tensor_lookup lookup, void *ctx, hs_error *err);
+
+/* Converts the tensor t (stored (out, in) when out_in, for a matrix) into its place sh in
+ * dst (row stride sh.ld, first column sh.off), the rows in parallel; fails naming `name`
+ * on a NaN or an infinity. t's shape, size and block alignment are already checked. */
+hs_status hs_tensor_convert(const hs_tensor_view *t, int out_in, hs_tensor_shape sh,
+                            float *dst, const char *name, hs_error *err);
+
+/* A fused QKV stored per head ([h0: q k v][h1: q k v]..., GPT-NeoX) reordered in place
+ * into [Q | K | V]: x: (rows, ld). */
+hs_status hs_qkv_heads_reorder(const hs_model_config *c, float *x, int rows, int ld,
+                               hs_error *err);
+
+/* Drops the whole pages of the n bytes at p from a private read-only file mapping once they
+ * are converted: read again later, they are simply faulted in from the file (the page
+ * cache), so a load's peak is about one copy of the weights, not two. */
+void hs_release_pages(const void *p, size_t n);
+
+/* floats for weights: 2 MB aligned and marked for transparent huge pages when large (the
+ * GEMMs that stream through a weight matrix run measurably faster on them); free() it. */
+float *hs_weights_alloc(size_t floats);
+
+/* ---- the weight cache (src/model/wcache.c) -----------------------------------------
+ * The four matrices of a layer (QKV, O, FC, PROJ), when stored in a type other than F32,
+ * are units of the cache: their stored bytes stay where the reader had them (a file
+ * mapping, retained; else a copy the cache owns), and their float32 form is made on
+ * demand, at most `budget` bytes of it at once. */
+enum { HS_WU_QKV, HS_WU_O, HS_WU_FC, HS_WU_PROJ, HS_WU_N };
+
+/* The unit kind of a slot, or -1 for a slot that is not a layer matrix. */
+int hs_wunit_kind(hs_slot s);
+
+typedef struct hs_wcache hs_wcache;
+typedef struct hs_layer hs_layer;
+
+/* A cache for m (cfg set) with budget bytes (HS_WEIGHT_MEMORY_ALL: no bound); NULL when
+ * out of memory. */
+hs_wcache *hs_wcache_new(const hs_model *m, size_t budget);
+void hs_wcache_free(hs_wcache *wc);
+
+/* Records one stored tensor (a part row or the whole slot) of layer l's unit `kind`; the
+ * view's bytes are retained or copied. */
+hs_status hs_wcache_add(hs_wcache *wc, int l, int kind, const hs_tensor_view *t, int out_in,
+                        hs_tensor_shape sh, int qkv_heads, const char *name, hs_error *err);
+
+/* After every unit is recorded: converts each (which checks every value) and keeps those
+ * the budget holds for good, the first layers first (every layer when all fit); their
+ * pointers go into m->layers. */
+hs_status hs_wcache_prepare(hs_model *m, hs_error *err);
+
+/* The float32 weights of layer l: *out is m->layers[l] with every cached matrix made
+ * resident and pinned; each hs_layer_get that succeeds is matched by one hs_layer_put.
+ * Safe from several threads at once (a conversion runs under the cache's lock). */
+hs_status hs_layer_get(const hs_model *m, int l, hs_layer *out, hs_error *err);
+void hs_layer_put(const hs_model *m, int l);
+
+/* The cache's counters, for tests and the benchmark. */
+typedef struct hs_wcache_stats {
+    size_t budget;      /* bytes */
+    size_t need;        /* float32 bytes of every cached unit */
+    size_t kept;        /* bytes converted at load and kept for good */
+    size_t resident;    /* float32 bytes in the cache now (kept included) */
+    size_t peak;        /* the most resident at once */
+    size_t conversions; /* units converted, load included */
+    int streams;        /* 1 when not every unit is kept */
+} hs_wcache_stats;
+void hs_wcache_stats_of(const hs_model *m, hs_wcache_stats *s);
+
+/* The budget of a model opened with weight_memory 0: HEADSCOPE_WEIGHT_MEMORY when set (a
+ * malformed value fails, HS_E_ARG), else a quarter of the physical memory. */
+hs_status hs_weight_memory_default(size_t *bytes, hs_error *err);
 
 /* Checks a config for sane, consistent values (positive sizes, d_model % n_head,
  * limits), fills derived fields (arch from family, d_head, causal), and refuses an
@@ -224,6 +295,8 @@ struct hs_model {
     size_t inplace_floats;
     void *map;
     size_t map_len;
+    size_t weight_memory; /* the budget of the weight cache, bytes */
+    hs_wcache *wc;        /* the layer matrices kept in their stored type, or NULL */
 
     const float *wte;    /* (vocab, d) */
     const float *wpe;    /* (n_ctx, d) */

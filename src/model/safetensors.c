@@ -4,7 +4,6 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -261,6 +260,6 @@ void hs_safetensors_close(hs_safetensors *s)
         free((char *)(uintptr_t)s->tensors[i].name);
     free(s->tensors);
     if (s->map)
-        munmap(s->map, s->map_len);
+        hs_file_unmap(s->map, s->map_len);
     free(s);
 }

@@ -10,7 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -649,6 +648,6 @@ void hs_torchbin_close(hs_torchbin *t)
     free(t->tensors);
     free(t->skipped);
     if (t->map)
-        munmap(t->map, t->map_len);
+        hs_file_unmap(t->map, t->map_len);
     free(t);
 }

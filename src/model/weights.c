@@ -11,6 +11,7 @@
 
 #include "model/model_internal.h"
 #include "model/quant.h"
+#include "nn/ops.h"
 
 const char *hs_dtype_name(hs_dtype dt)
 {
@@ -86,39 +87,102 @@ static size_t dtype_bytes(hs_dtype dt, size_t count)
     }
 }
 
-/* Decodes count elements of t (flat, stored order) into out. */
-static void decode(const hs_tensor_view *t, float *out, size_t count)
+/* Decodes elements [from, from + count) of t (flat, stored order; whole blocks of a block
+ * format) into out. */
+static void decode(const hs_tensor_view *t, size_t from, float *out, size_t count)
 {
     const unsigned char *p = t->data;
+    size_t blk_elems, blk_bytes;
     switch (t->dtype) {
     case HS_DT_F32:
         for (size_t i = 0; i < count; i++) {
-            uint32_t b = hs_le32(p + 4 * i);
+            uint32_t b = hs_le32(p + 4 * (from + i));
             memcpy(&out[i], &b, 4);
         }
         break;
     case HS_DT_F16:
         for (size_t i = 0; i < count; i++)
-            out[i] = hs_f16_to_f32(hs_le16(p + 2 * i));
+            out[i] = hs_f16_to_f32(hs_le16(p + 2 * (from + i)));
         break;
     case HS_DT_BF16:
         for (size_t i = 0; i < count; i++)
-            out[i] = hs_bf16_to_f32(hs_le16(p + 2 * i));
+            out[i] = hs_bf16_to_f32(hs_le16(p + 2 * (from + i)));
         break;
     case HS_DT_OTHER: break; /* refused by place() before decoding */
-    default: hs_quant_decode(quant_type(t->dtype), p, out, count); break;
+    default:
+        if (hs_quant_block(quant_type(t->dtype), &blk_elems, &blk_bytes))
+            hs_quant_decode(quant_type(t->dtype), p + from / blk_elems * blk_bytes, out, count);
+        break;
     }
 }
 
-/* Drops the whole pages of a tensor's bytes from a private read-only file mapping once
- * they are converted, so a load's peak is about one copy of the weights, not two (pages
- * read again later are simply faulted in from the file again). */
-static void release_pages(const hs_tensor_view *t)
+/* Stored rows decoded at a time before a transposed write: 16 floats of each destination
+ * row, one cache line, written together. */
+#define TRANSPOSE_ROWS 16
+
+hs_status hs_tensor_convert(const hs_tensor_view *t, int out_in, hs_tensor_shape sh,
+                            float *dst, const char *name, hs_error *err)
+{
+    int transpose = sh.kind == HS_K_MAT && out_in;
+    /* stored as (outer, inner): a vector is one row; a transposed matrix (out, in) */
+    size_t outer = sh.kind == HS_K_VEC ? 1 : transpose ? (size_t)sh.cols : (size_t)sh.rows;
+    size_t inner = sh.kind == HS_K_VEC ? (size_t)sh.cols : transpose ? (size_t)sh.rows
+                                                                     : (size_t)sh.cols;
+    size_t ld = sh.kind == HS_K_VEC ? inner : (size_t)sh.ld, off = (size_t)sh.off;
+    size_t bad = (size_t)-1; /* the first non-finite element, in stored order */
+    int nomem = 0, par = outer * inner >= 65536;
+    if (!transpose) { /* stored row r is row r of the slot */
+#pragma omp parallel for schedule(static) reduction(min : bad) if (par)
+        for (size_t r = 0; r < outer; r++) {
+            float *o = dst + r * ld + off;
+            decode(t, r * inner, o, inner);
+            size_t f = hs_op_first_nonfinite(o, inner);
+            if (f != (size_t)-1 && r * inner + f < bad)
+                bad = r * inner + f;
+        }
+    } else { /* stored row o (an output) is column o of the slot */
+#pragma omp parallel if (par) reduction(min : bad)
+        {
+            float *buf = malloc(TRANSPOSE_ROWS * inner * sizeof *buf);
+            if (!buf) {
+#pragma omp atomic write
+                nomem = 1;
+            }
+#pragma omp for schedule(static)
+            for (size_t o0 = 0; o0 < outer; o0 += TRANSPOSE_ROWS) {
+                if (!buf)
+                    continue;
+                size_t k = outer - o0 < TRANSPOSE_ROWS ? outer - o0 : TRANSPOSE_ROWS;
+                decode(t, o0 * inner, buf, k * inner);
+                size_t f = hs_op_first_nonfinite(buf, k * inner);
+                if (f != (size_t)-1 && o0 * inner + f < bad)
+                    bad = o0 * inner + f;
+                for (size_t i = 0; i < inner; i++) {
+                    float *d = dst + i * ld + off + o0;
+                    for (size_t j = 0; j < k; j++)
+                        d[j] = buf[j * inner + i];
+                }
+            }
+            free(buf);
+        }
+    }
+    if (nomem)
+        return hs_fail(err, HS_E_NOMEM, "out of memory converting '%s'", name);
+    if (bad != (size_t)-1) {
+        size_t r = bad / inner, i = bad % inner; /* stored row and column */
+        int nan = isnan(transpose ? dst[i * ld + off + r] : dst[r * ld + off + i]);
+        return hs_fail(err, HS_E_VALUE, "tensor '%s' holds a non-finite value (%s) at element %zu",
+                       name, nan ? "NaN" : "Inf", bad);
+    }
+    return HS_OK;
+}
+
+void hs_release_pages(const void *p, size_t n)
 {
     long pg = sysconf(_SC_PAGESIZE);
     if (pg <= 0)
         return;
-    uintptr_t lo = (uintptr_t)t->data, hi = lo + t->nbytes;
+    uintptr_t lo = (uintptr_t)p, hi = lo + n;
     uintptr_t a = (lo + (uintptr_t)pg - 1) / (uintptr_t)pg * (uintptr_t)pg;
     uintptr_t e = hi / (uintptr_t)pg * (uintptr_t)pg;
     if (e > a)
@@ -131,14 +195,15 @@ typedef struct builder {
     hs_model *m;
     hs_tensor_lookup lookup;
     void *ctx;
-    float *tmp; /* scratch for transposed matrices */
-    size_t tmp_len;
     size_t largest; /* element count of the largest matrix seen, for storage_dtype */
     int dry;        /* check names, shapes, dtypes and sizes only; write nothing */
     size_t arena_need;    /* dry pass: floats the arena must hold */
     size_t inplace_count; /* dry pass: floats used in place */
     float *cur;           /* the arena cursor (NULL in the dry pass) */
     int has_head;         /* the optional LM head's first row is present */
+    unsigned char *cached; /* (n_layer, HS_WU_N): the layer matrix is stored in another type
+                              than F32 and goes to the weight cache */
+    size_t cached_floats; /* dry pass: floats of the cached matrices */
 } builder;
 
 /* The stored tensor of a table row, trying its second HF name; *name gets the name for
@@ -162,7 +227,7 @@ static hs_status place(builder *b, const hs_tensor_view *t, int out_in, const ch
                        hs_tensor_shape sh, float *dst, hs_error *err)
 {
     hs_tensor_kind kind = sh.kind;
-    int rows = sh.rows, cols = sh.cols, ld = sh.ld, off = sh.off;
+    int rows = sh.rows, cols = sh.cols;
     if (!t)
         return hs_fail(err, HS_E_FORMAT, "missing tensor '%s'", name);
     if (t->dtype == HS_DT_OTHER)
@@ -207,44 +272,16 @@ static hs_status place(builder *b, const hs_tensor_view *t, int out_in, const ch
     }
     if (b->dry || !dst) /* dry pass, or a check of a tensor used in place */
         return HS_OK;
-    int transpose = kind == HS_K_MAT && out_in;
-    int direct = !transpose && (kind == HS_K_VEC || (ld == cols && off == 0));
-    float *src = direct ? dst + off : b->tmp;
-    if (!direct && count > b->tmp_len) {
-        float *nt = realloc(b->tmp, count * sizeof *nt);
-        if (!nt)
-            return hs_fail(err, HS_E_NOMEM, "out of memory converting '%s'", t->name);
-        b->tmp = nt;
-        b->tmp_len = count;
-        src = nt;
-    }
-    decode(t, src, count);
+    hs_status st = hs_tensor_convert(t, out_in, sh, dst, t->name, err);
     if (b->m->release_src)
-        release_pages(t);
-    for (size_t i = 0; i < count; i++)
-        if (!isfinite(src[i]))
-            return hs_fail(err, HS_E_VALUE, "tensor '%s' holds a non-finite value (%s) at element %zu",
-                           t->name, isnan(src[i]) ? "NaN" : "Inf", i);
-    if (direct)
-        return HS_OK;
-    if (kind == HS_K_VEC) {
-        memcpy(dst + off, src, count * sizeof *src);
-    } else if (transpose) { /* stored (out = cols, in = rows) */
-        for (int o = 0; o < cols; o++)
-            for (int i = 0; i < rows; i++)
-                dst[(size_t)i * (size_t)ld + (size_t)off + (size_t)o] = src[(size_t)o * (size_t)rows + (size_t)i];
-    } else {
-        for (int i = 0; i < rows; i++)
-            memcpy(dst + (size_t)i * (size_t)ld + off, src + (size_t)i * (size_t)cols,
-                   (size_t)cols * sizeof *src);
-    }
-    return HS_OK;
+        hs_release_pages(t->data, t->nbytes);
+    return st;
 }
 
 /* A fused QKV stored per head, each row [h0: q k v][h1: q k v]... (GPT-NeoX), reordered in
  * place into [Q | K | V]: x: (rows, ld), the first 3 H dh columns of each row. */
-static hs_status reorder_qkv_heads(const hs_model_config *c, float *x, int rows, int ld,
-                                   hs_error *err)
+hs_status hs_qkv_heads_reorder(const hs_model_config *c, float *x, int rows, int ld,
+                               hs_error *err)
 {
     int H = c->n_head, dh = c->d_head, d = c->d_model;
     float *row = malloc((size_t)3 * (size_t)d * sizeof *row);
@@ -323,6 +360,16 @@ static hs_status build_row(void *ctx, const hs_tensor_name *e, int layer, hs_err
             return HS_OK;
         } /* an untied family's decoder is required: place() names it missing */
     }
+    int kind = layer >= 0 ? hs_wunit_kind(e->slot) : -1;
+    if (kind >= 0 && b->cached[(size_t)layer * HS_WU_N + (size_t)kind]) { /* kept as stored */
+        hs_status st = place(b, t, out_in, name, sh, NULL, err); /* checks only */
+        if (b->dry)
+            b->cached_floats += count;
+        if (st || b->dry)
+            return st;
+        return hs_wcache_add(m->wc, layer, kind, t, out_in, sh,
+                             (e->flags & HS_TN_QKV_HEADS) != 0, name, err);
+    }
     if (e->part >= 0) {
         if (e->part == 0)
             *slot = carve(&b->cur, sh.slot_floats);
@@ -347,7 +394,7 @@ static hs_status build_row(void *ctx, const hs_tensor_name *e, int layer, hs_err
         if (c->n_kv_head != c->n_head)
             return hs_fail(err, HS_E_UNSUPPORTED, "tensor '%s': a per-head fused QKV with "
                            "grouped key/value heads is not supported", name);
-        return reorder_qkv_heads(c, dst, sh.kind == HS_K_VEC ? 1 : sh.rows, sh.ld, err);
+        return hs_qkv_heads_reorder(c, dst, sh.kind == HS_K_VEC ? 1 : sh.rows, sh.ld, err);
     }
     hs_status st = place(b, t, out_in, name, sh, NULL, err); /* checks only */
     if (b->dry)
@@ -355,11 +402,28 @@ static hs_status build_row(void *ctx, const hs_tensor_name *e, int layer, hs_err
     if (st || b->dry)
         return st;
     const float *src = (const float *)(const void *)t->data;
-    for (size_t i = 0; i < count; i++)
-        if (!isfinite(src[i]))
-            return hs_fail(err, HS_E_VALUE, "tensor '%s' holds a non-finite value (%s) at element %zu",
-                           t->name, isnan(src[i]) ? "NaN" : "Inf", i);
+    size_t i = hs_op_first_nonfinite(src, count);
+    if (i != (size_t)-1)
+        return hs_fail(err, HS_E_VALUE, "tensor '%s' holds a non-finite value (%s) at element %zu",
+                       t->name, isnan(src[i]) ? "NaN" : "Inf", i);
     *slot = src;
+    return HS_OK;
+}
+
+/* Marks the layer matrices whose stored tensors are not all F32: they go to the weight
+ * cache (a QKV whose Q is F16 and K Q8_0 is one cached matrix). */
+static hs_status classify_row(void *ctx, const hs_tensor_name *e, int layer, hs_error *err)
+{
+    builder *b = ctx;
+    (void)err;
+    int kind = layer >= 0 ? hs_wunit_kind(e->slot) : -1;
+    if (kind < 0 || ((e->flags & HS_TN_HEAD) && !b->has_head))
+        return HS_OK;
+    char name[160];
+    int out_in = 0;
+    const hs_tensor_view *t = find(b, e, layer, &out_in, name, sizeof name);
+    if (t && t->dtype != HS_DT_F32 && t->dtype != HS_DT_OTHER)
+        b->cached[(size_t)layer * HS_WU_N + (size_t)kind] = 1;
     return HS_OK;
 }
 
@@ -377,9 +441,7 @@ static int head_present(builder *b)
     return 0;
 }
 
-/* The weights arena: 2 MB aligned and marked for transparent huge pages, which the GEMMs
- * that stream through every weight matrix run measurably faster on. free() releases it. */
-static float *arena_alloc(size_t floats)
+float *hs_weights_alloc(size_t floats)
 {
     size_t bytes = (floats ? floats : 1) * sizeof(float), huge = (size_t)2 << 20;
     if (bytes < huge)
@@ -406,35 +468,45 @@ hs_status hs_weights_build(hs_model *m, hs_tensor_lookup lookup, void *ctx, hs_e
     /* Dry pass: every tensor present with the right shape, dtype and size before the arena
      * is allocated (layers gets a scratch table the dry pass fills with NULLs). */
     m->layers = calloc((size_t)c->n_layer, sizeof *m->layers);
-    if (!m->layers)
-        return hs_fail(err, HS_E_NOMEM, "out of memory");
+    b.cached = calloc((size_t)c->n_layer * HS_WU_N, 1);
+    hs_status st = HS_OK;
+    if (!m->layers || !b.cached) {
+        st = hs_fail(err, HS_E_NOMEM, "out of memory");
+        goto done;
+    }
+    if ((st = hs_names_walk(c, classify_row, &b, err)))
+        goto done;
     b.dry = 1;
-    hs_status st = hs_names_walk(c, build_row, &b, err);
-    if (st)
-        return st;
-    size_t total = b.arena_need + b.inplace_count;
-    if (total > ((size_t)1 << 34))
-        return hs_fail(err, HS_E_VALUE, "config: the model would need more than 64 GiB of weights");
+    if ((st = hs_names_walk(c, build_row, &b, err)))
+        goto done;
+    size_t total = b.arena_need + b.inplace_count + b.cached_floats;
+    if (total > ((size_t)1 << 34)) {
+        st = hs_fail(err, HS_E_VALUE, "config: the model would need more than 64 GiB of weights");
+        goto done;
+    }
     m->n_params = total;
     if (m->open_flags & HS_OPEN_NO_WEIGHTS) { /* the table is checked; read nothing */
-        free(b.tmp);
         c->has_lm_head = has_lm_head;
-        return HS_OK;
+        goto done;
     }
     b.dry = 0;
     b.largest = 0;
-    m->arena = arena_alloc(b.arena_need);
-    if (!m->arena)
-        return hs_fail(err, HS_E_NOMEM, "out of memory allocating %zu MB of weights",
-                       b.arena_need * sizeof(float) >> 20);
+    m->arena = hs_weights_alloc(b.arena_need);
+    if (!m->arena || (b.cached_floats && !(m->wc = hs_wcache_new(m, m->weight_memory)))) {
+        st = hs_fail(err, HS_E_NOMEM, "out of memory allocating %zu MB of weights",
+                     b.arena_need * sizeof(float) >> 20);
+        goto done;
+    }
     m->arena_floats = b.arena_need;
     m->inplace_floats = b.inplace_count;
     b.cur = m->arena;
-    st = hs_names_walk(c, build_row, &b, err);
-    free(b.tmp);
-    if (st == HS_OK) {
-        c->has_lm_head = has_lm_head;
-        m->has_weights = 1;
-    }
+    if ((st = hs_names_walk(c, build_row, &b, err)))
+        goto done;
+    if (m->wc && (st = hs_wcache_prepare(m, err)))
+        goto done;
+    c->has_lm_head = has_lm_head;
+    m->has_weights = 1;
+done:
+    free(b.cached);
     return st;
 }

@@ -114,13 +114,13 @@ static void mlp(const hs_model_config *c, const hs_layer *L, hs_forward_ws *ws, 
         hs_op_linear(act, L->w_proj, L->b_proj, out, rows, f, d);
 }
 
-hs_status hs_block_forward(const hs_model *m, int l, hs_forward_ws *ws, int n, int batch,
-                           const float *hm, size_t hm_stride, const hs_forward_opts *o,
-                           hs_block_keep *keep, hs_error *err)
+/* hs_block_forward on layer l's float32 weights L. */
+static hs_status block_run(const hs_model *m, const hs_layer *L, int l, hs_forward_ws *ws, int n,
+                           int batch, const float *hm, size_t hm_stride,
+                           const hs_forward_opts *o, hs_block_keep *keep, hs_error *err)
 {
     const hs_model_config *c = &m->cfg;
     const hs_arch *a = c->arch;
-    const hs_layer *L = &m->layers[l];
     const int pre = a->norm_place == HS_NORM_PRE;
     int d = c->d_model, rows = batch * n, W = hs_qkv_width(c), dh = c->d_head;
     size_t nd = (size_t)n * (size_t)d, xd = (size_t)rows * (size_t)d;
@@ -186,6 +186,19 @@ hs_status hs_block_forward(const hs_model *m, int l, hs_forward_ws *ws, int n, i
     if (!pre)
         norm(c, x, L->ln2_w, L->ln2_b, x, KEEP(xhat2), KEEP(rstd2), rows);
     return HS_OK;
+}
+
+hs_status hs_block_forward(const hs_model *m, int l, hs_forward_ws *ws, int n, int batch,
+                           const float *hm, size_t hm_stride, const hs_forward_opts *o,
+                           hs_block_keep *keep, hs_error *err)
+{
+    hs_layer L; /* the layer's float32 weights, converted by the weight cache if need be */
+    hs_status st = hs_layer_get(m, l, &L, err);
+    if (st)
+        return st;
+    st = block_run(m, &L, l, ws, n, batch, hm, hm_stride, o, keep, err);
+    hs_layer_put(m, l);
+    return st;
 }
 
 void hs_final_norm(const hs_model *m, const float *x, float *y, float *xhat, float *rstd,
