@@ -226,6 +226,7 @@ Test(torchbin, weight_builder_accepts_the_views)
     m.cfg = (hs_model_config){.family = HS_FAMILY_GPT2, .n_layer = 1, .n_head = 2, .d_model = 8,
                               .d_ff = 32, .n_ctx = 8, .vocab_size = 16, .ln_eps = 1e-5f,
                               .act = HS_ACT_GELU_TANH};
+    m.weight_memory = HS_WEIGHT_MEMORY_ALL; /* the F16 matrix converted at load, in m.layers */
     cr_assert_eq(hs_config_validate(&m.cfg, &err), HS_OK, "%s", err.msg);
     lookup_ctx ctx = {t};
     cr_assert_eq(hs_weights_build(&m, lookup, &ctx, &err), HS_OK, "%s", err.msg);
@@ -237,6 +238,7 @@ Test(torchbin, weight_builder_accepts_the_views)
     expect_floats(m.layers[0].w_qkv, r + 128 + 64 + 16, 8 * 24, "c_attn.weight (f16)");
     expect_floats(m.decoder, r, 16 * 8, "lm_head (tied to wte)");
     hs_npy_free(&ref);
+    hs_wcache_free(m.wc);
     free(m.arena);
     free(m.layers);
     hs_torchbin_close(t);
@@ -266,6 +268,7 @@ Test(torchbin, untied_family_needs_its_decoder)
     lookup_ctx ctx = {t};
     cr_assert_eq(hs_weights_build(&m, lookup_no_head, &ctx, &err), HS_E_FORMAT);
     cr_assert_str_eq(err.msg, "missing tensor 'lm_head.weight'");
+    hs_wcache_free(m.wc);
     free(m.arena);
     free(m.layers);
     hs_torchbin_close(t);
