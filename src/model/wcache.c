@@ -221,6 +221,7 @@ hs_status hs_wcache_prepare(hs_model *m, hs_error *err)
     int all = wc->need <= wc->budget;
     /* kept for good: every unit when all fit, else the first that leave room for a layer */
     size_t keep_room = all ? wc->need : wc->budget > largest_layer ? wc->budget - largest_layer : 0;
+    int keeping = 1;
     for (int l = 0; l < wc->n_layer; l++)
         for (int k = 0; k < HS_WU_N; k++) {
             wunit *u = &wc->u[(size_t)l * HS_WU_N + (size_t)k];
@@ -228,7 +229,8 @@ hs_status hs_wcache_prepare(hs_model *m, hs_error *err)
                 continue;
             size_t bytes = u->floats * sizeof(float);
             hs_status st;
-            if (wc->kept + bytes <= keep_room) {
+            keeping = keeping && wc->kept + bytes <= keep_room; /* a prefix in layer order */
+            if (keeping) {
                 if ((st = convert(wc, u, err)))
                     return st;
                 u->kept = 1;

@@ -1,0 +1,382 @@
+/* The weight cache (src/model/wcache.c): layer matrices of F16, BF16 and Q8_0 checkpoints
+ * kept in their stored type and converted on demand within a budget.
+ *
+ * References that do not come from the code under test: float32 copies of exactly the
+ * numbers each checkpoint stores, written by fixtures/wcache/make_fixtures.py (numpy's exact
+ * widening of F16/BF16, llama.cpp's gguf-py for Q8_0), and the layer sizes computed by hand
+ * from the configs. Every result is compared bit for bit: converting a layer again in every
+ * pass, or converting it once, must not change a single float. */
+#include <pthread.h>
+
+#include "headscope/activations.h"
+#include "headscope/forward.h"
+#include "testutil.h"
+#include "model/model_internal.h"
+
+#define WC "fixtures/wcache/"
+
+/* A checkpoint stored in another type than F32 and the float32 copy of its numbers. */
+typedef struct pair {
+    const char *stored, *f32;
+    int vocab;
+} pair;
+
+static const pair PAIRS[] = {
+    {"fixtures/models/gpt2-f16", WC "gpt2-f16-f32", 1000},
+    {"fixtures/models/gpt2-bf16", WC "gpt2-bf16-f32", 1000},
+    {WC "gpt2-q8_0.gguf", WC "gpt2-q8_0-f32.gguf", 1000},
+    {"fixtures/family-models/tiny-llama", WC "tiny-llama-f32", 2393}, /* BF16, GQA, 2 shards */
+};
+
+#define N_TOK 12
+
+static hs_model *open_with(const char *path, size_t budget)
+{
+    hs_model *m = NULL;
+    hs_error err = {{0}};
+    hs_open_opts o = {.weight_memory = budget};
+    cr_assert_eq(hs_model_open2(path, &o, &m, &err), HS_OK, "%s: %s", path, err.msg);
+    return m;
+}
+
+static void make_ids(int32_t *ids, int vocab)
+{
+    uint64_t s = 12345;
+    for (int i = 0; i < N_TOK; i++)
+        ids[i] = (int32_t)hs_rand_below(&s, (uint64_t)vocab);
+}
+
+/* Everything a model computes that the tests compare. */
+typedef struct results {
+    float *maps, *logits;
+    double loss;
+    double *delta;         /* ablation sweep: every head, batched passes */
+    double *grad;          /* gradient importance, raw */
+    double *dla;           /* direct logit attribution per head */
+    size_t n_maps, n_logits, n_heads;
+} results;
+
+static results run_all(const hs_model *m, const int32_t *ids)
+{
+    const hs_model_config *c = hs_model_config_of(m);
+    hs_error err = {{0}};
+    results r = {0};
+    r.n_heads = (size_t)c->n_layer * (size_t)c->n_head;
+    hs_trace *t = NULL;
+    cr_assert_eq(hs_trace_new(m, N_TOK, &t, &err), HS_OK);
+    r.n_logits = (size_t)N_TOK * (size_t)c->vocab_size;
+    r.logits = malloc(r.n_logits * sizeof *r.logits);
+    hs_forward_opts o = {.on_attn = hs_trace_observe, .user = t, .logits = r.logits};
+    cr_assert_eq(hs_forward(m, ids, NULL, N_TOK, &o, NULL, &err), HS_OK, "%s", err.msg);
+    r.n_maps = r.n_heads * N_TOK * N_TOK;
+    r.maps = malloc(r.n_maps * sizeof *r.maps);
+    memcpy(r.maps, t->attn, r.n_maps * sizeof *r.maps);
+    hs_trace_free(t);
+
+    hs_loss_input in = {.ids = ids, .n = N_TOK, .kind = HS_LOSS_LM};
+    hs_loss_eval *e = NULL;
+    cr_assert_eq(hs_loss_eval_new(m, &in, &e, &err), HS_OK, "%s", err.msg);
+    cr_assert_eq(hs_loss_eval_run(e, NULL, &r.loss, &err), HS_OK, "%s", err.msg);
+    r.delta = malloc(r.n_heads * sizeof *r.delta);
+    cr_assert_eq(hs_ablation_sweep(e, r.loss, NULL, r.delta, NULL, NULL, &err), HS_OK, "%s",
+                 err.msg);
+    hs_loss_eval_free(e);
+    r.grad = malloc(r.n_heads * sizeof *r.grad);
+    cr_assert_eq(hs_gradient_importance(m, &in, r.grad, NULL, &err), HS_OK, "%s", err.msg);
+
+    /* direct logit attribution reads every W_O from the model's table: held meanwhile */
+    hs_dla *d = NULL;
+    cr_assert_eq(hs_weights_hold(m, HS_HOLD_ATTN, &err), HS_OK, "%s", err.msg);
+    cr_assert_eq(hs_dla_compute(m, ids, N_TOK, &d, &err), HS_OK, "%s", err.msg);
+    hs_weights_unhold(m);
+    r.dla = malloc(r.n_heads * sizeof *r.dla);
+    memcpy(r.dla, d->total, r.n_heads * sizeof *r.dla);
+    hs_dla_free(d);
+    return r;
+}
+
+static void results_free(results *r)
+{
+    free(r->maps);
+    free(r->logits);
+    free(r->delta);
+    free(r->grad);
+    free(r->dla);
+}
+
+static void expect_same(const results *a, const results *b, const char *what)
+{
+    cr_assert_eq(a->n_maps, b->n_maps);
+    cr_assert(!memcmp(a->maps, b->maps, a->n_maps * sizeof *a->maps), "%s: maps differ", what);
+    cr_assert(!memcmp(a->logits, b->logits, a->n_logits * sizeof *a->logits), "%s: logits differ",
+              what);
+    cr_assert(a->loss == b->loss, "%s: loss %.17g != %.17g", what, a->loss, b->loss);
+    for (size_t k = 0; k < a->n_heads; k++) {
+        cr_assert(a->delta[k] == b->delta[k], "%s: ablation of head %zu: %.17g != %.17g", what, k,
+                  a->delta[k], b->delta[k]);
+        cr_assert(a->grad[k] == b->grad[k], "%s: gradient of head %zu: %.17g != %.17g", what, k,
+                  a->grad[k], b->grad[k]);
+        cr_assert(a->dla[k] == b->dla[k], "%s: DLA of head %zu: %.17g != %.17g", what, k,
+                  a->dla[k], b->dla[k]);
+    }
+}
+
+/* Converted once at load, converted again in every pass, and the float32 checkpoint of the
+ * same numbers: bit for bit the same maps, logits, loss, ablation sweep, gradient importance
+ * and DLA. */
+Test(wcache, every_budget_computes_what_the_f32_checkpoint_computes)
+{
+    for (size_t p = 0; p < sizeof PAIRS / sizeof PAIRS[0]; p++) {
+        int32_t ids[N_TOK];
+        make_ids(ids, PAIRS[p].vocab);
+        hs_model *all = open_with(PAIRS[p].stored, HS_WEIGHT_MEMORY_ALL);
+        hs_model *tiny = open_with(PAIRS[p].stored, 1);
+        hs_model *f32 = open_with(PAIRS[p].f32, HS_WEIGHT_MEMORY_ALL);
+        hs_wcache_stats s;
+        hs_wcache_stats_of(tiny, &s);
+        cr_assert(s.streams && s.kept == 0, "%s: a 1-byte budget keeps nothing", PAIRS[p].stored);
+        hs_wcache_stats_of(all, &s);
+        cr_assert(!s.streams && s.kept == s.need && s.need > 0, "%s: no bound keeps every layer",
+                  PAIRS[p].stored);
+        hs_wcache_stats_of(f32, &s);
+        cr_assert_eq(s.need, 0, "%s: a float32 checkpoint has nothing to convert", PAIRS[p].f32);
+        results ra = run_all(all, ids), rt = run_all(tiny, ids), rf = run_all(f32, ids);
+        char what[256];
+        snprintf(what, sizeof what, "%s, 1-byte budget vs none", PAIRS[p].stored);
+        expect_same(&rt, &ra, what);
+        snprintf(what, sizeof what, "%s vs %s", PAIRS[p].stored, PAIRS[p].f32);
+        expect_same(&ra, &rf, what);
+        results_free(&ra);
+        results_free(&rt);
+        results_free(&rf);
+        hs_model_free(all);
+        hs_model_free(tiny);
+        hs_model_free(f32);
+    }
+}
+
+/* A post-norm encoder with an MLM head, matrices stored (out, in): maps and hidden states
+ * the same under both budgets. */
+Test(wcache, bert_maps_do_not_depend_on_the_budget)
+{
+    hs_model *all = open_with("fixtures/models/bert-bf16", HS_WEIGHT_MEMORY_ALL);
+    hs_model *tiny = open_with("fixtures/models/bert-bf16", 1);
+    const hs_model_config *c = hs_model_config_of(all);
+    int32_t ids[N_TOK];
+    make_ids(ids, c->vocab_size);
+    size_t nm = (size_t)c->n_layer * c->n_head * N_TOK * N_TOK, nh = (size_t)N_TOK * c->d_model;
+    float *maps[2], *hidden[2];
+    hs_model *ms[2] = {all, tiny};
+    for (int k = 0; k < 2; k++) {
+        hs_error err = {{0}};
+        hs_trace *t = NULL;
+        cr_assert_eq(hs_trace_new(ms[k], N_TOK, &t, &err), HS_OK);
+        hidden[k] = malloc(nh * sizeof(float));
+        hs_forward_opts o = {.on_attn = hs_trace_observe, .user = t, .hidden = hidden[k]};
+        cr_assert_eq(hs_forward(ms[k], ids, NULL, N_TOK, &o, NULL, &err), HS_OK, "%s", err.msg);
+        maps[k] = malloc(nm * sizeof(float));
+        memcpy(maps[k], t->attn, nm * sizeof(float));
+        hs_trace_free(t);
+    }
+    cr_assert(!memcmp(maps[0], maps[1], nm * sizeof(float)));
+    cr_assert(!memcmp(hidden[0], hidden[1], nh * sizeof(float)));
+    for (int k = 0; k < 2; k++) {
+        free(maps[k]);
+        free(hidden[k]);
+        hs_model_free(ms[k]);
+    }
+}
+
+/* tiny-llama: d = 64, 8 heads of 8, 2 KV heads, d_ff = 160 (gated), 3 layers. Per layer in
+ * float32: QKV 64 x (64 + 2 * 2 * 8), O 64 x 64, [gate | up] 64 x 320, down 160 x 64. */
+#define LLAMA_LAYER_BYTES ((size_t)4 * (64 * 96 + 64 * 64 + 64 * 320 + 160 * 64))
+#define LLAMA_LAYERS 3
+
+static void forward_once(const hs_model *m)
+{
+    int32_t ids[N_TOK];
+    make_ids(ids, 2393);
+    hs_error err = {{0}};
+    cr_assert_eq(hs_forward(m, ids, NULL, N_TOK, NULL, NULL, &err), HS_OK, "%s", err.msg);
+}
+
+/* The cache's own counter of resident float32 bytes: the budget holds (one layer at least),
+ * and a pass converts exactly the layers that are not kept, once each. */
+Test(wcache, the_budget_bounds_the_converted_bytes)
+{
+    const char *path = "fixtures/family-models/tiny-llama";
+    struct {
+        size_t budget, kept, per_pass, peak_max;
+    } cases[] = {
+        /* below one layer: one layer at a time, all 12 matrices converted in every pass */
+        {1, 0, 4 * LLAMA_LAYERS, LLAMA_LAYER_BYTES},
+        /* two layers: layer 0 kept, layers 1 and 2 take turns in the room for one */
+        {2 * LLAMA_LAYER_BYTES, LLAMA_LAYER_BYTES, 4 * (LLAMA_LAYERS - 1), 2 * LLAMA_LAYER_BYTES},
+        /* two and a half: layer 0 and then layer 1's QKV and O (40960 bytes) fit beside room
+         * for a layer; the MLP of layer 1 does not, and the prefix stops there */
+        {5 * LLAMA_LAYER_BYTES / 2, LLAMA_LAYER_BYTES + 40960, 4 * (LLAMA_LAYERS - 1) - 2,
+         5 * LLAMA_LAYER_BYTES / 2},
+        /* exactly the model: every layer kept, nothing converted after the load */
+        {LLAMA_LAYERS * LLAMA_LAYER_BYTES, LLAMA_LAYERS * LLAMA_LAYER_BYTES, 0,
+         LLAMA_LAYERS * LLAMA_LAYER_BYTES},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        hs_model *m = open_with(path, cases[i].budget);
+        hs_wcache_stats s0, s1, s2;
+        hs_wcache_stats_of(m, &s0);
+        cr_assert_eq(s0.need, LLAMA_LAYERS * LLAMA_LAYER_BYTES, "case %zu: need %zu", i, s0.need);
+        cr_assert_eq(s0.kept, cases[i].kept, "case %zu: kept %zu", i, s0.kept);
+        cr_assert_eq(s0.conversions, 4 * LLAMA_LAYERS, "case %zu: every matrix checked at load", i);
+        forward_once(m);
+        hs_wcache_stats_of(m, &s1);
+        forward_once(m);
+        hs_wcache_stats_of(m, &s2);
+        /* the first pass may find the last layers of the load still resident */
+        cr_assert_leq(s1.conversions - s0.conversions, cases[i].per_pass, "case %zu", i);
+        cr_assert_eq(s2.conversions - s1.conversions, cases[i].per_pass, "case %zu: %zu per pass",
+                     i, s2.conversions - s1.conversions);
+        cr_assert_leq(s2.peak, cases[i].peak_max, "case %zu: peak %zu", i, s2.peak);
+        cr_assert_leq(s2.resident, cases[i].peak_max, "case %zu", i);
+        cr_assert_eq(s2.streams, cases[i].per_pass > 0, "case %zu", i);
+        hs_model_free(m);
+    }
+}
+
+/* hs_weights_hold puts every layer's attention matrices in the model's table beyond the
+ * budget; hs_weights_unhold takes them out and returns within the budget. */
+Test(wcache, hold_fills_the_table_and_unhold_returns_to_the_budget)
+{
+    hs_model *m = open_with("fixtures/family-models/tiny-llama", 1);
+    hs_error err = {{0}};
+    for (int l = 0; l < LLAMA_LAYERS; l++)
+        cr_assert_null(m->layers[l].w_o, "layer %d: not converted outside a pass", l);
+    cr_assert_eq(hs_weights_hold(m, HS_HOLD_ATTN, &err), HS_OK, "%s", err.msg);
+    for (int l = 0; l < LLAMA_LAYERS; l++) {
+        cr_assert_not_null(m->layers[l].w_qkv);
+        cr_assert_not_null(m->layers[l].w_o);
+        cr_assert_null(m->layers[l].w_fc, "layer %d: the MLP is not held", l);
+    }
+    hs_wcache_stats s;
+    hs_wcache_stats_of(m, &s);
+    cr_assert_geq(s.resident, (size_t)LLAMA_LAYERS * 4 * (64 * 96 + 64 * 64));
+    forward_once(m); /* a pass beside the hold */
+    hs_weights_unhold(m);
+    for (int l = 0; l < LLAMA_LAYERS; l++)
+        cr_assert_null(m->layers[l].w_o);
+    hs_wcache_stats_of(m, &s);
+    cr_assert_eq(s.resident, 0, "unpinned and over a 1-byte budget: dropped");
+    hs_model_free(m);
+}
+
+/* Passes on one model from several threads at once convert and drop layers under each
+ * other: every pass must still see whole, correct layers. */
+typedef struct worker {
+    const hs_model *m;
+    const int32_t *ids;
+    const float *want; /* (N_TOK, V) logits */
+    size_t n;
+    int bad;
+} worker;
+
+static void *work(void *arg)
+{
+    worker *w = arg;
+    float *logits = malloc(w->n * sizeof *logits);
+    for (int it = 0; it < 8 && logits; it++) {
+        hs_error err = {{0}};
+        hs_forward_opts o = {.logits = logits};
+        if (hs_forward(w->m, w->ids, NULL, N_TOK, &o, NULL, &err) != HS_OK ||
+            memcmp(logits, w->want, w->n * sizeof *logits))
+            w->bad++;
+    }
+    if (!logits)
+        w->bad++;
+    free(logits);
+    return NULL;
+}
+
+Test(wcache, concurrent_passes_share_the_cache)
+{
+    hs_model *ref = open_with("fixtures/family-models/tiny-llama", HS_WEIGHT_MEMORY_ALL);
+    hs_model *m = open_with("fixtures/family-models/tiny-llama", LLAMA_LAYER_BYTES);
+    int32_t ids[N_TOK];
+    make_ids(ids, 2393);
+    size_t n = (size_t)N_TOK * 2393;
+    float *want = malloc(n * sizeof *want);
+    hs_error err = {{0}};
+    hs_forward_opts o = {.logits = want};
+    cr_assert_eq(hs_forward(ref, ids, NULL, N_TOK, &o, NULL, &err), HS_OK, "%s", err.msg);
+    enum { T = 3 };
+    pthread_t th[T];
+    worker w[T];
+    for (int i = 0; i < T; i++) {
+        w[i] = (worker){m, ids, want, n, 0};
+        cr_assert_eq(pthread_create(&th[i], NULL, work, &w[i]), 0);
+    }
+    for (int i = 0; i < T; i++) {
+        pthread_join(th[i], NULL);
+        cr_assert_eq(w[i].bad, 0, "thread %d: %d passes differ from the reference", i, w[i].bad);
+    }
+    hs_wcache_stats s;
+    hs_wcache_stats_of(m, &s);
+    /* each thread pins at most one layer: the cache never held more than one per thread */
+    cr_assert_leq(s.peak, (size_t)T * LLAMA_LAYER_BYTES, "peak %zu", s.peak);
+    free(want);
+    hs_model_free(m);
+    hs_model_free(ref);
+}
+
+Test(wcache, sizes_parse)
+{
+    struct {
+        const char *s;
+        size_t want;
+    } ok[] = {
+        {"0", 0},
+        {"4096", 4096},
+        {"512M", (size_t)512 << 20},
+        {"512MB", (size_t)512 << 20},
+        {"512MiB", (size_t)512 << 20},
+        {"1.5G", (size_t)3 << 29},
+        {"2g", (size_t)2 << 30},
+        {"1T", (size_t)1 << 40},
+        {"64k", 65536},
+        {"all", HS_WEIGHT_MEMORY_ALL},
+    };
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        size_t b = 1;
+        cr_assert_eq(hs_weight_memory_parse(ok[i].s, &b), 0, "'%s'", ok[i].s);
+        cr_assert_eq(b, ok[i].want, "'%s': %zu", ok[i].s, b);
+    }
+    const char *bad[] = {"", "-1", "M", "12X", "1.2.3", "1 G", "Gi", "ALL", "1e9", "99999999T",
+                         "5iB"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        size_t b = 7;
+        cr_assert_eq(hs_weight_memory_parse(bad[i], &b), -1, "'%s' accepted", bad[i]);
+        cr_assert_eq(b, 7, "'%s' stored a value", bad[i]);
+    }
+}
+
+Test(wcache, environment_sets_the_default_and_a_bad_value_fails_the_open)
+{
+    setenv("HEADSCOPE_WEIGHT_MEMORY", "3M", 1);
+    hs_model *m = open_with("fixtures/models/gpt2-f16", 0);
+    cr_assert_eq(hs_model_weight_memory(m), (size_t)3 << 20);
+    hs_model_free(m);
+    m = open_with("fixtures/models/gpt2-f16", 5000); /* an explicit budget wins */
+    cr_assert_eq(hs_model_weight_memory(m), 5000);
+    hs_model_free(m);
+    setenv("HEADSCOPE_WEIGHT_MEMORY", "lots", 1);
+    hs_error err = {{0}};
+    hs_model *bad = NULL;
+    cr_assert_eq(hs_model_open2("fixtures/models/gpt2-f16", NULL, &bad, &err), HS_E_ARG);
+    cr_assert_null(bad);
+    cr_assert_str_eq(err.msg, "HEADSCOPE_WEIGHT_MEMORY='lots' is not a size (e.g. 512M, 4G or all)");
+    unsetenv("HEADSCOPE_WEIGHT_MEMORY");
+    m = open_with("fixtures/models/gpt2-f16", 0); /* a quarter of the physical memory */
+    size_t quarter = (size_t)sysconf(_SC_PHYS_PAGES) / 4 * (size_t)sysconf(_SC_PAGESIZE);
+    cr_assert_eq(hs_model_weight_memory(m), quarter);
+    /* gpt2-f16: d = 64, d_ff = 256, 3 layers of 64 x 192 + 64 x 64 + 64 x 256 + 256 x 64 */
+    cr_assert_eq(hs_model_converted_bytes(m), (size_t)3 * 4 * (64 * 192 + 64 * 64 + 2 * 64 * 256));
+    hs_model_free(m);
+}
