@@ -831,6 +831,37 @@ one_line_error "--threads 0"
 expect 2 "--threads without value" -- "$HS" info "$G" --threads
 HEADSCOPE_THREADS=lots "$HS" info "$G" >/dev/null 2>"$T/err"; [ $? = 2 ] && ok || bad "bad HEADSCOPE_THREADS is a usage error"
 
+# --weight-memory (every command) and HEADSCOPE_WEIGHT_MEMORY: trained-gpt2 is stored as F16;
+# with a budget below one layer every layer is converted again in every pass, with no bound
+# once at load: the same bits in analyze (DLA, norm-based attention and composition read
+# the weights held converted), dump (norm-based attention) and convert (the GGUF writer)
+MED="$(head -c 300 fixtures/corpus/licenses.txt)"
+for wm in 0 all; do
+    "$HS" analyze fixtures/trained-gpt2 --weight-memory $wm --text "$MED" --no-hash --no-images -o "$T/wm$wm" -q || bad "analyze --weight-memory $wm"
+    HEADSCOPE_WEIGHT_MEMORY=$wm "$HS" dump fixtures/trained-gpt2 --text "$MED" --what pattern,norm,mlp_out -o "$T/wmd$wm" -q || bad "dump HEADSCOPE_WEIGHT_MEMORY=$wm"
+    "$HS" convert fixtures/trained-gpt2 --weight-memory=$wm -o "$T/wm$wm.gguf" >/dev/null || bad "convert --weight-memory $wm"
+done
+"$PY" - "$T/wm0/report.json" "$T/wmall/report.json" <<'PYEOF' && ok || bad "analyze results depend on the weight budget"
+import json, sys
+a, b = (json.load(open(p)) for p in sys.argv[1:3])
+for r in (a, b):
+    r.pop("generator", None)
+    r.pop("timing", None)
+assert a["heads"] and a.get("direct_logit_attribution") and a.get("composition"), "no DLA or composition"
+sys.exit(0 if json.dumps(a, sort_keys=True) == json.dumps(b, sort_keys=True) else 1)
+PYEOF
+for f in blocks.3.attn.norm_pattern.npy blocks.3.hook_mlp_out.npy blocks.0.attn.hook_pattern.npy; do
+    cmp -s "$T/wmd0/$f" "$T/wmdall/$f" && ok || bad "dump $f depends on the weight budget"
+done
+cmp -s "$T/wm0.gguf" "$T/wmall.gguf" && ok || bad "convert depends on the weight budget"
+expect 2 "--weight-memory bogus" -- "$HS" attn "$G" --weight-memory 12X --text hi -o "$T/w.npy"
+one_line_error "--weight-memory bogus"
+stderr_has "--weight-memory bogus" "headscope: --weight-memory '12X' is not a size (e.g. 512M, 4G or all)"
+no_file "--weight-memory bogus" "$T/w.npy"
+HEADSCOPE_WEIGHT_MEMORY=lots "$HS" attn fixtures/trained-gpt2 --text hi -o "$T/w.npy" 2>"$T/err"; [ $? = 1 ] && ok || bad "bad HEADSCOPE_WEIGHT_MEMORY fails the open"
+one_line_error "bad HEADSCOPE_WEIGHT_MEMORY"
+stderr_has "bad HEADSCOPE_WEIGHT_MEMORY" "HEADSCOPE_WEIGHT_MEMORY='lots' is not a size"
+
 # ---- analyze --corpus -----------------------------------------------------------------------
 TG=fixtures/trained-gpt2
 CP=fixtures/corpus/licenses.txt
