@@ -74,6 +74,16 @@ int cmd_info(int argc, char **argv)
         printf("parameters:   none in the file (the dimensions above are its metadata)\n");
     else
         printf("parameters:   %zu\n", hs_model_param_count(m));
+    size_t conv = hs_model_converted_bytes(m), wm = hs_model_weight_memory(m);
+    if (conv > 0) { /* the layers of an F16/BF16/quantised checkpoint (--weight-memory) */
+        char budget[32] = "no bound";
+        if (wm != HS_WEIGHT_MEMORY_ALL)
+            snprintf(budget, sizeof budget, "%.0f MB", (double)wm / 1048576.0);
+        printf("layers f32:   %.0f MB converted from %s; budget %s: %s\n",
+               (double)conv / 1048576.0, hs_model_storage_dtype(m), budget,
+               conv <= wm ? "converted once, at load"
+                          : "beyond it, layers converted again in every pass");
+    }
     if (tok)
         printf("tokenizer:    %s, %zu tokens%s%s%s\n",
                hs_tokenizer_kind_name(hs_tokenizer_get_kind(tok)), hs_tokenizer_vocab_size(tok),

@@ -194,16 +194,18 @@ typedef struct hs_open_opts {
 
 /* As hs_model_open, with the options above (o NULL: every default). A malformed
  * HEADSCOPE_WEIGHT_MEMORY fails with HS_E_ARG naming it. A model whose budget holds fewer
- * than all of its layers runs the forward and backward passes, ablation and activations;
- * hs_composition_compute, hs_dla_compute, hs_norm_values and hs_gguf_write read every
- * layer's weights at once and need them all converted (the CLI and hs_analyze arrange
- * it); on such a model they are not available to a caller yet. */
+ * than all of its layers runs everything built on hs_forward (the maps, the losses,
+ * ablation, gradient importance, activations, hs_analyze_run); hs_composition_compute,
+ * hs_dla_compute, hs_norm_values and hs_gguf_write read every layer's weights directly and
+ * need a model that keeps all its layers (HS_WEIGHT_MEMORY_ALL, or a budget of at least
+ * hs_model_converted_bytes) when called on their own (hs_analyze_run and the CLI hold the
+ * layers converted for them). */
 hs_status hs_model_open2(const char *path, const hs_open_opts *o, hs_model **out, hs_error *err);
 
 /* The weight budget in effect, in bytes (HS_WEIGHT_MEMORY_ALL: no bound), and the bytes of
  * float32 layer weights a non-F32 checkpoint needs converted at once to keep every layer
- * (0 for a float32 checkpoint): the model streams its layers when the second exceeds the
- * first. */
+ * (0 for a float32 checkpoint; known with HS_OPEN_NO_WEIGHTS too): the model converts its
+ * layers again in every pass when the second exceeds the first. */
 size_t hs_model_weight_memory(const hs_model *m);
 size_t hs_model_converted_bytes(const hs_model *m);
 

@@ -96,9 +96,4 @@ const char *hs_model_path(const hs_model *m) { return m->path; }
 const char *hs_model_weights_file(const hs_model *m) { return m->weights_file; }
 size_t hs_model_weight_memory(const hs_model *m) { return m->weight_memory; }
 
-size_t hs_model_converted_bytes(const hs_model *m)
-{
-    hs_wcache_stats s;
-    hs_wcache_stats_of(m, &s);
-    return s.need;
-}
+size_t hs_model_converted_bytes(const hs_model *m) { return m->converted_bytes; }

@@ -296,6 +296,7 @@ struct hs_model {
     void *map;
     size_t map_len;
     size_t weight_memory; /* the budget of the weight cache, bytes */
+    size_t converted_bytes; /* float32 bytes of the layer matrices the cache converts */
     hs_wcache *wc;        /* the layer matrices kept in their stored type, or NULL */
 
     const float *wte;    /* (vocab, d) */

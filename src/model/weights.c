@@ -485,6 +485,7 @@ hs_status hs_weights_build(hs_model *m, hs_tensor_lookup lookup, void *ctx, hs_e
         goto done;
     }
     m->n_params = total;
+    m->converted_bytes = b.cached_floats * sizeof(float);
     if (m->open_flags & HS_OPEN_NO_WEIGHTS) { /* the table is checked; read nothing */
         c->has_lm_head = has_lm_head;
         goto done;
