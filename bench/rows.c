@@ -133,14 +133,29 @@ void bench_family_memory_row(const char *headscope, const char *model, const hs_
     for (int i = 0; ids && i < n; i++) /* the forward table's ids */
         ids[i] = (int32_t)((i * 7919) % c->vocab_size);
     double f32_mb = (double)hs_model_param_count(m) * 4 / 1048576.0, t = 0;
-    const char *attn[] = {headscope, "attn", model, "--ids", ids_path, "-o", npy, "-q", NULL};
-    double r = ids && write_ids(ids_path, ids, n) == 0 ? bench_peak_rss_mb(attn, &t) : -1;
+    const char *attn[] = {headscope, "attn", model, "--ids", ids_path, "-o", npy, "-q",
+                          NULL, NULL, NULL};
+    int ok = ids && write_ids(ids_path, ids, n) == 0;
+    double r = ok ? bench_peak_rss_mb(attn, &t) : -1;
     if (r < 0)
         printf("  peak memory of attn: not measured (the command failed)\n");
     else
         printf("  peak memory of attn, %d tokens: %.0f MB in %.1f s (F32 weights %.0f MB, one "
                "layer's maps %.0f MB)\n", n, r, t, f32_mb,
                (double)c->n_head * n * n * 4 / 1048576.0);
+    /* a checkpoint stored as F16/BF16/quantised: also its layers converted one at a time,
+     * again in every pass (docs/architecture.md#memory) */
+    size_t conv = hs_model_converted_bytes(m);
+    if (ok && conv > 0) {
+        attn[8] = "--weight-memory";
+        attn[9] = "0";
+        r = bench_peak_rss_mb(attn, &t);
+        if (r < 0)
+            printf("  ... with --weight-memory 0: not measured (the command failed)\n");
+        else
+            printf("  ... with --weight-memory 0 (one layer of the %.0f MB of float32 layers at a "
+                   "time): %.0f MB in %.1f s\n", (double)conv / 1048576.0, r, t);
+    }
     fflush(stdout);
     free(ids);
     remove_dir(dir);
