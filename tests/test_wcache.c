@@ -187,6 +187,47 @@ Test(wcache, bert_maps_do_not_depend_on_the_budget)
     }
 }
 
+/* The other quantised type of the fixtures (tiny-gpt2-q4_0.gguf: Q4_0 where rows are 32
+ * long, F16 elsewhere) and the one-layer GGUFs of each type: the same maps and logits under
+ * both budgets. */
+Test(wcache, gguf_types_do_not_depend_on_the_budget)
+{
+    const char *files[] = {"fixtures/gguf/good/tiny-gpt2-q4_0.gguf",
+                           "fixtures/gguf/good/tiny-gpt2-q8_0.gguf",
+                           "fixtures/gguf/good/tiny-gpt2-bf16.gguf",
+                           "fixtures/gguf/good/tiny-gpt2-f16.gguf"};
+    for (size_t f = 0; f < sizeof files / sizeof files[0]; f++) {
+        hs_model *ms[2] = {open_with(files[f], HS_WEIGHT_MEMORY_ALL), open_with(files[f], 1)};
+        const hs_model_config *c = hs_model_config_of(ms[0]);
+        int32_t ids[8];
+        for (int i = 0; i < 8; i++)
+            ids[i] = (int32_t)((i * 37 + 5) % c->vocab_size);
+        size_t nm = (size_t)c->n_layer * c->n_head * 64, nl = (size_t)8 * c->vocab_size;
+        float *maps[2], *logits[2];
+        for (int k = 0; k < 2; k++) {
+            hs_error err = {{0}};
+            hs_trace *t = NULL;
+            cr_assert_eq(hs_trace_new(ms[k], 8, &t, &err), HS_OK);
+            logits[k] = malloc(nl * sizeof(float));
+            hs_forward_opts o = {.on_attn = hs_trace_observe, .user = t, .logits = logits[k]};
+            cr_assert_eq(hs_forward(ms[k], ids, NULL, 8, &o, NULL, &err), HS_OK, "%s", err.msg);
+            maps[k] = malloc(nm * sizeof(float));
+            memcpy(maps[k], t->attn, nm * sizeof(float));
+            hs_trace_free(t);
+        }
+        hs_wcache_stats s;
+        hs_wcache_stats_of(ms[1], &s);
+        cr_assert(s.streams && s.need > 0, "%s: converted in every pass", files[f]);
+        cr_assert(!memcmp(maps[0], maps[1], nm * sizeof(float)), "%s: maps", files[f]);
+        cr_assert(!memcmp(logits[0], logits[1], nl * sizeof(float)), "%s: logits", files[f]);
+        for (int k = 0; k < 2; k++) {
+            free(maps[k]);
+            free(logits[k]);
+            hs_model_free(ms[k]);
+        }
+    }
+}
+
 /* tiny-llama: d = 64, 8 heads of 8, 2 KV heads, d_ff = 160 (gated), 3 layers. Per layer in
  * float32: QKV 64 x (64 + 2 * 2 * 8), O 64 x 64, [gate | up] 64 x 320, down 160 x 64. */
 #define LLAMA_LAYER_BYTES ((size_t)4 * (64 * 96 + 64 * 64 + 64 * 320 + 160 * 64))
