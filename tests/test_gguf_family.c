@@ -209,3 +209,126 @@ Test(gguf_family, pythia_tokenizer_matches_the_library, .timeout = 120) { check_
 Test(gguf_family, llama_tokenizer_matches_the_library, .timeout = 120) { check_tokenizer("tiny-llama.f32", "llama2"); }
 Test(gguf_family, llama3_tokenizer_matches_the_library, .timeout = 120) { check_tokenizer("tiny-llama3.f32", "llama3"); }
 Test(gguf_family, qwen2_tokenizer_matches_the_library, .timeout = 120) { check_tokenizer("tiny-qwen2.f32", "qwen2"); }
+
+/* ---- writing -------------------------------------------------------------------------------- */
+
+static void expect_same_value(const hs_gguf *a, size_t ia, const hs_gguf *b, size_t ib, size_t j,
+                              const char *key)
+{
+    hs_gguf_value x, y;
+    hs_gguf_kv_get(a, ia, j, &x);
+    hs_gguf_kv_get(b, ib, j, &y);
+    cr_assert_eq(x.type, y.type, "%s[%zu]: type", key, j);
+    int same = x.u == y.u && x.i == y.i && (x.f == y.f || (x.f != x.f && y.f != y.f)) &&
+               x.len == y.len && (!x.str || !memcmp(x.str, y.str, x.len));
+    cr_assert(same, "%s[%zu] differs", key, j);
+}
+
+/* headscope's writer on the folder against the gguf-py file: the same keys in the same order
+ * with the same types and values, except the two headscope (like llama.cpp's converter)
+ * adds and the fixture script does not (general.type, general.quantization_version); the
+ * same tensor table (names, types, shapes, offsets in the data section) and bytes. */
+static void check_writer(const char *hf, const char *file, hs_gguf_ftype ft)
+{
+    char path[256];
+    snprintf(path, sizeof path, HF "%s", hf);
+    hs_model *h = load_ok(path);
+    hs_gguf_write_options opt = {.ftype = ft, .name = hf};
+    unsigned char *buf = NULL;
+    size_t len = 0;
+    hs_error err = {{0}};
+    cr_assert_eq(hs_gguf_encode(h, &opt, &buf, &len, &err), HS_OK, "%s: %s", hf, err.msg);
+    hs_gguf *a = NULL, *b = NULL;
+    cr_assert_eq(hs_gguf_parse(buf, len, &a, &err), HS_OK, "%s", err.msg);
+    snprintf(path, sizeof path, FAMS "%s.gguf", file);
+    cr_assert_eq(hs_gguf_open(path, &b, &err), HS_OK, "%s", err.msg);
+    size_t ib = 0, extra = 0;
+    for (size_t ia = 0; ia < hs_gguf_kv_count(a); ia++) {
+        const char *k = hs_gguf_kv_key(a, ia);
+        if (!strcmp(k, "general.type") || !strcmp(k, "general.quantization_version")) {
+            extra++;
+            continue;
+        }
+        cr_assert_lt(ib, hs_gguf_kv_count(b), "%s: key '%s' is not in the gguf-py file", file, k);
+        cr_assert_str_eq(k, hs_gguf_kv_key(b, ib), "%s: key %zu", file, ia);
+        cr_assert_eq(hs_gguf_kv_type(a, ia), hs_gguf_kv_type(b, ib), "%s: %s type", file, k);
+        size_t n = 1;
+        if (hs_gguf_kv_type(a, ia) == HS_GGUF_ARRAY) {
+            cr_assert_eq(hs_gguf_kv_elem_type(a, ia), hs_gguf_kv_elem_type(b, ib), "%s", k);
+            cr_assert_eq(hs_gguf_kv_len(a, ia), hs_gguf_kv_len(b, ib), "%s: length", k);
+            n = hs_gguf_kv_len(a, ia);
+        }
+        for (size_t j = 0; j < n; j++)
+            expect_same_value(a, ia, b, ib, j, k);
+        ib++;
+    }
+    cr_expect_eq(extra, 2);
+    cr_assert_eq(ib, hs_gguf_kv_count(b), "%s: the gguf-py file has more keys", file);
+    cr_assert_eq(hs_gguf_tensor_count(a), hs_gguf_tensor_count(b));
+    for (size_t i = 0; i < hs_gguf_tensor_count(a); i++) {
+        const hs_gguf_tensor *x = hs_gguf_tensor_at(a, i), *y = hs_gguf_tensor_at(b, i);
+        cr_assert_str_eq(x->name, y->name, "%s: tensor %zu", file, i);
+        cr_assert_eq(x->type, y->type, "%s: %s type", file, x->name);
+        cr_assert_eq(x->n_dims, y->n_dims, "%s: %s n_dims", file, x->name);
+        cr_assert_eq(memcmp(x->ne, y->ne, sizeof x->ne), 0, "%s: %s shape", file, x->name);
+        cr_assert_eq(x->offset, y->offset, "%s: %s offset", file, x->name);
+        cr_assert_eq(x->nbytes, y->nbytes);
+        cr_assert_eq(memcmp(x->data, y->data, x->nbytes), 0, "%s: %s bytes differ", file, x->name);
+    }
+    hs_gguf_free(a);
+    hs_gguf_free(b);
+    free(buf);
+    hs_model_free(h);
+}
+
+Test(gguf_family, writer_gives_the_gguf_py_pythia) { check_writer("tiny-pythia", "tiny-pythia.f32", HS_GGUF_FTYPE_F32); }
+Test(gguf_family, writer_gives_the_gguf_py_llama) { check_writer("tiny-llama", "tiny-llama.f32", HS_GGUF_FTYPE_F32); }
+Test(gguf_family, writer_gives_the_gguf_py_llama_q8_0) { check_writer("tiny-llama", "tiny-llama.q8_0", HS_GGUF_FTYPE_Q8_0); }
+Test(gguf_family, writer_gives_the_gguf_py_llama3) { check_writer("tiny-llama3", "tiny-llama3.f32", HS_GGUF_FTYPE_F32); }
+Test(gguf_family, writer_gives_the_gguf_py_qwen2) { check_writer("tiny-qwen2", "tiny-qwen2.f32", HS_GGUF_FTYPE_F32); }
+Test(gguf_family, writer_gives_the_gguf_py_qwen2_f16) { check_writer("tiny-qwen2", "tiny-qwen2.f16", HS_GGUF_FTYPE_F16); }
+
+/* Hugging Face folder -> GGUF -> model: the folder's every weight and forward pass, and its
+ * tokenizer's ids on texts with added tokens, bytes outside the vocabulary and spaces. */
+static void check_round_trip(const fam *f)
+{
+    char path[256], dir[64];
+    snprintf(path, sizeof path, HF "%s", f->hf);
+    hs_model *h = load_ok(path);
+    hs_error err = {{0}};
+    tu_mkdtemp(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/m.gguf", dir);
+    cr_assert_eq(hs_gguf_write(h, path, NULL, &err), HS_OK, "%s", err.msg);
+    hs_model *g = load_ok(path);
+    cr_assert_eq(hs_model_param_count(g), hs_model_param_count(h));
+    int32_t ids[24];
+    for (int i = 0; i < 24; i++)
+        ids[i] = (int32_t)((i * 131 + 7) % hs_model_config_of(h)->vocab_size);
+    run rg = forward(g, ids, 24), rh = forward(h, ids, 24);
+    cr_expect_eq(tu_max_abs_diff(rg.attn, rh.attn, rg.n_attn, NULL), 0.0, "%s: maps", f->hf);
+    cr_expect_eq(tu_max_abs_diff(rg.hidden, rh.hidden, rg.n_hidden, NULL), 0.0, "%s: hidden", f->hf);
+    cr_expect_eq(nll_diff(&rg, &rh), 0.0, "%s: nll", f->hf);
+    static const char *const texts[] = {"Hello world, the cat sat on the mat.",
+                                        "  two  spaces<|endoftext|> <s>x</s> café 日本 🙂 12345",
+                                        ""};
+    for (size_t k = 0; k < sizeof texts / sizeof texts[0]; k++) {
+        hs_encoding a = {0}, b = {0};
+        cr_assert_eq(hs_tokenizer_encode(hs_model_tokenizer(h), texts[k], strlen(texts[k]), NULL, 0, &a, &err), HS_OK);
+        cr_assert_eq(hs_tokenizer_encode(hs_model_tokenizer(g), texts[k], strlen(texts[k]), NULL, 0, &b, &err), HS_OK);
+        cr_expect_eq(a.n, b.n, "%s: '%s': %zu vs %zu tokens", f->hf, texts[k], a.n, b.n);
+        for (size_t i = 0; i < a.n && i < b.n; i++)
+            cr_expect_eq(a.ids[i], b.ids[i], "%s: '%s' token %zu", f->hf, texts[k], i);
+        hs_encoding_free(&a);
+        hs_encoding_free(&b);
+    }
+    run_free(&rg);
+    run_free(&rh);
+    hs_model_free(g);
+    hs_model_free(h);
+    tu_rm_rf(dir);
+}
+
+Test(gguf_family, pythia_round_trip) { check_round_trip(&fams[0]); }
+Test(gguf_family, llama_round_trip) { check_round_trip(&fams[1]); }
+Test(gguf_family, llama3_round_trip) { check_round_trip(&fams[2]); }
+Test(gguf_family, qwen2_round_trip) { check_round_trip(&fams[3]); }
