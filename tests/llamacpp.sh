@@ -107,7 +107,25 @@ families() {
         done
     done
 }
+# llama-quantize's files of a llama (fixtures/gguf/families/tiny-llama-wide.*): llama.cpp's
+# hidden states against headscope's on the same file (both decode the same blocks; llama.cpp
+# also quantises activations to Q8 blocks, hence the bound).
+quantized() {
+    local f text="The capital of France is Paris. The capital of Germany is Berlin."
+    for f in fixtures/gguf/families/tiny-llama-wide.q4_0.gguf fixtures/gguf/families/tiny-llama-wide.q4_k.gguf \
+        fixtures/gguf/families/tiny-llama-wide.q6_k.gguf fixtures/gguf/families/tiny-llama.q8_0.gguf; do
+        if ! "$L/llama-embedding" -m "$f" -p "$text" --pooling none --embd-normalize -1 \
+            --embd-output-format json -c 128 -b 128 -ub 128 -ctk f32 -ctv f32 -t $TH --no-warmup \
+            >"$T/emb.json" 2>"$T/emb.err"; then
+            bad "$(basename "$f") llama-embedding failed: $(grep -iE 'error|assert' "$T/emb.err" | head -3)"
+            continue
+        fi
+        if "$PY" tests/llamacpp.py embed "$f" "$text" "$T/emb.json" 0.99 >"$T/emb.log"; then ok; else bad "$(basename "$f"): cosine below 0.99"; fi
+        echo "$(basename "$f" .gguf) (headscope vs llama.cpp on the file): $(cat "$T/emb.log")"
+    done
+}
 if [ "${LLAMACPP_FAMILIES_ONLY:-0}" = 1 ]; then
+    quantized
     families
     echo "llamacpp: $pass passed, $fail failed"
     [ "$fail" = 0 ]
@@ -255,6 +273,7 @@ for ty in f32 f16; do
 done
 
 families
+quantized
 
 echo "llamacpp: $pass passed, $fail failed"
 [ "$fail" = 0 ]

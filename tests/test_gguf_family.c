@@ -332,3 +332,85 @@ Test(gguf_family, pythia_round_trip) { check_round_trip(&fams[0]); }
 Test(gguf_family, llama_round_trip) { check_round_trip(&fams[1]); }
 Test(gguf_family, llama3_round_trip) { check_round_trip(&fams[2]); }
 Test(gguf_family, qwen2_round_trip) { check_round_trip(&fams[3]); }
+
+/* ---- F16 and block-quantised files ------------------------------------------------------- */
+
+/* A file of stored types other than F32 against the folder it came from, on the golden text
+ * of tiny-llama's tokenizer: the largest map and NLL differences and the mean map difference
+ * within bounds about twice what was measured (docs/gguf.md), and the tensor types the file
+ * holds counted. */
+static void check_lossy(const char *hf, const char *file, double max_map, double mean_map,
+                        double max_loss, const uint32_t *types, const int *counts, int n_types)
+{
+    char path[256];
+    hs_npy ids = tu_npy(GOLD "tiny_llama_text.ids.npy");
+    snprintf(path, sizeof path, HF "%s", hf);
+    hs_model *h = load_ok(path);
+    hs_model *g = load_fam(file);
+    run rg = forward(g, ids.data, (int)ids.count), rh = forward(h, ids.data, (int)ids.count);
+    double mx = tu_max_abs_diff(rg.attn, rh.attn, rg.n_attn, NULL), mean = 0, lg = 0, lh = 0;
+    for (size_t i = 0; i < rg.n_attn; i++)
+        mean += fabs((double)rg.attn[i] - (double)rh.attn[i]) / (double)rg.n_attn;
+    for (int i = 0; i + 1 < rg.n; i++) {
+        lg += rg.nll[i] / (rg.n - 1);
+        lh += rh.nll[i] / (rh.n - 1);
+    }
+    cr_log_info("%s: maps max|d| %.2e, mean %.2e; loss |d| %.2e", file, mx, mean, fabs(lg - lh));
+    cr_expect_leq(mx, max_map, "%s: maps max|d| %g", file, mx);
+    cr_expect_leq(mean, mean_map, "%s: maps mean|d| %g", file, mean);
+    cr_expect_leq(fabs(lg - lh), max_loss, "%s: loss |d| %g", file, fabs(lg - lh));
+    hs_gguf *gg = NULL;
+    hs_error err = {{0}};
+    snprintf(path, sizeof path, FAMS "%s.gguf", file);
+    cr_assert_eq(hs_gguf_open(path, &gg, &err), HS_OK, "%s", err.msg);
+    for (int k = 0; k < n_types; k++) {
+        int n = 0;
+        for (size_t i = 0; i < hs_gguf_tensor_count(gg); i++)
+            n += hs_gguf_tensor_at(gg, i)->type == types[k];
+        cr_expect_eq(n, counts[k], "%s: %d tensors of type %s, expected %d", file, n,
+                     hs_ggml_type_name(types[k]), counts[k]);
+    }
+    hs_gguf_free(gg);
+    run_free(&rg);
+    run_free(&rh);
+    hs_model_free(g);
+    hs_model_free(h);
+    hs_npy_free(&ids);
+}
+
+Test(gguf_family, qwen2_f16_equals_its_f16_folder)
+{
+    static const uint32_t t[] = {HS_GGML_F16, HS_GGML_F32};
+    static const int n[] = {15, 11}; /* token_embd and the 2-D weights; norms and biases */
+    check_lossy("tiny-qwen2", "tiny-qwen2.f16", 0, 0, 0, t, n, 2);
+}
+
+Test(gguf_family, llama_q8_0_within_bounds)
+{
+    static const uint32_t t[] = {HS_GGML_Q8_0, HS_GGML_F32};
+    static const int n[] = {23, 7};
+    check_lossy("tiny-llama", "tiny-llama.q8_0", 0.3, 3e-3, 1e-2, t, n, 2);
+}
+
+/* llama-quantize's files (fixtures/gguf/README.md): its Q4_0 keeps the tied embeddings in
+ * Q6_K, its Q4_K (Q4_K_M) gives attn_v and ffn_down Q6_K. */
+Test(gguf_family, llama_q4_0_within_bounds)
+{
+    static const uint32_t t[] = {HS_GGML_Q4_0, HS_GGML_Q6_K, HS_GGML_F32};
+    static const int n[] = {7, 1, 3};
+    check_lossy("tiny-llama-wide", "tiny-llama-wide.q4_0", 0.6, 1e-2, 0.15, t, n, 3);
+}
+
+Test(gguf_family, llama_q4_k_within_bounds)
+{
+    static const uint32_t t[] = {HS_GGML_Q4_K, HS_GGML_Q6_K, HS_GGML_F32};
+    static const int n[] = {5, 3, 3};
+    check_lossy("tiny-llama-wide", "tiny-llama-wide.q4_k", 0.6, 1e-2, 0.15, t, n, 3);
+}
+
+Test(gguf_family, llama_q6_k_within_bounds)
+{
+    static const uint32_t t[] = {HS_GGML_Q6_K, HS_GGML_F32};
+    static const int n[] = {8, 3};
+    check_lossy("tiny-llama-wide", "tiny-llama-wide.q6_k", 0.2, 4e-3, 0.06, t, n, 2);
+}
