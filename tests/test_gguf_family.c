@@ -414,3 +414,183 @@ Test(gguf_family, llama_q6_k_within_bounds)
     static const int n[] = {8, 3};
     check_lossy("tiny-llama-wide", "tiny-llama-wide.q6_k", 0.2, 4e-3, 0.06, t, n, 2);
 }
+
+/* ---- refusals -------------------------------------------------------------------------------- */
+
+static unsigned char *read_fam(const char *file, size_t *len)
+{
+    char path[256];
+    snprintf(path, sizeof path, FAMS "%s.gguf", file);
+    return (unsigned char *)tu_slurp(path, len);
+}
+
+/* The offset of the value of key in a GGUF image (after its type), or the test fails. */
+static size_t value_at(const unsigned char *buf, size_t len, const char *key, uint32_t *type)
+{
+    size_t k = strlen(key);
+    for (size_t i = 8; i + 8 + k + 4 <= len; i++)
+        if (hs_le64(buf + i) == k && !memcmp(buf + i + 8, key, k)) {
+            *type = hs_le32(buf + i + 8 + k);
+            return i + 8 + k + 4;
+        }
+    cr_assert_fail("key '%s' not found", key);
+    return 0;
+}
+
+/* A copy of the image with one more key (type, value bytes) and a string key padding what
+ * was added to a multiple of 32 bytes, put right after the header: the tensor data stays
+ * aligned. */
+static unsigned char *with_kv(const unsigned char *buf, size_t len, const char *key, uint32_t type,
+                              const void *val, size_t vlen, size_t *out_len)
+{
+    size_t k = strlen(key), add = 8 + k + 4 + vlen, pad_key = 11; /* "general.pad" */
+    size_t fill = 8 + pad_key + 4 + 8, s = (32 - (add + fill) % 32) % 32;
+    size_t n = add + fill + s;
+    unsigned char *o = malloc(len + n), *p = o + 24;
+    cr_assert_not_null(o);
+    memcpy(o, buf, 24);
+    uint64_t kv = hs_le64(buf + 16) + 2;
+    for (int b = 0; b < 8; b++)
+        o[16 + b] = (unsigned char)(kv >> (8 * b));
+#define PUT64(v) for (int b = 0; b < 8; b++) *p++ = (unsigned char)((uint64_t)(v) >> (8 * b))
+#define PUT32(v) for (int b = 0; b < 4; b++) *p++ = (unsigned char)((uint32_t)(v) >> (8 * b))
+    PUT64(k);
+    memcpy(p, key, k);
+    p += k;
+    PUT32(type);
+    memcpy(p, val, vlen);
+    p += vlen;
+    PUT64(pad_key);
+    memcpy(p, "general.pad", pad_key);
+    p += pad_key;
+    PUT32(HS_GGUF_STRING);
+    PUT64(s);
+    memset(p, 'x', s);
+    p += s;
+#undef PUT64
+#undef PUT32
+    memcpy(p, buf + 24, len - 24);
+    *out_len = len + n;
+    return o;
+}
+
+/* Loads an image through a temporary file; the status and message. */
+static hs_status load_image(const unsigned char *buf, size_t len, hs_model **m, char *msg, size_t cap)
+{
+    char dir[64], path[128];
+    hs_error err = {{0}};
+    tu_mkdtemp(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/m.gguf", dir);
+    tu_write_file(path, buf, len);
+    *m = NULL;
+    hs_status st = hs_model_load(path, m, &err);
+    snprintf(msg, cap, "%s", err.msg);
+    tu_rm_rf(dir);
+    return st;
+}
+
+static void expect_refused(const unsigned char *buf, size_t len, hs_status want, const char *needle)
+{
+    hs_model *m = NULL;
+    char msg[HS_ERROR_MSG_MAX];
+    hs_status st = load_image(buf, len, &m, msg, sizeof msg);
+    cr_expect_eq(st, want, "status %d (%s), want %d", st, msg, want);
+    cr_expect_null(m);
+    cr_expect_not_null(strstr(msg, needle), "message '%s' lacks '%s'", msg, needle);
+    cr_expect_null(strchr(msg, '\n'), "message must be one line");
+    hs_model_free(m);
+}
+
+static void refuse_with_kv(const char *file, const char *key, uint32_t type, const void *val,
+                           size_t vlen, hs_status want, const char *needle)
+{
+    size_t len, n;
+    unsigned char *buf = read_fam(file, &len), *b2 = with_kv(buf, len, key, type, val, vlen, &n);
+    expect_refused(b2, n, want, needle);
+    free(b2);
+    free(buf);
+}
+
+Test(gguf_family, refuses_sliding_windows_experts_and_other_head_sizes)
+{
+    unsigned char v[4] = {128, 0, 0, 0};
+    refuse_with_kv("tiny-qwen2.f32", "qwen2.attention.sliding_window", HS_GGUF_UINT32, v, 4,
+                   HS_E_UNSUPPORTED, "qwen2.attention.sliding_window = 128: sliding-window attention is not supported");
+    v[0] = 8;
+    refuse_with_kv("tiny-llama.f32", "llama.expert_count", HS_GGUF_UINT32, v, 4, HS_E_UNSUPPORTED,
+                   "llama.expert_count = 8: mixtures of experts are not supported");
+    v[0] = 16;
+    refuse_with_kv("tiny-llama.f32", "llama.attention.key_length", HS_GGUF_UINT32, v, 4, HS_E_UNSUPPORTED,
+                   "key_length / value_length 16 / 8 differ from embedding_length / head_count = 8");
+}
+
+Test(gguf_family, refuses_rope_scaling_it_does_not_run_and_reads_linear)
+{
+    unsigned char s[12] = {4, 0, 0, 0, 0, 0, 0, 0, 'y', 'a', 'r', 'n'};
+    refuse_with_kv("tiny-llama.f32", "llama.rope.scaling.type", HS_GGUF_STRING, s, 12, HS_E_UNSUPPORTED,
+                   "llama.rope.scaling.type 'yarn' is not supported");
+    float two = 2.0f;
+    size_t len, n;
+    unsigned char *buf = read_fam("tiny-llama.f32", &len);
+    unsigned char *b2 = with_kv(buf, len, "llama.rope.scaling.factor", HS_GGUF_FLOAT32, &two, 4, &n);
+    hs_model *m = NULL;
+    char msg[HS_ERROR_MSG_MAX];
+    cr_assert_eq(load_image(b2, n, &m, msg, sizeof msg), HS_OK, "%s", msg);
+    cr_expect_eq(hs_model_config_of(m)->arch->rope_scaling, HS_ROPE_LINEAR); /* llama.cpp's default type */
+    cr_expect_eq(hs_model_config_of(m)->arch->rope_factor, 2.0f);
+    hs_model_free(m);
+    free(b2);
+
+    free(buf);
+
+    /* rope_freqs.weight that Llama 3's formula does not give: one divisor in a band of 8s */
+    buf = read_fam("tiny-llama3.f32", &len);
+    hs_gguf *g = NULL;
+    hs_error err = {{0}};
+    cr_assert_eq(hs_gguf_parse(buf, len, &g, &err), HS_OK, "%s", err.msg);
+    size_t at = (size_t)(hs_gguf_find_tensor(g, "rope_freqs.weight")->data - buf);
+    hs_gguf_free(g);
+    float f;
+    memcpy(&f, buf + at + 4 * 3, 4);
+    cr_assert_eq(f, 8.0f);
+    f = 2.0f;
+    memcpy(buf + at + 4 * 3, &f, 4);
+    expect_refused(buf, len, HS_E_UNSUPPORTED, "rope_freqs.weight does not follow Llama 3's rope scaling");
+    f = 0.5f;
+    memcpy(buf + at + 4 * 3, &f, 4);
+    expect_refused(buf, len, HS_E_UNSUPPORTED, "rope_freqs.weight[3] = 0.5: only Llama 3's rope scaling");
+    free(buf);
+}
+
+/* Same-length edits of one value: an unknown pre-tokenizer, a missing one, a tokenizer model
+ * the family does not use, a value of the wrong type, a rotated part of a Llama head. */
+Test(gguf_family, refuses_unknown_tokenizers_and_wrong_keys)
+{
+    size_t len;
+    uint32_t type;
+    unsigned char *buf = read_fam("tiny-qwen2.f32", &len);
+    size_t at = value_at(buf, len, "tokenizer.ggml.pre", &type);
+    cr_assert_eq(type, HS_GGUF_STRING);
+    cr_assert_eq(memcmp(buf + at + 8, "qwen2", 5), 0);
+    buf[at + 12] = '9';
+    expect_refused(buf, len, HS_E_UNSUPPORTED, "tokenizer.ggml.pre 'qwen9' is not supported");
+    buf[at + 12] = '2';
+    memcpy(buf + at - 4 - 3, "prX", 3); /* the key's last letters */
+    expect_refused(buf, len, HS_E_UNSUPPORTED, "tokenizer.ggml.pre is missing");
+    memcpy(buf + at - 4 - 3, "pre", 3);
+    at = value_at(buf, len, "tokenizer.ggml.model", &type);
+    memcpy(buf + at + 8, "bert", 4);
+    expect_refused(buf, len, HS_E_UNSUPPORTED, "tokenizer.ggml.model 'bert' is not supported for qwen2 (expected 'gpt2')");
+    free(buf);
+
+    buf = read_fam("tiny-llama.f32", &len);
+    at = value_at(buf, len, "llama.rope.freq_base", &type);
+    cr_assert_eq(type, HS_GGUF_FLOAT32);
+    buf[at - 4] = HS_GGUF_UINT32;
+    expect_refused(buf, len, HS_E_FORMAT, "key 'llama.rope.freq_base' has type UINT32, expected FLOAT32");
+    buf[at - 4] = HS_GGUF_FLOAT32;
+    at = value_at(buf, len, "llama.rope.dimension_count", &type);
+    buf[at] = 4;
+    expect_refused(buf, len, HS_E_UNSUPPORTED, "llama.rope.dimension_count = 4 differs from the head size 8");
+    free(buf);
+}
