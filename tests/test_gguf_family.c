@@ -17,6 +17,7 @@
 #include "headscope/model.h"
 #include "headscope/tokenizer.h"
 #include "model/model_internal.h"
+#include "nn/ops.h"
 #include "tokutil.h"
 
 #define FAMS "fixtures/gguf/families/"
@@ -593,4 +594,34 @@ Test(gguf_family, refuses_unknown_tokenizers_and_wrong_keys)
     buf[at] = 4;
     expect_refused(buf, len, HS_E_UNSUPPORTED, "llama.rope.dimension_count = 4 differs from the head size 8");
     free(buf);
+}
+
+/* The fuzz seed (fixtures/gguf/make_family_seed.py, this folder's independent writer): Llama
+ * 3's scaling rebuilt from its rope_freqs.weight (divisors 1, 8, 8, 8: wavelengths 6.3 below
+ * old / 4 = 8, the others above old = 32; the band is empty, so any old context between 32
+ * and 167 gives the same frequencies, and the one rebuilt is 167), and llama.cpp b4748's
+ * llama-tokenize ids of a text (recorded: "Paris" has no two-piece split in the vocabulary,
+ * so no merge makes it). */
+Test(gguf_family, fuzz_seed_loads_and_tokenizes_as_llama_cpp)
+{
+    hs_model *m = load_fam("seed-tiny-llama");
+    const hs_arch *a = hs_model_config_of(m)->arch;
+    cr_expect_eq(a->rope_scaling, HS_ROPE_LLAMA3);
+    cr_expect_eq(a->rope_factor, 8.0f);
+    double inv[4];
+    const double div[4] = {1, 8, 8, 8};
+    hs_op_rope_freqs(a, inv);
+    for (int k = 0; k < 4; k++)
+        cr_expect(fabs(pow(500000.0, -k / 4.0) / inv[k] - div[k]) < 1e-9, "frequency %d", k);
+    static const int32_t want[] = {1, 261, 272, 273, 274, 261, 276, 49, 299, 296,
+                                   283, 277, 47, 299, 298, 297, 265, 290, 288};
+    const char *text = "the cat sat on the mat. Paris, France";
+    hs_encoding e = {0};
+    hs_error err = {{0}};
+    cr_assert_eq(hs_tokenizer_encode(hs_model_tokenizer(m), text, strlen(text), NULL, 0, &e, &err), HS_OK);
+    cr_assert_eq(e.n, sizeof want / sizeof want[0]);
+    for (size_t i = 0; i < e.n; i++)
+        cr_expect_eq(e.ids[i], want[i], "token %zu", i);
+    hs_encoding_free(&e);
+    hs_model_free(m);
 }
