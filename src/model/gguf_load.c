@@ -27,15 +27,26 @@ hs_status hs_gguf_find_typed(const hs_gguf *g, const char *key, hs_gguf_type wan
     return HS_OK;
 }
 
+/* The value of a scalar key of type want; *found = 0 when it is absent and optional. */
+static hs_status scalar(const hs_gguf *g, const char *key, hs_gguf_type want, int required,
+                        hs_gguf_value *v, int *found, hs_error *err)
+{
+    long i;
+    hs_status st = hs_gguf_find_typed(g, key, want, required, &i, err);
+    *found = !st && i >= 0;
+    if (*found)
+        hs_gguf_kv_get(g, (size_t)i, 0, v);
+    return st;
+}
+
 /* A required or optional UINT32 that must fit an int; *out keeps its value when absent. */
 hs_status hs_gguf_get_u32(const hs_gguf *g, const char *key, int required, int *out, hs_error *err)
 {
-    long i;
-    hs_status st = hs_gguf_find_typed(g, key, HS_GGUF_UINT32, required, &i, err);
-    if (st || i < 0)
-        return st;
     hs_gguf_value v;
-    hs_gguf_kv_get(g, (size_t)i, 0, &v);
+    int found;
+    hs_status st = scalar(g, key, HS_GGUF_UINT32, required, &v, &found, err);
+    if (st || !found)
+        return st;
     if (v.u > INT_MAX)
         return hs_fail(err, HS_E_VALUE, "key '%s' = %llu is out of range", key,
                        (unsigned long long)v.u);
@@ -45,13 +56,12 @@ hs_status hs_gguf_get_u32(const hs_gguf *g, const char *key, int required, int *
 
 hs_status hs_gguf_get_f32(const hs_gguf *g, const char *key, int required, float *out, hs_error *err)
 {
-    long i;
-    hs_status st = hs_gguf_find_typed(g, key, HS_GGUF_FLOAT32, required, &i, err);
-    if (st || i < 0)
-        return st;
     hs_gguf_value v;
-    hs_gguf_kv_get(g, (size_t)i, 0, &v);
-    if (!(v.f == v.f) || v.f > 3.4e38 || v.f < -3.4e38)
+    int found;
+    hs_status st = scalar(g, key, HS_GGUF_FLOAT32, required, &v, &found, err);
+    if (st || !found)
+        return st;
+    if (!isfinite(v.f))
         return hs_fail(err, HS_E_VALUE, "key '%s' is not a finite number", key);
     *out = (float)v.f;
     return HS_OK;
@@ -59,14 +69,12 @@ hs_status hs_gguf_get_f32(const hs_gguf *g, const char *key, int required, float
 
 hs_status hs_gguf_get_bool(const hs_gguf *g, const char *key, int required, int *out, hs_error *err)
 {
-    long i;
-    hs_status st = hs_gguf_find_typed(g, key, HS_GGUF_BOOL, required, &i, err);
-    if (st || i < 0)
-        return st;
     hs_gguf_value v;
-    hs_gguf_kv_get(g, (size_t)i, 0, &v);
-    *out = v.u != 0;
-    return HS_OK;
+    int found;
+    hs_status st = scalar(g, key, HS_GGUF_BOOL, required, &v, &found, err);
+    if (!st && found)
+        *out = v.u != 0;
+    return st;
 }
 
 /* An array of element type want; *idx = -1 when absent and optional. */

@@ -314,32 +314,55 @@ static int is_bracketed(const char *tok)
     return n >= 2 && tok[0] == '[' && tok[n - 1] == ']';
 }
 
+/* tokenizer.ggml.tokens: V strings in id order, "[PAD{i}]" for an id the tokenizer lacks;
+ * bert: with llama.cpp's WordPiece rewrite ("[...]" verbatim, "##x" -> "x", else "▁x"). */
+static void token_list(hs_gguf_meta *mt, const hs_tokenizer *t, size_t V, int bert)
+{
+    char pad[32];
+    hs_meta_array(mt, "tokenizer.ggml.tokens", HS_GGUF_STRING, V);
+    for (size_t i = 0; i < V; i++) {
+        const char *s = hs_tokenizer_token(t, (int32_t)i);
+        snprintf(pad, sizeof pad, "[PAD%zu]", i);
+        if (!s || !bert || is_bracketed(s))
+            hs_meta_elem_str(mt, s ? s : pad);
+        else if (!strncmp(s, "##", 2))
+            hs_meta_elem_str(mt, s + 2);
+        else
+            hs_meta_elem_strn(mt, PHANTOM, s);
+    }
+}
+
+/* tokenizer.ggml.merges in rank order, "left right". */
+static void merge_list(hs_gguf_meta *mt, const hs_tokenizer *t)
+{
+    size_t n_merges = hs_tokenizer_merge_count(t);
+    hs_meta_array(mt, "tokenizer.ggml.merges", HS_GGUF_STRING, n_merges);
+    for (size_t r = 0; r < n_merges; r++)
+        hs_meta_elem_str(mt, hs_tokenizer_merge(t, r));
+}
+
+/* GPT-2's, RoBERTa's and BERT's first keys: model, pre, tokens (bert: rewritten), and
+ * token types (3 for the family's special tokens, 5 for ids the tokenizer lacks, else 1). */
+static void vocab_head(hs_gguf_meta *mt, const hs_model *m, const char *pre, int bert)
+{
+    size_t V = (size_t)m->cfg.vocab_size;
+    hs_meta_str(mt, "tokenizer.ggml.model", m->cfg.arch->names->gguf_tokenizer);
+    hs_meta_str(mt, "tokenizer.ggml.pre", pre);
+    token_list(mt, m->tok, V, bert);
+    hs_meta_array(mt, "tokenizer.ggml.token_type", HS_GGUF_INT32, V);
+    for (size_t i = 0; i < V; i++) {
+        const char *s = hs_tokenizer_token(m->tok, (int32_t)i);
+        hs_meta_elem_u32(mt, !s ? 5u : is_special(m->cfg.arch, s) ? 3u : 1u);
+    }
+}
+
 static hs_status write_gpt2_bert(hs_gguf_meta *mt, const hs_model *m, hs_error *err)
 {
     const hs_tokenizer *t = m->tok;
     size_t V = (size_t)m->cfg.vocab_size;
-    char pad[32];
     if (m->cfg.arch->tokenizer == HS_TOK_BPE) {
-        hs_meta_str(mt, "tokenizer.ggml.model", m->cfg.arch->names->gguf_tokenizer);
-        hs_meta_str(mt, "tokenizer.ggml.pre", "gpt-2");
-        hs_meta_array(mt, "tokenizer.ggml.tokens", HS_GGUF_STRING, V);
-        for (size_t i = 0; i < V; i++) {
-            const char *s = hs_tokenizer_token(t, (int32_t)i);
-            if (!s) {
-                snprintf(pad, sizeof pad, "[PAD%zu]", i);
-                s = pad;
-            }
-            hs_meta_elem_str(mt, s);
-        }
-        hs_meta_array(mt, "tokenizer.ggml.token_type", HS_GGUF_INT32, V);
-        for (size_t i = 0; i < V; i++) {
-            const char *s = hs_tokenizer_token(t, (int32_t)i);
-            hs_meta_elem_u32(mt, !s ? 5u : is_special(m->cfg.arch, s) ? 3u : 1u);
-        }
-        size_t n_merges = hs_tokenizer_merge_count(t);
-        hs_meta_array(mt, "tokenizer.ggml.merges", HS_GGUF_STRING, n_merges);
-        for (size_t r = 0; r < n_merges; r++)
-            hs_meta_elem_str(mt, hs_tokenizer_merge(t, r));
+        vocab_head(mt, m, "gpt-2", 0);
+        merge_list(mt, t);
         const hs_arch *a = m->cfg.arch;
         if (a->cls_token) { /* RoBERTa, as llama.cpp's RobertaModel: <s> text </s> */
             static const char *const ids[] = {"tokenizer.ggml.bos_token_id",
@@ -372,27 +395,7 @@ static hs_status write_gpt2_bert(hs_gguf_meta *mt, const hs_model *m, hs_error *
                            "token %zu '%.64s' cannot be stored: a GGUF BERT vocabulary keeps "
                            "'[...]' verbatim, so it would read back as '%.64s'", i, s, s + 2);
     }
-    hs_meta_str(mt, "tokenizer.ggml.model", m->cfg.arch->names->gguf_tokenizer);
-    hs_meta_str(mt, "tokenizer.ggml.pre", "jina-v2-en");
-    hs_meta_array(mt, "tokenizer.ggml.tokens", HS_GGUF_STRING, V);
-    for (size_t i = 0; i < V; i++) {
-        const char *s = hs_tokenizer_token(t, (int32_t)i);
-        if (!s) {
-            snprintf(pad, sizeof pad, "[PAD%zu]", i);
-            hs_meta_elem_str(mt, pad);
-        } else if (is_bracketed(s)) {
-            hs_meta_elem_str(mt, s);
-        } else if (!strncmp(s, "##", 2)) {
-            hs_meta_elem_str(mt, s + 2);
-        } else {
-            hs_meta_elem_strn(mt, PHANTOM, s);
-        }
-    }
-    hs_meta_array(mt, "tokenizer.ggml.token_type", HS_GGUF_INT32, V);
-    for (size_t i = 0; i < V; i++) {
-        const char *s = hs_tokenizer_token(t, (int32_t)i);
-        hs_meta_elem_u32(mt, !s ? 5u : is_special(m->cfg.arch, s) ? 3u : 1u);
-    }
+    vocab_head(mt, m, "jina-v2-en", 1);
     hs_meta_u32(mt, "tokenizer.ggml.token_type_count", (uint32_t)m->cfg.type_vocab_size);
     hs_meta_bool(mt, "tokenizer.ggml.normalizer.lowercase", hs_tokenizer_lowercase(t));
     /* no eos_token_id: llama.cpp would take [SEP] for an end-of-generation token */
@@ -463,15 +466,9 @@ static hs_status write_rotary(hs_gguf_meta *mt, const hs_model *m, hs_error *err
     for (size_t k = 0; k < s.n_added; k++)
         if ((size_t)s.added[k] < V)
             kind[s.added[k]] = s.added_normalized[k] & 1 ? 2 : 1;
-    char pad[32];
     hs_meta_str(mt, "tokenizer.ggml.model", spm ? "llama" : "gpt2");
     hs_meta_str(mt, "tokenizer.ggml.pre", pre);
-    hs_meta_array(mt, "tokenizer.ggml.tokens", HS_GGUF_STRING, V);
-    for (size_t i = 0; i < V; i++) {
-        const char *tk = i < n_tok ? hs_tokenizer_token(t, (int32_t)i) : NULL;
-        snprintf(pad, sizeof pad, "[PAD%zu]", i);
-        hs_meta_elem_str(mt, tk ? tk : pad);
-    }
+    token_list(mt, t, V, 0);
     if (spm) {
         hs_meta_array(mt, "tokenizer.ggml.scores", HS_GGUF_FLOAT32, V);
         for (size_t i = 0; i < V; i++)
@@ -487,12 +484,8 @@ static hs_status write_rotary(hs_gguf_meta *mt, const hs_model *m, hs_error *err
         hs_meta_elem_u32(mt, ty);
     }
     free(kind);
-    if (!spm) {
-        size_t n_merges = hs_tokenizer_merge_count(t);
-        hs_meta_array(mt, "tokenizer.ggml.merges", HS_GGUF_STRING, n_merges);
-        for (size_t r = 0; r < n_merges; r++)
-            hs_meta_elem_str(mt, hs_tokenizer_merge(t, r));
-    }
+    if (!spm)
+        merge_list(mt, t);
     static const char *const bos_names[] = {"<s>", "<|begin_of_text|>", "<|endoftext|>"};
     static const char *const eos_names[] = {"</s>", "<|end_of_text|>", "<|endoftext|>"};
     static const char *const pad_names[] = {"<|padding|>"};
