@@ -17,7 +17,10 @@
 #     to f32, f16 and q8_0): llama-tokenize's ids of the golden text are those of
 #     fixtures/family-golden/ (the Rust tokenizers library's) and so are headscope's on the
 #     written file, and llama-embedding's final hidden states are within a bound of the
-#     float64 goldens (LLAMACPP_FAMILIES_ONLY=1 runs this part alone).
+#     float64 goldens; llama-quantize's Q4_0 / Q4_K / Q6_K files (fixtures/gguf/families) and
+#     the Q8_0 one: llama-embedding against headscope on the same file; with LLAMACPP_MODELS,
+#     llama.cpp's own tokenizer test on its ggml-vocab-llama-spm.gguf
+#     (LLAMACPP_FAMILIES_ONLY=1 runs this part alone).
 #
 #   LLAMACPP=/path/to/llama.cpp/build/bin [LLAMACPP_MODELS=/path/to/llama.cpp/models] \
 #       bash tests/llamacpp.sh          # or: make llamacpp-test LLAMACPP=...
@@ -124,7 +127,19 @@ quantized() {
         echo "$(basename "$f" .gguf) (headscope vs llama.cpp on the file): $(cat "$T/emb.log")"
     done
 }
+# llama.cpp's own tokenizer test on its vocabulary-only Llama 2 file (SentencePiece scores:
+# headscope's merges come from them)
+spm_vocab() {
+    local v=${LLAMACPP_MODELS:-}/ggml-vocab-llama-spm.gguf
+    if [ -z "${LLAMACPP_MODELS:-}" ] || [ ! -f "$v.inp" ]; then
+        echo "llamacpp: ggml-vocab-llama-spm.gguf not tried: set LLAMACPP_MODELS to llama.cpp's models/ folder"
+        return
+    fi
+    if "$PY" tests/llamacpp.py vocab-cases "$HS" "$v" "$v.inp" "$v.out" >"$T/voc.log"; then ok; else bad "llama-spm vocabulary: $(cat "$T/voc.log")"; fi
+    echo "ggml-vocab-llama-spm: $(tail -1 "$T/voc.log")"
+}
 if [ "${LLAMACPP_FAMILIES_ONLY:-0}" = 1 ]; then
+    spm_vocab
     quantized
     families
     echo "llamacpp: $pass passed, $fail failed"
@@ -274,6 +289,7 @@ done
 
 families
 quantized
+spm_vocab
 
 echo "llamacpp: $pass passed, $fail failed"
 [ "$fail" = 0 ]
