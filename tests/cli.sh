@@ -198,7 +198,10 @@ if "$PY" fixtures/ref/compare_family.py "$T/pythia-160m" "$T/py_ids.npy" "$T/py_
 else
     bad "pythia-160m maps and NLL vs families.py: $(cat "$T/cmp")"
 fi
-# ... and through GGUF: F16 weights stored as F16 give the folder's maps and NLL bit for bit
+# ... and through GGUF (with the NeoX tokenizer.json, which a GGUF file needs; its 3,281
+# tokens are padded to the 50,304 rows): F16 weights stored as F16 give the folder's maps and
+# NLL bit for bit
+cp fixtures/tokenizer/families/neox.tokenizer.json "$T/pythia-160m/tokenizer.json"
 expect 0 "pythia-160m convert" -- "$HS" convert "$T/pythia-160m" -o "$T/py.gguf" --type f16
 expect 0 "pythia-160m gguf attn --ids" -- "$HS" attn "$T/py.gguf" --ids "$T/py_ids.npy" --nll "$T/py_nll_g.npy" -o "$T/py_attn_g.npy" -q
 if cmp -s "$T/py_attn.npy" "$T/py_attn_g.npy" && cmp -s "$T/py_nll.npy" "$T/py_nll_g.npy"; then ok; else bad "pythia-160m: the GGUF file's maps or NLL differ from the folder's"; fi
