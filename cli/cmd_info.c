@@ -79,7 +79,7 @@ int cmd_info(int argc, char **argv)
         char budget[32] = "no bound";
         if (wm != HS_WEIGHT_MEMORY_ALL)
             snprintf(budget, sizeof budget, "%.0f MB", (double)wm / 1048576.0);
-        printf("layers f32:   %.0f MB converted from %s; budget %s: %s\n",
+        printf("layers f32:   %.1f MB converted from %s; budget %s: %s\n",
                (double)conv / 1048576.0, hs_model_storage_dtype(m), budget,
                conv <= wm ? "converted once, at load"
                           : "beyond it, layers converted again in every pass");

@@ -187,15 +187,21 @@ Test(wcache, bert_maps_do_not_depend_on_the_budget)
     }
 }
 
-/* The other quantised type of the fixtures (tiny-gpt2-q4_0.gguf: Q4_0 where rows are 32
- * long, F16 elsewhere) and the one-layer GGUFs of each type: the same maps and logits under
- * both budgets. */
+/* Every stored type of the GGUF fixtures: GPT-2's (Q4_0 where rows are 32 long, F16
+ * elsewhere; Q8_0; BF16; F16) and llama.cpp's own Llama and Qwen2 files (Q4_0, Q4_K, Q6_K,
+ * Q8_0, F16; the loader undoes the converter's Q/K row permutation into a buffer of its
+ * own, which the cache copies): the same maps and logits under both budgets. */
 Test(wcache, gguf_types_do_not_depend_on_the_budget)
 {
     const char *files[] = {"fixtures/gguf/good/tiny-gpt2-q4_0.gguf",
                            "fixtures/gguf/good/tiny-gpt2-q8_0.gguf",
                            "fixtures/gguf/good/tiny-gpt2-bf16.gguf",
-                           "fixtures/gguf/good/tiny-gpt2-f16.gguf"};
+                           "fixtures/gguf/good/tiny-gpt2-f16.gguf",
+                           "fixtures/gguf/families/tiny-llama-wide.q4_0.gguf",
+                           "fixtures/gguf/families/tiny-llama-wide.q4_k.gguf",
+                           "fixtures/gguf/families/tiny-llama-wide.q6_k.gguf",
+                           "fixtures/gguf/families/tiny-llama.q8_0.gguf",
+                           "fixtures/gguf/families/tiny-qwen2.f16.gguf"};
     for (size_t f = 0; f < sizeof files / sizeof files[0]; f++) {
         hs_model *ms[2] = {open_with(files[f], HS_WEIGHT_MEMORY_ALL), open_with(files[f], 1)};
         const hs_model_config *c = hs_model_config_of(ms[0]);
