@@ -38,6 +38,11 @@ static const char usage_text[] =
     "                             (its mean over the text's positions) or resample (its output\n"
     "                             on the text's tokens shuffled, specials kept in place)\n"
     "      --resample-seed N      the shuffle's seed for --ablation resample (default 1)\n"
+    "      --loss-span SPAN       the positions whose next-token losses count in the loss,\n"
+    "                             ablation, gradient and pruning: all (default), repeated (the\n"
+    "                             tokens seen before, where induction can act) or A:B\n"
+    "      --probe-ablation KIND  each head's ablation cost on the probe's second half: mean\n"
+    "                             (default), zero or resample (causal models)\n"
     "      --no-pruning           skip the pruning curve\n"
     "      --no-gradient          skip gradient importance (Michel et al. 2019)\n"
     "      --no-composition       skip the composition scores from the weights (GPT-2)\n"
@@ -97,7 +102,7 @@ enum {
     OPT_SINKS, OPT_SINKPUNCT, OPT_LTHR, OPT_NOCOMP, OPT_NOROLL, OPT_FLOWMAX, OPT_SVG, OPT_SEED, OPT_PLEN, OPT_PTOL, OPT_PSTOP, OPT_PBEAM, OPT_PMAX, OPT_NOIMG, OPT_MAXTOK, OPT_NOGRAD,
     OPT_NOHASH, OPT_PMETHOD, OPT_PROUND, OPT_CORPUS, OPT_CFORMAT, OPT_MAXTEXTS, OPT_MAXTOKENS,
     OPT_SKIPLONG, OPT_SAMPLE, OPT_CSEED, OPT_CABL, OPT_SHARD, OPT_CKPT, OPT_RESUME, OPT_PROGRESS,
-    OPT_ABLKIND, OPT_RSEED, OPT_NODLA, OPT_NONORM, OPT_WORDS
+    OPT_ABLKIND, OPT_RSEED, OPT_NODLA, OPT_NONORM, OPT_WORDS, OPT_LSPAN, OPT_PABL
 };
 
 /* "I/N" with 1 <= I <= N <= 10^6. */
@@ -317,6 +322,8 @@ int cmd_analyze(int argc, char **argv)
         {"word-level", no_argument, NULL, OPT_WORDS},
         {"ablation", required_argument, NULL, OPT_ABLKIND},
         {"resample-seed", required_argument, NULL, OPT_RSEED},
+        {"loss-span", required_argument, NULL, OPT_LSPAN},
+        {"probe-ablation", required_argument, NULL, OPT_PABL},
         {"no-rollout", no_argument, NULL, OPT_NOROLL},
         {"svg", no_argument, NULL, OPT_SVG},
         {"flow-max-tokens", required_argument, NULL, OPT_FLOWMAX},
@@ -401,6 +408,19 @@ int cmd_analyze(int argc, char **argv)
             if (kind < 0)
                 return cli_usage_error(C, "--ablation '%s' is not zero, mean or resample", optarg);
             ao.ablation_kind = (hs_ablation_kind)kind;
+            break;
+        }
+        case OPT_LSPAN: {
+            hs_error e = {{0}};
+            if (hs_loss_span_parse(optarg, &ao.loss_span, &e))
+                return cli_usage_error(C, "%s", e.msg);
+            break;
+        }
+        case OPT_PABL: {
+            int kind = hs_ablation_kind_parse(optarg);
+            if (kind < 0)
+                return cli_usage_error(C, "--probe-ablation '%s' is not zero, mean or resample", optarg);
+            ao.probe_ablation_kind = (hs_ablation_kind)kind;
             break;
         }
         case OPT_RSEED:

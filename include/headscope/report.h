@@ -101,6 +101,11 @@ typedef struct hs_analyze_opts {
     hs_ablation_kind ablation_kind; /* what an ablated head's output becomes in the sweep and
                                        the pruning curve (default HS_ABLATION_ZERO) */
     uint64_t resample_seed;      /* resample ablation: the shuffle's seed (default 1) */
+    hs_loss_span loss_span;      /* next-token loss: the positions whose losses the loss,
+                                    gradient, ablation and pruning count (default all) */
+    hs_ablation_kind probe_ablation_kind; /* the probe's per-head ablation cost on its second
+                                             half (default HS_ABLATION_MEAN; runs with
+                                             ablation and probe, causal LMs only) */
     double label_thresholds[HS_LABEL_COUNT]; /* a head has type k when its score >= [k]
                                                 (hs_label_thresholds_default) */
     double sink_threshold;       /* a head has a sink type at mass >= this (default 0.5) */
@@ -203,6 +208,17 @@ typedef struct hs_analysis {
     int n_mlm;
     int32_t *mlm_positions, *mlm_targets;
     int32_t *resample_ids;  /* (n) the other input of resample ablation, or NULL */
+    int32_t *loss_rows;     /* (n_loss_rows) the LM loss's rows (opts.loss_span), or NULL */
+    int n_loss_rows;
+    /* The probe's per-head ablation cost: the next-token loss over its second half with head
+     * l.h ablated (opts.probe_ablation_kind, means and the resample input from the probe),
+     * minus probe_loss with every head; (n_layer * n_head), NaN for heads not analysed;
+     * NULL when not run (no ablation or probe, or not a causal LM). */
+    double *probe_ablation;
+    double probe_loss;
+    double probe_loss_first; /* the same loss over the first half's rows, every head on */
+    int32_t probe_rows[2];  /* the loss rows: begin, end (exclusive) */
+    int32_t *probe_resample_ids; /* (probe_len) resample's other input, or NULL */
     hs_prune_method prune_method_used;
     int prune_round_heads;  /* heads per round (gradient), 1 (greedy) */
     hs_prune_step *curve;   /* (n_curve) one per removed head, grouped by round */
