@@ -567,9 +567,12 @@ int cmd_analyze(int argc, char **argv)
 
     if (co.path && (text || file || pair))
         return cli_usage_error(C, "give --corpus or --text/--file/--text-pair, not both");
-    if (co.path && (ao.word_level || ao.ablation_kind != HS_ABLATION_ZERO))
+    if (co.path && (ao.word_level || ao.ablation_kind != HS_ABLATION_ZERO ||
+                    ao.loss_span.kind != HS_SPAN_ALL))
         return cli_usage_error(C, "%s is for a single text, not --corpus",
-                               ao.word_level ? "--word-level" : "--ablation mean|resample");
+                               ao.word_level                        ? "--word-level"
+                               : ao.loss_span.kind != HS_SPAN_ALL ? "--loss-span"
+                                                                    : "--ablation mean|resample");
     if (!co.path && corpus_only)
         return cli_usage_error(C, "corpus options need --corpus PATH");
     if (co.resume && co.path && !strcmp(co.path, "-"))

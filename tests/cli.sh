@@ -570,6 +570,55 @@ expect 2 "--word-level with --corpus" -- "$HS" analyze "$TG" --corpus fixtures/c
 stderr_has "--word-level with --corpus" "--word-level is for a single text"
 expect 2 "--ablation mean with --corpus" -- "$HS" analyze "$TG" --corpus fixtures/corpus/licenses.txt --ablation mean -o "$T/wc"
 [ ! -e "$T/wc" ] && ok || bad "a usage error left '$T/wc' behind"
+# the induction claim (docs/metrics.md § The induction claim): on 40 random words repeated
+# twice, mean-ablating the induction head 3.0 costs the most next-token loss on the repeated
+# half, and on the probe's second half; every delta recomputed by the float64 reference
+IND=$("$PY" -c "
+import random, re; p = sorted(set(re.findall(r'[a-z]{3,}', open('fixtures/corpus/licenses.txt').read().lower())))
+r = random.Random(2); w = [r.choice(p) for _ in range(40)]; print(' '.join(w + w))")
+expect 0 "analyze trained-gpt2 induction ablation" -- "$HS" analyze "$TG" --text "$IND" --ablation mean --loss-span repeated --no-pruning --no-images -o "$T/ind" -q
+"$PY" fixtures/ref/induction_ablation.py --check "$TG" "$T/ind/report.json" >"$T/chk" 2>&1 && ok || bad "trained-gpt2 span ablation vs reference: $(cat "$T/chk")"
+"$PY" - "$T/ind/report.json" <<'PYEOF' && ok || bad "trained-gpt2: ablating the induction head 3.0 does not cost the most on the repeated text"
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["options"]["loss_span"] == "repeated" and r["loss"]["span"] == "repeated"
+n = r["input"]["n_tokens"]
+assert r["loss"]["rows"][-1] == n - 2 and n // 2 - 2 <= len(r["loss"]["rows"]) < n // 2 + 4, r["loss"]["rows"]
+top = max(r["heads"], key=lambda x: x["ablation_delta"])
+assert (top["layer"], top["head"]) == (3, 0), top["id"]
+pa = r["probe"]["ablation"]
+assert pa["available"] and pa["kind"] == "mean", pa
+top = max(pa["heads"], key=lambda e: e["delta"])
+assert (top["layer"], top["head"]) == (3, 0), top
+assert pa["first_half_loss"] - pa["loss"] > 3, pa
+PYEOF
+# zero ablation on the same span puts 3.3 first: zeroing it moves the stream off its range
+expect 0 "analyze trained-gpt2 zero ablation on the repeated half" -- "$HS" analyze "$TG" --text "$IND" --loss-span repeated --no-pruning --no-gradient --no-images -o "$T/ind0" -q
+"$PY" -c "
+import json, sys; r = json.load(open('$T/ind0/report.json'))
+top = max(r['heads'], key=lambda x: x['ablation_delta'])
+sys.exit(0 if (top['layer'], top['head']) == (3, 3) else 1)" && ok || bad "trained-gpt2: zero ablation no longer puts 3.3 first (docs/metrics.md says it does)"
+# models without an induction head are not given one: no label, no in-context gain on the
+# probe, no head whose ablation costs much there
+for fm in tiny-llama tiny-qwen2 tiny-pythia; do
+    expect 0 "analyze $fm probe ablation" -- "$HS" analyze "fixtures/family-models/$fm" --text "$IND" --truncate --no-pruning --no-images -o "$T/ni" -q
+    "$PY" - "$T/ni/report.json" <<'PYEOF' && ok || bad "$fm: an induction head where there is none"
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert not [x["id"] for x in r["heads"] if any(l["type"] == "induction" for l in x["labels"])]
+pa = r["probe"]["ablation"]
+assert pa["available"] and pa["first_half_loss"] - pa["loss"] < 0.5, pa
+assert max(e["delta"] for e in pa["heads"]) < 0.5, pa["heads"]
+PYEOF
+done
+expect 2 "analyze bad loss span" -- "$HS" analyze "$TG" --text "$IND" -o "$T/x" --loss-span second
+stderr_has "bad loss span" "loss span 'second' is not 'all', 'repeated'"
+expect 2 "analyze bad probe ablation" -- "$HS" analyze "$TG" --text "$IND" -o "$T/x" --probe-ablation half
+expect 1 "analyze loss span with no repeat" -- "$HS" analyze "$TG" --text "one two three" -o "$T/x" --loss-span repeated
+stderr_has "loss span with no repeat" "the loss span 'repeated' keeps no position of the text (no token occurs twice)"
+[ ! -e "$T/x/report.json" ] && ok || bad "a failed analysis left a report behind"
+expect 1 "analyze loss span on an MLM model" -- "$HS" analyze fixtures/tiny-bert --text "a b a b" -o "$T/x" --loss-span 1:3
+stderr_has "loss span on an MLM model" "a loss span is for the next-token loss; this model's loss is the mlm loss"
 # the naturally trained GPT-2 of ../shared: on random tokens repeated twice the induction head
 # 3.0 adds the most to the correct next token's logit, the report matching the reference
 if [ -d "$SHARED/trained-gpt2" ]; then

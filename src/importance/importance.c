@@ -234,7 +234,7 @@ hs_status hs_loss_eval_new(const hs_model *m, const hs_loss_input *in, hs_loss_e
         memcpy(e->replace, in->replace, rep * sizeof *e->replace);
     e->in.replace = e->replace;
     int ok = e->ids && (!in->type_ids || e->type_ids) && (!in->replace || e->replace) &&
-             (!in->positions || e->positions) && (!in->targets || e->targets);
+             (!in->positions || e->positions) && (in->kind != HS_LOSS_MLM || e->targets);
     if (!in->no_cache) {
         e->cache = malloc((size_t)c->n_layer * n * (size_t)c->d_model * sizeof(float));
         e->cache_mask = malloc(lh * sizeof(float));
