@@ -42,7 +42,7 @@ static const char usage_text[] =
     "                             ablation, gradient and pruning: all (default), repeated (the\n"
     "                             tokens seen before, where induction can act) or A:B\n"
     "      --probe-ablation KIND  each head's ablation cost on the probe's second half: mean\n"
-    "                             (default), zero or resample (causal models)\n"
+    "                             (default), zero, resample or none (causal models)\n"
     "      --no-pruning           skip the pruning curve\n"
     "      --no-gradient          skip gradient importance (Michel et al. 2019)\n"
     "      --no-composition       skip the composition scores from the weights (GPT-2)\n"
@@ -418,9 +418,12 @@ int cmd_analyze(int argc, char **argv)
         }
         case OPT_PABL: {
             int kind = hs_ablation_kind_parse(optarg);
-            if (kind < 0)
-                return cli_usage_error(C, "--probe-ablation '%s' is not zero, mean or resample", optarg);
-            ao.probe_ablation_kind = (hs_ablation_kind)kind;
+            ao.probe_ablation = strcmp(optarg, "none") != 0;
+            if (kind < 0 && ao.probe_ablation)
+                return cli_usage_error(C, "--probe-ablation '%s' is not mean, zero, resample or "
+                                       "none", optarg);
+            if (kind >= 0)
+                ao.probe_ablation_kind = (hs_ablation_kind)kind;
             break;
         }
         case OPT_RSEED:

@@ -103,9 +103,9 @@ typedef struct hs_analyze_opts {
     uint64_t resample_seed;      /* resample ablation: the shuffle's seed (default 1) */
     hs_loss_span loss_span;      /* next-token loss: the positions whose losses the loss,
                                     gradient, ablation and pruning count (default all) */
-    hs_ablation_kind probe_ablation_kind; /* the probe's per-head ablation cost on its second
-                                             half (default HS_ABLATION_MEAN; runs with
-                                             ablation and probe, causal LMs only) */
+    int probe_ablation;          /* the probe's per-head ablation cost on its second half
+                                    (default 1; runs with ablation and probe, causal LMs) */
+    hs_ablation_kind probe_ablation_kind; /* ... by this kind (default HS_ABLATION_MEAN) */
     double label_thresholds[HS_LABEL_COUNT]; /* a head has type k when its score >= [k]
                                                 (hs_label_thresholds_default) */
     double sink_threshold;       /* a head has a sink type at mass >= this (default 0.5) */
@@ -286,7 +286,8 @@ char *hs_report_json(const hs_analysis *a, const char *const *files, int n_files
  * "prune_tol", "prune_stop", "prune_round", "probe_half_len",
  * "prune_beam", "prune_max_steps", "probe_seed" as numbers; "resample_seed" as numbers; "similarity"
  * ("pearson", "js"), "prune_method" ("gradient", "greedy"), "ablation_kind" ("zero",
- * "mean", "resample"), "layers" (a list of layer numbers), and
+ * "mean", "resample"), "probe_ablation_kind" (those or "none"), "loss_span" (as
+ * --loss-span), "layers" (a list of layer numbers), and
  * "truncate" (keep the first n_ctx tokens of a longer text instead of HS_E_INPUT) and
  * "text_pair" (BERT, one text only). An unknown name or a bad value is HS_E_ARG.
  * On success *out is a NUL-terminated JSON string (compact); free it with hs_free. */

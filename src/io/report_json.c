@@ -96,7 +96,8 @@ static void add_probe_ablation(cJSON *pr, const hs_analysis *a)
     cJSON_AddBoolToObject(pa, "available", a->probe_ablation != NULL);
     if (!a->probe_ablation) {
         cJSON_AddStringToObject(pa, "reason",
-                                !a->opts.ablation || !a->probe_ids ? "not asked for (--no-ablation or --no-probe)"
+                                !a->opts.ablation || !a->probe_ids || !a->opts.probe_ablation
+                                    ? "not asked for (--no-ablation, --probe-ablation none)"
                                 : !c->causal || !c->has_lm_head
                                     ? "needs a next-token loss (a causal model with an LM head)"
                                     : "the probe is too short");
@@ -387,7 +388,8 @@ char *hs_report_json(const hs_analysis *a, const char *const *files, int n_files
     }
     char span[32];
     cJSON_AddStringToObject(op, "loss_span", hs_loss_span_format(&o->loss_span, span, sizeof span));
-    cJSON_AddStringToObject(op, "probe_ablation_kind", hs_ablation_kind_name(o->probe_ablation_kind));
+    cJSON_AddStringToObject(op, "probe_ablation_kind", o->probe_ablation
+                                ? hs_ablation_kind_name(o->probe_ablation_kind) : "none");
     cJSON_AddBoolToObject(op, "pruning", o->ablation && o->pruning);
     cJSON_AddBoolToObject(op, "gradient", o->gradient);
     hs_report_label_options(op, o);

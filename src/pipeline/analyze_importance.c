@@ -272,7 +272,7 @@ fail_masked:
             a->heads[k].ablation_delta = delta[a->head_index[k]];
         if ((st = ablate_kv_groups(a, ev, active, err)))
             goto fail;
-        if (a->probe_ids && (st = probe_ablation(m, a, o, active, err)))
+        if (a->probe_ids && o->probe_ablation && (st = probe_ablation(m, a, o, active, err)))
             goto fail;
         if (o->pruning && a->n_heads >= 2) {
             t0 = hs_pipeline_now();
