@@ -289,6 +289,18 @@ static void print_summary(const hs_analysis *a, const char *report_path)
             free(sorted);
         }
     }
+    if (a->probe_ablation) {
+        int best = -1;
+        for (int k = 0; k < a->n_heads; k++) {
+            double v = a->probe_ablation[a->head_index[k]];
+            if (best < 0 || v > a->probe_ablation[a->head_index[best]])
+                best = k;
+        }
+        printf("probe, second half: loss %.4f (first half %.4f); costliest head ablated (%s): "
+               "%d.%d %+.4f\n", a->probe_loss, a->probe_loss_first,
+               hs_ablation_kind_name(a->opts.probe_ablation_kind), a->heads[best].layer,
+               a->heads[best].head, a->probe_ablation[a->head_index[best]]);
+    }
     printf("head types (score without sinks >= its threshold):\n");
     print_kinds(a, 0, HS_LABEL_COUNT);
     printf("sinks (attention mass >= %.2f):\n", a->opts.sink_threshold);
