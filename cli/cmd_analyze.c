@@ -35,7 +35,8 @@ static const char usage_text[] =
     "      --layers SPEC          analyse only these layers, e.g. 0,2-3 (default: all)\n"
     "      --no-ablation          skip the ablation sweep and the pruning curve\n"
     "      --ablation KIND        what an ablated head's output becomes: zero (default), mean\n"
-    "                             (its mean over the text's positions) or resample (its output\n"
+    "                             (its mean over the text's positions; with --corpus, over\n"
+    "                             every token of the corpus) or resample (its output\n"
     "                             on the text's tokens shuffled, specials kept in place)\n"
     "      --resample-seed N      the shuffle's seed for --ablation resample (default 1)\n"
     "      --loss-span SPAN       the positions whose next-token losses count in the loss,\n"
@@ -582,12 +583,17 @@ int cmd_analyze(int argc, char **argv)
 
     if (co.path && (text || file || pair))
         return cli_usage_error(C, "give --corpus or --text/--file/--text-pair, not both");
-    if (co.path && (ao.word_level || ao.ablation_kind != HS_ABLATION_ZERO ||
+    if (co.path && (ao.word_level || ao.ablation_kind == HS_ABLATION_RESAMPLE ||
                     ao.loss_span.kind != HS_SPAN_ALL))
         return cli_usage_error(C, "%s is for a single text, not --corpus",
                                ao.word_level                        ? "--word-level"
                                : ao.loss_span.kind != HS_SPAN_ALL ? "--loss-span"
-                                                                    : "--ablation mean|resample");
+                                                                    : "--ablation resample");
+    if (co.path && ao.ablation_kind == HS_ABLATION_MEAN && !co.ablation)
+        return cli_usage_error(C, "--ablation mean with --corpus needs --corpus-ablation");
+    if (co.path && ao.ablation_kind == HS_ABLATION_MEAN && !strcmp(co.path, "-"))
+        return cli_usage_error(C, "--ablation mean reads the corpus twice (its means first); "
+                               "give a file or folder, not stdin");
     if (!co.path && corpus_only)
         return cli_usage_error(C, "corpus options need --corpus PATH");
     if (co.resume && co.path && !strcmp(co.path, "-"))

@@ -568,8 +568,32 @@ expect 0 "attn --word-level bert pair" -- "$HS" attn "$B" --text "The snorkeling
 "$PY" fixtures/ref/check_words.py "$B" "$T/wlb/report.json" "$T/wlb.npy" >"$T/chk" 2>&1 && ok || bad "bert word-level maps vs reference: $(cat "$T/chk")"
 expect 2 "--word-level with --corpus" -- "$HS" analyze "$TG" --corpus fixtures/corpus/licenses.txt --word-level -o "$T/wc"
 stderr_has "--word-level with --corpus" "--word-level is for a single text"
-expect 2 "--ablation mean with --corpus" -- "$HS" analyze "$TG" --corpus fixtures/corpus/licenses.txt --ablation mean -o "$T/wc"
+expect 2 "--ablation mean with --corpus, no --corpus-ablation" -- "$HS" analyze "$TG" --corpus fixtures/corpus/licenses.txt --ablation mean -o "$T/wc"
+stderr_has "--ablation mean with --corpus" "--ablation mean with --corpus needs --corpus-ablation"
 [ ! -e "$T/wc" ] && ok || bad "a usage error left '$T/wc' behind"
+expect 2 "--ablation resample with --corpus" -- "$HS" analyze "$TG" --corpus fixtures/corpus/licenses.txt --corpus-ablation --ablation resample -o "$T/wc"
+stderr_has "--ablation resample with --corpus" "--ablation resample is for a single text"
+expect 2 "--ablation mean with --corpus on stdin" -- "$HS" analyze "$TG" --corpus - --corpus-ablation --ablation mean -o "$T/wc" </dev/null
+stderr_has "--ablation mean on stdin" "reads the corpus twice"
+expect 2 "--loss-span with --corpus" -- "$HS" analyze "$TG" --corpus fixtures/corpus/licenses.txt --loss-span repeated -o "$T/wc"
+# mean ablation with means over the corpus: every token of the three texts (BERT: of their
+# MLM inputs), recomputed by the float64 reference, which also tells them from each text's own
+printf 'The licence is granted free of charge.\nPermission is hereby granted to any person.\nThe software is provided as is, without warranty.\n' >"$T/c3.txt"
+for mdl in "$TG" "$B"; do
+    expect 0 "corpus mean ablation on $mdl" -- "$HS" analyze "$mdl" --corpus "$T/c3.txt" --corpus-ablation --ablation mean -o "$T/cm" -q
+    "$PY" fixtures/ref/check_corpus_means.py "$mdl" "$T/c3.txt" "$T/cm" >"$T/chk" 2>&1 && ok || bad "corpus mean ablation on $mdl vs reference: $(cat "$T/chk")"
+    grep -q '"ablation_means":	"corpus"' "$T/cm/report.json" && ok || bad "corpus report lacks options.ablation_means"
+    rm -rf "$T/cm"
+done
+# a shard takes its means over the whole corpus: its texts' deltas are the full run's
+expect 0 "corpus mean ablation, all" -- "$HS" analyze "$TG" --corpus "$T/c3.txt" --corpus-ablation --ablation mean --no-gradient -o "$T/cmall" -q
+expect 0 "corpus mean ablation, shard 2/2" -- "$HS" analyze "$TG" --corpus "$T/c3.txt" --corpus-ablation --ablation mean --no-gradient --shard 2/2 -o "$T/cms" -q
+"$PY" -c "
+import json, sys
+full = {json.loads(l)['line']: json.loads(l)['heads']['ablation_delta'] for l in open('$T/cmall/texts.jsonl')}
+part = [json.loads(l) for l in open('$T/cms/texts.jsonl')]
+assert [p['line'] for p in part] == [2], [p['line'] for p in part]
+sys.exit(0 if all(p['heads']['ablation_delta'] == full[p['line']] for p in part) else 1)" && ok || bad "a shard's corpus means differ from the whole corpus's"
 # the induction claim (docs/metrics.md § The induction claim): on 40 random words repeated
 # twice, mean-ablating the induction head 3.0 costs the most next-token loss on the repeated
 # half, and on the probe's second half; every delta recomputed by the float64 reference

@@ -107,6 +107,15 @@ hs_status hs_ablation_replacement(const hs_model *m, hs_ablation_kind kind, cons
                                   const int32_t *type_ids, int n, float *replace,
                                   hs_error *err);
 
+/* Adds to sum: (n_layer, d_model) every head's context z = P V summed over the n positions of
+ * one run of m on ids (type_ids may be NULL): the numerator of mean ablation's means, over
+ * one text or, summed text by text, over a corpus. */
+hs_status hs_ablation_z_sum(const hs_model *m, const int32_t *ids, const int32_t *type_ids,
+                            int n, double *sum, hs_error *err);
+
+/* replace: (n_layer, n, d_model) = means: (n_layer, d_model) at every position. */
+void hs_ablation_means_fill(const hs_model_config *c, const float *means, int n, float *replace);
+
 /* Chooses the deterministic MLM positions of a BERT input: among the content positions
  * (every token that is not cls, sep, pad or mask), count = max(1, round(0.15 * content))
  * evenly spaced ones, the k-th at content index floor((k + 0.5) * content / count).

@@ -101,6 +101,9 @@ typedef struct hs_analyze_opts {
     hs_ablation_kind ablation_kind; /* what an ablated head's output becomes in the sweep and
                                        the pruning curve (default HS_ABLATION_ZERO) */
     uint64_t resample_seed;      /* resample ablation: the shuffle's seed (default 1) */
+    const float *ablation_means; /* mean ablation: (n_layer, d_model) every head's mean context
+                                    (e.g. over a corpus, hs_ablation_means_add), not copied;
+                                    NULL (default): the text's own means */
     hs_loss_span loss_span;      /* next-token loss: the positions whose losses the loss,
                                     gradient, ablation and pruning count (default all) */
     int probe_ablation;          /* the probe's per-head ablation cost on its second half
@@ -256,6 +259,14 @@ hs_status hs_analyze_run(const hs_model *m, const hs_analyze_input *in, const hs
  * sink kind k (hs_sink_kind); NaN when undefined (docs/metrics.md § Head types). */
 double hs_label_score(const hs_head_result *h, int k);
 double hs_sink_score(const hs_head_result *h, int k);
+
+/* Mean ablation with means over a corpus: adds to sum: (n_layer, d_model) every head's
+ * context z = P V summed over the positions of the input the loss passes of hs_analyze_run
+ * run on for this text (ids: the text; for an MLM loss, with the masked positions
+ * [MASK]ed). Sum it over the corpus, divide by the corpus's token count, and pass the result
+ * as hs_analyze_opts.ablation_means. */
+hs_status hs_ablation_means_add(const hs_model *m, const int32_t *ids, const int32_t *type_ids,
+                                int n, double *sum, hs_error *err);
 
 /* Frees an analysis; accepts NULL. */
 void hs_analysis_free(hs_analysis *a);

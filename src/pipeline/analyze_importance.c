@@ -24,13 +24,51 @@ static int cmp_idx_delta(const void *x, const void *y)
     return a->k - b->k;
 }
 
+/* The MLM loss input of ids: (n): masked: (n) the ids with the positions of hs_mlm_positions
+ * (pos: (n), returned count) replaced by mask_id, targets: (n) the ids they held. */
+static int mlm_mask(const int32_t *ids, int n, int32_t cls_id, int32_t sep_id, int32_t pad_id,
+                    int32_t mask_id, int32_t *masked, int32_t *pos, int32_t *targets)
+{
+    int count = hs_mlm_positions(ids, n, cls_id, sep_id, pad_id, mask_id, pos, n);
+    memcpy(masked, ids, (size_t)n * sizeof *masked);
+    for (int k = 0; k < count; k++) {
+        targets[k] = ids[pos[k]];
+        masked[pos[k]] = mask_id;
+    }
+    return count;
+}
+
+hs_status hs_ablation_means_add(const hs_model *m, const int32_t *ids, const int32_t *type_ids,
+                                int n, double *sum, hs_error *err)
+{
+    const hs_model_config *c = hs_model_config_of(m);
+    const hs_tokenizer *tok = hs_model_tokenizer(m);
+    const hs_arch *ar = c->arch;
+    if (!c->has_lm_head || c->causal) /* the loss passes run on the text itself */
+        return hs_ablation_z_sum(m, ids, type_ids, n, sum, err);
+    int32_t mask_id = hs_special_id(tok, ar->mask_token), pad_id = hs_special_id(tok, ar->pad_token);
+    int32_t cls_id = hs_special_id(tok, ar->cls_token), sep_id = hs_special_id(tok, ar->sep_token);
+    if (mask_id < 0)
+        return hs_fail(err, HS_E_UNSUPPORTED, "the vocabulary has no %s token for the MLM loss",
+                       ar->mask_token ? ar->mask_token : "mask");
+    int32_t *buf = malloc(3 * (size_t)n * sizeof *buf);
+    if (!buf)
+        return hs_fail(err, HS_E_NOMEM, "out of memory");
+    mlm_mask(ids, n, cls_id, sep_id, pad_id, mask_id, buf, buf + n, buf + 2 * n);
+    hs_status st = hs_ablation_z_sum(m, buf, type_ids, n, sum, err);
+    free(buf);
+    return st;
+}
+
 /* The replacement contexts of mean or resample ablation (kind) for the loss input li (its
  * ids: the text, MLM-masked for an MLM loss; or the probe) into *out (caller frees),
  * li->replace set to them; the resample input (li's ids with every special token kept in
- * place, the rest shuffled by seed) in *resampled (caller frees). */
+ * place, the rest shuffled by seed) in *resampled (caller frees); mean ablation takes
+ * means: (n_layer, d_model) when given (the corpus's), else li's own. */
 static hs_status replacement(const hs_model *m, hs_analysis *a, hs_ablation_kind kind,
-                             uint64_t seed, hs_loss_input *li, int32_t cls_id, int32_t sep_id,
-                             float **out, int32_t **resampled, hs_error *err)
+                             uint64_t seed, const float *means, hs_loss_input *li,
+                             int32_t cls_id, int32_t sep_id, float **out, int32_t **resampled,
+                             hs_error *err)
 {
     const hs_model_config *c = hs_model_config_of(m);
     const hs_tokenizer *tok = hs_model_tokenizer(m);
@@ -56,10 +94,13 @@ static hs_status replacement(const hs_model *m, hs_analysis *a, hs_ablation_kind
         free(fixed);
         src = *resampled;
     }
-    hs_status st = hs_ablation_replacement(m, kind, src, li->type_ids, n, *out, err);
-    a->forward_passes++;
     li->replace = *out;
-    return st;
+    if (kind == HS_ABLATION_MEAN && means) { /* e.g. over a corpus: no pass here */
+        hs_ablation_means_fill(c, means, n, *out);
+        return HS_OK;
+    }
+    a->forward_passes++;
+    return hs_ablation_replacement(m, kind, src, li->type_ids, n, *out, err);
 }
 
 /* The probe's per-head ablation cost (a->probe_ablation): the next-token loss over the
@@ -91,8 +132,8 @@ static hs_status probe_ablation(const hs_model *m, hs_analysis *a, const hs_anal
     hs_loss_input li = {.ids = a->probe_ids, .n = n, .kind = HS_LOSS_LM, .positions = rows,
                         .n_pos = half - 1};
     if (o->probe_ablation_kind != HS_ABLATION_ZERO &&
-        (st = replacement(m, a, o->probe_ablation_kind, o->resample_seed, &li, -1, -1, &replace,
-                          &a->probe_resample_ids, err)))
+        (st = replacement(m, a, o->probe_ablation_kind, o->resample_seed, NULL, &li, -1, -1,
+                          &replace, &a->probe_resample_ids, err)))
         goto done;
     if (!(st = hs_loss_eval_new(m, &li, &ev, err)) &&
         !(st = hs_loss_eval_run(ev, NULL, &a->probe_loss, err)))
@@ -187,12 +228,8 @@ hs_status hs_analyze_importance(const hs_model *m, hs_analysis *a, const hs_anal
             free(masked);
             goto nomem;
         }
-        a->n_mlm = hs_mlm_positions(a->ids, n, cls_id, sep_id, pad_id, mask_id, a->mlm_positions, n);
-        memcpy(masked, a->ids, (size_t)n * sizeof *masked);
-        for (int k = 0; k < a->n_mlm; k++) {
-            a->mlm_targets[k] = a->ids[a->mlm_positions[k]];
-            masked[a->mlm_positions[k]] = mask_id;
-        }
+        a->n_mlm = mlm_mask(a->ids, n, cls_id, sep_id, pad_id, mask_id, masked,
+                            a->mlm_positions, a->mlm_targets);
         li.ids = masked;
         li.positions = a->mlm_positions;
         li.targets = a->mlm_targets;
@@ -226,8 +263,8 @@ hs_status hs_analyze_importance(const hs_model *m, hs_analysis *a, const hs_anal
     /* Michel et al.'s gradient importance is the zero-ablation one, whatever the sweep's */
     hs_loss_input lg = li;
     if (o->ablation && o->ablation_kind != HS_ABLATION_ZERO && loss_possible &&
-        (st = replacement(m, a, o->ablation_kind, o->resample_seed, &li, cls_id, sep_id,
-                          &replace, &a->resample_ids, err)))
+        (st = replacement(m, a, o->ablation_kind, o->resample_seed, o->ablation_means, &li,
+                          cls_id, sep_id, &replace, &a->resample_ids, err)))
         goto fail_masked;
     if (loss_possible) {
         st = hs_loss_eval_new(m, &li, &ev, err);
