@@ -46,7 +46,7 @@ static const char usage_text[] =
     "                             (default), zero, resample or none (causal models)\n"
     "      --no-pruning           skip the pruning curve\n"
     "      --no-gradient          skip gradient importance (Michel et al. 2019)\n"
-    "      --no-composition       skip the composition scores from the weights (GPT-2)\n"
+    "      --no-composition       skip the composition scores from the weights (decoders)\n"
     "      --no-dla               skip direct logit attribution (decoders)\n"
     "      --no-norm-based        skip the norm-based attention summaries (Kobayashi et al.)\n"
     "      --word-level           also word-level maps (subword keys summed, queries averaged;\n"

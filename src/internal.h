@@ -140,8 +140,9 @@ int hs_loss_row_count(const struct hs_loss_input *in);
 void hs_loss_row_at(const struct hs_loss_input *in, int r, int32_t *row, int32_t *target);
 
 /* 1 when the weights' composition scores (src/analysis/composition.c) are defined for a
- * model of this descriptor: pre-LN LayerNorm blocks in sequence and a plain decoder (the
- * GPT-2 family), whose norms' scales fold into the weights. */
+ * model of this descriptor: pre-norm blocks (LayerNorm or RMSNorm, sequential or parallel)
+ * and a plain decoder (GPT-2, GPT-NeoX, Llama, Qwen2), whose norms' scales fold into the
+ * weights. */
 int hs_composition_defined(const struct hs_model_config *c);
 
 /* Half- and bfloat16-precision conversions (IEEE binary16, round to nearest even). */

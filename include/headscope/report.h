@@ -118,7 +118,7 @@ typedef struct hs_analyze_opts {
     int probe;                   /* run the induction probe (default 1); 0: probe scores NaN */
     int diversity;               /* Frobenius diversity (default 1); 0: NaN (corpus mode) */
     int composition;             /* composition and copying scores from the weights (default
-                                    1; GPT-2 family only, skipped for others) */
+                                    1; pre-norm decoders, skipped for encoders) */
     int rollout;                 /* attention rollout over every layer (default 1) */
     double rollout_residual;     /* weight of the identity in each layer (default 0.5) */
     int flow_max_tokens;         /* attention flow when n <= this (default 64; 0: never) */
@@ -232,7 +232,7 @@ typedef struct hs_analysis {
      * head of KV head g of layer l masked, minus loss (NaN for layers not analysed); NULL
      * when the model has one KV head per query head or ablation did not run. */
     double *ablation_kv;
-    hs_composition *composition; /* NULL when not computed (opts, or not the GPT-2 family) */
+    hs_composition *composition; /* NULL when not computed (opts, or an encoder) */
     double *rollout;        /* (n, n) attention rollout of the text, or NULL */
     double *flow;           /* (n, n) attention flow of the text, or NULL (n too large) */
     hs_dla *dla;            /* direct logit attribution of every head, or NULL (opts, the

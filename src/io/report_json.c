@@ -182,15 +182,28 @@ static void add_composition(cJSON *r, const hs_analysis *a)
     if (!cp) {
         cJSON_AddBoolToObject(co, "available", 0);
         cJSON_AddStringToObject(co, "reason", !hs_composition_defined(c)
-                                                  ? "defined for the GPT-2 family only (pre-LN "
-                                                    "LayerNorm, learned positions, a "
-                                                    "sequential residual, a KV head per head)"
+                                                  ? "defined for pre-norm decoders; this model "
+                                                    "is post-norm (the residual stream is "
+                                                    "renormalised after every sublayer, so the "
+                                                    "weights alone do not say how much of a "
+                                                    "head's output reaches a later head)"
                                                   : "not computed (--no-composition)");
         return;
     }
     cJSON_AddBoolToObject(co, "available", 1);
-    cJSON_AddStringToObject(co, "weights", "ln_1 scale folded into W_Q, W_K, W_V; ln_f scale "
-                                           "into W_U; biases left out");
+    cJSON_AddStringToObject(co, "weights", "the attention norm's scale (ln_1, input_layernorm) "
+                                           "folded into W_Q, W_K, W_V; the final norm's into "
+                                           "W_U; biases left out");
+    cJSON_AddStringToObject(co, "positions", c->arch->pos == HS_POS_ROTARY
+                                                 ? "rotary: left out, W_Q W_K^T is the QK circuit "
+                                                   "without rotation (query and key at the same "
+                                                   "position), as TransformerLens computes it"
+                                                 : "learned: in the residual stream, not in the "
+                                                   "weights");
+    cJSON_AddStringToObject(co, "kv_heads", c->n_kv_head < c->n_head
+                                                ? "grouped: each query head reads its KV head's "
+                                                  "W_K and W_V"
+                                                : "one per query head");
     static const char *const kinds[3] = {"q", "k", "v"};
     const double *m[3] = {cp->q, cp->k, cp->v};
     for (int k = 0; k < 3; k++)
