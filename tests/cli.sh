@@ -496,7 +496,7 @@ cand = r["pruning"]["candidates"]
 assert [f'{x["layer"]}.{x["head"]}' for x in r["pruning"]["candidate_heads"]] == cand
 PYEOF
 expect 0 "analyze tiny-bert pair has no composition" -- "$HS" analyze "$B" --text "The cat sat." --text-pair "It slept." -o "$T/bc" -q --no-ablation
-"$PY" -c "import json,sys; c=json.load(open('$T/bc/report.json'))['composition']; sys.exit(c['available'] or 'GPT-2' not in c['reason'])" && ok || bad "bert composition not refused with a reason"
+"$PY" -c "import json,sys; c=json.load(open('$T/bc/report.json'))['composition']; sys.exit(c['available'] or 'post-norm' not in c['reason'])" && ok || bad "bert composition not refused with a reason"
 expect 1 "analyze layer out of range" -- "$HS" analyze "$G" --text hi -o "$T/lr" --layers 0,5
 one_line_error "layer out of range"
 stderr_has "layer out of range" "layer 5 is out of range"

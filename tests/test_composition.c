@@ -55,16 +55,13 @@ static void check_mat(const cJSON *a, const double *got, int n, const char *what
     }
 }
 
-Test(composition, trained_gpt2_matches_the_numpy_reference, .timeout = 60)
+/* c against fixtures/golden/composition-<name>.json */
+static void check_golden(const hs_composition *c, const char *name)
 {
-    hs_model *m = NULL;
-    hs_error err = {{0}};
-    cr_assert_eq(hs_model_load("fixtures/trained-gpt2", &m, &err), HS_OK, "%s", err.msg);
-    hs_composition *c = NULL;
-    cr_assert_eq(hs_composition_compute(m, &c, &err), HS_OK, "%s", err.msg);
-    cJSON *g = golden_of("trained-gpt2");
+    cJSON *g = golden_of(name);
     int N = c->n_heads;
-    cr_assert_eq(N, 16);
+    cr_assert_eq(N, cJSON_GetObjectItem(g, "n_layer")->valueint *
+                        cJSON_GetObjectItem(g, "n_head")->valueint);
     check_mat(cJSON_GetObjectItem(g, "q"), c->q, N, "q");
     check_mat(cJSON_GetObjectItem(g, "k"), c->k, N, "k");
     check_mat(cJSON_GetObjectItem(g, "v"), c->v, N, "v");
@@ -72,6 +69,19 @@ Test(composition, trained_gpt2_matches_the_numpy_reference, .timeout = 60)
     check_vec(cJSON_GetObjectItem(g, "qk_norm"), c->qk_norm, N, REL_TOL, "qk_norm");
     /* eigenvalues of a different (but similar) matrix in the reference: (d, d) vs (dh, dh) */
     check_vec(cJSON_GetObjectItem(g, "copying"), c->copying, N, 1e-4, "copying");
+    cJSON_Delete(g);
+}
+
+Test(composition, trained_gpt2_matches_the_numpy_reference, .timeout = 60)
+{
+    hs_model *m = NULL;
+    hs_error err = {{0}};
+    cr_assert_eq(hs_model_load("fixtures/trained-gpt2", &m, &err), HS_OK, "%s", err.msg);
+    hs_composition *c = NULL;
+    cr_assert_eq(hs_composition_compute(m, &c, &err), HS_OK, "%s", err.msg);
+    int N = c->n_heads;
+    cr_assert_eq(N, 16);
+    check_golden(c, "trained-gpt2");
 
     /* the induction circuit: of every earlier head, 2.3 writes 3.0's keys the most */
     int ind = 3 * 4 + 0, best = -1;
@@ -80,7 +90,6 @@ Test(composition, trained_gpt2_matches_the_numpy_reference, .timeout = 60)
             best = a;
     cr_assert_eq(best, 2 * 4 + 3, "strongest K-composition into 3.0 from %d.%d", best / 4,
                  best % 4);
-    cJSON_Delete(g);
     hs_composition_free(c);
     hs_model_free(m);
 }
@@ -112,17 +121,7 @@ static void family_case(const char *name)
     cr_assert_eq(hs_model_load(path, &m, &err), HS_OK, "%s", err.msg);
     hs_composition *c = NULL;
     cr_assert_eq(hs_composition_compute(m, &c, &err), HS_OK, "%s: %s", name, err.msg);
-    cJSON *g = golden_of(name);
-    int N = c->n_heads;
-    cr_assert_eq(N, cJSON_GetObjectItem(g, "n_layer")->valueint *
-                        cJSON_GetObjectItem(g, "n_head")->valueint);
-    check_mat(cJSON_GetObjectItem(g, "q"), c->q, N, "q");
-    check_mat(cJSON_GetObjectItem(g, "k"), c->k, N, "k");
-    check_mat(cJSON_GetObjectItem(g, "v"), c->v, N, "v");
-    check_vec(cJSON_GetObjectItem(g, "ov_norm"), c->ov_norm, N, REL_TOL, "ov_norm");
-    check_vec(cJSON_GetObjectItem(g, "qk_norm"), c->qk_norm, N, REL_TOL, "qk_norm");
-    check_vec(cJSON_GetObjectItem(g, "copying"), c->copying, N, 1e-4, "copying");
-    cJSON_Delete(g);
+    check_golden(c, name);
     hs_composition_free(c);
     hs_model_free(m);
 }
