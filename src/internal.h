@@ -125,7 +125,7 @@ struct hs_linkage;
 void hs_report_add_clusters(struct cJSON *parent, const struct hs_linkage *lk, const int *labels,
                             int n_heads, int n_clusters, int sim, double threshold);
 
-/* The loss rows' part of a loss input's checks (src/importance/importance.c), shared by the
+/* The loss rows' part of a loss input's checks (src/importance/span.c), shared by the
  * loss evaluator and the gradient: MLM: an MLM head, at least one masked position, positions
  * and targets in range; LM with positions: at least one, increasing, within 0..n-2. HS_OK
  * otherwise. */

@@ -106,23 +106,6 @@ void hs_loss_eval_free(hs_loss_eval *e)
 
 long hs_loss_eval_passes(const hs_loss_eval *e) { return e->passes; }
 
-int hs_loss_row_count(const hs_loss_input *in)
-{
-    return in->kind == HS_LOSS_MLM || (in->kind == HS_LOSS_LM && in->positions) ? in->n_pos
-                                                                                 : in->n - 1;
-}
-
-void hs_loss_row_at(const hs_loss_input *in, int r, int32_t *row, int32_t *target)
-{
-    if (in->kind == HS_LOSS_MLM) {
-        *row = in->positions[r];
-        *target = in->targets[r];
-    } else {
-        *row = in->positions ? in->positions[r] : r;
-        *target = in->ids[*row + 1];
-    }
-}
-
 static int logit_rows(const hs_loss_input *in) { return hs_loss_row_count(in); }
 
 /* Bytes a batched pass needs per copy: its final hidden states and its part of the forward
@@ -173,31 +156,6 @@ static hs_status ensure_batch(hs_loss_eval *e, int batch, hs_error *err)
 }
 
 void hs_loss_eval_set_batch_memory(hs_loss_eval *e, size_t bytes) { e->batch_bytes = bytes; }
-
-hs_status hs_loss_rows_check(const hs_model_config *c, const hs_loss_input *in, hs_error *err)
-{
-    if (in->kind == HS_LOSS_LM && in->positions) {
-        if (in->n_pos < 1)
-            return hs_fail(err, HS_E_INPUT, "the loss span holds no position");
-        for (int k = 0; k < in->n_pos; k++)
-            if (in->positions[k] < 0 || in->positions[k] > in->n - 2 ||
-                (k > 0 && in->positions[k] <= in->positions[k - 1]))
-                return hs_fail(err, HS_E_ARG, "loss: row %d (position %d) is not in increasing "
-                               "order within 0..%d", k, (int)in->positions[k], in->n - 2);
-        return HS_OK;
-    }
-    if (in->kind != HS_LOSS_MLM)
-        return HS_OK;
-    if (!c->has_lm_head)
-        return hs_fail(err, HS_E_INPUT, "the model has no MLM head");
-    if (in->n_pos < 1 || !in->positions || !in->targets)
-        return hs_fail(err, HS_E_INPUT, "the MLM loss needs at least one masked position");
-    for (int k = 0; k < in->n_pos; k++)
-        if (in->positions[k] < 0 || in->positions[k] >= in->n || in->targets[k] < 0 ||
-            in->targets[k] >= c->vocab_size)
-            return hs_fail(err, HS_E_ARG, "loss: masked position %d out of range", k);
-    return HS_OK;
-}
 
 hs_status hs_loss_eval_new(const hs_model *m, const hs_loss_input *in, hs_loss_eval **out,
                            hs_error *err)

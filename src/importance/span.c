@@ -1,6 +1,7 @@
-/* Loss spans (docs/metrics.md § Head importance): which positions' next-token losses an
- * importance measure counts; "repeated" keeps the positions where an induction head can
- * act (Olsson et al. 2022 measure induction on the repeated half of a sequence). */
+/* Loss rows and spans (docs/metrics.md § Head importance): which positions' losses an
+ * importance measure counts (an MLM loss's masked positions; a span of the next-token
+ * loss's, "repeated" keeping the positions where an induction head can act: Olsson et al.
+ * 2022 measure induction on the repeated half of a sequence). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -70,4 +71,46 @@ int hs_loss_span_rows(const hs_loss_span *s, const int32_t *ids, int n, int32_t 
             rows[k++] = i;
     }
     return k;
+}
+
+int hs_loss_row_count(const hs_loss_input *in)
+{
+    return in->kind == HS_LOSS_MLM || (in->kind == HS_LOSS_LM && in->positions) ? in->n_pos
+                                                                                 : in->n - 1;
+}
+
+void hs_loss_row_at(const hs_loss_input *in, int r, int32_t *row, int32_t *target)
+{
+    if (in->kind == HS_LOSS_MLM) {
+        *row = in->positions[r];
+        *target = in->targets[r];
+    } else {
+        *row = in->positions ? in->positions[r] : r;
+        *target = in->ids[*row + 1];
+    }
+}
+
+hs_status hs_loss_rows_check(const hs_model_config *c, const hs_loss_input *in, hs_error *err)
+{
+    if (in->kind == HS_LOSS_LM && in->positions) {
+        if (in->n_pos < 1)
+            return hs_fail(err, HS_E_INPUT, "the loss span holds no position");
+        for (int k = 0; k < in->n_pos; k++)
+            if (in->positions[k] < 0 || in->positions[k] > in->n - 2 ||
+                (k > 0 && in->positions[k] <= in->positions[k - 1]))
+                return hs_fail(err, HS_E_ARG, "loss: row %d (position %d) is not in increasing "
+                               "order within 0..%d", k, (int)in->positions[k], in->n - 2);
+        return HS_OK;
+    }
+    if (in->kind != HS_LOSS_MLM)
+        return HS_OK;
+    if (!c->has_lm_head)
+        return hs_fail(err, HS_E_INPUT, "the model has no MLM head");
+    if (in->n_pos < 1 || !in->positions || !in->targets)
+        return hs_fail(err, HS_E_INPUT, "the MLM loss needs at least one masked position");
+    for (int k = 0; k < in->n_pos; k++)
+        if (in->positions[k] < 0 || in->positions[k] >= in->n || in->targets[k] < 0 ||
+            in->targets[k] >= c->vocab_size)
+            return hs_fail(err, HS_E_ARG, "loss: masked position %d out of range", k);
+    return HS_OK;
 }
