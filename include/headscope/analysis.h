@@ -238,6 +238,9 @@ typedef struct hs_kv_similarity {
                             of group g, [l][g][f] (f != g) over heads of g times heads of f */
     double within_mean, across_mean; /* over every within / across pair analysed */
     long n_within, n_across;         /* those pairs' counts */
+    double other_layers_mean;    /* over every pair of heads of different layers (the baseline
+                                    of multi-query attention, whose layers have one group);
+                                    NaN with one layer analysed */
     double adjusted_rand;        /* flat clusters against the KV groups (layer, KV head):
                                     adjusted Rand index (Hubert & Arabie 1985); NaN when
                                     undefined (both partitions trivial) */

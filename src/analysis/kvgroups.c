@@ -99,17 +99,20 @@ hs_status hs_kv_similarity_compute(const double *sim, int n_items, const int *he
         goto nomem;
 
     /* every unordered pair once: the group blocks and the cluster agreement */
-    double sw = 0.0, sa = 0.0;
-    long same_kv = 0, same_cl = 0, cl_within = 0, cl_across = 0;
+    double sw = 0.0, sa = 0.0, so = 0.0;
+    long n_other = 0, same_kv = 0, same_cl = 0, cl_within = 0, cl_across = 0;
     for (int a = 0; a < m; a++) {
         int la = head_index[a] / H, ga = head_index[a] % H / s;
         for (int b = a + 1; b < m; b++) {
             int lb = head_index[b] / H, gb = head_index[b] % H / s;
             int sc = clusters && clusters[a] == clusters[b];
             same_cl += sc;
-            if (la != lb)
-                continue;
             double v = sim[(size_t)a * (size_t)m + (size_t)b];
+            if (la != lb) {
+                so += v;
+                n_other++;
+                continue;
+            }
             size_t e = (size_t)la * gg + (size_t)ga * (size_t)G + (size_t)gb;
             gsum[e] += v;
             gcount[e]++;
@@ -127,6 +130,7 @@ hs_status hs_kv_similarity_compute(const double *sim, int n_items, const int *he
     }
     kv->within_mean = mean_or_nan(sw, kv->n_within);
     kv->across_mean = mean_or_nan(sa, kv->n_across);
+    kv->other_layers_mean = mean_or_nan(so, n_other);
     for (int l = 0; l < L; l++) {
         double w = 0.0, x = 0.0;
         long nw = 0, nx = 0;

@@ -234,6 +234,7 @@ static void add_kv_similarity(cJSON *kv, const hs_kv_similarity *ks, hs_sim_meth
     cJSON_AddItemToObject(o, "across", num_array(ks->across, L));
     add_num(o, "within_mean", ks->within_mean);
     add_num(o, "across_mean", ks->across_mean);
+    add_num(o, "other_layers_mean", ks->other_layers_mean);
     cJSON_AddNumberToObject(o, "n_within_pairs", (double)ks->n_within);
     cJSON_AddNumberToObject(o, "n_across_pairs", (double)ks->n_across);
     cJSON_AddItemToObject(o, "p_value", num_array(ks->p_value, L));
