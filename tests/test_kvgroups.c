@@ -3,10 +3,13 @@
  * (tiny-llama: 8 query heads on 2 KV heads; tiny-qwen2: 4 on 1) against the float64 NumPy
  * computation of fixtures/ref/make_kv_golden.py from the reference's recorded maps
  * (fixtures/family-golden/kv_similarity.json): from those maps through headscope's similarity
- * (1e-9), and end to end from headscope's own forward pass (1e-4: maps within 1e-5). */
+ * (1e-9), and end to end from headscope's own forward pass (1e-4: maps within 1e-5); the
+ * pictures grouped by KV head (the gallery and importance grids, the similarity SVG, which
+ * files the analysis writes). */
 #include <cJSON.h>
 
 #include "headscope/analysis.h"
+#include "headscope/render.h"
 #include "headscope/report.h"
 #include "internal.h"
 #include "testutil.h"
@@ -308,4 +311,155 @@ Test(kvgroups, absent_without_shared_kv_heads)
     free(json);
     hs_analysis_free(a);
     hs_model_free(m);
+}
+
+/* ---- pictures ------------------------------------------------------------------------ */
+
+static const uint8_t *pix(const hs_image *img, int x, int y)
+{
+    return img->rgb + 3 * ((size_t)y * (size_t)img->w + (size_t)x);
+}
+
+static int dark(const uint8_t *p) { return p[0] < 80 && p[1] < 80 && p[2] < 80; }
+static int white(const uint8_t *p) { return p[0] == 255 && p[1] == 255 && p[2] == 255; }
+
+Test(kvgroups, gallery_rules_the_groups_apart_and_names_them)
+{
+    int L = 2, H = 4, n = 3;
+    float maps[2 * 4 * 9];
+    for (int i = 0; i < 2 * 4 * 9; i++)
+        maps[i] = 0.1f * (float)(i % 7);
+    hs_gallery_opts o = {.heads_per_group = 2};
+    hs_image img = {0}, plain = {0};
+    hs_layout lay, lp;
+    hs_error err = {{0}};
+    cr_assert_eq(hs_gallery_render(maps, L, H, n, &o, &img, &lay, &err), HS_OK, "%s", err.msg);
+    cr_assert_eq(hs_gallery_render(maps, L, H, n, NULL, &plain, &lp, &err), HS_OK);
+    /* between heads 1 and 2 (KV0 | KV1): a dark rule down the whole grid, in the gap */
+    hs_rect h1 = hs_layout_cell(&lay, 0, 1), h2 = hs_layout_cell(&lay, 0, 2);
+    hs_rect h0 = hs_layout_cell(&lay, 0, 0);
+    cr_assert_gt(lay.gap, 1, "gap %d", lay.gap);
+    for (int y = lay.grid.y; y < lay.grid.y + lay.grid.h; y++)
+        cr_expect(dark(pix(&img, h2.x - lay.gap / 2 - 1, y)) || dark(pix(&img, h2.x - lay.gap / 2, y)),
+                  "rule at row %d", y);
+    int mid = lay.grid.y + lay.cell_h / 2;
+    cr_expect(white(pix(&img, h1.x - 1, mid)), "no rule between heads 0 and 1 of one group");
+    cr_expect(white(pix(&plain, hs_layout_cell(&lp, 0, 2).x - 1, mid)), "no rule without groups");
+    /* the group names sit in a band above the head labels, over each group */
+    cr_expect_gt(lay.grid.y, lp.grid.y, "the band moves the grid down");
+    int ink0 = 0, ink1 = 0;
+    for (int y = lay.grid.y - (lay.grid.y - lp.grid.y) - 14; y < lay.grid.y - 14; y++)
+        for (int x = h0.x; x < h1.x + h1.w; x++)
+            ink0 += !white(pix(&img, x, y)), ink1 += !white(pix(&img, x + (h2.x - h0.x), y));
+    cr_expect(ink0 > 20 && ink1 > 20, "names over both groups: %d, %d", ink0, ink1);
+    hs_image_free(&img);
+    hs_image_free(&plain);
+
+    o.heads_per_group = 3;
+    cr_expect_eq(hs_gallery_render(maps, L, H, n, &o, &img, NULL, &err), HS_E_ARG);
+    cr_expect(strstr(err.msg, "3 heads per KV group do not divide 4 heads"), "%s", err.msg);
+    cr_expect_null(img.rgb);
+}
+
+Test(kvgroups, importance_grid_rules_the_groups_apart)
+{
+    float v[8] = {0.1f, 0.2f, 0.3f, 0.4f, 0.5f, 0.6f, 0.7f, 0.8f};
+    hs_importance_opts o = {.heads_per_group = 2};
+    hs_image img = {0};
+    hs_layout lay;
+    hs_error err = {{0}};
+    cr_assert_eq(hs_importance_render(v, 2, 4, &o, &img, &lay, &err), HS_OK, "%s", err.msg);
+    hs_rect c2 = hs_layout_cell(&lay, 1, 2), c1 = hs_layout_cell(&lay, 1, 1);
+    int y = c2.y + 2; /* away from the printed value */
+    cr_expect(dark(pix(&img, c2.x - 1, y)) && dark(pix(&img, c2.x, y)), "rule before head 2");
+    cr_expect(!dark(pix(&img, c1.x, y)), "no rule inside a group");
+    hs_image_free(&img);
+    o.heads_per_group = 3;
+    cr_expect_eq(hs_importance_render(v, 2, 4, &o, &img, NULL, &err), HS_E_ARG);
+}
+
+static int count(const char *s, const char *what)
+{
+    int n = 0;
+    for (const char *p = s; (p = strstr(p, what)); p += strlen(what))
+        n++;
+    return n;
+}
+
+Test(kvgroups, similarity_svg_frames_each_group)
+{
+    const float sim[16] = {1, 0.5f, 0, 0, 0.5f, 1, 0, 0, 0, 0, 1, -0.5f, 0, 0, -0.5f, 1};
+    const int groups[4] = {0, 0, 1, 1}, order[4] = {2, 3, 0, 1}, bad[4] = {0, 1, 1, 2};
+    const char *labels[4] = {"0.0\xC2\xB7KV0", "0.1\xC2\xB7KV0", "0.2<KV1>", "0.3\xC2\xB7KV1"};
+    hs_similarity_opts o = {.title = "by group"};
+    char *s = NULL;
+    hs_error err = {{0}};
+    cr_assert_eq(hs_similarity_svg(sim, 4, order, groups, labels, &o, &s, NULL, &err), HS_OK,
+                 "%s", err.msg);
+    cr_expect_eq(count(s, "stroke-width=\"2\""), 2, "one frame per group of two");
+    cr_expect_eq(count(s, "stroke-width=\"1.5\""), 1, "one rule between the groups");
+    cr_expect(strstr(s, "0.2&lt;KV1&gt;") && strstr(s, "0.1\xC2\xB7KV0"), "labels as text");
+    cr_expect(strstr(s, "0.2&lt;KV1&gt;") < strstr(s, "0.0\xC2\xB7KV0"), "order: item 2 first");
+    uint8_t lo[3];
+    hs_colormap_rgb(HS_CMAP_DIVERGING, 0.0f, lo);
+    char stop[64];
+    snprintf(stop, sizeof stop, "stop-color=\"#%02x%02x%02x\"", lo[0], lo[1], lo[2]);
+    cr_expect(strstr(s, stop), "the diverging map from -1: %s", stop);
+    free(s);
+    o.divergence_max = 0.69f;
+    cr_assert_eq(hs_similarity_svg(sim, 4, NULL, NULL, NULL, &o, &s, NULL, &err), HS_OK);
+    hs_colormap_rgb(HS_CMAP_VIRIDIS, 0.0f, lo);
+    snprintf(stop, sizeof stop, "stop-color=\"#%02x%02x%02x\"", lo[0], lo[1], lo[2]);
+    cr_expect(strstr(s, stop), "a divergence on viridis");
+    cr_expect_eq(count(s, "stroke-width=\"2\""), 0, "no groups, no frames");
+    free(s);
+    cr_expect_eq(hs_similarity_svg(sim, 4, bad, NULL, NULL, &o, &s, NULL, &err), HS_E_ARG);
+    cr_expect(strstr(err.msg, "not a permutation"), "%s", err.msg);
+    cr_expect_null(s);
+}
+
+/* The analysis's pictures: kv_similarity.png/.svg for a grouped-query model only. */
+static int listed(char **files, int n, const char *name)
+{
+    for (int i = 0; i < n; i++)
+        if (!strcmp(files[i], name))
+            return 1;
+    return 0;
+}
+
+static void pictures_of(const char *model_dir, int want_kv)
+{
+    hs_error err = {{0}};
+    hs_model *m = NULL;
+    cr_assert_eq(hs_model_load(model_dir, &m, &err), HS_OK, "%s", err.msg);
+    int32_t ids[6] = {100, 200, 300, 100, 200, 300};
+    hs_analyze_opts o;
+    hs_analyze_opts_default(&o);
+    o.ablation = o.gradient = o.probe = o.composition = o.rollout = o.dla = o.norm_based = 0;
+    o.hash_files = 0;
+    hs_analyze_input in = {.ids = ids, .n = 6};
+    hs_analysis *a = NULL;
+    cr_assert_eq(hs_analyze_run(m, &in, &o, &a, &err), HS_OK, "%s", err.msg);
+    char dir[64], path[128];
+    tu_mkdtemp(dir, sizeof dir);
+    char **files = NULL;
+    int nf = 0;
+    cr_assert_eq(hs_pictures_write(a, dir, 0, HS_PICTURES_PNG | HS_PICTURES_SVG, &files, &nf, &err),
+                 HS_OK, "%s", err.msg);
+    cr_expect_eq(listed(files, nf, "kv_similarity.png"), want_kv, "%s", model_dir);
+    cr_expect_eq(listed(files, nf, "kv_similarity.svg"), want_kv, "%s", model_dir);
+    snprintf(path, sizeof path, "%s/kv_similarity.png", dir);
+    cr_expect_eq(access(path, R_OK) == 0, want_kv);
+    for (int i = 0; i < nf; i++)
+        free(files[i]);
+    free(files);
+    tu_rm_rf(dir);
+    hs_analysis_free(a);
+    hs_model_free(m);
+}
+
+Test(kvgroups, kv_picture_for_grouped_query_models_only)
+{
+    pictures_of("fixtures/family-models/tiny-llama", 1);
+    pictures_of("fixtures/tiny-gpt2", 0);
 }
