@@ -324,6 +324,21 @@ stderr_has "too long" "pass --truncate"
 no_file "too long" "$T/x.npy"
 expect 0 "too long with --truncate" -- "$HS" attn "$G" --text "$long" --truncate -o "$T/x.npy"
 "$PY" -c "import numpy as np; a=np.load('$T/x.npy'); assert a.shape==(2,4,128,128), a.shape" && ok || bad "--truncate shape"
+# analyze --max-tokens N on one text: the first N tokens (the ids tokenize gives, cut), marked
+# truncated; above the context it keeps the context; a text shorter than N is left whole
+expect 0 "analyze --max-tokens" -- "$HS" analyze "$G" --text "$long" --max-tokens 40 -o "$T/mt" -q --no-ablation --no-images
+"$HS" tokenize "$G" --text "$long" --json >"$T/mt.tok" 2>/dev/null
+"$PY" - "$T/mt/report.json" "$T/mt.tok" <<'PYEOF' && ok || bad "analyze --max-tokens 40 is not the first 40 ids"
+import json, sys
+r, t = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+assert r["input"]["n_tokens"] == 40 and r["input"]["truncated"] is True, r["input"]["n_tokens"]
+assert r["input"]["ids"] == t["ids"][:40]
+PYEOF
+expect 0 "analyze --max-tokens above the context" -- "$HS" analyze "$G" --text "$long" --max-tokens 5000 -o "$T/mt" -q --no-ablation --no-images
+"$PY" -c "import json; r=json.load(open('$T/mt/report.json')); assert r['input']['n_tokens'] == 128 and r['input']['truncated']" && ok || bad "--max-tokens 5000 keeps the context"
+expect 0 "analyze --max-tokens longer than the text" -- "$HS" analyze "$G" --text "a b c" --max-tokens 40 -o "$T/mt" -q --no-ablation --no-images
+"$PY" -c "import json; r=json.load(open('$T/mt/report.json')); assert r['input']['n_tokens'] == 3 and not r['input']['truncated']" && ok || bad "--max-tokens 40 on 3 tokens"
+expect 2 "analyze --max-tokens 0" -- "$HS" analyze "$G" --text "a b c" --max-tokens 0 -o "$T/mt" -q
 # truncation as Hugging Face's tokenizers library does it (longest_first), single texts and
 # pairs at many lengths (fixtures/tokenizer/truncation_golden.json, make_truncation_goldens.js)
 "$PY" - "$HS" <<'PYEOF' && ok || bad "tokenize --max-tokens differs from the tokenizers library"
