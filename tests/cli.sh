@@ -875,6 +875,31 @@ for r in (a, b):
     del r["timing"], r["generator"]
 assert a == b
 PYEOF
+# a grouped-query model's corpus report: the KV-group measures of the mean similarity,
+# recomputed by the NumPy reference (fixtures/ref/make_kv_golden.py) from the report's matrix;
+# a GPT-2 corpus report has none
+expect 0 "corpus on tiny-llama" -- "$HS" analyze fixtures/family-models/tiny-llama --corpus fixtures/corpus/mixed.jsonl --max-tokens 40 -o "$T/ckv" -q
+"$PY" - "$T/ckv/report.json" "$T/co/report.json" <<'PYEOF' && ok || bad "corpus kv_groups differ from the NumPy reference"
+import json, sys
+import numpy as np
+sys.path.insert(0, "fixtures/ref")
+import make_kv_golden as K
+r, g2 = (json.load(open(p)) for p in sys.argv[1:])
+c, m = r["corpus"], r["model"]
+assert "kv_groups" not in g2["corpus"], "a GPT-2 corpus has no KV groups"
+kv = c["kv_groups"]
+assert kv["n_kv_head"] == m["n_kv_head"] == 2 and "ablation_delta" not in kv
+heads = [(h["layer"], h["head"]) for h in c["heads"]]
+sim = np.array(c["similarity"]["matrix"], float)
+want = K.kv_measures(sim, heads, m["n_layer"], m["n_head"], m["n_kv_head"], "pearson")
+got = kv["similarity"]
+for key in ("within", "across", "p_value"):
+    assert np.allclose(np.array(got[key], float), np.array(want[key], float), atol=1e-12), key
+for key in ("within_mean", "across_mean", "other_layers_mean"):
+    assert abs(got[key] - want[key]) < 1e-12, key
+assert np.allclose(np.array(got["groups"], float), np.array(want["groups"], float), atol=1e-12)
+assert got["n_within_pairs"] == want["n_within_pairs"] == 36
+PYEOF
 expect 0 "corpus jsonl with bad lines" -- "$HS" analyze "$TG" --corpus fixtures/corpus/mixed.jsonl -o "$T/cm"
 stderr_has "bad json line" "line 4: invalid_json"
 stderr_has "bad utf-8 line" "line 8: invalid_utf8"

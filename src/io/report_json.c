@@ -225,8 +225,6 @@ static void add_dla(cJSON *r, const hs_analysis *a)
 /* kv_groups.similarity: the similarity matrix's means within and across the KV groups. */
 static void add_kv_similarity(cJSON *kv, const hs_kv_similarity *ks, hs_sim_method method)
 {
-    if (!ks)
-        return;
     int L = ks->n_layer, G = ks->n_kv_head;
     cJSON *o = cJSON_AddObjectToObject(kv, "similarity");
     cJSON_AddStringToObject(o, "method", method == HS_SIM_JS ? "jensen_shannon" : "pearson");
@@ -246,6 +244,20 @@ static void add_kv_similarity(cJSON *kv, const hs_kv_similarity *ks, hs_sim_meth
     add_num(cl, "adjusted_rand", ks->adjusted_rand);
     add_num(cl, "same_cluster_within", ks->same_cluster_within);
     add_num(cl, "same_cluster_across", ks->same_cluster_across);
+}
+
+void hs_report_add_kv_groups(cJSON *parent, const hs_kv_similarity *ks, int method,
+                             const double *ablation, int omit_ablation)
+{
+    cJSON *kv = cJSON_AddObjectToObject(parent, "kv_groups");
+    cJSON_AddNumberToObject(kv, "n_kv_head", ks->n_kv_head);
+    cJSON_AddNumberToObject(kv, "heads_per_group", ks->heads_per_group);
+    if (ablation)
+        cJSON_AddItemToObject(kv, "ablation_delta",
+                              hs_json_matrix(ablation, ks->n_layer, ks->n_kv_head));
+    else if (!omit_ablation)
+        cJSON_AddNullToObject(kv, "ablation_delta");
+    add_kv_similarity(kv, ks, (hs_sim_method)method);
 }
 
 void hs_report_add_clusters(cJSON *parent, const hs_linkage *lk, const int *labels, int n_heads,
@@ -398,19 +410,10 @@ char *hs_report_json(const hs_analysis *a, const char *const *files, int n_files
         cJSON_AddItemToObject(lo, "masked_ids", hs_json_ints(a->mlm_targets, a->n_mlm));
     }
 
-    if (c->n_kv_head < c->n_head) { /* grouped-query attention: the groups and their ablation */
-        cJSON *kv = cJSON_AddObjectToObject(r, "kv_groups");
-        cJSON_AddNumberToObject(kv, "n_kv_head", c->n_kv_head);
-        cJSON_AddNumberToObject(kv, "heads_per_group", c->n_head / c->n_kv_head);
-        if (a->ablation_kv)
-            cJSON_AddItemToObject(kv, "ablation_delta",
-                                  hs_json_matrix(a->ablation_kv, c->n_layer, c->n_kv_head));
-        else
-            cJSON_AddNullToObject(kv, "ablation_delta");
-        add_kv_similarity(kv, a->kv_similarity, o->similarity);
-    } else {
+    if (a->kv_similarity) /* grouped-query attention: the groups, their ablation */
+        hs_report_add_kv_groups(r, a->kv_similarity, o->similarity, a->ablation_kv, 0);
+    else
         cJSON_AddNullToObject(r, "kv_groups");
-    }
 
     cJSON *heads = cJSON_AddArrayToObject(r, "heads");
     for (int k = 0; k < a->n_heads; k++)
