@@ -290,19 +290,27 @@ Test(kvgroups, analyze_llama_layers_match_numpy) { analyze_case("tiny_llama_text
 Test(kvgroups, analyze_qwen2_multi_query_matches_numpy) { analyze_case("tiny_qwen2_text", "fixtures/family-models/tiny-qwen2", 0); }
 Test(kvgroups, analyze_qwen2_js_matches_numpy) { analyze_case("tiny_qwen2_rand", "fixtures/family-models/tiny-qwen2", 1); }
 
-Test(kvgroups, absent_without_shared_kv_heads)
+/* The model of model_dir (*m, the caller frees) analysed on six ids (a repeated triple), with
+ * only the text's pass and the pairwise measures. */
+static hs_analysis *quick_analysis(const char *model_dir, hs_model **m)
 {
     hs_error err = {{0}};
-    hs_model *m = NULL;
-    cr_assert_eq(hs_model_load("fixtures/tiny-gpt2", &m, &err), HS_OK, "%s", err.msg);
-    int32_t ids[6] = {464, 3797, 3332, 464, 3797, 3332};
+    cr_assert_eq(hs_model_load(model_dir, m, &err), HS_OK, "%s: %s", model_dir, err.msg);
+    int32_t ids[6] = {464, 797, 332, 464, 797, 332};
     hs_analyze_opts o;
     hs_analyze_opts_default(&o);
     o.ablation = o.gradient = o.probe = o.composition = o.rollout = o.dla = o.norm_based = 0;
     o.hash_files = 0;
     hs_analyze_input in = {.ids = ids, .n = 6};
     hs_analysis *a = NULL;
-    cr_assert_eq(hs_analyze_run(m, &in, &o, &a, &err), HS_OK, "%s", err.msg);
+    cr_assert_eq(hs_analyze_run(*m, &in, &o, &a, &err), HS_OK, "%s", err.msg);
+    return a;
+}
+
+Test(kvgroups, absent_without_shared_kv_heads)
+{
+    hs_model *m = NULL;
+    hs_analysis *a = quick_analysis("fixtures/tiny-gpt2", &m);
     cr_expect_null(a->kv_similarity);
     char *json = hs_report_json(a, NULL, 0, 0);
     cJSON *r = cJSON_Parse(json);
@@ -431,15 +439,7 @@ static void pictures_of(const char *model_dir, int want_kv)
 {
     hs_error err = {{0}};
     hs_model *m = NULL;
-    cr_assert_eq(hs_model_load(model_dir, &m, &err), HS_OK, "%s", err.msg);
-    int32_t ids[6] = {100, 200, 300, 100, 200, 300};
-    hs_analyze_opts o;
-    hs_analyze_opts_default(&o);
-    o.ablation = o.gradient = o.probe = o.composition = o.rollout = o.dla = o.norm_based = 0;
-    o.hash_files = 0;
-    hs_analyze_input in = {.ids = ids, .n = 6};
-    hs_analysis *a = NULL;
-    cr_assert_eq(hs_analyze_run(m, &in, &o, &a, &err), HS_OK, "%s", err.msg);
+    hs_analysis *a = quick_analysis(model_dir, &m);
     char dir[64], path[128];
     tu_mkdtemp(dir, sizeof dir);
     char **files = NULL;
