@@ -432,6 +432,19 @@ for f in r["model"]["files"]:
     b = open("fixtures/tiny-gpt2/" + f["name"], "rb").read()
     assert f["bytes"] == len(b) and f["sha256"] == hashlib.sha256(b).hexdigest(), f
 PYEOF
+# a sharded checkpoint's report hashes the index and every shard it names, once each, by name
+expect 0 "analyze sharded" -- "$HS" analyze fixtures/family-models/tiny-llama --text "hello world" \
+    -o "$T/shard" -q --no-images --no-dla
+"$PY" - "$T/shard/report.json" <<'PYEOF' && ok || bad "report files of a sharded checkpoint"
+import hashlib, json, sys
+r = json.load(open(sys.argv[1]))
+names = [f["name"] for f in r["model"]["files"]]
+assert names == ["config.json", "model.safetensors.index.json", "model-00001-of-00002.safetensors",
+                 "model-00002-of-00002.safetensors", "tokenizer.json"], names
+for f in r["model"]["files"]:
+    b = open("fixtures/family-models/tiny-llama/" + f["name"], "rb").read()
+    assert f["bytes"] == len(b) and f["sha256"] == hashlib.sha256(b).hexdigest(), f
+PYEOF
 expect 0 "analyze greedy pruning" -- "$HS" analyze "$G" --text "$REP" -o "$T/gr" -q --no-images --prune-method greedy
 "$PY" - "$T/an/report.json" "$T/gr/report.json" <<'PYEOF' && ok || bad "pruning methods"
 import json, sys
