@@ -90,13 +90,15 @@ static hs_status kv_similarity_pictures(const hs_analysis *a, const char *outdir
     for (int k = 0; k < m; k++) /* layer l's group g: l * n_kv_head + g */
         group[k] = a->head_index[k] / c->n_head * c->n_kv_head + a->head_index[k] % c->n_head / grp;
     const hs_kv_similarity *ks = a->kv_similarity;
-    char across[32] = "- (one KV head)";
+    char across[32] = "- (one KV head)", other[32] = "-";
     if (ks && isfinite(ks->across_mean))
         snprintf(across, sizeof across, "%.3f", ks->across_mean);
+    if (ks && isfinite(ks->other_layers_mean))
+        snprintf(other, sizeof other, "%.3f", ks->other_layers_mean);
     snprintf(title, sizeof title, "%s by key/value group (%d query heads each), layer-major, "
-             "groups framed; mean within %.3f, across %s", js ? "Jensen-Shannon divergence "
-             "between heads (nats)" : "head similarity (Pearson r)", grp,
-             ks ? ks->within_mean : NAN, across);
+             "groups framed; mean within %.3f, across %s, other layers %s",
+             js ? "Jensen-Shannon divergence between heads (nats)" : "head similarity (Pearson r)",
+             grp, ks ? ks->within_mean : NAN, across, other);
     hs_similarity_opts so = {.title = title, .divergence_max = js ? (float)log(2.0) : 0.0f,
                              .max_size = m > 72 ? 4000 : 0};
     for (int f = 0; f < 2 && !st; f++) {
