@@ -12,9 +12,10 @@
 static const char usage_text[] =
     "usage: headscope convert MODEL -o OUT [--type f32|f16|bf16|q8_0] [--name NAME] [--keep-mlm]\n"
     "                         [--no-output-copy]\n\n"
-    "Writes MODEL (a Hugging Face GPT-2 or BERT folder, or a GGUF file) as one GGUF v3 file\n"
-    "with config, tokenizer and weights, laid out as llama.cpp's converter writes it: same\n"
-    "keys, tensor names and storage types. Norms, biases, position and token-type embeddings\n"
+    "Writes MODEL (a Hugging Face GPT-2, BERT, RoBERTa, GPT-NeoX, Llama or Qwen2 folder, or a\n"
+    "GGUF file) as one GGUF v3 file with config, tokenizer and weights, laid out as llama.cpp's\n"
+    "converter writes it: same keys, tensor names, storage types and transforms (Llama's Q/K\n"
+    "rows, Llama 3's rope_freqs). Norms, biases, position and token-type embeddings\n"
     "stay F32; the other matrices get --type (q8_0 falls back to f16 for rows not a multiple\n"
     "of 32). The file appears only when complete (written to a new temporary file beside OUT, then renamed).\n\n"
     "  -o, --output OUT   the file to write (e.g. model.bin)\n"
@@ -23,7 +24,7 @@ static const char usage_text[] =
     "      --keep-mlm     BERT, RoBERTa: also write the MLM head, as headscope-only tensors\n"
     "                     cls.predictions.* / lm_head.* (llama.cpp refuses such files)\n"
     "      --no-output-copy\n"
-    "                     GPT-2 with a tied head: leave out output.weight, the copy of\n"
+    "                     GPT-2 or GPT-NeoX with a tied head: leave out output.weight, the copy of\n"
     "                     token_embd written by default (llama.cpp before March 2025 needs it)\n"
     "  -h, --help         show this help\n";
 

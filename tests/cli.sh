@@ -198,14 +198,35 @@ if "$PY" fixtures/ref/compare_family.py "$T/pythia-160m" "$T/py_ids.npy" "$T/py_
 else
     bad "pythia-160m maps and NLL vs families.py: $(cat "$T/cmp")"
 fi
-expect 1 "pythia-160m refuses GGUF" -- "$HS" convert "$T/pythia-160m" -o "$T/py.gguf"
-stderr_has "pythia-160m refuses GGUF" "GGUF files of architecture 'gpt_neox' are not read or written yet"
-no_file "pythia-160m refuses GGUF" "$T/py.gguf"
-# llama.cpp's own files of the rotary families (fixtures/gguf/families, gguf-py) are refused by name
-for g in tiny-pythia.f32:gpt_neox tiny-llama.q8_0:llama tiny-qwen2.f16:qwen2; do
-    expect 1 "GGUF ${g%%:*} refused" -- "$HS" info "fixtures/gguf/families/${g%%:*}.gguf"
-    stderr_has "GGUF ${g%%:*} refused" "GGUF files of architecture '${g##*:}' are not read or written yet"
+# ... and through GGUF (with the NeoX tokenizer.json, which a GGUF file needs; its 3,281
+# tokens are padded to the 50,304 rows): F16 weights stored as F16 give the folder's maps and
+# NLL bit for bit
+cp fixtures/tokenizer/families/neox.tokenizer.json "$T/pythia-160m/tokenizer.json"
+expect 0 "pythia-160m convert" -- "$HS" convert "$T/pythia-160m" -o "$T/py.gguf" --type f16
+expect 0 "pythia-160m gguf attn --ids" -- "$HS" attn "$T/py.gguf" --ids "$T/py_ids.npy" --nll "$T/py_nll_g.npy" -o "$T/py_attn_g.npy" -q
+if cmp -s "$T/py_attn.npy" "$T/py_attn_g.npy" && cmp -s "$T/py_nll.npy" "$T/py_nll_g.npy"; then ok; else bad "pythia-160m: the GGUF file's maps or NLL differ from the folder's"; fi
+rm -f "$T/py.gguf" "$T/py_attn_g.npy" "$T/py_nll_g.npy"
+# llama.cpp's own files of the rotary families (fixtures/gguf/families, gguf-py): info names
+# the family, tokenize gives the golden text's ids (the Rust tokenizers library's)
+FTEXT="The capital of France is Paris. The capital of Germany is Berlin. The capital of Italy is Rome."
+for g in tiny-pythia.f32:gpt_neox:tiny_pythia tiny-llama.q8_0:llama:tiny_llama tiny-llama3.f32:llama:tiny_llama3 tiny-qwen2.f16:qwen2:tiny_qwen2; do
+    f=fixtures/gguf/families/${g%%:*}.gguf
+    fam=${g#*:}
+    expect 0 "GGUF ${g%%:*} info" -- "$HS" info "$f"
+    grep -q "^family: *${fam%%:*} " "$T/out" && ok || bad "GGUF ${g%%:*} info: $(head -c 300 "$T/out")"
+    expect 0 "GGUF ${g%%:*} tokenize" -- "$HS" tokenize "$f" --text "$FTEXT" --json
+    "$PY" -c "import json, sys, numpy as np; sys.exit(json.load(open('$T/out'))['ids'] != np.load('fixtures/family-golden/${g##*:}_text.ids.npy').tolist())" &&
+        ok || bad "GGUF ${g%%:*} tokenize: ids differ from the golden's"
 done
+# what llama.cpp's llama cannot hold is refused in one line, and no file is left: a Llama
+# rotating half of each head (partial_rotary_factor)
+mkdir -p "$T/llama-half" && cp fixtures/family-models/tiny-llama/* "$T/llama-half/" &&
+    "$PY" -c "import json; p='$T/llama-half/config.json'; c=json.load(open(p)); c['partial_rotary_factor'] = 0.5; json.dump(c, open(p, 'w'))"
+expect 1 "partial rotary llama refuses GGUF" -- "$HS" convert "$T/llama-half" -o "$T/half.gguf"
+one_line_error "partial rotary llama refuses GGUF"
+stderr_has "partial rotary llama refuses GGUF" "this Llama model rotates 4 of its 8 head dimensions"
+no_file "partial rotary llama refuses GGUF" "$T/half.gguf"
+rm -rf "$T/llama-half"
 rm -rf "$T/pythia-160m" "$T/py_attn.npy" "$T/py_nll.npy"
 
 # A grouped-query model end to end: tiny Qwen2 (4 query heads on 1 KV head) with GPT-2's

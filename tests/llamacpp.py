@@ -14,6 +14,15 @@ package in python/) set against what llama.cpp's tools printed for the same GGUF
         the same on the ids llama-tokenize --ids printed (IDS, a file whose last line is a
         Python list), for a family whose special tokens headscope's tokenizer of the file
         does not add (RoBERTa's <s> ... </s>).
+    llamacpp.py golden IDS_NPY HIDDEN_NPY IDS JSON MAX_ABS MIN_COS
+        a rotary decoder's file in llama.cpp against the float64 goldens of the Hugging Face
+        folder it was converted from (fixtures/family-golden/<model>_text.*): llama-tokenize's
+        ids (IDS) must be IDS_NPY's, and llama-embedding's final hidden states (JSON) within
+        MAX_ABS of HIDDEN_NPY, with every token's cosine at least MIN_COS.
+    llamacpp.py vocab-cases HEADSCOPE GGUF INP OUT
+        `HEADSCOPE tokenize GGUF` on every text of llama.cpp's own tokenizer test (its
+        models/ggml-vocab-*.gguf.inp, texts separated by "__ggml_vocab_test__" lines) against
+        the ids llama.cpp recorded (.out, one line of ids per text, added without BOS).
     llamacpp.py ids JSON_A JSON_B
         the ids of `headscope tokenize --json` (JSON_A) against llama-tokenize --ids (JSON_B,
         a Python list); fails when they differ.
@@ -106,6 +115,47 @@ def cmd_embed(path, text, jsonfile, min_cos, ids_file=None):
     return 0 if cos.min() >= min_cos else 1
 
 
+def cmd_golden(ids_npy, hidden_npy, ids_file, jsonfile, max_abs, min_cos):
+    want = np.load(ids_npy).tolist()
+    got = read_ids(ids_file)
+    if got != want:
+        print("llama-tokenize %s\ngolden         %s" % (got, want))
+        return 1
+    with open(jsonfile, encoding="utf-8") as f:
+        ref = np.array([row["embedding"] for row in json.load(f)["data"]], dtype=np.float64)
+    gold = np.load(hidden_npy).astype(np.float64)
+    if ref.shape != gold.shape:
+        print("embeddings: llama.cpp %s, golden %s" % (ref.shape, gold.shape))
+        return 1
+    cos = (gold * ref).sum(axis=1) / (np.linalg.norm(gold, axis=1) * np.linalg.norm(ref, axis=1))
+    d = float(np.abs(gold - ref).max())
+    print("%d ids as the golden's; hidden states: max |d| %.1e, min cosine %.8f"
+          % (len(got), d, cos.min()))
+    return 0 if d <= float(max_abs) and cos.min() >= float(min_cos) else 1
+
+
+def cmd_vocab_cases(hs, gguf, inp, out):
+    import subprocess
+    with open(inp, encoding="utf-8") as f:
+        texts = f.read().split("\n__ggml_vocab_test__\n")
+    with open(out, encoding="utf-8") as f:
+        wants = f.read().split("\n")
+    bad = n = 0
+    for text, line in zip(texts, wants):
+        want = [int(x) for x in line.split()]
+        r = subprocess.run([hs, "tokenize", gguf, "--text", text, "--json"], capture_output=True)
+        n += 1
+        got = json.loads(r.stdout)["ids"] if r.returncode == 0 else None
+        if got and want[:1] != got[:1] and len(got) == len(want) + 1:
+            got = got[1:]  # llama.cpp's test tokenizes without the BOS the file adds
+        if got != want:
+            bad += 1
+            if bad <= 5:
+                print("text %r: headscope %s, llama.cpp %s" % (text[:40], got, want))
+    print("%d texts of llama.cpp's tokenizer test: %d differ" % (n, bad))
+    return 0 if bad == 0 and n > 0 else 1
+
+
 def cmd_ids(a, b):
     with open(a, encoding="utf-8") as f:
         mine = json.load(f)["ids"]
@@ -118,6 +168,7 @@ def cmd_ids(a, b):
 
 def main(argv):
     cmds = {"loss": (cmd_loss, 5), "embed": (cmd_embed, 4), "ids": (cmd_ids, 2),
+            "golden": (cmd_golden, 6), "vocab-cases": (cmd_vocab_cases, 4),
             "embed-ids": (lambda g, i, j, c: cmd_embed(g, None, j, c, i), 4)}
     if len(argv) < 2 or argv[1] not in cmds or len(argv) - 2 != cmds[argv[1]][1]:
         sys.stderr.write(__doc__)

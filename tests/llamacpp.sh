@@ -12,7 +12,15 @@
 #     headscope's (cosine >= 0.99999 for every token at f32);
 #   - RoBERTa (fixtures/family-models/tiny-roberta with the tokenizer files of
 #     fixtures/encoder-golden/tokenizers, converted as llama.cpp's RobertaModel writes it):
-#     llama-embedding's hidden states against headscope's on llama-tokenize's ids.
+#     llama-embedding's hidden states against headscope's on llama-tokenize's ids;
+#   - the rotary decoders (fixtures/family-models/tiny-{pythia,llama,llama3,qwen2} converted
+#     to f32, f16 and q8_0): llama-tokenize's ids of the golden text are those of
+#     fixtures/family-golden/ (the Rust tokenizers library's) and so are headscope's on the
+#     written file, and llama-embedding's final hidden states are within a bound of the
+#     float64 goldens; llama-quantize's Q4_0 / Q4_K / Q6_K files (fixtures/gguf/families) and
+#     the Q8_0 one: llama-embedding against headscope on the same file; with LLAMACPP_MODELS,
+#     llama.cpp's own tokenizer test on its ggml-vocab-llama-spm.gguf
+#     (LLAMACPP_FAMILIES_ONLY=1 runs this part alone).
 #
 #   LLAMACPP=/path/to/llama.cpp/build/bin [LLAMACPP_MODELS=/path/to/llama.cpp/models] \
 #       bash tests/llamacpp.sh          # or: make llamacpp-test LLAMACPP=...
@@ -58,6 +66,7 @@ for m in trained-gpt2 trained-bert; do
     fi
 done
 
+TH=2
 T=$(mktemp -d /tmp/hs-llamacpp-XXXXXX)
 trap 'rm -rf "$T"' EXIT
 pass=0 fail=0
@@ -70,8 +79,75 @@ run() {
     if "$@" >"$T/run.log" 2>&1; then ok; else bad "$desc: exit $?: $(grep -iE 'error|fail|abort' "$T/run.log" | head -3)"; fi
 }
 
+# ---- the rotary decoders: files headscope writes, run by llama.cpp ------------------------
+# llama-embedding's hidden states (after the final norm) against the float64 reference the
+# Hugging Face folder's goldens hold. Bounds: f32 4e-5 (the gguf-py files measured 4e-6; NeoX
+# 2e-3: ggml's GELU is the tanh form, read from an F16 table), f16 2e-2, q8_0 0.5 (llama.cpp
+# also rounds activations to Q8 blocks in these products; d = 64 is tiny).
+families() {
+    local m g ty f text tol cos
+    FTEXT="The capital of France is Paris. The capital of Germany is Berlin. The capital of Italy is Rome."
+    for mg in tiny-pythia:tiny_pythia tiny-llama:tiny_llama tiny-llama3:tiny_llama3 tiny-qwen2:tiny_qwen2; do
+        m=${mg%%:*}
+        g=fixtures/family-golden/${mg##*:}_text
+        for ty in f32 f16 q8_0; do
+            f=$T/$m-$ty.gguf
+            run "convert $m $ty" -- "$HS" convert "fixtures/family-models/$m" -o "$f" --type "$ty"
+            "$L/llama-tokenize" -m "$f" -p "$FTEXT" --ids --log-disable >"$T/fids.txt" 2>/dev/null || { bad "$m-$ty: llama-tokenize failed"; continue; }
+            "$HS" tokenize "$f" --text "$FTEXT" --json >"$T/h.json" 2>"$T/h.err" || { bad "$m-$ty: headscope tokenize: $(cat "$T/h.err")"; continue; }
+            if "$PY" tests/llamacpp.py ids "$T/h.json" "$T/fids.txt" >"$T/ids.log"; then ok; else bad "$m-$ty ids: $(cat "$T/ids.log")"; fi
+            if ! "$L/llama-embedding" -m "$f" -p "$FTEXT" --pooling none --embd-normalize -1 \
+                --embd-output-format json -c 128 -b 128 -ub 128 -ctk f32 -ctv f32 -t $TH --no-warmup \
+                >"$T/emb.json" 2>"$T/emb.err"; then
+                bad "$m-$ty llama-embedding failed: $(grep -iE 'error|assert' "$T/emb.err" | head -3)"
+                continue
+            fi
+            tol=4e-5 cos=0.99999
+            [ "$m" = tiny-pythia ] && tol=4e-3
+            case $ty in f16) tol=2e-2 cos=0.9999 ;; q8_0) tol=0.5 cos=0.99 ;; esac
+            if "$PY" tests/llamacpp.py golden "$g.ids.npy" "$g.hidden.npy" "$T/fids.txt" "$T/emb.json" $tol $cos >"$T/emb.log"; then ok; else bad "$m-$ty: beyond $tol / $cos"; fi
+            echo "$m-$ty: $(cat "$T/emb.log")"
+        done
+    done
+}
+# llama-quantize's files of a llama (fixtures/gguf/families/tiny-llama-wide.*): llama.cpp's
+# hidden states against headscope's on the same file (both decode the same blocks; llama.cpp
+# also quantises activations to Q8 blocks, hence the bound).
+quantized() {
+    local f text="The capital of France is Paris. The capital of Germany is Berlin."
+    for f in fixtures/gguf/families/tiny-llama-wide.q4_0.gguf fixtures/gguf/families/tiny-llama-wide.q4_k.gguf \
+        fixtures/gguf/families/tiny-llama-wide.q6_k.gguf fixtures/gguf/families/tiny-llama.q8_0.gguf; do
+        if ! "$L/llama-embedding" -m "$f" -p "$text" --pooling none --embd-normalize -1 \
+            --embd-output-format json -c 128 -b 128 -ub 128 -ctk f32 -ctv f32 -t $TH --no-warmup \
+            >"$T/emb.json" 2>"$T/emb.err"; then
+            bad "$(basename "$f") llama-embedding failed: $(grep -iE 'error|assert' "$T/emb.err" | head -3)"
+            continue
+        fi
+        if "$PY" tests/llamacpp.py embed "$f" "$text" "$T/emb.json" 0.99 >"$T/emb.log"; then ok; else bad "$(basename "$f"): cosine below 0.99"; fi
+        echo "$(basename "$f" .gguf) (headscope vs llama.cpp on the file): $(cat "$T/emb.log")"
+    done
+}
+# llama.cpp's own tokenizer test on its vocabulary-only Llama 2 file (SentencePiece scores:
+# headscope's merges come from them)
+spm_vocab() {
+    local v=${LLAMACPP_MODELS:-}/ggml-vocab-llama-spm.gguf
+    if [ -z "${LLAMACPP_MODELS:-}" ] || [ ! -f "$v.inp" ]; then
+        echo "llamacpp: ggml-vocab-llama-spm.gguf not tried: set LLAMACPP_MODELS to llama.cpp's models/ folder"
+        return
+    fi
+    if "$PY" tests/llamacpp.py vocab-cases "$HS" "$v" "$v.inp" "$v.out" >"$T/voc.log"; then ok; else bad "llama-spm vocabulary: $(cat "$T/voc.log")"; fi
+    echo "ggml-vocab-llama-spm: $(tail -1 "$T/voc.log")"
+}
+if [ "${LLAMACPP_FAMILIES_ONLY:-0}" = 1 ]; then
+    spm_vocab
+    quantized
+    families
+    echo "llamacpp: $pass passed, $fail failed"
+    [ "$fail" = 0 ]
+    exit
+fi
+
 TYPES="f32 f16 bf16 q8_0"
-TH=2
 echo "llama.cpp: $("$L/llama-embedding" --version 2>&1 | grep -m1 version)"
 echo "headscope: $("$HS" --version 2>&1 | head -1)"
 
@@ -210,6 +286,10 @@ for ty in f32 f16; do
     if "$PY" tests/llamacpp.py embed-ids "$f" "$T/rids.txt" "$T/emb.json" $cos >"$T/emb.log"; then ok; else bad "roberta-$ty: cosine below $cos"; fi
     echo "roberta-$ty: $(cat "$T/emb.log")"
 done
+
+families
+quantized
+spm_vocab
 
 echo "llamacpp: $pass passed, $fail failed"
 [ "$fail" = 0 ]

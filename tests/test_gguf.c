@@ -244,7 +244,7 @@ BAD_LOAD(missing_key, HS_E_FORMAT, "missing key 'gpt2.block_count'")
 BAD_LOAD(missing_tensor, HS_E_FORMAT, "missing tensor 'blk.0.ffn_up.bias'")
 BAD_LOAD(tensor_shape_mismatch, HS_E_SHAPE, "tensor 'blk.0.attn_qkv.weight' has shape (16, 8), expected (24, 8)")
 BAD_LOAD(token_count_mismatch, HS_E_SHAPE, "tokenizer.ggml.tokens has 270 entries but token_embd.weight has 271 rows")
-BAD_LOAD(arch_llama, HS_E_UNSUPPORTED, "GGUF files of architecture 'llama' are not read or written yet")
+BAD_LOAD(arch_llama, HS_E_FORMAT, "missing key 'llama.block_count'")
 BAD_LOAD(no_tensors_no_vocabulary, HS_E_FORMAT, "the file holds neither tensors nor a vocabulary")
 BAD_LOAD(nan_weight, HS_E_VALUE, "tensor 'blk.0.attn_norm.weight' holds a non-finite value (NaN) at element 3")
 

@@ -32,44 +32,11 @@ static hs_tokenizer *family(const char *name)
     return t;
 }
 
-/* Case k of family_golden.json: hf_golden.json's cases[base_indices[k]], then extra_cases. */
-typedef struct fam_cases {
-    cJSON *golden, *base;
-    const cJSON **c; /* (n) the case objects */
-    size_t n;
-} fam_cases;
-
-static fam_cases load_cases(void)
-{
-    fam_cases fc = {0};
-    fc.golden = tu_read_json(FIX "family_golden.json");
-    fc.base = tu_read_json(FIX "hf_golden.json");
-    const cJSON *idx = cJSON_GetObjectItemCaseSensitive(fc.golden, "base_indices");
-    const cJSON *extra = cJSON_GetObjectItemCaseSensitive(fc.golden, "extra_cases");
-    const cJSON *base = cJSON_GetObjectItemCaseSensitive(fc.base, "cases");
-    fc.n = (size_t)(cJSON_GetArraySize(idx) + cJSON_GetArraySize(extra));
-    fc.c = malloc(fc.n * sizeof *fc.c);
-    cr_assert_not_null(fc.c);
-    size_t k = 0;
-    for (const cJSON *i = idx->child; i; i = i->next)
-        fc.c[k++] = cJSON_GetArrayItem(base, i->valueint);
-    for (const cJSON *e = extra->child; e; e = e->next)
-        fc.c[k++] = e;
-    return fc;
-}
-
-static void free_cases(fam_cases *fc)
-{
-    free(fc->c);
-    cJSON_Delete(fc->golden);
-    cJSON_Delete(fc->base);
-}
-
 /* Every case (and pair) of family_golden.json gives the library's ids and type ids. */
 static void check_family(const char *name)
 {
     hs_tokenizer *t = family(name);
-    fam_cases fc = load_cases();
+    tu_fam_cases fc = tu_load_fam_cases();
     const cJSON *ref = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(fc.golden, "tokenizers"), name);
     const cJSON *all_ids = cJSON_GetObjectItemCaseSensitive(ref, "ids");
     const cJSON *n_first = cJSON_GetObjectItemCaseSensitive(ref, "n_first");
@@ -87,7 +54,7 @@ static void check_family(const char *name)
     cr_log_info("%s: %zu of %zu golden cases identical (%zu pairs)", name, fc.n - bad, fc.n, pairs);
     cr_assert_eq(bad, 0, "%s: %zu of %zu golden cases differ from the library", name, bad, fc.n);
     cr_assert_geq(pairs, 200);
-    free_cases(&fc);
+    tu_free_fam_cases(&fc);
     hs_tokenizer_free(t);
 }
 

@@ -148,4 +148,39 @@ static inline hs_status tu_load_json_text(const char *text, char *msg, size_t ca
     return tu_loaded(st, t, dir);
 }
 
+/* The cases of fixtures/tokenizer/family_golden.json (the Rust tokenizers library's ids of
+ * the family tokenizers): */
+/* Case k of family_golden.json: hf_golden.json's cases[base_indices[k]], then extra_cases. */
+typedef struct tu_fam_cases {
+    cJSON *golden, *base;
+    const cJSON **c; /* (n) the case objects */
+    size_t n;
+} tu_fam_cases;
+
+static inline tu_fam_cases tu_load_fam_cases(void)
+{
+    tu_fam_cases fc = {0};
+    fc.golden = tu_read_json("fixtures/tokenizer/family_golden.json");
+    fc.base = tu_read_json("fixtures/tokenizer/hf_golden.json");
+    const cJSON *idx = cJSON_GetObjectItemCaseSensitive(fc.golden, "base_indices");
+    const cJSON *extra = cJSON_GetObjectItemCaseSensitive(fc.golden, "extra_cases");
+    const cJSON *base = cJSON_GetObjectItemCaseSensitive(fc.base, "cases");
+    fc.n = (size_t)(cJSON_GetArraySize(idx) + cJSON_GetArraySize(extra));
+    fc.c = malloc(fc.n * sizeof *fc.c);
+    cr_assert_not_null(fc.c);
+    size_t k = 0;
+    for (const cJSON *i = idx->child; i; i = i->next)
+        fc.c[k++] = cJSON_GetArrayItem(base, i->valueint);
+    for (const cJSON *e = extra->child; e; e = e->next)
+        fc.c[k++] = e;
+    return fc;
+}
+
+static inline void tu_free_fam_cases(tu_fam_cases *fc)
+{
+    free(fc->c);
+    cJSON_Delete(fc->golden);
+    cJSON_Delete(fc->base);
+}
+
 #endif /* HEADSCOPE_TOKUTIL_H */

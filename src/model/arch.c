@@ -158,8 +158,8 @@ static const struct hs_names distilbert_table = {
 /* ---- GPT-NeoX (Pythia) ----------------------------------------------------------------
  * One fused query_key_value per layer whose output rows are laid out per head
  * ([h0: q k v][h1: q k v]...): HS_TN_QKV_HEADS reorders it at load into [Q | K | V]. The
- * GGUF names are llama.cpp's gptneox ones (its converter writes the fused tensor in the
- * same per-head order). */
+ * GGUF names are llama.cpp's gptneox ones; its converter regroups the fused tensor into
+ * [Q | K | V], the normalised layout (gguf_load.c hands it to the builder per head). */
 #define NL "layers.%d."
 static const hs_tensor_name neox_names[] = {
     {HS_S_TOK_EMB, -1, "embed_in.weight", NULL, "token_embd.weight", NULL, 0},
@@ -179,9 +179,10 @@ static const hs_tensor_name neox_names[] = {
     {HS_S_PROJ_B, -1, NL "mlp.dense_4h_to_h.bias", NULL, "blk.%d.ffn_down.bias", NULL, 0},
     {HS_S_FINAL_NORM_W, -1, "final_layer_norm.weight", NULL, "output_norm.weight", NULL, 0},
     {HS_S_FINAL_NORM_B, -1, "final_layer_norm.bias", NULL, "output_norm.bias", NULL, 0},
-    /* untied unless tie_word_embeddings (then absent: the token embeddings) */
+    /* untied unless tie_word_embeddings (then absent: the token embeddings); GGUF: a copy
+     * when tied, as llama.cpp's gptneox requires output.weight */
     {HS_S_DECODER, -1, "embed_out.weight", NULL, "output.weight", NULL,
-     HS_TN_OPTIONAL | HS_TN_BARE},
+     HS_TN_OPTIONAL | HS_TN_BARE | HS_TN_GGUF_COPY},
 };
 
 static const struct hs_names neox_table = {
@@ -216,7 +217,7 @@ static const hs_tensor_name llama_names[] = {
 #undef NL
 
 /* tokenizer.ggml.model "llama" (SentencePiece) for Llama 2; Llama 3 and Qwen2 write "gpt2"
- * (GGUF files of the rotary families are refused today: hs_arch_gguf_check). */
+ * (src/model/gguf_tokenizer.c takes either for llama). */
 static const struct hs_names llama_table = {
     llama_names, sizeof llama_names / sizeof llama_names[0], "model.", 1, "llama"};
 static const struct hs_names qwen2_table = {
@@ -545,15 +546,6 @@ const char *hs_arch_beyond_base(const hs_arch *a, const hs_model_config *c)
     if (a->norm_place == HS_NORM_POST && c->n_kv_head != c->n_head)
         return "grouped key/value heads in a post-norm block";
     return NULL;
-}
-
-hs_status hs_arch_gguf_check(const hs_arch *a, hs_error *err)
-{
-    if (a->pos == HS_POS_ROTARY)
-        return hs_fail(err, HS_E_UNSUPPORTED, "GGUF files of architecture '%s' are not read or "
-                       "written yet (llama.cpp's keys for it and its Q/K row order are not "
-                       "implemented); use the Hugging Face folder", a->name);
-    return HS_OK;
 }
 
 hs_status hs_arch_check(const hs_arch *a, const hs_model_config *c, hs_error *err)

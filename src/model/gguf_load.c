@@ -3,18 +3,19 @@
  * llama.cpp checks them), maps the HF tensor names the weight builder asks for onto the
  * GGUF names (blk.N.attn_qkv, ...), and rebuilds the tokenizer from tokenizer.ggml.*. */
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "headscope/gguf.h"
-#include "model/model_internal.h"
+#include "model/gguf_internal.h"
+#include "nn/ops.h"
 
 /* ---- typed metadata ---------------------------------------------------------------- */
 
 /* Finds key with exactly type want. *idx = -1 when absent (not an error unless required). */
-static hs_status find_typed(const hs_gguf *g, const char *key, hs_gguf_type want, int required,
-                            long *idx, hs_error *err)
+hs_status hs_gguf_find_typed(const hs_gguf *g, const char *key, hs_gguf_type want, int required,
+                             long *idx, hs_error *err)
 {
     *idx = hs_gguf_find_kv(g, key);
     if (*idx < 0)
@@ -26,15 +27,26 @@ static hs_status find_typed(const hs_gguf *g, const char *key, hs_gguf_type want
     return HS_OK;
 }
 
-/* A required or optional UINT32 that must fit an int; *out keeps its value when absent. */
-static hs_status get_u32(const hs_gguf *g, const char *key, int required, int *out, hs_error *err)
+/* The value of a scalar key of type want; *found = 0 when it is absent and optional. */
+static hs_status scalar(const hs_gguf *g, const char *key, hs_gguf_type want, int required,
+                        hs_gguf_value *v, int *found, hs_error *err)
 {
     long i;
-    hs_status st = find_typed(g, key, HS_GGUF_UINT32, required, &i, err);
-    if (st || i < 0)
-        return st;
+    hs_status st = hs_gguf_find_typed(g, key, want, required, &i, err);
+    *found = !st && i >= 0;
+    if (*found)
+        hs_gguf_kv_get(g, (size_t)i, 0, v);
+    return st;
+}
+
+/* A required or optional UINT32 that must fit an int; *out keeps its value when absent. */
+hs_status hs_gguf_get_u32(const hs_gguf *g, const char *key, int required, int *out, hs_error *err)
+{
     hs_gguf_value v;
-    hs_gguf_kv_get(g, (size_t)i, 0, &v);
+    int found;
+    hs_status st = scalar(g, key, HS_GGUF_UINT32, required, &v, &found, err);
+    if (st || !found)
+        return st;
     if (v.u > INT_MAX)
         return hs_fail(err, HS_E_VALUE, "key '%s' = %llu is out of range", key,
                        (unsigned long long)v.u);
@@ -42,11 +54,34 @@ static hs_status get_u32(const hs_gguf *g, const char *key, int required, int *o
     return HS_OK;
 }
 
-/* An array of element type want; *idx = -1 when absent and optional. */
-static hs_status find_array(const hs_gguf *g, const char *key, hs_gguf_type want, int required,
-                            long *idx, hs_error *err)
+hs_status hs_gguf_get_f32(const hs_gguf *g, const char *key, int required, float *out, hs_error *err)
 {
-    hs_status st = find_typed(g, key, HS_GGUF_ARRAY, required, idx, err);
+    hs_gguf_value v;
+    int found;
+    hs_status st = scalar(g, key, HS_GGUF_FLOAT32, required, &v, &found, err);
+    if (st || !found)
+        return st;
+    if (!isfinite(v.f))
+        return hs_fail(err, HS_E_VALUE, "key '%s' is not a finite number", key);
+    *out = (float)v.f;
+    return HS_OK;
+}
+
+hs_status hs_gguf_get_bool(const hs_gguf *g, const char *key, int required, int *out, hs_error *err)
+{
+    hs_gguf_value v;
+    int found;
+    hs_status st = scalar(g, key, HS_GGUF_BOOL, required, &v, &found, err);
+    if (!st && found)
+        *out = v.u != 0;
+    return st;
+}
+
+/* An array of element type want; *idx = -1 when absent and optional. */
+hs_status hs_gguf_find_array(const hs_gguf *g, const char *key, hs_gguf_type want, int required,
+                             long *idx, hs_error *err)
+{
+    hs_status st = hs_gguf_find_typed(g, key, HS_GGUF_ARRAY, required, idx, err);
     if (st || *idx < 0)
         return st;
     hs_gguf_type et = hs_gguf_kv_elem_type(g, (size_t)*idx);
@@ -56,17 +91,188 @@ static hs_status find_array(const hs_gguf *g, const char *key, hs_gguf_type want
     return HS_OK;
 }
 
+/* ---- the rotary decoders' keys ------------------------------------------------------- */
+
+/* Llama 3's rope scaling from the per-frequency divisors f_k of rope_freqs.weight (what
+ * llama.cpp's converter writes instead of the config's factor, low_freq_factor,
+ * high_freq_factor and original_max_position_embeddings). The divisors depend on those four
+ * through factor, old / low and old / high only, so low = 1 is taken (as in Meta's configs):
+ * factor is the largest divisor; the blended frequencies (1 < f_k < factor) give old and
+ * high from s_k = (old / lambda_k - 1) / (high - 1), two of them exactly, one with Meta's
+ * high = 4; without any, old is the largest integer below the first scaled wavelength.
+ * Then the divisors the reconstructed scaling gives (hs_op_rope_freqs) must be the file's
+ * within 1e-5, or the file is refused: its scaling is not Llama 3's. */
+static hs_status rope_freqs_llama3(const hs_gguf_tensor *t, hs_arch *a, hs_error *err)
+{
+    const double two_pi = 6.283185307179586476925;
+    int half = a->rotary_dims / 2;
+    if (t->type != HS_GGML_F32 || t->ne[0] != half || t->ne[1] != 1 || t->ne[2] != 1 || t->ne[3] != 1)
+        return hs_fail(err, HS_E_SHAPE, "tensor 'rope_freqs.weight' must be F32 of %d values "
+                       "(rope.dimension_count / 2)", half);
+    double f[HS_ROTARY_MAX_DIMS / 2], lam[HS_ROTARY_MAX_DIMS / 2], inv[HS_ROTARY_MAX_DIMS / 2];
+    double F = 0, one_max = 0, top_min = 0;
+    int first_mid = -1, last_mid = -1, n_mid = 0;
+    for (int k = 0; k < half; k++) {
+        uint32_t b = hs_le32(t->data + 4 * (size_t)k);
+        float v;
+        memcpy(&v, &b, sizeof v);
+        f[k] = v;
+        lam[k] = two_pi / pow((double)a->rotary_base, -2.0 * k / a->rotary_dims);
+        if (!(f[k] >= 1.0 - 1e-6) || !(f[k] < 1e6))
+            return hs_fail(err, HS_E_UNSUPPORTED, "rope_freqs.weight[%d] = %g: only Llama 3's rope "
+                           "scaling (divisors >= 1) is supported", k, f[k]);
+        F = f[k] > F ? f[k] : F;
+    }
+    a->rope_scaling = HS_ROPE_PLAIN;
+    if (F <= 1.0 + 1e-6)
+        return HS_OK; /* every divisor 1: no scaling */
+    for (int k = 0; k < half; k++) {
+        if (f[k] <= 1.0 + 1e-6) {
+            one_max = lam[k] > one_max ? lam[k] : one_max;
+        } else if (f[k] >= F * (1 - 1e-6)) {
+            top_min = top_min == 0 || lam[k] < top_min ? lam[k] : top_min;
+        } else {
+            first_mid = first_mid < 0 ? k : first_mid;
+            last_mid = k;
+            n_mid++;
+        }
+    }
+    double old, high = 4.0;
+#define SMOOTH(k) ((1.0 / f[k] - 1.0 / F) / (1.0 - 1.0 / F))
+    if (n_mid >= 2) { /* old / lambda - s (high - 1) = 1 at two frequencies */
+        double a11 = 1 / lam[first_mid], a12 = -SMOOTH(first_mid);
+        double a21 = 1 / lam[last_mid], a22 = -SMOOTH(last_mid), det = a11 * a22 - a12 * a21;
+        old = (a22 - a12) / det;
+        high = 1 + (a11 - a21) / det;
+    } else if (n_mid == 1) {
+        old = lam[first_mid] * (1 + 3 * SMOOTH(first_mid));
+    } else {
+        old = ceil(top_min) - 1;
+        if (one_max > 0 && old <= 4 * one_max)
+            high = (1 + old / one_max) / 2;
+    }
+#undef SMOOTH
+    if (!(old >= 1 && old < (1 << 24)) || !(high > 1 && high < 1e6))
+        return hs_fail(err, HS_E_UNSUPPORTED, "rope_freqs.weight does not follow Llama 3's rope "
+                       "scaling; other per-frequency factors are not supported");
+    a->rope_scaling = HS_ROPE_LLAMA3;
+    a->rope_factor = (float)F;
+    a->rope_low_freq = 1.0f;
+    a->rope_high_freq = (float)high;
+    a->rope_orig_ctx = (int)floor(old + 0.5);
+    hs_op_rope_freqs(a, inv);
+    for (int k = 0; k < half; k++) {
+        double got = pow((double)a->rotary_base, -2.0 * k / a->rotary_dims) / inv[k];
+        if (fabs(got - f[k]) > 1e-5 * f[k])
+            return hs_fail(err, HS_E_UNSUPPORTED, "rope_freqs.weight does not follow Llama 3's "
+                           "rope scaling (frequency %d: %g, Llama 3 with factor %g, old context "
+                           "%d gives %g); other per-frequency factors are not supported", k, f[k],
+                           F, a->rope_orig_ctx, got);
+    }
+    return HS_OK;
+}
+
+/* llama.cpp's keys of gptneox, llama and qwen2 (its load_hparams, with the value types it
+ * checks), and what the tensors say: rope_freqs.weight, Llama's optional biases, a tied
+ * output. Refuses what the block does not run: sliding windows, experts, rope scaling other
+ * than linear and Llama 3's, key/value lengths other than d_model / n_head. */
+static hs_status load_rotary(const hs_gguf *g, const char *a, hs_model_config *cfg, hs_arch *own,
+                             hs_error *err)
+{
+    char key[128], name[64];
+    hs_status st;
+    long i;
+    int dh = cfg->n_head > 0 && cfg->d_model % cfg->n_head == 0 ? cfg->d_model / cfg->n_head : 0;
+    int kl = dh, vl = dh, dims = dh, window = 0, experts = 0;
+    float base = 10000.0f, factor = 0, attn_factor = 1;
+#define KEY(suffix) (snprintf(key, sizeof key, "%s." suffix, a), key)
+    if (!dh)
+        return hs_fail(err, HS_E_VALUE, "%s.embedding_length %d is not a multiple of "
+                       "attention.head_count %d", a, cfg->d_model, cfg->n_head);
+    if ((st = hs_gguf_get_u32(g, KEY("attention.key_length"), 0, &kl, err)) ||
+        (st = hs_gguf_get_u32(g, KEY("attention.value_length"), 0, &vl, err)) ||
+        (st = hs_gguf_get_u32(g, KEY("rope.dimension_count"), 0, &dims, err)) ||
+        (st = hs_gguf_get_f32(g, KEY("rope.freq_base"), 0, &base, err)) ||
+        (st = hs_gguf_get_u32(g, KEY("attention.sliding_window"), 0, &window, err)) ||
+        (st = hs_gguf_get_u32(g, KEY("expert_count"), 0, &experts, err)) ||
+        (st = hs_gguf_get_f32(g, KEY("rope.scaling.attn_factor"), 0, &attn_factor, err)))
+        return st;
+    if (kl != dh || vl != dh)
+        return hs_fail(err, HS_E_UNSUPPORTED, "%s.attention.key_length / value_length %d / %d "
+                       "differ from embedding_length / head_count = %d: not supported", a, kl, vl, dh);
+    if (window)
+        return hs_fail(err, HS_E_UNSUPPORTED, "%s.attention.sliding_window = %d: sliding-window "
+                       "attention is not supported", a, window);
+    if (experts)
+        return hs_fail(err, HS_E_UNSUPPORTED, "%s.expert_count = %d: mixtures of experts are not "
+                       "supported", a, experts);
+    if (hs_gguf_find_kv(g, KEY("rope.dimension_sections")) >= 0)
+        return hs_fail(err, HS_E_UNSUPPORTED, "%s: multimodal rope sections are not supported", key);
+    if (attn_factor != 1.0f)
+        return hs_fail(err, HS_E_UNSUPPORTED, "%s.rope.scaling.attn_factor = %g: not supported", a,
+                       (double)attn_factor);
+    if (own->family == HS_FAMILY_LLAMA && dims != dh) /* llama.cpp: "invalid n_rot" */
+        return hs_fail(err, HS_E_UNSUPPORTED, "%s.rope.dimension_count = %d differs from the head "
+                       "size %d", a, dims, dh);
+    if (!(base > 0))
+        return hs_fail(err, HS_E_VALUE, "%s.rope.freq_base must be positive", a);
+    own->rotary_dims = dims;
+    own->rotary_frac = (float)dims / (float)dh;
+    own->rotary_base = base;
+    own->rope_scaling = HS_ROPE_PLAIN;
+    if ((st = hs_gguf_find_typed(g, KEY("rope.scaling.type"), HS_GGUF_STRING, 0, &i, err)))
+        return st;
+    hs_gguf_value v = {.str = "linear"}; /* llama.cpp's default: a factor alone is linear */
+    if (i >= 0)
+        hs_gguf_kv_get(g, (size_t)i, 0, &v);
+    if (strcmp(v.str, "none") && strcmp(v.str, "linear"))
+        return hs_fail(err, HS_E_UNSUPPORTED, "%s.rope.scaling.type '%.40s' is not supported "
+                       "(expected none or linear; Llama 3's scaling comes as rope_freqs.weight)", a,
+                       v.str);
+    if ((st = hs_gguf_get_f32(g, KEY("rope.scaling.factor"), 0, &factor, err)) ||
+        (!factor && (st = hs_gguf_get_f32(g, KEY("rope.scale_linear"), 0, &factor, err))))
+        return st;
+    if (!strcmp(v.str, "linear") && factor != 0 && factor != 1) {
+        if (!(factor > 0))
+            return hs_fail(err, HS_E_VALUE, "%s.rope.scaling.factor must be positive", a);
+        own->rope_scaling = HS_ROPE_LINEAR;
+        own->rope_factor = factor;
+    }
+    const hs_gguf_tensor *rf = hs_gguf_find_tensor(g, "rope_freqs.weight");
+    if (rf && own->rope_scaling != HS_ROPE_PLAIN)
+        return hs_fail(err, HS_E_UNSUPPORTED, "rope_freqs.weight with linear rope scaling is not "
+                       "supported");
+    if (rf && own->family != HS_FAMILY_LLAMA)
+        return hs_fail(err, HS_E_UNSUPPORTED, "rope_freqs.weight in a %s file is not supported", a);
+    if (rf && (st = rope_freqs_llama3(rf, own, err)))
+        return st;
+    if (own->norm_kind == HS_NORM_RMS) {
+        if ((st = hs_gguf_get_f32(g, KEY("attention.layer_norm_rms_epsilon"), 1, &cfg->ln_eps, err)))
+            return st;
+    } else if ((st = hs_gguf_get_f32(g, KEY("attention.layer_norm_epsilon"), 1, &cfg->ln_eps, err)) ||
+               (st = hs_gguf_get_bool(g, KEY("use_parallel_residual"), 1, &own->parallel_residual, err))) {
+        return st;
+    }
+#undef KEY
+    if (own->family == HS_FAMILY_LLAMA) { /* attention_bias: q, k, v and o */
+        own->qkv_bias = hs_gguf_find_tensor(g, hs_names_format("blk.%d.attn_q.bias", 0, name, sizeof name)) != NULL;
+        own->o_bias = hs_gguf_find_tensor(g, hs_names_format("blk.%d.attn_output.bias", 0, name, sizeof name)) != NULL;
+    }
+    own->tied_embeddings = 1; /* no output.weight: the token embeddings, as llama.cpp */
+    return HS_OK;
+}
+
 static hs_status load_config(const hs_gguf *g, hs_model_config *cfg, hs_arch *own, hs_error *err)
 {
     long i;
     hs_status st;
-    if ((st = find_typed(g, "general.architecture", HS_GGUF_STRING, 1, &i, err)))
+    if ((st = hs_gguf_find_typed(g, "general.architecture", HS_GGUF_STRING, 1, &i, err)))
         return st;
     hs_gguf_value arch;
     hs_gguf_kv_get(g, (size_t)i, 0, &arch);
     memset(cfg, 0, sizeof *cfg);
     long ti;
-    if ((st = find_typed(g, "tokenizer.ggml.model", HS_GGUF_STRING, 0, &ti, err)))
+    if ((st = hs_gguf_find_typed(g, "tokenizer.ggml.model", HS_GGUF_STRING, 0, &ti, err)))
         return st;
     hs_gguf_value tok_model = {0};
     if (ti >= 0)
@@ -77,8 +283,6 @@ static hs_status load_config(const hs_gguf *g, hs_model_config *cfg, hs_arch *ow
         return hs_fail(err, HS_E_UNSUPPORTED,
                        "general.architecture '%.64s' is not supported (expected %s)", arch.str,
                        hs_arch_gguf_list());
-    if ((st = hs_arch_gguf_check(ar, err)))
-        return st;
     *own = *ar;
     /* A GGUF position table starts at the first row a text uses (llama.cpp's converter drops
      * RoBERTa's first pad_token_id + 1 rows), and llama.cpp numbers positions 0, 1, ... */
@@ -90,26 +294,30 @@ static hs_status load_config(const hs_gguf *g, hs_model_config *cfg, hs_arch *ow
     const char *a = arch.str;
     char key[128];
 #define KEY(suffix) (snprintf(key, sizeof key, "%s." suffix, a), key)
-    if ((st = get_u32(g, KEY("block_count"), 1, &cfg->n_layer, err)) ||
-        (st = get_u32(g, KEY("context_length"), 1, &cfg->n_ctx, err)) ||
-        (st = get_u32(g, KEY("embedding_length"), 1, &cfg->d_model, err)) ||
-        (st = get_u32(g, KEY("feed_forward_length"), 1, &cfg->d_ff, err)) ||
-        (st = get_u32(g, KEY("attention.head_count"), 1, &cfg->n_head, err)))
+    if ((st = hs_gguf_get_u32(g, KEY("block_count"), 1, &cfg->n_layer, err)) ||
+        (st = hs_gguf_get_u32(g, KEY("context_length"), 1, &cfg->n_ctx, err)) ||
+        (st = hs_gguf_get_u32(g, KEY("embedding_length"), 1, &cfg->d_model, err)) ||
+        (st = hs_gguf_get_u32(g, KEY("feed_forward_length"), 1, &cfg->d_ff, err)) ||
+        (st = hs_gguf_get_u32(g, KEY("attention.head_count"), 1, &cfg->n_head, err)))
         return st;
     own->n_kv_head = cfg->n_head;
-    if ((st = get_u32(g, KEY("attention.head_count_kv"), 0, &own->n_kv_head, err)))
+    if ((st = hs_gguf_get_u32(g, KEY("attention.head_count_kv"), 0, &own->n_kv_head, err)))
         return st;
-    if (own->n_kv_head != cfg->n_head) /* the GPT-2 and BERT layouts have one per head */
-        return hs_fail(err, HS_E_UNSUPPORTED, "%s.attention.head_count_kv = %d differs from "
-                       "head_count %d: grouped key/value heads are not read from GGUF files "
-                       "yet", a, own->n_kv_head, cfg->n_head);
-    if ((st = find_typed(g, KEY("attention.layer_norm_epsilon"), HS_GGUF_FLOAT32, 1, &i, err)))
-        return st;
+    if (own->n_kv_head < 1)
+        return hs_fail(err, HS_E_VALUE, "%s.attention.head_count_kv must be at least 1", a);
     hs_gguf_value v;
-    hs_gguf_kv_get(g, (size_t)i, 0, &v);
-    cfg->ln_eps = (float)v.f;
+    if (ar->pos == HS_POS_ROTARY) {
+        if ((st = load_rotary(g, a, cfg, own, err)))
+            return st;
+    } else if (own->n_kv_head != cfg->n_head) { /* GPT-2's and BERT's have one per head */
+        return hs_fail(err, HS_E_UNSUPPORTED, "%s.attention.head_count_kv = %d differs from "
+                       "head_count %d: grouped key/value heads are read for the rotary "
+                       "decoders only", a, own->n_kv_head, cfg->n_head);
+    } else if ((st = hs_gguf_get_f32(g, KEY("attention.layer_norm_epsilon"), 1, &cfg->ln_eps, err))) {
+        return st;
+    }
     if (!ar->causal) {
-        if ((st = find_typed(g, KEY("attention.causal"), HS_GGUF_BOOL, 0, &i, err)))
+        if ((st = hs_gguf_find_typed(g, KEY("attention.causal"), HS_GGUF_BOOL, 0, &i, err)))
             return st;
         if (i >= 0) {
             hs_gguf_kv_get(g, (size_t)i, 0, &v);
@@ -119,7 +327,7 @@ static hs_status load_config(const hs_gguf *g, hs_model_config *cfg, hs_arch *ow
         }
     }
     if (ar->token_types &&
-        (st = get_u32(g, "tokenizer.ggml.token_type_count", 1, &cfg->type_vocab_size, err)))
+        (st = hs_gguf_get_u32(g, "tokenizer.ggml.token_type_count", 1, &cfg->type_vocab_size, err)))
         return st;
 #undef KEY
     const char *emb_name = hs_names_row(ar, HS_S_TOK_EMB)->gguf;
@@ -129,7 +337,7 @@ static hs_status load_config(const hs_gguf *g, hs_model_config *cfg, hs_arch *ow
         n_vocab = emb->ne[1];
     } else if (hs_gguf_tensor_count(g) == 0) {
         /* vocabulary only (llama.cpp's models/ggml-vocab-*.gguf): as many tokens as listed */
-        if ((st = find_array(g, "tokenizer.ggml.tokens", HS_GGUF_STRING, 0, &i, err)))
+        if ((st = hs_gguf_find_array(g, "tokenizer.ggml.tokens", HS_GGUF_STRING, 0, &i, err)))
             return st;
         if (i < 0)
             return hs_fail(err, HS_E_FORMAT,
@@ -153,6 +361,10 @@ typedef struct gguf_ctx {
     const hs_model_config *cfg;
     hs_tensor_view *views; /* 4 slots per tensor: whole, Q, K, V slices */
     char missing[128];     /* GGUF name of the last tensor looked for and not found */
+    unsigned char *scratch; /* a tensor with its rows put back in Hugging Face's order; the
+                               builder decodes each view before it asks for the next */
+    size_t scratch_cap;
+    char bad[160];         /* why a tensor could not be put back, for the message */
 } gguf_ctx;
 
 static hs_dtype to_dtype(uint32_t t)
@@ -193,6 +405,60 @@ static void make_view(hs_tensor_view *v, const hs_gguf_tensor *t, int rank)
     v->nbytes = (size_t)t->nbytes;
 }
 
+/* The transforms llama.cpp's converter applies, undone on an owned copy of the rows (the
+ * weight builder then reads the tensor as it reads the Hugging Face one):
+ *   llama: the rows of each Q head (and each K head, per KV head) were permuted from the
+ *     "rotate half" order [x_0 .. x_{r/2-1} | y_0 .. y_{r/2-1}] to adjacent pairs
+ *     [x_0 y_0 x_1 y_1 ...] (ggml's rope turns neighbours); Hugging Face row h dh + j dh/2 + i
+ *     is GGUF row h dh + 2 i + j;
+ *   gptneox: the fused QKV's rows, per head [h0: q k v][h1: q k v]... in Hugging Face, were
+ *     regrouped to [Q | K | V]; Hugging Face row (h 3 + j) dh + i is GGUF row j d + h dh + i
+ *     (the builder's HS_TN_QKV_HEADS reorders them into the slot as for a Hugging Face file).
+ * Rows are ne[0]-long (a block-quantised row moves whole); a vector's elements are rows of
+ * one value (F32, F16, BF16). Qwen2 needs nothing: llama.cpp runs it with rotate-half. */
+static const hs_tensor_view *unconvert(gguf_ctx *c, hs_tensor_view *v, const hs_gguf_tensor *t,
+                                       const hs_tensor_name *e)
+{
+    const hs_model_config *cfg = c->cfg;
+    int dh = cfg->d_head, llama = cfg->family == HS_FAMILY_LLAMA;
+    int qk = (e->slot == HS_S_QKV_W || e->slot == HS_S_QKV_B) && (e->part == 0 || e->part == 1);
+    if (!(llama && qk) && !(e->flags & HS_TN_QKV_HEADS))
+        return v;
+    int vec = e->slot == HS_S_QKV_B;
+    uint64_t blck = 1, bytes = 4;
+    hs_ggml_block(t->type, &blck, &bytes);
+    size_t rows = vec ? (size_t)t->ne[0] : (size_t)t->ne[1], rb = vec ? (size_t)bytes : row_bytes(t);
+    if (vec && blck != 1) {
+        snprintf(c->bad, sizeof c->bad, "tensor '%s': a block-quantised vector cannot be "
+                 "reordered", t->name);
+        return NULL;
+    }
+    if (rows % (size_t)dh || (!llama && rows != 3 * (size_t)cfg->d_model) || rows * rb > v->nbytes)
+        return v; /* a wrong shape: the builder names it */
+    if (rows * rb > c->scratch_cap) {
+        unsigned char *p = realloc(c->scratch, rows * rb);
+        if (!p) {
+            snprintf(c->bad, sizeof c->bad, "out of memory reordering '%s'", t->name);
+            return NULL;
+        }
+        c->scratch = p;
+        c->scratch_cap = rows * rb;
+    }
+    size_t half = (size_t)dh / 2, d = (size_t)cfg->d_model;
+    for (size_t r = 0; r < rows; r++) {
+        size_t h = r / (size_t)dh, k = r % (size_t)dh, src;
+        if (llama) {
+            src = h * (size_t)dh + 2 * (k % half) + k / half;
+        } else { /* r = (h 3 + j) dh + i */
+            size_t hh = r / (3 * (size_t)dh), j = r / (size_t)dh % 3;
+            src = j * d + hh * (size_t)dh + k;
+        }
+        memcpy(c->scratch + r * rb, t->data + src * rb, rb);
+    }
+    v->data = c->scratch;
+    return v;
+}
+
 static const hs_tensor_view *gguf_lookup(void *vctx, const char *hf, const hs_tensor_ref *r,
                                          int *out_in)
 {
@@ -219,7 +485,7 @@ static const hs_tensor_view *gguf_lookup(void *vctx, const char *hf, const hs_te
     if (t) {
         idx = (size_t)(t - hs_gguf_tensor_at(c->g, 0));
         make_view(&c->views[4 * idx], t, rank);
-        return &c->views[4 * idx];
+        return unconvert(c, &c->views[4 * idx], t, r->e);
     }
     if (part < 0 || !r->e->gguf_fused)
         return NULL;
@@ -244,129 +510,6 @@ static const hs_tensor_view *gguf_lookup(void *vctx, const char *hf, const hs_te
         v->data = t->data + (size_t)part * v->nbytes;
     }
     return v;
-}
-
-/* ---- tokenizer ----------------------------------------------------------------------- */
-
-static hs_status string_array(const hs_gguf *g, long idx, const char *key, const char ***out,
-                              size_t *n, hs_error *err)
-{
-    *n = hs_gguf_kv_len(g, (size_t)idx);
-    *out = calloc(*n ? *n : 1, sizeof **out);
-    if (!*out)
-        return hs_fail(err, HS_E_NOMEM, "out of memory reading '%s'", key);
-    for (size_t j = 0; j < *n; j++) {
-        hs_gguf_value v;
-        hs_gguf_kv_get(g, (size_t)idx, j, &v);
-        if (strlen(v.str) != v.len) {
-            free(*out);
-            *out = NULL;
-            return hs_fail(err, HS_E_FORMAT, "%s[%zu] holds a NUL byte", key, j);
-        }
-        (*out)[j] = v.str;
-    }
-    return HS_OK;
-}
-
-#define PHANTOM "\xe2\x96\x81" /* U+2581, llama.cpp's word-start marker */
-
-/* Undoes the converter's WordPiece rewrite: CONTROL tokens and every "[...]" token
- * ([unused0], whatever its type) verbatim, "▁x" → "x", and a bare "x" → "##x". */
-static hs_status bert_vocab(const hs_gguf *g, const char *const *tok, size_t n, char ***out,
-                            hs_error *err)
-{
-    long ti;
-    hs_status st = find_array(g, "tokenizer.ggml.token_type", HS_GGUF_INT32, 0, &ti, err);
-    if (st)
-        return st;
-    if (ti >= 0 && hs_gguf_kv_len(g, (size_t)ti) < n)
-        return hs_fail(err, HS_E_SHAPE, "tokenizer.ggml.token_type has %zu entries for %zu tokens",
-                       hs_gguf_kv_len(g, (size_t)ti), n);
-    char **v = calloc(n ? n : 1, sizeof *v);
-    if (!v)
-        return hs_fail(err, HS_E_NOMEM, "out of memory rebuilding the vocabulary");
-    for (size_t j = 0; j < n; j++) {
-        const char *s = tok[j];
-        size_t len = strlen(s);
-        int control = len >= 2 && s[0] == '[' && s[len - 1] == ']';
-        if (ti >= 0 && !control) {
-            hs_gguf_value tv;
-            hs_gguf_kv_get(g, (size_t)ti, j, &tv);
-            control = tv.i == 3;
-        }
-        const char *pre = "", *body = s;
-        if (!control && !strncmp(s, PHANTOM, 3))
-            body = s + 3;
-        else if (!control)
-            pre = "##";
-        size_t need = strlen(pre) + strlen(body) + 1;
-        if ((v[j] = malloc(need)))
-            snprintf(v[j], need, "%s%s", pre, body);
-        if (!v[j]) {
-            for (size_t k = 0; k < j; k++)
-                free(v[k]);
-            free(v);
-            return hs_fail(err, HS_E_NOMEM, "out of memory rebuilding the vocabulary");
-        }
-    }
-    *out = v;
-    return HS_OK;
-}
-
-static hs_status load_tokenizer(hs_model *m, const hs_gguf *g, hs_error *err)
-{
-    long mi, ti, gi;
-    hs_status st;
-    if ((st = find_typed(g, "tokenizer.ggml.model", HS_GGUF_STRING, 0, &mi, err)))
-        return st;
-    if (mi < 0)
-        return HS_OK; /* weights only */
-    hs_gguf_value model;
-    hs_gguf_kv_get(g, (size_t)mi, 0, &model);
-    const char *want = m->cfg.arch->names->gguf_tokenizer;
-    if (strcmp(model.str, want))
-        return hs_fail(err, HS_E_UNSUPPORTED,
-                       "tokenizer.ggml.model '%.64s' is not supported for %s (expected '%s')",
-                       model.str, hs_family_name(m->cfg.family), want);
-    if ((st = find_array(g, "tokenizer.ggml.tokens", HS_GGUF_STRING, 1, &ti, err)))
-        return st;
-    size_t n_tok = hs_gguf_kv_len(g, (size_t)ti);
-    if (n_tok != (size_t)m->cfg.vocab_size)
-        return hs_fail(err, HS_E_SHAPE,
-                       "tokenizer.ggml.tokens has %zu entries but %s has %d rows", n_tok,
-                       hs_names_row(m->cfg.arch, HS_S_TOK_EMB)->gguf, m->cfg.vocab_size);
-    const char **tok = NULL, **merges = NULL;
-    size_t n_merges = 0;
-    if ((st = string_array(g, ti, "tokenizer.ggml.tokens", &tok, &n_tok, err)))
-        return st;
-    if (m->cfg.arch->tokenizer == HS_TOK_BPE) {
-        if (!(st = find_array(g, "tokenizer.ggml.merges", HS_GGUF_STRING, 1, &gi, err)) &&
-            !(st = string_array(g, gi, "tokenizer.ggml.merges", &merges, &n_merges, err)))
-            st = hs_tokenizer_new_bpe(tok, n_tok, merges, n_merges, &m->tok, err);
-        free(merges);
-        free(tok);
-        return st;
-    }
-    int lower = 1;
-    if ((st = find_typed(g, "tokenizer.ggml.normalizer.lowercase", HS_GGUF_BOOL, 0, &gi, err))) {
-        free(tok);
-        return st;
-    }
-    if (gi >= 0) {
-        hs_gguf_value v;
-        hs_gguf_kv_get(g, (size_t)gi, 0, &v);
-        lower = v.u != 0;
-    }
-    char **vocab = NULL;
-    st = bert_vocab(g, tok, n_tok, &vocab, err);
-    free(tok);
-    if (st)
-        return st;
-    st = hs_tokenizer_new_wordpiece((const char *const *)vocab, n_tok, lower, &m->tok, err);
-    for (size_t j = 0; j < n_tok; j++)
-        free(vocab[j]);
-    free(vocab);
-    return st;
 }
 
 /* ---- entry point ---------------------------------------------------------------------- */
@@ -397,15 +540,18 @@ hs_status hs_gguf_load(hs_model *m, const char *path, hs_error *err)
         }
     } else if (!(m->open_flags & HS_OPEN_TOKENIZER) &&
                (st = hs_weights_build(m, gguf_lookup, &ctx, err))) {
-        if (err && !strncmp(err->msg, "missing tensor", 14) && ctx.missing[0])
+        if (err && ctx.bad[0])
+            hs_fail(err, st, "%s", ctx.bad);
+        else if (err && !strncmp(err->msg, "missing tensor", 14) && ctx.missing[0])
             hs_fail(err, st, "missing tensor '%s'", ctx.missing);
         goto fail;
     }
-    st = load_tokenizer(m, g, err);
+    st = hs_gguf_tokenizer_load(m, g, err);
 fail:
     if (st)
         hs_error_prefix(err, "'%s'", path);
     free(ctx.views);
+    free(ctx.scratch);
     hs_gguf_free(g);
     return st;
 }

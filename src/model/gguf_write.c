@@ -8,11 +8,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "headscope/gguf.h"
-#include "model/model_internal.h"
+#include "model/gguf_internal.h"
+#include "nn/ops.h"
 
 #define ALIGN 32u
-#define PHANTOM "\xe2\x96\x81" /* U+2581 */
 
 /* ---- output sinks ------------------------------------------------------------------- */
 
@@ -93,10 +92,11 @@ static void put_zeros(sink *s, size_t n)
 
 /* ---- metadata ------------------------------------------------------------------------ */
 
-typedef struct meta {
+struct hs_gguf_meta {
     sink s;        /* memory sink holding the KV section */
     uint64_t n_kv;
-} meta;
+};
+typedef hs_gguf_meta meta;
 
 static void kv_head(meta *m, const char *key, hs_gguf_type t)
 {
@@ -105,154 +105,54 @@ static void kv_head(meta *m, const char *key, hs_gguf_type t)
     m->n_kv++;
 }
 
-static void kv_u32(meta *m, const char *key, uint32_t v)
+void hs_meta_u32(meta *m, const char *key, uint32_t v)
 {
     kv_head(m, key, HS_GGUF_UINT32);
     put_u32(&m->s, v);
 }
 
-static void kv_f32(meta *m, const char *key, float v)
+void hs_meta_f32(meta *m, const char *key, float v)
 {
-    uint32_t b;
-    memcpy(&b, &v, sizeof b);
     kv_head(m, key, HS_GGUF_FLOAT32);
-    put_u32(&m->s, b);
+    hs_meta_elem_f32(m, v);
 }
 
-static void kv_bool(meta *m, const char *key, int v)
+void hs_meta_bool(meta *m, const char *key, int v)
 {
     unsigned char b = v ? 1 : 0;
     kv_head(m, key, HS_GGUF_BOOL);
     put(&m->s, &b, 1);
 }
 
-static void kv_str(meta *m, const char *key, const char *v)
+void hs_meta_str(meta *m, const char *key, const char *v)
 {
     kv_head(m, key, HS_GGUF_STRING);
     put_str(&m->s, v);
 }
 
-static void kv_array_head(meta *m, const char *key, hs_gguf_type elem, uint64_t n)
+void hs_meta_array(meta *m, const char *key, hs_gguf_type elem, uint64_t n)
 {
     kv_head(m, key, HS_GGUF_ARRAY);
     put_u32(&m->s, (uint32_t)elem);
     put_u64(&m->s, n);
 }
 
-static int is_special(const hs_arch *a, const char *tok)
+void hs_meta_elem_str(meta *m, const char *str) { put_str(&m->s, str); }
+
+void hs_meta_elem_strn(meta *m, const char *prefix, const char *str)
 {
-    for (int i = 0; i < a->n_specials; i++)
-        if (!strcmp(tok, a->specials[i]))
-            return 1;
-    return 0;
+    put_u64(&m->s, strlen(prefix) + strlen(str));
+    put(&m->s, prefix, strlen(prefix));
+    put(&m->s, str, strlen(str));
 }
 
-/* "[...]": stored verbatim in a BERT vocabulary ([unused0], [PAD17], ...), as llama.cpp's
- * converter and its ggml-vocab-bert-bge.gguf store them. */
-static int is_bracketed(const char *tok)
-{
-    size_t n = strlen(tok);
-    return n >= 2 && tok[0] == '[' && tok[n - 1] == ']';
-}
+void hs_meta_elem_u32(meta *m, uint32_t v) { put_u32(&m->s, v); }
 
-static hs_status write_tokenizer(meta *mt, const hs_model *m, hs_error *err)
+void hs_meta_elem_f32(meta *m, float v)
 {
-    const hs_tokenizer *t = m->tok;
-    size_t V = (size_t)m->cfg.vocab_size, n_tok = hs_tokenizer_vocab_size(t);
-    if (n_tok > V)
-        return hs_fail(err, HS_E_SHAPE,
-                       "the tokenizer has %zu tokens but the embedding has only %zu rows", n_tok, V);
-    char pad[32];
-    if (m->cfg.arch->tokenizer == HS_TOK_BPE) {
-        kv_str(mt, "tokenizer.ggml.model", m->cfg.arch->names->gguf_tokenizer);
-        kv_str(mt, "tokenizer.ggml.pre", "gpt-2");
-        kv_array_head(mt, "tokenizer.ggml.tokens", HS_GGUF_STRING, V);
-        for (size_t i = 0; i < V; i++) {
-            const char *s = hs_tokenizer_token(t, (int32_t)i);
-            if (!s) {
-                snprintf(pad, sizeof pad, "[PAD%zu]", i);
-                s = pad;
-            }
-            put_str(&mt->s, s);
-        }
-        kv_array_head(mt, "tokenizer.ggml.token_type", HS_GGUF_INT32, V);
-        for (size_t i = 0; i < V; i++) {
-            const char *s = hs_tokenizer_token(t, (int32_t)i);
-            put_u32(&mt->s, !s ? 5u : is_special(m->cfg.arch, s) ? 3u : 1u);
-        }
-        size_t n_merges = hs_tokenizer_merge_count(t);
-        kv_array_head(mt, "tokenizer.ggml.merges", HS_GGUF_STRING, n_merges);
-        for (size_t r = 0; r < n_merges; r++)
-            put_str(&mt->s, hs_tokenizer_merge(t, r));
-        const hs_arch *a = m->cfg.arch;
-        if (a->cls_token) { /* RoBERTa, as llama.cpp's RobertaModel: <s> text </s> */
-            static const char *const ids[] = {"tokenizer.ggml.bos_token_id",
-                                              "tokenizer.ggml.eos_token_id",
-                                              "tokenizer.ggml.padding_token_id",
-                                              "tokenizer.ggml.mask_token_id"};
-            const char *tok[] = {a->cls_token, a->sep_token, a->pad_token, a->mask_token};
-            for (size_t k = 0; k < sizeof ids / sizeof ids[0]; k++) {
-                int32_t id = tok[k] ? hs_tokenizer_id(t, tok[k]) : -1;
-                if (id >= 0)
-                    kv_u32(mt, ids[k], (uint32_t)id);
-            }
-            kv_bool(mt, "tokenizer.ggml.add_bos_token", 1);
-            kv_bool(mt, "tokenizer.ggml.add_eos_token", 1);
-        } else {
-            int32_t eot = hs_tokenizer_id(t, "<|endoftext|>");
-            if (eot >= 0) {
-                kv_u32(mt, "tokenizer.ggml.bos_token_id", (uint32_t)eot);
-                kv_u32(mt, "tokenizer.ggml.eos_token_id", (uint32_t)eot);
-            }
-        }
-        if (a->token_types)
-            kv_u32(mt, "tokenizer.ggml.token_type_count", (uint32_t)m->cfg.type_vocab_size);
-        return HS_OK;
-    }
-    for (size_t i = 0; i < V; i++) {
-        const char *s = hs_tokenizer_token(t, (int32_t)i);
-        if (s && !strncmp(s, "##", 2) && is_bracketed(s + 2))
-            return hs_fail(err, HS_E_UNSUPPORTED,
-                           "token %zu '%.64s' cannot be stored: a GGUF BERT vocabulary keeps "
-                           "'[...]' verbatim, so it would read back as '%.64s'", i, s, s + 2);
-    }
-    kv_str(mt, "tokenizer.ggml.model", m->cfg.arch->names->gguf_tokenizer);
-    kv_str(mt, "tokenizer.ggml.pre", "jina-v2-en");
-    kv_array_head(mt, "tokenizer.ggml.tokens", HS_GGUF_STRING, V);
-    for (size_t i = 0; i < V; i++) {
-        const char *s = hs_tokenizer_token(t, (int32_t)i);
-        if (!s) {
-            snprintf(pad, sizeof pad, "[PAD%zu]", i);
-            put_str(&mt->s, pad);
-        } else if (is_bracketed(s)) {
-            put_str(&mt->s, s);
-        } else if (!strncmp(s, "##", 2)) {
-            put_str(&mt->s, s + 2);
-        } else {
-            put_u64(&mt->s, strlen(s) + 3);
-            put(&mt->s, PHANTOM, 3);
-            put(&mt->s, s, strlen(s));
-        }
-    }
-    kv_array_head(mt, "tokenizer.ggml.token_type", HS_GGUF_INT32, V);
-    for (size_t i = 0; i < V; i++) {
-        const char *s = hs_tokenizer_token(t, (int32_t)i);
-        put_u32(&mt->s, !s ? 5u : is_special(m->cfg.arch, s) ? 3u : 1u);
-    }
-    kv_u32(mt, "tokenizer.ggml.token_type_count", (uint32_t)m->cfg.type_vocab_size);
-    kv_bool(mt, "tokenizer.ggml.normalizer.lowercase", hs_tokenizer_lowercase(t));
-    /* no eos_token_id: llama.cpp would take [SEP] for an end-of-generation token */
-    static const char *const ids[][2] = {
-        {"tokenizer.ggml.bos_token_id", "[CLS]"},     {"tokenizer.ggml.unknown_token_id", "[UNK]"},
-        {"tokenizer.ggml.seperator_token_id", "[SEP]"}, {"tokenizer.ggml.padding_token_id", "[PAD]"},
-        {"tokenizer.ggml.mask_token_id", "[MASK]"},
-    };
-    for (size_t k = 0; k < sizeof ids / sizeof ids[0]; k++) {
-        int32_t id = hs_tokenizer_id(t, ids[k][1]);
-        if (id >= 0)
-            kv_u32(mt, ids[k][0], (uint32_t)id);
-    }
-    return HS_OK;
+    uint32_t b;
+    memcpy(&b, &v, sizeof b);
+    put_u32(&m->s, b);
 }
 
 /* ---- the tensor plan ---------------------------------------------------------------- */
@@ -265,6 +165,8 @@ typedef struct plan_t {
     const float *src;
     size_t rows, cols, ld;
     int transpose;
+    size_t rope_dh;  /* > 0: Llama's Q or K, rows (elements of a vector) in llama.cpp's
+                        adjacent-pair order: GGUF row h dh + 2 i + j is row h dh + j dh/2 + i */
     uint32_t type;
     uint64_t nbytes, offset;
 } plan_t;
@@ -274,7 +176,17 @@ typedef struct plan {
     size_t n, cap;
     hs_gguf_ftype ftype;
     int nomem;
+    float rope_freqs[HS_ROTARY_MAX_DIMS / 2]; /* Llama 3's divisors, rope_freqs.weight */
 } plan;
+
+/* The row of the normalised tensor that GGUF row r holds (Llama's Q/K permutation). */
+static size_t src_row(const plan_t *t, size_t r)
+{
+    if (!t->rope_dh)
+        return r;
+    size_t dh = t->rope_dh, half = dh / 2, k = r % dh;
+    return r / dh * dh + k % 2 * half + k / 2;
+}
 
 static uint32_t storage_type(const char *name, size_t rows, size_t cols, hs_gguf_ftype ft)
 {
@@ -375,6 +287,20 @@ static hs_status plan_row(void *ctx, const hs_tensor_name *e, int layer, hs_erro
         add_lin(pc->p, nm, src, rows, cols, ld);
     else
         add(pc->p, nm, src, rows, cols, cols, 0);
+    /* llama.cpp's rope turns adjacent pairs: Llama's Q and K rows are permuted (its
+     * converter's LlamaModel.permute); Qwen2 and GPT-NeoX run rotate-half as stored */
+    if (m->cfg.family == HS_FAMILY_LLAMA && (e->slot == HS_S_QKV_W || e->slot == HS_S_QKV_B) &&
+        (e->part == 0 || e->part == 1) && !pc->p->nomem)
+        pc->p->t[pc->p->n - 1].rope_dh = (size_t)m->cfg.d_head;
+    /* Llama 3's rope scaling as llama.cpp's converter stores it: a divisor per frequency */
+    if (e->slot == HS_S_TOK_EMB && m->cfg.arch->rope_scaling == HS_ROPE_LLAMA3) {
+        const hs_arch *a = m->cfg.arch;
+        double inv[HS_ROTARY_MAX_DIMS / 2];
+        hs_op_rope_freqs(a, inv);
+        for (int k = 0; k < a->rotary_dims / 2; k++)
+            pc->p->rope_freqs[k] = (float)(pow((double)a->rotary_base, -2.0 * k / a->rotary_dims) / inv[k]);
+        add_vec(pc->p, "rope_freqs.weight", pc->p->rope_freqs, (size_t)a->rotary_dims / 2);
+    }
     return HS_OK;
 }
 
@@ -424,11 +350,15 @@ static void write_tensor(sink *s, const plan_t *t, float *row, unsigned char *en
 {
     size_t rows = t->rows ? t->rows : 1, cols = t->cols;
     for (size_t r = 0; r < rows; r++) {
+        size_t sr = src_row(t, r);
         if (t->transpose)
             for (size_t c = 0; c < cols; c++)
-                row[c] = t->src[c * t->ld + r];
+                row[c] = t->src[c * t->ld + sr];
+        else if (!t->rows && t->rope_dh)
+            for (size_t c = 0; c < cols; c++)
+                row[c] = t->src[src_row(t, c)];
         else
-            memcpy(row, t->src + r * t->ld, cols * sizeof *row);
+            memcpy(row, t->src + sr * t->ld, cols * sizeof *row);
         size_t nb = 0;
         switch (t->type) {
         case HS_GGML_F16:
@@ -464,14 +394,65 @@ static void write_tensor(sink *s, const plan_t *t, float *row, unsigned char *en
 
 static uint32_t file_type(hs_gguf_ftype ft) { return (uint32_t)ft; }
 
+/* What llama.cpp cannot hold of a rotary decoder, refused before anything is written. */
+static hs_status writable(const hs_model *m, hs_error *err)
+{
+    const hs_arch *a = m->cfg.arch;
+    if (a->pos != HS_POS_ROTARY)
+        return HS_OK;
+    if (a->family == HS_FAMILY_LLAMA && a->rotary_dims != m->cfg.d_head)
+        return hs_fail(err, HS_E_UNSUPPORTED, "this Llama model rotates %d of its %d head "
+                       "dimensions, and llama.cpp's llama architecture rotates all of them; it "
+                       "cannot be written to GGUF", a->rotary_dims, m->cfg.d_head);
+    if (a->rope_scaling == HS_ROPE_LLAMA3 && a->family != HS_FAMILY_LLAMA)
+        return hs_fail(err, HS_E_UNSUPPORTED, "Llama 3 rope scaling in a %s model cannot be "
+                       "written to GGUF (llama.cpp reads rope_freqs.weight for llama only)", a->name);
+    if (a->family == HS_FAMILY_GPT_NEOX && m->cfg.n_kv_head != m->cfg.n_head)
+        return hs_fail(err, HS_E_UNSUPPORTED, "grouped key/value heads in a GPT-NeoX model cannot "
+                       "be written to GGUF");
+    return HS_OK;
+}
+
+/* The hyperparameters of gptneox, llama and qwen2, with the value types llama.cpp checks (in
+ * the order of llama.cpp's converter). Llama 3's rope scaling is rope_freqs.weight (plan_row);
+ * linear scaling is rope.scaling.type and .factor. */
+static void rotary_keys(meta *mt, const hs_model_config *c, const char *arch)
+{
+    const hs_arch *a = c->arch;
+    char key[96];
+#define KEY(suffix) (snprintf(key, sizeof key, "%s." suffix, arch), key)
+    hs_meta_u32(mt, KEY("context_length"), (uint32_t)c->n_ctx);
+    hs_meta_u32(mt, KEY("embedding_length"), (uint32_t)c->d_model);
+    hs_meta_u32(mt, KEY("block_count"), (uint32_t)c->n_layer);
+    hs_meta_u32(mt, KEY("feed_forward_length"), (uint32_t)c->d_ff);
+    hs_meta_u32(mt, KEY("attention.head_count"), (uint32_t)c->n_head);
+    if (a->family != HS_FAMILY_GPT_NEOX)
+        hs_meta_u32(mt, KEY("attention.head_count_kv"), (uint32_t)c->n_kv_head);
+    hs_meta_u32(mt, KEY("rope.dimension_count"), (uint32_t)a->rotary_dims);
+    hs_meta_f32(mt, KEY("rope.freq_base"), a->rotary_base);
+    if (a->norm_kind == HS_NORM_LAYER) {
+        hs_meta_bool(mt, KEY("use_parallel_residual"), a->parallel_residual);
+        hs_meta_f32(mt, KEY("attention.layer_norm_epsilon"), c->ln_eps);
+    } else {
+        hs_meta_f32(mt, KEY("attention.layer_norm_rms_epsilon"), c->ln_eps);
+        hs_meta_u32(mt, KEY("vocab_size"), (uint32_t)c->vocab_size);
+    }
+    if (a->rope_scaling == HS_ROPE_LINEAR) {
+        hs_meta_str(mt, KEY("rope.scaling.type"), "linear");
+        hs_meta_f32(mt, KEY("rope.scaling.factor"), a->rope_factor);
+    }
+#undef KEY
+}
+
 /* The whole file into s. */
 static hs_status emit(sink *s, const hs_model *m, const hs_gguf_write_options *opt, hs_error *err)
 {
     hs_gguf_write_options def = {.ftype = HS_GGUF_FTYPE_F32};
     if (!opt)
         opt = &def;
-    if (hs_arch_gguf_check(m->cfg.arch, err))
-        return HS_E_UNSUPPORTED;
+    hs_status st = writable(m, err);
+    if (st)
+        return st;
     if (opt->ftype != HS_GGUF_FTYPE_F32 && opt->ftype != HS_GGUF_FTYPE_F16 &&
         opt->ftype != HS_GGUF_FTYPE_BF16 && opt->ftype != HS_GGUF_FTYPE_Q8_0)
         return hs_fail(err, HS_E_ARG, "unsupported output type %d", (int)opt->ftype);
@@ -487,27 +468,31 @@ static hs_status emit(sink *s, const hs_model *m, const hs_gguf_write_options *o
     plan p = {.ftype = opt->ftype};
     float *row = NULL;
     unsigned char *enc = NULL;
-    hs_status st;
     char key[96];
 #define KEY(suffix) (snprintf(key, sizeof key, "%s." suffix, arch), key)
 
-    kv_str(&mt, "general.architecture", arch);
-    kv_str(&mt, "general.type", "model");
+    hs_meta_str(&mt, "general.architecture", arch);
+    hs_meta_str(&mt, "general.type", "model");
     if (opt->name && *opt->name)
-        kv_str(&mt, "general.name", opt->name);
-    kv_u32(&mt, KEY("block_count"), (uint32_t)c->n_layer);
-    kv_u32(&mt, KEY("context_length"), (uint32_t)c->n_ctx);
-    kv_u32(&mt, KEY("embedding_length"), (uint32_t)c->d_model);
-    kv_u32(&mt, KEY("feed_forward_length"), (uint32_t)c->d_ff);
-    kv_u32(&mt, KEY("attention.head_count"), (uint32_t)c->n_head);
-    kv_f32(&mt, KEY("attention.layer_norm_epsilon"), c->ln_eps);
-    kv_u32(&mt, "general.file_type", file_type(opt->ftype));
-    if (!c->arch->causal)
-        kv_bool(&mt, KEY("attention.causal"), 0);
+        hs_meta_str(&mt, "general.name", opt->name);
+    if (c->arch->pos == HS_POS_ROTARY) {
+        hs_meta_u32(&mt, "general.file_type", file_type(opt->ftype));
+        rotary_keys(&mt, c, arch);
+    } else {
+        hs_meta_u32(&mt, KEY("block_count"), (uint32_t)c->n_layer);
+        hs_meta_u32(&mt, KEY("context_length"), (uint32_t)c->n_ctx);
+        hs_meta_u32(&mt, KEY("embedding_length"), (uint32_t)c->d_model);
+        hs_meta_u32(&mt, KEY("feed_forward_length"), (uint32_t)c->d_ff);
+        hs_meta_u32(&mt, KEY("attention.head_count"), (uint32_t)c->n_head);
+        hs_meta_f32(&mt, KEY("attention.layer_norm_epsilon"), c->ln_eps);
+        hs_meta_u32(&mt, "general.file_type", file_type(opt->ftype));
+        if (!c->arch->causal)
+            hs_meta_bool(&mt, KEY("attention.causal"), 0);
+    }
 #undef KEY
-    if ((st = write_tokenizer(&mt, m, err)))
+    if ((st = hs_gguf_tokenizer_write(&mt, m, err)))
         goto fail;
-    kv_u32(&mt, "general.quantization_version", 2);
+    hs_meta_u32(&mt, "general.quantization_version", 2);
     if (mt.s.failed) {
         st = HS_E_NOMEM;
         goto fail;
@@ -600,7 +585,7 @@ hs_status hs_gguf_write(const hs_model *m, const char *path, const hs_gguf_write
 {
     if (!m || !path)
         return hs_fail(err, HS_E_ARG, "hs_gguf_write: null argument");
-    hs_status st = hs_arch_gguf_check(m->cfg.arch, err); /* before the file is created */
+    hs_status st = writable(m, err); /* before the file is created */
     if (st)
         return st;
     hs_out o;

@@ -126,10 +126,6 @@ const char *hs_arch_beyond_base(const hs_arch *a, const hs_model_config *c);
  * forward pass does not implement yet; every loader calls it through hs_config_validate. */
 hs_status hs_arch_check(const hs_arch *a, const hs_model_config *c, hs_error *err);
 
-/* Fails (HS_E_UNSUPPORTED, one line) for a family whose GGUF files headscope does not read
- * or write yet: the rotary decoders (GPT-NeoX, Llama, Qwen2). */
-hs_status hs_arch_gguf_check(const hs_arch *a, hs_error *err);
-
 /* Calls fn for every row of the table that the model has (per-layer rows once per layer,
  * in table order) until fn returns non-zero, which is returned. */
 typedef hs_status (*hs_names_fn)(void *ctx, const hs_tensor_name *e, int layer, hs_error *err);

@@ -63,8 +63,9 @@ static void merge_where(char *buf, size_t cap, const size_t *lines, size_t i)
         snprintf(buf, cap, "merge %zu", i);
 }
 
-hs_status hs_bpe_build(hs_tokenizer *t, const char *const *merges, const size_t *merge_lines,
-                       size_t n_merges, const char *what, hs_error *err)
+hs_status hs_bpe_build(hs_tokenizer *t, const char *const *merges, const int32_t *ranks,
+                       const size_t *merge_lines, size_t n_merges, const char *what,
+                       hs_error *err)
 {
     char where[64];
     char *cat = NULL;
@@ -110,7 +111,7 @@ hs_status hs_bpe_build(hs_tokenizer *t, const char *const *merges, const size_t 
         memcpy(cat + llen, sp + 1, rlen);
         if (intern(t, m, llen, &left) != HS_OK || intern(t, sp + 1, rlen, &right) != HS_OK ||
             intern(t, cat, llen + rlen, &result) != HS_OK ||
-            hs_pairmap_put(&t->merges, left, right, (int32_t)i, result) != HS_OK ||
+            hs_pairmap_put(&t->merges, left, right, ranks ? ranks[i] : (int32_t)i, result) != HS_OK ||
             hs_strtab_push(&t->merge_text, m, len, NULL) != HS_OK) {
             st = hs_fail(err, HS_E_NOMEM, "out of memory building the merge table");
             goto fail;

@@ -208,10 +208,12 @@ hs_status hs_bpe_encode(const hs_tokenizer *t, const char *text, size_t len, int
 hs_status hs_wordpiece_encode(const hs_tokenizer *t, const char *text, size_t len, hs_idvec *out);
 
 /* Builds the BPE tables (merges, byte symbols) of a tokenizer whose vocabulary is set.
- * merges[i] is "left right"; errors name merge_lines[i] as a file line when merge_lines is
- * not NULL, else the index i. what names the source in messages. */
-hs_status hs_bpe_build(hs_tokenizer *t, const char *const *merges, const size_t *merge_lines,
-                       size_t n_merges, const char *what, hs_error *err);
+ * merges[i] is "left right" with rank ranks[i] (NULL: rank i; equal ranks are taken
+ * leftmost first); errors name merge_lines[i] as a file line when merge_lines is not NULL,
+ * else the index i. what names the source in messages. */
+hs_status hs_bpe_build(hs_tokenizer *t, const char *const *merges, const int32_t *ranks,
+                       const size_t *merge_lines, size_t n_merges, const char *what,
+                       hs_error *err);
 
 /* The byte encoded by GPT-2's byte-level character cp, or -1. */
 int hs_bpe_char_to_byte(int32_t cp);

@@ -186,7 +186,7 @@ static hs_status new_bpe(const char *const *tokens, size_t n_tokens, const char 
         goto fail;
     }
     if ((st = hs_tok_set_added(t, &t->unk, NULL, 1, err)) != HS_OK ||
-        (st = hs_bpe_build(t, merges, merge_lines, n_merges, merges_what, err)) != HS_OK)
+        (st = hs_bpe_build(t, merges, NULL, merge_lines, n_merges, merges_what, err)) != HS_OK)
         goto fail;
     *out = t;
     return HS_OK;

@@ -316,7 +316,7 @@ hs_status hs_tokenizer_load_json(const char *path, hs_tokenizer **out, hs_error 
         goto fail;
     if (kind != HS_TOK_WORDPIECE &&
         ((st = read_merges(cJSON_GetObjectItemCaseSensitive(model, "merges"), &merges, &n_merges, err)) != HS_OK ||
-         (st = hs_bpe_build(t, (const char *const *)merges, NULL, n_merges, what, err)) != HS_OK))
+         (st = hs_bpe_build(t, (const char *const *)merges, NULL, NULL, n_merges, what, err)) != HS_OK))
         goto fail;
     *out = t;
     t = NULL;

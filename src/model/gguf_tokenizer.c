@@ -1,0 +1,520 @@
+/* The tokenizer halves of GGUF: tokenizer.ggml.* read into an hs_tokenizer and written from
+ * one, as llama.cpp's converter writes them for each family.
+ *   GPT-2, RoBERTa: "gpt2" (byte-level tokens and merges); BERT: "bert" (WordPiece with
+ *     llama.cpp's "▁" rewrite);
+ *   the rotary decoders: "gpt2" with the pre-tokenizer tokenizer.ggml.pre names (GPT-NeoX,
+ *     Llama 3, Qwen2), or SentencePiece-style "llama" with scores (Llama 2, TinyLlama), built
+ *     by hs_tokenizer_new_spec on the one BPE of src/text. Special tokens (CONTROL, UNKNOWN,
+ *     USER_DEFINED) are matched whole in the text; BOS / EOS follow add_bos_token /
+ *     add_eos_token with llama.cpp's defaults. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "model/gguf_internal.h"
+
+/* ---- reading: GPT-2, RoBERTa, BERT ------------------------------------------------------- */
+
+static hs_status string_array(const hs_gguf *g, long idx, const char *key, const char ***out,
+                              size_t *n, hs_error *err)
+{
+    *n = hs_gguf_kv_len(g, (size_t)idx);
+    *out = calloc(*n ? *n : 1, sizeof **out);
+    if (!*out)
+        return hs_fail(err, HS_E_NOMEM, "out of memory reading '%s'", key);
+    for (size_t j = 0; j < *n; j++) {
+        hs_gguf_value v;
+        hs_gguf_kv_get(g, (size_t)idx, j, &v);
+        if (strlen(v.str) != v.len) {
+            free(*out);
+            *out = NULL;
+            return hs_fail(err, HS_E_FORMAT, "%s[%zu] holds a NUL byte", key, j);
+        }
+        (*out)[j] = v.str;
+    }
+    return HS_OK;
+}
+
+#define PHANTOM "\xe2\x96\x81" /* U+2581, llama.cpp's word-start marker */
+
+/* Undoes the converter's WordPiece rewrite: CONTROL tokens and every "[...]" token
+ * ([unused0], whatever its type) verbatim, "▁x" → "x", and a bare "x" → "##x". */
+static hs_status bert_vocab(const hs_gguf *g, const char *const *tok, size_t n, char ***out,
+                            hs_error *err)
+{
+    long ti;
+    hs_status st = hs_gguf_find_array(g, "tokenizer.ggml.token_type", HS_GGUF_INT32, 0, &ti, err);
+    if (st)
+        return st;
+    if (ti >= 0 && hs_gguf_kv_len(g, (size_t)ti) < n)
+        return hs_fail(err, HS_E_SHAPE, "tokenizer.ggml.token_type has %zu entries for %zu tokens",
+                       hs_gguf_kv_len(g, (size_t)ti), n);
+    char **v = calloc(n ? n : 1, sizeof *v);
+    if (!v)
+        return hs_fail(err, HS_E_NOMEM, "out of memory rebuilding the vocabulary");
+    for (size_t j = 0; j < n; j++) {
+        const char *s = tok[j];
+        size_t len = strlen(s);
+        int control = len >= 2 && s[0] == '[' && s[len - 1] == ']';
+        if (ti >= 0 && !control) {
+            hs_gguf_value tv;
+            hs_gguf_kv_get(g, (size_t)ti, j, &tv);
+            control = tv.i == 3;
+        }
+        const char *pre = "", *body = s;
+        if (!control && !strncmp(s, PHANTOM, 3))
+            body = s + 3;
+        else if (!control)
+            pre = "##";
+        size_t need = strlen(pre) + strlen(body) + 1;
+        if ((v[j] = malloc(need)))
+            snprintf(v[j], need, "%s%s", pre, body);
+        if (!v[j]) {
+            for (size_t k = 0; k < j; k++)
+                free(v[k]);
+            free(v);
+            return hs_fail(err, HS_E_NOMEM, "out of memory rebuilding the vocabulary");
+        }
+    }
+    *out = v;
+    return HS_OK;
+}
+
+/* GPT-2 and RoBERTa ("gpt2": tokens + merges, <|endoftext|> or the RoBERTa specials by their
+ * text) and BERT ("bert": WordPiece with the rewrite undone, lowercasing from
+ * tokenizer.ggml.normalizer.lowercase, default true). tok: the tokens, n_tok of them. */
+static hs_status load_gpt2_bert(hs_model *m, const hs_gguf *g, const char **tok, size_t n_tok,
+                                hs_error *err)
+{
+    long gi;
+    hs_status st;
+    const char **merges = NULL;
+    size_t n_merges = 0;
+    if (m->cfg.arch->tokenizer == HS_TOK_BPE) {
+        if (!(st = hs_gguf_find_array(g, "tokenizer.ggml.merges", HS_GGUF_STRING, 1, &gi, err)) &&
+            !(st = string_array(g, gi, "tokenizer.ggml.merges", &merges, &n_merges, err)))
+            st = hs_tokenizer_new_bpe(tok, n_tok, merges, n_merges, &m->tok, err);
+        free(merges);
+        return st;
+    }
+    int lower = 1;
+    if ((st = hs_gguf_find_typed(g, "tokenizer.ggml.normalizer.lowercase", HS_GGUF_BOOL, 0, &gi, err)))
+        return st;
+    if (gi >= 0) {
+        hs_gguf_value v;
+        hs_gguf_kv_get(g, (size_t)gi, 0, &v);
+        lower = v.u != 0;
+    }
+    char **vocab = NULL;
+    st = bert_vocab(g, tok, n_tok, &vocab, err);
+    if (st)
+        return st;
+    st = hs_tokenizer_new_wordpiece((const char *const *)vocab, n_tok, lower, &m->tok, err);
+    for (size_t j = 0; j < n_tok; j++)
+        free(vocab[j]);
+    free(vocab);
+    return st;
+}
+
+/* ---- reading: the rotary decoders ------------------------------------------------------ */
+
+/* tokenizer.ggml.token_type values (llama.cpp's llama_token_type). */
+enum { TT_NORMAL = 1, TT_UNKNOWN = 2, TT_CONTROL = 3, TT_USER_DEFINED = 4, TT_UNUSED = 5, TT_BYTE = 6 };
+
+/* llama.cpp's tokenizer.ggml.pre values for a "gpt2" (byte-level) vocabulary that headscope
+ * runs, and the Hugging Face pipeline of the tokenizer each was derived from (llama.cpp
+ * identifies a tokenizer by hashing its output on a probe text: convert_hf_to_gguf.py). */
+static const struct pre_kind {
+    const char *name;
+    int pre, nfc, ignore_merges, add_bos;
+} pre_kinds[] = {
+    {"gpt-2", HS_SPEC_PRE_GPT2, 0, 0, 0},       /* openai-community/gpt2 */
+    {"olmo", HS_SPEC_PRE_GPT2, 1, 0, 0},        /* EleutherAI's GPT-NeoX-20B tokenizer (Pythia,
+                                                   OLMo, MPT): NFC, then GPT-2's pattern */
+    {"mpt", HS_SPEC_PRE_GPT2, 1, 0, 0},         /* the same tokenizer, an older name */
+    {"llama-bpe", HS_SPEC_PRE_LLAMA3, 0, 1, 1}, /* Meta-Llama-3: ignore_merges, BOS */
+    {"llama3", HS_SPEC_PRE_LLAMA3, 0, 1, 1},
+    {"llama-v3", HS_SPEC_PRE_LLAMA3, 0, 1, 1},
+    {"qwen2", HS_SPEC_PRE_QWEN2, 1, 0, 0},      /* Qwen1.5 / Qwen2: NFC, single digits */
+};
+#define N_PRE_KINDS (sizeof pre_kinds / sizeof pre_kinds[0])
+
+/* An optional special-token id key; *id keeps its default when absent. */
+static hs_status special_id(const hs_gguf *g, const char *key, size_t n_tok, int32_t *id,
+                            hs_error *err)
+{
+    int v = *id;
+    hs_status st = hs_gguf_get_u32(g, key, 0, &v, err);
+    if (st)
+        return st;
+    if (v >= 0 && (size_t)v >= n_tok)
+        return hs_fail(err, HS_E_VALUE, "%s = %d is out of range (%zu tokens)", key, v, n_tok);
+    *id = v;
+    return HS_OK;
+}
+
+static hs_status load_rotary(hs_model *m, const hs_gguf *g, const char *model, const char **tok,
+                             size_t n_tok, hs_error *err)
+{
+    int spm = !strcmp(model, "llama");
+    hs_tok_spec s = {.kind = spm ? HS_TOK_SPM_BPE : HS_TOK_BPE, .tokens = tok, .n_tokens = n_tok,
+                     .unk = spm ? 0 : -1, .bos = spm ? 1 : 11, .eos = spm ? 2 : 11,
+                     .byte_fallback = spm, .post_name = "GGUF add_bos_token / add_eos_token"};
+    int add_bos = spm, add_eos = 0, add_space = 1;
+    const char **merges = NULL;
+    float *scores = NULL;
+    int32_t *added = NULL;
+    unsigned char *normalized = NULL;
+    long ti, si, gi;
+    hs_status st;
+    hs_gguf_value v;
+    if (!spm) {
+        if ((st = hs_gguf_find_typed(g, "tokenizer.ggml.pre", HS_GGUF_STRING, 0, &gi, err)))
+            return st;
+        if (gi < 0)
+            return hs_fail(err, HS_E_UNSUPPORTED, "tokenizer.ggml.pre is missing: a \"gpt2\" "
+                           "vocabulary needs it to say how text is split (llama.cpp then guesses)");
+        hs_gguf_kv_get(g, (size_t)gi, 0, &v);
+        const struct pre_kind *k = NULL;
+        for (size_t i = 0; i < N_PRE_KINDS && !k; i++)
+            if (!strcmp(pre_kinds[i].name, v.str))
+                k = &pre_kinds[i];
+        if (!k)
+            return hs_fail(err, HS_E_UNSUPPORTED, "tokenizer.ggml.pre '%.64s' is not supported "
+                           "(expected gpt-2, olmo, mpt, llama-bpe, llama3, llama-v3 or qwen2)", v.str);
+        s.pre = k->pre;
+        s.nfc = k->nfc;
+        s.ignore_merges = k->ignore_merges;
+        add_bos = k->add_bos;
+    }
+    if ((st = hs_gguf_find_array(g, "tokenizer.ggml.token_type", HS_GGUF_INT32, 0, &ti, err)))
+        return st;
+    if (ti >= 0 && hs_gguf_kv_len(g, (size_t)ti) < n_tok)
+        return hs_fail(err, HS_E_SHAPE, "tokenizer.ggml.token_type has %zu entries for %zu tokens",
+                       hs_gguf_kv_len(g, (size_t)ti), n_tok);
+    if ((st = special_id(g, "tokenizer.ggml.unknown_token_id", n_tok, &s.unk, err)) ||
+        (st = special_id(g, "tokenizer.ggml.bos_token_id", n_tok, &s.bos, err)) ||
+        (st = special_id(g, "tokenizer.ggml.eos_token_id", n_tok, &s.eos, err)) ||
+        (st = hs_gguf_get_bool(g, "tokenizer.ggml.add_bos_token", 0, &add_bos, err)) ||
+        (st = hs_gguf_get_bool(g, "tokenizer.ggml.add_eos_token", 0, &add_eos, err)) ||
+        (st = hs_gguf_get_bool(g, "tokenizer.ggml.add_space_prefix", 0, &add_space, err)))
+        return st;
+    if (s.unk >= (int32_t)n_tok)
+        s.unk = -1; /* llama.cpp's default id, not in a small vocabulary */
+    if (!add_bos)
+        s.bos = -1;
+    if (!add_eos)
+        s.eos = -1;
+    if ((add_bos && s.bos >= (int32_t)n_tok) || (add_eos && s.eos >= (int32_t)n_tok))
+        return hs_fail(err, HS_E_VALUE, "tokenizer.ggml.add_%s_token is true but the file names "
+                       "no %s token id in range", add_bos ? "bos" : "eos", add_bos ? "BOS" : "EOS");
+    s.space = add_space ? HS_SPEC_SPACE_EACH : HS_SPEC_SPACE_NONE;
+    if (!(added = malloc(n_tok * sizeof *added)) || !(normalized = malloc(n_tok))) {
+        st = hs_fail(err, HS_E_NOMEM, "out of memory reading the tokenizer");
+        goto done;
+    }
+    for (size_t j = 0; ti >= 0 && j < n_tok; j++) {
+        hs_gguf_kv_get(g, (size_t)ti, j, &v);
+        if (v.i == TT_CONTROL || v.i == TT_UNKNOWN || v.i == TT_USER_DEFINED) {
+            normalized[s.n_added] = v.i == TT_USER_DEFINED; /* Hugging Face's default for them */
+            added[s.n_added++] = (int32_t)j;
+        }
+    }
+    s.added = added;
+    s.added_normalized = normalized;
+    if (spm) {
+        if ((st = hs_gguf_find_typed(g, "tokenizer.ggml.scores", HS_GGUF_ARRAY, 0, &si, err)))
+            goto done;
+        if (si >= 0 && hs_gguf_kv_elem_type(g, (size_t)si) != HS_GGUF_FLOAT32 &&
+            hs_gguf_kv_elem_type(g, (size_t)si) != HS_GGUF_INT32) {
+            st = hs_fail(err, HS_E_FORMAT, "key 'tokenizer.ggml.scores' is an array of %s, expected "
+                         "FLOAT32", hs_gguf_type_name(hs_gguf_kv_elem_type(g, (size_t)si)));
+            goto done;
+        }
+        if (si >= 0 && hs_gguf_kv_len(g, (size_t)si) != n_tok) {
+            st = hs_fail(err, HS_E_SHAPE, "tokenizer.ggml.scores has %zu entries for %zu tokens",
+                         hs_gguf_kv_len(g, (size_t)si), n_tok);
+            goto done;
+        }
+        if (!(scores = calloc(n_tok, sizeof *scores))) { /* absent: all 0, as llama.cpp */
+            st = hs_fail(err, HS_E_NOMEM, "out of memory reading the tokenizer");
+            goto done;
+        }
+        for (size_t j = 0; si >= 0 && j < n_tok; j++) {
+            hs_gguf_kv_get(g, (size_t)si, j, &v);
+            scores[j] = v.type == HS_GGUF_FLOAT32 ? (float)v.f : (float)v.i;
+        }
+        s.scores = scores;
+    } else {
+        size_t n_merges;
+        if ((st = hs_gguf_find_array(g, "tokenizer.ggml.merges", HS_GGUF_STRING, 1, &gi, err)) ||
+            (st = string_array(g, gi, "tokenizer.ggml.merges", &merges, &n_merges, err)))
+            goto done;
+        s.merges = merges;
+        s.n_merges = n_merges;
+    }
+    st = hs_tokenizer_new_spec(&s, &m->tok, err);
+done:
+    free(merges);
+    free(scores);
+    free(normalized);
+    free(added);
+    return st;
+}
+
+hs_status hs_gguf_tokenizer_load(hs_model *m, const hs_gguf *g, hs_error *err)
+{
+    long mi, ti;
+    hs_status st;
+    if ((st = hs_gguf_find_typed(g, "tokenizer.ggml.model", HS_GGUF_STRING, 0, &mi, err)))
+        return st;
+    if (mi < 0)
+        return HS_OK; /* weights only */
+    hs_gguf_value model;
+    hs_gguf_kv_get(g, (size_t)mi, 0, &model);
+    const hs_arch *a = m->cfg.arch;
+    int rotary = a->pos == HS_POS_ROTARY;
+    const char *want = a->names->gguf_tokenizer;
+    if (rotary ? strcmp(model.str, "gpt2") && (a->family != HS_FAMILY_LLAMA || strcmp(model.str, "llama"))
+               : strcmp(model.str, want) != 0)
+        return hs_fail(err, HS_E_UNSUPPORTED,
+                       "tokenizer.ggml.model '%.64s' is not supported for %s (expected '%s')",
+                       model.str, hs_family_name(m->cfg.family),
+                       a->family == HS_FAMILY_LLAMA ? "gpt2' or 'llama" : rotary ? "gpt2" : want);
+    if ((st = hs_gguf_find_array(g, "tokenizer.ggml.tokens", HS_GGUF_STRING, 1, &ti, err)))
+        return st;
+    size_t n_tok = hs_gguf_kv_len(g, (size_t)ti);
+    if (n_tok != (size_t)m->cfg.vocab_size)
+        return hs_fail(err, HS_E_SHAPE,
+                       "tokenizer.ggml.tokens has %zu entries but %s has %d rows", n_tok,
+                       hs_names_row(a, HS_S_TOK_EMB)->gguf, m->cfg.vocab_size);
+    const char **tok = NULL;
+    if ((st = string_array(g, ti, "tokenizer.ggml.tokens", &tok, &n_tok, err)))
+        return st;
+    st = rotary ? load_rotary(m, g, model.str, tok, n_tok, err) : load_gpt2_bert(m, g, tok, n_tok, err);
+    free(tok);
+    return st;
+}
+
+/* ---- writing: GPT-2, RoBERTa, BERT -------------------------------------------------------- */
+
+static int is_special(const hs_arch *a, const char *tok)
+{
+    for (int i = 0; i < a->n_specials; i++)
+        if (!strcmp(tok, a->specials[i]))
+            return 1;
+    return 0;
+}
+
+/* "[...]": stored verbatim in a BERT vocabulary ([unused0], [PAD17], ...), as llama.cpp's
+ * converter and its ggml-vocab-bert-bge.gguf store them. */
+static int is_bracketed(const char *tok)
+{
+    size_t n = strlen(tok);
+    return n >= 2 && tok[0] == '[' && tok[n - 1] == ']';
+}
+
+/* tokenizer.ggml.tokens: V strings in id order, "[PAD{i}]" for an id the tokenizer lacks;
+ * bert: with llama.cpp's WordPiece rewrite ("[...]" verbatim, "##x" -> "x", else "▁x"). */
+static void token_list(hs_gguf_meta *mt, const hs_tokenizer *t, size_t V, int bert)
+{
+    char pad[32];
+    hs_meta_array(mt, "tokenizer.ggml.tokens", HS_GGUF_STRING, V);
+    for (size_t i = 0; i < V; i++) {
+        const char *s = hs_tokenizer_token(t, (int32_t)i);
+        snprintf(pad, sizeof pad, "[PAD%zu]", i);
+        if (!s || !bert || is_bracketed(s))
+            hs_meta_elem_str(mt, s ? s : pad);
+        else if (!strncmp(s, "##", 2))
+            hs_meta_elem_str(mt, s + 2);
+        else
+            hs_meta_elem_strn(mt, PHANTOM, s);
+    }
+}
+
+/* tokenizer.ggml.merges in rank order, "left right". */
+static void merge_list(hs_gguf_meta *mt, const hs_tokenizer *t)
+{
+    size_t n_merges = hs_tokenizer_merge_count(t);
+    hs_meta_array(mt, "tokenizer.ggml.merges", HS_GGUF_STRING, n_merges);
+    for (size_t r = 0; r < n_merges; r++)
+        hs_meta_elem_str(mt, hs_tokenizer_merge(t, r));
+}
+
+/* GPT-2's, RoBERTa's and BERT's first keys: model, pre, tokens (bert: rewritten), and
+ * token types (3 for the family's special tokens, 5 for ids the tokenizer lacks, else 1). */
+static void vocab_head(hs_gguf_meta *mt, const hs_model *m, const char *pre, int bert)
+{
+    size_t V = (size_t)m->cfg.vocab_size;
+    hs_meta_str(mt, "tokenizer.ggml.model", m->cfg.arch->names->gguf_tokenizer);
+    hs_meta_str(mt, "tokenizer.ggml.pre", pre);
+    token_list(mt, m->tok, V, bert);
+    hs_meta_array(mt, "tokenizer.ggml.token_type", HS_GGUF_INT32, V);
+    for (size_t i = 0; i < V; i++) {
+        const char *s = hs_tokenizer_token(m->tok, (int32_t)i);
+        hs_meta_elem_u32(mt, !s ? 5u : is_special(m->cfg.arch, s) ? 3u : 1u);
+    }
+}
+
+static hs_status write_gpt2_bert(hs_gguf_meta *mt, const hs_model *m, hs_error *err)
+{
+    const hs_tokenizer *t = m->tok;
+    size_t V = (size_t)m->cfg.vocab_size;
+    if (m->cfg.arch->tokenizer == HS_TOK_BPE) {
+        vocab_head(mt, m, "gpt-2", 0);
+        merge_list(mt, t);
+        const hs_arch *a = m->cfg.arch;
+        if (a->cls_token) { /* RoBERTa, as llama.cpp's RobertaModel: <s> text </s> */
+            static const char *const ids[] = {"tokenizer.ggml.bos_token_id",
+                                              "tokenizer.ggml.eos_token_id",
+                                              "tokenizer.ggml.padding_token_id",
+                                              "tokenizer.ggml.mask_token_id"};
+            const char *tok[] = {a->cls_token, a->sep_token, a->pad_token, a->mask_token};
+            for (size_t k = 0; k < sizeof ids / sizeof ids[0]; k++) {
+                int32_t id = tok[k] ? hs_tokenizer_id(t, tok[k]) : -1;
+                if (id >= 0)
+                    hs_meta_u32(mt, ids[k], (uint32_t)id);
+            }
+            hs_meta_bool(mt, "tokenizer.ggml.add_bos_token", 1);
+            hs_meta_bool(mt, "tokenizer.ggml.add_eos_token", 1);
+        } else {
+            int32_t eot = hs_tokenizer_id(t, "<|endoftext|>");
+            if (eot >= 0) {
+                hs_meta_u32(mt, "tokenizer.ggml.bos_token_id", (uint32_t)eot);
+                hs_meta_u32(mt, "tokenizer.ggml.eos_token_id", (uint32_t)eot);
+            }
+        }
+        if (a->token_types)
+            hs_meta_u32(mt, "tokenizer.ggml.token_type_count", (uint32_t)m->cfg.type_vocab_size);
+        return HS_OK;
+    }
+    for (size_t i = 0; i < V; i++) {
+        const char *s = hs_tokenizer_token(t, (int32_t)i);
+        if (s && !strncmp(s, "##", 2) && is_bracketed(s + 2))
+            return hs_fail(err, HS_E_UNSUPPORTED,
+                           "token %zu '%.64s' cannot be stored: a GGUF BERT vocabulary keeps "
+                           "'[...]' verbatim, so it would read back as '%.64s'", i, s, s + 2);
+    }
+    vocab_head(mt, m, "jina-v2-en", 1);
+    hs_meta_u32(mt, "tokenizer.ggml.token_type_count", (uint32_t)m->cfg.type_vocab_size);
+    hs_meta_bool(mt, "tokenizer.ggml.normalizer.lowercase", hs_tokenizer_lowercase(t));
+    /* no eos_token_id: llama.cpp would take [SEP] for an end-of-generation token */
+    static const char *const ids[][2] = {
+        {"tokenizer.ggml.bos_token_id", "[CLS]"},     {"tokenizer.ggml.unknown_token_id", "[UNK]"},
+        {"tokenizer.ggml.seperator_token_id", "[SEP]"}, {"tokenizer.ggml.padding_token_id", "[PAD]"},
+        {"tokenizer.ggml.mask_token_id", "[MASK]"},
+    };
+    for (size_t k = 0; k < sizeof ids / sizeof ids[0]; k++) {
+        int32_t id = hs_tokenizer_id(t, ids[k][1]);
+        if (id >= 0)
+            hs_meta_u32(mt, ids[k][0], (uint32_t)id);
+    }
+    return HS_OK;
+}
+
+/* ---- writing: the rotary decoders -------------------------------------------------------- */
+
+/* The id of the first of names the vocabulary has, or -1. */
+static int32_t first_of(const hs_tokenizer *t, const char *const *names, size_t n)
+{
+    for (size_t k = 0; k < n; k++) {
+        int32_t id = hs_tokenizer_id(t, names[k]);
+        if (id >= 0)
+            return id;
+    }
+    return -1;
+}
+
+/* "<0xNN>": a SentencePiece byte token. */
+static int is_byte_token(const char *s)
+{
+    return strlen(s) == 6 && !strncmp(s, "<0x", 3) && s[5] == '>';
+}
+
+/* As llama.cpp's converter: "gpt2" with tokens, token types (CONTROL for the special added
+ * tokens, USER_DEFINED for the others, whose text matches as added), merges, the pre name of
+ * the tokenizer's pipeline; or "llama" with scores (-id: a piece made earlier by BPE has a
+ * lower id), BYTE tokens and add_space_prefix. BOS / EOS as the template adds them. */
+static hs_status write_rotary(hs_gguf_meta *mt, const hs_model *m, hs_error *err)
+{
+    const hs_tokenizer *t = m->tok;
+    size_t V = (size_t)m->cfg.vocab_size, n_tok = hs_tokenizer_vocab_size(t);
+    hs_tok_spec s;
+    hs_status st = hs_tokenizer_get_spec(t, &s, err);
+    if (st) {
+        hs_error_prefix(err, "the tokenizer cannot be written to GGUF");
+        return st;
+    }
+    int spm = s.kind == HS_TOK_SPM_BPE;
+    const char *pre = "default";
+    if (spm && !s.byte_fallback)
+        return hs_fail(err, HS_E_UNSUPPORTED, "the tokenizer cannot be written to GGUF: a "
+                       "SentencePiece-style tokenizer without byte_fallback has no llama.cpp form");
+    for (size_t i = 0; !spm && i < N_PRE_KINDS; i++)
+        if (pre_kinds[i].pre == s.pre && pre_kinds[i].nfc == s.nfc &&
+            pre_kinds[i].ignore_merges == s.ignore_merges) {
+            pre = pre_kinds[i].name;
+            break;
+        }
+    if (!spm && !strcmp(pre, "default"))
+        return hs_fail(err, HS_E_UNSUPPORTED, "the tokenizer cannot be written to GGUF: its "
+                       "pre-tokenizer%s%s matches none of llama.cpp's (gpt-2, olmo, llama-bpe, "
+                       "qwen2)", s.nfc ? " with NFC" : "", s.ignore_merges ? " and ignore_merges" : "");
+    unsigned char *kind = calloc(V ? V : 1, 1); /* 1 special added, 2 other added */
+    if (!kind)
+        return hs_fail(err, HS_E_NOMEM, "out of memory writing the tokenizer");
+    for (size_t k = 0; k < s.n_added; k++)
+        if ((size_t)s.added[k] < V)
+            kind[s.added[k]] = s.added_normalized[k] & 1 ? 2 : 1;
+    hs_meta_str(mt, "tokenizer.ggml.model", spm ? "llama" : "gpt2");
+    hs_meta_str(mt, "tokenizer.ggml.pre", pre);
+    token_list(mt, t, V, 0);
+    if (spm) {
+        hs_meta_array(mt, "tokenizer.ggml.scores", HS_GGUF_FLOAT32, V);
+        for (size_t i = 0; i < V; i++)
+            hs_meta_elem_f32(mt, i < n_tok ? -(float)i : -10000.0f);
+    }
+    hs_meta_array(mt, "tokenizer.ggml.token_type", HS_GGUF_INT32, V);
+    for (size_t i = 0; i < V; i++) {
+        const char *tk = i < n_tok ? hs_tokenizer_token(t, (int32_t)i) : NULL;
+        uint32_t ty = !tk ? TT_UNUSED
+                      : kind[i] == 1 ? (spm && (int32_t)i == s.unk ? TT_UNKNOWN : TT_CONTROL)
+                      : kind[i] == 2 ? TT_USER_DEFINED
+                      : spm && is_byte_token(tk) ? TT_BYTE : TT_NORMAL;
+        hs_meta_elem_u32(mt, ty);
+    }
+    free(kind);
+    if (!spm)
+        merge_list(mt, t);
+    static const char *const bos_names[] = {"<s>", "<|begin_of_text|>", "<|endoftext|>"};
+    static const char *const eos_names[] = {"</s>", "<|end_of_text|>", "<|endoftext|>"};
+    static const char *const pad_names[] = {"<|padding|>"};
+    int32_t bos = s.bos >= 0 ? s.bos : first_of(t, bos_names, 3);
+    int32_t eos = s.eos >= 0 ? s.eos : first_of(t, eos_names, 3);
+    int32_t padding = first_of(t, pad_names, 1);
+    if (spm && s.unk >= 0)
+        hs_meta_u32(mt, "tokenizer.ggml.unknown_token_id", (uint32_t)s.unk);
+    if (bos >= 0)
+        hs_meta_u32(mt, "tokenizer.ggml.bos_token_id", (uint32_t)bos);
+    if (eos >= 0)
+        hs_meta_u32(mt, "tokenizer.ggml.eos_token_id", (uint32_t)eos);
+    if (padding >= 0)
+        hs_meta_u32(mt, "tokenizer.ggml.padding_token_id", (uint32_t)padding);
+    hs_meta_bool(mt, "tokenizer.ggml.add_bos_token", s.bos >= 0);
+    if (spm || s.eos >= 0)
+        hs_meta_bool(mt, "tokenizer.ggml.add_eos_token", s.eos >= 0);
+    if (spm)
+        hs_meta_bool(mt, "tokenizer.ggml.add_space_prefix", s.space != HS_SPEC_SPACE_NONE);
+    return HS_OK;
+}
+
+hs_status hs_gguf_tokenizer_write(hs_gguf_meta *mt, const hs_model *m, hs_error *err)
+{
+    size_t V = (size_t)m->cfg.vocab_size, n_tok = hs_tokenizer_vocab_size(m->tok);
+    if (n_tok > V)
+        return hs_fail(err, HS_E_SHAPE,
+                       "the tokenizer has %zu tokens but the embedding has only %zu rows", n_tok, V);
+    if (m->cfg.arch->pos == HS_POS_ROTARY)
+        return write_rotary(mt, m, err);
+    return write_gpt2_bert(mt, m, err);
+}
