@@ -42,6 +42,12 @@ typedef struct run {
     const char *texts_tmp;  /* texts.jsonl's temporary file's name in outdir */
     int checkpointed;       /* a checkpoint is on disk */
     cli_progress prog;
+    /* --ablation mean: a first pass over every selected text (all shards') sums each head's
+     * context; the analyses then ablate by means = z_sum / z_tokens */
+    int means_pass;
+    double *z_sum;          /* (n_layer, d_model) */
+    long z_tokens;
+    float *means;           /* (n_layer, d_model) */
 } run;
 
 static double now(void)
@@ -54,6 +60,8 @@ static double now(void)
 /* A bad record (text: found after selection, by the tokenizer or a length limit). */
 static void skipped(run *r, long line, hs_corpus_skip why, const char *detail, int text)
 {
+    if (r->means_pass) /* counted and said by the analysing pass */
+        return;
     (text ? r->info.skipped_text : r->info.skipped)[why]++;
     if (r->quiet || r->selected < r->resume.cp.position) /* said before the checkpoint */
         return;
@@ -135,52 +143,72 @@ static int checkpoint(run *r)
     return 0;
 }
 
-/* Tokenizes and analyses one text, folds it into the aggregate and writes its line.
- * Returns 0, or EXIT_FAIL after printing the error. */
-static int one_text(run *r, long line, const char *text, size_t len, const char *pair,
-                    size_t pair_len)
+/* Tokenizes one text into *enc as the corpus options say (truncated to --max-tokens, unless
+ * --skip-long); returns 1, or 0 when the text is skipped (said by skipped()). */
+static int encode(run *r, long line, const char *text, size_t len, const char *pair,
+                  size_t pair_len, hs_encoding *enc, int *truncated)
 {
     const hs_tokenizer *tok = hs_model_tokenizer(r->m);
     const hs_model_config *c = hs_model_config_of(r->m);
     const hs_arch *ar = c->arch;
     /* the specials the tokenizer adds: [CLS] a [SEP] (b [SEP]); a pair needs a separator */
     size_t wrap = (size_t)(ar->cls_token != NULL) + (size_t)(ar->sep_token != NULL);
-    hs_encoding enc = {0};
     hs_error err = {{0}};
-    hs_analysis *a = NULL;
-    char *js = NULL;
-    int rc = EXIT_FAIL;
+    *truncated = 0;
     if (pair && !ar->sep_token) {
         skipped(r, line, HS_SKIP_PAIR, "the model takes a single text", 1);
         return 0;
     }
     size_t special = wrap + (pair ? 1 : 0), max = (size_t)r->info.max_tokens;
     /* a long text is tokenised only as far as max needs */
-    if (hs_tokenizer_encode_max(tok, text, len, pair, pair_len, max, &enc, &err) != HS_OK) {
+    if (hs_tokenizer_encode_max(tok, text, len, pair, pair_len, max, enc, &err) != HS_OK) {
         skipped(r, line, HS_SKIP_UTF8, err.msg, 1);
         return 0;
     }
-    int truncated = 0;
-    if (enc.n <= special) {
+    if (enc->n <= special) {
         skipped(r, line, HS_SKIP_NO_TOKENS, "", 1);
-        rc = 0;
-        goto done;
+        return 0;
     }
-    if (enc.n > max) {
+    if (enc->n > max) {
         if (r->co->skip_long) {
             char d[64];
             snprintf(d, sizeof d, "more than %zu tokens", max);
             skipped(r, line, HS_SKIP_TOO_LONG, d, 1);
-            rc = 0;
-            goto done;
+            return 0;
         }
-        hs_encoding_truncate(tok, &enc, max);
-        truncated = 1;
+        hs_encoding_truncate(tok, enc, max);
+        *truncated = 1;
     }
-    if (c->causal && enc.n < 2) {
+    if (c->causal && enc->n < 2) {
         skipped(r, line, HS_SKIP_TOO_SHORT, "one token; the next-token loss needs two", 1);
-        rc = 0;
-        goto done;
+        return 0;
+    }
+    return 1;
+}
+
+/* Tokenizes and analyses one text (the means pass: adds its contexts to the sums), folds
+ * it into the aggregate and writes its line. Returns 0, or EXIT_FAIL after printing the
+ * error. */
+static int one_text(run *r, long line, const char *text, size_t len, const char *pair,
+                    size_t pair_len)
+{
+    hs_encoding enc = {0};
+    hs_error err = {{0}};
+    hs_analysis *a = NULL;
+    char *js = NULL;
+    int rc = EXIT_FAIL, truncated = 0;
+    if (!encode(r, line, text, len, pair, pair_len, &enc, &truncated)) {
+        hs_encoding_free(&enc);
+        return 0;
+    }
+    if (r->means_pass) {
+        hs_status st = hs_ablation_means_add(r->m, enc.ids, enc.type_ids, (int)enc.n, r->z_sum, &err);
+        r->z_tokens += (long)enc.n;
+        hs_encoding_free(&enc);
+        if (st)
+            cli_error(r->cmd, "'%s' %s %ld: %s", r->co->path,
+                      r->info.format == HS_CORPUS_DIR ? "file" : "line", line, err.msg);
+        return st ? EXIT_FAIL : 0;
     }
     hs_analyze_opts ao = r->ao;
     ao.hash_files = !r->checked && r->ao.hash_files;
@@ -221,6 +249,8 @@ done:
 static int selected(run *r, long line, const char *text, size_t len, const char *pair,
                     size_t pair_len)
 {
+    if (r->means_pass) /* every selected text, whatever the shard or checkpoint */
+        return one_text(r, line, text, len, pair, pair_len);
     char head[64];
     long j = r->selected;
     int n = snprintf(head, sizeof head, "%ld\t%zu\t%zu\t", line, len, pair ? pair_len : (size_t)-1);
@@ -408,6 +438,46 @@ static int resume_open(run *r, const char *texts, hs_out *outf)
     return 0;
 }
 
+/* Mean ablation's means over the corpus: a first pass over every selected text (sampled and
+ * limited as the analysis will be, every shard's), each head's context summed over every
+ * token of the loss passes' input (hs_ablation_means_add), divided by the token count; the
+ * counts the pass makes are left to the analysing pass. Returns 0 or EXIT_FAIL. */
+static int corpus_means(run *r)
+{
+    const hs_model_config *c = hs_model_config_of(r->m);
+    size_t ld = (size_t)c->n_layer * (size_t)c->d_model;
+    hs_error err = {{0}};
+    hs_corpus_reader *rd = NULL;
+    hs_corpus_info keep = r->info;
+    long total = r->total;
+    r->z_sum = calloc(ld, sizeof *r->z_sum);
+    r->means = malloc(ld * sizeof *r->means);
+    if (!r->z_sum || !r->means) {
+        cli_error(r->cmd, "out of memory");
+        return EXIT_FAIL;
+    }
+    if (hs_corpus_open(r->co->path, (hs_corpus_format)r->co->format, &rd, &err) != HS_OK) {
+        cli_error(r->cmd, "%s", err.msg);
+        return EXIT_FAIL;
+    }
+    r->means_pass = 1;
+    int rc = read_all(r, rd);
+    r->means_pass = 0;
+    hs_corpus_close(rd);
+    r->info = keep;
+    r->total = total;
+    if (rc)
+        return rc;
+    if (r->z_tokens == 0) {
+        cli_error(r->cmd, "'%s' has no text to take the ablation means over", r->co->path);
+        return EXIT_FAIL;
+    }
+    for (size_t k = 0; k < ld; k++)
+        r->means[k] = (float)(r->z_sum[k] / (double)r->z_tokens);
+    r->ao.ablation_means = r->means;
+    return 0;
+}
+
 int cli_analyze_corpus(const char *cmd, hs_model *m, const cli_corpus_opts *co,
                        const hs_analyze_opts *ao, const char *outdir, int created_dir,
                        int quiet, int json)
@@ -450,6 +520,8 @@ int cli_analyze_corpus(const char *cmd, hs_model *m, const cli_corpus_opts *co,
         cli_error(cmd, "out of memory");
         goto done;
     }
+    if (r.ao.ablation && r.ao.ablation_kind == HS_ABLATION_MEAN && corpus_means(&r))
+        goto done;
     if (hs_corpus_open(co->path, (hs_corpus_format)co->format, &rd, &err) != HS_OK) {
         cli_error(cmd, "%s", err.msg);
         goto done;
@@ -538,6 +610,8 @@ done:
             rmdir(outdir);
     }
     hs_corpus_close(rd);
+    free(r.z_sum);
+    free(r.means);
     hs_corpus_agg_free(r.agg);
     hs_corpus_partial_free(&r.resume);
     free(js);

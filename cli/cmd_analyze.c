@@ -36,12 +36,18 @@ static const char usage_text[] =
     "      --layers SPEC          analyse only these layers, e.g. 0,2-3 (default: all)\n"
     "      --no-ablation          skip the ablation sweep and the pruning curve\n"
     "      --ablation KIND        what an ablated head's output becomes: zero (default), mean\n"
-    "                             (its mean over the text's positions) or resample (its output\n"
+    "                             (its mean over the text's positions; with --corpus, over\n"
+    "                             every token of the corpus) or resample (its output\n"
     "                             on the text's tokens shuffled, specials kept in place)\n"
     "      --resample-seed N      the shuffle's seed for --ablation resample (default 1)\n"
+    "      --loss-span SPAN       the positions whose next-token losses count in the loss,\n"
+    "                             ablation, gradient and pruning: all (default), repeated (the\n"
+    "                             tokens seen before, where induction can act) or A:B\n"
+    "      --probe-ablation KIND  each head's ablation cost on the probe's second half: mean\n"
+    "                             (default), zero, resample or none (causal models)\n"
     "      --no-pruning           skip the pruning curve\n"
     "      --no-gradient          skip gradient importance (Michel et al. 2019)\n"
-    "      --no-composition       skip the composition scores from the weights (GPT-2)\n"
+    "      --no-composition       skip the composition scores from the weights (decoders)\n"
     "      --no-dla               skip direct logit attribution (decoders)\n"
     "      --no-norm-based        skip the norm-based attention summaries (Kobayashi et al.)\n"
     "      --word-level           also word-level maps (subword keys summed, queries averaged;\n"
@@ -98,7 +104,7 @@ enum {
     OPT_SINKS, OPT_SINKPUNCT, OPT_LTHR, OPT_NOCOMP, OPT_NOROLL, OPT_FLOWMAX, OPT_SVG, OPT_SEED, OPT_PLEN, OPT_PTOL, OPT_PSTOP, OPT_PBEAM, OPT_PMAX, OPT_NOIMG, OPT_MAXTOK, OPT_NOGRAD,
     OPT_NOHASH, OPT_PMETHOD, OPT_PROUND, OPT_CORPUS, OPT_CFORMAT, OPT_MAXTEXTS, OPT_MAXTOKENS,
     OPT_SKIPLONG, OPT_SAMPLE, OPT_CSEED, OPT_CABL, OPT_SHARD, OPT_CKPT, OPT_RESUME, OPT_PROGRESS,
-    OPT_ABLKIND, OPT_RSEED, OPT_NODLA, OPT_NONORM, OPT_WORDS
+    OPT_ABLKIND, OPT_RSEED, OPT_NODLA, OPT_NONORM, OPT_WORDS, OPT_LSPAN, OPT_PABL
 };
 
 /* "I/N" with 1 <= I <= N <= 10^6. */
@@ -285,6 +291,18 @@ static void print_summary(const hs_analysis *a, const char *report_path)
             free(sorted);
         }
     }
+    if (a->probe_ablation) {
+        int best = -1;
+        for (int k = 0; k < a->n_heads; k++) {
+            double v = a->probe_ablation[a->head_index[k]];
+            if (best < 0 || v > a->probe_ablation[a->head_index[best]])
+                best = k;
+        }
+        printf("probe, second half: loss %.4f (first half %.4f); costliest head ablated (%s): "
+               "%d.%d %+.4f\n", a->probe_loss, a->probe_loss_first,
+               hs_ablation_kind_name(a->opts.probe_ablation_kind), a->heads[best].layer,
+               a->heads[best].head, a->probe_ablation[a->head_index[best]]);
+    }
     printf("head types (score without sinks >= its threshold):\n");
     print_kinds(a, 0, HS_LABEL_COUNT);
     printf("sinks (attention mass >= %.2f):\n", a->opts.sink_threshold);
@@ -318,6 +336,8 @@ int cmd_analyze(int argc, char **argv)
         {"word-level", no_argument, NULL, OPT_WORDS},
         {"ablation", required_argument, NULL, OPT_ABLKIND},
         {"resample-seed", required_argument, NULL, OPT_RSEED},
+        {"loss-span", required_argument, NULL, OPT_LSPAN},
+        {"probe-ablation", required_argument, NULL, OPT_PABL},
         {"no-rollout", no_argument, NULL, OPT_NOROLL},
         {"svg", no_argument, NULL, OPT_SVG},
         {"flow-max-tokens", required_argument, NULL, OPT_FLOWMAX},
@@ -402,6 +422,22 @@ int cmd_analyze(int argc, char **argv)
             if (kind < 0)
                 return cli_usage_error(C, "--ablation '%s' is not zero, mean or resample", optarg);
             ao.ablation_kind = (hs_ablation_kind)kind;
+            break;
+        }
+        case OPT_LSPAN: {
+            hs_error e = {{0}};
+            if (hs_loss_span_parse(optarg, &ao.loss_span, &e))
+                return cli_usage_error(C, "%s", e.msg);
+            break;
+        }
+        case OPT_PABL: {
+            int kind = hs_ablation_kind_parse(optarg);
+            ao.probe_ablation = strcmp(optarg, "none") != 0;
+            if (kind < 0 && ao.probe_ablation)
+                return cli_usage_error(C, "--probe-ablation '%s' is not mean, zero, resample or "
+                                       "none", optarg);
+            if (kind >= 0)
+                ao.probe_ablation_kind = (hs_ablation_kind)kind;
             break;
         }
         case OPT_RSEED:
@@ -547,9 +583,17 @@ int cmd_analyze(int argc, char **argv)
 
     if (co.path && (text || file || pair))
         return cli_usage_error(C, "give --corpus or --text/--file/--text-pair, not both");
-    if (co.path && (ao.word_level || ao.ablation_kind != HS_ABLATION_ZERO))
+    if (co.path && (ao.word_level || ao.ablation_kind == HS_ABLATION_RESAMPLE ||
+                    ao.loss_span.kind != HS_SPAN_ALL))
         return cli_usage_error(C, "%s is for a single text, not --corpus",
-                               ao.word_level ? "--word-level" : "--ablation mean|resample");
+                               ao.word_level                        ? "--word-level"
+                               : ao.loss_span.kind != HS_SPAN_ALL ? "--loss-span"
+                                                                    : "--ablation resample");
+    if (co.path && ao.ablation_kind == HS_ABLATION_MEAN && !co.ablation)
+        return cli_usage_error(C, "--ablation mean with --corpus needs --corpus-ablation");
+    if (co.path && ao.ablation_kind == HS_ABLATION_MEAN && !strcmp(co.path, "-"))
+        return cli_usage_error(C, "--ablation mean reads the corpus twice (its means first); "
+                               "give a file or folder, not stdin");
     if (!co.path && corpus_only)
         return cli_usage_error(C, "corpus options need --corpus PATH");
     if (co.resume && co.path && !strcmp(co.path, "-"))

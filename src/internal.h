@@ -131,17 +131,24 @@ struct hs_kv_similarity;
 void hs_report_add_kv_groups(struct cJSON *parent, const struct hs_kv_similarity *ks, int method,
                              const double *ablation, int omit_ablation);
 
-/* The MLM part of a loss input's checks (src/importance/importance.c), shared by the loss
- * evaluator and the gradient: an MLM head, at least one masked position, positions and
- * targets in range. HS_OK for the other loss kinds. */
+/* The loss rows' part of a loss input's checks (src/importance/span.c), shared by the
+ * loss evaluator and the gradient: MLM: an MLM head, at least one masked position, positions
+ * and targets in range; LM with positions: at least one, increasing, within 0..n-2. HS_OK
+ * otherwise. */
 struct hs_model_config;
 struct hs_loss_input;
-hs_status hs_loss_mlm_check(const struct hs_model_config *c, const struct hs_loss_input *in,
-                            hs_error *err);
+hs_status hs_loss_rows_check(const struct hs_model_config *c, const struct hs_loss_input *in,
+                             hs_error *err);
+
+/* The loss rows of an LM or MLM loss input: how many, and the r-th's row (the position whose
+ * logits are read) and target id (LM: ids[row + 1]; MLM: targets[r]). */
+int hs_loss_row_count(const struct hs_loss_input *in);
+void hs_loss_row_at(const struct hs_loss_input *in, int r, int32_t *row, int32_t *target);
 
 /* 1 when the weights' composition scores (src/analysis/composition.c) are defined for a
- * model of this descriptor: pre-LN LayerNorm blocks in sequence and a plain decoder (the
- * GPT-2 family), whose norms' scales fold into the weights. */
+ * model of this descriptor: pre-norm blocks (LayerNorm or RMSNorm, sequential or parallel)
+ * and a plain decoder (GPT-2, GPT-NeoX, Llama, Qwen2), whose norms' scales fold into the
+ * weights. */
 int hs_composition_defined(const struct hs_model_config *c);
 
 /* Half- and bfloat16-precision conversions (IEEE binary16, round to nearest even). */

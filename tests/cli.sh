@@ -532,7 +532,7 @@ cand = r["pruning"]["candidates"]
 assert [f'{x["layer"]}.{x["head"]}' for x in r["pruning"]["candidate_heads"]] == cand
 PYEOF
 expect 0 "analyze tiny-bert pair has no composition" -- "$HS" analyze "$B" --text "The cat sat." --text-pair "It slept." -o "$T/bc" -q --no-ablation
-"$PY" -c "import json,sys; c=json.load(open('$T/bc/report.json'))['composition']; sys.exit(c['available'] or 'GPT-2' not in c['reason'])" && ok || bad "bert composition not refused with a reason"
+"$PY" -c "import json,sys; c=json.load(open('$T/bc/report.json'))['composition']; sys.exit(c['available'] or 'post-norm' not in c['reason'])" && ok || bad "bert composition not refused with a reason"
 expect 1 "analyze layer out of range" -- "$HS" analyze "$G" --text hi -o "$T/lr" --layers 0,5
 one_line_error "layer out of range"
 stderr_has "layer out of range" "layer 5 is out of range"
@@ -617,8 +617,81 @@ expect 0 "attn --word-level bert pair" -- "$HS" attn "$B" --text "The snorkeling
 "$PY" fixtures/ref/check_words.py "$B" "$T/wlb/report.json" "$T/wlb.npy" >"$T/chk" 2>&1 && ok || bad "bert word-level maps vs reference: $(cat "$T/chk")"
 expect 2 "--word-level with --corpus" -- "$HS" analyze "$TG" --corpus fixtures/corpus/licenses.txt --word-level -o "$T/wc"
 stderr_has "--word-level with --corpus" "--word-level is for a single text"
-expect 2 "--ablation mean with --corpus" -- "$HS" analyze "$TG" --corpus fixtures/corpus/licenses.txt --ablation mean -o "$T/wc"
+expect 2 "--ablation mean with --corpus, no --corpus-ablation" -- "$HS" analyze "$TG" --corpus fixtures/corpus/licenses.txt --ablation mean -o "$T/wc"
+stderr_has "--ablation mean with --corpus" "--ablation mean with --corpus needs --corpus-ablation"
 [ ! -e "$T/wc" ] && ok || bad "a usage error left '$T/wc' behind"
+expect 2 "--ablation resample with --corpus" -- "$HS" analyze "$TG" --corpus fixtures/corpus/licenses.txt --corpus-ablation --ablation resample -o "$T/wc"
+stderr_has "--ablation resample with --corpus" "--ablation resample is for a single text"
+expect 2 "--ablation mean with --corpus on stdin" -- "$HS" analyze "$TG" --corpus - --corpus-ablation --ablation mean -o "$T/wc" </dev/null
+stderr_has "--ablation mean on stdin" "reads the corpus twice"
+expect 2 "--loss-span with --corpus" -- "$HS" analyze "$TG" --corpus fixtures/corpus/licenses.txt --loss-span repeated -o "$T/wc"
+# mean ablation with means over the corpus: every token of the three texts (BERT: of their
+# MLM inputs), recomputed by the float64 reference, which also tells them from each text's own
+printf 'The licence is granted free of charge.\nPermission is hereby granted to any person.\nThe software is provided as is, without warranty.\n' >"$T/c3.txt"
+for mdl in "$TG" "$B"; do
+    expect 0 "corpus mean ablation on $mdl" -- "$HS" analyze "$mdl" --corpus "$T/c3.txt" --corpus-ablation --ablation mean -o "$T/cm" -q
+    "$PY" fixtures/ref/check_corpus_means.py "$mdl" "$T/c3.txt" "$T/cm" >"$T/chk" 2>&1 && ok || bad "corpus mean ablation on $mdl vs reference: $(cat "$T/chk")"
+    grep -q '"ablation_means":	"corpus"' "$T/cm/report.json" && ok || bad "corpus report lacks options.ablation_means"
+    rm -rf "$T/cm"
+done
+# a shard takes its means over the whole corpus: its texts' deltas are the full run's
+expect 0 "corpus mean ablation, all" -- "$HS" analyze "$TG" --corpus "$T/c3.txt" --corpus-ablation --ablation mean --no-gradient -o "$T/cmall" -q
+expect 0 "corpus mean ablation, shard 2/2" -- "$HS" analyze "$TG" --corpus "$T/c3.txt" --corpus-ablation --ablation mean --no-gradient --shard 2/2 -o "$T/cms" -q
+"$PY" -c "
+import json, sys
+full = {json.loads(l)['line']: json.loads(l)['heads']['ablation_delta'] for l in open('$T/cmall/texts.jsonl')}
+part = [json.loads(l) for l in open('$T/cms/texts.jsonl')]
+assert [p['line'] for p in part] == [2], [p['line'] for p in part]
+sys.exit(0 if all(p['heads']['ablation_delta'] == full[p['line']] for p in part) else 1)" && ok || bad "a shard's corpus means differ from the whole corpus's"
+# the induction claim (docs/metrics.md § The induction claim): on 40 random words repeated
+# twice, mean-ablating the induction head 3.0 costs the most next-token loss on the repeated
+# half, and on the probe's second half; every delta recomputed by the float64 reference
+IND=$("$PY" -c "
+import random, re; p = sorted(set(re.findall(r'[a-z]{3,}', open('fixtures/corpus/licenses.txt').read().lower())))
+r = random.Random(2); w = [r.choice(p) for _ in range(40)]; print(' '.join(w + w))")
+expect 0 "analyze trained-gpt2 induction ablation" -- "$HS" analyze "$TG" --text "$IND" --ablation mean --loss-span repeated --no-pruning --no-images -o "$T/ind" -q
+"$PY" fixtures/ref/induction_ablation.py --check "$TG" "$T/ind/report.json" >"$T/chk" 2>&1 && ok || bad "trained-gpt2 span ablation vs reference: $(cat "$T/chk")"
+"$PY" - "$T/ind/report.json" <<'PYEOF' && ok || bad "trained-gpt2: ablating the induction head 3.0 does not cost the most on the repeated text"
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r["options"]["loss_span"] == "repeated" and r["loss"]["span"] == "repeated"
+n = r["input"]["n_tokens"]
+assert r["loss"]["rows"][-1] == n - 2 and n // 2 - 2 <= len(r["loss"]["rows"]) < n // 2 + 4, r["loss"]["rows"]
+top = max(r["heads"], key=lambda x: x["ablation_delta"])
+assert (top["layer"], top["head"]) == (3, 0), top["id"]
+pa = r["probe"]["ablation"]
+assert pa["available"] and pa["kind"] == "mean", pa
+top = max(pa["heads"], key=lambda e: e["delta"])
+assert (top["layer"], top["head"]) == (3, 0), top
+assert pa["first_half_loss"] - pa["loss"] > 3, pa
+PYEOF
+# zero ablation on the same span puts 3.3 first: zeroing it moves the stream off its range
+expect 0 "analyze trained-gpt2 zero ablation on the repeated half" -- "$HS" analyze "$TG" --text "$IND" --loss-span repeated --no-pruning --no-gradient --no-images -o "$T/ind0" -q
+"$PY" -c "
+import json, sys; r = json.load(open('$T/ind0/report.json'))
+top = max(r['heads'], key=lambda x: x['ablation_delta'])
+sys.exit(0 if (top['layer'], top['head']) == (3, 3) else 1)" && ok || bad "trained-gpt2: zero ablation no longer puts 3.3 first (docs/metrics.md says it does)"
+# models without an induction head are not given one: no label, no in-context gain on the
+# probe, no head whose ablation costs much there
+for fm in tiny-llama tiny-qwen2 tiny-pythia; do
+    expect 0 "analyze $fm probe ablation" -- "$HS" analyze "fixtures/family-models/$fm" --text "$IND" --truncate --no-pruning --no-images -o "$T/ni" -q
+    "$PY" - "$T/ni/report.json" <<'PYEOF' && ok || bad "$fm: an induction head where there is none"
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert not [x["id"] for x in r["heads"] if any(l["type"] == "induction" for l in x["labels"])]
+pa = r["probe"]["ablation"]
+assert pa["available"] and pa["first_half_loss"] - pa["loss"] < 0.5, pa
+assert max(e["delta"] for e in pa["heads"]) < 0.5, pa["heads"]
+PYEOF
+done
+expect 2 "analyze bad loss span" -- "$HS" analyze "$TG" --text "$IND" -o "$T/x" --loss-span second
+stderr_has "bad loss span" "loss span 'second' is not 'all', 'repeated'"
+expect 2 "analyze bad probe ablation" -- "$HS" analyze "$TG" --text "$IND" -o "$T/x" --probe-ablation half
+expect 1 "analyze loss span with no repeat" -- "$HS" analyze "$TG" --text "one two three" -o "$T/x" --loss-span repeated
+stderr_has "loss span with no repeat" "the loss span 'repeated' keeps no position of the text (no token occurs twice)"
+[ ! -e "$T/x/report.json" ] && ok || bad "a failed analysis left a report behind"
+expect 1 "analyze loss span on an MLM model" -- "$HS" analyze fixtures/tiny-bert --text "a b a b" -o "$T/x" --loss-span 1:3
+stderr_has "loss span on an MLM model" "a loss span is for the next-token loss; this model's loss is the mlm loss"
 # the naturally trained GPT-2 of ../shared: on random tokens repeated twice the induction head
 # 3.0 adds the most to the correct next token's logit, the report matching the reference
 if [ -d "$SHARED/trained-gpt2" ]; then

@@ -51,6 +51,28 @@ Test(analyze_json, one_text_gives_the_report_with_the_options)
     cJSON_Delete(j);
 }
 
+Test(analyze_json, loss_span_and_probe_ablation_by_name)
+{
+    hs_status st;
+    hs_error err = {{0}};
+    /* "The cat sat on the mat. The cat sat on the mat.": The cat sat on the mat . The cat
+       sat on the mat . (GPT-2 BPE, " The" at 7 is not "The" at 0): " cat" ... " mat" at 8 to
+       12 occurred before; "." at 13 too, but the last token predicts nothing */
+    cJSON *j = run("{\"loss_span\": \"repeated\", \"probe_ablation_kind\": \"none\", "
+                   "\"pruning\": false}", &st, &err);
+    cr_assert_eq(st, HS_OK, "%s", err.msg);
+    const cJSON *lo = cJSON_GetObjectItem(j, "loss");
+    cr_assert_str_eq(cJSON_GetObjectItem(lo, "span")->valuestring, "repeated");
+    const cJSON *rows = cJSON_GetObjectItem(lo, "rows");
+    static const int want[] = {8, 9, 10, 11, 12};
+    cr_assert_eq(cJSON_GetArraySize(rows), 5);
+    for (int i = 0; i < 5; i++)
+        cr_assert_eq(cJSON_GetArrayItem(rows, i)->valueint, want[i], "row %d", i);
+    const cJSON *pa = cJSON_GetObjectItem(cJSON_GetObjectItem(j, "probe"), "ablation");
+    cr_assert(cJSON_IsFalse(cJSON_GetObjectItem(pa, "available")));
+    cJSON_Delete(j);
+}
+
 Test(analyze_json, several_texts_give_the_corpus_report)
 {
     const char *texts[] = {TEXT, "A dog ran home.", "Birds fly south in winter."};
@@ -81,6 +103,10 @@ static const struct {
     {"{\"label_thresholds\": \"self=2\"}",
      "option 'label_thresholds': label threshold '2' is not a number in [0, 1]"},
     {"{\"sink_punct\": 1}", "option 'sink_punct' has a bad value"},
+    {"{\"loss_span\": \"half\"}",
+     "option 'loss_span': loss span 'half' is not 'all', 'repeated', 'A:B' or 'A:' (positions, 0-based)"},
+    {"{\"loss_span\": 3}", "option 'loss_span' has a bad value"},
+    {"{\"probe_ablation_kind\": \"half\"}", "option 'probe_ablation_kind' has a bad value"},
     {"{\"layers\": [2]}", "option 'layers': expected layers 0..1"},
     {"{\"layers\": []}", "option 'layers': expected a non-empty list of layers"},
     {"[1, 2]", "options: expected a JSON object"},

@@ -229,7 +229,7 @@ static void ablation_case(const char *name)
     static const char *const key[3] = {"ablation_zero", "ablation_mean", "ablation_resample"};
     for (int kind = 0; kind < 3; kind++) {
         hs_loss_input in = {.ids = ids, .type_ids = types, .n = n,
-                            .kind = orig ? HS_LOSS_MLM : HS_LOSS_LM, .positions = pos,
+                            .kind = orig ? HS_LOSS_MLM : HS_LOSS_LM, .positions = orig ? pos : NULL,
                             .targets = tgt, .n_pos = npos};
         if (kind) {
             cr_assert_eq(hs_ablation_replacement(m, (hs_ablation_kind)kind,

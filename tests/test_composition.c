@@ -7,6 +7,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <cJSON.h>
 
@@ -16,14 +17,13 @@
 
 #define REL_TOL 1e-5
 
-static cJSON *golden(void)
+static cJSON *golden_of(const char *name)
 {
-    char *text = NULL;
+    char *text = NULL, path[256];
     size_t len = 0;
     hs_error err = {{0}};
-    cr_assert_eq(hs_read_file("fixtures/golden/composition-trained-gpt2.json", 1 << 22, &text,
-                              &len, &err),
-                 HS_OK, "%s", err.msg);
+    snprintf(path, sizeof path, "fixtures/golden/composition-%s.json", name);
+    cr_assert_eq(hs_read_file(path, 1 << 22, &text, &len, &err), HS_OK, "%s", err.msg);
     cJSON *j = cJSON_Parse(text);
     free(text);
     cr_assert_not_null(j);
@@ -55,16 +55,13 @@ static void check_mat(const cJSON *a, const double *got, int n, const char *what
     }
 }
 
-Test(composition, trained_gpt2_matches_the_numpy_reference, .timeout = 60)
+/* c against fixtures/golden/composition-<name>.json */
+static void check_golden(const hs_composition *c, const char *name)
 {
-    hs_model *m = NULL;
-    hs_error err = {{0}};
-    cr_assert_eq(hs_model_load("fixtures/trained-gpt2", &m, &err), HS_OK, "%s", err.msg);
-    hs_composition *c = NULL;
-    cr_assert_eq(hs_composition_compute(m, &c, &err), HS_OK, "%s", err.msg);
-    cJSON *g = golden();
+    cJSON *g = golden_of(name);
     int N = c->n_heads;
-    cr_assert_eq(N, 16);
+    cr_assert_eq(N, cJSON_GetObjectItem(g, "n_layer")->valueint *
+                        cJSON_GetObjectItem(g, "n_head")->valueint);
     check_mat(cJSON_GetObjectItem(g, "q"), c->q, N, "q");
     check_mat(cJSON_GetObjectItem(g, "k"), c->k, N, "k");
     check_mat(cJSON_GetObjectItem(g, "v"), c->v, N, "v");
@@ -72,6 +69,19 @@ Test(composition, trained_gpt2_matches_the_numpy_reference, .timeout = 60)
     check_vec(cJSON_GetObjectItem(g, "qk_norm"), c->qk_norm, N, REL_TOL, "qk_norm");
     /* eigenvalues of a different (but similar) matrix in the reference: (d, d) vs (dh, dh) */
     check_vec(cJSON_GetObjectItem(g, "copying"), c->copying, N, 1e-4, "copying");
+    cJSON_Delete(g);
+}
+
+Test(composition, trained_gpt2_matches_the_numpy_reference, .timeout = 60)
+{
+    hs_model *m = NULL;
+    hs_error err = {{0}};
+    cr_assert_eq(hs_model_load("fixtures/trained-gpt2", &m, &err), HS_OK, "%s", err.msg);
+    hs_composition *c = NULL;
+    cr_assert_eq(hs_composition_compute(m, &c, &err), HS_OK, "%s", err.msg);
+    int N = c->n_heads;
+    cr_assert_eq(N, 16);
+    check_golden(c, "trained-gpt2");
 
     /* the induction circuit: of every earlier head, 2.3 writes 3.0's keys the most */
     int ind = 3 * 4 + 0, best = -1;
@@ -80,7 +90,6 @@ Test(composition, trained_gpt2_matches_the_numpy_reference, .timeout = 60)
             best = a;
     cr_assert_eq(best, 2 * 4 + 3, "strongest K-composition into 3.0 from %d.%d", best / 4,
                  best % 4);
-    cJSON_Delete(g);
     hs_composition_free(c);
     hs_model_free(m);
 }
@@ -93,7 +102,48 @@ Test(composition, bert_is_refused_with_a_reason)
     hs_composition *c = (hs_composition *)&err; /* must be reset */
     cr_assert_eq(hs_composition_compute(m, &c, &err), HS_E_UNSUPPORTED);
     cr_assert_null(c);
-    cr_assert_str_eq(err.msg, "composition scores are defined for the GPT-2 family (pre-LN); "
-                              "bert renormalises the residual stream after every sublayer");
+    cr_assert_str_eq(err.msg, "composition scores are defined for pre-norm decoders; bert "
+                              "renormalises the residual stream after every sublayer");
     hs_model_free(m);
+}
+
+/* The other pre-norm decoders against make_composition.py --families, which reads each
+ * family's own checkpoint names: grouped-query attention (tiny-llama: 8 query heads on 2 KV
+ * heads, three layers; tiny-llama3, tiny-qwen2: 1 KV head), RMSNorm, untied and tied
+ * unembeddings, GPT-NeoX's per-head fused QKV with parallel (tiny-pythia) and sequential
+ * (tiny-neox-seq) residuals. */
+static void family_case(const char *name)
+{
+    char path[256];
+    hs_model *m = NULL;
+    hs_error err = {{0}};
+    snprintf(path, sizeof path, "fixtures/family-models/%s", name);
+    cr_assert_eq(hs_model_load(path, &m, &err), HS_OK, "%s", err.msg);
+    hs_composition *c = NULL;
+    cr_assert_eq(hs_composition_compute(m, &c, &err), HS_OK, "%s: %s", name, err.msg);
+    check_golden(c, name);
+    hs_composition_free(c);
+    hs_model_free(m);
+}
+
+Test(composition, llama_gqa_matches_the_numpy_reference) { family_case("tiny-llama"); }
+Test(composition, llama3_matches_the_numpy_reference) { family_case("tiny-llama3"); }
+Test(composition, qwen2_one_kv_head_matches_the_numpy_reference) { family_case("tiny-qwen2"); }
+Test(composition, pythia_parallel_matches_the_numpy_reference) { family_case("tiny-pythia"); }
+Test(composition, neox_sequential_matches_the_numpy_reference) { family_case("tiny-neox-seq"); }
+
+Test(composition, encoders_are_refused)
+{
+    static const char *const enc[] = {"fixtures/family-models/tiny-roberta",
+                                      "fixtures/family-models/tiny-distilbert"};
+    for (int i = 0; i < 2; i++) {
+        hs_model *m = NULL;
+        hs_error err = {{0}};
+        cr_assert_eq(hs_model_load(enc[i], &m, &err), HS_OK, "%s", err.msg);
+        hs_composition *c = NULL;
+        cr_assert_eq(hs_composition_compute(m, &c, &err), HS_E_UNSUPPORTED);
+        cr_assert_null(c);
+        cr_assert_not_null(strstr(err.msg, "renormalises the residual stream"), "%s", err.msg);
+        hs_model_free(m);
+    }
 }

@@ -239,3 +239,72 @@ Test(loss, lm_needs_two_tokens_and_a_head)
     cr_assert_not_null(strstr(err.msg, "no MLM head"), "%s", err.msg);
     hs_model_free(m);
 }
+
+Test(loss_span, parses_the_documented_forms_and_refuses_others)
+{
+    hs_error err = {{0}};
+    hs_loss_span s;
+    char buf[32];
+    cr_assert_eq(hs_loss_span_parse("all", &s, &err), HS_OK);
+    cr_assert_eq(s.kind, HS_SPAN_ALL);
+    cr_assert_eq(hs_loss_span_parse("repeated", &s, &err), HS_OK);
+    cr_assert_eq(s.kind, HS_SPAN_REPEATED);
+    cr_assert_str_eq(hs_loss_span_format(&s, buf, sizeof buf), "repeated");
+    cr_assert_eq(hs_loss_span_parse("3:17", &s, &err), HS_OK);
+    cr_assert(s.kind == HS_SPAN_RANGE && s.begin == 3 && s.end == 17);
+    cr_assert_str_eq(hs_loss_span_format(&s, buf, sizeof buf), "3:17");
+    cr_assert_eq(hs_loss_span_parse("40:", &s, &err), HS_OK);
+    cr_assert(s.kind == HS_SPAN_RANGE && s.begin == 40 && s.end == -1);
+    cr_assert_str_eq(hs_loss_span_format(&s, buf, sizeof buf), "40:");
+    static const char *const bad[] = {"", "second", ":3", "3", "-1:4", "3:-1", "a:b", "3:4x",
+                                      "12345678901:"};
+    for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+        cr_assert_eq(hs_loss_span_parse(bad[i], &s, &err), HS_E_ARG, "'%s'", bad[i]);
+        cr_assert_not_null(strstr(err.msg, "is not 'all', 'repeated'"), "%s", err.msg);
+    }
+    cr_assert_eq(hs_loss_span_parse("5:5", &s, &err), HS_E_ARG);
+    cr_assert_not_null(strstr(err.msg, "'5:5' is empty"), "%s", err.msg);
+}
+
+Test(loss_span, rows_worked_by_hand)
+{
+    /* rows 0..5 of 7 tokens; "repeated": the rows whose token occurred before (5 at 3, 6 at
+       4; 8 at 5 is new; the last token, 6 at 6, has no next token to predict) */
+    int32_t ids[7] = {5, 6, 7, 5, 6, 8, 6}, rows[6];
+    hs_loss_span all = {HS_SPAN_ALL, 0, -1}, rep = {HS_SPAN_REPEATED, 0, -1};
+    hs_loss_span mid = {HS_SPAN_RANGE, 2, 4}, tail = {HS_SPAN_RANGE, 4, -1};
+    hs_loss_span past = {HS_SPAN_RANGE, 10, -1};
+    cr_assert_eq(hs_loss_span_rows(&all, ids, 7, rows), 6);
+    cr_assert_eq(rows[5], 5);
+    cr_assert_eq(hs_loss_span_rows(&rep, ids, 7, rows), 2);
+    cr_assert(rows[0] == 3 && rows[1] == 4);
+    cr_assert_eq(hs_loss_span_rows(&mid, ids, 7, rows), 2);
+    cr_assert(rows[0] == 2 && rows[1] == 3);
+    cr_assert_eq(hs_loss_span_rows(&tail, ids, 7, rows), 2);
+    cr_assert(rows[0] == 4 && rows[1] == 5);
+    cr_assert_eq(hs_loss_span_rows(&past, ids, 7, rows), 0);
+}
+
+Test(loss_span, lm_rows_must_increase_within_the_text)
+{
+    hs_error err = {{0}};
+    hs_model *m;
+    cr_assert_eq(hs_model_load("fixtures/tiny-gpt2", &m, &err), HS_OK, "%s", err.msg);
+    int32_t ids[5] = {10, 11, 12, 10, 11};
+    int32_t back[2] = {3, 1}, out[2] = {1, 4};
+    hs_loss_input in = {.ids = ids, .n = 5, .kind = HS_LOSS_LM, .positions = back, .n_pos = 2};
+    hs_loss_eval *ev = NULL;
+    cr_assert_eq(hs_loss_eval_new(m, &in, &ev, &err), HS_E_ARG);
+    cr_assert_not_null(strstr(err.msg, "not in increasing order within 0..3"), "%s", err.msg);
+    in.positions = out; /* row 4 is the last token's: nothing after it to predict */
+    cr_assert_eq(hs_loss_eval_new(m, &in, &ev, &err), HS_E_ARG);
+    in.n_pos = 0;
+    cr_assert_eq(hs_loss_eval_new(m, &in, &ev, &err), HS_E_INPUT);
+    cr_assert_not_null(strstr(err.msg, "holds no position"), "%s", err.msg);
+    double g[64];
+    in.positions = back;
+    in.n_pos = 2;
+    cr_assert_eq(hs_gradient_signed(m, &in, g, NULL, &err), HS_E_ARG);
+    cr_assert_null(ev);
+    hs_model_free(m);
+}

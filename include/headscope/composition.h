@@ -40,10 +40,12 @@ typedef struct hs_composition {
     double *ov_norm, *qk_norm; /* (n_heads) ||W_OV||_F and ||W_QK||_F */
 } hs_composition;
 
-/* Composition scores and OV copying scores of every head of m, from its weights. GPT-2
- * family only: HS_E_UNSUPPORTED for BERT (post-LN: the residual stream is renormalised after
- * every sublayer, so a head's output reaches later heads only through data-dependent
- * rescaling) and for a model opened without weights. On success *out owns every array (one
+/* Composition scores and OV copying scores of every head of m, from its weights. Pre-norm
+ * decoders (GPT-2, GPT-NeoX, Llama, Qwen2; grouped-query heads read their KV head's W_K and
+ * W_V; rotary positions are left out of W_Q W_K^T, docs/metrics.md): HS_E_UNSUPPORTED for
+ * the encoders (post-norm: the residual stream is renormalised after every sublayer, so a
+ * head's output reaches later heads only through data-dependent rescaling) and for a model
+ * opened without weights. On success *out owns every array (one
  * allocation); free with hs_composition_free. */
 hs_status hs_composition_compute(const hs_model *m, hs_composition **out, hs_error *err);
 

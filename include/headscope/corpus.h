@@ -213,6 +213,7 @@ typedef struct hs_corpus_agg {
     int family;         /* hs_family */
     int loss_kind;      /* hs_loss_kind */
     int exclude_sinks, ablation, gradient, sim_method; /* options; sim_method: hs_sim_method */
+    int ablation_kind;  /* hs_ablation_kind of the ablation deltas (mean: over the corpus) */
     double label_thresholds[HS_LABEL_COUNT], sink_threshold, cluster_threshold;
     uint64_t probe_seed;
     int probe_len;

@@ -11,7 +11,8 @@
  *     hs_loss_eval_free(ev);
  *
  * Losses (see docs/metrics.md):
- *   HS_LOSS_LM   mean next-token negative log-likelihood over the text (nats);
+ *   HS_LOSS_LM   mean next-token negative log-likelihood over the text (nats), or over the
+ *                rows of a loss span (hs_loss_span_rows into .positions);
  *   HS_LOSS_MLM  mean NLL of the original tokens at masked positions (nats);
  *   HS_LOSS_REPR 1 − mean cosine similarity of the final hidden states to those of the
  *                unablated run (BERT without an MLM head); 0 with all heads.
@@ -39,8 +40,11 @@ typedef struct hs_loss_input {
     const int32_t *type_ids;  /* (n) or NULL */
     int n;
     hs_loss_kind kind;
-    const int32_t *positions; /* MLM: (n_pos) masked positions */
-    const int32_t *targets;   /* MLM: (n_pos) original ids at those positions */
+    /* The loss rows. MLM: (n_pos) masked positions, required. LM: (n_pos) positions i whose
+     * prediction of ids[i + 1] counts, increasing, within 0..n-2 (hs_loss_span_rows); NULL =
+     * all n - 1. */
+    const int32_t *positions;
+    const int32_t *targets;   /* MLM: (n_pos) original ids at those positions; LM: unused */
     int n_pos;
     int no_cache;             /* 1: keep no cache of the residual stream entering each layer
                                  (n_layer * n * d_model floats) for an evaluator run once or
@@ -50,6 +54,31 @@ typedef struct hs_loss_input {
      * zero ablation. The evaluator copies it; the gradient differentiates through it. */
     const float *replace;
 } hs_loss_input;
+
+/* Which positions' next-token losses count (docs/metrics.md § Head importance): row i scores
+ * the prediction of token i + 1 from tokens 0..i. */
+typedef enum hs_loss_span_kind {
+    HS_SPAN_ALL = 0,      /* every row 0..n-2 */
+    HS_SPAN_REPEATED = 1, /* rows whose token ids[i] occurred earlier (ids[j] = ids[i], j < i):
+                             where an induction head can act */
+    HS_SPAN_RANGE = 2     /* rows begin..end-1, clipped to 0..n-2 */
+} hs_loss_span_kind;
+
+typedef struct hs_loss_span {
+    hs_loss_span_kind kind;
+    int begin, end; /* HS_SPAN_RANGE: end -1 = through the last row */
+} hs_loss_span;
+
+/* Parses "all", "repeated", "A:B" or "A:" (0 <= A < B) into *out. HS_E_ARG with a message
+ * naming the bad part. */
+hs_status hs_loss_span_parse(const char *s, hs_loss_span *out, hs_error *err);
+
+/* The span as text ("all", "repeated", "3:17", "3:") into buf; returns buf. */
+const char *hs_loss_span_format(const hs_loss_span *s, char *buf, size_t cap);
+
+/* The rows of ids: (n) the span keeps, increasing, into rows: (n - 1), caller-owned; returns
+ * their count (0 when none, e.g. "repeated" on a text without a repeated token). */
+int hs_loss_span_rows(const hs_loss_span *s, const int32_t *ids, int n, int32_t *rows);
 
 /* How an ablated head's output is replaced (docs/metrics.md § Ablation). */
 typedef enum hs_ablation_kind {
@@ -77,6 +106,15 @@ void hs_resample_ids(const int32_t *ids, const unsigned char *fixed, int n, uint
 hs_status hs_ablation_replacement(const hs_model *m, hs_ablation_kind kind, const int32_t *ids,
                                   const int32_t *type_ids, int n, float *replace,
                                   hs_error *err);
+
+/* Adds to sum: (n_layer, d_model) every head's context z = P V summed over the n positions of
+ * one run of m on ids (type_ids may be NULL): the numerator of mean ablation's means, over
+ * one text or, summed text by text, over a corpus. */
+hs_status hs_ablation_z_sum(const hs_model *m, const int32_t *ids, const int32_t *type_ids,
+                            int n, double *sum, hs_error *err);
+
+/* replace: (n_layer, n, d_model) = means: (n_layer, d_model) at every position. */
+void hs_ablation_means_fill(const hs_model_config *c, const float *means, int n, float *replace);
 
 /* Chooses the deterministic MLM positions of a BERT input: among the content positions
  * (every token that is not cls, sep, pad or mask), count = max(1, round(0.15 * content))

@@ -101,6 +101,14 @@ typedef struct hs_analyze_opts {
     hs_ablation_kind ablation_kind; /* what an ablated head's output becomes in the sweep and
                                        the pruning curve (default HS_ABLATION_ZERO) */
     uint64_t resample_seed;      /* resample ablation: the shuffle's seed (default 1) */
+    const float *ablation_means; /* mean ablation: (n_layer, d_model) every head's mean context
+                                    (e.g. over a corpus, hs_ablation_means_add), not copied;
+                                    NULL (default): the text's own means */
+    hs_loss_span loss_span;      /* next-token loss: the positions whose losses the loss,
+                                    gradient, ablation and pruning count (default all) */
+    int probe_ablation;          /* the probe's per-head ablation cost on its second half
+                                    (default 1; runs with ablation and probe, causal LMs) */
+    hs_ablation_kind probe_ablation_kind; /* ... by this kind (default HS_ABLATION_MEAN) */
     double label_thresholds[HS_LABEL_COUNT]; /* a head has type k when its score >= [k]
                                                 (hs_label_thresholds_default) */
     double sink_threshold;       /* a head has a sink type at mass >= this (default 0.5) */
@@ -110,7 +118,7 @@ typedef struct hs_analyze_opts {
     int probe;                   /* run the induction probe (default 1); 0: probe scores NaN */
     int diversity;               /* Frobenius diversity (default 1); 0: NaN (corpus mode) */
     int composition;             /* composition and copying scores from the weights (default
-                                    1; GPT-2 family only, skipped for others) */
+                                    1; pre-norm decoders, skipped for encoders) */
     int rollout;                 /* attention rollout over every layer (default 1) */
     double rollout_residual;     /* weight of the identity in each layer (default 0.5) */
     int flow_max_tokens;         /* attention flow when n <= this (default 64; 0: never) */
@@ -203,6 +211,17 @@ typedef struct hs_analysis {
     int n_mlm;
     int32_t *mlm_positions, *mlm_targets;
     int32_t *resample_ids;  /* (n) the other input of resample ablation, or NULL */
+    int32_t *loss_rows;     /* (n_loss_rows) the LM loss's rows (opts.loss_span), or NULL */
+    int n_loss_rows;
+    /* The probe's per-head ablation cost: the next-token loss over its second half with head
+     * l.h ablated (opts.probe_ablation_kind, means and the resample input from the probe),
+     * minus probe_loss with every head; (n_layer * n_head), NaN for heads not analysed;
+     * NULL when not run (no ablation or probe, or not a causal LM). */
+    double *probe_ablation;
+    double probe_loss;
+    double probe_loss_first; /* the same loss over the first half's rows, every head on */
+    int32_t probe_rows[2];  /* the loss rows: begin, end (exclusive) */
+    int32_t *probe_resample_ids; /* (probe_len) resample's other input, or NULL */
     hs_prune_method prune_method_used;
     int prune_round_heads;  /* heads per round (gradient), 1 (greedy) */
     hs_prune_step *curve;   /* (n_curve) one per removed head, grouped by round */
@@ -216,7 +235,7 @@ typedef struct hs_analysis {
     /* Grouped-query models: similarity within and across the KV groups of the analysed heads
      * (hs_kv_similarity_compute on similarity and labels); NULL otherwise. */
     hs_kv_similarity *kv_similarity;
-    hs_composition *composition; /* NULL when not computed (opts, or not the GPT-2 family) */
+    hs_composition *composition; /* NULL when not computed (opts, or an encoder) */
     double *rollout;        /* (n, n) attention rollout of the text, or NULL */
     double *flow;           /* (n, n) attention flow of the text, or NULL (n too large) */
     hs_dla *dla;            /* direct logit attribution of every head, or NULL (opts, the
@@ -243,6 +262,14 @@ hs_status hs_analyze_run(const hs_model *m, const hs_analyze_input *in, const hs
  * sink kind k (hs_sink_kind); NaN when undefined (docs/metrics.md § Head types). */
 double hs_label_score(const hs_head_result *h, int k);
 double hs_sink_score(const hs_head_result *h, int k);
+
+/* Mean ablation with means over a corpus: adds to sum: (n_layer, d_model) every head's
+ * context z = P V summed over the positions of the input the loss passes of hs_analyze_run
+ * run on for this text (ids: the text; for an MLM loss, with the masked positions
+ * [MASK]ed). Sum it over the corpus, divide by the corpus's token count, and pass the result
+ * as hs_analyze_opts.ablation_means. */
+hs_status hs_ablation_means_add(const hs_model *m, const int32_t *ids, const int32_t *type_ids,
+                                int n, double *sum, hs_error *err);
 
 /* Frees an analysis; accepts NULL. */
 void hs_analysis_free(hs_analysis *a);
@@ -273,7 +300,8 @@ char *hs_report_json(const hs_analysis *a, const char *const *files, int n_files
  * "prune_tol", "prune_stop", "prune_round", "probe_half_len",
  * "prune_beam", "prune_max_steps", "probe_seed" as numbers; "resample_seed" as numbers; "similarity"
  * ("pearson", "js"), "prune_method" ("gradient", "greedy"), "ablation_kind" ("zero",
- * "mean", "resample"), "layers" (a list of layer numbers), and
+ * "mean", "resample"), "probe_ablation_kind" (those or "none"), "loss_span" (as
+ * --loss-span), "layers" (a list of layer numbers), and
  * "truncate" (keep the first n_ctx tokens of a longer text instead of HS_E_INPUT) and
  * "text_pair" (BERT, one text only). An unknown name or a bad value is HS_E_ARG.
  * On success *out is a NUL-terminated JSON string (compact); free it with hs_free. */

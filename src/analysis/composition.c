@@ -26,16 +26,26 @@ void hs_composition_free(hs_composition *c)
     free(c);
 }
 
-/* The reading weights of layer l, part p (0 Q, 1 K, 2 V), with ln_1's scale folded in:
- * out: (d, d) row-major, column h*dh + j is head h's j-th column. */
+/* The column of the fused QKV slot (hs_qkv_width columns: [Q | K | V]) that query head h's
+ * j-th column of part p (0 Q, 1 K, 2 V) reads, col = h*dh + j: with grouped-query
+ * attention a query head reads the K and V columns of its KV head. */
+static int qkv_col(const hs_model_config *c, int p, int col)
+{
+    int dh = c->d_head, g = hs_model_kv_head(c, col / dh);
+    return p == 0 ? col : c->d_model + ((p == 2 ? c->n_kv_head : 0) + g) * dh + col % dh;
+}
+
+/* The reading weights of layer l, part p (0 Q, 1 K, 2 V), with the attention's norm scale
+ * (ln_1, input_layernorm) folded in, every query head with its own copy of its KV head's
+ * columns: out: (d, d) row-major, column h*dh + j is head h's j-th column. */
 static void reader(const hs_model *m, int l, int p, double *out)
 {
-    int d = m->cfg.d_model;
+    int d = m->cfg.d_model, W = hs_qkv_width(&m->cfg);
     const hs_layer *ly = &m->layers[l];
     for (int i = 0; i < d; i++)
         for (int j = 0; j < d; j++)
-            out[(size_t)i * d + j] =
-                (double)ly->ln1_w[i] * (double)ly->w_qkv[(size_t)i * 3 * d + (size_t)p * d + j];
+            out[(size_t)i * d + j] = (double)ly->ln1_w[i] *
+                                     (double)ly->w_qkv[(size_t)i * W + qkv_col(&m->cfg, p, j)];
 }
 
 /* c = op(a) op(b) as one single-threaded OpenBLAS call: every use below runs inside a
@@ -60,10 +70,9 @@ static double trace_prod(const double *a, const double *b, int n) /* tr(A B) */
 int hs_composition_defined(const hs_model_config *c)
 {
     const hs_arch *a = c->arch;
-    /* learned positions: rotary ones turn Q and K by position, outside W_Q W_K^T */
-    return a->norm_place == HS_NORM_PRE && a->norm_kind == HS_NORM_LAYER &&
-           a->head == HS_HEAD_DECODER && !a->parallel_residual && a->pos == HS_POS_LEARNED &&
-           c->n_kv_head == c->n_head;
+    /* pre-norm: every head reads the stream through its own layer's norm, whose scale folds
+       into W_Q, W_K, W_V; rotary positions are left out of W_Q W_K^T (docs/metrics.md) */
+    return a->norm_place == HS_NORM_PRE && a->head == HS_HEAD_DECODER;
 }
 
 hs_status hs_composition_compute(const hs_model *m, hs_composition **out, hs_error *err)
@@ -71,9 +80,9 @@ hs_status hs_composition_compute(const hs_model *m, hs_composition **out, hs_err
     *out = NULL;
     const hs_model_config *c = &m->cfg;
     if (!hs_composition_defined(c))
-        return hs_fail(err, HS_E_UNSUPPORTED,
-                       "composition scores are defined for the GPT-2 family (pre-LN); %s "
-                       "renormalises the residual stream after every sublayer", c->arch->name);
+        return hs_fail(err, HS_E_UNSUPPORTED, "composition scores are defined for pre-norm "
+                       "decoders; %s renormalises the residual stream after every sublayer",
+                       c->arch->name);
     if (!m->has_weights)
         return hs_fail(err, HS_E_ARG, "composition: the model was opened without weights");
     hs_status st = HS_OK;
@@ -134,10 +143,11 @@ hs_status hs_composition_compute(const hs_model *m, hs_composition **out, hs_err
                 /* M = W_O^la R_lb in float (the one d^3 product per layer pair and kind; its
                    rounding, ~1e-7 relative, is far below what the scores are read at) */
                 const hs_layer *lr = &m->layers[lb];
+                int W = hs_qkv_width(c);
                 for (int i = 0; i < d; i++)
                     for (int j = 0; j < d; j++)
                         rf[(size_t)i * d + j] =
-                            lr->ln1_w[i] * lr->w_qkv[(size_t)i * 3 * d + (size_t)mode * d + j];
+                            lr->ln1_w[i] * lr->w_qkv[(size_t)i * W + qkv_col(c, mode, j)];
                 hs_sgemm_fixed(0, 0, d, d, d, m->layers[la].w_o, d, rf, d, mf, d);
                 for (size_t i = 0; i < dd; i++)
                     mm[i] = (double)mf[i]; /* block (a, b) = O_a R_b */

@@ -185,7 +185,7 @@ static hs_status check_input(const hs_model *m, const hs_loss_input *in, hs_erro
                                             : "the model has no MLM head");
     if (in->kind == HS_LOSS_LM && in->n < 2)
         return hs_fail(err, HS_E_INPUT, "the language-model loss needs at least 2 tokens");
-    hs_status st = hs_loss_mlm_check(c, in, err);
+    hs_status st = hs_loss_rows_check(c, in, err);
     if (st)
         return st;
     for (int i = 0; i < in->n; i++) {
@@ -218,7 +218,7 @@ hs_status hs_gradient_signed_masked(const hs_model *m, const hs_loss_input *in,
     const int rms = c->arch->norm_kind == HS_NORM_RMS, par = c->arch->parallel_residual;
     const int Wq = hs_qkv_width(c), F = hs_ff_width(c);
     const int rot = c->arch->pos == HS_POS_ROTARY ? c->arch->rotary_dims : 0;
-    const int R = in->kind == HS_LOSS_LM ? n - 1 : in->n_pos; /* loss rows */
+    const int R = hs_loss_row_count(in); /* loss rows */
     const size_t nd = (size_t)n * (size_t)d, nF = (size_t)n * (size_t)F;
     const size_t nW = (size_t)n * (size_t)Wq, nn = (size_t)n * (size_t)n, rd = (size_t)R * (size_t)d;
     const size_t nfa = c->act == HS_ACT_SILU_GATED ? (size_t)n * (size_t)f : 0;
@@ -278,8 +278,10 @@ hs_status hs_gradient_signed_masked(const hs_model *m, const hs_loss_input *in,
     float *x = ws->x;             /* (n, d) residual stream */
 
     for (int r = 0; r < R; r++) {
-        rows[r] = in->kind == HS_LOSS_LM ? r : in->positions[r];
-        tgt[r] = in->kind == HS_LOSS_LM ? in->ids[r + 1] : in->targets[r];
+        int32_t row, target;
+        hs_loss_row_at(in, r, &row, &target);
+        rows[r] = row;
+        tgt[r] = target;
     }
 
     /* Forward, keeping each layer's activations; a masked head's context is

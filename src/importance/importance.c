@@ -106,11 +106,7 @@ void hs_loss_eval_free(hs_loss_eval *e)
 
 long hs_loss_eval_passes(const hs_loss_eval *e) { return e->passes; }
 
-/* Loss rows of one copy: every token's but the last (LM), the masked positions' (MLM). */
-static int logit_rows(const hs_loss_input *in)
-{
-    return in->kind == HS_LOSS_MLM ? in->n_pos : in->n - 1;
-}
+static int logit_rows(const hs_loss_input *in) { return hs_loss_row_count(in); }
 
 /* Bytes a batched pass needs per copy: its final hidden states and its part of the forward
  * workspace, (n, 4 d + max(W, 3 d) + F), W the QKV width, F d_ff (3 d_ff for the gated MLP).
@@ -148,9 +144,10 @@ static hs_status ensure_batch(hs_loss_eval *e, int batch, hs_error *err)
     int lr = logit_rows(&e->in);
     for (int k = 0; k < batch && e->in.kind != HS_LOSS_REPR; k++)
         for (int r = 0; r < lr; r++) {
-            int lm = e->in.kind == HS_LOSS_LM;
-            e->rows[k * lr + r] = k * e->in.n + (lm ? r : e->in.positions[r]);
-            e->row_targets[k * lr + r] = lm ? e->in.ids[r + 1] : e->in.targets[r];
+            int32_t row, target;
+            hs_loss_row_at(&e->in, r, &row, &target);
+            e->rows[k * lr + r] = k * e->in.n + row;
+            e->row_targets[k * lr + r] = target;
         }
     hs_status st = hs_forward_ws_new_batch(e->m, e->in.n, batch, &e->ws, err);
     if (st == HS_OK)
@@ -159,21 +156,6 @@ static hs_status ensure_batch(hs_loss_eval *e, int batch, hs_error *err)
 }
 
 void hs_loss_eval_set_batch_memory(hs_loss_eval *e, size_t bytes) { e->batch_bytes = bytes; }
-
-hs_status hs_loss_mlm_check(const hs_model_config *c, const hs_loss_input *in, hs_error *err)
-{
-    if (in->kind != HS_LOSS_MLM)
-        return HS_OK;
-    if (!c->has_lm_head)
-        return hs_fail(err, HS_E_INPUT, "the model has no MLM head");
-    if (in->n_pos < 1 || !in->positions || !in->targets)
-        return hs_fail(err, HS_E_INPUT, "the MLM loss needs at least one masked position");
-    for (int k = 0; k < in->n_pos; k++)
-        if (in->positions[k] < 0 || in->positions[k] >= in->n || in->targets[k] < 0 ||
-            in->targets[k] >= c->vocab_size)
-            return hs_fail(err, HS_E_ARG, "loss: masked position %d out of range", k);
-    return HS_OK;
-}
 
 hs_status hs_loss_eval_new(const hs_model *m, const hs_loss_input *in, hs_loss_eval **out,
                            hs_error *err)
@@ -185,7 +167,7 @@ hs_status hs_loss_eval_new(const hs_model *m, const hs_loss_input *in, hs_loss_e
     if (in->kind == HS_LOSS_LM && (in->n < 2 || !c->has_lm_head))
         return hs_fail(err, HS_E_INPUT, in->n < 2 ? "the language-model loss needs at least 2 tokens"
                                                   : "the model has no language-model head");
-    hs_status st = hs_loss_mlm_check(c, in, err);
+    hs_status st = hs_loss_rows_check(c, in, err);
     if (st)
         return st;
     if (in->kind != HS_LOSS_LM && in->kind != HS_LOSS_MLM && in->kind != HS_LOSS_REPR)
@@ -210,7 +192,7 @@ hs_status hs_loss_eval_new(const hs_model *m, const hs_loss_input *in, hs_loss_e
         memcpy(e->replace, in->replace, rep * sizeof *e->replace);
     e->in.replace = e->replace;
     int ok = e->ids && (!in->type_ids || e->type_ids) && (!in->replace || e->replace) &&
-             (in->kind != HS_LOSS_MLM || (e->positions && e->targets));
+             (!in->positions || e->positions) && (in->kind != HS_LOSS_MLM || e->targets);
     if (!in->no_cache) {
         e->cache = malloc((size_t)c->n_layer * n * (size_t)c->d_model * sizeof(float));
         e->cache_mask = malloc(lh * sizeof(float));

@@ -44,6 +44,35 @@ void hs_resample_ids(const int32_t *ids, const unsigned char *fixed, int n, uint
     free(free_pos);
 }
 
+hs_status hs_ablation_z_sum(const hs_model *m, const int32_t *ids, const int32_t *type_ids,
+                            int n, double *sum, hs_error *err)
+{
+    hs_activations *a = NULL;
+    hs_status st = hs_activations_run(m, ids, type_ids, n, HS_CAPTURE_Z, &a, err);
+    if (st)
+        return st;
+    int d = a->d_model;
+    size_t nd = (size_t)n * (size_t)d;
+    for (int l = 0; l < a->n_layer; l++) {
+        const float *z = a->z + (size_t)l * nd;
+        double *s = sum + (size_t)l * (size_t)d;
+        for (int i = 0; i < n; i++)
+            for (int k = 0; k < d; k++)
+                s[k] += z[(size_t)i * d + k];
+    }
+    hs_activations_free(a);
+    return HS_OK;
+}
+
+void hs_ablation_means_fill(const hs_model_config *c, const float *means, int n, float *replace)
+{
+    int d = c->d_model;
+    for (int l = 0; l < c->n_layer; l++)
+        for (int i = 0; i < n; i++)
+            memcpy(replace + ((size_t)l * (size_t)n + (size_t)i) * (size_t)d,
+                   means + (size_t)l * (size_t)d, (size_t)d * sizeof *replace);
+}
+
 hs_status hs_ablation_replacement(const hs_model *m, hs_ablation_kind kind, const int32_t *ids,
                                   const int32_t *type_ids, int n, float *replace,
                                   hs_error *err)
@@ -51,34 +80,27 @@ hs_status hs_ablation_replacement(const hs_model *m, hs_ablation_kind kind, cons
     if (kind != HS_ABLATION_MEAN && kind != HS_ABLATION_RESAMPLE)
         return hs_fail(err, HS_E_ARG, "ablation replacement: kind '%s' replaces by nothing",
                        hs_ablation_kind_name(kind));
-    hs_activations *a = NULL;
-    hs_status st = hs_activations_run(m, ids, type_ids, n, HS_CAPTURE_Z, &a, err);
-    if (st)
-        return st;
-    int d = a->d_model;
-    size_t nd = (size_t)n * (size_t)d;
+    const hs_model_config *c = hs_model_config_of(m);
     if (kind == HS_ABLATION_RESAMPLE) {
-        memcpy(replace, a->z, (size_t)a->n_layer * nd * sizeof *replace);
-    } else {
-        double *mean = malloc((size_t)d * sizeof *mean);
-        if (!mean) {
-            hs_activations_free(a);
-            return hs_fail(err, HS_E_NOMEM, "out of memory");
-        }
-        for (int l = 0; l < a->n_layer; l++) {
-            const float *z = a->z + (size_t)l * nd;
-            for (int k = 0; k < d; k++)
-                mean[k] = 0;
-            for (int i = 0; i < n; i++)
-                for (int k = 0; k < d; k++)
-                    mean[k] += z[(size_t)i * d + k];
-            float *r = replace + (size_t)l * nd;
-            for (int i = 0; i < n; i++)
-                for (int k = 0; k < d; k++)
-                    r[(size_t)i * d + k] = (float)(mean[k] / n);
-        }
-        free(mean);
+        hs_activations *a = NULL;
+        hs_status st = hs_activations_run(m, ids, type_ids, n, HS_CAPTURE_Z, &a, err);
+        if (st)
+            return st;
+        memcpy(replace, a->z, (size_t)a->n_layer * (size_t)n * (size_t)a->d_model * sizeof *replace);
+        hs_activations_free(a);
+        return HS_OK;
     }
-    hs_activations_free(a);
-    return HS_OK;
+    size_t ld = (size_t)c->n_layer * (size_t)c->d_model;
+    double *sum = calloc(ld, sizeof *sum);
+    float *mean = malloc(ld * sizeof *mean);
+    hs_status st = sum && mean ? hs_ablation_z_sum(m, ids, type_ids, n, sum, err)
+                               : hs_fail(err, HS_E_NOMEM, "out of memory");
+    if (!st) {
+        for (size_t k = 0; k < ld; k++)
+            mean[k] = (float)(sum[k] / n);
+        hs_ablation_means_fill(c, mean, n, replace);
+    }
+    free(sum);
+    free(mean);
+    return st;
 }

@@ -27,6 +27,8 @@ hs_status hs_corpus_agg_check(const hs_corpus_agg *a, const hs_corpus_agg *b, hs
         what = "--exclude-sinks setting";
     else if (a->ablation != b->ablation)
         what = "--corpus-ablation setting";
+    else if (a->ablation_kind != b->ablation_kind)
+        what = "--ablation setting";
     else if (a->gradient != b->gradient)
         what = "--no-gradient setting";
     else if (a->sim_method != b->sim_method)
@@ -127,6 +129,7 @@ static cJSON *agg_json(const hs_corpus_agg *g)
     cJSON_AddStringToObject(op, "loss_kind", hs_loss_kind_name((hs_loss_kind)g->loss_kind));
     cJSON_AddBoolToObject(op, "exclude_sinks", g->exclude_sinks);
     cJSON_AddBoolToObject(op, "ablation", g->ablation);
+    cJSON_AddStringToObject(op, "ablation_kind", hs_ablation_kind_name((hs_ablation_kind)g->ablation_kind));
     cJSON_AddBoolToObject(op, "gradient", g->gradient);
     cJSON_AddStringToObject(op, "similarity", g->sim_method == HS_SIM_JS ? "js" : "pearson");
     cJSON *lt = cJSON_AddArrayToObject(op, "label_thresholds");
@@ -362,6 +365,10 @@ static hs_corpus_agg *parse_agg(rd *r, const cJSON *o)
         r->st = hs_fail(r->err, HS_E_INPUT, "partial: unknown 'family' or 'loss_kind'");
     g->exclude_sinks = get_bool(r, op, "exclude_sinks");
     g->ablation = get_bool(r, op, "ablation");
+    const cJSON *ak = cJSON_GetObjectItemCaseSensitive(op, "ablation_kind"); /* absent: zero */
+    g->ablation_kind = ak ? hs_ablation_kind_parse(cJSON_GetStringValue(ak)) : HS_ABLATION_ZERO;
+    if (!r->st && g->ablation_kind < 0)
+        r->st = hs_fail(r->err, HS_E_INPUT, "partial: 'ablation_kind' is not zero, mean or resample");
     g->gradient = get_bool(r, op, "gradient");
     const char *sim = get_str(r, op, "similarity");
     g->sim_method = !strcmp(sim, "js") ? HS_SIM_JS : HS_SIM_PEARSON;

@@ -115,6 +115,7 @@ hs_status hs_corpus_agg_new(const hs_analysis *first, hs_corpus_agg **out, hs_er
     g->loss_kind = (int)first->loss_kind;
     g->exclude_sinks = o->exclude_sinks;
     g->ablation = o->ablation;
+    g->ablation_kind = (int)o->ablation_kind;
     g->gradient = o->gradient;
     g->sim_method = (int)o->similarity;
     memcpy(g->label_thresholds, o->label_thresholds, sizeof g->label_thresholds);
@@ -301,6 +302,9 @@ char *hs_corpus_report_json(const hs_corpus_agg *g, const hs_corpus_info *info,
     }
     cJSON_AddBoolToObject(op, "exclude_sinks", g->exclude_sinks);
     cJSON_AddBoolToObject(op, "ablation", g->ablation);
+    cJSON_AddStringToObject(op, "ablation_kind", hs_ablation_kind_name((hs_ablation_kind)g->ablation_kind));
+    if (g->ablation_kind == HS_ABLATION_MEAN)
+        cJSON_AddStringToObject(op, "ablation_means", "corpus");
     cJSON_AddBoolToObject(op, "gradient", g->gradient);
     hs_analyze_opts lopt;
     memcpy(lopt.label_thresholds, g->label_thresholds, sizeof lopt.label_thresholds);

@@ -96,6 +96,40 @@ static cJSON *word_ids_json(const hs_analysis *a)
     return arr;
 }
 
+/* probe.ablation: each head's ablation cost on the probe's second half. */
+static void add_probe_ablation(cJSON *pr, const hs_analysis *a)
+{
+    const hs_model_config *c = hs_model_config_of(a->model);
+    cJSON *pa = cJSON_AddObjectToObject(pr, "ablation");
+    cJSON_AddBoolToObject(pa, "available", a->probe_ablation != NULL);
+    if (!a->probe_ablation) {
+        cJSON_AddStringToObject(pa, "reason",
+                                !a->opts.ablation || !a->probe_ids || !a->opts.probe_ablation
+                                    ? "not asked for (--no-ablation, --probe-ablation none)"
+                                : !c->causal || !c->has_lm_head
+                                    ? "needs a next-token loss (a causal model with an LM head)"
+                                    : "the probe is too short");
+        return;
+    }
+    hs_ablation_kind kind = a->opts.probe_ablation_kind;
+    cJSON_AddStringToObject(pa, "kind", hs_ablation_kind_name(kind));
+    if (kind == HS_ABLATION_RESAMPLE) {
+        cJSON_AddNumberToObject(pa, "resample_seed", (double)a->opts.resample_seed);
+        cJSON_AddItemToObject(pa, "resample_ids", hs_json_ints(a->probe_resample_ids, a->probe_len));
+    }
+    cJSON_AddItemToObject(pa, "loss_rows", hs_json_ints(a->probe_rows, 2));
+    add_num(pa, "loss", a->probe_loss);
+    add_num(pa, "first_half_loss", a->probe_loss_first);
+    cJSON *hs = cJSON_AddArrayToObject(pa, "heads");
+    for (int k = 0; k < a->n_heads; k++) {
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddNumberToObject(e, "layer", a->heads[k].layer);
+        cJSON_AddNumberToObject(e, "head", a->heads[k].head);
+        add_num(e, "delta", a->probe_ablation[a->head_index[k]]);
+        cJSON_AddItemToArray(hs, e);
+    }
+}
+
 static cJSON *head_json(const hs_analysis *a, const hs_head_result *h)
 {
     char name[32];
@@ -156,15 +190,28 @@ static void add_composition(cJSON *r, const hs_analysis *a)
     if (!cp) {
         cJSON_AddBoolToObject(co, "available", 0);
         cJSON_AddStringToObject(co, "reason", !hs_composition_defined(c)
-                                                  ? "defined for the GPT-2 family only (pre-LN "
-                                                    "LayerNorm, learned positions, a "
-                                                    "sequential residual, a KV head per head)"
+                                                  ? "defined for pre-norm decoders; this model "
+                                                    "is post-norm (the residual stream is "
+                                                    "renormalised after every sublayer, so the "
+                                                    "weights alone do not say how much of a "
+                                                    "head's output reaches a later head)"
                                                   : "not computed (--no-composition)");
         return;
     }
     cJSON_AddBoolToObject(co, "available", 1);
-    cJSON_AddStringToObject(co, "weights", "ln_1 scale folded into W_Q, W_K, W_V; ln_f scale "
-                                           "into W_U; biases left out");
+    cJSON_AddStringToObject(co, "weights", "the attention norm's scale (ln_1, input_layernorm) "
+                                           "folded into W_Q, W_K, W_V; the final norm's into "
+                                           "W_U; biases left out");
+    cJSON_AddStringToObject(co, "positions", c->arch->pos == HS_POS_ROTARY
+                                                 ? "rotary: left out, W_Q W_K^T is the QK circuit "
+                                                   "without rotation (query and key at the same "
+                                                   "position), as TransformerLens computes it"
+                                                 : "learned: in the residual stream, not in the "
+                                                   "weights");
+    cJSON_AddStringToObject(co, "kv_heads", c->n_kv_head < c->n_head
+                                                ? "grouped: each query head reads its KV head's "
+                                                  "W_K and W_V"
+                                                : "one per query head");
     static const char *const kinds[3] = {"q", "k", "v"};
     const double *m[3] = {cp->q, cp->k, cp->v};
     for (int k = 0; k < 3; k++)
@@ -398,6 +445,10 @@ char *hs_report_json(const hs_analysis *a, const char *const *files, int n_files
         else
             cJSON_AddNullToObject(op, "resample_ids");
     }
+    char span[32];
+    cJSON_AddStringToObject(op, "loss_span", hs_loss_span_format(&o->loss_span, span, sizeof span));
+    cJSON_AddStringToObject(op, "probe_ablation_kind", o->probe_ablation
+                                ? hs_ablation_kind_name(o->probe_ablation_kind) : "none");
     cJSON_AddBoolToObject(op, "pruning", o->ablation && o->pruning);
     cJSON_AddBoolToObject(op, "gradient", o->gradient);
     hs_report_label_options(op, o);
@@ -408,6 +459,16 @@ char *hs_report_json(const hs_analysis *a, const char *const *files, int n_files
     if (a->loss_kind == HS_LOSS_MLM) {
         cJSON_AddItemToObject(lo, "masked_positions", hs_json_ints(a->mlm_positions, a->n_mlm));
         cJSON_AddItemToObject(lo, "masked_ids", hs_json_ints(a->mlm_targets, a->n_mlm));
+    }
+    if (a->loss_kind == HS_LOSS_LM) {
+        cJSON_AddStringToObject(lo, "span", span);
+        if (a->loss_rows) {
+            cJSON_AddItemToObject(lo, "rows", hs_json_ints(a->loss_rows, a->n_loss_rows));
+        } else { /* every row */
+            cJSON *rows = cJSON_AddArrayToObject(lo, "rows");
+            for (int i = 0; i + 1 < a->n; i++)
+                cJSON_AddItemToArray(rows, cJSON_CreateNumber(i));
+        }
     }
 
     if (a->kv_similarity) /* grouped-query attention: the groups, their ablation */
@@ -468,6 +529,7 @@ char *hs_report_json(const hs_analysis *a, const char *const *files, int n_files
     int wrap = (c->arch->cls_token != NULL) + (c->arch->sep_token != NULL);
     cJSON_AddNumberToObject(pr, "half_len", (a->probe_len - wrap) / 2);
     cJSON_AddItemToObject(pr, "ids", hs_json_ints(a->probe_ids, a->probe_len));
+    add_probe_ablation(pr, a);
 
     cJSON *pu = cJSON_AddObjectToObject(r, "pruning");
     hs_prune_method method = a->prune_method_used ? a->prune_method_used : o->prune_method;

@@ -25,6 +25,8 @@ void hs_analyze_opts_default(hs_analyze_opts *o)
         .composition = 1, .rollout = 1, .dla = 1, .norm_based = 1, .keep_maps = 1, .hash_files = 1,
         .similarity = HS_SIM_PEARSON, .cluster_threshold = 0.5, .sink_threshold = 0.5,
         .probe_seed = 1, .probe_half_len = 32, .resample_seed = 1,
+        .loss_span = {HS_SPAN_ALL, 0, -1}, .probe_ablation = 1,
+        .probe_ablation_kind = HS_ABLATION_MEAN,
         .prune_method = HS_PRUNE_GRADIENT, .prune_tol = 0.01, .prune_stop = 0.1,
         .prune_round = 0.1, .prune_beam = 8, .prune_max_steps = 64,
         .rollout_residual = 0.5, .flow_max_tokens = 64,
@@ -88,6 +90,9 @@ void hs_analysis_free(hs_analysis *a)
     free(a->mlm_positions);
     free(a->mlm_targets);
     free(a->resample_ids);
+    free(a->loss_rows);
+    free(a->probe_ablation);
+    free(a->probe_resample_ids);
     free(a->curve);
     free(a->candidates);
     free(a->ablation_kv);
@@ -172,6 +177,7 @@ hs_status hs_analyze_run(const hs_model *m, const hs_analyze_input *in, const hs
         goto fail;
     a->n = n;
     a->loss = NAN;
+    a->probe_loss = a->probe_loss_first = NAN;
     a->truncated = in->truncated;
     a->ids = malloc((size_t)n * sizeof *a->ids);
     a->type_ids = calloc((size_t)n, sizeof *a->type_ids);

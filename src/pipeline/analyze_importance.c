@@ -24,12 +24,50 @@ static int cmp_idx_delta(const void *x, const void *y)
     return a->k - b->k;
 }
 
-/* The replacement contexts of mean or resample ablation for the loss input li (its ids: the
- * text, MLM-masked for an MLM loss) into *out (caller frees), li->replace set to them; the
- * resample input (li's ids with every special token kept in place, the rest shuffled) in
- * a->resample_ids. */
-static hs_status replacement(const hs_model *m, hs_analysis *a, const hs_analyze_opts *o,
-                             hs_loss_input *li, int32_t cls_id, int32_t sep_id, float **out,
+/* The MLM loss input of ids: (n): masked: (n) the ids with the positions of hs_mlm_positions
+ * (pos: (n), returned count) replaced by mask_id, targets: (n) the ids they held. */
+static int mlm_mask(const int32_t *ids, int n, int32_t cls_id, int32_t sep_id, int32_t pad_id,
+                    int32_t mask_id, int32_t *masked, int32_t *pos, int32_t *targets)
+{
+    int count = hs_mlm_positions(ids, n, cls_id, sep_id, pad_id, mask_id, pos, n);
+    memcpy(masked, ids, (size_t)n * sizeof *masked);
+    for (int k = 0; k < count; k++) {
+        targets[k] = ids[pos[k]];
+        masked[pos[k]] = mask_id;
+    }
+    return count;
+}
+
+hs_status hs_ablation_means_add(const hs_model *m, const int32_t *ids, const int32_t *type_ids,
+                                int n, double *sum, hs_error *err)
+{
+    const hs_model_config *c = hs_model_config_of(m);
+    const hs_tokenizer *tok = hs_model_tokenizer(m);
+    const hs_arch *ar = c->arch;
+    if (!c->has_lm_head || c->causal) /* the loss passes run on the text itself */
+        return hs_ablation_z_sum(m, ids, type_ids, n, sum, err);
+    int32_t mask_id = hs_special_id(tok, ar->mask_token), pad_id = hs_special_id(tok, ar->pad_token);
+    int32_t cls_id = hs_special_id(tok, ar->cls_token), sep_id = hs_special_id(tok, ar->sep_token);
+    if (mask_id < 0)
+        return hs_fail(err, HS_E_UNSUPPORTED, "the vocabulary has no %s token for the MLM loss",
+                       ar->mask_token ? ar->mask_token : "mask");
+    int32_t *buf = malloc(3 * (size_t)n * sizeof *buf);
+    if (!buf)
+        return hs_fail(err, HS_E_NOMEM, "out of memory");
+    mlm_mask(ids, n, cls_id, sep_id, pad_id, mask_id, buf, buf + n, buf + 2 * n);
+    hs_status st = hs_ablation_z_sum(m, buf, type_ids, n, sum, err);
+    free(buf);
+    return st;
+}
+
+/* The replacement contexts of mean or resample ablation (kind) for the loss input li (its
+ * ids: the text, MLM-masked for an MLM loss; or the probe) into *out (caller frees),
+ * li->replace set to them; the resample input (li's ids with every special token kept in
+ * place, the rest shuffled by seed) in *resampled (caller frees); mean ablation takes
+ * means: (n_layer, d_model) when given (the corpus's), else li's own. */
+static hs_status replacement(const hs_model *m, hs_analysis *a, hs_ablation_kind kind,
+                             uint64_t seed, const float *means, hs_loss_input *li,
+                             int32_t cls_id, int32_t sep_id, float **out, int32_t **resampled,
                              hs_error *err)
 {
     const hs_model_config *c = hs_model_config_of(m);
@@ -39,10 +77,10 @@ static hs_status replacement(const hs_model *m, hs_analysis *a, const hs_analyze
     *out = malloc((size_t)c->n_layer * (size_t)n * (size_t)c->d_model * sizeof **out);
     if (!*out)
         return hs_fail(err, HS_E_NOMEM, "out of memory for the ablation replacement");
-    if (o->ablation_kind == HS_ABLATION_RESAMPLE) {
+    if (kind == HS_ABLATION_RESAMPLE) {
         unsigned char *fixed = malloc((size_t)n);
-        a->resample_ids = malloc((size_t)n * sizeof *a->resample_ids);
-        if (!fixed || !a->resample_ids) {
+        *resampled = malloc((size_t)n * sizeof **resampled);
+        if (!fixed || !*resampled) {
             free(fixed);
             return hs_fail(err, HS_E_NOMEM, "out of memory");
         }
@@ -52,13 +90,75 @@ static hs_status replacement(const hs_model *m, hs_analysis *a, const hs_analyze
             int32_t t = li->ids[i];
             fixed[i] = t >= 0 && (t == cls_id || t == sep_id || t == mask_id || t == pad_id);
         }
-        hs_resample_ids(li->ids, fixed, n, o->resample_seed, a->resample_ids);
+        hs_resample_ids(li->ids, fixed, n, seed, *resampled);
         free(fixed);
-        src = a->resample_ids;
+        src = *resampled;
     }
-    hs_status st = hs_ablation_replacement(m, o->ablation_kind, src, li->type_ids, n, *out, err);
-    a->forward_passes++;
     li->replace = *out;
+    if (kind == HS_ABLATION_MEAN && means) { /* e.g. over a corpus: no pass here */
+        hs_ablation_means_fill(c, means, n, *out);
+        return HS_OK;
+    }
+    a->forward_passes++;
+    return hs_ablation_replacement(m, kind, src, li->type_ids, n, *out, err);
+}
+
+/* The probe's per-head ablation cost (a->probe_ablation): the next-token loss over the
+ * probe's second half, where every token repeats one of the first half and an induction
+ * head can act (Olsson et al. 2022), rows first..first+half-2 with first the position of
+ * the second half's first token. */
+static hs_status probe_ablation(const hs_model *m, hs_analysis *a, const hs_analyze_opts *o,
+                                const unsigned char *active, hs_error *err)
+{
+    const hs_model_config *c = hs_model_config_of(m);
+    int L = c->n_layer, H = c->n_head, n = a->probe_len;
+    int pre = c->arch->cls_token != NULL, post = c->arch->sep_token != NULL;
+    int half = (n - pre - post) / 2, first = pre + half;
+    if (!c->causal || !c->has_lm_head || half < 2)
+        return HS_OK;
+    hs_status st = HS_OK;
+    hs_loss_eval *ev = NULL;
+    float *replace = NULL;
+    int32_t *rows = malloc((size_t)(half - 1) * sizeof *rows);
+    a->probe_ablation = malloc((size_t)(L * H) * sizeof *a->probe_ablation);
+    if (!rows || !a->probe_ablation) {
+        st = hs_fail(err, HS_E_NOMEM, "out of memory");
+        goto done;
+    }
+    for (int r = 0; r < half - 1; r++)
+        rows[r] = first + r;
+    a->probe_rows[0] = first;
+    a->probe_rows[1] = first + half - 1;
+    hs_loss_input li = {.ids = a->probe_ids, .n = n, .kind = HS_LOSS_LM, .positions = rows,
+                        .n_pos = half - 1};
+    if (o->probe_ablation_kind != HS_ABLATION_ZERO &&
+        (st = replacement(m, a, o->probe_ablation_kind, o->resample_seed, NULL, &li, -1, -1,
+                          &replace, &a->probe_resample_ids, err)))
+        goto done;
+    if (!(st = hs_loss_eval_new(m, &li, &ev, err)) &&
+        !(st = hs_loss_eval_run(ev, NULL, &a->probe_loss, err)))
+        st = hs_ablation_sweep(ev, a->probe_loss, active, a->probe_ablation, NULL, NULL, err);
+    if (ev)
+        a->forward_passes += hs_loss_eval_passes(ev);
+    hs_loss_eval_free(ev);
+    ev = NULL;
+    /* the first half's loss, for comparison: no earlier copy to read there */
+    for (int r = 0; r < half - 1; r++)
+        rows[r] = pre + r;
+    li = (hs_loss_input){.ids = a->probe_ids, .n = n, .kind = HS_LOSS_LM, .positions = rows,
+                         .n_pos = half - 1, .no_cache = 1};
+    if (!st && !(st = hs_loss_eval_new(m, &li, &ev, err))) {
+        st = hs_loss_eval_run(ev, NULL, &a->probe_loss_first, err);
+        a->forward_passes++;
+    }
+done:
+    if (st) {
+        free(a->probe_ablation);
+        a->probe_ablation = NULL;
+    }
+    hs_loss_eval_free(ev);
+    free(replace);
+    free(rows);
     return st;
 }
 
@@ -128,12 +228,8 @@ hs_status hs_analyze_importance(const hs_model *m, hs_analysis *a, const hs_anal
             free(masked);
             goto nomem;
         }
-        a->n_mlm = hs_mlm_positions(a->ids, n, cls_id, sep_id, pad_id, mask_id, a->mlm_positions, n);
-        memcpy(masked, a->ids, (size_t)n * sizeof *masked);
-        for (int k = 0; k < a->n_mlm; k++) {
-            a->mlm_targets[k] = a->ids[a->mlm_positions[k]];
-            masked[a->mlm_positions[k]] = mask_id;
-        }
+        a->n_mlm = mlm_mask(a->ids, n, cls_id, sep_id, pad_id, mask_id, masked,
+                            a->mlm_positions, a->mlm_targets);
         li.ids = masked;
         li.positions = a->mlm_positions;
         li.targets = a->mlm_targets;
@@ -143,10 +239,32 @@ hs_status hs_analyze_importance(const hs_model *m, hs_analysis *a, const hs_anal
     }
     a->loss_kind = li.kind;
     int loss_possible = li.kind == HS_LOSS_LM ? n >= 2 : li.kind == HS_LOSS_MLM ? a->n_mlm >= 1 : 1;
+    if (li.kind == HS_LOSS_LM && o->loss_span.kind != HS_SPAN_ALL && n >= 2) {
+        char span[32];
+        if (!(a->loss_rows = malloc((size_t)(n - 1) * sizeof *a->loss_rows))) {
+            free(masked);
+            goto nomem;
+        }
+        a->n_loss_rows = hs_loss_span_rows(&o->loss_span, a->ids, n, a->loss_rows);
+        li.positions = a->loss_rows;
+        li.n_pos = a->n_loss_rows;
+        if (a->n_loss_rows == 0) {
+            st = hs_fail(err, HS_E_INPUT, "the loss span '%s' keeps no position of the text%s",
+                         hs_loss_span_format(&o->loss_span, span, sizeof span),
+                         o->loss_span.kind == HS_SPAN_REPEATED ? " (no token occurs twice)" : "");
+            goto fail;
+        }
+    } else if (o->loss_span.kind != HS_SPAN_ALL) {
+        st = hs_fail(err, HS_E_UNSUPPORTED, "a loss span is for the next-token loss; this "
+                     "model's loss is the %s loss", hs_loss_kind_name(li.kind));
+        free(masked);
+        goto fail;
+    }
     /* Michel et al.'s gradient importance is the zero-ablation one, whatever the sweep's */
     hs_loss_input lg = li;
     if (o->ablation && o->ablation_kind != HS_ABLATION_ZERO && loss_possible &&
-        (st = replacement(m, a, o, &li, cls_id, sep_id, &replace, err)))
+        (st = replacement(m, a, o->ablation_kind, o->resample_seed, o->ablation_means, &li,
+                          cls_id, sep_id, &replace, &a->resample_ids, err)))
         goto fail_masked;
     if (loss_possible) {
         st = hs_loss_eval_new(m, &li, &ev, err);
@@ -190,6 +308,8 @@ fail_masked:
         for (size_t k = 0; k < nh; k++)
             a->heads[k].ablation_delta = delta[a->head_index[k]];
         if ((st = ablate_kv_groups(a, ev, active, err)))
+            goto fail;
+        if (a->probe_ids && o->probe_ablation && (st = probe_ablation(m, a, o, active, err)))
             goto fail;
         if (o->pruning && a->n_heads >= 2) {
             t0 = hs_pipeline_now();

@@ -124,6 +124,19 @@ static hs_status parse_options(const hs_model *m, const char *options, json_opts
             int kind = hs_ablation_kind_parse(cJSON_GetStringValue(v));
             bad = kind < 0;
             o->ablation_kind = bad ? HS_ABLATION_ZERO : (hs_ablation_kind)kind;
+        } else if (!strcmp(k, "probe_ablation_kind")) {
+            const char *pk = cJSON_GetStringValue(v);
+            int kind = hs_ablation_kind_parse(pk);
+            o->probe_ablation = !(pk && !strcmp(pk, "none"));
+            bad = kind < 0 && o->probe_ablation;
+            o->probe_ablation_kind = kind < 0 ? HS_ABLATION_MEAN : (hs_ablation_kind)kind;
+        } else if (!strcmp(k, "loss_span")) {
+            const char *ls = cJSON_GetStringValue(v);
+            if (ls && hs_loss_span_parse(ls, &o->loss_span, err)) {
+                hs_error_prefix(err, "option 'loss_span'");
+                goto done;
+            }
+            bad = !ls;
         } else if (!strcmp(k, "similarity")) {
             const char *s = cJSON_GetStringValue(v);
             bad = !s || (strcmp(s, "pearson") && strcmp(s, "js"));
