@@ -32,6 +32,7 @@ static const char usage_text[] =
     "      --json                 print the report on stdout instead of the summary\n"
     "  -q, --quiet                print nothing on success, no progress\n"
     "      --truncate             keep the first n_ctx tokens of a longer text\n"
+    "      --max-tokens N         keep the first N tokens (at most n_ctx) of a longer text\n"
     "      --layers SPEC          analyse only these layers, e.g. 0,2-3 (default: all)\n"
     "      --no-ablation          skip the ablation sweep and the pruning curve\n"
     "      --ablation KIND        what an ablated head's output becomes: zero (default), mean\n"
@@ -531,8 +532,7 @@ int cmd_analyze(int argc, char **argv)
                 return cli_usage_error(C, "--sample '%s' is more than 10^6", optarg);
             *(c == OPT_SAMPLE ? &co.sample : &co.max_texts) = lv;
             break;
-        case OPT_MAXTOKENS:
-            corpus_only = 1;
+        case OPT_MAXTOKENS: /* a corpus's texts, or the single text */
             if (cli_parse_long(optarg, 1, 1 << 20, &lv))
                 return cli_usage_error(C, "--max-tokens '%s' is not a number >= 1", optarg);
             co.max_tokens = (int)lv;
@@ -635,7 +635,10 @@ int cmd_analyze(int argc, char **argv)
         }
         ao.layers = on;
     }
-    if (!co.path && cli_encode(C, m, &t, truncate, 0, 0, &enc, &was_truncated))
+    /* --max-tokens N keeps the first N tokens (at most the context), as --truncate keeps n_ctx */
+    size_t keep = co.max_tokens > 0 && co.max_tokens < cfg->n_ctx ? (size_t)co.max_tokens : 0;
+    if (!co.path && cli_encode(C, m, &t, truncate || co.max_tokens > 0, keep, 0, &enc,
+                               &was_truncated))
         goto done;
     if (!quiet && isatty(STDERR_FILENO))
         ao.progress = progress;

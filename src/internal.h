@@ -154,6 +154,12 @@ struct cJSON *hs_json_matrix(const double *m, int rows, int cols);
 struct hs_linkage;
 void hs_report_add_clusters(struct cJSON *parent, const struct hs_linkage *lk, const int *labels,
                             int n_heads, int n_clusters, int sim, double threshold);
+/* The "kv_groups" member of parent for a grouped-query model: the groups, their similarity
+ * ks (hs_kv_similarity_compute, with method) and ablation: (n_layer, n_kv_head) or NULL
+ * (then "ablation_delta" is null, or left out when omit_ablation). */
+struct hs_kv_similarity;
+void hs_report_add_kv_groups(struct cJSON *parent, const struct hs_kv_similarity *ks, int method,
+                             const double *ablation, int omit_ablation);
 
 /* The loss rows' part of a loss input's checks (src/importance/span.c), shared by the
  * loss evaluator and the gradient: MLM: an MLM head, at least one masked position, positions

@@ -350,6 +350,21 @@ const d = cv.getContext('2d').getImageData(Math.round(x * s), Math.round(y * s),
 
 
 # ---- the model view --------------------------------------------------------------------------
+def check_kv_card(drv, name, rep):
+    """The overview's Key/value groups card: present exactly for grouped-query reports, with
+    each analysed layer's within mean as the report has it."""
+    ks = (rep.get("kv_groups") or {}).get("similarity")
+    cards = [c for c in by_css(drv, "#hs-summary .card") if c.text.startswith("Key/value groups")]
+    check(len(cards) == (1 if ks else 0), "%s: %d Key/value groups cards" % (name, len(cards)))
+    if ks and cards:
+        rows = {r.find_elements("css selector", "td")[0].text: r.find_elements("css selector", "td")[1].text
+                for r in cards[0].find_elements("css selector", "tr")[1:]}
+        for l, w in enumerate(ks["within"]):
+            if w is not None:
+                check(rows.get("layer %d" % l) == "%.3f" % w,
+                      "%s: card layer %d within %s, report %.3f" % (name, l, rows.get("layer %d" % l), w))
+
+
 def check_model_view(drv, name, rep, shots):
     heads = rep["heads"]
     view(drv, "model")
@@ -358,6 +373,15 @@ def check_model_view(drv, name, rep, shots):
     check(all(drv.execute_script("return arguments[0].querySelector('canvas').width > 0;", t) for t in tiles[:4]),
           "%s: tiles have no thumbnail" % name)
     shot(drv, shots, name + "-model-view")
+    kv = rep.get("kv_groups")
+    if kv:  # grouped-query: the KV groups named over the heads, a rule before each group
+        groups = [e.text for e in by_css(drv, "#hs-grid .kvgroup")]
+        want = ["KV%d" % g for g in range(kv["n_kv_head"])]
+        check(groups == want, "%s: KV group names %s, want %s" % (name, groups, want))
+        ruled = by_css(drv, "#hs-grid .tile.kvstart")
+        n_layers = len({h["layer"] for h in heads})
+        check(len(ruled) == n_layers * (kv["n_kv_head"] - 1),
+              "%s: %d tiles start a KV group, want %d" % (name, len(ruled), n_layers * (kv["n_kv_head"] - 1)))
     # sort by entropy: tiles in that order
     drv.execute_script("const s = document.getElementById('hs-mv-sort'); s.value = 'entropy_nats'; s.dispatchEvent(new Event('change'));")
     got = [t.get_attribute("data-head") for t in by_css(drv, "#hs-grid .tile")]
@@ -476,6 +500,7 @@ def run_case(drv, name, page, npy, shots):
     attn = np.load(npy)
     check(attn.shape[2] == rep["input"]["n_tokens"], "%s: maps of %d tokens for %d" % (name, attn.shape[2], rep["input"]["n_tokens"]))
     check_overview(drv, name, rep, shots)
+    check_kv_card(drv, name, rep)
     check_head_view(drv, name, rep, attn, shots)
     check_model_view(drv, name, rep, shots)
     check_map_view(drv, name, rep, attn, shots)

@@ -345,6 +345,21 @@ stderr_has "too long" "pass --truncate"
 no_file "too long" "$T/x.npy"
 expect 0 "too long with --truncate" -- "$HS" attn "$G" --text "$long" --truncate -o "$T/x.npy"
 "$PY" -c "import numpy as np; a=np.load('$T/x.npy'); assert a.shape==(2,4,128,128), a.shape" && ok || bad "--truncate shape"
+# analyze --max-tokens N on one text: the first N tokens (the ids tokenize gives, cut), marked
+# truncated; above the context it keeps the context; a text shorter than N is left whole
+expect 0 "analyze --max-tokens" -- "$HS" analyze "$G" --text "$long" --max-tokens 40 -o "$T/mt" -q --no-ablation --no-images
+"$HS" tokenize "$G" --text "$long" --json >"$T/mt.tok" 2>/dev/null
+"$PY" - "$T/mt/report.json" "$T/mt.tok" <<'PYEOF' && ok || bad "analyze --max-tokens 40 is not the first 40 ids"
+import json, sys
+r, t = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+assert r["input"]["n_tokens"] == 40 and r["input"]["truncated"] is True, r["input"]["n_tokens"]
+assert r["input"]["ids"] == t["ids"][:40]
+PYEOF
+expect 0 "analyze --max-tokens above the context" -- "$HS" analyze "$G" --text "$long" --max-tokens 5000 -o "$T/mt" -q --no-ablation --no-images
+"$PY" -c "import json; r=json.load(open('$T/mt/report.json')); assert r['input']['n_tokens'] == 128 and r['input']['truncated']" && ok || bad "--max-tokens 5000 keeps the context"
+expect 0 "analyze --max-tokens longer than the text" -- "$HS" analyze "$G" --text "a b c" --max-tokens 40 -o "$T/mt" -q --no-ablation --no-images
+"$PY" -c "import json; r=json.load(open('$T/mt/report.json')); assert r['input']['n_tokens'] == 3 and not r['input']['truncated']" && ok || bad "--max-tokens 40 on 3 tokens"
+expect 2 "analyze --max-tokens 0" -- "$HS" analyze "$G" --text "a b c" --max-tokens 0 -o "$T/mt" -q
 # truncation as Hugging Face's tokenizers library does it (longest_first), single texts and
 # pairs at many lengths (fixtures/tokenizer/truncation_golden.json, make_truncation_goldens.js)
 "$PY" - "$HS" <<'PYEOF' && ok || bad "tokenize --max-tokens differs from the tokenizers library"
@@ -996,6 +1011,31 @@ a, b = (json.load(open(p)) for p in sys.argv[1:])
 for r in (a, b):
     del r["timing"], r["generator"]
 assert a == b
+PYEOF
+# a grouped-query model's corpus report: the KV-group measures of the mean similarity,
+# recomputed by the NumPy reference (fixtures/ref/make_kv_golden.py) from the report's matrix;
+# a GPT-2 corpus report has none
+expect 0 "corpus on tiny-llama" -- "$HS" analyze fixtures/family-models/tiny-llama --corpus fixtures/corpus/mixed.jsonl --max-tokens 40 -o "$T/ckv" -q
+"$PY" - "$T/ckv/report.json" "$T/co/report.json" <<'PYEOF' && ok || bad "corpus kv_groups differ from the NumPy reference"
+import json, sys
+import numpy as np
+sys.path.insert(0, "fixtures/ref")
+import make_kv_golden as K
+r, g2 = (json.load(open(p)) for p in sys.argv[1:])
+c, m = r["corpus"], r["model"]
+assert "kv_groups" not in g2["corpus"], "a GPT-2 corpus has no KV groups"
+kv = c["kv_groups"]
+assert kv["n_kv_head"] == m["n_kv_head"] == 2 and "ablation_delta" not in kv
+heads = [(h["layer"], h["head"]) for h in c["heads"]]
+sim = np.array(c["similarity"]["matrix"], float)
+want = K.kv_measures(sim, heads, m["n_layer"], m["n_head"], m["n_kv_head"], "pearson")
+got = kv["similarity"]
+for key in ("within", "across", "p_value"):
+    assert np.allclose(np.array(got[key], float), np.array(want[key], float), atol=1e-12), key
+for key in ("within_mean", "across_mean", "other_layers_mean"):
+    assert abs(got[key] - want[key]) < 1e-12, key
+assert np.allclose(np.array(got["groups"], float), np.array(want["groups"], float), atol=1e-12)
+assert got["n_within_pairs"] == want["n_within_pairs"] == 36
 PYEOF
 expect 0 "corpus jsonl with bad lines" -- "$HS" analyze "$TG" --corpus fixtures/corpus/mixed.jsonl -o "$T/cm"
 stderr_has "bad json line" "line 4: invalid_json"

@@ -87,6 +87,10 @@ hs_status hs_gallery_render_from(hs_map_fn get, void *user, int n_layer, int n_h
     int max_size;
     if ((st = hs_viz_check_size(opts->max_size, 2400, "gallery", &max_size, err)) != HS_OK)
         return st;
+    int grp = opts->heads_per_group;
+    if (grp < 0 || (grp > 1 && n_head % grp))
+        return hs_fail(err, HS_E_ARG, "gallery: %d heads per KV group do not divide %d heads",
+                       grp, n_head);
     size_t nn = (size_t)n * (size_t)n, total;
     if (hs_mul_size(nn, (size_t)n_layer * (size_t)n_head, &total) != 0)
         return hs_fail(err, HS_E_NOMEM, "gallery: %d x %d maps of %d tokens overflow", n_layer,
@@ -96,7 +100,8 @@ hs_status hs_gallery_render_from(hs_map_fn get, void *user, int n_layer, int n_h
      * (estimated at label scale 2), then snap to whole cells when upsampling */
     const int M = HS_VIZ_MARGIN;
     int th = hs_viz_title_height(opts->title, NULL, 1);
-    int head_room = (th ? th + TITLE_GAP : 0) + 2 * HS_FONT_H + LABEL_GAP;
+    int head_room = (th ? th + TITLE_GAP : 0) + 2 * HS_FONT_H + LABEL_GAP +
+                    hs_viz_kv_band(n_head, grp, 2);
     int avail_w = max_size - 2 * M - 4 * 2 * HS_FONT_ADV - LABEL_GAP;
     int avail_h = max_size - 2 * M - head_room - KEY_GAP - 2 * KEY_H;
     int gap = 4, t = 0;
@@ -128,7 +133,8 @@ hs_status hs_gallery_render_from(hs_map_fn get, void *user, int n_layer, int n_h
     int row_lab_w = hs_viz_labels_extent(lh_label, &rowl, n_layer, row_stride, ls, 0, 0);
 
     int gx = M + row_lab_w + LABEL_GAP;
-    int gy = M + (th ? th + TITLE_GAP : 0) + HS_FONT_H * ls + LABEL_GAP;
+    int band_y = M + (th ? th + TITLE_GAP : 0);
+    int gy = band_y + hs_viz_kv_band(n_head, grp, ls) + HS_FONT_H * ls + LABEL_GAP;
     int gw = n_head * pitch - gap, gh = n_layer * pitch - gap;
     int key_y = gy + gh + KEY_GAP;
     int key_h = KEY_H * ls;
@@ -209,6 +215,8 @@ hs_status hs_gallery_render_from(hs_map_fn get, void *user, int n_layer, int n_h
         hs_cv_text(out, cx - lw / 2, gy - LABEL_GAP - HS_FONT_H * ls + 2 * ls, s, ls, hs_viz_ink,
                    0, 0);
     }
+
+    hs_viz_kv_groups(out, gx, pitch, t, n_head, grp, band_y, gy, gy + gh, ls);
 
     /* colour key: each thumbnail runs from 0 to its own maximum */
     int kx = gx, kw = KEY_W * ls, ty = key_y + (key_h - 7 * ls) / 2;

@@ -57,6 +57,10 @@ hs_status hs_importance_render(const float *values, int n_layer, int n_head,
     int max_size;
     if ((st = hs_viz_check_size(opts->max_size, 2000, "importance", &max_size, err)) != HS_OK)
         return st;
+    int grp = opts->heads_per_group;
+    if (grp < 0 || (grp > 1 && n_head % grp))
+        return hs_fail(err, HS_E_ARG, "importance: %d heads per KV group do not divide %d heads",
+                       grp, n_head);
     int dec = opts->decimals == 0 ? 2 : opts->decimals < 0 ? 0 : opts->decimals;
     if (dec > 6)
         dec = 6;
@@ -120,7 +124,8 @@ hs_status hs_importance_render(const float *values, int n_layer, int n_head,
     const int M = HS_VIZ_MARGIN;
     int th = hs_viz_title_height(opts->title, opts->subtitle, ls);
     int gx = M + row_lab_w + LABEL_GAP;
-    int gy = M + (th ? th + TITLE_GAP : 0) + HS_FONT_H * ls + LABEL_GAP;
+    int band_y = M + (th ? th + TITLE_GAP : 0);
+    int gy = band_y + hs_viz_kv_band(n_head, grp, ls) + HS_FONT_H * ls + LABEL_GAP;
     int gw = n_head * cw, gh = n_layer * ch;
     int bar_x = gx + gw + BAR_GAP;
     int bar_h = gh >= BAR_MIN_H ? gh : BAR_MIN_H;
@@ -157,6 +162,7 @@ hs_status hs_importance_render(const float *values, int n_layer, int n_head,
         }
     }
     hs_cv_frame(out, gx - 1, gy - 1, gw + 2, gh + 2, hs_viz_frame);
+    hs_viz_kv_groups(out, gx, cw, cw - (cw >= 6 && ch >= 6), n_head, grp, band_y, gy, gy + gh, ls);
 
     for (int l = 0; l < n_layer; l += row_stride) {
         const char *lab = lh_label(&rowl, l, buf, sizeof buf);

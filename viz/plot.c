@@ -315,3 +315,37 @@ hs_status hs_viz_check_size(int max_size, int def, const char *what, int *out, h
     *out = max_size;
     return HS_OK;
 }
+
+int hs_viz_kv_band(int n_head, int s, int scale)
+{
+    return s > 1 && n_head % s == 0 ? HS_FONT_H * scale + 4 + 3 : 0;
+}
+
+void hs_viz_kv_groups(hs_image *img, int x0, int pitch, int cell, int n_head, int s,
+                      int band_y, int top, int bottom, int scale)
+{
+    if (!hs_viz_kv_band(n_head, s, scale))
+        return;
+    int G = n_head / s, span = s * pitch - (pitch - cell);
+    char buf[32];
+    snprintf(buf, sizeof buf, "KV%d", G - 1);
+    int stride = 1; /* names every stride-th group when they would not fit */
+    while (stride < G && hs_text_width(buf, scale, 0) + 4 > stride * s * pitch)
+        stride++;
+    int by = band_y + HS_FONT_H * scale + 2; /* the bracket */
+    for (int g = 0; g < G; g++) {
+        int gx = x0 + g * s * pitch;
+        hs_cv_rect(img, gx, by, span, 1, hs_viz_frame);
+        hs_cv_rect(img, gx, by, 1, 4, hs_viz_frame);
+        hs_cv_rect(img, gx + span - 1, by, 1, 4, hs_viz_frame);
+        if (g % stride == 0) {
+            snprintf(buf, sizeof buf, "KV%d", g);
+            int lw = hs_text_width(buf, scale, 0);
+            hs_cv_text(img, gx + (span - lw) / 2, band_y + scale, buf, scale, hs_viz_ink, 0, 0);
+        }
+        if (g > 0) { /* in the gap before the group, or over the cells' edges */
+            int x = gx - (pitch - cell + 2) / 2;
+            hs_cv_rect(img, x, top, 2, bottom - top, hs_viz_ink);
+        }
+    }
+}

@@ -81,6 +81,15 @@ void hs_viz_labels_left(hs_image *img, hs_rect grid, hs_viz_label_fn fn, const v
 void hs_viz_labels_bottom(hs_image *img, hs_rect grid, hs_viz_label_fn fn, const void *ctx,
                           int n, int stride, int scale, int flags, int max_w);
 
+/* Key/value groups of grouped-query attention over a grid of n_head columns (column c at
+ * x0 + c * pitch, its cell cell pixels wide), s heads per group: hs_viz_kv_band is the height
+ * of the band of group names ("KV0", ...; 0 when s <= 1 or s does not divide n_head), and
+ * hs_viz_kv_groups draws the names centred over their groups at band_y with a bracket under
+ * each, and a 2-pixel rule between neighbouring groups from top to bottom (the grid). */
+int hs_viz_kv_band(int n_head, int s, int scale);
+void hs_viz_kv_groups(hs_image *img, int x0, int pitch, int cell, int n_head, int s,
+                      int band_y, int top, int bottom, int scale);
+
 /* Resolves an options max_size (0 = def) into *out, checking 200..HS_PNG_MAX_SIDE;
  * what names the renderer in the message. */
 hs_status hs_viz_check_size(int max_size, int def, const char *what, int *out, hs_error *err);

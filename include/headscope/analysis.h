@@ -214,6 +214,55 @@ void hs_linkage_free(hs_linkage *lk);
 hs_status hs_linkage_cut(const hs_linkage *lk, double threshold, int *labels, int *n_clusters,
                          hs_error *err);
 
+/* ---- key/value groups (grouped- and multi-query attention) ------------------------- */
+
+/* Permutations of hs_kv_similarity_compute's test, and the generator's seed for layer l:
+ * splitmix64 seeded with HS_KV_PERM_SEED + l (docs/metrics.md § Similarity within and
+ * across KV groups). */
+#define HS_KV_PERMUTATIONS 999
+#define HS_KV_PERM_SEED 1
+
+/* How alike the query heads that share a key/value head are, against the heads of the same
+ * layer that do not (docs/metrics.md § Similarity within and across KV groups). Query head h
+ * reads KV head h / (n_head / n_kv_head); a "within" pair is two heads of one layer and one
+ * KV head, an "across" pair two heads of one layer and different KV heads; every pair is
+ * unordered (a < b). Entries are means of the similarity matrix over those pairs, so they
+ * are Pearson r or a Jensen-Shannon divergence as the matrix is. NaN: undefined (no pair,
+ * or a layer not analysed). */
+typedef struct hs_kv_similarity {
+    int n_layer, n_kv_head, heads_per_group;
+    double *within;      /* (n_layer) mean over the layer's within pairs */
+    double *across;      /* (n_layer) mean over its across pairs; NaN with one KV head */
+    double *p_value;     /* (n_layer) permutation test of within against across (below) */
+    double *groups;      /* (n_layer, n_kv_head, n_kv_head): [l][g][g] mean over the pairs
+                            of group g, [l][g][f] (f != g) over heads of g times heads of f */
+    double within_mean, across_mean; /* over every within / across pair analysed */
+    long n_within, n_across;         /* those pairs' counts */
+    double other_layers_mean;    /* over every pair of heads of different layers (the baseline
+                                    of multi-query attention, whose layers have one group);
+                                    NaN with one layer analysed */
+    double adjusted_rand;        /* flat clusters against the KV groups (layer, KV head):
+                                    adjusted Rand index (Hubert & Arabie 1985); NaN when
+                                    undefined (both partitions trivial) */
+    double same_cluster_within;  /* share of within pairs in one flat cluster */
+    double same_cluster_across;  /* share of across pairs in one flat cluster; NaN: none */
+} hs_kv_similarity;
+
+/* The measures above from sim: (n_items, n_items) (hs_similarity_compute's matrix; method
+ * says whether larger is more alike: Pearson, or smaller: Jensen-Shannon) of the heads
+ * head_index: (n_items), each l*n_head + h, strictly increasing, and clusters: (n_items)
+ * their flat clusters (or NULL: the cluster fields NaN). The test: per layer with two or
+ * more KV heads, the layer's heads are given their KV heads' labels in HS_KV_PERMUTATIONS
+ * random orders (Fisher-Yates); p = (1 + #{orders whose within mean is at least as alike
+ * as the true one}) / (1 + HS_KV_PERMUTATIONS). Needs n_kv_head < n_head, dividing it
+ * (HS_E_ARG otherwise). On success *out is owned by the caller: hs_kv_similarity_free. */
+hs_status hs_kv_similarity_compute(const double *sim, int n_items, const int *head_index,
+                                   int n_layer, int n_head, int n_kv_head, hs_sim_method method,
+                                   const int *clusters, hs_kv_similarity **out, hs_error *err);
+
+/* Frees a result of hs_kv_similarity_compute; accepts NULL. */
+void hs_kv_similarity_free(hs_kv_similarity *kv);
+
 /* ---- word-level maps (Clark et al. 2019) ------------------------------------------- */
 
 /* Merges subword tokens into words: word: (n), word[i] in [0, n_words) is the word of

@@ -162,6 +162,9 @@ typedef struct hs_gallery_opts {
     const char *title; /* may be NULL */
     hs_cmap cmap;      /* default HS_CMAP_VIRIDIS */
     int max_size;      /* longest side of the image, roughly; 0 means 2400 */
+    int heads_per_group; /* grouped-query attention: > 1 consecutive heads share a key/value
+                          * head; their groups are named ("KV0", ...) over the columns and
+                          * ruled apart. 0 or 1: none. Must divide n_head (HS_E_ARG) */
 } hs_gallery_opts;
 
 /* Renders an n_layer × n_head grid of thumbnails, one per head, rows labelled
@@ -242,6 +245,7 @@ typedef struct hs_importance_opts {
     int decimals;         /* digits after the point in the cells; 0 means 2,
                            * a negative value means 0 */
     int max_size;         /* longest side of the image, roughly; 0 means 2000 */
+    int heads_per_group;  /* as hs_gallery_opts: KV groups named and ruled apart */
 } hs_importance_opts;
 
 /* Renders an n_layer × n_head grid of per-head values (e.g. the loss increase
@@ -274,6 +278,19 @@ hs_status hs_heatmap_svg(const float *map, int n, const char *const *labels,
 hs_status hs_heatmap_svg_write(const char *path, const float *map, int n,
                                const char *const *labels, const hs_heatmap_opts *opts,
                                hs_error *err);
+
+/* A similarity matrix as hs_similarity_render draws it (order, clusters, labels and opts the
+ * same: the diverging map from -1 to 1, or viridis from 0 to divergence_max), as SVG text: the
+ * cells an embedded PNG at 12 units per item, each cluster of two or more framed on the
+ * diagonal and a rule between neighbouring clusters, every label as SVG text (cut after 14
+ * characters). max_size is ignored. 1 <= m <= 4096. Ownership as hs_heatmap_svg;
+ * hs_similarity_svg_write writes it to path atomically. */
+hs_status hs_similarity_svg(const float *sim, int m, const int *order, const int *clusters,
+                            const char *const *labels, const hs_similarity_opts *opts, char **out,
+                            size_t *out_len, hs_error *err);
+hs_status hs_similarity_svg_write(const char *path, const float *sim, int m, const int *order,
+                                  const int *clusters, const char *const *labels,
+                                  const hs_similarity_opts *opts, hs_error *err);
 
 /* ---- composition -------------------------------------------------------- */
 

@@ -232,6 +232,9 @@ typedef struct hs_analysis {
      * head of KV head g of layer l masked, minus loss (NaN for layers not analysed); NULL
      * when the model has one KV head per query head or ablation did not run. */
     double *ablation_kv;
+    /* Grouped-query models: similarity within and across the KV groups of the analysed heads
+     * (hs_kv_similarity_compute on similarity and labels); NULL otherwise. */
+    hs_kv_similarity *kv_similarity;
     hs_composition *composition; /* NULL when not computed (opts, or an encoder) */
     double *rollout;        /* (n, n) attention rollout of the text, or NULL */
     double *flow;           /* (n, n) attention flow of the text, or NULL (n too large) */

@@ -385,6 +385,16 @@ char *hs_corpus_report_json(const hs_corpus_agg *g, const hs_corpus_info *info,
     cJSON_AddItemToObject(sim, "matrix", hs_json_matrix(g->similarity, g->n_heads, g->n_heads));
     hs_report_add_clusters(co, g->linkage, g->labels, g->n_heads, g->n_clusters, g->sim_method,
                            g->cluster_threshold);
+    /* grouped-query models: the KV groups on the mean similarity (n_kv_head from the model
+       object; a partial from before it was recorded has none) */
+    const cJSON *nkv = cJSON_GetObjectItem(mo, "n_kv_head"), *nl = cJSON_GetObjectItem(mo, "n_layer");
+    hs_kv_similarity *ks = NULL;
+    if (cJSON_IsNumber(nkv) && cJSON_IsNumber(nl) && nkv->valueint < g->n_head &&
+        hs_kv_similarity_compute(g->similarity, g->n_heads, g->head_index, nl->valueint,
+                                 g->n_head, nkv->valueint, (hs_sim_method)g->sim_method, g->labels,
+                                 &ks, NULL) == HS_OK)
+        hs_report_add_kv_groups(co, ks, g->sim_method, NULL, 1);
+    hs_kv_similarity_free(ks);
     cJSON *pr = cJSON_AddObjectToObject(co, "probe");
     cJSON_AddNumberToObject(pr, "seed", (double)g->probe_seed);
     cJSON_AddItemToObject(pr, "ids", hs_json_ints(g->probe_ids, g->probe_len));

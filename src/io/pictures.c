@@ -72,6 +72,49 @@ static hs_status analysis_map(void *user, int k, float *out, hs_error *err)
     return hs_analysis_map(user, k, out, err);
 }
 
+/* kv_similarity.png (and .svg with HS_PICTURES_SVG) of a grouped-query model: the similarity
+ * matrix sim: (n_heads, n_heads) in head order (layer-major, so each KV group's heads are
+ * neighbours), every KV group of every layer framed on the diagonal, names labelling the heads
+ * with their KV heads. */
+static hs_status kv_similarity_pictures(const hs_analysis *a, const char *outdir,
+                                        const float *sim, const char *const *names, int formats,
+                                        file_list *fl, hs_error *err)
+{
+    const hs_model_config *c = hs_model_config_of(a->model);
+    int m = a->n_heads, grp = c->n_head / c->n_kv_head, js = a->opts.similarity == HS_SIM_JS;
+    int *group = malloc((size_t)m * sizeof *group);
+    char path[4096], title[256];
+    hs_status st = HS_OK;
+    if (!group)
+        return hs_fail(err, HS_E_NOMEM, "out of memory");
+    for (int k = 0; k < m; k++) /* layer l's group g: l * n_kv_head + g */
+        group[k] = a->head_index[k] / c->n_head * c->n_kv_head + a->head_index[k] % c->n_head / grp;
+    const hs_kv_similarity *ks = a->kv_similarity;
+    char across[32] = "- (one KV head)", other[32] = "-";
+    if (ks && isfinite(ks->across_mean))
+        snprintf(across, sizeof across, "%.3f", ks->across_mean);
+    if (ks && isfinite(ks->other_layers_mean))
+        snprintf(other, sizeof other, "%.3f", ks->other_layers_mean);
+    snprintf(title, sizeof title, "%s by key/value group (%d query heads each), layer-major, "
+             "groups framed; mean within %.3f, across %s, other layers %s",
+             js ? "Jensen-Shannon divergence between heads (nats)" : "head similarity (Pearson r)",
+             grp, ks ? ks->within_mean : NAN, across, other);
+    hs_similarity_opts so = {.title = title, .divergence_max = js ? (float)log(2.0) : 0.0f,
+                             .max_size = m > 72 ? 4000 : 0};
+    for (int f = 0; f < 2 && !st; f++) {
+        if (!(formats & (f ? HS_PICTURES_SVG : HS_PICTURES_PNG)))
+            continue;
+        const char *rel = f ? "kv_similarity.svg" : "kv_similarity.png";
+        snprintf(path, sizeof path, "%s/%s", outdir, rel);
+        st = f ? hs_similarity_svg_write(path, sim, m, NULL, group, names, &so, err)
+               : hs_similarity_write(path, sim, m, NULL, group, names, &so, err);
+        if (!st && list_add(fl, rel))
+            st = hs_fail(err, HS_E_NOMEM, "out of memory");
+    }
+    free(group);
+    return st;
+}
+
 hs_status hs_pictures_write(const hs_analysis *a, const char *outdir, int max_labels,
                             int formats, char ***files, int *n_files, hs_error *err)
 {
@@ -81,6 +124,7 @@ hs_status hs_pictures_write(const hs_analysis *a, const char *outdir, int max_la
         formats = HS_PICTURES_PNG;
     const hs_model_config *c = hs_model_config_of(a->model);
     int n = a->n, H = c->n_head, L = c->n_layer;
+    int grp = c->n_kv_head < H ? H / c->n_kv_head : 0; /* grouped-query: heads per KV head */
     size_t nn = (size_t)n * (size_t)n;
     file_list fl = {0};
     hs_status st = HS_OK;
@@ -103,7 +147,9 @@ hs_status hs_pictures_write(const hs_analysis *a, const char *outdir, int max_la
         const hs_head_result *h = &a->heads[k];
         snprintf(rel, sizeof rel, "heads/L%d_H%d.png", h->layer, h->head);
         snprintf(path, sizeof path, "%s/%s", outdir, rel);
-        snprintf(title, sizeof title, "L%d.H%d  %s", h->layer, h->head,
+        if (grp)
+            snprintf(p1, sizeof p1, "  (KV%d)", h->head / grp);
+        snprintf(title, sizeof title, "L%d.H%d%s  %s", h->layer, h->head, grp ? p1 : "",
                  strcmp(h->label, "none") ? h->label : "");
         fmt_num(p1, sizeof p1, "entropy", h->entropy.nats, 2, 0, " nats");
         fmt_num(p2, sizeof p2, "ablation", h->ablation_delta, 4, 1, "");
@@ -142,7 +188,11 @@ hs_status hs_pictures_write(const hs_analysis *a, const char *outdir, int max_la
     }
     if (!st) {
         snprintf(path, sizeof path, "%s/gallery.png", outdir);
-        hs_gallery_opts go = {.title = "attention of every head (each scaled to its own maximum)"};
+        hs_gallery_opts go = {.title = grp ? "attention of every head (each scaled to its own "
+                                             "maximum), grouped by the key/value head it reads"
+                                           : "attention of every head (each scaled to its own "
+                                             "maximum)",
+                              .heads_per_group = grp};
         st = hs_gallery_write_from(path, analysis_map, (void *)(uintptr_t)a, L, H, n, &go, err);
         if (!st && list_add(&fl, "gallery.png"))
             st = hs_fail(err, HS_E_NOMEM, "out of memory");
@@ -159,8 +209,11 @@ hs_status hs_pictures_write(const hs_analysis *a, const char *outdir, int max_la
             for (size_t i = 0; i < m * m; i++)
                 sim[i] = (float)a->similarity[i];
             for (size_t k = 0; k < m && !st; k++) {
-                char nm[16];
-                names[k] = strdup(hs_head_name(a, a->head_index[k], nm, sizeof nm));
+                char nm[16], kvn[48];
+                hs_head_name(a, a->head_index[k], nm, sizeof nm);
+                if (grp) /* "3.5·KV1": the KV head beside the head */
+                    snprintf(kvn, sizeof kvn, "%s\xC2\xB7KV%d", nm, a->head_index[k] % H / grp);
+                names[k] = strdup(grp ? kvn : nm);
                 if (!names[k])
                     st = hs_fail(err, HS_E_NOMEM, "out of memory");
             }
@@ -179,6 +232,9 @@ hs_status hs_pictures_write(const hs_analysis *a, const char *outdir, int max_la
             if (!st && list_add(&fl, "similarity.png"))
                 st = hs_fail(err, HS_E_NOMEM, "out of memory");
         }
+        if (!st && grp)
+            st = kv_similarity_pictures(a, outdir, sim, (const char *const *)names, formats,
+                                        &fl, err);
     }
     if (!st && a->n_heads > 0 && isfinite(a->heads[0].ablation_delta)) {
         imp = malloc((size_t)(L * H) * sizeof *imp);
@@ -193,7 +249,8 @@ hs_status hs_pictures_write(const hs_analysis *a, const char *outdir, int max_la
             snprintf(sub, sizeof sub, "loss increase when the head is ablated (%s ablation, "
                      "%s loss %.4f)", hs_ablation_kind_name(a->opts.ablation_kind),
                      hs_loss_kind_name(a->loss_kind), a->loss);
-            hs_importance_opts io = {.title = "ablation importance", .subtitle = sub, .decimals = 3};
+            hs_importance_opts io = {.title = "ablation importance", .subtitle = sub,
+                                     .decimals = 3, .heads_per_group = grp};
             st = hs_importance_write(path, imp, L, H, &io, err);
             if (!st && list_add(&fl, "importance.png"))
                 st = hs_fail(err, HS_E_NOMEM, "out of memory");
@@ -210,7 +267,7 @@ hs_status hs_pictures_write(const hs_analysis *a, const char *outdir, int max_la
         snprintf(sub, sizeof sub, "each head's direct effect on the next token's logit, summed "
                                   "over the %d positions", a->dla->n_pos);
         hs_importance_opts io = {.title = "direct logit attribution", .subtitle = sub,
-                                 .decimals = 2};
+                                 .decimals = 2, .heads_per_group = grp};
         st = hs_importance_write(path, imp, L, H, &io, err);
         if (!st && list_add(&fl, "dla.png"))
             st = hs_fail(err, HS_E_NOMEM, "out of memory");

@@ -29,6 +29,14 @@ cJSON *hs_json_ints(const int32_t *v, int n)
     return a;
 }
 
+static cJSON *num_array(const double *v, int n)
+{
+    cJSON *a = cJSON_CreateArray();
+    for (int i = 0; a && i < n; i++)
+        cJSON_AddItemToArray(a, hs_json_num(v[i]));
+    return a;
+}
+
 static cJSON *str_array(const char *const *v, int n)
 {
     cJSON *a = cJSON_CreateArray();
@@ -261,6 +269,44 @@ static void add_dla(cJSON *r, const hs_analysis *a)
     }
 }
 
+/* kv_groups.similarity: the similarity matrix's means within and across the KV groups. */
+static void add_kv_similarity(cJSON *kv, const hs_kv_similarity *ks, hs_sim_method method)
+{
+    int L = ks->n_layer, G = ks->n_kv_head;
+    cJSON *o = cJSON_AddObjectToObject(kv, "similarity");
+    cJSON_AddStringToObject(o, "method", method == HS_SIM_JS ? "jensen_shannon" : "pearson");
+    cJSON_AddItemToObject(o, "within", num_array(ks->within, L));
+    cJSON_AddItemToObject(o, "across", num_array(ks->across, L));
+    add_num(o, "within_mean", ks->within_mean);
+    add_num(o, "across_mean", ks->across_mean);
+    add_num(o, "other_layers_mean", ks->other_layers_mean);
+    cJSON_AddNumberToObject(o, "n_within_pairs", (double)ks->n_within);
+    cJSON_AddNumberToObject(o, "n_across_pairs", (double)ks->n_across);
+    cJSON_AddItemToObject(o, "p_value", num_array(ks->p_value, L));
+    cJSON_AddNumberToObject(o, "permutations", HS_KV_PERMUTATIONS);
+    cJSON *gr = cJSON_AddArrayToObject(o, "groups");
+    for (int l = 0; l < L; l++)
+        cJSON_AddItemToArray(gr, hs_json_matrix(ks->groups + (size_t)l * G * G, G, G));
+    cJSON *cl = cJSON_AddObjectToObject(o, "clusters");
+    add_num(cl, "adjusted_rand", ks->adjusted_rand);
+    add_num(cl, "same_cluster_within", ks->same_cluster_within);
+    add_num(cl, "same_cluster_across", ks->same_cluster_across);
+}
+
+void hs_report_add_kv_groups(cJSON *parent, const hs_kv_similarity *ks, int method,
+                             const double *ablation, int omit_ablation)
+{
+    cJSON *kv = cJSON_AddObjectToObject(parent, "kv_groups");
+    cJSON_AddNumberToObject(kv, "n_kv_head", ks->n_kv_head);
+    cJSON_AddNumberToObject(kv, "heads_per_group", ks->heads_per_group);
+    if (ablation)
+        cJSON_AddItemToObject(kv, "ablation_delta",
+                              hs_json_matrix(ablation, ks->n_layer, ks->n_kv_head));
+    else if (!omit_ablation)
+        cJSON_AddNullToObject(kv, "ablation_delta");
+    add_kv_similarity(kv, ks, (hs_sim_method)method);
+}
+
 void hs_report_add_clusters(cJSON *parent, const hs_linkage *lk, const int *labels, int n_heads,
                             int n_clusters, int sim, double threshold)
 {
@@ -425,18 +471,10 @@ char *hs_report_json(const hs_analysis *a, const char *const *files, int n_files
         }
     }
 
-    if (c->n_kv_head < c->n_head) { /* grouped-query attention: the groups and their ablation */
-        cJSON *kv = cJSON_AddObjectToObject(r, "kv_groups");
-        cJSON_AddNumberToObject(kv, "n_kv_head", c->n_kv_head);
-        cJSON_AddNumberToObject(kv, "heads_per_group", c->n_head / c->n_kv_head);
-        if (a->ablation_kv)
-            cJSON_AddItemToObject(kv, "ablation_delta",
-                                  hs_json_matrix(a->ablation_kv, c->n_layer, c->n_kv_head));
-        else
-            cJSON_AddNullToObject(kv, "ablation_delta");
-    } else {
+    if (a->kv_similarity) /* grouped-query attention: the groups, their ablation */
+        hs_report_add_kv_groups(r, a->kv_similarity, o->similarity, a->ablation_kv, 0);
+    else
         cJSON_AddNullToObject(r, "kv_groups");
-    }
 
     cJSON *heads = cJSON_AddArrayToObject(r, "heads");
     for (int k = 0; k < a->n_heads; k++)

@@ -96,6 +96,7 @@ void hs_analysis_free(hs_analysis *a)
     free(a->curve);
     free(a->candidates);
     free(a->ablation_kv);
+    hs_kv_similarity_free(a->kv_similarity);
     free(a);
 }
 
@@ -379,6 +380,11 @@ hs_status hs_analyze_run(const hs_model *m, const hs_analyze_input *in, const hs
         a->n_clusters = 1;
     }
     if (st)
+        goto fail;
+    if (c->n_kv_head < H && /* grouped-query attention: heads that share keys and values */
+        (st = hs_kv_similarity_compute(a->similarity, a->n_heads, a->head_index, L, H,
+                                       c->n_kv_head, o->similarity, a->labels,
+                                       &a->kv_similarity, err)))
         goto fail;
     for (size_t k = 0; k < nh; k++) {
         a->heads[k].cluster = a->labels[k];

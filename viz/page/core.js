@@ -18,14 +18,16 @@ const NAMES = {
   duplicate_token: 'duplicate', induction: 'induction', entropy_nats: 'entropy',
   entropy_bits: 'entropy (bits)', entropy_norm: 'entropy norm.', max_weight_mean: 'max weight',
   max_weight: 'max weight', ablation_delta: 'ablation \u0394', gradient_importance: 'gradient',
-  gradient_raw: 'gradient (raw)', cluster: 'cluster', importance: 'importance', label: 'label'
+  gradient_raw: 'gradient (raw)', cluster: 'cluster', importance: 'importance', label: 'label',
+  kv_head: 'KV head'
 };
 const TITLES = {
   entropy_nats: 'mean row entropy, nats', entropy_norm: 'entropy over its maximum (0..1)',
   max_weight_mean: 'mean over rows of the largest weight (0..1)',
   ablation_delta: 'loss increase when the head is zeroed (negative: the loss falls)',
   gradient_importance: '|dL/d\u03be| at \u03be = 1, normalised per layer (Michel et al. 2019)',
-  cluster: 'flat cluster of similar heads', importance: 'corpus importance (Michel et al.)'
+  cluster: 'flat cluster of similar heads', importance: 'corpus importance (Michel et al.)',
+  kv_head: 'the key/value head this query head reads (grouped-query attention: shared by consecutive heads)'
 };
 const GROUP_NAMES = { text_scores: 'text: ', probe_scores: 'probe: ', sinks: 'sinks: ' };
 const LABEL_ORDER = ['previous_token', 'next_token', 'self', 'broad', 'other_segment', 'first_token', 'cls', 'sep', 'punctuation', 'duplicate_token', 'induction', 'all', 'no_sinks', 'mass', 'probe_mass'];
@@ -512,6 +514,30 @@ function summary() {
     });
     c.appendChild(t);
   }
+  kvCard(box);
+}
+
+/* grouped-query models: how alike the heads sharing a key/value head are (kv_groups.similarity) */
+function kvCard(box) {
+  const kv = R.kv_groups, ks = kv && kv.similarity;
+  if (!ks || !Array.isArray(ks.within)) return;
+  const js = ks.method === 'jensen_shannon';
+  const c = card(box, 'Key/value groups');
+  c.appendChild(el('p', 'hint', kv.n_kv_head + ' KV head' + (kv.n_kv_head > 1 ? 's' : '') + ' per layer, each read by ' + kv.heads_per_group + ' query heads; mean ' + (js ? 'Jensen\u2013Shannon divergence (smaller: more alike)' : 'Pearson r (larger: more alike)') + ' of heads of one layer that share a KV head (within) and that do not (across); p: share of ' + ks.permutations + ' random groupings at least as alike'));
+  const t = el('table'), hd = el('tr');
+  ['', 'within', 'across', 'p'].forEach(function (x) { hd.appendChild(el('th', 'kv', x)); });
+  t.appendChild(hd);
+  function row(name, w, a, p) {
+    const tr = el('tr');
+    tr.appendChild(el('td', 'kv', name));
+    [fmt(w, 3), fmt(a, 3), isNum(p) ? fmt(p, 3) : DASH].forEach(function (x) { tr.appendChild(el('td', null, x)); });
+    t.appendChild(tr);
+  }
+  ks.within.forEach(function (w, l) { if (isNum(w)) row('layer ' + l, w, ks.across[l], ks.p_value[l]); });
+  row('all layers', ks.within_mean, ks.across_mean, null);
+  c.appendChild(t);
+  const cl = ks.clusters || {};
+  c.appendChild(el('p', 'hint', 'other layers: ' + fmt(ks.other_layers_mean, 3) + '; clusters against the KV groups: adjusted Rand ' + fmt(cl.adjusted_rand, 3) + ', same cluster within ' + fmt(cl.same_cluster_within, 2) + ', across ' + fmt(cl.same_cluster_across, 2)));
 }
 
 /* per-head pictures: any listed file whose name holds L{l}_H{h} */
@@ -522,7 +548,8 @@ function headPictures(h) {
 const PICTURE_NOTES = {
   'gallery.png': ['Gallery', 'every head\u2019s attention map, layers down, heads across'],
   'similarity.png': ['Head similarity', 'similarity of the heads\u2019 maps, in dendrogram order'],
-  'importance.png': ['Head importance', 'ablation \u0394 of every head, layers down, heads across']
+  'importance.png': ['Head importance', 'ablation \u0394 of every head, layers down, heads across'],
+  'kv_similarity.png': ['Similarity by KV group', 'the similarity matrix in head order, each key/value group framed']
 };
 function pictures() {
   const sec = $('hs-pictures');

@@ -225,19 +225,31 @@ function headView() {
 }
 function draw() { if (headView.draw) headView.draw(); }
 
-/* Fills grid with the L x H layout: layers down, heads across, cell(k) for head k. */
+/* Fills grid with the L x H layout: layers down, heads across, cell(k) for head k. Grouped-query
+   models: a row naming the key/value groups over the heads, and a rule before each group. */
 function lhGrid(grid, width, cell) {
   const hs = [], at = {};
   HEADS.forEach(function (h, k) { if (hs.indexOf(h.head) < 0) hs.push(h.head); at[h.layer + '.' + h.head] = k; });
   hs.sort(function (a, b) { return a - b; });
+  const s = R.kv_groups && R.kv_groups.heads_per_group > 1 ? R.kv_groups.heads_per_group : 0;
+  function mark(e, x) { if (s && x > 0 && x % s === 0) e.classList.add('kvstart'); return e; }
   grid.style.gridTemplateColumns = '2.5em repeat(' + hs.length + ', minmax(0, ' + width + 'px))';
+  if (s) {
+    grid.appendChild(el('span'));
+    for (let g = 0; g * s < hs.length; g++) {
+      const e = mark(el('span', 'kv kvgroup', 'KV' + g), g * s);
+      e.style.gridColumn = 'span ' + s;
+      e.title = 'query heads ' + g * s + '\u2013' + (g * s + s - 1) + ' read key/value head ' + g;
+      grid.appendChild(e);
+    }
+  }
   grid.appendChild(el('span'));
-  hs.forEach(function (x) { grid.appendChild(el('span', 'kv', 'H' + x)); });
+  hs.forEach(function (x) { grid.appendChild(mark(el('span', 'kv', 'H' + x), x)); });
   layersOf().forEach(function (l) {
     grid.appendChild(el('span', 'kv', 'L' + l));
     hs.forEach(function (x) {
       const k = at[l + '.' + x];
-      grid.appendChild(k === undefined ? el('span') : cell(k));
+      grid.appendChild(mark(k === undefined ? el('span') : cell(k), x));
     });
   });
 }
