@@ -94,6 +94,10 @@ typedef struct cli_corpus_opts {
     int progress;         /* CLI_PROGRESS_* */
 } cli_corpus_opts;
 
+/* analyze's summary of a single-text analysis on stdout (cli/analyze_summary.c);
+ * report_path, when not NULL, is named last. */
+void cli_analyze_summary(const hs_analysis *a, const char *report_path);
+
 /* Corpus progress on stderr (cli/corpus_progress.c). */
 enum { CLI_PROGRESS_NONE = 0, CLI_PROGRESS_TTY = 1, CLI_PROGRESS_JSON = 2 };
 typedef struct cli_progress {
