@@ -193,13 +193,11 @@ typedef struct hs_open_opts {
 #define HS_WEIGHT_MEMORY_ALL ((size_t)-1)
 
 /* As hs_model_open, with the options above (o NULL: every default). A malformed
- * HEADSCOPE_WEIGHT_MEMORY fails with HS_E_ARG naming it. A model whose budget holds fewer
- * than all of its layers runs everything built on hs_forward (the maps, the losses,
- * ablation, gradient importance, activations, hs_analyze_run); hs_composition_compute,
- * hs_dla_compute, hs_norm_values and hs_gguf_write read every layer's weights directly and
- * need a model that keeps all its layers (HS_WEIGHT_MEMORY_ALL, or a budget of at least
- * hs_model_converted_bytes) when called on their own (hs_analyze_run and the CLI hold the
- * layers converted for them). */
+ * HEADSCOPE_WEIGHT_MEMORY fails with HS_E_ARG naming it. Every function that takes the
+ * model works under any budget and gives the same results bit for bit; a budget that holds
+ * fewer than all of its layers costs the conversions (docs/architecture.md, "Memory").
+ * Layers in use at once stay converted beyond the budget while in use (composition scores
+ * use two, each concurrent pass one), and the cache returns within it afterwards. */
 hs_status hs_model_open2(const char *path, const hs_open_opts *o, hs_model **out, hs_error *err);
 
 /* The weight budget in effect, in bytes (HS_WEIGHT_MEMORY_ALL: no bound), and the bytes of
