@@ -78,6 +78,35 @@ Test(sha256, model_files_match_sha256sum)
     hs_model_free(m);
 }
 
+/* A sharded checkpoint: the index, then the shards the loader read, each once and sorted by
+ * name although the index names model-00002 first; digests as sha256sum gives them. */
+Test(sha256, sharded_checkpoint_hashes_its_shards_by_name)
+{
+    hs_model *m = NULL;
+    hs_error err = {{0}};
+    cr_assert_eq(hs_model_open("fixtures/family-models/tiny-llama", HS_OPEN_NO_WEIGHTS, &m, &err),
+                 HS_OK, "%s", err.msg);
+    hs_model_file *f = NULL;
+    int n = 0;
+    cr_assert_eq(hs_model_files_hash(m, &f, &n, &err), HS_OK, "%s", err.msg);
+    static const char *const want[] = {"config.json", "model.safetensors.index.json",
+                                       "model-00001-of-00002.safetensors",
+                                       "model-00002-of-00002.safetensors", "tokenizer.json"};
+    cr_assert_eq(n, 5);
+    for (int i = 0; i < n; i++) {
+        cr_assert_str_eq(f[i].name, want[i]);
+        char cmd[256], line[256] = "";
+        snprintf(cmd, sizeof cmd, "sha256sum fixtures/family-models/tiny-llama/%s", f[i].name);
+        FILE *p = popen(cmd, "r");
+        cr_assert_not_null(p);
+        cr_assert_not_null(fgets(line, sizeof line, p));
+        pclose(p);
+        cr_assert_eq(strncmp(line, f[i].sha256, 64), 0, "%s", f[i].name);
+    }
+    hs_model_files_free(f, n);
+    hs_model_free(m);
+}
+
 Test(version, release_string_matches_the_header)
 {
     cr_assert_str_eq(hs_version(), HS_VERSION);

@@ -241,9 +241,11 @@ typedef struct hs_model_file {
 } hs_model_file;
 
 /* The model's files with their sizes and SHA-256 digests (reads every byte): the GGUF file,
- * or each of config.json, model.safetensors, pytorch_model.bin, tokenizer.json, vocab.json,
- * merges.txt, vocab.txt, tokenizer_config.json and special_tokens_map.json that the folder
- * holds. On success *out (free with hs_model_files_free) has *n entries. */
+ * or each of config.json, model.safetensors, model.safetensors.index.json, pytorch_model.bin,
+ * tokenizer.json, vocab.json, merges.txt, vocab.txt, tokenizer_config.json and
+ * special_tokens_map.json that the folder holds, the shards of a sharded checkpoint right
+ * after its index (the ones the model was loaded from, each once, sorted by name). On
+ * success *out (free with hs_model_files_free) has *n entries. */
 hs_status hs_model_files_hash(const hs_model *m, hs_model_file **out, int *n, hs_error *err);
 
 /* Frees what hs_model_files_hash returned; accepts NULL. */

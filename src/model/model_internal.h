@@ -284,6 +284,10 @@ struct hs_model {
     hs_file_format format;
     unsigned open_flags; /* HS_OPEN_* given to hs_model_open */
     const char *weights_file; /* static: "model.safetensors", "pytorch_model.bin", or NULL */
+    char **shards;       /* a sharded checkpoint: the shard files its index names, each once,
+                            sorted by name (the order of the index's keys is not the
+                            checkpoint's identity); the report hashes these */
+    int n_shards;
     char *path;
     char storage_dtype[8];
 
