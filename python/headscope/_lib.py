@@ -4,7 +4,7 @@ import ctypes.util
 import os
 
 SOVERSION = 0  # the library major version these bindings are written for
-PYTHON_VERSION = "0.1.0"  # python/pyproject.toml; the tests check it against hs_version()
+PYTHON_VERSION = "0.2.0"  # python/pyproject.toml; the tests check it against hs_version()
 
 
 class HsError(ctypes.Structure):
