@@ -28,7 +28,7 @@
 
 #define MAX_MODELS 8
 #define N_SIZES 3
-#define MAX_THR 2
+#define MAX_THR 8
 #define FAMILY_MAX_N 512 /* --family models: the sizes up to this */
 
 static const int sizes[N_SIZES] = {128, 512, 1024};
@@ -50,6 +50,21 @@ double bench_median(double *v, int n)
 {
     qsort(v, (size_t)n, sizeof *v, cmp_double);
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+double bench_time_median(int (*run)(void *ctx), void *ctx, int reps)
+{
+    double times[64];
+    reps = reps < 1 ? 1 : reps > 64 ? 64 : reps;
+    if (run(ctx))
+        return -1;
+    for (int r = 0; r < reps; r++) {
+        double t0 = bench_now();
+        if (run(ctx))
+            return -1;
+        times[r] = bench_now() - t0;
+    }
+    return bench_median(times, reps);
 }
 
 /* Median GFLOP/s of C(m,n) = A(m,k) B(k,n). */
@@ -84,34 +99,38 @@ static double forward_flops(const hs_model_config *c, int n)
     return c->n_layer * (2.0 * N * d * (d + 2.0 * kv) + 4.0 * N * N * d + 2.0 * N * d * d + mlp);
 }
 
+typedef struct forward_run {
+    const hs_model *m;
+    const int32_t *ids;
+    int n;
+    hs_forward_opts o;
+    hs_forward_ws *ws;
+    hs_error err;
+} forward_run;
+
+static int forward_once(void *ctx)
+{
+    forward_run *f = ctx;
+    return hs_forward(f->m, f->ids, NULL, f->n, &f->o, f->ws, &f->err) != HS_OK;
+}
+
 /* Median seconds of hs_forward on n tokens recording every map (hs_trace), or -1. */
 static double forward_median(const hs_model *m, int n, int reps)
 {
     const hs_model_config *c = hs_model_config_of(m);
-    hs_error err = {{0}};
     int32_t *ids = malloc((size_t)n * sizeof *ids);
     for (int i = 0; i < n; i++)
         ids[i] = (int32_t)((i * 7919) % c->vocab_size);
     hs_trace *t = NULL;
-    hs_forward_ws *ws = NULL;
-    hs_forward_opts o = {.on_attn = hs_trace_observe};
-    double times[64], med = -1;
-    if (hs_trace_new(m, n, &t, &err) || hs_forward_ws_new(m, n, &ws, &err))
-        goto done;
-    o.user = t;
-    if (hs_forward(m, ids, NULL, n, &o, ws, &err)) /* warm-up */
-        goto done;
-    for (int r = 0; r < reps; r++) {
-        double t0 = bench_now();
-        if (hs_forward(m, ids, NULL, n, &o, ws, &err))
-            goto done;
-        times[r] = bench_now() - t0;
+    forward_run f = {.m = m, .ids = ids, .n = n, .o = {.on_attn = hs_trace_observe}};
+    double med = -1;
+    if (!hs_trace_new(m, n, &t, &f.err) && !hs_forward_ws_new(m, n, &f.ws, &f.err)) {
+        f.o.user = t;
+        med = bench_time_median(forward_once, &f, reps);
     }
-    med = bench_median(times, reps);
-done:
     if (med < 0)
-        fprintf(stderr, "hs-bench: %s\n", err.msg);
-    hs_forward_ws_free(ws);
+        fprintf(stderr, "hs-bench: %s\n", f.err.msg);
+    hs_forward_ws_free(f.ws);
     hs_trace_free(t);
     free(ids);
     return med;
@@ -190,6 +209,8 @@ int main(int argc, char **argv)
     int n_models = 0, reps = 5, quick = 0, in_family = 0;
     const char *headscope = NULL; /* the command, for the memory and corpus rows */
     const char *script = "bench/torch_forward.py", *python = "/usr/bin/python3";
+    const char *thread_list = NULL; /* --threads 1,4,16 (default: 1 and every core) */
+    setvbuf(stdout, NULL, _IOLBF, 0); /* rows reach a file as they come (a run cut short) */
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--reps") && i + 1 < argc)
             reps = atoi(argv[++i]);
@@ -201,6 +222,8 @@ int main(int argc, char **argv)
             python = argv[++i];
         else if (!strcmp(argv[i], "--quick"))
             quick = 1;
+        else if (!strcmp(argv[i], "--threads") && i + 1 < argc)
+            thread_list = argv[++i];
         else if (!strcmp(argv[i], "--family"))
             in_family = 1;
         else if (n_models < MAX_MODELS)
@@ -219,6 +242,22 @@ int main(int argc, char **argv)
     int n_sizes = quick ? 1 : N_SIZES;
     int all = hs_threads_available();
     int thr[MAX_THR] = {1, all}, n_thr = all > 1 ? 2 : 1;
+    if (thread_list) { /* increasing counts, each 1..all; all cores added at the end */
+        n_thr = 0;
+        for (const char *q = thread_list; *q && n_thr < MAX_THR;) {
+            char *end;
+            long t = strtol(q, &end, 10);
+            if (end == q || t < 1 || t > all || (n_thr && t <= thr[n_thr - 1])) {
+                fprintf(stderr, "hs-bench: --threads wants increasing counts from 1 to %d, "
+                        "comma-separated\n", all);
+                return 2;
+            }
+            thr[n_thr++] = (int)t;
+            q = *end == ',' ? end + 1 : end;
+        }
+        if (thr[n_thr - 1] != all) /* the later rows' unit is the all-threads forward */
+            thr[n_thr < MAX_THR ? n_thr++ : n_thr - 1] = all;
+    }
 
     printf("headscope bench — %d reps, medians; %d cores online; OpenBLAS kernels %s, "
            "threading %s\n", reps, all, hs_blas_corename(), hs_blas_threading());
