@@ -3,8 +3,8 @@ import ctypes
 import ctypes.util
 import os
 
-SOVERSION = 0  # the library major version these bindings are written for
-PYTHON_VERSION = "0.2.0"  # python/pyproject.toml; the tests check it against hs_version()
+SOVERSION = 1  # the library major version these bindings are written for
+PYTHON_VERSION = "1.0.0"  # python/pyproject.toml; the tests check it against hs_version()
 
 
 class HsError(ctypes.Structure):
