@@ -187,11 +187,12 @@ hs_status hs_prune_curve(hs_loss_eval *e, double base, const unsigned char *acti
  * the current mask (|dL/d xi| of every remaining head, divided by the L2 norm of its layer's
  * remaining heads), removes the per_round least important remaining heads (ties: lower
  * index), and measures the loss with them masked: one gradient pass (about 3 forward passes)
- * and one forward pass per round. Stops after the round whose loss exceeds base +
- * stop_increase, when one candidate is left, or once max_steps heads are removed (the last
- * round may be smaller). Only heads with active != 0 are candidates (NULL = all). steps
- * must hold L*H entries, one per removed head; *n_steps gets the count. HS_LOSS_REPR:
- * HS_E_UNSUPPORTED (its gradient is zero with every head on). */
+ * per round, whose forward gives the previous round's loss (the pass that finds the loss past
+ * the stop skips its backward; a curve ended by max_steps pays one loss pass). Stops after
+ * the round whose loss exceeds base + stop_increase, when one candidate is left, or once
+ * max_steps heads are removed (the last round may be smaller). Only heads with active != 0
+ * are candidates (NULL = all). steps must hold L*H entries, one per removed head; *n_steps
+ * gets the count. HS_LOSS_REPR: HS_E_UNSUPPORTED (its gradient is zero with every head on). */
 hs_status hs_prune_curve_gradient(hs_loss_eval *e, double base, const unsigned char *active,
                                   int per_round, double stop_increase, int max_steps,
                                   hs_prune_step *steps, int *n_steps, hs_progress_fn progress,
