@@ -7,7 +7,7 @@
 
 #include "cli.h"
 
-static double now(void)
+double cli_now(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -16,7 +16,7 @@ static double now(void)
 
 void cli_progress_start(cli_progress *p, int mode)
 {
-    *p = (cli_progress){.mode = mode, .t0 = now(), .last = -1};
+    *p = (cli_progress){.mode = mode, .t0 = cli_now(), .last = -1};
 }
 
 static void clock_text(double s, char *buf, size_t cap)
@@ -33,7 +33,7 @@ void cli_progress_update(cli_progress *p, long done, long total, long new_done, 
 {
     if (p->mode == CLI_PROGRESS_NONE)
         return;
-    double t = now(), el = t - p->t0;
+    double t = cli_now(), el = t - p->t0;
     if (p->mode == CLI_PROGRESS_TTY && !final && p->last >= 0 && t - p->last < 0.2)
         return;
     p->last = t;
