@@ -354,17 +354,21 @@ const d = cv.getContext('2d').getImageData(Math.round(x * s), Math.round(y * s),
 # ---- the model view --------------------------------------------------------------------------
 def check_kv_card(drv, name, rep):
     """The overview's Key/value groups card: present exactly for grouped-query reports, with
-    each analysed layer's within mean as the report has it."""
+    each analysed layer's within and across means, p and Holm p as the report has them."""
     ks = (rep.get("kv_groups") or {}).get("similarity")
     cards = [c for c in by_css(drv, "#hs-summary .card") if c.text.startswith("Key/value groups")]
     check(len(cards) == (1 if ks else 0), "%s: %d Key/value groups cards" % (name, len(cards)))
     if ks and cards:
-        rows = {r.find_elements("css selector", "td")[0].text: r.find_elements("css selector", "td")[1].text
-                for r in cards[0].find_elements("css selector", "tr")[1:]}
+        heads = [th.text for th in cards[0].find_elements("css selector", "th")]
+        check(heads[-1] == "Holm p", "%s: KV card columns %s, no Holm p" % (name, heads))
+        rows = {tds[0].text: [td.text for td in tds[1:]]
+                for tds in (r.find_elements("css selector", "td") for r in cards[0].find_elements("css selector", "tr")[1:])}
         for l, w in enumerate(ks["within"]):
             if w is not None:
-                check(rows.get("layer %d" % l) == "%.3f" % w,
-                      "%s: card layer %d within %s, report %.3f" % (name, l, rows.get("layer %d" % l), w))
+                got = rows.get("layer %d" % l)
+                want = ["%.3f" % w, "%.3f" % ks["across"][l] if ks["across"][l] is not None else "\u2014"]
+                want += ["%.3f" % p if p is not None else "\u2014" for p in (ks["p_value"][l], ks["p_value_holm"][l])]
+                check(got == want, "%s: card layer %d %s, report %s" % (name, l, got, want))
 
 
 def fmt_signed(v):

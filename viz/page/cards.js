@@ -205,18 +205,19 @@ function kvCard(box) {
   if (!ks || !Array.isArray(ks.within)) return;
   const js = ks.method === 'jensen_shannon';
   const c = card(box, 'Key/value groups');
-  c.appendChild(el('p', 'hint', kv.n_kv_head + ' KV head' + (kv.n_kv_head > 1 ? 's' : '') + ' per layer, each read by ' + kv.heads_per_group + ' query heads; mean ' + (js ? 'Jensen\u2013Shannon divergence (smaller: more alike)' : 'Pearson r (larger: more alike)') + ' of heads of one layer that share a KV head (within) and that do not (across); p: share of ' + ks.permutations + ' random groupings at least as alike'));
+  c.appendChild(el('p', 'hint', kv.n_kv_head + ' KV head' + (kv.n_kv_head > 1 ? 's' : '') + ' per layer, each read by ' + kv.heads_per_group + ' query heads; mean ' + (js ? 'Jensen\u2013Shannon divergence (smaller: more alike)' : 'Pearson r (larger: more alike)') + ' of heads of one layer that share a KV head (within) and that do not (across); p: share of ' + ks.permutations + ' random groupings at least as alike; Holm p: p adjusted for testing every layer (Holm 1979)'));
   const t = el('table'), hd = el('tr');
-  ['', 'within', 'across', 'p'].forEach(function (x) { hd.appendChild(el('th', 'kv', x)); });
+  const holm = Array.isArray(ks.p_value_holm) ? ks.p_value_holm : null; /* older reports: none */
+  ['', 'within', 'across', 'p'].concat(holm ? ['Holm p'] : []).forEach(function (x) { hd.appendChild(el('th', 'kv', x)); });
   t.appendChild(hd);
-  function row(name, w, a, p) {
+  function row(name, w, a, p, ph) {
     const tr = el('tr');
     tr.appendChild(el('td', 'kv', name));
-    [fmt(w, 3), fmt(a, 3), isNum(p) ? fmt(p, 3) : DASH].forEach(function (x) { tr.appendChild(el('td', null, x)); });
+    [fmt(w, 3), fmt(a, 3), fmt(p, 3)].concat(holm ? [fmt(ph, 3)] : []).forEach(function (x) { tr.appendChild(el('td', null, x)); });
     t.appendChild(tr);
   }
-  ks.within.forEach(function (w, l) { if (isNum(w)) row('layer ' + l, w, ks.across[l], ks.p_value[l]); });
-  row('all layers', ks.within_mean, ks.across_mean, null);
+  ks.within.forEach(function (w, l) { if (isNum(w)) row('layer ' + l, w, ks.across[l], ks.p_value[l], holm && holm[l]); });
+  row('all layers', ks.within_mean, ks.across_mean, null, null);
   c.appendChild(t);
   const cl = ks.clusters || {};
   c.appendChild(el('p', 'hint', 'other layers: ' + fmt(ks.other_layers_mean, 3) + '; clusters against the KV groups: adjusted Rand ' + fmt(cl.adjusted_rand, 3) + ', same cluster within ' + fmt(cl.same_cluster_within, 2) + ', across ' + fmt(cl.same_cluster_across, 2)));
