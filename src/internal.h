@@ -181,6 +181,25 @@ hs_status hs_loss_rows_check(const struct hs_model_config *c, const struct hs_lo
 int hs_loss_row_count(const struct hs_loss_input *in);
 void hs_loss_row_at(const struct hs_loss_input *in, int r, int32_t *row, int32_t *target);
 
+/* hs_gradient_signed_masked that stops after the forward pass when the loss exceeds cap:
+ * *loss set, g filled with NaN, no backward (a pruning round past its stop needs only the
+ * loss). cap = INFINITY: always the gradient. */
+struct hs_model;
+hs_status hs_gradient_capped(const struct hs_model *m, const struct hs_loss_input *in,
+                             const float *head_mask, double cap, double *g, double *loss,
+                             hs_error *err);
+
+/* hs_prune_curve_gradient with the first round's gradient given: g0 = |dL/d xi| (or signed)
+ * at xi = 1 on the evaluator's own input (NULL = computed). */
+struct hs_loss_eval;
+struct hs_prune_step;
+hs_status hs_prune_curve_gradient_from(struct hs_loss_eval *e, double base,
+                                       const unsigned char *active, int per_round,
+                                       double stop_increase, int max_steps, const double *g0,
+                                       struct hs_prune_step *steps, int *n_steps,
+                                       void (*progress)(void *, const char *, int, int),
+                                       void *user, hs_error *err);
+
 /* 1 when the weights' composition scores (src/analysis/composition.c) are defined for a
  * model of this descriptor: pre-norm blocks (LayerNorm or RMSNorm, sequential or parallel)
  * and a plain decoder (GPT-2, GPT-NeoX, Llama, Qwen2), whose norms' scales fold into the

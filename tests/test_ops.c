@@ -65,3 +65,37 @@ Test(ops, rotary_turns_the_rotated_pairs_and_leaves_the_rest)
     NEAR(y[0], c1);
     NEAR(y[3], ch);
 }
+
+/* GELU with erf (BERT): x/2 (1 + erf(x / sqrt 2)) against libm's double-precision erfc
+ * (glibc, an implementation independent of the kernel's fitted polynomials) on a dense grid
+ * of [-12, 12], both branches of the kernel (|x| / sqrt 2 below and above 1 and past 4), and
+ * against hand values: GELU(0) = 0, GELU(x) - GELU(-x) = x. The bound is float32's, in units
+ * of 2^-24 relative: a few roundings, amplified up to erf(1) / erfc(1) = 5.4 times by the
+ * cancellation in 1 + erf(z) just above z = -1 (20 units), plus the rounding of z = x / sqrt 2
+ * itself carried through erfc, whose logarithmic slope is -2a (a = |z|): 2a^2 units, with a
+ * margin (4a^2). The old 1 + erff(z) failed it on the negative side (5e-5 relative at
+ * x = -3.4, 100% past x = -5.5). */
+Test(ops, gelu_erf_matches_libm_double)
+{
+    enum { N = 24001 };
+    static float x[N], y[N];
+    for (int i = 0; i < N; i++)
+        x[i] = (float)(-12.0 + 24.0 * i / (N - 1));
+    hs_op_gelu(x, y, N, HS_ACT_GELU_ERF);
+    double worst = 0;
+    for (int i = 0; i < N; i++) {
+        double v = x[i], want = 0.5 * v * erfc(-v / sqrt(2.0));
+        double a = fabs(v) / sqrt(2.0);
+        double tol = fabs(want) * ldexp(20.0 + 4.0 * a * a, -24) + 1e-37;
+        double e = fabs((double)y[i] - want);
+        worst = e / tol > worst ? e / tol : worst;
+        cr_assert(e <= tol, "GELU(%.7g) = %.9g, want %.9g", v, (double)y[i], want);
+    }
+    cr_log_info("worst error %.2f of the bound", worst);
+    const float h[4] = {0.0f, 1.0f, -1.0f, 2.5f};
+    float g[4];
+    hs_op_gelu(h, g, 4, HS_ACT_GELU_ERF);
+    NEAR(g[0], 0);
+    NEAR(g[1] - g[2], 1.0);
+    NEAR(g[1], 0.8413447460685429);
+}

@@ -209,6 +209,12 @@ hs_status hs_gradient_signed(const hs_model *m, const hs_loss_input *in, double 
 hs_status hs_gradient_signed_masked(const hs_model *m, const hs_loss_input *in,
                                     const float *head_mask, double *g, double *loss, hs_error *err)
 {
+    return hs_gradient_capped(m, in, head_mask, INFINITY, g, loss, err);
+}
+
+hs_status hs_gradient_capped(const hs_model *m, const hs_loss_input *in, const float *head_mask,
+                             double cap, double *g, double *loss, hs_error *err)
+{
     hs_status st = check_input(m, in, err);
     if (st)
         return st;
@@ -322,6 +328,11 @@ hs_status hs_gradient_signed_masked(const hs_model *m, const hs_loss_input *in,
         st = hs_fail(err, HS_E_VALUE, "the loss is not finite");
         goto fail;
     }
+    if (lossv > cap) { /* past the caller's stop: no backward */
+        for (int k = 0; k < L * H; k++)
+            g[k] = NAN;
+        goto done;
+    }
 
     /* Backward through the head: d hy = dlogits · decoder, decoder: (V, d); then back
      * through the head transform and the final norm, those the model has. */
@@ -397,6 +408,7 @@ hs_status hs_gradient_signed_masked(const hs_model *m, const hs_loss_input *in,
             hs_op_add(dx, dx2, nd);
         hs_layer_put(m, l);
     }
+done:
     if (loss)
         *loss = lossv;
     st = HS_OK;

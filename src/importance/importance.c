@@ -536,6 +536,17 @@ hs_status hs_prune_curve_gradient(hs_loss_eval *e, double base, const unsigned c
                                   hs_prune_step *steps, int *n_steps, hs_progress_fn progress,
                                   void *user, hs_error *err)
 {
+    return hs_prune_curve_gradient_from(e, base, active, per_round, stop_increase, max_steps,
+                                        NULL, steps, n_steps, progress, user, err);
+}
+
+/* A round's loss is the one the next round's gradient pass computes on its way (that pass
+ * skips its backward once the loss is past the stop); the last round's, a loss pass. */
+hs_status hs_prune_curve_gradient_from(hs_loss_eval *e, double base, const unsigned char *active,
+                                       int per_round, double stop_increase, int max_steps,
+                                       const double *g0, hs_prune_step *steps, int *n_steps,
+                                       hs_progress_fn progress, void *user, hs_error *err)
+{
     const hs_model_config *c = hs_model_config_of(e->m);
     int lh = c->n_layer * c->n_head;
     *n_steps = 0;
@@ -553,12 +564,28 @@ hs_status hs_prune_curve_gradient(hs_loss_eval *e, double base, const unsigned c
         st = hs_fail(err, HS_E_NOMEM, "out of memory");
         goto done;
     }
-    int removed = 0, left = n_active;
-    for (int round = 0; removed < max_steps; round++) {
-        if ((st = hs_gradient_signed_masked(e->m, &e->in, mask, g, NULL, err)))
+    int removed = 0, left = n_active, take = 0;
+    for (int round = 0; removed < max_steps || take; round++) {
+        double loss = base;
+        if (round == 0 && g0)
+            memcpy(g, g0, (size_t)lh * sizeof *g);
+        else if (removed < max_steps)
+            st = hs_gradient_capped(e->m, &e->in, mask, base + stop_increase, g, &loss, err);
+        else
+            st = run_mask(e, mask, 1, &loss, err);
+        if (st)
             break;
+        if (take) { /* the loss of the previous round's mask */
+            for (int t = removed - take; t < removed; t++)
+                steps[t].loss = loss;
+            *n_steps = removed;
+            if (progress)
+                progress(user, "pruning", removed, max_steps);
+            if (loss > base + stop_increase || removed >= max_steps)
+                break;
+        }
         layer_normalised(c, g, mask, active, imp);
-        int take = per_round < max_steps - removed ? per_round : max_steps - removed;
+        take = per_round < max_steps - removed ? per_round : max_steps - removed;
         for (int t = 0; t < take; t++) { /* the least important remaining head */
             int best = -1;
             for (int k = 0; k < lh; k++)
@@ -568,17 +595,7 @@ hs_status hs_prune_curve_gradient(hs_loss_eval *e, double base, const unsigned c
             mask[best] = 0.0f;
             steps[removed + t] = (hs_prune_step){best, --left, 0.0, round};
         }
-        double loss;
-        if ((st = run_mask(e, mask, 1, &loss, err)))
-            break;
-        for (int t = 0; t < take; t++)
-            steps[removed + t].loss = loss;
         removed += take;
-        *n_steps = removed;
-        if (progress)
-            progress(user, "pruning", removed, max_steps);
-        if (loss > base + stop_increase)
-            break;
     }
 done:
     free(imp);

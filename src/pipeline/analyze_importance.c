@@ -206,7 +206,7 @@ hs_status hs_analyze_importance(const hs_model *m, hs_analysis *a, const hs_anal
     size_t nh = (size_t)a->n_heads;
     hs_status st = HS_OK;
     hs_loss_eval *ev = NULL;
-    double *delta = NULL;
+    double *delta = NULL, *g0 = NULL; /* g0: |dL/d xi| at xi = 1, pruning's first round */
     float *replace = NULL;
 
     hs_loss_input li = {.ids = a->ids, .type_ids = a->type_ids, .n = n, .no_cache = !o->ablation};
@@ -288,7 +288,10 @@ hs_status hs_analyze_importance(const hs_model *m, hs_analysis *a, const hs_anal
             a->heads[k].gradient_raw = graw[a->head_index[k]];
             a->heads[k].gradient = gnorm[a->head_index[k]];
         }
-        free(graw);
+        if (!replace) /* the evaluator's input is lg: its gradient is pruning's first */
+            g0 = graw;
+        else
+            free(graw);
         free(gnorm);
     }
 fail_masked:
@@ -320,9 +323,10 @@ fail_masked:
             if (gradient) {
                 double r = floor(o->prune_round * (double)a->n_heads + 0.5);
                 a->prune_round_heads = r >= 1 ? (int)r : 1;
-                st = hs_prune_curve_gradient(ev, a->loss, active, a->prune_round_heads, stop,
-                                             o->prune_max_steps, a->curve, &a->n_curve,
-                                             o->progress, o->progress_user, err);
+                st = hs_prune_curve_gradient_from(ev, a->loss, active, a->prune_round_heads,
+                                                  stop, o->prune_max_steps, g0,
+                                                  a->curve, &a->n_curve, o->progress,
+                                                  o->progress_user, err);
             } else {
                 st = hs_prune_curve(ev, a->loss, active, delta, o->prune_beam, stop,
                                     o->prune_max_steps, a->curve, &a->n_curve, o->progress,
@@ -364,6 +368,7 @@ fail_masked:
 fail: /* st is HS_OK when the steps above ran through */
     hs_loss_eval_free(ev);
     free(delta);
+    free(g0);
     free(replace);
     return st;
 nomem:
