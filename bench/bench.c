@@ -28,7 +28,7 @@
 
 #define MAX_MODELS 8
 #define N_SIZES 3
-#define MAX_THR 2
+#define MAX_THR 8
 #define FAMILY_MAX_N 512 /* --family models: the sizes up to this */
 
 static const int sizes[N_SIZES] = {128, 512, 1024};
@@ -190,6 +190,8 @@ int main(int argc, char **argv)
     int n_models = 0, reps = 5, quick = 0, in_family = 0;
     const char *headscope = NULL; /* the command, for the memory and corpus rows */
     const char *script = "bench/torch_forward.py", *python = "/usr/bin/python3";
+    const char *thread_list = NULL; /* --threads 1,4,16 (default: 1 and every core) */
+    setvbuf(stdout, NULL, _IOLBF, 0); /* rows reach a file as they come (a run cut short) */
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--reps") && i + 1 < argc)
             reps = atoi(argv[++i]);
@@ -201,6 +203,8 @@ int main(int argc, char **argv)
             python = argv[++i];
         else if (!strcmp(argv[i], "--quick"))
             quick = 1;
+        else if (!strcmp(argv[i], "--threads") && i + 1 < argc)
+            thread_list = argv[++i];
         else if (!strcmp(argv[i], "--family"))
             in_family = 1;
         else if (n_models < MAX_MODELS)
@@ -219,6 +223,22 @@ int main(int argc, char **argv)
     int n_sizes = quick ? 1 : N_SIZES;
     int all = hs_threads_available();
     int thr[MAX_THR] = {1, all}, n_thr = all > 1 ? 2 : 1;
+    if (thread_list) { /* increasing counts, each 1..all; all cores added at the end */
+        n_thr = 0;
+        for (const char *q = thread_list; *q && n_thr < MAX_THR;) {
+            char *end;
+            long t = strtol(q, &end, 10);
+            if (end == q || t < 1 || t > all || (n_thr && t <= thr[n_thr - 1])) {
+                fprintf(stderr, "hs-bench: --threads wants increasing counts from 1 to %d, "
+                        "comma-separated\n", all);
+                return 2;
+            }
+            thr[n_thr++] = (int)t;
+            q = *end == ',' ? end + 1 : end;
+        }
+        if (thr[n_thr - 1] != all) /* the later rows' unit is the all-threads forward */
+            thr[n_thr < MAX_THR ? n_thr++ : n_thr - 1] = all;
+    }
 
     printf("headscope bench — %d reps, medians; %d cores online; OpenBLAS kernels %s, "
            "threading %s\n", reps, all, hs_blas_corename(), hs_blas_threading());

@@ -113,6 +113,11 @@ void cli_progress_update(cli_progress *p, long done, long total, long new_done, 
                          int final);
 void cli_progress_end(cli_progress *p);
 
+/* The single-text analyze's progress line (a terminal only): "ablation 40/144, ETA 0:12",
+ * rewritten in place, the ETA from the phase's rate so far; an hs_progress_fn. */
+void cli_phase_progress(void *user, const char *what, int done, int total);
+void cli_phase_progress_end(void); /* ends an open line */
+
 /* Runs corpus mode: writes outdir/texts.jsonl and outdir/report.json, prints a summary
  * (unless quiet) and bad records on stderr. Removes what it wrote on failure. Returns an
  * exit status. ao: the analysis options (layers, similarity, ...) from the command line. */

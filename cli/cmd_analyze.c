@@ -173,29 +173,6 @@ static int parse_layers(const char *spec, int n_layer, unsigned char *on, int *b
     return 0;
 }
 
-static int progress_open; /* a progress line without its newline is on stderr */
-static const char *progress_what;
-
-static void progress_end(void)
-{
-    if (progress_open)
-        fputc('\n', stderr);
-    progress_open = 0;
-}
-
-static void progress(void *user, const char *what, int done, int total)
-{
-    (void)user;
-    if (progress_open && progress_what != what)
-        progress_end();
-    fprintf(stderr, "\rheadscope: analyze: %s %d/%d   ", what, done, total);
-    progress_open = 1;
-    progress_what = what;
-    if (done == total)
-        progress_end();
-    fflush(stderr);
-}
-
 /* Test hook: with HEADSCOPE_TEST_SIGNAL_AT=STEP the worker sends SIGTERM to its supervisor
  * after STEP ("analyze", "pictures", "report") and waits, so tests/cli.sh can check that an
  * interrupted run leaves the output folder as it was. */
@@ -556,7 +533,7 @@ int cmd_analyze(int argc, char **argv)
                                &was_truncated))
         goto done;
     if (!quiet && isatty(STDERR_FILENO))
-        ao.progress = progress;
+        ao.progress = cli_phase_progress;
     if (progress_mode == CLI_PROGRESS_NONE)
         ao.progress = NULL;
     ao.command_line = cli_command_line(&ao.command_line_argc);
@@ -574,7 +551,7 @@ int cmd_analyze(int argc, char **argv)
                            .text_len = t.len,
                            .text_pair = t.pair, .truncated = was_truncated};
     hs_status ast = hs_analyze_run(m, &in, &ao, &a, &err);
-    progress_end();
+    cli_phase_progress_end();
     if (ast != HS_OK) {
         cli_error(C, "%s", err.msg);
         goto done;

@@ -1,8 +1,9 @@
-/* Progress of a corpus run on stderr: a line rewritten in place when stderr is a terminal
- * (as the single-text analyze's progress line in cmd_analyze.c), or one JSON object per line
- * with --progress=json (fields in docs/corpus.md#progress). */
+/* Progress on stderr. A corpus run: a line rewritten in place when stderr is a terminal, or
+ * one JSON object per line with --progress=json (fields in docs/corpus.md#progress). A single
+ * text: a line per phase of the analysis (ablation, pruning, ...), with an ETA. */
 #include <math.h>
 #include <stdio.h>
+#include <string.h>
 #include <time.h>
 
 #include "cli.h"
@@ -76,4 +77,46 @@ void cli_progress_end(cli_progress *p)
     if (p->mode == CLI_PROGRESS_TTY && p->open)
         fputc('\n', stderr);
     p->open = 0;
+}
+
+static struct {
+    int open;          /* a line without its newline is on stderr */
+    const char *what;  /* its phase */
+    int done0, prev;   /* done at the phase's first report; at the last */
+    double t0, last;   /* that report's time; the last line's */
+} phase;
+
+void cli_phase_progress_end(void)
+{
+    if (phase.open)
+        fputc('\n', stderr);
+    phase.open = 0;
+}
+
+void cli_phase_progress(void *user, const char *what, int done, int total)
+{
+    (void)user;
+    double t = now();
+    if (phase.what != what || done < phase.prev) { /* a new phase: its rate from here */
+        cli_phase_progress_end();
+        phase.what = what;
+        phase.done0 = done;
+        phase.t0 = t;
+        phase.last = -1;
+    }
+    phase.prev = done;
+    if (done < total && phase.last >= 0 && t - phase.last < 0.2)
+        return;
+    phase.last = t;
+    char e[32] = "";
+    if (done > phase.done0 && done < total) {
+        double eta = (t - phase.t0) / (double)(done - phase.done0) * (double)(total - done);
+        clock_text(eta, e + 6, sizeof e - 6);
+        memcpy(e, ", ETA ", 6);
+    }
+    fprintf(stderr, "\rheadscope: analyze: %s %d/%d%s   ", what, done, total, e);
+    phase.open = 1;
+    if (done == total)
+        cli_phase_progress_end();
+    fflush(stderr);
 }

@@ -189,6 +189,11 @@ hs_status hs_gradient_capped(const struct hs_model *m, const struct hs_loss_inpu
                              const float *head_mask, double cap, double *g, double *loss,
                              hs_error *err);
 
+/* The gradient keeps every layer's activations for its backward while they fit in this many
+ * bytes (default 512 MiB), and past it recomputes them layer by layer from the layers' input
+ * streams (tests force that path with 0). Returns the previous limit. */
+size_t hs_gradient_set_keep_limit(size_t bytes);
+
 /* hs_prune_curve_gradient with the first round's gradient given: g0 = |dL/d xi| (or signed)
  * at xi = 1 on the evaluator's own input (NULL = computed). */
 struct hs_loss_eval;

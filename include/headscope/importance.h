@@ -203,7 +203,10 @@ hs_status hs_prune_curve_gradient(hs_loss_eval *e, double base, const unsigned c
  * (the loss is at its minimum), so the function returns HS_E_UNSUPPORTED for it.
  * The input is checked as by hs_loss_eval_new. raw and norm: (n_layer, n_head), caller-owned;
  * either may be NULL. Memory: about n_layer * (6 n d + n_head n^2 + n d_ff) floats plus the
- * logits of the loss rows, (rows, vocab). */
+ * logits of the loss rows, (rows, vocab); when the layers' part passes 512 MiB (long texts),
+ * one layer's (6 n d + n_head n^2 + n d_ff) plus n_layer * n d instead, each layer's
+ * activations recomputed from its input stream during the backward (one more forward pass;
+ * the same numbers). */
 hs_status hs_gradient_importance(const hs_model *m, const hs_loss_input *in, double *raw,
                                  double *norm, hs_error *err);
 

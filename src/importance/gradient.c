@@ -20,6 +20,19 @@
 #include "nn/block.h"
 #include "nn/ops.h"
 
+/* Every layer's activations are kept for the backward while they fit in keep_limit bytes;
+ * past it (long texts: H n^2 floats a layer) only the stream entering each layer is kept and
+ * the backward recomputes one layer's activations at a time from it (one more forward pass,
+ * the same numbers). */
+static size_t keep_limit = (size_t)512 << 20;
+
+size_t hs_gradient_set_keep_limit(size_t bytes)
+{
+    size_t old = keep_limit;
+    keep_limit = bytes;
+    return old;
+}
+
 /* ---- the backward kernels ------------------------------------------------------------ */
 
 /* dx: (n, in) = dy: (n, out) · w^T, w: (in, out); accumulate adds to dx. */
@@ -235,15 +248,23 @@ hs_status hs_gradient_capped(const hs_model *m, const hs_loss_input *in, const f
     if ((st = hs_forward_ws_new(m, n, &ws, err)))
         return st;
 
-    /* One allocation: per layer 3nd + nW + 2n + Hn² + nF floats, then the head and the
-     * backward scratch. */
+    /* One allocation: per layer kept 3nd + nW + 2n + Hn² + nF floats (every layer's, or one
+     * layer's and each layer's input stream, nd), then the head and the backward scratch. */
     size_t per_layer = 3 * nd + nW + 2 * (size_t)n + (size_t)H * nn + nF;
     size_t head = 5 * rd + 2 * (size_t)R + (size_t)R * (size_t)V;
     /* dx, dh, dqkv, dff (+ the gated product's), dp, the parallel MLP's dx */
     size_t scratch = 2 * nd + nW + nF + nfa + (size_t)H * nn + (par ? nd : 0);
     size_t total, layers_sz;
-    if (hs_mul_size(per_layer, (size_t)L, &layers_sz) || hs_add_size(layers_sz, head, &total) ||
-        hs_add_size(total, scratch, &total) || hs_mul_size(total, sizeof(float), &total)) {
+    if (hs_mul_size(per_layer, (size_t)L, &layers_sz) ||
+        hs_mul_size(layers_sz, sizeof(float), &total)) {
+        hs_forward_ws_free(ws);
+        return hs_fail(err, HS_E_NOMEM, "gradient importance: size overflow");
+    }
+    const int recompute = total > keep_limit && L > 1; /* keep the streams, not the layers */
+    if (recompute)
+        layers_sz = per_layer + nd * (size_t)L;
+    if (hs_add_size(layers_sz, head, &total) || hs_add_size(total, scratch, &total) ||
+        hs_mul_size(total, sizeof(float), &total)) {
         hs_forward_ws_free(ws);
         return hs_fail(err, HS_E_NOMEM, "gradient importance: size overflow");
     }
@@ -255,9 +276,13 @@ hs_status hs_gradient_capped(const hs_model *m, const hs_loss_input *in, const f
         st = hs_fail(err, HS_E_NOMEM, "out of memory for gradient importance (%zu MB)", total >> 20);
         goto fail;
     }
-    float *p = buf;
+    float *p = buf, *xs = NULL; /* xs: (L, n, d) the streams entering the layers */
     for (int l = 0; l < L; l++) {
         hs_block_keep *gl = &lay[l];
+        if (recompute && l > 0) { /* one set of activations, rewritten layer by layer */
+            *gl = lay[0];
+            continue;
+        }
         gl->xhat1 = p, p += nd;
         gl->rstd1 = p, p += n;
         gl->qkv = p, p += nW;
@@ -267,6 +292,8 @@ hs_status hs_gradient_capped(const hs_model *m, const hs_loss_input *in, const f
         gl->rstd2 = p, p += n;
         gl->ff = p, p += nF;
     }
+    if (recompute)
+        xs = p, p += nd * (size_t)L;
     float *hrows = p; p += rd;    /* (R, d) final hidden rows the loss uses, final-normed */
     float *fxhat = p; p += rd;    /* (R, d) final norm normalised input */
     float *hpre = p; p += rd;     /* (R, d) head transform pre-activation */
@@ -296,6 +323,8 @@ hs_status hs_gradient_capped(const hs_model *m, const hs_loss_input *in, const f
     hs_embed(m, in->ids, in->type_ids, n, x);
     for (int l = 0; l < L; l++) {
         const float *xi = head_mask ? head_mask + (size_t)l * (size_t)H : NULL;
+        if (xs)
+            memcpy(xs + (size_t)l * nd, x, nd * sizeof *x);
         if ((st = hs_block_forward(m, l, ws, n, 1, xi, 0, in->replace ? &ro : NULL, &lay[l],
                                    err)))
             goto fail;
@@ -351,6 +380,12 @@ hs_status hs_gradient_capped(const hs_model *m, const hs_loss_input *in, const f
 
     /* Backward through the layers; dx holds d loss / d (stream leaving layer l). */
     for (int l = L - 1; l >= 0; l--) {
+        if (xs && l < L - 1) { /* this layer's activations again, from its input stream */
+            memcpy(x, xs + (size_t)l * nd, nd * sizeof *x);
+            if ((st = hs_block_forward(m, l, ws, n, 1, head_mask ? head_mask + (size_t)l * H : NULL,
+                                       0, in->replace ? &ro : NULL, &lay[l], err)))
+                goto fail;
+        }
         hs_layer Wl; /* the layer's float32 weights (the weight cache converts them) */
         if ((st = hs_layer_get(m, l, &Wl, err)))
             goto fail;

@@ -11,6 +11,7 @@
 
 #include "headscope/render.h"
 #include "headscope/report.h"
+#include "headscope/version.h"
 #include "internal.h"
 
 typedef struct file_list {
@@ -115,6 +116,101 @@ static hs_status kv_similarity_pictures(const hs_analysis *a, const char *outdir
     return st;
 }
 
+/* Head k's pictures (heads/L{l}_H{h}.png, .svg, .words.png as asked) with map: (n, n)
+ * scratch; the relative names written go to rel[0..*n_rel). */
+static hs_status head_pictures(const hs_analysis *a, int k, const char *outdir, int max_labels,
+                               int formats, int grp, float *map, char rel[3][64], int *n_rel,
+                               hs_error *err)
+{
+    const hs_head_result *h = &a->heads[k];
+    char path[4096], title[128], sub[256], p1[48], p2[48], p3[48], p4[48], p5[48];
+    int n = a->n;
+    *n_rel = 0;
+    if (grp)
+        snprintf(p1, sizeof p1, "  (KV%d)", h->head / grp);
+    snprintf(title, sizeof title, "L%d.H%d%s  %s", h->layer, h->head, grp ? p1 : "",
+             strcmp(h->label, "none") ? h->label : "");
+    fmt_num(p1, sizeof p1, "entropy", h->entropy.nats, 2, 0, " nats");
+    fmt_num(p2, sizeof p2, "ablation", h->ablation_delta, 4, 1, "");
+    fmt_num(p3, sizeof p3, "prev", h->text_free.prev_token, 2, 0, "");
+    fmt_num(p4, sizeof p4, "induction", h->probe_free.induction, 2, 0, "");
+    fmt_num(p5, sizeof p5, "on sinks", h->text_free.sink, 2, 0, "");
+    snprintf(sub, sizeof sub, "%s   %s   %s   %s   %s", p1, p2, p3, p4, p5);
+    hs_heatmap_opts ho = {.title = title, .subtitle = sub, .max_labels = max_labels,
+                          .max_size = label_size(n, max_labels)};
+    hs_status st = hs_analysis_map(a, a->head_index[k], map, err);
+    if (!st && (formats & HS_PICTURES_PNG)) {
+        snprintf(rel[*n_rel], 64, "heads/L%d_H%d.png", h->layer, h->head);
+        snprintf(path, sizeof path, "%s/%s", outdir, rel[*n_rel]);
+        if (!(st = hs_heatmap_write(path, map, n, (const char *const *)a->display, &ho, err)))
+            ++*n_rel;
+    }
+    if (!st && (formats & HS_PICTURES_SVG)) {
+        snprintf(rel[*n_rel], 64, "heads/L%d_H%d.svg", h->layer, h->head);
+        snprintf(path, sizeof path, "%s/%s", outdir, rel[*n_rel]);
+        if (!(st = hs_heatmap_svg_write(path, map, n, (const char *const *)a->display, &ho, err)))
+            ++*n_rel;
+    }
+    if (!st && a->word_maps) { /* --word-level: the same head between words */
+        int W = a->n_words;
+        char wtitle[192];
+        snprintf(rel[*n_rel], 64, "heads/L%d_H%d.words.png", h->layer, h->head);
+        snprintf(path, sizeof path, "%s/%s", outdir, rel[*n_rel]);
+        snprintf(wtitle, sizeof wtitle, "%s  (words: keys summed, queries averaged)", title);
+        hs_heatmap_opts wo = {.title = wtitle, .subtitle = sub, .max_labels = max_labels,
+                              .max_size = label_size(W, max_labels)};
+        if (!(st = hs_heatmap_write(path, a->word_maps + (size_t)k * (size_t)W * (size_t)W, W,
+                                    (const char *const *)a->words, &wo, err)))
+            ++*n_rel;
+    }
+    return st;
+}
+
+/* Every head's pictures, heads in parallel (each thread with its own (n, n) map, as many
+ * threads as PICTURE_MAP_BYTES of maps allow), the files listed in head order; on a failure
+ * the first failing head's error, and every file written listed (for the caller's unwind). */
+#define PICTURE_MAP_BYTES ((size_t)256 << 20)
+static hs_status head_pictures_all(const hs_analysis *a, const char *outdir, int max_labels,
+                                   int formats, int grp, file_list *fl, hs_error *err)
+{
+    int nh = a->n_heads;
+    size_t map_bytes = (size_t)a->n * (size_t)a->n * sizeof(float);
+    size_t fit = PICTURE_MAP_BYTES / (map_bytes ? map_bytes : 1);
+    int threads = hs_threads(), team = fit < 1 ? 1 : fit < (size_t)threads ? (int)fit : threads;
+    char (*rel)[3][64] = calloc((size_t)(nh ? nh : 1), sizeof *rel);
+    int *n_rel = calloc((size_t)(nh ? nh : 1), sizeof *n_rel);
+    hs_status *sts = calloc((size_t)(nh ? nh : 1), sizeof *sts);
+    hs_error *errs = calloc((size_t)(nh ? nh : 1), sizeof *errs);
+    if (!rel || !n_rel || !sts || !errs) {
+        free(rel), free(n_rel), free(sts), free(errs);
+        return hs_fail(err, HS_E_NOMEM, "out of memory");
+    }
+#pragma omp parallel num_threads(team) if (team > 1 && nh > 1)
+    {
+        float *map = malloc(map_bytes);
+#pragma omp for schedule(dynamic)
+        for (int k = 0; k < nh; k++)
+            sts[k] = map ? head_pictures(a, k, outdir, max_labels, formats, grp, map, rel[k],
+                                         &n_rel[k], &errs[k])
+                         : hs_fail(&errs[k], HS_E_NOMEM, "out of memory for a %d x %d map",
+                                   a->n, a->n);
+        free(map);
+    }
+    hs_status st = HS_OK;
+    for (int k = 0; k < nh; k++) {
+        if (sts[k] && !st) {
+            st = sts[k];
+            if (err)
+                *err = errs[k];
+        }
+        for (int f = 0; f < n_rel[k]; f++)
+            if (list_add(fl, rel[k][f]) && !st)
+                st = hs_fail(err, HS_E_NOMEM, "out of memory");
+    }
+    free(rel), free(n_rel), free(sts), free(errs);
+    return st;
+}
+
 hs_status hs_pictures_write(const hs_analysis *a, const char *outdir, int max_labels,
                             int formats, char ***files, int *n_files, hs_error *err)
 {
@@ -125,11 +221,10 @@ hs_status hs_pictures_write(const hs_analysis *a, const char *outdir, int max_la
     const hs_model_config *c = hs_model_config_of(a->model);
     int n = a->n, H = c->n_head, L = c->n_layer;
     int grp = c->n_kv_head < H ? H / c->n_kv_head : 0; /* grouped-query: heads per KV head */
-    size_t nn = (size_t)n * (size_t)n;
     file_list fl = {0};
     hs_status st = HS_OK;
-    char path[4096], rel[64], title[128], sub[256], p1[48], p2[48], p3[48], p4[48], p5[48];
-    float *sim = NULL, *imp = NULL, *map = NULL;
+    char path[4096], rel[64], sub[256];
+    float *sim = NULL, *imp = NULL;
     char **names = NULL;
     *files = NULL;
     *n_files = 0;
@@ -139,53 +234,8 @@ hs_status hs_pictures_write(const hs_analysis *a, const char *outdir, int max_la
     snprintf(path, sizeof path, "%s/heads", outdir);
     if (mkdir(path, 0777) != 0 && errno != EEXIST)
         return hs_fail(err, HS_E_IO, "cannot create '%s': %s", path, strerror(errno));
-    map = malloc(nn * sizeof *map); /* (n, n) the head at hand */
-    if (!map)
-        return hs_fail(err, HS_E_NOMEM, "out of memory for a %d x %d map", n, n);
 
-    for (int k = 0; k < a->n_heads && !st; k++) {
-        const hs_head_result *h = &a->heads[k];
-        snprintf(rel, sizeof rel, "heads/L%d_H%d.png", h->layer, h->head);
-        snprintf(path, sizeof path, "%s/%s", outdir, rel);
-        if (grp)
-            snprintf(p1, sizeof p1, "  (KV%d)", h->head / grp);
-        snprintf(title, sizeof title, "L%d.H%d%s  %s", h->layer, h->head, grp ? p1 : "",
-                 strcmp(h->label, "none") ? h->label : "");
-        fmt_num(p1, sizeof p1, "entropy", h->entropy.nats, 2, 0, " nats");
-        fmt_num(p2, sizeof p2, "ablation", h->ablation_delta, 4, 1, "");
-        fmt_num(p3, sizeof p3, "prev", h->text_free.prev_token, 2, 0, "");
-        fmt_num(p4, sizeof p4, "induction", h->probe_free.induction, 2, 0, "");
-        fmt_num(p5, sizeof p5, "on sinks", h->text_free.sink, 2, 0, "");
-        snprintf(sub, sizeof sub, "%s   %s   %s   %s   %s", p1, p2, p3, p4, p5);
-        hs_heatmap_opts ho = {.title = title, .subtitle = sub, .max_labels = max_labels,
-                              .max_size = label_size(n, max_labels)};
-        st = hs_analysis_map(a, a->head_index[k], map, err);
-        if (!st && (formats & HS_PICTURES_PNG)) {
-            st = hs_heatmap_write(path, map, n, (const char *const *)a->display, &ho, err);
-            if (!st && list_add(&fl, rel))
-                st = hs_fail(err, HS_E_NOMEM, "out of memory");
-        }
-        if (!st && (formats & HS_PICTURES_SVG)) {
-            snprintf(rel, sizeof rel, "heads/L%d_H%d.svg", h->layer, h->head);
-            snprintf(path, sizeof path, "%s/%s", outdir, rel);
-            st = hs_heatmap_svg_write(path, map, n, (const char *const *)a->display, &ho, err);
-            if (!st && list_add(&fl, rel))
-                st = hs_fail(err, HS_E_NOMEM, "out of memory");
-        }
-        if (!st && a->word_maps) { /* --word-level: the same head between words */
-            int W = a->n_words;
-            char wtitle[192];
-            snprintf(rel, sizeof rel, "heads/L%d_H%d.words.png", h->layer, h->head);
-            snprintf(path, sizeof path, "%s/%s", outdir, rel);
-            snprintf(wtitle, sizeof wtitle, "%s  (words: keys summed, queries averaged)", title);
-            hs_heatmap_opts wo = {.title = wtitle, .subtitle = sub, .max_labels = max_labels,
-                                  .max_size = label_size(W, max_labels)};
-            st = hs_heatmap_write(path, a->word_maps + (size_t)k * (size_t)W * (size_t)W, W,
-                                  (const char *const *)a->words, &wo, err);
-            if (!st && list_add(&fl, rel))
-                st = hs_fail(err, HS_E_NOMEM, "out of memory");
-        }
-    }
+    st = head_pictures_all(a, outdir, max_labels, formats, grp, &fl, err);
     if (!st) {
         snprintf(path, sizeof path, "%s/gallery.png", outdir);
         hs_gallery_opts go = {.title = grp ? "attention of every head (each scaled to its own "
@@ -314,7 +364,6 @@ hs_status hs_pictures_write(const hs_analysis *a, const char *outdir, int max_la
     free(names);
     free(sim);
     free(imp);
-    free(map);
     if (st) {
         list_unwind(&fl, outdir);
         return st;

@@ -132,28 +132,41 @@ static hs_status block_run(const hs_model *m, const hs_layer *L, int l, hs_forwa
     if (rot)
         hs_op_rope_freqs(a, inv_freq);
 
-    /* attention: on the normalised stream (pre-norm) or on the stream itself */
+    /* attention: on the normalised stream (pre-norm) or on the stream itself; copies with
+     * the same stream share one Q, K, V, one set of probabilities and one P V (copy 0's),
+     * each copy's head mask then scaling its own context (xi P V, for masks of 0 and 1 the
+     * same numbers as (xi P) V) */
+    int same = batch > 1 && ws->same_input && !keep, qrows = same ? n : rows;
     if (pre)
-        norm(c, x, L->ln1_w, L->ln1_b, h, KEEP(xhat1), KEEP(rstd1), rows);
-    hs_op_linear(pre ? h : x, L->w_qkv, L->b_qkv, qkv_all, rows, d, W);
+        norm(c, x, L->ln1_w, L->ln1_b, h, KEEP(xhat1), KEEP(rstd1), qrows);
+    hs_op_linear(pre ? h : x, L->w_qkv, L->b_qkv, qkv_all, qrows, d, W);
     for (int b = 0; b < batch; b++) {
-        float *qkv = qkv_all + (size_t)b * (size_t)n * (size_t)W;
+        float *qkv = qkv_all + (same ? 0 : (size_t)b * (size_t)n * (size_t)W);
         const float *hm_b = hm ? hm + (size_t)b * hm_stride : NULL;
-        if (rot) { /* queries and keys turned by position (each copy from position 0) */
-            hs_op_rotary(qkv, n, c->n_head, dh, W, rot, inv_freq, 0, 0);
-            hs_op_rotary(qkv + d, n, c->n_kv_head, dh, W, rot, inv_freq, 0, 0);
+        if (!same || b == 0) {
+            if (rot) { /* queries and keys turned by position (each copy from position 0) */
+                hs_op_rotary(qkv, n, c->n_head, dh, W, rot, inv_freq, 0, 0);
+                hs_op_rotary(qkv + d, n, c->n_kv_head, dh, W, rot, inv_freq, 0, 0);
+            }
+            /* probs are reported before the head mask scales them */
+            hs_op_attn_probs(c, qkv, probs, n);
+            hs_status st = o && o->allow_nonfinite ? HS_OK : check_probs(c, probs, l, n, err);
+            if (st)
+                return st;
+            if (o && o->on_attn && o->on_attn(o->user, l, probs, c->n_head, n))
+                return hs_fail(err, HS_E_ARG, "stopped by observer");
         }
-        /* probs are reported before the head mask scales them */
-        hs_op_attn_probs(c, qkv, probs, n);
-        hs_status st = o && o->allow_nonfinite ? HS_OK : check_probs(c, probs, l, n, err);
-        if (st)
-            return st;
-        if (o && o->on_attn && o->on_attn(o->user, l, probs, c->n_head, n))
-            return hs_fail(err, HS_E_ARG, "stopped by observer");
         if (keep) { /* P V kept as it is; context = xi_h P_h V_h */
             hs_op_attn_context(c, qkv, probs, keep->ctx, n, NULL);
             if (hm_b)
                 scale_heads(c, keep->ctx, hm_b, ws->ctx, n);
+        } else if (same) { /* the common P V (in h, free until the output projection) */
+            if (b == 0)
+                hs_op_attn_context(c, qkv, probs, h, n, NULL);
+            if (hm_b)
+                scale_heads(c, h, hm_b, ws->ctx + (size_t)b * nd, n);
+            else
+                memcpy(ws->ctx + (size_t)b * nd, h, nd * sizeof *h);
         } else {
             hs_op_attn_context(c, qkv, probs, ws->ctx + (size_t)b * nd, n, hm_b);
         }

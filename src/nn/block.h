@@ -20,6 +20,10 @@ struct hs_forward_ws {
     float *probs; /* (n_head, n, n): one copy's, reused copy after copy */
     float *ctx;   /* (rows, d) */
     float *ff;    /* (rows, d_ff); gated MLP: (rows, 3 d_ff), [gate | up] then the product */
+    /* 1 while every copy's stream is the same (the first layer of a batched pass, set by
+     * hs_forward): the block then computes the copies' common Q, K, V and probabilities
+     * once, and only what the head masks change (context onwards) per copy */
+    int same_input;
 };
 
 /* The activations of one layer that the backward pass needs, written by the block when

@@ -178,7 +178,9 @@ hs_status hs_forward(const hs_model *m, const int32_t *ids, const int32_t *type_
         if (o && o->x_layers)
             memcpy(o->x_layers + (size_t)l * xd, x, xd * sizeof *x);
         const float *hm_l = hmask ? hmask + (size_t)l * (size_t)c->n_head : NULL;
+        ws->same_input = l == l0 && batch > 1;
         hs_status st = hs_block_forward(m, l, ws, n, batch, hm_l, lh, o, NULL, err);
+        ws->same_input = 0;
         if (st) {
             hs_forward_ws_free(own);
             return st;
