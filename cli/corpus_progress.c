@@ -96,7 +96,7 @@ void cli_phase_progress_end(void)
 void cli_phase_progress(void *user, const char *what, int done, int total)
 {
     (void)user;
-    double t = now();
+    double t = cli_now();
     if (phase.what != what || done < phase.prev) { /* a new phase: its rate from here */
         cli_phase_progress_end();
         phase.what = what;
