@@ -138,7 +138,7 @@ cli-test: $(BIN)
 # The fuzz harnesses' replay mains run the committed corpora as plain tests.
 FUZZ_SRC = $(sort $(wildcard tests/fuzz/fuzz_*.c))
 REPLAY_BIN = $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/replay/%)
-$(BUILD)/replay/%: tests/fuzz/%.c tests/fuzz/replay.h tests/fuzz/families.h $(LIB)
+$(BUILD)/replay/%: tests/fuzz/%.c tests/fuzz/replay.h tests/fuzz/families.h tests/fuzz/tokcheck.h $(LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(ALLCFLAGS) -DHS_FUZZ_REPLAY -DHS_FUZZ_REPLAY_MAIN $< $(LIB) $(PKG_LIBS) $(LDFLAGS) -o $@
 

@@ -52,6 +52,21 @@ double bench_median(double *v, int n)
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
+double bench_time_median(int (*run)(void *ctx), void *ctx, int reps)
+{
+    double times[64];
+    reps = reps < 1 ? 1 : reps > 64 ? 64 : reps;
+    if (run(ctx))
+        return -1;
+    for (int r = 0; r < reps; r++) {
+        double t0 = bench_now();
+        if (run(ctx))
+            return -1;
+        times[r] = bench_now() - t0;
+    }
+    return bench_median(times, reps);
+}
+
 /* Median GFLOP/s of C(m,n) = A(m,k) B(k,n). */
 static double sgemm_gflops(int m, int n, int k, int reps)
 {
@@ -84,34 +99,38 @@ static double forward_flops(const hs_model_config *c, int n)
     return c->n_layer * (2.0 * N * d * (d + 2.0 * kv) + 4.0 * N * N * d + 2.0 * N * d * d + mlp);
 }
 
+typedef struct forward_run {
+    const hs_model *m;
+    const int32_t *ids;
+    int n;
+    hs_forward_opts o;
+    hs_forward_ws *ws;
+    hs_error err;
+} forward_run;
+
+static int forward_once(void *ctx)
+{
+    forward_run *f = ctx;
+    return hs_forward(f->m, f->ids, NULL, f->n, &f->o, f->ws, &f->err) != HS_OK;
+}
+
 /* Median seconds of hs_forward on n tokens recording every map (hs_trace), or -1. */
 static double forward_median(const hs_model *m, int n, int reps)
 {
     const hs_model_config *c = hs_model_config_of(m);
-    hs_error err = {{0}};
     int32_t *ids = malloc((size_t)n * sizeof *ids);
     for (int i = 0; i < n; i++)
         ids[i] = (int32_t)((i * 7919) % c->vocab_size);
     hs_trace *t = NULL;
-    hs_forward_ws *ws = NULL;
-    hs_forward_opts o = {.on_attn = hs_trace_observe};
-    double times[64], med = -1;
-    if (hs_trace_new(m, n, &t, &err) || hs_forward_ws_new(m, n, &ws, &err))
-        goto done;
-    o.user = t;
-    if (hs_forward(m, ids, NULL, n, &o, ws, &err)) /* warm-up */
-        goto done;
-    for (int r = 0; r < reps; r++) {
-        double t0 = bench_now();
-        if (hs_forward(m, ids, NULL, n, &o, ws, &err))
-            goto done;
-        times[r] = bench_now() - t0;
+    forward_run f = {.m = m, .ids = ids, .n = n, .o = {.on_attn = hs_trace_observe}};
+    double med = -1;
+    if (!hs_trace_new(m, n, &t, &f.err) && !hs_forward_ws_new(m, n, &f.ws, &f.err)) {
+        f.o.user = t;
+        med = bench_time_median(forward_once, &f, reps);
     }
-    med = bench_median(times, reps);
-done:
     if (med < 0)
-        fprintf(stderr, "hs-bench: %s\n", err.msg);
-    hs_forward_ws_free(ws);
+        fprintf(stderr, "hs-bench: %s\n", f.err.msg);
+    hs_forward_ws_free(f.ws);
     hs_trace_free(t);
     free(ids);
     return med;

@@ -11,6 +11,10 @@ double bench_now(void);
 /* Median of v[0..n) (sorts v in place). */
 double bench_median(double *v, int n);
 
+/* Median seconds of reps calls of run(ctx) after one untimed warm-up call (reps at most 64);
+ * -1 as soon as a call returns non-zero. */
+double bench_time_median(int (*run)(void *ctx), void *ctx, int reps);
+
 /* Runs argv (argv[0] a path) with stdout/stderr to /dev/null; returns its peak resident set
  * in MB and its wall time in *seconds (may be NULL), or -1 when it failed. */
 double bench_peak_rss_mb(const char *const argv[], double *seconds);

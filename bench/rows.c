@@ -19,32 +19,33 @@ static void remove_dir(const char *dir)
         fprintf(stderr, "hs-bench: could not remove %s\n", dir);
 }
 
+typedef struct loss_run {
+    hs_loss_eval *ev;
+    double loss;
+    hs_error err;
+} loss_run;
+
+static int loss_once(void *ctx)
+{
+    loss_run *r = ctx;
+    return hs_loss_eval_run(r->ev, NULL, &r->loss, &r->err) != HS_OK;
+}
+
 /* Median seconds of one whole loss pass on ids (n tokens, all threads): the forward pass, the
  * LM head on every row and the next-token (or MLM) loss, from the embeddings every time (no
  * cached prefix): what `analyze` counts as one of its forward passes. -1 on failure. */
 static double loss_pass_median(const hs_model *m, const int32_t *ids, int n, int reps)
 {
     const hs_model_config *c = hs_model_config_of(m);
-    hs_error err = {{0}};
     hs_loss_input li = {.ids = ids, .n = n, .no_cache = 1,
                         .kind = c->has_lm_head && c->causal ? HS_LOSS_LM : HS_LOSS_REPR};
-    hs_loss_eval *ev = NULL;
-    double times[64], loss, med = -1;
-    if (reps > 64)
-        reps = 64;
-    if (hs_loss_eval_new(m, &li, &ev, &err) || hs_loss_eval_run(ev, NULL, &loss, &err))
-        goto done; /* the second call is the warm-up */
-    for (int r = 0; r < reps; r++) {
-        double t0 = bench_now();
-        if (hs_loss_eval_run(ev, NULL, &loss, &err))
-            goto done;
-        times[r] = bench_now() - t0;
-    }
-    med = bench_median(times, reps);
-done:
+    loss_run r = {0};
+    double med = -1;
+    if (!hs_loss_eval_new(m, &li, &r.ev, &r.err))
+        med = bench_time_median(loss_once, &r, reps);
     if (med < 0)
-        fprintf(stderr, "hs-bench: loss pass: %s\n", err.msg);
-    hs_loss_eval_free(ev);
+        fprintf(stderr, "hs-bench: loss pass: %s\n", r.err.msg);
+    hs_loss_eval_free(r.ev);
     return med;
 }
 

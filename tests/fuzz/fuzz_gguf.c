@@ -27,6 +27,7 @@
 #include "headscope/gguf.h"
 #include "headscope/model.h"
 #include "headscope/tokenizer.h"
+#include "tokcheck.h"
 
 static char dir[] = "/tmp/hs-fuzz-gguf-XXXXXX", model_file[64];
 static int have_dir;
@@ -67,15 +68,9 @@ static void model_from(const uint8_t *data, size_t size)
     int n = c->n_ctx < 4 ? c->n_ctx : 4;
     if (t) {
         static const char text[] = "Hello world, the heads attend.";
-        hs_encoding e = {0};
-        if (hs_tokenizer_encode(t, text, sizeof text - 1, NULL, 0, &e, &err) == HS_OK) {
-            for (size_t i = 0; i < e.n; i++)
-                if (e.ids[i] < 0 || (size_t)e.ids[i] >= hs_tokenizer_vocab_size(t))
-                    abort();
-            for (size_t i = 0; i < e.n && (int)i < n; i++)
-                ids[i] = e.ids[i] < c->vocab_size ? e.ids[i] : 0;
-        }
-        hs_encoding_free(&e);
+        size_t got = fz_encode_checked(t, text, sizeof text - 1, ids, (size_t)n);
+        for (size_t i = 0; i < got; i++)
+            ids[i] = ids[i] < c->vocab_size ? ids[i] : 0;
     }
     hs_forward_opts o = {0};
     err.msg[0] = 0;
