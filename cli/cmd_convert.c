@@ -105,11 +105,7 @@ int cmd_convert(int argc, char **argv)
         cli_error("convert", "warning: --keep-mlm ignored: '%s' has no MLM head", src);
     const char *family = cfg->arch->name;
     hs_error err = {{0}};
-    /* the writer reads every layer from the model's table: held converted meanwhile */
-    hs_status st = hs_weights_hold(m, HS_HOLD_ALL, &err);
-    if (st == HS_OK)
-        st = hs_gguf_write(m, out, &opt, &err);
-    hs_weights_unhold(m);
+    hs_status st = hs_gguf_write(m, out, &opt, &err);
     hs_model_free(m);
     if (st != HS_OK) {
         cli_error("convert", "%s", err.msg);

@@ -289,13 +289,7 @@ int cmd_dump(int argc, char **argv)
     }
     if (want[W_NORM]) {
         fnorm = malloc((size_t)cfg->n_layer * (size_t)cfg->n_head * enc.n * sizeof *fnorm);
-        /* hs_norm_values reads every layer's W_O from the model's table */
-        hs_status st = fnorm ? hs_weights_hold(m, HS_HOLD_ATTN, &err) : HS_E_NOMEM;
-        if (st == HS_OK) {
-            st = hs_norm_values(m, a, fnorm, &err);
-            hs_weights_unhold(m);
-        }
-        if (st != HS_OK) {
+        if (!fnorm || hs_norm_values(m, a, fnorm, &err) != HS_OK) {
             cli_error(C, "%s", fnorm ? err.msg : "out of memory");
             goto done;
         }

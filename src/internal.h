@@ -98,18 +98,6 @@ void hs_file_unmap(void *map, size_t len);
  * (a reader's own buffer). */
 void *hs_file_map_retain(const void *p, size_t n);
 
-/* Code that reads a model's layer weights from its table (m->layers: composition, direct
- * logit attribution, norm-based attention, the GGUF writer) rather than through
- * hs_layer_get: on a model whose layers take turns in the weight cache (src/model/wcache.c)
- * hs_weights_hold converts the layer matrices named in mask (HS_HOLD_*) and keeps them,
- * beyond the budget, with their pointers in the table, until hs_weights_unhold. Nothing to
- * do on any other model. Not nested, and not while another thread calls these two. */
-#define HS_HOLD_ATTN 3u /* every layer's QKV and O matrices */
-#define HS_HOLD_ALL 15u /* and the MLP's */
-struct hs_model;
-hs_status hs_weights_hold(const struct hs_model *m, unsigned mask, hs_error *err);
-void hs_weights_unhold(const struct hs_model *m);
-
 /* A size for HEADSCOPE_WEIGHT_MEMORY and --weight-memory: "all", or a number with an
  * optional fraction and a binary unit K, M, G or T (an optional "B" or "iB" after it):
  * "512M", "1.5G", "2147483648". 0 (or anything below one layer) converts one layer at a

@@ -103,30 +103,36 @@ if [[ "${HS_SANITIZE:-}" == *address* ]]; then
     pre=$($CC -print-file-name=libasan.so)
     export ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 fi
-# the ctypes mirror of hs_forward_opts has the C struct's size and field offsets
+# the ctypes mirrors of hs_forward_opts and hs_open_opts have the C structs' sizes and offsets
 cat >"$tmp/layout.c" <<'CEOF'
 #include <stddef.h>
 #include <stdio.h>
 #include <headscope.h>
-#define F(f) printf("%s %zu\n", #f, offsetof(hs_forward_opts, f))
+#define F(s, f) printf("%s.%s %zu\n", #s, #f, offsetof(s, f))
 int main(void)
 {
-    printf("size %zu\n", sizeof(hs_forward_opts));
-    F(head_mask); F(on_attn); F(user); F(logits); F(logit_rows); F(n_logit_rows); F(hidden);
-    F(start_layer); F(x_start); F(x_layers); F(batch); F(allow_nonfinite); F(head_replace);
+    printf("hs_forward_opts %zu\n", sizeof(hs_forward_opts));
+    F(hs_forward_opts, head_mask); F(hs_forward_opts, on_attn); F(hs_forward_opts, user);
+    F(hs_forward_opts, logits); F(hs_forward_opts, logit_rows); F(hs_forward_opts, n_logit_rows);
+    F(hs_forward_opts, hidden); F(hs_forward_opts, start_layer); F(hs_forward_opts, x_start);
+    F(hs_forward_opts, x_layers); F(hs_forward_opts, batch); F(hs_forward_opts, allow_nonfinite);
+    F(hs_forward_opts, head_replace);
+    printf("hs_open_opts %zu\n", sizeof(hs_open_opts));
+    F(hs_open_opts, flags); F(hs_open_opts, weight_memory);
     return 0;
 }
 CEOF
 $CC -std=c11 $($PC --cflags headscope) "$tmp/layout.c" -o "$tmp/layout" || fail "layout program"
 want=$("$tmp/layout")
 got=$(cd "$tmp" && HEADSCOPE_LIB=$lib/$soname LD_PRELOAD=$pre "$tmp/venv/bin/python" -c '
+import ctypes
 from headscope import _lib
-t = _lib.HsForwardOpts
-print("size", __import__("ctypes").sizeof(t))
-for name, _ in t._fields_:
-    print(name, getattr(t, name).offset)')
-[ "$want" = "$got" ] && ok "the Python package's hs_forward_opts matches the header" ||
-    fail "hs_forward_opts layout: C says $(echo $want), Python $(echo $got)"
+for c, t in (("hs_forward_opts", _lib.HsForwardOpts), ("hs_open_opts", _lib.HsOpenOpts)):
+    print(c, ctypes.sizeof(t))
+    for name, _ in t._fields_:
+        print("%s.%s" % (c, name), getattr(t, name).offset)')
+[ "$want" = "$got" ] && ok "the Python package's hs_forward_opts and hs_open_opts match the header" ||
+    fail "struct layouts: C says $(echo $want), Python $(echo $got)"
 cp -r python/tests "$tmp/pytests" # run outside the tree: the installed package, not python/
 (cd "$tmp" && HEADSCOPE_LIB=$lib/$soname HEADSCOPE_ROOT=$ROOT HEADSCOPE=$stage/usr/bin/headscope \
     LD_PRELOAD=$pre "$tmp/venv/bin/python" -m unittest discover -s pytests 2>&1) |

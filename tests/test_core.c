@@ -50,22 +50,19 @@ Test(sha256, million_a_in_uneven_pieces)
     cr_assert_str_eq(hex, "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0");
 }
 
-/* The digest of every file of a model folder equals coreutils' sha256sum. */
-Test(sha256, model_files_match_sha256sum)
+/* The files hs_model_files_hash lists for the model folder dir (opened without weights),
+ * each digest checked against coreutils' sha256sum; *n entries, free with
+ * hs_model_files_free. */
+static hs_model_file *files_checked(const char *dir, int *n)
 {
     hs_model *m = NULL;
     hs_error err = {{0}};
-    cr_assert_eq(hs_model_open("fixtures/trained-gpt2", HS_OPEN_NO_WEIGHTS, &m, &err), HS_OK, "%s",
-                 err.msg);
+    cr_assert_eq(hs_model_open(dir, HS_OPEN_NO_WEIGHTS, &m, &err), HS_OK, "%s", err.msg);
     hs_model_file *f = NULL;
-    int n = 0;
-    cr_assert_eq(hs_model_files_hash(m, &f, &n, &err), HS_OK, "%s", err.msg);
-    cr_assert_eq(n, 4, "config.json, model.safetensors, vocab.json, merges.txt");
-    cr_assert_str_eq(f[0].name, "config.json");
-    cr_assert_str_eq(f[1].name, "model.safetensors");
-    for (int i = 0; i < n; i++) {
+    cr_assert_eq(hs_model_files_hash(m, &f, n, &err), HS_OK, "%s", err.msg);
+    for (int i = 0; i < *n; i++) {
         char cmd[256], line[256] = "";
-        snprintf(cmd, sizeof cmd, "sha256sum fixtures/trained-gpt2/%s", f[i].name);
+        snprintf(cmd, sizeof cmd, "sha256sum %s/%s", dir, f[i].name);
         FILE *p = popen(cmd, "r");
         cr_assert_not_null(p);
         cr_assert_not_null(fgets(line, sizeof line, p));
@@ -73,9 +70,35 @@ Test(sha256, model_files_match_sha256sum)
         cr_assert_eq(strncmp(line, f[i].sha256, 64), 0, "%s: %s vs %.64s", f[i].name, f[i].sha256,
                      line);
     }
+    hs_model_free(m);
+    return f;
+}
+
+/* The digest of every file of a model folder equals coreutils' sha256sum. */
+Test(sha256, model_files_match_sha256sum)
+{
+    int n = 0;
+    hs_model_file *f = files_checked("fixtures/trained-gpt2", &n);
+    cr_assert_eq(n, 4, "config.json, model.safetensors, vocab.json, merges.txt");
+    cr_assert_str_eq(f[0].name, "config.json");
+    cr_assert_str_eq(f[1].name, "model.safetensors");
     cr_assert_eq(f[1].bytes, 14523016u);
     hs_model_files_free(f, n);
-    hs_model_free(m);
+}
+
+/* A sharded checkpoint: the index, then the shards the loader read, each once and sorted by
+ * name although the index names model-00002 first; digests as sha256sum gives them. */
+Test(sha256, sharded_checkpoint_hashes_its_shards_by_name)
+{
+    int n = 0;
+    hs_model_file *f = files_checked("fixtures/family-models/tiny-llama", &n);
+    static const char *const want[] = {"config.json", "model.safetensors.index.json",
+                                       "model-00001-of-00002.safetensors",
+                                       "model-00002-of-00002.safetensors", "tokenizer.json"};
+    cr_assert_eq(n, 5);
+    for (int i = 0; i < n; i++)
+        cr_assert_str_eq(f[i].name, want[i]);
+    hs_model_files_free(f, n);
 }
 
 Test(version, release_string_matches_the_header)

@@ -9,7 +9,9 @@
 #include <pthread.h>
 
 #include "headscope/activations.h"
+#include "headscope/composition.h"
 #include "headscope/forward.h"
+#include "headscope/gguf.h"
 #include "testutil.h"
 #include "model/model_internal.h"
 
@@ -84,11 +86,8 @@ static results run_all(const hs_model *m, const int32_t *ids)
     r.grad = malloc(r.n_heads * sizeof *r.grad);
     cr_assert_eq(hs_gradient_importance(m, &in, r.grad, NULL, &err), HS_OK, "%s", err.msg);
 
-    /* direct logit attribution reads every W_O from the model's table: held meanwhile */
     hs_dla *d = NULL;
-    cr_assert_eq(hs_weights_hold(m, HS_HOLD_ATTN, &err), HS_OK, "%s", err.msg);
     cr_assert_eq(hs_dla_compute(m, ids, N_TOK, &d, &err), HS_OK, "%s", err.msg);
-    hs_weights_unhold(m);
     r.dla = malloc(r.n_heads * sizeof *r.dla);
     memcpy(r.dla, d->total, r.n_heads * sizeof *r.dla);
     hs_dla_free(d);
@@ -289,30 +288,189 @@ Test(wcache, the_budget_bounds_the_converted_bytes)
     }
 }
 
-/* hs_weights_hold puts every layer's attention matrices in the model's table beyond the
- * budget; hs_weights_unhold takes them out and returns within the budget. */
-Test(wcache, hold_fills_the_table_and_unhold_returns_to_the_budget)
+/* The four computations that read every layer's weights, not a forward pass:
+ * composition, direct logit attribution, norm-based attention and the GGUF writer. */
+typedef struct readers {
+    double *comp;  /* hs_composition's q, k, v, copying, ov_norm, qk_norm; NULL: undefined */
+    size_t n_comp;
+    double *dla;   /* per_pos, total, token_loss, logit */
+    size_t n_dla;
+    float *fnorm;  /* hs_norm_values */
+    size_t n_fnorm;
+    unsigned char *gguf; /* hs_gguf_encode, F32 */
+    size_t n_gguf;
+} readers;
+
+static readers run_readers(const hs_model *m, const int32_t *ids)
 {
-    hs_model *m = open_with("fixtures/family-models/tiny-llama", 1);
+    const hs_model_config *c = hs_model_config_of(m);
     hs_error err = {{0}};
-    for (int l = 0; l < LLAMA_LAYERS; l++)
-        cr_assert_null(m->layers[l].w_o, "layer %d: not converted outside a pass", l);
-    cr_assert_eq(hs_weights_hold(m, HS_HOLD_ATTN, &err), HS_OK, "%s", err.msg);
-    for (int l = 0; l < LLAMA_LAYERS; l++) {
-        cr_assert_not_null(m->layers[l].w_qkv);
-        cr_assert_not_null(m->layers[l].w_o);
-        cr_assert_null(m->layers[l].w_fc, "layer %d: the MLP is not held", l);
+    readers r = {0};
+    size_t N = (size_t)c->n_layer * (size_t)c->n_head;
+    if (hs_composition_defined(c)) {
+        hs_composition *cp = NULL;
+        cr_assert_eq(hs_composition_compute(m, &cp, &err), HS_OK, "%s", err.msg);
+        r.n_comp = 3 * N * N + 3 * N;
+        r.comp = malloc(r.n_comp * sizeof *r.comp);
+        memcpy(r.comp, cp->q, 3 * N * N * sizeof *r.comp);
+        memcpy(r.comp + 3 * N * N, cp->copying, N * sizeof *r.comp);
+        memcpy(r.comp + 3 * N * N + N, cp->ov_norm, N * sizeof *r.comp);
+        memcpy(r.comp + 3 * N * N + 2 * N, cp->qk_norm, N * sizeof *r.comp);
+        hs_composition_free(cp);
     }
-    hs_wcache_stats s;
+    if (!hs_dla_undefined(m)) {
+        hs_dla *d = NULL;
+        cr_assert_eq(hs_dla_compute(m, ids, N_TOK, &d, &err), HS_OK, "%s", err.msg);
+        size_t P = (size_t)d->n_pos;
+        r.n_dla = N * P + N + 2 * P;
+        r.dla = malloc(r.n_dla * sizeof *r.dla);
+        memcpy(r.dla, d->per_pos, N * P * sizeof *r.dla);
+        memcpy(r.dla + N * P, d->total, N * sizeof *r.dla);
+        memcpy(r.dla + N * P + N, d->token_loss, P * sizeof *r.dla);
+        memcpy(r.dla + N * P + N + P, d->logit, P * sizeof *r.dla);
+        hs_dla_free(d);
+    }
+    hs_activations *a = NULL;
+    cr_assert_eq(hs_activations_run(m, ids, NULL, N_TOK, HS_CAPTURE_QKV, &a, &err), HS_OK, "%s",
+                 err.msg);
+    r.n_fnorm = N * N_TOK;
+    r.fnorm = malloc(r.n_fnorm * sizeof *r.fnorm);
+    cr_assert_eq(hs_norm_values(m, a, r.fnorm, &err), HS_OK, "%s", err.msg);
+    hs_activations_free(a);
+    if (hs_model_tokenizer(m)) /* a GGUF file needs one; the float32 copies have none */
+        cr_assert_eq(hs_gguf_encode(m, NULL, &r.gguf, &r.n_gguf, &err), HS_OK, "%s", err.msg);
+    return r;
+}
+
+static void readers_free(readers *r)
+{
+    free(r->comp);
+    free(r->dla);
+    free(r->fnorm);
+    free(r->gguf);
+}
+
+static void expect_same_readers(const readers *a, const readers *b, const char *what)
+{
+    cr_assert(a->n_comp == b->n_comp && a->n_dla == b->n_dla && a->n_fnorm == b->n_fnorm,
+              "%s: sizes", what);
+    cr_assert(!a->n_comp || !memcmp(a->comp, b->comp, a->n_comp * sizeof *a->comp),
+              "%s: composition differs", what);
+    cr_assert(!a->n_dla || !memcmp(a->dla, b->dla, a->n_dla * sizeof *a->dla),
+              "%s: direct logit attribution differs", what);
+    cr_assert(!memcmp(a->fnorm, b->fnorm, a->n_fnorm * sizeof *a->fnorm),
+              "%s: norm-based attention differs", what);
+    cr_assert(!a->gguf || !b->gguf || (a->n_gguf == b->n_gguf && !memcmp(a->gguf, b->gguf,
+              a->n_gguf)), "%s: GGUF bytes differ (%zu and %zu bytes)", what, a->n_gguf, b->n_gguf);
+}
+
+/* A library caller that opens a model with a small budget and calls the four readers of
+ * every layer on their own (no pipeline, no CLI around them) gets, byte for byte, what it
+ * gets with no bound and from the float32 copy of the same numbers. The no-bound results
+ * are themselves checked against independent references: composition of tiny-llama against
+ * NumPy (test_composition.c, llama_gqa_matches_the_numpy_reference), its GGUF file against
+ * gguf-py's (test_gguf_family.c, writer_gives_the_gguf_py_llama), DLA and norm values of
+ * float32 models against make_attribution.py (test_attribution.c); the stored checkpoints'
+ * maps against their float32 copies above. Budgets: 0 (HEADSCOPE_WEIGHT_MEMORY=0), one
+ * layer (none kept, one at a time) and two (the first layer kept, the rest taking turns). */
+Test(wcache, readers_of_every_layer_do_not_depend_on_the_budget, .timeout = 120)
+{
+    int written = 0; /* models with a tokenizer, which a GGUF file needs */
+    for (size_t p = 0; p < sizeof PAIRS / sizeof PAIRS[0]; p++) {
+        int32_t ids[N_TOK];
+        make_ids(ids, PAIRS[p].vocab);
+        hs_model *all = open_with(PAIRS[p].stored, HS_WEIGHT_MEMORY_ALL);
+        hs_model *f32 = open_with(PAIRS[p].f32, HS_WEIGHT_MEMORY_ALL);
+        size_t layer = hs_model_converted_bytes(all) / (size_t)hs_model_config_of(all)->n_layer;
+        readers ra = run_readers(all, ids), rf = run_readers(f32, ids);
+        char what[256];
+        snprintf(what, sizeof what, "%s vs %s", PAIRS[p].stored, PAIRS[p].f32);
+        expect_same_readers(&ra, &rf, what);
+        size_t budgets[] = {0, layer, 2 * layer};
+        for (size_t b = 0; b < sizeof budgets / sizeof budgets[0]; b++) {
+            setenv("HEADSCOPE_WEIGHT_MEMORY", "0", 1);
+            hs_model *m = open_with(PAIRS[p].stored, budgets[b]); /* 0: the environment's */
+            unsetenv("HEADSCOPE_WEIGHT_MEMORY");
+            cr_assert_eq(hs_model_weight_memory(m), budgets[b]);
+            readers rb = run_readers(m, ids);
+            written += rb.gguf != NULL;
+            hs_wcache_stats s;
+            hs_wcache_stats_of(m, &s);
+            cr_assert(s.streams, "%s: budget %zu streams", PAIRS[p].stored, budgets[b]);
+            /* composition pins two layers at once; nothing else more than one */
+            cr_assert_leq(s.peak, s.kept + 2 * layer, "%s: budget %zu: peak %zu",
+                          PAIRS[p].stored, budgets[b], s.peak);
+            cr_assert_leq(s.resident, budgets[b],
+                          "%s: budget %zu: %zu bytes left resident", PAIRS[p].stored, budgets[b],
+                          s.resident);
+            snprintf(what, sizeof what, "%s, budget %zu vs none", PAIRS[p].stored, budgets[b]);
+            expect_same_readers(&rb, &ra, what);
+            readers_free(&rb);
+            hs_model_free(m);
+        }
+        readers_free(&ra);
+        readers_free(&rf);
+        hs_model_free(all);
+        hs_model_free(f32);
+    }
+    cr_assert_geq(written, 3 * 2, "GPT-2's Q8_0 GGUF file and tiny-llama written to GGUF");
+}
+
+/* Two layers pinned at once under a zero budget are both resident while pinned (the budget
+ * is a target that pinned layers exceed), each exactly the layer the unbounded model
+ * keeps; pinning one again converts nothing; once every pin is put the cache is back within
+ * the budget. The model's own table is never touched. */
+Test(wcache, two_layers_pinned_under_a_zero_budget_are_both_resident)
+{
+    const char *path = "fixtures/family-models/tiny-llama";
+    hs_model *ref = open_with(path, HS_WEIGHT_MEMORY_ALL);
+    setenv("HEADSCOPE_WEIGHT_MEMORY", "0", 1);
+    hs_model *m = open_with(path, 0);
+    unsetenv("HEADSCOPE_WEIGHT_MEMORY");
+    hs_error err = {{0}};
+    hs_wcache_stats s0, s;
+    hs_wcache_stats_of(m, &s0);
+    cr_assert_eq(s0.budget, 0);
+    cr_assert_eq(s0.resident, 0, "nothing resident outside a pass");
+    hs_layer a, b, a2;
+    cr_assert_eq(hs_layer_get(m, 0, &a, &err), HS_OK, "%s", err.msg);
+    cr_assert_eq(hs_layer_get(m, 2, &b, &err), HS_OK, "%s", err.msg);
     hs_wcache_stats_of(m, &s);
-    cr_assert_geq(s.resident, (size_t)LLAMA_LAYERS * 4 * (64 * 96 + 64 * 64));
-    forward_once(m); /* a pass beside the hold */
-    hs_weights_unhold(m);
+    cr_assert_eq(s.resident, 2 * LLAMA_LAYER_BYTES, "both layers resident: %zu", s.resident);
+    struct {
+        const float *got, *want;
+        size_t n;
+        const char *name;
+    } mats[] = {
+        {a.w_qkv, ref->layers[0].w_qkv, 64 * 96, "0.w_qkv"},
+        {a.w_o, ref->layers[0].w_o, 64 * 64, "0.w_o"},
+        {a.w_fc, ref->layers[0].w_fc, 64 * 320, "0.w_fc"},
+        {a.w_proj, ref->layers[0].w_proj, 160 * 64, "0.w_proj"},
+        {b.w_qkv, ref->layers[2].w_qkv, 64 * 96, "2.w_qkv"},
+        {b.w_o, ref->layers[2].w_o, 64 * 64, "2.w_o"},
+        {b.w_fc, ref->layers[2].w_fc, 64 * 320, "2.w_fc"},
+        {b.w_proj, ref->layers[2].w_proj, 160 * 64, "2.w_proj"},
+    };
+    for (size_t i = 0; i < sizeof mats / sizeof mats[0]; i++) {
+        cr_assert_not_null(mats[i].got, "%s", mats[i].name);
+        cr_assert(!memcmp(mats[i].got, mats[i].want, mats[i].n * sizeof(float)), "%s differs",
+                  mats[i].name);
+    }
+    cr_assert_eq(hs_layer_get(m, 0, &a2, &err), HS_OK, "%s", err.msg);
+    cr_assert(a2.w_qkv == a.w_qkv && a2.w_o == a.w_o, "a pinned layer is not converted again");
+    hs_wcache_stats_of(m, &s);
+    cr_assert_eq(s.conversions, s0.conversions + 8, "two layers of four matrices converted");
+    hs_layer_put(m, 0);
+    hs_layer_put(m, 2);
+    hs_wcache_stats_of(m, &s);
+    cr_assert_eq(s.resident, LLAMA_LAYER_BYTES, "layer 0 still pinned once, layer 2 dropped");
+    hs_layer_put(m, 0);
+    hs_wcache_stats_of(m, &s);
+    cr_assert_eq(s.resident, 0, "every pin put: back within the budget");
     for (int l = 0; l < LLAMA_LAYERS; l++)
-        cr_assert_null(m->layers[l].w_o);
-    hs_wcache_stats_of(m, &s);
-    cr_assert_eq(s.resident, 0, "unpinned and over a 1-byte budget: dropped");
+        cr_assert_null(m->layers[l].w_o, "layer %d: the table holds no converted matrix", l);
     hs_model_free(m);
+    hs_model_free(ref);
 }
 
 /* Passes on one model from several threads at once convert and drop layers under each

@@ -193,13 +193,11 @@ typedef struct hs_open_opts {
 #define HS_WEIGHT_MEMORY_ALL ((size_t)-1)
 
 /* As hs_model_open, with the options above (o NULL: every default). A malformed
- * HEADSCOPE_WEIGHT_MEMORY fails with HS_E_ARG naming it. A model whose budget holds fewer
- * than all of its layers runs everything built on hs_forward (the maps, the losses,
- * ablation, gradient importance, activations, hs_analyze_run); hs_composition_compute,
- * hs_dla_compute, hs_norm_values and hs_gguf_write read every layer's weights directly and
- * need a model that keeps all its layers (HS_WEIGHT_MEMORY_ALL, or a budget of at least
- * hs_model_converted_bytes) when called on their own (hs_analyze_run and the CLI hold the
- * layers converted for them). */
+ * HEADSCOPE_WEIGHT_MEMORY fails with HS_E_ARG naming it. Every function that takes the
+ * model works under any budget and gives the same results bit for bit; a budget that holds
+ * fewer than all of its layers costs the conversions (docs/architecture.md, "Memory").
+ * Layers in use at once stay converted beyond the budget while in use (composition scores
+ * use two, each concurrent pass one), and the cache returns within it afterwards. */
 hs_status hs_model_open2(const char *path, const hs_open_opts *o, hs_model **out, hs_error *err);
 
 /* The weight budget in effect, in bytes (HS_WEIGHT_MEMORY_ALL: no bound), and the bytes of
@@ -243,9 +241,11 @@ typedef struct hs_model_file {
 } hs_model_file;
 
 /* The model's files with their sizes and SHA-256 digests (reads every byte): the GGUF file,
- * or each of config.json, model.safetensors, pytorch_model.bin, tokenizer.json, vocab.json,
- * merges.txt, vocab.txt, tokenizer_config.json and special_tokens_map.json that the folder
- * holds. On success *out (free with hs_model_files_free) has *n entries. */
+ * or each of config.json, model.safetensors, model.safetensors.index.json, pytorch_model.bin,
+ * tokenizer.json, vocab.json, merges.txt, vocab.txt, tokenizer_config.json and
+ * special_tokens_map.json that the folder holds, the shards of a sharded checkpoint right
+ * after its index (the ones the model was loaded from, each once, sorted by name). On
+ * success *out (free with hs_model_files_free) has *n entries. */
 hs_status hs_model_files_hash(const hs_model *m, hs_model_file **out, int *n, hs_error *err);
 
 /* Frees what hs_model_files_hash returned; accepts NULL. */

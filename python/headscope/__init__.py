@@ -14,6 +14,7 @@ does not exist yet in the C library, so it is not here either.
 import collections
 import ctypes
 import json
+import operator
 
 import numpy as np
 
@@ -23,7 +24,7 @@ _LIB, LIBRARY_PATH = _lib.load_library()
 
 __version__ = _lib.PYTHON_VERSION
 __all__ = ["load", "Model", "Tokens", "HeadscopeError", "version", "build_commit",
-           "set_threads", "LIBRARY_PATH"]
+           "set_threads", "LIBRARY_PATH", "WEIGHT_MEMORY_ALL"]
 
 
 class HeadscopeError(Exception):
@@ -64,6 +65,30 @@ def _bytes(text, what):
     raise TypeError("%s must be str or bytes, not %s" % (what, type(text).__name__))
 
 
+WEIGHT_MEMORY_ALL = _lib.HS_WEIGHT_MEMORY_ALL
+
+
+def _budget(weight_memory):
+    """hs_open_opts.weight_memory for load(weight_memory=...): None is the library's default
+    (0), 0 one layer at a time (1 byte, as the CLI's --weight-memory 0), "all" no bound."""
+    if weight_memory is None:
+        return 0
+    if isinstance(weight_memory, str) and weight_memory == "all":
+        return _lib.HS_WEIGHT_MEMORY_ALL
+    if isinstance(weight_memory, (bool, str, bytes)):
+        raise TypeError("weight_memory must be None, an int (bytes) or \"all\", not %r"
+                        % (weight_memory,))
+    try:
+        n = operator.index(weight_memory)
+    except TypeError:
+        raise TypeError("weight_memory must be None, an int (bytes) or \"all\", not %r"
+                        % (weight_memory,)) from None
+    if not 0 <= n <= _lib.HS_WEIGHT_MEMORY_ALL:
+        raise ValueError("weight_memory must be between 0 and %d bytes, not %d"
+                         % (_lib.HS_WEIGHT_MEMORY_ALL, n))
+    return n or 1
+
+
 Tokens = collections.namedtuple("Tokens", ["ids", "tokens", "type_ids"])
 Tokens.__doc__ = """A tokenized text: ids (list of int), tokens (the vocabulary strings, raw:
 GPT-2 byte-level as "Ġworld"), type_ids (0 for the text, 1 for the pair)."""
@@ -73,11 +98,12 @@ class Model:
     """A loaded model; use headscope.load(path). Frees its memory on close() or when
     garbage-collected; usable as a context manager."""
 
-    def __init__(self, path):
+    def __init__(self, path, weight_memory=None):
+        opts = _lib.HsOpenOpts(0, _budget(weight_memory))
         err = _lib.HsError()
         handle = ctypes.c_void_p()
-        _check(_LIB.hs_model_load(_bytes(str(path), "path"), ctypes.byref(handle),
-                                  ctypes.byref(err)), err)
+        _check(_LIB.hs_model_open2(_bytes(str(path), "path"), ctypes.byref(opts),
+                                   ctypes.byref(handle), ctypes.byref(err)), err)
         self._h = handle
         cfg = _LIB.hs_model_config_of(handle).contents
         self.config = {name: getattr(cfg, name) for name, _ in cfg._fields_}
@@ -85,6 +111,18 @@ class Model:
         self.config["family"] = self.family
         self.n_layer, self.n_head, self.n_ctx = cfg.n_layer, cfg.n_head, cfg.n_ctx
         self.path = str(path)
+
+    @property
+    def weight_memory(self):
+        """The weight budget in effect, in bytes (headscope.WEIGHT_MEMORY_ALL: no bound)."""
+        return _LIB.hs_model_weight_memory(self._handle())
+
+    @property
+    def converted_bytes(self):
+        """Bytes of float32 layer weights the model needs converted to keep every layer
+        (0 for a float32 checkpoint); above weight_memory, layers are converted again in
+        every pass."""
+        return _LIB.hs_model_converted_bytes(self._handle())
 
     def close(self):
         """Frees the model (idempotent)."""
@@ -202,7 +240,12 @@ class Model:
             _LIB.hs_free(out)
 
 
-def load(path):
+def load(path, weight_memory=None):
     """Loads a model: a Hugging Face folder (config.json, model.safetensors or
-    pytorch_model.bin, tokenizer files) or a GGUF file. Raises HeadscopeError."""
-    return Model(path)
+    pytorch_model.bin, tokenizer files) or a GGUF file. Raises HeadscopeError.
+
+    weight_memory: bytes of float32 layer weights an F16, BF16 or quantised checkpoint keeps
+    converted at once (hs_model_open2, docs/architecture.md "Memory"): None for the
+    library's default (HEADSCOPE_WEIGHT_MEMORY, else a quarter of the physical memory), an
+    int (0: one layer at a time), or "all" (no bound). The results do not depend on it."""
+    return Model(path, weight_memory)

@@ -3,8 +3,8 @@ import ctypes
 import ctypes.util
 import os
 
-SOVERSION = 0  # the library major version these bindings are written for
-PYTHON_VERSION = "0.1.0"  # python/pyproject.toml; the tests check it against hs_version()
+SOVERSION = 1  # the library major version these bindings are written for
+PYTHON_VERSION = "1.0.0"  # python/pyproject.toml; the tests check it against hs_version()
 
 
 class HsError(ctypes.Structure):
@@ -64,6 +64,16 @@ class HsForwardOpts(ctypes.Structure):
     ]  # tests/lib.sh checks the size and offsets against the C header
 
 
+class HsOpenOpts(ctypes.Structure):
+    _fields_ = [
+        ("flags", ctypes.c_uint),
+        ("weight_memory", ctypes.c_size_t),
+    ]  # tests/lib.sh checks the size and offsets against the C header
+
+
+HS_WEIGHT_MEMORY_ALL = ctypes.c_size_t(-1).value  # (size_t)-1: no bound
+
+
 def _candidates():
     """Where the library may be, in the order tried."""
     env = os.environ.get("HEADSCOPE_LIB")
@@ -93,7 +103,10 @@ def _declare(lib):
         "hs_status_str": (c.c_char_p, [c.c_int]),
         "hs_set_threads": (None, [c.c_int]),
         "hs_threads": (c.c_int, []),
-        "hs_model_load": (c.c_int, [c.c_char_p, c.POINTER(c.c_void_p), err]),
+        "hs_model_open2": (c.c_int, [c.c_char_p, c.POINTER(HsOpenOpts), c.POINTER(c.c_void_p),
+                                     err]),
+        "hs_model_weight_memory": (c.c_size_t, [c.c_void_p]),
+        "hs_model_converted_bytes": (c.c_size_t, [c.c_void_p]),
         "hs_model_free": (None, [c.c_void_p]),
         "hs_model_config_of": (c.POINTER(HsModelConfig), [c.c_void_p]),
         "hs_model_tokenizer": (c.c_void_p, [c.c_void_p]),

@@ -18,14 +18,15 @@ BIN = os.environ.get("HEADSCOPE") or os.path.join(ROOT, "build", "headscope")
 GPT2 = os.path.join(ROOT, "fixtures", "tiny-gpt2")
 BERT = os.path.join(ROOT, "fixtures", "tiny-bert")
 TRAINED = os.path.join(ROOT, "fixtures", "trained-gpt2")
+LLAMA = os.path.join(ROOT, "fixtures", "family-models", "tiny-llama")  # BF16, 2 shards
 TEXT = "The cat sat on the mat. The cat sat on the mat."
 
 
-def cli_attn(model, text, pair=None):
+def cli_attn(model, text, pair=None, extra=()):
     """The maps `headscope attn` writes, read back with numpy."""
     with tempfile.TemporaryDirectory() as d:
         out = os.path.join(d, "a.npy")
-        cmd = [BIN, "attn", model, "--text", text, "-o", out, "-q"]
+        cmd = [BIN, "attn", model, "--text", text, "-o", out, "-q", *extra]
         if pair:
             cmd += ["--text-pair", pair]
         subprocess.run(cmd, check=True)
@@ -138,6 +139,65 @@ class Analyze(unittest.TestCase):
             self.assertIn("'similarity'", str(cm.exception))
             with self.assertRaises(headscope.HeadscopeError):
                 m.analyze("", ablation=False)
+
+
+# tiny-llama: d_model 64, 8 heads of 8, 2 KV heads, d_ff 160 (gated), 3 layers; a layer's
+# float32 matrices: QKV 64 x 96, O 64 x 64, [gate | up] 64 x 320, down 160 x 64
+LLAMA_CONVERTED = 3 * 4 * (64 * 96 + 64 * 64 + 64 * 320 + 160 * 64)
+
+
+class WeightMemory(unittest.TestCase):
+    def test_the_budget_asked_for_is_in_effect(self):
+        for wm, want in ((0, 1), (5000, 5000), (np.int64(70000), 70000),
+                         ("all", headscope.WEIGHT_MEMORY_ALL)):
+            with headscope.load(LLAMA, weight_memory=wm) as m:
+                self.assertEqual(m.weight_memory, want, wm)
+                self.assertEqual(m.converted_bytes, LLAMA_CONVERTED)
+        self.assertEqual(headscope.WEIGHT_MEMORY_ALL, 2 ** 64 - 1)
+
+    def test_default_is_the_environment(self):
+        saved = os.environ.pop("HEADSCOPE_WEIGHT_MEMORY", None)
+        try:
+            os.environ["HEADSCOPE_WEIGHT_MEMORY"] = "3M"
+            with headscope.load(LLAMA) as m:
+                self.assertEqual(m.weight_memory, 3 << 20)
+            with headscope.load(LLAMA, weight_memory=4096) as m:  # an explicit budget wins
+                self.assertEqual(m.weight_memory, 4096)
+            os.environ["HEADSCOPE_WEIGHT_MEMORY"] = "lots"
+            with self.assertRaises(headscope.HeadscopeError) as cm:
+                headscope.load(LLAMA)
+            self.assertEqual(str(cm.exception),
+                             "HEADSCOPE_WEIGHT_MEMORY='lots' is not a size (e.g. 512M, 4G or all)")
+        finally:
+            os.environ.pop("HEADSCOPE_WEIGHT_MEMORY", None)
+            if saved is not None:
+                os.environ["HEADSCOPE_WEIGHT_MEMORY"] = saved
+
+    def test_bad_budgets_are_refused_before_opening(self):
+        for wm, exc in ((-1, ValueError), (2 ** 64, ValueError), ("512M", TypeError),
+                        (1.5, TypeError), (True, TypeError)):
+            with self.assertRaises(exc, msg=repr(wm)):
+                headscope.load(LLAMA, weight_memory=wm)
+
+    def test_results_do_not_depend_on_the_budget(self):
+        # every layer converted once at load, or one layer at a time in every pass: the same
+        # maps as `headscope attn --weight-memory 0`, the same report (composition, DLA and
+        # norm-based values read every layer's weights; gradient and ablation rerun passes)
+        opts = dict(composition=True, dla=True, norm_based=True, hash_files=False)
+        got = {}
+        for wm in ("all", 0):
+            with headscope.load(LLAMA, weight_memory=wm) as m:
+                r = m.analyze(TEXT, **opts)
+                got[wm] = (m.attention(TEXT), r)
+        np.testing.assert_array_equal(got[0][0], got["all"][0])
+        np.testing.assert_array_equal(got[0][0], cli_attn(LLAMA, TEXT,
+                                                          extra=("--weight-memory", "0")))
+        r0, ra = got[0][1], got["all"][1]
+        self.assertTrue(r0["composition"]["available"])
+        self.assertTrue(r0["direct_logit_attribution"]["available"])
+        self.assertIsNotNone(r0["heads"][0]["norm_based"]["value_norm"])
+        for key in ("loss", "heads", "composition", "direct_logit_attribution", "pruning"):
+            self.assertEqual(r0[key], ra[key], key)
 
 
 class Errors(unittest.TestCase):

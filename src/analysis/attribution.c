@@ -121,9 +121,12 @@ hs_status hs_dla_compute(const hs_model *m, const int32_t *ids, int n, hs_dla **
             ui[k] = (ui[k] - mean) * act->final_rstd[i];
     }
     for (int l = 0; l < L; l++) {
-        const float *w = m->layers[l].w_o; /* (d, d): row c is context column c */
-        for (size_t k = 0; k < dd; k++)
-            wo[k] = w[k];
+        hs_layer ly; /* through the weight cache (model_internal.h) */
+        if ((st = hs_layer_get(m, l, &ly, err)))
+            goto fail;
+        for (size_t k = 0; k < dd; k++) /* (d, d): row c is context column c */
+            wo[k] = ly.w_o[k];
+        hs_layer_put(m, l);
         /* g_i = W_O u_i: (P, d), then each head's slice of z_i . g_i */
         hs_dgemm_fixed(0, 1, P, dm, dm, u, dm, wo, dm, g, dm);
         const float *z = act->z + (size_t)l * (size_t)n * dm;
@@ -166,14 +169,18 @@ hs_status hs_norm_values(const hs_model *m, const hs_activations *a, float *fnor
     float *f = malloc((size_t)n * (size_t)dm * sizeof *f);
     if (!f)
         return hs_fail(err, HS_E_NOMEM, "out of memory for norm-based attention");
+    hs_status st = HS_OK;
     for (int l = 0; l < c->n_layer; l++) {
+        hs_layer ly; /* through the weight cache (model_internal.h) */
+        if ((st = hs_layer_get(m, l, &ly, err)))
+            break;
         const float *qkv = a->qkv + (size_t)l * (size_t)n * (size_t)W;
         for (int h = 0; h < c->n_head; h++) {
             /* f: (n, d) = V_h: (n, dh) . W_O^h: (dh, d), the value's bias included; V_h is
              * the value of the KV head query head h reads */
             size_t v = (size_t)dm + (size_t)(a->n_kv_head + hs_model_kv_head(c, h)) * (size_t)dh;
             hs_op_gemm(0, n, dm, dh, 1.0f, qkv + v, W,
-                       m->layers[l].w_o + (size_t)h * dh * (size_t)dm, dm, 0.0f, f, dm);
+                       ly.w_o + (size_t)h * dh * (size_t)dm, dm, 0.0f, f, dm);
             float *out = fnorm + ((size_t)l * c->n_head + (size_t)h) * (size_t)n;
             for (int j = 0; j < n; j++) {
                 double s = 0;
@@ -182,7 +189,8 @@ hs_status hs_norm_values(const hs_model *m, const hs_activations *a, float *fnor
                 out[j] = (float)sqrt(s);
             }
         }
+        hs_layer_put(m, l);
     }
     free(f);
-    return HS_OK;
+    return st;
 }

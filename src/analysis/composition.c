@@ -35,13 +35,12 @@ static int qkv_col(const hs_model_config *c, int p, int col)
     return p == 0 ? col : c->d_model + ((p == 2 ? c->n_kv_head : 0) + g) * dh + col % dh;
 }
 
-/* The reading weights of layer l, part p (0 Q, 1 K, 2 V), with the attention's norm scale
+/* The reading weights of layer ly, part p (0 Q, 1 K, 2 V), with the attention's norm scale
  * (ln_1, input_layernorm) folded in, every query head with its own copy of its KV head's
  * columns: out: (d, d) row-major, column h*dh + j is head h's j-th column. */
-static void reader(const hs_model *m, int l, int p, double *out)
+static void reader(const hs_model *m, const hs_layer *ly, int p, double *out)
 {
     int d = m->cfg.d_model, W = hs_qkv_width(&m->cfg);
-    const hs_layer *ly = &m->layers[l];
     for (int i = 0; i < d; i++)
         for (int j = 0; j < d; j++)
             out[(size_t)i * d + j] = (double)ly->ln1_w[i] *
@@ -115,16 +114,21 @@ hs_status hs_composition_compute(const hs_model *m, hs_composition **out, hs_err
     r->qk_norm = r->ov_norm + N;
     for (size_t i = 0; i < 3 * nn; i++)
         r->q[i] = NAN;
+    /* every layer's weights through the weight cache (model_internal.h), at most two at once */
+    hs_layer ly, lr;
 #define GRAM(kind, head) (gram + ((size_t)(kind) * N + (size_t)(head)) * g2)
     for (int l = 0; l < L; l++) {
+        if ((st = hs_layer_get(m, l, &ly, err)))
+            goto fail;
         for (int p = 0; p < 3; p++) {
-            reader(m, l, p, rd);
+            reader(m, &ly, p, rd);
 #pragma omp parallel for
             for (int h = 0; h < H; h++) /* X^T X over head h's columns */
                 small_gemm(1, 0, dh, dh, d, rd + h * dh, d, rd + h * dh, d, GRAM(p, l * H + h), dh);
         }
         for (size_t i = 0; i < dd; i++)
-            wo[i] = (double)m->layers[l].w_o[i];
+            wo[i] = (double)ly.w_o[i];
+        hs_layer_put(m, l);
 #pragma omp parallel for
         for (int h = 0; h < H; h++) /* Go = O O^T: rows h*dh.. of W_O */
             small_gemm(0, 1, dh, dh, d, wo + (size_t)h * dh * d, d, wo + (size_t)h * dh * d, d,
@@ -135,20 +139,25 @@ hs_status hs_composition_compute(const hs_model *m, hs_composition **out, hs_err
             r->qk_norm[a] = sqrt(fmax(0.0, trace_prod(GRAM(0, a), GRAM(1, a), dh)));
         }
     }
-    for (int la = 0; la < L; la++) {
+    for (int la = 0; la < L - 1; la++) {
+        if ((st = hs_layer_get(m, la, &ly, err)))
+            goto fail;
         for (int lb = la + 1; lb < L; lb++) {
+            if ((st = hs_layer_get(m, lb, &lr, err))) {
+                hs_layer_put(m, la);
+                goto fail;
+            }
             for (int mode = 0; mode < 3; mode++) { /* 0 Q, 1 K, 2 V: the reader of head b */
                 static const int other[3] = {1, 0, 3}; /* Gk, Gq, Go on the far side */
                 double *dst = mode == 0 ? r->q : mode == 1 ? r->k : r->v;
                 /* M = W_O^la R_lb in float (the one d^3 product per layer pair and kind; its
                    rounding, ~1e-7 relative, is far below what the scores are read at) */
-                const hs_layer *lr = &m->layers[lb];
                 int W = hs_qkv_width(c);
                 for (int i = 0; i < d; i++)
                     for (int j = 0; j < d; j++)
                         rf[(size_t)i * d + j] =
-                            lr->ln1_w[i] * lr->w_qkv[(size_t)i * W + qkv_col(c, mode, j)];
-                hs_sgemm_fixed(0, 0, d, d, d, m->layers[la].w_o, d, rf, d, mf, d);
+                            lr.ln1_w[i] * lr.w_qkv[(size_t)i * W + qkv_col(c, mode, j)];
+                hs_sgemm_fixed(0, 0, d, d, d, ly.w_o, d, rf, d, mf, d);
                 for (size_t i = 0; i < dd; i++)
                     mm[i] = (double)mf[i]; /* block (a, b) = O_a R_b */
 #pragma omp parallel for
@@ -171,7 +180,9 @@ hs_status hs_composition_compute(const hs_model *m, hs_composition **out, hs_err
                         dst[(size_t)a * N + b] = den > 0 ? sqrt(fmax(0.0, s)) / den : NAN;
                     }
             }
+            hs_layer_put(m, lb);
         }
+        hs_layer_put(m, la);
     }
     /* copying: eigenvalues of O_a G V_a with G = diag(ln_f) W_U W_E = diag(ln_f) dec^T wte */
     {
@@ -185,10 +196,8 @@ hs_status hs_composition_compute(const hs_model *m, hs_composition **out, hs_err
             free(cm);
             free(wr);
             free(work);
-            free(r);
-            r = NULL;
             st = hs_fail(err, HS_E_NOMEM, "composition: out of memory");
-            goto done;
+            goto fail;
         }
         hs_sgemm_fixed(1, 0, d, d, c->vocab_size, m->decoder, d, m->wte, d, gf, d);
         for (int i = 0; i < d; i++)
@@ -196,9 +205,12 @@ hs_status hs_composition_compute(const hs_model *m, hs_composition **out, hs_err
                 mm[(size_t)i * d + j] = (double)m->lnf_w[i] * (double)gf[(size_t)i * d + j];
         free(gf);
         for (int l = 0; l < L && !info; l++) {
+            if ((st = hs_layer_get(m, l, &ly, err)))
+                break;
             for (size_t i = 0; i < dd; i++)
-                wo[i] = (double)m->layers[l].w_o[i];
-            reader(m, l, 2, rd);
+                wo[i] = (double)ly.w_o[i];
+            reader(m, &ly, 2, rd);
+            hs_layer_put(m, l);
             /* T = W_O G: (d, d), rows h*dh.. are O_h G */
             hs_dgemm_fixed(0, 0, d, d, d, wo, d, mm, d, tt, d);
 #pragma omp parallel for reduction(| : info)
@@ -223,15 +235,19 @@ hs_status hs_composition_compute(const hs_model *m, hs_composition **out, hs_err
         free(cm);
         free(wr);
         free(work);
+        if (st)
+            goto fail;
         if (info) {
-            free(r);
-            r = NULL;
             st = hs_fail(err, HS_E_VALUE, "composition: the eigenvalue solver failed (info %d)",
                          info);
-            goto done;
+            goto fail;
         }
     }
 #undef GRAM
+    goto done;
+fail:
+    free(r);
+    r = NULL;
 done:
     free(gram);
     free(wo);

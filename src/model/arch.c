@@ -494,15 +494,9 @@ hs_tensor_shape hs_names_shape(const hs_model_config *c, const hs_tensor_name *e
     return s;
 }
 
-const float **hs_slot_ptr(hs_model *m, hs_slot s, int layer)
+const float **hs_layer_slot_ptr(hs_layer *L, hs_slot s)
 {
-    hs_layer *L = layer >= 0 ? &m->layers[layer] : NULL;
     switch (s) {
-    case HS_S_TOK_EMB: return &m->wte;
-    case HS_S_POS_EMB: return &m->wpe;
-    case HS_S_TYPE_EMB: return &m->wtt;
-    case HS_S_EMB_NORM_W: return &m->emb_ln_w;
-    case HS_S_EMB_NORM_B: return &m->emb_ln_b;
     case HS_S_NORM1_W: return &L->ln1_w;
     case HS_S_NORM1_B: return &L->ln1_b;
     case HS_S_QKV_W: return &L->w_qkv;
@@ -515,6 +509,20 @@ const float **hs_slot_ptr(hs_model *m, hs_slot s, int layer)
     case HS_S_FC_B: return &L->b_fc;
     case HS_S_PROJ_W: return &L->w_proj;
     case HS_S_PROJ_B: return &L->b_proj;
+    default: return NULL;
+    }
+}
+
+const float **hs_slot_ptr(hs_model *m, hs_slot s, int layer)
+{
+    if (HS_SLOT_IS_LAYER(s))
+        return hs_layer_slot_ptr(&m->layers[layer], s);
+    switch (s) {
+    case HS_S_TOK_EMB: return &m->wte;
+    case HS_S_POS_EMB: return &m->wpe;
+    case HS_S_TYPE_EMB: return &m->wtt;
+    case HS_S_EMB_NORM_W: return &m->emb_ln_w;
+    case HS_S_EMB_NORM_B: return &m->emb_ln_b;
     case HS_S_FINAL_NORM_W: return &m->lnf_w;
     case HS_S_FINAL_NORM_B: return &m->lnf_b;
     case HS_S_MLM_W: return &m->mlm_w;
@@ -523,8 +531,8 @@ const float **hs_slot_ptr(hs_model *m, hs_slot s, int layer)
     case HS_S_MLM_NORM_B: return &m->mlm_ln_b;
     case HS_S_MLM_BIAS: return &m->mlm_bias;
     case HS_S_DECODER: return &m->decoder;
+    default: return NULL;
     }
-    return NULL;
 }
 
 /* ---- what is implemented ------------------------------------------------------------- */

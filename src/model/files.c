@@ -4,8 +4,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include <cJSON.h>
-
 #include "internal.h"
 #include "model/model_internal.h"
 
@@ -37,53 +35,24 @@ static hs_status hash_one(const char *path, const char *name, hs_model_file *f, 
     return f->name ? HS_OK : hs_fail(err, HS_E_NOMEM, "out of memory");
 }
 
-static int by_name(const void *a, const void *b)
+/* Appends the shards of a sharded checkpoint, as the loader kept them: each once, sorted
+ * by name. */
+static hs_status hash_shards(const hs_model *m, hs_model_file **files, int *k, hs_error *err)
 {
-    return strcmp(*(const char *const *)a, *(const char *const *)b);
-}
-
-/* Appends the shards that dir's model.safetensors.index.json names (each once, sorted by
- * name: the order of a JSON object's keys is not the checkpoint's identity). The loader has
- * checked the index already; this reads it again only for the file names. */
-static hs_status hash_shards(const char *dir, hs_model_file **files, int *k, hs_error *err)
-{
-    char path[4400], *text = NULL;
-    size_t len = 0;
-    cJSON *root = NULL;
-    snprintf(path, sizeof path, "%s/model.safetensors.index.json", dir);
-    hs_status st = hs_read_file(path, 64u << 20, &text, &len, err);
-    if (!st)
-        st = hs_json_parse(text, len, 1u << 22, "model.safetensors.index.json", &root, err);
-    const cJSON *wm = cJSON_GetObjectItemCaseSensitive(root, "weight_map"), *e;
-    int count = cJSON_GetArraySize(wm);
-    size_t u = 0;
-    const char **names = calloc((size_t)count + 1, sizeof *names);
-    if (!st && !names)
-        st = hs_fail(err, HS_E_NOMEM, "out of memory");
-    if (!st) {
-        cJSON_ArrayForEach(e, wm) {
-            if (cJSON_IsString(e) && !strchr(e->valuestring, '/'))
-                names[u++] = e->valuestring;
-        }
+    hs_model_file *grown = realloc(*files, ((size_t)*k + (size_t)m->n_shards + N_HF_FILES) *
+                                               sizeof **files);
+    if (!grown)
+        return hs_fail(err, HS_E_NOMEM, "out of memory");
+    *files = grown;
+    for (int i = 0; i < m->n_shards; i++) {
+        char path[4400];
+        snprintf(path, sizeof path, "%s/%s", m->path, m->shards[i]);
+        hs_status st = hash_one(path, m->shards[i], &(*files)[*k], err);
+        if (st)
+            return st;
+        (*k)++;
     }
-    if (u)
-        qsort(names, u, sizeof *names, by_name);
-    hs_model_file *grown = st ? NULL : realloc(*files, (*k + u + N_HF_FILES) * sizeof **files);
-    if (!st && !grown)
-        st = hs_fail(err, HS_E_NOMEM, "out of memory");
-    if (grown)
-        *files = grown;
-    for (size_t i = 0; i < u && !st; i++) {
-        if (i && !strcmp(names[i], names[i - 1]))
-            continue;
-        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
-        if (!(st = hash_one(path, names[i], &(*files)[*k], err)))
-            (*k)++;
-    }
-    free(names);
-    cJSON_Delete(root);
-    free(text);
-    return st;
+    return HS_OK;
 }
 
 hs_status hs_model_files_hash(const hs_model *m, hs_model_file **out, int *n, hs_error *err)
@@ -110,7 +79,7 @@ hs_status hs_model_files_hash(const hs_model *m, hs_model_file **out, int *n, hs
             st = hash_one(full, hf_files[i], &files[k], err);
             k += st == HS_OK;
             if (!st && !strcmp(hf_files[i], "model.safetensors.index.json"))
-                st = hash_shards(path, &files, &k, err);
+                st = hash_shards(m, &files, &k, err);
         }
     }
     if (st) {

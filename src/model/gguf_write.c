@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "model/gguf_internal.h"
+#include "model/quant.h"
 #include "nn/ops.h"
 
 #define ALIGN 32u
@@ -162,7 +163,10 @@ void hs_meta_elem_f32(meta *m, float v)
  * transpose src[c * ld + r] (a normalised (in, out) matrix written as (out, in)). */
 typedef struct plan_t {
     char name[64];
-    const float *src;
+    const float *src; /* a layer's tensor: NULL until written (below) */
+    int layer;        /* -1, or the layer whose slot `slot` holds it from column `off` */
+    hs_slot slot;
+    size_t off;
     size_t rows, cols, ld;
     int transpose;
     size_t rope_dh;  /* > 0: Llama's Q or K, rows (elements of a vector) in llama.cpp's
@@ -230,6 +234,7 @@ static void add(plan *p, const char *name, const float *src, size_t rows, size_t
     memset(t, 0, sizeof *t);
     snprintf(t->name, sizeof t->name, "%s", name);
     t->src = src;
+    t->layer = -1;
     t->rows = rows;
     t->cols = cols;
     t->ld = ld;
@@ -267,31 +272,40 @@ static hs_status plan_row(void *ctx, const hs_tensor_name *e, int layer, hs_erro
     (void)err;
     if ((e->flags & HS_TN_HEAD) && !(pc->opt->keep_mlm && m->cfg.has_lm_head && m->mlm_w))
         return HS_OK;
-    const float *src = *hs_slot_ptr((hs_model *)(uintptr_t)m, e->slot, layer);
+    /* a layer's tensors are looked up when written (the weight cache converts them) */
+    const float *src = layer < 0 ? *hs_slot_ptr((hs_model *)(uintptr_t)m, e->slot, -1) : NULL;
     int copy = src && (e->flags & HS_TN_GGUF_COPY) && !pc->opt->no_output_copy;
     if ((e->flags & HS_TN_OPTIONAL) && (!src || src == m->wte) && !copy)
         return HS_OK;
     hs_tensor_shape sh = hs_names_shape(&m->cfg, e);
     char nm[64];
     hs_names_format(e->gguf, layer, nm, sizeof nm);
-    size_t rows = (size_t)sh.rows, cols = (size_t)sh.cols, ld = (size_t)sh.ld;
-    src += sh.off;
+    size_t rows = (size_t)sh.rows, cols = (size_t)sh.cols, ld = (size_t)sh.ld, off = (size_t)sh.off;
     if (e->slot == HS_S_POS_EMB) { /* from the first row a text uses, as llama.cpp's converter
                                       writes RoBERTa's (the loader reads it from row 0) */
-        src += (size_t)m->cfg.arch->pos_offset * cols;
+        off += (size_t)m->cfg.arch->pos_offset * cols;
         rows = (size_t)m->cfg.n_ctx;
     }
+    src = src ? src + off : NULL;
     if (sh.kind == HS_K_VEC)
         add_vec(pc->p, nm, src, cols);
     else if (sh.kind == HS_K_MAT)
         add_lin(pc->p, nm, src, rows, cols, ld);
     else
         add(pc->p, nm, src, rows, cols, cols, 0);
+    if (pc->p->nomem)
+        return HS_OK;
+    plan_t *t = &pc->p->t[pc->p->n - 1];
+    if (layer >= 0) {
+        t->layer = layer;
+        t->slot = e->slot;
+        t->off = off;
+    }
     /* llama.cpp's rope turns adjacent pairs: Llama's Q and K rows are permuted (its
      * converter's LlamaModel.permute); Qwen2 and GPT-NeoX run rotate-half as stored */
     if (m->cfg.family == HS_FAMILY_LLAMA && (e->slot == HS_S_QKV_W || e->slot == HS_S_QKV_B) &&
-        (e->part == 0 || e->part == 1) && !pc->p->nomem)
-        pc->p->t[pc->p->n - 1].rope_dh = (size_t)m->cfg.d_head;
+        (e->part == 0 || e->part == 1))
+        t->rope_dh = (size_t)m->cfg.d_head;
     /* Llama 3's rope scaling as llama.cpp's converter stores it: a divisor per frequency */
     if (e->slot == HS_S_TOK_EMB && m->cfg.arch->rope_scaling == HS_ROPE_LLAMA3) {
         const hs_arch *a = m->cfg.arch;
@@ -329,22 +343,6 @@ static void le16(unsigned char *p, uint16_t v)
     p[1] = (unsigned char)(v >> 8);
 }
 
-/* Q8_0, as ggml's reference quantizer: d = max|x| / 127, q = roundf(x / d). */
-static void q8_0_block(const float *x, unsigned char *out)
-{
-    float amax = 0.0f;
-    for (int j = 0; j < 32; j++) {
-        float a = fabsf(x[j]);
-        if (a > amax)
-            amax = a;
-    }
-    float d = amax / 127.0f;
-    float id = d != 0.0f ? 1.0f / d : 0.0f;
-    le16(out, hs_f32_to_f16(d));
-    for (int j = 0; j < 32; j++)
-        out[2 + j] = (unsigned char)(int8_t)roundf(x[j] * id);
-}
-
 /* Writes one tensor: gathers its rows in GGUF order, encodes, pads. */
 static void write_tensor(sink *s, const plan_t *t, float *row, unsigned char *enc)
 {
@@ -373,7 +371,7 @@ static void write_tensor(sink *s, const plan_t *t, float *row, unsigned char *en
             break;
         case HS_GGML_Q8_0:
             for (size_t b = 0; b < cols / 32; b++)
-                q8_0_block(row + 32 * b, enc + 34 * b);
+                hs_quant_q8_0_encode(row + 32 * b, enc + 34 * b);
             nb = cols / 32 * 34;
             break;
         default:
@@ -527,8 +525,20 @@ static hs_status emit(sink *s, const hs_model *m, const hs_gguf_write_options *o
         st = hs_fail(err, HS_E_NOMEM, "out of memory encoding tensors");
         goto fail;
     }
-    for (size_t i = 0; i < p.n && !s->failed; i++)
-        write_tensor(s, &p.t[i], row, enc);
+    hs_layer ly;
+    int held = -1; /* the layer pinned in the weight cache, its float32 weights in ly */
+    for (size_t i = 0; i < p.n && !s->failed; i++) {
+        plan_t *t = &p.t[i];
+        if (held != t->layer && held >= 0)
+            hs_layer_put(m, held);
+        if (held != t->layer && t->layer >= 0 && (st = hs_layer_get(m, t->layer, &ly, err)))
+            goto fail;
+        if ((held = t->layer) >= 0)
+            t->src = *hs_layer_slot_ptr(&ly, t->slot) + t->off;
+        write_tensor(s, t, row, enc);
+    }
+    if (held >= 0)
+        hs_layer_put(m, held);
     st = s->failed ? (s->f ? HS_E_IO : HS_E_NOMEM) : HS_OK;
 fail:
     free(enc);

@@ -108,6 +108,23 @@ static int shard_name_ok(const char *s)
     return s[0] && s[0] != '.' && !strchr(s, '/') && !strchr(s, '\\') && strlen(s) < 256;
 }
 
+static int by_name(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* m->shards: a copy of the n shard names, sorted. */
+static hs_status keep_shard_names(hs_model *m, const char *const *names, int n, hs_error *err)
+{
+    if (!(m->shards = calloc((size_t)n, sizeof *m->shards)))
+        return hs_fail(err, HS_E_NOMEM, "out of memory");
+    for (; m->n_shards < n; m->n_shards++)
+        if (!(m->shards[m->n_shards] = strdup(names[m->n_shards])))
+            return hs_fail(err, HS_E_NOMEM, "out of memory");
+    qsort(m->shards, (size_t)n, sizeof *m->shards, by_name);
+    return HS_OK;
+}
+
 /* The weights of a sharded checkpoint: model.safetensors.index.json's weight_map
  * ({tensor name: shard file}) names the shards; each is opened once, and every tensor the
  * index names must be in the shard it names and in no other. */
@@ -168,6 +185,8 @@ static hs_status load_shards(hs_model *m, const char *dir, const char *index, hs
         if (st)
             break;
     }
+    if (st == HS_OK)
+        st = keep_shard_names(m, names, ctx.n_shards, err);
     free(names);
     if (st == HS_OK) {
         m->release_src = 1; /* every shard is a private mapping: pages dropped once copied */

@@ -82,6 +82,9 @@ void hs_model_free(hs_model *m)
     free(m->arena);
     if (m->map)
         hs_file_unmap(m->map, m->map_len);
+    for (int i = 0; i < m->n_shards; i++)
+        free(m->shards[i]);
+    free(m->shards);
     free(m->path);
     free(m);
 }

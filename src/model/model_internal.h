@@ -154,6 +154,10 @@ hs_tensor_shape hs_names_shape(const hs_model_config *c, const hs_tensor_name *e
 /* The slot's pointer in m: &m->wte, &m->layers[layer].w_qkv, ... */
 const float **hs_slot_ptr(hs_model *m, hs_slot s, int layer);
 
+/* A layer slot's pointer in L (&L->w_qkv, ...), NULL for a slot that is not a layer's. */
+typedef struct hs_layer hs_layer;
+const float **hs_layer_slot_ptr(hs_layer *L, hs_slot s);
+
 /* A logical tensor the builder asks a reader for: the table row, its layer (-1 for a
  * model-level row) and its Hugging Face name with the prefix left out (alt: hf_alt). */
 typedef struct hs_tensor_ref {
@@ -209,7 +213,6 @@ enum { HS_WU_QKV, HS_WU_O, HS_WU_FC, HS_WU_PROJ, HS_WU_N };
 int hs_wunit_kind(hs_slot s);
 
 typedef struct hs_wcache hs_wcache;
-typedef struct hs_layer hs_layer;
 
 /* A cache for m (cfg set) with budget bytes (HS_WEIGHT_MEMORY_ALL: no bound); NULL when
  * out of memory. */
@@ -228,7 +231,14 @@ hs_status hs_wcache_prepare(hs_model *m, hs_error *err);
 
 /* The float32 weights of layer l: *out is m->layers[l] with every cached matrix made
  * resident and pinned; each hs_layer_get that succeeds is matched by one hs_layer_put.
- * Safe from several threads at once (a conversion runs under the cache's lock). */
+ * Every reader of a layer's weights outside src/model/ goes through these two, never
+ * m->layers[l] directly (on a model whose layers take turns its matrices are absent there).
+ * The budget is a target, not a ceiling: a pinned unit is never dropped, so several layers
+ * pinned at once (composition holds two; concurrent passes one each) are all resident
+ * however small the budget, beyond it while pinned; hs_layer_put drops the least recently
+ * used unpinned units until the cache is back within it. Pins nest (the same layer pinned
+ * twice is converted once). Safe from several threads at once (a conversion runs under the
+ * cache's lock). */
 hs_status hs_layer_get(const hs_model *m, int l, hs_layer *out, hs_error *err);
 void hs_layer_put(const hs_model *m, int l);
 
@@ -274,6 +284,10 @@ struct hs_model {
     hs_file_format format;
     unsigned open_flags; /* HS_OPEN_* given to hs_model_open */
     const char *weights_file; /* static: "model.safetensors", "pytorch_model.bin", or NULL */
+    char **shards;       /* a sharded checkpoint: the shard files its index names, each once,
+                            sorted by name (the order of the index's keys is not the
+                            checkpoint's identity); the report hashes these */
+    int n_shards;
     char *path;
     char storage_dtype[8];
 

@@ -1,6 +1,9 @@
 /* Decoding ggml's block-quantised formats (quant.h states the layouts). Each formula is
  * evaluated in the order ggml's reference decoder uses, in float, so a tensor decodes to
- * the same float32 values llama.cpp's own dequantisation gives. */
+ * the same float32 values llama.cpp's own dequantisation gives. Also Q8_0's encoder, for
+ * the GGUF writer. */
+#include <math.h>
+
 #include "model/quant.h"
 
 #include "internal.h"
@@ -101,4 +104,21 @@ void hs_quant_decode(uint32_t type, const unsigned char *src, float *dst, size_t
         : type == HS_QUANT_Q4_K ? decode_q4_k : decode_q6_k;
     for (size_t blk = 0; blk < n / elems; blk++)
         decode(src + blk * bytes, dst + blk * elems);
+}
+
+void hs_quant_q8_0_encode(const float *x, unsigned char *out)
+{
+    float amax = 0.0f;
+    for (int j = 0; j < 32; j++) {
+        float a = fabsf(x[j]);
+        if (a > amax)
+            amax = a;
+    }
+    float d = amax / 127.0f;
+    float id = d != 0.0f ? 1.0f / d : 0.0f;
+    uint16_t h = hs_f32_to_f16(d);
+    out[0] = (unsigned char)h;
+    out[1] = (unsigned char)(h >> 8);
+    for (int j = 0; j < 32; j++)
+        out[2 + j] = (unsigned char)(int8_t)roundf(x[j] * id);
 }

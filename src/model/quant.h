@@ -36,4 +36,8 @@ int hs_quant_block(uint32_t type, size_t *elems, size_t *bytes);
  * checked the type with hs_quant_block and n against the block size. */
 void hs_quant_decode(uint32_t type, const unsigned char *src, float *dst, size_t n);
 
+/* Encodes 32 floats x as one Q8_0 block out (34 bytes), as ggml's reference quantizer
+ * (quantize_row_q8_0_ref): d = max|x| / 127, q = roundf(x / d), d stored as f16. */
+void hs_quant_q8_0_encode(const float *x, unsigned char *out);
+
 #endif

@@ -7,7 +7,11 @@
  * just before it is needed again). So the budget is split: the first layers that fit,
  * leaving room for one more layer, are converted at load and kept for good; the rest take
  * turns in what is left, the least recently used unpinned unit dropped first. A pass then
- * converts exactly the layers that are not kept, once each. */
+ * converts exactly the layers that are not kept, once each.
+ *
+ * The budget is a target: pinned units are never dropped, so layers pinned at once stay
+ * resident beyond it (composition pins two), and each hs_layer_put drops what it can until
+ * the cache is back within it. */
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,10 +19,6 @@
 #include <unistd.h>
 
 #include "model/model_internal.h"
-
-_Static_assert(HS_HOLD_ATTN == ((1u << HS_WU_QKV) | (1u << HS_WU_O)) &&
-                   HS_HOLD_ALL == (1u << HS_WU_N) - 1,
-               "HS_HOLD_* (internal.h) are masks of HS_WU_* (model_internal.h)");
 
 #define MAX_SRC 3 /* a unit's stored tensors: the whole slot, or Q, K, V (gate, up) parts */
 
@@ -38,7 +38,7 @@ typedef struct wunit {
     int rows, ld;       /* the float32 slot: (rows, ld) */
     size_t floats;      /* 0: not a cached unit (float32, in place or in the arena) */
     float *buf;         /* the float32 slot when resident */
-    int pins, kept, held;
+    int pins, kept;
     uint64_t used;      /* the LRU clock when last pinned */
 } wunit;
 
@@ -65,12 +65,8 @@ int hs_wunit_kind(hs_slot s)
 
 static const float **unit_slot(hs_layer *L, int kind)
 {
-    switch (kind) {
-    case HS_WU_QKV: return &L->w_qkv;
-    case HS_WU_O: return &L->w_o;
-    case HS_WU_FC: return &L->w_fc;
-    default: return &L->w_proj;
-    }
+    static const hs_slot slots[HS_WU_N] = {HS_S_QKV_W, HS_S_O_W, HS_S_FC_W, HS_S_PROJ_W};
+    return hs_layer_slot_ptr(L, slots[kind]);
 }
 
 hs_wcache *hs_wcache_new(const hs_model *m, size_t budget)
@@ -248,6 +244,7 @@ hs_status hs_wcache_prepare(hs_model *m, hs_error *err)
             drop_sources(&wc->u[i]);
         wc->all_kept = 1;
     }
+    make_room(wc, 0); /* within the budget: a budget below one unit leaves none resident */
     return HS_OK;
 }
 
@@ -282,49 +279,7 @@ void hs_layer_put(const hs_model *m, int l)
     for (int k = 0; k < HS_WU_N; k++)
         if (u[k].floats)
             u[k].pins--;
-    pthread_mutex_unlock(&wc->lock);
-}
-
-hs_status hs_weights_hold(const hs_model *m, unsigned mask, hs_error *err)
-{
-    hs_wcache *wc = m->wc;
-    if (!wc || wc->all_kept)
-        return HS_OK;
-    hs_status st = HS_OK;
-    pthread_mutex_lock(&wc->lock);
-    for (int l = 0; l < wc->n_layer && !st; l++)
-        for (int k = 0; k < HS_WU_N && !st; k++) {
-            wunit *u = &wc->u[(size_t)l * HS_WU_N + (size_t)k];
-            if (!u->floats || u->held || !(mask & (1u << k)))
-                continue;
-            if (!(st = pin(wc, u, err))) {
-                u->held = 1;
-                *unit_slot(&m->layers[l], k) = u->buf;
-            }
-        }
-    pthread_mutex_unlock(&wc->lock);
-    if (st)
-        hs_weights_unhold(m);
-    return st;
-}
-
-void hs_weights_unhold(const hs_model *m)
-{
-    hs_wcache *wc = m->wc;
-    if (!wc || wc->all_kept)
-        return;
-    pthread_mutex_lock(&wc->lock);
-    for (int l = 0; l < wc->n_layer; l++)
-        for (int k = 0; k < HS_WU_N; k++) {
-            wunit *u = &wc->u[(size_t)l * HS_WU_N + (size_t)k];
-            if (!u->held)
-                continue;
-            u->held = 0;
-            u->pins--;
-            if (!u->kept)
-                *unit_slot(&m->layers[l], k) = NULL;
-        }
-    make_room(wc, 0); /* back within the budget */
+    make_room(wc, 0); /* back within the budget, as far as the units still pinned allow */
     pthread_mutex_unlock(&wc->lock);
 }
 

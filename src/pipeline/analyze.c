@@ -288,14 +288,8 @@ hs_status hs_analyze_run(const hs_model *m, const hs_analyze_input *in, const hs
         a->heads[k].probe_free = a->heads[k].probe_scores;
         a->heads[k].norm_first_token = a->heads[k].norm_mass = a->heads[k].value_norm = NAN;
     }
-    if (o->norm_based) { /* hs_norm_values reads every layer's W_O from the model */
-        if (!(st = hs_weights_hold(m, HS_HOLD_ATTN, err))) {
-            st = hs_analysis_norm_based(a, err);
-            hs_weights_unhold(m);
-        }
-        if (st)
-            goto fail;
-    }
+    if (o->norm_based && (st = hs_analysis_norm_based(a, err)))
+        goto fail;
     if (o->word_level && (st = hs_analysis_word_level(a, err)))
         goto fail;
 
@@ -392,22 +386,16 @@ hs_status hs_analyze_run(const hs_model *m, const hs_analyze_input *in, const hs
                          ar->sep_token != NULL);
     }
 
-    /* these two read every layer's attention weights from the model: on a model whose
-     * layers take turns in the weight cache they are held converted meanwhile */
-    int comp = o->composition && hs_composition_defined(c);
-    int dla = o->dla && !hs_dla_undefined(m) && n >= 2;
-    if ((comp || dla) && (st = hs_weights_hold(m, HS_HOLD_ATTN, err)))
-        goto fail;
     /* weights only: how the heads compose (Elhage et al. 2021) */
-    if (comp)
-        st = hs_composition_compute(m, &a->composition, err);
-    /* one more pass: each head's direct effect on the next token's logit */
-    if (!st && dla && !(st = hs_dla_compute(m, a->ids, n, &a->dla, err)))
-        a->forward_passes++;
-    if (comp || dla)
-        hs_weights_unhold(m);
-    if (st)
+    if (o->composition && hs_composition_defined(c) &&
+        (st = hs_composition_compute(m, &a->composition, err)))
         goto fail;
+    /* one more pass: each head's direct effect on the next token's logit */
+    if (o->dla && !hs_dla_undefined(m) && n >= 2) {
+        if ((st = hs_dla_compute(m, a->ids, n, &a->dla, err)))
+            goto fail;
+        a->forward_passes++;
+    }
 
     /* 5. loss, gradient importance, ablation, pruning: runs of the model */
     if ((st = hs_analyze_importance(m, a, o, active, cls_id, sep_id, err)))
