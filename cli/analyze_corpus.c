@@ -5,12 +5,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
-#include "cli.h"
-#include "headscope/corpus.h"
-#include "internal.h"
+#include "corpus_run.h"
 
 #define MAX_SKIP_MESSAGES 50
 
@@ -20,45 +17,9 @@ typedef struct kept {
     size_t len, pair_len;
 } kept;
 
-typedef struct run {
-    const char *cmd;
-    const cli_corpus_opts *co;
-    const hs_model *m;
-    hs_analyze_opts ao;
-    hs_corpus_info info;
-    hs_corpus_agg *agg;
-    FILE *out;          /* texts.jsonl's temporary file */
-    int quiet, messages;
-    double t0;
-    hs_sha256_ctx digest;   /* of the selected records so far */
-    long selected;          /* selected records dealt with */
-    long done_here, tokens_here; /* texts and tokens analysed by this process */
-    long total;             /* this shard's texts when known (--sample), else -1 */
-    hs_corpus_partial resume; /* the checkpoint resumed from (position 0: none) */
-    int checked;            /* the resumed aggregate was checked against a new analysis */
-    long stop_after;        /* HEADSCOPE_TEST_STOP_AFTER: fail after this many texts */
-    long every;             /* texts between checkpoints; 0: none (stdin cannot be resumed) */
-    const char *outdir;
-    const char *texts_tmp;  /* texts.jsonl's temporary file's name in outdir */
-    int checkpointed;       /* a checkpoint is on disk */
-    cli_progress prog;
-    /* --ablation mean: a first pass over every selected text (all shards') sums each head's
-     * context; the analyses then ablate by means = z_sum / z_tokens */
-    int means_pass;
-    double *z_sum;          /* (n_layer, d_model) */
-    long z_tokens;
-    float *means;           /* (n_layer, d_model) */
-} run;
-
-static double now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
 /* A bad record (text: found after selection, by the tokenizer or a length limit). */
-static void skipped(run *r, long line, hs_corpus_skip why, const char *detail, int text)
+static void skipped(cli_corpus_run *r, long line, hs_corpus_skip why, const char *detail,
+                    int text)
 {
     if (r->means_pass) /* counted and said by the analysing pass */
         return;
@@ -77,7 +38,7 @@ static void skipped(run *r, long line, hs_corpus_skip why, const char *detail, i
 
 /* The first text this process analyses: it starts the aggregate, or is checked against the
  * one resumed. Returns 0 or EXIT_FAIL after printing the error. */
-static int check_first(run *r, const hs_analysis *a)
+static int check_first(cli_corpus_run *r, const hs_analysis *a)
 {
     hs_error err = {{0}};
     hs_corpus_agg *g = NULL;
@@ -99,54 +60,10 @@ static int check_first(run *r, const hs_analysis *a)
     return 0;
 }
 
-static void digest_hex(const run *r, char hex[65])
-{
-    hs_sha256_ctx c = r->digest;
-    hs_sha256_final(&c, hex);
-}
-
-/* Writes partial.json: a checkpoint (cp), or the finished shard's partial (cp NULL). */
-static int write_partial(run *r, const hs_corpus_checkpoint *cp)
-{
-    hs_error err = {{0}};
-    char path[4096];
-    if (cp) /* the finished run's seconds are the report's */
-        r->info.seconds = r->resume.info.seconds + (now() - r->t0);
-    r->info.n_selected = r->selected;
-    digest_hex(r, r->info.digest);
-    char *js = hs_corpus_partial_json(r->agg, &r->info, cp);
-    if (!js) {
-        cli_error(r->cmd, "out of memory");
-        return EXIT_FAIL;
-    }
-    snprintf(path, sizeof path, "%s/partial.json", r->outdir);
-    hs_status st = hs_file_write_atomic(path, js, strlen(js), &err);
-    free(js);
-    if (st) {
-        cli_error(r->cmd, "%s", err.msg);
-        return EXIT_FAIL;
-    }
-    return 0;
-}
-
-static int checkpoint(run *r)
-{
-    hs_corpus_checkpoint cp = {.position = r->selected};
-    if (fflush(r->out) != 0 || (cp.texts_bytes = ftell(r->out)) < 0) {
-        cli_error(r->cmd, "cannot write texts.jsonl: %s", strerror(errno));
-        return EXIT_FAIL;
-    }
-    snprintf(cp.texts_tmp, sizeof cp.texts_tmp, "%s", r->texts_tmp);
-    if (write_partial(r, &cp))
-        return EXIT_FAIL;
-    r->checkpointed = 1;
-    return 0;
-}
-
 /* Tokenizes one text into *enc as the corpus options say (truncated to --max-tokens, unless
  * --skip-long); returns 1, or 0 when the text is skipped (said by skipped()). */
-static int encode(run *r, long line, const char *text, size_t len, const char *pair,
-                  size_t pair_len, hs_encoding *enc, int *truncated)
+static int encode(cli_corpus_run *r, long line, const char *text, size_t len,
+                  const char *pair, size_t pair_len, hs_encoding *enc, int *truncated)
 {
     const hs_tokenizer *tok = hs_model_tokenizer(r->m);
     const hs_model_config *c = hs_model_config_of(r->m);
@@ -189,8 +106,8 @@ static int encode(run *r, long line, const char *text, size_t len, const char *p
 /* Tokenizes and analyses one text (the means pass: adds its contexts to the sums), folds
  * it into the aggregate and writes its line. Returns 0, or EXIT_FAIL after printing the
  * error. */
-static int one_text(run *r, long line, const char *text, size_t len, const char *pair,
-                    size_t pair_len)
+static int one_text(cli_corpus_run *r, long line, const char *text, size_t len,
+                    const char *pair, size_t pair_len)
 {
     hs_encoding enc = {0};
     hs_error err = {{0}};
@@ -246,8 +163,8 @@ done:
 
 /* One selected record, in corpus order: its digest; analysed when it is this shard's and
  * not already in the resumed checkpoint; then a checkpoint when one is due. */
-static int selected(run *r, long line, const char *text, size_t len, const char *pair,
-                    size_t pair_len)
+static int selected(cli_corpus_run *r, long line, const char *text, size_t len,
+                    const char *pair, size_t pair_len)
 {
     if (r->means_pass) /* every selected text, whatever the shard or checkpoint */
         return one_text(r, line, text, len, pair, pair_len);
@@ -262,7 +179,7 @@ static int selected(run *r, long line, const char *text, size_t len, const char 
         r->selected++;
         if (r->selected == r->resume.cp.position) {
             char hex[65];
-            digest_hex(r, hex);
+            cli_corpus_digest_hex(r, hex);
             if (strcmp(hex, r->resume.info.digest)) {
                 cli_error(r->cmd, "cannot resume: '%s' has changed since the checkpoint in '%s'",
                           r->co->path, r->outdir);
@@ -282,14 +199,14 @@ static int selected(run *r, long line, const char *text, size_t len, const char 
         return rc;
     cli_progress_update(&r->prog, r->agg->n_texts, r->total, r->done_here, r->tokens_here, 0);
     if (r->stop_after && r->done_here >= r->stop_after) {
-        if (checkpoint(r))
+        if (cli_corpus_checkpoint(r))
             return EXIT_FAIL;
         cli_progress_end(&r->prog);
         cli_error(r->cmd, "stopped after %ld texts (HEADSCOPE_TEST_STOP_AFTER)", r->done_here);
         return EXIT_FAIL;
     }
     if (r->every && r->done_here % r->every == 0)
-        return checkpoint(r);
+        return cli_corpus_checkpoint(r);
     return 0;
 }
 
@@ -301,7 +218,7 @@ static int cmp_kept(const void *x, const void *y)
 
 /* Reads every record; analyses each (or, with a sample, keeps a reservoir and analyses it
  * afterwards in corpus order). Returns 0 or an exit status. */
-static int read_all(run *r, hs_corpus_reader *rd)
+static int read_all(cli_corpus_run *r, hs_corpus_reader *rd)
 {
     hs_error err = {{0}};
     hs_corpus_item it;
@@ -371,7 +288,7 @@ static int read_all(run *r, hs_corpus_reader *rd)
     return rc;
 }
 
-static void print_summary(const run *r, const char *report_path)
+static void print_summary(const cli_corpus_run *r, const char *report_path)
 {
     const hs_corpus_agg *g = r->agg;
     long n_skipped = 0;
@@ -397,52 +314,11 @@ static void print_summary(const run *r, const char *report_path)
     printf("wrote %s\n", report_path);
 }
 
-/* --resume: reads the checkpoint in outdir and reopens texts.jsonl's temporary file. */
-static int resume_open(run *r, const char *texts, hs_out *outf)
-{
-    hs_error err = {{0}};
-    char path[4096], tmp[4096];
-    snprintf(path, sizeof path, "%s/partial.json", r->outdir);
-    if (hs_corpus_partial_read(path, &r->resume, &err) != HS_OK) {
-        cli_error(r->cmd, "cannot resume: %s", err.msg);
-        return EXIT_FAIL;
-    }
-    if (r->resume.cp.position == 0) {
-        cli_error(r->cmd, "cannot resume: '%s' is a finished run's (nothing to resume)", path);
-        return EXIT_FAIL;
-    }
-    /* the settings must be this command line's; what was read is compared as it is read */
-    hs_corpus_partial now_p = {.info = r->info};
-    hs_corpus_info *ni = &now_p.info;
-    const hs_corpus_info *ci = &r->resume.info;
-    memcpy(ni->digest, ci->digest, sizeof ni->digest);
-    ni->n_selected = ci->n_selected, ni->n_records = ci->n_records, ni->n_empty = ci->n_empty;
-    memcpy(ni->skipped, ci->skipped, sizeof ni->skipped);
-    if (ni->format == HS_CORPUS_AUTO) /* the checkpoint holds the format detected */
-        ni->format = ci->format;
-    if (ni->shard != ci->shard || hs_corpus_partial_check(&r->resume, &now_p, &err) != HS_OK) {
-        if (ni->shard != ci->shard)
-            snprintf(err.msg, sizeof err.msg, "made for shard %d/%d", ci->shard, ci->n_shards);
-        cli_error(r->cmd, "cannot resume: the checkpoint in '%s' was %s", r->outdir, err.msg);
-        return EXIT_FAIL;
-    }
-    r->agg = r->resume.agg; /* taken over */
-    r->resume.agg = NULL;
-    memcpy(r->info.skipped_text, ci->skipped_text, sizeof r->info.skipped_text);
-    snprintf(tmp, sizeof tmp, "%s/%s", r->outdir, r->resume.cp.texts_tmp);
-    if (hs_out_reopen(texts, tmp, r->resume.cp.texts_bytes, outf, &err) != HS_OK) {
-        cli_error(r->cmd, "cannot resume: %s", err.msg);
-        return EXIT_FAIL;
-    }
-    r->checkpointed = 1;
-    return 0;
-}
-
 /* Mean ablation's means over the corpus: a first pass over every selected text (sampled and
  * limited as the analysis will be, every shard's), each head's context summed over every
  * token of the loss passes' input (hs_ablation_means_add), divided by the token count; the
  * counts the pass makes are left to the analysing pass. Returns 0 or EXIT_FAIL. */
-static int corpus_means(run *r)
+static int corpus_means(cli_corpus_run *r)
 {
     const hs_model_config *c = hs_model_config_of(r->m);
     size_t ld = (size_t)c->n_layer * (size_t)c->d_model;
@@ -482,8 +358,8 @@ int cli_analyze_corpus(const char *cmd, hs_model *m, const cli_corpus_opts *co,
                        const hs_analyze_opts *ao, const char *outdir, int created_dir,
                        int quiet, int json)
 {
-    run r = {.cmd = cmd, .co = co, .m = m, .ao = *ao, .quiet = quiet, .t0 = now(),
-             .outdir = outdir, .total = -1};
+    cli_corpus_run r = {.cmd = cmd, .co = co, .m = m, .ao = *ao, .quiet = quiet,
+                        .t0 = cli_now(), .outdir = outdir, .total = -1};
     hs_corpus_reader *rd = NULL;
     hs_error err = {{0}};
     char *texts = cli_path_join(outdir, "texts.jsonl");
@@ -526,7 +402,8 @@ int cli_analyze_corpus(const char *cmd, hs_model *m, const cli_corpus_opts *co,
         cli_error(cmd, "%s", err.msg);
         goto done;
     }
-    if (co->resume ? resume_open(&r, texts, &outf) : hs_out_open(texts, &outf, &err) != HS_OK) {
+    if (co->resume ? cli_corpus_resume_open(&r, texts, &outf)
+                   : hs_out_open(texts, &outf, &err) != HS_OK) {
         if (!co->resume)
             cli_error(cmd, "%s", err.msg);
         goto done;
@@ -555,7 +432,7 @@ int cli_analyze_corpus(const char *cmd, hs_model *m, const cli_corpus_opts *co,
         cli_error(cmd, "%s", err.msg);
         goto done;
     }
-    r.info.seconds = r.resume.info.seconds + (now() - r.t0);
+    r.info.seconds = r.resume.info.seconds + (cli_now() - r.t0);
     const char *files[] = {"texts.jsonl", "partial.json", "index.html", "report.json"};
     if (!sharded && !(js = hs_corpus_report_json(r.agg, &r.info, ao->command_line,
                                                  ao->command_line_argc, files, 4, 1))) {
@@ -570,7 +447,7 @@ int cli_analyze_corpus(const char *cmd, hs_model *m, const cli_corpus_opts *co,
         goto done;
     }
     texts_done = 1;
-    if (write_partial(&r, NULL))
+    if (cli_corpus_write_partial(&r, NULL))
         goto done;
     r.checkpointed = 0;
     if (!sharded && cli_corpus_page(cmd, outdir, js))

@@ -99,6 +99,8 @@ typedef struct cli_corpus_opts {
 void cli_analyze_summary(const hs_analysis *a, const char *report_path);
 
 /* Corpus progress on stderr (cli/corpus_progress.c). */
+/* The monotonic clock in seconds (for elapsed times). */
+double cli_now(void);
 enum { CLI_PROGRESS_NONE = 0, CLI_PROGRESS_TTY = 1, CLI_PROGRESS_JSON = 2 };
 typedef struct cli_progress {
     int mode, open;

@@ -8,7 +8,7 @@
 
 #include "cli.h"
 
-static double now(void)
+double cli_now(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -17,7 +17,7 @@ static double now(void)
 
 void cli_progress_start(cli_progress *p, int mode)
 {
-    *p = (cli_progress){.mode = mode, .t0 = now(), .last = -1};
+    *p = (cli_progress){.mode = mode, .t0 = cli_now(), .last = -1};
 }
 
 static void clock_text(double s, char *buf, size_t cap)
@@ -34,7 +34,7 @@ void cli_progress_update(cli_progress *p, long done, long total, long new_done, 
 {
     if (p->mode == CLI_PROGRESS_NONE)
         return;
-    double t = now(), el = t - p->t0;
+    double t = cli_now(), el = t - p->t0;
     if (p->mode == CLI_PROGRESS_TTY && !final && p->last >= 0 && t - p->last < 0.2)
         return;
     p->last = t;
@@ -96,7 +96,7 @@ void cli_phase_progress_end(void)
 void cli_phase_progress(void *user, const char *what, int done, int total)
 {
     (void)user;
-    double t = now();
+    double t = cli_now();
     if (phase.what != what || done < phase.prev) { /* a new phase: its rate from here */
         cli_phase_progress_end();
         phase.what = what;

@@ -76,6 +76,12 @@ void hs_out_keep(hs_out *o);
 uint64_t hs_splitmix64(uint64_t *state);
 uint64_t hs_rand_below(uint64_t *state, uint64_t m);
 
+/* Holm's (1979) step-down adjustment of the p-values p: (n) for testing them together
+ * (src/analysis/kvgroups.c): over the m finite entries sorted ascending, p_(i) becomes
+ * min(1, max_{j <= i} (m - j + 1) p_(j)); a NaN entry (no test) stays NaN and does not count
+ * in m. out: (n), not p; order: (n) scratch. */
+void hs_holm_adjust(const double *p, int n, int *order, double *out);
+
 /* Maps a regular file read-only (src/core/mapfile.c): *map (hs_file_unmap it) and *len, or
  * NULL and 0 for an empty file. A FIFO, device or folder is refused without blocking. */
 hs_status hs_file_map(const char *path, unsigned char **map, size_t *len, hs_error *err);

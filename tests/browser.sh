@@ -63,7 +63,7 @@ page() {
 TEXT="The cat sat on the mat. The cat sat on the mat."
 page tiny-gpt2 fixtures/tiny-gpt2 --text "$TEXT"
 page tiny-bert fixtures/tiny-bert --text "the cat sat on the mat" --text-pair "where did the cat sit?"
-page tiny-llama fixtures/family-models/tiny-llama --text "$TEXT" -- --no-pruning
+page tiny-llama fixtures/family-models/tiny-llama --text "$TEXT" -- --no-pruning --probe-ablation resample
 if [ -d "$SHARED/trained-gpt2" ] && [ -d "$SHARED/trained-bert" ]; then
     page trained-gpt2 "$SHARED/trained-gpt2" --file README.md --truncate -- --no-pruning
     page trained-bert "$SHARED/trained-bert" \

@@ -9,7 +9,8 @@ Each --case page comes from `headscope analyze`, and ATTN.npy from `headscope at
 the same text: the (L, H, n, n) float32 maps, the reference the page's lines and values
 are checked against (the page stores them quantised to 1/254). For every case: no
 console errors and no request outside file:/data:; the overview table (one row per head,
-sorting, sticky head/label columns, negative ablation deltas shown negative); the head
+sorting, sticky head/label columns, negative ablation deltas shown negative, the probe
+ablation card and column against the report's probe.ablation); the head
 view (the lines drawn for a chosen head and token match the maps, colours, the sentence
 filter of pairs, dimmed sinks, keyboard); the model view (one tile per head, sorting and
 filtering by a column, a click opens the head); the map view (cells, full labels, the
@@ -20,6 +21,7 @@ import argparse
 import base64
 import json
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -352,17 +354,67 @@ const d = cv.getContext('2d').getImageData(Math.round(x * s), Math.round(y * s),
 # ---- the model view --------------------------------------------------------------------------
 def check_kv_card(drv, name, rep):
     """The overview's Key/value groups card: present exactly for grouped-query reports, with
-    each analysed layer's within mean as the report has it."""
+    each analysed layer's within and across means, p and Holm p as the report has them."""
     ks = (rep.get("kv_groups") or {}).get("similarity")
     cards = [c for c in by_css(drv, "#hs-summary .card") if c.text.startswith("Key/value groups")]
     check(len(cards) == (1 if ks else 0), "%s: %d Key/value groups cards" % (name, len(cards)))
     if ks and cards:
-        rows = {r.find_elements("css selector", "td")[0].text: r.find_elements("css selector", "td")[1].text
-                for r in cards[0].find_elements("css selector", "tr")[1:]}
+        heads = [th.text for th in cards[0].find_elements("css selector", "th")]
+        check(heads[-1] == "Holm p", "%s: KV card columns %s, no Holm p" % (name, heads))
+        rows = {tds[0].text: [td.text for td in tds[1:]]
+                for tds in (r.find_elements("css selector", "td") for r in cards[0].find_elements("css selector", "tr")[1:])}
         for l, w in enumerate(ks["within"]):
             if w is not None:
-                check(rows.get("layer %d" % l) == "%.3f" % w,
-                      "%s: card layer %d within %s, report %.3f" % (name, l, rows.get("layer %d" % l), w))
+                got = rows.get("layer %d" % l)
+                want = ["%.3f" % w, "%.3f" % ks["across"][l] if ks["across"][l] is not None else "\u2014"]
+                want += ["%.3f" % p if p is not None else "\u2014" for p in (ks["p_value"][l], ks["p_value_holm"][l])]
+                check(got == want, "%s: card layer %d %s, report %s" % (name, l, got, want))
+
+
+def fmt_signed(v):
+    """The page's fmtSigned: 4 decimals (1 from 1000 up), no "-0", a "+" on a positive value."""
+    s = ("%.1f" if abs(v) >= 1000 else "%.4f") % v
+    if re.match(r"^-0[.0]*$", s):
+        s = s[1:]
+    return "+" + s if v > 0 and not re.match(r"^0[.0]*$", s) else s
+
+
+def check_probe_card(drv, name, rep):
+    """The overview's Probe ablation card and the table's probe column against the report's
+    probe.ablation: absent without one (a corpus run), a note with the reason when it was not
+    computed, else the base losses, the 8 heads of largest positive delta and the 4 most
+    negative, in order, with their deltas, and one column value per head."""
+    ab = (rep.get("probe") or {}).get("ablation")
+    cards = by_css(drv, "#hs-probe-ablation")
+    check(len(cards) == (1 if ab else 0), "%s: %d probe ablation cards, report has %s" % (name, len(cards), "one" if ab else "none"))
+    col = drv.execute_script("""
+const ths = Array.prototype.slice.call(document.querySelectorAll('#hs-heads thead th'));
+const idx = ths.findIndex(th => th.dataset.key === 'probe.ablation_delta');
+if (idx < 0) return null;
+const o = {}; document.querySelectorAll('#hs-heads tbody tr').forEach(r => { o[r.dataset.head] = r.cells[idx].textContent; }); return o;""")
+    if not ab or not cards:
+        check(col is None, "%s: a probe ablation column without probe.ablation" % name)
+        return
+    text = cards[0].text
+    if not ab["available"]:
+        check("Not computed: " + ab["reason"] in text, "%s: probe card does not give the reason %r: %r" % (name, ab["reason"], text))
+        check(col is None, "%s: a probe ablation column while probe.ablation is not available" % name)
+        return
+    loss = drv.find_element("id", "hs-probe-loss").text
+    check("loss %.4f on the second half, %.4f on the first" % (ab["loss"], ab["first_half_loss"]) in loss,
+          "%s: probe losses %r, report %.4f / %.4f" % (name, loss, ab["loss"], ab["first_half_loss"]))
+    rows = ab["loss_rows"]
+    check("rows %d\u2013%d" % (rows[0], rows[1] - 1) in text, "%s: probe card does not name rows %s" % (name, rows))
+    delta = {"%d.%d" % (e["layer"], e["head"]): e["delta"] for e in ab["heads"]}
+    order = {h["id"]: k for k, h in enumerate(rep["heads"])}
+    pos = sorted((i for i in delta if delta[i] > 0), key=lambda i: (-delta[i], order[i]))[:8]
+    neg = sorted((i for i in delta if delta[i] < 0), key=lambda i: (delta[i], order[i]))[:4]
+    for sel, want in (("#hs-probe-top", pos), ("#hs-probe-neg", neg)):
+        got = [[td.text for td in r.find_elements("css selector", "td")[:2]] for r in by_css(drv, sel + " tr")]
+        check(got == [[i, fmt_signed(delta[i])] for i in want],
+              "%s: %s lists %s, want %s" % (name, sel, got, [[i, fmt_signed(delta[i])] for i in want]))
+    check(col == {i: fmt_signed(d) for i, d in delta.items()},
+          "%s: probe ablation column %s, report %s" % (name, col, delta))
 
 
 def check_model_view(drv, name, rep, shots):
@@ -501,6 +553,7 @@ def run_case(drv, name, page, npy, shots):
     check(attn.shape[2] == rep["input"]["n_tokens"], "%s: maps of %d tokens for %d" % (name, attn.shape[2], rep["input"]["n_tokens"]))
     check_overview(drv, name, rep, shots)
     check_kv_card(drv, name, rep)
+    check_probe_card(drv, name, rep)
     check_head_view(drv, name, rep, attn, shots)
     check_model_view(drv, name, rep, shots)
     check_map_view(drv, name, rep, attn, shots)
@@ -513,6 +566,7 @@ def run_nomaps(drv, page, shots):
         return
     rep = report(drv)
     check(len(by_css(drv, "#hs-heads tbody tr")) == len(rep["heads"]), "nomaps: table rows")
+    check_probe_card(drv, name, rep)
     v = view(drv, "head")
     check("not embedded" in v.text or "No maps" in v.text, "nomaps: head view does not say the maps are absent")
     v = view(drv, "map")
@@ -528,6 +582,7 @@ def run_corpus(drv, page, shots):
     co = rep["corpus"]
     heads = co["heads"]
     check(len(by_css(drv, "#hs-heads tbody tr")) == len(heads), "corpus: table rows")
+    check_probe_card(drv, name, rep)
     check(drv.find_element("id", "tab-corpus").get_attribute("aria-selected") == "true", "corpus: #view=corpus did not open the corpus view")
     tracks = by_css(drv, "#hs-ci .track")
     check(len(tracks) == len(heads), "corpus: %d CI bars, want %d" % (len(tracks), len(heads)))

@@ -1030,7 +1030,7 @@ heads = [(h["layer"], h["head"]) for h in c["heads"]]
 sim = np.array(c["similarity"]["matrix"], float)
 want = K.kv_measures(sim, heads, m["n_layer"], m["n_head"], m["n_kv_head"], "pearson")
 got = kv["similarity"]
-for key in ("within", "across", "p_value"):
+for key in ("within", "across", "p_value", "p_value_holm"):
     assert np.allclose(np.array(got[key], float), np.array(want[key], float), atol=1e-12), key
 for key in ("within_mean", "across_mean", "other_layers_mean"):
     assert abs(got[key] - want[key]) < 1e-12, key

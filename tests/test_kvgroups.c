@@ -1,5 +1,6 @@
 /* Similarity within and across KV groups (hs_kv_similarity_compute, analyze's
- * kv_groups.similarity): a hand-worked matrix, the refusals, and the grouped-query fixtures
+ * kv_groups.similarity): a hand-worked matrix, Holm's adjustment worked by hand, the
+ * refusals, and the grouped-query fixtures
  * (tiny-llama: 8 query heads on 2 KV heads; tiny-qwen2: 4 on 1) against the float64 NumPy
  * computation of fixtures/ref/make_kv_golden.py from the reference's recorded maps
  * (fixtures/family-golden/kv_similarity.json): from those maps through headscope's similarity
@@ -40,7 +41,8 @@ static void expect_array(const char *what, const double *got, const cJSON *want,
 }
 
 /* Every measure of kv against the golden object of one case and method; p-values within
- * p_tol (a count of the 999 orders), the cluster measures within tol. */
+ * p_tol (a count of the 999 orders; their Holm adjustment within n_layer times that), the
+ * cluster measures within tol. */
 static void expect_kv(const char *what, const hs_kv_similarity *kv, const cJSON *g, double tol,
                       double p_tol)
 {
@@ -52,6 +54,9 @@ static void expect_kv(const char *what, const hs_kv_similarity *kv, const cJSON 
     expect_array(name, kv->across, cJSON_GetObjectItem(g, "across"), L, tol);
     snprintf(name, sizeof name, "%s p_value", what);
     expect_array(name, kv->p_value, cJSON_GetObjectItem(g, "p_value"), L, p_tol);
+    /* Holm multiplies a p by at most the number of layers */
+    snprintf(name, sizeof name, "%s p_value_holm", what);
+    expect_array(name, kv->p_holm, cJSON_GetObjectItem(g, "p_value_holm"), L, p_tol * L);
     snprintf(name, sizeof name, "%s within_mean", what);
     expect_num(name, kv->within_mean, cJSON_GetObjectItem(g, "within_mean"), tol);
     snprintf(name, sizeof name, "%s across_mean", what);
@@ -119,6 +124,13 @@ Test(kvgroups, hand_worked_matrix)
     /* 3 ways to split 4 heads into 2 pairs; layer 0's (0.7) is the most alike, and the
      * random orders land on it a third of the time */
     cr_expect(kv->p_value[0] > 0.25 && kv->p_value[0] < 0.42, "p %g", kv->p_value[0]);
+    /* two layers tested: the smaller p doubled, the larger at least that */
+    double lo = fmin(kv->p_value[0], kv->p_value[1]), hi = fmax(kv->p_value[0], kv->p_value[1]);
+    int at_lo = kv->p_value[0] <= kv->p_value[1] ? 0 : 1;
+    cr_expect(fabs(kv->p_holm[at_lo] - fmin(1.0, 2 * lo)) < 1e-15, "Holm %g, p %g",
+              kv->p_holm[at_lo], lo);
+    cr_expect(fabs(kv->p_holm[1 - at_lo] - fmin(1.0, fmax(2 * lo, hi))) < 1e-15, "Holm %g, p %g",
+              kv->p_holm[1 - at_lo], hi);
     hs_kv_similarity_free(kv);
 
     /* clusters equal to the KV groups: ARI 1; as a divergence, smaller is more alike */
@@ -138,6 +150,7 @@ Test(kvgroups, hand_worked_matrix)
     cr_assert_eq(hs_kv_similarity_compute(one, 4, idx + 4, 2, 4, 2, HS_SIM_PEARSON, NULL, &kv,
                                           &err), HS_OK, "%s", err.msg);
     cr_expect(isnan(kv->within[0]) && isnan(kv->p_value[0]) && isnan(kv->other_layers_mean));
+    cr_expect(isnan(kv->p_holm[0]) && kv->p_holm[1] == kv->p_value[1], "one layer tested: as is");
     cr_expect(isnan(kv->adjusted_rand), "no clusters given: undefined");
     cr_expect(fabs(kv->within[1] - 0.7) < 1e-12, "%g", kv->within[1]);
     hs_kv_similarity_free(kv);
@@ -146,9 +159,40 @@ Test(kvgroups, hand_worked_matrix)
     cr_assert_eq(hs_kv_similarity_compute(HAND, 8, idx, 2, 4, 1, HS_SIM_PEARSON, NULL, &kv,
                                           &err), HS_OK, "%s", err.msg);
     cr_expect(isnan(kv->across[0]) && isnan(kv->across_mean) && isnan(kv->p_value[1]));
+    cr_expect(isnan(kv->p_holm[0]) && isnan(kv->p_holm[1]), "no test, nothing to adjust");
     cr_expect(fabs(kv->within[0] - (0.8 + 0.1 + 0.3 + 0.5 - 0.1 + 0.6) / 6) < 1e-12);
     cr_expect_eq(kv->n_across, 0);
     hs_kv_similarity_free(kv);
+}
+
+/* Holm (1979) worked by hand: sort the tested p ascending, multiply the i-th of m by
+ * m - i + 1, take the running maximum, cap at 1; untested (NaN) entries are not counted. */
+Test(kvgroups, holm_adjustment_worked_by_hand)
+{
+    int order[5];
+    double out[5];
+    /* m = 4: 0.005*4 = 0.02, 0.01*3 = 0.03, 0.03*2 = 0.06, 0.04*1 = 0.04 -> max 0.06 */
+    const double p[5] = {0.01, NAN, 0.04, 0.03, 0.005};
+    const double want[5] = {0.03, NAN, 0.06, 0.06, 0.02};
+    hs_holm_adjust(p, 5, order, out);
+    for (int i = 0; i < 5; i++) {
+        if (isnan(want[i]))
+            cr_expect(isnan(out[i]), "entry %d: %g, want NaN (not tested)", i, out[i]);
+        else
+            cr_expect(fabs(out[i] - want[i]) < 1e-15, "entry %d: %.17g, want %g", i, out[i], want[i]);
+    }
+    /* ties: 0.02*3 = 0.06 for both (in either order), 0.5*1; capped at 1: 0.6*2, 0.7 */
+    const double tie[3] = {0.02, 0.5, 0.02}, tie_want[3] = {0.06, 0.5, 0.06};
+    hs_holm_adjust(tie, 3, order, out);
+    for (int i = 0; i < 3; i++)
+        cr_expect(fabs(out[i] - tie_want[i]) < 1e-15, "tie entry %d: %.17g", i, out[i]);
+    const double big[2] = {0.7, 0.6};
+    hs_holm_adjust(big, 2, order, out);
+    cr_expect(out[0] == 1.0 && out[1] == 1.0, "capped: %g %g", out[0], out[1]);
+    /* one test: unchanged; none: all NaN */
+    const double one[3] = {NAN, 0.25, NAN};
+    hs_holm_adjust(one, 3, order, out);
+    cr_expect(isnan(out[0]) && out[1] == 0.25 && isnan(out[2]));
 }
 
 Test(kvgroups, refuses_what_is_not_grouped_query)

@@ -246,6 +246,8 @@ typedef struct hs_kv_similarity {
                                     undefined (both partitions trivial) */
     double same_cluster_within;  /* share of within pairs in one flat cluster */
     double same_cluster_across;  /* share of across pairs in one flat cluster; NaN: none */
+    double *p_holm;      /* (n_layer) p_value adjusted by Holm's method over the layers with
+                            one (below); NaN where p_value is (last: an addition) */
 } hs_kv_similarity;
 
 /* The measures above from sim: (n_items, n_items) (hs_similarity_compute's matrix; method
@@ -254,7 +256,10 @@ typedef struct hs_kv_similarity {
  * their flat clusters (or NULL: the cluster fields NaN). The test: per layer with two or
  * more KV heads, the layer's heads are given their KV heads' labels in HS_KV_PERMUTATIONS
  * random orders (Fisher-Yates); p = (1 + #{orders whose within mean is at least as alike
- * as the true one}) / (1 + HS_KV_PERMUTATIONS). Needs n_kv_head < n_head, dividing it
+ * as the true one}) / (1 + HS_KV_PERMUTATIONS); p_holm adjusts the m layers' p together
+ * (Holm 1979: sorted ascending, the i-th times m - i + 1, a running maximum, at most 1), so
+ * that rejecting every layer with p_holm <= alpha keeps the chance of any false rejection
+ * among them at most alpha. Needs n_kv_head < n_head, dividing it
  * (HS_E_ARG otherwise). On success *out is owned by the caller: hs_kv_similarity_free. */
 hs_status hs_kv_similarity_compute(const double *sim, int n_items, const int *head_index,
                                    int n_layer, int n_head, int n_kv_head, hs_sim_method method,

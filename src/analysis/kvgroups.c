@@ -2,7 +2,7 @@
  * means of the head-similarity matrix over the pairs of query heads that share a KV head and
  * over those of one layer that do not, per group pair, a permutation test per layer, and how
  * the flat clusters agree with the groups (docs/metrics.md § Similarity within and across KV
- * groups). */
+ * groups); the layers' p-values adjusted together by Holm's method. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +17,7 @@ void hs_kv_similarity_free(hs_kv_similarity *kv)
     free(kv->within);
     free(kv->across);
     free(kv->p_value);
+    free(kv->p_holm);
     free(kv->groups);
     free(kv);
 }
@@ -59,6 +60,26 @@ static double layer_p_value(const double *sim, int m, const int *item, int H, in
     return (double)(1 + hits) / (double)(1 + HS_KV_PERMUTATIONS);
 }
 
+void hs_holm_adjust(const double *p, int n, int *order, double *out)
+{
+    int m = 0;
+    for (int i = 0; i < n; i++) { /* the tested entries, ascending (ties: lower index first) */
+        out[i] = NAN;
+        if (isnan(p[i]))
+            continue;
+        int j = m++;
+        for (; j > 0 && p[order[j - 1]] > p[i]; j--)
+            order[j] = order[j - 1];
+        order[j] = i;
+    }
+    double run = 0.0;
+    for (int k = 0; k < m; k++) { /* rank k + 1: factor m - (k + 1) + 1 */
+        double v = (double)(m - k) * p[order[k]];
+        run = v > run ? v : run;
+        out[order[k]] = run < 1.0 ? run : 1.0;
+    }
+}
+
 hs_status hs_kv_similarity_compute(const double *sim, int n_items, const int *head_index,
                                    int n_layer, int n_head, int n_kv_head, hs_sim_method method,
                                    const int *clusters, hs_kv_similarity **out, hs_error *err)
@@ -85,8 +106,9 @@ hs_status hs_kv_similarity_compute(const double *sim, int n_items, const int *he
     double *gsum = calloc(lgg, sizeof *gsum);
     long *gcount = calloc(lgg, sizeof *gcount);
     int *item = malloc((size_t)H * sizeof *item), *lab = malloc((size_t)H * sizeof *lab);
+    int *order = malloc((size_t)L * sizeof *order);
     hs_status st = HS_OK;
-    if (!kv || !gsum || !gcount || !item || !lab)
+    if (!kv || !gsum || !gcount || !item || !lab || !order)
         goto nomem;
     kv->n_layer = L;
     kv->n_kv_head = G;
@@ -94,8 +116,9 @@ hs_status hs_kv_similarity_compute(const double *sim, int n_items, const int *he
     kv->within = malloc((size_t)L * sizeof *kv->within);
     kv->across = malloc((size_t)L * sizeof *kv->across);
     kv->p_value = malloc((size_t)L * sizeof *kv->p_value);
+    kv->p_holm = malloc((size_t)L * sizeof *kv->p_holm);
     kv->groups = malloc(lgg * sizeof *kv->groups);
-    if (!kv->within || !kv->across || !kv->p_value || !kv->groups)
+    if (!kv->within || !kv->across || !kv->p_value || !kv->p_holm || !kv->groups)
         goto nomem;
 
     /* every unordered pair once: the group blocks and the cluster agreement */
@@ -161,6 +184,7 @@ hs_status hs_kv_similarity_compute(const double *sim, int n_items, const int *he
             kv->p_value[l] = layer_p_value(sim, m, item, H, s, method == HS_SIM_JS,
                                            HS_KV_PERM_SEED + (uint64_t)l, lab);
     }
+    hs_holm_adjust(kv->p_value, L, order, kv->p_holm);
 
     /* adjusted Rand index by pair counts: pairs together in both partitions, in the KV
      * groups, in the clusters, out of all pairs */
@@ -185,5 +209,6 @@ done:
     free(gcount);
     free(item);
     free(lab);
+    free(order);
     return st;
 }

@@ -283,6 +283,7 @@ static void add_kv_similarity(cJSON *kv, const hs_kv_similarity *ks, hs_sim_meth
     cJSON_AddNumberToObject(o, "n_within_pairs", (double)ks->n_within);
     cJSON_AddNumberToObject(o, "n_across_pairs", (double)ks->n_across);
     cJSON_AddItemToObject(o, "p_value", num_array(ks->p_value, L));
+    cJSON_AddItemToObject(o, "p_value_holm", num_array(ks->p_holm, L));
     cJSON_AddNumberToObject(o, "permutations", HS_KV_PERMUTATIONS);
     cJSON *gr = cJSON_AddArrayToObject(o, "groups");
     for (int l = 0; l < L; l++)

@@ -6,9 +6,9 @@
  * from #hs-texts. Columns, scores and pictures come from the report, so a new per-head
  * metric or picture needs no edit here. docs/html.md describes every view.
  *
- * The page's script is core.js (helpers, data, header, summary, table), views.js (head,
- * model, map and corpus views) and main.js (selection, keys, start), in that order, in
- * one <script> element.
+ * The page's script is core.js (helpers, data, columns, header, pictures, table), cards.js
+ * (the overview's summary cards), views.js (head, model, map and corpus views) and main.js
+ * (selection, keys, start), in that order, in one <script> element.
  */
 'use strict';
 const DASH = '\u2014';
@@ -264,20 +264,38 @@ function columns() {
       }, { grp: field === 'scores' ? '' : field.replace(/[^a-z_]/g, ''), title: s + ' (' + field + ')' });
     });
   });
+  /* the probe's ablation cost (probe.ablation.heads), a column like the per-head fields */
+  const pd = CORPUS ? null : probeDeltas();
+  if (pd) {
+    add('probe.ablation_delta', 'probe: ablation \u0394', function (h) {
+      const v = pd[h.layer + '.' + h.head];
+      return isNum(v) ? v : null;
+    }, { grp: 'probe_scores', title: 'probe.ablation: loss on the probe\u2019s second half with the head ablated (' + R.probe.ablation.kind + '), minus the loss with every head on' });
+  }
   cols.forEach(function (c) {
     if (c.kind) return;
     const vals = HEADS.map(c.get).filter(isNum);
-    if (/ablation_delta/.test(c.key)) c.kind = 'delta';
+    if (/ablation_delta/.test(c.key)) {
+      c.kind = 'delta';
+      c.maxAbs = Math.max.apply(null, vals.map(Math.abs).concat([0])) || 1;
+    }
     else if (vals.length && vals.every(function (v) { return v === Math.round(v); }) && /cluster|rows/.test(c.key)) c.kind = 'int';
     else if (vals.length && vals.every(function (v) { return v >= 0 && v <= 1; })) c.kind = 'unit';
     else c.kind = 'num';
   });
   COLS = cols;
 }
+/* probe.ablation's delta of each head by "layer.head"; null when the probe was not ablated */
+function probeDeltas() {
+  const ab = R.probe && R.probe.ablation, by = {};
+  if (!ab || !ab.available || !Array.isArray(ab.heads)) return null;
+  ab.heads.forEach(function (e) { if (e && isNum(e.delta)) by[e.layer + '.' + e.head] = e.delta; });
+  return by;
+}
 function col(key) { return COLS.filter(function (c) { return c.key === key; })[0]; }
 function numCols() { return COLS.filter(function (c) { return c.kind !== 'str'; }); }
 
-/* ---- header, summary, pictures, footer ---------------------------------------------- */
+/* ---- header, pictures, footer ------------------------------------------------------ */
 function header() {
   const m = R.model || {}, inp = R.input || {}, loss = R.loss || {};
   $('hs-model').textContent = m.path || '';
@@ -323,221 +341,6 @@ function header() {
     d.id = 'hs-maps-reason';
     t.appendChild(d);
   }
-}
-
-function curveSvg(base, curve, kind, stop) {
-  const pts = [{ x: 0, y: base, t: 'all heads: loss ' + fmt(base) }];
-  let gone = 0;
-  curve.forEach(function (c) {
-    const rm = Array.isArray(c.removed) ? c.removed : [c.removed];
-    gone += rm.length;
-    pts.push({ x: gone, y: c.loss, t: 'removed ' + rm.join(', ') + ' (' + c.heads_left + ' left): loss ' + fmt(c.loss) });
-  });
-  const ok = pts.filter(function (p) { return isNum(p.y); });
-  if (ok.length < 2) return '';
-  let stopY = NaN;
-  if (isNum(base) && isNum(stop)) stopY = kind === 'repr' ? base + stop : base * (1 + stop);
-  let lo = Math.min.apply(null, ok.map(function (p) { return p.y; }));
-  let hi = Math.max.apply(null, ok.map(function (p) { return p.y; }));
-  if (isNum(stopY) && stopY < hi * 1.5) { lo = Math.min(lo, stopY); hi = Math.max(hi, stopY); }
-  if (hi - lo < 1e-9) { hi += 0.5; lo -= 0.5; }
-  const W = 300, H = 150, L = 46, RM = 10, T = 8, B = 30;
-  const maxX = Math.max(1, pts[pts.length - 1].x);
-  function X(x) { return L + (W - L - RM) * x / maxX; }
-  function Y(y) { return T + (H - T - B) * (hi - y) / (hi - lo); }
-  function line(cls, x1, y1, x2, y2) { return '<line class="' + cls + '" x1="' + x1 + '" y1="' + y1 + '" x2="' + x2 + '" y2="' + y2 + '"/>'; }
-  function text(x, y, anchor, s, extra) { return '<text x="' + x + '" y="' + y + '" text-anchor="' + anchor + '"' + (extra || '') + '>' + esc(s) + '</text>'; }
-  let s = '<svg viewBox="0 0 ' + W + ' ' + H + '" width="' + W + '" height="' + H + '" role="img" aria-label="pruning curve">';
-  s += line('axis', L, H - B, W - RM, H - B) + line('axis', L, T, L, H - B);
-  s += text(L - 4, T + 8, 'end', hi.toFixed(2)) + text(L - 4, H - B, 'end', lo.toFixed(2));
-  s += text(L, H - B + 12, 'middle', '0') + text(X(maxX), H - B + 12, 'middle', String(maxX));
-  s += text((L + W - RM) / 2, H - 4, 'middle', 'heads removed');
-  s += text(10, (T + H - B) / 2, 'middle', 'loss', ' transform="rotate(-90 10 ' + ((T + H - B) / 2) + ')"');
-  if (isNum(stopY) && stopY >= lo && stopY <= hi) s += line('stop', L, Y(stopY), W - RM, Y(stopY));
-  s += '<polyline class="curve" points="' + ok.map(function (p) { return X(p.x).toFixed(1) + ',' + Y(p.y).toFixed(1); }).join(' ') + '"/>';
-  ok.forEach(function (p) { s += '<circle class="dot" r="3" cx="' + X(p.x).toFixed(1) + '" cy="' + Y(p.y).toFixed(1) + '"><title>' + esc(p.t) + '</title></circle>'; });
-  return s + '</svg>';
-}
-
-/* a bar from a zero line: right and red for v > 0, left and blue for v < 0 */
-function deltaBar(v, maxAbs) {
-  const d = el('span', 'dbar');
-  if (!isNum(v)) return d;
-  const s = el('span');
-  const w = Math.max(1, 50 * Math.abs(v) / (maxAbs || 1));
-  s.style.width = w + '%';
-  s.style.left = (v >= 0 ? 50 : 50 - w) + '%';
-  s.style.background = v >= 0 ? '#c0392b' : '#3a6fc4';
-  d.appendChild(s);
-  return d;
-}
-
-function deltaCard(parent, title, hint, ks, maxAbs) {
-  const c = card(parent, title);
-  c.appendChild(el('p', 'hint', hint));
-  const t = el('table');
-  ks.forEach(function (k) {
-    const h = HEADS[k], tr = el('tr');
-    let td = el('td');
-    td.appendChild(chip(k));
-    tr.appendChild(td);
-    tr.appendChild(el('td', null, fmtSigned(h.ablation_delta)));
-    td = el('td');
-    td.appendChild(deltaBar(h.ablation_delta, maxAbs));
-    tr.appendChild(td);
-    td = el('td');
-    td.appendChild(el('span', labelClass(h.label), prettyKey(h.label)));
-    tr.appendChild(td);
-    t.appendChild(tr);
-  });
-  c.appendChild(t);
-  return c;
-}
-
-function summary() {
-  const box = $('hs-summary');
-  const byId = {};
-  HEADS.forEach(function (h, k) { byId[h.id] = k; });
-  const withDelta = HEADS.map(function (h, k) { return k; }).filter(function (k) { return isNum(HEADS[k].ablation_delta); });
-  if (!CORPUS) {
-    if (withDelta.length) {
-      const maxAbs = Math.max.apply(null, withDelta.map(function (k) { return Math.abs(HEADS[k].ablation_delta); })) || 1;
-      const pos = withDelta.filter(function (k) { return HEADS[k].ablation_delta > 0; }).sort(function (a, b) { return HEADS[b].ablation_delta - HEADS[a].ablation_delta; });
-      const neg = withDelta.filter(function (k) { return HEADS[k].ablation_delta < 0; }).sort(function (a, b) { return HEADS[a].ablation_delta - HEADS[b].ablation_delta; });
-      const c = deltaCard(box, 'Most important heads', 'loss increase when the head is zeroed (ablation \u0394 > 0)', pos.slice(0, 8), maxAbs);
-      c.id = 'hs-important';
-      if (!pos.length) c.appendChild(el('p', 'note', 'Zeroing any single head does not raise the loss.'));
-      if (neg.length) {
-        const d = deltaCard(box, 'Heads whose removal lowers the loss', 'ablation \u0394 < 0: the loss falls when the head is zeroed', neg.slice(0, 8), maxAbs);
-        d.id = 'hs-harmful';
-      }
-    } else {
-      card(box, 'Most important heads').appendChild(el('p', 'note', 'The ablation sweep was not run, so there is no importance.'));
-    }
-  } else {
-    const imp = HEADS.map(function (h, k) { return k; }).filter(function (k) { return isNum(HEADS[k].importance); }).sort(function (a, b) { return HEADS[b].importance - HEADS[a].importance; });
-    const c = card(box, 'Most important heads (corpus)');
-    if (!imp.length) c.appendChild(el('p', 'note', 'No corpus importance (run without --no-gradient).'));
-    const t = el('table');
-    imp.slice(0, 8).forEach(function (k) {
-      const tr = el('tr'), td = el('td');
-      td.appendChild(chip(k));
-      tr.appendChild(td);
-      tr.appendChild(el('td', null, fmt(HEADS[k].importance)));
-      const b = el('td'), bar = el('span', 'bar');
-      bar.style.width = Math.max(1, Math.round(80 * HEADS[k].importance)) + 'px';
-      b.appendChild(bar);
-      tr.appendChild(b);
-      t.appendChild(tr);
-    });
-    c.appendChild(t);
-  }
-  /* head types */
-  let c = card(box, 'Detected head types');
-  const thr = R.options && isNum(R.options.label_threshold) ? R.options.label_threshold : null;
-  const multi = HEADS.some(function (h) { return Array.isArray(h.labels); });
-  c.appendChild(el('p', 'hint', multi ? 'every head type whose score on the attention not parked on sinks reaches its threshold (options.label_thresholds); sinks: attention mass on them'
-    : 'a head is labelled with its strongest detector' + (thr !== null ? ' scoring at least ' + fmt(thr, 2) : '')));
-  const types = {};
-  HEADS.forEach(function (h, k) {
-    const add = function (t) { (types[t] = types[t] || []).push(k); };
-    if (multi) {
-      (Array.isArray(h.labels) ? h.labels : []).forEach(function (l) { add(l.type); });
-      (h.sinks && Array.isArray(h.sinks.types) ? h.sinks.types : []).forEach(function (t) { add('sink: ' + t); });
-    } else if (h.label && h.label !== 'none') add(h.label);
-  });
-  const names = Object.keys(types).sort(labelOrder);
-  if (!names.length) c.appendChild(el('p', 'note', 'No head reached the threshold.'));
-  names.forEach(function (name) {
-    const row = el('div', 'chips');
-    row.appendChild(el('span', labelClass(name), prettyKey(name) + ' (' + types[name].length + ')'));
-    types[name].forEach(function (k) { row.appendChild(chip(k)); });
-    c.appendChild(row);
-  });
-  /* clusters */
-  c = card(box, 'Clusters');
-  const cl = (CORPUS ? CORPUS.clusters : R.clusters) || {};
-  const groups = {};
-  HEADS.forEach(function (h, k) { if (isNum(h.cluster)) (groups[h.cluster] = groups[h.cluster] || []).push(k); });
-  const gids = Object.keys(groups).sort(function (a, b) { return groups[b].length - groups[a].length || a - b; });
-  c.appendChild(el('p', 'hint', gids.length + ' clusters' + (isNum(cl.threshold) ? ' at distance ' + cl.threshold : '') + (cl.distance ? ' (' + cl.distance + ', ' + (cl.linkage || '') + ' linkage)' : '')));
-  const single = [];
-  gids.forEach(function (g) {
-    if (groups[g].length === 1) { single.push(groups[g][0]); return; }
-    const row = el('div', 'chips');
-    row.appendChild(el('span', 'kv', 'cluster ' + g + ' (' + groups[g].length + '):'));
-    groups[g].forEach(function (k) { row.appendChild(chip(k)); });
-    c.appendChild(row);
-  });
-  if (single.length) {
-    const row = el('div', 'chips');
-    row.appendChild(el('span', 'kv', 'alone (' + single.length + '):'));
-    single.sort(function (a, b) { return a - b; }).forEach(function (k) { row.appendChild(chip(k)); });
-    c.appendChild(row);
-  }
-  if (CORPUS) return;
-  /* pruning */
-  c = card(box, 'Pruning');
-  const pr = R.pruning, loss = R.loss || {};
-  if (pr && Array.isArray(pr.candidates)) {
-    const row = el('div', 'chips');
-    row.appendChild(el('span', 'kv', 'candidates' + (isNum(pr.tolerance) ? ' (|\u0394| < ' + pr.tolerance + ')' : '') + ':'));
-    pr.candidates.forEach(function (id) { row.appendChild(id in byId ? chip(byId[id]) : el('span', 'kv', id)); });
-    if (!pr.candidates.length) row.appendChild(el('span', 'note', 'none'));
-    c.appendChild(row);
-  }
-  const svg = pr && Array.isArray(pr.curve) ? curveSvg(loss.value, pr.curve, loss.kind, pr.stop) : '';
-  if (svg) {
-    const d = el('div');
-    d.innerHTML = svg;
-    c.appendChild(d);
-    c.appendChild(el('p', 'hint', 'greedy removal, least harmful head first' + (isNum(pr.stop) ? '; dashed: stop threshold' : '')));
-  } else {
-    c.appendChild(el('p', 'note', 'No pruning curve (run without --no-ablation / --no-pruning).'));
-  }
-  /* layer diversity */
-  const dv = R.diversity && Array.isArray(R.diversity.per_layer) ? R.diversity.per_layer : [];
-  if (dv.some(isNum)) {
-    c = card(box, 'Layer diversity');
-    c.appendChild(el('p', 'hint', 'mean pairwise Frobenius distance between the maps of a layer\u2019s heads'));
-    const mx = Math.max.apply(null, dv.filter(isNum)) || 1;
-    const t = el('table');
-    dv.forEach(function (v, l) {
-      if (!isNum(v)) return;
-      const tr = el('tr'), td = el('td'), bar = el('span', 'bar');
-      tr.appendChild(el('td', 'kv', 'layer ' + l));
-      tr.appendChild(el('td', null, fmt(v, 3)));
-      bar.style.width = Math.max(1, Math.round(120 * v / mx)) + 'px';
-      td.appendChild(bar);
-      tr.appendChild(td);
-      t.appendChild(tr);
-    });
-    c.appendChild(t);
-  }
-  kvCard(box);
-}
-
-/* grouped-query models: how alike the heads sharing a key/value head are (kv_groups.similarity) */
-function kvCard(box) {
-  const kv = R.kv_groups, ks = kv && kv.similarity;
-  if (!ks || !Array.isArray(ks.within)) return;
-  const js = ks.method === 'jensen_shannon';
-  const c = card(box, 'Key/value groups');
-  c.appendChild(el('p', 'hint', kv.n_kv_head + ' KV head' + (kv.n_kv_head > 1 ? 's' : '') + ' per layer, each read by ' + kv.heads_per_group + ' query heads; mean ' + (js ? 'Jensen\u2013Shannon divergence (smaller: more alike)' : 'Pearson r (larger: more alike)') + ' of heads of one layer that share a KV head (within) and that do not (across); p: share of ' + ks.permutations + ' random groupings at least as alike'));
-  const t = el('table'), hd = el('tr');
-  ['', 'within', 'across', 'p'].forEach(function (x) { hd.appendChild(el('th', 'kv', x)); });
-  t.appendChild(hd);
-  function row(name, w, a, p) {
-    const tr = el('tr');
-    tr.appendChild(el('td', 'kv', name));
-    [fmt(w, 3), fmt(a, 3), isNum(p) ? fmt(p, 3) : DASH].forEach(function (x) { tr.appendChild(el('td', null, x)); });
-    t.appendChild(tr);
-  }
-  ks.within.forEach(function (w, l) { if (isNum(w)) row('layer ' + l, w, ks.across[l], ks.p_value[l]); });
-  row('all layers', ks.within_mean, ks.across_mean, null);
-  c.appendChild(t);
-  const cl = ks.clusters || {};
-  c.appendChild(el('p', 'hint', 'other layers: ' + fmt(ks.other_layers_mean, 3) + '; clusters against the KV groups: adjusted Rand ' + fmt(cl.adjusted_rand, 3) + ', same cluster within ' + fmt(cl.same_cluster_within, 2) + ', across ' + fmt(cl.same_cluster_across, 2)));
 }
 
 /* per-head pictures: any listed file whose name holds L{l}_H{h} */
@@ -588,7 +391,7 @@ function sortedBy(c, dir) {
     return r * dir || a - b;
   });
 }
-function cellFor(c, h, maxDelta) {
+function cellFor(c, h) {
   const v = c.get(h);
   let td;
   if (c.kind === 'str') {
@@ -610,7 +413,7 @@ function cellFor(c, h, maxDelta) {
       td.style.backgroundImage = 'linear-gradient(90deg, var(--bar) ' + p + '%, transparent ' + p + '%)';
     } else if (isNum(v) && c.kind === 'delta') {
       /* a bar from the middle: right (red) for a loss increase, left (blue) for a decrease */
-      const p = Math.min(50, 50 * Math.abs(v) / (maxDelta || 1));
+      const p = Math.min(50, 50 * Math.abs(v) / c.maxAbs);
       const a = v >= 0 ? 50 : 50 - p, b = v >= 0 ? 50 + p : 50;
       const tint = v >= 0 ? 'var(--pos)' : 'var(--neg)';
       td.style.backgroundImage = 'linear-gradient(90deg, transparent ' + a.toFixed(1) + '%, ' + tint + ' ' + a.toFixed(1) + '%, ' + tint + ' ' + b.toFixed(1) + '%, transparent ' + b.toFixed(1) + '%)';
@@ -649,14 +452,13 @@ function table() {
     choose(+next.dataset.k);
     next.focus();
   });
-  const maxDelta = Math.max.apply(null, HEADS.map(function (h) { return isNum(h.ablation_delta) ? Math.abs(h.ablation_delta) : 0; })) || 1;
   HEADS.forEach(function (h, k) {
     const r = el('tr');
     r.dataset.k = String(k);
     r.dataset.head = String(h.id);
     r.tabIndex = 0;
     COLS.forEach(function (c, i) {
-      const td = cellFor(c, h, maxDelta);
+      const td = cellFor(c, h);
       if (i < 2) td.classList.add('stick' + i);
       r.appendChild(td);
     });

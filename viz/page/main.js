@@ -1,4 +1,4 @@
-/* headscope report page: selection, views, keys and start (after core.js and views.js). */
+/* headscope report page: selection, views, keys and start (after core.js, cards.js and views.js). */
 
 /* selects head k everywhere: table row, panel, grid, head view layer, map view */
 function choose(k) {

@@ -1,5 +1,5 @@
 /* headscope report page: the head, model, map and corpus views and the head panel
- * (after core.js; docs/html.md). */
+ * (after core.js and cards.js; docs/html.md). */
 
 /* ---- the selected head's panel -------------------------------------------------------- */
 function panel(k) {

@@ -1,0 +1,59 @@
+/* The state of one `headscope analyze --corpus` run, shared by cli/analyze_corpus.c (reading,
+ * selecting and analysing the texts) and cli/corpus_checkpoint.c (partial.json, --resume)
+ * (private to the command-line tool). */
+#ifndef HEADSCOPE_CLI_CORPUS_RUN_H
+#define HEADSCOPE_CLI_CORPUS_RUN_H
+
+#include <stdio.h>
+
+#include "cli.h"
+#include "headscope/corpus.h"
+#include "internal.h"
+
+typedef struct cli_corpus_run {
+    const char *cmd;
+    const cli_corpus_opts *co;
+    const hs_model *m;
+    hs_analyze_opts ao;
+    hs_corpus_info info;
+    hs_corpus_agg *agg;
+    FILE *out;          /* texts.jsonl's temporary file */
+    int quiet, messages;
+    double t0;
+    hs_sha256_ctx digest;   /* of the selected records so far */
+    long selected;          /* selected records dealt with */
+    long done_here, tokens_here; /* texts and tokens analysed by this process */
+    long total;             /* this shard's texts when known (--sample), else -1 */
+    hs_corpus_partial resume; /* the checkpoint resumed from (position 0: none) */
+    int checked;            /* the resumed aggregate was checked against a new analysis */
+    long stop_after;        /* HEADSCOPE_TEST_STOP_AFTER: fail after this many texts */
+    long every;             /* texts between checkpoints; 0: none (stdin cannot be resumed) */
+    const char *outdir;
+    const char *texts_tmp;  /* texts.jsonl's temporary file's name in outdir */
+    int checkpointed;       /* a checkpoint is on disk */
+    cli_progress prog;
+    /* --ablation mean: a first pass over every selected text (all shards') sums each head's
+     * context; the analyses then ablate by means = z_sum / z_tokens */
+    int means_pass;
+    double *z_sum;          /* (n_layer, d_model) */
+    long z_tokens;
+    float *means;           /* (n_layer, d_model) */
+} cli_corpus_run;
+
+/* The SHA-256 of the selected records so far, as 64 hex digits and a NUL. */
+void cli_corpus_digest_hex(const cli_corpus_run *r, char hex[65]);
+
+/* Writes outdir/partial.json: a checkpoint (cp), or the finished shard's partial (cp NULL).
+ * Returns 0, or EXIT_FAIL after printing the error. */
+int cli_corpus_write_partial(cli_corpus_run *r, const hs_corpus_checkpoint *cp);
+
+/* A checkpoint now: texts.jsonl flushed, partial.json with the position and texts.jsonl's
+ * length. Returns 0, or EXIT_FAIL after printing the error. */
+int cli_corpus_checkpoint(cli_corpus_run *r);
+
+/* --resume: reads the checkpoint in outdir, checks it against this command line's settings,
+ * takes over its aggregate and reopens texts.jsonl's temporary file (texts: its final path)
+ * into *outf at the checkpoint's length. Returns 0, or EXIT_FAIL after printing the error. */
+int cli_corpus_resume_open(cli_corpus_run *r, const char *texts, hs_out *outf);
+
+#endif /* HEADSCOPE_CLI_CORPUS_RUN_H */
