@@ -177,6 +177,15 @@ hs_status hs_gradient_capped(const struct hs_model *m, const struct hs_loss_inpu
                              const float *head_mask, double cap, double *g, double *loss,
                              hs_error *err);
 
+/* Norm-based attention's value norms of layer l (Kobayashi et al. 2020): fnorm[h*n + j] =
+ * ||(x_j W_V^h + b_V^h) W_O^h|| from qkv: (n, ld), the layer's queries, keys and values as
+ * the block lays them out (values after the keys; grouped-query heads read their KV head's).
+ * hs_norm_values runs it on every layer of captured activations; the analysis on the
+ * forward pass's own qkv, layer by layer. */
+struct hs_model;
+hs_status hs_norm_values_layer(const struct hs_model *m, int l, const float *qkv, int ld, int n,
+                               float *fnorm, hs_error *err);
+
 /* The gradient keeps every layer's activations for its backward while they fit in this many
  * bytes (default 512 MiB), and past it recomputes them layer by layer from the layers' input
  * streams (tests force that path with 0). Returns the previous limit. */

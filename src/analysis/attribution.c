@@ -159,38 +159,48 @@ fail:
     return st;
 }
 
+hs_status hs_norm_values_layer(const hs_model *m, int l, const float *qkv, int ld, int n,
+                               float *fnorm, hs_error *err)
+{
+    const hs_model_config *c = &m->cfg;
+    int dm = c->d_model, dh = c->d_head;
+    float *f = malloc((size_t)n * (size_t)dm * sizeof *f);
+    hs_layer ly; /* through the weight cache (model_internal.h) */
+    hs_status st = f ? hs_layer_get(m, l, &ly, err)
+                     : hs_fail(err, HS_E_NOMEM, "out of memory for norm-based attention");
+    if (st) {
+        free(f);
+        return st;
+    }
+    for (int h = 0; h < c->n_head; h++) {
+        /* f: (n, d) = V_h: (n, dh) . W_O^h: (dh, d), the value's bias included; V_h is the
+         * value of the KV head query head h reads */
+        size_t v = (size_t)dm + (size_t)(c->n_kv_head + hs_model_kv_head(c, h)) * (size_t)dh;
+        hs_op_gemm(0, n, dm, dh, 1.0f, qkv + v, ld, ly.w_o + (size_t)h * dh * (size_t)dm, dm,
+                   0.0f, f, dm);
+        float *out = fnorm + (size_t)h * (size_t)n;
+        for (int j = 0; j < n; j++) {
+            double s = 0;
+            for (int k = 0; k < dm; k++)
+                s += (double)f[(size_t)j * dm + k] * f[(size_t)j * dm + k];
+            out[j] = (float)sqrt(s);
+        }
+    }
+    hs_layer_put(m, l);
+    free(f);
+    return HS_OK;
+}
+
 hs_status hs_norm_values(const hs_model *m, const hs_activations *a, float *fnorm,
                          hs_error *err)
 {
     const hs_model_config *c = &m->cfg;
     if (!a->qkv)
         return hs_fail(err, HS_E_ARG, "norm-based attention needs the values (HS_CAPTURE_QKV)");
-    int n = a->n, dm = c->d_model, dh = c->d_head, W = a->qkv_width;
-    float *f = malloc((size_t)n * (size_t)dm * sizeof *f);
-    if (!f)
-        return hs_fail(err, HS_E_NOMEM, "out of memory for norm-based attention");
     hs_status st = HS_OK;
-    for (int l = 0; l < c->n_layer; l++) {
-        hs_layer ly; /* through the weight cache (model_internal.h) */
-        if ((st = hs_layer_get(m, l, &ly, err)))
-            break;
-        const float *qkv = a->qkv + (size_t)l * (size_t)n * (size_t)W;
-        for (int h = 0; h < c->n_head; h++) {
-            /* f: (n, d) = V_h: (n, dh) . W_O^h: (dh, d), the value's bias included; V_h is
-             * the value of the KV head query head h reads */
-            size_t v = (size_t)dm + (size_t)(a->n_kv_head + hs_model_kv_head(c, h)) * (size_t)dh;
-            hs_op_gemm(0, n, dm, dh, 1.0f, qkv + v, W,
-                       ly.w_o + (size_t)h * dh * (size_t)dm, dm, 0.0f, f, dm);
-            float *out = fnorm + ((size_t)l * c->n_head + (size_t)h) * (size_t)n;
-            for (int j = 0; j < n; j++) {
-                double s = 0;
-                for (int k = 0; k < dm; k++)
-                    s += (double)f[(size_t)j * dm + k] * f[(size_t)j * dm + k];
-                out[j] = (float)sqrt(s);
-            }
-        }
-        hs_layer_put(m, l);
-    }
-    free(f);
+    for (int l = 0; l < c->n_layer && !st; l++)
+        st = hs_norm_values_layer(m, l, a->qkv + (size_t)l * (size_t)a->n * (size_t)a->qkv_width,
+                                  a->qkv_width, a->n, fnorm + (size_t)l * c->n_head * (size_t)a->n,
+                                  err);
     return st;
 }

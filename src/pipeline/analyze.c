@@ -151,6 +151,7 @@ hs_status hs_analyze_run(const hs_model *m, const hs_analyze_input *in, const hs
     hs_detect *det = NULL;  /* (4 * n_heads): text, text without sinks, probe, probe without */
     unsigned char *sink = NULL, *punct = NULL, *probe_sink = NULL, *active = NULL;
     double *dist = NULL;
+    float *fnorm = NULL; /* (n_layer, n_head, n) value norms, norm-based attention */
     *out = NULL;
 
     if (n < 1 || n > c->n_ctx)
@@ -259,9 +260,19 @@ hs_status hs_analyze_run(const hs_model *m, const hs_analyze_input *in, const hs
     if ((st = hs_mapstore_new(L * H, n, o->maps_memory_max, o->maps_dir, &a->maps, err)))
         goto fail;
     layer_obs to = {o->layers, c->causal, &seq, sink, ent, ent + nh, det, det + nh, a->maps, 0,
-                    HS_OK, err};
+                    HS_OK, err, m, NULL, NULL};
+    hs_forward_ws *ws = NULL; /* norm-based attention reads the pass's values from it */
+    if (o->norm_based) {
+        if (!(fnorm = malloc((size_t)L * (size_t)H * (size_t)n * sizeof *fnorm)))
+            goto nomem;
+        if ((st = hs_forward_ws_new(m, n, &ws, err)))
+            goto fail;
+        to.ws = ws;
+        to.fnorm = fnorm;
+    }
     hs_forward_opts fo = {.on_attn = hs_layer_observe, .user = &to};
-    st = hs_forward(m, a->ids, a->type_ids, n, &fo, NULL, err);
+    st = hs_forward(m, a->ids, a->type_ids, n, &fo, ws, err);
+    hs_forward_ws_free(ws);
     if (to.st)
         st = to.st;
     if (st)
@@ -288,7 +299,7 @@ hs_status hs_analyze_run(const hs_model *m, const hs_analyze_input *in, const hs
         a->heads[k].probe_free = a->heads[k].probe_scores;
         a->heads[k].norm_first_token = a->heads[k].norm_mass = a->heads[k].value_norm = NAN;
     }
-    if (o->norm_based && (st = hs_analysis_norm_based(a, err)))
+    if (o->norm_based && (st = hs_analysis_norm_based(a, fnorm, err)))
         goto fail;
     if (o->word_level && (st = hs_analysis_word_level(a, err)))
         goto fail;
@@ -320,7 +331,7 @@ hs_status hs_analyze_run(const hs_model *m, const hs_analyze_input *in, const hs
             if (!st) {
                 hs_detect_seq pseq = {a->probe_ids, cls_id, sep_id, NULL, NULL};
                 layer_obs po = {o->layers, c->causal, &pseq, probe_sink, NULL, NULL,
-                                det + 2 * nh, det + 3 * nh, NULL, 0, HS_OK, err};
+                                det + 2 * nh, det + 3 * nh, NULL, 0, HS_OK, err, m, NULL, NULL};
                 hs_forward_opts pf = {.on_attn = hs_layer_observe, .user = &po};
                 st = hs_forward(m, a->probe_ids, NULL, a->probe_len, &pf, NULL, err);
                 if (po.st)
@@ -407,6 +418,7 @@ nomem:
     st = hs_fail(err, HS_E_NOMEM, "out of memory");
 fail:
     free(dist);
+    free(fnorm);
     free(sink);
     free(punct);
     free(probe_sink);

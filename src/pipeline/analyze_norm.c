@@ -1,6 +1,7 @@
 /* Norm-based attention (Kobayashi et al. 2020) of the text, summarised per analysed head:
- * one more pass keeping the values, ||f_h(x_j)|| = ||(x_j W_V^h + b_V^h) W_O^h|| from them
- * (hs_norm_values), each head's map from the store. */
+ * ||f_h(x_j)|| = ||(x_j W_V^h + b_V^h) W_O^h||, taken from the values of the text's own pass
+ * layer by layer (hs_norm_values_layer, in the pass's observer), each head's map from the
+ * store. */
 #include <math.h>
 #include <stdlib.h>
 
@@ -8,22 +9,14 @@
 #include "internal.h"
 #include "pipeline/pipeline.h"
 
-hs_status hs_analysis_norm_based(hs_analysis *a, hs_error *err)
+hs_status hs_analysis_norm_based(hs_analysis *a, const float *fn, hs_error *err)
 {
     const hs_model_config *c = hs_model_config_of(a->model);
-    int n = a->n, H = c->n_head;
-    hs_activations *act = NULL;
-    hs_status st = hs_activations_run(a->model, a->ids, a->type_ids, n, HS_CAPTURE_QKV, &act, err);
-    if (st)
-        return st;
-    float *fn = malloc((size_t)c->n_layer * (size_t)H * (size_t)n * sizeof *fn);
+    int n = a->n;
+    hs_status st = HS_OK;
     float *map = malloc((size_t)n * (size_t)n * sizeof *map);
-    if (!fn || !map)
-        st = hs_fail(err, HS_E_NOMEM, "out of memory for norm-based attention");
-    else
-        st = hs_norm_values(a->model, act, fn, err);
-    hs_activations_free(act);
-    a->forward_passes++;
+    if (!map)
+        return hs_fail(err, HS_E_NOMEM, "out of memory for norm-based attention");
     for (int k = 0; k < a->n_heads && !st; k++) {
         int idx = a->head_index[k];
         if ((st = hs_analysis_map(a, idx, map, err)))
@@ -45,7 +38,6 @@ hs_status hs_analysis_norm_based(hs_analysis *a, hs_error *err)
         h->norm_mass = mass / n;
         h->value_norm = fsum / n;
     }
-    free(fn);
     free(map);
     return st;
 }

@@ -7,6 +7,8 @@
 #include "headscope/analysis.h"
 #include "headscope/report.h"
 #include "internal.h"
+#include "model/model_internal.h"
+#include "nn/block.h"
 #include "pipeline/analyze_observe.h"
 
 int hs_layer_observe(void *user, int layer, const float *probs, int n_head, int n)
@@ -29,6 +31,10 @@ int hs_layer_observe(void *user, int layer, const float *probs, int n_head, int 
     }
     if (!t->st && t->store)
         t->st = hs_mapstore_put(t->store, layer * n_head, n_head, probs, t->err);
+    if (!t->st && t->fnorm) /* batch 1: the layer's qkv is the workspace's, rows of width W */
+        t->st = hs_norm_values_layer(t->m, layer, t->ws->qkv,
+                                     hs_qkv_width(hs_model_config_of(t->m)), n,
+                                     t->fnorm + (size_t)layer * (size_t)n_head * (size_t)n, t->err);
     return t->st != HS_OK;
 }
 

@@ -10,7 +10,8 @@
 
 /* The observer of a pass (the text's or the probe's): detector scores on all attention and
  * without the sinks, and entropy when ent is given, of the analysed layers' heads as the
- * pass makes each layer's maps, and every layer's maps into store when given. */
+ * pass makes each layer's maps, every layer's maps into store when given, and every layer's
+ * value norms into fnorm when given. */
 typedef struct layer_obs {
     const unsigned char *layers; /* (n_layer) analysed layers, or NULL for all */
     int causal;
@@ -22,6 +23,11 @@ typedef struct layer_obs {
     int next;                    /* index k of the next analysed layer's first head (0) */
     hs_status st;                /* the first failure (HS_OK) */
     hs_error *err;
+    /* norm-based attention (or NULL): the pass's own workspace, whose qkv holds the layer's
+     * values when its maps are observed, and fnorm: (n_layer, n_head, n) the value norms */
+    const hs_model *m;
+    const struct hs_forward_ws *ws;
+    float *fnorm;
 } layer_obs;
 
 /* hs_rows_fn over the analysed heads' maps in the store: idx are head indices k. */

@@ -27,8 +27,9 @@ hs_status hs_analyze_importance(const hs_model *m, hs_analysis *a, const hs_anal
                                 hs_error *err);
 
 /* Norm-based attention of the text (analyze_norm.c), summarised per analysed head into
- * norm_first_token, norm_mass and value_norm; needs the maps in a->maps. */
-hs_status hs_analysis_norm_based(hs_analysis *a, hs_error *err);
+ * norm_first_token, norm_mass and value_norm, from fnorm: (n_layer, n_head, n) the value
+ * norms the text's pass took layer by layer (layer_obs.fnorm) and the maps in a->maps. */
+hs_status hs_analysis_norm_based(hs_analysis *a, const float *fnorm, hs_error *err);
 
 /* a->word_ids, n_words, words and word_maps of every analysed head (analyze_words.c);
  * needs the maps in a->maps. */
