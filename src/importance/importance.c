@@ -106,8 +106,6 @@ void hs_loss_eval_free(hs_loss_eval *e)
 
 long hs_loss_eval_passes(const hs_loss_eval *e) { return e->passes; }
 
-static int logit_rows(const hs_loss_input *in) { return hs_loss_row_count(in); }
-
 /* Bytes a batched pass needs per copy: its final hidden states and its part of the forward
  * workspace, (n, 4 d + max(W, 3 d) + F), W the QKV width, F d_ff (3 d_ff for the gated MLP).
  * (The logits are a shared block of rows.) */
@@ -141,7 +139,7 @@ static hs_status ensure_batch(hs_loss_eval *e, int batch, hs_error *err)
     if (!e->row_loss || !e->hidden || !e->rows || !e->row_targets)
         return hs_fail(err, HS_E_NOMEM, "out of memory for %d copies of the loss buffers", batch);
     /* loss row r of copy k: hidden row k * n + (r, LM; positions[r], MLM), its target */
-    int lr = logit_rows(&e->in);
+    int lr = hs_loss_row_count(&e->in);
     for (int k = 0; k < batch && e->in.kind != HS_LOSS_REPR; k++)
         for (int r = 0; r < lr; r++) {
             int32_t row, target;
@@ -224,7 +222,7 @@ hs_status hs_loss_eval_new(const hs_model *m, const hs_loss_input *in, hs_loss_e
 static hs_status batch_nll(hs_loss_eval *e, int batch, double *loss, hs_error *err)
 {
     const hs_model_config *c = hs_model_config_of(e->m);
-    int V = c->vocab_size, d = c->d_model, rows = logit_rows(&e->in), all = batch * rows;
+    int V = c->vocab_size, d = c->d_model, rows = hs_loss_row_count(&e->in), all = batch * rows;
     size_t spare_floats;
     float *logits = hs_forward_ws_spare(e->ws, &spare_floats);
     size_t fit = spare_floats / (size_t)V;

@@ -5,7 +5,6 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "headscope/activations.h"
 #include "internal.h"
 #include "pipeline/pipeline.h"
 
