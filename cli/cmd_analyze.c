@@ -210,6 +210,20 @@ static hs_status write_page(const hs_analysis *a, const char *json, const char *
     return st;
 }
 
+/* report.json at path (in the staging folder: the run's commit makes it final), written as
+ * it is made. */
+static hs_status write_report(const hs_analysis *a, const char *const *files, int n_files,
+                              const char *path, hs_error *err)
+{
+    FILE *f = fopen(path, "wb");
+    hs_status st = f ? hs_report_write(a, files, n_files, HS_REPORT_PRETTY, f, err) : HS_E_IO;
+    if ((!f || fclose(f) != 0) && !st)
+        st = HS_E_IO;
+    if (st == HS_E_IO)
+        snprintf(err->msg, sizeof err->msg, "cannot write '%s': %s", path, strerror(errno));
+    return st;
+}
+
 int cmd_analyze(int argc, char **argv)
 {
     static const struct option opts[] = {
@@ -572,7 +586,9 @@ int cmd_analyze(int argc, char **argv)
         goto done;
     }
     n_files += 2;
-    json_text = hs_report_json(a, (const char *const *)files, n_files, 1);
+    /* the page embeds the report without its arrays of n x n and n_heads x n numbers */
+    const char *const *listed_files = (const char *const *)files;
+    json_text = hs_report_json(a, listed_files, n_files, HS_REPORT_LEAN);
     size_t plen = strlen(stage) + 16; /* the staging folder's path is the longer */
     report_path = malloc(plen);
     if (!json_text || !report_path) {
@@ -586,7 +602,7 @@ int cmd_analyze(int argc, char **argv)
         goto done;
     }
     snprintf(report_path, plen, "%s/report.json", stage);
-    if (hs_file_write_atomic(report_path, json_text, strlen(json_text), &err) != HS_OK) {
+    if (write_report(a, listed_files, n_files, report_path, &err) != HS_OK) {
         cli_error(C, "%s", err.msg);
         goto done;
     }
@@ -595,8 +611,10 @@ int cmd_analyze(int argc, char **argv)
         goto done;
     rc = EXIT_FAIL;
     snprintf(report_path, plen, "%s/report.json", outdir);
-    if (json)
-        puts(json_text);
+    if (json && hs_report_write(a, listed_files, n_files, HS_REPORT_PRETTY, stdout, &err) == HS_OK)
+        putchar('\n');
+    else if (json)
+        cli_error(C, "%s", err.msg);
     else if (!quiet)
         cli_analyze_summary(a, report_path);
     rc = cli_finish_stdout(C);

@@ -144,6 +144,24 @@ hs_status hs_corpus_agg_alloc(int nh, int probe_len, struct hs_corpus_agg **out,
 struct cJSON *hs_json_num(double v);
 struct cJSON *hs_json_ints(const int32_t *v, int n);
 struct cJSON *hs_json_matrix(const double *m, int rows, int cols);
+/* Large arrays of numbers in a report without a cJSON node per number (src/io/json_big.c):
+ * hs_json_big_matrix(_f) and _vector return a raw node standing for the array (rows, cols)
+ * or (n) (not copied: it must outlive the writing); print the tree as usual, then write
+ * the text with hs_json_big_write (a stream) or hs_json_big_string (a malloc'd string, or
+ * NULL), which put each array in its node's place as cJSON would have printed it (pretty:
+ * ", " between numbers). */
+typedef struct hs_json_big hs_json_big;
+typedef hs_status (*hs_json_sink)(void *ctx, const char *s, size_t len, hs_error *err);
+hs_json_big *hs_json_big_new(void);
+void hs_json_big_free(hs_json_big *b);
+struct cJSON *hs_json_big_matrix(hs_json_big *b, const double *m, int rows, int cols);
+struct cJSON *hs_json_big_matrix_f(hs_json_big *b, const float *m, int rows, int cols);
+struct cJSON *hs_json_big_vector(hs_json_big *b, const double *v, int n);
+hs_status hs_json_big_emit(const char *text, const hs_json_big *b, int pretty, hs_json_sink sink,
+                           void *ctx, hs_error *err);
+hs_status hs_json_big_write(const char *text, const hs_json_big *b, int pretty, FILE *f,
+                            hs_error *err);
+char *hs_json_big_string(const char *text, const hs_json_big *b, int pretty);
 /* The "clusters" member of parent: linkage (NULL with a single head), flat labels. */
 struct hs_linkage;
 void hs_report_add_clusters(struct cJSON *parent, const struct hs_linkage *lk, const int *labels,
@@ -185,6 +203,25 @@ hs_status hs_gradient_capped(const struct hs_model *m, const struct hs_loss_inpu
 struct hs_model;
 hs_status hs_norm_values_layer(const struct hs_model *m, int l, const float *qkv, int ld, int n,
                                float *fnorm, hs_error *err);
+
+/* Direct logit attribution taken in a forward pass, layer by layer
+ * (src/analysis/attribution.c): hs_dla_begin for the pass's ids (the checks and errors of
+ * hs_dla_compute); hs_dla_attach sets the pass's workspace to hand each layer's context to
+ * it (hs_dla_layer) and to keep the final norm's 1/s in final_rstd (n floats); after the
+ * pass, hs_dla_end fills *out from them and the final normalised stream the pass left in
+ * the workspace, and frees acc. hs_dla_acc_status: HS_OK, or the failure a layer stopped
+ * the pass with (its message in the err given to attach, the pass's own being "stopped by
+ * observer"). hs_dla_acc_free frees an unfinished one. */
+typedef struct hs_dla_acc hs_dla_acc;
+struct hs_dla;
+struct hs_forward_ws;
+hs_status hs_dla_begin(const struct hs_model *m, const int32_t *ids, int n, hs_dla_acc **out,
+                       hs_error *err);
+void hs_dla_attach(hs_dla_acc *acc, struct hs_forward_ws *ws, float *final_rstd, hs_error *err);
+int hs_dla_layer(void *acc, int layer, const float *ctx, int n);
+hs_status hs_dla_end(hs_dla_acc *acc, struct hs_dla **out, hs_error *err);
+hs_status hs_dla_acc_status(const hs_dla_acc *acc);
+void hs_dla_acc_free(hs_dla_acc *acc);
 
 /* The gradient keeps every layer's activations for its backward while they fit in this many
  * bytes (default 512 MiB), and past it recomputes them layer by layer from the layers' input

@@ -81,7 +81,8 @@ typedef struct hs_forward_ws hs_forward_ws;
 hs_status hs_forward_ws_new(const hs_model *m, int max_n, hs_forward_ws **out, hs_error *err);
 
 /* As hs_forward_ws_new, for batched runs of up to max_batch copies (1..HS_FORWARD_MAX_BATCH):
- * about max_batch * max_n * (6 d_model + d_ff) + n_head * max_n^2 floats. */
+ * about 6 d_model floats for each of the max_batch * max_n rows, d_ff for up to 256 of
+ * them (the MLP runs 256 rows at a time) and n_head * max_n^2. */
 hs_status hs_forward_ws_new_batch(const hs_model *m, int max_n, int max_batch,
                                   hs_forward_ws **out, hs_error *err);
 void hs_forward_ws_free(hs_forward_ws *ws);

@@ -20,6 +20,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "headscope/activations.h"
 #include "headscope/analysis.h"
@@ -283,10 +284,24 @@ hs_status hs_analysis_map(const hs_analysis *a, int index, float *out, hs_error 
 /* "L.H" of a head index l*H + h into buf (at least 16 bytes). */
 const char *hs_head_name(const hs_analysis *a, int index, char *buf, size_t cap);
 
+/* Flags of hs_report_json and hs_report_write (or-ed; 0: compact and whole). */
+#define HS_REPORT_PRETTY 1 /* indented (as 1 always meant) */
+/* Without the arrays whose size grows with the text beyond n: rollout.matrix, flow.matrix,
+ * word_level.maps and direct_logit_attribution.heads[].per_position are left out (the
+ * keys are absent). The copy of the report the HTML page embeds is this one. */
+#define HS_REPORT_LEAN 2
+
 /* The report as JSON text (schema "headscope.report/3"), NaN written as null; files is an
- * optional list of n_files output paths relative to the output folder. Returns a malloc'd
- * string (caller frees) or NULL when out of memory. */
-char *hs_report_json(const hs_analysis *a, const char *const *files, int n_files, int pretty);
+ * optional list of n_files output paths relative to the output folder; flags: 0, or
+ * HS_REPORT_PRETTY and HS_REPORT_LEAN or-ed (a plain 1 is pretty, as before). Returns a
+ * malloc'd string (caller frees) or NULL when out of memory. */
+char *hs_report_json(const hs_analysis *a, const char *const *files, int n_files, int flags);
+
+/* hs_report_json's text written to f as it is made: the large arrays (the n x n rollout of
+ * a long text is a million numbers) go from the analysis to f without a copy of the whole
+ * text in memory. HS_E_IO when f fails, HS_E_NOMEM. */
+hs_status hs_report_write(const hs_analysis *a, const char *const *files, int n_files, int flags,
+                          FILE *f, hs_error *err);
 
 /* From text to report in one call, for bindings that cannot fill the structs above (the
  * Python package): tokenizes texts[0..n_texts-1] (lens[i] bytes each, or NUL-terminated

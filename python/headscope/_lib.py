@@ -4,7 +4,7 @@ import ctypes.util
 import os
 
 SOVERSION = 1  # the library major version these bindings are written for
-PYTHON_VERSION = "1.0.0"  # python/pyproject.toml; the tests check it against hs_version()
+PYTHON_VERSION = "1.1.0"  # python/pyproject.toml; the tests check it against hs_version()
 
 
 class HsError(ctypes.Structure):

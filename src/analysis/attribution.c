@@ -44,24 +44,26 @@ void hs_dla_free(hs_dla *d)
     free(d);
 }
 
-/* token_loss and logit of every position from the final stream x: (n, d) of the full run:
- * the final norm, the LM head DLA_ROWS rows at a time. */
-static hs_status token_losses(const hs_model *m, const float *x, int n, hs_dla *d, hs_error *err)
+/* token_loss and logit of every position from the final normalised stream h: (n, d) of the
+ * full run, the LM head some rows at a time: as many as fit in the pass's spare buffer
+ * (its maps' room, free once the pass is through), at least DLA_ROWS. */
+static hs_status token_losses(const hs_model *m, const float *h, hs_forward_ws *ws, hs_dla *d,
+                              hs_error *err)
 {
     const hs_model_config *c = &m->cfg;
-    size_t V = (size_t)c->vocab_size, dm = (size_t)c->d_model;
-    float *h = malloc((size_t)n * dm * sizeof *h);
-    float *scratch = malloc(2 * DLA_ROWS * dm * sizeof *scratch);
-    float *logits = malloc(DLA_ROWS * V * sizeof *logits);
-    if (!h || !scratch || !logits) {
-        free(h);
-        free(scratch);
-        free(logits);
-        return hs_fail(err, HS_E_NOMEM, "out of memory for the per-token loss");
+    size_t V = (size_t)c->vocab_size, dm = (size_t)c->d_model, spare = 0;
+    float *logits = hs_forward_ws_spare(ws, &spare), *own = NULL;
+    size_t rows = spare / (V + 2 * dm);
+    if (rows > (size_t)d->n_pos)
+        rows = (size_t)d->n_pos;
+    if (rows < DLA_ROWS) {
+        rows = DLA_ROWS;
+        if (!(logits = own = malloc(rows * (V + 2 * dm) * sizeof *logits)))
+            return hs_fail(err, HS_E_NOMEM, "out of memory for the per-token loss");
     }
-    hs_final_norm(m, x, h, NULL, NULL, n);
-    for (int r0 = 0; r0 < d->n_pos; r0 += DLA_ROWS) {
-        int cnt = d->n_pos - r0 < DLA_ROWS ? d->n_pos - r0 : DLA_ROWS;
+    float *scratch = logits + rows * V; /* (2 rows, d) */
+    for (int r0 = 0; r0 < d->n_pos; r0 += (int)rows) {
+        int cnt = d->n_pos - r0 < (int)rows ? d->n_pos - r0 : (int)rows;
         hs_lm_logits(m, h + (size_t)r0 * dm, NULL, cnt, scratch, logits);
         for (int j = 0; j < cnt; j++) {
             const float *row = logits + (size_t)j * V;
@@ -70,14 +72,41 @@ static hs_status token_losses(const hs_model *m, const float *x, int n, hs_dla *
             d->token_loss[r0 + j] = hs_op_log_sum_exp(row, (int)V) - (double)row[t];
         }
     }
-    free(h);
-    free(scratch);
-    free(logits);
+    free(own);
     return HS_OK;
 }
 
-hs_status hs_dla_compute(const hs_model *m, const int32_t *ids, int n, hs_dla **out,
-                         hs_error *err)
+/* The attribution being taken in a pass: d->per_pos holds each head's z . (W_O u~_i), the
+ * frozen 1/s_i applied at the end (it is a per-position scalar of the final norm, known
+ * once the pass is through). */
+struct hs_dla_acc {
+    const hs_model *m;
+    hs_dla *d;
+    double *u, *g, *wo; /* (DLA_ROWS, d), (DLA_ROWS, d), (d, d) */
+    hs_forward_ws *ws; /* the pass's, and its final norm's 1/s */
+    const float *final_rstd;
+    hs_status st;
+    hs_error *err;
+};
+
+void hs_dla_acc_free(hs_dla_acc *acc)
+{
+    if (!acc)
+        return;
+    free(acc->u);
+    free(acc->g);
+    free(acc->wo);
+    hs_dla_free(acc->d);
+    free(acc);
+}
+
+hs_status hs_dla_acc_status(const hs_dla_acc *acc)
+{
+    return acc->st;
+}
+
+hs_status hs_dla_begin(const hs_model *m, const int32_t *ids, int n, hs_dla_acc **out,
+                       hs_error *err)
 {
     const hs_model_config *c = &m->cfg;
     *out = NULL;
@@ -86,76 +115,157 @@ hs_status hs_dla_compute(const hs_model *m, const int32_t *ids, int n, hs_dla **
         return hs_fail(err, HS_E_UNSUPPORTED, "direct logit attribution: %s", why);
     if (n < 2)
         return hs_fail(err, HS_E_INPUT, "direct logit attribution needs at least 2 tokens");
-    hs_activations *act = NULL;
-    hs_status st = hs_activations_run(m, ids, NULL, n, HS_CAPTURE_Z, &act, err);
-    if (st)
-        return st;
-    int L = c->n_layer, H = c->n_head, dm = c->d_model, dh = c->d_head, P = n - 1;
-    size_t lh = (size_t)L * (size_t)H, pd = (size_t)P * (size_t)dm, dd = (size_t)dm * dm;
+    int L = c->n_layer, H = c->n_head, P = n - 1;
+    size_t lh = (size_t)L * (size_t)H, dm = (size_t)c->d_model;
+    hs_dla_acc *acc = calloc(1, sizeof *acc);
     hs_dla *d = calloc(1, sizeof *d);
-    double *u = malloc(pd * sizeof *u), *g = malloc(pd * sizeof *g), *wo = malloc(dd * sizeof *wo);
-    if (!d || !u || !g || !wo)
-        goto nomem;
+    if (acc) {
+        acc->m = m;
+        acc->d = d;
+        acc->u = malloc(DLA_ROWS * dm * sizeof *acc->u);
+        acc->g = malloc(DLA_ROWS * dm * sizeof *acc->g);
+        acc->wo = malloc(dm * dm * sizeof *acc->wo);
+    } else {
+        free(d);
+    }
+    if (!acc || !d || !acc->u || !acc->g || !acc->wo) {
+        hs_dla_acc_free(acc);
+        return hs_fail(err, HS_E_NOMEM, "out of memory for direct logit attribution");
+    }
     *d = (hs_dla){L, H, (int)lh, P, NULL, NULL, NULL, NULL, NULL};
     d->targets = malloc((size_t)P * sizeof *d->targets);
     d->per_pos = malloc(lh * (size_t)P * sizeof *d->per_pos);
     d->total = calloc(lh, sizeof *d->total);
     d->token_loss = malloc((size_t)P * sizeof *d->token_loss);
     d->logit = malloc((size_t)P * sizeof *d->logit);
-    if (!d->targets || !d->per_pos || !d->total || !d->token_loss || !d->logit)
-        goto nomem;
-    memcpy(d->targets, ids + 1, (size_t)P * sizeof *ids);
-
-    /* u_i = (w_f * U[t_i] - mean) / s_i: the direction a head's output o is read along,
-     * o's own mean removed by centring u instead (sum_k (o_k - mean o) v_k = o . (v - mean v)) */
-    int centre = c->arch->norm_kind == HS_NORM_LAYER;
-    for (int i = 0; i < P; i++) {
-        const float *ut = m->decoder + (size_t)d->targets[i] * (size_t)dm;
-        double *ui = u + (size_t)i * dm, mean = 0;
-        for (int k = 0; k < dm; k++) {
-            ui[k] = (double)m->lnf_w[k] * ut[k];
-            mean += ui[k];
-        }
-        mean = centre ? mean / dm : 0.0;
-        for (int k = 0; k < dm; k++)
-            ui[k] = (ui[k] - mean) * act->final_rstd[i];
+    if (!d->targets || !d->per_pos || !d->total || !d->token_loss || !d->logit) {
+        hs_dla_acc_free(acc);
+        return hs_fail(err, HS_E_NOMEM, "out of memory for direct logit attribution");
     }
-    for (int l = 0; l < L; l++) {
-        hs_layer ly; /* through the weight cache (model_internal.h) */
-        if ((st = hs_layer_get(m, l, &ly, err)))
-            goto fail;
-        for (size_t k = 0; k < dd; k++) /* (d, d): row c is context column c */
-            wo[k] = ly.w_o[k];
-        hs_layer_put(m, l);
-        /* g_i = W_O u_i: (P, d), then each head's slice of z_i . g_i */
-        hs_dgemm_fixed(0, 1, P, dm, dm, u, dm, wo, dm, g, dm);
-        const float *z = act->z + (size_t)l * (size_t)n * dm;
+    memcpy(d->targets, ids + 1, (size_t)P * sizeof *ids);
+    *out = acc;
+    return HS_OK;
+}
+
+int hs_dla_layer(void *user, int l, const float *z, int n)
+{
+    hs_dla_acc *acc = user;
+    const hs_model *m = acc->m;
+    const hs_model_config *c = &m->cfg;
+    hs_dla *d = acc->d;
+    int H = c->n_head, dm = c->d_model, dh = c->d_head, P = d->n_pos;
+    size_t dd = (size_t)dm * dm;
+    if (n != P + 1) {
+        acc->st = hs_fail(acc->err, HS_E_ARG, "direct logit attribution of %d tokens given a "
+                          "pass of %d", P + 1, n);
+        return 1;
+    }
+    hs_layer ly; /* through the weight cache (model_internal.h) */
+    if ((acc->st = hs_layer_get(m, l, &ly, acc->err)))
+        return 1;
+    for (size_t k = 0; k < dd; k++) /* (d, d): row c is context column c */
+        acc->wo[k] = ly.w_o[k];
+    hs_layer_put(m, l);
+    /* u~_i = w_f * U[t_i] - mean: the direction a head's output o is read along, o's own
+     * mean removed by centring u instead (sum_k (o_k - mean o) v_k = o . (v - mean v)) */
+    int centre = c->arch->norm_kind == HS_NORM_LAYER;
+    for (int r0 = 0; r0 < P; r0 += DLA_ROWS) {
+        int cnt = P - r0 < DLA_ROWS ? P - r0 : DLA_ROWS;
+        for (int j = 0; j < cnt; j++) {
+            const float *ut = m->decoder + (size_t)d->targets[r0 + j] * (size_t)dm;
+            double *uj = acc->u + (size_t)j * dm, mean = 0;
+            for (int k = 0; k < dm; k++) {
+                uj[k] = (double)m->lnf_w[k] * ut[k];
+                mean += uj[k];
+            }
+            mean = centre ? mean / dm : 0.0;
+            for (int k = 0; k < dm; k++)
+                uj[k] -= mean;
+        }
+        /* g_j = W_O u~_j: (cnt, d), then each head's slice of z_j . g_j */
+        hs_dgemm_fixed(0, 1, cnt, dm, dm, acc->u, dm, acc->wo, dm, acc->g, dm);
         for (int h = 0; h < H; h++) {
-            size_t k = (size_t)l * H + h;
-            for (int i = 0; i < P; i++) {
-                const float *zi = z + (size_t)i * dm + (size_t)h * dh;
-                const double *gi = g + (size_t)i * dm + (size_t)h * dh;
+            double *out = d->per_pos + ((size_t)l * H + h) * (size_t)P + r0;
+            for (int j = 0; j < cnt; j++) {
+                const float *zj = z + (size_t)(r0 + j) * dm + (size_t)h * dh;
+                const double *gj = acc->g + (size_t)j * dm + (size_t)h * dh;
                 double s = 0;
                 for (int e = 0; e < dh; e++)
-                    s += (double)zi[e] * gi[e];
-                d->per_pos[k * (size_t)P + (size_t)i] = s;
-                d->total[k] += s;
+                    s += (double)zj[e] * gj[e];
+                out[j] = s;
             }
         }
     }
-    if ((st = token_losses(m, act->resid_final, n, d, err)))
-        goto fail;
+    return 0;
+}
+
+hs_status hs_dla_end(hs_dla_acc *acc, hs_dla **out, hs_error *err)
+{
+    const float *final_rstd = acc->final_rstd;
+    const float *hidden = acc->ws->x; /* the pass leaves the final normalised stream there */
+    *out = NULL;
+    hs_status st = acc->st;
+    hs_dla *d = acc->d;
+    if (st) { /* the layer's message is in the pass's error already */
+        hs_dla_acc_free(acc);
+        return st;
+    }
+    for (int k = 0; k < d->n_heads; k++) {
+        double *row = d->per_pos + (size_t)k * (size_t)d->n_pos;
+        for (int i = 0; i < d->n_pos; i++) {
+            row[i] *= final_rstd[i];
+            d->total[k] += row[i];
+        }
+    }
+    if ((st = token_losses(acc->m, hidden, acc->ws, d, err))) {
+        hs_dla_acc_free(acc);
+        return st;
+    }
+    acc->d = NULL;
+    hs_dla_acc_free(acc);
     *out = d;
-    d = NULL;
-    goto fail;
-nomem:
-    st = hs_fail(err, HS_E_NOMEM, "out of memory for direct logit attribution");
-fail:
-    free(u);
-    free(g);
-    free(wo);
-    hs_dla_free(d);
-    hs_activations_free(act);
+    return HS_OK;
+}
+
+void hs_dla_attach(hs_dla_acc *acc, hs_forward_ws *ws, float *final_rstd, hs_error *err)
+{
+    acc->err = err;
+    acc->ws = ws;
+    acc->final_rstd = final_rstd;
+    ws->on_ctx = hs_dla_layer;
+    ws->ctx_user = acc;
+    ws->final_rstd = final_rstd;
+}
+
+hs_status hs_dla_compute(const hs_model *m, const int32_t *ids, int n, hs_dla **out,
+                         hs_error *err)
+{
+    *out = NULL;
+    hs_dla_acc *acc = NULL;
+    hs_forward_ws *ws = NULL;
+    hs_status st = hs_dla_begin(m, ids, n, &acc, err);
+    if (st)
+        return st;
+    if ((st = hs_forward_check(m, ids, NULL, n, err))) {
+        hs_dla_acc_free(acc);
+        return st;
+    }
+    float *rstd = malloc((size_t)n * sizeof *rstd);
+    if (!rstd)
+        st = hs_fail(err, HS_E_NOMEM, "out of memory for direct logit attribution");
+    hs_error lerr = {{0}}; /* a layer's own message (the pass's is "stopped by observer") */
+    if (!st && !(st = hs_forward_ws_new(m, n, &ws, err))) {
+        hs_dla_attach(acc, ws, rstd, &lerr);
+        st = hs_forward(m, ids, NULL, n, NULL, ws, err);
+        if (acc->st && (st = acc->st) && err)
+            *err = lerr;
+    }
+    if (!st)
+        st = hs_dla_end(acc, out, err);
+    else
+        hs_dla_acc_free(acc);
+    hs_forward_ws_free(ws);
+    free(rstd);
     return st;
 }
 

@@ -236,7 +236,7 @@ static void add_composition(cJSON *r, const hs_analysis *a)
 
 /* "direct_logit_attribution": per analysed head and position, with the targets, the
  * per-token loss and the full run's logits of the targets beside them. */
-static void add_dla(cJSON *r, const hs_analysis *a)
+static void add_dla(cJSON *r, const hs_analysis *a, hs_json_big *big)
 {
     const hs_dla *d = a->dla;
     cJSON *o = cJSON_AddObjectToObject(r, "direct_logit_attribution");
@@ -262,9 +262,10 @@ static void add_dla(cJSON *r, const hs_analysis *a)
         int idx = a->head_index[k];
         cJSON *e = head_pair(idx, d->n_head);
         add_num(e, "total", d->total[idx]);
-        cJSON *pp = cJSON_AddArrayToObject(e, "per_position");
-        for (int i = 0; i < d->n_pos; i++)
-            cJSON_AddItemToArray(pp, hs_json_num(d->per_pos[(size_t)idx * d->n_pos + i]));
+        if (big)
+            cJSON_AddItemToObject(e, "per_position",
+                                  hs_json_big_vector(big, d->per_pos + (size_t)idx * d->n_pos,
+                                                     d->n_pos));
         cJSON_AddItemToArray(hs, e);
     }
 }
@@ -390,7 +391,9 @@ void hs_report_add_header(cJSON *r, const hs_analysis *a)
     cJSON_AddItemToObject(r, "model", hs_report_model_json(a));
 }
 
-char *hs_report_json(const hs_analysis *a, const char *const *files, int n_files, int pretty)
+/* The report's tree, its large arrays in big (NULL: left out, HS_REPORT_LEAN). */
+static cJSON *report_tree(const hs_analysis *a, const char *const *files, int n_files,
+                          hs_json_big *big)
 {
     const hs_model *m = a->model;
     const hs_model_config *c = hs_model_config_of(m);
@@ -495,34 +498,30 @@ char *hs_report_json(const hs_analysis *a, const char *const *files, int n_files
     hs_report_add_clusters(r, a->linkage, a->labels, a->n_heads, a->n_clusters, o->similarity,
                            o->cluster_threshold);
     add_composition(r, a);
-    add_dla(r, a);
+    add_dla(r, a, big);
     cJSON *wl = cJSON_AddObjectToObject(r, "word_level");
     cJSON_AddBoolToObject(wl, "available", a->word_maps != NULL);
     if (a->word_maps) {
         size_t ww = (size_t)a->n_words * (size_t)a->n_words;
         cJSON_AddItemToObject(wl, "words", str_array((const char *const *)a->words, a->n_words));
-        cJSON *maps = cJSON_AddArrayToObject(wl, "maps");
-        double *buf = malloc(ww * sizeof *buf);
-        for (int k = 0; buf && k < a->n_heads; k++) {
-            for (size_t e = 0; e < ww; e++)
-                buf[e] = a->word_maps[(size_t)k * ww + e];
-            cJSON_AddItemToArray(maps, hs_json_matrix(buf, a->n_words, a->n_words));
-        }
-        free(buf);
+        cJSON *maps = big ? cJSON_AddArrayToObject(wl, "maps") : NULL;
+        for (int k = 0; maps && k < a->n_heads; k++)
+            cJSON_AddItemToArray(maps, hs_json_big_matrix_f(big, a->word_maps + (size_t)k * ww,
+                                                            a->n_words, a->n_words));
     } else {
         cJSON_AddStringToObject(wl, "reason", "not asked for (--word-level)");
     }
     cJSON *ro = cJSON_AddObjectToObject(r, "rollout");
     add_num(ro, "residual", o->rollout_residual);
-    if (a->rollout)
-        cJSON_AddItemToObject(ro, "matrix", hs_json_matrix(a->rollout, a->n, a->n));
-    else
+    if (a->rollout && big)
+        cJSON_AddItemToObject(ro, "matrix", hs_json_big_matrix(big, a->rollout, a->n, a->n));
+    else if (!a->rollout)
         cJSON_AddNullToObject(ro, "matrix");
     cJSON *fo = cJSON_AddObjectToObject(r, "flow");
     cJSON_AddNumberToObject(fo, "max_tokens", o->flow_max_tokens);
-    if (a->flow)
-        cJSON_AddItemToObject(fo, "matrix", hs_json_matrix(a->flow, a->n, a->n));
-    else
+    if (a->flow && big)
+        cJSON_AddItemToObject(fo, "matrix", hs_json_big_matrix(big, a->flow, a->n, a->n));
+    else if (!a->flow)
         cJSON_AddNullToObject(fo, "matrix");
 
     cJSON *pr = cJSON_AddObjectToObject(r, "probe");
@@ -573,7 +572,47 @@ char *hs_report_json(const hs_analysis *a, const char *const *files, int n_files
     for (int i = 0; i < n_files; i++)
         cJSON_AddItemToArray(fl, cJSON_CreateString(files[i]));
 
-    char *s = pretty ? cJSON_Print(r) : cJSON_PrintUnformatted(r);
+    return r;
+}
+
+/* The tree printed (its large arrays as markers when big is given), or NULL. */
+static char *report_text(const hs_analysis *a, const char *const *files, int n_files, int flags,
+                         hs_json_big **big)
+{
+    *big = NULL;
+    if (!(flags & HS_REPORT_LEAN) && !(*big = hs_json_big_new()))
+        return NULL;
+    cJSON *r = report_tree(a, files, n_files, *big);
+    char *s = !r ? NULL : (flags & HS_REPORT_PRETTY) ? cJSON_Print(r) : cJSON_PrintUnformatted(r);
     cJSON_Delete(r);
+    if (!s) {
+        hs_json_big_free(*big);
+        *big = NULL;
+    }
     return s;
+}
+
+char *hs_report_json(const hs_analysis *a, const char *const *files, int n_files, int flags)
+{
+    hs_json_big *big = NULL;
+    char *s = report_text(a, files, n_files, flags, &big), *full = s;
+    if (s && big) {
+        full = hs_json_big_string(s, big, flags & HS_REPORT_PRETTY);
+        free(s);
+    }
+    hs_json_big_free(big);
+    return full;
+}
+
+hs_status hs_report_write(const hs_analysis *a, const char *const *files, int n_files, int flags,
+                          FILE *f, hs_error *err)
+{
+    hs_json_big *big = NULL;
+    char *s = report_text(a, files, n_files, flags, &big);
+    if (!s)
+        return hs_fail(err, HS_E_NOMEM, "out of memory for the report");
+    hs_status st = hs_json_big_write(s, big, flags & HS_REPORT_PRETTY, f, err);
+    free(s);
+    hs_json_big_free(big);
+    return st;
 }

@@ -92,26 +92,32 @@ static void norm(const hs_model_config *c, const float *x, const float *w, const
         hs_op_layernorm(x, w, b, y, xhat, rstd, rows, c->d_model, c->ln_eps);
 }
 
-/* The MLP on in: (rows, d) into out: (rows, d), set or (add) added: pre: (rows, F) gets the
- * first projection (gelu's input, or the gated MLP's [gate | up]); the activation goes to
- * ws->ff, after pre when pre is ws->ff itself. out may alias in. */
+/* The MLP on in: (rows, d) into out: (rows, d), set or (add) added, HS_MLP_ROWS rows at a
+ * time: pre: (rows, F) gets the first projection (gelu's input, or the gated MLP's
+ * [gate | up]), or is ws->ff itself (then only the rows of the moment); the activation
+ * goes to ws->ff, after pre when pre is ws->ff. out may alias in. */
 static void mlp(const hs_model_config *c, const hs_layer *L, hs_forward_ws *ws, const float *in,
                 float *pre, float *out, int rows, int add)
 {
     int d = c->d_model, f = c->d_ff, F = hs_ff_width(c);
-    hs_op_linear(in, L->w_fc, L->b_fc, pre, rows, d, F);
-    float *act = ws->ff;
-    if (c->act == HS_ACT_SILU_GATED) {
-        if (pre == ws->ff)
-            act = ws->ff + (size_t)rows * (size_t)F;
-        hs_op_swiglu(pre, act, rows, f);
-    } else {
-        hs_op_gelu(pre, act, (size_t)rows * (size_t)f, c->act);
+    for (int r0 = 0; r0 < rows; r0 += HS_MLP_ROWS) {
+        int cnt = rows - r0 < HS_MLP_ROWS ? rows - r0 : HS_MLP_ROWS;
+        const float *in_r = in + (size_t)r0 * (size_t)d;
+        float *out_r = out + (size_t)r0 * (size_t)d;
+        float *pre_r = pre == ws->ff ? pre : pre + (size_t)r0 * (size_t)F, *act = ws->ff;
+        hs_op_linear(in_r, L->w_fc, L->b_fc, pre_r, cnt, d, F);
+        if (c->act == HS_ACT_SILU_GATED) {
+            if (pre == ws->ff)
+                act = ws->ff + (size_t)cnt * (size_t)F;
+            hs_op_swiglu(pre_r, act, cnt, f);
+        } else {
+            hs_op_gelu(pre_r, act, (size_t)cnt * (size_t)f, c->act);
+        }
+        if (add)
+            hs_op_linear_add(act, L->w_proj, L->b_proj, out_r, cnt, f, d);
+        else
+            hs_op_linear(act, L->w_proj, L->b_proj, out_r, cnt, f, d);
     }
-    if (add)
-        hs_op_linear_add(act, L->w_proj, L->b_proj, out, rows, f, d);
-    else
-        hs_op_linear(act, L->w_proj, L->b_proj, out, rows, f, d);
 }
 
 /* hs_block_forward on layer l's float32 weights L. */
@@ -173,6 +179,8 @@ static hs_status block_run(const hs_model *m, const hs_layer *L, int l, hs_forwa
         if (hm_b && o && o->head_replace)
             replace_heads(c, o->head_replace + (size_t)l * nd, hm_b, ws->ctx + (size_t)b * nd, n);
     }
+    if (ws->on_ctx && batch == 1 && !keep && ws->on_ctx(ws->ctx_user, l, ws->ctx, n))
+        return hs_fail(err, HS_E_ARG, "stopped by observer");
     hs_op_linear(keep && !hm ? keep->ctx : ws->ctx, L->w_o, L->b_o, h, rows, d, d);
     KEEP_COPY(attn_out, h);
     if (a->parallel_residual) { /* x + attn(norm1 x) + mlp(norm2 x); h holds attn */

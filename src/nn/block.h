@@ -11,6 +11,10 @@
 #include "headscope/forward.h"
 #include "model/model_internal.h"
 
+/* Rows of the MLP's hidden layer a pass holds at a time: after the maps its activations,
+ * (rows, d_ff), are a pass's largest buffer, and GEMMs of this many rows run at full speed. */
+#define HS_MLP_ROWS 256
+
 struct hs_forward_ws {
     int max_n, max_batch, n_head;
     /* rows = batch * n: the copies' streams stacked, copy b in rows b*n.. */
@@ -19,11 +23,20 @@ struct hs_forward_ws {
     float *qkv;   /* (rows, W), W = hs_qkv_width (at least 3d: the LM head's scratch) */
     float *probs; /* (n_head, n, n): one copy's, reused copy after copy */
     float *ctx;   /* (rows, d) */
-    float *ff;    /* (rows, d_ff); gated MLP: (rows, 3 d_ff), [gate | up] then the product */
+    float *ff;    /* (HS_MLP_ROWS, d_ff) or fewer rows; gated MLP: 3 d_ff a row, [gate | up]
+                     then the product */
     /* 1 while every copy's stream is the same (the first layer of a batched pass, set by
      * hs_forward): the block then computes the copies' common Q, K, V and probabilities
      * once, and only what the head masks change (context onwards) per copy */
     int same_input;
+    /* In-pass observers for the library's own analyses, set by whoever passes this
+     * workspace to hs_forward (NULL: none; a batch of 1 and no keep only). on_ctx gets layer
+     * l's context (n, d): every head's P V under the head mask, before W_O, head h in
+     * columns h*d_head..; it runs after on_attn, and non-zero stops the pass. final_rstd (n)
+     * receives the final norm's 1/s of every row (pre-norm models). */
+    int (*on_ctx)(void *user, int layer, const float *ctx, int n);
+    void *ctx_user;
+    float *final_rstd;
 };
 
 /* The activations of one layer that the backward pass needs, written by the block when

@@ -42,7 +42,7 @@ hs_status hs_forward_ws_new_batch(const hs_model *m, int max_n, int max_batch,
     ws->qkv = malloc(rows * (W > 3 * d ? W : 3 * d) * sizeof(float));
     ws->probs = malloc((size_t)c->n_head * n * n * sizeof(float));
     ws->ctx = malloc(rows * d * sizeof(float));
-    ws->ff = malloc(rows * F * sizeof(float));
+    ws->ff = malloc((rows < HS_MLP_ROWS ? rows : HS_MLP_ROWS) * F * sizeof(float));
     if (!ws->x || !ws->h || !ws->qkv || !ws->probs || !ws->ctx || !ws->ff) {
         hs_forward_ws_free(ws);
         return hs_fail(err, HS_E_NOMEM, "out of memory for a %d-token workspace (batch %d)",
@@ -153,6 +153,11 @@ hs_status hs_forward(const hs_model *m, const int32_t *ids, const int32_t *type_
         hs_status st = hs_forward_ws_new_batch(m, n, batch, &own, err);
         if (st)
             return st;
+        if (ws) { /* a workspace too small still brings its in-pass observers */
+            own->on_ctx = ws->on_ctx;
+            own->ctx_user = ws->ctx_user;
+            own->final_rstd = ws->final_rstd;
+        }
         ws = own;
     }
     int d = c->d_model, rows = batch * n;
@@ -186,7 +191,7 @@ hs_status hs_forward(const hs_model *m, const int32_t *ids, const int32_t *type_
             return st;
         }
     }
-    hs_final_norm(m, x, x, NULL, NULL, rows);
+    hs_final_norm(m, x, x, NULL, batch == 1 ? ws->final_rstd : NULL, rows);
     if (o && o->hidden)
         memcpy(o->hidden, x, xd * sizeof *x);
     if (o && o->logits)

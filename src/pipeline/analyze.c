@@ -152,6 +152,7 @@ hs_status hs_analyze_run(const hs_model *m, const hs_analyze_input *in, const hs
     unsigned char *sink = NULL, *punct = NULL, *probe_sink = NULL, *active = NULL;
     double *dist = NULL;
     float *fnorm = NULL; /* (n_layer, n_head, n) value norms, norm-based attention */
+    float *final_rstd = NULL; /* (n) the final norm's 1/s, direct logit attribution */
     *out = NULL;
 
     if (n < 1 || n > c->n_ctx)
@@ -259,22 +260,39 @@ hs_status hs_analyze_run(const hs_model *m, const hs_analyze_input *in, const hs
     double t0 = hs_pipeline_now();
     if ((st = hs_mapstore_new(L * H, n, o->maps_memory_max, o->maps_dir, &a->maps, err)))
         goto fail;
+    /* the observers' failures keep their own message (the pass's is "stopped by observer") */
+    hs_error oerr = {{0}};
     layer_obs to = {o->layers, c->causal, &seq, sink, ent, ent + nh, det, det + nh, a->maps, 0,
-                    HS_OK, err, m, NULL, NULL};
-    hs_forward_ws *ws = NULL; /* norm-based attention reads the pass's values from it */
+                    HS_OK, &oerr, m, NULL, NULL};
+    /* norm-based attention reads the layer's values from the pass's workspace; direct
+     * logit attribution takes each layer's context from it, and the final norm's scale */
+    hs_forward_ws *ws = NULL;
+    hs_dla_acc *dla = NULL;
+    int want_dla = o->dla && !hs_dla_undefined(m) && n >= 2;
+    if ((o->norm_based || want_dla) && (st = hs_forward_ws_new(m, n, &ws, err)))
+        goto fail;
     if (o->norm_based) {
-        if (!(fnorm = malloc((size_t)L * (size_t)H * (size_t)n * sizeof *fnorm)))
-            goto nomem;
-        if ((st = hs_forward_ws_new(m, n, &ws, err)))
-            goto fail;
         to.ws = ws;
-        to.fnorm = fnorm;
+        if (!(to.fnorm = fnorm = malloc((size_t)L * (size_t)H * (size_t)n * sizeof *fnorm)))
+            st = hs_fail(err, HS_E_NOMEM, "out of memory");
+    }
+    if (!st && want_dla && !(st = hs_dla_begin(m, a->ids, n, &dla, err))) {
+        if ((final_rstd = malloc((size_t)n * sizeof *final_rstd)))
+            hs_dla_attach(dla, ws, final_rstd, &oerr);
+        else
+            st = hs_fail(err, HS_E_NOMEM, "out of memory");
     }
     hs_forward_opts fo = {.on_attn = hs_layer_observe, .user = &to};
-    st = hs_forward(m, a->ids, a->type_ids, n, &fo, ws, err);
+    if (!st)
+        st = hs_forward(m, a->ids, a->type_ids, n, &fo, ws, err);
+    hs_status ost = to.st ? to.st : dla ? hs_dla_acc_status(dla) : HS_OK;
+    if (ost && (st = ost) && err)
+        *err = oerr;
+    if (!st && dla)
+        st = hs_dla_end(dla, &a->dla, err);
+    else
+        hs_dla_acc_free(dla);
     hs_forward_ws_free(ws);
-    if (to.st)
-        st = to.st;
     if (st)
         goto fail;
     a->forward_passes = 1;
@@ -401,12 +419,6 @@ hs_status hs_analyze_run(const hs_model *m, const hs_analyze_input *in, const hs
     if (o->composition && hs_composition_defined(c) &&
         (st = hs_composition_compute(m, &a->composition, err)))
         goto fail;
-    /* one more pass: each head's direct effect on the next token's logit */
-    if (o->dla && !hs_dla_undefined(m) && n >= 2) {
-        if ((st = hs_dla_compute(m, a->ids, n, &a->dla, err)))
-            goto fail;
-        a->forward_passes++;
-    }
 
     /* 5. loss, gradient importance, ablation, pruning: runs of the model */
     if ((st = hs_analyze_importance(m, a, o, active, cls_id, sep_id, err)))
@@ -419,6 +431,7 @@ nomem:
 fail:
     free(dist);
     free(fnorm);
+    free(final_rstd);
     free(sink);
     free(punct);
     free(probe_sink);
