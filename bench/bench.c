@@ -3,7 +3,8 @@
  * pass in PyTorch (bench/torch_forward.py), at 1 thread and at all threads.
  *
  *   build/hs-bench [MODEL_DIR...] [--family MODEL_DIR...] [--reps N] [--quick]
- *                  [--headscope PATH] [--torch SCRIPT] [--python PATH]
+ *                  [--headscope PATH] [--torch SCRIPT] [--python PATH] [--no-torch]
+ *                  [--threads LIST] [--breakdown] [--forward-only]
  *
  * MODEL_DIR defaults to build/bench/gpt2-small (`make bench` passes it and
  * build/bench/bert-base). The analyze, memory and corpus rows use the first model.
@@ -11,6 +12,8 @@
  * distilbert-base, pythia-160m and tinyllama-1.1b), run at n = 128 and 512 only, each with
  * the peak memory of `headscope attn --ids` on 512 ids beside its F32 weights.
  * --quick: 1 repetition, n = 128 only, no analyze, memory or ablation rows (for tests).
+ * --breakdown: one layer's kernels timed apart (bench/breakdown.c) after each GPT-2/BERT
+ * model's rows. --forward-only: the forward table alone. --no-torch: no PyTorch columns.
  * Prints medians of N repetitions and ratios beside the targets; no pass/fail
  * (docs/bench.md explains the numbers). */
 #define _DEFAULT_SOURCE
@@ -206,10 +209,11 @@ int main(int argc, char **argv)
 {
     const char *paths[MAX_MODELS];
     int family[MAX_MODELS] = {0}; /* 1: a --family model (n <= FAMILY_MAX_N, memory row) */
-    int n_models = 0, reps = 5, quick = 0, in_family = 0;
+    int n_models = 0, reps = 5, quick = 0, in_family = 0, breakdown = 0, fwd_only = 0;
     const char *headscope = NULL; /* the command, for the memory and corpus rows */
     const char *script = "bench/torch_forward.py", *python = "/usr/bin/python3";
     const char *thread_list = NULL; /* --threads 1,4,16 (default: 1 and every core) */
+    hs_blas_reexec(argv); /* the kernels headscope's CLI runs with (docs/bench.md) */
     setvbuf(stdout, NULL, _IOLBF, 0); /* rows reach a file as they come (a run cut short) */
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--reps") && i + 1 < argc)
@@ -224,6 +228,12 @@ int main(int argc, char **argv)
             quick = 1;
         else if (!strcmp(argv[i], "--threads") && i + 1 < argc)
             thread_list = argv[++i];
+        else if (!strcmp(argv[i], "--forward-only"))
+            fwd_only = 1;
+        else if (!strcmp(argv[i], "--no-torch"))
+            script = NULL;
+        else if (!strcmp(argv[i], "--breakdown"))
+            breakdown = 1;
         else if (!strcmp(argv[i], "--family"))
             in_family = 1;
         else if (n_models < MAX_MODELS)
@@ -259,8 +269,11 @@ int main(int argc, char **argv)
             thr[n_thr < MAX_THR ? n_thr++ : n_thr - 1] = all;
     }
 
-    printf("headscope bench — %d reps, medians; %d cores online; OpenBLAS kernels %s, "
-           "threading %s\n", reps, all, hs_blas_corename(), hs_blas_threading());
+    printf("headscope bench — %d reps, medians; %d cores online; OpenBLAS kernels %s", reps, all,
+           hs_blas_corename());
+    if (hs_blas_detected())
+        printf(" (OpenBLAS chose %s; OPENBLAS_CORETYPE set by headscope)", hs_blas_detected());
+    printf(", threading %s\n", hs_blas_threading());
     double peak[MAX_THR];
     for (int i = 0; i < n_thr; i++) {
         hs_set_threads(thr[i]);
@@ -294,7 +307,8 @@ int main(int argc, char **argv)
                     return 1;
             }
         hs_set_threads(0);
-        int have_torch = torch_medians(python, script, paths[mi], thr, n_thr, m_sizes, reps, tt);
+        int have_torch = script && torch_medians(python, script, paths[mi], thr, n_thr, m_sizes,
+                                                 reps, tt);
         if (mi == 0)
             printf("%-12s %5s %4s %10s %8s %8s %10s %9s %9s\n", "model", "n", "thr",
                    "headscope", "GFLOP/s", "% sgemm", "torch", "torch/hs", "maps MB");
@@ -310,6 +324,8 @@ int main(int argc, char **argv)
                     printf("%10s %9s", "-", "-");
                 printf(" %9.1f\n", (double)c->n_layer * c->n_head * n * n * 4 / 1e6);
             }
+        if (breakdown && !family[mi])
+            bench_breakdown(c, base_name(paths[mi]), sizes, m_sizes, thr, n_thr, reps);
         if (family[mi] && headscope && !quick)
             bench_family_memory_row(headscope, paths[mi], m, FAMILY_MAX_N);
         fflush(stdout);
@@ -320,11 +336,11 @@ int main(int argc, char **argv)
             hs_model_free(m);
         }
     }
-    if (!quick)
+    if (!quick && !fwd_only)
         bench_analyze_rows(first, fwd128);
-    if (headscope && !quick)
+    if (headscope && !quick && !fwd_only)
         bench_memory_rows(headscope, paths[0], first);
-    if (headscope && hs_model_config_of(first)->causal)
+    if (headscope && !fwd_only && hs_model_config_of(first)->causal)
         bench_corpus_rows(headscope, paths[0], quick ? 2 : 10, quick ? 0 : 1, fwd128);
     hs_model_free(first);
     if (fflush(stdout) != 0 || ferror(stdout))

@@ -41,4 +41,9 @@ void bench_family_memory_row(const char *headscope, const char *model, const hs_
  * without --corpus-ablation (k_abl texts), in texts/s, tokens/s and units of fwd128. */
 void bench_corpus_rows(const char *headscope, const char *model, int k, int k_abl, double fwd128);
 
+/* --breakdown: one layer's kernels timed apart on buffers of c's shapes, at each size and
+ * thread count (bench/breakdown.c). */
+void bench_breakdown(const hs_model_config *c, const char *name, const int *sizes, int n_sizes,
+                     const int *thr, int n_thr, int reps);
+
 #endif

@@ -48,6 +48,7 @@ run)
     py=$(command -v python3)
     {
         nproc
+        lscpu 2>/dev/null | grep -E 'Model name|Socket|Core|Thread|NUMA node\(|Flags' | cut -c1-400
         "$py" -c 'import torch; print("torch", torch.__version__, torch.get_num_threads())'
         "$py" fixtures/ref/make_checkpoint.py --arch gpt2-small --out "$d/gpt2-small" \
             --tokenizer fixtures/tiny-gpt2

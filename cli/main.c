@@ -107,6 +107,7 @@ static int take_common(int *argc, char **argv)
 
 int main(int argc, char **argv)
 {
+    hs_blas_reexec(argv); /* OpenBLAS's kernels for this CPU, where it chose older ones */
     if (argc < 2) {
         usage(stderr);
         return EXIT_USAGE;
@@ -120,6 +121,10 @@ int main(int argc, char **argv)
         const char *commit = hs_build_commit();
         printf("headscope %s%s%s%s\n", hs_version(), *commit ? " (git " : "", commit,
                *commit ? ")" : "");
+        printf("OpenBLAS kernels %s, %s threads", hs_blas_corename(), hs_blas_threading());
+        if (hs_blas_detected())
+            printf(" (OpenBLAS chose %s; headscope set OPENBLAS_CORETYPE)", hs_blas_detected());
+        printf("\n");
         return cli_finish_stdout("version");
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)

@@ -1231,5 +1231,20 @@ else
     bad "no $PG (make builds it)"
 fi
 
+# OpenBLAS's kernels: where it picks a family older than the CPU runs (a virtual machine's
+# CPU it does not know), headscope sets OPENBLAS_CORETYPE and runs itself again with the
+# same arguments; HEADSCOPE_TEST_BLAS_CORE makes it take OpenBLAS's choice as that name.
+# A CPU with AVX has a better family than SSE3 "Prescott"; an OPENBLAS_CORETYPE the user
+# set is kept.
+if grep -qw avx /proc/cpuinfo; then
+    expect 0 "version, OpenBLAS as if on Prescott" -- env -u OPENBLAS_CORETYPE HEADSCOPE_TEST_BLAS_CORE=Prescott "$HS" --version
+    if grep -q '^OpenBLAS kernels \(Sandybridge\|Haswell\|SkylakeX\), OpenMP threads (OpenBLAS chose Prescott; headscope set OPENBLAS_CORETYPE)$' "$T/out"; then ok; else bad "kernel re-exec: $(cat "$T/out")"; fi
+    "$HS" info fixtures/trained-gpt2 >"$T/info1" 2>&1
+    env -u OPENBLAS_CORETYPE HEADSCOPE_TEST_BLAS_CORE=Prescott "$HS" info fixtures/trained-gpt2 >"$T/info2" 2>&1
+    if cmp -s "$T/info1" "$T/info2" && [ -s "$T/info1" ]; then ok; else bad "info after the kernel re-exec differs: $(diff "$T/info1" "$T/info2" | head -5)"; fi
+    expect 0 "version, OPENBLAS_CORETYPE kept" -- env OPENBLAS_CORETYPE=Prescott HEADSCOPE_TEST_BLAS_CORE=Prescott "$HS" --version
+    if grep -q '^OpenBLAS kernels Prescott, OpenMP threads$' "$T/out"; then ok; else bad "OPENBLAS_CORETYPE not kept: $(cat "$T/out")"; fi
+fi
+
 echo "cli: $pass passed, $fail failed"
 [ "$fail" = 0 ]

@@ -99,3 +99,31 @@ Test(ops, gelu_erf_matches_libm_double)
     NEAR(g[1] - g[2], 1.0);
     NEAR(g[1], 0.8413447460685429);
 }
+
+/* Two heads of width 1, n = 3, causal: head h's query i scores key j as q_i k_j. A finite
+ * layer returns (size_t)-1; an infinite query at head 1, query 2 (its scores inf and -inf:
+ * max - max is NaN) and a NaN at head 0, query 1 give the first such row, head * n + query,
+ * whatever the other heads hold; a row past which nothing is wrong stays a softmax. */
+static size_t probs_bad_row(float q_inf_h1, float q_nan_h0)
+{
+    hs_model_config c = {.d_model = 2, .n_head = 2, .d_head = 1, .n_kv_head = 2, .causal = 1};
+    /* rows [q0 q1 | k0 k1 | v0 v1], W = 6 */
+    float qkv[3 * 6] = {1, 1, 1, -1, 0, 0,
+                        q_nan_h0, 2, 2, 1, 0, 0,
+                        1, q_inf_h1, 1, 1, 0, 0};
+    float probs[2 * 3 * 3];
+    size_t bad = hs_op_attn_probs(&c, qkv, probs, 3);
+    /* head 0, query 2 scores keys (1, 2, 1) / sqrt(1): softmax e^(s - 2) / sum */
+    double e1 = exp(-1.0), sum = 2 * e1 + 1;
+    NEAR(probs[2 * 3 + 0], e1 / sum);
+    NEAR(probs[2 * 3 + 1], 1 / sum);
+    return bad;
+}
+
+Test(ops, attn_probs_names_the_first_row_that_is_not_finite)
+{
+    cr_assert_eq(probs_bad_row(1, 1), (size_t)-1);
+    cr_assert_eq(probs_bad_row(INFINITY, 1), (size_t)(1 * 3 + 2));
+    cr_assert_eq(probs_bad_row(1, NAN), (size_t)(0 * 3 + 1));
+    cr_assert_eq(probs_bad_row(INFINITY, NAN), (size_t)(0 * 3 + 1));
+}

@@ -2,6 +2,9 @@
  * parallel loops over heads and rows (src/nn/ops.c) and, outside them, OpenBLAS's own
  * threads (its OpenMP build runs single-threaded when called inside a parallel loop). */
 #include <cblas.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
 #include <unistd.h>
 #ifdef _OPENMP
 #include <omp.h>
@@ -48,4 +51,62 @@ const char *hs_blas_threading(void)
     case 2: return "OpenMP";
     default: return "?";
     }
+}
+
+/* Kernel tiers: 0 SSE only, 1 AVX, 2 AVX2 + FMA, 3 AVX-512 (F, BW, VL, DQ), for the names
+ * OpenBLAS gives its x86-64 kernel families in dynamic-arch builds; a name not listed (a
+ * newer OpenBLAS's, another architecture's) counts as the best tier, never replaced. */
+static int core_tier(const char *name)
+{
+    static const struct { const char *name; int tier; } known[] = {
+        {"Katmai", 0}, {"Coppermine", 0}, {"Northwood", 0}, {"Banias", 0}, {"Athlon", 0},
+        {"Prescott", 0}, {"Core2", 0}, {"Penryn", 0}, {"Dunnington", 0}, {"Nehalem", 0},
+        {"Atom", 0}, {"Nano", 0}, {"Opteron", 0}, {"Opteron_SSE3", 0}, {"Barcelona", 0},
+        {"Bobcat", 0}, {"Sandybridge", 1}, {"Bulldozer", 1}, {"Piledriver", 1},
+        {"Steamroller", 1}, {"Haswell", 2}, {"Zen", 2}, {"Excavator", 2}, {"SkylakeX", 3},
+        {"Cooperlake", 3}, {"SapphireRapids", 3}};
+    for (size_t i = 0; i < sizeof known / sizeof *known; i++)
+        if (!strcasecmp(name, known[i].name))
+            return known[i].tier;
+    return 3;
+}
+
+const char *hs_blas_better_core(void)
+{
+#if defined(__x86_64__) && defined(__GNUC__)
+    __builtin_cpu_init();
+    int cpu = 0;
+    if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+        __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq"))
+        cpu = 3;
+    else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+        cpu = 2;
+    else if (__builtin_cpu_supports("avx"))
+        cpu = 1;
+    static const char *const names[] = {NULL, "Sandybridge", "Haswell", "SkylakeX"};
+    const char *chosen = getenv("HEADSCOPE_TEST_BLAS_CORE"); /* tests: as if OpenBLAS chose it */
+    return core_tier(chosen && *chosen ? chosen : hs_blas_corename()) < cpu ? names[cpu] : NULL;
+#else
+    return NULL;
+#endif
+}
+
+const char *hs_blas_detected(void)
+{
+    const char *s = getenv("HEADSCOPE_BLAS_DETECTED");
+    return s && *s ? s : NULL;
+}
+
+void hs_blas_reexec(char **argv)
+{
+    const char *better = getenv("OPENBLAS_CORETYPE") ? NULL : hs_blas_better_core();
+    if (!better || getenv("HEADSCOPE_BLAS_DETECTED"))
+        return;
+    const char *chosen = getenv("HEADSCOPE_TEST_BLAS_CORE");
+    if (setenv("HEADSCOPE_BLAS_DETECTED", chosen && *chosen ? chosen : hs_blas_corename(), 1) ||
+        setenv("OPENBLAS_CORETYPE", better, 1))
+        return;
+    execv("/proc/self/exe", argv); /* returns only on failure: go on with the kernels we have */
+    unsetenv("OPENBLAS_CORETYPE");
+    unsetenv("HEADSCOPE_BLAS_DETECTED");
 }

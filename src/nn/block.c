@@ -34,17 +34,15 @@ void hs_embed(const hs_model *m, const int32_t *ids, const int32_t *type_ids, in
         hs_op_layernorm(x, m->emb_ln_w, m->emb_ln_b, x, NULL, NULL, n, d, c->ln_eps);
 }
 
-/* Fails when a head's attention probabilities (n_head, n, n) hold a NaN or an infinity
- * (scores that overflow float32), naming the first such layer, head and query. */
-static hs_status check_probs(const hs_model_config *c, const float *probs, int l, int n,
-                             hs_error *err)
+/* Fails when hs_op_attn_probs found a row of probabilities that is not finite (scores that
+ * overflow float32): bad_row = head * n + query, naming the layer, head and query. */
+static hs_status check_probs(size_t bad_row, int l, int n, hs_error *err)
 {
-    size_t count = (size_t)c->n_head * (size_t)n * (size_t)n, at = hs_op_first_nonfinite(probs, count);
-    if (at == (size_t)-1)
+    if (bad_row == (size_t)-1)
         return HS_OK;
-    size_t nn = (size_t)n * (size_t)n;
     return hs_fail(err, HS_E_VALUE, "layer %d head %d attention is not finite (query %zu): the "
-                   "attention scores overflow float32", l, (int)(at / nn), at % nn / (size_t)n);
+                   "attention scores overflow float32", l, (int)(bad_row / (size_t)n),
+                   bad_row % (size_t)n);
 }
 
 /* ctx: (n, d) = xi_h * pv_h per head h, xi: (n_head). */
@@ -155,8 +153,8 @@ static hs_status block_run(const hs_model *m, const hs_layer *L, int l, hs_forwa
                 hs_op_rotary(qkv + d, n, c->n_kv_head, dh, W, rot, inv_freq, 0, 0);
             }
             /* probs are reported before the head mask scales them */
-            hs_op_attn_probs(c, qkv, probs, n);
-            hs_status st = o && o->allow_nonfinite ? HS_OK : check_probs(c, probs, l, n, err);
+            size_t bad_row = hs_op_attn_probs(c, qkv, probs, n);
+            hs_status st = o && o->allow_nonfinite ? HS_OK : check_probs(bad_row, l, n, err);
             if (st)
                 return st;
             if (o && o->on_attn && o->on_attn(o->user, l, probs, c->n_head, n))

@@ -233,23 +233,31 @@ double hs_op_exp_shift(float *r, int w, float *max) { return exp_shifted(r, w, m
 double hs_op_log_sum_exp(const float *r, int w) { return log_sum_exp(r, w); }
 
 /* Softmax of rows r0..r0+rows-1 of an (n, n) score matrix whose first row is s; causal row i
- * covers keys 0..i and is 0 past them. */
-static void softmax_block(float *s, int r0, int rows, int n, int causal)
+ * covers keys 0..i and is 0 past them. Returns the first of these rows (0-based within the
+ * block) whose probabilities are not finite, or -1. A row's sum of exponentials is at least
+ * 1 (its maximum gives e^0) and finite unless a score is NaN or infinite (max - max is then
+ * NaN, and NaN carries through exp_fast), so a finite sum is a finite row. */
+static int softmax_block(float *s, int r0, int rows, int n, int causal)
 {
+    int bad = -1;
     for (int i = 0; i < rows; i++) {
         float *r = s + (size_t)i * (size_t)n;
         int w = causal ? r0 + i + 1 : n;
-        float inv = (float)(1.0 / exp_shifted(r, w, NULL));
+        double sum = exp_shifted(r, w, NULL);
+        if (bad < 0 && !isfinite(sum))
+            bad = i;
+        float inv = (float)(1.0 / sum);
         for (int j = 0; j < w; j++)
             r[j] *= inv;
         for (int j = w; j < n; j++)
             r[j] = 0.0f;
     }
+    return bad;
 }
 
 void hs_op_softmax_rows(float *s, int n, int causal)
 {
-    softmax_block(s, 0, n, n, causal);
+    (void)softmax_block(s, 0, n, n, causal);
 }
 
 /* Attention work is split into tasks of one head × ATTN_ROWS query rows; causal blocks
@@ -271,8 +279,9 @@ static inline int qkv_ld(const hs_model_config *c)
     return c->d_model + 2 * kv * c->d_head;
 }
 
-void hs_op_attn_probs(const hs_model_config *c, const float *qkv, float *probs, int n)
+size_t hs_op_attn_probs(const hs_model_config *c, const float *qkv, float *probs, int n)
 {
+    size_t first_bad = (size_t)-1;
     int d = c->d_model, dh = c->d_head, nb = (n + ATTN_ROWS - 1) / ATTN_ROWS, W = qkv_ld(c);
     int tasks = c->n_head * nb;
     float scale = 1.0f / sqrtf((float)dh);
@@ -286,8 +295,14 @@ void hs_op_attn_probs(const hs_model_config *c, const float *qkv, float *probs, 
         float *p = probs + (size_t)h * nn + (size_t)r0 * (size_t)n;
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, r1 - r0, keys, dh, scale,
                     q + (size_t)r0 * (size_t)W, W, k, W, 0.0f, p, n);
-        softmax_block(p, r0, r1 - r0, n, c->causal); /* zeroes every key past the query */
+        int bad = softmax_block(p, r0, r1 - r0, n, c->causal); /* zeroes keys past the query */
+        if (bad >= 0) {
+            size_t row = (size_t)h * (size_t)n + (size_t)(r0 + bad);
+#pragma omp critical(hs_attn_bad_row)
+            first_bad = row < first_bad ? row : first_bad;
+        }
     }
+    return first_bad;
 }
 
 void hs_op_attn_context(const hs_model_config *c, const float *qkv, float *probs, float *ctx,

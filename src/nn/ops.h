@@ -57,8 +57,10 @@ void hs_op_softmax_rows(float *s, int n, int causal);
 /* Attention probabilities of every head of one layer: qkv: (n, W), W = d + 2 n_kv d_head,
  * columns [Q | K | V] with query head h at h*d_head and its key/value head g = h / (n_head /
  * n_kv_head) at d + g*d_head (K) and d + (n_kv + g)*d_head (V) → probs: (n_head, n, n) =
- * softmax(Q_h K_g^T / sqrt(d_head)), causal rows over keys 0..i. */
-void hs_op_attn_probs(const hs_model_config *c, const float *qkv, float *probs, int n);
+ * softmax(Q_h K_g^T / sqrt(d_head)), causal rows over keys 0..i. Returns the first row
+ * h * n + i (head h, query i) whose probabilities are not finite (scores that overflow
+ * float32), or (size_t)-1 when every one is: the check made while the row is in cache. */
+size_t hs_op_attn_probs(const hs_model_config *c, const float *qkv, float *probs, int n);
 
 /* Context of every query head: probs: (n_head, n, n), scaled in place by head_mask: (n_head)
  * when not NULL (Hugging Face semantics: no renormalisation) → ctx: (n, d), head h in
