@@ -2,6 +2,7 @@
 import ctypes
 import ctypes.util
 import os
+import warnings
 
 SOVERSION = 1  # the library major version these bindings are written for
 PYTHON_VERSION = "1.1.0"  # python/pyproject.toml; the tests check it against hs_version()
@@ -101,6 +102,8 @@ def _declare(lib):
         "hs_version": (c.c_char_p, []),
         "hs_build_commit": (c.c_char_p, []),
         "hs_status_str": (c.c_char_p, [c.c_int]),
+        "hs_blas_corename": (c.c_char_p, []),
+        "hs_blas_better_core": (c.c_char_p, []),
         "hs_set_threads": (None, [c.c_int]),
         "hs_threads": (c.c_int, []),
         "hs_model_open2": (c.c_int, [c.c_char_p, c.POINTER(HsOpenOpts), c.POINTER(c.c_void_p),
@@ -131,6 +134,19 @@ def _declare(lib):
     return lib
 
 
+def _warn_about_kernels(lib):
+    """OpenBLAS picks its kernels when it loads, before headscope can: where it chose a family
+    older than the CPU runs (a CPU it does not know, as in some virtual machines), say how to
+    choose (the command-line program does this itself by running itself again)."""
+    better = lib.hs_blas_better_core()
+    if better and not os.environ.get("OPENBLAS_CORETYPE"):
+        chosen = os.environ.get("HEADSCOPE_TEST_BLAS_CORE") or lib.hs_blas_corename().decode()
+        warnings.warn("headscope: OpenBLAS chose its %s kernels on a CPU that runs its %s ones "
+                      "(several times faster matrix products): start Python with "
+                      "OPENBLAS_CORETYPE=%s in the environment"
+                      % (chosen, better.decode(), better.decode()), RuntimeWarning, stacklevel=3)
+
+
 def load_library():
     """Opens libheadscope.so.SOVERSION (see _candidates) and checks its major version."""
     tried = []
@@ -145,6 +161,7 @@ def load_library():
         if int(version.split(".")[0]) != SOVERSION:
             raise ImportError("headscope: %s is version %s; these bindings need %d.x"
                               % (name, version, SOVERSION))
+        _warn_about_kernels(lib)
         return lib, name
     raise ImportError("headscope: cannot load libheadscope.so.%d; tried: %s. Install the C "
                       "library (make install) or set HEADSCOPE_LIB to its path"

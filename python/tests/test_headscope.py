@@ -6,6 +6,7 @@ HEADSCOPE: the command-line program whose `attn` output the maps must equal.
 import os
 import re
 import subprocess
+import sys
 import tempfile
 import unittest
 
@@ -31,6 +32,25 @@ def cli_attn(model, text, pair=None, extra=()):
             cmd += ["--text-pair", pair]
         subprocess.run(cmd, check=True)
         return np.load(out)
+
+
+class Kernels(unittest.TestCase):
+    def run_import(self, **env):
+        e = {k: v for k, v in os.environ.items() if k != "OPENBLAS_CORETYPE"}
+        e.update(env)
+        return subprocess.run([sys.executable, "-W", "always", "-c", "import headscope"],
+                              env=e, capture_output=True, text=True, check=True).stderr
+
+    def test_kernels_older_than_the_cpu_are_named_with_the_fix(self):
+        # as if OpenBLAS had chosen SSE3 Prescott kernels (every x86-64 CPU with AVX runs better)
+        with open("/proc/cpuinfo") as f:
+            if " avx " not in f.read():
+                self.skipTest("a CPU without AVX")
+        err = self.run_import(HEADSCOPE_TEST_BLAS_CORE="Prescott")
+        self.assertRegex(err, r"OpenBLAS chose its Prescott kernels on a CPU that runs its "
+                              r"(Sandybridge|Haswell|SkylakeX) ones .* OPENBLAS_CORETYPE=")
+        self.assertNotIn("OpenBLAS chose", self.run_import(
+            HEADSCOPE_TEST_BLAS_CORE="Prescott", OPENBLAS_CORETYPE="Prescott"))
 
 
 class Versions(unittest.TestCase):
