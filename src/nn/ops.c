@@ -64,8 +64,13 @@ static inline float exp_fast(float x)
 #define GEMM_TN_MIN 64
 #define GEMM_TILES 32
 
-void hs_op_gemm(int trans_b, int m, int n, int k, float alpha, const float *a, int lda,
-                const float *b, int ldb, float beta, float *c, int ldc)
+/* The tiled product of hs_op_gemm; with bias (n floats) each tile first sets its block of c
+ * to the bias rows (add: adds them), then accumulates the product into it (beta 1): the
+ * broadcast in parallel, on a block the product reads next, instead of a serial pass over
+ * the whole output (a quarter of the MLP's time at 16 threads). */
+static void gemm_tiled(int trans_b, int m, int n, int k, float alpha, const float *a, int lda,
+                       const float *b, int ldb, float beta, float *c, int ldc, const float *bias,
+                       int add)
 {
     int tm = GEMM_TM, tn = GEMM_TN;
     while (((m + tm - 1) / tm) * ((n + tn - 1) / tn) < GEMM_TILES && tn > GEMM_TN_MIN)
@@ -76,25 +81,41 @@ void hs_op_gemm(int trans_b, int m, int n, int k, float alpha, const float *a, i
         int i0 = (t / nt) * tm, j0 = (t % nt) * tn;
         int rows = i0 + tm < m ? tm : m - i0, cols = j0 + tn < n ? tn : n - j0;
         const float *bt = trans_b ? b + (size_t)j0 * (size_t)ldb : b + j0;
+        float *ct = c + (size_t)i0 * (size_t)ldc + j0;
+        float bt_beta = beta;
+        if (bias) {
+            for (int i = 0; i < rows; i++) {
+                float *row = ct + (size_t)i * (size_t)ldc;
+                if (add) {
+#pragma omp simd
+                    for (int j = 0; j < cols; j++)
+                        row[j] += bias[j0 + j];
+                } else {
+                    memcpy(row, bias + j0, (size_t)cols * sizeof *row);
+                }
+            }
+            bt_beta = 1.0f;
+        }
         cblas_sgemm(CblasRowMajor, CblasNoTrans, trans_b ? CblasTrans : CblasNoTrans, rows, cols,
-                    k, alpha, a + (size_t)i0 * (size_t)lda, lda, bt, ldb, beta,
-                    c + (size_t)i0 * (size_t)ldc + j0, ldc);
+                    k, alpha, a + (size_t)i0 * (size_t)lda, lda, bt, ldb, bt_beta, ct, ldc);
     }
+}
+
+void hs_op_gemm(int trans_b, int m, int n, int k, float alpha, const float *a, int lda,
+                const float *b, int ldb, float beta, float *c, int ldc)
+{
+    gemm_tiled(trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, NULL, 0);
 }
 
 void hs_op_linear(const float *x, const float *w, const float *b, float *y, int n, int in, int out)
 {
-    for (int i = 0; b && i < n; i++)
-        memcpy(y + (size_t)i * (size_t)out, b, (size_t)out * sizeof *b);
-    hs_op_gemm(0, n, out, in, 1.0f, x, in, w, out, b ? 1.0f : 0.0f, y, out);
+    gemm_tiled(0, n, out, in, 1.0f, x, in, w, out, 0.0f, y, out, b, 0);
 }
 
 void hs_op_linear_add(const float *x, const float *w, const float *b, float *y, int n, int in,
                       int out)
 {
-    for (int i = 0; b && i < n; i++)
-        hs_op_add(y + (size_t)i * (size_t)out, b, (size_t)out);
-    hs_op_gemm(0, n, out, in, 1.0f, x, in, w, out, 1.0f, y, out);
+    gemm_tiled(0, n, out, in, 1.0f, x, in, w, out, 1.0f, y, out, b, 1);
 }
 
 static void layernorm_row(const float *xi, const float *w, const float *b, float *yi, float *hi,
@@ -247,10 +268,11 @@ static int softmax_block(float *s, int r0, int rows, int n, int causal)
         if (bad < 0 && !isfinite(sum))
             bad = i;
         float inv = (float)(1.0 / sum);
+#pragma omp simd
         for (int j = 0; j < w; j++)
             r[j] *= inv;
-        for (int j = w; j < n; j++)
-            r[j] = 0.0f;
+        if (w < n)
+            memset(r + w, 0, (size_t)(n - w) * sizeof *r);
     }
     return bad;
 }
