@@ -10,7 +10,13 @@
 #       fixtures/ref/make_checkpoint.py, runs hs-bench on them with the PyTorch side, and
 #       appends every line to $OUT/bench.txt as it comes (setup output: $OUT/setup.txt)
 #
-# Example run options: --threads 1,2,4,8,16 --reps 3
+#   here, before the call:                   sh bench/device.sh slim
+#       the working tree travels whole and the tracked fixtures make it about 90 MB, over the
+#       machine's 64 MiB: removes (from the working tree only) the tracked files under fixtures/
+#       that the run does not read (it keeps fixtures/ref, the GGUF writers, the GPT-2
+#       tokenizer files); `sh bench/device.sh unslim` brings them back (git checkout)
+#
+# Example run options: --threads 1,2,4,8,16 --reps 3 --breakdown
 set -eu
 pack_dir=build-device
 
@@ -31,6 +37,15 @@ pack)
         done
     xz -9 "$pack_dir"/lib/*
     du -sh "$pack_dir"
+    ;;
+slim)
+    git ls-files fixtures |
+        grep -v -E '^fixtures/ref/|^fixtures/gguf/[^/]*\.py$|^fixtures/tiny-gpt2/(config.json|vocab.json|merges.txt)$' |
+        while read -r f; do rm -f "$f"; done
+    echo "device.sh: fixtures slimmed; the tracked tree is now $(git ls-files -z | xargs -0 du -cb 2>/dev/null | tail -1 | cut -f1) bytes (sh bench/device.sh unslim restores)"
+    ;;
+unslim)
+    git checkout -- fixtures
     ;;
 run)
     shift
@@ -58,7 +73,7 @@ run)
         --torch bench/torch_forward.py --python "$py" "$@" >>"$OUT/bench.txt" 2>&1
     ;;
 *)
-    echo "usage: sh bench/device.sh pack | run [hs-bench options]" >&2
+    echo "usage: sh bench/device.sh pack | slim | unslim | run [hs-bench options]" >&2
     exit 2
     ;;
 esac
