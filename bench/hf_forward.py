@@ -14,11 +14,8 @@ its place (--torch bench/hf_forward.py):
 Only used where transformers is installed (the lent many-core machine of docs/bench.md);
 without it prints `notorch REASON` and exits 0.
 """
-import argparse
 import os
-import statistics
 import sys
-import time
 
 try:
     import torch
@@ -27,39 +24,25 @@ except ImportError as e:
     print("notorch %s" % e)
     sys.exit(0)
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from torch_forward import parse_args, time_rows  # noqa: E402
+
 
 def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("model")
-    ap.add_argument("--sizes", default="128,512,1024")
-    ap.add_argument("--threads", default="1,%d" % (os.cpu_count() or 1))
-    ap.add_argument("--reps", type=int, default=5)
-    a = ap.parse_args(argv)
+    a = parse_args(argv, __doc__)
     model = transformers.AutoModel.from_pretrained(a.model, attn_implementation="eager",
-                                                   torch_dtype=torch.float32)
+                                                   dtype=torch.float32)
     model.eval()
     cfg = model.config
-    family = cfg.model_type
     n_ctx = getattr(cfg, "n_positions", None) or cfg.max_position_embeddings
     print("torch %s (transformers %s)" % (torch.__version__, transformers.__version__))
     sys.stdout.flush()
-    with torch.no_grad():
-        for n in (int(s) for s in a.sizes.split(",")):
-            if n > n_ctx:
-                continue
-            ids = torch.tensor([[(i * 7919) % cfg.vocab_size for i in range(n)]])
-            for t in (int(s) for s in a.threads.split(",")):
-                torch.set_num_threads(t)
-                model(input_ids=ids, output_attentions=True)  # warm-up
-                times = []
-                for _ in range(a.reps):
-                    t0 = time.perf_counter()
-                    out = model(input_ids=ids, output_attentions=True)
-                    times.append(time.perf_counter() - t0)
-                    assert out.attentions[-1].shape[-1] == n
-                    del out
-                print("row %s %d %d %.6f" % (family, n, t, statistics.median(times)))
-                sys.stdout.flush()
+
+    def run(ids):
+        out = model(input_ids=ids[None], output_attentions=True)
+        assert out.attentions[-1].shape[-1] == len(ids)
+
+    time_rows(a, cfg.model_type, n_ctx, cfg.vocab_size, run)
     return 0
 
 

@@ -243,18 +243,19 @@ def load(model_dir):
     return family, fwd, cfg, strip_prefix(read_weights(model_dir), (prefix,)), n_ctx, cfg["vocab_size"]
 
 
-def main(argv=None):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+def parse_args(argv=None, doc=__doc__):
+    """MODEL_DIR [--sizes 128,512,1024] [--threads 1,ALL] [--reps 5], as hs-bench passes them."""
+    ap = argparse.ArgumentParser(description=doc.split("\n")[0])
     ap.add_argument("model")
     ap.add_argument("--sizes", default="128,512,1024")
     ap.add_argument("--threads", default="1,%d" % (os.cpu_count() or 1))
     ap.add_argument("--reps", type=int, default=5)
-    a = ap.parse_args(argv)
-    family, fwd, cfg, w, n_ctx, vocab = load(a.model)
-    n_layer = cfg[FAMILIES[family][2]]
-    n_head = cfg.get("n_head", cfg.get("num_attention_heads", cfg.get("n_heads")))
-    print("torch %s" % torch.__version__)
-    sys.stdout.flush()
+    return ap.parse_args(argv)
+
+
+def time_rows(a, family, n_ctx, vocab, run):
+    """Prints `row FAMILY N THREADS MEDIAN` for each size up to n_ctx and thread count of a:
+    the median of a.reps calls of run(ids) after a warm-up, ids (n,) fixed token ids."""
     with torch.no_grad():
         for n in (int(s) for s in a.sizes.split(",")):
             if n > n_ctx:
@@ -262,16 +263,29 @@ def main(argv=None):
             ids = torch.tensor([(i * 7919) % vocab for i in range(n)], dtype=torch.long)
             for t in (int(s) for s in a.threads.split(",")):
                 torch.set_num_threads(t)
-                fwd(w, cfg, ids)  # warm-up
+                run(ids)  # warm-up
                 times = []
                 for _ in range(a.reps):
                     t0 = time.perf_counter()
-                    out, maps = fwd(w, cfg, ids)
+                    run(ids)
                     times.append(time.perf_counter() - t0)
-                    assert len(maps) == n_layer and maps[-1].shape == (n_head, n, n)
-                    del out, maps
                 print("row %s %d %d %.6f" % (family, n, t, statistics.median(times)))
                 sys.stdout.flush()
+
+
+def main(argv=None):
+    a = parse_args(argv)
+    family, fwd, cfg, w, n_ctx, vocab = load(a.model)
+    n_layer = cfg[FAMILIES[family][2]]
+    n_head = cfg.get("n_head", cfg.get("num_attention_heads", cfg.get("n_heads")))
+    print("torch %s" % torch.__version__)
+    sys.stdout.flush()
+
+    def run(ids):
+        out, maps = fwd(w, cfg, ids)
+        assert len(maps) == n_layer and maps[-1].shape == (n_head, len(ids), len(ids))
+
+    time_rows(a, family, n_ctx, vocab, run)
     return 0
 
 
