@@ -1,6 +1,9 @@
 /* Kernels of src/nn/ops.c that no golden model covers yet (RMSNorm, gated SiLU, rotary
  * embeddings), each against values worked out by hand from its definition. */
 #include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "nn/ops.h"
 #include "testutil.h"
@@ -126,4 +129,47 @@ Test(ops, attn_probs_names_the_first_row_that_is_not_finite)
     cr_assert_eq(probs_bad_row(INFINITY, 1), (size_t)(1 * 3 + 2));
     cr_assert_eq(probs_bad_row(1, NAN), (size_t)(0 * 3 + 1));
     cr_assert_eq(probs_bad_row(INFINITY, NAN), (size_t)(0 * 3 + 1));
+}
+
+/* The fused attention (no maps buffer) gives the same bits as probabilities then context,
+ * causal and not, with a head mask and grouped key/value heads, at a length that is not a
+ * multiple of the row block; and names the same first bad row. */
+static void fused_matches(int causal, int n_kv, int poison)
+{
+    enum { N = 150, H = 4, DH = 8 };
+    hs_model_config c = {.d_model = H * DH, .n_head = H, .d_head = DH, .n_kv_head = n_kv,
+                         .causal = causal};
+    int W = H * DH + 2 * n_kv * DH;
+    float *qkv = malloc(sizeof(float) * N * (size_t)W), *probs = malloc(sizeof(float) * H * N * N);
+    float *ctx1 = malloc(sizeof(float) * N * H * DH), *ctx2 = malloc(sizeof(float) * N * H * DH);
+    cr_assert(qkv && probs && ctx1 && ctx2);
+    uint32_t r = 12345;
+    for (int i = 0; i < N * W; i++) {
+        r = r * 1664525u + 1013904223u;
+        qkv[i] = (float)((int)(r >> 9) % 2001 - 1000) / 250.0f;
+    }
+    if (poison)
+        qkv[(size_t)77 * (size_t)W + 2 * DH] = INFINITY; /* head 2, query 77 */
+    const float mask[H] = {1.0f, 0.0f, 0.5f, 1.0f};
+    size_t bad1 = hs_op_attn_probs(&c, qkv, probs, N), bad2 = 0;
+    hs_op_attn_context(&c, qkv, probs, ctx1, N, mask);
+    cr_assert_eq(hs_op_attn_fused(&c, qkv, ctx2, N, mask, &bad2), HS_OK);
+    cr_assert_eq(bad1, bad2);
+    cr_assert_eq(bad1, poison ? (size_t)(2 * N + 77) : (size_t)-1);
+    if (!poison)
+        cr_assert(!memcmp(ctx1, ctx2, sizeof(float) * N * H * DH), "fused context differs");
+    free(qkv);
+    free(probs);
+    free(ctx1);
+    free(ctx2);
+}
+
+Test(ops, fused_attention_is_probabilities_then_context_bit_for_bit)
+{
+    fused_matches(1, 4, 0);
+    fused_matches(0, 4, 0);
+    fused_matches(1, 2, 0);
+    fused_matches(0, 1, 0);
+    fused_matches(1, 4, 1);
+    fused_matches(0, 2, 1);
 }

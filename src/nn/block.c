@@ -1,6 +1,7 @@
 /* The transformer block (see block.h): one function for every family, its structure read
  * from the architecture descriptor, every projection an OpenBLAS sgemm on (in, out)
  * weights. */
+#include <stdlib.h>
 #include <string.h>
 
 #include "nn/block.h"
@@ -144,35 +145,47 @@ static hs_status block_run(const hs_model *m, const hs_layer *L, int l, hs_forwa
     if (pre)
         norm(c, x, L->ln1_w, L->ln1_b, h, KEEP(xhat1), KEEP(rstd1), qrows);
     hs_op_linear(pre ? h : x, L->w_qkv, L->b_qkv, qkv_all, qrows, d, W);
+    /* with no observer and nothing kept, no layer's maps are wanted: scores, softmax and
+     * P V a row block at a time (hs_op_attn_fused), without the (n_head, n, n) buffer */
+    int fused = !keep && !(o && o->on_attn);
     for (int b = 0; b < batch; b++) {
         float *qkv = qkv_all + (same ? 0 : (size_t)b * (size_t)n * (size_t)W);
+        float *ctx_b = ws->ctx + (size_t)b * nd;
         const float *hm_b = hm ? hm + (size_t)b * hm_stride : NULL;
         if (!same || b == 0) {
             if (rot) { /* queries and keys turned by position (each copy from position 0) */
                 hs_op_rotary(qkv, n, c->n_head, dh, W, rot, inv_freq, 0, 0);
                 hs_op_rotary(qkv + d, n, c->n_kv_head, dh, W, rot, inv_freq, 0, 0);
             }
-            /* probs are reported before the head mask scales them */
-            size_t bad_row = hs_op_attn_probs(c, qkv, probs, n);
+            size_t bad_row;
+            if (fused) { /* same: the common P V into h (free until the output projection) */
+                if (hs_op_attn_fused(c, qkv, same ? h : ctx_b, n, same ? NULL : hm_b, &bad_row))
+                    return hs_fail(err, HS_E_NOMEM, "out of memory for the attention rows");
+            } else {
+                if (!probs && !(probs = ws->probs = malloc(ws->probs_floats * sizeof *probs)))
+                    return hs_fail(err, HS_E_NOMEM, "out of memory for a layer's attention maps");
+                /* probs are reported before the head mask scales them */
+                bad_row = hs_op_attn_probs(c, qkv, probs, n);
+            }
             hs_status st = o && o->allow_nonfinite ? HS_OK : check_probs(bad_row, l, n, err);
             if (st)
                 return st;
-            if (o && o->on_attn && o->on_attn(o->user, l, probs, c->n_head, n))
+            if (!fused && o && o->on_attn && o->on_attn(o->user, l, probs, c->n_head, n))
                 return hs_fail(err, HS_E_ARG, "stopped by observer");
         }
         if (keep) { /* P V kept as it is; context = xi_h P_h V_h */
             hs_op_attn_context(c, qkv, probs, keep->ctx, n, NULL);
             if (hm_b)
                 scale_heads(c, keep->ctx, hm_b, ws->ctx, n);
-        } else if (same) { /* the common P V (in h, free until the output projection) */
-            if (b == 0)
+        } else if (same) { /* the common P V (in h), each copy's mask scaling its context */
+            if (b == 0 && !fused)
                 hs_op_attn_context(c, qkv, probs, h, n, NULL);
             if (hm_b)
-                scale_heads(c, h, hm_b, ws->ctx + (size_t)b * nd, n);
+                scale_heads(c, h, hm_b, ctx_b, n);
             else
-                memcpy(ws->ctx + (size_t)b * nd, h, nd * sizeof *h);
-        } else {
-            hs_op_attn_context(c, qkv, probs, ws->ctx + (size_t)b * nd, n, hm_b);
+                memcpy(ctx_b, h, nd * sizeof *h);
+        } else if (!fused) {
+            hs_op_attn_context(c, qkv, probs, ctx_b, n, hm_b);
         }
         if (hm_b && o && o->head_replace)
             replace_heads(c, o->head_replace + (size_t)l * nd, hm_b, ws->ctx + (size_t)b * nd, n);

@@ -21,7 +21,9 @@ struct hs_forward_ws {
     float *x;     /* (rows, d) residual stream */
     float *h;     /* (rows, d) normalised input / scratch */
     float *qkv;   /* (rows, W), W = hs_qkv_width (at least 3d: the LM head's scratch) */
-    float *probs; /* (n_head, n, n): one copy's, reused copy after copy */
+    float *probs; /* (n_head, n, n): one copy's, reused copy after copy; allocated by the
+                     first pass that records maps (a pass without observer needs none) */
+    size_t probs_floats; /* its size: n_head * max_n * max_n */
     float *ctx;   /* (rows, d) */
     float *ff;    /* (HS_MLP_ROWS, d_ff) or fewer rows; gated MLP: 3 d_ff a row, [gate | up]
                      then the product */

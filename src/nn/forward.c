@@ -40,10 +40,10 @@ hs_status hs_forward_ws_new_batch(const hs_model *m, int max_n, int max_batch,
     if (c->act == HS_ACT_SILU_GATED)
         F *= 3; /* [gate | up] and the product */
     ws->qkv = malloc(rows * (W > 3 * d ? W : 3 * d) * sizeof(float));
-    ws->probs = malloc((size_t)c->n_head * n * n * sizeof(float));
+    ws->probs_floats = (size_t)c->n_head * n * n; /* ws->probs: when a pass records maps */
     ws->ctx = malloc(rows * d * sizeof(float));
     ws->ff = malloc((rows < HS_MLP_ROWS ? rows : HS_MLP_ROWS) * F * sizeof(float));
-    if (!ws->x || !ws->h || !ws->qkv || !ws->probs || !ws->ctx || !ws->ff) {
+    if (!ws->x || !ws->h || !ws->qkv || !ws->ctx || !ws->ff) {
         hs_forward_ws_free(ws);
         return hs_fail(err, HS_E_NOMEM, "out of memory for a %d-token workspace (batch %d)",
                        max_n, max_batch);
@@ -68,7 +68,7 @@ void hs_forward_ws_free(hs_forward_ws *ws)
 
 float *hs_forward_ws_spare(hs_forward_ws *ws, size_t *floats)
 {
-    *floats = (size_t)ws->n_head * (size_t)ws->max_n * (size_t)ws->max_n;
+    *floats = ws->probs ? ws->probs_floats : 0;
     return ws->probs;
 }
 

@@ -6,6 +6,7 @@
  * build checks omp_in_parallel); the big projections outside them use BLAS's own threads. */
 #include <math.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cblas.h>
@@ -301,28 +302,54 @@ static inline int qkv_ld(const hs_model_config *c)
     return c->d_model + 2 * kv * c->d_head;
 }
 
+/* One task's scores and softmax: query rows r0..r1-1 of head h into p (rows of n floats,
+ * keys past a causal row set to 0); returns the first bad row within the task, or -1. */
+static int probs_task(const hs_model_config *c, const float *qkv, float *p, int n, int h, int r0)
+{
+    int d = c->d_model, dh = c->d_head, W = qkv_ld(c);
+    int r1 = r0 + ATTN_ROWS < n ? r0 + ATTN_ROWS : n, keys = c->causal ? r1 : n;
+    const float *q = qkv + (size_t)h * (size_t)dh;
+    const float *k = qkv + (size_t)d + kv_col(c, h);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, r1 - r0, keys, dh,
+                1.0f / sqrtf((float)dh), q + (size_t)r0 * (size_t)W, W, k, W, 0.0f, p, n);
+    return softmax_block(p, r0, r1 - r0, n, c->causal); /* zeroes keys past the query */
+}
+
+/* One task's context: rows r0..r1-1 of head h's probabilities p (scaled in place by hm when
+ * it is not 1) times its values, into ctx's columns of head h. */
+static void context_task(const hs_model_config *c, const float *qkv, float *p, float *ctx, int n,
+                         int h, int r0, float hm)
+{
+    int d = c->d_model, dh = c->d_head, W = qkv_ld(c), kvd = (W - d) / 2; /* V follows K */
+    int r1 = r0 + ATTN_ROWS < n ? r0 + ATTN_ROWS : n, keys = c->causal ? r1 : n;
+    const float *v = qkv + (size_t)d + (size_t)kvd + kv_col(c, h);
+    if (hm != 1.0f)
+        for (size_t i = 0; i < (size_t)(r1 - r0) * (size_t)n; i++)
+            p[i] *= hm;
+    /* probs past the block's last row are 0 */
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, r1 - r0, dh, keys, 1.0f, p, n, v, W,
+                0.0f, ctx + (size_t)r0 * (size_t)d + (size_t)h * (size_t)dh, d);
+}
+
+/* Keeps the smallest row found bad (head * n + query) in *first. */
+static void note_bad(size_t *first, int bad, int n, int h, int r0)
+{
+    if (bad < 0)
+        return;
+    size_t row = (size_t)h * (size_t)n + (size_t)(r0 + bad);
+#pragma omp critical(hs_attn_bad_row)
+    *first = row < *first ? row : *first;
+}
+
 size_t hs_op_attn_probs(const hs_model_config *c, const float *qkv, float *probs, int n)
 {
-    size_t first_bad = (size_t)-1;
-    int d = c->d_model, dh = c->d_head, nb = (n + ATTN_ROWS - 1) / ATTN_ROWS, W = qkv_ld(c);
-    int tasks = c->n_head * nb;
-    float scale = 1.0f / sqrtf((float)dh);
-    size_t nn = (size_t)n * (size_t)n;
+    int nb = (n + ATTN_ROWS - 1) / ATTN_ROWS, tasks = c->n_head * nb;
+    size_t nn = (size_t)n * (size_t)n, first_bad = (size_t)-1;
 #pragma omp parallel for schedule(dynamic) if (tasks > 1 && nn * (size_t)c->n_head >= PAR_MIN)
     for (int t = 0; t < tasks; t++) {
         int h = t / nb, r0 = (t % nb) * ATTN_ROWS;
-        int r1 = r0 + ATTN_ROWS < n ? r0 + ATTN_ROWS : n, keys = c->causal ? r1 : n;
-        const float *q = qkv + (size_t)h * (size_t)dh;
-        const float *k = qkv + (size_t)d + kv_col(c, h);
         float *p = probs + (size_t)h * nn + (size_t)r0 * (size_t)n;
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, r1 - r0, keys, dh, scale,
-                    q + (size_t)r0 * (size_t)W, W, k, W, 0.0f, p, n);
-        int bad = softmax_block(p, r0, r1 - r0, n, c->causal); /* zeroes keys past the query */
-        if (bad >= 0) {
-            size_t row = (size_t)h * (size_t)n + (size_t)(r0 + bad);
-#pragma omp critical(hs_attn_bad_row)
-            first_bad = row < first_bad ? row : first_bad;
-        }
+        note_bad(&first_bad, probs_task(c, qkv, p, n, h, r0), n, h, r0);
     }
     return first_bad;
 }
@@ -330,23 +357,40 @@ size_t hs_op_attn_probs(const hs_model_config *c, const float *qkv, float *probs
 void hs_op_attn_context(const hs_model_config *c, const float *qkv, float *probs, float *ctx,
                         int n, const float *head_mask)
 {
-    int d = c->d_model, dh = c->d_head, nb = (n + ATTN_ROWS - 1) / ATTN_ROWS, W = qkv_ld(c);
-    int tasks = c->n_head * nb, kvd = (W - d) / 2; /* the V block follows the K block */
+    int nb = (n + ATTN_ROWS - 1) / ATTN_ROWS, tasks = c->n_head * nb;
     size_t nn = (size_t)n * (size_t)n;
 #pragma omp parallel for schedule(dynamic) if (tasks > 1 && nn * (size_t)c->n_head >= PAR_MIN)
     for (int t = 0; t < tasks; t++) {
         int h = t / nb, r0 = (t % nb) * ATTN_ROWS;
-        int r1 = r0 + ATTN_ROWS < n ? r0 + ATTN_ROWS : n, keys = c->causal ? r1 : n;
-        const float *v = qkv + (size_t)d + (size_t)kvd + kv_col(c, h);
         float *p = probs + (size_t)h * nn + (size_t)r0 * (size_t)n;
-        float hm = head_mask ? head_mask[h] : 1.0f;
-        if (hm != 1.0f)
-            for (size_t i = 0; i < (size_t)(r1 - r0) * (size_t)n; i++)
-                p[i] *= hm;
-        /* probs past the block's last row are 0 */
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, r1 - r0, dh, keys, 1.0f, p, n, v,
-                    W, 0.0f, ctx + (size_t)r0 * (size_t)d + (size_t)h * (size_t)dh, d);
+        context_task(c, qkv, p, ctx, n, h, r0, head_mask ? head_mask[h] : 1.0f);
     }
+}
+
+hs_status hs_op_attn_fused(const hs_model_config *c, const float *qkv, float *ctx, int n,
+                           const float *head_mask, size_t *bad_row)
+{
+    int nb = (n + ATTN_ROWS - 1) / ATTN_ROWS, tasks = c->n_head * nb, failed = 0;
+    size_t nn = (size_t)n * (size_t)n, first_bad = (size_t)-1;
+#pragma omp parallel if (tasks > 1 && nn * (size_t)c->n_head >= PAR_MIN)
+    {
+        float *p = malloc((size_t)ATTN_ROWS * (size_t)n * sizeof *p); /* this thread's rows */
+        if (!p) {
+#pragma omp atomic write
+            failed = 1;
+        }
+#pragma omp for schedule(dynamic)
+        for (int t = 0; t < tasks; t++) {
+            int h = t / nb, r0 = (t % nb) * ATTN_ROWS;
+            if (!p)
+                continue;
+            note_bad(&first_bad, probs_task(c, qkv, p, n, h, r0), n, h, r0);
+            context_task(c, qkv, p, ctx, n, h, r0, head_mask ? head_mask[h] : 1.0f);
+        }
+        free(p);
+    }
+    *bad_row = first_bad;
+    return failed ? HS_E_NOMEM : HS_OK;
 }
 
 void hs_op_rmsnorm(const float *x, const float *w, float *y, float *xhat, float *rstd, int n,

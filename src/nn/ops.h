@@ -15,7 +15,8 @@ void hs_op_gemm(int trans_b, int m, int n, int k, float alpha, const float *a, i
                 const float *b, int ldb, float beta, float *c, int ldc);
 
 /* The workspace's attention buffer, (n_head, max_n, max_n) floats, which no pass needs once
- * it has returned: callers may use it as scratch between passes. *floats gets its size. */
+ * it has returned: callers may use it as scratch between passes. *floats gets its size: 0
+ * (and NULL) when no pass on the workspace has recorded maps, so none was allocated. */
 struct hs_forward_ws;
 float *hs_forward_ws_spare(struct hs_forward_ws *ws, size_t *floats);
 
@@ -67,6 +68,14 @@ size_t hs_op_attn_probs(const hs_model_config *c, const float *qkv, float *probs
  * columns h*d_head.. = probs_h V_g. */
 void hs_op_attn_context(const hs_model_config *c, const float *qkv, float *probs, float *ctx,
                         int n, const float *head_mask);
+
+/* hs_op_attn_probs then hs_op_attn_context, one task of ATTN_ROWS query rows of one head at
+ * a time, the task's probabilities in a buffer of the thread's own (ATTN_ROWS x n floats)
+ * while they are in cache, for passes that need no layer's maps: no (n_head, n, n) buffer,
+ * the same bits in ctx. *bad_row as hs_op_attn_probs returns it. HS_E_NOMEM (nothing
+ * computed) when a thread's buffer cannot be had. */
+hs_status hs_op_attn_fused(const hs_model_config *c, const float *qkv, float *ctx, int n,
+                           const float *head_mask, size_t *bad_row);
 
 /* y: (n, d) = x / sqrt(mean(x^2) + eps) * w, row-wise (mean in double); y may alias x.
  * xhat: (n, d) = x / rms and rstd: (n) = 1 / rms when not NULL. */
