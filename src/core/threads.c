@@ -71,6 +71,14 @@ static int core_tier(const char *name)
     return 3;
 }
 
+/* The kernel family OpenBLAS chose, or the one HEADSCOPE_TEST_BLAS_CORE names (tests: as if
+ * OpenBLAS had chosen it). */
+static const char *chosen_core(void)
+{
+    const char *name = getenv("HEADSCOPE_TEST_BLAS_CORE");
+    return name && *name ? name : hs_blas_corename();
+}
+
 const char *hs_blas_better_core(void)
 {
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -84,8 +92,7 @@ const char *hs_blas_better_core(void)
     else if (__builtin_cpu_supports("avx"))
         cpu = 1;
     static const char *const names[] = {NULL, "Sandybridge", "Haswell", "SkylakeX"};
-    const char *chosen = getenv("HEADSCOPE_TEST_BLAS_CORE"); /* tests: as if OpenBLAS chose it */
-    return core_tier(chosen && *chosen ? chosen : hs_blas_corename()) < cpu ? names[cpu] : NULL;
+    return core_tier(chosen_core()) < cpu ? names[cpu] : NULL;
 #else
     return NULL;
 #endif
@@ -102,8 +109,7 @@ void hs_blas_reexec(char **argv)
     const char *better = getenv("OPENBLAS_CORETYPE") ? NULL : hs_blas_better_core();
     if (!better || getenv("HEADSCOPE_BLAS_DETECTED"))
         return;
-    const char *chosen = getenv("HEADSCOPE_TEST_BLAS_CORE");
-    if (setenv("HEADSCOPE_BLAS_DETECTED", chosen && *chosen ? chosen : hs_blas_corename(), 1) ||
+    if (setenv("HEADSCOPE_BLAS_DETECTED", chosen_core(), 1) ||
         setenv("OPENBLAS_CORETYPE", better, 1))
         return;
     execv("/proc/self/exe", argv); /* returns only on failure: go on with the kernels we have */

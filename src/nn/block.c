@@ -188,7 +188,7 @@ static hs_status block_run(const hs_model *m, const hs_layer *L, int l, hs_forwa
             hs_op_attn_context(c, qkv, probs, ctx_b, n, hm_b);
         }
         if (hm_b && o && o->head_replace)
-            replace_heads(c, o->head_replace + (size_t)l * nd, hm_b, ws->ctx + (size_t)b * nd, n);
+            replace_heads(c, o->head_replace + (size_t)l * nd, hm_b, ctx_b, n);
     }
     if (ws->on_ctx && batch == 1 && !keep && ws->on_ctx(ws->ctx_user, l, ws->ctx, n))
         return hs_fail(err, HS_E_ARG, "stopped by observer");

@@ -72,8 +72,8 @@ void hs_op_attn_context(const hs_model_config *c, const float *qkv, float *probs
 /* hs_op_attn_probs then hs_op_attn_context, one task of ATTN_ROWS query rows of one head at
  * a time, the task's probabilities in a buffer of the thread's own (ATTN_ROWS x n floats)
  * while they are in cache, for passes that need no layer's maps: no (n_head, n, n) buffer,
- * the same bits in ctx. *bad_row as hs_op_attn_probs returns it. HS_E_NOMEM (nothing
- * computed) when a thread's buffer cannot be had. */
+ * the same bits in ctx. *bad_row as hs_op_attn_probs returns it. HS_E_NOMEM when a thread's
+ * buffer cannot be had (ctx then incomplete). */
 hs_status hs_op_attn_fused(const hs_model_config *c, const float *qkv, float *ctx, int n,
                            const float *head_mask, size_t *bad_row);
 
