@@ -103,6 +103,20 @@ void bench_analyze_rows(const hs_model *m, double fwd128)
            a->prune_method_used == HS_PRUNE_GREEDY ? "greedy" : "gradient",
            a->n_curve ? a->curve[a->n_curve - 1].round + 1 : 0, a->prune_round_heads,
            a->seconds_pruning, a->seconds_pruning / lp, a->seconds_pruning / u);
+    const struct { const char *name; double s; } rest[] = {
+        {"probe ablation:", a->seconds_probe_ablation},
+        {"composition (weights):", a->seconds_composition},
+        {"text's recorded pass:", a->seconds_forward},
+        {"probe pass:", a->seconds_probe},
+        {"rollout and flow:", a->seconds_rollout},
+        {"diversity, similarity, clusters:", a->seconds_pairwise}};
+    double named = a->seconds_ablation + a->seconds_gradient + a->seconds_pruning;
+    for (size_t i = 0; i < sizeof rest / sizeof *rest; i++) {
+        printf("  %-34s%8.2f s = %6.1f pass\n", rest[i].name, rest[i].s, rest[i].s / lp);
+        named += rest[i].s;
+    }
+    printf("  %-34s%8.2f s = %6.1f pass\n", "the rest (losses, set-up, metrics):",
+           t_an - named, (t_an - named) / lp);
     printf("  pictures (%d PNGs, not in the whole): %5.2f s = %6.1f pass = %6.1f fwd\n", n_files,
            t_pic, t_pic / lp, t_pic / u);
 done:

@@ -248,6 +248,9 @@ typedef struct hs_analysis {
     float *word_maps;       /* (n_heads, n_words, n_words), heads in heads[] order */
     long forward_passes;
     double seconds_forward, seconds_ablation, seconds_pruning, seconds_gradient;
+    /* the rest of the run's wall time (report-schema.md, timing) */
+    double seconds_hash, seconds_rollout, seconds_probe, seconds_pairwise, seconds_composition,
+        seconds_probe_ablation, seconds_total;
 } hs_analysis;
 
 /* Runs everything: forward pass with maps, entropy, detectors (text and a seeded

@@ -567,6 +567,13 @@ static cJSON *report_tree(const hs_analysis *a, const char *const *files, int n_
     add_num(tm, "ablation_seconds", a->seconds_ablation);
     add_num(tm, "pruning_seconds", a->seconds_pruning);
     add_num(tm, "gradient_seconds", a->seconds_gradient);
+    add_num(tm, "probe_ablation_seconds", a->seconds_probe_ablation);
+    add_num(tm, "probe_seconds", a->seconds_probe);
+    add_num(tm, "rollout_seconds", a->seconds_rollout);
+    add_num(tm, "pairwise_seconds", a->seconds_pairwise);
+    add_num(tm, "composition_seconds", a->seconds_composition);
+    add_num(tm, "hash_seconds", a->seconds_hash);
+    add_num(tm, "total_seconds", a->seconds_total);
 
     cJSON *fl = cJSON_AddArrayToObject(r, "files");
     for (int i = 0; i < n_files; i++)

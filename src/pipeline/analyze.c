@@ -175,8 +175,10 @@ hs_status hs_analyze_run(const hs_model *m, const hs_analyze_input *in, const hs
             if (!(a->command_line[i] = strdup(o->command_line[i] ? o->command_line[i] : "")))
                 goto nomem;
     }
+    double t_start = hs_pipeline_now();
     if (o->hash_files && (st = hs_model_files_hash(m, &a->files, &a->n_model_files, err)))
         goto fail;
+    a->seconds_hash = hs_pipeline_now() - t_start;
     a->n = n;
     a->loss = NAN;
     a->probe_loss = a->probe_loss_first = NAN;
@@ -297,8 +299,10 @@ hs_status hs_analyze_run(const hs_model *m, const hs_analyze_input *in, const hs
         goto fail;
     a->forward_passes = 1;
     a->seconds_forward = hs_pipeline_now() - t0;
+    t0 = hs_pipeline_now();
     if (o->rollout && (st = hs_analysis_rollout(a, err)))
         goto fail;
+    a->seconds_rollout = hs_pipeline_now() - t0;
 
     /* 2. per-head metrics on the text */
     for (size_t k = 0; k < nh; k++) {
@@ -323,6 +327,7 @@ hs_status hs_analyze_run(const hs_model *m, const hs_analyze_input *in, const hs
         goto fail;
 
     /* 3. the induction probe: seeded random tokens repeated twice */
+    t0 = hs_pipeline_now();
     if (o->probe) {
         int specials = (ar->cls_token != NULL) + (ar->sep_token != NULL); /* around a text */
         int half = o->probe_half_len;
@@ -364,8 +369,10 @@ hs_status hs_analyze_run(const hs_model *m, const hs_analyze_input *in, const hs
     }
     if (st)
         goto fail;
+    a->seconds_probe = hs_pipeline_now() - t0;
 
     /* 4. diversity, similarity, clustering: row blocks of the stored maps */
+    t0 = hs_pipeline_now();
     double *per_layer = malloc((size_t)n_layers_on * sizeof *per_layer);
     store_rows sr = {a->maps, a->head_index, malloc(nh * sizeof(int))};
     if (!per_layer || !sr.idx) {
@@ -414,15 +421,19 @@ hs_status hs_analyze_run(const hs_model *m, const hs_analyze_input *in, const hs
         hs_head_classify(&a->heads[k], o->label_thresholds, o->sink_threshold,
                          ar->sep_token != NULL);
     }
+    a->seconds_pairwise = hs_pipeline_now() - t0;
 
     /* weights only: how the heads compose (Elhage et al. 2021) */
+    t0 = hs_pipeline_now();
     if (o->composition && hs_composition_defined(c) &&
         (st = hs_composition_compute(m, &a->composition, err)))
         goto fail;
+    a->seconds_composition = hs_pipeline_now() - t0;
 
     /* 5. loss, gradient importance, ablation, pruning: runs of the model */
     if ((st = hs_analyze_importance(m, a, o, active, cls_id, sep_id, err)))
         goto fail;
+    a->seconds_total = hs_pipeline_now() - t_start;
     *out = a;
     a = NULL;
     goto fail; /* shared cleanup; st is HS_OK here */

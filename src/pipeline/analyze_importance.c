@@ -312,8 +312,10 @@ fail_masked:
             a->heads[k].ablation_delta = delta[a->head_index[k]];
         if ((st = ablate_kv_groups(a, ev, active, err)))
             goto fail;
+        t0 = hs_pipeline_now();
         if (a->probe_ids && o->probe_ablation && (st = probe_ablation(m, a, o, active, err)))
             goto fail;
+        a->seconds_probe_ablation = hs_pipeline_now() - t0;
         if (o->pruning && a->n_heads >= 2) {
             t0 = hs_pipeline_now();
             double stop = li.kind == HS_LOSS_REPR ? o->prune_stop : fabs(a->loss) * o->prune_stop;
