@@ -35,16 +35,39 @@ static int qkv_col(const hs_model_config *c, int p, int col)
     return p == 0 ? col : c->d_model + ((p == 2 ? c->n_kv_head : 0) + g) * dh + col % dh;
 }
 
-/* The reading weights of layer ly, part p (0 Q, 1 K, 2 V), with the attention's norm scale
- * (ln_1, input_layernorm) folded in, every query head with its own copy of its KV head's
- * columns: out: (d, d) row-major, column h*dh + j is head h's j-th column. */
-static void reader(const hs_model *m, const hs_layer *ly, int p, double *out)
+/* The fused QKV column (qkv_col) of every column of part p (0 Q, 1 K, 2 V): cols (d). */
+static void reader_cols(const hs_model_config *c, int p, int *cols)
+{
+    for (int j = 0; j < c->d_model; j++)
+        cols[j] = qkv_col(c, p, j);
+}
+
+/* The reading weights of layer ly, part p, with the attention's norm scale (ln_1,
+ * input_layernorm) folded in, every query head with its own copy of its KV head's columns:
+ * out (d, d) row-major, column h*dh + j is head h's j-th column; cols from reader_cols. In
+ * double (out) or float (outf): one of them is NULL. */
+static void reader(const hs_model *m, const hs_layer *ly, const int *cols, double *out,
+                   float *outf)
 {
     int d = m->cfg.d_model, W = hs_qkv_width(&m->cfg);
-    for (int i = 0; i < d; i++)
-        for (int j = 0; j < d; j++)
-            out[(size_t)i * d + j] = (double)ly->ln1_w[i] *
-                                     (double)ly->w_qkv[(size_t)i * W + qkv_col(&m->cfg, p, j)];
+#pragma omp parallel for schedule(static)
+    for (int i = 0; i < d; i++) {
+        const float *row = ly->w_qkv + (size_t)i * W;
+        if (out)
+            for (int j = 0; j < d; j++)
+                out[(size_t)i * d + j] = (double)ly->ln1_w[i] * (double)row[cols[j]];
+        else
+            for (int j = 0; j < d; j++)
+                outf[(size_t)i * d + j] = ly->ln1_w[i] * row[cols[j]];
+    }
+}
+
+/* dst = (double)src, n floats, in parallel */
+static void widen(const float *src, double *dst, size_t n)
+{
+#pragma omp parallel for schedule(static)
+    for (size_t i = 0; i < n; i++)
+        dst[i] = (double)src[i];
 }
 
 /* c = op(a) op(b) as one single-threaded OpenBLAS call: every use below runs inside a
@@ -95,8 +118,9 @@ hs_status hs_composition_compute(const hs_model *m, hs_composition **out, hs_err
     double *wo = malloc(dd * sizeof *wo), *rd = malloc(dd * sizeof *rd);
     double *mm = malloc(dd * sizeof *mm), *tt = malloc(dd * sizeof *tt);
     double *uu = malloc(dd * sizeof *uu);
-    float *rf = malloc(dd * sizeof *rf), *mf = malloc(dd * sizeof *mf);
-    if (!r || !gram || !wo || !rd || !mm || !tt || !uu || !rf || !mf) {
+    float *rf = malloc(3 * dd * sizeof *rf), *mf = malloc(dd * sizeof *mf); /* rf: Q, K, V */
+    int *cols = malloc(3 * (size_t)d * sizeof *cols);
+    if (!r || !gram || !wo || !rd || !mm || !tt || !uu || !rf || !mf || !cols) {
         free(r);
         r = NULL;
         st = hs_fail(err, HS_E_NOMEM, "composition: out of memory for %d heads of d_model %d", N,
@@ -117,17 +141,18 @@ hs_status hs_composition_compute(const hs_model *m, hs_composition **out, hs_err
     /* every layer's weights through the weight cache (model_internal.h), at most two at once */
     hs_layer ly, lr;
 #define GRAM(kind, head) (gram + ((size_t)(kind) * N + (size_t)(head)) * g2)
+    for (int p = 0; p < 3; p++)
+        reader_cols(c, p, cols + (size_t)p * d);
     for (int l = 0; l < L; l++) {
         if ((st = hs_layer_get(m, l, &ly, err)))
             goto fail;
         for (int p = 0; p < 3; p++) {
-            reader(m, &ly, p, rd);
+            reader(m, &ly, cols + (size_t)p * d, rd, NULL);
 #pragma omp parallel for
             for (int h = 0; h < H; h++) /* X^T X over head h's columns */
                 small_gemm(1, 0, dh, dh, d, rd + h * dh, d, rd + h * dh, d, GRAM(p, l * H + h), dh);
         }
-        for (size_t i = 0; i < dd; i++)
-            wo[i] = (double)ly.w_o[i];
+        widen(ly.w_o, wo, dd);
         hs_layer_put(m, l);
 #pragma omp parallel for
         for (int h = 0; h < H; h++) /* Go = O O^T: rows h*dh.. of W_O */
@@ -139,27 +164,24 @@ hs_status hs_composition_compute(const hs_model *m, hs_composition **out, hs_err
             r->qk_norm[a] = sqrt(fmax(0.0, trace_prod(GRAM(0, a), GRAM(1, a), dh)));
         }
     }
-    for (int la = 0; la < L - 1; la++) {
-        if ((st = hs_layer_get(m, la, &ly, err)))
+    /* every pair of layers la < lb: the reading layer's three readers built once (rf), then
+       each earlier layer's W_O against them */
+    for (int lb = 1; lb < L; lb++) {
+        if ((st = hs_layer_get(m, lb, &lr, err)))
             goto fail;
-        for (int lb = la + 1; lb < L; lb++) {
-            if ((st = hs_layer_get(m, lb, &lr, err))) {
-                hs_layer_put(m, la);
+        for (int mode = 0; mode < 3; mode++)
+            reader(m, &lr, cols + (size_t)mode * d, NULL, rf + (size_t)mode * dd);
+        hs_layer_put(m, lb);
+        for (int la = 0; la < lb; la++) {
+            if ((st = hs_layer_get(m, la, &ly, err)))
                 goto fail;
-            }
             for (int mode = 0; mode < 3; mode++) { /* 0 Q, 1 K, 2 V: the reader of head b */
                 static const int other[3] = {1, 0, 3}; /* Gk, Gq, Go on the far side */
                 double *dst = mode == 0 ? r->q : mode == 1 ? r->k : r->v;
                 /* M = W_O^la R_lb in float (the one d^3 product per layer pair and kind; its
                    rounding, ~1e-7 relative, is far below what the scores are read at) */
-                int W = hs_qkv_width(c);
-                for (int i = 0; i < d; i++)
-                    for (int j = 0; j < d; j++)
-                        rf[(size_t)i * d + j] =
-                            lr.ln1_w[i] * lr.w_qkv[(size_t)i * W + qkv_col(c, mode, j)];
-                hs_sgemm_fixed(0, 0, d, d, d, ly.w_o, d, rf, d, mf, d);
-                for (size_t i = 0; i < dd; i++)
-                    mm[i] = (double)mf[i]; /* block (a, b) = O_a R_b */
+                hs_sgemm_fixed(0, 0, d, d, d, ly.w_o, d, rf + (size_t)mode * dd, d, mf, d);
+                widen(mf, mm, dd); /* block (a, b) = O_a R_b */
 #pragma omp parallel for
                 for (int h = 0; h < H; h++) /* T = blockdiag(Gv_a) M */
                     small_gemm(0, 0, dh, d, dh, GRAM(2, la * H + h), dh, mm + (size_t)h * dh * d,
@@ -168,6 +190,7 @@ hs_status hs_composition_compute(const hs_model *m, hs_composition **out, hs_err
                 for (int h = 0; h < H; h++) /* U = T blockdiag(G_b) */
                     small_gemm(0, 0, d, dh, dh, tt + (size_t)h * dh, d,
                                GRAM(other[mode], lb * H + h), dh, uu + (size_t)h * dh, d);
+#pragma omp parallel for collapse(2) schedule(static)
                 for (int ha = 0; ha < H; ha++)
                     for (int hb = 0; hb < H; hb++) {
                         double s = 0;
@@ -180,9 +203,8 @@ hs_status hs_composition_compute(const hs_model *m, hs_composition **out, hs_err
                         dst[(size_t)a * N + b] = den > 0 ? sqrt(fmax(0.0, s)) / den : NAN;
                     }
             }
-            hs_layer_put(m, lb);
+            hs_layer_put(m, la);
         }
-        hs_layer_put(m, la);
     }
     /* copying: eigenvalues of O_a G V_a with G = diag(ln_f) W_U W_E = diag(ln_f) dec^T wte */
     {
@@ -200,6 +222,7 @@ hs_status hs_composition_compute(const hs_model *m, hs_composition **out, hs_err
             goto fail;
         }
         hs_sgemm_fixed(1, 0, d, d, c->vocab_size, m->decoder, d, m->wte, d, gf, d);
+#pragma omp parallel for schedule(static)
         for (int i = 0; i < d; i++)
             for (int j = 0; j < d; j++)
                 mm[(size_t)i * d + j] = (double)m->lnf_w[i] * (double)gf[(size_t)i * d + j];
@@ -207,9 +230,8 @@ hs_status hs_composition_compute(const hs_model *m, hs_composition **out, hs_err
         for (int l = 0; l < L && !info; l++) {
             if ((st = hs_layer_get(m, l, &ly, err)))
                 break;
-            for (size_t i = 0; i < dd; i++)
-                wo[i] = (double)ly.w_o[i];
-            reader(m, &ly, 2, rd);
+            widen(ly.w_o, wo, dd);
+            reader(m, &ly, cols + 2 * (size_t)d, rd, NULL);
             hs_layer_put(m, l);
             /* T = W_O G: (d, d), rows h*dh.. are O_h G */
             hs_dgemm_fixed(0, 0, d, d, d, wo, d, mm, d, tt, d);
@@ -257,6 +279,7 @@ done:
     free(uu);
     free(rf);
     free(mf);
+    free(cols);
     *out = r;
     return st;
 }
