@@ -54,6 +54,11 @@ void hs_sha256_init(hs_sha256_ctx *s);
 void hs_sha256_update(hs_sha256_ctx *s, const void *data, size_t n);
 void hs_sha256_final(hs_sha256_ctx *s, char hex[65]);
 hs_status hs_sha256_file(const char *path, char hex[65], uint64_t *size, hs_error *err);
+/* The compression of whole 64-byte blocks into the state h: portable C, and the x86 SHA
+ * extensions where the CPU has them (returns 1; 0, doing nothing, where it has not); the
+ * update uses the second where it can. */
+void hs_sha256_blocks_generic(uint32_t h[8], const unsigned char *p, size_t blocks);
+int hs_sha256_blocks_accel(uint32_t h[8], const unsigned char *p, size_t blocks);
 
 /* An output file written whole or not at all (src/core/tmpfile.c): hs_out_open creates a
  * new file of an unpredictable name beside path (O_CREAT|O_EXCL: a planted symlink is never
