@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "headscope/version.h"
 #include "nn/ops.h"
 #include "testutil.h"
 
@@ -172,4 +173,72 @@ Test(ops, fused_attention_is_probabilities_then_context_bit_for_bit)
     fused_matches(0, 1, 0);
     fused_matches(1, 4, 1);
     fused_matches(0, 2, 1);
+}
+
+/* The projections, whole or cut along K into partial products summed afterwards (the output
+ * and MLP-down shapes of a 128-token pass, 12 tiles, split in 4 chunks; odd sizes; one row),
+ * against a double-precision product: within 1e-5 of the sum of |terms|, for the bias set,
+ * the bias added, and a transposed product with alpha and beta; and the same bits with 1 and
+ * 3 threads. */
+Test(ops, gemm_whole_or_split_along_k_matches_double_at_every_thread_count)
+{
+    static const int shapes[][3] = {{128, 768, 3072}, {128, 768, 768}, {100, 200, 1000},
+                                    {1, 70, 400}, {300, 64, 50}};
+    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
+        int m = shapes[s][0], n = shapes[s][1], k = shapes[s][2];
+        size_t mk = (size_t)m * k, kn = (size_t)k * n, mn = (size_t)m * n;
+        float *a = malloc(mk * sizeof *a), *w = malloc(kn * sizeof *w), *bias = malloc((size_t)n * sizeof *bias);
+        float *c0 = malloc(mn * sizeof *c0), *c1 = malloc(mn * sizeof *c1), *c3 = malloc(mn * sizeof *c3);
+        uint32_t x = 12345u + (uint32_t)s;
+#define RND() (x ^= x << 13, x ^= x >> 17, x ^= x << 5, (float)((int)(x % 2001u) - 1000) / 1000.0f)
+        for (size_t i = 0; i < mk; i++)
+            a[i] = RND();
+        for (size_t i = 0; i < kn; i++)
+            w[i] = RND();
+        for (int j = 0; j < n; j++)
+            bias[j] = RND();
+        for (size_t i = 0; i < mn; i++)
+            c0[i] = RND();
+#undef RND
+        for (int variant = 0; variant < 3; variant++) { /* linear, linear_add, gemm^T */
+            float alpha = variant == 2 ? 0.5f : 1.0f, beta = variant == 2 ? 0.25f : 0.0f;
+            float *outs[2] = {c1, c3};
+            int thr[2] = {1, 3};
+            for (int r = 0; r < 2; r++) {
+                hs_set_threads(thr[r]);
+                memcpy(outs[r], c0, mn * sizeof *c0);
+                if (variant == 0)
+                    hs_op_linear(a, w, bias, outs[r], m, k, n);
+                else if (variant == 1)
+                    hs_op_linear_add(a, w, bias, outs[r], m, k, n);
+                else /* w read as (n, k): c = alpha a w^T + beta c */
+                    hs_op_gemm(1, m, n, k, alpha, a, k, w, k, beta, outs[r], n);
+            }
+            hs_set_threads(0);
+            cr_assert_arr_eq(c1, c3, mn * sizeof *c1, "shape %d x %d x %d variant %d: 1 and 3 threads differ", m, n, k, variant);
+            double worst = 0;
+            for (int i = 0; i < m; i++)
+                for (int j = 0; j < n; j++) {
+                    double sum = 0, mag = 0;
+                    for (int q = 0; q < k; q++) {
+                        double t = (double)a[(size_t)i * k + q] *
+                                   (variant == 2 ? w[(size_t)j * k + q] : w[(size_t)q * n + j]);
+                        sum += t;
+                        mag += fabs(t);
+                    }
+                    double c = c0[(size_t)i * n + j];
+                    double want = variant == 0 ? sum + bias[j] : variant == 1 ? c + bias[j] + sum
+                                                                              : alpha * sum + beta * c;
+                    double err = fabs(c1[(size_t)i * n + j] - want) / (mag + fabs(c) + fabs(bias[j]));
+                    worst = err > worst ? err : worst;
+                }
+            cr_assert(worst < 1e-5, "shape %d x %d x %d variant %d: relative error %g", m, n, k, variant, worst);
+        }
+        free(a);
+        free(w);
+        free(bias);
+        free(c0);
+        free(c1);
+        free(c3);
+    }
 }
