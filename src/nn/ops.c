@@ -73,10 +73,15 @@ static inline float exp_fast(float x)
 #define GEMM_TILES 32
 #define GEMM_TASKS 48
 #define GEMM_KC_MIN 192
+#ifndef HS_GEMM_SPLIT_BELOW /* tiles below which K is split (a build-time knob for tuning) */
+#define HS_GEMM_SPLIT_BELOW GEMM_TILES
+#endif
+#define GEMM_PART_MAX ((size_t)1 << 20) /* floats of partial products, at most */
 
 /* The calling thread's buffer for the K chunks' partial products, grown as needed and kept
- * (at most GEMM_TASKS + GEMM_TILES tiles of 128 x 64 floats, 2.6 MB); NULL when out of
- * memory, and the product is then not split. */
+ * (with fewer than 32 tiles, at most GEMM_TASKS + GEMM_TILES tiles of 128 x 64 floats,
+ * 2.6 MB; never above GEMM_PART_MAX); NULL when out of memory, and the product is then not
+ * split. */
 static _Thread_local float *part_buf;
 static _Thread_local size_t part_cap;
 
@@ -104,7 +109,7 @@ static void gemm_tiled(int trans_b, int m, int n, int k, float alpha, const floa
     while (((m + tm - 1) / tm) * ((n + tn - 1) / tn) < GEMM_TILES && tn > GEMM_TN_MIN)
         tn /= 2;
     int mt = (m + tm - 1) / tm, nt = (n + tn - 1) / tn, tiles = mt * nt, ks = 1, kc = k;
-    if (tiles < GEMM_TILES && k >= 2 * GEMM_KC_MIN) {
+    if (tiles < HS_GEMM_SPLIT_BELOW && k >= 2 * GEMM_KC_MIN) {
         ks = (GEMM_TASKS + tiles - 1) / tiles;
         if (ks > k / GEMM_KC_MIN)
             ks = k / GEMM_KC_MIN;
@@ -112,7 +117,7 @@ static void gemm_tiled(int trans_b, int m, int n, int k, float alpha, const floa
         ks = (k + kc - 1) / kc;
     }
     size_t mn = (size_t)m * (size_t)n;
-    float *part = ks > 1 ? part_floats((size_t)ks * mn) : NULL;
+    float *part = ks > 1 && (size_t)ks * mn <= GEMM_PART_MAX ? part_floats((size_t)ks * mn) : NULL;
     if (!part)
         ks = 1, kc = k;
     int tasks = tiles * ks;
