@@ -236,7 +236,19 @@ int main(int argc, char **argv)
             breakdown = 1;
         else if (!strcmp(argv[i], "--family"))
             in_family = 1;
-        else if (n_models < MAX_MODELS)
+        else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            printf("usage: hs-bench [MODEL_DIR...] [--family MODEL_DIR...] [--reps N] [--quick]\n"
+                   "                [--headscope PATH] [--torch SCRIPT] [--python PATH] "
+                   "[--no-torch]\n"
+                   "                [--threads LIST] [--breakdown] [--forward-only]\n"
+                   "The engine benchmark: sgemm reference, the forward pass recording every map "
+                   "against\nPyTorch, analyze in forward-pass equivalents, peak memory, corpus "
+                   "throughput.\ndocs/bench.md explains every option and number.\n");
+            return 0;
+        } else if (argv[i][0] == '-' && argv[i][1] == '-') {
+            fprintf(stderr, "hs-bench: unknown option '%s' (hs-bench --help)\n", argv[i]);
+            return 2;
+        } else if (n_models < MAX_MODELS)
             family[n_models] = in_family, paths[n_models++] = argv[i];
     }
     if (!n_models || family[0]) { /* the first model is the GPT-2 the later rows use */

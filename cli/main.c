@@ -24,8 +24,9 @@ static const struct {
 static void usage(FILE *f)
 {
     fprintf(f, "usage: headscope COMMAND [OPTIONS] MODEL ...\n\n"
-               "Opens GPT-2, BERT, RoBERTa and DistilBERT models (Hugging Face folder or GGUF\n"
-               "file) and shows what each attention head does.\n\ncommands:\n");
+               "Opens GPT-2, BERT, RoBERTa, DistilBERT, GPT-NeoX/Pythia, Llama and Qwen2 models\n"
+               "(Hugging Face folder or GGUF file) and shows what each attention head does.\n\n"
+               "commands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
     fprintf(f, "\noptions every command takes:\n"
