@@ -48,7 +48,9 @@ ok "nm -D: only hs_* symbols, the $n functions of the headers; soname $soname"
 export PKG_CONFIG_PATH=$lib/pkgconfig
 PC=pkg-config # the .pc is relocatable: PKG_CONFIG_PATH alone finds the stage
 [ "$($PC --modversion headscope)" = "$version" ] || fail ".pc version"
-"$stage/usr/bin/headscope" --version | grep -q "^headscope $version\\b" || fail "--version"
+# (grep without -q reads to the end: -q would close the pipe at the first match, and the
+# writer's SIGPIPE fails the pipeline under pipefail)
+"$stage/usr/bin/headscope" --version | grep "^headscope $version\\b" >/dev/null || fail "--version"
 grep -q "^version = \"$version\"" python/pyproject.toml || fail "python/pyproject.toml version"
 grep -q "^PYTHON_VERSION = \"$version\"" python/headscope/_lib.py || fail "_lib.py version"
 ok "version $version in --version, headscope.pc and the Python package"
@@ -75,8 +77,8 @@ text="The cat sat on the mat. The cat sat on the mat."
 export ASAN_OPTIONS=detect_leaks=0
 shared=$(LD_LIBRARY_PATH=$lib "$tmp/entropy-shared" fixtures/trained-gpt2 "$text" 3 0)
 static=$("$tmp/entropy-static" fixtures/trained-gpt2 "$text" 3 0)
-ldd "$tmp/entropy-static" | grep -q libheadscope && fail "entropy-static uses the .so"
-LD_LIBRARY_PATH=$lib ldd "$tmp/entropy-shared" | grep -q "$lib/$soname" || fail "entropy-shared"
+ldd "$tmp/entropy-static" | grep libheadscope >/dev/null && fail "entropy-static uses the .so"
+LD_LIBRARY_PATH=$lib ldd "$tmp/entropy-shared" | grep "$lib/$soname" >/dev/null || fail "entropy-shared"
 [ "$shared" = "$static" ] || fail "shared and static disagree: '$shared' / '$static'"
 echo "$shared" | grep -q "^headscope $version: head 3.0, 14 tokens: entropy [0-9.]* nats$" ||
     fail "entropy printed '$shared'"
