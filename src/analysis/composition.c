@@ -5,8 +5,11 @@
  *   ||W_OV^a W_QK^b^T||^2 = tr(M^T Gv_a M Gq_b),  M = O_a K_b
  *   ||W_OV^a W_OV^b||^2   = tr(M^T Gv_a M Go_b),  M = O_a V_b
  * with the Gram matrices Gv = V^T V, Gq = Q^T Q, Gk = K^T K, Go = O O^T (dh, dh), so no
- * (d, d) matrix per head is ever formed. M for every head pair of two layers is one
- * (d, d) product W_O^la R_lb. */
+ * (d, d) matrix per head is ever formed. With a square root F of each Gram (F^T F = G, from
+ * its eigenvalues), tr(M^T Gv M G) = ||Fv_a O_a R_b F_b^T||^2: the rows Fv_a O_a of every
+ * head of a layer, times the columns R_b F_b^T of every head of a later layer and of all
+ * three kinds, is one (d, 3d) product per pair of layers, and each score the sum of squares
+ * of one (dh, dh) block of it. */
 #include <cblas.h>
 #include <math.h>
 #include <stdlib.h>
@@ -20,6 +23,26 @@
 void dgeev_(const char *jobvl, const char *jobvr, const int *n, double *a, const int *lda,
             double *wr, double *wi, double *vl, const int *ldvl, double *vr, const int *ldvr,
             double *work, const int *lwork, int *info);
+/* and its symmetric one */
+void dsyev_(const char *jobz, const char *uplo, const int *n, double *a, const int *lda,
+            double *w, double *work, const int *lwork, int *info);
+
+/* A square root of the symmetric positive semi-definite g (n, n): f (n, n) with f^T f = g,
+ * f = diag(sqrt(lambda)) U^T from g = U diag(lambda) U^T (eigenvalues below 0, rounding,
+ * taken as 0). work: 36 n + n * n doubles. Returns LAPACK's info (0: done). */
+static int gram_root(const double *g, int n, float *f, double *work)
+{
+    double *u = work, *w = u + (size_t)n * n, *wk = w + n;
+    int lwork = 35 * n, info = 0;
+    memcpy(u, g, (size_t)n * n * sizeof *u);
+    dsyev_("V", "U", &n, u, &n, w, wk, &lwork, &info); /* column j of U: u[j*n ..] */
+    for (int j = 0; j < n && !info; j++) {
+        double s = w[j] > 0 ? sqrt(w[j]) : 0.0;
+        for (int i = 0; i < n; i++)
+            f[(size_t)j * n + i] = (float)(s * u[(size_t)j * n + i]);
+    }
+    return info;
+}
 
 void hs_composition_free(hs_composition *c)
 {
@@ -112,15 +135,19 @@ hs_status hs_composition_compute(const hs_model *m, hs_composition **out, hs_err
     size_t dd = (size_t)d * d, g2 = (size_t)dh * dh, nn = (size_t)N * N;
     size_t total = sizeof(hs_composition) + (3 * nn + 3 * (size_t)N) * sizeof(double);
     hs_composition *r = calloc(1, total);
-    /* scratch: Gram matrices Gq, Gk, Gv, Go per head; W_O, a reader, M, T, U (d, d); and
-     * the copying circuit's G (d, d) */
+    /* scratch: Gram matrices Gq, Gk, Gv, Go per head and their square roots (float); W_O and
+     * a reader (d, d) in double, and the copying circuit's G and W_O G (d, d); in float the
+     * three readers times the roots (d, 3d), an earlier layer's rows Fv O (d, d) and their
+     * product (d, 3d) */
     double *gram = malloc(4 * (size_t)N * g2 * sizeof *gram);
+    float *root = malloc(4 * (size_t)N * g2 * sizeof *root);
     double *wo = malloc(dd * sizeof *wo), *rd = malloc(dd * sizeof *rd);
     double *mm = malloc(dd * sizeof *mm), *tt = malloc(dd * sizeof *tt);
-    double *uu = malloc(dd * sizeof *uu);
-    float *rf = malloc(3 * dd * sizeof *rf), *mf = malloc(dd * sizeof *mf); /* rf: Q, K, V */
+    float *rf = malloc(3 * dd * sizeof *rf), *yf = malloc(3 * dd * sizeof *yf);
+    float *xf = malloc(dd * sizeof *xf), *pf = malloc(3 * dd * sizeof *pf);
     int *cols = malloc(3 * (size_t)d * sizeof *cols);
-    if (!r || !gram || !wo || !rd || !mm || !tt || !uu || !rf || !mf || !cols) {
+    if (!r || !gram || !root || !wo || !rd || !mm || !tt || !rf || !yf || !xf || !pf ||
+        !cols) {
         free(r);
         r = NULL;
         st = hs_fail(err, HS_E_NOMEM, "composition: out of memory for %d heads of d_model %d", N,
@@ -141,6 +168,7 @@ hs_status hs_composition_compute(const hs_model *m, hs_composition **out, hs_err
     /* every layer's weights through the weight cache (model_internal.h), at most two at once */
     hs_layer ly, lr;
 #define GRAM(kind, head) (gram + ((size_t)(kind) * N + (size_t)(head)) * g2)
+#define ROOT(kind, head) (root + ((size_t)(kind) * N + (size_t)(head)) * g2)
     for (int p = 0; p < 3; p++)
         reader_cols(c, p, cols + (size_t)p * d);
     for (int l = 0; l < L; l++) {
@@ -163,47 +191,67 @@ hs_status hs_composition_compute(const hs_model *m, hs_composition **out, hs_err
             r->ov_norm[a] = sqrt(fmax(0.0, trace_prod(GRAM(2, a), GRAM(3, a), dh)));
             r->qk_norm[a] = sqrt(fmax(0.0, trace_prod(GRAM(0, a), GRAM(1, a), dh)));
         }
+        int info = 0;
+#pragma omp parallel for schedule(dynamic) reduction(| : info)
+        for (int t = 0; t < 4 * H; t++) { /* the four Grams of every head of the layer */
+            int kind = t / H, a = l * H + t % H;
+            double *work = malloc((36 + (size_t)dh) * (size_t)dh * sizeof *work);
+            info |= work ? gram_root(GRAM(kind, a), dh, ROOT(kind, a), work) : -1;
+            free(work);
+        }
+        if (info) {
+            st = info < 0 ? hs_fail(err, HS_E_NOMEM, "composition: out of memory")
+                          : hs_fail(err, HS_E_VALUE, "composition: the eigenvalue solver failed "
+                                    "on layer %d's Gram matrices (info %d)", l, info);
+            goto fail;
+        }
     }
-    /* every pair of layers la < lb: the reading layer's three readers built once (rf), then
-       each earlier layer's W_O against them */
+    /* every pair of layers la < lb: the reading layer's columns R_b F_b^T of all three kinds
+       built once (yf: Q with Gk's root, K with Gq's, V with Go's), then each earlier layer's
+       rows Fv_a O_a (xf) times them (pf), in float (its rounding, ~1e-7 relative, is far
+       below what the scores are read at); every block's sum of squares in double */
+    static const int far_kind[3] = {1, 0, 3};
+    size_t d3 = 3 * (size_t)d;
     for (int lb = 1; lb < L; lb++) {
         if ((st = hs_layer_get(m, lb, &lr, err)))
             goto fail;
         for (int mode = 0; mode < 3; mode++)
             reader(m, &lr, cols + (size_t)mode * d, NULL, rf + (size_t)mode * dd);
         hs_layer_put(m, lb);
+#pragma omp parallel for schedule(static)
+        for (int t = 0; t < 3 * H; t++) {
+            int mode = t / H, hb = t % H;
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, d, dh, dh, 1.0f,
+                        rf + (size_t)mode * dd + (size_t)hb * dh, d,
+                        ROOT(far_kind[mode], lb * H + hb), dh, 0.0f,
+                        yf + (size_t)mode * d + (size_t)hb * dh, (int)d3);
+        }
         for (int la = 0; la < lb; la++) {
             if ((st = hs_layer_get(m, la, &ly, err)))
                 goto fail;
-            for (int mode = 0; mode < 3; mode++) { /* 0 Q, 1 K, 2 V: the reader of head b */
-                static const int other[3] = {1, 0, 3}; /* Gk, Gq, Go on the far side */
-                double *dst = mode == 0 ? r->q : mode == 1 ? r->k : r->v;
-                /* M = W_O^la R_lb in float (the one d^3 product per layer pair and kind; its
-                   rounding, ~1e-7 relative, is far below what the scores are read at) */
-                hs_sgemm_fixed(0, 0, d, d, d, ly.w_o, d, rf + (size_t)mode * dd, d, mf, d);
-                widen(mf, mm, dd); /* block (a, b) = O_a R_b */
-#pragma omp parallel for
-                for (int h = 0; h < H; h++) /* T = blockdiag(Gv_a) M */
-                    small_gemm(0, 0, dh, d, dh, GRAM(2, la * H + h), dh, mm + (size_t)h * dh * d,
-                               d, tt + (size_t)h * dh * d, d);
-#pragma omp parallel for
-                for (int h = 0; h < H; h++) /* U = T blockdiag(G_b) */
-                    small_gemm(0, 0, d, dh, dh, tt + (size_t)h * dh, d,
-                               GRAM(other[mode], lb * H + h), dh, uu + (size_t)h * dh, d);
+#pragma omp parallel for schedule(static)
+            for (int ha = 0; ha < H; ha++)
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, dh, d, dh, 1.0f,
+                            ROOT(2, la * H + ha), dh, ly.w_o + (size_t)ha * dh * d, d, 0.0f,
+                            xf + (size_t)ha * dh * d, d);
+            hs_layer_put(m, la);
+            hs_sgemm_fixed(0, 0, d, (int)d3, d, xf, d, yf, (int)d3, pf, (int)d3);
 #pragma omp parallel for collapse(2) schedule(static)
+            for (int mode = 0; mode < 3; mode++)
                 for (int ha = 0; ha < H; ha++)
                     for (int hb = 0; hb < H; hb++) {
-                        double s = 0;
-                        for (int i = ha * dh; i < (ha + 1) * dh; i++)
-                            for (int j = hb * dh; j < (hb + 1) * dh; j++)
-                                s += mm[(size_t)i * d + j] * uu[(size_t)i * d + j];
+                        double sum = 0;
+                        for (int i = ha * dh; i < (ha + 1) * dh; i++) {
+                            const float *row = pf + (size_t)i * d3 + (size_t)mode * d + (size_t)hb * dh;
+                            for (int j = 0; j < dh; j++)
+                                sum += (double)row[j] * (double)row[j];
+                        }
                         int a = la * H + ha, b = lb * H + hb;
+                        double *dst = mode == 0 ? r->q : mode == 1 ? r->k : r->v;
                         double nb = mode == 2 ? r->ov_norm[b] : r->qk_norm[b];
                         double den = r->ov_norm[a] * nb;
-                        dst[(size_t)a * N + b] = den > 0 ? sqrt(fmax(0.0, s)) / den : NAN;
+                        dst[(size_t)a * N + b] = den > 0 ? sqrt(sum) / den : NAN;
                     }
-            }
-            hs_layer_put(m, la);
         }
     }
     /* copying: eigenvalues of O_a G V_a with G = diag(ln_f) W_U W_E = diag(ln_f) dec^T wte */
@@ -272,13 +320,15 @@ fail:
     r = NULL;
 done:
     free(gram);
+    free(root);
     free(wo);
     free(rd);
     free(mm);
     free(tt);
-    free(uu);
     free(rf);
-    free(mf);
+    free(yf);
+    free(xf);
+    free(pf);
     free(cols);
     *out = r;
     return st;
