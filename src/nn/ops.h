@@ -9,8 +9,9 @@
 #include "headscope/model.h"
 
 /* c: (m, n) = alpha a: (m, k) · op(b) + beta c, row-major with leading dimensions; op(b) is
- * b: (k, n), or b^T for b: (n, k) when trans_b. Parallel over tiles cut by the shape alone,
- * so the result is the same bits for every thread count. */
+ * b: (k, n), or b^T for b: (n, k) when trans_b. Parallel over tiles (and, for a product of
+ * few tiles, chunks of k summed in order) cut by the shape alone, so the result is the same
+ * bits for every thread count. */
 void hs_op_gemm(int trans_b, int m, int n, int k, float alpha, const float *a, int lda,
                 const float *b, int ldb, float beta, float *c, int ldc);
 
