@@ -135,15 +135,15 @@ hs_status hs_composition_compute(const hs_model *m, hs_composition **out, hs_err
     size_t dd = (size_t)d * d, g2 = (size_t)dh * dh, nn = (size_t)N * N;
     size_t total = sizeof(hs_composition) + (3 * nn + 3 * (size_t)N) * sizeof(double);
     hs_composition *r = calloc(1, total);
-    /* scratch: Gram matrices Gq, Gk, Gv, Go per head and their square roots (float); W_O and
-     * a reader (d, d) in double, and the copying circuit's G and W_O G (d, d); in float the
-     * three readers times the roots (d, 3d), an earlier layer's rows Fv O (d, d) and their
-     * product (d, 3d) */
-    double *gram = malloc(4 * (size_t)N * g2 * sizeof *gram);
+    /* scratch: one layer's Gram matrices Gq, Gk, Gv, Go per head, and every head's square
+     * roots of them (float); W_O and a reader (d, d) in double, and the copying circuit's G
+     * and W_O G (d, d); in float a reader (d, d), the three readers times the roots (d, 3d),
+     * an earlier layer's rows Fv O (d, d) and their product (d, 3d) */
+    double *gram = malloc(4 * (size_t)H * g2 * sizeof *gram);
     float *root = malloc(4 * (size_t)N * g2 * sizeof *root);
     double *wo = malloc(dd * sizeof *wo), *rd = malloc(dd * sizeof *rd);
     double *mm = malloc(dd * sizeof *mm), *tt = malloc(dd * sizeof *tt);
-    float *rf = malloc(3 * dd * sizeof *rf), *yf = malloc(3 * dd * sizeof *yf);
+    float *rf = malloc(dd * sizeof *rf), *yf = malloc(3 * dd * sizeof *yf);
     float *xf = malloc(dd * sizeof *xf), *pf = malloc(3 * dd * sizeof *pf);
     int *cols = malloc(3 * (size_t)d * sizeof *cols);
     if (!r || !gram || !root || !wo || !rd || !mm || !tt || !rf || !yf || !xf || !pf ||
@@ -167,7 +167,7 @@ hs_status hs_composition_compute(const hs_model *m, hs_composition **out, hs_err
         r->q[i] = NAN;
     /* every layer's weights through the weight cache (model_internal.h), at most two at once */
     hs_layer ly, lr;
-#define GRAM(kind, head) (gram + ((size_t)(kind) * N + (size_t)(head)) * g2)
+#define GRAM(kind, h) (gram + ((size_t)(kind) * H + (size_t)(h)) * g2) /* head h of the layer */
 #define ROOT(kind, head) (root + ((size_t)(kind) * N + (size_t)(head)) * g2)
     for (int p = 0; p < 3; p++)
         reader_cols(c, p, cols + (size_t)p * d);
@@ -178,25 +178,25 @@ hs_status hs_composition_compute(const hs_model *m, hs_composition **out, hs_err
             reader(m, &ly, cols + (size_t)p * d, rd, NULL);
 #pragma omp parallel for
             for (int h = 0; h < H; h++) /* X^T X over head h's columns */
-                small_gemm(1, 0, dh, dh, d, rd + h * dh, d, rd + h * dh, d, GRAM(p, l * H + h), dh);
+                small_gemm(1, 0, dh, dh, d, rd + h * dh, d, rd + h * dh, d, GRAM(p, h), dh);
         }
         widen(ly.w_o, wo, dd);
         hs_layer_put(m, l);
 #pragma omp parallel for
         for (int h = 0; h < H; h++) /* Go = O O^T: rows h*dh.. of W_O */
             small_gemm(0, 1, dh, dh, d, wo + (size_t)h * dh * d, d, wo + (size_t)h * dh * d, d,
-                       GRAM(3, l * H + h), dh);
+                       GRAM(3, h), dh);
         for (int h = 0; h < H; h++) {
             int a = l * H + h;
-            r->ov_norm[a] = sqrt(fmax(0.0, trace_prod(GRAM(2, a), GRAM(3, a), dh)));
-            r->qk_norm[a] = sqrt(fmax(0.0, trace_prod(GRAM(0, a), GRAM(1, a), dh)));
+            r->ov_norm[a] = sqrt(fmax(0.0, trace_prod(GRAM(2, h), GRAM(3, h), dh)));
+            r->qk_norm[a] = sqrt(fmax(0.0, trace_prod(GRAM(0, h), GRAM(1, h), dh)));
         }
         int info = 0;
 #pragma omp parallel for schedule(dynamic) reduction(| : info)
         for (int t = 0; t < 4 * H; t++) { /* the four Grams of every head of the layer */
-            int kind = t / H, a = l * H + t % H;
+            int kind = t / H, h = t % H;
             double *work = malloc((36 + (size_t)dh) * (size_t)dh * sizeof *work);
-            info |= work ? gram_root(GRAM(kind, a), dh, ROOT(kind, a), work) : -1;
+            info |= work ? gram_root(GRAM(kind, h), dh, ROOT(kind, l * H + h), work) : -1;
             free(work);
         }
         if (info) {
@@ -215,17 +215,15 @@ hs_status hs_composition_compute(const hs_model *m, hs_composition **out, hs_err
     for (int lb = 1; lb < L; lb++) {
         if ((st = hs_layer_get(m, lb, &lr, err)))
             goto fail;
-        for (int mode = 0; mode < 3; mode++)
-            reader(m, &lr, cols + (size_t)mode * d, NULL, rf + (size_t)mode * dd);
-        hs_layer_put(m, lb);
+        for (int mode = 0; mode < 3; mode++) {
+            reader(m, &lr, cols + (size_t)mode * d, NULL, rf);
 #pragma omp parallel for schedule(static)
-        for (int t = 0; t < 3 * H; t++) {
-            int mode = t / H, hb = t % H;
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, d, dh, dh, 1.0f,
-                        rf + (size_t)mode * dd + (size_t)hb * dh, d,
-                        ROOT(far_kind[mode], lb * H + hb), dh, 0.0f,
-                        yf + (size_t)mode * d + (size_t)hb * dh, (int)d3);
+            for (int hb = 0; hb < H; hb++)
+                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, d, dh, dh, 1.0f,
+                            rf + (size_t)hb * dh, d, ROOT(far_kind[mode], lb * H + hb), dh, 0.0f,
+                            yf + (size_t)mode * d + (size_t)hb * dh, (int)d3);
         }
+        hs_layer_put(m, lb);
         for (int la = 0; la < lb; la++) {
             if ((st = hs_layer_get(m, la, &ly, err)))
                 goto fail;
