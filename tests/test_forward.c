@@ -8,6 +8,7 @@
 #include "headscope/forward.h"
 #include "headscope/model.h"
 #include "internal.h"
+#include "nn/ops.h"
 #include "testutil.h"
 
 /* The fidelity bar: maps within 1e-5 of the float64 reference (hidden states 1e-4), or within
@@ -196,6 +197,54 @@ Test(forward, head_mask_applies_after_recording)
     free(mask);
     hs_trace_free(a);
     hs_trace_free(b);
+    hs_model_free(m);
+}
+
+/* An observer of its own (not hs_trace_observe): copies every layer into a trace's buffer. */
+static int copy_observer(void *user, int layer, const float *probs, int n_head, int n)
+{
+    hs_trace *t = user;
+    size_t per = (size_t)n_head * (size_t)n * (size_t)n;
+    memcpy(t->attn + (size_t)layer * per, probs, per * sizeof *probs);
+    return 0;
+}
+
+/* With hs_trace_observe the pass writes the probabilities straight into the trace: the
+ * workspace then never allocates its (n_head, n, n) buffer, and the trace holds the same
+ * bytes an observer of its own copies, with and without a head mask below 1 (a masked
+ * layer goes through the workspace's buffer: the mask scales the probabilities in place). */
+Test(forward, trace_is_written_in_place_with_the_observed_bytes)
+{
+    hs_error err = {{0}};
+    hs_model *m = NULL;
+    cr_assert_eq(hs_model_load("fixtures/models/gpt2-f16", &m, &err), HS_OK, "%s", err.msg);
+    const hs_model_config *c = hs_model_config_of(m);
+    int32_t ids[7] = {5, 17, 99, 3, 5, 17, 42};
+    float *mask = malloc((size_t)c->n_layer * c->n_head * sizeof(float));
+    for (int i = 0; i < c->n_layer * c->n_head; i++)
+        mask[i] = 1.0f;
+    mask[1] = 0.5f; /* layer 0 head 1 */
+    size_t all = (size_t)c->n_layer * c->n_head * 49, floats = 1;
+    for (int masked = 0; masked < 2; masked++) {
+        hs_trace *direct, *copied;
+        hs_forward_ws *ws;
+        cr_assert_eq(hs_trace_new(m, 7, &direct, &err), HS_OK);
+        cr_assert_eq(hs_trace_new(m, 7, &copied, &err), HS_OK);
+        cr_assert_eq(hs_forward_ws_new(m, 7, &ws, &err), HS_OK);
+        const float *hm = masked ? mask : NULL;
+        hs_forward_opts od = {.on_attn = hs_trace_observe, .user = direct, .head_mask = hm};
+        hs_forward_opts oc = {.on_attn = copy_observer, .user = copied, .head_mask = hm};
+        cr_assert_eq(hs_forward(m, ids, NULL, 7, &od, ws, &err), HS_OK, "%s", err.msg);
+        cr_assert_eq(hs_forward_ws_spare(ws, &floats) == NULL, !masked,
+                     "the maps buffer is needed for a masked layer only (masked %d)", masked);
+        cr_assert_eq(hs_forward(m, ids, NULL, 7, &oc, ws, &err), HS_OK, "%s", err.msg);
+        cr_assert(memcmp(direct->attn, copied->attn, all * sizeof(float)) == 0,
+                  "trace written in place differs from the observed maps (masked %d)", masked);
+        hs_forward_ws_free(ws);
+        hs_trace_free(direct);
+        hs_trace_free(copied);
+    }
+    free(mask);
     hs_model_free(m);
 }
 

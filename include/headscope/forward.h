@@ -94,7 +94,10 @@ hs_status hs_forward(const hs_model *m, const int32_t *ids, const int32_t *type_
                      const hs_forward_opts *opts, hs_forward_ws *ws, hs_error *err);
 
 /* A recorder observer: collects every layer's probs into one (n_layer, n_head, n, n)
- * array. Create with hs_trace_new, pass hs_trace_observe and the trace as user. */
+ * array. Create with hs_trace_new, pass hs_trace_observe and the trace as user. The pass
+ * recognises it and writes each layer's probabilities into the trace directly (no copy, and
+ * no (n_head, n, n) buffer in the workspace), except a layer whose head mask has an entry
+ * below 1, which is copied. */
 typedef struct hs_trace {
     int n_layer, n_head, n;
     float *attn; /* (n_layer, n_head, n, n) */

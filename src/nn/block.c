@@ -77,6 +77,24 @@ static void replace_heads(const hs_model_config *c, const float *r, const float 
     }
 }
 
+/* Layer l's place in the trace when the observer is the library's own recorder
+ * (hs_trace_observe), the trace fits the pass and the layer's head mask hm (NULL: none) is
+ * all ones: the probabilities are then written there directly, and hs_trace_observe, seeing
+ * its own buffer, copies nothing. NULL otherwise (a mask below 1 scales the probabilities in
+ * place for the context, after the observer has seen them). */
+static float *trace_layer(const hs_forward_opts *o, int l, int n_head, int n, const float *hm)
+{
+    if (!o || o->on_attn != hs_trace_observe || !o->user)
+        return NULL;
+    hs_trace *t = o->user;
+    if (t->n != n || t->n_head != n_head || l < 0 || l >= t->n_layer)
+        return NULL;
+    for (int h = 0; hm && h < n_head; h++)
+        if (hm[h] != 1.0f)
+            return NULL;
+    return t->attn + (size_t)l * (size_t)n_head * (size_t)n * (size_t)n;
+}
+
 #define KEEP(f) (keep ? keep->f : NULL)
 #define KEEP_COPY(f, src) (keep && keep->f ? (void)memcpy(keep->f, src, nd * sizeof *src) : (void)0)
 
@@ -162,6 +180,9 @@ static hs_status block_run(const hs_model *m, const hs_layer *L, int l, hs_forwa
                 if (hs_op_attn_fused(c, qkv, same ? h : ctx_b, n, same ? NULL : hm_b, &bad_row))
                     return hs_fail(err, HS_E_NOMEM, "out of memory for the attention rows");
             } else {
+                float *direct = keep ? NULL : trace_layer(o, l, c->n_head, n, hm_b);
+                if (direct)
+                    probs = direct;
                 if (!probs && !(probs = ws->probs = malloc(ws->probs_floats * sizeof *probs)))
                     return hs_fail(err, HS_E_NOMEM, "out of memory for a layer's attention maps");
                 /* probs are reported before the head mask scales them */

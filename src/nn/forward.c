@@ -238,6 +238,8 @@ int hs_trace_observe(void *trace, int layer, const float *probs, int n_head, int
     size_t per = (size_t)n_head * (size_t)n * (size_t)n, chunk = (size_t)1 << 18;
     size_t chunks = (per + chunk - 1) / chunk;
     float *dst = t->attn + (size_t)layer * per;
+    if (probs == dst) /* the pass wrote them here itself (block.c) */
+        return 0;
     /* 50 MB a layer for GPT-2 at n = 1024: one thread's copy took a quarter of the pass */
 #pragma omp parallel for schedule(static) if (chunks > 1)
     for (size_t k = 0; k < chunks; k++) {
