@@ -124,6 +124,83 @@ int cli_outdir_open(const char *cmd, const char *path, int staged, cli_outdir *o
     return rc;
 }
 
+/* The top-level "files" value of a report, found by reading the text a block at a time:
+ * the scan tracks strings and nesting, so a "files" key inside an object (the model's) or a
+ * string is not taken, and only the value's own text is kept. A report holds n x n matrices
+ * (rollout: 14 MB of text at n = 1024, a million cJSON nodes): parsing it whole cost the
+ * end of a run tens of MB, and a report past the old 64 MB read limit was not read at all. */
+typedef struct files_scan {
+    int depth, in_str, esc, expect_key, key_len, after_key, capturing, done;
+    char key[8];
+    char *val;
+    size_t len, cap;
+} files_scan;
+
+static int scan_keep(files_scan *s, char ch)
+{
+    if (s->len + 2 > s->cap) {
+        size_t cap = s->cap ? 2 * s->cap : 256;
+        char *v = realloc(s->val, cap);
+        if (!v)
+            return -1;
+        s->val = v;
+        s->cap = cap;
+    }
+    s->val[s->len++] = ch;
+    return 0;
+}
+
+/* One byte of the report; -1 when out of memory. */
+static int scan_byte(files_scan *s, char ch)
+{
+    if (s->capturing && scan_keep(s, ch))
+        return -1;
+    if (s->in_str) {
+        if (s->esc) {
+            s->esc = 0;
+        } else if (ch == '\\') {
+            s->esc = 1;
+            s->key_len = -1; /* an escaped key is not "files" */
+        } else if (ch == '"') {
+            s->in_str = 0;
+            if (s->key_len >= 0 && s->key_len == 5 && !memcmp(s->key, "files", 5))
+                s->after_key = 1;
+            s->key_len = -1;
+        } else if (s->key_len >= 0) {
+            if (s->key_len < (int)sizeof s->key)
+                s->key[s->key_len] = ch;
+            s->key_len++;
+        }
+        return 0;
+    }
+    if (ch == '"') {
+        s->in_str = 1;
+        s->key_len = s->depth == 1 && s->expect_key ? 0 : -1;
+        s->expect_key = 0;
+    } else if (ch == '{' || ch == '[') {
+        if (s->after_key == 2 && !s->capturing) { /* the value starts */
+            s->capturing = 1;
+            if (scan_keep(s, ch))
+                return -1;
+        }
+        s->depth++;
+        s->expect_key = ch == '{' && s->depth == 1;
+    } else if (ch == '}' || ch == ']') {
+        s->depth--;
+    } else if (ch == ',' && s->depth == 1) {
+        s->expect_key = 1;
+        s->after_key = 0;
+    } else if (ch == ':' && s->depth == 1 && s->after_key == 1) {
+        s->after_key = 2;
+    } else if (s->after_key == 2 && !s->capturing && ch != ' ' && ch != '\t' && ch != '\n' &&
+               ch != '\r') {
+        s->done = 1; /* null, or not an array: nothing listed */
+    }
+    if (s->capturing && s->depth == 1)
+        s->done = 1;
+    return 0;
+}
+
 /* The files an earlier run listed in path/report.json ("files"), as relative names. */
 static cJSON *earlier_files(const char *path)
 {
@@ -132,26 +209,16 @@ static cJSON *earlier_files(const char *path)
     free(rp);
     if (!f)
         return NULL;
+    files_scan s = {.key_len = -1};
     char buf[1 << 16];
-    size_t cap = 0, n = 0;
-    char *text = NULL;
     size_t got;
-    while ((got = fread(buf, 1, sizeof buf, f)) > 0 && n + got <= ((size_t)64 << 20)) {
-        if (n + got + 1 > cap) {
-            cap = 2 * (n + got + 1);
-            char *t = realloc(text, cap);
-            if (!t)
-                break;
-            text = t;
-        }
-        memcpy(text + n, buf, got);
-        n += got;
-    }
+    int bad = 0;
+    while (!s.done && !bad && (got = fread(buf, 1, sizeof buf, f)) > 0)
+        for (size_t i = 0; i < got && !s.done && !bad; i++)
+            bad = scan_byte(&s, buf[i]) != 0;
     fclose(f);
-    cJSON *root = text ? cJSON_ParseWithLength(text, n) : NULL;
-    free(text);
-    cJSON *files = cJSON_DetachItemFromObjectCaseSensitive(root, "files");
-    cJSON_Delete(root);
+    cJSON *files = !bad && s.capturing && s.done ? cJSON_ParseWithLength(s.val, s.len) : NULL;
+    free(s.val);
     return files;
 }
 

@@ -855,6 +855,16 @@ expect 0 "rerun without images" -- "$HS" analyze "$G" --text "other words here" 
 [ ! -e "$IO/gallery.png" ] && [ ! -e "$IO/heads/L0_H0.png" ] && ok || bad "the earlier run's pictures stayed"
 [ -f "$IO/notes.txt" ] && [ -f "$IO/heads/mine.png" ] && [ -f "$IO/report.json" ] && ok || bad "a rerun removed a file it did not write"
 ls -a "$IO" | grep -q '^\.headscope-run' && bad "a staging folder was left" || ok
+# The earlier report is read a block at a time for its top-level "files": one inside an
+# object or a string is not taken, and a report past 64 MB (n x n matrices) is still read
+BIG="$T/iofolder/big"
+mkdir -p "$BIG" && echo old >"$BIG/gallery.png" && echo old >"$BIG/decoy.png"
+{ printf '{"model": {"files": ["decoy.png"]}, "note": "\\"files\\": [\\"decoy.png\\"]", "pad": "'
+  head -c 70000000 /dev/zero | tr '\0' x
+  printf '", "files": ["gallery.png"]}\n'; } >"$BIG/report.json"
+expect 0 "rerun over a 70 MB report" -- "$HS" analyze "$G" --text "words" -o "$BIG" -q --no-ablation --no-images
+[ ! -e "$BIG/gallery.png" ] && [ -f "$BIG/decoy.png" ] && ok || bad "the files a 70 MB report listed were not removed, or a nested list was taken"
+rm -rf "$BIG"
 if command -v flock >/dev/null; then
     flock "$IO" sleep 5 &
     sleep 0.5
