@@ -113,9 +113,21 @@ int hs_weight_memory_parse(const char *s, size_t *bytes);
  * the other, so a large array need not be copied next to its header first. */
 hs_status hs_file_write_atomic_parts(const char *path, const void *const *parts,
                                      const size_t *lens, int n_parts, hs_error *err);
-/* C = op(A) op(B), row-major (op: transpose when trans_*), with the same bits for every
- * thread count (src/core/gemm.c): a (m, k) or (k, m) with lda; b (k, n) or (n, k) with
- * ldb; c (m, n) with ldc is overwritten. */
+/* c: (m, n) = alpha op(a) op(b) + beta c, row-major (op: transposed when trans_*: a is
+ * (m, k) or (k, m) with lda, b (k, n) or (n, k) with ldb), in double or float (dbl), with
+ * the same bits for every thread count: the one tiling rule of src/core/gemm.c. Float only:
+ * bias (n floats, or NULL) replaces beta c by the bias rows (add: c + the bias rows). */
+typedef struct hs_gemm {
+    int dbl, trans_a, trans_b, m, n, k;
+    double alpha, beta;
+    const void *a, *b;
+    void *c;
+    int lda, ldb, ldc;
+    const float *bias;
+    int add;
+} hs_gemm;
+void hs_gemm_run(const hs_gemm *g);
+/* hs_gemm_run's c = op(A) op(B) (alpha 1, beta 0) in double and in float. */
 void hs_dgemm_fixed(int trans_a, int trans_b, int m, int n, int k, const double *a, int lda,
                     const double *b, int ldb, double *c, int ldc);
 void hs_sgemm_fixed(int trans_a, int trans_b, int m, int n, int k, const float *a, int lda,

@@ -1,4 +1,4 @@
-/* Kernels of src/nn/ops.c that no golden model covers yet (RMSNorm, gated SiLU, rotary
+/* Kernels of src/nn/ops.c and src/core/gemm.c that no golden model covers yet (RMSNorm, gated SiLU, rotary
  * embeddings), each against values worked out by hand from its definition. */
 #include <math.h>
 #include <stdint.h>
@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "headscope/version.h"
+#include "internal.h"
 #include "nn/ops.h"
 #include "testutil.h"
 
@@ -240,5 +241,73 @@ Test(ops, gemm_whole_or_split_along_k_matches_double_at_every_thread_count)
         free(c0);
         free(c1);
         free(c3);
+    }
+}
+
+/* The analyses' products (hs_dgemm_fixed, hs_sgemm_fixed: src/core/gemm.c, the forward's
+ * tiling rule) with either operand transposed, on shapes that are one tile, many tiles, and
+ * few tiles with a long K (split into chunks: 384 x 384 x 384 is 18 tiles, K in 2 chunks;
+ * 96 x 768 x 5000 is 12 tiles, K in 4), against a long-double sum of the same terms: double
+ * within 1e-13 and float within 1e-5 of the sum of |terms|, and the same bits on 1 and 3
+ * threads. */
+Test(ops, fixed_products_transposed_and_split_match_a_long_double_sum)
+{
+    static const int shapes[][3] = {{384, 384, 384}, {96, 768, 5000}, {7, 5, 3}, {300, 200, 100}};
+    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
+        int m = shapes[s][0], n = shapes[s][1], k = shapes[s][2];
+        size_t mk = (size_t)m * k, kn = (size_t)k * n, mn = (size_t)m * n;
+        double *a = malloc(mk * sizeof *a), *b = malloc(kn * sizeof *b);
+        double *d1 = malloc(mn * sizeof *d1), *d3 = malloc(mn * sizeof *d3);
+        float *af = malloc(mk * sizeof *af), *bf = malloc(kn * sizeof *bf);
+        float *f1 = malloc(mn * sizeof *f1), *f3 = malloc(mn * sizeof *f3);
+        uint32_t x = 777u + (uint32_t)s;
+        for (size_t i = 0; i < mk; i++) {
+            x ^= x << 13, x ^= x >> 17, x ^= x << 5;
+            af[i] = (float)((int)(x % 2001u) - 1000) / 1000.0f;
+            a[i] = af[i];
+        }
+        for (size_t i = 0; i < kn; i++) {
+            x ^= x << 13, x ^= x >> 17, x ^= x << 5;
+            bf[i] = (float)((int)(x % 2001u) - 1000) / 1000.0f;
+            b[i] = bf[i];
+        }
+        for (int tr = 0; tr < 4; tr++) { /* trans_a = bit 0, trans_b = bit 1 */
+            int ta = tr & 1, tb = tr >> 1;
+            int lda = ta ? m : k, ldb = tb ? k : n; /* a: (k, m) or (m, k); b: (n, k) or (k, n) */
+            hs_set_threads(1);
+            hs_dgemm_fixed(ta, tb, m, n, k, a, lda, b, ldb, d1, n);
+            hs_sgemm_fixed(ta, tb, m, n, k, af, lda, bf, ldb, f1, n);
+            hs_set_threads(3);
+            hs_dgemm_fixed(ta, tb, m, n, k, a, lda, b, ldb, d3, n);
+            hs_sgemm_fixed(ta, tb, m, n, k, af, lda, bf, ldb, f3, n);
+            hs_set_threads(0);
+            cr_assert_arr_eq(d1, d3, mn * sizeof *d1, "double %dx%dx%d t%d: 1 and 3 threads differ", m, n, k, tr);
+            cr_assert_arr_eq(f1, f3, mn * sizeof *f1, "float %dx%dx%d t%d: 1 and 3 threads differ", m, n, k, tr);
+            double worst_d = 0, worst_f = 0;
+            for (int i = 0; i < m; i += 1 + m / 40)
+                for (int j = 0; j < n; j += 1 + n / 40) {
+                    long double sum = 0, mag = 0;
+                    for (int q = 0; q < k; q++) {
+                        double av = ta ? a[(size_t)q * m + i] : a[(size_t)i * k + q];
+                        double bv = tb ? b[(size_t)j * k + q] : b[(size_t)q * n + j];
+                        sum += (long double)av * bv;
+                        mag += fabsl((long double)av * bv);
+                    }
+                    double ed = (double)(fabsl(d1[(size_t)i * n + j] - sum) / mag);
+                    double ef = (double)(fabsl(f1[(size_t)i * n + j] - sum) / mag);
+                    worst_d = ed > worst_d ? ed : worst_d;
+                    worst_f = ef > worst_f ? ef : worst_f;
+                }
+            cr_assert(worst_d < 1e-13, "double %dx%dx%d t%d: relative error %g", m, n, k, tr, worst_d);
+            cr_assert(worst_f < 1e-5, "float %dx%dx%d t%d: relative error %g", m, n, k, tr, worst_f);
+        }
+        free(a);
+        free(b);
+        free(d1);
+        free(d3);
+        free(af);
+        free(bf);
+        free(f1);
+        free(f3);
     }
 }

@@ -11,6 +11,7 @@
 
 #include <cblas.h>
 
+#include "internal.h"
 #include "nn/ops.h"
 
 /* Loops over fewer elements than this stay on one thread (a parallel region costs a few
@@ -52,140 +53,37 @@ static inline float exp_fast(float x)
     return x < -87.3f ? 0.0f : y;
 }
 
-/* GEMM tiles: GEMM_TM rows (or fewer: the matrix's) by at most GEMM_TN columns, the columns
- * halved (to 64 at the least) until there are GEMM_TILES of them, so even a 128-row projection
- * keeps 12+ threads busy. The tiling is a function of the shape alone: OpenBLAS's result for
- * an element depends on how the product is cut (its threads and blocking), so a fixed cut is
- * what makes results identical for every thread count. Rows are never cut below 128: each
- * tile packs its slice of the weights again, and 32-row tiles of a 128-row product spent a
- * quarter of one thread's time in that packing (128 x 64 tiles run 15-20% faster than the
- * 32 x 128 tiles of the same count, measured on the GEMMs of a GPT-2-small layer).
- *
- * A product that still has fewer than GEMM_TILES tiles (the output and MLP-down projections
- * at n = 128: 12 tiles of 128 x 64) is also cut along K, into chunks of at least GEMM_KC_MIN,
- * until there are about GEMM_TASKS tasks (three rounds on 16 threads): each chunk's product
- * goes to its own partial buffer, and the partials are summed into c in chunk order. On 16
- * threads the MLP-down projection at n = 128 took 46% longer than the MLP-up one of the same
- * FLOPs with 12 tiles (48 for the up projection). The split too depends on the shape alone. */
-#define GEMM_TM 128
-#define GEMM_TN 512
-#define GEMM_TN_MIN 64
-#define GEMM_TILES 32
-#define GEMM_TASKS 48
-#define GEMM_KC_MIN 192
-#ifndef HS_GEMM_SPLIT_BELOW /* tiles below which K is split (a build-time knob for tuning) */
-#define HS_GEMM_SPLIT_BELOW GEMM_TILES
-#endif
-#define GEMM_PART_MAX ((size_t)1 << 20) /* floats of partial products, at most */
-
-/* The calling thread's buffer for the K chunks' partial products, grown as needed and kept
- * (with fewer than 32 tiles, at most GEMM_TASKS + GEMM_TILES tiles of 128 x 64 floats,
- * 2.6 MB; never above GEMM_PART_MAX); NULL when out of memory, and the product is then not
- * split. */
-static _Thread_local float *part_buf;
-static _Thread_local size_t part_cap;
-
-static float *part_floats(size_t floats)
-{
-    if (floats > part_cap) {
-        float *p = realloc(part_buf, floats * sizeof *p);
-        if (!p)
-            return NULL;
-        part_buf = p;
-        part_cap = floats;
-    }
-    return part_buf;
-}
-
-/* The tiled product of hs_op_gemm; with bias (n floats) each tile first sets its block of c
- * to the bias rows (add: adds them), then accumulates the product into it (beta 1): the
- * broadcast in parallel, on a block the product reads next, instead of a serial pass over
- * the whole output (a quarter of the MLP's time at 16 threads). */
-static void gemm_tiled(int trans_b, int m, int n, int k, float alpha, const float *a, int lda,
-                       const float *b, int ldb, float beta, float *c, int ldc, const float *bias,
-                       int add)
-{
-    int tm = GEMM_TM, tn = GEMM_TN;
-    while (((m + tm - 1) / tm) * ((n + tn - 1) / tn) < GEMM_TILES && tn > GEMM_TN_MIN)
-        tn /= 2;
-    int mt = (m + tm - 1) / tm, nt = (n + tn - 1) / tn, tiles = mt * nt, ks = 1, kc = k;
-    if (tiles < HS_GEMM_SPLIT_BELOW && k >= 2 * GEMM_KC_MIN) {
-        ks = (GEMM_TASKS + tiles - 1) / tiles;
-        if (ks > k / GEMM_KC_MIN)
-            ks = k / GEMM_KC_MIN;
-        kc = (k + ks - 1) / ks;
-        ks = (k + kc - 1) / kc;
-    }
-    size_t mn = (size_t)m * (size_t)n;
-    float *part = ks > 1 && (size_t)ks * mn <= GEMM_PART_MAX ? part_floats((size_t)ks * mn) : NULL;
-    if (!part)
-        ks = 1, kc = k;
-    int tasks = tiles * ks;
-#pragma omp parallel for schedule(dynamic) if (tasks > 1)
-    for (int t = 0; t < tasks; t++) {
-        int tile = t % tiles, q = t / tiles; /* q: the K chunk */
-        int i0 = (tile / nt) * tm, j0 = (tile % nt) * tn, k0 = q * kc;
-        int rows = i0 + tm < m ? tm : m - i0, cols = j0 + tn < n ? tn : n - j0;
-        int kl = k0 + kc < k ? kc : k - k0;
-        const float *bt = trans_b ? b + (size_t)j0 * (size_t)ldb + (size_t)k0
-                                  : b + (size_t)k0 * (size_t)ldb + (size_t)j0;
-        const float *at = a + (size_t)i0 * (size_t)lda + (size_t)k0;
-        CBLAS_TRANSPOSE tb = trans_b ? CblasTrans : CblasNoTrans;
-        if (ks > 1) { /* this chunk's product, alone, into its partial buffer */
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, tb, rows, cols, kl, alpha, at, lda, bt, ldb,
-                        0.0f, part + (size_t)q * mn + (size_t)i0 * (size_t)n + (size_t)j0, n);
-            continue;
-        }
-        float *ct = c + (size_t)i0 * (size_t)ldc + j0;
-        float bt_beta = beta;
-        if (bias) {
-            for (int i = 0; i < rows; i++) {
-                float *row = ct + (size_t)i * (size_t)ldc;
-                if (add) {
-#pragma omp simd
-                    for (int j = 0; j < cols; j++)
-                        row[j] += bias[j0 + j];
-                } else {
-                    memcpy(row, bias + j0, (size_t)cols * sizeof *row);
-                }
-            }
-            bt_beta = 1.0f;
-        }
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, tb, rows, cols, kl, alpha, at, lda, bt, ldb,
-                    bt_beta, ct, ldc);
-    }
-    if (ks == 1)
-        return;
-    /* c = (its start: bias, c + bias or beta c) + partial 0 + partial 1 + ..., in that order */
-#pragma omp parallel for schedule(static) if (mn >= PAR_MIN)
-    for (int i = 0; i < m; i++) {
-        float *ci = c + (size_t)i * (size_t)ldc;
-        const float *pi = part + (size_t)i * (size_t)n;
-#pragma omp simd
-        for (int j = 0; j < n; j++) {
-            float v = bias ? (add ? ci[j] + bias[j] : bias[j]) : beta == 0.0f ? 0.0f : beta * ci[j];
-            for (int q = 0; q < ks; q++)
-                v += pi[(size_t)q * mn + (size_t)j];
-            ci[j] = v;
-        }
-    }
-}
-
+/* The products run by the one tiling rule of src/core/gemm.c (hs_gemm_run): tiles cut by
+ * the shape alone, and K chunks for a product of few tiles. */
 void hs_op_gemm(int trans_b, int m, int n, int k, float alpha, const float *a, int lda,
                 const float *b, int ldb, float beta, float *c, int ldc)
 {
-    gemm_tiled(trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc, NULL, 0);
+    hs_gemm g = {.trans_b = trans_b, .m = m, .n = n, .k = k, .alpha = alpha, .beta = beta,
+                 .a = a, .lda = lda, .b = b, .ldb = ldb, .c = c, .ldc = ldc};
+    hs_gemm_run(&g);
+}
+
+/* with a bias each tile first sets its block of y to the bias rows (add: adds them), then
+ * accumulates the product into it: the broadcast in parallel, on a block the product reads
+ * next, instead of a serial pass over the whole output (a quarter of the MLP's time at 16
+ * threads) */
+static void linear(const float *x, const float *w, const float *b, float *y, int n, int in,
+                   int out, int add)
+{
+    hs_gemm g = {.m = n, .n = out, .k = in, .alpha = 1.0, .beta = add ? 1.0 : 0.0, .a = x,
+                 .lda = in, .b = w, .ldb = out, .c = y, .ldc = out, .bias = b, .add = add};
+    hs_gemm_run(&g);
 }
 
 void hs_op_linear(const float *x, const float *w, const float *b, float *y, int n, int in, int out)
 {
-    gemm_tiled(0, n, out, in, 1.0f, x, in, w, out, 0.0f, y, out, b, 0);
+    linear(x, w, b, y, n, in, out, 0);
 }
 
 void hs_op_linear_add(const float *x, const float *w, const float *b, float *y, int n, int in,
                       int out)
 {
-    gemm_tiled(0, n, out, in, 1.0f, x, in, w, out, 1.0f, y, out, b, 1);
+    linear(x, w, b, y, n, in, out, 1);
 }
 
 static void layernorm_row(const float *xi, const float *w, const float *b, float *yi, float *hi,
