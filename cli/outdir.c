@@ -18,6 +18,7 @@
 #include <cJSON.h>
 
 #include "cli.h"
+#include "internal.h"
 
 static int remove_entry(const char *path, const struct stat *sb, int type, struct FTW *ftw)
 {
@@ -124,101 +125,13 @@ int cli_outdir_open(const char *cmd, const char *path, int staged, cli_outdir *o
     return rc;
 }
 
-/* The top-level "files" value of a report, found by reading the text a block at a time:
- * the scan tracks strings and nesting, so a "files" key inside an object (the model's) or a
- * string is not taken, and only the value's own text is kept. A report holds n x n matrices
- * (rollout: 14 MB of text at n = 1024, a million cJSON nodes): parsing it whole cost the
- * end of a run tens of MB, and a report past the old 64 MB read limit was not read at all. */
-typedef struct files_scan {
-    int depth, in_str, esc, expect_key, key_len, after_key, capturing, done;
-    char key[8];
-    char *val;
-    size_t len, cap;
-} files_scan;
-
-static int scan_keep(files_scan *s, char ch)
-{
-    if (s->len + 2 > s->cap) {
-        size_t cap = s->cap ? 2 * s->cap : 256;
-        char *v = realloc(s->val, cap);
-        if (!v)
-            return -1;
-        s->val = v;
-        s->cap = cap;
-    }
-    s->val[s->len++] = ch;
-    return 0;
-}
-
-/* One byte of the report; -1 when out of memory. */
-static int scan_byte(files_scan *s, char ch)
-{
-    if (s->capturing && scan_keep(s, ch))
-        return -1;
-    if (s->in_str) {
-        if (s->esc) {
-            s->esc = 0;
-        } else if (ch == '\\') {
-            s->esc = 1;
-            s->key_len = -1; /* an escaped key is not "files" */
-        } else if (ch == '"') {
-            s->in_str = 0;
-            if (s->key_len >= 0 && s->key_len == 5 && !memcmp(s->key, "files", 5))
-                s->after_key = 1;
-            s->key_len = -1;
-        } else if (s->key_len >= 0) {
-            if (s->key_len < (int)sizeof s->key)
-                s->key[s->key_len] = ch;
-            s->key_len++;
-        }
-        return 0;
-    }
-    if (ch == '"') {
-        s->in_str = 1;
-        s->key_len = s->depth == 1 && s->expect_key ? 0 : -1;
-        s->expect_key = 0;
-    } else if (ch == '{' || ch == '[') {
-        if (s->after_key == 2 && !s->capturing) { /* the value starts */
-            s->capturing = 1;
-            if (scan_keep(s, ch))
-                return -1;
-        }
-        s->depth++;
-        s->expect_key = ch == '{' && s->depth == 1;
-    } else if (ch == '}' || ch == ']') {
-        s->depth--;
-    } else if (ch == ',' && s->depth == 1) {
-        s->expect_key = 1;
-        s->after_key = 0;
-    } else if (ch == ':' && s->depth == 1 && s->after_key == 1) {
-        s->after_key = 2;
-    } else if (s->after_key == 2 && !s->capturing && ch != ' ' && ch != '\t' && ch != '\n' &&
-               ch != '\r') {
-        s->done = 1; /* null, or not an array: nothing listed */
-    }
-    if (s->capturing && s->depth == 1)
-        s->done = 1;
-    return 0;
-}
-
-/* The files an earlier run listed in path/report.json ("files"), as relative names. */
+/* The files an earlier run listed in path/report.json ("files"), as relative names; only
+ * that list is read (hs_report_files_read scans the report a block at a time). */
 static cJSON *earlier_files(const char *path)
 {
     char *rp = cli_path_join(path, "report.json");
-    FILE *f = rp ? fopen(rp, "rb") : NULL;
+    cJSON *files = rp ? hs_report_files_read(rp) : NULL;
     free(rp);
-    if (!f)
-        return NULL;
-    files_scan s = {.key_len = -1};
-    char buf[1 << 16];
-    size_t got;
-    int bad = 0;
-    while (!s.done && !bad && (got = fread(buf, 1, sizeof buf, f)) > 0)
-        for (size_t i = 0; i < got && !s.done && !bad; i++)
-            bad = scan_byte(&s, buf[i]) != 0;
-    fclose(f);
-    cJSON *files = !bad && s.capturing && s.done ? cJSON_ParseWithLength(s.val, s.len) : NULL;
-    free(s.val);
     return files;
 }
 

@@ -132,6 +132,13 @@ void hs_dgemm_fixed(int trans_a, int trans_b, int m, int n, int k, const double 
                     const double *b, int ldb, double *c, int ldc);
 void hs_sgemm_fixed(int trans_a, int trans_b, int m, int n, int k, const float *a, int lda,
                     const float *b, int ldb, float *c, int ldc);
+/* The top-level "files" array of a report.json (text of len bytes, or the file at path),
+ * found by a scan that keeps only the array's own text (src/io/report_files.c); NULL when
+ * there is none (absent, null, not an array, unreadable, out of memory). A key written
+ * with escapes is not taken for "files". */
+struct cJSON;
+struct cJSON *hs_report_files_text(const char *text, size_t len);
+struct cJSON *hs_report_files_read(const char *path);
 /* Report pieces shared by report_json.c and corpus_report.c (src/io), and the report's
  * "schema", "generator" and "model" members added to r from an analysis. */
 struct hs_head_result;
