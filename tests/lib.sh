@@ -121,6 +121,8 @@ int main(void)
     F(hs_forward_opts, head_replace);
     printf("hs_open_opts %zu\n", sizeof(hs_open_opts));
     F(hs_open_opts, flags); F(hs_open_opts, weight_memory);
+    printf("hs_trace %zu\n", sizeof(hs_trace));
+    F(hs_trace, n_layer); F(hs_trace, n_head); F(hs_trace, n); F(hs_trace, attn);
     return 0;
 }
 CEOF
@@ -129,11 +131,12 @@ want=$("$tmp/layout")
 got=$(cd "$tmp" && HEADSCOPE_LIB=$lib/$soname LD_PRELOAD=$pre "$tmp/venv/bin/python" -c '
 import ctypes
 from headscope import _lib
-for c, t in (("hs_forward_opts", _lib.HsForwardOpts), ("hs_open_opts", _lib.HsOpenOpts)):
+for c, t in (("hs_forward_opts", _lib.HsForwardOpts), ("hs_open_opts", _lib.HsOpenOpts),
+             ("hs_trace", _lib.HsTrace)):
     print(c, ctypes.sizeof(t))
     for name, _ in t._fields_:
         print("%s.%s" % (c, name), getattr(t, name).offset)')
-[ "$want" = "$got" ] && ok "the Python package's hs_forward_opts and hs_open_opts match the header" ||
+[ "$want" = "$got" ] && ok "the Python package's hs_forward_opts, hs_open_opts and hs_trace match the header" ||
     fail "struct layouts: C says $(echo $want), Python $(echo $got)"
 cp -r python/tests "$tmp/pytests" # run outside the tree: the installed package, not python/
 (cd "$tmp" && HEADSCOPE_LIB=$lib/$soname HEADSCOPE_ROOT=$ROOT HEADSCOPE=$stage/usr/bin/headscope \

@@ -21,6 +21,9 @@ import numpy as np
 from . import _lib
 
 _LIB, LIBRARY_PATH = _lib.load_library()
+# hs_trace_observe itself (not a Python callback): the pass recognises it and writes into
+# the trace's memory directly
+_TRACE_OBSERVE = _lib.ATTN_OBSERVER(("hs_trace_observe", _LIB))
 
 __version__ = _lib.PYTHON_VERSION
 __all__ = ["load", "Model", "Tokens", "HeadscopeError", "version", "build_commit",
@@ -192,22 +195,18 @@ class Model:
     def attention(self, text, pair=None, truncate=False):
         """Every head's attention probabilities on text: a new numpy float32 array of shape
         (n_layer, n_head, n, n), row = query token, column = key token, as `headscope attn`
-        writes them. Each layer's maps are copied once, straight from the forward pass's
-        buffer into the array; nothing else is kept."""
+        writes them. The forward pass writes each layer's maps straight into the array (the
+        library's own recorder, hs_trace_observe, over the array's memory): no copy, and
+        no buffer of a layer's maps beside it."""
         h = self._handle()
         enc = self._encode(text, pair, truncate)
         try:
             n = enc.n
             out = np.empty((self.n_layer, self.n_head, n, n), dtype=np.float32)
-            layer_bytes = out[0].nbytes
-            base = out.ctypes.data
-
-            def observe(user, layer, probs, n_head, n_tok):
-                ctypes.memmove(base + layer * layer_bytes, probs, layer_bytes)
-                return 0
-
+            trace = _lib.HsTrace(self.n_layer, self.n_head, n, out.ctypes.data)
             opts = _lib.HsForwardOpts()
-            opts.on_attn = _lib.ATTN_OBSERVER(observe)  # kept alive by opts during the call
+            opts.on_attn = _TRACE_OBSERVE
+            opts.user = ctypes.addressof(trace)
             err = _lib.HsError()
             _check(_LIB.hs_forward(h, enc.ids, enc.type_ids, n, ctypes.byref(opts), None,
                                    ctypes.byref(err)), err)

@@ -47,6 +47,15 @@ ATTN_OBSERVER = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_int,
                                  ctypes.POINTER(ctypes.c_float), ctypes.c_int, ctypes.c_int)
 
 
+class HsTrace(ctypes.Structure):  # hs_trace: the library's recorder of every layer's maps
+    _fields_ = [
+        ("n_layer", ctypes.c_int),
+        ("n_head", ctypes.c_int),
+        ("n", ctypes.c_int),
+        ("attn", ctypes.c_void_p),
+    ]
+
+
 class HsForwardOpts(ctypes.Structure):
     _fields_ = [
         ("head_mask", ctypes.POINTER(ctypes.c_float)),
