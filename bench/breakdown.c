@@ -2,7 +2,9 @@
  * the order the block (src/nn/block.c) calls them, on buffers of the model's shapes, each
  * timed apart (median of reps after a warm-up) at every thread count of the forward table,
  * beside the same projection as one BLAS-threaded sgemm (the alternative to headscope's
- * fixed tiles of single-threaded calls) and the copy of the maps into a trace. */
+ * fixed tiles of single-threaded calls) and a copy of one layer's maps: what an observer of
+ * its own pays to keep them (hs_trace_observe copies nothing: the pass writes into the
+ * trace). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,7 +27,7 @@ enum { OP_NORM, OP_QKV, OP_PROBS, OP_CONTEXT, OP_OUT, OP_ADD, OP_MLP_UP, OP_ACT,
        OP_LAYER_OPS, OP_QKV_BLAS = OP_LAYER_OPS, OP_MAP_COPY, OP_COUNT };
 static const char *const op_names[OP_COUNT] = {
     "norm", "qkv proj", "scores+softmax", "context P V", "out proj", "residual add",
-    "mlp up", "activation", "mlp down", "qkv, BLAS threads", "map copy (trace)"};
+    "mlp up", "activation", "mlp down", "qkv, BLAS threads", "observer's copy"};
 
 /* The MLP's two projections and activation HS_MLP_ROWS rows at a time, as the block runs them;
  * part: OP_MLP_UP, OP_ACT or OP_MLP_DOWN. */
