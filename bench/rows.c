@@ -125,8 +125,23 @@ done:
     free(ids);
 }
 
+/* The kernel's transparent-huge-page mode ("always", "madvise", "never"; "?" unknown): with
+ * "always", every thread's OpenBLAS buffer takes whole 2 MB pages. */
+static const char *thp_mode(char *buf, size_t cap)
+{
+    FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
+    char line[128] = "";
+    int ok = f && fgets(line, sizeof line, f);
+    if (f)
+        fclose(f);
+    char *a = ok ? strchr(line, '[') : NULL, *b = a ? strchr(a, ']') : NULL;
+    snprintf(buf, cap, "%.*s", a && b ? (int)(b - a - 1) : 1, a && b ? a + 1 : "?");
+    return buf;
+}
+
 /* Peak RSS of `attn` and of `analyze` (maps, metrics, report; no ablation, gradient or
- * pictures) at n = 1024 tokens (or the context), beside the F32 size of the weights. */
+ * pictures) at n = 1024 tokens (or the context), beside the F32 size of the weights; analyze
+ * again on 2 threads beside it (the difference is per thread: OpenBLAS's buffers). */
 void bench_memory_rows(const char *headscope, const char *model, const hs_model *m)
 {
     const hs_model_config *c = hs_model_config_of(m);
@@ -143,14 +158,22 @@ void bench_memory_rows(const char *headscope, const char *model, const hs_model 
         const char *attn[] = {headscope, "attn", model, "--file", text, "--truncate", "-o", npy, NULL};
         const char *an[] = {headscope, "analyze", model, "--file", text, "--truncate", "-o", out, "-q",
                       "--no-ablation", "--no-gradient", "--no-images", "--no-hash", NULL};
-        double ta = 0, tb = 0;
+        const char *an2[] = {headscope, "analyze", model, "--file", text, "--truncate", "-o", out,
+                             "-q", "--no-ablation", "--no-gradient", "--no-images", "--no-hash",
+                             "--threads", "2", NULL};
+        double ta = 0, tb = 0, t2 = 0;
         double ra = bench_peak_rss_mb(attn, &ta), rb = bench_peak_rss_mb(an, &tb);
-        printf("\npeak memory, n = %d (F32 weights %.0f MB; one layer's maps %.0f MB):\n", n,
-               f32_mb, (double)c->n_head * n * n * 4 / 1048576.0);
+        remove_dir(out); /* a rerun into a folder would read the earlier report */
+        double r2 = bench_peak_rss_mb(an2, &t2);
+        char thp[32];
+        printf("\npeak memory, n = %d (F32 weights %.0f MB; one layer's maps %.0f MB; "
+               "transparent huge pages: %s):\n", n, f32_mb,
+               (double)c->n_head * n * n * 4 / 1048576.0, thp_mode(thp, sizeof thp));
         printf("  attn:                              %8.0f MB in %.1f s (target <= %.0f MB)\n",
                ra, ta, 1.15 * f32_mb + 64);
         printf("  analyze (no ablation/gradient/pictures): %5.0f MB in %.1f s (target <= %.0f MB)\n",
                rb, tb, f32_mb + (double)c->n_head * n * n * 4 / 1048576.0 + 64);
+        printf("  the same analyze on 2 threads:           %5.0f MB in %.1f s\n", r2, t2);
     }
     fflush(stdout);
     remove_dir(dir);
