@@ -311,3 +311,58 @@ Test(ops, fixed_products_transposed_and_split_match_a_long_double_sum)
         free(f3);
     }
 }
+
+/* Merged rows (src/core/gemm.c): with few threads the rows of several 128-row tiles go to
+ * one call where that gives the tiles' bits for the shape. The Q/K/V and output projections
+ * of GPT-2 at n = 1024 and an MLP block, with a bias, on 1 thread (one call a column strip
+ * where merged), 2 (half strips) and 16 (the tiles themselves): the same bits, and within
+ * 1e-5 of a double sum on sampled elements. Merging happens only with kernels that pass the
+ * check (OpenBLAS's SkylakeX ones: `make unit` runs this suite again with them where the
+ * CPU has AVX-512). */
+Test(ops, merged_rows_give_the_tiles_bits_at_every_thread_count)
+{
+    static const int shapes[][3] = {{1024, 768, 2304}, {1024, 768, 768}, {256, 768, 3072}};
+    for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
+        int m = shapes[s][0], k = shapes[s][1], n = shapes[s][2];
+        size_t mk = (size_t)m * k, kn = (size_t)k * n, mn = (size_t)m * n;
+        float *a = malloc(mk * sizeof *a), *w = malloc(kn * sizeof *w), *bias = malloc((size_t)n * sizeof *bias);
+        float *c[3] = {malloc(mn * sizeof(float)), malloc(mn * sizeof(float)), malloc(mn * sizeof(float))};
+        uint32_t x = 99u + (uint32_t)s;
+        for (size_t i = 0; i < mk; i++) {
+            x ^= x << 13, x ^= x >> 17, x ^= x << 5;
+            a[i] = (float)((int)(x % 2001u) - 1000) / 1000.0f;
+        }
+        for (size_t i = 0; i < kn; i++) {
+            x ^= x << 13, x ^= x >> 17, x ^= x << 5;
+            w[i] = (float)((int)(x % 2001u) - 1000) / 1000.0f;
+        }
+        for (int j = 0; j < n; j++)
+            bias[j] = (float)j / (float)n;
+        static const int thr[3] = {1, 2, 16};
+        for (int r = 0; r < 3; r++) {
+            hs_set_threads(thr[r]);
+            hs_op_linear(a, w, bias, c[r], m, k, n);
+        }
+        hs_set_threads(0);
+        cr_assert_arr_eq(c[0], c[2], mn * sizeof(float), "%dx%dx%d: 1 and 16 threads differ", m, k, n);
+        cr_assert_arr_eq(c[1], c[2], mn * sizeof(float), "%dx%dx%d: 2 and 16 threads differ", m, k, n);
+        double worst = 0;
+        for (int i = 0; i < m; i += 37)
+            for (int j = 0; j < n; j += 29) {
+                double sum = bias[j], mag = fabs(bias[j]);
+                for (int q = 0; q < k; q++) {
+                    double t = (double)a[(size_t)i * k + q] * w[(size_t)q * n + j];
+                    sum += t;
+                    mag += fabs(t);
+                }
+                double e = fabs(c[0][(size_t)i * n + j] - sum) / mag;
+                worst = e > worst ? e : worst;
+            }
+        cr_assert(worst < 1e-5, "%dx%dx%d: relative error %g", m, k, n, worst);
+        free(a);
+        free(w);
+        free(bias);
+        for (int r = 0; r < 3; r++)
+            free(c[r]);
+    }
+}
