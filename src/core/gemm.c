@@ -147,9 +147,6 @@ static int key_eq(const merge_key *a, const merge_key *b)
  * does not depend on the values), every call single-threaded inside a parallel region, and
  * kept. 0 when it differs, when the scratch cannot be had, or when MERGE_SHAPES verdicts are
  * kept already (a corpus of many lengths: the shapes past them keep their tiles). */
-static void piece(const hs_gemm *g, int i0, int j0, int k0, int rows, int cols, int kl,
-                  double beta, void *ct, int ldc);
-
 static int merge_verdict(const hs_gemm *g, int i0, int j0, int rows, int cols, int tm,
                          double beta)
 {
@@ -165,9 +162,10 @@ static int merge_verdict(const hs_gemm *g, int i0, int j0, int rows, int cols, i
     if (verdict >= 0)
         return verdict;
     size_t es = g->dbl ? sizeof(double) : sizeof(float), cells = (size_t)rows * (size_t)cols;
-    char *one = calloc(2 * cells, es), *tiles = one + cells * es;
+    char *one = calloc(2 * cells, es);
     if (!one)
         return 0;
+    char *tiles = one + cells * es;
 #pragma omp parallel num_threads(2)
 #pragma omp single
     {
@@ -188,8 +186,8 @@ static int merge_verdict(const hs_gemm *g, int i0, int j0, int rows, int cols, i
     return verdict;
 }
 
-/* Tiles merged g at a time along the rows (g = 1: the tiles themselves): for mt x nt tiles on
- * the threads in use, the fewest row groups that still give about MERGE_TASKS calls a
+/* How many tiles one call takes along the rows (1: the tiles themselves): for mt x nt tiles
+ * on the threads in use, the fewest row groups that still give about MERGE_TASKS calls a
  * thread, where every shape of the merged calls passes merge_verdict. */
 static int merge_rows(const hs_gemm *g, int mt, int nt, int tm, int tn, double beta)
 {
