@@ -87,6 +87,13 @@ uint64_t hs_rand_below(uint64_t *state, uint64_t m);
  * in m. out: (n), not p; order: (n) scratch. */
 void hs_holm_adjust(const double *p, int n, int *order, double *out);
 
+/* bytes of memory, 2 MB aligned and marked for transparent huge pages when 2 MB or more
+ * (src/core/mapfile.c); free() it. For weights (the GEMMs that stream through a weight matrix
+ * run measurably faster on huge pages) and large scratch taken again and again (a gradient
+ * pass's ~100 MB: on 4 KB pages, faulting it in cost a third of the pass on the 2-core
+ * machine). */
+void *hs_alloc_large(size_t bytes);
+
 /* Maps a regular file read-only (src/core/mapfile.c): *map (hs_file_unmap it) and *len, or
  * NULL and 0 for an empty file. A FIFO, device or folder is refused without blocking. */
 hs_status hs_file_map(const char *path, unsigned char **map, size_t *len, hs_error *err);
@@ -211,13 +218,28 @@ hs_status hs_loss_rows_check(const struct hs_model_config *c, const struct hs_lo
 int hs_loss_row_count(const struct hs_loss_input *in);
 void hs_loss_row_at(const struct hs_loss_input *in, int r, int32_t *row, int32_t *target);
 
+/* The large buffers of a gradient pass (every layer's kept activations, a block of logits,
+ * the backward's scratch: about 100 MB for GPT-2 small at n = 128) and its forward
+ * workspace, kept from one pass to the next on the same input: pruning's rounds. Fresh
+ * pages cost a pass about a third of its time in page faults. Zero-initialise; free with
+ * hs_grad_scratch_free (which leaves it zeroed, ready again). */
+struct hs_forward_ws;
+typedef struct hs_grad_scratch {
+    float *buf;
+    size_t bytes;
+    struct hs_forward_ws *ws;
+    int ws_n; /* the tokens ws was made for */
+} hs_grad_scratch;
+void hs_grad_scratch_free(hs_grad_scratch *s);
+
 /* hs_gradient_signed_masked that stops after the forward pass when the loss exceeds cap:
  * *loss set, g filled with NaN, no backward (a pruning round past its stop needs only the
- * loss). cap = INFINITY: always the gradient. */
+ * loss). cap = INFINITY: always the gradient. keep: buffers kept between passes (NULL: the
+ * pass allocates and frees its own). */
 struct hs_model;
 hs_status hs_gradient_capped(const struct hs_model *m, const struct hs_loss_input *in,
                              const float *head_mask, double cap, double *g, double *loss,
-                             hs_error *err);
+                             hs_grad_scratch *keep, hs_error *err);
 
 /* Norm-based attention's value norms of layer l (Kobayashi et al. 2020): fnorm[h*n + j] =
  * ||(x_j W_V^h + b_V^h) W_O^h|| from qkv: (n, ld), the layer's queries, keys and values as
@@ -251,6 +273,9 @@ void hs_dla_acc_free(hs_dla_acc *acc);
  * bytes (default 512 MiB), and past it recomputes them layer by layer from the layers' input
  * streams (tests force that path with 0). Returns the previous limit. */
 size_t hs_gradient_set_keep_limit(size_t bytes);
+/* The gradient takes the head's logits this many loss rows at a time (default 128; below 1:
+ * the default). Returns the previous count. For tests. */
+int hs_gradient_set_head_rows(int rows);
 
 /* hs_prune_curve_gradient with the first round's gradient given: g0 = |dL/d xi| (or signed)
  * at xi = 1 on the evaluator's own input (NULL = computed). */

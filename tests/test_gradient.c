@@ -168,6 +168,53 @@ static void run_masked(const char *name)
     for (int k = 0; k < L * H; k++)
         cr_expect_eq(sr[k], sg[k], "%s: head %d: %.17g recomputing, %.17g keeping", name, k,
                      sr[k], sg[k]);
+    /* The head's logits taken 5 loss rows at a time (several blocks, the last one short)
+     * against the reference too. */
+    int rows = hs_gradient_set_head_rows(5);
+    rs = hs_gradient_signed_masked(g.m, &g.in, mask, sr, &lr, &err);
+    hs_gradient_set_head_rows(rows);
+    cr_assert_eq(rs, HS_OK, "%s", err.msg);
+    expect_grid(name, "gradient at the mask, 5 logit rows at a time", sr,
+                cJSON_GetObjectItem(g.j, "gradient_at_mask"), L, H);
+    cr_expect(fabs(lr - loss) <= 1e-6 * fabs(loss), "%s: loss %.17g in blocks of 5, %.17g", name,
+              lr, loss);
+    /* Buffers kept from pass to pass (pruning's rounds) give each pass's own numbers: the
+     * mask, every head, the mask again, then a shorter input through the same buffers. */
+    hs_grad_scratch keep = {0};
+    double *all = malloc((size_t)(L * H) * sizeof *all), la;
+    cr_assert_eq(hs_gradient_signed(g.m, &g.in, all, &la, &err), HS_OK, "%s", err.msg);
+    for (int pass = 0; pass < 3; pass++) {
+        const float *pm = pass == 1 ? NULL : mask;
+        double lk;
+        cr_assert_eq(hs_gradient_capped(g.m, &g.in, pm, INFINITY, sr, &lk, &keep, &err), HS_OK,
+                     "%s", err.msg);
+        cr_expect_eq(lk, pm ? loss : la, "%s: pass %d's loss with kept buffers", name, pass);
+        for (int k = 0; k < L * H; k++)
+            cr_expect_eq(sr[k], pm ? sg[k] : all[k], "%s: pass %d, head %d with kept buffers",
+                         name, pass, k);
+    }
+    cr_assert_not_null(keep.buf, "%s: the buffers were kept", name);
+    hs_loss_input shorter = g.in;
+    if (shorter.kind == HS_LOSS_LM && shorter.n > 3) {
+        shorter.n = 3;
+        double lk, ls;
+        cr_assert_eq(hs_gradient_signed(g.m, &shorter, all, &ls, &err), HS_OK, "%s", err.msg);
+        cr_assert_eq(hs_gradient_capped(g.m, &shorter, NULL, INFINITY, sr, &lk, &keep, &err),
+                     HS_OK, "%s", err.msg);
+        cr_expect_eq(lk, ls, "%s: a shorter input through the kept buffers", name);
+        for (int k = 0; k < L * H; k++)
+            cr_expect_eq(sr[k], all[k], "%s: shorter input, head %d", name, k);
+    }
+    /* a cap below the loss: the loss, no backward */
+    double lc;
+    cr_assert_eq(hs_gradient_capped(g.m, &g.in, mask, loss - 1e-3, sr, &lc, &keep, &err), HS_OK,
+                 "%s", err.msg);
+    cr_expect_eq(lc, loss, "%s: the capped pass's loss", name);
+    for (int k = 0; k < L * H; k++)
+        cr_expect(isnan(sr[k]), "%s: a capped pass leaves head %d NaN", name, k);
+    hs_grad_scratch_free(&keep);
+    cr_expect(!keep.buf && !keep.ws && !keep.bytes, "%s: freed buffers are zeroed", name);
+    free(all);
     free(sr);
     hs_loss_eval *ev;
     cr_assert_eq(hs_loss_eval_new(g.m, &g.in, &ev, &err), HS_OK, "%s", err.msg);

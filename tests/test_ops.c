@@ -105,6 +105,57 @@ Test(ops, gelu_erf_matches_libm_double)
     NEAR(g[1], 0.8413447460685429);
 }
 
+/* GELU's derivative, both forms, against central differences of the function itself in long
+ * double (erfcl, expl; step 1e-5: truncation ~1e-11, rounding ~1e-14): the derivative's
+ * formula is not taken from the code. The kernel multiplies dy in place: dy = 1, then dy = 3
+ * (three times the derivative). Bounds: float rounding of terms of size ~1 (5e-7 absolute),
+ * and 1e-4 relative where |GELU'| < 1e-3 (the tails, down to 1e-30 at x = -12; taking
+ * 1 + tanh u as 1 + t gave 0 there past x = -5); below 1e-34 0 will do (the tanh form's
+ * e^{2u} is 0 in float past 2u = -87.3). */
+static long double gelu_ld(long double x, int erf_form)
+{
+    /* 1 + erf(z) = erfc(-z) and 1 + tanh u = 2 / (1 + e^{-2u}): no cancellation in the tails */
+    if (erf_form)
+        return 0.5L * x * erfcl(-x / sqrtl(2.0L));
+    long double k = sqrtl(2.0L / 3.14159265358979323846264338327950288L);
+    return x / (1.0L + expl(-2.0L * k * (x + 0.044715L * x * x * x)));
+}
+
+Test(ops, gelu_derivative_matches_central_differences)
+{
+    enum { N = 4801 };
+    static float x[N], dy[N], dy3[N];
+    for (int form = 0; form < 2; form++) {
+        hs_activation act = form ? HS_ACT_GELU_ERF : HS_ACT_GELU_TANH;
+        for (int i = 0; i < N; i++) {
+            x[i] = (float)(-12.0 + 24.0 * i / (N - 1));
+            dy[i] = 1.0f;
+            dy3[i] = 3.0f;
+        }
+        hs_op_gelu_back(x, dy, N, act);
+        hs_op_gelu_back(x, dy3, N, act);
+        double worst = 0;
+        for (int i = 0; i < N; i++) {
+            long double v = x[i], h = 1e-5L;
+            double want = (double)((gelu_ld(v + h, form) - gelu_ld(v - h, form)) / (2 * h));
+            double e = fabs((double)dy[i] - want);
+            worst = e > worst ? e : worst;
+            /* absolute near 1, relative in the tails, where GELU' falls to 1e-30 */
+            cr_assert(e <= 5e-7 && (fabs(want) > 1e-3 || e <= 1e-4 * fabs(want) + 1e-34),
+                      "%s GELU'(%.7g) = %.9g, want %.9g", form ? "erf" : "tanh", (double)v,
+                      (double)dy[i], want);
+            cr_assert(fabs((double)dy3[i] - 3 * want) <= 3e-6, "%s: 3 GELU'(%.7g) = %.9g",
+                      form ? "erf" : "tanh", (double)v, (double)dy3[i]);
+        }
+        cr_log_info("%s form: worst error %.3g", form ? "erf" : "tanh", worst);
+    }
+    /* by hand: GELU'(0) = 1/2 in both forms; erf form GELU'(1) = Phi(1) + phi(1) */
+    float z[2] = {0.0f, 1.0f}, d[2] = {1.0f, 1.0f};
+    hs_op_gelu_back(z, d, 2, HS_ACT_GELU_ERF);
+    NEAR(d[0], 0.5);
+    NEAR(d[1], 0.8413447460685429 + 0.24197072451914337);
+}
+
 /* Two heads of width 1, n = 3, causal: head h's query i scores key j as q_i k_j. A finite
  * layer returns (size_t)-1; an infinite query at head 1, query 2 (its scores inf and -inf:
  * max - max is NaN) and a NaN at head 0, query 1 give the first such row, head * n + query,

@@ -1,9 +1,12 @@
 /* Read-only mappings of input files (safetensors, pytorch_model.bin, GGUF), reference
  * counted: a model that keeps some weights in their stored type (src/model/wcache.c) takes a
- * reference to the mapping that holds them, so it outlives the reader that made it. */
+ * reference to the mapping that holds them, so it outlives the reader that made it. And
+ * large allocations on transparent huge pages (hs_alloc_large). */
+#define _DEFAULT_SOURCE /* madvise, MADV_HUGEPAGE */
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -105,4 +108,21 @@ hs_status hs_file_map(const char *path, unsigned char **map, size_t *len, hs_err
     }
     close(fd);
     return st;
+}
+
+void *hs_alloc_large(size_t bytes)
+{
+    size_t huge = (size_t)2 << 20;
+    if (bytes < huge)
+        return malloc(bytes ? bytes : 1);
+    if (bytes > SIZE_MAX - huge)
+        return NULL;
+    size_t len = (bytes + huge - 1) / huge * huge;
+    void *p = NULL;
+    if (posix_memalign(&p, huge, len) != 0)
+        return NULL;
+#ifdef MADV_HUGEPAGE
+    madvise(p, len, MADV_HUGEPAGE);
+#endif
+    return p;
 }

@@ -33,6 +33,17 @@ size_t hs_gradient_set_keep_limit(size_t bytes)
     return old;
 }
 
+/* Logit rows of the head taken at once: (head_rows, V) floats, 26 MB at GPT-2's vocabulary,
+ * whatever the number of loss rows (tests set fewer, to run several blocks on short texts). */
+static int head_rows = 128;
+
+int hs_gradient_set_head_rows(int rows)
+{
+    int old = head_rows;
+    head_rows = rows >= 1 ? rows : 128;
+    return old;
+}
+
 /* ---- the backward kernels ------------------------------------------------------------ */
 
 /* dx: (n, in) = dy: (n, out) · w^T, w: (in, out); accumulate adds to dx. */
@@ -62,31 +73,6 @@ static void norm_back(int rms, const float *xhat, const float *rstd, const float
         for (int k = 0; k < d; k++) {
             float v = (float)(r * ((double)gi[k] * w[k] - mg - hi[k] * mgh));
             xi[k] = accumulate ? xi[k] + v : v;
-        }
-    }
-}
-
-/* dy: (count) *= GELU'(x: (count)).
- *   erf:  0.5 (1 + erf(x/√2)) + x φ(x), φ(x) = exp(-x²/2) / √(2π)
- *   tanh: 0.5 (1 + tanh u) + 0.5 x (1 - tanh² u) √(2/π) (1 + 3·0.044715 x²),
- *         u = √(2/π) (x + 0.044715 x³) */
-static void gelu_back(const float *x, float *dy, size_t count, hs_activation act)
-{
-    if (act == HS_ACT_GELU_ERF) {
-#pragma omp parallel for schedule(static) if (count >= 32768)
-        for (size_t i = 0; i < count; i++) {
-            double v = x[i];
-            double dg = 0.5 * (1.0 + erf(v * 0.70710678118654752)) +
-                        v * exp(-0.5 * v * v) * 0.39894228040143268;
-            dy[i] = (float)(dy[i] * dg);
-        }
-    } else {
-        const double k = 0.79788456080286536;
-#pragma omp parallel for schedule(static) if (count >= 32768)
-        for (size_t i = 0; i < count; i++) {
-            double v = x[i], t = tanh(k * (v + 0.044715 * v * v * v));
-            double dg = 0.5 * (1.0 + t) + 0.5 * v * (1.0 - t * t) * k * (1.0 + 3 * 0.044715 * v * v);
-            dy[i] = (float)(dy[i] * dg);
         }
     }
 }
@@ -121,7 +107,7 @@ static void mlp_back(const hs_model_config *c, const hs_layer *W, const float *p
         swiglu_back(pre, da, dff, n, f);
     } else {
         linear_back(dy, W->w_proj, dff, n, f, d, 0);
-        gelu_back(pre, dff, (size_t)n * (size_t)f, c->act);
+        hs_op_gelu_back(pre, dff, (size_t)n * (size_t)f, c->act);
     }
     linear_back(dff, W->w_fc, din, n, d, F, 0);
 }
@@ -222,11 +208,22 @@ hs_status hs_gradient_signed(const hs_model *m, const hs_loss_input *in, double 
 hs_status hs_gradient_signed_masked(const hs_model *m, const hs_loss_input *in,
                                     const float *head_mask, double *g, double *loss, hs_error *err)
 {
-    return hs_gradient_capped(m, in, head_mask, INFINITY, g, loss, err);
+    return hs_gradient_capped(m, in, head_mask, INFINITY, g, loss, NULL, err);
 }
 
+void hs_grad_scratch_free(hs_grad_scratch *s)
+{
+    if (!s)
+        return;
+    free(s->buf);
+    hs_forward_ws_free(s->ws);
+    *s = (hs_grad_scratch){0};
+}
+
+
 hs_status hs_gradient_capped(const hs_model *m, const hs_loss_input *in, const float *head_mask,
-                             double cap, double *g, double *loss, hs_error *err)
+                             double cap, double *g, double *loss, hs_grad_scratch *keep,
+                             hs_error *err)
 {
     hs_status st = check_input(m, in, err);
     if (st)
@@ -241,23 +238,30 @@ hs_status hs_gradient_capped(const hs_model *m, const hs_loss_input *in, const f
     const size_t nd = (size_t)n * (size_t)d, nF = (size_t)n * (size_t)F;
     const size_t nW = (size_t)n * (size_t)Wq, nn = (size_t)n * (size_t)n, rd = (size_t)R * (size_t)d;
     const size_t nfa = c->act == HS_ACT_SILU_GATED ? (size_t)n * (size_t)f : 0;
-    hs_forward_ws *ws = NULL;
+    const int HB = R < head_rows ? R : head_rows; /* logit rows at once */
+    hs_grad_scratch own = {0}, *sc = keep ? keep : &own;
     double inv_freq[HS_ROTARY_MAX_DIMS / 2];
     if (rot)
         hs_op_rope_freqs(c->arch, inv_freq);
-    if ((st = hs_forward_ws_new(m, n, &ws, err)))
+    if (sc->ws && sc->ws_n != n) {
+        hs_forward_ws_free(sc->ws);
+        sc->ws = NULL;
+    }
+    if (!sc->ws && (st = hs_forward_ws_new(m, n, &sc->ws, err)))
         return st;
+    sc->ws_n = n;
+    hs_forward_ws *ws = sc->ws;
 
     /* One allocation: per layer kept 3nd + nW + 2n + Hn² + nF floats (every layer's, or one
      * layer's and each layer's input stream, nd), then the head and the backward scratch. */
     size_t per_layer = 3 * nd + nW + 2 * (size_t)n + (size_t)H * nn + nF;
-    size_t head = 5 * rd + 2 * (size_t)R + (size_t)R * (size_t)V;
+    size_t head = 5 * rd + 2 * (size_t)R + (size_t)HB * (size_t)V;
     /* dx, dh, dqkv, dff (+ the gated product's), dp, the parallel MLP's dx */
     size_t scratch = 2 * nd + nW + nF + nfa + (size_t)H * nn + (par ? nd : 0);
     size_t total, layers_sz;
     if (hs_mul_size(per_layer, (size_t)L, &layers_sz) ||
         hs_mul_size(layers_sz, sizeof(float), &total)) {
-        hs_forward_ws_free(ws);
+        hs_grad_scratch_free(&own);
         return hs_fail(err, HS_E_NOMEM, "gradient importance: size overflow");
     }
     const int recompute = total > keep_limit && L > 1; /* keep the streams, not the layers */
@@ -265,10 +269,14 @@ hs_status hs_gradient_capped(const hs_model *m, const hs_loss_input *in, const f
         layers_sz = per_layer + nd * (size_t)L;
     if (hs_add_size(layers_sz, head, &total) || hs_add_size(total, scratch, &total) ||
         hs_mul_size(total, sizeof(float), &total)) {
-        hs_forward_ws_free(ws);
+        hs_grad_scratch_free(&own);
         return hs_fail(err, HS_E_NOMEM, "gradient importance: size overflow");
     }
-    float *buf = malloc(total);
+    if (sc->bytes < total) {
+        free(sc->buf);
+        sc->bytes = (sc->buf = hs_alloc_large(total)) ? total : 0;
+    }
+    float *buf = sc->buf;
     hs_block_keep *lay = calloc((size_t)L, sizeof *lay); /* what is not set is not kept */
     int *rows = malloc((size_t)R * sizeof *rows), *tgt = malloc((size_t)R * sizeof *tgt);
     double *row_loss = malloc((size_t)R * sizeof *row_loss);
@@ -301,7 +309,7 @@ hs_status hs_gradient_capped(const hs_model *m, const hs_loss_input *in, const f
     float *hy = p; p += rd;       /* (R, d) head transform output */
     float *frstd = p; p += R;     /* (R) */
     float *hrstd = p; p += R;     /* (R) */
-    float *logits = p; p += (size_t)R * (size_t)V; /* (R, V), then d loss / d logits */
+    float *logits = p; p += (size_t)HB * (size_t)V; /* (HB, V), then d loss / d logits */
     float *dx = p; p += nd;       /* (n, d) */
     float *dh = p; p += nd;       /* (n, d) */
     float *dqkv = p; p += nW;     /* (n, W) */
@@ -334,20 +342,30 @@ hs_status hs_gradient_capped(const hs_model *m, const hs_loss_input *in, const f
         memcpy(hrows + (size_t)r * (size_t)d, x + (size_t)rows[r] * (size_t)d, (size_t)d * sizeof *x);
     hs_final_norm(m, hrows, hrows, fxhat, frstd, R);
     const float *hdec = hs_head_transform(m, hrows, hy, hpre, hxhat, hrstd, R);
-    hs_head_decode(m, hdec, R, logits);
 
-    /* Loss and d loss / d logits = (softmax - onehot) / R, row by row. */
-    /* rows in parallel, their losses summed in row order (the same value on any thread count) */
-#pragma omp parallel for schedule(static) if (R > 1)
-    for (int r = 0; r < R; r++) {
-        float *row = logits + (size_t)r * (size_t)V, mx;
-        float target = row[tgt[r]];
-        double s = hs_op_exp_shift(row, V, &mx); /* row = exp(logit - max) */
-        row_loss[r] = log(s) - (double)(target - mx);
-        float inv = (float)(1.0 / (s * R));
-        for (int v = 0; v < V; v++)
-            row[v] *= inv;
-        row[tgt[r]] -= (float)(1.0 / R);
+    /* HB rows at a time: the logits, each row's loss and d loss / d logits = (softmax -
+     * onehot) / R in their place, then d hy = dlogits · decoder (decoder: (V, d)) into the
+     * block's rows of hy, which the block no longer reads (hdec may be hy). The backward's
+     * first step is taken before the loss is known; a pass stopped at the cap wastes it. */
+    for (int r0 = 0; r0 < R; r0 += HB) {
+        int nb = R - r0 < HB ? R - r0 : HB;
+        hs_head_decode(m, hdec + (size_t)r0 * (size_t)d, nb, logits);
+        /* rows in parallel, their losses summed in row order below (the same value on any
+         * thread count) */
+#pragma omp parallel for schedule(static) if (nb > 1)
+        for (int b = 0; b < nb; b++) {
+            int r = r0 + b;
+            float *row = logits + (size_t)b * (size_t)V, mx;
+            float target = row[tgt[r]];
+            double s = hs_op_exp_shift(row, V, &mx); /* row = exp(logit - max) */
+            row_loss[r] = log(s) - (double)(target - mx);
+            float inv = (float)(1.0 / (s * R));
+            for (int v = 0; v < V; v++)
+                row[v] *= inv;
+            row[tgt[r]] -= (float)(1.0 / R);
+        }
+        hs_op_gemm(0, nb, d, V, 1.0f, logits, V, m->decoder, d, 0.0f, hy + (size_t)r0 * (size_t)d,
+                   d);
     }
     double sum = 0;
     for (int r = 0; r < R; r++)
@@ -357,18 +375,16 @@ hs_status hs_gradient_capped(const hs_model *m, const hs_loss_input *in, const f
         st = hs_fail(err, HS_E_VALUE, "the loss is not finite");
         goto fail;
     }
-    if (lossv > cap) { /* past the caller's stop: no backward */
+    if (lossv > cap) { /* past the caller's stop: no backward through the layers */
         for (int k = 0; k < L * H; k++)
             g[k] = NAN;
         goto done;
     }
 
-    /* Backward through the head: d hy = dlogits · decoder, decoder: (V, d); then back
-     * through the head transform and the final norm, those the model has. */
-    hs_op_gemm(0, R, d, V, 1.0f, logits, V, m->decoder, d, 0.0f, hy, d);
+    /* Backward through the head transform and the final norm, those the model has. */
     if (c->arch->head == HS_HEAD_MLM) {
         norm_back(0, hxhat, hrstd, m->mlm_ln_w, hy, hy, R, d, 0);
-        gelu_back(hpre, hy, rd, c->act);
+        hs_op_gelu_back(hpre, hy, rd, c->act);
         linear_back(hy, m->mlm_w, hrows, R, d, d, 0);
         memcpy(hy, hrows, rd * sizeof *hy);
     }
@@ -452,8 +468,7 @@ fail:
     free(rows);
     free(row_loss);
     free(lay);
-    free(buf);
-    hs_forward_ws_free(ws);
+    hs_grad_scratch_free(&own);
     return st;
 }
 

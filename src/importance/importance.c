@@ -38,6 +38,7 @@ struct hs_loss_eval {
     float *cache;      /* (n_layer, n, d) */
     float *cache_mask; /* (n_layer, n_head) */
     int cache_valid;
+    hs_grad_scratch grad; /* gradient passes' buffers (pruning's rounds), freed after them */
 };
 
 const char *hs_loss_kind_name(hs_loss_kind k)
@@ -101,6 +102,7 @@ void hs_loss_eval_free(hs_loss_eval *e)
     free(e->cache);
     free(e->cache_mask);
     free(e->row_loss);
+    hs_grad_scratch_free(&e->grad);
     free(e);
 }
 
@@ -568,7 +570,8 @@ hs_status hs_prune_curve_gradient_from(hs_loss_eval *e, double base, const unsig
         if (round == 0 && g0)
             memcpy(g, g0, (size_t)lh * sizeof *g);
         else if (removed < max_steps)
-            st = hs_gradient_capped(e->m, &e->in, mask, base + stop_increase, g, &loss, err);
+            st = hs_gradient_capped(e->m, &e->in, mask, base + stop_increase, g, &loss, &e->grad,
+                                    err);
         else
             st = run_mask(e, mask, 1, &loss, err);
         if (st)
@@ -596,6 +599,7 @@ hs_status hs_prune_curve_gradient_from(hs_loss_eval *e, double base, const unsig
         removed += take;
     }
 done:
+    hs_grad_scratch_free(&e->grad);
     free(imp);
     free(g);
     free(mask);

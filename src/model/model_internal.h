@@ -198,9 +198,6 @@ hs_status hs_qkv_heads_reorder(const hs_model_config *c, float *x, int rows, int
  * cache), so a load's peak is about one copy of the weights, not two. */
 void hs_release_pages(const void *p, size_t n);
 
-/* floats for weights: 2 MB aligned and marked for transparent huge pages when large (the
- * GEMMs that stream through a weight matrix run measurably faster on them); free() it. */
-float *hs_weights_alloc(size_t floats);
 
 /* ---- the weight cache (src/model/wcache.c) -----------------------------------------
  * The four matrices of a layer (QKV, O, FC, PROJ), when stored in a type other than F32,

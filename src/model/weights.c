@@ -1,7 +1,7 @@
 /* Weight builder: resolves every logical tensor through a format reader, checks its
  * shape against the config, converts it to float32 into one arena in the normalised
  * (in, out) layout, and rejects NaN/Inf. */
-#define _DEFAULT_SOURCE /* madvise, MADV_HUGEPAGE */
+#define _DEFAULT_SOURCE /* madvise, MADV_DONTNEED */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -441,20 +441,6 @@ static int head_present(builder *b)
     return 0;
 }
 
-float *hs_weights_alloc(size_t floats)
-{
-    size_t bytes = (floats ? floats : 1) * sizeof(float), huge = (size_t)2 << 20;
-    if (bytes < huge)
-        return malloc(bytes);
-    void *p = NULL;
-    if (posix_memalign(&p, huge, (bytes + huge - 1) / huge * huge) != 0)
-        return NULL;
-#ifdef MADV_HUGEPAGE
-    madvise(p, (bytes + huge - 1) / huge * huge, MADV_HUGEPAGE);
-#endif
-    return p;
-}
-
 hs_status hs_weights_build(hs_model *m, hs_tensor_lookup lookup, void *ctx, hs_error *err)
 {
     hs_model_config *c = &m->cfg;
@@ -492,7 +478,7 @@ hs_status hs_weights_build(hs_model *m, hs_tensor_lookup lookup, void *ctx, hs_e
     }
     b.dry = 0;
     b.largest = 0;
-    m->arena = hs_weights_alloc(b.arena_need);
+    m->arena = hs_alloc_large((b.arena_need ? b.arena_need : 1) * sizeof(float));
     if (!m->arena || (b.cached_floats && !(m->wc = hs_wcache_new(m, m->weight_memory)))) {
         st = hs_fail(err, HS_E_NOMEM, "out of memory allocating %zu MB of weights",
                      b.arena_need * sizeof(float) >> 20);

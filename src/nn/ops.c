@@ -131,6 +131,23 @@ HS_CLONES static void gelu_tanh(const float *x, float *y, size_t count)
     }
 }
 
+/* dy *= GELU'(x), tanh form: 0.5 (1 + t) + 0.5 x (1 - t^2) k (1 + 3 * 0.044715 x^2), t = tanh u.
+ * With E = e^{2u} and s = 1 / (E + 1): 1 + t = 2 E s and 1 - t^2 = 4 E s^2, neither a
+ * difference, so the negative tail keeps its relative accuracy (1 + t from t itself is 0
+ * past x = -5 in float); 2u is capped at 40, where 1 + t is 2 in float. */
+HS_CLONES static void gelu_tanh_back(const float *x, float *dy, size_t count)
+{
+    const float k = 0.79788456080286536f;
+#pragma omp simd
+    for (size_t i = 0; i < count; i++) {
+        float v = x[i];
+        float u2 = 2.0f * k * (v + 0.044715f * v * v * v);
+        float e = exp_fast(u2 < 40.0f ? u2 : 40.0f), s = 1.0f / (e + 1.0f), es = e * s;
+        float dg = es + 2.0f * v * es * s * k * (1.0f + 0.134145f * v * v);
+        dy[i] *= dg;
+    }
+}
+
 /* 0.5 x (1 + erf(x / sqrt 2)) without a libm call, so the loop vectorises. With z = x / sqrt 2
  * and a = |z|: 1 + erf(z) = 1 + z P(z^2) for a < 1; beyond, erfc(a) = exp(-a^2) Q(1/a), Q a
  * fit of the scaled complementary error function exp(a^2) erfc(a) on [1, 9] (in s, 1/a
@@ -148,23 +165,40 @@ static const float ERFCX_LARGE[12] = { /* in s = 9/4 (1/a) - 5/4, on [-1, 1] */
     1.681155373e-03f, -1.169169403e-03f, 4.292798317e-04f, -9.111032693e-05f,
     -2.231119771e-05f, 4.150299551e-05f, -1.569789896e-05f, -3.754861823e-07f};
 
-HS_CLONES static void gelu_erf(const float *x, float *y, size_t count)
+/* 1 + erf(z), inlined into the cloned kernels below so that it vectorises with each */
+static inline float one_plus_erf(float z)
 {
     const float *P = ERF_SMALL, *Q = ERFCX_LARGE;
+    float a = fabsf(z), u = z * z;
+    /* Horner's rule written out: a loop over the coefficients would not vectorise */
+    float p = ((((((P[6] * u + P[5]) * u + P[4]) * u + P[3]) * u + P[2]) * u + P[1]) * u + P[0]);
+    float ac = a < 1.0f ? 1.0f : a > 9.0f ? 9.0f : a, s = 2.25f / ac - 1.25f;
+    float q = Q[11] * s + Q[10];
+    q = ((((q * s + Q[9]) * s + Q[8]) * s + Q[7]) * s + Q[6]) * s + Q[5];
+    q = ((((q * s + Q[4]) * s + Q[3]) * s + Q[2]) * s + Q[1]) * s + Q[0];
+    float e = exp_fast(-(ac * ac)) * q; /* erfc(a) */
+    e = a >= 9.0f ? 0.0f : e;
+    return a < 1.0f ? 1.0f + z * p : z > 0.0f ? 2.0f - e : e;
+}
+
+HS_CLONES static void gelu_erf(const float *x, float *y, size_t count)
+{
 #pragma omp simd
     for (size_t i = 0; i < count; i++) {
-        float v = x[i], z = v * 0.70710678118654752f, a = fabsf(z), u = z * z;
-        /* Horner's rule written out: a loop over the coefficients would not vectorise */
-        float p = ((((((P[6] * u + P[5]) * u + P[4]) * u + P[3]) * u + P[2]) * u + P[1]) * u +
-                   P[0]);
-        float ac = a < 1.0f ? 1.0f : a > 9.0f ? 9.0f : a, s = 2.25f / ac - 1.25f;
-        float q = Q[11] * s + Q[10];
-        q = ((((q * s + Q[9]) * s + Q[8]) * s + Q[7]) * s + Q[6]) * s + Q[5];
-        q = ((((q * s + Q[4]) * s + Q[3]) * s + Q[2]) * s + Q[1]) * s + Q[0];
-        float e = exp_fast(-(ac * ac)) * q; /* erfc(a) */
-        e = a >= 9.0f ? 0.0f : e;
-        float c = a < 1.0f ? 1.0f + z * p : z > 0.0f ? 2.0f - e : e;
-        y[i] = 0.5f * v * c;
+        float v = x[i];
+        y[i] = 0.5f * v * one_plus_erf(v * 0.70710678118654752f);
+    }
+}
+
+/* dy *= GELU'(x), erf form: 0.5 (1 + erf(x / sqrt 2)) + x phi(x), phi(x) = e^{-x^2/2} / sqrt(2 pi). */
+HS_CLONES static void gelu_erf_back(const float *x, float *dy, size_t count)
+{
+#pragma omp simd
+    for (size_t i = 0; i < count; i++) {
+        float v = x[i];
+        float dg = 0.5f * one_plus_erf(v * 0.70710678118654752f) +
+                   v * exp_fast(-0.5f * v * v) * 0.39894228040143268f;
+        dy[i] *= dg;
     }
 }
 
@@ -179,6 +213,20 @@ void hs_op_gelu(const float *x, float *y, size_t count, hs_activation act)
             gelu_erf(x + lo, y + lo, len);
         else
             gelu_tanh(x + lo, y + lo, len);
+    }
+}
+
+void hs_op_gelu_back(const float *x, float *dy, size_t count, hs_activation act)
+{
+    const size_t chunk = 4096;
+    size_t chunks = (count + chunk - 1) / chunk;
+#pragma omp parallel for schedule(static) if (count >= PAR_MIN)
+    for (size_t c = 0; c < chunks; c++) {
+        size_t lo = c * chunk, len = count - lo < chunk ? count - lo : chunk;
+        if (act == HS_ACT_GELU_ERF)
+            gelu_erf_back(x + lo, dy + lo, len);
+        else
+            gelu_tanh_back(x + lo, dy + lo, len);
     }
 }
 

@@ -42,6 +42,9 @@ void hs_op_layernorm(const float *x, const float *w, const float *b, float *y, f
 /* y: (count) = GELU(x); y may alias x. The tanh form uses 1 + tanh u = 2 − 2/(e^{2u} + 1),
  * a few times faster than tanhf and within 1e-7 of it (absolute). */
 void hs_op_gelu(const float *x, float *y, size_t count, hs_activation act);
+/* dy: (count) *= GELU'(x: (count)), the derivative of hs_op_gelu's form (act), in float
+ * with the same exp and erf evaluations (the gradient's backward through the MLP). */
+void hs_op_gelu_back(const float *x, float *dy, size_t count, hs_activation act);
 
 /* r: (w) = exp(r - max r), returning the sum in double and max r in *max (if not NULL). */
 double hs_op_exp_shift(float *r, int w, float *max);
