@@ -3,6 +3,7 @@
  * all heads), and the documented MLM position rule worked by hand. */
 #include <cJSON.h>
 
+#include "headscope/forward.h"
 #include "headscope/importance.h"
 #include "headscope/model.h"
 #include "internal.h"
@@ -307,4 +308,84 @@ Test(loss_span, lm_rows_must_increase_within_the_text)
     cr_assert_eq(hs_gradient_signed(m, &in, g, NULL, &err), HS_E_ARG);
     cr_assert_null(ev);
     hs_model_free(m);
+}
+
+/* The loss evaluator runs its last layer on the loss rows only (hs_forward_ws.out_rows):
+ * with a sparse set of next-token rows its losses, and its batched sweep's deltas, are the
+ * ones read off the full forward pass's logits (every row computed), head masks included,
+ * on a pre-norm GPT-2, a parallel-residual GPT-NeoX and a grouped-query Llama. */
+static double nll_from_logits(const hs_model *m, const int32_t *ids, int n, const int32_t *rows,
+                              int n_rows, const float *mask)
+{
+    const hs_model_config *c = hs_model_config_of(m);
+    int V = c->vocab_size;
+    float *logits = malloc((size_t)n * (size_t)V * sizeof *logits);
+    hs_forward_opts o = {.head_mask = mask, .logits = logits};
+    hs_error err = {{0}};
+    cr_assert_eq(hs_forward(m, ids, NULL, n, &o, NULL, &err), HS_OK, "%s", err.msg);
+    double sum = 0;
+    for (int r = 0; r < n_rows; r++) {
+        const float *row = logits + (size_t)rows[r] * (size_t)V;
+        double mx = row[0], s = 0;
+        for (int v = 1; v < V; v++)
+            mx = row[v] > mx ? row[v] : mx;
+        for (int v = 0; v < V; v++)
+            s += exp((double)row[v] - mx);
+        sum += mx + log(s) - row[ids[rows[r] + 1]];
+    }
+    free(logits);
+    return sum / n_rows;
+}
+
+static void sparse_rows_case(const char *path)
+{
+    hs_model *m;
+    hs_error err = {{0}};
+    cr_assert_eq(hs_model_load(path, &m, &err), HS_OK, "%s: %s", path, err.msg);
+    const hs_model_config *c = hs_model_config_of(m);
+    int L = c->n_layer, H = c->n_head, n = 9;
+    int32_t ids[9], rows[3] = {2, 5, 6};
+    for (int i = 0; i < n; i++)
+        ids[i] = (int32_t)((i * 37 + 5) % c->vocab_size);
+    hs_loss_input in = {.ids = ids, .n = n, .kind = HS_LOSS_LM, .positions = rows, .n_pos = 3};
+    hs_loss_eval *ev = NULL;
+    cr_assert_eq(hs_loss_eval_new(m, &in, &ev, &err), HS_OK, "%s", err.msg);
+    double base;
+    cr_assert_eq(hs_loss_eval_run(ev, NULL, &base, &err), HS_OK, "%s", err.msg);
+    double want = nll_from_logits(m, ids, n, rows, 3, NULL);
+    cr_expect(fabs(base - want) <= 1e-5 * fmax(1.0, fabs(want)), "%s: loss %.9g, full pass %.9g",
+              path, base, want);
+    /* a head off in the first and in the last layer */
+    float *mask = malloc((size_t)(L * H) * sizeof *mask);
+    for (int k = 0; k < L * H; k++)
+        mask[k] = k == 0 || k == (L - 1) * H + H - 1 ? 0.0f : 1.0f;
+    double got;
+    cr_assert_eq(hs_loss_eval_run(ev, mask, &got, &err), HS_OK, "%s", err.msg);
+    want = nll_from_logits(m, ids, n, rows, 3, mask);
+    cr_expect(fabs(got - want) <= 1e-5 * fmax(1.0, fabs(want)), "%s: masked loss %.9g, full %.9g",
+              path, got, want);
+    /* the batched sweep, copies compacted together */
+    double *delta = malloc((size_t)(L * H) * sizeof *delta);
+    cr_assert_eq(hs_ablation_sweep(ev, base, NULL, delta, NULL, NULL, &err), HS_OK, "%s", err.msg);
+    for (int k = 0; k < L * H; k++) {
+        for (int q = 0; q < L * H; q++)
+            mask[q] = q == k ? 0.0f : 1.0f;
+        double d = nll_from_logits(m, ids, n, rows, 3, mask) - base;
+        cr_expect(fabs(delta[k] - d) <= 1e-5 * fmax(1.0, fabs(d)), "%s: head %d delta %.9g, full %.9g",
+                  path, k, delta[k], d);
+    }
+    free(delta);
+    free(mask);
+    hs_loss_eval_free(ev);
+    hs_model_free(m);
+}
+
+Test(sparse_rows, gpt2_last_layer_on_the_loss_rows_only) { sparse_rows_case("fixtures/tiny-gpt2"); }
+Test(sparse_rows, neox_parallel_last_layer_on_the_loss_rows_only)
+{
+    sparse_rows_case("fixtures/family-models/tiny-pythia");
+}
+Test(sparse_rows, llama_last_layer_on_the_loss_rows_only)
+{
+    sparse_rows_case("fixtures/family-models/tiny-llama");
 }

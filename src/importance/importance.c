@@ -7,6 +7,7 @@
 #include "headscope/forward.h"
 #include "headscope/importance.h"
 #include "internal.h"
+#include "nn/block.h"
 #include "model/model_internal.h"
 #include "nn/ops.h"
 
@@ -39,6 +40,10 @@ struct hs_loss_eval {
     float *cache_mask; /* (n_layer, n_head) */
     int cache_valid;
     hs_grad_scratch grad; /* gradient passes' buffers (pruning's rounds), freed after them */
+    /* The distinct loss rows, ascending (NULL: every row, REPR): the last layer runs on
+     * them only (hs_forward_ws.out_rows), its output compacted, n_out rows a copy. */
+    int32_t *out_rows;
+    int n_out;
 };
 
 const char *hs_loss_kind_name(hs_loss_kind k)
@@ -102,6 +107,7 @@ void hs_loss_eval_free(hs_loss_eval *e)
     free(e->cache);
     free(e->cache_mask);
     free(e->row_loss);
+    free(e->out_rows);
     hs_grad_scratch_free(&e->grad);
     free(e);
 }
@@ -117,6 +123,52 @@ static size_t copy_bytes(const hs_loss_eval *e)
     size_t n = (size_t)e->in.n, d = (size_t)c->d_model, w = (size_t)hs_qkv_width(c);
     size_t f = (size_t)c->d_ff * (c->act == HS_ACT_SILU_GATED ? 3 : 1);
     return n * (4 * d + (w > 3 * d ? w : 3 * d) + f) * sizeof(float);
+}
+
+/* The distinct loss rows of e->in, ascending, into e->out_rows (e->n_out of them); none
+ * for the REPR loss (every row's state is compared), and every row kept when all are loss
+ * rows. Returns 0 when out of memory. */
+static int set_out_rows(hs_loss_eval *e)
+{
+    int n = e->in.n, lr = hs_loss_row_count(&e->in);
+    e->n_out = n;
+    if (e->in.kind == HS_LOSS_REPR)
+        return 1;
+    unsigned char *want = calloc((size_t)n, 1);
+    if (!want)
+        return 0;
+    int count = 0;
+    for (int r = 0; r < lr; r++) {
+        int32_t row, target;
+        hs_loss_row_at(&e->in, r, &row, &target);
+        count += !want[row];
+        want[row] = 1;
+    }
+    if (count < n && (e->out_rows = malloc((size_t)count * sizeof *e->out_rows))) {
+        int k = 0;
+        for (int i = 0; i < n; i++)
+            if (want[i])
+                e->out_rows[k++] = i;
+        e->n_out = count;
+    }
+    free(want);
+    return count == n || e->out_rows != NULL;
+}
+
+/* The place of loss row `row` among the rows the last layer computes. */
+static int out_index(const hs_loss_eval *e, int32_t row)
+{
+    if (!e->out_rows)
+        return row;
+    int lo = 0, hi = e->n_out - 1;
+    while (lo < hi) {
+        int mid = (lo + hi) / 2;
+        if (e->out_rows[mid] < row)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return lo;
 }
 
 /* Grows the buffers to hold batch copies (they never shrink). */
@@ -146,7 +198,7 @@ static hs_status ensure_batch(hs_loss_eval *e, int batch, hs_error *err)
         for (int r = 0; r < lr; r++) {
             int32_t row, target;
             hs_loss_row_at(&e->in, r, &row, &target);
-            e->rows[k * lr + r] = k * e->in.n + row;
+            e->rows[k * lr + r] = k * e->n_out + out_index(e, row);
             e->row_targets[k * lr + r] = target;
         }
     hs_status st = hs_forward_ws_new_batch(e->m, e->in.n, batch, &e->ws, err);
@@ -200,7 +252,7 @@ hs_status hs_loss_eval_new(const hs_model *m, const hs_loss_input *in, hs_loss_e
     }
     if (in->kind == HS_LOSS_REPR)
         e->ref = malloc(n * (size_t)c->d_model * sizeof(float));
-    ok = ok && (in->kind != HS_LOSS_REPR || e->ref);
+    ok = ok && (in->kind != HS_LOSS_REPR || e->ref) && set_out_rows(e);
     st = ok ? ensure_batch(e, 1, err)
             : hs_fail(err, HS_E_NOMEM, "out of memory for the loss evaluator");
     if (st == HS_OK && in->kind == HS_LOSS_REPR) {
@@ -300,6 +352,8 @@ static hs_status run_batch(hs_loss_eval *e, const float *masks, int batch, int s
     } else if (capture && e->cache) {
         o.x_layers = e->cache;
     }
+    e->ws->out_rows = e->out_rows;
+    e->ws->n_out_rows = e->n_out;
     if ((st = hs_forward(e->m, in->ids, in->type_ids, in->n, &o, e->ws, err))) {
         if (o.x_layers)
             e->cache_valid = 0;

@@ -213,6 +213,20 @@ static hs_status block_run(const hs_model *m, const hs_layer *L, int l, hs_forwa
     }
     if (ws->on_ctx && batch == 1 && !keep && ws->on_ctx(ws->ctx_user, l, ws->ctx, n))
         return hs_fail(err, HS_E_ARG, "stopped by observer");
+    if (ws->out_rows && !keep && l == c->n_layer - 1) { /* onwards only the rows wanted */
+        int S = ws->n_out_rows;
+        for (int b = 0; b < batch; b++) /* to <= from (rows ascending): in place, in order */
+            for (int i = 0; i < S; i++) {
+                size_t from = ((size_t)b * n + (size_t)ws->out_rows[i]) * (size_t)d;
+                size_t to = ((size_t)b * S + (size_t)i) * (size_t)d;
+                if (from != to) {
+                    memmove(x + to, x + from, (size_t)d * sizeof *x);
+                    memmove(ws->ctx + to, ws->ctx + from, (size_t)d * sizeof *x);
+                }
+            }
+        rows = batch * S;
+        xd = (size_t)rows * (size_t)d;
+    }
     hs_op_linear(keep && !hm ? keep->ctx : ws->ctx, L->w_o, L->b_o, h, rows, d, d);
     KEEP_COPY(attn_out, h);
     if (a->parallel_residual) { /* x + attn(norm1 x) + mlp(norm2 x); h holds attn */

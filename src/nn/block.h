@@ -39,6 +39,13 @@ struct hs_forward_ws {
     int (*on_ctx)(void *user, int layer, const float *ctx, int n);
     void *ctx_user;
     float *final_rstd;
+    /* The rows of each copy whose final states are wanted, ascending, set by the loss
+     * evaluator (NULL: every row). The last layer then runs its output projection, MLP and
+     * norms on those rows only (nothing later reads the others) and leaves the stream
+     * compacted: copy b's wanted rows at b * n_out_rows.. of x, the final norm and
+     * hs_forward_opts.hidden likewise. Not with logits, a kept layer or final_rstd. */
+    const int32_t *out_rows;
+    int n_out_rows;
 };
 
 /* The activations of one layer that the backward pass needs, written by the block when

@@ -141,6 +141,10 @@ hs_status hs_forward(const hs_model *m, const int32_t *ids, const int32_t *type_
                 return hs_fail(err, HS_E_ARG, "logit row %d is outside the %d tokens",
                                (int)o->logit_rows[r], n);
     }
+    if (ws && ws->out_rows && ((o && o->logits) || ws->final_rstd || ws->n_out_rows < 1 ||
+                               ws->n_out_rows > n))
+        return hs_fail(err, HS_E_ARG, "final rows wanted with logits or a final norm's "
+                       "statistics, or %d of %d rows", ws->n_out_rows, n);
     int batch = o && o->batch > 1 ? o->batch : 1;
     if (o && (o->batch < 0 || o->batch > HS_FORWARD_MAX_BATCH))
         return hs_fail(err, HS_E_ARG, "batch of %d copies (0 to %d)", o->batch,
@@ -157,6 +161,8 @@ hs_status hs_forward(const hs_model *m, const int32_t *ids, const int32_t *type_
             own->on_ctx = ws->on_ctx;
             own->ctx_user = ws->ctx_user;
             own->final_rstd = ws->final_rstd;
+            own->out_rows = ws->out_rows;
+            own->n_out_rows = ws->n_out_rows;
         }
         ws = own;
     }
@@ -191,6 +197,8 @@ hs_status hs_forward(const hs_model *m, const int32_t *ids, const int32_t *type_
             return st;
         }
     }
+    if (ws->out_rows) /* the last layer left the wanted rows only, compacted */
+        rows = batch * ws->n_out_rows, xd = (size_t)rows * (size_t)d;
     hs_final_norm(m, x, x, NULL, batch == 1 ? ws->final_rstd : NULL, rows);
     if (o && o->hidden)
         memcpy(o->hidden, x, xd * sizeof *x);
