@@ -44,6 +44,12 @@ struct hs_loss_eval {
      * them only (hs_forward_ws.out_rows), its output compacted, n_out rows a copy. */
     int32_t *out_rows;
     int n_out;
+    /* The tokens a pass runs: a causal next-token loss stops at its last loss row (no
+     * earlier row reads a later one; the last row's target is read from ids); else n. The
+     * replacement contexts with that stride, when shorter (the full ones stay in in.replace
+     * for the gradient). */
+    int n_run;
+    float *replace_run;
 };
 
 const char *hs_loss_kind_name(hs_loss_kind k)
@@ -108,6 +114,7 @@ void hs_loss_eval_free(hs_loss_eval *e)
     free(e->cache_mask);
     free(e->row_loss);
     free(e->out_rows);
+    free(e->replace_run);
     hs_grad_scratch_free(&e->grad);
     free(e);
 }
@@ -125,13 +132,14 @@ static size_t copy_bytes(const hs_loss_eval *e)
     return n * (4 * d + (w > 3 * d ? w : 3 * d) + f) * sizeof(float);
 }
 
-/* The distinct loss rows of e->in, ascending, into e->out_rows (e->n_out of them); none
+/* The distinct loss rows of e->in, ascending, into e->out_rows (e->n_out of them), and the
+ * tokens a pass runs (e->n_run, the replacement contexts repacked to it); no rows
  * for the REPR loss (every row's state is compared), and every row kept when all are loss
  * rows. Returns 0 when out of memory. */
 static int set_out_rows(hs_loss_eval *e)
 {
     int n = e->in.n, lr = hs_loss_row_count(&e->in);
-    e->n_out = n;
+    e->n_out = e->n_run = n;
     if (e->in.kind == HS_LOSS_REPR)
         return 1;
     unsigned char *want = calloc((size_t)n, 1);
@@ -152,7 +160,20 @@ static int set_out_rows(hs_loss_eval *e)
         e->n_out = count;
     }
     free(want);
-    return count == n || e->out_rows != NULL;
+    if (count < n && !e->out_rows)
+        return 0;
+    const hs_model_config *c = hs_model_config_of(e->m);
+    e->n_run = e->in.kind == HS_LOSS_LM && c->causal && e->out_rows
+                   ? e->out_rows[e->n_out - 1] + 1 : n;
+    if (e->n_run < n && e->replace) { /* (L, n, d) rows 0..n_run-1 of each layer */
+        size_t run = (size_t)e->n_run * (size_t)c->d_model, all = (size_t)n * (size_t)c->d_model;
+        if (!(e->replace_run = malloc((size_t)c->n_layer * run * sizeof *e->replace_run)))
+            return 0;
+        for (int l = 0; l < c->n_layer; l++)
+            memcpy(e->replace_run + (size_t)l * run, e->replace + (size_t)l * all,
+                   run * sizeof *e->replace_run);
+    }
+    return 1;
 }
 
 /* The place of loss row `row` among the rows the last layer computes. */
@@ -338,14 +359,14 @@ static hs_status run_batch(hs_loss_eval *e, const float *masks, int batch, int s
     const hs_model_config *c = hs_model_config_of(e->m);
     const hs_loss_input *in = &e->in;
     int H = c->n_head;
-    size_t nd = (size_t)in->n * (size_t)c->d_model;
+    size_t nd = (size_t)e->n_run * (size_t)c->d_model;
     hs_status st = ensure_batch(e, batch, err);
     if (st)
         return st;
     if (!e->cache) /* in->no_cache: every pass is a full one */
         start = 0;
     hs_forward_opts o = {.head_mask = masks, .hidden = e->hidden, .batch = batch,
-                         .head_replace = e->replace};
+                         .head_replace = e->replace_run ? e->replace_run : e->replace};
     if (start > 0) {
         o.start_layer = start;
         o.x_start = e->cache + (size_t)start * nd;
@@ -354,7 +375,7 @@ static hs_status run_batch(hs_loss_eval *e, const float *masks, int batch, int s
     }
     e->ws->out_rows = e->out_rows;
     e->ws->n_out_rows = e->n_out;
-    if ((st = hs_forward(e->m, in->ids, in->type_ids, in->n, &o, e->ws, err))) {
+    if ((st = hs_forward(e->m, in->ids, in->type_ids, e->n_run, &o, e->ws, err))) {
         if (o.x_layers)
             e->cache_valid = 0;
         return st;
