@@ -202,32 +202,27 @@ HS_CLONES static void gelu_erf_back(const float *x, float *dy, size_t count)
     }
 }
 
-void hs_op_gelu(const float *x, float *y, size_t count, hs_activation act)
+/* kernel(x, y, len) over count elements in chunks of 4096, the chunks on the threads */
+static void by_chunks(void (*kernel)(const float *, float *, size_t), const float *x, float *y,
+                      size_t count)
 {
     const size_t chunk = 4096;
     size_t chunks = (count + chunk - 1) / chunk;
 #pragma omp parallel for schedule(static) if (count >= PAR_MIN)
     for (size_t c = 0; c < chunks; c++) {
         size_t lo = c * chunk, len = count - lo < chunk ? count - lo : chunk;
-        if (act == HS_ACT_GELU_ERF)
-            gelu_erf(x + lo, y + lo, len);
-        else
-            gelu_tanh(x + lo, y + lo, len);
+        kernel(x + lo, y + lo, len);
     }
+}
+
+void hs_op_gelu(const float *x, float *y, size_t count, hs_activation act)
+{
+    by_chunks(act == HS_ACT_GELU_ERF ? gelu_erf : gelu_tanh, x, y, count);
 }
 
 void hs_op_gelu_back(const float *x, float *dy, size_t count, hs_activation act)
 {
-    const size_t chunk = 4096;
-    size_t chunks = (count + chunk - 1) / chunk;
-#pragma omp parallel for schedule(static) if (count >= PAR_MIN)
-    for (size_t c = 0; c < chunks; c++) {
-        size_t lo = c * chunk, len = count - lo < chunk ? count - lo : chunk;
-        if (act == HS_ACT_GELU_ERF)
-            gelu_erf_back(x + lo, dy + lo, len);
-        else
-            gelu_tanh_back(x + lo, dy + lo, len);
-    }
+    by_chunks(act == HS_ACT_GELU_ERF ? gelu_erf_back : gelu_tanh_back, x, dy, count);
 }
 
 /* max r[0..w); inlined into the cloned kernels below, so it vectorises with each. */
