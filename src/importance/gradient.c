@@ -220,7 +220,6 @@ void hs_grad_scratch_free(hs_grad_scratch *s)
     *s = (hs_grad_scratch){0};
 }
 
-
 hs_status hs_gradient_capped(const hs_model *m, const hs_loss_input *in, const float *head_mask,
                              double cap, double *g, double *loss, hs_grad_scratch *keep,
                              hs_error *err)

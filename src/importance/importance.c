@@ -7,8 +7,8 @@
 #include "headscope/forward.h"
 #include "headscope/importance.h"
 #include "internal.h"
-#include "nn/block.h"
 #include "model/model_internal.h"
+#include "nn/block.h"
 #include "nn/ops.h"
 
 /* Rows of logits computed at a time when the forward workspace's spare attention buffer
