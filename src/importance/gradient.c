@@ -77,23 +77,6 @@ static void norm_back(int rms, const float *xhat, const float *rstd, const float
     }
 }
 
-/* The gated MLP's activation backward: gu: (n, 2f) rows [gate | up], da: (n, f) = d loss /
- * d (SiLU(gate) up) → dgu: (n, 2f): d gate = da up SiLU'(gate), d up = da SiLU(gate), with
- * SiLU'(g) = s (1 + g (1 - s)), s = sigmoid(g). */
-static void swiglu_back(const float *gu, const float *da, float *dgu, int n, int f)
-{
-#pragma omp parallel for schedule(static) if ((size_t)n * (size_t)f >= 32768)
-    for (int i = 0; i < n; i++) {
-        const float *g = gu + (size_t)i * 2 * (size_t)f, *a = da + (size_t)i * (size_t)f;
-        float *dg = dgu + (size_t)i * 2 * (size_t)f;
-        for (int k = 0; k < f; k++) {
-            double gk = g[k], sk = 1.0 / (1.0 + exp(-gk));
-            dg[k] = (float)((double)a[k] * g[f + k] * sk * (1.0 + gk * (1.0 - sk)));
-            dg[f + k] = (float)((double)a[k] * gk * sk);
-        }
-    }
-}
-
 /* The MLP backward: dy: (n, d) = d loss / d (MLP output) → din: (n, d) = d loss / d (MLP
  * input); pre: (n, F) the kept first projection; dff: (n, F) scratch, and (n, d_ff) more
  * after it for the gated MLP. */
@@ -104,7 +87,7 @@ static void mlp_back(const hs_model_config *c, const hs_layer *W, const float *p
     if (c->act == HS_ACT_SILU_GATED) {
         float *da = dff + (size_t)n * (size_t)F;
         linear_back(dy, W->w_proj, da, n, f, d, 0);
-        swiglu_back(pre, da, dff, n, f);
+        hs_op_swiglu_back(pre, da, dff, n, f);
     } else {
         linear_back(dy, W->w_proj, dff, n, f, d, 0);
         hs_op_gelu_back(pre, dff, (size_t)n * (size_t)f, c->act);

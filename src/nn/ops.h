@@ -93,6 +93,11 @@ void hs_op_silu_mul(const float *g, const float *u, float *y, size_t count);
  * SiLU(gate) * up; y may not alias gu. */
 void hs_op_swiglu(const float *gu, float *y, int rows, int f);
 
+/* Its backward: da: (rows, f) = d loss / d (SiLU(gate) * up) → dgu: (rows, 2f), each row
+ * [d gate | d up]: d gate = da up SiLU'(gate), d up = da SiLU(gate), SiLU'(g) = s (1 + g (1 -
+ * s)), s = sigmoid(g); in float with the forward's exp. */
+void hs_op_swiglu_back(const float *gu, const float *da, float *dgu, int rows, int f);
+
 /* inv: (a->rotary_dims / 2) rotary inverse frequencies theta_k = base^(-2k/rotary_dims),
  * rescaled as a->rope_scaling says: linear theta/factor; llama3 (Llama 3.1's reference
  * code), with wavelength 2 pi/theta and old = rope_orig_ctx: kept below old/high_freq,
