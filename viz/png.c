@@ -78,6 +78,11 @@ static int png_encode_rows(png_structp png, png_infop info, const uint8_t *rgb, 
     png_set_IHDR(png, info, (png_uint_32)w, (png_uint_32)h, 8, PNG_COLOR_TYPE_RGB,
                  PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
     png_set_compression_level(png, 6);
+    /* One filter, "up" (each row as its difference from the row above), in place of libpng's
+     * default of trying all five on every row: the pictures are cells drawn as blocks of
+     * equal rows, which "up" turns into rows of zeros. GPT-2's 150 pictures at n = 128 on
+     * two threads: 5.2 -> 2.95 s, 1.3% more bytes. */
+    png_set_filter(png, PNG_FILTER_TYPE_BASE, PNG_FILTER_UP);
     png_write_info(png, info);
     size_t stride = (size_t)w * 3;
     for (int y = 0; y < h; y++)
