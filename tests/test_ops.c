@@ -25,12 +25,13 @@ Test(ops, rmsnorm_divides_by_the_root_mean_square)
     NEAR(y[3], 0);
 }
 
-Test(ops, silu_mul_is_g_sigmoid_g_times_u)
+Test(ops, swiglu_is_gate_sigmoid_gate_times_up)
 {
-    /* SiLU(0) = 0; SiLU(ln 3) = ln 3 * 3/4 (sigmoid(ln 3) = 3/4); SiLU(-ln 3) = -ln 3 / 4 */
-    const float g[3] = {0.0f, (float)log(3.0), (float)-log(3.0)}, u[3] = {5, 2, -4};
+    /* SiLU(0) = 0; SiLU(ln 3) = ln 3 * 3/4 (sigmoid(ln 3) = 3/4); SiLU(-ln 3) = -ln 3 / 4;
+     * one row [gate | up] */
+    const float gu[6] = {0.0f, (float)log(3.0), (float)-log(3.0), 5, 2, -4};
     float y[3];
-    hs_op_silu_mul(g, u, y, 3);
+    hs_op_swiglu(gu, y, 1, 3);
     NEAR(y[0], 0);
     NEAR(y[1], (double)(float)log(3.0) * 0.75 * 2);
     NEAR(y[2], (double)(float)-log(3.0) * 0.25 * -4);

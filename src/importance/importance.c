@@ -223,8 +223,11 @@ static hs_status ensure_batch(hs_loss_eval *e, int batch, hs_error *err)
             e->row_targets[k * lr + r] = target;
         }
     hs_status st = hs_forward_ws_new_batch(e->m, e->in.n, batch, &e->ws, err);
-    if (st == HS_OK)
+    if (st == HS_OK) {
         e->cap_batch = batch;
+        e->ws->out_rows = e->out_rows;
+        e->ws->n_out_rows = e->n_out;
+    }
     return st;
 }
 
@@ -373,8 +376,6 @@ static hs_status run_batch(hs_loss_eval *e, const float *masks, int batch, int s
     } else if (capture && e->cache) {
         o.x_layers = e->cache;
     }
-    e->ws->out_rows = e->out_rows;
-    e->ws->n_out_rows = e->n_out;
     if ((st = hs_forward(e->m, in->ids, in->type_ids, e->n_run, &o, e->ws, err))) {
         if (o.x_layers)
             e->cache_valid = 0;

@@ -198,7 +198,6 @@ hs_status hs_qkv_heads_reorder(const hs_model_config *c, float *x, int rows, int
  * cache), so a load's peak is about one copy of the weights, not two. */
 void hs_release_pages(const void *p, size_t n);
 
-
 /* ---- the weight cache (src/model/wcache.c) -----------------------------------------
  * The four matrices of a layer (QKV, O, FC, PROJ), when stored in a type other than F32,
  * are units of the cache: their stored bytes stay where the reader had them (a file

@@ -144,7 +144,7 @@ hs_status hs_wcache_add(hs_wcache *wc, int l, int kind, const hs_tensor_view *t,
 /* Converts unit u into a new buffer (wc->lock held, or at load). */
 static hs_status convert(hs_wcache *wc, wunit *u, hs_error *err)
 {
-    float *buf = hs_alloc_large((u->floats ? u->floats : 1) * sizeof(float));
+    float *buf = hs_alloc_large(u->floats * sizeof(float));
     if (!buf)
         return hs_fail(err, HS_E_NOMEM, "out of memory converting %zu MB of weights",
                        u->floats * sizeof(float) >> 20);

@@ -478,7 +478,7 @@ hs_status hs_weights_build(hs_model *m, hs_tensor_lookup lookup, void *ctx, hs_e
     }
     b.dry = 0;
     b.largest = 0;
-    m->arena = hs_alloc_large((b.arena_need ? b.arena_need : 1) * sizeof(float));
+    m->arena = hs_alloc_large(b.arena_need * sizeof(float));
     if (!m->arena || (b.cached_floats && !(m->wc = hs_wcache_new(m, m->weight_memory)))) {
         st = hs_fail(err, HS_E_NOMEM, "out of memory allocating %zu MB of weights",
                      b.arena_need * sizeof(float) >> 20);

@@ -447,17 +447,6 @@ HS_CLONES static void silu_mul_back(const float *g, const float *u, const float 
     }
 }
 
-void hs_op_silu_mul(const float *g, const float *u, float *y, size_t count)
-{
-    const size_t chunk = 4096;
-    size_t chunks = (count + chunk - 1) / chunk;
-#pragma omp parallel for schedule(static) if (count >= PAR_MIN)
-    for (size_t c = 0; c < chunks; c++) {
-        size_t lo = c * chunk, len = count - lo < chunk ? count - lo : chunk;
-        silu_mul(g + lo, u + lo, y + lo, (int)len);
-    }
-}
-
 void hs_op_swiglu(const float *gu, float *y, int rows, int f)
 {
 #pragma omp parallel for schedule(static) if ((size_t)rows * (size_t)f >= PAR_MIN)

@@ -86,9 +86,6 @@ hs_status hs_op_attn_fused(const hs_model_config *c, const float *qkv, float *ct
 void hs_op_rmsnorm(const float *x, const float *w, float *y, float *xhat, float *rstd, int n,
                    int d, float eps);
 
-/* y: (count) = SiLU(g) * u = g / (1 + e^-g) * u; y may alias g or u. */
-void hs_op_silu_mul(const float *g, const float *u, float *y, size_t count);
-
 /* The gated MLP's activation: gu: (rows, 2f), each row [gate | up] → y: (rows, f) =
  * SiLU(gate) * up; y may not alias gu. */
 void hs_op_swiglu(const float *gu, float *y, int rows, int f);
