@@ -134,6 +134,8 @@ typedef struct hs_gemm {
     int add;
 } hs_gemm;
 void hs_gemm_run(const hs_gemm *g);
+/* How many calls hs_gemm_run has made over more than one tile (merged, src/core/gemm.c). */
+long hs_gemm_merged_calls(void);
 /* hs_gemm_run's c = op(A) op(B) (alpha 1, beta 0) in double and in float. */
 void hs_dgemm_fixed(int trans_a, int trans_b, int m, int n, int k, const double *a, int lda,
                     const double *b, int ldb, double *c, int ldc);

@@ -400,16 +400,20 @@ Test(ops, fixed_products_transposed_and_split_match_a_long_double_sum)
     }
 }
 
-/* Merged rows (src/core/gemm.c): with few threads the rows of several 128-row tiles go to
- * one call where that gives the tiles' bits for the shape. The Q/K/V and output projections
- * of GPT-2 at n = 1024 and an MLP block, with a bias, on 1 thread (one call a column strip
- * where merged), 2 (half strips) and 16 (the tiles themselves): the same bits, and within
- * 1e-5 of a double sum on sampled elements. Merging happens only with kernels that pass the
- * check (OpenBLAS's SkylakeX ones: `make unit` runs this suite again with them where the
- * CPU has AVX-512). */
-Test(ops, merged_rows_give_the_tiles_bits_at_every_thread_count)
+/* Merged calls (src/core/gemm.c): with few threads the tiles of a block go to one call where
+ * that gives the tiles' bits for the shape. The Q/K/V and output projections of GPT-2 at
+ * n = 1024 and an MLP block (rows merged), the Q/K/V, output and MLP-down projections at
+ * n = 128 (one row of tiles: columns merged; the last two also cut along K), with a bias,
+ * on 1 thread (one call a K chunk where merged), 2 and 16 (the tiles themselves): the same
+ * bits, and within 1e-5 of a double sum on sampled elements. Merging happens only with
+ * kernels that pass the check: with OpenBLAS's SkylakeX ones (`make unit` runs this suite
+ * again with them where the CPU has AVX-512) every shape's one-thread product must have
+ * merged. */
+Test(ops, merged_calls_give_the_tiles_bits_at_every_thread_count)
 {
-    static const int shapes[][3] = {{1024, 768, 2304}, {1024, 768, 768}, {256, 768, 3072}};
+    static const int shapes[][3] = {{1024, 768, 2304}, {1024, 768, 768}, {256, 768, 3072},
+                                    {128, 768, 2304}, {128, 768, 768}, {128, 3072, 768}};
+    int skylakex = strcmp(hs_blas_corename(), "SkylakeX") == 0;
     for (size_t s = 0; s < sizeof shapes / sizeof *shapes; s++) {
         int m = shapes[s][0], k = shapes[s][1], n = shapes[s][2];
         size_t mk = (size_t)m * k, kn = (size_t)k * n, mn = (size_t)m * n;
@@ -429,7 +433,10 @@ Test(ops, merged_rows_give_the_tiles_bits_at_every_thread_count)
         static const int thr[3] = {1, 2, 16};
         for (int r = 0; r < 3; r++) {
             hs_set_threads(thr[r]);
+            long before = hs_gemm_merged_calls();
             hs_op_linear(a, w, bias, c[r], m, k, n);
+            if (r == 0 && skylakex)
+                cr_assert(hs_gemm_merged_calls() > before, "%dx%dx%d: not merged on 1 thread with SkylakeX kernels", m, k, n);
         }
         hs_set_threads(0);
         cr_assert_arr_eq(c[0], c[2], mn * sizeof(float), "%dx%dx%d: 1 and 16 threads differ", m, k, n);

@@ -21,16 +21,18 @@
  * MLP-up one of the same FLOPs with 12 tiles (48 for the up projection). The split too
  * depends on the shape alone.
  *
- * Merged rows. With few threads the tiles are more than the threads need, and each tile
- * packs its slice of b again: on one thread the Q/K/V projection at n = 1024 took 22.8 ms in
- * 128-row tiles against 20.3 in column strips (OpenBLAS's SkylakeX kernels, 2-core machine).
- * Where one call over the rows of g consecutive tiles gives the same bits as the g tile
- * calls, the rows are merged into calls of g tiles, g chosen for about MERGE_TASKS tasks a
- * thread: OpenBLAS's SkylakeX kernels give the same bits (checked on the projections of
- * GPT-2 and BERT shapes), its Haswell and Zen kernels do not. It is not assumed: the first
- * product of each shape computes its pieces both ways and compares every bit
- * (merge_verdict), and a shape that differs is never merged. The result is then the same
- * for every thread count either way. */
+ * Merged calls. With few threads the tiles are more than the threads need, and each call
+ * packs its slice of a and b again: on one thread the Q/K/V projection at n = 1024 took
+ * 22.8 ms in 128-row tiles against 20.3 in column strips, and at n = 128 (one row of 36
+ * tiles of 128 x 64) 3.3 ms against 2.8 as one call (OpenBLAS's SkylakeX kernels, 2-core
+ * machine). Where one call over a block of tiles gives the same bits as the tile calls,
+ * the tiles are merged: on one thread into one call a K chunk, otherwise into about
+ * MERGE_TASKS calls a thread, the rows of a column strip first, then neighbouring strips,
+ * at most MERGE_CELLS elements a call. OpenBLAS's SkylakeX kernels give the same bits
+ * (checked on the projections of GPT-2 and BERT shapes), its Haswell and Zen kernels do
+ * not. It is not assumed: the first product of each block shape computes a block both ways
+ * and compares every bit (merge_verdict), and a shape that differs is never merged. The
+ * result is then the same for every thread count either way. */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -52,12 +54,25 @@
 #define GEMM_PART_MAX ((size_t)4 << 20) /* bytes of partial products, at most */
 #define MERGE_TASKS 4                   /* merged calls are cut to about this many a thread */
 #define MERGE_SHAPES 1024               /* shapes whose verdict is kept; then tiles */
+#define MERGE_CELLS ((size_t)1 << 19)   /* a merged call's elements of c, at most */
 #define PAR_MIN 32768                   /* elements below which a sum stays on one thread */
 
 /* The calling thread's buffer for the K chunks' partial products, grown as needed and kept
  * (with fewer than 32 tiles, at most GEMM_TASKS + GEMM_TILES tiles of 128 x 64 floats,
  * 2.6 MB; never above GEMM_PART_MAX); NULL when out of memory, and the product is then not
  * split. */
+/* Calls that covered more than one tile, since the start (a test's proof that merging
+ * happened where the kernels allow it). */
+static long merged_calls;
+
+long hs_gemm_merged_calls(void)
+{
+    long n;
+#pragma omp atomic read
+    n = merged_calls;
+    return n;
+}
+
 static _Thread_local void *part_buf;
 static _Thread_local size_t part_cap;
 
@@ -120,16 +135,16 @@ static void sum_row(const hs_gemm *g, const void *part, size_t mn, int ks, int i
     }
 }
 
-/* ---- merged rows: the verdict of each shape --------------------------------------- */
+/* ---- merged calls: the verdict of each shape --------------------------------------- */
 
 typedef struct merge_key {
-    int dbl, trans_a, trans_b, rows, cols, k;
+    int dbl, trans_a, trans_b, rows, cols, k, tn;
     double alpha, beta;
 } merge_key;
 
 static struct {
     merge_key key;
-    int same; /* 1: a call over the rows gives the tiles' bits; 0: it does not */
+    int same; /* 1: one call over the block gives the tiles' bits; 0: it does not */
 } merge_tab[MERGE_SHAPES];
 static int merge_n;
 static pthread_mutex_t merge_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -137,20 +152,20 @@ static pthread_mutex_t merge_lock = PTHREAD_MUTEX_INITIALIZER;
 static int key_eq(const merge_key *a, const merge_key *b)
 {
     return a->dbl == b->dbl && a->trans_a == b->trans_a && a->trans_b == b->trans_b &&
-           a->rows == b->rows && a->cols == b->cols && a->k == b->k && a->alpha == b->alpha &&
-           a->beta == b->beta;
+           a->rows == b->rows && a->cols == b->cols && a->k == b->k && a->tn == b->tn &&
+           a->alpha == b->alpha && a->beta == b->beta;
 }
 
-/* 1 if one call over rows i0.. i0 + rows gives the bits of the tm-row tile calls over the
- * same rows (cols wide from j0, beta as the pieces use it), for this shape: looked up, or
- * measured on these operands, both ways into zeroed scratch (the order of a kernel's sums
- * does not depend on the values), every call single-threaded inside a parallel region, and
- * kept. 0 when it differs, when the scratch cannot be had, or when MERGE_SHAPES verdicts are
- * kept already (a corpus of many lengths: the shapes past them keep their tiles). */
-static int merge_verdict(const hs_gemm *g, int i0, int j0, int rows, int cols, int tm,
-                         double beta)
+/* 1 if one call over a rows x cols block (kl deep, beta as the pieces use it) gives the bits
+ * of the GEMM_TM x tn tile calls that cover it, for this shape: looked up, or measured on
+ * these operands (the block at the origin), both ways into zeroed scratch (the order of a
+ * kernel's sums does not depend on the values), every call single-threaded inside a
+ * parallel region, and kept. 0 when it differs, when the scratch cannot be had, or when
+ * MERGE_SHAPES verdicts are kept already (a corpus of many lengths: the shapes past them
+ * keep their tiles). */
+static int merge_verdict(const hs_gemm *g, int rows, int cols, int kl, int tn, double beta)
 {
-    merge_key key = {g->dbl, g->trans_a, g->trans_b, rows, cols, g->k, g->alpha, beta};
+    merge_key key = {g->dbl, g->trans_a, g->trans_b, rows, cols, kl, tn, g->alpha, beta};
     int verdict = -1;
     pthread_mutex_lock(&merge_lock);
     for (int i = 0; i < merge_n && verdict < 0; i++)
@@ -169,10 +184,12 @@ static int merge_verdict(const hs_gemm *g, int i0, int j0, int rows, int cols, i
 #pragma omp parallel num_threads(2)
 #pragma omp single
     {
-        piece(g, i0, j0, 0, rows, cols, g->k, beta, one, cols);
-        for (int r = 0; r < rows; r += tm)
-            piece(g, i0 + r, j0, 0, rows - r < tm ? rows - r : tm, cols, g->k, beta,
-                  tiles + (size_t)r * (size_t)cols * es, cols);
+        piece(g, 0, 0, 0, rows, cols, kl, beta, one, cols);
+        for (int r = 0; r < rows; r += GEMM_TM)
+            for (int q = 0; q < cols; q += tn)
+                piece(g, r, q, 0, rows - r < GEMM_TM ? rows - r : GEMM_TM,
+                      cols - q < tn ? cols - q : tn, kl, beta,
+                      tiles + ((size_t)r * (size_t)cols + (size_t)q) * es, cols);
     }
     verdict = memcmp(one, tiles, cells * es) == 0;
     free(one);
@@ -186,27 +203,56 @@ static int merge_verdict(const hs_gemm *g, int i0, int j0, int rows, int cols, i
     return verdict;
 }
 
-/* How many tiles one call takes along the rows (1: the tiles themselves): for mt x nt tiles
- * on the threads in use, the fewest row groups that still give about MERGE_TASKS calls a
- * thread, where every shape of the merged calls passes merge_verdict. */
-static int merge_rows(const hs_gemm *g, int mt, int nt, int tm, int tn, double beta)
+/* 1 if calls of pr x pc tiles (tm x tn each; the last row and column groups shorter) give
+ * the tiles' bits, for every block shape they take and every K chunk's depth. */
+static int merge_holds(const hs_gemm *g, int mt, int nt, int tn, int pr, int pc, int kc,
+                       double beta)
 {
-    int threads = hs_threads();
-    int groups = (MERGE_TASKS * threads + nt - 1) / nt; /* row groups a strip wants */
-    if (mt < 2 || groups >= mt)
-        return 1;
-    int per = (mt + groups - 1) / groups;
-    /* the shapes that occur: full and last row group, full and last strip */
-    int rows_full = per * tm < g->m ? per * tm : g->m;
-    int last_i0 = ((mt - 1) / per) * per * tm, rows_last = g->m - last_i0;
-    int last_j0 = (nt - 1) * tn, cols_last = g->n - last_j0, cols_full = tn < g->n ? tn : g->n;
-    int rs[2] = {rows_full, rows_last}, ri[2] = {0, last_i0};
-    int cs[2] = {cols_full, cols_last}, cj[2] = {0, last_j0};
+    int rows_full = pr * GEMM_TM < g->m ? pr * GEMM_TM : g->m;
+    int rows_last = g->m - ((mt - 1) / pr) * pr * GEMM_TM;
+    int cols_full = pc * tn < g->n ? pc * tn : g->n;
+    int cols_last = g->n - ((nt - 1) / pc) * pc * tn;
+    int rs[2] = {rows_full, rows_last}, cs[2] = {cols_full, cols_last};
+    int ks[2] = {kc, g->k - ((g->k - 1) / kc) * kc};
     for (int a = 0; a < 2; a++)
         for (int b = 0; b < 2; b++)
-            if (rs[a] > tm && merge_verdict(g, ri[a], cj[b], rs[a], cs[b], tm, beta) != 1)
-                return 1;
-    return per;
+            for (int c = 0; c < 2; c++)
+                if ((rs[a] > GEMM_TM || cs[b] > tn) &&
+                    merge_verdict(g, rs[a], cs[b], ks[c], tn, beta) != 1)
+                    return 0;
+    return 1;
+}
+
+/* The calls' grid with few threads (*pr row tiles by *pc column tiles a call; 1 x 1: the
+ * tiles themselves): on one thread one call a K chunk, otherwise about MERGE_TASKS tasks a
+ * thread, the rows of a column strip merged first (OpenBLAS packs the strip's slice of b
+ * once a call), then neighbouring strips, as long as the merged calls give the tiles' bits
+ * (merge_holds; with rows alone when rows and columns together do not). */
+static void merge_plan(const hs_gemm *g, int mt, int nt, int tn, int ks, int kc, double beta,
+                       int *pr, int *pc)
+{
+    int threads = hs_threads();
+    int want = threads == 1 ? 1 : MERGE_TASKS * threads;
+    int calls = (want + ks - 1) / ks; /* calls a K chunk wants */
+    *pr = *pc = 1;
+    if (mt * nt <= calls)
+        return;
+    int groups = (calls + nt - 1) / nt; /* row groups a strip wants */
+    int r = groups >= mt ? 1 : (mt + groups - 1) / groups;
+    if ((size_t)r * GEMM_TM * (size_t)tn > MERGE_CELLS)
+        r = (int)(MERGE_CELLS / ((size_t)GEMM_TM * (size_t)tn));
+    r = r < 1 ? 1 : r;
+    int strips = (calls + (mt + r - 1) / r - 1) / ((mt + r - 1) / r); /* strips a group wants */
+    int c = nt / strips > 1 ? nt / strips : 1;
+    size_t rows = (size_t)r * GEMM_TM < (size_t)g->m ? (size_t)r * GEMM_TM : (size_t)g->m;
+    if (c > 1 && rows * (size_t)c * (size_t)tn > MERGE_CELLS)
+        c = (int)(MERGE_CELLS / (rows * (size_t)tn));
+    c = c < 1 ? 1 : c;
+    if (merge_holds(g, mt, nt, tn, r, c, kc, beta)) {
+        *pr = r, *pc = c;
+    } else if (c > 1 && r > 1 && merge_holds(g, mt, nt, tn, r, 1, kc, beta)) {
+        *pr = r;
+    }
 }
 
 void hs_gemm_run(const hs_gemm *g)
@@ -228,15 +274,21 @@ void hs_gemm_run(const hs_gemm *g)
                                                                  : NULL;
     if (!part)
         ks = 1, kc = k;
-    /* whole products: the tiles' rows merged per tiles where that gives the same bits */
+    /* whole products: the tiles merged into bigger calls where that gives the same bits */
     double beta_c = g->bias && !g->dbl ? 1.0 : g->beta; /* the beta the pieces run with */
-    int per = ks == 1 ? merge_rows(g, mt, nt, tm, tn, beta_c) : 1, rt = per * tm;
-    int calls = ((mt + per - 1) / per) * nt, tasks = calls * ks;
+    int pr = 1, pc = 1;
+    merge_plan(g, mt, nt, tn, ks, kc, ks > 1 ? 0.0 : beta_c, &pr, &pc);
+    int rt = pr * tm, cw = pc * tn, ncols = (nt + pc - 1) / pc;
+    int calls = ((mt + pr - 1) / pr) * ncols, tasks = calls * ks;
+    if (pr * pc > 1) {
+#pragma omp atomic
+        merged_calls += tasks;
+    }
 #pragma omp parallel for schedule(dynamic) if (tasks > 1)
     for (int t = 0; t < tasks; t++) {
         int tile = t % calls, q = t / calls; /* q: the K chunk */
-        int i0 = (tile / nt) * rt, j0 = (tile % nt) * tn, k0 = q * kc;
-        int rows = i0 + rt < m ? rt : m - i0, cols = j0 + tn < n ? tn : n - j0;
+        int i0 = (tile / ncols) * rt, j0 = (tile % ncols) * cw, k0 = q * kc;
+        int rows = i0 + rt < m ? rt : m - i0, cols = j0 + cw < n ? cw : n - j0;
         int kl = k0 + kc < k ? kc : k - k0;
         if (ks > 1) { /* this chunk's product, alone, into its partial buffer */
             char *pt = (char *)part + ((size_t)q * mn + (size_t)i0 * (size_t)n + (size_t)j0) * es;
@@ -244,7 +296,7 @@ void hs_gemm_run(const hs_gemm *g)
             continue;
         }
         char *ct = (char *)g->c + ((size_t)i0 * (size_t)g->ldc + (size_t)j0) * es;
-        if (g->bias && !g->dbl) { /* the bias broadcast per tile, on a block read next */
+        if (g->bias && !g->dbl) { /* the bias broadcast per call, on a block read next */
             for (int i = 0; i < rows; i++) {
                 float *row = (float *)ct + (size_t)i * (size_t)g->ldc;
                 if (g->add) {
