@@ -183,7 +183,7 @@ static hs_status block_run(const hs_model *m, const hs_layer *L, int l, hs_forwa
                 float *direct = keep ? NULL : trace_layer(o, l, c->n_head, n, hm_b);
                 if (direct)
                     probs = direct;
-                if (!probs && !(probs = ws->probs = malloc(ws->probs_floats * sizeof *probs)))
+                if (!probs && !(probs = ws->probs = hs_alloc_large(ws->probs_floats * sizeof *probs)))
                     return hs_fail(err, HS_E_NOMEM, "out of memory for a layer's attention maps");
                 /* probs are reported before the head mask scales them */
                 bad_row = hs_op_attn_probs(c, qkv, probs, n);
