@@ -4,6 +4,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "headscope/forward.h"
 #include "headscope/importance.h"
@@ -127,6 +130,22 @@ done:
 
 /* The kernel's transparent-huge-page mode ("always", "madvise", "never"; "?" unknown): with
  * "always", every thread's OpenBLAS buffer takes whole 2 MB pages. */
+/* 1 if this kernel takes the CLI's request for huge pages on advised memory only
+ * (cli/main.c), tried in a child so the bench's own process is left as it is. */
+static int thp_advised_only(void)
+{
+#ifndef PR_THP_DISABLE_EXCEPT_ADVISED
+#define PR_THP_DISABLE_EXCEPT_ADVISED (1 << 1)
+#endif
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0)
+        _exit(prctl(PR_SET_THP_DISABLE, 1, PR_THP_DISABLE_EXCEPT_ADVISED, 0, 0) == 0 ? 0 : 1);
+    int status = 0;
+    return pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
+           WEXITSTATUS(status) == 0;
+}
+
 static const char *thp_mode(char *buf, size_t cap)
 {
     FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");
@@ -135,7 +154,9 @@ static const char *thp_mode(char *buf, size_t cap)
     if (f)
         fclose(f);
     char *a = ok ? strchr(line, '[') : NULL, *b = a ? strchr(a, ']') : NULL;
-    snprintf(buf, cap, "%.*s", a && b ? (int)(b - a - 1) : 1, a && b ? a + 1 : "?");
+    snprintf(buf, cap, "%.*s%s", a && b ? (int)(b - a - 1) : 1, a && b ? a + 1 : "?",
+             thp_advised_only() ? ", the CLI's on advised memory only"
+                                : ", the CLI's everywhere the mode says (kernel before 6.18)");
     return buf;
 }
 
@@ -165,7 +186,7 @@ void bench_memory_rows(const char *headscope, const char *model, const hs_model 
         double ra = bench_peak_rss_mb(attn, &ta), rb = bench_peak_rss_mb(an, &tb);
         remove_dir(out); /* a rerun into a folder would read the earlier report */
         double r2 = bench_peak_rss_mb(an2, &t2);
-        char thp[32];
+        char thp[128];
         printf("\npeak memory, n = %d (F32 weights %.0f MB; one layer's maps %.0f MB; "
                "transparent huge pages: %s):\n", n, f32_mb,
                (double)c->n_head * n * n * 4 / 1048576.0, thp_mode(thp, sizeof thp));
