@@ -1,10 +1,12 @@
 /* `hs-bench --breakdown`: where one layer's time goes. The kernels of src/nn/ops.c called in
  * the order the block (src/nn/block.c) calls them, on buffers of the model's shapes, each
- * timed apart (median of reps after a warm-up) at every thread count of the forward table,
- * beside the same projection as one BLAS-threaded sgemm (the alternative to headscope's
- * fixed tiles of single-threaded calls) and a copy of one layer's maps: what an observer of
- * its own pays to keep them (hs_trace_observe copies nothing: the pass writes into the
- * trace). */
+ * timed apart (median of reps after a warm-up) at every thread count of the forward table
+ * (the attention as a pass recording the maps runs it: scores, softmax, the maps written
+ * out and P V a row block at a time), beside the attention's two halves run apart over a
+ * maps buffer, the same projection as one BLAS-threaded sgemm (the alternative to
+ * headscope's fixed tiles of single-threaded calls) and a copy of one layer's maps: what an
+ * observer of its own pays to keep them (hs_trace_observe copies nothing: the pass writes
+ * into the trace). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,11 +25,14 @@ typedef struct layer_bufs {
     float *w_qkv, *b_qkv, *w_o, *w_fc, *w_proj, *ln_w, *ln_b;
 } layer_bufs;
 
-enum { OP_NORM, OP_QKV, OP_PROBS, OP_CONTEXT, OP_OUT, OP_ADD, OP_MLP_UP, OP_ACT, OP_MLP_DOWN,
-       OP_LAYER_OPS, OP_QKV_BLAS = OP_LAYER_OPS, OP_MAP_COPY, OP_COUNT };
+/* The block's kernels (summed as the layer's), then apart: the attention's two halves as
+ * separate passes over a maps buffer, the projection as one BLAS-threaded call, and the copy
+ * an observer of its own pays. */
+enum { OP_NORM, OP_QKV, OP_ATTN, OP_OUT, OP_ADD, OP_MLP_UP, OP_ACT, OP_MLP_DOWN, OP_LAYER_OPS,
+       OP_PROBS = OP_LAYER_OPS, OP_CONTEXT, OP_QKV_BLAS, OP_MAP_COPY, OP_COUNT };
 static const char *const op_names[OP_COUNT] = {
-    "norm", "qkv proj", "scores+softmax", "context P V", "out proj", "residual add",
-    "mlp up", "activation", "mlp down", "qkv, BLAS threads", "observer's copy"};
+    "norm", "qkv proj", "attention, maps", "out proj", "residual add", "mlp up", "activation",
+    "mlp down", "scores+softmax", "context P V", "qkv, BLAS threads", "observer's copy"};
 
 /* The MLP's two projections and activation HS_MLP_ROWS rows at a time, as the block runs them;
  * part: OP_MLP_UP, OP_ACT or OP_MLP_DOWN. */
@@ -57,6 +62,11 @@ static int run_op(void *ctx)
     switch (b->op) {
     case OP_NORM: hs_op_layernorm(b->x, b->ln_w, b->ln_b, b->h, NULL, NULL, n, d, 1e-5f); break;
     case OP_QKV: hs_op_linear(b->h, b->w_qkv, b->b_qkv, b->qkv, n, d, b->W); break;
+    case OP_ATTN: { /* scores, softmax, the maps written out, P V: as the block runs it */
+        size_t bad;
+        hs_op_attn_fused(c, b->qkv, b->ctx, n, NULL, b->trace, &bad);
+        break;
+    }
     case OP_PROBS: hs_op_attn_probs(c, b->qkv, b->probs, n); break;
     case OP_CONTEXT: hs_op_attn_context(c, b->qkv, b->probs, b->ctx, n, NULL); break;
     case OP_OUT: hs_op_linear(b->ctx, b->w_o, NULL, b->h, n, d, d); break;

@@ -221,9 +221,10 @@ Test(ops, attn_probs_names_the_first_row_that_is_not_finite)
     cr_assert_eq(probs_bad_row(INFINITY, NAN), (size_t)(0 * 3 + 1));
 }
 
-/* The fused attention (no maps buffer) gives the same bits as probabilities then context,
- * causal and not, with a head mask and grouped key/value heads, at a length that is not a
- * multiple of the row block; and names the same first bad row. */
+/* The fused attention gives the same bits as probabilities then context, causal and not,
+ * with a head mask and grouped key/value heads, at a length that is not a multiple of the
+ * row block, without the maps and with them (written out before the mask scales them: the
+ * probabilities' own bits, unmasked); and names the same first bad row. */
 static void fused_matches(int causal, int n_kv, int poison)
 {
     enum { N = 150, H = 4, DH = 8 };
@@ -241,13 +242,24 @@ static void fused_matches(int causal, int n_kv, int poison)
     if (poison)
         qkv[(size_t)77 * (size_t)W + 2 * DH] = INFINITY; /* head 2, query 77 */
     const float mask[H] = {1.0f, 0.0f, 0.5f, 1.0f};
-    size_t bad1 = hs_op_attn_probs(&c, qkv, probs, N), bad2 = 0;
-    hs_op_attn_context(&c, qkv, probs, ctx1, N, mask);
-    cr_assert_eq(hs_op_attn_fused(&c, qkv, ctx2, N, mask, &bad2), HS_OK);
-    cr_assert_eq(bad1, bad2);
-    cr_assert_eq(bad1, poison ? (size_t)(2 * N + 77) : (size_t)-1);
+    size_t bad1 = hs_op_attn_probs(&c, qkv, probs, N), bad2 = 0, bad3 = 0;
+    float *maps = malloc(sizeof(float) * H * N * N), *ctx3 = malloc(sizeof(float) * N * H * DH);
+    cr_assert(maps && ctx3);
+    memset(maps, 0xff, sizeof(float) * H * N * N); /* NaN everywhere: every cell must be written */
+    cr_assert_eq(hs_op_attn_fused(&c, qkv, ctx3, N, mask, maps, &bad3), HS_OK);
     if (!poison)
+        cr_assert(!memcmp(maps, probs, sizeof(float) * H * N * N), "written maps differ");
+    hs_op_attn_context(&c, qkv, probs, ctx1, N, mask);
+    cr_assert_eq(hs_op_attn_fused(&c, qkv, ctx2, N, mask, NULL, &bad2), HS_OK);
+    cr_assert_eq(bad1, bad2);
+    cr_assert_eq(bad1, bad3);
+    cr_assert_eq(bad1, poison ? (size_t)(2 * N + 77) : (size_t)-1);
+    if (!poison) {
         cr_assert(!memcmp(ctx1, ctx2, sizeof(float) * N * H * DH), "fused context differs");
+        cr_assert(!memcmp(ctx1, ctx3, sizeof(float) * N * H * DH), "context with maps differs");
+    }
+    free(maps);
+    free(ctx3);
     free(qkv);
     free(probs);
     free(ctx1);

@@ -78,20 +78,15 @@ static void replace_heads(const hs_model_config *c, const float *r, const float 
 }
 
 /* Layer l's place in the trace when the observer is the library's own recorder
- * (hs_trace_observe), the trace fits the pass and the layer's head mask hm (NULL: none) is
- * all ones: the probabilities are then written there directly, and hs_trace_observe, seeing
- * its own buffer, copies nothing. NULL otherwise (a mask below 1 scales the probabilities in
- * place for the context, after the observer has seen them). */
-static float *trace_layer(const hs_forward_opts *o, int l, int n_head, int n, const float *hm)
+ * (hs_trace_observe) and the trace fits the pass: the probabilities are then written there
+ * directly, and hs_trace_observe, seeing its own buffer, copies nothing. NULL otherwise. */
+static float *trace_layer(const hs_forward_opts *o, int l, int n_head, int n)
 {
     if (!o || o->on_attn != hs_trace_observe || !o->user)
         return NULL;
     hs_trace *t = o->user;
     if (t->n != n || t->n_head != n_head || l < 0 || l >= t->n_layer)
         return NULL;
-    for (int h = 0; hm && h < n_head; h++)
-        if (hm[h] != 1.0f)
-            return NULL;
     return t->attn + (size_t)l * (size_t)n_head * (size_t)n * (size_t)n;
 }
 
@@ -163,9 +158,9 @@ static hs_status block_run(const hs_model *m, const hs_layer *L, int l, hs_forwa
     if (pre)
         norm(c, x, L->ln1_w, L->ln1_b, h, KEEP(xhat1), KEEP(rstd1), qrows);
     hs_op_linear(pre ? h : x, L->w_qkv, L->b_qkv, qkv_all, qrows, d, W);
-    /* with no observer and nothing kept, no layer's maps are wanted: scores, softmax and
-     * P V a row block at a time (hs_op_attn_fused), without the (n_head, n, n) buffer */
-    int fused = !keep && !(o && o->on_attn);
+    /* scores, softmax and P V a row block at a time (hs_op_attn_fused); the layer's maps
+     * written out only where an observer or the backward pass wants them */
+    int maps = keep || (o && o->on_attn);
     for (int b = 0; b < batch; b++) {
         float *qkv = qkv_all + (same ? 0 : (size_t)b * (size_t)n * (size_t)W);
         float *ctx_b = ws->ctx + (size_t)b * nd;
@@ -175,38 +170,34 @@ static hs_status block_run(const hs_model *m, const hs_layer *L, int l, hs_forwa
                 hs_op_rotary(qkv, n, c->n_head, dh, W, rot, inv_freq, 0, 0);
                 hs_op_rotary(qkv + d, n, c->n_kv_head, dh, W, rot, inv_freq, 0, 0);
             }
-            size_t bad_row;
-            if (fused) { /* same: the common P V into h (free until the output projection) */
-                if (hs_op_attn_fused(c, qkv, same ? h : ctx_b, n, same ? NULL : hm_b, &bad_row))
-                    return hs_fail(err, HS_E_NOMEM, "out of memory for the attention rows");
-            } else {
-                float *direct = keep ? NULL : trace_layer(o, l, c->n_head, n, hm_b);
+            if (maps && !keep) {
+                float *direct = trace_layer(o, l, c->n_head, n);
                 if (direct)
                     probs = direct;
                 if (!probs && !(probs = ws->probs = hs_alloc_large(ws->probs_floats * sizeof *probs)))
                     return hs_fail(err, HS_E_NOMEM, "out of memory for a layer's attention maps");
-                /* probs are reported before the head mask scales them */
-                bad_row = hs_op_attn_probs(c, qkv, probs, n);
             }
+            /* kept: P V as it is (the mask scales it below); same: the common P V into h
+               (free until the output projection); otherwise this copy's masked context */
+            float *dst = keep ? keep->ctx : same ? h : ctx_b;
+            size_t bad_row;
+            if (hs_op_attn_fused(c, qkv, dst, n, keep || same ? NULL : hm_b, maps ? probs : NULL,
+                                 &bad_row))
+                return hs_fail(err, HS_E_NOMEM, "out of memory for the attention rows");
             hs_status st = o && o->allow_nonfinite ? HS_OK : check_probs(bad_row, l, n, err);
             if (st)
                 return st;
-            if (!fused && o && o->on_attn && o->on_attn(o->user, l, probs, c->n_head, n))
+            if (o && o->on_attn && o->on_attn(o->user, l, probs, c->n_head, n))
                 return hs_fail(err, HS_E_ARG, "stopped by observer");
         }
-        if (keep) { /* P V kept as it is; context = xi_h P_h V_h */
-            hs_op_attn_context(c, qkv, probs, keep->ctx, n, NULL);
+        if (keep) { /* context = xi_h P_h V_h */
             if (hm_b)
                 scale_heads(c, keep->ctx, hm_b, ws->ctx, n);
         } else if (same) { /* the common P V (in h), each copy's mask scaling its context */
-            if (b == 0 && !fused)
-                hs_op_attn_context(c, qkv, probs, h, n, NULL);
             if (hm_b)
                 scale_heads(c, h, hm_b, ctx_b, n);
             else
                 memcpy(ctx_b, h, nd * sizeof *h);
-        } else if (!fused) {
-            hs_op_attn_context(c, qkv, probs, ctx_b, n, hm_b);
         }
         if (hm_b && o && o->head_replace)
             replace_heads(c, o->head_replace + (size_t)l * nd, hm_b, ctx_b, n);

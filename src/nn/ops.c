@@ -378,7 +378,7 @@ void hs_op_attn_context(const hs_model_config *c, const float *qkv, float *probs
 }
 
 hs_status hs_op_attn_fused(const hs_model_config *c, const float *qkv, float *ctx, int n,
-                           const float *head_mask, size_t *bad_row)
+                           const float *head_mask, float *probs, size_t *bad_row)
 {
     int nb = (n + ATTN_ROWS - 1) / ATTN_ROWS, tasks = c->n_head * nb, failed = 0;
     size_t nn = (size_t)n * (size_t)n, first_bad = (size_t)-1;
@@ -391,10 +391,13 @@ hs_status hs_op_attn_fused(const hs_model_config *c, const float *qkv, float *ct
         }
 #pragma omp for schedule(dynamic)
         for (int t = 0; t < tasks; t++) {
-            int h = t / nb, r0 = (t % nb) * ATTN_ROWS;
+            int h = t / nb, r0 = (t % nb) * ATTN_ROWS, rows = n - r0 < ATTN_ROWS ? n - r0 : ATTN_ROWS;
             if (!p)
                 continue;
             note_bad(&first_bad, probs_task(c, qkv, p, n, h, r0), n, h, r0);
+            if (probs) /* the maps, before the head mask scales them: one write of the rows */
+                memcpy(probs + (size_t)h * nn + (size_t)r0 * (size_t)n, p,
+                       (size_t)rows * (size_t)n * sizeof *p);
             context_task(c, qkv, p, ctx, n, h, r0, head_mask ? head_mask[h] : 1.0f);
         }
         free(p);

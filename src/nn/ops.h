@@ -75,11 +75,13 @@ void hs_op_attn_context(const hs_model_config *c, const float *qkv, float *probs
 
 /* hs_op_attn_probs then hs_op_attn_context, one task of ATTN_ROWS query rows of one head at
  * a time, the task's probabilities in a buffer of the thread's own (ATTN_ROWS x n floats)
- * while they are in cache, for passes that need no layer's maps: no (n_head, n, n) buffer,
- * the same bits in ctx. *bad_row as hs_op_attn_probs returns it. HS_E_NOMEM when a thread's
- * buffer cannot be had (ctx then incomplete). */
+ * while they are in cache: the same bits in ctx, and in probs (n_head, n, n) when it is not
+ * NULL (the maps before the head mask scales them, each row written once, where
+ * hs_op_attn_probs's products first clear their rows of the maps and hs_op_attn_context
+ * reads them back). *bad_row as hs_op_attn_probs returns it. HS_E_NOMEM when a thread's
+ * buffer cannot be had (ctx and probs then incomplete). */
 hs_status hs_op_attn_fused(const hs_model_config *c, const float *qkv, float *ctx, int n,
-                           const float *head_mask, size_t *bad_row);
+                           const float *head_mask, float *probs, size_t *bad_row);
 
 /* y: (n, d) = x / sqrt(mean(x^2) + eps) * w, row-wise (mean in double); y may alias x.
  * xhat: (n, d) = x / rms and rstd: (n) = 1 / rms when not NULL. */
