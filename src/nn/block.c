@@ -174,7 +174,8 @@ static hs_status block_run(const hs_model *m, const hs_layer *L, int l, hs_forwa
                 float *direct = trace_layer(o, l, c->n_head, n);
                 if (direct)
                     probs = direct;
-                if (!probs && !(probs = ws->probs = hs_alloc_large(ws->probs_floats * sizeof *probs)))
+                if (!probs &&
+                    !(probs = ws->probs = hs_alloc_large(ws->probs_floats * sizeof *probs)))
                     return hs_fail(err, HS_E_NOMEM, "out of memory for a layer's attention maps");
             }
             /* kept: P V as it is (the mask scales it below); same: the common P V into h

@@ -391,7 +391,8 @@ hs_status hs_op_attn_fused(const hs_model_config *c, const float *qkv, float *ct
         }
 #pragma omp for schedule(dynamic)
         for (int t = 0; t < tasks; t++) {
-            int h = t / nb, r0 = (t % nb) * ATTN_ROWS, rows = n - r0 < ATTN_ROWS ? n - r0 : ATTN_ROWS;
+            int h = t / nb, r0 = (t % nb) * ATTN_ROWS;
+            int rows = n - r0 < ATTN_ROWS ? n - r0 : ATTN_ROWS;
             if (!p)
                 continue;
             note_bad(&first_bad, probs_task(c, qkv, p, n, h, r0), n, h, r0);
