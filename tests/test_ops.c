@@ -473,3 +473,60 @@ Test(ops, merged_calls_give_the_tiles_bits_at_every_thread_count)
             free(c[r]);
     }
 }
+
+/* A merge check measures on the operands of the shape's first product. Operands on which
+ * every order of the sums gives the same bits (zeros; small integers, summed exactly) say
+ * nothing about the kernels, and must not decide the shape: a first product on zeros, a
+ * second on small integers, then products on operands that round on 1, 2 and 16 threads
+ * give the same bits (with the Haswell kernels, whose merged call gives other bits, a
+ * check on zeros found a match and merged the 1-thread product). In float and in
+ * double. */
+Test(ops, merge_check_on_exact_operands_decides_nothing)
+{
+    enum { M = 512, K = 768, N = 768 };
+    size_t mk = (size_t)M * K, kn = (size_t)K * N, mn = (size_t)M * N;
+    float *a = calloc(mk, sizeof *a), *w = calloc(kn, sizeof *w), *c[3];
+    double *ad = calloc(mk, sizeof *ad), *wd = calloc(kn, sizeof *wd), *cd[3];
+    for (int r = 0; r < 3; r++) {
+        c[r] = malloc(mn * sizeof(float));
+        cd[r] = malloc(mn * sizeof(double));
+    }
+    cr_assert(a && w && ad && wd && c[0] && c[1] && c[2] && cd[0] && cd[1] && cd[2]);
+    static const int thr[3] = {1, 2, 16};
+    for (int exact = 0; exact < 2; exact++) { /* zeros first, then small integers */
+        for (size_t i = 0; i < mk; i++)
+            ad[i] = a[i] = exact ? (float)(i % 5) - 2.0f : 0.0f;
+        for (size_t i = 0; i < kn; i++)
+            wd[i] = w[i] = exact ? (float)(i % 3) - 1.0f : 0.0f;
+        hs_set_threads(1); /* the first products of the shapes, on these operands */
+        hs_sgemm_fixed(0, 0, M, N, K, a, K, w, N, c[0], N);
+        hs_dgemm_fixed(0, 0, M, N, K, ad, K, wd, N, cd[0], N);
+    }
+    uint32_t x = 4242u;
+    for (size_t i = 0; i < mk; i++) {
+        x ^= x << 13, x ^= x >> 17, x ^= x << 5;
+        ad[i] = a[i] = (float)((int)(x % 2001u) - 1000) / 997.0f;
+    }
+    for (size_t i = 0; i < kn; i++) {
+        x ^= x << 13, x ^= x >> 17, x ^= x << 5;
+        wd[i] = w[i] = (float)((int)(x % 2001u) - 1000) / 1009.0f;
+    }
+    for (int r = 0; r < 3; r++) {
+        hs_set_threads(thr[r]);
+        hs_sgemm_fixed(0, 0, M, N, K, a, K, w, N, c[r], N);
+        hs_dgemm_fixed(0, 0, M, N, K, ad, K, wd, N, cd[r], N);
+    }
+    hs_set_threads(0);
+    for (int r = 0; r < 2; r++) {
+        cr_assert_arr_eq(c[r], c[2], mn * sizeof(float), "float: %d and 16 threads differ", thr[r]);
+        cr_assert_arr_eq(cd[r], cd[2], mn * sizeof(double), "double: %d and 16 threads differ", thr[r]);
+    }
+    free(a);
+    free(w);
+    free(ad);
+    free(wd);
+    for (int r = 0; r < 3; r++) {
+        free(c[r]);
+        free(cd[r]);
+    }
+}

@@ -31,11 +31,13 @@
  * at most MERGE_CELLS elements a call. OpenBLAS's SkylakeX kernels give the same bits
  * (checked on the projections of GPT-2 and BERT shapes), its Haswell and Zen kernels do
  * not. It is not assumed: the first product of each block shape computes a block both ways
- * and compares every bit (merge_verdict), and a shape that differs is never merged. The
- * result is then the same for every thread count either way. A check costs two products of
- * the block; after MERGE_GIVE_UP failed checks and none passed, the kernels are taken for
- * ones that merge nothing and no shape is checked again (55 checks, 16 GFLOP, in a default
- * analyze on GPT-2 with the Haswell kernels). */
+ * and compares every bit (merge_verdict), and a shape that differs is never merged; a match
+ * counts only on operands that show a change of order at all (not zeros, not small
+ * integers, orders_tell). The result is then the same for every thread count either way.
+ * A check costs two or three products of the block; after MERGE_GIVE_UP failed checks and
+ * none passed (in float, or in double), the kernels are taken for ones that merge nothing
+ * and no shape is checked again (55 checks, 16 GFLOP, in a default analyze on GPT-2 with
+ * the Haswell kernels). */
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,6 +61,8 @@
 #define MERGE_SHAPES 1024               /* shapes whose verdict is kept; then tiles */
 #define MERGE_CELLS ((size_t)1 << 19)   /* a merged call's elements of c, at most */
 #define MERGE_GIVE_UP 4                 /* failed checks, none passed: no more checks */
+#define MERGE_TRIES 3                   /* checks of a shape that could not tell; then tiles */
+#define MERGE_TELL 64                   /* a check tells when 1 cell in this many shows the order */
 #define PAR_MIN 32768                   /* elements below which a sum stays on one thread */
 
 /* Calls that covered more than one tile, since the start (a test's proof that merging
@@ -148,9 +152,11 @@ typedef struct merge_key {
 
 static struct {
     merge_key key;
-    int same; /* 1: one call over the block gives the tiles' bits; 0: it does not */
+    int same;  /* 1: one call over the block gives the tiles' bits; 0: it does not; -1: the
+                  checks so far could not tell */
+    int tries; /* checks that could not tell */
 } merge_tab[MERGE_SHAPES];
-static int merge_n, merge_passed, merge_failed;
+static int merge_n, merge_passed[2], merge_failed[2]; /* by precision: float, double */
 static pthread_mutex_t merge_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static int key_eq(const merge_key *a, const merge_key *b)
@@ -160,24 +166,64 @@ static int key_eq(const merge_key *a, const merge_key *b)
            a->alpha == b->alpha && a->beta == b->beta;
 }
 
+/* The table's entry for key, or -1; with the lock held. */
+static int merge_slot(const merge_key *key)
+{
+    for (int i = 0; i < merge_n; i++)
+        if (key_eq(&merge_tab[i].key, key))
+            return i;
+    return -1;
+}
+
+/* Whether the operands can tell two orders of the block's sums apart: the block taken as two
+ * parts of K, the second added onto the first, differs from the one call (one) in at least
+ * 1/MERGE_TELL of its cells. The parts meet at an odd index, where no kernel's own blocking
+ * of K (in multiples of its unrolling) would put a seam: OpenBLAS's SkylakeX kernels sum
+ * K = 768 as two blocks of 384, and halves of 384 would repeat that order exactly. Zeros
+ * cannot tell, nor small integers (summed exactly in any order): on them every order gives
+ * the same bits, and a match with the tiles says nothing. half: scratch of the block's
+ * size. */
+static int orders_tell(const hs_gemm *g, int rows, int cols, int kl, double beta,
+                       const char *one, char *half)
+{
+    size_t es = g->dbl ? sizeof(double) : sizeof(float), cells = (size_t)rows * (size_t)cols;
+    int seam = (kl / 2) | 1;
+    if (seam >= kl)
+        return 0;
+    memset(half, 0, cells * es);
+#pragma omp parallel num_threads(2)
+#pragma omp single
+    {
+        piece(g, 0, 0, 0, rows, cols, seam, beta, half, cols);
+        piece(g, 0, 0, seam, rows, cols, kl - seam, 1.0, half, cols);
+    }
+    size_t differ = 0;
+    for (size_t i = 0; i < cells; i++)
+        differ += memcmp(one + i * es, half + i * es, es) != 0;
+    return differ * MERGE_TELL >= cells;
+}
+
 /* 1 if one call over a rows x cols block (kl deep, beta as the pieces use it) gives the bits
  * of the GEMM_TM x tn tile calls that cover it, for this shape: looked up, or measured on
- * these operands (the block at the origin), both ways into zeroed scratch (the order of a
- * kernel's sums does not depend on the values), every call single-threaded inside a
- * parallel region, and kept. 0 when it differs, when the scratch cannot be had, or when
- * MERGE_SHAPES verdicts are kept already (a corpus of many lengths: the shapes past them
- * keep their tiles). */
+ * these operands (the block at the origin), both ways into zeroed scratch, every call
+ * single-threaded inside a parallel region. The order of a kernel's sums does not depend on
+ * the values, but whether a different order shows does: a match counts only on operands
+ * that tell orders apart (orders_tell); on others the product keeps its tiles and a later
+ * product of the shape checks again, MERGE_TRIES times at most. A verdict is kept. 0 when
+ * it differs, when the checks cannot tell, when the scratch cannot be had, or when
+ * MERGE_SHAPES shapes are kept already (a corpus of many lengths: the shapes past them keep
+ * their tiles). */
 static int merge_verdict(const hs_gemm *g, int rows, int cols, int kl, int tn, double beta)
 {
     merge_key key = {g->dbl, g->trans_a, g->trans_b, rows, cols, kl, tn, g->alpha, beta};
-    int verdict = -1;
+    int verdict = -1, p = !!g->dbl;
     pthread_mutex_lock(&merge_lock);
-    for (int i = 0; i < merge_n && verdict < 0; i++)
-        if (key_eq(&merge_tab[i].key, &key))
-            verdict = merge_tab[i].same;
-    if (verdict < 0 && merge_n >= MERGE_SHAPES)
+    int slot = merge_slot(&key);
+    if (slot >= 0)
+        verdict = merge_tab[slot].same;
+    else if (merge_n >= MERGE_SHAPES)
         verdict = 0; /* no room to keep another verdict: tiles, not a check every call */
-    if (verdict < 0 && !merge_passed && merge_failed >= MERGE_GIVE_UP)
+    if (verdict < 0 && !merge_passed[p] && merge_failed[p] >= MERGE_GIVE_UP)
         verdict = 0; /* kernels that merge nothing (Haswell's, Zen's): no more checks */
     pthread_mutex_unlock(&merge_lock);
     if (verdict >= 0)
@@ -197,18 +243,26 @@ static int merge_verdict(const hs_gemm *g, int rows, int cols, int kl, int tn, d
                       cols - q < tn ? cols - q : tn, kl, beta,
                       tiles + ((size_t)r * (size_t)cols + (size_t)q) * es, cols);
     }
-    verdict = memcmp(one, tiles, cells * es) == 0;
+    int same = memcmp(one, tiles, cells * es) == 0;
+    int told = !same || orders_tell(g, rows, cols, kl, beta, one, tiles);
     free(one);
     pthread_mutex_lock(&merge_lock);
-    merge_passed += verdict;
-    merge_failed += !verdict;
-    if (merge_n < MERGE_SHAPES) {
-        merge_tab[merge_n].key = key;
-        merge_tab[merge_n].same = verdict;
-        merge_n++;
+    if ((slot = merge_slot(&key)) < 0 && merge_n < MERGE_SHAPES) {
+        slot = merge_n++;
+        merge_tab[slot].key = key;
+        merge_tab[slot].same = -1;
+        merge_tab[slot].tries = 0;
+    }
+    if (told) {
+        merge_passed[p] += same;
+        merge_failed[p] += !same;
+        if (slot >= 0)
+            merge_tab[slot].same = same;
+    } else if (slot >= 0 && ++merge_tab[slot].tries >= MERGE_TRIES) {
+        merge_tab[slot].same = 0;
     }
     pthread_mutex_unlock(&merge_lock);
-    return verdict;
+    return told && same;
 }
 
 /* 1 if calls of pr x pc tiles (tm x tn each; the last row and column groups shorter) give
