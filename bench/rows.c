@@ -4,7 +4,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -13,6 +12,7 @@
 #include "headscope/npy.h"
 #include "headscope/report.h"
 #include "bench.h"
+#include "internal.h"
 
 static void remove_dir(const char *dir)
 {
@@ -128,24 +128,22 @@ done:
     free(ids);
 }
 
-/* The kernel's transparent-huge-page mode ("always", "madvise", "never"; "?" unknown): with
- * "always", every thread's OpenBLAS buffer takes whole 2 MB pages. */
 /* 1 if this kernel takes the CLI's request for huge pages on advised memory only
- * (cli/main.c), tried in a child so the bench's own process is left as it is. */
+ * (hs_thp_advised_only), tried in a child so the bench's own process is left as it is. */
 static int thp_advised_only(void)
 {
-#ifndef PR_THP_DISABLE_EXCEPT_ADVISED
-#define PR_THP_DISABLE_EXCEPT_ADVISED (1 << 1)
-#endif
     fflush(stdout);
     pid_t pid = fork();
     if (pid == 0)
-        _exit(prctl(PR_SET_THP_DISABLE, 1, PR_THP_DISABLE_EXCEPT_ADVISED, 0, 0) == 0 ? 0 : 1);
+        _exit(hs_thp_advised_only() == 0 ? 0 : 1);
     int status = 0;
     return pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
            WEXITSTATUS(status) == 0;
 }
 
+/* The kernel's transparent-huge-page mode ("always", "madvise", "never"; "?" unknown): with
+ * "always", every thread's OpenBLAS buffer takes whole 2 MB pages; and whether the CLI's
+ * request above is taken. */
 static const char *thp_mode(char *buf, size_t cap)
 {
     FILE *f = fopen("/sys/kernel/mm/transparent_hugepage/enabled", "r");

@@ -3,7 +3,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 
 #include "cli.h"
 #include "internal.h"
@@ -107,22 +106,12 @@ static int take_common(int *argc, char **argv)
     return 0;
 }
 
-/* Transparent huge pages for the memory that asks for them only (the weights and the
- * gradient's buffers, hs_alloc_large), where the kernel's mode is `always`: there every
- * thread's OpenBLAS buffer and malloc arena would take whole 2 MB pages (analyze at
- * n = 1024 on 16 threads peaked 40 MB higher, docs/bench.md). Linux 6.18 and later; on an
- * older kernel the call fails and nothing changes. Inherited across the re-run below. */
-static void thp_advised_only(void)
-{
-#ifndef PR_THP_DISABLE_EXCEPT_ADVISED
-#define PR_THP_DISABLE_EXCEPT_ADVISED (1 << 1)
-#endif
-    (void)prctl(PR_SET_THP_DISABLE, 1, PR_THP_DISABLE_EXCEPT_ADVISED, 0, 0);
-}
-
 int main(int argc, char **argv)
 {
-    thp_advised_only();
+    /* huge pages on the weights and the other advised buffers only, not on every thread's
+       OpenBLAS buffer and malloc arena (analyze at n = 1024 on 16 threads peaked 40 MB
+       higher under `always`, docs/bench.md); inherited across the re-run below */
+    (void)hs_thp_advised_only();
     hs_blas_reexec(argv); /* OpenBLAS's kernels for this CPU, where it chose older ones */
     if (argc < 2) {
         usage(stderr);

@@ -93,6 +93,12 @@ void hs_holm_adjust(const double *p, int n, int *order, double *out);
  * pass's ~100 MB: on 4 KB pages, faulting it in cost a third of the pass on the 2-core
  * machine). */
 void *hs_alloc_large(size_t bytes);
+/* Asks the kernel for transparent huge pages on advised memory only (hs_alloc_large's), for
+ * the whole process and its children, where its mode is `always` (which would otherwise give
+ * every thread's OpenBLAS buffer and malloc arena whole 2 MB pages): prctl's
+ * PR_THP_DISABLE_EXCEPT_ADVISED, Linux 6.18 and later. 0 when taken, -1 when the kernel does
+ * not know the request (nothing changes). For programs; the library never calls it. */
+int hs_thp_advised_only(void);
 
 /* Maps a regular file read-only (src/core/mapfile.c): *map (hs_file_unmap it) and *len, or
  * NULL and 0 for an empty file. A FIFO, device or folder is refused without blocking. */

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -125,4 +126,12 @@ void *hs_alloc_large(size_t bytes)
     madvise(p, len, MADV_HUGEPAGE);
 #endif
     return p;
+}
+
+int hs_thp_advised_only(void)
+{
+#ifndef PR_THP_DISABLE_EXCEPT_ADVISED
+#define PR_THP_DISABLE_EXCEPT_ADVISED (1 << 1)
+#endif
+    return prctl(PR_SET_THP_DISABLE, 1, PR_THP_DISABLE_EXCEPT_ADVISED, 0, 0) == 0 ? 0 : -1;
 }
