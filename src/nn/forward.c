@@ -218,7 +218,7 @@ hs_status hs_trace_new(const hs_model *m, int n, hs_trace **out, hs_error *err)
     if (n < 1 || hs_mul_size((size_t)c->n_layer * (size_t)c->n_head, (size_t)n * (size_t)n, &count))
         return hs_fail(err, HS_E_ARG, "bad trace size");
     hs_trace *t = calloc(1, sizeof *t);
-    if (!t || !(t->attn = malloc(count * sizeof(float)))) {
+    if (!t || !(t->attn = hs_alloc_large(count * sizeof(float)))) {
         free(t);
         return hs_fail(err, HS_E_NOMEM, "out of memory for %zu MB of attention maps",
                        count * sizeof(float) >> 20);

@@ -35,7 +35,7 @@ hs_status hs_mapstore_new(int n_maps, int n, size_t mem_limit, const char *dir,
     s->per = per;
     s->fd = -1;
     if (bytes <= mem_limit) {
-        if (!(s->mem = malloc(bytes))) {
+        if (!(s->mem = hs_alloc_large(bytes))) {
             free(s);
             return hs_fail(err, HS_E_NOMEM, "out of memory for %zu MB of attention maps",
                            bytes >> 20);
