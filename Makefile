@@ -127,16 +127,29 @@ $(BUILD)/tests/%: tests/%.c $(LIB) $(wildcard tests/*.h)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(ALLCFLAGS) $(CRIT_CFLAGS) $< $(LIB) $(PKG_LIBS) $(CRIT_LIBS) $(LDFLAGS) -o $@
 
+# test_ops and test_forward built again with the elementwise kernels' AVX2 clone only
+# (src/nn/ops.c, HS_CLONES_NO_V4): a CPU with AVX-512 would otherwise never run it.
+$(BUILD)/obj-v3/ops.o: src/nn/ops.c $(wildcard include/headscope/*.h src/*.h src/*/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(ALLCFLAGS) -DHS_CLONES_NO_V4 -c $< -o $@
+$(BUILD)/tests-v3/%: tests/%.c $(BUILD)/obj-v3/ops.o $(LIB) $(wildcard tests/*.h)
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(ALLCFLAGS) $(CRIT_CFLAGS) $< $(BUILD)/obj-v3/ops.o $(LIB) $(PKG_LIBS) $(CRIT_LIBS) $(LDFLAGS) -o $@
+TEST_V3_BIN = $(BUILD)/tests-v3/test_ops $(BUILD)/tests-v3/test_forward
+
 # Criterion suites run from the repository root so fixture paths are relative to it.
 # The GEMM and forward suites run again with OpenBLAS's SkylakeX kernels where the CPU has
 # AVX-512: those kernels pass the merged-rows check of src/core/gemm.c (the environment's own
-# kernels may not), so its merged calls are compared with the tiles there too.
-unit: $(TEST_BIN)
+# kernels may not), so its merged calls are compared with the tiles there too; and once
+# more with the AVX2 build of the elementwise kernels (above).
+unit: $(TEST_BIN) $(TEST_V3_BIN)
 	@failed=; for t in $(TEST_BIN); do echo "== $$t"; ASAN_OPTIONS=detect_leaks=1 $$t --jobs 2 || failed="$$failed $$t"; done; \
 	if grep -qw avx512f /proc/cpuinfo && grep -qw avx512bw /proc/cpuinfo && grep -qw avx512vl /proc/cpuinfo && grep -qw avx512dq /proc/cpuinfo; then \
 	    for t in $(BUILD)/tests/test_ops $(BUILD)/tests/test_forward; do echo "== $$t (OpenBLAS SkylakeX kernels)"; \
 	        OPENBLAS_CORETYPE=SkylakeX ASAN_OPTIONS=detect_leaks=1 $$t --jobs 2 || failed="$$failed $$t(SkylakeX)"; done; \
-	else echo "== the SkylakeX-kernel runs of test_ops and test_forward: skipped (no AVX-512)"; fi; \
+	    for t in $(TEST_V3_BIN); do echo "== $$t (the AVX2 elementwise kernels)"; \
+	        ASAN_OPTIONS=detect_leaks=1 $$t --jobs 2 || failed="$$failed $$t"; done; \
+	else echo "== the SkylakeX-kernel and AVX2-kernel runs of test_ops and test_forward: skipped (no AVX-512)"; fi; \
 	if [ -n "$$failed" ]; then echo "failing suites:$$failed"; exit 1; fi
 
 cli-test: $(BIN)
