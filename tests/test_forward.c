@@ -248,6 +248,53 @@ Test(forward, trace_is_written_in_place_with_the_observed_bytes)
     hs_model_free(m);
 }
 
+/* A pass with no workspace of the caller's, no logits and no hidden states stops after the
+ * last layer's attention (block.h): its maps are, bit for bit, those of a whole pass that
+ * keeps going (a workspace given, or the hidden states asked for), in the pre-norm,
+ * post-norm and parallel-residual blocks and with a head mask. */
+Test(forward, maps_only_pass_gives_the_whole_pass_maps)
+{
+    const char *dirs[] = {"fixtures/models/gpt2-f16", "fixtures/models/bert-f16",
+                          "fixtures/family-models/tiny-pythia"};
+    int32_t ids[9] = {5, 17, 99, 3, 5, 17, 42, 8, 1};
+    for (size_t k = 0; k < sizeof dirs / sizeof *dirs; k++) {
+        hs_error err = {{0}};
+        hs_model *m = NULL;
+        cr_assert_eq(hs_model_load(dirs[k], &m, &err), HS_OK, "%s: %s", dirs[k], err.msg);
+        const hs_model_config *c = hs_model_config_of(m);
+        size_t lh = (size_t)c->n_layer * c->n_head, all = lh * 81;
+        float *mask = malloc(lh * sizeof *mask);
+        float *hidden = malloc((size_t)9 * c->d_model * sizeof *hidden);
+        for (size_t i = 0; i < lh; i++)
+            mask[i] = i == lh - 1 ? 0.0f : 1.0f; /* the last layer's last head off */
+        for (int masked = 0; masked < 2; masked++) {
+            hs_trace *t[3];
+            hs_forward_ws *ws;
+            for (int i = 0; i < 3; i++)
+                cr_assert_eq(hs_trace_new(m, 9, &t[i], &err), HS_OK);
+            cr_assert_eq(hs_forward_ws_new(m, 9, &ws, &err), HS_OK);
+            const float *hm = masked ? mask : NULL;
+            hs_forward_opts o0 = {.on_attn = hs_trace_observe, .user = t[0], .head_mask = hm};
+            hs_forward_opts o1 = {.on_attn = hs_trace_observe, .user = t[1], .head_mask = hm};
+            hs_forward_opts o2 = {.on_attn = hs_trace_observe, .user = t[2], .head_mask = hm,
+                                  .hidden = hidden};
+            cr_assert_eq(hs_forward(m, ids, NULL, 9, &o0, NULL, &err), HS_OK, "%s", err.msg);
+            cr_assert_eq(hs_forward(m, ids, NULL, 9, &o1, ws, &err), HS_OK, "%s", err.msg);
+            cr_assert_eq(hs_forward(m, ids, NULL, 9, &o2, NULL, &err), HS_OK, "%s", err.msg);
+            for (int i = 1; i < 3; i++)
+                cr_assert(memcmp(t[0]->attn, t[i]->attn, all * sizeof(float)) == 0,
+                          "%s: the maps-only pass differs from whole pass %d (masked %d)",
+                          dirs[k], i, masked);
+            hs_forward_ws_free(ws);
+            for (int i = 0; i < 3; i++)
+                hs_trace_free(t[i]);
+        }
+        free(mask);
+        free(hidden);
+        hs_model_free(m);
+    }
+}
+
 Test(forward, causal_rows_sum_to_one_and_future_is_zero)
 {
     hs_error err = {{0}};

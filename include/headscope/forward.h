@@ -89,7 +89,8 @@ void hs_forward_ws_free(hs_forward_ws *ws);
 
 /* Runs the model on ids (n tokens, 1 <= n <= n_ctx); type_ids may be NULL (all 0).
  * ws may be NULL, or too small for n and the batch (scratch then allocated per call).
- * Validates ids against the vocabulary. */
+ * Validates ids against the vocabulary. With no ws, no logits and no hidden, the maps
+ * (on_attn) are all the pass can give, and it stops after the last layer's attention. */
 hs_status hs_forward(const hs_model *m, const int32_t *ids, const int32_t *type_ids, int n,
                      const hs_forward_opts *opts, hs_forward_ws *ws, hs_error *err);
 

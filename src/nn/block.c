@@ -205,6 +205,8 @@ static hs_status block_run(const hs_model *m, const hs_layer *L, int l, hs_forwa
     }
     if (ws->on_ctx && batch == 1 && !keep && ws->on_ctx(ws->ctx_user, l, ws->ctx, n))
         return hs_fail(err, HS_E_ARG, "stopped by observer");
+    if (ws->stop_after_attn && !keep && l == c->n_layer - 1)
+        return HS_OK;
     if (ws->out_rows && !keep && l == c->n_layer - 1) { /* onwards only the rows wanted */
         int S = ws->n_out_rows;
         for (int b = 0; b < batch; b++) /* to <= from (rows ascending): in place, in order */

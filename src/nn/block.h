@@ -46,6 +46,11 @@ struct hs_forward_ws {
      * hs_forward_opts.hidden likewise. Not with logits, a kept layer or final_rstd. */
     const int32_t *out_rows;
     int n_out_rows;
+    /* 1: the last layer stops after its attention (on_attn and on_ctx have run) and the
+     * stream is left there. Set by hs_forward on the workspace of its own for a pass whose
+     * caller gave none and wants neither logits nor hidden states: nothing else can read
+     * what follows (the output projection and MLP, 1/16 of GPT-2's layers at n = 128). */
+    int stop_after_attn;
 };
 
 /* The activations of one layer that the backward pass needs, written by the block when

@@ -164,6 +164,8 @@ hs_status hs_forward(const hs_model *m, const int32_t *ids, const int32_t *type_
             own->out_rows = ws->out_rows;
             own->n_out_rows = ws->n_out_rows;
         }
+        /* the caller's maps are all such a pass gives (block.h) */
+        own->stop_after_attn = !ws && !(o && (o->logits || o->hidden));
         ws = own;
     }
     int d = c->d_model, rows = batch * n;
@@ -196,6 +198,10 @@ hs_status hs_forward(const hs_model *m, const int32_t *ids, const int32_t *type_
             hs_forward_ws_free(own);
             return st;
         }
+    }
+    if (ws->stop_after_attn) {
+        hs_forward_ws_free(own);
+        return HS_OK;
     }
     if (ws->out_rows) /* the last layer left the wanted rows only, compacted */
         rows = batch * ws->n_out_rows, xd = (size_t)rows * (size_t)d;
