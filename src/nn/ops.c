@@ -22,8 +22,8 @@
  * x86-64-v3 level (AVX2, FMA: Intel Haswell and AMD Zen and later) and the x86-64-v4 level
  * (AVX-512: Intel Skylake-SP and AMD Zen 4 and later; half the time of v3 for the GELUs),
  * and the loader picks one by the CPU's features. Each element's arithmetic is the same in
- * all three (no contraction into FMA under -std=c11); softmax's sums (in double) add
- * their lanes in another order. HS_CLONES_NO_V4 leaves the AVX-512 one out: the unit
+ * all three (no contraction into FMA under -std=c11); the sums of softmax and of the
+ * norms (in double) add their lanes in another order. HS_CLONES_NO_V4 leaves the AVX-512 one out: the unit
  * tests' second build, which runs the AVX2 kernels on a machine that has AVX-512. */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(HS_NO_CLONES)
 #ifdef HS_CLONES_NO_V4
@@ -94,13 +94,17 @@ void hs_op_linear_add(const float *x, const float *w, const float *b, float *y, 
     linear(x, w, b, y, n, in, out, 1);
 }
 
-static void layernorm_row(const float *xi, const float *w, const float *b, float *yi, float *hi,
-                          float *rstd, int d, float eps)
+/* One row's LayerNorm; its two sums in double, over vector lanes (each clone its own order,
+ * the same on any thread count). */
+HS_CLONES static void layernorm_row(const float *xi, const float *w, const float *b, float *yi,
+                                    float *hi, float *rstd, int d, float eps)
 {
     double mean = 0, var = 0;
+#pragma omp simd reduction(+ : mean)
     for (int k = 0; k < d; k++)
         mean += xi[k];
     mean /= d;
+#pragma omp simd reduction(+ : var)
     for (int k = 0; k < d; k++) {
         double t = xi[k] - mean;
         var += t * t;
@@ -415,25 +419,31 @@ hs_status hs_op_attn_fused(const hs_model_config *c, const float *qkv, float *ct
     return failed ? HS_E_NOMEM : HS_OK;
 }
 
+HS_CLONES static void rmsnorm_row(const float *xi, const float *w, float *yi, float *hi,
+                                  float *rstd, int d, float eps)
+{
+    double ss = 0;
+#pragma omp simd reduction(+ : ss)
+    for (int k = 0; k < d; k++)
+        ss += (double)xi[k] * xi[k];
+    float inv = (float)(1.0 / sqrt(ss / d + (double)eps));
+    if (rstd)
+        *rstd = inv;
+    for (int k = 0; k < d; k++) {
+        float h = xi[k] * inv;
+        if (hi)
+            hi[k] = h;
+        yi[k] = h * w[k];
+    }
+}
+
 void hs_op_rmsnorm(const float *x, const float *w, float *y, float *xhat, float *rstd, int n,
                    int d, float eps)
 {
 #pragma omp parallel for schedule(static) if ((size_t)n * (size_t)d >= PAR_MIN)
     for (int i = 0; i < n; i++) {
-        const float *xi = x + (size_t)i * (size_t)d;
-        float *yi = y + (size_t)i * (size_t)d, *hi = xhat ? xhat + (size_t)i * (size_t)d : NULL;
-        double ss = 0;
-        for (int k = 0; k < d; k++)
-            ss += (double)xi[k] * xi[k];
-        float inv = (float)(1.0 / sqrt(ss / d + (double)eps));
-        if (rstd)
-            rstd[i] = inv;
-        for (int k = 0; k < d; k++) {
-            float h = xi[k] * inv;
-            if (hi)
-                hi[k] = h;
-            yi[k] = h * w[k];
-        }
+        size_t o = (size_t)i * (size_t)d;
+        rmsnorm_row(x + o, w, y + o, xhat ? xhat + o : NULL, rstd ? rstd + i : NULL, d, eps);
     }
 }
 
