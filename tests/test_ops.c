@@ -10,6 +10,14 @@
 #include "nn/ops.h"
 #include "testutil.h"
 
+/* The next value of a xorshift32 sequence (state *x), an integer in -1000..1000 divided by
+ * scale: operands whose products round, the same on every machine. */
+static float uniform(uint32_t *x, float scale)
+{
+    *x ^= *x << 13, *x ^= *x >> 17, *x ^= *x << 5;
+    return (float)((int)(*x % 2001u) - 1000) / scale;
+}
+
 #define NEAR(got, want) cr_assert(fabs((double)(got) - (want)) < 1e-6, "%.9g, want %.9g", (double)(got), (double)(want))
 
 Test(ops, rmsnorm_divides_by_the_root_mean_square)
@@ -291,16 +299,14 @@ Test(ops, gemm_whole_or_split_along_k_matches_double_at_every_thread_count)
         float *a = malloc(mk * sizeof *a), *w = malloc(kn * sizeof *w), *bias = malloc((size_t)n * sizeof *bias);
         float *c0 = malloc(mn * sizeof *c0), *c1 = malloc(mn * sizeof *c1), *c3 = malloc(mn * sizeof *c3);
         uint32_t x = 12345u + (uint32_t)s;
-#define RND() (x ^= x << 13, x ^= x >> 17, x ^= x << 5, (float)((int)(x % 2001u) - 1000) / 1000.0f)
         for (size_t i = 0; i < mk; i++)
-            a[i] = RND();
+            a[i] = uniform(&x, 1000.0f);
         for (size_t i = 0; i < kn; i++)
-            w[i] = RND();
+            w[i] = uniform(&x, 1000.0f);
         for (int j = 0; j < n; j++)
-            bias[j] = RND();
+            bias[j] = uniform(&x, 1000.0f);
         for (size_t i = 0; i < mn; i++)
-            c0[i] = RND();
-#undef RND
+            c0[i] = uniform(&x, 1000.0f);
         for (int variant = 0; variant < 3; variant++) { /* linear, linear_add, gemm^T */
             float alpha = variant == 2 ? 0.5f : 1.0f, beta = variant == 2 ? 0.25f : 0.0f;
             float *outs[2] = {c1, c3};
@@ -361,16 +367,10 @@ Test(ops, fixed_products_transposed_and_split_match_a_long_double_sum)
         float *af = malloc(mk * sizeof *af), *bf = malloc(kn * sizeof *bf);
         float *f1 = malloc(mn * sizeof *f1), *f3 = malloc(mn * sizeof *f3);
         uint32_t x = 777u + (uint32_t)s;
-        for (size_t i = 0; i < mk; i++) {
-            x ^= x << 13, x ^= x >> 17, x ^= x << 5;
-            af[i] = (float)((int)(x % 2001u) - 1000) / 1000.0f;
-            a[i] = af[i];
-        }
-        for (size_t i = 0; i < kn; i++) {
-            x ^= x << 13, x ^= x >> 17, x ^= x << 5;
-            bf[i] = (float)((int)(x % 2001u) - 1000) / 1000.0f;
-            b[i] = bf[i];
-        }
+        for (size_t i = 0; i < mk; i++)
+            a[i] = af[i] = uniform(&x, 1000.0f);
+        for (size_t i = 0; i < kn; i++)
+            b[i] = bf[i] = uniform(&x, 1000.0f);
         for (int tr = 0; tr < 4; tr++) { /* trans_a = bit 0, trans_b = bit 1 */
             int ta = tr & 1, tb = tr >> 1;
             int lda = ta ? m : k, ldb = tb ? k : n; /* a: (k, m) or (m, k); b: (n, k) or (k, n) */
@@ -432,14 +432,10 @@ Test(ops, merged_calls_give_the_tiles_bits_at_every_thread_count)
         float *a = malloc(mk * sizeof *a), *w = malloc(kn * sizeof *w), *bias = malloc((size_t)n * sizeof *bias);
         float *c[3] = {malloc(mn * sizeof(float)), malloc(mn * sizeof(float)), malloc(mn * sizeof(float))};
         uint32_t x = 99u + (uint32_t)s;
-        for (size_t i = 0; i < mk; i++) {
-            x ^= x << 13, x ^= x >> 17, x ^= x << 5;
-            a[i] = (float)((int)(x % 2001u) - 1000) / 1000.0f;
-        }
-        for (size_t i = 0; i < kn; i++) {
-            x ^= x << 13, x ^= x >> 17, x ^= x << 5;
-            w[i] = (float)((int)(x % 2001u) - 1000) / 1000.0f;
-        }
+        for (size_t i = 0; i < mk; i++)
+            a[i] = uniform(&x, 1000.0f);
+        for (size_t i = 0; i < kn; i++)
+            w[i] = uniform(&x, 1000.0f);
         for (int j = 0; j < n; j++)
             bias[j] = (float)j / (float)n;
         static const int thr[3] = {1, 2, 16};
@@ -503,14 +499,10 @@ Test(ops, merge_check_on_exact_operands_decides_nothing)
         hs_dgemm_fixed(0, 0, M, N, K, ad, K, wd, N, cd[0], N);
     }
     uint32_t x = 4242u;
-    for (size_t i = 0; i < mk; i++) {
-        x ^= x << 13, x ^= x >> 17, x ^= x << 5;
-        ad[i] = a[i] = (float)((int)(x % 2001u) - 1000) / 997.0f;
-    }
-    for (size_t i = 0; i < kn; i++) {
-        x ^= x << 13, x ^= x >> 17, x ^= x << 5;
-        wd[i] = w[i] = (float)((int)(x % 2001u) - 1000) / 1009.0f;
-    }
+    for (size_t i = 0; i < mk; i++)
+        ad[i] = a[i] = uniform(&x, 997.0f);
+    for (size_t i = 0; i < kn; i++)
+        wd[i] = w[i] = uniform(&x, 1009.0f);
     for (int r = 0; r < 3; r++) {
         hs_set_threads(thr[r]);
         hs_sgemm_fixed(0, 0, M, N, K, a, K, w, N, c[r], N);
@@ -518,8 +510,10 @@ Test(ops, merge_check_on_exact_operands_decides_nothing)
     }
     hs_set_threads(0);
     for (int r = 0; r < 2; r++) {
-        cr_assert_arr_eq(c[r], c[2], mn * sizeof(float), "float: %d and 16 threads differ", thr[r]);
-        cr_assert_arr_eq(cd[r], cd[2], mn * sizeof(double), "double: %d and 16 threads differ", thr[r]);
+        cr_assert_arr_eq(c[r], c[2], mn * sizeof(float), "float: %d and 16 threads differ",
+                         thr[r]);
+        cr_assert_arr_eq(cd[r], cd[2], mn * sizeof(double), "double: %d and 16 threads differ",
+                         thr[r]);
     }
     free(a);
     free(w);

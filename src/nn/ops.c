@@ -22,9 +22,10 @@
  * x86-64-v3 level (AVX2, FMA: Intel Haswell and AMD Zen and later) and the x86-64-v4 level
  * (AVX-512: Intel Skylake-SP and AMD Zen 4 and later; half the time of v3 for the GELUs),
  * and the loader picks one by the CPU's features. Each element's arithmetic is the same in
- * all three (no contraction into FMA under -std=c11); the sums of softmax and of the
- * norms (in double) add their lanes in another order. HS_CLONES_NO_V4 leaves the AVX-512 one out: the unit
- * tests' second build, which runs the AVX2 kernels on a machine that has AVX-512. */
+ * all three (no contraction into FMA under -std=c11); the sums of softmax and of the norms
+ * (in double) add their lanes in another order. HS_CLONES_NO_V4 leaves the AVX-512 one
+ * out: the unit tests' second build, which runs the AVX2 kernels on a machine that has
+ * AVX-512. */
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(HS_NO_CLONES)
 #ifdef HS_CLONES_NO_V4
 #define HS_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
