@@ -27,6 +27,7 @@
 #include "headscope/forward.h"
 #include "headscope/model.h"
 #include "headscope/version.h"
+#include "model/model_internal.h"
 #include "bench.h"
 
 #define MAX_MODELS 8
@@ -92,14 +93,74 @@ static double sgemm_gflops(int m, int n, int k, int reps)
     return 2.0 * m * n * k / bench_median(t, reps) / 1e9;
 }
 
-/* FLOPs of one forward pass without the LM head: per layer the Q, K, V projections
- * 2nd(d + 2 n_kv d_head) (6nd² without grouped KV heads), scores and context 4n²d, output
- * projection 2nd², MLP 4nd·d_ff (6nd·d_ff gated: gate, up and down). */
-static double forward_flops(const hs_model_config *c, int n)
+/* FLOPs of the projections of one forward pass without the LM head: per layer the Q, K, V
+ * projections 2nd(d + 2 n_kv d_head) (6nd² without grouped KV heads), the output
+ * projection 2nd², the MLP 4nd·d_ff (6nd·d_ff gated: gate, up and down). */
+static double projection_flops(const hs_model_config *c, int n)
 {
     double d = c->d_model, f = c->d_ff, N = n, kv = (double)c->n_kv_head * c->d_head;
     double mlp = (c->act == HS_ACT_SILU_GATED ? 6.0 : 4.0) * N * d * f;
-    return c->n_layer * (2.0 * N * d * (d + 2.0 * kv) + 4.0 * N * N * d + 2.0 * N * d * d + mlp);
+    return c->n_layer * (2.0 * N * d * (d + 2.0 * kv) + 2.0 * N * d * d + mlp);
+}
+
+/* The projections and scores and context, 4n²d a layer (the whole n × n). */
+static double forward_flops(const hs_model_config *c, int n)
+{
+    return projection_flops(c, n) + c->n_layer * 4.0 * n * (double)n * c->d_model;
+}
+
+typedef struct blas_run {
+    const hs_model *m;
+    int n;
+    float *x, *y;
+} blas_run;
+
+static int blas_once(void *ctx)
+{
+    blas_run *b = ctx;
+    const hs_model_config *c = hs_model_config_of(b->m);
+    int n = b->n, d = c->d_model, W = hs_qkv_width(c), F = hs_ff_width(c);
+    for (int l = 0; l < c->n_layer; l++) {
+        const hs_layer *L = &b->m->layers[l];
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, W, d, 1, b->x, d, L->w_qkv, W,
+                    0, b->y, W);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, d, d, 1, b->x, d, L->w_o, d, 0,
+                    b->y, d);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, F, d, 1, b->x, d, L->w_fc, F, 0,
+                    b->y, F);
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, d, c->d_ff, 1, b->x, c->d_ff,
+                    L->w_proj, d, 0, b->y, d);
+    }
+    return 0;
+}
+
+/* GFLOP/s of OpenBLAS alone on the pass's projections: every layer's Q/K/V, output, MLP-in
+ * and MLP-out products of n rows as one cblas_sgemm each, on the model's own float32
+ * weights (read from memory as a pass reads them), OpenBLAS's own threads: what handing each
+ * product to the library whole gives. -1 where some layer's float32
+ * weights are not held between passes (converted layers taking turns within the weight
+ * memory, docs/bench.md#weight-memory). */
+static double blas_alone_gflops(const hs_model *m, int n, int reps)
+{
+    const hs_model_config *c = hs_model_config_of(m);
+    for (int l = 0; l < c->n_layer; l++) {
+        const hs_layer *L = &m->layers[l];
+        if (!L->w_qkv || !L->w_o || !L->w_fc || !L->w_proj)
+            return -1;
+    }
+    size_t wide = (size_t)(hs_qkv_width(c) > hs_ff_width(c) ? hs_qkv_width(c) : hs_ff_width(c));
+    wide = wide > (size_t)c->d_ff ? wide : (size_t)c->d_ff;
+    blas_run b = {.m = m, .n = n, .x = malloc((size_t)n * wide * sizeof(float)),
+                  .y = malloc((size_t)n * wide * sizeof(float))};
+    double med = -1;
+    if (b.x && b.y) {
+        for (size_t i = 0; i < (size_t)n * wide; i++)
+            b.x[i] = (float)(i % 13) * 0.05f - 0.3f;
+        med = bench_time_median(blas_once, &b, reps);
+    }
+    free(b.x);
+    free(b.y);
+    return med > 0 ? projection_flops(c, n) / med / 1e9 : -1;
 }
 
 typedef struct forward_run {
@@ -294,7 +355,9 @@ int main(int argc, char **argv)
                thr[i], thr[i] > 1 ? "s" : " ", peak[i]);
     }
     printf("\nforward pass recording every attention map (no LM head); targets: >= 70%% of "
-           "sgemm at equal threads, torch/headscope >= 2.0\n");
+           "sgemm at equal threads, torch/headscope >= 2.0\n"
+           "  BLAS GF: OpenBLAS alone on the same pass's projections, one call a product "
+           "(GFLOP/s)\n");
 
     hs_model *first = NULL;
     double fwd128 = 0; /* first model, n = 128, all threads: the unit of the rows below */
@@ -306,7 +369,7 @@ int main(int argc, char **argv)
             return 1;
         }
         const hs_model_config *c = hs_model_config_of(m);
-        double hs[N_SIZES][MAX_THR] = {{0}}, tt[N_SIZES][MAX_THR];
+        double hs[N_SIZES][MAX_THR] = {{0}}, tt[N_SIZES][MAX_THR], blas[N_SIZES][MAX_THR];
         int max_n = family[mi] && FAMILY_MAX_N < c->n_ctx ? FAMILY_MAX_N : c->n_ctx;
         int m_sizes = 0; /* the sizes this model runs */
         while (m_sizes < n_sizes && sizes[m_sizes] <= max_n)
@@ -317,19 +380,24 @@ int main(int argc, char **argv)
                 hs[s][i] = forward_median(m, sizes[s], reps);
                 if (hs[s][i] < 0)
                     return 1;
+                blas[s][i] = blas_alone_gflops(m, sizes[s], reps);
             }
         hs_set_threads(0);
         int have_torch = script && torch_medians(python, script, paths[mi], thr, n_thr, m_sizes,
                                                  reps, tt);
         if (mi == 0)
-            printf("%-12s %5s %4s %10s %8s %8s %10s %9s %9s\n", "model", "n", "thr",
-                   "headscope", "GFLOP/s", "% sgemm", "torch", "torch/hs", "maps MB");
+            printf("%-12s %5s %4s %10s %8s %8s %8s %10s %9s %9s\n", "model", "n", "thr",
+                   "headscope", "GFLOP/s", "% sgemm", "BLAS GF", "torch", "torch/hs", "maps MB");
         for (int s = 0; s < m_sizes; s++)
             for (int i = 0; i < n_thr; i++) {
                 int n = sizes[s];
                 double gf = forward_flops(c, n) / hs[s][i] / 1e9;
                 printf("%-12.12s %5d %4d %8.1f ms %8.1f %7.0f%% ", base_name(paths[mi]), n,
                        thr[i], hs[s][i] * 1e3, gf, 100.0 * gf / peak[i]);
+                if (blas[s][i] > 0)
+                    printf("%8.1f ", blas[s][i]);
+                else
+                    printf("%8s ", "-");
                 if (have_torch && tt[s][i] > 0)
                     printf("%7.1f ms %9.2f", tt[s][i] * 1e3, tt[s][i] / hs[s][i]);
                 else
