@@ -6,7 +6,10 @@
  * (fixtures/family-golden/kv_similarity.json): from those maps through headscope's similarity
  * (1e-9), and end to end from headscope's own forward pass (1e-4: maps within 1e-5); the
  * pictures grouped by KV head (the gallery and importance grids, the similarity SVG, which
- * files the analysis writes). */
+ * files the analysis writes), and a failed picture's clean-up. */
+#include <dirent.h>
+#include <sys/stat.h>
+
 #include <cJSON.h>
 
 #include "headscope/analysis.h"
@@ -506,4 +509,51 @@ Test(kvgroups, kv_picture_for_grouped_query_models_only)
 {
     pictures_of("fixtures/family-models/tiny-llama", 1);
     pictures_of("fixtures/tiny-gpt2", 0);
+}
+
+/* Entries of folder dir (not . or ..). */
+static int entries(const char *dir)
+{
+    DIR *d = opendir(dir);
+    int k = 0;
+    for (struct dirent *e; d && (e = readdir(d));)
+        k += strcmp(e->d_name, ".") && strcmp(e->d_name, "..");
+    if (d)
+        closedir(d);
+    return k;
+}
+
+/* Every picture is a task of one parallel loop: a failed one leaves no other behind, whether
+ * the heads fail (heads/ is a file), one of the others (gallery.png is a folder) or the
+ * second file of a task that wrote one already (kv_similarity.png, after similarity.png). */
+Test(pictures, a_failed_picture_removes_every_picture_written)
+{
+    hs_error err = {{0}};
+    hs_model *m = NULL;
+    hs_analysis *a = quick_analysis("fixtures/family-models/tiny-llama", &m);
+    char dir[64], path[128];
+    static const char *const block[] = {"heads", "gallery.png", "kv_similarity.png"};
+    for (int which = 0; which < 3; which++) {
+        tu_mkdtemp(dir, sizeof dir);
+        snprintf(path, sizeof path, "%s/%s", dir, block[which]);
+        if (which)
+            cr_assert_eq(mkdir(path, 0777), 0);
+        else
+            fclose(fopen(path, "w"));
+        char **files = (char **)1;
+        int nf = -1;
+        cr_assert_neq(hs_pictures_write(a, dir, 0, HS_PICTURES_PNG | HS_PICTURES_SVG, &files, &nf,
+                                        &err), HS_OK);
+        cr_expect(strstr(err.msg, which ? block[which] : "heads/L"), "%s", err.msg);
+        cr_expect_null(files);
+        cr_expect_eq(nf, 0);
+        /* left: the blocking entry (and, unless it was heads, heads/ emptied) */
+        cr_expect_eq(entries(dir), which ? 2 : 1, "%s blocked", block[which]);
+        snprintf(path, sizeof path, "%s/heads", dir);
+        if (which)
+            cr_expect_eq(entries(path), 0, "a head's picture left behind");
+        tu_rm_rf(dir);
+    }
+    hs_analysis_free(a);
+    hs_model_free(m);
 }
