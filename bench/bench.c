@@ -1,6 +1,7 @@
 /* headscope benchmark: forward pass with every attention map recorded, against the sgemm
- * throughput measured on the same machine in the same run and against the same forward
- * pass in PyTorch (bench/torch_forward.py), at 1 thread and at all threads.
+ * throughput measured on the same machine in the same run, against OpenBLAS alone on the
+ * same pass's projections and against the same forward pass in PyTorch
+ * (bench/torch_forward.py), at 1 thread and at all threads.
  *
  *   build/hs-bench [MODEL_DIR...] [--family MODEL_DIR...] [--reps N] [--quick]
  *                  [--headscope PATH] [--torch SCRIPT] [--python PATH] [--no-torch]
@@ -137,9 +138,9 @@ static int blas_once(void *ctx)
 /* GFLOP/s of OpenBLAS alone on the pass's projections: every layer's Q/K/V, output, MLP-in
  * and MLP-out products of n rows as one cblas_sgemm each, on the model's own float32
  * weights (read from memory as a pass reads them), OpenBLAS's own threads: what handing each
- * product to the library whole gives. -1 where some layer's float32
- * weights are not held between passes (converted layers taking turns within the weight
- * memory, docs/bench.md#weight-memory). */
+ * product to the library whole gives. -1 where some layer's float32 weights are not held
+ * between passes (converted layers taking turns within the weight memory,
+ * docs/bench.md#weight-memory). */
 static double blas_alone_gflops(const hs_model *m, int n, int reps)
 {
     const hs_model_config *c = hs_model_config_of(m);
