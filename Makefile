@@ -82,7 +82,7 @@ TEST_BIN = $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 LIB = $(BUILD)/libheadscope.a
 BIN = $(BUILD)/headscope
 
-.PHONY: all deps test unit cli-test fuzz-replay browser-test ref-test llamacpp-test bench fuzz clean example
+.PHONY: all deps test unit cli-test fuzz-replay browser-test ref-test bench-smoke llamacpp-test bench fuzz clean example
 all: $(LIB) $(BIN)
 
 # The commit a build comes from, recorded in reports (empty outside a git checkout). The
@@ -182,7 +182,19 @@ ref-test:
 	/usr/bin/python3 fixtures/ref/family_selftest.py
 	/usr/bin/python3 bench/torch_selftest.py
 
-test: all unit cli-test fuzz-replay browser-test lib-test ref-test
+# The benchmark program runs: one quick pass over small fixtures, GPT-2, BERT and a
+# grouped-query family (its numbers are `make bench`'s; a crash, an error or a missing
+# column fails this).
+bench-smoke: $(BUILD)/hs-bench
+	$(BUILD)/hs-bench fixtures/tiny-gpt2 fixtures/tiny-bert --family fixtures/family-models/tiny-llama \
+	    --quick --no-torch --forward-only --breakdown > $(BUILD)/bench-smoke.txt
+	grep -q "BLAS GF" $(BUILD)/bench-smoke.txt
+	for m in tiny-gpt2 tiny-bert tiny-llama; do \
+	    awk -v m=$$m '$$1 == m && $$2 == 128 && $$3 == 1 && $$8 + 0 > 0 { ok = 1 } END { exit !ok }' \
+	        $(BUILD)/bench-smoke.txt || { echo "bench-smoke: no $$m row with its BLAS column"; exit 1; }; \
+	done
+
+test: all unit cli-test fuzz-replay browser-test lib-test ref-test bench-smoke
 
 # Interoperability with llama.cpp's own programs (not in `test`: it needs a llama.cpp build):
 # make llamacpp-test LLAMACPP=path/to/llama.cpp/build/bin [LLAMACPP_MODELS=path/to/llama.cpp/models]
@@ -256,7 +268,7 @@ $(BENCH_MODEL)/config.json:
 $(BENCH_BERT)/config.json:
 	/usr/bin/python3 fixtures/ref/make_checkpoint.py --arch bert-base --out $(BENCH_BERT)
 
-$(BUILD)/hs-bench: $(BENCH_SRC) $(LIB)
+$(BUILD)/hs-bench: $(BENCH_SRC) bench/bench.h $(LIB)
 	$(CC) $(CPPFLAGS) $(ALLCFLAGS) $(BENCH_SRC) $(LIB) $(PKG_LIBS) $(LDFLAGS) -o $@
 
 include lib.mk
