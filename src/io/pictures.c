@@ -293,17 +293,15 @@ static hs_status grid_picture(const pic_ctx *x, int dla, pic_out *o, hs_error *e
     return st;
 }
 
-/* rollout.png (flow 0) or flow.png (flow 1). */
-static hs_status rollout_picture(const pic_ctx *x, int flow, pic_out *o, hs_error *err)
+/* rollout.png (flow 0) or flow.png (flow 1), drawn from f: (n, n) scratch. */
+static hs_status rollout_picture(const pic_ctx *x, int flow, float *f, pic_out *o,
+                                 hs_error *err)
 {
     const hs_analysis *a = x->a;
     const double *v = flow ? a->flow : a->rollout;
     int n = a->n;
-    float *f = malloc((size_t)n * (size_t)n * sizeof *f);
     char path[4096], sub[256];
     const char *rel = flow ? "flow.png" : "rollout.png";
-    if (!f)
-        return hs_fail(err, HS_E_NOMEM, "out of memory");
     for (size_t i = 0; i < (size_t)n * (size_t)n; i++)
         f[i] = (float)v[i];
     snprintf(path, sizeof path, "%s/%s", x->outdir, rel);
@@ -314,7 +312,6 @@ static hs_status rollout_picture(const pic_ctx *x, int flow, pic_out *o, hs_erro
                           .subtitle = sub, .scale_to_max = 1, .max_labels = x->max_labels,
                           .max_size = label_size(n, x->max_labels)};
     hs_status st = hs_heatmap_write(path, f, n, (const char *const *)a->display, &ho, err);
-    free(f);
     if (!st)
         out_add(o, rel);
     return st;
@@ -350,22 +347,25 @@ static int has_picture(const hs_analysis *a, int which)
     }
 }
 
-static hs_status other_picture(const pic_ctx *x, int which, pic_out *o, hs_error *err)
+/* Picture `which` (PIC_*); map: (n, n) scratch. */
+static hs_status other_picture(const pic_ctx *x, int which, float *map, pic_out *o,
+                               hs_error *err)
 {
     switch (which) {
     case PIC_GALLERY: return gallery_picture(x, o, err);
     case PIC_SIMILARITY: return similarity_pictures(x, o, err);
     case PIC_IMPORTANCE: return grid_picture(x, 0, o, err);
     case PIC_DLA: return grid_picture(x, 1, o, err);
-    case PIC_ROLLOUT: return rollout_picture(x, 0, o, err);
-    case PIC_FLOW: return rollout_picture(x, 1, o, err);
+    case PIC_ROLLOUT: return rollout_picture(x, 0, map, o, err);
+    case PIC_FLOW: return rollout_picture(x, 1, map, o, err);
     default: return composition_picture(x, o, err);
     }
 }
 
 /* Every picture as one task of a parallel loop: the pictures besides the heads' first (the
- * longest), then the heads (each thread with its own (n, n) map; as many threads as
- * PICTURE_MAP_BYTES of maps allow). After a failure the tasks not yet begun are skipped.
+ * longest), then the heads (each thread with its own (n, n) map, the scratch of the
+ * heads', rollout's and flow's pictures; as many threads as PICTURE_MAP_BYTES of maps
+ * allow). After a failure the tasks not yet begun are skipped.
  * The files are listed in the report's order (the heads in head order, then PIC_* order);
  * on a failure, the first failing task's error in that order, and every file written
  * listed (for the caller's unwind). */
@@ -382,7 +382,7 @@ static hs_status pictures_all(const pic_ctx *x, file_list *fl, hs_error *err)
         return hs_fail(err, HS_E_NOMEM, "out of memory");
 #pragma omp parallel num_threads(team) if (team > 1)
     {
-        float *map = nh ? malloc(map_bytes) : NULL;
+        float *map = malloc(map_bytes);
 #pragma omp for schedule(dynamic)
         for (int t = 0; t < tasks; t++) {
             pic_out *o = &outs[t];
@@ -391,11 +391,11 @@ static hs_status pictures_all(const pic_ctx *x, file_list *fl, hs_error *err)
             skip = failed;
             if (skip || (t < PIC_OTHERS && !has_picture(a, t)))
                 continue;
-            if (t < PIC_OTHERS)
-                o->st = other_picture(x, t, o, &o->err);
-            else if (!map)
+            if (!map)
                 o->st = hs_fail(&o->err, HS_E_NOMEM, "out of memory for a %d x %d map", a->n,
                                 a->n);
+            else if (t < PIC_OTHERS)
+                o->st = other_picture(x, t, map, o, &o->err);
             else
                 o->st = head_pictures(x, t - PIC_OTHERS, map, o, &o->err);
             if (o->st) {
