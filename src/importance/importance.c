@@ -1,11 +1,12 @@
-/* Ablation importance and the greedy pruning curve: losses of forward passes under head
- * masks (Hugging Face head-mask semantics, see forward.h). */
+/* The loss evaluator (losses of forward passes under head masks, Hugging Face head-mask
+ * semantics, see forward.h) and the exact ablation sweep; the pruning curves are prune.c's. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "headscope/forward.h"
 #include "headscope/importance.h"
+#include "importance/loss_eval.h"
 #include "internal.h"
 #include "model/model_internal.h"
 #include "nn/block.h"
@@ -14,43 +15,6 @@
 /* Rows of logits computed at a time when the forward workspace's spare attention buffer
  * cannot hold more (128 x 50257 floats is 26 MB). */
 #define LOGIT_ROWS 128
-
-struct hs_loss_eval {
-    const hs_model *m;
-    hs_loss_input in; /* arrays below are owned copies */
-    int32_t *ids, *type_ids, *positions, *targets;
-    float *replace; /* (n_layer, n, d) or NULL: in.replace copied */
-    hs_forward_ws *ws;
-    /* Buffers for up to cap_batch copies of a batched pass (1 until a sweep asks for more).
-     * The losses are taken from the final hidden states, the logits a block of rows at a
-     * time, so no (n, V) array is ever held. */
-    int cap_batch;
-    size_t batch_bytes; /* memory budget of a sweep's copies; 0 = HS_ABLATION_BATCH_BYTES */
-    float *hidden;      /* (cap_batch * n, d) final hidden states */
-    float *ref;         /* (n, d) unablated hidden states, REPR */
-    float *own_logits;  /* (LOGIT_ROWS, V) when the workspace's spare buffer is too small */
-    float *scratch;     /* (2, LOGIT_ROWS or more, d) for the LM head */
-    int scratch_rows;
-    int32_t *rows, *row_targets; /* (cap_batch * n) hidden row and target of each loss row */
-    long passes;
-    double *row_loss;   /* (cap_batch * n) per-row losses, summed in order */
-    /* Residual streams entering each layer under cache_mask: a run whose mask equals
-     * cache_mask below layer l restarts at l from here. */
-    float *cache;      /* (n_layer, n, d) */
-    float *cache_mask; /* (n_layer, n_head) */
-    int cache_valid;
-    hs_grad_scratch grad; /* gradient passes' buffers (pruning's rounds), freed after them */
-    /* The distinct loss rows, ascending (NULL: every row, REPR): the last layer runs on
-     * them only (hs_forward_ws.out_rows), its output compacted, n_out rows a copy. */
-    int32_t *out_rows;
-    int n_out;
-    /* The tokens a pass runs: a causal next-token loss stops at its last loss row (no
-     * earlier row reads a later one; the last row's target is read from ids); else n. The
-     * replacement contexts with that stride, when shorter (the full ones stay in in.replace
-     * for the gradient). */
-    int n_run;
-    float *replace_run;
-};
 
 const char *hs_loss_kind_name(hs_loss_kind k)
 {
@@ -400,11 +364,9 @@ static hs_status run_batch(hs_loss_eval *e, const float *masks, int batch, int s
     return HS_OK;
 }
 
-/* The loss under head_mask (NULL = all ones). Restarts from the cached residual stream at
- * the first layer whose mask differs from the cache's; refresh forces a full run that
- * replaces the cache. */
-static hs_status run_mask(hs_loss_eval *e, const float *head_mask, int refresh, double *loss,
-                          hs_error *err)
+/* loss_eval.h */
+hs_status hs_loss_run_mask(hs_loss_eval *e, const float *head_mask, int refresh, double *loss,
+                           hs_error *err)
 {
     const hs_model_config *c = hs_model_config_of(e->m);
     int H = c->n_head, start = 0;
@@ -425,27 +387,7 @@ static hs_status run_mask(hs_loss_eval *e, const float *head_mask, int refresh, 
 
 hs_status hs_loss_eval_run(hs_loss_eval *e, const float *head_mask, double *loss, hs_error *err)
 {
-    return run_mask(e, head_mask, 0, loss, err);
-}
-
-/* At most max_steps removals, and never the last of the *n_active candidate heads
- * (active != 0; NULL = all). */
-static int removals_allowed(const unsigned char *active, int lh, int max_steps, int *n_active)
-{
-    *n_active = 0;
-    for (int k = 0; k < lh; k++)
-        *n_active += !active || active[k];
-    return max_steps < *n_active - 1 ? max_steps : *n_active - 1;
-}
-
-static float *ones_mask(const hs_model_config *c)
-{
-    size_t lh = (size_t)c->n_layer * (size_t)c->n_head;
-    float *m = malloc(lh * sizeof *m);
-    if (m)
-        for (size_t i = 0; i < lh; i++)
-            m[i] = 1.0f;
-    return m;
+    return hs_loss_run_mask(e, head_mask, 0, loss, err);
 }
 
 /* Copies per batched pass: as many as fit the memory budget (at least 1, at most max). */
@@ -478,7 +420,7 @@ hs_status hs_ablation_sweep(hs_loss_eval *e, double base, const unsigned char *a
     int ones = e->cache_valid;
     for (int k = 0; k < lh && ones; k++)
         ones = e->cache_mask[k] == 1.0f;
-    if (!ones && e->cache && (st = run_mask(e, NULL, 1, loss, err)))
+    if (!ones && e->cache && (st = hs_loss_run_mask(e, NULL, 1, loss, err)))
         goto done;
     for (int l = 0; l < c->n_layer && !st; l++) {
         int k = 0;
@@ -507,177 +449,5 @@ done:
     free(loss);
     free(heads);
     free(masks);
-    return st;
-}
-
-hs_status hs_prune_curve(hs_loss_eval *e, double base, const unsigned char *active,
-                         const double *delta, int beam,
-                         double stop_increase, int max_steps, hs_prune_step *steps, int *n_steps,
-                         hs_progress_fn progress, void *user, hs_error *err)
-{
-    const hs_model_config *c = hs_model_config_of(e->m);
-    int lh = c->n_layer * c->n_head;
-    *n_steps = 0;
-    if (beam < 1)
-        return hs_fail(err, HS_E_ARG, "pruning beam must be at least 1");
-    int n_active;
-    max_steps = removals_allowed(active, lh, max_steps, &n_active);
-    float *mask = ones_mask(c);
-    double *known = malloc((size_t)lh * sizeof *known); /* last known increase per head */
-    int *order = malloc((size_t)lh * sizeof *order);
-    if (!mask || !known || !order) {
-        free(mask);
-        free(known);
-        free(order);
-        return hs_fail(err, HS_E_NOMEM, "out of memory");
-    }
-    memcpy(known, delta, (size_t)lh * sizeof *known);
-    double current = base;
-    hs_status st = HS_OK;
-    for (int step = 0; step < max_steps && !st; step++) {
-        /* remaining heads sorted by last known increase (ties: lower index first) */
-        int left = 0;
-        for (int k = 0; k < lh; k++)
-            if (mask[k] != 0.0f && (!active || active[k]))
-                order[left++] = k;
-        for (int i = 1; i < left; i++) { /* insertion sort: lh is small */
-            int v = order[i], j = i - 1;
-            while (j >= 0 && (known[order[j]] > known[v] ||
-                              (known[order[j]] == known[v] && order[j] > v))) {
-                order[j + 1] = order[j];
-                j--;
-            }
-            order[j + 1] = v;
-        }
-        int eval = beam < left ? beam : left, best = -1;
-        double best_loss = 0;
-        for (int i = 0; i < eval && !st; i++) {
-            int k = order[i];
-            double loss;
-            mask[k] = 0.0f;
-            st = hs_loss_eval_run(e, mask, &loss, err);
-            mask[k] = 1.0f;
-            known[k] = loss - current;
-            if (best < 0 || loss < best_loss) {
-                best = k;
-                best_loss = loss;
-            }
-        }
-        if (st)
-            break;
-        mask[best] = 0.0f;
-        current = best_loss;
-        int stopping = best_loss > base + stop_increase;
-        if (!stopping && step + 1 < max_steps && eval > 1) { /* the cache follows the pruned state */
-            double again;
-            if ((st = run_mask(e, mask, 1, &again, err)))
-                break;
-        }
-        steps[step] = (hs_prune_step){best, left - 1, best_loss, step};
-        *n_steps = step + 1;
-        if (progress)
-            progress(user, "pruning", step + 1, max_steps);
-        if (stopping)
-            break;
-    }
-    free(mask);
-    free(known);
-    free(order);
-    return st;
-}
-
-/* Importance of the remaining heads at mask: |dL/dxi| of each, divided by the L2 norm of
- * its layer's remaining heads (Michel et al. 2019, section 4). */
-static void layer_normalised(const hs_model_config *c, const double *g, const float *mask,
-                             const unsigned char *active, double *imp)
-{
-    int H = c->n_head;
-    for (int l = 0; l < c->n_layer; l++) {
-        double ss = 0;
-        for (int h = 0; h < H; h++)
-            if (mask[l * H + h] != 0.0f)
-                ss += g[l * H + h] * g[l * H + h];
-        double nrm = sqrt(ss);
-        for (int h = 0; h < H; h++) {
-            int k = l * H + h;
-            imp[k] = mask[k] == 0.0f || (active && !active[k]) ? INFINITY
-                     : nrm > 0                                 ? fabs(g[k]) / nrm
-                                                               : 0.0;
-        }
-    }
-}
-
-hs_status hs_prune_curve_gradient(hs_loss_eval *e, double base, const unsigned char *active,
-                                  int per_round, double stop_increase, int max_steps,
-                                  hs_prune_step *steps, int *n_steps, hs_progress_fn progress,
-                                  void *user, hs_error *err)
-{
-    return hs_prune_curve_gradient_from(e, base, active, per_round, stop_increase, max_steps,
-                                        NULL, steps, n_steps, progress, user, err);
-}
-
-/* A round's loss is the one the next round's gradient pass computes on its way (that pass
- * skips its backward once the loss is past the stop); the last round's, a loss pass. */
-hs_status hs_prune_curve_gradient_from(hs_loss_eval *e, double base, const unsigned char *active,
-                                       int per_round, double stop_increase, int max_steps,
-                                       const double *g0, hs_prune_step *steps, int *n_steps,
-                                       hs_progress_fn progress, void *user, hs_error *err)
-{
-    const hs_model_config *c = hs_model_config_of(e->m);
-    int lh = c->n_layer * c->n_head;
-    *n_steps = 0;
-    if (per_round < 1)
-        return hs_fail(err, HS_E_ARG, "pruning round size must be at least 1");
-    if (e->in.kind == HS_LOSS_REPR)
-        return hs_fail(err, HS_E_UNSUPPORTED, "gradient pruning needs the lm or mlm loss (the "
-                       "repr loss has a zero gradient with every head on); use greedy pruning");
-    int n_active;
-    max_steps = removals_allowed(active, lh, max_steps, &n_active);
-    float *mask = ones_mask(c);
-    double *g = malloc((size_t)lh * sizeof *g), *imp = malloc((size_t)lh * sizeof *imp);
-    hs_status st = HS_OK;
-    if (!mask || !g || !imp) {
-        st = hs_fail(err, HS_E_NOMEM, "out of memory");
-        goto done;
-    }
-    int removed = 0, left = n_active, take = 0;
-    for (int round = 0; removed < max_steps || take; round++) {
-        double loss = base;
-        if (round == 0 && g0)
-            memcpy(g, g0, (size_t)lh * sizeof *g);
-        else if (removed < max_steps)
-            st = hs_gradient_capped(e->m, &e->in, mask, base + stop_increase, g, &loss, &e->grad,
-                                    err);
-        else
-            st = run_mask(e, mask, 1, &loss, err);
-        if (st)
-            break;
-        if (take) { /* the loss of the previous round's mask */
-            for (int t = removed - take; t < removed; t++)
-                steps[t].loss = loss;
-            *n_steps = removed;
-            if (progress)
-                progress(user, "pruning", removed, max_steps);
-            if (loss > base + stop_increase || removed >= max_steps)
-                break;
-        }
-        layer_normalised(c, g, mask, active, imp);
-        take = per_round < max_steps - removed ? per_round : max_steps - removed;
-        for (int t = 0; t < take; t++) { /* the least important remaining head */
-            int best = -1;
-            for (int k = 0; k < lh; k++)
-                if (imp[k] != INFINITY && (best < 0 || imp[k] < imp[best]))
-                    best = k;
-            imp[best] = INFINITY;
-            mask[best] = 0.0f;
-            steps[removed + t] = (hs_prune_step){best, --left, 0.0, round};
-        }
-        removed += take;
-    }
-done:
-    hs_grad_scratch_free(&e->grad);
-    free(imp);
-    free(g);
-    free(mask);
     return st;
 }
