@@ -1,10 +1,9 @@
 /* pytorch_model.bin reader: the zip archive torch.save writes (PyTorch >= 1.6).
  *
  * <top>/data.pkl is a pickle of the state dict; each tensor's bytes live in the stored
- * (uncompressed) entry <top>/data/<key>. The zip central directory (with zip64 records) is
- * read from the end of the file, data.pkl is interpreted by the restricted unpickler in
- * pickle.c, and every tensor is checked against its storage before a view is handed out.
- * Field layouts follow the zip specification (PKWARE APPNOTE 6.3) and torch.save's format. */
+ * (uncompressed) entry <top>/data/<key>. The archive is read by zip.c, data.pkl is
+ * interpreted by the restricted unpickler in pickle.c, and every tensor is checked against
+ * its storage before a view is handed out. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -15,21 +14,14 @@
 
 #include "model/pickle.h"
 #include "model/torchbin.h"
+#include "model/zip.h"
 
-#define TB_ENTRIES_MAX (1u << 20) /* zip entries */
 #define TB_TENSORS_MAX 100000     /* state dict entries (as the safetensors reader) */
 #define TB_PICKLE_MAX (64u << 20) /* bytes of data.pkl */
 #define TB_NAME_MAX 1024          /* bytes in a tensor name */
 #define TB_KEY_MAX 64             /* bytes in a storage key */
 #define TB_PREFIX_MAX 255         /* bytes in the top folder name */
 #define TB_NDIM_MAX 8             /* dimensions of any tensor (4 for the float ones) */
-#define TB_EOCD_SCAN (65535u + 22u)
-
-#define SIG_LOCAL 0x04034b50u
-#define SIG_CENTRAL 0x02014b50u
-#define SIG_EOCD 0x06054b50u
-#define SIG_EOCD64 0x06064b50u
-#define SIG_LOC64 0x07064b50u
 
 /* ---- the allow-list ----------------------------------------------------------------- */
 
@@ -62,153 +54,16 @@ static const struct {
 
 /* ---- zip ------------------------------------------------------------------------------ */
 
-typedef struct tb_entry {
-    const char *name; /* into the file bytes, not NUL-terminated */
-    size_t name_len;
-    unsigned flags, method;
-    uint64_t csize, usize, lho; /* sizes and local header offset */
-    int stype;                  /* storage type claimed by the pickle, -1 before */
-} tb_entry;
-
+/* The archive (zip.c) and its top folder, <top>/ in front of every name; an entry's tag is
+ * the storage type the pickle claims for it (-1 before). */
 typedef struct tb_zip {
-    const unsigned char *b;
-    size_t len;
-    const char *path;
-    tb_entry *e; /* (n) sorted by name */
-    size_t n;
-    uint64_t cd_off; /* entry data lies before the central directory */
+    hs_zip zip;
     const char *prefix;
     size_t prefix_len;
 } tb_zip;
 
-static int name_cmp(const char *a, size_t al, const char *b, size_t bl)
-{
-    int c = memcmp(a, b, al < bl ? al : bl);
-    return c ? c : (al > bl) - (al < bl);
-}
-
-static int cmp_entry(const void *x, const void *y)
-{
-    const tb_entry *a = x, *b = y;
-    return name_cmp(a->name, a->name_len, b->name, b->name_len);
-}
-
-/* Reads the zip64 extended information extra field (id 1) of a central header. */
-static hs_status zip64_extra(tb_zip *z, const unsigned char *x, size_t el, tb_entry *e,
-                             hs_error *err)
-{
-    size_t q = 0;
-    while (el - q >= 4) {
-        unsigned id = hs_le16(x + q), sz = hs_le16(x + q + 2);
-        if (sz > el - q - 4)
-            return hs_fail(err, HS_E_FORMAT, "'%s': zip entry '%.*s': extra field overruns "
-                           "its header", z->path, (int)e->name_len, e->name);
-        if (id == 1) {
-            uint64_t *fields[3] = {&e->usize, &e->csize, &e->lho};
-            size_t r = 0;
-            for (int k = 0; k < 3; k++) {
-                if (*fields[k] != 0xFFFFFFFFu)
-                    continue;
-                if (sz - r < 8)
-                    return hs_fail(err, HS_E_FORMAT, "'%s': zip entry '%.*s': zip64 extra "
-                                   "field is too short", z->path, (int)e->name_len, e->name);
-                *fields[k] = hs_le64(x + q + 4 + r);
-                r += 8;
-            }
-        }
-        q += 4 + (size_t)sz;
-    }
-    return HS_OK;
-}
-
-/* Finds the end of central directory (and its zip64 form) and reads every central header. */
-static hs_status zip_read(tb_zip *z, hs_error *err)
-{
-    const unsigned char *b = z->b;
-    size_t len = z->len, eocd = SIZE_MAX;
-    if (len < 22)
-        return hs_fail(err, HS_E_FORMAT, "'%s': %zu bytes, too short for a zip archive",
-                       z->path, len);
-    size_t lo = len - 22 > TB_EOCD_SCAN ? len - 22 - TB_EOCD_SCAN : 0;
-    for (size_t i = len - 22 + 1; i-- > lo;)
-        if (hs_le32(b + i) == SIG_EOCD && (size_t)hs_le16(b + i + 20) == len - 22 - i) {
-            eocd = i;
-            break;
-        }
-    if (eocd == SIZE_MAX)
-        return hs_fail(err, HS_E_FORMAT, "'%s': no zip end of central directory record "
-                       "(truncated file?)", z->path);
-    uint64_t disk = hs_le16(b + eocd + 4), cd_disk = hs_le16(b + eocd + 6);
-    uint64_t n_disk = hs_le16(b + eocd + 8), n = hs_le16(b + eocd + 10);
-    uint64_t cd_size = hs_le32(b + eocd + 12), cd_off = hs_le32(b + eocd + 16);
-    size_t cd_end = eocd;
-    if (n == 0xFFFF || n_disk == 0xFFFF || cd_size == 0xFFFFFFFFu || cd_off == 0xFFFFFFFFu) {
-        if (eocd < 20 || hs_le32(b + eocd - 20) != SIG_LOC64)
-            return hs_fail(err, HS_E_FORMAT, "'%s': zip64 end of central directory locator is "
-                           "missing", z->path);
-        uint64_t e64 = hs_le64(b + eocd - 12);
-        if (hs_le32(b + eocd - 16) != 0 || hs_le32(b + eocd - 4) > 1)
-            return hs_fail(err, HS_E_UNSUPPORTED, "'%s': multi-disk zip archives are not "
-                           "supported", z->path);
-        if (eocd - 20 < 56 || e64 > eocd - 20 - 56 || hs_le32(b + e64) != SIG_EOCD64)
-            return hs_fail(err, HS_E_FORMAT, "'%s': zip64 end of central directory record "
-                           "is missing or misplaced", z->path);
-        disk = hs_le32(b + e64 + 16);
-        cd_disk = hs_le32(b + e64 + 20);
-        n_disk = hs_le64(b + e64 + 24);
-        n = hs_le64(b + e64 + 32);
-        cd_size = hs_le64(b + e64 + 40);
-        cd_off = hs_le64(b + e64 + 48);
-        cd_end = (size_t)e64;
-    }
-    if (disk != 0 || cd_disk != 0 || n_disk != n)
-        return hs_fail(err, HS_E_UNSUPPORTED, "'%s': multi-disk zip archives are not supported",
-                       z->path);
-    if (cd_off > cd_end || cd_size > cd_end - cd_off)
-        return hs_fail(err, HS_E_FORMAT, "'%s': zip central directory (offset %llu, %llu bytes) "
-                       "lies outside the file (truncated file?)", z->path,
-                       (unsigned long long)cd_off, (unsigned long long)cd_size);
-    if (n > TB_ENTRIES_MAX || n > cd_size / 46)
-        return hs_fail(err, HS_E_FORMAT, "'%s': zip claims %llu entries in a %llu-byte central "
-                       "directory (limit %u)", z->path, (unsigned long long)n,
-                       (unsigned long long)cd_size, TB_ENTRIES_MAX);
-    z->cd_off = cd_off;
-    z->e = calloc(n ? (size_t)n : 1, sizeof *z->e);
-    if (!z->e)
-        return hs_fail(err, HS_E_NOMEM, "out of memory");
-    size_t p = (size_t)cd_off, end = (size_t)(cd_off + cd_size);
-    for (size_t i = 0; i < n; i++) {
-        if (end - p < 46 || hs_le32(b + p) != SIG_CENTRAL)
-            return hs_fail(err, HS_E_FORMAT, "'%s': zip central header %zu is missing or "
-                           "truncated", z->path, i);
-        size_t nl = hs_le16(b + p + 28), el = hs_le16(b + p + 30), cl = hs_le16(b + p + 32);
-        if (nl + el + cl > end - p - 46)
-            return hs_fail(err, HS_E_FORMAT, "'%s': zip central header %zu overruns the "
-                           "central directory", z->path, i);
-        tb_entry *e = &z->e[z->n++];
-        e->flags = hs_le16(b + p + 8);
-        e->method = hs_le16(b + p + 10);
-        e->csize = hs_le32(b + p + 20);
-        e->usize = hs_le32(b + p + 24);
-        e->lho = hs_le32(b + p + 42);
-        e->name = (const char *)b + p + 46;
-        e->name_len = nl;
-        e->stype = -1;
-        hs_status st = zip64_extra(z, b + p + 46 + nl, el, e, err);
-        if (st)
-            return st;
-        p += 46 + nl + el + cl;
-    }
-    qsort(z->e, z->n, sizeof *z->e, cmp_entry);
-    for (size_t i = 1; i < z->n; i++)
-        if (!cmp_entry(&z->e[i - 1], &z->e[i]))
-            return hs_fail(err, HS_E_FORMAT, "'%s': zip entry '%.*s' appears twice", z->path,
-                           (int)z->e[i].name_len, z->e[i].name);
-    return HS_OK;
-}
-
 /* The entry <prefix>/<mid><rest>, or NULL. */
-static tb_entry *zip_find(const tb_zip *z, const char *mid, const char *rest, size_t rest_len)
+static hs_zip_entry *zip_find(const tb_zip *z, const char *mid, const char *rest, size_t rest_len)
 {
     char key[TB_PREFIX_MAX + 1 + 16 + TB_KEY_MAX];
     size_t ml = strlen(mid);
@@ -218,40 +73,7 @@ static tb_entry *zip_find(const tb_zip *z, const char *mid, const char *rest, si
     key[z->prefix_len] = '/';
     memcpy(key + z->prefix_len + 1, mid, ml);
     memcpy(key + z->prefix_len + 1 + ml, rest, rest_len);
-    tb_entry probe = {.name = key, .name_len = z->prefix_len + 1 + ml + rest_len};
-    return bsearch(&probe, z->e, z->n, sizeof *z->e, cmp_entry);
-}
-
-/* The bytes of a stored entry, after checking its local header. */
-static hs_status zip_data(const tb_zip *z, const tb_entry *e, const unsigned char **data,
-                          size_t *size, hs_error *err)
-{
-    const char *nm = e->name;
-    int nl = (int)e->name_len;
-    if (e->flags & 1)
-        return hs_fail(err, HS_E_UNSUPPORTED, "'%s': zip entry '%.*s' is encrypted", z->path,
-                       nl, nm);
-    if (e->method != 0)
-        return hs_fail(err, HS_E_UNSUPPORTED, "'%s': zip entry '%.*s' is compressed (%s); only "
-                       "stored entries are read, as torch.save writes them: re-save the file "
-                       "with torch.save", z->path, nl, nm, e->method == 8 ? "deflate"
-                       : "method other than deflate");
-    if (e->csize != e->usize)
-        return hs_fail(err, HS_E_FORMAT, "'%s': stored zip entry '%.*s' has different "
-                       "compressed and uncompressed sizes", z->path, nl, nm);
-    if (e->lho > z->cd_off || z->cd_off - e->lho < 30 || hs_le32(z->b + e->lho) != SIG_LOCAL)
-        return hs_fail(err, HS_E_FORMAT, "'%s': zip entry '%.*s': local header is missing",
-                       z->path, nl, nm);
-    const unsigned char *h = z->b + e->lho;
-    uint64_t off = e->lho + 30 + (uint64_t)hs_le16(h + 26) + hs_le16(h + 28);
-    if (off > z->cd_off || e->usize > z->cd_off - off || hs_le16(h + 26) != e->name_len ||
-        memcmp(h + 30, nm, e->name_len) != 0) /* off <= cd_off keeps the name in bounds */
-        return hs_fail(err, HS_E_FORMAT, "'%s': zip entry '%.*s': local header does not match "
-                       "the central directory or its data runs past the archive", z->path,
-                       nl, nm);
-    *data = z->b + off;
-    *size = (size_t)e->usize;
-    return HS_OK;
+    return hs_zip_find(&z->zip, key, z->prefix_len + 1 + ml + rest_len);
 }
 
 /* Finds the single <top>/data.pkl and sets the prefix. */
@@ -259,22 +81,22 @@ static hs_status zip_prefix(tb_zip *z, hs_error *err)
 {
     static const char tail[] = "/data.pkl";
     const size_t tl = sizeof tail - 1;
-    const tb_entry *found = NULL;
-    for (size_t i = 0; i < z->n; i++) {
-        const tb_entry *e = &z->e[i];
+    const hs_zip_entry *found = NULL;
+    for (size_t i = 0; i < z->zip.n; i++) {
+        const hs_zip_entry *e = &z->zip.e[i];
         if (e->name_len <= tl || memcmp(e->name + e->name_len - tl, tail, tl) != 0 ||
             memchr(e->name, '/', e->name_len - tl) || memchr(e->name, '\0', e->name_len))
             continue;
         if (found)
             return hs_fail(err, HS_E_FORMAT, "'%s': several top folders hold a data.pkl",
-                           z->path);
+                           z->zip.path);
         found = e;
     }
     if (!found)
         return hs_fail(err, HS_E_FORMAT, "'%s': zip archive without a <folder>/data.pkl entry "
-                       "(not a torch.save file)", z->path);
+                       "(not a torch.save file)", z->zip.path);
     if (found->name_len - tl > TB_PREFIX_MAX)
-        return hs_fail(err, HS_E_FORMAT, "'%s': top folder name longer than %d bytes", z->path,
+        return hs_fail(err, HS_E_FORMAT, "'%s': top folder name longer than %d bytes", z->zip.path,
                        TB_PREFIX_MAX);
     z->prefix = found->name;
     z->prefix_len = found->name_len - tl;
@@ -284,13 +106,13 @@ static hs_status zip_prefix(tb_zip *z, hs_error *err)
 /* Refuses big-endian archives (newer torch writes <top>/byteorder; older ones are little). */
 static hs_status check_byteorder(const tb_zip *z, hs_error *err)
 {
-    const tb_entry *e = zip_find(z, "byteorder", "", 0);
+    const hs_zip_entry *e = zip_find(z, "byteorder", "", 0);
     const unsigned char *d;
     size_t n;
     hs_status st;
     if (!e)
         return HS_OK;
-    if ((st = zip_data(z, e, &d, &n, err)))
+    if ((st = hs_zip_data(&z->zip, e, &d, &n, err)))
         return st;
     if (n && d[n - 1] == '\n')
         n--;
@@ -298,9 +120,9 @@ static hs_status check_byteorder(const tb_zip *z, hs_error *err)
         return HS_OK;
     if (n == 3 && !memcmp(d, "big", 3))
         return hs_fail(err, HS_E_UNSUPPORTED, "'%s': archive is big-endian (byteorder 'big'); "
-                       "only little-endian files are read", z->path);
+                       "only little-endian files are read", z->zip.path);
     return hs_fail(err, HS_E_FORMAT, "'%s': byteorder entry is neither 'little' nor 'big'",
-                   z->path);
+                   z->zip.path);
 }
 
 /* ---- tensors ---------------------------------------------------------------------------- */
@@ -361,17 +183,17 @@ static hs_status eval_storage(tb_ctx *c, const char *nm, const pk_node *pid, int
     if (kl == 0 || kl > TB_KEY_MAX || memchr(key, '/', kl) || memchr(key, '\0', kl))
         return hs_fail(err, HS_E_FORMAT, "tensor '%s': storage key is empty, longer than %d "
                        "bytes or holds '/'", nm, TB_KEY_MAX);
-    tb_entry *e = zip_find(c->z, "data/", key, kl);
+    hs_zip_entry *e = zip_find(c->z, "data/", key, kl);
     if (!e)
         return hs_fail(err, HS_E_FORMAT, "tensor '%s': storage '%.*s' is missing from the "
                        "archive (no entry '%.*s/data/%.*s')", nm, (int)kl, key,
                        (int)c->z->prefix_len, c->z->prefix, (int)kl, key);
-    if (e->stype >= 0 && e->stype != *stype)
+    if (e->tag >= 0 && e->tag != *stype)
         return hs_fail(err, HS_E_FORMAT, "tensor '%s': storage '%.*s' is read as both %s and "
-                       "%s", nm, (int)kl, key, tb_storage[e->stype].dtype,
+                       "%s", nm, (int)kl, key, tb_storage[e->tag].dtype,
                        tb_storage[*stype].dtype);
-    e->stype = *stype;
-    hs_status st = zip_data(c->z, e, base, &have, err);
+    e->tag = *stype;
+    hs_status st = hs_zip_data(&c->z->zip, e, base, &have, err);
     if (st)
         return st;
     if (hs_mul_size(*numel, tb_storage[*stype].elsize, &nbytes) || nbytes > have)
@@ -458,7 +280,7 @@ static hs_status eval_tensor(tb_ctx *c, const char *nm, uint32_t id, tb_item *it
 static int cmp_item(const void *x, const void *y)
 {
     const tb_item *a = x, *b = y;
-    return name_cmp(a->name, a->name_len, b->name, b->name_len);
+    return hs_zip_name_cmp(a->name, a->name_len, b->name, b->name_len);
 }
 
 /* Builds t's tables from the state dict in doc. */
@@ -535,15 +357,15 @@ fail:
 static hs_status parse_zip(hs_torchbin *t, const unsigned char *buf, size_t len,
                            const char *path, hs_error *err)
 {
-    tb_zip z = {.b = buf, .len = len, .path = path};
+    tb_zip z = {.zip = {.b = buf, .len = len, .path = path}};
     pk_doc doc = {0};
     const unsigned char *pkl;
     size_t pkl_len;
     hs_status st;
-    if ((st = zip_read(&z, err)) || (st = zip_prefix(&z, err)) ||
+    if ((st = hs_zip_read(&z.zip, err)) || (st = zip_prefix(&z, err)) ||
         (st = check_byteorder(&z, err)))
         goto fail;
-    if ((st = zip_data(&z, zip_find(&z, "data.pkl", "", 0), &pkl, &pkl_len, err)))
+    if ((st = hs_zip_data(&z.zip, zip_find(&z, "data.pkl", "", 0), &pkl, &pkl_len, err)))
         goto fail;
     if (pkl_len > TB_PICKLE_MAX) {
         st = hs_fail(err, HS_E_FORMAT, "'%s': data.pkl is %zu bytes (limit 64 MiB)", path,
@@ -561,7 +383,7 @@ static hs_status parse_zip(hs_torchbin *t, const unsigned char *buf, size_t len,
     }
 fail:
     pk_free(&doc);
-    free(z.e);
+    free(z.zip.e);
     return st;
 }
 
