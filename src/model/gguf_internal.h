@@ -1,6 +1,7 @@
 /*
- * src/model/gguf_internal.h — what the GGUF reader (gguf_load.c), writer (gguf_write.c) and
- * their tokenizer halves (gguf_tokenizer.c) share: typed metadata lookups with llama.cpp's
+ * src/model/gguf_internal.h — what the GGUF parser (gguf.c) and its queries (gguf_query.c),
+ * the reader (gguf_load.c), writer (gguf_write.c) and their tokenizer halves
+ * (gguf_tokenizer.c) share: the parsed file, typed metadata lookups with llama.cpp's
  * exact value types, and the key/value section being written.
  */
 #ifndef HEADSCOPE_GGUF_INTERNAL_H
@@ -8,6 +9,49 @@
 
 #include "headscope/gguf.h"
 #include "model/model_internal.h"
+
+/* ---- the parsed file -------------------------------------------------------------------- */
+
+#define GGML_TYPE_COUNT 43u /* ggml type ids below this: named; at or above: refused */
+
+/* What gguf.c's parser records, read by the queries of gguf_query.c. */
+typedef struct gstr {
+    const char *s; /* NUL-terminated copy */
+    size_t len;
+} gstr;
+
+typedef struct gkv {
+    size_t key;    /* index into strs */
+    uint32_t type; /* hs_gguf_type */
+    uint32_t elem; /* element type (== type for scalars) */
+    uint64_t n;    /* element count (1 for scalars) */
+    size_t val;    /* offset of the first element's bytes in the image */
+    size_t str0;   /* index into strs of the first string value */
+} gkv;
+
+struct hs_gguf {
+    const unsigned char *data;
+    size_t len;
+    void *map;            /* mmap'd image, or NULL */
+    unsigned char *owned; /* malloc'd image, or NULL */
+
+    uint32_t version;
+    uint32_t alignment;
+    uint64_t data_off;
+
+    size_t n_kv;
+    gkv *kv;
+    size_t n_tensors;
+    hs_gguf_tensor *tensors;
+    const hs_gguf_tensor **by_name; /* tensors sorted by name, for lookups */
+
+    size_t n_strs;
+    gstr *strs;
+    char *chars;
+};
+
+/* Size in bytes of a fixed-width value type, 0 for STRING/ARRAY/unknown. */
+size_t hs_gguf_value_size(uint32_t t);
 
 /* ---- reading ---------------------------------------------------------------------------- */
 
