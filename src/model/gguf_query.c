@@ -114,17 +114,13 @@ hs_status hs_gguf_kv_get(const hs_gguf *g, size_t i, size_t j, hs_gguf_value *ou
     case HS_GGUF_UINT64: out->u = hs_le64(p); break;
     case HS_GGUF_INT64: out->i = (int64_t)hs_le64(p); break;
     case HS_GGUF_FLOAT32: {
-        uint32_t b = hs_le32(p);
-        float f;
-        memcpy(&f, &b, sizeof f);
-        out->f = f;
+        union { uint32_t u; float f; } b = {.u = hs_le32(p)};
+        out->f = b.f;
         break;
     }
     case HS_GGUF_FLOAT64: {
-        uint64_t b = hs_le64(p);
-        double d;
-        memcpy(&d, &b, sizeof d);
-        out->f = d;
+        union { uint64_t u; double f; } b = {.u = hs_le64(p)};
+        out->f = b.f;
         break;
     }
     case HS_GGUF_STRING:
