@@ -18,7 +18,6 @@
 #include "testutil.h"
 #include "tokutil.h"
 
-#define FIX "fixtures/tokenizer/"
 #define FAM FIX "families/"
 
 static hs_tokenizer *family(const char *name)

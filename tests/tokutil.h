@@ -1,6 +1,7 @@
-/* Helpers of the tokenizer suites (test_tokenizer.c, test_tokenizer_family.c): golden files,
- * hex-coded cases and the comparison of an encoding with the library's ids (header-only, test
- * code only). */
+/* Helpers of the tokenizer suites (test_tokenizer.c, test_tokenizer_json.c,
+ * test_tokenizer_family.c): golden files, hex-coded cases, the comparison of an encoding with
+ * the library's ids, and the GPT-2 and BERT tokenizers of fixtures/tokenizer (header-only,
+ * test code only). */
 #ifndef HEADSCOPE_TOKUTIL_H
 #define HEADSCOPE_TOKUTIL_H
 
@@ -13,6 +14,8 @@
 
 #include "headscope/tokenizer.h"
 #include "testutil.h"
+
+#define FIX "fixtures/tokenizer/"
 
 /* Decodes hex into a malloc'd buffer; *len gets the byte count. */
 static inline char *tu_unhex(const char *hex, size_t *len)
@@ -182,5 +185,91 @@ static inline void tu_free_fam_cases(tu_fam_cases *fc)
     cJSON_Delete(fc->golden);
     cJSON_Delete(fc->base);
 }
+
+/* ---- the GPT-2 and BERT tokenizers of fixtures/tokenizer ---------------------------------- */
+
+#define GPT2_VOCAB FIX "gpt2/vocab.json"
+#define GPT2_MERGES FIX "gpt2/merges.txt"
+#define BERT_VOCAB FIX "bert/vocab.txt"
+
+static inline hs_tokenizer *gpt2(void)
+{
+    hs_tokenizer *t = NULL;
+    hs_error err = {{0}};
+    hs_status st = hs_tokenizer_load_gpt2(GPT2_VOCAB, GPT2_MERGES, &t, &err);
+    cr_assert_eq(st, HS_OK, "cannot load gpt-2 tokenizer: %s", err.msg);
+    return t;
+}
+
+static inline hs_tokenizer *bert(int lowercase)
+{
+    hs_tokenizer *t = NULL;
+    hs_error err = {{0}};
+    hs_status st = hs_tokenizer_load_bert(BERT_VOCAB, lowercase, &t, &err);
+    cr_assert_eq(st, HS_OK, "cannot load bert tokenizer: %s", err.msg);
+    return t;
+}
+
+static inline hs_encoding enc_pair(const hs_tokenizer *t, const char *text, size_t len,
+                                   const char *pair, size_t pair_len)
+{
+    hs_encoding e = {0};
+    hs_error err = {{0}};
+    hs_status st = hs_tokenizer_encode(t, text, len, pair, pair_len, &e, &err);
+    cr_assert_eq(st, HS_OK, "encode failed: %s", err.msg);
+    return e;
+}
+
+static inline hs_encoding enc(const hs_tokenizer *t, const char *text)
+{
+    return enc_pair(t, text, strlen(text), NULL, 0);
+}
+
+static inline void assert_ids(const hs_encoding *e, const int32_t *want, size_t n,
+                              const char *what)
+{
+    cr_assert_eq(e->n, n, "%s: %zu tokens, expected %zu", what, e->n, n);
+    for (size_t i = 0; i < n; i++)
+        cr_assert_eq(e->ids[i], want[i], "%s: token %zu is %d, expected %d", what, i, e->ids[i],
+                     want[i]);
+}
+
+#define ASSERT_IDS(e, what, ...)                                                               \
+    do {                                                                                       \
+        const int32_t want_[] = {__VA_ARGS__};                                                 \
+        assert_ids((e), want_, sizeof want_ / sizeof want_[0], (what));                        \
+    } while (0)
+
+/* Every case of hf_golden.json must give the reference's ids and type ids (key: gpt2,
+ * bert_uncased or bert_cased). Mismatches are logged (up to 10) and counted. */
+static inline void check_golden(const hs_tokenizer *t, const char *key)
+{
+    cJSON *root = tu_read_json(FIX "hf_golden.json");
+    const cJSON *cases = cJSON_GetObjectItemCaseSensitive(root, "cases");
+    const cJSON *ref = cJSON_GetObjectItemCaseSensitive(root, key);
+    const cJSON *all_ids = cJSON_GetObjectItemCaseSensitive(ref, "ids");
+    const cJSON *n_first = cJSON_GetObjectItemCaseSensitive(ref, "n_first");
+    cr_assert(cJSON_IsArray(cases) && cJSON_GetArraySize(cases) >= 2000, "hf_golden.json: no cases");
+    cr_assert_eq(cJSON_GetArraySize(all_ids), cJSON_GetArraySize(cases));
+    cr_assert_eq(cJSON_GetArraySize(n_first), cJSON_GetArraySize(cases));
+    size_t idx = 0, bad = 0;
+    const cJSON *ids = all_ids->child, *nf = n_first->child;
+    for (const cJSON *c = cases->child; c; c = c->next, ids = ids->next, nf = nf->next, idx++)
+        if (!tu_golden_case(t, c, ids, nf->valueint, key, idx, bad < 10, NULL))
+            bad++;
+    cr_log_info("%s: %zu of %zu golden cases identical", key, idx - bad, idx);
+    cr_assert_eq(bad, 0, "%s: %zu of %zu golden cases differ from the reference", key, bad, idx);
+    cJSON_Delete(root);
+}
+
+/* call (which passes &err_, the macro's own hs_error) fails with status and a message naming
+ * substr. */
+#define EXPECT_FAIL(call, status, substr)                                                      \
+    do {                                                                                       \
+        hs_error err_ = {{0}};                                                                 \
+        hs_status st_ = (call);                                                                \
+        cr_assert_eq(st_, (status), "expected status %d, got %d (%s)", (status), st_, err_.msg); \
+        cr_assert(strstr(err_.msg, (substr)), "message '%s' lacks '%s'", err_.msg, (substr));   \
+    } while (0)
 
 #endif /* HEADSCOPE_TOKUTIL_H */
