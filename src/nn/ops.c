@@ -39,13 +39,15 @@
 /* e^x in float without a libm call or a branch, so loops of it vectorise: x = k ln2 + r with
  * |r| <= ln2/2, e^r by its Taylor polynomial to r^7 (truncation < 6e-9 relative), 2^k put
  * into the exponent bits. Relative error about 2 ulp; 0 below -87.3 (where expf is
- * subnormal); saturates at e^88.3 (3e38) above. */
+ * subnormal); saturates at e^88.3 (3e38) above; NaN for NaN. The clamp sends NaN to -87.3,
+ * so that k always converts to an int (a NaN there is undefined behaviour, which the
+ * fuzzers' UBSan caught on a model with NaN weights), and the NaN is put back at the end. */
 static inline float exp_fast(float x)
 {
     const float log2e = 1.44269504088896341f, ln2_hi = 0.693145751953125f,
                 ln2_lo = 1.42860682030941723e-6f;
     const float round = 12582912.0f; /* 1.5 * 2^23: adding it rounds to an integer */
-    float xc = x < -87.3f ? -87.3f : x;
+    float xc = x > -87.3f ? x : -87.3f;
     xc = xc > 88.3f ? 88.3f : xc;
     float k = (xc * log2e + round) - round;
     float r = (xc - k * ln2_hi) - k * ln2_lo;
@@ -59,7 +61,7 @@ static inline float exp_fast(float x)
     p = p * r + 1.0f;
     union { uint32_t u; float f; } s = {.u = (uint32_t)((int32_t)k + 127) << 23};
     float y = p * s.f;
-    return x < -87.3f ? 0.0f : y;
+    return x < -87.3f ? 0.0f : x == x ? y : x;
 }
 
 /* The products run by the one tiling rule of src/core/gemm.c (hs_gemm_run): tiles cut by
