@@ -94,6 +94,9 @@ static hs_status parse_gpt2(const cJSON *root, hs_model_config *c, hs_arch *a, h
         (st = require_bool(root, "scale_attn_weights", 1, err)) ||
         (st = require_bool(root, "scale_attn_by_inverse_layer_idx", 0, err)))
         return st;
+    if (n_inner <= 0 && c->d_model > 1000000000 / 4) /* the default, 4 n_embd, past 1e9 */
+        return hs_fail(err, HS_E_FORMAT, "config.json: field 'n_embd' (%d) is too large: "
+                       "its default n_inner, 4 x n_embd, passes 1e9", c->d_model);
     c->d_ff = n_inner > 0 ? n_inner : 4 * c->d_model;
     c->type_vocab_size = 0;
     return HS_OK;
