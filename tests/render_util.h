@@ -1,6 +1,6 @@
 /* Helpers of the picture suites (test_render.c, test_render_basics.c): a PNG decoded again
  * with libpng's simplified read API (an independent decoder path), exact pixels, ink in a
- * rectangle, a temporary folder (header-only, test code only). */
+ * rectangle (header-only, test code only). */
 #ifndef HEADSCOPE_RENDER_UTIL_H
 #define HEADSCOPE_RENDER_UTIL_H
 
@@ -90,19 +90,6 @@ static inline int file_exists(const char *path)
 {
     struct stat st;
     return stat(path, &st) == 0;
-}
-
-static inline void make_tmpdir(char *buf, size_t cap)
-{
-    snprintf(buf, cap, "/tmp/hs-render-XXXXXX");
-    cr_assert_not_null(mkdtemp(buf));
-}
-
-static inline void remove_tree(const char *dir)
-{
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    cr_assert_eq(system(cmd), 0);
 }
 
 #endif

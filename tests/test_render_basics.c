@@ -16,6 +16,15 @@
 #include "../viz/canvas.h"
 #include "../viz/plot.h"
 #include "render_util.h"
+#include "testutil.h"
+
+/* Removes a test's temporary folder (tu_mkdtemp's) and checks that it went. */
+static void remove_tree(const char *dir)
+{
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    cr_assert_eq(system(cmd), 0);
+}
 
 /* ---- png ---------------------------------------------------------------- */
 
@@ -76,7 +85,7 @@ Test(png, rejects_bad_sizes_and_null_buffers)
 Test(png, write_into_missing_directory_fails_and_leaves_nothing)
 {
     char dir[64], path[128], tmp[160], sub[96];
-    make_tmpdir(dir, sizeof dir);
+    tu_mkdtemp(dir, sizeof dir);
     snprintf(sub, sizeof sub, "%s/no-such-dir", dir);
     snprintf(path, sizeof path, "%s/out.png", sub);
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
@@ -94,7 +103,7 @@ Test(png, write_into_missing_directory_fails_and_leaves_nothing)
 Test(png, write_produces_a_valid_file_and_no_temporary)
 {
     char dir[64], path[128], tmp[160];
-    make_tmpdir(dir, sizeof dir);
+    tu_mkdtemp(dir, sizeof dir);
     snprintf(path, sizeof path, "%s/a.png", dir);
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
     uint8_t rgb[5 * 4 * 3];
