@@ -9,6 +9,8 @@
 #include "model/model_internal.h"
 
 #define CONFIG_MAX_BYTES (4u << 20)
+/* Every integer field, and a default derived from one, is at most this. */
+#define CONFIG_INT_MAX 1000000000
 
 /* Reads an integer field. required: a missing field is an error; else *out keeps its default. */
 static hs_status get_int(const cJSON *root, const char *key, int required, int *out, hs_error *err)
@@ -20,7 +22,7 @@ static hs_status get_int(const cJSON *root, const char *key, int required, int *
         return HS_OK;
     }
     if (!cJSON_IsNumber(v) || v->valuedouble != floor(v->valuedouble) || v->valuedouble < 0 ||
-        v->valuedouble > 1e9)
+        v->valuedouble > CONFIG_INT_MAX)
         return hs_fail(err, HS_E_FORMAT, "config.json: field '%s' must be a non-negative integer",
                        key);
     *out = (int)v->valuedouble;
@@ -94,7 +96,7 @@ static hs_status parse_gpt2(const cJSON *root, hs_model_config *c, hs_arch *a, h
         (st = require_bool(root, "scale_attn_weights", 1, err)) ||
         (st = require_bool(root, "scale_attn_by_inverse_layer_idx", 0, err)))
         return st;
-    if (n_inner <= 0 && c->d_model > 1000000000 / 4) /* the default, 4 n_embd, past 1e9 */
+    if (n_inner <= 0 && c->d_model > CONFIG_INT_MAX / 4)
         return hs_fail(err, HS_E_FORMAT, "config.json: field 'n_embd' (%d) is too large: "
                        "its default n_inner, 4 x n_embd, passes 1e9", c->d_model);
     c->d_ff = n_inner > 0 ? n_inner : 4 * c->d_model;
