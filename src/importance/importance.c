@@ -12,10 +12,6 @@
 #include "nn/block.h"
 #include "nn/ops.h"
 
-/* Rows of logits computed at a time when the forward workspace's spare attention buffer
- * cannot hold more (128 x 50257 floats is 26 MB). */
-#define LOGIT_ROWS 128
-
 const char *hs_loss_kind_name(hs_loss_kind k)
 {
     return k == HS_LOSS_LM ? "lm" : k == HS_LOSS_MLM ? "mlm" : k == HS_LOSS_REPR ? "repr" : "?";

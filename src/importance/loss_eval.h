@@ -7,6 +7,10 @@
 #include "headscope/importance.h"
 #include "internal.h"
 
+/* Rows of logits computed at a time when the forward workspace's spare attention buffer
+ * cannot hold more (128 x 50257 floats is 26 MB). */
+#define LOGIT_ROWS 128
+
 struct hs_loss_eval {
     const hs_model *m;
     hs_loss_input in; /* arrays below are owned copies */
