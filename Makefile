@@ -32,6 +32,11 @@ endif
 ifdef SANITIZE
 BUILD ?= build-san
 SANFLAGS = -fsanitize=$(SANITIZE) -fno-sanitize-recover=all -fno-omit-frame-pointer
+# GCC's "undefined" leaves out float-to-int conversions out of range (clang's fuzzers have
+# them): a NaN or huge float converted to int is undefined behaviour too.
+ifneq ($(findstring undefined,$(SANITIZE)),)
+SANFLAGS += -fsanitize=float-cast-overflow
+endif
 else
 BUILD ?= build
 SANFLAGS =
