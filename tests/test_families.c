@@ -45,14 +45,6 @@ static int32_t *json_ints(const cJSON *a, int *n)
     return v;
 }
 
-static hs_model *load(const char *path)
-{
-    hs_model *m = NULL;
-    hs_error err = {{0}};
-    cr_assert_eq(hs_model_load(path, &m, &err), HS_OK, "%s: %s", path, err.msg);
-    return m;
-}
-
 /* A case's MLM loss input: ids (with the mask id at the positions), the positions and the
  * original ids there as targets. */
 typedef struct mlm_case {
@@ -111,7 +103,7 @@ static void expect_grid(const char *name, const char *what, const double *got, c
 static void check_forward(const char *dir, const char *name, const cJSON *j, const float *hm)
 {
     char path[512];
-    hs_model *m = load(cJSON_GetObjectItem(j, "model")->valuestring);
+    hs_model *m = tu_load(cJSON_GetObjectItem(j, "model")->valuestring);
     const hs_model_config *c = hs_model_config_of(m);
     mlm_case mc;
     mlm_case_of(j, &mc);
@@ -166,7 +158,7 @@ static void check_forward(const char *dir, const char *name, const cJSON *j, con
 /* Gradient (raw and normalised, autograd) and ablation importance of an unmasked case. */
 static void check_importance(const char *name, const cJSON *j)
 {
-    hs_model *m = load(cJSON_GetObjectItem(j, "model")->valuestring);
+    hs_model *m = tu_load(cJSON_GetObjectItem(j, "model")->valuestring);
     const hs_model_config *c = hs_model_config_of(m);
     int L = c->n_layer, H = c->n_head;
     mlm_case mc;
@@ -237,7 +229,7 @@ static void check_grad_at_mask(const char *name)
     char path[256];
     snprintf(path, sizeof path, "fixtures/encoder-golden/%s.json", name);
     cJSON *j = json_file(path);
-    hs_model *m = load(cJSON_GetObjectItem(j, "model")->valuestring);
+    hs_model *m = tu_load(cJSON_GetObjectItem(j, "model")->valuestring);
     const hs_model_config *c = hs_model_config_of(m);
     int L = c->n_layer, H = c->n_head;
     mlm_case mc;
@@ -299,7 +291,7 @@ static hs_status open_error(const char *dir, hs_error *err)
 
 Test(families_config, roberta_positions_from_pad_token_id)
 {
-    hs_model *m = load("fixtures/family-models/tiny-roberta");
+    hs_model *m = tu_load("fixtures/family-models/tiny-roberta");
     const hs_model_config *c = hs_model_config_of(m);
     /* config.json: max_position_embeddings 130, pad_token_id 1 */
     cr_expect_eq(c->family, HS_FAMILY_ROBERTA);
@@ -317,7 +309,7 @@ Test(families_config, roberta_positions_from_pad_token_id)
     char dir[64];
     edited_copy("fixtures/family-models/tiny-roberta", "s/\"pad_token_id\": 1/\"pad_token_id\": 5/",
                 dir, sizeof dir);
-    m = load(dir);
+    m = tu_load(dir);
     cr_expect_eq(hs_model_config_of(m)->arch->pos_offset, 6);
     cr_expect_eq(hs_model_config_of(m)->n_ctx, 124);
     hs_model_free(m);
@@ -333,7 +325,7 @@ Test(families_config, xlm_roberta_is_read_as_roberta)
     cJSON *j = json_file("fixtures/family-golden/tiny_roberta_rand.json");
     cJSON_ReplaceItemInObject(j, "model", cJSON_CreateString(dir));
     check_forward("fixtures/family-golden", "tiny_roberta_rand", j, NULL);
-    hs_model *m = load(dir);
+    hs_model *m = tu_load(dir);
     cr_expect_eq(hs_model_config_of(m)->family, HS_FAMILY_ROBERTA);
     hs_model_free(m);
     cJSON_Delete(j);
@@ -342,7 +334,7 @@ Test(families_config, xlm_roberta_is_read_as_roberta)
 
 Test(families_config, tokens_beyond_the_context_are_refused)
 {
-    hs_model *m = load("fixtures/family-models/tiny-roberta");
+    hs_model *m = tu_load("fixtures/family-models/tiny-roberta");
     int32_t ids[129] = {0};
     hs_error err = {{0}};
     cr_expect_eq(hs_forward(m, ids, NULL, 129, NULL, NULL, &err), HS_E_INPUT);
@@ -392,7 +384,7 @@ Test(families_config, distilbert_without_its_head_has_no_mlm_loss)
              "R.write_safetensors('%s/model.safetensors', {k: v for k, v in t.items() if k.startswith('distilbert.')})\"",
              dir, dir);
     cr_assert_eq(system(cmd), 0, "%s", cmd);
-    hs_model *m = load(dir);
+    hs_model *m = tu_load(dir);
     cr_expect_not(hs_model_config_of(m)->has_lm_head);
     hs_model_free(m);
     tu_rm_rf(dir);
@@ -434,7 +426,7 @@ Test(families_gguf, roberta_round_trip_as_llama_cpp_writes_it)
 {
     char dir[64], path[128];
     with_tokenizer("roberta", dir, sizeof dir);
-    hs_model *m = load(dir), *g = NULL;
+    hs_model *m = tu_load(dir), *g = NULL;
     hs_error err = {{0}};
     hs_gguf_write_options opt = {.ftype = HS_GGUF_FTYPE_F32, .keep_mlm = 1};
     snprintf(path, sizeof path, "%s/model.bin", dir);
@@ -495,7 +487,7 @@ Test(families_gguf, distilbert_has_no_gguf_form)
     with_tokenizer("distilbert", dir, sizeof dir);
     const char *paths[] = {dir, "fixtures/family-models/tiny-distilbert"};
     for (int k = 0; k < 2; k++) {
-        hs_model *m = load(paths[k]);
+        hs_model *m = tu_load(paths[k]);
         unsigned char *buf = NULL;
         size_t len = 0;
         hs_error err = {{0}};

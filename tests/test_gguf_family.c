@@ -39,19 +39,11 @@ static const fam fams[] = {
 };
 #define N_FAMS (sizeof fams / sizeof fams[0])
 
-static hs_model *load_ok(const char *path)
-{
-    hs_model *m = NULL;
-    hs_error err = {{0}};
-    cr_assert_eq(hs_model_load(path, &m, &err), HS_OK, "cannot load %s: %s", path, err.msg);
-    return m;
-}
-
 static hs_model *load_fam(const char *file)
 {
     char path[256];
     snprintf(path, sizeof path, FAMS "%s.gguf", file);
-    return load_ok(path);
+    return tu_load(path);
 }
 
 /* The maps (L, H, n, n), final hidden states (n, d) and next-token NLL (n - 1) of m on ids. */
@@ -112,7 +104,7 @@ static void check_f32(const fam *f)
     hs_npy ids = tu_npy(path);
     hs_model *g = load_fam(f->gguf);
     snprintf(path, sizeof path, HF "%s", f->hf);
-    hs_model *h = load_ok(path);
+    hs_model *h = tu_load(path);
     run rg = forward(g, ids.data, (int)ids.count), rh = forward(h, ids.data, (int)ids.count);
     cr_expect_eq(tu_max_abs_diff(rg.attn, rh.attn, rg.n_attn, NULL), 0.0, "%s: maps differ", f->gguf);
     cr_expect_eq(tu_max_abs_diff(rg.hidden, rh.hidden, rg.n_hidden, NULL), 0.0, "%s: hidden", f->gguf);
@@ -233,7 +225,7 @@ static void check_writer(const char *hf, const char *file, hs_gguf_ftype ft)
 {
     char path[256];
     snprintf(path, sizeof path, HF "%s", hf);
-    hs_model *h = load_ok(path);
+    hs_model *h = tu_load(path);
     hs_gguf_write_options opt = {.ftype = ft, .name = hf};
     unsigned char *buf = NULL;
     size_t len = 0;
@@ -295,12 +287,12 @@ static void check_round_trip(const fam *f)
 {
     char path[256], dir[64];
     snprintf(path, sizeof path, HF "%s", f->hf);
-    hs_model *h = load_ok(path);
+    hs_model *h = tu_load(path);
     hs_error err = {{0}};
     tu_mkdtemp(dir, sizeof dir);
     snprintf(path, sizeof path, "%s/m.gguf", dir);
     cr_assert_eq(hs_gguf_write(h, path, NULL, &err), HS_OK, "%s", err.msg);
-    hs_model *g = load_ok(path);
+    hs_model *g = tu_load(path);
     cr_assert_eq(hs_model_param_count(g), hs_model_param_count(h));
     int32_t ids[24];
     for (int i = 0; i < 24; i++)
@@ -346,7 +338,7 @@ static void check_lossy(const char *hf, const char *file, double max_map, double
     char path[256];
     hs_npy ids = tu_npy(GOLD "tiny_llama_text.ids.npy");
     snprintf(path, sizeof path, HF "%s", hf);
-    hs_model *h = load_ok(path);
+    hs_model *h = tu_load(path);
     hs_model *g = load_fam(file);
     run rg = forward(g, ids.data, (int)ids.count), rh = forward(h, ids.data, (int)ids.count);
     double mx = tu_max_abs_diff(rg.attn, rh.attn, rg.n_attn, NULL), mean = 0, lg = 0, lh = 0;

@@ -19,6 +19,16 @@
 /* Shared models (../shared beside the checkout) and committed fixtures. */
 #define SHARED_MODELS "../shared/models"
 
+/* Loads a model (folder or GGUF file) or fails the test. */
+static inline hs_model *tu_load(const char *path)
+{
+    hs_model *m = NULL;
+    hs_error err = {{0}};
+    hs_status st = hs_model_load(path, &m, &err);
+    cr_assert_eq(st, HS_OK, "cannot load %s: %s", path, err.msg);
+    return m;
+}
+
 /* Loads a .npy or fails the test. */
 static inline hs_npy tu_npy(const char *path)
 {
