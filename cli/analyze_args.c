@@ -434,11 +434,11 @@ int cli_analyze_args_parse(int argc, char **argv, cli_analyze_args *g)
     if (g->co.path && (g->text || g->file || g->pair))
         return cli_usage_error(C, "give --corpus or --text/--file/--text-pair, not both");
     if (g->co.path && (g->ao.word_level || g->ao.ablation_kind == HS_ABLATION_RESAMPLE ||
-                    g->ao.loss_span.kind != HS_SPAN_ALL))
+                       g->ao.loss_span.kind != HS_SPAN_ALL))
         return cli_usage_error(C, "%s is for a single text, not --corpus",
                                g->ao.word_level                        ? "--word-level"
                                : g->ao.loss_span.kind != HS_SPAN_ALL ? "--loss-span"
-                                                                    : "--ablation resample");
+                                                                     : "--ablation resample");
     if (g->co.path && g->ao.ablation_kind == HS_ABLATION_MEAN && !g->co.ablation)
         return cli_usage_error(C, "--ablation mean with --corpus needs --corpus-ablation");
     if (g->co.path && g->ao.ablation_kind == HS_ABLATION_MEAN && !strcmp(g->co.path, "-"))

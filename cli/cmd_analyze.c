@@ -108,9 +108,9 @@ int cmd_analyze(int argc, char **argv)
         g.ao.layers = on;
     }
     /* --max-tokens N keeps the first N tokens (at most the context), as --truncate keeps n_ctx */
-    size_t keep = g.co.max_tokens > 0 && g.co.max_tokens < cfg->n_ctx ? (size_t)g.co.max_tokens : 0;
-    if (!g.co.path && cli_encode(C, m, &t, g.truncate || g.co.max_tokens > 0, keep, 0, &enc,
-                               &was_truncated))
+    int cut = g.co.max_tokens;
+    size_t keep = cut > 0 && cut < cfg->n_ctx ? (size_t)cut : 0;
+    if (!g.co.path && cli_encode(C, m, &t, g.truncate || cut > 0, keep, 0, &enc, &was_truncated))
         goto done;
     if (!g.quiet && isatty(STDERR_FILENO))
         g.ao.progress = cli_phase_progress;
@@ -120,8 +120,9 @@ int cmd_analyze(int argc, char **argv)
 
     if (g.co.path) {
         g.ao.progress = NULL;
-        g.co.progress = g.progress_mode >= 0 ? g.progress_mode
-                      : !g.quiet && isatty(STDERR_FILENO) ? CLI_PROGRESS_TTY : CLI_PROGRESS_NONE;
+        g.co.progress = g.progress_mode >= 0                 ? g.progress_mode
+                        : !g.quiet && isatty(STDERR_FILENO) ? CLI_PROGRESS_TTY
+                                                            : CLI_PROGRESS_NONE;
         rc = cli_analyze_corpus(C, m, &g.co, &g.ao, g.outdir, od.created, g.quiet, g.json);
         od.created = 0; /* cli_analyze_corpus removed what it wrote */
         goto done;
