@@ -119,13 +119,14 @@ static inline void tu_check_finite_difference(const hs_model *m, const hs_loss_i
     free(sg);
 }
 
-/* A fresh temporary directory (removed by tu_rmdir). */
+/* A fresh temporary directory (removed by tu_rm_rf). */
 static inline void tu_mkdtemp(char *buf, size_t cap)
 {
     snprintf(buf, cap, "/tmp/hs-test-XXXXXX");
     cr_assert_not_null(mkdtemp(buf), "mkdtemp failed");
 }
 
+/* Removes dir and everything in it (clean-up: rm's exit status is not checked). */
 static inline void tu_rm_rf(const char *dir)
 {
     char cmd[512];
