@@ -1,5 +1,5 @@
 /* Helpers of the GGUF suites (test_gguf.c, test_gguf_write.c): two models' weights
- * compared, a file read whole, two tokenizers' ids compared (header-only, test code only). */
+ * compared, two tokenizers' ids compared (header-only, test code only). */
 #ifndef HEADSCOPE_GGUF_UTIL_H
 #define HEADSCOPE_GGUF_UTIL_H
 
@@ -75,14 +75,6 @@ static inline double model_diff(const hs_model *a, const hs_model *b, int with_m
     }
 #undef CMP
     return m;
-}
-
-static inline unsigned char *slurp(const char *path, size_t *len)
-{
-    char *data = NULL;
-    hs_error err = {{0}};
-    cr_assert_eq(hs_read_file(path, (size_t)1 << 30, &data, len, &err), HS_OK, "%s", err.msg);
-    return (unsigned char *)data;
 }
 
 static inline void expect_same_ids(const hs_model *a, const hs_model *b, const char *text)

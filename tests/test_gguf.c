@@ -188,7 +188,7 @@ Test(gguf, inspects_python_written_file)
 Test(gguf, parses_from_memory_like_from_file)
 {
     size_t len;
-    unsigned char *data = slurp(GOOD "tiny-gpt2-f32.gguf", &len);
+    unsigned char *data = tu_slurp(GOOD "tiny-gpt2-f32.gguf", &len);
     hs_gguf *a = NULL, *b = NULL;
     hs_error err = {{0}};
     cr_assert_eq(hs_gguf_parse(data, len, &a, &err), HS_OK, "%s", err.msg);

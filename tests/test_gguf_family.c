@@ -414,7 +414,7 @@ static unsigned char *read_fam(const char *file, size_t *len)
 {
     char path[256];
     snprintf(path, sizeof path, FAMS "%s.gguf", file);
-    return (unsigned char *)tu_slurp(path, len);
+    return tu_slurp(path, len);
 }
 
 /* The offset of the value of key in a GGUF image (after its type), or the test fails. */

@@ -58,7 +58,7 @@ Test(gguf, writer_matches_python_writer_byte_for_byte_on_tiny_fixture)
         char path[256];
         snprintf(path, sizeof path, GOOD "tiny-gpt2-%s.gguf", types[i]);
         size_t pn;
-        unsigned char *ref = slurp(path, &pn);
+        unsigned char *ref = tu_slurp(path, &pn);
         long at = first_diff(mine, n, ref, pn);
         cr_assert_eq(at, -1, "%s: first difference at byte %ld (sizes %zu, %zu)", types[i], at, n, pn);
         free(ref);
@@ -88,7 +88,7 @@ static void model_case(const char *folder, const char *name, const char *type, i
     cr_assert_neq(stat(tmp, &sb), 0, "the .tmp file must be gone");
 
     size_t na, nb;
-    unsigned char *a = slurp(mine, &na), *b = slurp(py, &nb);
+    unsigned char *a = tu_slurp(mine, &na), *b = tu_slurp(py, &nb);
     long at = first_diff(a, na, b, nb);
     cr_assert_eq(at, -1, "%s %s: first difference at byte %ld (sizes %zu, %zu)", name, type, at, na, nb);
     free(a);
@@ -212,7 +212,7 @@ Test(gguf, writer_is_atomic_and_reports_io_errors)
     cr_assert_eq(symlink(victim, tmp), 0);
     cr_assert_eq(hs_gguf_write(hf, out, NULL, &err), HS_OK, "%s", err.msg);
     size_t n;
-    unsigned char *kept = slurp(victim, &n);
+    unsigned char *kept = tu_slurp(victim, &n);
     cr_assert(n == 4 && !memcmp(kept, "keep", 4), "the planted link was followed");
     free(kept);
     struct stat sb;
@@ -268,7 +268,7 @@ Test(gguf, untied_gpt2_head_is_written_as_output_weight)
     hs_error err = {{0}};
     cr_assert_eq(hs_gguf_write(hf, mine, &opt, &err), HS_OK, "%s", err.msg);
     size_t na, nb;
-    unsigned char *a = slurp(mine, &na), *b = slurp(py, &nb);
+    unsigned char *a = tu_slurp(mine, &na), *b = tu_slurp(py, &nb);
     long at = first_diff(a, na, b, nb);
     cr_assert_eq(at, -1, "first difference at byte %ld", at);
     free(a);
@@ -383,7 +383,7 @@ Test(gguf, tied_gpt2_head_is_copied_into_output_weight_unless_asked_not_to)
     hs_error err = {{0}};
     cr_assert_eq(hs_gguf_write(hf, mine, &opt, &err), HS_OK, "%s", err.msg);
     size_t na, nb;
-    unsigned char *a = slurp(mine, &na), *b = slurp(py, &nb);
+    unsigned char *a = tu_slurp(mine, &na), *b = tu_slurp(py, &nb);
     long at = first_diff(a, na, b, nb);
     cr_assert_eq(at, -1, "first difference at byte %ld (sizes %zu, %zu)", at, na, nb);
     hs_gguf *g = NULL;

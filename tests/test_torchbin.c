@@ -22,14 +22,6 @@ static hs_torchbin *open_ok(const char *file)
     return t;
 }
 
-static unsigned char *slurp(const char *path, size_t *len)
-{
-    char *data = NULL;
-    hs_error err = {{0}};
-    cr_assert_eq(hs_read_file(path, 1 << 20, &data, len, &err), HS_OK, "%s", err.msg);
-    return (unsigned char *)data;
-}
-
 static float element(const hs_tensor_view *v, size_t i)
 {
     uint32_t b;
@@ -54,7 +46,7 @@ static void expect_reference(const hs_torchbin *t, const char *ref)
     char path[256];
     size_t len;
     snprintf(path, sizeof path, DIR "%s.json", ref);
-    char *text = (char *)slurp(path, &len);
+    char *text = tu_slurp(path, &len);
     cJSON *root = cJSON_Parse(text);
     cr_assert_not_null(root, "%s is not JSON", path);
     snprintf(path, sizeof path, DIR "%s.npy", ref);
@@ -186,7 +178,7 @@ Test(torchbin, unknown_names_give_null)
 Test(torchbin, parse_from_memory_matches_open)
 {
     size_t len;
-    unsigned char *buf = slurp(DIR "good_zip64_unaligned.bin", &len);
+    unsigned char *buf = tu_slurp(DIR "good_zip64_unaligned.bin", &len);
     hs_torchbin *t = NULL;
     hs_error err = {{0}};
     cr_assert_eq(hs_torchbin_parse(buf, len, "mem", &t, &err), HS_OK, "%s", err.msg);
@@ -347,7 +339,7 @@ Test(torchbin_bad, directory_is_not_a_file)
 Test(torchbin_bad, every_truncation_and_byte_flip_is_handled)
 {
     size_t len;
-    unsigned char *buf = slurp(DIR "good_zip64_unaligned.bin", &len);
+    unsigned char *buf = tu_slurp(DIR "good_zip64_unaligned.bin", &len);
     size_t ok = 0;
     for (size_t cut = 0; cut < len; cut++) {
         unsigned char *copy = malloc(cut ? cut : 1); /* exact size: overreads are caught */

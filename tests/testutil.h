@@ -29,6 +29,23 @@ static inline hs_model *tu_load(const char *path)
     return m;
 }
 
+/* A whole file into a malloc'd, NUL-terminated buffer (text or bytes), or fails the test. */
+static inline void *tu_slurp(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    cr_assert_not_null(f, "cannot open %s", path);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    rewind(f);
+    char *buf = malloc((size_t)n + 1);
+    cr_assert_not_null(buf);
+    cr_assert_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
+    fclose(f);
+    buf[n] = '\0';
+    *len = (size_t)n;
+    return buf;
+}
+
 /* Loads a .npy or fails the test. */
 static inline hs_npy tu_npy(const char *path)
 {

@@ -85,23 +85,6 @@ static inline int tu_golden_case(const hs_tokenizer *t, const cJSON *c, const cJ
     return same;
 }
 
-/* A whole file into a malloc'd, NUL-terminated buffer, or fails the test. */
-static inline char *tu_slurp(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    cr_assert_not_null(f, "cannot open %s", path);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    rewind(f);
-    char *buf = malloc((size_t)n + 1);
-    cr_assert_not_null(buf);
-    cr_assert_eq(fread(buf, 1, (size_t)n, f), (size_t)n);
-    fclose(f);
-    buf[n] = '\0';
-    *len = (size_t)n;
-    return buf;
-}
-
 /* Reads and parses a json file or fails the test. */
 static inline cJSON *tu_read_json(const char *path)
 {
