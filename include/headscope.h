@@ -19,6 +19,7 @@
 #include "headscope/status.h"
 #include "headscope/version.h"
 #include "headscope/tokenizer.h"
+#include "headscope/visibility.h"
 #include "headscope/model.h"
 #include "headscope/forward.h"
 #include "headscope/analysis.h"

@@ -28,6 +28,7 @@ CONTEXT = {
                     "const int32_t *ids = NULL; int n = 1, L = 1, H = 1;",
     "npy.h": "hs_error err = {{0}}; size_t L = 1, H = 1, n = 1; const float *attn = NULL;",
     "render.h": "const float *map = NULL; int n = 1; const char *const *labels = NULL;",
+    "visibility.h": "const float *probs = NULL; int n = 0; double mass = 0;",
     "report.h": "hs_error err = {{0}}; const hs_model *model = NULL; hs_encoding enc = {0}; "
                 "const char *text = \"\";",
 }

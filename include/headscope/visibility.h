@@ -9,9 +9,10 @@
  * count and compare only the visible cells, so a head's normalised entropy is taken over
  * the keys it could have attended to.
  *
- *     hs_visibility v = hs_vis_sliding(4096);
+ *     hs_visibility v = hs_vis_sliding(4096);   // probs: (n, n), one head's map
  *     for (int i = 0; i < n; i++)
- *         for (int j = hs_vis_lo(v, i); j < hs_vis_hi(v, i, n); j++) ... probs[i][j] ...
+ *         for (int j = hs_vis_lo(v, i); j < hs_vis_hi(v, i, n); j++)
+ *             mass += probs[(size_t)i * n + j];
  */
 #ifndef HEADSCOPE_VISIBILITY_H
 #define HEADSCOPE_VISIBILITY_H
