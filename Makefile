@@ -105,9 +105,14 @@ deps:
 	$(SUDO) apt-get update -q
 	$(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $(DEB_PKGS)
 
-$(BUILD)/obj/%.o: %.c $(wildcard include/headscope/*.h src/*.h src/*/*.h viz/*.h cli/*.h)
+# Header dependencies come from the compiler (-MMD -MP: one .d file beside each object, a
+# removed header no error), so a changed header rebuilds exactly the files that include it.
+DEPFLAGS = -MMD -MP
+# programs compiled and linked in one command: the .d file named after the program
+LINKDEP = -MMD -MP -MF $@.d -MT $@
+$(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(ALLCFLAGS) -c $< -o $@
+	$(CC) $(CPPFLAGS) $(ALLCFLAGS) $(DEPFLAGS) -c $< -o $@
 
 $(PAGEGEN): viz/page/pagegen.c
 	@mkdir -p $(dir $@)
@@ -128,18 +133,18 @@ $(LIB): $(LIB_OBJ)
 $(BIN): $(CLI_OBJ) $(LIB)
 	$(CC) $(LDFLAGS) $(CLI_OBJ) $(LIB) $(PKG_LIBS) -o $@
 
-$(BUILD)/tests/%: tests/%.c $(LIB) $(wildcard tests/*.h)
+$(BUILD)/tests/%: tests/%.c $(LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(ALLCFLAGS) $(CRIT_CFLAGS) $< $(LIB) $(PKG_LIBS) $(CRIT_LIBS) $(LDFLAGS) -o $@
+	$(CC) $(CPPFLAGS) $(ALLCFLAGS) $(LINKDEP) $(CRIT_CFLAGS) $< $(LIB) $(PKG_LIBS) $(CRIT_LIBS) $(LDFLAGS) -o $@
 
 # test_ops and test_forward built again with the elementwise kernels' AVX2 clone only
 # (src/nn/ops.c, HS_CLONES_NO_V4): a CPU with AVX-512 would otherwise never run it.
-$(BUILD)/obj-v3/ops.o: src/nn/ops.c $(wildcard include/headscope/*.h src/*.h src/*/*.h)
+$(BUILD)/obj-v3/ops.o: src/nn/ops.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(ALLCFLAGS) -DHS_CLONES_NO_V4 -c $< -o $@
-$(BUILD)/tests-v3/%: tests/%.c $(BUILD)/obj-v3/ops.o $(LIB) $(wildcard tests/*.h)
+	$(CC) $(CPPFLAGS) $(ALLCFLAGS) $(DEPFLAGS) -DHS_CLONES_NO_V4 -c $< -o $@
+$(BUILD)/tests-v3/%: tests/%.c $(BUILD)/obj-v3/ops.o $(LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(ALLCFLAGS) $(CRIT_CFLAGS) $< $(BUILD)/obj-v3/ops.o $(LIB) $(PKG_LIBS) $(CRIT_LIBS) $(LDFLAGS) -o $@
+	$(CC) $(CPPFLAGS) $(ALLCFLAGS) $(LINKDEP) $(CRIT_CFLAGS) $< $(BUILD)/obj-v3/ops.o $(LIB) $(PKG_LIBS) $(CRIT_LIBS) $(LDFLAGS) -o $@
 TEST_V3_BIN = $(BUILD)/tests-v3/test_ops $(BUILD)/tests-v3/test_forward
 
 # Criterion suites run from the repository root so fixture paths are relative to it.
@@ -147,13 +152,20 @@ TEST_V3_BIN = $(BUILD)/tests-v3/test_ops $(BUILD)/tests-v3/test_forward
 # AVX-512: those kernels pass the merged-rows check of src/core/gemm.c (the environment's own
 # kernels may not), so its merged calls are compared with the tiles there too; and once
 # more with the AVX2 build of the elementwise kernels (above).
+# Each suite's wall time goes to $(TIMES) (the summary at the end of `make test`).
+TIMES = $(BUILD)/test-times.txt
+RUN_SUITE = t0=$$(date +%s%N); ASAN_OPTIONS=detect_leaks=1
+SUITE_DONE = echo "$$(( ($$(date +%s%N) - t0) / 1000000 )) ms"
 unit: $(TEST_BIN) $(TEST_V3_BIN)
-	@failed=; for t in $(TEST_BIN); do echo "== $$t"; ASAN_OPTIONS=detect_leaks=1 $$t --jobs 2 || failed="$$failed $$t"; done; \
+	@failed=; for t in $(TEST_BIN); do echo "== $$t"; $(RUN_SUITE) $$t --jobs 2 || failed="$$failed $$t"; \
+	    echo "$$(basename $$t) $$($(SUITE_DONE))" >> $(TIMES); done; \
 	if grep -qw avx512f /proc/cpuinfo && grep -qw avx512bw /proc/cpuinfo && grep -qw avx512vl /proc/cpuinfo && grep -qw avx512dq /proc/cpuinfo; then \
 	    for t in $(BUILD)/tests/test_ops $(BUILD)/tests/test_forward; do echo "== $$t (OpenBLAS SkylakeX kernels)"; \
-	        OPENBLAS_CORETYPE=SkylakeX ASAN_OPTIONS=detect_leaks=1 $$t --jobs 2 || failed="$$failed $$t(SkylakeX)"; done; \
+	        $(RUN_SUITE) OPENBLAS_CORETYPE=SkylakeX $$t --jobs 2 || failed="$$failed $$t(SkylakeX)"; \
+	        echo "$$(basename $$t)(SkylakeX) $$($(SUITE_DONE))" >> $(TIMES); done; \
 	    for t in $(TEST_V3_BIN); do echo "== $$t (the AVX2 elementwise kernels)"; \
-	        ASAN_OPTIONS=detect_leaks=1 $$t --jobs 2 || failed="$$failed $$t"; done; \
+	        $(RUN_SUITE) $$t --jobs 2 || failed="$$failed $$t"; \
+	        echo "$$(basename $$t)(AVX2) $$($(SUITE_DONE))" >> $(TIMES); done; \
 	else echo "== the SkylakeX-kernel and AVX2-kernel runs of test_ops and test_forward: skipped (no AVX-512)"; fi; \
 	if [ -n "$$failed" ]; then echo "failing suites:$$failed"; exit 1; fi
 
@@ -163,9 +175,9 @@ cli-test: $(BIN)
 # The fuzz harnesses' replay mains run the committed corpora as plain tests.
 FUZZ_SRC = $(sort $(wildcard tests/fuzz/fuzz_*.c))
 REPLAY_BIN = $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/replay/%)
-$(BUILD)/replay/%: tests/fuzz/%.c tests/fuzz/replay.h tests/fuzz/families.h tests/fuzz/tokcheck.h $(LIB)
+$(BUILD)/replay/%: tests/fuzz/%.c $(LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(ALLCFLAGS) -DHS_FUZZ_REPLAY -DHS_FUZZ_REPLAY_MAIN $< $(LIB) $(PKG_LIBS) $(LDFLAGS) -o $@
+	$(CC) $(CPPFLAGS) $(ALLCFLAGS) $(LINKDEP) -DHS_FUZZ_REPLAY -DHS_FUZZ_REPLAY_MAIN $< $(LIB) $(PKG_LIBS) $(LDFLAGS) -o $@
 
 fuzz-replay: $(REPLAY_BIN)
 	$(BUILD)/replay/fuzz_gguf $$(find fixtures/gguf -name '*.gguf' | sort)
@@ -199,7 +211,19 @@ bench-smoke: $(BUILD)/hs-bench
 	        $(BUILD)/bench-smoke.txt || { echo "bench-smoke: no $$m row with its BLAS column"; exit 1; }; \
 	done
 
-test: all unit cli-test fuzz-replay browser-test lib-test ref-test bench-smoke
+# `make test` runs every step even when one fails, then prints each step's and suite's
+# wall time (slowest first) and the total, and fails if any step did. The float64
+# references' self-checks run no code of ours: the sanitizer build leaves them out.
+TEST_STEPS = unit cli-test fuzz-replay browser-test lib-test $(if $(SANITIZE),,ref-test) bench-smoke
+test: all
+	@rm -f $(TIMES); start=$$(date +%s%N); failed=; \
+	for s in $(TEST_STEPS); do t0=$$(date +%s%N); \
+	    $(MAKE) --no-print-directory $$s || failed="$$failed $$s"; \
+	    echo "[$$s] $$($(SUITE_DONE))" >> $(TIMES); done; \
+	echo "== wall time of each step [step] and suite, slowest first ($(TIMES))"; \
+	sort -k2 -n -r $(TIMES) | awk '{ printf "  %-40s %8.1f s\n", $$1, $$2 / 1000 }'; \
+	echo "make test$(if $(SANITIZE), SANITIZE=$(SANITIZE)): $$(( ($$(date +%s%N) - start) / 1000000000 )) s wall time"; \
+	if [ -n "$$failed" ]; then echo "failing steps:$$failed"; exit 1; fi
 
 # Interoperability with llama.cpp's own programs (not in `test`: it needs a llama.cpp build):
 # make llamacpp-test LLAMACPP=path/to/llama.cpp/build/bin [LLAMACPP_MODELS=path/to/llama.cpp/models]
@@ -273,10 +297,13 @@ $(BENCH_MODEL)/config.json:
 $(BENCH_BERT)/config.json:
 	/usr/bin/python3 fixtures/ref/make_checkpoint.py --arch bert-base --out $(BENCH_BERT)
 
-$(BUILD)/hs-bench: $(BENCH_SRC) bench/bench.h $(LIB)
+$(BUILD)/hs-bench: $(BENCH_SRC) bench/bench.h $(LIB) $(wildcard include/headscope/*.h)
 	$(CC) $(CPPFLAGS) $(ALLCFLAGS) $(BENCH_SRC) $(LIB) $(PKG_LIBS) $(LDFLAGS) -o $@
 
 include lib.mk
+
+# the header dependencies of everything built so far (none on a first build)
+-include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
 
 clean:
 	rm -rf build build-san build-fuzz
