@@ -148,7 +148,8 @@ static int corpus_option(const char *C, int c, const char *arg, cli_analyze_args
         else if (!strcmp(arg, "folder"))
             g->co.format = HS_CORPUS_DIR;
         else
-            return cli_usage_error(C, "--corpus-format '%s' is not auto, lines, jsonl or folder", arg);
+            return cli_usage_error(C, "--corpus-format '%s' is not auto, lines, jsonl or folder",
+                                   arg);
         break;
     case OPT_MAXTEXTS:
     case OPT_SAMPLE:

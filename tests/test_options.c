@@ -140,7 +140,9 @@ static int sample(const hs_option *o, int k, char *text, char *json, size_t cap,
     case HS_OPT_INT:
     case HS_OPT_SEED:
     case HS_OPT_NUM: { /* lo (where it is in the range), hi, and between */
-        double v = k == 0 ? (o->lo_open ? o->hi : o->lo) : k == 1 ? o->hi : o->lo + (o->hi - o->lo) * 0.3;
+        double v = k == 0   ? (o->lo_open ? o->hi : o->lo)
+                   : k == 1 ? o->hi
+                            : o->lo + (o->hi - o->lo) * 0.3;
         if (k > 2)
             return 0;
         if (whole(o))

@@ -299,7 +299,8 @@ static hs_status set_json(const hs_option *o, const cJSON *v, hs_analyze_args *a
     case HS_OPT_INT:
     case HS_OPT_SEED:
     case HS_OPT_NUM: {
-        bad = !cJSON_IsNumber(v) || (o->type != HS_OPT_NUM && v->valuedouble != floor(v->valuedouble));
+        bad = !cJSON_IsNumber(v) ||
+              (o->type != HS_OPT_NUM && v->valuedouble != floor(v->valuedouble));
         if (bad)
             break;
         char text[32];

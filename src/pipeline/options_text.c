@@ -66,8 +66,8 @@ const char *hs_option_range(const hs_option *o, char *buf, size_t cap)
     }
     case HS_OPT_ENUM:
         for (int i = 0; o->names[i] && k < cap; i++)
-            k += (size_t)snprintf(buf + k, cap - k, "%s%s", i == 0 ? "" : o->names[i + 1] ? ", " : " or ",
-                                  o->names[i]);
+            k += (size_t)snprintf(buf + k, cap - k, "%s%s",
+                                  i == 0 ? "" : o->names[i + 1] ? ", " : " or ", o->names[i]);
         break;
     case HS_OPT_TEXT:
     case HS_OPT_LAYERS:
