@@ -459,3 +459,29 @@ Test(options, the_documentation_states_each_range)
     }
     free(doc);
 }
+
+/* Layer numbers are bounded before they are narrowed to int (issue 41: 4294967296 was layer
+ * 0, and 0,2147483648 dropped its second layer); a layer past the model is named later. */
+Test(options, layer_numbers_do_not_wrap)
+{
+    static const char *const bad[] = {"4294967296", "0,2147483648", "1048576", "1-", "0,", "-1"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        const char *args[] = {"--layers", bad[i]};
+        cli_analyze_args g;
+        char err[1024], want[256];
+        cr_assert_eq(cli_route(args, 2, &g, err, sizeof err), EXIT_USAGE, "%s", bad[i]);
+        snprintf(want, sizeof want, "headscope: analyze: --layers '%s' is not a list of layer "
+                 "numbers below 2^20", bad[i]);
+        cr_assert_eq(strncmp(err, want, strlen(want)), 0, "%s", err);
+    }
+    hs_analyze_args js;
+    hs_error e = {{0}};
+    cr_assert_eq(hs_analyze_args_from_json("{\"layers\": [0, 4294967296]}", &js, &e), HS_E_ARG);
+    cr_assert_str_eq(e.msg, "option 'layers': expected a list of layer numbers");
+    hs_analyze_args_free(&js);
+    int bad_layer;
+    unsigned char on[4] = {0};
+    cr_assert_eq(hs_layers_mark("1,3-9", 4, on, &bad_layer), 0);
+    cr_assert_eq(bad_layer, 4);
+    cr_assert(!on[0] && on[1] && !on[2] && on[3]);
+}
