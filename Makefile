@@ -136,7 +136,7 @@ $(BUILD)/tests/%: tests/%.c $(LIB) $(wildcard tests/*.h)
 $(BUILD)/tests/test_options: tests/test_options.c $(BUILD)/obj/cli/analyze_args.o \
 		$(BUILD)/obj/cli/common.o $(LIB) $(wildcard tests/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(ALLCFLAGS) $(CRIT_CFLAGS) $< $(BUILD)/obj/cli/analyze_args.o \
+	$(CC) $(CPPFLAGS) $(ALLCFLAGS) $(LINKDEP) $(CRIT_CFLAGS) $< $(BUILD)/obj/cli/analyze_args.o \
 		$(BUILD)/obj/cli/common.o $(LIB) $(PKG_LIBS) $(CRIT_LIBS) $(LDFLAGS) -o $@
 
 # test_ops and test_forward built again with the elementwise kernels' AVX2 clone only
