@@ -2,7 +2,6 @@
  * run does with them is in cmd_analyze.c. */
 #include <errno.h>
 #include <getopt.h>
-#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +9,7 @@
 
 #include "cli.h"
 #include "headscope/corpus.h"
+#include "pipeline/options.h"
 
 static const char usage_text[] =
     "usage: headscope analyze MODEL (--text TEXT | --file PATH|-) [--text-pair TEXT2] -o OUTDIR\n"
@@ -25,57 +25,17 @@ static const char usage_text[] =
     "summary.\n\n"
     "  -t, --text TEXT            the input text\n"
     "  -f, --file PATH            read the text from a file as raw bytes ('-' for stdin)\n"
-    "      --text-pair TEXT2      second segment (BERT, RoBERTa, Llama: a pair template)\n"
     "  -o, --output OUTDIR        output folder (created if missing)\n"
     "      --json                 print the report on stdout instead of the summary\n"
     "  -q, --quiet                print nothing on success, no progress\n"
-    "      --truncate             keep the first n_ctx tokens of a longer text\n"
     "      --max-tokens N         keep the first N tokens (at most n_ctx) of a longer text\n"
-    "      --layers SPEC          analyse only these layers, e.g. 0,2-3 (default: all)\n"
-    "      --no-ablation          skip the ablation sweep and the pruning curve\n"
-    "      --ablation KIND        what an ablated head's output becomes: zero (default), mean\n"
-    "                             (its mean over the text's positions; with --corpus, over\n"
-    "                             every token of the corpus) or resample (its output\n"
-    "                             on the text's tokens shuffled, specials kept in place)\n"
-    "      --resample-seed N      the shuffle's seed for --ablation resample (default 1)\n"
-    "      --loss-span SPAN       the positions whose next-token losses count in the loss,\n"
-    "                             ablation, gradient and pruning: all (default), repeated (the\n"
-    "                             tokens seen before, where induction can act) or A:B\n"
-    "      --probe-ablation KIND  each head's ablation cost on the probe's second half: mean\n"
-    "                             (default), zero, resample or none (causal models)\n"
-    "      --no-pruning           skip the pruning curve\n"
-    "      --no-gradient          skip gradient importance (Michel et al. 2019)\n"
-    "      --no-composition       skip the composition scores from the weights (decoders)\n"
-    "      --no-dla               skip direct logit attribution (decoders)\n"
-    "      --no-norm-based        skip the norm-based attention summaries (Kobayashi et al.)\n"
-    "      --word-level           also word-level maps (subword keys summed, queries averaged;\n"
-    "                             Clark et al.) in the report and heads/L{l}_H{h}.words.png\n"
-    "      --no-rollout           skip attention rollout and flow (Abnar & Zuidema 2020)\n"
-    "      --flow-max-tokens N    attention flow only up to N tokens (default 64; 0: never)\n"
     ;
-/* (split: ISO C compilers need only take string literals of 4095 bytes) */
-static const char usage_text2[] =
-    "      --similarity METHOD    pearson (default) or js (Jensen-Shannon, Clark et al.)\n"
-    "      --cluster-threshold X  cut the dendrogram at distance X (default 0.5)\n"
-    "      --exclude-sinks        leave the sinks out of entropy (detectors report both)\n"
-    "      --sink-punct           punctuation tokens are sinks too (position 0, [CLS], [SEP])\n"
-    "      --label-thresholds SPEC  X for every head type, or TYPE=X,... (types: previous_token\n"
-    "                             0.3, next_token 0.3, self 0.4, broad 0.9, other_segment 0.5,\n"
-    "                             duplicate_token 0.3, induction 0.3; sink 0.5)\n"
-    "      --probe-seed N         induction probe seed (default 1)\n"
-    "      --probe-len N          tokens in each half of the probe (default 32)\n"
-    "      --prune-tol X          candidate when |ablation delta| < X (default 0.01)\n"
-    "      --prune-stop X         stop the curve past loss*(1+X) (repr: loss+X) (default 0.1)\n"
-    "      --prune-method M       gradient (default: Michel et al. 2019, rounds by gradient\n"
-    "                             importance) or greedy (lazy greedy on measured losses)\n"
-    "      --prune-round X        gradient: heads per round as a fraction of the heads (0.1)\n"
-    "      --prune-beam N         greedy: heads re-evaluated per step (default 8)\n"
-    "      --prune-max-steps N    at most N removals (default 64)\n"
+/* (then the analysis options, from the table in src/pipeline/options.c) */
+static const char usage_images[] =
     "      --no-images            write no PNG pictures\n"
     "      --max-tokens-in-images N  label every token up to N per picture axis, the picture\n"
     "                             growing with the text (default 128); above N every k-th\n"
     "      --svg                  also write each head's map as heads/L{l}_H{h}.svg\n"
-    "      --no-hash              leave the model files' SHA-256 digests out of the report\n"
     "  -h, --help                 show this help\n\n";
 static const char usage_corpus[] =
     "Corpus mode (docs/corpus.md): every text of PATH analysed in turn; OUTDIR/texts.jsonl\n"
@@ -98,11 +58,10 @@ static const char usage_corpus[] =
     "                             lines on stderr) or none\n";
 
 enum {
-    OPT_PAIR = 256, OPT_JSON, OPT_TRUNC, OPT_LAYERS, OPT_NOABL, OPT_NOPRUNE, OPT_SIM, OPT_THR,
-    OPT_SINKS, OPT_SINKPUNCT, OPT_LTHR, OPT_NOCOMP, OPT_NOROLL, OPT_FLOWMAX, OPT_SVG, OPT_SEED, OPT_PLEN, OPT_PTOL, OPT_PSTOP, OPT_PBEAM, OPT_PMAX, OPT_NOIMG, OPT_MAXTOK, OPT_NOGRAD,
-    OPT_NOHASH, OPT_PMETHOD, OPT_PROUND, OPT_CORPUS, OPT_CFORMAT, OPT_MAXTEXTS, OPT_MAXTOKENS,
-    OPT_SKIPLONG, OPT_SAMPLE, OPT_CSEED, OPT_CABL, OPT_SHARD, OPT_CKPT, OPT_RESUME, OPT_PROGRESS,
-    OPT_ABLKIND, OPT_RSEED, OPT_NODLA, OPT_NONORM, OPT_WORDS, OPT_LSPAN, OPT_PABL
+    OPT_JSON = 256, OPT_SVG, OPT_NOIMG, OPT_MAXTOK, OPT_CORPUS, OPT_CFORMAT, OPT_MAXTEXTS,
+    OPT_MAXTOKENS, OPT_SKIPLONG, OPT_SAMPLE, OPT_CSEED, OPT_CABL, OPT_SHARD, OPT_CKPT,
+    OPT_RESUME, OPT_PROGRESS,
+    OPT_TABLE = 0x1000 /* + the row of src/pipeline/options.c's table */
 };
 
 /* "I/N" with 1 <= I <= N <= 10^6. */
@@ -122,291 +81,185 @@ static int parse_shard(const char *s, int *i, int *n)
     return 0;
 }
 
-static int parse_double(const char *s, double lo, double hi, double *out)
+/* The command's own options, then a row of the table's for each option it has. */
+static const struct option own_opts[] = {
+    {"text", required_argument, NULL, 't'},     {"file", required_argument, NULL, 'f'},
+    {"output", required_argument, NULL, 'o'},   {"json", no_argument, NULL, OPT_JSON},
+    {"quiet", no_argument, NULL, 'q'},          {"svg", no_argument, NULL, OPT_SVG},
+    {"no-images", no_argument, NULL, OPT_NOIMG},
+    {"max-tokens-in-images", required_argument, NULL, OPT_MAXTOK},
+    {"corpus", required_argument, NULL, OPT_CORPUS},
+    {"corpus-format", required_argument, NULL, OPT_CFORMAT},
+    {"max-texts", required_argument, NULL, OPT_MAXTEXTS},
+    {"max-tokens", required_argument, NULL, OPT_MAXTOKENS},
+    {"skip-long", no_argument, NULL, OPT_SKIPLONG},
+    {"sample", required_argument, NULL, OPT_SAMPLE},
+    {"seed", required_argument, NULL, OPT_CSEED},
+    {"corpus-ablation", no_argument, NULL, OPT_CABL},
+    {"shard", required_argument, NULL, OPT_SHARD},
+    {"checkpoint-every", required_argument, NULL, OPT_CKPT},
+    {"resume", no_argument, NULL, OPT_RESUME},
+    {"progress", optional_argument, NULL, OPT_PROGRESS},
+    {"help", no_argument, NULL, 'h'}};
+#define N_OWN (sizeof own_opts / sizeof own_opts[0])
+#define MAX_TABLE 96
+
+static int print_help(const char *C)
 {
-    char *end;
-    errno = 0;
-    double v = strtod(s, &end);
-    if (errno || end == s || *end || !isfinite(v) || v < lo || v > hi)
-        return -1;
-    *out = v;
+    char *table = hs_options_help();
+    if (!table) {
+        cli_error(C, "out of memory");
+        return EXIT_FAIL;
+    }
+    fputs(usage_text, stdout);
+    fputs(table, stdout);
+    fputs(usage_images, stdout);
+    fputs(usage_corpus, stdout);
+    free(table);
+    return cli_finish_stdout(C);
+}
+
+/* An option of the table: its value read as the JSON options read it. */
+static int table_option(const char *C, const hs_option *o, const char *value,
+                        cli_analyze_args *g)
+{
+    hs_error e = {{0}};
+    if (hs_option_set_text(o, value, &g->opt, &e) != HS_OK) {
+        char msg[sizeof e.msg + 64];
+        return cli_usage_error(C, "%s", hs_option_cli_message(o, &e, msg, sizeof msg));
+    }
     return 0;
 }
 
-int cli_parse_layers(const char *spec, int n_layer, unsigned char *on, int *bad_layer)
+/* The corpus options (c one of OPT_CORPUS..OPT_PROGRESS but --max-tokens); 0 or the exit
+ * status of a usage error. */
+static int corpus_option(const char *C, int c, const char *arg, cli_analyze_args *g)
 {
-    const char *p = spec;
-    *bad_layer = -1;
-    if (!*p)
-        return -1;
-    while (*p) {
-        char *end;
-        long a = strtol(p, &end, 10), b;
-        if (end == p || a < 0)
-            return -1;
-        p = end;
-        if (*p == '-') {
-            p++;
-            b = strtol(p, &end, 10);
-            if (end == p || b < a)
-                return -1;
-            p = end;
-        } else {
-            b = a;
-        }
-        if (*p == ',')
-            p++;
-        else if (*p)
-            return -1;
-        for (long l = a; l <= b; l++) {
-            if (l >= n_layer) {
-                *bad_layer = (int)l;
-                return 0;
-            }
-            if (on)
-                on[l] = 1;
-        }
+    long lv;
+    switch (c) {
+    case OPT_CORPUS: g->co.path = arg; break;
+    case OPT_CFORMAT:
+        if (!strcmp(arg, "auto"))
+            g->co.format = HS_CORPUS_AUTO;
+        else if (!strcmp(arg, "lines"))
+            g->co.format = HS_CORPUS_LINES;
+        else if (!strcmp(arg, "jsonl"))
+            g->co.format = HS_CORPUS_JSONL;
+        else if (!strcmp(arg, "folder"))
+            g->co.format = HS_CORPUS_DIR;
+        else
+            return cli_usage_error(C, "--corpus-format '%s' is not auto, lines, jsonl or folder",
+                                   arg);
+        break;
+    case OPT_MAXTEXTS:
+    case OPT_SAMPLE:
+        if (cli_parse_long(arg, 1, 100000000L, &lv))
+            return cli_usage_error(C, "--%s '%s' is not a number in [1, 10^8]",
+                                   c == OPT_SAMPLE ? "sample" : "max-texts", arg);
+        if (c == OPT_SAMPLE && lv > 1000000L)
+            return cli_usage_error(C, "--sample '%s' is more than 10^6", arg);
+        *(c == OPT_SAMPLE ? &g->co.sample : &g->co.max_texts) = lv;
+        break;
+    case OPT_SKIPLONG: g->co.skip_long = 1; break;
+    case OPT_CSEED:
+        if (cli_parse_long(arg, 0, 0x7fffffffL, &lv))
+            return cli_usage_error(C, "--seed '%s' is not a number in [0, 2^31)", arg);
+        g->co.seed = (uint64_t)lv;
+        break;
+    case OPT_CABL: g->co.ablation = 1; break;
+    case OPT_SHARD:
+        if (parse_shard(arg, &g->co.shard, &g->co.n_shards))
+            return cli_usage_error(C, "--shard '%s' is not I/N with 1 <= I <= N <= 10^6", arg);
+        break;
+    case OPT_CKPT:
+        if (cli_parse_long(arg, 0, 100000000L, &lv))
+            return cli_usage_error(C, "--checkpoint-every '%s' is not a number in [0, 10^8]", arg);
+        g->co.checkpoint_every = lv;
+        break;
+    case OPT_RESUME: g->co.resume = 1; break;
     }
+    return 0;
+}
+
+/* The checks across options once all are read; the exit status of a usage error, or 0. */
+static int check_combinations(const char *C, cli_analyze_args *g, int corpus_only)
+{
+    const hs_analyze_opts *ao = &g->opt.ao;
+    if (g->co.path && (g->text || g->file || g->opt.text_pair))
+        return cli_usage_error(C, "give --corpus or --text/--file/--text-pair, not both");
+    if (g->co.path && (ao->word_level || ao->ablation_kind == HS_ABLATION_RESAMPLE ||
+                       ao->loss_span.kind != HS_SPAN_ALL))
+        return cli_usage_error(C, "%s is for a single text, not --corpus",
+                               ao->word_level                        ? "--word-level"
+                               : ao->loss_span.kind != HS_SPAN_ALL ? "--loss-span"
+                                                                     : "--ablation resample");
+    if (g->co.path && ao->ablation_kind == HS_ABLATION_MEAN && !g->co.ablation)
+        return cli_usage_error(C, "--ablation mean with --corpus needs --corpus-ablation");
+    if (g->co.path && ao->ablation_kind == HS_ABLATION_MEAN && !strcmp(g->co.path, "-"))
+        return cli_usage_error(C, "--ablation mean reads the corpus twice (its means first); "
+                               "give a file or folder, not stdin");
+    if (!g->co.path && corpus_only)
+        return cli_usage_error(C, "corpus options need --corpus PATH");
+    if (g->co.resume && g->co.path && !strcmp(g->co.path, "-"))
+        return cli_usage_error(C, "--resume needs a corpus file or folder, not stdin");
     return 0;
 }
 
 int cli_analyze_args_parse(int argc, char **argv, cli_analyze_args *g)
 {
-    static const struct option opts[] = {
-        {"text", required_argument, NULL, 't'},     {"file", required_argument, NULL, 'f'},
-        {"text-pair", required_argument, NULL, OPT_PAIR}, {"output", required_argument, NULL, 'o'},
-        {"json", no_argument, NULL, OPT_JSON},       {"quiet", no_argument, NULL, 'q'},
-        {"truncate", no_argument, NULL, OPT_TRUNC},  {"layers", required_argument, NULL, OPT_LAYERS},
-        {"no-ablation", no_argument, NULL, OPT_NOABL}, {"no-pruning", no_argument, NULL, OPT_NOPRUNE},
-        {"similarity", required_argument, NULL, OPT_SIM},
-        {"cluster-threshold", required_argument, NULL, OPT_THR},
-        {"exclude-sinks", no_argument, NULL, OPT_SINKS},
-        {"sink-punct", no_argument, NULL, OPT_SINKPUNCT},
-        {"no-composition", no_argument, NULL, OPT_NOCOMP},
-        {"no-dla", no_argument, NULL, OPT_NODLA},
-        {"no-norm-based", no_argument, NULL, OPT_NONORM},
-        {"word-level", no_argument, NULL, OPT_WORDS},
-        {"ablation", required_argument, NULL, OPT_ABLKIND},
-        {"resample-seed", required_argument, NULL, OPT_RSEED},
-        {"loss-span", required_argument, NULL, OPT_LSPAN},
-        {"probe-ablation", required_argument, NULL, OPT_PABL},
-        {"no-rollout", no_argument, NULL, OPT_NOROLL},
-        {"svg", no_argument, NULL, OPT_SVG},
-        {"flow-max-tokens", required_argument, NULL, OPT_FLOWMAX},
-        {"label-thresholds", required_argument, NULL, OPT_LTHR},
-        {"probe-seed", required_argument, NULL, OPT_SEED},
-        {"probe-len", required_argument, NULL, OPT_PLEN},
-        {"prune-tol", required_argument, NULL, OPT_PTOL},
-        {"prune-stop", required_argument, NULL, OPT_PSTOP},
-        {"prune-beam", required_argument, NULL, OPT_PBEAM},
-        {"prune-method", required_argument, NULL, OPT_PMETHOD},
-        {"prune-round", required_argument, NULL, OPT_PROUND},
-        {"prune-max-steps", required_argument, NULL, OPT_PMAX},
-        {"no-images", no_argument, NULL, OPT_NOIMG},
-        {"no-gradient", no_argument, NULL, OPT_NOGRAD},
-        {"no-hash", no_argument, NULL, OPT_NOHASH},
-        {"max-tokens-in-images", required_argument, NULL, OPT_MAXTOK},
-        {"corpus", required_argument, NULL, OPT_CORPUS},
-        {"corpus-format", required_argument, NULL, OPT_CFORMAT},
-        {"max-texts", required_argument, NULL, OPT_MAXTEXTS},
-        {"max-tokens", required_argument, NULL, OPT_MAXTOKENS},
-        {"skip-long", no_argument, NULL, OPT_SKIPLONG},
-        {"sample", required_argument, NULL, OPT_SAMPLE},
-        {"seed", required_argument, NULL, OPT_CSEED},
-        {"corpus-ablation", no_argument, NULL, OPT_CABL},
-        {"shard", required_argument, NULL, OPT_SHARD},
-        {"checkpoint-every", required_argument, NULL, OPT_CKPT},
-        {"resume", no_argument, NULL, OPT_RESUME},
-        {"progress", optional_argument, NULL, OPT_PROGRESS},
-        {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0}};
+    static struct option opts[N_OWN + MAX_TABLE + 1];
+    size_t n_opts = N_OWN;
+    memcpy(opts, own_opts, sizeof own_opts);
+    for (int i = 0; i < hs_option_count && n_opts < N_OWN + MAX_TABLE; i++)
+        if (hs_options[i].cli)
+            opts[n_opts++] = (struct option){hs_options[i].cli,
+                                             hs_options[i].type == HS_OPT_BOOL ? no_argument
+                                                                              : required_argument,
+                                             NULL, OPT_TABLE + i};
+    opts[n_opts] = (struct option){NULL, 0, NULL, 0};
     const char *C = "analyze";
     *g = (cli_analyze_args){.images = 1, .max_tokens = 128, .formats = HS_PICTURES_PNG,
                             .progress_mode = -1, /* auto */
                             .co = {.seed = 1, .checkpoint_every = 50}};
-    hs_analyze_opts_default(&g->ao);
+    hs_analyze_args_default(&g->opt);
     int corpus_only = 0; /* a corpus option was given */
-    int c;
+    int c, rc;
     long lv;
-    double dv;
     opterr = 0;
     optind = 1;
     while ((c = getopt_long(argc, argv, ":t:f:o:qh", opts, NULL)) != -1) {
+        if (c >= OPT_TABLE && c < OPT_TABLE + hs_option_count) {
+            if ((rc = table_option(C, &hs_options[c - OPT_TABLE], optarg, g)))
+                return rc;
+            continue;
+        }
         switch (c) {
         case 't': g->text = optarg; break;
         case 'f': g->file = optarg; break;
-        case OPT_PAIR: g->pair = optarg; break;
         case 'o': g->outdir = optarg; break;
         case OPT_JSON: g->json = 1; break;
         case 'q': g->quiet = 1; break;
-        case OPT_TRUNC: g->truncate = 1; break;
-        case OPT_LAYERS:
-            if (cli_parse_layers(optarg, 1 << 20, NULL, &(int){0}))
-                return cli_usage_error(C, "--layers '%s' is not a list like 0,2-3", optarg);
-            g->layers = optarg;
-            break;
-        case OPT_NOABL: g->ao.ablation = 0; break;
-        case OPT_NOPRUNE: g->ao.pruning = 0; break;
-        case OPT_NOGRAD: g->ao.gradient = 0; break;
-        case OPT_NOHASH: g->ao.hash_files = 0; break;
-        case OPT_SIM:
-            if (!strcmp(optarg, "pearson"))
-                g->ao.similarity = HS_SIM_PEARSON;
-            else if (!strcmp(optarg, "js"))
-                g->ao.similarity = HS_SIM_JS;
-            else
-                return cli_usage_error(C, "--similarity '%s' is not pearson or js", optarg);
-            break;
-        case OPT_THR:
-            if (parse_double(optarg, 0, 2, &dv))
-                return cli_usage_error(C, "--cluster-threshold '%s' is not a number in [0, 2]", optarg);
-            g->ao.cluster_threshold = dv;
-            break;
-        case OPT_SINKS: g->ao.exclude_sinks = 1; break;
-        case OPT_SINKPUNCT: g->ao.sink_punct = 1; break;
-        case OPT_NOCOMP: g->ao.composition = 0; break;
-        case OPT_NODLA: g->ao.dla = 0; break;
-        case OPT_NONORM: g->ao.norm_based = 0; break;
-        case OPT_WORDS: g->ao.word_level = 1; break;
-        case OPT_ABLKIND: {
-            int kind = hs_ablation_kind_parse(optarg);
-            if (kind < 0)
-                return cli_usage_error(C, "--ablation '%s' is not zero, mean or resample", optarg);
-            g->ao.ablation_kind = (hs_ablation_kind)kind;
-            break;
-        }
-        case OPT_LSPAN: {
-            hs_error e = {{0}};
-            if (hs_loss_span_parse(optarg, &g->ao.loss_span, &e))
-                return cli_usage_error(C, "%s", e.msg);
-            break;
-        }
-        case OPT_PABL: {
-            int kind = hs_ablation_kind_parse(optarg);
-            g->ao.probe_ablation = strcmp(optarg, "none") != 0;
-            if (kind < 0 && g->ao.probe_ablation)
-                return cli_usage_error(C, "--probe-ablation '%s' is not mean, zero, resample or "
-                                       "none", optarg);
-            if (kind >= 0)
-                g->ao.probe_ablation_kind = (hs_ablation_kind)kind;
-            break;
-        }
-        case OPT_RSEED:
-            if (cli_parse_long(optarg, 0, 0x7fffffffL, &lv))
-                return cli_usage_error(C, "--resample-seed '%s' is not a number in [0, 2^31)", optarg);
-            g->ao.resample_seed = (uint64_t)lv;
-            break;
-        case OPT_NOROLL: g->ao.rollout = 0; break;
         case OPT_SVG: g->formats |= HS_PICTURES_SVG; break;
-        case OPT_FLOWMAX:
-            if (cli_parse_long(optarg, 0, 4096, &lv))
-                return cli_usage_error(C, "--flow-max-tokens '%s' is not a number in [0, 4096]",
-                                       optarg);
-            g->ao.flow_max_tokens = (int)lv;
-            break;
-        case OPT_LTHR: {
-            hs_error e = {{0}};
-            if (hs_label_thresholds_parse(optarg, g->ao.label_thresholds, &g->ao.sink_threshold, &e))
-                return cli_usage_error(C, "--label-thresholds: %s", e.msg);
-            break;
-        }
-        case OPT_SEED:
-            if (cli_parse_long(optarg, 0, 0x7fffffffL, &lv))
-                return cli_usage_error(C, "--probe-seed '%s' is not a number in [0, 2^31)", optarg);
-            g->ao.probe_seed = (uint64_t)lv;
-            break;
-        case OPT_PLEN:
-            if (cli_parse_long(optarg, 1, 4096, &lv))
-                return cli_usage_error(C, "--probe-len '%s' is not a number in [1, 4096]", optarg);
-            g->ao.probe_half_len = (int)lv;
-            break;
-        case OPT_PTOL:
-            if (parse_double(optarg, 0, 1e6, &dv))
-                return cli_usage_error(C, "--prune-tol '%s' is not a number >= 0", optarg);
-            g->ao.prune_tol = dv;
-            break;
-        case OPT_PSTOP:
-            if (parse_double(optarg, 0, 1e6, &dv))
-                return cli_usage_error(C, "--prune-stop '%s' is not a number >= 0", optarg);
-            g->ao.prune_stop = dv;
-            break;
-        case OPT_PMETHOD:
-            if (!strcmp(optarg, "gradient"))
-                g->ao.prune_method = HS_PRUNE_GRADIENT;
-            else if (!strcmp(optarg, "greedy"))
-                g->ao.prune_method = HS_PRUNE_GREEDY;
-            else
-                return cli_usage_error(C, "--prune-method '%s' is not gradient or greedy", optarg);
-            break;
-        case OPT_PROUND:
-            if (parse_double(optarg, 1e-9, 1, &dv))
-                return cli_usage_error(C, "--prune-round '%s' is not a number in (0, 1]", optarg);
-            g->ao.prune_round = dv;
-            break;
-        case OPT_PBEAM:
-            if (cli_parse_long(optarg, 1, 1 << 20, &lv))
-                return cli_usage_error(C, "--prune-beam '%s' is not a number >= 1", optarg);
-            g->ao.prune_beam = (int)lv;
-            break;
-        case OPT_PMAX:
-            if (cli_parse_long(optarg, 0, 1 << 20, &lv))
-                return cli_usage_error(C, "--prune-max-steps '%s' is not a number >= 0", optarg);
-            g->ao.prune_max_steps = (int)lv;
-            break;
         case OPT_NOIMG: g->images = 0; break;
         case OPT_MAXTOK:
             if (cli_parse_long(optarg, 1, 100000, &lv))
-                return cli_usage_error(C, "--max-tokens-in-images '%s' is not a number >= 1", optarg);
+                return cli_usage_error(C, "--max-tokens-in-images '%s' is not a number in "
+                                       "[1, 100000]", optarg);
             g->max_tokens = (int)lv;
-            break;
-        case OPT_CORPUS: g->co.path = optarg; break;
-        case OPT_CFORMAT:
-            corpus_only = 1;
-            if (!strcmp(optarg, "auto"))
-                g->co.format = HS_CORPUS_AUTO;
-            else if (!strcmp(optarg, "lines"))
-                g->co.format = HS_CORPUS_LINES;
-            else if (!strcmp(optarg, "jsonl"))
-                g->co.format = HS_CORPUS_JSONL;
-            else if (!strcmp(optarg, "folder"))
-                g->co.format = HS_CORPUS_DIR;
-            else
-                return cli_usage_error(C, "--corpus-format '%s' is not auto, lines, jsonl or folder", optarg);
-            break;
-        case OPT_MAXTEXTS:
-        case OPT_SAMPLE:
-            corpus_only = 1;
-            if (cli_parse_long(optarg, 1, 100000000L, &lv))
-                return cli_usage_error(C, "--%s '%s' is not a number in [1, 10^8]",
-                                       c == OPT_SAMPLE ? "sample" : "max-texts", optarg);
-            if (c == OPT_SAMPLE && lv > 1000000L)
-                return cli_usage_error(C, "--sample '%s' is more than 10^6", optarg);
-            *(c == OPT_SAMPLE ? &g->co.sample : &g->co.max_texts) = lv;
             break;
         case OPT_MAXTOKENS: /* a corpus's texts, or the single text */
             if (cli_parse_long(optarg, 1, 1 << 20, &lv))
-                return cli_usage_error(C, "--max-tokens '%s' is not a number >= 1", optarg);
+                return cli_usage_error(C, "--max-tokens '%s' is not a number in [1, 2^20]",
+                                       optarg);
             g->co.max_tokens = (int)lv;
             break;
-        case OPT_SKIPLONG: corpus_only = 1; g->co.skip_long = 1; break;
-        case OPT_CSEED:
-            corpus_only = 1;
-            if (cli_parse_long(optarg, 0, 0x7fffffffL, &lv))
-                return cli_usage_error(C, "--seed '%s' is not a number in [0, 2^31)", optarg);
-            g->co.seed = (uint64_t)lv;
+        case OPT_CORPUS: case OPT_CFORMAT: case OPT_MAXTEXTS: case OPT_SAMPLE:
+        case OPT_SKIPLONG: case OPT_CSEED: case OPT_CABL: case OPT_SHARD: case OPT_CKPT:
+        case OPT_RESUME:
+            corpus_only |= c != OPT_CORPUS;
+            if ((rc = corpus_option(C, c, optarg, g)))
+                return rc;
             break;
-        case OPT_CABL: corpus_only = 1; g->co.ablation = 1; break;
-        case OPT_SHARD:
-            corpus_only = 1;
-            if (parse_shard(optarg, &g->co.shard, &g->co.n_shards))
-                return cli_usage_error(C, "--shard '%s' is not I/N with 1 <= I <= N <= 10^6", optarg);
-            break;
-        case OPT_CKPT:
-            corpus_only = 1;
-            if (cli_parse_long(optarg, 0, 100000000L, &lv))
-                return cli_usage_error(C, "--checkpoint-every '%s' is not a number in [0, 10^8]", optarg);
-            g->co.checkpoint_every = lv;
-            break;
-        case OPT_RESUME: corpus_only = 1; g->co.resume = 1; break;
         case OPT_PROGRESS:
             if (!optarg || !strcmp(optarg, "auto"))
                 g->progress_mode = -1;
@@ -417,11 +270,7 @@ int cli_analyze_args_parse(int argc, char **argv, cli_analyze_args *g)
             else
                 return cli_usage_error(C, "--progress '%s' is not auto, json or none", optarg);
             break;
-        case 'h':
-            fputs(usage_text, stdout);
-            fputs(usage_text2, stdout);
-            fputs(usage_corpus, stdout);
-            return cli_finish_stdout(C);
+        case 'h': return print_help(C);
         case ':': return cli_usage_error(C, "option '%s' needs a value", argv[optind - 1]);
         default: return cli_usage_error(C, "unknown option '%s'", argv[optind - 1]);
         }
@@ -430,24 +279,8 @@ int cli_analyze_args_parse(int argc, char **argv, cli_analyze_args *g)
         return cli_usage_error(C, optind >= argc ? "no MODEL given" : "more than one MODEL given");
     if (!g->outdir)
         return cli_usage_error(C, "no output folder (use -o OUTDIR)");
-
-    if (g->co.path && (g->text || g->file || g->pair))
-        return cli_usage_error(C, "give --corpus or --text/--file/--text-pair, not both");
-    if (g->co.path && (g->ao.word_level || g->ao.ablation_kind == HS_ABLATION_RESAMPLE ||
-                       g->ao.loss_span.kind != HS_SPAN_ALL))
-        return cli_usage_error(C, "%s is for a single text, not --corpus",
-                               g->ao.word_level                        ? "--word-level"
-                               : g->ao.loss_span.kind != HS_SPAN_ALL ? "--loss-span"
-                                                                     : "--ablation resample");
-    if (g->co.path && g->ao.ablation_kind == HS_ABLATION_MEAN && !g->co.ablation)
-        return cli_usage_error(C, "--ablation mean with --corpus needs --corpus-ablation");
-    if (g->co.path && g->ao.ablation_kind == HS_ABLATION_MEAN && !strcmp(g->co.path, "-"))
-        return cli_usage_error(C, "--ablation mean reads the corpus twice (its means first); "
-                               "give a file or folder, not stdin");
-    if (!g->co.path && corpus_only)
-        return cli_usage_error(C, "corpus options need --corpus PATH");
-    if (g->co.resume && g->co.path && !strcmp(g->co.path, "-"))
-        return cli_usage_error(C, "--resume needs a corpus file or folder, not stdin");
+    if ((rc = check_combinations(C, g, corpus_only)))
+        return rc;
     g->model = argv[optind];
     return -1;
 }

@@ -9,6 +9,7 @@
 #include "headscope/model.h"
 #include "headscope/report.h"
 #include "headscope/tokenizer.h"
+#include "pipeline/options.h"
 
 #define CLI_TEXT_MAX_BYTES ((size_t)64 << 20)
 
@@ -97,22 +98,19 @@ typedef struct cli_corpus_opts {
 /* analyze's command line (cli/analyze_args.c). */
 typedef struct cli_analyze_args {
     const char *model, *outdir;
-    const char *text, *file, *pair; /* the single text (--text, --file, --text-pair) */
-    const char *layers;             /* --layers, checked for syntax (the range comes later) */
-    int json, quiet, truncate;
+    const char *text, *file; /* the single text (--text, --file; --text-pair is opt's) */
+    int json, quiet;
     int images, max_tokens, formats; /* pictures: on, --max-tokens-in-images, HS_PICTURES_* */
     int progress_mode;               /* CLI_PROGRESS_*, -1: auto */
-    hs_analyze_opts ao;
+    hs_analyze_args opt; /* the options of the table (src/pipeline/options.c): the analysis
+                            options, --truncate, --text-pair, --layers (syntax checked; the
+                            range once the model is known) */
     cli_corpus_opts co;
 } cli_analyze_args;
 
 /* Reads analyze's options into *g. Returns -1 to go on, or the exit status to end with
  * (0 after --help, 2 after a usage error, printed). */
 int cli_analyze_args_parse(int argc, char **argv, cli_analyze_args *g);
-
-/* "0,2-3": marks the listed layers in on (when not NULL). Returns -1 on a syntax error;
- * otherwise 0, with *bad_layer the first layer >= n_layer (or -1). */
-int cli_parse_layers(const char *spec, int n_layer, unsigned char *on, int *bad_layer);
 
 /* analyze's summary of a single-text analysis on stdout (cli/analyze_summary.c);
  * report_path, when not NULL, is named last. */

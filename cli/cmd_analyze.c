@@ -71,7 +71,7 @@ int cmd_analyze(int argc, char **argv)
     if (rc >= 0)
         return rc;
     cli_text t = {0};
-    rc = g.co.path ? 0 : cli_text_get(C, g.text, g.file, g.pair, &t);
+    rc = g.co.path ? 0 : cli_text_get(C, g.text, g.file, g.opt.text_pair, &t);
     if (rc)
         return rc;
     /* the output folder, locked; a single-text run is staged and supervised (a failed or
@@ -95,35 +95,35 @@ int cmd_analyze(int argc, char **argv)
     if (!m)
         goto done;
     const hs_model_config *cfg = hs_model_config_of(m);
-    if (g.layers) {
+    if (g.opt.layers) {
         int bad;
         on = calloc((size_t)cfg->n_layer, 1);
         if (!on)
             goto done;
-        cli_parse_layers(g.layers, cfg->n_layer, on, &bad);
+        hs_layers_mark(g.opt.layers, cfg->n_layer, on, &bad);
         if (bad >= 0) {
             cli_error(C, "layer %d is out of range (the model has layers 0-%d)", bad, cfg->n_layer - 1);
             goto done;
         }
-        g.ao.layers = on;
+        g.opt.ao.layers = on;
     }
     /* --max-tokens N keeps the first N tokens (at most the context), as --truncate keeps n_ctx */
     int cut = g.co.max_tokens;
     size_t keep = cut > 0 && cut < cfg->n_ctx ? (size_t)cut : 0;
-    if (!g.co.path && cli_encode(C, m, &t, g.truncate || cut > 0, keep, 0, &enc, &was_truncated))
+    if (!g.co.path && cli_encode(C, m, &t, g.opt.truncate || cut > 0, keep, 0, &enc, &was_truncated))
         goto done;
     if (!g.quiet && isatty(STDERR_FILENO))
-        g.ao.progress = cli_phase_progress;
+        g.opt.ao.progress = cli_phase_progress;
     if (g.progress_mode == CLI_PROGRESS_NONE)
-        g.ao.progress = NULL;
-    g.ao.command_line = cli_command_line(&g.ao.command_line_argc);
+        g.opt.ao.progress = NULL;
+    g.opt.ao.command_line = cli_command_line(&g.opt.ao.command_line_argc);
 
     if (g.co.path) {
-        g.ao.progress = NULL;
+        g.opt.ao.progress = NULL;
         g.co.progress = g.progress_mode >= 0                 ? g.progress_mode
                         : !g.quiet && isatty(STDERR_FILENO) ? CLI_PROGRESS_TTY
                                                             : CLI_PROGRESS_NONE;
-        rc = cli_analyze_corpus(C, m, &g.co, &g.ao, g.outdir, od.created, g.quiet, g.json);
+        rc = cli_analyze_corpus(C, m, &g.co, &g.opt.ao, g.outdir, od.created, g.quiet, g.json);
         od.created = 0; /* cli_analyze_corpus removed what it wrote */
         goto done;
     }
@@ -131,7 +131,7 @@ int cmd_analyze(int argc, char **argv)
                            .tokens = (const char *const *)enc.tokens, .text = t.text,
                            .text_len = t.len,
                            .text_pair = t.pair, .truncated = was_truncated};
-    hs_status ast = hs_analyze_run(m, &in, &g.ao, &a, &err);
+    hs_status ast = hs_analyze_run(m, &in, &g.opt.ao, &a, &err);
     cli_phase_progress_end();
     if (ast != HS_OK) {
         cli_error(C, "%s", err.msg);

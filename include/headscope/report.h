@@ -312,19 +312,29 @@ hs_status hs_report_write(const hs_analysis *a, const char *const *files, int n_
  * does. One text: *out is hs_report_json of hs_analyze_run; several: the corpus report of
  * `headscope analyze --corpus` (include/headscope/corpus.h; texts longer than the context
  * truncated, ablation only when asked, no pruning). options is NULL or a JSON object of
- * hs_analyze_opts fields by name: "ablation", "pruning", "gradient", "exclude_sinks",
- * "probe", "hash_files" (default false here), "composition", "rollout", "dla", "norm_based", "word_level", "sink_punct" as
- * booleans; "label_thresholds" (as --label-thresholds), "flow_max_tokens"; "cluster_threshold",
- * "prune_tol", "prune_stop", "prune_round", "probe_half_len",
- * "prune_beam", "prune_max_steps", "probe_seed" as numbers; "resample_seed" as numbers; "similarity"
- * ("pearson", "js"), "prune_method" ("gradient", "greedy"), "ablation_kind" ("zero",
- * "mean", "resample"), "probe_ablation_kind" (those or "none"), "loss_span" (as
- * --loss-span), "layers" (a list of layer numbers), and
- * "truncate" (keep the first n_ctx tokens of a longer text instead of HS_E_INPUT) and
- * "text_pair" (BERT, one text only). An unknown name or a bad value is HS_E_ARG.
+ * hs_analyze_opts fields by name, as hs_analyze_options_json lists them with their types,
+ * ranges and defaults (the ranges of `headscope analyze`'s options): "ablation", "pruning",
+ * "gradient", "exclude_sinks", "probe", "hash_files" (default false here), "composition",
+ * "rollout", "dla", "norm_based", "word_level", "sink_punct" as booleans;
+ * "label_thresholds" (as --label-thresholds), "flow_max_tokens", "cluster_threshold",
+ * "prune_tol", "prune_stop", "prune_round", "probe_half_len", "prune_beam",
+ * "prune_max_steps", "probe_seed", "resample_seed" as numbers; "similarity" ("pearson",
+ * "js"), "prune_method" ("gradient", "greedy"), "ablation_kind" ("zero", "mean",
+ * "resample"), "probe_ablation_kind" (those or "none"), "loss_span" (as --loss-span),
+ * "layers" (a list of layer numbers), and "truncate" (keep the first n_ctx tokens of a
+ * longer text instead of HS_E_INPUT) and "text_pair" (BERT, one text only). An unknown
+ * name, a value of the wrong type or a number outside its range is HS_E_ARG.
  * On success *out is a NUL-terminated JSON string (compact); free it with hs_free. */
 hs_status hs_analyze_json(const hs_model *m, const char *const *texts, const size_t *lens,
                           int n_texts, const char *options, char **out, hs_error *err);
+
+/* The options hs_analyze_json takes, from the library's option table (the one the command
+ * line reads too), as a JSON array of objects: "key" (the JSON name), "option" (the
+ * `headscope analyze --NAME`, or null), "type" ("bool", "int", "number", "choice", "str",
+ * "list"), "valid" (what a valid value is: "a number in [0, 2]"), "default" and "help"
+ * (text). For bindings' documentation (the Python package's docstring). Returns a malloc'd
+ * string (free with hs_free), NULL when out of memory. */
+char *hs_analyze_options_json(void);
 
 /* Frees memory the library returned to a caller that has no access to its free() (a
  * binding): hs_analyze_json's string, hs_report_json's. Accepts NULL. */

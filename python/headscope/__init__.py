@@ -15,6 +15,7 @@ import collections
 import ctypes
 import json
 import operator
+import textwrap
 
 import numpy as np
 
@@ -220,7 +221,7 @@ class Model:
         list of texts for corpus statistics (`analyze --corpus`). options: the fields of
         hs_analyze_opts by name (ablation=False, similarity="js", layers=[0, 1],
         exclude_sinks=True, truncate=True, text_pair="...", ...; include/headscope/report.h,
-        hs_analyze_json). NaN is None, as in the file."""
+        hs_analyze_json), listed below. NaN is None, as in the file."""
         h = self._handle()
         single = isinstance(texts, (str, bytes))
         items = [_bytes(t, "text") for t in ([texts] if single else list(texts))]
@@ -237,6 +238,39 @@ class Model:
             return json.loads(ctypes.string_at(out.value).decode("utf-8"))
         finally:
             _LIB.hs_free(out)
+
+
+def _options_doc():
+    """The options of Model.analyze as the library's option table states them
+    (hs_analyze_options_json): the one table the command line reads too, so the names,
+    ranges and defaults here are the library's. "" with a library that lacks it."""
+    f = getattr(_LIB, "hs_analyze_options_json", None)
+    if f is None:
+        return ""
+    f.restype, f.argtypes = ctypes.c_void_p, []
+    p = f()
+    if not p:
+        return ""
+    try:
+        rows = json.loads(ctypes.string_at(p).decode("utf-8"))
+    finally:
+        _LIB.hs_free(p)
+    lines = ["", "Options (the command line's option of the same meaning in brackets; a value",
+             "outside its range raises HeadscopeError):", ""]
+    for r in rows:
+        flag = " [--%s]" % r["option"] if r["option"] else " [Python only]"
+        if r["type"] == "bool":
+            text = "%s=True or False (default %s)%s: %s" % (
+                r["key"], r["default"].capitalize(), flag, r["help"])
+        else:
+            kind = "list of layer numbers" if r["type"] == "list" else r["type"]
+            text = "%s (%s)%s: %s" % (r["key"], kind, flag, r["help"])
+        lines += textwrap.wrap(text, 84, initial_indent="    ", subsequent_indent="        ")
+    # indented as the docstring it ends (inspect.cleandoc and help() strip the common indent)
+    return "\n" + "\n".join(("        " + x) if x else x for x in lines) + "\n"
+
+
+Model.analyze.__doc__ += _options_doc()
 
 
 def load(path, weight_memory=None):

@@ -159,6 +159,24 @@ class Analyze(unittest.TestCase):
             self.assertIn("'similarity'", str(cm.exception))
             with self.assertRaises(headscope.HeadscopeError):
                 m.analyze("", ablation=False)
+            # the command line's range and message (--cluster-threshold)
+            with self.assertRaises(headscope.HeadscopeError) as cm:
+                m.analyze(TEXT, cluster_threshold=3)
+            self.assertEqual(str(cm.exception),
+                             "option 'cluster_threshold': '3' is not a number in [0, 2]")
+
+    def test_analyze_docstring_lists_the_options_of_the_table(self):
+        doc = headscope.Model.analyze.__doc__
+        keys = re.findall(r"^ {12}([a-z_]+)[ =]", doc, re.M)
+        for k in ["ablation", "ablation_kind", "cluster_threshold", "layers", "probe",
+                  "probe_half_len", "hash_files", "text_pair", "truncate"]:
+            self.assertIn(k, keys)
+        self.assertEqual(len(keys), len(set(keys)))
+        entry = re.search(r"^ {12}cluster_threshold (.*?)^ {12}\S", doc, re.M | re.S)
+        line = " ".join(entry.group(1).split())
+        self.assertIn("[--cluster-threshold]", line)
+        self.assertIn("default 0.5, in [0, 2]", line)
+        self.assertIn("hash_files=True or False (default False)", " ".join(doc.split()))
 
 
 # tiny-llama: d_model 64, 8 heads of 8, 2 KV heads, d_ff 160 (gated), 3 layers; a layer's
