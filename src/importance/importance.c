@@ -82,14 +82,14 @@ void hs_loss_eval_free(hs_loss_eval *e)
 long hs_loss_eval_passes(const hs_loss_eval *e) { return e->passes; }
 
 /* Bytes a batched pass needs per copy: its final hidden states and its part of the forward
- * workspace, (n, 4 d + max(W, 3 d) + F), W the QKV width, F d_ff (3 d_ff for the gated MLP).
- * (The logits are a shared block of rows.) */
+ * workspace, (n, 2 d + 2 max(d, A) + max(W, 3 d) + F), A the context width, W the QKV
+ * width, F d_ff (3 d_ff for the gated MLP). (The logits are a shared block of rows.) */
 static size_t copy_bytes(const hs_loss_eval *e)
 {
     const hs_model_config *c = hs_model_config_of(e->m);
     size_t n = (size_t)e->in.n, d = (size_t)c->d_model, w = (size_t)hs_qkv_width(c);
-    size_t f = (size_t)c->d_ff * (c->act == HS_ACT_SILU_GATED ? 3 : 1);
-    return n * (4 * d + (w > 3 * d ? w : 3 * d) + f) * sizeof(float);
+    size_t f = (size_t)c->d_ff * (c->gated ? 3 : 1), A = (size_t)hs_model_attn_width(c);
+    return n * (2 * d + 2 * (A > d ? A : d) + (w > 3 * d ? w : 3 * d) + f) * sizeof(float);
 }
 
 /* The distinct loss rows of e->in, ascending, into e->out_rows (e->n_out of them), and the

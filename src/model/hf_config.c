@@ -282,7 +282,7 @@ static hs_status parse_llama_like(const cJSON *root, hs_model_config *c, hs_arch
     hs_status st;
     int head_dim = 0, kv = a->n_kv_head;
     c->ln_eps = 1e-6f;
-    c->act = HS_ACT_SILU_GATED;
+    c->act = HS_ACT_SILU; /* gated: the family's descriptor */
     if ((st = get_decoder_dims(root, c, err)) ||
         (st = get_int(root, "num_key_value_heads", 0, &kv, err)) ||
         (st = get_int(root, "head_dim", 0, &head_dim, err)) ||
