@@ -10,6 +10,7 @@
 
 #include "headscope/activations.h"
 #include "headscope/forward.h"
+#include "headscope/gguf.h"
 #include "headscope/importance.h"
 #include "headscope/model.h"
 #include "model/model_internal.h"
@@ -254,4 +255,54 @@ Test(descriptor, gradient_matches_finite_differences_under_a_window)
     hs_loss_input in = {.ids = k.ids.data, .n = k.n, .kind = HS_LOSS_LM};
     tu_check_finite_difference(k.m, &in, "swa");
     case_close(&k);
+}
+
+/* A model whose heads do not split d_model written to GGUF (with tiny-llama's tokenizer,
+ * which llama.cpp needs) keeps its head width (attention.key_length / value_length) and
+ * gives the same maps, bit for bit; a sliding window, which the file cannot say, is refused. */
+Test(descriptor, gguf_keeps_the_head_width)
+{
+    char dir[64], from[2048], to[256], cwd[1024];
+    const char *files[][2] = {{DIR "model/config.json", "config.json"},
+                              {DIR "model/model.safetensors", "model.safetensors"},
+                              {"fixtures/family-models/tiny-llama/tokenizer.json", "tokenizer.json"}};
+    tu_mkdtemp(dir, sizeof dir);
+    cr_assert_not_null(getcwd(cwd, sizeof cwd));
+    for (int k = 0; k < 3; k++) {
+        snprintf(from, sizeof from, "%s/%s", cwd, files[k][0]);
+        snprintf(to, sizeof to, "%s/%s", dir, files[k][1]);
+        cr_assert_eq(symlink(from, to), 0, "symlink %s", to);
+    }
+    hs_error err = {{0}};
+    hs_model *hf = NULL, *back = NULL;
+    cr_assert_eq(hs_model_load(dir, &hf, &err), HS_OK, "%s", err.msg);
+    snprintf(to, sizeof to, "%s/m.gguf", dir);
+    cr_assert_eq(hs_gguf_write(hf, to, NULL, &err), HS_OK, "%s", err.msg);
+    cr_assert_eq(hs_model_load(to, &back, &err), HS_OK, "%s", err.msg);
+    const hs_model_config *c = hs_model_config_of(back);
+    cr_assert_eq(c->d_head, 12);
+    cr_assert_eq(hs_model_attn_width(c), 48);
+    hs_npy ids = tu_npy(DIR "ids.npy");
+    int n = (int)ids.count;
+    hs_trace *t1 = NULL, *t2 = NULL;
+    cr_assert_eq(hs_trace_new(hf, n, &t1, &err), HS_OK, "%s", err.msg);
+    cr_assert_eq(hs_trace_new(back, n, &t2, &err), HS_OK, "%s", err.msg);
+    hs_forward_opts o1 = {.on_attn = hs_trace_observe, .user = t1};
+    hs_forward_opts o2 = {.on_attn = hs_trace_observe, .user = t2};
+    cr_assert_eq(hs_forward(hf, ids.data, NULL, n, &o1, NULL, &err), HS_OK, "%s", err.msg);
+    cr_assert_eq(hs_forward(back, ids.data, NULL, n, &o2, NULL, &err), HS_OK, "%s", err.msg);
+    cr_expect(!memcmp(t1->attn, t2->attn, (size_t)c->n_layer * c->n_head * n * n * sizeof(float)),
+              "the GGUF file's maps differ");
+    hf->arch.sliding_window = 4;
+    snprintf(to, sizeof to, "%s/w.gguf", dir);
+    cr_assert_eq(hs_gguf_write(hf, to, NULL, &err), HS_E_UNSUPPORTED);
+    cr_assert_str_eq(err.msg, "a sliding window, another visibility than the family's or a MLP "
+                     "gated by another activation than SiLU cannot be written to GGUF");
+    cr_assert_neq(access(to, F_OK), 0, "a refused file is left behind");
+    hs_trace_free(t1);
+    hs_trace_free(t2);
+    hs_npy_free(&ids);
+    hs_model_free(hf);
+    hs_model_free(back);
+    tu_rm_rf(dir);
 }
