@@ -104,7 +104,8 @@ void bench_breakdown(const hs_model_config *c, const char *name, const int *size
     layer_bufs b = {.c = c, .W = W, .F = F};
     float *all[] = {
         b.x = filled(N * D, 1.0f), b.h = filled(N * D, 1.0f), b.qkv = filled(N * (size_t)W, 1.0f),
-        b.probs = filled(maps, 0.0f), b.ctx = filled(N * A, 1.0f), b.ff = filled(mr * (size_t)F, 1.0f),
+        b.probs = filled(maps, 0.0f), b.ctx = filled(N * A, 1.0f),
+        b.ff = filled(mr * (size_t)F, 1.0f),
         b.act = filled(mr * (size_t)c->d_ff, 1.0f), b.trace = filled(maps, 0.0f),
         b.w_qkv = filled(D * (size_t)W, 0.03f), b.b_qkv = filled((size_t)W, 0.1f),
         b.w_o = filled(A * D, 0.03f), b.w_fc = filled(D * (size_t)F, 0.03f),

@@ -48,7 +48,9 @@ int cmd_info(int argc, char **argv)
     printf("family:       %s (%s, %s-%s, %s%s%s)\n", ar->name,
            cfg->causal ? "causal" : "bidirectional", ar->norm_place == HS_NORM_PRE ? "pre" : "post",
            ar->norm_kind == HS_NORM_RMS ? "RMSNorm" : "LN", cfg->gated ? "gated " : "",
-           cfg->act == HS_ACT_SILU ? "SiLU" : cfg->act == HS_ACT_GELU_ERF ? "gelu erf" : "gelu tanh",
+           cfg->act == HS_ACT_SILU       ? "SiLU"
+           : cfg->act == HS_ACT_GELU_ERF ? "gelu erf"
+                                         : "gelu tanh",
            ar->parallel_residual ? ", parallel residual" : "");
     if (ar->sliding_window > 0)
         printf("attention:    a sliding window of %d keys on %s\n", ar->sliding_window,

@@ -144,7 +144,8 @@ for c, t in (("hs_forward_opts", _lib.HsForwardOpts), ("hs_open_opts", _lib.HsOp
     print(c, ctypes.sizeof(t))
     for name, _ in t._fields_:
         print("%s.%s" % (c, name), getattr(t, name).offset)')
-[ "$want" = "$got" ] && ok "the Python package's hs_forward_opts, hs_open_opts, hs_trace and hs_model_config match the header" ||
+[ "$want" = "$got" ] &&
+    ok "the Python package's hs_forward_opts, hs_open_opts, hs_trace and hs_model_config match the header" ||
     fail "struct layouts: C says $(echo $want), Python $(echo $got)"
 cp -r python/tests "$tmp/pytests" # run outside the tree: the installed package, not python/
 (cd "$tmp" && HEADSCOPE_LIB=$lib/$soname HEADSCOPE_ROOT=$ROOT HEADSCOPE=$stage/usr/bin/headscope \

@@ -265,7 +265,8 @@ Test(descriptor, gguf_keeps_the_head_width)
     char dir[64], from[2048], to[256], cwd[1024];
     const char *files[][2] = {{DIR "model/config.json", "config.json"},
                               {DIR "model/model.safetensors", "model.safetensors"},
-                              {"fixtures/family-models/tiny-llama/tokenizer.json", "tokenizer.json"}};
+                              {"fixtures/family-models/tiny-llama/tokenizer.json",
+                               "tokenizer.json"}};
     tu_mkdtemp(dir, sizeof dir);
     cr_assert_not_null(getcwd(cwd, sizeof cwd));
     for (int k = 0; k < 3; k++) {

@@ -8,8 +8,8 @@
  * computes. The backward reads the same descriptor: pre- or post-norm blocks, LayerNorm or
  * RMSNorm, an MLP of any activation gated or not, sequential or parallel residual, rotary
  * queries and keys, grouped key/value heads, each layer's visibility (causal, sliding
- * window, bidirectional, prefix), heads of any width; the loaders refuse what the descriptor can say but neither
- * pass implements. */
+ * window, bidirectional, prefix), heads of any width; the loaders refuse what the
+ * descriptor can say but neither pass implements. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
