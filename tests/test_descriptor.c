@@ -307,3 +307,49 @@ Test(descriptor, gguf_keeps_the_head_width)
     hs_model_free(back);
     tu_rm_rf(dir);
 }
+
+/* An encoder (BERT's post-norm block) as a prefix LM (every query sees the first 4 tokens
+ * and the ones up to itself) and with a window of 3 keys on every layer: the maps' hidden
+ * cells exactly 0 and the masked-language-model gradient against central differences. */
+static void encoder_under(hs_visibility v, int window)
+{
+    hs_error err = {{0}};
+    hs_model *m = NULL;
+    cr_assert_eq(hs_model_load("fixtures/tiny-bert", &m, &err), HS_OK, "%s", err.msg);
+    m->arch.vis = v;
+    m->arch.sliding_window = window;
+    m->arch.causal = window > 0; /* the flag that goes with them */
+    cr_assert_eq(hs_config_validate(&m->cfg, &err), HS_OK, "%s", err.msg);
+    cr_assert_eq(m->cfg.causal, window > 0);
+    enum { n = 9 };
+    int32_t ids[n] = {101, 1996, 4937, 103, 2006, 1996, 13523, 1012, 102}, pos[1] = {3};
+    int32_t tgt[1] = {2938};
+    hs_trace *t = NULL;
+    cr_assert_eq(hs_trace_new(m, n, &t, &err), HS_OK, "%s", err.msg);
+    hs_forward_opts o = {.on_attn = hs_trace_observe, .user = t};
+    cr_assert_eq(hs_forward(m, ids, NULL, n, &o, NULL, &err), HS_OK, "%s", err.msg);
+    const hs_model_config *c = hs_model_config_of(m);
+    for (int l = 0; l < c->n_layer; l++)
+        for (int h = 0; h < c->n_head; h++)
+            for (int i = 0; i < n; i++) {
+                double sum = 0;
+                for (int j = 0; j < n; j++) {
+                    float p = t->attn[(((size_t)l * c->n_head + h) * n + i) * n + j];
+                    int seen = window ? i - window < j && j <= i : j <= i || j < v.prefix;
+                    cr_assert(seen || p == 0.0f, "%d.%d (%d, %d) = %g", l, h, i, j, p);
+                    sum += p;
+                }
+                cr_assert_float_eq(sum, 1.0, 1e-5);
+            }
+    hs_loss_input in = {.ids = ids, .n = n, .kind = HS_LOSS_MLM, .positions = pos,
+                        .targets = tgt, .n_pos = 1};
+    tu_check_finite_difference(m, &in, window ? "bert, window 3" : "bert, prefix 4");
+    hs_trace_free(t);
+    hs_model_free(m);
+}
+
+Test(descriptor, encoder_as_prefix_lm_or_windowed_matches_finite_differences)
+{
+    encoder_under(hs_vis_prefix(4), 0);
+    encoder_under(hs_vis_bidirectional(), 3);
+}
