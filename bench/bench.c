@@ -100,7 +100,7 @@ static double sgemm_gflops(int m, int n, int k, int reps)
 static double projection_flops(const hs_model_config *c, int n)
 {
     double d = c->d_model, f = c->d_ff, N = n, kv = (double)c->n_kv_head * c->d_head;
-    double mlp = (c->act == HS_ACT_SILU_GATED ? 6.0 : 4.0) * N * d * f;
+    double mlp = (c->gated ? 6.0 : 4.0) * N * d * f;
     return c->n_layer * (2.0 * N * d * (d + 2.0 * kv) + 2.0 * N * d * d + mlp);
 }
 

@@ -44,8 +44,8 @@ static void mlp_part(layer_bufs *b, int part)
         int cnt = b->n - r0 < HS_MLP_ROWS ? b->n - r0 : HS_MLP_ROWS;
         if (part == OP_MLP_UP)
             hs_op_linear(b->x + (size_t)r0 * (size_t)d, b->w_fc, NULL, b->ff, cnt, d, b->F);
-        else if (part == OP_ACT && c->act == HS_ACT_SILU_GATED)
-            hs_op_swiglu(b->ff, b->act, cnt, c->d_ff);
+        else if (part == OP_ACT && c->gated)
+            hs_op_glu(b->ff, b->act, cnt, c->d_ff, c->act);
         else if (part == OP_ACT)
             hs_op_gelu(b->ff, b->act, (size_t)cnt * (size_t)c->d_ff, c->act);
         else
@@ -64,12 +64,15 @@ static int run_op(void *ctx)
     case OP_QKV: hs_op_linear(b->h, b->w_qkv, b->b_qkv, b->qkv, n, d, b->W); break;
     case OP_ATTN: { /* scores, softmax, the maps written out, P V: as the block runs it */
         size_t bad;
-        hs_op_attn_fused(c, b->qkv, b->ctx, n, NULL, b->trace, &bad);
+        hs_op_attn_fused(c, hs_model_layer_visibility(c, 0), b->qkv, b->ctx, n, NULL, b->trace,
+                         &bad);
         break;
     }
-    case OP_PROBS: hs_op_attn_probs(c, b->qkv, b->probs, n); break;
-    case OP_CONTEXT: hs_op_attn_context(c, b->qkv, b->probs, b->ctx, n, NULL); break;
-    case OP_OUT: hs_op_linear(b->ctx, b->w_o, NULL, b->h, n, d, d); break;
+    case OP_PROBS: hs_op_attn_probs(c, hs_model_layer_visibility(c, 0), b->qkv, b->probs, n); break;
+    case OP_CONTEXT:
+        hs_op_attn_context(c, hs_model_layer_visibility(c, 0), b->qkv, b->probs, b->ctx, n, NULL);
+        break;
+    case OP_OUT: hs_op_linear(b->ctx, b->w_o, NULL, b->h, n, hs_model_attn_width(c), d); break;
     case OP_ADD: hs_op_add(b->x, b->h, (size_t)n * (size_t)d); break;
     case OP_QKV_BLAS:
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, b->W, d, 1.0f, b->h, d,
@@ -96,14 +99,16 @@ void bench_breakdown(const hs_model_config *c, const char *name, const int *size
     for (int s = 0; s < n_sizes; s++)
         max_n = sizes[s] > max_n ? sizes[s] : max_n;
     size_t N = (size_t)max_n, D = (size_t)d, mr = HS_MLP_ROWS < max_n ? HS_MLP_ROWS : N;
+    size_t A = (size_t)hs_model_attn_width(c); /* the context's width */
     size_t maps = (size_t)c->n_head * N * N;
     layer_bufs b = {.c = c, .W = W, .F = F};
     float *all[] = {
         b.x = filled(N * D, 1.0f), b.h = filled(N * D, 1.0f), b.qkv = filled(N * (size_t)W, 1.0f),
-        b.probs = filled(maps, 0.0f), b.ctx = filled(N * D, 1.0f), b.ff = filled(mr * (size_t)F, 1.0f),
+        b.probs = filled(maps, 0.0f), b.ctx = filled(N * A, 1.0f),
+        b.ff = filled(mr * (size_t)F, 1.0f),
         b.act = filled(mr * (size_t)c->d_ff, 1.0f), b.trace = filled(maps, 0.0f),
         b.w_qkv = filled(D * (size_t)W, 0.03f), b.b_qkv = filled((size_t)W, 0.1f),
-        b.w_o = filled(D * D, 0.03f), b.w_fc = filled(D * (size_t)F, 0.03f),
+        b.w_o = filled(A * D, 0.03f), b.w_fc = filled(D * (size_t)F, 0.03f),
         b.w_proj = filled((size_t)c->d_ff * D, 0.03f), b.ln_w = filled(D, 1.0f),
         b.ln_b = filled(D, 0.1f)};
     int ok = 1;

@@ -321,7 +321,7 @@ static void print_summary(const cli_corpus_run *r, const char *report_path)
 static int corpus_means(cli_corpus_run *r)
 {
     const hs_model_config *c = hs_model_config_of(r->m);
-    size_t ld = (size_t)c->n_layer * (size_t)c->d_model;
+    size_t ld = (size_t)c->n_layer * (size_t)hs_model_attn_width(c);
     hs_error err = {{0}};
     hs_corpus_reader *rd = NULL;
     hs_corpus_info keep = r->info;

@@ -94,12 +94,12 @@ static void layer_array(const hs_activations *a, const float *fnorm, int k, int 
                           size_t *shape, int *ndim)
 {
     size_t n = (size_t)a->n, d = (size_t)a->d_model, H = (size_t)a->n_head, nd = n * d;
-    size_t hnn = H * n * n;
+    size_t hnn = H * n * n, A = H * (size_t)a->d_head; /* Q and z: n_head d_head wide */
     size_t W = (size_t)a->qkv_width, kvd = (size_t)a->n_kv_head * (size_t)a->d_head;
-    if (k <= W_V) { /* the Q, K or V block of the fused rows (pos, W): Q d wide, K and V
+    if (k <= W_V) { /* the Q, K or V block of the fused rows (pos, W): Q A wide, K and V
                      * n_kv_head * d_head each */
         const float *src = a->qkv + (size_t)l * n * W;
-        size_t off = k == W_Q ? 0 : k == W_K ? d : d + kvd, width = k == W_Q ? d : kvd;
+        size_t off = k == W_Q ? 0 : k == W_K ? A : A + kvd, width = k == W_Q ? A : kvd;
         for (size_t i = 0; i < n; i++)
             memcpy(buf + i * width, src + i * W + off, width * sizeof *buf);
     } else if (k == W_PATTERN || k == W_NORM) {
@@ -108,9 +108,10 @@ static void layer_array(const hs_activations *a, const float *fnorm, int k, int 
             for (size_t i = 0; i < n; i++)
                 for (size_t j = 0; j < n; j++)
                     buf[(h * n + i) * n + j] *= fnorm[((size_t)l * H + h) * n + j];
+    } else if (k == W_Z) {
+        memcpy(buf, a->z + (size_t)l * n * A, n * A * sizeof *buf);
     } else {
-        const float *src = k == W_Z ? a->z : k == W_RESID ? a->resid_pre
-                           : k == W_ATTN ? a->attn_out : a->mlp_out;
+        const float *src = k == W_RESID ? a->resid_pre : k == W_ATTN ? a->attn_out : a->mlp_out;
         memcpy(buf, src + (size_t)l * nd, nd * sizeof *buf);
     }
     if (k == W_PATTERN || k == W_NORM) {
@@ -146,7 +147,8 @@ static int write_all(const hs_model *m, const hs_encoding *enc, const hs_activat
     const hs_model_config *c = hs_model_config_of(m);
     hs_error err = {{0}};
     int n = a->n, rc = EXIT_FAIL, cap = c->n_layer * W_COUNT + 2;
-    size_t H = (size_t)c->n_head, big = (size_t)n * 3 * (size_t)c->d_model;
+    size_t H = (size_t)c->n_head, wide = (size_t)a->qkv_width; /* >= 3 A */
+    size_t big = (size_t)n * (wide > 3 * (size_t)c->d_model ? wide : 3 * (size_t)c->d_model);
     if (H * (size_t)n * (size_t)n > big)
         big = H * (size_t)n * (size_t)n;
     float *buf = malloc(big * sizeof *buf);

@@ -35,9 +35,9 @@ typedef struct cli_corpus_run {
     /* --ablation mean: a first pass over every selected text (all shards') sums each head's
      * context; the analyses then ablate by means = z_sum / z_tokens */
     int means_pass;
-    double *z_sum;          /* (n_layer, d_model) */
+    double *z_sum;          /* (n_layer, A), A = hs_model_attn_width */
     long z_tokens;
-    float *means;           /* (n_layer, d_model) */
+    float *means;           /* (n_layer, A) */
 } cli_corpus_run;
 
 /* The SHA-256 of the selected records so far, as 64 hex digits and a NUL. */

@@ -105,7 +105,8 @@ if [[ "${HS_SANITIZE:-}" == *address* ]]; then
     pre=$($CC -print-file-name=libasan.so)
     export ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 fi
-# the ctypes mirrors of hs_forward_opts and hs_open_opts have the C structs' sizes and offsets
+# the ctypes mirrors of hs_forward_opts, hs_open_opts, hs_trace and hs_model_config have the C
+# structs' sizes and offsets
 cat >"$tmp/layout.c" <<'CEOF'
 #include <stddef.h>
 #include <stdio.h>
@@ -123,6 +124,13 @@ int main(void)
     F(hs_open_opts, flags); F(hs_open_opts, weight_memory);
     printf("hs_trace %zu\n", sizeof(hs_trace));
     F(hs_trace, n_layer); F(hs_trace, n_head); F(hs_trace, n); F(hs_trace, attn);
+    printf("hs_model_config %zu\n", sizeof(hs_model_config));
+    F(hs_model_config, family); F(hs_model_config, n_layer); F(hs_model_config, n_head);
+    F(hs_model_config, d_model); F(hs_model_config, d_head); F(hs_model_config, d_ff);
+    F(hs_model_config, n_ctx); F(hs_model_config, vocab_size); F(hs_model_config, type_vocab_size);
+    F(hs_model_config, ln_eps); F(hs_model_config, act); F(hs_model_config, causal);
+    F(hs_model_config, has_lm_head); F(hs_model_config, n_kv_head); F(hs_model_config, arch);
+    F(hs_model_config, gated);
     return 0;
 }
 CEOF
@@ -132,11 +140,12 @@ got=$(cd "$tmp" && HEADSCOPE_LIB=$lib/$soname LD_PRELOAD=$pre "$tmp/venv/bin/pyt
 import ctypes
 from headscope import _lib
 for c, t in (("hs_forward_opts", _lib.HsForwardOpts), ("hs_open_opts", _lib.HsOpenOpts),
-             ("hs_trace", _lib.HsTrace)):
+             ("hs_trace", _lib.HsTrace), ("hs_model_config", _lib.HsModelConfig)):
     print(c, ctypes.sizeof(t))
     for name, _ in t._fields_:
         print("%s.%s" % (c, name), getattr(t, name).offset)')
-[ "$want" = "$got" ] && ok "the Python package's hs_forward_opts, hs_open_opts and hs_trace match the header" ||
+[ "$want" = "$got" ] &&
+    ok "the Python package's hs_forward_opts, hs_open_opts, hs_trace and hs_model_config match the header" ||
     fail "struct layouts: C says $(echo $want), Python $(echo $got)"
 cp -r python/tests "$tmp/pytests" # run outside the tree: the installed package, not python/
 (cd "$tmp" && HEADSCOPE_LIB=$lib/$soname HEADSCOPE_ROOT=$ROOT HEADSCOPE=$stage/usr/bin/headscope \

@@ -237,8 +237,8 @@ Test(arch, combinations_not_implemented_fail_naming_them)
         int field;
         const char *msg;
     } want[] = {
-        {0, "architecture 'gpt2': a gated SiLU activation in a gelu MLP (or the reverse) is not "
-            "implemented"},
+        {0, "architecture 'gpt2': a visibility (causal, bidirectional, window or prefix) out of "
+            "its range is not implemented"},
         {1, "architecture 'gpt2': the parallel residual in a post-norm block is not implemented"},
         {2, "architecture 'gpt2': rotary embeddings on 0 or an odd number of dimensions, or more "
             "than a head has, is not implemented"},
@@ -252,7 +252,7 @@ Test(arch, combinations_not_implemented_fail_naming_them)
     for (size_t k = 0; k < sizeof want / sizeof want[0]; k++) {
         hs_arch a = *hs_arch_find("gpt2");
         switch (want[k].field) {
-        case 0: a.act = HS_ACT_SILU_GATED; break;
+        case 0: a.sliding_window = -1; break;
         case 1: a.norm_place = HS_NORM_POST; a.parallel_residual = 1; break;
         case 2: a.pos = HS_POS_ROTARY; a.rotary_dims = 0; break;
         case 3: a.pos = HS_POS_ROTARY; a.rotary_dims = 2; a.causal = 0; break;

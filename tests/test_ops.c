@@ -208,12 +208,13 @@ Test(ops, gelu_derivative_matches_central_differences)
 static size_t probs_bad_row(float q_inf_h1, float q_nan_h0)
 {
     hs_model_config c = {.d_model = 2, .n_head = 2, .d_head = 1, .n_kv_head = 2, .causal = 1};
+    hs_visibility vis = hs_vis_from_causal(c.causal);
     /* rows [q0 q1 | k0 k1 | v0 v1], W = 6 */
     float qkv[3 * 6] = {1, 1, 1, -1, 0, 0,
                         q_nan_h0, 2, 2, 1, 0, 0,
                         1, q_inf_h1, 1, 1, 0, 0};
     float probs[2 * 3 * 3];
-    size_t bad = hs_op_attn_probs(&c, qkv, probs, 3);
+    size_t bad = hs_op_attn_probs(&c, vis, qkv, probs, 3);
     /* head 0, query 2 scores keys (1, 2, 1) / sqrt(1): softmax e^(s - 2) / sum */
     double e1 = exp(-1.0), sum = 2 * e1 + 1;
     NEAR(probs[2 * 3 + 0], e1 / sum);
@@ -238,6 +239,7 @@ static void fused_matches(int causal, int n_kv, int poison)
     enum { N = 150, H = 4, DH = 8 };
     hs_model_config c = {.d_model = H * DH, .n_head = H, .d_head = DH, .n_kv_head = n_kv,
                          .causal = causal};
+    hs_visibility vis = hs_vis_from_causal(c.causal);
     int W = H * DH + 2 * n_kv * DH;
     float *qkv = malloc(sizeof(float) * N * (size_t)W), *probs = malloc(sizeof(float) * H * N * N);
     float *ctx1 = malloc(sizeof(float) * N * H * DH), *ctx2 = malloc(sizeof(float) * N * H * DH);
@@ -250,15 +252,15 @@ static void fused_matches(int causal, int n_kv, int poison)
     if (poison)
         qkv[(size_t)77 * (size_t)W + 2 * DH] = INFINITY; /* head 2, query 77 */
     const float mask[H] = {1.0f, 0.0f, 0.5f, 1.0f};
-    size_t bad1 = hs_op_attn_probs(&c, qkv, probs, N), bad2 = 0, bad3 = 0;
+    size_t bad1 = hs_op_attn_probs(&c, vis, qkv, probs, N), bad2 = 0, bad3 = 0;
     float *maps = malloc(sizeof(float) * H * N * N), *ctx3 = malloc(sizeof(float) * N * H * DH);
     cr_assert(maps && ctx3);
     memset(maps, 0xff, sizeof(float) * H * N * N); /* NaN everywhere: every cell must be written */
-    cr_assert_eq(hs_op_attn_fused(&c, qkv, ctx3, N, mask, maps, &bad3), HS_OK);
+    cr_assert_eq(hs_op_attn_fused(&c, vis, qkv, ctx3, N, mask, maps, &bad3), HS_OK);
     if (!poison)
         cr_assert(!memcmp(maps, probs, sizeof(float) * H * N * N), "written maps differ");
-    hs_op_attn_context(&c, qkv, probs, ctx1, N, mask);
-    cr_assert_eq(hs_op_attn_fused(&c, qkv, ctx2, N, mask, NULL, &bad2), HS_OK);
+    hs_op_attn_context(&c, vis, qkv, probs, ctx1, N, mask);
+    cr_assert_eq(hs_op_attn_fused(&c, vis, qkv, ctx2, N, mask, NULL, &bad2), HS_OK);
     cr_assert_eq(bad1, bad2);
     cr_assert_eq(bad1, bad3);
     cr_assert_eq(bad1, poison ? (size_t)(2 * N + 77) : (size_t)-1);

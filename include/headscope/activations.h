@@ -38,13 +38,15 @@ typedef struct hs_activations {
     int n_layer, n_head, n, d_model, d_head;
     unsigned what; /* HS_CAPTURE_* kept; an array not kept is NULL */
     int n_kv_head;  /* key/value heads (n_head unless grouped-query attention) */
-    int qkv_width;  /* W = d_model + 2 n_kv_head d_head: a row of qkv */
+    int qkv_width;  /* W = A + 2 n_kv_head d_head: a row of qkv, A = n_head d_head (d_model
+                       for every family whose heads split d_model) */
     float *resid_pre; /* (n_layer, n, d_model); post-norm models: the input of the layer */
     float *qkv;       /* (n_layer, n, W): columns [Q | K | V], query head h at h*d_head, KV
-                         head g at d_model + g*d_head (K) and d_model + (n_kv_head + g)*d_head
+                         head g at A + g*d_head (K) and A + (n_kv_head + g)*d_head
                          (V); rotary models: Q and K after the rotation */
     float *pattern;   /* (n_layer, n_head, n, n): row = query, column = key */
-    float *z;         /* (n_layer, n, d_model): head h's P V in columns h*d_head.. */
+    float *z;         /* (n_layer, n, A), A = n_head d_head: head h's P V in columns
+                         h*d_head.. */
     float *attn_out;  /* (n_layer, n, d_model) as added to the stream (post-norm: before
                          the norm) */
     float *mlp_out;   /* (n_layer, n, d_model) the same for the MLP */

@@ -11,7 +11,7 @@
  *     hs_forward(model, ids, NULL, n, &o, NULL, &err);   // NULL: scratch per call
  *
  * Head mask semantics follow Hugging Face transformers 4.x:
- *     probs = softmax(Q K^T / sqrt(d_head) + causal mask)
+ *     probs = softmax(Q K^T / sqrt(d_head) + the layer's visibility mask)
  *     probs *= head_mask[l][h]          (no renormalisation)
  *     context = probs V;  W_O and its bias applied as usual.
  */
@@ -29,7 +29,8 @@ extern "C" {
 #endif
 
 /* Called once per layer with probs: (n_head, n, n), row = query, col = key, rows sum to
- * 1 over the keys the query may see (causal: keys 0..i). The buffer is only valid during
+ * 1 over the keys the query may see (hs_model_layer_visibility: causal keys 0..i, a sliding
+ * window the last W of them) and are exactly 0 elsewhere. The buffer is only valid during
  * the call. Return 0 to continue, non-zero to stop the pass (hs_forward then returns
  * HS_E_ARG with "stopped by observer"). */
 typedef int (*hs_attn_observer)(void *user, int layer, const float *probs, int n_head, int n);
@@ -65,8 +66,9 @@ typedef struct hs_forward_opts {
      * float32) fails the pass with HS_E_VALUE naming the layer, head and query, unless
      * allow_nonfinite is set (they are then passed on as they are). */
     int allow_nonfinite;
-    /* Ablation by replacement (mean and resample ablation): (n_layer, n, d_model), layer l's
-     * rows holding a replacement context per head in head h's columns h*d_head..; NULL =
+    /* Ablation by replacement (mean and resample ablation): (n_layer, n, A), A =
+     * hs_model_attn_width (n_head d_head: d_model for every family whose heads split it),
+     * layer l's rows holding a replacement context per head in head h's columns h*d_head..; NULL =
      * none. A head under mask xi then has context xi P V + (1 - xi) r (xi = 0: r instead of
      * its own output; zero ablation is r = 0). The same rows serve every copy of a batch. */
     const float *head_replace;

@@ -49,7 +49,8 @@ typedef struct hs_loss_input {
     int no_cache;             /* 1: keep no cache of the residual stream entering each layer
                                  (n_layer * n * d_model floats) for an evaluator run once or
                                  twice; every run is then a full pass */
-    /* Mean and resample ablation: (n_layer, n, d_model) replacement contexts (from
+    /* Mean and resample ablation: (n_layer, n, A) replacement contexts, A =
+     * hs_model_attn_width (d_model for every family whose heads split it) (from
      * hs_ablation_replacement), a masked head's output becoming its replacement's; NULL =
      * zero ablation. The evaluator copies it; the gradient differentiates through it. */
     const float *replace;
@@ -100,20 +101,21 @@ void hs_resample_ids(const int32_t *ids, const unsigned char *fixed, int n, uint
                      int32_t *out);
 
 /* The replacement contexts of kind (MEAN or RESAMPLE) from one run of m on ids (n tokens,
- * type_ids may be NULL): every head's P V, z: (n, d_model) per layer, then MEAN: each
+ * type_ids may be NULL): every head's P V, z: (n, A) per layer, then MEAN: each
  * row the mean of z's rows (over all n positions); RESAMPLE: z itself, ids being the
- * other input (hs_resample_ids). replace: (n_layer, n, d_model), caller-owned. */
+ * other input (hs_resample_ids). replace: (n_layer, n, A), caller-owned, A =
+ * hs_model_attn_width. */
 hs_status hs_ablation_replacement(const hs_model *m, hs_ablation_kind kind, const int32_t *ids,
                                   const int32_t *type_ids, int n, float *replace,
                                   hs_error *err);
 
-/* Adds to sum: (n_layer, d_model) every head's context z = P V summed over the n positions of
+/* Adds to sum: (n_layer, A) every head's context z = P V summed over the n positions of
  * one run of m on ids (type_ids may be NULL): the numerator of mean ablation's means, over
  * one text or, summed text by text, over a corpus. */
 hs_status hs_ablation_z_sum(const hs_model *m, const int32_t *ids, const int32_t *type_ids,
                             int n, double *sum, hs_error *err);
 
-/* replace: (n_layer, n, d_model) = means: (n_layer, d_model) at every position. */
+/* replace: (n_layer, n, A) = means: (n_layer, A) at every position. */
 void hs_ablation_means_fill(const hs_model_config *c, const float *means, int n, float *replace);
 
 /* Chooses the deterministic MLM positions of a BERT input: among the content positions

@@ -23,6 +23,7 @@
 
 #include "headscope/status.h"
 #include "headscope/tokenizer.h"
+#include "headscope/visibility.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -46,11 +47,17 @@ typedef enum hs_file_format {
     HS_FORMAT_GGUF = 2 /* single GGUF v2/v3 file */
 } hs_file_format;
 
+/* The MLP's activation; whether the MLP is gated, act(x W_gate) * (x W_up), is its own flag
+ * (hs_arch.gated, hs_model_config.gated): Llama's SwiGLU is SiLU gated, GeGLU (Gemma) GELU
+ * tanh gated. */
 typedef enum hs_activation {
     HS_ACT_GELU_TANH = 1, /* "gelu_new" / "gelu_pytorch_tanh": tanh approximation */
     HS_ACT_GELU_ERF = 2,  /* "gelu": exact, with erf */
-    HS_ACT_SILU_GATED = 3 /* SiLU(x W_gate) * (x W_up) (Llama, Qwen2) */
+    HS_ACT_SILU = 3       /* "silu": x sigmoid(x) (Llama, Qwen2: gated) */
 } hs_activation;
+/* The name SiLU had while gating was part of the activation (Llama's gated MLP is SiLU with
+ * hs_arch.gated set); kept for existing callers. */
+#define HS_ACT_SILU_GATED HS_ACT_SILU
 
 /* ---- the architecture descriptor ----------------------------------------------------
  * What a family's transformer is made of. The forward and backward passes, the loaders,
@@ -94,6 +101,8 @@ typedef struct hs_arch {
     hs_norm_place norm_place;
     hs_norm_kind norm_kind;
     hs_activation act;          /* the family's default; config.json may name another */
+    int gated;                  /* the MLP is act(x W_gate) * (x W_up), its first projection
+                                   2 d_ff wide ([gate | up]) */
     hs_pos_kind pos;
     int pos_offset;             /* learned positions: token i reads row i + pos_offset */
     int pos_skips_pad;          /* RoBERTa: positions count only the non-pad tokens, a pad token
@@ -106,7 +115,20 @@ typedef struct hs_arch {
     hs_rope_scaling rope_scaling; /* and its parameters: */
     float rope_factor, rope_low_freq, rope_high_freq; /* factor; llama3's low/high factors */
     int rope_orig_ctx;          /* llama3: original_max_position_embeddings */
-    int causal;                 /* 1: query i sees keys 0..i; 0: every key */
+    /* Which keys each query sees (visibility.h), layer by layer: a global layer sees `vis`
+     * (zero: bidirectional); with sliding_window > 0 the local layers see the last
+     * sliding_window keys (hs_vis_sliding), every layer local when global_every is 0, else
+     * layer l local unless (l + 1) % global_every == 0 (Gemma 2: 2, Gemma 3: 6). Local
+     * layers turn their queries and keys with local_rotary_base, unscaled, when it is not 0
+     * (Gemma 3's rope_local_base_freq), else as the global ones. Read a layer's through
+     * hs_model_layer_visibility / hs_model_layer_rope, never these fields. */
+    hs_visibility vis;
+    int causal;                 /* 1 when no layer's query sees a later key: must agree with the
+                                   visibility (checked); kept for the readers of the flag from
+                                   before hs_visibility */
+    int sliding_window;         /* keys a local layer's query sees, itself included; 0: none */
+    int global_every;
+    float local_rotary_base;
     int parallel_residual;      /* x + attn(norm1 x) + mlp(norm2 x) */
     int biases;                 /* every projection has a bias; 0: only those below */
     int qkv_bias, o_bias;       /* biases = 0: Q/K/V (Qwen2) and output-projection biases */
@@ -136,18 +158,48 @@ typedef struct hs_model_config {
     int n_layer;
     int n_head;
     int d_model;
-    int d_head;          /* d_model / n_head */
+    int d_head;          /* a head's query/key/value width: d_model / n_head unless the model
+                            says otherwise (config.json head_dim, GGUF attention.key_length);
+                            queries n_head * d_head wide, the output projection back to d_model */
     int d_ff;
     int n_ctx;           /* maximum positions */
     int vocab_size;
     int type_vocab_size; /* BERT token types (0 for GPT-2) */
     float ln_eps;
     hs_activation act;
-    int causal;          /* 1 for GPT-2 */
+    int causal;          /* 1 when no layer's query sees a later key (GPT-2, Llama; a sliding
+                            window too): hs_vis_is_causal of every layer's visibility. Kept for
+                            the callers that take one flag; a layer's own visibility is
+                            hs_model_layer_visibility */
     int has_lm_head;     /* GPT-2: always (tied or explicit); BERT: MLM head present */
     int n_kv_head;       /* key/value heads (n_head unless grouped; set when checked) */
     const hs_arch *arch; /* the family's descriptor (set when the config is checked) */
+    int gated;           /* the MLP is gated (arch->gated; set when checked) */
 } hs_model_config;
+
+/* Which keys the queries of layer l see: the descriptor's rule (hs_arch.vis, sliding_window,
+ * global_every); for a config without a descriptor, causal ? causal : bidirectional. */
+hs_visibility hs_model_layer_visibility(const hs_model_config *c, int layer);
+
+/* 1 when layer l is a local (sliding-window) layer. */
+int hs_model_layer_is_local(const hs_model_config *c, int layer);
+
+/* A layer's rotary frequencies: theta_k = base^(-2k / dims), k < dims / 2, rescaled as
+ * scaling says (hs_rope_scaling; factor, low_freq, high_freq and orig_ctx its parameters). */
+typedef struct hs_rope {
+    int dims;            /* dimensions of each head turned (0: no rotary embeddings) */
+    float base;
+    hs_rope_scaling scaling;
+    float factor, low_freq, high_freq;
+    int orig_ctx;
+} hs_rope;
+
+/* The rotary frequencies of layer l (dims 0 for learned positions). */
+hs_rope hs_model_layer_rope(const hs_model_config *c, int layer);
+
+/* Width of a layer's attention context, the output projection's input: n_head * d_head
+ * (d_model for every family whose heads split d_model). */
+int hs_model_attn_width(const hs_model_config *c);
 
 /* Loads a model from a Hugging Face folder or a GGUF file. Validates every length,
  * offset, dtype and shape before allocating, rejects NaN/Inf weights. On success

@@ -110,7 +110,7 @@ class Model:
                                    ctypes.byref(handle), ctypes.byref(err)), err)
         self._h = handle
         cfg = _LIB.hs_model_config_of(handle).contents
-        self.config = {name: getattr(cfg, name) for name, _ in cfg._fields_}
+        self.config = {name: getattr(cfg, name) for name, _ in cfg._fields_ if name != "arch"}
         self.family = _LIB.hs_family_name(cfg.family).decode()
         self.config["family"] = self.family
         self.n_layer, self.n_head, self.n_ctx = cfg.n_layer, cfg.n_head, cfg.n_ctx

@@ -39,7 +39,10 @@ class HsModelConfig(ctypes.Structure):
         ("act", ctypes.c_int),
         ("causal", ctypes.c_int),
         ("has_lm_head", ctypes.c_int),
-    ]
+        ("n_kv_head", ctypes.c_int),
+        ("arch", ctypes.c_void_p),  # const hs_arch *: not exposed in Model.config
+        ("gated", ctypes.c_int),
+    ]  # tests/lib.sh checks the size and offsets against the C header
 
 
 # int (*hs_attn_observer)(void *user, int layer, const float *probs, int n_head, int n)

@@ -6,9 +6,10 @@
  * The forward half is the forward pass's own block (src/nn/block.c) asked to keep the
  * activations the backward needs, so the loss differentiated is the loss hs_loss_eval_run
  * computes. The backward reads the same descriptor: pre- or post-norm blocks, LayerNorm or
- * RMSNorm, a gelu or gated SiLU MLP, sequential or parallel residual, rotary queries and
- * keys, grouped key/value heads; the loaders refuse what the descriptor can say but neither
- * pass implements. */
+ * RMSNorm, an MLP of any activation gated or not, sequential or parallel residual, rotary
+ * queries and keys, grouped key/value heads, each layer's visibility (causal, sliding
+ * window, bidirectional, prefix), heads of any width; the loaders refuse what the
+ * descriptor can say but neither pass implements. */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,10 +85,10 @@ static void mlp_back(const hs_model_config *c, const hs_layer *W, const float *p
                      const float *dy, float *dff, float *din, int n)
 {
     int d = c->d_model, f = c->d_ff, F = hs_ff_width(c);
-    if (c->act == HS_ACT_SILU_GATED) {
+    if (c->gated) {
         float *da = dff + (size_t)n * (size_t)F;
         linear_back(dy, W->w_proj, da, n, f, d, 0);
-        hs_op_swiglu_back(pre, da, dff, n, f);
+        hs_op_glu_back(pre, da, dff, n, f, c->act);
     } else {
         linear_back(dy, W->w_proj, dff, n, f, d, 0);
         hs_op_gelu_back(pre, dff, (size_t)n * (size_t)f, c->act);
@@ -95,17 +96,20 @@ static void mlp_back(const hs_model_config *c, const hs_layer *W, const float *p
     linear_back(dff, W->w_fc, din, n, d, F, 0);
 }
 
-/* Attention backward of one layer: dctx: (n, d) → dqkv: (n, W) (hs_qkv_width). dp: (H, n, n)
+/* Attention backward of one layer: dctx: (n, A) → dqkv: (n, W) (hs_qkv_width, A =
+ * hs_model_attn_width). dp: (H, n, n)
  * scratch. Key/value groups run in parallel, the query heads of a group one after the
  * other, each adding its part to the group's dK and dV (each group writes its own columns).
  * ctx_h = P_h V_g, P_h = softmax(scale Q_h K_g^T), g the KV head of query head h:
  *   dV_g += P_h^T dctx_h;  dP = dctx_h V_g^T;  dS = P ⊙ (dP − rowsum(dP ⊙ P));
- *   dQ_h = scale dS K_g;  dK_g += scale dS^T Q_h.  Causal entries have P = 0, so dS = 0 there.
+ *   dQ_h = scale dS K_g;  dK_g += scale dS^T Q_h.  The softmax of row i runs over its visible
+ * keys [lo_i, hi_i) only (vis), so the sum and dS cover those; the masked entries have P = 0
+ * and dS = 0 (the scores there do not reach the loss).
  * Q and K are the rotated ones (the rotation's transpose is applied to dQ, dK after). */
-static void attention_back(const hs_model_config *c, const float *qkv, const float *probs,
-                           const float *dctx, float *dqkv, float *dps, int n)
+static void attention_back(const hs_model_config *c, hs_visibility vis, const float *qkv,
+                           const float *probs, const float *dctx, float *dqkv, float *dps, int n)
 {
-    int d = c->d_model, dh = c->d_head, W = hs_qkv_width(c), KV = c->n_kv_head;
+    int d = hs_model_attn_width(c), dh = c->d_head, W = hs_qkv_width(c), KV = c->n_kv_head;
     int G = c->n_head / KV;
     float scale = 1.0f / sqrtf((float)dh);
     size_t nn = (size_t)n * (size_t)n, koff = (size_t)d, voff = (size_t)d + (size_t)KV * (size_t)dh;
@@ -125,13 +129,15 @@ static void attention_back(const hs_model_config *c, const float *qkv, const flo
         for (int i = 0; i < n; i++) {
             const float *pi = p + (size_t)i * (size_t)n;
             float *di = dp + (size_t)i * (size_t)n;
-            int w = c->causal ? i + 1 : n;
+            int lo = hs_vis_lo(vis, i), hi = hs_vis_hi(vis, i, n);
             double s = 0;
-            for (int j = 0; j < w; j++)
+            for (int j = lo; j < hi; j++)
                 s += (double)di[j] * pi[j];
-            for (int j = 0; j < w; j++)
+            for (int j = lo; j < hi; j++)
                 di[j] = (float)(pi[j] * ((double)di[j] - s));
-            for (int j = w; j < n; j++)
+            for (int j = 0; j < lo; j++)
+                di[j] = 0.0f;
+            for (int j = hi; j < n; j++)
                 di[j] = 0.0f;
         }
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, dh, n, scale, dp, n, k, W,
@@ -214,17 +220,15 @@ hs_status hs_gradient_capped(const hs_model *m, const hs_loss_input *in, const f
     const int n = in->n, d = c->d_model, f = c->d_ff, H = c->n_head, L = c->n_layer;
     const int V = c->vocab_size, pre = c->arch->norm_place == HS_NORM_PRE;
     const int rms = c->arch->norm_kind == HS_NORM_RMS, par = c->arch->parallel_residual;
-    const int Wq = hs_qkv_width(c), F = hs_ff_width(c);
-    const int rot = c->arch->pos == HS_POS_ROTARY ? c->arch->rotary_dims : 0;
+    const int Wq = hs_qkv_width(c), F = hs_ff_width(c), A = hs_model_attn_width(c);
     const int R = hs_loss_row_count(in); /* loss rows */
-    const size_t nd = (size_t)n * (size_t)d, nF = (size_t)n * (size_t)F;
+    const size_t nd = (size_t)n * (size_t)d, nF = (size_t)n * (size_t)F, nA = (size_t)n * A;
+    const size_t ndA = nd > nA ? nd : nA; /* a buffer of either width */
     const size_t nW = (size_t)n * (size_t)Wq, nn = (size_t)n * (size_t)n, rd = (size_t)R * (size_t)d;
-    const size_t nfa = c->act == HS_ACT_SILU_GATED ? (size_t)n * (size_t)f : 0;
+    const size_t nfa = c->gated ? (size_t)n * (size_t)f : 0;
     const int HB = R < head_rows ? R : head_rows; /* logit rows at once */
     hs_grad_scratch own = {0}, *sc = keep ? keep : &own;
     double inv_freq[HS_ROTARY_MAX_DIMS / 2];
-    if (rot)
-        hs_op_rope_freqs(c->arch, inv_freq);
     if (sc->ws && sc->ws_n != n) {
         hs_forward_ws_free(sc->ws);
         sc->ws = NULL;
@@ -234,12 +238,13 @@ hs_status hs_gradient_capped(const hs_model *m, const hs_loss_input *in, const f
     sc->ws_n = n;
     hs_forward_ws *ws = sc->ws;
 
-    /* One allocation: per layer kept 3nd + nW + 2n + Hn² + nF floats (every layer's, or one
-     * layer's and each layer's input stream, nd), then the head and the backward scratch. */
-    size_t per_layer = 3 * nd + nW + 2 * (size_t)n + (size_t)H * nn + nF;
+    /* One allocation: per layer kept 2nd + nA + nW + 2n + Hn² + nF floats (every layer's, or
+     * one layer's and each layer's input stream, nd), then the head and the backward
+     * scratch. */
+    size_t per_layer = 2 * nd + nA + nW + 2 * (size_t)n + (size_t)H * nn + nF;
     size_t head = 5 * rd + 2 * (size_t)R + (size_t)HB * (size_t)V;
     /* dx, dh, dqkv, dff (+ the gated product's), dp, the parallel MLP's dx */
-    size_t scratch = 2 * nd + nW + nF + nfa + (size_t)H * nn + (par ? nd : 0);
+    size_t scratch = nd + ndA + nW + nF + nfa + (size_t)H * nn + (par ? nd : 0);
     size_t total, layers_sz;
     if (hs_mul_size(per_layer, (size_t)L, &layers_sz) ||
         hs_mul_size(layers_sz, sizeof(float), &total)) {
@@ -277,7 +282,7 @@ hs_status hs_gradient_capped(const hs_model *m, const hs_loss_input *in, const f
         gl->rstd1 = p, p += n;
         gl->qkv = p, p += nW;
         gl->probs = p, p += (size_t)H * nn;
-        gl->ctx = p, p += nd;
+        gl->ctx = p, p += nA;
         gl->xhat2 = p, p += nd;
         gl->rstd2 = p, p += n;
         gl->ff = p, p += nF;
@@ -293,7 +298,7 @@ hs_status hs_gradient_capped(const hs_model *m, const hs_loss_input *in, const f
     float *hrstd = p; p += R;     /* (R) */
     float *logits = p; p += (size_t)HB * (size_t)V; /* (HB, V), then d loss / d logits */
     float *dx = p; p += nd;       /* (n, d) */
-    float *dh = p; p += nd;       /* (n, d) */
+    float *dh = p; p += ndA;      /* (n, d) or (n, A) */
     float *dqkv = p; p += nW;     /* (n, W) */
     float *dff = p; p += nF + nfa; /* (n, F), then the gated product's (n, f) */
     float *dp = p; p += (size_t)H * nn; /* (H, n, n) */
@@ -401,13 +406,13 @@ hs_status hs_gradient_capped(const hs_model *m, const hs_loss_input *in, const f
             norm_back(rms, gl->xhat1, gl->rstd1, W->ln1_w, dx, dx, n, d, 0);
         }
         /* dx is now d loss / d (ctx W_O + b_O), the attention's output. */
-        linear_back(dx, W->w_o, dh, n, d, d, 0); /* dh = d loss / d ctx */
+        linear_back(dx, W->w_o, dh, n, A, d, 0); /* dh = d loss / d ctx: (n, A) */
         /* d ctx / d xi = P V - r (r = 0 without a replacement) */
-        const float *rl = in->replace ? in->replace + (size_t)l * nd : NULL;
+        const float *rl = in->replace ? in->replace + (size_t)l * nA : NULL;
         for (int hh = 0; hh < H; hh++) {
             double s = 0;
             for (int i = 0; i < n; i++) {
-                size_t o = (size_t)i * (size_t)d + (size_t)hh * (size_t)c->d_head;
+                size_t o = (size_t)i * (size_t)A + (size_t)hh * (size_t)c->d_head;
                 const float *a = dh + o, *b = gl->ctx + o;
                 for (int e = 0; e < c->d_head; e++)
                     s += (double)a[e] * ((double)b[e] - (rl ? rl[o + (size_t)e] : 0.0));
@@ -422,14 +427,17 @@ hs_status hs_gradient_capped(const hs_model *m, const hs_loss_input *in, const f
             for (int i = 0; i < n; i++)
                 for (int hh = 0; hh < H; hh++) {
                     float xv = head_mask[(size_t)l * (size_t)H + (size_t)hh];
-                    float *a = dh + (size_t)i * (size_t)d + (size_t)hh * (size_t)c->d_head;
+                    float *a = dh + (size_t)i * (size_t)A + (size_t)hh * (size_t)c->d_head;
                     for (int e = 0; e < c->d_head; e++)
                         a[e] *= xv;
                 }
-        attention_back(c, gl->qkv, gl->probs, dh, dqkv, dp, n);
-        if (rot) { /* back through the turn of Q and K: its transpose */
+        attention_back(c, hs_model_layer_visibility(c, l), gl->qkv, gl->probs, dh, dqkv, dp, n);
+        hs_rope rope = hs_model_layer_rope(c, l);
+        if (rope.dims) { /* back through the turn of Q and K: its transpose */
+            int rot = rope.dims;
+            hs_op_rope_freqs_of(&rope, inv_freq);
             hs_op_rotary(dqkv, n, H, c->d_head, Wq, rot, inv_freq, 0, 1);
-            hs_op_rotary(dqkv + d, n, c->n_kv_head, c->d_head, Wq, rot, inv_freq, 0, 1);
+            hs_op_rotary(dqkv + A, n, c->n_kv_head, c->d_head, Wq, rot, inv_freq, 0, 1);
         }
         if (pre) {
             linear_back(dqkv, W->w_qkv, dh, n, d, Wq, 0);

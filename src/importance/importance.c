@@ -82,14 +82,14 @@ void hs_loss_eval_free(hs_loss_eval *e)
 long hs_loss_eval_passes(const hs_loss_eval *e) { return e->passes; }
 
 /* Bytes a batched pass needs per copy: its final hidden states and its part of the forward
- * workspace, (n, 4 d + max(W, 3 d) + F), W the QKV width, F d_ff (3 d_ff for the gated MLP).
- * (The logits are a shared block of rows.) */
+ * workspace, (n, 2 d + 2 max(d, A) + max(W, 3 d) + F), A the context width, W the QKV
+ * width, F d_ff (3 d_ff for the gated MLP). (The logits are a shared block of rows.) */
 static size_t copy_bytes(const hs_loss_eval *e)
 {
     const hs_model_config *c = hs_model_config_of(e->m);
     size_t n = (size_t)e->in.n, d = (size_t)c->d_model, w = (size_t)hs_qkv_width(c);
-    size_t f = (size_t)c->d_ff * (c->act == HS_ACT_SILU_GATED ? 3 : 1);
-    return n * (4 * d + (w > 3 * d ? w : 3 * d) + f) * sizeof(float);
+    size_t f = (size_t)c->d_ff * (c->gated ? 3 : 1), A = (size_t)hs_model_attn_width(c);
+    return n * (2 * d + 2 * (A > d ? A : d) + (w > 3 * d ? w : 3 * d) + f) * sizeof(float);
 }
 
 /* The distinct loss rows of e->in, ascending, into e->out_rows (e->n_out of them), and the
@@ -125,8 +125,8 @@ static int set_out_rows(hs_loss_eval *e)
     const hs_model_config *c = hs_model_config_of(e->m);
     e->n_run = e->in.kind == HS_LOSS_LM && c->causal && e->out_rows
                    ? e->out_rows[e->n_out - 1] + 1 : n;
-    if (e->n_run < n && e->replace) { /* (L, n, d) rows 0..n_run-1 of each layer */
-        size_t run = (size_t)e->n_run * (size_t)c->d_model, all = (size_t)n * (size_t)c->d_model;
+    if (e->n_run < n && e->replace) { /* (L, n, A) rows 0..n_run-1 of each layer */
+        size_t A = (size_t)hs_model_attn_width(c), run = (size_t)e->n_run * A, all = (size_t)n * A;
         if (!(e->replace_run = malloc((size_t)c->n_layer * run * sizeof *e->replace_run)))
             return 0;
         for (int l = 0; l < c->n_layer; l++)
@@ -223,7 +223,7 @@ hs_status hs_loss_eval_new(const hs_model *m, const hs_loss_input *in, hs_loss_e
     e->in.positions = e->positions;
     e->in.targets = e->targets;
     size_t n = (size_t)in->n, lh = (size_t)c->n_layer * (size_t)c->n_head;
-    size_t rep = (size_t)c->n_layer * n * (size_t)c->d_model;
+    size_t rep = (size_t)c->n_layer * n * (size_t)hs_model_attn_width(c); /* (L, n, A) */
     if (in->replace && (e->replace = malloc(rep * sizeof *e->replace)))
         memcpy(e->replace, in->replace, rep * sizeof *e->replace);
     e->in.replace = e->replace;

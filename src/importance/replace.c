@@ -51,7 +51,7 @@ hs_status hs_ablation_z_sum(const hs_model *m, const int32_t *ids, const int32_t
     hs_status st = hs_activations_run(m, ids, type_ids, n, HS_CAPTURE_Z, &a, err);
     if (st)
         return st;
-    int d = a->d_model;
+    int d = a->n_head * a->d_head; /* the context's width */
     size_t nd = (size_t)n * (size_t)d;
     for (int l = 0; l < a->n_layer; l++) {
         const float *z = a->z + (size_t)l * nd;
@@ -66,7 +66,7 @@ hs_status hs_ablation_z_sum(const hs_model *m, const int32_t *ids, const int32_t
 
 void hs_ablation_means_fill(const hs_model_config *c, const float *means, int n, float *replace)
 {
-    int d = c->d_model;
+    int d = hs_model_attn_width(c);
     for (int l = 0; l < c->n_layer; l++)
         for (int i = 0; i < n; i++)
             memcpy(replace + ((size_t)l * (size_t)n + (size_t)i) * (size_t)d,
@@ -86,11 +86,12 @@ hs_status hs_ablation_replacement(const hs_model *m, hs_ablation_kind kind, cons
         hs_status st = hs_activations_run(m, ids, type_ids, n, HS_CAPTURE_Z, &a, err);
         if (st)
             return st;
-        memcpy(replace, a->z, (size_t)a->n_layer * (size_t)n * (size_t)a->d_model * sizeof *replace);
+        memcpy(replace, a->z, (size_t)a->n_layer * (size_t)n * (size_t)hs_model_attn_width(c) *
+                                  sizeof *replace);
         hs_activations_free(a);
         return HS_OK;
     }
-    size_t ld = (size_t)c->n_layer * (size_t)c->d_model;
+    size_t ld = (size_t)c->n_layer * (size_t)hs_model_attn_width(c);
     double *sum = calloc(ld, sizeof *sum);
     float *mean = malloc(ld * sizeof *mean);
     hs_status st = sum && mean ? hs_ablation_z_sum(m, ids, type_ids, n, sum, err)

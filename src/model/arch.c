@@ -231,7 +231,8 @@ static const hs_arch families[] = {
     {
         .family = HS_FAMILY_GPT2, .name = "gpt2",
         .norm_place = HS_NORM_PRE, .norm_kind = HS_NORM_LAYER, .act = HS_ACT_GELU_TANH,
-        .pos = HS_POS_LEARNED, .pos_offset = 0, .causal = 1, .parallel_residual = 0,
+        .pos = HS_POS_LEARNED, .pos_offset = 0, .vis = {HS_VIS_CAUSAL, 0, 0},
+        .causal = 1, .parallel_residual = 0,
         .biases = 1, .emb_norm = 0, .token_types = 0, .tied_embeddings = 1, .n_kv_head = 0,
         .head = HS_HEAD_DECODER, .head_optional = 0, .tokenizer = HS_TOK_BPE,
         .specials = gpt2_specials, .n_specials = 1, .names = &gpt2_table,
@@ -239,7 +240,8 @@ static const hs_arch families[] = {
     {
         .family = HS_FAMILY_BERT, .name = "bert",
         .norm_place = HS_NORM_POST, .norm_kind = HS_NORM_LAYER, .act = HS_ACT_GELU_ERF,
-        .pos = HS_POS_LEARNED, .pos_offset = 0, .causal = 0, .parallel_residual = 0,
+        .pos = HS_POS_LEARNED, .pos_offset = 0, .vis = {HS_VIS_BIDIRECTIONAL, 0, 0},
+        .parallel_residual = 0,
         .biases = 1, .emb_norm = 1, .token_types = 1, .tied_embeddings = 1, .n_kv_head = 0,
         .head = HS_HEAD_MLM, .head_optional = 1, .tokenizer = HS_TOK_WORDPIECE,
         .cls_token = "[CLS]", .sep_token = "[SEP]", .mask_token = "[MASK]", .pad_token = "[PAD]",
@@ -248,7 +250,8 @@ static const hs_arch families[] = {
     {   /* pos_offset and n_ctx from config.json's pad_token_id (hf_config.c) */
         .family = HS_FAMILY_ROBERTA, .name = "roberta", .gguf_name = "bert",
         .norm_place = HS_NORM_POST, .norm_kind = HS_NORM_LAYER, .act = HS_ACT_GELU_ERF,
-        .pos = HS_POS_LEARNED, .pos_offset = 2, .pos_skips_pad = 1, .causal = 0,
+        .pos = HS_POS_LEARNED, .pos_offset = 2, .pos_skips_pad = 1,
+        .vis = {HS_VIS_BIDIRECTIONAL, 0, 0},
         .parallel_residual = 0, .biases = 1, .emb_norm = 1, .token_types = 1,
         .tied_embeddings = 1, .n_kv_head = 0, .head = HS_HEAD_MLM, .head_optional = 1,
         .tokenizer = HS_TOK_BPE,
@@ -269,15 +272,17 @@ static const hs_arch families[] = {
     {
         .family = HS_FAMILY_GPT_NEOX, .name = "gpt_neox", .gguf_name = "gptneox",
         .norm_place = HS_NORM_PRE, .norm_kind = HS_NORM_LAYER, .act = HS_ACT_GELU_ERF,
-        .pos = HS_POS_ROTARY, .rotary_frac = 0.25f, .rotary_base = 10000.0f, .causal = 1,
+        .pos = HS_POS_ROTARY, .rotary_frac = 0.25f, .rotary_base = 10000.0f,
+        .vis = {HS_VIS_CAUSAL, 0, 0}, .causal = 1,
         .parallel_residual = 1, .biases = 1, .tied_embeddings = 0, .n_kv_head = 0,
         .head = HS_HEAD_DECODER, .head_optional = 0, .tokenizer = HS_TOK_BPE,
         .specials = neox_specials, .n_specials = 1, .names = &neox_table,
     },
     {
         .family = HS_FAMILY_LLAMA, .name = "llama",
-        .norm_place = HS_NORM_PRE, .norm_kind = HS_NORM_RMS, .act = HS_ACT_SILU_GATED,
-        .pos = HS_POS_ROTARY, .rotary_frac = 1.0f, .rotary_base = 10000.0f, .causal = 1,
+        .norm_place = HS_NORM_PRE, .norm_kind = HS_NORM_RMS, .act = HS_ACT_SILU, .gated = 1,
+        .pos = HS_POS_ROTARY, .rotary_frac = 1.0f, .rotary_base = 10000.0f,
+        .vis = {HS_VIS_CAUSAL, 0, 0}, .causal = 1,
         .parallel_residual = 0, .biases = 0, .tied_embeddings = 0, .n_kv_head = 0,
         .head = HS_HEAD_DECODER, .head_optional = 0,
         .tokenizer = 0, /* whatever tokenizer.json holds: SentencePiece-style BPE (Llama 2),
@@ -286,8 +291,9 @@ static const hs_arch families[] = {
     },
     {
         .family = HS_FAMILY_QWEN2, .name = "qwen2",
-        .norm_place = HS_NORM_PRE, .norm_kind = HS_NORM_RMS, .act = HS_ACT_SILU_GATED,
-        .pos = HS_POS_ROTARY, .rotary_frac = 1.0f, .rotary_base = 10000.0f, .causal = 1,
+        .norm_place = HS_NORM_PRE, .norm_kind = HS_NORM_RMS, .act = HS_ACT_SILU, .gated = 1,
+        .pos = HS_POS_ROTARY, .rotary_frac = 1.0f, .rotary_base = 10000.0f,
+        .vis = {HS_VIS_CAUSAL, 0, 0}, .causal = 1,
         .parallel_residual = 0, .biases = 0, .qkv_bias = 1, .tied_embeddings = 0,
         .n_kv_head = 0, .head = HS_HEAD_DECODER, .head_optional = 0, .tokenizer = HS_TOK_BPE,
         .specials = qwen2_specials, .n_specials = 3, .names = &qwen2_table,
@@ -451,19 +457,25 @@ const char *hs_names_format(const char *pattern, int layer, char *buf, size_t ca
     return buf;
 }
 
+int hs_model_attn_width(const hs_model_config *c)
+{
+    return c->n_head * c->d_head;
+}
+
 int hs_qkv_width(const hs_model_config *c)
 {
-    return c->d_model + 2 * c->n_kv_head * c->d_head;
+    return hs_model_attn_width(c) + 2 * c->n_kv_head * c->d_head;
 }
 
 int hs_ff_width(const hs_model_config *c)
 {
-    return c->act == HS_ACT_SILU_GATED ? 2 * c->d_ff : c->d_ff;
+    return c->gated ? 2 * c->d_ff : c->d_ff;
 }
 
 hs_tensor_shape hs_names_shape(const hs_model_config *c, const hs_tensor_name *e)
 {
     int d = c->d_model, f = c->d_ff, V = c->vocab_size, W = hs_qkv_width(c), F = hs_ff_width(c);
+    int A = hs_model_attn_width(c);
     hs_tensor_shape s = {HS_K_VEC, 1, d, d, 0, 0};
     switch (e->slot) {
     case HS_S_TOK_EMB:
@@ -474,7 +486,7 @@ hs_tensor_shape hs_names_shape(const hs_model_config *c, const hs_tensor_name *e
     case HS_S_TYPE_EMB: s = (hs_tensor_shape){HS_K_ROWS, c->type_vocab_size, d, d, 0, 0}; break;
     case HS_S_QKV_W: s = (hs_tensor_shape){HS_K_MAT, d, W, W, 0, 0}; break;
     case HS_S_QKV_B: s = (hs_tensor_shape){HS_K_VEC, 1, W, W, 0, 0}; break;
-    case HS_S_O_W:
+    case HS_S_O_W: s = (hs_tensor_shape){HS_K_MAT, A, d, d, 0, 0}; break;
     case HS_S_MLM_W: s = (hs_tensor_shape){HS_K_MAT, d, d, d, 0, 0}; break;
     case HS_S_FC_W: s = (hs_tensor_shape){HS_K_MAT, d, F, F, 0, 0}; break;
     case HS_S_FC_B: s = (hs_tensor_shape){HS_K_VEC, 1, F, F, 0, 0}; break;
@@ -488,8 +500,8 @@ hs_tensor_shape hs_names_shape(const hs_model_config *c, const hs_tensor_name *e
         s.off = e->part * f;
     } else if (e->part >= 0) { /* Q (n_head heads), K, V (n_kv_head heads each) */
         int kv = c->n_kv_head * c->d_head;
-        s.cols = e->part == 0 ? d : kv;
-        s.off = e->part == 0 ? 0 : d + (e->part - 1) * kv;
+        s.cols = e->part == 0 ? A : kv;
+        s.off = e->part == 0 ? 0 : A + (e->part - 1) * kv;
     }
     return s;
 }
@@ -539,15 +551,17 @@ const float **hs_slot_ptr(hs_model *m, hs_slot s, int layer)
 
 const char *hs_arch_beyond_base(const hs_arch *a, const hs_model_config *c)
 {
-    int gated = a->act == HS_ACT_SILU_GATED;
-    if ((c->act == HS_ACT_SILU_GATED) != gated)
-        return "a gated SiLU activation in a gelu MLP (or the reverse)";
+    if (c->gated != a->gated)
+        return "a gated MLP in a family without one (or the reverse)";
     if (a->parallel_residual && a->norm_place != HS_NORM_PRE)
         return "the parallel residual in a post-norm block";
     if (a->pos == HS_POS_ROTARY && (a->rotary_dims < 2 || a->rotary_dims > c->d_head ||
                                      a->rotary_dims % 2 || a->rotary_dims > HS_ROTARY_MAX_DIMS))
         return "rotary embeddings on 0 or an odd number of dimensions, or more than a head has,";
-    if (a->pos == HS_POS_ROTARY && !a->causal)
+    if (hs_vis_check(a->vis) || a->sliding_window < 0 || a->global_every < 0 ||
+        !(a->local_rotary_base >= 0))
+        return "a visibility (causal, bidirectional, window or prefix) out of its range";
+    if (a->pos == HS_POS_ROTARY && (!a->causal || a->vis.kind == HS_VIS_BIDIRECTIONAL))
         return "rotary embeddings in a bidirectional model";
     if (c->n_kv_head < 1 || c->n_head % c->n_kv_head)
         return "a number of query heads that is not a multiple of the key/value heads";
@@ -563,6 +577,38 @@ hs_status hs_arch_check(const hs_arch *a, const hs_model_config *c, hs_error *er
         return hs_fail(err, HS_E_UNSUPPORTED, "architecture '%s': %s is not implemented", a->name,
                        missing);
     return HS_OK;
+}
+
+int hs_model_layer_is_local(const hs_model_config *c, int layer)
+{
+    const hs_arch *a = c->arch;
+    if (!a || a->sliding_window < 1)
+        return 0;
+    return a->global_every < 1 || (layer + 1) % a->global_every != 0;
+}
+
+hs_visibility hs_model_layer_visibility(const hs_model_config *c, int layer)
+{
+    if (!c->arch)
+        return hs_vis_from_causal(c->causal);
+    if (hs_model_layer_is_local(c, layer))
+        return hs_vis_sliding(c->arch->sliding_window);
+    return c->arch->vis;
+}
+
+hs_rope hs_model_layer_rope(const hs_model_config *c, int layer)
+{
+    const hs_arch *a = c->arch;
+    hs_rope r = {0};
+    if (!a || a->pos != HS_POS_ROTARY)
+        return r;
+    r = (hs_rope){a->rotary_dims, a->rotary_base, a->rope_scaling, a->rope_factor,
+                  a->rope_low_freq, a->rope_high_freq, a->rope_orig_ctx};
+    if (a->local_rotary_base > 0 && hs_model_layer_is_local(c, layer)) {
+        r.base = a->local_rotary_base; /* unscaled (Gemma 3's local layers) */
+        r.scaling = HS_ROPE_PLAIN;
+    }
+    return r;
 }
 
 int hs_model_kv_head(const hs_model_config *c, int h)

@@ -182,24 +182,32 @@ static hs_status load_rotary(const hs_gguf *g, const char *a, hs_model_config *c
     char key[128], name[64];
     hs_status st;
     long i;
+    /* a head's width: attention.key_length (and value_length, llama.cpp's n_embd_head_k and
+     * _v), each embedding_length / head_count when absent */
     int dh = cfg->n_head > 0 && cfg->d_model % cfg->n_head == 0 ? cfg->d_model / cfg->n_head : 0;
-    int kl = dh, vl = dh, dims = dh, window = 0, experts = 0;
+    int kl = 0, vl = 0, dims = 0, window = 0, experts = 0;
     float base = 10000.0f, factor = 0, attn_factor = 1;
 #define KEY(suffix) (snprintf(key, sizeof key, "%s." suffix, a), key)
-    if (!dh)
+    if ((st = hs_gguf_get_u32(g, KEY("attention.key_length"), 0, &kl, err)) ||
+        (st = hs_gguf_get_u32(g, KEY("attention.value_length"), 0, &vl, err)))
+        return st;
+    if ((!kl || !vl) && !dh)
         return hs_fail(err, HS_E_VALUE, "%s.embedding_length %d is not a multiple of "
                        "attention.head_count %d", a, cfg->d_model, cfg->n_head);
-    if ((st = hs_gguf_get_u32(g, KEY("attention.key_length"), 0, &kl, err)) ||
-        (st = hs_gguf_get_u32(g, KEY("attention.value_length"), 0, &vl, err)) ||
-        (st = hs_gguf_get_u32(g, KEY("rope.dimension_count"), 0, &dims, err)) ||
+    kl = kl ? kl : dh;
+    vl = vl ? vl : dh;
+    if (kl != vl)
+        return hs_fail(err, HS_E_UNSUPPORTED, "%s.attention.key_length / value_length %d / %d "
+                       "differ from embedding_length / head_count = %d, and from each other: "
+                       "values as wide as keys only", a, kl, vl, dh);
+    dh = cfg->d_head = kl;
+    dims = dh;
+    if ((st = hs_gguf_get_u32(g, KEY("rope.dimension_count"), 0, &dims, err)) ||
         (st = hs_gguf_get_f32(g, KEY("rope.freq_base"), 0, &base, err)) ||
         (st = hs_gguf_get_u32(g, KEY("attention.sliding_window"), 0, &window, err)) ||
         (st = hs_gguf_get_u32(g, KEY("expert_count"), 0, &experts, err)) ||
         (st = hs_gguf_get_f32(g, KEY("rope.scaling.attn_factor"), 0, &attn_factor, err)))
         return st;
-    if (kl != dh || vl != dh)
-        return hs_fail(err, HS_E_UNSUPPORTED, "%s.attention.key_length / value_length %d / %d "
-                       "differ from embedding_length / head_count = %d: not supported", a, kl, vl, dh);
     if (window)
         return hs_fail(err, HS_E_UNSUPPORTED, "%s.attention.sliding_window = %d: sliding-window "
                        "attention is not supported", a, window);
@@ -316,7 +324,7 @@ static hs_status load_config(const hs_gguf *g, hs_model_config *cfg, hs_arch *ow
     } else if ((st = hs_gguf_get_f32(g, KEY("attention.layer_norm_epsilon"), 1, &cfg->ln_eps, err))) {
         return st;
     }
-    if (!ar->causal) {
+    if (ar->vis.kind == HS_VIS_BIDIRECTIONAL) {
         if ((st = hs_gguf_find_typed(g, KEY("attention.causal"), HS_GGUF_BOOL, 0, &i, err)))
             return st;
         if (i >= 0) {
@@ -433,7 +441,8 @@ static const hs_tensor_view *unconvert(gguf_ctx *c, hs_tensor_view *v, const hs_
                  "reordered", t->name);
         return NULL;
     }
-    if (rows % (size_t)dh || (!llama && rows != 3 * (size_t)cfg->d_model) || rows * rb > v->nbytes)
+    if (rows % (size_t)dh || (!llama && rows != 3 * (size_t)hs_model_attn_width(cfg)) ||
+        rows * rb > v->nbytes)
         return v; /* a wrong shape: the builder names it */
     if (rows * rb > c->scratch_cap) {
         unsigned char *p = realloc(c->scratch, rows * rb);

@@ -396,6 +396,11 @@ static uint32_t file_type(hs_gguf_ftype ft) { return (uint32_t)ft; }
 static hs_status writable(const hs_model *m, hs_error *err)
 {
     const hs_arch *a = m->cfg.arch;
+    if (a->sliding_window > 0 || a->vis.kind != hs_arch_of(a->family)->vis.kind ||
+        (m->cfg.gated && m->cfg.act != HS_ACT_SILU))
+        return hs_fail(err, HS_E_UNSUPPORTED, "a sliding window, another visibility than the "
+                       "family's or a MLP gated by another activation than SiLU cannot be "
+                       "written to GGUF");
     if (a->pos != HS_POS_ROTARY)
         return HS_OK;
     if (a->family == HS_FAMILY_LLAMA && a->rotary_dims != m->cfg.d_head)
@@ -426,6 +431,10 @@ static void rotary_keys(meta *mt, const hs_model_config *c, const char *arch)
     hs_meta_u32(mt, KEY("attention.head_count"), (uint32_t)c->n_head);
     if (a->family != HS_FAMILY_GPT_NEOX)
         hs_meta_u32(mt, KEY("attention.head_count_kv"), (uint32_t)c->n_kv_head);
+    if (c->d_head * c->n_head != c->d_model) { /* heads not splitting d_model: their width */
+        hs_meta_u32(mt, KEY("attention.key_length"), (uint32_t)c->d_head);
+        hs_meta_u32(mt, KEY("attention.value_length"), (uint32_t)c->d_head);
+    }
     hs_meta_u32(mt, KEY("rope.dimension_count"), (uint32_t)a->rotary_dims);
     hs_meta_f32(mt, KEY("rope.freq_base"), a->rotary_base);
     if (a->norm_kind == HS_NORM_LAYER) {
@@ -484,7 +493,7 @@ static hs_status emit(sink *s, const hs_model *m, const hs_gguf_write_options *o
         hs_meta_u32(&mt, KEY("attention.head_count"), (uint32_t)c->n_head);
         hs_meta_f32(&mt, KEY("attention.layer_norm_epsilon"), c->ln_eps);
         hs_meta_u32(&mt, "general.file_type", file_type(opt->ftype));
-        if (!c->arch->causal)
+        if (c->arch->vis.kind == HS_VIS_BIDIRECTIONAL)
             hs_meta_bool(&mt, KEY("attention.causal"), 0);
     }
 #undef KEY

@@ -251,7 +251,7 @@ static hs_status get_decoder_dims(const cJSON *root, hs_model_config *c, hs_erro
         (st = get_int(root, "vocab_size", 1, &c->vocab_size, err)) ||
         (st = get_int(root, "max_position_embeddings", 0, &c->n_ctx, err)))
         return st;
-    if (c->n_head < 1 || c->d_model % c->n_head)
+    if (c->n_head < 1 || (!c->d_head && c->d_model % c->n_head))
         return hs_fail(err, HS_E_VALUE, "config: d_model %d is not divisible by n_head %d",
                        c->d_model, c->n_head);
     return HS_OK;
@@ -280,26 +280,25 @@ static hs_status parse_llama_like(const cJSON *root, hs_model_config *c, hs_arch
                                   hs_error *err)
 {
     hs_status st;
-    int head_dim = 0, kv = a->n_kv_head;
+    int kv = a->n_kv_head;
     c->ln_eps = 1e-6f;
-    c->act = HS_ACT_SILU_GATED;
-    if ((st = get_decoder_dims(root, c, err)) ||
+    c->act = HS_ACT_SILU; /* gated: the family's descriptor */
+    /* head_dim as transformers reads it: the query/key/value width of a head, queries
+     * num_attention_heads * head_dim wide (not necessarily hidden_size); absent or null:
+     * hidden_size / num_attention_heads */
+    if ((st = get_int(root, "head_dim", 0, &c->d_head, err)) ||
+        (st = get_decoder_dims(root, c, err)) ||
         (st = get_int(root, "num_key_value_heads", 0, &kv, err)) ||
-        (st = get_int(root, "head_dim", 0, &head_dim, err)) ||
         (st = get_float(root, "rms_norm_eps", &c->ln_eps, err)) ||
         (st = require_bool(root, "mlp_bias", 0, err)) ||
         (st = get_bool(root, "tie_word_embeddings", &a->tied_embeddings, err)) ||
-        (st = parse_rope(root, a, c->d_model / c->n_head, "rope_theta", "partial_rotary_factor",
-                         err)))
+        (st = parse_rope(root, a, c->d_head ? c->d_head : c->d_model / c->n_head, "rope_theta",
+                         "partial_rotary_factor", err)))
         return st;
     const char *act = get_str(root, "hidden_act");
     if (act && strcmp(act, "silu"))
         return hs_fail(err, HS_E_UNSUPPORTED, "config.json: hidden_act '%s' is not supported "
                        "(expected silu)", act);
-    if (head_dim && head_dim != c->d_model / c->n_head)
-        return hs_fail(err, HS_E_UNSUPPORTED, "config.json: head_dim %d differs from "
-                       "hidden_size / num_attention_heads = %d: not supported", head_dim,
-                       c->d_model / c->n_head);
     a->n_kv_head = kv > 0 ? kv : c->n_head;
     if (c->n_head % a->n_kv_head)
         return hs_fail(err, HS_E_VALUE, "config.json: num_attention_heads %d is not a multiple of "

@@ -61,15 +61,26 @@ hs_status hs_config_validate(hs_model_config *c, hs_error *err)
         CHECK_RANGE(type_vocab_size, "type_vocab_size", 1, 1024)
     }
 #undef CHECK_RANGE
-    if (c->d_model % c->n_head != 0)
+    if (c->d_head == 0 && c->d_model % c->n_head != 0)
         return hs_fail(err, HS_E_VALUE, "config: d_model %d is not divisible by n_head %d",
                        c->d_model, c->n_head);
+    if (c->d_head < 0 || c->d_head > 65536 || (size_t)c->d_head * (size_t)c->n_head > 65536)
+        return hs_fail(err, HS_E_VALUE, "config: head_dim = %d is out of range [1, 65536 / "
+                       "n_head]", c->d_head);
     if (!(c->ln_eps > 0.0f) || !isfinite(c->ln_eps))
         return hs_fail(err, HS_E_VALUE, "config: layer norm epsilon must be positive");
-    c->d_head = c->d_model / c->n_head;
-    c->causal = c->arch->causal;
+    if (c->d_head == 0) /* the reader found no head width of its own */
+        c->d_head = c->d_model / c->n_head;
+    c->gated = c->arch->gated;
+    c->causal = 1; /* no layer's query sees a later key */
+    for (int l = 0; l < c->n_layer; l++)
+        c->causal = c->causal && hs_vis_is_causal(hs_model_layer_visibility(c, l));
     c->n_kv_head = c->arch->n_kv_head > 0 ? c->arch->n_kv_head : c->n_head;
-    return hs_arch_check(c->arch, c, err);
+    hs_status st = hs_arch_check(c->arch, c, err);
+    if (!st && c->causal != (c->arch->causal != 0))
+        return hs_fail(err, HS_E_UNSUPPORTED, "architecture '%s': a causal flag that "
+                       "contradicts the layers' visibility", c->arch->name);
+    return st;
 }
 
 /* ---- conversion ---------------------------------------------------------------- */
@@ -283,7 +294,7 @@ static hs_status place(builder *b, const hs_tensor_view *t, int out_in, const ch
 hs_status hs_qkv_heads_reorder(const hs_model_config *c, float *x, int rows, int ld,
                                hs_error *err)
 {
-    int H = c->n_head, dh = c->d_head, d = c->d_model;
+    int H = c->n_head, dh = c->d_head, d = hs_model_attn_width(c);
     float *row = malloc((size_t)3 * (size_t)d * sizeof *row);
     if (!row)
         return hs_fail(err, HS_E_NOMEM, "out of memory");

@@ -46,11 +46,11 @@ static hs_status check_probs(size_t bad_row, int l, int n, hs_error *err)
                    bad_row % (size_t)n);
 }
 
-/* ctx: (n, d) = xi_h * pv_h per head h, xi: (n_head). */
+/* ctx: (n, A) = xi_h * pv_h per head h, xi: (n_head), A = n_head d_head. */
 static void scale_heads(const hs_model_config *c, const float *pv, const float *xi, float *ctx,
                         int n)
 {
-    int d = c->d_model, dh = c->d_head;
+    int d = hs_model_attn_width(c), dh = c->d_head;
     for (int i = 0; i < n; i++)
         for (int h = 0; h < c->n_head; h++) {
             size_t o = (size_t)i * (size_t)d + (size_t)h * (size_t)dh;
@@ -59,12 +59,12 @@ static void scale_heads(const hs_model_config *c, const float *pv, const float *
         }
 }
 
-/* Ablation by replacement: ctx: (n, d) += (1 - xi_h) r_h per head h whose mask xi_h is not
- * 1, r: (n, d) the layer's replacement contexts (hs_forward_opts.head_replace). */
+/* Ablation by replacement: ctx: (n, A) += (1 - xi_h) r_h per head h whose mask xi_h is not
+ * 1, r: (n, A) the layer's replacement contexts (hs_forward_opts.head_replace). */
 static void replace_heads(const hs_model_config *c, const float *r, const float *xi, float *ctx,
                           int n)
 {
-    int d = c->d_model, dh = c->d_head;
+    int d = hs_model_attn_width(c), dh = c->d_head;
     for (int h = 0; h < c->n_head; h++) {
         if (xi[h] == 1.0f)
             continue;
@@ -118,10 +118,10 @@ static void mlp(const hs_model_config *c, const hs_layer *L, hs_forward_ws *ws, 
         float *out_r = out + (size_t)r0 * (size_t)d;
         float *pre_r = pre == ws->ff ? pre : pre + (size_t)r0 * (size_t)F, *act = ws->ff;
         hs_op_linear(in_r, L->w_fc, L->b_fc, pre_r, cnt, d, F);
-        if (c->act == HS_ACT_SILU_GATED) {
+        if (c->gated) {
             if (pre == ws->ff)
                 act = ws->ff + (size_t)cnt * (size_t)F;
-            hs_op_swiglu(pre_r, act, cnt, f);
+            hs_op_glu(pre_r, act, cnt, f, c->act);
         } else {
             hs_op_gelu(pre_r, act, (size_t)cnt * (size_t)f, c->act);
         }
@@ -141,14 +141,17 @@ static hs_status block_run(const hs_model *m, const hs_layer *L, int l, hs_forwa
     const hs_arch *a = c->arch;
     const int pre = a->norm_place == HS_NORM_PRE;
     int d = c->d_model, rows = batch * n, W = hs_qkv_width(c), dh = c->d_head;
-    size_t nd = (size_t)n * (size_t)d, xd = (size_t)rows * (size_t)d;
+    int A = hs_model_attn_width(c); /* the context's width, n_head d_head */
+    size_t nd = (size_t)n * (size_t)d, xd = (size_t)rows * (size_t)d, nA = (size_t)n * (size_t)A;
     float *x = ws->x, *h = ws->h;
     float *qkv_all = keep ? keep->qkv : ws->qkv, *probs = keep ? keep->probs : ws->probs;
     float *ff_pre = keep ? keep->ff : ws->ff;
     double inv_freq[HS_ROTARY_MAX_DIMS / 2];
-    int rot = a->pos == HS_POS_ROTARY ? a->rotary_dims : 0;
+    hs_rope rope = hs_model_layer_rope(c, l); /* this layer's rotary frequencies */
+    hs_visibility vis = hs_model_layer_visibility(c, l); /* and the keys its queries see */
+    int rot = rope.dims;
     if (rot)
-        hs_op_rope_freqs(a, inv_freq);
+        hs_op_rope_freqs_of(&rope, inv_freq);
 
     /* attention: on the normalised stream (pre-norm) or on the stream itself; copies with
      * the same stream share one Q, K, V, one set of probabilities and one P V (copy 0's),
@@ -163,12 +166,12 @@ static hs_status block_run(const hs_model *m, const hs_layer *L, int l, hs_forwa
     int maps = keep || (o && o->on_attn);
     for (int b = 0; b < batch; b++) {
         float *qkv = qkv_all + (same ? 0 : (size_t)b * (size_t)n * (size_t)W);
-        float *ctx_b = ws->ctx + (size_t)b * nd;
+        float *ctx_b = ws->ctx + (size_t)b * nA;
         const float *hm_b = hm ? hm + (size_t)b * hm_stride : NULL;
         if (!same || b == 0) {
             if (rot) { /* queries and keys turned by position (each copy from position 0) */
                 hs_op_rotary(qkv, n, c->n_head, dh, W, rot, inv_freq, 0, 0);
-                hs_op_rotary(qkv + d, n, c->n_kv_head, dh, W, rot, inv_freq, 0, 0);
+                hs_op_rotary(qkv + A, n, c->n_kv_head, dh, W, rot, inv_freq, 0, 0);
             }
             if (maps && !keep) {
                 float *direct = trace_layer(o, l, c->n_head, n);
@@ -182,8 +185,8 @@ static hs_status block_run(const hs_model *m, const hs_layer *L, int l, hs_forwa
                (free until the output projection); otherwise this copy's masked context */
             float *dst = keep ? keep->ctx : same ? h : ctx_b;
             size_t bad_row;
-            if (hs_op_attn_fused(c, qkv, dst, n, keep || same ? NULL : hm_b, maps ? probs : NULL,
-                                 &bad_row))
+            if (hs_op_attn_fused(c, vis, qkv, dst, n, keep || same ? NULL : hm_b,
+                                 maps ? probs : NULL, &bad_row))
                 return hs_fail(err, HS_E_NOMEM, "out of memory for the attention rows");
             hs_status st = o && o->allow_nonfinite ? HS_OK : check_probs(bad_row, l, n, err);
             if (st)
@@ -198,10 +201,10 @@ static hs_status block_run(const hs_model *m, const hs_layer *L, int l, hs_forwa
             if (hm_b)
                 scale_heads(c, h, hm_b, ctx_b, n);
             else
-                memcpy(ctx_b, h, nd * sizeof *h);
+                memcpy(ctx_b, h, nA * sizeof *h);
         }
         if (hm_b && o && o->head_replace)
-            replace_heads(c, o->head_replace + (size_t)l * nd, hm_b, ctx_b, n);
+            replace_heads(c, o->head_replace + (size_t)l * nA, hm_b, ctx_b, n);
     }
     if (ws->on_ctx && batch == 1 && !keep && ws->on_ctx(ws->ctx_user, l, ws->ctx, n))
         return hs_fail(err, HS_E_ARG, "stopped by observer");
@@ -211,17 +214,16 @@ static hs_status block_run(const hs_model *m, const hs_layer *L, int l, hs_forwa
         int S = ws->n_out_rows;
         for (int b = 0; b < batch; b++) /* to <= from (rows ascending): in place, in order */
             for (int i = 0; i < S; i++) {
-                size_t from = ((size_t)b * n + (size_t)ws->out_rows[i]) * (size_t)d;
-                size_t to = ((size_t)b * S + (size_t)i) * (size_t)d;
+                size_t from = (size_t)b * n + (size_t)ws->out_rows[i], to = (size_t)b * S + i;
                 if (from != to) {
-                    memmove(x + to, x + from, (size_t)d * sizeof *x);
-                    memmove(ws->ctx + to, ws->ctx + from, (size_t)d * sizeof *x);
+                    memmove(x + to * d, x + from * d, (size_t)d * sizeof *x);
+                    memmove(ws->ctx + to * A, ws->ctx + from * A, (size_t)A * sizeof *x);
                 }
             }
         rows = batch * S;
         xd = (size_t)rows * (size_t)d;
     }
-    hs_op_linear(keep && !hm ? keep->ctx : ws->ctx, L->w_o, L->b_o, h, rows, d, d);
+    hs_op_linear(keep && !hm ? keep->ctx : ws->ctx, L->w_o, L->b_o, h, rows, A, d);
     KEEP_COPY(attn_out, h);
     if (a->parallel_residual) { /* x + attn(norm1 x) + mlp(norm2 x); h holds attn */
         norm(c, x, L->ln2_w, L->ln2_b, ws->ctx, KEEP(xhat2), KEEP(rstd2), rows);

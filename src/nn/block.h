@@ -19,12 +19,12 @@ struct hs_forward_ws {
     int max_n, max_batch, n_head;
     /* rows = batch * n: the copies' streams stacked, copy b in rows b*n.. */
     float *x;     /* (rows, d) residual stream */
-    float *h;     /* (rows, d) normalised input / scratch */
+    float *h;     /* (rows, max(d, A)) normalised input / scratch, A = hs_model_attn_width */
     float *qkv;   /* (rows, W), W = hs_qkv_width (at least 3d: the LM head's scratch) */
     float *probs; /* (n_head, n, n): one copy's, reused copy after copy; allocated by the
                      first pass that records maps (a pass without observer needs none) */
     size_t probs_floats; /* its size: n_head * max_n * max_n */
-    float *ctx;   /* (rows, d) */
+    float *ctx;   /* (rows, max(d, A)): the contexts, (rows, A) */
     float *ff;    /* (HS_MLP_ROWS, d_ff) or fewer rows; gated MLP: 3 d_ff a row, [gate | up]
                      then the product */
     /* 1 while every copy's stream is the same (the first layer of a batched pass, set by
@@ -33,7 +33,7 @@ struct hs_forward_ws {
     int same_input;
     /* In-pass observers for the library's own analyses, set by whoever passes this
      * workspace to hs_forward (NULL: none; a batch of 1 and no keep only). on_ctx gets layer
-     * l's context (n, d): every head's P V under the head mask, before W_O, head h in
+     * l's context (n, A): every head's P V under the head mask, before W_O, head h in
      * columns h*d_head..; it runs after on_attn, and non-zero stops the pass. final_rstd (n)
      * receives the final norm's 1/s of every row (pre-norm models). */
     int (*on_ctx)(void *user, int layer, const float *ctx, int n);
@@ -58,8 +58,9 @@ struct hs_forward_ws {
 typedef struct hs_block_keep {
     float *xhat1, *rstd1; /* (n, d), (n): the first norm (pre: before attention; post: after) */
     float *qkv;           /* (n, W): after the rotary turn of Q and K */
-    float *probs;         /* (H, n, n): softmax before the head mask, causal entries 0 */
-    float *ctx;           /* (n, d): P V of every head, before the head mask */
+    float *probs;         /* (H, n, n): softmax before the head mask, the keys a query does
+                             not see (hs_model_layer_visibility) 0 */
+    float *ctx;           /* (n, A): P V of every head, before the head mask */
     float *xhat2, *rstd2; /* (n, d), (n): the second norm (pre: before the MLP; post: after) */
     float *ff;            /* (n, F), F = hs_ff_width: MLP pre-activation ([gate | up]) */
     /* optional (NULL: not kept): the attention's output ctx W_O + b_O and the MLP's, (n, d)

@@ -43,6 +43,7 @@ hs_status hs_activations_run(const hs_model *m, const int32_t *ids, const int32_
         return st;
     int L = c->n_layer, H = c->n_head, d = c->d_model, W = hs_qkv_width(c);
     size_t nd = (size_t)n * (size_t)d, nn = (size_t)n * (size_t)n, Ld = (size_t)L * nd;
+    size_t nA = (size_t)n * (size_t)hs_model_attn_width(c); /* one layer's contexts */
     size_t nw = (size_t)n * (size_t)W; /* one layer's queries, keys and values */
     size_t per_pat, all_pat;
     if (hs_mul_size((size_t)H, nn, &per_pat) || hs_mul_size(per_pat, (size_t)L, &all_pat))
@@ -58,14 +59,14 @@ hs_status hs_activations_run(const hs_model *m, const int32_t *ids, const int32_
     a->resid_pre = maybe(what & HS_CAPTURE_RESID_PRE, Ld, &bad);
     a->qkv = maybe(what & HS_CAPTURE_QKV, (size_t)L * nw, &bad);
     a->pattern = maybe(what & HS_CAPTURE_PATTERN, all_pat, &bad);
-    a->z = maybe(what & HS_CAPTURE_Z, Ld, &bad);
+    a->z = maybe(what & HS_CAPTURE_Z, (size_t)L * nA, &bad);
     a->attn_out = maybe(what & HS_CAPTURE_ATTN_OUT, Ld, &bad);
     a->mlp_out = maybe(what & HS_CAPTURE_MLP_OUT, Ld, &bad);
     a->resid_final = maybe(1, nd, &bad);
     a->final_rstd = maybe(1, (size_t)n, &bad);
     /* the block's own buffers for what is not kept: qkv, probs, ctx, the MLP's first
      * projection (gated: [gate | up]) */
-    scratch = maybe(1, nw + per_pat + nd + (size_t)n * (size_t)hs_ff_width(c), &bad);
+    scratch = maybe(1, nw + per_pat + nA + (size_t)n * (size_t)hs_ff_width(c), &bad);
     if (bad) {
         st = hs_fail(err, HS_E_NOMEM, "out of memory for the activations of %d tokens", n);
         goto fail;
@@ -73,7 +74,7 @@ hs_status hs_activations_run(const hs_model *m, const int32_t *ids, const int32_
     if ((st = hs_forward_ws_new(m, n, &ws, err)))
         goto fail;
     float *s_qkv = scratch, *s_probs = s_qkv + nw, *s_ctx = s_probs + per_pat;
-    float *s_ff = s_ctx + nd;
+    float *s_ff = s_ctx + nA;
     hs_embed(m, ids, type_ids, n, ws->x);
     for (int l = 0; l < L; l++) {
         size_t lo = (size_t)l * nd;
@@ -82,7 +83,7 @@ hs_status hs_activations_run(const hs_model *m, const int32_t *ids, const int32_
         hs_block_keep k = {
             .qkv = a->qkv ? a->qkv + (size_t)l * nw : s_qkv,
             .probs = a->pattern ? a->pattern + (size_t)l * per_pat : s_probs,
-            .ctx = a->z ? a->z + lo : s_ctx,
+            .ctx = a->z ? a->z + (size_t)l * nA : s_ctx,
             .ff = s_ff,
             .attn_out = a->attn_out ? a->attn_out + lo : NULL,
             .mlp_out = a->mlp_out ? a->mlp_out + lo : NULL,

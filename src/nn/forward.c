@@ -31,17 +31,18 @@ hs_status hs_forward_ws_new_batch(const hs_model *m, int max_n, int max_batch,
     if (!ws)
         return hs_fail(err, HS_E_NOMEM, "out of memory");
     size_t n = (size_t)max_n, rows = n * (size_t)max_batch, d = (size_t)c->d_model;
+    size_t A = (size_t)hs_model_attn_width(c), dA = d > A ? d : A; /* contexts: (rows, A) */
     ws->max_n = max_n;
     ws->max_batch = max_batch;
     ws->n_head = c->n_head;
     ws->x = malloc(rows * d * sizeof(float));
-    ws->h = malloc(rows * d * sizeof(float));
+    ws->h = malloc(rows * dA * sizeof(float));
     size_t W = (size_t)hs_qkv_width(c), F = (size_t)c->d_ff;
-    if (c->act == HS_ACT_SILU_GATED)
+    if (c->gated)
         F *= 3; /* [gate | up] and the product */
     ws->qkv = malloc(rows * (W > 3 * d ? W : 3 * d) * sizeof(float));
     ws->probs_floats = (size_t)c->n_head * n * n; /* ws->probs: when a pass records maps */
-    ws->ctx = malloc(rows * d * sizeof(float));
+    ws->ctx = malloc(rows * dA * sizeof(float));
     ws->ff = malloc((rows < HS_MLP_ROWS ? rows : HS_MLP_ROWS) * F * sizeof(float));
     if (!ws->x || !ws->h || !ws->qkv || !ws->ctx || !ws->ff) {
         hs_forward_ws_free(ws);

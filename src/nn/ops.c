@@ -12,57 +12,8 @@
 #include <cblas.h>
 
 #include "internal.h"
+#include "nn/fastmath.h"
 #include "nn/ops.h"
-
-/* Loops over fewer elements than this stay on one thread (a parallel region costs a few
- * microseconds). */
-#define PAR_MIN 32768
-
-/* The elementwise kernels are compiled three times on x86-64 GCC, for the baseline, the
- * x86-64-v3 level (AVX2, FMA: Intel Haswell and AMD Zen and later) and the x86-64-v4 level
- * (AVX-512: Intel Skylake-SP and AMD Zen 4 and later; half the time of v3 for the GELUs),
- * and the loader picks one by the CPU's features. Each element's arithmetic is the same in
- * all three (no contraction into FMA under -std=c11); the sums of softmax and of the norms
- * (in double) add their lanes in another order. HS_CLONES_NO_V4 leaves the AVX-512 one
- * out: the unit tests' second build, which runs the AVX2 kernels on a machine that has
- * AVX-512. */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(HS_NO_CLONES)
-#ifdef HS_CLONES_NO_V4
-#define HS_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
-#else
-#define HS_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
-#endif
-#else
-#define HS_CLONES
-#endif
-
-/* e^x in float without a libm call or a branch, so loops of it vectorise: x = k ln2 + r with
- * |r| <= ln2/2, e^r by its Taylor polynomial to r^7 (truncation < 6e-9 relative), 2^k put
- * into the exponent bits. Relative error about 2 ulp; 0 below -87.3 (where expf is
- * subnormal); saturates at e^88.3 (3e38) above; NaN for NaN. The clamp sends NaN to -87.3,
- * so that k always converts to an int (a NaN there is undefined behaviour, which the
- * fuzzers' UBSan caught on a model with NaN weights), and the NaN is put back at the end. */
-static inline float exp_fast(float x)
-{
-    const float log2e = 1.44269504088896341f, ln2_hi = 0.693145751953125f,
-                ln2_lo = 1.42860682030941723e-6f;
-    const float round = 12582912.0f; /* 1.5 * 2^23: adding it rounds to an integer */
-    float xc = x > -87.3f ? x : -87.3f;
-    xc = xc > 88.3f ? 88.3f : xc;
-    float k = (xc * log2e + round) - round;
-    float r = (xc - k * ln2_hi) - k * ln2_lo;
-    float p = 1.0f / 5040;
-    p = p * r + 1.0f / 720;
-    p = p * r + 1.0f / 120;
-    p = p * r + 1.0f / 24;
-    p = p * r + 1.0f / 6;
-    p = p * r + 0.5f;
-    p = p * r + 1.0f;
-    p = p * r + 1.0f;
-    union { uint32_t u; float f; } s = {.u = (uint32_t)((int32_t)k + 127) << 23};
-    float y = p * s.f;
-    return x < -87.3f ? 0.0f : x == x ? y : x;
-}
 
 /* The products run by the one tiling rule of src/core/gemm.c (hs_gemm_run): tiles cut by
  * the shape alone, and K chunks for a product of few tiles. */
@@ -135,111 +86,6 @@ void hs_op_layernorm(const float *x, const float *w, const float *b, float *y, f
     }
 }
 
-HS_CLONES static void gelu_tanh(const float *x, float *y, size_t count)
-{
-    const float k = 0.79788456080286536f; /* sqrt(2/pi) */
-#pragma omp simd
-    for (size_t i = 0; i < count; i++) {
-        float v = x[i];
-        float u = k * (v + 0.044715f * v * v * v);
-        y[i] = v - v / (exp_fast(2.0f * u) + 1.0f); /* 0.5 v (1 + tanh u) */
-    }
-}
-
-/* dy *= GELU'(x), tanh form: 0.5 (1 + t) + 0.5 x (1 - t^2) k (1 + 3 * 0.044715 x^2), t = tanh u.
- * With E = e^{2u} and s = 1 / (E + 1): 1 + t = 2 E s and 1 - t^2 = 4 E s^2, neither a
- * difference, so the negative tail keeps its relative accuracy (1 + t from t itself is 0
- * past x = -5 in float); 2u is capped at 40, where 1 + t is 2 in float. */
-HS_CLONES static void gelu_tanh_back(const float *x, float *dy, size_t count)
-{
-    const float k = 0.79788456080286536f;
-#pragma omp simd
-    for (size_t i = 0; i < count; i++) {
-        float v = x[i];
-        float u2 = 2.0f * k * (v + 0.044715f * v * v * v);
-        float e = exp_fast(u2 < 40.0f ? u2 : 40.0f), s = 1.0f / (e + 1.0f), es = e * s;
-        float dg = es + 2.0f * v * es * s * k * (1.0f + 0.134145f * v * v);
-        dy[i] *= dg;
-    }
-}
-
-/* 0.5 x (1 + erf(x / sqrt 2)) without a libm call, so the loop vectorises. With z = x / sqrt 2
- * and a = |z|: 1 + erf(z) = 1 + z P(z^2) for a < 1; beyond, erfc(a) = exp(-a^2) Q(1/a), Q a
- * fit of the scaled complementary error function exp(a^2) erfc(a) on [1, 9] (in s, 1/a
- * mapped onto [-1, 1], where its coefficients are small and Horner's rule stable), giving
- * 2 - erfc(a) for z > 0 and erfc(a) itself for z < 0 (no cancellation in 1 + erf, so the
- * negative tail keeps its relative accuracy); erfc(9) = 4e-37, taken as 0 past 9. Fits and
- * their float32 error: fixtures/ref/fit_erf.py (absolute error of GELU at most 3.8e-7 on
- * [-12, 12], as for 1 + erff; relative 1.2e-6 where |GELU| > 1e-3, against 5e-5 for 1 + erff,
- * most of it the rounding of z itself, which erfc's slope -2a amplifies). */
-static const float ERF_SMALL[7] = {
-    1.128379166e+00f, -3.761262557e-01f, 1.128358228e-01f, -2.685369186e-02f,
-    5.188099769e-03f, -8.008193336e-04f, 7.847262432e-05f};
-static const float ERFCX_LARGE[12] = { /* in s = 9/4 (1/a) - 5/4, on [-1, 1] */
-    2.785600958e-01f, 1.808104956e-01f, -3.568687398e-02f, 3.046580873e-03f,
-    1.681155373e-03f, -1.169169403e-03f, 4.292798317e-04f, -9.111032693e-05f,
-    -2.231119771e-05f, 4.150299551e-05f, -1.569789896e-05f, -3.754861823e-07f};
-
-/* 1 + erf(z), inlined into the cloned kernels below so that it vectorises with each */
-static inline float one_plus_erf(float z)
-{
-    const float *P = ERF_SMALL, *Q = ERFCX_LARGE;
-    float a = fabsf(z), u = z * z;
-    /* Horner's rule written out: a loop over the coefficients would not vectorise */
-    float p = ((((((P[6] * u + P[5]) * u + P[4]) * u + P[3]) * u + P[2]) * u + P[1]) * u + P[0]);
-    float ac = a < 1.0f ? 1.0f : a > 9.0f ? 9.0f : a, s = 2.25f / ac - 1.25f;
-    float q = Q[11] * s + Q[10];
-    q = ((((q * s + Q[9]) * s + Q[8]) * s + Q[7]) * s + Q[6]) * s + Q[5];
-    q = ((((q * s + Q[4]) * s + Q[3]) * s + Q[2]) * s + Q[1]) * s + Q[0];
-    float e = exp_fast(-(ac * ac)) * q; /* erfc(a) */
-    e = a >= 9.0f ? 0.0f : e;
-    return a < 1.0f ? 1.0f + z * p : z > 0.0f ? 2.0f - e : e;
-}
-
-HS_CLONES static void gelu_erf(const float *x, float *y, size_t count)
-{
-#pragma omp simd
-    for (size_t i = 0; i < count; i++) {
-        float v = x[i];
-        y[i] = 0.5f * v * one_plus_erf(v * 0.70710678118654752f);
-    }
-}
-
-/* dy *= GELU'(x), erf form: 0.5 (1 + erf(x / sqrt 2)) + x phi(x), phi(x) = e^{-x^2/2} / sqrt(2 pi). */
-HS_CLONES static void gelu_erf_back(const float *x, float *dy, size_t count)
-{
-#pragma omp simd
-    for (size_t i = 0; i < count; i++) {
-        float v = x[i];
-        float dg = 0.5f * one_plus_erf(v * 0.70710678118654752f) +
-                   v * exp_fast(-0.5f * v * v) * 0.39894228040143268f;
-        dy[i] *= dg;
-    }
-}
-
-/* kernel(x, y, len) over count elements in chunks of 4096, the chunks on the threads */
-static void by_chunks(void (*kernel)(const float *, float *, size_t), const float *x, float *y,
-                      size_t count)
-{
-    const size_t chunk = 4096;
-    size_t chunks = (count + chunk - 1) / chunk;
-#pragma omp parallel for schedule(static) if (count >= PAR_MIN)
-    for (size_t c = 0; c < chunks; c++) {
-        size_t lo = c * chunk, len = count - lo < chunk ? count - lo : chunk;
-        kernel(x + lo, y + lo, len);
-    }
-}
-
-void hs_op_gelu(const float *x, float *y, size_t count, hs_activation act)
-{
-    by_chunks(act == HS_ACT_GELU_ERF ? gelu_erf : gelu_tanh, x, y, count);
-}
-
-void hs_op_gelu_back(const float *x, float *dy, size_t count, hs_activation act)
-{
-    by_chunks(act == HS_ACT_GELU_ERF ? gelu_erf_back : gelu_tanh_back, x, dy, count);
-}
-
 /* max r[0..w); inlined into the cloned kernels below, so it vectorises with each. */
 static inline float row_max(const float *r, int w)
 {
@@ -279,38 +125,41 @@ double hs_op_exp_shift(float *r, int w, float *max) { return exp_shifted(r, w, m
 
 double hs_op_log_sum_exp(const float *r, int w) { return log_sum_exp(r, w); }
 
-/* Softmax of rows r0..r0+rows-1 of an (n, n) score matrix whose first row is s; causal row i
- * covers keys 0..i and is 0 past them. Returns the first of these rows (0-based within the
- * block) whose probabilities are not finite, or -1. A row's sum of exponentials is at least
- * 1 (its maximum gives e^0) and finite unless a score is NaN or infinite (max - max is then
- * NaN, and NaN carries through exp_fast), so a finite sum is a finite row. */
-static int softmax_block(float *s, int r0, int rows, int n, int causal)
+/* Softmax of rows r0..r0+rows-1 of an (n, n) score matrix whose first row is s; row i
+ * covers its visible keys [hs_vis_lo, hs_vis_hi) (causal: 0..i) and is 0 outside them.
+ * Returns the first of these rows (0-based within the block) whose probabilities are not
+ * finite, or -1. A row's sum of exponentials is at least 1 (its maximum gives e^0) and
+ * finite unless a score is NaN or infinite (max - max is then NaN, and NaN carries through
+ * exp_fast), so a finite sum is a finite row. */
+static int softmax_block(float *s, int r0, int rows, int n, hs_visibility vis)
 {
     int bad = -1;
     for (int i = 0; i < rows; i++) {
         float *r = s + (size_t)i * (size_t)n;
-        int w = causal ? r0 + i + 1 : n;
-        double sum = exp_shifted(r, w, NULL);
+        int lo = hs_vis_lo(vis, r0 + i), hi = hs_vis_hi(vis, r0 + i, n), w = hi - lo;
+        double sum = exp_shifted(r + lo, w, NULL);
         if (bad < 0 && !isfinite(sum))
             bad = i;
         float inv = (float)(1.0 / sum);
 #pragma omp simd
-        for (int j = 0; j < w; j++)
+        for (int j = lo; j < hi; j++)
             r[j] *= inv;
-        if (w < n)
-            memset(r + w, 0, (size_t)(n - w) * sizeof *r);
+        if (lo > 0)
+            memset(r, 0, (size_t)lo * sizeof *r);
+        if (hi < n)
+            memset(r + hi, 0, (size_t)(n - hi) * sizeof *r);
     }
     return bad;
 }
 
-void hs_op_softmax_rows(float *s, int n, int causal)
+void hs_op_softmax_rows(float *s, int n, hs_visibility vis)
 {
-    (void)softmax_block(s, 0, n, n, causal);
+    (void)softmax_block(s, 0, n, n, vis);
 }
 
-/* Attention work is split into tasks of one head × ATTN_ROWS query rows; causal blocks
- * multiply against the keys up to their last row only (about half the multiply-adds of
- * the full n × n at large n). */
+/* Attention work is split into tasks of one head × ATTN_ROWS query rows; a task multiplies
+ * against the keys its rows see only (causal: up to its last row, about half the
+ * multiply-adds of the full n × n at large n; a sliding window: about the window). */
 #define ATTN_ROWS 64
 
 /* Grouped-query attention: query head h reads key/value head h / (n_head / n_kv_head),
@@ -324,36 +173,47 @@ static inline size_t kv_col(const hs_model_config *c, int h)
 static inline int qkv_ld(const hs_model_config *c)
 {
     int kv = c->n_kv_head > 0 ? c->n_kv_head : c->n_head;
-    return c->d_model + 2 * kv * c->d_head;
+    return c->n_head * c->d_head + 2 * kv * c->d_head;
+}
+
+/* The keys [*k0, *k1) that some query row r0..r1-1 sees (lo and hi grow with the row). */
+static inline void task_keys(hs_visibility vis, int r0, int r1, int n, int *k0, int *k1)
+{
+    *k0 = hs_vis_lo(vis, r0);
+    *k1 = hs_vis_hi(vis, r1 - 1, n);
 }
 
 /* One task's scores and softmax: query rows r0..r1-1 of head h into p (rows of n floats,
- * keys past a causal row set to 0); returns the first bad row within the task, or -1. */
-static int probs_task(const hs_model_config *c, const float *qkv, float *p, int n, int h, int r0)
+ * keys a row does not see set to 0); returns the first bad row within the task, or -1. */
+static int probs_task(const hs_model_config *c, hs_visibility vis, const float *qkv, float *p,
+                      int n, int h, int r0)
 {
-    int d = c->d_model, dh = c->d_head, W = qkv_ld(c);
-    int r1 = r0 + ATTN_ROWS < n ? r0 + ATTN_ROWS : n, keys = c->causal ? r1 : n;
+    int A = c->n_head * c->d_head, dh = c->d_head, W = qkv_ld(c), k0, k1;
+    int r1 = r0 + ATTN_ROWS < n ? r0 + ATTN_ROWS : n;
+    task_keys(vis, r0, r1, n, &k0, &k1);
     const float *q = qkv + (size_t)h * (size_t)dh;
-    const float *k = qkv + (size_t)d + kv_col(c, h);
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, r1 - r0, keys, dh,
-                1.0f / sqrtf((float)dh), q + (size_t)r0 * (size_t)W, W, k, W, 0.0f, p, n);
-    return softmax_block(p, r0, r1 - r0, n, c->causal); /* zeroes keys past the query */
+    const float *k = qkv + (size_t)A + kv_col(c, h) + (size_t)k0 * (size_t)W;
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, r1 - r0, k1 - k0, dh,
+                1.0f / sqrtf((float)dh), q + (size_t)r0 * (size_t)W, W, k, W, 0.0f, p + k0, n);
+    return softmax_block(p, r0, r1 - r0, n, vis); /* zeroes the keys a row does not see */
 }
 
 /* One task's context: rows r0..r1-1 of head h's probabilities p (scaled in place by hm when
  * it is not 1) times its values, into ctx's columns of head h. */
-static void context_task(const hs_model_config *c, const float *qkv, float *p, float *ctx, int n,
-                         int h, int r0, float hm)
+static void context_task(const hs_model_config *c, hs_visibility vis, const float *qkv,
+                         float *p, float *ctx, int n, int h, int r0, float hm)
 {
-    int d = c->d_model, dh = c->d_head, W = qkv_ld(c), kvd = (W - d) / 2; /* V follows K */
-    int r1 = r0 + ATTN_ROWS < n ? r0 + ATTN_ROWS : n, keys = c->causal ? r1 : n;
-    const float *v = qkv + (size_t)d + (size_t)kvd + kv_col(c, h);
+    int A = c->n_head * c->d_head, dh = c->d_head, W = qkv_ld(c), kvd = (W - A) / 2, k0, k1;
+    int r1 = r0 + ATTN_ROWS < n ? r0 + ATTN_ROWS : n;
+    task_keys(vis, r0, r1, n, &k0, &k1);
+    const float *v = qkv + (size_t)A + (size_t)kvd + kv_col(c, h); /* V follows K */
     if (hm != 1.0f)
         for (size_t i = 0; i < (size_t)(r1 - r0) * (size_t)n; i++)
             p[i] *= hm;
-    /* probs past the block's last row are 0 */
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, r1 - r0, dh, keys, 1.0f, p, n, v, W,
-                0.0f, ctx + (size_t)r0 * (size_t)d + (size_t)h * (size_t)dh, d);
+    /* probs outside the block's keys are 0 */
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, r1 - r0, dh, k1 - k0, 1.0f, p + k0, n,
+                v + (size_t)k0 * (size_t)W, W, 0.0f,
+                ctx + (size_t)r0 * (size_t)A + (size_t)h * (size_t)dh, A);
 }
 
 /* Keeps the smallest row found bad (head * n + query) in *first. */
@@ -366,7 +226,8 @@ static void note_bad(size_t *first, int bad, int n, int h, int r0)
     *first = row < *first ? row : *first;
 }
 
-size_t hs_op_attn_probs(const hs_model_config *c, const float *qkv, float *probs, int n)
+size_t hs_op_attn_probs(const hs_model_config *c, hs_visibility vis, const float *qkv,
+                        float *probs, int n)
 {
     int nb = (n + ATTN_ROWS - 1) / ATTN_ROWS, tasks = c->n_head * nb;
     size_t nn = (size_t)n * (size_t)n, first_bad = (size_t)-1;
@@ -374,13 +235,13 @@ size_t hs_op_attn_probs(const hs_model_config *c, const float *qkv, float *probs
     for (int t = 0; t < tasks; t++) {
         int h = t / nb, r0 = (t % nb) * ATTN_ROWS;
         float *p = probs + (size_t)h * nn + (size_t)r0 * (size_t)n;
-        note_bad(&first_bad, probs_task(c, qkv, p, n, h, r0), n, h, r0);
+        note_bad(&first_bad, probs_task(c, vis, qkv, p, n, h, r0), n, h, r0);
     }
     return first_bad;
 }
 
-void hs_op_attn_context(const hs_model_config *c, const float *qkv, float *probs, float *ctx,
-                        int n, const float *head_mask)
+void hs_op_attn_context(const hs_model_config *c, hs_visibility vis, const float *qkv,
+                        float *probs, float *ctx, int n, const float *head_mask)
 {
     int nb = (n + ATTN_ROWS - 1) / ATTN_ROWS, tasks = c->n_head * nb;
     size_t nn = (size_t)n * (size_t)n;
@@ -388,12 +249,13 @@ void hs_op_attn_context(const hs_model_config *c, const float *qkv, float *probs
     for (int t = 0; t < tasks; t++) {
         int h = t / nb, r0 = (t % nb) * ATTN_ROWS;
         float *p = probs + (size_t)h * nn + (size_t)r0 * (size_t)n;
-        context_task(c, qkv, p, ctx, n, h, r0, head_mask ? head_mask[h] : 1.0f);
+        context_task(c, vis, qkv, p, ctx, n, h, r0, head_mask ? head_mask[h] : 1.0f);
     }
 }
 
-hs_status hs_op_attn_fused(const hs_model_config *c, const float *qkv, float *ctx, int n,
-                           const float *head_mask, float *probs, size_t *bad_row)
+hs_status hs_op_attn_fused(const hs_model_config *c, hs_visibility vis, const float *qkv,
+                           float *ctx, int n, const float *head_mask, float *probs,
+                           size_t *bad_row)
 {
     int nb = (n + ATTN_ROWS - 1) / ATTN_ROWS, tasks = c->n_head * nb, failed = 0;
     size_t nn = (size_t)n * (size_t)n, first_bad = (size_t)-1;
@@ -410,11 +272,11 @@ hs_status hs_op_attn_fused(const hs_model_config *c, const float *qkv, float *ct
             int rows = n - r0 < ATTN_ROWS ? n - r0 : ATTN_ROWS;
             if (!p)
                 continue;
-            note_bad(&first_bad, probs_task(c, qkv, p, n, h, r0), n, h, r0);
+            note_bad(&first_bad, probs_task(c, vis, qkv, p, n, h, r0), n, h, r0);
             if (probs) /* the maps, before the head mask scales them: one write of the rows */
                 memcpy(probs + (size_t)h * nn + (size_t)r0 * (size_t)n, p,
                        (size_t)rows * (size_t)n * sizeof *p);
-            context_task(c, qkv, p, ctx, n, h, r0, head_mask ? head_mask[h] : 1.0f);
+            context_task(c, vis, qkv, p, ctx, n, h, r0, head_mask ? head_mask[h] : 1.0f);
         }
         free(p);
     }
@@ -450,58 +312,24 @@ void hs_op_rmsnorm(const float *x, const float *w, float *y, float *xhat, float 
     }
 }
 
-/* y = SiLU(g) u = g / (1 + e^-g) u, exp_fast so that the loop vectorises (e^-g saturating
- * at 3e38 gives 0 for the far negative gates, 0 gives g for the far positive ones) */
-HS_CLONES static void silu_mul(const float *g, const float *u, float *y, int count)
-{
-#pragma omp simd
-    for (int i = 0; i < count; i++)
-        y[i] = g[i] / (1.0f + exp_fast(-g[i])) * u[i];
-}
-
-/* SiLU(g) u's backward, a = d loss / d (SiLU(g) u): dg = a u s (1 + g (1 - s)), du = a SiLU(g),
- * s = sigmoid(g) */
-HS_CLONES static void silu_mul_back(const float *g, const float *u, const float *a, float *dg,
-                                    float *du, int count)
-{
-#pragma omp simd
-    for (int i = 0; i < count; i++) {
-        float s = 1.0f / (1.0f + exp_fast(-g[i]));
-        dg[i] = a[i] * u[i] * s * (1.0f + g[i] * (1.0f - s));
-        du[i] = a[i] * g[i] * s;
-    }
-}
-
-void hs_op_swiglu(const float *gu, float *y, int rows, int f)
-{
-#pragma omp parallel for schedule(static) if ((size_t)rows * (size_t)f >= PAR_MIN)
-    for (int i = 0; i < rows; i++) {
-        const float *g = gu + (size_t)i * 2 * (size_t)f;
-        silu_mul(g, g + f, y + (size_t)i * (size_t)f, f);
-    }
-}
-
-void hs_op_swiglu_back(const float *gu, const float *da, float *dgu, int rows, int f)
-{
-#pragma omp parallel for schedule(static) if ((size_t)rows * (size_t)f >= PAR_MIN)
-    for (int i = 0; i < rows; i++) {
-        const float *g = gu + (size_t)i * 2 * (size_t)f;
-        float *dg = dgu + (size_t)i * 2 * (size_t)f;
-        silu_mul_back(g, g + f, da + (size_t)i * (size_t)f, dg, dg + f, f);
-    }
-}
-
 void hs_op_rope_freqs(const hs_arch *a, double *inv)
 {
+    hs_rope r = {a->rotary_dims, a->rotary_base, a->rope_scaling, a->rope_factor,
+                 a->rope_low_freq, a->rope_high_freq, a->rope_orig_ctx};
+    hs_op_rope_freqs_of(&r, inv);
+}
+
+void hs_op_rope_freqs_of(const hs_rope *rp, double *inv)
+{
     const double two_pi = 6.283185307179586476925;
-    int r = a->rotary_dims, half = r / 2;
-    double f = a->rope_factor, lo = a->rope_low_freq, hi = a->rope_high_freq;
-    double old = a->rope_orig_ctx;
+    int r = rp->dims, half = r / 2;
+    double f = rp->factor, lo = rp->low_freq, hi = rp->high_freq;
+    double old = rp->orig_ctx;
     for (int k = 0; k < half; k++) {
-        double th = pow((double)a->rotary_base, -2.0 * k / r);
-        if (a->rope_scaling == HS_ROPE_LINEAR) {
+        double th = pow((double)rp->base, -2.0 * k / r);
+        if (rp->scaling == HS_ROPE_LINEAR) {
             th /= f;
-        } else if (a->rope_scaling == HS_ROPE_LLAMA3) {
+        } else if (rp->scaling == HS_ROPE_LLAMA3) {
             double wl = two_pi / th;
             if (wl > old / lo) {
                 th /= f;

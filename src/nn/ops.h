@@ -39,12 +39,22 @@ void hs_op_linear_add(const float *x, const float *w, const float *b, float *y, 
 void hs_op_layernorm(const float *x, const float *w, const float *b, float *y, float *xhat,
                      float *rstd, int n, int d, float eps);
 
-/* y: (count) = GELU(x); y may alias x. The tanh form uses 1 + tanh u = 2 − 2/(e^{2u} + 1),
- * a few times faster than tanhf and within 1e-7 of it (absolute). */
+/* y: (count) = act(x), GELU (either form) or SiLU (src/nn/act.c); y may alias x. The tanh
+ * form uses 1 + tanh u = 2 − 2/(e^{2u} + 1), a few times faster than tanhf and within 1e-7
+ * of it (absolute). */
 void hs_op_gelu(const float *x, float *y, size_t count, hs_activation act);
-/* dy: (count) *= GELU'(x: (count)), the derivative of hs_op_gelu's form (act), in float
+/* dy: (count) *= act'(x: (count)), the derivative of hs_op_gelu's form (act), in float
  * with the same exp and erf evaluations (the gradient's backward through the MLP). */
 void hs_op_gelu_back(const float *x, float *dy, size_t count, hs_activation act);
+
+/* The gated MLP's activation for any act: gu: (rows, 2f), each row [gate | up] → y: (rows,
+ * f) = act(gate) * up (SiLU: hs_op_swiglu); y may not alias gu. */
+void hs_op_glu(const float *gu, float *y, int rows, int f, hs_activation act);
+
+/* Its backward: da: (rows, f) → dgu: (rows, 2f), each row [d gate | d up]: d gate = da up
+ * act'(gate), d up = da act(gate) (SiLU: hs_op_swiglu_back). */
+void hs_op_glu_back(const float *gu, const float *da, float *dgu, int rows, int f,
+                    hs_activation act);
 
 /* r: (w) = exp(r - max r), returning the sum in double and max r in *max (if not NULL). */
 double hs_op_exp_shift(float *r, int w, float *max);
@@ -56,22 +66,25 @@ double hs_op_log_sum_exp(const float *r, int w);
  * One vectorised pass (x * 0 is 0 for every finite x) and a scan only on failure. */
 size_t hs_op_first_nonfinite(const float *x, size_t count);
 
-/* Row-wise softmax of s: (n, n) in place; causal rows over keys 0..i, the rest set to 0. */
-void hs_op_softmax_rows(float *s, int n, int causal);
+/* Row-wise softmax of s: (n, n) in place, row i over its visible keys [hs_vis_lo(vis, i),
+ * hs_vis_hi(vis, i, n)) (causal: 0..i), the rest set to 0. */
+void hs_op_softmax_rows(float *s, int n, hs_visibility vis);
 
-/* Attention probabilities of every head of one layer: qkv: (n, W), W = d + 2 n_kv d_head,
- * columns [Q | K | V] with query head h at h*d_head and its key/value head g = h / (n_head /
- * n_kv_head) at d + g*d_head (K) and d + (n_kv + g)*d_head (V) → probs: (n_head, n, n) =
- * softmax(Q_h K_g^T / sqrt(d_head)), causal rows over keys 0..i. Returns the first row
- * h * n + i (head h, query i) whose probabilities are not finite (scores that overflow
- * float32), or (size_t)-1 when every one is: the check made while the row is in cache. */
-size_t hs_op_attn_probs(const hs_model_config *c, const float *qkv, float *probs, int n);
+/* Attention probabilities of every head of one layer: qkv: (n, W), W = A + 2 n_kv d_head,
+ * A = n_head d_head, columns [Q | K | V] with query head h at h*d_head and its key/value
+ * head g = h / (n_head / n_kv_head) at A + g*d_head (K) and A + (n_kv + g)*d_head (V) →
+ * probs: (n_head, n, n) = softmax(Q_h K_g^T / sqrt(d_head)), row i over the keys vis lets
+ * it see, exactly 0 elsewhere. Returns the first row h * n + i (head h, query i) whose
+ * probabilities are not finite (scores that overflow float32), or (size_t)-1 when every one
+ * is: the check made while the row is in cache. */
+size_t hs_op_attn_probs(const hs_model_config *c, hs_visibility vis, const float *qkv,
+                        float *probs, int n);
 
-/* Context of every query head: probs: (n_head, n, n), scaled in place by head_mask: (n_head)
- * when not NULL (Hugging Face semantics: no renormalisation) → ctx: (n, d), head h in
- * columns h*d_head.. = probs_h V_g. */
-void hs_op_attn_context(const hs_model_config *c, const float *qkv, float *probs, float *ctx,
-                        int n, const float *head_mask);
+/* Context of every query head: probs: (n_head, n, n) of visibility vis, scaled in place by
+ * head_mask: (n_head) when not NULL (Hugging Face semantics: no renormalisation) → ctx:
+ * (n, A), head h in columns h*d_head.. = probs_h V_g. */
+void hs_op_attn_context(const hs_model_config *c, hs_visibility vis, const float *qkv,
+                        float *probs, float *ctx, int n, const float *head_mask);
 
 /* hs_op_attn_probs then hs_op_attn_context, one task of ATTN_ROWS query rows of one head at
  * a time, the task's probabilities in a buffer of the thread's own (ATTN_ROWS x n floats)
@@ -80,8 +93,9 @@ void hs_op_attn_context(const hs_model_config *c, const float *qkv, float *probs
  * hs_op_attn_probs's products first clear their rows of the maps and hs_op_attn_context
  * reads them back). *bad_row as hs_op_attn_probs returns it. HS_E_NOMEM when a thread's
  * buffer cannot be had (ctx and probs then incomplete). */
-hs_status hs_op_attn_fused(const hs_model_config *c, const float *qkv, float *ctx, int n,
-                           const float *head_mask, float *probs, size_t *bad_row);
+hs_status hs_op_attn_fused(const hs_model_config *c, hs_visibility vis, const float *qkv,
+                           float *ctx, int n, const float *head_mask, float *probs,
+                           size_t *bad_row);
 
 /* y: (n, d) = x / sqrt(mean(x^2) + eps) * w, row-wise (mean in double); y may alias x.
  * xhat: (n, d) = x / rms and rstd: (n) = 1 / rms when not NULL. */
@@ -103,6 +117,9 @@ void hs_op_swiglu_back(const float *gu, const float *da, float *dgu, int rows, i
  * theta/factor above old/low_freq, (1 - s) theta/factor + s theta between, s = (old /
  * wavelength - low) / (high - low). */
 void hs_op_rope_freqs(const hs_arch *a, double *inv);
+
+/* The same for the parameters of one layer (hs_model_layer_rope): inv: (r->dims / 2). */
+void hs_op_rope_freqs_of(const hs_rope *r, double *inv);
 
 /* Rotary position embeddings (Su et al. 2021, the "rotate half" layout of GPT-NeoX and
  * Llama) in place on x: (n, ld), head h in columns h*d_head..: in each head the first

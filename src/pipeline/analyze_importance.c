@@ -64,7 +64,7 @@ hs_status hs_ablation_means_add(const hs_model *m, const int32_t *ids, const int
  * ids: the text, MLM-masked for an MLM loss; or the probe) into *out (caller frees),
  * li->replace set to them; the resample input (li's ids with every special token kept in
  * place, the rest shuffled by seed) in *resampled (caller frees); mean ablation takes
- * means: (n_layer, d_model) when given (the corpus's), else li's own. */
+ * means: (n_layer, A) when given (the corpus's), else li's own; A = hs_model_attn_width. */
 static hs_status replacement(const hs_model *m, hs_analysis *a, hs_ablation_kind kind,
                              uint64_t seed, const float *means, hs_loss_input *li,
                              int32_t cls_id, int32_t sep_id, float **out, int32_t **resampled,
@@ -74,7 +74,8 @@ static hs_status replacement(const hs_model *m, hs_analysis *a, hs_ablation_kind
     const hs_tokenizer *tok = hs_model_tokenizer(m);
     int n = li->n;
     const int32_t *src = li->ids;
-    *out = malloc((size_t)c->n_layer * (size_t)n * (size_t)c->d_model * sizeof **out);
+    *out = malloc((size_t)c->n_layer * (size_t)n * (size_t)hs_model_attn_width(c) *
+                  sizeof **out);
     if (!*out)
         return hs_fail(err, HS_E_NOMEM, "out of memory for the ablation replacement");
     if (kind == HS_ABLATION_RESAMPLE) {

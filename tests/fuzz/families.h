@@ -19,13 +19,13 @@ static void fz_family_config(hs_model *m, size_t k)
     m->arch = *hs_arch_of(fz_families[k]);
     if (m->arch.pos == HS_POS_ROTARY)
         m->arch.rotary_dims = 4;
-    if (m->arch.act == HS_ACT_SILU_GATED)
+    if (m->arch.gated)
         m->arch.n_kv_head = 1;
     m->cfg = (hs_model_config){.family = fz_families[k], .n_layer = 2, .n_head = 2,
                                .d_model = 16, .d_ff = 64, .n_ctx = 16, .vocab_size = 100,
                                .type_vocab_size = 2, .ln_eps = 1e-5f,
-                               .act = m->arch.act == HS_ACT_SILU_GATED ? HS_ACT_SILU_GATED
-                                                                       : HS_ACT_GELU_TANH,
+                               .act = m->arch.act == HS_ACT_SILU ? HS_ACT_SILU
+                                                                 : HS_ACT_GELU_TANH,
                                .arch = &m->arch};
     if (hs_config_validate(&m->cfg, &err) != HS_OK)
         abort();
