@@ -110,7 +110,10 @@ deps:
 DEPFLAGS = -MMD -MP
 # programs compiled and linked in one command: the .d file named after the program
 LINKDEP = -MMD -MP -MF $@.d -MT $@
-$(BUILD)/obj/%.o: %.c
+# An object or program without its .d file (a build tree from before -MMD, or an interrupted
+# compile) is rebuilt: each depends on its .d, an explicit target with no recipe (DEPFILES,
+# at the end), which counts as changed while absent.
+$(BUILD)/obj/%.o: %.c $(BUILD)/obj/%.d
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(ALLCFLAGS) $(DEPFLAGS) -c $< -o $@
 
@@ -133,7 +136,7 @@ $(LIB): $(LIB_OBJ)
 $(BIN): $(CLI_OBJ) $(LIB)
 	$(CC) $(LDFLAGS) $(CLI_OBJ) $(LIB) $(PKG_LIBS) -o $@
 
-$(BUILD)/tests/%: tests/%.c $(LIB)
+$(BUILD)/tests/%: tests/%.c $(LIB) $(BUILD)/tests/%.d
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(ALLCFLAGS) $(LINKDEP) $(CRIT_CFLAGS) $< $(LIB) $(PKG_LIBS) $(CRIT_LIBS) $(LDFLAGS) -o $@
 
@@ -146,10 +149,10 @@ $(BUILD)/tests/test_options: tests/test_options.c $(BUILD)/obj/cli/analyze_args.
 
 # test_ops and test_forward built again with the elementwise kernels' AVX2 clone only
 # (src/nn/ops.c, HS_CLONES_NO_V4): a CPU with AVX-512 would otherwise never run it.
-$(BUILD)/obj-v3/ops.o: src/nn/ops.c
+$(BUILD)/obj-v3/ops.o: src/nn/ops.c $(BUILD)/obj-v3/ops.d
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(ALLCFLAGS) $(DEPFLAGS) -DHS_CLONES_NO_V4 -c $< -o $@
-$(BUILD)/tests-v3/%: tests/%.c $(BUILD)/obj-v3/ops.o $(LIB)
+$(BUILD)/tests-v3/%: tests/%.c $(BUILD)/obj-v3/ops.o $(LIB) $(BUILD)/tests-v3/%.d
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(ALLCFLAGS) $(LINKDEP) $(CRIT_CFLAGS) $< $(BUILD)/obj-v3/ops.o $(LIB) $(PKG_LIBS) $(CRIT_LIBS) $(LDFLAGS) -o $@
 TEST_V3_BIN = $(BUILD)/tests-v3/test_ops $(BUILD)/tests-v3/test_forward
@@ -182,7 +185,7 @@ cli-test: $(BIN)
 # The fuzz harnesses' replay mains run the committed corpora as plain tests.
 FUZZ_SRC = $(sort $(wildcard tests/fuzz/fuzz_*.c))
 REPLAY_BIN = $(FUZZ_SRC:tests/fuzz/%.c=$(BUILD)/replay/%)
-$(BUILD)/replay/%: tests/fuzz/%.c $(LIB)
+$(BUILD)/replay/%: tests/fuzz/%.c $(LIB) $(BUILD)/replay/%.d
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(ALLCFLAGS) $(LINKDEP) -DHS_FUZZ_REPLAY -DHS_FUZZ_REPLAY_MAIN $< $(LIB) $(PKG_LIBS) $(LDFLAGS) -o $@
 
@@ -310,7 +313,10 @@ $(BUILD)/hs-bench: $(BENCH_SRC) bench/bench.h $(LIB) $(wildcard include/headscop
 include lib.mk
 
 # the header dependencies of everything built so far (none on a first build)
--include $(shell find $(BUILD) -name '*.d' 2>/dev/null)
+DEPFILES = $(filter-out $(BUILD)/obj/gen/%,$(LIB_OBJ:.o=.d)) $(CLI_OBJ:.o=.d) $(TEST_BIN:=.d) \
+           $(TEST_V3_BIN:=.d) $(REPLAY_BIN:=.d) $(BUILD)/obj-v3/ops.d
+$(DEPFILES):
+-include $(wildcard $(DEPFILES))
 
 clean:
 	rm -rf build build-san build-fuzz
