@@ -183,7 +183,7 @@ Test(text_escape, library_messages_are_escaped)
     cr_expect_str_eq(err.msg, "model_type 'x\\n\\x1b[2J' is not supported");
 }
 
-/* ---- resumable output files (hs_out_reopen, hs_out_keep) -------------------------------- */
+/* ---- resumable output files (hs_out_reopen, hs_out_resume, hs_out_keep) ------------------- */
 
 Test(tmpfile, kept_file_is_reopened_cut_to_its_length_and_committed)
 {
@@ -216,5 +216,77 @@ Test(tmpfile, kept_file_is_reopened_cut_to_its_length_and_committed)
     cr_assert_eq(hs_out_reopen(path, tmp, 0, &o, &err), HS_E_IO);
     unlink(tmp);
     unlink(path);
+    rmdir(dir);
+}
+
+/* reads a whole small file into buf (NUL-terminated); its length */
+static size_t small_file(const char *path, char *buf, size_t cap)
+{
+    FILE *f = fopen(path, "rb");
+    cr_assert(f, "%s", path);
+    size_t n = fread(buf, 1, cap - 1, f);
+    fclose(f);
+    buf[n] = 0;
+    return n;
+}
+
+Test(tmpfile, resume_copies_the_prefix_into_a_new_file_and_counts_its_lines)
+{
+    char dir[] = "/tmp/hs-core-XXXXXX", path[128], tmp[160], buf[64];
+    cr_assert(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/texts.jsonl", dir);
+    hs_out o;
+    hs_error err = {{0}};
+    long lines = 99;
+    cr_assert_eq(hs_out_open(path, &o, &err), HS_OK, "%s", err.msg);
+    snprintf(tmp, sizeof tmp, "%s", o.tmp);
+    fputs("line 1\nline 2\npartial", o.f); /* 21 bytes, the checkpoint at 14 */
+    hs_out_keep(&o);
+    cr_assert_eq(hs_out_resume(path, tmp, 99, &o, &lines, &err), HS_E_INPUT, "longer than the file");
+    cr_assert(strstr(err.msg, "at least 99 bytes"), "%s", err.msg);
+    cr_assert_eq(hs_out_resume(path, tmp, 17, &o, &lines, &err), HS_OK, "%s", err.msg);
+    cr_assert_eq(lines, -1, "17 bytes end inside 'partial'");
+    hs_out_close(&o, 0, NULL);
+    cr_assert_eq(hs_out_resume(path, tmp, 14, &o, &lines, &err), HS_OK, "%s", err.msg);
+    cr_assert_eq(lines, 2);
+    cr_assert_str_neq(o.tmp, tmp, "a new temporary file");
+    fputs("line 3\n", o.f);
+    cr_assert_eq(hs_out_close(&o, 1, &err), HS_OK, "%s", err.msg);
+    cr_assert_eq(small_file(path, buf, sizeof buf), 21);
+    cr_assert_str_eq(buf, "line 1\nline 2\nline 3\n");
+    cr_assert_eq(small_file(tmp, buf, sizeof buf), 21, "the old file is only read");
+    cr_assert_str_eq(buf, "line 1\nline 2\npartial");
+    cr_assert_eq(hs_out_resume(path, tmp, 0, &o, &lines, &err), HS_OK, "%s", err.msg);
+    cr_assert_eq(lines, 0);
+    hs_out_close(&o, 0, NULL);
+    unlink(tmp);
+    unlink(path);
+    rmdir(dir);
+}
+
+Test(tmpfile, resume_and_reopen_refuse_a_hard_link_to_another_file)
+{
+    char dir[] = "/tmp/hs-core-XXXXXX", path[128], tmp[160], victim[160], buf[64];
+    cr_assert(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/texts.jsonl", dir);
+    snprintf(tmp, sizeof tmp, "%s/texts.jsonl.tmp-Ab12Cd", dir);
+    snprintf(victim, sizeof victim, "%s/victim", dir);
+    FILE *f = fopen(victim, "wb");
+    cr_assert(f);
+    fputs("someone else's\nfile\n", f);
+    fclose(f);
+    cr_assert_eq(link(victim, tmp), 0);
+    hs_out o;
+    hs_error err = {{0}};
+    long lines;
+    cr_assert_eq(hs_out_resume(path, tmp, 5, &o, &lines, &err), HS_E_INPUT);
+    cr_assert(strstr(err.msg, "has 2 names (a hard link"), "%s", err.msg);
+    cr_assert_eq(hs_out_reopen(path, tmp, 5, &o, &err), HS_E_IO, "reopen would cut it to 5 bytes");
+    cr_assert(strstr(err.msg, "one link"), "%s", err.msg);
+    cr_assert_eq(small_file(victim, buf, sizeof buf), 20, "the other file is unchanged");
+    cr_assert_str_eq(buf, "someone else's\nfile\n");
+    cr_assert_neq(access(path, F_OK), 0);
+    unlink(tmp);
+    unlink(victim);
     rmdir(dir);
 }
