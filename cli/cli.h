@@ -190,9 +190,10 @@ int cli_outdir_commit(const char *cmd, cli_outdir *od, const char *const *files,
  * (cli/outdir_own.c has the list); allow_tmp: also with a writer's ".tmp-XXXXXX" suffix. */
 int cli_own_output_name(const char *rel, int allow_tmp);
 
-/* Removes the files an earlier run listed in dir/report.json ("files", a plain file only)
- * that are not among the n_files names, and only those with headscope's own names
- * (cli_own_output_name); a name under heads/ only when dir/heads is a real folder. */
+/* Removes the files an earlier run listed in dir/report.json ("files") or an earlier dump in
+ * dir/manifest.json (its "files" and itself), plain files only, that are not among the
+ * n_files names, and only those with headscope's own names (cli_own_output_name); a name
+ * under heads/ only when dir/heads is a real folder (then heads/ too once it is empty). */
 void cli_outdir_prune(const char *dir, const char *const *files, int n_files);
 
 /* Removes the staging folders (.headscope-run-*) that runs killed before their end left in

@@ -56,7 +56,7 @@ int cli_corpus_checkpoint(cli_corpus_run *r)
 
 
 /* Whether the checkpoint's parts disagree (said in one line): its texts.jsonl's lines (-1:
- * a cut line), the texts in its aggregate, its position in the selected records. */
+ * a cut line), the texts in its aggregate, its position and its count of selected records. */
 static int disagrees(const cli_corpus_run *r, const char *path, long lines)
 {
     const hs_corpus_checkpoint *cp = &r->resume.cp;
@@ -64,6 +64,12 @@ static int disagrees(const cli_corpus_run *r, const char *path, long lines)
     if (lines < 0) {
         cli_error(r->cmd, "cannot resume: the checkpoint '%s' disagrees with itself: its "
                   "texts.jsonl ends inside a line at byte %ld", path, cp->texts_bytes);
+        return 1;
+    }
+    if (r->resume.info.n_selected != cp->position) {
+        cli_error(r->cmd, "cannot resume: the checkpoint '%s' disagrees with itself: its "
+                  "position is %ld records, its source's selected records %ld", path,
+                  cp->position, r->resume.info.n_selected);
         return 1;
     }
     if (lines != n_texts || n_texts > cp->position) {

@@ -1,10 +1,10 @@
 /* What headscope may remove from an output folder: only files it can tell it wrote, by the
  * fixed names and patterns of its own outputs (docs/analyze.md#the-output-folder). An
- * earlier run's listing (report.json's "files") is read as a list of candidates, never as
- * proof: a name outside these patterns (notes.txt, data.csv) is never removed, whatever a
+ * earlier run's listing (report.json's "files", dump's manifest.json) is read as a list of
+ * candidates, never as proof: a name outside these patterns (notes.txt, data.csv) is never removed, whatever a
  * report.json says. The same patterns bound what is removed from the staging folder a
  * killed run left behind. */
-#define _DEFAULT_SOURCE /* DT_*, fdopendir */
+#define _DEFAULT_SOURCE /* fdopendir, openat */
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -101,46 +101,61 @@ int cli_own_output_name(const char *rel, int allow_tmp)
     return dump_name(name);
 }
 
-/* The files an earlier run listed in dir/report.json ("files"); NULL when there is no
- * report, or it is not a plain file (a link or a FIFO is not read). Only that list is read
- * (hs_report_files_read scans the report a block at a time). */
-static cJSON *earlier_files(const char *dir)
+/* The "files" list of dir/name (an earlier report.json or dump's manifest.json); NULL when
+ * there is none, or the file is not a plain file (a link or a FIFO is not read). Only that
+ * list is read (hs_report_files_read scans the file a block at a time). */
+static cJSON *earlier_list(const char *dir, const char *name)
 {
-    char *rp = cli_path_join(dir, "report.json");
+    char *rp = cli_path_join(dir, name);
     struct stat sb;
     cJSON *files = rp && lstat(rp, &sb) == 0 && S_ISREG(sb.st_mode) ? hs_report_files_read(rp) : NULL;
     free(rp);
     return files;
 }
 
+/* Removes dir/name when it is one of headscope's names and not among the n_files; heads:
+ * 1 when dir/heads is a real folder, set to 2 when a picture in it went. */
+static void prune_one(const char *dir, const char *name, const char *const *files, int n_files,
+                      int *heads)
+{
+    int in_heads = !strncmp(name, "heads/", 6);
+    if (!cli_own_output_name(name, 0) || (in_heads && !*heads))
+        return;
+    for (int i = 0; i < n_files; i++)
+        if (!strcmp(files[i], name))
+            return;
+    char *p = cli_path_join(dir, name);
+    if (p && unlink(p) == 0 && in_heads) /* best effort: what cannot be removed stays */
+        *heads = 2;
+    free(p);
+}
+
 void cli_outdir_prune(const char *dir, const char *const *files, int n_files)
 {
-    cJSON *old = earlier_files(dir), *it;
-    if (!old)
-        return;
     /* a name under heads/ is removed only when heads is a real folder, not a link */
-    char *heads = cli_path_join(dir, "heads");
+    char *hp = cli_path_join(dir, "heads");
     struct stat hs;
-    int heads_ok = heads && lstat(heads, &hs) == 0 && S_ISDIR(hs.st_mode);
-    free(heads);
-    cJSON_ArrayForEach(it, old)
+    int heads = hp && lstat(hp, &hs) == 0 && S_ISDIR(hs.st_mode);
+    /* report.json lists names (itself too); dump's manifest.json objects with a "file" */
+    cJSON *report = earlier_list(dir, "report.json"), *manifest = earlier_list(dir, "manifest.json");
+    cJSON *it;
+    cJSON_ArrayForEach(it, report)
     {
-        if (!cJSON_IsString(it) || !cli_own_output_name(it->valuestring, 0))
-            continue;
-        int again = 0;
-        for (int i = 0; i < n_files && !again; i++)
-            again = !strcmp(files[i], it->valuestring);
-        if (again || (!heads_ok && !strncmp(it->valuestring, "heads/", 6)))
-            continue;
-        char *p = cli_path_join(dir, it->valuestring);
-        if (p && unlink(p) == 0 && !strncmp(it->valuestring, "heads/", 6))
-            heads_ok = 2; /* a picture went: heads/ too, when nothing else is in it */
-        free(p);
+        if (cJSON_IsString(it))
+            prune_one(dir, it->valuestring, files, n_files, &heads);
     }
-    cJSON_Delete(old);
-    char *hp = heads_ok == 2 ? cli_path_join(dir, "heads") : NULL;
-    if (hp)
-        rmdir(hp);
+    cJSON_ArrayForEach(it, manifest)
+    {
+        const cJSON *f = cJSON_GetObjectItemCaseSensitive(it, "file");
+        if (cJSON_IsString(f))
+            prune_one(dir, f->valuestring, files, n_files, &heads);
+    }
+    if (manifest)
+        prune_one(dir, "manifest.json", files, n_files, &heads);
+    cJSON_Delete(report);
+    cJSON_Delete(manifest);
+    if (hp && heads == 2)
+        rmdir(hp); /* when nothing else is in it */
     free(hp);
 }
 

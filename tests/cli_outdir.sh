@@ -86,9 +86,13 @@ edit "$R" "c['texts_bytes'] -= 1"
 expect 1 "a checkpoint ending inside a line" -- resume "$R"
 one_line_error "ending inside a line"; stderr_has "ending inside a line" "inside a line"
 checkpoint "$R"
-edit "$R" "c['position'] = 3"
+edit "$R" "c['position'] = 3; j['source']['n_selected'] = 3"
 expect 1 "a checkpoint before its texts" -- resume "$R"
-one_line_error "position before its texts"; stderr_has "position before its texts" "at position 3"
+one_line_error "position before its texts"; stderr_has "position before its texts" "its aggregate 5, at position 3"
+checkpoint "$R"
+edit "$R" "j['source']['n_selected'] = 7"
+expect 1 "a checkpoint past its position" -- resume "$R"
+one_line_error "past its position"; stderr_has "past its position" "its position is 5 records, its source's selected records 7"
 checkpoint "$R"
 edit "$R" "c['texts_bytes'] = 10**6"
 expect 1 "a checkpoint longer than its texts" -- resume "$R"
@@ -141,6 +145,13 @@ O="$T/replace-shard"
 "$HS" analyze "$G" --text "$TXT" -o "$O" "${A[@]}" && echo mine >"$O/notes.txt"
 expect 0 "a shard over a single-text run" -- "$HS" analyze "$G" --corpus "$CP" --max-texts 4 --shard 1/2 -o "$O" -q
 [ "$(cd "$O" && find . | LC_ALL=C sort | tr '\n' ' ')" = ". ./notes.txt ./partial.json ./texts.jsonl " ] && ok || bad "a shard over a single-text run left: $(cd "$O" && find . | LC_ALL=C sort | tr '\n' ' ')"
+# dump over an earlier dump: the activations it does not write again go, and a name its
+# manifest lists that is not one of dump's stays
+D="$T/replace-dump"
+"$HS" dump "$G" --text "$TXT" --what q,pattern -o "$D" -q && echo mine >"$D/notes.txt" || bad "first dump"
+"$PY" -c "import json,sys; p=sys.argv[1]; j=json.load(open(p)); j['files'].append({'file': 'notes.txt'}); json.dump(j, open(p,'w'))" "$D/manifest.json"
+expect 0 "dump over a dump" -- "$HS" dump "$G" --text "$TXT" --what pattern -o "$D" -q
+[ "$(cd "$D" && ls | tr '\n' ' ')" = "blocks.0.attn.hook_pattern.npy blocks.1.attn.hook_pattern.npy input_ids.npy manifest.json notes.txt " ] && ok || bad "dump over a dump left: $(ls "$D" | tr '\n' ' ')"
 victim_same "replacing earlier runs"
 
 # ---- 6. a killed run's staging folder goes with the next run into the folder ----------------
