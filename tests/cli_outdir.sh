@@ -73,6 +73,19 @@ HEADSCOPE_TEST_STOP_AFTER=1 expect 1 "a resumed run stopped again" -- resume "$R
 [ "$(ls "$R" | grep -c tmp)" = 1 ] && [ ! -e "$first" ] && ok || bad "a resumed run's checkpoint left the earlier temporary file: $(ls "$R")"
 expect 0 "resume twice" -- resume "$R"
 cmp -s "$T/c8/texts.jsonl" "$R/texts.jsonl" && [ -z "$(ls "$R" | grep tmp)" ] && ok || bad "resumed twice: texts.jsonl differs or a temporary file is left: $(ls "$R")"
+# a resume that fails before its first checkpoint (the corpus changed) removes its new
+# temporary file and leaves the checkpoint as it was, still resumable
+head -n 40 "$CP" >"$T/corpus.txt"
+"$HS" analyze "$G" --corpus "$T/corpus.txt" --max-texts 8 -o "$T/c8b" -q || bad "the reference run of the copy"
+rm -rf "$R" && HEADSCOPE_TEST_STOP_AFTER=5 "$HS" analyze "$G" --corpus "$T/corpus.txt" --max-texts 8 --checkpoint-every 2 -o "$R" -q 2>/dev/null
+(cd "$R" && ls -A && sha256sum ./*) >"$T/ck.ref"
+cp "$T/corpus.txt" "$T/corpus.orig" && sed -i '1s/^/changed /' "$T/corpus.txt"
+expect 1 "resume over a changed corpus" -- "$HS" analyze "$G" --corpus "$T/corpus.txt" --max-texts 8 --checkpoint-every 2 -o "$R" --resume -q
+stderr_has "resume over a changed corpus" "has changed since the checkpoint"
+(cd "$R" && ls -A && sha256sum ./*) | cmp -s - "$T/ck.ref" && ok || bad "a failed resume changed the checkpoint: $(ls -A "$R")"
+mv "$T/corpus.orig" "$T/corpus.txt"
+expect 0 "resume after a failed resume" -- "$HS" analyze "$G" --corpus "$T/corpus.txt" --max-texts 8 --checkpoint-every 2 -o "$R" --resume -q
+cmp -s "$T/c8b/texts.jsonl" "$R/texts.jsonl" && [ -z "$(ls "$R" | grep tmp)" ] && ok || bad "resume after a failed resume: $(ls "$R")"
 
 # ---- 3. checkpoints whose parts disagree --------------------------------------------------
 # edit DIR PYTHON: changes the checkpoint's partial.json (c: its "checkpoint" object)
@@ -162,7 +175,7 @@ sup=$!
 for _ in $(seq 300); do ls "$K"/.headscope-run-*/gallery.png >/dev/null 2>&1 && break; sleep 0.1; done
 worker=$(ps -o pid= --ppid "$sup" | tr -d ' ')
 [ -n "$worker" ] && kill -KILL "$sup" "$worker"
-wait "$sup" 2>/dev/null
+{ wait "$sup"; } 2>/dev/null # no "Killed" line
 stale=$(ls -d "$K"/.headscope-run-* 2>/dev/null)
 [ -n "$stale" ] && [ -f "$stale/gallery.png" ] && ok || bad "kill -9 left no staging folder to test with: $(ls -A "$K")"
 # hand-made ones: a dead run's with a file of the user's (emptied of headscope's files, kept),
