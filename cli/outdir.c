@@ -1,6 +1,7 @@
-/* The output folder of `headscope analyze`: one run at a time (flock), written in a staging
- * folder inside it and moved in at the end, and left as it was when the run fails or is
- * interrupted (a supervising parent process removes what the run wrote). */
+/* The output folder of every command that writes one (analyze, merge, dump): one writer at a
+ * time (flock on the folder), written in a staging folder inside it and moved in at the end,
+ * and left as it was when the run fails or is interrupted (a supervising parent process
+ * removes what the run wrote); what may be removed from it is in cli/outdir_own.c. */
 #define _DEFAULT_SOURCE  /* flock */
 #define _XOPEN_SOURCE 700 /* nftw */
 #include <errno.h>
