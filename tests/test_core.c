@@ -219,21 +219,20 @@ Test(tmpfile, kept_file_is_reopened_cut_to_its_length_and_committed)
     rmdir(dir);
 }
 
-/* reads a whole small file into buf (NUL-terminated); its length */
-static size_t small_file(const char *path, char *buf, size_t cap)
+/* file's bytes as a string (tu_slurp), its length checked */
+static void file_is(const char *path, const char *want)
 {
-    FILE *f = fopen(path, "rb");
-    cr_assert(f, "%s", path);
-    size_t n = fread(buf, 1, cap - 1, f);
-    fclose(f);
-    buf[n] = 0;
-    return n;
+    size_t n;
+    char *got = tu_slurp(path, &n);
+    cr_assert_eq(n, strlen(want), "%s: %zu bytes", path, n);
+    cr_assert_str_eq(got, want, "%s", path);
+    free(got);
 }
 
 Test(tmpfile, resume_copies_the_prefix_into_a_new_file_and_counts_its_lines)
 {
-    char dir[] = "/tmp/hs-core-XXXXXX", path[128], tmp[160], buf[64];
-    cr_assert(mkdtemp(dir));
+    char dir[64], path[128], tmp[160];
+    tu_mkdtemp(dir, sizeof dir);
     snprintf(path, sizeof path, "%s/texts.jsonl", dir);
     hs_out o;
     hs_error err = {{0}};
@@ -252,29 +251,23 @@ Test(tmpfile, resume_copies_the_prefix_into_a_new_file_and_counts_its_lines)
     cr_assert_str_neq(o.tmp, tmp, "a new temporary file");
     fputs("line 3\n", o.f);
     cr_assert_eq(hs_out_close(&o, 1, &err), HS_OK, "%s", err.msg);
-    cr_assert_eq(small_file(path, buf, sizeof buf), 21);
-    cr_assert_str_eq(buf, "line 1\nline 2\nline 3\n");
-    cr_assert_eq(small_file(tmp, buf, sizeof buf), 21, "the old file is only read");
-    cr_assert_str_eq(buf, "line 1\nline 2\npartial");
+    file_is(path, "line 1\nline 2\nline 3\n");
+    file_is(tmp, "line 1\nline 2\npartial"); /* the old file is only read */
     cr_assert_eq(hs_out_resume(path, tmp, 0, &o, &lines, &err), HS_OK, "%s", err.msg);
     cr_assert_eq(lines, 0);
     hs_out_close(&o, 0, NULL);
-    unlink(tmp);
-    unlink(path);
-    rmdir(dir);
+    tu_rm_rf(dir);
 }
 
 Test(tmpfile, resume_and_reopen_refuse_a_hard_link_to_another_file)
 {
-    char dir[] = "/tmp/hs-core-XXXXXX", path[128], tmp[160], victim[160], buf[64];
-    cr_assert(mkdtemp(dir));
+    char dir[64], path[128], tmp[160], victim[160];
+    const char *theirs = "someone else's\nfile\n";
+    tu_mkdtemp(dir, sizeof dir);
     snprintf(path, sizeof path, "%s/texts.jsonl", dir);
     snprintf(tmp, sizeof tmp, "%s/texts.jsonl.tmp-Ab12Cd", dir);
     snprintf(victim, sizeof victim, "%s/victim", dir);
-    FILE *f = fopen(victim, "wb");
-    cr_assert(f);
-    fputs("someone else's\nfile\n", f);
-    fclose(f);
+    tu_write_file(victim, theirs, strlen(theirs));
     cr_assert_eq(link(victim, tmp), 0);
     hs_out o;
     hs_error err = {{0}};
@@ -283,10 +276,7 @@ Test(tmpfile, resume_and_reopen_refuse_a_hard_link_to_another_file)
     cr_assert(strstr(err.msg, "has 2 names (a hard link"), "%s", err.msg);
     cr_assert_eq(hs_out_reopen(path, tmp, 5, &o, &err), HS_E_IO, "reopen would cut it to 5 bytes");
     cr_assert(strstr(err.msg, "one link"), "%s", err.msg);
-    cr_assert_eq(small_file(victim, buf, sizeof buf), 20, "the other file is unchanged");
-    cr_assert_str_eq(buf, "someone else's\nfile\n");
+    file_is(victim, theirs); /* the other file is unchanged */
     cr_assert_neq(access(path, F_OK), 0);
-    unlink(tmp);
-    unlink(victim);
-    rmdir(dir);
+    tu_rm_rf(dir);
 }
