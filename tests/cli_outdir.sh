@@ -173,7 +173,17 @@ mkdir -p "$K" && echo mine >"$K/notes.txt"
 HEADSCOPE_TEST_HOLD_AT=pictures "$HS" analyze "$G" --text "$TXT" -o "$K" "${A[@]}" 2>/dev/null &
 sup=$!
 for _ in $(seq 300); do ls "$K"/.headscope-run-*/gallery.png >/dev/null 2>&1 && break; sleep 0.1; done
-worker=$(ps -o pid= --ppid "$sup" | tr -d ' ')
+# the worker: the child of the supervisor (its parent pid, the 4th field of /proc/PID/stat)
+worker=$("$PY" - "$sup" <<'PYEOF'
+import os, sys
+for d in filter(str.isdigit, os.listdir("/proc")):
+    try:
+        if open(f"/proc/{d}/stat").read().rsplit(")", 1)[1].split()[1] == sys.argv[1]:
+            print(d)
+    except OSError:
+        pass
+PYEOF
+)
 [ -n "$worker" ] && kill -KILL "$sup" "$worker"
 { wait "$sup"; } 2>/dev/null # no "Killed" line
 stale=$(ls -d "$K"/.headscope-run-* 2>/dev/null)
