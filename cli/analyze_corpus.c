@@ -366,6 +366,7 @@ int cli_analyze_corpus(const char *cmd, hs_model *m, const cli_corpus_opts *co,
     hs_out outf = {0};
     char *report = cli_path_join(outdir, "report.json"), *js = NULL;
     int rc = EXIT_FAIL, texts_done = 0, sharded = co->n_shards > 1;
+    const char *const files[] = {"texts.jsonl", "partial.json", "index.html", "report.json"};
     const hs_model_config *c = hs_model_config_of(m);
     const char *stop = getenv("HEADSCOPE_TEST_STOP_AFTER");
     r.stop_after = stop ? atol(stop) : 0;
@@ -433,7 +434,6 @@ int cli_analyze_corpus(const char *cmd, hs_model *m, const cli_corpus_opts *co,
         goto done;
     }
     r.info.seconds = r.resume.info.seconds + (cli_now() - r.t0);
-    const char *files[] = {"texts.jsonl", "partial.json", "index.html", "report.json"};
     if (!sharded && !(js = hs_corpus_report_json(r.agg, &r.info, ao->command_line,
                                                  ao->command_line_argc, files, 4, 1))) {
         cli_error(cmd, "out of memory");
@@ -447,9 +447,12 @@ int cli_analyze_corpus(const char *cmd, hs_model *m, const cli_corpus_opts *co,
         goto done;
     }
     texts_done = 1;
+    /* an earlier run's outputs that this one does not write again go (only headscope's names) */
+    cli_outdir_prune(outdir, files, sharded ? 2 : 4);
     if (cli_corpus_write_partial(&r, NULL))
         goto done;
     r.checkpointed = 0;
+    cli_corpus_drop_old_tmp(&r); /* no checkpoint names it now */
     if (!sharded && cli_corpus_page(cmd, outdir, js))
         goto done;
     if (!sharded && hs_file_write_atomic(report, js, strlen(js), &err) != HS_OK) {
@@ -464,6 +467,8 @@ int cli_analyze_corpus(const char *cmd, hs_model *m, const cli_corpus_opts *co,
 done:
     cli_progress_end(&r.prog);
     if (rc != EXIT_OK && r.checkpointed) {
+        if (r.old_tmp) /* the checkpoint resumed from names its own texts, which stay */
+            hs_out_close(&outf, 0, NULL);
         hs_out_keep(&outf); /* the checkpoint's texts */
         if (!quiet)
             fprintf(stderr, "hint: the checkpoint in '%s' lets 'headscope analyze ... --resume' go on\n",
@@ -491,6 +496,7 @@ done:
     free(r.means);
     hs_corpus_agg_free(r.agg);
     hs_corpus_partial_free(&r.resume);
+    free(r.old_tmp);
     free(js);
     free(texts);
     free(report);

@@ -161,13 +161,15 @@ int cli_finish_stdout(const char *cmd);
 /* The output folder of one run (cli/outdir.c). */
 typedef struct cli_outdir {
     char *path;  /* the output folder */
-    char *stage; /* path/.headscope-run-XXXXXX, where a staged run writes; NULL otherwise */
+    char *stage; /* path/.headscope-run-PID-XXXXXX, where a staged run writes; NULL otherwise */
     int fd;      /* the folder, locked with flock for the run */
     int created; /* the run created the folder (removed again if the run fails) */
 } cli_outdir;
 
 /* Opens path as the output folder (creating it if absent) and locks it: a second run into
- * the same folder fails at once with a message. staged: the run writes into od->stage, and
+ * the same folder fails at once with a message. Every command that writes a folder takes
+ * this lock (analyze, merge, dump). With the lock held, the staging folders of runs that
+ * were killed are removed (cli_outdir_sweep). staged: the run writes into od->stage, and
  * the process forks: the parent supervises (passes SIGINT/TERM/HUP/QUIT on), and when
  * the worker fails or is killed removes the staging folder (and the folder if it made it),
  * so the folder is as it was; it then returns the exit status with *worker = 0, and the
@@ -176,10 +178,27 @@ typedef struct cli_outdir {
 int cli_outdir_open(const char *cmd, const char *path, int staged, cli_outdir *od, int *worker);
 
 /* A staged run's end: removes the files an earlier run listed in path/report.json that this
- * run does not write (only names headscope writes: "x" or "heads/x"), moves the n_files
+ * run does not write (cli_outdir_prune), moves the n_files
  * staged files (relative names, report.json last) into the folder, removes the staging
  * folder. Exit status. */
-int cli_outdir_commit(const char *cmd, cli_outdir *od, char *const *files, int n_files);
+int cli_outdir_commit(const char *cmd, cli_outdir *od, const char *const *files, int n_files);
+
+/* Whether rel (relative to an output folder) is the name of one of headscope's outputs:
+ * report.json, index.html, the pictures, texts.jsonl, partial.json, dump's files
+ * (cli/outdir_own.c has the list); allow_tmp: also with a writer's ".tmp-XXXXXX" suffix. */
+int cli_own_output_name(const char *rel, int allow_tmp);
+
+/* Removes the files an earlier run listed in dir/report.json ("files") or an earlier dump in
+ * dir/manifest.json (its "files" and itself), plain files only, that are not among the
+ * n_files names, and only those with headscope's own names (cli_own_output_name); a name
+ * under heads/ only when dir/heads is a real folder (then heads/ too once it is empty). */
+void cli_outdir_prune(const char *dir, const char *const *files, int n_files);
+
+/* Removes the staging folders (.headscope-run-*) that runs killed before their end left in
+ * dir: those whose run is no longer running, owned by this user, and only the files in
+ * them with headscope's names (a folder holding anything else stays). Call it with dir's
+ * lock held. */
+void cli_outdir_sweep(const char *dir);
 
 /* Removes an uncommitted staging folder (and the folder if the run made it), unlocks. */
 void cli_outdir_close(cli_outdir *od);

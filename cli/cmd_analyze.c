@@ -14,10 +14,14 @@
 
 /* Test hook: with HEADSCOPE_TEST_SIGNAL_AT=STEP the worker sends SIGTERM to its supervisor
  * after STEP ("analyze", "pictures", "report") and waits, so tests/cli.sh can check that an
- * interrupted run leaves the output folder as it was. */
+ * interrupted run leaves the output folder as it was; with HEADSCOPE_TEST_HOLD_AT=STEP it
+ * only waits (tests/cli_outdir.sh kills both processes, as kill -9 would). */
 static void test_signal_at(const char *step)
 {
-    const char *at = getenv("HEADSCOPE_TEST_SIGNAL_AT");
+    const char *at = getenv("HEADSCOPE_TEST_SIGNAL_AT"), *hold = getenv("HEADSCOPE_TEST_HOLD_AT");
+    if (hold && !strcmp(hold, step))
+        for (;;)
+            pause();
     if (!at || strcmp(at, step))
         return;
     kill(getppid(), SIGTERM);
@@ -174,7 +178,7 @@ int cmd_analyze(int argc, char **argv)
         goto done;
     }
     test_signal_at("report");
-    if ((rc = cli_outdir_commit(C, &od, files, n_files)) != EXIT_OK)
+    if ((rc = cli_outdir_commit(C, &od, listed_files, n_files)) != EXIT_OK)
         goto done;
     rc = EXIT_FAIL;
     snprintf(report_path, plen, "%s/report.json", g.outdir);

@@ -298,7 +298,7 @@ int cmd_dump(int argc, char **argv)
     }
     if ((rc = write_all(m, &enc, a, fnorm, want, od.stage, &names, &n_names)) != EXIT_OK)
         goto done;
-    if ((rc = cli_outdir_commit(C, &od, names, n_names)) != EXIT_OK)
+    if ((rc = cli_outdir_commit(C, &od, (const char *const *)names, n_names)) != EXIT_OK)
         goto done;
     if (!quiet)
         printf("wrote %d files to %s (%d tokens, %d layers): see %s/manifest.json\n", n_names,

@@ -26,6 +26,9 @@ static const char usage_text[] =
     "  -q, --quiet            print nothing on success\n"
     "  -h, --help             show this help\n";
 
+/* What a merge writes, report.json last. */
+static const char *const merge_files[] = {"texts.jsonl", "partial.json", "index.html", "report.json"};
+
 typedef struct part {
     const char *arg;
     char *partial, *texts;  /* paths */
@@ -198,27 +201,26 @@ static int combine(const char *C, part *parts, int n, hs_corpus_agg **g, hs_corp
     return 0;
 }
 
-/* Writes texts.jsonl, partial.json, index.html, report.json (last) into outdir; removes them
- * on failure. */
+/* Writes texts.jsonl, partial.json, index.html, report.json (last) into dir (the staging
+ * folder: the commit moves them into OUTDIR); *report: the report's text. */
 static int write_outputs(const char *C, part *parts, int n, hs_corpus_agg *g,
-                         const hs_corpus_info *in, const char *outdir, int json, int quiet)
+                         const hs_corpus_info *in, const char *dir, char **report)
 {
     hs_error err = {{0}};
     hs_out texts = {0};
-    const char *files[] = {"texts.jsonl", "partial.json", "index.html", "report.json"};
-    char *paths[4] = {NULL, NULL, NULL, NULL}, *report = NULL, *partial = NULL;
-    int argc = 0, rc = EXIT_FAIL, written = 0;
+    char *paths[4] = {NULL, NULL, NULL, NULL}, *partial = NULL;
+    int argc = 0, rc = EXIT_FAIL;
     const char *const *argv = cli_command_line(&argc);
     for (int i = 0; i < 4; i++)
-        if (!(paths[i] = cli_path_join(outdir, files[i])))
+        if (!(paths[i] = cli_path_join(dir, merge_files[i])))
             goto done;
     if (hs_corpus_agg_finish(g, (hs_sim_method)g->sim_method, g->cluster_threshold, &err)) {
         cli_error(C, "%s", err.msg);
         goto done;
     }
-    report = hs_corpus_report_json(g, in, argv, argc, files, 4, 1);
+    *report = hs_corpus_report_json(g, in, argv, argc, merge_files, 4, 1);
     partial = hs_corpus_partial_json(g, in, NULL);
-    if (!report || !partial) {
+    if (!*report || !partial) {
         cli_error(C, "out of memory");
         goto done;
     }
@@ -228,21 +230,30 @@ static int write_outputs(const char *C, part *parts, int n, hs_corpus_agg *g,
     }
     if (merge_texts(C, parts, n, texts.f))
         goto done;
-    if (hs_out_close(&texts, 1, &err) != HS_OK) {
+    if (hs_out_close(&texts, 1, &err) != HS_OK ||
+        hs_file_write_atomic(paths[1], partial, strlen(partial), &err) != HS_OK) {
         cli_error(C, "%s", err.msg);
         goto done;
     }
-    written = 1;
-    if (hs_file_write_atomic(paths[1], partial, strlen(partial), &err) != HS_OK) {
+    if (cli_corpus_page(C, dir, *report))
+        goto done;
+    if (hs_file_write_atomic(paths[3], *report, strlen(*report), &err) != HS_OK) {
         cli_error(C, "%s", err.msg);
         goto done;
     }
-    if (cli_corpus_page(C, outdir, report))
-        goto done;
-    if (hs_file_write_atomic(paths[3], report, strlen(report), &err) != HS_OK) {
-        cli_error(C, "%s", err.msg);
-        goto done;
-    }
+    rc = EXIT_OK;
+done:
+    hs_out_close(&texts, 0, NULL);
+    for (int i = 0; i < 4; i++)
+        free(paths[i]);
+    free(partial);
+    return rc;
+}
+
+/* The summary (or --json's report) of a merge committed into outdir. */
+static int print_result(const char *C, const hs_corpus_agg *g, const hs_corpus_info *in, int n,
+                        const char *report, const char *outdir, int json, int quiet)
+{
     if (json) {
         puts(report);
     } else if (!quiet) {
@@ -253,19 +264,9 @@ static int write_outputs(const char *C, part *parts, int n, hs_corpus_agg *g,
             printf("loss (%s): mean %.4f, 95%% CI [%.4f, %.4f], sd %.4f over %ld texts\n",
                    hs_loss_kind_name((hs_loss_kind)g->loss_kind), s.mean, s.ci_low, s.ci_high,
                    s.sd, s.n);
-        printf("wrote %s\n", paths[3]);
+        printf("wrote %s/report.json\n", outdir);
     }
-    rc = cli_finish_stdout(C);
-done:
-    hs_out_close(&texts, 0, NULL);
-    for (int i = 0; i < 4; i++) {
-        if (rc != EXIT_OK && written && paths[i])
-            unlink(paths[i]);
-        free(paths[i]);
-    }
-    free(report);
-    free(partial);
-    return rc;
+    return cli_finish_stdout(C);
 }
 
 int cmd_merge(int argc, char **argv)
@@ -293,28 +294,34 @@ int cmd_merge(int argc, char **argv)
         return cli_usage_error(C, "no PART given");
     if (!outdir)
         return cli_usage_error(C, "no output folder (use -o OUTDIR)");
+    /* OUTDIR locked (one writer at a time) and the merge staged in it: a failed or
+     * interrupted merge leaves it as it was */
+    cli_outdir od;
+    int worker;
+    int rc = cli_outdir_open(C, outdir, 1, &od, &worker);
+    if (!worker)
+        return rc;
     part *parts = calloc((size_t)n, sizeof *parts);
     hs_corpus_agg *g = NULL;
     hs_corpus_info in;
-    int rc = EXIT_FAIL, created = 0;
+    char *report = NULL;
+    rc = EXIT_FAIL;
     if (!parts) {
         cli_error(C, "out of memory");
-        return EXIT_FAIL;
+        goto done;
     }
     for (int i = 0; i < n; i++)
         parts[i].arg = argv[optind + i];
     for (int i = 0; i < n; i++)
         if (load(C, &parts[i]))
             goto done;
-    if (combine(C, parts, n, &g, &in))
+    if (combine(C, parts, n, &g, &in) || write_outputs(C, parts, n, g, &in, od.stage, &report))
         goto done;
-    if (cli_output_dir(C, outdir, &created))
-        goto done;
-    rc = write_outputs(C, parts, n, g, &in, outdir, json, quiet);
-    if (rc != EXIT_OK && created)
-        rmdir(outdir);
+    if ((rc = cli_outdir_commit(C, &od, merge_files, 4)) == EXIT_OK)
+        rc = print_result(C, g, &in, n, report, outdir, json, quiet);
 done:
-    for (int i = 0; i < n; i++) {
+    cli_outdir_close(&od);
+    for (int i = 0; parts && i < n; i++) {
         free(parts[i].partial);
         free(parts[i].texts);
         free(parts[i].buf);
@@ -323,6 +330,7 @@ done:
         hs_corpus_partial_free(&parts[i].p);
     }
     free(parts);
+    free(report);
     hs_corpus_agg_free(g);
     return rc;
 }

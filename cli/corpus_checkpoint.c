@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "corpus_run.h"
 
@@ -49,9 +50,36 @@ int cli_corpus_checkpoint(cli_corpus_run *r)
     if (cli_corpus_write_partial(r, &cp))
         return EXIT_FAIL;
     r->checkpointed = 1;
+    cli_corpus_drop_old_tmp(r); /* the checkpoint now names this run's */
     return 0;
 }
 
+
+/* Whether the checkpoint's parts disagree (said in one line): its texts.jsonl's lines (-1:
+ * a cut line), the texts in its aggregate, its position and its count of selected records. */
+static int disagrees(const cli_corpus_run *r, const char *path, long lines)
+{
+    const hs_corpus_checkpoint *cp = &r->resume.cp;
+    long n_texts = r->agg ? r->agg->n_texts : 0;
+    if (lines < 0) {
+        cli_error(r->cmd, "cannot resume: the checkpoint '%s' disagrees with itself: its "
+                  "texts.jsonl ends inside a line at byte %ld", path, cp->texts_bytes);
+        return 1;
+    }
+    if (r->resume.info.n_selected != cp->position) {
+        cli_error(r->cmd, "cannot resume: the checkpoint '%s' disagrees with itself: its "
+                  "position is %ld records, its source's selected records %ld", path,
+                  cp->position, r->resume.info.n_selected);
+        return 1;
+    }
+    if (lines != n_texts || n_texts > cp->position) {
+        cli_error(r->cmd, "cannot resume: the checkpoint '%s' disagrees with itself: its "
+                  "texts.jsonl holds %ld texts (%ld bytes), its aggregate %ld, at position %ld",
+                  path, lines, cp->texts_bytes, n_texts, cp->position);
+        return 1;
+    }
+    return 0;
+}
 
 int cli_corpus_resume_open(cli_corpus_run *r, const char *texts, hs_out *outf)
 {
@@ -84,11 +112,30 @@ int cli_corpus_resume_open(cli_corpus_run *r, const char *texts, hs_out *outf)
     r->agg = r->resume.agg; /* taken over */
     r->resume.agg = NULL;
     memcpy(r->info.skipped_text, ci->skipped_text, sizeof r->info.skipped_text);
+    /* texts.jsonl goes on in a new temporary file: the checkpoint's is read, not written */
     snprintf(tmp, sizeof tmp, "%s/%s", r->outdir, r->resume.cp.texts_tmp);
-    if (hs_out_reopen(texts, tmp, r->resume.cp.texts_bytes, outf, &err) != HS_OK) {
+    long lines;
+    if (hs_out_resume(texts, tmp, r->resume.cp.texts_bytes, outf, &lines, &err) != HS_OK) {
         cli_error(r->cmd, "cannot resume: %s", err.msg);
+        return EXIT_FAIL;
+    }
+    if (disagrees(r, path, lines)) {
+        hs_out_close(outf, 0, NULL);
+        return EXIT_FAIL;
+    }
+    if (!(r->old_tmp = strdup(tmp))) {
+        hs_out_close(outf, 0, NULL);
+        cli_error(r->cmd, "out of memory");
         return EXIT_FAIL;
     }
     r->checkpointed = 1;
     return 0;
+}
+
+void cli_corpus_drop_old_tmp(cli_corpus_run *r)
+{
+    if (r->old_tmp)
+        unlink(r->old_tmp);
+    free(r->old_tmp);
+    r->old_tmp = NULL;
 }

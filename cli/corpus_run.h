@@ -31,6 +31,8 @@ typedef struct cli_corpus_run {
     const char *outdir;
     const char *texts_tmp;  /* texts.jsonl's temporary file's name in outdir */
     int checkpointed;       /* a checkpoint is on disk */
+    char *old_tmp;          /* after --resume: the checkpoint's texts.jsonl temporary file,
+                               while partial.json still names it (NULL otherwise) */
     cli_progress prog;
     /* --ablation mean: a first pass over every selected text (all shards') sums each head's
      * context; the analyses then ablate by means = z_sum / z_tokens */
@@ -51,9 +53,14 @@ int cli_corpus_write_partial(cli_corpus_run *r, const hs_corpus_checkpoint *cp);
  * length. Returns 0, or EXIT_FAIL after printing the error. */
 int cli_corpus_checkpoint(cli_corpus_run *r);
 
-/* --resume: reads the checkpoint in outdir, checks it against this command line's settings,
- * takes over its aggregate and reopens texts.jsonl's temporary file (texts: its final path)
- * into *outf at the checkpoint's length. Returns 0, or EXIT_FAIL after printing the error. */
+/* --resume: reads the checkpoint in outdir, checks it against this command line's settings
+ * and against itself (its texts.jsonl's lines, its aggregate's texts, its position), takes
+ * over its aggregate and copies the checkpoint's part of texts.jsonl's temporary file into
+ * a new one (texts: its final path), *outf, positioned at its end; r->old_tmp names the
+ * checkpoint's. Returns 0, or EXIT_FAIL after printing the error. */
 int cli_corpus_resume_open(cli_corpus_run *r, const char *texts, hs_out *outf);
+
+/* Removes r->old_tmp, once no checkpoint names it (a new checkpoint, the finished run). */
+void cli_corpus_drop_old_tmp(cli_corpus_run *r);
 
 #endif /* HEADSCOPE_CLI_CORPUS_RUN_H */

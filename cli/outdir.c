@@ -1,6 +1,7 @@
-/* The output folder of `headscope analyze`: one run at a time (flock), written in a staging
- * folder inside it and moved in at the end, and left as it was when the run fails or is
- * interrupted (a supervising parent process removes what the run wrote). */
+/* The output folder of every command that writes one (analyze, merge, dump): one writer at a
+ * time (flock on the folder), written in a staging folder inside it and moved in at the end,
+ * and left as it was when the run fails or is interrupted (a supervising parent process
+ * removes what the run wrote); what may be removed from it is in cli/outdir_own.c. */
 #define _DEFAULT_SOURCE  /* flock */
 #define _XOPEN_SOURCE 700 /* nftw */
 #include <errno.h>
@@ -14,8 +15,6 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#include <cJSON.h>
 
 #include "cli.h"
 #include "internal.h"
@@ -95,11 +94,14 @@ int cli_outdir_open(const char *cmd, const char *path, int staged, cli_outdir *o
         cli_outdir_close(od);
         return EXIT_FAIL;
     }
+    cli_outdir_sweep(path); /* staging folders of runs that were killed */
     if (!staged) {
         *worker = 1;
         return EXIT_OK;
     }
-    od->stage = cli_path_join(path, ".headscope-run-XXXXXX");
+    char name[64]; /* the pid lets a later run tell a dead run's staging folder */
+    snprintf(name, sizeof name, ".headscope-run-%ld-XXXXXX", (long)getpid());
+    od->stage = cli_path_join(path, name);
     if (!od->stage || !mkdtemp(od->stage)) {
         cli_error(cmd, "cannot create a staging folder in '%s': %s", path, strerror(errno));
         free(od->stage);
@@ -125,25 +127,7 @@ int cli_outdir_open(const char *cmd, const char *path, int staged, cli_outdir *o
     return rc;
 }
 
-/* The files an earlier run listed in path/report.json ("files"), as relative names; only
- * that list is read (hs_report_files_read scans the report a block at a time). */
-static cJSON *earlier_files(const char *path)
-{
-    char *rp = cli_path_join(path, "report.json");
-    cJSON *files = rp ? hs_report_files_read(rp) : NULL;
-    free(rp);
-    return files;
-}
-
-/* A name headscope writes: "x" or "heads/x", no "..", no other folder. */
-static int own_name(const char *s)
-{
-    if (!strncmp(s, "heads/", 6))
-        s += 6;
-    return *s && *s != '.' && !strchr(s, '/');
-}
-
-int cli_outdir_commit(const char *cmd, cli_outdir *od, char *const *files, int n_files)
+int cli_outdir_commit(const char *cmd, cli_outdir *od, const char *const *files, int n_files)
 {
     /* OUTDIR/heads must be a real folder: nothing is removed or written through a link */
     char *heads = cli_path_join(od->path, "heads");
@@ -155,20 +139,7 @@ int cli_outdir_commit(const char *cmd, cli_outdir *od, char *const *files, int n
         return EXIT_FAIL;
     }
     /* what an earlier run wrote and this one does not: removed, nothing else */
-    cJSON *old = earlier_files(od->path), *it;
-    cJSON_ArrayForEach(it, old)
-    {
-        int again = 0;
-        for (int i = 0; cJSON_IsString(it) && i < n_files && !again; i++)
-            again = !strcmp(files[i], it->valuestring);
-        if (cJSON_IsString(it) && !again && own_name(it->valuestring)) {
-            char *p = cli_path_join(od->path, it->valuestring);
-            if (p)
-                unlink(p);
-            free(p);
-        }
-    }
-    cJSON_Delete(old);
+    cli_outdir_prune(od->path, files, n_files);
     mkdir(heads, 0777); /* may exist */
     int rc = EXIT_OK;
     for (int i = 0; i < n_files && rc == EXIT_OK; i++) { /* report.json is last */

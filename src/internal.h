@@ -71,10 +71,17 @@ typedef struct hs_out {
 hs_status hs_out_open(const char *path, hs_out *o, hs_error *err);
 hs_status hs_out_close(hs_out *o, int commit, hs_error *err);
 /* Resuming: o again on an existing temporary file tmp (no link followed; a regular file of
- * at least len bytes) cut to len bytes, positioned at its end, to be renamed to path by
+ * this user's with one name, of at least len bytes) cut to len bytes, positioned at its end, to be renamed to path by
  * hs_out_close. hs_out_keep closes o and leaves its temporary file where it is. */
 hs_status hs_out_reopen(const char *path, const char *tmp, long len, hs_out *o, hs_error *err);
 void hs_out_keep(hs_out *o);
+/* Resuming without writing to the earlier file: o on a new temporary file (hs_out_open)
+ * holding the first len bytes of tmp, positioned at their end. tmp must be a regular file
+ * of this user with one name (a hard link planted there is refused, HS_E_INPUT) and at
+ * least len bytes; it is read, never written, and stays. *lines: the newlines in those
+ * bytes, or -1 when they do not end with one (a cut line). */
+hs_status hs_out_resume(const char *path, const char *tmp, long len, hs_out *o, long *lines,
+                        hs_error *err);
 
 /* splitmix64 and a uniform draw in [0, m), m >= 1, without modulo bias (src/core/random.c):
  * the seeded streams of the induction probe and corpus sampling. */

@@ -183,7 +183,7 @@ Test(text_escape, library_messages_are_escaped)
     cr_expect_str_eq(err.msg, "model_type 'x\\n\\x1b[2J' is not supported");
 }
 
-/* ---- resumable output files (hs_out_reopen, hs_out_keep) -------------------------------- */
+/* ---- resumable output files (hs_out_reopen, hs_out_resume, hs_out_keep) ------------------- */
 
 Test(tmpfile, kept_file_is_reopened_cut_to_its_length_and_committed)
 {
@@ -217,4 +217,66 @@ Test(tmpfile, kept_file_is_reopened_cut_to_its_length_and_committed)
     unlink(tmp);
     unlink(path);
     rmdir(dir);
+}
+
+/* file's bytes as a string (tu_slurp), its length checked */
+static void file_is(const char *path, const char *want)
+{
+    size_t n;
+    char *got = tu_slurp(path, &n);
+    cr_assert_eq(n, strlen(want), "%s: %zu bytes", path, n);
+    cr_assert_str_eq(got, want, "%s", path);
+    free(got);
+}
+
+Test(tmpfile, resume_copies_the_prefix_into_a_new_file_and_counts_its_lines)
+{
+    char dir[64], path[128], tmp[160];
+    tu_mkdtemp(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/texts.jsonl", dir);
+    hs_out o;
+    hs_error err = {{0}};
+    long lines = 99;
+    cr_assert_eq(hs_out_open(path, &o, &err), HS_OK, "%s", err.msg);
+    snprintf(tmp, sizeof tmp, "%s", o.tmp);
+    fputs("line 1\nline 2\npartial", o.f); /* 21 bytes, the checkpoint at 14 */
+    hs_out_keep(&o);
+    cr_assert_eq(hs_out_resume(path, tmp, 99, &o, &lines, &err), HS_E_INPUT, "longer than the file");
+    cr_assert(strstr(err.msg, "at least 99 bytes"), "%s", err.msg);
+    cr_assert_eq(hs_out_resume(path, tmp, 17, &o, &lines, &err), HS_OK, "%s", err.msg);
+    cr_assert_eq(lines, -1, "17 bytes end inside 'partial'");
+    hs_out_close(&o, 0, NULL);
+    cr_assert_eq(hs_out_resume(path, tmp, 14, &o, &lines, &err), HS_OK, "%s", err.msg);
+    cr_assert_eq(lines, 2);
+    cr_assert_str_neq(o.tmp, tmp, "a new temporary file");
+    fputs("line 3\n", o.f);
+    cr_assert_eq(hs_out_close(&o, 1, &err), HS_OK, "%s", err.msg);
+    file_is(path, "line 1\nline 2\nline 3\n");
+    file_is(tmp, "line 1\nline 2\npartial"); /* the old file is only read */
+    cr_assert_eq(hs_out_resume(path, tmp, 0, &o, &lines, &err), HS_OK, "%s", err.msg);
+    cr_assert_eq(lines, 0);
+    hs_out_close(&o, 0, NULL);
+    tu_rm_rf(dir);
+}
+
+Test(tmpfile, resume_and_reopen_refuse_a_hard_link_to_another_file)
+{
+    char dir[64], path[128], tmp[160], victim[160];
+    const char *theirs = "someone else's\nfile\n";
+    tu_mkdtemp(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/texts.jsonl", dir);
+    snprintf(tmp, sizeof tmp, "%s/texts.jsonl.tmp-Ab12Cd", dir);
+    snprintf(victim, sizeof victim, "%s/victim", dir);
+    tu_write_file(victim, theirs, strlen(theirs));
+    cr_assert_eq(link(victim, tmp), 0);
+    hs_out o;
+    hs_error err = {{0}};
+    long lines;
+    cr_assert_eq(hs_out_resume(path, tmp, 5, &o, &lines, &err), HS_E_INPUT);
+    cr_assert(strstr(err.msg, "has 2 names (a hard link"), "%s", err.msg);
+    cr_assert_eq(hs_out_reopen(path, tmp, 5, &o, &err), HS_E_IO, "reopen would cut it to 5 bytes");
+    cr_assert(strstr(err.msg, "one link"), "%s", err.msg);
+    file_is(victim, theirs); /* the other file is unchanged */
+    cr_assert_neq(access(path, F_OK), 0);
+    tu_rm_rf(dir);
 }

@@ -21,6 +21,13 @@ static mode_t current_umask(void)
     return m;
 }
 
+/* A regular file of this user with one name: nothing written through it reaches a file
+ * elsewhere (a hard link planted in the output folder has two). */
+static int own_single_file(const struct stat *sb)
+{
+    return S_ISREG(sb->st_mode) && sb->st_nlink == 1 && sb->st_uid == geteuid();
+}
+
 hs_status hs_out_open(const char *path, hs_out *o, hs_error *err)
 {
     memset(o, 0, sizeof *o);
@@ -86,11 +93,11 @@ hs_status hs_out_reopen(const char *path, const char *tmp, long len, hs_out *o, 
     int fd = open(tmp, O_RDWR | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0)
         return hs_fail(err, HS_E_IO, "cannot reopen '%s': %s", tmp, strerror(errno));
-    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || len < 0 || sb.st_size < (off_t)len ||
+    if (fstat(fd, &sb) != 0 || !own_single_file(&sb) || len < 0 || sb.st_size < (off_t)len ||
         ftruncate(fd, (off_t)len) != 0 || lseek(fd, 0, SEEK_END) != (off_t)len) {
         close(fd);
-        return hs_fail(err, HS_E_IO, "cannot reopen '%s': not a regular file of at least %ld bytes",
-                       tmp, len);
+        return hs_fail(err, HS_E_IO, "cannot reopen '%s': not a regular file of ours with one "
+                       "link and at least %ld bytes", tmp, len);
     }
     o->tmp = strdup(tmp);
     o->path = strdup(path);
@@ -111,4 +118,63 @@ void hs_out_keep(hs_out *o)
     free(o->tmp);
     free(o->path);
     memset(o, 0, sizeof *o);
+}
+
+/* Copies len bytes of fd (from its start) to out, counting the newlines into *lines and
+ * keeping the last byte in *last. Returns 0, or -1 (errno set; EINVAL: fd has fewer). */
+static int copy_prefix(int fd, long len, FILE *out, long *lines, int *last)
+{
+    char buf[1 << 16];
+    long left = len;
+    while (left > 0) {
+        ssize_t got = read(fd, buf, left < (long)sizeof buf ? (size_t)left : sizeof buf);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got <= 0) {
+            if (got == 0)
+                errno = EINVAL;
+            return -1;
+        }
+        for (ssize_t i = 0; i < got; i++)
+            *lines += buf[i] == '\n';
+        *last = (unsigned char)buf[got - 1];
+        if (fwrite(buf, 1, (size_t)got, out) != (size_t)got)
+            return -1;
+        left -= got;
+    }
+    return 0;
+}
+
+hs_status hs_out_resume(const char *path, const char *tmp, long len, hs_out *o, long *lines,
+                        hs_error *err)
+{
+    struct stat sb = {0};
+    *lines = 0;
+    memset(o, 0, sizeof *o);
+    int fd = open(tmp, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return hs_fail(err, HS_E_IO, "cannot open '%s': %s", tmp, strerror(errno));
+    if (fstat(fd, &sb) != 0 || !own_single_file(&sb) || len < 0 || sb.st_size < (off_t)len) {
+        int links = (int)sb.st_nlink;
+        close(fd);
+        if (S_ISREG(sb.st_mode) && links > 1)
+            return hs_fail(err, HS_E_INPUT, "'%s' has %d names (a hard link to another file?)",
+                           tmp, links);
+        return hs_fail(err, HS_E_INPUT, "'%s' is not a regular file of ours of at least %ld bytes",
+                       tmp, len);
+    }
+    hs_status st = hs_out_open(path, o, err);
+    if (st != HS_OK) {
+        close(fd);
+        return st;
+    }
+    int last = '\n';
+    if (copy_prefix(fd, len, o->f, lines, &last) != 0) {
+        st = hs_fail(err, HS_E_IO, "cannot copy '%s': %s", tmp, strerror(errno));
+        hs_out_close(o, 0, NULL);
+    } else if (last != '\n') {
+        *lines = -1;
+    }
+    close(fd);
+    return st;
 }
