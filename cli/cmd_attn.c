@@ -35,8 +35,9 @@ static int stream_layer(void *user, int layer, const float *probs, int n_head, i
             ns->warned = 1;
         }
     if (ns->word) {
-        if (hs_wordmap_compute(probs, n_head, n, ns->causal, ns->word, ns->n_words, ns->wmaps,
-                               &ns->err) != HS_OK)
+        /* the layer's visibility: the model's causal flag, until the model says per layer */
+        if (hs_wordmap_compute(probs, n_head, n, hs_vis_from_causal(ns->causal), ns->word,
+                               ns->n_words, ns->wmaps, &ns->err) != HS_OK)
             return ns->failed = 1;
         probs = ns->wmaps;
         count = (size_t)n_head * (size_t)ns->n_words * (size_t)ns->n_words;

@@ -335,8 +335,8 @@ static void buf_head(buf *b, const plan *p, int k, const float *map, int n, unsi
         for (int j = 0, nj = p->causal ? i + 1 : n; j < nj; j++)
             q[c++] = quantise(map[(size_t)i * (size_t)n + (size_t)j]);
     buf_record(b, "hs-map", k, q, c);
-    if (p->word && wmap && hs_wordmap_compute(map, 1, n, p->causal, p->word, p->n_words, wmap,
-                                              NULL) == HS_OK) {
+    if (p->word && wmap && hs_wordmap_compute(map, 1, n, hs_vis_from_causal(p->causal), p->word,
+                                              p->n_words, wmap, NULL) == HS_OK) {
         int w = p->n_words;
         c = 0;
         for (int u = 0; u < w; u++) /* causal: no word attends to a later word */

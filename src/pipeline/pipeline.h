@@ -7,8 +7,18 @@
 
 #include <stdint.h>
 
+#include "headscope/model.h"
 #include "headscope/report.h"
 #include "headscope/tokenizer.h"
+#include "headscope/visibility.h"
+
+/* The keys the queries of layer `layer` see, for every analysis of that layer's maps: from
+ * the model's causal flag for now; the model's own per-layer visibility once it has one. */
+static inline hs_visibility hs_pipeline_visibility(const hs_model_config *c, int layer)
+{
+    (void)layer;
+    return hs_vis_from_causal(c->causal);
+}
 
 /* Seconds on the monotonic clock. */
 double hs_pipeline_now(void);
