@@ -126,7 +126,8 @@ static void buf_base64(buf *b, const unsigned char *v, size_t count)
  * full maps fit the budget. */
 typedef struct plan {
     int corpus;          /* a corpus report: no maps, the per-text list */
-    int causal;          /* store lower triangles */
+    int causal;          /* store lower triangles (causal and sliding-window maps; a prefix
+                            LM's report says causal: false and its maps are stored whole) */
     int maps;            /* maps were given (thumbnails for every head) */
     int n_full;          /* heads with full maps */
     unsigned char *full; /* (n_maps) 1 = full map embedded */
