@@ -122,6 +122,15 @@ static void unload(vcase *c, int count, cJSON *root)
     cJSON_Delete(root);
 }
 
+static vcase cases[8];
+static int n_cases;
+static cJSON *cases_root;
+
+static void cases_load(void) { n_cases = load(cases, 8, &cases_root); }
+static void cases_free(void) { unload(cases, n_cases, cases_root); }
+
+TestSuite(visibility, .init = cases_load, .fini = cases_free);
+
 /* got against the reference value v (null: NaN). */
 static void check(double got, const cJSON *v, const char *cname, int k, const char *what)
 {
@@ -152,12 +161,9 @@ static const cJSON *head_item(const vcase *c, int k, const char *group, const ch
 
 Test(visibility, entropy_and_detectors_match_the_reference)
 {
-    vcase c[8];
-    cJSON *root;
-    int count = load(c, 8, &root);
-    cr_assert_geq(count, 4);
-    for (int t = 0; t < count; t++) {
-        const vcase *v = &c[t];
+    cr_assert_geq(n_cases, 4);
+    for (int t = 0; t < n_cases; t++) {
+        const vcase *v = &cases[t];
         size_t per = (size_t)v->H * (size_t)v->n * (size_t)v->n;
         hs_detect_seq seq = {v->ids, 5, 6, v->type_ids, v->punct};
         for (int l = 0; l < v->L; l++) { /* one layer at a time, as the pipeline does */
@@ -205,16 +211,12 @@ Test(visibility, entropy_and_detectors_match_the_reference)
             }
         }
     }
-    unload(c, count, root);
 }
 
 Test(visibility, word_maps_match_the_reference)
 {
-    vcase c[8];
-    cJSON *root;
-    int count = load(c, 8, &root);
-    for (int t = 0; t < count; t++) {
-        const vcase *v = &c[t];
+    for (int t = 0; t < n_cases; t++) {
+        const vcase *v = &cases[t];
         size_t ww = (size_t)v->n_words * (size_t)v->n_words, nn = (size_t)v->n * (size_t)v->n;
         float *out = malloc(ww * sizeof *out);
         double *got = malloc(ww * sizeof *got);
@@ -235,16 +237,12 @@ Test(visibility, word_maps_match_the_reference)
         free(got);
         free(out);
     }
-    unload(c, count, root);
 }
 
 Test(visibility, similarity_diversity_rollout_and_flow_match_the_reference)
 {
-    vcase c[8];
-    cJSON *root;
-    int count = load(c, 8, &root);
-    for (int t = 0; t < count; t++) {
-        const vcase *v = &c[t];
+    for (int t = 0; t < n_cases; t++) {
+        const vcase *v = &cases[t];
         int N = v->L * v->H, n = v->n;
         hs_visibility each[64];
         cr_assert_leq(N, 64);
@@ -276,7 +274,6 @@ Test(visibility, similarity_diversity_rollout_and_flow_match_the_reference)
         free(roll);
         free(flow);
     }
-    unload(c, count, root);
 }
 
 /* ---- hand-worked cases ------------------------------------------------------------- */
@@ -378,10 +375,7 @@ Test(visibility, rollout_of_a_window_of_one_is_the_identity)
  * the whole text as bidirectional: the same bits. */
 Test(visibility, degenerate_windows_and_prefixes_give_the_same_bits)
 {
-    vcase c[8];
-    cJSON *root;
-    int count = load(c, 8, &root);
-    const vcase *v = &c[0];
+    const vcase *v = &cases[0];
     int N = v->L * v->H, n = v->n;
     hs_entropy a[64], b[64];
     cr_assert_leq(N, 64);
@@ -398,7 +392,6 @@ Test(visibility, degenerate_windows_and_prefixes_give_the_same_bits)
                           a[k].rows == b[k].rows,
                       "case %d head %d", s, k);
     }
-    unload(c, count, root);
 }
 
 Test(visibility, bad_visibilities_are_refused_by_name)
