@@ -125,7 +125,8 @@ static void js_block(pw *w, int r0, int rows, double *out)
                 size_t off = (size_t)i * (size_t)n;
                 const float *p = w->blk + (size_t)a * (size_t)rows * (size_t)n + off;
                 const float *q = w->blk + (size_t)b * (size_t)rows * (size_t)n + off;
-                int r = r0 + i, alo = hs_vis_lo(w->vis[a], r), ahi = hs_vis_hi(w->vis[a], r, n);
+                int r = r0 + i;
+                int alo = hs_vis_lo(w->vis[a], r), ahi = hs_vis_hi(w->vis[a], r, n);
                 int blo = hs_vis_lo(w->vis[b], r), bhi = hs_vis_hi(w->vis[b], r, n);
                 double mlogm = 0;
                 for (int j = alo < blo ? alo : blo, hi = ahi > bhi ? ahi : bhi; j < hi; j++) {

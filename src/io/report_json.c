@@ -391,22 +391,6 @@ void hs_report_add_header(cJSON *r, const hs_analysis *a)
     hs_report_add_generator(r, (const char *const *)a->command_line, a->command_line_argc);
     cJSON_AddItemToObject(r, "model", hs_report_model_json(a));
 }
-/* The map entries the similarity compares: "all" when every analysed layer is bidirectional,
- * "lower_triangle" when every one is causal, else "visible" (the cells both heads see). */
-static const char *similarity_entries(const hs_analysis *a)
-{
-    const hs_model_config *c = hs_model_config_of(a->model);
-    int bidir = 0, causal = 0, other = 0;
-    for (int k = 0; k < a->n_heads; k++) {
-        hs_visibility v = hs_pipeline_visibility(c, a->head_index[k] / c->n_head);
-        bidir |= v.kind == HS_VIS_BIDIRECTIONAL;
-        causal |= v.kind == HS_VIS_CAUSAL;
-        other |= v.kind != HS_VIS_BIDIRECTIONAL && v.kind != HS_VIS_CAUSAL;
-    }
-    return other || (bidir && causal) ? "visible" : causal ? "lower_triangle" : "all";
-}
-
-
 /* The report's tree, its large arrays in big (NULL: left out, HS_REPORT_LEAN). */
 static cJSON *report_tree(const hs_analysis *a, const char *const *files, int n_files,
                           hs_json_big *big)
@@ -508,7 +492,7 @@ static cJSON *report_tree(const hs_analysis *a, const char *const *files, int n_
 
     cJSON *sim = cJSON_AddObjectToObject(r, "similarity");
     cJSON_AddStringToObject(sim, "method", o->similarity == HS_SIM_JS ? "jensen_shannon" : "pearson");
-    cJSON_AddStringToObject(sim, "entries", similarity_entries(a));
+    cJSON_AddStringToObject(sim, "entries", hs_pipeline_similarity_entries(a));
     cJSON_AddItemToObject(sim, "matrix", hs_json_matrix(a->similarity, a->n_heads, a->n_heads));
 
     hs_report_add_clusters(r, a->linkage, a->labels, a->n_heads, a->n_clusters, o->similarity,
