@@ -18,7 +18,8 @@ typedef struct npy_sink {
     int warned; /* --allow-nonfinite: the first non-finite map was named */
     /* --word-level: each layer's maps merged into words before they are written */
     int32_t *word;       /* (n) */
-    int n_words, causal;
+    int n_words;
+    const hs_model_config *cfg; /* the layers' visibility */
     float *wmaps;        /* (n_head, n_words, n_words) */
 } npy_sink;
 
@@ -35,8 +36,9 @@ static int stream_layer(void *user, int layer, const float *probs, int n_head, i
             ns->warned = 1;
         }
     if (ns->word) {
-        if (hs_wordmap_compute(probs, n_head, n, ns->causal, ns->word, ns->n_words, ns->wmaps,
-                               &ns->err) != HS_OK)
+        /* the layer's visibility: the model's causal flag, until the model says per layer */
+        if (hs_wordmap_compute(probs, n_head, n, hs_vis_from_causal(ns->cfg->causal), ns->word,
+                               ns->n_words, ns->wmaps, &ns->err) != HS_OK)
             return ns->failed = 1;
         probs = ns->wmaps;
         count = (size_t)n_head * (size_t)ns->n_words * (size_t)ns->n_words;
@@ -62,7 +64,7 @@ static int word_index(const hs_model *m, const hs_encoding *enc, npy_sink *ns)
         ns->n_words = hs_word_ids((const char *const *)enc->tokens, (const char *const *)disp,
                                   enc->ids, n, c->arch->tokenizer == HS_TOK_WORDPIECE, tok,
                                   word);
-        ns->causal = c->causal;
+        ns->cfg = c;
         ns->wmaps = malloc((size_t)c->n_head * (size_t)ns->n_words * (size_t)ns->n_words *
                            sizeof *ns->wmaps);
     }

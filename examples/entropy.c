@@ -25,7 +25,7 @@ int main(int argc, char **argv)
     o.user = t;
     if (hs_forward(m, enc.ids, enc.type_ids, n, &o, NULL, &err) != HS_OK) goto done;
     const float *map = t->attn + (size_t)(layer * c->n_head + head) * n * n; /* (n, n) */
-    if (hs_entropy_compute(map, 1, n, c->causal, NULL, &e, &err) != HS_OK) goto done;
+    if (hs_entropy_compute(map, 1, n, hs_vis_from_causal(c->causal), NULL, &e, &err) != HS_OK) goto done;
     printf("headscope %s: head %d.%d, %d tokens: entropy %.4f nats\n", hs_version(), layer, head, n, e.nats);
     rc = 0;
 done:

@@ -16,8 +16,8 @@ import sys
 CONTEXT = {
     "activations.h": "hs_error err = {{0}}; const hs_model *model = NULL; "
                      "const int32_t *ids = NULL; int n = 1;",
-    "analysis.h": "hs_error err = {{0}}; hs_trace *t = NULL; int L = 2, H = 2, n = 4, "
-                  "causal = 1; const int32_t *ids = NULL; int labels[144]; int n_clusters = 0;",
+    "analysis.h": "hs_error err = {{0}}; hs_trace *t = NULL; int L = 2, H = 2, n = 4; "
+                  "const int32_t *ids = NULL; int labels[144]; int n_clusters = 0;",
     "composition.h": "hs_error err = {{0}}; const hs_model *model = NULL;",
     "corpus.h": "hs_error err = {{0}}; double x = 0;",
     "forward.h": "hs_error err = {{0}}; const hs_model *model = NULL; const int32_t *ids = NULL; "

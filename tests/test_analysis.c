@@ -33,7 +33,7 @@ Test(entropy, uniform_causal_rows_have_entropy_log_of_key_count)
      * norm: rows 1, 2 only: (ln2/ln2 + ln3/ln3) / 2 = 1
      * rowmax = (1 + 1/2 + 1/3) / 3 = 11/18 */
     hs_entropy e;
-    cr_assert_eq(hs_entropy_compute(UNIFORM3, 1, 3, 1, NULL, &e, NULL), HS_OK);
+    cr_assert_eq(hs_entropy_compute(UNIFORM3, 1, 3, hs_vis_causal(), NULL, &e, NULL), HS_OK);
     near(e.nats, log(6.0) / 3, 1e-7, "nats");
     near(e.bits, log(6.0) / log(2.0) / 3, 1e-7, "bits");
     near(e.norm, 1.0, 1e-7, "norm");
@@ -50,7 +50,7 @@ Test(entropy, causal_flag_ignores_entries_above_the_diagonal)
     m[2] = 0.5f;
     m[5] = 0.75f;
     hs_entropy e;
-    cr_assert_eq(hs_entropy_compute(m, 1, 3, 1, NULL, &e, NULL), HS_OK);
+    cr_assert_eq(hs_entropy_compute(m, 1, 3, hs_vis_causal(), NULL, &e, NULL), HS_OK);
     near(e.nats, log(6.0) / 3, 1e-7, "nats");
 }
 
@@ -60,7 +60,7 @@ Test(entropy, one_hot_rows_have_zero_entropy_and_full_confidence)
      * norm = 0 / ln 2 = 0; rowmax = 1. */
     const float m[4] = {0, 1, 1, 0};
     hs_entropy e;
-    cr_assert_eq(hs_entropy_compute(m, 1, 2, 0, NULL, &e, NULL), HS_OK);
+    cr_assert_eq(hs_entropy_compute(m, 1, 2, hs_vis_bidirectional(), NULL, &e, NULL), HS_OK);
     cr_assert_eq(e.nats, 0.0);
     cr_assert_eq(e.bits, 0.0);
     cr_assert_eq(e.norm, 0.0);
@@ -72,7 +72,7 @@ Test(entropy, single_token_has_no_normalised_entropy)
     /* n = 1: one row with one key; H = 0, no row has > 1 key -> norm NaN. */
     const float m[1] = {1.0f};
     hs_entropy e;
-    cr_assert_eq(hs_entropy_compute(m, 1, 1, 1, NULL, &e, NULL), HS_OK);
+    cr_assert_eq(hs_entropy_compute(m, 1, 1, hs_vis_causal(), NULL, &e, NULL), HS_OK);
     cr_assert_eq(e.nats, 0.0);
     cr_assert(isnan(e.norm));
 }
@@ -96,7 +96,7 @@ Test(entropy, excluding_sinks_renormalises_rows_over_other_keys)
     unsigned char sink[4];
     cr_assert_eq(hs_sinks_mark(BERT4_IDS, 4, 101, 102, sink, NULL), HS_OK);
     hs_entropy e;
-    cr_assert_eq(hs_entropy_compute(BERT4, 1, 4, 0, sink, &e, NULL), HS_OK);
+    cr_assert_eq(hs_entropy_compute(BERT4, 1, 4, hs_vis_bidirectional(), sink, &e, NULL), HS_OK);
     cr_assert_eq(e.rows, 2);
     near(e.nats, 0.6277411625893768, 1e-7, "nats");
     near(e.norm, 0.9056390622295664, 1e-7, "norm");
@@ -109,25 +109,25 @@ Test(entropy, rejects_nan_and_negative_entries_naming_the_cell)
     m[6] = NAN;
     hs_entropy e[2];
     hs_error err = {{0}};
-    cr_assert_eq(hs_entropy_compute(m, 2, 2, 0, NULL, e, &err), HS_E_VALUE);
+    cr_assert_eq(hs_entropy_compute(m, 2, 2, hs_vis_bidirectional(), NULL, e, &err), HS_E_VALUE);
     cr_assert_str_eq(err.msg, "entropy: maps: entry (map 1, row 1, col 0) is nan, expected a "
                               "finite probability >= 0");
     m[6] = -0.25f;
-    cr_assert_eq(hs_entropy_compute(m, 2, 2, 0, NULL, e, &err), HS_E_VALUE);
+    cr_assert_eq(hs_entropy_compute(m, 2, 2, hs_vis_bidirectional(), NULL, e, &err), HS_E_VALUE);
     cr_assert(strstr(err.msg, "(map 1, row 1, col 0) is -0.25"), "%s", err.msg);
     m[6] = INFINITY;
-    cr_assert_eq(hs_entropy_compute(m, 2, 2, 0, NULL, e, &err), HS_E_VALUE);
+    cr_assert_eq(hs_entropy_compute(m, 2, 2, hs_vis_bidirectional(), NULL, e, &err), HS_E_VALUE);
 }
 
 Test(entropy, rejects_bad_sizes)
 {
     hs_entropy e;
     hs_error err = {{0}};
-    cr_assert_eq(hs_entropy_compute(UNIFORM3, 1, 0, 1, NULL, &e, &err), HS_E_ARG);
+    cr_assert_eq(hs_entropy_compute(UNIFORM3, 1, 0, hs_vis_causal(), NULL, &e, &err), HS_E_ARG);
     cr_assert_str_eq(err.msg, "entropy: maps: n is 0, expected >= 1");
-    cr_assert_eq(hs_entropy_compute(UNIFORM3, 0, 3, 1, NULL, &e, &err), HS_E_ARG);
-    cr_assert_eq(hs_entropy_compute(NULL, 1, 3, 1, NULL, &e, &err), HS_E_ARG);
-    cr_assert_eq(hs_entropy_compute(UNIFORM3, 1, 3, 1, NULL, NULL, &err), HS_E_ARG);
+    cr_assert_eq(hs_entropy_compute(UNIFORM3, 0, 3, hs_vis_causal(), NULL, &e, &err), HS_E_ARG);
+    cr_assert_eq(hs_entropy_compute(NULL, 1, 3, hs_vis_causal(), NULL, &e, &err), HS_E_ARG);
+    cr_assert_eq(hs_entropy_compute(UNIFORM3, 1, 3, hs_vis_causal(), NULL, NULL, &err), HS_E_ARG);
 }
 
 /* ---- sinks ------------------------------------------------------------------------ */
@@ -157,7 +157,8 @@ Test(detect, uniform_causal_map_scores)
      * sep: no sep id -> NaN */
     const int32_t ids[3] = {5, 6, 5};
     hs_detect d;
-    cr_assert_eq(hs_detect_compute(UNIFORM3, 1, 3, 1, seq_of(ids, -1), NULL, &d, NULL), HS_OK);
+    cr_assert_eq(hs_detect_compute(UNIFORM3, 1, 3, hs_vis_causal(), seq_of(ids, -1), NULL, &d,
+                                   NULL), HS_OK);
     near(d.prev_token, 5.0 / 12, 1e-7, "prev");
     near(d.self, 11.0 / 18, 1e-7, "self");
     near(d.first_token, 11.0 / 18, 1e-7, "first");
@@ -181,7 +182,8 @@ Test(detect, one_hot_previous_token_head)
     };
     const int32_t ids[4] = {1, 2, 3, 4};
     hs_detect d;
-    cr_assert_eq(hs_detect_compute(m, 1, 4, 0, seq_of(ids, -1), NULL, &d, NULL), HS_OK);
+    cr_assert_eq(hs_detect_compute(m, 1, 4, hs_vis_bidirectional(), seq_of(ids, -1), NULL, &d,
+                                   NULL), HS_OK);
     cr_assert_eq(d.prev_token, 1.0);
     cr_assert_eq(d.self, 0.0);
     cr_assert_eq(d.first_token, 0.25);
@@ -206,7 +208,8 @@ Test(detect, perfect_induction_head_on_a_repeated_probe)
         m[i * 6 + (i - 2)] = 1;
     const int32_t ids[6] = {11, 12, 13, 11, 12, 13};
     hs_detect d;
-    cr_assert_eq(hs_detect_compute(m, 1, 6, 1, seq_of(ids, -1), NULL, &d, NULL), HS_OK);
+    cr_assert_eq(hs_detect_compute(m, 1, 6, hs_vis_causal(), seq_of(ids, -1), NULL, &d,
+                                   NULL), HS_OK);
     cr_assert_eq(d.induction, 1.0);
     cr_assert_eq(d.duplicate, 0.0);
     near(d.prev_token, 0.2, 1e-15, "prev");
@@ -222,20 +225,23 @@ Test(detect, sep_mass_and_sink_exclusion)
      *   self = (0.3/0.4 + 0.2/0.4) / 2 = 0.625; prev: row 1's key 0 is a sink (no cell),
      *   row 2: 0.2/0.4 = 0.5 -> 0.5; first and sep stay raw. */
     hs_detect d;
-    cr_assert_eq(hs_detect_compute(BERT4, 1, 4, 0, seq_of(BERT4_IDS, 102), NULL, &d, NULL), HS_OK);
+    cr_assert_eq(hs_detect_compute(BERT4, 1, 4, hs_vis_bidirectional(), seq_of(BERT4_IDS, 102),
+                                   NULL, &d, NULL), HS_OK);
     near(d.sep, 0.2625, 1e-7, "sep");
     near(d.first_token, 0.3625, 1e-7, "first");
     near(d.self, 0.3625, 1e-7, "self");
     near(d.prev_token, 0.85 / 3, 1e-7, "prev");
     unsigned char sink[4];
     cr_assert_eq(hs_sinks_mark(BERT4_IDS, 4, 101, 102, sink, NULL), HS_OK);
-    cr_assert_eq(hs_detect_compute(BERT4, 1, 4, 0, seq_of(BERT4_IDS, 102), sink, &d, NULL), HS_OK);
+    cr_assert_eq(hs_detect_compute(BERT4, 1, 4, hs_vis_bidirectional(), seq_of(BERT4_IDS, 102),
+                                   sink, &d, NULL), HS_OK);
     near(d.self, 0.625, 1e-7, "self, no sinks");
     near(d.prev_token, 0.5, 1e-7, "prev, no sinks");
     near(d.sep, 0.2625, 1e-7, "sep, no sinks");
     near(d.first_token, 0.3625, 1e-7, "first, no sinks");
     /* sep id absent from the text: no row has a [SEP] cell */
-    cr_assert_eq(hs_detect_compute(BERT4, 1, 4, 0, seq_of(BERT4_IDS, 999), NULL, &d, NULL), HS_OK);
+    cr_assert_eq(hs_detect_compute(BERT4, 1, 4, hs_vis_bidirectional(), seq_of(BERT4_IDS, 999),
+                                   NULL, &d, NULL), HS_OK);
     cr_assert(isnan(d.sep));
 }
 
@@ -252,7 +258,7 @@ Test(detect, bert_next_cls_punctuation_and_other_segment_on_all_attention)
      *   -> 1.3 / 4 = 0.325; no sink positions given -> sink NaN */
     hs_detect_seq q = {BERT4_IDS, 101, 102, BERT4_TYPES, BERT4_PUNCT};
     hs_detect d;
-    cr_assert_eq(hs_detect_compute(BERT4, 1, 4, 0, &q, NULL, &d, NULL), HS_OK);
+    cr_assert_eq(hs_detect_compute(BERT4, 1, 4, hs_vis_bidirectional(), &q, NULL, &d, NULL), HS_OK);
     near(d.next_token, 0.7 / 3, 1e-7, "next");
     near(d.cls, 0.3625, 1e-7, "cls");
     near(d.punct, 0.1625, 1e-7, "punct");
@@ -271,7 +277,7 @@ Test(detect, bert_without_sinks_rows_renormalise_and_sink_mass_stays_raw)
     unsigned char sink[4];
     cr_assert_eq(hs_sinks_mark(BERT4_IDS, 4, 101, 102, sink, NULL), HS_OK);
     hs_detect d;
-    cr_assert_eq(hs_detect_compute(BERT4, 1, 4, 0, &q, sink, &d, NULL), HS_OK);
+    cr_assert_eq(hs_detect_compute(BERT4, 1, 4, hs_vis_bidirectional(), &q, sink, &d, NULL), HS_OK);
     near(d.sink, 0.625, 1e-7, "sink");
     near(d.next_token, 0.25, 1e-7, "next");
     near(d.punct, 0.375, 1e-7, "punct");
@@ -279,7 +285,8 @@ Test(detect, bert_without_sinks_rows_renormalise_and_sink_mass_stays_raw)
     near(d.cls, 0.3625, 1e-7, "cls");
     /* punctuation configured as a sink: its cells are gone, so no row has one */
     unsigned char sink2[4] = {1, 0, 1, 1};
-    cr_assert_eq(hs_detect_compute(BERT4, 1, 4, 0, &q, sink2, &d, NULL), HS_OK);
+    cr_assert_eq(hs_detect_compute(BERT4, 1, 4, hs_vis_bidirectional(), &q, sink2, &d,
+                                   NULL), HS_OK);
     cr_assert(isnan(d.punct));
     near(d.sink, (0.9 + 0.7 + 0.8 + 0.75) / 4, 1e-7, "sink with punctuation");
 }
@@ -288,7 +295,8 @@ Test(detect, rejects_null_ids)
 {
     hs_detect d;
     hs_error err = {{0}};
-    cr_assert_eq(hs_detect_compute(UNIFORM3, 1, 3, 1, seq_of(NULL, -1), NULL, &d, &err), HS_E_ARG);
+    cr_assert_eq(hs_detect_compute(UNIFORM3, 1, 3, hs_vis_causal(), seq_of(NULL, -1), NULL, &d,
+                                   &err), HS_E_ARG);
     cr_assert_str_eq(err.msg, "detect: NULL ids");
 }
 
@@ -352,7 +360,7 @@ Test(diversity, hand_worked_frobenius_distances)
     /* ||I - S||_F = sqrt(4) = 2; ||I - U|| = ||S - U|| = sqrt(4 * 0.25) = 1.
      * One layer of 3 heads: (1/9) * 2 * (2 + 1 + 1) = 8/9. */
     double layer[1], pw[9];
-    cr_assert_eq(hs_diversity_compute(HEADS3, 1, 3, 2, layer, pw, NULL), HS_OK);
+    cr_assert_eq(hs_diversity_compute(HEADS3, 1, 3, 2, TU_BIDIR, 1, layer, pw, NULL), HS_OK);
     near(pw[0 * 3 + 1], 2.0, TOL, "d(I,S)");
     near(pw[0 * 3 + 2], 1.0, TOL, "d(I,U)");
     near(pw[2 * 3 + 1], 1.0, TOL, "d(U,S)");
@@ -361,11 +369,11 @@ Test(diversity, hand_worked_frobenius_distances)
     near(layer[0], 8.0 / 9, TOL, "layer");
     /* without the pairwise matrix, same layer value */
     double layer2[1];
-    cr_assert_eq(hs_diversity_compute(HEADS3, 1, 3, 2, layer2, NULL, NULL), HS_OK);
+    cr_assert_eq(hs_diversity_compute(HEADS3, 1, 3, 2, TU_BIDIR, 1, layer2, NULL, NULL), HS_OK);
     near(layer2[0], 8.0 / 9, TOL, "layer, no matrix");
     /* as 3 layers of one head each: every layer diversity is 0 */
     double layers[3];
-    cr_assert_eq(hs_diversity_compute(HEADS3, 3, 1, 2, layers, NULL, NULL), HS_OK);
+    cr_assert_eq(hs_diversity_compute(HEADS3, 3, 1, 2, TU_BIDIR, 1, layers, NULL, NULL), HS_OK);
     cr_assert(layers[0] == 0 && layers[1] == 0 && layers[2] == 0);
 }
 
@@ -382,7 +390,7 @@ Test(diversity, near_identical_heads_keep_full_precision)
     m[N * N + 5 * N + 1] += 1e-4f;
     double want = hypot((double)m[0] - m[N * N + 5 * N], (double)m[1] - m[N * N + 5 * N + 1]);
     double pw[4], layer[1];
-    cr_assert_eq(hs_diversity_compute(m, 1, 2, N, layer, pw, NULL), HS_OK);
+    cr_assert_eq(hs_diversity_compute(m, 1, 2, N, TU_BIDIR, 1, layer, pw, NULL), HS_OK);
     near(pw[1], want, 1e-15, "d");
     near(layer[0], want / 2, 1e-15, "layer");
     free(m);
@@ -393,7 +401,7 @@ Test(similarity, pearson_hand_worked)
     /* Over all 4 entries: I = (1,0,0,1), S = (0,1,1,0) = 1 - I -> r = -1.
      * U is constant (zero variance) -> r = 0 with the others, 1 with itself. */
     double r[9];
-    cr_assert_eq(hs_similarity_compute(HEADS3, 3, 2, 0, HS_SIM_PEARSON, r, NULL), HS_OK);
+    cr_assert_eq(hs_similarity_compute(HEADS3, 3, 2, TU_BIDIR, 1, HS_SIM_PEARSON, r, NULL), HS_OK);
     cr_assert_eq(r[0], 1.0);
     cr_assert_eq(r[4], 1.0);
     cr_assert_eq(r[8], 1.0);
@@ -413,7 +421,7 @@ Test(similarity, pearson_uses_only_the_lower_triangle_when_causal)
      *   = sqrt(4/7) = 0.7559289460184544 */
     const float m[8] = {1, 0.9f, 0.5f, 0.5f, 1, 0, 0.25f, 0.75f};
     double r[4];
-    cr_assert_eq(hs_similarity_compute(m, 2, 2, 1, HS_SIM_PEARSON, r, NULL), HS_OK);
+    cr_assert_eq(hs_similarity_compute(m, 2, 2, TU_CAUSAL, 1, HS_SIM_PEARSON, r, NULL), HS_OK);
     near(r[1], sqrt(4.0 / 7), TOL, "r");
 }
 
@@ -423,11 +431,11 @@ Test(similarity, identical_heads_correlate_fully)
     memcpy(m, UNIFORM3, sizeof UNIFORM3);
     memcpy(m + 9, UNIFORM3, sizeof UNIFORM3);
     double r[4], js[4], pw[4], layer[1];
-    cr_assert_eq(hs_similarity_compute(m, 2, 3, 1, HS_SIM_PEARSON, r, NULL), HS_OK);
+    cr_assert_eq(hs_similarity_compute(m, 2, 3, TU_CAUSAL, 1, HS_SIM_PEARSON, r, NULL), HS_OK);
     near(r[1], 1.0, TOL, "r");
-    cr_assert_eq(hs_similarity_compute(m, 2, 3, 1, HS_SIM_JS, js, NULL), HS_OK);
+    cr_assert_eq(hs_similarity_compute(m, 2, 3, TU_CAUSAL, 1, HS_SIM_JS, js, NULL), HS_OK);
     cr_assert_eq(js[1], 0.0);
-    cr_assert_eq(hs_diversity_compute(m, 1, 2, 3, layer, pw, NULL), HS_OK);
+    cr_assert_eq(hs_diversity_compute(m, 1, 2, 3, TU_BIDIR, 1, layer, pw, NULL), HS_OK);
     cr_assert_eq(pw[1], 0.0);
     cr_assert_eq(layer[0], 0.0);
 }
@@ -439,7 +447,7 @@ Test(similarity, jensen_shannon_hand_worked)
      *   KL(P||M) = ln(4/3); KL(Q||M) = 1/2 ln(2/3) + 1/2 ln 2 = 1/2 ln(4/3)
      *   JS = 1/2 ln(4/3) + 1/4 ln(4/3) = 3/4 ln(4/3) = 0.21576155433883568 (both rows) */
     double js[9];
-    cr_assert_eq(hs_similarity_compute(HEADS3, 3, 2, 0, HS_SIM_JS, js, NULL), HS_OK);
+    cr_assert_eq(hs_similarity_compute(HEADS3, 3, 2, TU_BIDIR, 1, HS_SIM_JS, js, NULL), HS_OK);
     near(js[1], log(2.0), TOL, "JS(I,S)");
     near(js[2], 0.75 * log(4.0 / 3), TOL, "JS(I,U)");
     near(js[5], 0.75 * log(4.0 / 3), TOL, "JS(S,U)");
@@ -502,8 +510,9 @@ Test(similarity, long_sequences_are_accumulated_in_chunks)
         for (size_t e = 0; e < (size_t)n * n; e++)
             m[3 * (size_t)n * n + e] = 0.5f * (m[e] + m[(size_t)n * n + e]);
         double r[16], pw[16];
-        cr_assert_eq(hs_similarity_compute(m, N, n, causal, HS_SIM_PEARSON, r, NULL), HS_OK);
-        cr_assert_eq(hs_diversity_compute(m, 1, N, n, NULL, pw, NULL), HS_OK);
+        cr_assert_eq(hs_similarity_compute(m, N, n, causal ? TU_CAUSAL : TU_BIDIR, 1,
+                                           HS_SIM_PEARSON, r, NULL), HS_OK);
+        cr_assert_eq(hs_diversity_compute(m, 1, N, n, TU_BIDIR, 1, NULL, pw, NULL), HS_OK);
         for (int a = 0; a < N; a++)
             for (int b = 0; b < a; b++) {
                 const float *x = m + (size_t)a * n * n, *y = m + (size_t)b * n * n;
@@ -539,7 +548,7 @@ Test(similarity, jensen_shannon_on_many_heads_matches_the_definition)
     enum { N = 40, n = 128 };
     float *m = random_maps(N, n, 0, 5);
     double *js = malloc((size_t)N * N * sizeof *js);
-    cr_assert_eq(hs_similarity_compute(m, N, n, 0, HS_SIM_JS, js, NULL), HS_OK);
+    cr_assert_eq(hs_similarity_compute(m, N, n, TU_BIDIR, 1, HS_SIM_JS, js, NULL), HS_OK);
     for (int a = 1; a < N; a++) {
         const int bs[2] = {0, a - 1};
         for (int t = 0; t < 2; t++) {
@@ -557,10 +566,11 @@ Test(similarity, jensen_shannon_on_many_heads_matches_the_definition)
 Test(similarity, rejects_missing_outputs)
 {
     hs_error err = {{0}};
-    cr_assert_eq(hs_diversity_compute(HEADS3, 1, 3, 2, NULL, NULL, &err), HS_E_ARG);
+    cr_assert_eq(hs_diversity_compute(HEADS3, 1, 3, 2, TU_BIDIR, 1, NULL, NULL, &err), HS_E_ARG);
     cr_assert_str_eq(err.msg, "diversity: no output requested");
-    cr_assert_eq(hs_diversity_compute(HEADS3, 0, 3, 2, NULL, NULL, &err), HS_E_ARG);
-    cr_assert_eq(hs_similarity_compute(HEADS3, 3, 2, 0, HS_SIM_PEARSON, NULL, &err), HS_E_ARG);
+    cr_assert_eq(hs_diversity_compute(HEADS3, 0, 3, 2, TU_BIDIR, 1, NULL, NULL, &err), HS_E_ARG);
+    cr_assert_eq(hs_similarity_compute(HEADS3, 3, 2, TU_BIDIR, 1, HS_SIM_PEARSON, NULL,
+                                       &err), HS_E_ARG);
     cr_assert_str_eq(err.msg, "similarity: NULL output");
 }
 
@@ -573,7 +583,8 @@ Test(similarity, distance_is_one_minus_r_or_the_divergence)
     cr_assert_eq(hs_similarity_distance(r, 2, HS_SIM_JS, d, NULL), HS_OK);
     cr_assert(d[0] == 0 && d[1] == 0.25);
     hs_error err = {{0}};
-    cr_assert_eq(hs_similarity_compute(HEADS3, 3, 2, 0, (hs_sim_method)7, d, &err), HS_E_ARG);
+    cr_assert_eq(hs_similarity_compute(HEADS3, 3, 2, TU_BIDIR, 1, (hs_sim_method)7, d,
+                                       &err), HS_E_ARG);
     cr_assert_str_eq(err.msg, "similarity: unknown method 7");
 }
 
@@ -682,7 +693,7 @@ Test(cluster, clusters_heads_by_correlation)
     memcpy(m, HEADS3, sizeof HEADS3);
     memcpy(m + 12, HEADS3, 4 * sizeof(float));
     double r[16], d[16];
-    cr_assert_eq(hs_similarity_compute(m, 4, 2, 0, HS_SIM_PEARSON, r, NULL), HS_OK);
+    cr_assert_eq(hs_similarity_compute(m, 4, 2, TU_BIDIR, 1, HS_SIM_PEARSON, r, NULL), HS_OK);
     cr_assert_eq(hs_similarity_distance(r, 4, HS_SIM_PEARSON, d, NULL), HS_OK);
     hs_linkage *lk = NULL;
     cr_assert_eq(hs_linkage_build(d, 4, &lk, NULL), HS_OK);
@@ -707,7 +718,7 @@ Test(wordmap, sums_keys_and_averages_queries)
     const float m[9] = {0.2f, 0.3f, 0.5f, 0.1f, 0.1f, 0.8f, 0.6f, 0.2f, 0.2f};
     const int32_t word[3] = {0, 0, 1};
     float out[4];
-    cr_assert_eq(hs_wordmap_compute(m, 1, 3, 0, word, 2, out, NULL), HS_OK);
+    cr_assert_eq(hs_wordmap_compute(m, 1, 3, hs_vis_bidirectional(), word, 2, out, NULL), HS_OK);
     near(out[0], 0.35, 1e-7, "w00");
     near(out[1], 0.65, 1e-7, "w01");
     near(out[2], 0.8, 1e-7, "w10");
@@ -715,9 +726,11 @@ Test(wordmap, sums_keys_and_averages_queries)
     const int32_t gap[3] = {0, 0, 2};
     hs_error err = {{0}};
     float out3[9];
-    cr_assert_eq(hs_wordmap_compute(m, 1, 3, 0, gap, 3, out3, &err), HS_E_VALUE);
+    cr_assert_eq(hs_wordmap_compute(m, 1, 3, hs_vis_bidirectional(), gap, 3, out3,
+                                    &err), HS_E_VALUE);
     cr_assert_str_eq(err.msg, "word map: word 1 has no tokens");
-    cr_assert_eq(hs_wordmap_compute(m, 1, 3, 0, gap, 2, out, &err), HS_E_VALUE);
+    cr_assert_eq(hs_wordmap_compute(m, 1, 3, hs_vis_bidirectional(), gap, 2, out,
+                                    &err), HS_E_VALUE);
     cr_assert_str_eq(err.msg, "word map: token 2 has word 2, expected 0..1");
 }
 

@@ -124,7 +124,8 @@ Test(entropy, matches_reference_on_golden_cases)
         golden *c = &g[i];
         hs_entropy *e = calloc((size_t)(c->L * c->H), sizeof *e);
         hs_error err = {{0}};
-        cr_assert_eq(hs_entropy_compute(c->attn.data, c->L * c->H, c->n, c->causal, NULL, e, &err),
+        cr_assert_eq(hs_entropy_compute(c->attn.data, c->L * c->H, c->n,
+                                        hs_vis_from_causal(c->causal), NULL, e, &err),
                      HS_OK, "%s: %s", c->name, err.msg);
         double *v = malloc(sizeof(double) * 4 * (size_t)(c->L * c->H));
         for (int k = 0; k < c->L * c->H; k++) {
@@ -154,7 +155,7 @@ Test(detect, matches_reference_on_golden_cases)
         size_t N = (size_t)(c->L * c->H);
         hs_detect *d = calloc(N, sizeof *d);
         hs_error err = {{0}};
-        cr_assert_eq(hs_detect_compute(c->attn.data, (int)N, c->n, c->causal,
+        cr_assert_eq(hs_detect_compute(c->attn.data, (int)N, c->n, hs_vis_from_causal(c->causal),
                                        seq_of(c->ids.data, c->causal ? -1 : 102), NULL, d, &err),
                      HS_OK, "%s: %s", c->name, err.msg);
         double *v = malloc(6 * N * sizeof *v);
@@ -196,7 +197,8 @@ Test(diversity, matches_reference_on_golden_cases)
         size_t N = (size_t)(c->L * c->H);
         double *layer = calloc((size_t)c->L, sizeof *layer), *pw = calloc(N * N, sizeof *pw);
         hs_error err = {{0}};
-        cr_assert_eq(hs_diversity_compute(c->attn.data, c->L, c->H, c->n, layer, pw, &err), HS_OK,
+        cr_assert_eq(hs_diversity_compute(c->attn.data, c->L, c->H, c->n, TU_BIDIR, 1, layer, pw,
+                                          &err), HS_OK,
                      "%s: %s", c->name, err.msg);
         const cJSON *ref = cJSON_GetObjectItem(c->json, "diversity");
         cr_assert_eq(cJSON_GetArraySize(ref), c->L, "%s", c->name);
@@ -207,7 +209,8 @@ Test(diversity, matches_reference_on_golden_cases)
         }
         /* the per-layer value from the layer-only path agrees with the matrix path */
         double *layer2 = calloc((size_t)c->L, sizeof *layer2);
-        cr_assert_eq(hs_diversity_compute(c->attn.data, c->L, c->H, c->n, layer2, NULL, &err), HS_OK);
+        cr_assert_eq(hs_diversity_compute(c->attn.data, c->L, c->H, c->n, TU_BIDIR, 1, layer2,
+                                          NULL, &err), HS_OK);
         for (int l = 0; l < c->L; l++)
             near(layer2[l], layer[l], 1e-12, "layer-only path");
         free(layer2);
@@ -226,7 +229,8 @@ Test(similarity, matches_reference_on_golden_cases)
         int N = c->L * c->H;
         double *r = calloc((size_t)N * N, sizeof *r);
         hs_error err = {{0}};
-        cr_assert_eq(hs_similarity_compute(c->attn.data, N, c->n, c->causal, HS_SIM_PEARSON, r, &err),
+        cr_assert_eq(hs_similarity_compute(c->attn.data, N, c->n, c->causal ? TU_CAUSAL : TU_BIDIR,
+                                           1, HS_SIM_PEARSON, r, &err),
                      HS_OK, "%s: %s", c->name, err.msg);
         const cJSON *ref = cJSON_GetObjectItem(c->json, "similarity");
         cr_assert_eq(cJSON_GetArraySize(ref), N, "%s", c->name);

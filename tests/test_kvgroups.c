@@ -254,7 +254,8 @@ Test(kvgroups, measures_of_the_recorded_maps_match_numpy)
             double *sim = malloc((size_t)N * N * sizeof *sim), *dist = malloc((size_t)N * N * sizeof *dist);
             int labels[64], nc;
             hs_error err = {{0}};
-            cr_assert_eq(hs_similarity_compute(maps, N, n, 1, sm, sim, &err), HS_OK, "%s", err.msg);
+            cr_assert_eq(hs_similarity_compute(maps, N, n, TU_CAUSAL, 1, sm, sim,
+                                               &err), HS_OK, "%s", err.msg);
             cr_assert_eq(hs_similarity_distance(sim, N, sm, dist, &err), HS_OK);
             hs_linkage *lk = NULL;
             cr_assert_eq(hs_linkage_build(dist, N, &lk, &err), HS_OK);

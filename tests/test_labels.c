@@ -35,7 +35,7 @@ Test(detect_bert, a_next_token_head_is_not_an_induction_head_on_the_probe)
     const int32_t ids[6] = {11, 12, 13, 11, 12, 13};
     hs_detect_seq q = {ids, -1, -1, NULL, NULL};
     hs_detect d;
-    cr_assert_eq(hs_detect_compute(m, 1, 6, 0, &q, NULL, &d, NULL), HS_OK);
+    cr_assert_eq(hs_detect_compute(m, 1, 6, hs_vis_bidirectional(), &q, NULL, &d, NULL), HS_OK);
     cr_assert_eq(d.next_token, 1.0);
     cr_assert_eq(d.induction, 0.0);
 }
@@ -253,11 +253,11 @@ Test(detect_floor, rows_almost_all_on_sinks_are_left_out_without_sinks)
     hs_detect_seq q = {ids, -1, -1, NULL, NULL};
     hs_detect d;
     hs_entropy e;
-    cr_assert_eq(hs_detect_compute(m1, 1, 2, 1, &q, sink, &d, NULL), HS_OK);
+    cr_assert_eq(hs_detect_compute(m1, 1, 2, hs_vis_causal(), &q, sink, &d, NULL), HS_OK);
     cr_assert(isnan(d.self));
-    cr_assert_eq(hs_entropy_compute(m1, 1, 2, 1, sink, &e, NULL), HS_OK);
+    cr_assert_eq(hs_entropy_compute(m1, 1, 2, hs_vis_causal(), sink, &e, NULL), HS_OK);
     cr_assert_eq(e.rows, 0);
-    cr_assert_eq(hs_detect_compute(m2, 1, 2, 1, &q, sink, &d, NULL), HS_OK);
+    cr_assert_eq(hs_detect_compute(m2, 1, 2, hs_vis_causal(), &q, sink, &d, NULL), HS_OK);
     near(d.self, 1.0, 1e-12, "self");
     near(d.sink, (1 + 0.99) / 2, 1e-7, "sink mass");
 }

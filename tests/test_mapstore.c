@@ -96,9 +96,12 @@ Test(mapstore, pairwise_over_many_row_blocks_matches_direct_sums)
     hs_error err = {{0}};
     double *r = malloc(M * M * sizeof *r), *js = malloc(M * M * sizeof *js);
     double *fr = malloc(M * M * sizeof *fr), layer[2];
-    cr_assert_eq(hs_similarity_compute(x, M, n, 1, HS_SIM_PEARSON, r, &err), HS_OK, "%s", err.msg);
-    cr_assert_eq(hs_similarity_compute(x, M, n, 1, HS_SIM_JS, js, &err), HS_OK, "%s", err.msg);
-    cr_assert_eq(hs_diversity_compute(x, 2, 4, n, layer, fr, &err), HS_OK, "%s", err.msg);
+    cr_assert_eq(hs_similarity_compute(x, M, n, TU_CAUSAL, 1, HS_SIM_PEARSON, r,
+                                       &err), HS_OK, "%s", err.msg);
+    cr_assert_eq(hs_similarity_compute(x, M, n, TU_CAUSAL, 1, HS_SIM_JS, js,
+                                       &err), HS_OK, "%s", err.msg);
+    cr_assert_eq(hs_diversity_compute(x, 2, 4, n, TU_BIDIR, 1, layer, fr,
+                                      &err), HS_OK, "%s", err.msg);
     size_t per = (size_t)n * n, vis = (size_t)n * (n + 1) / 2;
     for (int a = 0; a < M; a++)
         for (int b = 0; b < M; b++) {
@@ -193,7 +196,7 @@ Test(mapstore, analyze_spilled_equals_in_memory_and_the_trace)
         cr_assert(!memcmp(mem->similarity, file->similarity, (size_t)N * N * sizeof(double)));
         cr_assert(!memcmp(mem->frobenius, file->frobenius, (size_t)N * N * sizeof(double)));
         /* the same numbers as the array functions on the recorded trace */
-        cr_assert_eq(hs_similarity_compute(t->attn, N, n, 1, meth, sim, &err), HS_OK);
+        cr_assert_eq(hs_similarity_compute(t->attn, N, n, TU_CAUSAL, 1, meth, sim, &err), HS_OK);
         cr_assert(!memcmp(sim, file->similarity, (size_t)N * N * sizeof *sim));
         hs_analysis_free(mem);
         hs_analysis_free(file);

@@ -23,9 +23,9 @@ Test(rollout, two_causal_layers_with_the_residual)
      * (min(.25, .9)): .35; from input 1 along 1->1->1: min(.75, .9) = .75. Top 0: 1, 0. */
     const float attn[8] = {1, 0, 0.5f, 0.5f, 1, 0, 0.2f, 0.8f};
     double r[4], f[4];
-    cr_assert_eq(hs_rollout_compute(attn, 2, 1, 2, 1, 0.5, r, NULL), HS_OK);
+    cr_assert_eq(hs_rollout_compute(attn, 2, 1, 2, TU_CAUSAL, 1, 0.5, r, NULL), HS_OK);
     near_all(r, (const double[]){1, 0, 0.325, 0.675}, 4, 1e-7, "rollout");
-    cr_assert_eq(hs_attention_flow(attn, 2, 1, 2, 1, 0.5, f, NULL), HS_OK);
+    cr_assert_eq(hs_attention_flow(attn, 2, 1, 2, TU_CAUSAL, 1, 0.5, f, NULL), HS_OK);
     near_all(f, (const double[]){1, 0, 0.35, 0.75}, 4, 1e-7, "flow");
 }
 
@@ -36,9 +36,9 @@ Test(rollout, one_layer_averages_the_heads)
     const float attn[8] = {0.2f, 0.8f, 0.6f, 0.4f, 0.6f, 0.4f, 1, 0};
     double r[4], f[4];
     const double b[4] = {0.7, 0.3, 0.4, 0.6};
-    cr_assert_eq(hs_rollout_compute(attn, 1, 2, 2, 0, 0.5, r, NULL), HS_OK);
+    cr_assert_eq(hs_rollout_compute(attn, 1, 2, 2, TU_BIDIR, 1, 0.5, r, NULL), HS_OK);
     near_all(r, b, 4, 1e-7, "rollout");
-    cr_assert_eq(hs_attention_flow(attn, 1, 2, 2, 0, 0.5, f, NULL), HS_OK);
+    cr_assert_eq(hs_attention_flow(attn, 1, 2, 2, TU_BIDIR, 1, 0.5, f, NULL), HS_OK);
     near_all(f, b, 4, 1e-7, "flow");
 }
 
@@ -54,9 +54,9 @@ Test(rollout, flow_is_not_rollout_where_paths_share_no_bottleneck)
     const float attn[18] = {1, 0, 0, 1, 0, 0, 0.5f, 0, 0.5f,
                             1, 0, 0, 0.5f, 0.5f, 0, 0.2f, 0.3f, 0.5f};
     double r[9], f[9];
-    cr_assert_eq(hs_rollout_compute(attn, 2, 1, 3, 1, 0.0, r, NULL), HS_OK);
+    cr_assert_eq(hs_rollout_compute(attn, 2, 1, 3, TU_CAUSAL, 1, 0.0, r, NULL), HS_OK);
     near_all(r, (const double[]){1, 0, 0, 1, 0, 0, 0.75, 0, 0.25}, 9, 1e-7, "rollout");
-    cr_assert_eq(hs_attention_flow(attn, 2, 1, 3, 1, 0.0, f, NULL), HS_OK);
+    cr_assert_eq(hs_attention_flow(attn, 2, 1, 3, TU_CAUSAL, 1, 0.0, f, NULL), HS_OK);
     near_all(f, (const double[]){1, 0, 0, 1, 0, 0, 1, 0, 0.5}, 9, 1e-7, "flow");
 }
 
@@ -67,9 +67,9 @@ Test(rollout, swapping_twice_without_residual_is_the_identity)
      * 0, capacity 0: flow = I */
     const float attn[8] = {0, 1, 1, 0, 0, 1, 1, 0};
     double r[4], f[4];
-    cr_assert_eq(hs_rollout_compute(attn, 2, 1, 2, 0, 0.0, r, NULL), HS_OK);
+    cr_assert_eq(hs_rollout_compute(attn, 2, 1, 2, TU_BIDIR, 1, 0.0, r, NULL), HS_OK);
     near_all(r, (const double[]){1, 0, 0, 1}, 4, 0, "rollout");
-    cr_assert_eq(hs_attention_flow(attn, 2, 1, 2, 0, 0.0, f, NULL), HS_OK);
+    cr_assert_eq(hs_attention_flow(attn, 2, 1, 2, TU_BIDIR, 1, 0.0, f, NULL), HS_OK);
     near_all(f, (const double[]){1, 0, 0, 1}, 4, 0, "flow");
 }
 
@@ -79,13 +79,13 @@ Test(rollout, rejects_bad_arguments)
     const float bad[4] = {1, 0, NAN, 0.5f};
     double r[4];
     hs_error err = {{0}};
-    cr_assert_eq(hs_rollout_compute(attn, 1, 1, 2, 1, 1.5, r, &err), HS_E_ARG);
+    cr_assert_eq(hs_rollout_compute(attn, 1, 1, 2, TU_CAUSAL, 1, 1.5, r, &err), HS_E_ARG);
     cr_assert_str_eq(err.msg, "rollout: residual weight 1.5, expected 0..1");
-    cr_assert_eq(hs_attention_flow(attn, 1, 1, 2, 1, 0.5, NULL, &err), HS_E_ARG);
+    cr_assert_eq(hs_attention_flow(attn, 1, 1, 2, TU_CAUSAL, 1, 0.5, NULL, &err), HS_E_ARG);
     cr_assert_str_eq(err.msg, "attention flow: NULL output");
-    cr_assert_eq(hs_rollout_compute(bad, 1, 1, 2, 1, 0.5, r, &err), HS_E_VALUE);
+    cr_assert_eq(hs_rollout_compute(bad, 1, 1, 2, TU_CAUSAL, 1, 0.5, r, &err), HS_E_VALUE);
     cr_assert_str_eq(err.msg, "rollout: maps: entry (map 0, row 1, col 0) is nan, expected a "
                               "finite probability >= 0");
-    cr_assert_eq(hs_rollout_compute(attn, 0, 1, 2, 1, 0.5, r, &err), HS_E_ARG);
+    cr_assert_eq(hs_rollout_compute(attn, 0, 1, 2, TU_CAUSAL, 1, 0.5, r, &err), HS_E_ARG);
     cr_assert_str_eq(err.msg, "rollout: 0 layers x 1 heads, expected >= 1 each");
 }

@@ -14,7 +14,13 @@
 #include "headscope/importance.h"
 #include "headscope/model.h"
 #include "headscope/npy.h"
+#include "headscope/visibility.h"
 #include "internal.h"
+
+/* One visibility for every map or layer: the (vis, n_vis) of the trace-wide analyses
+ * (similarity, diversity, rollout, flow) as (TU_CAUSAL, 1). */
+static const hs_visibility TU_CAUSAL[1] = {{HS_VIS_CAUSAL, 0, 0}};
+static const hs_visibility TU_BIDIR[1] = {{HS_VIS_BIDIRECTIONAL, 0, 0}};
 
 /* Shared models (../shared beside the checkout) and committed fixtures. */
 #define SHARED_MODELS "../shared/models"

@@ -126,7 +126,8 @@ static void buf_base64(buf *b, const unsigned char *v, size_t count)
  * full maps fit the budget. */
 typedef struct plan {
     int corpus;          /* a corpus report: no maps, the per-text list */
-    int causal;          /* store lower triangles */
+    int causal;          /* store lower triangles (causal and sliding-window maps; a prefix
+                            LM's report says causal: false and its maps are stored whole) */
     int maps;            /* maps were given (thumbnails for every head) */
     int n_full;          /* heads with full maps */
     unsigned char *full; /* (n_maps) 1 = full map embedded */
@@ -335,8 +336,8 @@ static void buf_head(buf *b, const plan *p, int k, const float *map, int n, unsi
         for (int j = 0, nj = p->causal ? i + 1 : n; j < nj; j++)
             q[c++] = quantise(map[(size_t)i * (size_t)n + (size_t)j]);
     buf_record(b, "hs-map", k, q, c);
-    if (p->word && wmap && hs_wordmap_compute(map, 1, n, p->causal, p->word, p->n_words, wmap,
-                                              NULL) == HS_OK) {
+    if (p->word && wmap && hs_wordmap_compute(map, 1, n, hs_vis_from_causal(p->causal), p->word,
+                                              p->n_words, wmap, NULL) == HS_OK) {
         int w = p->n_words;
         c = 0;
         for (int u = 0; u < w; u++) /* causal: no word attends to a later word */

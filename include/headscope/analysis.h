@@ -10,8 +10,15 @@
  *
  *     // maps: (n_maps, n, n)  e.g. hs_trace.attn with n_maps = n_layer * n_head
  *
- * causal != 0 (GPT-2): query row i sees keys 0..i and entries above the diagonal are
- * ignored (they are 0 in a trace). causal == 0 (BERT): every row sees all n keys.
+ * Visibility (headscope/visibility.h) says which keys each query row i could attend to:
+ * one range [hs_vis_lo(v, i), hs_vis_hi(v, i, n)) per row. Bidirectional (BERT): all n
+ * keys; causal (GPT-2): keys 0..i; a sliding window of W keys (Mistral, Gemma's local
+ * layers): keys i - W + 1 .. i; a prefix LM: the prefix's keys and 0..i. Every metric
+ * counts, normalises and compares only visible cells; entries outside a row's range are
+ * ignored (they are 0 in a trace). A model's maps of every layer: hs_vis_from_causal(c->causal)
+ * today. Per-head functions take one visibility for all the maps they are given (call them
+ * per layer when layers differ); the functions over a whole trace (similarity, diversity,
+ * rollout, flow) take an array: one visibility for all, or one per map / per layer.
  * Every entry must be finite and >= 0 (HS_E_VALUE otherwise, naming map, row and
  * column); rows are not renormalised (a row of a trace sums to 1 over its keys).
  * Metrics are accumulated in double; NaN means "undefined" (no qualifying rows) and is
@@ -19,13 +26,14 @@
  *
  *     hs_entropy ent[144];  hs_detect det[144];
  *     unsigned char sink[128];
- *     hs_entropy_compute(t->attn, L * H, n, causal, NULL, ent, &err);   // every row
+ *     hs_visibility vis = hs_vis_bidirectional();                       // BERT
+ *     hs_entropy_compute(t->attn, L * H, n, vis, NULL, ent, &err);      // every row
  *     hs_detect_seq seq = {.ids = ids, .cls_id = 101, .sep_id = 102};
- *     hs_detect_compute(t->attn, L * H, n, causal, &seq, NULL, det, &err);
+ *     hs_detect_compute(t->attn, L * H, n, vis, &seq, NULL, det, &err);
  *     hs_sinks_mark(ids, n, 101, 102, sink, &err);                      // BERT sinks
- *     hs_entropy_compute(t->attn, L * H, n, causal, sink, ent, &err);   // without them
+ *     hs_entropy_compute(t->attn, L * H, n, vis, sink, ent, &err);      // without them
  *     double *r = malloc(sizeof(double) * 144 * 144), *d = malloc(sizeof(double) * 144 * 144);
- *     hs_similarity_compute(t->attn, L * H, n, causal, HS_SIM_PEARSON, r, &err);
+ *     hs_similarity_compute(t->attn, L * H, n, &vis, 1, HS_SIM_PEARSON, r, &err);
  *     hs_similarity_distance(r, L * H, HS_SIM_PEARSON, d, &err);   // 1 - r
  *     hs_linkage *lk = NULL;
  *     hs_linkage_build(d, L * H, &lk, &err);
@@ -46,6 +54,7 @@
 
 #include "headscope/status.h"
 #include "headscope/tokenizer.h"
+#include "headscope/visibility.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -60,7 +69,8 @@ typedef hs_status (*hs_map_fn)(void *user, int k, float *out, hs_error *err);
 /* Checks maps: (n_maps, n, n): n_maps >= 1, n >= 1, the size fits in memory, maps is
  * not NULL, and every entry (above the diagonal too) is finite and >= 0. Returns HS_OK,
  * HS_E_ARG or HS_E_VALUE (message names the first bad entry). Every function below that
- * takes maps runs this check first. */
+ * takes maps runs this check first, and HS_E_ARG for a visibility hs_vis_check refuses
+ * (or a NULL array, or n_vis neither 1 nor the count of maps / layers). */
 hs_status hs_maps_check(const float *maps, int n_maps, int n, hs_error *err);
 
 /* Without sinks, a query row whose attention on non-sink keys is below this is left out of
@@ -80,35 +90,40 @@ hs_status hs_sinks_mark(const int32_t *ids, int n, int32_t cls_id, int32_t sep_i
 typedef struct hs_entropy {
     double nats;   /* mean over counted rows of H_i = -sum_j p_ij ln p_ij (0 ln 0 = 0) */
     double bits;   /* nats / ln 2 */
-    double norm;   /* mean over counted rows with > 1 key of H_i / ln(#keys_i); NaN if none */
+    double norm;   /* mean over counted rows with > 1 key of H_i / ln(#keys_i), #keys_i the
+                      row's visible keys; NaN if none */
     double rowmax; /* mean over counted rows of max_j p_ij ("confidence") */
     int rows;      /* number of rows counted (n without sinks) */
 } hs_entropy;
 
 /* Entropy of every map: maps: (n_maps, n, n) -> out: (n_maps), caller-owned.
- * Row i counts the keys it may see (causal: j <= i). sink: (n) from hs_sinks_mark, or
+ * Row i counts the keys vis lets it see (causal: j <= i; a sliding window of W: at most W,
+ * so a head spread evenly over its window has norm 1). sink: (n) from hs_sinks_mark, or
  * NULL to count everything. With sink, sink query rows are left out, sink keys are
  * dropped and each remaining row is renormalised over its non-sink keys (#keys_i
  * counts non-sink keys); a row whose non-sink mass is below HS_SINK_MIN_MASS is left out. A
  * map with no counted row gets NaN in every field and rows = 0. */
-hs_status hs_entropy_compute(const float *maps, int n_maps, int n, int causal,
+hs_status hs_entropy_compute(const float *maps, int n_maps, int n, hs_visibility vis,
                              const unsigned char *sink, hs_entropy *out, hs_error *err);
 
 /* ---- detectors ("mul" score: mean attention mass on a pattern) --------------------- */
 
 typedef struct hs_detect {
-    double prev_token;  /* cell (i, i-1), rows i >= 1 */
+    double prev_token;  /* cell (i, i-1), rows i >= 1 (NaN for a sliding window of 1) */
     double self;        /* cell (i, i) */
-    double first_token; /* cell (i, 0): the first-token / [CLS] sink */
+    double first_token; /* cell (i, 0): the first-token / [CLS] sink, rows that see key 0 */
     double sep;         /* cells (i, j) with ids[j] == sep_id; NaN if sep_id < 0 or absent */
     double duplicate;   /* cells (i, j), j < i, ids[j] == ids[i] */
     double induction;   /* cells (i, j), 1 <= j, j != i, j != i+1, j visible, ids[j-1] == ids[i] */
-    double next_token;  /* cell (i, i+1), rows i <= n-2; NaN for causal maps (never visible) */
+    double next_token;  /* cell (i, i+1), rows i <= n-2 that see it; NaN for causal and
+                           sliding-window maps (never visible), rows i + 2 <= prefix of a
+                           prefix LM */
     double cls;         /* cells (i, j) with ids[j] == cls_id; NaN if cls_id < 0 or absent */
     double punct;       /* cells (i, j) with punct[j]; NaN without punct or none visible */
     double other_segment; /* cells (i, j) with type_ids[j] != type_ids[i]; NaN without
                              type_ids or when every visible key is in the query's segment */
-    double sink;        /* cells (i, j) with sink[j], raw map, every row; NaN without sink */
+    double sink;        /* cells (i, j) with sink[j], raw map, rows that see a sink; NaN
+                           without sink */
 } hs_detect;
 
 /* The sequence a detector pass reads besides the maps. */
@@ -122,14 +137,15 @@ typedef struct hs_detect_seq {
 
 /* Detector scores of every map: maps: (n_maps, n, n), seq: the tokens (n) -> out: (n_maps),
  * caller-owned. Each score is the mean over query rows that have at least one visible
- * pattern cell of the row's summed attention on its pattern cells; a map with no such
+ * pattern cell (visible under vis) of the row's summed attention on its visible pattern
+ * cells; a map with no such
  * row gets NaN (e.g. duplicate/induction on text without repeats).
  * sink: (n) from hs_sinks_mark, or NULL. With sink, the pattern scores (prev_token,
  * next_token, self, duplicate, induction, punct, other_segment) leave out sink query rows
  * and sink key cells and divide each row's pattern mass by its non-sink mass (rows with
  * non-sink mass below HS_SINK_MIN_MASS are left out); first_token, cls, sep and sink measure the sinks
  * themselves and are always computed on the raw map. */
-hs_status hs_detect_compute(const float *maps, int n_maps, int n, int causal,
+hs_status hs_detect_compute(const float *maps, int n_maps, int n, hs_visibility vis,
                             const hs_detect_seq *seq, const unsigned char *sink, hs_detect *out,
                             hs_error *err);
 
@@ -153,11 +169,15 @@ hs_status hs_probe_repeated(uint64_t seed, int half_len, int32_t vocab_lo, int32
 /* ---- pairwise comparisons ---------------------------------------------------------- */
 
 /* Frobenius diversity of an (L, H, n, n) trace. layer: (n_layer), caller-owned, gets
- * (1/H^2) sum_a sum_b ||A_a - A_b||_F over the heads of each layer (all n*n entries).
+ * (1/H^2) sum_a sum_b ||A_a - A_b||_F over the heads of each layer (all n*n entries, a
+ * cell a head cannot see counted as 0, so two heads of different visibility compare as
+ * the matrices they are). vis: (n_vis) the visibility of every layer (n_vis = 1) or of
+ * each layer (n_vis = n_layer).
  * pairwise: (L*H, L*H), caller-owned, gets ||A_p - A_q||_F for every pair of heads, or
  * pass NULL to skip it (then only same-layer pairs are computed). Either output may be
  * NULL, not both. */
-hs_status hs_diversity_compute(const float *attn, int n_layer, int n_head, int n, double *layer,
+hs_status hs_diversity_compute(const float *attn, int n_layer, int n_head, int n,
+                               const hs_visibility *vis, int n_vis, double *layer,
                                double *pairwise, hs_error *err);
 
 typedef enum hs_sim_method {
@@ -166,14 +186,20 @@ typedef enum hs_sim_method {
 } hs_sim_method;
 
 /* Head similarity matrix: maps: (n_maps, n, n) -> out: (n_maps, n_maps), caller-owned,
- * symmetric.
- * HS_SIM_PEARSON: Pearson correlation of the maps flattened over the entries every head
- *   can see (causal: j <= i, n(n+1)/2 entries; else all n*n). out[a][a] = 1, and
- *   out[a][b] = 0 when map a or b is constant on those entries (zero variance).
+ * symmetric. vis: (n_vis) the visibility of every map (n_vis = 1) or of each map
+ * (n_vis = n_maps, e.g. a model whose local and global layers alternate).
+ * HS_SIM_PEARSON: Pearson correlation of the two maps flattened over the entries both
+ *   heads can see (causal: j <= i, n(n+1)/2 entries; a sliding window: the band; a
+ *   causal and a sliding-window head: the window's band; else all n*n), each map's mean
+ *   taken over those entries. out[a][a] = 1, and out[a][b] = 0 when map a or b is
+ *   constant on those entries (zero variance).
  * HS_SIM_JS: Jensen-Shannon divergence (natural log, 0 <= JS <= ln 2) between the two
  *   heads' distributions of each query row over its visible keys, mean over rows
- *   (Clark et al. 2019); out[a][a] = 0. A divergence, not a similarity. */
-hs_status hs_similarity_compute(const float *maps, int n_maps, int n, int causal,
+ *   (Clark et al. 2019); a key only one head can see carries 0 of the other's mass (the
+ *   distributions are compared over the keys either sees); out[a][a] = 0. A divergence,
+ *   not a similarity. */
+hs_status hs_similarity_compute(const float *maps, int n_maps, int n, const hs_visibility *vis,
+                                int n_vis,
                                 hs_sim_method method, double *out, hs_error *err);
 
 /* Clustering distances from a similarity matrix: sim, dist: (n_maps, n_maps) (may be the
@@ -273,10 +299,10 @@ void hs_kv_similarity_free(hs_kv_similarity *kv);
 /* Merges subword tokens into words: word: (n), word[i] in [0, n_words) is the word of
  * token i and every word has at least one token. out: (n_maps, n_words, n_words),
  * caller-owned: out[u][v] = mean over query tokens i of u of sum over key tokens j of v
- * of A[i][j] (keys summed, queries averaged), so rows still sum to 1. causal is only
- * used to ignore entries above the diagonal. */
-hs_status hs_wordmap_compute(const float *maps, int n_maps, int n, int causal, const int32_t *word,
-                             int n_words, float *out, hs_error *err);
+ * of A[i][j] over the keys j vis lets i see (keys summed, queries averaged), so rows still
+ * sum to 1; the entries i cannot see are ignored. */
+hs_status hs_wordmap_compute(const float *maps, int n_maps, int n, hs_visibility vis,
+                             const int32_t *word, int n_words, float *out, hs_error *err);
 
 /* The word of each token: word: (n), returns n_words. WordPiece (wordpiece = 1): a "##"
  * token continues the word before it. BPE (byte-level and SentencePiece-style, whose "▁"
@@ -299,7 +325,9 @@ char **hs_word_labels(const char *const *display, const int32_t *word, int n, in
 
 /* Both read attn: (n_layer, n_head, n, n), a whole trace, and model each layer as
  * B_l = (1 - residual) * mean_h A_{l,h} + residual * I (the paper's residual = 0.5: the
- * residual connection carries as much as attention); out: (n, n), caller-owned, row i =
+ * residual connection carries as much as attention), A_{l,h} taken on the cells layer l's
+ * visibility shows (others 0): vis: (n_vis), one for every layer (n_vis = 1) or one per
+ * layer (n_vis = n_layer); out: (n, n), caller-owned, row i =
  * the top layer's position i, column j = input token j.
  * Rollout: out = B_{L-1} ... B_1 B_0, so rows sum to 1.
  * Flow: out[i][j] = the maximum flow from input token j to the top-layer position i in the
@@ -307,17 +335,20 @@ char **hs_word_labels(const char *const *display, const int32_t *word, int n, in
  * B_l[i][j] (not normalised: a row may sum to more than 1). Each of the n^2 pairs is one
  * max-flow problem on (n_layer + 1) n nodes (Dinic), so keep n small (the paper: short
  * sentences). HS_E_ARG for a residual outside [0, 1]; the maps are checked as elsewhere. */
-hs_status hs_rollout_compute(const float *attn, int n_layer, int n_head, int n, int causal,
-                             double residual, double *out, hs_error *err);
-hs_status hs_attention_flow(const float *attn, int n_layer, int n_head, int n, int causal,
-                            double residual, double *out, hs_error *err);
+hs_status hs_rollout_compute(const float *attn, int n_layer, int n_head, int n,
+                             const hs_visibility *vis, int n_vis, double residual, double *out,
+                             hs_error *err);
+hs_status hs_attention_flow(const float *attn, int n_layer, int n_head, int n,
+                            const hs_visibility *vis, int n_vis, double residual, double *out,
+                            hs_error *err);
 
 /* The same two from maps read one at a time (map k = l * n_head + h from fn, which
  * should give finite maps >= 0), so the whole trace need not be in memory: rollout and
  * flow: (n, n) each, caller-owned, either may be NULL to skip it. Memory: a few n^2
  * buffers for the rollout, n_layer n^2 doubles and the flow graph for the flow. */
-hs_status hs_rollout_source(hs_map_fn fn, void *user, int n_layer, int n_head, int n, int causal,
-                            double residual, double *rollout, double *flow, hs_error *err);
+hs_status hs_rollout_source(hs_map_fn fn, void *user, int n_layer, int n_head, int n,
+                            const hs_visibility *vis, int n_vis, double residual,
+                            double *rollout, double *flow, hs_error *err);
 
 #ifdef __cplusplus
 }

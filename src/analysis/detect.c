@@ -7,6 +7,7 @@
 
 #include <utf8proc.h>
 
+#include "analysis/vis.h"
 #include "headscope/analysis.h"
 #include "internal.h"
 
@@ -28,7 +29,7 @@ static void acc_add(mean_acc *a, double s, int has)
 }
 
 /* One map a: (n, n). */
-static void detect_one(const float *a, int n, int causal, const hs_detect_seq *q,
+static void detect_one(const float *a, int n, hs_visibility vis, const hs_detect_seq *q,
                        const unsigned char *sink, hs_detect *out)
 {
     const int32_t *ids = q->ids;
@@ -37,14 +38,16 @@ static void detect_one(const float *a, int n, int causal, const hs_detect_seq *q
              ind = {0, 0};
     for (int i = 0; i < n; i++) {
         const float *row = a + (size_t)i * (size_t)n;
-        int nk = causal ? i + 1 : n; /* keys 0..nk-1 are visible */
+        int lo = hs_vis_lo(vis, i), hi = hs_vis_hi(vis, i, n); /* keys lo..hi-1 are visible */
 
-        /* Sink detectors: raw map, every row (that sees such a key). */
-        first.sum += (double)row[0];
-        first.rows++;
+        /* Sink detectors: raw map, every row that sees such a key. */
+        if (lo == 0) {
+            first.sum += (double)row[0];
+            first.rows++;
+        }
         double sc = 0, ss = 0, sk = 0;
-        int hc = 0, hs = 0;
-        for (int j = 0; j < nk; j++) {
+        int hc = 0, hs = 0, hk = 0;
+        for (int j = lo; j < hi; j++) {
             if (q->cls_id >= 0 && ids[j] == q->cls_id) {
                 sc += (double)row[j];
                 hc = 1;
@@ -53,12 +56,14 @@ static void detect_one(const float *a, int n, int causal, const hs_detect_seq *q
                 ss += (double)row[j];
                 hs = 1;
             }
-            if (sink && sink[j])
+            if (sink && sink[j]) {
                 sk += (double)row[j];
+                hk = 1;
+            }
         }
         acc_add(&cls, sc, hc);
         acc_add(&sep, ss, hs);
-        acc_add(&snk, sk, sink != NULL);
+        acc_add(&snk, sk, hk);
 
         /* Pattern detectors, optionally without sinks (rows renormalised). */
         if (sink && sink[i])
@@ -66,7 +71,7 @@ static void detect_one(const float *a, int n, int causal, const hs_detect_seq *q
         double scale = 1.0;
         if (sink) {
             double s = 0;
-            for (int j = 0; j < nk; j++)
+            for (int j = lo; j < hi; j++)
                 if (!sink[j])
                     s += (double)row[j];
             if (!(s >= HS_SINK_MIN_MASS))
@@ -74,11 +79,11 @@ static void detect_one(const float *a, int n, int causal, const hs_detect_seq *q
             scale = 1.0 / s;
         }
 #define KEEP(j) (!(sink && sink[j]))
-        if (i >= 1 && KEEP(i - 1)) {
+        if (i >= 1 && lo <= i - 1 && KEEP(i - 1)) {
             prev.sum += (double)row[i - 1] * scale;
             prev.rows++;
         }
-        if (!causal && i + 1 < n && KEEP(i + 1)) {
+        if (i + 1 < hi && KEEP(i + 1)) {
             next.sum += (double)row[i + 1] * scale;
             next.rows++;
         }
@@ -86,8 +91,8 @@ static void detect_one(const float *a, int n, int causal, const hs_detect_seq *q
         self.rows++;
 
         double sd = 0, si = 0, sp = 0, so = 0;
-        int hd = 0, hi = 0, hp = 0, ho = 0;
-        for (int j = 0; j < nk; j++) {
+        int hd = 0, hn = 0, hp = 0, ho = 0;
+        for (int j = lo; j < hi; j++) {
             if (!KEEP(j))
                 continue;
             double v = (double)row[j];
@@ -97,7 +102,7 @@ static void detect_one(const float *a, int n, int causal, const hs_detect_seq *q
             }
             if (j >= 1 && j != i && j - 1 != i && ids[j - 1] == ids[i]) {
                 si += v;
-                hi = 1;
+                hn = 1;
             }
             if (q->punct && q->punct[j]) {
                 sp += v;
@@ -110,7 +115,7 @@ static void detect_one(const float *a, int n, int causal, const hs_detect_seq *q
         }
 #undef KEEP
         acc_add(&dup, sd * scale, hd);
-        acc_add(&ind, si * scale, hi);
+        acc_add(&ind, si * scale, hn);
         acc_add(&punct, sp * scale, hp);
         acc_add(&other, so * scale, ho);
     }
@@ -127,7 +132,7 @@ static void detect_one(const float *a, int n, int causal, const hs_detect_seq *q
     out->sink = mean_of(snk);
 }
 
-hs_status hs_detect_compute(const float *maps, int n_maps, int n, int causal,
+hs_status hs_detect_compute(const float *maps, int n_maps, int n, hs_visibility vis,
                             const hs_detect_seq *seq, const unsigned char *sink, hs_detect *out,
                             hs_error *err)
 {
@@ -136,13 +141,15 @@ hs_status hs_detect_compute(const float *maps, int n_maps, int n, int causal,
         hs_error_prefix(err, "detect");
         return st;
     }
+    if ((st = hs_vis_args(&vis, 1, 1, "detect", err)))
+        return st;
     if (!seq || !seq->ids)
         return hs_fail(err, HS_E_ARG, "detect: NULL ids");
     if (!out)
         return hs_fail(err, HS_E_ARG, "detect: NULL output");
     size_t per = (size_t)n * (size_t)n;
     for (int m = 0; m < n_maps; m++)
-        detect_one(maps + (size_t)m * per, n, causal, seq, sink, &out[m]);
+        detect_one(maps + (size_t)m * per, n, vis, seq, sink, &out[m]);
     return HS_OK;
 }
 

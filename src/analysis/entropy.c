@@ -1,11 +1,12 @@
 /* Attention entropy per head: nats, bits, normalised entropy and mean row maximum. */
 #include <math.h>
 
+#include "analysis/vis.h"
 #include "headscope/analysis.h"
 #include "internal.h"
 
 /* One map: (n, n). */
-static void entropy_one(const float *a, int n, int causal, const unsigned char *sink,
+static void entropy_one(const float *a, int n, hs_visibility vis, const unsigned char *sink,
                         hs_entropy *out)
 {
     double sum_h = 0, sum_norm = 0, sum_max = 0;
@@ -14,13 +15,13 @@ static void entropy_one(const float *a, int n, int causal, const unsigned char *
         if (sink && sink[i])
             continue;
         const float *row = a + (size_t)i * (size_t)n;
-        int nk = causal ? i + 1 : n;
+        int lo = hs_vis_lo(vis, i), hi = hs_vis_hi(vis, i, n); /* visible keys lo..hi-1 */
         double scale = 1.0; /* 1 / non-sink mass when sinks are excluded */
-        int keys = nk;
+        int keys = hi - lo;
         if (sink) {
             double s = 0;
             keys = 0;
-            for (int j = 0; j < nk; j++)
+            for (int j = lo; j < hi; j++)
                 if (!sink[j]) {
                     s += (double)row[j];
                     keys++;
@@ -30,7 +31,7 @@ static void entropy_one(const float *a, int n, int causal, const unsigned char *
             scale = 1.0 / s;
         }
         double h = 0, mx = 0;
-        for (int j = 0; j < nk; j++) {
+        for (int j = lo; j < hi; j++) {
             if (sink && sink[j])
                 continue;
             double p = (double)row[j] * scale;
@@ -54,7 +55,7 @@ static void entropy_one(const float *a, int n, int causal, const unsigned char *
     out->norm = norm_rows ? sum_norm / norm_rows : NAN;
 }
 
-hs_status hs_entropy_compute(const float *maps, int n_maps, int n, int causal,
+hs_status hs_entropy_compute(const float *maps, int n_maps, int n, hs_visibility vis,
                              const unsigned char *sink, hs_entropy *out, hs_error *err)
 {
     hs_status st = hs_maps_check(maps, n_maps, n, err);
@@ -62,10 +63,12 @@ hs_status hs_entropy_compute(const float *maps, int n_maps, int n, int causal,
         hs_error_prefix(err, "entropy");
         return st;
     }
+    if ((st = hs_vis_args(&vis, 1, 1, "entropy", err)))
+        return st;
     if (!out)
         return hs_fail(err, HS_E_ARG, "entropy: NULL output");
     size_t per = (size_t)n * (size_t)n;
     for (int m = 0; m < n_maps; m++)
-        entropy_one(maps + (size_t)m * per, n, causal, sink, &out[m]);
+        entropy_one(maps + (size_t)m * per, n, vis, sink, &out[m]);
     return HS_OK;
 }

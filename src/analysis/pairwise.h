@@ -21,9 +21,10 @@ typedef struct hs_map_source {
 } hs_map_source;
 
 /* The comparisons of the maps of src, whose entries the caller has checked (finite,
- * >= 0): frob: (n_maps, n_maps) Frobenius distances over all entries, or NULL; sim:
- * (n_maps, n_maps) as hs_similarity_compute with method, or NULL. */
-hs_status hs_pairwise_compute(const hs_map_source *src, int causal, double *frob,
+ * >= 0), vis: (n_maps) each map's visibility: frob: (n_maps, n_maps) Frobenius distances
+ * over all entries (a cell a map cannot see counted as 0), or NULL; sim: (n_maps, n_maps)
+ * as hs_similarity_compute with method, or NULL. */
+hs_status hs_pairwise_compute(const hs_map_source *src, const hs_visibility *vis, double *frob,
                               hs_sim_method method, double *sim, hs_error *err);
 
 /* layer: (n_layer) (1/H^2) sum_a sum_b of each layer's block of pairwise:

@@ -5,15 +5,23 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/vis.h"
 #include "headscope/analysis.h"
 #include "internal.h"
 
 #define FLOW_EPS 1e-12
 
-/* Layer l's B = (1 - r) mean_h A_h + r I over the visible keys into out: (n, n); the maps come
- * from fn one head at a time (buf: (n, n) scratch). */
-static hs_status residual_mean(hs_map_fn fn, void *user, int l, int n_head, int n, int causal,
-                               double r, float *buf, double *out, hs_error *err)
+/* The layers' visibilities: (n_vis) one for all layers or one each. */
+typedef struct layer_vis {
+    const hs_visibility *v;
+    int n;
+} layer_vis;
+
+/* Layer l's B = (1 - r) mean_h A_h + r I over the keys vis shows into out: (n, n); the maps
+ * come from fn one head at a time (buf: (n, n) scratch). */
+static hs_status residual_mean(hs_map_fn fn, void *user, int l, int n_head, int n,
+                               hs_visibility vis, double r, float *buf, double *out,
+                               hs_error *err)
 {
     size_t nn = (size_t)n * n;
     for (size_t k = 0; k < nn; k++)
@@ -23,8 +31,7 @@ static hs_status residual_mean(hs_map_fn fn, void *user, int l, int n_head, int 
         if (st)
             return st;
         for (int i = 0; i < n; i++) {
-            int nk = causal ? i + 1 : n;
-            for (int j = 0; j < nk; j++)
+            for (int j = hs_vis_lo(vis, i), hi = hs_vis_hi(vis, i, n); j < hi; j++)
                 out[(size_t)i * n + j] += (double)buf[(size_t)i * n + j];
         }
     }
@@ -50,8 +57,8 @@ static hs_status array_map(void *user, int k, float *out, hs_error *err)
     return HS_OK;
 }
 
-static hs_status check(const float *attn, int n_layer, int n_head, int n, double residual,
-                       const double *out, const char *what, hs_error *err)
+static hs_status check(const float *attn, int n_layer, int n_head, int n, layer_vis lv,
+                       double residual, const double *out, const char *what, hs_error *err)
 {
     if (n_layer < 1 || n_head < 1)
         return hs_fail(err, HS_E_ARG, "%s: %d layers x %d heads, expected >= 1 each", what,
@@ -60,17 +67,20 @@ static hs_status check(const float *attn, int n_layer, int n_head, int n, double
         return hs_fail(err, HS_E_ARG, "%s: residual weight %g, expected 0..1", what, residual);
     if (!out)
         return hs_fail(err, HS_E_ARG, "%s: NULL output", what);
-    hs_status st = hs_maps_check(attn, n_layer * n_head, n, err);
+    hs_status st = hs_vis_args(lv.v, lv.n, n_layer, what, err);
+    if (st)
+        return st;
+    st = hs_maps_check(attn, n_layer * n_head, n, err);
     if (st)
         hs_error_prefix(err, "%s", what);
     return st;
 }
 
 static hs_status from_array(int flow, const float *attn, int n_layer, int n_head, int n,
-                            int causal, double residual, double *out, hs_error *err);
+                            layer_vis lv, double residual, double *out, hs_error *err);
 
 static hs_status rollout_from(hs_map_fn fn, void *user, int n_layer, int n_head, int n,
-                              int causal, double residual, double *out, hs_error *err)
+                              layer_vis lv, double residual, double *out, hs_error *err)
 {
     size_t nn = (size_t)n * n;
     hs_status st = HS_OK;
@@ -81,7 +91,8 @@ static hs_status rollout_from(hs_map_fn fn, void *user, int n_layer, int n_head,
         goto done;
     }
     for (int l = 0; l < n_layer && !st; l++) {
-        if ((st = residual_mean(fn, user, l, n_head, n, causal, residual, buf, a, err)))
+        if ((st = residual_mean(fn, user, l, n_head, n, hs_vis_at(lv.v, lv.n, l), residual, buf,
+                                a, err)))
             break;
         if (l == 0) {
             memcpy(out, a, nn * sizeof *out);
@@ -97,10 +108,11 @@ done:
     return st;
 }
 
-hs_status hs_rollout_compute(const float *attn, int n_layer, int n_head, int n, int causal,
-                             double residual, double *out, hs_error *err)
+hs_status hs_rollout_compute(const float *attn, int n_layer, int n_head, int n,
+                             const hs_visibility *vis, int n_vis, double residual, double *out,
+                             hs_error *err)
 {
-    return from_array(0, attn, n_layer, n_head, n, causal, residual, out, err);
+    return from_array(0, attn, n_layer, n_head, n, (layer_vis){vis, n_vis}, residual, out, err);
 }
 
 /* ---- attention flow: max flow in the layered attention graph (Dinic) ------------------- */
@@ -121,8 +133,8 @@ typedef struct graph {
 /* Node of token j at level l (0 = the input, n_layer = the top). */
 #define NODE(l, j) ((l) * n + (j))
 
-static hs_status flow_from(hs_map_fn fn, void *user, int n_layer, int n_head, int n, int causal,
-                           double residual, double *out, hs_error *err)
+static hs_status flow_from(hs_map_fn fn, void *user, int n_layer, int n_head, int n,
+                           layer_vis lv, double residual, double *out, hs_error *err)
 {
     hs_status st;
     size_t nn = (size_t)n * n;
@@ -135,7 +147,8 @@ static hs_status flow_from(hs_map_fn fn, void *user, int n_layer, int n_head, in
     if (!a || !buf || !g.first || !g.count || !g.level || !g.it || !g.queue || !g.path)
         goto nomem;
     for (int l = 0; l < n_layer; l++)
-        if ((st = residual_mean(fn, user, l, n_head, n, causal, residual, buf, a + l * nn, err)))
+        if ((st = residual_mean(fn, user, l, n_head, n, hs_vis_at(lv.v, lv.n, l), residual, buf,
+                                a + l * nn, err)))
             goto done;
     /* an edge (l, j) -> (l + 1, i) of capacity a_l[i][j] > 0, and its reverse */
     size_t ne = 0;
@@ -253,32 +266,35 @@ done:
 
 /* Rollout (flow 0) or flow (1) of one array of maps, checked first. */
 static hs_status from_array(int flow, const float *attn, int n_layer, int n_head, int n,
-                            int causal, double residual, double *out, hs_error *err)
+                            layer_vis lv, double residual, double *out, hs_error *err)
 {
-    hs_status st = check(attn, n_layer, n_head, n, residual, out,
+    hs_status st = check(attn, n_layer, n_head, n, lv, residual, out,
                          flow ? "attention flow" : "rollout", err);
     if (st)
         return st;
     map_array src = {attn, n};
-    return (flow ? flow_from : rollout_from)(array_map, &src, n_layer, n_head, n, causal,
-                                             residual, out, err);
+    return (flow ? flow_from : rollout_from)(array_map, &src, n_layer, n_head, n, lv, residual,
+                                             out, err);
 }
 
-hs_status hs_attention_flow(const float *attn, int n_layer, int n_head, int n, int causal,
-                            double residual, double *out, hs_error *err)
+hs_status hs_attention_flow(const float *attn, int n_layer, int n_head, int n,
+                            const hs_visibility *vis, int n_vis, double residual, double *out,
+                            hs_error *err)
 {
-    return from_array(1, attn, n_layer, n_head, n, causal, residual, out, err);
+    return from_array(1, attn, n_layer, n_head, n, (layer_vis){vis, n_vis}, residual, out, err);
 }
 
-hs_status hs_rollout_source(hs_map_fn fn, void *user, int n_layer, int n_head, int n, int causal,
-                            double residual, double *rollout, double *flow, hs_error *err)
+hs_status hs_rollout_source(hs_map_fn fn, void *user, int n_layer, int n_head, int n,
+                            const hs_visibility *vis, int n_vis, double residual,
+                            double *rollout, double *flow, hs_error *err)
 {
     if (!fn || n_layer < 1 || n_head < 1 || n < 1 || !(residual >= 0 && residual <= 1))
         return hs_fail(err, HS_E_ARG, "rollout: bad arguments");
-    hs_status st = HS_OK;
-    if (rollout)
-        st = rollout_from(fn, user, n_layer, n_head, n, causal, residual, rollout, err);
+    hs_status st = hs_vis_args(vis, n_vis, n_layer, "rollout", err);
+    layer_vis lv = {vis, n_vis};
+    if (!st && rollout)
+        st = rollout_from(fn, user, n_layer, n_head, n, lv, residual, rollout, err);
     if (!st && flow)
-        st = flow_from(fn, user, n_layer, n_head, n, causal, residual, flow, err);
+        st = flow_from(fn, user, n_layer, n_head, n, lv, residual, flow, err);
     return st;
 }

@@ -2,18 +2,21 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/vis.h"
 #include "headscope/analysis.h"
 #include "headscope/tokenizer.h"
 #include "internal.h"
 
-hs_status hs_wordmap_compute(const float *maps, int n_maps, int n, int causal, const int32_t *word,
-                             int n_words, float *out, hs_error *err)
+hs_status hs_wordmap_compute(const float *maps, int n_maps, int n, hs_visibility vis,
+                             const int32_t *word, int n_words, float *out, hs_error *err)
 {
     hs_status st = hs_maps_check(maps, n_maps, n, err);
     if (st) {
         hs_error_prefix(err, "word map");
         return st;
     }
+    if ((st = hs_vis_args(&vis, 1, 1, "word map", err)))
+        return st;
     if (!word || !out)
         return hs_fail(err, HS_E_ARG, "word map: NULL word index or output");
     if (n_words < 1 || n_words > n)
@@ -45,8 +48,7 @@ hs_status hs_wordmap_compute(const float *maps, int n_maps, int n, int causal, c
         for (int i = 0; i < n; i++) {
             const float *row = a + (size_t)i * (size_t)n;
             double *dst = acc + (size_t)word[i] * W;
-            int nk = causal ? i + 1 : n;
-            for (int j = 0; j < nk; j++)
+            for (int j = hs_vis_lo(vis, i), hi = hs_vis_hi(vis, i, n); j < hi; j++)
                 dst[word[j]] += (double)row[j];
         }
         float *o = out + (size_t)m * W * W;

@@ -9,6 +9,7 @@
 
 #include "headscope/report.h"
 #include "internal.h"
+#include "pipeline/pipeline.h"
 
 /* A number, or null for NaN/Inf. */
 cJSON *hs_json_num(double v)
@@ -390,7 +391,6 @@ void hs_report_add_header(cJSON *r, const hs_analysis *a)
     hs_report_add_generator(r, (const char *const *)a->command_line, a->command_line_argc);
     cJSON_AddItemToObject(r, "model", hs_report_model_json(a));
 }
-
 /* The report's tree, its large arrays in big (NULL: left out, HS_REPORT_LEAN). */
 static cJSON *report_tree(const hs_analysis *a, const char *const *files, int n_files,
                           hs_json_big *big)
@@ -492,7 +492,7 @@ static cJSON *report_tree(const hs_analysis *a, const char *const *files, int n_
 
     cJSON *sim = cJSON_AddObjectToObject(r, "similarity");
     cJSON_AddStringToObject(sim, "method", o->similarity == HS_SIM_JS ? "jensen_shannon" : "pearson");
-    cJSON_AddStringToObject(sim, "entries", c->causal ? "lower_triangle" : "all");
+    cJSON_AddStringToObject(sim, "entries", hs_pipeline_similarity_entries(a));
     cJSON_AddItemToObject(sim, "matrix", hs_json_matrix(a->similarity, a->n_heads, a->n_heads));
 
     hs_report_add_clusters(r, a->linkage, a->labels, a->n_heads, a->n_clusters, o->similarity,

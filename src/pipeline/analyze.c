@@ -271,7 +271,7 @@ hs_status hs_analyze_run(const hs_model *m, const hs_analyze_input *in, const hs
         goto fail;
     /* the observers' failures keep their own message (the pass's is "stopped by observer") */
     hs_error oerr = {{0}};
-    layer_obs to = {o->layers, c->causal, &seq, sink, ent, ent + nh, det, det + nh, a->maps, 0,
+    layer_obs to = {o->layers, c, &seq, sink, ent, ent + nh, det, det + nh, a->maps, 0,
                     HS_OK, &oerr, m, NULL, NULL};
     /* norm-based attention reads the layer's values from the pass's workspace; direct
      * logit attribution takes each layer's context from it, and the final norm's scale */
@@ -360,7 +360,7 @@ hs_status hs_analyze_run(const hs_model *m, const hs_analyze_input *in, const hs
                 st = hs_sinks_mark(a->probe_ids, a->probe_len, cls_id, sep_id, probe_sink, err);
             if (!st) {
                 hs_detect_seq pseq = {a->probe_ids, cls_id, sep_id, NULL, NULL};
-                layer_obs po = {o->layers, c->causal, &pseq, probe_sink, NULL, NULL,
+                layer_obs po = {o->layers, c, &pseq, probe_sink, NULL, NULL,
                                 det + 2 * nh, det + 3 * nh, NULL, 0, HS_OK, err, m, NULL, NULL};
                 hs_forward_opts pf = {.on_attn = hs_layer_observe, .user = &po};
                 st = hs_forward(m, a->probe_ids, NULL, a->probe_len, &pf, NULL, err);
@@ -382,14 +382,19 @@ hs_status hs_analyze_run(const hs_model *m, const hs_analyze_input *in, const hs
     t0 = hs_pipeline_now();
     double *per_layer = malloc((size_t)n_layers_on * sizeof *per_layer);
     store_rows sr = {a->maps, a->head_index, malloc(nh * sizeof(int))};
-    if (!per_layer || !sr.idx) {
+    hs_visibility *vis = malloc(nh * sizeof *vis);
+    if (!per_layer || !sr.idx || !vis) {
         free(per_layer);
         free(sr.idx);
+        free(vis);
         goto nomem;
     }
+    for (size_t k = 0; k < nh; k++)
+        vis[k] = hs_pipeline_visibility(c, a->head_index[k] / H);
     hs_map_source src = {hs_store_read_rows, &sr, a->n_heads, n};
-    st = hs_pairwise_compute(&src, c->causal, o->diversity ? a->frobenius : NULL, o->similarity,
+    st = hs_pairwise_compute(&src, vis, o->diversity ? a->frobenius : NULL, o->similarity,
                              a->similarity, err);
+    free(vis);
     free(sr.idx);
     if (!o->keep_maps) { /* nothing reads them after this */
         hs_mapstore_free(a->maps);

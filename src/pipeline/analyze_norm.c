@@ -21,13 +21,14 @@ hs_status hs_analysis_norm_based(hs_analysis *a, const float *fn, hs_error *err)
         if ((st = hs_analysis_map(a, idx, map, err)))
             break;
         const float *f = fn + (size_t)idx * (size_t)n; /* (n) ||f(x_j)|| of head l.h */
+        hs_visibility vis = hs_pipeline_visibility(c, idx / c->n_head);
         double first = 0, mass = 0, fsum = 0;
         for (int j = 0; j < n; j++)
             fsum += f[j];
         for (int i = 0; i < n; i++) {
             const float *row = map + (size_t)i * (size_t)n;
             double s = 0;
-            for (int j = 0; j < (c->causal ? i + 1 : n); j++)
+            for (int j = hs_vis_lo(vis, i), hi = hs_vis_hi(vis, i, n); j < hi; j++)
                 s += (double)row[j] * f[j];
             first += s > 0 ? (double)row[0] * f[0] / s : 0.0;
             mass += s;

@@ -10,24 +10,24 @@
 #include "model/model_internal.h"
 #include "nn/block.h"
 #include "pipeline/analyze_observe.h"
+#include "pipeline/pipeline.h"
 
 int hs_layer_observe(void *user, int layer, const float *probs, int n_head, int n)
 {
     layer_obs *t = user;
     if (!t->layers || t->layers[layer]) {
         int k = t->next;
+        hs_visibility vis = hs_pipeline_visibility(t->cfg, layer);
         t->next += n_head;
         if (t->ent)
-            t->st = hs_entropy_compute(probs, n_head, n, t->causal, NULL, t->ent + k, t->err);
+            t->st = hs_entropy_compute(probs, n_head, n, vis, NULL, t->ent + k, t->err);
         if (!t->st && t->ent_free)
-            t->st = hs_entropy_compute(probs, n_head, n, t->causal, t->sink, t->ent_free + k,
-                                       t->err);
+            t->st = hs_entropy_compute(probs, n_head, n, vis, t->sink, t->ent_free + k, t->err);
         if (!t->st)
-            t->st = hs_detect_compute(probs, n_head, n, t->causal, t->seq, NULL, t->det + k,
+            t->st = hs_detect_compute(probs, n_head, n, vis, t->seq, NULL, t->det + k, t->err);
+        if (!t->st)
+            t->st = hs_detect_compute(probs, n_head, n, vis, t->seq, t->sink, t->det_free + k,
                                       t->err);
-        if (!t->st)
-            t->st = hs_detect_compute(probs, n_head, n, t->causal, t->seq, t->sink,
-                                      t->det_free + k, t->err);
     }
     if (!t->st && t->store)
         t->st = hs_mapstore_put(t->store, layer * n_head, n_head, probs, t->err);
@@ -66,8 +66,16 @@ hs_status hs_analysis_rollout(hs_analysis *a, hs_error *err)
     a->rollout = malloc(nn * sizeof *a->rollout);
     if (a->n <= a->opts.flow_max_tokens)
         a->flow = malloc(nn * sizeof *a->flow);
-    if (!a->rollout || (a->n <= a->opts.flow_max_tokens && !a->flow))
+    hs_visibility *vis = malloc((size_t)c->n_layer * sizeof *vis);
+    if (!a->rollout || (a->n <= a->opts.flow_max_tokens && !a->flow) || !vis) {
+        free(vis);
         return hs_fail(err, HS_E_NOMEM, "out of memory for the attention rollout");
-    return hs_rollout_source(store_map, a->maps, c->n_layer, c->n_head, a->n, c->causal,
-                             a->opts.rollout_residual, a->rollout, a->flow, err);
+    }
+    for (int l = 0; l < c->n_layer; l++)
+        vis[l] = hs_pipeline_visibility(c, l);
+    hs_status st = hs_rollout_source(store_map, a->maps, c->n_layer, c->n_head, a->n, vis,
+                                     c->n_layer, a->opts.rollout_residual, a->rollout, a->flow,
+                                     err);
+    free(vis);
+    return st;
 }

@@ -7,8 +7,34 @@
 
 #include <stdint.h>
 
+#include "headscope/model.h"
 #include "headscope/report.h"
 #include "headscope/tokenizer.h"
+#include "headscope/visibility.h"
+
+/* The keys the queries of layer `layer` see, for every analysis of that layer's maps: from
+ * the model's causal flag for now; the model's own per-layer visibility once it has one. */
+static inline hs_visibility hs_pipeline_visibility(const hs_model_config *c, int layer)
+{
+    (void)layer;
+    return hs_vis_from_causal(c->causal);
+}
+
+/* The map entries the similarity compares (report.json's similarity.entries): "all" when
+ * every analysed layer is bidirectional, "lower_triangle" when every one is causal, else
+ * "visible" (the cells both heads see). */
+static inline const char *hs_pipeline_similarity_entries(const hs_analysis *a)
+{
+    const hs_model_config *c = hs_model_config_of(a->model);
+    int bidir = 0, causal = 0, other = 0;
+    for (int k = 0; k < a->n_heads; k++) {
+        hs_visibility v = hs_pipeline_visibility(c, a->head_index[k] / c->n_head);
+        bidir |= v.kind == HS_VIS_BIDIRECTIONAL;
+        causal |= v.kind == HS_VIS_CAUSAL;
+        other |= v.kind != HS_VIS_BIDIRECTIONAL && v.kind != HS_VIS_CAUSAL;
+    }
+    return other || (bidir && causal) ? "visible" : causal ? "lower_triangle" : "all";
+}
 
 /* Seconds on the monotonic clock. */
 double hs_pipeline_now(void);
