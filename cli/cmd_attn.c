@@ -36,9 +36,9 @@ static int stream_layer(void *user, int layer, const float *probs, int n_head, i
             ns->warned = 1;
         }
     if (ns->word) {
-        /* the layer's visibility: the model's causal flag, until the model says per layer */
-        if (hs_wordmap_compute(probs, n_head, n, hs_vis_from_causal(ns->cfg->causal), ns->word,
-                               ns->n_words, ns->wmaps, &ns->err) != HS_OK)
+        /* the layer's own visibility (a local layer's window) */
+        if (hs_wordmap_compute(probs, n_head, n, hs_model_layer_visibility(ns->cfg, layer),
+                               ns->word, ns->n_words, ns->wmaps, &ns->err) != HS_OK)
             return ns->failed = 1;
         probs = ns->wmaps;
         count = (size_t)n_head * (size_t)ns->n_words * (size_t)ns->n_words;

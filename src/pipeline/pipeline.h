@@ -12,12 +12,11 @@
 #include "headscope/tokenizer.h"
 #include "headscope/visibility.h"
 
-/* The keys the queries of layer `layer` see, for every analysis of that layer's maps: from
- * the model's causal flag for now; the model's own per-layer visibility once it has one. */
+/* The keys the queries of layer `layer` see, for every analysis of that layer's maps: the
+ * model's own per-layer visibility (a local layer's sliding window, else the family's). */
 static inline hs_visibility hs_pipeline_visibility(const hs_model_config *c, int layer)
 {
-    (void)layer;
-    return hs_vis_from_causal(c->causal);
+    return hs_model_layer_visibility(c, layer);
 }
 
 /* The map entries the similarity compares (report.json's similarity.entries): "all" when
