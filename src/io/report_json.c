@@ -8,6 +8,7 @@
 #include <cJSON.h>
 
 #include "headscope/report.h"
+#include "analysis/analysis_internal.h"
 #include "internal.h"
 
 /* A number, or null for NaN/Inf. */
@@ -541,7 +542,7 @@ static cJSON *report_tree(const hs_analysis *a, const char *const *files, int n_
     cJSON_AddNumberToObject(pu, "max_steps", o->prune_max_steps);
     cJSON *cand = cJSON_AddArrayToObject(pu, "candidates");
     for (int k = 0; k < a->n_candidates; k++)
-        cJSON_AddItemToArray(cand, cJSON_CreateString(hs_head_name(a, a->candidates[k], name, sizeof name)));
+        cJSON_AddItemToArray(cand, cJSON_CreateString(hs_head_label(a->candidates[k], c->n_head, name, sizeof name)));
     cJSON *candh = cJSON_AddArrayToObject(pu, "candidate_heads");
     for (int k = 0; k < a->n_candidates; k++)
         cJSON_AddItemToArray(candh, head_pair(a->candidates[k], c->n_head));
@@ -551,8 +552,8 @@ static cJSON *report_tree(const hs_analysis *a, const char *const *files, int n_
         cJSON *rmh = cJSON_AddArrayToObject(e, "removed_heads");
         int t = s;
         for (; t < a->n_curve && a->curve[t].round == a->curve[s].round; t++) {
-            cJSON_AddItemToArray(rm, cJSON_CreateString(hs_head_name(a, a->curve[t].head, name,
-                                                                     sizeof name)));
+            cJSON_AddItemToArray(rm, cJSON_CreateString(hs_head_label(a->curve[t].head, c->n_head, name,
+                                                                      sizeof name)));
             cJSON_AddItemToArray(rmh, head_pair(a->curve[t].head, c->n_head));
         }
         cJSON_AddNumberToObject(e, "heads_left", a->curve[t - 1].heads_left);

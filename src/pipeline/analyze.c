@@ -13,12 +13,13 @@
 #include <string.h>
 #include <time.h>
 
+#include "analysis/analysis_internal.h"
 #include "analysis/pairwise.h"
 #include "headscope/report.h"
 #include "headscope/tokenizer.h"
 #include "internal.h"
 #include "pipeline/analyze_observe.h"
-#include "pipeline/mapstore.h"
+#include "core/mapstore.h"
 #include "pipeline/pipeline.h"
 
 void hs_analyze_opts_default(hs_analyze_opts *o)
@@ -47,9 +48,7 @@ double hs_pipeline_now(void)
 
 const char *hs_head_name(const hs_analysis *a, int index, char *buf, size_t cap)
 {
-    int H = hs_model_config_of(a->model)->n_head;
-    snprintf(buf, cap, "%d.%d", index / H, index % H);
-    return buf;
+    return hs_head_label(index, hs_model_config_of(a->model)->n_head, buf, cap);
 }
 
 void hs_analysis_free(hs_analysis *a)
