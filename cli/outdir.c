@@ -18,7 +18,7 @@
 #include <cJSON.h>
 
 #include "cli.h"
-#include "internal.h"
+#include "io/io_internal.h"
 
 static int remove_entry(const char *path, const struct stat *sb, int type, struct FTW *ftw)
 {

@@ -11,10 +11,10 @@
 #include <cJSON.h>
 #include <criterion/criterion.h>
 
+#include "core/core.h"
 #include "headscope/importance.h"
 #include "headscope/model.h"
 #include "headscope/npy.h"
-#include "internal.h"
 
 /* Shared models (../shared beside the checkout) and committed fixtures. */
 #define SHARED_MODELS "../shared/models"

@@ -1,8 +1,8 @@
 /* Attention entropy per head: nats, bits, normalised entropy and mean row maximum. */
 #include <math.h>
 
+#include "core/core.h"
 #include "headscope/analysis.h"
-#include "internal.h"
 
 /* One map: (n, n). */
 static void entropy_one(const float *a, int n, int causal, const unsigned char *sink,

@@ -4,7 +4,7 @@
 
 #include "headscope/analysis.h"
 #include "analysis/analysis_internal.h"
-#include "internal.h"
+#include "core/core.h"
 
 hs_status hs_maps_check(const float *maps, int n_maps, int n, hs_error *err)
 {

@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/core.h"
 #include "headscope/analysis.h"
-#include "internal.h"
 
 #define FLOW_EPS 1e-12
 

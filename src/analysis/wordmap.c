@@ -2,9 +2,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/core.h"
 #include "headscope/analysis.h"
 #include "headscope/tokenizer.h"
-#include "internal.h"
 
 hs_status hs_wordmap_compute(const float *maps, int n_maps, int n, int causal, const int32_t *word,
                              int n_words, float *out, hs_error *err)

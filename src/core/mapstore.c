@@ -7,8 +7,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/core.h"
 #include "core/mapstore.h"
-#include "internal.h"
 
 struct hs_mapstore {
     int n_maps, n;

@@ -14,7 +14,7 @@
 #include "headscope/version.h"
 #include "analysis/analysis_internal.h"
 #include "core/mapstore.h"
-#include "internal.h"
+#include "core/core.h"
 
 typedef struct file_list {
     char **v;

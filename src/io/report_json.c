@@ -9,7 +9,8 @@
 
 #include "headscope/report.h"
 #include "analysis/analysis_internal.h"
-#include "internal.h"
+#include "core/core.h"
+#include "io/io_internal.h"
 
 /* A number, or null for NaN/Inf. */
 cJSON *hs_json_num(double v)

@@ -11,7 +11,7 @@
 
 #include <cblas.h>
 
-#include "internal.h"
+#include "core/core.h"
 #include "nn/ops.h"
 
 /* Loops over fewer elements than this stay on one thread (a parallel region costs a few

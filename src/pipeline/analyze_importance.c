@@ -6,9 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/core.h"
 #include "headscope/importance.h"
 #include "headscope/report.h"
-#include "internal.h"
+#include "importance/importance_internal.h"
 #include "pipeline/pipeline.h"
 
 typedef struct {

@@ -6,9 +6,9 @@
 
 #include <cJSON.h>
 
+#include "core/core.h"
 #include "headscope/corpus.h"
 #include "headscope/report.h"
-#include "internal.h"
 
 void hs_free(void *p) { free(p); }
 

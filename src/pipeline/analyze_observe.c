@@ -4,9 +4,10 @@
  * hs_analysis_map. */
 #include <stdlib.h>
 
+#include "analysis/analysis_internal.h"
+#include "core/core.h"
 #include "headscope/analysis.h"
 #include "headscope/report.h"
-#include "internal.h"
 #include "model/model_internal.h"
 #include "nn/block.h"
 #include "pipeline/analyze_observe.h"
