@@ -12,7 +12,7 @@
 #include "headscope/npy.h"
 #include "headscope/report.h"
 #include "bench.h"
-#include "internal.h"
+#include "core/core.h"
 
 static void remove_dir(const char *dir)
 {

@@ -8,7 +8,6 @@
 #include "headscope/gguf.h"
 
 #include "cli.h"
-#include "internal.h"
 
 static const char usage_text[] =
     "usage: headscope convert MODEL -o OUT [--type f32|f16|bf16|q8_0] [--name NAME] [--keep-mlm]\n"

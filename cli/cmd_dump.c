@@ -7,7 +7,6 @@
 #include <cJSON.h>
 
 #include "cli.h"
-#include "internal.h"
 #include "headscope/activations.h"
 #include "headscope/npy.h"
 

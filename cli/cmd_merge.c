@@ -10,8 +10,8 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "core/core.h"
 #include "headscope/corpus.h"
-#include "internal.h"
 
 static const char usage_text[] =
     "usage: headscope merge PART... -o OUTDIR [--json] [-q]\n\n"

@@ -7,8 +7,8 @@
 #include <stdio.h>
 
 #include "cli.h"
+#include "core/core.h"
 #include "headscope/corpus.h"
-#include "internal.h"
 
 typedef struct cli_corpus_run {
     const char *cmd;

@@ -5,7 +5,8 @@
 #include <string.h>
 
 #include "cli.h"
-#include "internal.h"
+#include "core/core.h"
+#include "model/model_internal.h"
 
 static const struct {
     const char *name;

@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "internal.h"
+#include "io/io_internal.h"
 
 static int remove_entry(const char *path, const struct stat *sb, int type, struct FTW *ftw)
 {

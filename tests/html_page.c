@@ -12,9 +12,9 @@
 
 #include <cJSON.h>
 
+#include "core/core.h"
 #include "headscope/html.h"
 #include "headscope/npy.h"
-#include "internal.h"
 
 int main(int argc, char **argv)
 {

@@ -10,7 +10,6 @@
 #include <cJSON.h>
 
 #include "headscope/analysis.h"
-#include "internal.h"
 #include "analysis_util.h"
 #include "testutil.h"
 

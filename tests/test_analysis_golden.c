@@ -11,7 +11,7 @@
 #include <cJSON.h>
 
 #include "headscope/analysis.h"
-#include "internal.h"
+#include "core/core.h"
 #include "analysis_util.h"
 #include "testutil.h"
 

@@ -10,10 +10,10 @@
 
 #include <cJSON.h>
 
+#include "core/core.h"
 #include "headscope/activations.h"
 #include "headscope/forward.h"
 #include "headscope/importance.h"
-#include "internal.h"
 #include "testutil.h"
 
 /* A float32 forward pass against a float64 reference: the bound of test_forward.c's hidden

@@ -11,8 +11,8 @@
 
 #include <cJSON.h>
 
+#include "core/core.h"
 #include "headscope/composition.h"
-#include "internal.h"
 #include "testutil.h"
 
 #define REL_TOL 1e-5

@@ -4,9 +4,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/core.h"
 #include "headscope/model.h"
 #include "headscope/version.h"
-#include "internal.h"
 #include "testutil.h"
 
 static void digest_of(const void *data, size_t n, char hex[65])

@@ -9,11 +9,11 @@
  * - the config: positions offset by pad_token_id + 1, xlm-roberta read as RoBERTa, refusals. */
 #include <cJSON.h>
 
+#include "core/core.h"
 #include "headscope/forward.h"
 #include "headscope/gguf.h"
 #include "headscope/importance.h"
 #include "headscope/model.h"
-#include "internal.h"
 #include "model/model_internal.h"
 #include "testutil.h"
 

@@ -9,10 +9,10 @@
 
 #include <cJSON.h>
 
+#include "core/core.h"
 #include "headscope/forward.h"
 #include "headscope/importance.h"
 #include "headscope/model.h"
-#include "internal.h"
 #include "nn/ops.h"
 #include "testutil.h"
 

@@ -5,9 +5,9 @@
  * head masks. */
 #include <cJSON.h>
 
+#include "core/core.h"
 #include "headscope/forward.h"
 #include "headscope/model.h"
-#include "internal.h"
 #include "nn/ops.h"
 #include "testutil.h"
 

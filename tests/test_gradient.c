@@ -11,7 +11,7 @@
 
 #include "headscope/importance.h"
 #include "headscope/model.h"
-#include "internal.h"
+#include "importance/importance_internal.h"
 #include "model/model_internal.h"
 #include "testutil.h"
 

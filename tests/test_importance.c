@@ -3,10 +3,10 @@
  * all heads), and the documented MLM position rule worked by hand. */
 #include <cJSON.h>
 
+#include "core/core.h"
 #include "headscope/forward.h"
 #include "headscope/importance.h"
 #include "headscope/model.h"
-#include "internal.h"
 #include "testutil.h"
 
 #define IMP_TOL 1e-4

@@ -12,10 +12,10 @@
 
 #include <cJSON.h>
 
+#include "analysis/analysis_internal.h"
 #include "headscope/analysis.h"
 #include "headscope/render.h"
 #include "headscope/report.h"
-#include "internal.h"
 #include "testutil.h"
 
 #define GOLD "fixtures/family-golden/"

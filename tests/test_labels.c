@@ -16,7 +16,7 @@
 #include "headscope/model.h"
 #include "headscope/report.h"
 #include "headscope/tokenizer.h"
-#include "internal.h"
+#include "io/io_internal.h"
 #include "testutil.h"
 
 static void near(double got, double want, double tol, const char *what)

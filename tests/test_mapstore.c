@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "pipeline/mapstore.h"
+#include "core/mapstore.h"
 #include "headscope/analysis.h"
 #include "headscope/forward.h"
 #include "headscope/report.h"

@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/core.h"
 #include "headscope/version.h"
-#include "internal.h"
 #include "nn/ops.h"
 #include "testutil.h"
 

@@ -5,7 +5,7 @@
  * problem; truncations and byte flips of a valid file never crash. */
 #include <cJSON.h>
 
-#include "internal.h"
+#include "core/core.h"
 #include "model/model_internal.h"
 #include "model/torchbin.h"
 #include "testutil.h"

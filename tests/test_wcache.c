@@ -14,6 +14,7 @@
 #include "headscope/gguf.h"
 #include "testutil.h"
 #include "model/model_internal.h"
+#include "analysis/analysis_internal.h"
 
 #define WC "fixtures/wcache/"
 

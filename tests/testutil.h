@@ -11,11 +11,11 @@
 #include <cJSON.h>
 #include <criterion/criterion.h>
 
+#include "core/core.h"
 #include "headscope/importance.h"
 #include "headscope/model.h"
 #include "headscope/npy.h"
 #include "headscope/visibility.h"
-#include "internal.h"
 
 /* One visibility for every map or layer: the (vis, n_vis) of the trace-wide analyses
  * (similarity, diversity, rollout, flow) as (TU_CAUSAL, 1). */

@@ -3,7 +3,7 @@
 #include <string.h>
 
 #include "canvas.h"
-#include "internal.h"
+#include "core/core.h"
 
 int hs_cv_new(hs_image *img, int w, int h, const uint8_t rgb[3])
 {

@@ -7,10 +7,9 @@
 
 #include <cJSON.h>
 
+#include "core/core.h"
 #include "headscope/html.h"
-#include "headscope/report.h"
 #include "html_page.h"
-#include "internal.h"
 
 /* A growing output buffer; on the first failure ok drops to 0 and later appends do
  * nothing, so callers check once at the end. */

@@ -3,7 +3,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "internal.h"
+#include "core/core.h"
 #include "plot.h"
 
 const uint8_t hs_viz_bg[3] = {255, 255, 255};

@@ -8,8 +8,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/core.h"
 #include "headscope/render.h"
-#include "internal.h"
 
 /* Growable output buffer and error state shared with the libpng callbacks. The
  * struct lives in the caller of png_encode_rows, so nothing it holds is a local

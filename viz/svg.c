@@ -7,8 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "headscope/report.h"
-#include "internal.h"
+#include "core/core.h"
 #include "plot.h"
 
 #define SVG_MAX_N 4096

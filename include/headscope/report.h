@@ -356,10 +356,6 @@ void hs_free(void *p);
 hs_status hs_pictures_write(const hs_analysis *a, const char *outdir, int max_labels,
                             int formats, char ***files, int *n_files, hs_error *err);
 
-/* Writes text to path atomically: a new temporary file beside it (O_EXCL, never through a
- * planted symlink), fsync, rename. */
-hs_status hs_file_write_atomic(const char *path, const void *data, size_t len, hs_error *err);
-
 #ifdef __cplusplus
 }
 #endif

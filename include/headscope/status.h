@@ -53,6 +53,12 @@ size_t hs_text_escape(char *dst, size_t cap, const char *src);
 /* Returns a static, lowercase description of a status code ("ok", "i/o error", ...). */
 const char *hs_status_str(hs_status st);
 
+/* Writes len bytes of data to path atomically: a new temporary file beside it (O_EXCL, never
+ * through a planted symlink), fsync, rename; on failure the temporary file is removed and
+ * path is left as it was. (headscope/report.h, which declared it first, includes this
+ * header.) */
+hs_status hs_file_write_atomic(const char *path, const void *data, size_t len, hs_error *err);
+
 #ifdef __cplusplus
 }
 #endif

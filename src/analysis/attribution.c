@@ -6,8 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/analysis_internal.h"
+#include "core/core.h"
 #include "headscope/activations.h"
-#include "internal.h"
 #include "model/model_internal.h"
 #include "nn/block.h"
 #include "nn/ops.h"

@@ -3,8 +3,8 @@
 #include <math.h>
 #include <stdlib.h>
 
+#include "core/core.h"
 #include "headscope/analysis.h"
-#include "internal.h"
 
 #define LINKAGE_MAX_N (1 << 16)
 

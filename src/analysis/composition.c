@@ -15,8 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/analysis_internal.h"
+#include "core/core.h"
 #include "headscope/composition.h"
-#include "internal.h"
 #include "model/model_internal.h"
 
 /* LAPACK's general eigenvalue solver (OpenBLAS ships it). */

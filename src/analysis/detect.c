@@ -8,8 +8,8 @@
 #include <utf8proc.h>
 
 #include "analysis/vis.h"
+#include "core/core.h"
 #include "headscope/analysis.h"
-#include "internal.h"
 
 /* Running mean of the rows that have a pattern cell. */
 typedef struct mean_acc {

@@ -2,8 +2,8 @@
 #include <math.h>
 
 #include "analysis/vis.h"
+#include "core/core.h"
 #include "headscope/analysis.h"
-#include "internal.h"
 
 /* One map: (n, n). */
 static void entropy_one(const float *a, int n, hs_visibility vis, const unsigned char *sink,

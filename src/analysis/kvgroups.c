@@ -7,8 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "analysis/analysis_internal.h"
+#include "core/core.h"
 #include "headscope/analysis.h"
-#include "internal.h"
 
 void hs_kv_similarity_free(hs_kv_similarity *kv)
 {

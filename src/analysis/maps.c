@@ -1,8 +1,10 @@
-/* Input checks shared by the analysis functions, and attention-sink positions. */
+/* Input checks shared by the analysis functions, attention-sink positions, and heads' names. */
 #include <math.h>
+#include <stdio.h>
 
 #include "headscope/analysis.h"
-#include "internal.h"
+#include "analysis/analysis_internal.h"
+#include "core/core.h"
 
 hs_status hs_maps_check(const float *maps, int n_maps, int n, hs_error *err)
 {
@@ -46,4 +48,10 @@ hs_status hs_sinks_mark(const int32_t *ids, int n, int32_t cls_id, int32_t sep_i
         sink[i] = (unsigned char)s;
     }
     return HS_OK;
+}
+
+const char *hs_head_label(int index, int n_head, char *buf, size_t cap)
+{
+    snprintf(buf, cap, "%d.%d", index / n_head, index % n_head);
+    return buf;
 }

@@ -12,8 +12,8 @@
 
 #include "analysis/pairwise.h"
 #include "analysis/vis.h"
+#include "core/core.h"
 #include "headscope/analysis.h"
-#include "internal.h"
 
 /* Entries of every map in one row block (about 2 MB of floats and 4 MB of doubles). */
 #define BLOCK_VALUES ((size_t)1 << 19)

@@ -6,8 +6,8 @@
 #include <string.h>
 
 #include "analysis/vis.h"
+#include "core/core.h"
 #include "headscope/analysis.h"
-#include "internal.h"
 
 #define FLOW_EPS 1e-12
 

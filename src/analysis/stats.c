@@ -3,8 +3,8 @@
 #include <math.h>
 #include <stdint.h>
 
+#include "core/core.h"
 #include "headscope/corpus.h"
-#include "internal.h"
 
 void hs_stat_add(hs_stat *s, double x, double w)
 {

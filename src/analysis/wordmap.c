@@ -3,9 +3,9 @@
 #include <string.h>
 
 #include "analysis/vis.h"
+#include "core/core.h"
 #include "headscope/analysis.h"
 #include "headscope/tokenizer.h"
-#include "internal.h"
 
 hs_status hs_wordmap_compute(const float *maps, int n_maps, int n, hs_visibility vis,
                              const int32_t *word, int n_words, float *out, hs_error *err)

@@ -44,8 +44,8 @@
 
 #include <cblas.h>
 
+#include "core/core.h"
 #include "headscope/version.h"
-#include "internal.h"
 
 #define GEMM_TM 128
 #define GEMM_TN 512

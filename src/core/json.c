@@ -1,7 +1,7 @@
 /* JSON parsing with a bound on what the parse may build (see internal.h). */
 #include <cJSON.h>
 
-#include "internal.h"
+#include "core/core.h"
 
 size_t hs_json_count_values(const char *text, size_t len)
 {

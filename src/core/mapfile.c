@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "core/core.h"
 
 /* The live mappings made here (a handful: one per file or shard). */
 typedef struct live_map {

@@ -1,6 +1,6 @@
 /* The seeded generator of the induction probe and corpus sampling: splitmix64 (Steele,
  * Lea and Flood 2014), and unbiased draws from it by rejection. */
-#include "internal.h"
+#include "core/core.h"
 
 uint64_t hs_splitmix64(uint64_t *state)
 {

@@ -6,9 +6,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "headscope/report.h"
 
-#include "internal.h"
+#include "core/core.h"
 
 const char *hs_status_str(hs_status st)
 {

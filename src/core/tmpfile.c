@@ -10,7 +10,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "internal.h"
+#include "core/core.h"
 
 /* The process umask, read without changing it for good (mkstemp makes files 0600; outputs
  * get the 0666 & ~umask that fopen would have given). */

@@ -16,8 +16,10 @@
 
 #include <cblas.h>
 
+#include "core/core.h"
 #include "headscope/importance.h"
-#include "internal.h"
+#include "importance/importance_internal.h"
+#include "model/model_internal.h"
 #include "nn/block.h"
 #include "nn/ops.h"
 

@@ -4,10 +4,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/core.h"
 #include "headscope/forward.h"
 #include "headscope/importance.h"
+#include "importance/importance_internal.h"
 #include "importance/loss_eval.h"
-#include "internal.h"
 #include "model/model_internal.h"
 #include "nn/block.h"
 #include "nn/ops.h"

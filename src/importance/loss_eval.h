@@ -5,7 +5,7 @@
 
 #include "headscope/forward.h"
 #include "headscope/importance.h"
-#include "internal.h"
+#include "importance/importance_internal.h"
 
 /* Rows of logits computed at a time when the forward workspace's spare attention buffer
  * cannot hold more (128 x 50257 floats is 26 MB). */

@@ -6,9 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/core.h"
 #include "headscope/importance.h"
+#include "importance/importance_internal.h"
 #include "importance/loss_eval.h"
-#include "internal.h"
 #include "model/model_internal.h"
 
 /* At most max_steps removals, and never the last of the *n_active candidate heads

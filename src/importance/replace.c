@@ -4,9 +4,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/core.h"
 #include "headscope/activations.h"
 #include "headscope/importance.h"
-#include "internal.h"
 
 const char *hs_ablation_kind_name(hs_ablation_kind k)
 {

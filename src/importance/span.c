@@ -6,8 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/core.h"
 #include "headscope/importance.h"
-#include "internal.h"
+#include "importance/importance_internal.h"
 
 /* A decimal int >= 0 from s up to end (exclusive); 0 on a bad one. */
 static int parse_count(const char *s, const char *end, int *out)

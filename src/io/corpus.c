@@ -9,8 +9,8 @@
 
 #include <cJSON.h>
 
+#include "core/core.h"
 #include "headscope/corpus.h"
-#include "internal.h"
 #include "text/text_internal.h"
 
 struct hs_corpus_reader {

@@ -9,8 +9,9 @@
 
 #include <cJSON.h>
 
+#include "core/core.h"
 #include "headscope/corpus.h"
-#include "internal.h"
+#include "io/io_internal.h"
 
 /* ---- checking and merging aggregates ----------------------------------------------------- */
 

@@ -8,8 +8,9 @@
 
 #include <cJSON.h>
 
+#include "core/core.h"
 #include "headscope/corpus.h"
-#include "internal.h"
+#include "io/io_internal.h"
 
 static const char *const qnames[HS_CQ_COUNT] = {
     "entropy_nats", "entropy_norm", "max_weight", "previous_token", "self", "first_token",

@@ -8,8 +8,9 @@
 
 #include <cJSON.h>
 
+#include "core/core.h"
 #include "headscope/report.h"
-#include "internal.h"
+#include "io/io_internal.h"
 
 static const char *const label_names[HS_LABEL_COUNT] = {
     "previous_token", "next_token", "self", "broad", "other_segment", "duplicate_token",

@@ -12,7 +12,8 @@
 
 #include <cJSON.h>
 
-#include "internal.h"
+#include "core/core.h"
+#include "io/io_internal.h"
 
 struct hs_json_big {
     int n, cap;

@@ -5,9 +5,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/core.h"
 #include "headscope/npy.h"
-#include "headscope/report.h"
-#include "internal.h"
 
 #define NPY_MAGIC "\x93NUMPY"
 

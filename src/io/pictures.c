@@ -12,7 +12,9 @@
 #include "headscope/render.h"
 #include "headscope/report.h"
 #include "headscope/version.h"
-#include "internal.h"
+#include "analysis/analysis_internal.h"
+#include "core/mapstore.h"
+#include "core/core.h"
 
 typedef struct file_list {
     char **v;
@@ -67,10 +69,10 @@ static int label_size(int n, int max_labels)
     return n <= max_labels && need > 2000 && need <= HS_PNG_MAX_SIDE ? (int)need : 0;
 }
 
-/* hs_map_fn over every head of an analysis: k = l*H + h. */
+/* hs_map_fn over the maps of every head an analysis kept (its store): k = l*H + h. */
 static hs_status analysis_map(void *user, int k, float *out, hs_error *err)
 {
-    return hs_analysis_map(user, k, out, err);
+    return hs_mapstore_get(user, k, out, err);
 }
 
 /* What every picture task reads. */
@@ -158,7 +160,7 @@ static hs_status head_pictures(const pic_ctx *x, int k, float *map, pic_out *o, 
     snprintf(sub, sizeof sub, "%s   %s   %s   %s   %s", p1, p2, p3, p4, p5);
     hs_heatmap_opts ho = {.title = title, .subtitle = sub, .max_labels = max_labels,
                           .max_size = label_size(n, max_labels)};
-    hs_status st = hs_analysis_map(a, a->head_index[k], map, err);
+    hs_status st = hs_mapstore_get(a->maps, a->head_index[k], map, err);
     if (!st && (formats & HS_PICTURES_PNG)) {
         snprintf(o->rel[o->n], 64, "heads/L%d_H%d.png", h->layer, h->head);
         snprintf(path, sizeof path, "%s/%s", outdir, o->rel[o->n]);
@@ -200,7 +202,7 @@ static hs_status gallery_picture(const pic_ctx *x, pic_out *o, hs_error *err)
                                           : "attention of every head (each scaled to its own "
                                             "maximum)",
                           .heads_per_group = x->grp};
-    hs_status st = hs_gallery_write_from(path, analysis_map, (void *)(uintptr_t)x->a,
+    hs_status st = hs_gallery_write_from(path, analysis_map, (void *)(uintptr_t)x->a->maps,
                                          c->n_layer, c->n_head, x->a->n, &go, err);
     if (!st)
         out_add(o, "gallery.png");
@@ -225,7 +227,7 @@ static hs_status similarity_pictures(const pic_ctx *x, pic_out *o, hs_error *err
             sim[i] = (float)a->similarity[i];
         for (size_t k = 0; k < m && !st; k++) {
             char nm[16], kvn[48];
-            hs_head_name(a, a->head_index[k], nm, sizeof nm);
+            hs_head_label(a->head_index[k], H, nm, sizeof nm);
             if (grp) /* "3.5·KV1": the KV head beside the head */
                 snprintf(kvn, sizeof kvn, "%s\xC2\xB7KV%d", nm, a->head_index[k] % H / grp);
             names[k] = strdup(grp ? kvn : nm);

@@ -10,7 +10,7 @@
 
 #include <cJSON.h>
 
-#include "internal.h"
+#include "io/io_internal.h"
 
 typedef struct files_scan {
     int depth, in_str, esc, expect_key, key_len, after_key, capturing, done;

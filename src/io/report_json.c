@@ -8,8 +8,9 @@
 #include <cJSON.h>
 
 #include "headscope/report.h"
-#include "internal.h"
-#include "pipeline/pipeline.h"
+#include "analysis/analysis_internal.h"
+#include "core/core.h"
+#include "io/io_internal.h"
 
 /* A number, or null for NaN/Inf. */
 cJSON *hs_json_num(double v)
@@ -60,6 +61,22 @@ cJSON *hs_json_matrix(const double *m, int rows, int cols)
 
 /* input.sinks: the attention-sink positions of metrics.md (position 0; every [CLS] and
  * [SEP] of a family that has them), found with hs_sinks_mark from their ids in the text. */
+/* The map entries the similarity compares (report.json's similarity.entries): "all" when
+ * every analysed layer is bidirectional, "lower_triangle" when every one is causal, else
+ * "visible" (the cells both heads see). */
+static const char *similarity_entries(const hs_analysis *a)
+{
+    const hs_model_config *c = hs_model_config_of(a->model);
+    int bidir = 0, causal = 0, other = 0;
+    for (int k = 0; k < a->n_heads; k++) {
+        hs_visibility v = hs_model_layer_visibility(c, a->head_index[k] / c->n_head);
+        bidir |= v.kind == HS_VIS_BIDIRECTIONAL;
+        causal |= v.kind == HS_VIS_CAUSAL;
+        other |= v.kind != HS_VIS_BIDIRECTIONAL && v.kind != HS_VIS_CAUSAL;
+    }
+    return other || (bidir && causal) ? "visible" : causal ? "lower_triangle" : "all";
+}
+
 static cJSON *sinks_json(const hs_analysis *a, const hs_arch *ar)
 {
     int32_t cls = -1, sep = -1;
@@ -492,7 +509,7 @@ static cJSON *report_tree(const hs_analysis *a, const char *const *files, int n_
 
     cJSON *sim = cJSON_AddObjectToObject(r, "similarity");
     cJSON_AddStringToObject(sim, "method", o->similarity == HS_SIM_JS ? "jensen_shannon" : "pearson");
-    cJSON_AddStringToObject(sim, "entries", hs_pipeline_similarity_entries(a));
+    cJSON_AddStringToObject(sim, "entries", similarity_entries(a));
     cJSON_AddItemToObject(sim, "matrix", hs_json_matrix(a->similarity, a->n_heads, a->n_heads));
 
     hs_report_add_clusters(r, a->linkage, a->labels, a->n_heads, a->n_clusters, o->similarity,
@@ -541,7 +558,7 @@ static cJSON *report_tree(const hs_analysis *a, const char *const *files, int n_
     cJSON_AddNumberToObject(pu, "max_steps", o->prune_max_steps);
     cJSON *cand = cJSON_AddArrayToObject(pu, "candidates");
     for (int k = 0; k < a->n_candidates; k++)
-        cJSON_AddItemToArray(cand, cJSON_CreateString(hs_head_name(a, a->candidates[k], name, sizeof name)));
+        cJSON_AddItemToArray(cand, cJSON_CreateString(hs_head_label(a->candidates[k], c->n_head, name, sizeof name)));
     cJSON *candh = cJSON_AddArrayToObject(pu, "candidate_heads");
     for (int k = 0; k < a->n_candidates; k++)
         cJSON_AddItemToArray(candh, head_pair(a->candidates[k], c->n_head));
@@ -551,8 +568,8 @@ static cJSON *report_tree(const hs_analysis *a, const char *const *files, int n_
         cJSON *rmh = cJSON_AddArrayToObject(e, "removed_heads");
         int t = s;
         for (; t < a->n_curve && a->curve[t].round == a->curve[s].round; t++) {
-            cJSON_AddItemToArray(rm, cJSON_CreateString(hs_head_name(a, a->curve[t].head, name,
-                                                                     sizeof name)));
+            cJSON_AddItemToArray(rm, cJSON_CreateString(hs_head_label(a->curve[t].head, c->n_head, name,
+                                                                      sizeof name)));
             cJSON_AddItemToArray(rmh, head_pair(a->curve[t].head, c->n_head));
         }
         cJSON_AddNumberToObject(e, "heads_left", a->curve[t - 1].heads_left);

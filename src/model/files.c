@@ -4,7 +4,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "internal.h"
+#include "core/core.h"
 #include "model/model_internal.h"
 
 /* Every file of a Hugging Face folder that headscope may read, in report order. */

@@ -14,8 +14,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "core/core.h"
 #include "headscope/gguf.h"
-#include "internal.h"
 #include "model/gguf_internal.h"
 #include "model/model_internal.h"
 #include "model/quant.h"

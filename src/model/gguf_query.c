@@ -4,9 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/core.h"
 #include "headscope/gguf.h"
-#include "internal.h"
 #include "model/gguf_internal.h"
+#include "model/model_internal.h"
 #include "model/quant.h"
 
 const char *hs_gguf_type_name(hs_gguf_type t)

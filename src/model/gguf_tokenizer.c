@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "model/gguf_internal.h"
+#include "text/text_internal.h"
 
 /* ---- reading: GPT-2, RoBERTa, BERT ------------------------------------------------------- */
 

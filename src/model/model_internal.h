@@ -11,9 +11,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/core.h"
 #include "headscope/model.h"
 #include "headscope/tokenizer.h"
-#include "internal.h"
 
 /* Element types a reader can hand over. */
 typedef enum hs_dtype {
@@ -337,5 +337,11 @@ int hs_ggml_block(uint32_t type, uint64_t *blck, uint64_t *bytes);
  * when the folder has none. */
 hs_status hs_hf_tokenizer_load(const char *dir, const hs_arch *arch, hs_tokenizer **out,
                                hs_error *err);
+
+/* A size for HEADSCOPE_WEIGHT_MEMORY and --weight-memory: "all", or a number with an
+ * optional fraction and a binary unit K, M, G or T (an optional "B" or "iB" after it):
+ * "512M", "1.5G", "2147483648". 0 (or anything below one layer) converts one layer at a
+ * time. Returns 0 with *bytes set, or -1. */
+int hs_weight_memory_parse(const char *s, size_t *bytes);
 
 #endif /* HEADSCOPE_MODEL_INTERNAL_H */

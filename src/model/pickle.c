@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/core.h"
 #include "model/pickle.h"
 
 #define PK_NAME_MAX 255 /* bytes in a GLOBAL module or attribute name */

@@ -22,7 +22,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "internal.h"
+#include "headscope/status.h"
+
 
 #define PK_NODES_MAX (1u << 21)  /* values in one pickle (a state dict uses ~25 per tensor) */
 #define PK_STACK_MAX (1u << 16)  /* operand stack entries */

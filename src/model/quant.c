@@ -6,7 +6,7 @@
 
 #include "model/quant.h"
 
-#include "internal.h"
+#include "core/core.h"
 
 int hs_quant_block(uint32_t type, size_t *elems, size_t *bytes)
 {

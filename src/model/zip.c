@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/core.h"
 #include "model/zip.h"
 
 #define ZIP_ENTRIES_MAX (1u << 20) /* entries */

@@ -7,7 +7,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "internal.h"
+#include "headscope/status.h"
+
 
 typedef struct hs_zip_entry {
     const char *name; /* into the file bytes, not NUL-terminated */

@@ -11,8 +11,8 @@
 
 #include <cblas.h>
 
-#include "internal.h"
 #include "nn/fastmath.h"
+#include "core/core.h"
 #include "nn/ops.h"
 
 /* The products run by the one tiling rule of src/core/gemm.c (hs_gemm_run): tiles cut by

@@ -1,21 +1,26 @@
 /* The analysis of one text (hs_analyze_run), the pipeline of `headscope analyze` after the
- * model is loaded and the text tokenised: 1. one recorded forward pass on the text, the
- * per-head metrics taken layer by layer (analyze_observe.c); 2. the heads' results;
- * 3. the induction probe; 4. pairwise comparisons, clusters, head types and the weights'
- * composition scores; 5. the runs of the model: loss, gradient importance, ablation and
- * pruning (analyze_importance.c). The outputs are written from the hs_analysis (src/io/). */
+ * model is loaded and the text tokenised, as a table of named stages run in order over one
+ * state (hs_run, pipeline.h), the first failure ending the run and one cleanup path freeing
+ * what the stages left: input, heads, forward (one recorded pass on the text, the per-head
+ * metrics taken layer by layer: analyze_observe.c), rollout, head metrics, words, probe
+ * (the induction probe), pairwise (comparisons, clusters, head types), composition (from
+ * the weights), then the runs of the model: loss, gradient, ablation, probe ablation,
+ * pruning, candidates (analyze_importance.c). The outputs are written from the hs_analysis
+ * (src/io/). */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
+#include "analysis/analysis_internal.h"
 #include "analysis/pairwise.h"
 #include "headscope/report.h"
 #include "headscope/tokenizer.h"
-#include "internal.h"
+#include "core/core.h"
+#include "io/io_internal.h"
 #include "pipeline/analyze_observe.h"
-#include "pipeline/mapstore.h"
+#include "core/mapstore.h"
 #include "pipeline/pipeline.h"
 
 void hs_analyze_opts_default(hs_analyze_opts *o)
@@ -44,9 +49,7 @@ double hs_pipeline_now(void)
 
 const char *hs_head_name(const hs_analysis *a, int index, char *buf, size_t cap)
 {
-    int H = hs_model_config_of(a->model)->n_head;
-    snprintf(buf, cap, "%d.%d", index / H, index % H);
-    return buf;
+    return hs_head_label(index, hs_model_config_of(a->model)->n_head, buf, cap);
 }
 
 void hs_analysis_free(hs_analysis *a)
@@ -140,52 +143,34 @@ static int32_t probe_top(const hs_arch *ar, const hs_tokenizer *tok, int32_t lo,
     return hi;
 }
 
-hs_status hs_analyze_run(const hs_model *m, const hs_analyze_input *in, const hs_analyze_opts *o,
-                         hs_analysis **out, hs_error *err)
+static hs_status nomem(hs_error *err)
 {
-    const hs_model_config *c = hs_model_config_of(m);
-    const hs_tokenizer *tok = hs_model_tokenizer(m);
-    int L = c->n_layer, H = c->n_head, n = in->n;
-    hs_status st = HS_OK;
-    hs_entropy *ent = NULL; /* (2 * n_heads): all, without sinks */
-    hs_detect *det = NULL;  /* (4 * n_heads): text, text without sinks, probe, probe without */
-    unsigned char *sink = NULL, *punct = NULL, *probe_sink = NULL, *active = NULL;
-    double *dist = NULL;
-    float *fnorm = NULL; /* (n_layer, n_head, n) value norms, norm-based attention */
-    float *final_rstd = NULL; /* (n) the final norm's 1/s, direct logit attribution */
-    *out = NULL;
+    return hs_fail(err, HS_E_NOMEM, "out of memory");
+}
 
-    if (n < 1 || n > c->n_ctx)
-        return hs_fail(err, HS_E_INPUT, "analyze: %d tokens (the model takes 1 to %d)", n, c->n_ctx);
-    if (!(o->cluster_threshold >= 0) || !isfinite(o->cluster_threshold))
-        return hs_fail(err, HS_E_ARG, "cluster threshold must be a finite number >= 0");
-    /* composition, direct logit attribution and norm-based attention read the output
-     * projection as (d_model, d_model): not run on heads that do not split d_model
-     * (hs_model_attn_width), until they read its n_head d_head rows */
-    hs_analyze_opts own = *o;
-    if (hs_model_attn_width(c) != c->d_model)
-        own.composition = own.dla = own.norm_based = 0;
-    o = &own;
-    hs_analysis *a = calloc(1, sizeof *a);
-    if (!a)
-        return hs_fail(err, HS_E_NOMEM, "out of memory");
-    a->model = m;
-    a->opts = *o;
-    a->opts.layers = NULL; /* not owned */
-    a->opts.command_line = NULL;
+/* Stage "input": the analysis's copy of the text, its tokens and the command line, and the
+ * model files' digests. */
+static hs_status stage_input(hs_run *r, hs_error *err)
+{
+    const hs_tokenizer *tok = r->tok;
+    const hs_analyze_input *in = r->in;
+    const hs_analyze_opts *o = r->o;
+    hs_analysis *a = r->a;
+    int n = r->n;
+    hs_status st;
     if (o->command_line && o->command_line_argc > 0) {
         a->command_line = calloc((size_t)o->command_line_argc, sizeof *a->command_line);
         if (!a->command_line)
-            goto nomem;
+            return nomem(err);
         a->command_line_argc = o->command_line_argc;
         for (int i = 0; i < o->command_line_argc; i++)
             if (!(a->command_line[i] = strdup(o->command_line[i] ? o->command_line[i] : "")))
-                goto nomem;
+                return nomem(err);
     }
-    double t_start = hs_pipeline_now();
-    if (o->hash_files && (st = hs_model_files_hash(m, &a->files, &a->n_model_files, err)))
-        goto fail;
-    a->seconds_hash = hs_pipeline_now() - t_start;
+    r->t_start = hs_pipeline_now();
+    if (o->hash_files && (st = hs_model_files_hash(r->m, &a->files, &a->n_model_files, err)))
+        return st;
+    a->seconds_hash = hs_pipeline_now() - r->t_start;
     a->n = n;
     a->loss = NAN;
     a->probe_loss = a->probe_loss_first = NAN;
@@ -198,7 +183,7 @@ hs_status hs_analyze_run(const hs_model *m, const hs_analyze_input *in, const hs
     a->text_pair = dup_text(in->text_pair, 0);
     if (!a->ids || !a->type_ids || !a->tokens || !a->display || (in->text && !a->text) ||
         (in->text_pair && !a->text_pair))
-        goto nomem;
+        return nomem(err);
     memcpy(a->ids, in->ids, (size_t)n * sizeof *a->ids);
     if (in->type_ids)
         memcpy(a->type_ids, in->type_ids, (size_t)n * sizeof *a->type_ids);
@@ -216,59 +201,79 @@ hs_status hs_analyze_run(const hs_model *m, const hs_analyze_input *in, const hs
             snprintf(buf, sizeof buf, "%s", raw);
         a->display[i] = strdup(buf);
         if (!a->tokens[i] || !a->display[i])
-            goto nomem;
+            return nomem(err);
     }
+    return HS_OK;
+}
 
-    /* heads analysed */
-    active = calloc((size_t)(L * H), 1);
+/* Stage "heads": the heads analysed (those of the selected layers) and the arrays of their
+ * results. */
+static hs_status stage_heads(hs_run *r, hs_error *err)
+{
+    const hs_analyze_opts *o = r->o;
+    hs_analysis *a = r->a;
+    int L = r->L, H = r->H;
+    r->active = calloc((size_t)(L * H), 1);
     a->head_index = malloc((size_t)(L * H) * sizeof *a->head_index);
-    if (!active || !a->head_index)
-        goto nomem;
-    int n_layers_on = 0;
+    if (!r->active || !a->head_index)
+        return nomem(err);
     for (int l = 0; l < L; l++) {
         if (o->layers && !o->layers[l])
             continue;
-        n_layers_on++;
+        r->n_layers_on++;
         for (int h = 0; h < H; h++) {
-            active[l * H + h] = 1;
+            r->active[l * H + h] = 1;
             a->head_index[a->n_heads++] = l * H + h;
         }
     }
-    if (a->n_heads == 0) {
-        st = hs_fail(err, HS_E_ARG, "no layers selected");
-        goto fail;
-    }
-    size_t nh = (size_t)a->n_heads;
+    if (a->n_heads == 0)
+        return hs_fail(err, HS_E_ARG, "no layers selected");
+    size_t nh = r->nh = (size_t)a->n_heads;
     a->heads = calloc(nh, sizeof *a->heads);
     a->layer_diversity = malloc((size_t)L * sizeof *a->layer_diversity);
     a->frobenius = malloc(nh * nh * sizeof *a->frobenius);
     a->similarity = malloc(nh * nh * sizeof *a->similarity);
     a->labels = malloc(nh * sizeof *a->labels);
-    dist = malloc(nh * nh * sizeof *dist);
-    if (!a->heads || !a->layer_diversity || !a->frobenius || !a->similarity || !a->labels || !dist)
-        goto nomem;
+    r->dist = malloc(nh * nh * sizeof *r->dist);
+    if (!a->heads || !a->layer_diversity || !a->frobenius || !a->similarity || !a->labels ||
+        !r->dist)
+        return nomem(err);
+    return HS_OK;
+}
 
-    /* 1. the text's pass: per-head metrics layer by layer, every layer's maps stored */
+/* Stage "forward": the text's pass, per-head metrics taken layer by layer (entropy and the
+ * detectors), every layer's maps into the map store, the value norms of norm-based
+ * attention and direct logit attribution taken from the pass's workspace. */
+static hs_status stage_forward(hs_run *r, hs_error *err)
+{
+    const hs_model *m = r->m;
+    const hs_model_config *c = r->c;
+    const hs_analyze_opts *o = r->o;
+    hs_analysis *a = r->a;
+    int L = c->n_layer, H = c->n_head, n = r->n;
+    size_t nh = r->nh;
+    hs_status st = HS_OK;
     const hs_arch *ar = c->arch;
-    int32_t cls_id = hs_special_id(tok, ar->cls_token), sep_id = hs_special_id(tok, ar->sep_token);
-    sink = malloc((size_t)n);
-    punct = malloc((size_t)n);
+    int32_t cls_id = r->cls_id = hs_special_id(r->tok, ar->cls_token);
+    int32_t sep_id = r->sep_id = hs_special_id(r->tok, ar->sep_token);
+    unsigned char *sink = r->sink = malloc((size_t)n);
+    unsigned char *punct = r->punct = malloc((size_t)n);
     if (!sink || !punct)
-        goto nomem;
+        return nomem(err);
     if ((st = hs_sinks_mark(a->ids, n, cls_id, sep_id, sink, err)))
-        goto fail;
+        return st;
     for (int i = 0; i < n; i++) {
         punct[i] = (unsigned char)hs_token_is_punct(a->display[i]);
         sink[i] |= (unsigned char)(o->sink_punct && punct[i]);
     }
-    hs_detect_seq seq = {a->ids, cls_id, sep_id, in->type_ids ? a->type_ids : NULL, punct};
-    ent = malloc(nh * 2 * sizeof *ent);
-    det = malloc(nh * 4 * sizeof *det);
+    hs_detect_seq seq = {a->ids, cls_id, sep_id, r->in->type_ids ? a->type_ids : NULL, punct};
+    hs_entropy *ent = r->ent = malloc(nh * 2 * sizeof *ent);
+    hs_detect *det = r->det = malloc(nh * 4 * sizeof *det);
     if (!ent || !det)
-        goto nomem;
+        return nomem(err);
     double t0 = hs_pipeline_now();
     if ((st = hs_mapstore_new(L * H, n, o->maps_memory_max, o->maps_dir, &a->maps, err)))
-        goto fail;
+        return st;
     /* the observers' failures keep their own message (the pass's is "stopped by observer") */
     hs_error oerr = {{0}};
     layer_obs to = {o->layers, c, &seq, sink, ent, ent + nh, det, det + nh, a->maps, 0,
@@ -279,15 +284,15 @@ hs_status hs_analyze_run(const hs_model *m, const hs_analyze_input *in, const hs
     hs_dla_acc *dla = NULL;
     int want_dla = o->dla && !hs_dla_undefined(m) && n >= 2;
     if ((o->norm_based || want_dla) && (st = hs_forward_ws_new(m, n, &ws, err)))
-        goto fail;
+        return st;
     if (o->norm_based) {
         to.ws = ws;
-        if (!(to.fnorm = fnorm = malloc((size_t)L * (size_t)H * (size_t)n * sizeof *fnorm)))
+        if (!(to.fnorm = r->fnorm = malloc((size_t)L * (size_t)H * (size_t)n * sizeof *r->fnorm)))
             st = hs_fail(err, HS_E_NOMEM, "out of memory");
     }
     if (!st && want_dla && !(st = hs_dla_begin(m, a->ids, n, &dla, err))) {
-        if ((final_rstd = malloc((size_t)n * sizeof *final_rstd)))
-            hs_dla_attach(dla, ws, final_rstd, &oerr);
+        if ((r->final_rstd = malloc((size_t)n * sizeof *r->final_rstd)))
+            hs_dla_attach(dla, ws, r->final_rstd, &oerr);
         else
             st = hs_fail(err, HS_E_NOMEM, "out of memory");
     }
@@ -303,15 +308,33 @@ hs_status hs_analyze_run(const hs_model *m, const hs_analyze_input *in, const hs
         hs_dla_acc_free(dla);
     hs_forward_ws_free(ws);
     if (st)
-        goto fail;
+        return st;
     a->forward_passes = 1;
     a->seconds_forward = hs_pipeline_now() - t0;
-    t0 = hs_pipeline_now();
-    if (o->rollout && (st = hs_analysis_rollout(a, err)))
-        goto fail;
-    a->seconds_rollout = hs_pipeline_now() - t0;
+    return HS_OK;
+}
 
-    /* 2. per-head metrics on the text */
+/* Stage "rollout": attention rollout and flow from the stored maps. */
+static hs_status stage_rollout(hs_run *r, hs_error *err)
+{
+    hs_status st;
+    double t0 = hs_pipeline_now();
+    if (r->o->rollout && (st = hs_analysis_rollout(r->a, err)))
+        return st;
+    r->a->seconds_rollout = hs_pipeline_now() - t0;
+    return HS_OK;
+}
+
+/* Stage "head metrics": each analysed head's results on the text (the scores the runs
+ * below fill start as NaN), and norm-based attention. */
+static hs_status stage_head_metrics(hs_run *r, hs_error *err)
+{
+    const hs_analyze_opts *o = r->o;
+    hs_analysis *a = r->a;
+    int H = r->H;
+    size_t nh = r->nh;
+    const hs_entropy *ent = r->ent;
+    const hs_detect *det = r->det;
     for (size_t k = 0; k < nh; k++) {
         a->heads[k].layer = a->head_index[k] / H;
         a->heads[k].head = a->head_index[k] % H;
@@ -328,58 +351,85 @@ hs_status hs_analyze_run(const hs_model *m, const hs_analyze_input *in, const hs
         a->heads[k].probe_free = a->heads[k].probe_scores;
         a->heads[k].norm_first_token = a->heads[k].norm_mass = a->heads[k].value_norm = NAN;
     }
-    if (o->norm_based && (st = hs_analysis_norm_based(a, fnorm, err)))
-        goto fail;
-    if (o->word_level && (st = hs_analysis_word_level(a, err)))
-        goto fail;
+    if (o->norm_based)
+        return hs_analysis_norm_based(a, r->fnorm, err);
+    return HS_OK;
+}
 
-    /* 3. the induction probe: seeded random tokens repeated twice */
-    t0 = hs_pipeline_now();
+/* Stage "words": word-level maps (--word-level). */
+static hs_status stage_words(hs_run *r, hs_error *err)
+{
+    return r->o->word_level ? hs_analysis_word_level(r->a, err) : HS_OK;
+}
+
+/* Stage "probe": the induction probe, seeded random tokens repeated twice, wrapped as the
+ * tokenizer wraps a text, and the detectors on its pass. */
+static hs_status stage_probe(hs_run *r, hs_error *err)
+{
+    const hs_model *m = r->m;
+    const hs_model_config *c = r->c;
+    const hs_analyze_opts *o = r->o;
+    const hs_arch *ar = c->arch;
+    hs_analysis *a = r->a;
+    int32_t cls_id = r->cls_id, sep_id = r->sep_id;
+    size_t nh = r->nh;
+    hs_detect *det = r->det;
+    hs_status st = HS_OK;
+    double t0 = hs_pipeline_now();
     if (o->probe) {
         int specials = (ar->cls_token != NULL) + (ar->sep_token != NULL); /* around a text */
         int half = o->probe_half_len;
         if (half > (c->n_ctx - specials) / 2)
             half = (c->n_ctx - specials) / 2;
         int32_t lo = c->vocab_size > 2000 ? 1000 : c->vocab_size / 4;
-        int32_t hi = probe_top(ar, tok, lo, c->vocab_size);
-        if (half < 1 || hi - lo < half) {
-            st = hs_fail(err, HS_E_UNSUPPORTED, "the model is too small for the induction probe");
-        } else {
-            a->probe_len = 2 * half + specials;
-            a->probe_ids = malloc((size_t)a->probe_len * sizeof *a->probe_ids);
-            probe_sink = malloc((size_t)a->probe_len);
-            if (!a->probe_ids || !probe_sink)
-                goto nomem;
-            st = hs_probe_repeated(o->probe_seed, half, lo, hi,
-                                   a->probe_ids + (ar->cls_token != NULL), err);
-            if (ar->cls_token) /* wrapped as the tokenizer wraps a text */
-                a->probe_ids[0] = cls_id >= 0 ? cls_id : 0;
-            if (ar->sep_token)
-                a->probe_ids[a->probe_len - 1] = sep_id >= 0 ? sep_id : 0;
-            if (!st)
-                st = hs_sinks_mark(a->probe_ids, a->probe_len, cls_id, sep_id, probe_sink, err);
-            if (!st) {
-                hs_detect_seq pseq = {a->probe_ids, cls_id, sep_id, NULL, NULL};
-                layer_obs po = {o->layers, c, &pseq, probe_sink, NULL, NULL,
-                                det + 2 * nh, det + 3 * nh, NULL, 0, HS_OK, err, m, NULL, NULL};
-                hs_forward_opts pf = {.on_attn = hs_layer_observe, .user = &po};
-                st = hs_forward(m, a->probe_ids, NULL, a->probe_len, &pf, NULL, err);
-                if (po.st)
-                    st = po.st;
-                a->forward_passes++;
-                for (size_t k = 0; k < nh && !st; k++) {
-                    a->heads[k].probe_scores = det[2 * nh + k];
-                    a->heads[k].probe_free = det[3 * nh + k];
-                }
+        int32_t hi = probe_top(ar, r->tok, lo, c->vocab_size);
+        if (half < 1 || hi - lo < half)
+            return hs_fail(err, HS_E_UNSUPPORTED, "the model is too small for the induction probe");
+        a->probe_len = 2 * half + specials;
+        a->probe_ids = malloc((size_t)a->probe_len * sizeof *a->probe_ids);
+        unsigned char *probe_sink = r->probe_sink = malloc((size_t)a->probe_len);
+        if (!a->probe_ids || !probe_sink)
+            return nomem(err);
+        st = hs_probe_repeated(o->probe_seed, half, lo, hi,
+                               a->probe_ids + (ar->cls_token != NULL), err);
+        if (ar->cls_token) /* wrapped as the tokenizer wraps a text */
+            a->probe_ids[0] = cls_id >= 0 ? cls_id : 0;
+        if (ar->sep_token)
+            a->probe_ids[a->probe_len - 1] = sep_id >= 0 ? sep_id : 0;
+        if (!st)
+            st = hs_sinks_mark(a->probe_ids, a->probe_len, cls_id, sep_id, probe_sink, err);
+        if (!st) {
+            hs_detect_seq pseq = {a->probe_ids, cls_id, sep_id, NULL, NULL};
+            layer_obs po = {o->layers, c, &pseq, probe_sink, NULL, NULL,
+                            det + 2 * nh, det + 3 * nh, NULL, 0, HS_OK, err, m, NULL, NULL};
+            hs_forward_opts pf = {.on_attn = hs_layer_observe, .user = &po};
+            st = hs_forward(m, a->probe_ids, NULL, a->probe_len, &pf, NULL, err);
+            if (po.st)
+                st = po.st;
+            a->forward_passes++;
+            for (size_t k = 0; k < nh && !st; k++) {
+                a->heads[k].probe_scores = det[2 * nh + k];
+                a->heads[k].probe_free = det[3 * nh + k];
             }
         }
     }
     if (st)
-        goto fail;
+        return st;
     a->seconds_probe = hs_pipeline_now() - t0;
+    return HS_OK;
+}
 
-    /* 4. diversity, similarity, clustering: row blocks of the stored maps */
-    t0 = hs_pipeline_now();
+/* Stage "pairwise": diversity, similarity and clustering from row blocks of the stored
+ * maps (dropped after it unless kept), grouped-query similarity, and the head types. */
+static hs_status stage_pairwise(hs_run *r, hs_error *err)
+{
+    hs_analysis *a = r->a;
+    const hs_model_config *c = r->c;
+    const hs_analyze_opts *o = r->o;
+    int L = r->L, H = r->H, n = r->n, n_layers_on = r->n_layers_on;
+    size_t nh = r->nh;
+    double t0 = hs_pipeline_now();
+    hs_status st;
     double *per_layer = malloc((size_t)n_layers_on * sizeof *per_layer);
     store_rows sr = {a->maps, a->head_index, malloc(nh * sizeof(int))};
     hs_visibility *vis = malloc(nh * sizeof *vis);
@@ -387,7 +437,7 @@ hs_status hs_analyze_run(const hs_model *m, const hs_analyze_input *in, const hs
         free(per_layer);
         free(sr.idx);
         free(vis);
-        goto nomem;
+        return nomem(err);
     }
     for (size_t k = 0; k < nh; k++)
         vis[k] = hs_pipeline_visibility(c, a->head_index[k] / H);
@@ -412,9 +462,9 @@ hs_status hs_analyze_run(const hs_model *m, const hs_analyze_input *in, const hs
         a->layer_diversity[l] = (o->layers && !o->layers[l]) ? NAN : per_layer[j++];
     free(per_layer);
     if (!st)
-        st = hs_similarity_distance(a->similarity, a->n_heads, o->similarity, dist, err);
+        st = hs_similarity_distance(a->similarity, a->n_heads, o->similarity, r->dist, err);
     if (!st && a->n_heads >= 2)
-        st = hs_linkage_build(dist, a->n_heads, &a->linkage, err);
+        st = hs_linkage_build(r->dist, a->n_heads, &a->linkage, err);
     if (!st && a->linkage)
         st = hs_linkage_cut(a->linkage, o->cluster_threshold, a->labels, &a->n_clusters, err);
     else if (!st) {
@@ -422,45 +472,105 @@ hs_status hs_analyze_run(const hs_model *m, const hs_analyze_input *in, const hs
         a->n_clusters = 1;
     }
     if (st)
-        goto fail;
+        return st;
     if (c->n_kv_head < H && /* grouped-query attention: heads that share keys and values */
         (st = hs_kv_similarity_compute(a->similarity, a->n_heads, a->head_index, L, H,
                                        c->n_kv_head, o->similarity, a->labels,
                                        &a->kv_similarity, err)))
-        goto fail;
+        return st;
     for (size_t k = 0; k < nh; k++) {
         a->heads[k].cluster = a->labels[k];
         hs_head_classify(&a->heads[k], o->label_thresholds, o->sink_threshold,
-                         ar->sep_token != NULL);
+                         c->arch->sep_token != NULL);
     }
     a->seconds_pairwise = hs_pipeline_now() - t0;
+    return HS_OK;
+}
 
-    /* weights only: how the heads compose (Elhage et al. 2021) */
-    t0 = hs_pipeline_now();
-    if (o->composition && hs_composition_defined(c) &&
-        (st = hs_composition_compute(m, &a->composition, err)))
-        goto fail;
-    a->seconds_composition = hs_pipeline_now() - t0;
+/* Stage "composition": how the heads compose, from the weights only (Elhage et al. 2021). */
+static hs_status stage_composition(hs_run *r, hs_error *err)
+{
+    hs_status st;
+    double t0 = hs_pipeline_now();
+    if (r->o->composition && hs_composition_defined(r->c) &&
+        (st = hs_composition_compute(r->m, &r->a->composition, err)))
+        return st;
+    r->a->seconds_composition = hs_pipeline_now() - t0;
+    return HS_OK;
+}
 
-    /* 5. loss, gradient importance, ablation, pruning: runs of the model */
-    if ((st = hs_analyze_importance(m, a, o, active, cls_id, sep_id, err)))
-        goto fail;
-    a->seconds_total = hs_pipeline_now() - t_start;
-    *out = a;
-    a = NULL;
-    goto fail; /* shared cleanup; st is HS_OK here */
-nomem:
-    st = hs_fail(err, HS_E_NOMEM, "out of memory");
-fail:
-    free(dist);
-    free(fnorm);
-    free(final_rstd);
-    free(sink);
-    free(punct);
-    free(probe_sink);
-    free(active);
-    free(ent);
-    free(det);
-    hs_analysis_free(a);
+/* The analysis of one text, stage by stage in this order; the first failure ends it. */
+static const struct {
+    const char *name;
+    hs_stage_fn fn;
+} stages[] = {
+    {"input", stage_input},
+    {"heads", stage_heads},
+    {"forward", stage_forward},
+    {"rollout", stage_rollout},
+    {"head metrics", stage_head_metrics},
+    {"words", stage_words},
+    {"probe", stage_probe},
+    {"pairwise", stage_pairwise},
+    {"composition", stage_composition},
+    {"loss", hs_stage_loss}, /* the runs of the model: analyze_importance.c */
+    {"gradient", hs_stage_gradient},
+    {"ablation", hs_stage_ablation},
+    {"probe ablation", hs_stage_probe_ablation},
+    {"pruning", hs_stage_pruning},
+    {"candidates", hs_stage_candidates},
+};
+
+/* The run's one cleanup path: the stages' scratch, and the analysis unless handed out. */
+static void run_free(hs_run *r)
+{
+    free(r->dist);
+    free(r->fnorm);
+    free(r->final_rstd);
+    free(r->sink);
+    free(r->punct);
+    free(r->probe_sink);
+    free(r->active);
+    free(r->ent);
+    free(r->det);
+    hs_run_importance_free(r);
+    hs_analysis_free(r->a);
+}
+
+hs_status hs_analyze_run(const hs_model *m, const hs_analyze_input *in, const hs_analyze_opts *o,
+                         hs_analysis **out, hs_error *err)
+{
+    const hs_model_config *c = hs_model_config_of(m);
+    int n = in->n;
+    *out = NULL;
+
+    if (n < 1 || n > c->n_ctx)
+        return hs_fail(err, HS_E_INPUT, "analyze: %d tokens (the model takes 1 to %d)", n, c->n_ctx);
+    if (!(o->cluster_threshold >= 0) || !isfinite(o->cluster_threshold))
+        return hs_fail(err, HS_E_ARG, "cluster threshold must be a finite number >= 0");
+    /* composition, direct logit attribution and norm-based attention read the output
+     * projection as (d_model, d_model): not run on heads that do not split d_model
+     * (hs_model_attn_width), until they read its n_head d_head rows */
+    hs_analyze_opts own = *o;
+    if (hs_model_attn_width(c) != c->d_model)
+        own.composition = own.dla = own.norm_based = 0;
+    o = &own;
+    hs_run r = {.m = m, .c = c, .tok = hs_model_tokenizer(m), .in = in, .o = o,
+                .L = c->n_layer, .H = c->n_head, .n = n, .cls_id = -1, .sep_id = -1};
+    if (!(r.a = calloc(1, sizeof *r.a)))
+        return nomem(err);
+    r.a->model = m;
+    r.a->opts = *o;
+    r.a->opts.layers = NULL; /* not owned */
+    r.a->opts.command_line = NULL;
+    hs_status st = HS_OK;
+    for (size_t s = 0; s < sizeof stages / sizeof *stages && !st; s++)
+        st = stages[s].fn(&r, err);
+    if (!st) {
+        r.a->seconds_total = hs_pipeline_now() - r.t_start;
+        *out = r.a;
+        r.a = NULL;
+    }
+    run_free(&r);
     return st;
 }

@@ -1,14 +1,15 @@
-/* Step 5 of the analysis of one text, the runs of the model (src/importance/): the loss
+/* The stages of the analysis of one text that run the model (src/importance/): the loss
  * (next-token for a causal model; an MLM head's at deterministic masked positions; else
  * the distance of the final hidden states), gradient importance, the ablation sweep, the
- * pruning curve and the pruning candidates. */
+ * probe's ablation, the pruning curve and the pruning candidates (the table in analyze.c). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/core.h"
 #include "headscope/importance.h"
 #include "headscope/report.h"
-#include "internal.h"
+#include "importance/importance_internal.h"
 #include "pipeline/pipeline.h"
 
 typedef struct {
@@ -196,156 +197,204 @@ static hs_status ablate_kv_groups(hs_analysis *a, hs_loss_eval *ev, const unsign
     return st;
 }
 
-hs_status hs_analyze_importance(const hs_model *m, hs_analysis *a, const hs_analyze_opts *o,
-                                const unsigned char *active, int32_t cls_id, int32_t sep_id,
-                                hs_error *err)
+static hs_status nomem(hs_error *err)
 {
-    const hs_model_config *c = hs_model_config_of(m);
-    const hs_tokenizer *tok = hs_model_tokenizer(m);
-    const hs_arch *ar = c->arch;
-    int L = c->n_layer, H = c->n_head, n = a->n;
-    size_t nh = (size_t)a->n_heads;
-    hs_status st = HS_OK;
-    hs_loss_eval *ev = NULL;
-    double *delta = NULL, *g0 = NULL; /* g0: |dL/d xi| at xi = 1, pruning's first round */
-    float *replace = NULL;
+    return hs_fail(err, HS_E_NOMEM, "out of memory");
+}
 
-    hs_loss_input li = {.ids = a->ids, .type_ids = a->type_ids, .n = n, .no_cache = !o->ablation};
-    int32_t *masked = NULL;
+/* Stage "loss": the loss's input (next-token for a causal model; an MLM head's at
+ * deterministic masked positions; else the distance of the final hidden states; the rows of
+ * the loss span), the ablation's replacement, and the loss of the text. */
+hs_status hs_stage_loss(hs_run *r, hs_error *err)
+{
+    const hs_model *m = r->m;
+    const hs_model_config *c = r->c;
+    const hs_analyze_opts *o = r->o;
+    const hs_arch *ar = c->arch;
+    hs_analysis *a = r->a;
+    int n = a->n;
+    hs_status st = HS_OK;
+    hs_loss_input *li = &r->li;
+
+    *li = (hs_loss_input){.ids = a->ids, .type_ids = a->type_ids, .n = n, .no_cache = !o->ablation};
     if (c->has_lm_head && c->causal) {
-        li.kind = HS_LOSS_LM;
+        li->kind = HS_LOSS_LM;
     } else if (c->has_lm_head) {
-        li.kind = HS_LOSS_MLM;
-        int32_t mask_id = hs_special_id(tok, ar->mask_token), pad_id = hs_special_id(tok, ar->pad_token);
-        if (mask_id < 0) {
-            st = hs_fail(err, HS_E_UNSUPPORTED, "the vocabulary has no %s token for the MLM loss",
-                         ar->mask_token ? ar->mask_token : "mask");
-            goto fail;
-        }
+        li->kind = HS_LOSS_MLM;
+        int32_t mask_id = hs_special_id(r->tok, ar->mask_token);
+        int32_t pad_id = hs_special_id(r->tok, ar->pad_token);
+        if (mask_id < 0)
+            return hs_fail(err, HS_E_UNSUPPORTED, "the vocabulary has no %s token for the MLM loss",
+                           ar->mask_token ? ar->mask_token : "mask");
         a->mlm_positions = malloc((size_t)n * sizeof *a->mlm_positions);
         a->mlm_targets = malloc((size_t)n * sizeof *a->mlm_targets);
-        masked = malloc((size_t)n * sizeof *masked);
-        if (!a->mlm_positions || !a->mlm_targets || !masked) {
-            free(masked);
-            goto nomem;
-        }
-        a->n_mlm = mlm_mask(a->ids, n, cls_id, sep_id, pad_id, mask_id, masked,
+        r->masked = malloc((size_t)n * sizeof *r->masked);
+        if (!a->mlm_positions || !a->mlm_targets || !r->masked)
+            return nomem(err);
+        a->n_mlm = mlm_mask(a->ids, n, r->cls_id, r->sep_id, pad_id, mask_id, r->masked,
                             a->mlm_positions, a->mlm_targets);
-        li.ids = masked;
-        li.positions = a->mlm_positions;
-        li.targets = a->mlm_targets;
-        li.n_pos = a->n_mlm;
+        li->ids = r->masked;
+        li->positions = a->mlm_positions;
+        li->targets = a->mlm_targets;
+        li->n_pos = a->n_mlm;
     } else {
-        li.kind = HS_LOSS_REPR;
+        li->kind = HS_LOSS_REPR;
     }
-    a->loss_kind = li.kind;
-    int loss_possible = li.kind == HS_LOSS_LM ? n >= 2 : li.kind == HS_LOSS_MLM ? a->n_mlm >= 1 : 1;
-    if (li.kind == HS_LOSS_LM && o->loss_span.kind != HS_SPAN_ALL && n >= 2) {
+    a->loss_kind = li->kind;
+    r->loss_possible = li->kind == HS_LOSS_LM    ? n >= 2
+                       : li->kind == HS_LOSS_MLM ? a->n_mlm >= 1
+                                                 : 1;
+    if (li->kind == HS_LOSS_LM && o->loss_span.kind != HS_SPAN_ALL && n >= 2) {
         char span[32];
-        if (!(a->loss_rows = malloc((size_t)(n - 1) * sizeof *a->loss_rows))) {
-            free(masked);
-            goto nomem;
-        }
+        if (!(a->loss_rows = malloc((size_t)(n - 1) * sizeof *a->loss_rows)))
+            return nomem(err);
         a->n_loss_rows = hs_loss_span_rows(&o->loss_span, a->ids, n, a->loss_rows);
-        li.positions = a->loss_rows;
-        li.n_pos = a->n_loss_rows;
-        if (a->n_loss_rows == 0) {
-            st = hs_fail(err, HS_E_INPUT, "the loss span '%s' keeps no position of the text%s",
-                         hs_loss_span_format(&o->loss_span, span, sizeof span),
-                         o->loss_span.kind == HS_SPAN_REPEATED ? " (no token occurs twice)" : "");
-            goto fail;
-        }
+        li->positions = a->loss_rows;
+        li->n_pos = a->n_loss_rows;
+        if (a->n_loss_rows == 0)
+            return hs_fail(err, HS_E_INPUT, "the loss span '%s' keeps no position of the text%s",
+                           hs_loss_span_format(&o->loss_span, span, sizeof span),
+                           o->loss_span.kind == HS_SPAN_REPEATED ? " (no token occurs twice)" : "");
     } else if (o->loss_span.kind != HS_SPAN_ALL) {
-        st = hs_fail(err, HS_E_UNSUPPORTED, "a loss span is for the next-token loss; this "
-                     "model's loss is the %s loss", hs_loss_kind_name(li.kind));
-        free(masked);
-        goto fail;
+        return hs_fail(err, HS_E_UNSUPPORTED, "a loss span is for the next-token loss; this "
+                       "model's loss is the %s loss", hs_loss_kind_name(li->kind));
     }
     /* Michel et al.'s gradient importance is the zero-ablation one, whatever the sweep's */
-    hs_loss_input lg = li;
-    if (o->ablation && o->ablation_kind != HS_ABLATION_ZERO && loss_possible &&
-        (st = replacement(m, a, o->ablation_kind, o->resample_seed, o->ablation_means, &li,
-                          cls_id, sep_id, &replace, &a->resample_ids, err)))
-        goto fail_masked;
-    if (loss_possible) {
-        st = hs_loss_eval_new(m, &li, &ev, err);
+    r->lg = *li;
+    if (o->ablation && o->ablation_kind != HS_ABLATION_ZERO && r->loss_possible &&
+        (st = replacement(m, a, o->ablation_kind, o->resample_seed, o->ablation_means, li,
+                          r->cls_id, r->sep_id, &r->replace, &a->resample_ids, err)))
+        return st;
+    if (r->loss_possible) {
+        st = hs_loss_eval_new(m, li, &r->ev, err);
         if (!st)
-            st = hs_loss_eval_run(ev, NULL, &a->loss, err);
+            st = hs_loss_eval_run(r->ev, NULL, &a->loss, err);
     } else if (o->ablation) {
-        st = hs_fail(err, HS_E_INPUT, li.kind == HS_LOSS_LM
+        st = hs_fail(err, HS_E_INPUT, li->kind == HS_LOSS_LM
                          ? "ablation needs at least 2 tokens for the next-token loss (or use --no-ablation)"
                          : "ablation needs a word to mask for the MLM loss (or use --no-ablation)");
     }
-    if (!st && loss_possible && o->gradient && li.kind != HS_LOSS_REPR) {
-        double *graw = malloc((size_t)(L * H) * sizeof *graw);
-        double *gnorm = malloc((size_t)(L * H) * sizeof *gnorm);
-        double tg = hs_pipeline_now();
-        if (!graw || !gnorm)
-            st = hs_fail(err, HS_E_NOMEM, "out of memory");
-        else
-            st = hs_gradient_importance(m, &lg, graw, gnorm, err);
-        a->seconds_gradient = hs_pipeline_now() - tg;
-        for (size_t k = 0; k < nh && !st; k++) {
-            a->heads[k].gradient_raw = graw[a->head_index[k]];
-            a->heads[k].gradient = gnorm[a->head_index[k]];
-        }
-        if (!replace) /* the evaluator's input is lg: its gradient is pruning's first */
-            g0 = graw;
-        else
-            free(graw);
-        free(gnorm);
+    return st;
+}
+
+/* Stage "gradient": gradient importance (Michel et al. 2019) of every head, on the loss
+ * input without the ablation's replacement. */
+hs_status hs_stage_gradient(hs_run *r, hs_error *err)
+{
+    const hs_model_config *c = r->c;
+    hs_analysis *a = r->a;
+    int L = c->n_layer, H = c->n_head;
+    hs_status st = HS_OK;
+    if (!r->loss_possible || !r->o->gradient || r->li.kind == HS_LOSS_REPR)
+        return HS_OK;
+    double *graw = malloc((size_t)(L * H) * sizeof *graw);
+    double *gnorm = malloc((size_t)(L * H) * sizeof *gnorm);
+    double tg = hs_pipeline_now();
+    if (!graw || !gnorm)
+        st = hs_fail(err, HS_E_NOMEM, "out of memory");
+    else
+        st = hs_gradient_importance(r->m, &r->lg, graw, gnorm, err);
+    a->seconds_gradient = hs_pipeline_now() - tg;
+    for (size_t k = 0; k < r->nh && !st; k++) {
+        a->heads[k].gradient_raw = graw[a->head_index[k]];
+        a->heads[k].gradient = gnorm[a->head_index[k]];
     }
-fail_masked:
-    free(masked);
+    if (!r->replace) /* the evaluator's input is lg: its gradient is pruning's first */
+        r->g0 = graw;
+    else
+        free(graw);
+    free(gnorm);
+    return st;
+}
+
+/* Stage "ablation": the ablation sweep (each analysed head masked alone), and each KV group
+ * of a grouped-query model masked together. */
+hs_status hs_stage_ablation(hs_run *r, hs_error *err)
+{
+    const hs_analyze_opts *o = r->o;
+    hs_analysis *a = r->a;
+    int L = r->L, H = r->H;
+    size_t nh = r->nh;
+    hs_status st;
+    if (!o->ablation || !r->ev)
+        return HS_OK;
+    r->delta = malloc((size_t)(L * H) * sizeof *r->delta);
+    a->curve = malloc((size_t)(L * H) * sizeof *a->curve);
+    a->candidates = malloc(nh * sizeof *a->candidates);
+    if (!r->delta || !a->curve || !a->candidates)
+        return nomem(err);
+    double t0 = hs_pipeline_now();
+    if ((st = hs_ablation_sweep(r->ev, a->loss, r->active, r->delta, o->progress,
+                                o->progress_user, err)))
+        return st;
+    a->seconds_ablation = hs_pipeline_now() - t0;
+    for (size_t k = 0; k < nh; k++)
+        a->heads[k].ablation_delta = r->delta[a->head_index[k]];
+    return ablate_kv_groups(a, r->ev, r->active, err);
+}
+
+/* Stage "probe ablation": each head's ablation cost on the induction probe. */
+hs_status hs_stage_probe_ablation(hs_run *r, hs_error *err)
+{
+    hs_status st;
+    if (!r->o->ablation || !r->ev)
+        return HS_OK;
+    double t0 = hs_pipeline_now();
+    if (r->a->probe_ids && r->o->probe_ablation &&
+        (st = probe_ablation(r->m, r->a, r->o, r->active, err)))
+        return st;
+    r->a->seconds_probe_ablation = hs_pipeline_now() - t0;
+    return HS_OK;
+}
+
+/* Stage "pruning": the pruning curve, by gradient rounds (Michel et al.'s) or greedily by
+ * the loss (a beam search). */
+hs_status hs_stage_pruning(hs_run *r, hs_error *err)
+{
+    const hs_analyze_opts *o = r->o;
+    hs_analysis *a = r->a;
+    hs_loss_kind kind = r->li.kind;
+    hs_status st;
+    if (!o->ablation || !r->ev || !o->pruning || a->n_heads < 2)
+        return HS_OK;
+    double t0 = hs_pipeline_now();
+    double stop = kind == HS_LOSS_REPR ? o->prune_stop : fabs(a->loss) * o->prune_stop;
+    int gradient = o->prune_method != HS_PRUNE_GREEDY && kind != HS_LOSS_REPR;
+    a->prune_method_used = gradient ? HS_PRUNE_GRADIENT : HS_PRUNE_GREEDY;
+    a->prune_round_heads = 1;
+    if (gradient) {
+        double rh = floor(o->prune_round * (double)a->n_heads + 0.5);
+        a->prune_round_heads = rh >= 1 ? (int)rh : 1;
+        st = hs_prune_curve_gradient_from(r->ev, a->loss, r->active, a->prune_round_heads, stop,
+                                          o->prune_max_steps, r->g0, a->curve, &a->n_curve,
+                                          o->progress, o->progress_user, err);
+    } else {
+        st = hs_prune_curve(r->ev, a->loss, r->active, r->delta, o->prune_beam, stop,
+                            o->prune_max_steps, a->curve, &a->n_curve, o->progress,
+                            o->progress_user, err);
+    }
     if (st)
-        goto fail;
-    if (o->ablation && ev) {
-        delta = malloc((size_t)(L * H) * sizeof *delta);
-        a->curve = malloc((size_t)(L * H) * sizeof *a->curve);
-        a->candidates = malloc(nh * sizeof *a->candidates);
-        if (!delta || !a->curve || !a->candidates)
-            goto nomem;
-        double t0 = hs_pipeline_now();
-        if ((st = hs_ablation_sweep(ev, a->loss, active, delta, o->progress, o->progress_user, err)))
-            goto fail;
-        a->seconds_ablation = hs_pipeline_now() - t0;
-        for (size_t k = 0; k < nh; k++)
-            a->heads[k].ablation_delta = delta[a->head_index[k]];
-        if ((st = ablate_kv_groups(a, ev, active, err)))
-            goto fail;
-        t0 = hs_pipeline_now();
-        if (a->probe_ids && o->probe_ablation && (st = probe_ablation(m, a, o, active, err)))
-            goto fail;
-        a->seconds_probe_ablation = hs_pipeline_now() - t0;
-        if (o->pruning && a->n_heads >= 2) {
-            t0 = hs_pipeline_now();
-            double stop = li.kind == HS_LOSS_REPR ? o->prune_stop : fabs(a->loss) * o->prune_stop;
-            int gradient = o->prune_method != HS_PRUNE_GREEDY && li.kind != HS_LOSS_REPR;
-            a->prune_method_used = gradient ? HS_PRUNE_GRADIENT : HS_PRUNE_GREEDY;
-            a->prune_round_heads = 1;
-            if (gradient) {
-                double r = floor(o->prune_round * (double)a->n_heads + 0.5);
-                a->prune_round_heads = r >= 1 ? (int)r : 1;
-                st = hs_prune_curve_gradient_from(ev, a->loss, active, a->prune_round_heads,
-                                                  stop, o->prune_max_steps, g0,
-                                                  a->curve, &a->n_curve, o->progress,
-                                                  o->progress_user, err);
-            } else {
-                st = hs_prune_curve(ev, a->loss, active, delta, o->prune_beam, stop,
-                                    o->prune_max_steps, a->curve, &a->n_curve, o->progress,
-                                    o->progress_user, err);
-            }
-            if (st)
-                goto fail;
-            a->seconds_pruning = hs_pipeline_now() - t0;
-        }
-        /* candidates: |delta| < tol, in curve order, then the rest by delta */
-        unsigned char *taken = calloc((size_t)(L * H), 1);
+        return st;
+    a->seconds_pruning = hs_pipeline_now() - t0;
+    return HS_OK;
+}
+
+/* Stage "candidates": the heads whose ablation changes the loss by less than the
+ * tolerance, in the curve's order, then the rest by their change; and the loss passes
+ * counted. */
+hs_status hs_stage_candidates(hs_run *r, hs_error *err)
+{
+    const hs_analyze_opts *o = r->o;
+    hs_analysis *a = r->a;
+    const double *delta = r->delta;
+    size_t nh = r->nh;
+    if (o->ablation && r->ev) {
+        unsigned char *taken = calloc((size_t)(r->L * r->H), 1);
         idx_delta *rest = malloc(nh * sizeof *rest);
         if (!taken || !rest) {
             free(taken);
             free(rest);
-            goto nomem;
+            return nomem(err);
         }
         for (int s = 0; s < a->n_curve; s++) {
             int k = a->curve[s].head;
@@ -366,15 +415,16 @@ fail_masked:
         free(taken);
         free(rest);
     }
-    if (ev)
-        a->forward_passes += hs_loss_eval_passes(ev);
-fail: /* st is HS_OK when the steps above ran through */
-    hs_loss_eval_free(ev);
-    free(delta);
-    free(g0);
-    free(replace);
-    return st;
-nomem:
-    st = hs_fail(err, HS_E_NOMEM, "out of memory");
-    goto fail;
+    if (r->ev)
+        a->forward_passes += hs_loss_eval_passes(r->ev);
+    return HS_OK;
+}
+
+void hs_run_importance_free(hs_run *r)
+{
+    hs_loss_eval_free(r->ev);
+    free(r->delta);
+    free(r->g0);
+    free(r->replace);
+    free(r->masked);
 }

@@ -5,9 +5,9 @@
 
 #include <cJSON.h>
 
+#include "core/core.h"
 #include "headscope/corpus.h"
 #include "headscope/report.h"
-#include "internal.h"
 #include "pipeline/options.h"
 
 void hs_free(void *p) { free(p); }

@@ -5,7 +5,7 @@
 #include <math.h>
 #include <stdlib.h>
 
-#include "internal.h"
+#include "core/core.h"
 #include "pipeline/pipeline.h"
 
 hs_status hs_analysis_norm_based(hs_analysis *a, const float *fn, hs_error *err)

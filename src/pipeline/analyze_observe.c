@@ -4,9 +4,10 @@
  * hs_analysis_map. */
 #include <stdlib.h>
 
+#include "analysis/analysis_internal.h"
+#include "core/core.h"
 #include "headscope/analysis.h"
 #include "headscope/report.h"
-#include "internal.h"
 #include "model/model_internal.h"
 #include "nn/block.h"
 #include "pipeline/analyze_observe.h"
@@ -49,8 +50,6 @@ hs_status hs_store_read_rows(void *user, const int *idx, int count, int r0, int 
 
 hs_status hs_analysis_map(const hs_analysis *a, int index, float *out, hs_error *err)
 {
-    if (!a->maps)
-        return hs_fail(err, HS_E_ARG, "the analysis kept no attention maps");
     return hs_mapstore_get(a->maps, index, out, err);
 }
 

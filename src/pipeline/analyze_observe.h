@@ -5,7 +5,7 @@
 #ifndef HEADSCOPE_ANALYZE_OBSERVE_H
 #define HEADSCOPE_ANALYZE_OBSERVE_H
 
-#include "pipeline/mapstore.h"
+#include "core/mapstore.h"
 #include "headscope/report.h"
 
 /* The observer of a pass (the text's or the probe's): detector scores on all attention and

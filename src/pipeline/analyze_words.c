@@ -2,7 +2,7 @@
  * for every analysed head, from the stored maps, with the words' labels. */
 #include <stdlib.h>
 
-#include "internal.h"
+#include "core/core.h"
 #include "pipeline/pipeline.h"
 
 hs_status hs_analysis_word_level(hs_analysis *a, hs_error *err)

@@ -7,6 +7,7 @@
 
 #include <stdint.h>
 
+#include "headscope/importance.h"
 #include "headscope/model.h"
 #include "headscope/report.h"
 #include "headscope/tokenizer.h"
@@ -19,22 +20,6 @@ static inline hs_visibility hs_pipeline_visibility(const hs_model_config *c, int
     return hs_model_layer_visibility(c, layer);
 }
 
-/* The map entries the similarity compares (report.json's similarity.entries): "all" when
- * every analysed layer is bidirectional, "lower_triangle" when every one is causal, else
- * "visible" (the cells both heads see). */
-static inline const char *hs_pipeline_similarity_entries(const hs_analysis *a)
-{
-    const hs_model_config *c = hs_model_config_of(a->model);
-    int bidir = 0, causal = 0, other = 0;
-    for (int k = 0; k < a->n_heads; k++) {
-        hs_visibility v = hs_pipeline_visibility(c, a->head_index[k] / c->n_head);
-        bidir |= v.kind == HS_VIS_BIDIRECTIONAL;
-        causal |= v.kind == HS_VIS_CAUSAL;
-        other |= v.kind != HS_VIS_BIDIRECTIONAL && v.kind != HS_VIS_CAUSAL;
-    }
-    return other || (bidir && causal) ? "visible" : causal ? "lower_triangle" : "all";
-}
-
 /* Seconds on the monotonic clock. */
 double hs_pipeline_now(void);
 
@@ -44,12 +29,54 @@ static inline int32_t hs_special_id(const hs_tokenizer *t, const char *s)
     return t && s ? hs_tokenizer_id(t, s) : -1;
 }
 
-/* Step 5 (analyze_importance.c): the loss of the text, gradient importance, the ablation
- * sweep, the pruning curve and the candidates into a, for the heads marked in
- * active: (n_layer * n_head). cls_id, sep_id: the family's [CLS] / [SEP] ids or -1. */
-hs_status hs_analyze_importance(const hs_model *m, hs_analysis *a, const hs_analyze_opts *o,
-                                const unsigned char *active, int32_t cls_id, int32_t sep_id,
-                                hs_error *err);
+/* The state of one hs_analyze_run, handed from stage to stage (the table in analyze.c): the
+ * model and options, the analysis being built, and the scratch the stages share, all freed
+ * on the run's one cleanup path. */
+typedef struct hs_run {
+    const hs_model *m;
+    const hs_model_config *c;
+    const hs_tokenizer *tok;
+    const hs_analyze_input *in;
+    const hs_analyze_opts *o;
+    hs_analysis *a;          /* handed to the caller when every stage has run */
+    int L, H, n;             /* layers, heads per layer, tokens */
+    int n_layers_on;         /* layers analysed */
+    size_t nh;               /* heads analysed (a->n_heads) */
+    int32_t cls_id, sep_id;  /* the family's [CLS] / [SEP] ids or -1 */
+    double t_start;          /* hs_pipeline_now() at the start */
+    unsigned char *active;   /* (L * H) 1 for an analysed head */
+    unsigned char *sink, *punct; /* (n) the text's sink and punctuation positions */
+    unsigned char *probe_sink;   /* (a->probe_len) the probe's sink positions */
+    hs_entropy *ent;         /* (2 * nh): all, without sinks */
+    hs_detect *det;          /* (4 * nh): text, text without sinks, probe, probe without */
+    double *dist;            /* (nh, nh) the similarity's distances */
+    float *fnorm;            /* (L, H, n) value norms, norm-based attention */
+    float *final_rstd;       /* (n) the final norm's 1/s, direct logit attribution */
+    /* the runs of the model (analyze_importance.c) */
+    hs_loss_input li;        /* the loss's input (the ablation's replacement set) */
+    hs_loss_input lg;        /* the gradient's: li without the replacement */
+    int32_t *masked;         /* MLM: the text with the masked positions [MASK]ed */
+    int loss_possible;       /* the text has rows for the loss */
+    hs_loss_eval *ev;        /* the loss evaluator on li (NULL: no loss) */
+    double *delta;           /* (L * H) the ablation sweep's loss changes */
+    double *g0;              /* (L * H) |dL/d xi| at xi = 1, pruning's first round, or NULL */
+    float *replace;          /* mean or resample ablation's replacement contexts */
+} hs_run;
+
+/* One stage of the run: HS_OK, or a failure with its message in err. */
+typedef hs_status (*hs_stage_fn)(hs_run *r, hs_error *err);
+
+/* The runs of the model (analyze_importance.c), stages in this order: the loss of the text
+ * (its input, the ablation's replacement, the evaluator), gradient importance, the ablation
+ * sweep (and of KV groups), the probe's ablation, the pruning curve, the candidates. */
+hs_status hs_stage_loss(hs_run *r, hs_error *err);
+hs_status hs_stage_gradient(hs_run *r, hs_error *err);
+hs_status hs_stage_ablation(hs_run *r, hs_error *err);
+hs_status hs_stage_probe_ablation(hs_run *r, hs_error *err);
+hs_status hs_stage_pruning(hs_run *r, hs_error *err);
+hs_status hs_stage_candidates(hs_run *r, hs_error *err);
+/* Frees the importance stages' scratch in r (not the analysis). */
+void hs_run_importance_free(hs_run *r);
 
 /* Norm-based attention of the text (analyze_norm.c), summarised per analysed head into
  * norm_first_token, norm_mass and value_norm, from fnorm: (n_layer, n_head, n) the value

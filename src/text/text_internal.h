@@ -12,8 +12,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "core/core.h"
 #include "headscope/tokenizer.h"
-#include "internal.h"
 
 /* Where the chunk of s that starts at from should end for a bounded encoding
  * (hs_tokenizer_encode_max): at the first space at or after from + size that stands
@@ -323,5 +323,54 @@ typedef struct hs_uni_comp {
 } hs_uni_comp;
 extern const hs_uni_comp hs_comp_table[];
 extern const size_t hs_comp_table_n;
+
+/* ---- tokenizers described field by field (src/text/tokenizer_spec.c) -------------------
+ * What a GGUF file's tokenizer.ggml.* keys say, in terms of the pieces headscope's BPE
+ * tokenizers are made of (the pipeline tokenizer.json builds): the GGUF reader builds a
+ * tokenizer from a spec, the writer asks a tokenizer for its spec. */
+enum {
+    HS_SPEC_PRE_NONE = 0, /* no pre-tokenizer (SentencePiece-style: the text is one word) */
+    HS_SPEC_PRE_GPT2,     /* GPT-2's pattern (ByteLevel use_regex) */
+    HS_SPEC_PRE_LLAMA3,   /* Llama 3's (\p{N}{1,3} digit groups) */
+    HS_SPEC_PRE_QWEN2     /* Qwen2's (single digits) */
+};
+enum {
+    HS_SPEC_SPACE_NONE = 0, /* SentencePiece-style: spaces become U+2581, nothing prepended */
+    HS_SPEC_SPACE_EACH,     /* ... and U+2581 before every piece between added tokens */
+    HS_SPEC_SPACE_FIRST     /* ... before the first piece of a text only (Metaspace "first") */
+};
+typedef struct hs_tok_spec {
+    int kind;                  /* hs_tokenizer_kind: HS_TOK_BPE (byte-level) or HS_TOK_SPM_BPE */
+    const char *const *tokens; /* (n_tokens) in id order */
+    size_t n_tokens;
+    const char *const *merges; /* (n_merges) "left right" in rank order (byte-level) */
+    size_t n_merges;
+    const float *scores;       /* SentencePiece-style, instead of merges: (n_tokens) scores;
+                                  every split of a piece into two pieces is a merge, the
+                                  higher-scored result first, equal scores by position
+                                  (llama.cpp's "llama" vocabulary) */
+    const int32_t *added;      /* (n_added) ids matched whole in the text */
+    const unsigned char *added_normalized; /* (n_added) 1: matched in the normalized text */
+    size_t n_added;
+    int pre;                   /* HS_SPEC_PRE_* */
+    int nfc;                   /* an NFC normalizer */
+    int ignore_merges;         /* a pre-token found whole in the vocabulary is one token */
+    int space;                 /* SentencePiece-style: HS_SPEC_SPACE_* */
+    int byte_fallback;         /* <0xNN> tokens for characters outside the vocabulary */
+    int32_t unk;               /* unknown token, -1 for none */
+    int32_t bos, eos;          /* put before / after every text, -1 for none */
+    const char *post_name;     /* static name for messages */
+} hs_tok_spec;
+struct hs_tokenizer;
+/* A tokenizer from a spec (copies what it needs); without a pair encoding. HS_E_FORMAT
+ * naming the problem for a bad vocabulary, merge or id. */
+hs_status hs_tokenizer_new_spec(const hs_tok_spec *spec, struct hs_tokenizer **out, hs_error *err);
+/* The spec of a BPE tokenizer (tokens and merges left NULL: hs_tokenizer_token and
+ * hs_tokenizer_merge give them; added and added_normalized point into t). HS_E_UNSUPPORTED
+ * naming what a spec cannot say: WordPiece, normalizers other than NFC and the
+ * SentencePiece space handling, lstrip/rstrip on an added token, more than one token put
+ * before or after a text. */
+hs_status hs_tokenizer_get_spec(const struct hs_tokenizer *t, hs_tok_spec *spec, hs_error *err);
+
 
 #endif /* HEADSCOPE_TEXT_INTERNAL_H */

@@ -24,7 +24,7 @@
 
 #include <cJSON.h>
 
-#include "internal.h"
+#include "io/io_internal.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

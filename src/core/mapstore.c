@@ -7,8 +7,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "pipeline/mapstore.h"
-#include "internal.h"
+#include "core/core.h"
+#include "core/mapstore.h"
 
 struct hs_mapstore {
     int n_maps, n;
@@ -126,6 +126,8 @@ hs_status hs_mapstore_put(hs_mapstore *s, int first, int count, const float *map
 
 hs_status hs_mapstore_get(const hs_mapstore *s, int k, float *out, hs_error *err)
 {
+    if (!s)
+        return hs_fail(err, HS_E_ARG, "the analysis kept no attention maps");
     return hs_mapstore_rows(s, &k, 1, 0, s->n, out, err);
 }
 

@@ -1,6 +1,7 @@
 /*
- * src/pipeline/mapstore.h — where `analyze` keeps the attention maps of a text between the
- * forward pass and the pairwise statistics, pictures and page (never installed).
+ * src/core/mapstore.h — where `analyze` keeps the attention maps of a text between the
+ * forward pass and the pairwise statistics, pictures and page (never installed). A core
+ * service: the pipeline fills it, the pictures (src/io/) read it from the analysis.
  *
  * A store holds n_maps maps of (n, n) floats. When they fit in mem_limit bytes they are
  * kept in one allocation; otherwise they go to a temporary file (mkstemp in dir, unlinked
@@ -44,7 +45,7 @@ int hs_mapstore_spilled(const hs_mapstore *s);
 hs_status hs_mapstore_put(hs_mapstore *s, int first, int count, const float *maps,
                           hs_error *err);
 
-/* Copies map k into out: (n, n). */
+/* Copies map k into out: (n, n). s NULL (an analysis that kept no maps): HS_E_ARG. */
 hs_status hs_mapstore_get(const hs_mapstore *s, int k, float *out, hs_error *err);
 
 /* Copies rows r0..r0+rows-1 of the maps idx[0..count-1] into out: (count, rows, n). */

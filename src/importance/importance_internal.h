@@ -1,0 +1,73 @@
+/*
+ * src/importance/importance_internal.h — what the importance layer (src/importance/) offers
+ * beyond include/headscope/importance.h: the loss rows' checks, the gradient's kept buffers
+ * and capped pass, its tuning for tests, and pruning from a given first gradient; private to
+ * the library.
+ */
+#ifndef HEADSCOPE_IMPORTANCE_INTERNAL_H
+#define HEADSCOPE_IMPORTANCE_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "headscope/status.h"
+
+/* The loss rows' part of a loss input's checks (src/importance/span.c), shared by the
+ * loss evaluator and the gradient: MLM: an MLM head, at least one masked position, positions
+ * and targets in range; LM with positions: at least one, increasing, within 0..n-2. HS_OK
+ * otherwise. */
+struct hs_model_config;
+struct hs_loss_input;
+hs_status hs_loss_rows_check(const struct hs_model_config *c, const struct hs_loss_input *in,
+                             hs_error *err);
+
+/* The loss rows of an LM or MLM loss input: how many, and the r-th's row (the position whose
+ * logits are read) and target id (LM: ids[row + 1]; MLM: targets[r]). */
+int hs_loss_row_count(const struct hs_loss_input *in);
+void hs_loss_row_at(const struct hs_loss_input *in, int r, int32_t *row, int32_t *target);
+
+/* The large buffers of a gradient pass (every layer's kept activations, a block of logits,
+ * the backward's scratch: about 100 MB for GPT-2 small at n = 128) and its forward
+ * workspace, kept from one pass to the next on the same input: pruning's rounds. Fresh
+ * pages cost a pass about a third of its time in page faults. Zero-initialise; free with
+ * hs_grad_scratch_free (which leaves it zeroed, ready again). */
+struct hs_forward_ws;
+typedef struct hs_grad_scratch {
+    float *buf;
+    size_t bytes;
+    struct hs_forward_ws *ws;
+    int ws_n; /* the tokens ws was made for */
+} hs_grad_scratch;
+void hs_grad_scratch_free(hs_grad_scratch *s);
+
+/* hs_gradient_signed_masked that stops after the forward pass when the loss exceeds cap:
+ * *loss set, g filled with NaN, no backward (a pruning round past its stop needs only the
+ * loss). cap = INFINITY: always the gradient. keep: buffers kept between passes (NULL: the
+ * pass allocates and frees its own). */
+struct hs_model;
+hs_status hs_gradient_capped(const struct hs_model *m, const struct hs_loss_input *in,
+                             const float *head_mask, double cap, double *g, double *loss,
+                             hs_grad_scratch *keep, hs_error *err);
+
+
+/* The gradient keeps every layer's activations for its backward while they fit in this many
+ * bytes (default 512 MiB), and past it recomputes them layer by layer from the layers' input
+ * streams (tests force that path with 0). Returns the previous limit. */
+size_t hs_gradient_set_keep_limit(size_t bytes);
+/* The gradient takes the head's logits this many loss rows at a time (default 128; below 1:
+ * the default). Returns the previous count. For tests. */
+int hs_gradient_set_head_rows(int rows);
+
+/* hs_prune_curve_gradient with the first round's gradient given: g0 = |dL/d xi| (or signed)
+ * at xi = 1 on the evaluator's own input (NULL = computed). */
+struct hs_loss_eval;
+struct hs_prune_step;
+hs_status hs_prune_curve_gradient_from(struct hs_loss_eval *e, double base,
+                                       const unsigned char *active, int per_round,
+                                       double stop_increase, int max_steps, const double *g0,
+                                       struct hs_prune_step *steps, int *n_steps,
+                                       void (*progress)(void *, const char *, int, int),
+                                       void *user, hs_error *err);
+
+
+#endif /* HEADSCOPE_IMPORTANCE_INTERNAL_H */

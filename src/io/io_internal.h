@@ -1,0 +1,82 @@
+/*
+ * src/io/io_internal.h — what the report writers of src/io/ share between their files and
+ * with the CLI: report.json's pieces (the files array, head types, header, model, clusters,
+ * KV groups), JSON values and large arrays written without a node per number, the corpus
+ * aggregate's allocation; private to the library.
+ */
+#ifndef HEADSCOPE_IO_INTERNAL_H
+#define HEADSCOPE_IO_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "headscope/status.h"
+
+/* The top-level "files" array of a report.json (text of len bytes, or the file at path),
+ * found by a scan that keeps only the array's own text (src/io/report_files.c); NULL when
+ * there is none (absent, null, not an array, unreadable, out of memory). A key written
+ * with escapes is not taken for "files". */
+struct cJSON;
+struct cJSON *hs_report_files_text(const char *text, size_t len);
+struct cJSON *hs_report_files_read(const char *path);
+/* Report pieces shared by report_json.c and corpus_report.c (src/io), and the report's
+ * "schema", "generator" and "model" members added to r from an analysis. */
+struct hs_head_result;
+struct hs_analysis;
+struct hs_analyze_opts;
+struct cJSON;
+/* Head types (src/io/head_labels.c): sets
+ * h->labels, h->sink_types and h->label from thr: (HS_LABEL_COUNT) and sink_thr (bert: the
+ * first token is [CLS], reported as cls); the head's "label", "labels", "sinks",
+ * "text_scores" and "probe_scores" members; the options' "label_thresholds" and
+ * "sink_threshold". */
+void hs_head_classify(struct hs_head_result *h, const double *thr, double sink_thr, int bert);
+void hs_report_head_types(struct cJSON *o, const struct hs_head_result *h,
+                          const struct hs_analyze_opts *opts, int bert);
+void hs_report_label_options(struct cJSON *op, const struct hs_analyze_opts *o);
+void hs_report_add_header(struct cJSON *r, const struct hs_analysis *a);
+/* The "schema" and "generator" members (argv: the command line, NULL = null), and the
+ * "model" object of an analysis (file digests included when it has them). */
+void hs_report_add_generator(struct cJSON *r, const char *const *argv, int argc);
+struct cJSON *hs_report_model_json(const struct hs_analysis *a);
+/* An empty corpus aggregate for nh heads and a probe of probe_len tokens, with no model
+ * description yet (src/io/corpus_report.c; hs_corpus_agg_new fills one from an analysis,
+ * hs_corpus_partial_parse from a file). */
+struct hs_corpus_agg;
+hs_status hs_corpus_agg_alloc(int nh, int probe_len, struct hs_corpus_agg **out, hs_error *err);
+/* JSON values: a number (null for NaN/Inf), an int array, a row-major (rows, cols) matrix. */
+struct cJSON *hs_json_num(double v);
+struct cJSON *hs_json_ints(const int32_t *v, int n);
+struct cJSON *hs_json_matrix(const double *m, int rows, int cols);
+/* Large arrays of numbers in a report without a cJSON node per number (src/io/json_big.c):
+ * hs_json_big_matrix(_f) and _vector return a raw node standing for the array (rows, cols)
+ * or (n) (not copied: it must outlive the writing); print the tree as usual, then write
+ * the text with hs_json_big_write (a stream) or hs_json_big_string (a malloc'd string, or
+ * NULL), which put each array in its node's place as cJSON would have printed it (pretty:
+ * ", " between numbers). */
+typedef struct hs_json_big hs_json_big;
+typedef hs_status (*hs_json_sink)(void *ctx, const char *s, size_t len, hs_error *err);
+hs_json_big *hs_json_big_new(void);
+void hs_json_big_free(hs_json_big *b);
+struct cJSON *hs_json_big_matrix(hs_json_big *b, const double *m, int rows, int cols);
+struct cJSON *hs_json_big_matrix_f(hs_json_big *b, const float *m, int rows, int cols);
+struct cJSON *hs_json_big_vector(hs_json_big *b, const double *v, int n);
+hs_status hs_json_big_emit(const char *text, const hs_json_big *b, int pretty, hs_json_sink sink,
+                           void *ctx, hs_error *err);
+hs_status hs_json_big_write(const char *text, const hs_json_big *b, int pretty, FILE *f,
+                            hs_error *err);
+char *hs_json_big_string(const char *text, const hs_json_big *b, int pretty);
+/* The "clusters" member of parent: linkage (NULL with a single head), flat labels. */
+struct hs_linkage;
+void hs_report_add_clusters(struct cJSON *parent, const struct hs_linkage *lk, const int *labels,
+                            int n_heads, int n_clusters, int sim, double threshold);
+/* The "kv_groups" member of parent for a grouped-query model: the groups, their similarity
+ * ks (hs_kv_similarity_compute, with method) and ablation: (n_layer, n_kv_head) or NULL
+ * (then "ablation_delta" is null, or left out when omit_ablation). */
+struct hs_kv_similarity;
+void hs_report_add_kv_groups(struct cJSON *parent, const struct hs_kv_similarity *ks, int method,
+                             const double *ablation, int omit_ablation);
+
+
+#endif /* HEADSCOPE_IO_INTERNAL_H */
