@@ -409,6 +409,7 @@ int cli_analyze_corpus(const char *cmd, hs_model *m, const cli_corpus_opts *co,
         goto done;
     }
     r.texts_tmp = strrchr(outf.tmp, '/') ? strrchr(outf.tmp, '/') + 1 : outf.tmp;
+    r.texts_tmp_path = outf.tmp;
     r.out = outf.f;
     if (read_all(&r, rd))
         goto done;

@@ -30,6 +30,7 @@ typedef struct cli_corpus_run {
     long every;             /* texts between checkpoints; 0: none (stdin cannot be resumed) */
     const char *outdir;
     const char *texts_tmp;  /* texts.jsonl's temporary file's name in outdir */
+    const char *texts_tmp_path; /* ... and path: kept on a signal once a checkpoint names it */
     int checkpointed;       /* a checkpoint is on disk */
     cli_progress prog;
     /* --ablation mean: a first pass over every selected text (all shards') sums each head's

@@ -113,6 +113,9 @@ int main(int argc, char **argv)
        higher under `always`, docs/bench.md); inherited across the re-run below */
     (void)hs_thp_advised_only();
     hs_blas_reexec(argv); /* OpenBLAS's kernels for this CPU, where it chose older ones */
+    /* a signal removes the temporary files being written; past the file size limit a write
+       fails (EFBIG) and its command cleans up and says so */
+    hs_tmp_signals_install();
     if (argc < 2) {
         usage(stderr);
         return EXIT_USAGE;
