@@ -159,6 +159,7 @@ unit: $(TEST_BIN) $(TEST_V3_BIN)
 
 cli-test: $(BIN)
 	HEADSCOPE=$(BIN) bash tests/cli.sh
+	HEADSCOPE=$(BIN) bash tests/cli_faults.sh
 
 # The fuzz harnesses' replay mains run the committed corpora as plain tests.
 FUZZ_SRC = $(sort $(wildcard tests/fuzz/fuzz_*.c))

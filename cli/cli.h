@@ -160,6 +160,15 @@ char *cli_path_join(const char *dir, const char *name);
 /* Flushes stdout and reports a write error; returns EXIT_OK or EXIT_FAIL. */
 int cli_finish_stdout(const char *cmd);
 
+/* After a run's files are in place in outdir (a staged run's commit): cli_stdout_after_commit
+ * ignores SIGPIPE, so that a closed standard output fails a write instead of ending the
+ * process (whose supervisor would then say the folder was left as it was);
+ * cli_finish_stdout_committed flushes stdout and, when that or the printing before it
+ * (failed, errno set) did not succeed, says so in one line that names the complete run.
+ * Returns EXIT_OK or EXIT_FAIL. */
+void cli_stdout_after_commit(void);
+int cli_finish_stdout_committed(const char *cmd, const char *outdir, int failed);
+
 /* The output folder of one run (cli/outdir.c). */
 typedef struct cli_outdir {
     char *path;  /* the output folder */

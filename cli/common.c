@@ -1,6 +1,7 @@
 /* Shared CLI helpers: messages, text input, model loading, tokenization policy. */
 #include <errno.h>
 #include <stdarg.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -241,6 +242,27 @@ int cli_parse_long(const char *s, long lo, long hi, long *out)
         return -1;
     *out = v;
     return 0;
+}
+
+void cli_stdout_after_commit(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = SIG_IGN;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGPIPE, &sa, NULL); /* a closed pipe: EPIPE, said below, not a silent death */
+}
+
+int cli_finish_stdout_committed(const char *cmd, const char *outdir, int failed)
+{
+    int e = errno;
+    if (!failed && fflush(stdout) == 0 && !ferror(stdout))
+        return EXIT_OK;
+    if (!failed)
+        e = errno;
+    cli_error(cmd, "cannot write to standard output (%s); the run is complete in '%s'",
+              strerror(e ? e : EIO), outdir);
+    return EXIT_FAIL;
 }
 
 int cli_finish_stdout(const char *cmd)

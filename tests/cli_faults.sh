@@ -1,0 +1,134 @@
+#!/usr/bin/env bash
+# The command line under faults and hostile input (issue 41's matrix, part of `make
+# cli-test`): signals and file size limits in the middle of a write, a closed or full
+# standard output, FIFOs where files should be, integers past every option's range, tensors
+# stored twice, non-finite activations, oversized partial.json declarations, control
+# characters in names. Each case asserts the exit status and the one-line message, that no
+# temporary file is left, and that a victim folder beside the outputs keeps its bytes.
+set -u
+HS=${HEADSCOPE:-build/headscope}
+PY=${PYTHON:-/usr/bin/python3}
+T=$(mktemp -d /tmp/hs-faults-XXXXXX)
+trap 'rm -rf "$T"' EXIT
+pass=0 fail=0
+
+ok() { pass=$((pass + 1)); }
+bad() { fail=$((fail + 1)); echo "FAIL: $*" >&2; }
+
+# expect STATUS DESCRIPTION -- command...: checks the exit status; stderr kept in $T/err
+expect() {
+    local want=$1 desc=$2
+    shift 3
+    "$@" >"$T/out" 2>"$T/err"
+    local got=$?
+    if [ "$got" = "$want" ]; then ok; else bad "$desc: exit $got, want $want; stderr: $(head -c 300 "$T/err")"; fi
+}
+one_line_error() {
+    local lines
+    lines=$(wc -l <"$T/err")
+    if [ "$lines" = 1 ] && grep -q '^headscope: ' "$T/err"; then ok; else bad "$1: stderr not one 'headscope:' line: $(cat "$T/err")"; fi
+}
+stderr_has() { if grep -qiF -- "$2" "$T/err"; then ok; else bad "$1: stderr lacks '$2': $(cat "$T/err")"; fi; }
+
+G=fixtures/tiny-gpt2
+TG=fixtures/trained-gpt2
+CP=fixtures/corpus/licenses.txt
+
+# The victim: files beside every output, whose bytes no case may change
+V="$T/victim"
+mkdir -p "$V/sub" && echo notes >"$V/notes.txt" && printf 'a,b\n1,2\n' >"$V/data.csv" && echo x >"$V/sub/x"
+victim() { (cd "$V" && find . | LC_ALL=C sort && find . -type f | LC_ALL=C sort | xargs sha256sum); }
+victim >"$T/victim.sum"
+# clean DESCRIPTION DIR: no temporary file ('*.tmp-*', a staging folder) under DIR, and the
+# victim as it was
+clean() {
+    local left
+    left=$(find "$2" \( -name '*.tmp-*' -o -name '.headscope-run-*' \) 2>/dev/null | head -3)
+    if [ -z "$left" ]; then ok; else bad "$1: left $left"; fi
+    victim | cmp -s - "$T/victim.sum" && ok || bad "$1: the victim folder changed"
+}
+
+yes "the quick brown fox jumps over the lazy dog" | head -c 20000 >"$T/long.txt"
+for i in 1 2; do
+    "$HS" analyze "$TG" --corpus "$CP" --max-texts 4 --shard $i/2 -o "$T/sh$i" -q || bad "shard $i"
+done
+
+# ---- signals: every writer removes its temporary files -------------------------------------
+# HEADSCOPE_TEST_SIGNAL_TMP=SIG raises SIG as the first temporary file is made (as a signal
+# from outside would come while it is written); the process ends by that signal (run by
+# sh -c, whose report of it goes to the unread stderr)
+W="$T/w"
+sig_env() { local sig=$1; shift; sh -c '"$@"' _ env HEADSCOPE_TEST_SIGNAL_TMP="$sig" "$@"; }
+for sig in 1 2 13 15; do
+    mkdir -p "$W"
+    expect $((128 + sig)) "attn, signal $sig" -- sig_env $sig "$HS" attn "$TG" --file "$T/long.txt" --truncate -o "$W/a.npy"
+    clean "attn, signal $sig" "$W"
+    [ ! -e "$W/a.npy" ] && ok || bad "attn, signal $sig: a.npy written"
+    expect $((128 + sig)) "convert, signal $sig" -- sig_env $sig "$HS" convert "$TG" -o "$W/m.gguf"
+    clean "convert, signal $sig" "$W"
+    expect $((128 + sig)) "merge, signal $sig" -- sig_env $sig "$HS" merge "$T/sh1" "$T/sh2" -o "$W/mg" -q
+    clean "merge, signal $sig" "$W"
+    expect $((128 + sig)) "corpus, signal $sig" -- sig_env $sig "$HS" analyze "$TG" --corpus "$CP" --max-texts 4 -o "$W/c" -q
+    clean "corpus, signal $sig" "$W"
+    rm -rf "$W"
+done
+# a checkpoint's texts stay for --resume; the signal after it removes only what is being written
+mkdir -p "$W"
+expect 1 "corpus stopped after a checkpoint" -- env HEADSCOPE_TEST_STOP_AFTER=3 "$HS" analyze "$TG" --corpus "$CP" --max-texts 6 --checkpoint-every 2 -o "$W/c" -q
+expect 143 "resume, signal 15" -- sig_env 15 "$HS" analyze "$TG" --corpus "$CP" --max-texts 6 --checkpoint-every 2 -o "$W/c" -q --resume
+expect 0 "resume after the signal" -- "$HS" analyze "$TG" --corpus "$CP" --max-texts 6 --checkpoint-every 2 -o "$W/c" -q --resume
+[ "$(wc -l <"$W/c/texts.jsonl")" = 6 ] && ok || bad "resumed run: $(wc -l <"$W/c/texts.jsonl") texts"
+clean "resume after a signal" "$W"
+rm -rf "$W"
+
+# ---- the file size limit (SIGXFSZ): the write fails, the command says so and cleans up ------
+mkdir -p "$W"
+limited() { (ulimit -f 64 && "$@"); } # 64 KiB
+expect 1 "attn past the file size limit" -- limited "$HS" attn "$TG" --file "$T/long.txt" --truncate -o "$W/a.npy"
+one_line_error "attn past the file size limit"
+stderr_has "attn past the file size limit" "file too large"
+clean "attn past the file size limit" "$W"
+expect 1 "convert past the file size limit" -- limited "$HS" convert "$TG" -o "$W/m.gguf"
+one_line_error "convert past the file size limit"
+stderr_has "convert past the file size limit" "file too large"
+clean "convert past the file size limit" "$W"
+for c in merge corpus analyze dump; do
+    case $c in
+    merge) set -- merge "$T/sh1" "$T/sh2" -q ;;
+    corpus) set -- analyze "$TG" --corpus "$CP" --max-texts 4 -q ;;
+    analyze) set -- analyze "$TG" --file "$T/long.txt" --truncate --no-ablation -q ;;
+    dump) set -- dump "$TG" --text "$(head -c 400 "$T/long.txt")" --what all ;;
+    esac
+    expect 1 "$c past the file size limit" -- limited "$HS" "$@" -o "$W/$c"
+    one_line_error "$c past the file size limit"
+    stderr_has "$c past the file size limit" "file too large"
+    clean "$c past the file size limit" "$W"
+    [ ! -e "$W/$c" ] && ok || bad "$c past the file size limit left its new folder: $(ls -A "$W/$c")"
+done
+rm -rf "$W"
+
+# ---- a closed or full standard output after the run is in place: one line that says so -----
+# closed_stdout COMMAND...: runs it with a pipe whose reading end is already closed
+closed_stdout() { "$PY" -c 'import os, subprocess, sys
+r, w = os.pipe(); os.close(r)
+sys.exit(subprocess.call(sys.argv[1:], stdout=w))' "$@"; }
+mkdir -p "$W"
+for how in closed full; do
+    for c in "analyze --json" "analyze" "dump --what q"; do
+        d="$W/$how-${c%% *}-${c##* }"
+        if [ $how = closed ]; then
+            expect 1 "$c into a $how stdout" -- closed_stdout "$HS" $c "$TG" --text "hello there" -o "$d"
+        else
+            expect 1 "$c into a $how stdout" -- bash -c '"$@" >/dev/full' _ "$HS" $c "$TG" --text "hello there" -o "$d"
+        fi
+        one_line_error "$c into a $how stdout"
+        stderr_has "$c into a $how stdout" "the run is complete in '$d'"
+        if [ "${c%% *}" = dump ]; then f=manifest.json; else f=report.json; fi
+        [ -s "$d/$f" ] && ok || bad "$c into a $how stdout: no complete run in the folder"
+        clean "$c into a $how stdout" "$W"
+    done
+done
+rm -rf "$W"
+
+echo "cli_faults.sh: $pass passed, $fail failed"
+[ "$fail" = 0 ]
