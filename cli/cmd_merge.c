@@ -82,6 +82,20 @@ static int load(const char *C, part *pt)
     return 0;
 }
 
+/* A whole number in [0, 2^50] of decimal digits followed by sep at p into *v; what follows
+ * sep, or NULL. */
+static const char *number_then(const char *p, char sep, long *v)
+{
+    const char *s = p;
+    long x = 0;
+    for (; *p >= '0' && *p <= '9' && p - s < 16; p++)
+        x = x * 10 + (*p - '0');
+    if (p == s || *p != sep || x > 1L << 50)
+        return NULL;
+    *v = x;
+    return p + 1;
+}
+
 /* The next line of a shard's texts.jsonl and its source line number. */
 static int next_line(const char *C, part *pt)
 {
@@ -95,9 +109,16 @@ static int next_line(const char *C, part *pt)
         pt->eof = 1;
         return 0;
     }
-    long index;
-    if (sscanf(pt->buf, "{\"index\":%ld,\"line\":%ld,", &index, &pt->line) != 2 ||
-        pt->buf[n - 1] != '\n') {
+    /* {"index":I,"line":L, with I and L whole numbers in [0, 2^50] (no sscanf: its %ld past
+       a long is undefined) */
+    const char *p = pt->buf;
+    long index = -1;
+    pt->line = -1;
+    if (!strncmp(p, "{\"index\":", 9))
+        p = number_then(p + 9, ',', &index);
+    if (p && !strncmp(p, "\"line\":", 7))
+        p = number_then(p + 7, ',', &pt->line);
+    if (!p || index < 0 || pt->line < 0 || pt->buf[n - 1] != '\n') {
         cli_error(C, "'%s' line %ld is not a texts.jsonl line", pt->texts, pt->count + 1);
         return EXIT_FAIL;
     }

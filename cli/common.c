@@ -237,8 +237,11 @@ int cli_parse_long(const char *s, long lo, long hi, long *out)
 {
     char *end;
     errno = 0;
+    const char *d = s + (*s == '-');
+    if (*d < '0' || *d > '9') /* strtol would skip spaces and take a '+' */
+        return -1;
     long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi)
+    if (errno || *end || v < lo || v > hi) /* ERANGE: past a long, before any narrowing */
         return -1;
     *out = v;
     return 0;

@@ -39,12 +39,11 @@ static void usage(FILE *f)
                "\n'headscope COMMAND --help' describes a command; docs/ has the details.\n");
 }
 
-/* A thread count: 1..4096. */
+/* A thread count: 1..4096 (cli_parse_long: digits only, checked before narrowing). */
 static int parse_threads(const char *s, int *out)
 {
-    char *end;
-    long v = strtol(s, &end, 10);
-    if (end == s || *end || v < 1 || v > 4096)
+    long v;
+    if (cli_parse_long(s, 1, 4096, &v))
         return -1;
     *out = (int)v;
     return 0;

@@ -130,5 +130,53 @@ for how in closed full; do
 done
 rm -rf "$W"
 
+# ---- integers: checked whole against each option's range before any narrowing -------------
+# --layers: the number named as given, never wrapped (4294967296 was layer 0; 2147483648 in a
+# list was dropped)
+mkdir -p "$W"
+for l in 4294967296 0,2147483648 0,4294967296 0-4294967296 1,999999999999999999; do
+    expect 1 "--layers $l" -- "$HS" analyze "$G" --text "hello there" --layers "$l" -o "$W/l" -q --no-ablation
+    one_line_error "--layers $l"
+    case $l in
+    0-*) want="layer 2 is out of range" ;;
+    *) want="layer ${l##*,} is out of range (the model has layers 0-1)" ;;
+    esac
+    stderr_has "--layers $l" "$want"
+    [ ! -e "$W/l" ] && ok || bad "--layers $l left a folder"
+done
+for l in 99999999999999999999 0-99999999999999999999 " 1" +1 -1 1, ,1 1-0 1--2 0x1; do
+    expect 2 "--layers '$l'" -- "$HS" analyze "$G" --text "hello there" --layers "$l" -o "$W/l" -q
+    stderr_has "--layers '$l'" "is not a list like 0,2-3"
+done
+# every integer option of every command: past a long, past an int, signs and spaces
+for v in 4294967296 9223372036854775808 99999999999999999999 -4294967295 " 7" +7 7x ""; do
+    for opt in --probe-len --flow-max-tokens --probe-seed --resample-seed --prune-beam \
+        --prune-max-steps --max-tokens-in-images --max-tokens; do
+        expect 2 "analyze $opt '$v'" -- "$HS" analyze "$G" --text "hello there" "$opt" "$v" -o "$W/i"
+        stderr_has "analyze $opt '$v'" "$opt '$v' is not a number"
+    done
+    for opt in --max-texts --sample --seed --checkpoint-every; do
+        expect 2 "corpus $opt '$v'" -- "$HS" analyze "$G" --corpus "$CP" "$opt" "$v" -o "$W/i"
+        stderr_has "corpus $opt '$v'" "$opt '$v' is "
+    done
+    for sh in "$v/2" "1/$v"; do
+        expect 2 "--shard '$sh'" -- "$HS" analyze "$G" --corpus "$CP" --shard "$sh" -o "$W/i"
+        stderr_has "--shard '$sh'" "is not I/N"
+    done
+    expect 2 "tokenize --max-tokens '$v'" -- "$HS" tokenize "$G" --text hi --max-tokens "$v"
+    stderr_has "tokenize --max-tokens '$v'" "needs a whole number >= 1, not '$v'"
+    expect 2 "--threads '$v'" -- "$HS" tokenize "$G" --text hi --threads "$v"
+    stderr_has "--threads '$v'" "is not a number in [1, 4096]"
+    [ ! -e "$W/i" ] && ok || bad "a refused option left a folder"
+done
+# merge: a shard's texts.jsonl with a line number past a long is refused, not undefined
+cp -r "$T/sh1" "$W/p1" && cp -r "$T/sh2" "$W/p2"
+sed -i '1s/"line":[0-9]*/"line":99999999999999999999/' "$W/p1/texts.jsonl"
+expect 1 "merge, a line number past a long" -- "$HS" merge "$W/p1" "$W/p2" -o "$W/m" -q
+one_line_error "merge, a line number past a long"
+stderr_has "merge, a line number past a long" "line 1 is not a texts.jsonl line"
+clean "merge, a line number past a long" "$W"
+rm -rf "$W"
+
 echo "cli_faults.sh: $pass passed, $fail failed"
 [ "$fail" = 0 ]
