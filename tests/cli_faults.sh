@@ -178,5 +178,46 @@ stderr_has "merge, a line number past a long" "line 1 is not a texts.jsonl line"
 clean "merge, a line number past a long" "$W"
 rm -rf "$W"
 
+# ---- a tensor stored in two safetensors shards: refused, naming it and both shards ---------
+# tiny Llama's second shard given, besides its own, a copy of a tensor of the first: one the
+# index maps to the first shard, and one (the other case) the index does not name at all
+LL=fixtures/family-models/tiny-llama
+for which in mapped unmapped; do
+    D="$T/dup-$which"
+    mkdir -p "$D" && cp "$LL"/* "$D"/
+    "$PY" - "$D" "$which" <<'PYEOF' || bad "building the two-shard tensor ($which)"
+import json, struct, sys
+d, which = sys.argv[1], sys.argv[2]
+def read(p):
+    b = open(p, "rb").read()
+    n = struct.unpack("<Q", b[:8])[0]
+    return json.loads(b[8:8 + n]), b[8 + n:]
+h1, d1 = read(d + "/model-00001-of-00002.safetensors")
+h2, d2 = read(d + "/model-00002-of-00002.safetensors")
+name = "model.layers.0.self_attn.k_proj.weight"
+e = dict(h1[name])
+a, b = e["data_offsets"]
+e["data_offsets"] = [len(d2), len(d2) + b - a]
+h2[name] = e
+d2 += d1[a:b]
+if which == "unmapped":  # the index forgets it: only the shards hold it
+    p = d + "/model.safetensors.index.json"
+    idx = json.load(open(p))
+    del idx["weight_map"][name]
+    json.dump(idx, open(p, "w"))
+hj = json.dumps(h2).encode()
+hj += b" " * (-len(hj) % 8)
+open(d + "/model-00002-of-00002.safetensors", "wb").write(struct.pack("<Q", len(hj)) + hj + d2)
+PYEOF
+    for c in info attn; do
+        if [ $c = info ]; then set -- info "$D"; else set -- attn "$D" --text hello -o "$T/dup.npy"; fi
+        expect 1 "$c, a tensor in two shards ($which)" -- "$HS" "$@"
+        one_line_error "$c, a tensor in two shards ($which)"
+        stderr_has "$c, a tensor in two shards ($which)" "tensor 'model.layers.0.self_attn.k_proj.weight' is in two shards ('model-00001-of-00002.safetensors' and 'model-00002-of-00002.safetensors')"
+        [ ! -e "$T/dup.npy" ] && ok || bad "$c, a tensor in two shards ($which): output written"
+    done
+done
+clean "a tensor in two shards" "$T"
+
 echo "cli_faults.sh: $pass passed, $fail failed"
 [ "$fail" = 0 ]
