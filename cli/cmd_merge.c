@@ -2,6 +2,7 @@
  * the report.json, texts.jsonl and partial.json that one run over the whole corpus writes
  * (docs/corpus.md#sharding-and-merging). */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -126,14 +127,33 @@ static int next_line(const char *C, part *pt)
     return 0;
 }
 
+/* path for reading into *f, refused by name unless a regular file (O_NONBLOCK: a FIFO is
+ * not waited on). Returns 0, or EXIT_FAIL after the message. */
+static int open_regular(const char *C, const char *path, FILE **f)
+{
+    struct stat sb;
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd >= 0 && (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode))) {
+        close(fd);
+        cli_error(C, "'%s' is not a regular file", path);
+        return EXIT_FAIL;
+    }
+    if (fd < 0 || fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0 ||
+        !(*f = fdopen(fd, "rb"))) {
+        cli_error(C, "cannot open '%s': %s", path, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return EXIT_FAIL;
+    }
+    return 0;
+}
+
 /* Every shard's texts.jsonl, merged by source line into out, renumbered from 0. */
 static int merge_texts(const char *C, part *parts, int n, FILE *out)
 {
     for (int i = 0; i < n; i++) {
-        if (!(parts[i].f = fopen(parts[i].texts, "rb"))) {
-            cli_error(C, "cannot open '%s': %s", parts[i].texts, strerror(errno));
+        if (open_regular(C, parts[i].texts, &parts[i].f))
             return EXIT_FAIL;
-        }
         if (next_line(C, &parts[i]))
             return EXIT_FAIL;
     }

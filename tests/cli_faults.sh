@@ -219,5 +219,34 @@ PYEOF
 done
 clean "a tensor in two shards" "$T"
 
+# ---- FIFOs and devices where files are read: refused by name at once, never waited on ------
+# (each run under timeout: a hang fails the case with status 124)
+mkdir -p "$W/cf" "$W/sp"
+printf 'hello world\n' >"$W/cf/a.txt"
+for kind in fifo device folder; do
+    case $kind in
+    fifo) mkfifo "$W/cf/b.txt" ;;
+    device) ln -s /dev/zero "$W/cf/b.txt" ;;
+    folder) mkdir "$W/cf/b.txt" ;;
+    esac
+    expect 1 "corpus folder with a $kind entry" -- timeout 20 "$HS" analyze "$G" --corpus "$W/cf" -o "$W/o" -q
+    one_line_error "corpus folder with a $kind entry"
+    stderr_has "corpus folder with a $kind entry" "'$W/cf/b.txt' is not a regular file"
+    [ ! -e "$W/o" ] && ok || bad "corpus folder with a $kind entry left its folder"
+    rm -rf "$W/cf/b.txt"
+done
+for f in texts.jsonl partial.json; do
+    for kind in fifo device; do
+        rm -rf "$W/sp" && cp -r "$T/sh1" "$W/sp" && rm "$W/sp/$f"
+        if [ $kind = fifo ]; then mkfifo "$W/sp/$f"; else ln -s /dev/zero "$W/sp/$f"; fi
+        expect 1 "merge, a shard's $f a $kind" -- timeout 20 "$HS" merge "$W/sp" "$T/sh2" -o "$W/m" -q
+        one_line_error "merge, a shard's $f a $kind"
+        stderr_has "merge, a shard's $f a $kind" "'$W/sp/$f' is not a regular file"
+        [ ! -e "$W/m" ] && ok || bad "merge, a shard's $f a $kind left its folder"
+    done
+done
+clean "FIFOs and devices" "$W"
+rm -rf "$W"
+
 echo "cli_faults.sh: $pass passed, $fail failed"
 [ "$fail" = 0 ]
