@@ -161,6 +161,11 @@ char *cli_path_join(const char *dir, const char *name);
 /* Flushes stdout and reports a write error; returns EXIT_OK or EXIT_FAIL. */
 int cli_finish_stdout(const char *cmd);
 
+/* s (a path, a name from a file) as a human-readable line on stdout shows it: escaped by
+ * hs_text_escape, so that no control character of it reaches the terminal. The result
+ * stays valid for the next seven calls (a ring of buffers, for several in one printf). */
+const char *cli_shown(const char *s);
+
 /* After a run's files are in place in outdir (a staged run's commit): cli_stdout_after_commit
  * ignores SIGPIPE, so that a closed standard output fails a write instead of ending the
  * process (whose supervisor would then say the folder was left as it was);

@@ -301,7 +301,7 @@ int cmd_dump(int argc, char **argv)
     cli_stdout_after_commit();
     if (!quiet)
         printf("wrote %d files to %s (%d tokens, %d layers): see %s/manifest.json\n", n_names,
-               out, (int)enc.n, cfg->n_layer, out);
+               cli_shown(out), (int)enc.n, cfg->n_layer, cli_shown(out));
     rc = cli_finish_stdout_committed(C, out, 0);
 done:
     cli_outdir_close(&od);

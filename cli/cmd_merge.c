@@ -289,12 +289,13 @@ static int write_outputs(const char *C, part *parts, int n, hs_corpus_agg *g,
     } else if (!quiet) {
         hs_summary s;
         hs_stat_summary(&g->loss, &s);
-        printf("%s: %d shards, %ld texts analysed, %ld tokens\n", in->path, n, g->n_texts, g->tokens);
+        printf("%s: %d shards, %ld texts analysed, %ld tokens\n", cli_shown(in->path), n,
+               g->n_texts, g->tokens);
         if (s.n > 0)
             printf("loss (%s): mean %.4f, 95%% CI [%.4f, %.4f], sd %.4f over %ld texts\n",
                    hs_loss_kind_name((hs_loss_kind)g->loss_kind), s.mean, s.ci_low, s.ci_high,
                    s.sd, s.n);
-        printf("wrote %s\n", paths[3]);
+        printf("wrote %s\n", cli_shown(paths[3]));
     }
     rc = cli_finish_stdout(C);
 done:

@@ -268,6 +268,22 @@ int cli_finish_stdout_committed(const char *cmd, const char *outdir, int failed)
     return EXIT_FAIL;
 }
 
+const char *cli_shown(const char *s)
+{
+    static char *ring[8];
+    static unsigned next;
+    if (!s)
+        return "(null)";
+    size_t cap = 4 * strlen(s) + 1; /* \xNN: four bytes for one */
+    char *e = malloc(cap);
+    if (!e)
+        return "?";
+    hs_text_escape(e, cap, s);
+    free(ring[next % 8]);
+    ring[next++ % 8] = e;
+    return e;
+}
+
 int cli_finish_stdout(const char *cmd)
 {
     if (fflush(stdout) != 0 || ferror(stdout)) {

@@ -248,5 +248,59 @@ done
 clean "FIFOs and devices" "$W"
 rm -rf "$W"
 
+# ---- control characters from paths and GGUF names never reach stdout raw --------------------
+# in a human-readable summary they are escaped as on stderr (\x1b, \x07, \n); --json output
+# JSON-escapes them instead
+# raw_controls DESCRIPTION: stdout of the last expect has no C0 control byte or DEL but
+# newlines and tabs
+raw_controls() {
+    if LC_ALL=C grep -q "[$(printf '\001-\010\013-\037\177')]" <(tr -d '\n\t' <"$T/out"); then
+        bad "$1: a raw control character on stdout: $(head -c 300 "$T/out" | cat -v)"
+    else ok; fi
+}
+ESC=$(printf '\033')
+BEL=$(printf '\007')
+N="x${ESC}[1m${BEL}y"
+C="$T/ctl/$N"
+mkdir -p "$C" && cp -r "$G" "$C/model"
+expect 0 "info, a control character in the path" -- "$HS" info "$C/model"
+raw_controls "info, a control character in the path"
+grep -qF 'x\x1b[1m\x07y' "$T/out" && ok || bad "info: the path not escaped: $(cat -v "$T/out" | head -3)"
+expect 0 "analyze summary" -- "$HS" analyze "$C/model" --text "hello there" -o "$C/out" --no-ablation --no-images
+raw_controls "analyze summary"
+grep -qF "wrote $T/ctl/x\x1b[1m\x07y/out/report.json" "$T/out" && ok || bad "analyze: wrote line not escaped: $(cat -v "$T/out" | tail -2)"
+expect 0 "analyze --json" -- "$HS" analyze "$C/model" --text "hello there" -o "$C/out" --no-ablation --no-images --json
+raw_controls "analyze --json"
+"$PY" -c 'import json, sys; r = json.load(open(sys.argv[1])); assert "\x1b[1m\x07" in r["model"]["path"], r["model"]["path"]' "$T/out" && ok || bad "analyze --json: the path not JSON-escaped as itself"
+expect 0 "attn wrote line" -- "$HS" attn "$C/model" --text "hello there" -o "$C/a.npy"
+raw_controls "attn wrote line"
+expect 0 "convert wrote line" -- "$HS" convert "$C/model" -o "$C/m.gguf"
+raw_controls "convert wrote line"
+expect 0 "dump wrote line" -- "$HS" dump "$C/model" --text "hello there" --what q -o "$C/d"
+raw_controls "dump wrote line"
+printf 'one text here\nanother text here\n' >"$C/corpus.txt"
+for i in 1 2; do
+    expect 0 "corpus shard summary" -- "$HS" analyze "$C/model" --corpus "$C/corpus.txt" --shard $i/2 -o "$C/s$i"
+    raw_controls "corpus shard summary"
+done
+expect 0 "merge summary" -- "$HS" merge "$C/s1" "$C/s2" -o "$C/mg"
+raw_controls "merge summary"
+grep -qF 'x\x1b[1m\x07y/corpus.txt: 2 shards' "$T/out" && ok || bad "merge: the corpus path not escaped: $(cat -v "$T/out" | head -2)"
+# a GGUF tensor name holding ESC [1m and BEL (the tied output copy, which the loader leaves)
+"$PY" - "$C/m.gguf" <<'PYEOF' || bad "patching a GGUF tensor name"
+import struct, sys
+p = sys.argv[1]
+b = bytearray(open(p, "rb").read())
+old = struct.pack("<Q", 13) + b"output.weight"
+i = b.find(old)
+assert i > 0
+b[i:i + len(old)] = struct.pack("<Q", 13) + b"out\x1b[1m\x07.wgts"
+open(p, "wb").write(b)
+PYEOF
+expect 0 "info, a GGUF tensor name with control characters" -- "$HS" info "$C/m.gguf"
+raw_controls "info, a GGUF tensor name with control characters"
+grep -qF 'out\x1b[1m\x07.wgts' "$T/out" && ok || bad "info: the tensor name not escaped: $(grep wgts "$T/out" | cat -v)"
+rm -rf "$T/ctl"
+
 echo "cli_faults.sh: $pass passed, $fail failed"
 [ "$fail" = 0 ]
