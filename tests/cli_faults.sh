@@ -302,5 +302,39 @@ raw_controls "info, a GGUF tensor name with control characters"
 grep -qF 'out\x1b[1m\x07.wgts' "$T/out" && ok || bad "info: the tensor name not escaped: $(grep wgts "$T/out" | cat -v)"
 rm -rf "$T/ctl"
 
+# ---- non-finite values named before LAPACK: embeddings near 1e36 ----------------------------
+# tiny GPT-2 in float32 with wte x 1e36: the copying scores' W_U W_E overflows float; the
+# composition says so in one line (it said "the eigenvalue solver failed (info -4)", after
+# LAPACK's own lines on stderr)
+mkdir -p "$T/big" && cp "$G"/*.json "$G"/*.txt "$T/big"/
+"$PY" - "$G/model.safetensors" "$T/big/model.safetensors" <<'PYEOF' || bad "writing the 1e36 model"
+import json, struct, sys
+import numpy as np
+b = open(sys.argv[1], "rb").read()
+n = struct.unpack("<Q", b[:8])[0]
+h = json.loads(b[8:8 + n]); data = b[8 + n:]
+hdr, out, off = {}, [], 0
+for k, v in h.items():
+    if k == "__metadata__":
+        continue
+    a, z = v["data_offsets"]
+    x = np.frombuffer(data[a:z], dtype={"F16": np.float16, "F32": np.float32}[v["dtype"]]).astype(np.float32)
+    if k == "wte.weight":
+        x = x * np.float32(1e36)
+    raw = x.tobytes()
+    hdr[k] = {"dtype": "F32", "shape": v["shape"], "data_offsets": [off, off + len(raw)]}
+    out.append(raw)
+    off += len(raw)
+hj = json.dumps(hdr).encode()
+hj += b" " * (-len(hj) % 8)
+open(sys.argv[2], "wb").write(struct.pack("<Q", len(hj)) + hj + b"".join(out))
+PYEOF
+expect 1 "composition of embeddings near 1e36" -- "$HS" analyze "$T/big" --text "hello there world again" -o "$T/big-out" -q --no-ablation
+one_line_error "composition of embeddings near 1e36"
+stderr_has "composition of embeddings near 1e36" "composition: the token circuit diag(ln_f) W_U W_E of the copying scores is not finite"
+[ ! -s "$T/out" ] && ok || bad "composition of embeddings near 1e36: LAPACK spoke: $(head -2 "$T/out")"
+[ ! -e "$T/big-out" ] && ok || bad "composition of embeddings near 1e36 left its folder"
+clean "composition of embeddings near 1e36" "$T"
+
 echo "cli_faults.sh: $pass passed, $fail failed"
 [ "$fail" = 0 ]
