@@ -225,9 +225,8 @@ hs_status hs_composition_compute(const hs_model *m, hs_composition **out, hs_err
             r->qk_norm[a] = sqrt(fmax(0.0, trace_prod(GRAM(0, h), GRAM(1, h), dh)));
         }
         if (!all_finite(gram, 4 * (size_t)H * g2)) {
-            st = hs_fail(err, HS_E_VALUE, "composition: layer %d's weights overflow (W_Q, W_K, "
-                         "W_V or W_O products are not finite; values near 1e+38 or beyond "
-                         "float's range)", l);
+            st = hs_fail(err, HS_E_VALUE, "composition: layer %d's Gram matrices are not "
+                         "finite (W_Q, W_K, W_V or W_O hold an infinity or a NaN)", l);
             goto fail;
         }
         int info = 0;
