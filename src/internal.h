@@ -89,6 +89,11 @@ void hs_tmp_register(const char *path);
 void hs_tmp_forget(const char *path);
 void hs_tmp_signals_install(void);
 
+/* The most JSON values a partial.json (headscope.partial/1) may hold for the model it
+ * names (aggregate.model's n_layer x n_head heads, n_ctx probe tokens), found by a scan
+ * that allocates nothing (src/io/partial_bounds.c); 65,536 when it names none. */
+size_t hs_corpus_partial_max_values(const char *json, size_t len);
+
 /* splitmix64 and a uniform draw in [0, m), m >= 1, without modulo bias (src/core/random.c):
  * the seeded streams of the induction probe and corpus sampling. */
 uint64_t hs_splitmix64(uint64_t *state);

@@ -336,5 +336,41 @@ stderr_has "composition of embeddings near 1e36" "composition: the token circuit
 [ ! -e "$T/big-out" ] && ok || bad "composition of embeddings near 1e36 left its folder"
 clean "composition of embeddings near 1e36" "$T"
 
+# ---- merge: oversized declarations refused before they cost memory -------------------------
+# shard 1's partial.json (trained-gpt2: 16 heads) given a sim_sum of n x n, or a head_index
+# of n heads; at n and 4n (2 MB to 30 MB files) the peak RSS may grow by the file's growth
+# (its pages are scanned), not by a parse tree of ~64 bytes a number
+mkdir -p "$W"
+"$PY" - "$HS" "$T/sh1" "$T/sh2" "$W" <<'PYEOF' && ok || bad "merge of oversized partials"
+import json, os, resource, shutil, subprocess, sys
+hs, sh1, sh2, w = sys.argv[1:]
+def peak(kind, n):
+    d = os.path.join(w, f"{kind}{n}")
+    shutil.copytree(sh1, d)
+    p = json.load(open(os.path.join(d, "partial.json")))
+    a = p["aggregate"]
+    if kind == "sim":
+        a["sim_sum"] = [[1.5] * n for _ in range(n)]
+    else:
+        a["options"]["head_index"] = list(range(n))
+    text = json.dumps(p)
+    open(os.path.join(d, "partial.json"), "w").write(text)
+    code = ("import resource, subprocess, sys; r = subprocess.run(sys.argv[1:], capture_output=True);"
+            "print(r.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, r.stderr.decode().strip())")
+    out = subprocess.run([sys.executable, "-c", code, hs, "merge", d, sh2, "-o", os.path.join(w, "m"), "-q"],
+                         capture_output=True, text=True).stdout.split(" ", 2)
+    rc, kb, err = int(out[0]), int(out[1]), out[2].strip()
+    assert rc == 1 and "\n" not in err and "JSON values, more than a partial of the model it names holds" in err, (rc, err)
+    assert not os.path.exists(os.path.join(w, "m")), "merge left its folder"
+    return kb * 1024, len(text)
+for kind, n in (("sim", 300), ("heads", 200000)):
+    r1, f1 = peak(kind, n)
+    r4, f4 = peak(kind, 2 * n if kind == "sim" else 4 * n)
+    assert r4 - r1 <= 1.5 * (f4 - f1) + (4 << 20), (kind, r1, r4, f1, f4)
+    print(f"{kind}: files {f1 >> 10} -> {f4 >> 10} KiB, peak RSS {r1 >> 20} -> {r4 >> 20} MiB", file=sys.stderr)
+PYEOF
+clean "merge of oversized partials" "$W"
+rm -rf "$W"
+
 echo "cli_faults.sh: $pass passed, $fail failed"
 [ "$fail" = 0 ]

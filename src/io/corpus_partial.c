@@ -458,6 +458,11 @@ hs_status hs_corpus_partial_parse(const char *json, size_t len, hs_corpus_partia
                                   hs_error *err)
 {
     memset(out, 0, sizeof *out);
+    /* the sizes declared against the model named, before a parse tree is built for them */
+    size_t nv = hs_json_count_values(json, len), max = hs_corpus_partial_max_values(json, len);
+    if (nv > max)
+        return hs_fail(err, HS_E_INPUT, "partial: %zu JSON values, more than a partial of the "
+                       "model it names holds (at most %zu)", nv, max);
     cJSON *j = cJSON_ParseWithLength(json, len);
     rd r = {err, HS_OK};
     if (!j || !cJSON_IsObject(j)) {
