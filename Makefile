@@ -1,7 +1,7 @@
 # headscope — build, test, bench.
 #   make deps                          install the Debian packages (needs root)
 #   make                               build/libheadscope.a, build/libheadscope.so.*, build/headscope
-#   make test                          Criterion suites + tests/cli.sh
+#   make test                          Criterion suites + tests/cli.sh + tests/cli_faults.sh
 #   make SANITIZE=address,undefined test   the same under sanitizers, in build-san/
 #   make bench                         speed ratios (see docs/bench.md)
 #   make fuzz                          libFuzzer harnesses (clang), short runs

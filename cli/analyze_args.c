@@ -110,12 +110,12 @@ static int parse_shard(const char *s, int *i, int *n)
 {
     char *end;
     errno = 0;
-    long a = *s >= '0' && *s <= '9' ? strtol(s, &end, 10) : -1;
-    if (a < 1 || errno || *end != '/')
+    long a = strtol(s, &end, 10);
+    if (errno || end == s || *end != '/' || a < 1)
         return -1;
     const char *p = end + 1;
-    long b = *p >= '0' && *p <= '9' ? strtol(p, &end, 10) : -1;
-    if (b < 1 || errno || *end || b < a || b > 1000000L)
+    long b = strtol(p, &end, 10);
+    if (errno || end == p || *end || b < a || b > 1000000L)
         return -1;
     *i = (int)a;
     *n = (int)b;
@@ -133,41 +133,39 @@ static int parse_double(const char *s, double lo, double hi, double *out)
     return 0;
 }
 
-/* A layer number: decimal digits only, at most 18 (no sign, no space), into *v; the end. */
-static const char *layer_number(const char *p, long *v)
-{
-    const char *s = p;
-    *v = 0;
-    while (*p >= '0' && *p <= '9' && p - s < 18)
-        *v = *v * 10 + (*p++ - '0');
-    return p == s || (*p >= '0' && *p <= '9') ? NULL : p;
-}
-
-int cli_parse_layers(const char *spec, int n_layer, unsigned char *on, long *bad_layer)
+int cli_parse_layers(const char *spec, int n_layer, unsigned char *on, int *bad_layer)
 {
     const char *p = spec;
     *bad_layer = -1;
     if (!*p)
         return -1;
     while (*p) {
-        long a, b;
-        if (!(p = layer_number(p, &a)))
+        char *end;
+        long a = strtol(p, &end, 10), b;
+        if (end == p || a < 0)
             return -1;
+        p = end;
         if (*p == '-') {
-            if (!(p = layer_number(p + 1, &b)) || b < a)
+            p++;
+            b = strtol(p, &end, 10);
+            if (end == p || b < a)
                 return -1;
+            p = end;
         } else {
             b = a;
         }
-        if (*p == ',' && p[1])
+        if (*p == ',')
             p++;
         else if (*p)
             return -1;
-        if (*bad_layer < 0 && b >= n_layer) /* checked whole, before any narrowing */
-            *bad_layer = a >= n_layer ? a : n_layer;
-        for (long l = a; l <= b && l < n_layer; l++)
+        for (long l = a; l <= b; l++) {
+            if (l >= n_layer) {
+                *bad_layer = (int)l;
+                return 0;
+            }
             if (on)
                 on[l] = 1;
+        }
     }
     return 0;
 }
@@ -242,7 +240,7 @@ int cli_analyze_args_parse(int argc, char **argv, cli_analyze_args *g)
         case 'q': g->quiet = 1; break;
         case OPT_TRUNC: g->truncate = 1; break;
         case OPT_LAYERS:
-            if (cli_parse_layers(optarg, 1 << 20, NULL, &(long){0}))
+            if (cli_parse_layers(optarg, 1 << 20, NULL, &(int){0}))
                 return cli_usage_error(C, "--layers '%s' is not a list like 0,2-3", optarg);
             g->layers = optarg;
             break;

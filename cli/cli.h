@@ -110,10 +110,9 @@ typedef struct cli_analyze_args {
  * (0 after --help, 2 after a usage error, printed). */
 int cli_analyze_args_parse(int argc, char **argv, cli_analyze_args *g);
 
-/* "0,2-3": marks the listed layers below n_layer in on (when not NULL). Numbers are decimal
- * digits (at most 18), checked whole before any narrowing. Returns -1 on a syntax error;
+/* "0,2-3": marks the listed layers in on (when not NULL). Returns -1 on a syntax error;
  * otherwise 0, with *bad_layer the first layer >= n_layer (or -1). */
-int cli_parse_layers(const char *spec, int n_layer, unsigned char *on, long *bad_layer);
+int cli_parse_layers(const char *spec, int n_layer, unsigned char *on, int *bad_layer);
 
 /* analyze's summary of a single-text analysis on stdout (cli/analyze_summary.c);
  * report_path, when not NULL, is named last. */

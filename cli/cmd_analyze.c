@@ -96,13 +96,13 @@ int cmd_analyze(int argc, char **argv)
         goto done;
     const hs_model_config *cfg = hs_model_config_of(m);
     if (g.layers) {
-        long bad;
+        int bad;
         on = calloc((size_t)cfg->n_layer, 1);
         if (!on)
             goto done;
         cli_parse_layers(g.layers, cfg->n_layer, on, &bad);
         if (bad >= 0) {
-            cli_error(C, "layer %ld is out of range (the model has layers 0-%d)", bad, cfg->n_layer - 1);
+            cli_error(C, "layer %d is out of range (the model has layers 0-%d)", bad, cfg->n_layer - 1);
             goto done;
         }
         g.ao.layers = on;

@@ -129,9 +129,9 @@ static struct {
     char path[TMP_PATH_MAX];
 } tmp_slots[HS_TMP_SLOTS];
 
-/* Test hook (tests/cli.sh), read by hs_tmp_signals_install: HEADSCOPE_TEST_SIGNAL_TMP=SIG
- * raises signal SIG once the first temporary file is registered, as if it came from outside
- * while the file was being written. */
+/* Test hook (tests/cli_faults.sh), read by hs_tmp_signals_install: HEADSCOPE_TEST_SIGNAL_TMP=SIG
+ * raises signal SIG as a temporary file is registered (the first, for a signal that ends the
+ * process), as if it came from outside while the file was being written. */
 static int test_signal;
 
 void hs_tmp_register(const char *path)
