@@ -1,7 +1,7 @@
 # headscope — build, test, bench.
 #   make deps                          install the Debian packages (needs root)
 #   make                               build/libheadscope.a, build/libheadscope.so.*, build/headscope
-#   make test                          Criterion suites + tests/cli.sh + tests/cli_faults.sh
+#   make test                          Criterion suites + tests/cli.sh
 #   make SANITIZE=address,undefined test   the same under sanitizers, in build-san/
 #   make bench                         speed ratios (see docs/bench.md)
 #   make fuzz                          libFuzzer harnesses (clang), short runs
@@ -157,8 +157,12 @@ unit: $(TEST_BIN) $(TEST_V3_BIN)
 	else echo "== the SkylakeX-kernel and AVX2-kernel runs of test_ops and test_forward: skipped (no AVX-512)"; fi; \
 	if [ -n "$$failed" ]; then echo "failing suites:$$failed"; exit 1; fi
 
-cli-test: $(BIN)
+cli-test: $(BIN) cli-faults
 	HEADSCOPE=$(BIN) bash tests/cli.sh
+
+# The fault and hostile-input matrix of issue 41: signals, limits, FIFOs, parsers.
+.PHONY: cli-faults
+cli-faults: $(BIN)
 	HEADSCOPE=$(BIN) bash tests/cli_faults.sh
 
 # The fuzz harnesses' replay mains run the committed corpora as plain tests.

@@ -10,8 +10,7 @@ HS=${HEADSCOPE:-build/headscope}
 PY=${PYTHON:-/usr/bin/python3}
 T=$(mktemp -d /tmp/hs-faults-XXXXXX)
 trap 'rm -rf "$T"' EXIT
-# shellcheck source=tests/cli_checks.sh
-source "$(dirname "$0")/cli_checks.sh"
+. "$(dirname "$0")/cli_util.sh"
 
 G=fixtures/tiny-gpt2
 TG=fixtures/trained-gpt2

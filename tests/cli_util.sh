@@ -1,5 +1,4 @@
-# The checks tests/cli.sh and tests/cli_faults.sh share: sourced after T (a scratch folder)
-# is set; each check counts into pass and fail.
+# The checks tests/cli.sh and tests/cli_outdir.sh share (sourced; $T is the test's folder).
 pass=0 fail=0
 
 ok() { pass=$((pass + 1)); }
