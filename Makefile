@@ -179,9 +179,14 @@ unit: $(TEST_BIN) $(TEST_V3_BIN)
 	else echo "== the SkylakeX-kernel and AVX2-kernel runs of test_ops and test_forward: skipped (no AVX-512)"; fi; \
 	if [ -n "$$failed" ]; then echo "failing suites:$$failed"; exit 1; fi
 
-cli-test: $(BIN)
+cli-test: $(BIN) cli-faults
 	HEADSCOPE=$(BIN) bash tests/cli.sh
 	HEADSCOPE=$(BIN) bash tests/cli_outdir.sh
+
+# The fault and hostile-input matrix of issue 41: signals, limits, FIFOs, parsers.
+.PHONY: cli-faults
+cli-faults: $(BIN)
+	HEADSCOPE=$(BIN) bash tests/cli_faults.sh
 
 # The fuzz harnesses' replay mains run the committed corpora as plain tests.
 FUZZ_SRC = $(sort $(wildcard tests/fuzz/fuzz_*.c))

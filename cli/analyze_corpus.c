@@ -295,13 +295,13 @@ static void print_summary(const cli_corpus_run *r, const char *report_path)
     for (int s = 1; s < HS_SKIP_COUNT; s++)
         n_skipped += r->info.skipped[s] + r->info.skipped_text[s];
     if (r->info.n_shards > 1)
-        printf("%s: shard %d/%d: ", r->co->path, r->info.shard, r->info.n_shards);
+        printf("%s: shard %d/%d: ", cli_shown(r->co->path), r->info.shard, r->info.n_shards);
     else
-        printf("%s: ", r->co->path);
+        printf("%s: ", cli_shown(r->co->path));
     printf("%ld texts analysed (%ld skipped, %ld truncated), %ld tokens\n", g ? g->n_texts : 0,
            n_skipped, g ? g->truncated : 0, g ? g->tokens : 0);
     if (!report_path) {
-        printf("wrote %s/partial.json (merge the shards with 'headscope merge')\n", r->outdir);
+        printf("wrote %s/partial.json (merge the shards with 'headscope merge')\n", cli_shown(r->outdir));
         return;
     }
     hs_summary s;
@@ -311,7 +311,7 @@ static void print_summary(const cli_corpus_run *r, const char *report_path)
                hs_loss_kind_name((hs_loss_kind)g->loss_kind), s.mean, s.ci_low, s.ci_high, s.sd, s.n);
     printf("clusters at distance %.3g (mean similarity over texts): %d\n", g->cluster_threshold,
            g->n_clusters);
-    printf("wrote %s\n", report_path);
+    printf("wrote %s\n", cli_shown(report_path));
 }
 
 /* Mean ablation's means over the corpus: a first pass over every selected text (sampled and
@@ -410,6 +410,7 @@ int cli_analyze_corpus(const char *cmd, hs_model *m, const cli_corpus_opts *co,
         goto done;
     }
     r.texts_tmp = strrchr(outf.tmp, '/') ? strrchr(outf.tmp, '/') + 1 : outf.tmp;
+    r.texts_tmp_path = outf.tmp;
     r.out = outf.f;
     if (read_all(&r, rd))
         goto done;

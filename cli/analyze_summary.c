@@ -47,7 +47,7 @@ void cli_analyze_summary(const hs_analysis *a, const char *report_path)
 {
     const hs_model_config *c = hs_model_config_of(a->model);
     char name[32];
-    printf("%s: %s, %d layers x %d heads, %d tokens\n", hs_model_path(a->model),
+    printf("%s: %s, %d layers x %d heads, %d tokens\n", cli_shown(hs_model_path(a->model)),
            hs_family_name(c->family), c->n_layer, c->n_head, a->n);
     static const char *const kinds[] = {"", "mean next-token NLL", "MLM NLL at masked positions",
                                         "1 - cosine to unablated"};
@@ -86,9 +86,9 @@ void cli_analyze_summary(const hs_analysis *a, const char *report_path)
     if (a->opts.ablation) {
         printf("pruning candidates (|delta| < %g):", a->opts.prune_tol);
         for (int k = 0; k < a->n_candidates; k++)
-            printf("%s%s", k ? ", " : " ", hs_head_name(a, a->candidates[k], name, sizeof name));
+            printf("%s%s", k ? ", " : " ", cli_shown(hs_head_name(a, a->candidates[k], name, sizeof name)));
         printf("%s\n", a->n_candidates ? "" : " none");
     }
     if (report_path)
-        printf("wrote %s\n", report_path);
+        printf("wrote %s\n", cli_shown(report_path));
 }

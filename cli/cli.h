@@ -158,6 +158,20 @@ char *cli_path_join(const char *dir, const char *name);
 /* Flushes stdout and reports a write error; returns EXIT_OK or EXIT_FAIL. */
 int cli_finish_stdout(const char *cmd);
 
+/* s (a path, a name from a file) as a human-readable line on stdout shows it: escaped by
+ * hs_text_escape, so that no control character of it reaches the terminal. The result
+ * stays valid for the next seven calls (a ring of buffers, for several in one printf). */
+const char *cli_shown(const char *s);
+
+/* After a run's files are in place in outdir (a staged run's commit): cli_stdout_after_commit
+ * ignores SIGPIPE, so that a closed standard output fails a write instead of ending the
+ * process (whose supervisor would then say the folder was left as it was);
+ * cli_finish_stdout_committed flushes stdout and, when that or the printing before it
+ * (failed, errno set) did not succeed, says so in one line that names the complete run.
+ * Returns EXIT_OK or EXIT_FAIL. */
+void cli_stdout_after_commit(void);
+int cli_finish_stdout_committed(const char *cmd, const char *outdir, int failed);
+
 /* The output folder of one run (cli/outdir.c). */
 typedef struct cli_outdir {
     char *path;  /* the output folder */
@@ -204,7 +218,7 @@ void cli_outdir_sweep(const char *dir);
 void cli_outdir_close(cli_outdir *od);
 
 /* A whole decimal number in [lo, hi] into *out: 0, or -1 (nothing stored) for anything
- * else (empty, trailing characters, out of range). */
+ * else (empty, a space or '+' before it, trailing characters, out of range, past a long). */
 int cli_parse_long(const char *s, long lo, long hi, long *out);
 
 #endif

@@ -180,15 +180,16 @@ int cmd_analyze(int argc, char **argv)
     test_signal_at("report");
     if ((rc = cli_outdir_commit(C, &od, listed_files, n_files)) != EXIT_OK)
         goto done;
-    rc = EXIT_FAIL;
+    /* the run is in the folder: a stdout that cannot take the report does not undo it */
+    cli_stdout_after_commit();
     snprintf(report_path, plen, "%s/report.json", g.outdir);
-    if (g.json && hs_report_write(a, listed_files, n_files, HS_REPORT_PRETTY, stdout, &err) == HS_OK)
-        putchar('\n');
-    else if (g.json)
-        cli_error(C, "%s", err.msg);
+    int failed = 0;
+    if (g.json)
+        failed = hs_report_write(a, listed_files, n_files, HS_REPORT_PRETTY, stdout, &err) != HS_OK ||
+                 putchar('\n') == EOF;
     else if (!g.quiet)
         cli_analyze_summary(a, report_path);
-    rc = cli_finish_stdout(C);
+    rc = cli_finish_stdout_committed(C, g.outdir, failed);
 done:
     cli_outdir_close(&od); /* after a failure: the staging folder goes, and the folder if new */
     for (int i = 0; i < n_files; i++)

@@ -225,7 +225,7 @@ int cmd_attn(int argc, char **argv)
         }
     }
     if (!quiet)
-        printf("wrote %s: %d layers x %d heads x %d x %d %s\n", out, cfg->n_layer,
+        printf("wrote %s: %d layers x %d heads x %d x %d %s\n", cli_shown(out), cfg->n_layer,
                cfg->n_head, (int)side, (int)side, words ? "words" : "tokens");
     rc = cli_finish_stdout("attn");
 done:

@@ -111,7 +111,7 @@ int cmd_convert(int argc, char **argv)
         return EXIT_FAIL;
     }
     if (stat(out, &sb) == 0)
-        printf("wrote '%s': %s, %s, %.1f MB\n", out, family, type,
+        printf("wrote '%s': %s, %s, %.1f MB\n", cli_shown(out), cli_shown(family), type,
                (double)sb.st_size / (1024.0 * 1024.0));
     return cli_finish_stdout("convert");
 }

@@ -299,10 +299,11 @@ int cmd_dump(int argc, char **argv)
         goto done;
     if ((rc = cli_outdir_commit(C, &od, (const char *const *)names, n_names)) != EXIT_OK)
         goto done;
+    cli_stdout_after_commit();
     if (!quiet)
         printf("wrote %d files to %s (%d tokens, %d layers): see %s/manifest.json\n", n_names,
-               out, (int)enc.n, cfg->n_layer, out);
-    rc = cli_finish_stdout(C);
+               cli_shown(out), (int)enc.n, cfg->n_layer, cli_shown(out));
+    rc = cli_finish_stdout_committed(C, out, 0);
 done:
     cli_outdir_close(&od);
     for (int i = 0; i < n_names; i++)

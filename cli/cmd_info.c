@@ -33,7 +33,7 @@ int cmd_info(int argc, char **argv)
         return EXIT_FAIL;
     const hs_model_config *cfg = hs_model_config_of(m);
     const hs_tokenizer *tok = hs_model_tokenizer(m);
-    printf("model:        %s\n", hs_model_path(m));
+    printf("model:        %s\n", cli_shown(hs_model_path(m)));
     const char *wf = hs_model_weights_file(m);
     /* a GGUF file without tensors: llama.cpp's vocabulary-only files (ggml-vocab-*.gguf) */
     int vocab_only = hs_model_format(m) == HS_FORMAT_GGUF && hs_model_param_count(m) == 0;
@@ -42,7 +42,7 @@ int cmd_info(int argc, char **argv)
     else
         printf("format:       %s%s%s, weights stored as %s\n",
                hs_model_format(m) == HS_FORMAT_GGUF ? "GGUF" : "Hugging Face folder (",
-               wf && hs_model_format(m) != HS_FORMAT_GGUF ? wf : "",
+               wf && hs_model_format(m) != HS_FORMAT_GGUF ? cli_shown(wf) : "",
                hs_model_format(m) == HS_FORMAT_GGUF ? "" : ")", hs_model_storage_dtype(m));
     const hs_arch *ar = cfg->arch;
     printf("family:       %s (%s, %s-%s, %s%s%s)\n", ar->name,
@@ -97,7 +97,7 @@ int cmd_info(int argc, char **argv)
                hs_tokenizer_has_pair(tok) && hs_tokenizer_get_kind(tok) != HS_TOK_WORDPIECE
                    ? ", post-processor " : "",
                hs_tokenizer_has_pair(tok) && hs_tokenizer_get_kind(tok) != HS_TOK_WORDPIECE
-                   ? hs_tokenizer_post_processor(tok) : "");
+                   ? cli_shown(hs_tokenizer_post_processor(tok)) : "");
     else
         printf("tokenizer:    none (no tokenizer files)\n");
     int rc = 0;

@@ -2,6 +2,7 @@
  * the report.json, texts.jsonl and partial.json that one run over the whole corpus writes
  * (docs/corpus.md#sharding-and-merging). */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -85,6 +86,20 @@ static int load(const char *C, part *pt)
     return 0;
 }
 
+/* A whole number in [0, 2^50] of decimal digits followed by sep at p into *v; what follows
+ * sep, or NULL. */
+static const char *number_then(const char *p, char sep, long *v)
+{
+    const char *s = p;
+    long x = 0;
+    for (; *p >= '0' && *p <= '9' && p - s < 16; p++)
+        x = x * 10 + (*p - '0');
+    if (p == s || *p != sep || x > 1L << 50)
+        return NULL;
+    *v = x;
+    return p + 1;
+}
+
 /* The next line of a shard's texts.jsonl and its source line number. */
 static int next_line(const char *C, part *pt)
 {
@@ -98,9 +113,16 @@ static int next_line(const char *C, part *pt)
         pt->eof = 1;
         return 0;
     }
-    long index;
-    if (sscanf(pt->buf, "{\"index\":%ld,\"line\":%ld,", &index, &pt->line) != 2 ||
-        pt->buf[n - 1] != '\n') {
+    /* {"index":I,"line":L, with I and L whole numbers in [0, 2^50] (no sscanf: its %ld past
+       a long is undefined) */
+    const char *p = pt->buf;
+    long index = -1;
+    pt->line = -1;
+    if (!strncmp(p, "{\"index\":", 9))
+        p = number_then(p + 9, ',', &index);
+    if (p && !strncmp(p, "\"line\":", 7))
+        p = number_then(p + 7, ',', &pt->line);
+    if (!p || index < 0 || pt->line < 0 || pt->buf[n - 1] != '\n') {
         cli_error(C, "'%s' line %ld is not a texts.jsonl line", pt->texts, pt->count + 1);
         return EXIT_FAIL;
     }
@@ -108,14 +130,33 @@ static int next_line(const char *C, part *pt)
     return 0;
 }
 
+/* path for reading into *f, refused by name unless a regular file (O_NONBLOCK: a FIFO is
+ * not waited on). Returns 0, or EXIT_FAIL after the message. */
+static int open_regular(const char *C, const char *path, FILE **f)
+{
+    struct stat sb;
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd >= 0 && (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode))) {
+        close(fd);
+        cli_error(C, "'%s' is not a regular file", path);
+        return EXIT_FAIL;
+    }
+    if (fd < 0 || fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0 ||
+        !(*f = fdopen(fd, "rb"))) {
+        cli_error(C, "cannot open '%s': %s", path, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return EXIT_FAIL;
+    }
+    return 0;
+}
+
 /* Every shard's texts.jsonl, merged by source line into out, renumbered from 0. */
 static int merge_texts(const char *C, part *parts, int n, FILE *out)
 {
     for (int i = 0; i < n; i++) {
-        if (!(parts[i].f = fopen(parts[i].texts, "rb"))) {
-            cli_error(C, "cannot open '%s': %s", parts[i].texts, strerror(errno));
+        if (open_regular(C, parts[i].texts, &parts[i].f))
             return EXIT_FAIL;
-        }
         if (next_line(C, &parts[i]))
             return EXIT_FAIL;
     }
@@ -254,19 +295,21 @@ done:
 static int print_result(const char *C, const hs_corpus_agg *g, const hs_corpus_info *in, int n,
                         const char *report, const char *outdir, int json, int quiet)
 {
+    cli_stdout_after_commit(); /* the merge is in place: a closed stdout is said in one line */
     if (json) {
         puts(report);
     } else if (!quiet) {
         hs_summary s;
         hs_stat_summary(&g->loss, &s);
-        printf("%s: %d shards, %ld texts analysed, %ld tokens\n", in->path, n, g->n_texts, g->tokens);
+        printf("%s: %d shards, %ld texts analysed, %ld tokens\n", cli_shown(in->path), n,
+               g->n_texts, g->tokens);
         if (s.n > 0)
             printf("loss (%s): mean %.4f, 95%% CI [%.4f, %.4f], sd %.4f over %ld texts\n",
                    hs_loss_kind_name((hs_loss_kind)g->loss_kind), s.mean, s.ci_low, s.ci_high,
                    s.sd, s.n);
-        printf("wrote %s/report.json\n", outdir);
+        printf("wrote %s/report.json\n", cli_shown(outdir));
     }
-    return cli_finish_stdout(C);
+    return cli_finish_stdout_committed(C, outdir, 0);
 }
 
 int cmd_merge(int argc, char **argv)

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cJSON.h>
 
@@ -127,9 +128,11 @@ int cmd_tokenize(int argc, char **argv)
     if (json) {
         if (print_json(&enc))
             goto done;
-    } else {
+    } else { /* a terminal is shown no control character of a token; a pipe gets the bytes */
+        int tty = isatty(STDOUT_FILENO);
         for (size_t i = 0; i < enc.n; i++)
-            printf("%zu\t%d\t%d\t%s\n", i, (int)enc.ids[i], (int)enc.type_ids[i], enc.tokens[i]);
+            printf("%zu\t%d\t%d\t%s\n", i, (int)enc.ids[i], (int)enc.type_ids[i],
+                   tty ? cli_shown(enc.tokens[i]) : enc.tokens[i]);
     }
     rc = cli_finish_stdout("tokenize");
 done:

@@ -1,6 +1,7 @@
 /* Shared CLI helpers: messages, text input, model loading, tokenization policy. */
 #include <errno.h>
 #include <stdarg.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -236,11 +237,51 @@ int cli_parse_long(const char *s, long lo, long hi, long *out)
 {
     char *end;
     errno = 0;
+    const char *d = s + (*s == '-');
+    if (*d < '0' || *d > '9') /* strtol would skip spaces and take a '+' */
+        return -1;
     long v = strtol(s, &end, 10);
-    if (errno || end == s || *end || v < lo || v > hi)
+    if (errno || *end || v < lo || v > hi) /* ERANGE: past a long, before any narrowing */
         return -1;
     *out = v;
     return 0;
+}
+
+void cli_stdout_after_commit(void)
+{
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = SIG_IGN;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGPIPE, &sa, NULL); /* a closed pipe: EPIPE, said below, not a silent death */
+}
+
+int cli_finish_stdout_committed(const char *cmd, const char *outdir, int failed)
+{
+    int e = errno;
+    if (!failed && fflush(stdout) == 0 && !ferror(stdout))
+        return EXIT_OK;
+    if (!failed)
+        e = errno;
+    cli_error(cmd, "cannot write to standard output (%s); the run is complete in '%s'",
+              strerror(e ? e : EIO), outdir);
+    return EXIT_FAIL;
+}
+
+const char *cli_shown(const char *s)
+{
+    static char *ring[8];
+    static unsigned next;
+    if (!s)
+        return "(null)";
+    size_t cap = 4 * strlen(s) + 1; /* \xNN: four bytes for one */
+    char *e = malloc(cap);
+    if (!e)
+        return "?";
+    hs_text_escape(e, cap, s);
+    free(ring[next % 8]);
+    ring[next++ % 8] = e;
+    return e;
 }
 
 int cli_finish_stdout(const char *cmd)

@@ -49,6 +49,8 @@ int cli_corpus_checkpoint(cli_corpus_run *r)
     snprintf(cp.texts_tmp, sizeof cp.texts_tmp, "%s", r->texts_tmp);
     if (cli_corpus_write_partial(r, &cp))
         return EXIT_FAIL;
+    if (r->texts_tmp_path) /* a signal now leaves it for --resume */
+        hs_tmp_forget(r->texts_tmp_path);
     r->checkpointed = 1;
     cli_corpus_drop_old_tmp(r); /* the checkpoint now names this run's */
     return 0;

@@ -30,6 +30,7 @@ typedef struct cli_corpus_run {
     long every;             /* texts between checkpoints; 0: none (stdin cannot be resumed) */
     const char *outdir;
     const char *texts_tmp;  /* texts.jsonl's temporary file's name in outdir */
+    const char *texts_tmp_path; /* ... and path: kept on a signal once a checkpoint names it */
     int checkpointed;       /* a checkpoint is on disk */
     char *old_tmp;          /* after --resume: the checkpoint's texts.jsonl temporary file,
                                while partial.json still names it (NULL otherwise) */

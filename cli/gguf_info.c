@@ -66,7 +66,7 @@ int gguf_print_info(const char *path, FILE *out)
             snprintf(tname, sizeof tname, "[%s]", hs_gguf_type_name(hs_gguf_kv_elem_type(g, i)));
         else
             snprintf(tname, sizeof tname, "%s", hs_gguf_type_name(t));
-        fprintf(out, "  %4zu: %-10s | %8zu | %s = ", i + 1, tname, n, hs_gguf_kv_key(g, i));
+        fprintf(out, "  %4zu: %-10s | %8zu | %s = ", i + 1, tname, n, cli_shown(hs_gguf_kv_key(g, i)));
         if (t == HS_GGUF_ARRAY)
             fputc('[', out);
         for (size_t j = 0; j < n && j < SHOW_ELEMS; j++) {
@@ -95,7 +95,7 @@ int gguf_print_info(const char *path, FILE *out)
         }
         const char *tn = hs_ggml_type_name(t->type);
         fprintf(out, "  %4zu: %12lld | %-30s | %-5s | %12llu | %s\n", i + 1, count, ne,
-                tn ? tn : "?", (unsigned long long)t->offset, t->name);
+                tn ? tn : "?", (unsigned long long)t->offset, cli_shown(t->name));
     }
     hs_gguf_free(g);
     return EXIT_OK;

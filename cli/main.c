@@ -40,12 +40,11 @@ static void usage(FILE *f)
                "\n'headscope COMMAND --help' describes a command; docs/ has the details.\n");
 }
 
-/* A thread count: 1..4096. */
+/* A thread count: 1..4096 (cli_parse_long: digits only, checked before narrowing). */
 static int parse_threads(const char *s, int *out)
 {
-    char *end;
-    long v = strtol(s, &end, 10);
-    if (end == s || *end || v < 1 || v > 4096)
+    long v;
+    if (cli_parse_long(s, 1, 4096, &v))
         return -1;
     *out = (int)v;
     return 0;
@@ -114,6 +113,9 @@ int main(int argc, char **argv)
        higher under `always`, docs/bench.md); inherited across the re-run below */
     (void)hs_thp_advised_only();
     hs_blas_reexec(argv); /* OpenBLAS's kernels for this CPU, where it chose older ones */
+    /* a signal removes the temporary files being written; past the file size limit a write
+       fails (EFBIG) and its command cleans up and says so */
+    hs_tmp_signals_install();
     if (argc < 2) {
         usage(stderr);
         return EXIT_USAGE;

@@ -18,7 +18,8 @@
 #include <cJSON.h>
 
 #include "cli.h"
-#include "internal.h"
+#include "core/core.h"
+#include "io/io_internal.h"
 
 /* The outputs of analyze (single text and corpus), merge and dump with fixed names. */
 static const char *const fixed_names[] = {

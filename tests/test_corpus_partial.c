@@ -256,6 +256,11 @@ Test(partial, refuses_bad_partials_naming_the_field)
         {"\"sim_sum\":[[", "\"sim_sum\":[[1,", "'sim_sum' row 0"},
         {"\"entropy_nats\":[[2,", "\"entropy_nats\":[[-2,", "bad count"},
         {"\"head_index\":[0,1", "\"head_index\":[1,1", "not increasing"},
+        /* fuzz_partial: an empty list was HS_E_ARG, the programmer-error code */
+        {"\"head_index\":[0,1,2,3,4,5,6,7]", "\"head_index\":[]", "'head_index' lists 0 heads"},
+        {"\"head_index\":[0,1,2,3,4,5,6,7]", "\"head_index\":[0,1,2,3,4,5,6,8]", "not increasing in [0, 8)"},
+        {"\"head_index\":[0,1,2,3,4,5,6,7]", "\"head_index\":[0,1,2,3,4,5,6,7,8]", "lists 9 heads, not 1 to 8"},
+        {"\"n_layer\":2", "\"n_layer\":0", "'n_layer'"},
         {"{\"schema\"", "[{\"schema\"", "not a headscope partial"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {

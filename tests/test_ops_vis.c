@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "headscope/visibility.h"
-#include "internal.h"
+#include "core/core.h"
 #include "nn/ops.h"
 #include "testutil.h"
 

@@ -45,6 +45,16 @@ static int gram_root(const double *g, int n, float *f, double *work)
     return info;
 }
 
+/* 1 when every one of x[0..n) is finite: LAPACK's solvers refuse a NaN or an infinity with
+ * a bare argument number (and a line of their own on stderr), so the cause is named first. */
+static int all_finite(const double *x, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!isfinite(x[i]))
+            return 0;
+    return 1;
+}
+
 void hs_composition_free(hs_composition *c)
 {
     free(c);
@@ -215,6 +225,11 @@ hs_status hs_composition_compute(const hs_model *m, hs_composition **out, hs_err
             r->ov_norm[a] = sqrt(fmax(0.0, trace_prod(GRAM(2, h), GRAM(3, h), dh)));
             r->qk_norm[a] = sqrt(fmax(0.0, trace_prod(GRAM(0, h), GRAM(1, h), dh)));
         }
+        if (!all_finite(gram, 4 * (size_t)H * g2)) {
+            st = hs_fail(err, HS_E_VALUE, "composition: layer %d's Gram matrices are not "
+                         "finite (W_Q, W_K, W_V or W_O hold an infinity or a NaN)", l);
+            goto fail;
+        }
         int info = 0;
 #pragma omp parallel for schedule(dynamic) reduction(| : info)
         for (int t = 0; t < 4 * H; t++) { /* the four Grams of every head of the layer */
@@ -297,6 +312,16 @@ hs_status hs_composition_compute(const hs_model *m, hs_composition **out, hs_err
             for (int j = 0; j < d; j++)
                 mm[(size_t)i * d + j] = (double)m->lnf_w[i] * (double)gf[(size_t)i * d + j];
         free(gf);
+        if (!all_finite(mm, dd)) { /* float's W_U W_E overflowed (embeddings near 1e+36) */
+            free(cm);
+            free(wr);
+            free(work);
+            st = hs_fail(err, HS_E_VALUE, "composition: the token circuit diag(ln_f) W_U W_E of "
+                         "the copying scores is not finite (the embedding or unembedding "
+                         "weights are too large for float: their products overflow)");
+            goto fail;
+        }
+        int bad_layer = -1;
         for (int l = 0; l < L && !info; l++) {
             if ((st = hs_layer_get(m, l, &ly, err)))
                 break;
@@ -313,6 +338,10 @@ hs_status hs_composition_compute(const hs_model *m, hs_composition **out, hs_err
                 int hi = 0;
                 small_gemm(0, 0, dh, dh, d, tt + (size_t)h * dh * d, d, rd + (size_t)h * dh, d, ch,
                            dh);
+                if (!all_finite(ch, g2)) {
+                    info |= 1 << 30; /* named below, before LAPACK sees it */
+                    continue;
+                }
                 dgeev_("N", "N", &n, ch, &n, wh, wh + dh, NULL, &n, NULL, &n,
                        work + (size_t)h * lwork, &lwork, &hi);
                 double sum = 0, mag = 0;
@@ -323,12 +352,20 @@ hs_status hs_composition_compute(const hs_model *m, hs_composition **out, hs_err
                 r->copying[l * H + h] = mag > 0 ? sum / mag : NAN;
                 info |= hi;
             }
+            if (info & 1 << 30)
+                bad_layer = l;
         }
         free(cm);
         free(wr);
         free(work);
         if (st)
             goto fail;
+        if (info & 1 << 30) {
+            st = hs_fail(err, HS_E_VALUE, "composition: layer %d's copying matrices O G V are "
+                         "not finite (its W_O or W_V times the token circuit overflows)",
+                         bad_layer);
+            goto fail;
+        }
         if (info) {
             st = hs_fail(err, HS_E_VALUE, "composition: the eigenvalue solver failed (info %d)",
                          info);

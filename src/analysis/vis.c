@@ -1,6 +1,6 @@
 /* Visibility arguments of the analyses: checks, equality, and the cells two share. */
 #include "analysis/vis.h"
-#include "internal.h"
+#include "core/core.h"
 
 static const char *kind_name(hs_vis_kind k)
 {

@@ -87,6 +87,19 @@ void hs_out_keep(hs_out *o);
 hs_status hs_out_resume(const char *path, const char *tmp, long len, hs_out *o, long *lines,
                         hs_error *err);
 
+/* Temporary files removed when a signal ends the process (src/core/tmpsig.c). hs_out_open
+ * registers its temporary file and hs_out_close / hs_out_keep forget it (a reopened one,
+ * a checkpoint's, is never registered); hs_tmp_forget(path) keeps one that has become part
+ * of something to resume from. A fixed table of HS_TMP_SLOTS paths of under 4096 bytes
+ * (more, or longer, are not registered). hs_tmp_signals_install, for a program: SIGINT,
+ * SIGTERM, SIGHUP and SIGPIPE (those not ignored) unlink every registered path and end the
+ * process by the signal's default action; SIGXFSZ is ignored, so a write past the file size
+ * limit fails with EFBIG ("File too large") and the writer's error path cleans up. */
+#define HS_TMP_SLOTS 64
+void hs_tmp_register(const char *path);
+void hs_tmp_forget(const char *path);
+void hs_tmp_signals_install(void);
+
 /* splitmix64 and a uniform draw in [0, m), m >= 1, without modulo bias (src/core/random.c):
  * the seeded streams of the induction probe and corpus sampling. */
 uint64_t hs_splitmix64(uint64_t *state);

@@ -1,9 +1,11 @@
 /* Status strings, error-buffer helpers, checked arithmetic, whole-file reads, fp16/bf16. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 
@@ -130,9 +132,21 @@ hs_status hs_read_file(const char *path, size_t max_len, char **data, size_t *le
 {
     *data = NULL;
     *len = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f)
+    /* O_NONBLOCK: a FIFO (or a device) is refused at once by name, not waited on */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
         return hs_fail(err, HS_E_IO, "cannot open '%s': %s", path, strerror(errno));
+    struct stat sb;
+    FILE *f = NULL;
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        close(fd);
+        return hs_fail(err, HS_E_INPUT, "'%s' is not a regular file", path);
+    }
+    if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0 || !(f = fdopen(fd, "rb"))) {
+        int e = errno;
+        close(fd);
+        return hs_fail(err, HS_E_IO, "cannot open '%s': %s", path, strerror(e));
+    }
     size_t cap = 4096, n = 0;
     char *buf = malloc(cap + 1);
     if (!buf) {

@@ -1,7 +1,8 @@
 /* Output files appear whole or not at all, and never through a planted link: each writer
  * creates a new file of an unpredictable name beside its destination (mkstemp: O_CREAT |
  * O_EXCL, so nothing that already exists there, a symlink included, is opened), writes it,
- * syncs it and renames it over the destination. */
+ * syncs it and renames it over the destination. A signal that ends the process removes the
+ * temporary files being written (hs_tmp_register, src/core/tmpsig.c). */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -50,10 +51,12 @@ hs_status hs_out_open(const char *path, hs_out *o, hs_error *err)
         memset(o, 0, sizeof *o);
         return st;
     }
+    hs_tmp_register(o->tmp);
     if (fchmod(fd, 0666 & ~current_umask()) != 0 || !(o->f = fdopen(fd, "wb"))) {
         hs_status st = hs_fail(err, HS_E_IO, "cannot write '%s': %s", path, strerror(errno));
         close(fd);
         unlink(o->tmp);
+        hs_tmp_forget(o->tmp);
         free(o->tmp);
         free(o->path);
         memset(o, 0, sizeof *o);
@@ -80,6 +83,7 @@ hs_status hs_out_close(hs_out *o, int commit, hs_error *err)
         st = hs_fail(err, HS_E_IO, "cannot write '%s': %s", o->path, strerror(e ? e : EIO));
     if (!commit || bad)
         unlink(o->tmp);
+    hs_tmp_forget(o->tmp); /* after the rename or unlink: until then a signal removes it */
     free(o->tmp);
     free(o->path);
     memset(o, 0, sizeof *o);
@@ -115,6 +119,8 @@ void hs_out_keep(hs_out *o)
 {
     if (o->f)
         fclose(o->f);
+    if (o->tmp)
+        hs_tmp_forget(o->tmp);
     free(o->tmp);
     free(o->path);
     memset(o, 0, sizeof *o);

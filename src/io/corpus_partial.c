@@ -350,14 +350,24 @@ static hs_corpus_agg *parse_agg(rd *r, const cJSON *o)
     if (r->st)
         return NULL;
     hs_corpus_agg *g = NULL;
-    int nh = cJSON_GetArraySize(hi);
-    if ((r->st = hs_corpus_agg_alloc(nh, cJSON_GetArraySize(ids), &g, r->err)))
+    /* the sizes against the model the partial names, before anything is allocated for them */
+    int nh = cJSON_GetArraySize(hi), np = cJSON_GetArraySize(ids);
+    long n_layer = get_long(r, mo, "n_layer", 1, 1 << 16), n_head = get_long(r, op, "n_head", 1, 1 << 16);
+    long heads = n_layer * n_head;
+    if (!r->st && (nh < 1 || nh > heads || nh > 1 << 16))
+        r->st = hs_fail(r->err, HS_E_INPUT, "partial: 'head_index' lists %d heads, not 1 to %ld "
+                        "(the model's %ld layers x %ld heads, at most 65536)", nh, heads < 1 << 16 ? heads : 1 << 16,
+                        n_layer, n_head);
+    if (!r->st && np > 1 << 20)
+        r->st = hs_fail(r->err, HS_E_INPUT, "partial: the probe's 'ids' are %d tokens, more than 1048576", np);
+    if (r->st || (r->st = hs_corpus_agg_alloc(nh, np, &g, r->err)))
         return NULL;
-    g->n_head = (int)get_long(r, op, "n_head", 1, 1 << 16);
+    g->n_head = (int)n_head;
     get_array(r, op, "head_index", nh, NULL, g->head_index);
     for (int k = 0; !r->st && k < nh; k++)
-        if (g->head_index[k] < 0 || (k && g->head_index[k] <= g->head_index[k - 1]))
-            r->st = hs_fail(r->err, HS_E_INPUT, "partial: 'head_index' is not increasing");
+        if (g->head_index[k] < 0 || g->head_index[k] >= heads ||
+            (k && g->head_index[k] <= g->head_index[k - 1]))
+            r->st = hs_fail(r->err, HS_E_INPUT, "partial: 'head_index' is not increasing in [0, %ld)", heads);
     const char *fam = get_str(r, op, "family");
     g->family = fam && hs_arch_find(fam) ? (int)hs_arch_find(fam)->family : -1;
     g->loss_kind = parse_enum(get_str(r, op, "loss_kind"), loss_name, HS_LOSS_LM, HS_LOSS_REPR);
@@ -449,6 +459,11 @@ hs_status hs_corpus_partial_parse(const char *json, size_t len, hs_corpus_partia
                                   hs_error *err)
 {
     memset(out, 0, sizeof *out);
+    /* the sizes declared against the model named, before a parse tree is built for them */
+    size_t nv = hs_json_count_values(json, len), max = hs_corpus_partial_max_values(json, len);
+    if (nv > max)
+        return hs_fail(err, HS_E_INPUT, "partial: %zu JSON values, more than a partial of the "
+                       "model it names holds (at most %zu)", nv, max);
     cJSON *j = cJSON_ParseWithLength(json, len);
     rd r = {err, HS_OK};
     if (!j || !cJSON_IsObject(j)) {

@@ -79,4 +79,9 @@ void hs_report_add_kv_groups(struct cJSON *parent, const struct hs_kv_similarity
                              const double *ablation, int omit_ablation);
 
 
+/* The most JSON values a partial.json (headscope.partial/1) may hold for the model it
+ * names (aggregate.model's n_layer x n_head heads, n_ctx probe tokens), found by a scan
+ * that allocates nothing (src/io/partial_bounds.c); 65,536 when it names none. */
+size_t hs_corpus_partial_max_values(const char *json, size_t len);
+
 #endif /* HEADSCOPE_IO_INTERNAL_H */

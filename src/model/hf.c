@@ -178,13 +178,18 @@ static hs_status load_shards(hs_model *m, const char *dir, const char *index, hs
                          "in '%.200s', which does not hold it", e->string, e->valuestring);
             break;
         }
-        for (int o = 0; o < ctx.n_shards && !st; o++)
-            if (o != k && hs_safetensors_find(ctx.shards[o], e->string))
-                st = hs_fail(err, HS_E_FORMAT, "tensor '%.200s' is in two shards ('%.200s' and "
-                             "'%.200s')", e->string, names[k], names[o]);
-        if (st)
-            break;
     }
+    /* every tensor of every shard in no other, whether the index names it there, in another
+       shard opened later, or not at all */
+    for (int i = 0; i < ctx.n_shards && !st; i++)
+        for (size_t t = 0; t < ctx.shards[i]->n && !st; t++)
+            for (int o = i + 1; o < ctx.n_shards && !st; o++)
+                if (hs_safetensors_find(ctx.shards[o], ctx.shards[i]->tensors[t].name)) {
+                    int f = strcmp(names[i], names[o]) < 0; /* the shards named in order */
+                    st = hs_fail(err, HS_E_FORMAT, "tensor '%.200s' is in two shards ('%.200s' "
+                                 "and '%.200s')", ctx.shards[i]->tensors[t].name,
+                                 names[f ? i : o], names[f ? o : i]);
+                }
     if (st == HS_OK)
         st = keep_shard_names(m, names, ctx.n_shards, err);
     free(names);

@@ -9,7 +9,7 @@
 
 #include <cJSON.h>
 
-#include "internal.h"
+#include "core/core.h"
 #include "pipeline/options.h"
 
 _Static_assert(sizeof(hs_sim_method) == sizeof(int) && sizeof(hs_prune_method) == sizeof(int) &&

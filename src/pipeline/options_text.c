@@ -9,7 +9,7 @@
 #include <cJSON.h>
 
 #include "headscope/report.h"
-#include "internal.h"
+#include "core/core.h"
 #include "pipeline/options.h"
 
 void hs_option_number_text(double v, char *buf, size_t cap)
