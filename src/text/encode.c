@@ -21,25 +21,6 @@ static hs_status encode_model(const hs_tokenizer *t, const char *s, size_t len, 
                                        : hs_bpe_encode(t, s, len, first, out);
 }
 
-/* Length of the longest added token of pass that starts at s[i], with its id and flags; 0 for
- * none. */
-static size_t added_at(const hs_tokenizer *t, const char *s, size_t len, size_t i, int pass,
-                       int32_t *id, unsigned *flags)
-{
-    unsigned char b = (unsigned char)s[i];
-    for (uint32_t k = t->added_at[b]; k < t->added_at[b + 1]; k++) {
-        int32_t a = t->added[k];
-        size_t n = t->syms.len[a];
-        if ((t->added_flags[k] & HS_ADD_NORMALIZED) == (pass ? HS_ADD_NORMALIZED : 0) &&
-            n <= len - i && memcmp(s + i, hs_strtab_str(&t->syms, a), n) == 0) {
-            *id = a;
-            *flags = t->added_flags[k];
-            return n;
-        }
-    }
-    return 0;
-}
-
 /* Bytes of whitespace that end s[from..end) / start s[at..len) (lstrip / rstrip). */
 static size_t space_before(const char *s, size_t from, size_t end)
 {
@@ -95,19 +76,17 @@ static hs_status encode_normalized(const hs_tokenizer *t, const char *s, size_t 
 static hs_status encode_added(const hs_tokenizer *t, const char *s, size_t len, int pass,
                               int first, hs_idvec *out)
 {
-    size_t piece = 0, i = 0;
+    size_t piece = 0, i = 0, at;
     hs_status st;
-    while (i < len) {
-        int32_t id;
-        unsigned flags = 0;
-        size_t n = t->n_added ? added_at(t, s, len, i, pass, &id, &flags) : 0;
-        if (n == 0) {
-            i++;
-            continue;
-        }
-        size_t start = i, stop = i + n;
+    hs_added_scan sc;
+    hs_added_scan_init(&sc, t, pass, s, len);
+    int32_t k;
+    while (i < len && (k = hs_added_scan_next(&sc, i, &at)) >= 0) {
+        int32_t id = t->added[k];
+        unsigned flags = t->added_flags[k];
+        size_t start = at, stop = at + t->syms.len[id];
         if (flags & HS_ADD_LSTRIP)
-            start -= space_before(s, piece, i);
+            start -= space_before(s, piece, at);
         if (flags & HS_ADD_RSTRIP)
             stop += space_after(s, stop, len);
         st = pass == 0 ? encode_normalized(t, s + piece, start - piece, first && piece == 0, out)

@@ -1,0 +1,160 @@
+/*
+ * Bounds on tokenisation (issue 41): the added-token matcher's ids on overlapping tokens
+ * (leftmost, then longest, as Hugging Face's AddedVocabulary: the expected ids worked out by
+ * hand) and its time independent of how many tokens share a prefix. Bounds are shown as
+ * ratios between two sizes of the same input, never as absolute times.
+ */
+#include <criterion/criterion.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "headscope/tokenizer.h"
+#include "testutil.h"
+#include "tokutil.h"
+
+/* A WordPiece tokenizer.json: the five BERT specials (0..4), "a" 5, "##a" 6, "b" 7, "##b" 8,
+ * "c" 9, "d" 10, "e" 11, "x" 12, then the added tokens given as json objects from id 13 on
+ * (no normalizer, BertPreTokenizer, BertProcessing: [CLS] 2 ... [SEP] 3). */
+static hs_tokenizer *wp_with_added(const char *added_json, const char *extra_vocab)
+{
+    static const char head[] =
+        "{\"version\":\"1.0\",\"added_tokens\":[";
+    static const char mid[] =
+        "],\"normalizer\":null,\"pre_tokenizer\":{\"type\":\"BertPreTokenizer\"},"
+        "\"post_processor\":{\"type\":\"BertProcessing\",\"sep\":[\"[SEP]\",3],"
+        "\"cls\":[\"[CLS]\",2]},\"decoder\":null,\"model\":{\"type\":\"WordPiece\","
+        "\"unk_token\":\"[UNK]\",\"vocab\":{\"[PAD]\":0,\"[UNK]\":1,\"[CLS]\":2,\"[SEP]\":3,"
+        "\"[MASK]\":4,\"a\":5,\"##a\":6,\"b\":7,\"##b\":8,\"c\":9,\"d\":10,\"e\":11,\"x\":12";
+    size_t n = strlen(head) + strlen(added_json) + strlen(mid) + strlen(extra_vocab) + 8;
+    char *text = malloc(n), dir[64], p[128];
+    cr_assert_not_null(text);
+    snprintf(text, n, "%s%s%s%s}}}", head, added_json, mid, extra_vocab);
+    tu_mkdtemp(dir, sizeof dir);
+    snprintf(p, sizeof p, "%s/tokenizer.json", dir);
+    tu_write_file(p, text, strlen(text));
+    free(text);
+    hs_tokenizer *t = NULL;
+    hs_error err = {{0}};
+    cr_assert_eq(hs_tokenizer_load_json(p, &t, &err), HS_OK, "%s", err.msg);
+    tu_rm_rf(dir);
+    return t;
+}
+
+/* The added tokens a^i b for i = 0 .. n-1 with ids 13 + i (json objects, and the same
+ * strings as vocabulary entries after "x"). */
+static hs_tokenizer *ab_tokens(size_t n)
+{
+    size_t cap = n * (n + 64) + 64, used = 0, vused = 0;
+    char *added = malloc(cap), *vocab = malloc(cap);
+    cr_assert(added && vocab);
+    added[0] = vocab[0] = '\0';
+    for (size_t i = 0; i < n; i++) {
+        char *tok = malloc(i + 2);
+        memset(tok, 'a', i);
+        tok[i] = 'b';
+        tok[i + 1] = '\0';
+        used += (size_t)snprintf(added + used, cap - used,
+                                 "%s{\"id\":%zu,\"content\":\"%s\",\"special\":false}",
+                                 i ? "," : "", 13 + i, tok);
+        vused += (size_t)snprintf(vocab + vused, cap - vused, ",\"%s\":%zu", tok, 13 + i);
+        free(tok);
+    }
+    hs_tokenizer *t = wp_with_added(added, vocab);
+    free(added);
+    free(vocab);
+    return t;
+}
+
+static hs_encoding enc_len(const hs_tokenizer *t, const char *s, size_t len)
+{
+    hs_encoding e = {0};
+    hs_error err = {{0}};
+    cr_assert_eq(hs_tokenizer_encode(t, s, len, NULL, 0, &e, &err), HS_OK, "%s", err.msg);
+    return e;
+}
+
+Test(added_tokens, leftmost_then_longest_among_overlapping_tokens)
+{
+    /* "ab" 13, "abc" 14, "bcd" 15, "cde" 16, "bc" 17 */
+    hs_tokenizer *t = wp_with_added(
+        "{\"id\":13,\"content\":\"ab\"},{\"id\":14,\"content\":\"abc\"},"
+        "{\"id\":15,\"content\":\"bcd\"},{\"id\":16,\"content\":\"cde\"},"
+        "{\"id\":17,\"content\":\"bc\"}",
+        ",\"ab\":13,\"abc\":14,\"bcd\":15,\"cde\":16,\"bc\":17");
+    hs_encoding e = enc(t, "abcde");
+    ASSERT_IDS(&e, "abc starts first and is the longest there; the word de is [UNK]", 2, 14, 1, 3);
+    hs_encoding_free(&e);
+    e = enc(t, "xbcde");
+    ASSERT_IDS(&e, "bcd (start 1) beats cde (start 2)", 2, 12, 15, 11, 3);
+    hs_encoding_free(&e);
+    e = enc(t, "abd");
+    ASSERT_IDS(&e, "abc does not match: ab", 2, 13, 10, 3);
+    hs_encoding_free(&e);
+    e = enc(t, "xbcx");
+    ASSERT_IDS(&e, "bc when bcd does not match", 2, 12, 17, 12, 3);
+    hs_encoding_free(&e);
+    e = enc(t, "ababcdecde");
+    ASSERT_IDS(&e, "ab, abc, the word de, cde", 2, 13, 14, 1, 16, 3);
+    hs_encoding_free(&e);
+    hs_tokenizer_free(t);
+}
+
+Test(added_tokens, a_run_before_the_longest_token_is_left_to_the_model)
+{
+    hs_tokenizer *t = ab_tokens(1022);
+    /* 1,030 a then b: a^1021 b is the leftmost match (start 9): "aaaaaaaaa" is a word
+     * (a ##a x 8), then the added token 13 + 1021 */
+    size_t len = 1031;
+    char *s = malloc(len);
+    memset(s, 'a', len - 1);
+    s[len - 1] = 'b';
+    hs_encoding e = enc_len(t, s, len);
+    ASSERT_IDS(&e, "a^1030 b", 2, 5, 6, 6, 6, 6, 6, 6, 6, 6, 13 + 1021, 3);
+    hs_encoding_free(&e);
+    e = enc(t, "abaabbxb");
+    ASSERT_IDS(&e, "ab aab b x b", 2, 14, 15, 13, 12, 13, 3);
+    hs_encoding_free(&e);
+    free(s);
+    hs_tokenizer_free(t);
+}
+
+/* Seconds of the fastest of three encodings of len bytes of "a". */
+static double time_a_run(const hs_tokenizer *t, size_t len)
+{
+    char *s = malloc(len);
+    cr_assert_not_null(s);
+    memset(s, 'a', len);
+    double best = 1e30;
+    for (int r = 0; r < 3; r++) {
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        hs_encoding e = enc_len(t, s, len);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        cr_assert_eq(e.n, 3, "one word over 100 characters: [CLS] [UNK] [SEP]");
+        hs_encoding_free(&e);
+        double dt = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+        if (dt < best)
+            best = dt;
+    }
+    free(s);
+    return best;
+}
+
+Test(added_tokens, matching_time_does_not_grow_with_the_tokens_sharing_a_prefix)
+{
+    /* a^i b for i < n against a run of "a": checking every token at every position costs
+     * about n^2 / 2 byte comparisons a byte (64 times more for 1,022 tokens than for 128);
+     * the automaton reads each byte about once */
+    hs_tokenizer *few = ab_tokens(128), *many = ab_tokens(1022);
+    size_t len = (size_t)1 << 20;
+    double t_few = time_a_run(few, len), t_many = time_a_run(many, len);
+    cr_assert_lt(t_many, 6 * t_few + 0.005, "1,022 tokens: %.4f s; 128 tokens: %.4f s", t_many, t_few);
+    /* and linear in the text: four times the text, at most about four times the time */
+    double t_4 = time_a_run(many, 4 * len);
+    cr_assert_lt(t_4, 8 * t_many + 0.005, "4 MiB: %.4f s; 1 MiB: %.4f s", t_4, t_many);
+    hs_tokenizer_free(few);
+    hs_tokenizer_free(many);
+}
