@@ -158,3 +158,100 @@ Test(added_tokens, matching_time_does_not_grow_with_the_tokens_sharing_a_prefix)
     hs_tokenizer_free(few);
     hs_tokenizer_free(many);
 }
+
+/* The encoding of a hex case with t equals the json array of ids want. */
+static void check_ids(const hs_tokenizer *t, const char *hex, const cJSON *want, const char *what,
+                      size_t idx)
+{
+    size_t len;
+    char *s = tu_unhex(hex, &len), shown[256];
+    hs_encoding e = enc_len(t, s, len);
+    cr_assert_eq(e.n, (size_t)cJSON_GetArraySize(want), "%s case %zu ('%s'): %zu ids, expected %d",
+                 what, idx, tu_show_text(s, len, shown, sizeof shown), e.n,
+                 cJSON_GetArraySize(want));
+    size_t i = 0;
+    for (const cJSON *v = want->child; v; v = v->next, i++)
+        cr_assert_eq(e.ids[i], v->valueint, "%s case %zu ('%s'): id %zu is %d, expected %d", what,
+                     idx, tu_show_text(s, len, shown, sizeof shown), i, e.ids[i], v->valueint);
+    hs_encoding_free(&e);
+    free(s);
+}
+
+static hs_tokenizer *load_json(const char *path)
+{
+    hs_tokenizer *t = NULL;
+    hs_error err = {{0}};
+    cr_assert_eq(hs_tokenizer_load_json(path, &t, &err), HS_OK, "%s: %s", path, err.msg);
+    return t;
+}
+
+Test(added_tokens, overlapping_tokens_give_the_reference_ids)
+{
+    cJSON *g = tu_read_json(FIX "bounds_golden.json");
+    hs_tokenizer *t = load_json(FIX "added.tokenizer.json");
+    size_t idx = 0;
+    for (const cJSON *c = cJSON_GetObjectItem(g, "added")->child; c; c = c->next, idx++)
+        check_ids(t, cJSON_GetObjectItem(c, "hex")->valuestring, cJSON_GetObjectItem(c, "ids"),
+                  "added", idx);
+    cr_assert_geq(idx, 30);
+    hs_tokenizer_free(t);
+    cJSON_Delete(g);
+}
+
+/* ---- canonical ordering ------------------------------------------------------------------- */
+
+Test(marks, long_runs_of_combining_marks_give_the_reference_ids)
+{
+    static const struct { const char *key, *path; } toks[] = {
+        {"neox", FIX "families/neox.tokenizer.json"},
+        {"qwen2", FIX "families/qwen2.tokenizer.json"},
+        {"bert_uncased", FIX "bert-uncased.tokenizer.json"},
+    };
+    cJSON *g = tu_read_json(FIX "bounds_golden.json");
+    for (size_t k = 0; k < sizeof toks / sizeof toks[0]; k++) {
+        hs_tokenizer *t = load_json(toks[k].path);
+        size_t idx = 0;
+        for (const cJSON *c = cJSON_GetObjectItem(g, "marks")->child; c; c = c->next, idx++)
+            check_ids(t, cJSON_GetObjectItem(c, "hex")->valuestring,
+                      cJSON_GetObjectItem(cJSON_GetObjectItem(c, "ids"), toks[k].key), toks[k].key,
+                      idx);
+        cr_assert_geq(idx, 15);
+        hs_tokenizer_free(t);
+    }
+    cJSON_Delete(g);
+}
+
+/* Seconds of the fastest of three encodings of "a" and n pairs U+0301 U+0316. */
+static double time_marks(const hs_tokenizer *t, size_t n)
+{
+    size_t len = 1 + 4 * n;
+    char *s = malloc(len);
+    cr_assert_not_null(s);
+    s[0] = 'a';
+    for (size_t i = 0; i < n; i++)
+        memcpy(s + 1 + 4 * i, "\xcc\x81\xcc\x96", 4);
+    double best = 1e30;
+    for (int r = 0; r < 3; r++) {
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        hs_encoding e = enc_len(t, s, len);
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        hs_encoding_free(&e);
+        double dt = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+        if (dt < best)
+            best = dt;
+    }
+    free(s);
+    return best;
+}
+
+Test(marks, ordering_a_run_of_marks_is_linear_in_its_length)
+{
+    /* BERT uncased decomposes and orders the run before it strips the marks; insertion into
+     * the ordered run is quadratic (16 times the time for 4 times the run) */
+    hs_tokenizer *t = bert(1);
+    size_t n = (size_t)1 << 15; /* 128 KiB of marks, then 512 KiB */
+    double t1 = time_marks(t, n), t4 = time_marks(t, 4 * n);
+    cr_assert_lt(t4, 8 * t1 + 0.005, "512 KiB: %.4f s; 128 KiB: %.4f s", t4, t1);
+    hs_tokenizer_free(t);
+}

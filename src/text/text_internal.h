@@ -329,8 +329,9 @@ size_t hs_uni_nfd(int32_t cp, int32_t *out);
 size_t hs_uni_lower(int32_t cp, int32_t *out);
 /* Canonical combining class (utf8proc). */
 int hs_uni_ccc(int32_t cp);
-/* Canonical ordering: a stable sort of each run of non-starters by combining class. */
-void hs_uni_canonical_order(int32_t *v, size_t n);
+/* Canonical ordering: a stable sort of each run of non-starters by combining class, in time
+ * linear in n. HS_E_NOMEM only (v then partly ordered). */
+hs_status hs_uni_canonical_order(int32_t *v, size_t n);
 /* Canonical composition of a canonically ordered decomposition v[0..n) in place (NFC's second
  * half); returns the new length. */
 size_t hs_uni_compose(int32_t *v, size_t n);
