@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "headscope/tokenizer.h"
+#include "internal.h"
 #include "testutil.h"
 #include "tokutil.h"
 
@@ -254,4 +255,59 @@ Test(marks, ordering_a_run_of_marks_is_linear_in_its_length)
     double t1 = time_marks(t, n), t4 = time_marks(t, 4 * n);
     cr_assert_lt(t4, 8 * t1 + 0.005, "512 KiB: %.4f s; 128 KiB: %.4f s", t4, t1);
     hs_tokenizer_free(t);
+}
+
+/* ---- strict JSON --------------------------------------------------------------------------- */
+
+/* The tokenizer.json of path with tail appended (tail_len bytes) fails to load with a message
+ * naming want. */
+static void load_with_tail(const char *path, const char *tail, size_t tail_len, const char *want)
+{
+    size_t len;
+    char *text = tu_slurp(path, &len), dir[64], p[128];
+    text = realloc(text, len + tail_len);
+    cr_assert_not_null(text);
+    memcpy(text + len, tail, tail_len);
+    tu_mkdtemp(dir, sizeof dir);
+    snprintf(p, sizeof p, "%s/tokenizer.json", dir);
+    tu_write_file(p, text, len + tail_len);
+    hs_tokenizer *t = NULL;
+    hs_error err = {{0}};
+    cr_assert_eq(hs_tokenizer_load_json(p, &t, &err), HS_E_FORMAT, "%s + tail: %s", path, err.msg);
+    cr_assert_null(t);
+    cr_assert(strstr(err.msg, want), "message '%s' lacks '%s'", err.msg, want);
+    free(text);
+    tu_rm_rf(dir);
+}
+
+Test(strict_json, tokenizer_json_with_text_after_the_object_is_refused_at_its_offset)
+{
+    size_t len;
+    free(tu_slurp(FIX "added.tokenizer.json", &len));
+    char want[96];
+    /* whitespace after the object is allowed, anything else is not */
+    snprintf(want, sizeof want, "is not valid JSON (text after the end of the JSON value at byte %zu)",
+             len + 2);
+    load_with_tail(FIX "added.tokenizer.json", "\n\t}", 3, want);
+    snprintf(want, sizeof want, "is not valid JSON (text after the end of the JSON value at byte %zu)",
+             len);
+    load_with_tail(FIX "added.tokenizer.json", "{}", 2, want);
+    snprintf(want, sizeof want, "is not valid JSON (a NUL byte at byte %zu)", len + 1);
+    load_with_tail(FIX "added.tokenizer.json", " \0", 2, want);
+    hs_tokenizer *t = load_json(FIX "added.tokenizer.json");
+    hs_tokenizer_free(t);
+}
+
+Test(strict_json, a_nul_byte_inside_a_string_is_refused)
+{
+    static const char text[] = "{\"a\": \"x\0y\"}";
+    char why[96];
+    cr_assert_null(hs_json_parse_strict(text, sizeof text - 1, why, sizeof why));
+    cr_assert_str_eq(why, "a NUL byte at byte 8");
+    cJSON *ok = hs_json_parse_strict("  [1, 2]\r\n ", 11, why, sizeof why);
+    cr_assert_not_null(ok, "whitespace around the value: %s", why);
+    cr_assert_eq(cJSON_GetArraySize(ok), 2);
+    cJSON_Delete(ok);
+    cr_assert_null(hs_json_parse_strict("[1, 2] 3", 8, why, sizeof why));
+    cr_assert_str_eq(why, "text after the end of the JSON value at byte 7");
 }
