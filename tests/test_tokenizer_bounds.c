@@ -311,3 +311,41 @@ Test(strict_json, a_nul_byte_inside_a_string_is_refused)
     cr_assert_null(hs_json_parse_strict("[1, 2] 3", 8, why, sizeof why));
     cr_assert_str_eq(why, "text after the end of the JSON value at byte 7");
 }
+
+/* ---- long added tokens ---------------------------------------------------------------------- */
+
+Test(added_tokens, the_longest_token_is_matched_and_a_longer_one_refused_by_its_length)
+{
+    char added[1200], vocab[1100], tok[1026], msg[HS_ERROR_MSG_MAX];
+    memset(tok, 'q', 1024);
+    tok[1024] = '\0';
+    snprintf(added, sizeof added, "{\"id\":13,\"content\":\"%s\",\"special\":true}", tok);
+    snprintf(vocab, sizeof vocab, ",\"%s\":13", tok);
+    hs_tokenizer *t = wp_with_added(added, vocab);
+    char text[1100];
+    snprintf(text, sizeof text, "x%sx", tok);
+    hs_encoding e = enc(t, text);
+    ASSERT_IDS(&e, "x, the 1,024-byte token, x", 2, 12, 13, 12, 3);
+    hs_encoding_free(&e);
+    hs_tokenizer_free(t);
+    /* 1,025 bytes: one more than HS_TOK_MAX_TOKEN_BYTES, as an added token after the
+     * vocabulary (id 13) */
+    tok[1024] = 'q';
+    tok[1025] = '\0';
+    static const char head[] =
+        "{\"version\":\"1.0\",\"added_tokens\":[{\"id\":13,\"content\":\"";
+    static const char tail[] =
+        "\",\"special\":true}],\"normalizer\":null,\"pre_tokenizer\":{\"type\":\"BertPreTokenizer\"},"
+        "\"post_processor\":{\"type\":\"BertProcessing\",\"sep\":[\"[SEP]\",3],\"cls\":[\"[CLS]\",2]},"
+        "\"model\":{\"type\":\"WordPiece\",\"unk_token\":\"[UNK]\",\"vocab\":{\"[PAD]\":0,"
+        "\"[UNK]\":1,\"[CLS]\":2,\"[SEP]\":3,\"[MASK]\":4,\"a\":5,\"##a\":6,\"b\":7,\"##b\":8,"
+        "\"c\":9,\"d\":10,\"e\":11,\"x\":12}}}";
+    char *json = malloc(sizeof head + sizeof tail + 1026);
+    cr_assert_not_null(json);
+    snprintf(json, sizeof head + sizeof tail + 1026, "%s%s%s", head, tok, tail);
+    cr_assert_eq(tu_load_json_text(json, msg, sizeof msg), HS_E_FORMAT, "%s", msg);
+    cr_assert(strstr(msg, "added token 0 ('qqqq") &&
+              strstr(msg, "') is 1025 bytes long, more than the limit of 1024 bytes a token"),
+              "%s", msg);
+    free(json);
+}

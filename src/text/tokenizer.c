@@ -59,8 +59,8 @@ hs_status hs_tok_build_vocab(hs_tokenizer *t, const char *const *tokens, size_t 
             return hs_fail(err, HS_E_ARG, "%s: token %zu is NULL", what, i);
         size_t len = strlen(tokens[i]), bad;
         if (len > HS_TOK_MAX_TOKEN_BYTES)
-            return hs_fail(err, HS_E_FORMAT, "%s: token %zu is longer than %d bytes", what, i,
-                           HS_TOK_MAX_TOKEN_BYTES);
+            return hs_fail(err, HS_E_FORMAT, "%s: token %zu is %zu bytes long, more than the limit "
+                           "of %d bytes a token", what, i, len, HS_TOK_MAX_TOKEN_BYTES);
         if (!hs_utf8_valid(tokens[i], len, &bad))
             return hs_fail(err, HS_E_FORMAT, "%s: token %zu is not valid utf-8 (byte %zu)", what,
                            i, bad);
