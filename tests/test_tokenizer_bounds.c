@@ -349,3 +349,51 @@ Test(added_tokens, the_longest_token_is_matched_and_a_longer_one_refused_by_its_
               "%s", msg);
     free(json);
 }
+
+/* ---- encoding a chunk at a time ------------------------------------------------------------ */
+
+static uint64_t fnv1a_ids(const int32_t *ids, size_t n)
+{
+    uint64_t h = 0xCBF29CE484222325ull;
+    for (size_t i = 0; i < n; i++)
+        for (int k = 0; k < 4; k++) {
+            h ^= ((uint32_t)ids[i] >> (8 * k)) & 0xFF;
+            h *= 0x100000001B3ull;
+        }
+    return h;
+}
+
+Test(chunks, a_long_text_encodes_as_the_library_encodes_it_whole)
+{
+    /* 64 KiB with added tokens and space runs: the chunkable tokenizers cut it at 4 KiB
+     * boundaries, the others take it whole; every one must give the library's ids */
+    static const struct { const char *key, *path; } toks[] = {
+        {"gpt2", FIX "gpt2.tokenizer.json"}, {"bert_uncased", FIX "bert-uncased.tokenizer.json"},
+        {"bert_cased", FIX "bert-cased.tokenizer.json"},
+        {"roberta", FIX "families/roberta.tokenizer.json"},
+        {"neox", FIX "families/neox.tokenizer.json"},
+        {"llama2", FIX "families/llama2.tokenizer.json"},
+        {"llama2_ms", FIX "families/llama2_ms.tokenizer.json"},
+        {"llama3", FIX "families/llama3.tokenizer.json"},
+        {"qwen2", FIX "families/qwen2.tokenizer.json"},
+    };
+    cJSON *g = tu_read_json(FIX "bounds_golden.json");
+    const cJSON *want = cJSON_GetObjectItem(g, "long");
+    size_t len;
+    char *text = tu_slurp(FIX "long_text.txt", &len);
+    cr_assert_eq(len, 65536);
+    for (size_t k = 0; k < sizeof toks / sizeof toks[0]; k++) {
+        hs_tokenizer *t = load_json(toks[k].path);
+        hs_encoding e = enc_len(t, text, len);
+        const cJSON *w = cJSON_GetObjectItem(want, toks[k].key);
+        char hash[17];
+        snprintf(hash, sizeof hash, "%016llx", (unsigned long long)fnv1a_ids(e.ids, e.n));
+        cr_assert_eq(e.n, (size_t)cJSON_GetArrayItem(w, 0)->valueint, "%s: %zu tokens, expected %d",
+                     toks[k].key, e.n, cJSON_GetArrayItem(w, 0)->valueint);
+        cr_assert_str_eq(hash, cJSON_GetArrayItem(w, 1)->valuestring, "%s: ids differ", toks[k].key);
+        hs_encoding_free(&e);
+        hs_tokenizer_free(t);
+    }
+    free(text);
+    cJSON_Delete(g);
+}

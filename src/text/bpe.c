@@ -63,6 +63,30 @@ static void merge_where(char *buf, size_t cap, const size_t *lines, size_t i)
         snprintf(buf, cap, "merge %zu", i);
 }
 
+static int cmp_i32(const void *a, const void *b)
+{
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* t->right_first from the merges (already checked: "left right", valid UTF-8). */
+static hs_status right_firsts(hs_tokenizer *t, const char *const *merges, size_t n)
+{
+    free(t->right_first);
+    t->n_right_first = 0;
+    if (!(t->right_first = malloc((n ? n : 1) * sizeof *t->right_first)))
+        return HS_E_NOMEM;
+    for (size_t i = 0; i < n; i++) {
+        size_t k = (size_t)(strchr(merges[i], ' ') - merges[i]) + 1;
+        t->right_first[i] = hs_utf8_next((const unsigned char *)merges[i], &k);
+    }
+    qsort(t->right_first, n, sizeof *t->right_first, cmp_i32);
+    for (size_t i = 0; i < n; i++)
+        if (t->n_right_first == 0 || t->right_first[t->n_right_first - 1] != t->right_first[i])
+            t->right_first[t->n_right_first++] = t->right_first[i];
+    return HS_OK;
+}
+
 hs_status hs_bpe_build(hs_tokenizer *t, const char *const *merges, const int32_t *ranks,
                        const size_t *merge_lines, size_t n_merges, const char *what,
                        hs_error *err)
@@ -116,6 +140,10 @@ hs_status hs_bpe_build(hs_tokenizer *t, const char *const *merges, const int32_t
             st = hs_fail(err, HS_E_NOMEM, "out of memory building the merge table");
             goto fail;
         }
+    }
+    if ((st = right_firsts(t, merges, n_merges)) != HS_OK) {
+        hs_fail(err, st, "out of memory building the merge table");
+        goto fail;
     }
     for (unsigned b = 0; b < 256; b++) {
         char u[8];
@@ -368,16 +396,44 @@ static hs_status bpe_word(const hs_tokenizer *t, const unsigned char *s, size_t 
     return bpe_merge(t, m, w, out);
 }
 
+/* Words longer than this are cut where no merge can join (cut_mark). */
+#define CUT_BYTES 4096
+
+/* The string before which a SentencePiece-style word without a pre-tokenizer (the whole text
+ * between added tokens, Llama 2) may be cut without changing its ids, or NULL: the metaspace
+ * ("▁"), when its first character is a symbol of its own (so that nothing pending is put down
+ * differently) and no merge's right symbol starts with it (so that no merge joins across). A
+ * piece of at least CUT_BYTES is never a whole vocabulary entry either (ignore_merges). */
+static const char *cut_mark(const hs_tokenizer *t)
+{
+    const char *rep = t->pre == HS_PRE_METASPACE ? t->meta_rep : NULL;
+    for (size_t k = 0; !rep && k < t->n_norm; k++)
+        if (t->norm[k] == HS_NORM_REPLACE)
+            rep = t->rep_to;
+    if (t->byte_level || !rep || !rep[0] || (t->pre != HS_PRE_NONE && t->pre != HS_PRE_METASPACE))
+        return NULL;
+    size_t k = 0;
+    int32_t cp = hs_utf8_next((const unsigned char *)rep, &k);
+    if (whole_word(t, rep, k) < 0 ||
+        bsearch(&cp, t->right_first, t->n_right_first, sizeof cp, cmp_i32))
+        return NULL;
+    return rep;
+}
+
 /* A text into words (the pre-tokenizer), each into ids. */
 static hs_status encode_words(const hs_tokenizer *t, const unsigned char *s, size_t n,
                               bpe_work *w, hs_idvec *out)
 {
     size_t i = 0;
-    const char *rep = t->meta_rep;
-    size_t rl = strlen(rep);
+    const char *rep = t->meta_rep, *cut = n > CUT_BYTES ? cut_mark(t) : NULL;
+    size_t rl = strlen(rep), cl = cut ? strlen(cut) : 0;
     while (i < n) {
         size_t e = n;
-        if (t->pre == HS_PRE_METASPACE && t->meta_split && rl) {
+        if (cut && (t->pre == HS_PRE_NONE || !t->meta_split) && n - i > CUT_BYTES) {
+            /* before the first cut mark at least CUT_BYTES in */
+            for (e = i + CUT_BYTES; e < n && !(n - e >= cl && memcmp(s + e, cut, cl) == 0); e++)
+                ;
+        } else if (t->pre == HS_PRE_METASPACE && t->meta_split && rl) {
             /* each replacement starts a word (MergedWithNext) */
             for (e = i + 1; e < n && !(n - e >= rl && memcmp(s + e, rep, rl) == 0); e++)
                 ;

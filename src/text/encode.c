@@ -120,14 +120,16 @@ static int chunkable(const hs_tokenizer *t)
     return 1;
 }
 
-/* One segment into out; with max > 0, a chunk at a time until it has more than max ids. */
+/* One segment into out, a chunk at a time where the tokenizer allows it (so that what the
+ * normalizer and pre-tokenizer hold stays near CHUNK_BYTES whatever the text), with max > 0
+ * until it has more than max ids. */
 static hs_status encode_segment(const hs_tokenizer *t, const char *s, size_t len, size_t max,
                                 hs_idvec *out)
 {
-    if (max == 0 || !chunkable(t))
+    if (!chunkable(t))
         return encode_added(t, s, len, 0, 1, out);
     size_t first = out->n;
-    for (size_t at = 0; at < len && out->n - first <= max;) {
+    for (size_t at = 0; at < len && (max == 0 || out->n - first <= max);) {
         size_t end = hs_tok_chunk_end(s, len, at, CHUNK_BYTES);
         if (encode_added(t, s + at, end - at, 0, at == 0, out) != HS_OK)
             return HS_E_NOMEM;
@@ -141,6 +143,20 @@ hs_status hs_tokenizer_encode(const hs_tokenizer *t, const char *text, size_t le
                               hs_error *err)
 {
     return hs_tokenizer_encode_max(t, text, len, pair, pair_len, 0, out, err);
+}
+
+/* v's elements in a block of their own size (v is left empty); NULL when v holds none and no
+ * block can be had. */
+static int32_t *shrink(hs_idvec *v)
+{
+    int32_t *p = v->n ? realloc(v->v, v->n * sizeof *p) : NULL;
+    if (!p)
+        p = v->n ? v->v : malloc(sizeof *p);
+    if (p != v->v)
+        free(v->v);
+    v->v = NULL;
+    v->n = v->cap = 0;
+    return p;
 }
 
 /* Sets the type id of ids[from..n) in types (grown to n). */
@@ -190,20 +206,21 @@ hs_status hs_tokenizer_encode_max(const hs_tokenizer *t, const char *text, size_
         if (set_types(&types, ids.n, tm->type[k]) != HS_OK)
             goto nomem;
     }
-    /* ids, type ids and one block holding the token pointers followed by their strings */
+    /* the id and type vectors become the encoding's (cut to size); one block holds the token
+     * pointers followed by their strings */
     for (size_t i = 0; i < ids.n; i++)
         bytes += t->syms.len[ids.v[i]] + 1;
     size_t n = ids.n, nn = n ? n : 1;
-    e.ids = malloc(nn * sizeof *e.ids);
-    e.type_ids = malloc(nn * sizeof *e.type_ids);
+    e.ids = shrink(&ids);
+    e.type_ids = shrink(&types);
+    if (!e.ids || !e.type_ids)
+        goto nomem;
     e.tokens = nn > (SIZE_MAX - bytes) / sizeof(char *) ? NULL : malloc(nn * sizeof(char *) + bytes);
-    if (!e.ids || !e.type_ids || !e.tokens)
+    if (!e.tokens)
         goto nomem;
     char *p = (char *)(e.tokens + nn);
     for (size_t i = 0; i < n; i++) {
-        int32_t id = ids.v[i];
-        e.ids[i] = id;
-        e.type_ids[i] = types.v[i];
+        int32_t id = e.ids[i];
         e.tokens[i] = p;
         memcpy(p, hs_strtab_str(&t->syms, id), t->syms.len[id] + 1);
         p += t->syms.len[id] + 1;
@@ -212,8 +229,6 @@ hs_status hs_tokenizer_encode_max(const hs_tokenizer *t, const char *text, size_
     e.n_text = seg_len[0];
     e.n_pair = seg_len[1];
     e.paired = pair != NULL;
-    free(ids.v);
-    free(types.v);
     *out = e;
     return HS_OK;
 nomem:

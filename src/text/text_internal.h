@@ -158,6 +158,9 @@ struct hs_tokenizer {
     int byte_fallback;       /* a character outside the vocabulary becomes <0xNN> tokens */
     int fuse_unk;            /* consecutive unknown characters are one unknown token */
     int32_t byte_fb[256];    /* id of "<0xNN>" for each byte, -1 if absent */
+    int32_t *right_first;    /* (n_right_first) the first code points of the merges' right
+                              * symbols, sorted, each once (where a long word may be cut) */
+    size_t n_right_first;
     char prepend[HS_TOK_MAX_PREFIX + 1];  /* Prepend's text */
     char meta_rep[HS_TOK_MAX_PREFIX + 1]; /* Metaspace's replacement ("▁") */
     char rep_from[HS_TOK_MAX_PREFIX + 1], rep_to[HS_TOK_MAX_PREFIX + 1]; /* Replace */

@@ -394,6 +394,7 @@ void hs_tokenizer_free(hs_tokenizer *t)
     hs_strtab_free(&t->syms);
     hs_pairmap_free(&t->merges);
     hs_strtab_free(&t->merge_text);
+    free(t->right_first);
     hs_added_free(t);
     free(t);
 }
