@@ -5,11 +5,14 @@
  * ratios between two sizes of the same input, never as absolute times.
  */
 #include <criterion/criterion.h>
+#include <malloc.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "headscope/tokenizer.h"
 #include "internal.h"
@@ -396,4 +399,97 @@ Test(chunks, a_long_text_encodes_as_the_library_encodes_it_whole)
     }
     free(text);
     cJSON_Delete(g);
+}
+
+/* ---- memory -------------------------------------------------------------------------------- */
+
+typedef struct enc_mem {
+    double grown;  /* bytes the peak RSS grew by while encoding */
+    double output; /* bytes of the encoding itself: ids, type ids, token pointers and strings */
+} enc_mem;
+
+/* A "Vm...:" line of /proc/self/status in KiB, or -1. */
+static double proc_kb(const char *key)
+{
+    char line[256];
+    double v = -1;
+    FILE *f = fopen("/proc/self/status", "r");
+    while (f && fgets(line, sizeof line, f))
+        if (strncmp(line, key, strlen(key)) == 0)
+            v = atof(line + strlen(key));
+    if (f)
+        fclose(f);
+    return v;
+}
+
+/* Encodes len bytes of long_text.txt (its added tokens broken) repeated with the tokenizer at path in a child process
+ * (a fresh peak RSS) and returns what the encoding cost. */
+static enc_mem measure(const char *path, size_t len)
+{
+    int fd[2];
+    enc_mem m = {0, 0};
+    cr_assert_eq(pipe(fd), 0);
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        size_t n;
+        char *one = tu_slurp(FIX "long_text.txt", &n), *text = malloc(len);
+        hs_tokenizer *t = NULL;
+        hs_error err = {{0}};
+        if (!one || !text || hs_tokenizer_load_json(path, &t, &err) != HS_OK)
+            _exit(1);
+        for (size_t i = 0; i < n; i++)
+            if (one[i] == '<' || one[i] == '[')
+                one[i] = '('; /* no added token: Llama 2's whole text is one word */
+        for (size_t at = 0; at < len; at += n)
+            memcpy(text + at, one, len - at < n ? len - at : n);
+        while (len > 0 && ((unsigned char)text[len - 1] & 0xC0) == 0x80)
+            len--; /* the last character whole */
+        if (len > 0 && (unsigned char)text[len - 1] >= 0xC0)
+            len--;
+        /* what loading freed given back (else the encoding reuses it unseen), the peak (VmHWM)
+         * reset to the present RSS, then read after the encoding */
+        malloc_trim(0);
+        FILE *f = fopen("/proc/self/clear_refs", "w");
+        if (!f || fputs("5", f) < 0 || fclose(f) != 0)
+            _exit(1);
+        double rss0 = proc_kb("VmRSS:");
+        hs_encoding e = {0};
+        if (hs_tokenizer_encode(t, text, len, NULL, 0, &e, &err) != HS_OK)
+            _exit(1);
+        enc_mem r = {1024.0 * (proc_kb("VmHWM:") - rss0), 0};
+        for (size_t i = 0; i < e.n; i++)
+            r.output += 4 + 4 + sizeof(char *) + strlen(e.tokens[i]) + 1;
+        _exit(write(fd[1], &r, sizeof r) == (ssize_t)sizeof r ? 0 : 1);
+    }
+    close(fd[1]);
+    cr_assert_eq(read(fd[0], &m, sizeof m), (ssize_t)sizeof m, "%s: the child failed", path);
+    close(fd[0]);
+    int status;
+    waitpid(pid, &status, 0);
+    return m;
+}
+
+Test(memory, encoding_holds_little_beyond_its_output_for_each_kind_of_tokenizer)
+{
+    /* byte-level BPE, SentencePiece-style BPE (the whole text one word), WordPiece: what the
+     * encoding holds beyond its own output stays under the input plus 8 MB, at 1 MB and
+     * 4 MB of prose (Llama 2's whole-text word held 17 bytes a byte before it was cut), and
+     * the whole growth is linear (four times the text, at most about four times the memory) */
+    static const char *const paths[] = {FIX "gpt2.tokenizer.json", FIX "families/llama2.tokenizer.json",
+                                        FIX "bert-uncased.tokenizer.json",
+                                        FIX "families/llama3.tokenizer.json"};
+    const size_t small = (size_t)1 << 20, big = (size_t)4 << 20, slack = (size_t)8 << 20;
+    for (size_t k = 0; k < sizeof paths / sizeof paths[0]; k++) {
+        enc_mem a = measure(paths[k], small), b = measure(paths[k], big);
+        cr_log_info("%s: 1 MB grew %.1f MB (output %.1f MB), 4 MB grew %.1f MB (output %.1f MB)",
+                    paths[k], a.grown / 1048576, a.output / 1048576, b.grown / 1048576,
+                    b.output / 1048576);
+        cr_assert_leq(a.grown - a.output, (double)(small + slack), "%s at 1 MB: %.1f MB beyond the output",
+                      paths[k], (a.grown - a.output) / 1048576);
+        cr_assert_leq(b.grown - b.output, (double)(big + slack), "%s at 4 MB: %.1f MB beyond the output",
+                      paths[k], (b.grown - b.output) / 1048576);
+        cr_assert_leq(b.grown, 4.5 * a.grown + (double)slack, "%s: 4 MB grew %.1f MB, 1 MB %.1f MB",
+                      paths[k], b.grown / 1048576, a.grown / 1048576);
+    }
 }
