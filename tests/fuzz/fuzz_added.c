@@ -12,11 +12,13 @@
  * repeated 1 + r % 16 times (at most MAX_TEXT bytes) so that it crosses the matcher's blocks
  * of HS_ADDED_BLOCK.
  *
- * Build and run from the repository root (make fuzz does this):
+ * Build and run from the repository root (make fuzz does this, with the whole library):
  *   clang -g -O1 -fsanitize=fuzzer,address,undefined -std=c11 -D_POSIX_C_SOURCE=200809L \
- *       -Iinclude -Isrc tests/fuzz/fuzz_added.c src/?*\/?*.c viz/?*.c ... -o build-fuzz/fuzz_added
+ *       -Iinclude -Isrc tests/fuzz/fuzz_added.c LIBRARY SOURCES $(pkg-config ...) \
+ *       -o build-fuzz/fuzz_added
  *   build-fuzz/fuzz_added -max_len=4096 build-fuzz/corpus-added
- * Replay without libFuzzer (add -DHS_FUZZ_REPLAY_MAIN): ./fuzz_added FILE...
+ * Replay without libFuzzer (-DHS_FUZZ_REPLAY_MAIN, as make fuzz-replay builds it):
+ *   build/replay/fuzz_added fixtures/fuzz-added/*
  */
 #include <stdint.h>
 #include <stdio.h>
