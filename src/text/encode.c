@@ -149,11 +149,13 @@ hs_status hs_tokenizer_encode(const hs_tokenizer *t, const char *text, size_t le
  * block can be had. */
 static int32_t *shrink(hs_idvec *v)
 {
-    int32_t *p = v->n ? realloc(v->v, v->n * sizeof *p) : NULL;
-    if (!p)
-        p = v->n ? v->v : malloc(sizeof *p);
-    if (p != v->v)
+    int32_t *p;
+    if (v->n == 0) {
         free(v->v);
+        p = malloc(sizeof *p);
+    } else if (!(p = realloc(v->v, v->n * sizeof *p))) {
+        p = v->v; /* a block that cannot shrink is kept as it is */
+    }
     v->v = NULL;
     v->n = v->cap = 0;
     return p;

@@ -18,7 +18,7 @@
  *       -o build-fuzz/fuzz_added
  *   build-fuzz/fuzz_added -max_len=4096 build-fuzz/corpus-added
  * Replay without libFuzzer (-DHS_FUZZ_REPLAY_MAIN, as make fuzz-replay builds it):
- *   build/replay/fuzz_added fixtures/fuzz-added/*
+ *   build/replay/fuzz_added fixtures/fuzz-added/FILE...
  */
 #include <stdint.h>
 #include <stdio.h>
