@@ -168,7 +168,8 @@ typedef struct cand {
 
 typedef struct bpe_work {
     int32_t *sym, *next, *prev; /* (cap) per byte position of the pre-token */
-    cand *heap, *pend;          /* (3 * cap), (2 * cap) */
+    cand *heap;                 /* (3 * cap) */
+    int32_t *pend;              /* (2 * cap) positions whose pair changed in this round */
     size_t cap, n_heap, n_pend;
 } bpe_work;
 
@@ -340,8 +341,14 @@ static hs_status bpe_merge(const hs_tokenizer *t, size_t m, bpe_work *w, hs_idve
     int32_t round = -1;
     for (;;) {
         if (w->n_heap == 0 || w->heap[0].rank != round) {
-            for (size_t k = 0; k < w->n_pend; k++)
-                heap_push(w, w->pend[k]);
+            /* the pairs now at the positions the round changed: a pair only grows, so any
+             * other that stood there since can never be merged again */
+            for (size_t k = 0; k < w->n_pend; k++) {
+                int32_t q = w->pend[k];
+                cand nc;
+                if (w->sym[q] != SYM_DEAD && w->next[q] >= 0 && make_cand(t, w, q, &nc))
+                    heap_push(w, nc);
+            }
             w->n_pend = 0;
             if (w->n_heap == 0)
                 break;
@@ -358,9 +365,9 @@ static hs_status bpe_merge(const hs_tokenizer *t, size_t m, bpe_work *w, hs_idve
             w->prev[w->next[p]] = p;
         cand nc;
         if (w->prev[p] >= 0 && make_cand(t, w, w->prev[p], &nc))
-            w->pend[w->n_pend++] = nc;
+            w->pend[w->n_pend++] = w->prev[p];
         if (w->next[p] >= 0 && make_cand(t, w, p, &nc))
-            w->pend[w->n_pend++] = nc;
+            w->pend[w->n_pend++] = p;
     }
     for (int32_t k = 0; k >= 0; k = w->next[k]) {
         if (push_sym(t, w->sym[k], out) != HS_OK)
