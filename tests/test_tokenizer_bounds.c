@@ -386,6 +386,26 @@ Test(chunks, a_long_text_encodes_as_the_library_encodes_it_whole)
         hs_encoding_free(&e);
         hs_tokenizer_free(t);
     }
+    /* Llama's merges of space runs ("▁ ▁" first): the text is cut only before a "▁" that
+     * does not follow another; every space at an offset that is a multiple of 5 doubled */
+    char *runs = malloc(2 * len);
+    size_t n = 0;
+    cr_assert_not_null(runs);
+    for (size_t i = 0; i < len; i++) {
+        runs[n++] = text[i];
+        if (text[i] == ' ' && i % 5 == 0)
+            runs[n++] = ' ';
+    }
+    hs_tokenizer *t = tu_json_tok(FIX "llama2-runs.tokenizer.json");
+    hs_encoding e = enc_len(t, runs, n);
+    const cJSON *w = cJSON_GetObjectItem(want, "long_runs");
+    char hash[17];
+    snprintf(hash, sizeof hash, "%016llx", (unsigned long long)fnv1a_ids(e.ids, e.n));
+    cr_assert_eq(e.n, (size_t)cJSON_GetArrayItem(w, 0)->valueint, "runs: %zu tokens", e.n);
+    cr_assert_str_eq(hash, cJSON_GetArrayItem(w, 1)->valuestring, "runs: ids differ");
+    hs_encoding_free(&e);
+    hs_tokenizer_free(t);
+    free(runs);
     free(text);
     cJSON_Delete(g);
 }

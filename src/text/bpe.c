@@ -69,17 +69,26 @@ static int cmp_i32(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-/* t->right_first from the merges (already checked: "left right", valid UTF-8). */
+/* t->right_first from the merges (already checked: "left right", valid UTF-8): the first
+ * character of each right symbol, unless the left one ends with the same character (Llama's
+ * "▁▁" runs join only across a "▁" that follows another). */
 static hs_status right_firsts(hs_tokenizer *t, const char *const *merges, size_t n)
 {
+    size_t m = 0;
     free(t->right_first);
     t->n_right_first = 0;
     if (!(t->right_first = malloc((n ? n : 1) * sizeof *t->right_first)))
         return HS_E_NOMEM;
     for (size_t i = 0; i < n; i++) {
-        size_t k = (size_t)(strchr(merges[i], ' ') - merges[i]) + 1;
-        t->right_first[i] = hs_utf8_next((const unsigned char *)merges[i], &k);
+        const unsigned char *u = (const unsigned char *)merges[i];
+        size_t sp = (size_t)(strchr(merges[i], ' ') - merges[i]), k = sp + 1, last = sp - 1;
+        while (last > 0 && (u[last] & 0xC0) == 0x80)
+            last--;
+        int32_t first = hs_utf8_next(u, &k), left_last = hs_utf8_next(u, &last);
+        if (left_last != first)
+            t->right_first[m++] = first;
     }
+    n = m;
     qsort(t->right_first, n, sizeof *t->right_first, cmp_i32);
     for (size_t i = 0; i < n; i++)
         if (t->n_right_first == 0 || t->right_first[t->n_right_first - 1] != t->right_first[i])
@@ -407,10 +416,12 @@ static hs_status bpe_word(const hs_tokenizer *t, const unsigned char *s, size_t 
 #define CUT_BYTES 4096
 
 /* The string before which a SentencePiece-style word without a pre-tokenizer (the whole text
- * between added tokens, Llama 2) may be cut without changing its ids, or NULL: the metaspace
- * ("▁"), when its first character is a symbol of its own (so that nothing pending is put down
- * differently) and no merge's right symbol starts with it (so that no merge joins across). A
- * piece of at least CUT_BYTES is never a whole vocabulary entry either (ignore_merges). */
+ * between added tokens, Llama 2) may be cut without changing its ids, when the character
+ * before the cut is not its first one, or NULL: the metaspace ("▁"), when its first
+ * character is a symbol of its own (so that nothing pending is put down differently) and no
+ * merge's right symbol starts with it but after a left one ending with it (so that no merge
+ * joins across). A piece of at least CUT_BYTES is never a whole vocabulary entry either
+ * (ignore_merges). */
 static const char *cut_mark(const hs_tokenizer *t)
 {
     const char *rep = t->pre == HS_PRE_METASPACE ? t->meta_rep : NULL;
@@ -433,12 +444,15 @@ static hs_status encode_words(const hs_tokenizer *t, const unsigned char *s, siz
 {
     size_t i = 0;
     const char *rep = t->meta_rep, *cut = n > CUT_BYTES ? cut_mark(t) : NULL;
-    size_t rl = strlen(rep), cl = cut ? strlen(cut) : 0;
+    size_t rl = strlen(rep), cl = cut ? strlen(cut) : 0, c1 = 0;
+    if (cut)
+        (void)hs_utf8_next((const unsigned char *)cut, &c1); /* bytes of its first character */
     while (i < n) {
         size_t e = n;
         if (cut && (t->pre == HS_PRE_NONE || !t->meta_split) && n - i > CUT_BYTES) {
-            /* before the first cut mark at least CUT_BYTES in */
-            for (e = i + CUT_BYTES; e < n && !(n - e >= cl && memcmp(s + e, cut, cl) == 0); e++)
+            /* before the first cut mark at least CUT_BYTES in, not after its first character */
+            for (e = i + CUT_BYTES; e < n && !(n - e >= cl && memcmp(s + e, cut, cl) == 0 &&
+                                               memcmp(s + e - c1, cut, c1) != 0); e++)
                 ;
         } else if (t->pre == HS_PRE_METASPACE && t->meta_split && rl) {
             /* each replacement starts a word (MergedWithNext) */
