@@ -414,7 +414,7 @@ Test(chunks, a_long_text_encodes_as_the_library_encodes_it_whole)
 
 typedef struct enc_mem {
     double grown;  /* bytes the peak RSS grew by while encoding */
-    double output; /* bytes of the encoding itself: ids, type ids, token pointers and strings */
+    double output; /* bytes of the encoding itself: ids, type ids, token pointers, strings */
 } enc_mem;
 
 /* A "Vm...:" line of /proc/self/status in KiB, or -1. */
@@ -467,8 +467,14 @@ static enc_mem measure(const char *path, size_t len)
         if (hs_tokenizer_encode(t, text, len, NULL, 0, &e, &err) != HS_OK)
             _exit(1);
         enc_mem r = {1024.0 * (proc_kb("VmHWM:") - rss0), 0};
-        for (size_t i = 0; i < e.n; i++)
-            r.output += 4 + 4 + sizeof(char *) + strlen(e.tokens[i]) + 1;
+        char *seen = calloc(hs_tokenizer_vocab_size(t), 1);
+        if (!seen)
+            _exit(1);
+        for (size_t i = 0; i < e.n; i++) {
+            r.output += 4 + 4 + sizeof(char *);
+            if (!seen[e.ids[i]]++)
+                r.output += strlen(e.tokens[i]) + 1; /* each token's string once */
+        }
         _exit(write(fd[1], &r, sizeof r) == (ssize_t)sizeof r ? 0 : 1);
     }
     close(fd[1]);

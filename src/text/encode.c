@@ -209,24 +209,37 @@ hs_status hs_tokenizer_encode_max(const hs_tokenizer *t, const char *text, size_
             goto nomem;
     }
     /* the id and type vectors become the encoding's (cut to size); one block holds the token
-     * pointers followed by their strings */
-    for (size_t i = 0; i < ids.n; i++)
-        bytes += t->syms.len[ids.v[i]] + 1;
+     * pointers followed by the strings, each token's once (at[id]: its offset + 1) */
     size_t n = ids.n, nn = n ? n : 1;
+    uint32_t *at = calloc(t->n_vocab, sizeof *at);
+    if (!at)
+        goto nomem;
+    for (size_t i = 0; i < n; i++)
+        if (!at[ids.v[i]]) {
+            at[ids.v[i]] = 1;
+            bytes += t->syms.len[ids.v[i]] + 1;
+        }
     e.ids = shrink(&ids);
     e.type_ids = shrink(&types);
-    if (!e.ids || !e.type_ids)
+    e.tokens = !e.ids || !e.type_ids || nn > (SIZE_MAX - bytes) / sizeof(char *)
+                   ? NULL : malloc(nn * sizeof(char *) + bytes);
+    if (!e.tokens) {
+        free(at);
         goto nomem;
-    e.tokens = nn > (SIZE_MAX - bytes) / sizeof(char *) ? NULL : malloc(nn * sizeof(char *) + bytes);
-    if (!e.tokens)
-        goto nomem;
-    char *p = (char *)(e.tokens + nn);
+    }
+    char *strings = (char *)(e.tokens + nn);
+    size_t used = 0;
+    memset(at, 0, t->n_vocab * sizeof *at);
     for (size_t i = 0; i < n; i++) {
         int32_t id = e.ids[i];
-        e.tokens[i] = p;
-        memcpy(p, hs_strtab_str(&t->syms, id), t->syms.len[id] + 1);
-        p += t->syms.len[id] + 1;
+        if (!at[id]) {
+            memcpy(strings + used, hs_strtab_str(&t->syms, id), t->syms.len[id] + 1);
+            at[id] = (uint32_t)used + 1;
+            used += t->syms.len[id] + 1;
+        }
+        e.tokens[i] = strings + at[id] - 1;
     }
+    free(at);
     e.n = n;
     e.n_text = seg_len[0];
     e.n_pair = seg_len[1];
