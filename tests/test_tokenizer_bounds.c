@@ -511,3 +511,32 @@ Test(memory, encoding_holds_little_beyond_its_output_for_each_kind_of_tokenizer)
                       paths[k], b.grown / 1048576, a.grown / 1048576);
     }
 }
+
+Test(added_tokens, more_than_four_mib_of_added_tokens_is_refused_by_the_limit)
+{
+    /* 4,097 added tokens of 1,024 bytes: 4 MiB + 1,024, one token over the limit */
+    size_t n = 4097, cap = n * (1024 + 64) + 64, used = 0;
+    char *added = malloc(cap), msg[HS_ERROR_MSG_MAX];
+    cr_assert_not_null(added);
+    for (size_t i = 0; i < n; i++) {
+        used += (size_t)snprintf(added + used, cap - used, "%s{\"id\":%zu,\"content\":\"%04zu", i ? "," : "",
+                                 13 + i, i);
+        memset(added + used, 'q', 1020);
+        used += 1020;
+        used += (size_t)snprintf(added + used, cap - used, "\",\"special\":true}");
+    }
+    static const char head[] = "{\"version\":\"1.0\",\"added_tokens\":[";
+    static const char tail[] =
+        "],\"normalizer\":null,\"pre_tokenizer\":{\"type\":\"BertPreTokenizer\"},"
+        "\"post_processor\":{\"type\":\"BertProcessing\",\"sep\":[\"[SEP]\",3],\"cls\":[\"[CLS]\",2]},"
+        "\"model\":{\"type\":\"WordPiece\",\"unk_token\":\"[UNK]\",\"vocab\":{\"[PAD]\":0,"
+        "\"[UNK]\":1,\"[CLS]\":2,\"[SEP]\":3,\"[MASK]\":4,\"a\":5,\"##a\":6,\"b\":7,\"##b\":8,"
+        "\"c\":9,\"d\":10,\"e\":11,\"x\":12}}}";
+    char *json = malloc(sizeof head + used + sizeof tail);
+    cr_assert_not_null(json);
+    snprintf(json, sizeof head + used + sizeof tail, "%s%s%s", head, added, tail);
+    cr_assert_eq(tu_load_json_text(json, msg, sizeof msg), HS_E_FORMAT, "%s", msg);
+    cr_assert(strstr(msg, "the added tokens hold more than 4194304 bytes, the limit"), "%s", msg);
+    free(json);
+    free(added);
+}

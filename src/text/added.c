@@ -234,11 +234,17 @@ hs_status hs_tok_set_added(hs_tokenizer *t, const int32_t *ids, const unsigned c
         free(keys);
         return hs_fail(err, HS_E_NOMEM, "out of memory adding tokens");
     }
+    size_t bytes = 0;
     for (size_t i = 0; i < n; i++) {
         if (ids[i] < 0 || (size_t)ids[i] >= t->n_vocab || t->syms.len[ids[i]] == 0) {
             free(keys);
             return hs_fail(err, HS_E_FORMAT, "added token %zu (id %d) is empty or out of range",
                            i, ids[i]);
+        }
+        if ((bytes += t->syms.len[ids[i]]) > HS_TOK_MAX_ADDED_BYTES) {
+            free(keys);
+            return hs_fail(err, HS_E_FORMAT, "the added tokens hold more than %d bytes, the limit "
+                           "(their matcher takes about 32 bytes a byte)", HS_TOK_MAX_ADDED_BYTES);
         }
         keys[i].first = (unsigned char)hs_strtab_str(&t->syms, ids[i])[0];
         keys[i].len = t->syms.len[ids[i]];

@@ -102,6 +102,7 @@ enum hs_norm_step {
 };
 #define HS_TOK_MAX_NORM 8
 #define HS_TOK_MAX_ADDED 65536
+#define HS_TOK_MAX_ADDED_BYTES (1 << 22) /* all added tokens' bytes together */
 #define HS_TOK_MAX_PREFIX 16
 
 /* Pre-tokenizers of BPE models: where the text between added tokens is cut into words. */
