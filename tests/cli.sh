@@ -85,6 +85,15 @@ printf '{"model": {"type": "Unigram", "vocab": []}}' >"$T/uni.json"
 expect 1 "tokenize unsupported tokenizer.json" -- "$HS" tokenize "$T/uni.json" --text a
 one_line_error "unsupported tokenizer.json"
 stderr_has "unsupported tokenizer.json" "model 'Unigram' is not supported"
+# a tokenizer.json with text or a NUL byte after its object is refused at that byte (issue 41)
+sz=$(wc -c <fixtures/tokenizer/added.tokenizer.json)
+{ cat fixtures/tokenizer/added.tokenizer.json; printf '}'; } >"$T/trail.json"
+expect 1 "tokenize tokenizer.json with trailing text" -- "$HS" tokenize "$T/trail.json" --text a
+one_line_error "tokenizer.json with trailing text"
+stderr_has "tokenizer.json with trailing text" "not valid JSON (text after the end of the JSON value at byte $sz)"
+{ cat fixtures/tokenizer/added.tokenizer.json; printf '\0'; } >"$T/nul.json"
+expect 1 "tokenize tokenizer.json with a NUL byte" -- "$HS" tokenize "$T/nul.json" --text a
+stderr_has "tokenizer.json with a NUL byte" "not valid JSON (a NUL byte at byte $sz)"
 
 # ---- attn against the reference ------------------------------------------------------------
 # compare TEXT MODEL [PAIR]: ids from the reference tokenizer must equal headscope's, and the

@@ -19,17 +19,9 @@
 
 #include "model/model_internal.h"
 
-static hs_tokenizer *json_tok(const char *path)
-{
-    hs_tokenizer *t = NULL;
-    hs_error err = {{0}};
-    cr_assert_eq(hs_tokenizer_load_json(path, &t, &err), HS_OK, "%s: %s", path, err.msg);
-    return t;
-}
-
 Test(tokenizer_json, gpt2_matches_reference_on_every_golden_case)
 {
-    hs_tokenizer *t = json_tok(FIX "gpt2.tokenizer.json");
+    hs_tokenizer *t = tu_json_tok(FIX "gpt2.tokenizer.json");
     cr_assert_eq(hs_tokenizer_vocab_size(t), 50257);
     cr_assert_eq(hs_tokenizer_merge_count(t), 50000);
     check_golden(t, "gpt2");
@@ -38,11 +30,11 @@ Test(tokenizer_json, gpt2_matches_reference_on_every_golden_case)
 
 Test(tokenizer_json, bert_matches_reference_on_every_golden_case)
 {
-    hs_tokenizer *t = json_tok(FIX "bert-uncased.tokenizer.json");
+    hs_tokenizer *t = tu_json_tok(FIX "bert-uncased.tokenizer.json");
     cr_assert_eq(hs_tokenizer_lowercase(t), 1);
     check_golden(t, "bert_uncased");
     hs_tokenizer_free(t);
-    t = json_tok(FIX "bert-cased.tokenizer.json");
+    t = tu_json_tok(FIX "bert-cased.tokenizer.json");
     cr_assert_eq(hs_tokenizer_lowercase(t), 0);
     check_golden(t, "bert_cased");
     hs_tokenizer_free(t);
@@ -120,7 +112,7 @@ Test(tokenizer_json, byte_level_add_prefix_space_adds_one_per_segment)
     snprintf(p, sizeof p, "%s/tokenizer.json", dir);
     tu_write_file(p, text, len);
     free(text);
-    hs_tokenizer *t = json_tok(p);
+    hs_tokenizer *t = tu_json_tok(p);
     /* ids from tokenizers 0.23.2 with ByteLevel(add_prefix_space=True) */
     hs_encoding e = enc(t, "hi");
     ASSERT_IDS(&e, "hi", 23105);
@@ -160,7 +152,7 @@ Test(tokenizer_json, reads_a_small_wordpiece_file_with_added_tokens)
     tu_mkdtemp(dir, sizeof dir);
     snprintf(p, sizeof p, "%s/tokenizer.json", dir);
     tu_write_file(p, text, sizeof text - 1);
-    hs_tokenizer *t = json_tok(p);
+    hs_tokenizer *t = tu_json_tok(p);
     cr_assert_eq(hs_tokenizer_vocab_size(t), 10);
     hs_encoding e = enc(t, "HÉLlo<extra>[MASK] helLO x");
     ASSERT_IDS(&e, "small", 2, 5, 9, 4, 5, 1, 3);

@@ -193,6 +193,15 @@ static inline hs_tokenizer *bert(int lowercase)
     return t;
 }
 
+/* A tokenizer.json that must load. */
+static inline hs_tokenizer *tu_json_tok(const char *path)
+{
+    hs_tokenizer *t = NULL;
+    hs_error err = {{0}};
+    cr_assert_eq(hs_tokenizer_load_json(path, &t, &err), HS_OK, "%s: %s", path, err.msg);
+    return t;
+}
+
 static inline hs_encoding enc_pair(const hs_tokenizer *t, const char *text, size_t len,
                                    const char *pair, size_t pair_len)
 {

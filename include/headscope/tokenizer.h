@@ -44,7 +44,8 @@ typedef struct hs_encoding {
     size_t n;          /* number of tokens */
     int32_t *ids;      /* (n) vocabulary ids */
     int32_t *type_ids; /* (n) token type ids: 0 for the first text, 1 for the pair */
-    char **tokens;     /* (n) vocabulary strings, raw (GPT-2 byte-level, e.g. "Ġworld") */
+    char **tokens;     /* (n) vocabulary strings, raw (GPT-2 byte-level, e.g. "Ġworld");
+                        * equal ids share one string: read them, never write */
     size_t n_text;     /* tokens of the text, special tokens excluded */
     size_t n_pair;     /* tokens of the pair text, special tokens excluded */
     int paired;        /* 1 when encoded with a pair (the pair template) */

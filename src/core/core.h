@@ -34,10 +34,18 @@ int hs_add_size(size_t a, size_t b, size_t *out);
  * outside strings. One pass, nothing allocated, also for malformed text. */
 size_t hs_json_count_values(const char *text, size_t len);
 
+/* The one JSON reader of files: text[0..len) must be one JSON value with nothing after it but
+ * whitespace, and no NUL byte anywhere (Hugging Face's loaders refuse both; cJSON alone stops
+ * at the end of the value). Returns the tree (free with cJSON_Delete), or NULL with why[cap]
+ * set to what is wrong and where: "near byte N", "a NUL byte at byte N", "text after the end
+ * of the JSON value at byte N". */
+struct cJSON;
+struct cJSON *hs_json_parse_strict(const char *text, size_t len, char *why, size_t cap);
+
 /* Parses text as JSON into *out (free with cJSON_Delete) after checking that it holds at
  * most max_values values, so a hostile file (a 100 MB array of zeros) is refused before a
- * parse tree of 40 times its size is built. what names the input in messages ("'x.json'"). */
-struct cJSON;
+ * parse tree of 40 times its size is built. what names the input in messages ("'x.json'");
+ * the message is "WHAT is not valid JSON (WHY)" with hs_json_parse_strict's why. */
 hs_status hs_json_parse(const char *text, size_t len, size_t max_values, const char *what,
                         struct cJSON **out, hs_error *err);
 

@@ -408,8 +408,13 @@ hs_status hs_hf_config_load(const char *path, hs_model_config *cfg, hs_arch *arc
     hs_status st = hs_read_file(path, CONFIG_MAX_BYTES, &text, &len, err);
     if (st)
         return st;
-    cJSON *root = cJSON_ParseWithLength(text, len);
-    if (!root || !cJSON_IsObject(root)) {
+    char bad[96];
+    cJSON *root = hs_json_parse_strict(text, len, bad, sizeof bad);
+    if (!root) {
+        st = hs_fail(err, HS_E_FORMAT, "'%s' is not a JSON object (not valid JSON: %s)", path, bad);
+        goto done;
+    }
+    if (!cJSON_IsObject(root)) {
         st = hs_fail(err, HS_E_FORMAT, "'%s' is not a JSON object", path);
         goto done;
     }

@@ -63,6 +63,39 @@ static void merge_where(char *buf, size_t cap, const size_t *lines, size_t i)
         snprintf(buf, cap, "merge %zu", i);
 }
 
+static int cmp_i32(const void *a, const void *b)
+{
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* t->right_first from the merges (already checked: "left right", valid UTF-8): the first
+ * character of each right symbol, unless the left one ends with the same character (Llama's
+ * "▁▁" runs join only across a "▁" that follows another). */
+static hs_status right_firsts(hs_tokenizer *t, const char *const *merges, size_t n)
+{
+    size_t m = 0;
+    free(t->right_first);
+    t->n_right_first = 0;
+    if (!(t->right_first = malloc((n ? n : 1) * sizeof *t->right_first)))
+        return HS_E_NOMEM;
+    for (size_t i = 0; i < n; i++) {
+        const unsigned char *u = (const unsigned char *)merges[i];
+        size_t sp = (size_t)(strchr(merges[i], ' ') - merges[i]), k = sp + 1, last = sp - 1;
+        while (last > 0 && (u[last] & 0xC0) == 0x80)
+            last--;
+        int32_t first = hs_utf8_next(u, &k), left_last = hs_utf8_next(u, &last);
+        if (left_last != first)
+            t->right_first[m++] = first;
+    }
+    n = m;
+    qsort(t->right_first, n, sizeof *t->right_first, cmp_i32);
+    for (size_t i = 0; i < n; i++)
+        if (t->n_right_first == 0 || t->right_first[t->n_right_first - 1] != t->right_first[i])
+            t->right_first[t->n_right_first++] = t->right_first[i];
+    return HS_OK;
+}
+
 hs_status hs_bpe_build(hs_tokenizer *t, const char *const *merges, const int32_t *ranks,
                        const size_t *merge_lines, size_t n_merges, const char *what,
                        hs_error *err)
@@ -117,6 +150,10 @@ hs_status hs_bpe_build(hs_tokenizer *t, const char *const *merges, const int32_t
             goto fail;
         }
     }
+    if ((st = right_firsts(t, merges, n_merges)) != HS_OK) {
+        hs_fail(err, st, "out of memory building the merge table");
+        goto fail;
+    }
     for (unsigned b = 0; b < 256; b++) {
         char u[8];
         int32_t sym = hs_strtab_find(&t->syms, u, hs_utf8_put(byte_to_char(b), u));
@@ -140,7 +177,8 @@ typedef struct cand {
 
 typedef struct bpe_work {
     int32_t *sym, *next, *prev; /* (cap) per byte position of the pre-token */
-    cand *heap, *pend;          /* (3 * cap), (2 * cap) */
+    cand *heap;                 /* (3 * cap) */
+    int32_t *pend;              /* (2 * cap) positions whose pair changed in this round */
     size_t cap, n_heap, n_pend;
 } bpe_work;
 
@@ -312,8 +350,14 @@ static hs_status bpe_merge(const hs_tokenizer *t, size_t m, bpe_work *w, hs_idve
     int32_t round = -1;
     for (;;) {
         if (w->n_heap == 0 || w->heap[0].rank != round) {
-            for (size_t k = 0; k < w->n_pend; k++)
-                heap_push(w, w->pend[k]);
+            /* the pairs now at the positions the round changed: a pair only grows, so any
+             * other that stood there since can never be merged again */
+            for (size_t k = 0; k < w->n_pend; k++) {
+                int32_t q = w->pend[k];
+                cand nc;
+                if (w->sym[q] != SYM_DEAD && w->next[q] >= 0 && make_cand(t, w, q, &nc))
+                    heap_push(w, nc);
+            }
             w->n_pend = 0;
             if (w->n_heap == 0)
                 break;
@@ -330,9 +374,9 @@ static hs_status bpe_merge(const hs_tokenizer *t, size_t m, bpe_work *w, hs_idve
             w->prev[w->next[p]] = p;
         cand nc;
         if (w->prev[p] >= 0 && make_cand(t, w, w->prev[p], &nc))
-            w->pend[w->n_pend++] = nc;
+            w->pend[w->n_pend++] = w->prev[p];
         if (w->next[p] >= 0 && make_cand(t, w, p, &nc))
-            w->pend[w->n_pend++] = nc;
+            w->pend[w->n_pend++] = p;
     }
     for (int32_t k = 0; k >= 0; k = w->next[k]) {
         if (push_sym(t, w->sym[k], out) != HS_OK)
@@ -368,16 +412,49 @@ static hs_status bpe_word(const hs_tokenizer *t, const unsigned char *s, size_t 
     return bpe_merge(t, m, w, out);
 }
 
+/* Words longer than this are cut where no merge can join (cut_mark). */
+#define CUT_BYTES 4096
+
+/* The string before which a SentencePiece-style word without a pre-tokenizer (the whole text
+ * between added tokens, Llama 2) may be cut without changing its ids, when the character
+ * before the cut is not its first one, or NULL: the metaspace ("▁"), when its first
+ * character is a symbol of its own (so that nothing pending is put down differently) and no
+ * merge's right symbol starts with it but after a left one ending with it (so that no merge
+ * joins across). A piece of at least CUT_BYTES is never a whole vocabulary entry either
+ * (ignore_merges). */
+static const char *cut_mark(const hs_tokenizer *t)
+{
+    const char *rep = t->pre == HS_PRE_METASPACE ? t->meta_rep : NULL;
+    for (size_t k = 0; !rep && k < t->n_norm; k++)
+        if (t->norm[k] == HS_NORM_REPLACE)
+            rep = t->rep_to;
+    if (t->byte_level || !rep || !rep[0] || (t->pre != HS_PRE_NONE && t->pre != HS_PRE_METASPACE))
+        return NULL;
+    size_t k = 0;
+    int32_t cp = hs_utf8_next((const unsigned char *)rep, &k);
+    if (whole_word(t, rep, k) < 0 ||
+        bsearch(&cp, t->right_first, t->n_right_first, sizeof cp, cmp_i32))
+        return NULL;
+    return rep;
+}
+
 /* A text into words (the pre-tokenizer), each into ids. */
 static hs_status encode_words(const hs_tokenizer *t, const unsigned char *s, size_t n,
                               bpe_work *w, hs_idvec *out)
 {
     size_t i = 0;
-    const char *rep = t->meta_rep;
-    size_t rl = strlen(rep);
+    const char *rep = t->meta_rep, *cut = n > CUT_BYTES ? cut_mark(t) : NULL;
+    size_t rl = strlen(rep), cl = cut ? strlen(cut) : 0, c1 = 0;
+    if (cut)
+        (void)hs_utf8_next((const unsigned char *)cut, &c1); /* bytes of its first character */
     while (i < n) {
         size_t e = n;
-        if (t->pre == HS_PRE_METASPACE && t->meta_split && rl) {
+        if (cut && (t->pre == HS_PRE_NONE || !t->meta_split) && n - i > CUT_BYTES) {
+            /* before the first cut mark at least CUT_BYTES in, not after its first character */
+            for (e = i + CUT_BYTES; e < n && !(n - e >= cl && memcmp(s + e, cut, cl) == 0 &&
+                                               memcmp(s + e - c1, cut, c1) != 0); e++)
+                ;
+        } else if (t->pre == HS_PRE_METASPACE && t->meta_split && rl) {
             /* each replacement starts a word (MergedWithNext) */
             for (e = i + 1; e < n && !(n - e >= rl && memcmp(s + e, rep, rl) == 0); e++)
                 ;

@@ -21,25 +21,6 @@ static hs_status encode_model(const hs_tokenizer *t, const char *s, size_t len, 
                                        : hs_bpe_encode(t, s, len, first, out);
 }
 
-/* Length of the longest added token of pass that starts at s[i], with its id and flags; 0 for
- * none. */
-static size_t added_at(const hs_tokenizer *t, const char *s, size_t len, size_t i, int pass,
-                       int32_t *id, unsigned *flags)
-{
-    unsigned char b = (unsigned char)s[i];
-    for (uint32_t k = t->added_at[b]; k < t->added_at[b + 1]; k++) {
-        int32_t a = t->added[k];
-        size_t n = t->syms.len[a];
-        if ((t->added_flags[k] & HS_ADD_NORMALIZED) == (pass ? HS_ADD_NORMALIZED : 0) &&
-            n <= len - i && memcmp(s + i, hs_strtab_str(&t->syms, a), n) == 0) {
-            *id = a;
-            *flags = t->added_flags[k];
-            return n;
-        }
-    }
-    return 0;
-}
-
 /* Bytes of whitespace that end s[from..end) / start s[at..len) (lstrip / rstrip). */
 static size_t space_before(const char *s, size_t from, size_t end)
 {
@@ -95,19 +76,17 @@ static hs_status encode_normalized(const hs_tokenizer *t, const char *s, size_t 
 static hs_status encode_added(const hs_tokenizer *t, const char *s, size_t len, int pass,
                               int first, hs_idvec *out)
 {
-    size_t piece = 0, i = 0;
+    size_t piece = 0, i = 0, at;
     hs_status st;
-    while (i < len) {
-        int32_t id;
-        unsigned flags = 0;
-        size_t n = t->n_added ? added_at(t, s, len, i, pass, &id, &flags) : 0;
-        if (n == 0) {
-            i++;
-            continue;
-        }
-        size_t start = i, stop = i + n;
+    hs_added_scan sc;
+    hs_added_scan_init(&sc, t, pass, s, len);
+    int32_t k;
+    while (i < len && (k = hs_added_scan_next(&sc, i, &at)) >= 0) {
+        int32_t id = t->added[k];
+        unsigned flags = t->added_flags[k];
+        size_t start = at, stop = at + t->syms.len[id];
         if (flags & HS_ADD_LSTRIP)
-            start -= space_before(s, piece, i);
+            start -= space_before(s, piece, at);
         if (flags & HS_ADD_RSTRIP)
             stop += space_after(s, stop, len);
         st = pass == 0 ? encode_normalized(t, s + piece, start - piece, first && piece == 0, out)
@@ -141,14 +120,16 @@ static int chunkable(const hs_tokenizer *t)
     return 1;
 }
 
-/* One segment into out; with max > 0, a chunk at a time until it has more than max ids. */
+/* One segment into out, a chunk at a time where the tokenizer allows it (so that what the
+ * normalizer and pre-tokenizer hold stays near CHUNK_BYTES whatever the text), with max > 0
+ * until it has more than max ids. */
 static hs_status encode_segment(const hs_tokenizer *t, const char *s, size_t len, size_t max,
                                 hs_idvec *out)
 {
-    if (max == 0 || !chunkable(t))
+    if (!chunkable(t))
         return encode_added(t, s, len, 0, 1, out);
     size_t first = out->n;
-    for (size_t at = 0; at < len && out->n - first <= max;) {
+    for (size_t at = 0; at < len && (max == 0 || out->n - first <= max);) {
         size_t end = hs_tok_chunk_end(s, len, at, CHUNK_BYTES);
         if (encode_added(t, s + at, end - at, 0, at == 0, out) != HS_OK)
             return HS_E_NOMEM;
@@ -162,6 +143,22 @@ hs_status hs_tokenizer_encode(const hs_tokenizer *t, const char *text, size_t le
                               hs_error *err)
 {
     return hs_tokenizer_encode_max(t, text, len, pair, pair_len, 0, out, err);
+}
+
+/* v's elements in a block of their own size (v is left empty); NULL when v holds none and no
+ * block can be had. */
+static int32_t *shrink(hs_idvec *v)
+{
+    int32_t *p;
+    if (v->n == 0) {
+        free(v->v);
+        p = malloc(sizeof *p);
+    } else if (!(p = realloc(v->v, v->n * sizeof *p))) {
+        p = v->v; /* a block that cannot shrink is kept as it is */
+    }
+    v->v = NULL;
+    v->n = v->cap = 0;
+    return p;
 }
 
 /* Sets the type id of ids[from..n) in types (grown to n). */
@@ -211,30 +208,42 @@ hs_status hs_tokenizer_encode_max(const hs_tokenizer *t, const char *text, size_
         if (set_types(&types, ids.n, tm->type[k]) != HS_OK)
             goto nomem;
     }
-    /* ids, type ids and one block holding the token pointers followed by their strings */
-    for (size_t i = 0; i < ids.n; i++)
-        bytes += t->syms.len[ids.v[i]] + 1;
+    /* the id and type vectors become the encoding's (cut to size); one block holds the token
+     * pointers followed by the strings, each token's once (at[id]: its offset + 1) */
     size_t n = ids.n, nn = n ? n : 1;
-    e.ids = malloc(nn * sizeof *e.ids);
-    e.type_ids = malloc(nn * sizeof *e.type_ids);
-    e.tokens = nn > (SIZE_MAX - bytes) / sizeof(char *) ? NULL : malloc(nn * sizeof(char *) + bytes);
-    if (!e.ids || !e.type_ids || !e.tokens)
+    uint32_t *at = calloc(t->n_vocab, sizeof *at);
+    if (!at)
         goto nomem;
-    char *p = (char *)(e.tokens + nn);
-    for (size_t i = 0; i < n; i++) {
-        int32_t id = ids.v[i];
-        e.ids[i] = id;
-        e.type_ids[i] = types.v[i];
-        e.tokens[i] = p;
-        memcpy(p, hs_strtab_str(&t->syms, id), t->syms.len[id] + 1);
-        p += t->syms.len[id] + 1;
+    for (size_t i = 0; i < n; i++)
+        if (!at[ids.v[i]]) {
+            at[ids.v[i]] = 1;
+            bytes += t->syms.len[ids.v[i]] + 1;
+        }
+    e.ids = shrink(&ids);
+    e.type_ids = shrink(&types);
+    e.tokens = !e.ids || !e.type_ids || nn > (SIZE_MAX - bytes) / sizeof(char *)
+                   ? NULL : malloc(nn * sizeof(char *) + bytes);
+    if (!e.tokens) {
+        free(at);
+        goto nomem;
     }
+    char *strings = (char *)(e.tokens + nn);
+    size_t used = 0;
+    memset(at, 0, t->n_vocab * sizeof *at);
+    for (size_t i = 0; i < n; i++) {
+        int32_t id = e.ids[i];
+        if (!at[id]) {
+            memcpy(strings + used, hs_strtab_str(&t->syms, id), t->syms.len[id] + 1);
+            at[id] = (uint32_t)used + 1;
+            used += t->syms.len[id] + 1;
+        }
+        e.tokens[i] = strings + at[id] - 1;
+    }
+    free(at);
     e.n = n;
     e.n_text = seg_len[0];
     e.n_pair = seg_len[1];
     e.paired = pair != NULL;
-    free(ids.v);
-    free(types.v);
     *out = e;
     return HS_OK;
 nomem:

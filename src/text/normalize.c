@@ -46,7 +46,8 @@ static hs_status nfc(const char *s, size_t len, sbuf *out)
     for (size_t i = 0; i <= len;) {
         /* flush the run before an ASCII character and at the end */
         if (i == len || u[i] < 0x80) {
-            hs_uni_canonical_order(cp, n);
+            if (hs_uni_canonical_order(cp, n) != HS_OK)
+                goto fail;
             n = hs_uni_compose(cp, n);
             char enc[4];
             for (size_t k = 0; k < n; k++)

@@ -4,7 +4,8 @@
  * encoding pipeline and templates, bpe.c BPE (byte-level and SentencePiece-style), pretok.c
  * the pre-tokenizer patterns, normalize.c the BPE normalizers, tokenizer_json.c and
  * tj_components.c tokenizer.json, wordpiece.c BERT,
- * unicode.c UTF-8 and character classes, strtab.c the string and pair hash tables.
+ * unicode.c UTF-8 and character classes, strtab.c the string and pair hash tables, added.c
+ * the added tokens and their matcher.
  */
 #ifndef HEADSCOPE_TEXT_INTERNAL_H
 #define HEADSCOPE_TEXT_INTERNAL_H
@@ -101,6 +102,7 @@ enum hs_norm_step {
 };
 #define HS_TOK_MAX_NORM 8
 #define HS_TOK_MAX_ADDED 65536
+#define HS_TOK_MAX_ADDED_BYTES (1 << 22) /* all added tokens' bytes together */
 #define HS_TOK_MAX_PREFIX 16
 
 /* Pre-tokenizers of BPE models: where the text between added tokens is cut into words. */
@@ -134,13 +136,13 @@ struct hs_tokenizer {
     size_t n_model;          /* ids below it are the model's; n_model.. are added tokens */
     hs_strtab syms;          /* vocabulary; BPE: then merge strings that are not in it */
     int32_t unk;             /* unknown token, -1 for none (BPE then drops what it cannot cover) */
-    /* added tokens, matched whole in the raw text (leftmost, then longest), by first byte */
-    int32_t *added;          /* (n_added) ids sorted by first byte, then longest first */
+    /* added tokens, matched whole in the raw text (leftmost, then longest; added.c) */
+    int32_t *added;          /* (n_added) ids sorted by first byte, then longest first, then id */
     unsigned char *added_flags; /* (n_added) HS_ADD_*: NORMALIZED ones are matched in the
                                  * normalized text pass 0 (the raw text) left; LSTRIP / RSTRIP
                                  * take the whitespace before / after them */
     size_t n_added;
-    uint32_t added_at[257];  /* added[added_at[b] .. added_at[b+1]) start with byte b */
+    struct hs_added_ac *added_ac[2]; /* the matchers of pass 0 and 1 (NULL: no such token) */
     /* post-processor: the texts and special tokens in the order of the template */
     hs_template single, pair;
     int has_pair;            /* the post-processor defines a pair encoding */
@@ -157,6 +159,9 @@ struct hs_tokenizer {
     int byte_fallback;       /* a character outside the vocabulary becomes <0xNN> tokens */
     int fuse_unk;            /* consecutive unknown characters are one unknown token */
     int32_t byte_fb[256];    /* id of "<0xNN>" for each byte, -1 if absent */
+    int32_t *right_first;    /* (n_right_first) the first code points of the merges' right
+                              * symbols, sorted, each once (where a long word may be cut) */
+    size_t n_right_first;
     char prepend[HS_TOK_MAX_PREFIX + 1];  /* Prepend's text */
     char meta_rep[HS_TOK_MAX_PREFIX + 1]; /* Metaspace's replacement ("▁") */
     char rep_from[HS_TOK_MAX_PREFIX + 1], rep_to[HS_TOK_MAX_PREFIX + 1]; /* Replace */
@@ -183,9 +188,27 @@ hs_status hs_tok_build_vocab(hs_tokenizer *t, const char *const *tokens, size_t 
                              const char *what, hs_error *err);
 
 /* Sets the added tokens: ids into the vocabulary (none empty) and their HS_ADD_* flags (NULL:
- * all 0). HS_E_NOMEM or HS_E_FORMAT. */
+ * all 0), and builds their matchers. HS_E_NOMEM or HS_E_FORMAT. */
 hs_status hs_tok_set_added(hs_tokenizer *t, const int32_t *ids, const unsigned char *flags,
                            size_t n, hs_error *err);
+/* Frees the added tokens and their matchers (the tokenizer's destructor). */
+void hs_added_free(hs_tokenizer *t);
+
+/* A scan of one text for the added tokens of a pass (0: those without HS_ADD_NORMALIZED,
+ * 1: those with it), in time linear in the text. */
+#define HS_ADDED_BLOCK 2048
+typedef struct hs_added_scan {
+    const struct hs_added_ac *ac;
+    const unsigned char *s;
+    size_t len, lo, hi;
+    int32_t found[HS_ADDED_BLOCK]; /* (hi - lo) the longest token starting at lo + i, or -1 */
+} hs_added_scan;
+void hs_added_scan_init(hs_added_scan *sc, const hs_tokenizer *t, int pass, const char *s,
+                        size_t len);
+/* The leftmost token of the scan's pass that starts at or after i (the longest there, the
+ * first in t->added among equal strings): its index into t->added, its start in *at; -1 for
+ * none. Successive calls must not go back (i at least the previous call's). */
+int32_t hs_added_scan_next(hs_added_scan *sc, size_t i, size_t *at);
 
 /* The BERT template: [CLS] $A [SEP] / [CLS] $A [SEP] $B:1 [SEP]:1. */
 void hs_tok_set_bert_template(hs_tokenizer *t, int32_t cls, int32_t sep);
@@ -310,8 +333,9 @@ size_t hs_uni_nfd(int32_t cp, int32_t *out);
 size_t hs_uni_lower(int32_t cp, int32_t *out);
 /* Canonical combining class (utf8proc). */
 int hs_uni_ccc(int32_t cp);
-/* Canonical ordering: a stable sort of each run of non-starters by combining class. */
-void hs_uni_canonical_order(int32_t *v, size_t n);
+/* Canonical ordering: a stable sort of each run of non-starters by combining class, in time
+ * linear in n. HS_E_NOMEM only (v then partly ordered). */
+hs_status hs_uni_canonical_order(int32_t *v, size_t n);
 /* Canonical composition of a canonically ordered decomposition v[0..n) in place (NFC's second
  * half); returns the new length. */
 size_t hs_uni_compose(int32_t *v, size_t n);

@@ -59,8 +59,8 @@ hs_status hs_tok_build_vocab(hs_tokenizer *t, const char *const *tokens, size_t 
             return hs_fail(err, HS_E_ARG, "%s: token %zu is NULL", what, i);
         size_t len = strlen(tokens[i]), bad;
         if (len > HS_TOK_MAX_TOKEN_BYTES)
-            return hs_fail(err, HS_E_FORMAT, "%s: token %zu is longer than %d bytes", what, i,
-                           HS_TOK_MAX_TOKEN_BYTES);
+            return hs_fail(err, HS_E_FORMAT, "%s: token %zu is %zu bytes long, more than the limit "
+                           "of %d bytes a token", what, i, len, HS_TOK_MAX_TOKEN_BYTES);
         if (!hs_utf8_valid(tokens[i], len, &bad))
             return hs_fail(err, HS_E_FORMAT, "%s: token %zu is not valid utf-8 (byte %zu)", what,
                            i, bad);
@@ -99,67 +99,6 @@ void hs_tok_set_bert_template(hs_tokenizer *t, int32_t cls, int32_t sep)
     t->pair = (hs_template){.id = {cls, HS_TMPL_A, sep, HS_TMPL_B, sep}, .type = {0, 0, 0, 1, 1},
                             .n = 5};
     t->has_pair = 1;
-}
-
-typedef struct added_key {
-    unsigned first;
-    uint32_t len;
-    int32_t id;
-    unsigned char flags;
-} added_key;
-
-/* Sort order of added tokens: by first byte, then longest first, then by id. */
-static int added_cmp(const void *pa, const void *pb)
-{
-    const added_key *a = pa, *b = pb;
-    if (a->first != b->first)
-        return a->first < b->first ? -1 : 1;
-    if (a->len != b->len)
-        return a->len > b->len ? -1 : 1;
-    return (a->id > b->id) - (a->id < b->id);
-}
-
-hs_status hs_tok_set_added(hs_tokenizer *t, const int32_t *ids, const unsigned char *flags,
-                           size_t n, hs_error *err)
-{
-    if (n > HS_TOK_MAX_ADDED)
-        return hs_fail(err, HS_E_FORMAT, "%zu added tokens is more than the limit of %d", n,
-                       HS_TOK_MAX_ADDED);
-    free(t->added);
-    free(t->added_flags);
-    t->n_added = 0;
-    t->added = malloc((n ? n : 1) * sizeof *t->added);
-    t->added_flags = malloc(n ? n : 1);
-    added_key *keys = malloc((n ? n : 1) * sizeof *keys);
-    if (!t->added || !t->added_flags || !keys) {
-        free(keys);
-        return hs_fail(err, HS_E_NOMEM, "out of memory adding tokens");
-    }
-    for (size_t i = 0; i < n; i++) {
-        if (ids[i] < 0 || (size_t)ids[i] >= t->n_vocab || t->syms.len[ids[i]] == 0) {
-            free(keys);
-            return hs_fail(err, HS_E_FORMAT, "added token %zu (id %d) is empty or out of range",
-                           i, ids[i]);
-        }
-        keys[i].first = (unsigned char)hs_strtab_str(&t->syms, ids[i])[0];
-        keys[i].len = t->syms.len[ids[i]];
-        keys[i].id = ids[i];
-        keys[i].flags = flags ? flags[i] : 0;
-    }
-    qsort(keys, n, sizeof *keys, added_cmp);
-    for (size_t i = 0; i < n; i++) {
-        t->added[i] = keys[i].id;
-        t->added_flags[i] = keys[i].flags;
-    }
-    free(keys);
-    t->n_added = n;
-    size_t k = 0;
-    for (unsigned b = 0; b <= 256; b++) {
-        while (k < n && (unsigned char)hs_strtab_str(&t->syms, t->added[k])[0] < b)
-            k++;
-        t->added_at[b] = (uint32_t)k;
-    }
-    return HS_OK;
 }
 
 static hs_status new_bpe(const char *const *tokens, size_t n_tokens, const char *const *merges,
@@ -455,8 +394,8 @@ void hs_tokenizer_free(hs_tokenizer *t)
     hs_strtab_free(&t->syms);
     hs_pairmap_free(&t->merges);
     hs_strtab_free(&t->merge_text);
-    free(t->added);
-    free(t->added_flags);
+    free(t->right_first);
+    hs_added_free(t);
     free(t);
 }
 

@@ -196,9 +196,13 @@ static hs_status read_added(const cJSON *list, size_t n_model, const char *const
         const cJSON *content = cJSON_GetObjectItemCaseSensitive(it, "content");
         long long id;
         if (!cJSON_IsString(content) || !content->valuestring[0] ||
-            strlen(content->valuestring) > HS_TOK_MAX_TOKEN_BYTES ||
             !get_int(cJSON_GetObjectItemCaseSensitive(it, "id"), 0, INT32_MAX, &id))
             return hs_fail(err, HS_E_FORMAT, TJ ": added token %zu needs a non-empty \"content\" and an \"id\"", k);
+        size_t clen = strlen(content->valuestring);
+        if (clen > HS_TOK_MAX_TOKEN_BYTES)
+            return hs_fail(err, HS_E_FORMAT, TJ ": added token %zu ('%s') is %zu bytes long, more than the "
+                           "limit of %d bytes a token", k, hs_tok_show(content->valuestring, shown, sizeof shown),
+                           clen, HS_TOK_MAX_TOKEN_BYTES);
         const char *c = hs_tok_show(content->valuestring, shown, sizeof shown);
         int normalized = get_bool(it, "normalized", 0), lstrip = get_bool(it, "lstrip", 0);
         int rstrip = get_bool(it, "rstrip", 0), single = get_bool(it, "single_word", 0);

@@ -1,4 +1,5 @@
 /* UTF-8 validation, encoding and repair; the character classes the tokenizers need. */
+#include <stdlib.h>
 #include <string.h>
 #include <utf8proc.h>
 
@@ -185,23 +186,64 @@ int hs_uni_ccc(int32_t cp)
     return cp < 0x300 ? 0 : utf8proc_get_property(cp)->combining_class;
 }
 
-void hs_uni_canonical_order(int32_t *v, size_t n)
+/* Runs of non-starters up to this length are ordered by insertion (at most this many moves a
+ * character); longer ones by counting their classes (256 counters a run). */
+#define ORDER_INSERTION_MAX 32
+
+static void order_insertion(int32_t *v, size_t n)
 {
     for (size_t i = 1; i < n; i++) {
         int32_t c = v[i];
         int cc = hs_uni_ccc(c);
-        if (cc == 0)
-            continue;
         size_t j = i;
-        while (j > 0) {
-            int pc = hs_uni_ccc(v[j - 1]);
-            if (pc <= cc) /* also stops at a starter (0) */
-                break;
+        while (j > 0 && hs_uni_ccc(v[j - 1]) > cc) {
             v[j] = v[j - 1];
             j--;
         }
         v[j] = c;
     }
+}
+
+/* A stable counting sort of v[0..n) by combining class through tmp (n elements). */
+static void order_counting(int32_t *v, size_t n, int32_t *tmp)
+{
+    size_t at[257] = {0};
+    for (size_t i = 0; i < n; i++)
+        at[hs_uni_ccc(v[i]) + 1]++;
+    for (int c = 1; c <= 256; c++)
+        at[c] += at[c - 1];
+    for (size_t i = 0; i < n; i++)
+        tmp[at[hs_uni_ccc(v[i])]++] = v[i];
+    memcpy(v, tmp, n * sizeof *v);
+}
+
+hs_status hs_uni_canonical_order(int32_t *v, size_t n)
+{
+    int32_t *tmp = NULL;
+    size_t tmp_cap = 0;
+    for (size_t i = 0; i < n;) {
+        if (hs_uni_ccc(v[i]) == 0) {
+            i++;
+            continue;
+        }
+        size_t start = i;
+        while (i < n && hs_uni_ccc(v[i]) != 0)
+            i++;
+        size_t len = i - start;
+        if (len <= ORDER_INSERTION_MAX) {
+            order_insertion(v + start, len);
+            continue;
+        }
+        if (len > tmp_cap) {
+            free(tmp);
+            tmp_cap = len;
+            if (!(tmp = malloc(len * sizeof *tmp)))
+                return HS_E_NOMEM;
+        }
+        order_counting(v + start, len, tmp);
+    }
+    free(tmp);
+    return HS_OK;
 }
 
 /* The primary composite of (a, b), or -1 (Unicode 3.12 for Hangul, else the table). */

@@ -85,8 +85,8 @@ static hs_status norm_step(int step, wp_work *k)
         memcpy(b->v + b->n, m, n * sizeof *m);
         b->n += n;
     }
-    if (step == HS_NORM_NFD)
-        hs_uni_canonical_order(b->v, b->n);
+    if (step == HS_NORM_NFD && hs_uni_canonical_order(b->v, b->n) != HS_OK)
+        return HS_E_NOMEM;
     cpbuf t = k->a;
     k->a = *b;
     *b = t;
