@@ -9,6 +9,7 @@
 
 #include "headscope/analysis.h"
 #include "internal.h"
+#include "analysis/metrics.h"
 
 /* Running mean of the rows that have a pattern cell. */
 typedef struct mean_acc {
@@ -141,8 +142,12 @@ hs_status hs_detect_compute(const float *maps, int n_maps, int n, int causal,
     if (!out)
         return hs_fail(err, HS_E_ARG, "detect: NULL output");
     size_t per = (size_t)n * (size_t)n;
-    for (int m = 0; m < n_maps; m++)
+    for (int m = 0; m < n_maps; m++) {
         detect_one(maps + (size_t)m * per, n, causal, seq, sink, &out[m]);
+        /* and the metric table's own detectors (src/analysis/metrics.c) */
+        hs_metrics_detect(maps + (size_t)m * per, n, hs_vis_from_causal(causal), seq, sink,
+                          &out[m]);
+    }
     return HS_OK;
 }
 

@@ -480,6 +480,8 @@ static cJSON *report_tree(const hs_analysis *a, const char *const *files, int n_
     else
         cJSON_AddNullToObject(r, "kv_groups");
 
+    hs_report_add_metrics(r, o->label_thresholds, o->sink_threshold,
+                          hs_model_config_of(a->model)->arch->sep_token != NULL, 0);
     cJSON *heads = cJSON_AddArrayToObject(r, "heads");
     for (int k = 0; k < a->n_heads; k++)
         cJSON_AddItemToArray(heads, head_json(a, &a->heads[k]));

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "analysis/metrics.h"
 #include "analysis/pairwise.h"
 #include "headscope/report.h"
 #include "headscope/tokenizer.h"
@@ -316,8 +317,7 @@ hs_status hs_analyze_run(const hs_model *m, const hs_analyze_input *in, const hs
         a->heads[k].ablation_delta = NAN;
         a->heads[k].gradient = NAN;
         a->heads[k].gradient_raw = NAN;
-        a->heads[k].probe_scores = (hs_detect){NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN,
-                                               NAN, NAN};
+        a->heads[k].probe_scores = hs_detect_none();
         a->heads[k].probe_free = a->heads[k].probe_scores;
         a->heads[k].norm_first_token = a->heads[k].norm_mass = a->heads[k].value_norm = NAN;
     }

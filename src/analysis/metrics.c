@@ -1,0 +1,193 @@
+/* The table of per-head metrics: one row per metric (key, display name, what it is
+ * measured on, default label threshold, corpus aggregation, getter). Everything that
+ * lists metrics reads it: src/analysis/metrics.h says how. docs/metrics.md defines each. */
+#include <math.h>
+#include <stddef.h>
+
+#include "analysis/metrics.h"
+#include "headscope/corpus.h"
+
+/* ---- getters ------------------------------------------------------------------------ */
+
+static double g_nats(const hs_detect *d, const hs_entropy *e, const hs_head_result *h)
+{
+    (void)d, (void)h;
+    return e ? e->nats : NAN;
+}
+static double g_norm(const hs_detect *d, const hs_entropy *e, const hs_head_result *h)
+{
+    (void)d, (void)h;
+    return e ? e->norm : NAN;
+}
+static double g_rowmax(const hs_detect *d, const hs_entropy *e, const hs_head_result *h)
+{
+    (void)d, (void)h;
+    return e ? e->rowmax : NAN;
+}
+/* One getter per hs_detect field. */
+#define DETECT_GETTER(fn, field)                                                          \
+    static double fn(const hs_detect *d, const hs_entropy *e, const hs_head_result *h)    \
+    {                                                                                     \
+        (void)e, (void)h;                                                                 \
+        return d->field;                                                                  \
+    }
+DETECT_GETTER(g_prev, prev_token)
+DETECT_GETTER(g_next, next_token)
+DETECT_GETTER(g_self, self)
+DETECT_GETTER(g_other, other_segment)
+DETECT_GETTER(g_first, first_token)
+DETECT_GETTER(g_cls, cls)
+DETECT_GETTER(g_sep, sep)
+DETECT_GETTER(g_punct, punct)
+DETECT_GETTER(g_dup, duplicate)
+DETECT_GETTER(g_ind, induction)
+#undef DETECT_GETTER
+static double g_ablation(const hs_detect *d, const hs_entropy *e, const hs_head_result *h)
+{
+    (void)d, (void)e;
+    return h->ablation_delta;
+}
+static double g_grad(const hs_detect *d, const hs_entropy *e, const hs_head_result *h)
+{
+    (void)d, (void)e;
+    return h->gradient;
+}
+static double g_grad_raw(const hs_detect *d, const hs_entropy *e, const hs_head_result *h)
+{
+    (void)d, (void)e;
+    return h->gradient_raw;
+}
+
+/* ---- the table ---------------------------------------------------------------------- */
+
+/* Row fields in order: key, name, title, on, group, bert_only, label, threshold, corpus,
+ * from_entropy, path, get, then for a table-computed detector detect, slot, param. */
+const hs_metric hs_metrics[] = {
+    {"entropy_nats", "entropy", "mean row entropy, nats", HS_ON_TEXT, HS_MG_HEAD, 0, -1, NAN,
+     HS_CQ_ENTROPY, 1, "entropy_nats", g_nats, NULL, 0, NULL},
+    {"entropy_norm", "entropy norm.", "entropy over its maximum (0..1)", HS_ON_TEXT,
+     HS_MG_HEAD, 0, -1, NAN, HS_CQ_ENTROPY_NORM, 1, "entropy_norm", g_norm, NULL, 0, NULL},
+    {"max_weight", "max weight", "mean over rows of the largest weight (0..1)", HS_ON_TEXT,
+     HS_MG_HEAD, 0, -1, NAN, HS_CQ_MAX_WEIGHT, 1, "max_weight_mean", g_rowmax, NULL, 0, NULL},
+    {"previous_token", "prev. token", "attention on the previous token", HS_ON_TEXT,
+     HS_MG_SCORES, 0, HS_LABEL_PREV, 0.3, HS_CQ_PREV, 0, "text_scores.no_sinks.previous_token",
+     g_prev, NULL, 0, NULL},
+    {"next_token", "next token", "attention on the next token", HS_ON_TEXT, HS_MG_SCORES, 1,
+     HS_LABEL_NEXT, 0.3, -1, 0, "text_scores.no_sinks.next_token", g_next, NULL, 0, NULL},
+    {"self", "self", "attention on the query's own position", HS_ON_TEXT, HS_MG_SCORES, 0,
+     HS_LABEL_SELF, 0.4, HS_CQ_SELF, 0, "text_scores.no_sinks.self", g_self, NULL, 0, NULL},
+    {"broad", "broad", "entropy over its maximum, without sinks (Clark et al.'s broad heads)",
+     HS_ON_TEXT, HS_MG_SCORES, 0, HS_LABEL_BROAD, 0.9, -1, 1, "text_scores.no_sinks.broad",
+     g_norm, NULL, 0, NULL},
+    {"other_segment", "other segment", "attention on the other segment of a sentence pair",
+     HS_ON_TEXT, HS_MG_SCORES, 1, HS_LABEL_OTHER_SEG, 0.5, -1, 0,
+     "text_scores.no_sinks.other_segment", g_other, NULL, 0, NULL},
+    {"first_token", "first token", "raw attention on the first token", HS_ON_TEXT, HS_MG_SINK,
+     0, HS_SINK_FIRST, 0.5, HS_CQ_FIRST, 0, "sinks.first_token", g_first, NULL, 0, NULL},
+    {"cls", "cls", "raw attention on [CLS]", HS_ON_TEXT, HS_MG_SINK, 1, HS_SINK_CLS, 0.5, -1,
+     0, "sinks.cls", g_cls, NULL, 0, NULL},
+    {"sep", "[SEP]", "raw attention on [SEP]", HS_ON_TEXT, HS_MG_SINK, 1, HS_SINK_SEP, 0.5,
+     HS_CQ_SEP, 0, "sinks.sep", g_sep, NULL, 0, NULL},
+    {"punctuation", "punctuation", "raw attention on punctuation", HS_ON_TEXT, HS_MG_SINK, 0,
+     HS_SINK_PUNCT, 0.5, -1, 0, "sinks.punctuation", g_punct, NULL, 0, NULL},
+    {"duplicate_token", "duplicate", "attention on earlier copies of the query's token",
+     HS_ON_PROBE, HS_MG_SCORES, 0, HS_LABEL_DUP, 0.3, HS_CQ_DUP, 0,
+     "probe_scores.no_sinks.duplicate_token", g_dup, NULL, 0, NULL},
+    {"induction", "induction", "attention on the token after an earlier copy of the query's",
+     HS_ON_PROBE, HS_MG_SCORES, 0, HS_LABEL_IND, 0.3, HS_CQ_IND, 0,
+     "probe_scores.no_sinks.induction", g_ind, NULL, 0, NULL},
+    {"ablation_delta", "ablation \u0394",
+     "loss increase when the head is ablated (negative: the loss falls)", HS_ON_LOSS,
+     HS_MG_HEAD, 0, -1, NAN, HS_CQ_ABLATION, 0, "ablation_delta", g_ablation, NULL, 0, NULL},
+    {"gradient_importance", "gradient",
+     "|dL/d\u03be| at \u03be = 1, normalised per layer (Michel et al. 2019)", HS_ON_LOSS,
+     HS_MG_HEAD, 0, -1, NAN, HS_CQ_GRAD, 0, "gradient_importance", g_grad, NULL, 0, NULL},
+    {"gradient_raw", "gradient (raw)", "|dL/d\u03be| at \u03be = 1", HS_ON_LOSS, HS_MG_HEAD, 0,
+     -1, NAN, HS_CQ_GRAD_RAW, 0, "gradient_raw", g_grad_raw, NULL, 0, NULL},
+};
+const int hs_n_metrics = (int)(sizeof hs_metrics / sizeof hs_metrics[0]);
+
+/* ---- lookups ------------------------------------------------------------------------ */
+
+static const hs_metric *find(hs_metric_group group, int label, int q)
+{
+    for (int i = 0; i < hs_n_metrics; i++) {
+        const hs_metric *m = &hs_metrics[i];
+        if (q >= 0 ? m->corpus == q : (m->group == group && m->label == label))
+            return m;
+    }
+    return NULL;
+}
+
+const hs_metric *hs_metric_of_label(int kind)
+{
+    return kind >= 0 ? find(HS_MG_SCORES, kind, -1) : NULL;
+}
+
+const hs_metric *hs_metric_of_sink(int kind)
+{
+    return kind >= 0 ? find(HS_MG_SINK, kind, -1) : NULL;
+}
+
+const hs_metric *hs_metric_of_quantity(int q)
+{
+    return q >= 0 ? find(HS_MG_HEAD, -1, q) : NULL;
+}
+
+double hs_metric_get(const hs_metric *m, const hs_detect *d, const hs_entropy *e,
+                     const hs_head_result *h)
+{
+    if (m->get)
+        return m->get(d, e, h);
+    return d && m->slot >= 0 && m->slot < HS_DETECT_EXTRA ? d->extra[m->slot] : NAN;
+}
+
+double hs_metric_param(const hs_metric *m, const hs_detect *d)
+{
+    return m->param && d && m->slot >= 0 && m->slot < HS_DETECT_EXTRA ? d->extra_param[m->slot]
+                                                                     : NAN;
+}
+
+void hs_metrics_detect(const float *a, int n, hs_visibility vis, const hs_detect_seq *seq,
+                       const unsigned char *sink, hs_detect *d)
+{
+    for (int s = 0; s < HS_DETECT_EXTRA; s++)
+        d->extra[s] = d->extra_param[s] = NAN;
+    for (int i = 0; i < hs_n_metrics; i++) {
+        const hs_metric *m = &hs_metrics[i];
+        if (m->detect && m->slot >= 0 && m->slot < HS_DETECT_EXTRA)
+            m->detect(a, n, vis, seq, sink, &d->extra[m->slot], &d->extra_param[m->slot]);
+    }
+}
+
+/* The one place the table's detectors learn which keys row i sees and how sinks count. */
+int hs_detect_row_scale(const float *row, int i, int n, hs_visibility vis,
+                        const unsigned char *sink, double *scale)
+{
+    *scale = 1.0;
+    if (!sink)
+        return 1;
+    if (sink[i])
+        return 0;
+    double s = 0;
+    for (int j = hs_vis_lo(vis, i), hi = hs_vis_hi(vis, i, n); j < hi; j++)
+        if (!sink[j])
+            s += (double)row[j];
+    if (!(s >= HS_SINK_MIN_MASS))
+        return 0;
+    *scale = 1.0 / s;
+    return 1;
+}
+
+hs_detect hs_detect_none(void)
+{
+    hs_detect d;
+    double *f[] = {&d.prev_token, &d.self,          &d.first_token, &d.sep,
+                   &d.duplicate,  &d.induction,     &d.next_token,  &d.cls,
+                   &d.punct,      &d.other_segment, &d.sink};
+    for (size_t k = 0; k < sizeof f / sizeof f[0]; k++)
+        *f[k] = NAN;
+    for (int s = 0; s < HS_DETECT_EXTRA; s++)
+        d.extra[s] = d.extra_param[s] = NAN;
+    return d;
+}
