@@ -59,9 +59,9 @@ static const char usage_text2[] =
     "      --cluster-threshold X  cut the dendrogram at distance X (default 0.5)\n"
     "      --exclude-sinks        leave the sinks out of entropy (detectors report both)\n"
     "      --sink-punct           punctuation tokens are sinks too (position 0, [CLS], [SEP])\n"
-    "      --label-thresholds SPEC  X for every head type, or TYPE=X,... (types: previous_token\n"
-    "                             0.3, next_token 0.3, self 0.4, broad 0.9, other_segment 0.5,\n"
-    "                             duplicate_token 0.3, induction 0.3; sink 0.5)\n"
+    ;
+/* (then --label-thresholds, its types from the library's metric table: label_types_help) */
+static const char usage_text3[] =
     "      --probe-seed N         induction probe seed (default 1)\n"
     "      --probe-len N          tokens in each half of the probe (default 32)\n"
     "      --prune-tol X          candidate when |ablation delta| < X (default 0.01)\n"
@@ -104,6 +104,36 @@ enum {
     OPT_SKIPLONG, OPT_SAMPLE, OPT_CSEED, OPT_CABL, OPT_SHARD, OPT_CKPT, OPT_RESUME, OPT_PROGRESS,
     OPT_ABLKIND, OPT_RSEED, OPT_NODLA, OPT_NONORM, OPT_WORDS, OPT_LSPAN, OPT_PABL
 };
+
+/* The --label-thresholds help: every head type with its default threshold, then the
+ * sink threshold's, words wrapped at 92 columns under the help's description column. */
+static void label_types_help(FILE *f)
+{
+    double thr[HS_LABEL_COUNT];
+    hs_analyze_opts d;
+    hs_analyze_opts_default(&d);
+    hs_label_thresholds_default(thr);
+    char line[128] = "      --label-thresholds SPEC  X for every head type, or TYPE=X,... (types:";
+    size_t len = strlen(line);
+    for (int k = 0; k <= HS_LABEL_COUNT; k++) {
+        char word[64];
+        if (k < HS_LABEL_COUNT)
+            snprintf(word, sizeof word, "%s %g%s", hs_label_name(k), thr[k],
+                     k + 1 < HS_LABEL_COUNT ? "," : ";");
+        else
+            snprintf(word, sizeof word, "sink %g)", d.sink_threshold);
+        for (char *w = word, *sp; w; w = sp ? sp + 1 : NULL) { /* name and number apart */
+            sp = strchr(w, ' ');
+            size_t wl = sp ? (size_t)(sp - w) : strlen(w);
+            if (len + 1 + wl > 92) {
+                fprintf(f, "%s\n", line);
+                len = (size_t)snprintf(line, sizeof line, "%28s", "");
+            }
+            len += (size_t)snprintf(line + len, sizeof line - len, " %.*s", (int)wl, w);
+        }
+    }
+    fprintf(f, "%s\n", line);
+}
 
 /* "I/N" with 1 <= I <= N <= 10^6. */
 static int parse_shard(const char *s, int *i, int *n)
@@ -420,6 +450,8 @@ int cli_analyze_args_parse(int argc, char **argv, cli_analyze_args *g)
         case 'h':
             fputs(usage_text, stdout);
             fputs(usage_text2, stdout);
+            label_types_help(stdout);
+            fputs(usage_text3, stdout);
             fputs(usage_corpus, stdout);
             return cli_finish_stdout(C);
         case ':': return cli_usage_error(C, "option '%s' needs a value", argv[optind - 1]);
