@@ -89,7 +89,7 @@ void hs_report_add_metrics(cJSON *r, const double *thr, double sink_thr, int ber
     cJSON *ms = cJSON_AddArrayToObject(r, "metrics");
     for (int i = 0; i < hs_n_metrics; i++) {
         const hs_metric *m = &hs_metrics[i];
-        if ((m->bert_only && !bert) || (corpus && m->corpus < 0))
+        if ((m->bert_only && !bert && !corpus) || (corpus && m->corpus < 0))
             continue;
         cJSON *e = cJSON_CreateObject();
         cJSON_AddStringToObject(e, "key", m->key);
