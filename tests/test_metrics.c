@@ -169,3 +169,144 @@ Test(metric_list, describes_the_heads_of_gpt2_and_bert_reports, .timeout = 300)
     check_list(r, 1, 1);
     cJSON_Delete(r);
 }
+
+/* ---- positional_offset: hand-computed maps and the float64 reference ----------------- */
+
+static const hs_metric *row_of(const char *key)
+{
+    for (int i = 0; i < hs_n_metrics; i++)
+        if (!strcmp(hs_metrics[i].key, key))
+            return &hs_metrics[i];
+    cr_assert_fail("no metric '%s'", key);
+    return NULL;
+}
+
+/* positional_offset of one map through the public detector pass. */
+static void offset_of(const float *a, int n, int causal, const unsigned char *sink,
+                      double *score, double *k)
+{
+    int32_t ids[8] = {10, 11, 12, 13, 14, 15, 16, 17};
+    hs_detect d;
+    cr_assert_eq(hs_detect_compute(a, 1, n, causal, seq_of(ids, -1), sink, &d, NULL), HS_OK);
+    const hs_metric *m = row_of("positional_offset");
+    *score = hs_metric_get(m, &d, NULL, NULL);
+    *k = hs_metric_param(m, &d);
+}
+
+Test(positional_offset, finds_the_offset_two_ahead)
+{
+    /* rows 0 and 1 put 0.7 on key i + 2: s(+2) = 0.7; s(-1) = (0.1 + 0.25 + 0.25) / 3 = 0.2,
+     * s(+1) = (0.1 + 0.1 + 0.25) / 3 = 0.15, s(-2) = 0.25, s(+3) = 0.1, s(-3) = 0.25 */
+    const float a[16] = {0.1f,  0.1f,  0.7f,  0.1f,  0.1f,  0.1f,  0.1f,  0.7f,
+                         0.25f, 0.25f, 0.25f, 0.25f, 0.25f, 0.25f, 0.25f, 0.25f};
+    double s, k;
+    offset_of(a, 4, 0, NULL, &s, &k);
+    near(s, 0.7, 1e-7, "score");
+    cr_assert_eq(k, 2.0);
+}
+
+Test(positional_offset, causal_maps_see_only_earlier_keys)
+{
+    /* rows: [1], [0.4 0.6], [0.5 0.2 0.3]: s(-1) = (0.4 + 0.2) / 2 = 0.3, s(-2) = 0.5 (row
+     * 2 alone); no positive offset is visible, although the upper triangle holds 0.9 */
+    const float a[9] = {1, 0.9f, 0.9f, 0.4f, 0.6f, 0.9f, 0.5f, 0.2f, 0.3f};
+    double s, k;
+    offset_of(a, 3, 1, NULL, &s, &k);
+    near(s, 0.5, 1e-7, "score");
+    cr_assert_eq(k, -2.0);
+}
+
+Test(positional_offset, ties_go_to_the_nearer_then_the_earlier_key)
+{
+    const float third = 1.0f / 3;
+    const float a[9] = {third, third, third, third, third, third, third, third, third};
+    double s, k;
+    offset_of(a, 3, 0, NULL, &s, &k);
+    near(s, third, 1e-12, "score");
+    cr_assert_eq(k, -1.0);
+}
+
+Test(positional_offset, without_sinks_rows_are_renormalised)
+{
+    /* sink at 0: row 0 left out, key 0 dropped. Row 1 [0.5 .1 .3 .1] keeps 0.5 (x2), row 2
+     * [.6 .2 .1 .1] keeps 0.4 (x2.5), row 3 [.2 .2 .4 .2] keeps 0.8 (x1.25):
+     * s(-1) = (0.2·2.5 + 0.4·1.25) / 2 = 0.5, s(+1) = (0.3·2 + 0.1·2.5) / 2
+     * = 0.425, s(+2) = 0.1·2 = 0.2, s(-2) = 0.2·1.25 = 0.25 */
+    const float a[16] = {0.7f, 0.1f, 0.1f, 0.1f, 0.5f, 0.1f, 0.3f, 0.1f,
+                         0.6f, 0.2f, 0.1f, 0.1f, 0.2f, 0.2f, 0.4f, 0.2f};
+    const unsigned char sink[4] = {1, 0, 0, 0};
+    double s, k;
+    offset_of(a, 4, 0, sink, &s, &k);
+    near(s, 0.5, 1e-6, "score");
+    cr_assert_eq(k, -1.0);
+    /* on all attention the sink's column wins: s(-2) = (0.6 + 0.2) / 2 = 0.4 beats
+     * s(-1) = (0.5 + 0.2 + 0.4) / 3 = 0.367 and s(+1) = (0.1 + 0.3 + 0.1) / 3 */
+    offset_of(a, 4, 0, NULL, &s, &k);
+    near(s, 0.4, 1e-6, "score, all attention");
+    cr_assert_eq(k, -2.0);
+}
+
+Test(positional_offset, undefined_on_one_token)
+{
+    const float a[1] = {1};
+    double s, k;
+    offset_of(a, 1, 0, NULL, &s, &k);
+    cr_assert(isnan(s) && isnan(k));
+}
+
+static double num_or_nan(const cJSON *v) { return cJSON_IsNumber(v) ? v->valuedouble : NAN; }
+
+Test(positional_offset, matches_the_float64_reference)
+{
+    size_t len;
+    char *text = tu_slurp("fixtures/golden/positional_offset.json", &len);
+    cr_assert_not_null(text, "cannot read fixtures/golden/positional_offset.json");
+    cJSON *g = cJSON_Parse(text);
+    free(text);
+    cr_assert_not_null(g);
+    const hs_metric *m = row_of("positional_offset");
+    int checked = 0;
+    cJSON *c;
+    cJSON_ArrayForEach(c, cJSON_GetObjectItem(g, "cases")) {
+        const char *name = cJSON_GetStringValue(cJSON_GetObjectItem(c, "name"));
+        char path[256];
+        snprintf(path, sizeof path, "fixtures/golden/%s.attn.npy", name);
+        hs_npy attn = tu_npy(path);
+        snprintf(path, sizeof path, "fixtures/golden/%s.ids.npy", name);
+        hs_npy ids = tu_npy(path);
+        int n = (int)attn.shape[2], nm = (int)(attn.shape[0] * attn.shape[1]);
+        unsigned char *sink = calloc((size_t)n, 1);
+        hs_detect *all = calloc((size_t)nm, sizeof *all), *fr = calloc((size_t)nm, sizeof *fr);
+        cr_assert(sink && all && fr);
+        cJSON *s;
+        cJSON_ArrayForEach(s, cJSON_GetObjectItem(c, "sink"))
+            sink[s->valueint] = 1;
+        int causal = cJSON_IsTrue(cJSON_GetObjectItem(c, "causal"));
+        const hs_detect_seq *q = seq_of(ids.data, -1);
+        cr_assert_eq(hs_detect_compute(attn.data, nm, n, causal, q, NULL, all, NULL), HS_OK);
+        cr_assert_eq(hs_detect_compute(attn.data, nm, n, causal, q, sink, fr, NULL), HS_OK);
+        cJSON *heads = cJSON_GetObjectItem(c, "heads");
+        cr_assert_eq(cJSON_GetArraySize(heads), nm);
+        for (int k = 0; k < nm; k++) {
+            const hs_detect *d[2] = {&all[k], &fr[k]};
+            const char *which[2] = {"all", "no_sinks"};
+            for (int w = 0; w < 2; w++) {
+                cJSON *ref = cJSON_GetObjectItem(cJSON_GetArrayItem(heads, k), which[w]);
+                double want = num_or_nan(cJSON_GetArrayItem(ref, 0));
+                double got = hs_metric_get(m, d[w], NULL, NULL);
+                cr_assert(fabs(got - want) <= 1e-9, "%s head %d %s: got %.17g, want %.17g",
+                          name, k, which[w], got, want);
+                cr_assert_eq(hs_metric_param(m, d[w]), num_or_nan(cJSON_GetArrayItem(ref, 1)),
+                             "%s head %d %s: k", name, k, which[w]);
+                checked++;
+            }
+        }
+        free(sink);
+        free(all);
+        free(fr);
+        hs_npy_free(&attn);
+        hs_npy_free(&ids);
+    }
+    cr_assert_eq(checked, 2 * (16 + 16));
+    cJSON_Delete(g);
+}

@@ -58,6 +58,41 @@ static double g_grad_raw(const hs_detect *d, const hs_entropy *e, const hs_head_
     return h->gradient_raw;
 }
 
+/* ---- table-computed detectors ---------------------------------------------------------- */
+
+#define OFFSET_MAX 8 /* positional_offset tries k = -1, +1, -2, +2, ..., -8, +8 */
+
+/* Positional offset (Clark et al. 2019, §3): for each k, the mean over the rows i whose key
+ * i + k exists, is visible and is not a sink of (the row's renormalised) a[i][i + k]; the
+ * score is the largest of these means, the parameter its k (ties: the smaller |k|, then
+ * the negative one). docs/metrics.md § Detectors. */
+static void detect_offset(const float *a, int n, hs_visibility vis, const hs_detect_seq *seq,
+                          const unsigned char *sink, double *score, double *param)
+{
+    (void)seq;
+    double sum[2 * OFFSET_MAX] = {0};
+    int rows[2 * OFFSET_MAX] = {0};
+    for (int i = 0; i < n; i++) {
+        const float *row = a + (size_t)i * (size_t)n;
+        double scale;
+        if (!hs_detect_row_scale(row, i, n, vis, sink, &scale))
+            continue;
+        for (int s = 0; s < 2 * OFFSET_MAX; s++) {
+            int j = i + (s % 2 ? s / 2 + 1 : -(s / 2 + 1));
+            if (j < 0 || j >= n || !hs_vis_sees(vis, i, j, n) || (sink && sink[j]))
+                continue;
+            sum[s] += (double)row[j] * scale;
+            rows[s]++;
+        }
+    }
+    *score = *param = NAN;
+    for (int s = 0; s < 2 * OFFSET_MAX; s++)
+        if (rows[s] && (isnan(*score) || sum[s] / rows[s] > *score)) {
+            *score = sum[s] / rows[s];
+            *param = s % 2 ? s / 2 + 1 : -(s / 2 + 1);
+        }
+}
+
 /* ---- the table ---------------------------------------------------------------------- */
 
 /* Row fields in order: key, name, title, on, group, bert_only, label, threshold, corpus,
@@ -96,6 +131,10 @@ const hs_metric hs_metrics[] = {
     {"induction", "induction", "attention on the token after an earlier copy of the query's",
      HS_ON_PROBE, HS_MG_SCORES, 0, HS_LABEL_IND, 0.3, HS_CQ_IND, 0,
      "probe_scores.no_sinks.induction", g_ind, NULL, 0, NULL},
+    {"positional_offset", "offset",
+     "attention on the fixed relative position k the head favours most (|k| <= 8)",
+     HS_ON_TEXT, HS_MG_SCORES, 0, -1, NAN, -1, 0, "text_scores.no_sinks.positional_offset",
+     NULL, detect_offset, 0, "k"},
     {"ablation_delta", "ablation \u0394",
      "loss increase when the head is ablated (negative: the loss falls)", HS_ON_LOSS,
      HS_MG_HEAD, 0, -1, NAN, HS_CQ_ABLATION, 0, "ablation_delta", g_ablation, NULL, 0, NULL},
