@@ -8,9 +8,13 @@
  * corpus quantities (HS_CQ_*), the label names and thresholds, and through report.json
  * the page and the Python package all read this table.
  *
- * Adding a detector: write its map function (hs_map_detector, below) and add one row with
- * .detect and a free .slot; its score then appears in text_scores / probe_scores and in
- * the report's "metrics" list. docs/architecture.md has the recipe.
+ * Adding a detector (positional_offset is the example): write its map function
+ * (hs_map_detector, below; hs_detect_row_scale gives the visible keys and sink handling)
+ * in metrics.c and add one row with .detect and a free .slot (< HS_DETECT_EXTRA); its score
+ * (and parameter) then appear in text_scores / probe_scores and in the report's "metrics"
+ * list, and the page and the Python package show them. Then a test against a float64
+ * reference and its line in docs/metrics.md. A head type needs a new hs_label_kind too
+ * (and changes which label heads get: report-schema.md § Versioning).
  */
 #ifndef HEADSCOPE_ANALYSIS_METRICS_H
 #define HEADSCOPE_ANALYSIS_METRICS_H
