@@ -37,6 +37,12 @@ function readMetrics() {
       if (typeof m.description === 'string') TITLES[k] = m.description;
     });
     if (m.kind !== 'value' && order.indexOf(leaf) < 0) order.push(leaf);
+    if (typeof m.param === 'string') { /* a detector's parameter (positional_offset_k) */
+      const pk = leaf + '_' + m.param;
+      NAMES[pk] = (typeof m.name === 'string' ? m.name : leaf) + ' ' + m.param;
+      TITLES[pk] = 'the ' + m.param + ' of ' + (typeof m.name === 'string' ? m.name : leaf);
+      if (order.indexOf(pk) < 0) order.push(pk);
+    }
   });
   LABEL_ORDER = order.concat(LABEL_ORDER);
 }
