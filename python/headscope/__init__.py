@@ -243,10 +243,11 @@ def metrics(report):
     """The per-head metrics of a report (m.analyze's dict or a loaded report.json), by key:
     the library's metric table as the report lists it ("metrics", docs/report-schema.md),
     each entry a dict with "name", "description", "measured_on" ("text", "probe" or
-    "loss"), "kind" ("head_type", "sink", "score" or "value"), "threshold" (None when the
-    metric is not a type), "corpus" (whether corpus mode aggregates it), "path" (its field
-    in a head object, dotted) and, for a detector with a parameter, "param" and
-    "param_path". A report without the list (an older headscope) gives {}."""
+    "loss"), "attention" ("no_sinks", "all" or None), "kind" ("head_type", "sink",
+    "score" or "value"), "threshold" (None when the metric is not a type), "corpus"
+    (whether corpus mode aggregates it), "path" (its field in a head object, dotted) and,
+    for a detector with a parameter, "param" and "param_path". A report without the list
+    (an older headscope) gives {}."""
     return collections.OrderedDict((m["key"], m) for m in report.get("metrics") or [])
 
 

@@ -80,6 +80,11 @@ class Metrics(unittest.TestCase):
         self.assertEqual(ms["next_token"]["kind"], "head_type")  # BERT: bidirectional
         self.assertEqual(ms["ablation_delta"]["measured_on"], "loss")
         self.assertIsNone(ms["entropy_nats"]["threshold"])
+        self.assertEqual(ms["induction"]["attention"], "no_sinks")
+        self.assertEqual(ms["sep"]["attention"], "all")
+        self.assertEqual(ms["positional_offset"]["param"], "k")
+        ks = headscope.head_values(r, "positional_offset", param=True)
+        self.assertTrue(all(v is None or (v == int(v) and 1 <= abs(v) <= 8) for v in ks.values()))
         h = r["heads"][3]
         self.assertEqual(headscope.head_values(r, "sep")[(h["layer"], h["head"])],
                          h["sinks"]["sep"])

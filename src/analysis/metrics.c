@@ -14,6 +14,11 @@ static double g_nats(const hs_detect *d, const hs_entropy *e, const hs_head_resu
     (void)d, (void)h;
     return e ? e->nats : NAN;
 }
+static double g_bits(const hs_detect *d, const hs_entropy *e, const hs_head_result *h)
+{
+    (void)d, (void)h;
+    return e ? e->bits : NAN;
+}
 static double g_norm(const hs_detect *d, const hs_entropy *e, const hs_head_result *h)
 {
     (void)d, (void)h;
@@ -100,6 +105,8 @@ static void detect_offset(const float *a, int n, hs_visibility vis, const hs_det
 const hs_metric hs_metrics[] = {
     {"entropy_nats", "entropy", "mean row entropy, nats", HS_ON_TEXT, HS_MG_HEAD, 0, -1, NAN,
      HS_CQ_ENTROPY, 1, "entropy_nats", g_nats, NULL, 0, NULL},
+    {"entropy_bits", "entropy (bits)", "mean row entropy, bits", HS_ON_TEXT, HS_MG_HEAD, 0, -1,
+     NAN, -1, 1, "entropy_bits", g_bits, NULL, 0, NULL},
     {"entropy_norm", "entropy norm.", "entropy over its maximum (0..1)", HS_ON_TEXT,
      HS_MG_HEAD, 0, -1, NAN, HS_CQ_ENTROPY_NORM, 1, "entropy_norm", g_norm, NULL, 0, NULL},
     {"max_weight", "max weight", "mean over rows of the largest weight (0..1)", HS_ON_TEXT,

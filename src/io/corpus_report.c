@@ -298,7 +298,8 @@ char *hs_corpus_report_json(const hs_corpus_agg *g, const hs_corpus_info *info,
     memcpy(lopt.label_thresholds, g->label_thresholds, sizeof lopt.label_thresholds);
     lopt.sink_threshold = g->sink_threshold;
     hs_report_label_options(op, &lopt);
-    hs_report_add_metrics(r, g->label_thresholds, g->sink_threshold, has_sep, 1);
+    hs_report_add_metrics(r, g->label_thresholds, g->sink_threshold, g->exclude_sinks, has_sep,
+                          1);
 
     cJSON *co = cJSON_AddObjectToObject(r, "corpus");
     add_source(co, info);

@@ -39,6 +39,14 @@ static cJSON *pair_json(const hs_detect *all, const hs_entropy *ea, const hs_det
     return o;
 }
 
+void hs_report_head_values(cJSON *o, const hs_head_result *h)
+{
+    for (int i = 0; i < hs_n_metrics; i++)
+        if (hs_metrics[i].group == HS_MG_HEAD)
+            cJSON_AddItemToObject(o, hs_metrics[i].path,
+                                  hs_json_num(hs_metric_get(&hs_metrics[i], NULL, &h->entropy, h)));
+}
+
 void hs_report_head_types(cJSON *o, const hs_head_result *h, const hs_analyze_opts *opts, int bert)
 {
     cJSON_AddStringToObject(o, "label", h->label);
@@ -84,7 +92,23 @@ static const char *on_name(hs_metric_on on)
     return on == HS_ON_PROBE ? "probe" : on == HS_ON_LOSS ? "loss" : "text";
 }
 
-void hs_report_add_metrics(cJSON *r, const double *thr, double sink_thr, int bert, int corpus)
+/* Which attention the value at the metric's path was measured on: "no_sinks" (the score
+ * objects' no_sinks, which the head types read), "all" (the raw map: sinks, or a corpus
+ * run's text scores without --exclude-sinks), by the run's --exclude-sinks for entropy;
+ * NULL for the loss. */
+static const char *attention_of(const hs_metric *m, int exclude_sinks, int corpus)
+{
+    if (m->on == HS_ON_LOSS)
+        return NULL;
+    if (m->group == HS_MG_SINK)
+        return "all";
+    if (m->group == HS_MG_SCORES && !corpus)
+        return "no_sinks";
+    return exclude_sinks ? "no_sinks" : "all";
+}
+
+void hs_report_add_metrics(cJSON *r, const double *thr, double sink_thr, int exclude_sinks,
+                           int bert, int corpus)
 {
     cJSON *ms = cJSON_AddArrayToObject(r, "metrics");
     for (int i = 0; i < hs_n_metrics; i++) {
@@ -98,6 +122,8 @@ void hs_report_add_metrics(cJSON *r, const double *thr, double sink_thr, int ber
         /* corpus mode aggregates each text's values, the probe's too */
         cJSON_AddStringToObject(e, "measured_on",
                                 corpus && m->on == HS_ON_PROBE ? "text" : on_name(m->on));
+        const char *att = attention_of(m, exclude_sinks, corpus);
+        cJSON_AddItemToObject(e, "attention", att ? cJSON_CreateString(att) : cJSON_CreateNull());
         cJSON_AddStringToObject(e, "kind", m->group == HS_MG_SINK     ? "sink"
                                            : !isnan(m->threshold)     ? "head_type"
                                            : m->group == HS_MG_SCORES ? "score"

@@ -16,7 +16,7 @@ const DASH = '\u2014';
    metrics' own (and their order among a head's scores) come from the report's "metrics"
    list, which the library writes from its metric table (readMetrics) */
 const NAMES = {
-  entropy_bits: 'entropy (bits)', cluster: 'cluster', importance: 'importance', label: 'label',
+  cluster: 'cluster', importance: 'importance', label: 'label',
   kv_head: 'KV head'
 };
 const TITLES = {
