@@ -73,7 +73,7 @@ class Metrics(unittest.TestCase):
             r = m.analyze("The cat sat on the mat.", ablation=False, gradient=False,
                           label_thresholds="induction=0.2")
         ms = headscope.metrics(r)
-        self.assertEqual(list(ms)[:3], ["entropy_nats", "entropy_norm", "max_weight"])
+        self.assertEqual(list(ms)[:3], ["entropy_nats", "entropy_bits", "entropy_norm"])
         self.assertEqual(ms["induction"]["threshold"], 0.2)  # the run's, not the default
         self.assertEqual(ms["previous_token"]["threshold"], 0.3)
         self.assertEqual(ms["induction"]["measured_on"], "probe")
