@@ -55,8 +55,9 @@ Test(metric_table, rows_are_consistent)
         const hs_metric *m = &hs_metrics[i];
         for (int j = 0; j < i; j++)
             cr_assert_str_neq(m->key, hs_metrics[j].key, "two rows '%s'", m->key);
-        cr_assert(m->get || (m->detect && m->slot >= 0 && m->slot < HS_DETECT_EXTRA),
-                  "%s: no getter and no detector", m->key);
+        cr_assert(m->src != HS_SRC_TABLE || (m->detect && m->slot >= 0 &&
+                                             m->slot < HS_DETECT_EXTRA),
+                  "%s: table-computed without a detector", m->key);
         if (m->group == HS_MG_SCORES && m->label >= 0) {
             labels++;
             cr_assert(m->threshold >= 0 && m->threshold <= 1, "%s", m->key);

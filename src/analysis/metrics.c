@@ -3,65 +3,10 @@
  * lists metrics reads it: src/analysis/metrics.h says how. docs/metrics.md defines each. */
 #include <math.h>
 #include <stddef.h>
+#include <string.h>
 
 #include "analysis/metrics.h"
 #include "headscope/corpus.h"
-
-/* ---- getters ------------------------------------------------------------------------ */
-
-static double g_nats(const hs_detect *d, const hs_entropy *e, const hs_head_result *h)
-{
-    (void)d, (void)h;
-    return e ? e->nats : NAN;
-}
-static double g_bits(const hs_detect *d, const hs_entropy *e, const hs_head_result *h)
-{
-    (void)d, (void)h;
-    return e ? e->bits : NAN;
-}
-static double g_norm(const hs_detect *d, const hs_entropy *e, const hs_head_result *h)
-{
-    (void)d, (void)h;
-    return e ? e->norm : NAN;
-}
-static double g_rowmax(const hs_detect *d, const hs_entropy *e, const hs_head_result *h)
-{
-    (void)d, (void)h;
-    return e ? e->rowmax : NAN;
-}
-/* One getter per hs_detect field. */
-#define DETECT_GETTER(fn, field)                                                          \
-    static double fn(const hs_detect *d, const hs_entropy *e, const hs_head_result *h)    \
-    {                                                                                     \
-        (void)e, (void)h;                                                                 \
-        return d->field;                                                                  \
-    }
-DETECT_GETTER(g_prev, prev_token)
-DETECT_GETTER(g_next, next_token)
-DETECT_GETTER(g_self, self)
-DETECT_GETTER(g_other, other_segment)
-DETECT_GETTER(g_first, first_token)
-DETECT_GETTER(g_cls, cls)
-DETECT_GETTER(g_sep, sep)
-DETECT_GETTER(g_punct, punct)
-DETECT_GETTER(g_dup, duplicate)
-DETECT_GETTER(g_ind, induction)
-#undef DETECT_GETTER
-static double g_ablation(const hs_detect *d, const hs_entropy *e, const hs_head_result *h)
-{
-    (void)d, (void)e;
-    return h->ablation_delta;
-}
-static double g_grad(const hs_detect *d, const hs_entropy *e, const hs_head_result *h)
-{
-    (void)d, (void)e;
-    return h->gradient;
-}
-static double g_grad_raw(const hs_detect *d, const hs_entropy *e, const hs_head_result *h)
-{
-    (void)d, (void)e;
-    return h->gradient_raw;
-}
 
 /* ---- table-computed detectors ---------------------------------------------------------- */
 
@@ -101,56 +46,77 @@ static void detect_offset(const float *a, int n, hs_visibility vis, const hs_det
 /* ---- the table ---------------------------------------------------------------------- */
 
 /* Row fields in order: key, name, title, on, group, bert_only, label, threshold, corpus,
- * from_entropy, path, get, then for a table-computed detector detect, slot, param. */
+ * path, where the value is (src, off), then for a table-computed detector detect, slot,
+ * param. */
+#define ENT(field) HS_SRC_ENTROPY, offsetof(hs_entropy, field)
+#define DET(field) HS_SRC_DETECT, offsetof(hs_detect, field)
+#define HEAD(field) HS_SRC_HEAD, offsetof(hs_head_result, field)
+#define TABLE HS_SRC_TABLE, 0
 const hs_metric hs_metrics[] = {
     {"entropy_nats", "entropy", "mean row entropy, nats", HS_ON_TEXT, HS_MG_HEAD, 0, -1, NAN,
-     HS_CQ_ENTROPY, 1, "entropy_nats", g_nats, NULL, 0, NULL},
+     HS_CQ_ENTROPY, "entropy_nats",
+     ENT(nats), NULL, 0, NULL},
     {"entropy_bits", "entropy (bits)", "mean row entropy, bits", HS_ON_TEXT, HS_MG_HEAD, 0, -1,
-     NAN, -1, 1, "entropy_bits", g_bits, NULL, 0, NULL},
+     NAN, -1, "entropy_bits",
+     ENT(bits), NULL, 0, NULL},
     {"entropy_norm", "entropy norm.", "entropy over its maximum (0..1)", HS_ON_TEXT,
-     HS_MG_HEAD, 0, -1, NAN, HS_CQ_ENTROPY_NORM, 1, "entropy_norm", g_norm, NULL, 0, NULL},
+     HS_MG_HEAD, 0, -1, NAN, HS_CQ_ENTROPY_NORM, "entropy_norm",
+     ENT(norm), NULL, 0, NULL},
     {"max_weight", "max weight", "mean over rows of the largest weight (0..1)", HS_ON_TEXT,
-     HS_MG_HEAD, 0, -1, NAN, HS_CQ_MAX_WEIGHT, 1, "max_weight_mean", g_rowmax, NULL, 0, NULL},
+     HS_MG_HEAD, 0, -1, NAN, HS_CQ_MAX_WEIGHT, "max_weight_mean",
+     ENT(rowmax), NULL, 0, NULL},
     {"previous_token", "prev. token", "attention on the previous token", HS_ON_TEXT,
-     HS_MG_SCORES, 0, HS_LABEL_PREV, 0.3, HS_CQ_PREV, 0, "text_scores.no_sinks.previous_token",
-     g_prev, NULL, 0, NULL},
+     HS_MG_SCORES, 0, HS_LABEL_PREV, 0.3, HS_CQ_PREV, "text_scores.no_sinks.previous_token",
+     DET(prev_token), NULL, 0, NULL},
     {"next_token", "next token", "attention on the next token", HS_ON_TEXT, HS_MG_SCORES, 1,
-     HS_LABEL_NEXT, 0.3, -1, 0, "text_scores.no_sinks.next_token", g_next, NULL, 0, NULL},
+     HS_LABEL_NEXT, 0.3, -1, "text_scores.no_sinks.next_token",
+     DET(next_token), NULL, 0, NULL},
     {"self", "self", "attention on the query's own position", HS_ON_TEXT, HS_MG_SCORES, 0,
-     HS_LABEL_SELF, 0.4, HS_CQ_SELF, 0, "text_scores.no_sinks.self", g_self, NULL, 0, NULL},
+     HS_LABEL_SELF, 0.4, HS_CQ_SELF, "text_scores.no_sinks.self",
+     DET(self), NULL, 0, NULL},
     {"broad", "broad", "entropy over its maximum, without sinks (Clark et al.'s broad heads)",
-     HS_ON_TEXT, HS_MG_SCORES, 0, HS_LABEL_BROAD, 0.9, -1, 1, "text_scores.no_sinks.broad",
-     g_norm, NULL, 0, NULL},
+     HS_ON_TEXT, HS_MG_SCORES, 0, HS_LABEL_BROAD, 0.9, -1, "text_scores.no_sinks.broad",
+     ENT(norm), NULL, 0, NULL},
     {"other_segment", "other segment", "attention on the other segment of a sentence pair",
-     HS_ON_TEXT, HS_MG_SCORES, 1, HS_LABEL_OTHER_SEG, 0.5, -1, 0,
-     "text_scores.no_sinks.other_segment", g_other, NULL, 0, NULL},
+     HS_ON_TEXT, HS_MG_SCORES, 1, HS_LABEL_OTHER_SEG, 0.5, -1, "text_scores.no_sinks.other_segment",
+     DET(other_segment), NULL, 0, NULL},
     {"first_token", "first token", "raw attention on the first token", HS_ON_TEXT, HS_MG_SINK,
-     0, HS_SINK_FIRST, 0.5, HS_CQ_FIRST, 0, "sinks.first_token", g_first, NULL, 0, NULL},
-    {"cls", "cls", "raw attention on [CLS]", HS_ON_TEXT, HS_MG_SINK, 1, HS_SINK_CLS, 0.5, -1,
-     0, "sinks.cls", g_cls, NULL, 0, NULL},
+     0, HS_SINK_FIRST, 0.5, HS_CQ_FIRST, "sinks.first_token",
+     DET(first_token), NULL, 0, NULL},
+    {"cls", "cls", "raw attention on [CLS]", HS_ON_TEXT, HS_MG_SINK, 1, HS_SINK_CLS, 0.5, -1, "sinks.cls",
+     DET(cls), NULL, 0, NULL},
     {"sep", "[SEP]", "raw attention on [SEP]", HS_ON_TEXT, HS_MG_SINK, 1, HS_SINK_SEP, 0.5,
-     HS_CQ_SEP, 0, "sinks.sep", g_sep, NULL, 0, NULL},
+     HS_CQ_SEP, "sinks.sep",
+     DET(sep), NULL, 0, NULL},
     {"punctuation", "punctuation", "raw attention on punctuation", HS_ON_TEXT, HS_MG_SINK, 0,
-     HS_SINK_PUNCT, 0.5, -1, 0, "sinks.punctuation", g_punct, NULL, 0, NULL},
+     HS_SINK_PUNCT, 0.5, -1, "sinks.punctuation",
+     DET(punct), NULL, 0, NULL},
     {"duplicate_token", "duplicate", "attention on earlier copies of the query's token",
-     HS_ON_PROBE, HS_MG_SCORES, 0, HS_LABEL_DUP, 0.3, HS_CQ_DUP, 0,
-     "probe_scores.no_sinks.duplicate_token", g_dup, NULL, 0, NULL},
+     HS_ON_PROBE, HS_MG_SCORES, 0, HS_LABEL_DUP, 0.3, HS_CQ_DUP, "probe_scores.no_sinks.duplicate_token",
+     DET(duplicate), NULL, 0, NULL},
     {"induction", "induction", "attention on the token after an earlier copy of the query's",
-     HS_ON_PROBE, HS_MG_SCORES, 0, HS_LABEL_IND, 0.3, HS_CQ_IND, 0,
-     "probe_scores.no_sinks.induction", g_ind, NULL, 0, NULL},
+     HS_ON_PROBE, HS_MG_SCORES, 0, HS_LABEL_IND, 0.3, HS_CQ_IND, "probe_scores.no_sinks.induction",
+     DET(induction), NULL, 0, NULL},
     {"positional_offset", "offset",
      "attention on the fixed relative position k the head favours most (|k| <= 8)",
-     HS_ON_TEXT, HS_MG_SCORES, 0, -1, NAN, -1, 0, "text_scores.no_sinks.positional_offset",
-     NULL, detect_offset, 0, "k"},
+     HS_ON_TEXT, HS_MG_SCORES, 0, -1, NAN, -1, "text_scores.no_sinks.positional_offset",
+     TABLE, detect_offset, 0, "k"},
     {"ablation_delta", "ablation \u0394",
      "loss increase when the head is ablated (negative: the loss falls)", HS_ON_LOSS,
-     HS_MG_HEAD, 0, -1, NAN, HS_CQ_ABLATION, 0, "ablation_delta", g_ablation, NULL, 0, NULL},
+     HS_MG_HEAD, 0, -1, NAN, HS_CQ_ABLATION, "ablation_delta",
+     HEAD(ablation_delta), NULL, 0, NULL},
     {"gradient_importance", "gradient",
      "|dL/d\u03be| at \u03be = 1, normalised per layer (Michel et al. 2019)", HS_ON_LOSS,
-     HS_MG_HEAD, 0, -1, NAN, HS_CQ_GRAD, 0, "gradient_importance", g_grad, NULL, 0, NULL},
+     HS_MG_HEAD, 0, -1, NAN, HS_CQ_GRAD, "gradient_importance",
+     HEAD(gradient), NULL, 0, NULL},
     {"gradient_raw", "gradient (raw)", "|dL/d\u03be| at \u03be = 1", HS_ON_LOSS, HS_MG_HEAD, 0,
-     -1, NAN, HS_CQ_GRAD_RAW, 0, "gradient_raw", g_grad_raw, NULL, 0, NULL},
+     -1, NAN, HS_CQ_GRAD_RAW, "gradient_raw",
+     HEAD(gradient_raw), NULL, 0, NULL},
 };
+#undef ENT
+#undef DET
+#undef HEAD
+#undef TABLE
 const int hs_n_metrics = (int)(sizeof hs_metrics / sizeof hs_metrics[0]);
 
 /* ---- lookups ------------------------------------------------------------------------ */
@@ -183,9 +149,17 @@ const hs_metric *hs_metric_of_quantity(int q)
 double hs_metric_get(const hs_metric *m, const hs_detect *d, const hs_entropy *e,
                      const hs_head_result *h)
 {
-    if (m->get)
-        return m->get(d, e, h);
-    return d && m->slot >= 0 && m->slot < HS_DETECT_EXTRA ? d->extra[m->slot] : NAN;
+    const void *from = m->src == HS_SRC_ENTROPY ? (const void *)e
+                       : m->src == HS_SRC_DETECT ? (const void *)d
+                       : m->src == HS_SRC_HEAD   ? (const void *)h
+                                                 : NULL;
+    if (m->src == HS_SRC_TABLE)
+        return d && m->slot >= 0 && m->slot < HS_DETECT_EXTRA ? d->extra[m->slot] : NAN;
+    if (!from)
+        return NAN;
+    double v;
+    memcpy(&v, (const char *)from + m->off, sizeof v);
+    return v;
 }
 
 double hs_metric_param(const hs_metric *m, const hs_detect *d)

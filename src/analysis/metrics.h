@@ -47,6 +47,14 @@ typedef void (*hs_map_detector)(const float *a, int n, hs_visibility vis,
                                 const hs_detect_seq *seq, const unsigned char *sink,
                                 double *score, double *param);
 
+/* Where a metric's value is read (hs_metric_get). */
+typedef enum hs_metric_src {
+    HS_SRC_ENTROPY = 0, /* a field of the pass's hs_entropy (none on the probe) */
+    HS_SRC_DETECT,      /* a field of the pass's hs_detect */
+    HS_SRC_HEAD,        /* a field of hs_head_result (loss-based values) */
+    HS_SRC_TABLE        /* a table-computed detector: hs_detect.extra[slot] */
+} hs_metric_src;
+
 typedef struct hs_metric {
     const char *key;      /* report key ("previous_token") */
     const char *name;     /* display name ("prev. token") */
@@ -57,11 +65,9 @@ typedef struct hs_metric {
     int label;            /* hs_label_kind (HS_MG_SCORES), hs_sink_kind (HS_MG_SINK), or -1 */
     double threshold;     /* default label threshold; NaN: not a head type */
     int corpus;           /* HS_CQ_* index when corpus mode aggregates it, else -1 */
-    int from_entropy;     /* read from the pass's entropy (so absent from the probe's scores) */
     const char *path;     /* its field in a single-text report's head object, dotted */
-    /* The value from the head's detector scores d and entropy e of one pass (e NULL for
-     * the probe) or from the head h (HS_ON_LOSS); NULL for a table-computed detector. */
-    double (*get)(const hs_detect *d, const hs_entropy *e, const hs_head_result *h);
+    hs_metric_src src;    /* the getter: the double at byte offset off of the pass's */
+    size_t off;           /* entropy or detector scores or of the head, or the slot */
     hs_map_detector detect; /* table-computed detector: hs_detect.extra[slot] */
     int slot;
     const char *param;    /* the detector's parameter, written as key_param, or NULL */
@@ -75,8 +81,8 @@ const hs_metric *hs_metric_of_label(int kind);
 const hs_metric *hs_metric_of_sink(int kind);
 const hs_metric *hs_metric_of_quantity(int q);
 
-/* The metric's value from pass scores d, e (NaN when undefined): the fixed getter, or the
- * table-computed slot. */
+/* The metric's value from a pass's scores d and entropy e (NULL for the probe) or from the
+ * head h, by its src and off; NaN when undefined or when the source is NULL. */
 double hs_metric_get(const hs_metric *m, const hs_detect *d, const hs_entropy *e,
                      const hs_head_result *h);
 /* Its parameter from d (NaN when the metric has none). */

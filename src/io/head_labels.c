@@ -18,7 +18,7 @@ static cJSON *scores_json(const hs_detect *d, const hs_entropy *e, int bert)
     cJSON *o = cJSON_CreateObject();
     for (int i = 0; i < hs_n_metrics; i++) {
         const hs_metric *m = &hs_metrics[i];
-        if (m->group != HS_MG_SCORES || (m->bert_only && !bert) || (m->from_entropy && !e))
+        if (m->group != HS_MG_SCORES || (m->bert_only && !bert) || (m->src == HS_SRC_ENTROPY && !e))
             continue;
         cJSON_AddItemToObject(o, m->key, hs_json_num(hs_metric_get(m, d, e, NULL)));
         if (m->param) {
