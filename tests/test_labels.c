@@ -17,6 +17,7 @@
 #include "headscope/report.h"
 #include "headscope/tokenizer.h"
 #include "io/io_internal.h"
+#include "analysis/metrics.h"
 #include "testutil.h"
 
 static void near(double got, double want, double tol, const char *what)
@@ -104,8 +105,7 @@ static hs_head_result blank(void)
 {
     hs_head_result h;
     memset(&h, 0, sizeof h);
-    hs_detect none = {NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN};
-    h.text_scores = h.text_free = h.probe_scores = h.probe_free = none;
+    h.text_scores = h.text_free = h.probe_scores = h.probe_free = hs_detect_none();
     h.entropy_free.norm = NAN;
     return h;
 }

@@ -108,6 +108,9 @@ hs_status hs_entropy_compute(const float *maps, int n_maps, int n, hs_visibility
 
 /* ---- detectors ("mul" score: mean attention mass on a pattern) --------------------- */
 
+/* Slots for the table-computed detectors (hs_detect.extra). */
+#define HS_DETECT_EXTRA 4
+
 typedef struct hs_detect {
     double prev_token;  /* cell (i, i-1), rows i >= 1 (NaN for a sliding window of 1) */
     double self;        /* cell (i, i) */
@@ -124,6 +127,10 @@ typedef struct hs_detect {
                              type_ids or when every visible key is in the query's segment */
     double sink;        /* cells (i, j) with sink[j], raw map, rows that see a sink; NaN
                            without sink */
+    /* The detectors of the library's metric table (docs/metrics.md), in slot order, and
+     * each one's parameter (e.g. the offset k); NaN when undefined or unused. */
+    double extra[HS_DETECT_EXTRA];
+    double extra_param[HS_DETECT_EXTRA];
 } hs_detect;
 
 /* The sequence a detector pass reads besides the maps. */

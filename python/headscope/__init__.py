@@ -28,7 +28,7 @@ _TRACE_OBSERVE = _lib.ATTN_OBSERVER(("hs_trace_observe", _LIB))
 
 __version__ = _lib.PYTHON_VERSION
 __all__ = ["load", "Model", "Tokens", "HeadscopeError", "version", "build_commit",
-           "set_threads", "LIBRARY_PATH", "WEIGHT_MEMORY_ALL"]
+           "set_threads", "metrics", "head_values", "LIBRARY_PATH", "WEIGHT_MEMORY_ALL"]
 
 
 class HeadscopeError(Exception):
@@ -238,6 +238,37 @@ class Model:
             return json.loads(ctypes.string_at(out.value).decode("utf-8"))
         finally:
             _LIB.hs_free(out)
+
+
+def metrics(report):
+    """The per-head metrics of a report (m.analyze's dict or a loaded report.json), by key:
+    the library's metric table as the report lists it ("metrics", docs/report-schema.md),
+    each entry a dict with "name", "description", "measured_on" ("text", "probe" or
+    "loss"), "attention" ("no_sinks", "all" or None), "kind" ("head_type", "sink",
+    "score" or "value"), "threshold" (None when the metric is not a type), "corpus"
+    (whether corpus mode aggregates it), "path" (its field in a head object, dotted) and,
+    for a detector with a parameter, "param" and "param_path". A report without the list
+    (an older headscope) gives {}."""
+    return collections.OrderedDict((m["key"], m) for m in report.get("metrics") or [])
+
+
+def head_values(report, key, param=False):
+    """{(layer, head): value} of metric `key` for every head of a report, read at the path
+    the report's "metrics" list gives (its parameter's path with param=True); a corpus
+    report gives each head's mean over the texts. NaN is None, as in the file. KeyError
+    when the report lists no such metric (or no parameter for it)."""
+    m = metrics(report)[key]
+    path = (m["param_path"] if param else m["path"]).split(".")
+    corpus = isinstance(report.get("corpus"), dict)
+    out = {}
+    for h in (report["corpus"] if corpus else report)["heads"]:
+        v = h
+        for part in path:
+            v = v.get(part) if isinstance(v, dict) else None
+        if corpus and isinstance(v, dict):
+            v = v.get("mean")
+        out[(h["layer"], h["head"])] = v
+    return out
 
 
 def _options_doc():

@@ -67,6 +67,56 @@ class Versions(unittest.TestCase):
         self.assertEqual(r["generator"]["version"], headscope.version())
 
 
+class Metrics(unittest.TestCase):
+    def test_metrics_list_names_what_the_report_holds(self):
+        with headscope.load(BERT) as m:
+            r = m.analyze("The cat sat on the mat.", ablation=False, gradient=False,
+                          label_thresholds="induction=0.2")
+        ms = headscope.metrics(r)
+        self.assertEqual(list(ms)[:3], ["entropy_nats", "entropy_bits", "entropy_norm"])
+        self.assertEqual(ms["induction"]["threshold"], 0.2)  # the run's, not the default
+        self.assertEqual(ms["previous_token"]["threshold"], 0.3)
+        self.assertEqual(ms["induction"]["measured_on"], "probe")
+        self.assertEqual(ms["next_token"]["kind"], "head_type")  # BERT: bidirectional
+        self.assertEqual(ms["ablation_delta"]["measured_on"], "loss")
+        self.assertIsNone(ms["entropy_nats"]["threshold"])
+        self.assertEqual(ms["induction"]["attention"], "no_sinks")
+        self.assertEqual(ms["sep"]["attention"], "all")
+        self.assertEqual(ms["positional_offset"]["param"], "k")
+        ks = headscope.head_values(r, "positional_offset", param=True)
+        self.assertTrue(all(v is None or (v == int(v) and 1 <= abs(v) <= 8) for v in ks.values()))
+        h = r["heads"][3]
+        self.assertEqual(headscope.head_values(r, "sep")[(h["layer"], h["head"])],
+                         h["sinks"]["sep"])
+        with headscope.load(GPT2) as m:
+            self.assertNotIn("next_token", headscope.metrics(m.analyze(TEXT, ablation=False)))
+        self.assertEqual(headscope.metrics({}), {})
+
+    def test_previous_token_values_against_numpy(self):
+        # the score without sinks (GPT-2: position 0), from the maps: rows i >= 2, key 0
+        # dropped, each row renormalised over keys 1..i (docs/metrics.md)
+        with headscope.load(GPT2) as m:
+            r = m.analyze(TEXT, ablation=False, gradient=False)
+            maps = m.attention(TEXT).astype(np.float64)
+        got = headscope.head_values(r, "previous_token")
+        n = maps.shape[-1]
+        for (l, h), v in got.items():
+            a = maps[l, h]
+            rows = [a[i, i - 1] / a[i, 1:i + 1].sum() for i in range(2, n)
+                    if a[i, 1:i + 1].sum() >= 1e-3]
+            self.assertAlmostEqual(v, float(np.mean(rows)), delta=1e-5, msg=f"{l}.{h}")
+
+    def test_corpus_values_are_the_means(self):
+        with headscope.load(GPT2) as m:
+            r = m.analyze([TEXT, "A dog ran home."], gradient=False, ablation=False)
+        self.assertNotIn("next_token", headscope.metrics(r))  # not aggregated
+        e = headscope.head_values(r, "max_weight")
+        h = r["corpus"]["heads"][5]
+        self.assertEqual(e[(h["layer"], h["head"])], h["max_weight"]["mean"])
+        with self.assertRaises(KeyError):
+            headscope.head_values(r, "no_such_metric")
+
+
 class Tokenize(unittest.TestCase):
     def test_gpt2_ids_as_hugging_face(self):
         with headscope.load(GPT2) as m:

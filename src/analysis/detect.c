@@ -10,6 +10,7 @@
 #include "analysis/vis.h"
 #include "core/core.h"
 #include "headscope/analysis.h"
+#include "analysis/metrics.h"
 
 /* Running mean of the rows that have a pattern cell. */
 typedef struct mean_acc {
@@ -148,8 +149,11 @@ hs_status hs_detect_compute(const float *maps, int n_maps, int n, hs_visibility 
     if (!out)
         return hs_fail(err, HS_E_ARG, "detect: NULL output");
     size_t per = (size_t)n * (size_t)n;
-    for (int m = 0; m < n_maps; m++)
+    for (int m = 0; m < n_maps; m++) {
         detect_one(maps + (size_t)m * per, n, vis, seq, sink, &out[m]);
+        /* and the metric table's own detectors (src/analysis/metrics.c) */
+        hs_metrics_detect(maps + (size_t)m * per, n, vis, seq, sink, &out[m]);
+    }
     return HS_OK;
 }
 

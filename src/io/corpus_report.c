@@ -11,35 +11,23 @@
 #include "core/core.h"
 #include "headscope/corpus.h"
 #include "io/io_internal.h"
+#include "analysis/metrics.h"
 
-static const char *const qnames[HS_CQ_COUNT] = {
-    "entropy_nats", "entropy_norm", "max_weight", "previous_token", "self", "first_token",
-    "sep", "duplicate_token", "induction", "gradient_raw", "gradient_importance",
-    "ablation_delta"};
-
+/* The quantities are the metric table's rows with a corpus index (src/analysis/metrics.c). */
 const char *hs_corpus_quantity_name(int q)
 {
-    return q >= 0 && q < HS_CQ_COUNT ? qnames[q] : "unknown";
+    const hs_metric *m = q < HS_CQ_COUNT ? hs_metric_of_quantity(q) : NULL;
+    return m ? m->key : "unknown";
 }
 
+/* Text metrics read the run's entropy (h->entropy: with or without sinks as the run chose)
+ * and its detector scores on all attention or without sinks. */
 double hs_corpus_quantity(const hs_head_result *h, int exclude_sinks, int q)
 {
-    const hs_detect *d = exclude_sinks ? &h->text_free : &h->text_scores;
-    switch (q) {
-    case HS_CQ_ENTROPY: return h->entropy.nats;
-    case HS_CQ_ENTROPY_NORM: return h->entropy.norm;
-    case HS_CQ_MAX_WEIGHT: return h->entropy.rowmax;
-    case HS_CQ_PREV: return d->prev_token;
-    case HS_CQ_SELF: return d->self;
-    case HS_CQ_FIRST: return d->first_token;
-    case HS_CQ_SEP: return d->sep;
-    case HS_CQ_DUP: return d->duplicate;
-    case HS_CQ_IND: return d->induction;
-    case HS_CQ_GRAD_RAW: return h->gradient_raw;
-    case HS_CQ_GRAD: return h->gradient;
-    case HS_CQ_ABLATION: return h->ablation_delta;
-    default: return NAN;
-    }
+    const hs_metric *m = q < HS_CQ_COUNT ? hs_metric_of_quantity(q) : NULL;
+    if (!m)
+        return NAN;
+    return hs_metric_get(m, exclude_sinks ? &h->text_free : &h->text_scores, &h->entropy, h);
 }
 
 /* The rows a quantity's token-weighted mean weights by (0: not weighted). */
@@ -241,7 +229,7 @@ char *hs_corpus_text_json(const hs_analysis *a, long index, long line)
     for (int q = 0; q < HS_CQ_COUNT; q++) {
         if (!quantity_on(a, q))
             continue;
-        cJSON *arr = cJSON_AddArrayToObject(h, qnames[q]);
+        cJSON *arr = cJSON_AddArrayToObject(h, hs_corpus_quantity_name(q));
         for (int k = 0; k < a->n_heads; k++)
             cJSON_AddItemToArray(arr, hs_json_num(hs_corpus_quantity(&a->heads[k], a->opts.exclude_sinks, q)));
     }
@@ -311,6 +299,8 @@ char *hs_corpus_report_json(const hs_corpus_agg *g, const hs_corpus_info *info,
     memcpy(lopt.label_thresholds, g->label_thresholds, sizeof lopt.label_thresholds);
     lopt.sink_threshold = g->sink_threshold;
     hs_report_label_options(op, &lopt);
+    hs_report_add_metrics(r, g->label_thresholds, g->sink_threshold, g->exclude_sinks, has_sep,
+                          1);
 
     cJSON *co = cJSON_AddObjectToObject(r, "corpus");
     add_source(co, info);
@@ -351,7 +341,7 @@ char *hs_corpus_report_json(const hs_corpus_agg *g, const hs_corpus_info *info,
         cJSON_AddNumberToObject(h, "layer", idx / g->n_head);
         cJSON_AddNumberToObject(h, "head", idx % g->n_head);
         for (int q = 0; q < HS_CQ_COUNT; q++)
-            cJSON_AddItemToObject(h, qnames[q], quantity_on_flags(has_sep, g->ablation, g->gradient, q)
+            cJSON_AddItemToObject(h, hs_corpus_quantity_name(q), quantity_on_flags(has_sep, g->ablation, g->gradient, q)
                                   ? summary_json(&st[q], q == HS_CQ_ENTROPY || q == HS_CQ_MAX_WEIGHT)
                                   : cJSON_CreateNull());
         cJSON_AddItemToObject(h, "importance", hs_json_num(g->importance[k]));
@@ -364,7 +354,7 @@ char *hs_corpus_report_json(const hs_corpus_agg *g, const hs_corpus_info *info,
         mean.probe_scores.induction = g->probe_ind[k];
         /* the single-text rule on the means of the text scores the corpus aggregates (on
            all attention, or without sinks with --exclude-sinks) and the probe's */
-        hs_detect none = {NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN};
+        hs_detect none = hs_detect_none();
         mean.text_free = mean.text_scores = none;
         mean.probe_free = mean.probe_scores = none;
         mean.entropy_free.norm = st[HS_CQ_ENTROPY_NORM].n ? st[HS_CQ_ENTROPY_NORM].mean : NAN;

@@ -26,12 +26,16 @@ struct hs_head_result;
 struct hs_analysis;
 struct hs_analyze_opts;
 struct cJSON;
-/* Head types (src/io/head_labels.c): sets
- * h->labels, h->sink_types and h->label from thr: (HS_LABEL_COUNT) and sink_thr (bert: the
- * first token is [CLS], reported as cls); the head's "label", "labels", "sinks",
+/* Head metrics in a report (src/io/head_labels.c): the head's "label", "labels", "sinks",
  * "text_scores" and "probe_scores" members; the options' "label_thresholds" and
- * "sink_threshold". */
-void hs_head_classify(struct hs_head_result *h, const double *thr, double sink_thr, int bert);
+ * "sink_threshold"; the report's "metrics" list (the metric table's rows the model reports,
+ * with thresholds thr: (HS_LABEL_COUNT) and sink_thr; corpus: the corpus report's rows and
+ * paths). The classifier is src/analysis/classify.c's hs_head_classify. */
+void hs_report_add_metrics(struct cJSON *r, const double *thr, double sink_thr,
+                           int exclude_sinks, int bert, int corpus);
+/* The head's per-head values of the metric table (entropy_nats, ..., gradient_raw) as
+ * members of its object o. */
+void hs_report_head_values(struct cJSON *o, const struct hs_head_result *h);
 void hs_report_head_types(struct cJSON *o, const struct hs_head_result *h,
                           const struct hs_analyze_opts *opts, int bert);
 void hs_report_label_options(struct cJSON *op, const struct hs_analyze_opts *o);

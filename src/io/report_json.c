@@ -158,13 +158,7 @@ static cJSON *head_json(const hs_analysis *a, const hs_head_result *h)
     cJSON_AddNumberToObject(o, "layer", h->layer);
     cJSON_AddNumberToObject(o, "head", h->head);
     cJSON_AddNumberToObject(o, "kv_head", hs_model_kv_head(c, h->head));
-    add_num(o, "entropy_nats", h->entropy.nats);
-    add_num(o, "entropy_bits", h->entropy.bits);
-    add_num(o, "entropy_norm", h->entropy.norm);
-    add_num(o, "max_weight_mean", h->entropy.rowmax);
-    add_num(o, "ablation_delta", h->ablation_delta);
-    add_num(o, "gradient_importance", h->gradient);
-    add_num(o, "gradient_raw", h->gradient_raw);
+    hs_report_head_values(o, h); /* entropy_nats ... gradient_raw: the metric table's */
     cJSON_AddNumberToObject(o, "cluster", h->cluster);
     hs_report_head_types(o, h, &a->opts, c->arch->sep_token != NULL);
     add_num(o, "ov_copying", a->composition
@@ -497,6 +491,8 @@ static cJSON *report_tree(const hs_analysis *a, const char *const *files, int n_
     else
         cJSON_AddNullToObject(r, "kv_groups");
 
+    hs_report_add_metrics(r, o->label_thresholds, o->sink_threshold, o->exclude_sinks,
+                          hs_model_config_of(a->model)->arch->sep_token != NULL, 0);
     cJSON *heads = cJSON_AddArrayToObject(r, "heads");
     for (int k = 0; k < a->n_heads; k++)
         cJSON_AddItemToArray(heads, head_json(a, &a->heads[k]));

@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "analysis/analysis_internal.h"
+#include "analysis/metrics.h"
 #include "analysis/pairwise.h"
 #include "headscope/report.h"
 #include "headscope/tokenizer.h"
@@ -346,8 +347,7 @@ static hs_status stage_head_metrics(hs_run *r, hs_error *err)
         a->heads[k].ablation_delta = NAN;
         a->heads[k].gradient = NAN;
         a->heads[k].gradient_raw = NAN;
-        a->heads[k].probe_scores = (hs_detect){NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN, NAN,
-                                               NAN, NAN};
+        a->heads[k].probe_scores = hs_detect_none();
         a->heads[k].probe_free = a->heads[k].probe_scores;
         a->heads[k].norm_first_token = a->heads[k].norm_mass = a->heads[k].value_norm = NAN;
     }

@@ -12,25 +12,40 @@
  */
 'use strict';
 const DASH = '\u2014';
-/* readable names of known fields; any other field shows under its own key */
+/* readable names and titles of the per-head fields that are not head metrics; the
+   metrics' own (and their order among a head's scores) come from the report's "metrics"
+   list, which the library writes from its metric table (readMetrics) */
 const NAMES = {
-  previous_token: 'prev. token', self: 'self', first_token: 'first token', sep: '[SEP]',
-  duplicate_token: 'duplicate', induction: 'induction', entropy_nats: 'entropy',
-  entropy_bits: 'entropy (bits)', entropy_norm: 'entropy norm.', max_weight_mean: 'max weight',
-  max_weight: 'max weight', ablation_delta: 'ablation \u0394', gradient_importance: 'gradient',
-  gradient_raw: 'gradient (raw)', cluster: 'cluster', importance: 'importance', label: 'label',
+  cluster: 'cluster', importance: 'importance', label: 'label',
   kv_head: 'KV head'
 };
 const TITLES = {
-  entropy_nats: 'mean row entropy, nats', entropy_norm: 'entropy over its maximum (0..1)',
-  max_weight_mean: 'mean over rows of the largest weight (0..1)',
-  ablation_delta: 'loss increase when the head is zeroed (negative: the loss falls)',
-  gradient_importance: '|dL/d\u03be| at \u03be = 1, normalised per layer (Michel et al. 2019)',
   cluster: 'flat cluster of similar heads', importance: 'corpus importance (Michel et al.)',
   kv_head: 'the key/value head this query head reads (grouped-query attention: shared by consecutive heads)'
 };
 const GROUP_NAMES = { text_scores: 'text: ', probe_scores: 'probe: ', sinks: 'sinks: ' };
-const LABEL_ORDER = ['previous_token', 'next_token', 'self', 'broad', 'other_segment', 'first_token', 'cls', 'sep', 'punctuation', 'duplicate_token', 'induction', 'all', 'no_sinks', 'mass', 'probe_mass'];
+let LABEL_ORDER = ['all', 'no_sinks', 'mass', 'probe_mass'];
+/* names, titles and the score order from R.metrics: each metric under its key and under
+   the last part of its path (max_weight is max_weight_mean in a single-text report) */
+function readMetrics() {
+  const order = [];
+  (Array.isArray(R.metrics) ? R.metrics : []).forEach(function (m) {
+    if (!m || typeof m.key !== 'string') return;
+    const leaf = String(typeof m.path === 'string' ? m.path : m.key).split('.').pop();
+    [m.key, leaf].forEach(function (k) {
+      if (typeof m.name === 'string') NAMES[k] = m.name;
+      if (typeof m.description === 'string') TITLES[k] = m.description;
+    });
+    if (m.kind !== 'value' && order.indexOf(leaf) < 0) order.push(leaf);
+    if (typeof m.param === 'string') { /* a detector's parameter (positional_offset_k) */
+      const pk = leaf + '_' + m.param;
+      NAMES[pk] = (typeof m.name === 'string' ? m.name : leaf) + ' ' + m.param;
+      TITLES[pk] = 'the ' + m.param + ' of ' + (typeof m.name === 'string' ? m.name : leaf);
+      if (order.indexOf(pk) < 0) order.push(pk);
+    }
+  });
+  LABEL_ORDER = order.concat(LABEL_ORDER);
+}
 function labelOrder(a, b) {
   const ia = LABEL_ORDER.indexOf(a), ib = LABEL_ORDER.indexOf(b);
   return (ia < 0 ? 99 : ia) - (ib < 0 ? 99 : ib) || a.localeCompare(b);

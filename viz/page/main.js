@@ -105,6 +105,7 @@ function words(ids) {
 function init() {
   R = JSON.parse($('hs-report').textContent);
   if (!R || typeof R !== 'object') throw new Error('the embedded report is not an object');
+  readMetrics();
   try { INFO = JSON.parse($('hs-maps-info').textContent) || {}; } catch (e) { INFO = { embedded: false, reason: 'the map index could not be read' }; }
   CORPUS = R.corpus && typeof R.corpus === 'object' ? R.corpus : null;
   const list = CORPUS ? CORPUS.heads : R.heads;
