@@ -87,7 +87,7 @@ TEST_BIN = $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 LIB = $(BUILD)/libheadscope.a
 BIN = $(BUILD)/headscope
 
-.PHONY: all deps test unit cli-test fuzz-replay browser-test ref-test bench-smoke llamacpp-test bench fuzz clean example
+.PHONY: all deps test unit cli-test cli-faults fuzz-replay browser-test ref-test bench-smoke llamacpp-test bench fuzz clean example
 all: $(LIB) $(BIN)
 
 # The commit a build comes from, recorded in reports (empty outside a git checkout). The
@@ -179,12 +179,19 @@ unit: $(TEST_BIN) $(TEST_V3_BIN)
 	else echo "== the SkylakeX-kernel and AVX2-kernel runs of test_ops and test_forward: skipped (no AVX-512)"; fi; \
 	if [ -n "$$failed" ]; then echo "failing suites:$$failed"; exit 1; fi
 
-cli-test: $(BIN) cli-faults
-	HEADSCOPE=$(BIN) bash tests/cli.sh
-	HEADSCOPE=$(BIN) bash tests/cli_outdir.sh
-
-# The fault and hostile-input matrix of issue 41: signals, limits, FIFOs, parsers.
-.PHONY: cli-faults
+# The command-line scripts: cli.sh (every command against the references), cli_outdir.sh
+# (what a run may remove or replace in -o), cli_faults.sh (the fault and hostile-input
+# matrix of issue 41: signals, limits, FIFOs, parsers). They share nothing (each its own
+# temporary folder) and spend much of their time in one-threaded Python checks, so they run
+# at once; each one's output is printed whole when it ends, with its wall time.
+CLI_SCRIPTS = cli cli_outdir cli_faults
+cli-test: $(BIN)
+	@pids=; for s in $(CLI_SCRIPTS); do \
+	    ( t0=$$(date +%s%N); HEADSCOPE=$(BIN) bash tests/$$s.sh > $(BUILD)/$$s.log 2>&1; rc=$$?; \
+	      echo "$$s.sh $$($(SUITE_DONE))" >> $(TIMES); exit $$rc ) & pids="$$pids $$!:$$s"; done; \
+	failed=; for p in $$pids; do wait $${p%%:*} || failed="$$failed $${p#*:}.sh"; \
+	    echo "== tests/$${p#*:}.sh"; cat $(BUILD)/$${p#*:}.log; done; \
+	if [ -n "$$failed" ]; then echo "failing scripts:$$failed"; exit 1; fi
 cli-faults: $(BIN)
 	HEADSCOPE=$(BIN) bash tests/cli_faults.sh
 

@@ -306,7 +306,7 @@ void hs_model_files_free(hs_model_file *files, int n);
 /* The key/value head query head h reads: h / (n_head / n_kv_head). */
 int hs_model_kv_head(const hs_model_config *c, int h);
 
-/* Family names: "gpt2", "bert", "gpt_neox", "llama", "qwen2". */
+/* Family names: "gpt2", "bert", "roberta", "distilbert", "gpt_neox", "llama", "qwen2". */
 const char *hs_family_name(hs_family f);
 
 #ifdef __cplusplus

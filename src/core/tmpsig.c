@@ -1,5 +1,5 @@
 /* The temporary files being written, removed when a signal ends the process (see
- * internal.h): a fixed table of their paths that a signal handler may read at any moment,
+ * core/core.h): a fixed table of their paths that a signal handler may read at any moment,
  * and the handlers a program installs. */
 #include <signal.h>
 #include <stdatomic.h>

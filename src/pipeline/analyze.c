@@ -19,7 +19,6 @@
 #include "headscope/report.h"
 #include "headscope/tokenizer.h"
 #include "core/core.h"
-#include "io/io_internal.h"
 #include "pipeline/analyze_observe.h"
 #include "core/mapstore.h"
 #include "pipeline/pipeline.h"

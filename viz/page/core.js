@@ -1,6 +1,6 @@
 /*
  * headscope report page (vanilla JavaScript, no libraries; compiled into index.html by
- * tools/pagegen.c). It reads everything from the page itself: the report from
+ * viz/page/pagegen.c). It reads everything from the page itself: the report from
  * #hs-report, the map index from #hs-maps-info, each head's thumbnail, map and word map
  * from script.hs-thumb / .hs-map / .hs-wmap [data-index=k], and a corpus run's texts
  * from #hs-texts. Columns, scores and pictures come from the report, so a new per-head
