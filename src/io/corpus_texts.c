@@ -37,21 +37,28 @@ hs_status hs_texts_next(hs_texts_reader *t, hs_error *err)
     /* {"index":I,"line":L, with I and L whole numbers in [0, 2^50] (no sscanf: its %ld past
        a long is undefined) */
     const char *p = t->buf;
-    long index = -1;
+    long index = -1, before = t->line;
     t->line = -1;
     if (!strncmp(p, "{\"index\":", 9))
         p = number_then(p + 9, ',', &index);
     if (p && !strncmp(p, "\"line\":", 7))
         p = number_then(p + 7, ',', &t->line);
-    if (!p || index < 0 || t->line < 0 || t->buf[n - 1] != '\n')
+    if (!p || index < 0 || t->line < 0 || t->buf[n - 1] != '\n' ||
+        memchr(t->buf, 0, (size_t)n))
         return hs_fail(err, HS_E_INPUT, "'%s' line %ld is not a texts.jsonl line", t->name,
                        t->count + 1);
+    /* a shard's texts are its records' in corpus order, one a source line */
+    if (t->count > 0 && t->line <= before)
+        return hs_fail(err, HS_E_INPUT, "'%s' line %ld is of source line %ld, not after the "
+                       "line before's %ld", t->name, t->count + 1, t->line, before);
     t->count++;
     return HS_OK;
 }
 
 hs_status hs_texts_merge(hs_texts_reader *const *parts, int n, FILE *out, hs_error *err)
 {
+    const hs_texts_reader *last = NULL;
+    long last_line = -1;
     for (long index = 0;; index++) {
         hs_texts_reader *best = NULL;
         for (int i = 0; i < n; i++)
@@ -59,6 +66,11 @@ hs_status hs_texts_merge(hs_texts_reader *const *parts, int n, FILE *out, hs_err
                 best = parts[i];
         if (!best)
             break;
+        if (last && best->line <= last_line) /* each record is in one shard */
+            return hs_fail(err, HS_E_INPUT, "source line %ld is in both '%s' and '%s'",
+                           best->line, last->name, best->name);
+        last = best;
+        last_line = best->line;
         const char *rest = strstr(best->buf, ",\"line\":");
         if (fprintf(out, "{\"index\":%ld%s", index, rest) < 0)
             return hs_fail(err, HS_E_IO, "cannot write texts.jsonl: %s", strerror(errno));

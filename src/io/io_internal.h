@@ -91,9 +91,11 @@ size_t hs_corpus_partial_max_values(const char *json, size_t len);
 /* A shard's texts.jsonl read line by line (src/io/corpus_texts.c): set f, name (for the
  * messages) and n_texts (its partial's); hs_texts_next reads the next line into buf and its
  * source line number into line, counting lines in count (eof = 1 at the end; HS_E_INPUT for
- * a line that does not start {"index":I,"line":L, or has no newline, HS_E_IO when f fails).
- * hs_texts_merge writes the lines of the n readers parts[i], each with its first line read, into out in
- * order of source line, renumbered from 0, then checks that each held n_texts lines. */
+ * a line that does not start {"index":I,"line":L, has no newline or a NUL byte, or whose
+ * source line is not after the line before's; HS_E_IO when f fails). hs_texts_merge writes
+ * the lines of the n readers parts[i], each with its first line read, into out in order of
+ * source line, renumbered from 0 (HS_E_INPUT for a source line in two of them), then checks
+ * that each held n_texts lines. */
 typedef struct hs_texts_reader {
     FILE *f;
     const char *name;
