@@ -25,6 +25,7 @@
 #include "core/core.h"
 #include "headscope/corpus.h"
 #include "io/io_internal.h"
+#include "parts.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -192,19 +193,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         atexit(cleanup);
     }
     /* the parts between "\n%%\n" separators: the partial, then the texts */
-    const uint8_t *part[1 + MAX_TEXTS] = {data};
-    size_t len[1 + MAX_TEXTS] = {size};
-    int parts = 1;
-    for (size_t i = 0; parts < 1 + MAX_TEXTS && i + 4 <= len[parts - 1]; i++) {
-        const uint8_t *s = part[parts - 1];
-        if (memcmp(s + i, "\n%%\n", 4) == 0) {
-            part[parts] = s + i + 4;
-            len[parts] = len[parts - 1] - i - 4;
-            len[parts - 1] = i + 1; /* its last newline kept */
-            parts++;
-            i = (size_t)-1;
-        }
-    }
+    const uint8_t *part[1 + MAX_TEXTS];
+    size_t len[1 + MAX_TEXTS];
+    int parts = fuzz_parts(data, size, part, len, 1 + MAX_TEXTS, 1);
     hs_error err = {{0}};
     hs_corpus_partial p;
     put("partial.json", part[0], len[0]);
