@@ -60,12 +60,7 @@ static void put(const char *name, const uint8_t *d, size_t n)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    if (!have_dir) {
-        if (!mkdtemp(dir))
-            abort();
-        have_dir = 1;
-        atexit(cleanup);
-    }
+    fuzz_dir_once(dir, &have_dir, cleanup);
     remove_files();
     /* the parts between "\n%%\n" separators */
     const uint8_t *part[3];

@@ -186,12 +186,7 @@ static void merge(hs_texts_reader *t, int n)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    if (!have_dir) {
-        if (!mkdtemp(dir))
-            abort();
-        have_dir = 1;
-        atexit(cleanup);
-    }
+    fuzz_dir_once(dir, &have_dir, cleanup);
     /* the parts between "\n%%\n" separators: the partial, then the texts */
     const uint8_t *part[1 + MAX_TEXTS];
     size_t len[1 + MAX_TEXTS];

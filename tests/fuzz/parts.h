@@ -1,10 +1,24 @@
-/* An input of several files, separated by lines "%%" (fuzz_folder, fuzz_resume): split into
- * at most max parts (the last holds the rest), part[i] of len[i] bytes. keep_newline: each
- * part but the last keeps the newline before its separator. Returns how many parts. */
+/* An input of several files, separated by lines "%%" (fuzz_folder, fuzz_resume), written to
+ * one temporary folder per process. fuzz_parts splits it into at most max parts (the last
+ * holds the rest), part[i] of len[i] bytes; keep_newline: each part but the last keeps the
+ * newline before its separator. Returns how many parts. fuzz_dir_once makes the folder dir
+ * (a mkdtemp template) the first time, cleanup registered to remove it at exit. The
+ * including file defines _DEFAULT_SOURCE (mkdtemp). */
 #ifndef HS_FUZZ_PARTS_H
 #define HS_FUZZ_PARTS_H
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
+
+static void fuzz_dir_once(char *dir, int *have_dir, void (*cleanup)(void))
+{
+    if (!*have_dir) {
+        if (!mkdtemp(dir))
+            abort();
+        *have_dir = 1;
+        atexit(cleanup);
+    }
+}
 
 static int fuzz_parts(const uint8_t *data, size_t size, const uint8_t **part, size_t *len,
                       int max, int keep_newline)
