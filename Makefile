@@ -213,6 +213,7 @@ fuzz-replay: $(REPLAY_BIN)
 	$(BUILD)/replay/fuzz_folder fixtures/fuzz-folder/*
 	$(BUILD)/replay/fuzz_report_files fixtures/report-files/* fixtures/partial/*.json
 	$(BUILD)/replay/fuzz_added fixtures/fuzz-added/*
+	$(BUILD)/replay/fuzz_resume fixtures/fuzz-resume/*
 
 browser-test: $(BIN)
 	HEADSCOPE=$(BIN) HS_LDFLAGS="$(LDFLAGS)" bash tests/browser.sh
@@ -258,7 +259,7 @@ llamacpp-test: all
 FUZZ_SECONDS ?= 30
 FUZZ_FLAGS = -g -O1 -fsanitize=fuzzer,address,undefined -std=c11 $(CPPFLAGS) $(PKG_CFLAGS)
 fuzz: $(PAGE_C)
-	@mkdir -p build-fuzz/corpus-gguf build-fuzz/corpus-tokenizer build-fuzz/corpus-safetensors build-fuzz/corpus-tokenizer-json build-fuzz/corpus-torchbin build-fuzz/corpus-corpus build-fuzz/corpus-partial build-fuzz/corpus-folder build-fuzz/corpus-report-files build-fuzz/corpus-added
+	@mkdir -p build-fuzz/corpus-gguf build-fuzz/corpus-tokenizer build-fuzz/corpus-safetensors build-fuzz/corpus-tokenizer-json build-fuzz/corpus-torchbin build-fuzz/corpus-corpus build-fuzz/corpus-partial build-fuzz/corpus-folder build-fuzz/corpus-report-files build-fuzz/corpus-added build-fuzz/corpus-resume
 	for f in $$(find fixtures/bad fixtures/models -name model.safetensors); do cp $$f build-fuzz/corpus-safetensors/$$(echo $$f | tr / _); done
 	clang $(FUZZ_FLAGS) tests/fuzz/fuzz_gguf.c $(LIB_SRC) $(PAGE_C) $(PKG_LIBS) -o build-fuzz/fuzz_gguf
 	clang $(FUZZ_FLAGS) tests/fuzz/fuzz_tokenizer.c $(LIB_SRC) $(PAGE_C) $(PKG_LIBS) -o build-fuzz/fuzz_tokenizer
@@ -276,6 +277,8 @@ fuzz: $(PAGE_C)
 	cp fixtures/report-files/* build-fuzz/corpus-report-files/
 	clang $(FUZZ_FLAGS) tests/fuzz/fuzz_added.c $(LIB_SRC) $(PAGE_C) $(PKG_LIBS) -o build-fuzz/fuzz_added
 	cp fixtures/fuzz-added/* build-fuzz/corpus-added/
+	clang $(FUZZ_FLAGS) tests/fuzz/fuzz_resume.c $(LIB_SRC) $(PAGE_C) $(PKG_LIBS) -o build-fuzz/fuzz_resume
+	cp fixtures/fuzz-resume/* build-fuzz/corpus-resume/
 	find fixtures/gguf -name '*.gguf' -exec cp {} build-fuzz/corpus-gguf/ ';'
 	cp README.md docs/*.md fixtures/tokenizer/family_cases.jsonl build-fuzz/corpus-tokenizer/
 	cp fixtures/tokenizer/json-corpus/*.json build-fuzz/corpus-tokenizer-json/
@@ -288,7 +291,7 @@ fuzz: $(PAGE_C)
 	build-fuzz/fuzz_partial -max_total_time=$(FUZZ_SECONDS) -max_len=65536 build-fuzz/corpus-partial
 	build-fuzz/fuzz_folder -max_total_time=$(FUZZ_SECONDS) -max_len=65536 build-fuzz/corpus-folder
 	build-fuzz/fuzz_report_files -max_total_time=$(FUZZ_SECONDS) -max_len=65536 build-fuzz/corpus-report-files
-	build-fuzz/fuzz_added -max_total_time=$(FUZZ_SECONDS) -max_len=4096 build-fuzz/corpus-added
+	build-fuzz/fuzz_added -max_total_time=$(FUZZ_SECONDS) -max_len=4096 build-fuzz/corpus-added build-fuzz/corpus-resume
 
 example: all
 	$(BIN) attn fixtures/tiny-gpt2 --text "The cat sat on the mat. The cat sat on the mat." -o /tmp/headscope-attn.npy

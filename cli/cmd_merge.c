@@ -13,6 +13,7 @@
 #include "cli.h"
 #include "core/core.h"
 #include "headscope/corpus.h"
+#include "io/io_internal.h"
 
 static const char usage_text[] =
     "usage: headscope merge PART... -o OUTDIR [--json] [-q]\n\n"
@@ -34,12 +35,7 @@ typedef struct part {
     const char *arg;
     char *partial, *texts;  /* paths */
     hs_corpus_partial p;
-    FILE *f;                /* its texts.jsonl while merging */
-    char *buf;              /* the current line */
-    size_t cap;
-    long line, count;       /* the current line's source line; lines read */
-    long n_texts;           /* texts in its partial */
-    int eof;
+    hs_texts_reader t;      /* its texts.jsonl while merging */
 } part;
 
 /* The partial's path and its texts.jsonl beside it. */
@@ -82,51 +78,7 @@ static int load(const char *C, part *pt)
                   pt->partial);
         return EXIT_FAIL;
     }
-    pt->n_texts = pt->p.agg ? pt->p.agg->n_texts : 0;
-    return 0;
-}
-
-/* A whole number in [0, 2^50] of decimal digits followed by sep at p into *v; what follows
- * sep, or NULL. */
-static const char *number_then(const char *p, char sep, long *v)
-{
-    const char *s = p;
-    long x = 0;
-    for (; *p >= '0' && *p <= '9' && p - s < 16; p++)
-        x = x * 10 + (*p - '0');
-    if (p == s || *p != sep || x > 1L << 50)
-        return NULL;
-    *v = x;
-    return p + 1;
-}
-
-/* The next line of a shard's texts.jsonl and its source line number. */
-static int next_line(const char *C, part *pt)
-{
-    errno = 0;
-    ssize_t n = getline(&pt->buf, &pt->cap, pt->f);
-    if (n < 0) {
-        if (ferror(pt->f)) {
-            cli_error(C, "cannot read '%s': %s", pt->texts, strerror(errno));
-            return EXIT_FAIL;
-        }
-        pt->eof = 1;
-        return 0;
-    }
-    /* {"index":I,"line":L, with I and L whole numbers in [0, 2^50] (no sscanf: its %ld past
-       a long is undefined) */
-    const char *p = pt->buf;
-    long index = -1;
-    pt->line = -1;
-    if (!strncmp(p, "{\"index\":", 9))
-        p = number_then(p + 9, ',', &index);
-    if (p && !strncmp(p, "\"line\":", 7))
-        p = number_then(p + 7, ',', &pt->line);
-    if (!p || index < 0 || pt->line < 0 || pt->buf[n - 1] != '\n') {
-        cli_error(C, "'%s' line %ld is not a texts.jsonl line", pt->texts, pt->count + 1);
-        return EXIT_FAIL;
-    }
-    pt->count++;
+    pt->t.n_texts = pt->p.agg ? pt->p.agg->n_texts : 0;
     return 0;
 }
 
@@ -154,36 +106,30 @@ static int open_regular(const char *C, const char *path, FILE **f)
 /* Every shard's texts.jsonl, merged by source line into out, renumbered from 0. */
 static int merge_texts(const char *C, part *parts, int n, FILE *out)
 {
-    for (int i = 0; i < n; i++) {
-        if (open_regular(C, parts[i].texts, &parts[i].f))
-            return EXIT_FAIL;
-        if (next_line(C, &parts[i]))
-            return EXIT_FAIL;
-    }
-    for (long index = 0;; index++) {
-        part *best = NULL;
-        for (int i = 0; i < n; i++)
-            if (!parts[i].eof && (!best || parts[i].line < best->line))
-                best = &parts[i];
-        if (!best)
-            break;
-        const char *rest = strstr(best->buf, ",\"line\":");
-        if (fprintf(out, "{\"index\":%ld%s", index, rest) < 0) {
-            cli_error(C, "cannot write texts.jsonl: %s", strerror(errno));
-            return EXIT_FAIL;
-        }
-        if (next_line(C, best))
-            return EXIT_FAIL;
+    hs_error err = {{0}};
+    hs_texts_reader **t = malloc((size_t)n * sizeof *t);
+    int rc = EXIT_FAIL;
+    if (!t) {
+        cli_error(C, "out of memory");
+        return EXIT_FAIL;
     }
     for (int i = 0; i < n; i++) {
-        long want = parts[i].n_texts;
-        if (parts[i].count != want) {
-            cli_error(C, "'%s' has %ld texts, its partial.json %ld", parts[i].texts,
-                      parts[i].count, want);
-            return EXIT_FAIL;
+        t[i] = &parts[i].t;
+        parts[i].t.name = parts[i].texts;
+        if (open_regular(C, parts[i].texts, &parts[i].t.f))
+            goto done;
+        if (hs_texts_next(&parts[i].t, &err)) {
+            cli_error(C, "%s", err.msg);
+            goto done;
         }
     }
-    return 0;
+    if (hs_texts_merge(t, n, out, &err) != HS_OK)
+        cli_error(C, "%s", err.msg);
+    else
+        rc = 0;
+done:
+    free(t);
+    return rc;
 }
 
 static int cmp_shard(const void *x, const void *y)
@@ -367,9 +313,9 @@ done:
     for (int i = 0; parts && i < n; i++) {
         free(parts[i].partial);
         free(parts[i].texts);
-        free(parts[i].buf);
-        if (parts[i].f)
-            fclose(parts[i].f);
+        free(parts[i].t.buf);
+        if (parts[i].t.f)
+            fclose(parts[i].t.f);
         hs_corpus_partial_free(&parts[i].p);
     }
     free(parts);

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include "corpus_run.h"
+#include "io/io_internal.h"
 
 void cli_corpus_digest_hex(const cli_corpus_run *r, char hex[65])
 {
@@ -57,32 +58,6 @@ int cli_corpus_checkpoint(cli_corpus_run *r)
 }
 
 
-/* Whether the checkpoint's parts disagree (said in one line): its texts.jsonl's lines (-1:
- * a cut line), the texts in its aggregate, its position and its count of selected records. */
-static int disagrees(const cli_corpus_run *r, const char *path, long lines)
-{
-    const hs_corpus_checkpoint *cp = &r->resume.cp;
-    long n_texts = r->agg ? r->agg->n_texts : 0;
-    if (lines < 0) {
-        cli_error(r->cmd, "cannot resume: the checkpoint '%s' disagrees with itself: its "
-                  "texts.jsonl ends inside a line at byte %ld", path, cp->texts_bytes);
-        return 1;
-    }
-    if (r->resume.info.n_selected != cp->position) {
-        cli_error(r->cmd, "cannot resume: the checkpoint '%s' disagrees with itself: its "
-                  "position is %ld records, its source's selected records %ld", path,
-                  cp->position, r->resume.info.n_selected);
-        return 1;
-    }
-    if (lines != n_texts || n_texts > cp->position) {
-        cli_error(r->cmd, "cannot resume: the checkpoint '%s' disagrees with itself: its "
-                  "texts.jsonl holds %ld texts (%ld bytes), its aggregate %ld, at position %ld",
-                  path, lines, cp->texts_bytes, n_texts, cp->position);
-        return 1;
-    }
-    return 0;
-}
-
 int cli_corpus_resume_open(cli_corpus_run *r, const char *texts, hs_out *outf)
 {
     hs_error err = {{0}};
@@ -121,8 +96,9 @@ int cli_corpus_resume_open(cli_corpus_run *r, const char *texts, hs_out *outf)
         cli_error(r->cmd, "cannot resume: %s", err.msg);
         return EXIT_FAIL;
     }
-    if (disagrees(r, path, lines)) {
+    if (hs_corpus_resume_agree(&r->resume, r->agg ? r->agg->n_texts : 0, path, lines, &err)) {
         hs_out_close(outf, 0, NULL);
+        cli_error(r->cmd, "cannot resume: %s", err.msg);
         return EXIT_FAIL;
     }
     if (!(r->old_tmp = strdup(tmp))) {

@@ -154,6 +154,24 @@ expect 1 "merge, a line number past a long" -- "$HS" merge "$W/p1" "$W/p2" -o "$
 one_line_error "merge, a line number past a long"
 stderr_has "merge, a line number past a long" "line 1 is not a texts.jsonl line"
 clean "merge, a line number past a long" "$W"
+# merge: texts out of corpus order in a shard, a source line in two shards, a NUL byte in a
+# line are refused (they were merged out of order or written cut)
+rm -rf "$W/p1" && cp -r "$T/sh1" "$W/p1"
+tac "$T/sh1/texts.jsonl" >"$W/p1/texts.jsonl"
+expect 1 "merge, a shard's texts out of order" -- "$HS" merge "$W/p1" "$W/p2" -o "$W/m" -q
+one_line_error "merge, a shard's texts out of order"
+stderr_has "merge, a shard's texts out of order" "line 2 is of source line 1, not after the line before's 3"
+cp "$T/sh1/texts.jsonl" "$W/p2/texts.jsonl"
+expect 1 "merge, a source line in two shards" -- "$HS" merge "$T/sh1" "$W/p2" -o "$W/m" -q
+one_line_error "merge, a source line in two shards"
+stderr_has "merge, a source line in two shards" "source line 1 is in both"
+cp "$T/sh1/texts.jsonl" "$W/p1/texts.jsonl" && cp "$T/sh2/texts.jsonl" "$W/p2/texts.jsonl"
+sed -i '1s/"line":1,/"line":1,"\x00":0,/' "$W/p1/texts.jsonl"
+expect 1 "merge, a NUL byte in a line" -- "$HS" merge "$W/p1" "$W/p2" -o "$W/m" -q
+one_line_error "merge, a NUL byte in a line"
+stderr_has "merge, a NUL byte in a line" "line 1 is not a texts.jsonl line"
+[ ! -e "$W/m" ] && ok || bad "a refused merge left its folder"
+clean "merge, refused texts" "$W"
 rm -rf "$W"
 
 # ---- a tensor stored in two safetensors shards: refused, naming it and both shards ---------

@@ -88,4 +88,30 @@ void hs_report_add_kv_groups(struct cJSON *parent, const struct hs_kv_similarity
  * that allocates nothing (src/io/partial_bounds.c); 65,536 when it names none. */
 size_t hs_corpus_partial_max_values(const char *json, size_t len);
 
+/* A shard's texts.jsonl read line by line (src/io/corpus_texts.c): set f, name (for the
+ * messages) and n_texts (its partial's); hs_texts_next reads the next line into buf and its
+ * source line number into line, counting lines in count (eof = 1 at the end; HS_E_INPUT for
+ * a line that does not start {"index":I,"line":L, has no newline or a NUL byte, or whose
+ * source line is not after the line before's; HS_E_IO when f fails). hs_texts_merge writes
+ * the lines of the n readers parts[i], each with its first line read, into out in order of
+ * source line, renumbered from 0 (HS_E_INPUT for a source line in two of them), then checks
+ * that each held n_texts lines. */
+typedef struct hs_texts_reader {
+    FILE *f;
+    const char *name;
+    long n_texts;
+    char *buf;          /* the current line (malloc'd: free it) */
+    size_t cap;
+    long line, count;
+    int eof;
+} hs_texts_reader;
+hs_status hs_texts_next(hs_texts_reader *t, hs_error *err);
+hs_status hs_texts_merge(hs_texts_reader *const *parts, int n, FILE *out, hs_error *err);
+/* Whether a checkpoint p (read from path) agrees with its texts.jsonl's lines (-1: it ends
+ * inside a line, as hs_out_resume says) and its aggregate's n_texts: HS_OK, or HS_E_INPUT
+ * and a line naming the disagreement. */
+struct hs_corpus_partial;
+hs_status hs_corpus_resume_agree(const struct hs_corpus_partial *p, long n_texts,
+                                 const char *path, long lines, hs_error *err);
+
 #endif /* HEADSCOPE_IO_INTERNAL_H */

@@ -17,6 +17,7 @@
 
 #include "headscope/model.h"
 #include "headscope/tokenizer.h"
+#include "parts.h"
 #include "tokcheck.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -59,27 +60,12 @@ static void put(const char *name, const uint8_t *d, size_t n)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    if (!have_dir) {
-        if (!mkdtemp(dir))
-            abort();
-        have_dir = 1;
-        atexit(cleanup);
-    }
+    fuzz_dir_once(dir, &have_dir, cleanup);
     remove_files();
     /* the parts between "\n%%\n" separators */
-    const uint8_t *part[3] = {data, NULL, NULL};
-    size_t len[3] = {size, 0, 0};
-    int parts = 1;
-    for (size_t i = 0; parts < 3 && i + 4 <= len[parts - 1]; i++) {
-        const uint8_t *s = part[parts - 1];
-        if (memcmp(s + i, "\n%%\n", 4) == 0) {
-            part[parts] = s + i + 4;
-            len[parts] = len[parts - 1] - i - 4;
-            len[parts - 1] = i;
-            parts++;
-            i = (size_t)-1; /* scan the new part from its start */
-        }
-    }
+    const uint8_t *part[3];
+    size_t len[3];
+    int parts = fuzz_parts(data, size, part, len, 3, 0);
     put("config.json", part[0], len[0]);
     if (parts > 1 && len[1] && part[1][0] == '{') {
         put("vocab.json", part[1], len[1]);
