@@ -410,6 +410,51 @@ Test(chunks, a_long_text_encodes_as_the_library_encodes_it_whole)
     cJSON_Delete(g);
 }
 
+Test(chunks, an_encoding_past_the_id_vectors_mapping_gives_its_pieces_ids)
+{
+    /* 17 copies of the 64 KiB text (its ids checked against the library above) joined by
+     * <|endoftext|>, which splits the text: over 262,144 ids, so the id vector has moved to
+     * its mapping; the ids are the pieces' in order. BERT's pair: type 0 up to the first
+     * [SEP], then 1 (the template's) */
+    size_t len, copies = 17, sep = strlen("<|endoftext|>");
+    char *one = tu_slurp(FIX "long_text.txt", &len), *text = malloc(copies * (len + sep));
+    cr_assert_not_null(text);
+    size_t n = 0;
+    for (size_t c = 0; c < copies; c++) {
+        memcpy(text + n, one, len);
+        n += len;
+        if (c + 1 < copies) {
+            memcpy(text + n, "<|endoftext|>", sep);
+            n += sep;
+        }
+    }
+    hs_tokenizer *t = tu_json_tok(FIX "gpt2.tokenizer.json");
+    hs_encoding a = enc_len(t, one, len), e = enc_len(t, text, n);
+    cr_assert_gt(e.n * sizeof *e.ids, (size_t)1 << 20, "%zu ids do not reach the mapping", e.n);
+    cr_assert_eq(e.n, copies * a.n + copies - 1);
+    for (size_t c = 0, i = 0; c < copies; c++, i++) {
+        cr_assert_arr_eq(e.ids + i, a.ids, a.n * sizeof *a.ids, "copy %zu differs", c);
+        i += a.n;
+        cr_assert(c + 1 == copies || e.ids[i] == 50256, "copy %zu: no <|endoftext|> after it", c);
+    }
+    hs_encoding_free(&a);
+    hs_encoding_free(&e);
+    hs_tokenizer_free(t);
+    t = tu_json_tok(FIX "bert-uncased.tokenizer.json");
+    hs_error err = {{0}};
+    cr_assert_eq(hs_tokenizer_encode(t, "hello world", 11, text, n, &e, &err), HS_OK, "%s", err.msg);
+    cr_assert_gt(e.n, (size_t)1 << 18);
+    cr_assert_eq(e.n_text, 2);
+    for (size_t i = 0; i < e.n; i++)
+        cr_assert_eq(e.type_ids[i], i < 4 ? 0 : 1, "type id %zu is %d", i, (int)e.type_ids[i]);
+    cr_assert_eq(e.ids[3], hs_tokenizer_id(t, "[SEP]"));
+    cr_assert_eq(e.ids[e.n - 1], hs_tokenizer_id(t, "[SEP]"));
+    hs_encoding_free(&e);
+    hs_tokenizer_free(t);
+    free(text);
+    free(one);
+}
+
 /* ---- memory -------------------------------------------------------------------------------- */
 
 typedef struct enc_mem {
