@@ -131,7 +131,7 @@ static int one_text(cli_corpus_run *r, long line, const char *text, size_t len,
     ao.hash_files = !r->checked && r->ao.hash_files;
     ao.probe = !r->checked;
     hs_analyze_input in = {.ids = enc.ids, .type_ids = enc.type_ids, .n = (int)enc.n,
-                           .tokens = (const char *const *)enc.tokens, .truncated = truncated};
+                           .truncated = truncated};
     if (hs_analyze_run(r->m, &in, &ao, &a, &err) != HS_OK) {
         cli_error(r->cmd, "'%s' %s %ld: %s", r->co->path,
                   r->info.format == HS_CORPUS_DIR ? "file" : "line", line, err.msg);

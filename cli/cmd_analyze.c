@@ -132,9 +132,8 @@ int cmd_analyze(int argc, char **argv)
         goto done;
     }
     hs_analyze_input in = {.ids = enc.ids, .type_ids = enc.type_ids, .n = (int)enc.n,
-                           .tokens = (const char *const *)enc.tokens, .text = t.text,
-                           .text_len = t.len,
-                           .text_pair = t.pair, .truncated = was_truncated};
+                           .text = t.text, .text_len = t.len, .text_pair = t.pair,
+                           .truncated = was_truncated};
     hs_status ast = hs_analyze_run(m, &in, &g.opt.ao, &a, &err);
     cli_phase_progress_end();
     if (ast != HS_OK) {

@@ -54,14 +54,16 @@ static int word_index(const hs_model *m, const hs_encoding *enc, npy_sink *ns)
     const hs_tokenizer *tok = hs_model_tokenizer(m);
     int n = (int)enc->n, bad = 0;
     char **disp = calloc((size_t)n, sizeof *disp);
+    const char **raw = malloc((size_t)n * sizeof *raw);
     int32_t *word = malloc((size_t)n * sizeof *word);
-    for (int i = 0; disp && i < n && !bad; i++) {
+    for (int i = 0; disp && raw && i < n && !bad; i++) {
         char buf[256];
+        raw[i] = hs_tokenizer_token(tok, enc->ids[i]);
         hs_tokenizer_display(tok, enc->ids[i], buf, sizeof buf);
         bad = !(disp[i] = strdup(buf));
     }
-    if (disp && word && !bad) {
-        ns->n_words = hs_word_ids((const char *const *)enc->tokens, (const char *const *)disp,
+    if (disp && raw && word && !bad) {
+        ns->n_words = hs_word_ids(raw, (const char *const *)disp,
                                   enc->ids, n, c->arch->tokenizer == HS_TOK_WORDPIECE, tok,
                                   word);
         ns->cfg = c;
@@ -71,6 +73,7 @@ static int word_index(const hs_model *m, const hs_encoding *enc, npy_sink *ns)
     for (int i = 0; disp && i < n; i++)
         free(disp[i]);
     free(disp);
+    free(raw);
     if (!word || !ns->wmaps) {
         free(word);
         return -1;

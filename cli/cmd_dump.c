@@ -167,9 +167,10 @@ static int write_all(const hs_model *m, const hs_encoding *enc, const hs_activat
     cJSON *ids = cJSON_AddArrayToObject(man, "ids"), *toks = cJSON_AddArrayToObject(man, "tokens");
     cJSON *types = cJSON_AddArrayToObject(man, "type_ids");
     for (int i = 0; i < n; i++) {
+        const char *raw = hs_tokenizer_token(hs_model_tokenizer(m), enc->ids[i]);
         cJSON_AddItemToArray(ids, cJSON_CreateNumber(enc->ids[i]));
         cJSON_AddItemToArray(types, cJSON_CreateNumber(enc->type_ids ? enc->type_ids[i] : 0));
-        cJSON_AddItemToArray(toks, cJSON_CreateString(enc->tokens && enc->tokens[i] ? enc->tokens[i] : ""));
+        cJSON_AddItemToArray(toks, cJSON_CreateString(raw ? raw : ""));
     }
     cJSON *files = cJSON_AddArrayToObject(man, "files");
     size_t shape[3] = {(size_t)n, 0, 0};

@@ -27,7 +27,14 @@ static const char usage_text[] =
     "      --json             print JSON\n"
     "  -h, --help             show this help\n";
 
-static int print_json(const hs_encoding *e)
+/* The raw vocabulary string of id ("" when tok has none). */
+static const char *raw_token(const hs_tokenizer *tok, int32_t id)
+{
+    const char *s = hs_tokenizer_token(tok, id);
+    return s ? s : "";
+}
+
+static int print_json(const hs_tokenizer *tok, const hs_encoding *e)
 {
     cJSON *root = cJSON_CreateObject();
     cJSON *ids = cJSON_AddArrayToObject(root, "ids");
@@ -36,7 +43,7 @@ static int print_json(const hs_encoding *e)
     int ok = root && ids && toks && types;
     for (size_t i = 0; ok && i < e->n; i++) {
         ok = cJSON_AddItemToArray(ids, cJSON_CreateNumber(e->ids[i])) &&
-             cJSON_AddItemToArray(toks, cJSON_CreateString(e->tokens[i])) &&
+             cJSON_AddItemToArray(toks, cJSON_CreateString(raw_token(tok, e->ids[i]))) &&
              cJSON_AddItemToArray(types, cJSON_CreateNumber(e->type_ids[i]));
     }
     char *s = ok ? cJSON_PrintUnformatted(root) : NULL;
@@ -126,13 +133,13 @@ int cmd_tokenize(int argc, char **argv)
             : cli_encode("tokenize", m, &t, max_tokens > 0 ? 1 : -1, (size_t)max_tokens, 1, &enc, NULL))
         goto done;
     if (json) {
-        if (print_json(&enc))
+        if (print_json(tok, &enc))
             goto done;
     } else { /* a terminal is shown no control character of a token; a pipe gets the bytes */
         int tty = isatty(STDOUT_FILENO);
         for (size_t i = 0; i < enc.n; i++)
             printf("%zu\t%d\t%d\t%s\n", i, (int)enc.ids[i], (int)enc.type_ids[i],
-                   tty ? cli_shown(enc.tokens[i]) : enc.tokens[i]);
+                   tty ? cli_shown(raw_token(tok, enc.ids[i])) : raw_token(tok, enc.ids[i]));
     }
     rc = cli_finish_stdout("tokenize");
 done:

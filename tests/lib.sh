@@ -105,8 +105,8 @@ if [[ "${HS_SANITIZE:-}" == *address* ]]; then
     pre=$($CC -print-file-name=libasan.so)
     export ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 fi
-# the ctypes mirrors of hs_forward_opts, hs_open_opts, hs_trace and hs_model_config have the C
-# structs' sizes and offsets
+# the ctypes mirrors of hs_forward_opts, hs_open_opts, hs_trace, hs_model_config and hs_encoding
+# have the C structs' sizes and offsets
 cat >"$tmp/layout.c" <<'CEOF'
 #include <stddef.h>
 #include <stdio.h>
@@ -131,6 +131,9 @@ int main(void)
     F(hs_model_config, ln_eps); F(hs_model_config, act); F(hs_model_config, causal);
     F(hs_model_config, has_lm_head); F(hs_model_config, n_kv_head); F(hs_model_config, arch);
     F(hs_model_config, gated);
+    printf("hs_encoding %zu\n", sizeof(hs_encoding));
+    F(hs_encoding, n); F(hs_encoding, ids); F(hs_encoding, type_ids); F(hs_encoding, n_text);
+    F(hs_encoding, n_pair); F(hs_encoding, paired);
     return 0;
 }
 CEOF
@@ -140,12 +143,13 @@ got=$(cd "$tmp" && HEADSCOPE_LIB=$lib/$soname LD_PRELOAD=$pre "$tmp/venv/bin/pyt
 import ctypes
 from headscope import _lib
 for c, t in (("hs_forward_opts", _lib.HsForwardOpts), ("hs_open_opts", _lib.HsOpenOpts),
-             ("hs_trace", _lib.HsTrace), ("hs_model_config", _lib.HsModelConfig)):
+             ("hs_trace", _lib.HsTrace), ("hs_model_config", _lib.HsModelConfig),
+             ("hs_encoding", _lib.HsEncoding)):
     print(c, ctypes.sizeof(t))
     for name, _ in t._fields_:
         print("%s.%s" % (c, name), getattr(t, name).offset)')
 [ "$want" = "$got" ] &&
-    ok "the Python package's hs_forward_opts, hs_open_opts, hs_trace and hs_model_config match the header" ||
+    ok "the Python package's hs_forward_opts, hs_open_opts, hs_trace, hs_model_config and hs_encoding match the header" ||
     fail "struct layouts: C says $(echo $want), Python $(echo $got)"
 cp -r python/tests "$tmp/pytests" # run outside the tree: the installed package, not python/
 (cd "$tmp" && HEADSCOPE_LIB=$lib/$soname HEADSCOPE_ROOT=$ROOT HEADSCOPE=$stage/usr/bin/headscope \

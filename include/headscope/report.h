@@ -3,7 +3,7 @@
  *
  *     hs_analyze_opts o;  hs_analyze_opts_default(&o);
  *     hs_analyze_input in = {.ids = enc.ids, .type_ids = enc.type_ids, .n = enc.n,
- *                            .tokens = (const char *const *)enc.tokens, .text = text};
+ *                            .text = text};   // the tokens' strings from the model's tokenizer
  *     hs_analysis *a = NULL;
  *     if (hs_analyze_run(model, &in, &o, &a, &err) == HS_OK) {
  *         char *json = hs_report_json(a, NULL, 0, 1);   // "headscope.report/3"
@@ -144,7 +144,7 @@ typedef struct hs_analyze_input {
     const int32_t *ids;          /* (n) */
     const int32_t *type_ids;     /* (n) or NULL */
     int n;
-    const char *const *tokens;   /* (n) raw vocabulary strings, or NULL */
+    const char *const *tokens;   /* (n) raw vocabulary strings, or NULL: the model tokenizer's */
     const char *text;            /* for the report (may be NULL) */
     size_t text_len;             /* bytes of text (it may hold NULs); 0 = strlen(text) */
     const char *text_pair;       /* NULL when none */

@@ -8,7 +8,7 @@
  *     if (hs_tokenizer_load_gpt2("m/vocab.json", "m/merges.txt", &tok, &err) != HS_OK) return 1;
  *     hs_encoding enc = {0};
  *     hs_tokenizer_encode(tok, "Hello world", 11, NULL, 0, &enc, &err);
- *     // enc.n == 2, enc.ids = {15496, 995}, enc.tokens = {"Hello", "Ġworld"}
+ *     // enc.n == 2, enc.ids = {15496, 995}; hs_tokenizer_token(tok, 995) == "Ġworld"
  *     hs_encoding_free(&enc);
  *     hs_tokenizer_free(tok);
  *
@@ -39,13 +39,13 @@ typedef enum hs_tokenizer_kind {
                            * metaspace: Llama 2, TinyLlama (from tokenizer.json) */
 } hs_tokenizer_kind;
 
-/* The result of one encode call; release with hs_encoding_free. */
+/* The result of one encode call; release with hs_encoding_free. 8 bytes a token: a token's
+ * vocabulary string is hs_tokenizer_token(t, ids[i]) (raw, GPT-2 byte-level "Ġworld") and its
+ * display form hs_tokenizer_display. */
 typedef struct hs_encoding {
     size_t n;          /* number of tokens */
     int32_t *ids;      /* (n) vocabulary ids */
     int32_t *type_ids; /* (n) token type ids: 0 for the first text, 1 for the pair */
-    char **tokens;     /* (n) vocabulary strings, raw (GPT-2 byte-level, e.g. "Ġworld");
-                        * equal ids share one string: read them, never write */
     size_t n_text;     /* tokens of the text, special tokens excluded */
     size_t n_pair;     /* tokens of the pair text, special tokens excluded */
     int paired;        /* 1 when encoded with a pair (the pair template) */

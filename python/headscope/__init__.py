@@ -185,10 +185,12 @@ class Model:
         type_ids). Longer than the context: HeadscopeError, or the first n_ctx tokens as
         Hugging Face truncates with truncate=True."""
         enc = self._encode(text, pair, truncate)
+        tok = _LIB.hs_model_tokenizer(self._handle())
         try:
             n = enc.n
             return Tokens([enc.ids[i] for i in range(n)],
-                          [enc.tokens[i].decode("utf-8", "surrogateescape") for i in range(n)],
+                          [_LIB.hs_tokenizer_token(tok, enc.ids[i]).decode("utf-8", "surrogateescape")
+                           for i in range(n)],
                           [enc.type_ids[i] for i in range(n)])
         finally:
             _LIB.hs_encoding_free(ctypes.byref(enc))

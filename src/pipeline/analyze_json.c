@@ -74,8 +74,7 @@ static hs_status analyze_one(const hs_model *m, const char *text, size_t len, js
                           &truncated, err);
     if (st == HS_OK) {
         hs_analyze_input in = {.ids = enc.ids, .type_ids = enc.type_ids, .n = (int)enc.n,
-                               .tokens = (const char *const *)enc.tokens, .text = text,
-                               .text_len = len, .text_pair = jo->args.text_pair,
+                               .text = text, .text_len = len, .text_pair = jo->args.text_pair,
                                .truncated = truncated};
         st = hs_analyze_run(m, &in, &jo->args.ao, out, err);
     }

@@ -145,38 +145,34 @@ hs_status hs_tokenizer_encode(const hs_tokenizer *t, const char *text, size_t le
     return hs_tokenizer_encode_max(t, text, len, pair, pair_len, 0, out, err);
 }
 
-/* v's elements in a block of their own size (v is left empty); NULL when v holds none and no
- * block can be had. */
+/* v's elements in a malloc'd block of their own size (v is left empty); NULL when no block
+ * can be had (v is then kept). A mapped vector is copied out and unmapped. */
 static int32_t *shrink(hs_idvec *v)
 {
     int32_t *p;
-    if (v->n == 0) {
-        free(v->v);
-        p = malloc(sizeof *p);
-    } else if (!(p = realloc(v->v, v->n * sizeof *p))) {
-        p = v->v; /* a block that cannot shrink is kept as it is */
+    if (v->mapped || v->n == 0) {
+        if (!(p = malloc(v->n ? v->n * sizeof *p : sizeof *p)))
+            return NULL;
+        if (v->n)
+            memcpy(p, v->v, v->n * sizeof *p);
+        hs_idvec_free(v);
+        return p;
     }
+    if (!(p = realloc(v->v, v->n * sizeof *p)))
+        p = v->v; /* a block that cannot shrink is kept as it is */
     v->v = NULL;
     v->n = v->cap = 0;
     return p;
-}
-
-/* Sets the type id of ids[from..n) in types (grown to n). */
-static hs_status set_types(hs_idvec *types, size_t n, int32_t type)
-{
-    while (types->n < n)
-        if (hs_idvec_push(types, type) != HS_OK)
-            return HS_E_NOMEM;
-    return HS_OK;
 }
 
 hs_status hs_tokenizer_encode_max(const hs_tokenizer *t, const char *text, size_t len,
                                   const char *pair, size_t pair_len, size_t max_tokens,
                                   hs_encoding *out, hs_error *err)
 {
-    hs_idvec ids = {0}, types = {0};
+    hs_idvec ids = {0};
+    size_t end[HS_TMPL_MAX]; /* where each of the template's parts ends in ids */
     hs_encoding e = {0};
-    size_t bad, bytes = 0, seg_len[2] = {0, 0};
+    size_t bad, seg_len[2] = {0, 0};
     hs_status st;
     if (out)
         memset(out, 0, sizeof *out);
@@ -205,41 +201,15 @@ hs_status hs_tokenizer_encode_max(const hs_tokenizer *t, const char *text, size_
             goto nomem;
         if (id < 0)
             seg_len[id == HS_TMPL_B] = ids.n - before;
-        if (set_types(&types, ids.n, tm->type[k]) != HS_OK)
-            goto nomem;
+        end[k] = ids.n;
     }
-    /* the id and type vectors become the encoding's (cut to size); one block holds the token
-     * pointers followed by the strings, each token's once (at[id]: its offset + 1) */
-    size_t n = ids.n, nn = n ? n : 1;
-    uint32_t *at = calloc(t->n_vocab, sizeof *at);
-    if (!at)
+    /* the ids become the encoding's (cut to size), then the type ids are set part by part */
+    size_t n = ids.n;
+    if (!(e.ids = shrink(&ids)) || !(e.type_ids = malloc((n ? n : 1) * sizeof *e.type_ids)))
         goto nomem;
-    for (size_t i = 0; i < n; i++)
-        if (!at[ids.v[i]]) {
-            at[ids.v[i]] = 1;
-            bytes += t->syms.len[ids.v[i]] + 1;
-        }
-    e.ids = shrink(&ids);
-    e.type_ids = shrink(&types);
-    e.tokens = !e.ids || !e.type_ids || nn > (SIZE_MAX - bytes) / sizeof(char *)
-                   ? NULL : malloc(nn * sizeof(char *) + bytes);
-    if (!e.tokens) {
-        free(at);
-        goto nomem;
-    }
-    char *strings = (char *)(e.tokens + nn);
-    size_t used = 0;
-    memset(at, 0, t->n_vocab * sizeof *at);
-    for (size_t i = 0; i < n; i++) {
-        int32_t id = e.ids[i];
-        if (!at[id]) {
-            memcpy(strings + used, hs_strtab_str(&t->syms, id), t->syms.len[id] + 1);
-            at[id] = (uint32_t)used + 1;
-            used += t->syms.len[id] + 1;
-        }
-        e.tokens[i] = strings + at[id] - 1;
-    }
-    free(at);
+    for (size_t k = 0, i = 0; k < tm->n; k++)
+        for (; i < end[k]; i++)
+            e.type_ids[i] = tm->type[k];
     e.n = n;
     e.n_text = seg_len[0];
     e.n_pair = seg_len[1];
@@ -250,8 +220,7 @@ nomem:
     st = hs_fail(err, HS_E_NOMEM, "out of memory encoding %zu bytes of text", len);
 fail:
     hs_encoding_free(&e);
-    free(ids.v);
-    free(types.v);
+    hs_idvec_free(&ids);
     return st;
 }
 

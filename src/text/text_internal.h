@@ -172,12 +172,18 @@ struct hs_tokenizer {
     size_t max_chars;                    /* longer words are the unknown token (100) */
 };
 
-/* Growable id list used while encoding. */
+/* Growable id list used while encoding. From HS_IDVEC_MAP_BYTES on (Linux) its block is an
+ * anonymous mapping grown by mremap: never copied, so a growth does not hold the old block
+ * beside the new, and only the pages written count in the resident memory. Release it with
+ * hs_idvec_free (not free) when mapped is set. */
 typedef struct hs_idvec {
     int32_t *v;
     size_t n, cap;
+    int mapped;
 } hs_idvec;
+#define HS_IDVEC_MAP_BYTES ((size_t)1 << 20)
 hs_status hs_idvec_push(hs_idvec *v, int32_t id);
+void hs_idvec_free(hs_idvec *v);
 
 /* An empty tokenizer of a kind with the defaults of the vocabulary-file loaders. */
 hs_tokenizer *hs_tok_alloc(hs_tokenizer_kind kind);

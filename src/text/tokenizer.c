@@ -1,4 +1,8 @@
 /* Tokenizer construction, file loaders and the accessors of headscope/tokenizer.h (encoding: encode.c). */
+#ifdef __linux__
+#define _GNU_SOURCE /* mremap */
+#include <sys/mman.h>
+#endif
 #include <cJSON.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,20 +13,53 @@
 const char *const hs_bert_specials[HS_BERT_N_SPECIAL] = {"[PAD]", "[UNK]", "[CLS]", "[SEP]",
                                                          "[MASK]"};
 
+/* v's block grown to cap ids (cap > v->cap): an anonymous mapping from HS_IDVEC_MAP_BYTES on
+ * where there is mremap, else realloc's. */
+static hs_status idvec_grow(hs_idvec *v, size_t cap)
+{
+    size_t bytes = cap * sizeof *v->v;
+    int32_t *p;
+#ifdef __linux__
+    if (v->mapped) {
+        p = mremap(v->v, v->cap * sizeof *v->v, bytes, MREMAP_MAYMOVE);
+        if (p == MAP_FAILED)
+            return HS_E_NOMEM;
+    } else if (bytes >= HS_IDVEC_MAP_BYTES) {
+        p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (p == MAP_FAILED)
+            return HS_E_NOMEM;
+        memcpy(p, v->v, v->n * sizeof *v->v);
+        free(v->v);
+        v->mapped = 1;
+    } else
+#endif
+    if (!(p = realloc(v->v, bytes)))
+        return HS_E_NOMEM;
+    v->v = p;
+    v->cap = cap;
+    return HS_OK;
+}
+
 hs_status hs_idvec_push(hs_idvec *v, int32_t id)
 {
     if (v->n == v->cap) {
         size_t cap = v->cap ? v->cap * 2 : 64;
-        if (cap > SIZE_MAX / sizeof *v->v)
+        if (cap > SIZE_MAX / sizeof *v->v || idvec_grow(v, cap) != HS_OK)
             return HS_E_NOMEM;
-        int32_t *p = realloc(v->v, cap * sizeof *p);
-        if (!p)
-            return HS_E_NOMEM;
-        v->v = p;
-        v->cap = cap;
     }
     v->v[v->n++] = id;
     return HS_OK;
+}
+
+void hs_idvec_free(hs_idvec *v)
+{
+#ifdef __linux__
+    if (v->mapped)
+        munmap(v->v, v->cap * sizeof *v->v);
+    else
+#endif
+        free(v->v);
+    memset(v, 0, sizeof *v);
 }
 
 /* A token shown in an error message: at most 40 bytes, control bytes as \xNN. */
@@ -383,7 +420,6 @@ void hs_encoding_free(hs_encoding *e)
         return;
     free(e->ids);
     free(e->type_ids);
-    free(e->tokens); /* the strings live in the same block */
     memset(e, 0, sizeof *e);
 }
 

@@ -17,13 +17,11 @@ size_t hs_tok_chunk_end(const char *s, size_t len, size_t from, size_t size)
     return len;
 }
 
-/* Moves count tokens from position from to position to (to <= from) inside an encoding
- * (the strings live in one block owned by the encoding, so only the pointers move). */
+/* Moves count tokens from position from to position to (to <= from) inside an encoding. */
 static void move_tokens(hs_encoding *e, size_t to, size_t from, size_t count)
 {
     memmove(e->ids + to, e->ids + from, count * sizeof *e->ids);
     memmove(e->type_ids + to, e->type_ids + from, count * sizeof *e->type_ids);
-    memmove(e->tokens + to, e->tokens + from, count * sizeof *e->tokens);
 }
 
 /* Truncates to max tokens as Hugging Face's tokenizers library (0.23) does with its default

