@@ -318,7 +318,6 @@ static void encoder_under(hs_visibility v, int window)
     cr_assert_eq(hs_model_load("fixtures/tiny-bert", &m, &err), HS_OK, "%s", err.msg);
     m->arch.vis = v;
     m->arch.sliding_window = window;
-    m->arch.causal = window > 0; /* the flag that goes with them */
     cr_assert_eq(hs_config_validate(&m->cfg, &err), HS_OK, "%s", err.msg);
     cr_assert_eq(m->cfg.causal, window > 0);
     enum { n = 9 };

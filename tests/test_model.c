@@ -212,10 +212,10 @@ Test(arch, descriptors_of_the_families)
     cr_assert_eq(hs_arch_of(HS_FAMILY_GPT2), g);
     cr_assert_eq(hs_arch_of(HS_FAMILY_BERT), b);
     /* GPT-2 (Radford et al. 2019): pre-LN, causal, gelu tanh, tied decoder, no types */
-    cr_assert(g->norm_place == HS_NORM_PRE && g->causal && g->act == HS_ACT_GELU_TANH &&
+    cr_assert(g->norm_place == HS_NORM_PRE && hs_vis_is_causal(g->vis) && g->act == HS_ACT_GELU_TANH &&
               g->tied_embeddings && !g->token_types && !g->emb_norm && g->head == HS_HEAD_DECODER);
     /* BERT (Devlin et al. 2019): post-LN, bidirectional, erf gelu, token types, MLM head */
-    cr_assert(b->norm_place == HS_NORM_POST && !b->causal && b->act == HS_ACT_GELU_ERF &&
+    cr_assert(b->norm_place == HS_NORM_POST && !hs_vis_is_causal(b->vis) && b->act == HS_ACT_GELU_ERF &&
               b->token_types && b->emb_norm && b->head == HS_HEAD_MLM && b->head_optional);
     cr_assert_str_eq(b->cls_token, "[CLS]");
     cr_assert_null(g->cls_token);
@@ -224,9 +224,9 @@ Test(arch, descriptors_of_the_families)
      * RoBERTa's positions start after padding_idx, DistilBERT has no token types */
     const hs_arch *r = hs_arch_find("roberta"), *d = hs_arch_find("distilbert");
     cr_assert(r && d && hs_arch_of(HS_FAMILY_ROBERTA) == r && hs_arch_of(HS_FAMILY_DISTILBERT) == d);
-    cr_assert(r->norm_place == HS_NORM_POST && !r->causal && r->token_types && r->emb_norm &&
+    cr_assert(r->norm_place == HS_NORM_POST && !hs_vis_is_causal(r->vis) && r->token_types && r->emb_norm &&
               r->pos_skips_pad && r->head == HS_HEAD_MLM && r->head_optional);
-    cr_assert(d->norm_place == HS_NORM_POST && !d->causal && !d->token_types && d->emb_norm &&
+    cr_assert(d->norm_place == HS_NORM_POST && !hs_vis_is_causal(d->vis) && !d->token_types && d->emb_norm &&
               !d->pos_skips_pad && d->pos_offset == 0 && d->head == HS_HEAD_MLM);
     cr_assert_str_eq(r->cls_token, "<s>");
     cr_assert_str_eq(r->sep_token, "</s>");
@@ -257,7 +257,7 @@ Test(arch, combinations_not_implemented_fail_naming_them)
         case 0: a.sliding_window = -1; break;
         case 1: a.norm_place = HS_NORM_POST; a.parallel_residual = 1; break;
         case 2: a.pos = HS_POS_ROTARY; a.rotary_dims = 0; break;
-        case 3: a.pos = HS_POS_ROTARY; a.rotary_dims = 2; a.causal = 0; break;
+        case 3: a.pos = HS_POS_ROTARY; a.rotary_dims = 2; a.vis = hs_vis_bidirectional(); break;
         case 4: a.n_kv_head = 3; break;
         case 5: a.norm_place = HS_NORM_POST; a.n_kv_head = 1; break;
         }

@@ -123,9 +123,6 @@ typedef struct hs_arch {
      * (Gemma 3's rope_local_base_freq), else as the global ones. Read a layer's through
      * hs_model_layer_visibility / hs_model_layer_rope, never these fields. */
     hs_visibility vis;
-    int causal;                 /* 1 when no layer's query sees a later key: must agree with the
-                                   visibility (checked); kept for the readers of the flag from
-                                   before hs_visibility */
     int sliding_window;         /* keys a local layer's query sees, itself included; 0: none */
     int global_every;
     float local_rotary_base;

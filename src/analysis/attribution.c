@@ -22,7 +22,7 @@ const char *hs_dla_undefined(const hs_model *m)
     const hs_arch *a = c->arch;
     if (!c->has_lm_head)
         return "the model has no language-model head";
-    if (!a->causal)
+    if (!c->causal)
         return "the model is not causal: there is no next token to attribute (an MLM head "
                "predicts masked tokens through a non-linear transform)";
     if (a->norm_place != HS_NORM_PRE)

@@ -232,7 +232,7 @@ static const hs_arch families[] = {
         .family = HS_FAMILY_GPT2, .name = "gpt2",
         .norm_place = HS_NORM_PRE, .norm_kind = HS_NORM_LAYER, .act = HS_ACT_GELU_TANH,
         .pos = HS_POS_LEARNED, .pos_offset = 0, .vis = {HS_VIS_CAUSAL, 0, 0},
-        .causal = 1, .parallel_residual = 0,
+        .parallel_residual = 0,
         .biases = 1, .emb_norm = 0, .token_types = 0, .tied_embeddings = 1, .n_kv_head = 0,
         .head = HS_HEAD_DECODER, .head_optional = 0, .tokenizer = HS_TOK_BPE,
         .specials = gpt2_specials, .n_specials = 1, .names = &gpt2_table,
@@ -273,7 +273,7 @@ static const hs_arch families[] = {
         .family = HS_FAMILY_GPT_NEOX, .name = "gpt_neox", .gguf_name = "gptneox",
         .norm_place = HS_NORM_PRE, .norm_kind = HS_NORM_LAYER, .act = HS_ACT_GELU_ERF,
         .pos = HS_POS_ROTARY, .rotary_frac = 0.25f, .rotary_base = 10000.0f,
-        .vis = {HS_VIS_CAUSAL, 0, 0}, .causal = 1,
+        .vis = {HS_VIS_CAUSAL, 0, 0},
         .parallel_residual = 1, .biases = 1, .tied_embeddings = 0, .n_kv_head = 0,
         .head = HS_HEAD_DECODER, .head_optional = 0, .tokenizer = HS_TOK_BPE,
         .specials = neox_specials, .n_specials = 1, .names = &neox_table,
@@ -282,7 +282,7 @@ static const hs_arch families[] = {
         .family = HS_FAMILY_LLAMA, .name = "llama",
         .norm_place = HS_NORM_PRE, .norm_kind = HS_NORM_RMS, .act = HS_ACT_SILU, .gated = 1,
         .pos = HS_POS_ROTARY, .rotary_frac = 1.0f, .rotary_base = 10000.0f,
-        .vis = {HS_VIS_CAUSAL, 0, 0}, .causal = 1,
+        .vis = {HS_VIS_CAUSAL, 0, 0},
         .parallel_residual = 0, .biases = 0, .tied_embeddings = 0, .n_kv_head = 0,
         .head = HS_HEAD_DECODER, .head_optional = 0,
         .tokenizer = 0, /* whatever tokenizer.json holds: SentencePiece-style BPE (Llama 2),
@@ -293,7 +293,7 @@ static const hs_arch families[] = {
         .family = HS_FAMILY_QWEN2, .name = "qwen2",
         .norm_place = HS_NORM_PRE, .norm_kind = HS_NORM_RMS, .act = HS_ACT_SILU, .gated = 1,
         .pos = HS_POS_ROTARY, .rotary_frac = 1.0f, .rotary_base = 10000.0f,
-        .vis = {HS_VIS_CAUSAL, 0, 0}, .causal = 1,
+        .vis = {HS_VIS_CAUSAL, 0, 0},
         .parallel_residual = 0, .biases = 0, .qkv_bias = 1, .tied_embeddings = 0,
         .n_kv_head = 0, .head = HS_HEAD_DECODER, .head_optional = 0, .tokenizer = HS_TOK_BPE,
         .specials = qwen2_specials, .n_specials = 3, .names = &qwen2_table,
@@ -561,7 +561,7 @@ const char *hs_arch_beyond_base(const hs_arch *a, const hs_model_config *c)
     if (hs_vis_check(a->vis) || a->sliding_window < 0 || a->global_every < 0 ||
         !(a->local_rotary_base >= 0))
         return "a visibility (causal, bidirectional, window or prefix) out of its range";
-    if (a->pos == HS_POS_ROTARY && (!a->causal || a->vis.kind == HS_VIS_BIDIRECTIONAL))
+    if (a->pos == HS_POS_ROTARY && !hs_vis_is_causal(a->vis))
         return "rotary embeddings in a bidirectional model";
     if (c->n_kv_head < 1 || c->n_head % c->n_kv_head)
         return "a number of query heads that is not a multiple of the key/value heads";

@@ -76,11 +76,7 @@ hs_status hs_config_validate(hs_model_config *c, hs_error *err)
     for (int l = 0; l < c->n_layer; l++)
         c->causal = c->causal && hs_vis_is_causal(hs_model_layer_visibility(c, l));
     c->n_kv_head = c->arch->n_kv_head > 0 ? c->arch->n_kv_head : c->n_head;
-    hs_status st = hs_arch_check(c->arch, c, err);
-    if (!st && c->causal != (c->arch->causal != 0))
-        return hs_fail(err, HS_E_UNSUPPORTED, "architecture '%s': a causal flag that "
-                       "contradicts the layers' visibility", c->arch->name);
-    return st;
+    return hs_arch_check(c->arch, c, err);
 }
 
 /* ---- conversion ---------------------------------------------------------------- */
