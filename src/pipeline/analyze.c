@@ -439,7 +439,7 @@ static hs_status stage_pairwise(hs_run *r, hs_error *err)
         return nomem(err);
     }
     for (size_t k = 0; k < nh; k++)
-        vis[k] = hs_pipeline_visibility(c, a->head_index[k] / H);
+        vis[k] = hs_model_layer_visibility(c, a->head_index[k] / H);
     hs_map_source src = {hs_store_read_rows, &sr, a->n_heads, n};
     st = hs_pairwise_compute(&src, vis, o->diversity ? a->frobenius : NULL, o->similarity,
                              a->similarity, err);

@@ -21,7 +21,7 @@ hs_status hs_analysis_norm_based(hs_analysis *a, const float *fn, hs_error *err)
         if ((st = hs_analysis_map(a, idx, map, err)))
             break;
         const float *f = fn + (size_t)idx * (size_t)n; /* (n) ||f(x_j)|| of head l.h */
-        hs_visibility vis = hs_pipeline_visibility(c, idx / c->n_head);
+        hs_visibility vis = hs_model_layer_visibility(c, idx / c->n_head);
         double first = 0, mass = 0, fsum = 0;
         for (int j = 0; j < n; j++)
             fsum += f[j];

@@ -18,7 +18,7 @@ int hs_layer_observe(void *user, int layer, const float *probs, int n_head, int 
     layer_obs *t = user;
     if (!t->layers || t->layers[layer]) {
         int k = t->next;
-        hs_visibility vis = hs_pipeline_visibility(t->cfg, layer);
+        hs_visibility vis = hs_model_layer_visibility(t->cfg, layer);
         t->next += n_head;
         if (t->ent)
             t->st = hs_entropy_compute(probs, n_head, n, vis, NULL, t->ent + k, t->err);
@@ -71,7 +71,7 @@ hs_status hs_analysis_rollout(hs_analysis *a, hs_error *err)
         return hs_fail(err, HS_E_NOMEM, "out of memory for the attention rollout");
     }
     for (int l = 0; l < c->n_layer; l++)
-        vis[l] = hs_pipeline_visibility(c, l);
+        vis[l] = hs_model_layer_visibility(c, l);
     hs_status st = hs_rollout_source(store_map, a->maps, c->n_layer, c->n_head, a->n, vis,
                                      c->n_layer, a->opts.rollout_residual, a->rollout, a->flow,
                                      err);

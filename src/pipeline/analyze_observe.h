@@ -14,7 +14,7 @@
  * value norms into fnorm when given. */
 typedef struct layer_obs {
     const unsigned char *layers; /* (n_layer) analysed layers, or NULL for all */
-    const hs_model_config *cfg;  /* the layers' visibility (hs_pipeline_visibility) */
+    const hs_model_config *cfg;  /* the layers' visibility (hs_model_layer_visibility) */
     const hs_detect_seq *seq;    /* the pass's tokens */
     const unsigned char *sink;   /* (n) sink positions */
     hs_entropy *ent, *ent_free;  /* (n_heads) all rows / without sinks, or NULL */

@@ -29,7 +29,7 @@ hs_status hs_analysis_word_level(hs_analysis *a, hs_error *err)
         st = hs_analysis_map(a, a->head_index[k], map, err);
         if (!st)
             st = hs_wordmap_compute(map, 1, n,
-                                    hs_pipeline_visibility(c, a->head_index[k] / c->n_head),
+                                    hs_model_layer_visibility(c, a->head_index[k] / c->n_head),
                                     a->word_ids, a->n_words,
                                     a->word_maps + (size_t)k * ww, err);
     }

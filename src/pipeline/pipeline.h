@@ -13,13 +13,6 @@
 #include "headscope/tokenizer.h"
 #include "headscope/visibility.h"
 
-/* The keys the queries of layer `layer` see, for every analysis of that layer's maps: the
- * model's own per-layer visibility (a local layer's sliding window, else the family's). */
-static inline hs_visibility hs_pipeline_visibility(const hs_model_config *c, int layer)
-{
-    return hs_model_layer_visibility(c, layer);
-}
-
 /* Seconds on the monotonic clock. */
 double hs_pipeline_now(void);
 
