@@ -328,6 +328,18 @@ hs_status hs_report_write(const hs_analysis *a, const char *const *files, int n_
 hs_status hs_analyze_json(const hs_model *m, const char *const *texts, const size_t *lens,
                           int n_texts, const char *options, char **out, hs_error *err);
 
+/* hs_analyze_json for one text (len bytes), also giving what `headscope analyze -o OUTDIR`
+ * writes: when outdir is not NULL (an existing folder), the pictures (hs_pictures_write, PNG),
+ * index.html and, last, report.json, the report listing them ("files"); when page is not
+ * NULL, the page itself (hs_html_encode over the report and the analysed heads' maps: one
+ * self-contained HTML document, nothing loaded from the network) in *page, its length in
+ * *page_len. *report: the report (pretty-printed when written to outdir). Free *report and
+ * *page with hs_free. On failure nothing is returned and no file of this call is left in
+ * outdir (a file of the same name there before may have been replaced). */
+hs_status hs_analyze_files(const hs_model *m, const char *text, size_t len, const char *options,
+                           const char *outdir, char **report, char **page, size_t *page_len,
+                           hs_error *err);
+
 /* The options hs_analyze_json takes, from the library's option table (the one the command
  * line reads too), as a JSON array of objects: "key" (the JSON name), "option" (the
  * `headscope analyze --NAME`, or null), "type" ("bool", "int", "number", "choice", "str",
