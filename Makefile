@@ -8,13 +8,14 @@
 #   make install [PREFIX=/usr/local] [DESTDIR=]   binary, libraries, headers, .pc, man, docs
 #   make uninstall                     removes what install put there
 #   make lib-test                      the installed library, examples/, the Python package (lib.mk)
+#   make wheel                         build/headscope-*.whl: the Python package, the library inside
 
 DEB_PKGS = build-essential pkg-config libopenblas-openmp-dev libpng-dev libcjson-dev \
            libutf8proc-dev libcriterion-dev python3 python3-numpy python3-torch \
            python3-regex pngcheck clang libclang-rt-14-dev valgrind parallel \
            chromium chromium-driver python3-selenium fonts-dejavu-core
-# the Python package: built offline by pip from Debian's setuptools and wheel, in a venv
-DEB_PKGS += python3-pip python3-venv python3-setuptools python3-wheel
+# the Python package: its wheel (make wheel) installed by pip into venvs; no setuptools needed
+DEB_PKGS += python3-pip python3-venv
 
 PKGS = openblas libpng libcjson libutf8proc
 
@@ -245,7 +246,7 @@ bench-smoke: $(BUILD)/hs-bench
 # `make test` runs every step even when one fails, then prints each step's and suite's
 # wall time (slowest first) and the total, and fails if any step did. The float64
 # references' self-checks run no code of ours: the sanitizer build leaves them out.
-TEST_STEPS = unit cli-test fuzz-replay browser-test lib-test $(if $(SANITIZE),,ref-test) bench-smoke
+TEST_STEPS = unit cli-test fuzz-replay browser-test lib-test wheel-test $(if $(SANITIZE),,ref-test) bench-smoke
 test: all
 	@rm -f $(TIMES); start=$$(date +%s%N); failed=; \
 	for s in $(TEST_STEPS); do t0=$$(date +%s%N); \

@@ -111,3 +111,18 @@ uninstall:
 # pages, and runs the Python package's tests in a venv over the stage.
 lib-test: all
 	HS_BUILD=$(BUILD) HS_SANITIZE="$(SANITIZE)" CC="$(CC)" bash tests/lib.sh
+
+# make wheel: $(BUILD)/headscope-VERSION-py3-none-PLATFORM.whl, the Python package with the
+# shared library inside (debug sections stripped), written by python/build_backend.py with
+# Python's standard library alone (no setuptools, no wheel package). make wheel-test (part
+# of make test) installs it offline into fresh venvs (tests/wheel.sh).
+WHEEL_PYTHON ?= /usr/bin/python3
+WHEEL_LIB = $(BUILD)/wheel/$(SONAME)
+.PHONY: wheel wheel-test
+wheel: $(SHLIB)
+	@mkdir -p $(dir $(WHEEL_LIB))
+	strip --strip-debug -o $(WHEEL_LIB) $(SHLIB) 2>/dev/null || cp $(SHLIB) $(WHEEL_LIB)
+	rm -f $(BUILD)/headscope-*.whl
+	$(WHEEL_PYTHON) python/build_backend.py --lib $(WHEEL_LIB) --out $(BUILD)
+wheel-test: wheel $(BIN)
+	HS_BUILD=$(BUILD) HS_SANITIZE="$(SANITIZE)" CC="$(CC)" HEADSCOPE=$(BIN) bash tests/wheel.sh
