@@ -12,7 +12,7 @@ _TRACE_OBSERVE = _lib.ATTN_OBSERVER(("hs_trace_observe", LIB))
 Prediction = collections.namedtuple("Prediction", ["id", "token", "prob", "logit"])
 Prediction.__module__ = "headscope"
 Prediction.__doc__ = """One of the k likeliest next tokens at a position: id, token (its
-readable form, as to_str_tokens), prob (softmax over the vocabulary, float64), logit."""
+readable form, as to_str_tokens; None without tokenizer files), prob (softmax over the vocabulary, float64), logit."""
 
 # activations(): the names of `headscope dump --what`, each what hs_activations_run keeps
 _CAPTURE_OF = {"resid_pre": "resid_pre", "q": "qkv", "k": "qkv", "v": "qkv", "z": "z",
@@ -185,18 +185,21 @@ class Forward:
     def top_k(self, x, k=5, head_mask=None, pair=None, truncate=False):
         """The k likeliest tokens at every position of x: a list (one per position) of lists
         of Prediction(id, token, prob, logit), likeliest first (equal logits: smaller id
-        first). Decoders: the next token's; encoders: the masked-LM head's at that position."""
+        first). Decoders: the next token's; encoders: the masked-LM head's at that position.
+        token is None for a model without tokenizer files."""
         np = numpy()
         inp = self._input(x, pair, truncate)
         z = self._forward(inp, head_mask, logits=True)
         k = max(1, min(int(k), z.shape[1]))
+        tokenizer = LIB.hs_model_tokenizer(self._handle())
         out = []
         for row in z:
             r = row.astype(np.float64)
             p = np.exp(r - r.max())
             p /= p.sum()
             best = np.lexsort((np.arange(len(r)), -r))[:k]
-            names = self.to_str_tokens([int(i) for i in best])
+            names = (self.to_str_tokens([int(i) for i in best]) if tokenizer
+                     else [None] * len(best))
             out.append([Prediction(int(i), s, float(p[i]), float(row[i]))
                         for i, s in zip(best, names)])
         return out
