@@ -46,6 +46,11 @@ expect 0 "tokenize --file with NUL" -- "$HS" tokenize "$B" --file "$T/nul.txt" -
 grep -q '"tokens":\["\[CLS\]","cafe","x","\[SEP\]"\]' "$T/out" && ok || bad "NUL dropped, accent stripped: $(cat "$T/out")"
 expect 0 "tokenize stdin" -- bash -c "printf 'Hello world' | '$HS' tokenize '$G' --file - --json"
 stdout_is "stdin" '{"ids":[15496,995],"tokens":["Hello","Ġworld"],"type_ids":[0,0]}'
+# --display: the readable forms (GPT-2's byte table: "\u0120" is a space, "\u00c3\u00a9" the bytes of e-acute)
+expect 0 "tokenize --display" -- "$HS" tokenize "$G" --text "Hello world, café" --display
+stdout_is "GPT-2 display" "$(printf '0\t15496\t0\tHello\n1\t995\t0\t world\n2\t11\t0\t,\n3\t40304\t0\t café')"
+expect 0 "tokenize --display --json" -- "$HS" tokenize "$B" --text "unaffable" --display --json
+stdout_is "BERT display" '{"ids":[101,14477,20961,3468,102],"tokens":["[CLS]","una","##ffa","##ble","[SEP]"],"type_ids":[0,0,0,0,0],"display":["[CLS]","una","##ffa","##ble","[SEP]"]}'
 expect 1 "tokenize to a full stdout" -- bash -c "'$HS' tokenize '$G' --text 'Hello world' > /dev/full"
 stderr_has "full stdout" "cannot write to standard output"
 # an empty text: no ids for GPT-2, [CLS] [SEP] (and a second [SEP] for a pair) for BERT, as
