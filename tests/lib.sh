@@ -158,7 +158,7 @@ for c, t in (("hs_forward_opts", _lib.HsForwardOpts), ("hs_open_opts", _lib.HsOp
     for name, _ in t._fields_:
         print("%s.%s" % (c, name), getattr(t, name).offset)')
 [ "$want" = "$got" ] &&
-    ok "the Python package's hs_forward_opts, hs_open_opts, hs_trace, hs_model_config and hs_encoding match the header" ||
+    ok "the Python package's hs_forward_opts, hs_open_opts, hs_trace, hs_model_config, hs_activations and hs_encoding match the header" ||
     fail "struct layouts: C says $(echo $want), Python $(echo $got)"
 cp -r python/tests "$tmp/pytests" # run outside the tree: the installed package, not python/
 (cd "$tmp" && HEADSCOPE_LIB=$lib/$soname HEADSCOPE_ROOT=$ROOT HEADSCOPE=$stage/usr/bin/headscope \

@@ -42,6 +42,11 @@ class Forward:
             raise TypeError("pair needs a text, not token ids")
         if isinstance(x, Tokens):
             ids, type_ids = list(x.ids), list(x.type_ids)
+            if len(type_ids) != len(ids):
+                raise ValueError("Tokens has %d ids and %d type ids" % (len(ids), len(type_ids)))
+            types = max(1, self.config["type_vocab_size"])
+            if any(not 0 <= t < types for t in type_ids):
+                raise HeadscopeError(-7, "a type id outside 0..%d" % (types - 1))
         else:
             try:
                 ids = [operator.index(i) for i in x]

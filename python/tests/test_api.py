@@ -187,6 +187,10 @@ class Logits(unittest.TestCase):
                 m.logits(3.5)
             with self.assertRaises(headscope.HeadscopeError):
                 m.loss([5])
+            with self.assertRaises(ValueError):
+                m.logits(headscope.Tokens([1, 2], [], [0]))
+            with self.assertRaises(headscope.HeadscopeError):
+                m.logits(headscope.Tokens([1, 2], [], [0, 1]))  # GPT-2: one token type
 
 
 class Activations(unittest.TestCase):
