@@ -23,7 +23,7 @@ import textwrap
 
 from . import _lib
 from ._common import LIB as _LIB, LIBRARY_PATH, HeadscopeError, Tokens
-from ._common import check as _check, to_bytes as _bytes, numpy as _numpy
+from ._common import check as _check, to_bytes as _bytes
 from ._forward import Forward as _Forward, Prediction
 from ._report import Report
 
