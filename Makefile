@@ -14,8 +14,9 @@ DEB_PKGS = build-essential pkg-config libopenblas-openmp-dev libpng-dev libcjson
            libutf8proc-dev libcriterion-dev python3 python3-numpy python3-torch \
            python3-regex pngcheck clang libclang-rt-14-dev valgrind parallel \
            chromium chromium-driver python3-selenium fonts-dejavu-core
-# the Python package: its wheel (make wheel) installed by pip into venvs; no setuptools needed
-DEB_PKGS += python3-pip python3-venv
+# the Python package: its wheel (make wheel) installed by pip into venvs; no setuptools needed;
+# a notebook showing its page, executed headlessly by its tests
+DEB_PKGS += python3-pip python3-venv python3-nbclient python3-nbformat python3-ipykernel
 
 PKGS = openblas libpng libcjson libutf8proc
 

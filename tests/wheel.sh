@@ -7,10 +7,10 @@
 #    into the venv, so pip resolves the declared dependency offline; then import headscope
 #    finds the library inside the package (no LD_LIBRARY_PATH, no HEADSCOPE_LIB), and maps
 #    and tokens of tiny-gpt2 equal `headscope attn`'s and `headscope tokenize`'s;
-#  - the same wheel with --no-deps into a venv of every other Python in HS_WHEEL_PYTHONS
-#    (default: python3 on PATH when it is not Debian's, and pyenv's 3.9 when there is one),
-#    without numpy: import, tokenize, to_str_tokens and analyze work, array calls say numpy
-#    is missing;
+#  - the same wheel with --no-deps into a venv of every Python in HS_WHEEL_PYTHONS
+#    (default: Debian's, python3 on PATH when it is another, and pyenv's 3.9 when there is
+#    one), without numpy: import, tokenize, to_str_tokens and analyze work, array calls say
+#    numpy is missing;
 #  - pip install ./python (the pure package, through python/build_backend.py) works offline
 #    without setuptools or the wheel package.
 #   HS_BUILD     the build folder (build, or build-san under SANITIZE)
@@ -100,9 +100,10 @@ ok "pip install --no-index into a venv without system site-packages (numpy linke
 # other Pythons, without numpy: --no-deps, and what works without it
 others=${HS_WHEEL_PYTHONS-}
 if [ -z "${HS_WHEEL_PYTHONS+set}" ]; then
+    others=$PY # Debian's again, this time without numpy
     p=$(command -v python3 || true)
     [ -n "$p" ] && "$p" -c 'import sys; sys.exit(sys.executable == "/usr/bin/python3")' 2>/dev/null &&
-        others="$p"
+        others="$others $p"
     if command -v pyenv >/dev/null; then
         for p in "$(pyenv root)"/versions/3.9*/bin/python3; do [ -x "$p" ] && others="$others $p" && break; done
     fi
@@ -137,7 +138,7 @@ except ImportError as e:
 PYEOF
     ok "Python $v ($p): the wheel with --no-deps in a venv without numpy: import, tokens, analyze"
 done
-[ $i -gt 0 ] || echo "ok - no other Python than Debian's (HS_WHEEL_PYTHONS): skipped"
+[ $i -gt 0 ] || echo "ok - no Python in HS_WHEEL_PYTHONS: the venvs without numpy skipped"
 
 # pip install ./python: the pure package, built by python/build_backend.py without setuptools
 cp -r python "$tmp/src"

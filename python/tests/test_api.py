@@ -272,9 +272,37 @@ class _Tags(html.parser.HTMLParser):
 
 
 class Notebook(unittest.TestCase):
-    """nbclient is not installed here (Debian's python3-nbclient would run a notebook):
-    the fragment a notebook shows is checked instead (the page helper's browser test runs
-    the page itself)."""
+    """The fragment a notebook shows, checked as HTML (the page itself is run in a browser
+    by tests/browser.sh); and, where Debian's python3-nbclient, python3-nbformat and
+    python3-ipykernel are installed, a notebook executed headlessly."""
+
+    def test_a_notebook_executed_headlessly_shows_the_page(self):
+        try:
+            import nbclient
+            import nbformat
+            import ipykernel  # the kernel nbclient starts
+        except ImportError:
+            self.skipTest("nbclient, nbformat or ipykernel is not installed")
+        self.assertTrue(ipykernel.__version__)
+        nb = nbformat.v4.new_notebook()
+        nb.cells = [nbformat.v4.new_code_cell(
+            "import sys\nsys.path.insert(0, %r)\nimport headscope\n"
+            "m = headscope.load(%r)\nm.show(%r, ablation=False)"
+            % (os.path.dirname(os.path.dirname(headscope.__file__)), GPT2, TEXT))]
+        old = os.environ.get("PYDEVD_DISABLE_FILE_VALIDATION")
+        os.environ["PYDEVD_DISABLE_FILE_VALIDATION"] = "1"  # ipykernel's debugger: no notes
+        try:
+            nbclient.NotebookClient(nb, timeout=120, kernel_name="python3").execute()
+        finally:
+            if old is None:
+                del os.environ["PYDEVD_DISABLE_FILE_VALIDATION"]
+            else:
+                os.environ["PYDEVD_DISABLE_FILE_VALIDATION"] = old
+        html_out = [o["data"]["text/html"] for o in nb.cells[0].outputs
+                    if o.get("output_type") == "execute_result"]
+        self.assertEqual(len(html_out), 1, nb.cells[0].outputs)
+        self.assertTrue(html_out[0].startswith("<iframe"), html_out[0][:200])
+        self.assertIn("srcdoc=\"&lt;!DOCTYPE html&gt;", html_out[0])
 
     def test_repr_html_is_the_whole_page_offline_in_one_frame(self):
         with headscope.load(GPT2) as m:
