@@ -106,8 +106,8 @@ if [[ "${HS_SANITIZE:-}" == *address* ]]; then
     pre=$($CC -print-file-name=libasan.so)
     export ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 fi
-# the ctypes mirrors of hs_forward_opts, hs_open_opts, hs_trace, hs_model_config, hs_activations
-# and hs_encoding
+# the ctypes mirrors of hs_forward_opts, hs_open_opts, hs_trace, hs_model_config, hs_activations,
+# hs_html_input and hs_encoding
 # have the C structs' sizes and offsets
 cat >"$tmp/layout.c" <<'CEOF'
 #include <stddef.h>
@@ -140,6 +140,10 @@ int main(void)
     F(hs_activations, qkv); F(hs_activations, pattern); F(hs_activations, z);
     F(hs_activations, attn_out); F(hs_activations, mlp_out); F(hs_activations, resid_final);
     F(hs_activations, final_rstd);
+    printf("hs_html_input %zu\n", sizeof(hs_html_input));
+    F(hs_html_input, report_json); F(hs_html_input, attn); F(hs_html_input, map_fn);
+    F(hs_html_input, map_user); F(hs_html_input, n_maps); F(hs_html_input, n);
+    F(hs_html_input, texts_jsonl);
     printf("hs_encoding %zu\n", sizeof(hs_encoding));
     F(hs_encoding, n); F(hs_encoding, ids); F(hs_encoding, type_ids); F(hs_encoding, n_text);
     F(hs_encoding, n_pair); F(hs_encoding, paired);
@@ -153,12 +157,13 @@ import ctypes
 from headscope import _lib
 for c, t in (("hs_forward_opts", _lib.HsForwardOpts), ("hs_open_opts", _lib.HsOpenOpts),
              ("hs_trace", _lib.HsTrace), ("hs_model_config", _lib.HsModelConfig),
-             ("hs_activations", _lib.HsActivations), ("hs_encoding", _lib.HsEncoding)):
+             ("hs_activations", _lib.HsActivations), ("hs_html_input", _lib.HsHtmlInput),
+             ("hs_encoding", _lib.HsEncoding)):
     print(c, ctypes.sizeof(t))
     for name, _ in t._fields_:
         print("%s.%s" % (c, name), getattr(t, name).offset)')
 [ "$want" = "$got" ] &&
-    ok "the Python package's hs_forward_opts, hs_open_opts, hs_trace, hs_model_config, hs_activations and hs_encoding match the header" ||
+    ok "the Python package's hs_forward_opts, hs_open_opts, hs_trace, hs_model_config, hs_activations, hs_html_input and hs_encoding match the header" ||
     fail "struct layouts: C says $(echo $want), Python $(echo $got)"
 cp -r python/tests "$tmp/pytests" # run outside the tree: the installed package, not python/
 (cd "$tmp" && HEADSCOPE_LIB=$lib/$soname HEADSCOPE_ROOT=$ROOT HEADSCOPE=$stage/usr/bin/headscope \

@@ -202,13 +202,25 @@ class Model(_Forward):
         finally:
             _LIB.hs_free(out)
 
-    def show(self, text, **options):
-        """analyze(text, **options) with the page of `headscope analyze` (index.html) in
+    def show(self, texts, **options):
+        """analyze(texts, **options) with the page of `headscope analyze` (index.html) in
         the Report: the last line of a notebook cell, it shows the head view, model view and
-        cards inline, offline (docs/python.md). Options as analyze's."""
-        if not isinstance(text, (str, bytes)):
-            raise TypeError("show: one text (str or bytes), not %s" % type(text).__name__)
-        return self._analyze_files(text, None, True, options)
+        cards inline, offline (docs/python.md). A list of texts: the corpus page, without
+        the per-text list. Options as analyze's."""
+        if isinstance(texts, (str, bytes)):
+            return self._analyze_files(texts, None, True, options)
+        r = self.analyze(texts, **options)
+        inp = _lib.HsHtmlInput()
+        inp.report_json = json.dumps(r).encode("utf-8")
+        page, n = ctypes.c_void_p(), ctypes.c_size_t()
+        err = _lib.HsError()
+        _check(_LIB.hs_html_encode(ctypes.byref(inp), ctypes.byref(page), ctypes.byref(n),
+                                   ctypes.byref(err)), err)
+        try:
+            r.page = ctypes.string_at(page.value, n.value).decode("utf-8")
+        finally:
+            _LIB.hs_free(page)
+        return r
 
     def _analyze_files(self, text, out_dir, page_only, options):
         """hs_analyze_files: the report and the page, and the files in out_dir."""

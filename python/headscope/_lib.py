@@ -101,6 +101,18 @@ class HsActivations(ctypes.Structure):  # hs_activations (headscope/activations.
 CAPTURE = {"resid_pre": 1, "qkv": 2, "pattern": 4, "z": 8, "attn_out": 16, "mlp_out": 32}
 
 
+class HsHtmlInput(ctypes.Structure):  # hs_html_input (headscope/html.h)
+    _fields_ = [
+        ("report_json", ctypes.c_char_p),
+        ("attn", ctypes.c_void_p),
+        ("map_fn", ctypes.c_void_p),
+        ("map_user", ctypes.c_void_p),
+        ("n_maps", ctypes.c_int),
+        ("n", ctypes.c_int),
+        ("texts_jsonl", ctypes.c_char_p),
+    ]  # tests/lib.sh checks the size and offsets against the C header
+
+
 class HsOpenOpts(ctypes.Structure):
     _fields_ = [
         ("flags", ctypes.c_uint),
@@ -173,6 +185,8 @@ def _declare(lib):
                                          c.c_int, c.c_uint, c.POINTER(c.POINTER(HsActivations)),
                                          err]),
         "hs_activations_free": (None, [c.POINTER(HsActivations)]),
+        "hs_html_encode": (c.c_int, [c.POINTER(HsHtmlInput), c.POINTER(c.c_void_p),
+                                     c.POINTER(c.c_size_t), err]),
         "hs_free": (None, [c.c_void_p]),
     }
     for name, (res, args) in sigs.items():

@@ -337,9 +337,17 @@ class Notebook(unittest.TestCase):
                 self.assertEqual(f.read(), r.page)
         with self.assertRaises(ValueError):
             plain.save_page("x.html")
+
+    def test_corpus_page(self):
+        with headscope.load(GPT2) as m:
+            r = m.show([TEXT, "A dog ran home."], ablation=False, gradient=False)
+        self.assertEqual(r["corpus"]["n_texts"], 2)
+        self.assertTrue(r.page.lstrip().lower().startswith("<!doctype html>"))
+        self.assertIn('"n_texts":2', r.page.replace(" ", ""))
+        self.assertIn("<iframe", r._repr_html_())
         with headscope.load(GPT2) as m:
             with self.assertRaises(TypeError):
-                m.show([TEXT])
+                m.show(3)
 
 
 if __name__ == "__main__":
