@@ -183,18 +183,20 @@ static hs_status write_files(const hs_analysis *a, const char *outdir, char **re
                              char **page, size_t *page_len, hs_error *err)
 {
     char **files = NULL, *lean = NULL, *html = NULL, *path = NULL;
-    int n_files = 0, wrote_page = 0;
+    int n_files = 0, n_alloc, wrote_page = 0;
     size_t len = 0;
     hs_status st = HS_OK;
     if (outdir && (st = hs_pictures_write(a, outdir, 0, HS_PICTURES_PNG, &files, &n_files,
                                           err)) != HS_OK)
         return st;
+    n_alloc = n_files;
     char **listed = realloc(files, (size_t)(n_files + 2) * sizeof *listed);
     if (!listed)
         st = hs_fail(err, HS_E_NOMEM, "out of memory");
     else {
         files = listed;
         files[n_files] = files[n_files + 1] = NULL;
+        n_alloc = n_files + 2;
     }
     if (st == HS_OK && outdir &&
         (!(files[n_files] = strdup("index.html")) || !(files[n_files + 1] = strdup("report.json"))))
@@ -236,7 +238,7 @@ static hs_status write_files(const hs_analysis *a, const char *outdir, char **re
         free(*report);
         *report = NULL;
     }
-    for (int i = 0; files && i < n_files + 2; i++)
+    for (int i = 0; files && i < n_alloc; i++)
         free(files[i]);
     free(files);
     free(lean);
