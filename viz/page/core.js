@@ -388,10 +388,10 @@ function footer() {
   const f = $('hs-footer'), g = R.generator || {}, tm = R.timing || {};
   let s = (R.schema || 'report') + ' \u00b7 ' + (g.name || 'headscope') + ' ' + (g.version || '');
   if (isNum(tm.forward_passes)) s += ' \u00b7 ' + tm.forward_passes + ' forward passes';
-  /* the run's time: timing.total_seconds; the *_seconds phases are parts of it, summed only
-     for an older report without the total */
+  /* the run's time: timing.total_seconds (a corpus run: timing.seconds); the *_seconds phases
+     are parts of it, summed only for an older report without the total */
   const secs = Object.keys(tm).filter(function (k) { return /_seconds$/.test(k) && k !== 'total_seconds'; }).map(function (k) { return tm[k]; }).filter(isNum);
-  const total = isNum(tm.total_seconds) ? tm.total_seconds : secs.length ? secs.reduce(function (a, b) { return a + b; }, 0) : null;
+  const total = isNum(tm.total_seconds) ? tm.total_seconds : isNum(tm.seconds) ? tm.seconds : secs.length ? secs.reduce(function (a, b) { return a + b; }, 0) : null;
   if (total !== null) s += ', ' + total.toFixed(2) + ' s';
   s += ' \u00b7 this page is self-contained and loads nothing from the network';
   f.textContent = s;
