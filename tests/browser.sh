@@ -64,14 +64,10 @@ TEXT="The cat sat on the mat. The cat sat on the mat."
 page tiny-gpt2 fixtures/tiny-gpt2 --text "$TEXT"
 page tiny-bert fixtures/tiny-bert --text "the cat sat on the mat" --text-pair "where did the cat sit?"
 page tiny-llama fixtures/family-models/tiny-llama --text "$TEXT" -- --no-pruning --probe-ablation resample
-if [ -d "$SHARED/trained-gpt2" ] && [ -d "$SHARED/trained-bert" ]; then
-    page trained-gpt2 "$SHARED/trained-gpt2" --file README.md --truncate -- --no-pruning
-    page trained-bert "$SHARED/trained-bert" \
-        --text "The cat sat on the mat because it was tired after the long day." \
-        --text-pair "Where did the cat sit, and why did it sit there?"
-else
-    echo "browser: skipping the trained-gpt2 and trained-bert cases: no $SHARED/trained-gpt2 and trained-bert (set HS_SHARED)"
-fi
+page trained-gpt2 fixtures/trained-gpt2 --file README.md --truncate -- --no-pruning
+page trained-bert fixtures/trained-bert \
+    --text "The cat sat on the mat because it was tired after the long day." \
+    --text-pair "Where did the cat sit, and why did it sit there?"
 # the same report without maps, beside it so that its pictures resolve
 "$T/html_page" "$T/tiny-gpt2/report.json" "$T/tiny-gpt2/index-nomaps.html" || die "html_page without maps failed"
 # a corpus run's page

@@ -29,6 +29,8 @@ import numpy as np
 
 import browser_util
 from browser_util import by_css, check, open_page, page_clean, report, shot, start_browser, view
+from browser_numbers import (check_corpus_numbers, check_head_view_numbers, check_map_view_numbers,
+                             check_model_view_numbers, check_overview_numbers)
 from browser_views import (check_head_view, check_kv_card, check_map_view, check_model_view,
                            check_overview, check_probe_card)
 
@@ -81,6 +83,11 @@ def run_case(drv, name, page, npy, shots):
     check_head_view(drv, name, rep, attn, shots)
     check_model_view(drv, name, rep, shots)
     check_map_view(drv, name, rep, attn, shots)
+    # every number of every view against the report
+    cols = check_overview_numbers(drv, name, rep)
+    check_head_view_numbers(drv, name, rep)
+    check_model_view_numbers(drv, name, rep, cols)
+    check_map_view_numbers(drv, name, rep)
     page_clean(drv, name)
 
 
@@ -127,6 +134,9 @@ def run_corpus(drv, page, shots):
         p = by_css(drv, "#hs-text-panel")
         check(p and len(by_css(drv, "#hs-text-panel .tile")) == len(heads), "corpus: opening a text does not show its heads")
         shot(drv, shots, "corpus", full=True)
+    cols = check_overview_numbers(drv, name, rep)
+    check_model_view_numbers(drv, name, rep, cols)
+    check_corpus_numbers(drv, name, rep, os.path.join(os.path.dirname(page), "texts.jsonl"))
     page_clean(drv, name)
 
 
