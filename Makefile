@@ -4,6 +4,7 @@
 #   make test                          Criterion suites + tests/cli.sh
 #   make SANITIZE=address,undefined test   the same under sanitizers, in build-san/
 #   make bench                         speed ratios (see docs/bench.md)
+#   make docs-images                   draws every picture of README.md and docs/ again
 #   make fuzz                          libFuzzer harnesses (clang), short runs
 #   make install [PREFIX=/usr/local] [DESTDIR=]   binary, libraries, headers, .pc, man, docs
 #   make uninstall                     removes what install put there
@@ -87,7 +88,7 @@ TEST_BIN = $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 LIB = $(BUILD)/libheadscope.a
 BIN = $(BUILD)/headscope
 
-.PHONY: all deps test unit cli-test cli-faults fuzz-replay browser-test ref-test bench-smoke llamacpp-test bench fuzz clean example
+.PHONY: all deps test unit cli-test cli-faults fuzz-replay browser-test docs-images docs-test ref-test bench-smoke llamacpp-test bench fuzz clean example
 all: $(LIB) $(BIN)
 
 # The commit a build comes from, recorded in reports (empty outside a git checkout). The
@@ -224,6 +225,13 @@ fuzz-replay: $(REPLAY_BIN)
 browser-test: $(BIN)
 	HEADSCOPE=$(BIN) HS_LDFLAGS="$(LDFLAGS)" bash tests/browser.sh
 
+# Every picture README.md and docs/ show, drawn again from the fixtures (docs/img/make_images.sh);
+# docs-test checks them, the docs' links and report-schema.md's keys (tests/docs_check.sh).
+docs-images: $(BIN)
+	HEADSCOPE=$(BIN) bash docs/img/make_images.sh
+docs-test: $(BIN)
+	HEADSCOPE=$(BIN) bash tests/docs_check.sh
+
 # The float64 references the suites compare against check themselves (fixtures/README.md).
 ref-test:
 	/usr/bin/python3 fixtures/ref/selftest.py
@@ -245,7 +253,7 @@ bench-smoke: $(BUILD)/hs-bench
 # `make test` runs every step even when one fails, then prints each step's and suite's
 # wall time (slowest first) and the total, and fails if any step did. The float64
 # references' self-checks run no code of ours: the sanitizer build leaves them out.
-TEST_STEPS = unit cli-test fuzz-replay browser-test lib-test $(if $(SANITIZE),,ref-test) bench-smoke
+TEST_STEPS = unit cli-test fuzz-replay browser-test docs-test lib-test $(if $(SANITIZE),,ref-test) bench-smoke
 test: all
 	@rm -f $(TIMES); start=$$(date +%s%N); failed=; \
 	for s in $(TEST_STEPS); do t0=$$(date +%s%N); \
