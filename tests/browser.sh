@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Opens the index.html of real `headscope analyze` runs in headless Chromium and clicks
 # through every view (tests/browser_test.py): the overview table, the head view (lines
-# checked against the float32 maps of `headscope attn`), the model view and the map view;
-# a corpus run's page; a page without maps; and a GPT-2-small-sized page at 512 tokens
-# (size and time to open). Cases on the shared trained models (../shared/models/
-# trained-gpt2, trained-bert) run when that folder is there and are skipped with a
-# printed reason otherwise; the fixture models (fixtures/tiny-gpt2, tiny-bert) always run.
+# checked against the float32 maps of `headscope attn`), the model view and the map view,
+# and every number each view shows against report.json (tests/browser_numbers.py); a corpus
+# run's page; a page without maps; and a GPT-2-small-sized page at 512 tokens (size and time
+# to open). The models are the fixtures': tiny-gpt2, tiny-bert, tiny-llama, trained-gpt2
+# (README.md) and trained-bert (a sentence pair).
 # Needs: apt-get install -y chromium chromium-driver python3-selenium (and python3-numpy).
 # Screenshots are kept in $HS_SHOTS (default /tmp/headscope-browser).
 #
@@ -13,15 +13,13 @@
 #
 # HEADSCOPE: the binary (its folder holds libheadscope.a, used to build the page
 # helper tests/html_page.c); HS_LDFLAGS: extra link flags for the helper (the
-# sanitizer flags of a SANITIZE build); PYTHON: a python3 with selenium and numpy;
-# HS_SHARED: the shared models folder (default ../shared/models).
+# sanitizer flags of a SANITIZE build); PYTHON: a python3 with selenium and numpy.
 set -u
 HS=${HEADSCOPE:-build/headscope}
 PY=${PYTHON:-/usr/bin/python3}
 CC=${CC:-cc}
 LIB=${HS_LIB:-$(dirname "$HS")/libheadscope.a}
 SHOTS=${HS_SHOTS:-/tmp/headscope-browser}
-SHARED=${HS_SHARED:-../shared/models}
 T=$(mktemp -d /tmp/hs-browser-XXXXXX)
 trap 'rm -rf "$T"' EXIT
 

@@ -15,7 +15,8 @@ view (the lines drawn for a chosen head and token match the maps, colours, the s
 filter of pairs, dimmed sinks, keyboard); the model view (one tile per head, sorting and
 filtering by a column, a click opens the head); the map view (cells, full labels, the
 hover and keyboard readout, the word-level maps). Screenshots of each view are saved in
-DIR. Prints one line per failure and ends with "browser: N passed, M failed".
+DIR. Then every number each view shows, read against the report (browser_numbers.py).
+Prints one line per failure and ends with "browser: N passed, M failed".
 """
 import argparse
 import json
