@@ -381,8 +381,9 @@ def check_panel(drv, name, rep, cols):
 p.querySelectorAll('h2, .badge, figcaption').forEach(e => { e.dataset.hsChecked = '1'; });
 const r = p.getBoundingClientRect();
 return [p.querySelector('h2').textContent, Array.prototype.map.call(p.querySelectorAll('.metrics > div'), d => {
-  d.dataset.hsChecked = '1'; const v = d.querySelector('.v'), b = v.getBoundingClientRect();
-  return [d.querySelector('.lab').textContent, v.textContent, v.scrollWidth <= v.clientWidth + 1 && b.right <= r.right + 0.5 && b.left >= r.left - 0.5]; })];""", k)
+  d.dataset.hsChecked = '1'; const v = d.querySelector('.v'), b = v.getBoundingClientRect(), c = d.getBoundingClientRect();
+  return [d.querySelector('.lab').textContent, v.textContent, d.scrollWidth <= d.clientWidth + 1 &&
+          b.right <= Math.min(r.right, c.right) + 0.5 && b.left >= Math.max(r.left, c.left) - 0.5]; })];""", k)
         want = [["layer", str(h["layer"])], ["head", str(h["head"])]]
         for key, label in cols:
             if key in ("id", "label"):
