@@ -80,8 +80,9 @@ function headView() {
     HV.on = {};
     const ks = headsOfLayer(HV.layer).filter(hasMap);
     if (ks.length) HV.on[ks[0]] = true;
+    const before = SEL;
     if (ks.length) choose(ks[0]); /* the panel describes a head of the layer shown */
-    headView();
+    if (SEL === before) headView(); /* else choose drew it */
   }));
   const tog = el('span', 'chips');
   tog.id = 'hs-hv-heads';
@@ -89,8 +90,9 @@ function headView() {
     const c = headColour(k), on = !!HV.on[k];
     const b = button(String(HEADS[k].head), 'headtog', 'head ' + HEADS[k].id + (hasMap(k) ? '' : ' (map not embedded)'), function () {
       if (!hasMap(k)) return;
+      const before = SEL;
       if (HV.on[k]) delete HV.on[k]; else { HV.on[k] = true; choose(k); }
-      headView();
+      if (SEL === before) headView(); /* else choose drew it */
     });
     b.dataset.k = String(k);
     b.setAttribute('aria-pressed', on ? 'true' : 'false');
