@@ -4,6 +4,7 @@
 #   make test                          Criterion suites + tests/cli.sh
 #   make SANITIZE=address,undefined test   the same under sanitizers, in build-san/
 #   make bench                         speed ratios (see docs/bench.md)
+#   make docs-images                   draws every picture of README.md and docs/ again
 #   make fuzz                          libFuzzer harnesses (clang), short runs
 #   make install [PREFIX=/usr/local] [DESTDIR=]   binary, libraries, headers, .pc, man, docs
 #   make uninstall                     removes what install put there
@@ -89,7 +90,7 @@ TEST_BIN = $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 LIB = $(BUILD)/libheadscope.a
 BIN = $(BUILD)/headscope
 
-.PHONY: all deps test unit cli-test cli-faults fuzz-replay browser-test ref-test bench-smoke llamacpp-test bench fuzz clean example
+.PHONY: all deps test unit cli-test cli-faults fuzz-replay browser-test docs-images docs-test ref-test bench-smoke llamacpp-test bench fuzz clean example
 all: $(LIB) $(BIN)
 
 # The commit a build comes from, recorded in reports (empty outside a git checkout). The
@@ -226,6 +227,13 @@ fuzz-replay: $(REPLAY_BIN)
 browser-test: $(BIN)
 	HEADSCOPE=$(BIN) HS_LDFLAGS="$(LDFLAGS)" bash tests/browser.sh
 
+# Every picture README.md and docs/ show, drawn again from the fixtures (docs/img/make_images.sh);
+# docs-test checks them, the docs' links and report-schema.md's keys (tests/docs_check.sh).
+docs-images: $(BIN)
+	HEADSCOPE=$(BIN) bash docs/img/make_images.sh
+docs-test: $(BIN)
+	HEADSCOPE=$(BIN) bash tests/docs_check.sh
+
 # The float64 references the suites compare against check themselves (fixtures/README.md).
 ref-test:
 	/usr/bin/python3 fixtures/ref/selftest.py
@@ -257,6 +265,9 @@ test: all
 	sort -k2 -n -r $(TIMES) | awk '{ printf "  %-40s %8.1f s\n", $$1, $$2 / 1000 }'; \
 	echo "make test$(if $(SANITIZE), SANITIZE=$(SANITIZE)): $$(( ($$(date +%s%N) - start) / 1000000000 )) s wall time"; \
 	if [ -n "$$failed" ]; then echo "failing steps:$$failed"; exit 1; fi
+
+# the docs against the pictures, links and reports they describe (after TEST_STEPS' definition)
+TEST_STEPS += docs-test
 
 # Interoperability with llama.cpp's own programs (not in `test`: it needs a llama.cpp build):
 # make llamacpp-test LLAMACPP=path/to/llama.cpp/build/bin [LLAMACPP_MODELS=path/to/llama.cpp/models]

@@ -26,8 +26,10 @@ lib=$stage/usr/lib
 so=$(readlink -f "$lib/libheadscope.so")
 [ -f "$stage/usr/bin/headscope" ] && [ -f "$lib/libheadscope.a" ] &&
     [ -f "$stage/usr/include/headscope.h" ] && [ -f "$stage/usr/include/headscope/model.h" ] &&
-    [ -f "$stage/usr/share/doc/headscope/install.md" ] || fail "install left files out"
+    [ -f "$stage/usr/share/doc/headscope/docs/install.md" ] || fail "install left files out"
 ok "install into a stage"
+"$PY" tests/docs_check.py links "$stage/usr/share/doc/headscope" || fail "the installed docs' links or pictures do not resolve"
+ok "the installed README's and docs' links and pictures resolve"
 
 # exports: hs_* only, and a soname with the major version
 bad=$(nm -D --defined-only "$so" | awk '$2 ~ /^[TDBRVW]$/ && $3 !~ /^hs_/ {print $3}')
