@@ -200,6 +200,22 @@ for g in tiny-pythia.f32:gpt_neox:tiny_pythia tiny-llama.q8_0:llama:tiny_llama t
     "$PY" -c "import json, sys, numpy as np; sys.exit(json.load(open('$T/out'))['ids'] != np.load('fixtures/family-golden/${g##*:}_text.ids.npy').tolist())" &&
         ok || bad "GGUF ${g%%:*} tokenize: ids differ from the golden's"
 done
+# ggml's other block formats (fixtures/gguf/families/tiny-llama-wide.mixed.gguf, one format a
+# matrix): info names each type; attn gives the maps of the float64 reference on the file's
+# own dequantised weights (fixtures/quant/); analyze and dump run on it
+QF=fixtures/gguf/families/tiny-llama-wide.mixed.gguf
+expect 0 "GGUF mixed formats info" -- "$HS" info "$QF"
+for ty in IQ4_XS Q4_1 Q5_0 Q5_1 IQ4_NL Q3_K Q2_K Q5_K; do
+    grep -q "| $ty *|" "$T/out" && ok || bad "GGUF mixed formats info: no $ty tensor listed"
+done
+expect 0 "GGUF mixed formats attn" -- "$HS" attn "$QF" --ids fixtures/family-golden/tiny_llama_text.ids.npy -o "$T/qm.npy"
+"$PY" -c "import numpy as np, sys; sys.exit(int(abs(np.load('$T/qm.npy') - np.load('fixtures/quant/tiny-llama-wide.mixed.attn.npy')).max() > 1e-5))" &&
+    ok || bad "GGUF mixed formats attn: maps differ from fixtures/quant/tiny-llama-wide.mixed.attn.npy"
+expect 0 "GGUF mixed formats analyze" -- "$HS" analyze "$QF" --text "$FTEXT" -o "$T/qa" -q
+[ -s "$T/qa/report.json" ] && ok || bad "GGUF mixed formats analyze: no report.json"
+expect 0 "GGUF mixed formats dump" -- "$HS" dump "$QF" --text "$FTEXT" --what pattern,mlp_out -o "$T/qd" -q
+[ -s "$T/qd/blocks.0.hook_mlp_out.npy" ] && ok || bad "GGUF mixed formats dump: no hook_mlp_out"
+rm -rf "$T/qm.npy" "$T/qa" "$T/qd"
 # what llama.cpp's llama cannot hold is refused in one line, and no file is left: a Llama
 # rotating half of each head (partial_rotary_factor)
 mkdir -p "$T/llama-half" && cp fixtures/family-models/tiny-llama/* "$T/llama-half/" &&
