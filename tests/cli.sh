@@ -216,6 +216,10 @@ expect 0 "GGUF mixed formats analyze" -- "$HS" analyze "$QF" --text "$FTEXT" -o 
 expect 0 "GGUF mixed formats dump" -- "$HS" dump "$QF" --text "$FTEXT" --what pattern,mlp_out -o "$T/qd" -q
 [ -s "$T/qd/blocks.0.hook_mlp_out.npy" ] && ok || bad "GGUF mixed formats dump: no hook_mlp_out"
 rm -rf "$T/qm.npy" "$T/qa" "$T/qd"
+# a special-token id beyond the vocabulary: a warning on stderr, the default id, exit 0
+expect 0 "GGUF bos id beyond the vocabulary" -- "$HS" tokenize fixtures/gguf/tokdefects/llama-bos-beyond.gguf --text "Hello" --json
+grep -qx "headscope: tokenize: warning: tokenizer.ggml.bos_token_id = 5000 is beyond the vocabulary of 2393 tokens; the default 1 is used, as llama.cpp does" "$T/err" &&
+    grep -q '"ids":\[1,714,1188,338\]' "$T/out" && ok || bad "GGUF bos id beyond the vocabulary: $(cat "$T/err" "$T/out")"
 # what llama.cpp's llama cannot hold is refused in one line, and no file is left: a Llama
 # rotating half of each head (partial_rotary_factor)
 mkdir -p "$T/llama-half" && cp fixtures/family-models/tiny-llama/* "$T/llama-half/" &&
@@ -289,7 +293,18 @@ for f in roberta distilbert; do
 done
 expect 0 "info tiny-roberta" -- "$HS" info "$T/tiny-roberta"
 grep -q '^family: *roberta (bidirectional, post-LN, gelu erf)' "$T/out" && ok || bad "info roberta: $(cat "$T/out")"
-gguf_round_trip "$T/tiny-roberta" "$FAM_TEXT" f32 f16 q8_0
+# RoBERTa's GGUF says add_bos_token / add_eos_token, so its ids are <s> ... </s> as llama.cpp
+# gives them: the round trip starts from a folder whose tokenizer.json (RobertaProcessing)
+# says the same (vocab.json + merges.txt alone add nothing: docs/tokenizers.md)
+mkdir -p "$T/tiny-roberta-tj" && cp "$T/tiny-roberta"/* "$T/tiny-roberta-tj/" &&
+    cp fixtures/gguf/tokdefects/roberta.tokenizer.json "$T/tiny-roberta-tj/tokenizer.json"
+gguf_round_trip "$T/tiny-roberta-tj" "$FAM_TEXT" f32 f16 q8_0
+"$HS" tokenize "$T/tiny-roberta" --text "$FAM_TEXT" --json >"$T/rb_plain.json"
+"$HS" convert "$T/tiny-roberta" -o "$T/rb_plain.bin" >/dev/null
+expect 0 "roberta gguf from vocab files tokenize" -- "$HS" tokenize "$T/rb_plain.bin" --text "$FAM_TEXT" --json
+"$PY" -c "import json, sys; a = json.load(open('$T/rb_plain.json'))['ids']; b = json.load(open('$T/out'))['ids']; sys.exit(b != [0] + a + [2])" &&
+    ok || bad "roberta gguf written from vocab.json + merges.txt: ids are not <s> + the folder's + </s>"
+rm -rf "$T/tiny-roberta-tj" "$T/rb_plain.bin" "$T/rb_plain.json"
 "$HS" convert "$T/tiny-roberta" -o "$T/rb.bin" >/dev/null && "$HS" info "$T/rb.bin" >"$T/out" 2>&1
 grep -q "general.architecture = 'bert'" "$T/out" && grep -q "tokenizer.ggml.model = 'gpt2'" "$T/out" &&
     grep -q '^family: *roberta' "$T/out" && ok || bad "roberta gguf as llama.cpp writes it: $(head -c 600 "$T/out")"

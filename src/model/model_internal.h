@@ -327,7 +327,11 @@ struct hs_model {
     const float *decoder;             /* (vocab, d): explicit LM decoder, or wte when tied */
 
     hs_tokenizer *tok;                /* NULL when no tokenizer files */
+    char warnings[512];               /* hs_model_warnings: lines, each ending in '\n' */
 };
+
+/* Appends one line to m->warnings (what fits of it). */
+void hs_model_warn(hs_model *m, const char *fmt, ...) HS_PRINTF(2, 3);
 
 /* Format readers. Each fills m->cfg (cfg.arch = &m->arch), the weights (via
  * hs_weights_build) and m->tok. */
