@@ -11,12 +11,9 @@
  * do with their goldens. */
 #include <math.h>
 
+#include "gguf_util.h"
 #include "headscope/forward.h"
-#include "headscope/gguf.h"
-#include "headscope/model.h"
-#include "model/model_internal.h"
 #include "nn/ops.h"
-#include "testutil.h"
 
 #define FAMS "fixtures/gguf/families/"
 
@@ -60,22 +57,12 @@ static void check_file(const char *file, const char *ids_path, double max_attn, 
     hs_model_free(m);
 }
 
-/* The number of tensors of each ggml type in the file. */
+/* The file's tensors of each ggml type counted. */
 static void count_types(const char *file, const uint32_t *types, const int *counts, int n_types)
 {
     char path[256];
     snprintf(path, sizeof path, FAMS "%s.gguf", file);
-    hs_gguf *g = NULL;
-    hs_error err = {{0}};
-    cr_assert_eq(hs_gguf_open(path, &g, &err), HS_OK, "%s", err.msg);
-    for (int k = 0; k < n_types; k++) {
-        int n = 0;
-        for (size_t i = 0; i < hs_gguf_tensor_count(g); i++)
-            n += hs_gguf_tensor_at(g, i)->type == types[k];
-        cr_expect_eq(n, counts[k], "%s: %d tensors of type %s, expected %d", file, n,
-                     hs_ggml_type_name(types[k]), counts[k]);
-    }
-    hs_gguf_free(g);
+    expect_type_counts(path, types, counts, n_types);
 }
 
 Test(gguf_quant, mixed_formats_equal_the_reference_on_their_dequantised_weights)

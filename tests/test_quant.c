@@ -20,22 +20,35 @@ static void put16(unsigned char *p, unsigned v)
     p[1] = (unsigned char)(v >> 8);
 }
 
+/* y[i] == v for each {i, v, why}: the values of a hand-built block. */
+typedef struct hand_value {
+    int i;
+    float v;
+    const char *why;
+} hand_value;
+
+static void expect_values(const float *y, const hand_value *w, size_t n)
+{
+    for (size_t k = 0; k < n; k++)
+        cr_expect_eq(y[w[k].i], w[k].v, "y[%d] = %g, expected %g: %s", w[k].i, (double)y[w[k].i],
+                     (double)w[k].v, w[k].why);
+}
+
 Test(quant, block_sizes)
 {
-    size_t e = 0, b = 0;
-    cr_assert(hs_quant_block(HS_QUANT_Q4_0, &e, &b) && e == 32 && b == 18);
-    cr_assert(hs_quant_block(HS_QUANT_Q8_0, &e, &b) && e == 32 && b == 34);
-    cr_assert(hs_quant_block(HS_QUANT_Q4_K, &e, &b) && e == 256 && b == 144);
-    cr_assert(hs_quant_block(HS_QUANT_Q6_K, &e, &b) && e == 256 && b == 210);
-    cr_assert(hs_quant_block(HS_QUANT_Q4_1, &e, &b) && e == 32 && b == 20);
-    cr_assert(hs_quant_block(HS_QUANT_Q5_0, &e, &b) && e == 32 && b == 22);
-    cr_assert(hs_quant_block(HS_QUANT_Q5_1, &e, &b) && e == 32 && b == 24);
-    cr_assert(hs_quant_block(HS_QUANT_Q2_K, &e, &b) && e == 256 && b == 84);
-    cr_assert(hs_quant_block(HS_QUANT_Q3_K, &e, &b) && e == 256 && b == 110);
-    cr_assert(hs_quant_block(HS_QUANT_Q5_K, &e, &b) && e == 256 && b == 176);
-    cr_assert(hs_quant_block(HS_QUANT_IQ4_NL, &e, &b) && e == 32 && b == 18);
-    cr_assert(hs_quant_block(HS_QUANT_IQ4_XS, &e, &b) && e == 256 && b == 136);
-    e = b = 7;
+    static const struct {
+        uint32_t type;
+        size_t elems, bytes;
+    } want[] = {{HS_QUANT_Q4_0, 32, 18},   {HS_QUANT_Q8_0, 32, 34},    {HS_QUANT_Q4_K, 256, 144},
+                {HS_QUANT_Q6_K, 256, 210}, {HS_QUANT_Q4_1, 32, 20},    {HS_QUANT_Q5_0, 32, 22},
+                {HS_QUANT_Q5_1, 32, 24},   {HS_QUANT_Q2_K, 256, 84},   {HS_QUANT_Q3_K, 256, 110},
+                {HS_QUANT_Q5_K, 256, 176}, {HS_QUANT_IQ4_NL, 32, 18}, {HS_QUANT_IQ4_XS, 256, 136}};
+    for (size_t k = 0; k < sizeof want / sizeof want[0]; k++) {
+        size_t e = 0, b = 0;
+        cr_assert(hs_quant_block(want[k].type, &e, &b) && e == want[k].elems && b == want[k].bytes,
+                  "type %u: %zu elements, %zu bytes", (unsigned)want[k].type, e, b);
+    }
+    size_t e = 7, b = 7;
     cr_assert(!hs_quant_block(9, &e, &b) && e == 7 && b == 7, "Q8_1 is not decoded");
     cr_assert(!hs_quant_block(15, &e, &b), "Q8_K is not decoded");
     cr_assert(!hs_quant_block(16, &e, &b), "IQ2_XXS is not decoded");
@@ -140,17 +153,17 @@ Test(quant, q4_1_q5_0_hand_blocks)
     a[4] = 0xF3;          /* element 0: 3 -> 0.5; element 16: 15 -> 6.5 */
     float y[32];
     hs_quant_decode(HS_QUANT_Q4_1, a, y, 32);
-    cr_assert_eq(y[0], 0.5f);
-    cr_assert_eq(y[16], 6.5f);
-    cr_assert_eq(y[1], -1.0f, "q = 0 gives the min");
+    static const hand_value w0[] = {{0, 0.5f, "0.5 * 3 - 1"}, {16, 6.5f, "0.5 * 15 - 1"},
+                                    {1, -1.0f, "q = 0 gives the min"}};
+    expect_values(y, w0, sizeof w0 / sizeof w0[0]);
     put16(c, F16_QUARTER);
     c[2] = 0x01;     /* qh bit 0: element 0 */
     c[2 + 2] = 0x01; /* qh bit 16: element 16 */
     c[6] = 0x21;     /* element 0: 1 | 16 = 17 -> 0.25; element 16: 2 | 16 = 18 -> 0.5 */
     hs_quant_decode(HS_QUANT_Q5_0, c, y, 32);
-    cr_assert_eq(y[0], 0.25f);
-    cr_assert_eq(y[16], 0.5f);
-    cr_assert_eq(y[1], -4.0f, "q = 0: 0.25 * (0 - 16)");
+    static const hand_value w1[] = {{0, 0.25f, "0.25 * (17 - 16)"}, {16, 0.5f, "0.25 * (18 - 16)"},
+                                    {1, -4.0f, "q = 0: 0.25 * (0 - 16)"}};
+    expect_values(y, w1, sizeof w1 / sizeof w1[0]);
 }
 
 /* Q2_K: d = 1, dmin = 0.5. scales[0] = 0x23 (scale 3, min 2), scales[1] = 0x11, scales[2] =
@@ -168,10 +181,10 @@ Test(quant, q2_k_hand_block)
     put16(b + 82, F16_HALF);
     float y[256];
     hs_quant_decode(HS_QUANT_Q2_K, b, y, 256);
-    cr_assert_eq(y[0], 8.0f, "1 * 3 * 3 - 0.5 * 2");
-    cr_assert_eq(y[16], 1.5f, "1 * 1 * 2 - 0.5 * 1");
-    cr_assert_eq(y[32], 8.0f, "1 * 4 * 2 - 0");
-    cr_assert_eq(y[1], -1.0f, "q = 0: -0.5 * 2");
+    static const hand_value w2[] = {{0, 8.0f, "1 * 3 * 3 - 0.5 * 2"},
+                                    {16, 1.5f, "1 * 1 * 2 - 0.5 * 1"}, {32, 8.0f, "1 * 4 * 2 - 0"},
+                                    {1, -1.0f, "q = 0: -0.5 * 2"}};
+    expect_values(y, w2, sizeof w2 / sizeof w2[0]);
 }
 
 /* Q3_K: d = 0.5. Scale 0: low 4 bits byte 0 = 0x0, top 2 bits byte 8 bits 0-1 = 2 -> 32
@@ -188,10 +201,10 @@ Test(quant, q3_k_hand_block)
     put16(b + 108, F16_HALF);
     float y[256];
     hs_quant_decode(HS_QUANT_Q3_K, b, y, 256);
-    cr_assert_eq(y[128], 3.0f, "0.5 * 3 * 2");
-    cr_assert_eq(y[129], -6.0f, "0.5 * 3 * (0 - 4)");
-    cr_assert_eq(y[0], 0.0f, "scale 0 = 32: zero");
-    cr_assert_eq(y[16], 64.0f, "scale 1 = 0: 0.5 * -32 * (0 - 4)");
+    static const hand_value w3[] = {{128, 3.0f, "0.5 * 3 * 2"}, {129, -6.0f, "0.5 * 3 * (0 - 4)"},
+                                    {0, 0.0f, "scale 0 = 32: zero"},
+                                    {16, 64.0f, "scale 1 = 0: 0.5 * -32 * (0 - 4)"}};
+    expect_values(y, w3, sizeof w3 / sizeof w3[0]);
 }
 
 /* IQ4_XS: d = 1; sub-block 1's scale: scales_l[0] high nibble 1, scales_h bits 2-3 = 2 ->
@@ -205,10 +218,11 @@ Test(quant, iq4_xs_hand_block)
     b[8 + 16] = 0x8F; /* element 32: grid[15] = 113; element 48: grid[8] = 1 */
     float y[256];
     hs_quant_decode(HS_QUANT_IQ4_XS, b, y, 256);
-    cr_assert_eq(y[32], 113.0f);
-    cr_assert_eq(y[48], 1.0f);
-    cr_assert_eq(y[33], -127.0f, "nibble 0: grid[0]");
-    cr_assert_eq(y[0], 4064.0f, "sub-block 0: scale 0 -> -32 * -127");
+    static const hand_value w4[] = {{32, 113.0f, "1 * (33 - 32) * grid[15]"},
+                                    {48, 1.0f, "1 * (33 - 32) * grid[8]"},
+                                    {33, -127.0f, "nibble 0: grid[0]"},
+                                    {0, 4064.0f, "sub-block 0: scale 0 -> -32 * -127"}};
+    expect_values(y, w4, sizeof w4 / sizeof w4[0]);
 }
 
 /* Every decoded format on fixtures/quant/T.blocks against T.f32, bit for bit. */
