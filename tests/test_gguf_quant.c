@@ -8,7 +8,7 @@
  * The reference (fixtures/ref/make_quant_golden.py): the float64 forward of families.py on
  * the file's weights dequantised by fixtures/ref/quant_ref.py. headscope computes in float32
  * on the same dequantised weights, so the maps agree to float32 rounding, as the F32 files'
- * do with their goldens. */
+ * do with their goldens, whether the weight cache converts each layer once or in every pass. */
 #include <math.h>
 
 #include "gguf_util.h"
@@ -17,13 +17,19 @@
 
 #define FAMS "fixtures/gguf/families/"
 
-/* Runs the file on the golden ids; the largest differences of its maps and NLL from
+/* Runs the file on the golden ids with a weight-memory budget (0: the default, every layer
+ * converted once; 1 byte: each layer converted again in every pass, from the mapped
+ * blocks); the largest differences of its maps and NLL from
  * fixtures/quant/<file>.{attn,nll}.npy must be within the bounds. */
-static void check_file(const char *file, const char *ids_path, double max_attn, double max_nll)
+static void check_file(const char *file, const char *ids_path, size_t budget, double max_attn,
+                       double max_nll)
 {
     char path[256];
     snprintf(path, sizeof path, FAMS "%s.gguf", file);
-    hs_model *m = tu_load(path);
+    hs_model *m = NULL;
+    hs_error err = {{0}};
+    hs_open_opts oo = {.weight_memory = budget};
+    cr_assert_eq(hs_model_open2(path, &oo, &m, &err), HS_OK, "%s: %s", path, err.msg);
     const hs_model_config *c = hs_model_config_of(m);
     hs_npy ids = tu_npy(ids_path);
     int n = (int)ids.count;
@@ -31,7 +37,6 @@ static void check_file(const char *file, const char *ids_path, double max_attn, 
     hs_npy want = tu_npy(path);
     snprintf(path, sizeof path, "fixtures/quant/%s.nll.npy", file);
     hs_npy want_nll = tu_npy(path);
-    hs_error err = {{0}};
     hs_trace *trace = NULL;
     cr_assert_eq(hs_trace_new(m, n, &trace, &err), HS_OK);
     float *logits = malloc((size_t)n * (size_t)c->vocab_size * sizeof *logits);
@@ -46,7 +51,7 @@ static void check_file(const char *file, const char *ids_path, double max_attn, 
                             ((const int32_t *)ids.data)[i + 1]);
         dn = fmax(dn, fabs(nll - (double)((const float *)want_nll.data)[i]));
     }
-    cr_log_info("%s: maps max|d| %.2e, NLL max|d| %.2e", file, da, dn);
+    cr_log_info("%s (budget %zu): maps max|d| %.2e, NLL max|d| %.2e", file, budget, da, dn);
     cr_expect_leq(da, max_attn, "%s: maps max|d| %g from the float64 reference", file, da);
     cr_expect_leq(dn, max_nll, "%s: NLL max|d| %g from the float64 reference", file, dn);
     free(logits);
@@ -71,8 +76,9 @@ Test(gguf_quant, mixed_formats_equal_the_reference_on_their_dequantised_weights)
                                  HS_GGML_IQ4_NL, HS_GGML_Q3_K, HS_GGML_Q2_K, HS_GGML_Q5_K};
     static const int n[] = {1, 1, 1, 1, 1, 1, 1, 1};
     count_types("tiny-llama-wide.mixed", t, n, 8);
-    check_file("tiny-llama-wide.mixed", "fixtures/family-golden/tiny_llama_text.ids.npy", 1e-5,
-               5e-5);
+    for (size_t budget = 0; budget <= 1; budget++)
+        check_file("tiny-llama-wide.mixed", "fixtures/family-golden/tiny_llama_text.ids.npy",
+                   budget, 1e-5, 5e-5);
 }
 
 /* Issue 39: a Q4_K_M file with Q5_0 / Q5_1 rows (not a multiple of 256) opens and runs. */
@@ -81,6 +87,7 @@ Test(gguf_quant, q4_k_m_with_q5_0_and_q5_1_fallbacks)
     static const uint32_t t[] = {HS_GGML_Q5_0, HS_GGML_Q5_1, HS_GGML_Q8_0, HS_GGML_F32};
     static const int n[] = {11, 1, 3, 11};
     count_types("tiny-qwen2.q4_k_m_fallback", t, n, 4);
-    check_file("tiny-qwen2.q4_k_m_fallback", "fixtures/family-golden/tiny_qwen2_text.ids.npy",
-               1e-5, 5e-5);
+    for (size_t budget = 0; budget <= 1; budget++)
+        check_file("tiny-qwen2.q4_k_m_fallback", "fixtures/family-golden/tiny_qwen2_text.ids.npy",
+                   budget, 1e-5, 5e-5);
 }
