@@ -164,6 +164,7 @@ static hs_status bert_specials(hs_model *m, const hs_gguf *g, hs_error *err)
         return HS_OK; /* [CLS] A [SEP] (B [SEP]), as the tokenizer was made */
     hs_tokenizer *t = m->tok;
     bos_eos_template(t, add_cls ? t->single.id[0] : -1, add_sep ? t->single.id[2] : -1, 2);
+    t->post_name = "GGUF add_bos_token / add_sep_token";
     return HS_OK;
 }
 
