@@ -9,10 +9,13 @@
  * the file's weights dequantised by fixtures/ref/quant_ref.py. headscope computes in float32
  * on the same dequantised weights, so the maps agree to float32 rounding, as the F32 files'
  * do with their goldens, whether the weight cache converts each layer once or in every pass. */
+#include <cJSON.h>
 #include <math.h>
 
+#include "core/core.h"
 #include "gguf_util.h"
 #include "headscope/forward.h"
+#include "model/quant.h"
 #include "nn/ops.h"
 
 #define FAMS "fixtures/gguf/families/"
@@ -90,4 +93,51 @@ Test(gguf_quant, q4_k_m_with_q5_0_and_q5_1_fallbacks)
     for (size_t budget = 0; budget <= 1; budget++)
         check_file("tiny-qwen2.q4_k_m_fallback", "fixtures/family-golden/tiny_qwen2_text.ids.npy",
                    budget, 1e-5, 5e-5);
+}
+
+/* Every block-quantised tensor of llama-quantize's, gguf-py's and ggml's quantizer's files,
+ * decoded whole: the SHA-256 of its float32 values is that of quant_ref.py's
+ * (fixtures/quant/tensor_digests.json), so the two decoders agree bit for bit on them. */
+Test(gguf_quant, every_quantised_tensor_decodes_as_the_reference)
+{
+    size_t len = 0;
+    char *json = tu_slurp("fixtures/quant/tensor_digests.json", &len);
+    cJSON *root = cJSON_Parse(json);
+    cr_assert_not_null(root);
+    const cJSON *files = cJSON_GetObjectItemCaseSensitive(root, "files"), *f, *t;
+    int n = 0;
+    cJSON_ArrayForEach(f, files) {
+        char path[256];
+        snprintf(path, sizeof path, "fixtures/%s", f->string);
+        hs_gguf *g = NULL;
+        hs_error err = {{0}};
+        cr_assert_eq(hs_gguf_open(path, &g, &err), HS_OK, "%s", err.msg);
+        cJSON_ArrayForEach(t, f) {
+            const hs_gguf_tensor *x = hs_gguf_find_tensor(g, t->string);
+            cr_assert_not_null(x, "%s: no tensor %s", path, t->string);
+            size_t count = 1, e = 0, b = 0;
+            for (uint32_t d = 0; d < x->n_dims; d++)
+                count *= (size_t)x->ne[d];
+            cr_assert(hs_quant_block(x->type, &e, &b), "%s: %s", path, t->string);
+            cr_expect_str_eq(hs_ggml_type_name(x->type),
+                             cJSON_GetObjectItemCaseSensitive(t, "type")->valuestring);
+            float *y = malloc(count * sizeof *y);
+            cr_assert_not_null(y);
+            hs_quant_decode(x->type, x->data, y, count);
+            hs_sha256_ctx s;
+            char hex[65];
+            hs_sha256_init(&s);
+            hs_sha256_update(&s, y, count * sizeof *y); /* a little-endian host, as the digests */
+            hs_sha256_final(&s, hex);
+            cr_expect_str_eq(hex, cJSON_GetObjectItemCaseSensitive(t, "sha256")->valuestring,
+                             "%s: %s (%s) decodes differently", path, t->string,
+                             hs_ggml_type_name(x->type));
+            free(y);
+            n++;
+        }
+        hs_gguf_free(g);
+    }
+    cr_expect_eq(n, 70, "%d tensors digested", n);
+    cJSON_Delete(root);
+    free(json);
 }
