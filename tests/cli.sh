@@ -205,6 +205,26 @@ for g in tiny-pythia.f32:gpt_neox:tiny_pythia tiny-llama.q8_0:llama:tiny_llama t
     "$PY" -c "import json, sys, numpy as np; sys.exit(json.load(open('$T/out'))['ids'] != np.load('fixtures/family-golden/${g##*:}_text.ids.npy').tolist())" &&
         ok || bad "GGUF ${g%%:*} tokenize: ids differ from the golden's"
 done
+# ggml's other block formats (fixtures/gguf/families/tiny-llama-wide.mixed.gguf, one format a
+# matrix): info names each type; attn gives the maps of the float64 reference on the file's
+# own dequantised weights (fixtures/quant/); analyze and dump run on it
+QF=fixtures/gguf/families/tiny-llama-wide.mixed.gguf
+expect 0 "GGUF mixed formats info" -- "$HS" info "$QF"
+for ty in IQ4_XS Q4_1 Q5_0 Q5_1 IQ4_NL Q3_K Q2_K Q5_K; do
+    grep -q "| $ty *|" "$T/out" && ok || bad "GGUF mixed formats info: no $ty tensor listed"
+done
+expect 0 "GGUF mixed formats attn" -- "$HS" attn "$QF" --ids fixtures/family-golden/tiny_llama_text.ids.npy -o "$T/qm.npy"
+"$PY" -c "import numpy as np, sys; sys.exit(int(abs(np.load('$T/qm.npy') - np.load('fixtures/quant/tiny-llama-wide.mixed.attn.npy')).max() > 1e-5))" &&
+    ok || bad "GGUF mixed formats attn: maps differ from fixtures/quant/tiny-llama-wide.mixed.attn.npy"
+expect 0 "GGUF mixed formats analyze" -- "$HS" analyze "$QF" --text "$FTEXT" -o "$T/qa" -q
+[ -s "$T/qa/report.json" ] && ok || bad "GGUF mixed formats analyze: no report.json"
+expect 0 "GGUF mixed formats dump" -- "$HS" dump "$QF" --text "$FTEXT" --what pattern,mlp_out -o "$T/qd" -q
+[ -s "$T/qd/blocks.0.hook_mlp_out.npy" ] && ok || bad "GGUF mixed formats dump: no hook_mlp_out"
+rm -rf "$T/qm.npy" "$T/qa" "$T/qd"
+# a special-token id beyond the vocabulary: a warning on stderr, the default id, exit 0
+expect 0 "GGUF bos id beyond the vocabulary" -- "$HS" tokenize fixtures/gguf/tokdefects/llama-bos-beyond.gguf --text "Hello" --json
+grep -qx "headscope: tokenize: warning: tokenizer.ggml.bos_token_id = 5000 is beyond the vocabulary of 2393 tokens; the default 1 is used, as llama.cpp does" "$T/err" &&
+    grep -q '"ids":\[1,714,1188,338\]' "$T/out" && ok || bad "GGUF bos id beyond the vocabulary: $(cat "$T/err" "$T/out")"
 # what llama.cpp's llama cannot hold is refused in one line, and no file is left: a Llama
 # rotating half of each head (partial_rotary_factor)
 mkdir -p "$T/llama-half" && cp fixtures/family-models/tiny-llama/* "$T/llama-half/" &&
@@ -278,7 +298,18 @@ for f in roberta distilbert; do
 done
 expect 0 "info tiny-roberta" -- "$HS" info "$T/tiny-roberta"
 grep -q '^family: *roberta (bidirectional, post-LN, gelu erf)' "$T/out" && ok || bad "info roberta: $(cat "$T/out")"
-gguf_round_trip "$T/tiny-roberta" "$FAM_TEXT" f32 f16 q8_0
+# RoBERTa's GGUF says add_bos_token / add_eos_token, so its ids are <s> ... </s> as llama.cpp
+# gives them: the round trip starts from a folder whose tokenizer.json (RobertaProcessing)
+# says the same (vocab.json + merges.txt alone add nothing: docs/tokenizers.md)
+mkdir -p "$T/tiny-roberta-tj" && cp "$T/tiny-roberta"/* "$T/tiny-roberta-tj/" &&
+    cp fixtures/gguf/tokdefects/roberta.tokenizer.json "$T/tiny-roberta-tj/tokenizer.json"
+gguf_round_trip "$T/tiny-roberta-tj" "$FAM_TEXT" f32 f16 q8_0
+"$HS" tokenize "$T/tiny-roberta" --text "$FAM_TEXT" --json >"$T/rb_plain.json"
+"$HS" convert "$T/tiny-roberta" -o "$T/rb_plain.bin" >/dev/null
+expect 0 "roberta gguf from vocab files tokenize" -- "$HS" tokenize "$T/rb_plain.bin" --text "$FAM_TEXT" --json
+"$PY" -c "import json, sys; a = json.load(open('$T/rb_plain.json'))['ids']; b = json.load(open('$T/out'))['ids']; sys.exit(b != [0] + a + [2])" &&
+    ok || bad "roberta gguf written from vocab.json + merges.txt: ids are not <s> + the folder's + </s>"
+rm -rf "$T/tiny-roberta-tj" "$T/rb_plain.bin" "$T/rb_plain.json"
 "$HS" convert "$T/tiny-roberta" -o "$T/rb.bin" >/dev/null && "$HS" info "$T/rb.bin" >"$T/out" 2>&1
 grep -q "general.architecture = 'bert'" "$T/out" && grep -q "tokenizer.ggml.model = 'gpt2'" "$T/out" &&
     grep -q '^family: *roberta' "$T/out" && ok || bad "roberta gguf as llama.cpp writes it: $(head -c 600 "$T/out")"

@@ -18,6 +18,7 @@
 #include "headscope/tokenizer.h"
 #include "model/model_internal.h"
 #include "nn/ops.h"
+#include "gguf_util.h"
 #include "tokutil.h"
 
 #define FAMS "fixtures/gguf/families/"
@@ -352,18 +353,8 @@ static void check_lossy(const char *hf, const char *file, double max_map, double
     cr_expect_leq(mx, max_map, "%s: maps max|d| %g", file, mx);
     cr_expect_leq(mean, mean_map, "%s: maps mean|d| %g", file, mean);
     cr_expect_leq(fabs(lg - lh), max_loss, "%s: loss |d| %g", file, fabs(lg - lh));
-    hs_gguf *gg = NULL;
-    hs_error err = {{0}};
     snprintf(path, sizeof path, FAMS "%s.gguf", file);
-    cr_assert_eq(hs_gguf_open(path, &gg, &err), HS_OK, "%s", err.msg);
-    for (int k = 0; k < n_types; k++) {
-        int n = 0;
-        for (size_t i = 0; i < hs_gguf_tensor_count(gg); i++)
-            n += hs_gguf_tensor_at(gg, i)->type == types[k];
-        cr_expect_eq(n, counts[k], "%s: %d tensors of type %s, expected %d", file, n,
-                     hs_ggml_type_name(types[k]), counts[k]);
-    }
-    hs_gguf_free(gg);
+    expect_type_counts(path, types, counts, n_types);
     run_free(&rg);
     run_free(&rh);
     hs_model_free(g);

@@ -278,6 +278,11 @@ hs_file_format hs_model_format(const hs_model *m);
 const char *hs_model_storage_dtype(const hs_model *m);
 const char *hs_model_path(const hs_model *m);
 
+/* What the reader found odd in the file but went on past, as llama.cpp does (a GGUF special
+ * token id beyond the vocabulary: the default id is used), one line per warning, or "" when
+ * there was nothing. Owned by m; the library prints nothing, `headscope` prints each line. */
+const char *hs_model_warnings(const hs_model *m);
+
 /* The weights file of a Hugging Face folder ("model.safetensors" or "pytorch_model.bin"),
  * or NULL for a GGUF file or a folder opened with HS_OPEN_TOKENIZER. Static string. */
 const char *hs_model_weights_file(const hs_model *m);

@@ -375,19 +375,6 @@ typedef struct gguf_ctx {
     char bad[160];         /* why a tensor could not be put back, for the message */
 } gguf_ctx;
 
-static hs_dtype to_dtype(uint32_t t)
-{
-    switch (t) {
-    case HS_GGML_F16: return HS_DT_F16;
-    case HS_GGML_BF16: return HS_DT_BF16;
-    case HS_GGML_Q8_0: return HS_DT_Q8_0;
-    case HS_GGML_Q4_0: return HS_DT_Q4_0;
-    case HS_GGML_Q4_K: return HS_DT_Q4_K;
-    case HS_GGML_Q6_K: return HS_DT_Q6_K;
-    default: return HS_DT_F32;
-    }
-}
-
 /* Bytes of one ne[0]-long row (the type was checked when the file was opened). */
 static size_t row_bytes(const hs_gguf_tensor *t)
 {
@@ -405,7 +392,7 @@ static void make_view(hs_tensor_view *v, const hs_gguf_tensor *t, int rank)
         if (t->ne[d] != 1)
             rank = nd; /* leave the real rank, so the builder reports the shape */
     v->name = t->name;
-    v->dtype = to_dtype(t->type);
+    v->dtype = hs_dtype_of_ggml(t->type);
     v->ndim = rank;
     for (int k = 0; k < rank; k++)
         v->shape[k] = t->ne[rank - 1 - k];

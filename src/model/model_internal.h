@@ -28,8 +28,19 @@ typedef enum hs_dtype {
     /* ggml's other block formats, read from GGUF files only (model/quant.h) */
     HS_DT_Q4_0 = 5,
     HS_DT_Q4_K = 6,
-    HS_DT_Q6_K = 7
+    HS_DT_Q6_K = 7,
+    HS_DT_Q4_1 = 8,
+    HS_DT_Q5_0 = 9,
+    HS_DT_Q5_1 = 10,
+    HS_DT_Q2_K = 11,
+    HS_DT_Q3_K = 12,
+    HS_DT_Q5_K = 13,
+    HS_DT_IQ4_NL = 14,
+    HS_DT_IQ4_XS = 15
 } hs_dtype;
+
+/* The hs_dtype of a ggml type code (F32 for F32 and any type the GGUF parser refused). */
+hs_dtype hs_dtype_of_ggml(uint32_t type);
 
 const char *hs_dtype_name(hs_dtype dt);
 
@@ -316,7 +327,11 @@ struct hs_model {
     const float *decoder;             /* (vocab, d): explicit LM decoder, or wte when tied */
 
     hs_tokenizer *tok;                /* NULL when no tokenizer files */
+    char warnings[512];               /* hs_model_warnings: lines, each ending in '\n' */
 };
+
+/* Appends one line to m->warnings (what fits of it). */
+void hs_model_warn(hs_model *m, const char *fmt, ...) HS_PRINTF(2, 3);
 
 /* Format readers. Each fills m->cfg (cfg.arch = &m->arch), the weights (via
  * hs_weights_build) and m->tok. */

@@ -9,35 +9,48 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "headscope/gguf.h"
 #include "model/model_internal.h"
 #include "model/quant.h"
 #include "nn/ops.h"
 
+/* Each dtype's name and ggml type code (0: not a block format; OTHER's name is "?"). */
+static const struct {
+    const char *name;
+    uint32_t ggml;
+} dtypes[] = {
+    [HS_DT_F32] = {"F32", 0},          [HS_DT_F16] = {"F16", 0},
+    [HS_DT_BF16] = {"BF16", 0},        [HS_DT_Q8_0] = {"Q8_0", HS_QUANT_Q8_0},
+    [HS_DT_OTHER] = {"?", 0},          [HS_DT_Q4_0] = {"Q4_0", HS_QUANT_Q4_0},
+    [HS_DT_Q4_K] = {"Q4_K", HS_QUANT_Q4_K},   [HS_DT_Q6_K] = {"Q6_K", HS_QUANT_Q6_K},
+    [HS_DT_Q4_1] = {"Q4_1", HS_QUANT_Q4_1},   [HS_DT_Q5_0] = {"Q5_0", HS_QUANT_Q5_0},
+    [HS_DT_Q5_1] = {"Q5_1", HS_QUANT_Q5_1},   [HS_DT_Q2_K] = {"Q2_K", HS_QUANT_Q2_K},
+    [HS_DT_Q3_K] = {"Q3_K", HS_QUANT_Q3_K},   [HS_DT_Q5_K] = {"Q5_K", HS_QUANT_Q5_K},
+    [HS_DT_IQ4_NL] = {"IQ4_NL", HS_QUANT_IQ4_NL}, [HS_DT_IQ4_XS] = {"IQ4_XS", HS_QUANT_IQ4_XS},
+};
+#define N_DTYPES (sizeof dtypes / sizeof dtypes[0])
+
 const char *hs_dtype_name(hs_dtype dt)
 {
-    switch (dt) {
-    case HS_DT_F32: return "F32";
-    case HS_DT_F16: return "F16";
-    case HS_DT_BF16: return "BF16";
-    case HS_DT_Q8_0: return "Q8_0";
-    case HS_DT_Q4_0: return "Q4_0";
-    case HS_DT_Q4_K: return "Q4_K";
-    case HS_DT_Q6_K: return "Q6_K";
-    case HS_DT_OTHER: break;
-    }
-    return "?";
+    return (unsigned)dt < N_DTYPES ? dtypes[dt].name : "?";
 }
 
 /* The ggml type code of a block-quantised dtype, 0 (F32: not a block format) otherwise. */
 static uint32_t quant_type(hs_dtype dt)
 {
-    switch (dt) {
-    case HS_DT_Q8_0: return HS_QUANT_Q8_0;
-    case HS_DT_Q4_0: return HS_QUANT_Q4_0;
-    case HS_DT_Q4_K: return HS_QUANT_Q4_K;
-    case HS_DT_Q6_K: return HS_QUANT_Q6_K;
-    default: return 0;
-    }
+    return (unsigned)dt < N_DTYPES ? dtypes[dt].ggml : 0;
+}
+
+hs_dtype hs_dtype_of_ggml(uint32_t type)
+{
+    if (type == HS_GGML_F16)
+        return HS_DT_F16;
+    if (type == HS_GGML_BF16)
+        return HS_DT_BF16;
+    for (unsigned d = 0; d < N_DTYPES; d++)
+        if (type != 0 && dtypes[d].ggml == type)
+            return (hs_dtype)d;
+    return HS_DT_F32;
 }
 
 hs_status hs_config_validate(hs_model_config *c, hs_error *err)
