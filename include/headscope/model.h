@@ -39,7 +39,9 @@ typedef enum hs_family {
     /* the rotary decoders (pre-norm, causal, rotary positions, no position table) */
     HS_FAMILY_GPT_NEOX = 5, /* Pythia: LayerNorm, fused per-head QKV, parallel residual, gelu */
     HS_FAMILY_LLAMA = 6,    /* RMSNorm, grouped KV heads, gated SiLU MLP, no biases */
-    HS_FAMILY_QWEN2 = 7     /* Llama's block with Q/K/V biases */
+    HS_FAMILY_QWEN2 = 7,    /* Llama's block with Q/K/V biases */
+    /* encoder-decoder: an encoder stack, then a decoder stack with cross-attention */
+    HS_FAMILY_T5 = 40       /* T5, T5 v1.1, Flan-T5: RMSNorm, relative position buckets */
 } hs_family;
 
 typedef enum hs_file_format {
@@ -53,7 +55,8 @@ typedef enum hs_file_format {
 typedef enum hs_activation {
     HS_ACT_GELU_TANH = 1, /* "gelu_new" / "gelu_pytorch_tanh": tanh approximation */
     HS_ACT_GELU_ERF = 2,  /* "gelu": exact, with erf */
-    HS_ACT_SILU = 3       /* "silu": x sigmoid(x) (Llama, Qwen2: gated) */
+    HS_ACT_SILU = 3,      /* "silu": x sigmoid(x) (Llama, Qwen2: gated) */
+    HS_ACT_RELU = 40      /* "relu": max(x, 0) (T5 v1.0) */
 } hs_activation;
 /* The name SiLU had while gating was part of the activation (Llama's gated MLP is SiLU with
  * hs_arch.gated set); kept for existing callers. */
@@ -75,7 +78,10 @@ typedef enum hs_norm_kind {
 
 typedef enum hs_pos_kind {
     HS_POS_LEARNED = 1, /* a learned absolute table, row i + pos_offset for token i */
-    HS_POS_ROTARY = 2   /* rotary on rotary_dims of each head's query and key dimensions */
+    HS_POS_ROTARY = 2,  /* rotary on rotary_dims of each head's query and key dimensions */
+    /* T5's relative position buckets: a learned (buckets, n_head) bias added to each score,
+     * one table per stack (the stack's first layer's), shared by its layers */
+    HS_POS_RELATIVE = 40
 } hs_pos_kind;
 
 /* How rotary frequencies are rescaled (config.json rope_scaling / rope_parameters). */
@@ -143,6 +149,15 @@ typedef struct hs_arch {
     const char *const *specials; /* every special token, recognised whole in text */
     int n_specials;
     const struct hs_names *names;
+    /* Encoder-decoder (T5): the model's layers are an encoder stack (bidirectional, layers
+     * 0..n_enc_layer-1) then a decoder stack (causal self-attention, then cross-attention to
+     * the encoder's final output, bidirectional over its tokens); hs_forward_encdec runs it. */
+    int enc_dec;
+    int rel_buckets, rel_max_distance; /* HS_POS_RELATIVE: relative_attention_num_buckets
+                                          and relative_attention_max_distance */
+    int attn_unscaled;          /* scores are Q K^T, not divided by sqrt(d_head) (T5) */
+    float head_scale;           /* 0, or the factor of the final states before the LM head
+                                   (T5 with tied embeddings: d_model^-0.5) */
 } hs_arch;
 
 /* The descriptor of a family by its name ("gpt2", "llama") or by its enum, or NULL when
@@ -172,6 +187,11 @@ typedef struct hs_model_config {
     int n_kv_head;       /* key/value heads (n_head unless grouped; set when checked) */
     const hs_arch *arch; /* the family's descriptor (set when the config is checked) */
     int gated;           /* the MLP is gated (arch->gated; set when checked) */
+    /* Encoder-decoder (arch->enc_dec): n_layer counts both stacks' blocks, layers
+     * 0..n_enc_layer-1 the encoder's, the rest the decoder's (decoder layer j is n_enc_layer
+     * + j); 0 for a model of one stack. decoder_start_id: the decoder's first input token. */
+    int n_enc_layer;
+    int decoder_start_id;
 } hs_model_config;
 
 /* Which keys the queries of layer l see: the descriptor's rule (hs_arch.vis, sliding_window,
@@ -308,7 +328,7 @@ void hs_model_files_free(hs_model_file *files, int n);
 /* The key/value head query head h reads: h / (n_head / n_kv_head). */
 int hs_model_kv_head(const hs_model_config *c, int h);
 
-/* Family names: "gpt2", "bert", "roberta", "distilbert", "gpt_neox", "llama", "qwen2". */
+/* Family names: "gpt2", "bert", "roberta", "distilbert", "gpt_neox", "llama", "qwen2", "t5". */
 const char *hs_family_name(hs_family f);
 
 #ifdef __cplusplus

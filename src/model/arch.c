@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "model/arch_t5.h"
 #include "model/model_internal.h"
 
 /* ---- GPT-2 ------------------------------------------------------------------------- */
@@ -298,6 +299,7 @@ static const hs_arch families[] = {
         .n_kv_head = 0, .head = HS_HEAD_DECODER, .head_optional = 0, .tokenizer = HS_TOK_BPE,
         .specials = qwen2_specials, .n_specials = 3, .names = &qwen2_table,
     },
+    HS_ARCH_T5, /* src/model/arch_t5.c */
 };
 
 #define N_FAMILIES (sizeof families / sizeof families[0])
@@ -390,6 +392,10 @@ const hs_arch *hs_arch_find_gguf(const char *arch, const char *tok_model)
  * without biases lacks, no position table under rotary positions). */
 static int row_applies(const hs_arch *a, const hs_tensor_name *e)
 {
+    if (!a->enc_dec && (e->flags & (HS_TN_ENC | HS_TN_DEC)))
+        return 0;
+    if (a->enc_dec && e->slot == HS_S_FC_W) /* T5: wi, or wi_0 and wi_1 */
+        return (e->part >= 0) == (a->gated != 0);
     int layer_norm = a->norm_kind == HS_NORM_LAYER;
     switch (e->slot) {
     case HS_S_POS_EMB: return a->pos == HS_POS_LEARNED;
@@ -413,6 +419,22 @@ static int row_applies(const hs_arch *a, const hs_tensor_name *e)
     }
 }
 
+/* An encoder-decoder's encoder rows apply to its encoder layers, its decoder rows to its
+ * decoder layers; every other row to every layer. */
+static int layer_row_applies(const hs_model_config *c, const hs_tensor_name *e, int l)
+{
+    if (e->flags & HS_TN_ENC)
+        return l < c->n_enc_layer;
+    if (e->flags & HS_TN_DEC)
+        return l >= c->n_enc_layer;
+    return 1;
+}
+
+int hs_names_index(const hs_model_config *c, const hs_tensor_name *e, int layer)
+{
+    return layer >= 0 && (e->flags & HS_TN_DEC) ? layer - c->n_enc_layer : layer;
+}
+
 hs_status hs_names_walk(const hs_model_config *c, hs_names_fn fn, void *ctx, hs_error *err)
 {
     const struct hs_names *t = c->arch->names;
@@ -427,7 +449,7 @@ hs_status hs_names_walk(const hs_model_config *c, hs_names_fn fn, void *ctx, hs_
         if (i == first) {
             for (int l = 0; l < c->n_layer && !st; l++)
                 for (size_t k = first; k <= last && !st; k++)
-                    if (row_applies(c->arch, &t->t[k]))
+                    if (row_applies(c->arch, &t->t[k]) && layer_row_applies(c, &t->t[k], l))
                         st = fn(ctx, &t->t[k], l, err);
             i = last;
             continue;
@@ -492,6 +514,12 @@ hs_tensor_shape hs_names_shape(const hs_model_config *c, const hs_tensor_name *e
     case HS_S_FC_B: s = (hs_tensor_shape){HS_K_VEC, 1, F, F, 0, 0}; break;
     case HS_S_PROJ_W: s = (hs_tensor_shape){HS_K_MAT, f, d, d, 0, 0}; break;
     case HS_S_MLM_BIAS: s = (hs_tensor_shape){HS_K_VEC, 1, V, V, 0, 0}; break;
+    case HS_S_XQKV_W: s = (hs_tensor_shape){HS_K_MAT, d, 3 * A, 3 * A, 0, 0}; break;
+    case HS_S_XO_W: s = (hs_tensor_shape){HS_K_MAT, A, d, d, 0, 0}; break;
+    case HS_S_REL_ENC:
+    case HS_S_REL_DEC:
+        s = (hs_tensor_shape){HS_K_ROWS, c->arch->rel_buckets, c->n_head, c->n_head, 0, 0};
+        break;
     default: break; /* norms and d-long biases */
     }
     s.slot_floats = (size_t)s.rows * (size_t)s.cols;
@@ -521,6 +549,9 @@ const float **hs_layer_slot_ptr(hs_layer *L, hs_slot s)
     case HS_S_FC_B: return &L->b_fc;
     case HS_S_PROJ_W: return &L->w_proj;
     case HS_S_PROJ_B: return &L->b_proj;
+    case HS_S_XNORM_W: return &L->xln_w;
+    case HS_S_XQKV_W: return &L->w_xqkv;
+    case HS_S_XO_W: return &L->w_xo;
     default: return NULL;
     }
 }
@@ -543,6 +574,9 @@ const float **hs_slot_ptr(hs_model *m, hs_slot s, int layer)
     case HS_S_MLM_NORM_B: return &m->mlm_ln_b;
     case HS_S_MLM_BIAS: return &m->mlm_bias;
     case HS_S_DECODER: return &m->decoder;
+    case HS_S_ENC_NORM_W: return &m->enc_lnf_w;
+    case HS_S_REL_ENC: return &m->rel_enc;
+    case HS_S_REL_DEC: return &m->rel_dec;
     default: return NULL;
     }
 }
@@ -567,6 +601,14 @@ const char *hs_arch_beyond_base(const hs_arch *a, const hs_model_config *c)
         return "a number of query heads that is not a multiple of the key/value heads";
     if (a->norm_place == HS_NORM_POST && c->n_kv_head != c->n_head)
         return "grouped key/value heads in a post-norm block";
+    if (a->enc_dec && (c->n_enc_layer < 1 || c->n_enc_layer >= c->n_layer ||
+                       a->norm_place != HS_NORM_PRE || a->norm_kind != HS_NORM_RMS ||
+                       a->parallel_residual ||
+                       c->n_kv_head != c->n_head || a->pos != HS_POS_RELATIVE))
+        return "an encoder-decoder other than T5's (pre-norm, relative positions, both stacks)";
+    if (a->pos == HS_POS_RELATIVE && (!a->enc_dec || a->rel_buckets < 4 ||
+                                      a->rel_max_distance < 1))
+        return "relative position buckets outside an encoder-decoder, or fewer than 4";
     return NULL;
 }
 
@@ -593,6 +635,8 @@ hs_visibility hs_model_layer_visibility(const hs_model_config *c, int layer)
         return hs_vis_from_causal(c->causal);
     if (hs_model_layer_is_local(c, layer))
         return hs_vis_sliding(c->arch->sliding_window);
+    if (c->arch->enc_dec && layer >= c->n_enc_layer) /* the decoder's self-attention */
+        return hs_vis_from_causal(1);
     return c->arch->vis;
 }
 
