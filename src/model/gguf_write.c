@@ -466,8 +466,10 @@ static hs_status emit(sink *s, const hs_model *m, const hs_gguf_write_options *o
     const hs_model_config *c = &m->cfg;
     const char *arch = hs_arch_gguf_name(c->arch);
     if (!arch)
-        return hs_fail(err, HS_E_UNSUPPORTED, "architecture '%s' has no GGUF form (llama.cpp has "
-                       "no such architecture); use the Hugging Face folder", c->arch->name);
+        return hs_fail(err, HS_E_UNSUPPORTED, "architecture '%s' has no GGUF form (%s); use the "
+                       "Hugging Face folder", c->arch->name,
+                       c->arch->enc_dec ? "headscope writes no encoder-decoder GGUF file yet"
+                                        : "llama.cpp has no such architecture");
     if (!m->tok)
         return hs_fail(err, HS_E_UNSUPPORTED,
                        "the model has no tokenizer, and llama.cpp needs tokenizer.ggml.* in a gguf file");
