@@ -61,5 +61,10 @@ one_line_error "convert t5"
 stderr_has "convert t5" "no encoder-decoder GGUF file yet"
 no_file "convert t5" "$T/t5.gguf"
 
+expect 1 "analyze t5" -- "$HS" analyze "$M/t5-tiny" --text "a text" -o "$T/an"
+one_line_error "analyze t5"
+stderr_has "analyze t5" "is an encoder-decoder (t5): its analysis is not implemented yet"
+no_file "analyze t5" "$T/an"
+
 echo "cli_t5: $pass passed, $fail failed"
 [ "$fail" = 0 ]

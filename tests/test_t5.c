@@ -15,6 +15,7 @@
 #include "headscope/forward.h"
 #include "headscope/model.h"
 #include "headscope/npy.h"
+#include "headscope/report.h"
 #include "nn/block.h"
 #include "nn/ops.h"
 #include "testutil.h"
@@ -205,5 +206,21 @@ Test(t5, refusals)
     m = tu_load("fixtures/tiny-gpt2");
     cr_assert_eq(hs_forward_encdec(m, ids, 2, ids, 2, NULL, NULL, &err), HS_E_ARG);
     cr_assert(strstr(err.msg, "not an encoder-decoder"), "%s", err.msg);
+    hs_model_free(m);
+}
+
+/* the analysis pipeline refuses the encoder-decoder by name until it analyses its stacks */
+Test(t5, analyze_refused_by_name)
+{
+    hs_model *m = tu_load(T5DIR "models/t5-tiny");
+    hs_analyze_opts o;
+    hs_analyze_opts_default(&o);
+    int32_t ids[3] = {5, 6, 7};
+    hs_analyze_input in = {.ids = ids, .n = 3};
+    hs_analysis *a = NULL;
+    hs_error err = {{0}};
+    cr_assert_eq(hs_analyze_run(m, &in, &o, &a, &err), HS_E_UNSUPPORTED);
+    cr_assert_null(a);
+    cr_assert(strstr(err.msg, "encoder-decoder 't5' is not analysed"), "%s", err.msg);
     hs_model_free(m);
 }
