@@ -19,23 +19,23 @@ const char *const hs_t5_specials[HS_T5_N_SPECIALS] = {"<pad>", "</s>", "<unk>"};
     ROW(HS_S_FC_W, 1, l ".DenseReluDense.wi_1.weight"),                                      \
     ROW(HS_S_PROJ_W, -1, l ".DenseReluDense.wo.weight")
 
+/* the self-attention, layer.0 of both stacks' blocks */
+#define T5_SELF(ROW)                                                                         \
+    ROW(HS_S_NORM1_W, -1, "0.layer_norm.weight"),                                            \
+    ROW(HS_S_QKV_W, 0, "0.SelfAttention.q.weight"),                                          \
+    ROW(HS_S_QKV_W, 1, "0.SelfAttention.k.weight"),                                          \
+    ROW(HS_S_QKV_W, 2, "0.SelfAttention.v.weight"),                                          \
+    ROW(HS_S_O_W, -1, "0.SelfAttention.o.weight")
+
 static const hs_tensor_name t5_names[] = {
     {HS_S_TOK_EMB, -1, "shared.weight", "encoder.embed_tokens.weight", NULL, NULL, 0},
     {HS_S_REL_ENC, -1, "encoder.block.0.layer.0.SelfAttention.relative_attention_bias.weight",
      NULL, NULL, NULL, 0},
     {HS_S_REL_DEC, -1, "decoder.block.0.layer.0.SelfAttention.relative_attention_bias.weight",
      NULL, NULL, NULL, 0},
-    ENC(HS_S_NORM1_W, -1, "0.layer_norm.weight"),
-    ENC(HS_S_QKV_W, 0, "0.SelfAttention.q.weight"),
-    ENC(HS_S_QKV_W, 1, "0.SelfAttention.k.weight"),
-    ENC(HS_S_QKV_W, 2, "0.SelfAttention.v.weight"),
-    ENC(HS_S_O_W, -1, "0.SelfAttention.o.weight"),
+    T5_SELF(ENC),
     T5_MLP(ENC, "1"),
-    DEC(HS_S_NORM1_W, -1, "0.layer_norm.weight"),
-    DEC(HS_S_QKV_W, 0, "0.SelfAttention.q.weight"),
-    DEC(HS_S_QKV_W, 1, "0.SelfAttention.k.weight"),
-    DEC(HS_S_QKV_W, 2, "0.SelfAttention.v.weight"),
-    DEC(HS_S_O_W, -1, "0.SelfAttention.o.weight"),
+    T5_SELF(DEC),
     DEC(HS_S_XNORM_W, -1, "1.layer_norm.weight"),
     DEC(HS_S_XQKV_W, 0, "1.EncDecAttention.q.weight"),
     DEC(HS_S_XQKV_W, 1, "1.EncDecAttention.k.weight"),
