@@ -5,6 +5,8 @@
 #include <string.h>
 
 #include "cli.h"
+#include "core/core.h"
+#include "headscope/importance.h"
 #include "headscope/npy.h"
 #include "nn/ops.h"
 
@@ -45,9 +47,33 @@ void cli_attn_encdec_path(const char *out, const char *kind, char *buf, size_t c
     snprintf(buf, cap, "%.*s.%s.npy", (int)len, out, kind);
 }
 
+/* --ablation: (2, n_layer, n_head), [0] the self-attention heads' loss changes, [1] the
+ * cross-attention heads' (NaN in the encoder's rows), into path. */
+static int write_ablation(const hs_model *m, const int32_t *src, int n_enc, const int32_t *tgt,
+                          int n_dec, const char *path)
+{
+    const hs_model_config *c = hs_model_config_of(m);
+    size_t LH = (size_t)c->n_layer * (size_t)c->n_head, shape[3] = {2, (size_t)c->n_layer,
+                                                                    (size_t)c->n_head};
+    double base, *d = malloc(2 * LH * sizeof *d);
+    float *f = malloc(2 * LH * sizeof *f);
+    hs_error err = {{0}};
+    hs_status st = !d || !f ? hs_fail(&err, HS_E_NOMEM, "out of memory")
+                            : hs_encdec_ablation(m, src, n_enc, tgt, n_dec, &base, d, d + LH, &err);
+    for (size_t k = 0; !st && k < 2 * LH; k++)
+        f[k] = (float)d[k];
+    if (!st)
+        st = hs_npy_write_f32(path, f, shape, 3, &err);
+    if (st)
+        cli_error("attn", "%s", err.msg);
+    free(d);
+    free(f);
+    return st ? EXIT_FAIL : 0;
+}
+
 int cli_attn_encdec(const hs_model *m, const int32_t *src, int n_enc, const int32_t *tgt,
-                    int n_dec, const char *out, const char *nll_path, int allow_nonfinite,
-                    int quiet)
+                    int n_dec, const char *out, const char *nll_path, const char *abl_path,
+                    int allow_nonfinite, int quiet)
 {
     const hs_model_config *c = hs_model_config_of(m);
     size_t L_enc = (size_t)c->n_enc_layer, L_dec = (size_t)(c->n_layer - c->n_enc_layer);
@@ -103,6 +129,8 @@ int cli_attn_encdec(const hs_model *m, const int32_t *src, int n_enc, const int3
             goto done;
         }
     }
+    if (abl_path && write_ablation(m, src, n_enc, tgt, n_dec, abl_path))
+        goto done;
     if (!quiet)
         for (int i = 0; i < K_N; i++)
             printf("wrote %s: %zu layers x %zu heads x %zu x %zu (%s)\n", cli_shown(path[i]),

@@ -36,6 +36,21 @@ sys.exit(0 if worst <= 1e-5 else 1)
 PY
 done
 
+# --ablation: every head of each kind against t5_ref.py's deltas (1e-5)
+expect 0 "attn t5 --ablation" -- "$HS" attn "$M/t5-tiny" --ids "$G/small.enc_ids.npy" \
+    --target-ids "$G/small.target.npy" --ablation "$T/abl.npy" -o "$T/maps.npy" -q
+"$PY" - "$T/abl.npy" "$G/small.ablation.npy" <<'PY' && ok || bad "attn t5 --ablation vs t5_ref.py"
+import sys, numpy as np
+a, b = np.load(sys.argv[1]).astype(float), np.load(sys.argv[2]).astype(float)
+assert a.shape == b.shape and (np.isnan(a) == np.isnan(b)).all(), (a.shape, b.shape)
+worst = np.nanmax(abs(a - b))
+print("t5 ablation: largest difference %.2g" % worst)
+sys.exit(0 if worst <= 1e-5 else 1)
+PY
+expect 1 "attn --ablation on gpt2" -- "$HS" attn fixtures/tiny-gpt2 --ids "$G/small.enc_ids.npy" --ablation "$T/a2.npy" -o "$T/x.npy"
+one_line_error "attn --ablation on gpt2"
+no_file "attn --ablation on gpt2" "$T/a2.npy"
+
 expect 0 "info t5" -- "$HS" info "$M/t5-v1_1-tiny"
 grep -q '^family: *t5 (encoder-decoder, pre-RMSNorm, gated gelu tanh)$' "$T/out" && ok || bad "info t5 family: $(cat "$T/out")"
 grep -q '^layers: *5 (encoder 2, decoder 3 with cross-attention)$' "$T/out" && ok || bad "info t5 layers: $(cat "$T/out")"

@@ -13,6 +13,7 @@
 #include <criterion/criterion.h>
 
 #include "headscope/forward.h"
+#include "headscope/importance.h"
 #include "headscope/model.h"
 #include "headscope/npy.h"
 #include "headscope/report.h"
@@ -222,5 +223,40 @@ Test(t5, analyze_refused_by_name)
     cr_assert_eq(hs_analyze_run(m, &in, &o, &a, &err), HS_E_UNSUPPORTED);
     cr_assert_null(a);
     cr_assert(strstr(err.msg, "encoder-decoder 't5' is not analysed"), "%s", err.msg);
+    hs_model_free(m);
+}
+
+/* zero ablation of every head of each kind, the loss the decoder's (t5_ref.py's deltas) */
+Test(t5, ablation_per_kind_of_head)
+{
+    hs_model *m = tu_load(T5DIR "models/t5-tiny");
+    const hs_model_config *c = hs_model_config_of(m);
+    hs_npy src = gold("small", "enc_ids"), tgt = gold("small", "target");
+    hs_npy nll = gold("small", "nll"), abl = gold("small", "ablation");
+    size_t LH = (size_t)c->n_layer * c->n_head;
+    cr_assert_eq(abl.count, 2 * LH);
+    double base, *self = malloc(LH * sizeof *self), *cross = malloc(LH * sizeof *cross);
+    hs_error err = {{0}};
+    cr_assert_eq(hs_encdec_ablation(m, src.data, (int)src.count, tgt.data, (int)tgt.count,
+                                    &base, self, cross, &err), HS_OK, "%s", err.msg);
+    double mean = 0;
+    for (size_t i = 0; i < nll.count; i++)
+        mean += ((const float *)nll.data)[i];
+    mean /= (double)nll.count;
+    cr_assert(fabs(base - mean) <= 1e-5 * fmax(1, fabs(mean)), "base %g, want %g", base, mean);
+    const float *w = abl.data;
+    for (size_t k = 0; k < LH; k++) {
+        cr_assert(fabs(self[k] - w[k]) <= 1e-5, "self %zu: %g, want %g", k, self[k], w[k]);
+        if (isnan(w[LH + k]))
+            cr_assert(isnan(cross[k]), "cross %zu of an encoder layer: %g", k, cross[k]);
+        else
+            cr_assert(fabs(cross[k] - w[LH + k]) <= 1e-5, "cross %zu: %g, want %g", k, cross[k],
+                      w[LH + k]);
+    }
+    free(self);
+    free(cross);
+    hs_npy *all[] = {&src, &tgt, &nll, &abl};
+    for (size_t i = 0; i < 4; i++)
+        hs_npy_free(all[i]);
     hs_model_free(m);
 }

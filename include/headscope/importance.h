@@ -226,6 +226,17 @@ hs_status hs_gradient_signed_masked(const hs_model *m, const hs_loss_input *in,
                                     const float *head_mask, double *g, double *loss,
                                     hs_error *err);
 
+/* An encoder-decoder's heads (T5, hs_model_config.n_enc_layer > 0) by zero ablation, the
+ * loss being the decoder's teacher-forced mean negative log-likelihood of target (n_tgt ids;
+ * the decoder reads decoder_start_id then target but its last) given the encoder's src
+ * (n_src ids): *base with every head on; self_delta (n_layer, n_head) the loss with one
+ * self-attention head off (the encoder's layers, then the decoder's) minus *base;
+ * cross_delta (n_layer, n_head) the same for each decoder layer's cross-attention heads,
+ * NaN in the encoder's rows. One forward pass a head. */
+hs_status hs_encdec_ablation(const hs_model *m, const int32_t *src, int n_src,
+                             const int32_t *target, int n_tgt, double *base, double *self_delta,
+                             double *cross_delta, hs_error *err);
+
 #ifdef __cplusplus
 }
 #endif
