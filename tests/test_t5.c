@@ -260,3 +260,39 @@ Test(t5, ablation_per_kind_of_head)
         hs_npy_free(all[i]);
     hs_model_free(m);
 }
+
+/* config.json edits of t5-tiny (sed expression) that are refused, naming the problem, and
+ * the tensors a stack needs */
+static void refused(const char *sed, hs_status want, const char *msg)
+{
+    char dir[256], cmd[2048];
+    tu_mkdtemp(dir, sizeof dir);
+    snprintf(cmd, sizeof cmd, "ln -s \"$PWD/" T5DIR "models/t5-tiny/model.safetensors\" '%s/' && "
+             "sed -e '%s' " T5DIR "models/t5-tiny/config.json > '%s/config.json'", dir, sed, dir);
+    cr_assert_eq(system(cmd), 0, "%s", cmd);
+    hs_model *m = NULL;
+    hs_error err = {{0}};
+    hs_status st = hs_model_load(dir, &m, &err);
+    hs_model_free(m);
+    tu_rm_rf(dir);
+    cr_assert_eq(st, want, "%s: status %d (%s), want %d", sed, (int)st, err.msg, (int)want);
+    cr_assert(strstr(err.msg, msg), "%s: '%s' lacks '%s'", sed, err.msg, msg);
+}
+
+Test(t5, config_refusals)
+{
+    refused("s/\"relu\"/\"gated-swish\"/", HS_E_UNSUPPORTED, "feed_forward_proj 'gated-swish'");
+    refused("s/\"relative_attention_num_buckets\": 32/\"relative_attention_num_buckets\": 3/",
+            HS_E_UNSUPPORTED, "relative position buckets");
+    refused("/\"d_kv\"/d", HS_E_FORMAT, "missing required field 'd_kv'");
+    refused("s/\"num_decoder_layers\": 2/\"num_decoder_layers\": 0/", HS_E_UNSUPPORTED,
+            "an encoder-decoder other than T5's");
+    refused("s/\"decoder_start_token_id\": 0/\"decoder_start_token_id\": 300/", HS_E_VALUE,
+            "decoder_start_token_id 300 is outside the vocabulary");
+    /* more decoder layers than the file holds: the missing tensor named */
+    refused("s/\"num_decoder_layers\": 2/\"num_decoder_layers\": 3/", HS_E_FORMAT,
+            "decoder.block.2.layer.0.layer_norm.weight");
+    /* an untied config needs lm_head.weight, which this file lacks */
+    refused("s/\"tie_word_embeddings\": true/\"tie_word_embeddings\": false/", HS_E_FORMAT,
+            "lm_head.weight");
+}
