@@ -48,6 +48,7 @@ static hs_model *load_ids_only(const char *model_dir, char *tmp, size_t cap)
 }
 
 typedef struct dec_case {
+    const char *dir; /* the goldens' folder: GOLD, or MQA_GOLD */
     cJSON *j;
     hs_model *m;
     char tmp[64];
@@ -55,17 +56,21 @@ typedef struct dec_case {
     int n;
 } dec_case;
 
-static void case_open(const char *name, dec_case *k)
+/* model: the folder to open instead of the one the golden names (a twin holding the same
+ * values in another storage type), or NULL. */
+static void case_open_in(const char *dir, const char *name, const char *model, dec_case *k)
 {
     char path[256];
     memset(k, 0, sizeof *k);
-    snprintf(path, sizeof path, GOLD "%s.json", name);
+    k->dir = dir;
+    snprintf(path, sizeof path, "%s%s.json", dir, name);
     k->j = tu_json_file(path);
-    k->m = load_ids_only(cJSON_GetObjectItem(k->j, "model")->valuestring, k->tmp, sizeof k->tmp);
-    snprintf(path, sizeof path, GOLD "%s.ids.npy", name);
+    k->m = load_ids_only(model ? model : cJSON_GetObjectItem(k->j, "model")->valuestring, k->tmp,
+                         sizeof k->tmp);
+    snprintf(path, sizeof path, "%s%s.ids.npy", dir, name);
     k->ids = tu_npy(path);
     k->n = (int)k->ids.count;
-    snprintf(path, sizeof path, GOLD "%s.head_mask.npy", name);
+    snprintf(path, sizeof path, "%s%s.head_mask.npy", dir, name);
     if (access(path, R_OK) == 0)
         k->hm = tu_npy(path);
 }
@@ -101,12 +106,12 @@ static void check_forward(const char *name, dec_case *k)
 
     char path[256];
     size_t w;
-    snprintf(path, sizeof path, GOLD "%s.attn.npy", name);
+    snprintf(path, sizeof path, "%s%s.attn.npy", k->dir, name);
     hs_npy attn = tu_npy(path);
     cr_assert_eq(attn.count, (size_t)c->n_layer * c->n_head * n * n);
     double d = tu_max_abs_diff(trace->attn, attn.data, attn.count, &w);
     cr_expect_leq(d, ATTN_TOL, "%s: attention max|d| = %g at flat index %zu", name, d, w);
-    snprintf(path, sizeof path, GOLD "%s.hidden.npy", name);
+    snprintf(path, sizeof path, "%s%s.hidden.npy", k->dir, name);
     hs_npy hid = tu_npy(path);
     cr_assert_eq(hid.count, (size_t)n * c->d_model);
     d = tu_max_abs_diff(hidden, hid.data, hid.count, &w);
@@ -204,7 +209,9 @@ static void check_importance(const char *name, dec_case *k)
  * (gradient_at_mask.json), and its loss against the evaluator's. */
 static void check_masked_gradient(const char *name, dec_case *k)
 {
-    cJSON *all = tu_json_file(GOLD "gradient_at_mask.json");
+    char path[256];
+    snprintf(path, sizeof path, "%sgradient_at_mask.json", k->dir);
+    cJSON *all = tu_json_file(path);
     const cJSON *ref = cJSON_GetObjectItem(all, name);
     cr_assert(cJSON_IsObject(ref), "%s: not in gradient_at_mask.json", name);
     const hs_model_config *c = hs_model_config_of(k->m);
@@ -227,10 +234,10 @@ static void check_masked_gradient(const char *name, dec_case *k)
     cJSON_Delete(all);
 }
 
-static void run_case(const char *name)
+static void run_case_in(const char *dir, const char *name, const char *model)
 {
     dec_case k;
-    case_open(name, &k);
+    case_open_in(dir, name, model, &k);
     check_forward(name, &k);
     if (cJSON_IsObject(cJSON_GetObjectItem(k.j, "importance")))
         check_importance(name, &k);
@@ -239,7 +246,7 @@ static void run_case(const char *name)
     case_close(&k);
 }
 
-#define CASE(name) Test(families_dec, name) { run_case(#name); }
+#define CASE(name) Test(families_dec, name) { run_case_in(GOLD, #name, NULL); }
 CASE(tiny_pythia_rand)
 CASE(tiny_pythia_rand_hm)
 CASE(tiny_pythia_text)
@@ -254,6 +261,34 @@ CASE(tiny_llama3_text)
 CASE(tiny_qwen2_rand)
 CASE(tiny_qwen2_rand_hm)
 CASE(tiny_qwen2_text)
+
+/* The multi-query families (Falcon, GPT-BigCode) against fixtures/ref/families_mqa.py
+ * (goldens by fixtures/ref/make_mqa_golden.py in fixtures/mqa-golden/): Falcon-7B's layout
+ * (one K/V head, one norm feeding the parallel attention and MLP), Falcon-40B's (grouped K/V
+ * heads, ln_attn and ln_mlp), Falcon-RW's (ALiBi on 12 heads, sequential, biases; and at
+ * n = 256 with 64-wide heads), GPT-BigCode with one K/V head and with one a head (and at
+ * n = 256); the n = 256 cases open an F32 and a BF16 checkpoint of the same values. */
+#define MQA_GOLD "fixtures/mqa-golden/"
+#define MQA_CASE(name) Test(families_mqa, name) { run_case_in(MQA_GOLD, #name, NULL); }
+MQA_CASE(tiny_falcon_mq)
+MQA_CASE(tiny_falcon_mq_hm)
+MQA_CASE(tiny_falcon_nd)
+MQA_CASE(tiny_falcon_nd_hm)
+MQA_CASE(tiny_falcon_rw)
+MQA_CASE(tiny_falcon_rw_hm)
+MQA_CASE(falcon_rw_n256_f32)
+MQA_CASE(tiny_bigcode)
+MQA_CASE(tiny_bigcode_hm)
+MQA_CASE(tiny_bigcode_mha)
+MQA_CASE(bigcode_n256_f32)
+Test(families_mqa, falcon_rw_n256_bf16)
+{
+    run_case_in(MQA_GOLD, "falcon_rw_n256_f32", "fixtures/mqa-models/falcon-rw-n256-bf16");
+}
+Test(families_mqa, bigcode_n256_bf16)
+{
+    run_case_in(MQA_GOLD, "bigcode_n256_f32", "fixtures/mqa-models/bigcode-n256-bf16");
+}
 
 static const char *const decoder_cases[] = {
     "tiny_pythia_rand", "tiny_pythia_rand_hm", "tiny_pythia_text", "tiny_neox_seq_rand",
@@ -290,7 +325,7 @@ Test(families_dec, every_decoder_case_of_cases_tsv_is_checked)
 static void finite_difference(const char *name)
 {
     dec_case k;
-    case_open(name, &k);
+    case_open_in(GOLD, name, NULL, &k);
     hs_loss_input in = {.ids = k.ids.data, .n = k.n, .kind = HS_LOSS_LM};
     tu_check_finite_difference(k.m, &in, name);
     case_close(&k);
