@@ -13,6 +13,7 @@
 #include "headscope/forward.h"
 #include "headscope/importance.h"
 #include "headscope/model.h"
+#include "model/model_internal.h"
 #include "nn/ops.h"
 #include "testutil.h"
 
@@ -322,19 +323,38 @@ Test(families_dec, every_decoder_case_of_cases_tsv_is_checked)
 /* The analytic signed gradient against central differences (testutil.h, as
  * tests/test_gradient.c does for GPT-2 and BERT): parallel residual with partial rotary (Pythia), grouped KV
  * heads with RMSNorm and the gated MLP (Llama), multi-query with Q/K/V biases (Qwen2). */
-static void finite_difference(const char *name)
+static void finite_difference_in(const char *dir, const char *name)
 {
     dec_case k;
-    case_open_in(GOLD, name, NULL, &k);
+    case_open_in(dir, name, NULL, &k);
     hs_loss_input in = {.ids = k.ids.data, .n = k.n, .kind = HS_LOSS_LM};
     tu_check_finite_difference(k.m, &in, name);
     case_close(&k);
+}
+
+static void finite_difference(const char *name)
+{
+    finite_difference_in(GOLD, name);
 }
 
 Test(families_dec_gradient, matches_finite_difference_pythia) { finite_difference("tiny_pythia_rand"); }
 Test(families_dec_gradient, matches_finite_difference_neox_seq) { finite_difference("tiny_neox_seq_rand"); }
 Test(families_dec_gradient, matches_finite_difference_llama) { finite_difference("tiny_llama_rand"); }
 Test(families_dec_gradient, matches_finite_difference_qwen2) { finite_difference("tiny_qwen2_rand"); }
+/* ALiBi with biases in a sequential block (Falcon-RW), grouped K/V heads under two norms
+ * feeding a parallel block (Falcon-40B), one K/V head (GPT-BigCode) */
+Test(families_dec_gradient, matches_finite_difference_falcon_rw)
+{
+    finite_difference_in(MQA_GOLD, "tiny_falcon_rw");
+}
+Test(families_dec_gradient, matches_finite_difference_falcon_nd)
+{
+    finite_difference_in(MQA_GOLD, "tiny_falcon_nd");
+}
+Test(families_dec_gradient, matches_finite_difference_bigcode)
+{
+    finite_difference_in(MQA_GOLD, "tiny_bigcode");
+}
 
 /* ---- configs and folders that are refused, each with its one-line reason ---------------- */
 
@@ -384,6 +404,23 @@ Test(families_dec_config, reads_rope_parameters_and_refuses_what_the_block_lacks
         {"{\"model_type\": \"llama\", " DIMS ", \"rope_scaling\": {\"rope_type\": \"llama3\", "
          "\"factor\": 8}}", "config.json: llama3 rope scaling needs low_freq_factor < "
          "high_freq_factor and original_max_position_embeddings"},
+        {"{\"model_type\": \"falcon\", " DIMS ", \"new_decoder_architecture\": true, "
+         "\"parallel_attn\": false}", "config.json: new_decoder_architecture with parallel_attn "
+         "false is not supported (transformers cannot run it)"},
+        {"{\"model_type\": \"falcon\", " DIMS ", \"num_ln_in_parallel_attn\": 2}",
+         "config.json: num_ln_in_parallel_attn 2 without new_decoder_architecture is not "
+         "supported (transformers cannot run it)"},
+        {"{\"model_type\": \"falcon\", " DIMS ", \"new_decoder_architecture\": true, "
+         "\"num_kv_heads\": 3}", "config.json: num_attention_heads 4 is not a multiple of "
+         "num_kv_heads 3"},
+        {"{\"model_type\": \"falcon\", \"n_layer\": 2, \"n_head\": 4, \"vocab_size\": 10}",
+         "config.json: missing required field 'hidden_size'"},
+        {"{\"model_type\": \"gpt_bigcode\", \"n_layer\": 2, \"n_head\": 4, \"n_embd\": 64, "
+         "\"vocab_size\": 10, \"scale_attn_weights\": false}",
+         "config.json: 'scale_attn_weights': false is not supported"},
+        {"{\"model_type\": \"gpt_bigcode\", \"n_layer\": 2, \"n_head\": 4, \"n_embd\": 64, "
+         "\"vocab_size\": 10, \"activation_function\": \"relu\"}", "config.json: activation "
+         "'relu' is not supported (expected gelu_new, gelu_pytorch_tanh or gelu)"},
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         hs_error err = {{0}};
@@ -428,6 +465,58 @@ Test(families_dec_config, rope_parameters_set_the_rotary_values)
     cr_expect(fabs(inv[0] - 1.0) < 1e-12 && fabs(inv[1] - pow(500000.0, -0.5) / 8) < 1e-15,
               "%.17g %.17g", inv[0], inv[1]);
     hs_model_free(m);
+    tu_rm_rf(dir);
+}
+
+/* Falcon's layouts from config.json (the keys of falcon-7b, falcon-40b and falcon-rw-1b,
+ * the old names n_layer / n_head / n_head_kv too) and GPT-BigCode's K/V heads. */
+Test(families_dec_config, falcon_and_bigcode_layouts)
+{
+    char dir[64];
+    tu_mkdtemp(dir, sizeof dir);
+    static const struct {
+        const char *json;
+        int kv, parallel, pos, biases;
+        const char *norm2; /* the second norm's name */
+    } cases[] = {
+        {"{\"model_type\": \"falcon\", \"hidden_size\": 64, \"n_layer\": 2, \"n_head\": 4, "
+         "\"vocab_size\": 10}", 1, 1, HS_POS_ROTARY, 0, "h.%d.input_layernorm.weight"},
+        {"{\"model_type\": \"falcon\", " DIMS ", \"new_decoder_architecture\": true, "
+         "\"n_head_kv\": 2}", 2, 1, HS_POS_ROTARY, 0, "h.%d.ln_mlp.weight"},
+        {"{\"model_type\": \"falcon\", " DIMS ", \"new_decoder_architecture\": true, "
+         "\"num_kv_heads\": 4, \"num_ln_in_parallel_attn\": 1}", 4, 1, HS_POS_ROTARY, 0,
+         "h.%d.input_layernorm.weight"},
+        {"{\"model_type\": \"falcon\", " DIMS ", \"alibi\": true, \"multi_query\": false, "
+         "\"parallel_attn\": false, \"bias\": true}", 4, 0, HS_POS_ALIBI, 1,
+         "h.%d.post_attention_layernorm.weight"},
+        {"{\"model_type\": \"gpt_bigcode\", \"n_layer\": 2, \"n_head\": 4, \"n_embd\": 64, "
+         "\"vocab_size\": 10}", 1, 0, HS_POS_LEARNED, 1, "h.%d.ln_2.weight"},
+        {"{\"model_type\": \"gpt_bigcode\", \"n_layer\": 2, \"n_head\": 4, \"n_embd\": 64, "
+         "\"vocab_size\": 10, \"multi_query\": false}", 4, 0, HS_POS_LEARNED, 1,
+         "h.%d.ln_2.weight"},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
+        char path[512];
+        snprintf(path, sizeof path, "%s/config.json", dir);
+        tu_write_file(path, cases[k].json, strlen(cases[k].json));
+        hs_model *m = NULL;
+        hs_error err = {{0}};
+        cr_assert_eq(hs_model_open(dir, HS_OPEN_TOKENIZER, &m, &err), HS_OK, "case %zu: %s", k,
+                     err.msg);
+        const hs_model_config *c = hs_model_config_of(m);
+        const hs_arch *a = c->arch;
+        cr_expect_eq(c->n_kv_head, cases[k].kv, "case %zu", k);
+        cr_expect_eq(a->parallel_residual, cases[k].parallel, "case %zu", k);
+        cr_expect_eq(a->pos, cases[k].pos, "case %zu", k);
+        cr_expect_eq(a->biases, cases[k].biases, "case %zu", k);
+        cr_expect_eq(c->d_ff, 256, "case %zu: 4 x 64 by default", k);
+        const char *n2 = NULL;
+        for (size_t i = 0; i < a->names->n; i++)
+            if (a->names->t[i].slot == HS_S_NORM2_W)
+                n2 = a->names->t[i].hf;
+        cr_expect_str_eq(n2, cases[k].norm2, "case %zu", k);
+        hs_model_free(m);
+    }
     tu_rm_rf(dir);
 }
 
