@@ -145,10 +145,29 @@ static size_t split_end(const unsigned char *s, size_t n, size_t i, int max_digi
     return space_tail(s, n, i);
 }
 
+/* StarCoder's Sequence [Digits(individual_digits: true), ByteLevel(use_regex: true)]: each
+ * \p{N} character is a piece of its own, and GPT-2's pattern runs on the pieces between
+ * them. GPT-2's match at a non-digit reaches a digit only by " ?\p{N}+" or by the lookahead
+ * of \s+(?!\S); the piece ending before the digit ends a run of spaces there instead. */
+static size_t digits_gpt2_end(const unsigned char *s, size_t n, size_t i)
+{
+    size_t j, k;
+    int cls = char_class(char_at(s, i, &j));
+    if (cls == CL_NUMBER)
+        return j;
+    if (cls == CL_SPACE) {
+        size_t end = class_run(s, n, i, CL_SPACE, NULL);
+        if (end < n && char_class(char_at(s, end, &k)) == CL_NUMBER)
+            return end;
+    }
+    return gpt2_end(s, n, i);
+}
+
 size_t hs_pretoken_end(int pre, const unsigned char *s, size_t n, size_t i)
 {
     switch (pre) {
     case HS_PRE_GPT2: return gpt2_end(s, n, i);
+    case HS_PRE_DIGITS_GPT2: return digits_gpt2_end(s, n, i);
     case HS_PRE_LLAMA3: return split_end(s, n, i, 3);
     case HS_PRE_QWEN2: return split_end(s, n, i, 1);
     default: return n;

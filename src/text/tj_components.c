@@ -189,6 +189,13 @@ static hs_status split(hs_tokenizer *t, const cJSON *p, hs_error *err)
     return HS_OK;
 }
 
+/* Digits with individual_digits before a ByteLevel with its regex (StarCoder). */
+static hs_status digits(hs_tokenizer *t)
+{
+    t->pre = HS_PRE_DIGITS_GPT2;
+    return HS_OK;
+}
+
 static hs_status metaspace(hs_tokenizer *t, const cJSON *p, hs_error *err)
 {
     const cJSON *scheme = cJSON_GetObjectItemCaseSensitive(p, "prepend_scheme");
@@ -242,9 +249,13 @@ hs_status hs_tj_pre_tokenizer(hs_tokenizer *t, const cJSON *p, hs_error *err)
             st = byte_level(t, a, 1, err);
         else if (cJSON_GetArraySize(list) == 2 && ta && tb && !strcmp(ta, "Split") && !strcmp(tb, "ByteLevel"))
             st = (st = byte_level(t, b, 0, err)) != HS_OK ? st : split(t, a, err);
+        else if (cJSON_GetArraySize(list) == 2 && ta && tb && !strcmp(ta, "Digits") && !strcmp(tb, "ByteLevel") &&
+                 hs_tj_bool(a, "individual_digits", 0) == 1) /* StarCoder's */
+            st = (st = byte_level(t, b, 1, err)) != HS_OK ? st : digits(t);
         else
-            return hs_fail(err, HS_E_UNSUPPORTED, TJ ": pre_tokenizer 'Sequence' other than [Split, ByteLevel] "
-                                                     "or [ByteLevel] is not supported");
+            return hs_fail(err, HS_E_UNSUPPORTED, TJ ": pre_tokenizer 'Sequence' other than [Split, ByteLevel], "
+                                                     "[Digits(individual_digits), ByteLevel] or [ByteLevel] is "
+                                                     "not supported");
     } else {
         return hs_fail(err, HS_E_UNSUPPORTED, TJ ": pre_tokenizer '%.64s' is not supported with BPE (only "
                                                  "ByteLevel, Sequence [Split, ByteLevel], Metaspace or none)", type);
