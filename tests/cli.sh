@@ -240,8 +240,8 @@ fi
 rm -rf "$T/qwen-gpt2tok" "$T/qw"
 
 # The multi-query families end to end (Falcon-7B's layout, Falcon-RW's ALiBi, GPT-BigCode)
-# with StarCoder's byte-level tokenizer.json (fixtures/tokenizer/families/starcoder.tokenizer.json:
-# Digits, then ByteLevel): info, then analyze from text; every head's kv_head, the loss, the
+# with their byte-level tokenizer.json files (fixtures/tokenizer/families/falcon.tokenizer.json,
+# starcoder.tokenizer.json): info, then analyze from text; every head's kv_head, the loss, the
 # ablation of each query head and of each KV group (multi-query: the whole layer) against
 # families_mqa.py on the report's ids; one K/V head leaves the across-group measures null.
 MQ="tiny-falcon-mq tiny-falcon-rw tiny-bigcode"
@@ -250,8 +250,9 @@ import sys
 sys.path.insert(0, 'fixtures/ref')
 import families_mqa as M
 for a in '$MQ'.split():
+    tok = 'falcon' if 'falcon' in a else 'starcoder'
     M.main(['--arch', a, '--out', '$T/' + a, '--seed', '5', '--tokenizer',
-            'fixtures/tokenizer/families/starcoder.tokenizer.json'])" || bad "multi-query checkpoints"
+            'fixtures/tokenizer/families/%s.tokenizer.json' % tok])" || bad "multi-query checkpoints"
 for a in $MQ; do
     expect 0 "info $a" -- "$HS" info "$T/$a"
     expect 0 "analyze $a" -- "$HS" analyze "$T/$a" -o "$T/mq-$a" -q \

@@ -69,10 +69,15 @@ Test(tokenizer_family, llama2_matches_the_library_on_every_case) { check_family(
 Test(tokenizer_family, llama2_metaspace_matches_the_library_on_every_case) { check_family("llama2_ms"); }
 Test(tokenizer_family, llama3_matches_the_library_on_every_case) { check_family("llama3"); }
 Test(tokenizer_family, qwen2_matches_the_library_on_every_case) { check_family("qwen2"); }
-/* StarCoder's Digits(individual_digits) + ByteLevel on 2,611 cases (mqa_golden.json) */
+/* StarCoder's Digits(individual_digits) + ByteLevel and Falcon's Punctuation, ByteLevel,
+ * Digits and Split on 2,624 cases each (mqa_golden.json) */
 Test(tokenizer_family, starcoder_matches_the_library_on_every_case)
 {
     check_family_in(FIX "mqa_golden.json", "starcoder");
+}
+Test(tokenizer_family, falcon_matches_the_library_on_every_case)
+{
+    check_family_in(FIX "mqa_golden.json", "falcon");
 }
 
 /* ---- the points where the families differ, by hand ------------------------------------ */
@@ -250,18 +255,18 @@ Test(tokenizer_family, refuses_what_it_does_not_run_naming_it)
                                 "Removed"), "null", "", ""),
          "pre_tokenizer 'Split' other than behavior Isolated, invert false is not supported", HS_E_UNSUPPORTED},
         {BPE_JSON("null", "{\"type\":\"Sequence\",\"pretokenizers\":[{\"type\":\"Whitespace\"}]}", "null", "", ""),
-         "pre_tokenizer 'Sequence' other than [Split, ByteLevel], [Digits(individual_digits), ByteLevel] or "
-         "[ByteLevel] is not supported", HS_E_UNSUPPORTED},
-        /* Falcon's: Punctuation, ByteLevel, Digits, Split [0-9]{3} (not read yet) */
+         "pre_tokenizer 'Sequence' other than [Split, ByteLevel], [Digits(individual_digits), ByteLevel], "
+         "Falcon's four or [ByteLevel] is not supported", HS_E_UNSUPPORTED},
+        /* Falcon's first three without its Split */
         {BPE_JSON("null", "{\"type\":\"Sequence\",\"pretokenizers\":[{\"type\":\"Punctuation\",\"behavior\":"
                   "\"Contiguous\"},{\"type\":\"ByteLevel\",\"add_prefix_space\":false,\"use_regex\":true},"
                   "{\"type\":\"Digits\",\"individual_digits\":false}]}", "null", "", ""),
-         "pre_tokenizer 'Sequence' other than [Split, ByteLevel], [Digits(individual_digits), ByteLevel] or "
-         "[ByteLevel] is not supported", HS_E_UNSUPPORTED},
+         "pre_tokenizer 'Sequence' other than [Split, ByteLevel], [Digits(individual_digits), ByteLevel], "
+         "Falcon's four or [ByteLevel] is not supported", HS_E_UNSUPPORTED},
         {BPE_JSON("null", "{\"type\":\"Sequence\",\"pretokenizers\":[{\"type\":\"Digits\",\"individual_digits\":"
                   "false},{\"type\":\"ByteLevel\",\"add_prefix_space\":false,\"use_regex\":true}]}", "null", "", ""),
-         "pre_tokenizer 'Sequence' other than [Split, ByteLevel], [Digits(individual_digits), ByteLevel] or "
-         "[ByteLevel] is not supported", HS_E_UNSUPPORTED},
+         "pre_tokenizer 'Sequence' other than [Split, ByteLevel], [Digits(individual_digits), ByteLevel], "
+         "Falcon's four or [ByteLevel] is not supported", HS_E_UNSUPPORTED},
         {BPE_JSON("null", "{\"type\":\"Whitespace\"}", "null", "", ""),
          "pre_tokenizer 'Whitespace' is not supported with BPE", HS_E_UNSUPPORTED},
         {BPE_JSON("null", "{\"type\":\"Metaspace\",\"replacement\":\"_\",\"prepend_scheme\":\"sometimes\"}", "null",
