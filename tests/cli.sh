@@ -255,6 +255,10 @@ for a in '$MQ'.split():
             'fixtures/tokenizer/families/%s.tokenizer.json' % tok])" || bad "multi-query checkpoints"
 for a in $MQ; do
     expect 0 "info $a" -- "$HS" info "$T/$a"
+    expect 1 "convert $a" -- "$HS" convert "$T/$a" -o "$T/$a.gguf"
+    one_line_error "convert $a"
+    stderr_has "convert $a" "GGUF form is not implemented yet"
+    no_file "convert $a" "$T/$a.gguf"
     expect 0 "analyze $a" -- "$HS" analyze "$T/$a" -o "$T/mq-$a" -q \
         --text "The cat sat on the mat in 1999. The cat sat on the mat in 1999."
 done
