@@ -70,7 +70,7 @@ Test(tokenizer_family, llama2_metaspace_matches_the_library_on_every_case) { che
 Test(tokenizer_family, llama3_matches_the_library_on_every_case) { check_family("llama3"); }
 Test(tokenizer_family, qwen2_matches_the_library_on_every_case) { check_family("qwen2"); }
 /* StarCoder's Digits(individual_digits) + ByteLevel and Falcon's Punctuation, ByteLevel,
- * Digits and Split on 2,624 cases each (mqa_golden.json) */
+ * Digits and Split on 2,249 cases each (mqa_golden.json) */
 Test(tokenizer_family, starcoder_matches_the_library_on_every_case)
 {
     check_family_in(FIX "mqa_golden.json", "starcoder");
