@@ -323,7 +323,8 @@ BENCH_BERT = $(BUILD)/bench/bert-base
 BENCH_ARGS ?=
 # one model of each other family at a published shape (tokenizers from fixtures/tokenizer/)
 BENCH_FAMILIES = $(BUILD)/bench/roberta-base $(BUILD)/bench/distilbert-base \
-	$(BUILD)/bench/pythia-160m $(BUILD)/bench/tinyllama-1.1b
+	$(BUILD)/bench/pythia-160m $(BUILD)/bench/tinyllama-1.1b \
+	$(BUILD)/bench/falcon7b-2L $(BUILD)/bench/starcoder-1b
 bench: all $(BUILD)/hs-bench $(BENCH_MODEL)/config.json $(BENCH_BERT)/config.json \
 		$(addsuffix /config.json,$(BENCH_FAMILIES))
 	$(BUILD)/hs-bench $(BENCH_MODEL) $(BENCH_BERT) --family $(BENCH_FAMILIES) --headscope $(BIN) \
@@ -342,6 +343,14 @@ $(BUILD)/bench/pythia-160m/config.json:
 $(BUILD)/bench/tinyllama-1.1b/config.json:
 	/usr/bin/python3 fixtures/ref/make_checkpoint.py --arch tinyllama-1.1b --dtype bf16 --out $(@D) \
 		--tokenizer fixtures/tokenizer/families/llama2.tokenizer.json
+
+# multi-query: Falcon-7B's shape cut to 2 of its 32 layers (the name says so), StarCoderBase-1B's
+$(BUILD)/bench/falcon7b-2L/config.json:
+	/usr/bin/python3 fixtures/ref/families_mqa.py --arch falcon-7b --layers 2 --dtype bf16 --out $(@D) \
+		--tokenizer fixtures/tokenizer/families/falcon.tokenizer.json
+$(BUILD)/bench/starcoder-1b/config.json:
+	/usr/bin/python3 fixtures/ref/families_mqa.py --arch starcoderbase-1b --dtype bf16 --out $(@D) \
+		--tokenizer fixtures/tokenizer/families/starcoder.tokenizer.json
 
 $(BENCH_MODEL)/config.json:
 	/usr/bin/python3 fixtures/ref/make_checkpoint.py --arch gpt2-small --out $(BENCH_MODEL) --tokenizer fixtures/tiny-gpt2

@@ -264,6 +264,60 @@ else
 fi
 rm -rf "$T/qwen-gpt2tok" "$T/qw"
 
+# The multi-query families end to end (Falcon-7B's layout, Falcon-RW's ALiBi, GPT-BigCode)
+# with their byte-level tokenizer.json files (fixtures/tokenizer/families/falcon.tokenizer.json,
+# starcoder.tokenizer.json): info, then analyze from text; every head's kv_head, the loss, the
+# ablation of each query head and of each KV group (multi-query: the whole layer) against
+# families_mqa.py on the report's ids; one K/V head leaves the across-group measures null.
+MQ="tiny-falcon-mq tiny-falcon-rw tiny-bigcode"
+"$PY" -c "
+import sys
+sys.path.insert(0, 'fixtures/ref')
+import families_mqa as M
+for a in '$MQ'.split():
+    tok = 'falcon' if 'falcon' in a else 'starcoder'
+    M.main(['--arch', a, '--out', '$T/' + a, '--seed', '5', '--tokenizer',
+            'fixtures/tokenizer/families/%s.tokenizer.json' % tok])" || bad "multi-query checkpoints"
+for a in $MQ; do
+    expect 0 "info $a" -- "$HS" info "$T/$a"
+    expect 1 "convert $a" -- "$HS" convert "$T/$a" -o "$T/$a.gguf"
+    one_line_error "convert $a"
+    stderr_has "convert $a" "GGUF form is not implemented yet"
+    no_file "convert $a" "$T/$a.gguf"
+    expect 0 "analyze $a" -- "$HS" analyze "$T/$a" -o "$T/mq-$a" -q \
+        --text "The cat sat on the mat in 1999. The cat sat on the mat in 1999."
+done
+if "$PY" -c "
+import json, sys
+import numpy as np
+sys.path.insert(0, 'fixtures/ref')
+import families as F, families_mqa as M
+for a in '$MQ'.split():
+    r = json.load(open('$T/mq-%s/report.json' % a))
+    m = M.load_model('$T/' + a)
+    H, KV = m.cfg['H'], m.cfg['KV']
+    assert r['model']['family'] == m.kind and r['model']['n_kv_head'] == KV
+    assert [h['kv_head'] for h in r['heads']] == [h % H // (H // KV) for h in range(len(r['heads']))]
+    ids = np.array(r['input']['ids'])
+    base, abl = F.ablation(m, ids)
+    got = np.array([h['ablation_delta'] for h in r['heads']]).reshape(abl.shape)
+    d = max(abs(base - r['loss']['value']), float(np.abs(got - abl).max()))
+    kv = r['kv_groups']
+    if KV < H:
+        _, abl_kv = F.ablation(m, ids, kv_groups=True)
+        d = max(d, float(np.abs(np.array(kv['ablation_delta']) - abl_kv).max()))
+        L = m.cfg['L']
+        assert KV > 1 or (kv['similarity']['across'] == [None] * L and kv['similarity']['p_value'] == [None] * L)
+    else:
+        assert kv is None
+    print('%s report: loss, ablation, KV-group ablation max|d| = %.3g' % (a, d))
+    assert d <= 1e-4, a" >"$T/cmp" 2>&1; then
+    ok
+else
+    bad "multi-query reports vs families_mqa.py: $(cat "$T/cmp")"
+fi
+for a in $MQ; do rm -rf "$T/$a" "$T/mq-$a"; done
+
 # ---- encoder families: RoBERTa and DistilBERT ------------------------------------------------
 # The tiny models of fixtures/family-models with the tokenizer files of
 # fixtures/encoder-golden/tokenizers, and roberta-base / distilbert-base shapes with random

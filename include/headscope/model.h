@@ -1,6 +1,6 @@
 /*
- * headscope/model.h — loading transformer checkpoints: GPT-2, BERT and the rotary decoders
- * (GPT-NeoX/Pythia, Llama, Qwen2).
+ * headscope/model.h — loading transformer checkpoints: GPT-2, BERT, the rotary decoders
+ * (GPT-NeoX/Pythia, Llama, Qwen2) and the multi-query ones (Falcon, GPT-BigCode).
  *
  * headscope opens a Hugging Face model folder (config.json, model.safetensors or its
  * shards, and tokenizer files) or a single GGUF file (model.bin), detected by magic bytes,
@@ -40,6 +40,9 @@ typedef enum hs_family {
     HS_FAMILY_GPT_NEOX = 5, /* Pythia: LayerNorm, fused per-head QKV, parallel residual, gelu */
     HS_FAMILY_LLAMA = 6,    /* RMSNorm, grouped KV heads, gated SiLU MLP, no biases */
     HS_FAMILY_QWEN2 = 7,    /* Llama's block with Q/K/V biases */
+    /* multi-query attention (one fused QKV, src/model/arch_falcon.c, arch_bigcode.c) */
+    HS_FAMILY_FALCON = 8,     /* Falcon: parallel attention, rotary or ALiBi (Falcon-RW) */
+    HS_FAMILY_GPT_BIGCODE = 9, /* StarCoder, SantaCoder: GPT-2's block with one K/V head */
     /* encoder-decoder: an encoder stack, then a decoder stack with cross-attention */
     HS_FAMILY_T5 = 40       /* T5, T5 v1.1, Flan-T5: RMSNorm, relative position buckets */
 } hs_family;
@@ -79,6 +82,9 @@ typedef enum hs_norm_kind {
 typedef enum hs_pos_kind {
     HS_POS_LEARNED = 1, /* a learned absolute table, row i + pos_offset for token i */
     HS_POS_ROTARY = 2,  /* rotary on rotary_dims of each head's query and key dimensions */
+    HS_POS_ALIBI = 3,   /* no position vectors: ALiBi (Press et al. 2022) biases every score of
+                           query head h by its slope times the key's position, as Falcon-RW
+                           computes it (hs_alibi_bias, src/nn/ops.h); causal models only */
     /* T5's relative position buckets: a learned (buckets, n_head) bias added to each score,
      * one table per stack (the stack's first layer's), shared by its layers */
     HS_POS_RELATIVE = 40
@@ -328,7 +334,8 @@ void hs_model_files_free(hs_model_file *files, int n);
 /* The key/value head query head h reads: h / (n_head / n_kv_head). */
 int hs_model_kv_head(const hs_model_config *c, int h);
 
-/* Family names: "gpt2", "bert", "roberta", "distilbert", "gpt_neox", "llama", "qwen2", "t5". */
+/* Family names: "gpt2", "bert", "roberta", "distilbert", "gpt_neox", "llama", "qwen2",
+ * "falcon", "gpt_bigcode", "t5". */
 const char *hs_family_name(hs_family f);
 
 #ifdef __cplusplus

@@ -7,9 +7,11 @@
  * activations the backward needs, so the loss differentiated is the loss hs_loss_eval_run
  * computes. The backward reads the same descriptor: pre- or post-norm blocks, LayerNorm or
  * RMSNorm, an MLP of any activation gated or not, sequential or parallel residual, rotary
- * queries and keys, grouped key/value heads, each layer's visibility (causal, sliding
- * window, bidirectional, prefix), heads of any width; the loaders refuse what the
- * descriptor can say but neither pass implements. */
+ * queries and keys, grouped key/value heads (one K/V head too: multi-query), each layer's
+ * visibility (causal, sliding window, bidirectional, prefix), heads of any width; the
+ * loaders refuse what the descriptor can say but neither pass implements. ALiBi's bias is a
+ * constant added to the scores: the kept probabilities include it, and it has no
+ * derivative of its own (dS reaches Q and K alone). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>

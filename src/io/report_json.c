@@ -218,6 +218,9 @@ static void add_composition(cJSON *r, const hs_analysis *a)
                                                  ? "rotary: left out, W_Q W_K^T is the QK circuit "
                                                    "without rotation (query and key at the same "
                                                    "position), as TransformerLens computes it"
+                                             : c->arch->pos == HS_POS_ALIBI
+                                                 ? "ALiBi: the score bias of each key's position "
+                                                   "is left out, W_Q W_K^T is the content part"
                                                  : "learned: in the residual stream, not in the "
                                                    "weights");
     cJSON_AddStringToObject(co, "kv_heads", c->n_kv_head < c->n_head

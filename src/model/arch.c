@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "model/arch_mqa.h"
 #include "model/arch_t5.h"
 #include "model/model_internal.h"
 
@@ -299,6 +300,8 @@ static const hs_arch families[] = {
         .n_kv_head = 0, .head = HS_HEAD_DECODER, .head_optional = 0, .tokenizer = HS_TOK_BPE,
         .specials = qwen2_specials, .n_specials = 3, .names = &qwen2_table,
     },
+    HS_ARCH_FALCON,      /* src/model/arch_falcon.c */
+    HS_ARCH_GPT_BIGCODE, /* src/model/arch_bigcode.c */
     HS_ARCH_T5, /* src/model/arch_t5.c */
 };
 
@@ -597,6 +600,8 @@ const char *hs_arch_beyond_base(const hs_arch *a, const hs_model_config *c)
         return "a visibility (causal, bidirectional, window or prefix) out of its range";
     if (a->pos == HS_POS_ROTARY && !hs_vis_is_causal(a->vis))
         return "rotary embeddings in a bidirectional model";
+    if (a->pos == HS_POS_ALIBI && !hs_vis_is_causal(a->vis))
+        return "ALiBi in a bidirectional model";
     if (c->n_kv_head < 1 || c->n_head % c->n_kv_head)
         return "a number of query heads that is not a multiple of the key/value heads";
     if (a->norm_place == HS_NORM_POST && c->n_kv_head != c->n_head)

@@ -465,6 +465,10 @@ static hs_status emit(sink *s, const hs_model *m, const hs_gguf_write_options *o
         return hs_fail(err, HS_E_ARG, "unsupported output type %d", (int)opt->ftype);
     const hs_model_config *c = &m->cfg;
     const char *arch = hs_arch_gguf_name(c->arch);
+    if (!arch && (c->family == HS_FAMILY_FALCON || c->family == HS_FAMILY_GPT_BIGCODE))
+        return hs_fail(err, HS_E_UNSUPPORTED, "architecture '%s': writing llama.cpp's '%s' GGUF "
+                       "form is not implemented yet; use the Hugging Face folder", c->arch->name,
+                       c->family == HS_FAMILY_FALCON ? "falcon" : "starcoder");
     if (!arch)
         return hs_fail(err, HS_E_UNSUPPORTED, "architecture '%s' has no GGUF form (%s); use the "
                        "Hugging Face folder", c->arch->name,

@@ -6,6 +6,7 @@
 
 #include <cJSON.h>
 
+#include "model/arch_mqa.h"
 #include "model/model_internal.h"
 
 #define CONFIG_MAX_BYTES (4u << 20)
@@ -450,6 +451,8 @@ static const struct {
     {"gpt_neox", HS_FAMILY_GPT_NEOX, parse_gpt_neox},
     {"llama", HS_FAMILY_LLAMA, parse_llama},
     {"qwen2", HS_FAMILY_QWEN2, parse_qwen2},
+    {"falcon", HS_FAMILY_FALCON, hs_parse_falcon},
+    {"gpt_bigcode", HS_FAMILY_GPT_BIGCODE, hs_parse_gpt_bigcode},
     {"t5", HS_FAMILY_T5, parse_t5},
 };
 
@@ -502,4 +505,37 @@ done:
     cJSON_Delete(root);
     free(text);
     return st;
+}
+
+/* ---- the readers for parsers in other files (model/arch_mqa.h) ---------------------------- */
+
+hs_status hs_cfg_int(const cJSON *root, const char *key, int required, int *out, hs_error *err)
+{
+    return get_int(root, key, required, out, err);
+}
+
+hs_status hs_cfg_bool(const cJSON *root, const char *key, int *out, hs_error *err)
+{
+    return get_bool(root, key, out, err);
+}
+
+hs_status hs_cfg_unit(const cJSON *root, const char *key, float *out, hs_error *err)
+{
+    return get_float(root, key, out, err);
+}
+
+hs_status hs_cfg_require(const cJSON *root, const char *key, int want, hs_error *err)
+{
+    return require_bool(root, key, want, err);
+}
+
+hs_status hs_cfg_act(const char *name, hs_activation *act, hs_error *err)
+{
+    return parse_act(name, act, err);
+}
+
+hs_status hs_cfg_rope(const cJSON *root, hs_arch *a, int d_head, const char *theta_key,
+                      const char *frac_key, hs_error *err)
+{
+    return parse_rope(root, a, d_head, theta_key, frac_key, err);
 }

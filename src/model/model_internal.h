@@ -85,7 +85,8 @@ enum {
                            base model: lm_head.*, cls.*) */
     HS_TN_GGUF_COPY = 8, /* a GGUF file holds it even when tied, as a copy of the token
                            embeddings (unless hs_gguf_write_options.no_output_copy) */
-    HS_TN_QKV_HEADS = 16, /* a fused QKV stored per head ([h0: q k v][h1: q k v]..., GPT-NeoX),
+    HS_TN_QKV_HEADS = 16, /* a fused QKV stored by K/V group ([g0: q .. q k v][g1: ...]...,
+                            one group a head in GPT-NeoX: [h0: q k v][h1: q k v]...),
                             reordered at load into the slot's [Q | K | V] */
     /* encoder-decoder: a layer row of the encoder's layers only, or of the decoder's only
        (its %d then counts from 0 at the decoder's first layer: hs_names_index) */
@@ -211,8 +212,9 @@ hs_status hs_weights_build(hs_model *m, hs_tensor_lookup lookup, void *ctx, hs_e
 hs_status hs_tensor_convert(const hs_tensor_view *t, int out_in, hs_tensor_shape sh,
                             float *dst, const char *name, hs_error *err);
 
-/* A fused QKV stored per head ([h0: q k v][h1: q k v]..., GPT-NeoX) reordered in place
- * into [Q | K | V]: x: (rows, ld). */
+/* A fused QKV stored by K/V group ([g0: q .. q k v][g1: ...]..., n_head / n_kv_head queries
+ * a group: GPT-NeoX one a head, Falcon and GPT-BigCode any) reordered in place into
+ * [Q | K | V]: x: (rows, ld). */
 hs_status hs_qkv_heads_reorder(const hs_model_config *c, float *x, int rows, int ld,
                                hs_error *err);
 

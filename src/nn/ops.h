@@ -74,7 +74,8 @@ void hs_op_softmax_rows(float *s, int n, hs_visibility vis);
  * A = n_head d_head, columns [Q | K | V] with query head h at h*d_head and its key/value
  * head g = h / (n_head / n_kv_head) at A + g*d_head (K) and A + (n_kv + g)*d_head (V) →
  * probs: (n_head, n, n) = softmax(Q_h K_g^T / sqrt(d_head)), row i over the keys vis lets
- * it see, exactly 0 elsewhere. Returns the first row h * n + i (head h, query i) whose
+ * it see, exactly 0 elsewhere (an HS_POS_ALIBI model's scores biased: hs_alibi_bias). Returns
+ * the first row h * n + i (head h, query i) whose
  * probabilities are not finite (scores that overflow float32), or (size_t)-1 when every one
  * is: the check made while the row is in cache. */
 size_t hs_op_attn_probs(const hs_model_config *c, hs_visibility vis, const float *qkv,
@@ -96,6 +97,18 @@ void hs_op_attn_context(const hs_model_config *c, hs_visibility vis, const float
 hs_status hs_op_attn_fused(const hs_model_config *c, hs_visibility vis, const float *qkv,
                            float *ctx, int n, const float *head_mask, float *probs,
                            size_t *bad_row);
+
+/* ALiBi (Press et al. 2022, "Train short, test long"): the slope of query head h of n_head,
+ * the paper's geometric sequence for the largest power of two p <= n_head, m_h =
+ * 2^(-8 (h + 1) / p) for h < p, and for the other heads every other slope of the sequence for
+ * 2p, m_h = 2^(-4 (2 (h - p) + 1) / p) (the rule of the paper's code; exact, in double). */
+double hs_alibi_slope(int n_head, int h);
+
+/* The bias ALiBi adds to head h's score of key j (position j, counted from 0) before the
+ * 1/sqrt(d_head) scale, as Falcon-RW's code computes it: the slope rounded to bfloat16,
+ * times j, the product rounded to bfloat16 again (each row's common part m i is left out:
+ * the softmax does not see it). HS_POS_ALIBI models add scale times this to every score. */
+float hs_alibi_bias(int n_head, int h, int j);
 
 /* y: (n, d) = x / sqrt(mean(x^2) + eps) * w, row-wise (mean in double); y may alias x.
  * xhat: (n, d) = x / rms and rstd: (n) = 1 / rms when not NULL. */
