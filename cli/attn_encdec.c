@@ -47,10 +47,11 @@ void cli_attn_encdec_path(const char *out, const char *kind, char *buf, size_t c
     snprintf(buf, cap, "%.*s.%s.npy", (int)len, out, kind);
 }
 
-/* --ablation: (2, n_layer, n_head), [0] the self-attention heads' loss changes, [1] the
- * cross-attention heads' (NaN in the encoder's rows), into path. */
-static int write_ablation(const hs_model *m, const int32_t *src, int n_enc, const int32_t *tgt,
-                          int n_dec, const char *path)
+/* --ablation (gradient 0) or --gradient (1): (2, n_layer, n_head), [0] the self-attention
+ * heads' loss changes or signed mask derivatives, [1] the cross-attention heads' (NaN in the
+ * encoder's rows), into path. */
+static int write_heads(const hs_model *m, const int32_t *src, int n_enc, const int32_t *tgt,
+                       int n_dec, int gradient, const char *path)
 {
     const hs_model_config *c = hs_model_config_of(m);
     size_t LH = (size_t)c->n_layer * (size_t)c->n_head, shape[3] = {2, (size_t)c->n_layer,
@@ -59,7 +60,8 @@ static int write_ablation(const hs_model *m, const int32_t *src, int n_enc, cons
     float *f = malloc(2 * LH * sizeof *f);
     hs_error err = {{0}};
     hs_status st = !d || !f ? hs_fail(&err, HS_E_NOMEM, "out of memory")
-                            : hs_encdec_ablation(m, src, n_enc, tgt, n_dec, &base, d, d + LH, &err);
+            : gradient ? hs_encdec_gradient(m, src, n_enc, tgt, n_dec, &base, d, d + LH, &err)
+                       : hs_encdec_ablation(m, src, n_enc, tgt, n_dec, &base, d, d + LH, &err);
     for (size_t k = 0; !st && k < 2 * LH; k++)
         f[k] = (float)d[k];
     if (!st)
@@ -73,7 +75,7 @@ static int write_ablation(const hs_model *m, const int32_t *src, int n_enc, cons
 
 int cli_attn_encdec(const hs_model *m, const int32_t *src, int n_enc, const int32_t *tgt,
                     int n_dec, const char *out, const char *nll_path, const char *abl_path,
-                    int allow_nonfinite, int quiet)
+                    const char *grad_path, int allow_nonfinite, int quiet)
 {
     const hs_model_config *c = hs_model_config_of(m);
     size_t L_enc = (size_t)c->n_enc_layer, L_dec = (size_t)(c->n_layer - c->n_enc_layer);
@@ -129,7 +131,8 @@ int cli_attn_encdec(const hs_model *m, const int32_t *src, int n_enc, const int3
             goto done;
         }
     }
-    if (abl_path && write_ablation(m, src, n_enc, tgt, n_dec, abl_path))
+    if ((abl_path && write_heads(m, src, n_enc, tgt, n_dec, 0, abl_path)) ||
+        (grad_path && write_heads(m, src, n_enc, tgt, n_dec, 1, grad_path)))
         goto done;
     if (!quiet)
         for (int i = 0; i < K_N; i++)

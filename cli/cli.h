@@ -83,10 +83,11 @@ int cli_encode_tok(const char *cmd, const hs_tokenizer *tok, size_t n_ctx, const
  * decoder on decoder_start_id then tgt but its last (n_dec ids); writes the three kinds of
  * maps to OUT's stem + ".encoder.npy", ".decoder.npy", ".cross.npy" (cli_attn_encdec_path)
  * and, with nll_path, each target token's negative log-likelihood, with abl_path every
- * head's ablation (hs_encdec_ablation) as (2, n_layer, n_head). Returns an exit code. */
+ * head's ablation (hs_encdec_ablation), with grad_path its gradient (hs_encdec_gradient),
+ * each as (2, n_layer, n_head). Returns an exit code. */
 int cli_attn_encdec(const hs_model *m, const int32_t *src, int n_enc, const int32_t *tgt,
                     int n_dec, const char *out, const char *nll_path, const char *abl_path,
-                    int allow_nonfinite, int quiet);
+                    const char *grad_path, int allow_nonfinite, int quiet);
 void cli_attn_encdec_path(const char *out, const char *kind, char *buf, size_t cap);
 
 /* Corpus mode of `headscope analyze` (cli/analyze_corpus.c). */

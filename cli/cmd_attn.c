@@ -104,12 +104,12 @@ static int attn_encdec(const hs_model *m, const char *model_path, const char *id
                        const cli_text *t,
                        int truncate, int words, const char *target, const char *target_ids,
                        const char *out, const char *nll_path, const char *abl_path,
-                       int allow_nonfinite, int quiet)
+                       const char *grad_path, int allow_nonfinite, int quiet)
 {
     const hs_model_config *cfg = hs_model_config_of(m);
     if (!cfg->n_enc_layer) {
-        cli_error("attn", "--target, --target-ids and --ablation need an encoder-decoder "
-                  "model ('%s' is not one)", model_path);
+        cli_error("attn", "--target, --target-ids, --ablation and --gradient need an "
+                  "encoder-decoder model ('%s' is not one)", model_path);
         return EXIT_FAIL;
     }
     if (!target == !target_ids) {
@@ -136,7 +136,7 @@ static int attn_encdec(const hs_model *m, const char *model_path, const char *id
     rc = cli_attn_encdec(m, ids_path ? ids.data : src.ids, ids_path ? (int)ids.count : (int)src.n,
                          target_ids ? tids.data : tgt.ids,
                          target_ids ? (int)tids.count : (int)tgt.n, out, nll_path, abl_path,
-                         allow_nonfinite, quiet);
+                         grad_path, allow_nonfinite, quiet);
 done:
     hs_encoding_free(&src);
     hs_encoding_free(&tgt);
@@ -152,7 +152,7 @@ static const char usage_text[] =
     "                      [--word-level] [--nll NLL.npy] -o OUT.npy\n"
     "       headscope attn T5-MODEL (--text TEXT | --file PATH|- | --ids IDS.npy)\n"
     "                      (--target TEXT | --target-ids IDS.npy) [--nll NLL.npy]\n"
-    "                      [--ablation ABL.npy] -o OUT.npy\n\n"
+    "                      [--ablation ABL.npy] [--gradient GRAD.npy] -o OUT.npy\n\n"
     "Runs MODEL (Hugging Face folder or GGUF file) on the text and writes the attention\n"
     "probabilities of every head as a NumPy array of shape (n_layer, n_head, n_tok, n_tok),\n"
     "float32, row = query token, column = key token. An encoder-decoder (T5) reads the text\n"
@@ -181,6 +181,9 @@ static const char usage_text[] =
     "                         NLL with one head off minus with all on, (2, n_layer, n_head):\n"
     "                         [0] self-attention heads, [1] cross-attention heads (NaN in\n"
     "                         the encoder's layers); one pass a head\n"
+    "      --gradient GRAD.npy  an encoder-decoder's heads by gradient: the signed derivative\n"
+    "                         of that loss by each head's mask at 1, the same layout (one\n"
+    "                         forward and one backward pass)\n"
     "  -o, --output OUT.npy   where to write the maps (required)\n"
     "  -q, --quiet            print nothing on success\n"
     "  -h, --help             show this help\n";
@@ -194,10 +197,11 @@ int cmd_attn(int argc, char **argv)
         {"allow-nonfinite", no_argument, NULL, 'N'}, {"ids", required_argument, NULL, 'I'},
         {"nll", required_argument, NULL, 'L'},     {"word-level", no_argument, NULL, 'W'},
         {"target", required_argument, NULL, 'G'}, {"target-ids", required_argument, NULL, 'J'},
-        {"ablation", required_argument, NULL, 'A'},
+        {"ablation", required_argument, NULL, 'A'}, {"gradient", required_argument, NULL, 'D'},
         {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
     const char *text = NULL, *file = NULL, *pair = NULL, *out = NULL, *ids_path = NULL;
     const char *nll_path = NULL, *target = NULL, *target_ids = NULL, *abl_path = NULL;
+    const char *grad_path = NULL;
     int truncate = 0, quiet = 0, allow_nonfinite = 0, words = 0, c;
     opterr = 0;
     optind = 1;
@@ -216,6 +220,7 @@ int cmd_attn(int argc, char **argv)
         case 'G': target = optarg; break;
         case 'J': target_ids = optarg; break;
         case 'A': abl_path = optarg; break;
+        case 'D': grad_path = optarg; break;
         case 'h': fputs(usage_text, stdout); return cli_finish_stdout("attn");
         case ':': return cli_usage_error("attn", "option '%s' needs a value", argv[optind - 1]);
         default: return cli_usage_error("attn", "unknown option '%s'", argv[optind - 1]);
@@ -247,9 +252,9 @@ int cmd_attn(int argc, char **argv)
     if (!m)
         goto done;
     const hs_model_config *cfg = hs_model_config_of(m);
-    if ((target || target_ids || abl_path || cfg->n_enc_layer) &&
+    if ((target || target_ids || abl_path || grad_path || cfg->n_enc_layer) &&
         (rc = attn_encdec(m, model_path, ids_path, &t, truncate, words, target, target_ids, out,
-                          nll_path, abl_path, allow_nonfinite, quiet)) >= 0)
+                          nll_path, abl_path, grad_path, allow_nonfinite, quiet)) >= 0)
         goto done;
     rc = EXIT_FAIL;
     if (nll_path && (!cfg->causal || !cfg->has_lm_head)) {

@@ -47,6 +47,17 @@ worst = np.nanmax(abs(a - b))
 print("t5 ablation: largest difference %.2g" % worst)
 sys.exit(0 if worst <= 1e-5 else 1)
 PY
+# --gradient: the hand-written backward against t5_ref.py's central differences
+expect 0 "attn t5 --gradient" -- "$HS" attn "$M/t5-v1_1-tiny" --ids "$G/small_v11.enc_ids.npy" \
+    --target-ids "$G/small_v11.target.npy" --gradient "$T/grad.npy" -o "$T/maps.npy" -q
+"$PY" - "$T/grad.npy" "$G/small_v11.gradient.npy" <<'PY' && ok || bad "attn t5 --gradient vs t5_ref.py"
+import sys, numpy as np
+a, b = np.load(sys.argv[1]).astype(float), np.load(sys.argv[2]).astype(float)
+assert a.shape == b.shape and (np.isnan(a) == np.isnan(b)).all(), (a.shape, b.shape)
+worst = np.nanmax(abs(a - b)) / np.nanmax(abs(b))
+print("t5 gradient: largest difference %.2g of the largest" % worst)
+sys.exit(0 if worst <= 1e-5 else 1)
+PY
 expect 1 "attn --ablation on gpt2" -- "$HS" attn fixtures/tiny-gpt2 --ids "$G/small.enc_ids.npy" --ablation "$T/a2.npy" -o "$T/x.npy"
 one_line_error "attn --ablation on gpt2"
 no_file "attn --ablation on gpt2" "$T/a2.npy"

@@ -296,3 +296,47 @@ Test(t5, config_refusals)
     refused("s/\"tie_word_embeddings\": true/\"tie_word_embeddings\": false/", HS_E_FORMAT,
             "lm_head.weight");
 }
+
+/* the hand-written backward: every head's mask derivative against t5_ref.py's central
+ * differences in float64, both kinds of model (ReLU tied F32; gated GELU untied BF16) */
+static void check_gradient(const char *model, const char *cs)
+{
+    char path[256];
+    snprintf(path, sizeof path, T5DIR "models/%s", model);
+    hs_model *m = tu_load(path);
+    const hs_model_config *c = hs_model_config_of(m);
+    hs_npy src = gold(cs, "enc_ids"), tgt = gold(cs, "target");
+    hs_npy nll = gold(cs, "nll"), grad = gold(cs, "gradient");
+    size_t LH = (size_t)c->n_layer * c->n_head;
+    cr_assert_eq(grad.count, 2 * LH);
+    double loss, *self = malloc(LH * sizeof *self), *cross = malloc(LH * sizeof *cross);
+    hs_error err = {{0}};
+    cr_assert_eq(hs_encdec_gradient(m, src.data, (int)src.count, tgt.data, (int)tgt.count,
+                                    &loss, self, cross, &err), HS_OK, "%s", err.msg);
+    double mean = 0, top = 0;
+    for (size_t i = 0; i < nll.count; i++)
+        mean += ((const float *)nll.data)[i];
+    mean /= (double)nll.count;
+    cr_assert(fabs(loss - mean) <= 1e-5 * fmax(1, fabs(mean)), "loss %g, want %g", loss, mean);
+    const float *w = grad.data;
+    for (size_t k = 0; k < 2 * LH; k++)
+        top = isnan(w[k]) ? top : fmax(top, fabs(w[k]));
+    for (size_t k = 0; k < LH; k++) {
+        cr_assert(fabs(self[k] - w[k]) <= 1e-5 * top, "%s self %zu: %g, want %g", cs, k, self[k],
+                  w[k]);
+        if (isnan(w[LH + k]))
+            cr_assert(isnan(cross[k]), "%s cross %zu of an encoder layer: %g", cs, k, cross[k]);
+        else
+            cr_assert(fabs(cross[k] - w[LH + k]) <= 1e-5 * top, "%s cross %zu: %g, want %g", cs,
+                      k, cross[k], w[LH + k]);
+    }
+    free(self);
+    free(cross);
+    hs_npy *all[] = {&src, &tgt, &nll, &grad};
+    for (size_t i = 0; i < 4; i++)
+        hs_npy_free(all[i]);
+    hs_model_free(m);
+}
+
+Test(t5, gradient_v10_f32) { check_gradient("t5-tiny", "small"); }
+Test(t5, gradient_v11_bf16) { check_gradient("t5-v1_1-tiny", "small_v11"); }
