@@ -60,7 +60,8 @@ static int write_heads(const hs_model *m, const int32_t *src, int n_enc, const i
     float *f = malloc(2 * LH * sizeof *f);
     hs_error err = {{0}};
     hs_status st = !d || !f ? hs_fail(&err, HS_E_NOMEM, "out of memory")
-            : gradient ? hs_encdec_gradient(m, src, n_enc, tgt, n_dec, &base, d, d + LH, &err)
+            : gradient ? hs_encdec_gradient(m, src, n_enc, tgt, n_dec, NULL, NULL, &base, d, d + LH,
+                                                  &err)
                        : hs_encdec_ablation(m, src, n_enc, tgt, n_dec, &base, d, d + LH, &err);
     for (size_t k = 0; !st && k < 2 * LH; k++)
         f[k] = (float)d[k];

@@ -299,7 +299,7 @@ Test(t5, config_refusals)
 
 /* the hand-written backward: every head's mask derivative against t5_ref.py's central
  * differences in float64, both kinds of model (ReLU tied F32; gated GELU untied BF16) */
-static void check_gradient(const char *model, const char *cs)
+static void check_gradient(const char *model, const char *cs, int masked)
 {
     char path[256];
     snprintf(path, sizeof path, T5DIR "models/%s", model);
@@ -311,8 +311,14 @@ static void check_gradient(const char *model, const char *cs)
     cr_assert_eq(grad.count, 2 * LH);
     double loss, *self = malloc(LH * sizeof *self), *cross = malloc(LH * sizeof *cross);
     hs_error err = {{0}};
+    hs_npy hm = {0}, xhm = {0};
+    if (masked) {
+        hm = gold(cs, "head_mask");
+        xhm = gold(cs, "cross_head_mask");
+    }
     cr_assert_eq(hs_encdec_gradient(m, src.data, (int)src.count, tgt.data, (int)tgt.count,
-                                    &loss, self, cross, &err), HS_OK, "%s", err.msg);
+                                    hm.data, xhm.data, &loss, self, cross, &err), HS_OK, "%s",
+                 err.msg);
     double mean = 0, top = 0;
     for (size_t i = 0; i < nll.count; i++)
         mean += ((const float *)nll.data)[i];
@@ -332,11 +338,13 @@ static void check_gradient(const char *model, const char *cs)
     }
     free(self);
     free(cross);
-    hs_npy *all[] = {&src, &tgt, &nll, &grad};
-    for (size_t i = 0; i < 4; i++)
+    hs_npy *all[] = {&src, &tgt, &nll, &grad, &hm, &xhm};
+    for (size_t i = 0; i < 6; i++)
         hs_npy_free(all[i]);
     hs_model_free(m);
 }
 
-Test(t5, gradient_v10_f32) { check_gradient("t5-tiny", "small"); }
-Test(t5, gradient_v11_bf16) { check_gradient("t5-v1_1-tiny", "small_v11"); }
+Test(t5, gradient_v10_f32) { check_gradient("t5-tiny", "small", 0); }
+Test(t5, gradient_v11_bf16) { check_gradient("t5-v1_1-tiny", "small_v11", 0); }
+/* at a mask with heads off and one cross head at 0.5 (pruning's later rounds) */
+Test(t5, gradient_at_a_mask) { check_gradient("t5-tiny", "masked", 1); }

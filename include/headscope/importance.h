@@ -237,13 +237,16 @@ hs_status hs_encdec_ablation(const hs_model *m, const int32_t *src, int n_src,
                              const int32_t *target, int n_tgt, double *base, double *self_delta,
                              double *cross_delta, hs_error *err);
 
-/* The same heads' gradient importance: *loss as above with every head on, and the signed
- * derivative of it by each head's mask at all ones (Michel et al. 2019 take |.|), by a hand-
- * written backward through both stacks: self_grad (n_layer, n_head) the self-attention
- * heads', cross_grad (n_layer, n_head) the cross-attention heads' (NaN in the encoder's
- * rows). One forward pass keeping every layer's activations and one backward pass. */
+/* The same heads' gradient importance: *loss as above under the masks head_mask and
+ * cross_head_mask ((n_layer, n_head) each, the self-attention and the cross-attention heads',
+ * as hs_forward_opts has them; NULL: all ones), and the signed derivative of it by each
+ * head's mask there (Michel et al. 2019 take |.| at all ones), by a hand-written backward
+ * through both stacks: self_grad (n_layer, n_head) the self-attention heads', cross_grad
+ * (n_layer, n_head) the cross-attention heads' (NaN in the encoder's rows). One forward pass
+ * keeping every layer's activations and one backward pass. */
 hs_status hs_encdec_gradient(const hs_model *m, const int32_t *src, int n_src,
-                             const int32_t *target, int n_tgt, double *loss, double *self_grad,
+                             const int32_t *target, int n_tgt, const float *head_mask,
+                             const float *cross_head_mask, double *loss, double *self_grad,
                              double *cross_grad, hs_error *err);
 
 #ifdef __cplusplus

@@ -36,7 +36,29 @@ typedef struct run {
     float *tmp;    /* (rows, max(d, 3A, F, 3 d_ff)) scratch */
     float *tmp2;   /* the same */
     float *dp;     /* (rows, rows) */
+    const float *hm, *xhm; /* (n_layer, n_head) the heads' masks, or NULL (all ones) */
 } run;
+
+/* ctx: (n, A) = xi_h pv_h for every head h (xi: (H), NULL: ones, ctx then pv itself). */
+static const float *masked(const run *r, const float *xi, const float *pv, float *ctx, int n)
+{
+    if (!xi)
+        return pv;
+    int dh = r->c->d_head;
+    for (int i = 0; i < n; i++)
+        for (int h = 0; h < r->H; h++)
+            for (int e = 0; e < dh; e++) {
+                size_t o = (size_t)i * r->A + (size_t)h * dh + e;
+                ctx[o] = xi[h] * pv[o];
+            }
+    return ctx;
+}
+
+/* The mask row of layer l in mask (n_layer, n_head), or NULL. */
+static const float *mask_row(const run *r, const float *mask, int l)
+{
+    return mask ? mask + (size_t)l * (size_t)r->H : NULL;
+}
 
 static void kept_free(kept *k)
 {
@@ -77,7 +99,8 @@ static hs_status layer_forward(run *r, int l, float *x, int n, const float *enc,
                        hs_model_layer_visibility(c, l), rel, bucket, NULL, k->p, k->pv, &bad))
         st = hs_fail(err, HS_E_NOMEM, "out of memory");
     if (!st)
-        hs_op_linear_add(k->pv, W.w_o, NULL, x, n, A, d);
+        hs_op_linear_add(masked(r, mask_row(r, r->hm, l), k->pv, r->tmp2, n), W.w_o, NULL, x,
+                         n, A, d);
     if (!st && W.w_xqkv) {
         hs_op_rmsnorm(x, W.xln_w, r->tmp, k->xhx, k->rx, n, d, c->ln_eps);
         hs_op_gemm(0, n, A, d, 1.0f, r->tmp, d, W.w_xqkv, 3 * A, 0.0f, k->q, A);
@@ -86,7 +109,8 @@ static hs_status layer_forward(run *r, int l, float *x, int n, const float *enc,
                            NULL, NULL, NULL, k->px, k->pvx, &bad))
             st = hs_fail(err, HS_E_NOMEM, "out of memory");
         if (!st)
-            hs_op_linear_add(k->pvx, W.w_xo, NULL, x, n, A, d);
+            hs_op_linear_add(masked(r, mask_row(r, r->xhm, l), k->pvx, r->tmp2, n), W.w_xo,
+                             NULL, x, n, A, d);
     }
     if (!st) {
         hs_op_rmsnorm(x, W.ln2_w, r->tmp, k->xh2, k->r2, n, d, c->ln_eps);
@@ -106,19 +130,24 @@ static hs_status layer_forward(run *r, int l, float *x, int n, const float *enc,
  * derivative at 1), dq: (nq, ldq), dk and dv: (nk, ldkv) at the same columns. Every row of
  * p is 0 where the query does not see the key, so dS is too. Unscaled scores (T5). */
 static void attn_back(const run *r, const float *q, int ldq, const float *k, const float *v,
-                      int ldkv, const float *p, const float *pv, int nq, int nk,
-                      const float *dctx, float *dq, float *dk, float *dv, double *g)
+                      int ldkv, const float *p, const float *pv, const float *xi, int nq,
+                      int nk, float *dctx, float *dq, float *dk, float *dv, double *g)
 {
     int A = r->A, dh = r->c->d_head;
     float scale = r->c->arch->attn_unscaled ? 1.0f : 1.0f / sqrtf((float)dh);
     for (int h = 0; h < r->H; h++) {
         size_t off = (size_t)h * (size_t)dh;
-        const float *ph = p + (size_t)h * nq * nk, *dc = dctx + off;
+        const float *ph = p + (size_t)h * nq * nk;
+        float *dc = dctx + off;
         double s = 0;
         for (int i = 0; i < nq; i++)
             for (int e = 0; e < dh; e++)
                 s += (double)dc[(size_t)i * A + e] * pv[(size_t)i * A + off + e];
         g[h] += s;
+        if (xi) /* d loss / d (P V)_h = xi_h dctx_h */
+            for (int i = 0; i < nq; i++)
+                for (int e = 0; e < dh; e++)
+                    dctx[(size_t)i * A + off + e] *= xi[h];
         cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, nk, dh, nq, 1.0f, ph, nk, dc, A,
                     0.0f, dv + off, ldkv);
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, nq, nk, dh, 1.0f, dc, A, v + off,
@@ -157,16 +186,16 @@ static hs_status layer_back(run *r, int l, float *dx, int n, float *denc, int ne
     if (W.w_xqkv) {
         float *dctx = buf, *dq = buf + (size_t)n * A, *dkv = dq + (size_t)n * A;
         hs_op_gemm(1, n, A, d, 1.0f, dx, d, W.w_xo, d, 0.0f, dctx, A);
-        attn_back(r, k->q, A, k->kv, k->kv + A, 2 * A, k->px, k->pvx, n, ne, dctx, dq, dkv,
-                  dkv + A, gcross);
+        attn_back(r, k->q, A, k->kv, k->kv + A, 2 * A, k->px, k->pvx, mask_row(r, r->xhm, l),
+                  n, ne, dctx, dq, dkv, dkv + A, gcross);
         hs_op_gemm(1, n, d, A, 1.0f, dq, A, W.w_xqkv, 3 * A, 0.0f, dh, d);
         hs_op_gemm(1, ne, d, 2 * A, 1.0f, dkv, 2 * A, W.w_xqkv + A, 3 * A, 1.0f, denc, d);
         hs_grad_norm_back(1, k->xhx, k->rx, W.xln_w, dh, dx, n, d, 1);
     }
     float *dctx = buf, *dqkv = buf + (size_t)n * A;
     hs_op_gemm(1, n, A, d, 1.0f, dx, d, W.w_o, d, 0.0f, dctx, A);
-    attn_back(r, k->qkv, 3 * A, k->qkv + A, k->qkv + 2 * A, 3 * A, k->p, k->pv, n, n, dctx,
-              dqkv, dqkv + A, dqkv + 2 * A, gself);
+    attn_back(r, k->qkv, 3 * A, k->qkv + A, k->qkv + 2 * A, 3 * A, k->p, k->pv,
+              mask_row(r, r->hm, l), n, n, dctx, dqkv, dqkv + A, dqkv + 2 * A, gself);
     hs_op_gemm(1, n, d, 3 * A, 1.0f, dqkv, 3 * A, W.w_qkv, 3 * A, 0.0f, dh, d);
     hs_grad_norm_back(1, k->xh1, k->r1, W.ln1_w, dh, dx, n, d, 1);
     hs_layer_put(r->m, l);
@@ -240,7 +269,8 @@ static hs_status backward(run *r, bufs *b, int ns, int nt, double *gs, double *g
 }
 
 hs_status hs_encdec_gradient(const hs_model *m, const int32_t *src, int n_src,
-                             const int32_t *target, int n_tgt, double *loss, double *self_grad,
+                             const int32_t *target, int n_tgt, const float *head_mask,
+                             const float *cross_head_mask, double *loss, double *self_grad,
                              double *cross_grad, hs_error *err)
 {
     const hs_model_config *c = hs_model_config_of(m);
@@ -250,7 +280,7 @@ hs_status hs_encdec_gradient(const hs_model *m, const int32_t *src, int n_src,
         return hs_fail(err, HS_E_UNSUPPORTED, "the model has no language-model head");
     int ns = n_src, nt = n_tgt, nmax = ns > nt ? ns : nt, L = c->n_layer;
     run r = {.m = m, .c = c, .d = c->d_model, .A = hs_model_attn_width(c), .F = hs_ff_width(c),
-             .H = c->n_head};
+             .H = c->n_head, .hm = head_mask, .xhm = cross_head_mask};
     bufs b = {0};
     int32_t *dec = malloc((size_t)(nt > 0 ? nt : 1) * sizeof *dec);
     hs_status st = dec ? hs_forward_check(m, src, NULL, ns, err) : hs_fail(err, HS_E_NOMEM, "out of memory");
