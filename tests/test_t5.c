@@ -348,3 +348,34 @@ Test(t5, gradient_v10_f32) { check_gradient("t5-tiny", "small", 0); }
 Test(t5, gradient_v11_bf16) { check_gradient("t5-v1_1-tiny", "small_v11", 0); }
 /* at a mask with heads off and one cross head at 0.5 (pruning's later rounds) */
 Test(t5, gradient_at_a_mask) { check_gradient("t5-tiny", "masked", 1); }
+
+/* Michel et al.'s rounds over both kinds of heads against t5_ref.py's (its gradients by
+ * central differences; no near tie at any cut): the order exactly, the losses 1e-5 */
+Test(t5, pruning_rounds_both_kinds)
+{
+    hs_model *m = tu_load(T5DIR "models/t5-tiny");
+    hs_npy src = gold("small", "enc_ids"), tgt = gold("small", "target");
+    hs_npy order = gold("small", "prune_order"), loss = gold("small", "prune_loss");
+    int32_t got[32];
+    double curve[33];
+    int rounds = 0;
+    hs_error err = {{0}};
+    cr_assert_eq(order.count, 12); /* 8 self-attention heads, 4 cross-attention heads */
+    cr_assert_eq(hs_encdec_prune(m, src.data, (int)src.count, tgt.data, (int)tgt.count, 0.25,
+                                 got, curve, &rounds, &err), HS_OK, "%s", err.msg);
+    cr_assert_eq(rounds, 4);
+    cr_assert_eq((size_t)rounds + 1, loss.count);
+    for (size_t i = 0; i < order.count; i++)
+        cr_assert_eq(got[i], ((const int32_t *)order.data)[i], "removal %zu", i);
+    for (int r = 0; r <= rounds; r++) {
+        double want = ((const double)((const float *)loss.data)[r]);
+        cr_assert(fabs(curve[r] - want) <= 1e-5 * fmax(1, fabs(want)), "round %d: %g, want %g",
+                  r, curve[r], want);
+    }
+    cr_assert_eq(hs_encdec_prune(m, src.data, (int)src.count, tgt.data, (int)tgt.count, 0.0,
+                                 got, curve, &rounds, &err), HS_E_ARG);
+    hs_npy *all[] = {&src, &tgt, &order, &loss};
+    for (size_t i = 0; i < 4; i++)
+        hs_npy_free(all[i]);
+    hs_model_free(m);
+}

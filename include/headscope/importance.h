@@ -249,6 +249,18 @@ hs_status hs_encdec_gradient(const hs_model *m, const int32_t *src, int n_src,
                              const float *cross_head_mask, double *loss, double *self_grad,
                              double *cross_grad, hs_error *err);
 
+/* Michel et al.'s pruning of the same heads, both kinds together: each round the gradient
+ * importance of the heads left (hs_encdec_gradient at the current masks), then the
+ * ceil(round * n_heads) least important of them (ties: the lower index) turned off, until
+ * none is left. n_heads = n_layer n_head self-attention heads and (n_layer - n_enc_layer)
+ * n_head cross-attention heads. order (n_heads): the heads in the order they went, each
+ * kind * n_layer * n_head + layer * n_head + head (kind 0 self-attention, 1 cross); loss
+ * (n_rounds + 1): the loss before the first round and after each; *n_rounds =
+ * ceil(n_heads / ceil(round * n_heads)). round in (0, 1]. */
+hs_status hs_encdec_prune(const hs_model *m, const int32_t *src, int n_src,
+                          const int32_t *target, int n_tgt, double round, int32_t *order,
+                          double *loss, int *n_rounds, hs_error *err);
+
 #ifdef __cplusplus
 }
 #endif
