@@ -422,22 +422,6 @@ static int row_applies(const hs_arch *a, const hs_tensor_name *e)
     }
 }
 
-/* An encoder-decoder's encoder rows apply to its encoder layers, its decoder rows to its
- * decoder layers; every other row to every layer. */
-static int layer_row_applies(const hs_model_config *c, const hs_tensor_name *e, int l)
-{
-    if (e->flags & HS_TN_ENC)
-        return l < c->n_enc_layer;
-    if (e->flags & HS_TN_DEC)
-        return l >= c->n_enc_layer;
-    return 1;
-}
-
-int hs_names_index(const hs_model_config *c, const hs_tensor_name *e, int layer)
-{
-    return layer >= 0 && (e->flags & HS_TN_DEC) ? layer - c->n_enc_layer : layer;
-}
-
 hs_status hs_names_walk(const hs_model_config *c, hs_names_fn fn, void *ctx, hs_error *err)
 {
     const struct hs_names *t = c->arch->names;
@@ -452,7 +436,7 @@ hs_status hs_names_walk(const hs_model_config *c, hs_names_fn fn, void *ctx, hs_
         if (i == first) {
             for (int l = 0; l < c->n_layer && !st; l++)
                 for (size_t k = first; k <= last && !st; k++)
-                    if (row_applies(c->arch, &t->t[k]) && layer_row_applies(c, &t->t[k], l))
+                    if (row_applies(c->arch, &t->t[k]) && hs_t5_row_in_layer(c, &t->t[k], l))
                         st = fn(ctx, &t->t[k], l, err);
             i = last;
             continue;
@@ -606,15 +590,7 @@ const char *hs_arch_beyond_base(const hs_arch *a, const hs_model_config *c)
         return "a number of query heads that is not a multiple of the key/value heads";
     if (a->norm_place == HS_NORM_POST && c->n_kv_head != c->n_head)
         return "grouped key/value heads in a post-norm block";
-    if (a->enc_dec && (c->n_enc_layer < 1 || c->n_enc_layer >= c->n_layer ||
-                       a->norm_place != HS_NORM_PRE || a->norm_kind != HS_NORM_RMS ||
-                       a->parallel_residual ||
-                       c->n_kv_head != c->n_head || a->pos != HS_POS_RELATIVE))
-        return "an encoder-decoder other than T5's (pre-norm, relative positions, both stacks)";
-    if (a->pos == HS_POS_RELATIVE && (!a->enc_dec || a->rel_buckets < 4 ||
-                                      a->rel_max_distance < 1))
-        return "relative position buckets outside an encoder-decoder, or fewer than 4";
-    return NULL;
+    return hs_t5_beyond(a, c); /* an encoder-decoder's (arch_t5.c) */
 }
 
 hs_status hs_arch_check(const hs_arch *a, const hs_model_config *c, hs_error *err)

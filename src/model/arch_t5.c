@@ -48,3 +48,30 @@ static const hs_tensor_name t5_names[] = {
 };
 
 const struct hs_names hs_t5_table = {t5_names, sizeof t5_names / sizeof t5_names[0], "", 1, NULL};
+
+int hs_t5_row_in_layer(const hs_model_config *c, const hs_tensor_name *e, int l)
+{
+    if (e->flags & HS_TN_ENC)
+        return l < c->n_enc_layer;
+    if (e->flags & HS_TN_DEC)
+        return l >= c->n_enc_layer;
+    return 1;
+}
+
+int hs_names_index(const hs_model_config *c, const hs_tensor_name *e, int layer)
+{
+    return layer >= 0 && (e->flags & HS_TN_DEC) ? layer - c->n_enc_layer : layer;
+}
+
+const char *hs_t5_beyond(const hs_arch *a, const hs_model_config *c)
+{
+    if (a->enc_dec && (c->n_enc_layer < 1 || c->n_enc_layer >= c->n_layer ||
+                       a->norm_place != HS_NORM_PRE || a->norm_kind != HS_NORM_RMS ||
+                       a->parallel_residual || c->n_kv_head != c->n_head ||
+                       a->pos != HS_POS_RELATIVE))
+        return "an encoder-decoder other than T5's (pre-norm, relative positions, both stacks)";
+    if (a->pos == HS_POS_RELATIVE &&
+        (!a->enc_dec || a->rel_buckets < 4 || a->rel_max_distance < 1))
+        return "relative position buckets outside an encoder-decoder, or fewer than 4";
+    return NULL;
+}

@@ -13,6 +13,17 @@ extern const char *const hs_t5_specials[];
  * without biases, unscaled scores with a relative position bias per stack, an encoder then
  * a decoder with cross-attention. The activation, gating, tied output and bucket counts
  * are per model (hf_config.c's parse_t5). */
+struct hs_tensor_name;
+
+/* 1 when the name-table row e applies to layer l: an encoder-decoder's encoder rows
+ * (HS_TN_ENC) to its encoder layers, its decoder rows (HS_TN_DEC) to its decoder layers,
+ * every other row to every layer (hs_names_walk). */
+int hs_t5_row_in_layer(const hs_model_config *c, const struct hs_tensor_name *e, int l);
+
+/* hs_arch_beyond_base's encoder-decoder part: the first combination of an encoder-decoder
+ * (or of relative positions) the passes do not implement, NULL when there is none. */
+const char *hs_t5_beyond(const hs_arch *a, const hs_model_config *c);
+
 #define HS_ARCH_T5                                                                           \
     {                                                                                        \
         .family = HS_FAMILY_T5, .name = "t5", .norm_place = HS_NORM_PRE,                     \
