@@ -34,8 +34,9 @@ extern "C" {
 /* The sites, in the order a pass reaches them in a layer (then after the last layer). */
 typedef enum hs_site {
     HS_SITE_RESID_PRE,  /* blocks.L.hook_resid_pre: the stream entering layer L */
-    HS_SITE_Q,          /* blocks.L.attn.hook_q: queries (before the rotary turn) */
-    HS_SITE_K,          /* blocks.L.attn.hook_k: keys, per KV head (before the turn) */
+    HS_SITE_Q,          /* blocks.L.attn.hook_q: queries (rotary models: after the turn,
+                           TransformerLens's hook_rot_q, as headscope dump writes them) */
+    HS_SITE_K,          /* blocks.L.attn.hook_k: keys, per KV head (after the turn) */
     HS_SITE_V,          /* blocks.L.attn.hook_v: values, per KV head */
     HS_SITE_PATTERN,    /* blocks.L.attn.hook_pattern: probabilities, before the head mask */
     HS_SITE_Z,          /* blocks.L.attn.hook_z: each head's context, under the head mask */

@@ -134,21 +134,23 @@ static void mlp(const hs_model_config *c, const hs_layer *L, hs_forward_ws *ws, 
 
 #define HOOKED(hk, s) ((hk) & HS_SITE_BIT(s))
 
-/* The q, k and v sites of each copy's rows of qkv: (copies * n, W), before the rotary turn. */
+/* The q, k and v sites of copy b's rows of qkv: (n, W), after the rotary turn. */
 static hs_status hook_qkv(const hs_model_config *c, const hs_forward_opts *o, unsigned hk, int l,
-                          float *qkv, int copies, int n, hs_error *err)
+                          float *qkv, int b, int n, hs_error *err)
 {
     int W = hs_qkv_width(c), A = hs_model_attn_width(c), kvA = c->n_kv_head * c->d_head;
-    size_t stride = (size_t)n * (size_t)W;
-    hs_status st = HS_OK;
-    if (HOOKED(hk, HS_SITE_Q))
-        st = hs_hook_copies(c, o, HS_SITE_Q, l, qkv, copies, stride, n, A, W, n, err);
-    if (!st && HOOKED(hk, HS_SITE_K))
-        st = hs_hook_copies(c, o, HS_SITE_K, l, qkv + A, copies, stride, n, kvA, W, n, err);
-    if (!st && HOOKED(hk, HS_SITE_V))
-        st = hs_hook_copies(c, o, HS_SITE_V, l, qkv + A + kvA, copies, stride, n, kvA, W, n,
-                            err);
-    return st;
+    static const hs_site sites[3] = {HS_SITE_Q, HS_SITE_K, HS_SITE_V};
+    for (int k = 0; k < 3; k++) {
+        if (!HOOKED(hk, sites[k]))
+            continue;
+        hs_hook_call call = {.site = sites[k], .layer = l, .copy = b,
+                             .x = qkv + (k == 0 ? 0 : k == 1 ? A : A + kvA), .rows = n,
+                             .cols = k ? kvA : A, .ld = W, .heads = k ? c->n_kv_head : c->n_head,
+                             .head_width = c->d_head, .n = n};
+        if (o->hook(o->hook_user, &call))
+            return hs_fail(err, HS_E_ARG, "stopped by hook");
+    }
+    return HS_OK;
 }
 
 /* Attention with the pattern hooked: the probabilities, the hook on them, then the context
@@ -254,8 +256,6 @@ static hs_status block_run(const hs_model *m, const hs_layer *L, int l, hs_forwa
     if (pre)
         norm(c, x, L->ln1_w, L->ln1_b, h, KEEP(xhat1), KEEP(rstd1), qrows);
     hs_op_linear(pre ? h : x, L->w_qkv, L->b_qkv, qkv_all, qrows, d, W);
-    if ((hk & before_ctx) && (st = hook_qkv(c, o, hk, l, qkv_all, batch, n, err)))
-        return st;
     /* scores, softmax and P V a row block at a time (hs_op_attn_fused); the layer's maps
      * written out only where an observer or the backward pass wants them */
     int maps = keep || (o && o->on_attn) || HOOKED(hk, HS_SITE_PATTERN);
@@ -268,6 +268,8 @@ static hs_status block_run(const hs_model *m, const hs_layer *L, int l, hs_forwa
                 hs_op_rotary(qkv, n, c->n_head, dh, W, rot, inv_freq, 0, 0);
                 hs_op_rotary(qkv + A, n, c->n_kv_head, dh, W, rot, inv_freq, 0, 0);
             }
+            if ((hk & before_ctx) && (st = hook_qkv(c, o, hk, l, qkv, b, n, err)))
+                return st;
             if (maps && !keep) {
                 float *direct = trace_layer(o, l, c->n_head, n);
                 if (direct)

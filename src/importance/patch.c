@@ -1,0 +1,325 @@
+/* Activation patching over pairs of prompts (include/headscope/patch.h, docs/patching.md):
+ * the source run's site cached by a hook, the target run's stream entering each layer kept,
+ * then for each layer one batched pass from that stream, copy c patching unit c's values
+ * (at every position, or at one) with the source's. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/core.h"
+#include "headscope/forward.h"
+#include "headscope/patch.h"
+
+/* Rows of a batched pass (copies times tokens) at most. */
+#define PATCH_ROWS 4096
+
+hs_patch_opts hs_patch_opts_default(void)
+{
+    return (hs_patch_opts){.metric = HS_METRIC_LOGIT_DIFF, .site = HS_SITE_Z,
+                           .resamples = 1000, .seed = 0x5eed};
+}
+
+double hs_patch_normalise(double clean, double corrupt, double patched, int noise)
+{
+    double den = clean - corrupt;
+    if (den == 0)
+        return NAN;
+    return noise ? (clean - patched) / den : (patched - corrupt) / den;
+}
+
+/* One layer's values of the site, cached by cache_hook: (L, rows * cols). */
+typedef struct {
+    hs_site site;
+    float *buf;
+    size_t per_layer;
+} site_cache;
+
+static int cache_hook(void *user, const hs_hook_call *k)
+{
+    site_cache *s = user;
+    if (k->site != s->site || k->layer < 0)
+        return 0;
+    float *dst = s->buf + (size_t)k->layer * s->per_layer;
+    for (int i = 0; i < k->rows; i++)
+        memcpy(dst + (size_t)i * (size_t)k->cols, k->x + (size_t)i * (size_t)k->ld,
+               (size_t)k->cols * sizeof *dst);
+    return 0;
+}
+
+/* The patch of one pass at layer `layer`: copy c is unit (first + c) / n_pos at position
+ * (first + c) % n_pos (every position unless each). src: that layer's cached values. */
+typedef struct {
+    hs_site site;
+    int layer, first, n_pos, each;
+    const float *src;
+} patch_spec;
+
+static int patch_hook(void *user, const hs_hook_call *k)
+{
+    const patch_spec *p = user;
+    if (k->site != p->site || k->layer != p->layer)
+        return 0;
+    int idx = p->first + k->copy, u = idx / p->n_pos, pos = p->each ? idx % p->n_pos : -1;
+    int r0 = 0, r1 = k->rows, c0 = 0, c1 = k->cols;
+    if (k->site == HS_SITE_PATTERN) { /* head u's map: rows u*n.. */
+        r0 = u * k->n, r1 = r0 + k->n;
+        if (pos >= 0)
+            r0 += pos, r1 = r0 + 1;
+    } else {
+        if (k->heads)
+            c0 = u * k->head_width, c1 = c0 + k->head_width;
+        if (pos >= 0)
+            r0 = pos, r1 = pos + 1;
+    }
+    for (int r = r0; r < r1; r++)
+        memcpy(k->x + (size_t)r * (size_t)k->ld + c0, p->src + (size_t)r * (size_t)k->cols + c0,
+               (size_t)(c1 - c0) * sizeof(float));
+    return 0;
+}
+
+/* The metric on one row of logits lg: (V), in double. */
+static double metric_of(const float *lg, int V, const hs_patch_pair *p, hs_patch_metric metric)
+{
+    if (metric == HS_METRIC_LOGIT_DIFF)
+        return (double)lg[p->answer] - (double)lg[p->wrong];
+    double mx = lg[0], s = 0;
+    for (int v = 1; v < V; v++)
+        mx = lg[v] > mx ? lg[v] : mx;
+    for (int v = 0; v < V; v++)
+        s += exp((double)lg[v] - mx);
+    double logp = (double)lg[p->answer] - mx - log(s);
+    return metric == HS_METRIC_PROB ? exp(logp) : -logp;
+}
+
+static hs_status check_pairs(const hs_model_config *c, const hs_patch_pair *pairs, int n_pairs,
+                             const hs_patch_opts *o, hs_error *err)
+{
+    static const unsigned ok = HS_SITE_BIT(HS_SITE_RESID_PRE) | HS_SITE_BIT(HS_SITE_Q) |
+                               HS_SITE_BIT(HS_SITE_K) | HS_SITE_BIT(HS_SITE_V) |
+                               HS_SITE_BIT(HS_SITE_PATTERN) | HS_SITE_BIT(HS_SITE_Z) |
+                               HS_SITE_BIT(HS_SITE_ATTN_OUT) | HS_SITE_BIT(HS_SITE_MLP_OUT);
+    if ((unsigned)o->site >= HS_SITE_COUNT || !(ok & HS_SITE_BIT(o->site)))
+        return hs_fail(err, HS_E_ARG, "patching: site %d is not one that can be patched",
+                       (int)o->site);
+    if ((unsigned)o->metric > HS_METRIC_LOSS || o->resamples < 0)
+        return hs_fail(err, HS_E_ARG, "patching: bad metric or resample count");
+    if (n_pairs < 1)
+        return hs_fail(err, HS_E_ARG, "patching: no pairs");
+    for (int i = 0; i < n_pairs; i++) {
+        const hs_patch_pair *p = &pairs[i];
+        if (p->n < 1 || p->n > c->n_ctx)
+            return hs_fail(err, HS_E_ARG, "pair %d: %d tokens (1 to %d)", i + 1, p->n, c->n_ctx);
+        if (o->each_position && p->n != pairs[0].n)
+            return hs_fail(err, HS_E_ARG, "pair %d: %d tokens, pair 1 has %d (positions each "
+                           "needs the same number in every pair)", i + 1, p->n, pairs[0].n);
+        if (p->pos < 0 || p->pos >= p->n)
+            return hs_fail(err, HS_E_ARG, "pair %d: position %d outside its %d tokens", i + 1,
+                           p->pos, p->n);
+        if (p->answer < 0 || p->answer >= c->vocab_size ||
+            (o->metric == HS_METRIC_LOGIT_DIFF && (p->wrong < 0 || p->wrong >= c->vocab_size)))
+            return hs_fail(err, HS_E_ARG, "pair %d: answer or wrong id outside the vocabulary "
+                           "(size %d)", i + 1, c->vocab_size);
+    }
+    return HS_OK;
+}
+
+/* Everything one pair needs, sized for n tokens and batches of B copies. */
+typedef struct {
+    float *src;      /* (L, per_layer) the source run's site */
+    float *x_layers; /* (L, n, d) the target run's stream entering each layer */
+    float *logits;   /* (B, V) */
+    hs_forward_ws *ws;
+} pair_bufs;
+
+static void bufs_free(pair_bufs *b)
+{
+    free(b->src);
+    free(b->x_layers);
+    free(b->logits);
+    hs_forward_ws_free(b->ws);
+}
+
+/* One pair: the source and target runs, then every layer's patched passes into
+ * r->patched[.., pi]. */
+static hs_status patch_pair(const hs_model *m, const hs_patch_pair *p, int pi,
+                            const hs_patch_opts *o, hs_patch_result *r, hs_error *err)
+{
+    const hs_model_config *c = hs_model_config_of(m);
+    int L = c->n_layer, V = c->vocab_size, n = p->n, d = c->d_model, dims[3];
+    int rank = hs_site_shape(c, o->site, n, dims);
+    size_t per_layer = (size_t)dims[0] * (size_t)dims[1] * (size_t)(rank == 3 ? dims[2] : 1);
+    int U = r->n_units, P = o->each_position ? n : 1, total = U * P;
+    int B = PATCH_ROWS / n < 1 ? 1 : PATCH_ROWS / n;
+    B = B > total ? total : B;
+    pair_bufs b = {0};
+    hs_status st = HS_OK;
+    b.src = malloc((size_t)L * per_layer * sizeof *b.src);
+    b.x_layers = malloc((size_t)L * (size_t)n * (size_t)d * sizeof *b.x_layers);
+    b.logits = malloc((size_t)B * (size_t)V * sizeof *b.logits);
+    if (!b.src || !b.x_layers || !b.logits) {
+        st = hs_fail(err, HS_E_NOMEM, "out of memory for pair %d's activations", pi + 1);
+        goto done;
+    }
+    if ((st = hs_forward_ws_new_batch(m, n, B, &b.ws, err)))
+        goto done;
+    const int32_t *src_ids = o->noise ? p->corrupt : p->clean;
+    const int32_t *tgt_ids = o->noise ? p->clean : p->corrupt;
+    int32_t row = p->pos;
+    site_cache sc = {o->site, b.src, per_layer};
+    hs_forward_opts so = {.logits = b.logits, .logit_rows = &row, .n_logit_rows = 1,
+                          .hook = cache_hook, .hook_user = &sc,
+                          .hook_sites = HS_SITE_BIT(o->site)};
+    if ((st = hs_forward(m, src_ids, NULL, n, &so, b.ws, err)))
+        goto done;
+    double m_src = metric_of(b.logits, V, p, o->metric);
+    hs_forward_opts to = {.logits = b.logits, .logit_rows = &row, .n_logit_rows = 1,
+                          .x_layers = b.x_layers};
+    if ((st = hs_forward(m, tgt_ids, NULL, n, &to, b.ws, err)))
+        goto done;
+    double m_tgt = metric_of(b.logits, V, p, o->metric);
+    r->clean[pi] = o->noise ? m_tgt : m_src;
+    r->corrupt[pi] = o->noise ? m_src : m_tgt;
+    r->passes += 2;
+    for (int l = 0; l < L; l++)
+        for (int first = 0; first < total; first += B) {
+            int batch = total - first < B ? total - first : B;
+            patch_spec ps = {o->site, l, first, P, o->each_position, b.src + (size_t)l * per_layer};
+            hs_forward_opts po = {.logits = b.logits, .logit_rows = &row, .n_logit_rows = 1,
+                                  .start_layer = l,
+                                  .x_start = b.x_layers + (size_t)l * (size_t)n * (size_t)d,
+                                  .batch = batch, .hook = patch_hook, .hook_user = &ps,
+                                  .hook_sites = HS_SITE_BIT(o->site)};
+            if ((st = hs_forward(m, tgt_ids, NULL, n, &po, b.ws, err)))
+                goto done;
+            for (int k = 0; k < batch; k++) {
+                int idx = first + k, u = idx / P, q = idx % P;
+                size_t at = (size_t)hs_patch_index(r, l, u, q) * (size_t)r->n_pairs + (size_t)pi;
+                r->patched[at] = metric_of(b.logits + (size_t)k * (size_t)V, V, p, o->metric);
+            }
+            r->passes += (double)batch * (double)(L - l) / (double)L;
+        }
+done:
+    if (st)
+        hs_error_prefix(err, "pair %d", pi + 1);
+    bufs_free(&b);
+    return st;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The effects on the means over the pairs, and their bootstrap percentiles: resample r
+ * draws n_pairs pairs with replacement (hs_rand_below from o->seed, one stream for all
+ * units), each unit's effect on the resample's means; ci95 = the sorted effects' values at
+ * floor(0.025 R) and ceil(0.975 R) - 1 (R the resamples whose effect is defined). */
+static hs_status summarise(hs_patch_result *r, const hs_patch_opts *o, hs_error *err)
+{
+    int N = r->n_pairs, cells = r->n_layer * r->n_units * r->n_pos, R = o->resamples;
+    double c1 = 0, c0 = 0;
+    for (int i = 0; i < N; i++)
+        c1 += r->clean[i], c0 += r->corrupt[i];
+    for (int k = 0; k < cells; k++) {
+        double s = 0;
+        for (int i = 0; i < N; i++)
+            s += r->patched[(size_t)k * N + i];
+        r->effect[k] = hs_patch_normalise(c1 / N, c0 / N, s / N, o->noise);
+        r->ci_lo[k] = r->ci_hi[k] = NAN;
+    }
+    if (!R)
+        return HS_OK;
+    int *w = calloc((size_t)N, sizeof *w);
+    double *eff = malloc((size_t)R * (size_t)cells * sizeof *eff), *col = malloc((size_t)R * sizeof *col);
+    if (!w || !eff || !col) {
+        free(w), free(eff), free(col);
+        return hs_fail(err, HS_E_NOMEM, "out of memory for the bootstrap");
+    }
+    uint64_t state = o->seed;
+    for (int s = 0; s < R; s++) {
+        memset(w, 0, (size_t)N * sizeof *w);
+        for (int i = 0; i < N; i++)
+            w[hs_rand_below(&state, (uint64_t)N)]++;
+        double b1 = 0, b0 = 0;
+        for (int i = 0; i < N; i++)
+            b1 += w[i] * r->clean[i], b0 += w[i] * r->corrupt[i];
+        for (int k = 0; k < cells; k++) {
+            double bp = 0;
+            for (int i = 0; i < N; i++)
+                bp += w[i] * r->patched[(size_t)k * N + i];
+            eff[(size_t)k * R + s] = hs_patch_normalise(b1 / N, b0 / N, bp / N, o->noise);
+        }
+    }
+    for (int k = 0; k < cells; k++) {
+        int got = 0;
+        for (int s = 0; s < R; s++)
+            if (!isnan(eff[(size_t)k * R + s]))
+                col[got++] = eff[(size_t)k * R + s];
+        if (!got)
+            continue;
+        qsort(col, (size_t)got, sizeof *col, cmp_double);
+        int lo = (int)floor(0.025 * got), hi = (int)ceil(0.975 * got) - 1;
+        r->ci_lo[k] = col[lo];
+        r->ci_hi[k] = col[hi < lo ? lo : hi];
+    }
+    free(w), free(eff), free(col);
+    return HS_OK;
+}
+
+void hs_patch_result_free(hs_patch_result *r)
+{
+    if (!r)
+        return;
+    free(r->clean);
+    free(r->corrupt);
+    free(r->patched);
+    free(r->effect);
+    free(r->ci_lo);
+    free(r->ci_hi);
+    free(r);
+}
+
+hs_status hs_patch_run(const hs_model *m, const hs_patch_pair *pairs, int n_pairs,
+                       const hs_patch_opts *o, hs_patch_result **out, hs_error *err)
+{
+    const hs_model_config *c = hs_model_config_of(m);
+    *out = NULL;
+    hs_status st = check_pairs(c, pairs, n_pairs, o, err);
+    if (st)
+        return st;
+    if (!c->has_lm_head)
+        return hs_fail(err, HS_E_UNSUPPORTED, "patching: the model has no language-model head");
+    hs_patch_result *r = calloc(1, sizeof *r);
+    if (!r)
+        return hs_fail(err, HS_E_NOMEM, "out of memory");
+    int U = hs_site_head_count(c, o->site);
+    *r = (hs_patch_result){.n_layer = c->n_layer, .n_units = U ? U : 1,
+                           .n_pos = o->each_position ? pairs[0].n : 1, .n_pairs = n_pairs};
+    size_t cells = (size_t)r->n_layer * (size_t)r->n_units * (size_t)r->n_pos;
+    r->clean = malloc((size_t)n_pairs * sizeof(double));
+    r->corrupt = malloc((size_t)n_pairs * sizeof(double));
+    r->patched = malloc(cells * (size_t)n_pairs * sizeof(double));
+    r->effect = malloc(cells * sizeof(double));
+    r->ci_lo = malloc(cells * sizeof(double));
+    r->ci_hi = malloc(cells * sizeof(double));
+    if (!r->clean || !r->corrupt || !r->patched || !r->effect || !r->ci_lo || !r->ci_hi) {
+        st = hs_fail(err, HS_E_NOMEM, "out of memory for %d pairs' patched metrics", n_pairs);
+        goto fail;
+    }
+    for (int i = 0; i < n_pairs; i++) {
+        if ((st = patch_pair(m, &pairs[i], i, o, r, err)))
+            goto fail;
+        if (o->progress && o->progress(o->progress_user, i + 1, n_pairs)) {
+            st = hs_fail(err, HS_E_ARG, "stopped");
+            goto fail;
+        }
+    }
+    if ((st = summarise(r, o, err)))
+        goto fail;
+    *out = r;
+    return HS_OK;
+fail:
+    hs_patch_result_free(r);
+    return st;
+}
