@@ -27,6 +27,7 @@ static const char *const fixed_names[] = {
     "gallery.png",    "similarity.png",    "kv_similarity.png", "kv_similarity.svg",
     "importance.png", "dla.png",           "rollout.png",       "flow.png",
     "composition.png", "manifest.json",    "input_ids.npy",
+    "patching.json",  "patching.png",      "patching_positions.png",
 };
 
 /* Skips 1 to 9 ASCII digits; returns how many (0: none there, or too many). */

@@ -1,0 +1,233 @@
+/* headscope patch: activation patching over pairs of prompts (docs/patching.md). Its
+ * options are one table, from which the getopt_long table and the help are built. */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli.h"
+#include "patch_cli.h"
+
+static const char *const metric_names[] = {"logit-diff", "prob", "loss", NULL};
+static const char *const site_names[] = {"z", "q", "k", "v", "pattern", "resid_pre", "attn_out",
+                                         "mlp_out", NULL};
+static const char *const position_names[] = {"all", "each", NULL};
+static const char *const direction_names[] = {"denoise", "noise", NULL};
+static const char *const method_names[] = {"exact", NULL};
+
+/* The options: long name, short letter (0: none), value (metavar, NULL: a flag), the
+ * names an enum takes (NULL: any value), help. */
+enum { O_PAIRS, O_OUT, O_METRIC, O_SITE, O_POSITIONS, O_DIRECTION, O_METHOD, O_RESAMPLES,
+       O_SEED, O_NO_IMAGES, O_QUIET, O_HELP, O_COUNT };
+static const struct patch_opt {
+    const char *name;
+    char letter;
+    const char *metavar;
+    const char *const *names;
+    const char *help;
+} opts[O_COUNT] = {
+    {"pairs", 'p', "PAIRS.jsonl", NULL, "the pairs, one JSON object a line (required)"},
+    {"output", 'o', "OUTDIR", NULL, "output folder, created if missing (required)"},
+    {"metric", 0, "M", metric_names, "logit-diff (default: answer minus wrong), prob, loss"},
+    {"site", 0, "S", site_names, "what is patched: z (default), q, k, v, pattern, resid_pre,\n"
+     "                         attn_out, mlp_out"},
+    {"positions", 0, "P", position_names, "all (default) or each: also one effect a position"},
+    {"direction", 0, "D", direction_names, "denoise (default: clean into corrupt) or noise"},
+    {"method", 0, "M", method_names, "exact (default)"},
+    {"resamples", 0, "N", NULL, "bootstrap resamples for ci95 (default 1000; 0: none)"},
+    {"seed", 0, "N", NULL, "the bootstrap's seed (default 24301)"},
+    {"no-images", 0, NULL, NULL, "write no picture"},
+    {"quiet", 'q', NULL, NULL, "print nothing on success, no progress"},
+    {"help", 'h', NULL, NULL, "show this help"},
+};
+
+static void usage(FILE *f)
+{
+    fputs("usage: headscope patch MODEL --pairs PAIRS.jsonl -o OUTDIR [options]\n\n"
+          "Activation patching: for each pair of a clean and a corrupt prompt (the same number\n"
+          "of tokens), each head's (or the site's) activation of one run is put into the other,\n"
+          "and the effect on the metric, normalised on the means over the pairs, is written to\n"
+          "OUTDIR/patching.json with an L x H heatmap, OUTDIR/patching.png (docs/patching.md).\n"
+          "A line: {\"clean\": \"...\", \"corrupt\": \"...\", \"answer\": \" Mary\", "
+          "\"wrong\": \" John\"}\n(answer_id, wrong_id instead: token ids).\n\n", f);
+    for (int i = 0; i < O_COUNT; i++) {
+        char left[64];
+        int k = snprintf(left, sizeof left, "%c%c%c --%s%s%s", opts[i].letter ? '-' : ' ',
+                         opts[i].letter ? opts[i].letter : ' ', opts[i].letter ? ',' : ' ',
+                         opts[i].name, opts[i].metavar ? " " : "",
+                         opts[i].metavar ? opts[i].metavar : "");
+        fprintf(f, "  %s%*s %s\n", left, k < 22 ? 22 - k : 0, "", opts[i].help);
+    }
+}
+
+/* The index of s among names, or a usage error naming them (-1). */
+static int pick(const struct patch_opt *o, const char *s)
+{
+    for (int i = 0; o->names[i]; i++)
+        if (!strcmp(o->names[i], s))
+            return i;
+    char list[160] = "";
+    for (int i = 0; o->names[i]; i++)
+        snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? ", " : "",
+                 o->names[i]);
+    cli_usage_error(PATCH_CMD, "--%s '%s' is not one of %s", o->name, s, list);
+    return -1;
+}
+
+typedef struct {
+    const char *model, *pairs, *out, *val[O_COUNT];
+    int quiet, no_images;
+    hs_patch_opts o;
+} patch_args;
+
+/* argv into *a; -1 to go on, else the exit status (help: 0; usage errors: 2, printed). */
+static int parse_args(int argc, char **argv, patch_args *a)
+{
+    struct option lo[O_COUNT + 1];
+    char shorts[2 * O_COUNT + 2] = ":";
+    for (int i = 0; i < O_COUNT; i++) {
+        lo[i] = (struct option){opts[i].name, opts[i].metavar ? required_argument : no_argument,
+                                NULL, 256 + i};
+        if (opts[i].letter) {
+            size_t k = strlen(shorts);
+            shorts[k] = opts[i].letter;
+            shorts[k + 1] = opts[i].metavar ? ':' : '\0';
+        }
+    }
+    lo[O_COUNT] = (struct option){NULL, 0, NULL, 0};
+    opterr = 0;
+    optind = 1;
+    int c;
+    while ((c = getopt_long(argc, argv, shorts, lo, NULL)) != -1) {
+        int k = c >= 256 ? c - 256 : -1;
+        for (int i = 0; k < 0 && i < O_COUNT; i++)
+            if (opts[i].letter && c == opts[i].letter)
+                k = i;
+        if (c == ':')
+            return cli_usage_error(PATCH_CMD, "option '%s' needs a value", argv[optind - 1]);
+        if (k < 0)
+            return cli_usage_error(PATCH_CMD, "unknown option '%s'", argv[optind - 1]);
+        if (k == O_HELP) {
+            usage(stdout);
+            return cli_finish_stdout(PATCH_CMD);
+        }
+        a->val[k] = opts[k].metavar ? optarg : "";
+    }
+    if (optind != argc - 1)
+        return cli_usage_error(PATCH_CMD, optind >= argc ? "no MODEL given"
+                                                         : "more than one MODEL given");
+    a->model = argv[optind];
+    if (!(a->pairs = a->val[O_PAIRS]))
+        return cli_usage_error(PATCH_CMD, "no pairs (use --pairs PAIRS.jsonl)");
+    if (!(a->out = a->val[O_OUT]))
+        return cli_usage_error(PATCH_CMD, "no output folder (use -o OUTDIR)");
+    a->o = hs_patch_opts_default();
+    int v[O_COUNT] = {0};
+    for (int i = O_METRIC; i <= O_METHOD; i++)
+        if (a->val[i] && (v[i] = pick(&opts[i], a->val[i])) < 0)
+            return EXIT_USAGE;
+    a->o.metric = (hs_patch_metric)v[O_METRIC];
+    a->o.site = (hs_site)hs_site_from_key(site_names[v[O_SITE]]);
+    a->o.each_position = v[O_POSITIONS];
+    a->o.noise = v[O_DIRECTION];
+    long n;
+    if (a->val[O_RESAMPLES]) {
+        if (cli_parse_long(a->val[O_RESAMPLES], 0, 100000, &n))
+            return cli_usage_error(PATCH_CMD, "--resamples '%s' is not a number in [0, 100000]",
+                                   a->val[O_RESAMPLES]);
+        a->o.resamples = (int)n;
+    }
+    if (a->val[O_SEED]) {
+        if (cli_parse_long(a->val[O_SEED], 0, 0x7fffffffL, &n))
+            return cli_usage_error(PATCH_CMD, "--seed '%s' is not a number in [0, 2147483647]",
+                                   a->val[O_SEED]);
+        a->o.seed = (uint64_t)n;
+    }
+    a->quiet = a->val[O_QUIET] != NULL;
+    a->no_images = a->val[O_NO_IMAGES] != NULL;
+    return -1;
+}
+
+static int progress(void *user, int done, int total)
+{
+    cli_progress *p = user;
+    cli_progress_update(p, done, total, 1, 0, done == total);
+    return 0;
+}
+
+/* Both runs: every position, then (each) one position at a time. */
+static int run(const hs_model *m, const patch_pairs *pp, patch_args *a, hs_patch_result **r,
+               hs_patch_result **re)
+{
+    cli_progress pr;
+    hs_error err = {{0}};
+    int tty = !a->quiet && isatty(STDERR_FILENO);
+    for (int k = 0; k <= a->o.each_position; k++) {
+        hs_patch_opts o = a->o;
+        o.each_position = k;
+        if (tty) {
+            cli_progress_start(&pr, CLI_PROGRESS_TTY);
+            o.progress = progress, o.progress_user = &pr;
+        }
+        hs_status st = hs_patch_run(m, pp->pairs, pp->count, &o, k ? re : r, &err);
+        if (tty)
+            cli_progress_end(&pr);
+        if (st) {
+            cli_error(PATCH_CMD, "%s", err.msg);
+            return EXIT_FAIL;
+        }
+    }
+    return 0;
+}
+
+int cmd_patch(int argc, char **argv)
+{
+    patch_args a = {0};
+    int rc = parse_args(argc, argv, &a);
+    if (rc >= 0)
+        return rc;
+    cli_outdir od;
+    int worker;
+    rc = cli_outdir_open(PATCH_CMD, a.out, 1, &od, &worker);
+    if (!worker)
+        return rc;
+    hs_model *m = cli_model_load(PATCH_CMD, a.model);
+    patch_pairs pp = {0};
+    hs_patch_result *r = NULL, *re = NULL;
+    char **names = NULL;
+    int n_names = 0;
+    rc = EXIT_FAIL;
+    if (!m || patch_pairs_read(m, a.pairs, a.o.metric == HS_METRIC_LOGIT_DIFF, &pp))
+        goto done;
+    if (!hs_model_config_of(m)->has_lm_head) {
+        cli_error(PATCH_CMD, "'%s' has no language-model head, which the metric reads",
+                  cli_shown(a.model));
+        goto done;
+    }
+    if (run(m, &pp, &a, &r, &re))
+        goto done;
+    patch_request q = {a.model, a.pairs, metric_names[a.o.metric], hs_sites[a.o.site].key,
+                       position_names[a.o.each_position], direction_names[a.o.noise], "exact",
+                       &a.o};
+    if ((rc = patch_write(m, &q, &pp, r, re, od.stage, a.no_images, &names, &n_names)))
+        goto done;
+    if ((rc = cli_outdir_commit(PATCH_CMD, &od, (const char *const *)names, n_names)))
+        goto done;
+    cli_stdout_after_commit();
+    if (!a.quiet)
+        printf("patched %s of %d layers over %d pairs (%.1f forward passes a pair): see "
+               "%s/patching.json\n", hs_sites[a.o.site].key, r->n_layer, pp.count,
+               (r->passes + (re ? re->passes : 0)) / pp.count, cli_shown(a.out));
+    rc = cli_finish_stdout_committed(PATCH_CMD, a.out, 0);
+done:
+    cli_outdir_close(&od);
+    for (int i = 0; i < n_names; i++)
+        free(names[i]);
+    free(names);
+    hs_patch_result_free(r);
+    hs_patch_result_free(re);
+    patch_pairs_free(&pp);
+    hs_model_free(m);
+    return rc;
+}
