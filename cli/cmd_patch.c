@@ -14,7 +14,7 @@ static const char *const site_names[] = {"z", "q", "k", "v", "pattern", "resid_p
                                          "mlp_out", NULL};
 static const char *const position_names[] = {"all", "each", NULL};
 static const char *const direction_names[] = {"denoise", "noise", NULL};
-static const char *const method_names[] = {"exact", NULL};
+static const char *const method_names[] = {"exact", "attribution", "both", NULL};
 
 /* The options: long name, short letter (0: none), value (metavar, NULL: a flag), the
  * names an enum takes (NULL: any value), help. */
@@ -34,7 +34,8 @@ static const struct patch_opt {
      "                         attn_out, mlp_out"},
     {"positions", 0, "P", position_names, "all (default) or each: also one effect a position"},
     {"direction", 0, "D", direction_names, "denoise (default: clean into corrupt) or noise"},
-    {"method", 0, "M", method_names, "exact (default)"},
+    {"method", 0, "M", method_names, "exact (default), attribution (one forward and one\n"
+     "                         backward pass a prompt) or both (and their correlation)"},
     {"resamples", 0, "N", NULL, "bootstrap resamples for ci95 (default 1000; 0: none)"},
     {"seed", 0, "N", NULL, "the bootstrap's seed (default 24301)"},
     {"no-images", 0, NULL, NULL, "write no picture"},
@@ -131,6 +132,7 @@ static int parse_args(int argc, char **argv, patch_args *a)
     a->o.site = (hs_site)hs_site_from_key(site_names[v[O_SITE]]);
     a->o.each_position = v[O_POSITIONS];
     a->o.noise = v[O_DIRECTION];
+    a->o.method = (hs_patch_method)v[O_METHOD];
     long n;
     if (a->val[O_RESAMPLES]) {
         if (cli_parse_long(a->val[O_RESAMPLES], 0, 100000, &n))
@@ -208,8 +210,8 @@ int cmd_patch(int argc, char **argv)
     if (run(m, &pp, &a, &r, &re))
         goto done;
     patch_request q = {a.model, a.pairs, metric_names[a.o.metric], hs_sites[a.o.site].key,
-                       position_names[a.o.each_position], direction_names[a.o.noise], "exact",
-                       &a.o};
+                       position_names[a.o.each_position], direction_names[a.o.noise],
+                       method_names[a.o.method], &a.o};
     if ((rc = patch_write(m, &q, &pp, r, re, od.stage, a.no_images, &names, &n_names)))
         goto done;
     if ((rc = cli_outdir_commit(PATCH_CMD, &od, (const char *const *)names, n_names)))

@@ -50,6 +50,15 @@ static cJSON *record(const hs_patch_result *r, int l, int u, int p, int headed, 
     cJSON_AddItemToObject(e, "per_pair",
                           num_array(r->patched + (size_t)k * (size_t)r->n_pairs,
                                     (size_t)r->n_pairs, 1));
+    if (r->effect_attr) { /* both methods: the attribution's beside the exact values */
+        cJSON_AddItemToObject(e, "effect_attribution", num(r->effect_attr[k]));
+        ci = cJSON_AddArrayToObject(e, "ci95_attribution");
+        cJSON_AddItemToArray(ci, num(r->ci_lo_attr[k]));
+        cJSON_AddItemToArray(ci, num(r->ci_hi_attr[k]));
+        cJSON_AddItemToObject(e, "per_pair_attribution",
+                              num_array(r->patched_attr + (size_t)k * (size_t)r->n_pairs,
+                                        (size_t)r->n_pairs, 1));
+    }
     return e;
 }
 
@@ -65,6 +74,12 @@ static cJSON *report(const hs_model *m, const patch_request *q, const patch_pair
     cJSON_AddStringToObject(j, "architecture", hs_model_config_of(m)->arch->name);
     cJSON_AddStringToObject(j, "pairs_file", q->pairs_path);
     cJSON_AddStringToObject(j, "method", q->method);
+    if (r->effect_attr) { /* Pearson's r of the exact and attribution effects */
+        cJSON *cor = cJSON_AddObjectToObject(j, "correlation");
+        cJSON_AddItemToObject(cor, "heads", num(r->correlation));
+        if (re)
+            cJSON_AddItemToObject(cor, "positions", num(re->correlation));
+    }
     cJSON_AddStringToObject(j, "site", q->site);
     char hook[64]; /* the pattern with L for the layer */
     const char *pat = hs_sites[o->site].name, *at = strstr(pat, "%d");

@@ -90,13 +90,51 @@ static int answer_of(const hs_model *m, const char *path, int line, const cJSON 
     return 0;
 }
 
-/* A prompt of the pair into ids (malloc'd), n tokens. */
+/* key_ids: an array of token ids, into ids (malloc'd), n tokens. */
+static int prompt_ids(const hs_model *m, const char *path, int line, const cJSON *a,
+                      const char *key, int32_t **ids, int *n)
+{
+    const hs_model_config *c = hs_model_config_of(m);
+    int count = cJSON_GetArraySize(a);
+    if (!cJSON_IsArray(a) || count < 1 || count > c->n_ctx) {
+        cli_error(PATCH_CMD, "'%s' line %d: %s_ids is not an array of 1 to %d token ids", path,
+                  line, key, c->n_ctx);
+        return EXIT_FAIL;
+    }
+    if (!(*ids = malloc((size_t)count * sizeof **ids))) {
+        cli_error(PATCH_CMD, "out of memory");
+        return EXIT_FAIL;
+    }
+    int i = 0;
+    const cJSON *e;
+    cJSON_ArrayForEach(e, a)
+    {
+        if (!cJSON_IsNumber(e) || e->valuedouble != (double)(int32_t)e->valuedouble ||
+            e->valuedouble < 0 || e->valuedouble >= c->vocab_size) {
+            cli_error(PATCH_CMD, "'%s' line %d: %s_ids[%d] is not a token id in [0, %d)", path,
+                      line, key, i, c->vocab_size);
+            free(*ids);
+            *ids = NULL;
+            return EXIT_FAIL;
+        }
+        (*ids)[i++] = (int32_t)e->valuedouble;
+    }
+    *n = count;
+    return 0;
+}
+
+/* A prompt of the pair (the text key, or key_ids) into ids (malloc'd), n tokens. */
 static int prompt_of(const hs_model *m, const char *path, int line, const cJSON *o,
                      const char *key, int32_t **ids, int *n)
 {
-    const cJSON *s = cJSON_GetObjectItem(o, key);
+    char key_ids[32];
+    snprintf(key_ids, sizeof key_ids, "%s_ids", key);
+    const cJSON *s = cJSON_GetObjectItem(o, key), *a = cJSON_GetObjectItem(o, key_ids);
+    if (a)
+        return prompt_ids(m, path, line, a, key, ids, n);
     if (!cJSON_IsString(s)) {
-        cli_error(PATCH_CMD, "'%s' line %d: no \"%s\" string", path, line, key);
+        cli_error(PATCH_CMD, "'%s' line %d: no \"%s\" string (or \"%s\")", path, line, key,
+                  key_ids);
         return EXIT_FAIL;
     }
     hs_encoding e = {0};
@@ -159,10 +197,11 @@ static int pair_of(const hs_model *m, const char *path, int line, const cJSON *o
         cli_error(PATCH_CMD, "'%s' line %d: not a JSON object", path, line);
         return EXIT_FAIL;
     }
-    if (prompt_of(m, path, line, o, "clean", &ids[0], &p->n) ||
-        prompt_of(m, path, line, o, "corrupt", &ids[1], &n2))
+    if (prompt_of(m, path, line, o, "clean", &ids[0], &p->n))
         return EXIT_FAIL;
     pp->count++; /* its ids are ours to free from here */
+    if (prompt_of(m, path, line, o, "corrupt", &ids[1], &n2))
+        return EXIT_FAIL;
     p->clean = ids[0];
     p->corrupt = ids[1];
     if (n2 != p->n) {

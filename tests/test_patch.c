@@ -115,6 +115,8 @@ Test(patch, matches_the_float64_reference)
                 o.metric = (hs_patch_metric)k;
         o.noise = cJSON_IsTrue(cJSON_GetObjectItem(c, "noise"));
         o.each_position = cJSON_IsTrue(cJSON_GetObjectItem(c, "each"));
+        if (!strcmp(cJSON_GetObjectItem(c, "method")->valuestring, "attribution"))
+            o.method = HS_PATCH_ATTRIBUTION;
         hs_patch_result *r = NULL;
         hs_error err = {{0}};
         cr_assert_eq(hs_patch_run(m, pairs, count, &o, &r, &err), HS_OK, "case %d: %s", ci,
@@ -134,7 +136,68 @@ Test(patch, matches_the_float64_reference)
     }
     for (int k = 0; k < 3; k++)
         hs_model_free(models[k]);
-    cr_assert_geq(ci, 10);
+    cr_assert_geq(ci, 30);
+}
+
+/* The golden case of model, site, metric, direction, per position and method. */
+static const cJSON *golden_case(const char *model, const char *site, const char *metric,
+                                int noise, int each, const char *method)
+{
+    const cJSON *c;
+    cJSON_ArrayForEach(c, cJSON_GetObjectItem(golden(), "cases"))
+        if (!strcmp(cJSON_GetObjectItem(c, "model")->valuestring, model) &&
+            !strcmp(cJSON_GetObjectItem(c, "site")->valuestring, site) &&
+            !strcmp(cJSON_GetObjectItem(c, "metric")->valuestring, metric) &&
+            cJSON_IsTrue(cJSON_GetObjectItem(c, "noise")) == noise &&
+            cJSON_IsTrue(cJSON_GetObjectItem(c, "each")) == each &&
+            !strcmp(cJSON_GetObjectItem(c, "method")->valuestring, method))
+            return c;
+    cr_assert_fail("no golden case %s %s %s %s", model, site, metric, method);
+    return NULL;
+}
+
+/* Both methods at once: each as alone, the attribution's in the _attr arrays, and their
+ * correlation; attribution costs one forward pass of the source and one forward and one
+ * backward of the target. */
+Test(patch, both_methods_and_attribution_cost)
+{
+    hs_model *m = tu_load("fixtures/trained-gpt2");
+    hs_patch_pair pairs[8];
+    int count = load_pairs("trained-gpt2", pairs);
+    hs_patch_opts o = hs_patch_opts_default();
+    o.method = HS_PATCH_BOTH;
+    hs_patch_result *r = NULL;
+    hs_error err = {{0}};
+    cr_assert_eq(hs_patch_run(m, pairs, count, &o, &r, &err), HS_OK, "%s", err.msg);
+    size_t cells = (size_t)r->n_layer * r->n_units;
+    const cJSON *ex = golden_case("trained-gpt2", "z", "logit-diff", 0, 0, "exact");
+    const cJSON *at = golden_case("trained-gpt2", "z", "logit-diff", 0, 0, "attribution");
+    expect_close("effect", cJSON_GetObjectItem(ex, "effect"), r->effect, cells, EFFECT_TOL, 0, 0);
+    expect_close("effect_attr", cJSON_GetObjectItem(at, "effect"), r->effect_attr, cells,
+                 EFFECT_TOL, 0, 1);
+    expect_close("ci_hi_attr", cJSON_GetObjectItem(at, "ci_hi"), r->ci_hi_attr, cells,
+                 EFFECT_TOL, 0, 1);
+    /* Pearson's r of the golden effects, computed here */
+    double a[64], b[64], sa = 0, sb = 0, saa = 0, sbb = 0, sab = 0;
+    size_t k = 0;
+    flatten(cJSON_GetObjectItem(ex, "effect"), a, &k);
+    k = 0;
+    flatten(cJSON_GetObjectItem(at, "effect"), b, &k);
+    for (size_t i = 0; i < cells; i++)
+        sa += a[i] / cells, sb += b[i] / cells;
+    for (size_t i = 0; i < cells; i++)
+        saa += (a[i] - sa) * (a[i] - sa), sbb += (b[i] - sb) * (b[i] - sb),
+            sab += (a[i] - sa) * (b[i] - sb);
+    cr_assert_float_eq(r->correlation, sab / sqrt(saa * sbb), 1e-4);
+    hs_patch_result_free(r);
+    o.method = HS_PATCH_ATTRIBUTION;
+    o.resamples = 0;
+    cr_assert_eq(hs_patch_run(m, pairs, count, &o, &r, &err), HS_OK, "%s", err.msg);
+    cr_assert_float_eq(r->passes / count, 3.0, 1e-12);
+    cr_assert_null(r->effect_attr);
+    hs_patch_result_free(r);
+    free_pairs(pairs, count);
+    hs_model_free(m);
 }
 
 /* Patching z of every head costs at most L H / 2 + H / 2 + 2 forward passes a pair: a

@@ -7,17 +7,13 @@
  * a batch, with the site's values in the pass's own buffer: the callback may read them,
  * overwrite them or add to them, and the pass goes on with what it leaves there.
  *
- *     static int grab_z(void *user, const hs_hook_call *k)   // cache layer 1's hook_z
- *     {
- *         if (k->layer == 1)
- *             for (int i = 0; i < k->rows; i++)
- *                 memcpy((float *)user + (size_t)i * k->cols, k->x + (size_t)i * k->ld,
- *                        (size_t)k->cols * sizeof(float));
- *         return 0;
- *     }
  *     hs_forward_opts o = {0};
- *     o.hook = grab_z;  o.hook_user = buf;  o.hook_sites = HS_SITE_BIT(HS_SITE_Z);
+ *     o.hook = my_hook;  o.hook_user = &state;   // int my_hook(void *, const hs_hook_call *)
+ *     o.hook_sites = HS_SITE_BIT(HS_SITE_Z) | HS_SITE_BIT(HS_SITE_RESID_PRE);
  *     hs_forward(model, ids, NULL, n, &o, NULL, &err);
+ *
+ * my_hook sees call->site, call->layer, call->copy and the values call->x (call->rows rows
+ * of call->cols floats, row r at call->x + r * call->ld) and returns 0 to go on.
  *
  * docs/patching.md lists the sites with their shapes per family.
  */
