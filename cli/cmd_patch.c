@@ -18,8 +18,9 @@ static const char *const method_names[] = {"exact", "attribution", "both", NULL}
 
 /* The options: long name, short letter (0: none), value (metavar, NULL: a flag), the
  * names an enum takes (NULL: any value), help. */
-enum { O_PAIRS, O_OUT, O_METRIC, O_SITE, O_POSITIONS, O_DIRECTION, O_METHOD, O_RESAMPLES,
-       O_SEED, O_NO_IMAGES, O_QUIET, O_HELP, O_COUNT };
+enum { O_PAIRS, O_OUT, O_METRIC, O_SITE, O_POSITIONS, O_DIRECTION, O_METHOD, O_PATH,
+       O_PATH_SENDERS, O_RECEIVER, O_RESAMPLES, O_SEED, O_NO_IMAGES, O_QUIET, O_HELP, O_COUNT };
+static const char *const sender_names[] = {"all", NULL};
 static const struct patch_opt {
     const char *name;
     char letter;
@@ -36,6 +37,10 @@ static const struct patch_opt {
     {"direction", 0, "D", direction_names, "denoise (default: clean into corrupt) or noise"},
     {"method", 0, "M", method_names, "exact (default), attribution (one forward and one\n"
      "                         backward pass a prompt) or both (and their correlation)"},
+    {"path", 0, "S:R:I", NULL, "path patching from sender head S into receiver head R's\n"
+     "                         input I (q, k or v), e.g. 2.3:3.0:k"},
+    {"path-senders", 0, "all", sender_names, "path patching from every head before the receiver"},
+    {"receiver", 0, "R:I", NULL, "the receiver of --path-senders all, e.g. 3.0:k"},
     {"resamples", 0, "N", NULL, "bootstrap resamples for ci95 (default 1000; 0: none)"},
     {"seed", 0, "N", NULL, "the bootstrap's seed (default 24301)"},
     {"no-images", 0, NULL, NULL, "write no picture"},
@@ -78,9 +83,57 @@ static int pick(const struct patch_opt *o, const char *s)
 
 typedef struct {
     const char *model, *pairs, *out, *val[O_COUNT];
-    int quiet, no_images;
+    int quiet, no_images, is_path;
     hs_patch_opts o;
+    hs_patch_path path;
 } patch_args;
+
+/* "L.H" into *l, *h; 0 or -1. */
+static int parse_head(const char *s, size_t len, int *l, int *h)
+{
+    char buf[32];
+    long a, b;
+    const char *dot = memchr(s, '.', len);
+    if (!dot || len >= sizeof buf)
+        return -1;
+    snprintf(buf, sizeof buf, "%.*s", (int)(dot - s), s);
+    if (cli_parse_long(buf, 0, 1 << 20, &a))
+        return -1;
+    snprintf(buf, sizeof buf, "%.*s", (int)(len - (size_t)(dot - s) - 1), dot + 1);
+    if (cli_parse_long(buf, 0, 1 << 20, &b))
+        return -1;
+    *l = (int)a, *h = (int)b;
+    return 0;
+}
+
+/* --path S:R:I or --receiver R:I into a->path (the heads' range is checked by the library,
+ * once the model is known). */
+static int parse_path(patch_args *a)
+{
+    const char *s = a->val[O_PATH] ? a->val[O_PATH] : a->val[O_RECEIVER];
+    const char *opt = a->val[O_PATH] ? "--path" : "--receiver";
+    const char *c1 = strchr(s, ':'), *c2 = c1 ? strchr(c1 + 1, ':') : NULL;
+    const char *rec = s, *inp = c1 ? c1 + 1 : NULL;
+    int ok = c1 != NULL;
+    a->path.sender_layer = a->path.sender_head = -1;
+    if (a->val[O_PATH]) {
+        ok = ok && c2 && !strchr(c2 + 1, ':') &&
+             !parse_head(s, (size_t)(c1 - s), &a->path.sender_layer, &a->path.sender_head);
+        rec = c1 + 1, inp = c2 ? c2 + 1 : NULL;
+    } else {
+        ok = ok && !strchr(c1 + 1, ':');
+    }
+    ok = ok && !parse_head(rec, (size_t)(inp - 1 - rec), &a->path.receiver_layer,
+                           &a->path.receiver_head);
+    int site = ok ? hs_site_from_key(inp) : -1;
+    if (site != HS_SITE_Q && site != HS_SITE_K && site != HS_SITE_V)
+        return cli_usage_error(PATCH_CMD, "%s '%s' is not %s (heads as L.H, the input q, k "
+                               "or v)", opt, s, a->val[O_PATH] ? "SENDER:RECEIVER:INPUT, e.g. "
+                               "2.3:3.0:k" : "RECEIVER:INPUT, e.g. 3.0:k");
+    a->path.input = (hs_site)site;
+    a->is_path = 1;
+    return -1;
+}
 
 /* argv into *a; -1 to go on, else the exit status (help: 0; usage errors: 2, printed). */
 static int parse_args(int argc, char **argv, patch_args *a)
@@ -134,6 +187,7 @@ static int parse_args(int argc, char **argv, patch_args *a)
     a->o.noise = v[O_DIRECTION];
     a->o.method = (hs_patch_method)v[O_METHOD];
     long n;
+    int rc;
     if (a->val[O_RESAMPLES]) {
         if (cli_parse_long(a->val[O_RESAMPLES], 0, 100000, &n))
             return cli_usage_error(PATCH_CMD, "--resamples '%s' is not a number in [0, 100000]",
@@ -146,6 +200,17 @@ static int parse_args(int argc, char **argv, patch_args *a)
                                    a->val[O_SEED]);
         a->o.seed = (uint64_t)n;
     }
+    if (a->val[O_PATH] && (a->val[O_PATH_SENDERS] || a->val[O_RECEIVER]))
+        return cli_usage_error(PATCH_CMD, "--path and --path-senders/--receiver exclude each other");
+    if (!a->val[O_PATH_SENDERS] != !a->val[O_RECEIVER])
+        return cli_usage_error(PATCH_CMD, "--path-senders all and --receiver R:I go together");
+    if ((a->val[O_PATH_SENDERS] && pick(&opts[O_PATH_SENDERS], a->val[O_PATH_SENDERS]) < 0))
+        return EXIT_USAGE;
+    if ((a->val[O_PATH] || a->val[O_RECEIVER]) &&
+        (a->val[O_SITE] || a->val[O_POSITIONS] || a->val[O_METHOD]))
+        return cli_usage_error(PATCH_CMD, "path patching takes no --site, --positions or --method");
+    if ((a->val[O_PATH] || a->val[O_RECEIVER]) && (rc = parse_path(a)) >= 0)
+        return rc;
     a->quiet = a->val[O_QUIET] != NULL;
     a->no_images = a->val[O_NO_IMAGES] != NULL;
     return -1;
@@ -172,7 +237,8 @@ static int run(const hs_model *m, const patch_pairs *pp, patch_args *a, hs_patch
             cli_progress_start(&pr, CLI_PROGRESS_TTY);
             o.progress = progress, o.progress_user = &pr;
         }
-        hs_status st = hs_patch_run(m, pp->pairs, pp->count, &o, k ? re : r, &err);
+        hs_status st = a->is_path ? hs_patch_path_run(m, pp->pairs, pp->count, &o, &a->path, r, &err)
+                                  : hs_patch_run(m, pp->pairs, pp->count, &o, k ? re : r, &err);
         if (tty)
             cli_progress_end(&pr);
         if (st) {
@@ -211,7 +277,8 @@ int cmd_patch(int argc, char **argv)
         goto done;
     patch_request q = {a.model, a.pairs, metric_names[a.o.metric], hs_sites[a.o.site].key,
                        position_names[a.o.each_position], direction_names[a.o.noise],
-                       method_names[a.o.method], &a.o};
+                       a.is_path ? "path" : method_names[a.o.method], &a.o,
+                       a.is_path ? &a.path : NULL};
     if ((rc = patch_write(m, &q, &pp, r, re, od.stage, a.no_images, &names, &n_names)))
         goto done;
     if ((rc = cli_outdir_commit(PATCH_CMD, &od, (const char *const *)names, n_names)))
@@ -219,7 +286,8 @@ int cmd_patch(int argc, char **argv)
     cli_stdout_after_commit();
     if (!a.quiet)
         printf("patched %s of %d layers over %d pairs (%.1f forward passes a pair): see "
-               "%s/patching.json\n", hs_sites[a.o.site].key, r->n_layer, pp.count,
+               "%s/patching.json\n", a.is_path ? "paths" : hs_sites[a.o.site].key, r->n_layer,
+               pp.count,
                (r->passes + (re ? re->passes : 0)) / pp.count, cli_shown(a.out));
     rc = cli_finish_stdout_committed(PATCH_CMD, a.out, 0);
 done:

@@ -26,6 +26,7 @@ void patch_pairs_free(patch_pairs *pp);
 typedef struct patch_request {
     const char *model, *pairs_path, *metric, *site, *positions, *direction, *method;
     const hs_patch_opts *o;
+    const hs_patch_path *path; /* path patching, or NULL */
 } patch_request;
 
 /* Writes dir/patching.json from r (every position) and re (per position, or NULL), and

@@ -62,6 +62,31 @@ static cJSON *record(const hs_patch_result *r, int l, int u, int p, int headed, 
     return e;
 }
 
+/* Path patching's records: one a sender asked for, with the cell's effect, ci95 and
+ * per_pair as a head's record has them. */
+static void add_paths(cJSON *j, const patch_request *q, const hs_patch_result *r)
+{
+    const hs_patch_path *p = q->path;
+    cJSON *list = cJSON_AddArrayToObject(j, "paths");
+    char rec[32], snd[32];
+    snprintf(rec, sizeof rec, "%d.%d", p->receiver_layer, p->receiver_head);
+    for (int l = 0; l < r->n_layer; l++)
+        for (int u = 0; u < r->n_units; u++) {
+            if (p->sender_layer >= 0 && (l != p->sender_layer || u != p->sender_head))
+                continue;
+            cJSON *e = cJSON_CreateObject(), *cell = record(r, l, u, 0, 1, 0);
+            snprintf(snd, sizeof snd, "%d.%d", l, u);
+            cJSON_AddStringToObject(e, "sender", snd);
+            cJSON_AddStringToObject(e, "receiver", rec);
+            cJSON_AddStringToObject(e, "input", hs_sites[p->input].key);
+            static const char *const keys[] = {"effect", "ci95", "per_pair"};
+            for (int k = 0; k < 3; k++)
+                cJSON_AddItemToObject(e, keys[k], cJSON_DetachItemFromObject(cell, keys[k]));
+            cJSON_Delete(cell);
+            cJSON_AddItemToArray(list, e);
+        }
+}
+
 static cJSON *report(const hs_model *m, const patch_request *q, const patch_pairs *pp,
                      const hs_patch_result *r, const hs_patch_result *re,
                      char *const *pictures, int n_pictures)
@@ -115,11 +140,16 @@ static cJSON *report(const hs_model *m, const patch_request *q, const patch_pair
                                                            : cJSON_CreateNull());
         cJSON_AddItemToArray(pairs, e);
     }
-    cJSON *list = cJSON_AddArrayToObject(j, "heads");
-    for (int l = 0; l < r->n_layer; l++)
+    if (q->path) {
+        add_paths(j, q, r);
+    } else {
+        cJSON *list = cJSON_AddArrayToObject(j, "heads");
+        for (int l = 0; l < r->n_layer; l++)
         for (int u = 0; u < r->n_units; u++)
-            cJSON_AddItemToArray(list, record(r, l, u, 0, headed, 0));
+                cJSON_AddItemToArray(list, record(r, l, u, 0, headed, 0));
+    }
     if (re) {
+        cJSON *list;
         list = cJSON_AddArrayToObject(j, "positions");
         for (int l = 0; l < re->n_layer; l++)
             for (int u = 0; u < re->n_units; u++)
@@ -156,10 +186,16 @@ static int picture(const patch_request *q, const hs_patch_result *r, int each, c
     for (size_t i = 0; i < count; i++)
         v[i] = (float)r->effect[i];
     char title[160], sub[160];
-    snprintf(title, sizeof title, "%s patching of %s (%s), %s", q->method, q->site,
-             q->direction, q->metric);
+    if (q->path)
+        snprintf(title, sizeof title, "path patching into %d.%d's %s (%s), %s",
+                 q->path->receiver_layer, q->path->receiver_head, hs_sites[q->path->input].key,
+                 q->direction, q->metric);
+    else
+        snprintf(title, sizeof title, "%s patching of %s (%s), %s", q->method, q->site,
+                 q->direction, q->metric);
     snprintf(sub, sizeof sub, each ? "rows: layer.head (layer-major), columns: position"
-                                   : "rows: layer, columns: head; effect normalised, 0 white");
+             : q->path ? "rows: sender layer, columns: sender head; 0 white"
+                       : "rows: layer, columns: head; effect normalised, 0 white");
     hs_importance_opts io = {.title = title, .subtitle = sub, .cmap = HS_CMAP_DIVERGING};
     hs_error err = {{0}};
     hs_status st = hs_importance_write(path, v, rows, cols, &io, &err);
@@ -176,7 +212,7 @@ int patch_write(const hs_model *m, const patch_request *q, const patch_pairs *pp
                 int no_images, char ***names, int *n_names)
 {
     int rc = EXIT_FAIL, rows, cols;
-    int pic = !no_images && grid(r, 0, &rows, &cols);
+    int pic = !no_images && grid(r, 0, &rows, &cols) && !(q->path && q->path->sender_layer >= 0);
     int pic_pos = !no_images && re && grid(re, 1, &rows, &cols);
     char *path = NULL, *json = NULL;
     hs_error err = {{0}};

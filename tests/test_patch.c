@@ -220,6 +220,78 @@ Test(patch, cost_in_forward_passes)
     hs_model_free(m);
 }
 
+/* Path patching against the reference's: every sender into a receiver's q, k or v. */
+Test(patch, paths_match_the_float64_reference)
+{
+    const cJSON *c;
+    int ci = 0;
+    cJSON_ArrayForEach(c, cJSON_GetObjectItem(golden(), "paths"))
+    {
+        const char *model = cJSON_GetObjectItem(c, "model")->valuestring;
+        char path[64];
+        snprintf(path, sizeof path, "fixtures/%s", model);
+        hs_model *m = tu_load(path);
+        hs_patch_pair pairs[8];
+        int count = load_pairs(model, pairs);
+        hs_patch_opts o = hs_patch_opts_default();
+        for (int k = 0; k < 3; k++)
+            if (!strcmp(METRICS[k], cJSON_GetObjectItem(c, "metric")->valuestring))
+                o.metric = (hs_patch_metric)k;
+        o.noise = cJSON_IsTrue(cJSON_GetObjectItem(c, "noise"));
+        const cJSON *rec = cJSON_GetObjectItem(c, "receiver");
+        hs_patch_path pp = {(int)cJSON_GetArrayItem(rec, 0)->valuedouble,
+                            (int)cJSON_GetArrayItem(rec, 1)->valuedouble,
+                            (hs_site)hs_site_from_key(cJSON_GetObjectItem(c, "input")->valuestring),
+                            -1, -1};
+        hs_patch_result *r = NULL;
+        hs_error err = {{0}};
+        cr_assert_eq(hs_patch_path_run(m, pairs, count, &o, &pp, &r, &err), HS_OK, "path %d: %s",
+                     ci, err.msg);
+        size_t cells = (size_t)r->n_layer * r->n_units;
+        cr_assert_eq(r->n_layer, pp.receiver_layer);
+        expect_close("patched", cJSON_GetObjectItem(c, "patched"), r->patched, cells * count,
+                     1e-4, 1, ci);
+        expect_close("effect", cJSON_GetObjectItem(c, "effect"), r->effect, cells, EFFECT_TOL, 0,
+                     ci);
+        expect_close("ci_lo", cJSON_GetObjectItem(c, "ci_lo"), r->ci_lo, cells, EFFECT_TOL, 0, ci);
+        /* one sender alone: that cell as in the sweep, the others NaN */
+        hs_patch_path one = pp;
+        one.sender_layer = pp.receiver_layer - 1, one.sender_head = 1;
+        hs_patch_result *r1 = NULL;
+        o.resamples = 0;
+        cr_assert_eq(hs_patch_path_run(m, pairs, count, &o, &one, &r1, &err), HS_OK, "%s", err.msg);
+        int k1 = hs_patch_index(r1, one.sender_layer, 1, 0);
+        cr_assert_float_eq(r1->effect[k1], r->effect[k1], 1e-9);
+        cr_assert(isnan(r1->effect[0]));
+        hs_patch_result_free(r1);
+        hs_patch_result_free(r);
+        free_pairs(pairs, count);
+        hs_model_free(m);
+        ci++;
+    }
+    cr_assert_eq(ci, 3);
+}
+
+Test(patch, refuses_bad_paths)
+{
+    hs_model *m = tu_load("fixtures/tiny-gpt2");
+    int32_t a[] = {10, 11, 12}, b[] = {13, 14, 15};
+    hs_patch_pair p = {a, b, 3, 5, 6, 2};
+    hs_patch_opts o = hs_patch_opts_default();
+    hs_patch_result *r = NULL;
+    hs_error err = {{0}};
+    hs_patch_path bad[] = {{0, 0, HS_SITE_K, -1, -1}, {2, 0, HS_SITE_K, -1, -1},
+                           {1, 4, HS_SITE_Q, -1, -1}, {1, 0, HS_SITE_Z, -1, -1},
+                           {1, 0, HS_SITE_V, 1, 0}, {1, 0, HS_SITE_V, 0, 4}};
+    for (size_t k = 0; k < sizeof bad / sizeof *bad; k++) {
+        cr_assert_eq(hs_patch_path_run(m, &p, 1, &o, &bad[k], &r, &err), HS_E_ARG, "case %zu", k);
+        cr_assert_null(r);
+    }
+    cr_assert_str_eq(err.msg, "path patching: sender 0.4 is not a head of a layer before the "
+                              "receiver's (1)");
+    hs_model_free(m);
+}
+
 Test(patch, normalisation_by_hand)
 {
     cr_assert_float_eq(hs_patch_normalise(3.0, 1.0, 2.0, 0), 0.5, 1e-15);
