@@ -93,5 +93,28 @@ import json; j = json.load(open('$T/run/patching.json'))
 assert j['site'] == 'mlp_out' and j['n_heads'] == 0 and j['heads'][1]['head'] is None and len(j['heads']) == 2
 " && ok || bad "mlp_out report"
 
+# ---- path patching ------------------------------------------------------------------------
+expect 2 "patch bad --path" -- "$HS" patch "$G" --pairs "$P" -o "$T/pp" --path 0.1:1.0
+stderr_has "patch bad --path" "--path '0.1:1.0' is not SENDER:RECEIVER:INPUT, e.g. 2.3:3.0:k"
+expect 2 "patch --path with --site" -- "$HS" patch "$G" --pairs "$P" -o "$T/pp" --path 0.1:1.0:k --site q
+expect 2 "patch --receiver alone" -- "$HS" patch "$G" --pairs "$P" -o "$T/pp" --receiver 1.0:k
+stderr_has "patch --receiver alone" "--path-senders all and --receiver R:I go together"
+expect 1 "patch path out of the model" -- "$HS" patch "$G" --pairs "$P" -o "$T/pp" --path 0.1:2.0:k
+one_line_error "patch path out of the model"
+stderr_has "patch path out of the model" "path patching: receiver 2.0 (layer 1 to 1, head 0 to 3) with input q, k or v"
+expect 0 "patch all senders" -- "$HS" patch "$G" --pairs "$P" -o "$T/pp" --path-senders all --receiver 1.2:v -q
+"$PY" -c "
+import json; j = json.load(open('$T/pp/patching.json'))
+assert j['method'] == 'path' and 'heads' not in j and j['files'] == ['patching.png', 'patching.json']
+assert [p['sender'] for p in j['paths']] == ['0.0', '0.1', '0.2', '0.3'] and j['paths'][2]['receiver'] == '1.2'
+assert all(p['input'] == 'v' and len(p['per_pair']) == 2 for p in j['paths'])
+" && ok || bad "all senders' report: $(head -c 300 "$T/pp/patching.json")"
+expect 0 "patch one path" -- "$HS" patch "$G" --pairs "$P" -o "$T/pp" --path 0.1:1.2:v -q
+"$PY" -c "
+import json; j = json.load(open('$T/pp/patching.json')); a = json.load(open('$T/pp/patching.json'))
+assert len(j['paths']) == 1 and j['paths'][0]['sender'] == '0.1' and j['files'] == ['patching.json']
+" && ok || bad "one path's report"
+[ ! -e "$T/pp/patching.png" ] && ok || bad "the all-senders picture was left beside one path's report"
+
 echo "cli_patch.sh: $pass passed, $fail failed"
 [ "$fail" = 0 ]

@@ -231,3 +231,59 @@ Test(hooks, adding_per_copy_in_a_batch)
     free(plain);
     hs_model_free(m);
 }
+
+/* A parallel-residual block (tiny-pythia): resid_post = resid_pre + attn_out + mlp_out; a
+ * grouped-query, rotary one (tiny-llama): k and v per KV head, q and k as the capture keeps
+ * them (after the rotation), and the logits unchanged by reading. */
+Test(hooks, parallel_residual_and_grouped_kv_heads)
+{
+    static const int32_t ids[] = {5, 17, 3, 99, 42, 7, 8, 61};
+    const char *models[] = {"fixtures/family-models/tiny-pythia", "fixtures/family-models/tiny-llama"};
+    for (int mi = 0; mi < 2; mi++) {
+        hs_model *m = tu_load(models[mi]);
+        const hs_model_config *c = hs_model_config_of(m);
+        int n = 8, d = c->d_model, V = c->vocab_size, W = hs_qkv_width(c);
+        int A = hs_model_attn_width(c), kvA = c->n_kv_head * c->d_head;
+        float *ref = malloc((size_t)n * V * 4), *got = malloc((size_t)n * V * 4);
+        hs_error err = {{0}};
+        hs_forward_opts o = {.logits = ref};
+        cr_assert_eq(hs_forward(m, ids, NULL, n, &o, NULL, &err), HS_OK, "%s", err.msg);
+        /* every site but result (and, in a parallel block, mlp_out, whose hook makes the
+         * block add the MLP's output apart: the last bits may change) reads without a bit
+         * changed */
+        hook_state s = {0};
+        unsigned apart = mi == 0 ? HS_SITE_BIT(HS_SITE_MLP_OUT) : 0;
+        o = (hs_forward_opts){.logits = got, .hook = hook, .hook_user = &s,
+                              .hook_sites = ~0u & ~HS_SITE_BIT(HS_SITE_RESULT) & ~apart};
+        cr_assert_eq(hs_forward(m, ids, NULL, n, &o, NULL, &err), HS_OK, "%s", err.msg);
+        cr_assert_eq(memcmp(ref, got, (size_t)n * V * 4), 0, "%s", models[mi]);
+        hook_state s2 = {0}; /* every site but result */
+        o.hook_user = &s2;
+        o.hook_sites = ~0u & ~HS_SITE_BIT(HS_SITE_RESULT);
+        cr_assert_eq(hs_forward(m, ids, NULL, n, &o, NULL, &err), HS_OK, "%s", err.msg);
+        cr_assert_lt(tu_max_abs_diff(ref, got, (size_t)n * V, NULL), 1e-4);
+        hs_activations *a = NULL;
+        cr_assert_eq(hs_activations_run(m, ids, NULL, n, HS_CAPTURE_QKV, &a, &err), HS_OK);
+        for (int l = 0; l < c->n_layer && l < 8; l++) {
+            const float *cap = a->qkv + (size_t)l * n * W;
+            for (int i = 0; i < n; i++) {
+                cr_assert_eq(memcmp(s.store[HS_SITE_Q][l] + (size_t)i * A, cap + (size_t)i * W,
+                                    (size_t)A * 4), 0);
+                cr_assert_eq(memcmp(s.store[HS_SITE_K][l] + (size_t)i * kvA,
+                                    cap + (size_t)i * W + A, (size_t)kvA * 4), 0);
+            }
+            if (mi == 0)
+                for (size_t k = 0; k < (size_t)n * d; k++)
+                    cr_assert_float_eq(s2.store[HS_SITE_RESID_POST][l][k],
+                                       s2.store[HS_SITE_RESID_PRE][l][k] +
+                                           s2.store[HS_SITE_ATTN_OUT][l][k] +
+                                           s2.store[HS_SITE_MLP_OUT][l][k], 1e-4);
+        }
+        hs_activations_free(a);
+        free_state(&s);
+        free_state(&s2);
+        free(ref);
+        free(got);
+        hs_model_free(m);
+    }
+}

@@ -78,7 +78,9 @@ typedef struct hs_forward_opts {
      * there. Not with a kept layer (the backward pass's). A hook at resid_pre, q, k, v or
      * pattern makes a batched pass compute the first layer's attention copy by copy; a
      * hook at pattern runs it unfused (hs_op_attn_probs, the hook, then the contexts; an
-     * observer then sees the maps the hook left, scaled by the head mask). */
+     * observer then sees the maps the hook left, scaled by the head mask). Reading a site
+     * changes no bit of the pass, save result and, in a parallel-residual block, mlp_out
+     * (summed apart: the last bits may differ). */
     hs_hook_fn hook;
     void *hook_user;
     unsigned hook_sites;

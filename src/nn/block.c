@@ -133,6 +133,21 @@ static void mlp(const hs_model_config *c, const hs_layer *L, hs_forward_ws *ws, 
 }
 
 #define HOOKED(hk, s) ((hk) & HS_SITE_BIT(s))
+/* The sites before the contexts: hooked, a batch's copies no longer share its first layer */
+#define BEFORE_CTX                                                                             \
+    (HS_SITE_BIT(HS_SITE_RESID_PRE) | HS_SITE_BIT(HS_SITE_Q) | HS_SITE_BIT(HS_SITE_K) |        \
+     HS_SITE_BIT(HS_SITE_V) | HS_SITE_BIT(HS_SITE_PATTERN))
+
+/* A (rows, d_model) site of each copy (cn rows a copy at x), when hooked. */
+static hs_status hook_stream(const hs_model_config *c, const hs_forward_opts *o, unsigned hk,
+                             hs_site s, int l, float *x, int batch, size_t cn, int n,
+                             hs_error *err)
+{
+    if (!HOOKED(hk, s))
+        return HS_OK;
+    int d = c->d_model;
+    return hs_hook_copies(c, o, s, l, x, batch, cn * (size_t)d, (int)cn, d, d, n, err);
+}
 
 /* The q, k and v sites of copy b's rows of qkv: (n, W), after the rotary turn. */
 static hs_status hook_qkv(const hs_model_config *c, const hs_forward_opts *o, unsigned hk, int l,
@@ -240,18 +255,14 @@ static hs_status block_run(const hs_model *m, const hs_layer *L, int l, hs_forwa
     unsigned hk = o && o->hook && !keep ? o->hook_sites : 0;
     size_t cn = (size_t)n; /* a copy's rows of the stream, before the last layer trims them */
     hs_status st;
-    if (HOOKED(hk, HS_SITE_RESID_PRE) &&
-        (st = hs_hook_copies(c, o, HS_SITE_RESID_PRE, l, x, batch, nd, n, d, d, n, err)))
+    if ((st = hook_stream(c, o, hk, HS_SITE_RESID_PRE, l, x, batch, cn, n, err)))
         return st;
 
     /* attention: on the normalised stream (pre-norm) or on the stream itself; copies with
      * the same stream share one Q, K, V, one set of probabilities and one P V (copy 0's),
      * each copy's head mask then scaling its own context (xi P V, for masks of 0 and 1 the
      * same numbers as (xi P) V) */
-    unsigned before_ctx = HS_SITE_BIT(HS_SITE_RESID_PRE) | HS_SITE_BIT(HS_SITE_Q) |
-                          HS_SITE_BIT(HS_SITE_K) | HS_SITE_BIT(HS_SITE_V) |
-                          HS_SITE_BIT(HS_SITE_PATTERN);
-    int same = batch > 1 && ws->same_input && !keep && !(hk & before_ctx);
+    int same = batch > 1 && ws->same_input && !keep && !(hk & BEFORE_CTX);
     int qrows = same ? n : rows;
     if (pre)
         norm(c, x, L->ln1_w, L->ln1_b, h, KEEP(xhat1), KEEP(rstd1), qrows);
@@ -268,7 +279,7 @@ static hs_status block_run(const hs_model *m, const hs_layer *L, int l, hs_forwa
                 hs_op_rotary(qkv, n, c->n_head, dh, W, rot, inv_freq, 0, 0);
                 hs_op_rotary(qkv + A, n, c->n_kv_head, dh, W, rot, inv_freq, 0, 0);
             }
-            if ((hk & before_ctx) && (st = hook_qkv(c, o, hk, l, qkv, b, n, err)))
+            if ((hk & BEFORE_CTX) && (st = hook_qkv(c, o, hk, l, qkv, b, n, err)))
                 return st;
             if (maps && !keep) {
                 float *direct = trace_layer(o, l, c->n_head, n);
@@ -333,7 +344,6 @@ static hs_status block_run(const hs_model *m, const hs_layer *L, int l, hs_forwa
                        err)))
         return st;
     KEEP_COPY(attn_out, h);
-    size_t cd = cn * (size_t)d; /* a copy's part of the stream from here on */
     if (a->parallel_residual) { /* x + attn(norm1 x) + mlp(norm2 x); h holds attn */
         norm(c, x, L->ln2_w, L->ln2_b, ws->ctx, KEEP(xhat2), KEEP(rstd2), rows);
         if (keep && keep->mlp_out) { /* the MLP's output kept apart, then added */
@@ -341,18 +351,14 @@ static hs_status block_run(const hs_model *m, const hs_layer *L, int l, hs_forwa
             hs_op_add(h, keep->mlp_out, xd);
         } else if (HOOKED(hk, HS_SITE_MLP_OUT)) { /* apart too, for the hook */
             mlp(c, L, ws, ws->ctx, ff_pre, ws->ctx, rows, 0);
-            if ((st = hs_hook_copies(c, o, HS_SITE_MLP_OUT, l, ws->ctx, batch, cd, (int)cn, d,
-                                     d, n, err)))
+            if ((st = hook_stream(c, o, hk, HS_SITE_MLP_OUT, l, ws->ctx, batch, cn, n, err)))
                 return st;
             hs_op_add(h, ws->ctx, xd);
         } else {
             mlp(c, L, ws, ws->ctx, ff_pre, h, rows, 1);
         }
         hs_op_add(x, h, xd);
-        return HOOKED(hk, HS_SITE_RESID_POST)
-                   ? hs_hook_copies(c, o, HS_SITE_RESID_POST, l, x, batch, cd, (int)cn, d, d,
-                                    n, err)
-                   : HS_OK;
+        return hook_stream(c, o, hk, HS_SITE_RESID_POST, l, x, batch, cn, n, err);
     }
     hs_op_add(x, h, xd);
 
@@ -363,15 +369,12 @@ static hs_status block_run(const hs_model *m, const hs_layer *L, int l, hs_forwa
         norm(c, x, L->ln1_w, L->ln1_b, x, KEEP(xhat1), KEEP(rstd1), rows);
     mlp(c, L, ws, pre ? h : x, ff_pre, h, rows, 0);
     KEEP_COPY(mlp_out, h);
-    if (HOOKED(hk, HS_SITE_MLP_OUT) &&
-        (st = hs_hook_copies(c, o, HS_SITE_MLP_OUT, l, h, batch, cd, (int)cn, d, d, n, err)))
+    if ((st = hook_stream(c, o, hk, HS_SITE_MLP_OUT, l, h, batch, cn, n, err)))
         return st;
     hs_op_add(x, h, xd);
     if (!pre)
         norm(c, x, L->ln2_w, L->ln2_b, x, KEEP(xhat2), KEEP(rstd2), rows);
-    if (HOOKED(hk, HS_SITE_RESID_POST))
-        return hs_hook_copies(c, o, HS_SITE_RESID_POST, l, x, batch, cd, (int)cn, d, d, n, err);
-    return HS_OK;
+    return hook_stream(c, o, hk, HS_SITE_RESID_POST, l, x, batch, cn, n, err);
 }
 
 hs_status hs_block_forward(const hs_model *m, int l, hs_forward_ws *ws, int n, int batch,
