@@ -12,6 +12,8 @@
 #include "headscope/patch.h"
 #include "importance/importance_internal.h"
 #include "importance/patch_internal.h"
+#include "nn/block.h"
+#include "nn/ops.h"
 
 /* Rows of a batched pass (copies times tokens) at most. */
 #define PATCH_ROWS 4096
@@ -203,6 +205,7 @@ typedef struct {
     double *sum, *g; /* (cells) attribution sums, (L, H) the gradient's head-mask part */
     float *x_layers; /* (L, n, d) the target run's stream entering each layer */
     float *logits;   /* (B, V) */
+    float *hidden;   /* (3 B, d): the copies' final rows, then hs_lm_logits's scratch */
     hs_forward_ws *ws;
 } pair_bufs;
 
@@ -214,6 +217,7 @@ static void bufs_free(pair_bufs *b)
     free(b->g);
     free(b->x_layers);
     free(b->logits);
+    free(b->hidden);
     hs_forward_ws_free(b->ws);
 }
 
@@ -251,6 +255,10 @@ static hs_status patch_layers(const hs_model *m, const hs_patch_pair *p, int pi,
     int L = c->n_layer, V = c->vocab_size, n = p->n, d = c->d_model;
     int P = r->n_pos, total = r->n_units * P;
     int32_t row = p->pos;
+    /* a site the block meets before it trims the last layer to the rows wanted (resid_pre to
+     * z): the last layer then runs its output projection and MLP on the metric's row only,
+     * and the LM head is taken here on the copies' final rows */
+    int trim = hs_sites[o->site].heads != HS_HEADS_NONE || o->site == HS_SITE_RESID_PRE;
     for (int l = 0; l < L; l++)
         for (int first = 0; first < total; first += B) {
             int batch = total - first < B ? total - first : B;
@@ -260,9 +268,18 @@ static hs_status patch_layers(const hs_model *m, const hs_patch_pair *p, int pi,
                                   .x_start = b->x_layers + (size_t)l * (size_t)n * (size_t)d,
                                   .batch = batch, .hook = patch_hook, .hook_user = &ps,
                                   .hook_sites = HS_SITE_BIT(o->site)};
+            if (trim) {
+                po.logits = NULL, po.logit_rows = NULL, po.n_logit_rows = 0;
+                po.hidden = b->hidden;
+                b->ws->out_rows = &row, b->ws->n_out_rows = 1;
+            }
             hs_status st = hs_forward(m, tgt_ids, NULL, n, &po, b->ws, err);
+            b->ws->out_rows = NULL, b->ws->n_out_rows = 0;
             if (st)
                 return st;
+            if (trim)
+                hs_lm_logits(m, b->hidden, NULL, batch, b->hidden + (size_t)batch * (size_t)d,
+                             b->logits);
             for (int k = 0; k < batch; k++) {
                 int idx = first + k, u = idx / P, q = idx % P;
                 size_t at = (size_t)hs_patch_index(r, l, u, q) * (size_t)r->n_pairs + (size_t)pi;
@@ -292,7 +309,8 @@ static hs_status patch_pair(const hs_model *m, const hs_patch_pair *p, int pi,
     hs_status st = HS_OK;
     b.src = malloc((size_t)L * per_layer * sizeof *b.src);
     b.logits = malloc((size_t)B * (size_t)V * sizeof *b.logits);
-    int bad = !b.src || !b.logits;
+    b.hidden = malloc(3 * (size_t)B * (size_t)d * sizeof *b.hidden);
+    int bad = !b.src || !b.logits || !b.hidden;
     if (exact)
         bad |= !(b.x_layers = malloc((size_t)L * (size_t)n * (size_t)d * sizeof *b.x_layers));
     if (attr) {
