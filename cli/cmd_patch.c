@@ -32,13 +32,13 @@ static const struct patch_opt {
     {"output", 'o', "OUTDIR", NULL, "output folder, created if missing (required)"},
     {"metric", 0, "M", metric_names, "logit-diff (default: answer minus wrong), prob, loss"},
     {"site", 0, "S", site_names, "what is patched: z (default), q, k, v, pattern, resid_pre,\n"
-     "                         attn_out, mlp_out"},
+     "                           attn_out, mlp_out"},
     {"positions", 0, "P", position_names, "all (default) or each: also one effect a position"},
     {"direction", 0, "D", direction_names, "denoise (default: clean into corrupt) or noise"},
     {"method", 0, "M", method_names, "exact (default), attribution (one forward and one\n"
-     "                         backward pass a prompt) or both (and their correlation)"},
+     "                           backward pass a prompt) or both (and their correlation)"},
     {"path", 0, "S:R:I", NULL, "path patching from sender head S into receiver head R's\n"
-     "                         input I (q, k or v), e.g. 2.3:3.0:k"},
+     "                           input I (q, k or v), e.g. 2.3:3.0:k"},
     {"path-senders", 0, "all", sender_names, "path patching from every head before the receiver"},
     {"receiver", 0, "R:I", NULL, "the receiver of --path-senders all, e.g. 3.0:k"},
     {"resamples", 0, "N", NULL, "bootstrap resamples for ci95 (default 1000; 0: none)"},
@@ -56,14 +56,14 @@ static void usage(FILE *f)
           "and the effect on the metric, normalised on the means over the pairs, is written to\n"
           "OUTDIR/patching.json with an L x H heatmap, OUTDIR/patching.png (docs/patching.md).\n"
           "A line: {\"clean\": \"...\", \"corrupt\": \"...\", \"answer\": \" Mary\", "
-          "\"wrong\": \" John\"}\n(answer_id, wrong_id instead: token ids).\n\n", f);
+          "\"wrong\": \" John\"}\n(clean_ids, corrupt_ids, answer_id, wrong_id instead: token ids).\n\n", f);
     for (int i = 0; i < O_COUNT; i++) {
         char left[64];
         int k = snprintf(left, sizeof left, "%c%c%c --%s%s%s", opts[i].letter ? '-' : ' ',
                          opts[i].letter ? opts[i].letter : ' ', opts[i].letter ? ',' : ' ',
                          opts[i].name, opts[i].metavar ? " " : "",
                          opts[i].metavar ? opts[i].metavar : "");
-        fprintf(f, "  %s%*s %s\n", left, k < 22 ? 22 - k : 0, "", opts[i].help);
+        fprintf(f, "  %s%*s %s\n", left, k < 24 ? 24 - k : 0, "", opts[i].help);
     }
 }
 
