@@ -275,7 +275,7 @@ int cmd_patch(int argc, char **argv)
     }
     if (run(m, &pp, &a, &r, &re))
         goto done;
-    patch_request q = {a.model, a.pairs, metric_names[a.o.metric], hs_sites[a.o.site].key,
+    patch_request q = {a.model, a.pairs, metric_names[a.o.metric], hs_site_get(a.o.site)->key,
                        position_names[a.o.each_position], direction_names[a.o.noise],
                        a.is_path ? "path" : method_names[a.o.method], &a.o,
                        a.is_path ? &a.path : NULL};
@@ -286,7 +286,7 @@ int cmd_patch(int argc, char **argv)
     cli_stdout_after_commit();
     if (!a.quiet)
         printf("patched %s of %d layers over %d pairs (%.1f forward passes a pair): see "
-               "%s/patching.json\n", a.is_path ? "paths" : hs_sites[a.o.site].key, r->n_layer,
+               "%s/patching.json\n", a.is_path ? "paths" : hs_site_get(a.o.site)->key, r->n_layer,
                pp.count,
                (r->passes + (re ? re->passes : 0)) / pp.count, cli_shown(a.out));
     rc = cli_finish_stdout_committed(PATCH_CMD, a.out, 0);

@@ -78,7 +78,7 @@ static void add_paths(cJSON *j, const patch_request *q, const hs_patch_result *r
             snprintf(snd, sizeof snd, "%d.%d", l, u);
             cJSON_AddStringToObject(e, "sender", snd);
             cJSON_AddStringToObject(e, "receiver", rec);
-            cJSON_AddStringToObject(e, "input", hs_sites[p->input].key);
+            cJSON_AddStringToObject(e, "input", hs_site_get(p->input)->key);
             static const char *const keys[] = {"effect", "ci95", "per_pair"};
             for (int k = 0; k < 3; k++)
                 cJSON_AddItemToObject(e, keys[k], cJSON_DetachItemFromObject(cell, keys[k]));
@@ -92,7 +92,7 @@ static cJSON *report(const hs_model *m, const patch_request *q, const patch_pair
                      char *const *pictures, int n_pictures)
 {
     const hs_patch_opts *o = q->o;
-    int headed = hs_sites[o->site].heads != HS_HEADS_NONE;
+    int headed = hs_site_get(o->site)->heads != HS_HEADS_NONE;
     cJSON *j = cJSON_CreateObject();
     cJSON_AddStringToObject(j, "schema", "headscope.patching/1");
     cJSON_AddStringToObject(j, "model", q->model);
@@ -107,7 +107,7 @@ static cJSON *report(const hs_model *m, const patch_request *q, const patch_pair
     }
     cJSON_AddStringToObject(j, "site", q->site);
     char hook[64]; /* the pattern with L for the layer */
-    const char *pat = hs_sites[o->site].name, *at = strstr(pat, "%d");
+    const char *pat = hs_site_get(o->site)->name, *at = strstr(pat, "%d");
     snprintf(hook, sizeof hook, "%.*sL%s", (int)(at - pat), pat, at + 2);
     cJSON_AddStringToObject(j, "hook", hook);
     cJSON_AddBoolToObject(j, "per_position", re != NULL);
@@ -188,7 +188,7 @@ static int picture(const patch_request *q, const hs_patch_result *r, int each, c
     char title[160], sub[160];
     if (q->path)
         snprintf(title, sizeof title, "path patching into %d.%d's %s (%s), %s",
-                 q->path->receiver_layer, q->path->receiver_head, hs_sites[q->path->input].key,
+                 q->path->receiver_layer, q->path->receiver_head, hs_site_get(q->path->input)->key,
                  q->direction, q->metric);
     else
         snprintf(title, sizeof title, "%s patching of %s (%s), %s", q->method, q->site,

@@ -82,7 +82,8 @@ Test(hooks, names_parse_and_reject)
     cr_assert_eq(hs_site_from_key("pattern"), HS_SITE_PATTERN);
     cr_assert_eq(hs_site_from_key("nope"), -1);
     for (int i = 0; i < HS_SITE_COUNT; i++)
-        cr_assert_eq((int)hs_sites[i].site, i, "the table's row %d is out of order", i);
+        cr_assert_eq((int)hs_site_get((hs_site)i)->site, i, "the table's row %d is out of order", i);
+    cr_assert_null(hs_site_get(HS_SITE_COUNT));
 }
 
 Test(hooks, shapes_follow_the_config_with_grouped_kv_heads)

@@ -55,7 +55,7 @@ typedef enum hs_site_heads {
     HS_HEADS_KV     /* n_kv_head heads of d_head columns (grouped-query attention) */
 } hs_site_heads;
 
-/* The one table of sites (hs_sites[site]). */
+/* A row of the table of sites (hs_site_get). */
 typedef struct hs_site_info {
     hs_site site;
     const char *name;  /* printf pattern of the layer: "blocks.%d.attn.hook_q"; no %d for
@@ -66,7 +66,8 @@ typedef struct hs_site_info {
     const char *shape; /* the values' shape, TransformerLens's order: "(n, n_head, d_head)" */
 } hs_site_info;
 
-extern const hs_site_info hs_sites[HS_SITE_COUNT];
+/* Row s of the one table of sites (src/nn/hooks.c), or NULL when s is no site. */
+const hs_site_info *hs_site_get(hs_site s);
 
 /* The values at a site: rows x cols floats, row r at x + r * ld (q, k, v are columns of the
  * pass's fused [Q | K | V] rows, so ld > cols there; pattern: rows = n_head * n, cols = n).

@@ -25,6 +25,11 @@ const hs_site_info hs_sites[HS_SITE_COUNT] = {
     {HS_SITE_LOGITS, "logits", "logits", 0, HS_HEADS_NONE, "(n, vocab)"},
 };
 
+const hs_site_info *hs_site_get(hs_site s)
+{
+    return (unsigned)s < HS_SITE_COUNT ? &hs_sites[s] : NULL;
+}
+
 int hs_site_from_key(const char *key)
 {
     for (int s = 0; s < HS_SITE_COUNT; s++)
