@@ -230,9 +230,9 @@ hs_status hs_gradient_capped(const hs_model *m, const hs_loss_input *in, const f
 }
 
 hs_status hs_gradient_tapped(const hs_model *m, const hs_loss_input *in, const hs_grad_taps *taps,
-                             double *g, double *metric, hs_error *err)
+                             hs_grad_scratch *keep, double *g, double *metric, hs_error *err)
 {
-    return gradient_pass(m, in, NULL, INFINITY, g, metric, NULL, taps, err);
+    return gradient_pass(m, in, NULL, INFINITY, g, metric, keep, taps, err);
 }
 
 /* The values tapped at site s: the tap's callback with the activation and its gradient. */

@@ -86,9 +86,10 @@ typedef struct hs_grad_taps {
 
 /* One forward and one backward pass on in's ids (in's loss rows ignored; LM or MLM kind for
  * the checks), every head on: the taps' metric into *metric, g: (n_layer, n_head) its
- * gradient with respect to the head mask. */
+ * gradient with respect to the head mask. keep: buffers kept from one pass to the next
+ * (NULL: the pass's own). */
 hs_status hs_gradient_tapped(const struct hs_model *m, const struct hs_loss_input *in,
-                             const hs_grad_taps *taps, double *g, double *metric,
-                             hs_error *err);
+                             const hs_grad_taps *taps, hs_grad_scratch *keep, double *g,
+                             double *metric, hs_error *err);
 
 #endif /* HEADSCOPE_IMPORTANCE_INTERNAL_H */

@@ -203,6 +203,7 @@ typedef struct {
     float *tgt;      /* (L, per_layer) the target run's (attribution at a site the gradient
                         pass keeps no activation of), or NULL */
     double *sum, *g; /* (cells) attribution sums, (L, H) the gradient's head-mask part */
+    hs_grad_scratch *grad; /* the gradient pass's buffers, kept from pair to pair */
     float *x_layers; /* (L, n, d) the target run's stream entering each layer */
     float *logits;   /* (B, V) */
     float *hidden;   /* (3 B, d): the copies' final rows, then hs_lm_logits's scratch */
@@ -235,7 +236,7 @@ static hs_status attribute(const hs_model *m, const hs_patch_pair *p, int pi,
     hs_grad_taps taps = {p->pos, (int)o->site, metric_grad, attr_grad, &as};
     hs_loss_input in = {.ids = tgt_ids, .n = p->n,
                         .kind = c->arch->head == HS_HEAD_MLM ? HS_LOSS_MLM : HS_LOSS_LM};
-    hs_status st = hs_gradient_tapped(m, &in, &taps, b->g, m_tgt, err);
+    hs_status st = hs_gradient_tapped(m, &in, &taps, b->grad, b->g, m_tgt, err);
     if (st)
         return st;
     size_t cells = (size_t)r->n_layer * (size_t)r->n_units * (size_t)r->n_pos;
@@ -294,7 +295,8 @@ static hs_status patch_layers(const hs_model *m, const hs_patch_pair *p, int pi,
  * layer, for the exact patches; its site, for attribution where the gradient pass keeps
  * none), then the exact patches and the attribution. */
 static hs_status patch_pair(const hs_model *m, const hs_patch_pair *p, int pi,
-                            const hs_patch_opts *o, hs_patch_result *r, hs_error *err)
+                            const hs_patch_opts *o, hs_grad_scratch *grad, hs_patch_result *r,
+                            hs_error *err)
 {
     const hs_model_config *c = hs_model_config_of(m);
     int L = c->n_layer, V = c->vocab_size, n = p->n, d = c->d_model, dims[3];
@@ -305,7 +307,7 @@ static hs_status patch_pair(const hs_model *m, const hs_patch_pair *p, int pi,
     int unkept = hs_sites[o->site].heads == HS_HEADS_NONE; /* resid_pre, attn_out, mlp_out */
     int total = r->n_units * r->n_pos, B = PATCH_ROWS / n < 1 ? 1 : PATCH_ROWS / n;
     B = B > total ? total : B;
-    pair_bufs b = {0};
+    pair_bufs b = {.grad = grad};
     hs_status st = HS_OK;
     b.src = malloc((size_t)L * per_layer * sizeof *b.src);
     b.logits = malloc((size_t)B * (size_t)V * sizeof *b.logits);
@@ -501,8 +503,9 @@ hs_status hs_patch_run(const hs_model *m, const hs_patch_pair *pairs, int n_pair
                                   n_pairs, both, &r, err)))
         return st;
     size_t cells = (size_t)r->n_layer * (size_t)r->n_units * (size_t)r->n_pos;
+    hs_grad_scratch grad = {0}; /* fresh pages cost a gradient pass a third of its time */
     for (int i = 0; i < n_pairs; i++) {
-        if ((st = patch_pair(m, &pairs[i], i, o, r, err)))
+        if ((st = patch_pair(m, &pairs[i], i, o, &grad, r, err)))
             goto fail;
         if (o->progress && o->progress(o->progress_user, i + 1, n_pairs)) {
             st = hs_fail(err, HS_E_ARG, "stopped");
@@ -515,9 +518,11 @@ hs_status hs_patch_run(const hs_model *m, const hs_patch_pair *pairs, int n_pair
         goto fail;
     if (both)
         r->correlation = pearson(r->effect, r->effect_attr, cells);
+    hs_grad_scratch_free(&grad);
     *out = r;
     return HS_OK;
 fail:
+    hs_grad_scratch_free(&grad);
     hs_patch_result_free(r);
     return st;
 }
