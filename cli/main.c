@@ -15,6 +15,7 @@ static const struct {
 } commands[] = {
     {"analyze", cmd_analyze, "per-head metrics, clusters, importance and pruning: report.json"},
     {"merge", cmd_merge, "combine the shards of a corpus run (analyze --corpus --shard) into one report"},
+    {"patch", cmd_patch, "activation patching over pairs of clean and corrupt prompts: patching.json"},
     {"attn", cmd_attn, "record every head's attention map to a .npy file"},
     {"dump", cmd_dump, "write every activation (q, k, v, z, pattern, ...) as TransformerLens-named .npy files"},
     {"tokenize", cmd_tokenize, "show the token ids and strings of a text"},
