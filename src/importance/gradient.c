@@ -435,11 +435,11 @@ hs_status hs_gradient_capped(const hs_model *m, const hs_loss_input *in, const f
                 }
         attention_back(c, hs_model_layer_visibility(c, l), gl->qkv, gl->probs, dh, dqkv, dp, n);
         hs_rope rope = hs_model_layer_rope(c, l);
-        if (rope.dims) { /* back through the turn of Q and K: its transpose */
+        if (rope.dims) { /* back through the turn of Q and K (and its scale): its transpose */
             int rot = rope.dims;
-            hs_op_rope_freqs_of(&rope, inv_freq);
-            hs_op_rotary(dqkv, n, H, c->d_head, Wq, rot, inv_freq, 0, 1);
-            hs_op_rotary(dqkv + A, n, c->n_kv_head, c->d_head, Wq, rot, inv_freq, 0, 1);
+            double rsc = hs_op_rope_freqs_at(&rope, n, inv_freq);
+            hs_op_rotary_scaled(dqkv, n, H, c->d_head, Wq, rot, inv_freq, rsc, 0, 1);
+            hs_op_rotary_scaled(dqkv + A, n, c->n_kv_head, c->d_head, Wq, rot, inv_freq, rsc, 0, 1);
         }
         if (pre) {
             linear_back(dqkv, W->w_qkv, dh, n, d, Wq, 0);
