@@ -278,11 +278,25 @@ expect 0 "mistral gguf attn" -- "$HS" attn "$T/win.gguf" --text "$WIN_TEXT" --nl
 "$HS" attn "$T/win-mistral" --text "$WIN_TEXT" --nll "$T/win_nll.npy" -o "$T/win_attn.npy" -q &&
     cmp -s "$T/win_attn.npy" "$T/win_attn_g.npy" && cmp -s "$T/win_nll.npy" "$T/win_nll_g.npy" && ok ||
     bad "mistral: the GGUF file's maps or NLL differ from the folder's"
-expect 1 "phi3 longrope convert" -- "$HS" convert "$T/win-phi3" -o "$T/phi.gguf"
-one_line_error "phi3 longrope convert"
-stderr_has "phi3 longrope convert" "longrope scaling cannot be written to GGUF"
-no_file "phi3 longrope convert" "$T/phi.gguf"
-rm -rf "$T/win-mistral" "$T/win-phi3" "$T/win.gguf" "$T"/win_*.npy
+# Phi-3's window and longrope as llama.cpp's converter writes them (phi3.attention.sliding_window,
+# rope_factors_long/short.weight, rope.scaling.attn_factor and original_context_length): F32
+# gives the folder's maps and NLL bit for bit; longrope in a llama file is refused
+expect 0 "phi3 convert" -- "$HS" convert "$T/win-phi3" -o "$T/phi.gguf"
+expect 0 "phi3 gguf info" -- "$HS" info "$T/phi.gguf"
+grep -q "phi3.attention.sliding_window = 200" "$T/out" && grep -q "phi3.rope.scaling.original_context_length = 128" "$T/out" &&
+    grep -q "rope_factors_long.weight" "$T/out" && grep -q "^family: *phi3 " "$T/out" && ok ||
+    bad "phi3 gguf info: $(head -c 900 "$T/out")"
+expect 0 "phi3 gguf attn" -- "$HS" attn "$T/phi.gguf" --text "$WIN_TEXT" --nll "$T/win_nll_g.npy" -o "$T/win_attn_g.npy" -q
+"$HS" attn "$T/win-phi3" --text "$WIN_TEXT" --nll "$T/win_nll.npy" -o "$T/win_attn.npy" -q &&
+    cmp -s "$T/win_attn.npy" "$T/win_attn_g.npy" && cmp -s "$T/win_nll.npy" "$T/win_nll_g.npy" && ok ||
+    bad "phi3: the GGUF file's maps or NLL differ from the folder's"
+"$PY" -c "import json, sys; p = sys.argv[1] + '/config.json'; c = json.load(open(p)); c['model_type'] = 'llama'; c['original_max_position_embeddings'] = 128; json.dump(c, open(p, 'w'))" "$T/win-mistral"
+"$PY" -c "import json, sys; p = sys.argv[1] + '/config.json'; c = json.load(open(p)); c['rope_scaling'] = json.load(open(sys.argv[2]))['rope_scaling']; c['sliding_window'] = None; json.dump(c, open(p, 'w'))" "$T/win-mistral" "$T/win-phi3/config.json"
+expect 1 "llama longrope convert" -- "$HS" convert "$T/win-mistral" -o "$T/lr.gguf"
+one_line_error "llama longrope convert"
+stderr_has "llama longrope convert" "longrope scaling in a llama model cannot be written to GGUF"
+no_file "llama longrope convert" "$T/lr.gguf"
+rm -rf "$T/win-mistral" "$T/win-phi3" "$T/win.gguf" "$T/phi.gguf" "$T"/win_*.npy
 
 # ---- encoder families: RoBERTa and DistilBERT ------------------------------------------------
 # The tiny models of fixtures/family-models with the tokenizer files of

@@ -176,8 +176,8 @@ static hs_status rope_freqs_llama3(const hs_gguf_tensor *t, hs_arch *a, hs_error
  * it checks), and what the tensors say: rope_freqs.weight, Llama's optional biases, a tied
  * output; attention.sliding_window, a window on every layer (llama.cpp's phi3 reads it, its
  * llama does not: headscope's writer puts it in a llama file for a Mistral). Refuses what the
- * block does not run: experts, rope scaling other than linear and Llama 3's (longrope's
- * rope_factors_* tensors), keys and values of different widths. */
+ * block does not run: experts, rope scaling other than linear, Llama 3's and Phi-3's
+ * longrope (rope_factors_*.weight, gguf_longrope.c), keys and values of different widths. */
 static hs_status load_rotary(const hs_gguf *g, const char *a, hs_model_config *cfg, hs_arch *own,
                              hs_error *err)
 {
@@ -217,9 +217,6 @@ static hs_status load_rotary(const hs_gguf *g, const char *a, hs_model_config *c
                        "supported", a, experts);
     if (hs_gguf_find_kv(g, KEY("rope.dimension_sections")) >= 0)
         return hs_fail(err, HS_E_UNSUPPORTED, "%s: multimodal rope sections are not supported", key);
-    if (attn_factor != 1.0f)
-        return hs_fail(err, HS_E_UNSUPPORTED, "%s.rope.scaling.attn_factor = %g: not supported", a,
-                       (double)attn_factor);
     if (own->family == HS_FAMILY_LLAMA && dims != dh) /* llama.cpp: "invalid n_rot" */
         return hs_fail(err, HS_E_UNSUPPORTED, "%s.rope.dimension_count = %d differs from the head "
                        "size %d", a, dims, dh);
@@ -256,9 +253,13 @@ static hs_status load_rotary(const hs_gguf *g, const char *a, hs_model_config *c
     if (rf && (st = rope_freqs_llama3(rf, own, err)))
         return st;
     if (hs_gguf_find_tensor(g, "rope_factors_long.weight") ||
-        hs_gguf_find_tensor(g, "rope_factors_short.weight"))
-        return hs_fail(err, HS_E_UNSUPPORTED, "rope_factors_long.weight / rope_factors_short.weight "
-                       "(longrope scaling) in a GGUF file are not supported");
+        hs_gguf_find_tensor(g, "rope_factors_short.weight")) { /* Phi-3's longrope */
+        if ((st = hs_gguf_longrope(g, a, attn_factor, cfg->n_ctx, own, err)))
+            return st;
+    } else if (attn_factor != 1.0f) {
+        return hs_fail(err, HS_E_UNSUPPORTED, "%s.rope.scaling.attn_factor = %g: not supported", a,
+                       (double)attn_factor);
+    }
     if (own->norm_kind == HS_NORM_RMS) {
         if ((st = hs_gguf_get_f32(g, KEY("attention.layer_norm_rms_epsilon"), 1, &cfg->ln_eps, err)))
             return st;
