@@ -105,7 +105,10 @@ static void check_forward(const char *name, dec_case *k)
     hs_npy attn = tu_npy(path);
     cr_assert_eq(attn.count, (size_t)c->n_layer * c->n_head * n * n);
     double d = tu_max_abs_diff(trace->attn, attn.data, attn.count, &w);
-    cr_expect_leq(d, ATTN_TOL, "%s: attention max|d| = %g at flat index %zu", name, d, w);
+    /* a long case's bar: 1e-5, or twice what a float32 reference misses by (its attn_tol) */
+    const cJSON *at = cJSON_GetObjectItem(j, "attn_tol");
+    double tol = cJSON_IsNumber(at) ? at->valuedouble : ATTN_TOL;
+    cr_expect_leq(d, tol, "%s: attention max|d| = %g at flat index %zu", name, d, w);
     snprintf(path, sizeof path, GOLD "%s.hidden.npy", name);
     hs_npy hid = tu_npy(path);
     cr_assert_eq(hid.count, (size_t)n * c->d_model);
