@@ -363,6 +363,18 @@ Test(families_dec_config, reads_rope_parameters_and_refuses_what_the_block_lacks
         {"{\"model_type\": \"llama\", " DIMS ", \"rope_scaling\": {\"rope_type\": \"llama3\", "
          "\"factor\": 8}}", "config.json: llama3 rope scaling needs low_freq_factor < "
          "high_freq_factor and original_max_position_embeddings"},
+        /* windows and longrope (reads_windows_and_longrope has what opens) */
+        {"{\"model_type\": \"mistral\", " DIMS ", \"num_key_value_heads\": 2, \"sliding_window\": "
+         "0}", "config.json: field 'sliding_window' must be at least 1 (or null: no window)"},
+        {"{\"model_type\": \"phi3\", " DIMS ", \"rope_scaling\": {\"type\": \"longrope\", "
+         "\"short_factor\": [1, 2], \"long_factor\": [1, 2]}}", "config.json: rope_scaling."
+         "'short_factor' must be a list of 8 numbers (one per rotary frequency)"},
+        {"{\"model_type\": \"phi3\", " DIMS ", \"rope_scaling\": {\"type\": \"longrope\", "
+         "\"short_factor\": [1, 1, 1, 1, 1, 1, 1, 1], \"long_factor\": [1, 1, 1, 0, 1, 1, 1, 1]}}",
+         "config.json: rope_scaling.'long_factor'[3] must be a number in (0, 1e6]"},
+        {"{\"model_type\": \"phi3\", " DIMS ", \"rope_scaling\": {\"type\": \"yarn\", "
+         "\"factor\": 4}}", "config.json: rope scaling type 'yarn' is not supported (expected "
+         "default, linear, llama3 or longrope)"},
     };
     for (size_t k = 0; k < sizeof cases / sizeof cases[0]; k++) {
         hs_error err = {{0}};
@@ -412,7 +424,8 @@ Test(families_dec_config, rope_parameters_set_the_rotary_values)
 
 /* Mistral's sliding_window (absent: transformers' 4096; null: none) on every layer, read as a
  * llama; Phi-3's longrope ("su"): its factors, the attention factor by hand, the frequencies
- * of a text within and past original_max_position_embeddings; what is refused, by name. */
+ * of a text within and past original_max_position_embeddings (what is refused: the table of
+ * reads_rope_parameters_and_refuses_what_the_block_lacks). */
 Test(families_dec_config, reads_windows_and_longrope)
 {
     char dir[64];
@@ -461,26 +474,6 @@ Test(families_dec_config, reads_windows_and_longrope)
     for (int k = 0; k < 8; k++)
         cr_expect(fabs(inv[k] - pow(10000.0, -k / 8.0) / 4) < 1e-12, "long %d", k);
     hs_model_free(m);
-    struct {
-        const char *json, *msg;
-    } bad[] = {
-        {"{\"model_type\": \"mistral\", " DIMS ", \"num_key_value_heads\": 2, \"sliding_window\": "
-         "0}", "config.json: field 'sliding_window' must be at least 1 (or null: no window)"},
-        {"{\"model_type\": \"phi3\", " DIMS ", \"rope_scaling\": {\"type\": \"longrope\", "
-         "\"short_factor\": [1, 2], \"long_factor\": [1, 2]}}", "config.json: rope_scaling."
-         "'short_factor' must be a list of 8 numbers (one per rotary frequency)"},
-        {"{\"model_type\": \"phi3\", " DIMS ", \"rope_scaling\": {\"type\": \"longrope\", "
-         "\"short_factor\": [1, 1, 1, 1, 1, 1, 1, 1], \"long_factor\": [1, 1, 1, 0, 1, 1, 1, 1]}}",
-         "config.json: rope_scaling.'long_factor'[3] must be a number in (0, 1e6]"},
-        {"{\"model_type\": \"phi3\", " DIMS ", \"rope_scaling\": {\"type\": \"yarn\", "
-         "\"factor\": 4}}", "config.json: rope scaling type 'yarn' is not supported (expected "
-         "default, linear, llama3 or longrope)"},
-    };
-    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
-        hs_error e2 = {{0}};
-        cr_expect_neq(open_config(dir, bad[k].json, &e2), HS_OK, "case %zu opened", k);
-        cr_expect_str_eq(e2.msg, bad[k].msg, "case %zu", k);
-    }
     tu_rm_rf(dir);
 }
 
