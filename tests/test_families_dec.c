@@ -314,6 +314,9 @@ Test(families_dec_gradient, matches_finite_difference_pythia) { finite_differenc
 Test(families_dec_gradient, matches_finite_difference_neox_seq) { finite_difference("tiny_neox_seq_rand"); }
 Test(families_dec_gradient, matches_finite_difference_llama) { finite_difference("tiny_llama_rand"); }
 Test(families_dec_gradient, matches_finite_difference_qwen2) { finite_difference("tiny_qwen2_rand"); }
+/* windows shorter than the text, and Phi-3's long factors with the attention factor */
+Test(families_dec_gradient, matches_finite_difference_mistral_window) { finite_difference("tiny_mistral_long"); }
+Test(families_dec_gradient, matches_finite_difference_phi3_longrope) { finite_difference("tiny_phi3_long"); }
 
 /* ---- configs and folders that are refused, each with its one-line reason ---------------- */
 
