@@ -307,7 +307,7 @@ BENCH_BERT = $(BUILD)/bench/bert-base
 BENCH_ARGS ?=
 # one model of each other family at a published shape (tokenizers from fixtures/tokenizer/)
 BENCH_FAMILIES = $(BUILD)/bench/roberta-base $(BUILD)/bench/distilbert-base \
-	$(BUILD)/bench/pythia-160m $(BUILD)/bench/tinyllama-1.1b
+	$(BUILD)/bench/pythia-160m $(BUILD)/bench/tinyllama-1.1b $(BUILD)/bench/mistral-7b-2l
 bench: all $(BUILD)/hs-bench $(BENCH_MODEL)/config.json $(BENCH_BERT)/config.json \
 		$(addsuffix /config.json,$(BENCH_FAMILIES))
 	$(BUILD)/hs-bench $(BENCH_MODEL) $(BENCH_BERT) --family $(BENCH_FAMILIES) --headscope $(BIN) \
@@ -325,6 +325,11 @@ $(BUILD)/bench/pythia-160m/config.json:
 # BF16, as TinyLlama is published (2.2 GB on disk, 4.4 GB as F32 in memory)
 $(BUILD)/bench/tinyllama-1.1b/config.json:
 	/usr/bin/python3 fixtures/ref/make_checkpoint.py --arch tinyllama-1.1b --dtype bf16 --out $(@D) \
+		--tokenizer fixtures/tokenizer/families/llama2.tokenizer.json
+
+# Mistral-7B-v0.1's shape with 2 of its 32 layers (BF16; its window of 4096 is past n = 512)
+$(BUILD)/bench/mistral-7b-2l/config.json:
+	/usr/bin/python3 fixtures/ref/make_checkpoint.py --arch mistral-7b-2l --dtype bf16 --out $(@D) \
 		--tokenizer fixtures/tokenizer/families/llama2.tokenizer.json
 
 $(BENCH_MODEL)/config.json:
