@@ -26,8 +26,9 @@ static const struct {
 static void usage(FILE *f)
 {
     fprintf(f, "usage: headscope COMMAND [OPTIONS] MODEL ...\n\n"
-               "Opens GPT-2, BERT, RoBERTa, DistilBERT, GPT-NeoX/Pythia, Llama and Qwen2 models\n"
-               "(Hugging Face folder or GGUF file) and shows what each attention head does.\n\n"
+               "Opens GPT-2, BERT, RoBERTa, DistilBERT, GPT-NeoX/Pythia, Llama, Mistral, Qwen2 and\n"
+               "Phi-3 models (Hugging Face folder or GGUF file) and shows what each attention head\n"
+               "does.\n\n"
                "commands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);

@@ -494,11 +494,11 @@ static hs_status gradient_pass(const hs_model *m, const hs_loss_input *in, const
                 taps->site == HS_SITE_Q ? A : c->n_kv_head * c->d_head, Wq);
         }
         hs_rope rope = hs_model_layer_rope(c, l);
-        if (rope.dims) { /* back through the turn of Q and K: its transpose */
+        if (rope.dims) { /* back through the turn of Q and K (and its scale): its transpose */
             int rot = rope.dims;
-            hs_op_rope_freqs_of(&rope, inv_freq);
-            hs_op_rotary(dqkv, n, H, c->d_head, Wq, rot, inv_freq, 0, 1);
-            hs_op_rotary(dqkv + A, n, c->n_kv_head, c->d_head, Wq, rot, inv_freq, 0, 1);
+            double rsc = hs_op_rope_freqs_at(&rope, n, inv_freq);
+            hs_op_rotary_scaled(dqkv, n, H, c->d_head, Wq, rot, inv_freq, rsc, 0, 1);
+            hs_op_rotary_scaled(dqkv + A, n, c->n_kv_head, c->d_head, Wq, rot, inv_freq, rsc, 0, 1);
         }
         if (pre) {
             linear_back(dqkv, W->w_qkv, dh, n, d, Wq, 0);

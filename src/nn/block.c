@@ -249,8 +249,7 @@ static hs_status block_run(const hs_model *m, const hs_layer *L, int l, hs_forwa
     hs_rope rope = hs_model_layer_rope(c, l); /* this layer's rotary frequencies */
     hs_visibility vis = hs_model_layer_visibility(c, l); /* and the keys its queries see */
     int rot = rope.dims;
-    if (rot)
-        hs_op_rope_freqs_of(&rope, inv_freq);
+    double rot_scale = rot ? hs_op_rope_freqs_at(&rope, n, inv_freq) : 1.0; /* by the length */
     /* the hook sites asked for (none in a kept layer) */
     unsigned hk = o && o->hook && !keep ? o->hook_sites : 0;
     size_t cn = (size_t)n; /* a copy's rows of the stream, before the last layer trims them */
@@ -276,8 +275,8 @@ static hs_status block_run(const hs_model *m, const hs_layer *L, int l, hs_forwa
         const float *hm_b = hm ? hm + (size_t)b * hm_stride : NULL;
         if (!same || b == 0) {
             if (rot) { /* queries and keys turned by position (each copy from position 0) */
-                hs_op_rotary(qkv, n, c->n_head, dh, W, rot, inv_freq, 0, 0);
-                hs_op_rotary(qkv + A, n, c->n_kv_head, dh, W, rot, inv_freq, 0, 0);
+                hs_op_rotary_scaled(qkv, n, c->n_head, dh, W, rot, inv_freq, rot_scale, 0, 0);
+                hs_op_rotary_scaled(qkv + A, n, c->n_kv_head, dh, W, rot, inv_freq, rot_scale, 0, 0);
             }
             if ((hk & BEFORE_CTX) && (st = hook_qkv(c, o, hk, l, qkv, b, n, err)))
                 return st;
