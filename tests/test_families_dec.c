@@ -546,6 +546,9 @@ Test(families_dec_config, falcon_and_bigcode_layouts)
         cr_expect_str_eq(n2, cases[k].norm2, "case %zu", k);
         hs_model_free(m);
     }
+    tu_rm_rf(dir);
+}
+
 /* Mistral's sliding_window (absent: transformers' 4096; null: none) on every layer, read as a
  * llama; Phi-3's longrope ("su"): its factors, the attention factor by hand, the frequencies
  * of a text within and past original_max_position_embeddings (what is refused: the table of

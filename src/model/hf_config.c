@@ -579,7 +579,7 @@ hs_status hs_cfg_act(const char *name, hs_activation *act, hs_error *err)
 }
 
 hs_status hs_cfg_rope(const cJSON *root, hs_arch *a, int d_head, const char *theta_key,
-                      const char *frac_key, hs_error *err)
+                      const char *frac_key, int max_pos, hs_error *err)
 {
-    return parse_rope(root, a, d_head, theta_key, frac_key, err);
+    return parse_rope(root, a, d_head, theta_key, frac_key, max_pos, err);
 }
