@@ -190,7 +190,7 @@ unit: $(TEST_BIN) $(TEST_V3_BIN)
 # chosen moments) alone. A background job of sh starts with SIGINT and SIGQUIT ignored, and a
 # signal ignored at start stays ignored in headscope (as under nohup): env gives the scripts
 # the default actions back, as a foreground run has them.
-CLI_SCRIPTS = cli cli_faults cli_t5
+CLI_SCRIPTS = cli cli_faults cli_patch cli_t5
 cli-test: $(BIN)
 	@pids=; for s in $(CLI_SCRIPTS); do \
 	    ( t0=$$(date +%s%N); HEADSCOPE=$(BIN) env --default-signal=INT,QUIT bash tests/$$s.sh \
@@ -324,7 +324,8 @@ BENCH_ARGS ?=
 # one model of each other family at a published shape (tokenizers from fixtures/tokenizer/)
 BENCH_FAMILIES = $(BUILD)/bench/roberta-base $(BUILD)/bench/distilbert-base \
 	$(BUILD)/bench/pythia-160m $(BUILD)/bench/tinyllama-1.1b \
-	$(BUILD)/bench/falcon7b-2L $(BUILD)/bench/starcoder-1b
+	$(BUILD)/bench/falcon7b-2L $(BUILD)/bench/starcoder-1b \
+	$(BUILD)/bench/mistral-7b-2l
 bench: all $(BUILD)/hs-bench $(BENCH_MODEL)/config.json $(BENCH_BERT)/config.json \
 		$(addsuffix /config.json,$(BENCH_FAMILIES))
 	$(BUILD)/hs-bench $(BENCH_MODEL) $(BENCH_BERT) --family $(BENCH_FAMILIES) --headscope $(BIN) \
@@ -351,6 +352,10 @@ $(BUILD)/bench/falcon7b-2L/config.json:
 $(BUILD)/bench/starcoder-1b/config.json:
 	/usr/bin/python3 fixtures/ref/families_mqa.py --arch starcoderbase-1b --dtype bf16 --out $(@D) \
 		--tokenizer fixtures/tokenizer/families/starcoder.tokenizer.json
+# Mistral-7B-v0.1's shape with 2 of its 32 layers (BF16; its window of 4096 is past n = 512)
+$(BUILD)/bench/mistral-7b-2l/config.json:
+	/usr/bin/python3 fixtures/ref/make_checkpoint.py --arch mistral-7b-2l --dtype bf16 --out $(@D) \
+		--tokenizer fixtures/tokenizer/families/llama2.tokenizer.json
 
 $(BENCH_MODEL)/config.json:
 	/usr/bin/python3 fixtures/ref/make_checkpoint.py --arch gpt2-small --out $(BENCH_MODEL) --tokenizer fixtures/tiny-gpt2

@@ -420,6 +420,8 @@ int main(int argc, char **argv)
     }
     if (!quick && !fwd_only)
         bench_analyze_rows(first, fwd128);
+    if (!quick && !fwd_only)
+        bench_patch_rows(first);
     if (headscope && !quick && !fwd_only)
         bench_memory_rows(headscope, paths[0], first);
     if (headscope && !fwd_only && hs_model_config_of(first)->causal)

@@ -4,7 +4,7 @@
     torch_forward.py MODEL_DIR [--sizes 128,512,1024] [--threads 1,2] [--reps 5]
 
 Reads MODEL_DIR/config.json and MODEL_DIR/model.safetensors or its shards (a GPT-2, BERT,
-RoBERTa, DistilBERT, GPT-NeoX, Llama, Qwen2, Falcon-7B-shaped or GPT-BigCode checkpoint as
+RoBERTa, DistilBERT, GPT-NeoX, Llama, Qwen2, Mistral (texts within its window), Falcon-7B-shaped or GPT-BigCode checkpoint as
 fixtures/ref/make_checkpoint.py or families_mqa.py writes them), runs a forward pass that keeps every layer's
 attention probabilities (L tensors of (H, n, n), returned), no LM/MLM head, under
 torch.no_grad(), and prints one line per size and thread count:
@@ -205,6 +205,8 @@ def llama_forward(w, cfg, ids):
     dh = cfg.get("head_dim") or d // H
     if cfg.get("rope_scaling"):
         raise SystemExit("torch_forward.py: rope_scaling is not benchmarked")
+    if cfg.get("sliding_window") and len(ids) > cfg["sliding_window"]:
+        raise SystemExit("torch_forward.py: a text longer than the sliding window is not benchmarked")
     rms = (lambda t, s: t * torch.rsqrt(t.pow(2).mean(-1, keepdim=True) + eps) * w[s + ".weight"])
     lin = (lambda t, s: F.linear(t, w[s + ".weight"], w.get(s + ".bias")))
     x = w["embed_tokens.weight"][ids]
@@ -276,6 +278,8 @@ FAMILIES = {
     "qwen2": (llama_forward, "model.", "num_hidden_layers", "max_position_embeddings"),
     "falcon": (falcon_forward, "transformer.", "num_hidden_layers", "max_position_embeddings"),
     "gpt_bigcode": (bigcode_forward, "transformer.", "n_layer", "n_positions"),
+    # Mistral: Llama's block; its sliding window (4096) is longer than the sizes benchmarked
+    "mistral": (llama_forward, "model.", "num_hidden_layers", "max_position_embeddings"),
 }
 
 

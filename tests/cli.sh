@@ -317,6 +317,64 @@ else
     bad "multi-query reports vs families_mqa.py: $(cat "$T/cmp")"
 fi
 for a in $MQ; do rm -rf "$T/$a" "$T/mq-$a"; done
+# Sliding windows and longrope: tiny-mistral (window 64, BF16 here; F32 in the goldens) and
+# tiny-phi3 (window 200, longrope past 128 tokens; F32 here, BF16 in the goldens) with Llama
+# 2's tokenizer.json, generated now, on a text of ~260 tokens, longer than both windows and
+# Phi-3's original context: maps and NLL against families.py, `analyze` end to end with its
+# loss and gradient importance (check_family_report.py) and the metrics of the visible keys
+# with model.layers (check_window_report.py); the window through GGUF, longrope refused there.
+WIN_TEXT="$(printf 'The story %d goes on and on, here and there. ' $(seq 1 18))"
+for w in mistral:bf16:llama phi3:f32:phi3; do
+    a=${w%%:*} dt=${w#*:} dt=${dt%%:*} fam=${w##*:}
+    "$PY" fixtures/ref/make_family_checkpoint.py --arch "tiny-$a" --out "$T/win-$a" --dtype "$dt" --seed 7 \
+        --tokenizer fixtures/tokenizer/families/llama2.tokenizer.json >/dev/null || bad "tiny-$a checkpoint"
+    expect 0 "$a tokenize" -- "$HS" tokenize "$T/win-$a" --text "$WIN_TEXT" --json
+    "$PY" -c "import json, sys, numpy as np; np.save(sys.argv[2], np.array(json.load(open(sys.argv[1]))['ids'], np.int32))" \
+        "$T/out" "$T/win_ids.npy" || bad "$a ids"
+    expect 0 "$a attn" -- "$HS" attn "$T/win-$a" --text "$WIN_TEXT" --nll "$T/win_nll.npy" -o "$T/win_attn.npy" -q
+    "$PY" fixtures/ref/compare_family.py "$T/win-$a" "$T/win_ids.npy" "$T/win_attn.npy" --nll "$T/win_nll.npy" \
+        >"$T/cmp" 2>&1 && ok || bad "$a maps vs families.py: $(cat "$T/cmp")"
+    echo "tiny-$a: $(tr "\n" ";" <"$T/cmp")"
+    expect 0 "$a info" -- "$HS" info "$T/win-$a"
+    grep -q "^family: *$fam " "$T/out" && grep -q "^attention: *a sliding window of" "$T/out" && ok ||
+        bad "$a info: $(head -c 400 "$T/out")"
+    expect 0 "$a analyze" -- "$HS" analyze "$T/win-$a" --text "$WIN_TEXT" -o "$T/win_out" -q --no-pruning
+    "$PY" fixtures/ref/check_family_report.py "$T/win_out/report.json" "$T/win-$a" >"$T/cmp" 2>&1 &&
+        "$PY" fixtures/ref/check_window_report.py "$T/win_out/report.json" "$T/win-$a" >>"$T/cmp" 2>&1 &&
+        ok || bad "$a report vs families.py: $(cat "$T/cmp")"
+    echo "tiny-$a report: $(tr "\n" ";" <"$T/cmp")"
+    [ -s "$T/win_out/index.html" ] && [ -s "$T/win_out/gallery.png" ] && ok || bad "$a analyze outputs"
+    rm -rf "$T/win_out"
+done
+# Mistral's window in a llama GGUF file (llama.attention.sliding_window, which llama.cpp's
+# llama does not read): BF16 stored as BF16 gives the folder's maps bit for bit
+expect 0 "mistral convert" -- "$HS" convert "$T/win-mistral" -o "$T/win.gguf" --type bf16
+expect 0 "mistral gguf info" -- "$HS" info "$T/win.gguf"
+grep -q "llama.attention.sliding_window = 64" "$T/out" && grep -q "^attention: *a sliding window of 64" "$T/out" &&
+    ok || bad "mistral gguf info: $(head -c 600 "$T/out")"
+expect 0 "mistral gguf attn" -- "$HS" attn "$T/win.gguf" --text "$WIN_TEXT" --nll "$T/win_nll_g.npy" -o "$T/win_attn_g.npy" -q
+"$HS" attn "$T/win-mistral" --text "$WIN_TEXT" --nll "$T/win_nll.npy" -o "$T/win_attn.npy" -q &&
+    cmp -s "$T/win_attn.npy" "$T/win_attn_g.npy" && cmp -s "$T/win_nll.npy" "$T/win_nll_g.npy" && ok ||
+    bad "mistral: the GGUF file's maps or NLL differ from the folder's"
+# Phi-3's window and longrope as llama.cpp's converter writes them (phi3.attention.sliding_window,
+# rope_factors_long/short.weight, rope.scaling.attn_factor and original_context_length): F32
+# gives the folder's maps and NLL bit for bit; longrope in a llama file is refused
+expect 0 "phi3 convert" -- "$HS" convert "$T/win-phi3" -o "$T/phi.gguf"
+expect 0 "phi3 gguf info" -- "$HS" info "$T/phi.gguf"
+grep -q "phi3.attention.sliding_window = 200" "$T/out" && grep -q "phi3.rope.scaling.original_context_length = 128" "$T/out" &&
+    grep -q "rope_factors_long.weight" "$T/out" && grep -q "^family: *phi3 " "$T/out" && ok ||
+    bad "phi3 gguf info: $(head -c 900 "$T/out")"
+expect 0 "phi3 gguf attn" -- "$HS" attn "$T/phi.gguf" --text "$WIN_TEXT" --nll "$T/win_nll_g.npy" -o "$T/win_attn_g.npy" -q
+"$HS" attn "$T/win-phi3" --text "$WIN_TEXT" --nll "$T/win_nll.npy" -o "$T/win_attn.npy" -q &&
+    cmp -s "$T/win_attn.npy" "$T/win_attn_g.npy" && cmp -s "$T/win_nll.npy" "$T/win_nll_g.npy" && ok ||
+    bad "phi3: the GGUF file's maps or NLL differ from the folder's"
+"$PY" -c "import json, sys; p = sys.argv[1] + '/config.json'; c = json.load(open(p)); c['model_type'] = 'llama'; c['original_max_position_embeddings'] = 128; json.dump(c, open(p, 'w'))" "$T/win-mistral"
+"$PY" -c "import json, sys; p = sys.argv[1] + '/config.json'; c = json.load(open(p)); c['rope_scaling'] = json.load(open(sys.argv[2]))['rope_scaling']; c['sliding_window'] = None; json.dump(c, open(p, 'w'))" "$T/win-mistral" "$T/win-phi3/config.json"
+expect 1 "llama longrope convert" -- "$HS" convert "$T/win-mistral" -o "$T/lr.gguf"
+one_line_error "llama longrope convert"
+stderr_has "llama longrope convert" "longrope scaling in a llama model cannot be written to GGUF"
+no_file "llama longrope convert" "$T/lr.gguf"
+rm -rf "$T/win-mistral" "$T/win-phi3" "$T/win.gguf" "$T/phi.gguf" "$T"/win_*.npy
 
 # ---- encoder families: RoBERTa and DistilBERT ------------------------------------------------
 # The tiny models of fixtures/family-models with the tokenizer files of

@@ -495,11 +495,23 @@ static void refuse_with_kv(const char *file, const char *key, uint32_t type, con
     free(buf);
 }
 
-Test(gguf_family, refuses_sliding_windows_experts_and_other_head_sizes)
+Test(gguf_family, reads_a_sliding_window_refuses_experts_and_other_head_sizes)
 {
     unsigned char v[4] = {128, 0, 0, 0};
-    refuse_with_kv("tiny-qwen2.f32", "qwen2.attention.sliding_window", HS_GGUF_UINT32, v, 4,
-                   HS_E_UNSUPPORTED, "qwen2.attention.sliding_window = 128: sliding-window attention is not supported");
+    size_t len, n;
+    unsigned char *buf = read_fam("tiny-qwen2.f32", &len);
+    unsigned char *b2 = with_kv(buf, len, "qwen2.attention.sliding_window", HS_GGUF_UINT32, v, 4, &n);
+    hs_model *m = NULL;
+    char msg[HS_ERROR_MSG_MAX];
+    cr_assert_eq(load_image(b2, n, &m, msg, sizeof msg), HS_OK, "%s", msg);
+    const hs_model_config *c = hs_model_config_of(m);
+    for (int l = 0; l < c->n_layer; l++) { /* every layer sees the last 128 keys */
+        hs_visibility w = hs_model_layer_visibility(c, l);
+        cr_expect(w.kind == HS_VIS_SLIDING && w.window == 128 && hs_model_layer_is_local(c, l));
+    }
+    hs_model_free(m);
+    free(b2);
+    free(buf);
     v[0] = 8;
     refuse_with_kv("tiny-llama.f32", "llama.expert_count", HS_GGUF_UINT32, v, 4, HS_E_UNSUPPORTED,
                    "llama.expert_count = 8: mixtures of experts are not supported");

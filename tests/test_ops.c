@@ -116,6 +116,29 @@ Test(ops, rotary_turns_the_rotated_pairs_and_leaves_the_rest)
     NEAR(y[3], ch);
 }
 
+/* The scaled turn (longrope's attention factor s): s times the plain turn; scale 1 is
+ * hs_op_rotary bit for bit; the inverse is the transpose, so forward then inverse gives s^2 x. */
+Test(ops, rotary_scaled_is_the_turn_times_the_scale)
+{
+    const double inv[2] = {1.0, 0.5};
+    float a[6] = {1, 0, 0, 1, 7, 8}, b[6], c[6], x0[6];
+    memcpy(b, a, sizeof a);
+    memcpy(c, a, sizeof a);
+    memcpy(x0, a, sizeof a);
+    hs_op_rotary(a, 1, 1, 6, 6, 4, inv, 1, 0);
+    hs_op_rotary_scaled(b, 1, 1, 6, 6, 4, inv, 1.0, 1, 0);
+    cr_expect_arr_eq(a, b, sizeof a);
+    hs_op_rotary_scaled(c, 1, 1, 6, 6, 4, inv, 1.5, 1, 0);
+    NEAR(c[0], 1.5 * 0.5403023058681398);  /* 1.5 (cos 1) */
+    NEAR(c[2], 1.5 * 0.8414709848078965);  /* 1.5 (sin 1) */
+    NEAR(c[1], -1.5 * 0.479425538604203);  /* 1.5 (-sin 0.5) */
+    NEAR(c[3], 1.5 * 0.8775825618903728);  /* 1.5 (cos 0.5) */
+    NEAR(c[4], 7);                         /* past the rotated dimensions: untouched */
+    hs_op_rotary_scaled(c, 1, 1, 6, 6, 4, inv, 1.5, 1, 1);
+    for (int k = 0; k < 4; k++)
+        NEAR(c[k], 2.25 * x0[k]);
+}
+
 /* GELU with erf (BERT): x/2 (1 + erf(x / sqrt 2)) against libm's double-precision erfc
  * (glibc, an implementation independent of the kernel's fitted polynomials) on a dense grid
  * of [-12, 12], both branches of the kernel (|x| / sqrt 2 below and above 1 and past 4), and

@@ -21,6 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "headscope/hooks.h"
 #include "headscope/model.h"
 #include "headscope/status.h"
 
@@ -72,6 +73,17 @@ typedef struct hs_forward_opts {
      * none. A head under mask xi then has context xi P V + (1 - xi) r (xi = 0: r instead of
      * its own output; zero ablation is r = 0). The same rows serve every copy of a batch. */
     const float *head_replace;
+    /* Hook sites (headscope/hooks.h): hook is called at every site whose HS_SITE_BIT is in
+     * hook_sites, every layer and every copy, and may read, replace or add to the values
+     * there. Not with a kept layer (the backward pass's). A hook at resid_pre, q, k, v or
+     * pattern makes a batched pass compute the first layer's attention copy by copy; a
+     * hook at pattern runs it unfused (hs_op_attn_probs, the hook, then the contexts; an
+     * observer then sees the maps the hook left, scaled by the head mask). Reading a site
+     * changes no bit of the pass, save result and, in a parallel-residual block, mlp_out
+     * (summed apart: the last bits may differ). */
+    hs_hook_fn hook;
+    void *hook_user;
+    unsigned hook_sites;
     /* Encoder-decoder passes (hs_forward_encdec) only, NULL otherwise: */
     /* each decoder layer's cross-attention probabilities, (n_head, n_dec, n_enc), before the
      * head mask, layer the block's index (n_enc_layer + j for decoder layer j); return
@@ -113,8 +125,8 @@ hs_status hs_forward(const hs_model *m, const int32_t *ids, const int32_t *type_
  * n_enc) for the encoder's layers 0..n_enc_layer-1 and (n_head, n_dec, n_dec) for the
  * decoder's; on_cross each decoder layer's cross-attention; head_mask (n_layer, n_head) and
  * cross_head_mask; logits (n_dec or n_logit_rows, vocab) and hidden (n_dec, d_model) of the
- * decoder, enc_hidden of the encoder. One copy only: batch, start_layer, x_start, x_layers
- * and head_replace are refused (HS_E_UNSUPPORTED), as is a workspace with final rows. */
+ * decoder, enc_hidden of the encoder. One copy only: batch, start_layer, x_start, x_layers,
+ * head_replace and hooks are refused (HS_E_UNSUPPORTED), as is a workspace with final rows. */
 hs_status hs_forward_encdec(const hs_model *m, const int32_t *enc_ids, int n_enc,
                             const int32_t *dec_ids, int n_dec, const hs_forward_opts *opts,
                             hs_forward_ws *ws, hs_error *err);

@@ -302,6 +302,13 @@ static const hs_arch families[] = {
     },
     HS_ARCH_FALCON,      /* src/model/arch_falcon.c */
     HS_ARCH_GPT_BIGCODE, /* src/model/arch_bigcode.c */
+    {   /* Llama's block, fused projections (arch_phi3.c); window and longrope per model */
+        .family = HS_FAMILY_PHI3, .name = "phi3",
+        .norm_place = HS_NORM_PRE, .norm_kind = HS_NORM_RMS, .act = HS_ACT_SILU, .gated = 1,
+        .pos = HS_POS_ROTARY, .rotary_frac = 1.0f, .rotary_base = 10000.0f,
+        .vis = {HS_VIS_CAUSAL, 0, 0}, .head = HS_HEAD_DECODER, .tokenizer = 0,
+        .names = &hs_phi3_table,
+    },
     HS_ARCH_T5, /* src/model/arch_t5.c */
 };
 
@@ -628,7 +635,8 @@ hs_rope hs_model_layer_rope(const hs_model_config *c, int layer)
     if (!a || a->pos != HS_POS_ROTARY)
         return r;
     r = (hs_rope){a->rotary_dims, a->rotary_base, a->rope_scaling, a->rope_factor,
-                  a->rope_low_freq, a->rope_high_freq, a->rope_orig_ctx};
+                  a->rope_low_freq, a->rope_high_freq, a->rope_orig_ctx, a->rope_short,
+                  a->rope_long, a->rope_scaling == HS_ROPE_LONGROPE ? a->rope_attn_factor : 1.0f};
     if (a->local_rotary_base > 0 && hs_model_layer_is_local(c, layer)) {
         r.base = a->local_rotary_base; /* unscaled (Gemma 3's local layers) */
         r.scaling = HS_ROPE_PLAIN;

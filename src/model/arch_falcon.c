@@ -122,5 +122,5 @@ hs_status hs_parse_falcon(const cJSON *root, hs_model_config *c, hs_arch *a, hs_
         return HS_OK;
     }
     return hs_cfg_rope(root, a, c->d_model / c->n_head, "rope_theta", "partial_rotary_factor",
-                       err);
+                       c->n_ctx, err);
 }

@@ -52,6 +52,6 @@ hs_status hs_cfg_unit(const cJSON *root, const char *key, float *out, hs_error *
 hs_status hs_cfg_require(const cJSON *root, const char *key, int want, hs_error *err);
 hs_status hs_cfg_act(const char *name, hs_activation *act, hs_error *err);
 hs_status hs_cfg_rope(const cJSON *root, hs_arch *a, int d_head, const char *theta_key,
-                      const char *frac_key, hs_error *err);
+                      const char *frac_key, int max_pos, hs_error *err);
 
 #endif

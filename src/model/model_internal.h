@@ -113,6 +113,9 @@ struct hs_names {
                                    (llama.cpp has no architecture for it: DistilBERT) */
 };
 
+/* Name tables of the families kept in their own files (src/model/arch_<family>.c). */
+extern const struct hs_names hs_phi3_table;
+
 /* Rotary embeddings rotate at most this many dimensions of a head (real models: <= 256). */
 #define HS_ROTARY_MAX_DIMS 512
 

@@ -93,9 +93,11 @@ hs_status hs_forward_encdec_check(const hs_model *m, const hs_forward_opts *o,
     if (!m->cfg.arch->enc_dec)
         return hs_fail(err, HS_E_ARG, "model '%s' is not an encoder-decoder: run it with "
                        "hs_forward", m->cfg.arch->name);
-    if (o && (o->batch > 1 || o->start_layer || o->x_start || o->x_layers || o->head_replace))
+    if (o && (o->batch > 1 || o->start_layer || o->x_start || o->x_layers || o->head_replace ||
+              o->hook))
         return hs_fail(err, HS_E_UNSUPPORTED, "an encoder-decoder pass runs one copy from the "
-                       "embeddings (no batch, restart, stored streams or replacement contexts)");
+                       "embeddings (no batch, restart, stored streams, replacement contexts or "
+                       "hooks)");
     if (ws && (ws->out_rows || ws->final_rstd || ws->on_ctx))
         return hs_fail(err, HS_E_UNSUPPORTED, "an encoder-decoder pass takes no final rows, "
                        "final-norm statistics or context observer");

@@ -354,16 +354,26 @@ void hs_op_rmsnorm(const float *x, const float *w, float *y, float *xhat, float 
 void hs_op_rope_freqs(const hs_arch *a, double *inv)
 {
     hs_rope r = {a->rotary_dims, a->rotary_base, a->rope_scaling, a->rope_factor,
-                 a->rope_low_freq, a->rope_high_freq, a->rope_orig_ctx};
+                 a->rope_low_freq, a->rope_high_freq, a->rope_orig_ctx, a->rope_short,
+                 a->rope_long, a->rope_attn_factor};
     hs_op_rope_freqs_of(&r, inv);
 }
 
 void hs_op_rope_freqs_of(const hs_rope *rp, double *inv)
 {
+    (void)hs_op_rope_freqs_at(rp, 0, inv);
+}
+
+double hs_op_rope_freqs_at(const hs_rope *rp, int n, double *inv)
+{
     const double two_pi = 6.283185307179586476925;
     int r = rp->dims, half = r / 2;
     double f = rp->factor, lo = rp->low_freq, hi = rp->high_freq;
     double old = rp->orig_ctx;
+    /* longrope: the long factors once the text is longer than the original context */
+    const float *ext = rp->scaling != HS_ROPE_LONGROPE ? NULL
+                       : n > rp->orig_ctx              ? rp->long_factor
+                                                       : rp->short_factor;
     for (int k = 0; k < half; k++) {
         double th = pow((double)rp->base, -2.0 * k / r);
         if (rp->scaling == HS_ROPE_LINEAR) {
@@ -376,13 +386,22 @@ void hs_op_rope_freqs_of(const hs_rope *rp, double *inv)
                 double s = (old / wl - lo) / (hi - lo);
                 th = (1 - s) * th / f + s * th;
             }
+        } else if (ext) {
+            th /= (double)ext[k];
         }
         inv[k] = th;
     }
+    return rp->scaling == HS_ROPE_LONGROPE && rp->attn_factor > 0 ? (double)rp->attn_factor : 1.0;
 }
 
 void hs_op_rotary(float *x, int n, int n_head, int d_head, int ld, int rot_dims,
                   const double *inv_freq, int pos0, int inverse)
+{
+    hs_op_rotary_scaled(x, n, n_head, d_head, ld, rot_dims, inv_freq, 1.0, pos0, inverse);
+}
+
+void hs_op_rotary_scaled(float *x, int n, int n_head, int d_head, int ld, int rot_dims,
+                         const double *inv_freq, double scale, int pos0, int inverse)
 {
     int half = rot_dims / 2;
     double sign = inverse ? -1.0 : 1.0;
@@ -391,6 +410,10 @@ void hs_op_rotary(float *x, int n, int n_head, int d_head, int ld, int rot_dims,
         for (int k = 0; k < half; k++) {
             double ang = (double)(pos0 + i) * inv_freq[k];
             double c = cos(ang), s = sign * sin(ang);
+            if (scale != 1.0) { /* longrope's attention factor; 1: the plain turn, untouched */
+                c *= scale;
+                s *= scale;
+            }
             for (int h = 0; h < n_head; h++) {
                 float *xh = x + (size_t)i * (size_t)ld + (size_t)h * (size_t)d_head;
                 double a = xh[k], b = xh[k + half];

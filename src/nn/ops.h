@@ -131,8 +131,15 @@ void hs_op_swiglu_back(const float *gu, const float *da, float *dgu, int rows, i
  * wavelength - low) / (high - low). */
 void hs_op_rope_freqs(const hs_arch *a, double *inv);
 
-/* The same for the parameters of one layer (hs_model_layer_rope): inv: (r->dims / 2). */
+/* The same for the parameters of one layer (hs_model_layer_rope): inv: (r->dims / 2); for
+ * longrope the frequencies of a text of at most orig_ctx tokens (its short factors). */
 void hs_op_rope_freqs_of(const hs_rope *r, double *inv);
+
+/* The frequencies a text of n tokens is turned with, inv: (r->dims / 2): as above, and for
+ * longrope theta_k / short_factor[k] when n <= orig_ctx, theta_k / long_factor[k] beyond
+ * (transformers' choice by the sequence's length). Returns the scale of cos and sin:
+ * longrope's attention factor, else 1. */
+double hs_op_rope_freqs_at(const hs_rope *r, int n, double *inv);
 
 /* Rotary position embeddings (Su et al. 2021, the "rotate half" layout of GPT-NeoX and
  * Llama) in place on x: (n, ld), head h in columns h*d_head..: in each head the first
@@ -142,6 +149,12 @@ void hs_op_rope_freqs_of(const hs_rope *r, double *inv);
  * which the backward pass applies to gradients). The rest of the head is left as it is. */
 void hs_op_rotary(float *x, int n, int n_head, int d_head, int ld, int rot_dims,
                   const double *inv_freq, int pos0, int inverse);
+
+/* hs_op_rotary with cos and sin times scale (longrope's attention factor): a' = s (a cos -
+ * b sin), b' = s (b cos + a sin); inverse: the transpose, s times the turn back (what the
+ * backward pass applies to gradients). scale 1 is hs_op_rotary bit for bit. */
+void hs_op_rotary_scaled(float *x, int n, int n_head, int d_head, int ld, int rot_dims,
+                         const double *inv_freq, double scale, int pos0, int inverse);
 
 /* x: (count) += y: (count). */
 void hs_op_add(float *x, const float *y, size_t count);
