@@ -323,14 +323,12 @@ static hs_status block_run(const hs_model *m, const hs_layer *L, int l, hs_forwa
     /* scores, softmax and P V a row block at a time (hs_op_attn_fused); the layer's maps
      * written out only where an observer or the backward pass wants them */
     int maps = keep || (o && o->on_attn) || HOOKED(hk, HS_SITE_PATTERN);
-    if (a->enc_dec) { /* T5: one copy (hs_forward_encdec), no backward yet */
-        hs_status st = keep || batch > 1 || ws->out_rows
-                           ? hs_fail(err, HS_E_UNSUPPORTED, "an encoder-decoder block runs one "
-                                     "copy, without final rows or the backward's activations")
-                           : encdec_self(m, l, ws, qkv_all, n, vis, hm, maps, o, err);
-        if (st)
-            return st;
-    }
+    if (a->enc_dec && (st = keep || batch > 1 || ws->out_rows
+                                ? hs_fail(err, HS_E_UNSUPPORTED, "an encoder-decoder block "
+                                          "runs one copy, without final rows or the "
+                                          "backward's activations")
+                                : encdec_self(m, l, ws, qkv_all, n, vis, hm, maps, o, err)))
+        return st; /* T5: one copy (hs_forward_encdec), no backward in the block */
     for (int b = 0; b < batch && !a->enc_dec; b++) {
         float *qkv = qkv_all + (same ? 0 : (size_t)b * (size_t)n * (size_t)W);
         float *ctx_b = ws->ctx + (size_t)b * nA;
@@ -422,11 +420,8 @@ static hs_status block_run(const hs_model *m, const hs_layer *L, int l, hs_forwa
         return hook_stream(c, o, hk, HS_SITE_RESID_POST, l, x, batch, cn, n, err);
     }
     hs_op_add(x, h, xd);
-    if (L->w_xqkv) { /* a decoder layer of an encoder-decoder */
-        hs_status st = cross_attention(m, L, l, ws, n, o, err);
-        if (st)
-            return st;
-    }
+    if (L->w_xqkv && (st = cross_attention(m, L, l, ws, n, o, err)))
+        return st; /* a decoder layer of an encoder-decoder */
 
     /* MLP: on the normalised stream (pre-norm), or after normalising it in place (post) */
     if (pre)
