@@ -123,7 +123,9 @@ int main(void)
     F(hs_forward_opts, logits); F(hs_forward_opts, logit_rows); F(hs_forward_opts, n_logit_rows);
     F(hs_forward_opts, hidden); F(hs_forward_opts, start_layer); F(hs_forward_opts, x_start);
     F(hs_forward_opts, x_layers); F(hs_forward_opts, batch); F(hs_forward_opts, allow_nonfinite);
-    F(hs_forward_opts, head_replace);
+    F(hs_forward_opts, head_replace); F(hs_forward_opts, hook); F(hs_forward_opts, hook_user);
+    F(hs_forward_opts, hook_sites); F(hs_forward_opts, on_cross);
+    F(hs_forward_opts, cross_head_mask); F(hs_forward_opts, enc_hidden);
     printf("hs_open_opts %zu\n", sizeof(hs_open_opts));
     F(hs_open_opts, flags); F(hs_open_opts, weight_memory);
     printf("hs_trace %zu\n", sizeof(hs_trace));
@@ -134,7 +136,8 @@ int main(void)
     F(hs_model_config, n_ctx); F(hs_model_config, vocab_size); F(hs_model_config, type_vocab_size);
     F(hs_model_config, ln_eps); F(hs_model_config, act); F(hs_model_config, causal);
     F(hs_model_config, has_lm_head); F(hs_model_config, n_kv_head); F(hs_model_config, arch);
-    F(hs_model_config, gated);
+    F(hs_model_config, gated); F(hs_model_config, n_enc_layer);
+    F(hs_model_config, decoder_start_id);
     printf("hs_activations %zu\n", sizeof(hs_activations));
     F(hs_activations, n_layer); F(hs_activations, n_head); F(hs_activations, n);
     F(hs_activations, d_model); F(hs_activations, d_head); F(hs_activations, what);

@@ -41,6 +41,8 @@ class HsModelConfig(ctypes.Structure):
         ("n_kv_head", ctypes.c_int),
         ("arch", ctypes.c_void_p),  # const hs_arch *: not exposed in Model.config
         ("gated", ctypes.c_int),
+        ("n_enc_layer", ctypes.c_int),  # encoder-decoder (T5): the encoder's layers, else 0
+        ("decoder_start_id", ctypes.c_int),
     ]  # tests/lib.sh checks the size and offsets against the C header
 
 
@@ -73,6 +75,12 @@ class HsForwardOpts(ctypes.Structure):
         ("batch", ctypes.c_int),
         ("allow_nonfinite", ctypes.c_int),
         ("head_replace", ctypes.POINTER(ctypes.c_float)),
+        ("hook", ctypes.c_void_p),  # hs_hook_fn (headscope/hooks.h): not set from Python
+        ("hook_user", ctypes.c_void_p),
+        ("hook_sites", ctypes.c_uint),
+        ("on_cross", ctypes.c_void_p),  # an encoder-decoder's (hs_forward_encdec): not set
+        ("cross_head_mask", ctypes.POINTER(ctypes.c_float)),
+        ("enc_hidden", ctypes.POINTER(ctypes.c_float)),
     ]  # tests/lib.sh checks the size and offsets against the C header
 
 
