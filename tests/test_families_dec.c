@@ -327,11 +327,13 @@ Test(families_dec_config, reads_rope_parameters_and_refuses_what_the_block_lacks
     } cases[] = {
         {"{\"model_type\": \"llama\", " DIMS ", \"num_key_value_heads\": 2}", NULL},
         {"{\"model_type\": \"llama\", " DIMS ", \"rope_scaling\": {\"rope_type\": \"yarn\", "
-         "\"factor\": 4}}", "config.json: rope scaling type 'yarn' is not supported (expected "
-         "default, linear or llama3)"},
+         "\"factor\": 4}}", NULL}, /* YaRN: tests/test_mla.c */
+        {"{\"model_type\": \"llama\", " DIMS ", \"rope_scaling\": {\"rope_type\": \"longrope\", "
+         "\"factor\": 4}}", "config.json: rope scaling type 'longrope' is not supported (expected "
+         "default, linear, llama3 or yarn)"},
         {"{\"model_type\": \"llama\", " DIMS ", \"rope_parameters\": {\"rope_type\": \"dynamic\", "
          "\"factor\": 2, \"rope_theta\": 10000}}", "config.json: rope scaling type 'dynamic' is "
-         "not supported (expected default, linear or llama3)"},
+         "not supported (expected default, linear, llama3 or yarn)"},
         {"{\"model_type\": \"llama\", " DIMS ", \"mlp_bias\": true}",
          "config.json: 'mlp_bias': true is not supported"},
         {"{\"model_type\": \"llama\", " DIMS ", \"hidden_act\": \"gelu\"}",

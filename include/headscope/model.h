@@ -39,7 +39,8 @@ typedef enum hs_family {
     /* the rotary decoders (pre-norm, causal, rotary positions, no position table) */
     HS_FAMILY_GPT_NEOX = 5, /* Pythia: LayerNorm, fused per-head QKV, parallel residual, gelu */
     HS_FAMILY_LLAMA = 6,    /* RMSNorm, grouped KV heads, gated SiLU MLP, no biases */
-    HS_FAMILY_QWEN2 = 7     /* Llama's block with Q/K/V biases */
+    HS_FAMILY_QWEN2 = 7,    /* Llama's block with Q/K/V biases */
+    HS_FAMILY_DEEPSEEK_V2 = 8 /* multi-head latent attention (hs_arch.mla_*), Llama's MLP */
 } hs_family;
 
 typedef enum hs_file_format {
@@ -82,7 +83,10 @@ typedef enum hs_pos_kind {
 typedef enum hs_rope_scaling {
     HS_ROPE_PLAIN = 0,  /* theta_k = base^(-2k / rotary_dims) */
     HS_ROPE_LINEAR = 1, /* theta_k / factor (position interpolation) */
-    HS_ROPE_LLAMA3 = 2  /* Llama 3.1: long wavelengths / factor, short kept, blended between */
+    HS_ROPE_LLAMA3 = 2, /* Llama 3.1: long wavelengths / factor, short kept, blended between */
+    HS_ROPE_YARN = 3    /* YaRN (Peng et al. 2023): theta / factor below beta_slow rotations in
+                           orig_ctx, theta kept above beta_fast, a linear ramp between; the
+                           turned dimensions scaled by attn_factor */
 } hs_rope_scaling;
 
 typedef enum hs_head_kind {
@@ -114,7 +118,17 @@ typedef struct hs_arch {
     int rotary_dims;            /* rotary: int(d_head * rotary_frac), even (set per model) */
     hs_rope_scaling rope_scaling; /* and its parameters: */
     float rope_factor, rope_low_freq, rope_high_freq; /* factor; llama3's low/high factors */
-    int rope_orig_ctx;          /* llama3: original_max_position_embeddings */
+    int rope_orig_ctx;          /* llama3, yarn: original_max_position_embeddings */
+    float rope_beta_fast, rope_beta_slow; /* yarn: the ramp's ends, in rotations */
+    float rope_attn_factor;     /* yarn: the turned dimensions of q and k scaled by it (0: 1) */
+    /* Multi-head latent attention (DeepSeek-V2/V3; mla_kv_lora 0: none). Queries come from
+     * q_proj, or q_a_proj, an RMSNorm and q_b_proj when mla_q_lora > 0; kv_a_proj_with_mqa
+     * gives a latent of mla_kv_lora (RMSNorm'd, then kv_b_proj into every head's
+     * [k_nope | v]) and one rotary key of rotary_dims shared by every head. A head's query
+     * and key are [nope | rope], mla_nope + rotary_dims wide, its value d_head wide; the
+     * scores are scaled by mla_scale / sqrt(mla_nope + rotary_dims). */
+    int mla_q_lora, mla_kv_lora, mla_nope;
+    float mla_scale;
     /* Which keys each query sees (visibility.h), layer by layer: a global layer sees `vis`
      * (zero: bidirectional); with sliding_window > 0 the local layers see the last
      * sliding_window keys (hs_vis_sliding), every layer local when global_every is 0, else
@@ -189,6 +203,7 @@ typedef struct hs_rope {
     hs_rope_scaling scaling;
     float factor, low_freq, high_freq;
     int orig_ctx;
+    float beta_fast, beta_slow, attn_factor; /* yarn (attn_factor 0: 1) */
 } hs_rope;
 
 /* The rotary frequencies of layer l (dims 0 for learned positions). */
@@ -303,7 +318,8 @@ void hs_model_files_free(hs_model_file *files, int n);
 /* The key/value head query head h reads: h / (n_head / n_kv_head). */
 int hs_model_kv_head(const hs_model_config *c, int h);
 
-/* Family names: "gpt2", "bert", "roberta", "distilbert", "gpt_neox", "llama", "qwen2". */
+/* Family names: "gpt2", "bert", "roberta", "distilbert", "gpt_neox", "llama", "qwen2",
+ * "deepseek_v2". */
 const char *hs_family_name(hs_family f);
 
 #ifdef __cplusplus

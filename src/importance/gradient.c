@@ -159,6 +159,10 @@ static hs_status check_input(const hs_model *m, const hs_loss_input *in, hs_erro
     if (beyond) /* the loaders refuse these; a descriptor changed by hand may not be */
         return hs_fail(err, HS_E_UNSUPPORTED, "gradient importance: the backward pass of %s "
                        "(architecture '%s') is not implemented", beyond, c->arch->name);
+    if (c->arch->mla_kv_lora)
+        return hs_fail(err, HS_E_UNSUPPORTED, "gradient importance: the backward pass of "
+                       "multi-head latent attention (architecture '%s') is not implemented",
+                       c->arch->name);
     if (in->kind == HS_LOSS_REPR)
         return hs_fail(err, HS_E_UNSUPPORTED, "gradient importance: the representation loss has "
                        "zero gradient at xi = 1 (it is at its minimum); use ablation importance");
@@ -440,6 +444,11 @@ hs_status hs_gradient_capped(const hs_model *m, const hs_loss_input *in, const f
             hs_op_rope_freqs_of(&rope, inv_freq);
             hs_op_rotary(dqkv, n, H, c->d_head, Wq, rot, inv_freq, 0, 1);
             hs_op_rotary(dqkv + A, n, c->n_kv_head, c->d_head, Wq, rot, inv_freq, 0, 1);
+            if (rope.attn_factor > 0 && rope.attn_factor != 1.0f) { /* YaRN's scale */
+                hs_op_rotary_scale(dqkv, n, H, c->d_head, Wq, rot, rope.attn_factor);
+                hs_op_rotary_scale(dqkv + A, n, c->n_kv_head, c->d_head, Wq, rot,
+                                   rope.attn_factor);
+            }
         }
         if (pre) {
             linear_back(dqkv, W->w_qkv, dh, n, d, Wq, 0);

@@ -298,6 +298,13 @@ static const hs_arch families[] = {
         .n_kv_head = 0, .head = HS_HEAD_DECODER, .head_optional = 0, .tokenizer = HS_TOK_BPE,
         .specials = qwen2_specials, .n_specials = 3, .names = &qwen2_table,
     },
+    {   /* multi-head latent attention (src/model/arch_deepseek.c; dimensions per model) */
+        .family = HS_FAMILY_DEEPSEEK_V2, .name = "deepseek_v2",
+        .norm_place = HS_NORM_PRE, .norm_kind = HS_NORM_RMS, .act = HS_ACT_SILU, .gated = 1,
+        .pos = HS_POS_ROTARY, .rotary_frac = 1.0f, .rotary_base = 10000.0f,
+        .vis = {HS_VIS_CAUSAL, 0, 0}, .head = HS_HEAD_DECODER, .tokenizer = 0,
+        .mla_kv_lora = 1, .mla_scale = 1.0f, .names = &hs_deepseek_v2_names,
+    },
 };
 
 #define N_FAMILIES (sizeof families / sizeof families[0])
@@ -409,6 +416,8 @@ static int row_applies(const hs_arch *a, const hs_tensor_name *e)
     case HS_S_MLM_NORM_W:
     case HS_S_MLM_NORM_B:
     case HS_S_MLM_BIAS: return a->head == HS_HEAD_MLM;
+    case HS_S_MLA_QA_NORM_W:
+    case HS_S_MLA_QB_W: return a->mla_q_lora > 0;
     default: return 1;
     }
 }
@@ -464,6 +473,8 @@ int hs_model_attn_width(const hs_model_config *c)
 
 int hs_qkv_width(const hs_model_config *c)
 {
+    if (c->arch && c->arch->mla_kv_lora > 0)
+        return hs_mla_qkv_width(c);
     return hs_model_attn_width(c) + 2 * c->n_kv_head * c->d_head;
 }
 
@@ -477,6 +488,8 @@ hs_tensor_shape hs_names_shape(const hs_model_config *c, const hs_tensor_name *e
     int d = c->d_model, f = c->d_ff, V = c->vocab_size, W = hs_qkv_width(c), F = hs_ff_width(c);
     int A = hs_model_attn_width(c);
     hs_tensor_shape s = {HS_K_VEC, 1, d, d, 0, 0};
+    if (hs_mla_shape(c, e, &s))
+        return s;
     switch (e->slot) {
     case HS_S_TOK_EMB:
     case HS_S_DECODER: s = (hs_tensor_shape){HS_K_ROWS, V, d, d, 0, 0}; break;
@@ -521,7 +534,7 @@ const float **hs_layer_slot_ptr(hs_layer *L, hs_slot s)
     case HS_S_FC_B: return &L->b_fc;
     case HS_S_PROJ_W: return &L->w_proj;
     case HS_S_PROJ_B: return &L->b_proj;
-    default: return NULL;
+    default: return hs_mla_slot_ptr(L, s);
     }
 }
 
@@ -555,7 +568,8 @@ const char *hs_arch_beyond_base(const hs_arch *a, const hs_model_config *c)
         return "a gated MLP in a family without one (or the reverse)";
     if (a->parallel_residual && a->norm_place != HS_NORM_PRE)
         return "the parallel residual in a post-norm block";
-    if (a->pos == HS_POS_ROTARY && (a->rotary_dims < 2 || a->rotary_dims > c->d_head ||
+    if (a->pos == HS_POS_ROTARY && (a->rotary_dims < 2 ||
+                                     (a->rotary_dims > c->d_head && !a->mla_kv_lora) ||
                                      a->rotary_dims % 2 || a->rotary_dims > HS_ROTARY_MAX_DIMS))
         return "rotary embeddings on 0 or an odd number of dimensions, or more than a head has,";
     if (hs_vis_check(a->vis) || a->sliding_window < 0 || a->global_every < 0 ||
@@ -567,6 +581,9 @@ const char *hs_arch_beyond_base(const hs_arch *a, const hs_model_config *c)
         return "a number of query heads that is not a multiple of the key/value heads";
     if (a->norm_place == HS_NORM_POST && c->n_kv_head != c->n_head)
         return "grouped key/value heads in a post-norm block";
+    if (a->mla_kv_lora && (a->norm_place != HS_NORM_PRE || c->n_kv_head != c->n_head ||
+                           a->pos != HS_POS_ROTARY || a->mla_nope < 0 || a->mla_q_lora < 0))
+        return "latent attention outside a pre-norm rotary block with one key per head";
     return NULL;
 }
 
@@ -603,7 +620,8 @@ hs_rope hs_model_layer_rope(const hs_model_config *c, int layer)
     if (!a || a->pos != HS_POS_ROTARY)
         return r;
     r = (hs_rope){a->rotary_dims, a->rotary_base, a->rope_scaling, a->rope_factor,
-                  a->rope_low_freq, a->rope_high_freq, a->rope_orig_ctx};
+                  a->rope_low_freq, a->rope_high_freq, a->rope_orig_ctx, a->rope_beta_fast,
+                  a->rope_beta_slow, a->rope_attn_factor};
     if (a->local_rotary_base > 0 && hs_model_layer_is_local(c, layer)) {
         r.base = a->local_rotary_base; /* unscaled (Gemma 3's local layers) */
         r.scaling = HS_ROPE_PLAIN;

@@ -163,11 +163,49 @@ static hs_status get_num(const cJSON *obj, const char *where, const char *key, d
     return HS_OK;
 }
 
+/* YaRN's mscale: 0.1 m ln(factor) + 1 (1 when factor <= 1). */
+static double yarn_mscale(double factor, double m)
+{
+    return factor <= 1 ? 1.0 : 0.1 * m * log(factor) + 1.0;
+}
+
+/* YaRN's parameters (a->rope_factor already set), as transformers' _compute_yarn_parameters
+ * reads them: beta_fast 32 and beta_slow 1 by default, original_max_position_embeddings else
+ * the model's maximum positions (set after parsing, hs_hf_config_load), the attention factor
+ * given, else mscale(factor, mscale) / mscale(factor, mscale_all_dim) when both are given,
+ * else mscale(factor, 1). */
+static hs_status parse_yarn(const cJSON *sc, const char *where, hs_arch *a, hs_error *err)
+{
+    double fast = 32, slow = 1, orig = 0, ms = 0, ms_all = 0, af = 0;
+    hs_status st;
+    if ((st = get_num(sc, where, "beta_fast", 1e-6, 1e6, &fast, err)) ||
+        (st = get_num(sc, where, "beta_slow", 1e-6, 1e6, &slow, err)) ||
+        (st = get_num(sc, where, "original_max_position_embeddings", 1, 1 << 24, &orig, err)) ||
+        (st = get_num(sc, where, "mscale", 0, 1e6, &ms, err)) ||
+        (st = get_num(sc, where, "mscale_all_dim", 0, 1e6, &ms_all, err)) ||
+        (st = get_num(sc, where, "attention_factor", 1e-6, 1e6, &af, err)) ||
+        (st = require_bool(sc, "truncate", 1, err)))
+        return st;
+    if (!(fast > slow))
+        return hs_fail(err, HS_E_FORMAT, "config.json: %s'beta_fast' must exceed 'beta_slow'",
+                       where);
+    if (!(af > 0))
+        af = ms > 0 && ms_all > 0 ? yarn_mscale(a->rope_factor, ms) /
+                                        yarn_mscale(a->rope_factor, ms_all)
+                                  : yarn_mscale(a->rope_factor, 1);
+    a->rope_scaling = HS_ROPE_YARN;
+    a->rope_orig_ctx = (int)orig; /* 0: the model's maximum positions */
+    a->rope_beta_fast = (float)fast;
+    a->rope_beta_slow = (float)slow;
+    a->rope_attn_factor = (float)af;
+    return HS_OK;
+}
+
 /* The rotary parameters as transformers reads them: the base (theta_key, or transformers 5's
  * rope_parameters.rope_theta), the rotated fraction of each head (frac_key, or
  * rope_parameters.partial_rotary_factor) and the frequency scaling (rope_scaling, or
- * rope_parameters with a rope_type other than "default"): none, "linear" or "llama3";
- * every other type (dynamic, yarn, longrope, ...) is refused. */
+ * rope_parameters with a rope_type other than "default"): none, "linear", "llama3" or
+ * "yarn"; every other type (dynamic, longrope, ...) is refused. */
 static hs_status parse_rope(const cJSON *root, hs_arch *a, int d_head, const char *theta_key,
                             const char *frac_key, hs_error *err)
 {
@@ -211,9 +249,11 @@ static hs_status parse_rope(const cJSON *root, hs_arch *a, int d_head, const cha
         a->rope_scaling = HS_ROPE_LINEAR;
         return HS_OK;
     }
+    if (!strcmp(kind, "yarn"))
+        return parse_yarn(sc, where, a, err);
     if (strcmp(kind, "llama3"))
         return hs_fail(err, HS_E_UNSUPPORTED, "config.json: rope scaling type '%.40s' is not "
-                       "supported (expected default, linear or llama3)", kind);
+                       "supported (expected default, linear, llama3 or yarn)", kind);
     if ((st = get_num(sc, where, "low_freq_factor", 1e-6, 1e6, &low, err)) ||
         (st = get_num(sc, where, "high_freq_factor", 1e-6, 1e6, &high, err)) ||
         (st = get_num(sc, where, "original_max_position_embeddings", 1, 1 << 24, &orig, err)))
@@ -328,6 +368,70 @@ static hs_status parse_qwen2(const cJSON *root, hs_model_config *c, hs_arch *a, 
     return parse_llama_like(root, c, a, err);
 }
 
+/* DeepSeek-V2: Llama's keys, the latent attention's dimensions (transformers' defaults:
+ * q_lora_rank 1536, null for none; kv_lora_rank 512; qk_nope_head_dim 128; qk_rope_head_dim
+ * 64; v_head_dim 128) and, under YaRN, the softmax scale's mscale(factor, mscale_all_dim)^2
+ * (DeepSeek's modelling code). Only dense MLPs: a mixture of experts is refused by name. */
+static hs_status parse_deepseek_v2(const cJSON *root, hs_model_config *c, hs_arch *a,
+                                   hs_error *err)
+{
+    hs_status st;
+    int q_lora = 1536, kv_lora = 512, nope = 128, rope = 64, v = 128, experts = 64, dense = 0;
+    const cJSON *ql = cJSON_GetObjectItemCaseSensitive(root, "q_lora_rank");
+    const cJSON *ne = cJSON_GetObjectItemCaseSensitive(root, "n_routed_experts");
+    c->family = HS_FAMILY_DEEPSEEK_V2;
+    c->n_ctx = 2048;
+    c->ln_eps = 1e-6f;
+    c->act = HS_ACT_SILU;
+    if ((st = get_int(root, "q_lora_rank", 0, &q_lora, err)) ||
+        (st = get_int(root, "kv_lora_rank", 0, &kv_lora, err)) ||
+        (st = get_int(root, "qk_nope_head_dim", 0, &nope, err)) ||
+        (st = get_int(root, "qk_rope_head_dim", 0, &rope, err)) ||
+        (st = get_int(root, "v_head_dim", 0, &v, err)) ||
+        (st = get_int(root, "n_routed_experts", 0, &experts, err)) ||
+        (st = get_int(root, "first_k_dense_replace", 0, &dense, err)))
+        return st;
+    if (ql && cJSON_IsNull(ql))
+        q_lora = 0;
+    if (ne && cJSON_IsNull(ne))
+        experts = 0;
+    if (kv_lora < 1 || rope < 2 || v < 1 || rope > HS_ROTARY_MAX_DIMS)
+        return hs_fail(err, HS_E_VALUE, "config.json: kv_lora_rank, qk_rope_head_dim (even, at "
+                       "most %d) and v_head_dim must be positive", HS_ROTARY_MAX_DIMS);
+    c->d_head = v;
+    if ((st = get_decoder_dims(root, c, err)) ||
+        (st = get_float(root, "rms_norm_eps", &c->ln_eps, err)) ||
+        (st = require_bool(root, "attention_bias", 0, err)) ||
+        (st = require_bool(root, "mlp_bias", 0, err)) ||
+        (st = get_bool(root, "tie_word_embeddings", &a->tied_embeddings, err)) ||
+        (st = parse_rope(root, a, rope, "rope_theta", "partial_rotary_factor", err)))
+        return st;
+    const char *act = get_str(root, "hidden_act");
+    if (act && strcmp(act, "silu"))
+        return hs_fail(err, HS_E_UNSUPPORTED, "config.json: hidden_act '%s' is not supported "
+                       "(expected silu)", act);
+    if (experts > 0 && dense < c->n_layer)
+        return hs_fail(err, HS_E_UNSUPPORTED, "config.json: deepseek_v2's mixture-of-experts MLP "
+                       "(%d routed experts from layer %d) is not implemented", experts, dense);
+    a->mla_q_lora = q_lora;
+    a->mla_kv_lora = kv_lora;
+    a->mla_nope = nope;
+    a->n_kv_head = c->n_head;
+    a->mla_scale = 1.0f;
+    const cJSON *sc = cJSON_GetObjectItemCaseSensitive(root, "rope_scaling");
+    if (!cJSON_IsObject(sc))
+        sc = cJSON_GetObjectItemCaseSensitive(root, "rope_parameters");
+    double ms_all = 0;
+    if (a->rope_scaling == HS_ROPE_YARN && cJSON_IsObject(sc) &&
+        (st = get_num(sc, "rope_scaling.", "mscale_all_dim", 0, 1e6, &ms_all, err)))
+        return st;
+    if (ms_all > 0) {
+        double m = yarn_mscale(a->rope_factor, ms_all);
+        a->mla_scale = (float)(m * m);
+    }
+    return HS_OK;
+}
+
 /* Families transformers has that the block cannot express, each with the reason. */
 static const struct {
     const char *model_type, *why;
@@ -399,6 +503,7 @@ static const struct {
     {"gpt_neox", HS_FAMILY_GPT_NEOX, parse_gpt_neox},
     {"llama", HS_FAMILY_LLAMA, parse_llama},
     {"qwen2", HS_FAMILY_QWEN2, parse_qwen2},
+    {"deepseek_v2", HS_FAMILY_DEEPSEEK_V2, parse_deepseek_v2},
 };
 
 hs_status hs_hf_config_load(const char *path, hs_model_config *cfg, hs_arch *arch, hs_error *err)
@@ -444,6 +549,8 @@ hs_status hs_hf_config_load(const char *path, hs_model_config *cfg, hs_arch *arc
                              "supported (expected %s)", mt, hs_arch_list());
         }
     }
+    if (st == HS_OK && arch->rope_scaling == HS_ROPE_YARN && !arch->rope_orig_ctx)
+        arch->rope_orig_ctx = cfg->n_ctx; /* YaRN's original context: the model's */
     if (st == HS_OK)
         st = hs_config_validate(cfg, err);
 done:

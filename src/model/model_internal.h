@@ -56,12 +56,15 @@ typedef enum hs_slot {
     /* per layer (names hold one %d) */
     HS_S_NORM1_W, HS_S_NORM1_B, HS_S_QKV_W, HS_S_QKV_B, HS_S_O_W, HS_S_O_B,
     HS_S_NORM2_W, HS_S_NORM2_B, HS_S_FC_W, HS_S_FC_B, HS_S_PROJ_W, HS_S_PROJ_B,
+    /* multi-head latent attention (src/model/arch_deepseek.c): the query's norm and up
+     * projection (q_lora > 0), the latent's norm and its up projection to [k_nope | v] */
+    HS_S_MLA_QA_NORM_W, HS_S_MLA_QB_W, HS_S_MLA_KVA_NORM_W, HS_S_MLA_KVB_W,
     /* after the blocks */
     HS_S_FINAL_NORM_W, HS_S_FINAL_NORM_B,
     HS_S_MLM_W, HS_S_MLM_B, HS_S_MLM_NORM_W, HS_S_MLM_NORM_B, HS_S_MLM_BIAS, HS_S_DECODER
 } hs_slot;
 
-#define HS_SLOT_IS_LAYER(s) ((s) >= HS_S_NORM1_W && (s) <= HS_S_PROJ_B)
+#define HS_SLOT_IS_LAYER(s) ((s) >= HS_S_NORM1_W && (s) <= HS_S_MLA_KVB_W)
 
 enum {
     HS_TN_OPTIONAL = 1, /* may be absent: the decoder then is the token embeddings */
@@ -157,6 +160,18 @@ const float **hs_slot_ptr(hs_model *m, hs_slot s, int layer);
 /* A layer slot's pointer in L (&L->w_qkv, ...), NULL for a slot that is not a layer's. */
 typedef struct hs_layer hs_layer;
 const float **hs_layer_slot_ptr(hs_layer *L, hs_slot s);
+
+/* Multi-head latent attention (src/model/arch_deepseek.c). The fused slot's columns
+ * [q | kv_a]: q is n_head (nope + rope) wide, or q_lora (q_a_proj's output); kv_a is the
+ * latent then the shared rotary key, kv_lora + rope. */
+int hs_mla_qkv_width(const hs_model_config *c);
+int hs_mla_q_width(const hs_model_config *c); /* q's part: q_lora, or n_head (nope + rope) */
+/* Shapes and pointers of the MLA slots for hs_names_shape / hs_layer_slot_ptr: 1 when e
+ * (or s) is one (its shape in *sh), 0 otherwise. */
+int hs_mla_shape(const hs_model_config *c, const hs_tensor_name *e, hs_tensor_shape *sh);
+const float **hs_mla_slot_ptr(hs_layer *L, hs_slot s);
+/* The family tables arch_deepseek.c adds to families[] (arch.c). */
+extern const struct hs_names hs_deepseek_v2_names;
 
 /* A logical tensor the builder asks a reader for: the table row, its layer (-1 for a
  * model-level row) and its Hugging Face name with the prefix left out (alt: hf_alt). */
@@ -272,6 +287,10 @@ typedef struct hs_layer {
     const float *w_fc, *b_fc;     /* (d, F), (F) or NULL, F = hs_ff_width: [gate | up] gated */
     const float *w_proj, *b_proj; /* (d_ff, d), (d) or NULL */
     /* Norm biases are NULL under RMSNorm. */
+    /* Multi-head latent attention (hs_arch.mla_kv_lora > 0), where w_qkv is [q | kv_a]
+     * (hs_mla_qkv_width): q_a's norm (q_lora) and q_b (q_lora, n_head (nope + rope)), NULL
+     * without q_lora; the latent's norm (kv_lora) and kv_b (kv_lora, n_head (nope + d_head)). */
+    const float *mla_qa_norm, *mla_qb, *mla_kva_norm, *mla_kvb;
 } hs_layer;
 
 struct hs_model {

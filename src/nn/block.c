@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "nn/block.h"
+#include "nn/mla.h"
 #include "nn/ops.h"
 
 void hs_embed(const hs_model *m, const int32_t *ids, const int32_t *type_ids, int n, float *x)
@@ -169,9 +170,14 @@ static hs_status block_run(const hs_model *m, const hs_layer *L, int l, hs_forwa
         float *ctx_b = ws->ctx + (size_t)b * nA;
         const float *hm_b = hm ? hm + (size_t)b * hm_stride : NULL;
         if (!same || b == 0) {
-            if (rot) { /* queries and keys turned by position (each copy from position 0) */
+            if (rot && !a->mla_kv_lora) { /* queries and keys turned by position (each
+                                              copy from position 0); MLA: in hs_mla_attn */
                 hs_op_rotary(qkv, n, c->n_head, dh, W, rot, inv_freq, 0, 0);
                 hs_op_rotary(qkv + A, n, c->n_kv_head, dh, W, rot, inv_freq, 0, 0);
+                if (rope.attn_factor > 0 && rope.attn_factor != 1.0f) { /* YaRN */
+                    hs_op_rotary_scale(qkv, n, c->n_head, dh, W, rot, rope.attn_factor);
+                    hs_op_rotary_scale(qkv + A, n, c->n_kv_head, dh, W, rot, rope.attn_factor);
+                }
             }
             if (maps && !keep) {
                 float *direct = trace_layer(o, l, c->n_head, n);
@@ -185,8 +191,15 @@ static hs_status block_run(const hs_model *m, const hs_layer *L, int l, hs_forwa
                (free until the output projection); otherwise this copy's masked context */
             float *dst = keep ? keep->ctx : same ? h : ctx_b;
             size_t bad_row;
-            if (hs_op_attn_fused(c, vis, qkv, dst, n, keep || same ? NULL : hm_b,
-                                 maps ? probs : NULL, &bad_row))
+            hs_status ast = a->mla_kv_lora
+                ? hs_mla_attn(c, L, &rope, inv_freq, vis, qkv, dst, n,
+                              keep || same ? NULL : hm_b, maps ? probs : NULL, &bad_row,
+                              ws->mla_pos_share && batch == 1 && !keep
+                                  ? ws->mla_pos_share + (size_t)l * (size_t)c->n_head
+                                  : NULL)
+                : hs_op_attn_fused(c, vis, qkv, dst, n, keep || same ? NULL : hm_b,
+                                   maps ? probs : NULL, &bad_row);
+            if (ast)
                 return hs_fail(err, HS_E_NOMEM, "out of memory for the attention rows");
             hs_status st = o && o->allow_nonfinite ? HS_OK : check_probs(bad_row, l, n, err);
             if (st)

@@ -51,6 +51,10 @@ struct hs_forward_ws {
      * caller gave none and wants neither logits nor hidden states: nothing else can read
      * what follows (the output projection and MLP: 6% of GPT-2's FLOPs at n = 128). */
     int stop_after_attn;
+    /* Latent attention (hs_arch.mla_kv_lora): (n_layer, n_head) receiving each head's share
+     * of its logits from the rotary part (hs_mla_attn's pos_share) in a pass of one copy
+     * without keep; NULL: not computed. */
+    double *mla_pos_share;
 };
 
 /* The activations of one layer that the backward pass needs, written by the block when

@@ -1,0 +1,191 @@
+/* Multi-head latent attention (DeepSeek-V2, deepseek_v2 configs) and YaRN rotary scaling
+ * against the independent float64 reference fixtures/ref/mla_ref.py (and families.py for
+ * the YaRN Llama), goldens by fixtures/ref/make_mla_golden.py in fixtures/mla-golden/:
+ * attention maps per head, final hidden states and the NLL of every token within 1e-5, F32
+ * and BF16 checkpoints, n = 256 with a 64-wide head; under a head mask; each head's share
+ * of its logits from the rotary part; YaRN's frequencies by hand; what is refused. */
+#include <math.h>
+
+#include <cJSON.h>
+
+#include "core/core.h"
+#include "headscope/forward.h"
+#include "headscope/model.h"
+#include "nn/mla.h"
+#include "nn/ops.h"
+#include "testutil.h"
+
+#define TOL 1e-5
+#define GOLD "fixtures/mla-golden/"
+
+typedef struct mla_case {
+    cJSON *j;
+    hs_model *m;
+    hs_npy ids, hm;
+    int n;
+} mla_case;
+
+static void case_open(const char *name, mla_case *k)
+{
+    char path[256];
+    memset(k, 0, sizeof *k);
+    snprintf(path, sizeof path, GOLD "%s.json", name);
+    k->j = tu_json_file(path);
+    hs_error err = {{0}};
+    const char *model = cJSON_GetObjectItem(k->j, "model")->valuestring;
+    cr_assert_eq(hs_model_load(model, &k->m, &err), HS_OK, "%s: %s", model, err.msg);
+    snprintf(path, sizeof path, GOLD "%s.ids.npy", name);
+    k->ids = tu_npy(path);
+    k->n = (int)k->ids.count;
+    snprintf(path, sizeof path, GOLD "%s.head_mask.npy", name);
+    if (access(path, R_OK) == 0)
+        k->hm = tu_npy(path);
+}
+
+static void case_close(mla_case *k)
+{
+    hs_model_free(k->m);
+    hs_npy_free(&k->ids);
+    hs_npy_free(&k->hm);
+    cJSON_Delete(k->j);
+}
+
+static void run_case(const char *name)
+{
+    mla_case k;
+    case_open(name, &k);
+    const hs_model_config *c = hs_model_config_of(k.m);
+    int n = k.n;
+    hs_error err = {{0}};
+    hs_trace *trace = NULL;
+    cr_assert_eq(hs_trace_new(k.m, n, &trace, &err), HS_OK);
+    float *hidden = malloc((size_t)n * (size_t)c->d_model * sizeof(float));
+    float *logits = malloc((size_t)n * (size_t)c->vocab_size * sizeof(float));
+    hs_forward_opts o = {.head_mask = k.hm.data, .on_attn = hs_trace_observe, .user = trace,
+                         .hidden = hidden, .logits = logits};
+    cr_assert_eq(hs_forward(k.m, k.ids.data, NULL, n, &o, NULL, &err), HS_OK, "%s", err.msg);
+    char path[256];
+    size_t w;
+    snprintf(path, sizeof path, GOLD "%s.attn.npy", name);
+    hs_npy attn = tu_npy(path);
+    cr_assert_eq(attn.count, (size_t)c->n_layer * c->n_head * n * n);
+    double d = tu_max_abs_diff(trace->attn, attn.data, attn.count, &w);
+    cr_expect_leq(d, TOL, "%s: attention max|d| = %g at flat index %zu", name, d, w);
+    snprintf(path, sizeof path, GOLD "%s.hidden.npy", name);
+    hs_npy hid = tu_npy(path);
+    cr_assert_eq(hid.count, (size_t)n * c->d_model);
+    d = tu_max_abs_diff(hidden, hid.data, hid.count, &w);
+    cr_expect_leq(d, TOL, "%s: hidden max|d| = %g at %zu", name, d, w);
+    const cJSON *nll = cJSON_GetObjectItem(k.j, "nll");
+    const int32_t *id = k.ids.data;
+    cr_assert_eq(cJSON_GetArraySize(nll), n - 1);
+    double worst = 0;
+    for (int i = 0; i + 1 < n; i++) {
+        double v = tu_nll(logits + (size_t)i * c->vocab_size, c->vocab_size, id[i + 1]);
+        double e = fabs(v - cJSON_GetArrayItem(nll, i)->valuedouble);
+        worst = e > worst ? e : worst;
+    }
+    cr_expect_leq(worst, TOL, "%s: nll max|d| = %g", name, worst);
+    hs_npy_free(&attn);
+    hs_npy_free(&hid);
+    free(hidden);
+    free(logits);
+    hs_trace_free(trace);
+    case_close(&k);
+}
+
+Test(mla, deepseek_lite_yarn_f32_n256) { run_case("deepseek_lite_256"); }
+Test(mla, deepseek_lite_head_mask) { run_case("deepseek_lite_hm"); }
+Test(mla, deepseek_v2_q_lora_bf16_head_dim_64_n256) { run_case("deepseek_v2_256"); }
+Test(mla, llama_with_yarn) { run_case("llama_yarn"); }
+
+/* Each head's share of its logits from the rotary part, against the reference's. */
+static void check_share(const char *name)
+{
+    mla_case k;
+    case_open(name, &k);
+    const hs_model_config *c = hs_model_config_of(k.m);
+    double *share = calloc((size_t)c->n_layer * c->n_head, sizeof *share);
+    hs_error err = {{0}};
+    cr_assert_eq(hs_mla_position_share(k.m, k.ids.data, k.n, share, &err), HS_OK, "%s", err.msg);
+    const cJSON *want = cJSON_GetObjectItem(k.j, "pos_share");
+    for (int l = 0; l < c->n_layer; l++)
+        for (int h = 0; h < c->n_head; h++) {
+            double v = cJSON_GetArrayItem(cJSON_GetArrayItem(want, l), h)->valuedouble;
+            double got = share[l * c->n_head + h];
+            cr_expect(fabs(got - v) <= TOL, "%s: L%d.H%d share %.7f vs %.7f", name, l, h, got, v);
+            cr_expect(got > 0 && got < 1);
+        }
+    free(share);
+    case_close(&k);
+}
+
+Test(mla, position_share_lite) { check_share("deepseek_lite_256"); }
+Test(mla, position_share_q_lora) { check_share("deepseek_v2_256"); }
+
+Test(mla, position_share_refused_without_latent_attention)
+{
+    mla_case k;
+    case_open("llama_yarn", &k);
+    double share[8];
+    hs_error err = {{0}};
+    cr_assert_eq(hs_mla_position_share(k.m, k.ids.data, 4, share, &err), HS_E_UNSUPPORTED);
+    cr_expect(strstr(err.msg, "latent attention") != NULL, "%s", err.msg);
+    case_close(&k);
+}
+
+/* YaRN by hand: dims 8, base 10000, factor 4, original 128, beta 32 and 1. The pair index
+ * making r rotations is 8 ln(128 / (2 pi r)) / (2 ln 10000): r = 32: -0.197 → 0; r = 1:
+ * 1.309 → 2. Pairs 0 keep theta, 2 and 3 take theta / 4, pair 1 half of each. */
+Test(mla, yarn_frequencies_by_hand)
+{
+    hs_rope r = {.dims = 8, .base = 10000.0f, .scaling = HS_ROPE_YARN, .factor = 4.0f,
+                 .orig_ctx = 128, .beta_fast = 32.0f, .beta_slow = 1.0f, .attn_factor = 1.0f};
+    double inv[4];
+    hs_op_rope_freqs_of(&r, inv);
+    double th[4] = {1.0, 0.1, 0.01, 0.001};
+    cr_expect(fabs(inv[0] - th[0]) < 1e-12, "%g", inv[0]);
+    cr_expect(fabs(inv[1] - (0.5 * th[1] + 0.5 * th[1] / 4)) < 1e-12, "%g", inv[1]);
+    cr_expect(fabs(inv[2] - th[2] / 4) < 1e-12, "%g", inv[2]);
+    cr_expect(fabs(inv[3] - th[3] / 4) < 1e-12, "%g", inv[3]);
+}
+
+/* A config file in a fresh folder; the load's status and message. */
+static hs_status load_config(const char *json, hs_error *err)
+{
+    char dir[64];
+    tu_mkdtemp(dir, sizeof dir);
+    char path[128];
+    snprintf(path, sizeof path, "%s/config.json", dir);
+    FILE *f = fopen(path, "w");
+    cr_assert_not_null(f);
+    fputs(json, f);
+    fclose(f);
+    hs_model *m = NULL;
+    hs_status st = hs_model_open(dir, HS_OPEN_TOKENIZER, &m, err);
+    hs_model_free(m);
+    tu_rm_rf(dir);
+    return st;
+}
+
+#define DS "{\"model_type\": \"deepseek_v2\", \"num_hidden_layers\": 2, \"num_attention_heads\": " \
+           "2, \"hidden_size\": 64, \"intermediate_size\": 96, \"vocab_size\": 256, "
+
+Test(mla, refusals_name_the_feature)
+{
+    hs_error err = {{0}};
+    cr_expect_eq(load_config(DS "\"n_routed_experts\": 8, \"first_k_dense_replace\": 1}", &err),
+                 HS_E_UNSUPPORTED);
+    cr_expect(strstr(err.msg, "mixture-of-experts") != NULL, "%s", err.msg);
+    cr_expect_eq(load_config(DS "\"n_routed_experts\": null, \"attention_bias\": true}", &err),
+                 HS_E_UNSUPPORTED);
+    cr_expect(strstr(err.msg, "attention_bias") != NULL, "%s", err.msg);
+    cr_expect_eq(load_config(DS "\"n_routed_experts\": null, \"rope_scaling\": {\"type\": "
+                             "\"yarn\", \"factor\": 4, \"truncate\": false}}", &err),
+                 HS_E_UNSUPPORTED);
+    cr_expect(strstr(err.msg, "truncate") != NULL, "%s", err.msg);
+    cr_expect_eq(load_config(DS "\"n_routed_experts\": null, \"rope_scaling\": {\"type\": "
+                             "\"dynamic\", \"factor\": 4}}", &err), HS_E_UNSUPPORTED);
+    cr_expect(strstr(err.msg, "dynamic") != NULL, "%s", err.msg);
+    cr_expect_eq(load_config(DS "\"n_routed_experts\": null}", &err), HS_OK, "%s", err.msg);
+}
