@@ -453,6 +453,30 @@ for f in r["model"]["files"]:
     b = open("fixtures/family-models/tiny-llama/" + f["name"], "rb").read()
     assert f["bytes"] == len(b) and f["sha256"] == hashlib.sha256(b).hexdigest(), f
 PYEOF
+# ---- latent attention (deepseek_v2): analyze end to end; each head's position share in the
+# report against the float64 reference (fixtures/ref/mla_ref.py) on the report's own ids
+DSL=fixtures/mla-models/tiny-deepseek-lite
+expect 0 "analyze deepseek_v2" -- "$HS" analyze "$DSL" --text "The cat sat on the mat. The cat sat on the mat." \
+    -o "$T/mla" -q --no-images
+"$PY" - "$T/mla/report.json" "$DSL" <<'PYEOF' && ok || bad "deepseek_v2 report: position share vs the reference"
+import json, sys
+sys.path.insert(0, "fixtures/ref")
+import mla_ref
+r = json.load(open(sys.argv[1]))
+cfg, W = mla_ref.read(sys.argv[2])
+ref = mla_ref.forward(cfg, W, r["input"]["ids"])["pos_share"]
+assert r["options"]["gradient"] is False and r["composition"]["available"] is False
+assert any(m["key"] == "position_share" for m in r["metrics"])
+for h in r["heads"]:
+    got, want = h["position_share"], ref[h["layer"]][h["head"]]
+    assert abs(got - want) <= 1e-5, (h["layer"], h["head"], got, want)
+    assert h["gradient_importance"] is None and h["ablation_delta"] is not None
+PYEOF
+expect 1 "dump q of latent attention" -- "$HS" dump "$DSL" --text "hi there" --what q -o "$T/mlad"
+grep -q "not recorded for multi-head latent attention" "$T/err" && ok || bad "dump q refusal: $(cat "$T/err")"
+expect 0 "analyze gpt2 has no position share" -- "$HS" analyze "$G" --text "hello world" -o "$T/nomla" -q --no-images
+"$PY" -c "import json,sys; r=json.load(open(sys.argv[1])); assert all(h['position_share'] is None for h in r['heads'])" \
+    "$T/nomla/report.json" && ok || bad "gpt2 position_share is null"
 expect 0 "analyze greedy pruning" -- "$HS" analyze "$G" --text "$REP" -o "$T/gr" -q --no-images --prune-method greedy
 "$PY" - "$T/an/report.json" "$T/gr/report.json" <<'PYEOF' && ok || bad "pruning methods"
 import json, sys

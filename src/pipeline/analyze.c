@@ -349,10 +349,10 @@ static hs_status stage_head_metrics(hs_run *r, hs_error *err)
         a->heads[k].probe_scores = hs_detect_none();
         a->heads[k].probe_free = a->heads[k].probe_scores;
         a->heads[k].norm_first_token = a->heads[k].norm_mass = a->heads[k].value_norm = NAN;
+        a->heads[k].position_share = NAN;
     }
-    if (o->norm_based)
-        return hs_analysis_norm_based(a, r->fnorm, err);
-    return HS_OK;
+    hs_status st = o->norm_based ? hs_analysis_norm_based(a, r->fnorm, err) : HS_OK;
+    return st ? st : hs_analysis_position_share(a, err);
 }
 
 /* Stage "words": word-level maps (--word-level). */
