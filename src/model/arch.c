@@ -205,14 +205,7 @@ static const hs_tensor_name llama_names[] = {
     {HS_S_QKV_B, 2, NL "self_attn.v_proj.bias", NULL, "blk.%d.attn_v.bias", NULL, 0},
     {HS_S_O_W, -1, NL "self_attn.o_proj.weight", NULL, "blk.%d.attn_output.weight", NULL, 0},
     {HS_S_O_B, -1, NL "self_attn.o_proj.bias", NULL, "blk.%d.attn_output.bias", NULL, 0},
-    {HS_S_NORM2_W, -1, NL "post_attention_layernorm.weight", NULL, "blk.%d.ffn_norm.weight", NULL, 0},
-    {HS_S_FC_W, 0, NL "mlp.gate_proj.weight", NULL, "blk.%d.ffn_gate.weight", NULL, 0},
-    {HS_S_FC_W, 1, NL "mlp.up_proj.weight", NULL, "blk.%d.ffn_up.weight", NULL, 0},
-    {HS_S_PROJ_W, -1, NL "mlp.down_proj.weight", NULL, "blk.%d.ffn_down.weight", NULL, 0},
-    {HS_S_FINAL_NORM_W, -1, "norm.weight", NULL, "output_norm.weight", NULL, 0},
-    /* absent when tie_word_embeddings (then the token embeddings) */
-    {HS_S_DECODER, -1, "lm_head.weight", NULL, "output.weight", NULL,
-     HS_TN_OPTIONAL | HS_TN_BARE},
+    HS_LLAMA_MLP_HEAD_ROWS(NL) /* the decoder absent when tie_word_embeddings */
 };
 #undef NL
 

@@ -1,6 +1,8 @@
 /* DeepSeek-V2's tensor names and the slots of multi-head latent attention (MLA; DeepSeek-V2
  * §2.1): hooked into arch.c's families[], hs_names_shape and hs_layer_slot_ptr. The names
  * are those transformers' DeepseekV2ForCausalLM saves (model.layers.N.self_attn.*). */
+#include <stddef.h>
+
 #include "model/model_internal.h"
 
 #define NL "layers.%d."
@@ -21,14 +23,7 @@ static const hs_tensor_name deepseek_names[] = {
     {HS_S_MLA_KVB_W, -1, NL "self_attn.kv_b_proj.weight", NULL, "blk.%d.attn_kv_b.weight", NULL,
      0},
     {HS_S_O_W, -1, NL "self_attn.o_proj.weight", NULL, "blk.%d.attn_output.weight", NULL, 0},
-    {HS_S_NORM2_W, -1, NL "post_attention_layernorm.weight", NULL, "blk.%d.ffn_norm.weight",
-     NULL, 0},
-    {HS_S_FC_W, 0, NL "mlp.gate_proj.weight", NULL, "blk.%d.ffn_gate.weight", NULL, 0},
-    {HS_S_FC_W, 1, NL "mlp.up_proj.weight", NULL, "blk.%d.ffn_up.weight", NULL, 0},
-    {HS_S_PROJ_W, -1, NL "mlp.down_proj.weight", NULL, "blk.%d.ffn_down.weight", NULL, 0},
-    {HS_S_FINAL_NORM_W, -1, "norm.weight", NULL, "output_norm.weight", NULL, 0},
-    {HS_S_DECODER, -1, "lm_head.weight", NULL, "output.weight", NULL,
-     HS_TN_OPTIONAL | HS_TN_BARE},
+    HS_LLAMA_MLP_HEAD_ROWS(NL)
 };
 #undef NL
 
@@ -76,11 +71,15 @@ int hs_mla_shape(const hs_model_config *c, const hs_tensor_name *e, hs_tensor_sh
 
 const float **hs_mla_slot_ptr(hs_layer *L, hs_slot s)
 {
-    switch (s) {
-    case HS_S_MLA_QA_NORM_W: return &L->mla_qa_norm;
-    case HS_S_MLA_QB_W: return &L->mla_qb;
-    case HS_S_MLA_KVA_NORM_W: return &L->mla_kva_norm;
-    case HS_S_MLA_KVB_W: return &L->mla_kvb;
-    default: return NULL;
-    }
+    static const struct {
+        hs_slot slot;
+        size_t off;
+    } at[] = {{HS_S_MLA_QA_NORM_W, offsetof(hs_layer, mla_qa_norm)},
+              {HS_S_MLA_QB_W, offsetof(hs_layer, mla_qb)},
+              {HS_S_MLA_KVA_NORM_W, offsetof(hs_layer, mla_kva_norm)},
+              {HS_S_MLA_KVB_W, offsetof(hs_layer, mla_kvb)}};
+    for (size_t i = 0; i < sizeof at / sizeof at[0]; i++)
+        if (at[i].slot == s)
+            return (const float **)(void *)((char *)L + at[i].off);
+    return NULL;
 }

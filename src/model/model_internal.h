@@ -87,6 +87,18 @@ typedef struct hs_tensor_name {
     unsigned flags;         /* HS_TN_* */
 } hs_tensor_name;
 
+/* The rows Llama's layout ends a layer and the model with (the name pattern NL_ of a
+ * layer's prefix, "layers.%d."): the MLP's norm, its gate, up and down projections, the
+ * final norm and the untied decoder (absent when tie_word_embeddings). Shared by llama,
+ * qwen2 and deepseek_v2 (arch.c, arch_deepseek.c). */
+#define HS_LLAMA_MLP_HEAD_ROWS(NL_) \
+    {HS_S_NORM2_W, -1, NL_ "post_attention_layernorm.weight", NULL, "blk.%d.ffn_norm.weight", NULL, 0}, \
+    {HS_S_FC_W, 0, NL_ "mlp.gate_proj.weight", NULL, "blk.%d.ffn_gate.weight", NULL, 0}, \
+    {HS_S_FC_W, 1, NL_ "mlp.up_proj.weight", NULL, "blk.%d.ffn_up.weight", NULL, 0}, \
+    {HS_S_PROJ_W, -1, NL_ "mlp.down_proj.weight", NULL, "blk.%d.ffn_down.weight", NULL, 0}, \
+    {HS_S_FINAL_NORM_W, -1, "norm.weight", NULL, "output_norm.weight", NULL, 0}, \
+    {HS_S_DECODER, -1, "lm_head.weight", NULL, "output.weight", NULL, HS_TN_OPTIONAL | HS_TN_BARE},
+
 struct hs_names {
     const hs_tensor_name *t;
     size_t n;
