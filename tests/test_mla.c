@@ -12,6 +12,7 @@
 #include "headscope/forward.h"
 #include "headscope/model.h"
 #include "nn/mla.h"
+#include "nn/moe.h"
 #include "nn/ops.h"
 #include "testutil.h"
 
@@ -102,6 +103,33 @@ Test(mla, deepseek_lite_yarn_f32_n256) { run_case("deepseek_lite_256"); }
 Test(mla, deepseek_lite_head_mask) { run_case("deepseek_lite_hm"); }
 Test(mla, deepseek_v2_q_lora_bf16_head_dim_64_n256) { run_case("deepseek_v2_256"); }
 Test(mla, llama_with_yarn) { run_case("llama_yarn"); }
+Test(mla, moe_v2_softmax_group_limited_shared_experts) { run_case("deepseek_moe_v2"); }
+Test(mla, moe_v3_sigmoid_bias_normalised_bf16) { run_case("deepseek_moe_v3"); }
+
+/* The experts each token's router chooses, layer by layer (-1: a dense layer), against the
+ * reference's choice. */
+static void check_routes(const char *name)
+{
+    mla_case k;
+    case_open(name, &k);
+    const hs_model_config *c = hs_model_config_of(k.m);
+    int K = c->arch->moe_top_k, n = k.n;
+    int32_t *route = malloc((size_t)c->n_layer * n * K * sizeof *route);
+    hs_error err = {{0}};
+    cr_assert_eq(hs_moe_routes(k.m, k.ids.data, n, route, &err), HS_OK, "%s", err.msg);
+    const cJSON *want = cJSON_GetObjectItem(k.j, "route"); /* (L, n, K) */
+    int diff = 0;
+    for (int i = 0; i < c->n_layer * n * K; i++) {
+        const cJSON *tok = cJSON_GetArrayItem(cJSON_GetArrayItem(want, i / (n * K)), i / K % n);
+        diff += route[i] != cJSON_GetArrayItem(tok, i % K)->valueint;
+    }
+    cr_expect_eq(diff, 0, "%s: %d of %d choices differ", name, diff, c->n_layer * n * K);
+    free(route);
+    case_close(&k);
+}
+
+Test(mla, moe_v2_routes) { check_routes("deepseek_moe_v2"); }
+Test(mla, moe_v3_routes) { check_routes("deepseek_moe_v3"); }
 
 /* Each head's share of its logits from the rotary part, against the reference's. */
 static void check_share(const char *name)
@@ -167,9 +195,16 @@ static hs_status load_config(const char *json, hs_error *err)
 Test(mla, refusals_name_the_feature)
 {
     hs_error err = {{0}};
-    cr_expect_eq(load_config(DS "\"n_routed_experts\": 8, \"first_k_dense_replace\": 1}", &err),
-                 HS_E_UNSUPPORTED);
-    cr_expect(strstr(err.msg, "mixture-of-experts") != NULL, "%s", err.msg);
+    cr_expect_eq(load_config(DS "\"n_routed_experts\": 8, \"num_experts_per_tok\": 2, "
+                             "\"scoring_func\": \"tanh\"}", &err), HS_E_UNSUPPORTED);
+    cr_expect(strstr(err.msg, "scoring_func 'tanh'") != NULL, "%s", err.msg);
+    cr_expect_eq(load_config(DS "\"n_routed_experts\": 8, \"num_experts_per_tok\": 2, "
+                             "\"topk_method\": \"noaux_tc\"}", &err), HS_E_UNSUPPORTED);
+    cr_expect(strstr(err.msg, "topk_method 'noaux_tc' with scoring_func 'softmax'") != NULL, "%s",
+              err.msg);
+    cr_expect_eq(load_config(DS "\"n_routed_experts\": 8, \"num_experts_per_tok\": 2, "
+                             "\"moe_layer_freq\": 2}", &err), HS_E_UNSUPPORTED);
+    cr_expect(strstr(err.msg, "moe_layer_freq") != NULL, "%s", err.msg);
     cr_expect_eq(load_config(DS "\"n_routed_experts\": null, \"attention_bias\": true}", &err),
                  HS_E_UNSUPPORTED);
     cr_expect(strstr(err.msg, "attention_bias") != NULL, "%s", err.msg);

@@ -40,7 +40,9 @@ typedef enum hs_family {
     HS_FAMILY_GPT_NEOX = 5, /* Pythia: LayerNorm, fused per-head QKV, parallel residual, gelu */
     HS_FAMILY_LLAMA = 6,    /* RMSNorm, grouped KV heads, gated SiLU MLP, no biases */
     HS_FAMILY_QWEN2 = 7,    /* Llama's block with Q/K/V biases */
-    HS_FAMILY_DEEPSEEK_V2 = 8 /* multi-head latent attention (hs_arch.mla_*), Llama's MLP */
+    HS_FAMILY_DEEPSEEK_V2 = 8, /* multi-head latent attention (hs_arch.mla_*), Llama's MLP or a
+                                  mixture of experts (hs_arch.moe_*) */
+    HS_FAMILY_DEEPSEEK_V3 = 9  /* DeepSeek-V2's block, V3's defaults and sigmoid routing */
 } hs_family;
 
 typedef enum hs_file_format {
@@ -89,6 +91,19 @@ typedef enum hs_rope_scaling {
                            turned dimensions scaled by attn_factor */
 } hs_rope_scaling;
 
+/* A mixture of experts' router: how scores are made from the gate's logits, and how the
+ * experts are chosen (hs_arch.moe_*). */
+typedef enum hs_moe_scoring {
+    HS_MOE_SOFTMAX = 0, /* DeepSeek-V2: softmax over the experts */
+    HS_MOE_SIGMOID = 1  /* DeepSeek-V3: sigmoid of each, chosen with a correction bias added */
+} hs_moe_scoring;
+typedef enum hs_moe_routing {
+    HS_MOE_GREEDY = 0,        /* the top_k best scores */
+    HS_MOE_GROUP_LIMITED = 1, /* V2: within the topk_groups groups of the best maximum */
+    HS_MOE_NOAUX_TC = 2       /* V3: within the topk_groups groups of the best two-score sum,
+                                 scores with the correction bias choosing, without weighting */
+} hs_moe_routing;
+
 typedef enum hs_head_kind {
     HS_HEAD_DECODER = 1, /* logits = x W_dec^T (after the final norm of a pre-norm model) */
     HS_HEAD_MLM = 2      /* BERT's MLM head: dense, activation, norm, then W_dec^T + bias */
@@ -129,6 +144,15 @@ typedef struct hs_arch {
      * scores are scaled by mla_scale / sqrt(mla_nope + rotary_dims). */
     int mla_q_lora, mla_kv_lora, mla_nope;
     float mla_scale;
+    /* Mixture of experts (DeepSeek-V2/V3; moe_experts 0: dense MLPs everywhere). Layers from
+     * moe_first_dense on replace the MLP by moe_top_k of moe_experts routed experts (gated
+     * SiLU MLPs moe_ff wide) plus moe_shared shared ones (one MLP moe_shared moe_ff wide),
+     * the router's scores softmax or sigmoid (hs_moe_scoring), the experts taken greedily or
+     * among the moe_topk_groups best of moe_groups groups (hs_moe_routing), their weights
+     * normalised to sum 1 when moe_norm_topk, and scaled by moe_scale. */
+    int moe_experts, moe_top_k, moe_shared, moe_ff, moe_first_dense;
+    int moe_scoring, moe_routing, moe_groups, moe_topk_groups, moe_norm_topk;
+    float moe_scale;
     /* Which keys each query sees (visibility.h), layer by layer: a global layer sees `vis`
      * (zero: bidirectional); with sliding_window > 0 the local layers see the last
      * sliding_window keys (hs_vis_sliding), every layer local when global_every is 0, else
@@ -319,7 +343,7 @@ void hs_model_files_free(hs_model_file *files, int n);
 int hs_model_kv_head(const hs_model_config *c, int h);
 
 /* Family names: "gpt2", "bert", "roberta", "distilbert", "gpt_neox", "llama", "qwen2",
- * "deepseek_v2". */
+ * "deepseek_v2", "deepseek_v3". */
 const char *hs_family_name(hs_family f);
 
 #ifdef __cplusplus

@@ -205,7 +205,7 @@ static const hs_tensor_name llama_names[] = {
     {HS_S_QKV_B, 2, NL "self_attn.v_proj.bias", NULL, "blk.%d.attn_v.bias", NULL, 0},
     {HS_S_O_W, -1, NL "self_attn.o_proj.weight", NULL, "blk.%d.attn_output.weight", NULL, 0},
     {HS_S_O_B, -1, NL "self_attn.o_proj.bias", NULL, "blk.%d.attn_output.bias", NULL, 0},
-    HS_LLAMA_MLP_HEAD_ROWS(NL) /* the decoder absent when tie_word_embeddings */
+    HS_LLAMA_MLP_HEAD_ROWS(NL, 0) /* the decoder absent when tie_word_embeddings */
 };
 #undef NL
 
@@ -293,6 +293,13 @@ static const hs_arch families[] = {
     },
     {   /* multi-head latent attention (src/model/arch_deepseek.c; dimensions per model) */
         .family = HS_FAMILY_DEEPSEEK_V2, .name = "deepseek_v2",
+        .norm_place = HS_NORM_PRE, .norm_kind = HS_NORM_RMS, .act = HS_ACT_SILU, .gated = 1,
+        .pos = HS_POS_ROTARY, .rotary_frac = 1.0f, .rotary_base = 10000.0f,
+        .vis = {HS_VIS_CAUSAL, 0, 0}, .head = HS_HEAD_DECODER, .tokenizer = 0,
+        .mla_kv_lora = 1, .mla_scale = 1.0f, .names = &hs_deepseek_v2_names,
+    },
+    {   /* DeepSeek-V2's block (V3's defaults and routing: hf_config_deepseek.c) */
+        .family = HS_FAMILY_DEEPSEEK_V3, .name = "deepseek_v3",
         .norm_place = HS_NORM_PRE, .norm_kind = HS_NORM_RMS, .act = HS_ACT_SILU, .gated = 1,
         .pos = HS_POS_ROTARY, .rotary_frac = 1.0f, .rotary_base = 10000.0f,
         .vis = {HS_VIS_CAUSAL, 0, 0}, .head = HS_HEAD_DECODER, .tokenizer = 0,

@@ -23,7 +23,9 @@ static const hs_tensor_name deepseek_names[] = {
     {HS_S_MLA_KVB_W, -1, NL "self_attn.kv_b_proj.weight", NULL, "blk.%d.attn_kv_b.weight", NULL,
      0},
     {HS_S_O_W, -1, NL "self_attn.o_proj.weight", NULL, "blk.%d.attn_output.weight", NULL, 0},
-    HS_LLAMA_MLP_HEAD_ROWS(NL)
+    /* the dense MLP: absent from a mixture-of-experts layer (src/model/moe_weights.c checks
+     * a dense layer's) */
+    HS_LLAMA_MLP_HEAD_ROWS(NL, HS_TN_OPTIONAL)
 };
 #undef NL
 

@@ -6,6 +6,7 @@
 
 #include <cJSON.h>
 
+#include "model/hf_config.h"
 #include "model/model_internal.h"
 
 #define CONFIG_MAX_BYTES (4u << 20)
@@ -368,70 +369,6 @@ static hs_status parse_qwen2(const cJSON *root, hs_model_config *c, hs_arch *a, 
     return parse_llama_like(root, c, a, err);
 }
 
-/* DeepSeek-V2: Llama's keys, the latent attention's dimensions (transformers' defaults:
- * q_lora_rank 1536, null for none; kv_lora_rank 512; qk_nope_head_dim 128; qk_rope_head_dim
- * 64; v_head_dim 128) and, under YaRN, the softmax scale's mscale(factor, mscale_all_dim)^2
- * (DeepSeek's modelling code). Only dense MLPs: a mixture of experts is refused by name. */
-static hs_status parse_deepseek_v2(const cJSON *root, hs_model_config *c, hs_arch *a,
-                                   hs_error *err)
-{
-    hs_status st;
-    int q_lora = 1536, kv_lora = 512, nope = 128, rope = 64, v = 128, experts = 64, dense = 0;
-    const cJSON *ql = cJSON_GetObjectItemCaseSensitive(root, "q_lora_rank");
-    const cJSON *ne = cJSON_GetObjectItemCaseSensitive(root, "n_routed_experts");
-    c->family = HS_FAMILY_DEEPSEEK_V2;
-    c->n_ctx = 2048;
-    c->ln_eps = 1e-6f;
-    c->act = HS_ACT_SILU;
-    if ((st = get_int(root, "q_lora_rank", 0, &q_lora, err)) ||
-        (st = get_int(root, "kv_lora_rank", 0, &kv_lora, err)) ||
-        (st = get_int(root, "qk_nope_head_dim", 0, &nope, err)) ||
-        (st = get_int(root, "qk_rope_head_dim", 0, &rope, err)) ||
-        (st = get_int(root, "v_head_dim", 0, &v, err)) ||
-        (st = get_int(root, "n_routed_experts", 0, &experts, err)) ||
-        (st = get_int(root, "first_k_dense_replace", 0, &dense, err)))
-        return st;
-    if (ql && cJSON_IsNull(ql))
-        q_lora = 0;
-    if (ne && cJSON_IsNull(ne))
-        experts = 0;
-    if (kv_lora < 1 || rope < 2 || v < 1 || rope > HS_ROTARY_MAX_DIMS)
-        return hs_fail(err, HS_E_VALUE, "config.json: kv_lora_rank, qk_rope_head_dim (even, at "
-                       "most %d) and v_head_dim must be positive", HS_ROTARY_MAX_DIMS);
-    c->d_head = v;
-    if ((st = get_decoder_dims(root, c, err)) ||
-        (st = get_float(root, "rms_norm_eps", &c->ln_eps, err)) ||
-        (st = require_bool(root, "attention_bias", 0, err)) ||
-        (st = require_bool(root, "mlp_bias", 0, err)) ||
-        (st = get_bool(root, "tie_word_embeddings", &a->tied_embeddings, err)) ||
-        (st = parse_rope(root, a, rope, "rope_theta", "partial_rotary_factor", err)))
-        return st;
-    const char *act = get_str(root, "hidden_act");
-    if (act && strcmp(act, "silu"))
-        return hs_fail(err, HS_E_UNSUPPORTED, "config.json: hidden_act '%s' is not supported "
-                       "(expected silu)", act);
-    if (experts > 0 && dense < c->n_layer)
-        return hs_fail(err, HS_E_UNSUPPORTED, "config.json: deepseek_v2's mixture-of-experts MLP "
-                       "(%d routed experts from layer %d) is not implemented", experts, dense);
-    a->mla_q_lora = q_lora;
-    a->mla_kv_lora = kv_lora;
-    a->mla_nope = nope;
-    a->n_kv_head = c->n_head;
-    a->mla_scale = 1.0f;
-    const cJSON *sc = cJSON_GetObjectItemCaseSensitive(root, "rope_scaling");
-    if (!cJSON_IsObject(sc))
-        sc = cJSON_GetObjectItemCaseSensitive(root, "rope_parameters");
-    double ms_all = 0;
-    if (a->rope_scaling == HS_ROPE_YARN && cJSON_IsObject(sc) &&
-        (st = get_num(sc, "rope_scaling.", "mscale_all_dim", 0, 1e6, &ms_all, err)))
-        return st;
-    if (ms_all > 0) {
-        double m = yarn_mscale(a->rope_factor, ms_all);
-        a->mla_scale = (float)(m * m);
-    }
-    return HS_OK;
-}
-
 /* Families transformers has that the block cannot express, each with the reason. */
 static const struct {
     const char *model_type, *why;
@@ -503,7 +440,8 @@ static const struct {
     {"gpt_neox", HS_FAMILY_GPT_NEOX, parse_gpt_neox},
     {"llama", HS_FAMILY_LLAMA, parse_llama},
     {"qwen2", HS_FAMILY_QWEN2, parse_qwen2},
-    {"deepseek_v2", HS_FAMILY_DEEPSEEK_V2, parse_deepseek_v2},
+    {"deepseek_v2", HS_FAMILY_DEEPSEEK_V2, hs_parse_deepseek_v2}, /* hf_config_deepseek.c */
+    {"deepseek_v3", HS_FAMILY_DEEPSEEK_V3, hs_parse_deepseek_v3},
 };
 
 hs_status hs_hf_config_load(const char *path, hs_model_config *cfg, hs_arch *arch, hs_error *err)
@@ -557,4 +495,48 @@ done:
     cJSON_Delete(root);
     free(text);
     return st;
+}
+
+/* ---- for the families read in other files (hf_config.h) ---------------------------- */
+
+hs_status hs_cfg_int(const cJSON *root, const char *key, int *out, hs_error *err)
+{
+    return get_int(root, key, 0, out, err);
+}
+
+hs_status hs_cfg_num(const cJSON *obj, const char *where, const char *key, double lo, double hi,
+                     double *out, hs_error *err)
+{
+    return get_num(obj, where, key, lo, hi, out, err);
+}
+
+hs_status hs_cfg_bool(const cJSON *root, const char *key, int *out, hs_error *err)
+{
+    return get_bool(root, key, out, err);
+}
+
+hs_status hs_cfg_require_bool(const cJSON *root, const char *key, int want, hs_error *err)
+{
+    return require_bool(root, key, want, err);
+}
+
+const char *hs_cfg_str(const cJSON *root, const char *key) { return get_str(root, key); }
+
+double hs_cfg_yarn_mscale(double factor, double m) { return yarn_mscale(factor, m); }
+
+hs_status hs_cfg_llama_dims(const cJSON *root, hs_model_config *c, hs_arch *a, int rope_dims,
+                            hs_error *err)
+{
+    hs_status st;
+    if ((st = get_decoder_dims(root, c, err)) ||
+        (st = get_float(root, "rms_norm_eps", &c->ln_eps, err)) ||
+        (st = require_bool(root, "mlp_bias", 0, err)) ||
+        (st = get_bool(root, "tie_word_embeddings", &a->tied_embeddings, err)) ||
+        (st = parse_rope(root, a, rope_dims, "rope_theta", "partial_rotary_factor", err)))
+        return st;
+    const char *act = get_str(root, "hidden_act");
+    if (act && strcmp(act, "silu"))
+        return hs_fail(err, HS_E_UNSUPPORTED, "config.json: hidden_act '%s' is not supported "
+                       "(expected silu)", act);
+    return HS_OK;
 }

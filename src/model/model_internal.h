@@ -88,14 +88,14 @@ typedef struct hs_tensor_name {
 } hs_tensor_name;
 
 /* The rows Llama's layout ends a layer and the model with (the name pattern NL_ of a
- * layer's prefix, "layers.%d."): the MLP's norm, its gate, up and down projections, the
- * final norm and the untied decoder (absent when tie_word_embeddings). Shared by llama,
- * qwen2 and deepseek_v2 (arch.c, arch_deepseek.c). */
-#define HS_LLAMA_MLP_HEAD_ROWS(NL_) \
+ * layer's prefix, "layers.%d."): the MLP's norm, its gate, up and down projections (flags
+ * F_), the final norm and the untied decoder (absent when tie_word_embeddings). Shared by
+ * llama, qwen2 and the deepseek families (arch.c, arch_deepseek.c). */
+#define HS_LLAMA_MLP_HEAD_ROWS(NL_, F_) \
     {HS_S_NORM2_W, -1, NL_ "post_attention_layernorm.weight", NULL, "blk.%d.ffn_norm.weight", NULL, 0}, \
-    {HS_S_FC_W, 0, NL_ "mlp.gate_proj.weight", NULL, "blk.%d.ffn_gate.weight", NULL, 0}, \
-    {HS_S_FC_W, 1, NL_ "mlp.up_proj.weight", NULL, "blk.%d.ffn_up.weight", NULL, 0}, \
-    {HS_S_PROJ_W, -1, NL_ "mlp.down_proj.weight", NULL, "blk.%d.ffn_down.weight", NULL, 0}, \
+    {HS_S_FC_W, 0, NL_ "mlp.gate_proj.weight", NULL, "blk.%d.ffn_gate.weight", NULL, F_}, \
+    {HS_S_FC_W, 1, NL_ "mlp.up_proj.weight", NULL, "blk.%d.ffn_up.weight", NULL, F_}, \
+    {HS_S_PROJ_W, -1, NL_ "mlp.down_proj.weight", NULL, "blk.%d.ffn_down.weight", NULL, F_}, \
     {HS_S_FINAL_NORM_W, -1, "norm.weight", NULL, "output_norm.weight", NULL, 0}, \
     {HS_S_DECODER, -1, "lm_head.weight", NULL, "output.weight", NULL, HS_TN_OPTIONAL | HS_TN_BARE},
 
@@ -209,6 +209,14 @@ void hs_sinusoids(float *pe, int rows, int d);
  * stored in another type stays as stored and goes to the weight cache (below). */
 hs_status hs_weights_build(hs_model *m, hs_tensor_lookup lookup, void *ctx, hs_error *err);
 
+/* 1 when layer l of c is a mixture-of-experts layer. */
+int hs_moe_layer(const hs_model_config *c, int l);
+/* The experts' weights of every mixture-of-experts layer (src/model/moe_weights.c), through
+ * the reader's lookup, after the name table's (hs_weights_build calls it): each checked
+ * (present, 2-D, F32/F16/BF16, its shape), converted to float32 into m->moe_arena unless
+ * HS_OPEN_NO_WEIGHTS; a dense layer whose MLP is missing is refused, naming it. */
+hs_status hs_moe_weights_build(hs_model *m, hs_tensor_lookup lookup, void *ctx, hs_error *err);
+
 /* Converts the tensor t (stored (out, in) when out_in, for a matrix) into its place sh in
  * dst (row stride sh.ld, first column sh.off), the rows in parallel; fails naming `name`
  * on a NaN or an infinity. t's shape, size and block alignment are already checked. */
@@ -303,6 +311,12 @@ typedef struct hs_layer {
      * (hs_mla_qkv_width): q_a's norm (q_lora) and q_b (q_lora, n_head (nope + rope)), NULL
      * without q_lora; the latent's norm (kv_lora) and kv_b (kv_lora, n_head (nope + d_head)). */
     const float *mla_qa_norm, *mla_qb, *mla_kva_norm, *mla_kvb;
+    /* A mixture-of-experts layer (hs_moe_layer; the dense w_fc, w_proj then NULL): the router
+     * (d, E) and its correction bias (E) or NULL; expert e's [gate | up] at moe_fc + e d 2f,
+     * (d, 2f), and its down projection at moe_proj + e f d, (f, d), f = moe_ff; the shared
+     * experts as one MLP (d, 2 fs), (fs, d), fs = moe_shared moe_ff, or NULL. F32 always,
+     * in the model's moe_arena (src/model/moe_weights.c). */
+    const float *moe_gate, *moe_bias, *moe_fc, *moe_proj, *moe_sfc, *moe_sproj;
 } hs_layer;
 
 struct hs_model {
@@ -347,6 +361,7 @@ struct hs_model {
     const float *decoder;             /* (vocab, d): explicit LM decoder, or wte when tied */
 
     hs_tokenizer *tok;                /* NULL when no tokenizer files */
+    float *moe_arena;                 /* the experts' float32 weights, or NULL */
 };
 
 /* Format readers. Each fills m->cfg (cfg.arch = &m->arch), the weights (via

@@ -6,6 +6,7 @@
 
 #include "nn/block.h"
 #include "nn/mla.h"
+#include "nn/moe.h"
 #include "nn/ops.h"
 
 void hs_embed(const hs_model *m, const int32_t *ids, const int32_t *type_ids, int n, float *x)
@@ -256,7 +257,15 @@ static hs_status block_run(const hs_model *m, const hs_layer *L, int l, hs_forwa
         norm(c, x, L->ln2_w, L->ln2_b, h, KEEP(xhat2), KEEP(rstd2), rows);
     else
         norm(c, x, L->ln1_w, L->ln1_b, x, KEEP(xhat1), KEEP(rstd1), rows);
-    mlp(c, L, ws, pre ? h : x, ff_pre, h, rows, 0);
+    if (L->moe_gate) { /* a mixture of experts (src/nn/moe.c) */
+        int32_t *route = ws->moe_route && batch == 1 && !keep && rows == n
+                             ? ws->moe_route + (size_t)l * (size_t)n * (size_t)a->moe_top_k
+                             : NULL;
+        if (hs_moe_forward(c, L, pre ? h : x, h, rows, route))
+            return hs_fail(err, HS_E_NOMEM, "out of memory for the experts");
+    } else {
+        mlp(c, L, ws, pre ? h : x, ff_pre, h, rows, 0);
+    }
     KEEP_COPY(mlp_out, h);
     hs_op_add(x, h, xd);
     if (!pre)

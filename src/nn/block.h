@@ -55,6 +55,10 @@ struct hs_forward_ws {
      * of its logits from the rotary part (hs_mla_attn's pos_share) in a pass of one copy
      * without keep; NULL: not computed. */
     double *mla_pos_share;
+    /* A mixture of experts: (n_layer, n, top_k) receiving the experts each token's router
+     * chooses in each such layer (hs_moe_forward's route), in a pass of one copy without
+     * keep over every row; NULL: not recorded. */
+    int32_t *moe_route;
 };
 
 /* The activations of one layer that the backward pass needs, written by the block when
