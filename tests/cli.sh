@@ -474,6 +474,27 @@ for h in r["heads"]:
 PYEOF
 expect 1 "dump q of latent attention" -- "$HS" dump "$DSL" --text "hi there" --what q -o "$T/mlad"
 grep -q "not recorded for multi-head latent attention" "$T/err" && ok || bad "dump q refusal: $(cat "$T/err")"
+# the mixture of experts: dump's router choices against the reference's, analyze end to end
+DSM=fixtures/mla-models/tiny-deepseek-moe
+expect 0 "dump router" -- "$HS" dump "$DSM" --text "The cat sat on the mat." --what router,mlp_out -o "$T/moed" -q
+"$PY" - "$T/moed" "$DSM" <<'PYEOF' && ok || bad "dump router vs the reference"
+import json, os, sys
+import numpy as np
+sys.path.insert(0, "fixtures/ref")
+import mla_ref
+d = sys.argv[1]
+cfg, W = mla_ref.read(sys.argv[2])
+ids = np.load(os.path.join(d, "input_ids.npy"))
+ref = mla_ref.forward(cfg, W, ids)["route"]
+names = [f["file"] for f in json.load(open(os.path.join(d, "manifest.json")))["files"]]
+assert "blocks.0.mlp.router_experts.npy" not in names   # layer 0 is dense
+got = np.load(os.path.join(d, "blocks.1.mlp.router_experts.npy"))
+assert got.dtype == np.int32 and (got == ref[1]).all(), (got, ref[1])
+PYEOF
+expect 1 "dump router of a dense model" -- "$HS" dump "$DSL" --text "hi" --what router -o "$T/moen"
+grep -q "no mixture of experts" "$T/err" && ok || bad "dump router refusal: $(cat "$T/err")"
+expect 0 "analyze deepseek_v2 with experts" -- "$HS" analyze "$DSM" --text "The cat sat on the mat. The cat sat on the mat." \
+    -o "$T/moea" -q --no-images
 expect 0 "analyze gpt2 has no position share" -- "$HS" analyze "$G" --text "hello world" -o "$T/nomla" -q --no-images
 "$PY" -c "import json,sys; r=json.load(open(sys.argv[1])); assert all(h['position_share'] is None for h in r['heads'])" \
     "$T/nomla/report.json" && ok || bad "gpt2 position_share is null"
