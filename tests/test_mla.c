@@ -55,10 +55,19 @@ static void case_close(mla_case *k)
     cJSON_Delete(k->j);
 }
 
-static void run_case(const char *name)
+/* budget: the weight cache's (0: the default), the model reopened with it. */
+static void run_case_budget(const char *name, size_t budget)
 {
     mla_case k;
     case_open(name, &k);
+    if (budget) {
+        hs_open_opts oo = {.weight_memory = budget};
+        hs_error e = {{0}};
+        hs_model_free(k.m);
+        k.m = NULL;
+        cr_assert_eq(hs_model_open2(cJSON_GetObjectItem(k.j, "model")->valuestring, &oo, &k.m, &e),
+                     HS_OK, "%s", e.msg);
+    }
     const hs_model_config *c = hs_model_config_of(k.m);
     int n = k.n;
     hs_error err = {{0}};
@@ -99,12 +108,17 @@ static void run_case(const char *name)
     case_close(&k);
 }
 
+static void run_case(const char *name) { run_case_budget(name, 0); }
+
 Test(mla, deepseek_lite_yarn_f32_n256) { run_case("deepseek_lite_256"); }
 Test(mla, deepseek_lite_head_mask) { run_case("deepseek_lite_hm"); }
 Test(mla, deepseek_v2_q_lora_bf16_head_dim_64_n256) { run_case("deepseek_v2_256"); }
 Test(mla, llama_with_yarn) { run_case("llama_yarn"); }
 Test(mla, moe_v2_softmax_group_limited_shared_experts) { run_case("deepseek_moe_v2"); }
 Test(mla, moe_v3_sigmoid_bias_normalised_bf16) { run_case("deepseek_moe_v3"); }
+/* one converted layer at a time: the BF16 layers taking turns in the weight cache, the
+ * experts (float32 at load) and the MoE layers' absent dense MLP beside them */
+Test(mla, moe_v3_under_a_one_byte_weight_budget) { run_case_budget("deepseek_moe_v3", 1); }
 
 /* The experts each token's router chooses, layer by layer (-1: a dense layer), against the
  * reference's choice. */
