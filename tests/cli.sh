@@ -467,10 +467,17 @@ cfg, W = mla_ref.read(sys.argv[2])
 ref = mla_ref.forward(cfg, W, r["input"]["ids"])["pos_share"]
 assert r["options"]["gradient"] is False and r["composition"]["available"] is False
 assert any(m["key"] == "position_share" for m in r["metrics"])
+ids = r["input"]["ids"]
+base = mla_ref.nll(mla_ref.forward(cfg, W, ids)["logits"], ids).mean()
+assert abs(r["loss"]["value"] - base) <= 1e-5, (r["loss"]["value"], base)
 for h in r["heads"]:
     got, want = h["position_share"], ref[h["layer"]][h["head"]]
     assert abs(got - want) <= 1e-5, (h["layer"], h["head"], got, want)
-    assert h["gradient_importance"] is None and h["ablation_delta"] is not None
+    assert h["gradient_importance"] is None
+    hm = [[1.0] * cfg["num_attention_heads"] for _ in range(cfg["num_hidden_layers"])]
+    hm[h["layer"]][h["head"]] = 0.0   # the ablation sweep's zero ablation, by the reference
+    d = mla_ref.nll(mla_ref.forward(cfg, W, ids, hm)["logits"], ids).mean() - base
+    assert abs(h["ablation_delta"] - d) <= 1e-4, (h["layer"], h["head"], h["ablation_delta"], d)
 PYEOF
 expect 1 "dump q of latent attention" -- "$HS" dump "$DSL" --text "hi there" --what q -o "$T/mlad"
 grep -q "not recorded for multi-head latent attention" "$T/err" && ok || bad "dump q refusal: $(cat "$T/err")"
@@ -495,6 +502,21 @@ expect 1 "dump router of a dense model" -- "$HS" dump "$DSL" --text "hi" --what 
 grep -q "no mixture of experts" "$T/err" && ok || bad "dump router refusal: $(cat "$T/err")"
 expect 0 "analyze deepseek_v2 with experts" -- "$HS" analyze "$DSM" --text "The cat sat on the mat. The cat sat on the mat." \
     -o "$T/moea" -q --no-images
+"$PY" - "$T/moea/report.json" "$DSM" <<'PYEOF' && ok || bad "deepseek_v2 experts: loss and ablation vs the reference"
+import json, sys
+sys.path.insert(0, "fixtures/ref")
+import mla_ref
+r = json.load(open(sys.argv[1]))
+cfg, W = mla_ref.read(sys.argv[2])
+ids = r["input"]["ids"]
+base = mla_ref.nll(mla_ref.forward(cfg, W, ids)["logits"], ids).mean()
+assert abs(r["loss"]["value"] - base) <= 1e-5, (r["loss"]["value"], base)
+for h in r["heads"]:
+    hm = [[1.0] * cfg["num_attention_heads"] for _ in range(cfg["num_hidden_layers"])]
+    hm[h["layer"]][h["head"]] = 0.0
+    d = mla_ref.nll(mla_ref.forward(cfg, W, ids, hm)["logits"], ids).mean() - base
+    assert abs(h["ablation_delta"] - d) <= 1e-4, (h["layer"], h["head"], h["ablation_delta"], d)
+PYEOF
 expect 0 "analyze gpt2 has no position share" -- "$HS" analyze "$G" --text "hello world" -o "$T/nomla" -q --no-images
 "$PY" -c "import json,sys; r=json.load(open(sys.argv[1])); assert all(h['position_share'] is None for h in r['heads'])" \
     "$T/nomla/report.json" && ok || bad "gpt2 position_share is null"
