@@ -517,6 +517,25 @@ for h in r["heads"]:
     d = mla_ref.nll(mla_ref.forward(cfg, W, ids, hm)["logits"], ids).mean() - base
     assert abs(h["ablation_delta"] - d) <= 1e-4, (h["layer"], h["head"], h["ablation_delta"], d)
 PYEOF
+# a checkpoint missing an expert, or with an expert of the wrong shape: one line naming it
+"$PY" - "$DSM" "$T/moebad" <<'PYEOF' && ok || bad "write the broken expert checkpoints"
+import os, shutil, sys
+sys.path.insert(0, "fixtures/ref")
+import hs_ref
+src, out = sys.argv[1], sys.argv[2]
+t = hs_ref.read_safetensors(os.path.join(src, "model.safetensors"))
+for name, drop, reshape in (("gone", "model.layers.1.mlp.experts.3.down_proj.weight", None),
+                            ("shape", None, "model.layers.1.mlp.experts.5.up_proj.weight")):
+    d = os.path.join(out, name)
+    os.makedirs(d)
+    shutil.copy(os.path.join(src, "config.json"), d)
+    items = {k: (v[:, :-1] if k == reshape else v) for k, v in t.items() if k != drop}
+    hs_ref.write_safetensors(os.path.join(d, "model.safetensors"), items)
+PYEOF
+expect 1 "an expert missing" -- "$HS" info "$T/moebad/gone"
+grep -q "tensor 'model.layers.1.mlp.experts.3.down_proj.weight' is missing" "$T/err" && ok || bad "missing expert: $(cat "$T/err")"
+expect 1 "an expert of the wrong shape" -- "$HS" info "$T/moebad/shape"
+grep -q "tensor 'model.layers.1.mlp.experts.5.up_proj.weight' must be (16, 64)" "$T/err" && ok || bad "expert shape: $(cat "$T/err")"
 expect 0 "analyze gpt2 has no position share" -- "$HS" analyze "$G" --text "hello world" -o "$T/nomla" -q --no-images
 "$PY" -c "import json,sys; r=json.load(open(sys.argv[1])); assert all(h['position_share'] is None for h in r['heads'])" \
     "$T/nomla/report.json" && ok || bad "gpt2 position_share is null"
