@@ -465,7 +465,7 @@ import mla_ref
 r = json.load(open(sys.argv[1]))
 cfg, W = mla_ref.read(sys.argv[2])
 ref = mla_ref.forward(cfg, W, r["input"]["ids"])["pos_share"]
-assert r["options"]["gradient"] is False and r["composition"]["available"] is False
+assert r["options"]["gradient"] is True and r["composition"]["available"] is False
 assert any(m["key"] == "position_share" for m in r["metrics"])
 ids = r["input"]["ids"]
 base = mla_ref.nll(mla_ref.forward(cfg, W, ids)["logits"], ids).mean()
@@ -473,11 +473,14 @@ assert abs(r["loss"]["value"] - base) <= 1e-5, (r["loss"]["value"], base)
 for h in r["heads"]:
     got, want = h["position_share"], ref[h["layer"]][h["head"]]
     assert abs(got - want) <= 1e-5, (h["layer"], h["head"], got, want)
-    assert h["gradient_importance"] is None
     hm = [[1.0] * cfg["num_attention_heads"] for _ in range(cfg["num_hidden_layers"])]
     hm[h["layer"]][h["head"]] = 0.0   # the ablation sweep's zero ablation, by the reference
     d = mla_ref.nll(mla_ref.forward(cfg, W, ids, hm)["logits"], ids).mean() - base
     assert abs(h["ablation_delta"] - d) <= 1e-4, (h["layer"], h["head"], h["ablation_delta"], d)
+    loss_at = lambda x: mla_ref.nll(mla_ref.forward(cfg, W, ids, [[x if (l, k) == (h["layer"], h["head"]) else 1.0
+        for k in range(cfg["num_attention_heads"])] for l in range(cfg["num_hidden_layers"])])["logits"], ids).mean()
+    g = abs(loss_at(1 + 1e-4) - loss_at(1 - 1e-4)) / 2e-4   # |dL/dxi| by central differences, float64
+    assert abs(h["gradient_raw"] - g) <= 1e-4 * (1 + g), (h["layer"], h["head"], h["gradient_raw"], g)
 PYEOF
 expect 1 "dump q of latent attention" -- "$HS" dump "$DSL" --text "hi there" --what q -o "$T/mlad"
 grep -q "not recorded for multi-head latent attention" "$T/err" && ok || bad "dump q refusal: $(cat "$T/err")"
@@ -511,7 +514,9 @@ cfg, W = mla_ref.read(sys.argv[2])
 ids = r["input"]["ids"]
 base = mla_ref.nll(mla_ref.forward(cfg, W, ids)["logits"], ids).mean()
 assert abs(r["loss"]["value"] - base) <= 1e-5, (r["loss"]["value"], base)
+assert r["options"]["gradient"] is False   # the experts have no backward pass yet
 for h in r["heads"]:
+    assert h["gradient_importance"] is None
     hm = [[1.0] * cfg["num_attention_heads"] for _ in range(cfg["num_hidden_layers"])]
     hm[h["layer"]][h["head"]] = 0.0
     d = mla_ref.nll(mla_ref.forward(cfg, W, ids, hm)["logits"], ids).mean() - base

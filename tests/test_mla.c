@@ -10,6 +10,7 @@
 
 #include "core/core.h"
 #include "headscope/forward.h"
+#include "headscope/importance.h"
 #include "headscope/model.h"
 #include "nn/mla.h"
 #include "nn/moe.h"
@@ -114,6 +115,7 @@ Test(mla, deepseek_lite_yarn_f32_n256) { run_case("deepseek_lite_256"); }
 Test(mla, deepseek_lite_head_mask) { run_case("deepseek_lite_hm"); }
 Test(mla, deepseek_v2_q_lora_bf16_head_dim_64_n256) { run_case("deepseek_v2_256"); }
 Test(mla, llama_with_yarn) { run_case("llama_yarn"); }
+Test(mla, deepseek_two_dense_layers_bf16) { run_case("deepseek_2l"); }
 Test(mla, moe_v2_softmax_group_limited_shared_experts) { run_case("deepseek_moe_v2"); }
 Test(mla, moe_v3_sigmoid_bias_normalised_bf16) { run_case("deepseek_moe_v3"); }
 /* one converted layer at a time: the BF16 layers taking turns in the weight cache, the
@@ -168,6 +170,34 @@ static void check_share(const char *name)
 
 Test(mla, position_share_lite) { check_share("deepseek_lite_256"); }
 Test(mla, position_share_q_lora) { check_share("deepseek_v2_256"); }
+
+/* Gradient importance through latent attention (dense MLPs): the analytic gradient against
+ * central differences of the forward pass (testutil.h). */
+static void finite_difference(const char *name)
+{
+    mla_case k;
+    case_open(name, &k);
+    hs_loss_input in = {.ids = k.ids.data, .n = k.n, .kind = HS_LOSS_LM};
+    tu_check_finite_difference(k.m, &in, name);
+    case_close(&k);
+}
+
+/* two layers: the second's gradient goes back through the first's latent attention (q_lora,
+ * YaRN with mscale != mscale_all_dim: a rotary attention factor and a softmax mscale) */
+Test(mla_gradient, matches_finite_difference_two_layers) { finite_difference("deepseek_2l"); }
+Test(mla_gradient, matches_finite_difference_lite_yarn) { finite_difference("deepseek_lite_256"); }
+
+Test(mla_gradient, refused_for_the_mixture_of_experts)
+{
+    mla_case k;
+    case_open("deepseek_moe_v2", &k);
+    hs_loss_input in = {.ids = k.ids.data, .n = k.n, .kind = HS_LOSS_LM};
+    double g[4], loss;
+    hs_error err = {{0}};
+    cr_expect_eq(hs_gradient_signed(k.m, &in, g, &loss, &err), HS_E_UNSUPPORTED);
+    cr_expect(strstr(err.msg, "mixture of experts") != NULL, "%s", err.msg);
+    case_close(&k);
+}
 
 /* YaRN by hand: dims 8, base 10000, factor 4, original 128, beta 32 and 1. The pair index
  * making r rotations is 8 ln(128 / (2 pi r)) / (2 ln 10000): r = 32: -0.197 → 0; r = 1:

@@ -18,6 +18,7 @@
 
 #include "core/core.h"
 #include "headscope/importance.h"
+#include "importance/gradient_mla.h"
 #include "importance/importance_internal.h"
 #include "model/model_internal.h"
 #include "nn/block.h"
@@ -78,6 +79,12 @@ static void norm_back(int rms, const float *xhat, const float *rstd, const float
             xi[k] = accumulate ? xi[k] + v : v;
         }
     }
+}
+
+void hs_grad_rms_back(const float *xhat, const float *rstd, const float *w, const float *dy,
+                      float *dx, int n, int d)
+{
+    norm_back(1, xhat, rstd, w, dy, dx, n, d, 0);
 }
 
 /* The MLP backward: dy: (n, d) = d loss / d (MLP output) → din: (n, d) = d loss / d (MLP
@@ -159,9 +166,9 @@ static hs_status check_input(const hs_model *m, const hs_loss_input *in, hs_erro
     if (beyond) /* the loaders refuse these; a descriptor changed by hand may not be */
         return hs_fail(err, HS_E_UNSUPPORTED, "gradient importance: the backward pass of %s "
                        "(architecture '%s') is not implemented", beyond, c->arch->name);
-    if (c->arch->mla_kv_lora)
-        return hs_fail(err, HS_E_UNSUPPORTED, "gradient importance: the backward pass of "
-                       "multi-head latent attention (architecture '%s') is not implemented",
+    if (c->arch->moe_experts > 0)
+        return hs_fail(err, HS_E_UNSUPPORTED, "gradient importance: the backward pass of the "
+                       "mixture of experts (architecture '%s') is not implemented",
                        c->arch->name);
     if (in->kind == HS_LOSS_REPR)
         return hs_fail(err, HS_E_UNSUPPORTED, "gradient importance: the representation loss has "
@@ -437,8 +444,18 @@ hs_status hs_gradient_capped(const hs_model *m, const hs_loss_input *in, const f
                     for (int e = 0; e < c->d_head; e++)
                         a[e] *= xv;
                 }
-        attention_back(c, hs_model_layer_visibility(c, l), gl->qkv, gl->probs, dh, dqkv, dp, n);
         hs_rope rope = hs_model_layer_rope(c, l);
+        if (c->arch->mla_kv_lora) { /* latent attention, its turns included */
+            if (hs_mla_attn_back(c, W, l, gl->qkv, gl->probs, dh, dqkv, n)) {
+                hs_layer_put(m, l);
+                st = hs_fail(err, HS_E_NOMEM, "out of memory for latent attention's backward");
+                goto fail;
+            }
+            rope.dims = 0;
+        } else {
+            attention_back(c, hs_model_layer_visibility(c, l), gl->qkv, gl->probs, dh, dqkv, dp,
+                           n);
+        }
         if (rope.dims) { /* back through the turn of Q and K: its transpose */
             int rot = rope.dims;
             hs_op_rope_freqs_of(&rope, inv_freq);

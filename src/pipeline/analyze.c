@@ -553,9 +553,11 @@ hs_status hs_analyze_run(const hs_model *m, const hs_analyze_input *in, const hs
     hs_analyze_opts own = *o;
     if (hs_model_attn_width(c) != c->d_model)
         own.composition = own.dla = own.norm_based = 0;
-    if (c->arch->mla_kv_lora) { /* latent attention: no backward pass, and composition and
-                                   norm-based attention would read Q, K, V from one slot */
-        own.composition = own.norm_based = own.gradient = 0;
+    if (c->arch->mla_kv_lora) /* latent attention: composition and norm-based attention
+                                 would read per-head Q, K, V from one slot */
+        own.composition = own.norm_based = 0;
+    if (c->arch->moe_experts > 0) { /* the experts have no backward pass yet */
+        own.gradient = 0;
         if (own.prune_method == HS_PRUNE_GRADIENT)
             own.prune_method = HS_PRUNE_GREEDY;
     }
