@@ -12,6 +12,7 @@
 #include "headscope/forward.h"
 #include "headscope/importance.h"
 #include "headscope/model.h"
+#include "importance/importance_internal.h"
 #include "nn/mla.h"
 #include "nn/moe.h"
 #include "nn/ops.h"
@@ -186,6 +187,14 @@ static void finite_difference(const char *name)
  * YaRN with mscale != mscale_all_dim: a rotary attention factor and a softmax mscale) */
 Test(mla_gradient, matches_finite_difference_two_layers) { finite_difference("deepseek_2l"); }
 Test(mla_gradient, matches_finite_difference_lite_yarn) { finite_difference("deepseek_lite_256"); }
+
+/* the same with every layer's activations recomputed from its input stream in the backward */
+Test(mla_gradient, matches_finite_difference_recomputing_layers)
+{
+    size_t old = hs_gradient_set_keep_limit(1);
+    finite_difference("deepseek_2l");
+    hs_gradient_set_keep_limit(old);
+}
 
 Test(mla_gradient, refused_for_the_mixture_of_experts)
 {
