@@ -453,39 +453,44 @@ for f in r["model"]["files"]:
     b = open("fixtures/family-models/tiny-llama/" + f["name"], "rb").read()
     assert f["bytes"] == len(b) and f["sha256"] == hashlib.sha256(b).hexdigest(), f
 PYEOF
-# ---- latent attention (deepseek_v2): analyze end to end; each head's position share in the
-# report against the float64 reference (fixtures/ref/mla_ref.py) on the report's own ids
+# ---- latent attention and experts (deepseek_v2): analyze end to end on a dense model and one
+# with experts; against the float64 reference (fixtures/ref/mla_ref.py) on the reports' own
+# ids: the loss, every head's ablation delta, position share and (dense only) |dL/dxi|
 DSL=fixtures/mla-models/tiny-deepseek-lite
-expect 0 "analyze deepseek_v2" -- "$HS" analyze "$DSL" --text "The cat sat on the mat. The cat sat on the mat." \
-    -o "$T/mla" -q --no-images
-"$PY" - "$T/mla/report.json" "$DSL" <<'PYEOF' && ok || bad "deepseek_v2 report: position share vs the reference"
-import json, sys
+DSM=fixtures/mla-models/tiny-deepseek-moe
+for m in "$DSL" "$DSM"; do
+    expect 0 "analyze $m" -- "$HS" analyze "$m" --text "The cat sat on the mat. The cat sat on the mat." \
+        -o "$T/mla-$(basename "$m")" -q --no-images
+done
+"$PY" - "$T" "$DSL" "$DSM" <<'PYEOF' && ok || bad "deepseek_v2 reports vs the reference"
+import json, os, sys
 sys.path.insert(0, "fixtures/ref")
 import mla_ref
-r = json.load(open(sys.argv[1]))
-cfg, W = mla_ref.read(sys.argv[2])
-ref = mla_ref.forward(cfg, W, r["input"]["ids"])["pos_share"]
-assert r["options"]["gradient"] is True and r["composition"]["available"] is False
-assert any(m["key"] == "position_share" for m in r["metrics"])
-ids = r["input"]["ids"]
-base = mla_ref.nll(mla_ref.forward(cfg, W, ids)["logits"], ids).mean()
-assert abs(r["loss"]["value"] - base) <= 1e-5, (r["loss"]["value"], base)
-for h in r["heads"]:
-    got, want = h["position_share"], ref[h["layer"]][h["head"]]
-    assert abs(got - want) <= 1e-5, (h["layer"], h["head"], got, want)
-    hm = [[1.0] * cfg["num_attention_heads"] for _ in range(cfg["num_hidden_layers"])]
-    hm[h["layer"]][h["head"]] = 0.0   # the ablation sweep's zero ablation, by the reference
-    d = mla_ref.nll(mla_ref.forward(cfg, W, ids, hm)["logits"], ids).mean() - base
-    assert abs(h["ablation_delta"] - d) <= 1e-4, (h["layer"], h["head"], h["ablation_delta"], d)
-    loss_at = lambda x: mla_ref.nll(mla_ref.forward(cfg, W, ids, [[x if (l, k) == (h["layer"], h["head"]) else 1.0
-        for k in range(cfg["num_attention_heads"])] for l in range(cfg["num_hidden_layers"])])["logits"], ids).mean()
-    g = abs(loss_at(1 + 1e-4) - loss_at(1 - 1e-4)) / 2e-4   # |dL/dxi| by central differences, float64
-    assert abs(h["gradient_raw"] - g) <= 1e-4 * (1 + g), (h["layer"], h["head"], h["gradient_raw"], g)
+for model in sys.argv[2:]:
+    r = json.load(open(os.path.join(sys.argv[1], "mla-" + os.path.basename(model), "report.json")))
+    cfg, W = mla_ref.read(model)
+    ids, L, H = r["input"]["ids"], cfg["num_hidden_layers"], cfg["num_attention_heads"]
+    experts = bool(cfg.get("n_routed_experts"))
+    loss_at = lambda hm: mla_ref.nll(mla_ref.forward(cfg, W, ids, hm)["logits"], ids).mean()
+    mask = lambda l, h, x: [[x if (a, b) == (l, h) else 1.0 for b in range(H)] for a in range(L)]
+    base, share = loss_at(None), mla_ref.forward(cfg, W, ids)["pos_share"]
+    assert abs(r["loss"]["value"] - base) <= 1e-5, (model, r["loss"]["value"], base)
+    assert r["options"]["gradient"] is not experts and r["composition"]["available"] is False
+    assert any(m["key"] == "position_share" for m in r["metrics"])
+    for h in r["heads"]:
+        l, k = h["layer"], h["head"]
+        assert abs(h["position_share"] - share[l][k]) <= 1e-5, (model, l, k, h["position_share"])
+        d = loss_at(mask(l, k, 0.0)) - base   # the ablation sweep's zero ablation
+        assert abs(h["ablation_delta"] - d) <= 1e-4, (model, l, k, h["ablation_delta"], d)
+        if experts:   # the experts have no backward pass yet
+            assert h["gradient_importance"] is None
+            continue
+        g = abs(loss_at(mask(l, k, 1 + 1e-4)) - loss_at(mask(l, k, 1 - 1e-4))) / 2e-4
+        assert abs(h["gradient_raw"] - g) <= 1e-4 * (1 + g), (model, l, k, h["gradient_raw"], g)
 PYEOF
 expect 1 "dump q of latent attention" -- "$HS" dump "$DSL" --text "hi there" --what q -o "$T/mlad"
 grep -q "not recorded for multi-head latent attention" "$T/err" && ok || bad "dump q refusal: $(cat "$T/err")"
-# the mixture of experts: dump's router choices against the reference's, analyze end to end
-DSM=fixtures/mla-models/tiny-deepseek-moe
+# dump's router choices against the reference's
 expect 0 "dump router" -- "$HS" dump "$DSM" --text "The cat sat on the mat." --what router,mlp_out -o "$T/moed" -q
 "$PY" - "$T/moed" "$DSM" <<'PYEOF' && ok || bad "dump router vs the reference"
 import json, os, sys
@@ -494,8 +499,7 @@ sys.path.insert(0, "fixtures/ref")
 import mla_ref
 d = sys.argv[1]
 cfg, W = mla_ref.read(sys.argv[2])
-ids = np.load(os.path.join(d, "input_ids.npy"))
-ref = mla_ref.forward(cfg, W, ids)["route"]
+ref = mla_ref.forward(cfg, W, np.load(os.path.join(d, "input_ids.npy")))["route"]
 names = [f["file"] for f in json.load(open(os.path.join(d, "manifest.json")))["files"]]
 assert "blocks.0.mlp.router_experts.npy" not in names   # layer 0 is dense
 got = np.load(os.path.join(d, "blocks.1.mlp.router_experts.npy"))
@@ -503,25 +507,6 @@ assert got.dtype == np.int32 and (got == ref[1]).all(), (got, ref[1])
 PYEOF
 expect 1 "dump router of a dense model" -- "$HS" dump "$DSL" --text "hi" --what router -o "$T/moen"
 grep -q "no mixture of experts" "$T/err" && ok || bad "dump router refusal: $(cat "$T/err")"
-expect 0 "analyze deepseek_v2 with experts" -- "$HS" analyze "$DSM" --text "The cat sat on the mat. The cat sat on the mat." \
-    -o "$T/moea" -q --no-images
-"$PY" - "$T/moea/report.json" "$DSM" <<'PYEOF' && ok || bad "deepseek_v2 experts: loss and ablation vs the reference"
-import json, sys
-sys.path.insert(0, "fixtures/ref")
-import mla_ref
-r = json.load(open(sys.argv[1]))
-cfg, W = mla_ref.read(sys.argv[2])
-ids = r["input"]["ids"]
-base = mla_ref.nll(mla_ref.forward(cfg, W, ids)["logits"], ids).mean()
-assert abs(r["loss"]["value"] - base) <= 1e-5, (r["loss"]["value"], base)
-assert r["options"]["gradient"] is False   # the experts have no backward pass yet
-for h in r["heads"]:
-    assert h["gradient_importance"] is None
-    hm = [[1.0] * cfg["num_attention_heads"] for _ in range(cfg["num_hidden_layers"])]
-    hm[h["layer"]][h["head"]] = 0.0
-    d = mla_ref.nll(mla_ref.forward(cfg, W, ids, hm)["logits"], ids).mean() - base
-    assert abs(h["ablation_delta"] - d) <= 1e-4, (h["layer"], h["head"], h["ablation_delta"], d)
-PYEOF
 # a checkpoint missing an expert, or with an expert of the wrong shape: one line naming it
 "$PY" - "$DSM" "$T/moebad" <<'PYEOF' && ok || bad "write the broken expert checkpoints"
 import os, shutil, sys

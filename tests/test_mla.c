@@ -110,89 +110,94 @@ static void run_case_budget(const char *name, size_t budget)
     case_close(&k);
 }
 
-static void run_case(const char *name) { run_case_budget(name, 0); }
+/* Every case's maps, hidden states and losses (a budget: the model reopened with that
+ * weight memory; 1 byte: one converted layer at a time, the BF16 layers taking turns in the
+ * weight cache beside the float32 experts and the MoE layers' absent dense MLP). */
+static const struct {
+    const char *name;
+    size_t budget;
+} forward_cases[] = {
+    {"deepseek_lite_256", 0}, /* F32, no q_lora, YaRN, n = 256 */
+    {"deepseek_lite_hm", 0},  /* under a head mask */
+    {"deepseek_v2_256", 0},   /* BF16, q_lora, 64-wide heads, n = 256 */
+    {"deepseek_2l", 0},       /* two dense layers, BF16 */
+    {"llama_yarn", 0},        /* YaRN on Llama: the rotary attention factor */
+    {"deepseek_moe_v2", 0},   /* softmax, group-limited, shared experts */
+    {"deepseek_moe_v3", 0},   /* sigmoid with the correction bias, normalised, BF16 */
+    {"deepseek_moe_v3", 1},
+};
 
-Test(mla, deepseek_lite_yarn_f32_n256) { run_case("deepseek_lite_256"); }
-Test(mla, deepseek_lite_head_mask) { run_case("deepseek_lite_hm"); }
-Test(mla, deepseek_v2_q_lora_bf16_head_dim_64_n256) { run_case("deepseek_v2_256"); }
-Test(mla, llama_with_yarn) { run_case("llama_yarn"); }
-Test(mla, deepseek_two_dense_layers_bf16) { run_case("deepseek_2l"); }
-Test(mla, moe_v2_softmax_group_limited_shared_experts) { run_case("deepseek_moe_v2"); }
-Test(mla, moe_v3_sigmoid_bias_normalised_bf16) { run_case("deepseek_moe_v3"); }
-/* one converted layer at a time: the BF16 layers taking turns in the weight cache, the
- * experts (float32 at load) and the MoE layers' absent dense MLP beside them */
-Test(mla, moe_v3_under_a_one_byte_weight_budget) { run_case_budget("deepseek_moe_v3", 1); }
+Test(mla, every_case_matches_the_reference)
+{
+    for (size_t i = 0; i < sizeof forward_cases / sizeof forward_cases[0]; i++)
+        run_case_budget(forward_cases[i].name, forward_cases[i].budget);
+}
 
-/* The experts each token's router chooses, layer by layer (-1: a dense layer), against the
- * reference's choice. */
-static void check_routes(const char *name)
+/* Per head or per token against the golden's: each head's share of its logits from the
+ * rotary part ("pos_share", (L, H)) or the experts each token's router chooses ("route",
+ * (L, n, K), -1 in a dense layer). */
+static void check_per_head(const char *name, int routes)
 {
     mla_case k;
     case_open(name, &k);
     const hs_model_config *c = hs_model_config_of(k.m);
-    int K = c->arch->moe_top_k, n = k.n;
-    int32_t *route = malloc((size_t)c->n_layer * n * K * sizeof *route);
+    const cJSON *share_j = routes ? NULL : cJSON_GetObjectItem(k.j, "pos_share");
+    int K = c->arch->moe_top_k, n = k.n, L = c->n_layer, H = c->n_head;
+    int count = share_j ? L * H : L * n * K;
+    double *got = calloc((size_t)count, sizeof *got);
+    int32_t *route = calloc((size_t)count, sizeof *route);
     hs_error err = {{0}};
-    cr_assert_eq(hs_moe_routes(k.m, k.ids.data, n, route, &err), HS_OK, "%s", err.msg);
-    const cJSON *want = cJSON_GetObjectItem(k.j, "route"); /* (L, n, K) */
-    int diff = 0;
-    for (int i = 0; i < c->n_layer * n * K; i++) {
-        const cJSON *tok = cJSON_GetArrayItem(cJSON_GetArrayItem(want, i / (n * K)), i / K % n);
-        diff += route[i] != cJSON_GetArrayItem(tok, i % K)->valueint;
+    hs_status st = share_j ? hs_mla_position_share(k.m, k.ids.data, n, got, &err)
+                           : hs_moe_routes(k.m, k.ids.data, n, route, &err);
+    cr_assert_eq(st, HS_OK, "%s: %s", name, err.msg);
+    const cJSON *want = share_j ? share_j : cJSON_GetObjectItem(k.j, "route");
+    int bad = 0;
+    for (int i = 0; i < count; i++) {
+        int inner = share_j ? H : n * K; /* want[i / inner] is layer i's */
+        const cJSON *row = cJSON_GetArrayItem(want, i / inner);
+        if (share_j) {
+            double v = cJSON_GetArrayItem(row, i % H)->valuedouble;
+            bad += !(fabs(got[i] - v) <= TOL && got[i] > 0 && got[i] < 1);
+        } else {
+            bad += route[i] != cJSON_GetArrayItem(cJSON_GetArrayItem(row, i / K % n), i % K)->valueint;
+        }
     }
-    cr_expect_eq(diff, 0, "%s: %d of %d choices differ", name, diff, c->n_layer * n * K);
+    cr_expect_eq(bad, 0, "%s: %d of %d values differ from the reference's", name, bad, count);
+    free(got);
     free(route);
     case_close(&k);
 }
 
-Test(mla, moe_v2_routes) { check_routes("deepseek_moe_v2"); }
-Test(mla, moe_v3_routes) { check_routes("deepseek_moe_v3"); }
-
-/* Each head's share of its logits from the rotary part, against the reference's. */
-static void check_share(const char *name)
+Test(mla, position_shares_and_routes)
 {
-    mla_case k;
-    case_open(name, &k);
-    const hs_model_config *c = hs_model_config_of(k.m);
-    double *share = calloc((size_t)c->n_layer * c->n_head, sizeof *share);
-    hs_error err = {{0}};
-    cr_assert_eq(hs_mla_position_share(k.m, k.ids.data, k.n, share, &err), HS_OK, "%s", err.msg);
-    const cJSON *want = cJSON_GetObjectItem(k.j, "pos_share"); /* (L, H) */
-    for (int i = 0; i < c->n_layer * c->n_head; i++) {
-        const cJSON *row = cJSON_GetArrayItem(want, i / c->n_head);
-        double v = cJSON_GetArrayItem(row, i % c->n_head)->valuedouble;
-        cr_expect(fabs(share[i] - v) <= TOL && share[i] > 0 && share[i] < 1,
-                  "%s: head %d.%d share %.7f vs %.7f", name, i / c->n_head, i % c->n_head,
-                  share[i], v);
-    }
-    free(share);
-    case_close(&k);
+    const char *names[] = {"deepseek_lite_256", "deepseek_v2_256", "deepseek_moe_v2",
+                           "deepseek_moe_v3"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+        check_per_head(names[i], i >= 2);
 }
-
-Test(mla, position_share_lite) { check_share("deepseek_lite_256"); }
-Test(mla, position_share_q_lora) { check_share("deepseek_v2_256"); }
 
 /* Gradient importance through latent attention (dense MLPs): the analytic gradient against
- * central differences of the forward pass (testutil.h). */
-static void finite_difference(const char *name)
+ * central differences of the forward pass (testutil.h), on two layers (the second's
+ * gradient goes back through the first's latent attention: q_lora, YaRN with mscale !=
+ * mscale_all_dim, so a rotary attention factor and a softmax mscale) and on one; then with
+ * every layer's activations recomputed from its input stream in the backward. */
+static void gradients(const char *const *names, size_t count)
 {
-    mla_case k;
-    case_open(name, &k);
-    hs_loss_input in = {.ids = k.ids.data, .n = k.n, .kind = HS_LOSS_LM};
-    tu_check_finite_difference(k.m, &in, name);
-    case_close(&k);
+    for (size_t i = 0; i < count; i++) {
+        mla_case k;
+        case_open(names[i], &k);
+        hs_loss_input in = {.ids = k.ids.data, .n = k.n, .kind = HS_LOSS_LM};
+        tu_check_finite_difference(k.m, &in, names[i]);
+        case_close(&k);
+    }
 }
 
-/* two layers: the second's gradient goes back through the first's latent attention (q_lora,
- * YaRN with mscale != mscale_all_dim: a rotary attention factor and a softmax mscale) */
-Test(mla_gradient, matches_finite_difference_two_layers) { finite_difference("deepseek_2l"); }
-Test(mla_gradient, matches_finite_difference_lite_yarn) { finite_difference("deepseek_lite_256"); }
-
-/* the same with every layer's activations recomputed from its input stream in the backward */
-Test(mla_gradient, matches_finite_difference_recomputing_layers)
+Test(mla_gradient, matches_finite_differences)
 {
+    const char *names[] = {"deepseek_2l", "deepseek_lite_256"};
+    gradients(names, 2);
     size_t old = hs_gradient_set_keep_limit(1);
-    finite_difference("deepseek_2l");
+    gradients(names, 1);
     hs_gradient_set_keep_limit(old);
 }
 

@@ -149,18 +149,10 @@ hs_status hs_moe_forward(const hs_model_config *c, const hs_layer *L, const floa
                   gu + (size_t)rows * 2 * fs, tmp);
     }
     memcpy(out, y, rd * sizeof *out);
-done:
-    free(logits);
-    free(y);
-    free(xs);
-    free(tmp);
-    free(gu);
-    free(ex);
-    free(idx);
-    free(w);
-    free(wt);
-    free(sc);
-    free(ok);
+done:;
+    void *bufs[] = {logits, y, xs, tmp, gu, ex, idx, w, wt, sc, ok};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++)
+        free(bufs[i]);
     return st;
 }
 
