@@ -166,10 +166,6 @@ static hs_status check_input(const hs_model *m, const hs_loss_input *in, hs_erro
     if (beyond) /* the loaders refuse these; a descriptor changed by hand may not be */
         return hs_fail(err, HS_E_UNSUPPORTED, "gradient importance: the backward pass of %s "
                        "(architecture '%s') is not implemented", beyond, c->arch->name);
-    if (c->arch->moe_experts > 0)
-        return hs_fail(err, HS_E_UNSUPPORTED, "gradient importance: the backward pass of the "
-                       "mixture of experts (architecture '%s') is not implemented",
-                       c->arch->name);
     if (in->kind == HS_LOSS_REPR)
         return hs_fail(err, HS_E_UNSUPPORTED, "gradient importance: the representation loss has "
                        "zero gradient at xi = 1 (it is at its minimum); use ablation importance");
@@ -409,7 +405,15 @@ hs_status hs_gradient_capped(const hs_model *m, const hs_loss_input *in, const f
         hs_block_keep *gl = &lay[l];
         if (!pre) /* x_out = LN2(z), z = a + MLP(a) */
             norm_back(rms, gl->xhat2, gl->rstd2, W->ln2_w, dx, dx, n, d, 0);
-        mlp_back(c, W, gl->ff, dx, dff, dh, n); /* dh = d loss / d (the MLP's input) */
+        if (W->moe_gate) { /* a mixture of experts (pre-norm: its input is xhat2 ln2_w) */
+            if (hs_moe_back(c, W, gl->xhat2, W->ln2_w, dx, dh, n)) {
+                hs_layer_put(m, l);
+                st = hs_fail(err, HS_E_NOMEM, "out of memory for the experts' backward");
+                goto fail;
+            }
+        } else {
+            mlp_back(c, W, gl->ff, dx, dff, dh, n); /* dh = d loss / d (the MLP's input) */
+        }
         if (par) {   /* x_out = x_in + attn(LN1(x_in)) + MLP(LN2(x_in)) */
             norm_back(rms, gl->xhat2, gl->rstd2, W->ln2_w, dh, dx2, n, d, 0);
         } else if (pre) { /* x_out = x_mid + MLP(LN2(x_mid)) */

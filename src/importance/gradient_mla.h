@@ -18,4 +18,11 @@ hs_status hs_mla_attn_back(const hs_model_config *c, const hs_layer *L, int laye
                            const float *qkv, const float *probs, const float *dctx, float *dqkv,
                            int n);
 
+/* A mixture-of-experts layer's backward (gradient_moe.c): dy: (n, d) = d loss / d (its
+ * output) → dx: (n, d) = d loss / d (its input xhat lnw, xhat: (n, d) the norm's kept
+ * normalised input), through the chosen experts, the shared ones and the gates. HS_E_NOMEM
+ * when its buffers cannot be had. */
+hs_status hs_moe_back(const hs_model_config *c, const hs_layer *L, const float *xhat,
+                      const float *lnw, const float *dy, float *dx, int n);
+
 #endif

@@ -18,9 +18,7 @@ static int best_of(const double *v, const unsigned char *ok, int n)
     return b;
 }
 
-/* One row's routing: logits (E) → experts e[0..k) and their weights w. scratch: 2 E doubles
- * and E + groups bytes. */
-static void route_row(const hs_arch *a, const float *logits, const float *bias, int *e,
+void hs_moe_route_row(const hs_arch *a, const float *logits, const float *bias, int *e,
                       double *w, double *score, double *choice, unsigned char *ok,
                       unsigned char *gok)
 {
@@ -115,8 +113,8 @@ hs_status hs_moe_forward(const hs_model_config *c, const hs_layer *L, const floa
     }
     hs_op_linear(in, L->moe_gate, NULL, logits, rows, d, E);
     for (int r = 0; r < rows; r++) {
-        route_row(a, logits + (size_t)r * E, L->moe_bias, ex + (size_t)r * K, w + (size_t)r * K,
-                  sc, sc + E, ok, ok + E);
+        hs_moe_route_row(a, logits + (size_t)r * E, L->moe_bias, ex + (size_t)r * K,
+                         w + (size_t)r * K, sc, sc + E, ok, ok + E);
         for (int k = 0; route && k < K; k++)
             route[(size_t)r * K + k] = ex[(size_t)r * K + k];
     }

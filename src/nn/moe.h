@@ -18,6 +18,13 @@
 hs_status hs_moe_forward(const hs_model_config *c, const hs_layer *L, const float *in,
                          float *out, int rows, int32_t *route);
 
+/* One row's routing: logits (E) → experts e (top_k, best first) and their weights w;
+ * score (E) receives the scores (softmax or sigmoid), choice (E) the scores the experts are
+ * chosen by (with the correction bias); ok: E bytes and gok: 256 bytes of scratch. */
+void hs_moe_route_row(const hs_arch *a, const float *logits, const float *bias, int *e,
+                      double *w, double *score, double *choice, unsigned char *ok,
+                      unsigned char *gok);
+
 /* route: (n_layer, n, top_k) = the experts the router of every layer chooses for each of
  * the n tokens ids (best first; -1 in a dense layer). Fails (HS_E_UNSUPPORTED) for a model
  * without a mixture of experts. */

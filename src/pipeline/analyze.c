@@ -556,11 +556,6 @@ hs_status hs_analyze_run(const hs_model *m, const hs_analyze_input *in, const hs
     if (c->arch->mla_kv_lora) /* latent attention: composition and norm-based attention
                                  would read per-head Q, K, V from one slot */
         own.composition = own.norm_based = 0;
-    if (c->arch->moe_experts > 0) { /* the experts have no backward pass yet */
-        own.gradient = 0;
-        if (own.prune_method == HS_PRUNE_GRADIENT)
-            own.prune_method = HS_PRUNE_GREEDY;
-    }
     o = &own;
     hs_run r = {.m = m, .c = c, .tok = hs_model_tokenizer(m), .in = in, .o = o,
                 .L = c->n_layer, .H = c->n_head, .n = n, .cls_id = -1, .sep_id = -1};
