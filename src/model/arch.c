@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "model/arch_deepseek.h"
 #include "model/model_internal.h"
 
 /* ---- GPT-2 ------------------------------------------------------------------------- */
@@ -291,20 +292,7 @@ static const hs_arch families[] = {
         .n_kv_head = 0, .head = HS_HEAD_DECODER, .head_optional = 0, .tokenizer = HS_TOK_BPE,
         .specials = qwen2_specials, .n_specials = 3, .names = &qwen2_table,
     },
-    {   /* multi-head latent attention (src/model/arch_deepseek.c; dimensions per model) */
-        .family = HS_FAMILY_DEEPSEEK_V2, .name = "deepseek_v2",
-        .norm_place = HS_NORM_PRE, .norm_kind = HS_NORM_RMS, .act = HS_ACT_SILU, .gated = 1,
-        .pos = HS_POS_ROTARY, .rotary_frac = 1.0f, .rotary_base = 10000.0f,
-        .vis = {HS_VIS_CAUSAL, 0, 0}, .head = HS_HEAD_DECODER, .tokenizer = 0,
-        .mla_kv_lora = 1, .mla_scale = 1.0f, .names = &hs_deepseek_v2_names,
-    },
-    {   /* DeepSeek-V2's block (V3's defaults and routing: hf_config_deepseek.c) */
-        .family = HS_FAMILY_DEEPSEEK_V3, .name = "deepseek_v3",
-        .norm_place = HS_NORM_PRE, .norm_kind = HS_NORM_RMS, .act = HS_ACT_SILU, .gated = 1,
-        .pos = HS_POS_ROTARY, .rotary_frac = 1.0f, .rotary_base = 10000.0f,
-        .vis = {HS_VIS_CAUSAL, 0, 0}, .head = HS_HEAD_DECODER, .tokenizer = 0,
-        .mla_kv_lora = 1, .mla_scale = 1.0f, .names = &hs_deepseek_v2_names,
-    },
+    HS_DEEPSEEK_FAMILY_ROWS /* src/model/arch_deepseek.h */
 };
 
 #define N_FAMILIES (sizeof families / sizeof families[0])
