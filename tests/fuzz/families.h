@@ -1,7 +1,8 @@
 /* The small config every family is fuzzed with by the weight-builder harnesses
  * (fuzz_safetensors.c, fuzz_torchbin.c): 2 layers, 2 heads, d 16; the rotary decoders with
  * 4 rotated dims and, for the gated ones, one KV head (grouped-query); DeepSeek-V2's latent
- * attention with a latent of 8. */
+ * attention with a latent of 8, and V3's with a mixture of experts in layer 1 (its experts
+ * read by src/model/moe_weights.c). */
 #ifndef HEADSCOPE_FUZZ_FAMILIES_H
 #define HEADSCOPE_FUZZ_FAMILIES_H
 
@@ -26,6 +27,14 @@ static void fz_family_config(hs_model *m, size_t k)
     if (m->arch.mla_kv_lora) { /* latent attention: a latent of 8, 4 dims without rotary */
         m->arch.mla_kv_lora = 8;
         m->arch.mla_nope = 4;
+    }
+    if (fz_families[k] == HS_FAMILY_DEEPSEEK_V3) { /* layer 1: 2 experts of 8, 1 shared */
+        m->arch.moe_experts = 2;
+        m->arch.moe_top_k = 1;
+        m->arch.moe_ff = 8;
+        m->arch.moe_shared = 1;
+        m->arch.moe_first_dense = 1;
+        m->arch.moe_scale = 1.0f;
     }
     m->cfg = (hs_model_config){.family = fz_families[k], .n_layer = 2, .n_head = 2,
                                .d_model = 16, .d_ff = 64, .n_ctx = 16, .vocab_size = 100,
