@@ -60,8 +60,8 @@ void hs_moe_route_row(const hs_arch *a, const float *logits, const float *bias, 
             keep[g] = 1;
             gok[g] = 0;
         }
-        for (int i = 0; i < E; i++)
-            ok[i] = keep[i / per];
+        for (int i = 0; i < E; i++) /* the other groups' scores 0 (transformers' masked_fill) */
+            choice[i] = keep[i / per] ? choice[i] : 0.0;
     }
     double wsum = 0;
     for (int k = 0; k < K; k++) {

@@ -9,8 +9,9 @@
 
 /* out: (rows, d) = the mixture of experts of layer L on in: (rows, d) (out may alias in):
  * the router's logits in W_gate scored (softmax, or sigmoid with the correction bias added
- * for the choice only), the top_k experts chosen greedily, or within the topk_groups best
- * groups (group score: the best score, or with noaux_tc the sum of the two best), their
+ * for the choice only), the top_k experts chosen greedily, or after the scores outside the
+ * topk_groups best groups are set to 0 (group score: the best score, or with noaux_tc the
+ * sum of the two best; transformers' masking: 0, not minus infinity), their
  * scores as weights (softmax: normalised to sum 1 when norm_topk and top_k > 1, else times
  * moe_scale; sigmoid: normalised when norm_topk, then times moe_scale), plus the shared
  * experts. route: (rows, top_k) receives each row's experts, best first, when not NULL.
