@@ -484,6 +484,10 @@ for model in sys.argv[2:]:
         g = abs(loss_at(mask(l, k, 1 + 1e-5)) - loss_at(mask(l, k, 1 - 1e-5))) / 2e-5
         assert abs(h["gradient_raw"] - g) <= 1e-4 * (1 + g), (model, l, k, h["gradient_raw"], g)
 PYEOF
+expect 0 "info deepseek_v3" -- "$HS" info fixtures/mla-models/tiny-deepseek-v3
+grep -q "^attention:    latent (kv_lora 32, q_lora 32): q/k heads 24 wide (8 rotary" "$T/out" &&
+    grep -q "^experts:      8 routed (2 a token, sigmoid), 1 shared, 16 wide, from layer 1" "$T/out" &&
+    ok || bad "info deepseek_v3: $(cat "$T/out")"
 expect 1 "dump q of latent attention" -- "$HS" dump "$DSL" --text "hi there" --what q -o "$T/mlad"
 grep -q "not recorded for multi-head latent attention" "$T/err" && ok || bad "dump q refusal: $(cat "$T/err")"
 # dump's router choices against the reference's
