@@ -309,7 +309,7 @@ BENCH_BERT = $(BUILD)/bench/bert-base
 BENCH_ARGS ?=
 # one model of each other family at a published shape (tokenizers from fixtures/tokenizer/)
 BENCH_FAMILIES = $(BUILD)/bench/roberta-base $(BUILD)/bench/distilbert-base \
-	$(BUILD)/bench/pythia-160m $(BUILD)/bench/tinyllama-1.1b
+	$(BUILD)/bench/pythia-160m $(BUILD)/bench/tinyllama-1.1b $(BUILD)/bench/deepseek-v2-lite-2l
 bench: all $(BUILD)/hs-bench $(BENCH_MODEL)/config.json $(BENCH_BERT)/config.json \
 		$(addsuffix /config.json,$(BENCH_FAMILIES))
 	$(BUILD)/hs-bench $(BENCH_MODEL) $(BENCH_BERT) --family $(BENCH_FAMILIES) --headscope $(BIN) \
@@ -328,6 +328,9 @@ $(BUILD)/bench/pythia-160m/config.json:
 $(BUILD)/bench/tinyllama-1.1b/config.json:
 	/usr/bin/python3 fixtures/ref/make_checkpoint.py --arch tinyllama-1.1b --dtype bf16 --out $(@D) \
 		--tokenizer fixtures/tokenizer/families/llama2.tokenizer.json
+# DeepSeek-V2-Lite's shape with 2 of its 27 layers (one dense, one of 64 experts), BF16
+$(BUILD)/bench/deepseek-v2-lite-2l/config.json:
+	/usr/bin/python3 fixtures/ref/make_mla_golden.py --bench $(@D)
 
 $(BENCH_MODEL)/config.json:
 	/usr/bin/python3 fixtures/ref/make_checkpoint.py --arch gpt2-small --out $(BENCH_MODEL) --tokenizer fixtures/tiny-gpt2
