@@ -324,7 +324,7 @@ BENCH_ARGS ?=
 BENCH_FAMILIES = $(BUILD)/bench/roberta-base $(BUILD)/bench/distilbert-base \
 	$(BUILD)/bench/pythia-160m $(BUILD)/bench/tinyllama-1.1b \
 	$(BUILD)/bench/falcon7b-2L $(BUILD)/bench/starcoder-1b \
-	$(BUILD)/bench/mistral-7b-2l
+	$(BUILD)/bench/mistral-7b-2l $(BUILD)/bench/deepseek-v2-lite-2l
 bench: all $(BUILD)/hs-bench $(BENCH_MODEL)/config.json $(BENCH_BERT)/config.json \
 		$(addsuffix /config.json,$(BENCH_FAMILIES))
 	$(BUILD)/hs-bench $(BENCH_MODEL) $(BENCH_BERT) --family $(BENCH_FAMILIES) --headscope $(BIN) \
@@ -343,6 +343,9 @@ $(BUILD)/bench/pythia-160m/config.json:
 $(BUILD)/bench/tinyllama-1.1b/config.json:
 	/usr/bin/python3 fixtures/ref/make_checkpoint.py --arch tinyllama-1.1b --dtype bf16 --out $(@D) \
 		--tokenizer fixtures/tokenizer/families/llama2.tokenizer.json
+# DeepSeek-V2-Lite's shape with 2 of its 27 layers (one dense, one of 64 experts), BF16
+$(BUILD)/bench/deepseek-v2-lite-2l/config.json:
+	/usr/bin/python3 fixtures/ref/make_mla_golden.py --bench $(@D)
 
 # multi-query: Falcon-7B's shape cut to 2 of its 32 layers (the name says so), StarCoderBase-1B's
 $(BUILD)/bench/falcon7b-2L/config.json:

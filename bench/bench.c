@@ -98,17 +98,43 @@ static double sgemm_gflops(int m, int n, int k, int reps)
 /* FLOPs of the projections of one forward pass without the LM head: per layer the Q, K, V
  * projections 2nd(d + 2 n_kv d_head) (6nd² without grouped KV heads), the output
  * projection 2nd², the MLP 4nd·d_ff (6nd·d_ff gated: gate, up and down). */
+/* DeepSeek's latent attention and experts (hs_arch.mla_*, moe_*): per layer the fused
+ * [q | kv_a] projection 2nd·W, q_b 2n·q_lora·H·d_qk, kv_b 2n·kv_lora·H(nope + d_v), the output
+ * 2n·H·d_v·d; a dense MLP 6nd·d_ff, an expert layer's router 2nd·E, its top_k experts and
+ * shared ones 6nd·f each (f = moe_ff, shared: n_shared·moe_ff). */
+static double deepseek_flops(const hs_model_config *c, int n)
+{
+    const hs_arch *a = c->arch;
+    double d = c->d_model, N = n, H = c->n_head, dqk = a->mla_nope + a->rotary_dims;
+    double attn = 2.0 * N * d * hs_qkv_width(c) + 2.0 * N * a->mla_q_lora * H * dqk +
+                  2.0 * N * a->mla_kv_lora * H * (a->mla_nope + c->d_head) +
+                  2.0 * N * H * c->d_head * d;
+    double moe = 2.0 * N * d * a->moe_experts +
+                 6.0 * N * d * a->moe_ff * (a->moe_top_k + a->moe_shared);
+    double total = 0;
+    for (int l = 0; l < c->n_layer; l++)
+        total += attn + (hs_moe_layer(c, l) ? moe : 6.0 * N * d * c->d_ff);
+    return total;
+}
+
 static double projection_flops(const hs_model_config *c, int n)
 {
     double d = c->d_model, f = c->d_ff, N = n, kv = (double)c->n_kv_head * c->d_head;
     double mlp = (c->gated ? 6.0 : 4.0) * N * d * f;
+    if (c->arch->mla_kv_lora > 0)
+        return deepseek_flops(c, n);
     return c->n_layer * (2.0 * N * d * (d + 2.0 * kv) + 2.0 * N * d * d + mlp);
 }
 
-/* The projections and scores and context, 4n²d a layer (the whole n × n). */
+/* The projections and scores and context, 4n²d a layer (the whole n × n); latent
+ * attention 2n²·H(d_qk + d_v). */
 static double forward_flops(const hs_model_config *c, int n)
 {
-    return projection_flops(c, n) + c->n_layer * 4.0 * n * (double)n * c->d_model;
+    const hs_arch *a = c->arch;
+    double qk_v = a->mla_kv_lora > 0
+                      ? (double)c->n_head * (a->mla_nope + a->rotary_dims + c->d_head) / 2.0
+                      : (double)c->d_model;
+    return projection_flops(c, n) + c->n_layer * 4.0 * n * (double)n * qk_v;
 }
 
 typedef struct blas_run {
@@ -145,6 +171,8 @@ static int blas_once(void *ctx)
 static double blas_alone_gflops(const hs_model *m, int n, int reps)
 {
     const hs_model_config *c = hs_model_config_of(m);
+    if (c->arch->mla_kv_lora > 0) /* latent attention's products are others */
+        return -1;
     for (int l = 0; l < c->n_layer; l++) {
         const hs_layer *L = &m->layers[l];
         if (!L->w_qkv || !L->w_o || !L->w_fc || !L->w_proj)

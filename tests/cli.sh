@@ -596,6 +596,82 @@ for f in r["model"]["files"]:
     b = open("fixtures/family-models/tiny-llama/" + f["name"], "rb").read()
     assert f["bytes"] == len(b) and f["sha256"] == hashlib.sha256(b).hexdigest(), f
 PYEOF
+# ---- latent attention and experts (deepseek_v2): analyze end to end on a dense model and one
+# with experts; against the float64 reference (fixtures/ref/mla_ref.py) on the reports' own
+# ids: the loss, every head's ablation delta, position share and |dL/dxi|
+DSL=fixtures/mla-models/tiny-deepseek-lite
+DSM=fixtures/mla-models/tiny-deepseek-moe
+for m in "$DSL" "$DSM"; do
+    expect 0 "analyze $m" -- "$HS" analyze "$m" --text "The cat sat on the mat. The cat sat on the mat." \
+        -o "$T/mla-$(basename "$m")" -q --no-images
+done
+"$PY" - "$T" "$DSL" "$DSM" <<'PYEOF' && ok || bad "deepseek_v2 reports vs the reference"
+import json, os, sys
+sys.path.insert(0, "fixtures/ref")
+import mla_ref
+for model in sys.argv[2:]:
+    r = json.load(open(os.path.join(sys.argv[1], "mla-" + os.path.basename(model), "report.json")))
+    cfg, W = mla_ref.read(model)
+    ids, L, H = r["input"]["ids"], cfg["num_hidden_layers"], cfg["num_attention_heads"]
+    loss_at = lambda hm: mla_ref.nll(mla_ref.forward(cfg, W, ids, hm)["logits"], ids).mean()
+    mask = lambda l, h, x: [[x if (a, b) == (l, h) else 1.0 for b in range(H)] for a in range(L)]
+    base, share = loss_at(None), mla_ref.forward(cfg, W, ids)["pos_share"]
+    assert abs(r["loss"]["value"] - base) <= 1e-5, (model, r["loss"]["value"], base)
+    assert r["options"]["gradient"] is True and r["composition"]["available"] is False
+    assert any(m["key"] == "position_share" for m in r["metrics"])
+    for h in r["heads"]:
+        l, k = h["layer"], h["head"]
+        assert abs(h["position_share"] - share[l][k]) <= 1e-5, (model, l, k, h["position_share"])
+        d = loss_at(mask(l, k, 0.0)) - base   # the ablation sweep's zero ablation
+        assert abs(h["ablation_delta"] - d) <= 1e-4, (model, l, k, h["ablation_delta"], d)
+        g = abs(loss_at(mask(l, k, 1 + 1e-5)) - loss_at(mask(l, k, 1 - 1e-5))) / 2e-5
+        assert abs(h["gradient_raw"] - g) <= 1e-4 * (1 + g), (model, l, k, h["gradient_raw"], g)
+PYEOF
+expect 0 "info deepseek_v3" -- "$HS" info fixtures/mla-models/tiny-deepseek-v3
+grep -q "^attention:    latent (kv_lora 32, q_lora 32): q/k heads 24 wide (8 rotary" "$T/out" &&
+    grep -q "^experts:      8 routed (2 a token, sigmoid), 1 shared, 16 wide, from layer 1" "$T/out" &&
+    ok || bad "info deepseek_v3: $(cat "$T/out")"
+expect 1 "dump q of latent attention" -- "$HS" dump "$DSL" --text "hi there" --what q -o "$T/mlad"
+grep -q "not recorded for multi-head latent attention" "$T/err" && ok || bad "dump q refusal: $(cat "$T/err")"
+# dump's router choices against the reference's
+expect 0 "dump router" -- "$HS" dump "$DSM" --text "The cat sat on the mat." --what router,mlp_out -o "$T/moed" -q
+"$PY" - "$T/moed" "$DSM" <<'PYEOF' && ok || bad "dump router vs the reference"
+import json, os, sys
+import numpy as np
+sys.path.insert(0, "fixtures/ref")
+import mla_ref
+d = sys.argv[1]
+cfg, W = mla_ref.read(sys.argv[2])
+ref = mla_ref.forward(cfg, W, np.load(os.path.join(d, "input_ids.npy")))["route"]
+names = [f["file"] for f in json.load(open(os.path.join(d, "manifest.json")))["files"]]
+assert "blocks.0.mlp.router_experts.npy" not in names   # layer 0 is dense
+got = np.load(os.path.join(d, "blocks.1.mlp.router_experts.npy"))
+assert got.dtype == np.int32 and (got == ref[1]).all(), (got, ref[1])
+PYEOF
+expect 1 "dump router of a dense model" -- "$HS" dump "$DSL" --text "hi" --what router -o "$T/moen"
+grep -q "no mixture of experts" "$T/err" && ok || bad "dump router refusal: $(cat "$T/err")"
+# a checkpoint missing an expert, or with an expert of the wrong shape: one line naming it
+"$PY" - "$DSM" "$T/moebad" <<'PYEOF' && ok || bad "write the broken expert checkpoints"
+import os, shutil, sys
+sys.path.insert(0, "fixtures/ref")
+import hs_ref
+src, out = sys.argv[1], sys.argv[2]
+t = hs_ref.read_safetensors(os.path.join(src, "model.safetensors"))
+for name, drop, reshape in (("gone", "model.layers.1.mlp.experts.3.down_proj.weight", None),
+                            ("shape", None, "model.layers.1.mlp.experts.5.up_proj.weight")):
+    d = os.path.join(out, name)
+    os.makedirs(d)
+    shutil.copy(os.path.join(src, "config.json"), d)
+    items = {k: (v[:, :-1] if k == reshape else v) for k, v in t.items() if k != drop}
+    hs_ref.write_safetensors(os.path.join(d, "model.safetensors"), items)
+PYEOF
+expect 1 "an expert missing" -- "$HS" info "$T/moebad/gone"
+grep -q "tensor 'model.layers.1.mlp.experts.3.down_proj.weight' is missing" "$T/err" && ok || bad "missing expert: $(cat "$T/err")"
+expect 1 "an expert of the wrong shape" -- "$HS" info "$T/moebad/shape"
+grep -q "tensor 'model.layers.1.mlp.experts.5.up_proj.weight' must be (16, 64)" "$T/err" && ok || bad "expert shape: $(cat "$T/err")"
+expect 0 "analyze gpt2 has no position share" -- "$HS" analyze "$G" --text "hello world" -o "$T/nomla" -q --no-images
+"$PY" -c "import json,sys; r=json.load(open(sys.argv[1])); assert all(h['position_share'] is None for h in r['heads'])" \
+    "$T/nomla/report.json" && ok || bad "gpt2 position_share is null"
 expect 0 "analyze greedy pruning" -- "$HS" analyze "$G" --text "$REP" -o "$T/gr" -q --no-images --prune-method greedy
 "$PY" - "$T/an/report.json" "$T/gr/report.json" <<'PYEOF' && ok || bad "pruning methods"
 import json, sys

@@ -171,6 +171,9 @@ typedef struct hs_head_result {
     double norm_first_token; /* mean_i N_i0 / sum_j N_ij: the first token's share */
     double norm_mass;        /* mean_i sum_j N_ij */
     double value_norm;       /* mean_j ||f(x_j)|| */
+    /* Latent attention (DeepSeek-V2): the mean over the text's visible cells of
+     * |rotary part| / (|latent part| + |rotary part|) of the head's logits; NaN otherwise. */
+    double position_share;
     int cluster;
     const char *label;      /* the primary label: of the types it has, the one whose score
                                is the largest multiple of its threshold, or "none" */

@@ -151,7 +151,7 @@ int hs_composition_defined(const hs_model_config *c)
     const hs_arch *a = c->arch;
     /* pre-norm: every head reads the stream through its own layer's norm, whose scale folds
        into W_Q, W_K, W_V; rotary positions are left out of W_Q W_K^T (docs/metrics.md) */
-    return a->norm_place == HS_NORM_PRE && a->head == HS_HEAD_DECODER;
+    return a->norm_place == HS_NORM_PRE && a->head == HS_HEAD_DECODER && !a->mla_kv_lora;
 }
 
 hs_status hs_composition_compute(const hs_model *m, hs_composition **out, hs_error *err)

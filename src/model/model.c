@@ -81,6 +81,7 @@ void hs_model_free(hs_model *m)
     hs_wcache_free(m->wc);
     free(m->layers);
     free(m->arena);
+    free(m->moe_arena);
     if (m->map)
         hs_file_unmap(m->map, m->map_len);
     for (int i = 0; i < m->n_shards; i++)

@@ -67,12 +67,15 @@ typedef enum hs_slot {
     /* per layer (names hold one %d) */
     HS_S_NORM1_W, HS_S_NORM1_B, HS_S_QKV_W, HS_S_QKV_B, HS_S_O_W, HS_S_O_B,
     HS_S_NORM2_W, HS_S_NORM2_B, HS_S_FC_W, HS_S_FC_B, HS_S_PROJ_W, HS_S_PROJ_B,
+    /* multi-head latent attention (src/model/arch_deepseek.c): the query's norm and up
+     * projection (q_lora > 0), the latent's norm and its up projection to [k_nope | v] */
+    HS_S_MLA_QA_NORM_W, HS_S_MLA_QB_W, HS_S_MLA_KVA_NORM_W, HS_S_MLA_KVB_W,
     /* after the blocks */
     HS_S_FINAL_NORM_W, HS_S_FINAL_NORM_B,
     HS_S_MLM_W, HS_S_MLM_B, HS_S_MLM_NORM_W, HS_S_MLM_NORM_B, HS_S_MLM_BIAS, HS_S_DECODER
 } hs_slot;
 
-#define HS_SLOT_IS_LAYER(s) ((s) >= HS_S_NORM1_W && (s) <= HS_S_PROJ_B)
+#define HS_SLOT_IS_LAYER(s) ((s) >= HS_S_NORM1_W && (s) <= HS_S_MLA_KVB_W)
 
 enum {
     HS_TN_OPTIONAL = 1, /* may be absent: the decoder then is the token embeddings */
@@ -95,6 +98,18 @@ typedef struct hs_tensor_name {
     const char *gguf_fused; /* a part: the fused tensor a GGUF file may hold instead */
     unsigned flags;         /* HS_TN_* */
 } hs_tensor_name;
+
+/* The rows Llama's layout ends a layer and the model with (the name pattern NL_ of a
+ * layer's prefix, "layers.%d."): the MLP's norm, its gate, up and down projections (flags
+ * F_), the final norm and the untied decoder (absent when tie_word_embeddings). Shared by
+ * llama, qwen2 and the deepseek families (arch.c, arch_deepseek.c). */
+#define HS_LLAMA_MLP_HEAD_ROWS(NL_, F_) \
+    {HS_S_NORM2_W, -1, NL_ "post_attention_layernorm.weight", NULL, "blk.%d.ffn_norm.weight", NULL, 0}, \
+    {HS_S_FC_W, 0, NL_ "mlp.gate_proj.weight", NULL, "blk.%d.ffn_gate.weight", NULL, F_}, \
+    {HS_S_FC_W, 1, NL_ "mlp.up_proj.weight", NULL, "blk.%d.ffn_up.weight", NULL, F_}, \
+    {HS_S_PROJ_W, -1, NL_ "mlp.down_proj.weight", NULL, "blk.%d.ffn_down.weight", NULL, F_}, \
+    {HS_S_FINAL_NORM_W, -1, "norm.weight", NULL, "output_norm.weight", NULL, 0}, \
+    {HS_S_DECODER, -1, "lm_head.weight", NULL, "output.weight", NULL, HS_TN_OPTIONAL | HS_TN_BARE},
 
 struct hs_names {
     const hs_tensor_name *t;
@@ -173,6 +188,18 @@ const float **hs_slot_ptr(hs_model *m, hs_slot s, int layer);
 typedef struct hs_layer hs_layer;
 const float **hs_layer_slot_ptr(hs_layer *L, hs_slot s);
 
+/* Multi-head latent attention (src/model/arch_deepseek.c). The fused slot's columns
+ * [q | kv_a]: q is n_head (nope + rope) wide, or q_lora (q_a_proj's output); kv_a is the
+ * latent then the shared rotary key, kv_lora + rope. */
+int hs_mla_qkv_width(const hs_model_config *c);
+int hs_mla_q_width(const hs_model_config *c); /* q's part: q_lora, or n_head (nope + rope) */
+/* Shapes and pointers of the MLA slots for hs_names_shape / hs_layer_slot_ptr: 1 when e
+ * (or s) is one (its shape in *sh), 0 otherwise. */
+int hs_mla_shape(const hs_model_config *c, const hs_tensor_name *e, hs_tensor_shape *sh);
+const float **hs_mla_slot_ptr(hs_layer *L, hs_slot s);
+/* The family tables arch_deepseek.c adds to families[] (arch.c). */
+extern const struct hs_names hs_deepseek_v2_names;
+
 /* A logical tensor the builder asks a reader for: the table row, its layer (-1 for a
  * model-level row) and its Hugging Face name with the prefix left out (alt: hf_alt). */
 typedef struct hs_tensor_ref {
@@ -196,6 +223,14 @@ void hs_sinusoids(float *pe, int rows, int d);
  * Checks every shape against cfg, converts to float32, rejects NaN/Inf. A layer matrix
  * stored in another type stays as stored and goes to the weight cache (below). */
 hs_status hs_weights_build(hs_model *m, hs_tensor_lookup lookup, void *ctx, hs_error *err);
+
+/* 1 when layer l of c is a mixture-of-experts layer. */
+int hs_moe_layer(const hs_model_config *c, int l);
+/* The experts' weights of every mixture-of-experts layer (src/model/moe_weights.c), through
+ * the reader's lookup, after the name table's (hs_weights_build calls it): each checked
+ * (present, 2-D, F32/F16/BF16, its shape), converted to float32 into m->moe_arena unless
+ * HS_OPEN_NO_WEIGHTS; a dense layer whose MLP is missing is refused, naming it. */
+hs_status hs_moe_weights_build(hs_model *m, hs_tensor_lookup lookup, void *ctx, hs_error *err);
 
 /* Converts the tensor t (stored (out, in) when out_in, for a matrix) into its place sh in
  * dst (row stride sh.ld, first column sh.off), the rows in parallel; fails naming `name`
@@ -288,6 +323,16 @@ typedef struct hs_layer {
     const float *w_fc, *b_fc;     /* (d, F), (F) or NULL, F = hs_ff_width: [gate | up] gated */
     const float *w_proj, *b_proj; /* (d_ff, d), (d) or NULL */
     /* Norm biases are NULL under RMSNorm. */
+    /* Multi-head latent attention (hs_arch.mla_kv_lora > 0), where w_qkv is [q | kv_a]
+     * (hs_mla_qkv_width): q_a's norm (q_lora) and q_b (q_lora, n_head (nope + rope)), NULL
+     * without q_lora; the latent's norm (kv_lora) and kv_b (kv_lora, n_head (nope + d_head)). */
+    const float *mla_qa_norm, *mla_qb, *mla_kva_norm, *mla_kvb;
+    /* A mixture-of-experts layer (hs_moe_layer; the dense w_fc, w_proj then NULL): the router
+     * (d, E) and its correction bias (E) or NULL; expert e's [gate | up] at moe_fc + e d 2f,
+     * (d, 2f), and its down projection at moe_proj + e f d, (f, d), f = moe_ff; the shared
+     * experts as one MLP (d, 2 fs), (fs, d), fs = moe_shared moe_ff, or NULL. F32 always,
+     * in the model's moe_arena (src/model/moe_weights.c). */
+    const float *moe_gate, *moe_bias, *moe_fc, *moe_proj, *moe_sfc, *moe_sproj;
 } hs_layer;
 
 struct hs_model {
@@ -333,6 +378,7 @@ struct hs_model {
 
     hs_tokenizer *tok;                /* NULL when no tokenizer files */
     char warnings[512];               /* hs_model_warnings: lines, each ending in '\n' */
+    float *moe_arena;                 /* the experts' float32 weights, or NULL */
 };
 
 /* Appends one line to m->warnings (what fits of it). */

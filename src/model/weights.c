@@ -500,6 +500,7 @@ hs_status hs_weights_build(hs_model *m, hs_tensor_lookup lookup, void *ctx, hs_e
     m->converted_bytes = b.cached_floats * sizeof(float);
     if (m->open_flags & HS_OPEN_NO_WEIGHTS) { /* the table is checked; read nothing */
         c->has_lm_head = has_lm_head;
+        st = hs_moe_weights_build(m, lookup, ctx, err);
         goto done;
     }
     b.dry = 0;
@@ -516,6 +517,8 @@ hs_status hs_weights_build(hs_model *m, hs_tensor_lookup lookup, void *ctx, hs_e
     if ((st = hs_names_walk(c, build_row, &b, err)))
         goto done;
     if (m->wc && (st = hs_wcache_prepare(m, err)))
+        goto done;
+    if ((st = hs_moe_weights_build(m, lookup, ctx, err)))
         goto done;
     c->has_lm_head = has_lm_head;
     m->has_weights = 1;

@@ -349,10 +349,10 @@ static hs_status stage_head_metrics(hs_run *r, hs_error *err)
         a->heads[k].probe_scores = hs_detect_none();
         a->heads[k].probe_free = a->heads[k].probe_scores;
         a->heads[k].norm_first_token = a->heads[k].norm_mass = a->heads[k].value_norm = NAN;
+        a->heads[k].position_share = NAN;
     }
-    if (o->norm_based)
-        return hs_analysis_norm_based(a, r->fnorm, err);
-    return HS_OK;
+    hs_status st = o->norm_based ? hs_analysis_norm_based(a, r->fnorm, err) : HS_OK;
+    return st ? st : hs_analysis_position_share(a, err);
 }
 
 /* Stage "words": word-level maps (--word-level). */
@@ -553,6 +553,9 @@ hs_status hs_analyze_run(const hs_model *m, const hs_analyze_input *in, const hs
     hs_analyze_opts own = *o;
     if (hs_model_attn_width(c) != c->d_model)
         own.composition = own.dla = own.norm_based = 0;
+    if (c->arch->mla_kv_lora) /* latent attention: composition and norm-based attention
+                                 would read per-head Q, K, V from one slot */
+        own.composition = own.norm_based = 0;
     o = &own;
     hs_run r = {.m = m, .c = c, .tok = hs_model_tokenizer(m), .in = in, .o = o,
                 .L = c->n_layer, .H = c->n_head, .n = n, .cls_id = -1, .sep_id = -1};
