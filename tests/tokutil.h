@@ -143,10 +143,10 @@ typedef struct tu_fam_cases {
     size_t n;
 } tu_fam_cases;
 
-static inline tu_fam_cases tu_load_fam_cases(void)
+static inline tu_fam_cases tu_load_golden_cases(const char *golden_path)
 {
     tu_fam_cases fc = {0};
-    fc.golden = tu_read_json("fixtures/tokenizer/family_golden.json");
+    fc.golden = tu_read_json(golden_path);
     fc.base = tu_read_json("fixtures/tokenizer/hf_golden.json");
     const cJSON *idx = cJSON_GetObjectItemCaseSensitive(fc.golden, "base_indices");
     const cJSON *extra = cJSON_GetObjectItemCaseSensitive(fc.golden, "extra_cases");
@@ -160,6 +160,13 @@ static inline tu_fam_cases tu_load_fam_cases(void)
     for (const cJSON *e = extra->child; e; e = e->next)
         fc.c[k++] = e;
     return fc;
+}
+
+/* family_golden.json's cases (tu_load_golden_cases also reads unigram_golden.json, which has
+ * the same layout). */
+static inline tu_fam_cases tu_load_fam_cases(void)
+{
+    return tu_load_golden_cases("fixtures/tokenizer/family_golden.json");
 }
 
 static inline void tu_free_fam_cases(tu_fam_cases *fc)

@@ -2,8 +2,8 @@
  * src/text/text_internal.h — internals shared by the tokenizer files in src/text/; never
  * installed. tokenizer.c holds the constructors, file loaders and accessors, encode.c the
  * encoding pipeline and templates, bpe.c BPE (byte-level and SentencePiece-style), pretok.c
- * the pre-tokenizer patterns, normalize.c the BPE normalizers, tokenizer_json.c and
- * tj_components.c tokenizer.json, wordpiece.c BERT,
+ * the pre-tokenizer patterns, normalize.c the BPE and Unigram normalizers, tokenizer_json.c
+ * and tj_components.c tokenizer.json, wordpiece.c BERT, unigram.c SentencePiece Unigram,
  * unicode.c UTF-8 and character classes, strtab.c the string and pair hash tables, added.c
  * the added tokens and their matcher.
  */
@@ -98,7 +98,9 @@ enum hs_norm_step {
     HS_NORM_MARKS,     /* drop combining marks (the StripAccents normalizer) */
     HS_NORM_NFC,       /* canonical decomposition, then composition */
     HS_NORM_PREPEND,   /* t->prepend before a non-empty text (Prepend) */
-    HS_NORM_REPLACE    /* every t->rep_from becomes t->rep_to (Replace with a String pattern) */
+    HS_NORM_REPLACE,   /* every t->rep_from becomes t->rep_to (Replace with a String pattern) */
+    HS_NORM_TRIM,      /* whitespace off the start / end (Strip: t->trim_left, t->trim_right) */
+    HS_NORM_SPACES     /* each run of 2 or more ' ' becomes t->spaces_to (Replace " {2,}") */
 };
 #define HS_TOK_MAX_NORM 8
 #define HS_TOK_MAX_ADDED 65536
@@ -165,6 +167,13 @@ struct hs_tokenizer {
     char prepend[HS_TOK_MAX_PREFIX + 1];  /* Prepend's text */
     char meta_rep[HS_TOK_MAX_PREFIX + 1]; /* Metaspace's replacement ("▁") */
     char rep_from[HS_TOK_MAX_PREFIX + 1], rep_to[HS_TOK_MAX_PREFIX + 1]; /* Replace */
+    int trim_left, trim_right;                 /* Strip */
+    char spaces_to[HS_TOK_MAX_PREFIX + 1];     /* Replace with the regex " {2,}" */
+    /* Unigram (unigram.c) */
+    double *uni_score;       /* (n_model) each piece's score (a log probability) */
+    double uni_unk_score;    /* an unknown character's: the lowest score - 10 */
+    hs_pairmap uni_trie;     /* (node, byte) -> child node; rank: the piece ending there or -1 */
+    int ws_split;            /* WhitespaceSplit before Metaspace */
     /* WordPiece */
     unsigned char norm[HS_TOK_MAX_NORM]; /* hs_norm_step, n_norm of them */
     size_t n_norm;
@@ -219,11 +228,13 @@ int32_t hs_added_scan_next(hs_added_scan *sc, size_t i, size_t *at);
 /* The BERT template: [CLS] $A [SEP] / [CLS] $A [SEP] $B:1 [SEP]:1. */
 void hs_tok_set_bert_template(hs_tokenizer *t, int32_t cls, int32_t sep);
 
-/* Runs the BPE normalizer steps of t (NFC, PREPEND, REPLACE) on s[0..len) (valid UTF-8) into
- * *out (malloc'd, *out_len bytes; *out NULL and s to be used as it is when t has none).
+/* Runs the BPE and Unigram normalizer steps of t (NFC, PREPEND, REPLACE, TRIM, SPACES) on
+ * s[0..len) (valid UTF-8) into *out (malloc'd, *out_len bytes; *out NULL and s to be used as
+ * it is when t has none). *cut_start (may be NULL) is set when a Strip took characters off
+ * the start: the normalized text then no longer starts where s does (Metaspace's "first").
  * HS_E_NOMEM only. */
 hs_status hs_tok_normalize(const hs_tokenizer *t, const char *s, size_t len, char **out,
-                           size_t *out_len);
+                           size_t *out_len, int *cut_start);
 
 /* End of the pre-token that starts at s[i] (i < n, valid UTF-8) under pre-tokenizer pre
  * (HS_PRE_GPT2, HS_PRE_LLAMA3 or HS_PRE_QWEN2): the patterns of pretok.c, as the regex engine
@@ -235,6 +246,18 @@ size_t hs_pretoken_end(int pre, const unsigned char *s, size_t n, size_t i);
 hs_status hs_bpe_encode(const hs_tokenizer *t, const char *text, size_t len, int first,
                         hs_idvec *out);
 hs_status hs_wordpiece_encode(const hs_tokenizer *t, const char *text, size_t len, hs_idvec *out);
+hs_status hs_unigram_encode(const hs_tokenizer *t, const char *text, size_t len, int first,
+                            hs_idvec *out);
+
+/* Builds the Unigram tables (the pieces' trie, scores, byte pieces) of a tokenizer whose
+ * vocabulary is set: scores[i] is piece i's score (finite). HS_E_NOMEM only. */
+hs_status hs_unigram_build(hs_tokenizer *t, const double *scores, hs_error *err);
+
+/* Metaspace on s[0..len): every ' ' becomes t->meta_rep, which is put first when the scheme
+ * asks for it (first: s starts its text). A malloc'd copy (*out_len bytes), NULL when out of
+ * memory. */
+unsigned char *hs_tok_metaspace(const hs_tokenizer *t, const unsigned char *s, size_t len,
+                                int first, size_t *out_len);
 
 /* Builds the BPE tables (merges, byte symbols) of a tokenizer whose vocabulary is set.
  * merges[i] is "left right" with rank ranks[i] (NULL: rank i; equal ranks are taken

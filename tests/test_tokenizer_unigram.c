@@ -1,0 +1,215 @@
+/*
+ * The SentencePiece Unigram tokenizer (T5's) read from tokenizer.json: the three layouts of
+ * fixtures/tokenizer/families (t5, t5_new, unigram_bf) against unigram_golden.json, 2,434
+ * cases (texts and pairs) encoded by Hugging Face's own tokenizers library 0.23.2 from the same
+ * files (fixtures/tokenizer/make_unigram_goldens.js), ids and type ids compared exactly; then
+ * hand-computed Viterbi cases on small vocabularies (the best total, the unknown piece's
+ * score, ties, fused unknown pieces, byte fallback) and the refusals.
+ */
+#include <cJSON.h>
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "headscope/tokenizer.h"
+#include "testutil.h"
+#include "tokutil.h"
+
+static void check_layout(const char *name)
+{
+    char path[256];
+    snprintf(path, sizeof path, FIX "families/%s.tokenizer.json", name);
+    hs_tokenizer *t = tu_json_tok(path);
+    cr_assert_eq(hs_tokenizer_get_kind(t), HS_TOK_UNIGRAM);
+    tu_fam_cases fc = tu_load_golden_cases(FIX "unigram_golden.json");
+    const cJSON *ref = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(fc.golden, "tokenizers"), name);
+    const cJSON *all_ids = cJSON_GetObjectItemCaseSensitive(ref, "ids");
+    const cJSON *n_first = cJSON_GetObjectItemCaseSensitive(ref, "n_first");
+    cr_assert_geq(fc.n, 2000, "unigram_golden.json: only %zu cases", fc.n);
+    cr_assert_eq((size_t)cJSON_GetArraySize(all_ids), fc.n);
+    cr_assert_eq((size_t)cJSON_GetArraySize(n_first), fc.n);
+    size_t bad = 0, pairs = 0;
+    const cJSON *ids = all_ids->child, *nf = n_first->child;
+    for (size_t k = 0; k < fc.n; k++, ids = ids->next, nf = nf->next) {
+        int was_pair;
+        if (!tu_golden_case(t, fc.c[k], ids, nf->valueint, name, k, bad < 10, &was_pair))
+            bad++;
+        pairs += (size_t)was_pair;
+    }
+    cr_log_info("%s: %zu of %zu golden cases identical (%zu pairs)", name, fc.n - bad, fc.n, pairs);
+    cr_assert_eq(bad, 0, "%s: %zu of %zu golden cases differ from the library", name, bad, fc.n);
+    cr_assert_geq(pairs, 200);
+    tu_free_fam_cases(&fc);
+    hs_tokenizer_free(t);
+}
+
+Test(tokenizer_unigram, t5_matches_the_library_on_every_case) { check_layout("t5"); }
+Test(tokenizer_unigram, t5_new_matches_the_library_on_every_case) { check_layout("t5_new"); }
+Test(tokenizer_unigram, byte_fallback_layout_matches_the_library_on_every_case) { check_layout("unigram_bf"); }
+
+/* ---- by hand ------------------------------------------------------------------------------- */
+
+/* A tokenizer.json with a Unigram model of the given vocabulary ("[\"<unk>\", 0], ...") and
+ * options, no normalizer, pre-tokenizer (pre: a json object or "null") or post-processor. */
+static hs_status load_unigram(const char *vocab, const char *opts, const char *pre, hs_tokenizer **t,
+                              char *msg, size_t cap)
+{
+    char dir[64], path[128], text[4096];
+    hs_error err = {{0}};
+    tu_mkdtemp(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/tokenizer.json", dir);
+    snprintf(text, sizeof text, "{\"added_tokens\": [], \"normalizer\": null, \"pre_tokenizer\": %s, "
+             "\"post_processor\": null, \"model\": {\"type\": \"Unigram\", %s \"vocab\": [%s]}}", pre, opts, vocab);
+    tu_write_file(path, text, strlen(text));
+    *t = NULL;
+    hs_status st = hs_tokenizer_load_json(path, t, &err);
+    snprintf(msg, cap, "%s", err.msg);
+    tu_rm_rf(dir);
+    return st;
+}
+
+static hs_tokenizer *unigram(const char *vocab, const char *opts)
+{
+    hs_tokenizer *t;
+    char msg[512];
+    cr_assert_eq(load_unigram(vocab, opts, "null", &t, msg, sizeof msg), HS_OK, "%s", msg);
+    return t;
+}
+
+#define EXPECT(t, text, what, ...)                                                             \
+    do {                                                                                       \
+        hs_encoding e_ = enc((t), (text));                                                     \
+        ASSERT_IDS(&e_, (what), __VA_ARGS__);                                                  \
+        hs_encoding_free(&e_);                                                                 \
+    } while (0)
+
+/* The largest total wins, not the longest first piece: "abcdacdxx" with abcd 10, abc 5, ab 2,
+ * cd 1 is abcd a cd and the unknown "xx" (ids 8 1 5 0). */
+Test(tokenizer_unigram, viterbi_takes_the_best_total)
+{
+    hs_tokenizer *t = unigram("[\"<unk>\", 0], [\"a\", 0], [\"b\", 0], [\"c\", 0], [\"d\", 0], [\"cd\", 1], "
+                              "[\"ab\", 2], [\"abc\", 5], [\"abcd\", 10]", "\"unk_id\": 0,");
+    EXPECT(t, "abcdacdxx", "abcd a cd xx", 8, 1, 5, 0);
+    EXPECT(t, "abc", "abc", 7);
+    EXPECT(t, "cdab", "cd ab", 5, 6);
+    hs_tokenizer_free(t);
+    /* a + bc (-1 + -1) beats ab + c (-0.5 + -3) */
+    t = unigram("[\"<unk>\", 0], [\"a\", -1], [\"b\", -3], [\"c\", -3], [\"ab\", -0.5], [\"bc\", -1]", "\"unk_id\": 0,");
+    EXPECT(t, "abc", "a bc", 1, 5);
+    hs_tokenizer_free(t);
+}
+
+/* An unknown character scores the lowest score minus 10 (here "q" -50: -60). "aab" is aa (0)
+ * + unknown "b" (-60) or a (-20) + ab: ab at -39.5 totals -59.5 and wins, at -40.5 it loses
+ * (a penalty of 9 or 11 would turn either case round). */
+Test(tokenizer_unigram, an_unknown_character_scores_the_lowest_minus_ten)
+{
+    hs_tokenizer *t = unigram("[\"<unk>\", 0], [\"a\", -20], [\"q\", -50], [\"aa\", 0], [\"ab\", -39.5]",
+                              "\"unk_id\": 0,");
+    EXPECT(t, "aab", "ab at -39.5", 1, 4);
+    hs_tokenizer_free(t);
+    t = unigram("[\"<unk>\", 0], [\"a\", -20], [\"q\", -50], [\"aa\", 0], [\"ab\", -40.5]", "\"unk_id\": 0,");
+    EXPECT(t, "aab", "ab at -40.5", 3, 0);
+    hs_tokenizer_free(t);
+}
+
+/* Equal totals: the path found first stays (ab before a + b, both -2). */
+Test(tokenizer_unigram, equal_totals_keep_the_first_path)
+{
+    hs_tokenizer *t = unigram("[\"<unk>\", 0], [\"a\", -1], [\"b\", -1], [\"ab\", -2]", "\"unk_id\": 0,");
+    EXPECT(t, "ab", "ab", 3);
+    EXPECT(t, "ba", "b a", 2, 1);
+    hs_tokenizer_free(t);
+}
+
+/* Unknown characters next to each other are one unknown token; with byte_fallback their
+ * bytes ("é" is C3 A9) when every byte has a piece, else the unknown token. */
+Test(tokenizer_unigram, unknown_runs_fuse_and_fall_back_to_bytes)
+{
+    hs_tokenizer *t = unigram("[\"<unk>\", 0], [\"a\", -1]", "\"unk_id\": 0,");
+    EXPECT(t, "xyz", "fused", 0);
+    EXPECT(t, "xaxx", "x a xx", 0, 1, 0);
+    hs_tokenizer_free(t);
+    t = unigram("[\"<unk>\", 0], [\"a\", -1], [\"<0xC3>\", 0], [\"<0xA9>\", 0], [\"<0x78>\", 0]",
+                "\"unk_id\": 0, \"byte_fallback\": true,");
+    EXPECT(t, "\xc3\xa9" "a", "bytes", 2, 3, 1);
+    EXPECT(t, "x\xc3\xa9", "fused bytes", 4, 2, 3);
+    EXPECT(t, "y", "no byte piece", 0);
+    hs_tokenizer_free(t);
+}
+
+/* T5's layout: Metaspace before each word, </s> after the text, the extra ids whole. */
+Test(tokenizer_unigram, t5_appends_the_end_token)
+{
+    hs_tokenizer *t = tu_json_tok(FIX "families/t5.tokenizer.json");
+    int32_t eos = hs_tokenizer_id(t, "</s>"), the = hs_tokenizer_id(t, "\xe2\x96\x81the");
+    int32_t x0 = hs_tokenizer_id(t, "<extra_id_0>");
+    cr_assert(eos == 1 && the > 2 && x0 == (int32_t)hs_tokenizer_vocab_size(t) - 1);
+    EXPECT(t, "the", "the", the, eos);
+    EXPECT(t, "  the\t", "blank around", the, eos);
+    EXPECT(t, "<extra_id_0>the", "extra id", x0, the, eos);
+    EXPECT(t, "", "empty", eos);
+    hs_encoding e = enc_pair(t, "the", 3, "the", 3);
+    ASSERT_IDS(&e, "pair", the, eos, the, eos);
+    hs_encoding_free(&e);
+    cr_assert_str_eq(hs_tokenizer_kind_name(hs_tokenizer_get_kind(t)), "SentencePiece Unigram");
+    cr_assert(hs_tokenizer_has_pair(t) && hs_tokenizer_is_special(t, eos));
+    char buf[32];
+    hs_tokenizer_display(t, the, buf, sizeof buf);
+    cr_assert_str_eq(buf, " the");
+    hs_tokenizer_free(t);
+}
+
+/* The hub layout (WhitespaceSplit) cuts words at tabs too; t5_new keeps a tab inside its
+ * word ("\t" and "the" are pieces of the trained vocabulary). Runs of spaces and the blank
+ * end give the same ids in both. */
+Test(tokenizer_unigram, tabs_differ_between_the_layouts)
+{
+    hs_tokenizer *a = tu_json_tok(FIX "families/t5.tokenizer.json");
+    hs_tokenizer *b = tu_json_tok(FIX "families/t5_new.tokenizer.json");
+    int32_t the = hs_tokenizer_id(a, "\xe2\x96\x81the"), tab = hs_tokenizer_id(a, "\t"), bare = hs_tokenizer_id(a, "the");
+    cr_assert(the > 2 && tab > 2 && bare > 2);
+    EXPECT(a, "the\tthe  ", "t5 tab", the, the, 1);
+    EXPECT(b, "the\tthe  ", "t5_new tab", the, tab, bare, 1);
+    EXPECT(a, "the   the  ", "t5 spaces", the, the, 1);
+    EXPECT(b, "the   the  ", "t5_new spaces", the, the, 1);
+    hs_tokenizer_free(a);
+    hs_tokenizer_free(b);
+}
+
+/* ---- refusals ------------------------------------------------------------------------------ */
+
+Test(tokenizer_unigram, refuses_what_it_does_not_run_by_name)
+{
+    hs_tokenizer *t;
+    char msg[512];
+    cr_assert_eq(load_unigram("[\"a\", 0]", "", "null", &t, msg, sizeof msg), HS_E_UNSUPPORTED);
+    cr_assert(strstr(msg, "Unigram model without unk_id"), "%s", msg);
+    cr_assert_eq(load_unigram("[\"a\", 0]", "\"unk_id\": 1,", "null", &t, msg, sizeof msg), HS_E_FORMAT);
+    cr_assert(strstr(msg, "unk_id"), "%s", msg);
+    cr_assert_eq(load_unigram("[\"a\", \"x\"]", "\"unk_id\": 0,", "null", &t, msg, sizeof msg), HS_E_FORMAT);
+    cr_assert(strstr(msg, "entry 0 is not [piece, score]"), "%s", msg);
+    cr_assert_eq(load_unigram("[\"a\", 0], [\"a\", -1]", "\"unk_id\": 0,", "null", &t, msg, sizeof msg), HS_E_FORMAT);
+    cr_assert(strstr(msg, "duplicate token 'a'"), "%s", msg);
+    cr_assert_eq(load_unigram("[\"a\", 0]", "\"unk_id\": 0,", "{\"type\": \"ByteLevel\"}", &t, msg, sizeof msg),
+                 HS_E_UNSUPPORTED);
+    cr_assert(strstr(msg, "pre_tokenizer 'ByteLevel' is not supported with Unigram"), "%s", msg);
+    const char *norms[][2] = {
+        {"{\"type\": \"Precompiled\", \"precompiled_charsmap\": \"AAAA\"}", "normalizer 'Precompiled'"},
+        {"{\"type\": \"Replace\", \"pattern\": {\"Regex\": \"\\\\s+\"}, \"content\": \" \"}", "regex other than"},
+        {"{\"type\": \"Lowercase\"}", "normalizer 'Lowercase' is not supported with a Unigram model"},
+    };
+    for (size_t k = 0; k < sizeof norms / sizeof norms[0]; k++) {
+        char text[512];
+        snprintf(text, sizeof text, "{\"normalizer\": %s, \"model\": {\"type\": \"Unigram\", \"unk_id\": 0, "
+                 "\"vocab\": [[\"a\", 0]]}}", norms[k][0]);
+        cr_assert_eq(tu_load_json_text(text, msg, sizeof msg), HS_E_UNSUPPORTED, "%s", norms[k][0]);
+        cr_assert(strstr(msg, norms[k][1]), "%s", msg);
+    }
+    /* Strip and the space-run Replace belong to Unigram only */
+    cr_assert_eq(tu_load_json_text("{\"normalizer\": {\"type\": \"Strip\", \"strip_left\": true, \"strip_right\": true},"
+                                   " \"pre_tokenizer\": null, \"model\": {\"type\": \"BPE\", \"vocab\": {\"a\": 0}, "
+                                   "\"merges\": []}}", msg, sizeof msg), HS_E_UNSUPPORTED);
+    cr_assert(strstr(msg, "normalizer 'Strip' is not supported with a BPE model"), "%s", msg);
+}
