@@ -4,7 +4,8 @@
  * cases (texts and pairs) encoded by Hugging Face's own tokenizers library 0.23.2 from the same
  * files (fixtures/tokenizer/make_unigram_goldens.js), ids and type ids compared exactly; then
  * hand-computed Viterbi cases on small vocabularies (the best total, the unknown piece's
- * score, ties, fused unknown pieces, byte fallback) and the refusals.
+ * score, ties, fused unknown pieces, byte fallback), what NFKC makes equal under the
+ * Precompiled map, and the refusals.
  */
 #include <cJSON.h>
 #include <criterion/criterion.h>
@@ -161,21 +162,80 @@ Test(tokenizer_unigram, t5_appends_the_end_token)
     hs_tokenizer_free(t);
 }
 
-/* The hub layout (WhitespaceSplit) cuts words at tabs too; t5_new keeps a tab inside its
- * word ("\t" and "the" are pieces of the trained vocabulary). Runs of spaces and the blank
- * end give the same ids in both. */
-Test(tokenizer_unigram, tabs_differ_between_the_layouts)
+/* Same ids for what NFKC makes the same text (the nmt_nfkc map of both T5 files): full-width
+ * letters, ligatures, circled digits, a decomposed accent (one grapheme cluster, composed
+ * whole), a tab (a space); a mark after a newline is a cluster of its own and stays. */
+static void assert_same(const hs_tokenizer *t, const char *a, const char *b)
 {
-    hs_tokenizer *a = tu_json_tok(FIX "families/t5.tokenizer.json");
-    hs_tokenizer *b = tu_json_tok(FIX "families/t5_new.tokenizer.json");
-    int32_t the = hs_tokenizer_id(a, "\xe2\x96\x81the"), tab = hs_tokenizer_id(a, "\t"), bare = hs_tokenizer_id(a, "the");
-    cr_assert(the > 2 && tab > 2 && bare > 2);
-    EXPECT(a, "the\tthe  ", "t5 tab", the, the, 1);
-    EXPECT(b, "the\tthe  ", "t5_new tab", the, tab, bare, 1);
-    EXPECT(a, "the   the  ", "t5 spaces", the, the, 1);
-    EXPECT(b, "the   the  ", "t5_new spaces", the, the, 1);
-    hs_tokenizer_free(a);
-    hs_tokenizer_free(b);
+    hs_encoding x = enc(t, a), y = enc(t, b);
+    cr_assert(x.n == y.n && memcmp(x.ids, y.ids, x.n * sizeof *x.ids) == 0, "'%s' and '%s' differ", a, b);
+    hs_encoding_free(&x);
+    hs_encoding_free(&y);
+}
+
+Test(tokenizer_unigram, precompiled_maps_compatibility_forms)
+{
+    const char *names[] = {FIX "families/t5.tokenizer.json", FIX "families/t5_new.tokenizer.json"};
+    for (int k = 0; k < 2; k++) {
+        hs_tokenizer *t = tu_json_tok(names[k]);
+        assert_same(t, "\xef\xbc\xa1\xef\xbc\xa2\xef\xbc\xa3", "ABC");
+        assert_same(t, "\xef\xac\x81le", "file");
+        assert_same(t, "\xe2\x91\xa0", "1");
+        assert_same(t, "cafe\xcc\x81", "caf\xc3\xa9");
+        assert_same(t, "the\tthe", "the the");
+        hs_encoding e = enc(t, "a\n\xcc\x81"), f = enc(t, "a \xcc\x81");
+        cr_assert(e.n == f.n && memcmp(e.ids, f.ids, e.n * sizeof *e.ids) == 0);
+        hs_encoding_free(&e);
+        hs_encoding_free(&f);
+        hs_tokenizer_free(t);
+    }
+}
+
+/* A charsmap made by hand: a double-array trie of 256 units with the one key "a" (root offset
+ * 1, so "a" is unit 1 ^ 0x61 = 96, whose offset 2 leads to its value at unit 98: offset 0 of
+ * the replacements "b\0"). */
+static void tiny_charsmap(char *b64, size_t cap)
+{
+    static const char digits[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    unsigned char blob[4 + 4 * 256 + 2] = {0};
+    const uint32_t units[][2] = {{0, 1u << 10}, {96, (2u << 10) | (1u << 8) | 0x61}};
+    blob[1] = 4; /* 1024 bytes of trie */
+    for (size_t k = 0; k < 2; k++)
+        for (int j = 0; j < 4; j++)
+            blob[4 + 4 * units[k][0] + (size_t)j] = (unsigned char)(units[k][1] >> (8 * j));
+    blob[4 + 4 * 256] = 'b';
+    size_t n = sizeof blob, w = 0;
+    cr_assert_gt(cap, (n + 2) / 3 * 4);
+    for (size_t i = 0; i < n; i += 3) {
+        unsigned v = (unsigned)blob[i] << 16 | (i + 1 < n ? (unsigned)blob[i + 1] << 8 : 0) | (i + 2 < n ? blob[i + 2] : 0);
+        for (int k = 0; k < 4; k++)
+            b64[w++] = i + (size_t)k * 3 / 4 < n || k < 2 ? digits[(v >> (18 - 6 * k)) & 63] : '=';
+    }
+    b64[w] = '\0';
+}
+
+/* The map replaces "a" by "b". A grapheme cluster under 6 bytes that starts with a key is
+ * replaced whole ("a" + one or two U+0301 is "b"); a longer one character by character (the
+ * marks stay). The library gives the same ids (2 = "b", 3 = U+0301). */
+Test(tokenizer_unigram, precompiled_replaces_a_short_cluster_whole)
+{
+    char b64[2048], text[4096], dir[64], path[128];
+    tiny_charsmap(b64, sizeof b64);
+    snprintf(text, sizeof text, "{\"normalizer\": {\"type\": \"Precompiled\", \"precompiled_charsmap\": \"%s\"}, "
+             "\"model\": {\"type\": \"Unigram\", \"unk_id\": 0, \"vocab\": [[\"<unk>\", 0], [\"a\", -1], [\"b\", -1], "
+             "[\"\\u0301\", -1]]}}", b64);
+    tu_mkdtemp(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/tokenizer.json", dir);
+    tu_write_file(path, text, strlen(text));
+    hs_tokenizer *t = tu_json_tok(path);
+    tu_rm_rf(dir);
+    EXPECT(t, "a", "a", 2);
+    EXPECT(t, "xa", "xa", 0, 2);
+    EXPECT(t, "a\xcc\x81", "one mark", 2);
+    EXPECT(t, "a\xcc\x81\xcc\x81", "two marks (5 bytes)", 2);
+    EXPECT(t, "a\xcc\x81\xcc\x81\xcc\x81", "three marks (7 bytes)", 2, 3, 3, 3);
+    EXPECT(t, "\xcc\x81", "a mark alone", 3);
+    hs_tokenizer_free(t);
 }
 
 /* ---- refusals ------------------------------------------------------------------------------ */
@@ -196,7 +256,6 @@ Test(tokenizer_unigram, refuses_what_it_does_not_run_by_name)
                  HS_E_UNSUPPORTED);
     cr_assert(strstr(msg, "pre_tokenizer 'ByteLevel' is not supported with Unigram"), "%s", msg);
     const char *norms[][2] = {
-        {"{\"type\": \"Precompiled\", \"precompiled_charsmap\": \"AAAA\"}", "normalizer 'Precompiled'"},
         {"{\"type\": \"Replace\", \"pattern\": {\"Regex\": \"\\\\s+\"}, \"content\": \" \"}", "regex other than"},
         {"{\"type\": \"Lowercase\"}", "normalizer 'Lowercase' is not supported with a Unigram model"},
     };
@@ -206,6 +265,15 @@ Test(tokenizer_unigram, refuses_what_it_does_not_run_by_name)
                  "\"vocab\": [[\"a\", 0]]}}", norms[k][0]);
         cr_assert_eq(tu_load_json_text(text, msg, sizeof msg), HS_E_UNSUPPORTED, "%s", norms[k][0]);
         cr_assert(strstr(msg, norms[k][1]), "%s", msg);
+    }
+    /* a charsmap that is not base64, or whose trie is empty or longer than the map */
+    const char *maps[][2] = {{"!!!!", "is not base64"}, {"AAAA", "is malformed"}, {"CAAAAAAAAA==", "is malformed"}};
+    for (size_t k = 0; k < sizeof maps / sizeof maps[0]; k++) {
+        char text[512];
+        snprintf(text, sizeof text, "{\"normalizer\": {\"type\": \"Precompiled\", \"precompiled_charsmap\": \"%s\"}, "
+                 "\"model\": {\"type\": \"Unigram\", \"unk_id\": 0, \"vocab\": [[\"a\", 0]]}}", maps[k][0]);
+        cr_assert_eq(tu_load_json_text(text, msg, sizeof msg), HS_E_FORMAT, "%s", maps[k][0]);
+        cr_assert(strstr(msg, maps[k][1]), "%s", msg);
     }
     /* Strip and the space-run Replace belong to Unigram only */
     cr_assert_eq(tu_load_json_text("{\"normalizer\": {\"type\": \"Strip\", \"strip_left\": true, \"strip_right\": true},"

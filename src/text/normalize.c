@@ -134,6 +134,8 @@ static hs_status replace(const char *s, size_t len, const char *from, const char
     return HS_OK;
 }
 
+static hs_status put_cb(void *b, const char *s, size_t n) { return sb_put(b, s, n); }
+
 hs_status hs_tok_normalize(const hs_tokenizer *t, const char *s, size_t len, char **out,
                            size_t *out_len, int *cut_start)
 {
@@ -164,6 +166,10 @@ hs_status hs_tok_normalize(const hs_tokenizer *t, const char *s, size_t len, cha
             break;
         case HS_NORM_TRIM:
             if (trim(a.v, a.n, t->trim_left, t->trim_right, &b, &cut) != HS_OK)
+                goto fail;
+            break;
+        case HS_NORM_PRECOMPILED:
+            if (hs_precompiled_apply(t, a.v, a.n, put_cb, &b) != HS_OK)
                 goto fail;
             break;
         case HS_NORM_SPACES:

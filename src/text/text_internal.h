@@ -100,7 +100,8 @@ enum hs_norm_step {
     HS_NORM_PREPEND,   /* t->prepend before a non-empty text (Prepend) */
     HS_NORM_REPLACE,   /* every t->rep_from becomes t->rep_to (Replace with a String pattern) */
     HS_NORM_TRIM,      /* whitespace off the start / end (Strip: t->trim_left, t->trim_right) */
-    HS_NORM_SPACES     /* each run of 2 or more ' ' becomes t->spaces_to (Replace " {2,}") */
+    HS_NORM_SPACES,    /* each run of 2 or more ' ' becomes t->spaces_to (Replace " {2,}") */
+    HS_NORM_PRECOMPILED /* SentencePiece's charsmap (precompiled.c) */
 };
 #define HS_TOK_MAX_NORM 8
 #define HS_TOK_MAX_ADDED 65536
@@ -174,6 +175,11 @@ struct hs_tokenizer {
     double uni_unk_score;    /* an unknown character's: the lowest score - 10 */
     hs_pairmap uni_trie;     /* (node, byte) -> child node; rank: the piece ending there or -1 */
     int ws_split;            /* WhitespaceSplit before Metaspace */
+    /* Precompiled (precompiled.c): the decoded charsmap, its trie's units, its replacements */
+    unsigned char *pc_blob;
+    size_t pc_units;
+    const char *pc_norm;
+    size_t pc_norm_len;
     /* WordPiece */
     unsigned char norm[HS_TOK_MAX_NORM]; /* hs_norm_step, n_norm of them */
     size_t n_norm;
@@ -252,6 +258,16 @@ hs_status hs_unigram_encode(const hs_tokenizer *t, const char *text, size_t len,
 /* Builds the Unigram tables (the pieces' trie, scores, byte pieces) of a tokenizer whose
  * vocabulary is set: scores[i] is piece i's score (finite). HS_E_NOMEM only. */
 hs_status hs_unigram_build(hs_tokenizer *t, const double *scores, hs_error *err);
+
+/* SentencePiece's Precompiled normalizer (precompiled.c): the base64 charsmap into t (checked:
+ * HS_E_FORMAT naming the problem), and the normalization of text[0..n) (valid UTF-8), each
+ * piece of output passed to put(out, bytes, len). */
+hs_status hs_precompiled_load(hs_tokenizer *t, const char *b64, hs_error *err);
+hs_status hs_precompiled_apply(const hs_tokenizer *t, const char *text, size_t n,
+                               hs_status (*put)(void *, const char *, size_t), void *out);
+/* Grapheme_Cluster_Break classes (grapheme_tables.c, fixtures/tokenizer/gen_grapheme_tables.js). */
+enum { HS_GB_OTHER, HS_GB_CR, HS_GB_LF, HS_GB_CONTROL, HS_GB_EXTEND, HS_GB_ZWJ, HS_GB_SPACING,
+       HS_GB_PREPEND, HS_GB_L, HS_GB_V, HS_GB_T, HS_GB_LV, HS_GB_LVT, HS_GB_RI, HS_GB_PICT };
 
 /* Metaspace on s[0..len): every ' ' becomes t->meta_rep, which is put first when the scheme
  * asks for it (first: s starts its text). A malloc'd copy (*out_len bytes), NULL when out of
@@ -348,7 +364,8 @@ enum { HS_BF_CTRL = 1, HS_BF_CLEAN_SPACE = 2, HS_BF_PUNCT = 4, HS_BF_SPACE = 8, 
        HS_BF_CJK = 32, HS_BF_MARK = 64 };
 #define HS_UNI_MAX_MAP 16 /* longest result of hs_uni_nfd / hs_uni_lower */
 
-extern const hs_uni_range hs_gpt2_classes[], hs_bert_flags[];
+extern const hs_uni_range hs_gpt2_classes[], hs_bert_flags[], hs_grapheme_classes[];
+extern const size_t hs_grapheme_classes_n;
 extern const size_t hs_gpt2_classes_n, hs_bert_flags_n;
 extern const hs_uni_map hs_nfd_map[], hs_lower_map[];
 extern const size_t hs_nfd_map_n, hs_lower_map_n;

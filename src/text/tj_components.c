@@ -110,9 +110,14 @@ static int unigram_only(const cJSON *n, const char *type)
 static hs_status unigram_normalizer(hs_tokenizer *t, const cJSON *n, const char *type, hs_error *err)
 {
     hs_status st;
-    if (strcmp(type, "Precompiled") == 0)
-        return hs_fail(err, HS_E_UNSUPPORTED, TJ ": normalizer 'Precompiled' (SentencePiece's precompiled "
-                                                 "character map) is not supported");
+    if (strcmp(type, "Precompiled") == 0) {
+        const cJSON *map = cJSON_GetObjectItemCaseSensitive(n, "precompiled_charsmap");
+        if (!cJSON_IsString(map))
+            return hs_fail(err, HS_E_FORMAT, TJ ": Precompiled needs \"precompiled_charsmap\" as a string");
+        if ((st = hs_precompiled_load(t, map->valuestring, err)) != HS_OK)
+            return st;
+        return push_step(t, HS_NORM_PRECOMPILED, err);
+    }
     if (strcmp(type, "Strip") == 0) {
         t->trim_left = hs_tj_bool(n, "strip_left", 0);
         t->trim_right = hs_tj_bool(n, "strip_right", 0);

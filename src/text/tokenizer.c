@@ -432,6 +432,7 @@ void hs_tokenizer_free(hs_tokenizer *t)
     hs_strtab_free(&t->merge_text);
     free(t->right_first);
     free(t->uni_score);
+    free(t->pc_blob);
     hs_pairmap_free(&t->uni_trie);
     hs_added_free(t);
     free(t);
