@@ -83,8 +83,8 @@ hs_status hs_tokenizer_load_bert(const char *vocab_txt_path, int lowercase,
  *   WordPiece with BertPreTokenizer and a normalizer made of BertNormalizer / NFD / Lowercase
  *     / StripAccents;
  *   Unigram (T5) with Metaspace, WhitespaceSplit, both in a Sequence, or no pre-tokenizer,
- *     byte_fallback, and normalizers NFC, Prepend, Replace (a string or the regex " {2,}"),
- *     Strip (not Precompiled);
+ *     byte_fallback, and normalizers Precompiled (SentencePiece's map), NFC, Prepend, Replace
+ *     (a string or the regex " {2,}"), Strip;
  *   post-processors ByteLevel, BertProcessing, RobertaProcessing, TemplateProcessing, or a
  *     Sequence of them;
  *   added_tokens matched whole in the text (normalized ones in the normalized text), lstrip

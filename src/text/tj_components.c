@@ -4,7 +4,8 @@
  * other with HS_E_UNSUPPORTED and a message naming it:
  *   normalizer     WordPiece: BertNormalizer, NFD, Lowercase, StripAccents;
  *                  BPE: NFC, Prepend, Replace (a String pattern); either in a Sequence;
- *                  Unigram: those of BPE, Strip, Replace with the regex " {2,}" (T5's);
+ *                  Unigram: those of BPE, Precompiled, Strip, Replace with the regex
+ *                  " {2,}" (T5's);
  *   pre_tokenizer  WordPiece: BertPreTokenizer;
  *                  BPE: ByteLevel; Sequence [Split (Llama 3's or Qwen2's pattern, Isolated),
  *                  ByteLevel (use_regex false)]; Metaspace; none (SentencePiece-style);
@@ -98,8 +99,8 @@ static hs_status bert_normalizer(hs_tokenizer *t, const cJSON *n, hs_error *err)
     return HS_OK;
 }
 
-/* The normalizers only a Unigram model takes (T5's): Strip, Replace with the regex " {2,}";
- * Precompiled refused by name. */
+/* The normalizers only a Unigram model takes (T5's): Precompiled (precompiled.c), Strip,
+ * Replace with the regex " {2,}". */
 static int unigram_only(const cJSON *n, const char *type)
 {
     return !strcmp(type, "Precompiled") || !strcmp(type, "Strip") ||
