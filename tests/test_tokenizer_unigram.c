@@ -23,25 +23,7 @@ static void check_layout(const char *name)
     snprintf(path, sizeof path, FIX "families/%s.tokenizer.json", name);
     hs_tokenizer *t = tu_json_tok(path);
     cr_assert_eq(hs_tokenizer_get_kind(t), HS_TOK_UNIGRAM);
-    tu_fam_cases fc = tu_load_golden_cases(FIX "unigram_golden.json");
-    const cJSON *ref = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(fc.golden, "tokenizers"), name);
-    const cJSON *all_ids = cJSON_GetObjectItemCaseSensitive(ref, "ids");
-    const cJSON *n_first = cJSON_GetObjectItemCaseSensitive(ref, "n_first");
-    cr_assert_geq(fc.n, 2000, "unigram_golden.json: only %zu cases", fc.n);
-    cr_assert_eq((size_t)cJSON_GetArraySize(all_ids), fc.n);
-    cr_assert_eq((size_t)cJSON_GetArraySize(n_first), fc.n);
-    size_t bad = 0, pairs = 0;
-    const cJSON *ids = all_ids->child, *nf = n_first->child;
-    for (size_t k = 0; k < fc.n; k++, ids = ids->next, nf = nf->next) {
-        int was_pair;
-        if (!tu_golden_case(t, fc.c[k], ids, nf->valueint, name, k, bad < 10, &was_pair))
-            bad++;
-        pairs += (size_t)was_pair;
-    }
-    cr_log_info("%s: %zu of %zu golden cases identical (%zu pairs)", name, fc.n - bad, fc.n, pairs);
-    cr_assert_eq(bad, 0, "%s: %zu of %zu golden cases differ from the library", name, bad, fc.n);
-    cr_assert_geq(pairs, 200);
-    tu_free_fam_cases(&fc);
+    tu_check_golden_file(t, FIX "unigram_golden.json", name, 2000, 200);
     hs_tokenizer_free(t);
 }
 
@@ -85,6 +67,14 @@ static hs_tokenizer *unigram(const char *vocab, const char *opts)
         hs_encoding_free(&e_);                                                                 \
     } while (0)
 
+/* One text with a tokenizer of the given vocabulary. */
+#define EXPECT_VOCAB(vocab, opts, text, what, ...)                                             \
+    do {                                                                                       \
+        hs_tokenizer *t_ = unigram((vocab), (opts));                                           \
+        EXPECT(t_, (text), (what), __VA_ARGS__);                                               \
+        hs_tokenizer_free(t_);                                                                 \
+    } while (0)
+
 /* The largest total wins, not the longest first piece: "abcdacdxx" with abcd 10, abc 5, ab 2,
  * cd 1 is abcd a cd and the unknown "xx" (ids 8 1 5 0). */
 Test(tokenizer_unigram, viterbi_takes_the_best_total)
@@ -96,9 +86,8 @@ Test(tokenizer_unigram, viterbi_takes_the_best_total)
     EXPECT(t, "cdab", "cd ab", 5, 6);
     hs_tokenizer_free(t);
     /* a + bc (-1 + -1) beats ab + c (-0.5 + -3) */
-    t = unigram("[\"<unk>\", 0], [\"a\", -1], [\"b\", -3], [\"c\", -3], [\"ab\", -0.5], [\"bc\", -1]", "\"unk_id\": 0,");
-    EXPECT(t, "abc", "a bc", 1, 5);
-    hs_tokenizer_free(t);
+    EXPECT_VOCAB("[\"<unk>\", 0], [\"a\", -1], [\"b\", -3], [\"c\", -3], [\"ab\", -0.5], [\"bc\", -1]",
+                 "\"unk_id\": 0,", "abc", "a bc", 1, 5);
 }
 
 /* An unknown character scores the lowest score minus 10 (here "q" -50: -60). "aab" is aa (0)
@@ -106,13 +95,10 @@ Test(tokenizer_unigram, viterbi_takes_the_best_total)
  * (a penalty of 9 or 11 would turn either case round). */
 Test(tokenizer_unigram, an_unknown_character_scores_the_lowest_minus_ten)
 {
-    hs_tokenizer *t = unigram("[\"<unk>\", 0], [\"a\", -20], [\"q\", -50], [\"aa\", 0], [\"ab\", -39.5]",
-                              "\"unk_id\": 0,");
-    EXPECT(t, "aab", "ab at -39.5", 1, 4);
-    hs_tokenizer_free(t);
-    t = unigram("[\"<unk>\", 0], [\"a\", -20], [\"q\", -50], [\"aa\", 0], [\"ab\", -40.5]", "\"unk_id\": 0,");
-    EXPECT(t, "aab", "ab at -40.5", 3, 0);
-    hs_tokenizer_free(t);
+    EXPECT_VOCAB("[\"<unk>\", 0], [\"a\", -20], [\"q\", -50], [\"aa\", 0], [\"ab\", -39.5]", "\"unk_id\": 0,",
+                 "aab", "ab at -39.5", 1, 4);
+    EXPECT_VOCAB("[\"<unk>\", 0], [\"a\", -20], [\"q\", -50], [\"aa\", 0], [\"ab\", -40.5]", "\"unk_id\": 0,",
+                 "aab", "ab at -40.5", 3, 0);
 }
 
 /* Equal totals: the path found first stays (ab before a + b, both -2). */
@@ -255,25 +241,22 @@ Test(tokenizer_unigram, refuses_what_it_does_not_run_by_name)
     cr_assert_eq(load_unigram("[\"a\", 0]", "\"unk_id\": 0,", "{\"type\": \"ByteLevel\"}", &t, msg, sizeof msg),
                  HS_E_UNSUPPORTED);
     cr_assert(strstr(msg, "pre_tokenizer 'ByteLevel' is not supported with Unigram"), "%s", msg);
-    const char *norms[][2] = {
-        {"{\"type\": \"Replace\", \"pattern\": {\"Regex\": \"\\\\s+\"}, \"content\": \" \"}", "regex other than"},
-        {"{\"type\": \"Lowercase\"}", "normalizer 'Lowercase' is not supported with a Unigram model"},
+    /* normalizers: a regex Replace other than T5's, one for WordPiece; a charsmap that is not
+     * base64, or whose trie is empty or longer than the map */
+    static const struct { const char *norm, *want; hs_status st; } norms[] = {
+        {"{\"type\": \"Replace\", \"pattern\": {\"Regex\": \"\\\\s+\"}, \"content\": \" \"}", "regex other than",
+         HS_E_UNSUPPORTED},
+        {"{\"type\": \"Lowercase\"}", "normalizer 'Lowercase' is not supported with a Unigram model", HS_E_UNSUPPORTED},
+        {"{\"type\": \"Precompiled\", \"precompiled_charsmap\": \"!!!!\"}", "is not base64", HS_E_FORMAT},
+        {"{\"type\": \"Precompiled\", \"precompiled_charsmap\": \"AAAA\"}", "is malformed", HS_E_FORMAT},
+        {"{\"type\": \"Precompiled\", \"precompiled_charsmap\": \"CAAAAAAAAA==\"}", "is malformed", HS_E_FORMAT},
     };
     for (size_t k = 0; k < sizeof norms / sizeof norms[0]; k++) {
         char text[512];
         snprintf(text, sizeof text, "{\"normalizer\": %s, \"model\": {\"type\": \"Unigram\", \"unk_id\": 0, "
-                 "\"vocab\": [[\"a\", 0]]}}", norms[k][0]);
-        cr_assert_eq(tu_load_json_text(text, msg, sizeof msg), HS_E_UNSUPPORTED, "%s", norms[k][0]);
-        cr_assert(strstr(msg, norms[k][1]), "%s", msg);
-    }
-    /* a charsmap that is not base64, or whose trie is empty or longer than the map */
-    const char *maps[][2] = {{"!!!!", "is not base64"}, {"AAAA", "is malformed"}, {"CAAAAAAAAA==", "is malformed"}};
-    for (size_t k = 0; k < sizeof maps / sizeof maps[0]; k++) {
-        char text[512];
-        snprintf(text, sizeof text, "{\"normalizer\": {\"type\": \"Precompiled\", \"precompiled_charsmap\": \"%s\"}, "
-                 "\"model\": {\"type\": \"Unigram\", \"unk_id\": 0, \"vocab\": [[\"a\", 0]]}}", maps[k][0]);
-        cr_assert_eq(tu_load_json_text(text, msg, sizeof msg), HS_E_FORMAT, "%s", maps[k][0]);
-        cr_assert(strstr(msg, maps[k][1]), "%s", msg);
+                 "\"vocab\": [[\"a\", 0]]}}", norms[k].norm);
+        cr_assert_eq(tu_load_json_text(text, msg, sizeof msg), norms[k].st, "%s", norms[k].norm);
+        cr_assert(strstr(msg, norms[k].want), "%s", msg);
     }
     /* Strip and the space-run Replace belong to Unigram only */
     cr_assert_eq(tu_load_json_text("{\"normalizer\": {\"type\": \"Strip\", \"strip_left\": true, \"strip_right\": true},"

@@ -23,8 +23,7 @@ static hs_status encode_model(const hs_tokenizer *t, const char *s, size_t len, 
                                        : hs_bpe_encode(t, s, len, first, out);
 }
 
-/* Bytes of whitespace that end s[from..end) / start s[at..len) (lstrip / rstrip). */
-static size_t space_before(const char *s, size_t from, size_t end)
+size_t hs_tok_space_before(const char *s, size_t from, size_t end)
 {
     const unsigned char *u = (const unsigned char *)s;
     size_t p = end;
@@ -40,7 +39,7 @@ static size_t space_before(const char *s, size_t from, size_t end)
     return end - p;
 }
 
-static size_t space_after(const char *s, size_t at, size_t len)
+size_t hs_tok_space_after(const char *s, size_t at, size_t len)
 {
     const unsigned char *u = (const unsigned char *)s;
     size_t p = at;
@@ -90,9 +89,9 @@ static hs_status encode_added(const hs_tokenizer *t, const char *s, size_t len, 
         unsigned flags = t->added_flags[k];
         size_t start = at, stop = at + t->syms.len[id];
         if (flags & HS_ADD_LSTRIP)
-            start -= space_before(s, piece, at);
+            start -= hs_tok_space_before(s, piece, at);
         if (flags & HS_ADD_RSTRIP)
-            stop += space_after(s, stop, len);
+            stop += hs_tok_space_after(s, stop, len);
         st = pass == 0 ? encode_normalized(t, s + piece, start - piece, first && piece == 0, out)
                        : encode_model(t, s + piece, start - piece, first && piece == 0, out);
         if (st != HS_OK || hs_idvec_push(out, id) != HS_OK)

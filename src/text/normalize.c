@@ -78,23 +78,8 @@ fail:
  * some was at the start. */
 static hs_status trim(const char *s, size_t len, int left, int right, sbuf *out, int *cut)
 {
-    const unsigned char *u = (const unsigned char *)s;
-    size_t a = 0, b = len;
-    while (left && a < len) {
-        size_t k = a;
-        if (!hs_uni_white_space(hs_utf8_next(u, &k)))
-            break;
-        a = k;
-    }
-    while (right && b > a) {
-        size_t q = b - 1, k;
-        while (q > a && (u[q] & 0xC0) == 0x80)
-            q--;
-        k = q;
-        if (!hs_uni_white_space(hs_utf8_next(u, &k)))
-            break;
-        b = q;
-    }
+    size_t a = left ? hs_tok_space_after(s, 0, len) : 0;
+    size_t b = right ? len - hs_tok_space_before(s, a, len) : len;
     *cut |= a > 0;
     return sb_put(out, s + a, b - a);
 }

@@ -122,21 +122,6 @@ static int transform(const hs_tokenizer *t, const unsigned char *s, size_t n, si
 
 /* ---- grapheme clusters -------------------------------------------------------------------- */
 
-static int gb_class(int32_t cp)
-{
-    size_t lo = 0, hi = hs_grapheme_classes_n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (cp < hs_grapheme_classes[mid].lo)
-            hi = mid;
-        else if (cp > hs_grapheme_classes[mid].hi)
-            lo = mid + 1;
-        else
-            return hs_grapheme_classes[mid].v;
-    }
-    return HS_GB_OTHER;
-}
-
 static int joins(int prev, int cur, int ep_zwj, size_t ri)
 {
     if (prev == HS_GB_CR && cur == HS_GB_LF)
@@ -156,12 +141,12 @@ static int joins(int prev, int cur, int ep_zwj, size_t ri)
 /* The end of the extended grapheme cluster that starts at s[i] (i < n, valid UTF-8). */
 static size_t cluster_end(const unsigned char *s, size_t n, size_t i)
 {
-    int prev = gb_class(hs_utf8_next(s, &i));
+    int prev = hs_uni_grapheme_class(hs_utf8_next(s, &i));
     int ep = prev == HS_GB_PICT, ep_zwj = 0;
     size_t ri = prev == HS_GB_RI;
     while (i < n) {
         size_t k = i;
-        int cur = gb_class(hs_utf8_next(s, &k));
+        int cur = hs_uni_grapheme_class(hs_utf8_next(s, &k));
         if (!joins(prev, cur, ep_zwj, ri))
             break;
         ep_zwj = cur == HS_GB_ZWJ && ep;

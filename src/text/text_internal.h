@@ -234,6 +234,11 @@ int32_t hs_added_scan_next(hs_added_scan *sc, size_t i, size_t *at);
 /* The BERT template: [CLS] $A [SEP] / [CLS] $A [SEP] $B:1 [SEP]:1. */
 void hs_tok_set_bert_template(hs_tokenizer *t, int32_t cls, int32_t sep);
 
+/* Bytes of whitespace (Rust's char::is_whitespace) that end s[from..end) / start s[at..len)
+ * (valid UTF-8): lstrip / rstrip, Strip. */
+size_t hs_tok_space_before(const char *s, size_t from, size_t end);
+size_t hs_tok_space_after(const char *s, size_t at, size_t len);
+
 /* Runs the BPE and Unigram normalizer steps of t (NFC, PREPEND, REPLACE, TRIM, SPACES) on
  * s[0..len) (valid UTF-8) into *out (malloc'd, *out_len bytes; *out NULL and s to be used as
  * it is when t has none). *cut_start (may be NULL) is set when a Strip took characters off
@@ -373,6 +378,7 @@ extern const int32_t hs_nfd_map_data[], hs_lower_map_data[];
 
 int hs_uni_gpt2_class(int32_t cp);
 int hs_uni_bert_flags(int32_t cp);
+int hs_uni_grapheme_class(int32_t cp); /* HS_GB_* */
 /* The canonical decomposition / lowercase of cp written to out (HS_UNI_MAX_MAP); returns the
  * count (1 and cp itself when it maps to itself). */
 size_t hs_uni_nfd(int32_t cp, int32_t *out);
