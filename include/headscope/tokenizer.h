@@ -1,7 +1,8 @@
 /*
  * headscope/tokenizer.h — the tokenizers of the model families headscope reads (GPT-2,
  * RoBERTa, GPT-NeoX, Llama 3 and Qwen2 byte-level BPE; Llama 2 SentencePiece-style BPE; BERT
- * WordPiece) reproducing the ids of Hugging Face's tokenizers library exactly.
+ * WordPiece; T5 SentencePiece Unigram) reproducing the ids of Hugging Face's tokenizers
+ * library exactly.
  *
  *     hs_tokenizer *tok = NULL;
  *     hs_error err = {0};
