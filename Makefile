@@ -190,7 +190,7 @@ unit: $(TEST_BIN) $(TEST_V3_BIN)
 # chosen moments) alone. A background job of sh starts with SIGINT and SIGQUIT ignored, and a
 # signal ignored at start stays ignored in headscope (as under nohup): env gives the scripts
 # the default actions back, as a foreground run has them.
-CLI_SCRIPTS = cli cli_faults
+CLI_SCRIPTS = cli cli_faults cli_patch
 cli-test: $(BIN)
 	@pids=; for s in $(CLI_SCRIPTS); do \
 	    ( t0=$$(date +%s%N); HEADSCOPE=$(BIN) env --default-signal=INT,QUIT bash tests/$$s.sh \
@@ -238,6 +238,8 @@ docs-test: $(BIN)
 ref-test:
 	/usr/bin/python3 fixtures/ref/selftest.py
 	/usr/bin/python3 fixtures/ref/family_selftest.py
+	/usr/bin/python3 fixtures/ref/quant_ref.py --check fixtures/quant
+	/usr/bin/python3 fixtures/ref/spm_ref.py
 	/usr/bin/python3 bench/torch_selftest.py
 
 # The benchmark program runs: one quick pass over small fixtures, GPT-2, BERT and a
@@ -320,7 +322,9 @@ BENCH_BERT = $(BUILD)/bench/bert-base
 BENCH_ARGS ?=
 # one model of each other family at a published shape (tokenizers from fixtures/tokenizer/)
 BENCH_FAMILIES = $(BUILD)/bench/roberta-base $(BUILD)/bench/distilbert-base \
-	$(BUILD)/bench/pythia-160m $(BUILD)/bench/tinyllama-1.1b
+	$(BUILD)/bench/pythia-160m $(BUILD)/bench/tinyllama-1.1b \
+	$(BUILD)/bench/falcon7b-2L $(BUILD)/bench/starcoder-1b \
+	$(BUILD)/bench/mistral-7b-2l
 bench: all $(BUILD)/hs-bench $(BENCH_MODEL)/config.json $(BENCH_BERT)/config.json \
 		$(addsuffix /config.json,$(BENCH_FAMILIES))
 	$(BUILD)/hs-bench $(BENCH_MODEL) $(BENCH_BERT) --family $(BENCH_FAMILIES) --headscope $(BIN) \
@@ -338,6 +342,18 @@ $(BUILD)/bench/pythia-160m/config.json:
 # BF16, as TinyLlama is published (2.2 GB on disk, 4.4 GB as F32 in memory)
 $(BUILD)/bench/tinyllama-1.1b/config.json:
 	/usr/bin/python3 fixtures/ref/make_checkpoint.py --arch tinyllama-1.1b --dtype bf16 --out $(@D) \
+		--tokenizer fixtures/tokenizer/families/llama2.tokenizer.json
+
+# multi-query: Falcon-7B's shape cut to 2 of its 32 layers (the name says so), StarCoderBase-1B's
+$(BUILD)/bench/falcon7b-2L/config.json:
+	/usr/bin/python3 fixtures/ref/families_mqa.py --arch falcon-7b --layers 2 --dtype bf16 --out $(@D) \
+		--tokenizer fixtures/tokenizer/families/falcon.tokenizer.json
+$(BUILD)/bench/starcoder-1b/config.json:
+	/usr/bin/python3 fixtures/ref/families_mqa.py --arch starcoderbase-1b --dtype bf16 --out $(@D) \
+		--tokenizer fixtures/tokenizer/families/starcoder.tokenizer.json
+# Mistral-7B-v0.1's shape with 2 of its 32 layers (BF16; its window of 4096 is past n = 512)
+$(BUILD)/bench/mistral-7b-2l/config.json:
+	/usr/bin/python3 fixtures/ref/make_checkpoint.py --arch mistral-7b-2l --dtype bf16 --out $(@D) \
 		--tokenizer fixtures/tokenizer/families/llama2.tokenizer.json
 
 $(BENCH_MODEL)/config.json:

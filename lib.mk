@@ -11,7 +11,7 @@ HS_MAJOR := $(firstword $(subst ., ,$(HS_VERSION_STR)))
 SONAME = libheadscope.so.$(HS_MAJOR)
 SHLIB = $(BUILD)/libheadscope.so.$(HS_VERSION_STR)
 PCFILE = $(BUILD)/headscope.pc
-MAN_CMDS = analyze attn dump tokenize info convert merge
+MAN_CMDS = analyze attn dump tokenize info convert merge patch
 MAN_PAGES = $(BUILD)/man/headscope.1 $(MAN_CMDS:%=$(BUILD)/man/headscope-%.1)
 
 PREFIX ?= /usr/local

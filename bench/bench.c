@@ -10,7 +10,8 @@
  * MODEL_DIR defaults to build/bench/gpt2-small (`make bench` passes it and
  * build/bench/bert-base). The analyze, memory and corpus rows use the first model.
  * --family: models of the other families (`make bench` passes roberta-base,
- * distilbert-base, pythia-160m and tinyllama-1.1b), run at n = 128 and 512 only, each with
+ * distilbert-base, pythia-160m, tinyllama-1.1b, falcon7b-2L and starcoder-1b),
+ * run at n = 128 and 512 only, each with
  * the peak memory of `headscope attn --ids` on 512 ids beside its F32 weights.
  * --quick: 1 repetition, n = 128 only, no analyze, memory or ablation rows (for tests).
  * --breakdown: one layer's kernels timed apart (bench/breakdown.c) after each GPT-2/BERT
@@ -419,6 +420,8 @@ int main(int argc, char **argv)
     }
     if (!quick && !fwd_only)
         bench_analyze_rows(first, fwd128);
+    if (!quick && !fwd_only)
+        bench_patch_rows(first);
     if (headscope && !quick && !fwd_only)
         bench_memory_rows(headscope, paths[0], first);
     if (headscope && !fwd_only && hs_model_config_of(first)->causal)

@@ -23,6 +23,7 @@ int cmd_info(int argc, char **argv);
 int cmd_convert(int argc, char **argv);
 int cmd_analyze(int argc, char **argv);
 int cmd_merge(int argc, char **argv);
+int cmd_patch(int argc, char **argv);
 
 /* "headscope: <cmd>: <message>" (cmd NULL: "headscope: <message>") on stderr, the message
  * escaped by hs_text_escape (one line, no control characters). */

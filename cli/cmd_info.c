@@ -61,7 +61,11 @@ int cmd_info(int argc, char **argv)
     if (cfg->n_kv_head != cfg->n_head)
         printf("kv heads:     %d per layer, each read by %d query heads\n", cfg->n_kv_head,
                cfg->n_head / cfg->n_kv_head);
-    if (ar->pos == HS_POS_ROTARY)
+    if (ar->pos == HS_POS_ROTARY && ar->rope_scaling == HS_ROPE_LONGROPE)
+        printf("positions:    rotary on %d of %d dims, base %g, longrope scaling (long factors "
+               "past %d tokens, cos and sin x %g)\n", ar->rotary_dims, cfg->d_head,
+               (double)ar->rotary_base, ar->rope_orig_ctx, (double)ar->rope_attn_factor);
+    else if (ar->pos == HS_POS_ROTARY)
         printf("positions:    rotary on %d of %d dims, base %g%s\n", ar->rotary_dims, cfg->d_head,
                (double)ar->rotary_base,
                ar->rope_scaling == HS_ROPE_LLAMA3 ? ", llama3 scaling" :

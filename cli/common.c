@@ -169,6 +169,13 @@ hs_model *cli_model_open(const char *cmd, const char *path, unsigned flags)
         cli_error(cmd, "%s", err.msg);
         return NULL;
     }
+    /* what the reader went on past (a special-token id beyond the vocabulary), one line each */
+    for (const char *w = hs_model_warnings(m); *w;) {
+        const char *end = strchr(w, '\n');
+        int len = end ? (int)(end - w) : (int)strlen(w);
+        fprintf(stderr, "headscope: %s: warning: %.*s\n", cmd, len, w);
+        w += len + (end != NULL);
+    }
     return m;
 }
 

@@ -15,6 +15,7 @@ static const struct {
 } commands[] = {
     {"analyze", cmd_analyze, "per-head metrics, clusters, importance and pruning: report.json"},
     {"merge", cmd_merge, "combine the shards of a corpus run (analyze --corpus --shard) into one report"},
+    {"patch", cmd_patch, "activation patching over pairs of clean and corrupt prompts: patching.json"},
     {"attn", cmd_attn, "record every head's attention map to a .npy file"},
     {"dump", cmd_dump, "write every activation (q, k, v, z, pattern, ...) as TransformerLens-named .npy files"},
     {"tokenize", cmd_tokenize, "show the token ids and strings of a text"},
@@ -25,8 +26,9 @@ static const struct {
 static void usage(FILE *f)
 {
     fprintf(f, "usage: headscope COMMAND [OPTIONS] MODEL ...\n\n"
-               "Opens GPT-2, BERT, RoBERTa, DistilBERT, GPT-NeoX/Pythia, Llama and Qwen2 models\n"
-               "(Hugging Face folder or GGUF file) and shows what each attention head does.\n\n"
+               "Opens GPT-2, BERT, RoBERTa, DistilBERT, GPT-NeoX/Pythia, Llama, Mistral, Qwen2 and\n"
+               "Phi-3 models (Hugging Face folder or GGUF file) and shows what each attention head\n"
+               "does.\n\n"
                "commands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);

@@ -27,6 +27,7 @@ static const char *const fixed_names[] = {
     "gallery.png",    "similarity.png",    "kv_similarity.png", "kv_similarity.svg",
     "importance.png", "dla.png",           "rollout.png",       "flow.png",
     "composition.png", "manifest.json",    "input_ids.npy",
+    "patching.json",  "patching.png",      "patching_positions.png",
 };
 
 /* Skips 1 to 9 ASCII digits; returns how many (0: none there, or too many). */
@@ -139,8 +140,14 @@ void cli_outdir_prune(const char *dir, const char *const *files, int n_files)
     int heads = hp && lstat(hp, &hs) == 0 && S_ISDIR(hs.st_mode);
     /* report.json lists names (itself too); dump's manifest.json objects with a "file" */
     cJSON *report = earlier_list(dir, "report.json"), *manifest = earlier_list(dir, "manifest.json");
+    cJSON *patching = earlier_list(dir, "patching.json"); /* patch's: names, as report.json */
     cJSON *it;
     cJSON_ArrayForEach(it, report)
+    {
+        if (cJSON_IsString(it))
+            prune_one(dir, it->valuestring, files, n_files, &heads);
+    }
+    cJSON_ArrayForEach(it, patching)
     {
         if (cJSON_IsString(it))
             prune_one(dir, it->valuestring, files, n_files, &heads);
@@ -155,6 +162,7 @@ void cli_outdir_prune(const char *dir, const char *const *files, int n_files)
         prune_one(dir, "manifest.json", files, n_files, &heads);
     cJSON_Delete(report);
     cJSON_Delete(manifest);
+    cJSON_Delete(patching);
     if (hp && heads == 2)
         rmdir(hp); /* when nothing else is in it */
     free(hp);

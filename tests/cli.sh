@@ -213,6 +213,26 @@ for g in tiny-pythia.f32:gpt_neox:tiny_pythia tiny-llama.q8_0:llama:tiny_llama t
     "$PY" -c "import json, sys, numpy as np; sys.exit(json.load(open('$T/out'))['ids'] != np.load('fixtures/family-golden/${g##*:}_text.ids.npy').tolist())" &&
         ok || bad "GGUF ${g%%:*} tokenize: ids differ from the golden's"
 done
+# ggml's other block formats (fixtures/gguf/families/tiny-llama-wide.mixed.gguf, one format a
+# matrix): info names each type; attn gives the maps of the float64 reference on the file's
+# own dequantised weights (fixtures/quant/); analyze and dump run on it
+QF=fixtures/gguf/families/tiny-llama-wide.mixed.gguf
+expect 0 "GGUF mixed formats info" -- "$HS" info "$QF"
+for ty in IQ4_XS Q4_1 Q5_0 Q5_1 IQ4_NL Q3_K Q2_K Q5_K; do
+    grep -q "| $ty *|" "$T/out" && ok || bad "GGUF mixed formats info: no $ty tensor listed"
+done
+expect 0 "GGUF mixed formats attn" -- "$HS" attn "$QF" --ids fixtures/family-golden/tiny_llama_text.ids.npy -o "$T/qm.npy"
+"$PY" -c "import numpy as np, sys; sys.exit(int(abs(np.load('$T/qm.npy') - np.load('fixtures/quant/tiny-llama-wide.mixed.attn.npy')).max() > 1e-5))" &&
+    ok || bad "GGUF mixed formats attn: maps differ from fixtures/quant/tiny-llama-wide.mixed.attn.npy"
+expect 0 "GGUF mixed formats analyze" -- "$HS" analyze "$QF" --text "$FTEXT" -o "$T/qa" -q
+[ -s "$T/qa/report.json" ] && ok || bad "GGUF mixed formats analyze: no report.json"
+expect 0 "GGUF mixed formats dump" -- "$HS" dump "$QF" --text "$FTEXT" --what pattern,mlp_out -o "$T/qd" -q
+[ -s "$T/qd/blocks.0.hook_mlp_out.npy" ] && ok || bad "GGUF mixed formats dump: no hook_mlp_out"
+rm -rf "$T/qm.npy" "$T/qa" "$T/qd"
+# a special-token id beyond the vocabulary: a warning on stderr, the default id, exit 0
+expect 0 "GGUF bos id beyond the vocabulary" -- "$HS" tokenize fixtures/gguf/tokdefects/llama-bos-beyond.gguf --text "Hello" --json
+grep -qx "headscope: tokenize: warning: tokenizer.ggml.bos_token_id = 5000 is beyond the vocabulary of 2393 tokens; the default 1 is used, as llama.cpp does" "$T/err" &&
+    grep -q '"ids":\[1,714,1188,338\]' "$T/out" && ok || bad "GGUF bos id beyond the vocabulary: $(cat "$T/err" "$T/out")"
 # what llama.cpp's llama cannot hold is refused in one line, and no file is left: a Llama
 # rotating half of each head (partial_rotary_factor)
 mkdir -p "$T/llama-half" && cp fixtures/family-models/tiny-llama/* "$T/llama-half/" &&
@@ -252,6 +272,118 @@ else
 fi
 rm -rf "$T/qwen-gpt2tok" "$T/qw"
 
+# The multi-query families end to end (Falcon-7B's layout, Falcon-RW's ALiBi, GPT-BigCode)
+# with their byte-level tokenizer.json files (fixtures/tokenizer/families/falcon.tokenizer.json,
+# starcoder.tokenizer.json): info, then analyze from text; every head's kv_head, the loss, the
+# ablation of each query head and of each KV group (multi-query: the whole layer) against
+# families_mqa.py on the report's ids; one K/V head leaves the across-group measures null.
+MQ="tiny-falcon-mq tiny-falcon-rw tiny-bigcode"
+"$PY" -c "
+import sys
+sys.path.insert(0, 'fixtures/ref')
+import families_mqa as M
+for a in '$MQ'.split():
+    tok = 'falcon' if 'falcon' in a else 'starcoder'
+    M.main(['--arch', a, '--out', '$T/' + a, '--seed', '5', '--tokenizer',
+            'fixtures/tokenizer/families/%s.tokenizer.json' % tok])" || bad "multi-query checkpoints"
+for a in $MQ; do
+    expect 0 "info $a" -- "$HS" info "$T/$a"
+    expect 1 "convert $a" -- "$HS" convert "$T/$a" -o "$T/$a.gguf"
+    one_line_error "convert $a"
+    stderr_has "convert $a" "GGUF form is not implemented yet"
+    no_file "convert $a" "$T/$a.gguf"
+    expect 0 "analyze $a" -- "$HS" analyze "$T/$a" -o "$T/mq-$a" -q \
+        --text "The cat sat on the mat in 1999. The cat sat on the mat in 1999."
+done
+if "$PY" -c "
+import json, sys
+import numpy as np
+sys.path.insert(0, 'fixtures/ref')
+import families as F, families_mqa as M
+for a in '$MQ'.split():
+    r = json.load(open('$T/mq-%s/report.json' % a))
+    m = M.load_model('$T/' + a)
+    H, KV = m.cfg['H'], m.cfg['KV']
+    assert r['model']['family'] == m.kind and r['model']['n_kv_head'] == KV
+    assert [h['kv_head'] for h in r['heads']] == [h % H // (H // KV) for h in range(len(r['heads']))]
+    ids = np.array(r['input']['ids'])
+    base, abl = F.ablation(m, ids)
+    got = np.array([h['ablation_delta'] for h in r['heads']]).reshape(abl.shape)
+    d = max(abs(base - r['loss']['value']), float(np.abs(got - abl).max()))
+    kv = r['kv_groups']
+    if KV < H:
+        _, abl_kv = F.ablation(m, ids, kv_groups=True)
+        d = max(d, float(np.abs(np.array(kv['ablation_delta']) - abl_kv).max()))
+        L = m.cfg['L']
+        assert KV > 1 or (kv['similarity']['across'] == [None] * L and kv['similarity']['p_value'] == [None] * L)
+    else:
+        assert kv is None
+    print('%s report: loss, ablation, KV-group ablation max|d| = %.3g' % (a, d))
+    assert d <= 1e-4, a" >"$T/cmp" 2>&1; then
+    ok
+else
+    bad "multi-query reports vs families_mqa.py: $(cat "$T/cmp")"
+fi
+for a in $MQ; do rm -rf "$T/$a" "$T/mq-$a"; done
+# Sliding windows and longrope: tiny-mistral (window 64, BF16 here; F32 in the goldens) and
+# tiny-phi3 (window 200, longrope past 128 tokens; F32 here, BF16 in the goldens) with Llama
+# 2's tokenizer.json, generated now, on a text of ~260 tokens, longer than both windows and
+# Phi-3's original context: maps and NLL against families.py, `analyze` end to end with its
+# loss and gradient importance (check_family_report.py) and the metrics of the visible keys
+# with model.layers (check_window_report.py); the window through GGUF, longrope refused there.
+WIN_TEXT="$(printf 'The story %d goes on and on, here and there. ' $(seq 1 18))"
+for w in mistral:bf16:llama phi3:f32:phi3; do
+    a=${w%%:*} dt=${w#*:} dt=${dt%%:*} fam=${w##*:}
+    "$PY" fixtures/ref/make_family_checkpoint.py --arch "tiny-$a" --out "$T/win-$a" --dtype "$dt" --seed 7 \
+        --tokenizer fixtures/tokenizer/families/llama2.tokenizer.json >/dev/null || bad "tiny-$a checkpoint"
+    expect 0 "$a tokenize" -- "$HS" tokenize "$T/win-$a" --text "$WIN_TEXT" --json
+    "$PY" -c "import json, sys, numpy as np; np.save(sys.argv[2], np.array(json.load(open(sys.argv[1]))['ids'], np.int32))" \
+        "$T/out" "$T/win_ids.npy" || bad "$a ids"
+    expect 0 "$a attn" -- "$HS" attn "$T/win-$a" --text "$WIN_TEXT" --nll "$T/win_nll.npy" -o "$T/win_attn.npy" -q
+    "$PY" fixtures/ref/compare_family.py "$T/win-$a" "$T/win_ids.npy" "$T/win_attn.npy" --nll "$T/win_nll.npy" \
+        >"$T/cmp" 2>&1 && ok || bad "$a maps vs families.py: $(cat "$T/cmp")"
+    echo "tiny-$a: $(tr "\n" ";" <"$T/cmp")"
+    expect 0 "$a info" -- "$HS" info "$T/win-$a"
+    grep -q "^family: *$fam " "$T/out" && grep -q "^attention: *a sliding window of" "$T/out" && ok ||
+        bad "$a info: $(head -c 400 "$T/out")"
+    expect 0 "$a analyze" -- "$HS" analyze "$T/win-$a" --text "$WIN_TEXT" -o "$T/win_out" -q --no-pruning
+    "$PY" fixtures/ref/check_family_report.py "$T/win_out/report.json" "$T/win-$a" >"$T/cmp" 2>&1 &&
+        "$PY" fixtures/ref/check_window_report.py "$T/win_out/report.json" "$T/win-$a" >>"$T/cmp" 2>&1 &&
+        ok || bad "$a report vs families.py: $(cat "$T/cmp")"
+    echo "tiny-$a report: $(tr "\n" ";" <"$T/cmp")"
+    [ -s "$T/win_out/index.html" ] && [ -s "$T/win_out/gallery.png" ] && ok || bad "$a analyze outputs"
+    rm -rf "$T/win_out"
+done
+# Mistral's window in a llama GGUF file (llama.attention.sliding_window, which llama.cpp's
+# llama does not read): BF16 stored as BF16 gives the folder's maps bit for bit
+expect 0 "mistral convert" -- "$HS" convert "$T/win-mistral" -o "$T/win.gguf" --type bf16
+expect 0 "mistral gguf info" -- "$HS" info "$T/win.gguf"
+grep -q "llama.attention.sliding_window = 64" "$T/out" && grep -q "^attention: *a sliding window of 64" "$T/out" &&
+    ok || bad "mistral gguf info: $(head -c 600 "$T/out")"
+expect 0 "mistral gguf attn" -- "$HS" attn "$T/win.gguf" --text "$WIN_TEXT" --nll "$T/win_nll_g.npy" -o "$T/win_attn_g.npy" -q
+"$HS" attn "$T/win-mistral" --text "$WIN_TEXT" --nll "$T/win_nll.npy" -o "$T/win_attn.npy" -q &&
+    cmp -s "$T/win_attn.npy" "$T/win_attn_g.npy" && cmp -s "$T/win_nll.npy" "$T/win_nll_g.npy" && ok ||
+    bad "mistral: the GGUF file's maps or NLL differ from the folder's"
+# Phi-3's window and longrope as llama.cpp's converter writes them (phi3.attention.sliding_window,
+# rope_factors_long/short.weight, rope.scaling.attn_factor and original_context_length): F32
+# gives the folder's maps and NLL bit for bit; longrope in a llama file is refused
+expect 0 "phi3 convert" -- "$HS" convert "$T/win-phi3" -o "$T/phi.gguf"
+expect 0 "phi3 gguf info" -- "$HS" info "$T/phi.gguf"
+grep -q "phi3.attention.sliding_window = 200" "$T/out" && grep -q "phi3.rope.scaling.original_context_length = 128" "$T/out" &&
+    grep -q "rope_factors_long.weight" "$T/out" && grep -q "^family: *phi3 " "$T/out" && ok ||
+    bad "phi3 gguf info: $(head -c 900 "$T/out")"
+expect 0 "phi3 gguf attn" -- "$HS" attn "$T/phi.gguf" --text "$WIN_TEXT" --nll "$T/win_nll_g.npy" -o "$T/win_attn_g.npy" -q
+"$HS" attn "$T/win-phi3" --text "$WIN_TEXT" --nll "$T/win_nll.npy" -o "$T/win_attn.npy" -q &&
+    cmp -s "$T/win_attn.npy" "$T/win_attn_g.npy" && cmp -s "$T/win_nll.npy" "$T/win_nll_g.npy" && ok ||
+    bad "phi3: the GGUF file's maps or NLL differ from the folder's"
+"$PY" -c "import json, sys; p = sys.argv[1] + '/config.json'; c = json.load(open(p)); c['model_type'] = 'llama'; c['original_max_position_embeddings'] = 128; json.dump(c, open(p, 'w'))" "$T/win-mistral"
+"$PY" -c "import json, sys; p = sys.argv[1] + '/config.json'; c = json.load(open(p)); c['rope_scaling'] = json.load(open(sys.argv[2]))['rope_scaling']; c['sliding_window'] = None; json.dump(c, open(p, 'w'))" "$T/win-mistral" "$T/win-phi3/config.json"
+expect 1 "llama longrope convert" -- "$HS" convert "$T/win-mistral" -o "$T/lr.gguf"
+one_line_error "llama longrope convert"
+stderr_has "llama longrope convert" "longrope scaling in a llama model cannot be written to GGUF"
+no_file "llama longrope convert" "$T/lr.gguf"
+rm -rf "$T/win-mistral" "$T/win-phi3" "$T/win.gguf" "$T/phi.gguf" "$T"/win_*.npy
+
 # ---- encoder families: RoBERTa and DistilBERT ------------------------------------------------
 # The tiny models of fixtures/family-models with the tokenizer files of
 # fixtures/encoder-golden/tokenizers, and roberta-base / distilbert-base shapes with random
@@ -286,7 +418,18 @@ for f in roberta distilbert; do
 done
 expect 0 "info tiny-roberta" -- "$HS" info "$T/tiny-roberta"
 grep -q '^family: *roberta (bidirectional, post-LN, gelu erf)' "$T/out" && ok || bad "info roberta: $(cat "$T/out")"
-gguf_round_trip "$T/tiny-roberta" "$FAM_TEXT" f32 f16 q8_0
+# RoBERTa's GGUF says add_bos_token / add_eos_token, so its ids are <s> ... </s> as llama.cpp
+# gives them: the round trip starts from a folder whose tokenizer.json (RobertaProcessing)
+# says the same (vocab.json + merges.txt alone add nothing: docs/tokenizers.md)
+mkdir -p "$T/tiny-roberta-tj" && cp "$T/tiny-roberta"/* "$T/tiny-roberta-tj/" &&
+    cp fixtures/gguf/tokdefects/roberta.tokenizer.json "$T/tiny-roberta-tj/tokenizer.json"
+gguf_round_trip "$T/tiny-roberta-tj" "$FAM_TEXT" f32 f16 q8_0
+"$HS" tokenize "$T/tiny-roberta" --text "$FAM_TEXT" --json >"$T/rb_plain.json"
+"$HS" convert "$T/tiny-roberta" -o "$T/rb_plain.bin" >/dev/null
+expect 0 "roberta gguf from vocab files tokenize" -- "$HS" tokenize "$T/rb_plain.bin" --text "$FAM_TEXT" --json
+"$PY" -c "import json, sys; a = json.load(open('$T/rb_plain.json'))['ids']; b = json.load(open('$T/out'))['ids']; sys.exit(b != [0] + a + [2])" &&
+    ok || bad "roberta gguf written from vocab.json + merges.txt: ids are not <s> + the folder's + </s>"
+rm -rf "$T/tiny-roberta-tj" "$T/rb_plain.bin" "$T/rb_plain.json"
 "$HS" convert "$T/tiny-roberta" -o "$T/rb.bin" >/dev/null && "$HS" info "$T/rb.bin" >"$T/out" 2>&1
 grep -q "general.architecture = 'bert'" "$T/out" && grep -q "tokenizer.ggml.model = 'gpt2'" "$T/out" &&
     grep -q '^family: *roberta' "$T/out" && ok || bad "roberta gguf as llama.cpp writes it: $(head -c 600 "$T/out")"

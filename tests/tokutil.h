@@ -143,10 +143,12 @@ typedef struct tu_fam_cases {
     size_t n;
 } tu_fam_cases;
 
-static inline tu_fam_cases tu_load_golden_cases(const char *golden_path)
+/* The cases of a golden file in family_golden.json's format (mqa_golden.json and
+ * unigram_golden.json too). */
+static inline tu_fam_cases tu_load_fam_cases_from(const char *golden)
 {
     tu_fam_cases fc = {0};
-    fc.golden = tu_read_json(golden_path);
+    fc.golden = tu_read_json(golden);
     fc.base = tu_read_json("fixtures/tokenizer/hf_golden.json");
     const cJSON *idx = cJSON_GetObjectItemCaseSensitive(fc.golden, "base_indices");
     const cJSON *extra = cJSON_GetObjectItemCaseSensitive(fc.golden, "extra_cases");
@@ -162,11 +164,9 @@ static inline tu_fam_cases tu_load_golden_cases(const char *golden_path)
     return fc;
 }
 
-/* family_golden.json's cases (tu_load_golden_cases also reads unigram_golden.json, which has
- * the same layout). */
 static inline tu_fam_cases tu_load_fam_cases(void)
 {
-    return tu_load_golden_cases("fixtures/tokenizer/family_golden.json");
+    return tu_load_fam_cases_from("fixtures/tokenizer/family_golden.json");
 }
 
 static inline void tu_free_fam_cases(tu_fam_cases *fc)
@@ -182,7 +182,7 @@ static inline void tu_free_fam_cases(tu_fam_cases *fc)
 static inline void tu_check_golden_file(const hs_tokenizer *t, const char *golden_path, const char *name,
                                         size_t min_cases, size_t min_pairs)
 {
-    tu_fam_cases fc = tu_load_golden_cases(golden_path);
+    tu_fam_cases fc = tu_load_fam_cases_from(golden_path);
     const cJSON *ref = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(fc.golden, "tokenizers"), name);
     const cJSON *all_ids = cJSON_GetObjectItemCaseSensitive(ref, "ids");
     const cJSON *n_first = cJSON_GetObjectItemCaseSensitive(ref, "n_first");

@@ -5,6 +5,8 @@
 #       (fixtures/render/make_samples.c, docs/pictures.md)
 #   docs/img/trained-gpt2-gallery.png, trained-gpt2-L3_H0.png   `headscope analyze
 #       fixtures/trained-gpt2` on the README's repeated sentence (gallery.png, heads/L3_H0.png)
+#   docs/img/patching-induction.png, patching-path.png   docs/patching.md's worked example:
+#       `headscope patch fixtures/trained-gpt2` on fixtures/patch/induction.jsonl (patching.png)
 #   docs/img/page-head-view.png   that run's index.html for fixtures/trained-bert on a
 #       sentence pair, head view, layer 2, every head (headless Chromium, 1500 px wide)
 #
@@ -26,7 +28,8 @@ done
 OUT=${1:-.}
 PICS="fixtures/render/sample_head.png fixtures/render/sample_gallery.png
 fixtures/render/sample_similarity.png fixtures/render/sample_importance.png
-docs/img/trained-gpt2-gallery.png docs/img/trained-gpt2-L3_H0.png docs/img/page-head-view.png"
+docs/img/trained-gpt2-gallery.png docs/img/trained-gpt2-L3_H0.png docs/img/page-head-view.png
+docs/img/patching-induction.png docs/img/patching-path.png"
 if [ $list = 1 ]; then
     printf '%s\n' $PICS
     exit 0
@@ -53,6 +56,14 @@ $CC -std=c11 -Iinclude fixtures/render/make_samples.c "$LIB" \
 "$HS" analyze fixtures/trained-gpt2 --text "$TEXT" -o "$T/gpt2" -q
 cp "$T/gpt2/gallery.png" "$OUT/docs/img/trained-gpt2-gallery.png"
 cp "$T/gpt2/heads/L3_H0.png" "$OUT/docs/img/trained-gpt2-L3_H0.png"
+
+# docs/patching.md's two commands
+"$HS" patch fixtures/trained-gpt2 --pairs fixtures/patch/induction.jsonl -o "$T/patch" \
+    --method both -q
+cp "$T/patch/patching.png" "$OUT/docs/img/patching-induction.png"
+"$HS" patch fixtures/trained-gpt2 --pairs fixtures/patch/induction.jsonl -o "$T/path" \
+    --path-senders all --receiver 3.0:k -q
+cp "$T/path/patching.png" "$OUT/docs/img/patching-path.png"
 
 if [ $browser = 1 ]; then
     "$HS" analyze fixtures/trained-bert --text "$PAIR_A" --text-pair "$PAIR_B" -o "$T/bert" -q

@@ -1,6 +1,7 @@
 /*
- * headscope/model.h — loading transformer checkpoints: GPT-2, BERT and the rotary decoders
- * (GPT-NeoX/Pythia, Llama, Qwen2).
+ * headscope/model.h — loading transformer checkpoints: GPT-2, BERT, the rotary decoders
+ * (GPT-NeoX/Pythia, Llama and Mistral, Qwen2, Phi-3) and the multi-query ones (Falcon,
+ * GPT-BigCode).
  *
  * headscope opens a Hugging Face model folder (config.json, model.safetensors or its
  * shards, and tokenizer files) or a single GGUF file (model.bin), detected by magic bytes,
@@ -39,7 +40,11 @@ typedef enum hs_family {
     /* the rotary decoders (pre-norm, causal, rotary positions, no position table) */
     HS_FAMILY_GPT_NEOX = 5, /* Pythia: LayerNorm, fused per-head QKV, parallel residual, gelu */
     HS_FAMILY_LLAMA = 6,    /* RMSNorm, grouped KV heads, gated SiLU MLP, no biases */
-    HS_FAMILY_QWEN2 = 7     /* Llama's block with Q/K/V biases */
+    HS_FAMILY_QWEN2 = 7,    /* Llama's block with Q/K/V biases */
+    /* multi-query attention (one fused QKV, src/model/arch_falcon.c, arch_bigcode.c) */
+    HS_FAMILY_FALCON = 8,     /* Falcon: parallel attention, rotary or ALiBi (Falcon-RW) */
+    HS_FAMILY_GPT_BIGCODE = 9, /* StarCoder, SantaCoder: GPT-2's block with one K/V head */
+    HS_FAMILY_PHI3 = 10     /* Llama's block with fused qkv_proj and gate_up_proj, longrope */
 } hs_family;
 
 typedef enum hs_file_format {
@@ -75,15 +80,24 @@ typedef enum hs_norm_kind {
 
 typedef enum hs_pos_kind {
     HS_POS_LEARNED = 1, /* a learned absolute table, row i + pos_offset for token i */
-    HS_POS_ROTARY = 2   /* rotary on rotary_dims of each head's query and key dimensions */
+    HS_POS_ROTARY = 2,  /* rotary on rotary_dims of each head's query and key dimensions */
+    HS_POS_ALIBI = 3    /* no position vectors: ALiBi (Press et al. 2022) biases every score of
+                           query head h by its slope times the key's position, as Falcon-RW
+                           computes it (hs_alibi_bias, src/nn/ops.h); causal models only */
 } hs_pos_kind;
 
 /* How rotary frequencies are rescaled (config.json rope_scaling / rope_parameters). */
 typedef enum hs_rope_scaling {
     HS_ROPE_PLAIN = 0,  /* theta_k = base^(-2k / rotary_dims) */
     HS_ROPE_LINEAR = 1, /* theta_k / factor (position interpolation) */
-    HS_ROPE_LLAMA3 = 2  /* Llama 3.1: long wavelengths / factor, short kept, blended between */
+    HS_ROPE_LLAMA3 = 2, /* Llama 3.1: long wavelengths / factor, short kept, blended between */
+    HS_ROPE_LONGROPE = 3 /* LongRoPE (Phi-3's "longrope", formerly "su"): theta_k divided by
+                            short_factor[k] for a text of at most orig_ctx tokens, by
+                            long_factor[k] beyond; cos and sin times attn_factor */
 } hs_rope_scaling;
+
+/* LongRoPE's per-frequency factors: one for each of at most this many frequencies. */
+#define HS_ROPE_MAX_FACTORS 256
 
 typedef enum hs_head_kind {
     HS_HEAD_DECODER = 1, /* logits = x W_dec^T (after the final norm of a pre-norm model) */
@@ -114,7 +128,10 @@ typedef struct hs_arch {
     int rotary_dims;            /* rotary: int(d_head * rotary_frac), even (set per model) */
     hs_rope_scaling rope_scaling; /* and its parameters: */
     float rope_factor, rope_low_freq, rope_high_freq; /* factor; llama3's low/high factors */
-    int rope_orig_ctx;          /* llama3: original_max_position_embeddings */
+    int rope_orig_ctx;          /* llama3, longrope: original_max_position_embeddings */
+    float rope_attn_factor;     /* longrope: cos and sin scaled by it (0 or 1: not scaled) */
+    float rope_short[HS_ROPE_MAX_FACTORS], rope_long[HS_ROPE_MAX_FACTORS]; /* longrope: the
+                                   divisors of theta_k, k < rotary_dims / 2 */
     /* Which keys each query sees (visibility.h), layer by layer: a global layer sees `vis`
      * (zero: bidirectional); with sliding_window > 0 the local layers see the last
      * sliding_window keys (hs_vis_sliding), every layer local when global_every is 0, else
@@ -182,13 +199,16 @@ hs_visibility hs_model_layer_visibility(const hs_model_config *c, int layer);
 int hs_model_layer_is_local(const hs_model_config *c, int layer);
 
 /* A layer's rotary frequencies: theta_k = base^(-2k / dims), k < dims / 2, rescaled as
- * scaling says (hs_rope_scaling; factor, low_freq, high_freq and orig_ctx its parameters). */
+ * scaling says (hs_rope_scaling; factor, low_freq, high_freq and orig_ctx its parameters;
+ * longrope's factors and cos/sin scale the last three, pointing into the model's descriptor). */
 typedef struct hs_rope {
     int dims;            /* dimensions of each head turned (0: no rotary embeddings) */
     float base;
     hs_rope_scaling scaling;
     float factor, low_freq, high_freq;
     int orig_ctx;
+    const float *short_factor, *long_factor; /* longrope: dims / 2 divisors each */
+    float attn_factor;   /* longrope: cos and sin times this (1 otherwise) */
 } hs_rope;
 
 /* The rotary frequencies of layer l (dims 0 for learned positions). */
@@ -278,6 +298,11 @@ hs_file_format hs_model_format(const hs_model *m);
 const char *hs_model_storage_dtype(const hs_model *m);
 const char *hs_model_path(const hs_model *m);
 
+/* What the reader found odd in the file but went on past, as llama.cpp does (a GGUF special
+ * token id beyond the vocabulary: the default id is used), one line per warning, or "" when
+ * there was nothing. Owned by m; the library prints nothing, `headscope` prints each line. */
+const char *hs_model_warnings(const hs_model *m);
+
 /* The weights file of a Hugging Face folder ("model.safetensors" or "pytorch_model.bin"),
  * or NULL for a GGUF file or a folder opened with HS_OPEN_TOKENIZER. Static string. */
 const char *hs_model_weights_file(const hs_model *m);
@@ -303,7 +328,8 @@ void hs_model_files_free(hs_model_file *files, int n);
 /* The key/value head query head h reads: h / (n_head / n_kv_head). */
 int hs_model_kv_head(const hs_model_config *c, int h);
 
-/* Family names: "gpt2", "bert", "roberta", "distilbert", "gpt_neox", "llama", "qwen2". */
+/* Family names: "gpt2", "bert", "roberta", "distilbert", "gpt_neox", "llama", "qwen2",
+ * "falcon", "gpt_bigcode", "phi3". */
 const char *hs_family_name(hs_family f);
 
 #ifdef __cplusplus

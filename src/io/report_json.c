@@ -218,6 +218,9 @@ static void add_composition(cJSON *r, const hs_analysis *a)
                                                  ? "rotary: left out, W_Q W_K^T is the QK circuit "
                                                    "without rotation (query and key at the same "
                                                    "position), as TransformerLens computes it"
+                                             : c->arch->pos == HS_POS_ALIBI
+                                                 ? "ALiBi: the score bias of each key's position "
+                                                   "is left out, W_Q W_K^T is the content part"
                                                  : "learned: in the residual stream, not in the "
                                                    "weights");
     cJSON_AddStringToObject(co, "kv_heads", c->n_kv_head < c->n_head
@@ -382,6 +385,19 @@ cJSON *hs_report_model_json(const hs_analysis *a)
     cJSON_AddNumberToObject(mo, "vocab_size", c->vocab_size);
     cJSON_AddBoolToObject(mo, "causal", c->causal);
     cJSON_AddBoolToObject(mo, "lm_head", c->has_lm_head);
+    /* each layer's attention: local (a sliding window of W keys) or global */
+    cJSON *ly = cJSON_AddArrayToObject(mo, "layers");
+    for (int l = 0; l < c->n_layer; l++) {
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddItemToArray(ly, e);
+        hs_visibility v = hs_model_layer_visibility(c, l);
+        int local = hs_model_layer_is_local(c, l);
+        cJSON_AddStringToObject(e, "attention", local ? "local" : "global");
+        if (local && v.kind == HS_VIS_SLIDING)
+            cJSON_AddNumberToObject(e, "window", v.window);
+        else
+            cJSON_AddNullToObject(e, "window");
+    }
     if (a->files) {
         cJSON *fl = cJSON_AddArrayToObject(mo, "files");
         for (int i = 0; i < a->n_model_files; i++) {

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "model/arch_mqa.h"
 #include "model/model_internal.h"
 
 /* ---- GPT-2 ------------------------------------------------------------------------- */
@@ -298,6 +299,15 @@ static const hs_arch families[] = {
         .n_kv_head = 0, .head = HS_HEAD_DECODER, .head_optional = 0, .tokenizer = HS_TOK_BPE,
         .specials = qwen2_specials, .n_specials = 3, .names = &qwen2_table,
     },
+    HS_ARCH_FALCON,      /* src/model/arch_falcon.c */
+    HS_ARCH_GPT_BIGCODE, /* src/model/arch_bigcode.c */
+    {   /* Llama's block, fused projections (arch_phi3.c); window and longrope per model */
+        .family = HS_FAMILY_PHI3, .name = "phi3",
+        .norm_place = HS_NORM_PRE, .norm_kind = HS_NORM_RMS, .act = HS_ACT_SILU, .gated = 1,
+        .pos = HS_POS_ROTARY, .rotary_frac = 1.0f, .rotary_base = 10000.0f,
+        .vis = {HS_VIS_CAUSAL, 0, 0}, .head = HS_HEAD_DECODER, .tokenizer = 0,
+        .names = &hs_phi3_table,
+    },
 };
 
 #define N_FAMILIES (sizeof families / sizeof families[0])
@@ -563,6 +573,8 @@ const char *hs_arch_beyond_base(const hs_arch *a, const hs_model_config *c)
         return "a visibility (causal, bidirectional, window or prefix) out of its range";
     if (a->pos == HS_POS_ROTARY && !hs_vis_is_causal(a->vis))
         return "rotary embeddings in a bidirectional model";
+    if (a->pos == HS_POS_ALIBI && !hs_vis_is_causal(a->vis))
+        return "ALiBi in a bidirectional model";
     if (c->n_kv_head < 1 || c->n_head % c->n_kv_head)
         return "a number of query heads that is not a multiple of the key/value heads";
     if (a->norm_place == HS_NORM_POST && c->n_kv_head != c->n_head)
@@ -603,7 +615,8 @@ hs_rope hs_model_layer_rope(const hs_model_config *c, int layer)
     if (!a || a->pos != HS_POS_ROTARY)
         return r;
     r = (hs_rope){a->rotary_dims, a->rotary_base, a->rope_scaling, a->rope_factor,
-                  a->rope_low_freq, a->rope_high_freq, a->rope_orig_ctx};
+                  a->rope_low_freq, a->rope_high_freq, a->rope_orig_ctx, a->rope_short,
+                  a->rope_long, a->rope_scaling == HS_ROPE_LONGROPE ? a->rope_attn_factor : 1.0f};
     if (a->local_rotary_base > 0 && hs_model_layer_is_local(c, layer)) {
         r.base = a->local_rotary_base; /* unscaled (Gemma 3's local layers) */
         r.scaling = HS_ROPE_PLAIN;

@@ -1,5 +1,6 @@
 /* hs_model_load: format detection by magic bytes, accessors, hs_model_free. */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,6 +97,21 @@ int hs_model_has_weights(const hs_model *m) { return m->has_weights; }
 hs_file_format hs_model_format(const hs_model *m) { return m->format; }
 const char *hs_model_storage_dtype(const hs_model *m) { return m->storage_dtype; }
 const char *hs_model_path(const hs_model *m) { return m->path; }
+const char *hs_model_warnings(const hs_model *m) { return m->warnings; }
+
+void hs_model_warn(hs_model *m, const char *fmt, ...)
+{
+    size_t used = strlen(m->warnings);
+    if (used + 2 >= sizeof m->warnings)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(m->warnings + used, sizeof m->warnings - used - 1, fmt, ap);
+    va_end(ap);
+    used = n < 0 ? used : strlen(m->warnings);
+    m->warnings[used] = '\n';
+    m->warnings[used + 1] = '\0';
+}
 const char *hs_model_weights_file(const hs_model *m) { return m->weights_file; }
 size_t hs_model_weight_memory(const hs_model *m) { return m->weight_memory; }
 

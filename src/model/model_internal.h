@@ -28,8 +28,19 @@ typedef enum hs_dtype {
     /* ggml's other block formats, read from GGUF files only (model/quant.h) */
     HS_DT_Q4_0 = 5,
     HS_DT_Q4_K = 6,
-    HS_DT_Q6_K = 7
+    HS_DT_Q6_K = 7,
+    HS_DT_Q4_1 = 8,
+    HS_DT_Q5_0 = 9,
+    HS_DT_Q5_1 = 10,
+    HS_DT_Q2_K = 11,
+    HS_DT_Q3_K = 12,
+    HS_DT_Q5_K = 13,
+    HS_DT_IQ4_NL = 14,
+    HS_DT_IQ4_XS = 15
 } hs_dtype;
+
+/* The hs_dtype of a ggml type code (F32 for F32 and any type the GGUF parser refused). */
+hs_dtype hs_dtype_of_ggml(uint32_t type);
 
 const char *hs_dtype_name(hs_dtype dt);
 
@@ -70,7 +81,8 @@ enum {
                            base model: lm_head.*, cls.*) */
     HS_TN_GGUF_COPY = 8, /* a GGUF file holds it even when tied, as a copy of the token
                            embeddings (unless hs_gguf_write_options.no_output_copy) */
-    HS_TN_QKV_HEADS = 16 /* a fused QKV stored per head ([h0: q k v][h1: q k v]..., GPT-NeoX),
+    HS_TN_QKV_HEADS = 16 /* a fused QKV stored by K/V group ([g0: q .. q k v][g1: ...]...,
+                            one group a head in GPT-NeoX: [h0: q k v][h1: q k v]...),
                             reordered at load into the slot's [Q | K | V] */
 };
 
@@ -92,6 +104,9 @@ struct hs_names {
     const char *gguf_tokenizer; /* tokenizer.ggml.model; NULL: the family has no GGUF form
                                    (llama.cpp has no architecture for it: DistilBERT) */
 };
+
+/* Name tables of the families kept in their own files (src/model/arch_<family>.c). */
+extern const struct hs_names hs_phi3_table;
 
 /* Rotary embeddings rotate at most this many dimensions of a head (real models: <= 256). */
 #define HS_ROTARY_MAX_DIMS 512
@@ -188,8 +203,9 @@ hs_status hs_weights_build(hs_model *m, hs_tensor_lookup lookup, void *ctx, hs_e
 hs_status hs_tensor_convert(const hs_tensor_view *t, int out_in, hs_tensor_shape sh,
                             float *dst, const char *name, hs_error *err);
 
-/* A fused QKV stored per head ([h0: q k v][h1: q k v]..., GPT-NeoX) reordered in place
- * into [Q | K | V]: x: (rows, ld). */
+/* A fused QKV stored by K/V group ([g0: q .. q k v][g1: ...]..., n_head / n_kv_head queries
+ * a group: GPT-NeoX one a head, Falcon and GPT-BigCode any) reordered in place into
+ * [Q | K | V]: x: (rows, ld). */
 hs_status hs_qkv_heads_reorder(const hs_model_config *c, float *x, int rows, int ld,
                                hs_error *err);
 
@@ -316,7 +332,11 @@ struct hs_model {
     const float *decoder;             /* (vocab, d): explicit LM decoder, or wte when tied */
 
     hs_tokenizer *tok;                /* NULL when no tokenizer files */
+    char warnings[512];               /* hs_model_warnings: lines, each ending in '\n' */
 };
+
+/* Appends one line to m->warnings (what fits of it). */
+void hs_model_warn(hs_model *m, const char *fmt, ...) HS_PRINTF(2, 3);
 
 /* Format readers. Each fills m->cfg (cfg.arch = &m->arch), the weights (via
  * hs_weights_build) and m->tok. */

@@ -68,6 +68,16 @@ typedef struct hs_block_keep {
     float *attn_out, *mlp_out;
 } hs_block_keep;
 
+/* The table of hook sites, one row a site in hs_site order (src/nn/hooks.c; hs_site_get is
+ * its public face). */
+extern const hs_site_info hs_sites[HS_SITE_COUNT];
+
+/* Calls o->hook at site s of layer l once per copy b of a batch: rows x cols values at
+ * x + b * stride, row stride ld; n the pass's tokens. HS_E_ARG when the hook stops. */
+hs_status hs_hook_copies(const hs_model_config *c, const hs_forward_opts *o, hs_site s, int l,
+                         float *x, int batch, size_t stride, int rows, int cols, int ld, int n,
+                         hs_error *err);
+
 /* The checks of hs_forward's input: weights present, 1 <= n <= n_ctx, ids in the
  * vocabulary, token types in range. */
 hs_status hs_forward_check(const hs_model *m, const int32_t *ids, const int32_t *type_ids,

@@ -114,7 +114,11 @@ enum hs_pre {
     HS_PRE_GPT2,      /* ByteLevel(use_regex=true): GPT-2's pattern */
     HS_PRE_LLAMA3,    /* Split on Llama 3's pattern (\p{N}{1,3}), Isolated */
     HS_PRE_QWEN2,     /* Split on Qwen2's pattern (\p{N}), Isolated */
-    HS_PRE_METASPACE  /* Metaspace: ' ' becomes t->meta_rep, words start at it when split */
+    HS_PRE_METASPACE, /* Metaspace: ' ' becomes t->meta_rep, words start at it when split */
+    HS_PRE_DIGITS_GPT2, /* Sequence [Digits(individual_digits), ByteLevel(use_regex)]: every
+                           \p{N} character a word, GPT-2's pattern between them (StarCoder) */
+    HS_PRE_FALCON       /* Sequence [Punctuation(Contiguous), ByteLevel(use_regex), Digits,
+                           Split([0-9][0-9][0-9], Isolated)] (Falcon) */
 };
 enum { HS_META_ALWAYS, HS_META_FIRST, HS_META_NEVER }; /* Metaspace prepend_scheme */
 
@@ -248,8 +252,9 @@ hs_status hs_tok_normalize(const hs_tokenizer *t, const char *s, size_t len, cha
                            size_t *out_len, int *cut_start);
 
 /* End of the pre-token that starts at s[i] (i < n, valid UTF-8) under pre-tokenizer pre
- * (HS_PRE_GPT2, HS_PRE_LLAMA3 or HS_PRE_QWEN2): the patterns of pretok.c, as the regex engine
- * matches them at one position. */
+ * (HS_PRE_GPT2, HS_PRE_LLAMA3, HS_PRE_QWEN2, HS_PRE_DIGITS_GPT2 or HS_PRE_FALCON): the
+ * patterns of pretok.c, as the regex engine matches them at one position (HS_PRE_FALCON's
+ * words may end inside a character: i may be any byte its previous word ended at). */
 size_t hs_pretoken_end(int pre, const unsigned char *s, size_t n, size_t i);
 
 /* Appends the ids of a segment without added tokens (validated UTF-8, len bytes, normalized)

@@ -237,6 +237,38 @@ static hs_status split(hs_tokenizer *t, const cJSON *p, hs_error *err)
     return HS_OK;
 }
 
+/* Falcon's Sequence: [Punctuation(Contiguous), ByteLevel (its options checked by byte_level),
+ * Digits(individual_digits false), Split([0-9][0-9][0-9], Isolated, not inverted)]. */
+static int falcon_sequence(const cJSON *list)
+{
+    const cJSON *p = cJSON_GetArrayItem(list, 0), *d = cJSON_GetArrayItem(list, 2);
+    const cJSON *sp = cJSON_GetArrayItem(list, 3);
+    const char *beh = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(p, "behavior"));
+    const cJSON *pat = cJSON_GetObjectItemCaseSensitive(sp, "pattern");
+    const char *rx = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(pat, "Regex"));
+    const char *sb = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(sp, "behavior"));
+    const char *tb = hs_tj_type(cJSON_GetArrayItem(list, 1)), *tp = hs_tj_type(p);
+    const char *td = hs_tj_type(d), *ts = hs_tj_type(sp);
+    return cJSON_GetArraySize(list) == 4 && tp && !strcmp(tp, "Punctuation") && beh &&
+           !strcmp(beh, "Contiguous") && tb && !strcmp(tb, "ByteLevel") && td &&
+           !strcmp(td, "Digits") && hs_tj_bool(d, "individual_digits", 0) == 0 && ts &&
+           !strcmp(ts, "Split") && rx && !strcmp(rx, "[0-9][0-9][0-9]") && sb &&
+           !strcmp(sb, "Isolated") && hs_tj_bool(sp, "invert", 0) == 0;
+}
+
+/* Digits with individual_digits before a ByteLevel with its regex (StarCoder). */
+static hs_status digits(hs_tokenizer *t)
+{
+    t->pre = HS_PRE_DIGITS_GPT2;
+    return HS_OK;
+}
+
+static hs_status falcon(hs_tokenizer *t)
+{
+    t->pre = HS_PRE_FALCON;
+    return HS_OK;
+}
+
 static hs_status metaspace(hs_tokenizer *t, const cJSON *p, hs_error *err)
 {
     const cJSON *scheme = cJSON_GetObjectItemCaseSensitive(p, "prepend_scheme");
@@ -313,9 +345,15 @@ hs_status hs_tj_pre_tokenizer(hs_tokenizer *t, const cJSON *p, hs_error *err)
             st = byte_level(t, a, 1, err);
         else if (cJSON_GetArraySize(list) == 2 && ta && tb && !strcmp(ta, "Split") && !strcmp(tb, "ByteLevel"))
             st = (st = byte_level(t, b, 0, err)) != HS_OK ? st : split(t, a, err);
+        else if (cJSON_GetArraySize(list) == 2 && ta && tb && !strcmp(ta, "Digits") && !strcmp(tb, "ByteLevel") &&
+                 hs_tj_bool(a, "individual_digits", 0) == 1) /* StarCoder's */
+            st = (st = byte_level(t, b, 1, err)) != HS_OK ? st : digits(t);
+        else if (falcon_sequence(list))
+            st = (st = byte_level(t, b, 1, err)) != HS_OK ? st : falcon(t);
         else
-            return hs_fail(err, HS_E_UNSUPPORTED, TJ ": pre_tokenizer 'Sequence' other than [Split, ByteLevel] "
-                                                     "or [ByteLevel] is not supported");
+            return hs_fail(err, HS_E_UNSUPPORTED, TJ ": pre_tokenizer 'Sequence' other than [Split, ByteLevel], "
+                                                     "[Digits(individual_digits), ByteLevel], Falcon's four or "
+                                                     "[ByteLevel] is not supported");
     } else {
         return hs_fail(err, HS_E_UNSUPPORTED, TJ ": pre_tokenizer '%.64s' is not supported with BPE (only "
                                                  "ByteLevel, Sequence [Split, ByteLevel], Metaspace or none)", type);

@@ -1,6 +1,7 @@
 /* The small config every family is fuzzed with by the weight-builder harnesses
  * (fuzz_safetensors.c, fuzz_torchbin.c): 2 layers, 2 heads, d 16; the rotary decoders with
- * 4 rotated dims and, for the gated ones, one KV head (grouped-query). */
+ * 4 rotated dims and, for the gated ones, one KV head (grouped-query); Falcon and GPT-BigCode
+ * multi-query, as their descriptors say. */
 #ifndef HEADSCOPE_FUZZ_FAMILIES_H
 #define HEADSCOPE_FUZZ_FAMILIES_H
 
@@ -8,7 +9,8 @@
 
 static const hs_family fz_families[] = {HS_FAMILY_GPT2, HS_FAMILY_BERT, HS_FAMILY_ROBERTA,
                                         HS_FAMILY_DISTILBERT, HS_FAMILY_GPT_NEOX,
-                                        HS_FAMILY_LLAMA, HS_FAMILY_QWEN2};
+                                        HS_FAMILY_LLAMA, HS_FAMILY_QWEN2, HS_FAMILY_FALCON,
+                                        HS_FAMILY_GPT_BIGCODE, HS_FAMILY_PHI3};
 #define FZ_N_FAMILIES (sizeof fz_families / sizeof fz_families[0])
 
 /* Fills m's config for family k of fz_families (its descriptor copied into m->arch) and
