@@ -86,10 +86,18 @@ expect 1 "tokenize max-tokens below roberta's specials" -- "$HS" tokenize "$F/ro
 stderr_has "roberta specials" "leaves no room for the 4 special tokens the post-processor (RobertaProcessing) adds"
 expect 0 "tokenize roberta max-tokens" -- "$HS" tokenize "$F/roberta.tokenizer.json" --text "a b c d e" --max-tokens 4 --json
 grep -q '"ids":\[0,68,279,2\]' "$T/out" && ok || bad "RoBERTa truncation keeps </s>: $(cat "$T/out")"
-printf '{"model": {"type": "Unigram", "vocab": []}}' >"$T/uni.json"
-expect 1 "tokenize unsupported tokenizer.json" -- "$HS" tokenize "$T/uni.json" --text a
+printf '{"model": {"type": "WordLevel", "vocab": {}}}' >"$T/wl.json"
+expect 1 "tokenize unsupported tokenizer.json" -- "$HS" tokenize "$T/wl.json" --text a
 one_line_error "unsupported tokenizer.json"
-stderr_has "unsupported tokenizer.json" "model 'Unigram' is not supported"
+stderr_has "unsupported tokenizer.json" "model 'WordLevel' is not supported"
+# T5's Unigram (ids from unigram_golden.json's library: "▁the" 5, "</s>" 1), its readable form,
+# and a Precompiled normalizer whose charsmap is not one refused by name
+expect 0 "tokenize t5" -- "$HS" tokenize "$F/t5.tokenizer.json" --text "the  the" --display --json
+stdout_is "T5 Unigram" '{"ids":[5,5,1],"tokens":["▁the","▁the","</s>"],"type_ids":[0,0,0],"display":[" the"," the","</s>"]}'
+printf '{"normalizer": {"type": "Precompiled", "precompiled_charsmap": "AAAA"}, "model": {"type": "Unigram", "unk_id": 0, "vocab": [["<unk>", 0]]}}' >"$T/uni.json"
+expect 1 "tokenize Precompiled" -- "$HS" tokenize "$T/uni.json" --text a
+one_line_error "Precompiled"
+stderr_has "Precompiled" "Precompiled precompiled_charsmap is malformed (its trie is empty or longer than the map)"
 # a tokenizer.json with text or a NUL byte after its object is refused at that byte (issue 41)
 sz=$(wc -c <fixtures/tokenizer/added.tokenizer.json)
 { cat fixtures/tokenizer/added.tokenizer.json; printf '}'; } >"$T/trail.json"
