@@ -400,3 +400,47 @@ Test(qgemm, stored_is_a_weight_memory_value)
     cr_assert(s.streams && s.kept == 0, "stored keeps no layer converted");
     hs_model_free(m);
 }
+
+/* A NaN in a layer used in its stored type is refused at open, as the conversion refuses it:
+ * the same message, naming the tensor and the element (block 1's scale of a Q8_0 tensor set
+ * to an f16 NaN: elements 32..63). */
+Test(qgemm, a_nan_in_a_stored_layer_is_refused_at_open)
+{
+    const char *src = "fixtures/gguf/families/tiny-llama.q8_0.gguf";
+    FILE *f = fopen(src, "rb");
+    cr_assert_not_null(f);
+    fseek(f, 0, SEEK_END);
+    long len = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    unsigned char *img = malloc((size_t)len);
+    cr_assert_eq(fread(img, 1, (size_t)len, f), (size_t)len);
+    fclose(f);
+    hs_gguf *g = NULL;
+    hs_error err = {{0}};
+    cr_assert_eq(hs_gguf_parse(img, (size_t)len, &g, &err), HS_OK, "%s", err.msg);
+    const hs_gguf_tensor *t = hs_gguf_find_tensor(g, "blk.1.ffn_down.weight");
+    cr_assert(t && t->type == HS_GGML_Q8_0);
+    size_t at = (size_t)(hs_gguf_data_offset(g) + t->offset) + 34;
+    hs_gguf_free(g);
+    img[at] = 0x00, img[at + 1] = 0x7E;
+    char path[] = "/tmp/hs-qgemm-nan-XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert_geq(fd, 0);
+    cr_assert_eq(write(fd, img, (size_t)len), len);
+    close(fd);
+    free(img);
+    const size_t budgets[2] = {HS_WEIGHT_MEMORY_STORED, HS_WEIGHT_MEMORY_ALL};
+    char msg[2][sizeof err.msg];
+    for (int k = 0; k < 2; k++) {
+        hs_model *m = NULL;
+        hs_open_opts o = {.weight_memory = budgets[k]};
+        memset(&err, 0, sizeof err);
+        cr_assert_eq(hs_model_open2(path, &o, &m, &err), HS_E_VALUE, "budget %d", k);
+        cr_assert_not_null(strstr(err.msg, "tensor 'layers.1.mlp.down_proj.weight' holds a "
+                                  "non-finite value (NaN) at element 32"), "%s", err.msg);
+        cr_assert_null(m);
+        memcpy(msg[k], err.msg, sizeof msg[k]);
+    }
+    cr_assert_str_eq(msg[0], msg[1]);
+    unlink(path);
+}

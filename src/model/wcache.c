@@ -20,6 +20,7 @@
 
 #include "core/qgemm.h"
 #include "model/model_internal.h"
+#include "nn/ops.h"
 
 #define MAX_SRC 3 /* a unit's stored tensors: the whole slot, or Q, K, V (gate, up) parts */
 
@@ -259,6 +260,49 @@ static hs_status make_qmat(const hs_wcache *wc, wunit *u, hs_qmat *q, hs_qcol *c
     return HS_OK;
 }
 
+/* Every value of u's stored tensors checked finite, a row at a time into a buffer of the
+ * thread's own, the rows in parallel (what the conversion checks, without the float32
+ * copy); the file's pages are dropped afterwards. The message is hs_tensor_convert's. */
+static hs_status check_stored(const wunit *u, hs_error *err)
+{
+    for (int i = 0; i < u->n_src; i++) {
+        const wsrc *s = &u->src[i];
+        size_t in = (size_t)s->sh.rows, rows = (size_t)s->sh.cols, bad = (size_t)-1;
+        int nomem = 0;
+#pragma omp parallel reduction(min : bad) if (rows * in >= 65536)
+        {
+            float *buf = malloc(in * sizeof *buf);
+            if (!buf) {
+#pragma omp atomic write
+                nomem = 1;
+            }
+#pragma omp for schedule(static)
+            for (size_t r = 0; r < rows; r++) {
+                if (!buf)
+                    continue;
+                hs_tensor_decode(&s->t, r * in, buf, in);
+                size_t f = hs_op_first_nonfinite(buf, in);
+                if (f != (size_t)-1 && r * in + f < bad)
+                    bad = r * in + f;
+            }
+            free(buf);
+        }
+        if (s->map)
+            hs_release_pages(s->t.data, s->t.nbytes);
+        if (nomem)
+            return hs_fail(err, HS_E_NOMEM, "out of memory checking '%s'", s->name);
+        if (bad != (size_t)-1) {
+            int blk = hs_dtype_block(s->t.dtype);
+            size_t from = bad / (size_t)blk * (size_t)blk;
+            float v[256];
+            hs_tensor_decode(&s->t, from, v, (size_t)blk);
+            return hs_fail(err, HS_E_VALUE, "tensor '%s' holds a non-finite value (%s) at element %zu",
+                           s->name, v[bad - from] != v[bad - from] ? "NaN" : "Inf", bad);
+        }
+    }
+    return HS_OK;
+}
+
 /* The hs_qmat of every unit that can be used in its stored type, registered. */
 static hs_status make_qmats(hs_wcache *wc, hs_error *err)
 {
@@ -346,6 +390,11 @@ hs_status hs_wcache_prepare(hs_model *m, hs_error *err)
                 u->kept = 1;
                 wc->kept += bytes;
                 *unit_slot(&m->layers[l], k) = u->buf;
+                continue;
+            }
+            if (m->stored_gemm && storable(u)) { /* checked in place: used as stored */
+                if ((st = check_stored(u, err)))
+                    return st;
                 continue;
             }
             /* converted once to check every value, then taking turns */
