@@ -272,6 +272,9 @@ hs_status hs_model_open2(const char *path, const hs_open_opts *o, hs_model **out
  * layers again in every pass when the second exceeds the first. */
 size_t hs_model_weight_memory(const hs_model *m);
 size_t hs_model_converted_bytes(const hs_model *m);
+/* 1 when the forward pass multiplies by the layers the budget does not keep in their stored
+ * type (HS_OPEN_STORED_WEIGHTS, or HS_WEIGHT_MEMORY_STORED). */
+int hs_model_stored_weights(const hs_model *m);
 
 /* 1 when the model holds its weights (opened without HS_OPEN_NO_WEIGHTS/TOKENIZER). */
 int hs_model_has_weights(const hs_model *m);

@@ -116,5 +116,6 @@ void hs_model_warn(hs_model *m, const char *fmt, ...)
 }
 const char *hs_model_weights_file(const hs_model *m) { return m->weights_file; }
 size_t hs_model_weight_memory(const hs_model *m) { return m->weight_memory; }
+int hs_model_stored_weights(const hs_model *m) { return m->stored_gemm; }
 
 size_t hs_model_converted_bytes(const hs_model *m) { return m->converted_bytes; }
