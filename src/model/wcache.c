@@ -332,35 +332,6 @@ static hs_status make_qmats(hs_wcache *wc, hs_error *err)
     return HS_OK;
 }
 
-hs_status hs_layer_get_linear(const hs_model *m, int l, hs_layer *out, hs_error *err)
-{
-    hs_wcache *wc = m->wc;
-    if (!wc || wc->all_kept || !wc->qmats)
-        return hs_layer_get(m, l, out, err);
-    *out = m->layers[l];
-    hs_status st = HS_OK;
-    wunit *u = &wc->u[(size_t)l * HS_WU_N];
-    pthread_mutex_lock(&wc->lock);
-    int k;
-    for (k = 0; k < HS_WU_N && !st; k++) {
-        if (!u[k].floats)
-            continue;
-        if (u[k].buf || !u[k].qm) { /* kept, resident, or not storable: float32 */
-            if (!(st = pin(wc, &u[k], err)))
-                *unit_slot(out, k) = u[k].buf;
-        } else { /* pinned without a buffer: hs_layer_put's count stays even */
-            u[k].pins++;
-            *unit_slot(out, k) = (const float *)(const void *)u[k].qm;
-        }
-    }
-    if (st) /* unpin what was pinned before the failure */
-        for (int j = 0; j < k - 1; j++)
-            if (u[j].floats)
-                u[j].pins--;
-    pthread_mutex_unlock(&wc->lock);
-    return st;
-}
-
 hs_status hs_wcache_prepare(hs_model *m, hs_error *err)
 {
     hs_wcache *wc = m->wc;
@@ -415,7 +386,9 @@ hs_status hs_wcache_prepare(hs_model *m, hs_error *err)
     return HS_OK;
 }
 
-hs_status hs_layer_get(const hs_model *m, int l, hs_layer *out, hs_error *err)
+/* hs_layer_get, and with `stored` hs_layer_get_linear: a unit with an hs_qmat that is not
+ * resident is pinned without a buffer (hs_layer_put's count stays even) and given as it. */
+static hs_status get_layer(const hs_model *m, int l, hs_layer *out, int stored, hs_error *err)
 {
     hs_wcache *wc = m->wc;
     *out = m->layers[l];
@@ -425,15 +398,32 @@ hs_status hs_layer_get(const hs_model *m, int l, hs_layer *out, hs_error *err)
     wunit *u = &wc->u[(size_t)l * HS_WU_N];
     pthread_mutex_lock(&wc->lock);
     int k;
-    for (k = 0; k < HS_WU_N && !st; k++)
-        if (u[k].floats && !(st = pin(wc, &u[k], err)))
+    for (k = 0; k < HS_WU_N && !st; k++) {
+        if (!u[k].floats)
+            continue;
+        if (stored && u[k].qm && !u[k].buf) {
+            u[k].pins++;
+            *unit_slot(out, k) = (const float *)(const void *)u[k].qm;
+        } else if (!(st = pin(wc, &u[k], err))) {
             *unit_slot(out, k) = u[k].buf;
+        }
+    }
     if (st) /* unpin what was pinned before the failure */
         for (int j = 0; j < k - 1; j++)
             if (u[j].floats)
                 u[j].pins--;
     pthread_mutex_unlock(&wc->lock);
     return st;
+}
+
+hs_status hs_layer_get(const hs_model *m, int l, hs_layer *out, hs_error *err)
+{
+    return get_layer(m, l, out, 0, err);
+}
+
+hs_status hs_layer_get_linear(const hs_model *m, int l, hs_layer *out, hs_error *err)
+{
+    return get_layer(m, l, out, 1, err);
 }
 
 void hs_layer_put(const hs_model *m, int l)
