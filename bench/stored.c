@@ -109,11 +109,12 @@ void bench_stored_rows(const char *headscope, const char *files[], int n_files, 
             }
             printf("%-28.28s %6.0f MB  %-22s", base, size_mb, mode_names[mo]);
             for (int i = 0; i < 3; i++) {
-                double v = i == 0 ? t[0] : t[i] >= 0 && t[0] >= 0 ? t[i] - t[0] : -1;
-                if (v < 0)
+                if (t[i] < 0 || t[0] < 0) {
                     printf(" %9s", "failed");
-                else
-                    printf(" %7.2f s", v);
+                    continue;
+                }
+                double v = i == 0 ? t[0] : t[i] - t[0]; /* below the noise: 0 */
+                printf(" %7.2f s", v > 0 ? v : 0.0);
             }
             printf(" %6.0f MB\n", rss);
             fflush(stdout);
