@@ -325,10 +325,19 @@ BENCH_FAMILIES = $(BUILD)/bench/roberta-base $(BUILD)/bench/distilbert-base \
 	$(BUILD)/bench/pythia-160m $(BUILD)/bench/tinyllama-1.1b \
 	$(BUILD)/bench/falcon7b-2L $(BUILD)/bench/starcoder-1b \
 	$(BUILD)/bench/mistral-7b-2l $(BUILD)/bench/deepseek-v2-lite-2l
+# TinyLlama's shape as GGUF files in three storage types (bench/stored.c; F16 1.9 GB, Q8_0 1.0 GB,
+# Q4_K_M's layout 0.6 GB); llama.cpp's llama-bench beside them with LLAMACPP=path/to/build/bin
+BENCH_STORED = $(addprefix $(BUILD)/bench/tinyllama-1.1b.,f16.gguf q8_0.gguf q4_k_m.gguf)
 bench: all $(BUILD)/hs-bench $(BENCH_MODEL)/config.json $(BENCH_BERT)/config.json \
-		$(addsuffix /config.json,$(BENCH_FAMILIES))
-	$(BUILD)/hs-bench $(BENCH_MODEL) $(BENCH_BERT) --family $(BENCH_FAMILIES) --headscope $(BIN) \
+		$(addsuffix /config.json,$(BENCH_FAMILIES)) $(BENCH_STORED)
+	LLAMACPP="$(LLAMACPP)" $(BUILD)/hs-bench $(BENCH_MODEL) $(BENCH_BERT) --family $(BENCH_FAMILIES) \
+		--stored $(BENCH_STORED) --headscope $(BIN) \
 		--torch bench/torch_forward.py --python /usr/bin/python3 $(BENCH_ARGS)
+
+$(BUILD)/bench/tinyllama-1.1b.%.gguf: $(BUILD)/bench/tinyllama-1.1b/config.json | all
+	$(BIN) convert $(<D) -o $@ --type $*
+$(BUILD)/bench/tinyllama-1.1b.q4_k_m.gguf: $(BUILD)/bench/tinyllama-1.1b.f16.gguf
+	/usr/bin/python3 bench/q4_k_m_layout.py $< $@
 
 $(BUILD)/bench/roberta-base/config.json:
 	/usr/bin/python3 fixtures/ref/make_checkpoint.py --arch roberta-base --out $(@D) \

@@ -3,7 +3,7 @@
  * same pass's projections and against the same forward pass in PyTorch
  * (bench/torch_forward.py), at 1 thread and at all threads.
  *
- *   build/hs-bench [MODEL_DIR...] [--family MODEL_DIR...] [--reps N] [--quick]
+ *   build/hs-bench [MODEL_DIR...] [--family MODEL_DIR...] [--stored GGUF...] [--reps N] [--quick]
  *                  [--headscope PATH] [--torch SCRIPT] [--python PATH] [--no-torch]
  *                  [--threads LIST] [--breakdown] [--forward-only]
  *
@@ -13,6 +13,10 @@
  * distilbert-base, pythia-160m, tinyllama-1.1b, falcon7b-2L and starcoder-1b),
  * run at n = 128 and 512 only, each with
  * the peak memory of `headscope attn --ids` on 512 ids beside its F32 weights.
+ * --stored: GGUF files of one model in several storage types, run with their layers in their
+ * stored type, converted at load and converted in every pass (bench/stored.c; llama.cpp's
+ * llama-bench beside them when LLAMACPP is set). Options after --family or --stored belong
+ * to the list they follow until the next one.
  * --quick: 1 repetition, n = 128 only, no analyze, memory or ablation rows (for tests).
  * --breakdown: one layer's kernels timed apart (bench/breakdown.c) after each GPT-2/BERT
  * model's rows. --forward-only: the forward table alone. --no-torch: no PyTorch columns.
@@ -300,6 +304,8 @@ int main(int argc, char **argv)
 {
     const char *paths[MAX_MODELS];
     int family[MAX_MODELS] = {0}; /* 1: a --family model (n <= FAMILY_MAX_N, memory row) */
+    const char *stored[MAX_MODELS]; /* --stored GGUF files (bench/stored.c) */
+    int n_stored = 0, in_stored = 0;
     int n_models = 0, reps = 5, quick = 0, in_family = 0, breakdown = 0, fwd_only = 0;
     const char *headscope = NULL; /* the command, for the memory and corpus rows */
     const char *script = "bench/torch_forward.py", *python = "/usr/bin/python3";
@@ -327,8 +333,10 @@ int main(int argc, char **argv)
             breakdown = 1;
         else if (!strcmp(argv[i], "--family"))
             in_family = 1;
+        else if (!strcmp(argv[i], "--stored"))
+            in_stored = 1;
         else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            printf("usage: hs-bench [MODEL_DIR...] [--family MODEL_DIR...] [--reps N] [--quick]\n"
+            printf("usage: hs-bench [MODEL_DIR...] [--family MODEL_DIR...] [--stored GGUF...] [--reps N] [--quick]\n"
                    "                [--headscope PATH] [--torch SCRIPT] [--python PATH] "
                    "[--no-torch]\n"
                    "                [--threads LIST] [--breakdown] [--forward-only]\n"
@@ -339,6 +347,9 @@ int main(int argc, char **argv)
         } else if (argv[i][0] == '-' && argv[i][1] == '-') {
             fprintf(stderr, "hs-bench: unknown option '%s' (hs-bench --help)\n", argv[i]);
             return 2;
+        } else if (in_stored) {
+            if (n_stored < MAX_MODELS)
+                stored[n_stored++] = argv[i];
         } else if (n_models < MAX_MODELS)
             family[n_models] = in_family, paths[n_models++] = argv[i];
     }
@@ -455,6 +466,8 @@ int main(int argc, char **argv)
     if (headscope && !fwd_only && hs_model_config_of(first)->causal)
         bench_corpus_rows(headscope, paths[0], quick ? 2 : 10, quick ? 0 : 1, fwd128);
     hs_model_free(first);
+    if (headscope && n_stored && !quick)
+        bench_stored_rows(headscope, stored, n_stored, all);
     if (fflush(stdout) != 0 || ferror(stdout))
         return 1;
     return 0;

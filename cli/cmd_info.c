@@ -101,7 +101,8 @@ int cmd_info(int argc, char **argv)
         printf("layers f32:   %.1f MB converted from %s; budget %s: %s\n",
                (double)conv / 1048576.0, hs_model_storage_dtype(m), budget,
                conv <= wm ? "converted once, at load"
-                          : "beyond it, layers converted again in every pass");
+               : hs_model_stored_weights(m) ? "beyond it, layers multiplied in their stored type"
+                                            : "beyond it, layers converted again in every pass");
     }
     if (tok)
         printf("tokenizer:    %s, %zu tokens%s%s%s\n",

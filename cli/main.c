@@ -38,7 +38,8 @@ static void usage(FILE *f)
                "               float32 layer weights kept converted from an F16/BF16/quantised\n"
                "               checkpoint, e.g. 2G or all (default: HEADSCOPE_WEIGHT_MEMORY,\n"
                "               else a quarter of the memory); beyond it layers are converted\n"
-               "               again in every pass\n"
+               "               again in every pass; 'stored': none converted, the forward\n"
+               "               pass multiplies by them in their stored type\n"
                "\n'headscope COMMAND --help' describes a command; docs/ has the details.\n");
 }
 

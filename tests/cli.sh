@@ -1202,6 +1202,14 @@ for f in blocks.3.attn.norm_pattern.npy blocks.3.hook_mlp_out.npy blocks.0.attn.
     cmp -s "$T/wmd0/$f" "$T/wmdall/$f" && ok || bad "dump $f depends on the weight budget"
 done
 cmp -s "$T/wm0.gguf" "$T/wmall.gguf" && ok || bad "convert depends on the weight budget"
+# --weight-memory stored: a Q4_K_M file's layers (Q5_0, Q5_1, Q8_0) multiplied in their
+# stored type give the maps' bytes of the converted layers; info says which
+QF=fixtures/gguf/families/tiny-qwen2.q4_k_m_fallback.gguf
+for wm in stored all; do
+    "$HS" attn "$QF" --weight-memory $wm --text "$MED" --truncate -o "$T/ws$wm.npy" -q || bad "attn --weight-memory $wm"
+done
+cmp -s "$T/wsstored.npy" "$T/wsall.npy" && ok || bad "attn --weight-memory stored changes the maps"
+HEADSCOPE_WEIGHT_MEMORY=stored "$HS" info "$QF" | grep -q "layers multiplied in their stored type" && ok || bad "info under HEADSCOPE_WEIGHT_MEMORY=stored"
 expect 2 "--weight-memory bogus" -- "$HS" attn "$G" --weight-memory 12X --text hi -o "$T/w.npy"
 one_line_error "--weight-memory bogus"
 stderr_has "--weight-memory bogus" "headscope: --weight-memory '12X' is not a size (e.g. 512M, 4G or all)"

@@ -275,7 +275,14 @@ enum {
      * (GPT-2 safetensors: every tensor; BERT: the embeddings) instead of copying them: the
      * least memory (no second copy, ever), but the file's 4 KB pages make the GEMMs about
      * 15-25% slower than the default copy in transparent huge pages. */
-    HS_OPEN_MAP_WEIGHTS = 4
+    HS_OPEN_MAP_WEIGHTS = 4,
+    /* A non-F32 checkpoint's layer matrices that the weight budget does not keep converted
+     * are multiplied by in the forward pass from their stored bytes (F16, BF16, ggml's block
+     * formats; the file stays mapped), a block of a few columns at a time decoded inside the
+     * product, instead of being converted whole in every pass: the same results bit for
+     * bit, and no float32 copy of them (docs/gguf.md, "Memory"). The backward pass,
+     * composition, DLA and norm-based attention still convert each layer they read. */
+    HS_OPEN_STORED_WEIGHTS = 8
 };
 
 /* As hs_model_load, reading only what flags ask for. A model opened without weights
@@ -299,6 +306,10 @@ typedef struct hs_open_opts {
 } hs_open_opts;
 
 #define HS_WEIGHT_MEMORY_ALL ((size_t)-1)
+/* weight_memory for a budget that keeps no layer converted, with HS_OPEN_STORED_WEIGHTS:
+ * every layer multiplied from its stored bytes ("stored" to --weight-memory and
+ * HEADSCOPE_WEIGHT_MEMORY). */
+#define HS_WEIGHT_MEMORY_STORED ((size_t)-2)
 
 /* As hs_model_open, with the options above (o NULL: every default). A malformed
  * HEADSCOPE_WEIGHT_MEMORY fails with HS_E_ARG naming it. Every function that takes the
@@ -314,6 +325,9 @@ hs_status hs_model_open2(const char *path, const hs_open_opts *o, hs_model **out
  * layers again in every pass when the second exceeds the first. */
 size_t hs_model_weight_memory(const hs_model *m);
 size_t hs_model_converted_bytes(const hs_model *m);
+/* 1 when the forward pass multiplies by the layers the budget does not keep in their stored
+ * type (HS_OPEN_STORED_WEIGHTS, or HS_WEIGHT_MEMORY_STORED). */
+int hs_model_stored_weights(const hs_model *m);
 
 /* 1 when the model holds its weights (opened without HS_OPEN_NO_WEIGHTS/TOKENIZER). */
 int hs_model_has_weights(const hs_model *m);

@@ -159,6 +159,13 @@ typedef struct hs_gemm {
     int lda, ldb, ldc;
     const float *bias;
     int add;
+    /* Float, trans_a and trans_b 0 only: b is not in memory as floats but made a block at
+     * a time, b_fill(b_ctx, k0, kl, j0, cols, dst) writing rows k0.. k0 + kl, columns j0..
+     * j0 + cols of it into dst: (kl, cols) row-major (src/core/qgemm.c). Every piece then
+     * makes the same OpenBLAS call on the same values as with b in memory, so c has the
+     * same bits; each block is made once, for all the rows of c (b unused). */
+    void (*b_fill)(const void *ctx, int k0, int kl, int j0, int cols, float *dst);
+    const void *b_ctx;
 } hs_gemm;
 void hs_gemm_run(const hs_gemm *g);
 /* How many calls hs_gemm_run has made over more than one tile (merged, src/core/gemm.c). */

@@ -238,6 +238,14 @@ hs_status hs_moe_weights_build(hs_model *m, hs_tensor_lookup lookup, void *ctx, 
 hs_status hs_tensor_convert(const hs_tensor_view *t, int out_in, hs_tensor_shape sh,
                             float *dst, const char *name, hs_error *err);
 
+/* Decodes elements [from, from + count) of the hs_tensor_view t (flat, stored order; whole
+ * blocks of a block format) into out: hs_tensor_convert's values (hs_qdecode_fn, for the
+ * layer matrices used in their stored type). */
+void hs_tensor_decode(const void *t, size_t from, float *out, size_t count);
+
+/* Elements per block of dt: a block format's (32, 256), else 1. */
+int hs_dtype_block(hs_dtype dt);
+
 /* A fused QKV stored by K/V group ([g0: q .. q k v][g1: ...]..., n_head / n_kv_head queries
  * a group: GPT-NeoX one a head, Falcon and GPT-BigCode any) reordered in place into
  * [Q | K | V]: x: (rows, ld). */
@@ -288,6 +296,13 @@ hs_status hs_wcache_prepare(hs_model *m, hs_error *err);
  * cache's lock). */
 hs_status hs_layer_get(const hs_model *m, int l, hs_layer *out, hs_error *err);
 void hs_layer_put(const hs_model *m, int l);
+
+/* As hs_layer_get, for a reader that multiplies by the matrices with hs_op_linear and reads
+ * them no other way (the forward block): on a model opened to use its stored types
+ * (hs_model.stored_gemm), a matrix neither kept nor resident is not converted but given as
+ * its registered hs_qmat (src/core/qgemm.h), which hs_op_linear multiplies by a block at a
+ * time, with the same bits as its float32 form. Matched by hs_layer_put as hs_layer_get. */
+hs_status hs_layer_get_linear(const hs_model *m, int l, hs_layer *out, hs_error *err);
 
 /* The cache's counters, for tests and the benchmark. */
 typedef struct hs_wcache_stats {
@@ -365,6 +380,8 @@ struct hs_model {
     size_t weight_memory; /* the budget of the weight cache, bytes */
     size_t converted_bytes; /* float32 bytes of the layer matrices the cache converts */
     hs_wcache *wc;        /* the layer matrices kept in their stored type, or NULL */
+    int stored_gemm;      /* the forward multiplies by the matrices the budget does not keep
+                             in their stored type (HS_OPEN_STORED_WEIGHTS) */
 
     const float *wte;    /* (vocab, d) */
     const float *wpe;    /* (n_ctx, d) */

@@ -402,7 +402,7 @@ hs_status hs_block_forward(const hs_model *m, int l, hs_forward_ws *ws, int n, i
                            hs_block_keep *keep, hs_error *err)
 {
     hs_layer L; /* the layer's float32 weights, converted by the weight cache if need be */
-    hs_status st = hs_layer_get(m, l, &L, err);
+    hs_status st = hs_layer_get_linear(m, l, &L, err); /* or in their stored type */
     if (st)
         return st;
     st = block_run(m, &L, l, ws, n, batch, hm, hm_stride, o, keep, err);

@@ -13,6 +13,7 @@
 
 #include "nn/fastmath.h"
 #include "core/core.h"
+#include "core/qgemm.h"
 #include "nn/ops.h"
 
 /* The products run by the one tiling rule of src/core/gemm.c (hs_gemm_run): tiles cut by
@@ -34,6 +35,11 @@ static void linear(const float *x, const float *w, const float *b, float *y, int
 {
     hs_gemm g = {.m = n, .n = out, .k = in, .alpha = 1.0, .beta = add ? 1.0 : 0.0, .a = x,
                  .lda = in, .b = w, .ldb = out, .c = y, .ldc = out, .bias = b, .add = add};
+    const hs_qmat *q = hs_qmat_find(w); /* a layer matrix in its stored type */
+    if (q) {
+        g.b_fill = hs_qmat_fill;
+        g.b_ctx = q;
+    }
     hs_gemm_run(&g);
 }
 
