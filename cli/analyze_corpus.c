@@ -195,9 +195,10 @@ static int selected(cli_corpus_run *r, long line, const char *text, size_t len,
     long before = r->done_here;
     int rc = one_text(r, line, text, len, pair, pair_len);
     r->selected++;
+    r->dealt++;
     if (rc || r->done_here == before)
         return rc;
-    cli_progress_update(&r->prog, r->agg->n_texts, r->total, r->done_here, r->tokens_here, 0);
+    cli_progress_update(&r->prog, r->dealt, r->total, r->done_here, r->tokens_here, 0);
     if (r->stop_after && r->done_here >= r->stop_after) {
         if (cli_corpus_checkpoint(r))
             return EXIT_FAIL;
@@ -288,6 +289,40 @@ static int read_all(cli_corpus_run *r, hs_corpus_reader *rd)
     return rc;
 }
 
+/* This shard's selected records, counted by reading the corpus once before the analysis
+ * (the reader's checks only, no tokenizer): r->total; -1 for a corpus on stdin, which is
+ * read once. Returns 0, or EXIT_FAIL after printing the error. */
+static int count_total(cli_corpus_run *r)
+{
+    hs_corpus_reader *rd = NULL;
+    hs_corpus_item it;
+    hs_error err = {{0}};
+    long valid = 0;
+    int done = 0;
+    r->total = -1;
+    if (!strcmp(r->co->path, "-"))
+        return 0;
+    if (hs_corpus_open(r->co->path, (hs_corpus_format)r->co->format, &rd, &err) != HS_OK) {
+        cli_error(r->cmd, "%s", err.msg);
+        return EXIT_FAIL;
+    }
+    while (!r->co->max_texts || valid < r->co->max_texts) {
+        if (hs_corpus_next(rd, &it, &done, &err) != HS_OK) {
+            hs_corpus_close(rd);
+            cli_error(r->cmd, "'%s': %s", r->co->path, err.msg);
+            return EXIT_FAIL;
+        }
+        if (done)
+            break;
+        valid += !it.skip;
+    }
+    hs_corpus_close(rd);
+    long n = r->co->sample && r->co->sample < valid ? r->co->sample : valid;
+    long N = r->co->n_shards > 1 ? r->co->n_shards : 1, I = r->co->n_shards > 1 ? r->co->shard : 1;
+    r->total = n / N + (n % N >= I); /* the selected j with j mod N = I - 1 */
+    return 0;
+}
+
 static void print_summary(const cli_corpus_run *r, const char *report_path)
 {
     const hs_corpus_agg *g = r->agg;
@@ -359,7 +394,8 @@ int cli_analyze_corpus(const char *cmd, hs_model *m, const cli_corpus_opts *co,
                        int quiet, int json)
 {
     cli_corpus_run r = {.cmd = cmd, .co = co, .m = m, .ao = *ao, .quiet = quiet,
-                        .t0 = cli_now(), .outdir = outdir, .total = -1};
+                        .t0 = cli_now(), .outdir = outdir, .total = -1,
+                        .created_dir = created_dir};
     hs_corpus_reader *rd = NULL;
     hs_error err = {{0}};
     char *texts = cli_path_join(outdir, "texts.jsonl");
@@ -397,6 +433,8 @@ int cli_analyze_corpus(const char *cmd, hs_model *m, const cli_corpus_opts *co,
         cli_error(cmd, "out of memory");
         goto done;
     }
+    if ((!co->resume && cli_corpus_unfinished(&r)) || count_total(&r))
+        goto done;
     if (r.ao.ablation && r.ao.ablation_kind == HS_ABLATION_MEAN && corpus_means(&r))
         goto done;
     if (hs_corpus_open(co->path, (hs_corpus_format)co->format, &rd, &err) != HS_OK) {
@@ -412,6 +450,11 @@ int cli_analyze_corpus(const char *cmd, hs_model *m, const cli_corpus_opts *co,
     r.texts_tmp = strrchr(outf.tmp, '/') ? strrchr(outf.tmp, '/') + 1 : outf.tmp;
     r.texts_tmp_path = outf.tmp;
     r.out = outf.f;
+    if (r.resume.cp.position > 0) { /* this shard's records of the checkpoint */
+        long P = r.resume.cp.position, N = sharded ? co->n_shards : 1, I = sharded ? co->shard : 1;
+        r.dealt = P / N + (P % N >= I);
+    }
+    cli_corpus_signal_note(&r);
     if (read_all(&r, rd))
         goto done;
     if (r.selected < r.resume.cp.position) {
@@ -420,7 +463,7 @@ int cli_analyze_corpus(const char *cmd, hs_model *m, const cli_corpus_opts *co,
     }
     if (r.info.format == HS_CORPUS_AUTO && r.resume.cp.position)
         r.info.format = r.resume.info.format;
-    cli_progress_update(&r.prog, r.agg ? r.agg->n_texts : 0, r.total, r.done_here, r.tokens_here, 1);
+    cli_progress_update(&r.prog, r.dealt, r.total, r.done_here, r.tokens_here, 1);
     if (!r.agg && !sharded) {
         long n_skipped = 0;
         for (int s = 1; s < HS_SKIP_COUNT; s++)
@@ -466,6 +509,7 @@ int cli_analyze_corpus(const char *cmd, hs_model *m, const cli_corpus_opts *co,
         print_summary(&r, sharded ? NULL : report);
     rc = cli_finish_stdout(cmd);
 done:
+    hs_tmp_on_signal(NULL, NULL); /* what follows says it */
     cli_progress_end(&r.prog);
     if (rc != EXIT_OK && r.checkpointed) {
         if (r.old_tmp) /* the checkpoint resumed from names its own texts, which stay */

@@ -32,12 +32,23 @@ void cli_error(const char *cmd, const char *fmt, ...)
 #endif
     ;
 
-/* A usage error: message, then "try 'headscope CMD --help'"; returns EXIT_USAGE. */
+/* A usage error: one line, the message and "(see 'headscope CMD --help')"; returns
+ * EXIT_USAGE. */
 int cli_usage_error(const char *cmd, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
+
+/* Usage errors that suggest (cli/suggest.c). cli_closest: the one of n names within a
+ * small edit distance of word (one edit for words of 3-5 bytes, two from 6), the closest;
+ * NULL when none. cli_option_error: getopt_long's ':' (a missing value) or '?' (an unknown
+ * option, an ambiguous abbreviation, a value given to a flag) as a usage error, with
+ * "did you mean '--text'?" when one of opts (or --threads, --weight-memory) is close;
+ * returns EXIT_USAGE. Call it right after getopt_long returned c. */
+struct option;
+const char *cli_closest(const char *word, const char *const *names, int n);
+int cli_option_error(const char *cmd, int c, int argc, char **argv, const struct option *opts);
 
 /* The input text of a command: from --text or --file (raw bytes, "-" = stdin). */
 typedef struct cli_text {
@@ -92,6 +103,7 @@ typedef struct cli_corpus_opts {
     int shard, n_shards;  /* --shard I/N (1-based); 0/0 = the whole corpus */
     long checkpoint_every;/* texts between checkpoints (0 = none) */
     int resume;           /* --resume */
+    int restart;          /* --restart: discard an unfinished checkpoint in OUTDIR */
     int progress;         /* CLI_PROGRESS_* */
 } cli_corpus_opts;
 
@@ -100,6 +112,7 @@ typedef struct cli_analyze_args {
     const char *model, *outdir;
     const char *text, *file; /* the single text (--text, --file; --text-pair is opt's) */
     int json, quiet;
+    int no_clobber;                  /* --no-clobber: refuse an OUTDIR with an earlier run */
     int images, max_tokens, formats; /* pictures: on, --max-tokens-in-images, HS_PICTURES_* */
     int progress_mode;               /* CLI_PROGRESS_*, -1: auto */
     hs_analyze_args opt; /* the options of the table (src/pipeline/options.c): the analysis

@@ -245,8 +245,8 @@ int cmd_dump(int argc, char **argv)
         case 'o': out = optarg; break;
         case 'q': quiet = 1; break;
         case 'h': fputs(usage_text, stdout); return cli_finish_stdout(C);
-        case ':': return cli_usage_error(C, "option '%s' needs a value", argv[optind - 1]);
-        default: return cli_usage_error(C, "unknown option '%s'", argv[optind - 1]);
+        case ':':
+        default: return cli_option_error(C, c, argc, argv, opts);
         }
     }
     if (optind != argc - 1)

@@ -274,8 +274,8 @@ int cmd_merge(int argc, char **argv)
         case 'j': json = 1; break;
         case 'q': quiet = 1; break;
         case 'h': fputs(usage_text, stdout); return cli_finish_stdout(C);
-        case ':': return cli_usage_error(C, "option '%s' needs a value", argv[optind - 1]);
-        default: return cli_usage_error(C, "unknown option '%s'", argv[optind - 1]);
+        case ':':
+        default: return cli_option_error(C, c, argc, argv, opts);
         }
     }
     int n = argc - optind;

@@ -12,22 +12,25 @@
 
 /* "headscope: CMD: message" on stderr, the message escaped (hs_text_escape): it may quote
  * paths, option values and strings from files, and must stay one line and inert. */
-static void print_message(const char *cmd, const char *fmt, va_list ap)
+static void print_message(const char *cmd, const char *fmt, va_list ap, int usage)
 {
     char raw[1024], msg[2048];
     vsnprintf(raw, sizeof raw, fmt, ap);
     hs_text_escape(msg, sizeof msg, raw);
     if (cmd)
-        fprintf(stderr, "headscope: %s: %s\n", cmd, msg);
+        fprintf(stderr, "headscope: %s: %s", cmd, msg);
     else
-        fprintf(stderr, "headscope: %s\n", msg);
+        fprintf(stderr, "headscope: %s", msg);
+    if (usage)
+        fprintf(stderr, " (see 'headscope%s%s --help')", cmd ? " " : "", cmd ? cmd : "");
+    fputc('\n', stderr);
 }
 
 void cli_error(const char *cmd, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    print_message(cmd, fmt, ap);
+    print_message(cmd, fmt, ap, 0);
     va_end(ap);
 }
 
@@ -35,9 +38,8 @@ int cli_usage_error(const char *cmd, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    print_message(cmd, fmt, ap);
+    print_message(cmd, fmt, ap, 1);
     va_end(ap);
-    fprintf(stderr, "usage: see 'headscope %s --help'\n", cmd);
     return EXIT_USAGE;
 }
 
@@ -99,6 +101,12 @@ int cli_text_get(const char *cmd, const char *text, const char *file, const char
         }
     } else if (!strcmp(file, "-")) {
         rc = read_stream(cmd, stdin, "<stdin>", &t->text, &t->len);
+        /* one trailing newline (\n or \r\n), as echo and a here-string add it and as corpus
+           mode removes it from a folder's files */
+        if (!rc && t->len > 0 && t->text[t->len - 1] == '\n') {
+            t->len -= t->len > 1 && t->text[t->len - 2] == '\r' ? 2 : 1;
+            t->text[t->len] = '\0';
+        }
     } else {
         FILE *f = fopen(file, "rb");
         if (!f) {
@@ -221,9 +229,17 @@ int cli_encode_tok(const char *cmd, const hs_tokenizer *tok, size_t n_ctx, const
     }
     if (enc->n > ctx && truncate >= 0) {
         if (!truncate) {
-            cli_error(cmd, "the text is more than the model's context of %zu tokens; pass "
-                      "--truncate to keep the first %zu", ctx, ctx);
+            /* the encoding stopped past the limit: the whole text once more, for its count */
+            hs_encoding whole = {0};
             hs_encoding_free(enc);
+            if (hs_tokenizer_encode_max(tok, t->text, t->len, t->pair, t->pair_len, 0, &whole,
+                                        &err) == HS_OK)
+                cli_error(cmd, "the text is %zu tokens, more than the model's context of %zu; "
+                          "pass --truncate to keep the first %zu", whole.n, ctx, ctx);
+            else
+                cli_error(cmd, "the text is more than the model's context of %zu tokens; pass "
+                          "--truncate to keep the first %zu", ctx, ctx);
+            hs_encoding_free(&whole);
             return EXIT_FAIL;
         }
         hs_encoding_truncate(tok, enc, ctx);
