@@ -509,7 +509,7 @@ int cli_analyze_corpus(const char *cmd, hs_model *m, const cli_corpus_opts *co,
         print_summary(&r, sharded ? NULL : report);
     rc = cli_finish_stdout(cmd);
 done:
-    hs_tmp_on_signal(NULL, NULL); /* what follows says it */
+    hs_tmp_on_signal(NULL, NULL, 0); /* what follows says it */
     cli_progress_end(&r.prog);
     if (rc != EXIT_OK && r.checkpointed) {
         if (r.old_tmp) /* the checkpoint resumed from names its own texts, which stay */
@@ -534,7 +534,7 @@ done:
             unlink(report);
         free(partial);
         if (created_dir)
-            rmdir(outdir);
+            cli_output_dir_remove(outdir, created_dir);
     }
     hs_corpus_close(rd);
     free(r.z_sum);

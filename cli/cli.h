@@ -161,9 +161,12 @@ int cli_analyze_corpus(const char *cmd, hs_model *m, const cli_corpus_opts *co,
  * Prints the error and returns EXIT_FAIL when it cannot, else 0. */
 int cli_corpus_page(const char *cmd, const char *outdir, const char *report_json);
 
-/* Uses outdir as the output folder, creating it when missing (*created = 1 then). Prints
- * the error and returns EXIT_FAIL when it is not a usable folder, else 0. */
+/* Uses outdir as the output folder, creating it and its missing parents (*created: how
+ * many folders were made, 0 when it existed). Prints the error and returns EXIT_FAIL when
+ * it is not a usable folder (nothing made is left), else 0. */
 int cli_output_dir(const char *cmd, const char *outdir, int *created);
+/* Removes outdir and then its parents, levels folders in all, each only when empty. */
+void cli_output_dir_remove(const char *outdir, int levels);
 
 /* "dir/name", malloc'd; NULL when out of memory. */
 char *cli_path_join(const char *dir, const char *name);
@@ -190,7 +193,11 @@ typedef struct cli_outdir {
     char *path;  /* the output folder */
     char *stage; /* path/.headscope-run-PID-XXXXXX, where a staged run writes; NULL otherwise */
     int fd;      /* the folder, locked with flock for the run */
-    int created; /* the run created the folder (removed again if the run fails) */
+    int quiet;   /* CLI_OUTDIR_QUIET */
+    int earlier; /* files of an earlier run there when the run began (cli_outdir_earlier) */
+    char earlier_list[256]; /* the first of them */
+    int created; /* folders the run made: the folder and its parents (removed again if the
+                    run fails) */
 } cli_outdir;
 
 /* Opens path as the output folder (creating it if absent) and locks it: a second run into
@@ -203,12 +210,23 @@ typedef struct cli_outdir {
  * caller returns it at once. The worker (and an unstaged run) gets EXIT_OK with
  * *worker = 1. Call it before any OpenMP region has run (fork and libgomp's pool). */
 int cli_outdir_open(const char *cmd, const char *path, int staged, cli_outdir *od, int *worker);
+/* The flags staged may also hold: CLI_OUTDIR_STAGED is the staged run above;
+ * CLI_OUTDIR_NO_CLOBBER refuses (EXIT_FAIL after the message) a folder that holds an
+ * earlier run's outputs (cli_outdir_earlier); CLI_OUTDIR_QUIET: the commit does not say
+ * that it replaced them. */
+enum { CLI_OUTDIR_STAGED = 1, CLI_OUTDIR_NO_CLOBBER = 2, CLI_OUTDIR_QUIET = 4 };
 
 /* A staged run's end: removes the files an earlier run listed in path/report.json that this
  * run does not write (cli_outdir_prune), moves the n_files
  * staged files (relative names, report.json last) into the folder, removes the staging
- * folder. Exit status. */
+ * folder, and says on stderr (unless CLI_OUTDIR_QUIET) that an earlier run's outputs were
+ * replaced (cli_outdir_replaced). Exit status. */
 int cli_outdir_commit(const char *cmd, cli_outdir *od, const char *const *files, int n_files);
+
+/* How many files with headscope's output names (cli_own_output_name, no temporaries) dir
+ * and its heads/ folder hold: an earlier run's outputs; the first three names (then
+ * "...") into list. */
+int cli_outdir_earlier(const char *dir, char *list, size_t cap);
 
 /* Whether rel (relative to an output folder) is the name of one of headscope's outputs:
  * report.json, index.html, the pictures, texts.jsonl, partial.json, dump's files
@@ -226,6 +244,10 @@ void cli_outdir_prune(const char *dir, const char *const *files, int n_files);
  * them with headscope's names (a folder holding anything else stays). Call it with dir's
  * lock held. */
 void cli_outdir_sweep(const char *dir);
+
+/* "headscope: CMD: replaced the earlier run in 'DIR' (N files: ...)" on stderr when
+ * n > 0; list as cli_outdir_earlier gave it. */
+void cli_outdir_replaced(const char *cmd, const char *dir, int n, const char *list);
 
 /* Removes an uncommitted staging folder (and the folder if the run made it), unlocks. */
 void cli_outdir_close(cli_outdir *od);

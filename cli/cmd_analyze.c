@@ -82,7 +82,10 @@ int cmd_analyze(int argc, char **argv)
      * interrupted run leaves the folder as it was), before anything has started threads */
     cli_outdir od;
     int worker;
-    rc = cli_outdir_open(C, g.outdir, !g.co.path, &od, &worker);
+    rc = cli_outdir_open(C, g.outdir, (g.co.path ? 0 : CLI_OUTDIR_STAGED) |
+                                          (g.quiet ? CLI_OUTDIR_QUIET : 0) |
+                                          (g.no_clobber ? CLI_OUTDIR_NO_CLOBBER : 0),
+                         &od, &worker);
     if (!worker) {
         cli_text_free(&t);
         return rc;
@@ -129,6 +132,8 @@ int cmd_analyze(int argc, char **argv)
                                                             : CLI_PROGRESS_NONE;
         rc = cli_analyze_corpus(C, m, &g.co, &g.opt.ao, g.outdir, od.created, g.quiet, g.json);
         od.created = 0; /* cli_analyze_corpus removed what it wrote */
+        if (rc == EXIT_OK && !g.quiet && !g.co.resume)
+            cli_outdir_replaced(C, g.outdir, od.earlier, od.earlier_list);
         goto done;
     }
     hs_analyze_input in = {.ids = enc.ids, .type_ids = enc.type_ids, .n = (int)enc.n,

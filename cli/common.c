@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "headscope/html.h"
@@ -318,19 +319,66 @@ char *cli_path_join(const char *dir, const char *name)
     return p;
 }
 
+/* Creates the missing folders of path, parents first; returns how many it made, or -1
+ * (errno set) when one cannot be made. */
+static int make_folders(const char *path)
+{
+    struct stat sb;
+    if (stat(path, &sb) == 0)
+        return 0;
+    if (errno != ENOENT)
+        return -1;
+    char *dup = strdup(path), *slash;
+    int made = 0;
+    if (!dup)
+        return -1;
+    /* the deepest parent that exists, then one folder at a time down to path */
+    size_t n = strlen(dup);
+    while (n > 1 && dup[n - 1] == '/')
+        dup[--n] = 0;
+    slash = strrchr(dup, '/');
+    if (slash && slash != dup) {
+        *slash = 0;
+        made = make_folders(dup);
+        *slash = '/';
+    }
+    if (made >= 0 && mkdir(dup, 0777) == 0)
+        made++;
+    else if (made >= 0 && errno != EEXIST)
+        made = -1;
+    free(dup);
+    return made;
+}
+
 int cli_output_dir(const char *cmd, const char *outdir, int *created)
 {
     struct stat sb;
-    *created = 0;
     errno = 0;
-    if (stat(outdir, &sb) != 0)
-        *created = mkdir(outdir, 0777) == 0;
-    if (!*created && (stat(outdir, &sb) != 0 || !S_ISDIR(sb.st_mode))) {
+    *created = make_folders(outdir);
+    if (*created < 0 || stat(outdir, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
         cli_error(cmd, "cannot use '%s' as the output folder: %s", outdir,
-                  errno ? strerror(errno) : "Not a directory");
+                  *created < 0 || errno ? strerror(errno) : "Not a directory");
+        if (*created > 0)
+            cli_output_dir_remove(outdir, *created);
+        *created = 0;
         return EXIT_FAIL;
     }
     return 0;
+}
+
+void cli_output_dir_remove(const char *outdir, int levels)
+{
+    char *d = strdup(outdir);
+    for (int l = 0; d && l < levels && rmdir(d) == 0; l++) {
+        size_t n = strlen(d);
+        while (n > 1 && d[n - 1] == '/')
+            d[--n] = 0;
+        char *slash = strrchr(d, '/');
+        if (!slash || slash == d)
+            break;
+        *slash = 0;
+    }
+    free(d);
 }
 
 int cli_corpus_page(const char *cmd, const char *outdir, const char *report_json)

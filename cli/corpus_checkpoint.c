@@ -174,7 +174,7 @@ void cli_corpus_signal_note(const cli_corpus_run *r)
                  "checkpoints %s)\n", C, strcmp(r->co->path, "-") ? "with --checkpoint-every 0"
                                                                   : "of a corpus on stdin");
     }
-    hs_tmp_on_signal(line, r->created_dir && !r->checkpointed ? r->outdir : NULL);
+    hs_tmp_on_signal(line, r->created_dir && !r->checkpointed ? r->outdir : NULL, r->created_dir);
 }
 
 void cli_corpus_drop_old_tmp(cli_corpus_run *r)

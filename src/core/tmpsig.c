@@ -58,10 +58,11 @@ static struct {
     char line[2048];
     size_t len;
     char dir[TMP_PATH_MAX];
+    int levels;
 } notes[2];
 static atomic_int note_cur = -1;
 
-void hs_tmp_on_signal(const char *line, const char *dir)
+void hs_tmp_on_signal(const char *line, const char *dir, int levels)
 {
     if (!line && !dir) {
         atomic_store(&note_cur, -1);
@@ -76,6 +77,7 @@ void hs_tmp_on_signal(const char *line, const char *dir)
     notes[k].dir[0] = 0;
     if (dir && strlen(dir) < TMP_PATH_MAX)
         memcpy(notes[k].dir, dir, strlen(dir) + 1);
+    notes[k].levels = levels;
     atomic_store(&note_cur, k);
 }
 
@@ -89,8 +91,17 @@ static void remove_tmp_and_die(int sig)
             unlink(tmp_slots[i].path);
     int k = atomic_load(&note_cur);
     if (k >= 0) {
-        if (notes[k].dir[0])
-            rmdir(notes[k].dir); /* fails, and stays, unless empty */
+        char *d = notes[k].dir; /* the handler's own: no other note is written meanwhile */
+        for (int l = 0; d[0] && l < notes[k].levels && rmdir(d) == 0; l++) {
+            char *slash = strrchr(d, '/'); /* then its parent, when the run made it too */
+            while (slash && slash > d && slash[1] == 0) { /* "a/b/" */
+                *slash = 0;
+                slash = strrchr(d, '/');
+            }
+            if (!slash || slash == d)
+                break;
+            *slash = 0;
+        }
         if (notes[k].len && write(STDERR_FILENO, notes[k].line, notes[k].len) < 0)
             k = -1; /* nothing more to do: the process ends either way */
     }
