@@ -144,10 +144,18 @@ void cli_progress_update(cli_progress *p, long done, long total, long new_done, 
                          int final);
 void cli_progress_end(cli_progress *p);
 
-/* The single-text analyze's progress line (a terminal only): "ablation 40/144, ETA 0:12",
- * rewritten in place, the ETA from the phase's rate so far; an hs_progress_fn. */
+/* The single-text analyze's progress (mode CLI_PROGRESS_*): on a terminal a line
+ * "ablation 40/144, ETA 0:12" (or "composition, 0:03 so far" for an uncounted phase),
+ * rewritten in place by a thread once a phase has lasted a second; JSON lines
+ * {"event":"phase",...} with CLI_PROGRESS_JSON. cli_phase_progress_start after the output
+ * folder's fork; cli_phase_progress is the hs_progress_fn (also called by the command for
+ * its own phases, "loading the model"); cli_phase_progress_end stops the thread and ends
+ * an open line, before anything else is printed. */
+void cli_phase_progress_start(int mode);
 void cli_phase_progress(void *user, const char *what, int done, int total);
-void cli_phase_progress_end(void); /* ends an open line */
+void cli_phase_progress_end(void);
+/* Ends an open phase line, so that a message starts on a line of its own (cli_error). */
+void cli_progress_break(void);
 
 /* Runs corpus mode: writes outdir/texts.jsonl and outdir/report.json, prints a summary
  * (unless quiet) and bad records on stderr. Removes what it wrote on failure. Returns an

@@ -91,7 +91,15 @@ int cmd_analyze(int argc, char **argv)
         return rc;
     }
     const char *stage = od.stage;
+    /* a single text's phases: on a terminal unless -q, or as --progress says */
+    int phases = g.co.path                        ? CLI_PROGRESS_NONE
+                 : g.progress_mode >= 0           ? g.progress_mode
+                 : !g.quiet && isatty(STDERR_FILENO) ? CLI_PROGRESS_TTY
+                                                     : CLI_PROGRESS_NONE;
+    cli_phase_progress_start(phases);
+    cli_phase_progress(NULL, "loading the model", 0, 0);
     hs_model *m = cli_model_load(C, g.model);
+    cli_phase_progress(NULL, "tokenizing", 0, 0);
     hs_encoding enc = {0};
     hs_analysis *a = NULL;
     unsigned char *on = NULL;
@@ -119,10 +127,7 @@ int cmd_analyze(int argc, char **argv)
     size_t keep = cut > 0 && cut < cfg->n_ctx ? (size_t)cut : 0;
     if (!g.co.path && cli_encode(C, m, &t, g.opt.truncate || cut > 0, keep, 0, &enc, &was_truncated))
         goto done;
-    if (!g.quiet && isatty(STDERR_FILENO))
-        g.opt.ao.progress = cli_phase_progress;
-    if (g.progress_mode == CLI_PROGRESS_NONE)
-        g.opt.ao.progress = NULL;
+    g.opt.ao.progress = phases != CLI_PROGRESS_NONE ? cli_phase_progress : NULL;
     g.opt.ao.command_line = cli_command_line(&g.opt.ao.command_line_argc);
 
     if (g.co.path) {
@@ -140,12 +145,12 @@ int cmd_analyze(int argc, char **argv)
                            .text = t.text, .text_len = t.len, .text_pair = t.pair,
                            .truncated = was_truncated};
     hs_status ast = hs_analyze_run(m, &in, &g.opt.ao, &a, &err);
-    cli_phase_progress_end();
     if (ast != HS_OK) {
         cli_error(C, "%s", err.msg);
         goto done;
     }
     test_signal_at("analyze");
+    cli_phase_progress(NULL, "pictures", 0, 0);
     if (g.images && hs_pictures_write(a, stage, g.max_tokens, g.formats, &files, &n_files, &err) != HS_OK) {
         cli_error(C, "%s", err.msg);
         goto done;
@@ -172,6 +177,7 @@ int cmd_analyze(int argc, char **argv)
     }
     /* index.html first, report.json last: a complete report.json means a complete run */
     test_signal_at("pictures");
+    cli_phase_progress(NULL, "the page and report.json", 0, 0);
     if (write_page(a, json_text, stage, &err) != HS_OK) {
         cli_error(C, "%s", err.msg);
         goto done;
@@ -185,6 +191,7 @@ int cmd_analyze(int argc, char **argv)
     if ((rc = cli_outdir_commit(C, &od, listed_files, n_files)) != EXIT_OK)
         goto done;
     /* the run is in the folder: a stdout that cannot take the report does not undo it */
+    cli_phase_progress_end();
     cli_stdout_after_commit();
     snprintf(report_path, plen, "%s/report.json", g.outdir);
     int failed = 0;
@@ -195,6 +202,7 @@ int cmd_analyze(int argc, char **argv)
         cli_analyze_summary(a, report_path);
     rc = cli_finish_stdout_committed(C, g.outdir, failed);
 done:
+    cli_phase_progress_end(); /* before a message: the line ends */
     cli_outdir_close(&od); /* after a failure: the staging folder goes, and the folder if new */
     for (int i = 0; i < n_files; i++)
         free(files[i]);

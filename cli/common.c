@@ -18,6 +18,7 @@ static void print_message(const char *cmd, const char *fmt, va_list ap, int usag
     char raw[1024], msg[2048];
     vsnprintf(raw, sizeof raw, fmt, ap);
     hs_text_escape(msg, sizeof msg, raw);
+    cli_progress_break();
     if (cmd)
         fprintf(stderr, "headscope: %s: %s", cmd, msg);
     else
