@@ -2,6 +2,7 @@
  * texts streamed into an aggregate (docs/corpus.md), texts.jsonl and report.json. */
 #include <errno.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -206,9 +207,10 @@ static int selected(cli_corpus_run *r, long line, const char *text, size_t len,
         cli_error(r->cmd, "stopped after %ld texts (HEADSCOPE_TEST_STOP_AFTER)", r->done_here);
         return EXIT_FAIL;
     }
-    if (r->every && r->done_here % r->every == 0)
-        return cli_corpus_checkpoint(r);
-    return 0;
+    rc = r->every && r->done_here % r->every == 0 ? cli_corpus_checkpoint(r) : 0;
+    if (r->signal_after && r->done_here == r->signal_after)
+        raise(SIGINT); /* HEADSCOPE_TEST_SIGNAL_AFTER: as a Ctrl-C after this text */
+    return rc;
 }
 
 static int cmp_kept(const void *x, const void *y)
@@ -406,6 +408,8 @@ int cli_analyze_corpus(const char *cmd, hs_model *m, const cli_corpus_opts *co,
     const hs_model_config *c = hs_model_config_of(m);
     const char *stop = getenv("HEADSCOPE_TEST_STOP_AFTER");
     r.stop_after = stop ? atol(stop) : 0;
+    const char *sig_after = getenv("HEADSCOPE_TEST_SIGNAL_AFTER");
+    r.signal_after = sig_after ? atol(sig_after) : 0;
     r.every = strcmp(co->path, "-") ? co->checkpoint_every : 0;
     hs_sha256_init(&r.digest);
     cli_progress_start(&r.prog, co->progress);

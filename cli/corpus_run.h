@@ -31,6 +31,8 @@ typedef struct cli_corpus_run {
     hs_corpus_partial resume; /* the checkpoint resumed from (position 0: none) */
     int checked;            /* the resumed aggregate was checked against a new analysis */
     long stop_after;        /* HEADSCOPE_TEST_STOP_AFTER: fail after this many texts */
+    long signal_after;      /* HEADSCOPE_TEST_SIGNAL_AFTER: SIGINT after this many texts
+                               (and their checkpoint, when one is due) */
     long every;             /* texts between checkpoints; 0: none (stdin cannot be resumed) */
     const char *outdir;
     const char *texts_tmp;  /* texts.jsonl's temporary file's name in outdir */
