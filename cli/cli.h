@@ -12,6 +12,8 @@
 #include "pipeline/options.h"
 
 #define CLI_TEXT_MAX_BYTES ((size_t)64 << 20)
+/* A text past the context is counted up to this many tokens for its message. */
+#define CLI_COUNT_MAX ((size_t)1 << 18)
 
 /* Exit statuses. */
 enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2 };

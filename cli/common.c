@@ -231,13 +231,16 @@ int cli_encode_tok(const char *cmd, const hs_tokenizer *tok, size_t n_ctx, const
     }
     if (enc->n > ctx && truncate >= 0) {
         if (!truncate) {
-            /* the encoding stopped past the limit: the whole text once more, for its count */
+            /* the encoding stopped past the limit: the text once more for its count, as far
+               as CLI_COUNT_MAX tokens (a 60 MB text is refused in a second, not tokenised) */
             hs_encoding whole = {0};
+            size_t cap = ctx > CLI_COUNT_MAX ? ctx : CLI_COUNT_MAX;
             hs_encoding_free(enc);
-            if (hs_tokenizer_encode_max(tok, t->text, t->len, t->pair, t->pair_len, 0, &whole,
+            if (hs_tokenizer_encode_max(tok, t->text, t->len, t->pair, t->pair_len, cap, &whole,
                                         &err) == HS_OK)
-                cli_error(cmd, "the text is %zu tokens, more than the model's context of %zu; "
-                          "pass --truncate to keep the first %zu", whole.n, ctx, ctx);
+                cli_error(cmd, "the text is %s%zu tokens, more than the model's context of %zu; "
+                          "pass --truncate to keep the first %zu", whole.n > cap ? "over " : "",
+                          whole.n > cap ? cap : whole.n, ctx, ctx);
             else
                 cli_error(cmd, "the text is more than the model's context of %zu tokens; pass "
                           "--truncate to keep the first %zu", ctx, ctx);
