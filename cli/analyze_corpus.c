@@ -391,6 +391,33 @@ static int corpus_means(cli_corpus_run *r)
     return 0;
 }
 
+/* The analysis options and the source settings of a corpus run, from its options. */
+static void settings(cli_corpus_run *r, const hs_model_config *c)
+{
+    const cli_corpus_opts *co = r->co;
+    int sharded = co->n_shards > 1;
+    r->ao.ablation = co->ablation;
+    r->ao.pruning = 0;
+    r->ao.diversity = 0;
+    r->ao.composition = 0; /* a property of the weights: the single-text report has it */
+    r->ao.dla = 0;         /* per text and position: the single-text report has it */
+    r->ao.norm_based = 0;
+    r->ao.word_level = 0;
+    r->ao.rollout = 0;     /* a per-text n x n matrix: not aggregated */
+    r->ao.keep_maps = 0; /* no pictures or page per text */
+    r->ao.progress = NULL;
+    r->info.path = co->path;
+    r->info.format = (hs_corpus_format)co->format;
+    r->info.max_texts = co->max_texts;
+    r->info.sample = co->sample;
+    r->info.seed = co->seed;
+    r->info.max_tokens = co->max_tokens > 0 && co->max_tokens < c->n_ctx ? co->max_tokens : c->n_ctx;
+    r->info.skip_long = co->skip_long;
+    r->info.ablation = co->ablation;
+    r->info.shard = sharded ? co->shard : 1;
+    r->info.n_shards = sharded ? co->n_shards : 1;
+}
+
 int cli_analyze_corpus(const char *cmd, hs_model *m, const cli_corpus_opts *co,
                        const hs_analyze_opts *ao, const char *outdir, int created_dir,
                        int quiet, int json)
@@ -413,26 +440,7 @@ int cli_analyze_corpus(const char *cmd, hs_model *m, const cli_corpus_opts *co,
     r.every = strcmp(co->path, "-") ? co->checkpoint_every : 0;
     hs_sha256_init(&r.digest);
     cli_progress_start(&r.prog, co->progress);
-    r.ao.ablation = co->ablation;
-    r.ao.pruning = 0;
-    r.ao.diversity = 0;
-    r.ao.composition = 0; /* a property of the weights: the single-text report has it */
-    r.ao.dla = 0;         /* per text and position: the single-text report has it */
-    r.ao.norm_based = 0;
-    r.ao.word_level = 0;
-    r.ao.rollout = 0;     /* a per-text n x n matrix: not aggregated */
-    r.ao.keep_maps = 0; /* no pictures or page per text */
-    r.ao.progress = NULL;
-    r.info.path = co->path;
-    r.info.format = (hs_corpus_format)co->format;
-    r.info.max_texts = co->max_texts;
-    r.info.sample = co->sample;
-    r.info.seed = co->seed;
-    r.info.max_tokens = co->max_tokens > 0 && co->max_tokens < c->n_ctx ? co->max_tokens : c->n_ctx;
-    r.info.skip_long = co->skip_long;
-    r.info.ablation = co->ablation;
-    r.info.shard = sharded ? co->shard : 1;
-    r.info.n_shards = sharded ? co->n_shards : 1;
+    settings(&r, c);
     if (!texts || !report) {
         cli_error(cmd, "out of memory");
         goto done;
