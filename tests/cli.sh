@@ -1360,5 +1360,44 @@ summary = s.index(model + ": gpt2, 2 layers x 4 heads")
 assert s[summary - 2:summary] == "\r\n" and "\r" not in s[summary:].replace("\r\n", ""), s[summary - 200:summary + 100]
 PYEOF
 
+# a corpus run counts its texts first: done/total and an ETA from the first text on (shard 2/2
+# of the first 5 lines: texts 1 and 3, counted from 0, so 2), null for a corpus on stdin
+CPL=fixtures/corpus/licenses.txt
+expect 0 "corpus progress with a total" -- "$HS" analyze "$G" --corpus "$CPL" --max-texts 5 --shard 2/2 -o "$T/cpt" -q --progress=json
+"$PY" - "$T/err" <<'PYEOF' && ok || bad "corpus --progress=json total: $(head -c 600 "$T/err")"
+import json, sys
+ev = [json.loads(l) for l in open(sys.argv[1])]
+assert [(e["event"], e["texts_done"], e["texts_total"]) for e in ev] == [("progress", 1, 2), ("progress", 2, 2), ("done", 2, 2)], ev
+assert ev[0]["eta_s"] is not None and ev[0]["eta_s"] >= 0 and ev[-1]["eta_s"] == 0, ev
+PYEOF
+expect 0 "corpus progress from stdin" -- bash -c "head -n 3 '$CPL' | '$HS' analyze '$G' --corpus - -o '$T/cps' -q --progress=json"
+"$PY" -c 'import json,sys; ev=[json.loads(l) for l in open(sys.argv[1])]; sys.exit(0 if len(ev) == 4 and all(e["texts_total"] is None for e in ev) else 1)' "$T/err" && ok || bad "corpus on stdin: $(cat "$T/err")"
+# on a terminal: one line rewritten in place, done/total, the rate and the ETA
+"$PY" - "$HS" "$G" "$CPL" "$T/cptt" <<'PYEOF' && ok || bad "corpus progress on a terminal"
+import os, pty, select, sys
+hs, model, corpus, out = sys.argv[1:5]
+pid, fd = pty.fork()
+if pid == 0:
+    os.execv(hs, [hs, "analyze", model, "--corpus", corpus, "--max-texts", "3", "-o", out])
+buf = b""
+while True:
+    r, _, _ = select.select([fd], [], [], 120)
+    if not r:
+        break
+    try:
+        d = os.read(fd, 65536)
+    except OSError:
+        break
+    if not d:
+        break
+    buf += d
+_, st = os.waitpid(pid, 0)
+s = buf.decode("utf-8", "replace")
+assert os.WEXITSTATUS(st) == 0, s[-500:]
+import re
+assert re.search(r"\rheadscope: analyze: 1/3 texts, \d+ tokens/s, ETA \d+:\d\d", s), s[:1000]
+assert re.search(r"\rheadscope: analyze: 3/3 texts, \d+ tokens/s, ETA 0:00 *\r\n", s), s[:1000]
+PYEOF
+
 echo "cli: $pass passed, $fail failed"
 [ "$fail" = 0 ]
