@@ -1318,6 +1318,7 @@ count = lambda p: [e["done"] for e in ph if e["phase"] == p and e["total"]]
 assert count("forward") == list(range(1, L + 1)), count("forward")
 assert count("ablation") == list(range(1, L * H + 1)), count("ablation")
 assert count("probe ablation") == list(range(1, L * H + 1)), count("probe ablation")
+assert count("composition") == list(range(1, L + L * (L - 1) // 2 + 2)), count("composition")
 steps = [e for e in ph if e["phase"] == "pruning" and e["total"]]
 d = [e["done"] for e in steps]
 assert steps and d == sorted(set(d)) and d[0] >= 1 and d[-1] <= steps[-1]["total"], steps

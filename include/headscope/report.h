@@ -115,8 +115,8 @@ typedef struct hs_analyze_opts {
     double sink_threshold;       /* a head has a sink type at mass >= this (default 0.5) */
     hs_progress_fn progress;     /* optional progress reports: each stage as it begins
                                     (done 0, total 0: its name, docs/analyze.md), then the
-                                    counted steps of "forward" (layers), "ablation", "probe
-                                    ablation" (heads) and "pruning" */
+                                    counted steps of "forward" (layers), "composition",
+                                    "ablation", "probe ablation" (heads) and "pruning" */
     void *progress_user;
     int hash_files;              /* record each model file's size and SHA-256 (default 1) */
     int probe;                   /* run the induction probe (default 1); 0: probe scores NaN */

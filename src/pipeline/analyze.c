@@ -493,7 +493,8 @@ static hs_status stage_composition(hs_run *r, hs_error *err)
     hs_status st;
     double t0 = hs_pipeline_now();
     if (r->o->composition && hs_composition_defined(r->c) &&
-        (st = hs_composition_compute(r->m, &r->a->composition, err)))
+        (st = hs_composition_run(r->m, r->o->progress, r->o->progress_user,
+                                 &r->a->composition, err)))
         return st;
     r->a->seconds_composition = hs_pipeline_now() - t0;
     return HS_OK;
