@@ -174,6 +174,13 @@ void cli_corpus_signal_note(const cli_corpus_run *r)
                  "checkpoints %s)\n", C, strcmp(r->co->path, "-") ? "with --checkpoint-every 0"
                                                                   : "of a corpus on stdin");
     }
+    if (r->prog.mode == CLI_PROGRESS_TTY) { /* over the progress line, if one is open */
+        size_t n = strlen(line);
+        if (n + 5 < sizeof line) {
+            memmove(line + 4, line, n + 1);
+            memcpy(line, "\r\033[K", 4);
+        }
+    }
     hs_tmp_on_signal(line, r->created_dir && !r->checkpointed ? r->outdir : NULL, r->created_dir);
 }
 

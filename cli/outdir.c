@@ -66,6 +66,8 @@ static int supervise(const char *cmd, cli_outdir *od, pid_t pid)
         return EXIT_OK;
     discard(od);
     if (WIFSIGNALED(status)) {
+        if (isatty(STDERR_FILENO)) /* over the worker's progress line, if one is open */
+            fputs("\r\033[K", stderr);
         cli_error(cmd, "interrupted by signal %d; '%s' is left as it was", WTERMSIG(status),
                   od->path);
         return 128 + WTERMSIG(status);
