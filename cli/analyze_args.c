@@ -30,6 +30,9 @@ static const char usage_text[] =
     "      --no-clobber           refuse an OUTDIR that holds an earlier run's outputs\n"
     "      --json                 print the report on stdout instead of the summary\n"
     "  -q, --quiet                print nothing on success, no progress\n"
+    "      --progress[=MODE]      auto (default: a line on stderr when it is a terminal, for\n"
+    "                             every phase over a second, or every corpus text), json\n"
+    "                             (JSON lines on stderr, docs/analyze.md) or none\n"
     "      --max-tokens N         keep the first N tokens (at most n_ctx) of a longer text\n"
     ;
 /* (then the analysis options, from the table in src/pipeline/options.c) */
@@ -58,8 +61,7 @@ static const char usage_corpus[] =
     "      --resume               go on from the checkpoint in OUTDIR\n"
     "      --restart              discard an unfinished run's checkpoint in OUTDIR and start\n"
     "                             again (without --resume or --restart it is refused)\n"
-    "      --progress[=MODE]      auto (default: a line when stderr is a terminal), json (JSON\n"
-    "                             lines on stderr) or none\n";
+    ;
 
 enum {
     OPT_JSON = 256, OPT_SVG, OPT_NOIMG, OPT_MAXTOK, OPT_CORPUS, OPT_CFORMAT, OPT_MAXTEXTS,
