@@ -34,8 +34,7 @@ void cli_error(const char *cmd, const char *fmt, ...)
 #endif
     ;
 
-/* A usage error: one line, the message and "(see 'headscope CMD --help')"; returns
- * EXIT_USAGE. */
+/* A usage error: the message in one line (no usage text after it); returns EXIT_USAGE. */
 int cli_usage_error(const char *cmd, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))
@@ -45,9 +44,9 @@ int cli_usage_error(const char *cmd, const char *fmt, ...)
 /* Usage errors that suggest (cli/suggest.c). cli_closest: the one of n names within a
  * small edit distance of word (one edit for words of 3-5 bytes, two from 6), the closest;
  * NULL when none. cli_option_error: getopt_long's ':' (a missing value) or '?' (an unknown
- * option, an ambiguous abbreviation, a value given to a flag) as a usage error, with
- * "did you mean '--text'?" when one of opts (or --threads, --weight-memory) is close;
- * returns EXIT_USAGE. Call it right after getopt_long returned c. */
+ * option, an ambiguous abbreviation, a value given to a flag) as a one-line usage error
+ * ending "(see 'headscope CMD --help')", with "did you mean '--text'?" when one of opts
+ * (or --threads, --weight-memory) is close; returns EXIT_USAGE. Call it right after getopt_long returned c. */
 struct option;
 const char *cli_closest(const char *word, const char *const *names, int n);
 int cli_option_error(const char *cmd, int c, int argc, char **argv, const struct option *opts);

@@ -13,7 +13,7 @@
 
 /* "headscope: CMD: message" on stderr, the message escaped (hs_text_escape): it may quote
  * paths, option values and strings from files, and must stay one line and inert. */
-static void print_message(const char *cmd, const char *fmt, va_list ap, int usage)
+static void print_message(const char *cmd, const char *fmt, va_list ap)
 {
     char raw[1024], msg[2048];
     vsnprintf(raw, sizeof raw, fmt, ap);
@@ -23,8 +23,6 @@ static void print_message(const char *cmd, const char *fmt, va_list ap, int usag
         fprintf(stderr, "headscope: %s: %s", cmd, msg);
     else
         fprintf(stderr, "headscope: %s", msg);
-    if (usage)
-        fprintf(stderr, " (see 'headscope%s%s --help')", cmd ? " " : "", cmd ? cmd : "");
     fputc('\n', stderr);
 }
 
@@ -32,7 +30,7 @@ void cli_error(const char *cmd, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    print_message(cmd, fmt, ap, 0);
+    print_message(cmd, fmt, ap);
     va_end(ap);
 }
 
@@ -40,7 +38,7 @@ int cli_usage_error(const char *cmd, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    print_message(cmd, fmt, ap, 1);
+    print_message(cmd, fmt, ap);
     va_end(ap);
     return EXIT_USAGE;
 }

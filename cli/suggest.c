@@ -81,9 +81,10 @@ int cli_option_error(const char *cmd, int c, int argc, char **argv, const struct
     if (strncmp(arg, "--", 2) && optopt > 0 && optopt < 128)
         arg = shortopt; /* a short option, perhaps inside a cluster such as -qx */
     if (c == ':')
-        return cli_usage_error(cmd, "option '%s' needs a value", arg);
+        return cli_usage_error(cmd, "option '%s' needs a value (see 'headscope %s --help')", arg,
+                               cmd);
     if (strncmp(arg, "--", 2))
-        return cli_usage_error(cmd, "unknown option '%s'", arg);
+        return cli_usage_error(cmd, "unknown option '%s' (see 'headscope %s --help')", arg, cmd);
     char name[64];
     size_t len = strcspn(arg + 2, "=");
     snprintf(name, sizeof name, "%.*s", (int)(len < sizeof name ? len : sizeof name - 1), arg + 2);
@@ -96,11 +97,14 @@ int cli_option_error(const char *cmd, int c, int argc, char **argv, const struct
             n_prefix++;
         }
     if (n_prefix > 1)
-        return cli_usage_error(cmd, "option '--%s' is ambiguous (%s)", name, list);
+        return cli_usage_error(cmd, "unknown option '--%s': it abbreviates %s (see 'headscope "
+                               "%s --help')", name, list, cmd);
     if (n_prefix == 1 && strlen(arg + 2) > len) /* --flag=value for a flag */
-        return cli_usage_error(cmd, "option '--%s' takes no value", name);
+        return cli_usage_error(cmd, "option '--%s' takes no value (see 'headscope %s --help')",
+                               name, cmd);
     const char *near = closest_option(name, opts);
     if (near)
-        return cli_usage_error(cmd, "unknown option '--%s'; did you mean '--%s'?", name, near);
-    return cli_usage_error(cmd, "unknown option '--%s'", name);
+        return cli_usage_error(cmd, "unknown option '--%s'; did you mean '--%s'? (see "
+                               "'headscope %s --help')", name, near, cmd);
+    return cli_usage_error(cmd, "unknown option '--%s' (see 'headscope %s --help')", name, cmd);
 }

@@ -1252,7 +1252,7 @@ expect 2 "unknown command" -- "$HS" frobnicate
 one_line_error "unknown command"; stderr_has "unknown command" "'frobnicate' is not a command (see 'headscope --help')"
 expect 2 "ambiguous abbreviation" -- "$HS" analyze "$G" --max 3 --text hi -o "$T/u"
 one_line_error "ambiguous abbreviation"
-stderr_has "ambiguous abbreviation" "option '--max' is ambiguous (--max-tokens-in-images, --max-texts, --max-tokens)"
+stderr_has "ambiguous abbreviation" "unknown option '--max': it abbreviates --max-tokens-in-images, --max-texts, --max-tokens (see 'headscope analyze --help')"
 expect 2 "a value to a flag" -- "$HS" attn "$G" --quiet=1 --text hi -o "$T/u.npy"
 one_line_error "a value to a flag"; stderr_has "a value to a flag" "option '--quiet' takes no value"
 expect 2 "misspelt common option" -- "$HS" tokenize "$G" --thread 2 --text hi
