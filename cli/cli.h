@@ -155,8 +155,9 @@ void cli_progress_end(cli_progress *p);
 void cli_phase_progress_start(int mode);
 void cli_phase_progress(void *user, const char *what, int done, int total);
 void cli_phase_progress_end(void);
-/* Ends an open phase line, so that a message starts on a line of its own (cli_error). */
-void cli_progress_break(void);
+/* cli_progress_hold(1) ends an open phase line and keeps the progress thread from drawing
+ * until cli_progress_hold(0), so that a message (cli_error) has a line of its own. */
+void cli_progress_hold(int on);
 
 /* Runs corpus mode: writes outdir/texts.jsonl and outdir/report.json, prints a summary
  * (unless quiet) and bad records on stderr. Removes what it wrote on failure. Returns an

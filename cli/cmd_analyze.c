@@ -188,10 +188,10 @@ int cmd_analyze(int argc, char **argv)
         goto done;
     }
     test_signal_at("report");
+    cli_phase_progress_end(); /* the commit may say what it replaced */
     if ((rc = cli_outdir_commit(C, &od, listed_files, n_files)) != EXIT_OK)
         goto done;
     /* the run is in the folder: a stdout that cannot take the report does not undo it */
-    cli_phase_progress_end();
     cli_stdout_after_commit();
     snprintf(report_path, plen, "%s/report.json", g.outdir);
     int failed = 0;

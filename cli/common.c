@@ -18,12 +18,13 @@ static void print_message(const char *cmd, const char *fmt, va_list ap)
     char raw[1024], msg[2048];
     vsnprintf(raw, sizeof raw, fmt, ap);
     hs_text_escape(msg, sizeof msg, raw);
-    cli_progress_break();
+    cli_progress_hold(1);
     if (cmd)
-        fprintf(stderr, "headscope: %s: %s", cmd, msg);
+        fprintf(stderr, "headscope: %s: %s\n", cmd, msg);
     else
-        fprintf(stderr, "headscope: %s", msg);
-    fputc('\n', stderr);
+        fprintf(stderr, "headscope: %s\n", msg);
+    fflush(stderr);
+    cli_progress_hold(0);
 }
 
 void cli_error(const char *cmd, const char *fmt, ...)

@@ -160,11 +160,14 @@ static void *phase_thread(void *arg)
     return NULL;
 }
 
-void cli_progress_break(void)
+void cli_progress_hold(int on)
 {
-    pthread_mutex_lock(&phase.mu);
-    phase_newline();
-    pthread_mutex_unlock(&phase.mu);
+    if (on) {
+        pthread_mutex_lock(&phase.mu);
+        phase_newline();
+    } else {
+        pthread_mutex_unlock(&phase.mu);
+    }
 }
 
 void cli_phase_progress_start(int mode)
