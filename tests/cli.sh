@@ -1328,15 +1328,15 @@ assert t == sorted(t), t
 PYEOF
 expect 0 "analyze, stderr not a terminal" -- "$HS" analyze "$G" --text "the cat sat on the mat" -o "$T/pn"
 [ ! -s "$T/err" ] && ok || bad "progress on a stderr that is not a terminal: $(head -c 300 "$T/err")"
-# on a pseudo-terminal (HEADSCOPE_TEST_PHASE_SHOW=now: every report drawn, not only after a
-# second): a line per phase rewritten in place, each ended before the summary
-"$PY" - "$HS" "$G" "$T/pt" <<'PYEOF' && ok || bad "analyze on a terminal: progress"
+# on_pty FILE COMMAND...: runs COMMAND on a pseudo-terminal, what it wrote kept in FILE; its
+# exit status
+on_pty() {
+    "$PY" - "$@" <<'PYEOF'
 import os, pty, select, sys
-hs, model, out = sys.argv[1:4]
+out, argv = sys.argv[1], sys.argv[2:]
 pid, fd = pty.fork()
 if pid == 0:
-    os.environ["HEADSCOPE_TEST_PHASE_SHOW"] = "now"
-    os.execv(hs, [hs, "analyze", model, "--text", "the cat sat on the mat. the cat sat", "-o", out])
+    os.execvp(argv[0], argv)
 buf = b""
 while True:
     r, _, _ = select.select([fd], [], [], 120)
@@ -1350,8 +1350,16 @@ while True:
         break
     buf += d
 _, st = os.waitpid(pid, 0)
-s = buf.decode("utf-8", "replace")
-assert os.WEXITSTATUS(st) == 0, s[-500:]
+open(out, "wb").write(buf)
+sys.exit(os.WEXITSTATUS(st) if os.WIFEXITED(st) else 1)
+PYEOF
+}
+# on a pseudo-terminal (HEADSCOPE_TEST_PHASE_SHOW=now: every report drawn, not only after a
+# second): a line per phase rewritten in place, each ended before the summary
+on_pty "$T/pt.out" env HEADSCOPE_TEST_PHASE_SHOW=now "$HS" analyze "$G" --text "the cat sat on the mat. the cat sat" -o "$T/pt" && ok || bad "analyze on a terminal"
+"$PY" - "$T/pt.out" "$G" <<'PYEOF' && ok || bad "analyze on a terminal: progress"
+import sys
+s, model = open(sys.argv[1], "rb").read().decode("utf-8", "replace"), sys.argv[2]
 for want in ("\rheadscope: analyze: loading the model, 0:0", "\rheadscope: analyze: forward 2/2",
              "\rheadscope: analyze: ablation 1/8, ETA ", "\rheadscope: analyze: ablation 8/8",
              "\rheadscope: analyze: probe ablation 8/8", "\rheadscope: analyze: pruning 1/",
@@ -1374,28 +1382,10 @@ PYEOF
 expect 0 "corpus progress from stdin" -- bash -c "head -n 3 '$CPL' | '$HS' analyze '$G' --corpus - -o '$T/cps' -q --progress=json"
 "$PY" -c 'import json,sys; ev=[json.loads(l) for l in open(sys.argv[1])]; sys.exit(0 if len(ev) == 4 and all(e["texts_total"] is None for e in ev) else 1)' "$T/err" && ok || bad "corpus on stdin: $(cat "$T/err")"
 # on a terminal: one line rewritten in place, done/total, the rate and the ETA
-"$PY" - "$HS" "$G" "$CPL" "$T/cptt" <<'PYEOF' && ok || bad "corpus progress on a terminal"
-import os, pty, select, sys
-hs, model, corpus, out = sys.argv[1:5]
-pid, fd = pty.fork()
-if pid == 0:
-    os.execv(hs, [hs, "analyze", model, "--corpus", corpus, "--max-texts", "3", "-o", out])
-buf = b""
-while True:
-    r, _, _ = select.select([fd], [], [], 120)
-    if not r:
-        break
-    try:
-        d = os.read(fd, 65536)
-    except OSError:
-        break
-    if not d:
-        break
-    buf += d
-_, st = os.waitpid(pid, 0)
-s = buf.decode("utf-8", "replace")
-assert os.WEXITSTATUS(st) == 0, s[-500:]
-import re
+on_pty "$T/cptt.out" "$HS" analyze "$G" --corpus "$CPL" --max-texts 3 -o "$T/cptt" && ok || bad "corpus on a terminal"
+"$PY" - "$T/cptt.out" <<'PYEOF' && ok || bad "corpus progress on a terminal: $(head -c 600 "$T/cptt.out")"
+import re, sys
+s = open(sys.argv[1], "rb").read().decode("utf-8", "replace")
 assert re.search(r"\rheadscope: analyze: 1/3 texts, \d+ tokens/s, ETA \d+:\d\d", s), s[:1000]
 assert re.search(r"\rheadscope: analyze: 3/3 texts, \d+ tokens/s, ETA 0:00 *\r\n", s), s[:1000]
 PYEOF
