@@ -144,11 +144,11 @@ $(BUILD)/tests/%: tests/%.c $(LIB) $(BUILD)/tests/%.d
 	$(CC) $(CPPFLAGS) $(ALLCFLAGS) $(LINKDEP) $(CRIT_CFLAGS) $< $(LIB) $(PKG_LIBS) $(CRIT_LIBS) $(LDFLAGS) -o $@
 
 # test_options reads the options through the command line's own parser too
-$(BUILD)/tests/test_options: tests/test_options.c $(BUILD)/obj/cli/analyze_args.o \
-		$(BUILD)/obj/cli/common.o $(LIB) $(wildcard tests/*.h)
+TEST_OPTIONS_CLI = $(addprefix $(BUILD)/obj/cli/,analyze_args.o common.o suggest.o corpus_progress.o)
+$(BUILD)/tests/test_options: tests/test_options.c $(TEST_OPTIONS_CLI) $(LIB) $(wildcard tests/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(ALLCFLAGS) $(LINKDEP) $(CRIT_CFLAGS) $< $(BUILD)/obj/cli/analyze_args.o \
-		$(BUILD)/obj/cli/common.o $(LIB) $(PKG_LIBS) $(CRIT_LIBS) $(LDFLAGS) -o $@
+	$(CC) $(CPPFLAGS) $(ALLCFLAGS) $(LINKDEP) $(CRIT_CFLAGS) $< $(TEST_OPTIONS_CLI) \
+		$(LIB) $(PKG_LIBS) $(CRIT_LIBS) $(LDFLAGS) -o $@
 
 # test_ops and test_forward built again with the elementwise kernels' AVX2 clone only
 # (src/nn/ops.c, HS_CLONES_NO_V4): a CPU with AVX-512 would otherwise never run it.

@@ -37,7 +37,9 @@ static const char usage_text[] =
     "      --text-pair TEXT2  second segment for BERT ([CLS] a [SEP] b [SEP])\n"
     "      --truncate         keep the first n_ctx tokens of a longer text\n"
     "  -w, --what LIST        comma-separated activations (required)\n"
-    "  -o, --output OUTDIR    output folder (created if missing)\n"
+    "  -o, --output OUTDIR    output folder (created with its parents if missing); an\n"
+    "                         earlier run's outputs there are replaced\n"
+    "      --no-clobber       refuse an OUTDIR that holds an earlier run's outputs\n"
     "  -q, --quiet            print nothing on success\n"
     "  -h, --help             show this help\n";
 
@@ -249,9 +251,9 @@ int cmd_dump(int argc, char **argv)
         {"text-pair", required_argument, NULL, 'p'}, {"truncate", no_argument, NULL, 'T'},
         {"what", required_argument, NULL, 'w'},   {"output", required_argument, NULL, 'o'},
         {"quiet", no_argument, NULL, 'q'},        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0}};
+        {"no-clobber", no_argument, NULL, 'n'},   {NULL, 0, NULL, 0}};
     const char *text = NULL, *file = NULL, *pair = NULL, *out = NULL, *what = NULL;
-    int truncate = 0, quiet = 0, c, want[W_COUNT] = {0};
+    int truncate = 0, quiet = 0, no_clobber = 0, c, want[W_COUNT] = {0};
     opterr = 0;
     optind = 1;
     while ((c = getopt_long(argc, argv, ":t:f:w:o:qh", opts, NULL)) != -1) {
@@ -263,9 +265,10 @@ int cmd_dump(int argc, char **argv)
         case 'w': what = optarg; break;
         case 'o': out = optarg; break;
         case 'q': quiet = 1; break;
+        case 'n': no_clobber = 1; break;
         case 'h': fputs(usage_text, stdout); return cli_finish_stdout(C);
-        case ':': return cli_usage_error(C, "option '%s' needs a value", argv[optind - 1]);
-        default: return cli_usage_error(C, "unknown option '%s'", argv[optind - 1]);
+        case ':':
+        default: return cli_option_error(C, c, argc, argv, opts);
         }
     }
     if (optind != argc - 1)
@@ -288,7 +291,9 @@ int cmd_dump(int argc, char **argv)
         return rc;
     cli_outdir od;
     int worker;
-    rc = cli_outdir_open(C, out, 1, &od, &worker);
+    rc = cli_outdir_open(C, out, CLI_OUTDIR_STAGED | (quiet ? CLI_OUTDIR_QUIET : 0) |
+                                     (no_clobber ? CLI_OUTDIR_NO_CLOBBER : 0),
+                         &od, &worker);
     if (!worker) {
         cli_text_free(&t);
         return rc;

@@ -24,7 +24,7 @@ int cmd_info(int argc, char **argv)
             fputs(usage_text, stdout);
             return cli_finish_stdout("info");
         }
-        return cli_usage_error("info", "unknown option '%s'", argv[optind - 1]);
+        return cli_option_error("info", c, argc, argv, opts);
     }
     if (optind != argc - 1)
         return cli_usage_error("info", optind >= argc ? "no MODEL given" : "more than one MODEL given");

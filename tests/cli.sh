@@ -1481,5 +1481,154 @@ if grep -qw avx /proc/cpuinfo; then
     if grep -q '^OpenBLAS kernels Prescott, OpenMP threads$' "$T/out"; then ok; else bad "OPENBLAS_CORETYPE not kept: $(cat "$T/out")"; fi
 fi
 
+# ---- usage errors: one line, with what was probably meant (issue 40) ------------------------
+expect 2 "misspelt option" -- "$HS" analyze "$G" --txt hi -o "$T/u"
+one_line_error "misspelt option"
+stderr_has "misspelt option" "headscope: analyze: unknown option '--txt'; did you mean '--text'? (see 'headscope analyze --help')"
+expect 2 "misspelt command" -- "$HS" analyse "$G" --text hi -o "$T/u"
+one_line_error "misspelt command"
+stderr_has "misspelt command" "headscope: 'analyse' is not a command; did you mean 'analyze'? (see 'headscope --help')"
+expect 2 "unknown command" -- "$HS" frobnicate
+one_line_error "unknown command"; stderr_has "unknown command" "'frobnicate' is not a command (see 'headscope --help')"
+expect 2 "ambiguous abbreviation" -- "$HS" analyze "$G" --max 3 --text hi -o "$T/u"
+one_line_error "ambiguous abbreviation"
+stderr_has "ambiguous abbreviation" "unknown option '--max': it abbreviates --max-tokens-in-images, --max-texts, --max-tokens (see 'headscope analyze --help')"
+expect 2 "a value to a flag" -- "$HS" attn "$G" --quiet=1 --text hi -o "$T/u.npy"
+one_line_error "a value to a flag"; stderr_has "a value to a flag" "option '--quiet' takes no value"
+expect 2 "misspelt common option" -- "$HS" tokenize "$G" --thread 2 --text hi
+stderr_has "misspelt common option" "did you mean '--threads'?"
+for c in attn dump tokenize info convert merge; do
+    expect 2 "$c: unknown option" -- "$HS" $c "$G" --bogus-option
+    one_line_error "$c: unknown option"; stderr_has "$c: unknown option" "(see 'headscope $c --help')"
+    expect 2 "$c: missing value" -- "$HS" $c "$G" -o
+    one_line_error "$c: missing value"
+done
+[ ! -e "$T/u" ] && [ ! -e "$T/u.npy" ] && ok || bad "a usage error left output behind"
+# --threads and --weight-memory before the command, as after it
+"$HS" tokenize "$G" --text "Hello world" --json >"$T/tk0" || bad "tokenize"
+expect 0 "--threads before the command" -- "$HS" --threads 2 tokenize "$G" --text "Hello world" --json
+cmp -s "$T/out" "$T/tk0" && ok || bad "--threads before the command: $(cat "$T/out")"
+expect 0 "--threads= and --weight-memory before the command" -- "$HS" --threads=1 --weight-memory all tokenize "$G" --text "Hello world" --json
+cmp -s "$T/out" "$T/tk0" && ok || bad "--threads= before the command: $(cat "$T/out")"
+expect 2 "--threads before the command, no value" -- "$HS" --threads
+one_line_error "--threads before the command, no value"
+expect 2 "--threads 0 before the command" -- "$HS" --threads 0 info "$G"
+one_line_error "--threads 0 before the command"
+# --file - drops one trailing newline (\n or \r\n), as echo adds it; a second one is text
+for nl in '\n' '\r\n'; do
+    expect 0 "--file - with a trailing newline" -- bash -c "printf 'Hello world$nl' | '$HS' tokenize '$G' --file - --json"
+    cmp -s "$T/out" "$T/tk0" && ok || bad "--file - kept its trailing newline: $(cat "$T/out")"
+done
+expect 0 "--file - with two newlines" -- bash -c "printf 'Hello world\n\n' | '$HS' tokenize '$G' --file - --json"
+grep -q '"ids":\[15496,995,198\]' "$T/out" && ok || bad "--file - dropped more than one newline: $(cat "$T/out")"
+# a text past the context says its length: "hello" then " hello" x 199 is 200 GPT-2 tokens
+# (31373, then 23748 each), past tiny-gpt2's 128
+printf 'hello%.0s' x >"$T/long200.txt"; for i in $(seq 199); do printf ' hello'; done >>"$T/long200.txt"
+expect 1 "a text past the context" -- "$HS" attn "$G" --file "$T/long200.txt" -o "$T/u.npy"
+one_line_error "a text past the context"
+stderr_has "a text past the context" "the text is 200 tokens, more than the model's context of 128; pass --truncate to keep the first 128"
+# convert: OUT is a file
+mkdir -p "$T/cvdir"
+expect 1 "convert into a folder" -- "$HS" convert "$G" -o "$T/cvdir"
+one_line_error "convert into a folder"; stderr_has "convert into a folder" "is a folder: -o OUT names the file to write"
+[ -z "$(ls -A "$T/cvdir")" ] && ok || bad "convert into a folder wrote $(ls -A "$T/cvdir")"
+
+# ---- a single text's progress: every phase, JSON lines or a terminal's line ----------------
+expect 0 "analyze --progress=json" -- "$HS" analyze "$G" --text "the cat sat on the mat. the cat sat" -o "$T/pj" -q --progress=json
+"$PY" - "$T/err" "$T/pj/report.json" <<'PYEOF' && ok || bad "analyze --progress=json: $(head -c 600 "$T/err")"
+import json, sys
+ev = [json.loads(l) for l in open(sys.argv[1])]
+r = json.load(open(sys.argv[2]))
+L, H = r["model"]["n_layer"], r["model"]["n_head"]
+assert ev[-1]["event"] == "done" and set(ev[-1]) == {"event", "elapsed_s"}, ev[-1]
+ph = ev[:-1]
+for e in ph:
+    assert e["event"] == "phase" and set(e) == {"event", "phase", "done", "total", "elapsed_s", "eta_s"}, e
+    assert 0 <= e["done"] <= e["total"] or e["total"] == 0, e
+    assert (e["eta_s"] is None) == (e["total"] == 0 or e["done"] == 0), e
+names = []
+for e in ph:
+    if not names or names[-1] != e["phase"]:
+        names.append(e["phase"])
+for want in ("loading the model", "tokenizing", "forward", "probe", "pairwise", "composition",
+             "gradient", "ablation", "probe ablation", "pruning", "pictures", "the page and report.json"):
+    assert want in names, (want, names)
+assert len(names) == len(set(names)), names  # each phase once, in one run
+count = lambda p: [e["done"] for e in ph if e["phase"] == p and e["total"]]
+assert count("forward") == list(range(1, L + 1)), count("forward")
+assert count("ablation") == list(range(1, L * H + 1)), count("ablation")
+assert count("probe ablation") == list(range(1, L * H + 1)), count("probe ablation")
+assert count("composition") == list(range(1, L + L * (L - 1) // 2 + 2)), count("composition")
+steps = [e for e in ph if e["phase"] == "pruning" and e["total"]]
+d = [e["done"] for e in steps]
+assert steps and d == sorted(set(d)) and d[0] >= 1 and d[-1] <= steps[-1]["total"], steps
+assert all(e["eta_s"] == 0 for e in ph if e["total"] and e["done"] == e["total"])
+t = [e["elapsed_s"] for e in ev]
+assert t == sorted(t), t
+PYEOF
+expect 0 "analyze, stderr not a terminal" -- "$HS" analyze "$G" --text "the cat sat on the mat" -o "$T/pn"
+[ ! -s "$T/err" ] && ok || bad "progress on a stderr that is not a terminal: $(head -c 300 "$T/err")"
+# on_pty FILE COMMAND...: runs COMMAND on a pseudo-terminal, what it wrote kept in FILE; its
+# exit status
+on_pty() {
+    "$PY" - "$@" <<'PYEOF'
+import os, pty, select, sys
+out, argv = sys.argv[1], sys.argv[2:]
+pid, fd = pty.fork()
+if pid == 0:
+    os.execvp(argv[0], argv)
+buf = b""
+while True:
+    r, _, _ = select.select([fd], [], [], 120)
+    if not r:
+        break
+    try:
+        d = os.read(fd, 65536)
+    except OSError:
+        break
+    if not d:
+        break
+    buf += d
+_, st = os.waitpid(pid, 0)
+open(out, "wb").write(buf)
+sys.exit(os.WEXITSTATUS(st) if os.WIFEXITED(st) else 1)
+PYEOF
+}
+# on a pseudo-terminal (HEADSCOPE_TEST_PHASE_SHOW=now: every report drawn, not only after a
+# second): a line per phase rewritten in place, each ended before the summary
+on_pty "$T/pt.out" env HEADSCOPE_TEST_PHASE_SHOW=now "$HS" analyze "$G" --text "the cat sat on the mat. the cat sat" -o "$T/pt" && ok || bad "analyze on a terminal"
+"$PY" - "$T/pt.out" "$G" <<'PYEOF' && ok || bad "analyze on a terminal: progress"
+import sys
+s, model = open(sys.argv[1], "rb").read().decode("utf-8", "replace"), sys.argv[2]
+for want in ("\rheadscope: analyze: loading the model, 0:0", "\rheadscope: analyze: forward 2/2",
+             "\rheadscope: analyze: ablation 1/8, ETA ", "\rheadscope: analyze: ablation 8/8",
+             "\rheadscope: analyze: probe ablation 8/8", "\rheadscope: analyze: pruning 1/",
+             "\rheadscope: analyze: composition, 0:0"):
+    assert want in s, (want, s[:2000])
+summary = s.index(model + ": gpt2, 2 layers x 4 heads")
+assert s[summary - 2:summary] == "\r\n" and "\r" not in s[summary:].replace("\r\n", ""), s[summary - 200:summary + 100]
+PYEOF
+
+# a corpus run counts its texts first: done/total and an ETA from the first text on (shard 2/2
+# of the first 5 lines: texts 1 and 3, counted from 0, so 2), null for a corpus on stdin
+CPL=fixtures/corpus/licenses.txt
+expect 0 "corpus progress with a total" -- "$HS" analyze "$G" --corpus "$CPL" --max-texts 5 --shard 2/2 -o "$T/cpt" -q --progress=json
+"$PY" - "$T/err" <<'PYEOF' && ok || bad "corpus --progress=json total: $(head -c 600 "$T/err")"
+import json, sys
+ev = [json.loads(l) for l in open(sys.argv[1])]
+assert [(e["event"], e["texts_done"], e["texts_total"]) for e in ev] == [("progress", 1, 2), ("progress", 2, 2), ("done", 2, 2)], ev
+assert ev[0]["eta_s"] is not None and ev[0]["eta_s"] >= 0 and ev[-1]["eta_s"] == 0, ev
+PYEOF
+expect 0 "corpus progress from stdin" -- bash -c "head -n 3 '$CPL' | '$HS' analyze '$G' --corpus - -o '$T/cps' -q --progress=json"
+"$PY" -c 'import json,sys; ev=[json.loads(l) for l in open(sys.argv[1])]; sys.exit(0 if len(ev) == 4 and all(e["texts_total"] is None for e in ev) else 1)' "$T/err" && ok || bad "corpus on stdin: $(cat "$T/err")"
+# on a terminal: one line rewritten in place, done/total, the rate and the ETA
+on_pty "$T/cptt.out" "$HS" analyze "$G" --corpus "$CPL" --max-texts 3 -o "$T/cptt" && ok || bad "corpus on a terminal"
+"$PY" - "$T/cptt.out" <<'PYEOF' && ok || bad "corpus progress on a terminal: $(head -c 600 "$T/cptt.out")"
+import re, sys
+s = open(sys.argv[1], "rb").read().decode("utf-8", "replace")
+assert re.search(r"\rheadscope: analyze: 1/3 texts, \d+ tokens/s, ETA \d+:\d\d", s), s[:1000]
+assert re.search(r"\rheadscope: analyze: 3/3 texts, \d+ tokens/s, ETA 0:00 *\r\n", s), s[:1000]
+PYEOF
+
 echo "cli: $pass passed, $fail failed"
 [ "$fail" = 0 ]

@@ -156,6 +156,13 @@ int hs_composition_defined(const hs_model_config *c)
 
 hs_status hs_composition_compute(const hs_model *m, hs_composition **out, hs_error *err)
 {
+    return hs_composition_run(m, NULL, NULL, out, err);
+}
+
+hs_status hs_composition_run(const hs_model *m,
+                             void (*progress)(void *user, const char *what, int done, int total),
+                             void *user, hs_composition **out, hs_error *err)
+{
     *out = NULL;
     const hs_model_config *c = &m->cfg;
     if (!hs_composition_defined(c))
@@ -244,6 +251,8 @@ hs_status hs_composition_compute(const hs_model *m, hs_composition **out, hs_err
                                     "on layer %d's Gram matrices (info %d)", l, info);
             goto fail;
         }
+        if (progress) /* steps: each layer's Grams, each pair of layers, the copying scores */
+            progress(user, "composition", l + 1, L + L * (L - 1) / 2 + 1);
     }
     /* every pair of layers la < lb: the reading layer's columns R_b F_b^T of all three kinds
        built once (yf: Q with Gk's root, K with Gq's, V with Go's), then each earlier layer's
@@ -289,6 +298,9 @@ hs_status hs_composition_compute(const hs_model *m, hs_composition **out, hs_err
                         double den = r->ov_norm[a] * nb;
                         dst[(size_t)a * N + b] = den > 0 ? sqrt(sum) / den : NAN;
                     }
+            if (progress)
+                progress(user, "composition", L + lb * (lb - 1) / 2 + la + 1,
+                         L + L * (L - 1) / 2 + 1);
         }
     }
     /* copying: eigenvalues of O_a G V_a with G = diag(ln_f) W_U W_E = diag(ln_f) dec^T wte */
@@ -373,6 +385,8 @@ hs_status hs_composition_compute(const hs_model *m, hs_composition **out, hs_err
         }
     }
 #undef GRAM
+    if (progress)
+        progress(user, "composition", L + L * (L - 1) / 2 + 1, L + L * (L - 1) / 2 + 1);
     goto done;
 fail:
     free(r);

@@ -107,6 +107,12 @@ hs_status hs_out_resume(const char *path, const char *tmp, long len, hs_out *o, 
 void hs_tmp_register(const char *path);
 void hs_tmp_forget(const char *path);
 void hs_tmp_signals_install(void);
+/* What those handlers do after removing the temporaries, for a run that knows what a signal
+ * leaves (a corpus run and its checkpoint): write line (a whole line with its newline, at
+ * most 2047 bytes) to stderr, and first remove the folder dir when it is empty, and then
+ * its parents, levels folders in all (the folders the run made). Either may be NULL; both
+ * NULL: nothing. A later call replaces the note. */
+void hs_tmp_on_signal(const char *line, const char *dir, int levels);
 
 /* splitmix64 and a uniform draw in [0, m), m >= 1, without modulo bias (src/core/random.c):
  * the seeded streams of the induction probe and corpus sampling. */
