@@ -144,11 +144,11 @@ $(BUILD)/tests/%: tests/%.c $(LIB) $(BUILD)/tests/%.d
 	$(CC) $(CPPFLAGS) $(ALLCFLAGS) $(LINKDEP) $(CRIT_CFLAGS) $< $(LIB) $(PKG_LIBS) $(CRIT_LIBS) $(LDFLAGS) -o $@
 
 # test_options reads the options through the command line's own parser too
-$(BUILD)/tests/test_options: tests/test_options.c $(BUILD)/obj/cli/analyze_args.o \
-		$(BUILD)/obj/cli/common.o $(LIB) $(wildcard tests/*.h)
+TEST_OPTIONS_CLI = $(addprefix $(BUILD)/obj/cli/,analyze_args.o common.o suggest.o corpus_progress.o)
+$(BUILD)/tests/test_options: tests/test_options.c $(TEST_OPTIONS_CLI) $(LIB) $(wildcard tests/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(ALLCFLAGS) $(LINKDEP) $(CRIT_CFLAGS) $< $(BUILD)/obj/cli/analyze_args.o \
-		$(BUILD)/obj/cli/common.o $(LIB) $(PKG_LIBS) $(CRIT_LIBS) $(LDFLAGS) -o $@
+	$(CC) $(CPPFLAGS) $(ALLCFLAGS) $(LINKDEP) $(CRIT_CFLAGS) $< $(TEST_OPTIONS_CLI) \
+		$(LIB) $(PKG_LIBS) $(CRIT_LIBS) $(LDFLAGS) -o $@
 
 # test_ops and test_forward built again with the elementwise kernels' AVX2 clone only
 # (src/nn/ops.c, HS_CLONES_NO_V4): a CPU with AVX-512 would otherwise never run it.
@@ -213,7 +213,7 @@ $(BUILD)/replay/%: tests/fuzz/%.c $(LIB) $(BUILD)/replay/%.d
 
 fuzz-replay: $(REPLAY_BIN)
 	$(BUILD)/replay/fuzz_gguf $$(find fixtures/gguf -name '*.gguf' | sort)
-	$(BUILD)/replay/fuzz_tokenizer fixtures/tokenizer/cases.jsonl fixtures/tokenizer/family_cases.jsonl README.md
+	$(BUILD)/replay/fuzz_tokenizer fixtures/tokenizer/cases.jsonl fixtures/tokenizer/family_cases.jsonl fixtures/tokenizer/unigram_cases.jsonl README.md
 	$(BUILD)/replay/fuzz_tokenizer_json fixtures/tokenizer/json-corpus/*.json fixtures/tokenizer/bert-cased.tokenizer.json fixtures/tokenizer/families/*.tokenizer.json
 	$(BUILD)/replay/fuzz_safetensors $$(find fixtures/bad fixtures/models -name model.safetensors | sort)
 	$(BUILD)/replay/fuzz_torchbin $$(find fixtures/torchbin -name '*.bin' | sort)
@@ -302,7 +302,7 @@ fuzz: $(PAGE_C)
 	clang $(FUZZ_FLAGS) tests/fuzz/fuzz_resume.c $(LIB_SRC) $(PAGE_C) $(PKG_LIBS) -o build-fuzz/fuzz_resume
 	cp fixtures/fuzz-resume/* build-fuzz/corpus-resume/
 	find fixtures/gguf -name '*.gguf' -exec cp {} build-fuzz/corpus-gguf/ ';'
-	cp README.md docs/*.md fixtures/tokenizer/family_cases.jsonl build-fuzz/corpus-tokenizer/
+	cp README.md docs/*.md fixtures/tokenizer/family_cases.jsonl fixtures/tokenizer/unigram_cases.jsonl build-fuzz/corpus-tokenizer/
 	cp fixtures/tokenizer/json-corpus/*.json build-fuzz/corpus-tokenizer-json/
 	build-fuzz/fuzz_gguf -max_total_time=$(FUZZ_SECONDS) -max_len=65536 build-fuzz/corpus-gguf
 	build-fuzz/fuzz_tokenizer -max_total_time=$(FUZZ_SECONDS) -max_len=4096 build-fuzz/corpus-tokenizer
@@ -325,11 +325,20 @@ BENCH_ARGS ?=
 BENCH_FAMILIES = $(BUILD)/bench/roberta-base $(BUILD)/bench/distilbert-base \
 	$(BUILD)/bench/pythia-160m $(BUILD)/bench/tinyllama-1.1b \
 	$(BUILD)/bench/falcon7b-2L $(BUILD)/bench/starcoder-1b \
-	$(BUILD)/bench/mistral-7b-2l
+	$(BUILD)/bench/mistral-7b-2l $(BUILD)/bench/deepseek-v2-lite-2l
+# TinyLlama's shape as GGUF files in three storage types (bench/stored.c; F16 1.9 GB, Q8_0 1.0 GB,
+# Q4_K_M's layout 0.6 GB); llama.cpp's llama-bench beside them with LLAMACPP=path/to/build/bin
+BENCH_STORED = $(addprefix $(BUILD)/bench/tinyllama-1.1b.,f16.gguf q8_0.gguf q4_k_m.gguf)
 bench: all $(BUILD)/hs-bench $(BENCH_MODEL)/config.json $(BENCH_BERT)/config.json \
-		$(addsuffix /config.json,$(BENCH_FAMILIES))
-	$(BUILD)/hs-bench $(BENCH_MODEL) $(BENCH_BERT) --family $(BENCH_FAMILIES) --headscope $(BIN) \
+		$(addsuffix /config.json,$(BENCH_FAMILIES)) $(BENCH_STORED)
+	LLAMACPP="$(LLAMACPP)" $(BUILD)/hs-bench $(BENCH_MODEL) $(BENCH_BERT) --family $(BENCH_FAMILIES) \
+		--stored $(BENCH_STORED) --headscope $(BIN) \
 		--torch bench/torch_forward.py --python /usr/bin/python3 $(BENCH_ARGS)
+
+$(BUILD)/bench/tinyllama-1.1b.%.gguf: $(BUILD)/bench/tinyllama-1.1b/config.json | all
+	$(BIN) convert $(<D) -o $@ --type $*
+$(BUILD)/bench/tinyllama-1.1b.q4_k_m.gguf: $(BUILD)/bench/tinyllama-1.1b.f16.gguf
+	/usr/bin/python3 bench/q4_k_m_layout.py $< $@
 
 $(BUILD)/bench/roberta-base/config.json:
 	/usr/bin/python3 fixtures/ref/make_checkpoint.py --arch roberta-base --out $(@D) \
@@ -344,6 +353,9 @@ $(BUILD)/bench/pythia-160m/config.json:
 $(BUILD)/bench/tinyllama-1.1b/config.json:
 	/usr/bin/python3 fixtures/ref/make_checkpoint.py --arch tinyllama-1.1b --dtype bf16 --out $(@D) \
 		--tokenizer fixtures/tokenizer/families/llama2.tokenizer.json
+# DeepSeek-V2-Lite's shape with 2 of its 27 layers (one dense, one of 64 experts), BF16
+$(BUILD)/bench/deepseek-v2-lite-2l/config.json:
+	/usr/bin/python3 fixtures/ref/make_mla_golden.py --bench $(@D)
 
 # multi-query: Falcon-7B's shape cut to 2 of its 32 layers (the name says so), StarCoderBase-1B's
 $(BUILD)/bench/falcon7b-2L/config.json:

@@ -50,4 +50,9 @@ void bench_corpus_rows(const char *headscope, const char *model, int k, int k_ab
 void bench_breakdown(const hs_model_config *c, const char *name, const int *sizes, int n_sizes,
                      const int *thr, int n_thr, int reps);
 
+/* --stored: each GGUF file's `headscope attn --ids` at n = 128 and 512 with its layers in
+ * their stored type, converted at load and converted every pass; llama-bench beside them
+ * when LLAMACPP is set (bench/stored.c). */
+void bench_stored_rows(const char *headscope, const char *files[], int n_files, int threads);
+
 #endif

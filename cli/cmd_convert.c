@@ -19,7 +19,7 @@ static const char usage_text[] =
     "biases, position and token-type embeddings stay F32; the other matrices get --type\n"
     "(q8_0 falls back to f16 for rows not a multiple of 32). The file appears only when\n"
     "complete (written to a new temporary file beside OUT, then renamed).\n\n"
-    "  -o, --output OUT   the file to write (e.g. model.bin)\n"
+    "  -o, --output OUT   the file to write (e.g. model.bin), not a folder\n"
     "  -t, --type TYPE    f32 (default), f16, bf16 or q8_0\n"
     "      --name NAME    general.name (default: the model folder's name)\n"
     "      --keep-mlm     BERT, RoBERTa: also write the MLM head, as headscope-only tensors\n"
@@ -70,9 +70,7 @@ int cmd_convert(int argc, char **argv)
             fputs(usage_text, stdout);
             return cli_finish_stdout("convert");
         case ':':
-            return cli_usage_error("convert", "option '%s' needs a value", argv[optind - 1]);
-        default:
-            return cli_usage_error("convert", "unknown option '%s'", argv[optind - 1]);
+        default: return cli_option_error("convert", c, argc, argv, opts);
         }
     }
     if (optind >= argc)
@@ -87,7 +85,8 @@ int cmd_convert(int argc, char **argv)
                                type);
     struct stat sb;
     if (stat(out, &sb) == 0 && S_ISDIR(sb.st_mode)) {
-        cli_error("convert", "'%s' is a directory", out);
+        cli_error("convert", "'%s' is a folder: -o OUT names the file to write (e.g. "
+                  "'%s/model.bin')", out, out);
         return EXIT_FAIL;
     }
     const char *src = argv[optind];

@@ -111,8 +111,8 @@ int cmd_tokenize(int argc, char **argv)
                                        optarg);
             break;
         case 'h': fputs(usage_text, stdout); return cli_finish_stdout("tokenize");
-        case ':': return cli_usage_error("tokenize", "option '%s' needs a value", argv[optind - 1]);
-        default: return cli_usage_error("tokenize", "unknown option '%s'", argv[optind - 1]);
+        case ':':
+        default: return cli_option_error("tokenize", c, argc, argv, opts);
         }
     }
     if (optind != argc - 1)

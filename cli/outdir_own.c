@@ -250,3 +250,45 @@ void cli_outdir_sweep(const char *dir)
     }
     closedir(d);
 }
+
+/* Adds dir's entries with headscope's output names (prefix "heads/" for the pictures
+ * folder) to *n, the first few to list; the heads folder only when a real folder. */
+static void count_own(const char *dir, const char *prefix, int *n, char *list, size_t cap)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    if (!d)
+        return;
+    while ((e = readdir(d))) {
+        char rel[300];
+        struct stat sb;
+        snprintf(rel, sizeof rel, "%s%s", prefix, e->d_name);
+        if (fstatat(dirfd(d), e->d_name, &sb, AT_SYMLINK_NOFOLLOW) != 0)
+            continue;
+        if (!*prefix && S_ISDIR(sb.st_mode) && !strcmp(e->d_name, "heads")) {
+            char *hp = cli_path_join(dir, "heads");
+            if (hp)
+                count_own(hp, "heads/", n, list, cap);
+            free(hp);
+            continue;
+        }
+        if (!S_ISREG(sb.st_mode) || !cli_own_output_name(rel, 0))
+            continue;
+        size_t used = strlen(list);
+        if (*n < 3 && used + strlen(rel) + 3 < cap)
+            snprintf(list + used, cap - used, "%s%s", *n ? ", " : "", rel);
+        else if (*n == 3 && used + 6 < cap)
+            snprintf(list + used, cap - used, ", ...");
+        (*n)++;
+    }
+    closedir(d);
+}
+
+int cli_outdir_earlier(const char *dir, char *list, size_t cap)
+{
+    int n = 0;
+    if (cap)
+        list[0] = 0;
+    count_own(dir, "", &n, list, cap);
+    return n;
+}

@@ -12,7 +12,7 @@ if [ -n "$cmd" ]; then
 else
     name=headscope
     help=$("$bin" --help)
-    summary="analyse every attention head of GPT-2, BERT, RoBERTa, DistilBERT, GPT-NeoX/Pythia, Llama, Mistral, Qwen2, Phi-3, Falcon and GPT-BigCode models"
+    summary="analyse every attention head of GPT-2, BERT, RoBERTa, DistilBERT, GPT-NeoX/Pythia, Llama, Mistral, Qwen2, Phi-3, Falcon, GPT-BigCode and DeepSeek-V2/V3 models"
 fi
 upper=$(printf '%s' "$name" | tr 'a-z-' 'A-Z-')
 printf '.TH %s 1 "" "headscope %s" "User Commands"\n' "$upper" "$version"

@@ -45,6 +45,9 @@ typedef enum hs_family {
     HS_FAMILY_FALCON = 8,     /* Falcon: parallel attention, rotary or ALiBi (Falcon-RW) */
     HS_FAMILY_GPT_BIGCODE = 9, /* StarCoder, SantaCoder: GPT-2's block with one K/V head */
     HS_FAMILY_PHI3 = 10,    /* Llama's block with fused qkv_proj and gate_up_proj, longrope */
+    HS_FAMILY_DEEPSEEK_V2 = 11, /* multi-head latent attention (hs_arch.mla_*), Llama's MLP or a
+                                  mixture of experts (hs_arch.moe_*) */
+    HS_FAMILY_DEEPSEEK_V3 = 12, /* DeepSeek-V2's block, V3's defaults and sigmoid routing */
     /* encoder-decoder: an encoder stack, then a decoder stack with cross-attention */
     HS_FAMILY_T5 = 40       /* T5, T5 v1.1, Flan-T5: RMSNorm, relative position buckets */
 } hs_family;
@@ -97,13 +100,29 @@ typedef enum hs_rope_scaling {
     HS_ROPE_PLAIN = 0,  /* theta_k = base^(-2k / rotary_dims) */
     HS_ROPE_LINEAR = 1, /* theta_k / factor (position interpolation) */
     HS_ROPE_LLAMA3 = 2, /* Llama 3.1: long wavelengths / factor, short kept, blended between */
-    HS_ROPE_LONGROPE = 3 /* LongRoPE (Phi-3's "longrope", formerly "su"): theta_k divided by
+    HS_ROPE_LONGROPE = 3, /* LongRoPE (Phi-3's "longrope", formerly "su"): theta_k divided by
                             short_factor[k] for a text of at most orig_ctx tokens, by
                             long_factor[k] beyond; cos and sin times attn_factor */
+    HS_ROPE_YARN = 4    /* YaRN (Peng et al. 2023): theta / factor below beta_slow rotations in
+                           orig_ctx, theta kept above beta_fast, a linear ramp between; the
+                           turned dimensions scaled by attn_factor */
 } hs_rope_scaling;
 
 /* LongRoPE's per-frequency factors: one for each of at most this many frequencies. */
 #define HS_ROPE_MAX_FACTORS 256
+
+/* A mixture of experts' router: how scores are made from the gate's logits, and how the
+ * experts are chosen (hs_arch.moe_*). */
+typedef enum hs_moe_scoring {
+    HS_MOE_SOFTMAX = 0, /* DeepSeek-V2: softmax over the experts */
+    HS_MOE_SIGMOID = 1  /* DeepSeek-V3: sigmoid of each, chosen with a correction bias added */
+} hs_moe_scoring;
+typedef enum hs_moe_routing {
+    HS_MOE_GREEDY = 0,        /* the top_k best scores */
+    HS_MOE_GROUP_LIMITED = 1, /* V2: within the topk_groups groups of the best maximum */
+    HS_MOE_NOAUX_TC = 2       /* V3: within the topk_groups groups of the best two-score sum,
+                                 scores with the correction bias choosing, without weighting */
+} hs_moe_routing;
 
 typedef enum hs_head_kind {
     HS_HEAD_DECODER = 1, /* logits = x W_dec^T (after the final norm of a pre-norm model) */
@@ -134,10 +153,29 @@ typedef struct hs_arch {
     int rotary_dims;            /* rotary: int(d_head * rotary_frac), even (set per model) */
     hs_rope_scaling rope_scaling; /* and its parameters: */
     float rope_factor, rope_low_freq, rope_high_freq; /* factor; llama3's low/high factors */
-    int rope_orig_ctx;          /* llama3, longrope: original_max_position_embeddings */
-    float rope_attn_factor;     /* longrope: cos and sin scaled by it (0 or 1: not scaled) */
+    int rope_orig_ctx;          /* llama3, longrope, yarn: original_max_position_embeddings */
+    float rope_attn_factor;     /* longrope, yarn: cos and sin scaled by it (0 or 1: not
+                                   scaled) */
     float rope_short[HS_ROPE_MAX_FACTORS], rope_long[HS_ROPE_MAX_FACTORS]; /* longrope: the
                                    divisors of theta_k, k < rotary_dims / 2 */
+    float rope_beta_fast, rope_beta_slow; /* yarn: the ramp's ends, in rotations */
+    /* Multi-head latent attention (DeepSeek-V2/V3; mla_kv_lora 0: none). Queries come from
+     * q_proj, or q_a_proj, an RMSNorm and q_b_proj when mla_q_lora > 0; kv_a_proj_with_mqa
+     * gives a latent of mla_kv_lora (RMSNorm'd, then kv_b_proj into every head's
+     * [k_nope | v]) and one rotary key of rotary_dims shared by every head. A head's query
+     * and key are [nope | rope], mla_nope + rotary_dims wide, its value d_head wide; the
+     * scores are scaled by mla_scale / sqrt(mla_nope + rotary_dims). */
+    int mla_q_lora, mla_kv_lora, mla_nope;
+    float mla_scale;
+    /* Mixture of experts (DeepSeek-V2/V3; moe_experts 0: dense MLPs everywhere). Layers from
+     * moe_first_dense on replace the MLP by moe_top_k of moe_experts routed experts (gated
+     * SiLU MLPs moe_ff wide) plus moe_shared shared ones (one MLP moe_shared moe_ff wide),
+     * the router's scores softmax or sigmoid (hs_moe_scoring), the experts taken greedily or
+     * among the moe_topk_groups best of moe_groups groups (hs_moe_routing), their weights
+     * normalised to sum 1 when moe_norm_topk, and scaled by moe_scale. */
+    int moe_experts, moe_top_k, moe_shared, moe_ff, moe_first_dense;
+    int moe_scoring, moe_routing, moe_groups, moe_topk_groups, moe_norm_topk;
+    float moe_scale;
     /* Which keys each query sees (visibility.h), layer by layer: a global layer sees `vis`
      * (zero: bidirectional); with sliding_window > 0 the local layers see the last
      * sliding_window keys (hs_vis_sliding), every layer local when global_every is 0, else
@@ -228,7 +266,8 @@ typedef struct hs_rope {
     float factor, low_freq, high_freq;
     int orig_ctx;
     const float *short_factor, *long_factor; /* longrope: dims / 2 divisors each */
-    float attn_factor;   /* longrope: cos and sin times this (1 otherwise) */
+    float attn_factor;   /* longrope, yarn: cos and sin times this (0 or 1: not scaled) */
+    float beta_fast, beta_slow; /* yarn: the ramp's ends, in rotations */
 } hs_rope;
 
 /* The rotary frequencies of layer l (dims 0 for learned positions). */
@@ -256,7 +295,14 @@ enum {
      * (GPT-2 safetensors: every tensor; BERT: the embeddings) instead of copying them: the
      * least memory (no second copy, ever), but the file's 4 KB pages make the GEMMs about
      * 15-25% slower than the default copy in transparent huge pages. */
-    HS_OPEN_MAP_WEIGHTS = 4
+    HS_OPEN_MAP_WEIGHTS = 4,
+    /* A non-F32 checkpoint's layer matrices that the weight budget does not keep converted
+     * are multiplied by in the forward pass from their stored bytes (F16, BF16, ggml's block
+     * formats; the file stays mapped), a block of a few columns at a time decoded inside the
+     * product, instead of being converted whole in every pass: the same results bit for
+     * bit, and no float32 copy of them (docs/gguf.md, "Memory"). The backward pass,
+     * composition, DLA and norm-based attention still convert each layer they read. */
+    HS_OPEN_STORED_WEIGHTS = 8
 };
 
 /* As hs_model_load, reading only what flags ask for. A model opened without weights
@@ -280,6 +326,10 @@ typedef struct hs_open_opts {
 } hs_open_opts;
 
 #define HS_WEIGHT_MEMORY_ALL ((size_t)-1)
+/* weight_memory for a budget that keeps no layer converted, with HS_OPEN_STORED_WEIGHTS:
+ * every layer multiplied from its stored bytes ("stored" to --weight-memory and
+ * HEADSCOPE_WEIGHT_MEMORY). */
+#define HS_WEIGHT_MEMORY_STORED ((size_t)-2)
 
 /* As hs_model_open, with the options above (o NULL: every default). A malformed
  * HEADSCOPE_WEIGHT_MEMORY fails with HS_E_ARG naming it. Every function that takes the
@@ -295,6 +345,9 @@ hs_status hs_model_open2(const char *path, const hs_open_opts *o, hs_model **out
  * layers again in every pass when the second exceeds the first. */
 size_t hs_model_weight_memory(const hs_model *m);
 size_t hs_model_converted_bytes(const hs_model *m);
+/* 1 when the forward pass multiplies by the layers the budget does not keep in their stored
+ * type (HS_OPEN_STORED_WEIGHTS, or HS_WEIGHT_MEMORY_STORED). */
+int hs_model_stored_weights(const hs_model *m);
 
 /* 1 when the model holds its weights (opened without HS_OPEN_NO_WEIGHTS/TOKENIZER). */
 int hs_model_has_weights(const hs_model *m);
@@ -349,7 +402,8 @@ void hs_model_files_free(hs_model_file *files, int n);
 int hs_model_kv_head(const hs_model_config *c, int h);
 
 /* Family names: "gpt2", "bert", "roberta", "distilbert", "gpt_neox", "llama", "qwen2",
- * "falcon", "gpt_bigcode", "phi3", "t5". */
+ * "falcon", "gpt_bigcode", "phi3", "deepseek_v2",
+ * "deepseek_v3", "t5". */
 const char *hs_family_name(hs_family f);
 
 #ifdef __cplusplus

@@ -113,7 +113,10 @@ typedef struct hs_analyze_opts {
     double label_thresholds[HS_LABEL_COUNT]; /* a head has type k when its score >= [k]
                                                 (hs_label_thresholds_default) */
     double sink_threshold;       /* a head has a sink type at mass >= this (default 0.5) */
-    hs_progress_fn progress;     /* optional progress reports */
+    hs_progress_fn progress;     /* optional progress reports: each stage as it begins
+                                    (done 0, total 0: its name, docs/analyze.md), then the
+                                    counted steps of "forward" (layers), "composition",
+                                    "ablation", "probe ablation" (heads) and "pruning" */
     void *progress_user;
     int hash_files;              /* record each model file's size and SHA-256 (default 1) */
     int probe;                   /* run the induction probe (default 1); 0: probe scores NaN */
@@ -171,6 +174,9 @@ typedef struct hs_head_result {
     double norm_first_token; /* mean_i N_i0 / sum_j N_ij: the first token's share */
     double norm_mass;        /* mean_i sum_j N_ij */
     double value_norm;       /* mean_j ||f(x_j)|| */
+    /* Latent attention (DeepSeek-V2): the mean over the text's visible cells of
+     * |rotary part| / (|latent part| + |rotary part|) of the head's logits; NaN otherwise. */
+    double position_share;
     int cluster;
     const char *label;      /* the primary label: of the types it has, the one whose score
                                is the largest multiple of its threshold, or "none" */

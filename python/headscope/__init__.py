@@ -53,11 +53,14 @@ WEIGHT_MEMORY_ALL = _lib.HS_WEIGHT_MEMORY_ALL
 
 def _budget(weight_memory):
     """hs_open_opts.weight_memory for load(weight_memory=...): None is the library's default
-    (0), 0 one layer at a time (1 byte, as the CLI's --weight-memory 0), "all" no bound."""
+    (0), 0 one layer at a time (1 byte, as the CLI's --weight-memory 0), "all" no bound,
+    "stored" no layer converted, the forward pass on the stored types."""
     if weight_memory is None:
         return 0
     if isinstance(weight_memory, str) and weight_memory == "all":
         return _lib.HS_WEIGHT_MEMORY_ALL
+    if isinstance(weight_memory, str) and weight_memory == "stored":
+        return _lib.HS_WEIGHT_MEMORY_STORED
     if isinstance(weight_memory, (bool, str, bytes)):
         raise TypeError("weight_memory must be None, an int (bytes) or \"all\", not %r"
                         % (weight_memory,))
@@ -66,7 +69,7 @@ def _budget(weight_memory):
     except TypeError:
         raise TypeError("weight_memory must be None, an int (bytes) or \"all\", not %r"
                         % (weight_memory,)) from None
-    if not 0 <= n <= _lib.HS_WEIGHT_MEMORY_ALL:
+    if not 0 <= n <= _lib.HS_WEIGHT_MEMORY_ALL or n == _lib.HS_WEIGHT_MEMORY_STORED:
         raise ValueError("weight_memory must be between 0 and %d bytes, not %d"
                          % (_lib.HS_WEIGHT_MEMORY_ALL, n))
     return n or 1

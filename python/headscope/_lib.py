@@ -129,6 +129,7 @@ class HsOpenOpts(ctypes.Structure):
 
 
 HS_WEIGHT_MEMORY_ALL = ctypes.c_size_t(-1).value  # (size_t)-1: no bound
+HS_WEIGHT_MEMORY_STORED = ctypes.c_size_t(-2).value  # no layer converted: stored types
 
 
 def _candidates():

@@ -57,5 +57,13 @@ struct hs_model_config;
  * weights. */
 int hs_composition_defined(const struct hs_model_config *c);
 
+/* hs_composition_compute reporting its steps to progress (may be NULL) as "composition":
+ * each layer's Gram matrices, each pair of layers, the copying scores. */
+struct hs_model;
+struct hs_composition;
+hs_status hs_composition_run(const struct hs_model *m,
+                             void (*progress)(void *user, const char *what, int done, int total),
+                             void *user, struct hs_composition **out, hs_error *err);
+
 
 #endif /* HEADSCOPE_ANALYSIS_INTERNAL_H */

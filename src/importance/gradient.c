@@ -20,6 +20,7 @@
 
 #include "core/core.h"
 #include "headscope/importance.h"
+#include "importance/gradient_mla.h"
 #include "importance/importance_internal.h"
 #include "model/model_internal.h"
 #include "nn/block.h"
@@ -80,6 +81,12 @@ static void norm_back(int rms, const float *xhat, const float *rstd, const float
             xi[k] = accumulate ? xi[k] + v : v;
         }
     }
+}
+
+void hs_grad_rms_back(const float *xhat, const float *rstd, const float *w, const float *dy,
+                      float *dx, int n, int d)
+{
+    norm_back(1, xhat, rstd, w, dy, dx, n, d, 0);
 }
 
 /* The MLP backward: dy: (n, d) = d loss / d (MLP output) → din: (n, d) = d loss / d (MLP
@@ -443,7 +450,15 @@ static hs_status gradient_pass(const hs_model *m, const hs_loss_input *in, const
         if (!pre) /* x_out = LN2(z), z = a + MLP(a) */
             norm_back(rms, gl->xhat2, gl->rstd2, W->ln2_w, dx, dx, n, d, 0);
         TAP(HS_SITE_MLP_OUT, NULL, dx, n, d, d); /* d / d (the MLP's output) */
-        mlp_back(c, W, gl->ff, dx, dff, dh, n); /* dh = d loss / d (the MLP's input) */
+        if (W->moe_gate) { /* a mixture of experts (pre-norm: its input is xhat2 ln2_w) */
+            if (hs_moe_back(c, W, gl->xhat2, W->ln2_w, dx, dh, n)) {
+                hs_layer_put(m, l);
+                st = hs_fail(err, HS_E_NOMEM, "out of memory for the experts' backward");
+                goto fail;
+            }
+        } else {
+            mlp_back(c, W, gl->ff, dx, dff, dh, n); /* dh = d loss / d (the MLP's input) */
+        }
         if (par) {   /* x_out = x_in + attn(LN1(x_in)) + MLP(LN2(x_in)) */
             norm_back(rms, gl->xhat2, gl->rstd2, W->ln2_w, dh, dx2, n, d, 0);
         } else if (pre) { /* x_out = x_mid + MLP(LN2(x_mid)) */
@@ -481,19 +496,28 @@ static hs_status gradient_pass(const hs_model *m, const hs_loss_input *in, const
                     for (int e = 0; e < c->d_head; e++)
                         a[e] *= xv;
                 }
-        float *dpat = taps && taps->site == HS_SITE_PATTERN ? dpat_buf : NULL;
-        attention_back(c, hs_model_layer_visibility(c, l), gl->qkv, gl->probs, dh, dqkv, dp,
-                       dpat, n);
-        if (dpat)
-            TAP(HS_SITE_PATTERN, gl->probs, dpat, H * n, n, n);
-        if (taps && (taps->site == HS_SITE_Q || taps->site == HS_SITE_K ||
-                     taps->site == HS_SITE_V)) {
-            size_t off = taps->site == HS_SITE_Q ? 0 : taps->site == HS_SITE_K
-                             ? (size_t)A : (size_t)A + (size_t)c->n_kv_head * c->d_head;
-            TAP(taps->site, gl->qkv + off, dqkv + off, n,
-                taps->site == HS_SITE_Q ? A : c->n_kv_head * c->d_head, Wq);
-        }
         hs_rope rope = hs_model_layer_rope(c, l);
+        if (c->arch->mla_kv_lora) { /* latent attention, its turns included */
+            if (hs_mla_attn_back(c, W, l, gl->qkv, gl->probs, dh, dqkv, n)) {
+                hs_layer_put(m, l);
+                st = hs_fail(err, HS_E_NOMEM, "out of memory for latent attention's backward");
+                goto fail;
+            }
+            rope.dims = 0;
+        } else {
+            float *dpat = taps && taps->site == HS_SITE_PATTERN ? dpat_buf : NULL;
+            attention_back(c, hs_model_layer_visibility(c, l), gl->qkv, gl->probs, dh, dqkv, dp,
+                           dpat, n);
+            if (dpat)
+                TAP(HS_SITE_PATTERN, gl->probs, dpat, H * n, n, n);
+            if (taps && (taps->site == HS_SITE_Q || taps->site == HS_SITE_K ||
+                         taps->site == HS_SITE_V)) {
+                size_t off = taps->site == HS_SITE_Q ? 0 : taps->site == HS_SITE_K
+                                 ? (size_t)A : (size_t)A + (size_t)c->n_kv_head * c->d_head;
+                TAP(taps->site, gl->qkv + off, dqkv + off, n,
+                    taps->site == HS_SITE_Q ? A : c->n_kv_head * c->d_head, Wq);
+            }
+        }
         if (rope.dims) { /* back through the turn of Q and K (and its scale): its transpose */
             int rot = rope.dims;
             double rsc = hs_op_rope_freqs_at(&rope, n, inv_freq);

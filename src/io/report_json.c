@@ -201,7 +201,11 @@ static void add_composition(cJSON *r, const hs_analysis *a)
     cJSON *co = cJSON_AddObjectToObject(r, "composition");
     if (!cp) {
         cJSON_AddBoolToObject(co, "available", 0);
-        cJSON_AddStringToObject(co, "reason", !hs_composition_defined(c)
+        cJSON_AddStringToObject(co, "reason", c->arch->mla_kv_lora
+                                                  ? "not defined for latent attention (its "
+                                                    "keys come from a shared latent and a "
+                                                    "rotary key, not one W_K per head)"
+                                              : !hs_composition_defined(c)
                                                   ? "defined for pre-norm decoders; this model "
                                                     "is post-norm (the residual stream is "
                                                     "renormalised after every sublayer, so the "

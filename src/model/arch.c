@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "model/arch_mqa.h"
+#include "model/arch_deepseek.h"
 #include "model/arch_t5.h"
 #include "model/model_internal.h"
 
@@ -207,14 +208,7 @@ static const hs_tensor_name llama_names[] = {
     {HS_S_QKV_B, 2, NL "self_attn.v_proj.bias", NULL, "blk.%d.attn_v.bias", NULL, 0},
     {HS_S_O_W, -1, NL "self_attn.o_proj.weight", NULL, "blk.%d.attn_output.weight", NULL, 0},
     {HS_S_O_B, -1, NL "self_attn.o_proj.bias", NULL, "blk.%d.attn_output.bias", NULL, 0},
-    {HS_S_NORM2_W, -1, NL "post_attention_layernorm.weight", NULL, "blk.%d.ffn_norm.weight", NULL, 0},
-    {HS_S_FC_W, 0, NL "mlp.gate_proj.weight", NULL, "blk.%d.ffn_gate.weight", NULL, 0},
-    {HS_S_FC_W, 1, NL "mlp.up_proj.weight", NULL, "blk.%d.ffn_up.weight", NULL, 0},
-    {HS_S_PROJ_W, -1, NL "mlp.down_proj.weight", NULL, "blk.%d.ffn_down.weight", NULL, 0},
-    {HS_S_FINAL_NORM_W, -1, "norm.weight", NULL, "output_norm.weight", NULL, 0},
-    /* absent when tie_word_embeddings (then the token embeddings) */
-    {HS_S_DECODER, -1, "lm_head.weight", NULL, "output.weight", NULL,
-     HS_TN_OPTIONAL | HS_TN_BARE},
+    HS_LLAMA_MLP_HEAD_ROWS(NL, 0) /* the decoder absent when tie_word_embeddings */
 };
 #undef NL
 
@@ -309,6 +303,7 @@ static const hs_arch families[] = {
         .vis = {HS_VIS_CAUSAL, 0, 0}, .head = HS_HEAD_DECODER, .tokenizer = 0,
         .names = &hs_phi3_table,
     },
+    HS_DEEPSEEK_FAMILY_ROWS /* src/model/arch_deepseek.h */
     HS_ARCH_T5, /* src/model/arch_t5.c */
 };
 
@@ -425,6 +420,8 @@ static int row_applies(const hs_arch *a, const hs_tensor_name *e)
     case HS_S_MLM_NORM_W:
     case HS_S_MLM_NORM_B:
     case HS_S_MLM_BIAS: return a->head == HS_HEAD_MLM;
+    case HS_S_MLA_QA_NORM_W:
+    case HS_S_MLA_QB_W: return a->mla_q_lora > 0;
     default: return 1;
     }
 }
@@ -480,6 +477,8 @@ int hs_model_attn_width(const hs_model_config *c)
 
 int hs_qkv_width(const hs_model_config *c)
 {
+    if (c->arch && c->arch->mla_kv_lora > 0)
+        return hs_mla_qkv_width(c);
     return hs_model_attn_width(c) + 2 * c->n_kv_head * c->d_head;
 }
 
@@ -493,6 +492,8 @@ hs_tensor_shape hs_names_shape(const hs_model_config *c, const hs_tensor_name *e
     int d = c->d_model, f = c->d_ff, V = c->vocab_size, W = hs_qkv_width(c), F = hs_ff_width(c);
     int A = hs_model_attn_width(c);
     hs_tensor_shape s = {HS_K_VEC, 1, d, d, 0, 0};
+    if (hs_mla_shape(c, e, &s))
+        return s;
     switch (e->slot) {
     case HS_S_TOK_EMB:
     case HS_S_DECODER: s = (hs_tensor_shape){HS_K_ROWS, V, d, d, 0, 0}; break;
@@ -546,7 +547,7 @@ const float **hs_layer_slot_ptr(hs_layer *L, hs_slot s)
     case HS_S_XNORM_W: return &L->xln_w;
     case HS_S_XQKV_W: return &L->w_xqkv;
     case HS_S_XO_W: return &L->w_xo;
-    default: return NULL;
+    default: return hs_mla_slot_ptr(L, s);
     }
 }
 
@@ -583,7 +584,8 @@ const char *hs_arch_beyond_base(const hs_arch *a, const hs_model_config *c)
         return "a gated MLP in a family without one (or the reverse)";
     if (a->parallel_residual && a->norm_place != HS_NORM_PRE)
         return "the parallel residual in a post-norm block";
-    if (a->pos == HS_POS_ROTARY && (a->rotary_dims < 2 || a->rotary_dims > c->d_head ||
+    if (a->pos == HS_POS_ROTARY && (a->rotary_dims < 2 ||
+                                     (a->rotary_dims > c->d_head && !a->mla_kv_lora) ||
                                      a->rotary_dims % 2 || a->rotary_dims > HS_ROTARY_MAX_DIMS))
         return "rotary embeddings on 0 or an odd number of dimensions, or more than a head has,";
     if (hs_vis_check(a->vis) || a->sliding_window < 0 || a->global_every < 0 ||
@@ -597,6 +599,9 @@ const char *hs_arch_beyond_base(const hs_arch *a, const hs_model_config *c)
         return "a number of query heads that is not a multiple of the key/value heads";
     if (a->norm_place == HS_NORM_POST && c->n_kv_head != c->n_head)
         return "grouped key/value heads in a post-norm block";
+    if (a->mla_kv_lora && (a->norm_place != HS_NORM_PRE || c->n_kv_head != c->n_head ||
+                           a->pos != HS_POS_ROTARY || a->mla_nope < 0 || a->mla_q_lora < 0))
+        return "latent attention outside a pre-norm rotary block with one key per head";
     return hs_t5_beyond(a, c); /* an encoder-decoder's (arch_t5.c) */
 }
 
@@ -636,7 +641,11 @@ hs_rope hs_model_layer_rope(const hs_model_config *c, int layer)
         return r;
     r = (hs_rope){a->rotary_dims, a->rotary_base, a->rope_scaling, a->rope_factor,
                   a->rope_low_freq, a->rope_high_freq, a->rope_orig_ctx, a->rope_short,
-                  a->rope_long, a->rope_scaling == HS_ROPE_LONGROPE ? a->rope_attn_factor : 1.0f};
+                  a->rope_long,
+                  a->rope_scaling == HS_ROPE_LONGROPE || a->rope_scaling == HS_ROPE_YARN
+                      ? a->rope_attn_factor
+                      : 1.0f,
+                  a->rope_beta_fast, a->rope_beta_slow};
     if (a->local_rotary_base > 0 && hs_model_layer_is_local(c, layer)) {
         r.base = a->local_rotary_base; /* unscaled (Gemma 3's local layers) */
         r.scaling = HS_ROPE_PLAIN;

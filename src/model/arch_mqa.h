@@ -1,11 +1,11 @@
 /* The multi-query families (Falcon, GPT-BigCode): their tensor-name tables, descriptors
- * (rows of arch.c's families[]) and config.json parsers (hf_config.c's parsers[]), and the
- * config.json readers of hf_config.c they share. Private to src/model/. */
+ * (rows of arch.c's families[]) and config.json parsers (hf_config.c's parsers[]). Private to src/model/. */
 #ifndef HEADSCOPE_ARCH_MQA_H
 #define HEADSCOPE_ARCH_MQA_H
 
 #include <cJSON.h>
 
+#include "model/hf_config.h" /* the config.json readers */
 #include "model/model_internal.h"
 
 /* Falcon's three block layouts differ only in their norms' names: a sequential block
@@ -42,16 +42,5 @@ extern const char *const hs_endoftext_specials[1];
 /* config.json → the dimensions and the per-model descriptor values (hf_config.c's parsers). */
 hs_status hs_parse_falcon(const cJSON *root, hs_model_config *c, hs_arch *a, hs_error *err);
 hs_status hs_parse_gpt_bigcode(const cJSON *root, hs_model_config *c, hs_arch *a, hs_error *err);
-
-/* hf_config.c's field readers, for the parsers in other files: an integer (required: a
- * missing field fails; else *out keeps its default), a boolean, a number in (0, 1], one that
- * must have the value want, the activation's name, and the rotary parameters (parse_rope). */
-hs_status hs_cfg_int(const cJSON *root, const char *key, int required, int *out, hs_error *err);
-hs_status hs_cfg_bool(const cJSON *root, const char *key, int *out, hs_error *err);
-hs_status hs_cfg_unit(const cJSON *root, const char *key, float *out, hs_error *err);
-hs_status hs_cfg_require(const cJSON *root, const char *key, int want, hs_error *err);
-hs_status hs_cfg_act(const char *name, hs_activation *act, hs_error *err);
-hs_status hs_cfg_rope(const cJSON *root, hs_arch *a, int d_head, const char *theta_key,
-                      const char *frac_key, int max_pos, hs_error *err);
 
 #endif

@@ -417,6 +417,8 @@ static hs_status writable(const hs_model *m, hs_error *err)
         return hs_fail(err, HS_E_UNSUPPORTED, "this Llama model rotates %d of its %d head "
                        "dimensions, and llama.cpp's llama architecture rotates all of them; it "
                        "cannot be written to GGUF", a->rotary_dims, m->cfg.d_head);
+    if (a->rope_scaling == HS_ROPE_YARN)
+        return hs_fail(err, HS_E_UNSUPPORTED, "YaRN rope scaling cannot be written to GGUF yet");
     if (a->rope_scaling == HS_ROPE_LLAMA3 && a->family != HS_FAMILY_LLAMA)
         return hs_fail(err, HS_E_UNSUPPORTED, "Llama 3 rope scaling in a %s model cannot be "
                        "written to GGUF (llama.cpp reads rope_freqs.weight for llama only)", a->name);

@@ -6,7 +6,7 @@
 
 #include <cJSON.h>
 
-#include "model/arch_mqa.h"
+#include "model/arch_mqa.h" /* includes hf_config.h */
 #include "model/model_internal.h"
 
 #define CONFIG_MAX_BYTES (4u << 20)
@@ -212,11 +212,49 @@ static hs_status parse_longrope(const cJSON *root, const cJSON *sc, const char *
     return HS_OK;
 }
 
+/* YaRN's mscale: 0.1 m ln(factor) + 1 (1 when factor <= 1). */
+static double yarn_mscale(double factor, double m)
+{
+    return factor <= 1 ? 1.0 : 0.1 * m * log(factor) + 1.0;
+}
+
+/* YaRN's parameters (a->rope_factor already set), as transformers' _compute_yarn_parameters
+ * reads them: beta_fast 32 and beta_slow 1 by default, original_max_position_embeddings else
+ * the model's maximum positions (set after parsing, hs_hf_config_load), the attention factor
+ * given, else mscale(factor, mscale) / mscale(factor, mscale_all_dim) when both are given,
+ * else mscale(factor, 1). */
+static hs_status parse_yarn(const cJSON *sc, const char *where, hs_arch *a, hs_error *err)
+{
+    double fast = 32, slow = 1, orig = 0, ms = 0, ms_all = 0, af = 0;
+    hs_status st;
+    if ((st = get_num(sc, where, "beta_fast", 1e-6, 1e6, &fast, err)) ||
+        (st = get_num(sc, where, "beta_slow", 1e-6, 1e6, &slow, err)) ||
+        (st = get_num(sc, where, "original_max_position_embeddings", 1, 1 << 24, &orig, err)) ||
+        (st = get_num(sc, where, "mscale", 0, 1e6, &ms, err)) ||
+        (st = get_num(sc, where, "mscale_all_dim", 0, 1e6, &ms_all, err)) ||
+        (st = get_num(sc, where, "attention_factor", 1e-6, 1e6, &af, err)) ||
+        (st = require_bool(sc, "truncate", 1, err)))
+        return st;
+    if (!(fast > slow))
+        return hs_fail(err, HS_E_FORMAT, "config.json: %s'beta_fast' must exceed 'beta_slow'",
+                       where);
+    if (!(af > 0))
+        af = ms > 0 && ms_all > 0 ? yarn_mscale(a->rope_factor, ms) /
+                                        yarn_mscale(a->rope_factor, ms_all)
+                                  : yarn_mscale(a->rope_factor, 1);
+    a->rope_scaling = HS_ROPE_YARN;
+    a->rope_orig_ctx = (int)orig; /* 0: the model's maximum positions */
+    a->rope_beta_fast = (float)fast;
+    a->rope_beta_slow = (float)slow;
+    a->rope_attn_factor = (float)af;
+    return HS_OK;
+}
+
 /* The rotary parameters as transformers reads them: the base (theta_key, or transformers 5's
  * rope_parameters.rope_theta), the rotated fraction of each head (frac_key, or
  * rope_parameters.partial_rotary_factor) and the frequency scaling (rope_scaling, or
  * rope_parameters with a rope_type other than "default"): none, "linear", "llama3" or
- * "longrope" ("su"; max_pos: max_position_embeddings); every other type (dynamic, yarn,
+ * "longrope" ("su"; max_pos: max_position_embeddings) or "yarn"; every other type (dynamic,
  * ...) is refused. */
 static hs_status parse_rope(const cJSON *root, hs_arch *a, int d_head, const char *theta_key,
                             const char *frac_key, int max_pos, hs_error *err)
@@ -263,9 +301,11 @@ static hs_status parse_rope(const cJSON *root, hs_arch *a, int d_head, const cha
         a->rope_scaling = HS_ROPE_LINEAR;
         return HS_OK;
     }
+    if (!strcmp(kind, "yarn"))
+        return parse_yarn(sc, where, a, err);
     if (strcmp(kind, "llama3"))
         return hs_fail(err, HS_E_UNSUPPORTED, "config.json: rope scaling type '%.40s' is not "
-                       "supported (expected default, linear, llama3 or longrope)", kind);
+                       "supported (expected default, linear, llama3, longrope or yarn)", kind);
     if ((st = get_num(sc, where, "low_freq_factor", 1e-6, 1e6, &low, err)) ||
         (st = get_num(sc, where, "high_freq_factor", 1e-6, 1e6, &high, err)) ||
         (st = get_num(sc, where, "original_max_position_embeddings", 1, 1 << 24, &orig, err)))
@@ -422,7 +462,13 @@ static hs_status parse_phi3(const cJSON *root, hs_model_config *c, hs_arch *a, h
         return st;
     c->family = HS_FAMILY_PHI3;
     c->n_ctx = 4096;
-    return parse_llama_like(root, c, a, err);
+    if ((st = parse_llama_like(root, c, a, err)))
+        return st;
+    if (a->rope_scaling == HS_ROPE_YARN || a->rope_scaling == HS_ROPE_LLAMA3)
+        return hs_fail(err, HS_E_UNSUPPORTED, "config.json: rope scaling type '%s' is not "
+                       "supported for phi3 (expected default, linear or longrope)",
+                       a->rope_scaling == HS_ROPE_YARN ? "yarn" : "llama3");
+    return HS_OK;
 }
 
 /* Families transformers has that the block cannot express, each with the reason. */
@@ -549,6 +595,8 @@ static const struct {
     {"gpt_bigcode", HS_FAMILY_GPT_BIGCODE, hs_parse_gpt_bigcode},
     {"mistral", HS_FAMILY_LLAMA, parse_mistral}, /* llama with a window */
     {"phi3", HS_FAMILY_PHI3, parse_phi3},
+    {"deepseek_v2", HS_FAMILY_DEEPSEEK_V2, hs_parse_deepseek_v2}, /* hf_config_deepseek.c */
+    {"deepseek_v3", HS_FAMILY_DEEPSEEK_V3, hs_parse_deepseek_v3},
     {"t5", HS_FAMILY_T5, parse_t5},
 };
 
@@ -595,6 +643,8 @@ hs_status hs_hf_config_load(const char *path, hs_model_config *cfg, hs_arch *arc
                              "supported (expected %s)", mt, hs_arch_list());
         }
     }
+    if (st == HS_OK && arch->rope_scaling == HS_ROPE_YARN && !arch->rope_orig_ctx)
+        arch->rope_orig_ctx = cfg->n_ctx; /* YaRN's original context: the model's */
     if (st == HS_OK)
         st = hs_config_validate(cfg, err);
 done:
@@ -608,6 +658,12 @@ done:
 hs_status hs_cfg_int(const cJSON *root, const char *key, int required, int *out, hs_error *err)
 {
     return get_int(root, key, required, out, err);
+}
+
+hs_status hs_cfg_num(const cJSON *obj, const char *where, const char *key, double lo, double hi,
+                     double *out, hs_error *err)
+{
+    return get_num(obj, where, key, lo, hi, out, err);
 }
 
 hs_status hs_cfg_bool(const cJSON *root, const char *key, int *out, hs_error *err)
@@ -634,4 +690,26 @@ hs_status hs_cfg_rope(const cJSON *root, hs_arch *a, int d_head, const char *the
                       const char *frac_key, int max_pos, hs_error *err)
 {
     return parse_rope(root, a, d_head, theta_key, frac_key, max_pos, err);
+}
+
+const char *hs_cfg_str(const cJSON *root, const char *key) { return get_str(root, key); }
+
+double hs_cfg_yarn_mscale(double factor, double m) { return yarn_mscale(factor, m); }
+
+hs_status hs_cfg_llama_dims(const cJSON *root, hs_model_config *c, hs_arch *a, int rope_dims,
+                            hs_error *err)
+{
+    hs_status st;
+    if ((st = get_decoder_dims(root, c, err)) ||
+        (st = get_float(root, "rms_norm_eps", &c->ln_eps, err)) ||
+        (st = require_bool(root, "mlp_bias", 0, err)) ||
+        (st = get_bool(root, "tie_word_embeddings", &a->tied_embeddings, err)) ||
+        (st = parse_rope(root, a, rope_dims, "rope_theta", "partial_rotary_factor", c->n_ctx,
+                         err)))
+        return st;
+    const char *act = get_str(root, "hidden_act");
+    if (act && strcmp(act, "silu"))
+        return hs_fail(err, HS_E_UNSUPPORTED, "config.json: hidden_act '%s' is not supported "
+                       "(expected silu)", act);
+    return HS_OK;
 }

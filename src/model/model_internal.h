@@ -69,6 +69,9 @@ typedef enum hs_slot {
     HS_S_NORM2_W, HS_S_NORM2_B, HS_S_FC_W, HS_S_FC_B, HS_S_PROJ_W, HS_S_PROJ_B,
     /* a decoder layer's cross-attention (encoder-decoder): its norm, [Q | K | V], output */
     HS_S_XNORM_W, HS_S_XQKV_W, HS_S_XO_W,
+    /* multi-head latent attention (src/model/arch_deepseek.c): the query's norm and up
+     * projection (q_lora > 0), the latent's norm and its up projection to [k_nope | v] */
+    HS_S_MLA_QA_NORM_W, HS_S_MLA_QB_W, HS_S_MLA_KVA_NORM_W, HS_S_MLA_KVB_W,
     /* after the blocks */
     HS_S_FINAL_NORM_W, HS_S_FINAL_NORM_B,
     HS_S_MLM_W, HS_S_MLM_B, HS_S_MLM_NORM_W, HS_S_MLM_NORM_B, HS_S_MLM_BIAS, HS_S_DECODER,
@@ -76,7 +79,7 @@ typedef enum hs_slot {
     HS_S_ENC_NORM_W, HS_S_REL_ENC, HS_S_REL_DEC
 } hs_slot;
 
-#define HS_SLOT_IS_LAYER(s) ((s) >= HS_S_NORM1_W && (s) <= HS_S_XO_W)
+#define HS_SLOT_IS_LAYER(s) ((s) >= HS_S_NORM1_W && (s) <= HS_S_MLA_KVB_W)
 
 enum {
     HS_TN_OPTIONAL = 1, /* may be absent: the decoder then is the token embeddings */
@@ -103,6 +106,18 @@ typedef struct hs_tensor_name {
     const char *gguf_fused; /* a part: the fused tensor a GGUF file may hold instead */
     unsigned flags;         /* HS_TN_* */
 } hs_tensor_name;
+
+/* The rows Llama's layout ends a layer and the model with (the name pattern NL_ of a
+ * layer's prefix, "layers.%d."): the MLP's norm, its gate, up and down projections (flags
+ * F_), the final norm and the untied decoder (absent when tie_word_embeddings). Shared by
+ * llama, qwen2 and the deepseek families (arch.c, arch_deepseek.c). */
+#define HS_LLAMA_MLP_HEAD_ROWS(NL_, F_) \
+    {HS_S_NORM2_W, -1, NL_ "post_attention_layernorm.weight", NULL, "blk.%d.ffn_norm.weight", NULL, 0}, \
+    {HS_S_FC_W, 0, NL_ "mlp.gate_proj.weight", NULL, "blk.%d.ffn_gate.weight", NULL, F_}, \
+    {HS_S_FC_W, 1, NL_ "mlp.up_proj.weight", NULL, "blk.%d.ffn_up.weight", NULL, F_}, \
+    {HS_S_PROJ_W, -1, NL_ "mlp.down_proj.weight", NULL, "blk.%d.ffn_down.weight", NULL, F_}, \
+    {HS_S_FINAL_NORM_W, -1, "norm.weight", NULL, "output_norm.weight", NULL, 0}, \
+    {HS_S_DECODER, -1, "lm_head.weight", NULL, "output.weight", NULL, HS_TN_OPTIONAL | HS_TN_BARE},
 
 struct hs_names {
     const hs_tensor_name *t;
@@ -185,6 +200,18 @@ const float **hs_slot_ptr(hs_model *m, hs_slot s, int layer);
 typedef struct hs_layer hs_layer;
 const float **hs_layer_slot_ptr(hs_layer *L, hs_slot s);
 
+/* Multi-head latent attention (src/model/arch_deepseek.c). The fused slot's columns
+ * [q | kv_a]: q is n_head (nope + rope) wide, or q_lora (q_a_proj's output); kv_a is the
+ * latent then the shared rotary key, kv_lora + rope. */
+int hs_mla_qkv_width(const hs_model_config *c);
+int hs_mla_q_width(const hs_model_config *c); /* q's part: q_lora, or n_head (nope + rope) */
+/* Shapes and pointers of the MLA slots for hs_names_shape / hs_layer_slot_ptr: 1 when e
+ * (or s) is one (its shape in *sh), 0 otherwise. */
+int hs_mla_shape(const hs_model_config *c, const hs_tensor_name *e, hs_tensor_shape *sh);
+const float **hs_mla_slot_ptr(hs_layer *L, hs_slot s);
+/* The family tables arch_deepseek.c adds to families[] (arch.c). */
+extern const struct hs_names hs_deepseek_v2_names;
+
 /* A logical tensor the builder asks a reader for: the table row, its layer (-1 for a
  * model-level row) and its Hugging Face name with the prefix left out (alt: hf_alt). */
 typedef struct hs_tensor_ref {
@@ -209,11 +236,27 @@ void hs_sinusoids(float *pe, int rows, int d);
  * stored in another type stays as stored and goes to the weight cache (below). */
 hs_status hs_weights_build(hs_model *m, hs_tensor_lookup lookup, void *ctx, hs_error *err);
 
+/* 1 when layer l of c is a mixture-of-experts layer. */
+int hs_moe_layer(const hs_model_config *c, int l);
+/* The experts' weights of every mixture-of-experts layer (src/model/moe_weights.c), through
+ * the reader's lookup, after the name table's (hs_weights_build calls it): each checked
+ * (present, 2-D, F32/F16/BF16, its shape), converted to float32 into m->moe_arena unless
+ * HS_OPEN_NO_WEIGHTS; a dense layer whose MLP is missing is refused, naming it. */
+hs_status hs_moe_weights_build(hs_model *m, hs_tensor_lookup lookup, void *ctx, hs_error *err);
+
 /* Converts the tensor t (stored (out, in) when out_in, for a matrix) into its place sh in
  * dst (row stride sh.ld, first column sh.off), the rows in parallel; fails naming `name`
  * on a NaN or an infinity. t's shape, size and block alignment are already checked. */
 hs_status hs_tensor_convert(const hs_tensor_view *t, int out_in, hs_tensor_shape sh,
                             float *dst, const char *name, hs_error *err);
+
+/* Decodes elements [from, from + count) of the hs_tensor_view t (flat, stored order; whole
+ * blocks of a block format) into out: hs_tensor_convert's values (hs_qdecode_fn, for the
+ * layer matrices used in their stored type). */
+void hs_tensor_decode(const void *t, size_t from, float *out, size_t count);
+
+/* Elements per block of dt: a block format's (32, 256), else 1. */
+int hs_dtype_block(hs_dtype dt);
 
 /* A fused QKV stored by K/V group ([g0: q .. q k v][g1: ...]..., n_head / n_kv_head queries
  * a group: GPT-NeoX one a head, Falcon and GPT-BigCode any) reordered in place into
@@ -266,6 +309,13 @@ hs_status hs_wcache_prepare(hs_model *m, hs_error *err);
 hs_status hs_layer_get(const hs_model *m, int l, hs_layer *out, hs_error *err);
 void hs_layer_put(const hs_model *m, int l);
 
+/* As hs_layer_get, for a reader that multiplies by the matrices with hs_op_linear and reads
+ * them no other way (the forward block): on a model opened to use its stored types
+ * (hs_model.stored_gemm), a matrix neither kept nor resident is not converted but given as
+ * its registered hs_qmat (src/core/qgemm.h), which hs_op_linear multiplies by a block at a
+ * time, with the same bits as its float32 form. Matched by hs_layer_put as hs_layer_get. */
+hs_status hs_layer_get_linear(const hs_model *m, int l, hs_layer *out, hs_error *err);
+
 /* The cache's counters, for tests and the benchmark. */
 typedef struct hs_wcache_stats {
     size_t budget;      /* bytes */
@@ -305,6 +355,16 @@ typedef struct hs_layer {
     const float *xln_w;           /* (d) */
     const float *w_xqkv;          /* (d, 3A): [Q | K | V] */
     const float *w_xo;            /* (A, d) */
+    /* Multi-head latent attention (hs_arch.mla_kv_lora > 0), where w_qkv is [q | kv_a]
+     * (hs_mla_qkv_width): q_a's norm (q_lora) and q_b (q_lora, n_head (nope + rope)), NULL
+     * without q_lora; the latent's norm (kv_lora) and kv_b (kv_lora, n_head (nope + d_head)). */
+    const float *mla_qa_norm, *mla_qb, *mla_kva_norm, *mla_kvb;
+    /* A mixture-of-experts layer (hs_moe_layer; the dense w_fc, w_proj then NULL): the router
+     * (d, E) and its correction bias (E) or NULL; expert e's [gate | up] at moe_fc + e d 2f,
+     * (d, 2f), and its down projection at moe_proj + e f d, (f, d), f = moe_ff; the shared
+     * experts as one MLP (d, 2 fs), (fs, d), fs = moe_shared moe_ff, or NULL. F32 always,
+     * in the model's moe_arena (src/model/moe_weights.c). */
+    const float *moe_gate, *moe_bias, *moe_fc, *moe_proj, *moe_sfc, *moe_sproj;
 } hs_layer;
 
 struct hs_model {
@@ -337,6 +397,8 @@ struct hs_model {
     size_t weight_memory; /* the budget of the weight cache, bytes */
     size_t converted_bytes; /* float32 bytes of the layer matrices the cache converts */
     hs_wcache *wc;        /* the layer matrices kept in their stored type, or NULL */
+    int stored_gemm;      /* the forward multiplies by the matrices the budget does not keep
+                             in their stored type (HS_OPEN_STORED_WEIGHTS) */
 
     const float *wte;    /* (vocab, d) */
     const float *wpe;    /* (n_ctx, d) */
@@ -353,6 +415,7 @@ struct hs_model {
 
     hs_tokenizer *tok;                /* NULL when no tokenizer files */
     char warnings[512];               /* hs_model_warnings: lines, each ending in '\n' */
+    float *moe_arena;                 /* the experts' float32 weights, or NULL */
 };
 
 /* Appends one line to m->warnings (what fits of it). */

@@ -120,9 +120,19 @@ static void decode(const hs_tensor_view *t, size_t from, float *out, size_t coun
             memcpy(&out[i], &b, 4);
         }
         break;
-    case HS_DT_F16:
-        for (size_t i = 0; i < count; i++)
-            out[i] = hs_f16_to_f32(hs_le16(p + 2 * (from + i)));
+    case HS_DT_F16: /* exact, as hs_f16_to_f32: the magnitude's bits moved into float32's
+                       places scale it by 2^-112 (subnormals too), undone by one product;
+                       exponent 31 (infinity, NaN) set apart. A loop that vectorises. */
+        for (size_t i = 0; i < count; i++) {
+            uint32_t h = hs_le16(p + 2 * (from + i)), mag = (h & 0x7fffu) << 13, bits;
+            float f;
+            memcpy(&f, &mag, 4);
+            f *= 0x1p112f;
+            memcpy(&bits, &f, 4);
+            bits = (h & 0x7c00u) == 0x7c00u ? mag | 0x7f800000u : bits;
+            bits |= (h & 0x8000u) << 16;
+            memcpy(&out[i], &bits, 4);
+        }
         break;
     case HS_DT_BF16:
         for (size_t i = 0; i < count; i++)
@@ -134,6 +144,17 @@ static void decode(const hs_tensor_view *t, size_t from, float *out, size_t coun
             hs_quant_decode(quant_type(t->dtype), p + from / blk_elems * blk_bytes, out, count);
         break;
     }
+}
+
+void hs_tensor_decode(const void *t, size_t from, float *out, size_t count)
+{
+    decode(t, from, out, count);
+}
+
+int hs_dtype_block(hs_dtype dt)
+{
+    size_t elems, bytes;
+    return hs_quant_block(quant_type(dt), &elems, &bytes) ? (int)elems : 1;
 }
 
 /* Stored rows decoded at a time before a transposed write: 16 floats of each destination
@@ -501,6 +522,7 @@ hs_status hs_weights_build(hs_model *m, hs_tensor_lookup lookup, void *ctx, hs_e
     m->converted_bytes = b.cached_floats * sizeof(float);
     if (m->open_flags & HS_OPEN_NO_WEIGHTS) { /* the table is checked; read nothing */
         c->has_lm_head = has_lm_head;
+        st = hs_moe_weights_build(m, lookup, ctx, err);
         goto done;
     }
     b.dry = 0;
@@ -517,6 +539,8 @@ hs_status hs_weights_build(hs_model *m, hs_tensor_lookup lookup, void *ctx, hs_e
     if ((st = hs_names_walk(c, build_row, &b, err)))
         goto done;
     if (m->wc && (st = hs_wcache_prepare(m, err)))
+        goto done;
+    if ((st = hs_moe_weights_build(m, lookup, ctx, err)))
         goto done;
     c->has_lm_head = has_lm_head;
     m->has_weights = 1;

@@ -5,6 +5,8 @@
 #include <string.h>
 
 #include "nn/block.h"
+#include "nn/mla.h"
+#include "nn/moe.h"
 #include "nn/ops.h"
 
 void hs_embed(const hs_model *m, const int32_t *ids, const int32_t *type_ids, int n, float *x)
@@ -334,10 +336,14 @@ static hs_status block_run(const hs_model *m, const hs_layer *L, int l, hs_forwa
         float *ctx_b = ws->ctx + (size_t)b * nA;
         const float *hm_b = hm ? hm + (size_t)b * hm_stride : NULL;
         if (!same || b == 0) {
-            if (rot) { /* queries and keys turned by position (each copy from position 0) */
+            if (rot && !a->mla_kv_lora) { /* queries and keys turned by position (each copy
+                                              from position 0); MLA: in hs_mla_attn */
                 hs_op_rotary_scaled(qkv, n, c->n_head, dh, W, rot, inv_freq, rot_scale, 0, 0);
                 hs_op_rotary_scaled(qkv + A, n, c->n_kv_head, dh, W, rot, inv_freq, rot_scale, 0, 0);
             }
+            if (a->mla_kv_lora && (hk & (BEFORE_CTX & ~HS_SITE_BIT(HS_SITE_RESID_PRE))))
+                return hs_fail(err, HS_E_UNSUPPORTED, "the hook sites q, k, v and pattern are "
+                               "not available with latent attention");
             if ((hk & BEFORE_CTX) && (st = hook_qkv(c, o, hk, l, qkv, b, n, err)))
                 return st;
             if (maps && !keep) {
@@ -356,8 +362,15 @@ static hs_status block_run(const hs_model *m, const hs_layer *L, int l, hs_forwa
                 if ((st = attn_pattern_hooked(c, o, l, vis, qkv, probs, dst, n, b, hm_b,
                                               &bad_row, err)))
                     return st;
-            } else if (hs_op_attn_fused(c, vis, qkv, dst, n, keep || same ? NULL : hm_b,
-                                        maps ? probs : NULL, &bad_row)) {
+            } else if (a->mla_kv_lora
+                           ? hs_mla_attn(c, L, &rope, inv_freq, vis, qkv, dst, n,
+                                         keep || same ? NULL : hm_b, maps ? probs : NULL,
+                                         &bad_row,
+                                         ws->mla_pos_share && batch == 1 && !keep
+                                             ? ws->mla_pos_share + (size_t)l * (size_t)c->n_head
+                                             : NULL)
+                           : hs_op_attn_fused(c, vis, qkv, dst, n, keep || same ? NULL : hm_b,
+                                              maps ? probs : NULL, &bad_row)) {
                 return hs_fail(err, HS_E_NOMEM, "out of memory for the attention rows");
             }
             st = o && o->allow_nonfinite ? HS_OK : check_probs(bad_row, l, n, err);
@@ -428,7 +441,15 @@ static hs_status block_run(const hs_model *m, const hs_layer *L, int l, hs_forwa
         norm(c, x, L->ln2_w, L->ln2_b, h, KEEP(xhat2), KEEP(rstd2), rows);
     else
         norm(c, x, L->ln1_w, L->ln1_b, x, KEEP(xhat1), KEEP(rstd1), rows);
-    mlp(c, L, ws, pre ? h : x, ff_pre, h, rows, 0);
+    if (L->moe_gate) { /* a mixture of experts (src/nn/moe.c) */
+        int32_t *route = ws->moe_route && batch == 1 && !keep && rows == n
+                             ? ws->moe_route + (size_t)l * (size_t)n * (size_t)a->moe_top_k
+                             : NULL;
+        if (hs_moe_forward(c, L, pre ? h : x, h, rows, route))
+            return hs_fail(err, HS_E_NOMEM, "out of memory for the experts");
+    } else {
+        mlp(c, L, ws, pre ? h : x, ff_pre, h, rows, 0);
+    }
     KEEP_COPY(mlp_out, h);
     if ((st = hook_stream(c, o, hk, HS_SITE_MLP_OUT, l, h, batch, cn, n, err)))
         return st;
@@ -443,7 +464,7 @@ hs_status hs_block_forward(const hs_model *m, int l, hs_forward_ws *ws, int n, i
                            hs_block_keep *keep, hs_error *err)
 {
     hs_layer L; /* the layer's float32 weights, converted by the weight cache if need be */
-    hs_status st = hs_layer_get(m, l, &L, err);
+    hs_status st = hs_layer_get_linear(m, l, &L, err); /* or in their stored type */
     if (st)
         return st;
     st = block_run(m, &L, l, ws, n, batch, hm, hm_stride, o, keep, err);

@@ -51,6 +51,14 @@ struct hs_forward_ws {
      * caller gave none and wants neither logits nor hidden states: nothing else can read
      * what follows (the output projection and MLP: 6% of GPT-2's FLOPs at n = 128). */
     int stop_after_attn;
+    /* Latent attention (hs_arch.mla_kv_lora): (n_layer, n_head) receiving each head's share
+     * of its logits from the rotary part (hs_mla_attn's pos_share) in a pass of one copy
+     * without keep; NULL: not computed. */
+    double *mla_pos_share;
+    /* A mixture of experts: (n_layer, n, top_k) receiving the experts each token's router
+     * chooses in each such layer (hs_moe_forward's route), in a pass of one copy without
+     * keep over every row; NULL: not recorded. */
+    int32_t *moe_route;
     /* An encoder-decoder's pass (hs_forward_encdec, encdec.c; NULL otherwise): the running
      * stack's relative position bias (rel_buckets, n_head) and the bucket of each offset,
      * rel_bucket[j - i + n - 1] for key j seen from query i; the encoder's final output

@@ -72,6 +72,9 @@ hs_status hs_activations_run(const hs_model *m, const int32_t *ids, const int32_
     hs_status st = hs_forward_check(m, ids, type_ids, n, err);
     if (st)
         return st;
+    if ((what & HS_CAPTURE_QKV) && c->arch->mla_kv_lora)
+        return hs_fail(err, HS_E_UNSUPPORTED, "activations: q, k and v are not recorded for "
+                       "multi-head latent attention (architecture '%s')", c->arch->name);
     int L = c->n_layer, H = c->n_head, d = c->d_model, W = hs_qkv_width(c);
     size_t nd = (size_t)n * (size_t)d, nn = (size_t)n * (size_t)n, Ld = (size_t)L * nd;
     size_t nA = (size_t)n * (size_t)hs_model_attn_width(c); /* one layer's contexts */

@@ -13,6 +13,7 @@
 
 #include "nn/fastmath.h"
 #include "core/core.h"
+#include "core/qgemm.h"
 #include "nn/ops.h"
 
 /* The products run by the one tiling rule of src/core/gemm.c (hs_gemm_run): tiles cut by
@@ -34,6 +35,11 @@ static void linear(const float *x, const float *w, const float *b, float *y, int
 {
     hs_gemm g = {.m = n, .n = out, .k = in, .alpha = 1.0, .beta = add ? 1.0 : 0.0, .a = x,
                  .lda = in, .b = w, .ldb = out, .c = y, .ldc = out, .bias = b, .add = add};
+    const hs_qmat *q = hs_qmat_find(w); /* a layer matrix in its stored type */
+    if (q) {
+        g.b_fill = hs_qmat_fill;
+        g.b_ctx = q;
+    }
     hs_gemm_run(&g);
 }
 
@@ -355,8 +361,32 @@ void hs_op_rope_freqs(const hs_arch *a, double *inv)
 {
     hs_rope r = {a->rotary_dims, a->rotary_base, a->rope_scaling, a->rope_factor,
                  a->rope_low_freq, a->rope_high_freq, a->rope_orig_ctx, a->rope_short,
-                 a->rope_long, a->rope_attn_factor};
+                 a->rope_long, a->rope_attn_factor,
+                 a->rope_beta_fast, a->rope_beta_slow};
     hs_op_rope_freqs_of(&r, inv);
+}
+
+/* YaRN's ramp (Peng et al. 2023, §3.2): the dimension pair whose wavelength makes `rot`
+ * rotations in the original context is k = r ln(old / (2 pi rot)) / (2 ln base); pairs
+ * below floor(k(beta_fast)) keep theta, pairs above ceil(k(beta_slow)) take theta / factor,
+ * linearly between (the bounds clamped to [0, r - 1]). */
+static void yarn_freqs(const hs_rope *rp, double *inv)
+{
+    const double two_pi = 6.283185307179586476925;
+    int r = rp->dims, half = r / 2;
+    double lb = log((double)rp->base), old = rp->orig_ctx;
+    double lo = floor(r * log(old / (two_pi * rp->beta_fast)) / (2 * lb));
+    double hi = ceil(r * log(old / (two_pi * rp->beta_slow)) / (2 * lb));
+    lo = lo < 0 ? 0 : lo;
+    hi = hi > r - 1 ? r - 1 : hi;
+    if (hi == lo)
+        hi += 0.001;
+    for (int k = 0; k < half; k++) {
+        double th = pow((double)rp->base, -2.0 * k / r);
+        double ramp = ((double)k - lo) / (hi - lo);
+        ramp = ramp < 0 ? 0 : ramp > 1 ? 1 : ramp;
+        inv[k] = th / rp->factor * ramp + th * (1 - ramp);
+    }
 }
 
 void hs_op_rope_freqs_of(const hs_rope *rp, double *inv)
@@ -370,6 +400,10 @@ double hs_op_rope_freqs_at(const hs_rope *rp, int n, double *inv)
     int r = rp->dims, half = r / 2;
     double f = rp->factor, lo = rp->low_freq, hi = rp->high_freq;
     double old = rp->orig_ctx;
+    if (rp->scaling == HS_ROPE_YARN) {
+        yarn_freqs(rp, inv);
+        return rp->attn_factor > 0 ? (double)rp->attn_factor : 1.0;
+    }
     /* longrope: the long factors once the text is longer than the original context */
     const float *ext = rp->scaling != HS_ROPE_LONGROPE ? NULL
                        : n > rp->orig_ctx              ? rp->long_factor
@@ -442,4 +476,14 @@ size_t hs_op_first_nonfinite(const float *x, size_t count)
         if (!isfinite(x[i]))
             return i;
     return (size_t)-1;
+}
+
+void hs_op_rotary_scale(float *x, int n, int n_head, int d_head, int ld, int rot_dims, float f)
+{
+    for (int i = 0; i < n; i++)
+        for (int h = 0; h < n_head; h++) {
+            float *xh = x + (size_t)i * (size_t)ld + (size_t)h * (size_t)d_head;
+            for (int k = 0; k < rot_dims; k++)
+                xh[k] *= f;
+        }
 }

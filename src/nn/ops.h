@@ -27,7 +27,10 @@ float *hs_forward_ws_spare(struct hs_forward_ws *ws, size_t *floats);
 void hs_lm_logits(const hs_model *m, const float *x, const int32_t *idx, int rows,
                   float *scratch, float *logits);
 
-/* y: (n, out) = x: (n, in) · w: (in, out) + b: (out) (b NULL: no bias); y may not alias x. */
+/* y: (n, out) = x: (n, in) · w: (in, out) + b: (out) (b NULL: no bias); y may not alias x.
+ * w may be a registered hs_qmat (src/core/qgemm.h: a layer matrix in its stored type, from
+ * hs_layer_get_linear), multiplied a block at a time with the bits its float32 form gives;
+ * so may hs_op_linear_add's. */
 void hs_op_linear(const float *x, const float *w, const float *b, float *y, int n, int in, int out);
 
 /* y: (n, out) += x: (n, in) · w: (in, out) + b: (out) (b NULL: no bias). */
@@ -128,7 +131,8 @@ void hs_op_swiglu_back(const float *gu, const float *da, float *dgu, int rows, i
  * rescaled as a->rope_scaling says: linear theta/factor; llama3 (Llama 3.1's reference
  * code), with wavelength 2 pi/theta and old = rope_orig_ctx: kept below old/high_freq,
  * theta/factor above old/low_freq, (1 - s) theta/factor + s theta between, s = (old /
- * wavelength - low) / (high - low). */
+ * wavelength - low) / (high - low); yarn as hs_rope_scaling says (the attention factor
+ * is the caller's: hs_op_rotary_scale). */
 void hs_op_rope_freqs(const hs_arch *a, double *inv);
 
 /* The same for the parameters of one layer (hs_model_layer_rope): inv: (r->dims / 2); for
@@ -155,6 +159,9 @@ void hs_op_rotary(float *x, int n, int n_head, int d_head, int ld, int rot_dims,
  * backward pass applies to gradients). scale 1 is hs_op_rotary bit for bit. */
 void hs_op_rotary_scaled(float *x, int n, int n_head, int d_head, int ld, int rot_dims,
                          const double *inv_freq, double scale, int pos0, int inverse);
+/* The first rot_dims dimensions of every head of x: (n, ld) scaled by f (YaRN's attention
+ * factor, which multiplies the rotation's cos and sin). */
+void hs_op_rotary_scale(float *x, int n, int n_head, int d_head, int ld, int rot_dims, float f);
 
 /* x: (count) += y: (count). */
 void hs_op_add(float *x, const float *y, size_t count);

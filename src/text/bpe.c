@@ -451,8 +451,9 @@ static hs_status encode_words(const hs_tokenizer *t, const unsigned char *s, siz
     return HS_OK;
 }
 
-/* Metaspace: ' ' becomes the replacement, which is put first when the scheme asks for it. */
-static unsigned char *metaspace(const hs_tokenizer *t, const unsigned char *s, size_t len,
+/* Metaspace: ' ' becomes the replacement, which is put first when the scheme asks for it
+ * (also unigram.c's). */
+unsigned char *hs_tok_metaspace(const hs_tokenizer *t, const unsigned char *s, size_t len,
                                 int first, size_t *out_len)
 {
     const char *rep = t->meta_rep;
@@ -495,7 +496,7 @@ hs_status hs_bpe_encode(const hs_tokenizer *t, const char *text, size_t len, int
         s = own;
         len++;
     } else if (t->pre == HS_PRE_METASPACE) {
-        if (!(own = metaspace(t, s, len, first, &len)))
+        if (!(own = hs_tok_metaspace(t, s, len, first, &len)))
             goto fail;
         s = own;
     }

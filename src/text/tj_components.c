@@ -4,9 +4,12 @@
  * other with HS_E_UNSUPPORTED and a message naming it:
  *   normalizer     WordPiece: BertNormalizer, NFD, Lowercase, StripAccents;
  *                  BPE: NFC, Prepend, Replace (a String pattern); either in a Sequence;
+ *                  Unigram: those of BPE, Precompiled, Strip, Replace with the regex
+ *                  " {2,}" (T5's);
  *   pre_tokenizer  WordPiece: BertPreTokenizer;
  *                  BPE: ByteLevel; Sequence [Split (Llama 3's or Qwen2's pattern, Isolated),
  *                  ByteLevel (use_regex false)]; Metaspace; none (SentencePiece-style);
+ *                  Unigram: Metaspace, WhitespaceSplit, Sequence [WhitespaceSplit, Metaspace];
  *   post_processor ByteLevel (offsets only), BertProcessing, RobertaProcessing,
  *                  TemplateProcessing (any template of special tokens, $A and $B), or a
  *                  Sequence of ByteLevel and one of these.
@@ -96,6 +99,49 @@ static hs_status bert_normalizer(hs_tokenizer *t, const cJSON *n, hs_error *err)
     return HS_OK;
 }
 
+/* The normalizers only a Unigram model takes (T5's): Precompiled (precompiled.c), Strip,
+ * Replace with the regex " {2,}". */
+static int unigram_only(const cJSON *n, const char *type)
+{
+    return !strcmp(type, "Precompiled") || !strcmp(type, "Strip") ||
+           (!strcmp(type, "Replace") &&
+            cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(n, "pattern"), "Regex"));
+}
+
+static hs_status unigram_normalizer(hs_tokenizer *t, const cJSON *n, const char *type, hs_error *err)
+{
+    hs_status st;
+    if (strcmp(type, "Precompiled") == 0) {
+        const cJSON *map = cJSON_GetObjectItemCaseSensitive(n, "precompiled_charsmap");
+        if (!cJSON_IsString(map))
+            return hs_fail(err, HS_E_FORMAT, TJ ": Precompiled needs \"precompiled_charsmap\" as a string");
+        if ((st = hs_precompiled_load(t, map->valuestring, err)) != HS_OK)
+            return st;
+        return push_step(t, HS_NORM_PRECOMPILED, err);
+    }
+    if (strcmp(type, "Strip") == 0) {
+        t->trim_left = hs_tj_bool(n, "strip_left", 0);
+        t->trim_right = hs_tj_bool(n, "strip_right", 0);
+        if (t->trim_left < 0 || t->trim_right < 0)
+            return hs_fail(err, HS_E_FORMAT, TJ ": Strip's strip_left and strip_right must be true or false");
+        for (size_t k = 0; k < t->n_norm; k++)
+            if (t->norm[k] == HS_NORM_TRIM)
+                return hs_fail(err, HS_E_UNSUPPORTED, TJ ": more than one normalizer 'Strip' is not supported");
+        return push_step(t, HS_NORM_TRIM, err);
+    }
+    const cJSON *rx = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(n, "pattern"), "Regex");
+    if (!cJSON_IsString(rx) || strcmp(rx->valuestring, " {2,}") != 0)
+        return hs_fail(err, HS_E_UNSUPPORTED, TJ ": normalizer 'Replace' with a regex other than \" {2,}\" is "
+                                                 "not supported");
+    for (size_t k = 0; k < t->n_norm; k++)
+        if (t->norm[k] == HS_NORM_SPACES)
+            return hs_fail(err, HS_E_UNSUPPORTED, TJ ": more than one normalizer 'Replace' with a regex is not "
+                                                     "supported");
+    if ((st = short_string(n, "content", 1, t->spaces_to, "normalizer 'Replace'", err)) != HS_OK)
+        return st;
+    return push_step(t, HS_NORM_SPACES, err);
+}
+
 static hs_status add_normalizer(hs_tokenizer *t, const cJSON *n, int depth, hs_error *err)
 {
     const char *type = hs_tj_type(n);
@@ -127,6 +173,8 @@ static hs_status add_normalizer(hs_tokenizer *t, const cJSON *n, int depth, hs_e
             return st;
         return push_step(t, HS_NORM_PREPEND, err);
     }
+    if (t->kind == HS_TOK_UNIGRAM && unigram_only(n, type))
+        return unigram_normalizer(t, n, type, err);
     if (!wp && strcmp(type, "Replace") == 0) {
         const cJSON *pat = cJSON_GetObjectItemCaseSensitive(n, "pattern");
         if (!cJSON_GetObjectItemCaseSensitive(pat, "String"))
@@ -138,7 +186,7 @@ static hs_status add_normalizer(hs_tokenizer *t, const cJSON *n, int depth, hs_e
         return push_step(t, HS_NORM_REPLACE, err);
     }
     return hs_fail(err, HS_E_UNSUPPORTED, TJ ": normalizer '%.64s' is not supported with a %s model", type,
-                   wp ? "WordPiece" : "BPE");
+                   wp ? "WordPiece" : t->kind == HS_TOK_UNIGRAM ? "Unigram" : "BPE");
 }
 
 hs_status hs_tj_normalizer(hs_tokenizer *t, const cJSON *n, hs_error *err)
@@ -245,6 +293,27 @@ static hs_status metaspace(hs_tokenizer *t, const cJSON *p, hs_error *err)
     return HS_OK;
 }
 
+/* Unigram: Metaspace, WhitespaceSplit, or both in a Sequence (T5's older files). */
+static hs_status unigram_pre(hs_tokenizer *t, const cJSON *p, const char *type, hs_error *err)
+{
+    const cJSON *list = cJSON_GetObjectItemCaseSensitive(p, "pretokenizers");
+    const char *ta = hs_tj_type(cJSON_GetArrayItem(list, 0)), *tb = hs_tj_type(cJSON_GetArrayItem(list, 1));
+    if (strcmp(type, "Metaspace") == 0)
+        return metaspace(t, p, err);
+    if (strcmp(type, "WhitespaceSplit") == 0) {
+        t->ws_split = 1;
+        return HS_OK;
+    }
+    if (!strcmp(type, "Sequence") && cJSON_GetArraySize(list) == 2 && ta && tb && !strcmp(ta, "WhitespaceSplit") &&
+        !strcmp(tb, "Metaspace")) {
+        t->ws_split = 1;
+        return metaspace(t, cJSON_GetArrayItem(list, 1), err);
+    }
+    return hs_fail(err, HS_E_UNSUPPORTED, TJ ": pre_tokenizer '%.64s' is not supported with Unigram (only "
+                                             "Metaspace, WhitespaceSplit, Sequence [WhitespaceSplit, Metaspace] or "
+                                             "none)", type);
+}
+
 hs_status hs_tj_pre_tokenizer(hs_tokenizer *t, const cJSON *p, hs_error *err)
 {
     const char *type = hs_tj_type(p);
@@ -259,6 +328,8 @@ hs_status hs_tj_pre_tokenizer(hs_tokenizer *t, const cJSON *p, hs_error *err)
                                                      "(only BertPreTokenizer)", null ? "null" : type);
         return HS_OK;
     }
+    if (t->kind == HS_TOK_UNIGRAM)
+        return null ? HS_OK : unigram_pre(t, p, type, err);
     hs_status st = HS_OK;
     if (null) {
         /* SentencePiece-style: the whole text is one word */

@@ -190,8 +190,9 @@ static int has_norm(const hs_tokenizer *t, int step)
 hs_status hs_tokenizer_get_spec(const hs_tokenizer *t, hs_tok_spec *s, hs_error *err)
 {
     memset(s, 0, sizeof *s);
-    if (t->kind == HS_TOK_WORDPIECE)
-        return hs_fail(err, HS_E_UNSUPPORTED, "a WordPiece tokenizer has no BPE description");
+    if (t->kind == HS_TOK_WORDPIECE || t->kind == HS_TOK_UNIGRAM)
+        return hs_fail(err, HS_E_UNSUPPORTED, "a %s tokenizer has no BPE description",
+                       t->kind == HS_TOK_UNIGRAM ? "Unigram" : "WordPiece");
     s->kind = t->kind;
     s->n_tokens = t->n_vocab;
     s->n_merges = t->merge_text.n;

@@ -1,0 +1,39 @@
+/* config.json readers shared by hf_config.c and the family parsers in their own files
+ * (hf_config_deepseek.c, arch_falcon.c, arch_bigcode.c). Private to src/model/. */
+#ifndef HEADSCOPE_HF_CONFIG_H
+#define HEADSCOPE_HF_CONFIG_H
+
+#include <cJSON.h>
+
+#include "model/model_internal.h"
+
+/* A non-negative integer field into *out (required: a missing field fails; else absent or
+ * null: *out kept). */
+hs_status hs_cfg_int(const cJSON *root, const char *key, int required, int *out, hs_error *err);
+/* A number field of obj in [lo, hi] (messages name it where + key); absent: *out kept. */
+hs_status hs_cfg_num(const cJSON *obj, const char *where, const char *key, double lo, double hi,
+                     double *out, hs_error *err);
+hs_status hs_cfg_bool(const cJSON *root, const char *key, int *out, hs_error *err);
+/* A number in (0, 1]. */
+hs_status hs_cfg_unit(const cJSON *root, const char *key, float *out, hs_error *err);
+/* A boolean that must be want when present, refused by name otherwise. */
+hs_status hs_cfg_require(const cJSON *root, const char *key, int want, hs_error *err);
+/* The activation's name. */
+hs_status hs_cfg_act(const char *name, hs_activation *act, hs_error *err);
+/* The rotary parameters (theta_key, frac_key, rope_scaling / rope_parameters; max_pos:
+ * max_position_embeddings). */
+hs_status hs_cfg_rope(const cJSON *root, hs_arch *a, int d_head, const char *theta_key,
+                      const char *frac_key, int max_pos, hs_error *err);
+const char *hs_cfg_str(const cJSON *root, const char *key);
+/* YaRN's 0.1 m ln(factor) + 1 (1 when factor <= 1). */
+double hs_cfg_yarn_mscale(double factor, double m);
+/* Llama's keys: the five dimensions, max_position_embeddings, rms_norm_eps, mlp_bias
+ * (false), tie_word_embeddings, hidden_act (silu) and the rotary parameters over rope_dims. */
+hs_status hs_cfg_llama_dims(const cJSON *root, hs_model_config *c, hs_arch *a, int rope_dims,
+                            hs_error *err);
+
+/* deepseek_v2 and deepseek_v3 configs (hf_config_deepseek.c). */
+hs_status hs_parse_deepseek_v2(const cJSON *root, hs_model_config *c, hs_arch *a, hs_error *err);
+hs_status hs_parse_deepseek_v3(const cJSON *root, hs_model_config *c, hs_arch *a, hs_error *err);
+
+#endif
