@@ -45,7 +45,6 @@ static int answer_of(const hs_model *m, const char *path, int line, const cJSON 
     char key_id[32];
     snprintf(key_id, sizeof key_id, "%s_id", key);
     const cJSON *s = cJSON_GetObjectItem(o, key), *n = cJSON_GetObjectItem(o, key_id);
-    const hs_tokenizer *tok = hs_model_tokenizer(m);
     int V = hs_model_config_of(m)->vocab_size;
     *id = -1;
     if (n) {
@@ -65,28 +64,13 @@ static int answer_of(const hs_model *m, const char *path, int line, const cJSON 
                   line, key, key_id);
         return EXIT_FAIL;
     }
-    hs_encoding e = {0};
     hs_error err = {{0}};
-    if (hs_tokenizer_encode(tok, s->valuestring, strlen(s->valuestring), NULL, 0, &e, &err)) {
-        cli_error(PATCH_CMD, "'%s' line %d: %s: %s", path, line, key, err.msg);
+    int count;
+    if (hs_patch_answer_id(m, s->valuestring, id, &count, &err)) {
+        cli_error(PATCH_CMD, "'%s' line %d: %s%s%s", path, line, key, count < 0 ? ": " : " ",
+                  err.msg);
         return EXIT_FAIL;
     }
-    int32_t own[8] = {0};
-    size_t start = 0, k = 0;
-    while (e.n > e.n_text && start < e.n - e.n_text && hs_tokenizer_is_special(tok, e.ids[start]))
-        start++; /* the template's tokens before the text (BERT's [CLS]) */
-    for (; k < e.n_text && k < 8; k++)
-        own[k] = e.ids[start + k];
-    size_t count = e.n_text;
-    hs_encoding_free(&e);
-    if (count != 1) {
-        char list[256];
-        token_list(tok, own, k, list, sizeof list);
-        cli_error(PATCH_CMD, "'%s' line %d: %s '%s' is %zu tokens (%s), not one", path, line,
-                  key, s->valuestring, count, count ? list : "none");
-        return EXIT_FAIL;
-    }
-    *id = own[0];
     return 0;
 }
 
@@ -158,34 +142,6 @@ static int prompt_of(const hs_model *m, const char *path, int line, const cJSON 
     return 0;
 }
 
-/* The row the metric reads: the last (decoders), or the clean prompt's [MASK], which the
- * corrupt prompt must have at the same place. */
-static int metric_row(const hs_model *m, const char *path, int line, hs_patch_pair *p)
-{
-    const hs_model_config *c = hs_model_config_of(m);
-    if (c->arch->head != HS_HEAD_MLM) {
-        p->pos = p->n - 1;
-        return 0;
-    }
-    int32_t mask = c->arch->mask_token ? hs_tokenizer_id(hs_model_tokenizer(m),
-                                                         c->arch->mask_token) : -1;
-    p->pos = -1;
-    for (int i = 0; i < p->n && p->pos < 0 && mask >= 0; i++)
-        if (p->clean[i] == mask)
-            p->pos = i;
-    if (p->pos < 0) {
-        cli_error(PATCH_CMD, "'%s' line %d: the clean prompt has no %s token, where the answer "
-                  "is read", path, line, c->arch->mask_token ? c->arch->mask_token : "mask");
-        return EXIT_FAIL;
-    }
-    if (p->corrupt[p->pos] != mask) {
-        cli_error(PATCH_CMD, "'%s' line %d: the corrupt prompt has no %s at position %d, where "
-                  "the clean one has it", path, line, c->arch->mask_token, p->pos);
-        return EXIT_FAIL;
-    }
-    return 0;
-}
-
 /* One line's object into pair i. */
 static int pair_of(const hs_model *m, const char *path, int line, const cJSON *o, int need_wrong,
                    patch_pairs *pp)
@@ -215,7 +171,12 @@ static int pair_of(const hs_model *m, const char *path, int line, const cJSON *o
     if (answer_of(m, path, line, o, "answer", 1, &p->answer) ||
         answer_of(m, path, line, o, "wrong", need_wrong, &p->wrong))
         return EXIT_FAIL;
-    return metric_row(m, path, line, p);
+    hs_error err = {{0}};
+    if (hs_patch_pair_pos(m, p, &err)) {
+        cli_error(PATCH_CMD, "'%s' line %d: %s", path, line, err.msg);
+        return EXIT_FAIL;
+    }
+    return 0;
 }
 
 int patch_pairs_read(const hs_model *m, const char *path, int need_wrong, patch_pairs *pp)

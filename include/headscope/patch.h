@@ -127,6 +127,19 @@ hs_status hs_patch_path_run(const hs_model *m, const hs_patch_pair *pairs, int n
                             const hs_patch_opts *o, const hs_patch_path *path,
                             hs_patch_result **out, hs_error *err);
 
+/* The one token of an answer text (its tokens without the template's special ones, as
+ * BERT's [CLS], must be one) into *id. *n_tokens (may be NULL): the text's tokens, or -1
+ * when the tokenizer refused it (err then holds the tokenizer's message). HS_E_INPUT
+ * "'TEXT' is K tokens ('a', 'b'), not one"; HS_E_UNSUPPORTED without tokenizer files. */
+hs_status hs_patch_answer_id(const hs_model *m, const char *text, int32_t *id, int *n_tokens,
+                             hs_error *err);
+
+/* Sets p->pos, the row the metric reads: the last (decoders), or the clean prompt's mask
+ * token (BERT's [MASK]), which the corrupt prompt must have at the same place (HS_E_INPUT
+ * "the clean prompt has no [MASK] token, where the answer is read", "the corrupt prompt
+ * has no [MASK] at position P, where the clean one has it"). */
+hs_status hs_patch_pair_pos(const hs_model *m, hs_patch_pair *p, hs_error *err);
+
 #ifdef __cplusplus
 }
 #endif
