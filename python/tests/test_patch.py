@@ -74,6 +74,33 @@ class Cache(unittest.TestCase):
                 self.assertEqual(cache[hook].shape, want.shape, hook)
                 self.assertTrue(np.array_equal(cache[hook], want), hook)
 
+    def test_the_sites_dump_reads_through_the_hooks(self):
+        new = ["result", "resid_post", "ln_final", "logits"]
+        with headscope.load(MODELS["trained-gpt2"]) as m:
+            logits, cache = m.run_with_cache(TEXT, names=new)
+            plain = m.logits(TEXT)
+        with tempfile.TemporaryDirectory() as d:
+            subprocess.run([BIN, "dump", MODELS["trained-gpt2"], "--text", TEXT, "--what",
+                            ",".join(new), "-o", d, "-q"], check=True)
+            with open(os.path.join(d, "manifest.json")) as f:
+                man = json.load(f)["files"]
+            files = {e["hook"]: e["file"] for e in man if e["hook"] != "input_ids"}
+            self.assertEqual(sorted(files), sorted(cache))
+            self.assertEqual(len(files), 2 * 4 + 2)
+            self.assertNotIn("layer", [e for e in man if e["hook"] == "logits"][0])
+            for hook, f in files.items():
+                want = np.load(os.path.join(d, f))
+                self.assertTrue(np.array_equal(cache[hook], want), hook)
+        self.assertTrue(np.array_equal(cache["logits"], logits))
+        np.testing.assert_allclose(logits, plain, atol=1e-4, rtol=0)  # result: summed apart
+        # each layer's heads' results add up to its attention output less b_O
+        with headscope.load(MODELS["trained-gpt2"]) as m:
+            _, ref = m.run_with_cache(TEXT, names=["result", "attn_out"])
+        for layer in range(4):
+            b = "blocks.%d." % layer
+            bias = ref[b + "hook_attn_out"] - ref[b + "attn.hook_result"].sum(axis=1)
+            np.testing.assert_allclose(bias, np.broadcast_to(bias[0], bias.shape), atol=1e-4)
+
     def test_every_site_named_and_shaped(self):
         with headscope.load(LLAMA) as m:  # grouped KV heads
             c = m.config
