@@ -23,20 +23,6 @@ void patch_pairs_free(patch_pairs *pp)
     memset(pp, 0, sizeof *pp);
 }
 
-/* "'a', 'b'" of up to 8 tokens' raw strings into buf. */
-static void token_list(const hs_tokenizer *tok, const int32_t *ids, size_t n, char *buf,
-                       size_t cap)
-{
-    size_t at = 0;
-    buf[0] = '\0';
-    for (size_t i = 0; i < n && i < 8 && at < cap; i++) {
-        const char *s = hs_tokenizer_token(tok, ids[i]);
-        at += (size_t)snprintf(buf + at, cap - at, "%s'%s'", i ? ", " : "", s ? s : "?");
-    }
-    if (n > 8 && at < cap)
-        snprintf(buf + at, cap - at, ", ...");
-}
-
 /* The one token of an answer: a string (its tokens without the template's special ones must
  * be one) or an id (key_id). Prints the error naming the line; returns 0 or EXIT_FAIL. */
 static int answer_of(const hs_model *m, const char *path, int line, const cJSON *o,
@@ -160,18 +146,14 @@ static int pair_of(const hs_model *m, const char *path, int line, const cJSON *o
         return EXIT_FAIL;
     p->clean = ids[0];
     p->corrupt = ids[1];
-    if (n2 != p->n) {
-        char a[256], b[256];
-        token_list(hs_model_tokenizer(m), ids[0], (size_t)p->n, a, sizeof a);
-        token_list(hs_model_tokenizer(m), ids[1], (size_t)n2, b, sizeof b);
-        cli_error(PATCH_CMD, "'%s' line %d: clean is %d tokens (%s), corrupt %d (%s): they must "
-                  "be as many", path, line, p->n, a, n2, b);
+    hs_error err = {{0}};
+    if (hs_patch_lengths_check(m, ids[0], p->n, ids[1], n2, &err)) {
+        cli_error(PATCH_CMD, "'%s' line %d: %s", path, line, err.msg);
         return EXIT_FAIL;
     }
     if (answer_of(m, path, line, o, "answer", 1, &p->answer) ||
         answer_of(m, path, line, o, "wrong", need_wrong, &p->wrong))
         return EXIT_FAIL;
-    hs_error err = {{0}};
     if (hs_patch_pair_pos(m, p, &err)) {
         cli_error(PATCH_CMD, "'%s' line %d: %s", path, line, err.msg);
         return EXIT_FAIL;

@@ -134,6 +134,11 @@ hs_status hs_patch_path_run(const hs_model *m, const hs_patch_pair *pairs, int n
 hs_status hs_patch_answer_id(const hs_model *m, const char *text, int32_t *id, int *n_tokens,
                              hs_error *err);
 
+/* HS_E_INPUT "clean is A tokens ('a', 'b'), corrupt B (...): they must be as many" unless
+ * the two prompts of a pair have as many tokens (n_clean == n_corrupt). */
+hs_status hs_patch_lengths_check(const hs_model *m, const int32_t *clean, int n_clean,
+                                 const int32_t *corrupt, int n_corrupt, hs_error *err);
+
 /* Sets p->pos, the row the metric reads: the last (decoders), or the clean prompt's mask
  * token (BERT's [MASK]), which the corrupt prompt must have at the same place (HS_E_INPUT
  * "the clean prompt has no [MASK] token, where the answer is read", "the corrupt prompt

@@ -283,6 +283,8 @@ def _declare(lib):
         "hs_patch_answer_id": (c.c_int, [c.c_void_p, c.c_char_p, c.POINTER(c.c_int32),
                                          c.POINTER(c.c_int), err]),
         "hs_patch_pair_pos": (c.c_int, [c.c_void_p, c.POINTER(HsPatchPair), err]),
+        "hs_patch_lengths_check": (c.c_int, [c.c_void_p, c.POINTER(c.c_int32), c.c_int,
+                                             c.POINTER(c.c_int32), c.c_int, err]),
         "hs_patch_run": (c.c_int, [c.c_void_p, c.POINTER(HsPatchPair), c.c_int,
                                    c.POINTER(HsPatchOpts), c.POINTER(c.POINTER(HsPatchResult)),
                                    err]),

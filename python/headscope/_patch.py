@@ -90,19 +90,18 @@ class Patch:
             if not isinstance(d, dict):
                 raise TypeError("patch: pair %d is not a dict" % i)
             clean, corrupt = self._pair_prompt(i, d, "clean"), self._pair_prompt(i, d, "corrupt")
-            if len(clean) != len(corrupt):
-                raise HeadscopeError(-7, "pair %d: clean is %d tokens (%s), corrupt %d (%s): "
-                                     "they must be as many" % (
-                                         i, len(clean), self.to_str_tokens(clean)[:8],
-                                         len(corrupt), self.to_str_tokens(corrupt)[:8]))
             c = (ctypes.c_int32 * len(clean))(*clean)
             k = (ctypes.c_int32 * len(corrupt))(*corrupt)
             keep += [c, k]
+            err = _lib.HsError()
+            st = LIB.hs_patch_lengths_check(self._handle(), c, len(clean), k, len(corrupt),
+                                            ctypes.byref(err))
+            if st:
+                raise HeadscopeError(st, "pair %d: %s" % (i, err.msg.decode()))
             p = arr[i]
             p.clean, p.corrupt, p.n = c, k, len(clean)
             p.answer = self._pair_answer(i, d, "answer", True)
             p.wrong = self._pair_answer(i, d, "wrong", need_wrong)
-            err = _lib.HsError()
             st = LIB.hs_patch_pair_pos(self._handle(), ctypes.byref(p), ctypes.byref(err))
             if st:
                 raise HeadscopeError(st, "pair %d: %s" % (i, err.msg.decode()))

@@ -15,7 +15,7 @@ static void token_list(const hs_tokenizer *tok, const int32_t *ids, size_t n, ch
     size_t at = 0;
     buf[0] = '\0';
     for (size_t i = 0; i < n && i < 8 && at < cap; i++) {
-        const char *s = hs_tokenizer_token(tok, ids[i]);
+        const char *s = tok ? hs_tokenizer_token(tok, ids[i]) : NULL;
         at += (size_t)snprintf(buf + at, cap - at, "%s'%s'", i ? ", " : "", s ? s : "?");
     }
     if (n > 8 && at < cap)
@@ -55,6 +55,19 @@ hs_status hs_patch_answer_id(const hs_model *m, const char *text, int32_t *id, i
     }
     *id = own[0];
     return HS_OK;
+}
+
+hs_status hs_patch_lengths_check(const hs_model *m, const int32_t *clean, int n_clean,
+                                 const int32_t *corrupt, int n_corrupt, hs_error *err)
+{
+    if (n_clean == n_corrupt)
+        return HS_OK;
+    char a[256], b[256];
+    const hs_tokenizer *tok = hs_model_tokenizer(m);
+    token_list(tok, clean, (size_t)(n_clean > 0 ? n_clean : 0), a, sizeof a);
+    token_list(tok, corrupt, (size_t)(n_corrupt > 0 ? n_corrupt : 0), b, sizeof b);
+    return hs_fail(err, HS_E_INPUT, "clean is %d tokens (%s), corrupt %d (%s): they must be as "
+                   "many", n_clean, a, n_corrupt, b);
 }
 
 hs_status hs_patch_pair_pos(const hs_model *m, hs_patch_pair *p, hs_error *err)
