@@ -267,8 +267,8 @@ class Patch(unittest.TestCase):
                                                "('ĠMary', 'ĠAnn'), not one")
             with self.assertRaises(headscope.HeadscopeError) as e:
                 m.patch([{"clean": "a b", "corrupt": "c d e", "answer": " x", "wrong": " y"}])
-            self.assertEqual(str(e.exception), "pair 0: clean is 2 tokens ('a', 'Ġb'), "
-                                               "corrupt 3 ('c', 'Ġd', 'Ġe'): they must be as many")
+            self.assertEqual(str(e.exception), "pair 0: clean is 2 tokens ('a', 'Ġb'), corrupt "
+                                               "3 ('c', 'Ġd', 'Ġe'): they must be as many")
             with self.assertRaises(ValueError):
                 m.patch(golden_pairs("trained-gpt2"), site="result")
         with headscope.load(MODELS["tiny-bert"]) as m:
