@@ -161,6 +161,29 @@ static int pair_of(const hs_model *m, const char *path, int line, const cJSON *o
     return 0;
 }
 
+int patch_pairs_shard(const char *path, patch_pairs *pp, int i, int n)
+{
+    int kept = 0, count = pp->count;
+    for (int j = 0; j < count; j++) {
+        if (j % n != i - 1) {
+            free(pp->ids[2 * j]);
+            free(pp->ids[2 * j + 1]);
+            continue;
+        }
+        pp->pairs[kept] = pp->pairs[j];
+        pp->ids[2 * kept] = pp->ids[2 * j];
+        pp->ids[2 * kept + 1] = pp->ids[2 * j + 1];
+        pp->lines[kept++] = pp->lines[j];
+    }
+    pp->count = kept;
+    if (!kept) {
+        cli_error(PATCH_CMD, "--shard %d/%d: '%s' holds %d pairs, none of them this shard's",
+                  i, n, path, count);
+        return EXIT_FAIL;
+    }
+    return 0;
+}
+
 int patch_pairs_read(const hs_model *m, const char *path, int need_wrong, patch_pairs *pp)
 {
     char *text = NULL;

@@ -106,6 +106,17 @@ hs_status hs_patch_run(const hs_model *m, const hs_patch_pair *pairs, int n_pair
 
 void hs_patch_result_free(hs_patch_result *r);
 
+/* A result of n_layer x n_units x n_pos cells over n_pairs pairs, its arrays allocated
+ * (uninitialised; the _attr ones too when both), to fill and summarise. */
+hs_status hs_patch_result_new(int n_layer, int n_units, int n_pos, int n_pairs, int both,
+                              hs_patch_result **out, hs_error *err);
+
+/* Sets r's effect, ci_lo, ci_hi (and the _attr ones and correlation when r has
+ * patched_attr) from its clean, corrupt and patched values, with o's direction, resamples
+ * and seed, as hs_patch_run ends: shards of the pairs put back in their order give what one
+ * run gives (headscope merge). */
+hs_status hs_patch_result_summarise(hs_patch_result *r, const hs_patch_opts *o, hs_error *err);
+
 /* Path patching (Wang et al. 2022): the sender head's output z takes its source value (the
  * clean run's when denoising), every other head's output keeps the target run's, the MLPs
  * and norms are recomputed, and the receiver's input (its query, or the key or value of its
