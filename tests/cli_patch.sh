@@ -131,16 +131,20 @@ import json, sys
 one, merged, part = (json.load(open(p)) for p in sys.argv[1:])
 assert part["shard"] == {"index": 2, "count": 3} and [p["line"] for p in part["pairs"]] == [2]
 assert "shard" not in merged and len(merged["pairs"]) == 3
-def flat(x, at=""):
-    if isinstance(x, dict):
-        return {k: v for key, val in x.items() for k, v in flat(val, at + "." + key).items()}
-    if isinstance(x, list):
-        return {k: v for i, val in enumerate(x) for k, v in flat(val, "%s[%d]" % (at, i)).items()}
-    return {at: x}
-a, b = flat(one), flat(merged)
-assert a.keys() == b.keys(), a.keys() ^ b.keys()
-for k, v in a.items():  # the shards' per-pair values as printed: the last bits may differ
-    assert v == b[k] or (isinstance(v, float) and abs(v - b[k]) <= 1e-12 * max(1, abs(v))), k
+def same(a, b, at="report"):  # the shards' per-pair values as printed: last bits may differ
+    if isinstance(a, dict):
+        assert isinstance(b, dict) and a.keys() == b.keys(), (at, a.keys() ^ b.keys())
+        for k in a:
+            same(a[k], b[k], at + "." + k)
+    elif isinstance(a, list):
+        assert isinstance(b, list) and len(a) == len(b), at
+        for i, (x, y) in enumerate(zip(a, b)):
+            same(x, y, "%s[%d]" % (at, i))
+    elif isinstance(a, (int, float)) and not isinstance(a, bool):
+        assert abs(a - b) <= 1e-12 * max(1, abs(a)), (at, a, b)
+    else:
+        assert a == b, (at, a, b)
+same(one, merged)
 PYEOF
 }
 shard_check "z, both methods" "$TG" --method both
