@@ -108,7 +108,7 @@ if [[ "${HS_SANITIZE:-}" == *address* ]]; then
     pre=$($CC -print-file-name=libasan.so)
     export ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 fi
-# the ctypes mirrors of hs_forward_opts, hs_open_opts, hs_trace, hs_model_config, hs_activations,
+# the ctypes mirrors of hs_forward_opts, hs_hook_call, hs_site_info, hs_patch_*, hs_open_opts, hs_trace, hs_model_config, hs_activations,
 # hs_html_input and hs_encoding
 # have the C structs' sizes and offsets
 cat >"$tmp/layout.c" <<'CEOF'
@@ -193,7 +193,7 @@ for c, t in (("hs_forward_opts", _lib.HsForwardOpts), ("hs_hook_call", _lib.HsHo
     for name, _ in t._fields_:
         print("%s.%s" % (c, name), getattr(t, name).offset)')
 [ "$want" = "$got" ] &&
-    ok "the Python package's hs_forward_opts, hs_open_opts, hs_trace, hs_model_config, hs_activations, hs_html_input and hs_encoding match the header" ||
+    ok "the Python package's hs_forward_opts, hs_hook_call, hs_site_info, the hs_patch_* structs, hs_open_opts, hs_trace, hs_model_config, hs_activations, hs_html_input and hs_encoding match the header" ||
     fail "struct layouts: C says $(echo $want), Python $(echo $got)"
 cp -r python/tests "$tmp/pytests" # run outside the tree: the installed package, not python/
 (cd "$tmp" && HEADSCOPE_LIB=$lib/$soname HEADSCOPE_ROOT=$ROOT HEADSCOPE=$stage/usr/bin/headscope \
