@@ -278,4 +278,7 @@ void cli_outdir_close(cli_outdir *od);
  * else (empty, a space or '+' before it, trailing characters, out of range, past a long). */
 int cli_parse_long(const char *s, long lo, long hi, long *out);
 
+/* "--shard I/N" with 1 <= I <= N <= 10^6 into *i, *n: 0, or -1 for anything else. */
+int cli_parse_shard(const char *s, int *i, int *n);
+
 #endif
