@@ -57,5 +57,9 @@ struct hs_model_config;
  * weights. */
 int hs_composition_defined(const struct hs_model_config *c);
 
+/* Why composition is undefined for a pre-norm decoder whose block normalises queries and
+ * keys or the sublayers' outputs (Qwen3, OLMo-2, Gemma 2 and 3), or NULL. A static phrase. */
+const char *hs_composition_norms_undefined(const struct hs_model_config *c);
+
 
 #endif /* HEADSCOPE_ANALYSIS_INTERNAL_H */

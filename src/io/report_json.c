@@ -201,7 +201,8 @@ static void add_composition(cJSON *r, const hs_analysis *a)
     cJSON *co = cJSON_AddObjectToObject(r, "composition");
     if (!cp) {
         cJSON_AddBoolToObject(co, "available", 0);
-        cJSON_AddStringToObject(co, "reason", !hs_composition_defined(c)
+        const char *why = hs_composition_norms_undefined(c);
+        cJSON_AddStringToObject(co, "reason", why ? why : !hs_composition_defined(c)
                                                   ? "defined for pre-norm decoders; this model "
                                                     "is post-norm (the residual stream is "
                                                     "renormalised after every sublayer, so the "

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "model/arch_norms.h"
 #include "model/model_internal.h"
 
 /* ---- GPT-2 ------------------------------------------------------------------------- */
@@ -298,6 +299,7 @@ static const hs_arch families[] = {
         .n_kv_head = 0, .head = HS_HEAD_DECODER, .head_optional = 0, .tokenizer = HS_TOK_BPE,
         .specials = qwen2_specials, .n_specials = 3, .names = &qwen2_table,
     },
+    HS_NORMS_FAMILIES /* Qwen3, OLMo-2, Gemma 2 and 3: src/model/arch_norms.c */
 };
 
 #define N_FAMILIES (sizeof families / sizeof families[0])
@@ -409,6 +411,12 @@ static int row_applies(const hs_arch *a, const hs_tensor_name *e)
     case HS_S_MLM_NORM_W:
     case HS_S_MLM_NORM_B:
     case HS_S_MLM_BIAS: return a->head == HS_HEAD_MLM;
+    case HS_S_Q_NORM_W:
+    case HS_S_K_NORM_W: return a->qk_norm != HS_QK_NORM_NONE;
+    case HS_S_POST_ATTN_NORM_W:
+    case HS_S_POST_MLP_NORM_W: return a->post_norms;
+    case HS_S_NORM1_W:
+    case HS_S_NORM2_W: return !a->no_pre_norm;
     default: return 1;
     }
 }
@@ -492,6 +500,8 @@ hs_tensor_shape hs_names_shape(const hs_model_config *c, const hs_tensor_name *e
     case HS_S_FC_B: s = (hs_tensor_shape){HS_K_VEC, 1, F, F, 0, 0}; break;
     case HS_S_PROJ_W: s = (hs_tensor_shape){HS_K_MAT, f, d, d, 0, 0}; break;
     case HS_S_MLM_BIAS: s = (hs_tensor_shape){HS_K_VEC, 1, V, V, 0, 0}; break;
+    case HS_S_Q_NORM_W:
+    case HS_S_K_NORM_W: s = hs_qk_norm_shape(c, e->slot == HS_S_K_NORM_W); break;
     default: break; /* norms and d-long biases */
     }
     s.slot_floats = (size_t)s.rows * (size_t)s.cols;
@@ -521,6 +531,10 @@ const float **hs_layer_slot_ptr(hs_layer *L, hs_slot s)
     case HS_S_FC_B: return &L->b_fc;
     case HS_S_PROJ_W: return &L->w_proj;
     case HS_S_PROJ_B: return &L->b_proj;
+    case HS_S_Q_NORM_W: return &L->q_norm_w;
+    case HS_S_K_NORM_W: return &L->k_norm_w;
+    case HS_S_POST_ATTN_NORM_W: return &L->post1_w;
+    case HS_S_POST_MLP_NORM_W: return &L->post2_w;
     default: return NULL;
     }
 }
@@ -567,7 +581,7 @@ const char *hs_arch_beyond_base(const hs_arch *a, const hs_model_config *c)
         return "a number of query heads that is not a multiple of the key/value heads";
     if (a->norm_place == HS_NORM_POST && c->n_kv_head != c->n_head)
         return "grouped key/value heads in a post-norm block";
-    return NULL;
+    return hs_arch_norms_beyond(a);
 }
 
 hs_status hs_arch_check(const hs_arch *a, const hs_model_config *c, hs_error *err)

@@ -6,6 +6,7 @@
 
 #include <cJSON.h>
 
+#include "model/hf_config.h"
 #include "model/model_internal.h"
 
 #define CONFIG_MAX_BYTES (4u << 20)
@@ -399,6 +400,7 @@ static const struct {
     {"gpt_neox", HS_FAMILY_GPT_NEOX, parse_gpt_neox},
     {"llama", HS_FAMILY_LLAMA, parse_llama},
     {"qwen2", HS_FAMILY_QWEN2, parse_qwen2},
+    HS_NORMS_PARSERS /* qwen3, olmo2, gemma2, gemma3_text, gemma3: hf_config_norms.c */
 };
 
 hs_status hs_hf_config_load(const char *path, hs_model_config *cfg, hs_arch *arch, hs_error *err)
@@ -450,4 +452,37 @@ done:
     cJSON_Delete(root);
     free(text);
     return st;
+}
+
+/* ---- the readers above for the other config parsers (hf_config.h) -------------------- */
+
+hs_status hs_cfg_int(const cJSON *root, const char *key, int required, int *out, hs_error *err)
+{
+    return get_int(root, key, required, out, err);
+}
+
+hs_status hs_cfg_num(const cJSON *obj, const char *key, double lo, double hi, double *out,
+                     hs_error *err)
+{
+    return get_num(obj, "", key, lo, hi, out, err);
+}
+
+hs_status hs_cfg_bool(const cJSON *root, const char *key, int *out, hs_error *err)
+{
+    return get_bool(root, key, out, err);
+}
+
+hs_status hs_cfg_require_bool(const cJSON *root, const char *key, int want, hs_error *err)
+{
+    return require_bool(root, key, want, err);
+}
+
+hs_status hs_cfg_rope(const cJSON *root, hs_arch *a, int d_head, hs_error *err)
+{
+    return parse_rope(root, a, d_head, "rope_theta", "partial_rotary_factor", err);
+}
+
+hs_status hs_cfg_llama_like(const cJSON *root, hs_model_config *c, hs_arch *a, hs_error *err)
+{
+    return parse_llama_like(root, c, a, err);
 }

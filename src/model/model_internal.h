@@ -56,12 +56,14 @@ typedef enum hs_slot {
     /* per layer (names hold one %d) */
     HS_S_NORM1_W, HS_S_NORM1_B, HS_S_QKV_W, HS_S_QKV_B, HS_S_O_W, HS_S_O_B,
     HS_S_NORM2_W, HS_S_NORM2_B, HS_S_FC_W, HS_S_FC_B, HS_S_PROJ_W, HS_S_PROJ_B,
+    /* the normalised decoders' (hs_arch.qk_norm, post_norms) */
+    HS_S_Q_NORM_W, HS_S_K_NORM_W, HS_S_POST_ATTN_NORM_W, HS_S_POST_MLP_NORM_W,
     /* after the blocks */
     HS_S_FINAL_NORM_W, HS_S_FINAL_NORM_B,
     HS_S_MLM_W, HS_S_MLM_B, HS_S_MLM_NORM_W, HS_S_MLM_NORM_B, HS_S_MLM_BIAS, HS_S_DECODER
 } hs_slot;
 
-#define HS_SLOT_IS_LAYER(s) ((s) >= HS_S_NORM1_W && (s) <= HS_S_PROJ_B)
+#define HS_SLOT_IS_LAYER(s) ((s) >= HS_S_NORM1_W && (s) <= HS_S_POST_MLP_NORM_W)
 
 enum {
     HS_TN_OPTIONAL = 1, /* may be absent: the decoder then is the token embeddings */
@@ -272,6 +274,11 @@ typedef struct hs_layer {
     const float *w_fc, *b_fc;     /* (d, F), (F) or NULL, F = hs_ff_width: [gate | up] gated */
     const float *w_proj, *b_proj; /* (d_ff, d), (d) or NULL */
     /* Norm biases are NULL under RMSNorm. */
+    /* hs_arch.qk_norm: (d_head) each (per head), or (n_head d_head) and (n_kv_head d_head)
+     * (full width); NULL without */
+    const float *q_norm_w, *k_norm_w;
+    /* hs_arch.post_norms: on the attention's and the MLP's output, (d); NULL without */
+    const float *post1_w, *post2_w;
 } hs_layer;
 
 struct hs_model {

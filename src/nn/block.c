@@ -1,6 +1,7 @@
 /* The transformer block (see block.h): one function for every family, its structure read
  * from the architecture descriptor, every projection an OpenBLAS sgemm on (in, out)
  * weights. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,6 +17,9 @@ void hs_embed(const hs_model *m, const int32_t *ids, const int32_t *type_ids, in
         float *xi = x + (size_t)i * (size_t)d;
         const float *te = m->wte + (size_t)ids[i] * (size_t)d;
         memcpy(xi, te, (size_t)d * sizeof *xi);
+        if (a->emb_scale > 0) /* Gemma: times sqrt(d_model) in the embeddings' type */
+            for (int k = 0; k < d; k++)
+                xi[k] *= a->emb_scale;
         if (a->pos == HS_POS_LEARNED) { /* rotary positions turn q and k in the block */
             /* row i + offset; RoBERTa: offset + the non-pad tokens before i, a pad its own row */
             int row = !a->pos_skips_pad ? i + a->pos_offset
@@ -104,6 +108,30 @@ static void norm(const hs_model_config *c, const float *x, const float *w, const
         hs_op_layernorm(x, w, b, y, xhat, rstd, rows, c->d_model, c->ln_eps);
 }
 
+int hs_qk_norms(const hs_model_config *c)
+{
+    hs_qk_norm k = c->arch->qk_norm;
+    return k == HS_QK_NORM_HEAD ? c->n_head + c->n_kv_head : k == HS_QK_NORM_FULL ? 2 : 0;
+}
+
+void hs_qk_normalise(const hs_model_config *c, const hs_layer *L, float *qkv, int rows,
+                     float *xhat, float *rstd)
+{
+    int A = hs_model_attn_width(c), K = c->n_kv_head * c->d_head, W = hs_qkv_width(c);
+    int per = c->arch->qk_norm == HS_QK_NORM_HEAD, nr = hs_qk_norms(c);
+    int nq = per ? c->n_head : 1, nk = per ? c->n_kv_head : 1; /* norms of Q, of K */
+    int wq = per ? c->d_head : A, wk = per ? c->d_head : K;    /* and their widths */
+#pragma omp parallel for schedule(static) if ((size_t)rows * (size_t)W >= 65536)
+    for (int i = 0; i < rows; i++) {
+        float *q = qkv + (size_t)i * (size_t)W;
+        float *xh = xhat ? xhat + (size_t)i * (size_t)(A + K) : NULL;
+        float *rs = rstd ? rstd + (size_t)i * (size_t)nr : NULL;
+        hs_op_rmsnorm(q, L->q_norm_w, q, xh, rs, nq, wq, c->ln_eps);
+        hs_op_rmsnorm(q + A, L->k_norm_w, q + A, xh ? xh + A : NULL, rs ? rs + nq : NULL, nk, wk,
+                      c->ln_eps);
+    }
+}
+
 /* The MLP on in: (rows, d) into out: (rows, d), set or (add) added, HS_MLP_ROWS rows at a
  * time: pre: (rows, F) gets the first projection (gelu's input, or the gated MLP's
  * [gate | up]), or is ws->ff itself (then only the rows of the moment); the activation
@@ -158,9 +186,12 @@ static hs_status block_run(const hs_model *m, const hs_layer *L, int l, hs_forwa
      * each copy's head mask then scaling its own context (xi P V, for masks of 0 and 1 the
      * same numbers as (xi P) V) */
     int same = batch > 1 && ws->same_input && !keep, qrows = same ? n : rows;
-    if (pre)
+    const int pre_in = pre && !a->no_pre_norm; /* the sublayers read the normalised stream */
+    if (pre_in)
         norm(c, x, L->ln1_w, L->ln1_b, h, KEEP(xhat1), KEEP(rstd1), qrows);
-    hs_op_linear(pre ? h : x, L->w_qkv, L->b_qkv, qkv_all, qrows, d, W);
+    hs_op_linear(pre_in ? h : x, L->w_qkv, L->b_qkv, qkv_all, qrows, d, W);
+    if (a->qk_norm) /* queries and keys normalised before they turn */
+        hs_qk_normalise(c, L, qkv_all, qrows, KEEP(qk_xhat), KEEP(qk_rstd));
     /* scores, softmax and P V a row block at a time (hs_op_attn_fused); the layer's maps
      * written out only where an observer or the backward pass wants them */
     int maps = keep || (o && o->on_attn);
@@ -224,6 +255,8 @@ static hs_status block_run(const hs_model *m, const hs_layer *L, int l, hs_forwa
         xd = (size_t)rows * (size_t)d;
     }
     hs_op_linear(keep && !hm ? keep->ctx : ws->ctx, L->w_o, L->b_o, h, rows, A, d);
+    if (a->post_norms) /* the attention's output normalised before it is added */
+        norm(c, h, L->post1_w, NULL, h, KEEP(xhat_pa), KEEP(rstd_pa), rows);
     KEEP_COPY(attn_out, h);
     if (a->parallel_residual) { /* x + attn(norm1 x) + mlp(norm2 x); h holds attn */
         norm(c, x, L->ln2_w, L->ln2_b, ws->ctx, KEEP(xhat2), KEEP(rstd2), rows);
@@ -239,11 +272,13 @@ static hs_status block_run(const hs_model *m, const hs_layer *L, int l, hs_forwa
     hs_op_add(x, h, xd);
 
     /* MLP: on the normalised stream (pre-norm), or after normalising it in place (post) */
-    if (pre)
+    if (pre_in)
         norm(c, x, L->ln2_w, L->ln2_b, h, KEEP(xhat2), KEEP(rstd2), rows);
-    else
+    else if (!pre)
         norm(c, x, L->ln1_w, L->ln1_b, x, KEEP(xhat1), KEEP(rstd1), rows);
-    mlp(c, L, ws, pre ? h : x, ff_pre, h, rows, 0);
+    mlp(c, L, ws, pre_in ? h : x, ff_pre, h, rows, 0);
+    if (a->post_norms)
+        norm(c, h, L->post2_w, NULL, h, KEEP(xhat_pm), KEEP(rstd_pm), rows);
     KEEP_COPY(mlp_out, h);
     hs_op_add(x, h, xd);
     if (!pre)
@@ -299,4 +334,8 @@ void hs_head_decode(const hs_model *m, const float *h, int rows, float *logits)
             memset(row, 0, (size_t)V * sizeof *row);
     }
     hs_op_gemm(1, rows, V, d, 1.0f, h, d, m->decoder, d, 1.0f, logits, V);
+    float cap = m->cfg.arch->final_softcap;
+    if (cap > 0) /* Gemma 2: cap tanh(z / cap) */
+        for (size_t i = 0; i < (size_t)rows * (size_t)V; i++)
+            logits[i] = cap * tanhf(logits[i] / cap);
 }
