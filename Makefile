@@ -180,14 +180,15 @@ unit: $(TEST_BIN) $(TEST_V3_BIN)
 	if [ -n "$$failed" ]; then echo "failing suites:$$failed"; exit 1; fi
 
 # The command-line scripts: cli.sh (every command against the references) and cli_faults.sh
-# (the fault and hostile-input matrix of issue 41: signals, limits, FIFOs, parsers) share
+# (the fault and hostile-input matrix of issue 41: signals, limits, FIFOs, parsers) and
+# cli_norms.sh (Qwen3, OLMo-2, Gemma 2 and 3 end to end) share
 # nothing (each its own temporary folder) and spend much of their time in one-threaded
 # Python checks, so they run at once, each one's output printed whole when it ends, with its
 # wall time; then cli_outdir.sh (what a run may remove or replace in -o; it kills runs at
 # chosen moments) alone. A background job of sh starts with SIGINT and SIGQUIT ignored, and a
 # signal ignored at start stays ignored in headscope (as under nohup): env gives the scripts
 # the default actions back, as a foreground run has them.
-CLI_SCRIPTS = cli cli_faults
+CLI_SCRIPTS = cli cli_faults cli_norms
 cli-test: $(BIN)
 	@pids=; for s in $(CLI_SCRIPTS); do \
 	    ( t0=$$(date +%s%N); HEADSCOPE=$(BIN) env --default-signal=INT,QUIT bash tests/$$s.sh \

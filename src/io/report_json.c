@@ -202,6 +202,8 @@ static void add_composition(cJSON *r, const hs_analysis *a)
     if (!cp) {
         cJSON_AddBoolToObject(co, "available", 0);
         const char *why = hs_composition_norms_undefined(c);
+        if (!why && hs_composition_defined(c) && hs_model_attn_width(c) != c->d_model)
+            why = "heads wider than d_model / n_head (an explicit head_dim): not implemented";
         cJSON_AddStringToObject(co, "reason", why ? why : !hs_composition_defined(c)
                                                   ? "defined for pre-norm decoders; this model "
                                                     "is post-norm (the residual stream is "
@@ -256,6 +258,9 @@ static void add_dla(cJSON *r, const hs_analysis *a, hs_json_big *big)
     cJSON_AddBoolToObject(o, "available", d != NULL);
     if (!d) {
         const char *why = hs_dla_undefined(a->model);
+        const hs_model_config *c = hs_model_config_of(a->model);
+        if (!why && hs_model_attn_width(c) != c->d_model)
+            why = "heads wider than d_model / n_head (an explicit head_dim): not implemented";
         cJSON_AddStringToObject(o, "reason", why ? why
                                              : !a->opts.dla ? "not computed (--no-dla)"
                                                             : "needs at least 2 tokens");
@@ -383,6 +388,15 @@ cJSON *hs_report_model_json(const hs_analysis *a)
     cJSON_AddNumberToObject(mo, "vocab_size", c->vocab_size);
     cJSON_AddBoolToObject(mo, "causal", c->causal);
     cJSON_AddBoolToObject(mo, "lm_head", c->has_lm_head);
+    /* each layer local (a sliding window) or global, and the window */
+    cJSON *la = cJSON_AddArrayToObject(mo, "layer_attention");
+    for (int l = 0; l < c->n_layer; l++)
+        cJSON_AddItemToArray(la, cJSON_CreateString(hs_model_layer_is_local(c, l) ? "local"
+                                                                                   : "global"));
+    if (c->arch->sliding_window > 0)
+        cJSON_AddNumberToObject(mo, "sliding_window", c->arch->sliding_window);
+    else
+        cJSON_AddNullToObject(mo, "sliding_window");
     if (a->files) {
         cJSON *fl = cJSON_AddArrayToObject(mo, "files");
         for (int i = 0; i < a->n_model_files; i++) {

@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# The normalised decoders end to end (Qwen3, OLMo-2, Gemma 2, Gemma 3 text): info, analyze
+# from text (tiny checkpoints of fixtures/ref/make_norms_fixtures.py sized to a family
+# tokenizer.json), the report's loss, ablation and each layer's local/global attention against
+# the float64 reference fixtures/ref/families_norms.py on the report's ids, and the configs
+# refused by name in one line. Run by `make test` beside cli.sh.
+set -u
+HS=${HEADSCOPE:-build/headscope}
+PY=${PYTHON:-/usr/bin/python3}
+T=$(mktemp -d /tmp/hs-cli-norms-XXXXXX)
+trap 'rm -rf "$T"' EXIT
+. "$(dirname "$0")/cli_util.sh"
+
+TEXT="The cat sat on the mat. The cat sat on the mat. The dog ran after the cat."
+for spec in qwen3:qwen2 olmo2:qwen2 gemma2:llama2 gemma3:llama2; do
+    fam=${spec%:*} tok=${spec#*:}
+    "$PY" fixtures/ref/make_norms_fixtures.py --one "tiny-$fam" --out "$T/$fam" \
+        --tokenizer "fixtures/tokenizer/families/$tok.tokenizer.json" || bad "tiny $fam checkpoint"
+    expect 0 "info $fam" -- "$HS" info "$T/$fam"
+    expect 0 "analyze $fam" -- "$HS" analyze "$T/$fam" -o "$T/out-$fam" -q --text "$TEXT"
+    if "$PY" -c "
+import json, sys
+import numpy as np
+sys.path.insert(0, 'fixtures/ref')
+import families_norms as F
+r = json.load(open('$T/out-$fam/report.json'))
+m = F.load_model('$T/$fam')
+c = m.cfg
+want = ['local' if F.layer_is_local(c, l) else 'global' for l in range(c['L'])]
+assert r['model']['layer_attention'] == want, r['model']['layer_attention']
+assert r['model']['sliding_window'] == (c['sliding_window'] if c['gemma'] else None)
+assert r['model']['family'] == c['kind'] and r['model']['d_head'] == c['dh']
+assert not r['composition']['available']
+dla = r['direct_logit_attribution']
+assert not dla['available'] and ('normalised' in dla['reason'] or 'head_dim' in dla['reason']), dla['reason']
+base, abl = F.ablation(m, np.array(r['input']['ids']))
+got = np.array([h['ablation_delta'] for h in r['heads']]).reshape(abl.shape)
+d = max(abs(base - r['loss']['value']), float(np.abs(got - abl).max()))
+print('$fam report: loss and ablation max|d| = %.3g' % d)
+sys.exit(0 if d <= 1e-5 else 1)" >"$T/cmp" 2>&1; then
+        ok
+    else
+        bad "$fam report vs families_norms.py: $(cat "$T/cmp")"
+    fi
+done
+expect 0 "info gemma2" -- "$HS" info "$T/gemma2"
+if grep -q '^global:       layer 1 (the others local)$' "$T/out" &&
+    grep -q '^softcap:      attention 5, final logits 3 (0: none)$' "$T/out"; then ok; else bad "info gemma2: $(cat "$T/out")"; fi
+expect 0 "analyze gemma3 summary" -- "$HS" analyze "$T/gemma3" -o "$T/out-g3s" --no-ablation --text "$TEXT"
+if grep -q '^layers: local (window 48): 0, 1; global: 2$' "$T/out"; then ok; else bad "gemma3 summary: $(cat "$T/out")"; fi
+
+# Configs the block cannot compute exactly: one line naming the key, exit 1.
+refuse() { # refuse FAMILY DESCRIPTION PYTHON-EDIT MESSAGE
+    rm -rf "$T/bad" && cp -r "$T/$1" "$T/bad"
+    "$PY" -c "
+import json
+p = '$T/bad/config.json'
+c = json.load(open(p))
+$3
+json.dump(c, open(p, 'w'))"
+    expect 1 "$2" -- "$HS" info "$T/bad"
+    one_line_error "$2"
+    stderr_has "$2" "$4"
+}
+refuse gemma2 "gemma2 yarn rope" "c['rope_scaling'] = {'rope_type': 'yarn', 'factor': 4.0}" "rope scaling type 'yarn' is not supported"
+refuse gemma2 "gemma2 relu" "c['hidden_activation'] = 'relu'" "hidden_activation 'relu' is not supported"
+refuse gemma2 "gemma2 negative softcap" "c['attn_logit_softcapping'] = -1" "'attn_logit_softcapping' must be a number"
+refuse gemma2 "gemma2 attention bias" "c['attention_bias'] = True" "'attention_bias': true is not supported"
+refuse gemma3 "gemma3 irregular layer_types" "c['layer_types'] = ['sliding_attention', 'full_attention', 'full_attention']" "layer_types: layer 2 is full_attention, out of the repeating pattern"
+refuse gemma3 "gemma3 bidirectional" "c['use_bidirectional_attention'] = True" "'use_bidirectional_attention': true is not supported"
+refuse qwen3 "qwen3 sliding window" "c['use_sliding_window'] = True" "'use_sliding_window': true is not supported"
+refuse olmo2 "olmo2 attention bias" "c['attention_bias'] = True" "'attention_bias': true is not supported"
+# layer_types agreeing with the pattern is accepted
+refuse_ok() { rm -rf "$T/bad" && cp -r "$T/gemma3" "$T/bad"; }
+refuse_ok
+"$PY" -c "
+import json
+p = '$T/bad/config.json'
+c = json.load(open(p))
+c['layer_types'] = ['sliding_attention', 'sliding_attention', 'full_attention']
+del c['sliding_window_pattern']
+json.dump(c, open(p, 'w'))"
+expect 0 "gemma3 layer_types" -- "$HS" info "$T/bad"
+if grep -q '^global:       layer 2 (the others local)$' "$T/out"; then ok; else bad "gemma3 layer_types: $(cat "$T/out")"; fi
+
+echo "cli_norms: $pass passed, $fail failed"
+[ "$fail" = 0 ]
