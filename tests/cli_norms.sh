@@ -49,6 +49,36 @@ if grep -q '^global:       layer 1 (the others local)$' "$T/out" &&
 expect 0 "analyze gemma3 summary" -- "$HS" analyze "$T/gemma3" -o "$T/out-g3s" --no-ablation --text "$TEXT"
 if grep -q '^layers: local (window 48): 0, 1; global: 2$' "$T/out"; then ok; else bad "gemma3 summary: $(cat "$T/out")"; fi
 
+# A gemma3 (image-text) folder: the same language model under text_config, its tensors named
+# as Gemma3ForConditionalGeneration saves them (language_model.model.*, and from transformers
+# 4.52 model.language_model.*), a vision tower beside them that is not read: the same report.
+for style in language_model.model. model.language_model.; do
+    rm -rf "$T/mm" && mkdir "$T/mm" && cp "$T/gemma3/tokenizer.json" "$T/mm/"
+    "$PY" -c "
+import json, sys
+sys.path.insert(0, 'fixtures/ref')
+import hs_ref
+src = hs_ref.read_safetensors('$T/gemma3/model.safetensors')
+items = [('$style' + k[len('model.'):], 'F32', list(v.shape), v) for k, v in src.items()]
+items.append(('vision_tower.vision_model.post_layernorm.weight', 'F32', [4], [1.0, 1.0, 1.0, 1.0]))
+hs_ref.write_safetensors('$T/mm/model.safetensors', items, {'format': 'pt'})
+text = json.load(open('$T/gemma3/config.json'))
+json.dump({'architectures': ['Gemma3ForConditionalGeneration'], 'model_type': 'gemma3',
+           'text_config': text, 'vision_config': {'model_type': 'siglip_vision_model'}},
+          open('$T/mm/config.json', 'w'))" || bad "gemma3 image-text folder ($style)"
+    expect 0 "analyze gemma3 image-text ($style)" -- "$HS" analyze "$T/mm" -o "$T/out-mm" -q --text "$TEXT"
+    if "$PY" -c "
+import json, sys
+a = json.load(open('$T/out-gemma3/report.json'))
+b = json.load(open('$T/out-mm/report.json'))
+ha, hb = [h['ablation_delta'] for h in a['heads']], [h['ablation_delta'] for h in b['heads']]
+sys.exit(0 if a['loss'] == b['loss'] and ha == hb and b['model']['family'] == 'gemma3_text' else 1)"; then
+        ok
+    else
+        bad "gemma3 image-text ($style) report differs from the text model's"
+    fi
+done
+
 # Configs the block cannot compute exactly: one line naming the key, exit 1.
 refuse() { # refuse FAMILY DESCRIPTION PYTHON-EDIT MESSAGE
     rm -rf "$T/bad" && cp -r "$T/$1" "$T/bad"

@@ -60,12 +60,40 @@ static const hs_tensor_name gemma3_names[] = {
     ROW_POST_MLP, ROWS_END,
 };
 
+/* Gemma 3's rows inside a gemma3 checkpoint: language_model.model.X (transformers before
+ * 4.52) or model.language_model.X, the head language_model.lm_head or lm_head. */
+#define MM(slot, part, x, gguf) \
+    {slot, part, "language_model.model." x, "model.language_model." x, gguf, NULL, HS_TN_BARE}
+static const hs_tensor_name gemma3_mm_names[] = {
+    MM(HS_S_TOK_EMB, -1, "embed_tokens.weight", "token_embd.weight"),
+    MM(HS_S_NORM1_W, -1, NL "input_layernorm.weight", "blk.%d.attn_norm.weight"),
+    MM(HS_S_QKV_W, 0, NL "self_attn.q_proj.weight", "blk.%d.attn_q.weight"),
+    MM(HS_S_QKV_W, 1, NL "self_attn.k_proj.weight", "blk.%d.attn_k.weight"),
+    MM(HS_S_QKV_W, 2, NL "self_attn.v_proj.weight", "blk.%d.attn_v.weight"),
+    MM(HS_S_Q_NORM_W, -1, NL "self_attn.q_norm.weight", "blk.%d.attn_q_norm.weight"),
+    MM(HS_S_K_NORM_W, -1, NL "self_attn.k_norm.weight", "blk.%d.attn_k_norm.weight"),
+    MM(HS_S_O_W, -1, NL "self_attn.o_proj.weight", "blk.%d.attn_output.weight"),
+    MM(HS_S_POST_ATTN_NORM_W, -1, NL "post_attention_layernorm.weight",
+       "blk.%d.post_attention_norm.weight"),
+    MM(HS_S_NORM2_W, -1, NL "pre_feedforward_layernorm.weight", "blk.%d.ffn_norm.weight"),
+    MM(HS_S_FC_W, 0, NL "mlp.gate_proj.weight", "blk.%d.ffn_gate.weight"),
+    MM(HS_S_FC_W, 1, NL "mlp.up_proj.weight", "blk.%d.ffn_up.weight"),
+    MM(HS_S_PROJ_W, -1, NL "mlp.down_proj.weight", "blk.%d.ffn_down.weight"),
+    MM(HS_S_POST_MLP_NORM_W, -1, NL "post_feedforward_layernorm.weight",
+       "blk.%d.post_ffw_norm.weight"),
+    MM(HS_S_FINAL_NORM_W, -1, "norm.weight", "output_norm.weight"),
+    {HS_S_DECODER, -1, "language_model.lm_head.weight", "lm_head.weight", "output.weight", NULL,
+     HS_TN_OPTIONAL | HS_TN_BARE},
+};
+#undef MM
+
 #define TABLE(t) t, sizeof t / sizeof t[0], "model."
 /* No GGUF form yet (NULL tokenizer model): the GGUF writer refuses them in one line. */
 const struct hs_names hs_qwen3_table = {TABLE(qwen3_names), 1, NULL};
 const struct hs_names hs_olmo2_table = {TABLE(olmo2_names), 1, NULL};
 const struct hs_names hs_gemma2_table = {TABLE(gemma2_names), 1, NULL};
 const struct hs_names hs_gemma3_table = {TABLE(gemma3_names), 1, NULL};
+const struct hs_names hs_gemma3_mm_table = {TABLE(gemma3_mm_names), 1, NULL};
 
 const char *const hs_qwen3_specials[] = {"<|endoftext|>", "<|im_start|>", "<|im_end|>"};
 

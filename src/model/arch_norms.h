@@ -7,6 +7,8 @@
 #include "model/model_internal.h"
 
 extern const struct hs_names hs_qwen3_table, hs_olmo2_table, hs_gemma2_table, hs_gemma3_table;
+/* Gemma 3's language model inside a gemma3 (image-text) checkpoint */
+extern const struct hs_names hs_gemma3_mm_table;
 extern const char *const hs_qwen3_specials[];
 
 /* Their rows of families[] (src/model/arch.c); per-model values from config.json

@@ -28,10 +28,12 @@ hs_status hs_parse_qwen3(const cJSON *root, hs_model_config *c, hs_arch *a, hs_e
 hs_status hs_parse_olmo2(const cJSON *root, hs_model_config *c, hs_arch *a, hs_error *err);
 hs_status hs_parse_gemma2(const cJSON *root, hs_model_config *c, hs_arch *a, hs_error *err);
 hs_status hs_parse_gemma3(const cJSON *root, hs_model_config *c, hs_arch *a, hs_error *err);
+hs_status hs_parse_gemma3_mm(const cJSON *root, hs_model_config *c, hs_arch *a, hs_error *err);
 
 #define HS_NORMS_PARSERS                                                                     \
     {"qwen3", HS_FAMILY_QWEN3, hs_parse_qwen3}, {"olmo2", HS_FAMILY_OLMO2, hs_parse_olmo2},  \
     {"gemma2", HS_FAMILY_GEMMA2, hs_parse_gemma2},                                           \
-    {"gemma3_text", HS_FAMILY_GEMMA3, hs_parse_gemma3},
+    {"gemma3_text", HS_FAMILY_GEMMA3, hs_parse_gemma3},                                      \
+    {"gemma3", HS_FAMILY_GEMMA3, hs_parse_gemma3_mm},
 
 #endif

@@ -3,6 +3,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "model/arch_norms.h"
 #include "model/hf_config.h"
 
 static const char *str_of(const cJSON *root, const char *key)
@@ -99,14 +100,21 @@ static hs_status parse_gemma(const cJSON *root, hs_model_config *c, hs_arch *a, 
     hs_status st;
     int kv = a->n_kv_head, window = a->sliding_window;
     double qpas = 256, local_base = a->local_rotary_base;
+    /* Gemma2Config's and Gemma3TextConfig's defaults (a gemma3 folder's text_config leaves
+     * most keys out) */
     c->ln_eps = 1e-6f;
     c->act = HS_ACT_GELU_TANH;
     c->d_head = 256;
-    if ((st = hs_cfg_int(root, "num_hidden_layers", 1, &c->n_layer, err)) ||
-        (st = hs_cfg_int(root, "num_attention_heads", 1, &c->n_head, err)) ||
-        (st = hs_cfg_int(root, "hidden_size", 1, &c->d_model, err)) ||
-        (st = hs_cfg_int(root, "intermediate_size", 1, &c->d_ff, err)) ||
-        (st = hs_cfg_int(root, "vocab_size", 1, &c->vocab_size, err)) ||
+    c->n_layer = 26;
+    c->n_head = 8;
+    c->d_model = 2304;
+    c->d_ff = 9216;
+    kv = 4;
+    if ((st = hs_cfg_int(root, "num_hidden_layers", 0, &c->n_layer, err)) ||
+        (st = hs_cfg_int(root, "num_attention_heads", 0, &c->n_head, err)) ||
+        (st = hs_cfg_int(root, "hidden_size", 0, &c->d_model, err)) ||
+        (st = hs_cfg_int(root, "intermediate_size", 0, &c->d_ff, err)) ||
+        (st = hs_cfg_int(root, "vocab_size", 0, &c->vocab_size, err)) ||
         (st = hs_cfg_int(root, "max_position_embeddings", 0, &c->n_ctx, err)) ||
         (st = hs_cfg_int(root, "head_dim", 0, &c->d_head, err)) ||
         (st = hs_cfg_int(root, "num_key_value_heads", 0, &kv, err)) ||
@@ -124,8 +132,6 @@ static hs_status parse_gemma(const cJSON *root, hs_model_config *c, hs_arch *a, 
         (st = hs_cfg_rope(root, a, c->d_head, err)))
         return st;
     c->ln_eps = (float)eps;
-    if (!cJSON_GetObjectItemCaseSensitive(root, "num_key_value_heads"))
-        kv = c->n_head;
     a->n_kv_head = kv > 0 ? kv : c->n_head;
     if (c->n_head % a->n_kv_head)
         return hs_fail(err, HS_E_VALUE, "config.json: num_attention_heads %d is not a multiple of "
@@ -152,6 +158,7 @@ hs_status hs_parse_gemma2(const cJSON *root, hs_model_config *c, hs_arch *a, hs_
 {
     c->family = HS_FAMILY_GEMMA2;
     c->n_ctx = 8192;
+    c->vocab_size = 256000;
     a->local_rotary_base = 0; /* one rotary base for every layer */
     hs_status st = parse_gemma(root, c, a, err);
     if (!st && a->local_rotary_base != 0)
@@ -164,6 +171,24 @@ hs_status hs_parse_gemma3(const cJSON *root, hs_model_config *c, hs_arch *a, hs_
 {
     c->family = HS_FAMILY_GEMMA3;
     c->n_ctx = 131072;
+    c->vocab_size = 262208;
     a->attn_softcap = a->final_softcap = 0; /* Gemma3TextConfig: None */
     return parse_gemma(root, c, a, err);
+}
+
+/* A gemma3 folder (Gemma3ForConditionalGeneration): its text_config is a gemma3_text config,
+ * its language model's tensors under language_model.model. (model.language_model. from
+ * transformers 4.52); the vision tower is not read. */
+hs_status hs_parse_gemma3_mm(const cJSON *root, hs_model_config *c, hs_arch *a, hs_error *err)
+{
+    const cJSON *tc = cJSON_GetObjectItemCaseSensitive(root, "text_config");
+    if (!cJSON_IsObject(tc))
+        return hs_fail(err, HS_E_FORMAT, "config.json: model_type 'gemma3' needs a "
+                       "'text_config' object");
+    const char *mt = str_of(tc, "model_type");
+    if (mt && strcmp(mt, "gemma3_text"))
+        return hs_fail(err, HS_E_UNSUPPORTED, "config.json: text_config.model_type '%.40s' is "
+                       "not supported (expected gemma3_text)", mt);
+    a->names = &hs_gemma3_mm_table;
+    return hs_parse_gemma3(tc, c, a, err);
 }
