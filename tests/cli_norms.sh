@@ -12,7 +12,7 @@ trap 'rm -rf "$T"' EXIT
 . "$(dirname "$0")/cli_util.sh"
 
 TEXT="The cat sat on the mat. The cat sat on the mat. The dog ran after the cat."
-for spec in qwen3:qwen2 olmo2:qwen2 gemma2:llama2 gemma3:llama2; do
+for spec in qwen3:qwen2 olmo2:qwen2 gemma2:gemma gemma3:gemma; do
     fam=${spec%:*} tok=${spec#*:}
     "$PY" fixtures/ref/make_norms_fixtures.py --one "tiny-$fam" --out "$T/$fam" \
         --tokenizer "fixtures/tokenizer/families/$tok.tokenizer.json" || bad "tiny $fam checkpoint"
@@ -33,7 +33,9 @@ assert r['model']['family'] == c['kind'] and r['model']['d_head'] == c['dh']
 assert not r['composition']['available']
 dla = r['direct_logit_attribution']
 assert not dla['available'] and ('normalised' in dla['reason'] or 'head_dim' in dla['reason']), dla['reason']
-base, abl = F.ablation(m, np.array(r['input']['ids']))
+ids = r['input']['ids']
+assert (ids[0] == 2) == c['gemma'], ids[:3]   # Gemma's tokenizer puts <bos> first
+base, abl = F.ablation(m, np.array(ids))
 got = np.array([h['ablation_delta'] for h in r['heads']]).reshape(abl.shape)
 d = max(abs(base - r['loss']['value']), float(np.abs(got - abl).max()))
 print('$fam report: loss and ablation max|d| = %.3g' % d)
