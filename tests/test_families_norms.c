@@ -12,6 +12,7 @@
 #include "headscope/forward.h"
 #include "headscope/importance.h"
 #include "headscope/model.h"
+#include "lm_golden.h"
 #include "testutil.h"
 
 #define TOL 1e-5
@@ -26,29 +27,34 @@ typedef struct norm_case {
     int n;
 } norm_case;
 
+/* The case's array GOLD<name>.<what>.npy; an empty one when optional and absent. */
+static hs_npy golden_npy(const char *name, const char *what, int optional)
+{
+    char path[256];
+    snprintf(path, sizeof path, GOLD "%s.%s.npy", name, what);
+    if (optional && access(path, R_OK) != 0)
+        return (hs_npy){0};
+    return tu_npy(path);
+}
+
 static void case_open(const char *name, norm_case *k)
 {
     char path[256];
-    memset(k, 0, sizeof *k);
-    snprintf(path, sizeof path, GOLD "%s.json", name);
-    k->j = tu_json_file(path);
     hs_error err = {{0}};
+    snprintf(path, sizeof path, GOLD "%s.json", name);
+    *k = (norm_case){.j = tu_json_file(path), .ids = golden_npy(name, "ids", 0),
+                     .hm = golden_npy(name, "head_mask", 1)};
+    k->n = (int)k->ids.count;
     const char *dir = cJSON_GetObjectItem(k->j, "model")->valuestring;
     cr_assert_eq(hs_model_load(dir, &k->m, &err), HS_OK, "%s: %s", dir, err.msg);
-    snprintf(path, sizeof path, GOLD "%s.ids.npy", name);
-    k->ids = tu_npy(path);
-    k->n = (int)k->ids.count;
-    snprintf(path, sizeof path, GOLD "%s.head_mask.npy", name);
-    if (access(path, R_OK) == 0)
-        k->hm = tu_npy(path);
 }
 
 static void case_close(norm_case *k)
 {
-    hs_model_free(k->m);
-    hs_npy_free(&k->ids);
     hs_npy_free(&k->hm);
+    hs_npy_free(&k->ids);
     cJSON_Delete(k->j);
+    hs_model_free(k->m);
 }
 
 /* Each layer's window, the map rows, the hidden rows, every NLL and the loss. */
@@ -76,11 +82,7 @@ static void check_forward(const char *name, norm_case *k)
                          .hidden = hidden, .logits = logits};
     cr_assert_eq(hs_forward(k->m, k->ids.data, NULL, n, &o, NULL, &err), HS_OK, "%s", err.msg);
 
-    char path[256];
-    snprintf(path, sizeof path, GOLD "%s.attn_rows.npy", name);
-    hs_npy attn = tu_npy(path);
-    snprintf(path, sizeof path, GOLD "%s.hidden_rows.npy", name);
-    hs_npy hid = tu_npy(path);
+    hs_npy attn = golden_npy(name, "attn_rows", 0), hid = golden_npy(name, "hidden_rows", 0);
     cr_assert_eq(attn.count, (size_t)L * H * R * n);
     cr_assert_eq(hid.count, (size_t)R * d);
     const float *want = attn.data, *want_h = hid.data;
@@ -101,19 +103,7 @@ static void check_forward(const char *name, norm_case *k)
     cr_expect_leq(worst, TOL, "%s: attention max|d| = %g", name, worst);
     cr_expect_leq(worst_h, TOL, "%s: hidden max|d| = %g", name, worst_h);
 
-    const cJSON *nll = cJSON_GetObjectItem(j, "nll");
-    const int32_t *id = k->ids.data;
-    double loss = 0;
-    cr_assert_eq(cJSON_GetArraySize(nll), n - 1);
-    for (int i = 0; i + 1 < n; i++) {
-        double v = tu_nll(logits + (size_t)i * c->vocab_size, c->vocab_size, id[i + 1]);
-        double w = cJSON_GetArrayItem(nll, i)->valuedouble;
-        cr_expect(fabs(v - w) <= TOL, "%s: nll[%d] %.8f vs %.8f", name, i, v, w);
-        loss += v;
-    }
-    loss /= n - 1;
-    double w = cJSON_GetObjectItem(j, "loss")->valuedouble;
-    cr_expect(fabs(loss - w) <= TOL, "%s: loss %.8f vs %.8f", name, loss, w);
+    tu_expect_nll(name, logits, c->vocab_size, k->ids.data, n, j, TOL);
     hs_npy_free(&attn);
     hs_npy_free(&hid);
     free(hidden);
@@ -121,44 +111,13 @@ static void check_forward(const char *name, norm_case *k)
     hs_trace_free(trace);
 }
 
-static void expect_grid(const char *name, const char *what, const double *got, const cJSON *grid,
-                        int L, int H, double abs_tol, double rel_tol)
-{
-    cr_assert(cJSON_IsArray(grid) && cJSON_GetArraySize(grid) == L, "%s: %s", name, what);
-    for (int l = 0; l < L; l++)
-        for (int h = 0; h < H; h++) {
-            double w = cJSON_GetArrayItem(cJSON_GetArrayItem(grid, l), h)->valuedouble;
-            double v = got[l * H + h];
-            cr_expect(fabs(v - w) <= abs_tol + rel_tol * fabs(w), "%s: %s %d.%d = %.8g, "
-                      "reference %.8g", name, what, l, h, v, w);
-        }
-}
-
 /* Ablation (the batched sweep) and gradient importance against the reference's. */
 static void check_importance(const char *name, norm_case *k)
 {
-    const cJSON *imp = cJSON_GetObjectItem(k->j, "importance");
-    const hs_model_config *c = hs_model_config_of(k->m);
-    int L = c->n_layer, H = c->n_head, LH = L * H;
-    hs_loss_input in = {.ids = k->ids.data, .n = k->n, .kind = HS_LOSS_LM};
-    hs_error err = {{0}};
-    hs_loss_eval *ev;
-    cr_assert_eq(hs_loss_eval_new(k->m, &in, &ev, &err), HS_OK, "%s", err.msg);
-    double base, *delta = malloc((size_t)LH * sizeof *delta);
-    cr_assert_eq(hs_loss_eval_run(ev, NULL, &base, &err), HS_OK, "%s", err.msg);
-    double want = cJSON_GetObjectItem(imp, "base_loss")->valuedouble;
-    cr_expect(fabs(base - want) <= TOL, "%s: base loss %.8f vs %.8f", name, base, want);
-    cr_assert_eq(hs_ablation_sweep(ev, base, NULL, delta, NULL, NULL, &err), HS_OK, "%s", err.msg);
-    expect_grid(name, "ablation", delta, cJSON_GetObjectItem(imp, "ablation"), L, H, TOL, 0);
-    double *raw = malloc((size_t)LH * sizeof *raw), *norm = malloc((size_t)LH * sizeof *norm);
-    cr_assert_eq(hs_gradient_importance(k->m, &in, raw, norm, &err), HS_OK, "%s", err.msg);
-    expect_grid(name, "gradient (raw)", raw, cJSON_GetObjectItem(imp, "gradient_raw"), L, H,
-                GRAD_ABS, GRAD_REL);
-    expect_grid(name, "gradient", norm, cJSON_GetObjectItem(imp, "gradient"), L, H, GRAD_ABS,
-                GRAD_REL);
-    free(raw);
-    free(norm);
-    free(delta);
+    double base;
+    hs_loss_eval *ev = tu_expect_lm_importance(name, k->m, k->ids.data, k->n,
+                                               cJSON_GetObjectItem(k->j, "importance"), TOL,
+                                               GRAD_ABS, GRAD_REL, &base);
     hs_loss_eval_free(ev);
 }
 

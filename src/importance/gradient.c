@@ -292,14 +292,16 @@ hs_status hs_gradient_capped(const hs_model *m, const hs_loss_input *in, const f
     /* One allocation: per layer kept 2nd + nA + nW + 2n + Hn² + nF floats (every layer's, or
      * one layer's and each layer's input stream, nd), then the head and the backward
      * scratch. */
-    const int qkn = hs_qk_norms(c), post = c->arch->post_norms, pre_in = pre && !c->arch->no_pre_norm;
+    const int qkn = hs_qk_norms(c), post = c->arch->post_norms;
+    const int pre_in = pre && !c->arch->no_pre_norm; /* the sublayers read the normed stream */
     const size_t nqk = qkn ? (size_t)n * (size_t)(A + c->n_kv_head * c->d_head) : 0;
     const size_t npost = post ? 2 * (nd + (size_t)n) : 0; /* the post-norms' statistics */
     size_t per_layer = 2 * nd + nA + nW + 2 * (size_t)n + (size_t)H * nn + nF + nqk +
                        (size_t)n * (size_t)qkn + npost;
     size_t head = 5 * rd + 2 * (size_t)R + (size_t)HB * (size_t)V;
     /* dx, dh, dqkv, dff (+ the gated product's), dp, the parallel MLP's dx */
-    size_t scratch = nd + ndA + nW + nF + nfa + (size_t)H * nn + (par ? nd : 0) + (post ? nd : 0);
+    size_t scratch = nd + ndA + nW + nF + nfa + (size_t)H * nn + (par ? nd : 0) +
+                     (post ? nd : 0);
     size_t total, layers_sz;
     if (hs_mul_size(per_layer, (size_t)L, &layers_sz) ||
         hs_mul_size(layers_sz, sizeof(float), &total)) {

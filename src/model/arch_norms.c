@@ -17,7 +17,8 @@
 #define ROWS_QK_NORM \
     {HS_S_Q_NORM_W, -1, NL "self_attn.q_norm.weight", NULL, "blk.%d.attn_q_norm.weight", NULL, 0}, \
     {HS_S_K_NORM_W, -1, NL "self_attn.k_norm.weight", NULL, "blk.%d.attn_k_norm.weight", NULL, 0}
-#define ROW_O {HS_S_O_W, -1, NL "self_attn.o_proj.weight", NULL, "blk.%d.attn_output.weight", NULL, 0}
+#define ROW_O \
+    {HS_S_O_W, -1, NL "self_attn.o_proj.weight", NULL, "blk.%d.attn_output.weight", NULL, 0}
 #define ROW_POST_ATTN \
     {HS_S_POST_ATTN_NORM_W, -1, NL "post_attention_layernorm.weight", NULL, \
      "blk.%d.post_attention_norm.weight", NULL, 0}
@@ -36,7 +37,8 @@
 /* Qwen3: Llama's rows with the per-head query and key norms, no biases. */
 static const hs_tensor_name qwen3_names[] = {
     ROW_EMB, ROW_PRE_ATTN, ROWS_QKV, ROWS_QK_NORM, ROW_O,
-    {HS_S_NORM2_W, -1, NL "post_attention_layernorm.weight", NULL, "blk.%d.ffn_norm.weight", NULL, 0},
+    {HS_S_NORM2_W, -1, NL "post_attention_layernorm.weight", NULL, "blk.%d.ffn_norm.weight", NULL,
+     0},
     ROWS_MLP, ROWS_END,
 };
 
@@ -48,7 +50,8 @@ static const hs_tensor_name olmo2_names[] = {
 
 /* Gemma 2: four norms a layer, pre_feedforward_layernorm the MLP's input norm. */
 #define ROW_PRE_MLP \
-    {HS_S_NORM2_W, -1, NL "pre_feedforward_layernorm.weight", NULL, "blk.%d.ffn_norm.weight", NULL, 0}
+    {HS_S_NORM2_W, -1, NL "pre_feedforward_layernorm.weight", NULL, "blk.%d.ffn_norm.weight", \
+     NULL, 0}
 static const hs_tensor_name gemma2_names[] = {
     ROW_EMB, ROW_PRE_ATTN, ROWS_QKV, ROW_O, ROW_POST_ATTN, ROW_PRE_MLP, ROWS_MLP, ROW_POST_MLP,
     ROWS_END,
