@@ -51,6 +51,33 @@ if grep -q '^global:       layer 1 (the others local)$' "$T/out" &&
 expect 0 "analyze gemma3 summary" -- "$HS" analyze "$T/gemma3" -o "$T/out-g3s" --no-ablation --text "$TEXT"
 if grep -q '^layers: local (window 48): 0, 1; global: 2$' "$T/out"; then ok; else bad "gemma3 summary: $(cat "$T/out")"; fi
 
+# GGUF: each family converted as llama.cpp lays it out (Gemma's norm weights stored as 1 + w,
+# its window, softcaps and scales as keys), converted again bit for bit, and the report of the
+# GGUF file the same as the folder's: exactly for F32 weights (Qwen3, Gemma 3; OLMo-2's BF16
+# are exact in F32), within 1e-3 for Gemma 2, whose BF16 checkpoint scales the embeddings by
+# sqrt(96) rounded to BF16 (transformers) where a GGUF file keeps it in float32 (llama.cpp).
+for fam in qwen3 olmo2 gemma2 gemma3; do
+    expect 0 "convert $fam" -- "$HS" convert "$T/$fam" -o "$T/$fam.gguf" --name t
+    expect 0 "convert $fam again" -- "$HS" convert "$T/$fam.gguf" -o "$T/$fam.2.gguf" --name t
+    if cmp -s "$T/$fam.gguf" "$T/$fam.2.gguf"; then ok; else bad "$fam: GGUF -> GGUF differs"; fi
+    expect 0 "analyze $fam GGUF" -- "$HS" analyze "$T/$fam.gguf" -o "$T/outg-$fam" -q --text "$TEXT"
+    if "$PY" -c "
+import json, sys
+a = json.load(open('$T/out-$fam/report.json'))
+b = json.load(open('$T/outg-$fam/report.json'))
+tol = 1e-3 if '$fam' == 'gemma2' else 0.0
+da = [h['ablation_delta'] for h in a['heads']]
+db = [h['ablation_delta'] for h in b['heads']]
+d = max([abs(a['loss']['value'] - b['loss']['value'])] + [abs(x - y) for x, y in zip(da, db)])
+same = a['input']['ids'] == b['input']['ids'] and a['model']['layer_attention'] == b['model']['layer_attention']
+print('$fam GGUF vs folder: max|d| = %.3g' % d)
+sys.exit(0 if same and d <= tol else 1)" >"$T/cmp" 2>&1; then ok; else bad "$fam GGUF report: $(cat "$T/cmp")"; fi
+done
+expect 0 "info gemma2 GGUF" -- "$HS" info "$T/gemma2.gguf"
+if grep -q '^softcap:      attention 5, final logits 3 (0: none)$' "$T/out" &&
+    grep -q '^attention:    a sliding window of 64 keys on the local layers$' "$T/out" &&
+    grep -q '^scales:       scores x 0.144338, embeddings x 9.79796$' "$T/out"; then ok; else bad "info gemma2 GGUF: $(cat "$T/out")"; fi
+
 # A gemma3 (image-text) folder: the same language model under text_config, its tensors named
 # as Gemma3ForConditionalGeneration saves them (language_model.model.*, and from transformers
 # 4.52 model.language_model.*), a vision tower beside them that is not read: the same report.

@@ -91,12 +91,13 @@ static const hs_tensor_name gemma3_mm_names[] = {
 #undef MM
 
 #define TABLE(t) t, sizeof t / sizeof t[0], "model."
-/* No GGUF form yet (NULL tokenizer model): the GGUF writer refuses them in one line. */
-const struct hs_names hs_qwen3_table = {TABLE(qwen3_names), 1, NULL};
-const struct hs_names hs_olmo2_table = {TABLE(olmo2_names), 1, NULL};
-const struct hs_names hs_gemma2_table = {TABLE(gemma2_names), 1, NULL};
-const struct hs_names hs_gemma3_table = {TABLE(gemma3_names), 1, NULL};
-const struct hs_names hs_gemma3_mm_table = {TABLE(gemma3_mm_names), 1, NULL};
+/* GGUF tokenizer models as llama.cpp's converter writes them: byte-level "gpt2" for Qwen3 and
+ * OLMo-2, SentencePiece "llama" (no space prefix) for Gemma. */
+const struct hs_names hs_qwen3_table = {TABLE(qwen3_names), 1, "gpt2"};
+const struct hs_names hs_olmo2_table = {TABLE(olmo2_names), 1, "gpt2"};
+const struct hs_names hs_gemma2_table = {TABLE(gemma2_names), 1, "llama"};
+const struct hs_names hs_gemma3_table = {TABLE(gemma3_names), 1, "llama"};
+const struct hs_names hs_gemma3_mm_table = {TABLE(gemma3_mm_names), 1, "llama"};
 
 const char *const hs_qwen3_specials[] = {"<|endoftext|>", "<|im_start|>", "<|im_end|>"};
 

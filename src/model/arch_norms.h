@@ -40,7 +40,7 @@ extern const char *const hs_qwen3_specials[];
         .post_norms = 1, .norm_offset = 1.0f, .attn_softcap = 50.0f, .final_softcap = 30.0f,  \
     },                                                                                        \
     {                                                                                         \
-        .family = HS_FAMILY_GEMMA3, .name = "gemma3_text",                                    \
+        .family = HS_FAMILY_GEMMA3, .name = "gemma3_text", .gguf_name = "gemma3",             \
         .norm_place = HS_NORM_PRE, .norm_kind = HS_NORM_RMS, .act = HS_ACT_GELU_TANH,         \
         .gated = 1, .pos = HS_POS_ROTARY, .rotary_frac = 1.0f, .rotary_base = 1000000.0f,    \
         .vis = {HS_VIS_CAUSAL, 0, 0}, .sliding_window = 4096, .global_every = 6,              \

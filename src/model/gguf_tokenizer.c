@@ -276,12 +276,13 @@ hs_status hs_gguf_tokenizer_load(hs_model *m, const hs_gguf *g, hs_error *err)
     const hs_arch *a = m->cfg.arch;
     int rotary = a->pos == HS_POS_ROTARY;
     const char *want = a->names->gguf_tokenizer;
-    if (rotary ? strcmp(model.str, "gpt2") && (a->family != HS_FAMILY_LLAMA || strcmp(model.str, "llama"))
+    int spm_ok = a->family == HS_FAMILY_LLAMA || !strcmp(want, "llama"); /* Llama 2, Gemma */
+    if (rotary ? strcmp(model.str, "gpt2") && (!spm_ok || strcmp(model.str, "llama"))
                : strcmp(model.str, want) != 0)
         return hs_fail(err, HS_E_UNSUPPORTED,
                        "tokenizer.ggml.model '%.64s' is not supported for %s (expected '%s')",
                        model.str, hs_family_name(m->cfg.family),
-                       a->family == HS_FAMILY_LLAMA ? "gpt2' or 'llama" : rotary ? "gpt2" : want);
+                       spm_ok && rotary ? "gpt2' or 'llama" : rotary ? "gpt2" : want);
     if ((st = hs_gguf_find_array(g, "tokenizer.ggml.tokens", HS_GGUF_STRING, 1, &ti, err)))
         return st;
     size_t n_tok = hs_gguf_kv_len(g, (size_t)ti);

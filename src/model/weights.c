@@ -341,14 +341,14 @@ static int norm_offset_applies(const hs_model *m, const hs_tensor_name *e)
 
 /* After a row is converted: the norm offset added (as the reference does, in float32), and
  * the embedding scale (hs_arch.emb_scale) rounded to the token embeddings' stored type, as
- * the reference multiplies them in that type. */
+ * transformers multiplies them in that type (a GGUF file's stays float32, as llama.cpp's). */
 static void scale_row(hs_model *m, const hs_tensor_name *e, const hs_tensor_view *t, float *dst,
                       size_t count, int offset)
 {
     if (offset)
         for (size_t i = 0; i < count; i++)
             dst[i] = m->arch.norm_offset + dst[i];
-    if (e->slot == HS_S_TOK_EMB && m->arch.emb_scale > 0 && t) {
+    if (e->slot == HS_S_TOK_EMB && m->arch.emb_scale > 0 && t && m->format == HS_FORMAT_HF) {
         if (t->dtype == HS_DT_BF16)
             m->arch.emb_scale = hs_bf16_to_f32(hs_f32_to_bf16(m->arch.emb_scale));
         else if (t->dtype == HS_DT_F16)
