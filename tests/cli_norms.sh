@@ -142,5 +142,24 @@ json.dump(c, open(p, 'w'))"
 expect 0 "gemma3 layer_types" -- "$HS" info "$T/bad"
 if grep -q '^global:       layer 2 (the others local)$' "$T/out"; then ok; else bad "gemma3 layer_types: $(cat "$T/out")"; fi
 
+# transformers 5's rope_parameters per layer type (Gemma 3): the same model
+refuse_ok
+"$PY" -c "
+import json
+p = '$T/bad/config.json'
+c = json.load(open(p))
+c['rope_parameters'] = {'full_attention': {'rope_type': 'linear', 'factor': 4.0, 'rope_theta': 1000000.0},
+                        'sliding_attention': {'rope_type': 'default', 'rope_theta': 10000.0}}
+for k in ('rope_scaling', 'rope_theta', 'rope_local_base_freq'):
+    del c[k]
+json.dump(c, open(p, 'w'))"
+expect 0 "analyze gemma3 rope_parameters" -- "$HS" analyze "$T/bad" -o "$T/out-rp" -q --text "$TEXT"
+if "$PY" -c "
+import json, sys
+a = json.load(open('$T/out-gemma3/report.json'))
+b = json.load(open('$T/out-rp/report.json'))
+sys.exit(0 if a['loss'] == b['loss'] else 1)"; then ok; else bad "gemma3 rope_parameters per layer type: another loss"; fi
+refuse gemma3 "gemma3 scaled local rope" "c['rope_parameters'] = {'full_attention': {'rope_theta': 1e6}, 'sliding_attention': {'rope_type': 'linear', 'factor': 2.0, 'rope_theta': 1e4}}" "rope_parameters.sliding_attention.rope_type 'linear' is not supported"
+
 echo "cli_norms: $pass passed, $fail failed"
 [ "$fail" = 0 ]

@@ -93,6 +93,37 @@ static hs_status layer_pattern(const cJSON *root, hs_model_config *c, hs_arch *a
     return HS_OK;
 }
 
+/* The rotary keys; transformers 5 writes Gemma 3's per layer type, rope_parameters
+ * {"full_attention": {...}, "sliding_attention": {...}}: the first is read as the global
+ * layers' parameters, the second's rope_theta as the local layers' base, which must be
+ * unscaled. */
+static hs_status gemma_rope(const cJSON *root, hs_arch *a, int d_head, double *local_base,
+                            hs_error *err)
+{
+    const cJSON *rp = cJSON_GetObjectItemCaseSensitive(root, "rope_parameters");
+    const cJSON *full = cJSON_GetObjectItemCaseSensitive(rp, "full_attention");
+    const cJSON *slide = cJSON_GetObjectItemCaseSensitive(rp, "sliding_attention");
+    if (!full && !slide)
+        return hs_cfg_rope(root, a, d_head, err);
+    if (!cJSON_IsObject(full) || !cJSON_IsObject(slide))
+        return hs_fail(err, HS_E_FORMAT, "config.json: 'rope_parameters' per layer type needs "
+                       "'full_attention' and 'sliding_attention' objects");
+    const char *kind = str_of(slide, "rope_type");
+    if (kind && strcmp(kind, "default"))
+        return hs_fail(err, HS_E_UNSUPPORTED, "config.json: rope_parameters.sliding_attention."
+                       "rope_type '%.40s' is not supported (the local layers turn unscaled)", kind);
+    hs_status st = hs_cfg_num(slide, "rope_theta", 1e-6, 1e12, local_base, err);
+    cJSON *global = st ? NULL : cJSON_Duplicate(root, 1);
+    if (st)
+        return st;
+    if (!global)
+        return hs_fail(err, HS_E_NOMEM, "out of memory reading config.json");
+    cJSON_ReplaceItemInObjectCaseSensitive(global, "rope_parameters", cJSON_Duplicate(full, 1));
+    st = hs_cfg_rope(global, a, d_head, err);
+    cJSON_Delete(global);
+    return st;
+}
+
 /* Gemma 2 and 3: the (1 + w) RMSNorm block with pre- and post-norms, GeGLU, scaled
  * embeddings, query_pre_attn_scalar, softcaps, local and global layers. */
 static hs_status parse_gemma(const cJSON *root, hs_model_config *c, hs_arch *a, hs_error *err)
@@ -129,7 +160,7 @@ static hs_status parse_gemma(const cJSON *root, hs_model_config *c, hs_arch *a, 
         return st;
     double eps = c->ln_eps;
     if ((st = hs_cfg_num(root, "rms_norm_eps", 1e-30, 1, &eps, err)) ||
-        (st = hs_cfg_rope(root, a, c->d_head, err)))
+        (st = gemma_rope(root, a, c->d_head, &local_base, err)))
         return st;
     c->ln_eps = (float)eps;
     a->n_kv_head = kv > 0 ? kv : c->n_head;
