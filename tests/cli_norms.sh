@@ -129,6 +129,7 @@ refuse gemma3 "gemma3 irregular layer_types" "c['layer_types'] = ['sliding_atten
 refuse gemma3 "gemma3 bidirectional" "c['use_bidirectional_attention'] = True" "'use_bidirectional_attention': true is not supported"
 refuse qwen3 "qwen3 sliding window" "c['use_sliding_window'] = True" "'use_sliding_window': true is not supported"
 refuse olmo2 "olmo2 attention bias" "c['attention_bias'] = True" "'attention_bias': true is not supported"
+refuse qwen3 "qwen3_moe" "c['model_type'] = 'qwen3_moe'" "model_type 'qwen3_moe' is not supported: Qwen3-MoE's routed experts"
 # layer_types agreeing with the pattern is accepted
 refuse_ok() { rm -rf "$T/bad" && cp -r "$T/gemma3" "$T/bad"; }
 refuse_ok

@@ -337,6 +337,7 @@ static const struct {
                 "its attention scores unscaled"},
     {"mistral", "Mistral's sliding-window attention is not implemented (a Mistral without a "
                 "window is a llama config)"},
+    {"qwen3_moe", "Qwen3-MoE's routed experts (num_experts, top-k routing) are not implemented"},
 };
 
 
