@@ -308,7 +308,8 @@ BENCH_BERT = $(BUILD)/bench/bert-base
 BENCH_ARGS ?=
 # one model of each other family at a published shape (tokenizers from fixtures/tokenizer/)
 BENCH_FAMILIES = $(BUILD)/bench/roberta-base $(BUILD)/bench/distilbert-base \
-	$(BUILD)/bench/pythia-160m $(BUILD)/bench/tinyllama-1.1b
+	$(BUILD)/bench/pythia-160m $(BUILD)/bench/tinyllama-1.1b \
+	$(BUILD)/bench/gemma-2-2b $(BUILD)/bench/qwen3-0.6b
 bench: all $(BUILD)/hs-bench $(BENCH_MODEL)/config.json $(BENCH_BERT)/config.json \
 		$(addsuffix /config.json,$(BENCH_FAMILIES))
 	$(BUILD)/hs-bench $(BENCH_MODEL) $(BENCH_BERT) --family $(BENCH_FAMILIES) --headscope $(BIN) \
@@ -327,6 +328,14 @@ $(BUILD)/bench/pythia-160m/config.json:
 $(BUILD)/bench/tinyllama-1.1b/config.json:
 	/usr/bin/python3 fixtures/ref/make_checkpoint.py --arch tinyllama-1.1b --dtype bf16 --out $(@D) \
 		--tokenizer fixtures/tokenizer/families/llama2.tokenizer.json
+
+# Gemma-2-2B and Qwen3-0.6B's shapes, BF16, random weights (fixtures/ref/make_norms_fixtures.py)
+$(BUILD)/bench/gemma-2-2b/config.json:
+	/usr/bin/python3 fixtures/ref/make_norms_fixtures.py --one gemma-2-2b --out $(@D) \
+		--tokenizer fixtures/tokenizer/families/gemma.tokenizer.json
+$(BUILD)/bench/qwen3-0.6b/config.json:
+	/usr/bin/python3 fixtures/ref/make_norms_fixtures.py --one qwen3-0.6b --out $(@D) \
+		--tokenizer fixtures/tokenizer/families/qwen2.tokenizer.json
 
 $(BENCH_MODEL)/config.json:
 	/usr/bin/python3 fixtures/ref/make_checkpoint.py --arch gpt2-small --out $(BENCH_MODEL) --tokenizer fixtures/tiny-gpt2

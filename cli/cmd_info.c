@@ -56,11 +56,12 @@ int cmd_info(int argc, char **argv)
         printf("attention:    a sliding window of %d keys on %s\n", ar->sliding_window,
                ar->global_every > 0 ? "the local layers" : "every layer");
     if (ar->sliding_window > 0 && ar->global_every > 0) { /* the global layers, the rest local */
+        int k = 0;
         printf("global:       layer");
-        for (int l = 0, k = 0; l < cfg->n_layer; l++)
+        for (int l = 0; l < cfg->n_layer; l++)
             if (!hs_model_layer_is_local(cfg, l))
                 printf("%s %d", k++ ? "," : "", l);
-        printf(" (the others local)\n");
+        printf(k ? " (the others local)\n" : "s: none (every layer local)\n");
     }
     if (ar->qk_norm || ar->post_norms || ar->norm_offset != 0) {
         const char *part[4];
