@@ -12,6 +12,7 @@
 #include "headscope/forward.h"
 #include "headscope/importance.h"
 #include "headscope/model.h"
+#include "importance/importance_internal.h"
 #include "lm_golden.h"
 #include "testutil.h"
 
@@ -144,3 +145,39 @@ CASE(tiny_gemma2)
 CASE(tiny_gemma2_hm)
 CASE(tiny_gemma3)
 CASE(tiny_gemma3_hm)
+
+/* The backward that recomputes each layer's activations from its input stream (texts past
+ * the keep limit) and the one that keeps them give the same gradient, bit for bit, through
+ * the query/key norms, post-norms and softcaps; the logits in head blocks of 7 rows (another
+ * GEMM shape, float32 rounding apart) within 1e-6 (loss) and 1e-5 + 1e-7 (heads). */
+Test(families_norms, gradient_recomputed_and_in_head_blocks_is_the_same)
+{
+    const char *names[] = {"tiny_olmo2", "tiny_gemma2", "tiny_gemma3"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        norm_case k;
+        case_open(names[i], &k);
+        const hs_model_config *c = hs_model_config_of(k.m);
+        int LH = c->n_layer * c->n_head;
+        hs_loss_input in = {.ids = k.ids.data, .n = k.n, .kind = HS_LOSS_LM};
+        hs_error err = {{0}};
+        double a[64], b[64], r[64], la, lb, lr;
+        cr_assert_leq(LH, 64);
+        cr_assert_eq(hs_gradient_signed(k.m, &in, a, &la, &err), HS_OK, "%s", err.msg);
+        size_t old = hs_gradient_set_keep_limit(0);
+        hs_status st = hs_gradient_signed(k.m, &in, b, &lb, &err);
+        hs_gradient_set_keep_limit(old);
+        cr_assert_eq(st, HS_OK, "%s", err.msg);
+        int rows = hs_gradient_set_head_rows(7);
+        st = hs_gradient_signed(k.m, &in, r, &lr, &err);
+        hs_gradient_set_head_rows(rows);
+        cr_assert_eq(st, HS_OK, "%s", err.msg);
+        cr_expect_eq(la, lb, "%s: loss", names[i]);
+        cr_expect(fabs(la - lr) <= 1e-6 * fabs(la), "%s: loss in blocks of 7", names[i]);
+        for (int h = 0; h < LH; h++) {
+            cr_expect_eq(a[h], b[h], "%s: head %d: %.17g vs %.17g", names[i], h, a[h], b[h]);
+            cr_expect(fabs(a[h] - r[h]) <= 1e-5 * fabs(a[h]) + 1e-7, "%s: head %d in blocks",
+                      names[i], h);
+        }
+        case_close(&k);
+    }
+}
