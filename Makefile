@@ -4,17 +4,20 @@
 #   make test                          Criterion suites + tests/cli.sh
 #   make SANITIZE=address,undefined test   the same under sanitizers, in build-san/
 #   make bench                         speed ratios (see docs/bench.md)
+#   make docs-images                   draws every picture of README.md and docs/ again
 #   make fuzz                          libFuzzer harnesses (clang), short runs
 #   make install [PREFIX=/usr/local] [DESTDIR=]   binary, libraries, headers, .pc, man, docs
 #   make uninstall                     removes what install put there
 #   make lib-test                      the installed library, examples/, the Python package (lib.mk)
+#   make wheel                         build/headscope-*.whl: the Python package, the library inside
 
 DEB_PKGS = build-essential pkg-config libopenblas-openmp-dev libpng-dev libcjson-dev \
            libutf8proc-dev libcriterion-dev python3 python3-numpy python3-torch \
            python3-regex pngcheck clang libclang-rt-14-dev valgrind parallel \
            chromium chromium-driver python3-selenium fonts-dejavu-core
-# the Python package: built offline by pip from Debian's setuptools and wheel, in a venv
-DEB_PKGS += python3-pip python3-venv python3-setuptools python3-wheel
+# the Python package: its wheel (make wheel) installed by pip into venvs; no setuptools needed;
+# a notebook showing its page, executed headlessly by its tests
+DEB_PKGS += python3-pip python3-venv python3-nbclient python3-nbformat python3-ipykernel
 
 PKGS = openblas libpng libcjson libutf8proc
 
@@ -87,7 +90,7 @@ TEST_BIN = $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 LIB = $(BUILD)/libheadscope.a
 BIN = $(BUILD)/headscope
 
-.PHONY: all deps test unit cli-test cli-faults fuzz-replay browser-test ref-test bench-smoke llamacpp-test bench fuzz clean example
+.PHONY: all deps test unit cli-test cli-faults fuzz-replay browser-test docs-images docs-test ref-test bench-smoke llamacpp-test bench fuzz clean example
 all: $(LIB) $(BIN)
 
 # The commit a build comes from, recorded in reports (empty outside a git checkout). The
@@ -141,11 +144,11 @@ $(BUILD)/tests/%: tests/%.c $(LIB) $(BUILD)/tests/%.d
 	$(CC) $(CPPFLAGS) $(ALLCFLAGS) $(LINKDEP) $(CRIT_CFLAGS) $< $(LIB) $(PKG_LIBS) $(CRIT_LIBS) $(LDFLAGS) -o $@
 
 # test_options reads the options through the command line's own parser too
-$(BUILD)/tests/test_options: tests/test_options.c $(BUILD)/obj/cli/analyze_args.o \
-		$(BUILD)/obj/cli/common.o $(LIB) $(wildcard tests/*.h)
+TEST_OPTIONS_CLI = $(addprefix $(BUILD)/obj/cli/,analyze_args.o common.o suggest.o corpus_progress.o)
+$(BUILD)/tests/test_options: tests/test_options.c $(TEST_OPTIONS_CLI) $(LIB) $(wildcard tests/*.h)
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(ALLCFLAGS) $(LINKDEP) $(CRIT_CFLAGS) $< $(BUILD)/obj/cli/analyze_args.o \
-		$(BUILD)/obj/cli/common.o $(LIB) $(PKG_LIBS) $(CRIT_LIBS) $(LDFLAGS) -o $@
+	$(CC) $(CPPFLAGS) $(ALLCFLAGS) $(LINKDEP) $(CRIT_CFLAGS) $< $(TEST_OPTIONS_CLI) \
+		$(LIB) $(PKG_LIBS) $(CRIT_LIBS) $(LDFLAGS) -o $@
 
 # test_ops and test_forward built again with the elementwise kernels' AVX2 clone only
 # (src/nn/ops.c, HS_CLONES_NO_V4): a CPU with AVX-512 would otherwise never run it.
@@ -188,7 +191,7 @@ unit: $(TEST_BIN) $(TEST_V3_BIN)
 # chosen moments) alone. A background job of sh starts with SIGINT and SIGQUIT ignored, and a
 # signal ignored at start stays ignored in headscope (as under nohup): env gives the scripts
 # the default actions back, as a foreground run has them.
-CLI_SCRIPTS = cli cli_faults cli_norms
+CLI_SCRIPTS = cli cli_faults cli_patch cli_norms
 cli-test: $(BIN)
 	@pids=; for s in $(CLI_SCRIPTS); do \
 	    ( t0=$$(date +%s%N); HEADSCOPE=$(BIN) env --default-signal=INT,QUIT bash tests/$$s.sh \
@@ -211,7 +214,7 @@ $(BUILD)/replay/%: tests/fuzz/%.c $(LIB) $(BUILD)/replay/%.d
 
 fuzz-replay: $(REPLAY_BIN)
 	$(BUILD)/replay/fuzz_gguf $$(find fixtures/gguf -name '*.gguf' | sort)
-	$(BUILD)/replay/fuzz_tokenizer fixtures/tokenizer/cases.jsonl fixtures/tokenizer/family_cases.jsonl README.md
+	$(BUILD)/replay/fuzz_tokenizer fixtures/tokenizer/cases.jsonl fixtures/tokenizer/family_cases.jsonl fixtures/tokenizer/unigram_cases.jsonl README.md
 	$(BUILD)/replay/fuzz_tokenizer_json fixtures/tokenizer/json-corpus/*.json fixtures/tokenizer/bert-cased.tokenizer.json fixtures/tokenizer/families/*.tokenizer.json
 	$(BUILD)/replay/fuzz_safetensors $$(find fixtures/bad fixtures/models -name model.safetensors | sort)
 	$(BUILD)/replay/fuzz_torchbin $$(find fixtures/torchbin -name '*.bin' | sort)
@@ -225,10 +228,19 @@ fuzz-replay: $(REPLAY_BIN)
 browser-test: $(BIN)
 	HEADSCOPE=$(BIN) HS_LDFLAGS="$(LDFLAGS)" bash tests/browser.sh
 
+# Every picture README.md and docs/ show, drawn again from the fixtures (docs/img/make_images.sh);
+# docs-test checks them, the docs' links and report-schema.md's keys (tests/docs_check.sh).
+docs-images: $(BIN)
+	HEADSCOPE=$(BIN) bash docs/img/make_images.sh
+docs-test: $(BIN)
+	HEADSCOPE=$(BIN) bash tests/docs_check.sh
+
 # The float64 references the suites compare against check themselves (fixtures/README.md).
 ref-test:
 	/usr/bin/python3 fixtures/ref/selftest.py
 	/usr/bin/python3 fixtures/ref/family_selftest.py
+	/usr/bin/python3 fixtures/ref/quant_ref.py --check fixtures/quant
+	/usr/bin/python3 fixtures/ref/spm_ref.py
 	/usr/bin/python3 bench/torch_selftest.py
 
 # The benchmark program runs: one quick pass over small fixtures, GPT-2, BERT and a
@@ -246,7 +258,7 @@ bench-smoke: $(BUILD)/hs-bench
 # `make test` runs every step even when one fails, then prints each step's and suite's
 # wall time (slowest first) and the total, and fails if any step did. The float64
 # references' self-checks run no code of ours: the sanitizer build leaves them out.
-TEST_STEPS = unit cli-test fuzz-replay browser-test lib-test $(if $(SANITIZE),,ref-test) bench-smoke
+TEST_STEPS = unit cli-test fuzz-replay browser-test lib-test wheel-test $(if $(SANITIZE),,ref-test) bench-smoke
 test: all
 	@rm -f $(TIMES); start=$$(date +%s%N); failed=; \
 	for s in $(TEST_STEPS); do t0=$$(date +%s%N); \
@@ -256,6 +268,9 @@ test: all
 	sort -k2 -n -r $(TIMES) | awk '{ printf "  %-40s %8.1f s\n", $$1, $$2 / 1000 }'; \
 	echo "make test$(if $(SANITIZE), SANITIZE=$(SANITIZE)): $$(( ($$(date +%s%N) - start) / 1000000000 )) s wall time"; \
 	if [ -n "$$failed" ]; then echo "failing steps:$$failed"; exit 1; fi
+
+# the docs against the pictures, links and reports they describe (after TEST_STEPS' definition)
+TEST_STEPS += docs-test
 
 # Interoperability with llama.cpp's own programs (not in `test`: it needs a llama.cpp build):
 # make llamacpp-test LLAMACPP=path/to/llama.cpp/build/bin [LLAMACPP_MODELS=path/to/llama.cpp/models]
@@ -287,7 +302,7 @@ fuzz: $(PAGE_C)
 	clang $(FUZZ_FLAGS) tests/fuzz/fuzz_resume.c $(LIB_SRC) $(PAGE_C) $(PKG_LIBS) -o build-fuzz/fuzz_resume
 	cp fixtures/fuzz-resume/* build-fuzz/corpus-resume/
 	find fixtures/gguf -name '*.gguf' -exec cp {} build-fuzz/corpus-gguf/ ';'
-	cp README.md docs/*.md fixtures/tokenizer/family_cases.jsonl build-fuzz/corpus-tokenizer/
+	cp README.md docs/*.md fixtures/tokenizer/family_cases.jsonl fixtures/tokenizer/unigram_cases.jsonl build-fuzz/corpus-tokenizer/
 	cp fixtures/tokenizer/json-corpus/*.json build-fuzz/corpus-tokenizer-json/
 	build-fuzz/fuzz_gguf -max_total_time=$(FUZZ_SECONDS) -max_len=65536 build-fuzz/corpus-gguf
 	build-fuzz/fuzz_tokenizer -max_total_time=$(FUZZ_SECONDS) -max_len=4096 build-fuzz/corpus-tokenizer
@@ -309,11 +324,22 @@ BENCH_ARGS ?=
 # one model of each other family at a published shape (tokenizers from fixtures/tokenizer/)
 BENCH_FAMILIES = $(BUILD)/bench/roberta-base $(BUILD)/bench/distilbert-base \
 	$(BUILD)/bench/pythia-160m $(BUILD)/bench/tinyllama-1.1b \
+	$(BUILD)/bench/falcon7b-2L $(BUILD)/bench/starcoder-1b \
+	$(BUILD)/bench/mistral-7b-2l $(BUILD)/bench/deepseek-v2-lite-2l \
 	$(BUILD)/bench/gemma-2-2b $(BUILD)/bench/qwen3-0.6b
+# TinyLlama's shape as GGUF files in three storage types (bench/stored.c; F16 1.9 GB, Q8_0 1.0 GB,
+# Q4_K_M's layout 0.6 GB); llama.cpp's llama-bench beside them with LLAMACPP=path/to/build/bin
+BENCH_STORED = $(addprefix $(BUILD)/bench/tinyllama-1.1b.,f16.gguf q8_0.gguf q4_k_m.gguf)
 bench: all $(BUILD)/hs-bench $(BENCH_MODEL)/config.json $(BENCH_BERT)/config.json \
-		$(addsuffix /config.json,$(BENCH_FAMILIES))
-	$(BUILD)/hs-bench $(BENCH_MODEL) $(BENCH_BERT) --family $(BENCH_FAMILIES) --headscope $(BIN) \
+		$(addsuffix /config.json,$(BENCH_FAMILIES)) $(BENCH_STORED)
+	LLAMACPP="$(LLAMACPP)" $(BUILD)/hs-bench $(BENCH_MODEL) $(BENCH_BERT) --family $(BENCH_FAMILIES) \
+		--stored $(BENCH_STORED) --headscope $(BIN) \
 		--torch bench/torch_forward.py --python /usr/bin/python3 $(BENCH_ARGS)
+
+$(BUILD)/bench/tinyllama-1.1b.%.gguf: $(BUILD)/bench/tinyllama-1.1b/config.json | all
+	$(BIN) convert $(<D) -o $@ --type $*
+$(BUILD)/bench/tinyllama-1.1b.q4_k_m.gguf: $(BUILD)/bench/tinyllama-1.1b.f16.gguf
+	/usr/bin/python3 bench/q4_k_m_layout.py $< $@
 
 $(BUILD)/bench/roberta-base/config.json:
 	/usr/bin/python3 fixtures/ref/make_checkpoint.py --arch roberta-base --out $(@D) \
@@ -327,6 +353,21 @@ $(BUILD)/bench/pythia-160m/config.json:
 # BF16, as TinyLlama is published (2.2 GB on disk, 4.4 GB as F32 in memory)
 $(BUILD)/bench/tinyllama-1.1b/config.json:
 	/usr/bin/python3 fixtures/ref/make_checkpoint.py --arch tinyllama-1.1b --dtype bf16 --out $(@D) \
+		--tokenizer fixtures/tokenizer/families/llama2.tokenizer.json
+# DeepSeek-V2-Lite's shape with 2 of its 27 layers (one dense, one of 64 experts), BF16
+$(BUILD)/bench/deepseek-v2-lite-2l/config.json:
+	/usr/bin/python3 fixtures/ref/make_mla_golden.py --bench $(@D)
+
+# multi-query: Falcon-7B's shape cut to 2 of its 32 layers (the name says so), StarCoderBase-1B's
+$(BUILD)/bench/falcon7b-2L/config.json:
+	/usr/bin/python3 fixtures/ref/families_mqa.py --arch falcon-7b --layers 2 --dtype bf16 --out $(@D) \
+		--tokenizer fixtures/tokenizer/families/falcon.tokenizer.json
+$(BUILD)/bench/starcoder-1b/config.json:
+	/usr/bin/python3 fixtures/ref/families_mqa.py --arch starcoderbase-1b --dtype bf16 --out $(@D) \
+		--tokenizer fixtures/tokenizer/families/starcoder.tokenizer.json
+# Mistral-7B-v0.1's shape with 2 of its 32 layers (BF16; its window of 4096 is past n = 512)
+$(BUILD)/bench/mistral-7b-2l/config.json:
+	/usr/bin/python3 fixtures/ref/make_checkpoint.py --arch mistral-7b-2l --dtype bf16 --out $(@D) \
 		--tokenizer fixtures/tokenizer/families/llama2.tokenizer.json
 
 # Gemma-2-2B and Qwen3-0.6B's shapes, BF16, random weights (fixtures/ref/make_norms_fixtures.py)

@@ -11,7 +11,7 @@ HS_MAJOR := $(firstword $(subst ., ,$(HS_VERSION_STR)))
 SONAME = libheadscope.so.$(HS_MAJOR)
 SHLIB = $(BUILD)/libheadscope.so.$(HS_VERSION_STR)
 PCFILE = $(BUILD)/headscope.pc
-MAN_CMDS = analyze attn dump tokenize info convert merge
+MAN_CMDS = analyze attn dump tokenize info convert merge patch
 MAN_PAGES = $(BUILD)/man/headscope.1 $(MAN_CMDS:%=$(BUILD)/man/headscope-%.1)
 
 PREFIX ?= /usr/local
@@ -62,7 +62,7 @@ define write_pc
 	printf '%s\n' 'prefix=$(PC_PREFIX)' 'libdir=$(patsubst $(PREFIX)/%,$${prefix}/%,$(LIBDIR))' \
 	    'includedir=$(patsubst $(PREFIX)/%,$${prefix}/%,$(INCLUDEDIR))' '' \
 	    'Name: headscope' \
-	    'Description: attention-head analysis of GPT-2 and BERT models' \
+	    'Description: attention-head analysis of transformer encoders and decoders (Hugging Face folders, GGUF files)' \
 	    'Version: $(HS_VERSION_STR)' \
 	    'Requires.private: libpng libcjson libutf8proc' \
 	    'Cflags: -I$${includedir}' \
@@ -81,7 +81,14 @@ $(BUILD)/man/headscope-%.1: $(BIN) man/mkman.sh
 	@mkdir -p $(dir $@)
 	sh man/mkman.sh $(BIN) $(HS_VERSION_STR) $* > $@
 
-HS_DOCS = README.md LICENSE $(wildcard docs/*.md)
+# The docs keep the repository's layout under DOCDIR (README.md, docs/*.md, docs/img/, the
+# sample pictures docs/pictures.md shows, fixtures/README.md and the example README.md links), so their links and
+# pictures resolve there too (tests/docs_check.py links, run by lib-test).
+HS_DOCS = README.md LICENSE CITATION.cff
+HS_DOC_PAGES = $(wildcard docs/*.md)
+HS_DOC_IMAGES = $(wildcard docs/img/*.png)
+HS_DOC_SAMPLES = $(wildcard fixtures/render/sample_*.png)
+HS_DOC_FIXTURES = fixtures/README.md
 install: all
 	install -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(LIBDIR)/pkgconfig $(DESTDIR)$(INCLUDEDIR)/headscope \
 	    $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(DOCDIR)
@@ -95,6 +102,12 @@ install: all
 	$(write_pc) > $(DESTDIR)$(LIBDIR)/pkgconfig/headscope.pc
 	install -m 644 $(MAN_PAGES) $(DESTDIR)$(MANDIR)/man1/
 	install -m 644 $(HS_DOCS) $(DESTDIR)$(DOCDIR)/
+	install -d $(DESTDIR)$(DOCDIR)/docs/img $(DESTDIR)$(DOCDIR)/fixtures/render $(DESTDIR)$(DOCDIR)/examples
+	install -m 644 $(HS_DOC_PAGES) $(DESTDIR)$(DOCDIR)/docs/
+	install -m 644 $(HS_DOC_IMAGES) $(DESTDIR)$(DOCDIR)/docs/img/
+	install -m 644 $(HS_DOC_SAMPLES) $(DESTDIR)$(DOCDIR)/fixtures/render/
+	install -m 644 $(HS_DOC_FIXTURES) $(DESTDIR)$(DOCDIR)/fixtures/
+	install -m 644 examples/entropy.c $(DESTDIR)$(DOCDIR)/examples/
 
 uninstall:
 	rm -f $(DESTDIR)$(BINDIR)/headscope $(DESTDIR)$(LIBDIR)/libheadscope.so.$(HS_VERSION_STR) \
@@ -103,7 +116,9 @@ uninstall:
 	    $(DESTDIR)$(INCLUDEDIR)/headscope.h
 	rm -f $(addprefix $(DESTDIR)$(INCLUDEDIR)/headscope/,$(notdir $(wildcard include/headscope/*.h)))
 	rm -f $(addprefix $(DESTDIR)$(MANDIR)/man1/,$(notdir $(MAN_PAGES)))
-	rm -f $(addprefix $(DESTDIR)$(DOCDIR)/,$(notdir $(HS_DOCS)))
+	rm -f $(addprefix $(DESTDIR)$(DOCDIR)/,$(HS_DOCS) $(HS_DOC_PAGES) $(HS_DOC_IMAGES) $(HS_DOC_SAMPLES) $(HS_DOC_FIXTURES) examples/entropy.c)
+	-rmdir $(DESTDIR)$(DOCDIR)/docs/img $(DESTDIR)$(DOCDIR)/docs $(DESTDIR)$(DOCDIR)/fixtures/render \
+	    $(DESTDIR)$(DOCDIR)/fixtures $(DESTDIR)$(DOCDIR)/examples 2>/dev/null
 	-rmdir $(DESTDIR)$(INCLUDEDIR)/headscope $(DESTDIR)$(DOCDIR) 2>/dev/null
 
 # Installs into a temporary stage, builds examples/ against it through pkg-config (shared
@@ -111,3 +126,18 @@ uninstall:
 # pages, and runs the Python package's tests in a venv over the stage.
 lib-test: all
 	HS_BUILD=$(BUILD) HS_SANITIZE="$(SANITIZE)" CC="$(CC)" bash tests/lib.sh
+
+# make wheel: $(BUILD)/headscope-VERSION-py3-none-PLATFORM.whl, the Python package with the
+# shared library inside (debug sections stripped), written by python/build_backend.py with
+# Python's standard library alone (no setuptools, no wheel package). make wheel-test (part
+# of make test) installs it offline into fresh venvs (tests/wheel.sh).
+WHEEL_PYTHON ?= /usr/bin/python3
+WHEEL_LIB = $(BUILD)/wheel/$(SONAME)
+.PHONY: wheel wheel-test
+wheel: $(SHLIB)
+	@mkdir -p $(dir $(WHEEL_LIB))
+	strip --strip-debug -o $(WHEEL_LIB) $(SHLIB) 2>/dev/null || cp $(SHLIB) $(WHEEL_LIB)
+	rm -f $(BUILD)/headscope-*.whl
+	$(WHEEL_PYTHON) python/build_backend.py --lib $(WHEEL_LIB) --out $(BUILD)
+wheel-test: wheel $(BIN)
+	HS_BUILD=$(BUILD) HS_SANITIZE="$(SANITIZE)" CC="$(CC)" HEADSCOPE=$(BIN) bash tests/wheel.sh

@@ -3,15 +3,20 @@
  * same pass's projections and against the same forward pass in PyTorch
  * (bench/torch_forward.py), at 1 thread and at all threads.
  *
- *   build/hs-bench [MODEL_DIR...] [--family MODEL_DIR...] [--reps N] [--quick]
+ *   build/hs-bench [MODEL_DIR...] [--family MODEL_DIR...] [--stored GGUF...] [--reps N] [--quick]
  *                  [--headscope PATH] [--torch SCRIPT] [--python PATH] [--no-torch]
  *                  [--threads LIST] [--breakdown] [--forward-only]
  *
  * MODEL_DIR defaults to build/bench/gpt2-small (`make bench` passes it and
  * build/bench/bert-base). The analyze, memory and corpus rows use the first model.
  * --family: models of the other families (`make bench` passes roberta-base,
- * distilbert-base, pythia-160m and tinyllama-1.1b), run at n = 128 and 512 only, each with
+ * distilbert-base, pythia-160m, tinyllama-1.1b, falcon7b-2L and starcoder-1b),
+ * run at n = 128 and 512 only, each with
  * the peak memory of `headscope attn --ids` on 512 ids beside its F32 weights.
+ * --stored: GGUF files of one model in several storage types, run with their layers in their
+ * stored type, converted at load and converted in every pass (bench/stored.c; llama.cpp's
+ * llama-bench beside them when LLAMACPP is set). Options after --family or --stored belong
+ * to the list they follow until the next one.
  * --quick: 1 repetition, n = 128 only, no analyze, memory or ablation rows (for tests).
  * --breakdown: one layer's kernels timed apart (bench/breakdown.c) after each GPT-2/BERT
  * model's rows. --forward-only: the forward table alone. --no-torch: no PyTorch columns.
@@ -97,17 +102,43 @@ static double sgemm_gflops(int m, int n, int k, int reps)
 /* FLOPs of the projections of one forward pass without the LM head: per layer the Q, K, V
  * projections 2nd(d + 2 n_kv d_head) (6nd² without grouped KV heads), the output
  * projection 2nd², the MLP 4nd·d_ff (6nd·d_ff gated: gate, up and down). */
+/* DeepSeek's latent attention and experts (hs_arch.mla_*, moe_*): per layer the fused
+ * [q | kv_a] projection 2nd·W, q_b 2n·q_lora·H·d_qk, kv_b 2n·kv_lora·H(nope + d_v), the output
+ * 2n·H·d_v·d; a dense MLP 6nd·d_ff, an expert layer's router 2nd·E, its top_k experts and
+ * shared ones 6nd·f each (f = moe_ff, shared: n_shared·moe_ff). */
+static double deepseek_flops(const hs_model_config *c, int n)
+{
+    const hs_arch *a = c->arch;
+    double d = c->d_model, N = n, H = c->n_head, dqk = a->mla_nope + a->rotary_dims;
+    double attn = 2.0 * N * d * hs_qkv_width(c) + 2.0 * N * a->mla_q_lora * H * dqk +
+                  2.0 * N * a->mla_kv_lora * H * (a->mla_nope + c->d_head) +
+                  2.0 * N * H * c->d_head * d;
+    double moe = 2.0 * N * d * a->moe_experts +
+                 6.0 * N * d * a->moe_ff * (a->moe_top_k + a->moe_shared);
+    double total = 0;
+    for (int l = 0; l < c->n_layer; l++)
+        total += attn + (hs_moe_layer(c, l) ? moe : 6.0 * N * d * c->d_ff);
+    return total;
+}
+
 static double projection_flops(const hs_model_config *c, int n)
 {
     double d = c->d_model, f = c->d_ff, N = n, kv = (double)c->n_kv_head * c->d_head;
     double mlp = (c->gated ? 6.0 : 4.0) * N * d * f;
+    if (c->arch->mla_kv_lora > 0)
+        return deepseek_flops(c, n);
     return c->n_layer * (2.0 * N * d * (d + 2.0 * kv) + 2.0 * N * d * d + mlp);
 }
 
-/* The projections and scores and context, 4n²d a layer (the whole n × n). */
+/* The projections and scores and context, 4n²d a layer (the whole n × n); latent
+ * attention 2n²·H(d_qk + d_v). */
 static double forward_flops(const hs_model_config *c, int n)
 {
-    return projection_flops(c, n) + c->n_layer * 4.0 * n * (double)n * c->d_model;
+    const hs_arch *a = c->arch;
+    double qk_v = a->mla_kv_lora > 0
+                      ? (double)c->n_head * (a->mla_nope + a->rotary_dims + c->d_head) / 2.0
+                      : (double)c->d_model;
+    return projection_flops(c, n) + c->n_layer * 4.0 * n * (double)n * qk_v;
 }
 
 typedef struct blas_run {
@@ -144,6 +175,8 @@ static int blas_once(void *ctx)
 static double blas_alone_gflops(const hs_model *m, int n, int reps)
 {
     const hs_model_config *c = hs_model_config_of(m);
+    if (c->arch->mla_kv_lora > 0) /* latent attention's products are others */
+        return -1;
     for (int l = 0; l < c->n_layer; l++) {
         const hs_layer *L = &m->layers[l];
         if (!L->w_qkv || !L->w_o || !L->w_fc || !L->w_proj)
@@ -271,6 +304,8 @@ int main(int argc, char **argv)
 {
     const char *paths[MAX_MODELS];
     int family[MAX_MODELS] = {0}; /* 1: a --family model (n <= FAMILY_MAX_N, memory row) */
+    const char *stored[MAX_MODELS]; /* --stored GGUF files (bench/stored.c) */
+    int n_stored = 0, in_stored = 0;
     int n_models = 0, reps = 5, quick = 0, in_family = 0, breakdown = 0, fwd_only = 0;
     const char *headscope = NULL; /* the command, for the memory and corpus rows */
     const char *script = "bench/torch_forward.py", *python = "/usr/bin/python3";
@@ -298,8 +333,10 @@ int main(int argc, char **argv)
             breakdown = 1;
         else if (!strcmp(argv[i], "--family"))
             in_family = 1;
+        else if (!strcmp(argv[i], "--stored"))
+            in_stored = 1;
         else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            printf("usage: hs-bench [MODEL_DIR...] [--family MODEL_DIR...] [--reps N] [--quick]\n"
+            printf("usage: hs-bench [MODEL_DIR...] [--family MODEL_DIR...] [--stored GGUF...] [--reps N] [--quick]\n"
                    "                [--headscope PATH] [--torch SCRIPT] [--python PATH] "
                    "[--no-torch]\n"
                    "                [--threads LIST] [--breakdown] [--forward-only]\n"
@@ -310,6 +347,9 @@ int main(int argc, char **argv)
         } else if (argv[i][0] == '-' && argv[i][1] == '-') {
             fprintf(stderr, "hs-bench: unknown option '%s' (hs-bench --help)\n", argv[i]);
             return 2;
+        } else if (in_stored) {
+            if (n_stored < MAX_MODELS)
+                stored[n_stored++] = argv[i];
         } else if (n_models < MAX_MODELS)
             family[n_models] = in_family, paths[n_models++] = argv[i];
     }
@@ -419,11 +459,15 @@ int main(int argc, char **argv)
     }
     if (!quick && !fwd_only)
         bench_analyze_rows(first, fwd128);
+    if (!quick && !fwd_only)
+        bench_patch_rows(first);
     if (headscope && !quick && !fwd_only)
         bench_memory_rows(headscope, paths[0], first);
     if (headscope && !fwd_only && hs_model_config_of(first)->causal)
         bench_corpus_rows(headscope, paths[0], quick ? 2 : 10, quick ? 0 : 1, fwd128);
     hs_model_free(first);
+    if (headscope && n_stored && !quick)
+        bench_stored_rows(headscope, stored, n_stored, all);
     if (fflush(stdout) != 0 || ferror(stdout))
         return 1;
     return 0;

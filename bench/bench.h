@@ -30,6 +30,10 @@ int bench_write_corpus(const char *path, int k, int n_words);
  * recorded forward pass at n = 128, all threads). */
 void bench_analyze_rows(const hs_model *m, double fwd128);
 
+/* Activation (z, every head) and attribution patching at n = 64 in forward passes a pair,
+ * timed and counted (bench/patch_rows.c). */
+void bench_patch_rows(const hs_model *m);
+
 /* Peak RSS of `headscope attn` and `headscope analyze` at n = 1024 (or the context). */
 void bench_memory_rows(const char *headscope, const char *model, const hs_model *m);
 
@@ -45,5 +49,10 @@ void bench_corpus_rows(const char *headscope, const char *model, int k, int k_ab
  * thread count (bench/breakdown.c). */
 void bench_breakdown(const hs_model_config *c, const char *name, const int *sizes, int n_sizes,
                      const int *thr, int n_thr, int reps);
+
+/* --stored: each GGUF file's `headscope attn --ids` at n = 128 and 512 with its layers in
+ * their stored type, converted at load and converted every pass; llama-bench beside them
+ * when LLAMACPP is set (bench/stored.c). */
+void bench_stored_rows(const char *headscope, const char *files[], int n_files, int threads);
 
 #endif

@@ -4,8 +4,8 @@
     torch_forward.py MODEL_DIR [--sizes 128,512,1024] [--threads 1,2] [--reps 5]
 
 Reads MODEL_DIR/config.json and MODEL_DIR/model.safetensors or its shards (a GPT-2, BERT,
-RoBERTa, DistilBERT, GPT-NeoX, Llama or Qwen2 checkpoint as fixtures/ref/make_checkpoint.py
-writes them), runs a forward pass that keeps every layer's
+RoBERTa, DistilBERT, GPT-NeoX, Llama, Qwen2, Mistral (texts within its window), Falcon-7B-shaped or GPT-BigCode checkpoint as
+fixtures/ref/make_checkpoint.py or families_mqa.py writes them), runs a forward pass that keeps every layer's
 attention probabilities (L tensors of (H, n, n), returned), no LM/MLM head, under
 torch.no_grad(), and prints one line per size and thread count:
 
@@ -22,7 +22,10 @@ RoBERTa (Liu et al. 2019) is BERT with position rows offset by padding_idx + 1; 
 attention and MLP in parallel from the same input when use_parallel_residual. Llama (Touvron
 et al. 2023) and Qwen2: RMSNorm, rotary on every dimension (base rope_theta), grouped-query
 attention (num_key_value_heads, each shared by a group of consecutive query heads), SiLU-gated
-MLP, no biases except Qwen2's Q/K/V.
+MLP, no biases except Qwen2's Q/K/V. Falcon-7B (Almazrouei et al. 2023): one LayerNorm feeding
+attention and MLP in parallel, rotary on every dimension, multi-query attention (Shazeer 2019:
+one K/V head, query_key_value rows [Q | K | V]), exact GELU, no biases; GPT-BigCode
+(StarCoder, Allal et al. 2023): GPT-2's block with Linear weights and one K/V head.
 Without torch it prints `notorch REASON` and exits 0, so the bench can go on.
 """
 import argparse
@@ -202,6 +205,8 @@ def llama_forward(w, cfg, ids):
     dh = cfg.get("head_dim") or d // H
     if cfg.get("rope_scaling"):
         raise SystemExit("torch_forward.py: rope_scaling is not benchmarked")
+    if cfg.get("sliding_window") and len(ids) > cfg["sliding_window"]:
+        raise SystemExit("torch_forward.py: a text longer than the sliding window is not benchmarked")
     rms = (lambda t, s: t * torch.rsqrt(t.pow(2).mean(-1, keepdim=True) + eps) * w[s + ".weight"])
     lin = (lambda t, s: F.linear(t, w[s + ".weight"], w.get(s + ".bias")))
     x = w["embed_tokens.weight"][ids]
@@ -219,6 +224,49 @@ def llama_forward(w, cfg, ids):
     return rms(x, "norm"), maps
 
 
+def falcon_forward(w, cfg, ids):
+    """Falcon-7B's layout: one norm feeding the parallel attention and MLP, rotary positions,
+    one K/V head (multi_query); rows of query_key_value [q .. q k v]."""
+    d, H = cfg["hidden_size"], cfg["num_attention_heads"]
+    dh, eps = d // H, cfg.get("layer_norm_epsilon", 1e-5)
+    if cfg.get("alibi") or cfg.get("new_decoder_architecture") or not cfg.get("parallel_attn", True) \
+            or not cfg.get("multi_query", True):
+        raise SystemExit("torch_forward.py: only Falcon-7B's layout is benchmarked")
+    lin = (lambda t, s: F.linear(t, w[s + ".weight"], w.get(s + ".bias")))
+    x = w["word_embeddings.weight"][ids]
+    maps = []
+    for l in range(cfg["num_hidden_layers"]):
+        p = "h.%d." % l
+        h = F.layer_norm(x, (d,), w[p + "input_layernorm.weight"], w[p + "input_layernorm.bias"], eps)
+        q, k, v = lin(h, p + "self_attention.query_key_value").split((d, dh, dh), dim=1)
+        ctx, probs = attention(q, k, v, H, causal=True, n_kv=1, rot=dh, base=cfg.get("rope_theta", 10000.0))
+        maps.append(probs)
+        x = x + lin(ctx, p + "self_attention.dense") + \
+            lin(F.gelu(lin(h, p + "mlp.dense_h_to_4h")), p + "mlp.dense_4h_to_h")
+    return F.layer_norm(x, (d,), w["ln_f.weight"], w["ln_f.bias"], eps), maps
+
+
+def bigcode_forward(w, cfg, ids):
+    """GPT-BigCode (StarCoder): GPT-2's block with nn.Linear weights and one K/V head."""
+    d, H = cfg["n_embd"], cfg["n_head"]
+    dh, eps = d // H, cfg.get("layer_norm_epsilon", 1e-5)
+    if not cfg.get("multi_query", True):
+        raise SystemExit("torch_forward.py: only multi-query GPT-BigCode is benchmarked")
+    lin = (lambda t, s: F.linear(t, w[s + ".weight"], w[s + ".bias"]))
+    ln = (lambda t, s: F.layer_norm(t, (d,), w[s + ".weight"], w[s + ".bias"], eps))
+    n = ids.shape[0]
+    x = w["wte.weight"][ids] + w["wpe.weight"][:n]
+    maps = []
+    for l in range(cfg["n_layer"]):
+        p = "h.%d." % l
+        q, k, v = lin(ln(x, p + "ln_1"), p + "attn.c_attn").split((d, dh, dh), dim=1)
+        ctx, probs = attention(q, k, v, H, causal=True, n_kv=1)
+        maps.append(probs)
+        x = x + lin(ctx, p + "attn.c_proj")
+        x = x + lin(F.gelu(lin(ln(x, p + "ln_2"), p + "mlp.c_fc"), approximate="tanh"), p + "mlp.c_proj")
+    return ln(x, "ln_f"), maps
+
+
 # model_type: (forward, weight-name prefix, config key of the layer count, of the positions)
 FAMILIES = {
     "gpt2": (gpt2_forward, "transformer.", "n_layer", "n_positions"),
@@ -228,6 +276,10 @@ FAMILIES = {
     "gpt_neox": (neox_forward, "gpt_neox.", "num_hidden_layers", "max_position_embeddings"),
     "llama": (llama_forward, "model.", "num_hidden_layers", "max_position_embeddings"),
     "qwen2": (llama_forward, "model.", "num_hidden_layers", "max_position_embeddings"),
+    "falcon": (falcon_forward, "transformer.", "num_hidden_layers", "max_position_embeddings"),
+    "gpt_bigcode": (bigcode_forward, "transformer.", "n_layer", "n_positions"),
+    # Mistral: Llama's block; its sliding window (4096) is longer than the sizes benchmarked
+    "mistral": (llama_forward, "model.", "num_hidden_layers", "max_position_embeddings"),
 }
 
 

@@ -25,9 +25,14 @@ static const char usage_text[] =
     "summary.\n\n"
     "  -t, --text TEXT            the input text\n"
     "  -f, --file PATH            read the text from a file as raw bytes ('-' for stdin)\n"
-    "  -o, --output OUTDIR        output folder (created if missing)\n"
+    "  -o, --output OUTDIR        output folder (created with its parents if missing); an\n"
+    "                             earlier run's outputs there are replaced\n"
+    "      --no-clobber           refuse an OUTDIR that holds an earlier run's outputs\n"
     "      --json                 print the report on stdout instead of the summary\n"
     "  -q, --quiet                print nothing on success, no progress\n"
+    "      --progress[=MODE]      auto (default: a line on stderr when it is a terminal, for\n"
+    "                             every phase over a second, or every corpus text), json\n"
+    "                             (JSON lines on stderr, docs/analyze.md) or none\n"
     "      --max-tokens N         keep the first N tokens (at most n_ctx) of a longer text\n"
     ;
 /* (then the analysis options, from the table in src/pipeline/options.c) */
@@ -54,13 +59,14 @@ static const char usage_corpus[] =
     "                             writes OUTDIR/partial.json for 'headscope merge'\n"
     "      --checkpoint-every N   save OUTDIR/partial.json every N texts (default 50, 0: never)\n"
     "      --resume               go on from the checkpoint in OUTDIR\n"
-    "      --progress[=MODE]      auto (default: a line when stderr is a terminal), json (JSON\n"
-    "                             lines on stderr) or none\n";
+    "      --restart              discard an unfinished run's checkpoint in OUTDIR and start\n"
+    "                             again (without --resume or --restart it is refused)\n"
+    ;
 
 enum {
     OPT_JSON = 256, OPT_SVG, OPT_NOIMG, OPT_MAXTOK, OPT_CORPUS, OPT_CFORMAT, OPT_MAXTEXTS,
     OPT_MAXTOKENS, OPT_SKIPLONG, OPT_SAMPLE, OPT_CSEED, OPT_CABL, OPT_SHARD, OPT_CKPT,
-    OPT_RESUME, OPT_PROGRESS,
+    OPT_RESUME, OPT_PROGRESS, OPT_RESTART, OPT_NOCLOBBER,
     OPT_TABLE = 0x1000 /* + the row of src/pipeline/options.c's table */
 };
 
@@ -99,6 +105,8 @@ static const struct option own_opts[] = {
     {"shard", required_argument, NULL, OPT_SHARD},
     {"checkpoint-every", required_argument, NULL, OPT_CKPT},
     {"resume", no_argument, NULL, OPT_RESUME},
+    {"restart", no_argument, NULL, OPT_RESTART},
+    {"no-clobber", no_argument, NULL, OPT_NOCLOBBER},
     {"progress", optional_argument, NULL, OPT_PROGRESS},
     {"help", no_argument, NULL, 'h'}};
 #define N_OWN (sizeof own_opts / sizeof own_opts[0])
@@ -177,6 +185,7 @@ static int corpus_option(const char *C, int c, const char *arg, cli_analyze_args
         g->co.checkpoint_every = lv;
         break;
     case OPT_RESUME: g->co.resume = 1; break;
+    case OPT_RESTART: g->co.restart = 1; break;
     }
     return 0;
 }
@@ -200,6 +209,10 @@ static int check_combinations(const char *C, cli_analyze_args *g, int corpus_onl
                                "give a file or folder, not stdin");
     if (!g->co.path && corpus_only)
         return cli_usage_error(C, "corpus options need --corpus PATH");
+    if (g->co.resume && g->co.restart)
+        return cli_usage_error(C, "give --resume or --restart, not both");
+    if (g->co.resume && g->no_clobber)
+        return cli_usage_error(C, "--resume goes on writing into OUTDIR: not with --no-clobber");
     if (g->co.resume && g->co.path && !strcmp(g->co.path, "-"))
         return cli_usage_error(C, "--resume needs a corpus file or folder, not stdin");
     return 0;
@@ -241,6 +254,7 @@ int cli_analyze_args_parse(int argc, char **argv, cli_analyze_args *g)
         case 'q': g->quiet = 1; break;
         case OPT_SVG: g->formats |= HS_PICTURES_SVG; break;
         case OPT_NOIMG: g->images = 0; break;
+        case OPT_NOCLOBBER: g->no_clobber = 1; break;
         case OPT_MAXTOK:
             if (cli_parse_long(optarg, 1, 100000, &lv))
                 return cli_usage_error(C, "--max-tokens-in-images '%s' is not a number in "
@@ -255,7 +269,7 @@ int cli_analyze_args_parse(int argc, char **argv, cli_analyze_args *g)
             break;
         case OPT_CORPUS: case OPT_CFORMAT: case OPT_MAXTEXTS: case OPT_SAMPLE:
         case OPT_SKIPLONG: case OPT_CSEED: case OPT_CABL: case OPT_SHARD: case OPT_CKPT:
-        case OPT_RESUME:
+        case OPT_RESUME: case OPT_RESTART:
             corpus_only |= c != OPT_CORPUS;
             if ((rc = corpus_option(C, c, optarg, g)))
                 return rc;
@@ -271,8 +285,8 @@ int cli_analyze_args_parse(int argc, char **argv, cli_analyze_args *g)
                 return cli_usage_error(C, "--progress '%s' is not auto, json or none", optarg);
             break;
         case 'h': return print_help(C);
-        case ':': return cli_usage_error(C, "option '%s' needs a value", argv[optind - 1]);
-        default: return cli_usage_error(C, "unknown option '%s'", argv[optind - 1]);
+        case ':':
+        default: return cli_option_error(C, c, argc, argv, opts);
         }
     }
     if (optind != argc - 1)

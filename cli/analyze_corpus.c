@@ -2,6 +2,7 @@
  * texts streamed into an aggregate (docs/corpus.md), texts.jsonl and report.json. */
 #include <errno.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -195,9 +196,10 @@ static int selected(cli_corpus_run *r, long line, const char *text, size_t len,
     long before = r->done_here;
     int rc = one_text(r, line, text, len, pair, pair_len);
     r->selected++;
+    r->dealt++;
     if (rc || r->done_here == before)
         return rc;
-    cli_progress_update(&r->prog, r->agg->n_texts, r->total, r->done_here, r->tokens_here, 0);
+    cli_progress_update(&r->prog, r->dealt, r->total, r->done_here, r->tokens_here, 0);
     if (r->stop_after && r->done_here >= r->stop_after) {
         if (cli_corpus_checkpoint(r))
             return EXIT_FAIL;
@@ -205,9 +207,10 @@ static int selected(cli_corpus_run *r, long line, const char *text, size_t len,
         cli_error(r->cmd, "stopped after %ld texts (HEADSCOPE_TEST_STOP_AFTER)", r->done_here);
         return EXIT_FAIL;
     }
-    if (r->every && r->done_here % r->every == 0)
-        return cli_corpus_checkpoint(r);
-    return 0;
+    rc = r->every && r->done_here % r->every == 0 ? cli_corpus_checkpoint(r) : 0;
+    if (r->signal_after && r->done_here == r->signal_after)
+        raise(SIGINT); /* HEADSCOPE_TEST_SIGNAL_AFTER: as a Ctrl-C after this text */
+    return rc;
 }
 
 static int cmp_kept(const void *x, const void *y)
@@ -288,6 +291,40 @@ static int read_all(cli_corpus_run *r, hs_corpus_reader *rd)
     return rc;
 }
 
+/* This shard's selected records, counted by reading the corpus once before the analysis
+ * (the reader's checks only, no tokenizer): r->total; -1 for a corpus on stdin, which is
+ * read once. Returns 0, or EXIT_FAIL after printing the error. */
+static int count_total(cli_corpus_run *r)
+{
+    hs_corpus_reader *rd = NULL;
+    hs_corpus_item it;
+    hs_error err = {{0}};
+    long valid = 0;
+    int done = 0;
+    r->total = -1;
+    if (!strcmp(r->co->path, "-"))
+        return 0;
+    if (hs_corpus_open(r->co->path, (hs_corpus_format)r->co->format, &rd, &err) != HS_OK) {
+        cli_error(r->cmd, "%s", err.msg);
+        return EXIT_FAIL;
+    }
+    while (!r->co->max_texts || valid < r->co->max_texts) {
+        if (hs_corpus_next(rd, &it, &done, &err) != HS_OK) {
+            hs_corpus_close(rd);
+            cli_error(r->cmd, "'%s': %s", r->co->path, err.msg);
+            return EXIT_FAIL;
+        }
+        if (done)
+            break;
+        valid += !it.skip;
+    }
+    hs_corpus_close(rd);
+    long n = r->co->sample && r->co->sample < valid ? r->co->sample : valid;
+    long N = r->co->n_shards > 1 ? r->co->n_shards : 1, I = r->co->n_shards > 1 ? r->co->shard : 1;
+    r->total = n / N + (n % N >= I); /* the selected j with j mod N = I - 1 */
+    return 0;
+}
+
 static void print_summary(const cli_corpus_run *r, const char *report_path)
 {
     const hs_corpus_agg *g = r->agg;
@@ -354,12 +391,40 @@ static int corpus_means(cli_corpus_run *r)
     return 0;
 }
 
+/* The analysis options and the source settings of a corpus run, from its options. */
+static void settings(cli_corpus_run *r, const hs_model_config *c)
+{
+    const cli_corpus_opts *co = r->co;
+    int sharded = co->n_shards > 1;
+    r->ao.ablation = co->ablation;
+    r->ao.pruning = 0;
+    r->ao.diversity = 0;
+    r->ao.composition = 0; /* a property of the weights: the single-text report has it */
+    r->ao.dla = 0;         /* per text and position: the single-text report has it */
+    r->ao.norm_based = 0;
+    r->ao.word_level = 0;
+    r->ao.rollout = 0;     /* a per-text n x n matrix: not aggregated */
+    r->ao.keep_maps = 0; /* no pictures or page per text */
+    r->ao.progress = NULL;
+    r->info.path = co->path;
+    r->info.format = (hs_corpus_format)co->format;
+    r->info.max_texts = co->max_texts;
+    r->info.sample = co->sample;
+    r->info.seed = co->seed;
+    r->info.max_tokens = co->max_tokens > 0 && co->max_tokens < c->n_ctx ? co->max_tokens : c->n_ctx;
+    r->info.skip_long = co->skip_long;
+    r->info.ablation = co->ablation;
+    r->info.shard = sharded ? co->shard : 1;
+    r->info.n_shards = sharded ? co->n_shards : 1;
+}
+
 int cli_analyze_corpus(const char *cmd, hs_model *m, const cli_corpus_opts *co,
                        const hs_analyze_opts *ao, const char *outdir, int created_dir,
                        int quiet, int json)
 {
     cli_corpus_run r = {.cmd = cmd, .co = co, .m = m, .ao = *ao, .quiet = quiet,
-                        .t0 = cli_now(), .outdir = outdir, .total = -1};
+                        .t0 = cli_now(), .outdir = outdir, .total = -1,
+                        .created_dir = created_dir};
     hs_corpus_reader *rd = NULL;
     hs_error err = {{0}};
     char *texts = cli_path_join(outdir, "texts.jsonl");
@@ -370,33 +435,18 @@ int cli_analyze_corpus(const char *cmd, hs_model *m, const cli_corpus_opts *co,
     const hs_model_config *c = hs_model_config_of(m);
     const char *stop = getenv("HEADSCOPE_TEST_STOP_AFTER");
     r.stop_after = stop ? atol(stop) : 0;
+    const char *sig_after = getenv("HEADSCOPE_TEST_SIGNAL_AFTER");
+    r.signal_after = sig_after ? atol(sig_after) : 0;
     r.every = strcmp(co->path, "-") ? co->checkpoint_every : 0;
     hs_sha256_init(&r.digest);
     cli_progress_start(&r.prog, co->progress);
-    r.ao.ablation = co->ablation;
-    r.ao.pruning = 0;
-    r.ao.diversity = 0;
-    r.ao.composition = 0; /* a property of the weights: the single-text report has it */
-    r.ao.dla = 0;         /* per text and position: the single-text report has it */
-    r.ao.norm_based = 0;
-    r.ao.word_level = 0;
-    r.ao.rollout = 0;     /* a per-text n x n matrix: not aggregated */
-    r.ao.keep_maps = 0; /* no pictures or page per text */
-    r.ao.progress = NULL;
-    r.info.path = co->path;
-    r.info.format = (hs_corpus_format)co->format;
-    r.info.max_texts = co->max_texts;
-    r.info.sample = co->sample;
-    r.info.seed = co->seed;
-    r.info.max_tokens = co->max_tokens > 0 && co->max_tokens < c->n_ctx ? co->max_tokens : c->n_ctx;
-    r.info.skip_long = co->skip_long;
-    r.info.ablation = co->ablation;
-    r.info.shard = sharded ? co->shard : 1;
-    r.info.n_shards = sharded ? co->n_shards : 1;
+    settings(&r, c);
     if (!texts || !report) {
         cli_error(cmd, "out of memory");
         goto done;
     }
+    if ((!co->resume && cli_corpus_unfinished(&r)) || count_total(&r))
+        goto done;
     if (r.ao.ablation && r.ao.ablation_kind == HS_ABLATION_MEAN && corpus_means(&r))
         goto done;
     if (hs_corpus_open(co->path, (hs_corpus_format)co->format, &rd, &err) != HS_OK) {
@@ -412,6 +462,11 @@ int cli_analyze_corpus(const char *cmd, hs_model *m, const cli_corpus_opts *co,
     r.texts_tmp = strrchr(outf.tmp, '/') ? strrchr(outf.tmp, '/') + 1 : outf.tmp;
     r.texts_tmp_path = outf.tmp;
     r.out = outf.f;
+    if (r.resume.cp.position > 0) { /* this shard's records of the checkpoint */
+        long P = r.resume.cp.position, N = sharded ? co->n_shards : 1, I = sharded ? co->shard : 1;
+        r.dealt = P / N + (P % N >= I);
+    }
+    cli_corpus_signal_note(&r);
     if (read_all(&r, rd))
         goto done;
     if (r.selected < r.resume.cp.position) {
@@ -420,7 +475,7 @@ int cli_analyze_corpus(const char *cmd, hs_model *m, const cli_corpus_opts *co,
     }
     if (r.info.format == HS_CORPUS_AUTO && r.resume.cp.position)
         r.info.format = r.resume.info.format;
-    cli_progress_update(&r.prog, r.agg ? r.agg->n_texts : 0, r.total, r.done_here, r.tokens_here, 1);
+    cli_progress_update(&r.prog, r.dealt, r.total, r.done_here, r.tokens_here, 1);
     if (!r.agg && !sharded) {
         long n_skipped = 0;
         for (int s = 1; s < HS_SKIP_COUNT; s++)
@@ -466,6 +521,7 @@ int cli_analyze_corpus(const char *cmd, hs_model *m, const cli_corpus_opts *co,
         print_summary(&r, sharded ? NULL : report);
     rc = cli_finish_stdout(cmd);
 done:
+    hs_tmp_on_signal(NULL, NULL, 0); /* what follows says it */
     cli_progress_end(&r.prog);
     if (rc != EXIT_OK && r.checkpointed) {
         if (r.old_tmp) /* the checkpoint resumed from names its own texts, which stay */
@@ -490,7 +546,7 @@ done:
             unlink(report);
         free(partial);
         if (created_dir)
-            rmdir(outdir);
+            cli_output_dir_remove(outdir, created_dir);
     }
     hs_corpus_close(rd);
     free(r.z_sum);

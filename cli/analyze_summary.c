@@ -52,10 +52,11 @@ void cli_analyze_summary(const hs_analysis *a, const char *report_path)
     if (c->arch->sliding_window > 0) { /* which layers are local, which global */
         printf("layers: local (window %d):", c->arch->sliding_window);
         for (int pass = 0; pass < 2; pass++) {
-            for (int l = 0, k = 0; l < c->n_layer; l++)
+            int k = 0;
+            for (int l = 0; l < c->n_layer; l++)
                 if (hs_model_layer_is_local(c, l) == !pass)
                     printf("%s %d", k++ ? "," : "", l);
-            printf("%s", pass ? "\n" : "; global:");
+            printf("%s%s", k ? "" : " none", pass ? "\n" : "; global:");
         }
     }
     static const char *const kinds[] = {"", "mean next-token NLL", "MLM NLL at masked positions",

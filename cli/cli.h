@@ -12,6 +12,8 @@
 #include "pipeline/options.h"
 
 #define CLI_TEXT_MAX_BYTES ((size_t)64 << 20)
+/* A text past the context is counted up to this many tokens for its message. */
+#define CLI_COUNT_MAX ((size_t)1 << 18)
 
 /* Exit statuses. */
 enum { EXIT_OK = 0, EXIT_FAIL = 1, EXIT_USAGE = 2 };
@@ -23,6 +25,7 @@ int cmd_info(int argc, char **argv);
 int cmd_convert(int argc, char **argv);
 int cmd_analyze(int argc, char **argv);
 int cmd_merge(int argc, char **argv);
+int cmd_patch(int argc, char **argv);
 
 /* "headscope: <cmd>: <message>" (cmd NULL: "headscope: <message>") on stderr, the message
  * escaped by hs_text_escape (one line, no control characters). */
@@ -32,12 +35,22 @@ void cli_error(const char *cmd, const char *fmt, ...)
 #endif
     ;
 
-/* A usage error: message, then "try 'headscope CMD --help'"; returns EXIT_USAGE. */
+/* A usage error: the message in one line (no usage text after it); returns EXIT_USAGE. */
 int cli_usage_error(const char *cmd, const char *fmt, ...)
 #if defined(__GNUC__)
     __attribute__((format(printf, 2, 3)))
 #endif
     ;
+
+/* Usage errors that suggest (cli/suggest.c). cli_closest: the one of n names within a
+ * small edit distance of word (one edit for words of 3-5 bytes, two from 6), the closest;
+ * NULL when none. cli_option_error: getopt_long's ':' (a missing value) or '?' (an unknown
+ * option, an ambiguous abbreviation, a value given to a flag) as a one-line usage error
+ * ending "(see 'headscope CMD --help')", with "did you mean '--text'?" when one of opts
+ * (or --threads, --weight-memory) is close; returns EXIT_USAGE. Call it right after getopt_long returned c. */
+struct option;
+const char *cli_closest(const char *word, const char *const *names, int n);
+int cli_option_error(const char *cmd, int c, int argc, char **argv, const struct option *opts);
 
 /* The input text of a command: from --text or --file (raw bytes, "-" = stdin). */
 typedef struct cli_text {
@@ -92,6 +105,7 @@ typedef struct cli_corpus_opts {
     int shard, n_shards;  /* --shard I/N (1-based); 0/0 = the whole corpus */
     long checkpoint_every;/* texts between checkpoints (0 = none) */
     int resume;           /* --resume */
+    int restart;          /* --restart: discard an unfinished checkpoint in OUTDIR */
     int progress;         /* CLI_PROGRESS_* */
 } cli_corpus_opts;
 
@@ -100,6 +114,7 @@ typedef struct cli_analyze_args {
     const char *model, *outdir;
     const char *text, *file; /* the single text (--text, --file; --text-pair is opt's) */
     int json, quiet;
+    int no_clobber;                  /* --no-clobber: refuse an OUTDIR with an earlier run */
     int images, max_tokens, formats; /* pictures: on, --max-tokens-in-images, HS_PICTURES_* */
     int progress_mode;               /* CLI_PROGRESS_*, -1: auto */
     hs_analyze_args opt; /* the options of the table (src/pipeline/options.c): the analysis
@@ -131,10 +146,19 @@ void cli_progress_update(cli_progress *p, long done, long total, long new_done, 
                          int final);
 void cli_progress_end(cli_progress *p);
 
-/* The single-text analyze's progress line (a terminal only): "ablation 40/144, ETA 0:12",
- * rewritten in place, the ETA from the phase's rate so far; an hs_progress_fn. */
+/* The single-text analyze's progress (mode CLI_PROGRESS_*): on a terminal a line
+ * "ablation 40/144, ETA 0:12" (or "composition, 0:03 so far" for an uncounted phase),
+ * rewritten in place by a thread once a phase has lasted a second; JSON lines
+ * {"event":"phase",...} with CLI_PROGRESS_JSON. cli_phase_progress_start after the output
+ * folder's fork; cli_phase_progress is the hs_progress_fn (also called by the command for
+ * its own phases, "loading the model"); cli_phase_progress_end stops the thread and ends
+ * an open line, before anything else is printed. */
+void cli_phase_progress_start(int mode);
 void cli_phase_progress(void *user, const char *what, int done, int total);
-void cli_phase_progress_end(void); /* ends an open line */
+void cli_phase_progress_end(void);
+/* cli_progress_hold(1) ends an open phase line and keeps the progress thread from drawing
+ * until cli_progress_hold(0), so that a message (cli_error) has a line of its own. */
+void cli_progress_hold(int on);
 
 /* Runs corpus mode: writes outdir/texts.jsonl and outdir/report.json, prints a summary
  * (unless quiet) and bad records on stderr. Removes what it wrote on failure. Returns an
@@ -148,9 +172,12 @@ int cli_analyze_corpus(const char *cmd, hs_model *m, const cli_corpus_opts *co,
  * Prints the error and returns EXIT_FAIL when it cannot, else 0. */
 int cli_corpus_page(const char *cmd, const char *outdir, const char *report_json);
 
-/* Uses outdir as the output folder, creating it when missing (*created = 1 then). Prints
- * the error and returns EXIT_FAIL when it is not a usable folder, else 0. */
+/* Uses outdir as the output folder, creating it and its missing parents (*created: how
+ * many folders were made, 0 when it existed). Prints the error and returns EXIT_FAIL when
+ * it is not a usable folder (nothing made is left), else 0. */
 int cli_output_dir(const char *cmd, const char *outdir, int *created);
+/* Removes outdir and then its parents, levels folders in all, each only when empty. */
+void cli_output_dir_remove(const char *outdir, int levels);
 
 /* "dir/name", malloc'd; NULL when out of memory. */
 char *cli_path_join(const char *dir, const char *name);
@@ -177,7 +204,11 @@ typedef struct cli_outdir {
     char *path;  /* the output folder */
     char *stage; /* path/.headscope-run-PID-XXXXXX, where a staged run writes; NULL otherwise */
     int fd;      /* the folder, locked with flock for the run */
-    int created; /* the run created the folder (removed again if the run fails) */
+    int quiet;   /* CLI_OUTDIR_QUIET */
+    int earlier; /* files of an earlier run there when the run began (cli_outdir_earlier) */
+    char earlier_list[256]; /* the first of them */
+    int created; /* folders the run made: the folder and its parents (removed again if the
+                    run fails) */
 } cli_outdir;
 
 /* Opens path as the output folder (creating it if absent) and locks it: a second run into
@@ -190,12 +221,23 @@ typedef struct cli_outdir {
  * caller returns it at once. The worker (and an unstaged run) gets EXIT_OK with
  * *worker = 1. Call it before any OpenMP region has run (fork and libgomp's pool). */
 int cli_outdir_open(const char *cmd, const char *path, int staged, cli_outdir *od, int *worker);
+/* The flags staged may also hold: CLI_OUTDIR_STAGED is the staged run above;
+ * CLI_OUTDIR_NO_CLOBBER refuses (EXIT_FAIL after the message) a folder that holds an
+ * earlier run's outputs (cli_outdir_earlier); CLI_OUTDIR_QUIET: the commit does not say
+ * that it replaced them. */
+enum { CLI_OUTDIR_STAGED = 1, CLI_OUTDIR_NO_CLOBBER = 2, CLI_OUTDIR_QUIET = 4 };
 
 /* A staged run's end: removes the files an earlier run listed in path/report.json that this
  * run does not write (cli_outdir_prune), moves the n_files
  * staged files (relative names, report.json last) into the folder, removes the staging
- * folder. Exit status. */
+ * folder, and says on stderr (unless CLI_OUTDIR_QUIET) that an earlier run's outputs were
+ * replaced (cli_outdir_replaced). Exit status. */
 int cli_outdir_commit(const char *cmd, cli_outdir *od, const char *const *files, int n_files);
+
+/* How many files with headscope's output names (cli_own_output_name, no temporaries) dir
+ * and its heads/ folder hold: an earlier run's outputs; the first three names (then
+ * "...") into list. */
+int cli_outdir_earlier(const char *dir, char *list, size_t cap);
 
 /* Whether rel (relative to an output folder) is the name of one of headscope's outputs:
  * report.json, index.html, the pictures, texts.jsonl, partial.json, dump's files
@@ -213,6 +255,10 @@ void cli_outdir_prune(const char *dir, const char *const *files, int n_files);
  * them with headscope's names (a folder holding anything else stays). Call it with dir's
  * lock held. */
 void cli_outdir_sweep(const char *dir);
+
+/* "headscope: CMD: replaced the earlier run in 'DIR' (N files: ...)" on stderr when
+ * n > 0; list as cli_outdir_earlier gave it. */
+void cli_outdir_replaced(const char *cmd, const char *dir, int n, const char *list);
 
 /* Removes an uncommitted staging folder (and the folder if the run made it), unlocks. */
 void cli_outdir_close(cli_outdir *od);

@@ -82,13 +82,24 @@ int cmd_analyze(int argc, char **argv)
      * interrupted run leaves the folder as it was), before anything has started threads */
     cli_outdir od;
     int worker;
-    rc = cli_outdir_open(C, g.outdir, !g.co.path, &od, &worker);
+    rc = cli_outdir_open(C, g.outdir, (g.co.path ? 0 : CLI_OUTDIR_STAGED) |
+                                          (g.quiet ? CLI_OUTDIR_QUIET : 0) |
+                                          (g.no_clobber ? CLI_OUTDIR_NO_CLOBBER : 0),
+                         &od, &worker);
     if (!worker) {
         cli_text_free(&t);
         return rc;
     }
     const char *stage = od.stage;
+    /* a single text's phases: on a terminal unless -q, or as --progress says */
+    int phases = g.co.path                        ? CLI_PROGRESS_NONE
+                 : g.progress_mode >= 0           ? g.progress_mode
+                 : !g.quiet && isatty(STDERR_FILENO) ? CLI_PROGRESS_TTY
+                                                     : CLI_PROGRESS_NONE;
+    cli_phase_progress_start(phases);
+    cli_phase_progress(NULL, "loading the model", 0, 0);
     hs_model *m = cli_model_load(C, g.model);
+    cli_phase_progress(NULL, "tokenizing", 0, 0);
     hs_encoding enc = {0};
     hs_analysis *a = NULL;
     unsigned char *on = NULL;
@@ -116,10 +127,7 @@ int cmd_analyze(int argc, char **argv)
     size_t keep = cut > 0 && cut < cfg->n_ctx ? (size_t)cut : 0;
     if (!g.co.path && cli_encode(C, m, &t, g.opt.truncate || cut > 0, keep, 0, &enc, &was_truncated))
         goto done;
-    if (!g.quiet && isatty(STDERR_FILENO))
-        g.opt.ao.progress = cli_phase_progress;
-    if (g.progress_mode == CLI_PROGRESS_NONE)
-        g.opt.ao.progress = NULL;
+    g.opt.ao.progress = phases != CLI_PROGRESS_NONE ? cli_phase_progress : NULL;
     g.opt.ao.command_line = cli_command_line(&g.opt.ao.command_line_argc);
 
     if (g.co.path) {
@@ -129,18 +137,20 @@ int cmd_analyze(int argc, char **argv)
                                                             : CLI_PROGRESS_NONE;
         rc = cli_analyze_corpus(C, m, &g.co, &g.opt.ao, g.outdir, od.created, g.quiet, g.json);
         od.created = 0; /* cli_analyze_corpus removed what it wrote */
+        if (rc == EXIT_OK && !g.quiet && !g.co.resume)
+            cli_outdir_replaced(C, g.outdir, od.earlier, od.earlier_list);
         goto done;
     }
     hs_analyze_input in = {.ids = enc.ids, .type_ids = enc.type_ids, .n = (int)enc.n,
                            .text = t.text, .text_len = t.len, .text_pair = t.pair,
                            .truncated = was_truncated};
     hs_status ast = hs_analyze_run(m, &in, &g.opt.ao, &a, &err);
-    cli_phase_progress_end();
     if (ast != HS_OK) {
         cli_error(C, "%s", err.msg);
         goto done;
     }
     test_signal_at("analyze");
+    cli_phase_progress(NULL, "pictures", 0, 0);
     if (g.images && hs_pictures_write(a, stage, g.max_tokens, g.formats, &files, &n_files, &err) != HS_OK) {
         cli_error(C, "%s", err.msg);
         goto done;
@@ -167,6 +177,7 @@ int cmd_analyze(int argc, char **argv)
     }
     /* index.html first, report.json last: a complete report.json means a complete run */
     test_signal_at("pictures");
+    cli_phase_progress(NULL, "the page and report.json", 0, 0);
     if (write_page(a, json_text, stage, &err) != HS_OK) {
         cli_error(C, "%s", err.msg);
         goto done;
@@ -177,6 +188,7 @@ int cmd_analyze(int argc, char **argv)
         goto done;
     }
     test_signal_at("report");
+    cli_phase_progress_end(); /* the commit may say what it replaced */
     if ((rc = cli_outdir_commit(C, &od, listed_files, n_files)) != EXIT_OK)
         goto done;
     /* the run is in the folder: a stdout that cannot take the report does not undo it */
@@ -190,6 +202,7 @@ int cmd_analyze(int argc, char **argv)
         cli_analyze_summary(a, report_path);
     rc = cli_finish_stdout_committed(C, g.outdir, failed);
 done:
+    cli_phase_progress_end(); /* before a message: the line ends */
     cli_outdir_close(&od); /* after a failure: the staging folder goes, and the folder if new */
     for (int i = 0; i < n_files; i++)
         free(files[i]);

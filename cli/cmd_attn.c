@@ -134,8 +134,8 @@ int cmd_attn(int argc, char **argv)
         case 'I': ids_path = optarg; break;
         case 'L': nll_path = optarg; break;
         case 'h': fputs(usage_text, stdout); return cli_finish_stdout("attn");
-        case ':': return cli_usage_error("attn", "option '%s' needs a value", argv[optind - 1]);
-        default: return cli_usage_error("attn", "unknown option '%s'", argv[optind - 1]);
+        case ':':
+        default: return cli_option_error("attn", c, argc, argv, opts);
         }
     }
     if (optind != argc - 1)

@@ -12,14 +12,15 @@
 static const char usage_text[] =
     "usage: headscope convert MODEL -o OUT [--type f32|f16|bf16|q8_0] [--name NAME] [--keep-mlm]\n"
     "                         [--no-output-copy]\n\n"
-    "Writes MODEL (a Hugging Face GPT-2, BERT, RoBERTa, GPT-NeoX, Llama, Qwen2, Qwen3, OLMo-2,\n"
-    "Gemma 2 or Gemma 3 folder, or a GGUF file) as one GGUF v3 file with config, tokenizer and\n"
-    "weights, laid out as llama.cpp's converter writes it: same keys, tensor names, storage\n"
-    "types and transforms (Llama's Q/K rows, Llama 3's rope_freqs, Gemma's norm weights as\n"
-    "1 + w). Norms, biases, position and token-type embeddings\n"
-    "stay F32; the other matrices get --type (q8_0 falls back to f16 for rows not a multiple\n"
-    "of 32). The file appears only when complete (written to a new temporary file beside OUT, then renamed).\n\n"
-    "  -o, --output OUT   the file to write (e.g. model.bin)\n"
+    "Writes MODEL (a Hugging Face GPT-2, BERT, RoBERTa, GPT-NeoX, Llama, Mistral, Qwen2,\n"
+    "Phi-3, Qwen3, OLMo-2, Gemma 2 or Gemma 3 folder, or a GGUF file) as one GGUF v3 file with\n"
+    "config, tokenizer and weights, laid out as llama.cpp's converter writes it: same keys,\n"
+    "tensor names, storage types and transforms (Llama's Q/K rows, Llama 3's rope_freqs,\n"
+    "Phi-3's rope factors, Gemma's norm weights as 1 + w). Norms, biases, position and\n"
+    "token-type embeddings stay F32; the other matrices get --type (q8_0 falls back to f16\n"
+    "for rows not a multiple of 32). The file appears only when complete (written to a new\n"
+    "temporary file beside OUT, then renamed).\n\n"
+    "  -o, --output OUT   the file to write (e.g. model.bin), not a folder\n"
     "  -t, --type TYPE    f32 (default), f16, bf16 or q8_0\n"
     "      --name NAME    general.name (default: the model folder's name)\n"
     "      --keep-mlm     BERT, RoBERTa: also write the MLM head, as headscope-only tensors\n"
@@ -70,9 +71,7 @@ int cmd_convert(int argc, char **argv)
             fputs(usage_text, stdout);
             return cli_finish_stdout("convert");
         case ':':
-            return cli_usage_error("convert", "option '%s' needs a value", argv[optind - 1]);
-        default:
-            return cli_usage_error("convert", "unknown option '%s'", argv[optind - 1]);
+        default: return cli_option_error("convert", c, argc, argv, opts);
         }
     }
     if (optind >= argc)
@@ -87,7 +86,8 @@ int cmd_convert(int argc, char **argv)
                                type);
     struct stat sb;
     if (stat(out, &sb) == 0 && S_ISDIR(sb.st_mode)) {
-        cli_error("convert", "'%s' is a directory", out);
+        cli_error("convert", "'%s' is a folder: -o OUT names the file to write (e.g. "
+                  "'%s/model.bin')", out, out);
         return EXIT_FAIL;
     }
     const char *src = argv[optind];

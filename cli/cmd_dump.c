@@ -9,6 +9,8 @@
 #include "cli.h"
 #include "headscope/activations.h"
 #include "headscope/npy.h"
+#include "model/model_internal.h"
+#include "nn/moe.h"
 
 static const char C[] = "dump";
 
@@ -26,6 +28,8 @@ static const char usage_text[] =
     "  mlp_out     blocks.L.hook_mlp_out.npy     (pos, d_model)\n"
     "  norm        blocks.L.attn.norm_pattern.npy (head, query_pos, key_pos): norm-based\n"
     "              attention ||a_ij f(x_j)|| (Kobayashi et al. 2020)\n"
+    "  router      blocks.L.mlp.router_experts.npy (pos, top_k), int32: the experts the\n"
+    "              router of each mixture-of-experts layer chooses, best first\n"
     "  all         every one of them\n"
     "input_ids.npy (int32, (pos)) is always written.\n\n"
     "  -t, --text TEXT        the input text\n"
@@ -33,12 +37,14 @@ static const char usage_text[] =
     "      --text-pair TEXT2  second segment for BERT ([CLS] a [SEP] b [SEP])\n"
     "      --truncate         keep the first n_ctx tokens of a longer text\n"
     "  -w, --what LIST        comma-separated activations (required)\n"
-    "  -o, --output OUTDIR    output folder (created if missing)\n"
+    "  -o, --output OUTDIR    output folder (created with its parents if missing); an\n"
+    "                         earlier run's outputs there are replaced\n"
+    "      --no-clobber       refuse an OUTDIR that holds an earlier run's outputs\n"
     "  -q, --quiet            print nothing on success\n"
     "  -h, --help             show this help\n";
 
 /* The activations by name: bit in what[], and what they need captured. */
-enum { W_Q, W_K, W_V, W_Z, W_PATTERN, W_RESID, W_ATTN, W_MLP, W_NORM, W_COUNT };
+enum { W_Q, W_K, W_V, W_Z, W_PATTERN, W_RESID, W_ATTN, W_MLP, W_NORM, W_ROUTER, W_COUNT };
 static const struct {
     const char *name, *hook; /* hook: the name after "blocks.L." */
     unsigned capture;
@@ -52,6 +58,7 @@ static const struct {
     {"attn_out", "hook_attn_out", HS_CAPTURE_ATTN_OUT},
     {"mlp_out", "hook_mlp_out", HS_CAPTURE_MLP_OUT},
     {"norm", "attn.norm_pattern", HS_CAPTURE_QKV | HS_CAPTURE_PATTERN},
+    {"router", "mlp.router_experts", 0}, /* hs_moe_routes, int32 */
 };
 
 /* "q,k,pattern" → want[W_COUNT]; returns the bad name's start, or NULL. */
@@ -140,8 +147,8 @@ static void manifest_add(cJSON *files, const char *name, const char *hook, int l
 
 /* Writes every file into dir and lists them (names relative to dir) in *names. */
 static int write_all(const hs_model *m, const hs_encoding *enc, const hs_activations *a,
-                     const float *fnorm, const int *want, const char *dir, char ***names,
-                     int *n_names)
+                     const float *fnorm, const int32_t *route, const int *want, const char *dir,
+                     char ***names, int *n_names)
 {
     const hs_model_config *c = hs_model_config_of(m);
     hs_error err = {{0}};
@@ -187,18 +194,32 @@ static int write_all(const hs_model *m, const hs_encoding *enc, const hs_activat
     for (int k = 0; k < W_COUNT; k++) {
         for (int l = 0; want[k] && l < c->n_layer; l++) {
             char name[128], hook[96];
-            int ndim;
-            layer_array(a, fnorm, k, l, buf, shape, &ndim);
+            int ndim, K = c->arch->moe_top_k;
+            if (k == W_ROUTER && !hs_moe_layer(c, l))
+                continue;
+            if (k == W_ROUTER) { /* (pos, top_k) int32 */
+                shape[0] = (size_t)n;
+                shape[1] = (size_t)K;
+                ndim = 2;
+            } else {
+                layer_array(a, fnorm, k, l, buf, shape, &ndim);
+            }
             snprintf(hook, sizeof hook, "blocks.%d.%s", l, kinds[k].hook);
             snprintf(name, sizeof name, "%s.npy", hook);
+            free(bytes);
+            bytes = NULL;
             if (!(path = cli_path_join(dir, name)) ||
-                hs_npy_write_f32(path, buf, shape, ndim, &err) != HS_OK) {
+                (k == W_ROUTER
+                     ? hs_npy_encode(route + (size_t)l * n * K, HS_NPY_I32, shape, 2, &bytes,
+                                     &nbytes, &err) ||
+                           hs_file_write_atomic(path, bytes, nbytes, &err)
+                     : hs_npy_write_f32(path, buf, shape, ndim, &err)) != HS_OK) {
                 cli_error(C, "%s", path ? err.msg : "out of memory");
                 goto done;
             }
             free(path);
             path = NULL;
-            manifest_add(files, name, hook, l, shape, ndim, "float32");
+            manifest_add(files, name, hook, l, shape, ndim, k == W_ROUTER ? "int32" : "float32");
             if (!((*names)[(*n_names)++] = strdup(name))) {
                 cli_error(C, "out of memory");
                 goto done;
@@ -230,9 +251,9 @@ int cmd_dump(int argc, char **argv)
         {"text-pair", required_argument, NULL, 'p'}, {"truncate", no_argument, NULL, 'T'},
         {"what", required_argument, NULL, 'w'},   {"output", required_argument, NULL, 'o'},
         {"quiet", no_argument, NULL, 'q'},        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0}};
+        {"no-clobber", no_argument, NULL, 'n'},   {NULL, 0, NULL, 0}};
     const char *text = NULL, *file = NULL, *pair = NULL, *out = NULL, *what = NULL;
-    int truncate = 0, quiet = 0, c, want[W_COUNT] = {0};
+    int truncate = 0, quiet = 0, no_clobber = 0, c, want[W_COUNT] = {0};
     opterr = 0;
     optind = 1;
     while ((c = getopt_long(argc, argv, ":t:f:w:o:qh", opts, NULL)) != -1) {
@@ -244,9 +265,10 @@ int cmd_dump(int argc, char **argv)
         case 'w': what = optarg; break;
         case 'o': out = optarg; break;
         case 'q': quiet = 1; break;
+        case 'n': no_clobber = 1; break;
         case 'h': fputs(usage_text, stdout); return cli_finish_stdout(C);
-        case ':': return cli_usage_error(C, "option '%s' needs a value", argv[optind - 1]);
-        default: return cli_usage_error(C, "unknown option '%s'", argv[optind - 1]);
+        case ':':
+        default: return cli_option_error(C, c, argc, argv, opts);
         }
     }
     if (optind != argc - 1)
@@ -258,7 +280,7 @@ int cmd_dump(int argc, char **argv)
     char bad[80];
     if (parse_what(what, want, bad, sizeof bad))
         return cli_usage_error(C, "--what: '%s' is not one of q, k, v, z, pattern, resid_pre, "
-                               "attn_out, mlp_out, norm, all", bad);
+                               "attn_out, mlp_out, norm, router, all", bad);
     unsigned capture = 0;
     for (int k = 0; k < W_COUNT; k++)
         capture |= want[k] ? kinds[k].capture : 0;
@@ -269,7 +291,9 @@ int cmd_dump(int argc, char **argv)
         return rc;
     cli_outdir od;
     int worker;
-    rc = cli_outdir_open(C, out, 1, &od, &worker);
+    rc = cli_outdir_open(C, out, CLI_OUTDIR_STAGED | (quiet ? CLI_OUTDIR_QUIET : 0) |
+                                     (no_clobber ? CLI_OUTDIR_NO_CLOBBER : 0),
+                         &od, &worker);
     if (!worker) {
         cli_text_free(&t);
         return rc;
@@ -279,6 +303,8 @@ int cmd_dump(int argc, char **argv)
     hs_activations *a = NULL;
     hs_error err = {{0}};
     float *fnorm = NULL;
+    int32_t *route = NULL;
+    int router_asked = strstr(what, "router") != NULL; /* not through "all" */
     char **names = NULL;
     int n_names = 0;
     rc = EXIT_FAIL;
@@ -296,7 +322,17 @@ int cmd_dump(int argc, char **argv)
             goto done;
         }
     }
-    if ((rc = write_all(m, &enc, a, fnorm, want, od.stage, &names, &n_names)) != EXIT_OK)
+    if (want[W_ROUTER] && cfg->arch->moe_experts > 0) {
+        route = malloc((size_t)cfg->n_layer * enc.n * (size_t)cfg->arch->moe_top_k * sizeof *route);
+        if (!route || hs_moe_routes(m, enc.ids, (int)enc.n, route, &err) != HS_OK) {
+            cli_error(C, "%s", route ? err.msg : "out of memory");
+            goto done;
+        }
+    } else if (want[W_ROUTER] && router_asked) {
+        cli_error(C, "router: architecture '%s' has no mixture of experts", cfg->arch->name);
+        goto done;
+    }
+    if ((rc = write_all(m, &enc, a, fnorm, route, want, od.stage, &names, &n_names)) != EXIT_OK)
         goto done;
     if ((rc = cli_outdir_commit(C, &od, (const char *const *)names, n_names)) != EXIT_OK)
         goto done;
@@ -311,6 +347,7 @@ done:
         free(names[i]);
     free(names);
     free(fnorm);
+    free(route);
     hs_activations_free(a);
     hs_encoding_free(&enc);
     hs_model_free(m);

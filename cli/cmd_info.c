@@ -24,7 +24,7 @@ int cmd_info(int argc, char **argv)
             fputs(usage_text, stdout);
             return cli_finish_stdout("info");
         }
-        return cli_usage_error("info", "unknown option '%s'", argv[optind - 1]);
+        return cli_option_error("info", c, argc, argv, opts);
     }
     if (optind != argc - 1)
         return cli_usage_error("info", optind >= argc ? "no MODEL given" : "more than one MODEL given");
@@ -92,13 +92,28 @@ int cmd_info(int argc, char **argv)
     if (cfg->n_kv_head != cfg->n_head)
         printf("kv heads:     %d per layer, each read by %d query heads\n", cfg->n_kv_head,
                cfg->n_head / cfg->n_kv_head);
-    if (ar->pos == HS_POS_ROTARY)
-        printf("positions:    rotary on %d of %d dims, base %g%s\n", ar->rotary_dims, cfg->d_head,
+    if (ar->mla_kv_lora > 0)
+        printf("attention:    latent (kv_lora %d, q_lora %d): q/k heads %d wide (%d rotary, "
+               "the rotary key shared), v heads %d\n", ar->mla_kv_lora, ar->mla_q_lora,
+               ar->mla_nope + ar->rotary_dims, ar->rotary_dims, cfg->d_head);
+    if (ar->pos == HS_POS_ROTARY && ar->rope_scaling == HS_ROPE_LONGROPE)
+        printf("positions:    rotary on %d of %d dims, base %g, longrope scaling (long factors "
+               "past %d tokens, cos and sin x %g)\n", ar->rotary_dims, cfg->d_head,
+               (double)ar->rotary_base, ar->rope_orig_ctx, (double)ar->rope_attn_factor);
+    else if (ar->pos == HS_POS_ROTARY)
+        printf("positions:    rotary on %d of %d dims, base %g%s\n", ar->rotary_dims,
+               ar->mla_kv_lora > 0 ? ar->mla_nope + ar->rotary_dims : cfg->d_head,
                (double)ar->rotary_base,
                ar->rope_scaling == HS_ROPE_LLAMA3 ? ", llama3 scaling" :
-               ar->rope_scaling == HS_ROPE_LINEAR ? ", linear scaling" : "");
+               ar->rope_scaling == HS_ROPE_LINEAR ? ", linear scaling" :
+               ar->rope_scaling == HS_ROPE_YARN ? ", yarn scaling" : "");
     if (ar->pos == HS_POS_ROTARY && ar->local_rotary_base > 0 && ar->sliding_window > 0)
         printf("              local layers: base %g, unscaled\n", (double)ar->local_rotary_base);
+    if (ar->moe_experts > 0)
+        printf("experts:      %d routed (%d a token, %s), %d shared, %d wide, from layer %d\n",
+               ar->moe_experts, ar->moe_top_k, ar->moe_scoring == HS_MOE_SIGMOID ? "sigmoid"
+                                                                                : "softmax",
+               ar->moe_shared, ar->moe_ff, ar->moe_first_dense);
     printf("d_model:      %d\n", cfg->d_model);
     printf("d_ff:         %d\n", cfg->d_ff);
     printf("context:      %d tokens\n", cfg->n_ctx);
@@ -119,7 +134,8 @@ int cmd_info(int argc, char **argv)
         printf("layers f32:   %.1f MB converted from %s; budget %s: %s\n",
                (double)conv / 1048576.0, hs_model_storage_dtype(m), budget,
                conv <= wm ? "converted once, at load"
-                          : "beyond it, layers converted again in every pass");
+               : hs_model_stored_weights(m) ? "beyond it, layers multiplied in their stored type"
+                                            : "beyond it, layers converted again in every pass");
     }
     if (tok)
         printf("tokenizer:    %s, %zu tokens%s%s%s\n",

@@ -23,7 +23,9 @@ static const char usage_text[] =
     "(means equal up to the order of floating-point sums; docs/corpus.md). Every shard 1..N\n"
     "must be given once, made with the same model, options and corpus.\n\n"
     "  PART                   a shard's output folder, or its partial.json\n"
-    "  -o, --output OUTDIR    output folder (created if missing)\n"
+    "  -o, --output OUTDIR    output folder (created with its parents if missing); an\n"
+    "                         earlier run's outputs there are replaced\n"
+    "      --no-clobber       refuse an OUTDIR that holds an earlier run's outputs\n"
     "      --json             print the report on stdout instead of the summary\n"
     "  -q, --quiet            print nothing on success\n"
     "  -h, --help             show this help\n";
@@ -263,9 +265,9 @@ int cmd_merge(int argc, char **argv)
     static const struct option opts[] = {
         {"output", required_argument, NULL, 'o'}, {"json", no_argument, NULL, 'j'},
         {"quiet", no_argument, NULL, 'q'},        {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0}};
+        {"no-clobber", no_argument, NULL, 'n'},   {NULL, 0, NULL, 0}};
     const char *C = "merge", *outdir = NULL;
-    int json = 0, quiet = 0, c;
+    int json = 0, quiet = 0, no_clobber = 0, c;
     opterr = 0;
     optind = 1;
     while ((c = getopt_long(argc, argv, ":o:qh", opts, NULL)) != -1) {
@@ -273,9 +275,10 @@ int cmd_merge(int argc, char **argv)
         case 'o': outdir = optarg; break;
         case 'j': json = 1; break;
         case 'q': quiet = 1; break;
+        case 'n': no_clobber = 1; break;
         case 'h': fputs(usage_text, stdout); return cli_finish_stdout(C);
-        case ':': return cli_usage_error(C, "option '%s' needs a value", argv[optind - 1]);
-        default: return cli_usage_error(C, "unknown option '%s'", argv[optind - 1]);
+        case ':':
+        default: return cli_option_error(C, c, argc, argv, opts);
         }
     }
     int n = argc - optind;
@@ -287,7 +290,9 @@ int cmd_merge(int argc, char **argv)
      * interrupted merge leaves it as it was */
     cli_outdir od;
     int worker;
-    int rc = cli_outdir_open(C, outdir, 1, &od, &worker);
+    int rc = cli_outdir_open(C, outdir, CLI_OUTDIR_STAGED | (quiet ? CLI_OUTDIR_QUIET : 0) |
+                                            (no_clobber ? CLI_OUTDIR_NO_CLOBBER : 0),
+                             &od, &worker);
     if (!worker)
         return rc;
     part *parts = calloc((size_t)n, sizeof *parts);

@@ -11,12 +11,14 @@
 
 static const char usage_text[] =
     "usage: headscope tokenize MODEL (--text TEXT | --file PATH|-) [--text-pair TEXT2]\n"
-    "                          [--max-tokens N] [--json]\n\n"
+    "                          [--max-tokens N] [--display] [--json]\n\n"
     "Prints the tokens of the text as MODEL's tokenizer makes them, ids identical to Hugging\n"
     "Face's tokenizers library. MODEL is a model folder, a model file, or a tokenizer.json\n"
     "(GPT-2, RoBERTa, GPT-NeoX, Llama 2/3, Qwen2, BERT; docs/tokenizers.md). One line per\n"
     "token: position, id, type id, token (raw vocabulary string). With --json, stdout is\n"
-    "exactly one JSON object {\"ids\": [...], \"tokens\": [...], \"type_ids\": [...]}.\n\n"
+    "exactly one JSON object {\"ids\": [...], \"tokens\": [...], \"type_ids\": [...]}.\n"
+    "With --display, the token column is its readable form (byte-level tokens as their text,\n"
+    "SentencePiece's word marker as a space) and the JSON object has \"display\": [...] too.\n\n"
     "  -t, --text TEXT        the input text\n"
     "  -f, --file PATH        read the text from a file as raw bytes ('-' for stdin)\n"
     "      --text-pair TEXT2  second segment, for a tokenizer whose post-processor defines\n"
@@ -24,6 +26,7 @@ static const char usage_text[] =
     "      --max-tokens N     truncate to N tokens as attn/analyze --truncate do: the special\n"
     "                         tokens stay and the longer segment is shortened first (Hugging\n"
     "                         Face's longest_first); GPT-2 keeps the first N\n"
+    "      --display          readable tokens (as TransformerLens' to_str_tokens)\n"
     "      --json             print JSON\n"
     "  -h, --help             show this help\n";
 
@@ -34,17 +37,28 @@ static const char *raw_token(const hs_tokenizer *tok, int32_t id)
     return s ? s : "";
 }
 
-static int print_json(const hs_tokenizer *tok, const hs_encoding *e)
+/* The readable form of id (hs_tokenizer_display) in buf. */
+static const char *display_token(const hs_tokenizer *tok, int32_t id, char *buf, size_t cap)
 {
+    hs_tokenizer_display(tok, id, buf, cap);
+    return buf;
+}
+
+static int print_json(const hs_tokenizer *tok, const hs_encoding *e, int display)
+{
+    char buf[1024];
     cJSON *root = cJSON_CreateObject();
     cJSON *ids = cJSON_AddArrayToObject(root, "ids");
     cJSON *toks = cJSON_AddArrayToObject(root, "tokens");
     cJSON *types = cJSON_AddArrayToObject(root, "type_ids");
-    int ok = root && ids && toks && types;
+    cJSON *shown = display ? cJSON_AddArrayToObject(root, "display") : NULL;
+    int ok = root && ids && toks && types && (shown || !display);
     for (size_t i = 0; ok && i < e->n; i++) {
         ok = cJSON_AddItemToArray(ids, cJSON_CreateNumber(e->ids[i])) &&
              cJSON_AddItemToArray(toks, cJSON_CreateString(raw_token(tok, e->ids[i]))) &&
-             cJSON_AddItemToArray(types, cJSON_CreateNumber(e->type_ids[i]));
+             cJSON_AddItemToArray(types, cJSON_CreateNumber(e->type_ids[i])) &&
+             (!display || cJSON_AddItemToArray(shown, cJSON_CreateString(display_token(
+                                                          tok, e->ids[i], buf, sizeof buf))));
     }
     char *s = ok ? cJSON_PrintUnformatted(root) : NULL;
     cJSON_Delete(root);
@@ -77,10 +91,10 @@ int cmd_tokenize(int argc, char **argv)
     static const struct option opts[] = {
         {"text", required_argument, NULL, 't'}, {"file", required_argument, NULL, 'f'},
         {"text-pair", required_argument, NULL, 'p'}, {"json", no_argument, NULL, 'j'},
-        {"max-tokens", required_argument, NULL, 'm'},
+        {"max-tokens", required_argument, NULL, 'm'}, {"display", no_argument, NULL, 'd'},
         {"help", no_argument, NULL, 'h'},       {NULL, 0, NULL, 0}};
     const char *text = NULL, *file = NULL, *pair = NULL;
-    int json = 0, c;
+    int json = 0, display = 0, c;
     long max_tokens = 0;
     opterr = 0;
     optind = 1;
@@ -90,14 +104,15 @@ int cmd_tokenize(int argc, char **argv)
         case 'f': file = optarg; break;
         case 'p': pair = optarg; break;
         case 'j': json = 1; break;
+        case 'd': display = 1; break;
         case 'm':
             if (cli_parse_long(optarg, 1, 1L << 30, &max_tokens))
                 return cli_usage_error("tokenize", "--max-tokens needs a whole number >= 1, not '%s'",
                                        optarg);
             break;
         case 'h': fputs(usage_text, stdout); return cli_finish_stdout("tokenize");
-        case ':': return cli_usage_error("tokenize", "option '%s' needs a value", argv[optind - 1]);
-        default: return cli_usage_error("tokenize", "unknown option '%s'", argv[optind - 1]);
+        case ':':
+        default: return cli_option_error("tokenize", c, argc, argv, opts);
         }
     }
     if (optind != argc - 1)
@@ -133,13 +148,17 @@ int cmd_tokenize(int argc, char **argv)
             : cli_encode("tokenize", m, &t, max_tokens > 0 ? 1 : -1, (size_t)max_tokens, 1, &enc, NULL))
         goto done;
     if (json) {
-        if (print_json(tok, &enc))
+        if (print_json(tok, &enc, display))
             goto done;
     } else { /* a terminal is shown no control character of a token; a pipe gets the bytes */
         int tty = isatty(STDOUT_FILENO);
-        for (size_t i = 0; i < enc.n; i++)
+        char buf[1024];
+        for (size_t i = 0; i < enc.n; i++) {
+            const char *s = display ? display_token(tok, enc.ids[i], buf, sizeof buf)
+                                    : raw_token(tok, enc.ids[i]);
             printf("%zu\t%d\t%d\t%s\n", i, (int)enc.ids[i], (int)enc.type_ids[i],
-                   tty ? cli_shown(raw_token(tok, enc.ids[i])) : raw_token(tok, enc.ids[i]));
+                   tty ? cli_shown(s) : s);
+        }
     }
     rc = cli_finish_stdout("tokenize");
 done:

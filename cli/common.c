@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli.h"
 #include "headscope/html.h"
@@ -17,10 +18,13 @@ static void print_message(const char *cmd, const char *fmt, va_list ap)
     char raw[1024], msg[2048];
     vsnprintf(raw, sizeof raw, fmt, ap);
     hs_text_escape(msg, sizeof msg, raw);
+    cli_progress_hold(1);
     if (cmd)
         fprintf(stderr, "headscope: %s: %s\n", cmd, msg);
     else
         fprintf(stderr, "headscope: %s\n", msg);
+    fflush(stderr);
+    cli_progress_hold(0);
 }
 
 void cli_error(const char *cmd, const char *fmt, ...)
@@ -37,7 +41,6 @@ int cli_usage_error(const char *cmd, const char *fmt, ...)
     va_start(ap, fmt);
     print_message(cmd, fmt, ap);
     va_end(ap);
-    fprintf(stderr, "usage: see 'headscope %s --help'\n", cmd);
     return EXIT_USAGE;
 }
 
@@ -99,6 +102,12 @@ int cli_text_get(const char *cmd, const char *text, const char *file, const char
         }
     } else if (!strcmp(file, "-")) {
         rc = read_stream(cmd, stdin, "<stdin>", &t->text, &t->len);
+        /* one trailing newline (\n or \r\n), as echo and a here-string add it and as corpus
+           mode removes it from a folder's files */
+        if (!rc && t->len > 0 && t->text[t->len - 1] == '\n') {
+            t->len -= t->len > 1 && t->text[t->len - 2] == '\r' ? 2 : 1;
+            t->text[t->len] = '\0';
+        }
     } else {
         FILE *f = fopen(file, "rb");
         if (!f) {
@@ -169,6 +178,13 @@ hs_model *cli_model_open(const char *cmd, const char *path, unsigned flags)
         cli_error(cmd, "%s", err.msg);
         return NULL;
     }
+    /* what the reader went on past (a special-token id beyond the vocabulary), one line each */
+    for (const char *w = hs_model_warnings(m); *w;) {
+        const char *end = strchr(w, '\n');
+        int len = end ? (int)(end - w) : (int)strlen(w);
+        fprintf(stderr, "headscope: %s: warning: %.*s\n", cmd, len, w);
+        w += len + (end != NULL);
+    }
     return m;
 }
 
@@ -221,9 +237,20 @@ int cli_encode_tok(const char *cmd, const hs_tokenizer *tok, size_t n_ctx, const
     }
     if (enc->n > ctx && truncate >= 0) {
         if (!truncate) {
-            cli_error(cmd, "the text is more than the model's context of %zu tokens; pass "
-                      "--truncate to keep the first %zu", ctx, ctx);
+            /* the encoding stopped past the limit: the text once more for its count, as far
+               as CLI_COUNT_MAX tokens (a 60 MB text is refused in a second, not tokenised) */
+            hs_encoding whole = {0};
+            size_t cap = ctx > CLI_COUNT_MAX ? ctx : CLI_COUNT_MAX;
             hs_encoding_free(enc);
+            if (hs_tokenizer_encode_max(tok, t->text, t->len, t->pair, t->pair_len, cap, &whole,
+                                        &err) == HS_OK)
+                cli_error(cmd, "the text is %s%zu tokens, more than the model's context of %zu; "
+                          "pass --truncate to keep the first %zu", whole.n > cap ? "over " : "",
+                          whole.n > cap ? cap : whole.n, ctx, ctx);
+            else
+                cli_error(cmd, "the text is more than the model's context of %zu tokens; pass "
+                          "--truncate to keep the first %zu", ctx, ctx);
+            hs_encoding_free(&whole);
             return EXIT_FAIL;
         }
         hs_encoding_truncate(tok, enc, ctx);
@@ -302,19 +329,66 @@ char *cli_path_join(const char *dir, const char *name)
     return p;
 }
 
+/* Creates the missing folders of path, parents first; returns how many it made, or -1
+ * (errno set) when one cannot be made. */
+static int make_folders(const char *path)
+{
+    struct stat sb;
+    if (stat(path, &sb) == 0)
+        return 0;
+    if (errno != ENOENT)
+        return -1;
+    char *dup = strdup(path), *slash;
+    int made = 0;
+    if (!dup)
+        return -1;
+    /* the deepest parent that exists, then one folder at a time down to path */
+    size_t n = strlen(dup);
+    while (n > 1 && dup[n - 1] == '/')
+        dup[--n] = 0;
+    slash = strrchr(dup, '/');
+    if (slash && slash != dup) {
+        *slash = 0;
+        made = make_folders(dup);
+        *slash = '/';
+    }
+    if (made >= 0 && mkdir(dup, 0777) == 0)
+        made++;
+    else if (made >= 0 && errno != EEXIST)
+        made = -1;
+    free(dup);
+    return made;
+}
+
 int cli_output_dir(const char *cmd, const char *outdir, int *created)
 {
     struct stat sb;
-    *created = 0;
     errno = 0;
-    if (stat(outdir, &sb) != 0)
-        *created = mkdir(outdir, 0777) == 0;
-    if (!*created && (stat(outdir, &sb) != 0 || !S_ISDIR(sb.st_mode))) {
+    *created = make_folders(outdir);
+    if (*created < 0 || stat(outdir, &sb) != 0 || !S_ISDIR(sb.st_mode)) {
         cli_error(cmd, "cannot use '%s' as the output folder: %s", outdir,
-                  errno ? strerror(errno) : "Not a directory");
+                  *created < 0 || errno ? strerror(errno) : "Not a directory");
+        if (*created > 0)
+            cli_output_dir_remove(outdir, *created);
+        *created = 0;
         return EXIT_FAIL;
     }
     return 0;
+}
+
+void cli_output_dir_remove(const char *outdir, int levels)
+{
+    char *d = strdup(outdir);
+    for (int l = 0; d && l < levels && rmdir(d) == 0; l++) {
+        size_t n = strlen(d);
+        while (n > 1 && d[n - 1] == '/')
+            d[--n] = 0;
+        char *slash = strrchr(d, '/');
+        if (!slash || slash == d)
+            break;
+        *slash = 0;
+    }
+    free(d);
 }
 
 int cli_corpus_page(const char *cmd, const char *outdir, const char *report_json)

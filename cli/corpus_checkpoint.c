@@ -48,12 +48,18 @@ int cli_corpus_checkpoint(cli_corpus_run *r)
         return EXIT_FAIL;
     }
     snprintf(cp.texts_tmp, sizeof cp.texts_tmp, "%s", r->texts_tmp);
-    if (cli_corpus_write_partial(r, &cp))
-        return EXIT_FAIL;
-    if (r->texts_tmp_path) /* a signal now leaves it for --resume */
+    /* a signal from now on leaves the file for --resume (before partial.json names it: a
+       signal in between leaves an unnamed file, never a checkpoint without its texts) */
+    if (r->texts_tmp_path)
         hs_tmp_forget(r->texts_tmp_path);
+    if (cli_corpus_write_partial(r, &cp)) {
+        if (r->texts_tmp_path && !r->checkpointed)
+            hs_tmp_register(r->texts_tmp_path);
+        return EXIT_FAIL;
+    }
     r->checkpointed = 1;
     cli_corpus_drop_old_tmp(r); /* the checkpoint now names this run's */
+    cli_corpus_signal_note(r);
     return 0;
 }
 
@@ -108,6 +114,74 @@ int cli_corpus_resume_open(cli_corpus_run *r, const char *texts, hs_out *outf)
     }
     r->checkpointed = 1;
     return 0;
+}
+
+/* The name (no folder) of a texts.jsonl temporary file a checkpoint may name: "texts.jsonl.tmp-XXXXXX". */
+static int texts_tmp_name(const char *name)
+{
+    return !strncmp(name, "texts.jsonl.tmp-", 16) && !strchr(name, '/') &&
+           cli_own_output_name(name, 1);
+}
+
+int cli_corpus_unfinished(cli_corpus_run *r)
+{
+    hs_error err = {{0}};
+    hs_corpus_partial p = {0};
+    char path[4096];
+    snprintf(path, sizeof path, "%s/partial.json", r->outdir);
+    if (access(path, F_OK) != 0 || hs_corpus_partial_read(path, &p, &err) != HS_OK ||
+        p.cp.position == 0) { /* none, a finished run's, or not one that can be resumed */
+        hs_corpus_partial_free(&p);
+        return 0;
+    }
+    long kept = p.agg ? p.agg->n_texts : 0;
+    int rc = 0;
+    if (!r->co->restart) {
+        cli_error(r->cmd, "'%s' holds an unfinished run's checkpoint (%ld texts of '%s' "
+                  "analysed): add --resume to go on from it, or --restart to discard it",
+                  r->outdir, kept, p.info.path ? p.info.path : "?");
+        rc = EXIT_FAIL;
+    } else if (texts_tmp_name(p.cp.texts_tmp)) { /* removed once nothing names it */
+        snprintf(path, sizeof path, "%s/%s", r->outdir, p.cp.texts_tmp);
+        if (!(r->old_tmp = strdup(path))) {
+            cli_error(r->cmd, "out of memory");
+            rc = EXIT_FAIL;
+        }
+    }
+    hs_corpus_partial_free(&p);
+    return rc;
+}
+
+void cli_corpus_signal_note(const cli_corpus_run *r)
+{
+    char line[2048];
+    const char *C = r->cmd, *out = cli_shown(r->outdir);
+    if (r->checkpointed) {
+        const char *tmp = r->old_tmp ? strrchr(r->old_tmp, '/') + 1 : r->texts_tmp;
+        char of[48] = "";
+        if (r->total >= 0)
+            snprintf(of, sizeof of, " of %ld", r->total);
+        snprintf(line, sizeof line, "headscope: %s: interrupted; the checkpoint in '%s' keeps "
+                 "%ld%s texts (partial.json, %s): run the same command with --resume to go on, "
+                 "or with --restart to start again\n", C, out, r->dealt, of, cli_shown(tmp));
+    } else if (r->every) {
+        snprintf(line, sizeof line, "headscope: %s: interrupted before the first checkpoint "
+                 "(after %ld texts): nothing is kept%s%s%s\n", C, r->every,
+                 r->created_dir ? "" : ", '", r->created_dir ? "" : out,
+                 r->created_dir ? "" : "' is as it was");
+    } else {
+        snprintf(line, sizeof line, "headscope: %s: interrupted: nothing is kept (no "
+                 "checkpoints %s)\n", C, strcmp(r->co->path, "-") ? "with --checkpoint-every 0"
+                                                                  : "of a corpus on stdin");
+    }
+    if (r->prog.mode == CLI_PROGRESS_TTY) { /* over the progress line, if one is open */
+        size_t n = strlen(line);
+        if (n + 5 < sizeof line) {
+            memmove(line + 4, line, n + 1);
+            memcpy(line, "\r\033[K", 4);
+        }
+    }
+    hs_tmp_on_signal(line, r->created_dir && !r->checkpointed ? r->outdir : NULL, r->created_dir);
 }
 
 void cli_corpus_drop_old_tmp(cli_corpus_run *r)

@@ -23,10 +23,16 @@ typedef struct cli_corpus_run {
     hs_sha256_ctx digest;   /* of the selected records so far */
     long selected;          /* selected records dealt with */
     long done_here, tokens_here; /* texts and tokens analysed by this process */
-    long total;             /* this shard's texts when known (--sample), else -1 */
+    long total;             /* this shard's selected records, counted before the run (-1:
+                               unknown, a corpus on stdin) */
+    long dealt;             /* this shard's selected records dealt with (analysed or
+                               skipped), a resumed checkpoint's included: the progress */
+    int created_dir;        /* the run made OUTDIR (removed by a signal before a checkpoint) */
     hs_corpus_partial resume; /* the checkpoint resumed from (position 0: none) */
     int checked;            /* the resumed aggregate was checked against a new analysis */
     long stop_after;        /* HEADSCOPE_TEST_STOP_AFTER: fail after this many texts */
+    long signal_after;      /* HEADSCOPE_TEST_SIGNAL_AFTER: SIGINT after this many texts
+                               (and their checkpoint, when one is due) */
     long every;             /* texts between checkpoints; 0: none (stdin cannot be resumed) */
     const char *outdir;
     const char *texts_tmp;  /* texts.jsonl's temporary file's name in outdir */
@@ -63,5 +69,14 @@ int cli_corpus_resume_open(cli_corpus_run *r, const char *texts, hs_out *outf);
 
 /* Removes r->old_tmp, once no checkpoint names it (a new checkpoint, the finished run). */
 void cli_corpus_drop_old_tmp(cli_corpus_run *r);
+
+/* Without --resume: an unfinished checkpoint in OUTDIR is refused (EXIT_FAIL after the
+ * message), unless --restart, which leaves it until this run's first checkpoint or end
+ * (r->old_tmp then names its texts.jsonl temporary file). 0 when the run may go on. */
+int cli_corpus_unfinished(cli_corpus_run *r);
+
+/* What a signal that ends the run says (and removes): the checkpoint kept and how to go
+ * on, or that nothing is kept (hs_tmp_on_signal); set at the start and at every checkpoint. */
+void cli_corpus_signal_note(const cli_corpus_run *r);
 
 #endif /* HEADSCOPE_CLI_CORPUS_RUN_H */

@@ -80,7 +80,7 @@ int gguf_print_info(const char *path, FILE *out)
             fputs(n > SHOW_ELEMS ? ", ...]" : "]", out);
         fputc('\n', out);
     }
-    fprintf(out, "\ntensors:\n  %4s  %12s | %-30s | %-5s | %12s | %s\n", "#", "elements",
+    fprintf(out, "\ntensors:\n  %4s  %12s | %-30s | %-6s | %12s | %s\n", "#", "elements",
             "ne", "type", "offset", "name");
     for (size_t i = 0; i < n_t; i++) {
         const hs_gguf_tensor *t = hs_gguf_tensor_at(g, i);
@@ -94,7 +94,7 @@ int gguf_print_info(const char *path, FILE *out)
             count *= t->ne[d];
         }
         const char *tn = hs_ggml_type_name(t->type);
-        fprintf(out, "  %4zu: %12lld | %-30s | %-5s | %12llu | %s\n", i + 1, count, ne,
+        fprintf(out, "  %4zu: %12lld | %-30s | %-6s | %12llu | %s\n", i + 1, count, ne,
                 tn ? tn : "?", (unsigned long long)t->offset, cli_shown(t->name));
     }
     hs_gguf_free(g);

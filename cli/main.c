@@ -15,6 +15,7 @@ static const struct {
 } commands[] = {
     {"analyze", cmd_analyze, "per-head metrics, clusters, importance and pruning: report.json"},
     {"merge", cmd_merge, "combine the shards of a corpus run (analyze --corpus --shard) into one report"},
+    {"patch", cmd_patch, "activation patching over pairs of clean and corrupt prompts: patching.json"},
     {"attn", cmd_attn, "record every head's attention map to a .npy file"},
     {"dump", cmd_dump, "write every activation (q, k, v, z, pattern, ...) as TransformerLens-named .npy files"},
     {"tokenize", cmd_tokenize, "show the token ids and strings of a text"},
@@ -25,8 +26,9 @@ static const struct {
 static void usage(FILE *f)
 {
     fprintf(f, "usage: headscope COMMAND [OPTIONS] MODEL ...\n\n"
-               "Opens GPT-2, BERT, RoBERTa, DistilBERT, GPT-NeoX/Pythia, Llama and Qwen2 models\n"
-               "(Hugging Face folder or GGUF file) and shows what each attention head does.\n\n"
+               "Opens GPT-2, BERT, RoBERTa, DistilBERT, GPT-NeoX/Pythia, Llama, Mistral, Qwen2 and\n"
+               "Phi-3 models (Hugging Face folder or GGUF file) and shows what each attention head\n"
+               "does.\n\n"
                "commands:\n");
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         fprintf(f, "  %-10s %s\n", commands[i].name, commands[i].summary);
@@ -36,7 +38,8 @@ static void usage(FILE *f)
                "               float32 layer weights kept converted from an F16/BF16/quantised\n"
                "               checkpoint, e.g. 2G or all (default: HEADSCOPE_WEIGHT_MEMORY,\n"
                "               else a quarter of the memory); beyond it layers are converted\n"
-               "               again in every pass\n"
+               "               again in every pass; 'stored': none converted, the forward\n"
+               "               pass multiplies by them in their stored type\n"
                "\n'headscope COMMAND --help' describes a command; docs/ has the details.\n");
 }
 
@@ -106,6 +109,53 @@ static int take_common(int *argc, char **argv)
     return 0;
 }
 
+/* The options every command takes may come before the command (`headscope --threads 4
+ * analyze ...`): moved behind it, where take_common finds them. Returns 0, or EXIT_USAGE
+ * after a message (one without its value). */
+static int common_first(int argc, char **argv)
+{
+    static const char *const names[] = {"--threads", "--weight-memory"};
+    int i = 1;
+    while (i < argc) {
+        int k = -1;
+        for (int j = 0; j < 2; j++) {
+            size_t n = strlen(names[j]);
+            if (!strncmp(argv[i], names[j], n) && (argv[i][n] == 0 || argv[i][n] == '='))
+                k = argv[i][n] == 0 ? 2 : 1;
+        }
+        if (k < 0)
+            break;
+        if (i + k > argc) {
+            cli_error(NULL, "option '%s' needs a value (see 'headscope --help')", argv[i]);
+            return EXIT_USAGE;
+        }
+        i += k;
+    }
+    if (i == 1 || i >= argc) /* none, or nothing after them: the usual messages */
+        return 0;
+    char *cmd = argv[i]; /* argv[1..i-1] are the options: the command goes first */
+    memmove(argv + 2, argv + 1, (size_t)(i - 1) * sizeof *argv);
+    argv[1] = cmd;
+    return 0;
+}
+
+/* An unknown first argument: one line, with the command meant when one is close. */
+static int unknown_command(const char *cmd)
+{
+    const char *names[sizeof commands / sizeof commands[0]];
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        names[i] = commands[i].name;
+    const char *near = cli_closest(cmd, names, (int)(sizeof names / sizeof *names));
+    if (cmd[0] == '-')
+        cli_error(NULL, "unknown option '%s' before the command (see 'headscope --help')", cmd);
+    else if (near)
+        cli_error(NULL, "'%s' is not a command; did you mean '%s'? (see 'headscope --help')",
+                  cmd, near);
+    else
+        cli_error(NULL, "'%s' is not a command (see 'headscope --help')", cmd);
+    return EXIT_USAGE;
+}
+
 int main(int argc, char **argv)
 {
     /* huge pages on the weights and the other advised buffers only, not on every thread's
@@ -120,6 +170,8 @@ int main(int argc, char **argv)
         usage(stderr);
         return EXIT_USAGE;
     }
+    if (common_first(argc, argv))
+        return EXIT_USAGE;
     const char *cmd = argv[1];
     if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") || !strcmp(cmd, "help")) {
         usage(stdout);
@@ -146,7 +198,5 @@ int main(int argc, char **argv)
             cli_command_line_save(0, NULL);
             return rc;
         }
-    cli_error(NULL, "'%s' is not a command", cmd);
-    usage(stderr);
-    return EXIT_USAGE;
+    return unknown_command(cmd);
 }

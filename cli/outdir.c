@@ -36,7 +36,7 @@ static void discard(cli_outdir *od)
     if (od->stage)
         nftw(od->stage, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
     if (od->created)
-        rmdir(od->path);
+        cli_output_dir_remove(od->path, od->created);
 }
 
 static volatile sig_atomic_t child_pid;
@@ -66,6 +66,8 @@ static int supervise(const char *cmd, cli_outdir *od, pid_t pid)
         return EXIT_OK;
     discard(od);
     if (WIFSIGNALED(status)) {
+        if (isatty(STDERR_FILENO)) /* over the worker's progress line, if one is open */
+            fputs("\r\033[K", stderr);
         cli_error(cmd, "interrupted by signal %d; '%s' is left as it was", WTERMSIG(status),
                   od->path);
         return 128 + WTERMSIG(status);
@@ -95,7 +97,17 @@ int cli_outdir_open(const char *cmd, const char *path, int staged, cli_outdir *o
         return EXIT_FAIL;
     }
     cli_outdir_sweep(path); /* staging folders of runs that were killed */
-    if (!staged) {
+    char *list = od->earlier_list;
+    od->earlier = cli_outdir_earlier(path, list, sizeof od->earlier_list);
+    od->quiet = (staged & CLI_OUTDIR_QUIET) != 0;
+    if (od->earlier && (staged & CLI_OUTDIR_NO_CLOBBER)) {
+        cli_error(cmd, "'%s' holds an earlier run's outputs (%d file%s: %s) and --no-clobber "
+                  "is given: choose another -o, or leave out --no-clobber to replace them",
+                  path, od->earlier, od->earlier == 1 ? "" : "s", list);
+        cli_outdir_close(od);
+        return EXIT_FAIL;
+    }
+    if (!(staged & CLI_OUTDIR_STAGED)) {
         *worker = 1;
         return EXIT_OK;
     }
@@ -152,6 +164,8 @@ int cli_outdir_commit(const char *cmd, cli_outdir *od, const char *const *files,
         free(to);
     }
     rmdir(heads); /* when this run wrote no pictures and no earlier run left any */
+    if (rc == EXIT_OK && !od->quiet)
+        cli_outdir_replaced(cmd, od->path, od->earlier, od->earlier_list);
     free(heads);
     if (rc == EXIT_OK) {
         nftw(od->stage, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
@@ -160,6 +174,13 @@ int cli_outdir_commit(const char *cmd, cli_outdir *od, const char *const *files,
         od->created = 0;
     }
     return rc;
+}
+
+void cli_outdir_replaced(const char *cmd, const char *dir, int n, const char *list)
+{
+    if (n > 0)
+        cli_error(cmd, "replaced the earlier run in '%s' (%d file%s%s%s)", dir, n,
+                  n == 1 ? "" : "s", list && *list ? ": " : "", list ? list : "");
 }
 
 void cli_outdir_close(cli_outdir *od)

@@ -27,6 +27,7 @@ static const char *const fixed_names[] = {
     "gallery.png",    "similarity.png",    "kv_similarity.png", "kv_similarity.svg",
     "importance.png", "dla.png",           "rollout.png",       "flow.png",
     "composition.png", "manifest.json",    "input_ids.npy",
+    "patching.json",  "patching.png",      "patching_positions.png",
 };
 
 /* Skips 1 to 9 ASCII digits; returns how many (0: none there, or too many). */
@@ -139,8 +140,14 @@ void cli_outdir_prune(const char *dir, const char *const *files, int n_files)
     int heads = hp && lstat(hp, &hs) == 0 && S_ISDIR(hs.st_mode);
     /* report.json lists names (itself too); dump's manifest.json objects with a "file" */
     cJSON *report = earlier_list(dir, "report.json"), *manifest = earlier_list(dir, "manifest.json");
+    cJSON *patching = earlier_list(dir, "patching.json"); /* patch's: names, as report.json */
     cJSON *it;
     cJSON_ArrayForEach(it, report)
+    {
+        if (cJSON_IsString(it))
+            prune_one(dir, it->valuestring, files, n_files, &heads);
+    }
+    cJSON_ArrayForEach(it, patching)
     {
         if (cJSON_IsString(it))
             prune_one(dir, it->valuestring, files, n_files, &heads);
@@ -155,6 +162,7 @@ void cli_outdir_prune(const char *dir, const char *const *files, int n_files)
         prune_one(dir, "manifest.json", files, n_files, &heads);
     cJSON_Delete(report);
     cJSON_Delete(manifest);
+    cJSON_Delete(patching);
     if (hp && heads == 2)
         rmdir(hp); /* when nothing else is in it */
     free(hp);
@@ -241,4 +249,46 @@ void cli_outdir_sweep(const char *dir)
         unlinkat(dfd, e->d_name, AT_REMOVEDIR); /* fails, and stays, when anything else is in it */
     }
     closedir(d);
+}
+
+/* Adds dir's entries with headscope's output names (prefix "heads/" for the pictures
+ * folder) to *n, the first few to list; the heads folder only when a real folder. */
+static void count_own(const char *dir, const char *prefix, int *n, char *list, size_t cap)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    if (!d)
+        return;
+    while ((e = readdir(d))) {
+        char rel[300];
+        struct stat sb;
+        snprintf(rel, sizeof rel, "%s%s", prefix, e->d_name);
+        if (fstatat(dirfd(d), e->d_name, &sb, AT_SYMLINK_NOFOLLOW) != 0)
+            continue;
+        if (!*prefix && S_ISDIR(sb.st_mode) && !strcmp(e->d_name, "heads")) {
+            char *hp = cli_path_join(dir, "heads");
+            if (hp)
+                count_own(hp, "heads/", n, list, cap);
+            free(hp);
+            continue;
+        }
+        if (!S_ISREG(sb.st_mode) || !cli_own_output_name(rel, 0))
+            continue;
+        size_t used = strlen(list);
+        if (*n < 3 && used + strlen(rel) + 3 < cap)
+            snprintf(list + used, cap - used, "%s%s", *n ? ", " : "", rel);
+        else if (*n == 3 && used + 6 < cap)
+            snprintf(list + used, cap - used, ", ...");
+        (*n)++;
+    }
+    closedir(d);
+}
+
+int cli_outdir_earlier(const char *dir, char *list, size_t cap)
+{
+    int n = 0;
+    if (cap)
+        list[0] = 0;
+    count_own(dir, "", &n, list, cap);
+    return n;
 }

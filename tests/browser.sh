@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # Opens the index.html of real `headscope analyze` runs in headless Chromium and clicks
 # through every view (tests/browser_test.py): the overview table, the head view (lines
-# checked against the float32 maps of `headscope attn`), the model view and the map view;
-# a corpus run's page; a page without maps; and a GPT-2-small-sized page at 512 tokens
-# (size and time to open). Cases on the shared trained models (../shared/models/
-# trained-gpt2, trained-bert) run when that folder is there and are skipped with a
-# printed reason otherwise; the fixture models (fixtures/tiny-gpt2, tiny-bert) always run.
+# checked against the float32 maps of `headscope attn`), the model view and the map view,
+# and every number each view shows against report.json (tests/browser_numbers.py); a corpus
+# run's page; a page without maps; and a GPT-2-small-sized page at 512 tokens (size and time
+# to open). The models are the fixtures': tiny-gpt2, tiny-bert, tiny-llama, trained-gpt2
+# (README.md) and trained-bert (a sentence pair).
 # Needs: apt-get install -y chromium chromium-driver python3-selenium (and python3-numpy).
 # Screenshots are kept in $HS_SHOTS (default /tmp/headscope-browser).
 #
@@ -13,15 +13,13 @@
 #
 # HEADSCOPE: the binary (its folder holds libheadscope.a, used to build the page
 # helper tests/html_page.c); HS_LDFLAGS: extra link flags for the helper (the
-# sanitizer flags of a SANITIZE build); PYTHON: a python3 with selenium and numpy;
-# HS_SHARED: the shared models folder (default ../shared/models).
+# sanitizer flags of a SANITIZE build); PYTHON: a python3 with selenium and numpy.
 set -u
 HS=${HEADSCOPE:-build/headscope}
 PY=${PYTHON:-/usr/bin/python3}
 CC=${CC:-cc}
 LIB=${HS_LIB:-$(dirname "$HS")/libheadscope.a}
 SHOTS=${HS_SHOTS:-/tmp/headscope-browser}
-SHARED=${HS_SHARED:-../shared/models}
 T=$(mktemp -d /tmp/hs-browser-XXXXXX)
 trap 'rm -rf "$T"' EXIT
 
@@ -64,14 +62,10 @@ TEXT="The cat sat on the mat. The cat sat on the mat."
 page tiny-gpt2 fixtures/tiny-gpt2 --text "$TEXT"
 page tiny-bert fixtures/tiny-bert --text "the cat sat on the mat" --text-pair "where did the cat sit?"
 page tiny-llama fixtures/family-models/tiny-llama --text "$TEXT" -- --no-pruning --probe-ablation resample
-if [ -d "$SHARED/trained-gpt2" ] && [ -d "$SHARED/trained-bert" ]; then
-    page trained-gpt2 "$SHARED/trained-gpt2" --file README.md --truncate -- --no-pruning
-    page trained-bert "$SHARED/trained-bert" \
-        --text "The cat sat on the mat because it was tired after the long day." \
-        --text-pair "Where did the cat sit, and why did it sit there?"
-else
-    echo "browser: skipping the trained-gpt2 and trained-bert cases: no $SHARED/trained-gpt2 and trained-bert (set HS_SHARED)"
-fi
+page trained-gpt2 fixtures/trained-gpt2 --file README.md --truncate -- --no-pruning
+page trained-bert fixtures/trained-bert \
+    --text "The cat sat on the mat because it was tired after the long day." \
+    --text-pair "Where did the cat sit, and why did it sit there?"
 # the same report without maps, beside it so that its pictures resolve
 "$T/html_page" "$T/tiny-gpt2/report.json" "$T/tiny-gpt2/index-nomaps.html" || die "html_page without maps failed"
 # a corpus run's page

@@ -15,7 +15,8 @@ view (the lines drawn for a chosen head and token match the maps, colours, the s
 filter of pairs, dimmed sinks, keyboard); the model view (one tile per head, sorting and
 filtering by a column, a click opens the head); the map view (cells, full labels, the
 hover and keyboard readout, the word-level maps). Screenshots of each view are saved in
-DIR. Prints one line per failure and ends with "browser: N passed, M failed".
+DIR. Then every number each view shows, read against the report (browser_numbers.py).
+Prints one line per failure and ends with "browser: N passed, M failed".
 """
 import argparse
 import json
@@ -29,6 +30,8 @@ import numpy as np
 
 import browser_util
 from browser_util import by_css, check, open_page, page_clean, report, shot, start_browser, view
+from browser_numbers import (check_corpus_numbers, check_head_view_numbers, check_map_view_numbers,
+                             check_model_view_numbers, check_overview_numbers)
 from browser_views import (check_head_view, check_kv_card, check_map_view, check_model_view,
                            check_overview, check_probe_card)
 
@@ -81,6 +84,11 @@ def run_case(drv, name, page, npy, shots):
     check_head_view(drv, name, rep, attn, shots)
     check_model_view(drv, name, rep, shots)
     check_map_view(drv, name, rep, attn, shots)
+    # every number of every view against the report
+    cols = check_overview_numbers(drv, name, rep)
+    check_head_view_numbers(drv, name, rep)
+    check_model_view_numbers(drv, name, rep, cols)
+    check_map_view_numbers(drv, name, rep)
     page_clean(drv, name)
 
 
@@ -127,6 +135,9 @@ def run_corpus(drv, page, shots):
         p = by_css(drv, "#hs-text-panel")
         check(p and len(by_css(drv, "#hs-text-panel .tile")) == len(heads), "corpus: opening a text does not show its heads")
         shot(drv, shots, "corpus", full=True)
+    cols = check_overview_numbers(drv, name, rep)
+    check_model_view_numbers(drv, name, rep, cols)
+    check_corpus_numbers(drv, name, rep, os.path.join(os.path.dirname(page), "texts.jsonl"))
     page_clean(drv, name)
 
 

@@ -46,6 +46,11 @@ expect 0 "tokenize --file with NUL" -- "$HS" tokenize "$B" --file "$T/nul.txt" -
 grep -q '"tokens":\["\[CLS\]","cafe","x","\[SEP\]"\]' "$T/out" && ok || bad "NUL dropped, accent stripped: $(cat "$T/out")"
 expect 0 "tokenize stdin" -- bash -c "printf 'Hello world' | '$HS' tokenize '$G' --file - --json"
 stdout_is "stdin" '{"ids":[15496,995],"tokens":["Hello","Ġworld"],"type_ids":[0,0]}'
+# --display: the readable forms (GPT-2's byte table: "\u0120" is a space, "\u00c3\u00a9" the bytes of e-acute)
+expect 0 "tokenize --display" -- "$HS" tokenize "$G" --text "Hello world, café" --display
+stdout_is "GPT-2 display" "$(printf '0\t15496\t0\tHello\n1\t995\t0\t world\n2\t11\t0\t,\n3\t40304\t0\t café')"
+expect 0 "tokenize --display --json" -- "$HS" tokenize "$B" --text "unaffable" --display --json
+stdout_is "BERT display" '{"ids":[101,14477,20961,3468,102],"tokens":["[CLS]","una","##ffa","##ble","[SEP]"],"type_ids":[0,0,0,0,0],"display":["[CLS]","una","##ffa","##ble","[SEP]"]}'
 expect 1 "tokenize to a full stdout" -- bash -c "'$HS' tokenize '$G' --text 'Hello world' > /dev/full"
 stderr_has "full stdout" "cannot write to standard output"
 # an empty text: no ids for GPT-2, [CLS] [SEP] (and a second [SEP] for a pair) for BERT, as
@@ -81,10 +86,18 @@ expect 1 "tokenize max-tokens below roberta's specials" -- "$HS" tokenize "$F/ro
 stderr_has "roberta specials" "leaves no room for the 4 special tokens the post-processor (RobertaProcessing) adds"
 expect 0 "tokenize roberta max-tokens" -- "$HS" tokenize "$F/roberta.tokenizer.json" --text "a b c d e" --max-tokens 4 --json
 grep -q '"ids":\[0,68,279,2\]' "$T/out" && ok || bad "RoBERTa truncation keeps </s>: $(cat "$T/out")"
-printf '{"model": {"type": "Unigram", "vocab": []}}' >"$T/uni.json"
-expect 1 "tokenize unsupported tokenizer.json" -- "$HS" tokenize "$T/uni.json" --text a
+printf '{"model": {"type": "WordLevel", "vocab": {}}}' >"$T/wl.json"
+expect 1 "tokenize unsupported tokenizer.json" -- "$HS" tokenize "$T/wl.json" --text a
 one_line_error "unsupported tokenizer.json"
-stderr_has "unsupported tokenizer.json" "model 'Unigram' is not supported"
+stderr_has "unsupported tokenizer.json" "model 'WordLevel' is not supported"
+# T5's Unigram (ids from unigram_golden.json's library: "▁the" 5, "</s>" 1), its readable form,
+# and a Precompiled normalizer whose charsmap is not one refused by name
+expect 0 "tokenize t5" -- "$HS" tokenize "$F/t5.tokenizer.json" --text "the  the" --display --json
+stdout_is "T5 Unigram" '{"ids":[5,5,1],"tokens":["▁the","▁the","</s>"],"type_ids":[0,0,0],"display":[" the"," the","</s>"]}'
+printf '{"normalizer": {"type": "Precompiled", "precompiled_charsmap": "AAAA"}, "model": {"type": "Unigram", "unk_id": 0, "vocab": [["<unk>", 0]]}}' >"$T/uni.json"
+expect 1 "tokenize Precompiled" -- "$HS" tokenize "$T/uni.json" --text a
+one_line_error "Precompiled"
+stderr_has "Precompiled" "Precompiled precompiled_charsmap is malformed (its trie is empty or longer than the map)"
 # a tokenizer.json with text or a NUL byte after its object is refused at that byte (issue 41)
 sz=$(wc -c <fixtures/tokenizer/added.tokenizer.json)
 { cat fixtures/tokenizer/added.tokenizer.json; printf '}'; } >"$T/trail.json"
@@ -200,6 +213,26 @@ for g in tiny-pythia.f32:gpt_neox:tiny_pythia tiny-llama.q8_0:llama:tiny_llama t
     "$PY" -c "import json, sys, numpy as np; sys.exit(json.load(open('$T/out'))['ids'] != np.load('fixtures/family-golden/${g##*:}_text.ids.npy').tolist())" &&
         ok || bad "GGUF ${g%%:*} tokenize: ids differ from the golden's"
 done
+# ggml's other block formats (fixtures/gguf/families/tiny-llama-wide.mixed.gguf, one format a
+# matrix): info names each type; attn gives the maps of the float64 reference on the file's
+# own dequantised weights (fixtures/quant/); analyze and dump run on it
+QF=fixtures/gguf/families/tiny-llama-wide.mixed.gguf
+expect 0 "GGUF mixed formats info" -- "$HS" info "$QF"
+for ty in IQ4_XS Q4_1 Q5_0 Q5_1 IQ4_NL Q3_K Q2_K Q5_K; do
+    grep -q "| $ty *|" "$T/out" && ok || bad "GGUF mixed formats info: no $ty tensor listed"
+done
+expect 0 "GGUF mixed formats attn" -- "$HS" attn "$QF" --ids fixtures/family-golden/tiny_llama_text.ids.npy -o "$T/qm.npy"
+"$PY" -c "import numpy as np, sys; sys.exit(int(abs(np.load('$T/qm.npy') - np.load('fixtures/quant/tiny-llama-wide.mixed.attn.npy')).max() > 1e-5))" &&
+    ok || bad "GGUF mixed formats attn: maps differ from fixtures/quant/tiny-llama-wide.mixed.attn.npy"
+expect 0 "GGUF mixed formats analyze" -- "$HS" analyze "$QF" --text "$FTEXT" -o "$T/qa" -q
+[ -s "$T/qa/report.json" ] && ok || bad "GGUF mixed formats analyze: no report.json"
+expect 0 "GGUF mixed formats dump" -- "$HS" dump "$QF" --text "$FTEXT" --what pattern,mlp_out -o "$T/qd" -q
+[ -s "$T/qd/blocks.0.hook_mlp_out.npy" ] && ok || bad "GGUF mixed formats dump: no hook_mlp_out"
+rm -rf "$T/qm.npy" "$T/qa" "$T/qd"
+# a special-token id beyond the vocabulary: a warning on stderr, the default id, exit 0
+expect 0 "GGUF bos id beyond the vocabulary" -- "$HS" tokenize fixtures/gguf/tokdefects/llama-bos-beyond.gguf --text "Hello" --json
+grep -qx "headscope: tokenize: warning: tokenizer.ggml.bos_token_id = 5000 is beyond the vocabulary of 2393 tokens; the default 1 is used, as llama.cpp does" "$T/err" &&
+    grep -q '"ids":\[1,714,1188,338\]' "$T/out" && ok || bad "GGUF bos id beyond the vocabulary: $(cat "$T/err" "$T/out")"
 # what llama.cpp's llama cannot hold is refused in one line, and no file is left: a Llama
 # rotating half of each head (partial_rotary_factor)
 mkdir -p "$T/llama-half" && cp fixtures/family-models/tiny-llama/* "$T/llama-half/" &&
@@ -239,6 +272,118 @@ else
 fi
 rm -rf "$T/qwen-gpt2tok" "$T/qw"
 
+# The multi-query families end to end (Falcon-7B's layout, Falcon-RW's ALiBi, GPT-BigCode)
+# with their byte-level tokenizer.json files (fixtures/tokenizer/families/falcon.tokenizer.json,
+# starcoder.tokenizer.json): info, then analyze from text; every head's kv_head, the loss, the
+# ablation of each query head and of each KV group (multi-query: the whole layer) against
+# families_mqa.py on the report's ids; one K/V head leaves the across-group measures null.
+MQ="tiny-falcon-mq tiny-falcon-rw tiny-bigcode"
+"$PY" -c "
+import sys
+sys.path.insert(0, 'fixtures/ref')
+import families_mqa as M
+for a in '$MQ'.split():
+    tok = 'falcon' if 'falcon' in a else 'starcoder'
+    M.main(['--arch', a, '--out', '$T/' + a, '--seed', '5', '--tokenizer',
+            'fixtures/tokenizer/families/%s.tokenizer.json' % tok])" || bad "multi-query checkpoints"
+for a in $MQ; do
+    expect 0 "info $a" -- "$HS" info "$T/$a"
+    expect 1 "convert $a" -- "$HS" convert "$T/$a" -o "$T/$a.gguf"
+    one_line_error "convert $a"
+    stderr_has "convert $a" "GGUF form is not implemented yet"
+    no_file "convert $a" "$T/$a.gguf"
+    expect 0 "analyze $a" -- "$HS" analyze "$T/$a" -o "$T/mq-$a" -q \
+        --text "The cat sat on the mat in 1999. The cat sat on the mat in 1999."
+done
+if "$PY" -c "
+import json, sys
+import numpy as np
+sys.path.insert(0, 'fixtures/ref')
+import families as F, families_mqa as M
+for a in '$MQ'.split():
+    r = json.load(open('$T/mq-%s/report.json' % a))
+    m = M.load_model('$T/' + a)
+    H, KV = m.cfg['H'], m.cfg['KV']
+    assert r['model']['family'] == m.kind and r['model']['n_kv_head'] == KV
+    assert [h['kv_head'] for h in r['heads']] == [h % H // (H // KV) for h in range(len(r['heads']))]
+    ids = np.array(r['input']['ids'])
+    base, abl = F.ablation(m, ids)
+    got = np.array([h['ablation_delta'] for h in r['heads']]).reshape(abl.shape)
+    d = max(abs(base - r['loss']['value']), float(np.abs(got - abl).max()))
+    kv = r['kv_groups']
+    if KV < H:
+        _, abl_kv = F.ablation(m, ids, kv_groups=True)
+        d = max(d, float(np.abs(np.array(kv['ablation_delta']) - abl_kv).max()))
+        L = m.cfg['L']
+        assert KV > 1 or (kv['similarity']['across'] == [None] * L and kv['similarity']['p_value'] == [None] * L)
+    else:
+        assert kv is None
+    print('%s report: loss, ablation, KV-group ablation max|d| = %.3g' % (a, d))
+    assert d <= 1e-4, a" >"$T/cmp" 2>&1; then
+    ok
+else
+    bad "multi-query reports vs families_mqa.py: $(cat "$T/cmp")"
+fi
+for a in $MQ; do rm -rf "$T/$a" "$T/mq-$a"; done
+# Sliding windows and longrope: tiny-mistral (window 64, BF16 here; F32 in the goldens) and
+# tiny-phi3 (window 200, longrope past 128 tokens; F32 here, BF16 in the goldens) with Llama
+# 2's tokenizer.json, generated now, on a text of ~260 tokens, longer than both windows and
+# Phi-3's original context: maps and NLL against families.py, `analyze` end to end with its
+# loss and gradient importance (check_family_report.py) and the metrics of the visible keys
+# with model.layers (check_window_report.py); the window through GGUF, longrope refused there.
+WIN_TEXT="$(printf 'The story %d goes on and on, here and there. ' $(seq 1 18))"
+for w in mistral:bf16:llama phi3:f32:phi3; do
+    a=${w%%:*} dt=${w#*:} dt=${dt%%:*} fam=${w##*:}
+    "$PY" fixtures/ref/make_family_checkpoint.py --arch "tiny-$a" --out "$T/win-$a" --dtype "$dt" --seed 7 \
+        --tokenizer fixtures/tokenizer/families/llama2.tokenizer.json >/dev/null || bad "tiny-$a checkpoint"
+    expect 0 "$a tokenize" -- "$HS" tokenize "$T/win-$a" --text "$WIN_TEXT" --json
+    "$PY" -c "import json, sys, numpy as np; np.save(sys.argv[2], np.array(json.load(open(sys.argv[1]))['ids'], np.int32))" \
+        "$T/out" "$T/win_ids.npy" || bad "$a ids"
+    expect 0 "$a attn" -- "$HS" attn "$T/win-$a" --text "$WIN_TEXT" --nll "$T/win_nll.npy" -o "$T/win_attn.npy" -q
+    "$PY" fixtures/ref/compare_family.py "$T/win-$a" "$T/win_ids.npy" "$T/win_attn.npy" --nll "$T/win_nll.npy" \
+        >"$T/cmp" 2>&1 && ok || bad "$a maps vs families.py: $(cat "$T/cmp")"
+    echo "tiny-$a: $(tr "\n" ";" <"$T/cmp")"
+    expect 0 "$a info" -- "$HS" info "$T/win-$a"
+    grep -q "^family: *$fam " "$T/out" && grep -q "^attention: *a sliding window of" "$T/out" && ok ||
+        bad "$a info: $(head -c 400 "$T/out")"
+    expect 0 "$a analyze" -- "$HS" analyze "$T/win-$a" --text "$WIN_TEXT" -o "$T/win_out" -q --no-pruning
+    "$PY" fixtures/ref/check_family_report.py "$T/win_out/report.json" "$T/win-$a" >"$T/cmp" 2>&1 &&
+        "$PY" fixtures/ref/check_window_report.py "$T/win_out/report.json" "$T/win-$a" >>"$T/cmp" 2>&1 &&
+        ok || bad "$a report vs families.py: $(cat "$T/cmp")"
+    echo "tiny-$a report: $(tr "\n" ";" <"$T/cmp")"
+    [ -s "$T/win_out/index.html" ] && [ -s "$T/win_out/gallery.png" ] && ok || bad "$a analyze outputs"
+    rm -rf "$T/win_out"
+done
+# Mistral's window in a llama GGUF file (llama.attention.sliding_window, which llama.cpp's
+# llama does not read): BF16 stored as BF16 gives the folder's maps bit for bit
+expect 0 "mistral convert" -- "$HS" convert "$T/win-mistral" -o "$T/win.gguf" --type bf16
+expect 0 "mistral gguf info" -- "$HS" info "$T/win.gguf"
+grep -q "llama.attention.sliding_window = 64" "$T/out" && grep -q "^attention: *a sliding window of 64" "$T/out" &&
+    ok || bad "mistral gguf info: $(head -c 600 "$T/out")"
+expect 0 "mistral gguf attn" -- "$HS" attn "$T/win.gguf" --text "$WIN_TEXT" --nll "$T/win_nll_g.npy" -o "$T/win_attn_g.npy" -q
+"$HS" attn "$T/win-mistral" --text "$WIN_TEXT" --nll "$T/win_nll.npy" -o "$T/win_attn.npy" -q &&
+    cmp -s "$T/win_attn.npy" "$T/win_attn_g.npy" && cmp -s "$T/win_nll.npy" "$T/win_nll_g.npy" && ok ||
+    bad "mistral: the GGUF file's maps or NLL differ from the folder's"
+# Phi-3's window and longrope as llama.cpp's converter writes them (phi3.attention.sliding_window,
+# rope_factors_long/short.weight, rope.scaling.attn_factor and original_context_length): F32
+# gives the folder's maps and NLL bit for bit; longrope in a llama file is refused
+expect 0 "phi3 convert" -- "$HS" convert "$T/win-phi3" -o "$T/phi.gguf"
+expect 0 "phi3 gguf info" -- "$HS" info "$T/phi.gguf"
+grep -q "phi3.attention.sliding_window = 200" "$T/out" && grep -q "phi3.rope.scaling.original_context_length = 128" "$T/out" &&
+    grep -q "rope_factors_long.weight" "$T/out" && grep -q "^family: *phi3 " "$T/out" && ok ||
+    bad "phi3 gguf info: $(head -c 900 "$T/out")"
+expect 0 "phi3 gguf attn" -- "$HS" attn "$T/phi.gguf" --text "$WIN_TEXT" --nll "$T/win_nll_g.npy" -o "$T/win_attn_g.npy" -q
+"$HS" attn "$T/win-phi3" --text "$WIN_TEXT" --nll "$T/win_nll.npy" -o "$T/win_attn.npy" -q &&
+    cmp -s "$T/win_attn.npy" "$T/win_attn_g.npy" && cmp -s "$T/win_nll.npy" "$T/win_nll_g.npy" && ok ||
+    bad "phi3: the GGUF file's maps or NLL differ from the folder's"
+"$PY" -c "import json, sys; p = sys.argv[1] + '/config.json'; c = json.load(open(p)); c['model_type'] = 'llama'; c['original_max_position_embeddings'] = 128; json.dump(c, open(p, 'w'))" "$T/win-mistral"
+"$PY" -c "import json, sys; p = sys.argv[1] + '/config.json'; c = json.load(open(p)); c['rope_scaling'] = json.load(open(sys.argv[2]))['rope_scaling']; c['sliding_window'] = None; json.dump(c, open(p, 'w'))" "$T/win-mistral" "$T/win-phi3/config.json"
+expect 1 "llama longrope convert" -- "$HS" convert "$T/win-mistral" -o "$T/lr.gguf"
+one_line_error "llama longrope convert"
+stderr_has "llama longrope convert" "longrope scaling in a llama model cannot be written to GGUF"
+no_file "llama longrope convert" "$T/lr.gguf"
+rm -rf "$T/win-mistral" "$T/win-phi3" "$T/win.gguf" "$T/phi.gguf" "$T"/win_*.npy
+
 # ---- encoder families: RoBERTa and DistilBERT ------------------------------------------------
 # The tiny models of fixtures/family-models with the tokenizer files of
 # fixtures/encoder-golden/tokenizers, and roberta-base / distilbert-base shapes with random
@@ -273,7 +418,18 @@ for f in roberta distilbert; do
 done
 expect 0 "info tiny-roberta" -- "$HS" info "$T/tiny-roberta"
 grep -q '^family: *roberta (bidirectional, post-LN, gelu erf)' "$T/out" && ok || bad "info roberta: $(cat "$T/out")"
-gguf_round_trip "$T/tiny-roberta" "$FAM_TEXT" f32 f16 q8_0
+# RoBERTa's GGUF says add_bos_token / add_eos_token, so its ids are <s> ... </s> as llama.cpp
+# gives them: the round trip starts from a folder whose tokenizer.json (RobertaProcessing)
+# says the same (vocab.json + merges.txt alone add nothing: docs/tokenizers.md)
+mkdir -p "$T/tiny-roberta-tj" && cp "$T/tiny-roberta"/* "$T/tiny-roberta-tj/" &&
+    cp fixtures/gguf/tokdefects/roberta.tokenizer.json "$T/tiny-roberta-tj/tokenizer.json"
+gguf_round_trip "$T/tiny-roberta-tj" "$FAM_TEXT" f32 f16 q8_0
+"$HS" tokenize "$T/tiny-roberta" --text "$FAM_TEXT" --json >"$T/rb_plain.json"
+"$HS" convert "$T/tiny-roberta" -o "$T/rb_plain.bin" >/dev/null
+expect 0 "roberta gguf from vocab files tokenize" -- "$HS" tokenize "$T/rb_plain.bin" --text "$FAM_TEXT" --json
+"$PY" -c "import json, sys; a = json.load(open('$T/rb_plain.json'))['ids']; b = json.load(open('$T/out'))['ids']; sys.exit(b != [0] + a + [2])" &&
+    ok || bad "roberta gguf written from vocab.json + merges.txt: ids are not <s> + the folder's + </s>"
+rm -rf "$T/tiny-roberta-tj" "$T/rb_plain.bin" "$T/rb_plain.json"
 "$HS" convert "$T/tiny-roberta" -o "$T/rb.bin" >/dev/null && "$HS" info "$T/rb.bin" >"$T/out" 2>&1
 grep -q "general.architecture = 'bert'" "$T/out" && grep -q "tokenizer.ggml.model = 'gpt2'" "$T/out" &&
     grep -q '^family: *roberta' "$T/out" && ok || bad "roberta gguf as llama.cpp writes it: $(head -c 600 "$T/out")"
@@ -448,6 +604,82 @@ for f in r["model"]["files"]:
     b = open("fixtures/family-models/tiny-llama/" + f["name"], "rb").read()
     assert f["bytes"] == len(b) and f["sha256"] == hashlib.sha256(b).hexdigest(), f
 PYEOF
+# ---- latent attention and experts (deepseek_v2): analyze end to end on a dense model and one
+# with experts; against the float64 reference (fixtures/ref/mla_ref.py) on the reports' own
+# ids: the loss, every head's ablation delta, position share and |dL/dxi|
+DSL=fixtures/mla-models/tiny-deepseek-lite
+DSM=fixtures/mla-models/tiny-deepseek-moe
+for m in "$DSL" "$DSM"; do
+    expect 0 "analyze $m" -- "$HS" analyze "$m" --text "The cat sat on the mat. The cat sat on the mat." \
+        -o "$T/mla-$(basename "$m")" -q --no-images
+done
+"$PY" - "$T" "$DSL" "$DSM" <<'PYEOF' && ok || bad "deepseek_v2 reports vs the reference"
+import json, os, sys
+sys.path.insert(0, "fixtures/ref")
+import mla_ref
+for model in sys.argv[2:]:
+    r = json.load(open(os.path.join(sys.argv[1], "mla-" + os.path.basename(model), "report.json")))
+    cfg, W = mla_ref.read(model)
+    ids, L, H = r["input"]["ids"], cfg["num_hidden_layers"], cfg["num_attention_heads"]
+    loss_at = lambda hm: mla_ref.nll(mla_ref.forward(cfg, W, ids, hm)["logits"], ids).mean()
+    mask = lambda l, h, x: [[x if (a, b) == (l, h) else 1.0 for b in range(H)] for a in range(L)]
+    base, share = loss_at(None), mla_ref.forward(cfg, W, ids)["pos_share"]
+    assert abs(r["loss"]["value"] - base) <= 1e-5, (model, r["loss"]["value"], base)
+    assert r["options"]["gradient"] is True and r["composition"]["available"] is False
+    assert any(m["key"] == "position_share" for m in r["metrics"])
+    for h in r["heads"]:
+        l, k = h["layer"], h["head"]
+        assert abs(h["position_share"] - share[l][k]) <= 1e-5, (model, l, k, h["position_share"])
+        d = loss_at(mask(l, k, 0.0)) - base   # the ablation sweep's zero ablation
+        assert abs(h["ablation_delta"] - d) <= 1e-4, (model, l, k, h["ablation_delta"], d)
+        g = abs(loss_at(mask(l, k, 1 + 1e-5)) - loss_at(mask(l, k, 1 - 1e-5))) / 2e-5
+        assert abs(h["gradient_raw"] - g) <= 1e-4 * (1 + g), (model, l, k, h["gradient_raw"], g)
+PYEOF
+expect 0 "info deepseek_v3" -- "$HS" info fixtures/mla-models/tiny-deepseek-v3
+grep -q "^attention:    latent (kv_lora 32, q_lora 32): q/k heads 24 wide (8 rotary" "$T/out" &&
+    grep -q "^experts:      8 routed (2 a token, sigmoid), 1 shared, 16 wide, from layer 1" "$T/out" &&
+    ok || bad "info deepseek_v3: $(cat "$T/out")"
+expect 1 "dump q of latent attention" -- "$HS" dump "$DSL" --text "hi there" --what q -o "$T/mlad"
+grep -q "not recorded for multi-head latent attention" "$T/err" && ok || bad "dump q refusal: $(cat "$T/err")"
+# dump's router choices against the reference's
+expect 0 "dump router" -- "$HS" dump "$DSM" --text "The cat sat on the mat." --what router,mlp_out -o "$T/moed" -q
+"$PY" - "$T/moed" "$DSM" <<'PYEOF' && ok || bad "dump router vs the reference"
+import json, os, sys
+import numpy as np
+sys.path.insert(0, "fixtures/ref")
+import mla_ref
+d = sys.argv[1]
+cfg, W = mla_ref.read(sys.argv[2])
+ref = mla_ref.forward(cfg, W, np.load(os.path.join(d, "input_ids.npy")))["route"]
+names = [f["file"] for f in json.load(open(os.path.join(d, "manifest.json")))["files"]]
+assert "blocks.0.mlp.router_experts.npy" not in names   # layer 0 is dense
+got = np.load(os.path.join(d, "blocks.1.mlp.router_experts.npy"))
+assert got.dtype == np.int32 and (got == ref[1]).all(), (got, ref[1])
+PYEOF
+expect 1 "dump router of a dense model" -- "$HS" dump "$DSL" --text "hi" --what router -o "$T/moen"
+grep -q "no mixture of experts" "$T/err" && ok || bad "dump router refusal: $(cat "$T/err")"
+# a checkpoint missing an expert, or with an expert of the wrong shape: one line naming it
+"$PY" - "$DSM" "$T/moebad" <<'PYEOF' && ok || bad "write the broken expert checkpoints"
+import os, shutil, sys
+sys.path.insert(0, "fixtures/ref")
+import hs_ref
+src, out = sys.argv[1], sys.argv[2]
+t = hs_ref.read_safetensors(os.path.join(src, "model.safetensors"))
+for name, drop, reshape in (("gone", "model.layers.1.mlp.experts.3.down_proj.weight", None),
+                            ("shape", None, "model.layers.1.mlp.experts.5.up_proj.weight")):
+    d = os.path.join(out, name)
+    os.makedirs(d)
+    shutil.copy(os.path.join(src, "config.json"), d)
+    items = {k: (v[:, :-1] if k == reshape else v) for k, v in t.items() if k != drop}
+    hs_ref.write_safetensors(os.path.join(d, "model.safetensors"), items)
+PYEOF
+expect 1 "an expert missing" -- "$HS" info "$T/moebad/gone"
+grep -q "tensor 'model.layers.1.mlp.experts.3.down_proj.weight' is missing" "$T/err" && ok || bad "missing expert: $(cat "$T/err")"
+expect 1 "an expert of the wrong shape" -- "$HS" info "$T/moebad/shape"
+grep -q "tensor 'model.layers.1.mlp.experts.5.up_proj.weight' must be (16, 64)" "$T/err" && ok || bad "expert shape: $(cat "$T/err")"
+expect 0 "analyze gpt2 has no position share" -- "$HS" analyze "$G" --text "hello world" -o "$T/nomla" -q --no-images
+"$PY" -c "import json,sys; r=json.load(open(sys.argv[1])); assert all(h['position_share'] is None for h in r['heads'])" \
+    "$T/nomla/report.json" && ok || bad "gpt2 position_share is null"
 expect 0 "analyze greedy pruning" -- "$HS" analyze "$G" --text "$REP" -o "$T/gr" -q --no-images --prune-method greedy
 "$PY" - "$T/an/report.json" "$T/gr/report.json" <<'PYEOF' && ok || bad "pruning methods"
 import json, sys
@@ -970,6 +1202,14 @@ for f in blocks.3.attn.norm_pattern.npy blocks.3.hook_mlp_out.npy blocks.0.attn.
     cmp -s "$T/wmd0/$f" "$T/wmdall/$f" && ok || bad "dump $f depends on the weight budget"
 done
 cmp -s "$T/wm0.gguf" "$T/wmall.gguf" && ok || bad "convert depends on the weight budget"
+# --weight-memory stored: a Q4_K_M file's layers (Q5_0, Q5_1, Q8_0) multiplied in their
+# stored type give the maps' bytes of the converted layers; info says which
+QF=fixtures/gguf/families/tiny-qwen2.q4_k_m_fallback.gguf
+for wm in stored all; do
+    "$HS" attn "$QF" --weight-memory $wm --text "$MED" --truncate -o "$T/ws$wm.npy" -q || bad "attn --weight-memory $wm"
+done
+cmp -s "$T/wsstored.npy" "$T/wsall.npy" && ok || bad "attn --weight-memory stored changes the maps"
+HEADSCOPE_WEIGHT_MEMORY=stored "$HS" info "$QF" | grep -q "layers multiplied in their stored type" && ok || bad "info under HEADSCOPE_WEIGHT_MEMORY=stored"
 expect 2 "--weight-memory bogus" -- "$HS" attn "$G" --weight-memory 12X --text hi -o "$T/w.npy"
 one_line_error "--weight-memory bogus"
 stderr_has "--weight-memory bogus" "headscope: --weight-memory '12X' is not a size (e.g. 512M, 4G or all)"
@@ -1240,6 +1480,155 @@ if grep -qw avx /proc/cpuinfo; then
     expect 0 "version, OPENBLAS_CORETYPE kept" -- env OPENBLAS_CORETYPE=Prescott HEADSCOPE_TEST_BLAS_CORE=Prescott "$HS" --version
     if grep -q '^OpenBLAS kernels Prescott, OpenMP threads$' "$T/out"; then ok; else bad "OPENBLAS_CORETYPE not kept: $(cat "$T/out")"; fi
 fi
+
+# ---- usage errors: one line, with what was probably meant (issue 40) ------------------------
+expect 2 "misspelt option" -- "$HS" analyze "$G" --txt hi -o "$T/u"
+one_line_error "misspelt option"
+stderr_has "misspelt option" "headscope: analyze: unknown option '--txt'; did you mean '--text'? (see 'headscope analyze --help')"
+expect 2 "misspelt command" -- "$HS" analyse "$G" --text hi -o "$T/u"
+one_line_error "misspelt command"
+stderr_has "misspelt command" "headscope: 'analyse' is not a command; did you mean 'analyze'? (see 'headscope --help')"
+expect 2 "unknown command" -- "$HS" frobnicate
+one_line_error "unknown command"; stderr_has "unknown command" "'frobnicate' is not a command (see 'headscope --help')"
+expect 2 "ambiguous abbreviation" -- "$HS" analyze "$G" --max 3 --text hi -o "$T/u"
+one_line_error "ambiguous abbreviation"
+stderr_has "ambiguous abbreviation" "unknown option '--max': it abbreviates --max-tokens-in-images, --max-texts, --max-tokens (see 'headscope analyze --help')"
+expect 2 "a value to a flag" -- "$HS" attn "$G" --quiet=1 --text hi -o "$T/u.npy"
+one_line_error "a value to a flag"; stderr_has "a value to a flag" "option '--quiet' takes no value"
+expect 2 "misspelt common option" -- "$HS" tokenize "$G" --thread 2 --text hi
+stderr_has "misspelt common option" "did you mean '--threads'?"
+for c in attn dump tokenize info convert merge; do
+    expect 2 "$c: unknown option" -- "$HS" $c "$G" --bogus-option
+    one_line_error "$c: unknown option"; stderr_has "$c: unknown option" "(see 'headscope $c --help')"
+    expect 2 "$c: missing value" -- "$HS" $c "$G" -o
+    one_line_error "$c: missing value"
+done
+[ ! -e "$T/u" ] && [ ! -e "$T/u.npy" ] && ok || bad "a usage error left output behind"
+# --threads and --weight-memory before the command, as after it
+"$HS" tokenize "$G" --text "Hello world" --json >"$T/tk0" || bad "tokenize"
+expect 0 "--threads before the command" -- "$HS" --threads 2 tokenize "$G" --text "Hello world" --json
+cmp -s "$T/out" "$T/tk0" && ok || bad "--threads before the command: $(cat "$T/out")"
+expect 0 "--threads= and --weight-memory before the command" -- "$HS" --threads=1 --weight-memory all tokenize "$G" --text "Hello world" --json
+cmp -s "$T/out" "$T/tk0" && ok || bad "--threads= before the command: $(cat "$T/out")"
+expect 2 "--threads before the command, no value" -- "$HS" --threads
+one_line_error "--threads before the command, no value"
+expect 2 "--threads 0 before the command" -- "$HS" --threads 0 info "$G"
+one_line_error "--threads 0 before the command"
+# --file - drops one trailing newline (\n or \r\n), as echo adds it; a second one is text
+for nl in '\n' '\r\n'; do
+    expect 0 "--file - with a trailing newline" -- bash -c "printf 'Hello world$nl' | '$HS' tokenize '$G' --file - --json"
+    cmp -s "$T/out" "$T/tk0" && ok || bad "--file - kept its trailing newline: $(cat "$T/out")"
+done
+expect 0 "--file - with two newlines" -- bash -c "printf 'Hello world\n\n' | '$HS' tokenize '$G' --file - --json"
+grep -q '"ids":\[15496,995,198\]' "$T/out" && ok || bad "--file - dropped more than one newline: $(cat "$T/out")"
+# a text past the context says its length: "hello" then " hello" x 199 is 200 GPT-2 tokens
+# (31373, then 23748 each), past tiny-gpt2's 128
+printf 'hello%.0s' x >"$T/long200.txt"; for i in $(seq 199); do printf ' hello'; done >>"$T/long200.txt"
+expect 1 "a text past the context" -- "$HS" attn "$G" --file "$T/long200.txt" -o "$T/u.npy"
+one_line_error "a text past the context"
+stderr_has "a text past the context" "the text is 200 tokens, more than the model's context of 128; pass --truncate to keep the first 128"
+# convert: OUT is a file
+mkdir -p "$T/cvdir"
+expect 1 "convert into a folder" -- "$HS" convert "$G" -o "$T/cvdir"
+one_line_error "convert into a folder"; stderr_has "convert into a folder" "is a folder: -o OUT names the file to write"
+[ -z "$(ls -A "$T/cvdir")" ] && ok || bad "convert into a folder wrote $(ls -A "$T/cvdir")"
+
+# ---- a single text's progress: every phase, JSON lines or a terminal's line ----------------
+expect 0 "analyze --progress=json" -- "$HS" analyze "$G" --text "the cat sat on the mat. the cat sat" -o "$T/pj" -q --progress=json
+"$PY" - "$T/err" "$T/pj/report.json" <<'PYEOF' && ok || bad "analyze --progress=json: $(head -c 600 "$T/err")"
+import json, sys
+ev = [json.loads(l) for l in open(sys.argv[1])]
+r = json.load(open(sys.argv[2]))
+L, H = r["model"]["n_layer"], r["model"]["n_head"]
+assert ev[-1]["event"] == "done" and set(ev[-1]) == {"event", "elapsed_s"}, ev[-1]
+ph = ev[:-1]
+for e in ph:
+    assert e["event"] == "phase" and set(e) == {"event", "phase", "done", "total", "elapsed_s", "eta_s"}, e
+    assert 0 <= e["done"] <= e["total"] or e["total"] == 0, e
+    assert (e["eta_s"] is None) == (e["total"] == 0 or e["done"] == 0), e
+names = []
+for e in ph:
+    if not names or names[-1] != e["phase"]:
+        names.append(e["phase"])
+for want in ("loading the model", "tokenizing", "forward", "probe", "pairwise", "composition",
+             "gradient", "ablation", "probe ablation", "pruning", "pictures", "the page and report.json"):
+    assert want in names, (want, names)
+assert len(names) == len(set(names)), names  # each phase once, in one run
+count = lambda p: [e["done"] for e in ph if e["phase"] == p and e["total"]]
+assert count("forward") == list(range(1, L + 1)), count("forward")
+assert count("ablation") == list(range(1, L * H + 1)), count("ablation")
+assert count("probe ablation") == list(range(1, L * H + 1)), count("probe ablation")
+assert count("composition") == list(range(1, L + L * (L - 1) // 2 + 2)), count("composition")
+steps = [e for e in ph if e["phase"] == "pruning" and e["total"]]
+d = [e["done"] for e in steps]
+assert steps and d == sorted(set(d)) and d[0] >= 1 and d[-1] <= steps[-1]["total"], steps
+assert all(e["eta_s"] == 0 for e in ph if e["total"] and e["done"] == e["total"])
+t = [e["elapsed_s"] for e in ev]
+assert t == sorted(t), t
+PYEOF
+expect 0 "analyze, stderr not a terminal" -- "$HS" analyze "$G" --text "the cat sat on the mat" -o "$T/pn"
+[ ! -s "$T/err" ] && ok || bad "progress on a stderr that is not a terminal: $(head -c 300 "$T/err")"
+# on_pty FILE COMMAND...: runs COMMAND on a pseudo-terminal, what it wrote kept in FILE; its
+# exit status
+on_pty() {
+    "$PY" - "$@" <<'PYEOF'
+import os, pty, select, sys
+out, argv = sys.argv[1], sys.argv[2:]
+pid, fd = pty.fork()
+if pid == 0:
+    os.execvp(argv[0], argv)
+buf = b""
+while True:
+    r, _, _ = select.select([fd], [], [], 120)
+    if not r:
+        break
+    try:
+        d = os.read(fd, 65536)
+    except OSError:
+        break
+    if not d:
+        break
+    buf += d
+_, st = os.waitpid(pid, 0)
+open(out, "wb").write(buf)
+sys.exit(os.WEXITSTATUS(st) if os.WIFEXITED(st) else 1)
+PYEOF
+}
+# on a pseudo-terminal (HEADSCOPE_TEST_PHASE_SHOW=now: every report drawn, not only after a
+# second): a line per phase rewritten in place, each ended before the summary
+on_pty "$T/pt.out" env HEADSCOPE_TEST_PHASE_SHOW=now "$HS" analyze "$G" --text "the cat sat on the mat. the cat sat" -o "$T/pt" && ok || bad "analyze on a terminal"
+"$PY" - "$T/pt.out" "$G" <<'PYEOF' && ok || bad "analyze on a terminal: progress"
+import sys
+s, model = open(sys.argv[1], "rb").read().decode("utf-8", "replace"), sys.argv[2]
+for want in ("\rheadscope: analyze: loading the model, 0:0", "\rheadscope: analyze: forward 2/2",
+             "\rheadscope: analyze: ablation 1/8, ETA ", "\rheadscope: analyze: ablation 8/8",
+             "\rheadscope: analyze: probe ablation 8/8", "\rheadscope: analyze: pruning 1/",
+             "\rheadscope: analyze: composition, 0:0"):
+    assert want in s, (want, s[:2000])
+summary = s.index(model + ": gpt2, 2 layers x 4 heads")
+assert s[summary - 2:summary] == "\r\n" and "\r" not in s[summary:].replace("\r\n", ""), s[summary - 200:summary + 100]
+PYEOF
+
+# a corpus run counts its texts first: done/total and an ETA from the first text on (shard 2/2
+# of the first 5 lines: texts 1 and 3, counted from 0, so 2), null for a corpus on stdin
+CPL=fixtures/corpus/licenses.txt
+expect 0 "corpus progress with a total" -- "$HS" analyze "$G" --corpus "$CPL" --max-texts 5 --shard 2/2 -o "$T/cpt" -q --progress=json
+"$PY" - "$T/err" <<'PYEOF' && ok || bad "corpus --progress=json total: $(head -c 600 "$T/err")"
+import json, sys
+ev = [json.loads(l) for l in open(sys.argv[1])]
+assert [(e["event"], e["texts_done"], e["texts_total"]) for e in ev] == [("progress", 1, 2), ("progress", 2, 2), ("done", 2, 2)], ev
+assert ev[0]["eta_s"] is not None and ev[0]["eta_s"] >= 0 and ev[-1]["eta_s"] == 0, ev
+PYEOF
+expect 0 "corpus progress from stdin" -- bash -c "head -n 3 '$CPL' | '$HS' analyze '$G' --corpus - -o '$T/cps' -q --progress=json"
+"$PY" -c 'import json,sys; ev=[json.loads(l) for l in open(sys.argv[1])]; sys.exit(0 if len(ev) == 4 and all(e["texts_total"] is None for e in ev) else 1)' "$T/err" && ok || bad "corpus on stdin: $(cat "$T/err")"
+# on a terminal: one line rewritten in place, done/total, the rate and the ETA
+on_pty "$T/cptt.out" "$HS" analyze "$G" --corpus "$CPL" --max-texts 3 -o "$T/cptt" && ok || bad "corpus on a terminal"
+"$PY" - "$T/cptt.out" <<'PYEOF' && ok || bad "corpus progress on a terminal: $(head -c 600 "$T/cptt.out")"
+import re, sys
+s = open(sys.argv[1], "rb").read().decode("utf-8", "replace")
+assert re.search(r"\rheadscope: analyze: 1/3 texts, \d+ tokens/s, ETA \d+:\d\d", s), s[:1000]
+assert re.search(r"\rheadscope: analyze: 3/3 texts, \d+ tokens/s, ETA 0:00 *\r\n", s), s[:1000]
+PYEOF
 
 echo "cli: $pass passed, $fail failed"
 [ "$fail" = 0 ]

@@ -63,6 +63,78 @@ expect 0 "resume after the signal" -- "$HS" analyze "$TG" --corpus "$CP" --max-t
 clean "resume after a signal" "$W"
 rm -rf "$W"
 
+# ---- Ctrl-C in a corpus run: what is kept, said in one line; a rerun over the checkpoint -----
+# HEADSCOPE_TEST_SIGNAL_AFTER=K raises SIGINT after the K-th text (and its checkpoint, when
+# one is due); 8 texts, a checkpoint every 2: K = 1 before the first, 2 right at one, 5
+# between two. Each resumed run equals the uninterrupted one (texts.jsonl byte for byte,
+# partial.json and report.json apart from the generator and the times), no temporary
+# file is left, and a rerun without --resume or --restart is refused.
+cargs=(--corpus "$CP" --max-texts 8 --checkpoint-every 2)
+"$HS" analyze "$G" "${cargs[@]}" -o "$T/cref" -q || bad "the uninterrupted corpus run"
+# same_run DESCRIPTION DIR: DIR holds the uninterrupted run's outputs and no temporary file
+same_run() {
+    cmp -s "$T/cref/texts.jsonl" "$2/texts.jsonl" && ok || bad "$1: texts.jsonl differs"
+    "$PY" - "$T/cref" "$2" <<'PYEOF' && ok || bad "$1: partial.json or report.json differs"
+import json, sys
+def load(d, f):
+    r = json.load(open(d + "/" + f))
+    for k in ("generator", "timing"):
+        r.pop(k, None)
+    r.get("source", {}).pop("seconds", None)
+    r.pop("seconds", None)
+    return json.dumps(r, sort_keys=True)
+a, b = sys.argv[1:3]
+sys.exit(0 if all(load(a, f) == load(b, f) for f in ("partial.json", "report.json")) else 1)
+PYEOF
+    [ -z "$(ls -A "$2" | grep -v -x -e texts.jsonl -e partial.json -e report.json -e index.html)" ] && ok || bad "$1: left $(ls -A "$2")"
+}
+# kept_only DESCRIPTION DIR: DIR holds the checkpoint (partial.json and the one temporary
+# texts.jsonl it names) and nothing else
+kept_only() {
+    local named
+    named=$("$PY" -c 'import json,sys; print(json.load(open(sys.argv[1]))["checkpoint"]["texts_tmp"])' "$2/partial.json" 2>/dev/null)
+    [ -n "$named" ] && [ "$(ls -A "$2" | LC_ALL=C sort | tr '\n' ' ')" = "$(printf '%s\n' partial.json "$named" | LC_ALL=C sort | tr '\n' ' ')" ] && ok || bad "$1: the checkpoint is not all that is left: $(ls -A "$2") (partial.json names '$named')"
+}
+C="$T/ci"
+for k in 1 2 5; do
+    rm -rf "$C"
+    expect 130 "corpus, SIGINT after text $k" -- env HEADSCOPE_TEST_SIGNAL_AFTER=$k "$HS" analyze "$G" "${cargs[@]}" -o "$C" -q
+    one_line_error "corpus, SIGINT after text $k"
+    if [ $k = 1 ]; then
+        stderr_has "SIGINT before a checkpoint" "interrupted before the first checkpoint (after 2 texts): nothing is kept"
+        [ ! -e "$C" ] && ok || bad "SIGINT before a checkpoint: the folder the run made is left: $(ls -A "$C")"
+        continue
+    fi
+    kept=$((k / 2 * 2))
+    stderr_has "corpus, SIGINT after text $k" "interrupted; the checkpoint in '$C' keeps $kept of 8 texts (partial.json, texts.jsonl.tmp-"
+    stderr_has "corpus, SIGINT after text $k" "run the same command with --resume to go on, or with --restart to start again"
+    kept_only "corpus, SIGINT after text $k" "$C"
+    cp "$C/partial.json" "$T/cp.json"
+    expect 1 "a rerun over the checkpoint (SIGINT after $k)" -- "$HS" analyze "$G" "${cargs[@]}" -o "$C" -q
+    one_line_error "a rerun over the checkpoint"
+    stderr_has "a rerun over the checkpoint" "'$C' holds an unfinished run's checkpoint ($kept texts of '$CP' analysed): add --resume to go on from it, or --restart to discard it"
+    cmp -s "$C/partial.json" "$T/cp.json" && ok || bad "a refused rerun changed the checkpoint"
+    kept_only "a refused rerun" "$C"
+    if [ $k = 2 ]; then # the resumed run interrupted in turn, after its first text (no new checkpoint)
+        expect 130 "a resumed run, SIGINT" -- env HEADSCOPE_TEST_SIGNAL_AFTER=1 "$HS" analyze "$G" "${cargs[@]}" -o "$C" -q --resume
+        stderr_has "a resumed run, SIGINT" "keeps 2 of 8 texts"
+        kept_only "a resumed run, SIGINT" "$C"
+    fi
+    expect 0 "resume after SIGINT after text $k" -- "$HS" analyze "$G" "${cargs[@]}" -o "$C" -q --resume
+    same_run "resume after SIGINT after text $k" "$C"
+done
+# --restart: the run from the start over a checkpoint, whose temporary file goes too
+rm -rf "$C"
+expect 130 "SIGINT before a restart" -- env HEADSCOPE_TEST_SIGNAL_AFTER=3 "$HS" analyze "$G" "${cargs[@]}" -o "$C" -q
+expect 0 "--restart over a checkpoint" -- "$HS" analyze "$G" "${cargs[@]}" -o "$C" -q --restart
+same_run "--restart over a checkpoint" "$C"
+expect 2 "--resume with --restart" -- "$HS" analyze "$G" "${cargs[@]}" -o "$C" -q --resume --restart
+one_line_error "--resume with --restart"
+# the folder -o made, with its parents, goes again when nothing is kept
+expect 130 "SIGINT in new parents" -- env HEADSCOPE_TEST_SIGNAL_AFTER=1 "$HS" analyze "$G" "${cargs[@]}" -o "$T/np/a/b" -q
+[ ! -e "$T/np" ] && ok || bad "SIGINT before a checkpoint left the parents -o made: $(find "$T/np")"
+clean "corpus interrupts" "$T"
+
 # ---- the file size limit (SIGXFSZ): the write fails, the command says so and cleans up ------
 mkdir -p "$W"
 limited() { (ulimit -f 64 && "$@"); } # 64 KiB

@@ -26,9 +26,9 @@ import families_norms as F
 r = json.load(open('$T/out-$fam/report.json'))
 m = F.load_model('$T/$fam')
 c = m.cfg
-want = ['local' if F.layer_is_local(c, l) else 'global' for l in range(c['L'])]
-assert r['model']['layer_attention'] == want, r['model']['layer_attention']
-assert r['model']['sliding_window'] == (c['sliding_window'] if c['gemma'] else None)
+want = [{'attention': 'local', 'window': c['sliding_window']} if F.layer_is_local(c, l)
+        else {'attention': 'global', 'window': None} for l in range(c['L'])]
+assert r['model']['layers'] == want, r['model']['layers']
 assert r['model']['family'] == c['kind'] and r['model']['d_head'] == c['dh']
 assert not r['composition']['available']
 dla = r['direct_logit_attribution']
@@ -69,7 +69,7 @@ tol = 1e-3 if '$fam' == 'gemma2' else 0.0
 da = [h['ablation_delta'] for h in a['heads']]
 db = [h['ablation_delta'] for h in b['heads']]
 d = max([abs(a['loss']['value'] - b['loss']['value'])] + [abs(x - y) for x, y in zip(da, db)])
-same = a['input']['ids'] == b['input']['ids'] and a['model']['layer_attention'] == b['model']['layer_attention']
+same = a['input']['ids'] == b['input']['ids'] and a['model']['layers'] == b['model']['layers']
 print('$fam GGUF vs folder: max|d| = %.3g' % d)
 sys.exit(0 if same and d <= tol else 1)" >"$T/cmp" 2>&1; then ok; else bad "$fam GGUF report: $(cat "$T/cmp")"; fi
 done
@@ -121,7 +121,7 @@ json.dump(c, open(p, 'w'))"
     one_line_error "$2"
     stderr_has "$2" "$4"
 }
-refuse gemma2 "gemma2 yarn rope" "c['rope_scaling'] = {'rope_type': 'yarn', 'factor': 4.0}" "rope scaling type 'yarn' is not supported"
+refuse gemma2 "gemma2 dynamic rope" "c['rope_scaling'] = {'rope_type': 'dynamic', 'factor': 4.0}" "rope scaling type 'dynamic' is not supported"
 refuse gemma2 "gemma2 relu" "c['hidden_activation'] = 'relu'" "hidden_activation 'relu' is not supported"
 refuse gemma2 "gemma2 negative softcap" "c['attn_logit_softcapping'] = -1" "'attn_logit_softcapping' must be a number"
 refuse gemma2 "gemma2 attention bias" "c['attention_bias'] = True" "'attention_bias': true is not supported"

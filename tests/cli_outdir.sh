@@ -205,5 +205,51 @@ expect 0 "a run after kill -9" -- "$HS" analyze "$G" --text "$TXT" -o "$K" "${A[
 [ -f "$K/notes.txt" ] && [ -f "$K/report.json" ] && ok || bad "the run after kill -9: $(ls -A "$K")"
 victim_same "stale staging"
 
+# ---- reruns said, --no-clobber, missing parents (issue 40) ----------------------------------
+# a rerun says what it replaced (not with -q); --no-clobber refuses a folder with an earlier
+# run's outputs before anything runs, and leaves it as it was, for analyze, corpus, merge, dump
+R="$T/rerun"
+mkdir -p "$R" && echo mine >"$R/notes.txt"
+expect 0 "a first run beside a file of the user's" -- "$HS" analyze "$G" --text "$TXT" -o "$R" --no-images --no-ablation --no-rollout --no-composition
+[ ! -s "$T/err" ] && ok || bad "a first run said something on stderr: $(cat "$T/err")"
+expect 0 "a rerun" -- "$HS" analyze "$G" --text "$TXT" -o "$R" --no-ablation --no-rollout --no-composition
+one_line_error "a rerun"
+stderr_has "a rerun" "headscope: analyze: replaced the earlier run in '$R' (2 files: "
+expect 0 "a quiet rerun" -- "$HS" analyze "$G" --text "$TXT" -o "$R" "${A[@]}"
+[ ! -s "$T/err" ] && ok || bad "a quiet rerun said something: $(cat "$T/err")"
+(cd "$R" && find . -type f | LC_ALL=C sort | xargs sha256sum) >"$T/rerun.sum"
+for cmd in analyze corpus merge dump; do
+    case $cmd in
+    analyze) expect 1 "analyze --no-clobber" -- "$HS" analyze "$G" --text "$TXT" -o "$R" "${A[@]}" --no-clobber ;;
+    corpus) expect 1 "corpus --no-clobber" -- "$HS" analyze "$G" --corpus "$CP" --max-texts 2 -o "$R" -q --no-clobber ;;
+    merge) expect 1 "merge --no-clobber" -- "$HS" merge "$T/c4" -o "$R" -q --no-clobber ;;
+    dump) expect 1 "dump --no-clobber" -- "$HS" dump "$G" --text "$TXT" --what pattern -o "$R" -q --no-clobber ;;
+    esac
+    one_line_error "$cmd --no-clobber"
+    stderr_has "$cmd --no-clobber" "holds an earlier run's outputs ("
+    (cd "$R" && find . -type f | LC_ALL=C sort | xargs sha256sum) | cmp -s - "$T/rerun.sum" && ok || bad "$cmd --no-clobber changed the folder"
+done
+mkdir -p "$T/users" && echo mine >"$T/users/notes.txt"
+expect 0 "--no-clobber into a folder of the user's files only" -- "$HS" analyze "$G" --text "$TXT" -o "$T/users" "${A[@]}" --no-clobber
+expect 0 "--no-clobber into a new folder" -- "$HS" merge "$T/c4" -o "$T/fresh" -q --no-clobber
+expect 2 "--no-clobber with --resume" -- "$HS" analyze "$G" --corpus "$CP" -o "$R" --resume --no-clobber
+one_line_error "--no-clobber with --resume"
+# -o a/b/c makes the missing parents; a failed run removes the folders it made, only those
+expect 0 "-o with missing parents" -- "$HS" analyze "$G" --text "$TXT" -o "$T/p1/a/b" "${A[@]}"
+[ -f "$T/p1/a/b/report.json" ] && ok || bad "-o with missing parents: $(find "$T/p1" | head)"
+mkdir -p "$T/p2"
+for cmd in analyze corpus merge dump; do
+    case $cmd in
+    analyze) expect 1 "analyze failing in new parents" -- "$HS" analyze "$T/no-model" --text "$TXT" -o "$T/p2/x/y/z" "${A[@]}" ;;
+    corpus) expect 1 "corpus failing in new parents" -- "$HS" analyze "$G" --corpus "$T/no-corpus" -o "$T/p2/x/y/z" -q ;;
+    merge) expect 1 "merge failing in new parents" -- "$HS" merge "$T/no-shard" -o "$T/p2/x/y/z" -q ;;
+    dump) expect 1 "dump failing in new parents" -- "$HS" dump "$T/no-model" --text "$TXT" --what pattern -o "$T/p2/x/y/z" -q ;;
+    esac
+    [ -d "$T/p2" ] && [ -z "$(ls -A "$T/p2")" ] && ok || bad "$cmd failing in new parents left $(find "$T/p2")"
+done
+touch "$T/plainfile"
+expect 1 "-o under a file" -- "$HS" analyze "$G" --text "$TXT" -o "$T/plainfile/a/b" "${A[@]}"
+one_line_error "-o under a file"; stderr_has "-o under a file" "Not a directory"
+
 echo "cli_outdir: $pass passed, $fail failed"
 [ "$fail" = 0 ]

@@ -1,5 +1,6 @@
-/* Helpers of the GGUF suites (test_gguf.c, test_gguf_write.c): two models' weights
- * compared, two tokenizers' ids compared (header-only, test code only). */
+/* Helpers of the GGUF suites (test_gguf.c, test_gguf_write.c, test_gguf_family.c,
+ * test_gguf_quant.c): two models' weights compared, two tokenizers' ids compared, a file's
+ * tensor types counted (header-only, test code only). */
 #ifndef HEADSCOPE_GGUF_UTIL_H
 #define HEADSCOPE_GGUF_UTIL_H
 
@@ -88,6 +89,23 @@ static inline void expect_same_ids(const hs_model *a, const hs_model *b, const c
         cr_assert_eq(x.ids[i], y.ids[i], "'%s': token %zu", text, i);
     hs_encoding_free(&x);
     hs_encoding_free(&y);
+}
+
+/* Expects the GGUF file at path to hold counts[k] tensors of ggml type types[k]. */
+static inline void expect_type_counts(const char *path, const uint32_t *types, const int *counts,
+                                      int n_types)
+{
+    hs_gguf *g = NULL;
+    hs_error err = {{0}};
+    cr_assert_eq(hs_gguf_open(path, &g, &err), HS_OK, "%s", err.msg);
+    for (int k = 0; k < n_types; k++) {
+        int n = 0;
+        for (size_t i = 0; i < hs_gguf_tensor_count(g); i++)
+            n += hs_gguf_tensor_at(g, i)->type == types[k];
+        cr_expect_eq(n, counts[k], "%s: %d tensors of type %s, expected %d", path, n,
+                     hs_ggml_type_name(types[k]), counts[k]);
+    }
+    hs_gguf_free(g);
 }
 
 #endif

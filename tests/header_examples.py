@@ -23,6 +23,10 @@ CONTEXT = {
     "forward.h": "hs_error err = {{0}}; const hs_model *model = NULL; const int32_t *ids = NULL; "
                  "int n = 1, state = 0;",
     "gguf.h": "hs_error err = {{0}}; const hs_model *model = NULL;",
+    "hooks.h": "hs_error err = {{0}}; const hs_model *model = NULL; const int32_t *ids = NULL; "
+               "int n = 1, state = 0;",
+    "patch.h": "hs_error err = {{0}}; const hs_model *model = NULL; const int32_t *clean_ids = "
+               "NULL, *corrupt_ids = NULL; int n = 1, answer_id = 0, wrong_id = 1;",
     "html.h": "const char *json = \"{}\"; const float *maps = NULL; int n_heads = 1, n = 1;",
     "importance.h": "hs_error err = {{0}}; const hs_model *model = NULL; "
                     "const int32_t *ids = NULL; int n = 1, L = 1, H = 1;",
@@ -33,7 +37,9 @@ CONTEXT = {
                 "const char *text = \"\";",
 }
 FILE_SCOPE = ("static int my_observer(void *user, int layer, const float *probs, int n_head, "
-              "int n)\n{ (void)user, (void)layer, (void)probs, (void)n_head, (void)n; return 0; }\n")
+              "int n)\n{ (void)user, (void)layer, (void)probs, (void)n_head, (void)n; return 0; }\n"
+              "static int my_hook(void *user, const hs_hook_call *call)\n"
+              "{ (void)user, (void)call; return 0; }\n")
 
 
 def examples(path):

@@ -26,8 +26,10 @@ lib=$stage/usr/lib
 so=$(readlink -f "$lib/libheadscope.so")
 [ -f "$stage/usr/bin/headscope" ] && [ -f "$lib/libheadscope.a" ] &&
     [ -f "$stage/usr/include/headscope.h" ] && [ -f "$stage/usr/include/headscope/model.h" ] &&
-    [ -f "$stage/usr/share/doc/headscope/install.md" ] || fail "install left files out"
+    [ -f "$stage/usr/share/doc/headscope/docs/install.md" ] || fail "install left files out"
 ok "install into a stage"
+"$PY" tests/docs_check.py links "$stage/usr/share/doc/headscope" || fail "the installed docs' links or pictures do not resolve"
+ok "the installed README's and docs' links and pictures resolve"
 
 # exports: hs_* only, and a soname with the major version
 bad=$(nm -D --defined-only "$so" | awk '$2 ~ /^[TDBRVW]$/ && $3 !~ /^hs_/ {print $3}')
@@ -92,7 +94,8 @@ $PY tests/header_examples.py "$stage/usr/include" "$tmp/examples.c" -- $CC $san 
 LD_LIBRARY_PATH=$lib "$tmp/examples" || fail "header examples' main"
 ok "header usage examples compile and link"
 
-# the Python package: pip install ./python offline into a venv that sees Debian's numpy
+# the Python package: pip install ./python offline (python/build_backend.py, no setuptools)
+# into a venv that sees Debian's numpy; the wheel of make wheel: tests/wheel.sh
 $PY -m venv --system-site-packages "$tmp/venv"
 cp -r python "$tmp/python" # pip builds in the source folder: not in the checkout
 rm -rf "$tmp/python/build" "$tmp/python/"*.egg-info # a stale in-tree build would be reused
@@ -105,7 +108,8 @@ if [[ "${HS_SANITIZE:-}" == *address* ]]; then
     pre=$($CC -print-file-name=libasan.so)
     export ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 fi
-# the ctypes mirrors of hs_forward_opts, hs_open_opts, hs_trace, hs_model_config and hs_encoding
+# the ctypes mirrors of hs_forward_opts, hs_open_opts, hs_trace, hs_model_config, hs_activations,
+# hs_html_input and hs_encoding
 # have the C structs' sizes and offsets
 cat >"$tmp/layout.c" <<'CEOF'
 #include <stddef.h>
@@ -131,6 +135,17 @@ int main(void)
     F(hs_model_config, ln_eps); F(hs_model_config, act); F(hs_model_config, causal);
     F(hs_model_config, has_lm_head); F(hs_model_config, n_kv_head); F(hs_model_config, arch);
     F(hs_model_config, gated);
+    printf("hs_activations %zu\n", sizeof(hs_activations));
+    F(hs_activations, n_layer); F(hs_activations, n_head); F(hs_activations, n);
+    F(hs_activations, d_model); F(hs_activations, d_head); F(hs_activations, what);
+    F(hs_activations, n_kv_head); F(hs_activations, qkv_width); F(hs_activations, resid_pre);
+    F(hs_activations, qkv); F(hs_activations, pattern); F(hs_activations, z);
+    F(hs_activations, attn_out); F(hs_activations, mlp_out); F(hs_activations, resid_final);
+    F(hs_activations, final_rstd);
+    printf("hs_html_input %zu\n", sizeof(hs_html_input));
+    F(hs_html_input, report_json); F(hs_html_input, attn); F(hs_html_input, map_fn);
+    F(hs_html_input, map_user); F(hs_html_input, n_maps); F(hs_html_input, n);
+    F(hs_html_input, texts_jsonl);
     printf("hs_encoding %zu\n", sizeof(hs_encoding));
     F(hs_encoding, n); F(hs_encoding, ids); F(hs_encoding, type_ids); F(hs_encoding, n_text);
     F(hs_encoding, n_pair); F(hs_encoding, paired);
@@ -144,12 +159,13 @@ import ctypes
 from headscope import _lib
 for c, t in (("hs_forward_opts", _lib.HsForwardOpts), ("hs_open_opts", _lib.HsOpenOpts),
              ("hs_trace", _lib.HsTrace), ("hs_model_config", _lib.HsModelConfig),
+             ("hs_activations", _lib.HsActivations), ("hs_html_input", _lib.HsHtmlInput),
              ("hs_encoding", _lib.HsEncoding)):
     print(c, ctypes.sizeof(t))
     for name, _ in t._fields_:
         print("%s.%s" % (c, name), getattr(t, name).offset)')
 [ "$want" = "$got" ] &&
-    ok "the Python package's hs_forward_opts, hs_open_opts, hs_trace, hs_model_config and hs_encoding match the header" ||
+    ok "the Python package's hs_forward_opts, hs_open_opts, hs_trace, hs_model_config, hs_activations, hs_html_input and hs_encoding match the header" ||
     fail "struct layouts: C says $(echo $want), Python $(echo $got)"
 cp -r python/tests "$tmp/pytests" # run outside the tree: the installed package, not python/
 (cd "$tmp" && HEADSCOPE_LIB=$lib/$soname HEADSCOPE_ROOT=$ROOT HEADSCOPE=$stage/usr/bin/headscope \

@@ -17,10 +17,14 @@
 #     to f32, f16 and q8_0): llama-tokenize's ids of the golden text are those of
 #     fixtures/family-golden/ (the Rust tokenizers library's) and so are headscope's on the
 #     written file, and llama-embedding's final hidden states are within a bound of the
-#     float64 goldens; llama-quantize's Q4_0 / Q4_K / Q6_K files (fixtures/gguf/families) and
-#     the Q8_0 one: llama-embedding against headscope on the same file; with LLAMACPP_MODELS,
+#     float64 goldens; llama-quantize's Q4_0 / Q4_K / Q6_K files (fixtures/gguf/families),
+#     the Q8_0 one and ggml's quantizer's files of every other block format headscope reads:
+#     llama-embedding against headscope on the same file; with LLAMACPP_MODELS,
 #     llama.cpp's own tokenizer test on its ggml-vocab-llama-spm.gguf
-#     (LLAMACPP_FAMILIES_ONLY=1 runs this part alone).
+#     (LLAMACPP_FAMILIES_ONLY=1 runs this part alone);
+#   - issue 39's tokenizer files (fixtures/gguf/tokdefects): llama-tokenize's ids against
+#     headscope's (RoBERTa's add_bos_token / add_eos_token, equal SentencePiece scores, a BOS id
+#     beyond the vocabulary).
 #
 #   LLAMACPP=/path/to/llama.cpp/build/bin [LLAMACPP_MODELS=/path/to/llama.cpp/models] \
 #       bash tests/llamacpp.sh          # or: make llamacpp-test LLAMACPP=...
@@ -110,13 +114,16 @@ families() {
         done
     done
 }
-# llama-quantize's files of a llama (fixtures/gguf/families/tiny-llama-wide.*): llama.cpp's
-# hidden states against headscope's on the same file (both decode the same blocks; llama.cpp
-# also quantises activations to Q8 blocks, hence the bound).
+# llama-quantize's files of a llama (fixtures/gguf/families/tiny-llama-wide.*), and ggml's
+# quantizer's files of issue 39 (tiny-llama-wide.mixed: IQ4_XS, Q4_1, Q5_0, Q5_1, IQ4_NL,
+# Q3_K, Q2_K, Q5_K; tiny-qwen2.q4_k_m_fallback: Q5_0, Q5_1, Q8_0): llama.cpp's hidden states
+# against headscope's on the same file (both decode the same blocks; llama.cpp also
+# quantises activations to Q8 blocks, hence the bound).
 quantized() {
     local f text="The capital of France is Paris. The capital of Germany is Berlin."
     for f in fixtures/gguf/families/tiny-llama-wide.q4_0.gguf fixtures/gguf/families/tiny-llama-wide.q4_k.gguf \
-        fixtures/gguf/families/tiny-llama-wide.q6_k.gguf fixtures/gguf/families/tiny-llama.q8_0.gguf; do
+        fixtures/gguf/families/tiny-llama-wide.q6_k.gguf fixtures/gguf/families/tiny-llama.q8_0.gguf \
+        fixtures/gguf/families/tiny-llama-wide.mixed.gguf fixtures/gguf/families/tiny-qwen2.q4_k_m_fallback.gguf; do
         if ! "$L/llama-embedding" -m "$f" -p "$text" --pooling none --embd-normalize -1 \
             --embd-output-format json -c 128 -b 128 -ub 128 -ctk f32 -ctv f32 -t $TH --no-warmup \
             >"$T/emb.json" 2>"$T/emb.err"; then
@@ -285,6 +292,18 @@ for ty in f32 f16; do
     fi
     if "$PY" tests/llamacpp.py embed-ids "$f" "$T/rids.txt" "$T/emb.json" $cos >"$T/emb.log"; then ok; else bad "roberta-$ty: cosine below $cos"; fi
     echo "roberta-$ty: $(cat "$T/emb.log")"
+done
+
+# issue 39's tokenizer cases (fixtures/gguf/tokdefects, checked without llama.cpp by
+# tests/test_gguf_tokdefects.c): llama-tokenize's ids against headscope's on a RoBERTa file as
+# llama.cpp's converter writes it and as headscope writes it (<s> ... </s> from add_bos_token /
+# add_eos_token), a Llama vocabulary with equal scores, and a BOS id beyond the vocabulary
+# (llama.cpp warns and keeps its default, headscope too)
+for f in fixtures/gguf/tokdefects/roberta.gguf "$T/roberta-f32.gguf" \
+    fixtures/gguf/tokdefects/llama-equal-scores.gguf fixtures/gguf/tokdefects/llama-bos-beyond.gguf; do
+    for text in "${TEXTS[@]}" "Hello" "$RTEXT"; do
+        ids_case "$f" "$text" "$(basename "$f")"
+    done
 done
 
 families

@@ -1,6 +1,9 @@
 /* hs_analyze_json (the entry point of the Python package): options by name, the report of
  * one text, the corpus report of several, and every refusal with its status and message.
- * The numbers themselves are the pipeline's, tested in test_analysis.c and tests/cli.sh. */
+ * hs_analyze_files (the files of analyze -o and the page). The numbers themselves are the
+ * pipeline's, tested in test_analysis.c and tests/cli.sh. */
+#include <sys/stat.h>
+
 #include <cJSON.h>
 
 #include "headscope/report.h"
@@ -173,4 +176,95 @@ Test(analyze_json, long_text_is_refused_or_truncated)
     cJSON_Delete(j);
     hs_free(out);
     free(text);
+}
+
+/* The number of entries of folder d (without . and ..), counted recursively. */
+static int count_files(const char *d)
+{
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "find '%s' -type f | wc -l", d);
+    FILE *p = popen(cmd, "r");
+    int n = -1;
+    cr_assert_not_null(p);
+    cr_assert_eq(fscanf(p, "%d", &n), 1);
+    pclose(p);
+    return n;
+}
+
+Test(analyze_json, files_are_those_of_analyze_o_and_the_page_the_one_written)
+{
+    char dir[256], path[320];
+    tu_mkdtemp(dir, sizeof dir);
+    char *report = NULL, *page = NULL;
+    size_t page_len = 0;
+    hs_error err = {{0}};
+    cr_assert_eq(hs_analyze_files(model, TEXT, strlen(TEXT), "{\"ablation\": false}", dir,
+                                  &report, &page, &page_len, &err), HS_OK, "%s", err.msg);
+    cr_assert_eq(strlen(page), page_len);
+    cJSON *j = cJSON_Parse(report);
+    const cJSON *files = cJSON_GetObjectItem(j, "files");
+    int n = cJSON_GetArraySize(files);
+    /* 8 heads, gallery, similarity, dla, rollout, flow, composition, index.html, report.json */
+    cr_assert_eq(n, 16, "%d files", n);
+    cr_assert_str_eq(cJSON_GetArrayItem(files, n - 1)->valuestring, "report.json");
+    cr_assert_eq(count_files(dir), n);
+    for (int i = 0; i < n; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, cJSON_GetArrayItem(files, i)->valuestring);
+        cr_assert_eq(access(path, R_OK), 0, "%s", path);
+    }
+    char *text;
+    size_t len;
+    snprintf(path, sizeof path, "%s/index.html", dir);
+    cr_assert_eq(hs_read_file(path, 1 << 26, &text, &len, &err), HS_OK, "%s", err.msg);
+    cr_assert(len == page_len && !memcmp(text, page, len), "index.html is not the page");
+    free(text);
+    snprintf(path, sizeof path, "%s/report.json", dir);
+    cJSON *written = tu_json_file(path);
+    cr_assert(cJSON_Compare(written, j, 1), "report.json is not the report");
+    cJSON_Delete(written);
+    cJSON_Delete(j);
+    hs_free(report);
+    hs_free(page);
+    /* the page alone: no files listed, nothing written */
+    cr_assert_eq(hs_analyze_files(model, TEXT, strlen(TEXT), "{\"ablation\": false}", NULL,
+                                  &report, &page, &page_len, &err), HS_OK, "%s", err.msg);
+    j = cJSON_Parse(report);
+    cr_assert_eq(cJSON_GetArraySize(cJSON_GetObjectItem(j, "files")), 0);
+    cr_assert(strstr(page, "<!DOCTYPE html>") == page);
+    cJSON_Delete(j);
+    hs_free(report);
+    hs_free(page);
+    tu_rm_rf(dir);
+}
+
+Test(analyze_json, files_refusals_leave_nothing)
+{
+    char dir[256], sub[300];
+    tu_mkdtemp(dir, sizeof dir);
+    char *report = (char *)1, *page = (char *)1;
+    size_t len = 1;
+    hs_error err = {{0}};
+    /* a folder that is missing: the pictures cannot be written */
+    snprintf(sub, sizeof sub, "%s/missing", dir);
+    cr_assert_eq(hs_analyze_files(model, TEXT, strlen(TEXT), "{\"ablation\": false}", sub,
+                                  &report, &page, &len, &err), HS_E_IO, "%s", err.msg);
+    cr_assert_null(report);
+    cr_assert_null(page);
+    cr_assert_eq(count_files(dir), 0);
+    /* report.json cannot be written (a folder of that name): the pictures and the page go */
+    snprintf(sub, sizeof sub, "%s/report.json", dir);
+    cr_assert_eq(mkdir(sub, 0700), 0);
+    cr_assert_eq(hs_analyze_files(model, TEXT, strlen(TEXT), "{\"ablation\": false}", dir,
+                                  &report, NULL, NULL, &err), HS_E_IO);
+    cr_assert(strstr(err.msg, "report.json"), "%s", err.msg);
+    cr_assert_null(report);
+    cr_assert_eq(count_files(dir), 0);
+    cr_assert_eq(hs_analyze_files(model, TEXT, strlen(TEXT), "{\"nope\": 1}", NULL, &report,
+                                  &page, &len, &err), HS_E_ARG);
+    cr_assert(strstr(err.msg, "nope"), "%s", err.msg);
+    cr_assert_eq(hs_analyze_files(model, TEXT, strlen(TEXT), NULL, NULL, &report, NULL, NULL,
+                                  &err), HS_E_ARG);
+    cr_assert_eq(hs_analyze_files(model, "", 0, NULL, NULL, &report, &page, &len, &err),
+                 HS_E_INPUT);
+    tu_rm_rf(dir);
 }

@@ -259,7 +259,8 @@ Test(descriptor, gradient_matches_finite_differences_under_a_window)
 
 /* A model whose heads do not split d_model written to GGUF (with tiny-llama's tokenizer,
  * which llama.cpp needs) keeps its head width (attention.key_length / value_length) and
- * gives the same maps, bit for bit; a sliding window, which the file cannot say, is refused. */
+ * gives the same maps, bit for bit; a sliding window on every layer is written and read back,
+ * one on some layers only, which the file cannot say, is refused. */
 Test(descriptor, gguf_keeps_the_head_width)
 {
     char dir[64], from[2048], to[256], cwd[1024];
@@ -294,11 +295,22 @@ Test(descriptor, gguf_keeps_the_head_width)
     cr_assert_eq(hs_forward(back, ids.data, NULL, n, &o2, NULL, &err), HS_OK, "%s", err.msg);
     cr_expect(!memcmp(t1->attn, t2->attn, (size_t)c->n_layer * c->n_head * n * n * sizeof(float)),
               "the GGUF file's maps differ");
-    hf->arch.sliding_window = 4;
+    hf->arch.sliding_window = 4; /* on every layer: {arch}.attention.sliding_window */
     snprintf(to, sizeof to, "%s/w.gguf", dir);
+    cr_assert_eq(hs_gguf_write(hf, to, NULL, &err), HS_OK, "%s", err.msg);
+    hs_model *win = NULL;
+    cr_assert_eq(hs_model_load(to, &win, &err), HS_OK, "%s", err.msg);
+    for (int l = 0; l < c->n_layer; l++) {
+        hs_visibility v = hs_model_layer_visibility(hs_model_config_of(win), l);
+        cr_expect(v.kind == HS_VIS_SLIDING && v.window == 4, "layer %d's window read back", l);
+    }
+    hs_model_free(win);
+    unlink(to);
+    hf->arch.global_every = 2; /* on some layers only: the file cannot say it */
     cr_assert_eq(hs_gguf_write(hf, to, NULL, &err), HS_E_UNSUPPORTED);
-    cr_assert_str_eq(err.msg, "a sliding window, another visibility than the family's or a MLP "
-                     "gated by another activation than SiLU cannot be written to GGUF");
+    cr_assert_str_eq(err.msg, "a sliding window on some layers only, another visibility than the "
+                     "family's or a MLP gated by another activation than SiLU cannot be written "
+                     "to GGUF");
     cr_assert_neq(access(to, F_OK), 0, "a refused file is left behind");
     hs_trace_free(t1);
     hs_trace_free(t2);

@@ -74,7 +74,7 @@ BAD_OPEN(truncated_data, HS_E_FORMAT, "tensor 'blk.0.ffn_up.weight': 1024 bytes 
 BAD_OPEN(n_dims_5, HS_E_FORMAT, "tensor 'blk.0.attn_norm.weight': n_dims 5 (expected 1 to 4)")
 BAD_OPEN(ne_zero, HS_E_FORMAT, "ne[1] = 0")
 BAD_OPEN(name_too_long, HS_E_FORMAT, "tensor #0: name of 64 bytes (expected 1 to 63)")
-BAD_OPEN(ggml_type_q4_1, HS_E_DTYPE, "tensor 'token_embd.weight': unsupported ggml type 3 (Q4_1); headscope reads F32, F16, BF16, Q8_0, Q4_0, Q4_K and Q6_K")
+BAD_OPEN(ggml_type_iq2_xxs, HS_E_DTYPE, "tensor 'token_embd.weight': unsupported ggml type 16 (IQ2_XXS); headscope reads F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL and IQ4_XS")
 BAD_OPEN(ggml_type_unknown, HS_E_DTYPE, "tensor 'token_embd.weight': unknown ggml type 99")
 
 Test(gguf, open_names_the_path_and_reports_missing_files)

@@ -18,6 +18,7 @@
 #include "headscope/tokenizer.h"
 #include "model/model_internal.h"
 #include "nn/ops.h"
+#include "gguf_util.h"
 #include "tokutil.h"
 
 #define FAMS "fixtures/gguf/families/"
@@ -352,18 +353,8 @@ static void check_lossy(const char *hf, const char *file, double max_map, double
     cr_expect_leq(mx, max_map, "%s: maps max|d| %g", file, mx);
     cr_expect_leq(mean, mean_map, "%s: maps mean|d| %g", file, mean);
     cr_expect_leq(fabs(lg - lh), max_loss, "%s: loss |d| %g", file, fabs(lg - lh));
-    hs_gguf *gg = NULL;
-    hs_error err = {{0}};
     snprintf(path, sizeof path, FAMS "%s.gguf", file);
-    cr_assert_eq(hs_gguf_open(path, &gg, &err), HS_OK, "%s", err.msg);
-    for (int k = 0; k < n_types; k++) {
-        int n = 0;
-        for (size_t i = 0; i < hs_gguf_tensor_count(gg); i++)
-            n += hs_gguf_tensor_at(gg, i)->type == types[k];
-        cr_expect_eq(n, counts[k], "%s: %d tensors of type %s, expected %d", file, n,
-                     hs_ggml_type_name(types[k]), counts[k]);
-    }
-    hs_gguf_free(gg);
+    expect_type_counts(path, types, counts, n_types);
     run_free(&rg);
     run_free(&rh);
     hs_model_free(g);
@@ -504,11 +495,23 @@ static void refuse_with_kv(const char *file, const char *key, uint32_t type, con
     free(buf);
 }
 
-Test(gguf_family, refuses_sliding_windows_experts_and_other_head_sizes)
+Test(gguf_family, reads_a_sliding_window_refuses_experts_and_other_head_sizes)
 {
     unsigned char v[4] = {128, 0, 0, 0};
-    refuse_with_kv("tiny-qwen2.f32", "qwen2.attention.sliding_window", HS_GGUF_UINT32, v, 4,
-                   HS_E_UNSUPPORTED, "qwen2.attention.sliding_window = 128: sliding-window attention is not supported");
+    size_t len, n;
+    unsigned char *buf = read_fam("tiny-qwen2.f32", &len);
+    unsigned char *b2 = with_kv(buf, len, "qwen2.attention.sliding_window", HS_GGUF_UINT32, v, 4, &n);
+    hs_model *m = NULL;
+    char msg[HS_ERROR_MSG_MAX];
+    cr_assert_eq(load_image(b2, n, &m, msg, sizeof msg), HS_OK, "%s", msg);
+    const hs_model_config *c = hs_model_config_of(m);
+    for (int l = 0; l < c->n_layer; l++) { /* every layer sees the last 128 keys */
+        hs_visibility w = hs_model_layer_visibility(c, l);
+        cr_expect(w.kind == HS_VIS_SLIDING && w.window == 128 && hs_model_layer_is_local(c, l));
+    }
+    hs_model_free(m);
+    free(b2);
+    free(buf);
     v[0] = 8;
     refuse_with_kv("tiny-llama.f32", "llama.expert_count", HS_GGUF_UINT32, v, 4, HS_E_UNSUPPORTED,
                    "llama.expert_count = 8: mixtures of experts are not supported");

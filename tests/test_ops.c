@@ -116,6 +116,29 @@ Test(ops, rotary_turns_the_rotated_pairs_and_leaves_the_rest)
     NEAR(y[3], ch);
 }
 
+/* The scaled turn (longrope's attention factor s): s times the plain turn; scale 1 is
+ * hs_op_rotary bit for bit; the inverse is the transpose, so forward then inverse gives s^2 x. */
+Test(ops, rotary_scaled_is_the_turn_times_the_scale)
+{
+    const double inv[2] = {1.0, 0.5};
+    float a[6] = {1, 0, 0, 1, 7, 8}, b[6], c[6], x0[6];
+    memcpy(b, a, sizeof a);
+    memcpy(c, a, sizeof a);
+    memcpy(x0, a, sizeof a);
+    hs_op_rotary(a, 1, 1, 6, 6, 4, inv, 1, 0);
+    hs_op_rotary_scaled(b, 1, 1, 6, 6, 4, inv, 1.0, 1, 0);
+    cr_expect_arr_eq(a, b, sizeof a);
+    hs_op_rotary_scaled(c, 1, 1, 6, 6, 4, inv, 1.5, 1, 0);
+    NEAR(c[0], 1.5 * 0.5403023058681398);  /* 1.5 (cos 1) */
+    NEAR(c[2], 1.5 * 0.8414709848078965);  /* 1.5 (sin 1) */
+    NEAR(c[1], -1.5 * 0.479425538604203);  /* 1.5 (-sin 0.5) */
+    NEAR(c[3], 1.5 * 0.8775825618903728);  /* 1.5 (cos 0.5) */
+    NEAR(c[4], 7);                         /* past the rotated dimensions: untouched */
+    hs_op_rotary_scaled(c, 1, 1, 6, 6, 4, inv, 1.5, 1, 1);
+    for (int k = 0; k < 4; k++)
+        NEAR(c[k], 2.25 * x0[k]);
+}
+
 /* GELU with erf (BERT): x/2 (1 + erf(x / sqrt 2)) against libm's double-precision erfc
  * (glibc, an implementation independent of the kernel's fitted polynomials) on a dense grid
  * of [-12, 12], both branches of the kernel (|x| / sqrt 2 below and above 1 and past 4), and
@@ -228,6 +251,49 @@ Test(ops, attn_probs_names_the_first_row_that_is_not_finite)
     cr_assert_eq(probs_bad_row(INFINITY, 1), (size_t)(1 * 3 + 2));
     cr_assert_eq(probs_bad_row(1, NAN), (size_t)(0 * 3 + 1));
     cr_assert_eq(probs_bad_row(INFINITY, NAN), (size_t)(0 * 3 + 1));
+}
+
+/* ALiBi's slopes by the paper's rule, worked by hand: 8 heads 2^-1 .. 2^-8; 12 heads those
+ * 8, then every other slope of the 16-head sequence (2^-0.5, 2^-1.5, ...); 32 heads 2^-0.25
+ * first. The bias of key j as Falcon-RW forms it: 2^-0.5 = 0.70710678 is 0.70703125 in
+ * bfloat16 (8 significant bits, 0.10110101b), times 3 = 2.12109375 (10.00011111b), rounded
+ * to 8 bits: 2.125. */
+Test(ops, alibi_slopes_and_bias_by_hand)
+{
+    for (int h = 0; h < 8; h++)
+        cr_expect_eq(hs_alibi_slope(8, h), ldexp(1.0, -(h + 1)), "8 heads, slope %d", h);
+    for (int h = 0; h < 4; h++)
+        NEAR(hs_alibi_slope(12, 8 + h), pow(2.0, -0.5 - h));
+    cr_expect_eq(hs_alibi_slope(12, 7), 1.0 / 256);
+    NEAR(hs_alibi_slope(32, 0), pow(2.0, -0.25));
+    NEAR(hs_alibi_slope(3, 2), 0.25); /* 2 heads 2^-4, 2^-8, then 2^-2 */
+    cr_expect_eq(hs_alibi_bias(12, 8, 1), 0.70703125f);
+    cr_expect_eq(hs_alibi_bias(12, 8, 3), 2.125f);
+    cr_expect_eq(hs_alibi_bias(12, 8, 0), 0.0f);
+    cr_expect_eq(hs_alibi_bias(2, 0, 255), 255.0f / 16); /* exact in bfloat16 */
+}
+
+/* ALiBi in the attention kernel, multi-query: two heads of width 1 on one K/V head, queries
+ * 0, so every score is the bias alone: head h's query i attends to key j <= i in proportion
+ * to e^(m_h j) (m = 2^-4, 2^-8); invisible keys exactly 0. */
+Test(ops, attn_probs_add_alibi_bias)
+{
+    hs_arch a = *hs_arch_of(HS_FAMILY_FALCON);
+    a.pos = HS_POS_ALIBI;
+    hs_model_config c = {.d_model = 2, .n_head = 2, .d_head = 1, .n_kv_head = 1, .causal = 1,
+                         .arch = &a};
+    float qkv[3 * 4] = {0, 0, 1, 5, 0, 0, -2, 6, 0, 0, 3, 7}; /* [q0 q1 | k | v] */
+    float probs[2 * 3 * 3];
+    cr_assert_eq(hs_op_attn_probs(&c, hs_vis_from_causal(1), qkv, probs, 3), (size_t)-1);
+    for (int h = 0; h < 2; h++) {
+        double m = h ? 1.0 / 256 : 1.0 / 16, sum = 1 + exp(m) + exp(2 * m);
+        const float *row2 = probs + (size_t)h * 9 + 6;
+        NEAR(row2[0], 1 / sum);
+        NEAR(row2[1], exp(m) / sum);
+        NEAR(row2[2], exp(2 * m) / sum);
+        NEAR(probs[(size_t)h * 9 + 3], 1 / (1 + exp(m)));
+        cr_expect_eq(probs[(size_t)h * 9 + 5], 0.0f);
+    }
 }
 
 /* The fused attention gives the same bits as probabilities then context, causal and not,

@@ -31,30 +31,18 @@ static hs_tokenizer *family(const char *name)
     return t;
 }
 
-/* Every case (and pair) of family_golden.json gives the library's ids and type ids. */
-static void check_family(const char *name)
+/* Every case (and pair) of a golden file (family_golden.json, mqa_golden.json) gives the
+ * library's ids and type ids. */
+static void check_family_in(const char *golden, const char *name)
 {
     hs_tokenizer *t = family(name);
-    tu_fam_cases fc = tu_load_fam_cases();
-    const cJSON *ref = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(fc.golden, "tokenizers"), name);
-    const cJSON *all_ids = cJSON_GetObjectItemCaseSensitive(ref, "ids");
-    const cJSON *n_first = cJSON_GetObjectItemCaseSensitive(ref, "n_first");
-    cr_assert_geq(fc.n, 1000, "family_golden.json: only %zu cases", fc.n);
-    cr_assert_eq((size_t)cJSON_GetArraySize(all_ids), fc.n);
-    cr_assert_eq((size_t)cJSON_GetArraySize(n_first), fc.n);
-    size_t bad = 0, pairs = 0;
-    const cJSON *ids = all_ids->child, *nf = n_first->child;
-    for (size_t k = 0; k < fc.n; k++, ids = ids->next, nf = nf->next) {
-        int was_pair;
-        if (!tu_golden_case(t, fc.c[k], ids, nf->valueint, name, k, bad < 10, &was_pair))
-            bad++;
-        pairs += (size_t)was_pair;
-    }
-    cr_log_info("%s: %zu of %zu golden cases identical (%zu pairs)", name, fc.n - bad, fc.n, pairs);
-    cr_assert_eq(bad, 0, "%s: %zu of %zu golden cases differ from the library", name, bad, fc.n);
-    cr_assert_geq(pairs, 200);
-    tu_free_fam_cases(&fc);
+    tu_check_golden_file(t, golden, name, 1000, 200);
     hs_tokenizer_free(t);
+}
+
+static void check_family(const char *name)
+{
+    check_family_in(FIX "family_golden.json", name);
 }
 
 Test(tokenizer_family, roberta_matches_the_library_on_every_case) { check_family("roberta"); }
@@ -63,6 +51,16 @@ Test(tokenizer_family, llama2_matches_the_library_on_every_case) { check_family(
 Test(tokenizer_family, llama2_metaspace_matches_the_library_on_every_case) { check_family("llama2_ms"); }
 Test(tokenizer_family, llama3_matches_the_library_on_every_case) { check_family("llama3"); }
 Test(tokenizer_family, qwen2_matches_the_library_on_every_case) { check_family("qwen2"); }
+/* StarCoder's Digits(individual_digits) + ByteLevel and Falcon's Punctuation, ByteLevel,
+ * Digits and Split on 2,249 cases each (mqa_golden.json) */
+Test(tokenizer_family, starcoder_matches_the_library_on_every_case)
+{
+    check_family_in(FIX "mqa_golden.json", "starcoder");
+}
+Test(tokenizer_family, falcon_matches_the_library_on_every_case)
+{
+    check_family_in(FIX "mqa_golden.json", "falcon");
+}
 
 /* ---- the points where the families differ, by hand ------------------------------------ */
 
@@ -239,8 +237,18 @@ Test(tokenizer_family, refuses_what_it_does_not_run_naming_it)
                                 "Removed"), "null", "", ""),
          "pre_tokenizer 'Split' other than behavior Isolated, invert false is not supported", HS_E_UNSUPPORTED},
         {BPE_JSON("null", "{\"type\":\"Sequence\",\"pretokenizers\":[{\"type\":\"Whitespace\"}]}", "null", "", ""),
-         "pre_tokenizer 'Sequence' other than [Split, ByteLevel] or [ByteLevel] is not supported",
-         HS_E_UNSUPPORTED},
+         "pre_tokenizer 'Sequence' other than [Split, ByteLevel], [Digits(individual_digits), ByteLevel], "
+         "Falcon's four or [ByteLevel] is not supported", HS_E_UNSUPPORTED},
+        /* Falcon's first three without its Split */
+        {BPE_JSON("null", "{\"type\":\"Sequence\",\"pretokenizers\":[{\"type\":\"Punctuation\",\"behavior\":"
+                  "\"Contiguous\"},{\"type\":\"ByteLevel\",\"add_prefix_space\":false,\"use_regex\":true},"
+                  "{\"type\":\"Digits\",\"individual_digits\":false}]}", "null", "", ""),
+         "pre_tokenizer 'Sequence' other than [Split, ByteLevel], [Digits(individual_digits), ByteLevel], "
+         "Falcon's four or [ByteLevel] is not supported", HS_E_UNSUPPORTED},
+        {BPE_JSON("null", "{\"type\":\"Sequence\",\"pretokenizers\":[{\"type\":\"Digits\",\"individual_digits\":"
+                  "false},{\"type\":\"ByteLevel\",\"add_prefix_space\":false,\"use_regex\":true}]}", "null", "", ""),
+         "pre_tokenizer 'Sequence' other than [Split, ByteLevel], [Digits(individual_digits), ByteLevel], "
+         "Falcon's four or [ByteLevel] is not supported", HS_E_UNSUPPORTED},
         {BPE_JSON("null", "{\"type\":\"Whitespace\"}", "null", "", ""),
          "pre_tokenizer 'Whitespace' is not supported with BPE", HS_E_UNSUPPORTED},
         {BPE_JSON("null", "{\"type\":\"Metaspace\",\"replacement\":\"_\",\"prepend_scheme\":\"sometimes\"}", "null",

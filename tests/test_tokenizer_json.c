@@ -185,8 +185,8 @@ Test(tokenizer_json, refuses_unsupported_components_naming_them)
          "a WordPiece model needs BertProcessing or TemplateProcessing", HS_E_UNSUPPORTED},
         {WP_JSON(BERT_NORM, BERT_PRE, BERT_POST, "", ",\"max_input_chars_per_word\":0"),
          "max_input_chars_per_word must be 1..10000", HS_E_FORMAT},
-        {"{\"model\":{\"type\":\"Unigram\",\"vocab\":[]}}",
-         "tokenizer.json: model 'Unigram' is not supported", HS_E_UNSUPPORTED},
+        {"{\"model\":{\"type\":\"WordLevel\",\"vocab\":{}}}",
+         "tokenizer.json: model 'WordLevel' is not supported", HS_E_UNSUPPORTED},
         {"{\"normalizer\":null,\"pre_tokenizer\":{\"type\":\"ByteLevel\"},\"model\":{\"type\":\"BPE\","
          "\"vocab\":{\"a\":0},\"merges\":[],\"byte_fallback\":true}}",
          "BPE byte_fallback with a ByteLevel pre-tokenizer is not supported", HS_E_UNSUPPORTED},

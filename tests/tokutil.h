@@ -143,10 +143,12 @@ typedef struct tu_fam_cases {
     size_t n;
 } tu_fam_cases;
 
-static inline tu_fam_cases tu_load_fam_cases(void)
+/* The cases of a golden file in family_golden.json's format (mqa_golden.json and
+ * unigram_golden.json too). */
+static inline tu_fam_cases tu_load_fam_cases_from(const char *golden)
 {
     tu_fam_cases fc = {0};
-    fc.golden = tu_read_json("fixtures/tokenizer/family_golden.json");
+    fc.golden = tu_read_json(golden);
     fc.base = tu_read_json("fixtures/tokenizer/hf_golden.json");
     const cJSON *idx = cJSON_GetObjectItemCaseSensitive(fc.golden, "base_indices");
     const cJSON *extra = cJSON_GetObjectItemCaseSensitive(fc.golden, "extra_cases");
@@ -162,11 +164,43 @@ static inline tu_fam_cases tu_load_fam_cases(void)
     return fc;
 }
 
+static inline tu_fam_cases tu_load_fam_cases(void)
+{
+    return tu_load_fam_cases_from("fixtures/tokenizer/family_golden.json");
+}
+
 static inline void tu_free_fam_cases(tu_fam_cases *fc)
 {
     free(fc->c);
     cJSON_Delete(fc->golden);
     cJSON_Delete(fc->base);
+}
+
+/* Every case (and pair) of a golden file of family_golden.json's layout gives t the
+ * library's ids and type ids under tokenizers[name]; at least min_cases cases and min_pairs
+ * pairs. */
+static inline void tu_check_golden_file(const hs_tokenizer *t, const char *golden_path, const char *name,
+                                        size_t min_cases, size_t min_pairs)
+{
+    tu_fam_cases fc = tu_load_fam_cases_from(golden_path);
+    const cJSON *ref = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(fc.golden, "tokenizers"), name);
+    const cJSON *all_ids = cJSON_GetObjectItemCaseSensitive(ref, "ids");
+    const cJSON *n_first = cJSON_GetObjectItemCaseSensitive(ref, "n_first");
+    cr_assert_geq(fc.n, min_cases, "%s: only %zu cases", golden_path, fc.n);
+    cr_assert_eq((size_t)cJSON_GetArraySize(all_ids), fc.n);
+    cr_assert_eq((size_t)cJSON_GetArraySize(n_first), fc.n);
+    size_t bad = 0, pairs = 0;
+    const cJSON *ids = all_ids->child, *nf = n_first->child;
+    for (size_t k = 0; k < fc.n; k++, ids = ids->next, nf = nf->next) {
+        int was_pair;
+        if (!tu_golden_case(t, fc.c[k], ids, nf->valueint, name, k, bad < 10, &was_pair))
+            bad++;
+        pairs += (size_t)was_pair;
+    }
+    cr_log_info("%s: %zu of %zu golden cases identical (%zu pairs)", name, fc.n - bad, fc.n, pairs);
+    cr_assert_eq(bad, 0, "%s: %zu of %zu golden cases differ from the library", name, bad, fc.n);
+    cr_assert_geq(pairs, min_pairs);
+    tu_free_fam_cases(&fc);
 }
 
 /* ---- the GPT-2 and BERT tokenizers of fixtures/tokenizer ---------------------------------- */

@@ -68,7 +68,7 @@ hs_status hs_importance_render(const float *values, int n_layer, int n_head,
     /* colour scale: sequential 0..max, or symmetric diverging around 0 */
     size_t count = (size_t)n_layer * (size_t)n_head;
     float mx = 0.0f, amax = 0.0f;
-    int negative = 0;
+    int negative = opts->cmap == HS_CMAP_DIVERGING; /* asked for: centred on 0 always */
     for (size_t i = 0; i < count; i++) {
         float v = values[i];
         if (!hs_viz_is_finite(v))
@@ -80,6 +80,8 @@ hs_status hs_importance_render(const float *values, int n_layer, int n_head,
         if (fabsf(v) > amax)
             amax = fabsf(v);
     }
+    if (amax == 0.0f)
+        amax = 1.0f;
     hs_cmap cmap = negative ? HS_CMAP_DIVERGING : opts->cmap;
     float vmin = negative ? -amax : 0.0f;
     float vmax = negative ? amax : (mx > 0.0f ? mx : 1.0f);

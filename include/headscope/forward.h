@@ -21,6 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "headscope/hooks.h"
 #include "headscope/model.h"
 #include "headscope/status.h"
 
@@ -72,6 +73,17 @@ typedef struct hs_forward_opts {
      * none. A head under mask xi then has context xi P V + (1 - xi) r (xi = 0: r instead of
      * its own output; zero ablation is r = 0). The same rows serve every copy of a batch. */
     const float *head_replace;
+    /* Hook sites (headscope/hooks.h): hook is called at every site whose HS_SITE_BIT is in
+     * hook_sites, every layer and every copy, and may read, replace or add to the values
+     * there. Not with a kept layer (the backward pass's). A hook at resid_pre, q, k, v or
+     * pattern makes a batched pass compute the first layer's attention copy by copy; a
+     * hook at pattern runs it unfused (hs_op_attn_probs, the hook, then the contexts; an
+     * observer then sees the maps the hook left, scaled by the head mask). Reading a site
+     * changes no bit of the pass, save result and, in a parallel-residual block, mlp_out
+     * (summed apart: the last bits may differ). */
+    hs_hook_fn hook;
+    void *hook_user;
+    unsigned hook_sites;
 } hs_forward_opts;
 
 #define HS_FORWARD_MAX_BATCH 4096

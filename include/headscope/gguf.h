@@ -67,9 +67,17 @@ typedef enum hs_ggml_type {
     HS_GGML_F32 = 0,
     HS_GGML_F16 = 1,
     HS_GGML_Q4_0 = 2,  /* blocks of 32 along ne[0]: fp16 d, 16 bytes of nibbles; x = d (q - 8) */
+    HS_GGML_Q4_1 = 3,  /* blocks of 32: fp16 d and m, 16 bytes of nibbles; x = d q + m */
+    HS_GGML_Q5_0 = 6,  /* blocks of 32: fp16 d, 5-bit q; x = d (q - 16) */
+    HS_GGML_Q5_1 = 7,  /* blocks of 32: fp16 d and m, 5-bit q; x = d q + m */
     HS_GGML_Q8_0 = 8,  /* blocks of 32 along ne[0]: fp16 scale d, 32 int8; x = d * q */
+    HS_GGML_Q2_K = 10, /* super-blocks of 256: 16 sub-blocks with 4-bit scales and mins, 2-bit q */
+    HS_GGML_Q3_K = 11, /* super-blocks of 256: 16 sub-blocks with 6-bit scales, 3-bit q */
     HS_GGML_Q4_K = 12, /* super-blocks of 256: 8 sub-blocks with 6-bit scales and mins */
+    HS_GGML_Q5_K = 13, /* super-blocks of 256: as Q4_K with a fifth bit */
     HS_GGML_Q6_K = 14, /* super-blocks of 256: 16 sub-blocks with int8 scales, 6-bit q */
+    HS_GGML_IQ4_NL = 20, /* blocks of 32: fp16 d, 4-bit indices into a 16-value grid */
+    HS_GGML_IQ4_XS = 23, /* super-blocks of 256: IQ4_NL's grid, 8 sub-blocks' 6-bit scales */
     HS_GGML_BF16 = 30
 } hs_ggml_type;
 

@@ -1,6 +1,7 @@
 /*
- * headscope/model.h — loading transformer checkpoints: GPT-2, BERT and the rotary decoders
- * (GPT-NeoX/Pythia, Llama, Qwen2).
+ * headscope/model.h — loading transformer checkpoints: GPT-2, BERT, the rotary decoders
+ * (GPT-NeoX/Pythia, Llama and Mistral, Qwen2, Phi-3) and the multi-query ones (Falcon,
+ * GPT-BigCode).
  *
  * headscope opens a Hugging Face model folder (config.json, model.safetensors or its
  * shards, and tokenizer files) or a single GGUF file (model.bin), detected by magic bytes,
@@ -40,12 +41,19 @@ typedef enum hs_family {
     HS_FAMILY_GPT_NEOX = 5, /* Pythia: LayerNorm, fused per-head QKV, parallel residual, gelu */
     HS_FAMILY_LLAMA = 6,    /* RMSNorm, grouped KV heads, gated SiLU MLP, no biases */
     HS_FAMILY_QWEN2 = 7,    /* Llama's block with Q/K/V biases */
+    /* multi-query attention (one fused QKV, src/model/arch_falcon.c, arch_bigcode.c) */
+    HS_FAMILY_FALCON = 8,     /* Falcon: parallel attention, rotary or ALiBi (Falcon-RW) */
+    HS_FAMILY_GPT_BIGCODE = 9, /* StarCoder, SantaCoder: GPT-2's block with one K/V head */
+    HS_FAMILY_PHI3 = 10,    /* Llama's block with fused qkv_proj and gate_up_proj, longrope */
+    HS_FAMILY_DEEPSEEK_V2 = 11, /* multi-head latent attention (hs_arch.mla_*), Llama's MLP or a
+                                  mixture of experts (hs_arch.moe_*) */
+    HS_FAMILY_DEEPSEEK_V3 = 12, /* DeepSeek-V2's block, V3's defaults and sigmoid routing */
     /* the normalised decoders (model_type qwen3, olmo2, gemma2, gemma3_text) */
-    HS_FAMILY_QWEN3 = 20,   /* Llama's block, per-head Q/K RMSNorm, explicit head_dim */
-    HS_FAMILY_OLMO2 = 21,   /* norms on the sublayers' outputs, full-width Q/K RMSNorm */
-    HS_FAMILY_GEMMA2 = 22,  /* (1 + w) RMSNorm before and after each sublayer, softcaps,
+    HS_FAMILY_QWEN3 = 13,   /* Llama's block, per-head Q/K RMSNorm, explicit head_dim */
+    HS_FAMILY_OLMO2 = 14,   /* norms on the sublayers' outputs, full-width Q/K RMSNorm */
+    HS_FAMILY_GEMMA2 = 15,  /* (1 + w) RMSNorm before and after each sublayer, softcaps,
                                alternating local and global layers, GeGLU */
-    HS_FAMILY_GEMMA3 = 23   /* Gemma 2's block with per-head Q/K norms, 5:1 local:global */
+    HS_FAMILY_GEMMA3 = 16   /* Gemma 2's block with per-head Q/K norms, 5:1 local:global */
 } hs_family;
 
 typedef enum hs_file_format {
@@ -81,15 +89,40 @@ typedef enum hs_norm_kind {
 
 typedef enum hs_pos_kind {
     HS_POS_LEARNED = 1, /* a learned absolute table, row i + pos_offset for token i */
-    HS_POS_ROTARY = 2   /* rotary on rotary_dims of each head's query and key dimensions */
+    HS_POS_ROTARY = 2,  /* rotary on rotary_dims of each head's query and key dimensions */
+    HS_POS_ALIBI = 3    /* no position vectors: ALiBi (Press et al. 2022) biases every score of
+                           query head h by its slope times the key's position, as Falcon-RW
+                           computes it (hs_alibi_bias, src/nn/ops.h); causal models only */
 } hs_pos_kind;
 
 /* How rotary frequencies are rescaled (config.json rope_scaling / rope_parameters). */
 typedef enum hs_rope_scaling {
     HS_ROPE_PLAIN = 0,  /* theta_k = base^(-2k / rotary_dims) */
     HS_ROPE_LINEAR = 1, /* theta_k / factor (position interpolation) */
-    HS_ROPE_LLAMA3 = 2  /* Llama 3.1: long wavelengths / factor, short kept, blended between */
+    HS_ROPE_LLAMA3 = 2, /* Llama 3.1: long wavelengths / factor, short kept, blended between */
+    HS_ROPE_LONGROPE = 3, /* LongRoPE (Phi-3's "longrope", formerly "su"): theta_k divided by
+                            short_factor[k] for a text of at most orig_ctx tokens, by
+                            long_factor[k] beyond; cos and sin times attn_factor */
+    HS_ROPE_YARN = 4    /* YaRN (Peng et al. 2023): theta / factor below beta_slow rotations in
+                           orig_ctx, theta kept above beta_fast, a linear ramp between; the
+                           turned dimensions scaled by attn_factor */
 } hs_rope_scaling;
+
+/* LongRoPE's per-frequency factors: one for each of at most this many frequencies. */
+#define HS_ROPE_MAX_FACTORS 256
+
+/* A mixture of experts' router: how scores are made from the gate's logits, and how the
+ * experts are chosen (hs_arch.moe_*). */
+typedef enum hs_moe_scoring {
+    HS_MOE_SOFTMAX = 0, /* DeepSeek-V2: softmax over the experts */
+    HS_MOE_SIGMOID = 1  /* DeepSeek-V3: sigmoid of each, chosen with a correction bias added */
+} hs_moe_scoring;
+typedef enum hs_moe_routing {
+    HS_MOE_GREEDY = 0,        /* the top_k best scores */
+    HS_MOE_GROUP_LIMITED = 1, /* V2: within the topk_groups groups of the best maximum */
+    HS_MOE_NOAUX_TC = 2       /* V3: within the topk_groups groups of the best two-score sum,
+                                 scores with the correction bias choosing, without weighting */
+} hs_moe_routing;
 
 typedef enum hs_head_kind {
     HS_HEAD_DECODER = 1, /* logits = x W_dec^T (after the final norm of a pre-norm model) */
@@ -129,7 +162,29 @@ typedef struct hs_arch {
     int rotary_dims;            /* rotary: int(d_head * rotary_frac), even (set per model) */
     hs_rope_scaling rope_scaling; /* and its parameters: */
     float rope_factor, rope_low_freq, rope_high_freq; /* factor; llama3's low/high factors */
-    int rope_orig_ctx;          /* llama3: original_max_position_embeddings */
+    int rope_orig_ctx;          /* llama3, longrope, yarn: original_max_position_embeddings */
+    float rope_attn_factor;     /* longrope, yarn: cos and sin scaled by it (0 or 1: not
+                                   scaled) */
+    float rope_short[HS_ROPE_MAX_FACTORS], rope_long[HS_ROPE_MAX_FACTORS]; /* longrope: the
+                                   divisors of theta_k, k < rotary_dims / 2 */
+    float rope_beta_fast, rope_beta_slow; /* yarn: the ramp's ends, in rotations */
+    /* Multi-head latent attention (DeepSeek-V2/V3; mla_kv_lora 0: none). Queries come from
+     * q_proj, or q_a_proj, an RMSNorm and q_b_proj when mla_q_lora > 0; kv_a_proj_with_mqa
+     * gives a latent of mla_kv_lora (RMSNorm'd, then kv_b_proj into every head's
+     * [k_nope | v]) and one rotary key of rotary_dims shared by every head. A head's query
+     * and key are [nope | rope], mla_nope + rotary_dims wide, its value d_head wide; the
+     * scores are scaled by mla_scale / sqrt(mla_nope + rotary_dims). */
+    int mla_q_lora, mla_kv_lora, mla_nope;
+    float mla_scale;
+    /* Mixture of experts (DeepSeek-V2/V3; moe_experts 0: dense MLPs everywhere). Layers from
+     * moe_first_dense on replace the MLP by moe_top_k of moe_experts routed experts (gated
+     * SiLU MLPs moe_ff wide) plus moe_shared shared ones (one MLP moe_shared moe_ff wide),
+     * the router's scores softmax or sigmoid (hs_moe_scoring), the experts taken greedily or
+     * among the moe_topk_groups best of moe_groups groups (hs_moe_routing), their weights
+     * normalised to sum 1 when moe_norm_topk, and scaled by moe_scale. */
+    int moe_experts, moe_top_k, moe_shared, moe_ff, moe_first_dense;
+    int moe_scoring, moe_routing, moe_groups, moe_topk_groups, moe_norm_topk;
+    float moe_scale;
     /* Which keys each query sees (visibility.h), layer by layer: a global layer sees `vis`
      * (zero: bidirectional); with sliding_window > 0 the local layers see the last
      * sliding_window keys (hs_vis_sliding), every layer local when global_every is 0, else
@@ -212,13 +267,17 @@ hs_visibility hs_model_layer_visibility(const hs_model_config *c, int layer);
 int hs_model_layer_is_local(const hs_model_config *c, int layer);
 
 /* A layer's rotary frequencies: theta_k = base^(-2k / dims), k < dims / 2, rescaled as
- * scaling says (hs_rope_scaling; factor, low_freq, high_freq and orig_ctx its parameters). */
+ * scaling says (hs_rope_scaling; factor, low_freq, high_freq and orig_ctx its parameters;
+ * longrope's factors and cos/sin scale the last three, pointing into the model's descriptor). */
 typedef struct hs_rope {
     int dims;            /* dimensions of each head turned (0: no rotary embeddings) */
     float base;
     hs_rope_scaling scaling;
     float factor, low_freq, high_freq;
     int orig_ctx;
+    const float *short_factor, *long_factor; /* longrope: dims / 2 divisors each */
+    float attn_factor;   /* longrope, yarn: cos and sin times this (0 or 1: not scaled) */
+    float beta_fast, beta_slow; /* yarn: the ramp's ends, in rotations */
 } hs_rope;
 
 /* The rotary frequencies of layer l (dims 0 for learned positions). */
@@ -246,7 +305,14 @@ enum {
      * (GPT-2 safetensors: every tensor; BERT: the embeddings) instead of copying them: the
      * least memory (no second copy, ever), but the file's 4 KB pages make the GEMMs about
      * 15-25% slower than the default copy in transparent huge pages. */
-    HS_OPEN_MAP_WEIGHTS = 4
+    HS_OPEN_MAP_WEIGHTS = 4,
+    /* A non-F32 checkpoint's layer matrices that the weight budget does not keep converted
+     * are multiplied by in the forward pass from their stored bytes (F16, BF16, ggml's block
+     * formats; the file stays mapped), a block of a few columns at a time decoded inside the
+     * product, instead of being converted whole in every pass: the same results bit for
+     * bit, and no float32 copy of them (docs/gguf.md, "Memory"). The backward pass,
+     * composition, DLA and norm-based attention still convert each layer they read. */
+    HS_OPEN_STORED_WEIGHTS = 8
 };
 
 /* As hs_model_load, reading only what flags ask for. A model opened without weights
@@ -270,6 +336,10 @@ typedef struct hs_open_opts {
 } hs_open_opts;
 
 #define HS_WEIGHT_MEMORY_ALL ((size_t)-1)
+/* weight_memory for a budget that keeps no layer converted, with HS_OPEN_STORED_WEIGHTS:
+ * every layer multiplied from its stored bytes ("stored" to --weight-memory and
+ * HEADSCOPE_WEIGHT_MEMORY). */
+#define HS_WEIGHT_MEMORY_STORED ((size_t)-2)
 
 /* As hs_model_open, with the options above (o NULL: every default). A malformed
  * HEADSCOPE_WEIGHT_MEMORY fails with HS_E_ARG naming it. Every function that takes the
@@ -285,6 +355,9 @@ hs_status hs_model_open2(const char *path, const hs_open_opts *o, hs_model **out
  * layers again in every pass when the second exceeds the first. */
 size_t hs_model_weight_memory(const hs_model *m);
 size_t hs_model_converted_bytes(const hs_model *m);
+/* 1 when the forward pass multiplies by the layers the budget does not keep in their stored
+ * type (HS_OPEN_STORED_WEIGHTS, or HS_WEIGHT_MEMORY_STORED). */
+int hs_model_stored_weights(const hs_model *m);
 
 /* 1 when the model holds its weights (opened without HS_OPEN_NO_WEIGHTS/TOKENIZER). */
 int hs_model_has_weights(const hs_model *m);
@@ -307,6 +380,11 @@ size_t hs_model_param_count(const hs_model *m);
 hs_file_format hs_model_format(const hs_model *m);
 const char *hs_model_storage_dtype(const hs_model *m);
 const char *hs_model_path(const hs_model *m);
+
+/* What the reader found odd in the file but went on past, as llama.cpp does (a GGUF special
+ * token id beyond the vocabulary: the default id is used), one line per warning, or "" when
+ * there was nothing. Owned by m; the library prints nothing, `headscope` prints each line. */
+const char *hs_model_warnings(const hs_model *m);
 
 /* The weights file of a Hugging Face folder ("model.safetensors" or "pytorch_model.bin"),
  * or NULL for a GGUF file or a folder opened with HS_OPEN_TOKENIZER. Static string. */
@@ -334,7 +412,8 @@ void hs_model_files_free(hs_model_file *files, int n);
 int hs_model_kv_head(const hs_model_config *c, int h);
 
 /* Family names: "gpt2", "bert", "roberta", "distilbert", "gpt_neox", "llama", "qwen2",
- * "qwen3", "olmo2", "gemma2", "gemma3_text". */
+ * "falcon", "gpt_bigcode", "phi3", "deepseek_v2", "deepseek_v3", "qwen3", "olmo2", "gemma2",
+ * "gemma3_text". */
 const char *hs_family_name(hs_family f);
 
 #ifdef __cplusplus

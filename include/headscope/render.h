@@ -241,7 +241,8 @@ hs_status hs_similarity_write(const char *path, const float *sim, int m, const i
 typedef struct hs_importance_opts {
     const char *title;    /* may be NULL */
     const char *subtitle; /* may be NULL */
-    hs_cmap cmap;         /* used when no value is negative; default viridis */
+    hs_cmap cmap;         /* used when no value is negative; default viridis;
+                             HS_CMAP_DIVERGING: always -a..+a, 0 white (patching effects) */
     int decimals;         /* digits after the point in the cells; 0 means 2,
                            * a negative value means 0 */
     int max_size;         /* longest side of the image, roughly; 0 means 2000 */

@@ -113,7 +113,10 @@ typedef struct hs_analyze_opts {
     double label_thresholds[HS_LABEL_COUNT]; /* a head has type k when its score >= [k]
                                                 (hs_label_thresholds_default) */
     double sink_threshold;       /* a head has a sink type at mass >= this (default 0.5) */
-    hs_progress_fn progress;     /* optional progress reports */
+    hs_progress_fn progress;     /* optional progress reports: each stage as it begins
+                                    (done 0, total 0: its name, docs/analyze.md), then the
+                                    counted steps of "forward" (layers), "composition",
+                                    "ablation", "probe ablation" (heads) and "pruning" */
     void *progress_user;
     int hash_files;              /* record each model file's size and SHA-256 (default 1) */
     int probe;                   /* run the induction probe (default 1); 0: probe scores NaN */
@@ -171,6 +174,9 @@ typedef struct hs_head_result {
     double norm_first_token; /* mean_i N_i0 / sum_j N_ij: the first token's share */
     double norm_mass;        /* mean_i sum_j N_ij */
     double value_norm;       /* mean_j ||f(x_j)|| */
+    /* Latent attention (DeepSeek-V2): the mean over the text's visible cells of
+     * |rotary part| / (|latent part| + |rotary part|) of the head's logits; NaN otherwise. */
+    double position_share;
     int cluster;
     const char *label;      /* the primary label: of the types it has, the one whose score
                                is the largest multiple of its threshold, or "none" */
@@ -327,6 +333,18 @@ hs_status hs_report_write(const hs_analysis *a, const char *const *files, int n_
  * On success *out is a NUL-terminated JSON string (compact); free it with hs_free. */
 hs_status hs_analyze_json(const hs_model *m, const char *const *texts, const size_t *lens,
                           int n_texts, const char *options, char **out, hs_error *err);
+
+/* hs_analyze_json for one text (len bytes), also giving what `headscope analyze -o OUTDIR`
+ * writes: when outdir is not NULL (an existing folder), the pictures (hs_pictures_write, PNG),
+ * index.html and, last, report.json, the report listing them ("files"); when page is not
+ * NULL, the page itself (hs_html_encode over the report and the analysed heads' maps: one
+ * self-contained HTML document, nothing loaded from the network) in *page, its length in
+ * *page_len. *report: the report (pretty-printed when written to outdir). Free *report and
+ * *page with hs_free. On failure nothing is returned and no file of this call is left in
+ * outdir (a file of the same name there before may have been replaced). */
+hs_status hs_analyze_files(const hs_model *m, const char *text, size_t len, const char *options,
+                           const char *outdir, char **report, char **page, size_t *page_len,
+                           hs_error *err);
 
 /* The options hs_analyze_json takes, from the library's option table (the one the command
  * line reads too), as a JSON array of objects: "key" (the JSON name), "option" (the

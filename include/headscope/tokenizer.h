@@ -1,7 +1,8 @@
 /*
  * headscope/tokenizer.h — the tokenizers of the model families headscope reads (GPT-2,
  * RoBERTa, GPT-NeoX, Llama 3 and Qwen2 byte-level BPE; Llama 2 SentencePiece-style BPE; BERT
- * WordPiece) reproducing the ids of Hugging Face's tokenizers library exactly.
+ * WordPiece; T5 SentencePiece Unigram) reproducing the ids of Hugging Face's tokenizers
+ * library exactly.
  *
  *     hs_tokenizer *tok = NULL;
  *     hs_error err = {0};
@@ -36,7 +37,9 @@ typedef enum hs_tokenizer_kind {
     HS_TOK_BPE = 1,       /* byte-level BPE: GPT-2, RoBERTa, GPT-NeoX, Llama 3, Qwen2 */
     HS_TOK_WORDPIECE = 2, /* BERT WordPiece */
     HS_TOK_SPM_BPE = 3    /* SentencePiece-style BPE with byte fallback and the "▁"
-                           * metaspace: Llama 2, TinyLlama (from tokenizer.json) */
+                           * metaspace: Llama 2, TinyLlama (from tokenizer.json) */,
+    HS_TOK_UNIGRAM = 4    /* SentencePiece Unigram (Viterbi over scored pieces, the "▁"
+                           * metaspace): T5, Flan-T5 (from tokenizer.json) */
 } hs_tokenizer_kind;
 
 /* The result of one encode call; release with hs_encoding_free. 8 bytes a token: a token's
@@ -80,6 +83,9 @@ hs_status hs_tokenizer_load_bert(const char *vocab_txt_path, int lowercase,
  *     and ignore_merges; normalizers NFC, Prepend, Replace (a string) alone or in a Sequence;
  *   WordPiece with BertPreTokenizer and a normalizer made of BertNormalizer / NFD / Lowercase
  *     / StripAccents;
+ *   Unigram (T5) with Metaspace, WhitespaceSplit, both in a Sequence, or no pre-tokenizer,
+ *     byte_fallback, and normalizers Precompiled (SentencePiece's map), NFC, Prepend, Replace
+ *     (a string or the regex " {2,}"), Strip;
  *   post-processors ByteLevel, BertProcessing, RobertaProcessing, TemplateProcessing, or a
  *     Sequence of them;
  *   added_tokens matched whole in the text (normalized ones in the normalized text), lstrip

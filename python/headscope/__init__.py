@@ -8,42 +8,29 @@ ctypes bindings over libheadscope.so (the C library; nothing is compiled at inst
     maps = m.attention("The cat sat on the mat.")    # numpy float32 (n_layer, n_head, n, n)
     report = m.analyze("The cat sat on the mat.")    # report.json as a dict
 
-Errors of the library raise HeadscopeError with its message. Activation export (m.dump)
-does not exist yet in the C library, so it is not here either.
+    m.to_str_tokens(text), m.logits(text), m.loss(text, per_token=True), m.top_k(text),
+    m.knockout(text), m.activations(text), m.analyze(text, out_dir="out"), m.show(text)
+
+Errors of the library raise HeadscopeError with its message. docs/python.md has the whole
+API and a worked example.
 """
 import collections
 import ctypes
 import json
 import operator
+import os
 import textwrap
 
-import numpy as np
-
 from . import _lib
-
-_LIB, LIBRARY_PATH = _lib.load_library()
-# hs_trace_observe itself (not a Python callback): the pass recognises it and writes into
-# the trace's memory directly
-_TRACE_OBSERVE = _lib.ATTN_OBSERVER(("hs_trace_observe", _LIB))
+from ._common import LIB as _LIB, LIBRARY_PATH, HeadscopeError, Tokens
+from ._common import check as _check, to_bytes as _bytes
+from ._forward import Forward as _Forward, Prediction
+from ._report import Report
 
 __version__ = _lib.PYTHON_VERSION
-__all__ = ["load", "Model", "Tokens", "HeadscopeError", "version", "build_commit",
-           "set_threads", "metrics", "head_values", "LIBRARY_PATH", "WEIGHT_MEMORY_ALL"]
-
-
-class HeadscopeError(Exception):
-    """A library call failed: .status is the hs_status code (negative), .status_name its
-    description ("i/o error", "bad input", ...), and str(e) the library's message."""
-
-    def __init__(self, status, message):
-        self.status = status
-        self.status_name = _LIB.hs_status_str(status).decode()
-        super().__init__(message or self.status_name)
-
-
-def _check(status, err):
-    if status != 0:
-        raise HeadscopeError(status, err.msg.decode("utf-8", "replace"))
+__all__ = ["load", "Model", "Tokens", "Prediction", "Report", "HeadscopeError", "version",
+           "build_commit", "set_threads", "metrics", "head_values", "LIBRARY_PATH",
+           "WEIGHT_MEMORY_ALL"]
 
 
 def version():
@@ -61,24 +48,19 @@ def set_threads(n):
     _LIB.hs_set_threads(int(n))
 
 
-def _bytes(text, what):
-    if isinstance(text, bytes):
-        return text
-    if isinstance(text, str):
-        return text.encode("utf-8")
-    raise TypeError("%s must be str or bytes, not %s" % (what, type(text).__name__))
-
-
 WEIGHT_MEMORY_ALL = _lib.HS_WEIGHT_MEMORY_ALL
 
 
 def _budget(weight_memory):
     """hs_open_opts.weight_memory for load(weight_memory=...): None is the library's default
-    (0), 0 one layer at a time (1 byte, as the CLI's --weight-memory 0), "all" no bound."""
+    (0), 0 one layer at a time (1 byte, as the CLI's --weight-memory 0), "all" no bound,
+    "stored" no layer converted, the forward pass on the stored types."""
     if weight_memory is None:
         return 0
     if isinstance(weight_memory, str) and weight_memory == "all":
         return _lib.HS_WEIGHT_MEMORY_ALL
+    if isinstance(weight_memory, str) and weight_memory == "stored":
+        return _lib.HS_WEIGHT_MEMORY_STORED
     if isinstance(weight_memory, (bool, str, bytes)):
         raise TypeError("weight_memory must be None, an int (bytes) or \"all\", not %r"
                         % (weight_memory,))
@@ -87,18 +69,13 @@ def _budget(weight_memory):
     except TypeError:
         raise TypeError("weight_memory must be None, an int (bytes) or \"all\", not %r"
                         % (weight_memory,)) from None
-    if not 0 <= n <= _lib.HS_WEIGHT_MEMORY_ALL:
+    if not 0 <= n <= _lib.HS_WEIGHT_MEMORY_ALL or n == _lib.HS_WEIGHT_MEMORY_STORED:
         raise ValueError("weight_memory must be between 0 and %d bytes, not %d"
                          % (_lib.HS_WEIGHT_MEMORY_ALL, n))
     return n or 1
 
 
-Tokens = collections.namedtuple("Tokens", ["ids", "tokens", "type_ids"])
-Tokens.__doc__ = """A tokenized text: ids (list of int), tokens (the vocabulary strings, raw:
-GPT-2 byte-level as "Ġworld"), type_ids (0 for the text, 1 for the pair)."""
-
-
-class Model:
+class Model(_Forward):
     """A loaded model; use headscope.load(path). Frees its memory on close() or when
     garbage-collected; usable as a context manager."""
 
@@ -195,37 +172,24 @@ class Model:
         finally:
             _LIB.hs_encoding_free(ctypes.byref(enc))
 
-    def attention(self, text, pair=None, truncate=False):
-        """Every head's attention probabilities on text: a new numpy float32 array of shape
-        (n_layer, n_head, n, n), row = query token, column = key token, as `headscope attn`
-        writes them. The forward pass writes each layer's maps straight into the array (the
-        library's own recorder, hs_trace_observe, over the array's memory): no copy, and
-        no buffer of a layer's maps beside it."""
-        h = self._handle()
-        enc = self._encode(text, pair, truncate)
-        try:
-            n = enc.n
-            out = np.empty((self.n_layer, self.n_head, n, n), dtype=np.float32)
-            trace = _lib.HsTrace(self.n_layer, self.n_head, n, out.ctypes.data)
-            opts = _lib.HsForwardOpts()
-            opts.on_attn = _TRACE_OBSERVE
-            opts.user = ctypes.addressof(trace)
-            err = _lib.HsError()
-            _check(_LIB.hs_forward(h, enc.ids, enc.type_ids, n, ctypes.byref(opts), None,
-                                   ctypes.byref(err)), err)
-            return out
-        finally:
-            _LIB.hs_encoding_free(ctypes.byref(enc))
-
-    def analyze(self, texts, **options):
-        """The analysis of `headscope analyze` as a dict (report.json, schema
-        "headscope.report/3", docs/report-schema.md). texts: one text (str or bytes), or a
-        list of texts for corpus statistics (`analyze --corpus`). options: the fields of
-        hs_analyze_opts by name (ablation=False, similarity="js", layers=[0, 1],
-        exclude_sinks=True, truncate=True, text_pair="...", ...; include/headscope/report.h,
-        hs_analyze_json), listed below. NaN is None, as in the file."""
-        h = self._handle()
+    def analyze(self, texts, out_dir=None, **options):
+        """The analysis of `headscope analyze` as a Report: a dict holding report.json
+        (schema "headscope.report/3", docs/report-schema.md). texts: one text (str or
+        bytes), or a list of texts for corpus statistics (`analyze --corpus`). out_dir (one
+        text): also write what `headscope analyze -o out_dir` writes there (the folder is
+        created when missing; files of the same names are replaced): heads/L{l}_H{h}.png,
+        gallery.png and the other pictures, index.html and report.json; the Report then
+        holds the page (.page) too. options: the fields of hs_analyze_opts by name
+        (ablation=False, similarity="js", layers=[0, 1], exclude_sinks=True, truncate=True,
+        text_pair="...", ...; include/headscope/report.h, hs_analyze_json), listed below.
+        NaN is None, as in the file."""
         single = isinstance(texts, (str, bytes))
+        if out_dir is not None:
+            if not single:
+                raise ValueError("analyze: out_dir takes one text; for a corpus folder run "
+                                 "`headscope analyze --corpus FILE -o DIR`")
+            return self._analyze_files(texts, os.fspath(out_dir), False, options)
+        h = self._handle()
         items = [_bytes(t, "text") for t in ([texts] if single else list(texts))]
         if not items:
             raise ValueError("analyze: no texts")
@@ -237,9 +201,51 @@ class Model:
         _check(_LIB.hs_analyze_json(h, arr, lens, len(items), opts, ctypes.byref(out),
                                     ctypes.byref(err)), err)
         try:
-            return json.loads(ctypes.string_at(out.value).decode("utf-8"))
+            return Report(json.loads(ctypes.string_at(out.value).decode("utf-8")))
         finally:
             _LIB.hs_free(out)
+
+    def show(self, texts, **options):
+        """analyze(texts, **options) with the page of `headscope analyze` (index.html) in
+        the Report: the last line of a notebook cell, it shows the head view, model view and
+        cards inline, offline (docs/python.md). A list of texts: the corpus page, without
+        the per-text list. Options as analyze's."""
+        if isinstance(texts, (str, bytes)):
+            return self._analyze_files(texts, None, True, options)
+        r = self.analyze(texts, **options)
+        inp = _lib.HsHtmlInput()
+        inp.report_json = json.dumps(r).encode("utf-8")
+        page, n = ctypes.c_void_p(), ctypes.c_size_t()
+        err = _lib.HsError()
+        _check(_LIB.hs_html_encode(ctypes.byref(inp), ctypes.byref(page), ctypes.byref(n),
+                                   ctypes.byref(err)), err)
+        try:
+            r.page = ctypes.string_at(page.value, n.value).decode("utf-8")
+        finally:
+            _LIB.hs_free(page)
+        return r
+
+    def _analyze_files(self, text, out_dir, page_only, options):
+        """hs_analyze_files: the report and the page, and the files in out_dir."""
+        h = self._handle()
+        t = _bytes(text, "text")
+        if out_dir is not None:
+            os.makedirs(out_dir, exist_ok=True)
+        report, page, page_len = ctypes.c_void_p(), ctypes.c_void_p(), ctypes.c_size_t()
+        err = _lib.HsError()
+        opts = json.dumps(options).encode() if options else None
+        _check(_LIB.hs_analyze_files(h, t, len(t), opts, None if out_dir is None else
+                                     _bytes(out_dir, "out_dir"), ctypes.byref(report),
+                                     ctypes.byref(page), ctypes.byref(page_len),
+                                     ctypes.byref(err)), err)
+        try:
+            r = Report(json.loads(ctypes.string_at(report.value).decode("utf-8")))
+            r.page = ctypes.string_at(page.value, page_len.value).decode("utf-8")
+        finally:
+            _LIB.hs_free(report)
+            _LIB.hs_free(page)
+        r.out_dir = out_dir
+        return r
 
 
 def metrics(report):

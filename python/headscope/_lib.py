@@ -76,6 +76,43 @@ class HsForwardOpts(ctypes.Structure):
     ]  # tests/lib.sh checks the size and offsets against the C header
 
 
+class HsActivations(ctypes.Structure):  # hs_activations (headscope/activations.h)
+    _fields_ = [
+        ("n_layer", ctypes.c_int),
+        ("n_head", ctypes.c_int),
+        ("n", ctypes.c_int),
+        ("d_model", ctypes.c_int),
+        ("d_head", ctypes.c_int),
+        ("what", ctypes.c_uint),
+        ("n_kv_head", ctypes.c_int),
+        ("qkv_width", ctypes.c_int),
+        ("resid_pre", ctypes.POINTER(ctypes.c_float)),
+        ("qkv", ctypes.POINTER(ctypes.c_float)),
+        ("pattern", ctypes.POINTER(ctypes.c_float)),
+        ("z", ctypes.POINTER(ctypes.c_float)),
+        ("attn_out", ctypes.POINTER(ctypes.c_float)),
+        ("mlp_out", ctypes.POINTER(ctypes.c_float)),
+        ("resid_final", ctypes.POINTER(ctypes.c_float)),
+        ("final_rstd", ctypes.POINTER(ctypes.c_float)),
+    ]  # tests/lib.sh checks the size and offsets against the C header
+
+
+# HS_CAPTURE_*: what hs_activations_run keeps
+CAPTURE = {"resid_pre": 1, "qkv": 2, "pattern": 4, "z": 8, "attn_out": 16, "mlp_out": 32}
+
+
+class HsHtmlInput(ctypes.Structure):  # hs_html_input (headscope/html.h)
+    _fields_ = [
+        ("report_json", ctypes.c_char_p),
+        ("attn", ctypes.c_void_p),
+        ("map_fn", ctypes.c_void_p),
+        ("map_user", ctypes.c_void_p),
+        ("n_maps", ctypes.c_int),
+        ("n", ctypes.c_int),
+        ("texts_jsonl", ctypes.c_char_p),
+    ]  # tests/lib.sh checks the size and offsets against the C header
+
+
 class HsOpenOpts(ctypes.Structure):
     _fields_ = [
         ("flags", ctypes.c_uint),
@@ -84,6 +121,7 @@ class HsOpenOpts(ctypes.Structure):
 
 
 HS_WEIGHT_MEMORY_ALL = ctypes.c_size_t(-1).value  # (size_t)-1: no bound
+HS_WEIGHT_MEMORY_STORED = ctypes.c_size_t(-2).value  # no layer converted: stored types
 
 
 def _candidates():
@@ -92,6 +130,10 @@ def _candidates():
     if env:
         return [env]  # asked for exactly this one: no fallback
     names = []
+    # a wheel (make wheel) carries the library in the package's own folder
+    own = os.path.join(os.path.dirname(os.path.abspath(__file__)), "libheadscope.so.%d" % SOVERSION)
+    if os.path.exists(own):
+        names.append(own)
     # in-tree: python/headscope/ -> build/ (make builds it there)
     here = os.path.dirname(os.path.abspath(__file__))
     tree = os.path.join(here, os.pardir, os.pardir, "build", "libheadscope.so.%d" % SOVERSION)
@@ -137,6 +179,15 @@ def _declare(lib):
                                  c.POINTER(HsForwardOpts), c.c_void_p, err]),
         "hs_analyze_json": (c.c_int, [c.c_void_p, c.POINTER(c.c_char_p), c.POINTER(c.c_size_t),
                                       c.c_int, c.c_char_p, c.POINTER(c.c_void_p), err]),
+        "hs_analyze_files": (c.c_int, [c.c_void_p, c.c_char_p, c.c_size_t, c.c_char_p,
+                                       c.c_char_p, c.POINTER(c.c_void_p), c.POINTER(c.c_void_p),
+                                       c.POINTER(c.c_size_t), err]),
+        "hs_activations_run": (c.c_int, [c.c_void_p, c.POINTER(c.c_int32), c.POINTER(c.c_int32),
+                                         c.c_int, c.c_uint, c.POINTER(c.POINTER(HsActivations)),
+                                         err]),
+        "hs_activations_free": (None, [c.POINTER(HsActivations)]),
+        "hs_html_encode": (c.c_int, [c.POINTER(HsHtmlInput), c.POINTER(c.c_void_p),
+                                     c.POINTER(c.c_size_t), err]),
         "hs_free": (None, [c.c_void_p]),
     }
     for name, (res, args) in sigs.items():
@@ -175,6 +226,7 @@ def load_library():
                               % (name, version, SOVERSION))
         _warn_about_kernels(lib)
         return lib, name
-    raise ImportError("headscope: cannot load libheadscope.so.%d; tried: %s. Install the C "
-                      "library (make install) or set HEADSCOPE_LIB to its path"
+    raise ImportError("headscope: cannot load libheadscope.so.%d; tried: %s. Install the "
+                      "wheel `make wheel` builds (it carries the library), install the C "
+                      "library (make install), or set HEADSCOPE_LIB to its path"
                       % (SOVERSION, "; ".join(tried)))

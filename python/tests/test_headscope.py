@@ -267,6 +267,17 @@ class WeightMemory(unittest.TestCase):
             with self.assertRaises(exc, msg=repr(wm)):
                 headscope.load(LLAMA, weight_memory=wm)
 
+    def test_stored_layers_give_the_same_maps(self):
+        # "stored": no layer converted, the forward pass multiplying by the BF16 layers as
+        # stored (hs_open_opts.weight_memory = 2^64 - 2, which an int may not ask for)
+        with headscope.load(LLAMA, weight_memory="stored") as m:
+            self.assertEqual(m.weight_memory, 1)
+            got = m.attention(TEXT)
+        with headscope.load(LLAMA, weight_memory="all") as m:
+            np.testing.assert_array_equal(got, m.attention(TEXT))
+        with self.assertRaises(ValueError):
+            headscope.load(LLAMA, weight_memory=2 ** 64 - 2)
+
     def test_results_do_not_depend_on_the_budget(self):
         # every layer converted once at load, or one layer at a time in every pass: the same
         # maps as `headscope attn --weight-memory 0`, the same report (composition, DLA and

@@ -61,5 +61,13 @@ int hs_composition_defined(const struct hs_model_config *c);
  * keys or the sublayers' outputs (Qwen3, OLMo-2, Gemma 2 and 3), or NULL. A static phrase. */
 const char *hs_composition_norms_undefined(const struct hs_model_config *c);
 
+/* hs_composition_compute reporting its steps to progress (may be NULL) as "composition":
+ * each layer's Gram matrices, each pair of layers, the copying scores. */
+struct hs_model;
+struct hs_composition;
+hs_status hs_composition_run(const struct hs_model *m,
+                             void (*progress)(void *user, const char *what, int done, int total),
+                             void *user, struct hs_composition **out, hs_error *err);
+
 
 #endif /* HEADSCOPE_ANALYSIS_INTERNAL_H */

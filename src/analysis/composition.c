@@ -151,7 +151,7 @@ int hs_composition_defined(const hs_model_config *c)
     const hs_arch *a = c->arch;
     /* pre-norm: every head reads the stream through its own layer's norm, whose scale folds
        into W_Q, W_K, W_V; rotary positions are left out of W_Q W_K^T (docs/metrics.md) */
-    return a->norm_place == HS_NORM_PRE && a->head == HS_HEAD_DECODER &&
+    return a->norm_place == HS_NORM_PRE && a->head == HS_HEAD_DECODER && !a->mla_kv_lora &&
            !hs_composition_norms_undefined(c);
 }
 
@@ -168,6 +168,13 @@ const char *hs_composition_norms_undefined(const hs_model_config *c)
 }
 
 hs_status hs_composition_compute(const hs_model *m, hs_composition **out, hs_error *err)
+{
+    return hs_composition_run(m, NULL, NULL, out, err);
+}
+
+hs_status hs_composition_run(const hs_model *m,
+                             void (*progress)(void *user, const char *what, int done, int total),
+                             void *user, hs_composition **out, hs_error *err)
 {
     *out = NULL;
     const hs_model_config *c = &m->cfg;
@@ -260,6 +267,8 @@ hs_status hs_composition_compute(const hs_model *m, hs_composition **out, hs_err
                                     "on layer %d's Gram matrices (info %d)", l, info);
             goto fail;
         }
+        if (progress) /* steps: each layer's Grams, each pair of layers, the copying scores */
+            progress(user, "composition", l + 1, L + L * (L - 1) / 2 + 1);
     }
     /* every pair of layers la < lb: the reading layer's columns R_b F_b^T of all three kinds
        built once (yf: Q with Gk's root, K with Gq's, V with Go's), then each earlier layer's
@@ -305,6 +314,9 @@ hs_status hs_composition_compute(const hs_model *m, hs_composition **out, hs_err
                         double den = r->ov_norm[a] * nb;
                         dst[(size_t)a * N + b] = den > 0 ? sqrt(sum) / den : NAN;
                     }
+            if (progress)
+                progress(user, "composition", L + lb * (lb - 1) / 2 + la + 1,
+                         L + L * (L - 1) / 2 + 1);
         }
     }
     /* copying: eigenvalues of O_a G V_a with G = diag(ln_f) W_U W_E = diag(ln_f) dec^T wte */
@@ -389,6 +401,8 @@ hs_status hs_composition_compute(const hs_model *m, hs_composition **out, hs_err
         }
     }
 #undef GRAM
+    if (progress)
+        progress(user, "composition", L + L * (L - 1) / 2 + 1, L + L * (L - 1) / 2 + 1);
     goto done;
 fail:
     free(r);

@@ -112,6 +112,10 @@ const hs_metric hs_metrics[] = {
     {"gradient_raw", "gradient (raw)", "|dL/d\u03be| at \u03be = 1", HS_ON_LOSS, HS_MG_HEAD, 0,
      -1, NAN, HS_CQ_GRAD_RAW, "gradient_raw",
      HEAD(gradient_raw), NULL, 0, NULL},
+    {"position_share", "position share",
+     "share of each logit from the rotary (position) part rather than the latent (content) "
+     "part, latent attention only", HS_ON_TEXT, HS_MG_HEAD, 0, -1, NAN, -1, "position_share",
+     HEAD(position_share), NULL, 0, NULL},
 };
 #undef ENT
 #undef DET

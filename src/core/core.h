@@ -107,6 +107,12 @@ hs_status hs_out_resume(const char *path, const char *tmp, long len, hs_out *o, 
 void hs_tmp_register(const char *path);
 void hs_tmp_forget(const char *path);
 void hs_tmp_signals_install(void);
+/* What those handlers do after removing the temporaries, for a run that knows what a signal
+ * leaves (a corpus run and its checkpoint): write line (a whole line with its newline, at
+ * most 2047 bytes) to stderr, and first remove the folder dir when it is empty, and then
+ * its parents, levels folders in all (the folders the run made). Either may be NULL; both
+ * NULL: nothing. A later call replaces the note. */
+void hs_tmp_on_signal(const char *line, const char *dir, int levels);
 
 /* splitmix64 and a uniform draw in [0, m), m >= 1, without modulo bias (src/core/random.c):
  * the seeded streams of the induction probe and corpus sampling. */
@@ -159,6 +165,13 @@ typedef struct hs_gemm {
     int lda, ldb, ldc;
     const float *bias;
     int add;
+    /* Float, trans_a and trans_b 0 only: b is not in memory as floats but made a block at
+     * a time, b_fill(b_ctx, k0, kl, j0, cols, dst) writing rows k0.. k0 + kl, columns j0..
+     * j0 + cols of it into dst: (kl, cols) row-major (src/core/qgemm.c). Every piece then
+     * makes the same OpenBLAS call on the same values as with b in memory, so c has the
+     * same bits; each block is made once, for all the rows of c (b unused). */
+    void (*b_fill)(const void *ctx, int k0, int kl, int j0, int cols, float *dst);
+    const void *b_ctx;
 } hs_gemm;
 void hs_gemm_run(const hs_gemm *g);
 /* How many calls hs_gemm_run has made over more than one tile (merged, src/core/gemm.c). */

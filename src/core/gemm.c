@@ -38,6 +38,7 @@
  * none passed (in float, or in double), the kernels are taken for ones that merge nothing
  * and no shape is checked again (55 checks, 16 GFLOP, in a default analyze on GPT-2 with
  * the Haswell kernels). */
+#include <math.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -317,6 +318,74 @@ static void merge_plan(const hs_gemm *g, int mt, int nt, int tn, int ks, int kc,
     }
 }
 
+/* The thread's buffer for a block of a filled b (hs_gemm.b_fill), grown as needed and kept:
+ * at most kc x tn floats (K = 5632, 64 columns: 1.4 MB). */
+static _Thread_local float *fill_buf;
+static _Thread_local size_t fill_cap;
+
+/* c's bias rows (add: added) at ct, a rows x cols block starting at column j0. */
+static void bias_rows(const hs_gemm *g, float *ct, int j0, int rows, int cols)
+{
+    for (int i = 0; i < rows; i++) {
+        float *row = ct + (size_t)i * (size_t)g->ldc;
+        if (g->add) {
+#pragma omp simd
+            for (int j = 0; j < cols; j++)
+                row[j] += g->bias[j0 + j];
+        } else {
+            memcpy(row, g->bias + j0, (size_t)cols * sizeof *row);
+        }
+    }
+}
+
+/* hs_gemm_run's tiles with b made a block at a time (g->b_fill): the same calls, unmerged,
+ * on the same values (OpenBLAS's result does not depend on ldb), but a task is a column
+ * strip of one K chunk, its block of b made once and used for every row tile under it.
+ * Where a thread's buffer cannot be had, that strip of c is NaN, which the forward pass
+ * refuses as a non-finite value (hs_op_linear returns nothing). */
+static void run_filled(const hs_gemm *g, int tm, int tn, int mt, int nt, int ks, int kc,
+                      void *part, double beta_c)
+{
+    int m = g->m, n = g->n, k = g->k, strips = nt * ks;
+    size_t mn = (size_t)m * (size_t)n;
+#pragma omp parallel for schedule(dynamic) if (mt * nt * ks > 1)
+    for (int t = 0; t < strips; t++) {
+        int j0 = (t % nt) * tn, q = t / nt, k0 = q * kc;
+        int cols = j0 + tn < n ? tn : n - j0, kl = k0 + kc < k ? kc : k - k0;
+        size_t need = (size_t)kl * (size_t)cols;
+        if (need > fill_cap) {
+            float *p = realloc(fill_buf, need * sizeof *p);
+            if (!p) { /* this strip of c NaN: the pass then fails on non-finite values */
+                for (int i = 0; i < m; i++)
+                    for (int j = 0; j < cols; j++)
+                        (ks > 1 ? (float *)part + (size_t)q * mn + (size_t)i * (size_t)n
+                                : (float *)g->c + (size_t)i * (size_t)g->ldc)[j0 + j] = NAN;
+                continue;
+            }
+            fill_buf = p;
+            fill_cap = need;
+        }
+        g->b_fill(g->b_ctx, k0, kl, j0, cols, fill_buf);
+        for (int i0 = 0; i0 < m; i0 += tm) {
+            int rows = i0 + tm < m ? tm : m - i0;
+            const float *a = (const float *)g->a + (size_t)i0 * (size_t)g->lda + (size_t)k0;
+            float *ct;
+            int ldc = g->ldc;
+            double beta = beta_c;
+            if (ks > 1) {
+                ct = (float *)part + (size_t)q * mn + (size_t)i0 * (size_t)n + (size_t)j0;
+                ldc = n, beta = 0.0;
+            } else {
+                ct = (float *)g->c + (size_t)i0 * (size_t)g->ldc + (size_t)j0;
+                if (g->bias)
+                    bias_rows(g, ct, j0, rows, cols);
+            }
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, cols, kl,
+                        (float)g->alpha, a, g->lda, fill_buf, cols, (float)beta, ct, ldc);
+        }
+    }
+}
+
 void hs_gemm_run(const hs_gemm *g)
 {
     int m = g->m, n = g->n, k = g->k, tm = GEMM_TM, tn = GEMM_TN;
@@ -338,6 +407,14 @@ void hs_gemm_run(const hs_gemm *g)
         ks = 1, kc = k;
     /* whole products: the tiles merged into bigger calls where that gives the same bits */
     double beta_c = g->bias && !g->dbl ? 1.0 : g->beta; /* the beta the pieces run with */
+    if (g->b_fill) {
+        run_filled(g, tm, tn, mt, nt, ks, kc, part, beta_c);
+        if (ks > 1)
+#pragma omp parallel for schedule(static) if (mn >= PAR_MIN)
+            for (int i = 0; i < m; i++)
+                sum_row(g, part, mn, ks, i);
+        return;
+    }
     int pr = 1, pc = 1;
     merge_plan(g, mt, nt, tn, ks, kc, ks > 1 ? 0.0 : beta_c, &pr, &pc);
     int rt = pr * tm, cw = pc * tn, ncols = (nt + pc - 1) / pc;
@@ -358,18 +435,8 @@ void hs_gemm_run(const hs_gemm *g)
             continue;
         }
         char *ct = (char *)g->c + ((size_t)i0 * (size_t)g->ldc + (size_t)j0) * es;
-        if (g->bias && !g->dbl) { /* the bias broadcast per call, on a block read next */
-            for (int i = 0; i < rows; i++) {
-                float *row = (float *)ct + (size_t)i * (size_t)g->ldc;
-                if (g->add) {
-#pragma omp simd
-                    for (int j = 0; j < cols; j++)
-                        row[j] += g->bias[j0 + j];
-                } else {
-                    memcpy(row, g->bias + j0, (size_t)cols * sizeof *row);
-                }
-            }
-        }
+        if (g->bias && !g->dbl) /* the bias broadcast per call, on a block read next */
+            bias_rows(g, (float *)ct, j0, rows, cols);
         piece(g, i0, j0, k0, rows, cols, kl, beta_c, ct, g->ldc);
     }
     if (ks == 1)

@@ -51,13 +51,60 @@ void hs_tmp_forget(const char *path)
     }
 }
 
-/* unlink and sigaction are async-signal-safe; the signal, raised again with its default
- * action, ends the process once the handler returns (it is blocked until then). */
+/* What the handler says and removes after the temporaries (hs_tmp_on_signal): two buffers,
+ * the one in use named by note_cur (-1: none), so that a new note is written into the
+ * other one and then switched to in one atomic store. */
+static struct {
+    char line[2048];
+    size_t len;
+    char dir[TMP_PATH_MAX];
+    int levels;
+} notes[2];
+static atomic_int note_cur = -1;
+
+void hs_tmp_on_signal(const char *line, const char *dir, int levels)
+{
+    if (!line && !dir) {
+        atomic_store(&note_cur, -1);
+        return;
+    }
+    int k = atomic_load(&note_cur) == 0 ? 1 : 0;
+    size_t n = line ? strlen(line) : 0;
+    if (n >= sizeof notes[k].line)
+        n = sizeof notes[k].line - 1;
+    memcpy(notes[k].line, line ? line : "", n);
+    notes[k].len = n;
+    notes[k].dir[0] = 0;
+    if (dir && strlen(dir) < TMP_PATH_MAX)
+        memcpy(notes[k].dir, dir, strlen(dir) + 1);
+    notes[k].levels = levels;
+    atomic_store(&note_cur, k);
+}
+
+/* unlink, rmdir, write and sigaction are async-signal-safe; the signal, raised again with
+ * its default action, ends the process once the handler returns (it is blocked until
+ * then). */
 static void remove_tmp_and_die(int sig)
 {
     for (int i = 0; i < HS_TMP_SLOTS; i++)
         if (atomic_load(&tmp_slots[i].state) == 2)
             unlink(tmp_slots[i].path);
+    int k = atomic_load(&note_cur);
+    if (k >= 0) {
+        char *d = notes[k].dir; /* the handler's own: no other note is written meanwhile */
+        for (int l = 0; d[0] && l < notes[k].levels && rmdir(d) == 0; l++) {
+            char *slash = strrchr(d, '/'); /* then its parent, when the run made it too */
+            while (slash && slash > d && slash[1] == 0) { /* "a/b/" */
+                *slash = 0;
+                slash = strrchr(d, '/');
+            }
+            if (!slash || slash == d)
+                break;
+            *slash = 0;
+        }
+        if (notes[k].len && write(STDERR_FILENO, notes[k].line, notes[k].len) < 0)
+            k = -1; /* nothing more to do: the process ends either way */
+    }
     struct sigaction dfl;
     memset(&dfl, 0, sizeof dfl);
     dfl.sa_handler = SIG_DFL;

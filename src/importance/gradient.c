@@ -7,9 +7,11 @@
  * activations the backward needs, so the loss differentiated is the loss hs_loss_eval_run
  * computes. The backward reads the same descriptor: pre- or post-norm blocks, LayerNorm or
  * RMSNorm, an MLP of any activation gated or not, sequential or parallel residual, rotary
- * queries and keys, grouped key/value heads, each layer's visibility (causal, sliding
- * window, bidirectional, prefix), heads of any width; the loaders refuse what the
- * descriptor can say but neither pass implements. */
+ * queries and keys, grouped key/value heads (one K/V head too: multi-query), each layer's
+ * visibility (causal, sliding window, bidirectional, prefix), heads of any width; the
+ * loaders refuse what the descriptor can say but neither pass implements. ALiBi's bias is a
+ * constant added to the scores: the kept probabilities include it, and it has no
+ * derivative of its own (dS reaches Q and K alone). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,6 +20,7 @@
 
 #include "core/core.h"
 #include "headscope/importance.h"
+#include "importance/gradient_mla.h"
 #include "importance/importance_internal.h"
 #include "model/model_internal.h"
 #include "nn/block.h"
@@ -78,6 +81,12 @@ static void norm_back(int rms, const float *xhat, const float *rstd, const float
             xi[k] = accumulate ? xi[k] + v : v;
         }
     }
+}
+
+void hs_grad_rms_back(const float *xhat, const float *rstd, const float *w, const float *dy,
+                      float *dx, int n, int d)
+{
+    norm_back(1, xhat, rstd, w, dy, dx, n, d, 0);
 }
 
 /* The MLP backward: dy: (n, d) = d loss / d (MLP output) → din: (n, d) = d loss / d (MLP
@@ -141,7 +150,8 @@ static void qk_norm_back(const hs_model_config *c, const hs_layer *W, const hs_b
  * and dS = 0 (the scores there do not reach the loss).
  * Q and K are the rotated ones (the rotation's transpose is applied to dQ, dK after). */
 static void attention_back(const hs_model_config *c, hs_visibility vis, const float *qkv,
-                           const float *probs, const float *dctx, float *dqkv, float *dps, int n)
+                           const float *probs, const float *dctx, float *dqkv, float *dps,
+                           float *dpat, int n)
 {
     int d = hs_model_attn_width(c), dh = c->d_head, W = hs_qkv_width(c), KV = c->n_kv_head;
     int G = c->n_head / KV;
@@ -160,6 +170,8 @@ static void attention_back(const hs_model_config *c, hs_visibility vis, const fl
                     dqkv + voff + goff, W);
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, n, dh, 1.0f, dc, d, v, W, 0.0f,
                     dp, n);
+        if (dpat) /* d / d probs, asked for by a tap (hook_pattern) */
+            memcpy(dpat + (size_t)h * nn, dp, nn * sizeof *dp);
         for (int i = 0; i < n; i++) {
             const float *pi = p + (size_t)i * (size_t)n;
             float *di = dp + (size_t)i * (size_t)n;
@@ -200,7 +212,8 @@ static void final_softcap_back(float *row, int V, float mx, float inv, float cap
 
 /* ---- the pass ----------------------------------------------------------------------- */
 
-static hs_status check_input(const hs_model *m, const hs_loss_input *in, hs_error *err)
+static hs_status check_input(const hs_model *m, const hs_loss_input *in, const hs_grad_taps *taps,
+                             hs_error *err)
 {
     const hs_model_config *c = &m->cfg;
     const char *beyond = hs_arch_beyond_base(c->arch, c);
@@ -221,9 +234,12 @@ static hs_status check_input(const hs_model *m, const hs_loss_input *in, hs_erro
         return hs_fail(err, HS_E_INPUT, in->kind == HS_LOSS_LM
                                             ? "the model has no language-model head"
                                             : "the model has no MLM head");
-    if (in->kind == HS_LOSS_LM && in->n < 2)
+    if (in->kind == HS_LOSS_LM && in->n < 2 && !taps)
         return hs_fail(err, HS_E_INPUT, "the language-model loss needs at least 2 tokens");
-    hs_status st = hs_loss_rows_check(c, in, err);
+    if (taps && (taps->row < 0 || taps->row >= in->n))
+        return hs_fail(err, HS_E_ARG, "gradient: metric row %d outside %d tokens", taps->row,
+                       in->n);
+    hs_status st = taps ? HS_OK : hs_loss_rows_check(c, in, err);
     if (st)
         return st;
     for (int i = 0; i < in->n; i++) {
@@ -259,11 +275,36 @@ void hs_grad_scratch_free(hs_grad_scratch *s)
     *s = (hs_grad_scratch){0};
 }
 
+static hs_status gradient_pass(const hs_model *m, const hs_loss_input *in, const float *head_mask,
+                               double cap, double *g, double *loss, hs_grad_scratch *keep,
+                               const hs_grad_taps *taps, hs_error *err);
+
 hs_status hs_gradient_capped(const hs_model *m, const hs_loss_input *in, const float *head_mask,
                              double cap, double *g, double *loss, hs_grad_scratch *keep,
                              hs_error *err)
 {
-    hs_status st = check_input(m, in, err);
+    return gradient_pass(m, in, head_mask, cap, g, loss, keep, NULL, err);
+}
+
+hs_status hs_gradient_tapped(const hs_model *m, const hs_loss_input *in, const hs_grad_taps *taps,
+                             hs_grad_scratch *keep, double *g, double *metric, hs_error *err)
+{
+    return gradient_pass(m, in, NULL, INFINITY, g, metric, keep, taps, err);
+}
+
+/* The values tapped at site s: the tap's callback with the activation and its gradient. */
+#define TAP(s, act, grad, rows, cols, ld)                                                        \
+    do {                                                                                       \
+        if (taps && taps->site == (s))                                                         \
+            taps->on_grad(taps->user, l, (act), (grad), (rows), (cols), (ld));                 \
+    } while (0)
+
+/* hs_gradient_capped, or with taps the metric's gradient (hs_gradient_tapped). */
+static hs_status gradient_pass(const hs_model *m, const hs_loss_input *in, const float *head_mask,
+                               double cap, double *g, double *loss, hs_grad_scratch *keep,
+                               const hs_grad_taps *taps, hs_error *err)
+{
+    hs_status st = check_input(m, in, taps, err);
     if (st)
         return st;
     const hs_model_config *c = &m->cfg;
@@ -271,7 +312,7 @@ hs_status hs_gradient_capped(const hs_model *m, const hs_loss_input *in, const f
     const int V = c->vocab_size, pre = c->arch->norm_place == HS_NORM_PRE;
     const int rms = c->arch->norm_kind == HS_NORM_RMS, par = c->arch->parallel_residual;
     const int Wq = hs_qkv_width(c), F = hs_ff_width(c), A = hs_model_attn_width(c);
-    const int R = hs_loss_row_count(in); /* loss rows */
+    const int R = taps ? 1 : hs_loss_row_count(in); /* loss rows (a tap's metric: one) */
     const size_t nd = (size_t)n * (size_t)d, nF = (size_t)n * (size_t)F, nA = (size_t)n * A;
     const size_t ndA = nd > nA ? nd : nA; /* a buffer of either width */
     const size_t nW = (size_t)n * (size_t)Wq, nn = (size_t)n * (size_t)n, rd = (size_t)R * (size_t)d;
@@ -302,6 +343,8 @@ hs_status hs_gradient_capped(const hs_model *m, const hs_loss_input *in, const f
     /* dx, dh, dqkv, dff (+ the gated product's), dp, the parallel MLP's dx */
     size_t scratch = nd + ndA + nW + nF + nfa + (size_t)H * nn + (par ? nd : 0) +
                      (post ? nd : 0);
+    if (taps && taps->site == HS_SITE_PATTERN)
+        scratch += (size_t)H * nn; /* d / d probs */
     size_t total, layers_sz;
     if (hs_mul_size(per_layer, (size_t)L, &layers_sz) ||
         hs_mul_size(layers_sz, sizeof(float), &total)) {
@@ -372,14 +415,18 @@ hs_status hs_gradient_capped(const hs_model *m, const hs_loss_input *in, const f
     float *dx2 = par ? p : NULL;  /* (n, d): the parallel MLP's part of d loss / d x_in */
     p += par ? nd : 0;
     float *dpost = post ? p : NULL; /* (n, d): d loss / d (a sublayer's output before its norm) */
+    p += post ? nd : 0;
+    float *dpat_buf = p;          /* (H, n, n) a pattern tap's d / d probs */
     float *x = ws->x;             /* (n, d) residual stream */
 
-    for (int r = 0; r < R; r++) {
+    for (int r = 0; r < R && !taps; r++) {
         int32_t row, target;
         hs_loss_row_at(in, r, &row, &target);
         rows[r] = row;
         tgt[r] = target;
     }
+    if (taps)
+        rows[0] = taps->row, tgt[0] = 0;
 
     /* Forward, keeping each layer's activations; a masked head's context is
      * xi P V + (1 - xi) r under a replacement r (mean / resample ablation). */
@@ -403,15 +450,31 @@ hs_status hs_gradient_capped(const hs_model *m, const hs_loss_input *in, const f
      * onehot) / R in their place, then d hy = dlogits · decoder (decoder: (V, d)) into the
      * block's rows of hy, which the block no longer reads (hdec may be hy). The backward's
      * first step is taken before the loss is known; a pass stopped at the cap wastes it. */
+    /* a tap's metric under a final softcap: the capped logits kept to take its derivative */
+    float *ycap = taps && fcap > 0 ? malloc((size_t)HB * (size_t)V * sizeof *ycap) : NULL;
+    if (taps && fcap > 0 && !ycap) {
+        st = hs_fail(err, HS_E_NOMEM, "out of memory for the softcapped logits");
+        goto fail;
+    }
     for (int r0 = 0; r0 < R; r0 += HB) {
         int nb = R - r0 < HB ? R - r0 : HB;
         hs_head_decode(m, hdec + (size_t)r0 * (size_t)d, nb, logits);
+        if (ycap)
+            memcpy(ycap, logits, (size_t)nb * (size_t)V * sizeof *ycap);
         /* rows in parallel, their losses summed in row order below (the same value on any
          * thread count) */
 #pragma omp parallel for schedule(static) if (nb > 1)
         for (int b = 0; b < nb; b++) {
             int r = r0 + b;
             float *row = logits + (size_t)b * (size_t)V, mx;
+            if (taps) { /* the metric and its gradient in the row's place */
+                row_loss[r] = taps->dlogits(taps->user, row, V);
+                for (int v = 0; ycap && v < V; v++) { /* y = cap tanh(z / cap) */
+                    float t = ycap[(size_t)b * (size_t)V + (size_t)v] / fcap;
+                    row[v] *= 1.0f - t * t;
+                }
+                continue;
+            }
             float target = row[tgt[r]];
             double s = hs_op_exp_shift(row, V, &mx); /* row = exp(logit - max) */
             row_loss[r] = log(s) - (double)(target - mx);
@@ -425,6 +488,7 @@ hs_status hs_gradient_capped(const hs_model *m, const hs_loss_input *in, const f
         hs_op_gemm(0, nb, d, V, 1.0f, logits, V, m->decoder, d, 0.0f, hy + (size_t)r0 * (size_t)d,
                    d);
     }
+    free(ycap);
     double sum = 0;
     for (int r = 0; r < R; r++)
         sum += row_loss[r];
@@ -467,9 +531,18 @@ hs_status hs_gradient_capped(const hs_model *m, const hs_loss_input *in, const f
         hs_block_keep *gl = &lay[l];
         if (!pre) /* x_out = LN2(z), z = a + MLP(a) */
             norm_back(rms, gl->xhat2, gl->rstd2, W->ln2_w, dx, dx, n, d, 0);
+        TAP(HS_SITE_MLP_OUT, NULL, dx, n, d, d); /* d / d (the MLP's output, post-normed) */
         if (post) /* x_out = x_mid + PN2(MLP(...)) */
             norm_back(1, gl->xhat_pm, gl->rstd_pm, W->post2_w, dx, dpost, n, d, 0);
-        mlp_back(c, W, gl->ff, post ? dpost : dx, dff, dh, n); /* dh = d loss / d (its input) */
+        if (W->moe_gate) { /* a mixture of experts (pre-norm: its input is xhat2 ln2_w) */
+            if (hs_moe_back(c, W, gl->xhat2, W->ln2_w, dx, dh, n)) {
+                hs_layer_put(m, l);
+                st = hs_fail(err, HS_E_NOMEM, "out of memory for the experts' backward");
+                goto fail;
+            }
+        } else { /* dh = d loss / d (the MLP's input) */
+            mlp_back(c, W, gl->ff, post ? dpost : dx, dff, dh, n);
+        }
         if (pre && !pre_in) { /* x_out = x_mid + PN2(MLP(x_mid)) */
             hs_op_add(dx, dh, nd);
         } else if (par) {   /* x_out = x_in + attn(LN1(x_in)) + MLP(LN2(x_in)) */
@@ -482,9 +555,11 @@ hs_status hs_gradient_capped(const hs_model *m, const hs_loss_input *in, const f
         }
         /* dx is now d loss / d (ctx W_O + b_O), the attention's output (x_mid with post
            norms: then through PN1 first) */
+        TAP(HS_SITE_ATTN_OUT, NULL, dx, n, d, d);
         if (post)
             norm_back(1, gl->xhat_pa, gl->rstd_pa, W->post1_w, dx, dpost, n, d, 0);
         linear_back(post ? dpost : dx, W->w_o, dh, n, A, d, 0); /* dh = d loss / d ctx: (n, A) */
+        TAP(HS_SITE_Z, gl->ctx, dh, n, A, A);
         /* d ctx / d xi = P V - r (r = 0 without a replacement) */
         const float *rl = in->replace ? in->replace + (size_t)l * nA : NULL;
         for (int hh = 0; hh < H; hh++) {
@@ -497,7 +572,8 @@ hs_status hs_gradient_capped(const hs_model *m, const hs_loss_input *in, const f
             }
             g[l * H + hh] = s;
         }
-        if (l == 0) {
+        if (l == 0 && !(taps && taps->site != HS_SITE_Z && taps->site != HS_SITE_ATTN_OUT &&
+                        taps->site != HS_SITE_MLP_OUT)) {
             hs_layer_put(m, l);
             break;
         }
@@ -509,13 +585,33 @@ hs_status hs_gradient_capped(const hs_model *m, const hs_loss_input *in, const f
                     for (int e = 0; e < c->d_head; e++)
                         a[e] *= xv;
                 }
-        attention_back(c, hs_model_layer_visibility(c, l), gl->qkv, gl->probs, dh, dqkv, dp, n);
         hs_rope rope = hs_model_layer_rope(c, l);
-        if (rope.dims) { /* back through the turn of Q and K: its transpose */
+        if (c->arch->mla_kv_lora) { /* latent attention, its turns included */
+            if (hs_mla_attn_back(c, W, l, gl->qkv, gl->probs, dh, dqkv, n)) {
+                hs_layer_put(m, l);
+                st = hs_fail(err, HS_E_NOMEM, "out of memory for latent attention's backward");
+                goto fail;
+            }
+            rope.dims = 0;
+        } else {
+            float *dpat = taps && taps->site == HS_SITE_PATTERN ? dpat_buf : NULL;
+            attention_back(c, hs_model_layer_visibility(c, l), gl->qkv, gl->probs, dh, dqkv, dp,
+                           dpat, n);
+            if (dpat)
+                TAP(HS_SITE_PATTERN, gl->probs, dpat, H * n, n, n);
+            if (taps && (taps->site == HS_SITE_Q || taps->site == HS_SITE_K ||
+                         taps->site == HS_SITE_V)) {
+                size_t off = taps->site == HS_SITE_Q ? 0 : taps->site == HS_SITE_K
+                                 ? (size_t)A : (size_t)A + (size_t)c->n_kv_head * c->d_head;
+                TAP(taps->site, gl->qkv + off, dqkv + off, n,
+                    taps->site == HS_SITE_Q ? A : c->n_kv_head * c->d_head, Wq);
+            }
+        }
+        if (rope.dims) { /* back through the turn of Q and K (and its scale): its transpose */
             int rot = rope.dims;
-            hs_op_rope_freqs_of(&rope, inv_freq);
-            hs_op_rotary(dqkv, n, H, c->d_head, Wq, rot, inv_freq, 0, 1);
-            hs_op_rotary(dqkv + A, n, c->n_kv_head, c->d_head, Wq, rot, inv_freq, 0, 1);
+            double rsc = hs_op_rope_freqs_at(&rope, n, inv_freq);
+            hs_op_rotary_scaled(dqkv, n, H, c->d_head, Wq, rot, inv_freq, rsc, 0, 1);
+            hs_op_rotary_scaled(dqkv + A, n, c->n_kv_head, c->d_head, Wq, rot, inv_freq, rsc, 0, 1);
         }
         if (qkn)
             qk_norm_back(c, W, gl, dqkv, n);
@@ -527,6 +623,7 @@ hs_status hs_gradient_capped(const hs_model *m, const hs_loss_input *in, const f
         }
         if (par)
             hs_op_add(dx, dx2, nd);
+        TAP(HS_SITE_RESID_PRE, NULL, dx, n, d, d); /* d / d (the stream entering l) */
         hs_layer_put(m, l);
     }
 done:

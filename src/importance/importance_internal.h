@@ -69,5 +69,27 @@ hs_status hs_prune_curve_gradient_from(struct hs_loss_eval *e, double base,
                                        void (*progress)(void *, const char *, int, int),
                                        void *user, hs_error *err);
 
+/* The gradient of a metric of one row's logits instead of the loss, tapped at a hook site
+ * (attribution patching, src/importance/patch.c). dlogits gets the row's logits (V) and
+ * writes d metric / d logits in their place, returning the metric; on_grad is called once
+ * a layer with the site's gradient grad (rows x cols, row stride ld, as the hook sites lay
+ * them out) and, where the pass keeps it, the activation act (the same layout; NULL at
+ * resid_pre, attn_out and mlp_out). q and k: after the rotary turn. */
+typedef struct hs_grad_taps {
+    int row;    /* the metric's row */
+    int site;   /* an hs_site: resid_pre, q, k, v, pattern, z, attn_out, mlp_out */
+    double (*dlogits)(void *user, float *logits, int V);
+    void (*on_grad)(void *user, int layer, const float *act, const float *grad, int rows,
+                    int cols, int ld);
+    void *user;
+} hs_grad_taps;
+
+/* One forward and one backward pass on in's ids (in's loss rows ignored; LM or MLM kind for
+ * the checks), every head on: the taps' metric into *metric, g: (n_layer, n_head) its
+ * gradient with respect to the head mask. keep: buffers kept from one pass to the next
+ * (NULL: the pass's own). */
+hs_status hs_gradient_tapped(const struct hs_model *m, const struct hs_loss_input *in,
+                             const hs_grad_taps *taps, hs_grad_scratch *keep, double *g,
+                             double *metric, hs_error *err);
 
 #endif /* HEADSCOPE_IMPORTANCE_INTERNAL_H */

@@ -201,7 +201,10 @@ static void add_composition(cJSON *r, const hs_analysis *a)
     cJSON *co = cJSON_AddObjectToObject(r, "composition");
     if (!cp) {
         cJSON_AddBoolToObject(co, "available", 0);
-        const char *why = hs_composition_norms_undefined(c);
+        const char *why = c->arch->mla_kv_lora
+                              ? "not defined for latent attention (its keys come from a shared "
+                                "latent and a rotary key, not one W_K per head)"
+                              : hs_composition_norms_undefined(c);
         if (!why && hs_composition_defined(c) && hs_model_attn_width(c) != c->d_model)
             why = "heads wider than d_model / n_head (an explicit head_dim): not implemented";
         cJSON_AddStringToObject(co, "reason", why ? why : !hs_composition_defined(c)
@@ -221,6 +224,9 @@ static void add_composition(cJSON *r, const hs_analysis *a)
                                                  ? "rotary: left out, W_Q W_K^T is the QK circuit "
                                                    "without rotation (query and key at the same "
                                                    "position), as TransformerLens computes it"
+                                             : c->arch->pos == HS_POS_ALIBI
+                                                 ? "ALiBi: the score bias of each key's position "
+                                                   "is left out, W_Q W_K^T is the content part"
                                                  : "learned: in the residual stream, not in the "
                                                    "weights");
     cJSON_AddStringToObject(co, "kv_heads", c->n_kv_head < c->n_head
@@ -388,15 +394,19 @@ cJSON *hs_report_model_json(const hs_analysis *a)
     cJSON_AddNumberToObject(mo, "vocab_size", c->vocab_size);
     cJSON_AddBoolToObject(mo, "causal", c->causal);
     cJSON_AddBoolToObject(mo, "lm_head", c->has_lm_head);
-    /* each layer local (a sliding window) or global, and the window */
-    cJSON *la = cJSON_AddArrayToObject(mo, "layer_attention");
-    for (int l = 0; l < c->n_layer; l++)
-        cJSON_AddItemToArray(la, cJSON_CreateString(hs_model_layer_is_local(c, l) ? "local"
-                                                                                   : "global"));
-    if (c->arch->sliding_window > 0)
-        cJSON_AddNumberToObject(mo, "sliding_window", c->arch->sliding_window);
-    else
-        cJSON_AddNullToObject(mo, "sliding_window");
+    /* each layer's attention: local (a sliding window of W keys) or global */
+    cJSON *ly = cJSON_AddArrayToObject(mo, "layers");
+    for (int l = 0; l < c->n_layer; l++) {
+        cJSON *e = cJSON_CreateObject();
+        cJSON_AddItemToArray(ly, e);
+        hs_visibility v = hs_model_layer_visibility(c, l);
+        int local = hs_model_layer_is_local(c, l);
+        cJSON_AddStringToObject(e, "attention", local ? "local" : "global");
+        if (local && v.kind == HS_VIS_SLIDING)
+            cJSON_AddNumberToObject(e, "window", v.window);
+        else
+            cJSON_AddNullToObject(e, "window");
+    }
     if (a->files) {
         cJSON *fl = cJSON_AddArrayToObject(mo, "files");
         for (int i = 0; i < a->n_model_files; i++) {

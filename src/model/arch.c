@@ -4,6 +4,8 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "model/arch_mqa.h"
+#include "model/arch_deepseek.h"
 #include "model/arch_norms.h"
 #include "model/model_internal.h"
 
@@ -206,14 +208,7 @@ static const hs_tensor_name llama_names[] = {
     {HS_S_QKV_B, 2, NL "self_attn.v_proj.bias", NULL, "blk.%d.attn_v.bias", NULL, 0},
     {HS_S_O_W, -1, NL "self_attn.o_proj.weight", NULL, "blk.%d.attn_output.weight", NULL, 0},
     {HS_S_O_B, -1, NL "self_attn.o_proj.bias", NULL, "blk.%d.attn_output.bias", NULL, 0},
-    {HS_S_NORM2_W, -1, NL "post_attention_layernorm.weight", NULL, "blk.%d.ffn_norm.weight", NULL, 0},
-    {HS_S_FC_W, 0, NL "mlp.gate_proj.weight", NULL, "blk.%d.ffn_gate.weight", NULL, 0},
-    {HS_S_FC_W, 1, NL "mlp.up_proj.weight", NULL, "blk.%d.ffn_up.weight", NULL, 0},
-    {HS_S_PROJ_W, -1, NL "mlp.down_proj.weight", NULL, "blk.%d.ffn_down.weight", NULL, 0},
-    {HS_S_FINAL_NORM_W, -1, "norm.weight", NULL, "output_norm.weight", NULL, 0},
-    /* absent when tie_word_embeddings (then the token embeddings) */
-    {HS_S_DECODER, -1, "lm_head.weight", NULL, "output.weight", NULL,
-     HS_TN_OPTIONAL | HS_TN_BARE},
+    HS_LLAMA_MLP_HEAD_ROWS(NL, 0) /* the decoder absent when tie_word_embeddings */
 };
 #undef NL
 
@@ -299,6 +294,16 @@ static const hs_arch families[] = {
         .n_kv_head = 0, .head = HS_HEAD_DECODER, .head_optional = 0, .tokenizer = HS_TOK_BPE,
         .specials = qwen2_specials, .n_specials = 3, .names = &qwen2_table,
     },
+    HS_ARCH_FALCON,      /* src/model/arch_falcon.c */
+    HS_ARCH_GPT_BIGCODE, /* src/model/arch_bigcode.c */
+    {   /* Llama's block, fused projections (arch_phi3.c); window and longrope per model */
+        .family = HS_FAMILY_PHI3, .name = "phi3",
+        .norm_place = HS_NORM_PRE, .norm_kind = HS_NORM_RMS, .act = HS_ACT_SILU, .gated = 1,
+        .pos = HS_POS_ROTARY, .rotary_frac = 1.0f, .rotary_base = 10000.0f,
+        .vis = {HS_VIS_CAUSAL, 0, 0}, .head = HS_HEAD_DECODER, .tokenizer = 0,
+        .names = &hs_phi3_table,
+    },
+    HS_DEEPSEEK_FAMILY_ROWS /* src/model/arch_deepseek.h */
     HS_NORMS_FAMILIES /* Qwen3, OLMo-2, Gemma 2 and 3: src/model/arch_norms.c */
 };
 
@@ -417,6 +422,8 @@ static int row_applies(const hs_arch *a, const hs_tensor_name *e)
     case HS_S_POST_MLP_NORM_W: return a->post_norms;
     case HS_S_NORM1_W:
     case HS_S_NORM2_W: return !a->no_pre_norm;
+    case HS_S_MLA_QA_NORM_W:
+    case HS_S_MLA_QB_W: return a->mla_q_lora > 0;
     default: return 1;
     }
 }
@@ -472,6 +479,8 @@ int hs_model_attn_width(const hs_model_config *c)
 
 int hs_qkv_width(const hs_model_config *c)
 {
+    if (c->arch && c->arch->mla_kv_lora > 0)
+        return hs_mla_qkv_width(c);
     return hs_model_attn_width(c) + 2 * c->n_kv_head * c->d_head;
 }
 
@@ -485,6 +494,8 @@ hs_tensor_shape hs_names_shape(const hs_model_config *c, const hs_tensor_name *e
     int d = c->d_model, f = c->d_ff, V = c->vocab_size, W = hs_qkv_width(c), F = hs_ff_width(c);
     int A = hs_model_attn_width(c);
     hs_tensor_shape s = {HS_K_VEC, 1, d, d, 0, 0};
+    if (hs_mla_shape(c, e, &s))
+        return s;
     switch (e->slot) {
     case HS_S_TOK_EMB:
     case HS_S_DECODER: s = (hs_tensor_shape){HS_K_ROWS, V, d, d, 0, 0}; break;
@@ -535,7 +546,7 @@ const float **hs_layer_slot_ptr(hs_layer *L, hs_slot s)
     case HS_S_K_NORM_W: return &L->k_norm_w;
     case HS_S_POST_ATTN_NORM_W: return &L->post1_w;
     case HS_S_POST_MLP_NORM_W: return &L->post2_w;
-    default: return NULL;
+    default: return hs_mla_slot_ptr(L, s);
     }
 }
 
@@ -569,7 +580,8 @@ const char *hs_arch_beyond_base(const hs_arch *a, const hs_model_config *c)
         return "a gated MLP in a family without one (or the reverse)";
     if (a->parallel_residual && a->norm_place != HS_NORM_PRE)
         return "the parallel residual in a post-norm block";
-    if (a->pos == HS_POS_ROTARY && (a->rotary_dims < 2 || a->rotary_dims > c->d_head ||
+    if (a->pos == HS_POS_ROTARY && (a->rotary_dims < 2 ||
+                                     (a->rotary_dims > c->d_head && !a->mla_kv_lora) ||
                                      a->rotary_dims % 2 || a->rotary_dims > HS_ROTARY_MAX_DIMS))
         return "rotary embeddings on 0 or an odd number of dimensions, or more than a head has,";
     if (hs_vis_check(a->vis) || a->sliding_window < 0 || a->global_every < 0 ||
@@ -577,10 +589,19 @@ const char *hs_arch_beyond_base(const hs_arch *a, const hs_model_config *c)
         return "a visibility (causal, bidirectional, window or prefix) out of its range";
     if (a->pos == HS_POS_ROTARY && !hs_vis_is_causal(a->vis))
         return "rotary embeddings in a bidirectional model";
+    if (a->pos == HS_POS_ALIBI && !hs_vis_is_causal(a->vis))
+        return "ALiBi in a bidirectional model";
     if (c->n_kv_head < 1 || c->n_head % c->n_kv_head)
         return "a number of query heads that is not a multiple of the key/value heads";
     if (a->norm_place == HS_NORM_POST && c->n_kv_head != c->n_head)
         return "grouped key/value heads in a post-norm block";
+    if (a->mla_kv_lora && (a->norm_place != HS_NORM_PRE || c->n_kv_head != c->n_head ||
+                           a->pos != HS_POS_ROTARY || a->mla_nope < 0 || a->mla_q_lora < 0))
+        return "latent attention outside a pre-norm rotary block with one key per head";
+    if (a->mla_kv_lora && (a->qk_norm != HS_QK_NORM_NONE || a->post_norms || a->attn_softcap > 0))
+        return "latent attention with query/key norms, post-sublayer norms or a softcap";
+    if (a->pos == HS_POS_ALIBI && a->attn_softcap > 0)
+        return "ALiBi with an attention softcap";
     return hs_arch_norms_beyond(a);
 }
 
@@ -617,10 +638,16 @@ hs_rope hs_model_layer_rope(const hs_model_config *c, int layer)
     if (!a || a->pos != HS_POS_ROTARY)
         return r;
     r = (hs_rope){a->rotary_dims, a->rotary_base, a->rope_scaling, a->rope_factor,
-                  a->rope_low_freq, a->rope_high_freq, a->rope_orig_ctx};
+                  a->rope_low_freq, a->rope_high_freq, a->rope_orig_ctx, a->rope_short,
+                  a->rope_long,
+                  a->rope_scaling == HS_ROPE_LONGROPE || a->rope_scaling == HS_ROPE_YARN
+                      ? a->rope_attn_factor
+                      : 1.0f,
+                  a->rope_beta_fast, a->rope_beta_slow};
     if (a->local_rotary_base > 0 && hs_model_layer_is_local(c, layer)) {
         r.base = a->local_rotary_base; /* unscaled (Gemma 3's local layers) */
         r.scaling = HS_ROPE_PLAIN;
+        r.attn_factor = 1.0f;
     }
     return r;
 }

@@ -253,7 +253,7 @@ static hs_status walk_tensors(hs_gguf *g, cur *c, walk *w, hs_error *err)
             if (type >= GGML_TYPE_COUNT)
                 return hs_fail(err, HS_E_DTYPE, "tensor '%s': unknown ggml type %u", name, type);
             return hs_fail(err, HS_E_DTYPE,
-                           "tensor '%s': unsupported ggml type %u (%s); headscope reads F32, F16, BF16, Q8_0, Q4_0, Q4_K and Q6_K",
+                           "tensor '%s': unsupported ggml type %u (%s); headscope reads F32, F16, BF16, Q4_0, Q4_1, Q5_0, Q5_1, Q8_0, Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, IQ4_NL and IQ4_XS",
                            name, type, tn ? tn : "removed");
         }
         if ((uint64_t)ne[0] % blck)

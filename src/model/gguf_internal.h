@@ -70,6 +70,12 @@ hs_status hs_gguf_get_bool(const hs_gguf *g, const char *key, int required, int 
 hs_status hs_gguf_find_array(const hs_gguf *g, const char *key, hs_gguf_type want, int required,
                              long *idx, hs_error *err);
 
+/* LongRoPE of a phi3 file (llama.cpp's rope_factors_long/short.weight, attn_factor the value
+ * of {arch}.rope.scaling.attn_factor, original_context_length) into own, whose rotary_dims
+ * are set; n_ctx its context_length (src/model/gguf_longrope.c). */
+hs_status hs_gguf_longrope(const hs_gguf *g, const char *arch, float attn_factor, int n_ctx,
+                           hs_arch *own, hs_error *err);
+
 /* The tokenizer of tokenizer.ggml.* into m->tok (left NULL when the file has no
  * tokenizer.ggml.model): GPT-2's and RoBERTa's byte-level BPE, BERT's WordPiece with the
  * "▁" rewrite undone, and for the rotary decoders a "gpt2" vocabulary with its pre-tokenizer

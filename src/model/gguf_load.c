@@ -173,10 +173,12 @@ static hs_status rope_freqs_llama3(const hs_gguf_tensor *t, hs_arch *a, hs_error
     return HS_OK;
 }
 
-/* llama.cpp's keys of gptneox, llama and qwen2 (its load_hparams, with the value types it
- * checks), and what the tensors say: rope_freqs.weight, Llama's optional biases, a tied
- * output. Refuses what the block does not run: sliding windows, experts, rope scaling other
- * than linear and Llama 3's, key/value lengths other than d_model / n_head. */
+/* llama.cpp's keys of gptneox, llama, qwen2 and phi3 (its load_hparams, with the value types
+ * it checks), and what the tensors say: rope_freqs.weight, Llama's optional biases, a tied
+ * output; attention.sliding_window, a window on every layer (llama.cpp's phi3 reads it, its
+ * llama does not: headscope's writer puts it in a llama file for a Mistral). Refuses what the
+ * block does not run: experts, rope scaling other than linear, Llama 3's and Phi-3's
+ * longrope (rope_factors_*.weight, gguf_longrope.c), keys and values of different widths. */
 static hs_status load_rotary(const hs_gguf *g, const char *a, hs_model_config *cfg, hs_arch *own,
                              hs_error *err)
 {
@@ -209,16 +211,13 @@ static hs_status load_rotary(const hs_gguf *g, const char *a, hs_model_config *c
         (st = hs_gguf_get_u32(g, KEY("expert_count"), 0, &experts, err)) ||
         (st = hs_gguf_get_f32(g, KEY("rope.scaling.attn_factor"), 0, &attn_factor, err)))
         return st;
-    if ((st = hs_gguf_norms_read(g, a, window, cfg, own, err))) /* Gemma's window and caps */
+    if ((st = hs_gguf_norms_read(g, a, window, cfg, own, err))) /* the window, Gemma's caps */
         return st;
     if (experts)
         return hs_fail(err, HS_E_UNSUPPORTED, "%s.expert_count = %d: mixtures of experts are not "
                        "supported", a, experts);
     if (hs_gguf_find_kv(g, KEY("rope.dimension_sections")) >= 0)
         return hs_fail(err, HS_E_UNSUPPORTED, "%s: multimodal rope sections are not supported", key);
-    if (attn_factor != 1.0f)
-        return hs_fail(err, HS_E_UNSUPPORTED, "%s.rope.scaling.attn_factor = %g: not supported", a,
-                       (double)attn_factor);
     if (own->family == HS_FAMILY_LLAMA && dims != dh) /* llama.cpp: "invalid n_rot" */
         return hs_fail(err, HS_E_UNSUPPORTED, "%s.rope.dimension_count = %d differs from the head "
                        "size %d", a, dims, dh);
@@ -254,6 +253,14 @@ static hs_status load_rotary(const hs_gguf *g, const char *a, hs_model_config *c
         return hs_fail(err, HS_E_UNSUPPORTED, "rope_freqs.weight in a %s file is not supported", a);
     if (rf && (st = rope_freqs_llama3(rf, own, err)))
         return st;
+    if (hs_gguf_find_tensor(g, "rope_factors_long.weight") ||
+        hs_gguf_find_tensor(g, "rope_factors_short.weight")) { /* Phi-3's longrope */
+        if ((st = hs_gguf_longrope(g, a, attn_factor, cfg->n_ctx, own, err)))
+            return st;
+    } else if (attn_factor != 1.0f) {
+        return hs_fail(err, HS_E_UNSUPPORTED, "%s.rope.scaling.attn_factor = %g: not supported", a,
+                       (double)attn_factor);
+    }
     if (own->norm_kind == HS_NORM_RMS) {
         if ((st = hs_gguf_get_f32(g, KEY("attention.layer_norm_rms_epsilon"), 1, &cfg->ln_eps, err)))
             return st;
@@ -375,19 +382,6 @@ typedef struct gguf_ctx {
     char bad[160];         /* why a tensor could not be put back, for the message */
 } gguf_ctx;
 
-static hs_dtype to_dtype(uint32_t t)
-{
-    switch (t) {
-    case HS_GGML_F16: return HS_DT_F16;
-    case HS_GGML_BF16: return HS_DT_BF16;
-    case HS_GGML_Q8_0: return HS_DT_Q8_0;
-    case HS_GGML_Q4_0: return HS_DT_Q4_0;
-    case HS_GGML_Q4_K: return HS_DT_Q4_K;
-    case HS_GGML_Q6_K: return HS_DT_Q6_K;
-    default: return HS_DT_F32;
-    }
-}
-
 /* Bytes of one ne[0]-long row (the type was checked when the file was opened). */
 static size_t row_bytes(const hs_gguf_tensor *t)
 {
@@ -405,7 +399,7 @@ static void make_view(hs_tensor_view *v, const hs_gguf_tensor *t, int rank)
         if (t->ne[d] != 1)
             rank = nd; /* leave the real rank, so the builder reports the shape */
     v->name = t->name;
-    v->dtype = to_dtype(t->type);
+    v->dtype = hs_dtype_of_ggml(t->type);
     v->ndim = rank;
     for (int k = 0; k < rank; k++)
         v->shape[k] = t->ne[rank - 1 - k];

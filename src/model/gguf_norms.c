@@ -32,11 +32,11 @@ hs_status hs_gguf_norms_read(const hs_gguf *g, const char *a, int window, hs_mod
     char key[128];
     hs_status st;
     int gemma = own->family == HS_FAMILY_GEMMA2 || own->family == HS_FAMILY_GEMMA3;
-    if (window && !gemma)
-        return hs_fail(err, HS_E_UNSUPPORTED, "%s.attention.sliding_window = %d: sliding-window "
-                       "attention is not supported", a, window);
-    if (!gemma)
+    if (!gemma) { /* every layer's queries see the last `window` keys (none when 0) */
+        own->sliding_window = window;
+        own->global_every = 0;
         return HS_OK;
+    }
 #define KEY(suffix) (snprintf(key, sizeof key, "%s." suffix, a), key)
     float scale = 0, base_swa = own->local_rotary_base;
     int pattern = own->global_every;
@@ -68,7 +68,6 @@ void hs_gguf_norms_write(hs_gguf_meta *mt, const hs_model_config *c, const char 
     if (a->family != HS_FAMILY_GEMMA2 && a->family != HS_FAMILY_GEMMA3)
         return;
 #define KEY(suffix) (snprintf(key, sizeof key, "%s." suffix, arch), key)
-    hs_meta_u32(mt, KEY("attention.sliding_window"), (uint32_t)a->sliding_window);
     if (a->family == HS_FAMILY_GEMMA2 || a->attn_softcap > 0)
         hs_meta_f32(mt, KEY("attn_logit_softcapping"), a->attn_softcap);
     if (a->family == HS_FAMILY_GEMMA2 || a->final_softcap > 0)

@@ -81,6 +81,93 @@ static hs_status bert_vocab(const hs_gguf *g, const char *const *tok, size_t n, 
     return HS_OK;
 }
 
+/* An optional special-token id key; *id keeps its default when absent, and also (with a
+ * warning, as llama.cpp warns and keeps its default) when the id is beyond the vocabulary. */
+static hs_status special_id(hs_model *m, const hs_gguf *g, const char *key, size_t n_tok,
+                            int32_t *id, hs_error *err)
+{
+    int v = *id;
+    hs_status st = hs_gguf_get_u32(g, key, 0, &v, err);
+    if (st)
+        return st;
+    if (v >= 0 && (size_t)v >= n_tok) {
+        hs_model_warn(m, "%s = %d is beyond the vocabulary of %zu tokens; the default %d%s is "
+                      "used, as llama.cpp does", key, v, n_tok, (int)*id,
+                      *id < 0 || (size_t)*id >= n_tok ? " (none)" : "");
+        return HS_OK;
+    }
+    *id = v;
+    return HS_OK;
+}
+
+/* The special tokens around each text, as llama.cpp adds them: single [first] A [last];
+ * pair_kind 1 (RoBERTa): first A last last B last, every type id 0; 2 (BERT): [first] A
+ * [last] B [last], B and its last token of type 1. -1: no such token. */
+static void bos_eos_template(hs_tokenizer *t, int32_t first, int32_t last, int pair_kind)
+{
+    hs_template s = {.n = 0}, p = {.n = 0};
+    if (first >= 0)
+        s.id[s.n++] = first;
+    s.id[s.n++] = HS_TMPL_A;
+    if (last >= 0)
+        s.id[s.n++] = last;
+    t->single = s;
+    t->post_name = "GGUF add_bos_token / add_eos_token";
+    if (pair_kind == 0)
+        return;
+    p = s;
+    if (pair_kind == 1 && last >= 0)
+        p.id[p.n++] = last;
+    size_t b = p.n;
+    p.id[p.n++] = HS_TMPL_B;
+    if (last >= 0)
+        p.id[p.n++] = last;
+    for (size_t k = b; pair_kind == 2 && k < p.n; k++)
+        p.type[k] = 1;
+    t->pair = p;
+    t->has_pair = 1;
+}
+
+/* "gpt2" (GPT-2, RoBERTa): BOS / EOS as tokenizer.ggml.add_bos_token / add_eos_token say
+ * (default: neither, as llama.cpp for a "gpt2" vocabulary; its default ids are 11), with
+ * RoBERTa's pair <s> A </s> </s> B </s>. */
+static hs_status bpe_specials(hs_model *m, const hs_gguf *g, size_t n_tok, hs_error *err)
+{
+    int32_t bos = 11, eos = 11;
+    int add_bos = 0, add_eos = 0;
+    hs_status st;
+    if ((st = special_id(m, g, "tokenizer.ggml.bos_token_id", n_tok, &bos, err)) ||
+        (st = special_id(m, g, "tokenizer.ggml.eos_token_id", n_tok, &eos, err)) ||
+        (st = hs_gguf_get_bool(g, "tokenizer.ggml.add_bos_token", 0, &add_bos, err)) ||
+        (st = hs_gguf_get_bool(g, "tokenizer.ggml.add_eos_token", 0, &add_eos, err)))
+        return st;
+    if (!add_bos && !add_eos)
+        return HS_OK;
+    if ((add_bos && (size_t)bos >= n_tok) || (add_eos && (size_t)eos >= n_tok))
+        return hs_fail(err, HS_E_VALUE, "tokenizer.ggml.add_%s_token is true but the file names "
+                       "no %s token id in range", add_bos ? "bos" : "eos", add_bos ? "BOS" : "EOS");
+    bos_eos_template(m->tok, add_bos ? bos : -1, add_eos ? eos : -1,
+                     m->cfg.arch->cls_token && add_bos && add_eos);
+    return HS_OK;
+}
+
+/* "bert": [CLS] and [SEP] as tokenizer.ggml.add_bos_token / add_sep_token say (default:
+ * both, as llama.cpp; a WordPiece vocabulary has no EOS, so add_eos_token plays no part). */
+static hs_status bert_specials(hs_model *m, const hs_gguf *g, hs_error *err)
+{
+    int add_cls = 1, add_sep = 1;
+    hs_status st;
+    if ((st = hs_gguf_get_bool(g, "tokenizer.ggml.add_bos_token", 0, &add_cls, err)) ||
+        (st = hs_gguf_get_bool(g, "tokenizer.ggml.add_sep_token", 0, &add_sep, err)))
+        return st;
+    if (add_cls && add_sep)
+        return HS_OK; /* [CLS] A [SEP] (B [SEP]), as the tokenizer was made */
+    hs_tokenizer *t = m->tok;
+    bos_eos_template(t, add_cls ? t->single.id[0] : -1, add_sep ? t->single.id[2] : -1, 2);
+    t->post_name = "GGUF add_bos_token / add_sep_token";
+    return HS_OK;
+}
+
 /* GPT-2 and RoBERTa ("gpt2": tokens + merges, <|endoftext|> or the RoBERTa specials by their
  * text) and BERT ("bert": WordPiece with the rewrite undone, lowercasing from
  * tokenizer.ggml.normalizer.lowercase, default true). tok: the tokens, n_tok of them. */
@@ -96,7 +183,7 @@ static hs_status load_gpt2_bert(hs_model *m, const hs_gguf *g, const char **tok,
             !(st = string_array(g, gi, "tokenizer.ggml.merges", &merges, &n_merges, err)))
             st = hs_tokenizer_new_bpe(tok, n_tok, merges, n_merges, &m->tok, err);
         free(merges);
-        return st;
+        return st ? st : bpe_specials(m, g, n_tok, err);
     }
     int lower = 1;
     if ((st = hs_gguf_find_typed(g, "tokenizer.ggml.normalizer.lowercase", HS_GGUF_BOOL, 0, &gi, err)))
@@ -114,7 +201,7 @@ static hs_status load_gpt2_bert(hs_model *m, const hs_gguf *g, const char **tok,
     for (size_t j = 0; j < n_tok; j++)
         free(vocab[j]);
     free(vocab);
-    return st;
+    return st ? st : bert_specials(m, g, err);
 }
 
 /* ---- reading: the rotary decoders ------------------------------------------------------ */
@@ -139,20 +226,6 @@ static const struct pre_kind {
     {"qwen2", HS_SPEC_PRE_QWEN2, 1, 0, 0},      /* Qwen1.5 / Qwen2: NFC, single digits */
 };
 #define N_PRE_KINDS (sizeof pre_kinds / sizeof pre_kinds[0])
-
-/* An optional special-token id key; *id keeps its default when absent. */
-static hs_status special_id(const hs_gguf *g, const char *key, size_t n_tok, int32_t *id,
-                            hs_error *err)
-{
-    int v = *id;
-    hs_status st = hs_gguf_get_u32(g, key, 0, &v, err);
-    if (st)
-        return st;
-    if (v >= 0 && (size_t)v >= n_tok)
-        return hs_fail(err, HS_E_VALUE, "%s = %d is out of range (%zu tokens)", key, v, n_tok);
-    *id = v;
-    return HS_OK;
-}
 
 static hs_status load_rotary(hs_model *m, const hs_gguf *g, const char *model, const char **tok,
                              size_t n_tok, hs_error *err)
@@ -193,9 +266,9 @@ static hs_status load_rotary(hs_model *m, const hs_gguf *g, const char *model, c
     if (ti >= 0 && hs_gguf_kv_len(g, (size_t)ti) < n_tok)
         return hs_fail(err, HS_E_SHAPE, "tokenizer.ggml.token_type has %zu entries for %zu tokens",
                        hs_gguf_kv_len(g, (size_t)ti), n_tok);
-    if ((st = special_id(g, "tokenizer.ggml.unknown_token_id", n_tok, &s.unk, err)) ||
-        (st = special_id(g, "tokenizer.ggml.bos_token_id", n_tok, &s.bos, err)) ||
-        (st = special_id(g, "tokenizer.ggml.eos_token_id", n_tok, &s.eos, err)) ||
+    if ((st = special_id(m, g, "tokenizer.ggml.unknown_token_id", n_tok, &s.unk, err)) ||
+        (st = special_id(m, g, "tokenizer.ggml.bos_token_id", n_tok, &s.bos, err)) ||
+        (st = special_id(m, g, "tokenizer.ggml.eos_token_id", n_tok, &s.eos, err)) ||
         (st = hs_gguf_get_bool(g, "tokenizer.ggml.add_bos_token", 0, &add_bos, err)) ||
         (st = hs_gguf_get_bool(g, "tokenizer.ggml.add_eos_token", 0, &add_eos, err)) ||
         (st = hs_gguf_get_bool(g, "tokenizer.ggml.add_space_prefix", 0, &add_space, err)))
@@ -276,7 +349,9 @@ hs_status hs_gguf_tokenizer_load(hs_model *m, const hs_gguf *g, hs_error *err)
     const hs_arch *a = m->cfg.arch;
     int rotary = a->pos == HS_POS_ROTARY;
     const char *want = a->names->gguf_tokenizer;
-    int spm_ok = a->family == HS_FAMILY_LLAMA || !strcmp(want, "llama"); /* Llama 2, Gemma */
+    /* a rotary decoder: "gpt2" (byte-level BPE), or its family's own ("llama": Llama, Phi-3,
+       Gemma) */
+    int spm_ok = !strcmp(want, "llama");
     if (rotary ? strcmp(model.str, "gpt2") && (!spm_ok || strcmp(model.str, "llama"))
                : strcmp(model.str, want) != 0)
         return hs_fail(err, HS_E_UNSUPPORTED,

@@ -316,6 +316,12 @@ static hs_status plan_row(void *ctx, const hs_tensor_name *e, int layer, hs_erro
             pc->p->rope_freqs[k] = (float)(pow((double)a->rotary_base, -2.0 * k / a->rotary_dims) / inv[k]);
         add_vec(pc->p, "rope_freqs.weight", pc->p->rope_freqs, (size_t)a->rotary_dims / 2);
     }
+    if (e->slot == HS_S_TOK_EMB && m->cfg.arch->rope_scaling == HS_ROPE_LONGROPE) { /* Phi-3's */
+        add_vec(pc->p, "rope_factors_long.weight", m->cfg.arch->rope_long,
+                (size_t)m->cfg.arch->rotary_dims / 2);
+        add_vec(pc->p, "rope_factors_short.weight", m->cfg.arch->rope_short,
+                (size_t)m->cfg.arch->rotary_dims / 2);
+    }
     return HS_OK;
 }
 
@@ -398,17 +404,23 @@ static hs_status writable(const hs_model *m, hs_error *err)
 {
     const hs_arch *a = m->cfg.arch;
     int norms = hs_gguf_norms_family(a); /* Gemma's windows and GeGLU are llama.cpp's */
-    if ((a->sliding_window > 0 && !norms) || a->vis.kind != hs_arch_of(a->family)->vis.kind ||
+    if ((a->sliding_window > 0 && !norms && (a->global_every > 0 || a->pos != HS_POS_ROTARY)) ||
+        a->vis.kind != hs_arch_of(a->family)->vis.kind ||
         (m->cfg.gated && m->cfg.act != HS_ACT_SILU && !norms))
-        return hs_fail(err, HS_E_UNSUPPORTED, "a sliding window, another visibility than the "
-                       "family's or a MLP gated by another activation than SiLU cannot be "
-                       "written to GGUF");
+        return hs_fail(err, HS_E_UNSUPPORTED, "a sliding window on some layers only, another "
+                       "visibility than the family's or a MLP gated by another activation than "
+                       "SiLU cannot be written to GGUF");
     if (a->pos != HS_POS_ROTARY)
         return HS_OK;
+    if (a->rope_scaling == HS_ROPE_LONGROPE && a->family != HS_FAMILY_PHI3)
+        return hs_fail(err, HS_E_UNSUPPORTED, "longrope scaling in a %s model cannot be written to "
+                       "GGUF (llama.cpp reads rope_factors_*.weight for phi3 only)", a->name);
     if (a->family == HS_FAMILY_LLAMA && a->rotary_dims != m->cfg.d_head)
         return hs_fail(err, HS_E_UNSUPPORTED, "this Llama model rotates %d of its %d head "
                        "dimensions, and llama.cpp's llama architecture rotates all of them; it "
                        "cannot be written to GGUF", a->rotary_dims, m->cfg.d_head);
+    if (a->rope_scaling == HS_ROPE_YARN)
+        return hs_fail(err, HS_E_UNSUPPORTED, "YaRN rope scaling cannot be written to GGUF yet");
     if (a->rope_scaling == HS_ROPE_LLAMA3 && a->family != HS_FAMILY_LLAMA)
         return hs_fail(err, HS_E_UNSUPPORTED, "Llama 3 rope scaling in a %s model cannot be "
                        "written to GGUF (llama.cpp reads rope_freqs.weight for llama only)", a->name);
@@ -437,6 +449,8 @@ static void rotary_keys(meta *mt, const hs_model_config *c, const char *arch)
         hs_meta_u32(mt, KEY("attention.key_length"), (uint32_t)c->d_head);
         hs_meta_u32(mt, KEY("attention.value_length"), (uint32_t)c->d_head);
     }
+    if (a->sliding_window > 0) /* every layer's (writable) */
+        hs_meta_u32(mt, KEY("attention.sliding_window"), (uint32_t)a->sliding_window);
     hs_meta_u32(mt, KEY("rope.dimension_count"), (uint32_t)a->rotary_dims);
     hs_meta_f32(mt, KEY("rope.freq_base"), a->rotary_base);
     if (a->norm_kind == HS_NORM_LAYER) {
@@ -449,6 +463,10 @@ static void rotary_keys(meta *mt, const hs_model_config *c, const char *arch)
     if (a->rope_scaling == HS_ROPE_LINEAR) {
         hs_meta_str(mt, KEY("rope.scaling.type"), "linear");
         hs_meta_f32(mt, KEY("rope.scaling.factor"), a->rope_factor);
+    }
+    if (a->rope_scaling == HS_ROPE_LONGROPE) { /* and the factor tensors (plan_row) */
+        hs_meta_u32(mt, KEY("rope.scaling.original_context_length"), (uint32_t)a->rope_orig_ctx);
+        hs_meta_f32(mt, KEY("rope.scaling.attn_factor"), a->rope_attn_factor);
     }
     hs_gguf_norms_write(mt, c, arch);
 #undef KEY
@@ -468,6 +486,10 @@ static hs_status emit(sink *s, const hs_model *m, const hs_gguf_write_options *o
         return hs_fail(err, HS_E_ARG, "unsupported output type %d", (int)opt->ftype);
     const hs_model_config *c = &m->cfg;
     const char *arch = hs_arch_gguf_name(c->arch);
+    if (!arch && (c->family == HS_FAMILY_FALCON || c->family == HS_FAMILY_GPT_BIGCODE))
+        return hs_fail(err, HS_E_UNSUPPORTED, "architecture '%s': writing llama.cpp's '%s' GGUF "
+                       "form is not implemented yet; use the Hugging Face folder", c->arch->name,
+                       c->family == HS_FAMILY_FALCON ? "falcon" : "starcoder");
     if (!arch)
         return hs_fail(err, HS_E_UNSUPPORTED, "architecture '%s' has no GGUF form (llama.cpp has "
                        "no such architecture); use the Hugging Face folder", c->arch->name);

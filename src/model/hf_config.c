@@ -6,7 +6,7 @@
 
 #include <cJSON.h>
 
-#include "model/hf_config.h"
+#include "model/arch_mqa.h" /* includes hf_config.h */
 #include "model/model_internal.h"
 
 #define CONFIG_MAX_BYTES (4u << 20)
@@ -164,13 +164,100 @@ static hs_status get_num(const cJSON *obj, const char *where, const char *key, d
     return HS_OK;
 }
 
+/* LongRoPE (transformers' "longrope"; "su" in Phi-3's first configs) from the scaling
+ * object sc: short_factor and long_factor, rotary_dims / 2 positive numbers each, dividing
+ * theta_k (hs_op_rope_freqs_at picks one by the text's length);
+ * original_max_position_embeddings from sc or the config (else max_pos); attention_factor
+ * as given, else from factor (as given, else max_pos / original): 1 when factor <= 1, else
+ * sqrt(1 + ln factor / ln original), the scale of cos and sin. */
+static hs_status parse_longrope(const cJSON *root, const cJSON *sc, const char *where,
+                                int max_pos, hs_arch *a, hs_error *err)
+{
+    static const char *const keys[2] = {"short_factor", "long_factor"};
+    float *dst[2] = {a->rope_short, a->rope_long};
+    int half = a->rotary_dims / 2;
+    for (int j = 0; j < 2; j++) {
+        const cJSON *arr = cJSON_GetObjectItemCaseSensitive(sc, keys[j]), *v;
+        if (!cJSON_IsArray(arr) || cJSON_GetArraySize(arr) != half || half > HS_ROPE_MAX_FACTORS)
+            return hs_fail(err, HS_E_FORMAT, "config.json: %s'%s' must be a list of %d numbers "
+                           "(one per rotary frequency)", where, keys[j], half);
+        int k = 0;
+        cJSON_ArrayForEach(v, arr) {
+            if (!cJSON_IsNumber(v) || !isfinite(v->valuedouble) || !(v->valuedouble > 0) ||
+                v->valuedouble > 1e6)
+                return hs_fail(err, HS_E_FORMAT, "config.json: %s'%s'[%d] must be a number in "
+                               "(0, 1e6]", where, keys[j], k);
+            dst[j][k++] = (float)v->valuedouble;
+        }
+    }
+    double orig = 0, factor = 0, attn = 0;
+    hs_status st;
+    if ((st = get_num(sc, where, "original_max_position_embeddings", 1, 1 << 24, &orig, err)) ||
+        (!orig && (st = get_num(root, "", "original_max_position_embeddings", 1, 1 << 24, &orig,
+                                err))) ||
+        (st = get_num(sc, where, "factor", 1e-6, 1e6, &factor, err)) ||
+        (st = get_num(sc, where, "attention_factor", 1e-6, 1e6, &attn, err)))
+        return st;
+    orig = orig >= 1 ? floor(orig) : max_pos;
+    factor = factor > 0 ? factor : max_pos / orig;
+    if (!(attn > 0))
+        attn = factor <= 1 ? 1 : sqrt(1 + log(factor) / log(orig));
+    if (!(orig >= 1) || !isfinite(attn))
+        return hs_fail(err, HS_E_FORMAT, "config.json: longrope scaling needs "
+                       "original_max_position_embeddings of at least 2 (or an attention_factor)");
+    a->rope_scaling = HS_ROPE_LONGROPE;
+    a->rope_orig_ctx = (int)orig;
+    a->rope_factor = (float)factor;
+    a->rope_attn_factor = (float)attn;
+    return HS_OK;
+}
+
+/* YaRN's mscale: 0.1 m ln(factor) + 1 (1 when factor <= 1). */
+static double yarn_mscale(double factor, double m)
+{
+    return factor <= 1 ? 1.0 : 0.1 * m * log(factor) + 1.0;
+}
+
+/* YaRN's parameters (a->rope_factor already set), as transformers' _compute_yarn_parameters
+ * reads them: beta_fast 32 and beta_slow 1 by default, original_max_position_embeddings else
+ * the model's maximum positions (set after parsing, hs_hf_config_load), the attention factor
+ * given, else mscale(factor, mscale) / mscale(factor, mscale_all_dim) when both are given,
+ * else mscale(factor, 1). */
+static hs_status parse_yarn(const cJSON *sc, const char *where, hs_arch *a, hs_error *err)
+{
+    double fast = 32, slow = 1, orig = 0, ms = 0, ms_all = 0, af = 0;
+    hs_status st;
+    if ((st = get_num(sc, where, "beta_fast", 1e-6, 1e6, &fast, err)) ||
+        (st = get_num(sc, where, "beta_slow", 1e-6, 1e6, &slow, err)) ||
+        (st = get_num(sc, where, "original_max_position_embeddings", 1, 1 << 24, &orig, err)) ||
+        (st = get_num(sc, where, "mscale", 0, 1e6, &ms, err)) ||
+        (st = get_num(sc, where, "mscale_all_dim", 0, 1e6, &ms_all, err)) ||
+        (st = get_num(sc, where, "attention_factor", 1e-6, 1e6, &af, err)) ||
+        (st = require_bool(sc, "truncate", 1, err)))
+        return st;
+    if (!(fast > slow))
+        return hs_fail(err, HS_E_FORMAT, "config.json: %s'beta_fast' must exceed 'beta_slow'",
+                       where);
+    if (!(af > 0))
+        af = ms > 0 && ms_all > 0 ? yarn_mscale(a->rope_factor, ms) /
+                                        yarn_mscale(a->rope_factor, ms_all)
+                                  : yarn_mscale(a->rope_factor, 1);
+    a->rope_scaling = HS_ROPE_YARN;
+    a->rope_orig_ctx = (int)orig; /* 0: the model's maximum positions */
+    a->rope_beta_fast = (float)fast;
+    a->rope_beta_slow = (float)slow;
+    a->rope_attn_factor = (float)af;
+    return HS_OK;
+}
+
 /* The rotary parameters as transformers reads them: the base (theta_key, or transformers 5's
  * rope_parameters.rope_theta), the rotated fraction of each head (frac_key, or
  * rope_parameters.partial_rotary_factor) and the frequency scaling (rope_scaling, or
- * rope_parameters with a rope_type other than "default"): none, "linear" or "llama3";
- * every other type (dynamic, yarn, longrope, ...) is refused. */
+ * rope_parameters with a rope_type other than "default"): none, "linear", "llama3" or
+ * "longrope" ("su"; max_pos: max_position_embeddings) or "yarn"; every other type (dynamic,
+ * ...) is refused. */
 static hs_status parse_rope(const cJSON *root, hs_arch *a, int d_head, const char *theta_key,
-                            const char *frac_key, hs_error *err)
+                            const char *frac_key, int max_pos, hs_error *err)
 {
     const cJSON *rp = cJSON_GetObjectItemCaseSensitive(root, "rope_parameters");
     if (rp && !cJSON_IsNull(rp) && !cJSON_IsObject(rp))
@@ -202,6 +289,8 @@ static hs_status parse_rope(const cJSON *root, hs_arch *a, int d_head, const cha
     a->rope_scaling = HS_ROPE_PLAIN;
     if (!kind || !strcmp(kind, "default"))
         return HS_OK;
+    if (!strcmp(kind, "longrope") || !strcmp(kind, "su"))
+        return parse_longrope(root, sc, where, max_pos, a, err);
     double factor = 0, low = 0, high = 0, orig = 0;
     if ((st = get_num(sc, where, "factor", 1e-6, 1e6, &factor, err)))
         return st;
@@ -212,9 +301,11 @@ static hs_status parse_rope(const cJSON *root, hs_arch *a, int d_head, const cha
         a->rope_scaling = HS_ROPE_LINEAR;
         return HS_OK;
     }
+    if (!strcmp(kind, "yarn"))
+        return parse_yarn(sc, where, a, err);
     if (strcmp(kind, "llama3"))
         return hs_fail(err, HS_E_UNSUPPORTED, "config.json: rope scaling type '%.40s' is not "
-                       "supported (expected default, linear or llama3)", kind);
+                       "supported (expected default, linear, llama3, longrope or yarn)", kind);
     if ((st = get_num(sc, where, "low_freq_factor", 1e-6, 1e6, &low, err)) ||
         (st = get_num(sc, where, "high_freq_factor", 1e-6, 1e6, &high, err)) ||
         (st = get_num(sc, where, "original_max_position_embeddings", 1, 1 << 24, &orig, err)))
@@ -271,7 +362,8 @@ static hs_status parse_gpt_neox(const cJSON *root, hs_model_config *c, hs_arch *
         (st = parse_act(get_str(root, "hidden_act"), &c->act, err)) ||
         (st = require_bool(root, "attention_bias", 1, err)) ||
         (st = get_bool(root, "tie_word_embeddings", &a->tied_embeddings, err)) ||
-        (st = parse_rope(root, a, c->d_model / c->n_head, "rotary_emb_base", "rotary_pct", err)))
+        (st = parse_rope(root, a, c->d_model / c->n_head, "rotary_emb_base", "rotary_pct",
+                         c->n_ctx, err)))
         return st;
     return HS_OK;
 }
@@ -294,7 +386,7 @@ static hs_status parse_llama_like(const cJSON *root, hs_model_config *c, hs_arch
         (st = require_bool(root, "mlp_bias", 0, err)) ||
         (st = get_bool(root, "tie_word_embeddings", &a->tied_embeddings, err)) ||
         (st = parse_rope(root, a, c->d_head ? c->d_head : c->d_model / c->n_head, "rope_theta",
-                         "partial_rotary_factor", err)))
+                         "partial_rotary_factor", c->n_ctx, err)))
         return st;
     const char *act = get_str(root, "hidden_act");
     if (act && strcmp(act, "silu"))
@@ -329,14 +421,62 @@ static hs_status parse_qwen2(const cJSON *root, hs_model_config *c, hs_arch *a, 
     return parse_llama_like(root, c, a, err);
 }
 
+/* sliding_window: every layer's queries see the last W keys, themselves included
+ * (transformers' mask: key j visible from query i when i - W < j <= i); null: no window;
+ * absent: dflt (0: none). */
+static hs_status parse_window(const cJSON *root, int dflt, hs_arch *a, hs_error *err)
+{
+    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, "sliding_window");
+    int w = v ? 0 : dflt;
+    hs_status st = get_int(root, "sliding_window", 0, &w, err);
+    if (st)
+        return st;
+    if (v && !cJSON_IsNull(v) && w < 1)
+        return hs_fail(err, HS_E_FORMAT, "config.json: field 'sliding_window' must be at least 1 "
+                       "(or null: no window)");
+    a->sliding_window = w;
+    a->global_every = 0; /* every layer local */
+    return HS_OK;
+}
+
+/* Mistral: Llama's block (no biases) with 8 KV heads by default and a sliding window on
+ * every layer (transformers' default 4096 when the key is absent); opened as the llama
+ * family, which is how llama.cpp files it. */
+static hs_status parse_mistral(const cJSON *root, hs_model_config *c, hs_arch *a, hs_error *err)
+{
+    hs_status st = parse_window(root, 4096, a, err);
+    if (st)
+        return st;
+    c->family = HS_FAMILY_LLAMA;
+    c->n_ctx = 4096 * 32;
+    a->n_kv_head = 8; /* transformers' MistralConfig default */
+    return parse_llama_like(root, c, a, err);
+}
+
+/* Phi-3: Llama's block with fused qkv_proj and gate_up_proj (its name table), no biases, a
+ * sliding window where configured, longrope ("su") scaling (parse_rope). */
+static hs_status parse_phi3(const cJSON *root, hs_model_config *c, hs_arch *a, hs_error *err)
+{
+    hs_status st = parse_window(root, 0, a, err);
+    if (st)
+        return st;
+    c->family = HS_FAMILY_PHI3;
+    c->n_ctx = 4096;
+    if ((st = parse_llama_like(root, c, a, err)))
+        return st;
+    if (a->rope_scaling == HS_ROPE_YARN || a->rope_scaling == HS_ROPE_LLAMA3)
+        return hs_fail(err, HS_E_UNSUPPORTED, "config.json: rope scaling type '%s' is not "
+                       "supported for phi3 (expected default, linear or longrope)",
+                       a->rope_scaling == HS_ROPE_YARN ? "yarn" : "llama3");
+    return HS_OK;
+}
+
 /* Families transformers has that the block cannot express, each with the reason. */
 static const struct {
     const char *model_type, *why;
 } refused[] = {
     {"gpt_neo", "GPT-Neo alternates global and local (windowed) attention layers and leaves "
                 "its attention scores unscaled"},
-    {"mistral", "Mistral's sliding-window attention is not implemented (a Mistral without a "
-                "window is a llama config)"},
     {"qwen3_moe", "Qwen3-MoE's routed experts (num_experts, top-k routing) are not implemented"},
 };
 
@@ -401,6 +541,12 @@ static const struct {
     {"gpt_neox", HS_FAMILY_GPT_NEOX, parse_gpt_neox},
     {"llama", HS_FAMILY_LLAMA, parse_llama},
     {"qwen2", HS_FAMILY_QWEN2, parse_qwen2},
+    {"falcon", HS_FAMILY_FALCON, hs_parse_falcon},
+    {"gpt_bigcode", HS_FAMILY_GPT_BIGCODE, hs_parse_gpt_bigcode},
+    {"mistral", HS_FAMILY_LLAMA, parse_mistral}, /* llama with a window */
+    {"phi3", HS_FAMILY_PHI3, parse_phi3},
+    {"deepseek_v2", HS_FAMILY_DEEPSEEK_V2, hs_parse_deepseek_v2}, /* hf_config_deepseek.c */
+    {"deepseek_v3", HS_FAMILY_DEEPSEEK_V3, hs_parse_deepseek_v3},
     HS_NORMS_PARSERS /* qwen3, olmo2, gemma2, gemma3_text, gemma3: hf_config_norms.c */
 };
 
@@ -447,6 +593,8 @@ hs_status hs_hf_config_load(const char *path, hs_model_config *cfg, hs_arch *arc
                              "supported (expected %s)", mt, hs_arch_list());
         }
     }
+    if (st == HS_OK && arch->rope_scaling == HS_ROPE_YARN && !arch->rope_orig_ctx)
+        arch->rope_orig_ctx = cfg->n_ctx; /* YaRN's original context: the model's */
     if (st == HS_OK)
         st = hs_config_validate(cfg, err);
 done:
@@ -455,17 +603,17 @@ done:
     return st;
 }
 
-/* ---- the readers above for the other config parsers (hf_config.h) -------------------- */
+/* ---- the readers for parsers in other files (model/hf_config.h) ---------------------------- */
 
 hs_status hs_cfg_int(const cJSON *root, const char *key, int required, int *out, hs_error *err)
 {
     return get_int(root, key, required, out, err);
 }
 
-hs_status hs_cfg_num(const cJSON *obj, const char *key, double lo, double hi, double *out,
-                     hs_error *err)
+hs_status hs_cfg_num(const cJSON *obj, const char *where, const char *key, double lo, double hi,
+                     double *out, hs_error *err)
 {
-    return get_num(obj, "", key, lo, hi, out, err);
+    return get_num(obj, where, key, lo, hi, out, err);
 }
 
 hs_status hs_cfg_bool(const cJSON *root, const char *key, int *out, hs_error *err)
@@ -473,14 +621,47 @@ hs_status hs_cfg_bool(const cJSON *root, const char *key, int *out, hs_error *er
     return get_bool(root, key, out, err);
 }
 
-hs_status hs_cfg_require_bool(const cJSON *root, const char *key, int want, hs_error *err)
+hs_status hs_cfg_unit(const cJSON *root, const char *key, float *out, hs_error *err)
+{
+    return get_float(root, key, out, err);
+}
+
+hs_status hs_cfg_require(const cJSON *root, const char *key, int want, hs_error *err)
 {
     return require_bool(root, key, want, err);
 }
 
-hs_status hs_cfg_rope(const cJSON *root, hs_arch *a, int d_head, hs_error *err)
+hs_status hs_cfg_act(const char *name, hs_activation *act, hs_error *err)
 {
-    return parse_rope(root, a, d_head, "rope_theta", "partial_rotary_factor", err);
+    return parse_act(name, act, err);
+}
+
+hs_status hs_cfg_rope(const cJSON *root, hs_arch *a, int d_head, const char *theta_key,
+                      const char *frac_key, int max_pos, hs_error *err)
+{
+    return parse_rope(root, a, d_head, theta_key, frac_key, max_pos, err);
+}
+
+const char *hs_cfg_str(const cJSON *root, const char *key) { return get_str(root, key); }
+
+double hs_cfg_yarn_mscale(double factor, double m) { return yarn_mscale(factor, m); }
+
+hs_status hs_cfg_llama_dims(const cJSON *root, hs_model_config *c, hs_arch *a, int rope_dims,
+                            hs_error *err)
+{
+    hs_status st;
+    if ((st = get_decoder_dims(root, c, err)) ||
+        (st = get_float(root, "rms_norm_eps", &c->ln_eps, err)) ||
+        (st = require_bool(root, "mlp_bias", 0, err)) ||
+        (st = get_bool(root, "tie_word_embeddings", &a->tied_embeddings, err)) ||
+        (st = parse_rope(root, a, rope_dims, "rope_theta", "partial_rotary_factor", c->n_ctx,
+                         err)))
+        return st;
+    const char *act = get_str(root, "hidden_act");
+    if (act && strcmp(act, "silu"))
+        return hs_fail(err, HS_E_UNSUPPORTED, "config.json: hidden_act '%s' is not supported "
+                       "(expected silu)", act);
+    return HS_OK;
 }
 
 hs_status hs_cfg_llama_like(const cJSON *root, hs_model_config *c, hs_arch *a, hs_error *err)

@@ -1,6 +1,6 @@
-/* The config.json readers of src/model/hf_config.c for the parsers in other files
- * (hf_config_norms.c), and those parsers' rows of its parsers[] table. Private to
- * src/model/. */
+/* config.json readers shared by hf_config.c and the family parsers in their own files
+ * (hf_config_deepseek.c, hf_config_norms.c, arch_falcon.c, arch_bigcode.c), and those
+ * parsers' rows of its parsers[] table. Private to src/model/. */
 #ifndef HEADSCOPE_HF_CONFIG_H
 #define HEADSCOPE_HF_CONFIG_H
 
@@ -8,22 +8,39 @@
 
 #include "model/model_internal.h"
 
-/* An integer field (required: a missing one is an error; else *out keeps its default). */
+/* A non-negative integer field into *out (required: a missing field fails; else absent or
+ * null: *out kept). */
 hs_status hs_cfg_int(const cJSON *root, const char *key, int required, int *out, hs_error *err);
-/* A number in [lo, hi]; absent or null leaves *out alone. */
-hs_status hs_cfg_num(const cJSON *obj, const char *key, double lo, double hi, double *out,
-                     hs_error *err);
-/* A boolean; absent or null leaves *out alone. */
+/* A number field of obj in [lo, hi] (messages name it where + key); absent: *out kept. */
+hs_status hs_cfg_num(const cJSON *obj, const char *where, const char *key, double lo, double hi,
+                     double *out, hs_error *err);
 hs_status hs_cfg_bool(const cJSON *root, const char *key, int *out, hs_error *err);
-/* A boolean that must be want (absent: transformers' default, taken to be want). */
-hs_status hs_cfg_require_bool(const cJSON *root, const char *key, int want, hs_error *err);
-/* rope_theta, partial_rotary_factor and rope_scaling / rope_parameters (default, linear,
- * llama3; every other type refused by name). */
-hs_status hs_cfg_rope(const cJSON *root, hs_arch *a, int d_head, hs_error *err);
-/* Llama's keys: dimensions, head_dim, num_key_value_heads, rms_norm_eps, mlp_bias,
- * tie_word_embeddings, rope, hidden_act silu. */
+/* A number in (0, 1]. */
+hs_status hs_cfg_unit(const cJSON *root, const char *key, float *out, hs_error *err);
+/* A boolean that must be want when present, refused by name otherwise. */
+hs_status hs_cfg_require(const cJSON *root, const char *key, int want, hs_error *err);
+/* The activation's name. */
+hs_status hs_cfg_act(const char *name, hs_activation *act, hs_error *err);
+/* The rotary parameters (theta_key, frac_key, rope_scaling / rope_parameters; max_pos:
+ * max_position_embeddings). */
+hs_status hs_cfg_rope(const cJSON *root, hs_arch *a, int d_head, const char *theta_key,
+                      const char *frac_key, int max_pos, hs_error *err);
+const char *hs_cfg_str(const cJSON *root, const char *key);
+/* YaRN's 0.1 m ln(factor) + 1 (1 when factor <= 1). */
+double hs_cfg_yarn_mscale(double factor, double m);
+/* Llama's keys: the five dimensions, max_position_embeddings, rms_norm_eps, mlp_bias
+ * (false), tie_word_embeddings, hidden_act (silu) and the rotary parameters over rope_dims. */
+hs_status hs_cfg_llama_dims(const cJSON *root, hs_model_config *c, hs_arch *a, int rope_dims,
+                            hs_error *err);
+
+/* deepseek_v2 and deepseek_v3 configs (hf_config_deepseek.c). */
+hs_status hs_parse_deepseek_v2(const cJSON *root, hs_model_config *c, hs_arch *a, hs_error *err);
+hs_status hs_parse_deepseek_v3(const cJSON *root, hs_model_config *c, hs_arch *a, hs_error *err);
+/* Llama's keys as parse_llama reads them: hs_cfg_llama_dims' and head_dim,
+ * num_key_value_heads (default a->n_kv_head, else num_attention_heads). */
 hs_status hs_cfg_llama_like(const cJSON *root, hs_model_config *c, hs_arch *a, hs_error *err);
 
+/* qwen3, olmo2, gemma2, gemma3_text and gemma3 configs (hf_config_norms.c). */
 hs_status hs_parse_qwen3(const cJSON *root, hs_model_config *c, hs_arch *a, hs_error *err);
 hs_status hs_parse_olmo2(const cJSON *root, hs_model_config *c, hs_arch *a, hs_error *err);
 hs_status hs_parse_gemma2(const cJSON *root, hs_model_config *c, hs_arch *a, hs_error *err);

@@ -6,17 +6,11 @@
 #include "model/arch_norms.h"
 #include "model/hf_config.h"
 
-static const char *str_of(const cJSON *root, const char *key)
-{
-    const cJSON *v = cJSON_GetObjectItemCaseSensitive(root, key);
-    return cJSON_IsString(v) ? v->valuestring : NULL;
-}
-
 hs_status hs_parse_qwen3(const cJSON *root, hs_model_config *c, hs_arch *a, hs_error *err)
 {
     hs_status st;
-    if ((st = hs_cfg_require_bool(root, "use_sliding_window", 0, err)) ||
-        (st = hs_cfg_require_bool(root, "attention_bias", 0, err)))
+    if ((st = hs_cfg_require(root, "use_sliding_window", 0, err)) ||
+        (st = hs_cfg_require(root, "attention_bias", 0, err)))
         return st;
     c->family = HS_FAMILY_QWEN3;
     c->n_ctx = 32768;
@@ -27,7 +21,7 @@ hs_status hs_parse_qwen3(const cJSON *root, hs_model_config *c, hs_arch *a, hs_e
 
 hs_status hs_parse_olmo2(const cJSON *root, hs_model_config *c, hs_arch *a, hs_error *err)
 {
-    hs_status st = hs_cfg_require_bool(root, "attention_bias", 0, err);
+    hs_status st = hs_cfg_require(root, "attention_bias", 0, err);
     if (st)
         return st;
     c->family = HS_FAMILY_OLMO2;
@@ -48,7 +42,7 @@ static hs_status softcap(const cJSON *root, const char *key, float *out, hs_erro
         return HS_OK;
     }
     double cap = *out;
-    hs_status st = hs_cfg_num(root, key, 1e-3, 1e6, &cap, err);
+    hs_status st = hs_cfg_num(root, "", key, 1e-3, 1e6, &cap, err);
     *out = (float)cap;
     return st;
 }
@@ -59,7 +53,7 @@ static hs_status softcap(const cJSON *root, const char *key, float *out, hs_erro
 static hs_status layer_pattern(const cJSON *root, hs_model_config *c, hs_arch *a, hs_error *err)
 {
     double pat = a->global_every;
-    hs_status st = hs_cfg_num(root, "sliding_window_pattern", 1, 1e6, &pat, err);
+    hs_status st = hs_cfg_num(root, "", "sliding_window_pattern", 1, 1e6, &pat, err);
     if (st)
         return st;
     a->global_every = (int)pat;
@@ -97,29 +91,31 @@ static hs_status layer_pattern(const cJSON *root, hs_model_config *c, hs_arch *a
  * {"full_attention": {...}, "sliding_attention": {...}}: the first is read as the global
  * layers' parameters, the second's rope_theta as the local layers' base, which must be
  * unscaled. */
-static hs_status gemma_rope(const cJSON *root, hs_arch *a, int d_head, double *local_base,
-                            hs_error *err)
+static hs_status gemma_rope(const cJSON *root, hs_arch *a, int d_head, int max_pos,
+                            double *local_base, hs_error *err)
 {
     const cJSON *rp = cJSON_GetObjectItemCaseSensitive(root, "rope_parameters");
     const cJSON *full = cJSON_GetObjectItemCaseSensitive(rp, "full_attention");
     const cJSON *slide = cJSON_GetObjectItemCaseSensitive(rp, "sliding_attention");
     if (!full && !slide)
-        return hs_cfg_rope(root, a, d_head, err);
+        return hs_cfg_rope(root, a, d_head, "rope_theta", "partial_rotary_factor", max_pos,
+                           err);
     if (!cJSON_IsObject(full) || !cJSON_IsObject(slide))
         return hs_fail(err, HS_E_FORMAT, "config.json: 'rope_parameters' per layer type needs "
                        "'full_attention' and 'sliding_attention' objects");
-    const char *kind = str_of(slide, "rope_type");
+    const char *kind = hs_cfg_str(slide, "rope_type");
     if (kind && strcmp(kind, "default"))
         return hs_fail(err, HS_E_UNSUPPORTED, "config.json: rope_parameters.sliding_attention."
                        "rope_type '%.40s' is not supported (the local layers turn unscaled)", kind);
-    hs_status st = hs_cfg_num(slide, "rope_theta", 1e-6, 1e12, local_base, err);
+    hs_status st = hs_cfg_num(slide, "", "rope_theta", 1e-6, 1e12, local_base, err);
     cJSON *global = st ? NULL : cJSON_Duplicate(root, 1);
     if (st)
         return st;
     if (!global)
         return hs_fail(err, HS_E_NOMEM, "out of memory reading config.json");
     cJSON_ReplaceItemInObjectCaseSensitive(global, "rope_parameters", cJSON_Duplicate(full, 1));
-    st = hs_cfg_rope(global, a, d_head, err);
+    st = hs_cfg_rope(global, a, d_head, "rope_theta", "partial_rotary_factor", max_pos,
+                     err);
     cJSON_Delete(global);
     return st;
 }
@@ -150,17 +146,17 @@ static hs_status parse_gemma(const cJSON *root, hs_model_config *c, hs_arch *a, 
         (st = hs_cfg_int(root, "head_dim", 0, &c->d_head, err)) ||
         (st = hs_cfg_int(root, "num_key_value_heads", 0, &kv, err)) ||
         (st = hs_cfg_int(root, "sliding_window", 0, &window, err)) ||
-        (st = hs_cfg_num(root, "query_pre_attn_scalar", 1e-6, 1e9, &qpas, err)) ||
-        (st = hs_cfg_num(root, "rope_local_base_freq", 1e-6, 1e12, &local_base, err)) ||
+        (st = hs_cfg_num(root, "", "query_pre_attn_scalar", 1e-6, 1e9, &qpas, err)) ||
+        (st = hs_cfg_num(root, "", "rope_local_base_freq", 1e-6, 1e12, &local_base, err)) ||
         (st = softcap(root, "attn_logit_softcapping", &a->attn_softcap, err)) ||
         (st = softcap(root, "final_logit_softcapping", &a->final_softcap, err)) ||
-        (st = hs_cfg_require_bool(root, "attention_bias", 0, err)) ||
-        (st = hs_cfg_require_bool(root, "use_bidirectional_attention", 0, err)) ||
+        (st = hs_cfg_require(root, "attention_bias", 0, err)) ||
+        (st = hs_cfg_require(root, "use_bidirectional_attention", 0, err)) ||
         (st = hs_cfg_bool(root, "tie_word_embeddings", &a->tied_embeddings, err)))
         return st;
     double eps = c->ln_eps;
-    if ((st = hs_cfg_num(root, "rms_norm_eps", 1e-30, 1, &eps, err)) ||
-        (st = gemma_rope(root, a, c->d_head, &local_base, err)))
+    if ((st = hs_cfg_num(root, "", "rms_norm_eps", 1e-30, 1, &eps, err)) ||
+        (st = gemma_rope(root, a, c->d_head, c->n_ctx, &local_base, err)))
         return st;
     c->ln_eps = (float)eps;
     a->n_kv_head = kv > 0 ? kv : c->n_head;
@@ -168,9 +164,9 @@ static hs_status parse_gemma(const cJSON *root, hs_model_config *c, hs_arch *a, 
         return hs_fail(err, HS_E_VALUE, "config.json: num_attention_heads %d is not a multiple of "
                        "num_key_value_heads %d", c->n_head, a->n_kv_head);
     /* the MLP's activation: hidden_activation (hidden_act in older configs) */
-    const char *act = str_of(root, "hidden_activation");
+    const char *act = hs_cfg_str(root, "hidden_activation");
     if (!act)
-        act = str_of(root, "hidden_act");
+        act = hs_cfg_str(root, "hidden_act");
     if (act && !strcmp(act, "gelu"))
         c->act = HS_ACT_GELU_ERF;
     else if (act && strcmp(act, "gelu_pytorch_tanh") && strcmp(act, "gelu_new"))
@@ -216,7 +212,7 @@ hs_status hs_parse_gemma3_mm(const cJSON *root, hs_model_config *c, hs_arch *a, 
     if (!cJSON_IsObject(tc))
         return hs_fail(err, HS_E_FORMAT, "config.json: model_type 'gemma3' needs a "
                        "'text_config' object");
-    const char *mt = str_of(tc, "model_type");
+    const char *mt = hs_cfg_str(tc, "model_type");
     if (mt && strcmp(mt, "gemma3_text"))
         return hs_fail(err, HS_E_UNSUPPORTED, "config.json: text_config.model_type '%.40s' is "
                        "not supported (expected gemma3_text)", mt);

@@ -1,5 +1,6 @@
 /* hs_model_load: format detection by magic bytes, accessors, hs_model_free. */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,8 +38,10 @@ hs_status hs_model_open2(const char *path, const hs_open_opts *o, hs_model **out
         return hs_fail(err, HS_E_NOMEM, "out of memory");
     }
     snprintf(m->storage_dtype, sizeof m->storage_dtype, "F32");
-    m->open_flags = flags & (HS_OPEN_NO_WEIGHTS | HS_OPEN_TOKENIZER | HS_OPEN_MAP_WEIGHTS);
-    m->weight_memory = budget;
+    m->open_flags = flags & (HS_OPEN_NO_WEIGHTS | HS_OPEN_TOKENIZER | HS_OPEN_MAP_WEIGHTS |
+                             HS_OPEN_STORED_WEIGHTS);
+    m->stored_gemm = (flags & HS_OPEN_STORED_WEIGHTS) || budget == HS_WEIGHT_MEMORY_STORED;
+    m->weight_memory = budget == HS_WEIGHT_MEMORY_STORED ? 1 : budget;
     if (S_ISDIR(sb.st_mode)) {
         st = hs_hf_load(m, path, err);
     } else if (!S_ISREG(sb.st_mode)) { /* a FIFO or a device would block or never end */
@@ -80,6 +83,7 @@ void hs_model_free(hs_model *m)
     hs_wcache_free(m->wc);
     free(m->layers);
     free(m->arena);
+    free(m->moe_arena);
     if (m->map)
         hs_file_unmap(m->map, m->map_len);
     for (int i = 0; i < m->n_shards; i++)
@@ -96,7 +100,23 @@ int hs_model_has_weights(const hs_model *m) { return m->has_weights; }
 hs_file_format hs_model_format(const hs_model *m) { return m->format; }
 const char *hs_model_storage_dtype(const hs_model *m) { return m->storage_dtype; }
 const char *hs_model_path(const hs_model *m) { return m->path; }
+const char *hs_model_warnings(const hs_model *m) { return m->warnings; }
+
+void hs_model_warn(hs_model *m, const char *fmt, ...)
+{
+    size_t used = strlen(m->warnings);
+    if (used + 2 >= sizeof m->warnings)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(m->warnings + used, sizeof m->warnings - used - 1, fmt, ap);
+    va_end(ap);
+    used = n < 0 ? used : strlen(m->warnings);
+    m->warnings[used] = '\n';
+    m->warnings[used + 1] = '\0';
+}
 const char *hs_model_weights_file(const hs_model *m) { return m->weights_file; }
 size_t hs_model_weight_memory(const hs_model *m) { return m->weight_memory; }
+int hs_model_stored_weights(const hs_model *m) { return m->stored_gemm; }
 
 size_t hs_model_converted_bytes(const hs_model *m) { return m->converted_bytes; }

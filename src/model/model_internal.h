@@ -28,8 +28,19 @@ typedef enum hs_dtype {
     /* ggml's other block formats, read from GGUF files only (model/quant.h) */
     HS_DT_Q4_0 = 5,
     HS_DT_Q4_K = 6,
-    HS_DT_Q6_K = 7
+    HS_DT_Q6_K = 7,
+    HS_DT_Q4_1 = 8,
+    HS_DT_Q5_0 = 9,
+    HS_DT_Q5_1 = 10,
+    HS_DT_Q2_K = 11,
+    HS_DT_Q3_K = 12,
+    HS_DT_Q5_K = 13,
+    HS_DT_IQ4_NL = 14,
+    HS_DT_IQ4_XS = 15
 } hs_dtype;
+
+/* The hs_dtype of a ggml type code (F32 for F32 and any type the GGUF parser refused). */
+hs_dtype hs_dtype_of_ggml(uint32_t type);
 
 const char *hs_dtype_name(hs_dtype dt);
 
@@ -56,6 +67,9 @@ typedef enum hs_slot {
     /* per layer (names hold one %d) */
     HS_S_NORM1_W, HS_S_NORM1_B, HS_S_QKV_W, HS_S_QKV_B, HS_S_O_W, HS_S_O_B,
     HS_S_NORM2_W, HS_S_NORM2_B, HS_S_FC_W, HS_S_FC_B, HS_S_PROJ_W, HS_S_PROJ_B,
+    /* multi-head latent attention (src/model/arch_deepseek.c): the query's norm and up
+     * projection (q_lora > 0), the latent's norm and its up projection to [k_nope | v] */
+    HS_S_MLA_QA_NORM_W, HS_S_MLA_QB_W, HS_S_MLA_KVA_NORM_W, HS_S_MLA_KVB_W,
     /* the normalised decoders' (hs_arch.qk_norm, post_norms) */
     HS_S_Q_NORM_W, HS_S_K_NORM_W, HS_S_POST_ATTN_NORM_W, HS_S_POST_MLP_NORM_W,
     /* after the blocks */
@@ -72,7 +86,8 @@ enum {
                            base model: lm_head.*, cls.*) */
     HS_TN_GGUF_COPY = 8, /* a GGUF file holds it even when tied, as a copy of the token
                            embeddings (unless hs_gguf_write_options.no_output_copy) */
-    HS_TN_QKV_HEADS = 16 /* a fused QKV stored per head ([h0: q k v][h1: q k v]..., GPT-NeoX),
+    HS_TN_QKV_HEADS = 16 /* a fused QKV stored by K/V group ([g0: q .. q k v][g1: ...]...,
+                            one group a head in GPT-NeoX: [h0: q k v][h1: q k v]...),
                             reordered at load into the slot's [Q | K | V] */
 };
 
@@ -86,6 +101,18 @@ typedef struct hs_tensor_name {
     unsigned flags;         /* HS_TN_* */
 } hs_tensor_name;
 
+/* The rows Llama's layout ends a layer and the model with (the name pattern NL_ of a
+ * layer's prefix, "layers.%d."): the MLP's norm, its gate, up and down projections (flags
+ * F_), the final norm and the untied decoder (absent when tie_word_embeddings). Shared by
+ * llama, qwen2 and the deepseek families (arch.c, arch_deepseek.c). */
+#define HS_LLAMA_MLP_HEAD_ROWS(NL_, F_) \
+    {HS_S_NORM2_W, -1, NL_ "post_attention_layernorm.weight", NULL, "blk.%d.ffn_norm.weight", NULL, 0}, \
+    {HS_S_FC_W, 0, NL_ "mlp.gate_proj.weight", NULL, "blk.%d.ffn_gate.weight", NULL, F_}, \
+    {HS_S_FC_W, 1, NL_ "mlp.up_proj.weight", NULL, "blk.%d.ffn_up.weight", NULL, F_}, \
+    {HS_S_PROJ_W, -1, NL_ "mlp.down_proj.weight", NULL, "blk.%d.ffn_down.weight", NULL, F_}, \
+    {HS_S_FINAL_NORM_W, -1, "norm.weight", NULL, "output_norm.weight", NULL, 0}, \
+    {HS_S_DECODER, -1, "lm_head.weight", NULL, "output.weight", NULL, HS_TN_OPTIONAL | HS_TN_BARE},
+
 struct hs_names {
     const hs_tensor_name *t;
     size_t n;
@@ -94,6 +121,9 @@ struct hs_names {
     const char *gguf_tokenizer; /* tokenizer.ggml.model; NULL: the family has no GGUF form
                                    (llama.cpp has no architecture for it: DistilBERT) */
 };
+
+/* Name tables of the families kept in their own files (src/model/arch_<family>.c). */
+extern const struct hs_names hs_phi3_table;
 
 /* Rotary embeddings rotate at most this many dimensions of a head (real models: <= 256). */
 #define HS_ROTARY_MAX_DIMS 512
@@ -160,6 +190,18 @@ const float **hs_slot_ptr(hs_model *m, hs_slot s, int layer);
 typedef struct hs_layer hs_layer;
 const float **hs_layer_slot_ptr(hs_layer *L, hs_slot s);
 
+/* Multi-head latent attention (src/model/arch_deepseek.c). The fused slot's columns
+ * [q | kv_a]: q is n_head (nope + rope) wide, or q_lora (q_a_proj's output); kv_a is the
+ * latent then the shared rotary key, kv_lora + rope. */
+int hs_mla_qkv_width(const hs_model_config *c);
+int hs_mla_q_width(const hs_model_config *c); /* q's part: q_lora, or n_head (nope + rope) */
+/* Shapes and pointers of the MLA slots for hs_names_shape / hs_layer_slot_ptr: 1 when e
+ * (or s) is one (its shape in *sh), 0 otherwise. */
+int hs_mla_shape(const hs_model_config *c, const hs_tensor_name *e, hs_tensor_shape *sh);
+const float **hs_mla_slot_ptr(hs_layer *L, hs_slot s);
+/* The family tables arch_deepseek.c adds to families[] (arch.c). */
+extern const struct hs_names hs_deepseek_v2_names;
+
 /* A logical tensor the builder asks a reader for: the table row, its layer (-1 for a
  * model-level row) and its Hugging Face name with the prefix left out (alt: hf_alt). */
 typedef struct hs_tensor_ref {
@@ -184,14 +226,31 @@ void hs_sinusoids(float *pe, int rows, int d);
  * stored in another type stays as stored and goes to the weight cache (below). */
 hs_status hs_weights_build(hs_model *m, hs_tensor_lookup lookup, void *ctx, hs_error *err);
 
+/* 1 when layer l of c is a mixture-of-experts layer. */
+int hs_moe_layer(const hs_model_config *c, int l);
+/* The experts' weights of every mixture-of-experts layer (src/model/moe_weights.c), through
+ * the reader's lookup, after the name table's (hs_weights_build calls it): each checked
+ * (present, 2-D, F32/F16/BF16, its shape), converted to float32 into m->moe_arena unless
+ * HS_OPEN_NO_WEIGHTS; a dense layer whose MLP is missing is refused, naming it. */
+hs_status hs_moe_weights_build(hs_model *m, hs_tensor_lookup lookup, void *ctx, hs_error *err);
+
 /* Converts the tensor t (stored (out, in) when out_in, for a matrix) into its place sh in
  * dst (row stride sh.ld, first column sh.off), the rows in parallel; fails naming `name`
  * on a NaN or an infinity. t's shape, size and block alignment are already checked. */
 hs_status hs_tensor_convert(const hs_tensor_view *t, int out_in, hs_tensor_shape sh,
                             float *dst, const char *name, hs_error *err);
 
-/* A fused QKV stored per head ([h0: q k v][h1: q k v]..., GPT-NeoX) reordered in place
- * into [Q | K | V]: x: (rows, ld). */
+/* Decodes elements [from, from + count) of the hs_tensor_view t (flat, stored order; whole
+ * blocks of a block format) into out: hs_tensor_convert's values (hs_qdecode_fn, for the
+ * layer matrices used in their stored type). */
+void hs_tensor_decode(const void *t, size_t from, float *out, size_t count);
+
+/* Elements per block of dt: a block format's (32, 256), else 1. */
+int hs_dtype_block(hs_dtype dt);
+
+/* A fused QKV stored by K/V group ([g0: q .. q k v][g1: ...]..., n_head / n_kv_head queries
+ * a group: GPT-NeoX one a head, Falcon and GPT-BigCode any) reordered in place into
+ * [Q | K | V]: x: (rows, ld). */
 hs_status hs_qkv_heads_reorder(const hs_model_config *c, float *x, int rows, int ld,
                                hs_error *err);
 
@@ -240,6 +299,13 @@ hs_status hs_wcache_prepare(hs_model *m, hs_error *err);
 hs_status hs_layer_get(const hs_model *m, int l, hs_layer *out, hs_error *err);
 void hs_layer_put(const hs_model *m, int l);
 
+/* As hs_layer_get, for a reader that multiplies by the matrices with hs_op_linear and reads
+ * them no other way (the forward block): on a model opened to use its stored types
+ * (hs_model.stored_gemm), a matrix neither kept nor resident is not converted but given as
+ * its registered hs_qmat (src/core/qgemm.h), which hs_op_linear multiplies by a block at a
+ * time, with the same bits as its float32 form. Matched by hs_layer_put as hs_layer_get. */
+hs_status hs_layer_get_linear(const hs_model *m, int l, hs_layer *out, hs_error *err);
+
 /* The cache's counters, for tests and the benchmark. */
 typedef struct hs_wcache_stats {
     size_t budget;      /* bytes */
@@ -279,6 +345,16 @@ typedef struct hs_layer {
     const float *q_norm_w, *k_norm_w;
     /* hs_arch.post_norms: on the attention's and the MLP's output, (d); NULL without */
     const float *post1_w, *post2_w;
+    /* Multi-head latent attention (hs_arch.mla_kv_lora > 0), where w_qkv is [q | kv_a]
+     * (hs_mla_qkv_width): q_a's norm (q_lora) and q_b (q_lora, n_head (nope + rope)), NULL
+     * without q_lora; the latent's norm (kv_lora) and kv_b (kv_lora, n_head (nope + d_head)). */
+    const float *mla_qa_norm, *mla_qb, *mla_kva_norm, *mla_kvb;
+    /* A mixture-of-experts layer (hs_moe_layer; the dense w_fc, w_proj then NULL): the router
+     * (d, E) and its correction bias (E) or NULL; expert e's [gate | up] at moe_fc + e d 2f,
+     * (d, 2f), and its down projection at moe_proj + e f d, (f, d), f = moe_ff; the shared
+     * experts as one MLP (d, 2 fs), (fs, d), fs = moe_shared moe_ff, or NULL. F32 always,
+     * in the model's moe_arena (src/model/moe_weights.c). */
+    const float *moe_gate, *moe_bias, *moe_fc, *moe_proj, *moe_sfc, *moe_sproj;
 } hs_layer;
 
 struct hs_model {
@@ -311,6 +387,8 @@ struct hs_model {
     size_t weight_memory; /* the budget of the weight cache, bytes */
     size_t converted_bytes; /* float32 bytes of the layer matrices the cache converts */
     hs_wcache *wc;        /* the layer matrices kept in their stored type, or NULL */
+    int stored_gemm;      /* the forward multiplies by the matrices the budget does not keep
+                             in their stored type (HS_OPEN_STORED_WEIGHTS) */
 
     const float *wte;    /* (vocab, d) */
     const float *wpe;    /* (n_ctx, d) */
@@ -323,7 +401,12 @@ struct hs_model {
     const float *decoder;             /* (vocab, d): explicit LM decoder, or wte when tied */
 
     hs_tokenizer *tok;                /* NULL when no tokenizer files */
+    char warnings[512];               /* hs_model_warnings: lines, each ending in '\n' */
+    float *moe_arena;                 /* the experts' float32 weights, or NULL */
 };
+
+/* Appends one line to m->warnings (what fits of it). */
+void hs_model_warn(hs_model *m, const char *fmt, ...) HS_PRINTF(2, 3);
 
 /* Format readers. Each fills m->cfg (cfg.arch = &m->arch), the weights (via
  * hs_weights_build) and m->tok. */

@@ -12,9 +12,17 @@ int hs_quant_block(uint32_t type, size_t *elems, size_t *bytes)
 {
     switch (type) {
     case HS_QUANT_Q4_0: *elems = 32; *bytes = 18; return 1;
+    case HS_QUANT_Q4_1: *elems = 32; *bytes = 20; return 1;
+    case HS_QUANT_Q5_0: *elems = 32; *bytes = 22; return 1;
+    case HS_QUANT_Q5_1: *elems = 32; *bytes = 24; return 1;
     case HS_QUANT_Q8_0: *elems = 32; *bytes = 34; return 1;
+    case HS_QUANT_Q2_K: *elems = 256; *bytes = 84; return 1;
+    case HS_QUANT_Q3_K: *elems = 256; *bytes = 110; return 1;
     case HS_QUANT_Q4_K: *elems = 256; *bytes = 144; return 1;
+    case HS_QUANT_Q5_K: *elems = 256; *bytes = 176; return 1;
     case HS_QUANT_Q6_K: *elems = 256; *bytes = 210; return 1;
+    case HS_QUANT_IQ4_NL: *elems = 32; *bytes = 18; return 1;
+    case HS_QUANT_IQ4_XS: *elems = 256; *bytes = 136; return 1;
     default: return 0;
     }
 }
@@ -35,6 +43,124 @@ static void decode_q4_0(const unsigned char *b, float *y)
     for (int j = 0; j < 16; j++) {
         y[j] = (float)((qs[j] & 0x0F) - 8) * d;
         y[j + 16] = (float)((qs[j] >> 4) - 8) * d;
+    }
+}
+
+/* b: 20 bytes -> y: 32: f16 d, f16 m, then Q4_0's nibble order; x = q d + m */
+static void decode_q4_1(const unsigned char *b, float *y)
+{
+    float d = hs_f16_to_f32(hs_le16(b)), m = hs_f16_to_f32(hs_le16(b + 2));
+    const unsigned char *qs = b + 4;
+    for (int j = 0; j < 16; j++) {
+        y[j] = (float)(qs[j] & 0x0F) * d + m;
+        y[j + 16] = (float)(qs[j] >> 4) * d + m;
+    }
+}
+
+/* The 5-bit values of a Q5_0 / Q5_1 block: Q4_0's nibbles, with element j's fifth bit in
+ * bit j of the little-endian 32-bit qh. */
+static void q5_values(const unsigned char *qh4, const unsigned char *qs, int *q)
+{
+    uint32_t qh = hs_le32(qh4);
+    for (int j = 0; j < 16; j++) {
+        q[j] = (qs[j] & 0x0F) | (int)((qh >> j) & 1) << 4;
+        q[j + 16] = (qs[j] >> 4) | (int)((qh >> (j + 16)) & 1) << 4;
+    }
+}
+
+/* b: 22 bytes -> y: 32: f16 d, u8 qh[4], u8 qs[16]; x = (q - 16) d */
+static void decode_q5_0(const unsigned char *b, float *y)
+{
+    float d = hs_f16_to_f32(hs_le16(b));
+    int q[32];
+    q5_values(b + 2, b + 6, q);
+    for (int j = 0; j < 32; j++)
+        y[j] = (float)(q[j] - 16) * d;
+}
+
+/* b: 24 bytes -> y: 32: f16 d, f16 m, u8 qh[4], u8 qs[16]; x = q d + m */
+static void decode_q5_1(const unsigned char *b, float *y)
+{
+    float d = hs_f16_to_f32(hs_le16(b)), m = hs_f16_to_f32(hs_le16(b + 2));
+    int q[32];
+    q5_values(b + 4, b + 8, q);
+    for (int j = 0; j < 32; j++)
+        y[j] = (float)q[j] * d + m;
+}
+
+/* The 16-entry non-linear grid of IQ4_NL and IQ4_XS (ggml's kvalues_iq4nl). */
+static const int8_t iq4_grid[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
+                                    1,    13,   25,  38,  53,  69,  89,  113};
+
+/* b: 18 bytes -> y: 32: f16 d, Q4_0's nibble order; x = d grid[q] */
+static void decode_iq4_nl(const unsigned char *b, float *y)
+{
+    float d = hs_f16_to_f32(hs_le16(b));
+    const unsigned char *qs = b + 2;
+    for (int j = 0; j < 16; j++) {
+        y[j] = d * (float)iq4_grid[qs[j] & 0x0F];
+        y[j + 16] = d * (float)iq4_grid[qs[j] >> 4];
+    }
+}
+
+/* b: 136 bytes -> y: 256: f16 d, u16 scales_h, u8 scales_l[4], u8 qs[128]. Sub-block s of
+ * 32 has the 6-bit scale ls (low 4 bits: nibble s % 2 of scales_l[s / 2]; top 2 bits: bits
+ * 2s, 2s + 1 of scales_h) and IQ4_NL's nibble order in qs[16 s ..]; x = d (ls - 32) grid[q] */
+static void decode_iq4_xs(const unsigned char *b, float *y)
+{
+    float d = hs_f16_to_f32(hs_le16(b));
+    unsigned sh = hs_le16(b + 2);
+    const unsigned char *sl = b + 4, *qs = b + 8;
+    for (int s = 0; s < 8; s++, qs += 16, y += 32) {
+        int ls = ((sl[s / 2] >> 4 * (s % 2)) & 0x0F) | (int)((sh >> 2 * s) & 3) << 4;
+        float dl = d * (float)(ls - 32);
+        for (int j = 0; j < 16; j++) {
+            y[j] = dl * (float)iq4_grid[qs[j] & 0x0F];
+            y[j + 16] = dl * (float)iq4_grid[qs[j] >> 4];
+        }
+    }
+}
+
+/* b: 84 bytes -> y: 256: u8 scales[16], u8 qs[64], f16 d, f16 dmin. Sub-block t of 16 has
+ * scale (low nibble of scales[t]) and min (high nibble); its 2-bit values are bits 2k, 2k + 1
+ * of 16 bytes of qs: half h = t / 8, k = (t % 8) / 2, bytes 32 h + 16 (t % 2) ...;
+ * x = d sc q - dmin m */
+static void decode_q2_k(const unsigned char *b, float *y)
+{
+    const unsigned char *sc = b, *qs = b + 16;
+    float d = hs_f16_to_f32(hs_le16(b + 80)), dmin = hs_f16_to_f32(hs_le16(b + 82));
+    for (int t = 0; t < 16; t++, y += 16) {
+        const unsigned char *q = qs + 32 * (t / 8) + 16 * (t % 2);
+        int shift = 2 * ((t % 8) / 2);
+        float dl = d * (float)(sc[t] & 0x0F), ml = dmin * (float)(sc[t] >> 4);
+        for (int l = 0; l < 16; l++)
+            y[l] = dl * (float)((q[l] >> shift) & 3) - ml;
+    }
+}
+
+/* Q3_K's 6-bit scale of sub-block t (0..15) from its 12 packed bytes: the low 4 bits are
+ * the low nibbles of bytes 0-7 for t < 8, their high nibbles for t >= 8; the top 2 bits are
+ * bits 2 (t / 4), +1 of byte 8 + t % 4. */
+static int q3_k_scale(int t, const unsigned char *sc)
+{
+    int low = t < 8 ? sc[t] & 0x0F : sc[t - 8] >> 4;
+    return low | ((sc[8 + t % 4] >> (2 * (t / 4))) & 3) << 4;
+}
+
+/* b: 110 bytes -> y: 256: u8 hmask[32], u8 qs[64], u8 scales[12], f16 d. Sub-block t of
+ * 16 takes its low 2 bits as Q2_K does and its third bit from bit t / 2 of hmask[l] (first
+ * 16 of a pair) or hmask[16 + l]; a clear bit subtracts 4: x = d (scale_t - 32) (q - 4 [bit
+ * clear]) */
+static void decode_q3_k(const unsigned char *b, float *y)
+{
+    const unsigned char *hm = b, *qs = b + 32, *sc = b + 96;
+    float d = hs_f16_to_f32(hs_le16(b + 108));
+    for (int t = 0; t < 16; t++, y += 16) {
+        const unsigned char *q = qs + 32 * (t / 8) + 16 * (t % 2), *h = hm + 16 * (t % 2);
+        int shift = 2 * ((t % 8) / 2), bit = t / 2;
+        float dl = d * (float)(q3_k_scale(t, sc) - 32);
+        for (int l = 0; l < 16; l++)
+            y[l] = dl * (float)(((q[l] >> shift) & 3) - ((h[l] >> bit) & 1 ? 0 : 4));
     }
 }
 
@@ -73,6 +199,24 @@ static void decode_q4_k(const unsigned char *b, float *y)
     }
 }
 
+/* b: 176 bytes -> y: 256: f16 d, f16 dmin, Q4_K's 12 scale bytes, u8 qh[32], u8 qs[128] as
+ * Q4_K's; the fifth bit of element l of sub-block s is bit s of qh[l]: x = d sc_s q - dmin m_s */
+static void decode_q5_k(const unsigned char *b, float *y)
+{
+    float d = hs_f16_to_f32(hs_le16(b));
+    float dmin = hs_f16_to_f32(hs_le16(b + 2));
+    const unsigned char *sc = b + 4, *qh = b + 16, *qs = b + 48;
+    for (int s = 0; s < 8; s++, y += 32) {
+        int scale, min;
+        q4_k_scale_min(s, sc, &scale, &min);
+        float dl = d * (float)scale, ml = dmin * (float)min;
+        const unsigned char *q = qs + 32 * (s / 2);
+        int shift = 4 * (s % 2);
+        for (int l = 0; l < 32; l++)
+            y[l] = dl * (float)(((q[l] >> shift) & 0x0F) + ((qh[l] >> s) & 1 ? 16 : 0)) - ml;
+    }
+}
+
 /* b: 210 bytes -> y: 256. Each half of 128 elements uses 64 bytes of ql (low 4 bits),
  * 32 bytes of qh (2 high bits, four elements per byte) and 8 scales, one per 16. */
 static void decode_q6_k(const unsigned char *b, float *y)
@@ -99,9 +243,21 @@ void hs_quant_decode(uint32_t type, const unsigned char *src, float *dst, size_t
     size_t elems = 0, bytes = 0;
     if (!hs_quant_block(type, &elems, &bytes))
         return;
-    void (*decode)(const unsigned char *, float *) =
-        type == HS_QUANT_Q4_0 ? decode_q4_0 : type == HS_QUANT_Q8_0 ? decode_q8_0
-        : type == HS_QUANT_Q4_K ? decode_q4_k : decode_q6_k;
+    void (*decode)(const unsigned char *, float *) = decode_q8_0;
+    switch (type) {
+    case HS_QUANT_Q4_0: decode = decode_q4_0; break;
+    case HS_QUANT_Q4_1: decode = decode_q4_1; break;
+    case HS_QUANT_Q5_0: decode = decode_q5_0; break;
+    case HS_QUANT_Q5_1: decode = decode_q5_1; break;
+    case HS_QUANT_Q2_K: decode = decode_q2_k; break;
+    case HS_QUANT_Q3_K: decode = decode_q3_k; break;
+    case HS_QUANT_Q4_K: decode = decode_q4_k; break;
+    case HS_QUANT_Q5_K: decode = decode_q5_k; break;
+    case HS_QUANT_Q6_K: decode = decode_q6_k; break;
+    case HS_QUANT_IQ4_NL: decode = decode_iq4_nl; break;
+    case HS_QUANT_IQ4_XS: decode = decode_iq4_xs; break;
+    default: break; /* Q8_0 */
+    }
     for (size_t blk = 0; blk < n / elems; blk++)
         decode(src + blk * bytes, dst + blk * elems);
 }

@@ -12,6 +12,20 @@
  *         eight 6-bit mins), u8 qs[128]; sub-block s of 32 has    x = d sc_s q - dmin m_s
  *   Q6_K  256 elements, 210 bytes: u8 ql[128], u8 qh[64], int8 scales[16], f16 d;
  *         sub-block of 16 elements t has                        x = d scales_t (q - 32)
+ *   Q4_1  32 elements, 20 bytes: f16 d, f16 m, u8 qs[16] as Q4_0;  x = d q + m
+ *   Q5_0  32 elements, 22 bytes: f16 d, u8 qh[4] (bit j: element j's fifth bit), u8 qs[16]
+ *         as Q4_0;                                                x = d (q - 16)
+ *   Q5_1  32 elements, 24 bytes: f16 d, f16 m, u8 qh[4], u8 qs[16]; x = d q + m
+ *   Q2_K  256 elements, 84 bytes: u8 scales[16] (4-bit scale, 4-bit min), u8 qs[64] (2 bits),
+ *         f16 d, f16 dmin; sub-block of 16 t has              x = d sc_t q - dmin m_t
+ *   Q3_K  256 elements, 110 bytes: u8 hmask[32] (third bit), u8 qs[64] (low 2 bits), sixteen
+ *         6-bit scales in 12 bytes, f16 d;                x = d (sc_t - 32) (q - 4 [bit clear])
+ *   Q5_K  256 elements, 176 bytes: Q4_K's d, dmin and scales, u8 qh[32] (fifth bit), u8
+ *         qs[128];                                               x = d sc_s q - dmin m_s
+ *   IQ4_NL 32 elements, 18 bytes: f16 d, u8 qs[16] as Q4_0;     x = d grid[q]
+ *   IQ4_XS 256 elements, 136 bytes: f16 d, u16 scales_h, u8 scales_l[4] (eight 6-bit
+ *         scales), u8 qs[128];  sub-block of 32 s has            x = d (ls_s - 32) grid[q]
+ *   grid = {-127, -104, -83, -65, -49, -35, -22, -10, 1, 13, 25, 38, 53, 69, 89, 113}
  */
 #ifndef HS_MODEL_QUANT_H
 #define HS_MODEL_QUANT_H
@@ -22,9 +36,17 @@
 /* The ggml type codes of the quantised formats headscope decodes. */
 typedef enum hs_quant {
     HS_QUANT_Q4_0 = 2,
+    HS_QUANT_Q4_1 = 3,
+    HS_QUANT_Q5_0 = 6,
+    HS_QUANT_Q5_1 = 7,
     HS_QUANT_Q8_0 = 8,
+    HS_QUANT_Q2_K = 10,
+    HS_QUANT_Q3_K = 11,
     HS_QUANT_Q4_K = 12,
-    HS_QUANT_Q6_K = 14
+    HS_QUANT_Q5_K = 13,
+    HS_QUANT_Q6_K = 14,
+    HS_QUANT_IQ4_NL = 20,
+    HS_QUANT_IQ4_XS = 23
 } hs_quant;
 
 /* Elements and bytes per block of ggml type code `type`; returns 1, or 0 when headscope

@@ -18,7 +18,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "core/qgemm.h"
 #include "model/model_internal.h"
+#include "nn/ops.h"
 
 #define MAX_SRC 3 /* a unit's stored tensors: the whole slot, or Q, K, V (gate, up) parts */
 
@@ -40,6 +42,7 @@ typedef struct wunit {
     float *buf;         /* the float32 slot when resident */
     int pins, kept;
     uint64_t used;      /* the LRU clock when last pinned */
+    const hs_qmat *qm;  /* the unit in its stored type (m->stored_gemm), or NULL */
 } wunit;
 
 struct hs_wcache {
@@ -50,6 +53,8 @@ struct hs_wcache {
     size_t budget, need, kept, resident, peak, conversions;
     uint64_t clock;
     int all_kept;       /* every unit kept: hs_layer_get takes no lock */
+    hs_qmat *qmats;     /* (n_layer, HS_WU_N): the units used in their stored type, registered */
+    hs_qcol *cols;      /* their columns */
 };
 
 int hs_wunit_kind(hs_slot s)
@@ -100,6 +105,10 @@ void hs_wcache_free(hs_wcache *wc)
 {
     if (!wc)
         return;
+    if (wc->qmats)
+        hs_qmat_unregister(wc->qmats);
+    free(wc->qmats);
+    free(wc->cols);
     for (size_t i = 0; i < (size_t)wc->n_layer * HS_WU_N; i++) {
         drop_sources(&wc->u[i]);
         free(wc->u[i].buf);
@@ -203,6 +212,126 @@ static hs_status pin(hs_wcache *wc, wunit *u, hs_error *err)
     return HS_OK;
 }
 
+/* ---- the units in their stored type -------------------------------------------------- */
+
+/* 1 when every tensor of u is a matrix stored (out, in), rows in blocks along `in`: what
+ * hs_qmat_fill reads (a GPT-2 Conv1D matrix, stored (in, out), is converted instead). */
+static int storable(const wunit *u)
+{
+    if (!u->floats || u->n_src == 0)
+        return 0;
+    for (int i = 0; i < u->n_src; i++)
+        if (!u->src[i].out_in || u->src[i].sh.kind != HS_K_MAT)
+            return 0;
+    return 1;
+}
+
+/* u's hs_qmat q, its columns in cols (u->ld of them): column sh.off + r of a tensor is its
+ * stored row r; a QKV stored by K/V group has its columns put in the slot's order by the
+ * reordering that its float32 form takes (hs_qkv_heads_reorder on the columns' numbers). */
+static hs_status make_qmat(const hs_wcache *wc, wunit *u, hs_qmat *q, hs_qcol *cols,
+                           hs_error *err)
+{
+    int in = u->rows, W = u->ld;
+    for (int i = 0; i < u->n_src; i++) {
+        const wsrc *s = &u->src[i];
+        int blk = hs_dtype_block(s->t.dtype);
+        for (int r = 0; r < s->sh.cols; r++)
+            cols[s->sh.off + r] = (hs_qcol){&s->t, (size_t)r * (size_t)in, blk};
+    }
+    if (u->qkv_heads) {
+        float *idx = malloc((size_t)W * sizeof *idx);
+        hs_qcol *was = malloc((size_t)W * sizeof *was);
+        hs_status st = idx && was ? HS_OK : hs_fail(err, HS_E_NOMEM, "out of memory");
+        for (int j = 0; j < W && !st; j++)
+            idx[j] = (float)j; /* exact: W < 2^24 */
+        if (!st && !(st = hs_qkv_heads_reorder(&wc->m->cfg, idx, 1, W, err))) {
+            memcpy(was, cols, (size_t)W * sizeof *was);
+            for (int j = 0; j < W; j++)
+                cols[j] = was[(int)idx[j]];
+        }
+        free(idx);
+        free(was);
+        if (st)
+            return st;
+    }
+    *q = (hs_qmat){.in = in, .out = W, .col = cols, .decode = hs_tensor_decode};
+    u->qm = q;
+    return HS_OK;
+}
+
+/* Every value of u's stored tensors checked finite, a row at a time into a buffer of the
+ * thread's own, the rows in parallel (what the conversion checks, without the float32
+ * copy); the file's pages are dropped afterwards. The message is hs_tensor_convert's. */
+static hs_status check_stored(const wunit *u, hs_error *err)
+{
+    for (int i = 0; i < u->n_src; i++) {
+        const wsrc *s = &u->src[i];
+        size_t in = (size_t)s->sh.rows, rows = (size_t)s->sh.cols, bad = (size_t)-1;
+        int nomem = 0;
+#pragma omp parallel reduction(min : bad) if (rows * in >= 65536)
+        {
+            float *buf = malloc(in * sizeof *buf);
+            if (!buf) {
+#pragma omp atomic write
+                nomem = 1;
+            }
+#pragma omp for schedule(static)
+            for (size_t r = 0; r < rows; r++) {
+                if (!buf)
+                    continue;
+                hs_tensor_decode(&s->t, r * in, buf, in);
+                size_t f = hs_op_first_nonfinite(buf, in);
+                if (f != (size_t)-1 && r * in + f < bad)
+                    bad = r * in + f;
+            }
+            free(buf);
+        }
+        if (s->map)
+            hs_release_pages(s->t.data, s->t.nbytes);
+        if (nomem)
+            return hs_fail(err, HS_E_NOMEM, "out of memory checking '%s'", s->name);
+        if (bad != (size_t)-1) {
+            int blk = hs_dtype_block(s->t.dtype);
+            size_t from = bad / (size_t)blk * (size_t)blk;
+            float v[256];
+            hs_tensor_decode(&s->t, from, v, (size_t)blk);
+            return hs_fail(err, HS_E_VALUE, "tensor '%s' holds a non-finite value (%s) at element %zu",
+                           s->name, v[bad - from] != v[bad - from] ? "NaN" : "Inf", bad);
+        }
+    }
+    return HS_OK;
+}
+
+/* The hs_qmat of every unit that can be used in its stored type, registered. */
+static hs_status make_qmats(hs_wcache *wc, hs_error *err)
+{
+    size_t n = (size_t)wc->n_layer * HS_WU_N, ncols = 0;
+    for (size_t i = 0; i < n; i++)
+        ncols += storable(&wc->u[i]) ? (size_t)wc->u[i].ld : 0;
+    if (!ncols)
+        return HS_OK;
+    wc->qmats = calloc(n, sizeof *wc->qmats);
+    wc->cols = malloc(ncols * sizeof *wc->cols);
+    if (!wc->qmats || !wc->cols)
+        return hs_fail(err, HS_E_NOMEM, "out of memory");
+    hs_qcol *cols = wc->cols;
+    for (size_t i = 0; i < n; i++) {
+        if (!storable(&wc->u[i]))
+            continue;
+        hs_status st = make_qmat(wc, &wc->u[i], &wc->qmats[i], cols, err);
+        if (st)
+            return st;
+        cols += wc->u[i].ld;
+    }
+    if (hs_qmat_register(wc->qmats, n) != 0) {
+        free(wc->qmats);
+        wc->qmats = NULL;
+        return hs_fail(err, HS_E_NOMEM, "too many models open in their stored types at once");
+    }
+    return HS_OK;
+}
+
 hs_status hs_wcache_prepare(hs_model *m, hs_error *err)
 {
     hs_wcache *wc = m->wc;
@@ -234,6 +363,11 @@ hs_status hs_wcache_prepare(hs_model *m, hs_error *err)
                 *unit_slot(&m->layers[l], k) = u->buf;
                 continue;
             }
+            if (m->stored_gemm && storable(u)) { /* checked in place: used as stored */
+                if ((st = check_stored(u, err)))
+                    return st;
+                continue;
+            }
             /* converted once to check every value, then taking turns */
             if ((st = pin(wc, u, err)))
                 return st;
@@ -243,12 +377,18 @@ hs_status hs_wcache_prepare(hs_model *m, hs_error *err)
         for (size_t i = 0; i < (size_t)wc->n_layer * HS_WU_N; i++)
             drop_sources(&wc->u[i]);
         wc->all_kept = 1;
+    } else if (m->stored_gemm) {
+        hs_status st = make_qmats(wc, err);
+        if (st)
+            return st;
     }
     make_room(wc, 0); /* within the budget: a budget below one unit leaves none resident */
     return HS_OK;
 }
 
-hs_status hs_layer_get(const hs_model *m, int l, hs_layer *out, hs_error *err)
+/* hs_layer_get, and with `stored` hs_layer_get_linear: a unit with an hs_qmat that is not
+ * resident is pinned without a buffer (hs_layer_put's count stays even) and given as it. */
+static hs_status get_layer(const hs_model *m, int l, hs_layer *out, int stored, hs_error *err)
 {
     hs_wcache *wc = m->wc;
     *out = m->layers[l];
@@ -258,15 +398,32 @@ hs_status hs_layer_get(const hs_model *m, int l, hs_layer *out, hs_error *err)
     wunit *u = &wc->u[(size_t)l * HS_WU_N];
     pthread_mutex_lock(&wc->lock);
     int k;
-    for (k = 0; k < HS_WU_N && !st; k++)
-        if (u[k].floats && !(st = pin(wc, &u[k], err)))
+    for (k = 0; k < HS_WU_N && !st; k++) {
+        if (!u[k].floats)
+            continue;
+        if (stored && u[k].qm && !u[k].buf) {
+            u[k].pins++;
+            *unit_slot(out, k) = (const float *)(const void *)u[k].qm;
+        } else if (!(st = pin(wc, &u[k], err))) {
             *unit_slot(out, k) = u[k].buf;
+        }
+    }
     if (st) /* unpin what was pinned before the failure */
         for (int j = 0; j < k - 1; j++)
             if (u[j].floats)
                 u[j].pins--;
     pthread_mutex_unlock(&wc->lock);
     return st;
+}
+
+hs_status hs_layer_get(const hs_model *m, int l, hs_layer *out, hs_error *err)
+{
+    return get_layer(m, l, out, 0, err);
+}
+
+hs_status hs_layer_get_linear(const hs_model *m, int l, hs_layer *out, hs_error *err)
+{
+    return get_layer(m, l, out, 1, err);
 }
 
 void hs_layer_put(const hs_model *m, int l)
@@ -308,6 +465,10 @@ int hs_weight_memory_parse(const char *s, size_t *bytes)
         return -1;
     if (!strcmp(s, "all")) {
         *bytes = HS_WEIGHT_MEMORY_ALL;
+        return 0;
+    }
+    if (!strcmp(s, "stored")) {
+        *bytes = HS_WEIGHT_MEMORY_STORED;
         return 0;
     }
     double v = 0, scale = 1;

@@ -9,36 +9,49 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "headscope/gguf.h"
 #include "model/arch_norms.h"
 #include "model/model_internal.h"
 #include "model/quant.h"
 #include "nn/ops.h"
 
+/* Each dtype's name and ggml type code (0: not a block format; OTHER's name is "?"). */
+static const struct {
+    const char *name;
+    uint32_t ggml;
+} dtypes[] = {
+    [HS_DT_F32] = {"F32", 0},          [HS_DT_F16] = {"F16", 0},
+    [HS_DT_BF16] = {"BF16", 0},        [HS_DT_Q8_0] = {"Q8_0", HS_QUANT_Q8_0},
+    [HS_DT_OTHER] = {"?", 0},          [HS_DT_Q4_0] = {"Q4_0", HS_QUANT_Q4_0},
+    [HS_DT_Q4_K] = {"Q4_K", HS_QUANT_Q4_K},   [HS_DT_Q6_K] = {"Q6_K", HS_QUANT_Q6_K},
+    [HS_DT_Q4_1] = {"Q4_1", HS_QUANT_Q4_1},   [HS_DT_Q5_0] = {"Q5_0", HS_QUANT_Q5_0},
+    [HS_DT_Q5_1] = {"Q5_1", HS_QUANT_Q5_1},   [HS_DT_Q2_K] = {"Q2_K", HS_QUANT_Q2_K},
+    [HS_DT_Q3_K] = {"Q3_K", HS_QUANT_Q3_K},   [HS_DT_Q5_K] = {"Q5_K", HS_QUANT_Q5_K},
+    [HS_DT_IQ4_NL] = {"IQ4_NL", HS_QUANT_IQ4_NL}, [HS_DT_IQ4_XS] = {"IQ4_XS", HS_QUANT_IQ4_XS},
+};
+#define N_DTYPES (sizeof dtypes / sizeof dtypes[0])
+
 const char *hs_dtype_name(hs_dtype dt)
 {
-    switch (dt) {
-    case HS_DT_F32: return "F32";
-    case HS_DT_F16: return "F16";
-    case HS_DT_BF16: return "BF16";
-    case HS_DT_Q8_0: return "Q8_0";
-    case HS_DT_Q4_0: return "Q4_0";
-    case HS_DT_Q4_K: return "Q4_K";
-    case HS_DT_Q6_K: return "Q6_K";
-    case HS_DT_OTHER: break;
-    }
-    return "?";
+    return (unsigned)dt < N_DTYPES ? dtypes[dt].name : "?";
 }
 
 /* The ggml type code of a block-quantised dtype, 0 (F32: not a block format) otherwise. */
 static uint32_t quant_type(hs_dtype dt)
 {
-    switch (dt) {
-    case HS_DT_Q8_0: return HS_QUANT_Q8_0;
-    case HS_DT_Q4_0: return HS_QUANT_Q4_0;
-    case HS_DT_Q4_K: return HS_QUANT_Q4_K;
-    case HS_DT_Q6_K: return HS_QUANT_Q6_K;
-    default: return 0;
-    }
+    return (unsigned)dt < N_DTYPES ? dtypes[dt].ggml : 0;
+}
+
+hs_dtype hs_dtype_of_ggml(uint32_t type)
+{
+    if (type == HS_GGML_F16)
+        return HS_DT_F16;
+    if (type == HS_GGML_BF16)
+        return HS_DT_BF16;
+    for (unsigned d = 0; d < N_DTYPES; d++)
+        if (type != 0 && dtypes[d].ggml == type)
+            return (hs_dtype)d;
+    return HS_DT_F32;
 }
 
 hs_status hs_config_validate(hs_model_config *c, hs_error *err)
@@ -108,9 +121,19 @@ static void decode(const hs_tensor_view *t, size_t from, float *out, size_t coun
             memcpy(&out[i], &b, 4);
         }
         break;
-    case HS_DT_F16:
-        for (size_t i = 0; i < count; i++)
-            out[i] = hs_f16_to_f32(hs_le16(p + 2 * (from + i)));
+    case HS_DT_F16: /* exact, as hs_f16_to_f32: the magnitude's bits moved into float32's
+                       places scale it by 2^-112 (subnormals too), undone by one product;
+                       exponent 31 (infinity, NaN) set apart. A loop that vectorises. */
+        for (size_t i = 0; i < count; i++) {
+            uint32_t h = hs_le16(p + 2 * (from + i)), mag = (h & 0x7fffu) << 13, bits;
+            float f;
+            memcpy(&f, &mag, 4);
+            f *= 0x1p112f;
+            memcpy(&bits, &f, 4);
+            bits = (h & 0x7c00u) == 0x7c00u ? mag | 0x7f800000u : bits;
+            bits |= (h & 0x8000u) << 16;
+            memcpy(&out[i], &bits, 4);
+        }
         break;
     case HS_DT_BF16:
         for (size_t i = 0; i < count; i++)
@@ -122,6 +145,17 @@ static void decode(const hs_tensor_view *t, size_t from, float *out, size_t coun
             hs_quant_decode(quant_type(t->dtype), p + from / blk_elems * blk_bytes, out, count);
         break;
     }
+}
+
+void hs_tensor_decode(const void *t, size_t from, float *out, size_t count)
+{
+    decode(t, from, out, count);
+}
+
+int hs_dtype_block(hs_dtype dt)
+{
+    size_t elems, bytes;
+    return hs_quant_block(quant_type(dt), &elems, &bytes) ? (int)elems : 1;
 }
 
 /* Stored rows decoded at a time before a transposed write: 16 floats of each destination
@@ -286,22 +320,31 @@ static hs_status place(builder *b, const hs_tensor_view *t, int out_in, const ch
     return st;
 }
 
-/* A fused QKV stored per head, each row [h0: q k v][h1: q k v]... (GPT-NeoX), reordered in
- * place into [Q | K | V]: x: (rows, ld), the first 3 H dh columns of each row. */
+/* A fused QKV stored by K/V group, each row [g0: q .. q k v][g1: q .. q k v]... with
+ * n_head / n_kv_head queries a group (GPT-NeoX: one a head, [h0: q k v][h1: q k v]...;
+ * multi-query: one group, already [Q | K | V]), reordered in place into [Q | K | V]: x:
+ * (rows, ld), the first W = hs_qkv_width columns of each row. */
 hs_status hs_qkv_heads_reorder(const hs_model_config *c, float *x, int rows, int ld,
                                hs_error *err)
 {
-    int H = c->n_head, dh = c->d_head, d = hs_model_attn_width(c);
-    float *row = malloc((size_t)3 * (size_t)d * sizeof *row);
+    int G = c->n_kv_head, s = c->n_head / G, dh = c->d_head, A = hs_model_attn_width(c);
+    size_t W = (size_t)hs_qkv_width(c), hd = (size_t)dh * sizeof *x;
+    if (G == 1) /* [q .. q k v] is [Q | K | V] */
+        return HS_OK;
+    float *row = malloc(W * sizeof *row);
     if (!row)
         return hs_fail(err, HS_E_NOMEM, "out of memory");
     for (int r = 0; r < rows; r++) {
         float *xr = x + (size_t)r * (size_t)ld;
-        memcpy(row, xr, (size_t)3 * (size_t)d * sizeof *row);
-        for (int h = 0; h < H; h++)
-            for (int j = 0; j < 3; j++)
-                memcpy(xr + (size_t)j * (size_t)d + (size_t)h * (size_t)dh,
-                       row + ((size_t)h * 3 + (size_t)j) * (size_t)dh, (size_t)dh * sizeof *row);
+        memcpy(row, xr, W * sizeof *row);
+        for (int g = 0; g < G; g++) {
+            const float *src = row + (size_t)g * (size_t)(s + 2) * (size_t)dh;
+            for (int j = 0; j < s; j++) /* query head g s + j */
+                memcpy(xr + (size_t)(g * s + j) * (size_t)dh, src + (size_t)j * (size_t)dh, hd);
+            memcpy(xr + (size_t)A + (size_t)g * (size_t)dh, src + (size_t)s * (size_t)dh, hd);
+            memcpy(xr + (size_t)A + (size_t)(G + g) * (size_t)dh,
+                   src + (size_t)(s + 1) * (size_t)dh, hd);
+        }
     }
     free(row);
     return HS_OK;
@@ -427,9 +470,6 @@ static hs_status build_row(void *ctx, const hs_tensor_name *e, int layer, hs_err
             scale_row(m, e, t, dst, count, offset);
         if (st || b->dry || !(e->flags & HS_TN_QKV_HEADS))
             return st;
-        if (c->n_kv_head != c->n_head)
-            return hs_fail(err, HS_E_UNSUPPORTED, "tensor '%s': a per-head fused QKV with "
-                           "grouped key/value heads is not supported", name);
         return hs_qkv_heads_reorder(c, dst, sh.kind == HS_K_VEC ? 1 : sh.rows, sh.ld, err);
     }
     hs_status st = place(b, t, out_in, name, sh, NULL, err); /* checks only */
@@ -510,6 +550,7 @@ hs_status hs_weights_build(hs_model *m, hs_tensor_lookup lookup, void *ctx, hs_e
     m->converted_bytes = b.cached_floats * sizeof(float);
     if (m->open_flags & HS_OPEN_NO_WEIGHTS) { /* the table is checked; read nothing */
         c->has_lm_head = has_lm_head;
+        st = hs_moe_weights_build(m, lookup, ctx, err);
         goto done;
     }
     b.dry = 0;
@@ -526,6 +567,8 @@ hs_status hs_weights_build(hs_model *m, hs_tensor_lookup lookup, void *ctx, hs_e
     if ((st = hs_names_walk(c, build_row, &b, err)))
         goto done;
     if (m->wc && (st = hs_wcache_prepare(m, err)))
+        goto done;
+    if ((st = hs_moe_weights_build(m, lookup, ctx, err)))
         goto done;
     c->has_lm_head = has_lm_head;
     m->has_weights = 1;

@@ -6,6 +6,8 @@
 #include <string.h>
 
 #include "nn/block.h"
+#include "nn/mla.h"
+#include "nn/moe.h"
 #include "nn/ops.h"
 
 void hs_embed(const hs_model *m, const int32_t *ids, const int32_t *type_ids, int n, float *x)
@@ -160,6 +162,103 @@ static void mlp(const hs_model_config *c, const hs_layer *L, hs_forward_ws *ws, 
     }
 }
 
+#define HOOKED(hk, s) ((hk) & HS_SITE_BIT(s))
+/* The sites before the contexts: hooked, a batch's copies no longer share its first layer */
+#define BEFORE_CTX                                                                             \
+    (HS_SITE_BIT(HS_SITE_RESID_PRE) | HS_SITE_BIT(HS_SITE_Q) | HS_SITE_BIT(HS_SITE_K) |        \
+     HS_SITE_BIT(HS_SITE_V) | HS_SITE_BIT(HS_SITE_PATTERN))
+
+/* A (rows, d_model) site of each copy (cn rows a copy at x), when hooked. */
+static hs_status hook_stream(const hs_model_config *c, const hs_forward_opts *o, unsigned hk,
+                             hs_site s, int l, float *x, int batch, size_t cn, int n,
+                             hs_error *err)
+{
+    if (!HOOKED(hk, s))
+        return HS_OK;
+    int d = c->d_model;
+    return hs_hook_copies(c, o, s, l, x, batch, cn * (size_t)d, (int)cn, d, d, n, err);
+}
+
+/* The q, k and v sites of copy b's rows of qkv: (n, W), after the rotary turn. */
+static hs_status hook_qkv(const hs_model_config *c, const hs_forward_opts *o, unsigned hk, int l,
+                          float *qkv, int b, int n, hs_error *err)
+{
+    int W = hs_qkv_width(c), A = hs_model_attn_width(c), kvA = c->n_kv_head * c->d_head;
+    static const hs_site sites[3] = {HS_SITE_Q, HS_SITE_K, HS_SITE_V};
+    for (int k = 0; k < 3; k++) {
+        if (!HOOKED(hk, sites[k]))
+            continue;
+        hs_hook_call call = {.site = sites[k], .layer = l, .copy = b,
+                             .x = qkv + (k == 0 ? 0 : k == 1 ? A : A + kvA), .rows = n,
+                             .cols = k ? kvA : A, .ld = W, .heads = k ? c->n_kv_head : c->n_head,
+                             .head_width = c->d_head, .n = n};
+        if (o->hook(o->hook_user, &call))
+            return hs_fail(err, HS_E_ARG, "stopped by hook");
+    }
+    return HS_OK;
+}
+
+/* Attention with the pattern hooked: the probabilities, the hook on them, then the context
+ * under the head mask hm (scaling probs in place). *bad_row as hs_op_attn_probs gives it. */
+static hs_status attn_pattern_hooked(const hs_model_config *c, const hs_forward_opts *o, int l,
+                                     hs_visibility vis, const float *qkv, float *probs,
+                                     float *ctx, int n, int copy, const float *hm,
+                                     size_t *bad_row, hs_error *err)
+{
+    *bad_row = hs_op_attn_probs(c, vis, qkv, probs, n);
+    hs_hook_call k = {.site = HS_SITE_PATTERN, .layer = l, .copy = copy, .x = probs,
+                      .rows = c->n_head * n, .cols = n, .ld = n, .heads = c->n_head,
+                      .head_width = n, .n = n};
+    if (o->hook(o->hook_user, &k))
+        return hs_fail(err, HS_E_ARG, "stopped by hook");
+    hs_op_attn_context(c, vis, qkv, probs, ctx, n, hm);
+    return HS_OK;
+}
+
+/* The output projection of the contexts ctx: (rows, A) into h: (rows, d) with the result
+ * site (attn_out is the caller's, after any post-attention norm): hooked result, each
+ * head's ctx_h W_O^h (no bias) into res: (rpc, H, d) a copy at a time, the hook, then
+ * h = b_O + their sum over the heads. */
+static hs_status out_proj(const hs_model_config *c, const hs_layer *L, const hs_forward_opts *o,
+                          unsigned hk, int l, const float *ctx, float *h, int rows, int batch,
+                          int n, hs_error *err)
+{
+    int A = hs_model_attn_width(c), d = c->d_model, H = c->n_head, dh = c->d_head;
+    int rpc = rows / batch;
+    if (!HOOKED(hk, HS_SITE_RESULT)) {
+        hs_op_linear(ctx, L->w_o, L->b_o, h, rows, A, d);
+    } else {
+        float *res = malloc((size_t)rpc * (size_t)H * (size_t)d * sizeof *res);
+        if (!res)
+            return hs_fail(err, HS_E_NOMEM, "out of memory for a layer's head results");
+        for (int b = 0; b < batch; b++) {
+            const float *cb = ctx + (size_t)b * (size_t)rpc * (size_t)A;
+            float *hb = h + (size_t)b * (size_t)rpc * (size_t)d;
+            for (int hd = 0; hd < H; hd++)
+                hs_op_gemm(0, rpc, d, dh, 1.0f, cb + (size_t)hd * (size_t)dh, A,
+                           L->w_o + (size_t)hd * (size_t)dh * (size_t)d, d, 0.0f,
+                           res + (size_t)hd * (size_t)d, H * d);
+            hs_hook_call k = {.site = HS_SITE_RESULT, .layer = l, .copy = b, .x = res,
+                              .rows = rpc, .cols = H * d, .ld = H * d, .heads = H,
+                              .head_width = d, .n = n};
+            if (o->hook(o->hook_user, &k)) {
+                free(res);
+                return hs_fail(err, HS_E_ARG, "stopped by hook");
+            }
+            for (int i = 0; i < rpc; i++) {
+                float *hi = hb + (size_t)i * (size_t)d;
+                for (int e = 0; e < d; e++)
+                    hi[e] = L->b_o ? L->b_o[e] : 0.0f;
+                for (int hd = 0; hd < H; hd++)
+                    hs_op_add(hi, res + ((size_t)i * (size_t)H + (size_t)hd) * (size_t)d,
+                              (size_t)d);
+            }
+        }
+        free(res);
+    }
+    return HS_OK;
+}
+
 /* hs_block_forward on layer l's float32 weights L. */
 static hs_status block_run(const hs_model *m, const hs_layer *L, int l, hs_forward_ws *ws, int n,
                            int batch, const float *hm, size_t hm_stride,
@@ -178,14 +277,20 @@ static hs_status block_run(const hs_model *m, const hs_layer *L, int l, hs_forwa
     hs_rope rope = hs_model_layer_rope(c, l); /* this layer's rotary frequencies */
     hs_visibility vis = hs_model_layer_visibility(c, l); /* and the keys its queries see */
     int rot = rope.dims;
-    if (rot)
-        hs_op_rope_freqs_of(&rope, inv_freq);
+    double rot_scale = rot ? hs_op_rope_freqs_at(&rope, n, inv_freq) : 1.0; /* by the length */
+    /* the hook sites asked for (none in a kept layer) */
+    unsigned hk = o && o->hook && !keep ? o->hook_sites : 0;
+    size_t cn = (size_t)n; /* a copy's rows of the stream, before the last layer trims them */
+    hs_status st;
+    if ((st = hook_stream(c, o, hk, HS_SITE_RESID_PRE, l, x, batch, cn, n, err)))
+        return st;
 
     /* attention: on the normalised stream (pre-norm) or on the stream itself; copies with
      * the same stream share one Q, K, V, one set of probabilities and one P V (copy 0's),
      * each copy's head mask then scaling its own context (xi P V, for masks of 0 and 1 the
      * same numbers as (xi P) V) */
-    int same = batch > 1 && ws->same_input && !keep, qrows = same ? n : rows;
+    int same = batch > 1 && ws->same_input && !keep && !(hk & BEFORE_CTX);
+    int qrows = same ? n : rows;
     const int pre_in = pre && !a->no_pre_norm; /* the sublayers read the normalised stream */
     if (pre_in)
         norm(c, x, L->ln1_w, L->ln1_b, h, KEEP(xhat1), KEEP(rstd1), qrows);
@@ -194,16 +299,22 @@ static hs_status block_run(const hs_model *m, const hs_layer *L, int l, hs_forwa
         hs_qk_normalise(c, L, qkv_all, qrows, KEEP(qk_xhat), KEEP(qk_rstd));
     /* scores, softmax and P V a row block at a time (hs_op_attn_fused); the layer's maps
      * written out only where an observer or the backward pass wants them */
-    int maps = keep || (o && o->on_attn);
+    int maps = keep || (o && o->on_attn) || HOOKED(hk, HS_SITE_PATTERN);
     for (int b = 0; b < batch; b++) {
         float *qkv = qkv_all + (same ? 0 : (size_t)b * (size_t)n * (size_t)W);
         float *ctx_b = ws->ctx + (size_t)b * nA;
         const float *hm_b = hm ? hm + (size_t)b * hm_stride : NULL;
         if (!same || b == 0) {
-            if (rot) { /* queries and keys turned by position (each copy from position 0) */
-                hs_op_rotary(qkv, n, c->n_head, dh, W, rot, inv_freq, 0, 0);
-                hs_op_rotary(qkv + A, n, c->n_kv_head, dh, W, rot, inv_freq, 0, 0);
+            if (rot && !a->mla_kv_lora) { /* queries and keys turned by position (each copy
+                                              from position 0); MLA: in hs_mla_attn */
+                hs_op_rotary_scaled(qkv, n, c->n_head, dh, W, rot, inv_freq, rot_scale, 0, 0);
+                hs_op_rotary_scaled(qkv + A, n, c->n_kv_head, dh, W, rot, inv_freq, rot_scale, 0, 0);
             }
+            if (a->mla_kv_lora && (hk & (BEFORE_CTX & ~HS_SITE_BIT(HS_SITE_RESID_PRE))))
+                return hs_fail(err, HS_E_UNSUPPORTED, "the hook sites q, k, v and pattern are "
+                               "not available with latent attention");
+            if ((hk & BEFORE_CTX) && (st = hook_qkv(c, o, hk, l, qkv, b, n, err)))
+                return st;
             if (maps && !keep) {
                 float *direct = trace_layer(o, l, c->n_head, n);
                 if (direct)
@@ -216,10 +327,22 @@ static hs_status block_run(const hs_model *m, const hs_layer *L, int l, hs_forwa
                (free until the output projection); otherwise this copy's masked context */
             float *dst = keep ? keep->ctx : same ? h : ctx_b;
             size_t bad_row;
-            if (hs_op_attn_fused(c, vis, qkv, dst, n, keep || same ? NULL : hm_b,
-                                 maps ? probs : NULL, &bad_row))
+            if (HOOKED(hk, HS_SITE_PATTERN)) {
+                if ((st = attn_pattern_hooked(c, o, l, vis, qkv, probs, dst, n, b, hm_b,
+                                              &bad_row, err)))
+                    return st;
+            } else if (a->mla_kv_lora
+                           ? hs_mla_attn(c, L, &rope, inv_freq, vis, qkv, dst, n,
+                                         keep || same ? NULL : hm_b, maps ? probs : NULL,
+                                         &bad_row,
+                                         ws->mla_pos_share && batch == 1 && !keep
+                                             ? ws->mla_pos_share + (size_t)l * (size_t)c->n_head
+                                             : NULL)
+                           : hs_op_attn_fused(c, vis, qkv, dst, n, keep || same ? NULL : hm_b,
+                                              maps ? probs : NULL, &bad_row)) {
                 return hs_fail(err, HS_E_NOMEM, "out of memory for the attention rows");
-            hs_status st = o && o->allow_nonfinite ? HS_OK : check_probs(bad_row, l, n, err);
+            }
+            st = o && o->allow_nonfinite ? HS_OK : check_probs(bad_row, l, n, err);
             if (st)
                 return st;
             if (o && o->on_attn && o->on_attn(o->user, l, probs, c->n_head, n))
@@ -237,6 +360,9 @@ static hs_status block_run(const hs_model *m, const hs_layer *L, int l, hs_forwa
         if (hm_b && o && o->head_replace)
             replace_heads(c, o->head_replace + (size_t)l * nA, hm_b, ctx_b, n);
     }
+    if (HOOKED(hk, HS_SITE_Z) &&
+        (st = hs_hook_copies(c, o, HS_SITE_Z, l, ws->ctx, batch, nA, n, A, A, n, err)))
+        return st;
     if (ws->on_ctx && batch == 1 && !keep && ws->on_ctx(ws->ctx_user, l, ws->ctx, n))
         return hs_fail(err, HS_E_ARG, "stopped by observer");
     if (ws->stop_after_attn && !keep && l == c->n_layer - 1)
@@ -253,21 +379,33 @@ static hs_status block_run(const hs_model *m, const hs_layer *L, int l, hs_forwa
             }
         rows = batch * S;
         xd = (size_t)rows * (size_t)d;
+        cn = (size_t)S;
     }
-    hs_op_linear(keep && !hm ? keep->ctx : ws->ctx, L->w_o, L->b_o, h, rows, A, d);
+    if ((st = out_proj(c, L, o, hk, l, keep && !hm ? keep->ctx : ws->ctx, h, rows, batch, n,
+                       err)))
+        return st;
     if (a->post_norms) /* the attention's output normalised before it is added */
         norm(c, h, L->post1_w, NULL, h, KEEP(xhat_pa), KEEP(rstd_pa), rows);
+    if (HOOKED(hk, HS_SITE_ATTN_OUT) &&
+        (st = hs_hook_copies(c, o, HS_SITE_ATTN_OUT, l, h, batch, cn * (size_t)d, (int)cn, d, d,
+                             n, err)))
+        return st;
     KEEP_COPY(attn_out, h);
     if (a->parallel_residual) { /* x + attn(norm1 x) + mlp(norm2 x); h holds attn */
         norm(c, x, L->ln2_w, L->ln2_b, ws->ctx, KEEP(xhat2), KEEP(rstd2), rows);
         if (keep && keep->mlp_out) { /* the MLP's output kept apart, then added */
             mlp(c, L, ws, ws->ctx, ff_pre, keep->mlp_out, rows, 0);
             hs_op_add(h, keep->mlp_out, xd);
+        } else if (HOOKED(hk, HS_SITE_MLP_OUT)) { /* apart too, for the hook */
+            mlp(c, L, ws, ws->ctx, ff_pre, ws->ctx, rows, 0);
+            if ((st = hook_stream(c, o, hk, HS_SITE_MLP_OUT, l, ws->ctx, batch, cn, n, err)))
+                return st;
+            hs_op_add(h, ws->ctx, xd);
         } else {
             mlp(c, L, ws, ws->ctx, ff_pre, h, rows, 1);
         }
         hs_op_add(x, h, xd);
-        return HS_OK;
+        return hook_stream(c, o, hk, HS_SITE_RESID_POST, l, x, batch, cn, n, err);
     }
     hs_op_add(x, h, xd);
 
@@ -276,14 +414,24 @@ static hs_status block_run(const hs_model *m, const hs_layer *L, int l, hs_forwa
         norm(c, x, L->ln2_w, L->ln2_b, h, KEEP(xhat2), KEEP(rstd2), rows);
     else if (!pre)
         norm(c, x, L->ln1_w, L->ln1_b, x, KEEP(xhat1), KEEP(rstd1), rows);
-    mlp(c, L, ws, pre_in ? h : x, ff_pre, h, rows, 0);
+    if (L->moe_gate) { /* a mixture of experts (src/nn/moe.c) */
+        int32_t *route = ws->moe_route && batch == 1 && !keep && rows == n
+                             ? ws->moe_route + (size_t)l * (size_t)n * (size_t)a->moe_top_k
+                             : NULL;
+        if (hs_moe_forward(c, L, pre_in ? h : x, h, rows, route))
+            return hs_fail(err, HS_E_NOMEM, "out of memory for the experts");
+    } else {
+        mlp(c, L, ws, pre_in ? h : x, ff_pre, h, rows, 0);
+    }
     if (a->post_norms)
         norm(c, h, L->post2_w, NULL, h, KEEP(xhat_pm), KEEP(rstd_pm), rows);
     KEEP_COPY(mlp_out, h);
+    if ((st = hook_stream(c, o, hk, HS_SITE_MLP_OUT, l, h, batch, cn, n, err)))
+        return st;
     hs_op_add(x, h, xd);
     if (!pre)
         norm(c, x, L->ln2_w, L->ln2_b, x, KEEP(xhat2), KEEP(rstd2), rows);
-    return HS_OK;
+    return hook_stream(c, o, hk, HS_SITE_RESID_POST, l, x, batch, cn, n, err);
 }
 
 hs_status hs_block_forward(const hs_model *m, int l, hs_forward_ws *ws, int n, int batch,
@@ -291,7 +439,7 @@ hs_status hs_block_forward(const hs_model *m, int l, hs_forward_ws *ws, int n, i
                            hs_block_keep *keep, hs_error *err)
 {
     hs_layer L; /* the layer's float32 weights, converted by the weight cache if need be */
-    hs_status st = hs_layer_get(m, l, &L, err);
+    hs_status st = hs_layer_get_linear(m, l, &L, err); /* or in their stored type */
     if (st)
         return st;
     st = block_run(m, &L, l, ws, n, batch, hm, hm_stride, o, keep, err);

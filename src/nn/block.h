@@ -51,6 +51,14 @@ struct hs_forward_ws {
      * caller gave none and wants neither logits nor hidden states: nothing else can read
      * what follows (the output projection and MLP: 6% of GPT-2's FLOPs at n = 128). */
     int stop_after_attn;
+    /* Latent attention (hs_arch.mla_kv_lora): (n_layer, n_head) receiving each head's share
+     * of its logits from the rotary part (hs_mla_attn's pos_share) in a pass of one copy
+     * without keep; NULL: not computed. */
+    double *mla_pos_share;
+    /* A mixture of experts: (n_layer, n, top_k) receiving the experts each token's router
+     * chooses in each such layer (hs_moe_forward's route), in a pass of one copy without
+     * keep over every row; NULL: not recorded. */
+    int32_t *moe_route;
 };
 
 /* The activations of one layer that the backward pass needs, written by the block when
@@ -80,6 +88,16 @@ void hs_qk_normalise(const hs_model_config *c, const hs_layer *L, float *qkv, in
 
 /* Norms a row of the query/key norm has: n_head + n_kv_head per head, 2 full width, 0. */
 int hs_qk_norms(const hs_model_config *c);
+
+/* The table of hook sites, one row a site in hs_site order (src/nn/hooks.c; hs_site_get is
+ * its public face). */
+extern const hs_site_info hs_sites[HS_SITE_COUNT];
+
+/* Calls o->hook at site s of layer l once per copy b of a batch: rows x cols values at
+ * x + b * stride, row stride ld; n the pass's tokens. HS_E_ARG when the hook stops. */
+hs_status hs_hook_copies(const hs_model_config *c, const hs_forward_opts *o, hs_site s, int l,
+                         float *x, int batch, size_t stride, int rows, int cols, int ld, int n,
+                         hs_error *err);
 
 /* The checks of hs_forward's input: weights present, 1 <= n <= n_ctx, ids in the
  * vocabulary, token types in range. */

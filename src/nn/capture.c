@@ -1,10 +1,11 @@
-/* Every activation of one run (hs_activations_run): the forward pass's own block, layer after
- * layer, asked to keep what the caller wants (the arrays of include/headscope/activations.h
- * are written in place by the block where it can, copied otherwise). */
+/* Every activation of one run (hs_activations_run): the forward pass with a hook at each site
+ * the caller wants (include/headscope/hooks.h), copying the values into the arrays of
+ * include/headscope/activations.h. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "headscope/activations.h"
+#include "headscope/hooks.h"
 #include "nn/block.h"
 #include "nn/ops.h"
 
@@ -33,6 +34,36 @@ static float *maybe(int want, size_t count, int *bad)
     return p;
 }
 
+/* The hook of hs_activations_run: each site's rows into its array (qkv: Q, K and V at their
+ * columns of the fused (n, W) rows), the last layer's resid_post into resid_final. */
+static int capture_hook(void *user, const hs_hook_call *k)
+{
+    hs_activations *a = user;
+    size_t l = (size_t)k->layer, n = (size_t)a->n, d = (size_t)a->d_model;
+    size_t W = (size_t)a->qkv_width, A = (size_t)a->n_head * (size_t)a->d_head;
+    size_t kvA = (size_t)a->n_kv_head * (size_t)a->d_head, dld = (size_t)k->cols;
+    float *dst = NULL;
+    switch (k->site) {
+    case HS_SITE_RESID_PRE: dst = a->resid_pre + l * n * d; break;
+    case HS_SITE_Q: case HS_SITE_K: case HS_SITE_V:
+        dst = a->qkv + l * n * W + (k->site == HS_SITE_Q ? 0 : k->site == HS_SITE_K ? A : A + kvA);
+        dld = W;
+        break;
+    case HS_SITE_PATTERN: dst = a->pattern + l * (size_t)a->n_head * n * n; break;
+    case HS_SITE_Z: dst = a->z + l * n * A; break;
+    case HS_SITE_ATTN_OUT: dst = a->attn_out + l * n * d; break;
+    case HS_SITE_MLP_OUT: dst = a->mlp_out + l * n * d; break;
+    case HS_SITE_RESID_POST:
+        dst = (int)l == a->n_layer - 1 ? a->resid_final : NULL;
+        break;
+    default: break;
+    }
+    for (int i = 0; dst && i < k->rows; i++)
+        memcpy(dst + (size_t)i * dld, k->x + (size_t)i * (size_t)k->ld,
+               (size_t)k->cols * sizeof *dst);
+    return 0;
+}
+
 hs_status hs_activations_run(const hs_model *m, const int32_t *ids, const int32_t *type_ids,
                              int n, unsigned what, hs_activations **out, hs_error *err)
 {
@@ -41,6 +72,9 @@ hs_status hs_activations_run(const hs_model *m, const int32_t *ids, const int32_
     hs_status st = hs_forward_check(m, ids, type_ids, n, err);
     if (st)
         return st;
+    if ((what & HS_CAPTURE_QKV) && c->arch->mla_kv_lora)
+        return hs_fail(err, HS_E_UNSUPPORTED, "activations: q, k and v are not recorded for "
+                       "multi-head latent attention (architecture '%s')", c->arch->name);
     int L = c->n_layer, H = c->n_head, d = c->d_model, W = hs_qkv_width(c);
     size_t nd = (size_t)n * (size_t)d, nn = (size_t)n * (size_t)n, Ld = (size_t)L * nd;
     size_t nA = (size_t)n * (size_t)hs_model_attn_width(c); /* one layer's contexts */
@@ -50,7 +84,6 @@ hs_status hs_activations_run(const hs_model *m, const int32_t *ids, const int32_
         return hs_fail(err, HS_E_NOMEM, "activations: size overflow");
     hs_activations *a = calloc(1, sizeof *a);
     hs_forward_ws *ws = NULL;
-    float *scratch = NULL;
     if (!a)
         return hs_fail(err, HS_E_NOMEM, "out of memory");
     *a = (hs_activations){.n_layer = L, .n_head = H, .n = n, .d_model = d, .d_head = c->d_head,
@@ -64,43 +97,31 @@ hs_status hs_activations_run(const hs_model *m, const int32_t *ids, const int32_
     a->mlp_out = maybe(what & HS_CAPTURE_MLP_OUT, Ld, &bad);
     a->resid_final = maybe(1, nd, &bad);
     a->final_rstd = maybe(1, (size_t)n, &bad);
-    /* the block's own buffers for what is not kept: qkv, probs, ctx, the MLP's first
-     * projection (gated: [gate | up]) */
-    scratch = maybe(1, nw + per_pat + nA + (size_t)n * (size_t)hs_ff_width(c), &bad);
     if (bad) {
         st = hs_fail(err, HS_E_NOMEM, "out of memory for the activations of %d tokens", n);
         goto fail;
     }
     if ((st = hs_forward_ws_new(m, n, &ws, err)))
         goto fail;
-    float *s_qkv = scratch, *s_probs = s_qkv + nw, *s_ctx = s_probs + per_pat;
-    float *s_ff = s_ctx + nA;
-    hs_embed(m, ids, type_ids, n, ws->x);
-    for (int l = 0; l < L; l++) {
-        size_t lo = (size_t)l * nd;
-        if (a->resid_pre)
-            memcpy(a->resid_pre + lo, ws->x, nd * sizeof *ws->x);
-        hs_block_keep k = {
-            .qkv = a->qkv ? a->qkv + (size_t)l * nw : s_qkv,
-            .probs = a->pattern ? a->pattern + (size_t)l * per_pat : s_probs,
-            .ctx = a->z ? a->z + (size_t)l * nA : s_ctx,
-            .ff = s_ff,
-            .attn_out = a->attn_out ? a->attn_out + lo : NULL,
-            .mlp_out = a->mlp_out ? a->mlp_out + lo : NULL,
-        };
-        if ((st = hs_block_forward(m, l, ws, n, 1, NULL, 0, NULL, &k, err)))
-            goto fail;
-    }
-    memcpy(a->resid_final, ws->x, nd * sizeof *ws->x);
-    if (c->arch->norm_place == HS_NORM_PRE)
-        hs_final_norm(m, ws->x, ws->h, NULL, a->final_rstd, n);
-    else
-        for (int i = 0; i < n; i++)
-            a->final_rstd[i] = 1.0f;
+    static const struct { unsigned capture; hs_site site; } sites[] = {
+        {HS_CAPTURE_RESID_PRE, HS_SITE_RESID_PRE}, {HS_CAPTURE_QKV, HS_SITE_Q},
+        {HS_CAPTURE_QKV, HS_SITE_K}, {HS_CAPTURE_QKV, HS_SITE_V},
+        {HS_CAPTURE_PATTERN, HS_SITE_PATTERN}, {HS_CAPTURE_Z, HS_SITE_Z},
+        {HS_CAPTURE_ATTN_OUT, HS_SITE_ATTN_OUT}, {HS_CAPTURE_MLP_OUT, HS_SITE_MLP_OUT}};
+    unsigned bits = HS_SITE_BIT(HS_SITE_RESID_POST);
+    for (size_t i = 0; i < sizeof sites / sizeof *sites; i++)
+        if (what & sites[i].capture)
+            bits |= HS_SITE_BIT(sites[i].site);
+    hs_forward_opts o = {.hook = capture_hook, .hook_user = a, .hook_sites = bits};
+    int pre = c->arch->norm_place == HS_NORM_PRE;
+    ws->final_rstd = pre ? a->final_rstd : NULL; /* the final norm's, or 1 without one */
+    if ((st = hs_forward(m, ids, type_ids, n, &o, ws, err)))
+        goto fail;
+    for (int i = 0; !pre && i < n; i++)
+        a->final_rstd[i] = 1.0f;
     *out = a;
     a = NULL;
 fail:
-    free(scratch);
     hs_forward_ws_free(ws);
     hs_activations_free(a);
     return st;

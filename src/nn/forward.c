@@ -103,6 +103,17 @@ static void lm_head(const hs_model *m, hs_forward_ws *ws, int n, int batch,
                      ws->qkv, o->logits + (size_t)b * (size_t)o->n_logit_rows * V);
 }
 
+/* The final norm's site, ln_final.hook_normalized, on each copy's rpc rows of ws->x. */
+static hs_status final_hooks(const hs_model *m, const hs_forward_opts *o, hs_forward_ws *ws, int n,
+                             int batch, int rpc, hs_error *err)
+{
+    if (!o || !o->hook || !(o->hook_sites & HS_SITE_BIT(HS_SITE_LN_FINAL)))
+        return HS_OK;
+    int d = m->cfg.d_model;
+    return hs_hook_copies(&m->cfg, o, HS_SITE_LN_FINAL, -1, ws->x, batch,
+                          (size_t)rpc * (size_t)d, rpc, d, d, n, err);
+}
+
 hs_status hs_forward_check(const hs_model *m, const int32_t *ids, const int32_t *type_ids,
                            int n, hs_error *err)
 {
@@ -166,7 +177,7 @@ hs_status hs_forward(const hs_model *m, const int32_t *ids, const int32_t *type_
             own->n_out_rows = ws->n_out_rows;
         }
         /* the caller's maps are all such a pass gives (block.h) */
-        own->stop_after_attn = !ws && !(o && (o->logits || o->hidden));
+        own->stop_after_attn = !ws && !(o && (o->logits || o->hidden || o->hook));
         ws = own;
     }
     int d = c->d_model, rows = batch * n;
@@ -207,12 +218,22 @@ hs_status hs_forward(const hs_model *m, const int32_t *ids, const int32_t *type_
     if (ws->out_rows) /* the last layer left the wanted rows only, compacted */
         rows = batch * ws->n_out_rows, xd = (size_t)rows * (size_t)d;
     hs_final_norm(m, x, x, NULL, batch == 1 ? ws->final_rstd : NULL, rows);
+    hs_status st = final_hooks(m, o, ws, n, batch, rows / batch, err);
+    if (st) {
+        hs_forward_ws_free(own);
+        return st;
+    }
     if (o && o->hidden)
         memcpy(o->hidden, x, xd * sizeof *x);
     if (o && o->logits)
         lm_head(m, ws, n, batch, o);
+    if (o && o->logits && o->hook && (o->hook_sites & HS_SITE_BIT(HS_SITE_LOGITS))) {
+        int lr = o->logit_rows ? o->n_logit_rows : n, V = c->vocab_size;
+        st = hs_hook_copies(c, o, HS_SITE_LOGITS, -1, o->logits, batch, (size_t)lr * (size_t)V,
+                            lr, V, V, n, err);
+    }
     hs_forward_ws_free(own);
-    return HS_OK;
+    return st;
 }
 
 /* ---- trace recorder --------------------------------------------------------------- */

@@ -13,6 +13,7 @@
 
 #include "nn/fastmath.h"
 #include "core/core.h"
+#include "core/qgemm.h"
 #include "nn/ops.h"
 
 /* The products run by the one tiling rule of src/core/gemm.c (hs_gemm_run): tiles cut by
@@ -34,6 +35,11 @@ static void linear(const float *x, const float *w, const float *b, float *y, int
 {
     hs_gemm g = {.m = n, .n = out, .k = in, .alpha = 1.0, .beta = add ? 1.0 : 0.0, .a = x,
                  .lda = in, .b = w, .ldb = out, .c = y, .ldc = out, .bias = b, .add = add};
+    const hs_qmat *q = hs_qmat_find(w); /* a layer matrix in its stored type */
+    if (q) {
+        g.b_fill = hs_qmat_fill;
+        g.b_ctx = q;
+    }
     hs_gemm_run(&g);
 }
 
@@ -190,6 +196,43 @@ static inline void task_keys(hs_visibility vis, int r0, int r1, int n, int *k0, 
     *k1 = hs_vis_hi(vis, r1 - 1, n);
 }
 
+double hs_alibi_slope(int n_head, int h)
+{
+    int p = 1;
+    while (p * 2 <= n_head)
+        p *= 2;
+    return h < p ? exp2(-8.0 * (h + 1) / p) : exp2(-4.0 * (2 * (h - p) + 1) / p);
+}
+
+/* x rounded to the nearest bfloat16, ties to even (x finite). */
+static float round_bf16(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    u = (u + 0x7fffu + ((u >> 16) & 1u)) & 0xffff0000u;
+    memcpy(&x, &u, sizeof x);
+    return x;
+}
+
+float hs_alibi_bias(int n_head, int h, int j)
+{
+    return round_bf16(round_bf16((float)hs_alibi_slope(n_head, h)) * (float)j);
+}
+
+/* ALiBi: rows r0..r1-1 of head h's scores p (rows of n floats) += the bias of each visible
+ * key (hs_alibi_bias), scaled as the scores are. */
+static void alibi_block(const hs_model_config *c, hs_visibility vis, float *p, int n, int h,
+                        int r0, int r1)
+{
+    float scale = hs_attn_scale(c);
+    float m = round_bf16((float)hs_alibi_slope(c->n_head, h));
+    for (int i = r0; i < r1; i++) {
+        float *r = p + (size_t)(i - r0) * (size_t)n;
+        for (int j = hs_vis_lo(vis, i), hi = hs_vis_hi(vis, i, n); j < hi; j++)
+            r[j] += scale * round_bf16(m * (float)j);
+    }
+}
+
 /* One task's scores and softmax: query rows r0..r1-1 of head h into p (rows of n floats,
  * keys a row does not see set to 0); returns the first bad row within the task, or -1. */
 static int probs_task(const hs_model_config *c, hs_visibility vis, const float *qkv, float *p,
@@ -202,8 +245,10 @@ static int probs_task(const hs_model_config *c, hs_visibility vis, const float *
     const float *k = qkv + (size_t)A + kv_col(c, h) + (size_t)k0 * (size_t)W;
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, r1 - r0, k1 - k0, dh,
                 hs_attn_scale(c), q + (size_t)r0 * (size_t)W, W, k, W, 0.0f, p + k0, n);
+    if (c->arch && c->arch->pos == HS_POS_ALIBI)
+        alibi_block(c, vis, p, n, h, r0, r1);
     float cap = c->arch ? c->arch->attn_softcap : 0.0f;
-    if (cap > 0) /* Gemma 2: cap tanh(s / cap), before the mask */
+    if (cap > 0) /* Gemma 2: cap tanh(s / cap), before the mask (never with ALiBi: arch.c) */
         for (int i = r0; i < r1; i++) {
             float *pi = p + (size_t)(i - r0) * (size_t)n;
             for (int j = k0; j < k1; j++)
@@ -329,16 +374,54 @@ void hs_op_rmsnorm(const float *x, const float *w, float *y, float *xhat, float 
 void hs_op_rope_freqs(const hs_arch *a, double *inv)
 {
     hs_rope r = {a->rotary_dims, a->rotary_base, a->rope_scaling, a->rope_factor,
-                 a->rope_low_freq, a->rope_high_freq, a->rope_orig_ctx};
+                 a->rope_low_freq, a->rope_high_freq, a->rope_orig_ctx, a->rope_short,
+                 a->rope_long, a->rope_attn_factor,
+                 a->rope_beta_fast, a->rope_beta_slow};
     hs_op_rope_freqs_of(&r, inv);
 }
 
+/* YaRN's ramp (Peng et al. 2023, §3.2): the dimension pair whose wavelength makes `rot`
+ * rotations in the original context is k = r ln(old / (2 pi rot)) / (2 ln base); pairs
+ * below floor(k(beta_fast)) keep theta, pairs above ceil(k(beta_slow)) take theta / factor,
+ * linearly between (the bounds clamped to [0, r - 1]). */
+static void yarn_freqs(const hs_rope *rp, double *inv)
+{
+    const double two_pi = 6.283185307179586476925;
+    int r = rp->dims, half = r / 2;
+    double lb = log((double)rp->base), old = rp->orig_ctx;
+    double lo = floor(r * log(old / (two_pi * rp->beta_fast)) / (2 * lb));
+    double hi = ceil(r * log(old / (two_pi * rp->beta_slow)) / (2 * lb));
+    lo = lo < 0 ? 0 : lo;
+    hi = hi > r - 1 ? r - 1 : hi;
+    if (hi == lo)
+        hi += 0.001;
+    for (int k = 0; k < half; k++) {
+        double th = pow((double)rp->base, -2.0 * k / r);
+        double ramp = ((double)k - lo) / (hi - lo);
+        ramp = ramp < 0 ? 0 : ramp > 1 ? 1 : ramp;
+        inv[k] = th / rp->factor * ramp + th * (1 - ramp);
+    }
+}
+
 void hs_op_rope_freqs_of(const hs_rope *rp, double *inv)
+{
+    (void)hs_op_rope_freqs_at(rp, 0, inv);
+}
+
+double hs_op_rope_freqs_at(const hs_rope *rp, int n, double *inv)
 {
     const double two_pi = 6.283185307179586476925;
     int r = rp->dims, half = r / 2;
     double f = rp->factor, lo = rp->low_freq, hi = rp->high_freq;
     double old = rp->orig_ctx;
+    if (rp->scaling == HS_ROPE_YARN) {
+        yarn_freqs(rp, inv);
+        return rp->attn_factor > 0 ? (double)rp->attn_factor : 1.0;
+    }
+    /* longrope: the long factors once the text is longer than the original context */
+    const float *ext = rp->scaling != HS_ROPE_LONGROPE ? NULL
+                       : n > rp->orig_ctx              ? rp->long_factor
+                                                       : rp->short_factor;
     for (int k = 0; k < half; k++) {
         double th = pow((double)rp->base, -2.0 * k / r);
         if (rp->scaling == HS_ROPE_LINEAR) {
@@ -351,13 +434,22 @@ void hs_op_rope_freqs_of(const hs_rope *rp, double *inv)
                 double s = (old / wl - lo) / (hi - lo);
                 th = (1 - s) * th / f + s * th;
             }
+        } else if (ext) {
+            th /= (double)ext[k];
         }
         inv[k] = th;
     }
+    return rp->scaling == HS_ROPE_LONGROPE && rp->attn_factor > 0 ? (double)rp->attn_factor : 1.0;
 }
 
 void hs_op_rotary(float *x, int n, int n_head, int d_head, int ld, int rot_dims,
                   const double *inv_freq, int pos0, int inverse)
+{
+    hs_op_rotary_scaled(x, n, n_head, d_head, ld, rot_dims, inv_freq, 1.0, pos0, inverse);
+}
+
+void hs_op_rotary_scaled(float *x, int n, int n_head, int d_head, int ld, int rot_dims,
+                         const double *inv_freq, double scale, int pos0, int inverse)
 {
     int half = rot_dims / 2;
     double sign = inverse ? -1.0 : 1.0;
@@ -366,6 +458,10 @@ void hs_op_rotary(float *x, int n, int n_head, int d_head, int ld, int rot_dims,
         for (int k = 0; k < half; k++) {
             double ang = (double)(pos0 + i) * inv_freq[k];
             double c = cos(ang), s = sign * sin(ang);
+            if (scale != 1.0) { /* longrope's attention factor; 1: the plain turn, untouched */
+                c *= scale;
+                s *= scale;
+            }
             for (int h = 0; h < n_head; h++) {
                 float *xh = x + (size_t)i * (size_t)ld + (size_t)h * (size_t)d_head;
                 double a = xh[k], b = xh[k + half];
@@ -394,4 +490,14 @@ size_t hs_op_first_nonfinite(const float *x, size_t count)
         if (!isfinite(x[i]))
             return i;
     return (size_t)-1;
+}
+
+void hs_op_rotary_scale(float *x, int n, int n_head, int d_head, int ld, int rot_dims, float f)
+{
+    for (int i = 0; i < n; i++)
+        for (int h = 0; h < n_head; h++) {
+            float *xh = x + (size_t)i * (size_t)ld + (size_t)h * (size_t)d_head;
+            for (int k = 0; k < rot_dims; k++)
+                xh[k] *= f;
+        }
 }

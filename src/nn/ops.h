@@ -27,7 +27,10 @@ float *hs_forward_ws_spare(struct hs_forward_ws *ws, size_t *floats);
 void hs_lm_logits(const hs_model *m, const float *x, const int32_t *idx, int rows,
                   float *scratch, float *logits);
 
-/* y: (n, out) = x: (n, in) · w: (in, out) + b: (out) (b NULL: no bias); y may not alias x. */
+/* y: (n, out) = x: (n, in) · w: (in, out) + b: (out) (b NULL: no bias); y may not alias x.
+ * w may be a registered hs_qmat (src/core/qgemm.h: a layer matrix in its stored type, from
+ * hs_layer_get_linear), multiplied a block at a time with the bits its float32 form gives;
+ * so may hs_op_linear_add's. */
 void hs_op_linear(const float *x, const float *w, const float *b, float *y, int n, int in, int out);
 
 /* y: (n, out) += x: (n, in) · w: (in, out) + b: (out) (b NULL: no bias). */
@@ -78,7 +81,8 @@ float hs_attn_scale(const hs_model_config *c);
  * A = n_head d_head, columns [Q | K | V] with query head h at h*d_head and its key/value
  * head g = h / (n_head / n_kv_head) at A + g*d_head (K) and A + (n_kv + g)*d_head (V) →
  * probs: (n_head, n, n) = softmax(Q_h K_g^T / sqrt(d_head)), row i over the keys vis lets
- * it see, exactly 0 elsewhere. Returns the first row h * n + i (head h, query i) whose
+ * it see, exactly 0 elsewhere (an HS_POS_ALIBI model's scores biased: hs_alibi_bias). Returns
+ * the first row h * n + i (head h, query i) whose
  * probabilities are not finite (scores that overflow float32), or (size_t)-1 when every one
  * is: the check made while the row is in cache. */
 size_t hs_op_attn_probs(const hs_model_config *c, hs_visibility vis, const float *qkv,
@@ -101,6 +105,18 @@ hs_status hs_op_attn_fused(const hs_model_config *c, hs_visibility vis, const fl
                            float *ctx, int n, const float *head_mask, float *probs,
                            size_t *bad_row);
 
+/* ALiBi (Press et al. 2022, "Train short, test long"): the slope of query head h of n_head,
+ * the paper's geometric sequence for the largest power of two p <= n_head, m_h =
+ * 2^(-8 (h + 1) / p) for h < p, and for the other heads every other slope of the sequence for
+ * 2p, m_h = 2^(-4 (2 (h - p) + 1) / p) (the rule of the paper's code; exact, in double). */
+double hs_alibi_slope(int n_head, int h);
+
+/* The bias ALiBi adds to head h's score of key j (position j, counted from 0) before the
+ * 1/sqrt(d_head) scale, as Falcon-RW's code computes it: the slope rounded to bfloat16,
+ * times j, the product rounded to bfloat16 again (each row's common part m i is left out:
+ * the softmax does not see it). HS_POS_ALIBI models add scale times this to every score. */
+float hs_alibi_bias(int n_head, int h, int j);
+
 /* y: (n, d) = x / sqrt(mean(x^2) + eps) * w, row-wise (mean in double); y may alias x.
  * xhat: (n, d) = x / rms and rstd: (n) = 1 / rms when not NULL. */
 void hs_op_rmsnorm(const float *x, const float *w, float *y, float *xhat, float *rstd, int n,
@@ -119,11 +135,19 @@ void hs_op_swiglu_back(const float *gu, const float *da, float *dgu, int rows, i
  * rescaled as a->rope_scaling says: linear theta/factor; llama3 (Llama 3.1's reference
  * code), with wavelength 2 pi/theta and old = rope_orig_ctx: kept below old/high_freq,
  * theta/factor above old/low_freq, (1 - s) theta/factor + s theta between, s = (old /
- * wavelength - low) / (high - low). */
+ * wavelength - low) / (high - low); yarn as hs_rope_scaling says (the attention factor
+ * is the caller's: hs_op_rotary_scale). */
 void hs_op_rope_freqs(const hs_arch *a, double *inv);
 
-/* The same for the parameters of one layer (hs_model_layer_rope): inv: (r->dims / 2). */
+/* The same for the parameters of one layer (hs_model_layer_rope): inv: (r->dims / 2); for
+ * longrope the frequencies of a text of at most orig_ctx tokens (its short factors). */
 void hs_op_rope_freqs_of(const hs_rope *r, double *inv);
+
+/* The frequencies a text of n tokens is turned with, inv: (r->dims / 2): as above, and for
+ * longrope theta_k / short_factor[k] when n <= orig_ctx, theta_k / long_factor[k] beyond
+ * (transformers' choice by the sequence's length). Returns the scale of cos and sin:
+ * longrope's attention factor, else 1. */
+double hs_op_rope_freqs_at(const hs_rope *r, int n, double *inv);
 
 /* Rotary position embeddings (Su et al. 2021, the "rotate half" layout of GPT-NeoX and
  * Llama) in place on x: (n, ld), head h in columns h*d_head..: in each head the first
@@ -133,6 +157,15 @@ void hs_op_rope_freqs_of(const hs_rope *r, double *inv);
  * which the backward pass applies to gradients). The rest of the head is left as it is. */
 void hs_op_rotary(float *x, int n, int n_head, int d_head, int ld, int rot_dims,
                   const double *inv_freq, int pos0, int inverse);
+
+/* hs_op_rotary with cos and sin times scale (longrope's attention factor): a' = s (a cos -
+ * b sin), b' = s (b cos + a sin); inverse: the transpose, s times the turn back (what the
+ * backward pass applies to gradients). scale 1 is hs_op_rotary bit for bit. */
+void hs_op_rotary_scaled(float *x, int n, int n_head, int d_head, int ld, int rot_dims,
+                         const double *inv_freq, double scale, int pos0, int inverse);
+/* The first rot_dims dimensions of every head of x: (n, ld) scaled by f (YaRN's attention
+ * factor, which multiplies the rotation's cos and sin). */
+void hs_op_rotary_scale(float *x, int n, int n_head, int d_head, int ld, int rot_dims, float f);
 
 /* x: (count) += y: (count). */
 void hs_op_add(float *x, const float *y, size_t count);

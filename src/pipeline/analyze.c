@@ -277,7 +277,7 @@ static hs_status stage_forward(hs_run *r, hs_error *err)
     /* the observers' failures keep their own message (the pass's is "stopped by observer") */
     hs_error oerr = {{0}};
     layer_obs to = {o->layers, c, &seq, sink, ent, ent + nh, det, det + nh, a->maps, 0,
-                    HS_OK, &oerr, m, NULL, NULL};
+                    HS_OK, &oerr, m, NULL, NULL, o->progress, o->progress_user};
     /* norm-based attention reads the layer's values from the pass's workspace; direct
      * logit attribution takes each layer's context from it, and the final norm's scale */
     hs_forward_ws *ws = NULL;
@@ -349,10 +349,10 @@ static hs_status stage_head_metrics(hs_run *r, hs_error *err)
         a->heads[k].probe_scores = hs_detect_none();
         a->heads[k].probe_free = a->heads[k].probe_scores;
         a->heads[k].norm_first_token = a->heads[k].norm_mass = a->heads[k].value_norm = NAN;
+        a->heads[k].position_share = NAN;
     }
-    if (o->norm_based)
-        return hs_analysis_norm_based(a, r->fnorm, err);
-    return HS_OK;
+    hs_status st = o->norm_based ? hs_analysis_norm_based(a, r->fnorm, err) : HS_OK;
+    return st ? st : hs_analysis_position_share(a, err);
 }
 
 /* Stage "words": word-level maps (--word-level). */
@@ -400,7 +400,8 @@ static hs_status stage_probe(hs_run *r, hs_error *err)
         if (!st) {
             hs_detect_seq pseq = {a->probe_ids, cls_id, sep_id, NULL, NULL};
             layer_obs po = {o->layers, c, &pseq, probe_sink, NULL, NULL,
-                            det + 2 * nh, det + 3 * nh, NULL, 0, HS_OK, err, m, NULL, NULL};
+                            det + 2 * nh, det + 3 * nh, NULL, 0, HS_OK, err, m, NULL, NULL,
+                            NULL, NULL};
             hs_forward_opts pf = {.on_attn = hs_layer_observe, .user = &po};
             st = hs_forward(m, a->probe_ids, NULL, a->probe_len, &pf, NULL, err);
             if (po.st)
@@ -492,7 +493,8 @@ static hs_status stage_composition(hs_run *r, hs_error *err)
     hs_status st;
     double t0 = hs_pipeline_now();
     if (r->o->composition && hs_composition_defined(r->c) &&
-        (st = hs_composition_compute(r->m, &r->a->composition, err)))
+        (st = hs_composition_run(r->m, r->o->progress, r->o->progress_user,
+                                 &r->a->composition, err)))
         return st;
     r->a->seconds_composition = hs_pipeline_now() - t0;
     return HS_OK;
@@ -553,6 +555,9 @@ hs_status hs_analyze_run(const hs_model *m, const hs_analyze_input *in, const hs
     hs_analyze_opts own = *o;
     if (hs_model_attn_width(c) != c->d_model)
         own.composition = own.dla = own.norm_based = 0;
+    if (c->arch->mla_kv_lora) /* latent attention: composition and norm-based attention
+                                 would read per-head Q, K, V from one slot */
+        own.composition = own.norm_based = 0;
     o = &own;
     hs_run r = {.m = m, .c = c, .tok = hs_model_tokenizer(m), .in = in, .o = o,
                 .L = c->n_layer, .H = c->n_head, .n = n, .cls_id = -1, .sep_id = -1};
@@ -563,8 +568,11 @@ hs_status hs_analyze_run(const hs_model *m, const hs_analyze_input *in, const hs
     r.a->opts.layers = NULL; /* not owned */
     r.a->opts.command_line = NULL;
     hs_status st = HS_OK;
-    for (size_t s = 0; s < sizeof stages / sizeof *stages && !st; s++)
+    for (size_t s = 0; s < sizeof stages / sizeof *stages && !st; s++) {
+        if (o->progress) /* a stage begins: uncounted (its steps, where counted, follow) */
+            o->progress(o->progress_user, stages[s].name, 0, 0);
         st = stages[s].fn(&r, err);
+    }
     if (!st) {
         r.a->seconds_total = hs_pipeline_now() - r.t_start;
         *out = r.a;

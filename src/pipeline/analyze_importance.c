@@ -109,6 +109,20 @@ static hs_status replacement(const hs_model *m, hs_analysis *a, hs_ablation_kind
  * probe's second half, where every token repeats one of the first half and an induction
  * head can act (Olsson et al. 2022), rows first..first+half-2 with first the position of
  * the second half's first token. */
+/* The caller's progress under another name (the ablation sweep says "ablation"). */
+typedef struct renamed_progress {
+    hs_progress_fn fn;
+    void *user;
+    const char *what;
+} renamed_progress;
+
+static void report_renamed(void *user, const char *what, int done, int total)
+{
+    const renamed_progress *p = user;
+    (void)what;
+    p->fn(p->user, p->what, done, total);
+}
+
 static hs_status probe_ablation(const hs_model *m, hs_analysis *a, const hs_analyze_opts *o,
                                 const unsigned char *active, hs_error *err)
 {
@@ -137,9 +151,11 @@ static hs_status probe_ablation(const hs_model *m, hs_analysis *a, const hs_anal
         (st = replacement(m, a, o->probe_ablation_kind, o->resample_seed, NULL, &li, -1, -1,
                           &replace, &a->probe_resample_ids, err)))
         goto done;
+    renamed_progress rp = {o->progress, o->progress_user, "probe ablation"};
     if (!(st = hs_loss_eval_new(m, &li, &ev, err)) &&
         !(st = hs_loss_eval_run(ev, NULL, &a->probe_loss, err)))
-        st = hs_ablation_sweep(ev, a->probe_loss, active, a->probe_ablation, NULL, NULL, err);
+        st = hs_ablation_sweep(ev, a->probe_loss, active, a->probe_ablation,
+                               o->progress ? report_renamed : NULL, &rp, err);
     if (ev)
         a->forward_passes += hs_loss_eval_passes(ev);
     hs_loss_eval_free(ev);

@@ -1,5 +1,7 @@
 /* From texts to report.json in one call (hs_analyze_json), for bindings such as the Python
  * package that cannot fill hs_analyze_opts: the options come as a JSON object. */
+#include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -7,6 +9,7 @@
 
 #include "core/core.h"
 #include "headscope/corpus.h"
+#include "headscope/html.h"
 #include "headscope/report.h"
 #include "pipeline/options.h"
 
@@ -151,6 +154,117 @@ hs_status hs_analyze_json(const hs_model *m, const char *const *texts, const siz
         if (st == HS_OK && !(*out = hs_report_json(a, NULL, 0, 0)))
             st = hs_fail(err, HS_E_NOMEM, "out of memory");
     }
+    hs_analysis_free(a);
+    free(jo.layers);
+    hs_analyze_args_free(&jo.args);
+    return st;
+}
+
+/* hs_map_fn over the analysed heads: map k of the report's "heads" order. */
+static hs_status files_head_map(void *user, int k, float *out, hs_error *err)
+{
+    const hs_analysis *a = user;
+    return hs_analysis_map(a, a->head_index[k], out, err);
+}
+
+/* outdir/name, or NULL when out of memory. */
+static char *files_path(const char *outdir, const char *name)
+{
+    size_t n = strlen(outdir) + strlen(name) + 2;
+    char *p = malloc(n);
+    if (p)
+        snprintf(p, n, "%s/%s", outdir, name);
+    return p;
+}
+
+/* Writes what `headscope analyze -o` writes (pictures, index.html, report.json last) into
+ * outdir, and/or encodes the page; the pictures are removed again when a later file fails. */
+static hs_status write_files(const hs_analysis *a, const char *outdir, char **report,
+                             char **page, size_t *page_len, hs_error *err)
+{
+    char **files = NULL, *lean = NULL, *html = NULL, *path = NULL;
+    int n_files = 0, n_alloc, wrote_page = 0;
+    size_t len = 0;
+    hs_status st = HS_OK;
+    if (outdir && (st = hs_pictures_write(a, outdir, 0, HS_PICTURES_PNG, &files, &n_files,
+                                          err)) != HS_OK)
+        return st;
+    n_alloc = n_files;
+    char **listed = realloc(files, (size_t)(n_files + 2) * sizeof *listed);
+    if (!listed)
+        st = hs_fail(err, HS_E_NOMEM, "out of memory");
+    else {
+        files = listed;
+        files[n_files] = files[n_files + 1] = NULL;
+        n_alloc = n_files + 2;
+    }
+    if (st == HS_OK && outdir &&
+        (!(files[n_files] = strdup("index.html")) || !(files[n_files + 1] = strdup("report.json"))))
+        st = hs_fail(err, HS_E_NOMEM, "out of memory");
+    int n_listed = outdir ? n_files + 2 : 0;
+    const char *const *names = (const char *const *)files;
+    if (st == HS_OK && !(lean = hs_report_json(a, names, n_listed, HS_REPORT_LEAN)))
+        st = hs_fail(err, HS_E_NOMEM, "out of memory");
+    hs_html_input hin = {.report_json = lean, .map_fn = files_head_map,
+                         .map_user = (void *)(uintptr_t)a, .n_maps = a->n_heads, .n = a->n};
+    if (st == HS_OK)
+        st = hs_html_encode(&hin, &html, &len, err);
+    if (st == HS_OK && !(*report = hs_report_json(a, names, n_listed, outdir ? HS_REPORT_PRETTY : 0)))
+        st = hs_fail(err, HS_E_NOMEM, "out of memory");
+    if (st == HS_OK && outdir) { /* index.html first, report.json last */
+        if (!(path = files_path(outdir, "index.html")))
+            st = hs_fail(err, HS_E_NOMEM, "out of memory");
+        else
+            st = hs_file_write_atomic(path, html, len, err);
+        wrote_page = st == HS_OK;
+        free(path);
+        if (st == HS_OK && !(path = files_path(outdir, "report.json")))
+            st = hs_fail(err, HS_E_NOMEM, "out of memory");
+        else if (st == HS_OK)
+            st = hs_file_write_atomic(path, *report, strlen(*report), err);
+        free(path);
+    }
+    for (int i = 0; outdir && st != HS_OK && files && i < n_files + wrote_page; i++)
+        if (files[i] && (path = files_path(outdir, files[i]))) {
+            remove(path); /* a failed call leaves no picture or page behind */
+            free(path);
+        }
+    if (st == HS_OK && page) {
+        *page = html;
+        *page_len = len;
+        html = NULL;
+    }
+    if (st != HS_OK) {
+        free(*report);
+        *report = NULL;
+    }
+    for (int i = 0; files && i < n_alloc; i++)
+        free(files[i]);
+    free(files);
+    free(lean);
+    free(html);
+    return st;
+}
+
+hs_status hs_analyze_files(const hs_model *m, const char *text, size_t len, const char *options,
+                           const char *outdir, char **report, char **page, size_t *page_len,
+                           hs_error *err)
+{
+    if (!m || !text || !report || (page && !page_len) || (!outdir && !page))
+        return hs_fail(err, HS_E_ARG, "hs_analyze_files: needs a model, a text, report, and "
+                                      "an output folder or page");
+    *report = NULL;
+    if (page) {
+        *page = NULL;
+        *page_len = 0;
+    }
+    json_opts jo = {0};
+    hs_analysis *a = NULL;
+    hs_status st = parse_options(m, options, &jo, err);
+    if (st == HS_OK)
+        st = analyze_one(m, text, len, &jo, 0, &a, err);
+    if (st == HS_OK)
+        st = write_files(a, outdir, report, page, page_len, err);
     hs_analysis_free(a);
     free(jo.layers);
     hs_analyze_args_free(&jo.args);

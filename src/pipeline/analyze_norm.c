@@ -6,6 +6,7 @@
 #include <stdlib.h>
 
 #include "core/core.h"
+#include "nn/mla.h"
 #include "pipeline/pipeline.h"
 
 hs_status hs_analysis_norm_based(hs_analysis *a, const float *fn, hs_error *err)
@@ -39,5 +40,20 @@ hs_status hs_analysis_norm_based(hs_analysis *a, const float *fn, hs_error *err)
         h->value_norm = fsum / n;
     }
     free(map);
+    return st;
+}
+
+hs_status hs_analysis_position_share(hs_analysis *a, hs_error *err)
+{
+    const hs_model_config *c = hs_model_config_of(a->model);
+    if (!c->arch->mla_kv_lora)
+        return HS_OK;
+    double *share = malloc((size_t)c->n_layer * (size_t)c->n_head * sizeof *share);
+    if (!share)
+        return hs_fail(err, HS_E_NOMEM, "out of memory for the position shares");
+    hs_status st = hs_mla_position_share(a->model, a->ids, a->n, share, err);
+    for (int k = 0; k < a->n_heads && !st; k++)
+        a->heads[k].position_share = share[a->head_index[k]];
+    free(share);
     return st;
 }

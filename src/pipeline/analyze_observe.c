@@ -36,6 +36,8 @@ int hs_layer_observe(void *user, int layer, const float *probs, int n_head, int 
         t->st = hs_norm_values_layer(t->m, layer, t->ws->qkv,
                                      hs_qkv_width(hs_model_config_of(t->m)), n,
                                      t->fnorm + (size_t)layer * (size_t)n_head * (size_t)n, t->err);
+    if (!t->st && t->progress)
+        t->progress(t->progress_user, "forward", layer + 1, t->cfg->n_layer);
     return t->st != HS_OK;
 }
 

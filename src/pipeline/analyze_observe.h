@@ -28,6 +28,9 @@ typedef struct layer_obs {
     const hs_model *m;
     const struct hs_forward_ws *ws;
     float *fnorm;
+    /* progress ("forward", layers done of n_layer), or NULL */
+    hs_progress_fn progress;
+    void *progress_user;
 } layer_obs;
 
 /* hs_rows_fn over the analysed heads' maps in the store: idx are head indices k. */

@@ -76,6 +76,10 @@ void hs_run_importance_free(hs_run *r);
  * norms the text's pass took layer by layer (layer_obs.fnorm) and the maps in a->maps. */
 hs_status hs_analysis_norm_based(hs_analysis *a, const float *fnorm, hs_error *err);
 
+/* Each analysed head's position_share (latent attention only; analyze_norm.c): one more
+ * pass over the text's tokens, to its last layer's attention. */
+hs_status hs_analysis_position_share(hs_analysis *a, hs_error *err);
+
 /* a->word_ids, n_words, words and word_maps of every analysed head (analyze_words.c);
  * needs the maps in a->maps. */
 hs_status hs_analysis_word_level(hs_analysis *a, hs_error *err);

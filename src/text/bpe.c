@@ -177,9 +177,8 @@ typedef struct cand {
 
 typedef struct bpe_work {
     int32_t *sym, *next, *prev; /* (cap) per byte position of the pre-token */
-    cand *heap;                 /* (3 * cap) */
-    int32_t *pend;              /* (2 * cap) positions whose pair changed in this round */
-    size_t cap, n_heap, n_pend;
+    cand *heap;                 /* (3 * cap): m - 1 pairs, then at most 2 a merge */
+    size_t cap, n_heap;
 } bpe_work;
 
 #define SYM_DEAD (-2)
@@ -251,14 +250,12 @@ static hs_status work_reserve(bpe_work *w, size_t m)
     free(w->next);
     free(w->prev);
     free(w->heap);
-    free(w->pend);
     w->sym = malloc(cap * sizeof *w->sym);
     w->next = malloc(cap * sizeof *w->next);
     w->prev = malloc(cap * sizeof *w->prev);
     w->heap = malloc(3 * cap * sizeof *w->heap);
-    w->pend = malloc(2 * cap * sizeof *w->pend);
     w->cap = cap;
-    if (!w->sym || !w->next || !w->prev || !w->heap || !w->pend) {
+    if (!w->sym || !w->next || !w->prev || !w->heap) {
         w->cap = 0;
         return HS_E_NOMEM;
     }
@@ -327,11 +324,12 @@ static size_t char_symbols(const hs_tokenizer *t, const unsigned char *s, size_t
 }
 
 /*
- * BPE over the m symbols in w->sym. The library repeatedly takes the adjacent pair with the
- * lowest rank and merges all its non-overlapping occurrences left to right. Candidates sit
- * in a heap ordered by (rank, position); all candidates of one rank form a round, and pairs
- * created during a round join the heap only after it, so the result is the same for any
- * merge list, at O(m log m).
+ * BPE over the m symbols in w->sym, as the library's Word::merge_all: candidates sit in a
+ * heap ordered by (rank, position); the first is merged, and the pairs it forms with its
+ * neighbours join the heap at once, so a pair formed by a merge competes with the pairs of
+ * its own rank that are still waiting (a SentencePiece vocabulary whose scores are all
+ * equal puts every merge on one rank: "Hello" gives "▁H ell o", the leftmost pair first,
+ * as llama.cpp and the library do). O(m log m).
  */
 static hs_status bpe_merge(const hs_tokenizer *t, size_t m, bpe_work *w, hs_idvec *out)
 {
@@ -341,28 +339,13 @@ static hs_status bpe_merge(const hs_tokenizer *t, size_t m, bpe_work *w, hs_idve
         w->prev[k] = (int32_t)k - 1;
         w->next[k] = k + 1 < m ? (int32_t)k + 1 : -1;
     }
-    w->n_heap = w->n_pend = 0;
+    w->n_heap = 0;
     for (size_t k = 0; k + 1 < m; k++) {
         cand c;
         if (make_cand(t, w, (int32_t)k, &c))
             heap_push(w, c);
     }
-    int32_t round = -1;
-    for (;;) {
-        if (w->n_heap == 0 || w->heap[0].rank != round) {
-            /* the pairs now at the positions the round changed: a pair only grows, so any
-             * other that stood there since can never be merged again */
-            for (size_t k = 0; k < w->n_pend; k++) {
-                int32_t q = w->pend[k];
-                cand nc;
-                if (w->sym[q] != SYM_DEAD && w->next[q] >= 0 && make_cand(t, w, q, &nc))
-                    heap_push(w, nc);
-            }
-            w->n_pend = 0;
-            if (w->n_heap == 0)
-                break;
-            round = w->heap[0].rank;
-        }
+    while (w->n_heap > 0) {
         cand c = heap_pop(w);
         int32_t p = c.pos, r = w->next[p];
         if (w->sym[p] != c.left || r < 0 || w->sym[r] != c.right)
@@ -374,9 +357,9 @@ static hs_status bpe_merge(const hs_tokenizer *t, size_t m, bpe_work *w, hs_idve
             w->prev[w->next[p]] = p;
         cand nc;
         if (w->prev[p] >= 0 && make_cand(t, w, w->prev[p], &nc))
-            w->pend[w->n_pend++] = w->prev[p];
+            heap_push(w, nc);
         if (w->next[p] >= 0 && make_cand(t, w, p, &nc))
-            w->pend[w->n_pend++] = p;
+            heap_push(w, nc);
     }
     for (int32_t k = 0; k >= 0; k = w->next[k]) {
         if (push_sym(t, w->sym[k], out) != HS_OK)
@@ -468,8 +451,9 @@ static hs_status encode_words(const hs_tokenizer *t, const unsigned char *s, siz
     return HS_OK;
 }
 
-/* Metaspace: ' ' becomes the replacement, which is put first when the scheme asks for it. */
-static unsigned char *metaspace(const hs_tokenizer *t, const unsigned char *s, size_t len,
+/* Metaspace: ' ' becomes the replacement, which is put first when the scheme asks for it
+ * (also unigram.c's). */
+unsigned char *hs_tok_metaspace(const hs_tokenizer *t, const unsigned char *s, size_t len,
                                 int first, size_t *out_len)
 {
     const char *rep = t->meta_rep;
@@ -512,7 +496,7 @@ hs_status hs_bpe_encode(const hs_tokenizer *t, const char *text, size_t len, int
         s = own;
         len++;
     } else if (t->pre == HS_PRE_METASPACE) {
-        if (!(own = metaspace(t, s, len, first, &len)))
+        if (!(own = hs_tok_metaspace(t, s, len, first, &len)))
             goto fail;
         s = own;
     }
@@ -525,6 +509,5 @@ fail:
     free(w.next);
     free(w.prev);
     free(w.heap);
-    free(w.pend);
     return st;
 }

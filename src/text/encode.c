@@ -17,12 +17,13 @@ static hs_status encode_model(const hs_tokenizer *t, const char *s, size_t len, 
 {
     if (len == 0)
         return HS_OK;
+    if (t->kind == HS_TOK_UNIGRAM)
+        return hs_unigram_encode(t, s, len, first, out);
     return t->kind == HS_TOK_WORDPIECE ? hs_wordpiece_encode(t, s, len, out)
                                        : hs_bpe_encode(t, s, len, first, out);
 }
 
-/* Bytes of whitespace that end s[from..end) / start s[at..len) (lstrip / rstrip). */
-static size_t space_before(const char *s, size_t from, size_t end)
+size_t hs_tok_space_before(const char *s, size_t from, size_t end)
 {
     const unsigned char *u = (const unsigned char *)s;
     size_t p = end;
@@ -38,7 +39,7 @@ static size_t space_before(const char *s, size_t from, size_t end)
     return end - p;
 }
 
-static size_t space_after(const char *s, size_t at, size_t len)
+size_t hs_tok_space_after(const char *s, size_t at, size_t len)
 {
     const unsigned char *u = (const unsigned char *)s;
     size_t p = at;
@@ -60,10 +61,12 @@ static hs_status encode_normalized(const hs_tokenizer *t, const char *s, size_t 
 {
     char *norm = NULL;
     size_t nlen = 0;
+    int cut = 0;
     if (len == 0)
         return HS_OK;
-    if (hs_tok_normalize(t, s, len, &norm, &nlen) != HS_OK)
+    if (hs_tok_normalize(t, s, len, &norm, &nlen, &cut) != HS_OK)
         return HS_E_NOMEM;
+    first = first && !cut;
     hs_status st = norm ? encode_added(t, norm, nlen, 1, first, out) : encode_added(t, s, len, 1, first, out);
     free(norm);
     return st;
@@ -86,9 +89,9 @@ static hs_status encode_added(const hs_tokenizer *t, const char *s, size_t len, 
         unsigned flags = t->added_flags[k];
         size_t start = at, stop = at + t->syms.len[id];
         if (flags & HS_ADD_LSTRIP)
-            start -= space_before(s, piece, at);
+            start -= hs_tok_space_before(s, piece, at);
         if (flags & HS_ADD_RSTRIP)
-            stop += space_after(s, stop, len);
+            stop += hs_tok_space_after(s, stop, len);
         st = pass == 0 ? encode_normalized(t, s + piece, start - piece, first && piece == 0, out)
                        : encode_model(t, s + piece, start - piece, first && piece == 0, out);
         if (st != HS_OK || hs_idvec_push(out, id) != HS_OK)
@@ -105,11 +108,12 @@ static hs_status encode_added(const hs_tokenizer *t, const char *s, size_t len, 
 
 /* Whether a text may be encoded a chunk at a time (hs_tok_chunk_end's cut points): not when
  * an added token holds a space (a chunk could cut through it), nor for a SentencePiece-style
- * model (no pre-tokenizer or Metaspace: a word may run across the cut, and Prepend would
- * start every chunk). */
+ * or Unigram model (no pre-tokenizer or Metaspace: a word may run across the cut, and Prepend
+ * or Strip would act on every chunk). */
 static int chunkable(const hs_tokenizer *t)
 {
-    if (t->kind == HS_TOK_SPM_BPE || (t->pre == HS_PRE_NONE && t->kind != HS_TOK_WORDPIECE))
+    if (t->kind == HS_TOK_SPM_BPE || t->kind == HS_TOK_UNIGRAM ||
+        (t->pre == HS_PRE_NONE && t->kind != HS_TOK_WORDPIECE))
         return 0;
     for (size_t k = 0; k < t->n_norm; k++)
         if (t->norm[k] == HS_NORM_PREPEND || t->norm[k] == HS_NORM_REPLACE)

@@ -1,7 +1,8 @@
 /*
  * The normalizers of BPE tokenizer.json files, run on the text between added tokens before the
  * added tokens with normalized=true are looked for (Hugging Face's AddedVocabulary then the
- * model): NFC (GPT-NeoX, Qwen2), Prepend and Replace (Llama 2's "▁" metaspace). WordPiece's
+ * model): NFC (GPT-NeoX, Qwen2), Prepend and Replace (Llama 2's "▁" metaspace), Strip and
+ * Replace " {2,}" (T5's Unigram, after which runs of spaces are one "▁"). WordPiece's
  * steps run on code points in wordpiece.c.
  */
 #include <stdlib.h>
@@ -26,6 +27,8 @@ static hs_status sb_reserve(sbuf *b, size_t extra)
 
 static hs_status sb_put(sbuf *b, const char *s, size_t n)
 {
+    if (n == 0)
+        return HS_OK;
     if (sb_reserve(b, n) != HS_OK)
         return HS_E_NOMEM;
     memcpy(b->v + b->n, s, n);
@@ -71,6 +74,35 @@ fail:
     return st;
 }
 
+/* Strip: the whitespace at the start (left) and the end (right) of s left out; *cut set when
+ * some was at the start. */
+static hs_status trim(const char *s, size_t len, int left, int right, sbuf *out, int *cut)
+{
+    size_t a = left ? hs_tok_space_after(s, 0, len) : 0;
+    size_t b = right ? len - hs_tok_space_before(s, a, len) : len;
+    *cut |= a > 0;
+    return sb_put(out, s + a, b - a);
+}
+
+/* Every run of two or more ' ' becomes to (Replace with the regex " {2,}"). */
+static hs_status space_runs(const char *s, size_t len, const char *to, sbuf *out)
+{
+    size_t tl = strlen(to);
+    for (size_t i = 0; i < len;) {
+        size_t k = i;
+        while (k < len && s[k] == ' ')
+            k++;
+        if (k - i >= 2) {
+            if (sb_put(out, to, tl) != HS_OK)
+                return HS_E_NOMEM;
+            i = k;
+        } else if (sb_put(out, s + i++, 1) != HS_OK) {
+            return HS_E_NOMEM;
+        }
+    }
+    return HS_OK;
+}
+
 /* Every occurrence of from (non-empty), left to right without overlaps, becomes to. */
 static hs_status replace(const char *s, size_t len, const char *from, const char *to, sbuf *out)
 {
@@ -87,12 +119,17 @@ static hs_status replace(const char *s, size_t len, const char *from, const char
     return HS_OK;
 }
 
+static hs_status put_cb(void *b, const char *s, size_t n) { return sb_put(b, s, n); }
+
 hs_status hs_tok_normalize(const hs_tokenizer *t, const char *s, size_t len, char **out,
-                           size_t *out_len)
+                           size_t *out_len, int *cut_start)
 {
     sbuf a = {0}, b = {0};
+    int cut = 0;
     *out = NULL;
     *out_len = 0;
+    if (cut_start)
+        *cut_start = 0;
     if (t->kind == HS_TOK_WORDPIECE || t->n_norm == 0)
         return HS_OK;
     if (sb_put(&a, s, len) != HS_OK)
@@ -112,6 +149,18 @@ hs_status hs_tok_normalize(const hs_tokenizer *t, const char *s, size_t len, cha
             if (replace(a.v, a.n, t->rep_from, t->rep_to, &b) != HS_OK)
                 goto fail;
             break;
+        case HS_NORM_TRIM:
+            if (trim(a.v, a.n, t->trim_left, t->trim_right, &b, &cut) != HS_OK)
+                goto fail;
+            break;
+        case HS_NORM_PRECOMPILED:
+            if (hs_precompiled_apply(t, a.v, a.n, put_cb, &b) != HS_OK)
+                goto fail;
+            break;
+        case HS_NORM_SPACES:
+            if (space_runs(a.v, a.n, t->spaces_to, &b) != HS_OK)
+                goto fail;
+            break;
         default: /* the loader allows no other step with BPE */
             if (sb_put(&b, a.v, a.n) != HS_OK)
                 goto fail;
@@ -126,6 +175,8 @@ hs_status hs_tok_normalize(const hs_tokenizer *t, const char *s, size_t len, cha
         goto fail;
     *out = a.v;
     *out_len = a.n;
+    if (cut_start)
+        *cut_start = cut;
     return HS_OK;
 fail:
     free(a.v);

@@ -145,10 +145,96 @@ static size_t split_end(const unsigned char *s, size_t n, size_t i, int max_digi
     return space_tail(s, n, i);
 }
 
+/* StarCoder's Sequence [Digits(individual_digits: true), ByteLevel(use_regex: true)]: each
+ * \p{N} character is a piece of its own, and GPT-2's pattern runs on the pieces between
+ * them. GPT-2's match at a non-digit reaches a digit only by " ?\p{N}+" or by the lookahead
+ * of \s+(?!\S); the piece ending before the digit ends a run of spaces there instead. */
+static size_t digits_gpt2_end(const unsigned char *s, size_t n, size_t i)
+{
+    size_t j, k;
+    int cls = char_class(char_at(s, i, &j));
+    if (cls == CL_NUMBER)
+        return j;
+    if (cls == CL_SPACE) {
+        size_t end = class_run(s, n, i, CL_SPACE, NULL);
+        if (end < n && char_class(char_at(s, end, &k)) == CL_NUMBER)
+            return end;
+    }
+    return gpt2_end(s, n, i);
+}
+
+static int ascii_digit(unsigned char b) { return b >= '0' && b <= '9'; }
+
+/* A byte whose byte-level character is numeric (char::is_numeric): the ASCII digits, and
+ * the bytes that map to themselves as superscripts and fractions (U+00B2 U+00B3 U+00B9
+ * U+00BC U+00BD U+00BE; the bytes mapped past U+00FF are letters). */
+static int mapped_numeric(unsigned char b)
+{
+    return ascii_digit(b) || b == 0xB2 || b == 0xB3 || b == 0xB9 || (b >= 0xBC && b <= 0xBE);
+}
+
+static int ascii_digits3(const unsigned char *s, size_t e, size_t k)
+{
+    return k + 3 <= e && ascii_digit(s[k]) && ascii_digit(s[k + 1]) && ascii_digit(s[k + 2]);
+}
+
+static int punct_at(const unsigned char *s, size_t i, size_t *next)
+{
+    return (hs_uni_bert_flags(char_at(s, i, next)) & HS_BF_PUNCT) != 0;
+}
+
+/* Falcon's word at i, the text taken to end at n (a window: falcon_end). c0: the start of
+ * i's character. */
+static size_t falcon_window(const unsigned char *s, size_t n, size_t i, size_t c0)
+{
+    size_t e, k;
+    int punct = punct_at(s, c0, &k);
+    for (e = k; e < n && punct_at(s, e, &k) == punct; e = k)
+        ;
+    e = gpt2_end(s, e < n ? e : n, c0); /* the ByteLevel piece that holds i */
+    e = e < n ? e : n;
+    int num = mapped_numeric(s[i]);
+    for (k = i + 1; k < e && mapped_numeric(s[k]) == num; k++)
+        ;
+    e = k; /* the Digits piece */
+    for (k = i + 1; k < e && !ascii_digits3(s, e, k); k++)
+        ;
+    return k; /* up to the first three digits after i (at i: falcon_end) */
+}
+
+/* Falcon's Sequence of four, each splitting the pieces of the one before:
+ *   Punctuation(Contiguous): runs of punctuation (ASCII or Unicode P*, as BertPreTokenizer's)
+ *     and runs of the rest;
+ *   ByteLevel(use_regex): GPT-2's pattern in each, then every byte mapped to its character;
+ *   Digits(individual_digits: false): runs of numeric characters of that mapped text (bytes,
+ *     mapped_numeric: a UTF-8 character may be cut after its lead byte) and runs of the rest;
+ *   Split([0-9][0-9][0-9], Isolated): three ASCII digits a word, leftmost first.
+ * Every word starts a piece of the last two, so they are found forward from i. The first two
+ * cut only between characters, and a word inside one of their pieces (after a cut of the
+ * last two) lies in a run of one class, whose end the pattern finds from any character of it:
+ * so they are taken from the start of i's character as if a piece began there. The text is
+ * looked at in a window from i that doubles until the word ends well inside it (a word is
+ * found in time proportional to it, however long the run it lies in). */
+static size_t falcon_end(const unsigned char *s, size_t n, size_t i)
+{
+    if (ascii_digits3(s, n, i))
+        return i + 3;
+    size_t c0 = i;
+    while (c0 > 0 && (s[c0] & 0xC0) == 0x80) /* a word ended inside this character */
+        c0--;
+    for (size_t w = 64;; w *= 2) {
+        size_t lim = n - i <= w ? n : i + w, e = falcon_window(s, lim, i, c0);
+        if (lim == n || e + 16 < lim)
+            return e;
+    }
+}
+
 size_t hs_pretoken_end(int pre, const unsigned char *s, size_t n, size_t i)
 {
     switch (pre) {
     case HS_PRE_GPT2: return gpt2_end(s, n, i);
+    case HS_PRE_DIGITS_GPT2: return digits_gpt2_end(s, n, i);
+    case HS_PRE_FALCON: return falcon_end(s, n, i);
     case HS_PRE_LLAMA3: return split_end(s, n, i, 3);
     case HS_PRE_QWEN2: return split_end(s, n, i, 1);
     default: return n;

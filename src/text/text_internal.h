@@ -2,8 +2,8 @@
  * src/text/text_internal.h — internals shared by the tokenizer files in src/text/; never
  * installed. tokenizer.c holds the constructors, file loaders and accessors, encode.c the
  * encoding pipeline and templates, bpe.c BPE (byte-level and SentencePiece-style), pretok.c
- * the pre-tokenizer patterns, normalize.c the BPE normalizers, tokenizer_json.c and
- * tj_components.c tokenizer.json, wordpiece.c BERT,
+ * the pre-tokenizer patterns, normalize.c the BPE and Unigram normalizers, tokenizer_json.c
+ * and tj_components.c tokenizer.json, wordpiece.c BERT, unigram.c SentencePiece Unigram,
  * unicode.c UTF-8 and character classes, strtab.c the string and pair hash tables, added.c
  * the added tokens and their matcher.
  */
@@ -98,7 +98,10 @@ enum hs_norm_step {
     HS_NORM_MARKS,     /* drop combining marks (the StripAccents normalizer) */
     HS_NORM_NFC,       /* canonical decomposition, then composition */
     HS_NORM_PREPEND,   /* t->prepend before a non-empty text (Prepend) */
-    HS_NORM_REPLACE    /* every t->rep_from becomes t->rep_to (Replace with a String pattern) */
+    HS_NORM_REPLACE,   /* every t->rep_from becomes t->rep_to (Replace with a String pattern) */
+    HS_NORM_TRIM,      /* whitespace off the start / end (Strip: t->trim_left, t->trim_right) */
+    HS_NORM_SPACES,    /* each run of 2 or more ' ' becomes t->spaces_to (Replace " {2,}") */
+    HS_NORM_PRECOMPILED /* SentencePiece's charsmap (precompiled.c) */
 };
 #define HS_TOK_MAX_NORM 8
 #define HS_TOK_MAX_ADDED 65536
@@ -111,7 +114,11 @@ enum hs_pre {
     HS_PRE_GPT2,      /* ByteLevel(use_regex=true): GPT-2's pattern */
     HS_PRE_LLAMA3,    /* Split on Llama 3's pattern (\p{N}{1,3}), Isolated */
     HS_PRE_QWEN2,     /* Split on Qwen2's pattern (\p{N}), Isolated */
-    HS_PRE_METASPACE  /* Metaspace: ' ' becomes t->meta_rep, words start at it when split */
+    HS_PRE_METASPACE, /* Metaspace: ' ' becomes t->meta_rep, words start at it when split */
+    HS_PRE_DIGITS_GPT2, /* Sequence [Digits(individual_digits), ByteLevel(use_regex)]: every
+                           \p{N} character a word, GPT-2's pattern between them (StarCoder) */
+    HS_PRE_FALCON       /* Sequence [Punctuation(Contiguous), ByteLevel(use_regex), Digits,
+                           Split([0-9][0-9][0-9], Isolated)] (Falcon) */
 };
 enum { HS_META_ALWAYS, HS_META_FIRST, HS_META_NEVER }; /* Metaspace prepend_scheme */
 
@@ -165,6 +172,18 @@ struct hs_tokenizer {
     char prepend[HS_TOK_MAX_PREFIX + 1];  /* Prepend's text */
     char meta_rep[HS_TOK_MAX_PREFIX + 1]; /* Metaspace's replacement ("▁") */
     char rep_from[HS_TOK_MAX_PREFIX + 1], rep_to[HS_TOK_MAX_PREFIX + 1]; /* Replace */
+    int trim_left, trim_right;                 /* Strip */
+    char spaces_to[HS_TOK_MAX_PREFIX + 1];     /* Replace with the regex " {2,}" */
+    /* Unigram (unigram.c) */
+    double *uni_score;       /* (n_model) each piece's score (a log probability) */
+    double uni_unk_score;    /* an unknown character's: the lowest score - 10 */
+    hs_pairmap uni_trie;     /* (node, byte) -> child node; rank: the piece ending there or -1 */
+    int ws_split;            /* WhitespaceSplit before Metaspace */
+    /* Precompiled (precompiled.c): the decoded charsmap, its trie's units, its replacements */
+    unsigned char *pc_blob;
+    size_t pc_units;
+    const char *pc_norm;
+    size_t pc_norm_len;
     /* WordPiece */
     unsigned char norm[HS_TOK_MAX_NORM]; /* hs_norm_step, n_norm of them */
     size_t n_norm;
@@ -219,15 +238,23 @@ int32_t hs_added_scan_next(hs_added_scan *sc, size_t i, size_t *at);
 /* The BERT template: [CLS] $A [SEP] / [CLS] $A [SEP] $B:1 [SEP]:1. */
 void hs_tok_set_bert_template(hs_tokenizer *t, int32_t cls, int32_t sep);
 
-/* Runs the BPE normalizer steps of t (NFC, PREPEND, REPLACE) on s[0..len) (valid UTF-8) into
- * *out (malloc'd, *out_len bytes; *out NULL and s to be used as it is when t has none).
+/* Bytes of whitespace (Rust's char::is_whitespace) that end s[from..end) / start s[at..len)
+ * (valid UTF-8): lstrip / rstrip, Strip. */
+size_t hs_tok_space_before(const char *s, size_t from, size_t end);
+size_t hs_tok_space_after(const char *s, size_t at, size_t len);
+
+/* Runs the BPE and Unigram normalizer steps of t (NFC, PREPEND, REPLACE, TRIM, SPACES) on
+ * s[0..len) (valid UTF-8) into *out (malloc'd, *out_len bytes; *out NULL and s to be used as
+ * it is when t has none). *cut_start (may be NULL) is set when a Strip took characters off
+ * the start: the normalized text then no longer starts where s does (Metaspace's "first").
  * HS_E_NOMEM only. */
 hs_status hs_tok_normalize(const hs_tokenizer *t, const char *s, size_t len, char **out,
-                           size_t *out_len);
+                           size_t *out_len, int *cut_start);
 
 /* End of the pre-token that starts at s[i] (i < n, valid UTF-8) under pre-tokenizer pre
- * (HS_PRE_GPT2, HS_PRE_LLAMA3 or HS_PRE_QWEN2): the patterns of pretok.c, as the regex engine
- * matches them at one position. */
+ * (HS_PRE_GPT2, HS_PRE_LLAMA3, HS_PRE_QWEN2, HS_PRE_DIGITS_GPT2 or HS_PRE_FALCON): the
+ * patterns of pretok.c, as the regex engine matches them at one position (HS_PRE_FALCON's
+ * words may end inside a character: i may be any byte its previous word ended at). */
 size_t hs_pretoken_end(int pre, const unsigned char *s, size_t n, size_t i);
 
 /* Appends the ids of a segment without added tokens (validated UTF-8, len bytes, normalized)
@@ -235,6 +262,28 @@ size_t hs_pretoken_end(int pre, const unsigned char *s, size_t n, size_t i);
 hs_status hs_bpe_encode(const hs_tokenizer *t, const char *text, size_t len, int first,
                         hs_idvec *out);
 hs_status hs_wordpiece_encode(const hs_tokenizer *t, const char *text, size_t len, hs_idvec *out);
+hs_status hs_unigram_encode(const hs_tokenizer *t, const char *text, size_t len, int first,
+                            hs_idvec *out);
+
+/* Builds the Unigram tables (the pieces' trie, scores, byte pieces) of a tokenizer whose
+ * vocabulary is set: scores[i] is piece i's score (finite). HS_E_NOMEM only. */
+hs_status hs_unigram_build(hs_tokenizer *t, const double *scores, hs_error *err);
+
+/* SentencePiece's Precompiled normalizer (precompiled.c): the base64 charsmap into t (checked:
+ * HS_E_FORMAT naming the problem), and the normalization of text[0..n) (valid UTF-8), each
+ * piece of output passed to put(out, bytes, len). */
+hs_status hs_precompiled_load(hs_tokenizer *t, const char *b64, hs_error *err);
+hs_status hs_precompiled_apply(const hs_tokenizer *t, const char *text, size_t n,
+                               hs_status (*put)(void *, const char *, size_t), void *out);
+/* Grapheme_Cluster_Break classes (grapheme_tables.c, fixtures/tokenizer/gen_grapheme_tables.js). */
+enum { HS_GB_OTHER, HS_GB_CR, HS_GB_LF, HS_GB_CONTROL, HS_GB_EXTEND, HS_GB_ZWJ, HS_GB_SPACING,
+       HS_GB_PREPEND, HS_GB_L, HS_GB_V, HS_GB_T, HS_GB_LV, HS_GB_LVT, HS_GB_RI, HS_GB_PICT };
+
+/* Metaspace on s[0..len): every ' ' becomes t->meta_rep, which is put first when the scheme
+ * asks for it (first: s starts its text). A malloc'd copy (*out_len bytes), NULL when out of
+ * memory. */
+unsigned char *hs_tok_metaspace(const hs_tokenizer *t, const unsigned char *s, size_t len,
+                                int first, size_t *out_len);
 
 /* Builds the BPE tables (merges, byte symbols) of a tokenizer whose vocabulary is set.
  * merges[i] is "left right" with rank ranks[i] (NULL: rank i; equal ranks are taken
@@ -329,7 +378,8 @@ enum { HS_BF_CTRL = 1, HS_BF_CLEAN_SPACE = 2, HS_BF_PUNCT = 4, HS_BF_SPACE = 8, 
        HS_BF_CJK = 32, HS_BF_MARK = 64 };
 #define HS_UNI_MAX_MAP 16 /* longest result of hs_uni_nfd / hs_uni_lower */
 
-extern const hs_uni_range hs_gpt2_classes[], hs_bert_flags[];
+extern const hs_uni_range hs_gpt2_classes[], hs_bert_flags[], hs_grapheme_classes[];
+extern const size_t hs_grapheme_classes_n;
 extern const size_t hs_gpt2_classes_n, hs_bert_flags_n;
 extern const hs_uni_map hs_nfd_map[], hs_lower_map[];
 extern const size_t hs_nfd_map_n, hs_lower_map_n;
@@ -337,6 +387,7 @@ extern const int32_t hs_nfd_map_data[], hs_lower_map_data[];
 
 int hs_uni_gpt2_class(int32_t cp);
 int hs_uni_bert_flags(int32_t cp);
+int hs_uni_grapheme_class(int32_t cp); /* HS_GB_* */
 /* The canonical decomposition / lowercase of cp written to out (HS_UNI_MAX_MAP); returns the
  * count (1 and cp itself when it maps to itself). */
 size_t hs_uni_nfd(int32_t cp, int32_t *out);

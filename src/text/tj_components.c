@@ -4,10 +4,13 @@
  * other with HS_E_UNSUPPORTED and a message naming it:
  *   normalizer     WordPiece: BertNormalizer, NFD, Lowercase, StripAccents;
  *                  BPE: NFC, Prepend, Replace (a String pattern); either in a Sequence;
+ *                  Unigram: those of BPE, Precompiled, Strip, Replace with the regex
+ *                  " {2,}" (T5's);
  *   pre_tokenizer  WordPiece: BertPreTokenizer;
  *                  BPE: ByteLevel; Sequence [Split (Llama 3's or Qwen2's pattern, Isolated),
  *                  ByteLevel (use_regex false)]; Metaspace; none (SentencePiece-style); Split
  *                  on a String the normalizer replaces (Gemma: a no-op, as none);
+ *                  Unigram: Metaspace, WhitespaceSplit, Sequence [WhitespaceSplit, Metaspace];
  *   post_processor ByteLevel (offsets only), BertProcessing, RobertaProcessing,
  *                  TemplateProcessing (any template of special tokens, $A and $B), or a
  *                  Sequence of ByteLevel and one of these.
@@ -97,6 +100,49 @@ static hs_status bert_normalizer(hs_tokenizer *t, const cJSON *n, hs_error *err)
     return HS_OK;
 }
 
+/* The normalizers only a Unigram model takes (T5's): Precompiled (precompiled.c), Strip,
+ * Replace with the regex " {2,}". */
+static int unigram_only(const cJSON *n, const char *type)
+{
+    return !strcmp(type, "Precompiled") || !strcmp(type, "Strip") ||
+           (!strcmp(type, "Replace") &&
+            cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(n, "pattern"), "Regex"));
+}
+
+static hs_status unigram_normalizer(hs_tokenizer *t, const cJSON *n, const char *type, hs_error *err)
+{
+    hs_status st;
+    if (strcmp(type, "Precompiled") == 0) {
+        const cJSON *map = cJSON_GetObjectItemCaseSensitive(n, "precompiled_charsmap");
+        if (!cJSON_IsString(map))
+            return hs_fail(err, HS_E_FORMAT, TJ ": Precompiled needs \"precompiled_charsmap\" as a string");
+        if ((st = hs_precompiled_load(t, map->valuestring, err)) != HS_OK)
+            return st;
+        return push_step(t, HS_NORM_PRECOMPILED, err);
+    }
+    if (strcmp(type, "Strip") == 0) {
+        t->trim_left = hs_tj_bool(n, "strip_left", 0);
+        t->trim_right = hs_tj_bool(n, "strip_right", 0);
+        if (t->trim_left < 0 || t->trim_right < 0)
+            return hs_fail(err, HS_E_FORMAT, TJ ": Strip's strip_left and strip_right must be true or false");
+        for (size_t k = 0; k < t->n_norm; k++)
+            if (t->norm[k] == HS_NORM_TRIM)
+                return hs_fail(err, HS_E_UNSUPPORTED, TJ ": more than one normalizer 'Strip' is not supported");
+        return push_step(t, HS_NORM_TRIM, err);
+    }
+    const cJSON *rx = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(n, "pattern"), "Regex");
+    if (!cJSON_IsString(rx) || strcmp(rx->valuestring, " {2,}") != 0)
+        return hs_fail(err, HS_E_UNSUPPORTED, TJ ": normalizer 'Replace' with a regex other than \" {2,}\" is "
+                                                 "not supported");
+    for (size_t k = 0; k < t->n_norm; k++)
+        if (t->norm[k] == HS_NORM_SPACES)
+            return hs_fail(err, HS_E_UNSUPPORTED, TJ ": more than one normalizer 'Replace' with a regex is not "
+                                                     "supported");
+    if ((st = short_string(n, "content", 1, t->spaces_to, "normalizer 'Replace'", err)) != HS_OK)
+        return st;
+    return push_step(t, HS_NORM_SPACES, err);
+}
+
 static hs_status add_normalizer(hs_tokenizer *t, const cJSON *n, int depth, hs_error *err)
 {
     const char *type = hs_tj_type(n);
@@ -128,6 +174,8 @@ static hs_status add_normalizer(hs_tokenizer *t, const cJSON *n, int depth, hs_e
             return st;
         return push_step(t, HS_NORM_PREPEND, err);
     }
+    if (t->kind == HS_TOK_UNIGRAM && unigram_only(n, type))
+        return unigram_normalizer(t, n, type, err);
     if (!wp && strcmp(type, "Replace") == 0) {
         const cJSON *pat = cJSON_GetObjectItemCaseSensitive(n, "pattern");
         if (!cJSON_GetObjectItemCaseSensitive(pat, "String"))
@@ -139,7 +187,7 @@ static hs_status add_normalizer(hs_tokenizer *t, const cJSON *n, int depth, hs_e
         return push_step(t, HS_NORM_REPLACE, err);
     }
     return hs_fail(err, HS_E_UNSUPPORTED, TJ ": normalizer '%.64s' is not supported with a %s model", type,
-                   wp ? "WordPiece" : "BPE");
+                   wp ? "WordPiece" : t->kind == HS_TOK_UNIGRAM ? "Unigram" : "BPE");
 }
 
 hs_status hs_tj_normalizer(hs_tokenizer *t, const cJSON *n, hs_error *err)
@@ -216,6 +264,38 @@ hs_status hs_tj_split_string_check(const hs_tokenizer *t, const cJSON *p, hs_err
     return HS_OK;
 }
 
+/* Falcon's Sequence: [Punctuation(Contiguous), ByteLevel (its options checked by byte_level),
+ * Digits(individual_digits false), Split([0-9][0-9][0-9], Isolated, not inverted)]. */
+static int falcon_sequence(const cJSON *list)
+{
+    const cJSON *p = cJSON_GetArrayItem(list, 0), *d = cJSON_GetArrayItem(list, 2);
+    const cJSON *sp = cJSON_GetArrayItem(list, 3);
+    const char *beh = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(p, "behavior"));
+    const cJSON *pat = cJSON_GetObjectItemCaseSensitive(sp, "pattern");
+    const char *rx = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(pat, "Regex"));
+    const char *sb = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(sp, "behavior"));
+    const char *tb = hs_tj_type(cJSON_GetArrayItem(list, 1)), *tp = hs_tj_type(p);
+    const char *td = hs_tj_type(d), *ts = hs_tj_type(sp);
+    return cJSON_GetArraySize(list) == 4 && tp && !strcmp(tp, "Punctuation") && beh &&
+           !strcmp(beh, "Contiguous") && tb && !strcmp(tb, "ByteLevel") && td &&
+           !strcmp(td, "Digits") && hs_tj_bool(d, "individual_digits", 0) == 0 && ts &&
+           !strcmp(ts, "Split") && rx && !strcmp(rx, "[0-9][0-9][0-9]") && sb &&
+           !strcmp(sb, "Isolated") && hs_tj_bool(sp, "invert", 0) == 0;
+}
+
+/* Digits with individual_digits before a ByteLevel with its regex (StarCoder). */
+static hs_status digits(hs_tokenizer *t)
+{
+    t->pre = HS_PRE_DIGITS_GPT2;
+    return HS_OK;
+}
+
+static hs_status falcon(hs_tokenizer *t)
+{
+    t->pre = HS_PRE_FALCON;
+    return HS_OK;
+}
+
 static hs_status metaspace(hs_tokenizer *t, const cJSON *p, hs_error *err)
 {
     const cJSON *scheme = cJSON_GetObjectItemCaseSensitive(p, "prepend_scheme");
@@ -240,6 +320,27 @@ static hs_status metaspace(hs_tokenizer *t, const cJSON *p, hs_error *err)
     return HS_OK;
 }
 
+/* Unigram: Metaspace, WhitespaceSplit, or both in a Sequence (T5's older files). */
+static hs_status unigram_pre(hs_tokenizer *t, const cJSON *p, const char *type, hs_error *err)
+{
+    const cJSON *list = cJSON_GetObjectItemCaseSensitive(p, "pretokenizers");
+    const char *ta = hs_tj_type(cJSON_GetArrayItem(list, 0)), *tb = hs_tj_type(cJSON_GetArrayItem(list, 1));
+    if (strcmp(type, "Metaspace") == 0)
+        return metaspace(t, p, err);
+    if (strcmp(type, "WhitespaceSplit") == 0) {
+        t->ws_split = 1;
+        return HS_OK;
+    }
+    if (!strcmp(type, "Sequence") && cJSON_GetArraySize(list) == 2 && ta && tb && !strcmp(ta, "WhitespaceSplit") &&
+        !strcmp(tb, "Metaspace")) {
+        t->ws_split = 1;
+        return metaspace(t, cJSON_GetArrayItem(list, 1), err);
+    }
+    return hs_fail(err, HS_E_UNSUPPORTED, TJ ": pre_tokenizer '%.64s' is not supported with Unigram (only "
+                                             "Metaspace, WhitespaceSplit, Sequence [WhitespaceSplit, Metaspace] or "
+                                             "none)", type);
+}
+
 hs_status hs_tj_pre_tokenizer(hs_tokenizer *t, const cJSON *p, hs_error *err)
 {
     const char *type = hs_tj_type(p);
@@ -254,6 +355,8 @@ hs_status hs_tj_pre_tokenizer(hs_tokenizer *t, const cJSON *p, hs_error *err)
                                                      "(only BertPreTokenizer)", null ? "null" : type);
         return HS_OK;
     }
+    if (t->kind == HS_TOK_UNIGRAM)
+        return null ? HS_OK : unigram_pre(t, p, type, err);
     hs_status st = HS_OK;
     if (null) {
         /* SentencePiece-style: the whole text is one word */
@@ -271,9 +374,15 @@ hs_status hs_tj_pre_tokenizer(hs_tokenizer *t, const cJSON *p, hs_error *err)
             st = byte_level(t, a, 1, err);
         else if (cJSON_GetArraySize(list) == 2 && ta && tb && !strcmp(ta, "Split") && !strcmp(tb, "ByteLevel"))
             st = (st = byte_level(t, b, 0, err)) != HS_OK ? st : split(t, a, err);
+        else if (cJSON_GetArraySize(list) == 2 && ta && tb && !strcmp(ta, "Digits") && !strcmp(tb, "ByteLevel") &&
+                 hs_tj_bool(a, "individual_digits", 0) == 1) /* StarCoder's */
+            st = (st = byte_level(t, b, 1, err)) != HS_OK ? st : digits(t);
+        else if (falcon_sequence(list))
+            st = (st = byte_level(t, b, 1, err)) != HS_OK ? st : falcon(t);
         else
-            return hs_fail(err, HS_E_UNSUPPORTED, TJ ": pre_tokenizer 'Sequence' other than [Split, ByteLevel] "
-                                                     "or [ByteLevel] is not supported");
+            return hs_fail(err, HS_E_UNSUPPORTED, TJ ": pre_tokenizer 'Sequence' other than [Split, ByteLevel], "
+                                                     "[Digits(individual_digits), ByteLevel], Falcon's four or "
+                                                     "[ByteLevel] is not supported");
     } else {
         return hs_fail(err, HS_E_UNSUPPORTED, TJ ": pre_tokenizer '%.64s' is not supported with BPE (only "
                                                  "ByteLevel, Sequence [Split, ByteLevel], Metaspace or none)", type);

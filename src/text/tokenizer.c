@@ -431,6 +431,9 @@ void hs_tokenizer_free(hs_tokenizer *t)
     hs_pairmap_free(&t->merges);
     hs_strtab_free(&t->merge_text);
     free(t->right_first);
+    free(t->uni_score);
+    free(t->pc_blob);
+    hs_pairmap_free(&t->uni_trie);
     hs_added_free(t);
     free(t);
 }
@@ -487,7 +490,7 @@ size_t hs_tokenizer_display(const hs_tokenizer *t, int32_t id, char *buf, size_t
         return 0;
     }
     size_t len = t->syms.len[id];
-    if (t->kind == HS_TOK_SPM_BPE) {
+    if (t->kind == HS_TOK_SPM_BPE || t->kind == HS_TOK_UNIGRAM) {
         /* <0xNN> is its byte; the metaspace replacement ("▁") is a space */
         unsigned v;
         char c, bytes[HS_TOK_MAX_TOKEN_BYTES];
@@ -554,6 +557,7 @@ const char *hs_tokenizer_kind_name(hs_tokenizer_kind kind)
     case HS_TOK_BPE: return "byte-level BPE";
     case HS_TOK_WORDPIECE: return "WordPiece";
     case HS_TOK_SPM_BPE: return "SentencePiece-style BPE";
+    case HS_TOK_UNIGRAM: return "SentencePiece Unigram";
     default: return "unknown";
     }
 }

@@ -3,7 +3,8 @@
  * reads first) into an hs_tokenizer: the model and the added tokens here, the normalizer,
  * pre-tokenizer and post-processor in tj_components.c. Accepted:
  *   model          BPE (merges as "a b" or ["a", "b"]; byte_fallback, fuse_unk,
- *                  ignore_merges; no dropout, no subword prefix or suffix) or WordPiece;
+ *                  ignore_merges; no dropout, no subword prefix or suffix), WordPiece, or
+ *                  Unigram ([piece, score] pairs, unk_id, byte_fallback; unigram.c);
  *   decoder        ignored (it does not change ids);
  *   added_tokens   matched whole in the text, lstrip and rstrip as the library does them,
  *                  normalized ones in the normalized text (no single_word).
@@ -54,6 +55,49 @@ static hs_status read_vocab(const cJSON *vocab, const char ***tokens, size_t *n,
         (*tokens)[id] = it->string;
     }
     *n = count;
+    return HS_OK;
+}
+
+/* A Unigram model's vocabulary [[piece, score], ...] into tokens[0..n) (pointers into the
+ * json) and scores[0..n). */
+static hs_status read_unigram_vocab(const cJSON *vocab, const char ***tokens, double **scores, size_t *n,
+                                    hs_error *err)
+{
+    size_t count = (size_t)cJSON_GetArraySize(vocab), i = 0;
+    if (!cJSON_IsArray(vocab))
+        return hs_fail(err, HS_E_FORMAT, TJ ": a Unigram model.vocab must be an array of [piece, score]");
+    if (count == 0 || count > HS_TOK_MAX_VOCAB)
+        return hs_fail(err, HS_E_FORMAT, TJ ": model.vocab has %zu pieces (1..%zu allowed)", count,
+                       HS_TOK_MAX_VOCAB);
+    *tokens = calloc(count, sizeof **tokens);
+    *scores = calloc(count, sizeof **scores);
+    if (!*tokens || !*scores)
+        return hs_fail(err, HS_E_NOMEM, "out of memory reading " TJ);
+    for (const cJSON *it = vocab->child; it; it = it->next, i++) {
+        const cJSON *piece = cJSON_GetArrayItem(it, 0), *score = cJSON_GetArrayItem(it, 1);
+        if (!cJSON_IsArray(it) || cJSON_GetArraySize(it) != 2 || !cJSON_IsString(piece) || !cJSON_IsNumber(score) ||
+            !(score->valuedouble >= -1e300 && score->valuedouble <= 1e300))
+            return hs_fail(err, HS_E_FORMAT, TJ ": model.vocab entry %zu is not [piece, score] with a finite score", i);
+        (*tokens)[i] = piece->valuestring;
+        (*scores)[i] = score->valuedouble;
+    }
+    *n = count;
+    return HS_OK;
+}
+
+/* A Unigram model's options: unk_id (needed: headscope gives every text ids) and byte_fallback. */
+static hs_status unigram_options(hs_tokenizer *t, const cJSON *m, hs_error *err)
+{
+    const cJSON *unk = cJSON_GetObjectItemCaseSensitive(m, "unk_id");
+    long long id;
+    if (!unk || cJSON_IsNull(unk))
+        return hs_fail(err, HS_E_UNSUPPORTED, TJ ": a Unigram model without unk_id is not supported");
+    if (!get_int(unk, 0, (long long)t->n_model - 1, &id))
+        return hs_fail(err, HS_E_FORMAT, TJ ": Unigram unk_id must be an id in 0..%zu", t->n_model - 1);
+    t->unk = (int32_t)id;
+    t->fuse_unk = 1;
+    if ((t->byte_fallback = get_bool(m, "byte_fallback", 0)) < 0)
+        return hs_fail(err, HS_E_FORMAT, TJ ": Unigram byte_fallback must be true or false");
     return HS_OK;
 }
 
@@ -169,7 +213,7 @@ static hs_status check_normalized(const hs_tokenizer *t, const char *content, co
     if (t->kind == HS_TOK_WORDPIECE)
         return hs_fail(err, HS_E_UNSUPPORTED, TJ ": added token '%s' with normalized=true and a WordPiece "
                                                  "normalizer is not supported", shown);
-    if (hs_tok_normalize(t, content, len, &norm, &nlen) != HS_OK)
+    if (hs_tok_normalize(t, content, len, &norm, &nlen, NULL) != HS_OK)
         return hs_fail(err, HS_E_NOMEM, "out of memory reading " TJ);
     int same = !norm || (nlen == len && memcmp(norm, content, len) == 0);
     free(norm);
@@ -240,6 +284,7 @@ hs_status hs_tokenizer_load_json(const char *path, hs_tokenizer **out, hs_error 
 {
     char *buf = NULL, **merges = NULL, what[HS_ERROR_MSG_MAX / 2];
     const char **tokens = NULL;
+    double *scores = NULL;
     cJSON *root = NULL;
     tj_added *added = NULL;
     int32_t *added_ids = NULL;
@@ -271,7 +316,8 @@ hs_status hs_tokenizer_load_json(const char *path, hs_tokenizer **out, hs_error 
         goto fail;
     }
     hs_tokenizer_kind kind = strcmp(mtype, "BPE") == 0 ? HS_TOK_BPE
-                             : strcmp(mtype, "WordPiece") == 0 ? HS_TOK_WORDPIECE : (hs_tokenizer_kind)0;
+                             : strcmp(mtype, "WordPiece") == 0 ? HS_TOK_WORDPIECE
+                             : strcmp(mtype, "Unigram") == 0 ? HS_TOK_UNIGRAM : (hs_tokenizer_kind)0;
     if (!kind) {
         st = hs_fail(err, HS_E_UNSUPPORTED, TJ ": model '%.64s' is not supported", mtype);
         goto fail;
@@ -292,7 +338,9 @@ hs_status hs_tokenizer_load_json(const char *path, hs_tokenizer **out, hs_error 
         goto fail;
     }
     /* vocabulary, added tokens beyond it, then the model's tables */
-    if ((st = read_vocab(cJSON_GetObjectItemCaseSensitive(model, "vocab"), &tokens, &n_model, err)) != HS_OK ||
+    const cJSON *vocab = cJSON_GetObjectItemCaseSensitive(model, "vocab");
+    if ((st = kind == HS_TOK_UNIGRAM ? read_unigram_vocab(vocab, &tokens, &scores, &n_model, err)
+                                     : read_vocab(vocab, &tokens, &n_model, err)) != HS_OK ||
         (st = read_added(cJSON_GetObjectItemCaseSensitive(root, "added_tokens"), n_model, tokens,
                          t, &added, &n_added, err)) != HS_OK)
         goto fail;
@@ -316,11 +364,12 @@ hs_status hs_tokenizer_load_json(const char *path, hs_tokenizer **out, hs_error 
     if ((st = hs_tok_build_vocab(t, tokens, n_all, kind != HS_TOK_WORDPIECE, what, err)) != HS_OK)
         goto fail;
     t->n_model = n_model;
-    if ((st = model_options(t, model, err)) != HS_OK ||
+    if ((st = kind == HS_TOK_UNIGRAM ? unigram_options(t, model, err) : model_options(t, model, err)) != HS_OK ||
         (st = hs_tok_set_added(t, added_ids, flags, n_added, err)) != HS_OK ||
-        (st = hs_tj_check_template(t, err)) != HS_OK)
+        (st = hs_tj_check_template(t, err)) != HS_OK ||
+        (kind == HS_TOK_UNIGRAM && (st = hs_unigram_build(t, scores, err)) != HS_OK))
         goto fail;
-    if (kind != HS_TOK_WORDPIECE &&
+    if (kind != HS_TOK_WORDPIECE && kind != HS_TOK_UNIGRAM &&
         ((st = read_merges(cJSON_GetObjectItemCaseSensitive(model, "merges"), &merges, &n_merges, err)) != HS_OK ||
          (st = hs_bpe_build(t, (const char *const *)merges, NULL, NULL, n_merges, what, err)) != HS_OK))
         goto fail;
@@ -335,6 +384,7 @@ fail:
     free(added_ids);
     free(added);
     free(tokens);
+    free(scores);
     cJSON_Delete(root);
     free(buf);
     hs_tokenizer_free(t);

@@ -190,8 +190,9 @@ static int has_norm(const hs_tokenizer *t, int step)
 hs_status hs_tokenizer_get_spec(const hs_tokenizer *t, hs_tok_spec *s, hs_error *err)
 {
     memset(s, 0, sizeof *s);
-    if (t->kind == HS_TOK_WORDPIECE)
-        return hs_fail(err, HS_E_UNSUPPORTED, "a WordPiece tokenizer has no BPE description");
+    if (t->kind == HS_TOK_WORDPIECE || t->kind == HS_TOK_UNIGRAM)
+        return hs_fail(err, HS_E_UNSUPPORTED, "a %s tokenizer has no BPE description",
+                       t->kind == HS_TOK_UNIGRAM ? "Unigram" : "WordPiece");
     s->kind = t->kind;
     s->n_tokens = t->n_vocab;
     s->n_merges = t->merge_text.n;
@@ -218,6 +219,9 @@ hs_status hs_tokenizer_get_spec(const hs_tokenizer *t, hs_tok_spec *s, hs_error 
         if (t->add_prefix_space)
             return hs_fail(err, HS_E_UNSUPPORTED, "a byte-level tokenizer that adds a prefix space has "
                            "no GGUF form");
+        if (t->pre == HS_PRE_DIGITS_GPT2 || t->pre == HS_PRE_FALCON)
+            return hs_fail(err, HS_E_UNSUPPORTED, "%s pre-tokenizer has no GGUF form here yet",
+                           t->pre == HS_PRE_FALCON ? "Falcon's" : "StarCoder's (Digits, then ByteLevel)");
         s->pre = t->pre == HS_PRE_LLAMA3 ? HS_SPEC_PRE_LLAMA3
                  : t->pre == HS_PRE_QWEN2 ? HS_SPEC_PRE_QWEN2
                  : t->pre == HS_PRE_GPT2 ? HS_SPEC_PRE_GPT2 : HS_SPEC_PRE_NONE;

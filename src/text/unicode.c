@@ -134,6 +134,11 @@ int hs_uni_bert_flags(int32_t cp)
     return (int)range_value(hs_bert_flags, hs_bert_flags_n, cp);
 }
 
+int hs_uni_grapheme_class(int32_t cp)
+{
+    return (int)range_value(hs_grapheme_classes, hs_grapheme_classes_n, cp);
+}
+
 static size_t map_char(const hs_uni_map *m, size_t n, const int32_t *data, int32_t cp,
                        int32_t *out)
 {

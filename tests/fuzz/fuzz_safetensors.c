@@ -49,6 +49,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         fz_ctx ctx = {st};
         (void)hs_weights_build(&m, fz_lookup, &ctx, &err);
         free(m.arena);
+        free(m.moe_arena);
         free(m.layers);
     }
     hs_safetensors_close(st);

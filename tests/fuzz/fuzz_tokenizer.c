@@ -1,7 +1,7 @@
 /*
  * libFuzzer harness: encodes arbitrary bytes with the GPT-2 BPE and BERT WordPiece tokenizers
- * and the six family tokenizer.json files (RoBERTa, GPT-NeoX, Llama 2 in both layouts, Llama 3,
- * Qwen2), loaded once from the repository's fixtures/tokenizer (or $HS_TOKENIZER_DIR holding
+ * and the nine family tokenizer.json files (RoBERTa, GPT-NeoX, Llama 2 in both layouts, Llama 3,
+ * Qwen2, T5's three Unigram layouts with the Precompiled map), loaded once from the repository's fixtures/tokenizer (or $HS_TOKENIZER_DIR holding
  * gpt2/vocab.json, gpt2/merges.txt, bert/vocab.txt and families/), and checks the results.
  *
  * Build and run from the repository root:
@@ -27,8 +27,9 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-#define N_FAMILIES 6
-static const char *const family_names[N_FAMILIES] = {"roberta", "neox", "llama2", "llama2_ms", "llama3", "qwen2"};
+#define N_FAMILIES 9
+static const char *const family_names[N_FAMILIES] = {"roberta", "neox", "llama2", "llama2_ms", "llama3", "qwen2",
+                                                     "t5", "t5_new", "unigram_bf"};
 static hs_tokenizer *tok_gpt2, *tok_bert, *tok_family[N_FAMILIES];
 
 static void die(const char *what, const char *msg)

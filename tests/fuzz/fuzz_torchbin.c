@@ -88,6 +88,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         fz_ctx ctx = {tb};
         (void)hs_weights_build(&m, fz_lookup, &ctx, &err);
         free(m.arena);
+        free(m.moe_arena);
         free(m.layers);
     }
     hs_torchbin_close(tb);

@@ -173,7 +173,9 @@ function summary() {
     const d = el('div');
     d.innerHTML = svg;
     c.appendChild(d);
-    c.appendChild(el('p', 'hint', 'greedy removal, least harmful head first' + (isNum(pr.stop) ? '; dashed: stop threshold' : '')));
+    const how = el('p', 'hint', pruneMethod(pr) + (isNum(pr.stop) ? '; dashed: stop threshold' : ''));
+    how.id = 'hs-prune-method';
+    c.appendChild(how);
   } else {
     c.appendChild(el('p', 'note', 'No pruning curve (run without --no-ablation / --no-pruning).'));
   }
@@ -197,6 +199,19 @@ function summary() {
     c.appendChild(t);
   }
   kvCard(box);
+}
+
+/* how the pruning curve chose its heads (pruning.method; a schema 1 report: greedy) */
+function pruneMethod(pr) {
+  if (pr.method === 'gradient') {
+    const r = isNum(pr.round_heads) ? pr.round_heads : null;
+    return 'Michel et al.\u2019s rounds: each removes the ' + (r !== null ? r + ' ' : '') + 'remaining head' + (r === 1 ? '' : 's') +
+      ' of smallest gradient importance (normalised per layer)';
+  }
+  if (pr.method === 'greedy' || pr.method === undefined) {
+    return 'greedy removal, one head a step: the head whose removal gives the lowest loss' + (isNum(pr.beam) ? ' among the ' + pr.beam + ' least harmful so far' : '');
+  }
+  return 'method: ' + pr.method;
 }
 
 /* grouped-query models: how alike the heads sharing a key/value head are (kv_groups.similarity) */

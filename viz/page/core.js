@@ -25,6 +25,9 @@ const TITLES = {
 };
 const GROUP_NAMES = { text_scores: 'text: ', probe_scores: 'probe: ', sinks: 'sinks: ' };
 let LABEL_ORDER = ['all', 'no_sinks', 'mass', 'probe_mass'];
+/* fields that hold whole numbers (printed without decimals): a head's cluster and key/value
+   head, row counts, and each detector's parameter (positional_offset_k), added by readMetrics */
+const INT_KEYS = { cluster: true, kv_head: true, rows: true };
 /* names, titles and the score order from R.metrics: each metric under its key and under
    the last part of its path (max_weight is max_weight_mean in a single-text report) */
 function readMetrics() {
@@ -39,6 +42,7 @@ function readMetrics() {
     if (m.kind !== 'value' && order.indexOf(leaf) < 0) order.push(leaf);
     if (typeof m.param === 'string') { /* a detector's parameter (positional_offset_k) */
       const pk = leaf + '_' + m.param;
+      INT_KEYS[pk] = true;
       NAMES[pk] = (typeof m.name === 'string' ? m.name : leaf) + ' ' + m.param;
       TITLES[pk] = 'the ' + m.param + ' of ' + (typeof m.name === 'string' ? m.name : leaf);
       if (order.indexOf(pk) < 0) order.push(pk);
@@ -294,7 +298,7 @@ function columns() {
       c.kind = 'delta';
       c.maxAbs = Math.max.apply(null, vals.map(Math.abs).concat([0])) || 1;
     }
-    else if (vals.length && vals.every(function (v) { return v === Math.round(v); }) && /cluster|rows/.test(c.key)) c.kind = 'int';
+    else if (vals.every(function (v) { return v === Math.round(v); }) && INT_KEYS[c.key.split('.').pop()]) c.kind = 'int';
     else if (vals.length && vals.every(function (v) { return v >= 0 && v <= 1; })) c.kind = 'unit';
     else c.kind = 'num';
   });
@@ -384,8 +388,11 @@ function footer() {
   const f = $('hs-footer'), g = R.generator || {}, tm = R.timing || {};
   let s = (R.schema || 'report') + ' \u00b7 ' + (g.name || 'headscope') + ' ' + (g.version || '');
   if (isNum(tm.forward_passes)) s += ' \u00b7 ' + tm.forward_passes + ' forward passes';
-  const secs = Object.keys(tm).filter(function (k) { return /seconds$/.test(k); }).map(function (k) { return tm[k]; }).filter(isNum);
-  if (secs.length) s += ', ' + secs.reduce(function (a, b) { return a + b; }, 0).toFixed(2) + ' s';
+  /* the run's time: timing.total_seconds (a corpus run: timing.seconds); the *_seconds phases
+     are parts of it, summed only for an older report without the total */
+  const secs = Object.keys(tm).filter(function (k) { return /_seconds$/.test(k) && k !== 'total_seconds'; }).map(function (k) { return tm[k]; }).filter(isNum);
+  const total = isNum(tm.total_seconds) ? tm.total_seconds : isNum(tm.seconds) ? tm.seconds : secs.length ? secs.reduce(function (a, b) { return a + b; }, 0) : null;
+  if (total !== null) s += ', ' + total.toFixed(2) + ' s';
   s += ' \u00b7 this page is self-contained and loads nothing from the network';
   f.textContent = s;
 }

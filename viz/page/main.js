@@ -64,6 +64,7 @@ function fromHash() {
 function tabs() {
   const bar = $('hs-tabs');
   const list = VIEWS.filter(function (v) { return !$('tab-' + v).hidden; });
+  $('hs-keys').textContent = 'keys: 1\u2013' + list.length + ' switch views, \u2190/\u2192 on a tab, [ ] previous / next head';
   bar.addEventListener('click', function (e) { const b = e.target.closest('[data-view]'); if (b) show(b.dataset.view); });
   bar.addEventListener('keydown', function (e) {
     const b = e.target.closest('[data-view]');
@@ -76,7 +77,7 @@ function tabs() {
   document.addEventListener('keydown', function (e) {
     const t = e.target;
     if (e.altKey || e.ctrlKey || e.metaKey || (t && /^(INPUT|SELECT|TEXTAREA)$/.test(t.tagName))) return;
-    if (/^[1-5]$/.test(e.key) && list[+e.key - 1]) { show(list[+e.key - 1]); return; }
+    if (/^[1-9]$/.test(e.key) && list[+e.key - 1]) { show(list[+e.key - 1]); return; }
     if (e.key === '[') step(-1);
     else if (e.key === ']') step(1);
   });

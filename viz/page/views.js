@@ -22,8 +22,8 @@ function panel(k) {
   const m = el('div', CORPUS ? 'metrics one' : 'metrics');
   function metric(label, value) {
     const d = el('div');
-    d.appendChild(el('span', null, label + ' '));
-    d.appendChild(document.createTextNode(value));
+    d.appendChild(el('span', 'lab', label));
+    d.appendChild(el('span', 'v', value));
     d.title = label + ' ' + value;
     m.appendChild(d);
   }
@@ -80,7 +80,9 @@ function headView() {
     HV.on = {};
     const ks = headsOfLayer(HV.layer).filter(hasMap);
     if (ks.length) HV.on[ks[0]] = true;
-    headView();
+    const before = SEL;
+    if (ks.length) choose(ks[0]); /* the panel describes a head of the layer shown */
+    if (SEL === before) headView(); /* else choose drew it */
   }));
   const tog = el('span', 'chips');
   tog.id = 'hs-hv-heads';
@@ -88,8 +90,9 @@ function headView() {
     const c = headColour(k), on = !!HV.on[k];
     const b = button(String(HEADS[k].head), 'headtog', 'head ' + HEADS[k].id + (hasMap(k) ? '' : ' (map not embedded)'), function () {
       if (!hasMap(k)) return;
-      if (HV.on[k]) delete HV.on[k]; else HV.on[k] = true;
-      headView();
+      const before = SEL;
+      if (HV.on[k]) delete HV.on[k]; else { HV.on[k] = true; choose(k); }
+      if (SEL === before) headView(); /* else choose drew it */
     });
     b.dataset.k = String(k);
     b.setAttribute('aria-pressed', on ? 'true' : 'false');

@@ -1,0 +1,44 @@
+/* A matrix used in its stored type: y = x W with W made a block at a time from the bytes it
+ * is stored in (ggml's block formats, F16, BF16), never converted whole (src/core/qgemm.c).
+ * Core knows no storage type: the model layer supplies the decoder. */
+#ifndef HEADSCOPE_QGEMM_H
+#define HEADSCOPE_QGEMM_H
+
+#include <stddef.h>
+
+/* Decodes count elements of a stored tensor, from flat element index `from` (a multiple of
+ * the tensor's block), into dst; src is the decoder's own description of the tensor. */
+typedef void (*hs_qdecode_fn)(const void *src, size_t from, float *dst, size_t count);
+
+/* Column j of W (output j): the stored row that holds it. */
+typedef struct hs_qcol {
+    const void *src; /* the tensor, as the decoder takes it */
+    size_t first;    /* its row's first element, flat */
+    int blk;         /* elements per block of its type (1: F16, BF16, F32) */
+} hs_qcol;
+
+/* W: (in, out) logically, column j from col[j], in elements each (a whole number of blocks
+ * of each column's type). */
+typedef struct hs_qmat {
+    int in, out;
+    const hs_qcol *col;
+    hs_qdecode_fn decode;
+} hs_qmat;
+
+/* The block of W at rows k0.. k0 + kl, columns j0.. j0 + cols into dst: (kl, cols)
+ * row-major, each value what decode gives for it (hs_gemm.b_fill for a const hs_qmat *). */
+void hs_qmat_fill(const void *qmat, int k0, int kl, int j0, int cols, float *dst);
+/* Blocks hs_qmat_fill has made since the start, for tests. */
+long hs_qmat_fills(void);
+
+/* The matrices hs_op_linear takes in place of a float32 W: a layer's slot may point at an
+ * hs_qmat registered here (an array of n of them), and hs_op_linear finds it by address.
+ * Registered and unregistered by the weight cache of a model that uses its layers' stored
+ * types (src/model/wcache.c). Thread-safe. Register returns 0, or -1 when the table (64
+ * arrays) is full. */
+int hs_qmat_register(const hs_qmat *arr, size_t n);
+void hs_qmat_unregister(const hs_qmat *arr);
+/* The registered hs_qmat at w, or NULL: a float32 matrix. */
+const hs_qmat *hs_qmat_find(const void *w);
+
+#endif /* HEADSCOPE_QGEMM_H */
