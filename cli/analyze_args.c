@@ -71,7 +71,7 @@ enum {
 };
 
 /* "I/N" with 1 <= I <= N <= 10^6. */
-static int parse_shard(const char *s, int *i, int *n)
+int cli_parse_shard(const char *s, int *i, int *n)
 {
     char *end;
     errno = 0;
@@ -176,7 +176,7 @@ static int corpus_option(const char *C, int c, const char *arg, cli_analyze_args
         break;
     case OPT_CABL: g->co.ablation = 1; break;
     case OPT_SHARD:
-        if (parse_shard(arg, &g->co.shard, &g->co.n_shards))
+        if (cli_parse_shard(arg, &g->co.shard, &g->co.n_shards))
             return cli_usage_error(C, "--shard '%s' is not I/N with 1 <= I <= N <= 10^6", arg);
         break;
     case OPT_CKPT:

@@ -92,6 +92,17 @@ int cli_encode(const char *cmd, const hs_model *m, const cli_text *t, int trunca
 int cli_encode_tok(const char *cmd, const hs_tokenizer *tok, size_t n_ctx, const cli_text *t,
                    int truncate, size_t max, int allow_empty, hs_encoding *enc, int *truncated);
 
+/* attn on an encoder-decoder (cli/attn_encdec.c): the encoder on src (n_enc ids), the
+ * decoder on decoder_start_id then tgt but its last (n_dec ids); writes the three kinds of
+ * maps to OUT's stem + ".encoder.npy", ".decoder.npy", ".cross.npy" (cli_attn_encdec_path)
+ * and, with nll_path, each target token's negative log-likelihood, with abl_path every
+ * head's ablation (hs_encdec_ablation), with grad_path its gradient (hs_encdec_gradient),
+ * each as (2, n_layer, n_head). Returns an exit code. */
+int cli_attn_encdec(const hs_model *m, const int32_t *src, int n_enc, const int32_t *tgt,
+                    int n_dec, const char *out, const char *nll_path, const char *abl_path,
+                    const char *grad_path, int allow_nonfinite, int quiet);
+void cli_attn_encdec_path(const char *out, const char *kind, char *buf, size_t cap);
+
 /* Corpus mode of `headscope analyze` (cli/analyze_corpus.c). */
 typedef struct cli_corpus_opts {
     const char *path;     /* the corpus, "-" for stdin */
@@ -266,5 +277,8 @@ void cli_outdir_close(cli_outdir *od);
 /* A whole decimal number in [lo, hi] into *out: 0, or -1 (nothing stored) for anything
  * else (empty, a space or '+' before it, trailing characters, out of range, past a long). */
 int cli_parse_long(const char *s, long lo, long hi, long *out);
+
+/* "--shard I/N" with 1 <= I <= N <= 10^6 into *i, *n: 0, or -1 for anything else. */
+int cli_parse_shard(const char *s, int *i, int *n);
 
 #endif

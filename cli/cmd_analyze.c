@@ -110,6 +110,12 @@ int cmd_analyze(int argc, char **argv)
     if (!m)
         goto done;
     const hs_model_config *cfg = hs_model_config_of(m);
+    if (cfg->n_enc_layer) { /* before the text is tokenised: the same line for every input */
+        cli_error(C, "'%s' is an encoder-decoder (%s): its analysis is not implemented yet "
+                  "(headscope attn MODEL --text SRC --target TGT -o OUT.npy writes its three "
+                  "kinds of maps)", cli_shown(g.model), cfg->arch->name);
+        goto done;
+    }
     if (g.opt.layers) {
         int bad;
         on = calloc((size_t)cfg->n_layer, 1);

@@ -82,13 +82,84 @@ static int word_index(const hs_model *m, const hs_encoding *enc, npy_sink *ns)
     return 0;
 }
 
+/* ids from a 1-D '<i4' .npy of 1 to max values into a (hs_npy_free), or -1 after the error. */
+static int read_ids(const char *path, int max, hs_npy *a)
+{
+    hs_error err = {{0}};
+    if (hs_npy_read(path, a, &err) != HS_OK) {
+        cli_error("attn", "%s", err.msg);
+        return -1;
+    }
+    if (a->dtype != HS_NPY_I32 || a->ndim != 1 || a->count < 1 || a->count > (size_t)max) {
+        cli_error("attn", "'%s': token ids must be a 1-D '<i4' array of 1 to %d values", path,
+                  max);
+        return -1;
+    }
+    return 0;
+}
+
+/* attn on an encoder-decoder, or the refusal of a target for a model of one stack: an exit
+ * code. The ids of --ids, else the text t tokenized. */
+static int attn_encdec(const hs_model *m, const char *model_path, const char *ids_path,
+                       const cli_text *t,
+                       int truncate, int words, const char *target, const char *target_ids,
+                       const char *out, const char *nll_path, const char *abl_path,
+                       const char *grad_path, int allow_nonfinite, int quiet)
+{
+    const hs_model_config *cfg = hs_model_config_of(m);
+    if (!cfg->n_enc_layer) {
+        cli_error("attn", "--target, --target-ids, --ablation and --gradient need an "
+                  "encoder-decoder model ('%s' is not one)", model_path);
+        return EXIT_FAIL;
+    }
+    if (!target == !target_ids) {
+        cli_error("attn", "'%s' is an encoder-decoder: give its decoder's target with "
+                  "--target TEXT or --target-ids IDS.npy (one of them)", model_path);
+        return EXIT_FAIL;
+    }
+    if (words) {
+        cli_error("attn", "--word-level is not implemented for an encoder-decoder");
+        return EXIT_FAIL;
+    }
+    hs_encoding src = {0}, tgt = {0};
+    hs_npy tids = {0};
+    cli_text tt = {0};
+    int rc = EXIT_FAIL;
+    hs_npy ids = {0};
+    if (ids_path ? read_ids(ids_path, cfg->n_ctx, &ids)
+                 : cli_encode("attn", m, t, truncate, 0, 0, &src, NULL))
+        goto done;
+    if (target_ids ? read_ids(target_ids, cfg->n_ctx, &tids)
+                   : (cli_text_get("attn", target, NULL, NULL, &tt) ||
+                      cli_encode("attn", m, &tt, truncate, 0, 0, &tgt, NULL)))
+        goto done;
+    rc = cli_attn_encdec(m, ids_path ? ids.data : src.ids, ids_path ? (int)ids.count : (int)src.n,
+                         target_ids ? tids.data : tgt.ids,
+                         target_ids ? (int)tids.count : (int)tgt.n, out, nll_path, abl_path,
+                         grad_path, allow_nonfinite, quiet);
+done:
+    hs_encoding_free(&src);
+    hs_encoding_free(&tgt);
+    hs_npy_free(&tids);
+    hs_npy_free(&ids);
+    cli_text_free(&tt);
+    return rc;
+}
+
 static const char usage_text[] =
     "usage: headscope attn MODEL (--text TEXT | --file PATH|- | --ids IDS.npy)\n"
     "                      [--text-pair TEXT2] [--truncate] [--allow-nonfinite]\n"
-    "                      [--word-level] [--nll NLL.npy] -o OUT.npy\n\n"
+    "                      [--word-level] [--nll NLL.npy] -o OUT.npy\n"
+    "       headscope attn T5-MODEL (--text TEXT | --file PATH|- | --ids IDS.npy)\n"
+    "                      (--target TEXT | --target-ids IDS.npy) [--nll NLL.npy]\n"
+    "                      [--ablation ABL.npy] [--gradient GRAD.npy] -o OUT.npy\n\n"
     "Runs MODEL (Hugging Face folder or GGUF file) on the text and writes the attention\n"
     "probabilities of every head as a NumPy array of shape (n_layer, n_head, n_tok, n_tok),\n"
-    "float32, row = query token, column = key token.\n\n"
+    "float32, row = query token, column = key token. An encoder-decoder (T5) reads the text\n"
+    "with its encoder and the target with its decoder (teacher forcing: the decoder starts\n"
+    "from decoder_start_token_id) and writes three arrays beside OUT (its .npy replaced):\n"
+    "OUT.encoder.npy (n_enc_layer, n_head, n_src, n_src), OUT.decoder.npy (n_dec_layer,\n"
+    "n_head, n_tgt, n_tgt) and OUT.cross.npy (n_dec_layer, n_head, n_tgt, n_src).\n\n"
     "  -t, --text TEXT        the input text\n"
     "  -f, --file PATH        read the text from a file as raw bytes ('-' for stdin)\n"
     "      --ids IDS.npy      token ids instead of a text: a 1-D '<i4' .npy array (no\n"
@@ -101,8 +172,22 @@ static const char usage_text[] =
     "                         first such layer and head\n"
     "      --word-level       word-level maps instead (Clark et al.: subword keys summed,\n"
     "                         queries averaged): shape (n_layer, n_head, n_word, n_word)\n"
+    "      --target TEXT      an encoder-decoder's decoder target, tokenized as the text\n"
+    "      --target-ids IDS.npy\n"
+    "                         the target as token ids ('<i4', 1-D)\n"
     "      --nll NLL.npy      also write each token's next-token negative log-likelihood\n"
-    "                         (nats, '<f4', n_tok - 1 values; causal models)\n"
+    "                         (nats, '<f4', n_tok - 1 values; causal models; an\n"
+    "                         encoder-decoder: each target token's, n_tgt values)\n"
+    "      --ablation ABL.npy\n"
+    "                         an encoder-decoder's heads by zero ablation: the target's\n"
+    "                         mean NLL with one head off minus with all on, shape\n"
+    "                         (2, n_layer, n_head): [0] self-attention heads, [1]\n"
+    "                         cross-attention heads (NaN in the encoder's layers); one\n"
+    "                         pass a head\n"
+    "      --gradient GRAD.npy\n"
+    "                         an encoder-decoder's heads by gradient: the signed\n"
+    "                         derivative of that loss by each head's mask at 1, the same\n"
+    "                         layout (one forward and one backward pass)\n"
     "  -o, --output OUT.npy   where to write the maps (required)\n"
     "  -q, --quiet            print nothing on success\n"
     "  -h, --help             show this help\n";
@@ -115,9 +200,12 @@ int cmd_attn(int argc, char **argv)
         {"output", required_argument, NULL, 'o'}, {"quiet", no_argument, NULL, 'q'},
         {"allow-nonfinite", no_argument, NULL, 'N'}, {"ids", required_argument, NULL, 'I'},
         {"nll", required_argument, NULL, 'L'},     {"word-level", no_argument, NULL, 'W'},
+        {"target", required_argument, NULL, 'G'}, {"target-ids", required_argument, NULL, 'J'},
+        {"ablation", required_argument, NULL, 'A'}, {"gradient", required_argument, NULL, 'D'},
         {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0}};
     const char *text = NULL, *file = NULL, *pair = NULL, *out = NULL, *ids_path = NULL;
-    const char *nll_path = NULL;
+    const char *nll_path = NULL, *target = NULL, *target_ids = NULL, *abl_path = NULL;
+    const char *grad_path = NULL;
     int truncate = 0, quiet = 0, allow_nonfinite = 0, words = 0, c;
     opterr = 0;
     optind = 1;
@@ -133,6 +221,10 @@ int cmd_attn(int argc, char **argv)
         case 'W': words = 1; break;
         case 'I': ids_path = optarg; break;
         case 'L': nll_path = optarg; break;
+        case 'G': target = optarg; break;
+        case 'J': target_ids = optarg; break;
+        case 'A': abl_path = optarg; break;
+        case 'D': grad_path = optarg; break;
         case 'h': fputs(usage_text, stdout); return cli_finish_stdout("attn");
         case ':':
         default: return cli_option_error("attn", c, argc, argv, opts);
@@ -164,20 +256,18 @@ int cmd_attn(int argc, char **argv)
     if (!m)
         goto done;
     const hs_model_config *cfg = hs_model_config_of(m);
+    if ((target || target_ids || abl_path || grad_path || cfg->n_enc_layer) &&
+        (rc = attn_encdec(m, model_path, ids_path, &t, truncate, words, target, target_ids, out,
+                          nll_path, abl_path, grad_path, allow_nonfinite, quiet)) >= 0)
+        goto done;
+    rc = EXIT_FAIL;
     if (nll_path && (!cfg->causal || !cfg->has_lm_head)) {
         cli_error("attn", "--nll needs a causal language model ('%s' is not one)", model_path);
         goto done;
     }
     if (ids_path) {
-        if (hs_npy_read(ids_path, &ids, &err) != HS_OK) {
-            cli_error("attn", "%s", err.msg);
+        if (read_ids(ids_path, cfg->n_ctx, &ids))
             goto done;
-        }
-        if (ids.dtype != HS_NPY_I32 || ids.ndim != 1 || ids.count < 1 || ids.count > (size_t)cfg->n_ctx) {
-            cli_error("attn", "'%s': token ids must be a 1-D '<i4' array of 1 to %d values",
-                      ids_path, cfg->n_ctx);
-            goto done;
-        }
         enc.ids = ids.data;
         enc.n = ids.count;
     } else if (cli_encode("attn", m, &t, truncate, 0, 0, &enc, NULL)) {

@@ -11,6 +11,7 @@
 #include "headscope/npy.h"
 #include "model/model_internal.h"
 #include "nn/moe.h"
+#include "dump_sites.h"
 
 static const char C[] = "dump";
 
@@ -30,7 +31,11 @@ static const char usage_text[] =
     "              attention ||a_ij f(x_j)|| (Kobayashi et al. 2020)\n"
     "  router      blocks.L.mlp.router_experts.npy (pos, top_k), int32: the experts the\n"
     "              router of each mixture-of-experts layer chooses, best first\n"
-    "  all         every one of them\n"
+    "  all         every one of them (not the four below)\n"
+    "  result      blocks.L.attn.hook_result.npy (pos, head, d_model): z_h W_O^h\n"
+    "  resid_post  blocks.L.hook_resid_post.npy  (pos, d_model): the stream leaving L\n"
+    "  ln_final    ln_final.hook_normalized.npy  (pos, d_model): after the final norm\n"
+    "  logits      logits.npy                    (pos, vocab)\n"
     "input_ids.npy (int32, (pos)) is always written.\n\n"
     "  -t, --text TEXT        the input text\n"
     "  -f, --file PATH        read the text from a file as raw bytes ('-' for stdin)\n"
@@ -44,21 +49,29 @@ static const char usage_text[] =
     "  -h, --help             show this help\n";
 
 /* The activations by name: bit in what[], and what they need captured. */
-enum { W_Q, W_K, W_V, W_Z, W_PATTERN, W_RESID, W_ATTN, W_MLP, W_NORM, W_ROUTER, W_COUNT };
+enum { W_Q, W_K, W_V, W_Z, W_PATTERN, W_RESID, W_ATTN, W_MLP, W_NORM, W_ROUTER, W_RESULT,
+       W_RESID_POST, W_LN_FINAL, W_LOGITS, W_COUNT };
+#define W_ALL W_RESULT /* "all": the kinds before it (what it meant before the others) */
 static const struct {
-    const char *name, *hook; /* hook: the name after "blocks.L." */
+    const char *name, *hook; /* hook: the name after "blocks.L." (the whole name for a site
+                                after the last layer) */
     unsigned capture;
+    int site; /* a site read through the hooks (dump_sites), or -1 */
 } kinds[W_COUNT] = {
-    {"q", "attn.hook_q", HS_CAPTURE_QKV},
-    {"k", "attn.hook_k", HS_CAPTURE_QKV},
-    {"v", "attn.hook_v", HS_CAPTURE_QKV},
-    {"z", "attn.hook_z", HS_CAPTURE_Z},
-    {"pattern", "attn.hook_pattern", HS_CAPTURE_PATTERN},
-    {"resid_pre", "hook_resid_pre", HS_CAPTURE_RESID_PRE},
-    {"attn_out", "hook_attn_out", HS_CAPTURE_ATTN_OUT},
-    {"mlp_out", "hook_mlp_out", HS_CAPTURE_MLP_OUT},
-    {"norm", "attn.norm_pattern", HS_CAPTURE_QKV | HS_CAPTURE_PATTERN},
-    {"router", "mlp.router_experts", 0}, /* hs_moe_routes, int32 */
+    {"q", "attn.hook_q", HS_CAPTURE_QKV, -1},
+    {"k", "attn.hook_k", HS_CAPTURE_QKV, -1},
+    {"v", "attn.hook_v", HS_CAPTURE_QKV, -1},
+    {"z", "attn.hook_z", HS_CAPTURE_Z, -1},
+    {"pattern", "attn.hook_pattern", HS_CAPTURE_PATTERN, -1},
+    {"resid_pre", "hook_resid_pre", HS_CAPTURE_RESID_PRE, -1},
+    {"attn_out", "hook_attn_out", HS_CAPTURE_ATTN_OUT, -1},
+    {"mlp_out", "hook_mlp_out", HS_CAPTURE_MLP_OUT, -1},
+    {"norm", "attn.norm_pattern", HS_CAPTURE_QKV | HS_CAPTURE_PATTERN, -1},
+    {"router", "mlp.router_experts", 0, -1}, /* hs_moe_routes, int32 */
+    {"result", "attn.hook_result", 0, HS_SITE_RESULT},
+    {"resid_post", "hook_resid_post", 0, HS_SITE_RESID_POST},
+    {"ln_final", "ln_final.hook_normalized", 0, HS_SITE_LN_FINAL},
+    {"logits", "logits", 0, HS_SITE_LOGITS},
 };
 
 /* "q,k,pattern" → want[W_COUNT]; returns the bad name's start, or NULL. */
@@ -73,7 +86,7 @@ static const char *parse_what(const char *spec, int *want, char *bad, size_t cap
         size_t len = strcspn(p, ",");
         int k = -1;
         if (len == 3 && !strncmp(p, "all", 3)) {
-            for (int i = 0; i < W_COUNT; i++)
+            for (int i = 0; i < W_ALL; i++)
                 want[i] = 1;
             k = W_COUNT;
         }
@@ -147,7 +160,8 @@ static void manifest_add(cJSON *files, const char *name, const char *hook, int l
 
 /* Writes every file into dir and lists them (names relative to dir) in *names. */
 static int write_all(const hs_model *m, const hs_encoding *enc, const hs_activations *a,
-                     const float *fnorm, const int32_t *route, const int *want, const char *dir,
+                     const float *fnorm, const int32_t *route, const dump_sites *ds,
+                     const int *want, const char *dir,
                      char ***names, int *n_names)
 {
     const hs_model_config *c = hs_model_config_of(m);
@@ -192,19 +206,28 @@ static int write_all(const hs_model *m, const hs_encoding *enc, const hs_activat
     manifest_add(files, "input_ids.npy", "input_ids", -1, shape, 1, "int32");
     (*names)[(*n_names)++] = strdup("input_ids.npy");
     for (int k = 0; k < W_COUNT; k++) {
-        for (int l = 0; want[k] && l < c->n_layer; l++) {
+        int site = kinds[k].site, per_layer = site < 0 || hs_site_get((hs_site)site)->per_layer;
+        for (int l = 0; want[k] && l < (per_layer ? c->n_layer : 1); l++) {
             char name[128], hook[96];
             int ndim, K = c->arch->moe_top_k;
+            const float *x = buf;
             if (k == W_ROUTER && !hs_moe_layer(c, l))
                 continue;
             if (k == W_ROUTER) { /* (pos, top_k) int32 */
                 shape[0] = (size_t)n;
                 shape[1] = (size_t)K;
                 ndim = 2;
-            } else {
+            } else if (site < 0) {
                 layer_array(a, fnorm, k, l, buf, shape, &ndim);
+            } else { /* read through the hooks */
+                x = ds->x[site] + (size_t)l * ds->size[site];
+                ndim = ds->rank[site];
+                memcpy(shape, ds->shape[site], sizeof shape);
             }
-            snprintf(hook, sizeof hook, "blocks.%d.%s", l, kinds[k].hook);
+            if (per_layer)
+                snprintf(hook, sizeof hook, "blocks.%d.%s", l, kinds[k].hook);
+            else
+                snprintf(hook, sizeof hook, "%s", kinds[k].hook);
             snprintf(name, sizeof name, "%s.npy", hook);
             free(bytes);
             bytes = NULL;
@@ -213,13 +236,14 @@ static int write_all(const hs_model *m, const hs_encoding *enc, const hs_activat
                      ? hs_npy_encode(route + (size_t)l * n * K, HS_NPY_I32, shape, 2, &bytes,
                                      &nbytes, &err) ||
                            hs_file_write_atomic(path, bytes, nbytes, &err)
-                     : hs_npy_write_f32(path, buf, shape, ndim, &err)) != HS_OK) {
+                     : hs_npy_write_f32(path, x, shape, ndim, &err)) != HS_OK) {
                 cli_error(C, "%s", path ? err.msg : "out of memory");
                 goto done;
             }
             free(path);
             path = NULL;
-            manifest_add(files, name, hook, l, shape, ndim, k == W_ROUTER ? "int32" : "float32");
+            manifest_add(files, name, hook, per_layer ? l : -1, shape, ndim,
+                         k == W_ROUTER ? "int32" : "float32");
             if (!((*names)[(*n_names)++] = strdup(name))) {
                 cli_error(C, "out of memory");
                 goto done;
@@ -280,10 +304,13 @@ int cmd_dump(int argc, char **argv)
     char bad[80];
     if (parse_what(what, want, bad, sizeof bad))
         return cli_usage_error(C, "--what: '%s' is not one of q, k, v, z, pattern, resid_pre, "
-                               "attn_out, mlp_out, norm, router, all", bad);
-    unsigned capture = 0;
-    for (int k = 0; k < W_COUNT; k++)
+                               "attn_out, mlp_out, norm, router, all, result, resid_post, ln_final, "
+                               "logits", bad);
+    unsigned capture = 0, sites = 0;
+    for (int k = 0; k < W_COUNT; k++) {
         capture |= want[k] ? kinds[k].capture : 0;
+        sites |= want[k] && kinds[k].site >= 0 ? HS_SITE_BIT(kinds[k].site) : 0;
+    }
 
     cli_text t;
     int rc = cli_text_get(C, text, file, pair, &t);
@@ -301,7 +328,9 @@ int cmd_dump(int argc, char **argv)
     hs_model *m = cli_model_load(C, argv[optind]);
     hs_encoding enc = {0};
     hs_activations *a = NULL;
+    dump_sites ds;
     hs_error err = {{0}};
+    memset(&ds, 0, sizeof ds);
     float *fnorm = NULL;
     int32_t *route = NULL;
     int router_asked = strstr(what, "router") != NULL; /* not through "all" */
@@ -315,6 +344,8 @@ int cmd_dump(int argc, char **argv)
         cli_error(C, "%s", err.msg);
         goto done;
     }
+    if (sites && dump_sites_run(C, m, enc.ids, enc.type_ids, (int)enc.n, sites, &ds))
+        goto done;
     if (want[W_NORM]) {
         fnorm = malloc((size_t)cfg->n_layer * (size_t)cfg->n_head * enc.n * sizeof *fnorm);
         if (!fnorm || hs_norm_values(m, a, fnorm, &err) != HS_OK) {
@@ -332,7 +363,7 @@ int cmd_dump(int argc, char **argv)
         cli_error(C, "router: architecture '%s' has no mixture of experts", cfg->arch->name);
         goto done;
     }
-    if ((rc = write_all(m, &enc, a, fnorm, route, want, od.stage, &names, &n_names)) != EXIT_OK)
+    if ((rc = write_all(m, &enc, a, fnorm, route, &ds, want, od.stage, &names, &n_names)) != EXIT_OK)
         goto done;
     if ((rc = cli_outdir_commit(C, &od, (const char *const *)names, n_names)) != EXIT_OK)
         goto done;
@@ -349,6 +380,7 @@ done:
     free(fnorm);
     free(route);
     hs_activations_free(a);
+    dump_sites_free(&ds);
     hs_encoding_free(&enc);
     hs_model_free(m);
     cli_text_free(&t);

@@ -46,9 +46,10 @@ int cmd_info(int argc, char **argv)
                hs_model_format(m) == HS_FORMAT_GGUF ? "" : ")", hs_model_storage_dtype(m));
     const hs_arch *ar = cfg->arch;
     printf("family:       %s (%s, %s-%s, %s%s%s)\n", ar->name,
-           cfg->causal ? "causal" : "bidirectional", ar->norm_place == HS_NORM_PRE ? "pre" : "post",
+           ar->enc_dec ? "encoder-decoder" : cfg->causal ? "causal" : "bidirectional", ar->norm_place == HS_NORM_PRE ? "pre" : "post",
            ar->norm_kind == HS_NORM_RMS ? "RMSNorm" : "LN", cfg->gated ? "gated " : "",
            cfg->act == HS_ACT_SILU       ? "SiLU"
+           : cfg->act == HS_ACT_RELU     ? "ReLU"
            : cfg->act == HS_ACT_GELU_ERF ? "gelu erf"
                                          : "gelu tanh",
            ar->parallel_residual ? ", parallel residual" : "");
@@ -86,9 +87,16 @@ int cmd_info(int argc, char **argv)
     if (ar->query_scale > 0 || ar->emb_scale > 0)
         printf("scales:       scores x %g, embeddings x %g\n", (double)ar->query_scale,
                (double)ar->emb_scale);
-    printf("layers:       %d\n", cfg->n_layer);
+    if (cfg->n_enc_layer)
+        printf("layers:       %d (encoder %d, decoder %d with cross-attention)\n", cfg->n_layer,
+               cfg->n_enc_layer, cfg->n_layer - cfg->n_enc_layer);
+    else
+        printf("layers:       %d\n", cfg->n_layer);
     printf("heads:        %d per layer (d_head %d), %d in all\n", cfg->n_head, cfg->d_head,
            cfg->n_layer * cfg->n_head);
+    if (cfg->n_enc_layer)
+        printf("cross heads:  %d per decoder layer, %d in all\n", cfg->n_head,
+               (cfg->n_layer - cfg->n_enc_layer) * cfg->n_head);
     if (cfg->n_kv_head != cfg->n_head)
         printf("kv heads:     %d per layer, each read by %d query heads\n", cfg->n_kv_head,
                cfg->n_head / cfg->n_kv_head);

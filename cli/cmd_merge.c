@@ -14,6 +14,7 @@
 #include "core/core.h"
 #include "headscope/corpus.h"
 #include "io/io_internal.h"
+#include "patch_cli.h"
 
 static const char usage_text[] =
     "usage: headscope merge PART... -o OUTDIR [--json] [-q]\n\n"
@@ -22,6 +23,8 @@ static const char usage_text[] =
     "in corpus order) and OUTDIR/partial.json, as one run over the whole corpus writes them\n"
     "(means equal up to the order of floating-point sums; docs/corpus.md). Every shard 1..N\n"
     "must be given once, made with the same model, options and corpus.\n\n"
+    "The shards of headscope patch --shard I/N (folders, or their patching.json) merge into\n"
+    "OUTDIR/patching.json as one run over the whole pairs file writes it (no pictures).\n\n"
     "  PART                   a shard's output folder, or its partial.json\n"
     "  -o, --output OUTDIR    output folder (created with its parents if missing); an\n"
     "                         earlier run's outputs there are replaced\n"
@@ -302,6 +305,21 @@ int cmd_merge(int argc, char **argv)
     rc = EXIT_FAIL;
     if (!parts) {
         cli_error(C, "out of memory");
+        goto done;
+    }
+    if (patch_merge_is(argv[optind])) { /* headscope patch's shards */
+        char **names = NULL;
+        int n_names = 0;
+        rc = patch_merge(C, argv + optind, n, od.stage, &names, &n_names);
+        if (!rc && !(rc = cli_outdir_commit(C, &od, (const char *const *)names, n_names))) {
+            cli_stdout_after_commit();
+            if (!quiet && !json)
+                printf("merged %d shards into %s/patching.json\n", n, cli_shown(outdir));
+            rc = cli_finish_stdout_committed(C, outdir, 0);
+        }
+        for (int i = 0; i < n_names; i++)
+            free(names[i]);
+        free(names);
         goto done;
     }
     for (int i = 0; i < n; i++)

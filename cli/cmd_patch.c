@@ -19,7 +19,7 @@ static const char *const method_names[] = {"exact", "attribution", "both", NULL}
 /* The options: long name, short letter (0: none), value (metavar, NULL: a flag), the
  * names an enum takes (NULL: any value), help. */
 enum { O_PAIRS, O_OUT, O_METRIC, O_SITE, O_POSITIONS, O_DIRECTION, O_METHOD, O_PATH,
-       O_PATH_SENDERS, O_RECEIVER, O_RESAMPLES, O_SEED, O_NO_IMAGES, O_QUIET, O_HELP, O_COUNT };
+       O_PATH_SENDERS, O_RECEIVER, O_SHARD, O_RESAMPLES, O_SEED, O_NO_IMAGES, O_QUIET, O_HELP, O_COUNT };
 static const char *const sender_names[] = {"all", NULL};
 static const struct patch_opt {
     const char *name;
@@ -41,6 +41,8 @@ static const struct patch_opt {
      "                           input I (q, k or v), e.g. 2.3:3.0:k"},
     {"path-senders", 0, "all", sender_names, "path patching from every head before the receiver"},
     {"receiver", 0, "R:I", NULL, "the receiver of --path-senders all, e.g. 3.0:k"},
+    {"shard", 0, "I/N", NULL, "only the pairs j (0, 1, ... in the file) with j mod N = I - 1;\n"
+     "                           headscope merge joins the N shards' folders"},
     {"resamples", 0, "N", NULL, "bootstrap resamples for ci95 (default 1000; 0: none)"},
     {"seed", 0, "N", NULL, "the bootstrap's seed (default 24301)"},
     {"no-images", 0, NULL, NULL, "write no picture"},
@@ -83,7 +85,7 @@ static int pick(const struct patch_opt *o, const char *s)
 
 typedef struct {
     const char *model, *pairs, *out, *val[O_COUNT];
-    int quiet, no_images, is_path;
+    int quiet, no_images, is_path, shard, n_shards;
     hs_patch_opts o;
     hs_patch_path path;
 } patch_args;
@@ -211,6 +213,9 @@ static int parse_args(int argc, char **argv, patch_args *a)
         return cli_usage_error(PATCH_CMD, "path patching takes no --site, --positions or --method");
     if ((a->val[O_PATH] || a->val[O_RECEIVER]) && (rc = parse_path(a)) >= 0)
         return rc;
+    if (a->val[O_SHARD] && cli_parse_shard(a->val[O_SHARD], &a->shard, &a->n_shards))
+        return cli_usage_error(PATCH_CMD, "--shard '%s' is not I/N with 1 <= I <= N <= 10^6",
+                               a->val[O_SHARD]);
     a->quiet = a->val[O_QUIET] != NULL;
     a->no_images = a->val[O_NO_IMAGES] != NULL;
     return -1;
@@ -268,6 +273,8 @@ int cmd_patch(int argc, char **argv)
     rc = EXIT_FAIL;
     if (!m || patch_pairs_read(m, a.pairs, a.o.metric == HS_METRIC_LOGIT_DIFF, &pp))
         goto done;
+    if (a.n_shards && patch_pairs_shard(a.pairs, &pp, a.shard, a.n_shards))
+        goto done;
     if (!hs_model_config_of(m)->has_lm_head) {
         cli_error(PATCH_CMD, "'%s' has no language-model head, which the metric reads",
                   cli_shown(a.model));
@@ -278,7 +285,7 @@ int cmd_patch(int argc, char **argv)
     patch_request q = {a.model, a.pairs, metric_names[a.o.metric], hs_site_get(a.o.site)->key,
                        position_names[a.o.each_position], direction_names[a.o.noise],
                        a.is_path ? "path" : method_names[a.o.method], &a.o,
-                       a.is_path ? &a.path : NULL};
+                       a.is_path ? &a.path : NULL, a.shard, a.n_shards};
     if ((rc = patch_write(m, &q, &pp, r, re, od.stage, a.no_images, &names, &n_names)))
         goto done;
     if ((rc = cli_outdir_commit(PATCH_CMD, &od, (const char *const *)names, n_names)))

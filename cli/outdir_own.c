@@ -28,6 +28,7 @@ static const char *const fixed_names[] = {
     "importance.png", "dla.png",           "rollout.png",       "flow.png",
     "composition.png", "manifest.json",    "input_ids.npy",
     "patching.json",  "patching.png",      "patching_positions.png",
+    "ln_final.hook_normalized.npy", "logits.npy",
 };
 
 /* Skips 1 to 9 ASCII digits; returns how many (0: none there, or too many). */

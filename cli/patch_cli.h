@@ -22,11 +22,23 @@ typedef struct patch_pairs {
 int patch_pairs_read(const hs_model *m, const char *path, int need_wrong, patch_pairs *pp);
 void patch_pairs_free(patch_pairs *pp);
 
+/* Keeps the pairs j (0-based in the file) with j mod n = i - 1 (--shard i/n). Prints the
+ * error when none is left; returns 0 or EXIT_FAIL. */
+int patch_pairs_shard(const char *path, patch_pairs *pp, int i, int n);
+
+/* headscope merge of patch shards (cli/patch_merge.c): whether arg (a folder, or a file)
+ * is a shard of patch --shard, and the merge of the n of them into dir's patching.json,
+ * *names the files written. Prints the error; 0 or EXIT_FAIL. */
+int patch_merge_is(const char *arg);
+int patch_merge(const char *cmd, char *const *args, int n, const char *dir, char ***names,
+                int *n_names);
+
 /* What the command was asked, for the report. */
 typedef struct patch_request {
     const char *model, *pairs_path, *metric, *site, *positions, *direction, *method;
     const hs_patch_opts *o;
     const hs_patch_path *path; /* path patching, or NULL */
+    int shard, n_shards;       /* --shard I/N, or 0, 0 */
 } patch_request;
 
 /* Writes dir/patching.json from r (every position) and re (per position, or NULL), and

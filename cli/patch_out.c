@@ -99,6 +99,11 @@ static cJSON *report(const hs_model *m, const patch_request *q, const patch_pair
     cJSON_AddStringToObject(j, "architecture", hs_model_config_of(m)->arch->name);
     cJSON_AddStringToObject(j, "pairs_file", q->pairs_path);
     cJSON_AddStringToObject(j, "method", q->method);
+    if (q->n_shards) { /* a part: headscope merge joins the shards */
+        cJSON *sh = cJSON_AddObjectToObject(j, "shard");
+        cJSON_AddNumberToObject(sh, "index", q->shard);
+        cJSON_AddNumberToObject(sh, "count", q->n_shards);
+    }
     if (r->effect_attr) { /* Pearson's r of the exact and attribution effects */
         cJSON *cor = cJSON_AddObjectToObject(j, "correlation");
         cJSON_AddItemToObject(cor, "heads", num(r->correlation));

@@ -23,20 +23,6 @@ void patch_pairs_free(patch_pairs *pp)
     memset(pp, 0, sizeof *pp);
 }
 
-/* "'a', 'b'" of up to 8 tokens' raw strings into buf. */
-static void token_list(const hs_tokenizer *tok, const int32_t *ids, size_t n, char *buf,
-                       size_t cap)
-{
-    size_t at = 0;
-    buf[0] = '\0';
-    for (size_t i = 0; i < n && i < 8 && at < cap; i++) {
-        const char *s = hs_tokenizer_token(tok, ids[i]);
-        at += (size_t)snprintf(buf + at, cap - at, "%s'%s'", i ? ", " : "", s ? s : "?");
-    }
-    if (n > 8 && at < cap)
-        snprintf(buf + at, cap - at, ", ...");
-}
-
 /* The one token of an answer: a string (its tokens without the template's special ones must
  * be one) or an id (key_id). Prints the error naming the line; returns 0 or EXIT_FAIL. */
 static int answer_of(const hs_model *m, const char *path, int line, const cJSON *o,
@@ -45,7 +31,6 @@ static int answer_of(const hs_model *m, const char *path, int line, const cJSON 
     char key_id[32];
     snprintf(key_id, sizeof key_id, "%s_id", key);
     const cJSON *s = cJSON_GetObjectItem(o, key), *n = cJSON_GetObjectItem(o, key_id);
-    const hs_tokenizer *tok = hs_model_tokenizer(m);
     int V = hs_model_config_of(m)->vocab_size;
     *id = -1;
     if (n) {
@@ -65,28 +50,13 @@ static int answer_of(const hs_model *m, const char *path, int line, const cJSON 
                   line, key, key_id);
         return EXIT_FAIL;
     }
-    hs_encoding e = {0};
     hs_error err = {{0}};
-    if (hs_tokenizer_encode(tok, s->valuestring, strlen(s->valuestring), NULL, 0, &e, &err)) {
-        cli_error(PATCH_CMD, "'%s' line %d: %s: %s", path, line, key, err.msg);
+    int count;
+    if (hs_patch_answer_id(m, s->valuestring, id, &count, &err)) {
+        cli_error(PATCH_CMD, "'%s' line %d: %s%s%s", path, line, key, count < 0 ? ": " : " ",
+                  err.msg);
         return EXIT_FAIL;
     }
-    int32_t own[8] = {0};
-    size_t start = 0, k = 0;
-    while (e.n > e.n_text && start < e.n - e.n_text && hs_tokenizer_is_special(tok, e.ids[start]))
-        start++; /* the template's tokens before the text (BERT's [CLS]) */
-    for (; k < e.n_text && k < 8; k++)
-        own[k] = e.ids[start + k];
-    size_t count = e.n_text;
-    hs_encoding_free(&e);
-    if (count != 1) {
-        char list[256];
-        token_list(tok, own, k, list, sizeof list);
-        cli_error(PATCH_CMD, "'%s' line %d: %s '%s' is %zu tokens (%s), not one", path, line,
-                  key, s->valuestring, count, count ? list : "none");
-        return EXIT_FAIL;
-    }
-    *id = own[0];
     return 0;
 }
 
@@ -158,34 +128,6 @@ static int prompt_of(const hs_model *m, const char *path, int line, const cJSON 
     return 0;
 }
 
-/* The row the metric reads: the last (decoders), or the clean prompt's [MASK], which the
- * corrupt prompt must have at the same place. */
-static int metric_row(const hs_model *m, const char *path, int line, hs_patch_pair *p)
-{
-    const hs_model_config *c = hs_model_config_of(m);
-    if (c->arch->head != HS_HEAD_MLM) {
-        p->pos = p->n - 1;
-        return 0;
-    }
-    int32_t mask = c->arch->mask_token ? hs_tokenizer_id(hs_model_tokenizer(m),
-                                                         c->arch->mask_token) : -1;
-    p->pos = -1;
-    for (int i = 0; i < p->n && p->pos < 0 && mask >= 0; i++)
-        if (p->clean[i] == mask)
-            p->pos = i;
-    if (p->pos < 0) {
-        cli_error(PATCH_CMD, "'%s' line %d: the clean prompt has no %s token, where the answer "
-                  "is read", path, line, c->arch->mask_token ? c->arch->mask_token : "mask");
-        return EXIT_FAIL;
-    }
-    if (p->corrupt[p->pos] != mask) {
-        cli_error(PATCH_CMD, "'%s' line %d: the corrupt prompt has no %s at position %d, where "
-                  "the clean one has it", path, line, c->arch->mask_token, p->pos);
-        return EXIT_FAIL;
-    }
-    return 0;
-}
-
 /* One line's object into pair i. */
 static int pair_of(const hs_model *m, const char *path, int line, const cJSON *o, int need_wrong,
                    patch_pairs *pp)
@@ -204,18 +146,42 @@ static int pair_of(const hs_model *m, const char *path, int line, const cJSON *o
         return EXIT_FAIL;
     p->clean = ids[0];
     p->corrupt = ids[1];
-    if (n2 != p->n) {
-        char a[256], b[256];
-        token_list(hs_model_tokenizer(m), ids[0], (size_t)p->n, a, sizeof a);
-        token_list(hs_model_tokenizer(m), ids[1], (size_t)n2, b, sizeof b);
-        cli_error(PATCH_CMD, "'%s' line %d: clean is %d tokens (%s), corrupt %d (%s): they must "
-                  "be as many", path, line, p->n, a, n2, b);
+    hs_error err = {{0}};
+    if (hs_patch_lengths_check(m, ids[0], p->n, ids[1], n2, &err)) {
+        cli_error(PATCH_CMD, "'%s' line %d: %s", path, line, err.msg);
         return EXIT_FAIL;
     }
     if (answer_of(m, path, line, o, "answer", 1, &p->answer) ||
         answer_of(m, path, line, o, "wrong", need_wrong, &p->wrong))
         return EXIT_FAIL;
-    return metric_row(m, path, line, p);
+    if (hs_patch_pair_pos(m, p, &err)) {
+        cli_error(PATCH_CMD, "'%s' line %d: %s", path, line, err.msg);
+        return EXIT_FAIL;
+    }
+    return 0;
+}
+
+int patch_pairs_shard(const char *path, patch_pairs *pp, int i, int n)
+{
+    int kept = 0, count = pp->count;
+    for (int j = 0; j < count; j++) {
+        if (j % n != i - 1) {
+            free(pp->ids[2 * j]);
+            free(pp->ids[2 * j + 1]);
+            continue;
+        }
+        pp->pairs[kept] = pp->pairs[j];
+        pp->ids[2 * kept] = pp->ids[2 * j];
+        pp->ids[2 * kept + 1] = pp->ids[2 * j + 1];
+        pp->lines[kept++] = pp->lines[j];
+    }
+    pp->count = kept;
+    if (!kept) {
+        cli_error(PATCH_CMD, "--shard %d/%d: '%s' holds %d pairs, none of them this shard's",
+                  i, n, path, count);
+        return EXIT_FAIL;
+    }
+    return 0;
 }
 
 int patch_pairs_read(const hs_model *m, const char *path, int need_wrong, patch_pairs *pp)

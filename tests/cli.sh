@@ -789,6 +789,9 @@ TG=fixtures/trained-gpt2
 expect 0 "dump trained-gpt2" -- "$HS" dump "$TG" --text "The cat sat on the mat. The cat sat on the mat." --what all -o "$T/dg"
 grep -q "^wrote 38 files to $T/dg" "$T/out" && ok || bad "dump summary: $(cat "$T/out")"
 "$PY" fixtures/ref/check_dump.py "$TG" "$T/dg" >"$T/chk" 2>&1 && ok || bad "dump gpt2 vs reference: $(cat "$T/chk")"
+expect 0 "dump the hook sites" -- "$HS" dump "$TG" --text "The cat sat on the mat. The cat" --what result,resid_post,ln_final,logits,z,resid_pre,attn_out,mlp_out -o "$T/dh" -q
+[ -s "$T/dh/logits.npy" ] && [ -s "$T/dh/ln_final.hook_normalized.npy" ] && [ -s "$T/dh/blocks.3.attn.hook_result.npy" ] && ok || bad "dump hook sites: $(ls "$T/dh")"
+"$PY" fixtures/ref/check_dump.py "$TG" "$T/dh" >"$T/chk" 2>&1 && ok || bad "dump hook sites vs reference: $(cat "$T/chk")"
 expect 0 "dump tiny-bert pair" -- "$HS" dump "$B" --text "where is the dog?" --text-pair "it is in the garden." --what q,k,v,z,pattern,resid_pre,attn_out,mlp_out,norm -o "$T/db" -q
 "$PY" fixtures/ref/check_dump.py "$B" "$T/db" >"$T/chk" 2>&1 && ok || bad "dump bert vs reference: $(cat "$T/chk")"
 expect 0 "dump one kind" -- "$HS" dump "$G" --text "Hello world" --what pattern -o "$T/d1" -q

@@ -116,5 +116,57 @@ assert len(j['paths']) == 1 and j['paths'][0]['sender'] == '0.1' and j['files'] 
 " && ok || bad "one path's report"
 [ ! -e "$T/pp/patching.png" ] && ok || bad "the all-senders picture was left beside one path's report"
 
+# ---- --shard I/N and merge: the merged report is the one run's --------------------------
+head -3 fixtures/patch/induction.jsonl >"$T/ind.jsonl"
+shard_check() { # DESCRIPTION MODEL OPTIONS...
+    local what=$1 model=$2
+    shift 2
+    rm -rf "$T/s1" "$T/s2" "$T/s3" "$T/sall" "$T/sm"
+    for i in 1 2 3; do "$HS" patch "$model" --pairs "$T/ind.jsonl" --shard $i/3 -o "$T/s$i" -q "$@" ||
+        bad "$what: shard $i"; done
+    "$HS" patch "$model" --pairs "$T/ind.jsonl" -o "$T/sall" -q --no-images "$@" || bad "$what: one run"
+    expect 0 "merge $what" -- "$HS" merge "$T/s3" "$T/s1" "$T/s2/patching.json" -o "$T/sm" -q
+    "$PY" - "$T/sall/patching.json" "$T/sm/patching.json" "$T/s2/patching.json" <<'PYEOF' && ok || bad "merge $what: the merged report differs from one run's"
+import json, sys
+one, merged, part = (json.load(open(p)) for p in sys.argv[1:])
+assert part["shard"] == {"index": 2, "count": 3} and [p["line"] for p in part["pairs"]] == [2]
+assert "shard" not in merged and len(merged["pairs"]) == 3
+def same(a, b, at="report"):  # the shards' per-pair values as printed: last bits may differ
+    if isinstance(a, dict):
+        assert isinstance(b, dict) and a.keys() == b.keys(), (at, a.keys() ^ b.keys())
+        for k in a:
+            same(a[k], b[k], at + "." + k)
+    elif isinstance(a, list):
+        assert isinstance(b, list) and len(a) == len(b), at
+        for i, (x, y) in enumerate(zip(a, b)):
+            same(x, y, "%s[%d]" % (at, i))
+    elif isinstance(a, (int, float)) and not isinstance(a, bool):
+        assert abs(a - b) <= 1e-12 * max(1, abs(a)), (at, a, b)
+    else:
+        assert a == b, (at, a, b)
+same(one, merged)
+PYEOF
+}
+shard_check "z, both methods" "$TG" --method both
+shard_check "attn_out per position" "$G" --site attn_out --positions each --metric prob
+shard_check "path senders" "$TG" --path-senders all --receiver 1.0:k --direction noise
+expect 2 "patch bad --shard" -- "$HS" patch "$TG" --pairs "$T/ind.jsonl" -o "$T/o" --shard 4/3
+stderr_has "patch bad --shard" "--shard '4/3' is not I/N with 1 <= I <= N <= 10^6"
+expect 1 "patch empty shard" -- "$HS" patch "$TG" --pairs "$T/ind.jsonl" -o "$T/o" --shard 7/9
+stderr_has "patch empty shard" "holds 3 pairs, none of them this shard's"
+expect 1 "merge a shard missing" -- "$HS" merge "$T/s1" "$T/s2" -o "$T/o"
+stderr_has "merge a shard missing" "headscope: merge: 2 of the 3 shards given: every shard 1..3 once"
+expect 1 "merge a shard twice" -- "$HS" merge "$T/s1" "$T/s1" "$T/s2" -o "$T/o"
+stderr_has "merge a shard twice" "shard 1/3 is given twice"
+expect 1 "merge shards of two runs" -- "$HS" merge "$T/s1" "$T/s2" "$T/s3" "$T/sall" -o "$T/o"
+one_line_error "merge shards of two runs"
+"$HS" patch "$TG" --pairs "$T/ind.jsonl" --shard 2/3 -o "$T/s2" -q --path-senders all --receiver 1.0:k
+expect 1 "merge different options" -- "$HS" merge "$T/s1" "$T/s2" "$T/s3" -o "$T/o"
+stderr_has "merge different options" "differ in \"direction\": not shards of one run"
+"$HS" patch "$TG" --pairs "$T/ind.jsonl" --shard 2/3 -o "$T/s2" -q --path-senders all --receiver 1.1:k --direction noise
+expect 1 "merge different receivers" -- "$HS" merge "$T/s1" "$T/s2" "$T/s3" -o "$T/o"
+stderr_has "merge different receivers" "the shards' \"paths\" records differ: not shards of one run"
+[ ! -e "$T/o" ] && ok || bad "a failed merge left its folder"
+
 echo "cli_patch.sh: $pass passed, $fail failed"
 [ "$fail" = 0 ]

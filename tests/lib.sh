@@ -108,7 +108,7 @@ if [[ "${HS_SANITIZE:-}" == *address* ]]; then
     pre=$($CC -print-file-name=libasan.so)
     export ASAN_OPTIONS=detect_leaks=0:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 fi
-# the ctypes mirrors of hs_forward_opts, hs_open_opts, hs_trace, hs_model_config, hs_activations,
+# the ctypes mirrors of hs_forward_opts, hs_hook_call, hs_site_info, hs_patch_*, hs_open_opts, hs_trace, hs_model_config, hs_activations,
 # hs_html_input and hs_encoding
 # have the C structs' sizes and offsets
 cat >"$tmp/layout.c" <<'CEOF'
@@ -123,7 +123,33 @@ int main(void)
     F(hs_forward_opts, logits); F(hs_forward_opts, logit_rows); F(hs_forward_opts, n_logit_rows);
     F(hs_forward_opts, hidden); F(hs_forward_opts, start_layer); F(hs_forward_opts, x_start);
     F(hs_forward_opts, x_layers); F(hs_forward_opts, batch); F(hs_forward_opts, allow_nonfinite);
-    F(hs_forward_opts, head_replace);
+    F(hs_forward_opts, head_replace); F(hs_forward_opts, hook); F(hs_forward_opts, hook_user);
+    F(hs_forward_opts, hook_sites); F(hs_forward_opts, on_cross);
+    F(hs_forward_opts, cross_head_mask); F(hs_forward_opts, enc_hidden);
+    printf("hs_hook_call %zu\n", sizeof(hs_hook_call));
+    F(hs_hook_call, site); F(hs_hook_call, layer); F(hs_hook_call, copy); F(hs_hook_call, x);
+    F(hs_hook_call, rows); F(hs_hook_call, cols); F(hs_hook_call, ld); F(hs_hook_call, heads);
+    F(hs_hook_call, head_width); F(hs_hook_call, n);
+    printf("hs_site_info %zu\n", sizeof(hs_site_info));
+    F(hs_site_info, site); F(hs_site_info, name); F(hs_site_info, key);
+    F(hs_site_info, per_layer); F(hs_site_info, heads); F(hs_site_info, shape);
+    printf("hs_patch_pair %zu\n", sizeof(hs_patch_pair));
+    F(hs_patch_pair, clean); F(hs_patch_pair, corrupt); F(hs_patch_pair, n);
+    F(hs_patch_pair, answer); F(hs_patch_pair, wrong); F(hs_patch_pair, pos);
+    printf("hs_patch_opts %zu\n", sizeof(hs_patch_opts));
+    F(hs_patch_opts, metric); F(hs_patch_opts, site); F(hs_patch_opts, each_position);
+    F(hs_patch_opts, noise); F(hs_patch_opts, method); F(hs_patch_opts, resamples);
+    F(hs_patch_opts, seed); F(hs_patch_opts, progress); F(hs_patch_opts, progress_user);
+    printf("hs_patch_result %zu\n", sizeof(hs_patch_result));
+    F(hs_patch_result, n_layer); F(hs_patch_result, n_units); F(hs_patch_result, n_pos);
+    F(hs_patch_result, n_pairs); F(hs_patch_result, passes); F(hs_patch_result, clean);
+    F(hs_patch_result, corrupt); F(hs_patch_result, patched); F(hs_patch_result, effect);
+    F(hs_patch_result, ci_lo); F(hs_patch_result, ci_hi); F(hs_patch_result, patched_attr);
+    F(hs_patch_result, effect_attr); F(hs_patch_result, ci_lo_attr);
+    F(hs_patch_result, ci_hi_attr); F(hs_patch_result, correlation);
+    printf("hs_patch_path %zu\n", sizeof(hs_patch_path));
+    F(hs_patch_path, receiver_layer); F(hs_patch_path, receiver_head); F(hs_patch_path, input);
+    F(hs_patch_path, sender_layer); F(hs_patch_path, sender_head);
     printf("hs_open_opts %zu\n", sizeof(hs_open_opts));
     F(hs_open_opts, flags); F(hs_open_opts, weight_memory);
     printf("hs_trace %zu\n", sizeof(hs_trace));
@@ -134,7 +160,8 @@ int main(void)
     F(hs_model_config, n_ctx); F(hs_model_config, vocab_size); F(hs_model_config, type_vocab_size);
     F(hs_model_config, ln_eps); F(hs_model_config, act); F(hs_model_config, causal);
     F(hs_model_config, has_lm_head); F(hs_model_config, n_kv_head); F(hs_model_config, arch);
-    F(hs_model_config, gated);
+    F(hs_model_config, gated); F(hs_model_config, n_enc_layer);
+    F(hs_model_config, decoder_start_id);
     printf("hs_activations %zu\n", sizeof(hs_activations));
     F(hs_activations, n_layer); F(hs_activations, n_head); F(hs_activations, n);
     F(hs_activations, d_model); F(hs_activations, d_head); F(hs_activations, what);
@@ -157,7 +184,10 @@ want=$("$tmp/layout")
 got=$(cd "$tmp" && HEADSCOPE_LIB=$lib/$soname LD_PRELOAD=$pre "$tmp/venv/bin/python" -c '
 import ctypes
 from headscope import _lib
-for c, t in (("hs_forward_opts", _lib.HsForwardOpts), ("hs_open_opts", _lib.HsOpenOpts),
+for c, t in (("hs_forward_opts", _lib.HsForwardOpts), ("hs_hook_call", _lib.HsHookCall),
+             ("hs_site_info", _lib.HsSiteInfo), ("hs_patch_pair", _lib.HsPatchPair),
+             ("hs_patch_opts", _lib.HsPatchOpts), ("hs_patch_result", _lib.HsPatchResult),
+             ("hs_patch_path", _lib.HsPatchPath), ("hs_open_opts", _lib.HsOpenOpts),
              ("hs_trace", _lib.HsTrace), ("hs_model_config", _lib.HsModelConfig),
              ("hs_activations", _lib.HsActivations), ("hs_html_input", _lib.HsHtmlInput),
              ("hs_encoding", _lib.HsEncoding)):
@@ -165,7 +195,7 @@ for c, t in (("hs_forward_opts", _lib.HsForwardOpts), ("hs_open_opts", _lib.HsOp
     for name, _ in t._fields_:
         print("%s.%s" % (c, name), getattr(t, name).offset)')
 [ "$want" = "$got" ] &&
-    ok "the Python package's hs_forward_opts, hs_open_opts, hs_trace, hs_model_config, hs_activations, hs_html_input and hs_encoding match the header" ||
+    ok "the Python package's hs_forward_opts, hs_hook_call, hs_site_info, the hs_patch_* structs, hs_open_opts, hs_trace, hs_model_config, hs_activations, hs_html_input and hs_encoding match the header" ||
     fail "struct layouts: C says $(echo $want), Python $(echo $got)"
 cp -r python/tests "$tmp/pytests" # run outside the tree: the installed package, not python/
 (cd "$tmp" && HEADSCOPE_LIB=$lib/$soname HEADSCOPE_ROOT=$ROOT HEADSCOPE=$stage/usr/bin/headscope \

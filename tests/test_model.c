@@ -39,7 +39,7 @@ BAD(config_missing_n_embd, HS_E_FORMAT, "missing required field 'n_embd'")
 BAD(config_not_json, HS_E_FORMAT, "config.json' is not a JSON object")
 BAD(config_trailing_garbage, HS_E_FORMAT, "config.json' is not a JSON object (not valid JSON: text after the end of the JSON value at byte 234)")
 BAD(config_nul_byte, HS_E_FORMAT, "config.json' is not a JSON object (not valid JSON: a NUL byte at byte 234)")
-BAD(unknown_model_type, HS_E_UNSUPPORTED, "model_type 't5' is not supported")
+BAD(unknown_model_type, HS_E_UNSUPPORTED, "model_type 'bart' is not supported")
 BAD(config_heads_indivisible, HS_E_VALUE, "d_model 16 is not divisible by n_head 3")
 BAD(missing_safetensors, HS_E_IO, "model.safetensors")
 BAD(missing_config, HS_E_IO, "has no config.json")
@@ -208,7 +208,7 @@ Test(arch, descriptors_of_the_families)
     const hs_arch *g = hs_arch_find("gpt2"), *b = hs_arch_find("bert");
     cr_assert_not_null(g);
     cr_assert_not_null(b);
-    cr_assert_null(hs_arch_find("t5"));
+    cr_assert_null(hs_arch_find("bart"));
     cr_assert_eq(hs_arch_of(HS_FAMILY_GPT2), g);
     cr_assert_eq(hs_arch_of(HS_FAMILY_BERT), b);
     /* GPT-2 (Radford et al. 2019): pre-LN, causal, gelu tanh, tied decoder, no types */

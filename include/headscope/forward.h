@@ -84,6 +84,16 @@ typedef struct hs_forward_opts {
     hs_hook_fn hook;
     void *hook_user;
     unsigned hook_sites;
+    /* Encoder-decoder passes (hs_forward_encdec) only, NULL otherwise: */
+    /* each decoder layer's cross-attention probabilities, (n_head, n_dec, n_enc), before the
+     * head mask, layer the block's index (n_enc_layer + j for decoder layer j); return
+     * non-zero to stop the pass */
+    int (*on_cross)(void *user, int layer, const float *probs, int n_head, int n_dec,
+                    int n_enc);
+    /* (n_layer, n_head): the cross-attention heads' mask (rows of decoder layers read), as
+     * head_mask is the self-attention heads' of both stacks; NULL = all ones */
+    const float *cross_head_mask;
+    float *enc_hidden;        /* (n_enc, d_model): the encoder's output after its final norm */
 } hs_forward_opts;
 
 #define HS_FORWARD_MAX_BATCH 4096
@@ -107,6 +117,19 @@ void hs_forward_ws_free(hs_forward_ws *ws);
  * (on_attn) are all the pass can give, and it stops after the last layer's attention. */
 hs_status hs_forward(const hs_model *m, const int32_t *ids, const int32_t *type_ids, int n,
                      const hs_forward_opts *opts, hs_forward_ws *ws, hs_error *err);
+
+/* Runs an encoder-decoder (T5: hs_model_config.n_enc_layer > 0) with teacher forcing: the
+ * encoder on enc_ids (n_enc tokens), then the decoder on dec_ids (n_dec tokens; usually
+ * decoder_start_id followed by the target ids but the last), its cross-attention reading
+ * the encoder's final output. In o: on_attn gets each self-attention layer, (n_head, n_enc,
+ * n_enc) for the encoder's layers 0..n_enc_layer-1 and (n_head, n_dec, n_dec) for the
+ * decoder's; on_cross each decoder layer's cross-attention; head_mask (n_layer, n_head) and
+ * cross_head_mask; logits (n_dec or n_logit_rows, vocab) and hidden (n_dec, d_model) of the
+ * decoder, enc_hidden of the encoder. One copy only: batch, start_layer, x_start, x_layers,
+ * head_replace and hooks are refused (HS_E_UNSUPPORTED), as is a workspace with final rows. */
+hs_status hs_forward_encdec(const hs_model *m, const int32_t *enc_ids, int n_enc,
+                            const int32_t *dec_ids, int n_dec, const hs_forward_opts *opts,
+                            hs_forward_ws *ws, hs_error *err);
 
 /* A recorder observer: collects every layer's probs into one (n_layer, n_head, n, n)
  * array. Create with hs_trace_new, pass hs_trace_observe and the trace as user. The pass

@@ -226,6 +226,41 @@ hs_status hs_gradient_signed_masked(const hs_model *m, const hs_loss_input *in,
                                     const float *head_mask, double *g, double *loss,
                                     hs_error *err);
 
+/* An encoder-decoder's heads (T5, hs_model_config.n_enc_layer > 0) by zero ablation, the
+ * loss being the decoder's teacher-forced mean negative log-likelihood of target (n_tgt ids;
+ * the decoder reads decoder_start_id then target but its last) given the encoder's src
+ * (n_src ids): *base with every head on; self_delta (n_layer, n_head) the loss with one
+ * self-attention head off (the encoder's layers, then the decoder's) minus *base;
+ * cross_delta (n_layer, n_head) the same for each decoder layer's cross-attention heads,
+ * NaN in the encoder's rows. One forward pass a head. */
+hs_status hs_encdec_ablation(const hs_model *m, const int32_t *src, int n_src,
+                             const int32_t *target, int n_tgt, double *base, double *self_delta,
+                             double *cross_delta, hs_error *err);
+
+/* The same heads' gradient importance: *loss as above under the masks head_mask and
+ * cross_head_mask ((n_layer, n_head) each, the self-attention and the cross-attention heads',
+ * as hs_forward_opts has them; NULL: all ones), and the signed derivative of it by each
+ * head's mask there (Michel et al. 2019 take |.| at all ones), by a hand-written backward
+ * through both stacks: self_grad (n_layer, n_head) the self-attention heads', cross_grad
+ * (n_layer, n_head) the cross-attention heads' (NaN in the encoder's rows). One forward pass
+ * keeping every layer's activations and one backward pass. */
+hs_status hs_encdec_gradient(const hs_model *m, const int32_t *src, int n_src,
+                             const int32_t *target, int n_tgt, const float *head_mask,
+                             const float *cross_head_mask, double *loss, double *self_grad,
+                             double *cross_grad, hs_error *err);
+
+/* Michel et al.'s pruning of the same heads, both kinds together: each round the gradient
+ * importance of the heads left (hs_encdec_gradient at the current masks), then the
+ * ceil(round * n_heads) least important of them (ties: the lower index) turned off, until
+ * none is left. n_heads = n_layer n_head self-attention heads and (n_layer - n_enc_layer)
+ * n_head cross-attention heads. order (n_heads): the heads in the order they went, each
+ * kind * n_layer * n_head + layer * n_head + head (kind 0 self-attention, 1 cross); loss
+ * (n_rounds + 1): the loss before the first round and after each; *n_rounds =
+ * ceil(n_heads / ceil(round * n_heads)). round in (0, 1]. */
+hs_status hs_encdec_prune(const hs_model *m, const int32_t *src, int n_src,
+                          const int32_t *target, int n_tgt, double round, int32_t *order,
+                          double *loss, int *n_rounds, hs_error *err);
+
 #ifdef __cplusplus
 }
 #endif

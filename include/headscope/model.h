@@ -53,7 +53,9 @@ typedef enum hs_family {
     HS_FAMILY_OLMO2 = 14,   /* norms on the sublayers' outputs, full-width Q/K RMSNorm */
     HS_FAMILY_GEMMA2 = 15,  /* (1 + w) RMSNorm before and after each sublayer, softcaps,
                                alternating local and global layers, GeGLU */
-    HS_FAMILY_GEMMA3 = 16   /* Gemma 2's block with per-head Q/K norms, 5:1 local:global */
+    HS_FAMILY_GEMMA3 = 16,  /* Gemma 2's block with per-head Q/K norms, 5:1 local:global */
+    /* encoder-decoder: an encoder stack, then a decoder stack with cross-attention */
+    HS_FAMILY_T5 = 40       /* T5, T5 v1.1, Flan-T5: RMSNorm, relative position buckets */
 } hs_family;
 
 typedef enum hs_file_format {
@@ -67,7 +69,8 @@ typedef enum hs_file_format {
 typedef enum hs_activation {
     HS_ACT_GELU_TANH = 1, /* "gelu_new" / "gelu_pytorch_tanh": tanh approximation */
     HS_ACT_GELU_ERF = 2,  /* "gelu": exact, with erf */
-    HS_ACT_SILU = 3       /* "silu": x sigmoid(x) (Llama, Qwen2: gated) */
+    HS_ACT_SILU = 3,      /* "silu": x sigmoid(x) (Llama, Qwen2: gated) */
+    HS_ACT_RELU = 40      /* "relu": max(x, 0) (T5 v1.0) */
 } hs_activation;
 /* The name SiLU had while gating was part of the activation (Llama's gated MLP is SiLU with
  * hs_arch.gated set); kept for existing callers. */
@@ -90,9 +93,12 @@ typedef enum hs_norm_kind {
 typedef enum hs_pos_kind {
     HS_POS_LEARNED = 1, /* a learned absolute table, row i + pos_offset for token i */
     HS_POS_ROTARY = 2,  /* rotary on rotary_dims of each head's query and key dimensions */
-    HS_POS_ALIBI = 3    /* no position vectors: ALiBi (Press et al. 2022) biases every score of
+    HS_POS_ALIBI = 3,   /* no position vectors: ALiBi (Press et al. 2022) biases every score of
                            query head h by its slope times the key's position, as Falcon-RW
                            computes it (hs_alibi_bias, src/nn/ops.h); causal models only */
+    /* T5's relative position buckets: a learned (buckets, n_head) bias added to each score,
+     * one table per stack (the stack's first layer's), shared by its layers */
+    HS_POS_RELATIVE = 40
 } hs_pos_kind;
 
 /* How rotary frequencies are rescaled (config.json rope_scaling / rope_parameters). */
@@ -213,6 +219,15 @@ typedef struct hs_arch {
     const char *const *specials; /* every special token, recognised whole in text */
     int n_specials;
     const struct hs_names *names;
+    /* Encoder-decoder (T5): the model's layers are an encoder stack (bidirectional, layers
+     * 0..n_enc_layer-1) then a decoder stack (causal self-attention, then cross-attention to
+     * the encoder's final output, bidirectional over its tokens); hs_forward_encdec runs it. */
+    int enc_dec;
+    int rel_buckets, rel_max_distance; /* HS_POS_RELATIVE: relative_attention_num_buckets
+                                          and relative_attention_max_distance */
+    int attn_unscaled;          /* scores are Q K^T, not divided by sqrt(d_head) (T5) */
+    float head_scale;           /* 0, or the factor of the final states before the LM head
+                                   (T5 with tied embeddings: d_model^-0.5) */
     /* The normalised decoders (Qwen3, OLMo-2, Gemma 2 and 3); 0 in every other family. */
     hs_qk_norm qk_norm;         /* RMSNorm of queries and keys before rotary */
     int post_norms;             /* a norm on the attention's and the MLP's output before each
@@ -257,6 +272,11 @@ typedef struct hs_model_config {
     int n_kv_head;       /* key/value heads (n_head unless grouped; set when checked) */
     const hs_arch *arch; /* the family's descriptor (set when the config is checked) */
     int gated;           /* the MLP is gated (arch->gated; set when checked) */
+    /* Encoder-decoder (arch->enc_dec): n_layer counts both stacks' blocks, layers
+     * 0..n_enc_layer-1 the encoder's, the rest the decoder's (decoder layer j is n_enc_layer
+     * + j); 0 for a model of one stack. decoder_start_id: the decoder's first input token. */
+    int n_enc_layer;
+    int decoder_start_id;
 } hs_model_config;
 
 /* Which keys the queries of layer l see: the descriptor's rule (hs_arch.vis, sliding_window,
@@ -412,8 +432,8 @@ void hs_model_files_free(hs_model_file *files, int n);
 int hs_model_kv_head(const hs_model_config *c, int h);
 
 /* Family names: "gpt2", "bert", "roberta", "distilbert", "gpt_neox", "llama", "qwen2",
- * "falcon", "gpt_bigcode", "phi3", "deepseek_v2", "deepseek_v3", "qwen3", "olmo2", "gemma2",
- * "gemma3_text". */
+ * "falcon", "gpt_bigcode", "phi3", "deepseek_v2", "deepseek_v3", "t5", "qwen3", "olmo2",
+ * "gemma2", "gemma3_text". */
 const char *hs_family_name(hs_family f);
 
 #ifdef __cplusplus

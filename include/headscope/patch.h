@@ -106,6 +106,17 @@ hs_status hs_patch_run(const hs_model *m, const hs_patch_pair *pairs, int n_pair
 
 void hs_patch_result_free(hs_patch_result *r);
 
+/* A result of n_layer x n_units x n_pos cells over n_pairs pairs, its arrays allocated
+ * (uninitialised; the _attr ones too when both), to fill and summarise. */
+hs_status hs_patch_result_new(int n_layer, int n_units, int n_pos, int n_pairs, int both,
+                              hs_patch_result **out, hs_error *err);
+
+/* Sets r's effect, ci_lo, ci_hi (and the _attr ones and correlation when r has
+ * patched_attr) from its clean, corrupt and patched values, with o's direction, resamples
+ * and seed, as hs_patch_run ends: shards of the pairs put back in their order give what one
+ * run gives (headscope merge). */
+hs_status hs_patch_result_summarise(hs_patch_result *r, const hs_patch_opts *o, hs_error *err);
+
 /* Path patching (Wang et al. 2022): the sender head's output z takes its source value (the
  * clean run's when denoising), every other head's output keeps the target run's, the MLPs
  * and norms are recomputed, and the receiver's input (its query, or the key or value of its
@@ -126,6 +137,24 @@ typedef struct hs_patch_path {
 hs_status hs_patch_path_run(const hs_model *m, const hs_patch_pair *pairs, int n_pairs,
                             const hs_patch_opts *o, const hs_patch_path *path,
                             hs_patch_result **out, hs_error *err);
+
+/* The one token of an answer text (its tokens without the template's special ones, as
+ * BERT's [CLS], must be one) into *id. *n_tokens (may be NULL): the text's tokens, or -1
+ * when the tokenizer refused it (err then holds the tokenizer's message). HS_E_INPUT
+ * "'TEXT' is K tokens ('a', 'b'), not one"; HS_E_UNSUPPORTED without tokenizer files. */
+hs_status hs_patch_answer_id(const hs_model *m, const char *text, int32_t *id, int *n_tokens,
+                             hs_error *err);
+
+/* HS_E_INPUT "clean is A tokens ('a', 'b'), corrupt B (...): they must be as many" unless
+ * the two prompts of a pair have as many tokens (n_clean == n_corrupt). */
+hs_status hs_patch_lengths_check(const hs_model *m, const int32_t *clean, int n_clean,
+                                 const int32_t *corrupt, int n_corrupt, hs_error *err);
+
+/* Sets p->pos, the row the metric reads: the last (decoders), or the clean prompt's mask
+ * token (BERT's [MASK]), which the corrupt prompt must have at the same place (HS_E_INPUT
+ * "the clean prompt has no [MASK] token, where the answer is read", "the corrupt prompt
+ * has no [MASK] at position P, where the clean one has it"). */
+hs_status hs_patch_pair_pos(const hs_model *m, hs_patch_pair *p, hs_error *err);
 
 #ifdef __cplusplus
 }

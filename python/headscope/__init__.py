@@ -9,7 +9,8 @@ ctypes bindings over libheadscope.so (the C library; nothing is compiled at inst
     report = m.analyze("The cat sat on the mat.")    # report.json as a dict
 
     m.to_str_tokens(text), m.logits(text), m.loss(text, per_token=True), m.top_k(text),
-    m.knockout(text), m.activations(text), m.analyze(text, out_dir="out"), m.show(text)
+    m.knockout(text), m.activations(text), m.analyze(text, out_dir="out"), m.show(text),
+    m.run_with_cache(text), m.run_with_hooks(text, hooks=[(site, fn)]), m.patch(pairs)
 
 Errors of the library raise HeadscopeError with its message. docs/python.md has the whole
 API and a worked example.
@@ -25,6 +26,8 @@ from . import _lib
 from ._common import LIB as _LIB, LIBRARY_PATH, HeadscopeError, Tokens
 from ._common import check as _check, to_bytes as _bytes
 from ._forward import Forward as _Forward, Prediction
+from ._hooks import Hooks as _Hooks
+from ._patch import Patch as _Patch
 from ._report import Report
 
 __version__ = _lib.PYTHON_VERSION
@@ -75,7 +78,7 @@ def _budget(weight_memory):
     return n or 1
 
 
-class Model(_Forward):
+class Model(_Forward, _Hooks, _Patch):
     """A loaded model; use headscope.load(path). Frees its memory on close() or when
     garbage-collected; usable as a context manager."""
 

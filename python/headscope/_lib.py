@@ -41,6 +41,8 @@ class HsModelConfig(ctypes.Structure):
         ("n_kv_head", ctypes.c_int),
         ("arch", ctypes.c_void_p),  # const hs_arch *: not exposed in Model.config
         ("gated", ctypes.c_int),
+        ("n_enc_layer", ctypes.c_int),  # encoder-decoder (T5): the encoder's layers, else 0
+        ("decoder_start_id", ctypes.c_int),
     ]  # tests/lib.sh checks the size and offsets against the C header
 
 
@@ -73,6 +75,94 @@ class HsForwardOpts(ctypes.Structure):
         ("batch", ctypes.c_int),
         ("allow_nonfinite", ctypes.c_int),
         ("head_replace", ctypes.POINTER(ctypes.c_float)),
+        ("hook", ctypes.c_void_p),  # an HOOK_FN
+        ("hook_user", ctypes.c_void_p),
+        ("hook_sites", ctypes.c_uint),
+        ("on_cross", ctypes.c_void_p),  # an encoder-decoder's (hs_forward_encdec): not set
+        ("cross_head_mask", ctypes.POINTER(ctypes.c_float)),
+        ("enc_hidden", ctypes.POINTER(ctypes.c_float)),
+    ]  # tests/lib.sh checks the size and offsets against the C header
+
+
+class HsHookCall(ctypes.Structure):  # hs_hook_call (headscope/hooks.h)
+    _fields_ = [
+        ("site", ctypes.c_int),
+        ("layer", ctypes.c_int),
+        ("copy", ctypes.c_int),
+        ("x", ctypes.POINTER(ctypes.c_float)),
+        ("rows", ctypes.c_int),
+        ("cols", ctypes.c_int),
+        ("ld", ctypes.c_int),
+        ("heads", ctypes.c_int),
+        ("head_width", ctypes.c_int),
+        ("n", ctypes.c_int),
+    ]  # tests/lib.sh checks the size and offsets against the C header
+
+
+# int (*hs_hook_fn)(void *user, const hs_hook_call *call)
+HOOK_FN = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.POINTER(HsHookCall))
+
+
+class HsSiteInfo(ctypes.Structure):  # hs_site_info
+    _fields_ = [
+        ("site", ctypes.c_int),
+        ("name", ctypes.c_char_p),
+        ("key", ctypes.c_char_p),
+        ("per_layer", ctypes.c_int),
+        ("heads", ctypes.c_int),
+        ("shape", ctypes.c_char_p),
+    ]
+
+
+class HsPatchPair(ctypes.Structure):  # hs_patch_pair (headscope/patch.h)
+    _fields_ = [
+        ("clean", ctypes.POINTER(ctypes.c_int32)),
+        ("corrupt", ctypes.POINTER(ctypes.c_int32)),
+        ("n", ctypes.c_int),
+        ("answer", ctypes.c_int32),
+        ("wrong", ctypes.c_int32),
+        ("pos", ctypes.c_int),
+    ]  # tests/lib.sh checks the size and offsets against the C header
+
+
+class HsPatchOpts(ctypes.Structure):  # hs_patch_opts
+    _fields_ = [
+        ("metric", ctypes.c_int),
+        ("site", ctypes.c_int),
+        ("each_position", ctypes.c_int),
+        ("noise", ctypes.c_int),
+        ("method", ctypes.c_int),
+        ("resamples", ctypes.c_int),
+        ("seed", ctypes.c_uint64),
+        ("progress", ctypes.c_void_p),
+        ("progress_user", ctypes.c_void_p),
+    ]  # tests/lib.sh checks the size and offsets against the C header
+
+
+_D = ctypes.POINTER(ctypes.c_double)
+
+
+class HsPatchResult(ctypes.Structure):  # hs_patch_result
+    _fields_ = [
+        ("n_layer", ctypes.c_int),
+        ("n_units", ctypes.c_int),
+        ("n_pos", ctypes.c_int),
+        ("n_pairs", ctypes.c_int),
+        ("passes", ctypes.c_double),
+        ("clean", _D), ("corrupt", _D), ("patched", _D), ("effect", _D),
+        ("ci_lo", _D), ("ci_hi", _D),
+        ("patched_attr", _D), ("effect_attr", _D), ("ci_lo_attr", _D), ("ci_hi_attr", _D),
+        ("correlation", ctypes.c_double),
+    ]  # tests/lib.sh checks the size and offsets against the C header
+
+
+class HsPatchPath(ctypes.Structure):  # hs_patch_path
+    _fields_ = [
+        ("receiver_layer", ctypes.c_int),
+        ("receiver_head", ctypes.c_int),
+        ("input", ctypes.c_int),
+        ("sender_layer", ctypes.c_int),
+        ("sender_head", ctypes.c_int),
     ]  # tests/lib.sh checks the size and offsets against the C header
 
 
@@ -189,6 +279,25 @@ def _declare(lib):
         "hs_html_encode": (c.c_int, [c.POINTER(HsHtmlInput), c.POINTER(c.c_void_p),
                                      c.POINTER(c.c_size_t), err]),
         "hs_free": (None, [c.c_void_p]),
+        "hs_site_get": (c.POINTER(HsSiteInfo), [c.c_int]),
+        "hs_site_parse": (c.c_int, [c.c_char_p, c.c_int, c.POINTER(c.c_int),
+                                    c.POINTER(c.c_int), err]),
+        "hs_site_from_key": (c.c_int, [c.c_char_p]),
+        "hs_site_shape": (c.c_int, [c.POINTER(HsModelConfig), c.c_int, c.c_int,
+                                    c.POINTER(c.c_int)]),
+        "hs_patch_opts_default": (HsPatchOpts, []),
+        "hs_patch_answer_id": (c.c_int, [c.c_void_p, c.c_char_p, c.POINTER(c.c_int32),
+                                         c.POINTER(c.c_int), err]),
+        "hs_patch_pair_pos": (c.c_int, [c.c_void_p, c.POINTER(HsPatchPair), err]),
+        "hs_patch_lengths_check": (c.c_int, [c.c_void_p, c.POINTER(c.c_int32), c.c_int,
+                                             c.POINTER(c.c_int32), c.c_int, err]),
+        "hs_patch_run": (c.c_int, [c.c_void_p, c.POINTER(HsPatchPair), c.c_int,
+                                   c.POINTER(HsPatchOpts), c.POINTER(c.POINTER(HsPatchResult)),
+                                   err]),
+        "hs_patch_path_run": (c.c_int, [c.c_void_p, c.POINTER(HsPatchPair), c.c_int,
+                                        c.POINTER(HsPatchOpts), c.POINTER(HsPatchPath),
+                                        c.POINTER(c.POINTER(HsPatchResult)), err]),
+        "hs_patch_result_free": (None, [c.POINTER(HsPatchResult)]),
     }
     for name, (res, args) in sigs.items():
         f = getattr(lib, name)

@@ -666,3 +666,15 @@ hs_status hs_gradient_importance(const hs_model *m, const hs_loss_input *in, dou
     free(g);
     return st;
 }
+
+void hs_grad_norm_back(int rms, const float *xhat, const float *rstd, const float *w,
+                       const float *dy, float *dx, int n, int d, int accumulate)
+{
+    norm_back(rms, xhat, rstd, w, dy, dx, n, d, accumulate);
+}
+
+void hs_grad_mlp_back(const hs_model_config *c, const hs_layer *W, const float *pre,
+                      const float *dy, float *dff, float *din, int n)
+{
+    mlp_back(c, W, pre, dy, dff, din, n);
+}

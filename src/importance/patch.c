@@ -489,6 +489,20 @@ hs_status hs_patch_result_new(int n_layer, int n_units, int n_pos, int n_pairs, 
     return HS_OK;
 }
 
+hs_status hs_patch_result_summarise(hs_patch_result *r, const hs_patch_opts *o, hs_error *err)
+{
+    size_t cells = (size_t)r->n_layer * (size_t)r->n_units * (size_t)r->n_pos;
+    int both = r->patched_attr != NULL;
+    hs_status st;
+    if ((st = hs_patch_summarise(r, r->patched, r->effect, r->ci_lo, r->ci_hi, o, err)) ||
+        (both && (st = hs_patch_summarise(r, r->patched_attr, r->effect_attr, r->ci_lo_attr,
+                                          r->ci_hi_attr, o, err))))
+        return st;
+    if (both)
+        r->correlation = pearson(r->effect, r->effect_attr, cells);
+    return HS_OK;
+}
+
 hs_status hs_patch_run(const hs_model *m, const hs_patch_pair *pairs, int n_pairs,
                        const hs_patch_opts *o, hs_patch_result **out, hs_error *err)
 {
@@ -502,7 +516,6 @@ hs_status hs_patch_run(const hs_model *m, const hs_patch_pair *pairs, int n_pair
     if ((st = hs_patch_result_new(c->n_layer, U ? U : 1, o->each_position ? pairs[0].n : 1,
                                   n_pairs, both, &r, err)))
         return st;
-    size_t cells = (size_t)r->n_layer * (size_t)r->n_units * (size_t)r->n_pos;
     hs_grad_scratch grad = {0}; /* fresh pages cost a gradient pass a third of its time */
     for (int i = 0; i < n_pairs; i++) {
         if ((st = patch_pair(m, &pairs[i], i, o, &grad, r, err)))
@@ -512,12 +525,8 @@ hs_status hs_patch_run(const hs_model *m, const hs_patch_pair *pairs, int n_pair
             goto fail;
         }
     }
-    if ((st = hs_patch_summarise(r, r->patched, r->effect, r->ci_lo, r->ci_hi, o, err)) ||
-        (both && (st = hs_patch_summarise(r, r->patched_attr, r->effect_attr, r->ci_lo_attr,
-                                          r->ci_hi_attr, o, err))))
+    if ((st = hs_patch_result_summarise(r, o, err)))
         goto fail;
-    if (both)
-        r->correlation = pearson(r->effect, r->effect_attr, cells);
     hs_grad_scratch_free(&grad);
     *out = r;
     return HS_OK;

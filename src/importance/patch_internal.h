@@ -21,10 +21,6 @@ double hs_patch_metric_of(const float *lg, int V, const hs_patch_pair *p, hs_pat
 hs_status hs_patch_check_pairs(const hs_model_config *c, const hs_patch_pair *pairs,
                                int n_pairs, const hs_patch_opts *o, hs_error *err);
 
-/* A result of the given shape, its arrays allocated (the _attr ones when both). */
-hs_status hs_patch_result_new(int n_layer, int n_units, int n_pos, int n_pairs, int both,
-                              hs_patch_result **out, hs_error *err);
-
 /* effect, ci_lo, ci_hi of patched (cells, n_pairs) on r's clean and corrupt metrics: the
  * effect on the means over the pairs; bootstrap resample s draws n_pairs pairs with
  * replacement (hs_rand_below from o->seed, one stream for all cells), each cell's effect on

@@ -7,6 +7,7 @@
 #include "model/arch_mqa.h"
 #include "model/arch_deepseek.h"
 #include "model/arch_norms.h"
+#include "model/arch_t5.h"
 #include "model/model_internal.h"
 
 /* ---- GPT-2 ------------------------------------------------------------------------- */
@@ -304,6 +305,7 @@ static const hs_arch families[] = {
         .names = &hs_phi3_table,
     },
     HS_DEEPSEEK_FAMILY_ROWS /* src/model/arch_deepseek.h */
+    HS_ARCH_T5, /* src/model/arch_t5.c */
     HS_NORMS_FAMILIES /* Qwen3, OLMo-2, Gemma 2 and 3: src/model/arch_norms.c */
 };
 
@@ -397,6 +399,10 @@ const hs_arch *hs_arch_find_gguf(const char *arch, const char *tok_model)
  * without biases lacks, no position table under rotary positions). */
 static int row_applies(const hs_arch *a, const hs_tensor_name *e)
 {
+    if (!a->enc_dec && (e->flags & (HS_TN_ENC | HS_TN_DEC)))
+        return 0;
+    if (a->enc_dec && e->slot == HS_S_FC_W) /* T5: wi, or wi_0 and wi_1 */
+        return (e->part >= 0) == (a->gated != 0);
     int layer_norm = a->norm_kind == HS_NORM_LAYER;
     switch (e->slot) {
     case HS_S_POS_EMB: return a->pos == HS_POS_LEARNED;
@@ -442,7 +448,7 @@ hs_status hs_names_walk(const hs_model_config *c, hs_names_fn fn, void *ctx, hs_
         if (i == first) {
             for (int l = 0; l < c->n_layer && !st; l++)
                 for (size_t k = first; k <= last && !st; k++)
-                    if (row_applies(c->arch, &t->t[k]))
+                    if (row_applies(c->arch, &t->t[k]) && hs_t5_row_in_layer(c, &t->t[k], l))
                         st = fn(ctx, &t->t[k], l, err);
             i = last;
             continue;
@@ -513,6 +519,12 @@ hs_tensor_shape hs_names_shape(const hs_model_config *c, const hs_tensor_name *e
     case HS_S_MLM_BIAS: s = (hs_tensor_shape){HS_K_VEC, 1, V, V, 0, 0}; break;
     case HS_S_Q_NORM_W:
     case HS_S_K_NORM_W: s = hs_qk_norm_shape(c, e->slot == HS_S_K_NORM_W); break;
+    case HS_S_XQKV_W: s = (hs_tensor_shape){HS_K_MAT, d, 3 * A, 3 * A, 0, 0}; break;
+    case HS_S_XO_W: s = (hs_tensor_shape){HS_K_MAT, A, d, d, 0, 0}; break;
+    case HS_S_REL_ENC:
+    case HS_S_REL_DEC:
+        s = (hs_tensor_shape){HS_K_ROWS, c->arch->rel_buckets, c->n_head, c->n_head, 0, 0};
+        break;
     default: break; /* norms and d-long biases */
     }
     s.slot_floats = (size_t)s.rows * (size_t)s.cols;
@@ -546,6 +558,9 @@ const float **hs_layer_slot_ptr(hs_layer *L, hs_slot s)
     case HS_S_K_NORM_W: return &L->k_norm_w;
     case HS_S_POST_ATTN_NORM_W: return &L->post1_w;
     case HS_S_POST_MLP_NORM_W: return &L->post2_w;
+    case HS_S_XNORM_W: return &L->xln_w;
+    case HS_S_XQKV_W: return &L->w_xqkv;
+    case HS_S_XO_W: return &L->w_xo;
     default: return hs_mla_slot_ptr(L, s);
     }
 }
@@ -568,6 +583,9 @@ const float **hs_slot_ptr(hs_model *m, hs_slot s, int layer)
     case HS_S_MLM_NORM_B: return &m->mlm_ln_b;
     case HS_S_MLM_BIAS: return &m->mlm_bias;
     case HS_S_DECODER: return &m->decoder;
+    case HS_S_ENC_NORM_W: return &m->enc_lnf_w;
+    case HS_S_REL_ENC: return &m->rel_enc;
+    case HS_S_REL_DEC: return &m->rel_dec;
     default: return NULL;
     }
 }
@@ -602,7 +620,11 @@ const char *hs_arch_beyond_base(const hs_arch *a, const hs_model_config *c)
         return "latent attention with query/key norms, post-sublayer norms or a softcap";
     if (a->pos == HS_POS_ALIBI && a->attn_softcap > 0)
         return "ALiBi with an attention softcap";
-    return hs_arch_norms_beyond(a);
+    if (a->enc_dec && (a->qk_norm || a->post_norms || a->no_pre_norm || a->attn_softcap > 0 ||
+                       a->final_softcap > 0))
+        return "an encoder-decoder with query/key norms, post-sublayer norms or softcaps";
+    const char *t5 = hs_t5_beyond(a, c); /* an encoder-decoder's (arch_t5.c) */
+    return t5 ? t5 : hs_arch_norms_beyond(a);
 }
 
 hs_status hs_arch_check(const hs_arch *a, const hs_model_config *c, hs_error *err)
@@ -628,6 +650,8 @@ hs_visibility hs_model_layer_visibility(const hs_model_config *c, int layer)
         return hs_vis_from_causal(c->causal);
     if (hs_model_layer_is_local(c, layer))
         return hs_vis_sliding(c->arch->sliding_window);
+    if (c->arch->enc_dec && layer >= c->n_enc_layer) /* the decoder's self-attention */
+        return hs_vis_from_causal(1);
     return c->arch->vis;
 }
 

@@ -491,8 +491,10 @@ static hs_status emit(sink *s, const hs_model *m, const hs_gguf_write_options *o
                        "form is not implemented yet; use the Hugging Face folder", c->arch->name,
                        c->family == HS_FAMILY_FALCON ? "falcon" : "starcoder");
     if (!arch)
-        return hs_fail(err, HS_E_UNSUPPORTED, "architecture '%s' has no GGUF form (llama.cpp has "
-                       "no such architecture); use the Hugging Face folder", c->arch->name);
+        return hs_fail(err, HS_E_UNSUPPORTED, "architecture '%s' has no GGUF form (%s); use the "
+                       "Hugging Face folder", c->arch->name,
+                       c->arch->enc_dec ? "headscope writes no encoder-decoder GGUF file yet"
+                                        : "llama.cpp has no such architecture");
     if (!m->tok)
         return hs_fail(err, HS_E_UNSUPPORTED,
                        "the model has no tokenizer, and llama.cpp needs tokenizer.ggml.* in a gguf file");

@@ -526,6 +526,57 @@ static hs_status parse_distilbert(const cJSON *root, hs_model_config *c, hs_arch
     return HS_OK;
 }
 
+/* T5 (t5-small/base, v1.1, Flan-T5): d_kv is the head width (n_head d_kv may differ from
+ * d_model); feed_forward_proj "relu" (v1.0) or "gated-gelu" (v1.1, gelu_new gated), as
+ * transformers' T5Config reads it ("gated-" then the activation); tie_word_embeddings
+ * (default true) ties the LM head to the embeddings and scales the final states by
+ * d_model^-0.5 before it. No position limit of its own: relative buckets. */
+static hs_status parse_t5(const cJSON *root, hs_model_config *c, hs_arch *a, hs_error *err)
+{
+    int n_dec = -1, tied = 1;
+    const char *ff = get_str(root, "feed_forward_proj");
+    hs_status st;
+    c->family = HS_FAMILY_T5;
+    c->ln_eps = 1e-6f;
+    c->n_ctx = 32768;
+    c->vocab_size = 32128;
+    if ((st = get_int(root, "num_layers", 1, &c->n_enc_layer, err)) ||
+        (st = get_int(root, "num_decoder_layers", 0, &n_dec, err)) ||
+        (st = get_int(root, "num_heads", 1, &c->n_head, err)) ||
+        (st = get_int(root, "d_model", 1, &c->d_model, err)) ||
+        (st = get_int(root, "d_kv", 1, &c->d_head, err)) ||
+        (st = get_int(root, "d_ff", 1, &c->d_ff, err)) ||
+        (st = get_int(root, "vocab_size", 0, &c->vocab_size, err)) ||
+        (st = get_int(root, "relative_attention_num_buckets", 0, &a->rel_buckets, err)) ||
+        (st = get_int(root, "relative_attention_max_distance", 0, &a->rel_max_distance, err)) ||
+        (st = get_int(root, "decoder_start_token_id", 0, &c->decoder_start_id, err)) ||
+        (st = get_float(root, "layer_norm_epsilon", &c->ln_eps, err)) ||
+        (st = get_bool(root, "tie_word_embeddings", &tied, err)))
+        return st;
+    if (c->d_head < 1)
+        return hs_fail(err, HS_E_VALUE, "config.json: d_kv must be positive");
+    c->n_layer = c->n_enc_layer + (n_dec < 0 ? c->n_enc_layer : n_dec);
+    const char *act = ff && !strncmp(ff, "gated-", 6) ? ff + 6 : ff;
+    a->gated = act != ff;
+    if (!ff || !strcmp(act, "relu"))
+        c->act = HS_ACT_RELU;
+    else if (!strcmp(act, "gelu"))
+        c->act = a->gated ? HS_ACT_GELU_TANH : HS_ACT_GELU_ERF; /* T5Config: gated-gelu is gelu_new */
+    else if (!strcmp(act, "gelu_new"))
+        c->act = HS_ACT_GELU_TANH;
+    else if (!strcmp(act, "silu"))
+        c->act = HS_ACT_SILU;
+    else
+        return hs_fail(err, HS_E_UNSUPPORTED, "config.json: feed_forward_proj '%s' is not "
+                       "supported (expected relu, gated-gelu, gelu or gated-silu)", ff);
+    a->tied_embeddings = tied;
+    a->head_scale = tied ? (float)(1.0 / sqrt((double)c->d_model)) : 0.0f;
+    if (c->decoder_start_id >= c->vocab_size)
+        return hs_fail(err, HS_E_VALUE, "config.json: decoder_start_token_id %d is outside the "
+                       "vocabulary (%d)", c->decoder_start_id, c->vocab_size);
+    return HS_OK;
+}
+
 /* The config.json reader of each family: its model_type and a parser that fills the
  * dimensions and the per-model values of the descriptor a (a copy of the family's). */
 static const struct {
@@ -547,6 +598,7 @@ static const struct {
     {"phi3", HS_FAMILY_PHI3, parse_phi3},
     {"deepseek_v2", HS_FAMILY_DEEPSEEK_V2, hs_parse_deepseek_v2}, /* hf_config_deepseek.c */
     {"deepseek_v3", HS_FAMILY_DEEPSEEK_V3, hs_parse_deepseek_v3},
+    {"t5", HS_FAMILY_T5, parse_t5},
     HS_NORMS_PARSERS /* qwen3, olmo2, gemma2, gemma3_text, gemma3: hf_config_norms.c */
 };
 

@@ -67,6 +67,8 @@ typedef enum hs_slot {
     /* per layer (names hold one %d) */
     HS_S_NORM1_W, HS_S_NORM1_B, HS_S_QKV_W, HS_S_QKV_B, HS_S_O_W, HS_S_O_B,
     HS_S_NORM2_W, HS_S_NORM2_B, HS_S_FC_W, HS_S_FC_B, HS_S_PROJ_W, HS_S_PROJ_B,
+    /* a decoder layer's cross-attention (encoder-decoder): its norm, [Q | K | V], output */
+    HS_S_XNORM_W, HS_S_XQKV_W, HS_S_XO_W,
     /* multi-head latent attention (src/model/arch_deepseek.c): the query's norm and up
      * projection (q_lora > 0), the latent's norm and its up projection to [k_nope | v] */
     HS_S_MLA_QA_NORM_W, HS_S_MLA_QB_W, HS_S_MLA_KVA_NORM_W, HS_S_MLA_KVB_W,
@@ -74,7 +76,9 @@ typedef enum hs_slot {
     HS_S_Q_NORM_W, HS_S_K_NORM_W, HS_S_POST_ATTN_NORM_W, HS_S_POST_MLP_NORM_W,
     /* after the blocks */
     HS_S_FINAL_NORM_W, HS_S_FINAL_NORM_B,
-    HS_S_MLM_W, HS_S_MLM_B, HS_S_MLM_NORM_W, HS_S_MLM_NORM_B, HS_S_MLM_BIAS, HS_S_DECODER
+    HS_S_MLM_W, HS_S_MLM_B, HS_S_MLM_NORM_W, HS_S_MLM_NORM_B, HS_S_MLM_BIAS, HS_S_DECODER,
+    /* encoder-decoder: the encoder's final norm, each stack's relative position bias */
+    HS_S_ENC_NORM_W, HS_S_REL_ENC, HS_S_REL_DEC
 } hs_slot;
 
 #define HS_SLOT_IS_LAYER(s) ((s) >= HS_S_NORM1_W && (s) <= HS_S_POST_MLP_NORM_W)
@@ -86,9 +90,13 @@ enum {
                            base model: lm_head.*, cls.*) */
     HS_TN_GGUF_COPY = 8, /* a GGUF file holds it even when tied, as a copy of the token
                            embeddings (unless hs_gguf_write_options.no_output_copy) */
-    HS_TN_QKV_HEADS = 16 /* a fused QKV stored by K/V group ([g0: q .. q k v][g1: ...]...,
+    HS_TN_QKV_HEADS = 16, /* a fused QKV stored by K/V group ([g0: q .. q k v][g1: ...]...,
                             one group a head in GPT-NeoX: [h0: q k v][h1: q k v]...),
                             reordered at load into the slot's [Q | K | V] */
+    /* encoder-decoder: a layer row of the encoder's layers only, or of the decoder's only
+       (its %d then counts from 0 at the decoder's first layer: hs_names_index) */
+    HS_TN_ENC = 32,
+    HS_TN_DEC = 64
 };
 
 typedef struct hs_tensor_name {
@@ -165,6 +173,10 @@ hs_status hs_names_walk(const hs_model_config *c, hs_names_fn fn, void *ctx, hs_
 
 /* The first row of a's table that fills slot s, or NULL. */
 const hs_tensor_name *hs_names_row(const hs_arch *a, hs_slot s);
+
+/* The number a layer row's name carries for layer l: l, or l - n_enc_layer for a decoder
+ * row (HS_TN_DEC) of an encoder-decoder. */
+int hs_names_index(const hs_model_config *c, const hs_tensor_name *e, int layer);
 
 /* A row's name with its layer filled in (hf, hf_alt or gguf), in buf. */
 const char *hs_names_format(const char *pattern, int layer, char *buf, size_t cap);
@@ -345,6 +357,11 @@ typedef struct hs_layer {
     const float *q_norm_w, *k_norm_w;
     /* hs_arch.post_norms: on the attention's and the MLP's output, (d); NULL without */
     const float *post1_w, *post2_w;
+    /* A decoder layer of an encoder-decoder (else NULL): cross-attention after the
+     * self-attention, x + (norm(x) W_q, enc W_k, enc W_v attention) W_o. */
+    const float *xln_w;           /* (d) */
+    const float *w_xqkv;          /* (d, 3A): [Q | K | V] */
+    const float *w_xo;            /* (A, d) */
     /* Multi-head latent attention (hs_arch.mla_kv_lora > 0), where w_qkv is [q | kv_a]
      * (hs_mla_qkv_width): q_a's norm (q_lora) and q_b (q_lora, n_head (nope + rope)), NULL
      * without q_lora; the latent's norm (kv_lora) and kv_b (kv_lora, n_head (nope + d_head)). */
@@ -399,6 +416,9 @@ struct hs_model {
     /* HS_HEAD_MLM: transform dense (d, d) in,out; its norm; the decoder bias (vocab). */
     const float *mlm_w, *mlm_b, *mlm_ln_w, *mlm_ln_b, *mlm_bias;
     const float *decoder;             /* (vocab, d): explicit LM decoder, or wte when tied */
+    /* encoder-decoder: the encoder's final norm (d); the relative position bias of the
+     * encoder's and the decoder's self-attention, (rel_buckets, n_head) each */
+    const float *enc_lnf_w, *rel_enc, *rel_dec;
 
     hs_tokenizer *tok;                /* NULL when no tokenizer files */
     char warnings[512];               /* hs_model_warnings: lines, each ending in '\n' */

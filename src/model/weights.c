@@ -254,12 +254,13 @@ static const hs_tensor_view *find(builder *b, const hs_tensor_name *e, int layer
                                   char *name, size_t cap)
 {
     hs_tensor_ref r = {e, layer, 0};
-    const hs_tensor_view *t = b->lookup(b->ctx, hs_names_format(e->hf, layer, name, cap), &r,
+    int k = hs_names_index(&b->m->cfg, e, layer); /* a decoder row's number (T5) */
+    const hs_tensor_view *t = b->lookup(b->ctx, hs_names_format(e->hf, k, name, cap), &r,
                                         out_in);
     if (!t && e->hf_alt) {
         char alt[160];
         r.alt = 1;
-        t = b->lookup(b->ctx, hs_names_format(e->hf_alt, layer, alt, sizeof alt), &r, out_in);
+        t = b->lookup(b->ctx, hs_names_format(e->hf_alt, k, alt, sizeof alt), &r, out_in);
     }
     return t;
 }

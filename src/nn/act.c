@@ -120,15 +120,35 @@ HS_CLONES static void silu_back(const float *x, float *dy, size_t count)
     }
 }
 
+/* y = ReLU(x) = max(x, 0) (T5 v1.0) */
+HS_CLONES static void relu(const float *x, float *y, size_t count)
+{
+#pragma omp simd
+    for (size_t i = 0; i < count; i++)
+        y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+}
+
+/* dy *= ReLU'(x): 1 where x > 0, else 0 */
+HS_CLONES static void relu_back(const float *x, float *dy, size_t count)
+{
+#pragma omp simd
+    for (size_t i = 0; i < count; i++)
+        dy[i] = x[i] > 0.0f ? dy[i] : 0.0f;
+}
+
 typedef void (*act_kernel)(const float *, float *, size_t);
 
 static act_kernel forward_kernel(hs_activation act)
 {
+    if (act == HS_ACT_RELU)
+        return relu;
     return act == HS_ACT_GELU_ERF ? gelu_erf : act == HS_ACT_SILU ? silu : gelu_tanh;
 }
 
 static act_kernel back_kernel(hs_activation act)
 {
+    if (act == HS_ACT_RELU)
+        return relu_back;
     return act == HS_ACT_GELU_ERF ? gelu_erf_back : act == HS_ACT_SILU ? silu_back
                                                                         : gelu_tanh_back;
 }

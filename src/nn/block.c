@@ -162,6 +162,60 @@ static void mlp(const hs_model_config *c, const hs_layer *L, hs_forward_ws *ws, 
     }
 }
 
+/* An encoder-decoder's self-attention (T5: one copy, unscaled, the running stack's relative
+ * position bias; encdec.c) on qkv: (n, W) into ws->ctx, the maps to the observer. */
+static hs_status encdec_self(const hs_model *m, int l, hs_forward_ws *ws, const float *qkv,
+                             int n, hs_visibility vis, const float *hm, int maps,
+                             const hs_forward_opts *o, hs_error *err)
+{
+    const hs_model_config *c = &m->cfg;
+    int W = hs_qkv_width(c), A = hs_model_attn_width(c);
+    if (!ws->rel)
+        return hs_fail(err, HS_E_ARG, "model '%s' is an encoder-decoder: run it with "
+                       "hs_forward_encdec", c->arch->name);
+    if (maps && !ws->probs && !(ws->probs = hs_alloc_large(ws->probs_floats * sizeof(float))))
+        return hs_fail(err, HS_E_NOMEM, "out of memory for a layer's attention maps");
+    size_t bad_row;
+    if (hs_encdec_attn(c, qkv, W, qkv + A, qkv + 2 * A, W, n, n, vis, ws->rel, ws->rel_bucket,
+                       hm, maps ? ws->probs : NULL, ws->ctx, &bad_row))
+        return hs_fail(err, HS_E_NOMEM, "out of memory for the attention rows");
+    hs_status st = o && o->allow_nonfinite ? HS_OK : check_probs(bad_row, l, n, err);
+    if (!st && o && o->on_attn && o->on_attn(o->user, l, ws->probs, c->n_head, n))
+        return hs_fail(err, HS_E_ARG, "stopped by observer");
+    return st;
+}
+
+/* A decoder layer's cross-attention (T5's EncDecAttention): x: (n, d) += (norm(x) W_q,
+ * enc W_k, enc W_v attention over every encoder token) W_o, the maps (n_head, n, n_enc) to
+ * o->on_cross, its heads under o->cross_head_mask's row l. */
+static hs_status cross_attention(const hs_model *m, const hs_layer *L, int l, hs_forward_ws *ws,
+                                 int n, const hs_forward_opts *o, hs_error *err)
+{
+    const hs_model_config *c = &m->cfg;
+    int d = c->d_model, A = hs_model_attn_width(c), ne = ws->n_enc;
+    float *q = ws->qkv, *kv = ws->qkv + (size_t)n * (size_t)A; /* (n, A), (ne, 2A) */
+    int maps = o && o->on_cross;
+    if (maps && !ws->probs && !(ws->probs = hs_alloc_large(ws->probs_floats * sizeof(float))))
+        return hs_fail(err, HS_E_NOMEM, "out of memory for a layer's attention maps");
+    norm(c, ws->x, L->xln_w, NULL, ws->h, NULL, NULL, n);
+    hs_op_gemm(0, n, A, d, 1.0f, ws->h, d, L->w_xqkv, 3 * A, 0.0f, q, A);
+    hs_op_gemm(0, ne, 2 * A, d, 1.0f, ws->enc, d, L->w_xqkv + A, 3 * A, 0.0f, kv, 2 * A);
+    const float *hm = o && o->cross_head_mask ? o->cross_head_mask + (size_t)l * c->n_head : NULL;
+    size_t bad_row;
+    if (hs_encdec_attn(c, q, A, kv, kv + A, 2 * A, n, ne, hs_vis_from_causal(0), NULL, NULL, hm,
+                       maps ? ws->probs : NULL, ws->ctx, &bad_row))
+        return hs_fail(err, HS_E_NOMEM, "out of memory for the attention rows");
+    if (bad_row != (size_t)-1 && !(o && o->allow_nonfinite))
+        return hs_fail(err, HS_E_VALUE, "layer %d head %d cross-attention is not finite (query "
+                       "%zu): the attention scores overflow float32", l,
+                       (int)(bad_row / (size_t)n), bad_row % (size_t)n);
+    if (maps && o->on_cross(o->user, l, ws->probs, c->n_head, n, ne))
+        return hs_fail(err, HS_E_ARG, "stopped by observer");
+    hs_op_linear(ws->ctx, L->w_xo, NULL, ws->h, n, A, d);
+    hs_op_add(ws->x, ws->h, (size_t)n * (size_t)d);
+    return HS_OK;
+}
+
 #define HOOKED(hk, s) ((hk) & HS_SITE_BIT(s))
 /* The sites before the contexts: hooked, a batch's copies no longer share its first layer */
 #define BEFORE_CTX                                                                             \
@@ -300,7 +354,13 @@ static hs_status block_run(const hs_model *m, const hs_layer *L, int l, hs_forwa
     /* scores, softmax and P V a row block at a time (hs_op_attn_fused); the layer's maps
      * written out only where an observer or the backward pass wants them */
     int maps = keep || (o && o->on_attn) || HOOKED(hk, HS_SITE_PATTERN);
-    for (int b = 0; b < batch; b++) {
+    if (a->enc_dec && (st = keep || batch > 1 || ws->out_rows
+                                ? hs_fail(err, HS_E_UNSUPPORTED, "an encoder-decoder block "
+                                          "runs one copy, without final rows or the "
+                                          "backward's activations")
+                                : encdec_self(m, l, ws, qkv_all, n, vis, hm, maps, o, err)))
+        return st; /* T5: one copy (hs_forward_encdec), no backward in the block */
+    for (int b = 0; b < batch && !a->enc_dec; b++) {
         float *qkv = qkv_all + (same ? 0 : (size_t)b * (size_t)n * (size_t)W);
         float *ctx_b = ws->ctx + (size_t)b * nA;
         const float *hm_b = hm ? hm + (size_t)b * hm_stride : NULL;
@@ -408,6 +468,8 @@ static hs_status block_run(const hs_model *m, const hs_layer *L, int l, hs_forwa
         return hook_stream(c, o, hk, HS_SITE_RESID_POST, l, x, batch, cn, n, err);
     }
     hs_op_add(x, h, xd);
+    if (L->w_xqkv && (st = cross_attention(m, L, l, ws, n, o, err)))
+        return st; /* a decoder layer of an encoder-decoder */
 
     /* MLP: on the normalised stream (pre-norm), or after normalising it in place (post) */
     if (pre_in)
@@ -481,7 +543,8 @@ void hs_head_decode(const hs_model *m, const float *h, int rows, float *logits)
         else
             memset(row, 0, (size_t)V * sizeof *row);
     }
-    hs_op_gemm(1, rows, V, d, 1.0f, h, d, m->decoder, d, 1.0f, logits, V);
+    float scale = m->cfg.arch->head_scale > 0 ? m->cfg.arch->head_scale : 1.0f; /* T5 tied */
+    hs_op_gemm(1, rows, V, d, scale, h, d, m->decoder, d, 1.0f, logits, V);
     float cap = m->cfg.arch->final_softcap;
     if (cap > 0) /* Gemma 2: cap tanh(z / cap) */
         for (size_t i = 0; i < (size_t)rows * (size_t)V; i++)

@@ -59,6 +59,14 @@ struct hs_forward_ws {
      * chooses in each such layer (hs_moe_forward's route), in a pass of one copy without
      * keep over every row; NULL: not recorded. */
     int32_t *moe_route;
+    /* An encoder-decoder's pass (hs_forward_encdec, encdec.c; NULL otherwise): the running
+     * stack's relative position bias (rel_buckets, n_head) and the bucket of each offset,
+     * rel_bucket[j - i + n - 1] for key j seen from query i; the encoder's final output
+     * enc: (n_enc, d) that the decoder's cross-attention reads */
+    const float *rel;
+    const int32_t *rel_bucket;
+    const float *enc;
+    int n_enc;
 };
 
 /* The activations of one layer that the backward pass needs, written by the block when
@@ -132,5 +140,28 @@ const float *hs_head_transform(const hs_model *m, const float *x, float *y, floa
 
 /* logits: (rows, V) = the decoder (and its bias) on the transformed rows h: (rows, d). */
 void hs_head_decode(const hs_model *m, const float *h, int rows, float *logits);
+
+/* T5's relative position bucket of a key rel = j - i positions from its query: bidirectional
+ * (the encoder) half the buckets for later keys; unidirectional (the decoder) only earlier
+ * keys counted; exact below half the buckets, logarithmic up to max_distance, beyond it the
+ * last bucket (transformers' _relative_position_bucket, its logarithm in float). */
+int hs_t5_bucket(int rel, int bidirectional, int num_buckets, int max_distance);
+
+/* Attention of every head for nq queries over nk keys: q: (nq, ldq), k and v: (nk, ldkv),
+ * head h in columns h*d_head.. of each → probs: (n_head, nq, nk) (NULL: not kept) =
+ * softmax(scale Q_h K_h^T + bias) over the keys vis lets row i see (exactly 0 elsewhere),
+ * scale 1 when the descriptor says attn_unscaled, bias rel[bucket[j - i + nq - 1]][h] when
+ * rel is not NULL (square: nq = nk); ctx: (nq, A) = hm_h P_h V_h (hm NULL: all ones).
+ * *bad_row: the first head * nq + query row not finite, or (size_t)-1. HS_E_NOMEM when
+ * out of memory for a head's scores. */
+hs_status hs_encdec_attn(const hs_model_config *c, const float *q, int ldq, const float *k,
+                         const float *v, int ldkv, int nq, int nk, hs_visibility vis,
+                         const float *rel, const int32_t *bucket, const float *hm, float *probs,
+                         float *ctx, size_t *bad_row);
+
+/* Fails when the model is not an encoder-decoder or the options ask hs_forward_encdec for
+ * what it does not do (a batch, a restart, stored streams, final rows). */
+hs_status hs_forward_encdec_check(const hs_model *m, const hs_forward_opts *o,
+                                  const hs_forward_ws *ws, hs_error *err);
 
 #endif

@@ -143,6 +143,9 @@ hs_status hs_forward(const hs_model *m, const int32_t *ids, const int32_t *type_
     hs_status st0 = hs_forward_check(m, ids, type_ids, n, err);
     if (st0)
         return st0;
+    if (c->arch->enc_dec)
+        return hs_fail(err, HS_E_UNSUPPORTED, "model '%s' is an encoder-decoder: it runs on an "
+                       "encoder text and a decoder target (hs_forward_encdec)", c->arch->name);
     if (o && o->logits && !c->has_lm_head)
         return hs_fail(err, HS_E_UNSUPPORTED, "the model has no language-model head");
     if (o && o->logit_rows) {

@@ -545,6 +545,9 @@ hs_status hs_analyze_run(const hs_model *m, const hs_analyze_input *in, const hs
     int n = in->n;
     *out = NULL;
 
+    if (c->arch->enc_dec)
+        return hs_fail(err, HS_E_UNSUPPORTED, "analyze: the encoder-decoder '%s' is not analysed "
+                       "yet (hs_forward_encdec gives its three kinds of maps)", c->arch->name);
     if (n < 1 || n > c->n_ctx)
         return hs_fail(err, HS_E_INPUT, "analyze: %d tokens (the model takes 1 to %d)", n, c->n_ctx);
     if (!(o->cluster_threshold >= 0) || !isfinite(o->cluster_threshold))

@@ -3,7 +3,7 @@
  * 4 rotated dims and, for the gated ones, one KV head (grouped-query); Falcon and GPT-BigCode
  * multi-query, as their descriptors say; DeepSeek-V2's latent
  * attention with a latent of 8, and V3's with a mixture of experts in layer 1 (its experts
- * read by src/model/moe_weights.c). */
+ * read by src/model/moe_weights.c); T5 one encoder and one decoder layer. */
 #ifndef HEADSCOPE_FUZZ_FAMILIES_H
 #define HEADSCOPE_FUZZ_FAMILIES_H
 
@@ -13,7 +13,7 @@ static const hs_family fz_families[] = {HS_FAMILY_GPT2, HS_FAMILY_BERT, HS_FAMIL
                                         HS_FAMILY_DISTILBERT, HS_FAMILY_GPT_NEOX,
                                         HS_FAMILY_LLAMA, HS_FAMILY_QWEN2, HS_FAMILY_FALCON,
                                         HS_FAMILY_GPT_BIGCODE, HS_FAMILY_PHI3,
-                                        HS_FAMILY_DEEPSEEK_V2, HS_FAMILY_DEEPSEEK_V3,
+                                        HS_FAMILY_DEEPSEEK_V2, HS_FAMILY_DEEPSEEK_V3, HS_FAMILY_T5,
                                         HS_FAMILY_QWEN3, HS_FAMILY_OLMO2, HS_FAMILY_GEMMA2,
                                         HS_FAMILY_GEMMA3};
 #define FZ_N_FAMILIES (sizeof fz_families / sizeof fz_families[0])
@@ -43,8 +43,10 @@ static void fz_family_config(hs_model *m, size_t k)
     m->cfg = (hs_model_config){.family = fz_families[k], .n_layer = 2, .n_head = 2,
                                .d_model = 16, .d_ff = 64, .n_ctx = 16, .vocab_size = 100,
                                .type_vocab_size = 2, .ln_eps = 1e-5f,
-                               .act = m->arch.act == HS_ACT_SILU ? HS_ACT_SILU
-                                                                 : HS_ACT_GELU_TANH,
+                               .act = m->arch.act == HS_ACT_SILU || m->arch.act == HS_ACT_RELU
+                                          ? m->arch.act
+                                          : HS_ACT_GELU_TANH,
+                               .n_enc_layer = m->arch.enc_dec, /* T5: one encoder layer */
                                .arch = &m->arch};
     if (hs_config_validate(&m->cfg, &err) != HS_OK)
         abort();
