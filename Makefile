@@ -183,14 +183,15 @@ unit: $(TEST_BIN) $(TEST_V3_BIN)
 	if [ -n "$$failed" ]; then echo "failing suites:$$failed"; exit 1; fi
 
 # The command-line scripts: cli.sh (every command against the references) and cli_faults.sh
-# (the fault and hostile-input matrix of issue 41: signals, limits, FIFOs, parsers) share
+# (the fault and hostile-input matrix of issue 41: signals, limits, FIFOs, parsers) and
+# cli_norms.sh (Qwen3, OLMo-2, Gemma 2 and 3 end to end) share
 # nothing (each its own temporary folder) and spend much of their time in one-threaded
 # Python checks, so they run at once, each one's output printed whole when it ends, with its
 # wall time; then cli_outdir.sh (what a run may remove or replace in -o; it kills runs at
 # chosen moments) alone. A background job of sh starts with SIGINT and SIGQUIT ignored, and a
 # signal ignored at start stays ignored in headscope (as under nohup): env gives the scripts
 # the default actions back, as a foreground run has them.
-CLI_SCRIPTS = cli cli_faults cli_patch cli_t5
+CLI_SCRIPTS = cli cli_faults cli_patch cli_t5 cli_norms
 cli-test: $(BIN)
 	@pids=; for s in $(CLI_SCRIPTS); do \
 	    ( t0=$$(date +%s%N); HEADSCOPE=$(BIN) env --default-signal=INT,QUIT bash tests/$$s.sh \
@@ -325,7 +326,8 @@ BENCH_ARGS ?=
 BENCH_FAMILIES = $(BUILD)/bench/roberta-base $(BUILD)/bench/distilbert-base \
 	$(BUILD)/bench/pythia-160m $(BUILD)/bench/tinyllama-1.1b \
 	$(BUILD)/bench/falcon7b-2L $(BUILD)/bench/starcoder-1b \
-	$(BUILD)/bench/mistral-7b-2l $(BUILD)/bench/deepseek-v2-lite-2l
+	$(BUILD)/bench/mistral-7b-2l $(BUILD)/bench/deepseek-v2-lite-2l \
+	$(BUILD)/bench/gemma-2-2b $(BUILD)/bench/qwen3-0.6b
 # TinyLlama's shape as GGUF files in three storage types (bench/stored.c; F16 1.9 GB, Q8_0 1.0 GB,
 # Q4_K_M's layout 0.6 GB); llama.cpp's llama-bench beside them with LLAMACPP=path/to/build/bin
 BENCH_STORED = $(addprefix $(BUILD)/bench/tinyllama-1.1b.,f16.gguf q8_0.gguf q4_k_m.gguf)
@@ -368,6 +370,14 @@ $(BUILD)/bench/starcoder-1b/config.json:
 $(BUILD)/bench/mistral-7b-2l/config.json:
 	/usr/bin/python3 fixtures/ref/make_checkpoint.py --arch mistral-7b-2l --dtype bf16 --out $(@D) \
 		--tokenizer fixtures/tokenizer/families/llama2.tokenizer.json
+
+# Gemma-2-2B and Qwen3-0.6B's shapes, BF16, random weights (fixtures/ref/make_norms_fixtures.py)
+$(BUILD)/bench/gemma-2-2b/config.json:
+	/usr/bin/python3 fixtures/ref/make_norms_fixtures.py --one gemma-2-2b --out $(@D) \
+		--tokenizer fixtures/tokenizer/families/gemma.tokenizer.json
+$(BUILD)/bench/qwen3-0.6b/config.json:
+	/usr/bin/python3 fixtures/ref/make_norms_fixtures.py --one qwen3-0.6b --out $(@D) \
+		--tokenizer fixtures/tokenizer/families/qwen2.tokenizer.json
 
 $(BENCH_MODEL)/config.json:
 	/usr/bin/python3 fixtures/ref/make_checkpoint.py --arch gpt2-small --out $(BENCH_MODEL) --tokenizer fixtures/tiny-gpt2

@@ -49,6 +49,16 @@ void cli_analyze_summary(const hs_analysis *a, const char *report_path)
     char name[32];
     printf("%s: %s, %d layers x %d heads, %d tokens\n", cli_shown(hs_model_path(a->model)),
            hs_family_name(c->family), c->n_layer, c->n_head, a->n);
+    if (c->arch->sliding_window > 0) { /* which layers are local, which global */
+        printf("layers: local (window %d):", c->arch->sliding_window);
+        for (int pass = 0; pass < 2; pass++) {
+            int k = 0;
+            for (int l = 0; l < c->n_layer; l++)
+                if (hs_model_layer_is_local(c, l) == !pass)
+                    printf("%s %d", k++ ? "," : "", l);
+            printf("%s%s", k ? "" : " none", pass ? "\n" : "; global:");
+        }
+    }
     static const char *const kinds[] = {"", "mean next-token NLL", "MLM NLL at masked positions",
                                         "1 - cosine to unablated"};
     if (!isnan(a->loss))

@@ -56,6 +56,37 @@ int cmd_info(int argc, char **argv)
     if (ar->sliding_window > 0)
         printf("attention:    a sliding window of %d keys on %s\n", ar->sliding_window,
                ar->global_every > 0 ? "the local layers" : "every layer");
+    if (ar->sliding_window > 0 && ar->global_every > 0) { /* the global layers, the rest local */
+        int k = 0;
+        printf("global:       layer");
+        for (int l = 0; l < cfg->n_layer; l++)
+            if (!hs_model_layer_is_local(cfg, l))
+                printf("%s %d", k++ ? "," : "", l);
+        printf(k ? " (the others local)\n" : "s: none (every layer local)\n");
+    }
+    if (ar->qk_norm || ar->post_norms || ar->norm_offset != 0) {
+        const char *part[4];
+        int np = 0;
+        if (ar->qk_norm)
+            part[np++] = ar->qk_norm == HS_QK_NORM_HEAD ? "queries and keys per head"
+                                                        : "queries and keys over the projection";
+        if (ar->no_pre_norm)
+            part[np++] = "none before the sublayers";
+        if (ar->post_norms)
+            part[np++] = "on the attention and MLP outputs";
+        if (ar->norm_offset != 0)
+            part[np++] = "weights 1 + w";
+        printf("norms:       ");
+        for (int i = 0; i < np; i++)
+            printf("%s %s", i ? ";" : "", part[i]);
+        printf("\n");
+    }
+    if (ar->attn_softcap > 0 || ar->final_softcap > 0)
+        printf("softcap:      attention %g, final logits %g (0: none)\n", (double)ar->attn_softcap,
+               (double)ar->final_softcap);
+    if (ar->query_scale > 0 || ar->emb_scale > 0)
+        printf("scales:       scores x %g, embeddings x %g\n", (double)ar->query_scale,
+               (double)ar->emb_scale);
     if (cfg->n_enc_layer)
         printf("layers:       %d (encoder %d, decoder %d with cross-attention)\n", cfg->n_layer,
                cfg->n_enc_layer, cfg->n_layer - cfg->n_enc_layer);
@@ -84,6 +115,8 @@ int cmd_info(int argc, char **argv)
                ar->rope_scaling == HS_ROPE_LLAMA3 ? ", llama3 scaling" :
                ar->rope_scaling == HS_ROPE_LINEAR ? ", linear scaling" :
                ar->rope_scaling == HS_ROPE_YARN ? ", yarn scaling" : "");
+    if (ar->pos == HS_POS_ROTARY && ar->local_rotary_base > 0 && ar->sliding_window > 0)
+        printf("              local layers: base %g, unscaled\n", (double)ar->local_rotary_base);
     if (ar->moe_experts > 0)
         printf("experts:      %d routed (%d a token, %s), %d shared, %d wide, from layer %d\n",
                ar->moe_experts, ar->moe_top_k, ar->moe_scoring == HS_MOE_SIGMOID ? "sigmoid"

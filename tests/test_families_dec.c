@@ -15,6 +15,7 @@
 #include "headscope/model.h"
 #include "model/model_internal.h"
 #include "nn/ops.h"
+#include "lm_golden.h"
 #include "testutil.h"
 
 #define ATTN_TOL 1e-5
@@ -121,19 +122,7 @@ static void check_forward(const char *name, dec_case *k)
     d = tu_max_abs_diff(hidden, hid.data, hid.count, &w);
     cr_expect_leq(d, HIDDEN_TOL, "%s: hidden max|d| = %g at %zu", name, d, w);
 
-    const cJSON *nll = cJSON_GetObjectItem(j, "nll");
-    const int32_t *id = k->ids.data;
-    double loss = 0;
-    cr_assert_eq(cJSON_GetArraySize(nll), n - 1);
-    for (int i = 0; i + 1 < n; i++) {
-        double v = tu_nll(logits + (size_t)i * c->vocab_size, c->vocab_size, id[i + 1]);
-        double want = cJSON_GetArrayItem(nll, i)->valuedouble;
-        cr_expect(fabs(v - want) <= LOSS_TOL, "%s: nll[%d] %.7f vs %.7f", name, i, v, want);
-        loss += v;
-    }
-    loss /= n - 1;
-    double want = cJSON_GetObjectItem(j, "loss")->valuedouble;
-    cr_expect(fabs(loss - want) <= LOSS_TOL, "%s: loss %.7f vs %.7f", name, loss, want);
+    tu_expect_nll(name, logits, c->vocab_size, k->ids.data, n, j, LOSS_TOL);
     hs_npy_free(&attn);
     hs_npy_free(&hid);
     free(hidden);
@@ -141,41 +130,18 @@ static void check_forward(const char *name, dec_case *k)
     hs_trace_free(trace);
 }
 
-static void expect_grid(const char *name, const char *what, const double *got, const cJSON *grid,
-                        int L, int G, double abs_tol, double rel_tol)
-{
-    cr_assert(cJSON_IsArray(grid), "%s: no %s reference", name, what);
-    cr_assert_eq(cJSON_GetArraySize(grid), L);
-    for (int l = 0; l < L; l++) {
-        const cJSON *row = cJSON_GetArrayItem(grid, l);
-        cr_assert_eq(cJSON_GetArraySize(row), G);
-        for (int g = 0; g < G; g++) {
-            double w = cJSON_GetArrayItem(row, g)->valuedouble, v = got[l * G + g];
-            cr_expect(fabs(v - w) <= abs_tol + rel_tol * fabs(w), "%s: %s %d.%d = %.8g, "
-                      "reference %.8g", name, what, l, g, v, w);
-        }
-    }
-}
-
 /* Ablation per query head (the batched sweep), per KV group (every query head of a group
  * masked together) and gradient importance, against the reference's. */
 static void check_importance(const char *name, dec_case *k)
 {
     const cJSON *imp = cJSON_GetObjectItem(k->j, "importance");
-    cr_assert(cJSON_IsObject(imp), "%s: no importance reference", name);
     const hs_model_config *c = hs_model_config_of(k->m);
     int L = c->n_layer, H = c->n_head, KV = c->n_kv_head, LH = L * H;
     hs_loss_input in = {.ids = k->ids.data, .n = k->n, .kind = HS_LOSS_LM};
     hs_error err = {{0}};
-    hs_loss_eval *ev;
-    cr_assert_eq(hs_loss_eval_new(k->m, &in, &ev, &err), HS_OK, "%s", err.msg);
-    double base, *delta = malloc((size_t)LH * sizeof *delta);
-    cr_assert_eq(hs_loss_eval_run(ev, NULL, &base, &err), HS_OK, "%s", err.msg);
-    double want = cJSON_GetObjectItem(imp, "base_loss")->valuedouble;
-    cr_expect(fabs(base - want) <= LOSS_TOL, "%s: base loss %.7f vs %.7f", name, base, want);
-    cr_assert_eq(hs_ablation_sweep(ev, base, NULL, delta, NULL, NULL, &err), HS_OK, "%s", err.msg);
-    expect_grid(name, "ablation", delta, cJSON_GetObjectItem(imp, "ablation"), L, H, LOSS_TOL, 0);
-
+    double base;
+    hs_loss_eval *ev = tu_expect_lm_importance(name, k->m, k->ids.data, k->n, imp, LOSS_TOL,
+                                               GRAD_ABS, GRAD_REL, &base);
     if (KV < H) { /* a whole KV group: the head mask of its query heads */
         float *mask = malloc((size_t)LH * sizeof *mask);
         double *gd = malloc((size_t)(L * KV) * sizeof *gd);
@@ -187,25 +153,16 @@ static void check_importance(const char *name, dec_case *k)
                 cr_assert_eq(hs_loss_eval_run(ev, mask, &v, &err), HS_OK, "%s", err.msg);
                 gd[l * KV + g] = v - base;
             }
-        expect_grid(name, "KV-group ablation", gd, cJSON_GetObjectItem(imp, "ablation_kv"), L,
-                    KV, LOSS_TOL, 0);
+        tu_expect_grid(name, "KV-group ablation", gd, cJSON_GetObjectItem(imp, "ablation_kv"),
+                       L, KV, LOSS_TOL, 0);
         free(gd);
         free(mask);
     }
 
-    double *raw = malloc((size_t)LH * sizeof *raw), *norm = malloc((size_t)LH * sizeof *norm);
-    cr_assert_eq(hs_gradient_importance(k->m, &in, raw, norm, &err), HS_OK, "%s: %s", name, err.msg);
-    expect_grid(name, "gradient (raw)", raw, cJSON_GetObjectItem(imp, "gradient_raw"), L, H,
-                GRAD_ABS, GRAD_REL);
-    expect_grid(name, "gradient", norm, cJSON_GetObjectItem(imp, "gradient"), L, H, GRAD_ABS,
-                GRAD_REL);
     double loss, *sg = malloc((size_t)LH * sizeof *sg);
     cr_assert_eq(hs_gradient_signed(k->m, &in, sg, &loss, &err), HS_OK, "%s", err.msg);
     cr_expect(fabs(loss - base) <= 1e-6, "%s: gradient's loss %.9f, evaluator %.9f", name, loss, base);
     free(sg);
-    free(raw);
-    free(norm);
-    free(delta);
     hs_loss_eval_free(ev);
 }
 
@@ -225,8 +182,8 @@ static void check_masked_gradient(const char *name, dec_case *k)
     double loss, base, *sg = malloc((size_t)(L * H) * sizeof *sg);
     cr_assert_eq(hs_gradient_signed_masked(k->m, &in, k->hm.data, sg, &loss, &err), HS_OK, "%s",
                  err.msg);
-    expect_grid(name, "gradient at the mask", sg, cJSON_GetObjectItem(ref, "gradient_at_mask"), L,
-                H, GRAD_ABS, GRAD_REL);
+    tu_expect_grid(name, "gradient at the mask", sg,
+                   cJSON_GetObjectItem(ref, "gradient_at_mask"), L, H, GRAD_ABS, GRAD_REL);
     hs_loss_eval *ev;
     cr_assert_eq(hs_loss_eval_new(k->m, &in, &ev, &err), HS_OK, "%s", err.msg);
     cr_assert_eq(hs_loss_eval_run(ev, k->hm.data, &base, &err), HS_OK, "%s", err.msg);

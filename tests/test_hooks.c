@@ -288,3 +288,51 @@ Test(hooks, parallel_residual_and_grouped_kv_heads)
         hs_model_free(m);
     }
 }
+
+/* The normalised decoders (tiny-gemma2: softcaps, post-norms, local layers; tiny-olmo2:
+ * full-width query/key norms, no pre-norm): reading every site changes no bit, q and k are
+ * the normalised and turned ones the capture keeps, and attn_out and mlp_out are what the
+ * stream adds (after the post-sublayer norms): resid_post = resid_pre + attn_out + mlp_out. */
+Test(hooks, normalised_decoders)
+{
+    static const int32_t ids[] = {5, 17, 3, 99, 42, 7, 8, 61};
+    const char *models[] = {"fixtures/family-models/tiny-gemma2",
+                            "fixtures/family-models/tiny-olmo2"};
+    for (int mi = 0; mi < 2; mi++) {
+        hs_model *m = tu_load(models[mi]);
+        const hs_model_config *c = hs_model_config_of(m);
+        int n = 8, d = c->d_model, V = c->vocab_size, W = hs_qkv_width(c);
+        int A = hs_model_attn_width(c), kvA = c->n_kv_head * c->d_head;
+        float *ref = malloc((size_t)n * V * 4), *got = malloc((size_t)n * V * 4);
+        hs_error err = {{0}};
+        hs_forward_opts o = {.logits = ref};
+        cr_assert_eq(hs_forward(m, ids, NULL, n, &o, NULL, &err), HS_OK, "%s", err.msg);
+        hook_state s = {0};
+        o = (hs_forward_opts){.logits = got, .hook = hook, .hook_user = &s,
+                              .hook_sites = ~0u & ~HS_SITE_BIT(HS_SITE_RESULT)};
+        cr_assert_eq(hs_forward(m, ids, NULL, n, &o, NULL, &err), HS_OK, "%s", err.msg);
+        cr_assert_eq(memcmp(ref, got, (size_t)n * V * 4), 0, "%s", models[mi]);
+        hs_activations *a = NULL;
+        cr_assert_eq(hs_activations_run(m, ids, NULL, n, HS_CAPTURE_QKV, &a, &err), HS_OK);
+        for (int l = 0; l < c->n_layer && l < 8; l++) {
+            const float *cap = a->qkv + (size_t)l * n * W;
+            for (int i = 0; i < n; i++) {
+                cr_assert_eq(memcmp(s.store[HS_SITE_Q][l] + (size_t)i * A, cap + (size_t)i * W,
+                                    (size_t)A * 4), 0);
+                cr_assert_eq(memcmp(s.store[HS_SITE_K][l] + (size_t)i * kvA,
+                                    cap + (size_t)i * W + A, (size_t)kvA * 4), 0);
+            }
+            for (size_t k = 0; k < (size_t)n * d; k++)
+                cr_assert_float_eq(s.store[HS_SITE_RESID_POST][l][k],
+                                   s.store[HS_SITE_RESID_PRE][l][k] +
+                                       s.store[HS_SITE_ATTN_OUT][l][k] +
+                                       s.store[HS_SITE_MLP_OUT][l][k], 1e-4, "%s layer %d",
+                                   models[mi], l);
+        }
+        hs_activations_free(a);
+        free_state(&s);
+        free(ref);
+        free(got);
+        hs_model_free(m);
+    }
+}

@@ -48,6 +48,12 @@ typedef enum hs_family {
     HS_FAMILY_DEEPSEEK_V2 = 11, /* multi-head latent attention (hs_arch.mla_*), Llama's MLP or a
                                   mixture of experts (hs_arch.moe_*) */
     HS_FAMILY_DEEPSEEK_V3 = 12, /* DeepSeek-V2's block, V3's defaults and sigmoid routing */
+    /* the normalised decoders (model_type qwen3, olmo2, gemma2, gemma3_text) */
+    HS_FAMILY_QWEN3 = 13,   /* Llama's block, per-head Q/K RMSNorm, explicit head_dim */
+    HS_FAMILY_OLMO2 = 14,   /* norms on the sublayers' outputs, full-width Q/K RMSNorm */
+    HS_FAMILY_GEMMA2 = 15,  /* (1 + w) RMSNorm before and after each sublayer, softcaps,
+                               alternating local and global layers, GeGLU */
+    HS_FAMILY_GEMMA3 = 16,  /* Gemma 2's block with per-head Q/K norms, 5:1 local:global */
     /* encoder-decoder: an encoder stack, then a decoder stack with cross-attention */
     HS_FAMILY_T5 = 40       /* T5, T5 v1.1, Flan-T5: RMSNorm, relative position buckets */
 } hs_family;
@@ -128,6 +134,15 @@ typedef enum hs_head_kind {
     HS_HEAD_DECODER = 1, /* logits = x W_dec^T (after the final norm of a pre-norm model) */
     HS_HEAD_MLM = 2      /* BERT's MLM head: dense, activation, norm, then W_dec^T + bias */
 } hs_head_kind;
+
+/* Where queries and keys are normalised (RMSNorm, after the projection, before rotary). */
+typedef enum hs_qk_norm {
+    HS_QK_NORM_NONE = 0,
+    HS_QK_NORM_HEAD = 1, /* each head's d_head dimensions, one weight (d_head) for all heads
+                            (Qwen3, Gemma 3) */
+    HS_QK_NORM_FULL = 2  /* the whole projection: queries n_head d_head, keys n_kv_head d_head
+                            wide, weights as wide (OLMo-2) */
+} hs_qk_norm;
 
 struct hs_names; /* the family's tensor-name table, private to the library */
 
@@ -213,6 +228,21 @@ typedef struct hs_arch {
     int attn_unscaled;          /* scores are Q K^T, not divided by sqrt(d_head) (T5) */
     float head_scale;           /* 0, or the factor of the final states before the LM head
                                    (T5 with tied embeddings: d_model^-0.5) */
+    /* The normalised decoders (Qwen3, OLMo-2, Gemma 2 and 3); 0 in every other family. */
+    hs_qk_norm qk_norm;         /* RMSNorm of queries and keys before rotary */
+    int post_norms;             /* a norm on the attention's and the MLP's output before each
+                                   is added to the stream: x + norm(f(...)) */
+    int no_pre_norm;            /* the sublayers read the stream itself (OLMo-2: post_norms
+                                   only); the final norm stays */
+    float norm_offset;          /* RMSNorm weights stored as w - offset: the norm multiplies by
+                                   offset + w (Gemma: 1); added at load from a Hugging Face
+                                   folder (GGUF files store offset + w) */
+    float attn_softcap;         /* scores s become cap tanh(s / cap) before the mask; 0: none */
+    float final_softcap;        /* logits likewise; 0: none */
+    float emb_scale;            /* the token embeddings times this (Gemma: sqrt(d_model) rounded
+                                   to the embeddings' stored type; set at load); 0: none */
+    float query_scale;          /* the scores' scale (Gemma: query_pre_attn_scalar^-1/2); 0:
+                                   1 / sqrt(d_head) */
 } hs_arch;
 
 /* The descriptor of a family by its name ("gpt2", "llama") or by its enum, or NULL when
@@ -402,8 +432,8 @@ void hs_model_files_free(hs_model_file *files, int n);
 int hs_model_kv_head(const hs_model_config *c, int h);
 
 /* Family names: "gpt2", "bert", "roberta", "distilbert", "gpt_neox", "llama", "qwen2",
- * "falcon", "gpt_bigcode", "phi3", "deepseek_v2",
- * "deepseek_v3", "t5". */
+ * "falcon", "gpt_bigcode", "phi3", "deepseek_v2", "deepseek_v3", "t5", "qwen3", "olmo2",
+ * "gemma2", "gemma3_text". */
 const char *hs_family_name(hs_family f);
 
 #ifdef __cplusplus

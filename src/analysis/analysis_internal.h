@@ -57,6 +57,10 @@ struct hs_model_config;
  * weights. */
 int hs_composition_defined(const struct hs_model_config *c);
 
+/* Why composition is undefined for a pre-norm decoder whose block normalises queries and
+ * keys or the sublayers' outputs (Qwen3, OLMo-2, Gemma 2 and 3), or NULL. A static phrase. */
+const char *hs_composition_norms_undefined(const struct hs_model_config *c);
+
 /* hs_composition_compute reporting its steps to progress (may be NULL) as "composition":
  * each layer's Gram matrices, each pair of layers, the copying scores. */
 struct hs_model;

@@ -30,6 +30,11 @@ const char *hs_dla_undefined(const hs_model *m)
                "head's output reaches the logits only through data-dependent rescaling";
     if (a->head != HS_HEAD_DECODER)
         return "a non-linear transform lies between the residual stream and the unembedding";
+    if (a->post_norms)
+        return "the attention's output is normalised before it is added to the stream, so a "
+               "head's share of it reaches the logits only through data-dependent rescaling";
+    if (a->final_softcap > 0)
+        return "the final logit softcap (cap tanh(z / cap)) is not linear in the stream";
     return NULL;
 }
 

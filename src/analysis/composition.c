@@ -151,7 +151,20 @@ int hs_composition_defined(const hs_model_config *c)
     const hs_arch *a = c->arch;
     /* pre-norm: every head reads the stream through its own layer's norm, whose scale folds
        into W_Q, W_K, W_V; rotary positions are left out of W_Q W_K^T (docs/metrics.md) */
-    return a->norm_place == HS_NORM_PRE && a->head == HS_HEAD_DECODER && !a->mla_kv_lora;
+    return a->norm_place == HS_NORM_PRE && a->head == HS_HEAD_DECODER && !a->mla_kv_lora &&
+           !hs_composition_norms_undefined(c);
+}
+
+const char *hs_composition_norms_undefined(const hs_model_config *c)
+{
+    const hs_arch *a = c->arch;
+    if (a->qk_norm)
+        return "queries and keys are normalised after their projections, so W_Q W_K^T is not "
+               "the map from the stream to the scores";
+    if (a->post_norms || a->no_pre_norm)
+        return "each sublayer's output is normalised before it is added, so the weights alone "
+               "do not say how much of a head's output reaches a later head";
+    return NULL;
 }
 
 hs_status hs_composition_compute(const hs_model *m, hs_composition **out, hs_error *err)
@@ -166,9 +179,12 @@ hs_status hs_composition_run(const hs_model *m,
     *out = NULL;
     const hs_model_config *c = &m->cfg;
     if (!hs_composition_defined(c))
-        return hs_fail(err, HS_E_UNSUPPORTED, "composition scores are defined for pre-norm "
-                       "decoders; %s renormalises the residual stream after every sublayer",
-                       c->arch->name);
+        return hs_composition_norms_undefined(c)
+                   ? hs_fail(err, HS_E_UNSUPPORTED, "composition scores: architecture '%s': %s",
+                             c->arch->name, hs_composition_norms_undefined(c))
+                   : hs_fail(err, HS_E_UNSUPPORTED, "composition scores are defined for "
+                             "pre-norm decoders; %s renormalises the residual stream after "
+                             "every sublayer", c->arch->name);
     if (!m->has_weights)
         return hs_fail(err, HS_E_ARG, "composition: the model was opened without weights");
     hs_status st = HS_OK;

@@ -107,6 +107,38 @@ static void mlp_back(const hs_model_config *c, const hs_layer *W, const float *p
     linear_back(dff, W->w_fc, din, n, d, F, 0);
 }
 
+/* dS: (keys) of query row q over keys [lo, hi) times the softcap's derivative
+ * 1 - tanh^2(s / cap), s = scale q . k_j (the forward's score, recomputed). */
+static void softcap_back(const float *q, const float *k, int W, int dh, float scale, float cap,
+                         float *ds, int lo, int hi)
+{
+    for (int j = lo; j < hi; j++) {
+        const float *kj = k + (size_t)j * (size_t)W;
+        float s = 0.0f;
+        for (int e = 0; e < dh; e++)
+            s += q[e] * kj[e];
+        float t = tanhf(scale * s / cap);
+        ds[j] *= 1.0f - t * t;
+    }
+}
+
+/* Back through the query/key norm (hs_qk_normalise), dqkv: (n, W) in place. */
+static void qk_norm_back(const hs_model_config *c, const hs_layer *W, const hs_block_keep *gl,
+                         float *dqkv, int n)
+{
+    int A = hs_model_attn_width(c), K = c->n_kv_head * c->d_head, Wq = hs_qkv_width(c);
+    int per = c->arch->qk_norm == HS_QK_NORM_HEAD, nr = hs_qk_norms(c);
+    int nq = per ? c->n_head : 1, nk = per ? c->n_kv_head : 1;
+    int wq = per ? c->d_head : A, wk = per ? c->d_head : K;
+    for (int i = 0; i < n; i++) {
+        float *g = dqkv + (size_t)i * (size_t)Wq;
+        const float *xh = gl->qk_xhat + (size_t)i * (size_t)(A + K);
+        const float *rs = gl->qk_rstd + (size_t)i * (size_t)nr;
+        norm_back(1, xh, rs, W->q_norm_w, g, g, nq, wq, 0);
+        norm_back(1, xh + A, rs + nq, W->k_norm_w, g + A, g + A, nk, wk, 0);
+    }
+}
+
 /* Attention backward of one layer: dctx: (n, A) → dqkv: (n, W) (hs_qkv_width, A =
  * hs_model_attn_width). dp: (H, n, n)
  * scratch. Key/value groups run in parallel, the query heads of a group one after the
@@ -123,7 +155,7 @@ static void attention_back(const hs_model_config *c, hs_visibility vis, const fl
 {
     int d = hs_model_attn_width(c), dh = c->d_head, W = hs_qkv_width(c), KV = c->n_kv_head;
     int G = c->n_head / KV;
-    float scale = 1.0f / sqrtf((float)dh);
+    float scale = hs_attn_scale(c), cap = c->arch->attn_softcap;
     size_t nn = (size_t)n * (size_t)n, koff = (size_t)d, voff = (size_t)d + (size_t)KV * (size_t)dh;
 #pragma omp parallel for schedule(dynamic) if (KV > 1 && nn * (size_t)c->n_head >= 32768)
     for (int kv = 0; kv < KV; kv++)
@@ -153,6 +185,8 @@ static void attention_back(const hs_model_config *c, hs_visibility vis, const fl
                 di[j] = 0.0f;
             for (int j = hi; j < n; j++)
                 di[j] = 0.0f;
+            if (cap > 0) /* through cap tanh(s / cap): times 1 - tanh^2, s recomputed */
+                softcap_back(q + (size_t)i * (size_t)W, k, W, dh, scale, cap, di, lo, hi);
         }
         cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, dh, n, scale, dp, n, k, W,
                     0.0f, dqkv + off, W);
@@ -161,6 +195,20 @@ static void attention_back(const hs_model_config *c, hs_visibility vis, const fl
     }
 }
 
+
+/* d loss / d logits: (V) (softmax - onehot) / R, held where the softcapped logits y = cap
+ * tanh(z / cap) were, made d loss / d z: times 1 - (y / cap)^2. Each y is read back from its
+ * probability, y = max + log(row_v / inv) (a probability that underflowed to 0 has no
+ * gradient), the target's is target. */
+static void final_softcap_back(float *row, int V, float mx, float inv, float cap, int tgt,
+                               float target)
+{
+    for (int v = 0; v < V; v++) {
+        float e = row[v] / inv, y = v == tgt ? target : e > 0 ? mx + logf(e) : 0.0f;
+        float t = y / cap;
+        row[v] *= 1.0f - t * t;
+    }
+}
 
 /* ---- the pass ----------------------------------------------------------------------- */
 
@@ -270,6 +318,7 @@ static hs_status gradient_pass(const hs_model *m, const hs_loss_input *in, const
     const size_t nW = (size_t)n * (size_t)Wq, nn = (size_t)n * (size_t)n, rd = (size_t)R * (size_t)d;
     const size_t nfa = c->gated ? (size_t)n * (size_t)f : 0;
     const int HB = R < head_rows ? R : head_rows; /* logit rows at once */
+    const float fcap = c->arch->final_softcap;
     hs_grad_scratch own = {0}, *sc = keep ? keep : &own;
     double inv_freq[HS_ROTARY_MAX_DIMS / 2];
     if (sc->ws && sc->ws_n != n) {
@@ -284,10 +333,16 @@ static hs_status gradient_pass(const hs_model *m, const hs_loss_input *in, const
     /* One allocation: per layer kept 2nd + nA + nW + 2n + Hn² + nF floats (every layer's, or
      * one layer's and each layer's input stream, nd), then the head and the backward
      * scratch. */
-    size_t per_layer = 2 * nd + nA + nW + 2 * (size_t)n + (size_t)H * nn + nF;
+    const int qkn = hs_qk_norms(c), post = c->arch->post_norms;
+    const int pre_in = pre && !c->arch->no_pre_norm; /* the sublayers read the normed stream */
+    const size_t nqk = qkn ? (size_t)n * (size_t)(A + c->n_kv_head * c->d_head) : 0;
+    const size_t npost = post ? 2 * (nd + (size_t)n) : 0; /* the post-norms' statistics */
+    size_t per_layer = 2 * nd + nA + nW + 2 * (size_t)n + (size_t)H * nn + nF + nqk +
+                       (size_t)n * (size_t)qkn + npost;
     size_t head = 5 * rd + 2 * (size_t)R + (size_t)HB * (size_t)V;
     /* dx, dh, dqkv, dff (+ the gated product's), dp, the parallel MLP's dx */
-    size_t scratch = nd + ndA + nW + nF + nfa + (size_t)H * nn + (par ? nd : 0);
+    size_t scratch = nd + ndA + nW + nF + nfa + (size_t)H * nn + (par ? nd : 0) +
+                     (post ? nd : 0);
     if (taps && taps->site == HS_SITE_PATTERN)
         scratch += (size_t)H * nn; /* d / d probs */
     size_t total, layers_sz;
@@ -331,6 +386,16 @@ static hs_status gradient_pass(const hs_model *m, const hs_loss_input *in, const
         gl->xhat2 = p, p += nd;
         gl->rstd2 = p, p += n;
         gl->ff = p, p += nF;
+        if (qkn) {
+            gl->qk_xhat = p, p += nqk;
+            gl->qk_rstd = p, p += (size_t)n * (size_t)qkn;
+        }
+        if (post) {
+            gl->xhat_pa = p, p += nd;
+            gl->xhat_pm = p, p += nd;
+            gl->rstd_pa = p, p += n;
+            gl->rstd_pm = p, p += n;
+        }
     }
     if (recompute)
         xs = p, p += nd * (size_t)L;
@@ -349,6 +414,8 @@ static hs_status gradient_pass(const hs_model *m, const hs_loss_input *in, const
     float *dp = p; p += (size_t)H * nn; /* (H, n, n) */
     float *dx2 = par ? p : NULL;  /* (n, d): the parallel MLP's part of d loss / d x_in */
     p += par ? nd : 0;
+    float *dpost = post ? p : NULL; /* (n, d): d loss / d (a sublayer's output before its norm) */
+    p += post ? nd : 0;
     float *dpat_buf = p;          /* (H, n, n) a pattern tap's d / d probs */
     float *x = ws->x;             /* (n, d) residual stream */
 
@@ -383,9 +450,17 @@ static hs_status gradient_pass(const hs_model *m, const hs_loss_input *in, const
      * onehot) / R in their place, then d hy = dlogits · decoder (decoder: (V, d)) into the
      * block's rows of hy, which the block no longer reads (hdec may be hy). The backward's
      * first step is taken before the loss is known; a pass stopped at the cap wastes it. */
+    /* a tap's metric under a final softcap: the capped logits kept to take its derivative */
+    float *ycap = taps && fcap > 0 ? malloc((size_t)HB * (size_t)V * sizeof *ycap) : NULL;
+    if (taps && fcap > 0 && !ycap) {
+        st = hs_fail(err, HS_E_NOMEM, "out of memory for the softcapped logits");
+        goto fail;
+    }
     for (int r0 = 0; r0 < R; r0 += HB) {
         int nb = R - r0 < HB ? R - r0 : HB;
         hs_head_decode(m, hdec + (size_t)r0 * (size_t)d, nb, logits);
+        if (ycap)
+            memcpy(ycap, logits, (size_t)nb * (size_t)V * sizeof *ycap);
         /* rows in parallel, their losses summed in row order below (the same value on any
          * thread count) */
 #pragma omp parallel for schedule(static) if (nb > 1)
@@ -394,6 +469,10 @@ static hs_status gradient_pass(const hs_model *m, const hs_loss_input *in, const
             float *row = logits + (size_t)b * (size_t)V, mx;
             if (taps) { /* the metric and its gradient in the row's place */
                 row_loss[r] = taps->dlogits(taps->user, row, V);
+                for (int v = 0; ycap && v < V; v++) { /* y = cap tanh(z / cap) */
+                    float t = ycap[(size_t)b * (size_t)V + (size_t)v] / fcap;
+                    row[v] *= 1.0f - t * t;
+                }
                 continue;
             }
             float target = row[tgt[r]];
@@ -403,10 +482,13 @@ static hs_status gradient_pass(const hs_model *m, const hs_loss_input *in, const
             for (int v = 0; v < V; v++)
                 row[v] *= inv;
             row[tgt[r]] -= (float)(1.0 / R);
+            if (fcap > 0)
+                final_softcap_back(row, V, mx, inv, fcap, tgt[r], target);
         }
         hs_op_gemm(0, nb, d, V, 1.0f, logits, V, m->decoder, d, 0.0f, hy + (size_t)r0 * (size_t)d,
                    d);
     }
+    free(ycap);
     double sum = 0;
     for (int r = 0; r < R; r++)
         sum += row_loss[r];
@@ -449,17 +531,21 @@ static hs_status gradient_pass(const hs_model *m, const hs_loss_input *in, const
         hs_block_keep *gl = &lay[l];
         if (!pre) /* x_out = LN2(z), z = a + MLP(a) */
             norm_back(rms, gl->xhat2, gl->rstd2, W->ln2_w, dx, dx, n, d, 0);
-        TAP(HS_SITE_MLP_OUT, NULL, dx, n, d, d); /* d / d (the MLP's output) */
+        TAP(HS_SITE_MLP_OUT, NULL, dx, n, d, d); /* d / d (the MLP's output, post-normed) */
+        if (post) /* x_out = x_mid + PN2(MLP(...)) */
+            norm_back(1, gl->xhat_pm, gl->rstd_pm, W->post2_w, dx, dpost, n, d, 0);
         if (W->moe_gate) { /* a mixture of experts (pre-norm: its input is xhat2 ln2_w) */
             if (hs_moe_back(c, W, gl->xhat2, W->ln2_w, dx, dh, n)) {
                 hs_layer_put(m, l);
                 st = hs_fail(err, HS_E_NOMEM, "out of memory for the experts' backward");
                 goto fail;
             }
-        } else {
-            mlp_back(c, W, gl->ff, dx, dff, dh, n); /* dh = d loss / d (the MLP's input) */
+        } else { /* dh = d loss / d (the MLP's input) */
+            mlp_back(c, W, gl->ff, post ? dpost : dx, dff, dh, n);
         }
-        if (par) {   /* x_out = x_in + attn(LN1(x_in)) + MLP(LN2(x_in)) */
+        if (pre && !pre_in) { /* x_out = x_mid + PN2(MLP(x_mid)) */
+            hs_op_add(dx, dh, nd);
+        } else if (par) {   /* x_out = x_in + attn(LN1(x_in)) + MLP(LN2(x_in)) */
             norm_back(rms, gl->xhat2, gl->rstd2, W->ln2_w, dh, dx2, n, d, 0);
         } else if (pre) { /* x_out = x_mid + MLP(LN2(x_mid)) */
             norm_back(rms, gl->xhat2, gl->rstd2, W->ln2_w, dh, dx, n, d, 1);
@@ -467,9 +553,12 @@ static hs_status gradient_pass(const hs_model *m, const hs_loss_input *in, const
             hs_op_add(dx, dh, nd);
             norm_back(rms, gl->xhat1, gl->rstd1, W->ln1_w, dx, dx, n, d, 0);
         }
-        /* dx is now d loss / d (ctx W_O + b_O), the attention's output. */
+        /* dx is now d loss / d (ctx W_O + b_O), the attention's output (x_mid with post
+           norms: then through PN1 first) */
         TAP(HS_SITE_ATTN_OUT, NULL, dx, n, d, d);
-        linear_back(dx, W->w_o, dh, n, A, d, 0); /* dh = d loss / d ctx: (n, A) */
+        if (post)
+            norm_back(1, gl->xhat_pa, gl->rstd_pa, W->post1_w, dx, dpost, n, d, 0);
+        linear_back(post ? dpost : dx, W->w_o, dh, n, A, d, 0); /* dh = d loss / d ctx: (n, A) */
         TAP(HS_SITE_Z, gl->ctx, dh, n, A, A);
         /* d ctx / d xi = P V - r (r = 0 without a replacement) */
         const float *rl = in->replace ? in->replace + (size_t)l * nA : NULL;
@@ -524,7 +613,9 @@ static hs_status gradient_pass(const hs_model *m, const hs_loss_input *in, const
             hs_op_rotary_scaled(dqkv, n, H, c->d_head, Wq, rot, inv_freq, rsc, 0, 1);
             hs_op_rotary_scaled(dqkv + A, n, c->n_kv_head, c->d_head, Wq, rot, inv_freq, rsc, 0, 1);
         }
-        if (pre) {
+        if (qkn)
+            qk_norm_back(c, W, gl, dqkv, n);
+        if (pre_in) {
             linear_back(dqkv, W->w_qkv, dh, n, d, Wq, 0);
             norm_back(rms, gl->xhat1, gl->rstd1, W->ln1_w, dh, dx, n, d, 1);
         } else {

@@ -201,11 +201,13 @@ static void add_composition(cJSON *r, const hs_analysis *a)
     cJSON *co = cJSON_AddObjectToObject(r, "composition");
     if (!cp) {
         cJSON_AddBoolToObject(co, "available", 0);
-        cJSON_AddStringToObject(co, "reason", c->arch->mla_kv_lora
-                                                  ? "not defined for latent attention (its "
-                                                    "keys come from a shared latent and a "
-                                                    "rotary key, not one W_K per head)"
-                                              : !hs_composition_defined(c)
+        const char *why = c->arch->mla_kv_lora
+                              ? "not defined for latent attention (its keys come from a shared "
+                                "latent and a rotary key, not one W_K per head)"
+                              : hs_composition_norms_undefined(c);
+        if (!why && hs_composition_defined(c) && hs_model_attn_width(c) != c->d_model)
+            why = "heads wider than d_model / n_head (an explicit head_dim): not implemented";
+        cJSON_AddStringToObject(co, "reason", why ? why : !hs_composition_defined(c)
                                                   ? "defined for pre-norm decoders; this model "
                                                     "is post-norm (the residual stream is "
                                                     "renormalised after every sublayer, so the "
@@ -262,6 +264,9 @@ static void add_dla(cJSON *r, const hs_analysis *a, hs_json_big *big)
     cJSON_AddBoolToObject(o, "available", d != NULL);
     if (!d) {
         const char *why = hs_dla_undefined(a->model);
+        const hs_model_config *c = hs_model_config_of(a->model);
+        if (!why && hs_model_attn_width(c) != c->d_model)
+            why = "heads wider than d_model / n_head (an explicit head_dim): not implemented";
         cJSON_AddStringToObject(o, "reason", why ? why
                                              : !a->opts.dla ? "not computed (--no-dla)"
                                                             : "needs at least 2 tokens");

@@ -6,6 +6,7 @@
 
 #include "model/arch_mqa.h"
 #include "model/arch_deepseek.h"
+#include "model/arch_norms.h"
 #include "model/arch_t5.h"
 #include "model/model_internal.h"
 
@@ -305,6 +306,7 @@ static const hs_arch families[] = {
     },
     HS_DEEPSEEK_FAMILY_ROWS /* src/model/arch_deepseek.h */
     HS_ARCH_T5, /* src/model/arch_t5.c */
+    HS_NORMS_FAMILIES /* Qwen3, OLMo-2, Gemma 2 and 3: src/model/arch_norms.c */
 };
 
 #define N_FAMILIES (sizeof families / sizeof families[0])
@@ -420,6 +422,12 @@ static int row_applies(const hs_arch *a, const hs_tensor_name *e)
     case HS_S_MLM_NORM_W:
     case HS_S_MLM_NORM_B:
     case HS_S_MLM_BIAS: return a->head == HS_HEAD_MLM;
+    case HS_S_Q_NORM_W:
+    case HS_S_K_NORM_W: return a->qk_norm != HS_QK_NORM_NONE;
+    case HS_S_POST_ATTN_NORM_W:
+    case HS_S_POST_MLP_NORM_W: return a->post_norms;
+    case HS_S_NORM1_W:
+    case HS_S_NORM2_W: return !a->no_pre_norm;
     case HS_S_MLA_QA_NORM_W:
     case HS_S_MLA_QB_W: return a->mla_q_lora > 0;
     default: return 1;
@@ -509,6 +517,8 @@ hs_tensor_shape hs_names_shape(const hs_model_config *c, const hs_tensor_name *e
     case HS_S_FC_B: s = (hs_tensor_shape){HS_K_VEC, 1, F, F, 0, 0}; break;
     case HS_S_PROJ_W: s = (hs_tensor_shape){HS_K_MAT, f, d, d, 0, 0}; break;
     case HS_S_MLM_BIAS: s = (hs_tensor_shape){HS_K_VEC, 1, V, V, 0, 0}; break;
+    case HS_S_Q_NORM_W:
+    case HS_S_K_NORM_W: s = hs_qk_norm_shape(c, e->slot == HS_S_K_NORM_W); break;
     case HS_S_XQKV_W: s = (hs_tensor_shape){HS_K_MAT, d, 3 * A, 3 * A, 0, 0}; break;
     case HS_S_XO_W: s = (hs_tensor_shape){HS_K_MAT, A, d, d, 0, 0}; break;
     case HS_S_REL_ENC:
@@ -544,6 +554,10 @@ const float **hs_layer_slot_ptr(hs_layer *L, hs_slot s)
     case HS_S_FC_B: return &L->b_fc;
     case HS_S_PROJ_W: return &L->w_proj;
     case HS_S_PROJ_B: return &L->b_proj;
+    case HS_S_Q_NORM_W: return &L->q_norm_w;
+    case HS_S_K_NORM_W: return &L->k_norm_w;
+    case HS_S_POST_ATTN_NORM_W: return &L->post1_w;
+    case HS_S_POST_MLP_NORM_W: return &L->post2_w;
     case HS_S_XNORM_W: return &L->xln_w;
     case HS_S_XQKV_W: return &L->w_xqkv;
     case HS_S_XO_W: return &L->w_xo;
@@ -602,7 +616,15 @@ const char *hs_arch_beyond_base(const hs_arch *a, const hs_model_config *c)
     if (a->mla_kv_lora && (a->norm_place != HS_NORM_PRE || c->n_kv_head != c->n_head ||
                            a->pos != HS_POS_ROTARY || a->mla_nope < 0 || a->mla_q_lora < 0))
         return "latent attention outside a pre-norm rotary block with one key per head";
-    return hs_t5_beyond(a, c); /* an encoder-decoder's (arch_t5.c) */
+    if (a->mla_kv_lora && (a->qk_norm != HS_QK_NORM_NONE || a->post_norms || a->attn_softcap > 0))
+        return "latent attention with query/key norms, post-sublayer norms or a softcap";
+    if (a->pos == HS_POS_ALIBI && a->attn_softcap > 0)
+        return "ALiBi with an attention softcap";
+    if (a->enc_dec && (a->qk_norm || a->post_norms || a->no_pre_norm || a->attn_softcap > 0 ||
+                       a->final_softcap > 0))
+        return "an encoder-decoder with query/key norms, post-sublayer norms or softcaps";
+    const char *t5 = hs_t5_beyond(a, c); /* an encoder-decoder's (arch_t5.c) */
+    return t5 ? t5 : hs_arch_norms_beyond(a);
 }
 
 hs_status hs_arch_check(const hs_arch *a, const hs_model_config *c, hs_error *err)
@@ -649,6 +671,7 @@ hs_rope hs_model_layer_rope(const hs_model_config *c, int layer)
     if (a->local_rotary_base > 0 && hs_model_layer_is_local(c, layer)) {
         r.base = a->local_rotary_base; /* unscaled (Gemma 3's local layers) */
         r.scaling = HS_ROPE_PLAIN;
+        r.attn_factor = 1.0f;
     }
     return r;
 }

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "model/gguf_internal.h"
+#include "model/gguf_norms.h"
 #include "nn/ops.h"
 
 /* ---- typed metadata ---------------------------------------------------------------- */
@@ -210,8 +211,8 @@ static hs_status load_rotary(const hs_gguf *g, const char *a, hs_model_config *c
         (st = hs_gguf_get_u32(g, KEY("expert_count"), 0, &experts, err)) ||
         (st = hs_gguf_get_f32(g, KEY("rope.scaling.attn_factor"), 0, &attn_factor, err)))
         return st;
-    own->sliding_window = window; /* every layer's queries see the last `window` keys */
-    own->global_every = 0;
+    if ((st = hs_gguf_norms_read(g, a, window, cfg, own, err))) /* the window, Gemma's caps */
+        return st;
     if (experts)
         return hs_fail(err, HS_E_UNSUPPORTED, "%s.expert_count = %d: mixtures of experts are not "
                        "supported", a, experts);

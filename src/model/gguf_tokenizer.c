@@ -349,7 +349,8 @@ hs_status hs_gguf_tokenizer_load(hs_model *m, const hs_gguf *g, hs_error *err)
     const hs_arch *a = m->cfg.arch;
     int rotary = a->pos == HS_POS_ROTARY;
     const char *want = a->names->gguf_tokenizer;
-    /* a rotary decoder: "gpt2" (byte-level BPE), or its family's own ("llama": Llama, Phi-3) */
+    /* a rotary decoder: "gpt2" (byte-level BPE), or its family's own ("llama": Llama, Phi-3,
+       Gemma) */
     int spm_ok = !strcmp(want, "llama");
     if (rotary ? strcmp(model.str, "gpt2") && (!spm_ok || strcmp(model.str, "llama"))
                : strcmp(model.str, want) != 0)

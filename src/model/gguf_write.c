@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "model/gguf_internal.h"
+#include "model/gguf_norms.h"
 #include "model/quant.h"
 #include "nn/ops.h"
 
@@ -402,9 +403,10 @@ static uint32_t file_type(hs_gguf_ftype ft) { return (uint32_t)ft; }
 static hs_status writable(const hs_model *m, hs_error *err)
 {
     const hs_arch *a = m->cfg.arch;
-    if ((a->sliding_window > 0 && (a->global_every > 0 || a->pos != HS_POS_ROTARY)) ||
+    int norms = hs_gguf_norms_family(a); /* Gemma's windows and GeGLU are llama.cpp's */
+    if ((a->sliding_window > 0 && !norms && (a->global_every > 0 || a->pos != HS_POS_ROTARY)) ||
         a->vis.kind != hs_arch_of(a->family)->vis.kind ||
-        (m->cfg.gated && m->cfg.act != HS_ACT_SILU))
+        (m->cfg.gated && m->cfg.act != HS_ACT_SILU && !norms))
         return hs_fail(err, HS_E_UNSUPPORTED, "a sliding window on some layers only, another "
                        "visibility than the family's or a MLP gated by another activation than "
                        "SiLU cannot be written to GGUF");
@@ -466,6 +468,7 @@ static void rotary_keys(meta *mt, const hs_model_config *c, const char *arch)
         hs_meta_u32(mt, KEY("rope.scaling.original_context_length"), (uint32_t)a->rope_orig_ctx);
         hs_meta_f32(mt, KEY("rope.scaling.attn_factor"), a->rope_attn_factor);
     }
+    hs_gguf_norms_write(mt, c, arch);
 #undef KEY
 }
 

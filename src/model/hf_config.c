@@ -477,6 +477,7 @@ static const struct {
 } refused[] = {
     {"gpt_neo", "GPT-Neo alternates global and local (windowed) attention layers and leaves "
                 "its attention scores unscaled"},
+    {"qwen3_moe", "Qwen3-MoE's routed experts (num_experts, top-k routing) are not implemented"},
 };
 
 
@@ -598,6 +599,7 @@ static const struct {
     {"deepseek_v2", HS_FAMILY_DEEPSEEK_V2, hs_parse_deepseek_v2}, /* hf_config_deepseek.c */
     {"deepseek_v3", HS_FAMILY_DEEPSEEK_V3, hs_parse_deepseek_v3},
     {"t5", HS_FAMILY_T5, parse_t5},
+    HS_NORMS_PARSERS /* qwen3, olmo2, gemma2, gemma3_text, gemma3: hf_config_norms.c */
 };
 
 hs_status hs_hf_config_load(const char *path, hs_model_config *cfg, hs_arch *arch, hs_error *err)
@@ -653,7 +655,7 @@ done:
     return st;
 }
 
-/* ---- the readers for parsers in other files (model/arch_mqa.h) ---------------------------- */
+/* ---- the readers for parsers in other files (model/hf_config.h) ---------------------------- */
 
 hs_status hs_cfg_int(const cJSON *root, const char *key, int required, int *out, hs_error *err)
 {
@@ -712,4 +714,9 @@ hs_status hs_cfg_llama_dims(const cJSON *root, hs_model_config *c, hs_arch *a, i
         return hs_fail(err, HS_E_UNSUPPORTED, "config.json: hidden_act '%s' is not supported "
                        "(expected silu)", act);
     return HS_OK;
+}
+
+hs_status hs_cfg_llama_like(const cJSON *root, hs_model_config *c, hs_arch *a, hs_error *err)
+{
+    return parse_llama_like(root, c, a, err);
 }

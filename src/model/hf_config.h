@@ -1,5 +1,6 @@
 /* config.json readers shared by hf_config.c and the family parsers in their own files
- * (hf_config_deepseek.c, arch_falcon.c, arch_bigcode.c). Private to src/model/. */
+ * (hf_config_deepseek.c, hf_config_norms.c, arch_falcon.c, arch_bigcode.c), and those
+ * parsers' rows of its parsers[] table. Private to src/model/. */
 #ifndef HEADSCOPE_HF_CONFIG_H
 #define HEADSCOPE_HF_CONFIG_H
 
@@ -35,5 +36,21 @@ hs_status hs_cfg_llama_dims(const cJSON *root, hs_model_config *c, hs_arch *a, i
 /* deepseek_v2 and deepseek_v3 configs (hf_config_deepseek.c). */
 hs_status hs_parse_deepseek_v2(const cJSON *root, hs_model_config *c, hs_arch *a, hs_error *err);
 hs_status hs_parse_deepseek_v3(const cJSON *root, hs_model_config *c, hs_arch *a, hs_error *err);
+/* Llama's keys as parse_llama reads them: hs_cfg_llama_dims' and head_dim,
+ * num_key_value_heads (default a->n_kv_head, else num_attention_heads). */
+hs_status hs_cfg_llama_like(const cJSON *root, hs_model_config *c, hs_arch *a, hs_error *err);
+
+/* qwen3, olmo2, gemma2, gemma3_text and gemma3 configs (hf_config_norms.c). */
+hs_status hs_parse_qwen3(const cJSON *root, hs_model_config *c, hs_arch *a, hs_error *err);
+hs_status hs_parse_olmo2(const cJSON *root, hs_model_config *c, hs_arch *a, hs_error *err);
+hs_status hs_parse_gemma2(const cJSON *root, hs_model_config *c, hs_arch *a, hs_error *err);
+hs_status hs_parse_gemma3(const cJSON *root, hs_model_config *c, hs_arch *a, hs_error *err);
+hs_status hs_parse_gemma3_mm(const cJSON *root, hs_model_config *c, hs_arch *a, hs_error *err);
+
+#define HS_NORMS_PARSERS                                                                     \
+    {"qwen3", HS_FAMILY_QWEN3, hs_parse_qwen3}, {"olmo2", HS_FAMILY_OLMO2, hs_parse_olmo2},  \
+    {"gemma2", HS_FAMILY_GEMMA2, hs_parse_gemma2},                                           \
+    {"gemma3_text", HS_FAMILY_GEMMA3, hs_parse_gemma3},                                      \
+    {"gemma3", HS_FAMILY_GEMMA3, hs_parse_gemma3_mm},
 
 #endif

@@ -72,6 +72,8 @@ typedef enum hs_slot {
     /* multi-head latent attention (src/model/arch_deepseek.c): the query's norm and up
      * projection (q_lora > 0), the latent's norm and its up projection to [k_nope | v] */
     HS_S_MLA_QA_NORM_W, HS_S_MLA_QB_W, HS_S_MLA_KVA_NORM_W, HS_S_MLA_KVB_W,
+    /* the normalised decoders' (hs_arch.qk_norm, post_norms) */
+    HS_S_Q_NORM_W, HS_S_K_NORM_W, HS_S_POST_ATTN_NORM_W, HS_S_POST_MLP_NORM_W,
     /* after the blocks */
     HS_S_FINAL_NORM_W, HS_S_FINAL_NORM_B,
     HS_S_MLM_W, HS_S_MLM_B, HS_S_MLM_NORM_W, HS_S_MLM_NORM_B, HS_S_MLM_BIAS, HS_S_DECODER,
@@ -79,7 +81,7 @@ typedef enum hs_slot {
     HS_S_ENC_NORM_W, HS_S_REL_ENC, HS_S_REL_DEC
 } hs_slot;
 
-#define HS_SLOT_IS_LAYER(s) ((s) >= HS_S_NORM1_W && (s) <= HS_S_MLA_KVB_W)
+#define HS_SLOT_IS_LAYER(s) ((s) >= HS_S_NORM1_W && (s) <= HS_S_POST_MLP_NORM_W)
 
 enum {
     HS_TN_OPTIONAL = 1, /* may be absent: the decoder then is the token embeddings */
@@ -350,6 +352,11 @@ typedef struct hs_layer {
     const float *w_fc, *b_fc;     /* (d, F), (F) or NULL, F = hs_ff_width: [gate | up] gated */
     const float *w_proj, *b_proj; /* (d_ff, d), (d) or NULL */
     /* Norm biases are NULL under RMSNorm. */
+    /* hs_arch.qk_norm: (d_head) each (per head), or (n_head d_head) and (n_kv_head d_head)
+     * (full width); NULL without */
+    const float *q_norm_w, *k_norm_w;
+    /* hs_arch.post_norms: on the attention's and the MLP's output, (d); NULL without */
+    const float *post1_w, *post2_w;
     /* A decoder layer of an encoder-decoder (else NULL): cross-attention after the
      * self-attention, x + (norm(x) W_q, enc W_k, enc W_v attention) W_o. */
     const float *xln_w;           /* (d) */

@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "headscope/gguf.h"
+#include "model/arch_norms.h"
 #include "model/model_internal.h"
 #include "model/quant.h"
 #include "nn/ops.h"
@@ -374,6 +375,31 @@ static int little_endian(void)
     return *(const unsigned char *)&one == 1;
 }
 
+/* 1 when e is a norm weight a Hugging Face folder stores without the family's offset
+ * (Gemma's RMSNorm multiplies by 1 + w; GGUF files hold 1 + w). */
+static int norm_offset_applies(const hs_model *m, const hs_tensor_name *e)
+{
+    return m->cfg.arch->norm_offset != 0 && m->format == HS_FORMAT_HF &&
+           hs_slot_is_norm_weight(e->slot);
+}
+
+/* After a row is converted: the norm offset added (as the reference does, in float32), and
+ * the embedding scale (hs_arch.emb_scale) rounded to the token embeddings' stored type, as
+ * transformers multiplies them in that type (a GGUF file's stays float32, as llama.cpp's). */
+static void scale_row(hs_model *m, const hs_tensor_name *e, const hs_tensor_view *t, float *dst,
+                      size_t count, int offset)
+{
+    if (offset)
+        for (size_t i = 0; i < count; i++)
+            dst[i] = m->arch.norm_offset + dst[i];
+    if (e->slot == HS_S_TOK_EMB && m->arch.emb_scale > 0 && t && m->format == HS_FORMAT_HF) {
+        if (t->dtype == HS_DT_BF16)
+            m->arch.emb_scale = hs_bf16_to_f32(hs_f32_to_bf16(m->arch.emb_scale));
+        else if (t->dtype == HS_DT_F16)
+            m->arch.emb_scale = hs_f16_to_f32(hs_f32_to_f16(m->arch.emb_scale));
+    }
+}
+
 /* One row of the name table: a whole slot points at the tensor's bytes in the file when
  * the reader allows it and the tensor is F32, stored in the normalised layout and aligned,
  * else at floats carved from the arena; a Q, K or V part goes into its block of the fused
@@ -431,7 +457,8 @@ static hs_status build_row(void *ctx, const hs_tensor_name *e, int layer, hs_err
     /* The layers and the head of a family whose matrices are stored (out, in) are copied
      * whole, so each lies in one block of the arena beside its transposed matrices. */
     int grouped = (layer >= 0 || (e->flags & HS_TN_HEAD)) && c->arch->names->hf_out_in;
-    int inplace = t && m->inplace_ok && !grouped && !(e->flags & HS_TN_QKV_HEADS) &&
+    int offset = norm_offset_applies(m, e); /* the norm's weight + offset, in the arena */
+    int inplace = t && m->inplace_ok && !grouped && !offset && !(e->flags & HS_TN_QKV_HEADS) &&
                   t->dtype == HS_DT_F32 && little_endian() &&
                   !(sh.kind == HS_K_MAT && out_in) && ((uintptr_t)t->data % sizeof(float)) == 0;
     if (!inplace) {
@@ -440,6 +467,8 @@ static hs_status build_row(void *ctx, const hs_tensor_name *e, int layer, hs_err
         if (b->dry)
             b->arena_need += count;
         hs_status st = place(b, t, out_in, name, sh, dst, err);
+        if (!st && !b->dry)
+            scale_row(m, e, t, dst, count, offset);
         if (st || b->dry || !(e->flags & HS_TN_QKV_HEADS))
             return st;
         return hs_qkv_heads_reorder(c, dst, sh.kind == HS_K_VEC ? 1 : sh.rows, sh.ld, err);

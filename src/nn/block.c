@@ -1,6 +1,7 @@
 /* The transformer block (see block.h): one function for every family, its structure read
  * from the architecture descriptor, every projection an OpenBLAS sgemm on (in, out)
  * weights. */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,6 +19,9 @@ void hs_embed(const hs_model *m, const int32_t *ids, const int32_t *type_ids, in
         float *xi = x + (size_t)i * (size_t)d;
         const float *te = m->wte + (size_t)ids[i] * (size_t)d;
         memcpy(xi, te, (size_t)d * sizeof *xi);
+        if (a->emb_scale > 0) /* Gemma: times sqrt(d_model) in the embeddings' type */
+            for (int k = 0; k < d; k++)
+                xi[k] *= a->emb_scale;
         if (a->pos == HS_POS_LEARNED) { /* rotary positions turn q and k in the block */
             /* row i + offset; RoBERTa: offset + the non-pad tokens before i, a pad its own row */
             int row = !a->pos_skips_pad ? i + a->pos_offset
@@ -104,6 +108,30 @@ static void norm(const hs_model_config *c, const float *x, const float *w, const
         hs_op_rmsnorm(x, w, y, xhat, rstd, rows, c->d_model, c->ln_eps);
     else
         hs_op_layernorm(x, w, b, y, xhat, rstd, rows, c->d_model, c->ln_eps);
+}
+
+int hs_qk_norms(const hs_model_config *c)
+{
+    hs_qk_norm k = c->arch->qk_norm;
+    return k == HS_QK_NORM_HEAD ? c->n_head + c->n_kv_head : k == HS_QK_NORM_FULL ? 2 : 0;
+}
+
+void hs_qk_normalise(const hs_model_config *c, const hs_layer *L, float *qkv, int rows,
+                     float *xhat, float *rstd)
+{
+    int A = hs_model_attn_width(c), K = c->n_kv_head * c->d_head, W = hs_qkv_width(c);
+    int per = c->arch->qk_norm == HS_QK_NORM_HEAD, nr = hs_qk_norms(c);
+    int nq = per ? c->n_head : 1, nk = per ? c->n_kv_head : 1; /* norms of Q, of K */
+    int wq = per ? c->d_head : A, wk = per ? c->d_head : K;    /* and their widths */
+#pragma omp parallel for schedule(static) if ((size_t)rows * (size_t)W >= 65536)
+    for (int i = 0; i < rows; i++) {
+        float *q = qkv + (size_t)i * (size_t)W;
+        float *xh = xhat ? xhat + (size_t)i * (size_t)(A + K) : NULL;
+        float *rs = rstd ? rstd + (size_t)i * (size_t)nr : NULL;
+        hs_op_rmsnorm(q, L->q_norm_w, q, xh, rs, nq, wq, c->ln_eps);
+        hs_op_rmsnorm(q + A, L->k_norm_w, q + A, xh ? xh + A : NULL, rs ? rs + nq : NULL, nk, wk,
+                      c->ln_eps);
+    }
 }
 
 /* The MLP on in: (rows, d) into out: (rows, d), set or (add) added, HS_MLP_ROWS rows at a
@@ -241,9 +269,10 @@ static hs_status attn_pattern_hooked(const hs_model_config *c, const hs_forward_
     return HS_OK;
 }
 
-/* The output projection of the contexts ctx: (rows, A) into h: (rows, d) with the result and
- * attn_out sites: hooked result, each head's ctx_h W_O^h (no bias) into res: (rpc, H, d) a
- * copy at a time, the hook, then h = b_O + their sum over the heads. */
+/* The output projection of the contexts ctx: (rows, A) into h: (rows, d) with the result
+ * site (attn_out is the caller's, after any post-attention norm): hooked result, each
+ * head's ctx_h W_O^h (no bias) into res: (rpc, H, d) a copy at a time, the hook, then
+ * h = b_O + their sum over the heads. */
 static hs_status out_proj(const hs_model_config *c, const hs_layer *L, const hs_forward_opts *o,
                           unsigned hk, int l, const float *ctx, float *h, int rows, int batch,
                           int n, hs_error *err)
@@ -281,9 +310,6 @@ static hs_status out_proj(const hs_model_config *c, const hs_layer *L, const hs_
         }
         free(res);
     }
-    if (HOOKED(hk, HS_SITE_ATTN_OUT))
-        return hs_hook_copies(c, o, HS_SITE_ATTN_OUT, l, h, batch, (size_t)rpc * (size_t)d, rpc,
-                              d, d, n, err);
     return HS_OK;
 }
 
@@ -319,9 +345,12 @@ static hs_status block_run(const hs_model *m, const hs_layer *L, int l, hs_forwa
      * same numbers as (xi P) V) */
     int same = batch > 1 && ws->same_input && !keep && !(hk & BEFORE_CTX);
     int qrows = same ? n : rows;
-    if (pre)
+    const int pre_in = pre && !a->no_pre_norm; /* the sublayers read the normalised stream */
+    if (pre_in)
         norm(c, x, L->ln1_w, L->ln1_b, h, KEEP(xhat1), KEEP(rstd1), qrows);
-    hs_op_linear(pre ? h : x, L->w_qkv, L->b_qkv, qkv_all, qrows, d, W);
+    hs_op_linear(pre_in ? h : x, L->w_qkv, L->b_qkv, qkv_all, qrows, d, W);
+    if (a->qk_norm) /* queries and keys normalised before they turn */
+        hs_qk_normalise(c, L, qkv_all, qrows, KEEP(qk_xhat), KEEP(qk_rstd));
     /* scores, softmax and P V a row block at a time (hs_op_attn_fused); the layer's maps
      * written out only where an observer or the backward pass wants them */
     int maps = keep || (o && o->on_attn) || HOOKED(hk, HS_SITE_PATTERN);
@@ -415,6 +444,12 @@ static hs_status block_run(const hs_model *m, const hs_layer *L, int l, hs_forwa
     if ((st = out_proj(c, L, o, hk, l, keep && !hm ? keep->ctx : ws->ctx, h, rows, batch, n,
                        err)))
         return st;
+    if (a->post_norms) /* the attention's output normalised before it is added */
+        norm(c, h, L->post1_w, NULL, h, KEEP(xhat_pa), KEEP(rstd_pa), rows);
+    if (HOOKED(hk, HS_SITE_ATTN_OUT) &&
+        (st = hs_hook_copies(c, o, HS_SITE_ATTN_OUT, l, h, batch, cn * (size_t)d, (int)cn, d, d,
+                             n, err)))
+        return st;
     KEEP_COPY(attn_out, h);
     if (a->parallel_residual) { /* x + attn(norm1 x) + mlp(norm2 x); h holds attn */
         norm(c, x, L->ln2_w, L->ln2_b, ws->ctx, KEEP(xhat2), KEEP(rstd2), rows);
@@ -437,19 +472,21 @@ static hs_status block_run(const hs_model *m, const hs_layer *L, int l, hs_forwa
         return st; /* a decoder layer of an encoder-decoder */
 
     /* MLP: on the normalised stream (pre-norm), or after normalising it in place (post) */
-    if (pre)
+    if (pre_in)
         norm(c, x, L->ln2_w, L->ln2_b, h, KEEP(xhat2), KEEP(rstd2), rows);
-    else
+    else if (!pre)
         norm(c, x, L->ln1_w, L->ln1_b, x, KEEP(xhat1), KEEP(rstd1), rows);
     if (L->moe_gate) { /* a mixture of experts (src/nn/moe.c) */
         int32_t *route = ws->moe_route && batch == 1 && !keep && rows == n
                              ? ws->moe_route + (size_t)l * (size_t)n * (size_t)a->moe_top_k
                              : NULL;
-        if (hs_moe_forward(c, L, pre ? h : x, h, rows, route))
+        if (hs_moe_forward(c, L, pre_in ? h : x, h, rows, route))
             return hs_fail(err, HS_E_NOMEM, "out of memory for the experts");
     } else {
-        mlp(c, L, ws, pre ? h : x, ff_pre, h, rows, 0);
+        mlp(c, L, ws, pre_in ? h : x, ff_pre, h, rows, 0);
     }
+    if (a->post_norms)
+        norm(c, h, L->post2_w, NULL, h, KEEP(xhat_pm), KEEP(rstd_pm), rows);
     KEEP_COPY(mlp_out, h);
     if ((st = hook_stream(c, o, hk, HS_SITE_MLP_OUT, l, h, batch, cn, n, err)))
         return st;
@@ -508,4 +545,8 @@ void hs_head_decode(const hs_model *m, const float *h, int rows, float *logits)
     }
     float scale = m->cfg.arch->head_scale > 0 ? m->cfg.arch->head_scale : 1.0f; /* T5 tied */
     hs_op_gemm(1, rows, V, d, scale, h, d, m->decoder, d, 1.0f, logits, V);
+    float cap = m->cfg.arch->final_softcap;
+    if (cap > 0) /* Gemma 2: cap tanh(z / cap) */
+        for (size_t i = 0; i < (size_t)rows * (size_t)V; i++)
+            logits[i] = cap * tanhf(logits[i] / cap);
 }

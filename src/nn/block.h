@@ -82,7 +82,20 @@ typedef struct hs_block_keep {
     /* optional (NULL: not kept): the attention's output ctx W_O + b_O and the MLP's, (n, d)
      * each, as added to the residual stream (post-norm: before the norm) */
     float *attn_out, *mlp_out;
+    /* the normalised decoders' (NULL where the descriptor has none): the query/key norm's
+     * normalised input (n, A + n_kv d_head) and 1/rms (n, its norms a row: H + n_kv per head,
+     * 2 full width); the post-attention and post-MLP norms' (n, d) and (n) */
+    float *qk_xhat, *qk_rstd;
+    float *xhat_pa, *rstd_pa, *xhat_pm, *rstd_pm;
 } hs_block_keep;
+
+/* The query/key norm on rows of qkv: (rows, W) in place, before rotary (hs_arch.qk_norm);
+ * xhat: (rows, A + n_kv d_head) and rstd: (rows, hs_qk_norms(c)) kept when not NULL. */
+void hs_qk_normalise(const hs_model_config *c, const hs_layer *L, float *qkv, int rows,
+                     float *xhat, float *rstd);
+
+/* Norms a row of the query/key norm has: n_head + n_kv_head per head, 2 full width, 0. */
+int hs_qk_norms(const hs_model_config *c);
 
 /* The table of hook sites, one row a site in hs_site order (src/nn/hooks.c; hs_site_get is
  * its public face). */

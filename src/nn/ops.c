@@ -163,6 +163,13 @@ void hs_op_softmax_rows(float *s, int n, hs_visibility vis)
     (void)softmax_block(s, 0, n, n, vis);
 }
 
+float hs_attn_scale(const hs_model_config *c)
+{
+    if (c->arch && c->arch->query_scale > 0)
+        return c->arch->query_scale;
+    return 1.0f / sqrtf((float)c->d_head);
+}
+
 /* Attention work is split into tasks of one head × ATTN_ROWS query rows; a task multiplies
  * against the keys its rows see only (causal: up to its last row, about half the
  * multiply-adds of the full n × n at large n; a sliding window: about the window). */
@@ -217,7 +224,7 @@ float hs_alibi_bias(int n_head, int h, int j)
 static void alibi_block(const hs_model_config *c, hs_visibility vis, float *p, int n, int h,
                         int r0, int r1)
 {
-    float scale = 1.0f / sqrtf((float)c->d_head);
+    float scale = hs_attn_scale(c);
     float m = round_bf16((float)hs_alibi_slope(c->n_head, h));
     for (int i = r0; i < r1; i++) {
         float *r = p + (size_t)(i - r0) * (size_t)n;
@@ -237,9 +244,16 @@ static int probs_task(const hs_model_config *c, hs_visibility vis, const float *
     const float *q = qkv + (size_t)h * (size_t)dh;
     const float *k = qkv + (size_t)A + kv_col(c, h) + (size_t)k0 * (size_t)W;
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, r1 - r0, k1 - k0, dh,
-                1.0f / sqrtf((float)dh), q + (size_t)r0 * (size_t)W, W, k, W, 0.0f, p + k0, n);
+                hs_attn_scale(c), q + (size_t)r0 * (size_t)W, W, k, W, 0.0f, p + k0, n);
     if (c->arch && c->arch->pos == HS_POS_ALIBI)
         alibi_block(c, vis, p, n, h, r0, r1);
+    float cap = c->arch ? c->arch->attn_softcap : 0.0f;
+    if (cap > 0) /* Gemma 2: cap tanh(s / cap), before the mask (never with ALiBi: arch.c) */
+        for (int i = r0; i < r1; i++) {
+            float *pi = p + (size_t)(i - r0) * (size_t)n;
+            for (int j = k0; j < k1; j++)
+                pi[j] = cap * tanhf(pi[j] / cap);
+        }
     return softmax_block(p, r0, r1 - r0, n, vis); /* zeroes the keys a row does not see */
 }
 

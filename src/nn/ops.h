@@ -73,6 +73,10 @@ size_t hs_op_first_nonfinite(const float *x, size_t count);
  * hs_vis_hi(vis, i, n)) (causal: 0..i), the rest set to 0. */
 void hs_op_softmax_rows(float *s, int n, hs_visibility vis);
 
+/* The scale of a layer's attention scores: hs_arch.query_scale, else 1 / sqrt(d_head). Scores
+ * are then softcapped where hs_arch.attn_softcap says, cap tanh(s / cap), before the mask. */
+float hs_attn_scale(const hs_model_config *c);
+
 /* Attention probabilities of every head of one layer: qkv: (n, W), W = A + 2 n_kv d_head,
  * A = n_head d_head, columns [Q | K | V] with query head h at h*d_head and its key/value
  * head g = h / (n_head / n_kv_head) at A + g*d_head (K) and A + (n_kv + g)*d_head (V) →

@@ -304,6 +304,10 @@ int hs_bpe_char_to_byte(int32_t cp);
 struct cJSON;
 hs_status hs_tj_normalizer(hs_tokenizer *t, const struct cJSON *n, hs_error *err);
 hs_status hs_tj_pre_tokenizer(hs_tokenizer *t, const struct cJSON *p, hs_error *err);
+/* A Split pre-tokenizer on a String (read as none by hs_tj_pre_tokenizer) is accepted only
+ * where the normalizer (read after it) replaces that string, which leaves nothing to split:
+ * Gemma's Split(" ") after Replace(" ", "\u2581"). Fails naming it otherwise. */
+hs_status hs_tj_split_string_check(const hs_tokenizer *t, const struct cJSON *p, hs_error *err);
 hs_status hs_tj_post_processor(hs_tokenizer *t, const struct cJSON *pp, hs_error *err);
 hs_status hs_tj_check_template(const hs_tokenizer *t, hs_error *err);
 /* Members: "type" (or NULL); a boolean (dflt when absent or null, -1 for another type); an

@@ -8,7 +8,8 @@
  *                  " {2,}" (T5's);
  *   pre_tokenizer  WordPiece: BertPreTokenizer;
  *                  BPE: ByteLevel; Sequence [Split (Llama 3's or Qwen2's pattern, Isolated),
- *                  ByteLevel (use_regex false)]; Metaspace; none (SentencePiece-style);
+ *                  ByteLevel (use_regex false)]; Metaspace; none (SentencePiece-style); Split
+ *                  on a String the normalizer replaces (Gemma: a no-op, as none);
  *                  Unigram: Metaspace, WhitespaceSplit, Sequence [WhitespaceSplit, Metaspace];
  *   post_processor ByteLevel (offsets only), BertProcessing, RobertaProcessing,
  *                  TemplateProcessing (any template of special tokens, $A and $B), or a
@@ -237,6 +238,32 @@ static hs_status split(hs_tokenizer *t, const cJSON *p, hs_error *err)
     return HS_OK;
 }
 
+/* The String pattern of a Split pre-tokenizer, or NULL (a Regex, or none). */
+static const char *split_string(const cJSON *p)
+{
+    const cJSON *s = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(p, "pattern"),
+                                                      "String");
+    return cJSON_IsString(s) ? s->valuestring : NULL;
+}
+
+hs_status hs_tj_split_string_check(const hs_tokenizer *t, const cJSON *p, hs_error *err)
+{
+    const char *type = hs_tj_type(p), *s = type && !strcmp(type, "Split") ? split_string(p) : NULL;
+    if (!s)
+        return HS_OK;
+    int gone = 0; /* a Replace step of the normalizer leaves no s in the text */
+    for (size_t k = 0; k < t->n_norm; k++)
+        gone |= t->norm[k] == HS_NORM_REPLACE && s[0] && !strcmp(t->rep_from, s) &&
+                !strstr(t->rep_to, s);
+    if (!gone || hs_tj_bool(p, "invert", 0) != 0) {
+        char shown[64];
+        return hs_fail(err, HS_E_UNSUPPORTED, TJ ": pre_tokenizer 'Split' on the string '%s' is "
+                       "supported only where the normalizer replaces it (Gemma's Split(\" \") after "
+                       "Replace(\" \", \"\u2581\")), not inverted", hs_tok_show(s, shown, sizeof shown));
+    }
+    return HS_OK;
+}
+
 /* Falcon's Sequence: [Punctuation(Contiguous), ByteLevel (its options checked by byte_level),
  * Digits(individual_digits false), Split([0-9][0-9][0-9], Isolated, not inverted)]. */
 static int falcon_sequence(const cJSON *list)
@@ -337,6 +364,8 @@ hs_status hs_tj_pre_tokenizer(hs_tokenizer *t, const cJSON *p, hs_error *err)
         st = byte_level(t, p, 1, err);
     } else if (strcmp(type, "Metaspace") == 0) {
         st = metaspace(t, p, err);
+    } else if (strcmp(type, "Split") == 0 && split_string(p)) {
+        /* Gemma's Split(" "): checked against the normalizer by hs_tj_split_string_check */
     } else if (strcmp(type, "Sequence") == 0) {
         const cJSON *list = cJSON_GetObjectItemCaseSensitive(p, "pretokenizers");
         const cJSON *a = cJSON_GetArrayItem(list, 0), *b = cJSON_GetArrayItem(list, 1);

@@ -329,6 +329,8 @@ hs_status hs_tokenizer_load_json(const char *path, hs_tokenizer **out, hs_error 
     /* components first: the cheap refusals (the pre-tokenizer settles BPE's kind) */
     if ((st = hs_tj_pre_tokenizer(t, cJSON_GetObjectItemCaseSensitive(root, "pre_tokenizer"), err)) != HS_OK ||
         (st = hs_tj_normalizer(t, cJSON_GetObjectItemCaseSensitive(root, "normalizer"), err)) != HS_OK ||
+        (st = hs_tj_split_string_check(t, cJSON_GetObjectItemCaseSensitive(root, "pre_tokenizer"),
+                                       err)) != HS_OK ||
         (st = hs_tj_post_processor(t, cJSON_GetObjectItemCaseSensitive(root, "post_processor"), err)) != HS_OK)
         goto fail;
     if (kind == HS_TOK_WORDPIECE && !t->has_pair) {

@@ -13,7 +13,9 @@ static const hs_family fz_families[] = {HS_FAMILY_GPT2, HS_FAMILY_BERT, HS_FAMIL
                                         HS_FAMILY_DISTILBERT, HS_FAMILY_GPT_NEOX,
                                         HS_FAMILY_LLAMA, HS_FAMILY_QWEN2, HS_FAMILY_FALCON,
                                         HS_FAMILY_GPT_BIGCODE, HS_FAMILY_PHI3,
-                                        HS_FAMILY_DEEPSEEK_V2, HS_FAMILY_DEEPSEEK_V3, HS_FAMILY_T5};
+                                        HS_FAMILY_DEEPSEEK_V2, HS_FAMILY_DEEPSEEK_V3, HS_FAMILY_T5,
+                                        HS_FAMILY_QWEN3, HS_FAMILY_OLMO2, HS_FAMILY_GEMMA2,
+                                        HS_FAMILY_GEMMA3};
 #define FZ_N_FAMILIES (sizeof fz_families / sizeof fz_families[0])
 
 /* Fills m's config for family k of fz_families (its descriptor copied into m->arch) and
