@@ -2,9 +2,9 @@
 package): a wheel is a zip file of the package and a .dist-info folder holding METADATA,
 WHEEL and RECORD (the packaging specifications' binary distribution format).
 
-    python3 python/build_backend.py --lib build/wheel/libheadscope.so.2 --out build
+    python3 python/build_backend.py --lib build/wheel/libheadscope.so.3 --out build
         the self-contained wheel of `make wheel`: the library inside the package
-        (headscope/libheadscope.so.2, loaded from there first), tagged py3-none-<platform>
+        (headscope/libheadscope.so.3, loaded from there first), tagged py3-none-<platform>
     pip install ./python
         this file as the PEP 517 backend (pyproject.toml): a py3-none-any wheel without the
         library, which then loads the installed one (make install)
@@ -21,7 +21,7 @@ import tempfile
 import zipfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-LIBNAME = "libheadscope.so.2"
+LIBNAME = "libheadscope.so.3"
 # zip entries' time: SOURCE_DATE_EPOCH when set (reproducible builds), else 1980-01-01
 EPOCH = (1980, 1, 1, 0, 0, 0)
 

@@ -61,8 +61,8 @@ wheel = z.read(info + "WHEEL").decode()
 assert "Tag: py3-none-%s\n" % plat in wheel and "Root-Is-Purelib: false" in wheel, wheel
 meta = z.read(info + "METADATA").decode()
 assert "Requires-Dist: numpy\n" in meta and "Requires-Python: >=3.9\n" in meta, meta
-assert z.read("headscope/libheadscope.so.2")[:4] == b"\x7fELF"
-assert (z.getinfo("headscope/libheadscope.so.2").external_attr >> 16) & 0o111
+assert z.read("headscope/libheadscope.so.3")[:4] == b"\x7fELF"
+assert (z.getinfo("headscope/libheadscope.so.3").external_attr >> 16) & 0o111
 PYEOF
 ok "$(basename "$whl"): RECORD, tag, Requires-Dist numpy, the library inside"
 
@@ -87,7 +87,7 @@ import headscope
 model, text, npy, tok, venv = sys.argv[1:]
 assert headscope.__file__.startswith(venv + "/"), headscope.__file__
 assert headscope.LIBRARY_PATH == os.path.join(os.path.dirname(headscope.__file__),
-                                              "libheadscope.so.2"), headscope.LIBRARY_PATH
+                                              "libheadscope.so.3"), headscope.LIBRARY_PATH
 with headscope.load(model) as m:
     assert np.array_equal(m.attention(text), np.load(npy))
     assert m.tokenize(text).ids == json.load(open(tok))["ids"]
@@ -145,11 +145,11 @@ cp -r python "$tmp/src"
 env -u HEADSCOPE_LIB $PY -m pip --python "$tmp/deb/bin/python" install -q --no-index --no-deps \
     --force-reinstall --disable-pip-version-check "$tmp/src" >"$tmp/pip.log" 2>&1 ||
     { cat "$tmp/pip.log"; fail "pip install ./python"; }
-[ -e "$site/headscope/libheadscope.so.2" ] && fail "pip install ./python left the wheel's library"
+[ -e "$site/headscope/libheadscope.so.3" ] && fail "pip install ./python left the wheel's library"
 out=$(cd "$tmp" && HEADSCOPE_LIB=$tmp/nope.so "$tmp/deb/bin/python" -c 'import headscope' 2>&1) &&
     fail "import without a library succeeded"
-[[ "$out" == *"cannot load libheadscope.so.2"*"make wheel"* ]] || fail "import said: $out"
-where=$(cd "$tmp" && HEADSCOPE_LIB=$ROOT/$BUILD/libheadscope.so.2 LD_PRELOAD=$pre "$tmp/deb/bin/python" -c \
+[[ "$out" == *"cannot load libheadscope.so.3"*"make wheel"* ]] || fail "import said: $out"
+where=$(cd "$tmp" && HEADSCOPE_LIB=$ROOT/$BUILD/libheadscope.so.3 LD_PRELOAD=$pre "$tmp/deb/bin/python" -c \
     'import headscope; print(headscope.LIBRARY_PATH)')
-[ "$where" = "$ROOT/$BUILD/libheadscope.so.2" ] || fail "pure package loaded $where"
+[ "$where" = "$ROOT/$BUILD/libheadscope.so.3" ] || fail "pure package loaded $where"
 ok "pip install ./python offline without setuptools: the pure package, the installed library"

@@ -55,7 +55,7 @@ typedef enum hs_family {
                                alternating local and global layers, GeGLU */
     HS_FAMILY_GEMMA3 = 16,  /* Gemma 2's block with per-head Q/K norms, 5:1 local:global */
     /* encoder-decoder: an encoder stack, then a decoder stack with cross-attention */
-    HS_FAMILY_T5 = 40       /* T5, T5 v1.1, Flan-T5: RMSNorm, relative position buckets */
+    HS_FAMILY_T5 = 17       /* T5, T5 v1.1, Flan-T5: RMSNorm, relative position buckets */
 } hs_family;
 
 typedef enum hs_file_format {
@@ -70,7 +70,7 @@ typedef enum hs_activation {
     HS_ACT_GELU_TANH = 1, /* "gelu_new" / "gelu_pytorch_tanh": tanh approximation */
     HS_ACT_GELU_ERF = 2,  /* "gelu": exact, with erf */
     HS_ACT_SILU = 3,      /* "silu": x sigmoid(x) (Llama, Qwen2: gated) */
-    HS_ACT_RELU = 40      /* "relu": max(x, 0) (T5 v1.0) */
+    HS_ACT_RELU = 4       /* "relu": max(x, 0) (T5 v1.0) */
 } hs_activation;
 /* The name SiLU had while gating was part of the activation (Llama's gated MLP is SiLU with
  * hs_arch.gated set); kept for existing callers. */
@@ -98,7 +98,7 @@ typedef enum hs_pos_kind {
                            computes it (hs_alibi_bias, src/nn/ops.h); causal models only */
     /* T5's relative position buckets: a learned (buckets, n_head) bias added to each score,
      * one table per stack (the stack's first layer's), shared by its layers */
-    HS_POS_RELATIVE = 40
+    HS_POS_RELATIVE = 4
 } hs_pos_kind;
 
 /* How rotary frequencies are rescaled (config.json rope_scaling / rope_parameters). */

@@ -4,8 +4,8 @@ import ctypes.util
 import os
 import warnings
 
-SOVERSION = 2  # the library major version these bindings are written for
-PYTHON_VERSION = "2.0.0"  # python/pyproject.toml; the tests check it against hs_version()
+SOVERSION = 3  # the library major version these bindings are written for
+PYTHON_VERSION = "3.0.0"  # python/pyproject.toml; the tests check it against hs_version()
 
 
 class HsError(ctypes.Structure):
