@@ -251,7 +251,7 @@ Test(partial, refuses_bad_partials_naming_the_field)
         {"\"n_sim\":2", "\"n_sim\":\"2\"", "'n_sim'"},
         {"\"index\":2", "\"index\":7", "'index'"},
         {"\"similarity\":\"pearson\"", "\"similarity\":\"cosine\"", "'similarity'"},
-        {"\"family\":\"gpt2\",\"loss_kind\"", "\"family\":\"t5\",\"loss_kind\"", "'family'"},
+        {"\"family\":\"gpt2\",\"loss_kind\"", "\"family\":\"bart\",\"loss_kind\"", "'family'"},
         {"\"complete\":true", "\"complete\":false", "'checkpoint'"},
         {"\"sim_sum\":[[", "\"sim_sum\":[[1,", "'sim_sum' row 0"},
         {"\"entropy_nats\":[[2,", "\"entropy_nats\":[[-2,", "bad count"},
