@@ -163,9 +163,10 @@ Test(added_tokens, matching_time_does_not_grow_with_the_tokens_sharing_a_prefix)
     size_t len = (size_t)1 << 20;
     double t_few = time_a_run(few, len), t_many = time_a_run(many, len);
     cr_assert_lt(t_many, 6 * t_few + 0.005, "1,022 tokens: %.4f s; 128 tokens: %.4f s", t_many, t_few);
-    /* and linear in the text: four times the text, at most about four times the time */
+    /* and linear in the text: four times the text, about four times the time (a quadratic
+     * match would take 16 times; the bar of 10 leaves room for a loaded machine's noise) */
     double t_4 = time_a_run(many, 4 * len);
-    cr_assert_lt(t_4, 8 * t_many + 0.005, "4 MiB: %.4f s; 1 MiB: %.4f s", t_4, t_many);
+    cr_assert_lt(t_4, 10 * t_many + 0.01, "4 MiB: %.4f s; 1 MiB: %.4f s", t_4, t_many);
     hs_tokenizer_free(few);
     hs_tokenizer_free(many);
 }
