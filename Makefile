@@ -231,9 +231,9 @@ browser-test: $(BIN)
 # Every picture README.md and docs/ show, drawn again from the fixtures (docs/img/make_images.sh);
 # docs-test checks them, the docs' links and report-schema.md's keys (tests/docs_check.sh).
 docs-images: $(BIN)
-	HEADSCOPE=$(BIN) bash docs/img/make_images.sh
+	HEADSCOPE=$(BIN) HS_LDFLAGS="$(LDFLAGS)" bash docs/img/make_images.sh
 docs-test: $(BIN)
-	HEADSCOPE=$(BIN) bash tests/docs_check.sh
+	HEADSCOPE=$(BIN) HS_LDFLAGS="$(LDFLAGS)" bash tests/docs_check.sh
 
 # The float64 references the suites compare against check themselves (fixtures/README.md).
 ref-test:

@@ -14,7 +14,8 @@
 #
 # OUT (default: the repository) receives the pictures at the same relative paths; --list
 # prints those paths and stops; --no-browser skips the screenshot. HEADSCOPE (default
-# build/headscope; its folder holds libheadscope.a), PYTHON (a python3 with selenium), CC.
+# build/headscope; its folder holds libheadscope.a), PYTHON (a python3 with selenium), CC,
+# HS_LDFLAGS (the flags the library was built with that a program linking it needs: sanitizers).
 set -eu
 list=0 browser=1
 while [ $# -gt 0 ]; do
@@ -49,7 +50,8 @@ trap 'rm -rf "$T"' EXIT
 mkdir -p "$OUT/fixtures/render" "$OUT/docs/img"
 
 # shellcheck disable=SC2046
-$CC -std=c11 -Iinclude fixtures/render/make_samples.c "$LIB" \
+# shellcheck disable=SC2086
+$CC -std=c11 $HS_LDFLAGS -Iinclude fixtures/render/make_samples.c "$LIB" \
     $(pkg-config --libs libpng libcjson libutf8proc) -lm -fopenmp -o "$T/make_samples"
 "$T/make_samples" "$OUT/fixtures/render" >/dev/null
 
