@@ -28,23 +28,13 @@ typedef struct norm_case {
     int n;
 } norm_case;
 
-/* The case's array GOLD<name>.<what>.npy; an empty one when optional and absent. */
-static hs_npy golden_npy(const char *name, const char *what, int optional)
-{
-    char path[256];
-    snprintf(path, sizeof path, GOLD "%s.%s.npy", name, what);
-    if (optional && access(path, R_OK) != 0)
-        return (hs_npy){0};
-    return tu_npy(path);
-}
-
 static void case_open(const char *name, norm_case *k)
 {
     char path[256];
     hs_error err = {{0}};
     snprintf(path, sizeof path, GOLD "%s.json", name);
-    *k = (norm_case){.j = tu_json_file(path), .ids = golden_npy(name, "ids", 0),
-                     .hm = golden_npy(name, "head_mask", 1)};
+    *k = (norm_case){.j = tu_json_file(path), .ids = tu_golden_npy(GOLD, name, "ids", 0),
+                     .hm = tu_golden_npy(GOLD, name, "head_mask", 1)};
     k->n = (int)k->ids.count;
     const char *dir = cJSON_GetObjectItem(k->j, "model")->valuestring;
     cr_assert_eq(hs_model_load(dir, &k->m, &err), HS_OK, "%s: %s", dir, err.msg);
@@ -83,7 +73,8 @@ static void check_forward(const char *name, norm_case *k)
                          .hidden = hidden, .logits = logits};
     cr_assert_eq(hs_forward(k->m, k->ids.data, NULL, n, &o, NULL, &err), HS_OK, "%s", err.msg);
 
-    hs_npy attn = golden_npy(name, "attn_rows", 0), hid = golden_npy(name, "hidden_rows", 0);
+    hs_npy attn = tu_golden_npy(GOLD, name, "attn_rows", 0);
+    hs_npy hid = tu_golden_npy(GOLD, name, "hidden_rows", 0);
     cr_assert_eq(attn.count, (size_t)L * H * R * n);
     cr_assert_eq(hid.count, (size_t)R * d);
     const float *want = attn.data, *want_h = hid.data;

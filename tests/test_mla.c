@@ -28,24 +28,14 @@ typedef struct mla_case {
     int n;
 } mla_case;
 
-/* A golden array of the case (optional: an empty one when the file is absent). */
-static hs_npy gold_npy(const char *name, const char *what, int optional)
-{
-    char path[256];
-    snprintf(path, sizeof path, GOLD "%s.%s.npy", name, what);
-    if (optional && access(path, R_OK) != 0)
-        return (hs_npy){0};
-    return tu_npy(path);
-}
-
 static void case_open(const char *name, mla_case *k)
 {
     char path[256];
     snprintf(path, sizeof path, GOLD "%s.json", name);
     *k = (mla_case){.j = tu_json_file(path)};
     k->m = tu_load(cJSON_GetObjectItem(k->j, "model")->valuestring);
-    k->ids = gold_npy(name, "ids", 0);
-    k->hm = gold_npy(name, "head_mask", 1);
+    k->ids = tu_golden_npy(GOLD, name, "ids", 0);
+    k->hm = tu_golden_npy(GOLD, name, "head_mask", 1);
     k->n = (int)k->ids.count;
 }
 
@@ -87,7 +77,7 @@ static void run_case_budget(const char *name, size_t budget)
     } arrays[] = {{"attn", trace->attn, (size_t)c->n_layer * c->n_head * n * n},
                   {"hidden", hidden, (size_t)n * c->d_model}};
     for (int a = 0; a < 2; a++) {
-        hs_npy want = gold_npy(name, arrays[a].what, 0);
+        hs_npy want = tu_golden_npy(GOLD, name, arrays[a].what, 0);
         size_t w;
         cr_assert_eq(want.count, arrays[a].count, "%s.%s", name, arrays[a].what);
         double d = tu_max_abs_diff(arrays[a].got, want.data, want.count, &w);

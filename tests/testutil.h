@@ -62,6 +62,17 @@ static inline hs_npy tu_npy(const char *path)
     return a;
 }
 
+/* The golden array <dir><name>.<what>.npy, or an empty one when optional and absent. */
+static inline hs_npy tu_golden_npy(const char *dir, const char *name, const char *what,
+                                   int optional)
+{
+    char path[256];
+    snprintf(path, sizeof path, "%s%s.%s.npy", dir, name, what);
+    if (optional && access(path, R_OK) != 0)
+        return (hs_npy){0};
+    return tu_npy(path);
+}
+
 /* max |a - b| over count floats; *where gets the index of the largest difference. */
 static inline double tu_max_abs_diff(const float *a, const float *b, size_t count, size_t *where)
 {
