@@ -469,7 +469,7 @@ static const hs_tensor_view *gguf_lookup(void *vctx, const char *hf, const hs_te
     char name[128];
     (void)hf;
     *out_in = 1; /* every GGUF matrix is stored (out, in): ne = {in, out} */
-    if (r->alt) /* a GGUF file has one name per tensor */
+    if (r->alt || !r->e->gguf) /* a GGUF file has one name per tensor; none: not in GGUF */
         return NULL;
     int rank = hs_names_shape(c->cfg, r->e).kind == HS_K_VEC ? 1 : 2, part = r->e->part;
     hs_names_format(r->e->gguf, r->layer, name, sizeof name);
