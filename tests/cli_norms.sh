@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The normalised decoders end to end (Qwen3, OLMo-2, Gemma 2, Gemma 3 text): info, analyze
+# The normalised decoders end to end (Qwen3, OLMo-2, Gemma 2, Gemma 3 text, Qwen3-MoE): info, analyze
 # from text (tiny checkpoints of fixtures/ref/make_norms_fixtures.py sized to a family
 # tokenizer.json), the report's loss, ablation and each layer's local/global attention against
 # the float64 reference fixtures/ref/families_norms.py on the report's ids, and the configs
@@ -12,7 +12,7 @@ trap 'rm -rf "$T"' EXIT
 . "$(dirname "$0")/cli_util.sh"
 
 TEXT="The cat sat on the mat. The cat sat on the mat. The dog ran after the cat."
-for spec in qwen3:qwen2 olmo2:qwen2 gemma2:gemma gemma3:gemma; do
+for spec in qwen3:qwen2 olmo2:qwen2 gemma2:gemma gemma3:gemma qwen3-moe:qwen2 qwen3-moe-bf16:qwen2; do
     fam=${spec%:*} tok=${spec#*:}
     "$PY" fixtures/ref/make_norms_fixtures.py --one "tiny-$fam" --out "$T/$fam" \
         --tokenizer "fixtures/tokenizer/families/$tok.tokenizer.json" || bad "tiny $fam checkpoint"
@@ -56,7 +56,7 @@ if grep -q '^layers: local (window 48): 0, 1; global: 2$' "$T/out"; then ok; els
 # GGUF file the same as the folder's: exactly for F32 weights (Qwen3, Gemma 3; OLMo-2's BF16
 # are exact in F32), within 1e-3 for Gemma 2, whose BF16 checkpoint scales the embeddings by
 # sqrt(96) rounded to BF16 (transformers) where a GGUF file keeps it in float32 (llama.cpp).
-for fam in qwen3 olmo2 gemma2 gemma3; do
+for fam in qwen3 olmo2 gemma2 gemma3 qwen3-moe; do
     expect 0 "convert $fam" -- "$HS" convert "$T/$fam" -o "$T/$fam.gguf" --name t
     expect 0 "convert $fam again" -- "$HS" convert "$T/$fam.gguf" -o "$T/$fam.2.gguf" --name t
     if cmp -s "$T/$fam.gguf" "$T/$fam.2.gguf"; then ok; else bad "$fam: GGUF -> GGUF differs"; fi
@@ -108,6 +108,31 @@ sys.exit(0 if a['loss'] == b['loss'] and ha == hb and b['model']['family'] == 'g
     fi
 done
 
+# Qwen3-MoE: the router's choices in dump against the reference's (layer 1 of the BF16 model
+# is dense: no file), the experts' layers in info, and what llama.cpp's qwen3moe cannot hold
+# refused by convert in one line
+expect 0 "dump qwen3_moe router" -- "$HS" dump "$T/qwen3-moe-bf16" --text "$TEXT" --what router -o "$T/moed" -q
+"$PY" - "$T/moed" "$T/qwen3-moe-bf16" <<'PYEOF' && ok || bad "qwen3_moe dump router vs families_norms.py"
+import json, os, sys
+import numpy as np
+sys.path.insert(0, "fixtures/ref")
+import families_norms as F
+d, m = sys.argv[1], F.load_model(sys.argv[2])
+routes = {}
+F.forward(m, np.load(os.path.join(d, "input_ids.npy")), want_logits=False, routes=routes)
+names = [f["file"] for f in json.load(open(os.path.join(d, "manifest.json")))["files"]]
+assert sorted(routes) == [0, 2] and "blocks.1.mlp.router_experts.npy" not in names, names
+for l, want in routes.items():
+    got = np.load(os.path.join(d, "blocks.%d.mlp.router_experts.npy" % l))
+    assert got.dtype == np.int32 and (got == want).all(), (l, got, want)
+PYEOF
+expect 0 "info qwen3_moe" -- "$HS" info "$T/qwen3-moe-bf16"
+grep -q '^experts:      4 routed (2 a token, softmax), 32 wide, in layers 0, 2$' "$T/out" && ok || bad "info qwen3_moe: $(cat "$T/out")"
+expect 1 "convert qwen3_moe with a dense layer" -- "$HS" convert "$T/qwen3-moe-bf16" -o "$T/dense.gguf"
+one_line_error "convert qwen3_moe with a dense layer"
+stderr_has "convert qwen3_moe with a dense layer" "has dense layers (mlp_only_layers or decoder_sparse_step), and llama.cpp's qwen3moe"
+[ ! -e "$T/dense.gguf" ] && ok || bad "convert qwen3_moe with a dense layer left a file"
+
 # Configs the block cannot compute exactly: one line naming the key, exit 1.
 refuse() { # refuse FAMILY DESCRIPTION PYTHON-EDIT MESSAGE
     rm -rf "$T/bad" && cp -r "$T/$1" "$T/bad"
@@ -129,7 +154,9 @@ refuse gemma3 "gemma3 irregular layer_types" "c['layer_types'] = ['sliding_atten
 refuse gemma3 "gemma3 bidirectional" "c['use_bidirectional_attention'] = True" "'use_bidirectional_attention': true is not supported"
 refuse qwen3 "qwen3 sliding window" "c['use_sliding_window'] = True" "'use_sliding_window': true is not supported"
 refuse olmo2 "olmo2 attention bias" "c['attention_bias'] = True" "'attention_bias': true is not supported"
-refuse qwen3 "qwen3_moe" "c['model_type'] = 'qwen3_moe'" "model_type 'qwen3_moe' is not supported: Qwen3-MoE's routed experts"
+refuse qwen3-moe "qwen3_moe sliding window" "c['use_sliding_window'] = True" "'use_sliding_window': true is not supported"
+refuse qwen3-moe "qwen3_moe mlp_only_layers" "c['mlp_only_layers'] = [2]" "mlp_only_layers holds something that is not a layer index below 2"
+refuse qwen3-moe "qwen3_moe top k" "c['num_experts_per_tok'] = 5" "num_experts_per_tok must be in [1, num_experts 4]"
 # layer_types agreeing with the pattern is accepted
 refuse_ok() { rm -rf "$T/bad" && cp -r "$T/gemma3" "$T/bad"; }
 refuse_ok

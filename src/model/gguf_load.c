@@ -213,9 +213,8 @@ static hs_status load_rotary(const hs_gguf *g, const char *a, hs_model_config *c
         return st;
     if ((st = hs_gguf_norms_read(g, a, window, cfg, own, err))) /* the window, Gemma's caps */
         return st;
-    if (experts)
-        return hs_fail(err, HS_E_UNSUPPORTED, "%s.expert_count = %d: mixtures of experts are not "
-                       "supported", a, experts);
+    if ((st = hs_gguf_moe_read(g, a, experts, cfg, own, err))) /* Qwen3-MoE's experts */
+        return st;
     if (hs_gguf_find_kv(g, KEY("rope.dimension_sections")) >= 0)
         return hs_fail(err, HS_E_UNSUPPORTED, "%s: multimodal rope sections are not supported", key);
     if (own->family == HS_FAMILY_LLAMA && dims != dh) /* llama.cpp: "invalid n_rot" */

@@ -172,6 +172,8 @@ typedef struct plan_t {
     int transpose;
     size_t rope_dh;  /* > 0: Llama's Q or K, rows (elements of a vector) in llama.cpp's
                         adjacent-pair order: GGUF row h dh + 2 i + j is row h dh + j dh/2 + i */
+    size_t mats, mat_stride; /* mats > 0: that many such matrices, the m-th from src +
+                                m mat_stride (ne = {cols, rows, mats}: a layer's experts) */
     uint32_t type;
     uint64_t nbytes, offset;
 } plan_t;
@@ -332,6 +334,18 @@ static hs_status build_plan(plan *p, const hs_model *m, const hs_gguf_write_opti
     hs_status st = hs_names_walk(&m->cfg, plan_row, &pc, err);
     if (st)
         return st;
+    for (int l = 0; l < m->cfg.n_layer && !p->nomem; l++) { /* a layer's experts (gguf_moe.c) */
+        hs_gguf_moe_tensor mt[4];
+        for (int k = 0, n = hs_gguf_moe_tensors(&m->cfg, &m->layers[l], l, mt); k < n; k++) {
+            add(p, mt[k].name, mt[k].src, mt[k].rows, mt[k].cols, mt[k].ld, 1);
+            if (!p->nomem && mt[k].mats) {
+                plan_t *t = &p->t[p->n - 1];
+                t->mats = mt[k].mats;
+                t->mat_stride = mt[k].stride;
+                t->nbytes = type_bytes(t->type, (uint64_t)t->mats * t->rows * t->cols);
+            }
+        }
+    }
     if (p->nomem)
         return hs_fail(err, HS_E_NOMEM, "out of memory planning the gguf tensors");
     uint64_t off = 0;
@@ -351,11 +365,14 @@ static void le16(unsigned char *p, uint16_t v)
 }
 
 /* Writes one tensor: gathers its rows in GGUF order, encodes, pads. */
-static void write_tensor(sink *s, const plan_t *t, float *row, unsigned char *enc)
+static void write_tensor(sink *s, const plan_t *all, float *row, unsigned char *enc)
 {
-    size_t rows = t->rows ? t->rows : 1, cols = t->cols;
-    for (size_t r = 0; r < rows; r++) {
-        size_t sr = src_row(t, r);
+    size_t rows = all->rows ? all->rows : 1, cols = all->cols;
+    plan_t one = *all;
+    const plan_t *t = &one;
+    for (size_t r = 0; r < rows * (all->mats ? all->mats : 1); r++) {
+        one.src = all->src + r / rows * all->mat_stride; /* a stacked tensor's matrix */
+        size_t sr = src_row(t, r % rows);
         if (t->transpose)
             for (size_t c = 0; c < cols; c++)
                 row[c] = t->src[c * t->ld + sr];
@@ -469,6 +486,7 @@ static void rotary_keys(meta *mt, const hs_model_config *c, const char *arch)
         hs_meta_f32(mt, KEY("rope.scaling.attn_factor"), a->rope_attn_factor);
     }
     hs_gguf_norms_write(mt, c, arch);
+    hs_gguf_moe_write(mt, c, arch);
 #undef KEY
 }
 
@@ -479,7 +497,7 @@ static hs_status emit(sink *s, const hs_model *m, const hs_gguf_write_options *o
     if (!opt)
         opt = &def;
     hs_status st = writable(m, err);
-    if (st)
+    if (st || (st = hs_gguf_moe_writable(&m->cfg, err)))
         return st;
     if (opt->ftype != HS_GGUF_FTYPE_F32 && opt->ftype != HS_GGUF_FTYPE_F16 &&
         opt->ftype != HS_GGUF_FTYPE_BF16 && opt->ftype != HS_GGUF_FTYPE_Q8_0)
@@ -544,10 +562,12 @@ static hs_status emit(sink *s, const hs_model *m, const hs_gguf_write_options *o
     for (size_t i = 0; i < p.n; i++) {
         const plan_t *t = &p.t[i];
         put_str(s, t->name);
-        put_u32(s, t->rows ? 2 : 1);
+        put_u32(s, t->mats ? 3 : t->rows ? 2 : 1);
         put_u64(s, t->cols);
         if (t->rows)
             put_u64(s, t->rows);
+        if (t->mats)
+            put_u64(s, t->mats);
         put_u32(s, t->type);
         put_u64(s, t->offset);
         if (t->cols > max_cols)
