@@ -32,7 +32,8 @@ assert r['model']['layers'] == want, r['model']['layers']
 assert r['model']['family'] == c['kind'] and r['model']['d_head'] == c['dh']
 assert not r['composition']['available']
 dla = r['direct_logit_attribution']
-assert not dla['available'] and ('normalised' in dla['reason'] or 'head_dim' in dla['reason']), dla['reason']
+assert dla['available'], dla   # heads wider than d_model / n_head, norms and softcaps linearised
+assert all('norm_based' in h for h in r['heads']), r['heads'][0]
 ids = r['input']['ids']
 assert (ids[0] == 2) == c['gemma'], ids[:3]   # Gemma's tokenizer puts <bos> first
 base, abl = F.ablation(m, np.array(ids))

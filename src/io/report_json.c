@@ -264,17 +264,19 @@ static void add_dla(cJSON *r, const hs_analysis *a, hs_json_big *big)
     cJSON_AddBoolToObject(o, "available", d != NULL);
     if (!d) {
         const char *why = hs_dla_undefined(a->model);
-        const hs_model_config *c = hs_model_config_of(a->model);
-        if (!why && hs_model_attn_width(c) != c->d_model)
-            why = "heads wider than d_model / n_head (an explicit head_dim): not implemented";
         cJSON_AddStringToObject(o, "reason", why ? why
                                              : !a->opts.dla ? "not computed (--no-dla)"
                                                             : "needs at least 2 tokens");
         return;
     }
-    cJSON_AddStringToObject(o, "convention", "head output z_h W_O^h (no bias), centred, divided "
-                                             "by the full run's final-norm std, times ln_f's "
-                                             "weight, dotted with the target's unembedding row");
+    const hs_arch *ar = hs_model_config_of(a->model)->arch;
+    cJSON_AddStringToObject(o, "convention", ar->post_norms || ar->final_softcap > 0
+        ? "head output z_h W_O^h (no bias), through the attention output's norm with the full "
+          "run's scale, divided by the full run's final-norm scale, times its weight, dotted "
+          "with the target's unembedding row, times a final logit softcap's slope at the full "
+          "run's logit where there is one (docs/metrics.md)"
+        : "head output z_h W_O^h (no bias), centred, divided by the full run's final-norm std, "
+          "times ln_f's weight, dotted with the target's unembedding row");
     cJSON_AddItemToObject(o, "targets", hs_json_ints(d->targets, d->n_pos));
     cJSON *tl = cJSON_AddArrayToObject(o, "token_loss"), *lg = cJSON_AddArrayToObject(o, "logit");
     for (int i = 0; i < d->n_pos; i++) {
