@@ -205,8 +205,6 @@ static void add_composition(cJSON *r, const hs_analysis *a)
                               ? "not defined for latent attention (its keys come from a shared "
                                 "latent and a rotary key, not one W_K per head)"
                               : hs_composition_norms_undefined(c);
-        if (!why && hs_composition_defined(c) && hs_model_attn_width(c) != c->d_model)
-            why = "heads wider than d_model / n_head (an explicit head_dim): not implemented";
         cJSON_AddStringToObject(co, "reason", why ? why : !hs_composition_defined(c)
                                                   ? "defined for pre-norm decoders; this model "
                                                     "is post-norm (the residual stream is "
