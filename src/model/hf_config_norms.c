@@ -6,17 +6,25 @@
 #include "model/arch_norms.h"
 #include "model/hf_config.h"
 
-hs_status hs_parse_qwen3(const cJSON *root, hs_model_config *c, hs_arch *a, hs_error *err)
+/* Qwen3's attention (Qwen3 and Qwen3-MoE): Llama's keys, no window, no biases; kv the
+ * default of num_key_value_heads. */
+static hs_status qwen3_like(const cJSON *root, hs_family f, int kv, hs_model_config *c,
+                            hs_arch *a, hs_error *err)
 {
     hs_status st;
     if ((st = hs_cfg_require(root, "use_sliding_window", 0, err)) ||
         (st = hs_cfg_require(root, "attention_bias", 0, err)))
         return st;
-    c->family = HS_FAMILY_QWEN3;
+    c->family = f;
     c->n_ctx = 32768;
-    c->d_head = 128;   /* Qwen3Config's head_dim default */
-    a->n_kv_head = 32; /* and num_key_value_heads' */
+    a->n_kv_head = kv;
     return hs_cfg_llama_like(root, c, a, err);
+}
+
+hs_status hs_parse_qwen3(const cJSON *root, hs_model_config *c, hs_arch *a, hs_error *err)
+{
+    c->d_head = 128; /* Qwen3Config's head_dim default, 32 its num_key_value_heads' */
+    return qwen3_like(root, HS_FAMILY_QWEN3, 32, c, a, err);
 }
 
 hs_status hs_parse_olmo2(const cJSON *root, hs_model_config *c, hs_arch *a, hs_error *err)
@@ -271,15 +279,7 @@ static hs_status parse_qwen3_experts(const cJSON *root, const hs_model_config *c
  * here: Qwen3MoeConfig has no head_dim of its own) and the experts above. */
 hs_status hs_parse_qwen3_moe(const cJSON *root, hs_model_config *c, hs_arch *a, hs_error *err)
 {
-    hs_status st;
-    if ((st = hs_cfg_require(root, "use_sliding_window", 0, err)) ||
-        (st = hs_cfg_require(root, "attention_bias", 0, err)))
-        return st;
-    c->family = HS_FAMILY_QWEN3_MOE;
-    c->n_ctx = 32768;
     c->vocab_size = 151936;
-    a->n_kv_head = 4;
-    if ((st = hs_cfg_llama_like(root, c, a, err)))
-        return st;
-    return parse_qwen3_experts(root, c, a, err);
+    hs_status st = qwen3_like(root, HS_FAMILY_QWEN3_MOE, 4, c, a, err);
+    return st ? st : parse_qwen3_experts(root, c, a, err);
 }
