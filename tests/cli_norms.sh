@@ -74,6 +74,23 @@ same = a['input']['ids'] == b['input']['ids'] and a['model']['layers'] == b['mod
 print('$fam GGUF vs folder: max|d| = %.3g' % d)
 sys.exit(0 if same and d <= tol else 1)" >"$T/cmp" 2>&1; then ok; else bad "$fam GGUF report: $(cat "$T/cmp")"; fi
 done
+# A qwen3moe file with a key renamed, a count out of range or an expert tensor renamed (bytes
+# patched in place): one line naming it
+gguf_patch() { # gguf_patch DESC FROM TO MESSAGE
+    "$PY" -c "
+import sys
+b = open('$T/qwen3-moe.gguf', 'rb').read()
+f, t = (a.encode('latin-1').decode('unicode_escape').encode('latin-1') for a in sys.argv[1:3])
+assert b.count(f) == 1 and len(f) == len(t), sys.argv[1]
+open('$T/moe-bad.gguf', 'wb').write(b.replace(f, t))" "$2" "$3" || bad "$1: patch"
+    expect 1 "$1" -- "$HS" info "$T/moe-bad.gguf"
+    one_line_error "$1"
+    stderr_has "$1" "$4"
+}
+gguf_patch "qwen3moe without expert_used_count" "qwen3moe.expert_used_count" "qwen3moe.expert_used_counx" "qwen3moe.expert_used_count"
+gguf_patch "qwen3moe with 9 of 4 experts a token" 'expert_used_count\x04\x00\x00\x00\x02' 'expert_used_count\x04\x00\x00\x00\x09' "expert_used_count 9 must be in [1, expert_count 4]"
+gguf_patch "qwen3moe missing an expert tensor" "blk.1.ffn_up_exps.weight" "blk.1.ffn_up_exps.weighx" "missing tensor 'blk.1.ffn_up_exps.weight'"
+
 expect 0 "info gemma2 GGUF" -- "$HS" info "$T/gemma2.gguf"
 if grep -q '^softcap:      attention 5, final logits 3 (0: none)$' "$T/out" &&
     grep -q '^attention:    a sliding window of 64 keys on the local layers$' "$T/out" &&
