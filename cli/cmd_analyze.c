@@ -113,16 +113,16 @@ int cmd_analyze(int argc, char **argv)
     if (!m)
         goto done;
     const hs_model_config *cfg = hs_model_config_of(m);
+    if (cfg->n_enc_layer && g.co.path) {
+        cli_error(C, "'%s' is an encoder-decoder: its corpus mode is not implemented (analyze "
+                  "one text with --text and --target)", cli_shown(g.model));
+        goto done;
+    }
     if (!cfg->n_enc_layer != !g.target) { /* before the text is tokenised */
         rc = cli_usage_error(C, cfg->n_enc_layer ? "'%s' is an encoder-decoder (%s): give its "
                              "decoder's target with --target TEXT" : "--target is for an "
                              "encoder-decoder's decoder ('%s' is %s, not one)",
                              cli_shown(g.model), cfg->arch->name);
-        goto done;
-    }
-    if (cfg->n_enc_layer && g.co.path) {
-        cli_error(C, "'%s' is an encoder-decoder: its corpus mode is not implemented (analyze "
-                  "one text with --text and --target)", cli_shown(g.model));
         goto done;
     }
     if (g.opt.layers) {
