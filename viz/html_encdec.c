@@ -13,47 +13,19 @@
 #include "html_page.h"
 #include "pipeline/encdec_result.h"
 
-typedef struct text {
-    char *p;
-    size_t len, cap;
-    int ok;
-} text;
-
-static void put(text *t, const char *s, size_t n)
+/* report_json with every '<' as \u003c (only inside JSON strings there): its length, and the
+ * text written to out when out is not NULL. */
+static size_t escaped(const char *json, char *out)
 {
-    if (!t->ok)
-        return;
-    if (t->len + n + 1 > t->cap) {
-        size_t cap = t->cap ? t->cap : 1 << 16;
-        while (cap < t->len + n + 1)
-            cap *= 2;
-        char *p = realloc(t->p, cap);
-        if (!p) {
-            t->ok = 0;
-            return;
-        }
-        t->p = p;
-        t->cap = cap;
+    size_t n = 0;
+    for (const char *p = json; *p; p++) {
+        const char *piece = *p == '<' ? "\\u003c" : NULL;
+        size_t len = piece ? 6 : 1;
+        if (out)
+            memcpy(out + n, piece ? piece : p, len);
+        n += len;
     }
-    memcpy(t->p + t->len, s, n);
-    t->len += n;
-    t->p[t->len] = '\0';
-}
-
-static void puts_(text *t, const char *s) { put(t, s, strlen(s)); }
-
-/* JSON text inside a script element: every '<' as \u003c (only inside strings there). */
-static void put_json(text *t, const char *s)
-{
-    for (const char *run = s;; s++) {
-        if (*s && *s != '<')
-            continue;
-        put(t, run, (size_t)(s - run));
-        if (!*s)
-            return;
-        puts_(t, "\\u003c");
-        run = s + 1;
-    }
+    return n;
 }
 
 static unsigned char level(float v)
@@ -64,64 +36,82 @@ static unsigned char level(float v)
                         : (unsigned char)(v * (float)HS_HTML_LEVELS + 0.5f);
 }
 
-/* A map's cells as quantised bytes in base64, three cells per four characters. */
-static void put_map(text *t, const float *map, size_t cells)
+/* A map's cells as quantised bytes in base64 at out, three cells per four characters;
+ * returns the characters written. */
+static size_t base64_map(const float *map, size_t cells, char *out)
 {
     static const char b64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    char quad[4];
-    for (size_t i = 0; i < cells && t->ok; i += 3) {
+    char *o = out;
+    for (size_t i = 0; i < cells; i += 3) {
         unsigned v[3] = {level(map[i]), i + 1 < cells ? level(map[i + 1]) : 0,
                          i + 2 < cells ? level(map[i + 2]) : 0};
         unsigned x = v[0] << 16 | v[1] << 8 | v[2];
         for (int q = 0; q < 4; q++)
-            quad[q] = b64[(x >> (18 - 6 * q)) & 63];
+            o[q] = b64[(x >> (18 - 6 * q)) & 63];
         if (i + 1 >= cells)
-            quad[2] = '=';
+            o[2] = '=';
         if (i + 2 >= cells)
-            quad[3] = '=';
-        put(t, quad, 4);
+            o[3] = '=';
+        o += 4;
     }
+    return (size_t)(o - out);
+}
+
+#define RECORD_OPEN "<script type=\"text/plain\" class=\"hs-xmap\" data-kind=\"%s\" data-index=\"%d\">"
+#define RECORD_CLOSE "</script>\n"
+
+/* The map records of the heads that fit the budget into out (NULL: only counted); returns
+ * their length, *kept and *total the heads embedded and all. */
+static size_t records(const hs_encdec_result *e, int H, char *out, int *kept, int *total)
+{
+    size_t used = 0, len = 0;
+    *kept = *total = 0;
+    for (int k = 0; k < HS_ED_KINDS; k++) {
+        const hs_encdec_kind *kd = &e->kinds[k];
+        size_t cells = (size_t)kd->rows * (size_t)kd->cols, b = (cells + 2) / 3 * 4;
+        for (int i = 0; i < kd->n_layer * H; i++, (*total)++) {
+            if (used + b > HS_HTML_MAP_BUDGET)
+                continue;
+            char open[160];
+            int n = snprintf(open, sizeof open, RECORD_OPEN, hs_encdec_kind_name(k), i);
+            used += b;
+            (*kept)++;
+            if (out) {
+                memcpy(out + len, open, (size_t)n);
+                base64_map(hs_encdec_map(kd, H, i), cells, out + len + n);
+                memcpy(out + len + n + b, RECORD_CLOSE, strlen(RECORD_CLOSE));
+            }
+            len += (size_t)n + b + strlen(RECORD_CLOSE);
+        }
+    }
+    return len;
 }
 
 hs_status hs_html_encdec_write(const char *path, const char *report_json, const hs_analysis *a,
                                hs_error *err)
 {
+    static const char rep_open[] = "<script type=\"application/json\" id=\"hs-report\">";
     const hs_encdec_result *e = a->encdec;
-    int H = hs_model_config_of(a->model)->n_head, total = 0, kept = 0;
-    size_t used = 0;
-    text t = {NULL, 0, 0, 1}, maps = {NULL, 0, 0, 1};
-    char line[256];
-    for (int k = 0; k < HS_ED_KINDS; k++) {
-        const hs_encdec_kind *kd = &e->kinds[k];
-        size_t cells = (size_t)kd->rows * (size_t)kd->cols, b = (cells + 2) / 3 * 4;
-        for (int i = 0; i < kd->n_layer * H; i++, total++) {
-            if (used + b > HS_HTML_MAP_BUDGET)
-                continue;
-            used += b;
-            kept++;
-            snprintf(line, sizeof line, "<script type=\"text/plain\" class=\"hs-xmap\" "
-                     "data-kind=\"%s\" data-index=\"%d\">", hs_encdec_kind_name(k), i);
-            puts_(&maps, line);
-            put_map(&maps, hs_encdec_map(kd, H, i), cells);
-            puts_(&maps, "</script>\n");
-        }
+    int H = hs_model_config_of(a->model)->n_head, kept, total;
+    char info[320];
+    size_t rec_len = records(e, H, NULL, &kept, &total), json_len = escaped(report_json, NULL);
+    char *json = malloc(json_len + 1), *rec = malloc(rec_len + 1);
+    if (!json || !rec) {
+        free(json);
+        free(rec);
+        return hs_fail(err, HS_E_NOMEM, "html: out of memory building the page");
     }
-    put(&t, (const char *)hs_page_before, hs_page_before_len);
-    puts_(&t, "<script type=\"application/json\" id=\"hs-report\">");
-    put_json(&t, report_json);
-    puts_(&t, "</script>\n<script type=\"application/json\" id=\"hs-encdec-info\">");
-    snprintf(line, sizeof line, "{\"levels\": %d, \"nan\": %d, \"count\": %d, \"of\": %d, "
-             "\"budget\": %zu}", HS_HTML_LEVELS, HS_HTML_NAN_BYTE, kept, total,
-             HS_HTML_MAP_BUDGET);
-    puts_(&t, line);
-    puts_(&t, "</script>\n");
-    if (maps.p)
-        put(&t, maps.p, maps.len);
-    put(&t, (const char *)hs_page_after, hs_page_after_len);
-    hs_status st = t.ok && maps.ok ? hs_file_write_atomic(path, t.p, t.len, err)
-                                   : hs_fail(err, HS_E_NOMEM, "html: out of memory building the "
-                                             "page");
-    free(t.p);
-    free(maps.p);
+    escaped(report_json, json);
+    records(e, H, rec, &kept, &total);
+    int info_len = snprintf(info, sizeof info, "</script>\n<script type=\"application/json\" "
+                            "id=\"hs-encdec-info\">{\"levels\": %d, \"nan\": %d, \"count\": %d, "
+                            "\"of\": %d, \"budget\": %zu}</script>\n", HS_HTML_LEVELS,
+                            HS_HTML_NAN_BYTE, kept, total, HS_HTML_MAP_BUDGET);
+    const void *parts[] = {hs_page_before, rep_open, json, info, rec, hs_page_after};
+    size_t lens[] = {hs_page_before_len, strlen(rep_open), json_len, (size_t)info_len, rec_len,
+                     hs_page_after_len};
+    hs_status st = hs_file_write_atomic_parts(path, parts, lens, 6, err);
+    free(json);
+    free(rec);
     return st;
 }

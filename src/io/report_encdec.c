@@ -17,7 +17,7 @@ static void add_num(cJSON *o, const char *k, double v)
     cJSON_AddItemToObject(o, k, hs_json_num(v));
 }
 
-static cJSON *strings(char *const *v, int n)
+static cJSON *strings(const char *const *v, int n)
 {
     cJSON *a = cJSON_CreateArray();
     for (int i = 0; a && i < n; i++)
@@ -107,28 +107,27 @@ static cJSON *kinds_json(const hs_encdec_result *r)
     return arr;
 }
 
+static cJSON *text_or_null(const char *s)
+{
+    return s ? cJSON_CreateString(s) : cJSON_CreateNull();
+}
+
 static void add_input(cJSON *r, const hs_analysis *a, const hs_encdec_result *e)
 {
     cJSON *in = cJSON_AddObjectToObject(r, "input");
-    if (a->text)
-        cJSON_AddStringToObject(in, "text", a->text);
-    else
-        cJSON_AddNullToObject(in, "text");
+    cJSON_AddItemToObject(in, "text", text_or_null(a->text));
     cJSON_AddNumberToObject(in, "n_tokens", a->n);
     cJSON_AddBoolToObject(in, "truncated", a->truncated);
     cJSON_AddItemToObject(in, "ids", hs_json_ints(a->ids, a->n));
-    cJSON_AddItemToObject(in, "tokens", strings(a->tokens, a->n));
-    cJSON_AddItemToObject(in, "display_tokens", strings(a->display, a->n));
-    if (e->target)
-        cJSON_AddStringToObject(in, "target", e->target);
-    else
-        cJSON_AddNullToObject(in, "target");
+    cJSON_AddItemToObject(in, "tokens", strings((const char *const *)a->tokens, a->n));
+    cJSON_AddItemToObject(in, "display_tokens", strings((const char *const *)a->display, a->n));
+    cJSON_AddItemToObject(in, "target", text_or_null(e->target));
     cJSON_AddNumberToObject(in, "n_target_tokens", e->n_dec);
     cJSON_AddItemToObject(in, "target_ids", hs_json_ints(e->target_ids, e->n_dec));
-    cJSON_AddItemToObject(in, "target_tokens", strings(e->target_tokens, e->n_dec));
+    cJSON_AddItemToObject(in, "target_tokens", strings((const char *const *)e->target_tokens, e->n_dec));
     cJSON_AddItemToObject(in, "decoder_ids", hs_json_ints(e->dec_ids, e->n_dec));
-    cJSON_AddItemToObject(in, "decoder_tokens", strings(e->dec_tokens, e->n_dec));
-    cJSON_AddItemToObject(in, "decoder_display_tokens", strings(e->dec_display, e->n_dec));
+    cJSON_AddItemToObject(in, "decoder_tokens", strings((const char *const *)e->dec_tokens, e->n_dec));
+    cJSON_AddItemToObject(in, "decoder_display_tokens", strings((const char *const *)e->dec_display, e->n_dec));
 }
 
 static void add_pruning(cJSON *r, const hs_analysis *a, const hs_encdec_result *e, int L, int H)
@@ -192,17 +191,15 @@ static cJSON *tree(const hs_analysis *a, const char *const *files, int n_files)
         for (int i = 0; i < e->kinds[t].n_layer * H; i++)
             cJSON_AddItemToArray(heads, head_json(&e->kinds[t], t, i, H));
     add_pruning(r, a, e, c->n_layer, H);
+    static const char *const times[] = {"forward_seconds", "ablation_seconds", "pruning_seconds",
+                                         "gradient_seconds", "hash_seconds", "total_seconds"};
+    const double secs[] = {e->seconds_forward, e->seconds_ablation, e->seconds_pruning,
+                           e->seconds_gradient, a->seconds_hash, a->seconds_total};
     cJSON *tm = cJSON_AddObjectToObject(r, "timing");
     cJSON_AddNumberToObject(tm, "forward_passes", (double)a->forward_passes);
-    add_num(tm, "forward_seconds", e->seconds_forward);
-    add_num(tm, "ablation_seconds", e->seconds_ablation);
-    add_num(tm, "pruning_seconds", e->seconds_pruning);
-    add_num(tm, "gradient_seconds", e->seconds_gradient);
-    add_num(tm, "hash_seconds", a->seconds_hash);
-    add_num(tm, "total_seconds", a->seconds_total);
-    cJSON *fl = cJSON_AddArrayToObject(r, "files");
-    for (int i = 0; i < n_files; i++)
-        cJSON_AddItemToArray(fl, cJSON_CreateString(files[i]));
+    for (size_t i = 0; i < sizeof times / sizeof *times; i++)
+        add_num(tm, times[i], secs[i]);
+    cJSON_AddItemToObject(r, "files", strings(files, n_files));
     return r;
 }
 
