@@ -115,8 +115,11 @@ static hs_status render(const float *map, const hs_heatmap_axes *ax, const hs_he
         gw = cols * cell;
         gh = rows * cell;
     } else {
-        gw = cols == n ? budget : (int)((long)budget * cols / n) + 1;
-        gh = rows == n ? budget : (int)((long)budget * rows / n) + 1;
+        /* the longer side gets the budget, the shorter its share, at least a pixel a token */
+        gw = cols == n ? budget : (int)((long)budget * cols / n);
+        gh = rows == n ? budget : (int)((long)budget * rows / n);
+        gw = gw < cols && cols <= budget ? cols : gw;
+        gh = gh < rows && rows <= budget ? rows : gh;
     }
     double cellr = (double)gh / rows, cellc = (double)gw / cols;
     int ls = (cellr < cellc ? cellr : cellc) >= 22.0 ? 2 : 1;
