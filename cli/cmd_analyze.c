@@ -118,6 +118,10 @@ int cmd_analyze(int argc, char **argv)
                   "one text with --text and --target)", cli_shown(g.model));
         goto done;
     }
+    if (g.target && !*g.target) {
+        rc = cli_usage_error(C, "--target is empty (the decoder needs at least one token)");
+        goto done;
+    }
     if (!cfg->n_enc_layer != !g.target) { /* before the text is tokenised */
         rc = cli_usage_error(C, cfg->n_enc_layer ? "'%s' is an encoder-decoder (%s): give its "
                              "decoder's target with --target TEXT" : "--target is for an "

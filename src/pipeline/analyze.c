@@ -548,7 +548,7 @@ hs_status hs_analyze_run(const hs_model *m, const hs_analyze_input *in, const hs
     *out = NULL;
 
     if (!c->arch->enc_dec && in->target_ids)
-        return hs_fail(err, HS_E_ARG, "analyze: a target is for an encoder-decoder's decoder "
+        return hs_fail(err, HS_E_ARG, "a target is for an encoder-decoder's decoder "
                        "('%s' is not one)", c->arch->name);
     if (n < 1 || n > c->n_ctx)
         return hs_fail(err, HS_E_INPUT, "analyze: %d tokens (the model takes 1 to %d)", n, c->n_ctx);

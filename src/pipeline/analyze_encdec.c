@@ -61,7 +61,7 @@ void hs_encdec_result_free(hs_encdec_result *r)
 
 static hs_status nomem(hs_error *err)
 {
-    return hs_fail(err, HS_E_NOMEM, "analyze: out of memory");
+    return hs_fail(err, HS_E_NOMEM, "out of memory");
 }
 
 /* The kinds' shapes and arrays. */
@@ -401,21 +401,21 @@ static hs_status check_opts(const hs_model_config *c, const hs_analyze_input *in
                             const hs_analyze_opts *o, hs_error *err)
 {
     if (!in->target_ids || in->n_target < 1)
-        return hs_fail(err, HS_E_ARG, "analyze: the encoder-decoder '%s' needs a target: the "
+        return hs_fail(err, HS_E_ARG, "the encoder-decoder '%s' needs a target: the "
                        "decoder's text (--target)", c->arch->name);
     if (in->n_target > c->n_ctx)
-        return hs_fail(err, HS_E_INPUT, "analyze: a target of %d tokens (the model takes 1 to "
+        return hs_fail(err, HS_E_INPUT, "a target of %d tokens (the model takes 1 to "
                        "%d)", in->n_target, c->n_ctx);
     if (o->layers)
-        return hs_fail(err, HS_E_UNSUPPORTED, "analyze: --layers is not implemented for an "
+        return hs_fail(err, HS_E_UNSUPPORTED, "--layers is not implemented for an "
                        "encoder-decoder (every layer of both stacks is analysed)");
     if (in->text_pair)
-        return hs_fail(err, HS_E_UNSUPPORTED, "analyze: an encoder-decoder takes no text pair");
+        return hs_fail(err, HS_E_UNSUPPORTED, "an encoder-decoder takes no text pair");
     if (o->ablation && o->ablation_kind != HS_ABLATION_ZERO)
-        return hs_fail(err, HS_E_UNSUPPORTED, "analyze: %s ablation is not implemented for an "
+        return hs_fail(err, HS_E_UNSUPPORTED, "%s ablation is not implemented for an "
                        "encoder-decoder (zero only)", hs_ablation_kind_name(o->ablation_kind));
     if (o->ablation && o->pruning && o->prune_method == HS_PRUNE_GREEDY)
-        return hs_fail(err, HS_E_UNSUPPORTED, "analyze: greedy pruning is not implemented for an "
+        return hs_fail(err, HS_E_UNSUPPORTED, "greedy pruning is not implemented for an "
                        "encoder-decoder (gradient rounds only)");
     return HS_OK;
 }
