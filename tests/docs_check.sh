@@ -3,7 +3,7 @@
 #   - every picture README.md and docs/*.md show exists, and they are exactly the pictures
 #     `make docs-images` (docs/img/make_images.sh) draws;
 #   - every relative link of README.md and docs/*.md resolves;
-#   - the pictures drawn by headscope (T5's cross-attention head among them; all but the page screenshot, which needs Chromium and
+#   - the pictures drawn by headscope (all but the page screenshot, which needs Chromium and
 #     its fonts) are byte for byte what make_images.sh draws now from the fixtures;
 #   - every key of five real reports (a GPT-2 text, a BERT pair with --word-level, a
 #     grouped-query Llama with resample ablation and greedy pruning, a corpus run with
