@@ -47,6 +47,15 @@ def run_t5(drv, page, stem, shots):
     check(d and d["id"] == cross["id"] and d["rows"] == inp["n_target_tokens"] and d["cols"] == inp["n_tokens"]
           and d["row_tokens"] == inp["decoder_display_tokens"] and d["col_tokens"] == inp["display_tokens"],
           "%s: the cross map drawn: %s" % (name, d and {k: d[k] for k in ("id", "rows", "cols")}))
-    check(H >= 1, "%s: heads per layer" % name)
+    # the panel of the chosen head, and the header's numbers
+    panel = drv.execute_script("return Array.from(document.querySelectorAll('#hs-selected tr')).map(r => r.cells[1].textContent);")
+    want = [fmt(cross[g][k] if g else cross[k]) for k, g in COLS]
+    check(panel == want, "%s: panel %s, want %s" % (name, panel, want))
+    meta = drv.execute_script("return Array.from(document.querySelectorAll('#hs-meta span')).map(s => s.textContent);")
+    m = rep["model"]
+    want = ["layers: %d encoder + %d decoder" % (m["n_enc_layer"], m["n_dec_layer"]), "heads per layer: %d" % H,
+            "encoder tokens: %d" % inp["n_tokens"], "target tokens: %d" % inp["n_target_tokens"],
+            "loss (target NLL): %s" % fmt(rep["loss"]["value"])]
+    check(meta == want, "%s: header %s, want %s" % (name, meta, want))
     shot(drv, shots, name, full=True)
     page_clean(drv, name)
