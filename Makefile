@@ -331,10 +331,14 @@ BENCH_FAMILIES = $(BUILD)/bench/roberta-base $(BUILD)/bench/distilbert-base \
 # TinyLlama's shape as GGUF files in three storage types (bench/stored.c; F16 1.9 GB, Q8_0 1.0 GB,
 # Q4_K_M's layout 0.6 GB); llama.cpp's llama-bench beside them with LLAMACPP=path/to/build/bin
 BENCH_STORED = $(addprefix $(BUILD)/bench/tinyllama-1.1b.,f16.gguf q8_0.gguf q4_k_m.gguf)
+# t5-base's shape with random weights (F32, 0.9 GB; fixtures/ref/t5_ref.py --shape), its own row
+BENCH_T5 = $(BUILD)/bench/t5/models/t5-base
+$(BENCH_T5)/config.json:
+	/usr/bin/python3 fixtures/ref/t5_ref.py --shape t5-base $(BUILD)/bench/t5
 bench: all $(BUILD)/hs-bench $(BENCH_MODEL)/config.json $(BENCH_BERT)/config.json \
-		$(addsuffix /config.json,$(BENCH_FAMILIES)) $(BENCH_STORED)
+		$(addsuffix /config.json,$(BENCH_FAMILIES)) $(BENCH_STORED) $(BENCH_T5)/config.json
 	LLAMACPP="$(LLAMACPP)" $(BUILD)/hs-bench $(BENCH_MODEL) $(BENCH_BERT) --family $(BENCH_FAMILIES) \
-		--stored $(BENCH_STORED) --headscope $(BIN) \
+		--stored $(BENCH_STORED) --t5 $(BENCH_T5) --headscope $(BIN) \
 		--torch bench/torch_forward.py --python /usr/bin/python3 $(BENCH_ARGS)
 
 $(BUILD)/bench/tinyllama-1.1b.%.gguf: $(BUILD)/bench/tinyllama-1.1b/config.json | all

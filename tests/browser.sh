@@ -77,6 +77,14 @@ page trained-bert fixtures/trained-bert \
     die "html_page for the budget case failed"
 rm -f "$T/budget/attn.npy"
 
-"$PY" tests/browser_test.py --shots "$SHOTS" "${cases[@]}" \
+# T5: the page of its three kinds of heads, and attn's maps of the same text and target
+T5TXT="The license is granted to any person, and the license is not granted to you."
+T5TGT="The license is granted, and the license is not granted."
+"$HS" analyze fixtures/t5/models/t5-v1_1-tiny --text "$T5TXT" --target "$T5TGT" -o "$T/t5" -q ||
+    die "analyze t5 failed"
+"$HS" attn fixtures/t5/models/t5-v1_1-tiny --text "$T5TXT" --target "$T5TGT" -o "$T/t5.npy" -q ||
+    die "attn t5 failed"
+
+"$PY" tests/browser_test.py --shots "$SHOTS" "${cases[@]}" --t5 "$T/t5/index.html" "$T/t5" \
     --nomaps "$T/tiny-gpt2/index-nomaps.html" --corpus "$T/corpus/index.html" \
     --budget "$T/budget/index.html"

@@ -173,6 +173,7 @@ def main():
     ap.add_argument("--nomaps")
     ap.add_argument("--corpus")
     ap.add_argument("--budget")
+    ap.add_argument("--t5", nargs=2, metavar=("PAGE", "NPY_STEM"))
     args = ap.parse_args()
     if args.make_budget:
         make_budget(args.make_budget)
@@ -189,6 +190,9 @@ def main():
             jobs.append((run_corpus, (args.corpus, args.shots)))
         if args.budget:
             jobs.append((run_budget, (args.budget, args.shots)))
+        if args.t5:  # an encoder-decoder's page: tests/browser_t5.py
+            from browser_t5 import run_t5
+            jobs.append((run_t5, (args.t5[0], args.t5[1], args.shots)))
         for fn, a in jobs:
             try:
                 fn(drv, *a)

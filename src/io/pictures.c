@@ -15,6 +15,7 @@
 #include "analysis/analysis_internal.h"
 #include "core/mapstore.h"
 #include "core/core.h"
+#include "io/io_internal.h"
 
 typedef struct file_list {
     char **v;
@@ -440,6 +441,8 @@ hs_status hs_pictures_write(const hs_analysis *a, const char *outdir, int max_la
     *n_files = 0;
     if (strlen(outdir) > 3900)
         return hs_fail(err, HS_E_ARG, "output folder path is too long");
+    if (a->encdec) /* T5's three kinds of heads: pictures_encdec.c */
+        return hs_pictures_encdec_write(a, outdir, max_labels, files, n_files, err);
     snprintf(path, sizeof path, "%s/heads", outdir);
     if (mkdir(path, 0777) != 0 && errno != EEXIST)
         return hs_fail(err, HS_E_IO, "cannot create '%s': %s", path, strerror(errno));
