@@ -34,6 +34,7 @@ from browser_numbers import (check_corpus_numbers, check_head_view_numbers, chec
                              check_model_view_numbers, check_overview_numbers)
 from browser_views import (check_head_view, check_kv_card, check_map_view, check_model_view,
                            check_overview, check_probe_card)
+from browser_local import check_local
 
 
 def make_budget(out):
@@ -89,6 +90,7 @@ def run_case(drv, name, page, npy, shots):
     check_head_view_numbers(drv, name, rep)
     check_model_view_numbers(drv, name, rep, cols)
     check_map_view_numbers(drv, name, rep)
+    check_local(drv, name, rep)
     page_clean(drv, name)
 
 

@@ -145,6 +145,7 @@ function chip(k) {
   b.type = 'button';
   b.dataset.headIndex = String(k);
   b.title = 'open head ' + HEADS[k].id;
+  markLocal(b, k);
   return b;
 }
 function control(parent, label, input) {
@@ -328,6 +329,7 @@ function header() {
   }
   if (m.family) item('model', m.family + (m.format ? ' (' + m.format + (m.storage_dtype ? ', ' + m.storage_dtype : '') + ')' : ''));
   if (isNum(m.n_layer)) item('shape', m.n_layer + ' layers \u00d7 ' + m.n_head + ' heads, d_model ' + m.d_model);
+  if (layersLine()) item('layers', layersLine());
   if (CORPUS) {
     const src = CORPUS.source || {}, cl = CORPUS.loss || {};
     item('corpus', (src.path || '') + ' (' + (src.format || '') + ')');
@@ -482,6 +484,7 @@ function table() {
     COLS.forEach(function (c, i) {
       const td = cellFor(c, h);
       if (i < 2) td.classList.add('stick' + i);
+      if (c.key === 'id') markLocal(td, k);
       r.appendChild(td);
     });
     tb.appendChild(r);
