@@ -83,6 +83,17 @@ page tiny-gemma3 "$T/gemma3-model" --text "$TEXT $TEXT The dog sat on the log, a
     die "html_page for the budget case failed"
 rm -f "$T/budget/attn.npy"
 
+# the patching page (headscope patch's index.html) of three pairs: both methods per position,
+# path patching from every sender, and a site without heads
+head -3 fixtures/patch/induction.jsonl >"$T/pairs.jsonl"
+patches=()
+for p in "both:--method both --positions each" "path:--path-senders all --receiver 1.0:k" "resid:--site resid_pre"; do
+    # shellcheck disable=SC2086
+    "$HS" patch fixtures/tiny-gpt2 --pairs "$T/pairs.jsonl" -o "$T/patch-${p%%:*}" -q ${p#*:} ||
+        die "patch ${p%%:*} failed"
+    patches+=(--patch "$T/patch-${p%%:*}/index.html")
+done
+
 "$PY" tests/browser_test.py --shots "$SHOTS" "${cases[@]}" \
     --nomaps "$T/tiny-gpt2/index-nomaps.html" --corpus "$T/corpus/index.html" \
-    --budget "$T/budget/index.html"
+    --budget "$T/budget/index.html" "${patches[@]}"

@@ -2,7 +2,7 @@
 """Clicks through out/index.html pages in headless Chromium (run by tests/browser.sh).
 
     browser_test.py --shots DIR [--case NAME PAGE ATTN.npy]... [--nomaps PAGE]
-                    [--corpus PAGE] [--budget PAGE]
+                    [--corpus PAGE] [--budget PAGE] [--patch PAGE]...
     browser_test.py --make-budget DIR     (writes DIR/report.json and DIR/attn.npy)
 
 Each --case page comes from `headscope analyze`, and ATTN.npy from `headscope attn` on
@@ -16,6 +16,8 @@ filter of pairs, dimmed sinks, keyboard); the model view (one tile per head, sor
 filtering by a column, a click opens the head); the map view (cells, full labels, the
 hover and keyboard readout, the word-level maps). Screenshots of each view are saved in
 DIR. Then every number each view shows, read against the report (browser_numbers.py).
+Each --patch page (headscope patch's index.html) is read against the patching.json beside
+it (browser_patch.py).
 Prints one line per failure and ends with "browser: N passed, M failed".
 """
 import argparse
@@ -35,6 +37,7 @@ from browser_numbers import (check_corpus_numbers, check_head_view_numbers, chec
 from browser_views import (check_head_view, check_kv_card, check_map_view, check_model_view,
                            check_overview, check_probe_card)
 from browser_local import check_local
+from browser_patch import check_patch_page
 
 
 def make_budget(out):
@@ -175,6 +178,7 @@ def main():
     ap.add_argument("--nomaps")
     ap.add_argument("--corpus")
     ap.add_argument("--budget")
+    ap.add_argument("--patch", action="append", default=[], metavar="PAGE", help="a headscope patch index.html")
     args = ap.parse_args()
     if args.make_budget:
         make_budget(args.make_budget)
@@ -191,6 +195,7 @@ def main():
             jobs.append((run_corpus, (args.corpus, args.shots)))
         if args.budget:
             jobs.append((run_budget, (args.budget, args.shots)))
+        jobs += [(check_patch_page, (page, args.shots)) for page in args.patch]
         for fn, a in jobs:
             try:
                 fn(drv, *a)
