@@ -1,16 +1,22 @@
 /* Local (sliding-window) layers marked in the L x H grids (hs_gallery_opts and
  * hs_importance_opts .layer_window): a local layer's label reads "L1 w48", a legend line
  * under the picture says what "wN" means, and a grid without local layers is drawn bit for
- * bit as without the option. Pictures are decoded from their PNG bytes (render_util.h). */
+ * bit as without the option; analyze's gallery.png of a Gemma 2 (layer 0 local, window 64)
+ * is drawn so. Pictures are decoded from their PNG bytes (render_util.h). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <criterion/criterion.h>
 
+#include "headscope/analysis.h"
+#include "headscope/model.h"
 #include "headscope/render.h"
+#include "headscope/report.h"
 #include "../viz/canvas.h"
 #include "../viz/plot.h"
 #include "render_util.h"
+#include "testutil.h"
 
 enum { L = 3, H = 2, N = 6 };
 
@@ -113,4 +119,60 @@ Test(render_local, importance_marks_local_layers_and_draws_the_legend)
     hs_image_free(&plain);
     hs_image_free(&zero);
     hs_image_free(&marked);
+}
+
+/* Width and height of the PNG file at path (its IHDR). */
+static void png_size(const char *path, int *w, int *h)
+{
+    unsigned char b[24];
+    FILE *f = fopen(path, "rb");
+    cr_assert_not_null(f, "no %s", path);
+    cr_assert_eq(fread(b, 1, 24, f), 24u);
+    fclose(f);
+    *w = (b[16] << 24) | (b[17] << 16) | (b[18] << 8) | b[19];
+    *h = (b[20] << 24) | (b[21] << 16) | (b[22] << 8) | b[23];
+}
+
+Test(render_local, analyze_marks_the_local_layers_of_gemma2)
+{
+    hs_model *m = NULL;
+    hs_error err = {{0}};
+    cr_assert_eq(hs_model_load("fixtures/family-models/tiny-gemma2", &m, &err), HS_OK, "%s", err.msg);
+    int32_t ids[6] = {2, 40, 41, 42, 40, 41};
+    hs_analyze_opts o;
+    hs_analyze_opts_default(&o);
+    o.ablation = o.gradient = o.probe = o.composition = o.rollout = o.dla = o.norm_based = 0;
+    hs_analyze_input in = {.ids = ids, .n = 6};
+    hs_analysis *a = NULL;
+    cr_assert_eq(hs_analyze_run(m, &in, &o, &a, &err), HS_OK, "%s", err.msg);
+    char dir[64], path[128], **files = NULL;
+    int nf = 0;
+    tu_mkdtemp(dir, sizeof dir);
+    cr_assert_eq(hs_pictures_write(a, dir, 0, HS_PICTURES_PNG, &files, &nf, &err), HS_OK, "%s", err.msg);
+    snprintf(path, sizeof path, "%s/gallery.png", dir);
+    int w, h;
+    png_size(path, &w, &h);
+    /* the same grid (2 layers x 2 heads of 6 tokens, one KV head) drawn with and without
+     * layer 0 marked local: the file is the marked one's size */
+    float *z = calloc(4 * 36, sizeof *z);
+    const int win[2] = {64, 0};
+    hs_gallery_opts g = {.title = "attention of every head (each scaled to its own maximum), "
+                                  "grouped by the key/value head it reads",
+                         .heads_per_group = 2};
+    hs_image plain = {0}, marked = {0};
+    cr_assert_eq(hs_gallery_render(z, 2, 2, 6, &g, &plain, NULL, &err), HS_OK, "%s", err.msg);
+    g.layer_window = win;
+    cr_assert_eq(hs_gallery_render(z, 2, 2, 6, &g, &marked, NULL, &err), HS_OK, "%s", err.msg);
+    cr_assert(marked.w != plain.w || marked.h != plain.h);
+    cr_assert(w == marked.w && h == marked.h, "gallery.png is %dx%d: the marked grid is %dx%d, "
+              "the plain %dx%d", w, h, marked.w, marked.h, plain.w, plain.h);
+    hs_image_free(&plain);
+    hs_image_free(&marked);
+    free(z);
+    for (int i = 0; i < nf; i++)
+        free(files[i]);
+    free(files);
+    tu_rm_rf(dir);
+    hs_analysis_free(a);
+    hs_model_free(m);
 }

@@ -9,27 +9,11 @@
  * their clean and corrupt metrics; the pictures the report lists. docs/html.md and
  * docs/patching.md describe it.
  */
-'use strict';
-const DASH = '\u2014';
 /* headscope's diverging map (viz/colormap.c): -1, -0.5, 0, +0.5, +1 */
 const DIVERGING = [[33, 72, 150], [110, 160, 212], [246, 246, 244], [222, 112, 92], [150, 24, 36]];
 let P = {};
 const PT = { which: 'effect' };
 
-function $(id) { return document.getElementById(id); }
-function el(tag, cls, text) {
-  const e = document.createElement(tag);
-  if (cls) e.className = cls;
-  if (text !== undefined && text !== null) e.textContent = String(text);
-  return e;
-}
-function isNum(v) { return typeof v === 'number' && isFinite(v); }
-function fmt(v, d) {
-  if (!isNum(v)) return DASH;
-  let s = v.toFixed(d === undefined ? 4 : d);
-  if (/^-0[.0]*$/.test(s)) s = s.slice(1);
-  return s;
-}
 function ci(c, d) { return Array.isArray(c) && c.length === 2 ? '[' + fmt(c[0], d) + ', ' + fmt(c[1], d) + ']' : DASH; }
 /* the colour of v on -a..+a (0 near white); grey when v is not a number */
 function divColour(v, a) {
