@@ -1,8 +1,9 @@
-/* Local (sliding-window) layers marked in the L x H grids (hs_gallery_opts and
- * hs_importance_opts .layer_window): a local layer's label reads "L1 w48", a legend line
- * under the picture says what "wN" means, and a grid without local layers is drawn bit for
- * bit as without the option; analyze's gallery.png of a Gemma 2 (layer 0 local, window 64)
- * is drawn so. Pictures are decoded from their PNG bytes (render_util.h). */
+/* Local (sliding-window) layers marked in the L x H grids (viz/viz_internal.h's
+ * hs_viz_gallery_render_marked and hs_viz_importance_render_marked): a local layer's label
+ * reads "L1 w48", a legend line under the picture says what "wN" means, and a grid without
+ * local layers is drawn bit for bit as the public renderers draw it; analyze's gallery.png
+ * of a Gemma 2 (layer 0 local, window 64) is drawn so. Pictures are decoded from their PNG
+ * bytes (render_util.h). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,7 @@
 #include "headscope/report.h"
 #include "../viz/canvas.h"
 #include "../viz/plot.h"
+#include "../viz/viz_internal.h"
 #include "render_util.h"
 #include "testutil.h"
 
@@ -27,6 +29,17 @@ static float *maps(void)
         for (int q = 0; q < N; q++)
             m[(size_t)k * N * N + (size_t)q * N + (q + k) % N] = 1.0f;
     return m;
+}
+
+typedef struct mem_maps {
+    const float *maps;
+} mem_maps;
+
+static hs_status get_map(void *user, int k, float *out, hs_error *err)
+{
+    (void)err;
+    memcpy(out, ((const mem_maps *)user)->maps + (size_t)k * N * N, (size_t)N * N * sizeof *out);
+    return HS_OK;
 }
 
 static int same_image(const hs_image *a, const hs_image *b)
@@ -65,12 +78,13 @@ Test(render_local, gallery_marks_local_layers_and_draws_the_legend)
     hs_image plain = {0}, zero = {0}, marked = {0};
     hs_layout lp, lz, lm;
     hs_error err = {{0}};
+    mem_maps mm = {m};
     cr_assert_eq(hs_gallery_render(m, L, H, N, &o, &plain, &lp, &err), HS_OK, "%s", err.msg);
-    o.layer_window = none;
-    cr_assert_eq(hs_gallery_render(m, L, H, N, &o, &zero, &lz, &err), HS_OK, "%s", err.msg);
+    cr_assert_eq(hs_viz_gallery_render_marked(get_map, &mm, L, H, N, &o, none, &zero, &lz, &err),
+                 HS_OK, "%s", err.msg);
     cr_assert(same_image(&plain, &zero), "no local layer: not the picture without the option");
-    o.layer_window = mixed;
-    cr_assert_eq(hs_gallery_render(m, L, H, N, &o, &marked, &lm, &err), HS_OK, "%s", err.msg);
+    cr_assert_eq(hs_viz_gallery_render_marked(get_map, &mm, L, H, N, &o, mixed, &marked, &lm, &err),
+                 HS_OK, "%s", err.msg);
     /* the wider label moves the grid right; the legend adds a line under the key */
     cr_assert_gt(lm.grid.x, lp.grid.x);
     cr_assert_eq(lm.cell_w, lp.cell_w);
@@ -101,11 +115,11 @@ Test(render_local, importance_marks_local_layers_and_draws_the_legend)
     hs_layout lp, lz, lm;
     hs_error err = {{0}};
     cr_assert_eq(hs_importance_render(v, L, H, &o, &plain, &lp, &err), HS_OK, "%s", err.msg);
-    o.layer_window = none;
-    cr_assert_eq(hs_importance_render(v, L, H, &o, &zero, &lz, &err), HS_OK, "%s", err.msg);
+    cr_assert_eq(hs_viz_importance_render_marked(v, L, H, &o, none, &zero, &lz, &err), HS_OK, "%s",
+                 err.msg);
     cr_assert(same_image(&plain, &zero), "no local layer: not the picture without the option");
-    o.layer_window = mixed;
-    cr_assert_eq(hs_importance_render(v, L, H, &o, &marked, &lm, &err), HS_OK, "%s", err.msg);
+    cr_assert_eq(hs_viz_importance_render_marked(v, L, H, &o, mixed, &marked, &lm, &err), HS_OK,
+                 "%s", err.msg);
     cr_assert_gt(lm.grid.x, lp.grid.x);
     cr_assert_geq(marked.h, plain.h + HS_FONT_H);
     check_marked(&marked, &lm, plain.h - HS_VIZ_MARGIN);
@@ -119,6 +133,13 @@ Test(render_local, importance_marks_local_layers_and_draws_the_legend)
     hs_image_free(&plain);
     hs_image_free(&zero);
     hs_image_free(&marked);
+}
+
+static hs_status zero_map(void *user, int k, float *out, hs_error *err)
+{
+    (void)user, (void)k, (void)err;
+    memset(out, 0, 36 * sizeof *out);
+    return HS_OK;
 }
 
 /* Width and height of the PNG file at path (its IHDR). */
@@ -161,8 +182,8 @@ Test(render_local, analyze_marks_the_local_layers_of_gemma2)
                          .heads_per_group = 2};
     hs_image plain = {0}, marked = {0};
     cr_assert_eq(hs_gallery_render(z, 2, 2, 6, &g, &plain, NULL, &err), HS_OK, "%s", err.msg);
-    g.layer_window = win;
-    cr_assert_eq(hs_gallery_render(z, 2, 2, 6, &g, &marked, NULL, &err), HS_OK, "%s", err.msg);
+    cr_assert_eq(hs_viz_gallery_render_marked(zero_map, NULL, 2, 2, 6, &g, win, &marked, NULL, &err),
+                 HS_OK, "%s", err.msg);
     cr_assert(marked.w != plain.w || marked.h != plain.h);
     cr_assert(w == marked.w && h == marked.h, "gallery.png is %dx%d: the marked grid is %dx%d, "
               "the plain %dx%d", w, h, marked.w, marked.h, plain.w, plain.h);

@@ -6,6 +6,7 @@
 
 #include "core/core.h"
 #include "plot.h"
+#include "viz_internal.h"
 
 #define MAX_LH 256
 #define MAX_N 16384
@@ -55,6 +56,15 @@ hs_status hs_gallery_render(const float *maps, int n_layer, int n_head, int n,
 hs_status hs_gallery_render_from(hs_map_fn get, void *user, int n_layer, int n_head, int n,
                                  const hs_gallery_opts *opts, hs_image *out,
                                  hs_layout *layout, hs_error *err)
+{
+    return hs_viz_gallery_render_marked(get, user, n_layer, n_head, n, opts, NULL, out, layout,
+                                        err);
+}
+
+hs_status hs_viz_gallery_render_marked(hs_map_fn get, void *user, int n_layer, int n_head,
+                                       int n, const hs_gallery_opts *opts,
+                                       const int *layer_window, hs_image *out,
+                                       hs_layout *layout, hs_error *err)
 {
     static const hs_gallery_opts defaults = {0};
     float *small = NULL, *m = NULL;
@@ -114,7 +124,7 @@ hs_status hs_gallery_render_from(hs_map_fn get, void *user, int n_layer, int n_h
     int ls = t >= 40 ? 2 : 1;
 
     /* labels: "L0".. at the left, "H0".. above; stride when they do not fit */
-    hs_viz_lh rowl = {'L', opts->layer_window}, coll = {'H', NULL};
+    hs_viz_lh rowl = {'L', layer_window}, coll = {'H', NULL};
     int row_stride = hs_viz_label_stride(n_layer, pitch, ls, 0);
     char buf[32];
     int col_lab_w = hs_text_width(hs_viz_lh_label(&coll, n_head - 1, buf, sizeof buf), ls, 0);
@@ -137,7 +147,7 @@ hs_status hs_gallery_render_from(hs_map_fn get, void *user, int n_layer, int n_h
     int tw = hs_viz_title_width(opts->title, NULL, 1);
     if (M + tw + M > w)
         w = M + tw + M;
-    int lg = hs_viz_local_legend_height(opts->layer_window, n_layer, ls);
+    int lg = hs_viz_local_legend_height(layer_window, n_layer, ls);
     if (lg && gx + hs_viz_local_legend_width(ls) + M > w)
         w = gx + hs_viz_local_legend_width(ls) + M;
     int h = key_y + key_h + lg + M;
@@ -271,8 +281,16 @@ hs_status hs_gallery_write(const char *path, const float *maps, int n_layer, int
 hs_status hs_gallery_write_from(const char *path, hs_map_fn get, void *user, int n_layer,
                                 int n_head, int n, const hs_gallery_opts *opts, hs_error *err)
 {
+    return hs_viz_gallery_write_marked(path, get, user, n_layer, n_head, n, opts, NULL, err);
+}
+
+hs_status hs_viz_gallery_write_marked(const char *path, hs_map_fn get, void *user, int n_layer,
+                                      int n_head, int n, const hs_gallery_opts *opts,
+                                      const int *layer_window, hs_error *err)
+{
     hs_image img = {0};
-    hs_status st = hs_gallery_render_from(get, user, n_layer, n_head, n, opts, &img, NULL, err);
+    hs_status st = hs_viz_gallery_render_marked(get, user, n_layer, n_head, n, opts, layer_window,
+                                                &img, NULL, err);
     if (st != HS_OK)
         return st;
     st = hs_png_write(path, img.rgb, img.w, img.h, err);

@@ -5,6 +5,7 @@
 
 #include "core/core.h"
 #include "plot.h"
+#include "viz_internal.h"
 
 #define MAX_LH 256
 #define TITLE_GAP 14
@@ -29,6 +30,14 @@ static void format_value(float v, int dec, char *buf, size_t cap)
 hs_status hs_importance_render(const float *values, int n_layer, int n_head,
                                const hs_importance_opts *opts, hs_image *out,
                                hs_layout *layout, hs_error *err)
+{
+    return hs_viz_importance_render_marked(values, n_layer, n_head, opts, NULL, out, layout, err);
+}
+
+hs_status hs_viz_importance_render_marked(const float *values, int n_layer, int n_head,
+                                          const hs_importance_opts *opts,
+                                          const int *layer_window, hs_image *out,
+                                          hs_layout *layout, hs_error *err)
 {
     static const hs_importance_opts defaults = {0};
     hs_status st;
@@ -107,7 +116,7 @@ hs_status hs_importance_render(const float *values, int n_layer, int n_head,
     }
     int ls = s ? s : 1;
 
-    hs_viz_lh rowl = {'L', opts->layer_window}, coll = {'H', NULL};
+    hs_viz_lh rowl = {'L', layer_window}, coll = {'H', NULL};
     int row_stride = hs_viz_label_stride(n_layer, ch, ls, 0);
     char buf[64];
     int col_lab_w = hs_text_width(hs_viz_lh_label(&coll, n_head - 1, buf, sizeof buf), ls, 0);
@@ -126,7 +135,7 @@ hs_status hs_importance_render(const float *values, int n_layer, int n_head,
     int tw = hs_viz_title_width(opts->title, opts->subtitle, ls);
     if (M + tw + M > w)
         w = M + tw + M;
-    int lg = hs_viz_local_legend_height(opts->layer_window, n_layer, ls);
+    int lg = hs_viz_local_legend_height(layer_window, n_layer, ls);
     if (lg && gx + hs_viz_local_legend_width(ls) + M > w)
         w = gx + hs_viz_local_legend_width(ls) + M;
     int h = gy + (gh > bar_h ? gh : bar_h) + 8 + lg + M;
@@ -204,8 +213,16 @@ hs_status hs_importance_render(const float *values, int n_layer, int n_head,
 hs_status hs_importance_write(const char *path, const float *values, int n_layer, int n_head,
                               const hs_importance_opts *opts, hs_error *err)
 {
+    return hs_viz_importance_write_marked(path, values, n_layer, n_head, opts, NULL, err);
+}
+
+hs_status hs_viz_importance_write_marked(const char *path, const float *values, int n_layer,
+                                         int n_head, const hs_importance_opts *opts,
+                                         const int *layer_window, hs_error *err)
+{
     hs_image img = {0};
-    hs_status st = hs_importance_render(values, n_layer, n_head, opts, &img, NULL, err);
+    hs_status st = hs_viz_importance_render_marked(values, n_layer, n_head, opts, layer_window,
+                                                   &img, NULL, err);
     if (st != HS_OK)
         return st;
     st = hs_png_write(path, img.rgb, img.w, img.h, err);

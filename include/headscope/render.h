@@ -165,10 +165,6 @@ typedef struct hs_gallery_opts {
     int heads_per_group; /* grouped-query attention: > 1 consecutive heads share a key/value
                           * head; their groups are named ("KV0", ...) over the columns and
                           * ruled apart. 0 or 1: none. Must divide n_head (HS_E_ARG) */
-    const int *layer_window; /* (n_layer) or NULL: layer l with layer_window[l] > 0 is local
-                              * (its queries see the last layer_window[l] keys): its label
-                              * reads "L3 w4096" and a line under the picture says what
-                              * "wN" means. NULL, or no entry > 0: drawn as without it */
 } hs_gallery_opts;
 
 /* Renders an n_layer × n_head grid of thumbnails, one per head, rows labelled
@@ -251,7 +247,6 @@ typedef struct hs_importance_opts {
                            * a negative value means 0 */
     int max_size;         /* longest side of the image, roughly; 0 means 2000 */
     int heads_per_group;  /* as hs_gallery_opts: KV groups named and ruled apart */
-    const int *layer_window; /* as hs_gallery_opts: local layers marked "w4096" */
 } hs_importance_opts;
 
 /* Renders an n_layer × n_head grid of per-head values (e.g. the loss increase

@@ -15,6 +15,7 @@
 #include "analysis/analysis_internal.h"
 #include "core/mapstore.h"
 #include "core/core.h"
+#include "../../viz/viz_internal.h" /* the grids with local layers marked */
 
 typedef struct file_list {
     char **v;
@@ -202,9 +203,10 @@ static hs_status gallery_picture(const pic_ctx *x, pic_out *o, hs_error *err)
                                             "maximum), grouped by the key/value head it reads"
                                           : "attention of every head (each scaled to its own "
                                             "maximum)",
-                          .heads_per_group = x->grp, .layer_window = x->window};
-    hs_status st = hs_gallery_write_from(path, analysis_map, (void *)(uintptr_t)x->a->maps,
-                                         c->n_layer, c->n_head, x->a->n, &go, err);
+                          .heads_per_group = x->grp};
+    hs_status st = hs_viz_gallery_write_marked(path, analysis_map, (void *)(uintptr_t)x->a->maps,
+                                               c->n_layer, c->n_head, x->a->n, &go, x->window,
+                                               err);
     if (!st)
         out_add(o, "gallery.png");
     return st;
@@ -288,8 +290,8 @@ static hs_status grid_picture(const pic_ctx *x, int dla, pic_out *o, hs_error *e
                  hs_loss_kind_name(a->loss_kind), a->loss);
     hs_importance_opts io = {.title = dla ? "direct logit attribution" : "ablation importance",
                              .subtitle = sub, .decimals = dla ? 2 : 3,
-                             .heads_per_group = x->grp, .layer_window = x->window};
-    hs_status st = hs_importance_write(path, v, L, H, &io, err);
+                             .heads_per_group = x->grp};
+    hs_status st = hs_viz_importance_write_marked(path, v, L, H, &io, x->window, err);
     free(v);
     if (!st)
         out_add(o, rel);
