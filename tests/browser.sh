@@ -71,7 +71,8 @@ page trained-bert fixtures/trained-bert \
 # keys, layer 2 every key) with Llama 2's tokenizer, on a text longer than the window
 "$PY" fixtures/ref/make_norms_fixtures.py --one tiny-gemma3 --out "$T/gemma3-model" \
     --tokenizer fixtures/tokenizer/families/llama2.tokenizer.json >/dev/null || die "cannot make tiny-gemma3"
-page tiny-gemma3 "$T/gemma3-model" --text "$TEXT $TEXT The dog sat on the log, and the cat sat on the mat again." -- --no-pruning
+"$HS" analyze "$T/gemma3-model" --text "$TEXT $TEXT The dog sat on the log, and the cat sat on the mat again." \
+    --no-pruning -o "$T/local" -q || die "analyze tiny-gemma3 failed"
 # the same report without maps, beside it so that its pictures resolve
 "$T/html_page" "$T/tiny-gpt2/report.json" "$T/tiny-gpt2/index-nomaps.html" || die "html_page without maps failed"
 # a corpus run's page
@@ -83,9 +84,9 @@ page tiny-gemma3 "$T/gemma3-model" --text "$TEXT $TEXT The dog sat on the log, a
     die "html_page for the budget case failed"
 rm -f "$T/budget/attn.npy"
 
-# the patching page (headscope patch's index.html) of three pairs: both methods per position,
+# the patching page (headscope patch's index.html) of two pairs: both methods per position,
 # path patching from every sender, and a site without heads
-head -3 fixtures/patch/induction.jsonl >"$T/pairs.jsonl"
+head -2 fixtures/patch/induction.jsonl >"$T/pairs.jsonl"
 patches=()
 for p in "both:--method both --positions each" "path:--path-senders all --receiver 1.0:k" "resid:--site resid_pre"; do
     # shellcheck disable=SC2086
@@ -96,4 +97,4 @@ done
 
 "$PY" tests/browser_test.py --shots "$SHOTS" "${cases[@]}" \
     --nomaps "$T/tiny-gpt2/index-nomaps.html" --corpus "$T/corpus/index.html" \
-    --budget "$T/budget/index.html" "${patches[@]}"
+    --budget "$T/budget/index.html" --local "$T/local/index.html" "${patches[@]}"

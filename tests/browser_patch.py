@@ -1,7 +1,7 @@
 """The patching page (headscope patch's index.html; run by tests/browser_test.py --patch):
 every number it shows read against the patching.json beside it. The header's settings and
 metric means; the effect grid (each cell's value at 2 decimals under its layer and head,
-its colour on the blue-white-red scale: red above 0, blue below, the scale's ends at the
+its colour headscope's blue-white-red map at the effect on a scale from -a to +a, a the
 largest |effect|); hovering each cell gives its effect, ci95 and per-pair values (and the
 attribution's with --method both, whose grid the "show" control switches to); with
 --positions each the (layer.head) x position grid, its labels and the readout of focused
@@ -14,6 +14,19 @@ from browser_numbers import DASH, fmt, grab, is_num, js_num, sweep
 from browser_util import by_css, check, hover, open_page, page_clean, shot
 
 ENDS = {1: (150, 24, 36), -1: (33, 72, 150)}
+# headscope's diverging map, docs/pictures.md's control points at -1, -0.5, 0, 0.5, 1
+POINTS = [ENDS[-1], (110, 160, 212), (246, 246, 244), (222, 112, 92), ENDS[1]]
+
+
+def want_colour(v, a):
+    """v's colour on the scale from -a to +a (linear between the control points); grey when
+    v is not a number."""
+    if not is_num(v):
+        return (128, 128, 128)
+    t = min(1.0, max(0.0, 0.5 + v / (2 * (a if a > 0 else 1)))) * 4
+    i = min(3, int(t))
+    f = t - i
+    return tuple(int(round(p + f * (q - p) + 1e-9)) for p, q in zip(POINTS[i], POINTS[i + 1]))
 
 
 def ci(c, d=4):
@@ -77,12 +90,7 @@ return Array.prototype.map.call(document.querySelectorAll('#' + arguments[0] + '
         else:
             where = row == "L%d" % r["layer"] and colh == ("layer" if r.get("head") is None else "H%d" % r["head"])
         c = rgb(colour)
-        if not is_num(v):
-            side = c == (128, 128, 128)
-        elif abs(v) <= 0.05 * a:  # about 0: near white
-            side = all(abs(x - y) <= 12 for x, y in zip(c, (246, 246, 244)))
-        else:
-            side = (v > 0 and c[0] > c[2]) or (v < 0 and c[2] > c[0])
+        side = c == want_colour(v, a)
         end = not (is_num(v) and a > 0 and abs(v) == a) or c == ENDS[1 if v > 0 else -1]
         if not where or (printed and text != fmt(v, 2)) or not side or not end:
             bad.append((unit(r), text, row, colh, c, v))

@@ -2,7 +2,7 @@
 """Clicks through out/index.html pages in headless Chromium (run by tests/browser.sh).
 
     browser_test.py --shots DIR [--case NAME PAGE ATTN.npy]... [--nomaps PAGE]
-                    [--corpus PAGE] [--budget PAGE] [--patch PAGE]...
+                    [--corpus PAGE] [--budget PAGE] [--local PAGE] [--patch PAGE]...
     browser_test.py --make-budget DIR     (writes DIR/report.json and DIR/attn.npy)
 
 Each --case page comes from `headscope analyze`, and ATTN.npy from `headscope attn` on
@@ -16,7 +16,9 @@ filter of pairs, dimmed sinks, keyboard); the model view (one tile per head, sor
 filtering by a column, a click opens the head); the map view (cells, full labels, the
 hover and keyboard readout, the word-level maps). Screenshots of each view are saved in
 DIR. Then every number each view shows, read against the report (browser_numbers.py).
-Each --patch page (headscope patch's index.html) is read against the patching.json beside
+The --local page (a model with local and global layers) is read as the cases' overview and
+model view are, and its local-layer marks and filters checked (browser_local.py). Each
+--patch page (headscope patch's index.html) is read against the patching.json beside
 it (browser_patch.py).
 Prints one line per failure and ends with "browser: N passed, M failed".
 """
@@ -94,6 +96,22 @@ def run_case(drv, name, page, npy, shots):
     check_model_view_numbers(drv, name, rep, cols)
     check_map_view_numbers(drv, name, rep)
     check_local(drv, name, rep)
+    page_clean(drv, name)
+
+
+def run_local(drv, page, shots):
+    """A model with local and global layers: every number of the overview and the model view
+    (the layers line, the panels' attention lines, the "L0 w48" labels), and the local-layer
+    marks and filters (browser_local.py); its other views are the other cases' code."""
+    name = "local"
+    if not open_page(drv, page):
+        return
+    rep = report(drv)
+    cols = check_overview_numbers(drv, name, rep)
+    check_model_view_numbers(drv, name, rep, cols)
+    check_local(drv, name, rep)
+    view(drv, "overview")
+    shot(drv, shots, "local-overview", full=True)
     page_clean(drv, name)
 
 
@@ -176,6 +194,7 @@ def main():
     ap.add_argument("--shots")
     ap.add_argument("--case", nargs=3, action="append", default=[], metavar=("NAME", "PAGE", "NPY"))
     ap.add_argument("--nomaps")
+    ap.add_argument("--local", help="the page of a model with local and global layers")
     ap.add_argument("--corpus")
     ap.add_argument("--budget")
     ap.add_argument("--patch", action="append", default=[], metavar="PAGE", help="a headscope patch index.html")
@@ -189,6 +208,8 @@ def main():
     try:
         drv = start_browser(profile)
         jobs = [(run_case, (name, page, npy, args.shots)) for name, page, npy in args.case]
+        if args.local:
+            jobs.append((run_local, (args.local, args.shots)))
         if args.nomaps:
             jobs.append((run_nomaps, (args.nomaps, args.shots)))
         if args.corpus:
