@@ -7,8 +7,53 @@ layers, as browser_numbers.py checks them unfiltered) and the model view (the ti
 other layers faded). A page without local layers has neither marks nor the control. The
 header's layers line, the panel's attention line and the model view's "L1 w48" labels are
 browser_numbers.py's checks."""
+import browser_numbers as bn  # (which imports this module too: modules, not names)
 from browser_util import by_css, check, view
-from browser_numbers import cards, check_cluster_card, check_types_card, is_local, sweep
+
+
+
+# ---- model.layers as the page prints it (browser_numbers.py reads these) ------------------------
+def is_local(m, layer):
+    ls = m.get("layers") or []
+    return layer < len(ls) and isinstance(ls[layer], dict) and ls[layer].get("attention") == "local"
+
+
+def any_local(rep):
+    co = rep.get("corpus")
+    return any(is_local(rep["model"], h["layer"]) for h in (co["heads"] if co else rep["heads"]))
+
+
+def layers_line(m):
+    """The header's layers line: "local 0, 1 (window 48); global 2"; '' without a local layer."""
+    wins, glob = {}, []
+    for l, y in enumerate(m.get("layers") or []):
+        if is_local(m, l):
+            wins.setdefault(y.get("window"), []).append(str(l))
+        else:
+            glob.append(str(l))
+    if not wins:
+        return ""
+    parts = [", ".join(ls) + (" (window %s)" % bn.js_num(w) if bn.is_num(w) else "") for w, ls in wins.items()]
+    return "local " + ", ".join(parts) + ("; global " + ", ".join(glob) if glob else "")
+
+
+def layer_label(rep, layer):
+    """A layer's label in the model view: "L1 w48" for a local layer of a page with local layers."""
+    y = (rep["model"].get("layers") or [{}] * (layer + 1))[layer]
+    if not any_local(rep) or not is_local(rep["model"], layer):
+        return "L%d" % layer
+    return "L%d " % layer + ("w" + bn.js_num(y["window"]) if bn.is_num(y.get("window")) else "local")
+
+
+def attention_line(rep, layer):
+    """The head panel's attention line; None on a page without local layers."""
+    if not any_local(rep):
+        return None
+    y = rep["model"]["layers"][layer]
+    if not is_local(rep["model"], layer):
+        return "global"
+    return "local, window " + bn.js_num(y["window"]) if bn.is_num(y.get("window")) else "local"
+
 
 
 def set_select(drv, sel, value):
@@ -37,14 +82,14 @@ return [chips, cells];""")
     for kind in ("local", "global", "all"):
         set_select(drv, "#hs-layer-kind", kind)
         keep = [h for h, loc in zip(heads, local) if kind == "all" or loc == (kind == "local")]
-        cs = cards(drv)
-        check_types_card(drv, "%s (%s layers)" % (name, kind), rep, keep, cs)
-        check_cluster_card(drv, "%s (%s layers)" % (name, kind), rep, keep, cs)
+        cs = bn.cards(drv)
+        bn.check_types_card(drv, "%s (%s layers)" % (name, kind), rep, keep, cs)
+        bn.check_cluster_card(drv, "%s (%s layers)" % (name, kind), rep, keep, cs)
         ids = drv.execute_script("return Array.prototype.map.call(document.querySelectorAll("
                                  "'#hs-types .chip, #hs-clusters .chip'), c => +c.dataset.headIndex);")
         want = {k for k, h in enumerate(heads) if h in keep}
         check(set(ids) <= want, "%s: with %s layers the cards list heads %s" % (name, kind, sorted(set(ids) - want)[:4]))
-        sweep(drv, name, "the overview with %s layers" % kind, ["#hs-types", "#hs-clusters", ".layerkind"])
+        bn.sweep(drv, name, "the overview with %s layers" % kind, ["#hs-types", "#hs-clusters", ".layerkind"])
     # the model view's control: the other layers' tiles faded; the overview follows it
     drv.execute_script("window.headscope.show('model');")
     set_select(drv, "#hs-mv-layers", "local")

@@ -10,6 +10,7 @@ import decimal
 import json
 
 from browser_util import by_css, check, view
+import browser_local as bl  # model.layers as the page prints it (it imports this module too)
 
 DASH = "\u2014"
 INT_LEAVES = {"cluster", "kv_head", "rows"}  # and each detector's parameter, *_k
@@ -112,49 +113,6 @@ def columns(drv):
         th => [th.dataset.key, th.firstChild.textContent]);""")
 
 
-# ---- local (sliding-window) layers: model.layers ----------------------------------------------
-def is_local(m, layer):
-    ls = m.get("layers") or []
-    return layer < len(ls) and isinstance(ls[layer], dict) and ls[layer].get("attention") == "local"
-
-
-def any_local(rep):
-    co = rep.get("corpus")
-    return any(is_local(rep["model"], h["layer"]) for h in (co["heads"] if co else rep["heads"]))
-
-
-def layers_line(m):
-    """The header's layers line: "local 0, 1 (window 48); global 2"; '' without a local layer."""
-    wins, glob = {}, []
-    for l, y in enumerate(m.get("layers") or []):
-        if is_local(m, l):
-            wins.setdefault(y.get("window"), []).append(str(l))
-        else:
-            glob.append(str(l))
-    if not wins:
-        return ""
-    parts = [", ".join(ls) + (" (window %s)" % js_num(w) if is_num(w) else "") for w, ls in wins.items()]
-    return "local " + ", ".join(parts) + ("; global " + ", ".join(glob) if glob else "")
-
-
-def layer_label(rep, layer):
-    """A layer's label in the model view: "L1 w48" for a local layer of a page with local layers."""
-    y = (rep["model"].get("layers") or [{}] * (layer + 1))[layer]
-    if not any_local(rep) or not is_local(rep["model"], layer):
-        return "L%d" % layer
-    return "L%d " % layer + ("w" + js_num(y["window"]) if is_num(y.get("window")) else "local")
-
-
-def attention_line(rep, layer):
-    """The head panel's attention line; None on a page without local layers."""
-    if not any_local(rep):
-        return None
-    y = rep["model"]["layers"][layer]
-    if not is_local(rep["model"], layer):
-        return "global"
-    return "local, window " + js_num(y["window"]) if is_num(y.get("window")) else "local"
-
-
 # ---- header, footer, keys -----------------------------------------------------------------------
 def check_header(drv, name, rep):
     m, inp = rep["model"], rep.get("input", {})
@@ -168,8 +126,8 @@ def check_header(drv, name, rep):
         want.append("model " + fam)
     if is_num(m.get("n_layer")):
         want.append("shape %d layers \u00d7 %d heads, d_model %d" % (m["n_layer"], m["n_head"], m["d_model"]))
-    if layers_line(m):
-        want.append("layers " + layers_line(m))
+    if bl.layers_line(m):
+        want.append("layers " + bl.layers_line(m))
     heads = co["heads"] if co else rep["heads"]
     if co:
         src, cl, tk = co["source"], co["loss"], co["tokens"]
@@ -430,8 +388,8 @@ return [p.querySelector('h2').textContent, Array.prototype.map.call(p.querySelec
   return [d.querySelector('.lab').textContent, v.textContent, d.scrollWidth <= d.clientWidth + 1 &&
           b.right <= Math.min(r.right, c.right) + 0.5 && b.left >= Math.max(r.left, c.left) - 0.5]; })];""", k)
         want = [["layer", str(h["layer"])], ["head", str(h["head"])]]
-        if attention_line(rep, h["layer"]):
-            want.append(["attention", attention_line(rep, h["layer"])])
+        if bl.attention_line(rep, h["layer"]):
+            want.append(["attention", bl.attention_line(rep, h["layer"])])
         for key, label in cols:
             if key in ("id", "label"):
                 continue
@@ -529,7 +487,7 @@ def check_model_view_numbers(drv, name, rep, cols):
     heads = co["heads"] if co else rep["heads"]
     drv.execute_script("window.headscope.show('model');")
     kv = rep.get("kv_groups") or {}
-    want = {layer_label(rep, h["layer"]) for h in heads} | {"H%d" % h["head"] for h in heads}
+    want = {bl.layer_label(rep, h["layer"]) for h in heads} | {"H%d" % h["head"] for h in heads}
     if kv.get("heads_per_group", 0) > 1:
         want |= {"KV%d" % g for g in range(kv["n_kv_head"])}
     got = set(t for t in grab(drv, "#hs-grid > span.kv") if t)
