@@ -82,10 +82,11 @@ BENCH_SRC = $(sort $(wildcard bench/*.c))
 # them into byte arrays at build time (no xxd, no ld -b binary, no #embed).
 PAGE_FILES = $(sort $(wildcard viz/page/*.html viz/page/*.css viz/page/*.js))
 PAGEGEN = $(BUILD)/gen/pagegen
-PAGE_C = $(BUILD)/gen/page.c
-PATCH_PAGE_C = $(BUILD)/gen/patch_page.c
+# the report page (index.html) and the patching page (patch.html, headscope patch's index.html)
+PAGE_C = $(BUILD)/gen/page.c $(BUILD)/gen/patch_page.c
+PAGE_OBJ = $(PAGE_C:$(BUILD)/gen/%.c=$(BUILD)/obj/gen/%.o)
 
-LIB_OBJ = $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/gen/page.o $(BUILD)/obj/gen/patch_page.o
+LIB_OBJ = $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(PAGE_OBJ)
 CLI_OBJ = $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
 TEST_BIN = $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 LIB = $(BUILD)/libheadscope.a
@@ -125,20 +126,15 @@ $(PAGEGEN): viz/page/pagegen.c
 	@mkdir -p $(dir $@)
 	$(CC) $(WARN) $(CFLAGS) $< -o $@
 
-$(PAGE_C): $(PAGEGEN) $(PAGE_FILES)
+$(BUILD)/gen/page.c: $(PAGEGEN) $(PAGE_FILES)
 	@mkdir -p $(dir $@)
 	$(PAGEGEN) viz/page/index.html $@
 
-$(BUILD)/obj/gen/page.o: $(PAGE_C)
-	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(ALLCFLAGS) -c $< -o $@
-
-# the patching page (headscope patch's index.html): viz/page/patch.html, same rules
-$(PATCH_PAGE_C): $(PAGEGEN) $(PAGE_FILES)
+$(BUILD)/gen/patch_page.c: $(PAGEGEN) $(PAGE_FILES)
 	@mkdir -p $(dir $@)
 	$(PAGEGEN) viz/page/patch.html $@ hs_patch_page
 
-$(BUILD)/obj/gen/patch_page.o: $(PATCH_PAGE_C)
+$(PAGE_OBJ): $(BUILD)/obj/gen/%.o: $(BUILD)/gen/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(ALLCFLAGS) -c $< -o $@
 
@@ -291,26 +287,26 @@ llamacpp-test: all
 # libFuzzer: make fuzz [FUZZ_SECONDS=30]; needs clang (in make deps).
 FUZZ_SECONDS ?= 30
 FUZZ_FLAGS = -g -O1 -fsanitize=fuzzer,address,undefined -std=c11 $(CPPFLAGS) $(PKG_CFLAGS)
-fuzz: $(PAGE_C) $(PATCH_PAGE_C)
+fuzz: $(PAGE_C)
 	@mkdir -p build-fuzz/corpus-gguf build-fuzz/corpus-tokenizer build-fuzz/corpus-safetensors build-fuzz/corpus-tokenizer-json build-fuzz/corpus-torchbin build-fuzz/corpus-corpus build-fuzz/corpus-partial build-fuzz/corpus-folder build-fuzz/corpus-report-files build-fuzz/corpus-added build-fuzz/corpus-resume
 	for f in $$(find fixtures/bad fixtures/models -name model.safetensors); do cp $$f build-fuzz/corpus-safetensors/$$(echo $$f | tr / _); done
-	clang $(FUZZ_FLAGS) tests/fuzz/fuzz_gguf.c $(LIB_SRC) $(PAGE_C) $(PATCH_PAGE_C) $(PKG_LIBS) -o build-fuzz/fuzz_gguf
-	clang $(FUZZ_FLAGS) tests/fuzz/fuzz_tokenizer.c $(LIB_SRC) $(PAGE_C) $(PATCH_PAGE_C) $(PKG_LIBS) -o build-fuzz/fuzz_tokenizer
-	clang $(FUZZ_FLAGS) tests/fuzz/fuzz_tokenizer_json.c $(LIB_SRC) $(PAGE_C) $(PATCH_PAGE_C) $(PKG_LIBS) -o build-fuzz/fuzz_tokenizer_json
-	clang $(FUZZ_FLAGS) tests/fuzz/fuzz_safetensors.c $(LIB_SRC) $(PAGE_C) $(PATCH_PAGE_C) $(PKG_LIBS) -o build-fuzz/fuzz_safetensors
-	clang $(FUZZ_FLAGS) tests/fuzz/fuzz_torchbin.c $(LIB_SRC) $(PAGE_C) $(PATCH_PAGE_C) $(PKG_LIBS) -o build-fuzz/fuzz_torchbin
+	clang $(FUZZ_FLAGS) tests/fuzz/fuzz_gguf.c $(LIB_SRC) $(PAGE_C) $(PKG_LIBS) -o build-fuzz/fuzz_gguf
+	clang $(FUZZ_FLAGS) tests/fuzz/fuzz_tokenizer.c $(LIB_SRC) $(PAGE_C) $(PKG_LIBS) -o build-fuzz/fuzz_tokenizer
+	clang $(FUZZ_FLAGS) tests/fuzz/fuzz_tokenizer_json.c $(LIB_SRC) $(PAGE_C) $(PKG_LIBS) -o build-fuzz/fuzz_tokenizer_json
+	clang $(FUZZ_FLAGS) tests/fuzz/fuzz_safetensors.c $(LIB_SRC) $(PAGE_C) $(PKG_LIBS) -o build-fuzz/fuzz_safetensors
+	clang $(FUZZ_FLAGS) tests/fuzz/fuzz_torchbin.c $(LIB_SRC) $(PAGE_C) $(PKG_LIBS) -o build-fuzz/fuzz_torchbin
 	cp fixtures/torchbin/*.bin build-fuzz/corpus-torchbin/
-	clang $(FUZZ_FLAGS) tests/fuzz/fuzz_corpus.c $(LIB_SRC) $(PAGE_C) $(PATCH_PAGE_C) $(PKG_LIBS) -o build-fuzz/fuzz_corpus
+	clang $(FUZZ_FLAGS) tests/fuzz/fuzz_corpus.c $(LIB_SRC) $(PAGE_C) $(PKG_LIBS) -o build-fuzz/fuzz_corpus
 	cp fixtures/corpus/* build-fuzz/corpus-corpus/
-	clang $(FUZZ_FLAGS) tests/fuzz/fuzz_partial.c $(LIB_SRC) $(PAGE_C) $(PATCH_PAGE_C) $(PKG_LIBS) -o build-fuzz/fuzz_partial
+	clang $(FUZZ_FLAGS) tests/fuzz/fuzz_partial.c $(LIB_SRC) $(PAGE_C) $(PKG_LIBS) -o build-fuzz/fuzz_partial
 	cp fixtures/partial/*.json build-fuzz/corpus-partial/
-	clang $(FUZZ_FLAGS) tests/fuzz/fuzz_folder.c $(LIB_SRC) $(PAGE_C) $(PATCH_PAGE_C) $(PKG_LIBS) -o build-fuzz/fuzz_folder
+	clang $(FUZZ_FLAGS) tests/fuzz/fuzz_folder.c $(LIB_SRC) $(PAGE_C) $(PKG_LIBS) -o build-fuzz/fuzz_folder
 	cp fixtures/fuzz-folder/* build-fuzz/corpus-folder/
-	clang $(FUZZ_FLAGS) tests/fuzz/fuzz_report_files.c $(LIB_SRC) $(PAGE_C) $(PATCH_PAGE_C) $(PKG_LIBS) -o build-fuzz/fuzz_report_files
+	clang $(FUZZ_FLAGS) tests/fuzz/fuzz_report_files.c $(LIB_SRC) $(PAGE_C) $(PKG_LIBS) -o build-fuzz/fuzz_report_files
 	cp fixtures/report-files/* build-fuzz/corpus-report-files/
-	clang $(FUZZ_FLAGS) tests/fuzz/fuzz_added.c $(LIB_SRC) $(PAGE_C) $(PATCH_PAGE_C) $(PKG_LIBS) -o build-fuzz/fuzz_added
+	clang $(FUZZ_FLAGS) tests/fuzz/fuzz_added.c $(LIB_SRC) $(PAGE_C) $(PKG_LIBS) -o build-fuzz/fuzz_added
 	cp fixtures/fuzz-added/* build-fuzz/corpus-added/
-	clang $(FUZZ_FLAGS) tests/fuzz/fuzz_resume.c $(LIB_SRC) $(PAGE_C) $(PATCH_PAGE_C) $(PKG_LIBS) -o build-fuzz/fuzz_resume
+	clang $(FUZZ_FLAGS) tests/fuzz/fuzz_resume.c $(LIB_SRC) $(PAGE_C) $(PKG_LIBS) -o build-fuzz/fuzz_resume
 	cp fixtures/fuzz-resume/* build-fuzz/corpus-resume/
 	find fixtures/gguf -name '*.gguf' -exec cp {} build-fuzz/corpus-gguf/ ';'
 	cp README.md docs/*.md fixtures/tokenizer/family_cases.jsonl fixtures/tokenizer/unigram_cases.jsonl build-fuzz/corpus-tokenizer/
