@@ -1,6 +1,7 @@
 """The patching page (headscope patch's index.html; run by tests/browser_test.py --patch):
 every number it shows read against the patching.json beside it. The header's settings and
-metric means; the effect grid (each cell's value at 2 decimals under its layer and head,
+metric means; the effect grid (each cell's value under its layer and head, at 2 decimals, or
+at two significant digits of the largest |effect| when that is under 0.1;
 its colour headscope's blue-white-red map at the effect on a scale from -a to +a, a the
 largest |effect|); hovering each cell gives its effect, ci95 and per-pair values (and the
 attribution's with --method both, whose grid the "show" control switches to); with
@@ -8,6 +9,7 @@ attribution's with --method both, whose grid the "show" control switches to); wi
 cells; the paths list, largest |effect| first; the pairs with their clean and corrupt
 metrics. Then a sweep: a number on the page that no check read fails."""
 import json
+import math
 import os
 
 from browser_numbers import DASH, fmt, grab, is_num, js_num, sweep
@@ -67,6 +69,11 @@ def header_want(p):
     return want
 
 
+def digits(a):
+    """The decimals a grid prints: 2, or two significant digits of a largest |value| under 0.1."""
+    return min(6, math.ceil(-math.log10(a)) + 1) if 0 < a < 0.1 else 2
+
+
 def rgb(s):
     return tuple(int(x) for x in s[s.index("(") + 1:s.index(")")].split(","))
 
@@ -92,11 +99,11 @@ return Array.prototype.map.call(document.querySelectorAll('#' + arguments[0] + '
         c = rgb(colour)
         side = c == want_colour(v, a)
         end = not (is_num(v) and a > 0 and abs(v) == a) or c == ENDS[1 if v > 0 else -1]
-        if not where or (printed and text != fmt(v, 2)) or not side or not end:
+        if not where or (printed and text != fmt(v, digits(a))) or not side or not end:
             bad.append((unit(r), text, row, colh, c, v))
     check(not bad, "%s: %s cells differ from the report (unit, text, row, column, colour, value): %s" % (name, grid, bad[:3]))
     scale = grab(drv, "#%s ~ .pt-scale > span:not(.hint)" % grid)
-    check(scale == [fmt(-a, 2), fmt(a, 2)], "%s: %s scale %s, want +-%s" % (name, grid, scale, fmt(a, 2)))
+    check(scale == [fmt(-a, digits(a)), fmt(a, digits(a))], "%s: %s scale %s, want +-%s" % (name, grid, scale, fmt(a, digits(a))))
 
 
 def check_readout(drv, name, grid, recs, what, how):

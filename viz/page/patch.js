@@ -22,6 +22,9 @@ function divColour(v, a) {
   const i = Math.min(3, Math.floor(s)), f = s - i, p = DIVERGING[i], q = DIVERGING[i + 1];
   return 'rgb(' + [0, 1, 2].map(function (c) { return Math.round(p[c] + f * (q[c] - p[c])); }).join(',') + ')';
 }
+/* the decimals a grid prints: 2, or up to 6 when the largest |value| a is under 0.1, so that
+   it shows two significant digits (path patching's effects are often a few thousandths) */
+function digits(a) { return a > 0 && a < 0.1 ? Math.min(6, Math.ceil(-Math.log10(a)) + 1) : 2; }
 function inkOn(v, a) { return isNum(v) && Math.abs(v) > 0.6 * (a > 0 ? a : 1) ? '#fff' : '#1d2330'; }
 function absMax(recs, key) {
   let a = 0;
@@ -70,11 +73,11 @@ function header() {
 /* the colour scale under a grid: -a, 0, +a */
 function scale(box, a) {
   const d = el('div', 'pt-scale');
-  d.appendChild(el('span', null, fmt(-a, 2)));
+  d.appendChild(el('span', null, fmt(-a, digits(a))));
   const g = el('i');
   g.style.background = 'linear-gradient(90deg,' + DIVERGING.map(function (c) { return 'rgb(' + c.join(',') + ')'; }).join(',') + ')';
   d.appendChild(g);
-  d.appendChild(el('span', null, fmt(a, 2)));
+  d.appendChild(el('span', null, fmt(a, digits(a))));
   d.appendChild(el('span', 'hint', 'red: restores the clean behaviour; blue: works against it'));
   box.appendChild(d);
 }
@@ -114,7 +117,7 @@ function effectGrid(box, recs, key, id) {
     heads.forEach(function (h) {
       const i = at[l + ':' + h];
       if (i === undefined) { tr.appendChild(el('td')); return; }
-      const v = recs[i][key], td = el('td', isNum(v) ? '' : 'nan', fmt(v, 2));
+      const v = recs[i][key], td = el('td', isNum(v) ? '' : 'nan', fmt(v, digits(a)));
       td.dataset.i = String(i);
       td.tabIndex = 0;
       td.style.background = divColour(v, a);
