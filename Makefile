@@ -82,9 +82,11 @@ BENCH_SRC = $(sort $(wildcard bench/*.c))
 # them into byte arrays at build time (no xxd, no ld -b binary, no #embed).
 PAGE_FILES = $(sort $(wildcard viz/page/*.html viz/page/*.css viz/page/*.js))
 PAGEGEN = $(BUILD)/gen/pagegen
-PAGE_C = $(BUILD)/gen/page.c
+# the report page (index.html) and the patching page (patch.html, headscope patch's index.html)
+PAGE_C = $(BUILD)/gen/page.c $(BUILD)/gen/patch_page.c
+PAGE_OBJ = $(PAGE_C:$(BUILD)/gen/%.c=$(BUILD)/obj/gen/%.o)
 
-LIB_OBJ = $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/gen/page.o
+LIB_OBJ = $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(PAGE_OBJ)
 CLI_OBJ = $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
 TEST_BIN = $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 LIB = $(BUILD)/libheadscope.a
@@ -124,11 +126,15 @@ $(PAGEGEN): viz/page/pagegen.c
 	@mkdir -p $(dir $@)
 	$(CC) $(WARN) $(CFLAGS) $< -o $@
 
-$(PAGE_C): $(PAGEGEN) $(PAGE_FILES)
+$(BUILD)/gen/page.c: $(PAGEGEN) $(PAGE_FILES)
 	@mkdir -p $(dir $@)
 	$(PAGEGEN) viz/page/index.html $@
 
-$(BUILD)/obj/gen/page.o: $(PAGE_C)
+$(BUILD)/gen/patch_page.c: $(PAGEGEN) $(PAGE_FILES)
+	@mkdir -p $(dir $@)
+	$(PAGEGEN) viz/page/patch.html $@ hs_patch_page
+
+$(PAGE_OBJ): $(BUILD)/obj/gen/%.o: $(BUILD)/gen/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(ALLCFLAGS) -c $< -o $@
 
