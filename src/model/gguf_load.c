@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/gguf_arch.h"
 #include "model/gguf_internal.h"
 #include "model/gguf_norms.h"
 #include "nn/ops.h"
@@ -265,7 +266,8 @@ static hs_status load_rotary(const hs_gguf *g, const char *a, hs_model_config *c
         if ((st = hs_gguf_get_f32(g, KEY("attention.layer_norm_rms_epsilon"), 1, &cfg->ln_eps, err)))
             return st;
     } else if ((st = hs_gguf_get_f32(g, KEY("attention.layer_norm_epsilon"), 1, &cfg->ln_eps, err)) ||
-               (st = hs_gguf_get_bool(g, KEY("use_parallel_residual"), 1, &own->parallel_residual, err))) {
+               (own->family == HS_FAMILY_GPT_NEOX && /* falcon: always parallel */
+                (st = hs_gguf_get_bool(g, KEY("use_parallel_residual"), 1, &own->parallel_residual, err)))) {
         return st;
     }
 #undef KEY
@@ -324,13 +326,15 @@ static hs_status load_config(const hs_gguf *g, hs_model_config *cfg, hs_arch *ow
     if (ar->pos == HS_POS_ROTARY) {
         if ((st = load_rotary(g, a, cfg, own, err)))
             return st;
-    } else if (own->n_kv_head != cfg->n_head) { /* GPT-2's and BERT's have one per head */
+    } else if (own->n_kv_head != cfg->n_head && ar->family != HS_FAMILY_GPT_BIGCODE) {
+        /* GPT-2's and BERT's have one per head */
         return hs_fail(err, HS_E_UNSUPPORTED, "%s.attention.head_count_kv = %d differs from "
                        "head_count %d: grouped key/value heads are read for the rotary "
-                       "decoders only", a, own->n_kv_head, cfg->n_head);
+                       "decoders and starcoder only", a, own->n_kv_head, cfg->n_head);
     } else if ((st = hs_gguf_get_f32(g, KEY("attention.layer_norm_epsilon"), 1, &cfg->ln_eps, err))) {
         return st;
     }
+    hs_gguf_mqa_read(g, own); /* falcon's block */
     if (ar->vis.kind == HS_VIS_BIDIRECTIONAL) {
         if ((st = hs_gguf_find_typed(g, KEY("attention.causal"), HS_GGUF_BOOL, 0, &i, err)))
             return st;
@@ -413,9 +417,12 @@ static void make_view(hs_tensor_view *v, const hs_gguf_tensor *t, int rank)
  *     "rotate half" order [x_0 .. x_{r/2-1} | y_0 .. y_{r/2-1}] to adjacent pairs
  *     [x_0 y_0 x_1 y_1 ...] (ggml's rope turns neighbours); Hugging Face row h dh + j dh/2 + i
  *     is GGUF row h dh + 2 i + j;
- *   gptneox: the fused QKV's rows, per head [h0: q k v][h1: q k v]... in Hugging Face, were
- *     regrouped to [Q | K | V]; Hugging Face row (h 3 + j) dh + i is GGUF row j d + h dh + i
- *     (the builder's HS_TN_QKV_HEADS reorders them into the slot as for a Hugging Face file).
+ *   gptneox, falcon, starcoder: the fused QKV's rows, by K/V group in Hugging Face ([g0: q .. q
+ *     k v][g1: ...]..., s = n_head / n_kv_head queries a group; GPT-NeoX one group a head),
+ *     were regrouped to [Q | K | V]; Hugging Face row (g (s + 2) + j) dh + i is GGUF row
+ *     (g s + j) dh + i for a query (j < s), A + g dh + i for the key (j = s) and
+ *     A + (n_kv_head + g) dh + i for the value, A = n_head dh (the builder's HS_TN_QKV_HEADS
+ *     reorders them into the slot as for a Hugging Face file).
  * Rows are ne[0]-long (a block-quantised row moves whole); a vector's elements are rows of
  * one value (F32, F16, BF16). Qwen2 needs nothing: llama.cpp runs it with rotate-half. */
 static const hs_tensor_view *unconvert(gguf_ctx *c, hs_tensor_view *v, const hs_gguf_tensor *t,
@@ -435,8 +442,7 @@ static const hs_tensor_view *unconvert(gguf_ctx *c, hs_tensor_view *v, const hs_
                  "reordered", t->name);
         return NULL;
     }
-    if (rows % (size_t)dh || (!llama && rows != 3 * (size_t)hs_model_attn_width(cfg)) ||
-        rows * rb > v->nbytes)
+    if (rows % (size_t)dh || (!llama && rows != (size_t)hs_qkv_width(cfg)) || rows * rb > v->nbytes)
         return v; /* a wrong shape: the builder names it */
     if (rows * rb > c->scratch_cap) {
         unsigned char *p = realloc(c->scratch, rows * rb);
@@ -447,14 +453,15 @@ static const hs_tensor_view *unconvert(gguf_ctx *c, hs_tensor_view *v, const hs_
         c->scratch = p;
         c->scratch_cap = rows * rb;
     }
-    size_t half = (size_t)dh / 2, d = (size_t)cfg->d_model;
+    size_t half = (size_t)dh / 2, G = (size_t)cfg->n_kv_head, s = (size_t)cfg->n_head / G;
+    size_t A = (size_t)hs_model_attn_width(cfg);
     for (size_t r = 0; r < rows; r++) {
         size_t h = r / (size_t)dh, k = r % (size_t)dh, src;
         if (llama) {
             src = h * (size_t)dh + 2 * (k % half) + k / half;
-        } else { /* r = (h 3 + j) dh + i */
-            size_t hh = r / (3 * (size_t)dh), j = r / (size_t)dh % 3;
-            src = j * d + hh * (size_t)dh + k;
+        } else { /* r = (g (s + 2) + j) dh + i */
+            size_t g = h / (s + 2), j = h % (s + 2);
+            src = (j < s ? (g * s + j) * (size_t)dh : A + (j - s) * G * (size_t)dh + g * (size_t)dh) + k;
         }
         memcpy(c->scratch + r * rb, t->data + src * rb, rb);
     }

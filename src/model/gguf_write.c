@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "model/gguf_arch.h"
 #include "model/gguf_internal.h"
 #include "model/gguf_norms.h"
 #include "model/quant.h"
@@ -281,6 +282,9 @@ static hs_status plan_row(void *ctx, const hs_tensor_name *e, int layer, hs_erro
     hs_tensor_shape sh = hs_names_shape(&m->cfg, e);
     char nm[64];
     hs_names_format(e->gguf, layer, nm, sizeof nm);
+    for (size_t i = 0; i < pc->p->n; i++) /* one tensor read into two slots (Falcon-7B's norm) */
+        if (!strcmp(pc->p->t[i].name, nm))
+            return HS_OK;
     size_t rows = (size_t)sh.rows, cols = (size_t)sh.cols, ld = (size_t)sh.ld, off = (size_t)sh.off;
     if (e->slot == HS_S_POS_EMB) { /* from the first row a text uses, as llama.cpp's converter
                                       writes RoBERTa's (the loader reads it from row 0) */
@@ -404,6 +408,9 @@ static hs_status writable(const hs_model *m, hs_error *err)
 {
     const hs_arch *a = m->cfg.arch;
     int norms = hs_gguf_norms_family(a); /* Gemma's windows and GeGLU are llama.cpp's */
+    hs_status st = hs_gguf_mqa_writable(m, err); /* Falcon-RW, biases */
+    if (st)
+        return st;
     if ((a->sliding_window > 0 && !norms && (a->global_every > 0 || a->pos != HS_POS_ROTARY)) ||
         a->vis.kind != hs_arch_of(a->family)->vis.kind ||
         (m->cfg.gated && m->cfg.act != HS_ACT_SILU && !norms))
@@ -454,7 +461,8 @@ static void rotary_keys(meta *mt, const hs_model_config *c, const char *arch)
     hs_meta_u32(mt, KEY("rope.dimension_count"), (uint32_t)a->rotary_dims);
     hs_meta_f32(mt, KEY("rope.freq_base"), a->rotary_base);
     if (a->norm_kind == HS_NORM_LAYER) {
-        hs_meta_bool(mt, KEY("use_parallel_residual"), a->parallel_residual);
+        if (a->family == HS_FAMILY_GPT_NEOX) /* llama.cpp's falcon is always parallel */
+            hs_meta_bool(mt, KEY("use_parallel_residual"), a->parallel_residual);
         hs_meta_f32(mt, KEY("attention.layer_norm_epsilon"), c->ln_eps);
     } else {
         hs_meta_f32(mt, KEY("attention.layer_norm_rms_epsilon"), c->ln_eps);
@@ -486,10 +494,6 @@ static hs_status emit(sink *s, const hs_model *m, const hs_gguf_write_options *o
         return hs_fail(err, HS_E_ARG, "unsupported output type %d", (int)opt->ftype);
     const hs_model_config *c = &m->cfg;
     const char *arch = hs_arch_gguf_name(c->arch);
-    if (!arch && (c->family == HS_FAMILY_FALCON || c->family == HS_FAMILY_GPT_BIGCODE))
-        return hs_fail(err, HS_E_UNSUPPORTED, "architecture '%s': writing llama.cpp's '%s' GGUF "
-                       "form is not implemented yet; use the Hugging Face folder", c->arch->name,
-                       c->family == HS_FAMILY_FALCON ? "falcon" : "starcoder");
     if (!arch)
         return hs_fail(err, HS_E_UNSUPPORTED, "architecture '%s' has no GGUF form (%s); use the "
                        "Hugging Face folder", c->arch->name,
@@ -518,6 +522,7 @@ static hs_status emit(sink *s, const hs_model *m, const hs_gguf_write_options *o
         hs_meta_u32(&mt, KEY("embedding_length"), (uint32_t)c->d_model);
         hs_meta_u32(&mt, KEY("feed_forward_length"), (uint32_t)c->d_ff);
         hs_meta_u32(&mt, KEY("attention.head_count"), (uint32_t)c->n_head);
+        hs_gguf_mqa_write(&mt, c, arch); /* starcoder's K/V heads */
         hs_meta_f32(&mt, KEY("attention.layer_norm_epsilon"), c->ln_eps);
         hs_meta_u32(&mt, "general.file_type", file_type(opt->ftype));
         if (c->arch->vis.kind == HS_VIS_BIDIRECTIONAL)
