@@ -22,6 +22,11 @@
 #     llama-embedding against headscope on the same file; with LLAMACPP_MODELS,
 #     llama.cpp's own tokenizer test on its ggml-vocab-llama-spm.gguf
 #     (LLAMACPP_FAMILIES_ONLY=1 runs this part alone);
+#   - the multi-query families (fixtures/mqa-models/tiny-{falcon-mq,falcon-nd,bigcode,
+#     bigcode-mha} with fixtures/gguf/arch/bpe128.tokenizer.json, converted to f32 and f16 as
+#     llama.cpp's falcon and starcoder): llama-tokenize's ids against headscope's, and
+#     llama-embedding's final hidden states against headscope's on the same file
+#     (LLAMACPP_MQA_ONLY=1 runs this part alone);
 #   - issue 39's tokenizer files (fixtures/gguf/tokdefects): llama-tokenize's ids against
 #     headscope's (RoBERTa's add_bos_token / add_eos_token, equal SentencePiece scores, a BOS id
 #     beyond the vocabulary).
@@ -145,6 +150,42 @@ spm_vocab() {
     if "$PY" tests/llamacpp.py vocab-cases "$HS" "$v" "$v.inp" "$v.out" >"$T/voc.log"; then ok; else bad "llama-spm vocabulary: $(cat "$T/voc.log")"; fi
     echo "ggml-vocab-llama-spm: $(tail -1 "$T/voc.log")"
 }
+# ---- the multi-query families: falcon (7B's one norm, 40B's two and grouped K/V heads) and
+# starcoder (one K/V head, and a multi-head c_attn written with its head_count_kv) --------
+# Bounds: f32 cosine 0.9999 for Falcon (its GELU is the exact erf form, ggml's the tanh one
+# from an F16 table), 0.99999 for StarCoder (tanh GELU on both sides); f16 0.999.
+mqa() {
+    local m ty f cos c text="the cat sat on the mat. the dog sat on the cat. then the cat ran."
+    for m in tiny-falcon-mq tiny-falcon-nd tiny-bigcode tiny-bigcode-mha; do
+        mkdir -p "$T/$m" && cp fixtures/mqa-models/$m/* "$T/$m/" &&
+            cp fixtures/gguf/arch/bpe128.tokenizer.json "$T/$m/tokenizer.json"
+        c=$(grep -oE '"(n_positions|max_position_embeddings)": [0-9]+' "$T/$m/config.json" | grep -oE '[0-9]+$')
+        for ty in f32 f16; do
+            f=$T/$m-$ty.gguf
+            cos=0.99999
+            case $m in tiny-falcon*) cos=0.9999 ;; esac
+            [ "$ty" = f16 ] && cos=0.999
+            run "convert $m $ty" -- "$HS" convert "$T/$m" -o "$f" --type "$ty"
+            "$L/llama-tokenize" -m "$f" -p "$text" --ids --log-disable >"$T/mids.txt" 2>/dev/null || { bad "$m-$ty: llama-tokenize failed"; continue; }
+            "$HS" tokenize "$f" --text "$text" --json >"$T/h.json" 2>"$T/h.err" || { bad "$m-$ty: headscope tokenize: $(cat "$T/h.err")"; continue; }
+            if "$PY" tests/llamacpp.py ids "$T/h.json" "$T/mids.txt" >"$T/ids.log"; then ok; else bad "$m-$ty ids: $(cat "$T/ids.log")"; fi
+            if ! "$L/llama-embedding" -m "$f" -p "$text" --pooling none --embd-normalize -1 \
+                --embd-output-format json -c "$c" -b "$c" -ub "$c" -ctk f32 -ctv f32 -t $TH --no-warmup \
+                >"$T/emb.json" 2>"$T/emb.err"; then
+                bad "$m-$ty llama-embedding failed: $(grep -iE 'error|assert' "$T/emb.err" | head -3)"
+                continue
+            fi
+            if "$PY" tests/llamacpp.py embed-ids "$f" "$T/mids.txt" "$T/emb.json" $cos >"$T/emb.log"; then ok; else bad "$m-$ty: cosine below $cos"; fi
+            echo "$m-$ty (headscope vs llama.cpp on the file): $(cat "$T/emb.log")"
+        done
+    done
+}
+if [ "${LLAMACPP_MQA_ONLY:-0}" = 1 ]; then
+    mqa
+    echo "llamacpp: $pass passed, $fail failed"
+    [ "$fail" = 0 ]
+    exit
+fi
 if [ "${LLAMACPP_FAMILIES_ONLY:-0}" = 1 ]; then
     spm_vocab
     quantized
@@ -309,6 +350,7 @@ done
 families
 quantized
 spm_vocab
+mqa
 
 echo "llamacpp: $pass passed, $fail failed"
 [ "$fail" = 0 ]
