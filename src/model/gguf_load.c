@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "model/gguf_arch.h"
+#include "model/gguf_deepseek.h"
 #include "model/gguf_internal.h"
 #include "model/gguf_norms.h"
 #include "nn/ops.h"
@@ -323,7 +324,10 @@ static hs_status load_config(const hs_gguf *g, hs_model_config *cfg, hs_arch *ow
     if (own->n_kv_head < 1)
         return hs_fail(err, HS_E_VALUE, "%s.attention.head_count_kv must be at least 1", a);
     hs_gguf_value v;
-    if (ar->pos == HS_POS_ROTARY) {
+    if (ar->mla_kv_lora > 0) { /* deepseek2: latent attention, YaRN, experts */
+        if ((st = hs_gguf_deepseek_read(g, a, cfg, own, err)))
+            return st;
+    } else if (ar->pos == HS_POS_ROTARY) {
         if ((st = load_rotary(g, a, cfg, own, err)))
             return st;
     } else if (own->n_kv_head != cfg->n_head && ar->family != HS_FAMILY_GPT_BIGCODE) {
@@ -383,7 +387,8 @@ typedef struct gguf_ctx {
     unsigned char *scratch; /* a tensor with its rows put back in Hugging Face's order; the
                                builder decodes each view before it asks for the next */
     size_t scratch_cap;
-    char bad[160];         /* why a tensor could not be put back, for the message */
+    char bad[330];         /* why a tensor could not be put back, for the message */
+    hs_gguf_ds_scratch ds; /* deepseek2's kv_b and experts (gguf_deepseek.c) */
 } gguf_ctx;
 
 /* Bytes of one ne[0]-long row (the type was checked when the file was opened). */
@@ -474,8 +479,13 @@ static const hs_tensor_view *gguf_lookup(void *vctx, const char *hf, const hs_te
 {
     gguf_ctx *c = vctx;
     char name[128];
-    (void)hf;
+    int handled;
     *out_in = 1; /* every GGUF matrix is stored (out, in): ne = {in, out} */
+    const hs_tensor_view *dv = hs_gguf_deepseek_lookup(c->g, c->cfg, hf, r, &c->ds, &handled);
+    if (c->ds.bad[0])
+        memcpy(c->bad, c->ds.bad, sizeof c->ds.bad);
+    if (handled)
+        return dv;
     if (r->alt) /* a GGUF file has one name per tensor */
         return NULL;
     int rank = hs_names_shape(c->cfg, r->e).kind == HS_K_VEC ? 1 : 2, part = r->e->part;
@@ -562,6 +572,7 @@ fail:
         hs_error_prefix(err, "'%s'", path);
     free(ctx.views);
     free(ctx.scratch);
+    free(ctx.ds.buf);
     hs_gguf_free(g);
     return st;
 }
