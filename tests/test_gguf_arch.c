@@ -8,7 +8,14 @@
  *   - BF16 within the bound docs/gguf.md states;
  *   - the keys llama.cpp's loader reads (head_count_kv, Falcon-40B's attn_norm_2);
  *   - what llama.cpp's falcon cannot hold (Falcon-RW's ALiBi, a sequential block, biases) and
- *     the architectures headscope does not read (deepseek2) refused in one line. */
+ *     the architectures headscope does not read (t5encoder) refused in one line.
+ * And llama.cpp's deepseek2, from the latent-attention checkpoints of fixtures/mla-models/
+ * (V2 with q_lora, V2-Lite without, YaRN with mscale equal to mscale_all_dim and not, softmax
+ * experts with group-limited routing, V3's sigmoid router with its correction bias):
+ *   - F32 bit-identical to the folder, and again byte for byte;
+ *   - attn_k_b / attn_v_b and the stacked experts as the converter lays them out, from the
+ *     folder's kv_b_proj and experts by its rule;
+ *   - an unknown gating function, sigmoid without exp_probs_b, another rope scaling refused. */
 #include <string.h>
 
 #include "headscope/forward.h"
@@ -21,17 +28,21 @@
 #include "testutil.h"
 
 #define MQA "fixtures/mqa-models/"
+#define MLA "fixtures/mla-models/"
 #define TOK "fixtures/gguf/arch/bpe128.tokenizer.json"
+#define TOK256 MLA "tiny-deepseek-lite/tokenizer.json"
 
-/* A folder with the test tokenizer attached (the tiny checkpoints have none). */
+/* A folder (fixtures/mqa-models/NAME, or fixtures/mla-models/NAME for tiny-deepseek-*) with a
+ * tokenizer attached where it has none (bpe128, or tiny-deepseek-lite's 256 tokens). */
 static hs_model *load_hf(const char *name)
 {
     char path[256];
-    snprintf(path, sizeof path, MQA "%s", name);
+    int mla = !strncmp(name, "tiny-deepseek", 13);
+    snprintf(path, sizeof path, "%s%s", mla ? MLA : MQA, name);
     hs_model *m = tu_load(path);
     hs_error err = {{0}};
-    cr_assert_null(m->tok);
-    cr_assert_eq(hs_tokenizer_load_json(TOK, &m->tok, &err), HS_OK, "%s", err.msg);
+    if (!m->tok)
+        cr_assert_eq(hs_tokenizer_load_json(mla ? TOK256 : TOK, &m->tok, &err), HS_OK, "%s", err.msg);
     return m;
 }
 
@@ -270,8 +281,8 @@ Test(gguf_arch, falcon_rw_sequential_and_biases_refused_by_name)
     hs_model_free(m);
 }
 
-/* A starcoder file renamed deepseek2 (as long): llama.cpp's latent-attention architecture,
- * which headscope does not read from GGUF, refused in one line naming it. */
+/* A starcoder file renamed t5encoder (as long): llama.cpp's T5 encoder, which headscope does
+ * not read from GGUF, refused in one line naming it. */
 Test(gguf_arch, unread_architectures_refused_by_name)
 {
     hs_model *h = load_hf("tiny-bigcode");
@@ -283,16 +294,149 @@ Test(gguf_arch, unread_architectures_refused_by_name)
     while (at + 9 <= len && memcmp(buf + at, "starcoder", 9))
         at++;
     cr_assert_leq(at + 9, len);
-    memcpy(buf + at, "deepseek2", 9);
+    memcpy(buf + at, "t5encoder", 9);
     snprintf(path, sizeof path, "%s/m.gguf", dir);
     tu_write_file(path, buf, len);
     hs_model *m = NULL;
     hs_error err = {{0}};
     cr_expect_eq(hs_model_load(path, &m, &err), HS_E_UNSUPPORTED);
-    cr_expect(strstr(err.msg, "general.architecture 'deepseek2' is not supported") != NULL, "%s",
+    cr_expect(strstr(err.msg, "general.architecture 't5encoder' is not supported") != NULL, "%s",
               err.msg);
     cr_expect_null(strchr(err.msg, '\n'));
     hs_model_free(h);
     tu_rm_rf(dir);
     free(buf);
+}
+
+/* ---- deepseek2 ---------------------------------------------------------------------------- */
+
+Test(gguf_arch, deepseek2_f32_equals_its_folder, .timeout = 60)
+{
+    static const char *const names[] = {"tiny-deepseek-v2", "tiny-deepseek-lite", "tiny-deepseek-2l",
+                                        "tiny-deepseek-moe", "tiny-deepseek-v3"};
+    for (size_t k = 0; k < sizeof names / sizeof names[0]; k++)
+        round_trip(names[k], HS_GGUF_FTYPE_F32);
+}
+
+/* BF16: tiny-deepseek-v3 is stored in BF16 but its norms and router (F32 in the file) */
+Test(gguf_arch, deepseek2_bf16_within_the_documented_bound)
+{
+    double d = round_trip("tiny-deepseek-v3", HS_GGUF_FTYPE_BF16);
+    cr_expect_eq(d, 0.0, "tiny-deepseek-v3 bf16: maps max|d| %g", d);
+    d = round_trip("tiny-deepseek-moe", HS_GGUF_FTYPE_BF16);
+    cr_log_info("tiny-deepseek-moe bf16: maps max|d| %.3g", d);
+    cr_expect(d > 0 && d <= 3e-2, "tiny-deepseek-moe bf16: maps max|d| %g", d);
+}
+
+/* The file's float at index i of tensor t (F32). */
+static float f32_at(const hs_gguf_tensor *t, size_t i)
+{
+    float f;
+    memcpy(&f, t->data + 4 * i, 4);
+    return f;
+}
+
+/* kv_b_proj (H (nope + v), kv) viewed (H, nope + v, kv): k_b = [:, :nope, :] transposed to
+ * (H, kv, nope), v_b = [:, nope:, :]; the experts stacked (E, out, in) in expert order. */
+Test(gguf_arch, deepseek2_split_kv_b_and_stacked_experts_as_the_converter)
+{
+    hs_model *h = load_hf("tiny-deepseek-moe");
+    unsigned char *buf = NULL;
+    size_t len = 0;
+    char dir[128];
+    hs_model_free(convert(h, HS_GGUF_FTYPE_F32, &buf, &len, dir, sizeof dir));
+    hs_gguf *g = NULL;
+    hs_error err = {{0}};
+    cr_assert_eq(hs_gguf_parse(buf, len, &g, &err), HS_OK, "%s", err.msg);
+    hs_safetensors *st = NULL;
+    cr_assert_eq(hs_safetensors_open(MLA "tiny-deepseek-moe/model.safetensors", &st, &err), HS_OK);
+    const hs_tensor_view *kvb = hs_safetensors_find(st, "model.layers.1.self_attn.kv_b_proj.weight");
+    const hs_gguf_tensor *kb = hs_gguf_find_tensor(g, "blk.1.attn_k_b.weight");
+    const hs_gguf_tensor *vb = hs_gguf_find_tensor(g, "blk.1.attn_v_b.weight");
+    cr_assert(kvb && kb && vb);
+    const size_t H = 2, nope = 16, v = 32, kv = 32, w = nope + v;
+    cr_assert_eq(kb->n_dims, 3);
+    cr_assert(kb->ne[0] == (int64_t)nope && kb->ne[1] == (int64_t)kv && kb->ne[2] == (int64_t)H);
+    cr_assert(vb->ne[0] == (int64_t)kv && vb->ne[1] == (int64_t)v && vb->ne[2] == (int64_t)H);
+    size_t bad = 0;
+    for (size_t hh = 0; hh < H; hh++)
+        for (size_t c = 0; c < kv; c++) {
+            for (size_t j = 0; j < nope; j++)
+                bad += f32_at(kb, (hh * kv + c) * nope + j) != elem(kvb, (hh * w + j) * kv + c);
+            for (size_t j = 0; j < v; j++)
+                bad += f32_at(vb, (hh * v + j) * kv + c) != elem(kvb, (hh * w + nope + j) * kv + c);
+        }
+    cr_expect_eq(bad, 0, "%zu values of attn_k_b / attn_v_b out of the converter's order", bad);
+    static const char *const proj[] = {"gate", "up", "down"};
+    for (int p = 0; p < 3; p++) {
+        char name[96];
+        snprintf(name, sizeof name, "blk.1.ffn_%s_exps.weight", proj[p]);
+        const hs_gguf_tensor *t = hs_gguf_find_tensor(g, name);
+        cr_assert_not_null(t, "%s", name);
+        cr_expect_eq(t->ne[2], 8);
+        size_t per = (size_t)t->ne[0] * (size_t)t->ne[1];
+        for (int e = 0; e < 8; e++) {
+            snprintf(name, sizeof name, "model.layers.1.mlp.experts.%d.%s_proj.weight", e, proj[p]);
+            const hs_tensor_view *x = hs_safetensors_find(st, name);
+            cr_assert_not_null(x, "%s", name);
+            for (size_t i = 0; i < per; i++)
+                bad += f32_at(t, (size_t)e * per + i) != elem(x, i);
+        }
+    }
+    cr_expect_eq(bad, 0, "%zu values of the stacked experts out of order", bad);
+    cr_expect_eq(hs_gguf_find_tensor(g, "blk.1.ffn_gate_inp.weight")->type, HS_GGML_F32);
+    cr_expect_null(hs_gguf_find_tensor(g, "blk.1.ffn_gate.weight")); /* a MoE layer */
+    cr_expect_not_null(hs_gguf_find_tensor(g, "blk.0.ffn_gate.weight")); /* the dense one */
+    hs_safetensors_close(st);
+    hs_gguf_free(g);
+    tu_rm_rf(dir);
+    free(buf);
+    hs_model_free(h);
+}
+
+/* The file of h with one UINT32 key's value replaced (key must be present), or with the first
+ * occurrence of a string replaced by another as long, opened: the message must hold msg. */
+static void expect_edit_refused(const char *name, const char *key, uint32_t val, const char *from,
+                                const char *to, const char *msg)
+{
+    hs_model *h = load_hf(name);
+    unsigned char *buf = NULL;
+    size_t len = 0, at = 0;
+    char dir[128], path[300];
+    hs_model_free(convert(h, HS_GGUF_FTYPE_F32, &buf, &len, dir, sizeof dir));
+    const char *find = key ? key : from;
+    size_t n = strlen(find);
+    while (at + n <= len && memcmp(buf + at, find, n))
+        at++;
+    cr_assert_leq(at + n, len, "%s not in the file", find);
+    if (key) /* the key, then its type (4 bytes), then the value */
+        memcpy(buf + at + n + 4, &val, 4);
+    else
+        memcpy(buf + at, to, n);
+    snprintf(path, sizeof path, "%s/m.gguf", dir);
+    tu_write_file(path, buf, len);
+    hs_model *m = NULL;
+    hs_error err = {{0}};
+    cr_expect_neq(hs_model_load(path, &m, &err), HS_OK);
+    cr_expect(strstr(err.msg, msg) != NULL, "got '%s', want '%s'", err.msg, msg);
+    cr_expect_null(strchr(err.msg, '\n'));
+    hs_model_free(m);
+    hs_model_free(h);
+    tu_rm_rf(dir);
+    free(buf);
+}
+
+Test(gguf_arch, deepseek2_refuses_what_it_does_not_run_by_name)
+{
+    expect_edit_refused("tiny-deepseek-v3", "deepseek2.expert_gating_func", 4, NULL, NULL,
+                        "deepseek2.expert_gating_func = 4 is not supported (expected 1, softmax, "
+                        "or 2, sigmoid)");
+    expect_edit_refused("tiny-deepseek-v3", NULL, 0, "blk.1.exp_probs_b.bias", "blk.1.exp_probs_X.bias",
+                        "deepseek2: sigmoid gating without exp_probs_b.bias is not supported");
+    expect_edit_refused("tiny-deepseek-lite", NULL, 0, "yarn", "nope",
+                        "deepseek2.rope.scaling.type 'nope' is not supported for deepseek2");
+    expect_edit_refused("tiny-deepseek-moe", NULL, 0, "blk.1.ffn_up_exps.weight",
+                        "blk.1.ffn_up_expz.weight", "layers.1.mlp.experts.0.up_proj.weight' is missing");
+    expect_edit_refused("tiny-deepseek-v2", NULL, 0, "blk.0.attn_v_b.weight", "blk.0.attn_v_X.weight",
+                        "missing tensor 'blk.0.attn_v_b.weight'");
 }

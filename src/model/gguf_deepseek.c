@@ -15,6 +15,8 @@
  *     stacked into ffn_{gate,up,down}_exps {.., .., E}, the router ffn_gate_inp (F32, as the
  *     converter keeps it) and V3's exp_probs_b.bias, the shared experts ffn_*_shexp. The rotary
  *     halves are stored as transformers keeps them (interleaved pairs, llama.cpp's NORM rope).
+ * One architecture holds both: a file whose router is sigmoid opens as deepseek_v3 (V3's
+ * router), any other as deepseek_v2.
  * llama.cpp scores a group of experts by its two best (V3's rule) whatever the gating; a
  * softmax router with groups is read as DeepSeek-V2's group-limited routing (the best expert
  * a group), which is what the checkpoint was trained with. */
@@ -181,9 +183,13 @@ hs_status hs_gguf_deepseek_read(const hs_gguf *g, const char *a, hs_model_config
     own->rotary_base = base;
     own->n_kv_head = cfg->n_head; /* the file's 1 is the latent's, shared by every head */
     own->tied_embeddings = 1;     /* no output.weight: the token embeddings, as llama.cpp */
-    if ((st = read_yarn(g, a, own, err)))
+    if ((st = read_yarn(g, a, own, err)) || (st = read_moe(g, a, cfg, own, err)))
         return st;
-    return read_moe(g, a, cfg, own, err);
+    if (own->moe_experts > 0 && own->moe_scoring == HS_MOE_SIGMOID) { /* V3's router: V3 */
+        own->family = cfg->family = HS_FAMILY_DEEPSEEK_V3;
+        own->name = hs_family_name(HS_FAMILY_DEEPSEEK_V3);
+    }
+    return HS_OK;
 }
 
 /* n floats of tensor t decoded into a fresh buffer (NULL: a type headscope does not decode,
