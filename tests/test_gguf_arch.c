@@ -318,14 +318,19 @@ Test(gguf_arch, deepseek2_f32_equals_its_folder, .timeout = 60)
         round_trip(names[k], HS_GGUF_FTYPE_F32);
 }
 
-/* BF16: tiny-deepseek-v3 is stored in BF16 but its norms and router (F32 in the file) */
-Test(gguf_arch, deepseek2_bf16_within_the_documented_bound)
+/* BF16: tiny-deepseek-v3 is stored in BF16 but its norms and router (F32 in the file); Q8_0
+ * keeps the experts in F16 (headscope reads experts as F32, F16 or BF16) and the dense MLP of
+ * a mixture-of-experts model in Q8_0 */
+Test(gguf_arch, deepseek2_bf16_and_q8_0_within_the_documented_bounds)
 {
     double d = round_trip("tiny-deepseek-v3", HS_GGUF_FTYPE_BF16);
     cr_expect_eq(d, 0.0, "tiny-deepseek-v3 bf16: maps max|d| %g", d);
     d = round_trip("tiny-deepseek-moe", HS_GGUF_FTYPE_BF16);
     cr_log_info("tiny-deepseek-moe bf16: maps max|d| %.3g", d);
     cr_expect(d > 0 && d <= 3e-2, "tiny-deepseek-moe bf16: maps max|d| %g", d);
+    d = round_trip("tiny-deepseek-moe", HS_GGUF_FTYPE_Q8_0);
+    cr_log_info("tiny-deepseek-moe q8_0: maps max|d| %.3g", d);
+    cr_expect(d > 0 && d <= 5e-2, "tiny-deepseek-moe q8_0: maps max|d| %g", d);
 }
 
 /* The file's float at index i of tensor t (F32). */

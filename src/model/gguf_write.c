@@ -203,8 +203,8 @@ static uint32_t storage_type(const char *name, size_t rows, size_t cols, hs_gguf
         n < 7 || strcmp(name + n - 7, ".weight") || !strcmp(name, "position_embd.weight") ||
         !strcmp(name, "token_types.weight") || strstr(name, ".ffn_gate_inp")) /* the router */
         return HS_GGML_F32;
-    if (ft == HS_GGUF_FTYPE_Q8_0 && strstr(name, "_exps.")) /* headscope reads experts as */
-        return HS_GGML_F16;                                 /* F32, F16 or BF16 */
+    if (ft == HS_GGUF_FTYPE_Q8_0 && (strstr(name, "_exps.") || strstr(name, "_shexp.")))
+        return HS_GGML_F16; /* headscope reads the experts as F32, F16 or BF16 */
     switch (ft) {
     case HS_GGUF_FTYPE_F16: return HS_GGML_F16;
     case HS_GGUF_FTYPE_BF16: return HS_GGML_BF16;
