@@ -24,9 +24,10 @@
 #     (LLAMACPP_FAMILIES_ONLY=1 runs this part alone);
 #   - the multi-query families (fixtures/mqa-models/tiny-{falcon-mq,falcon-nd,bigcode,
 #     bigcode-mha} with fixtures/gguf/arch/bpe128.tokenizer.json, converted to f32 and f16 as
-#     llama.cpp's falcon and starcoder): llama-tokenize's ids against headscope's, and
-#     llama-embedding's final hidden states against headscope's on the same file
-#     (LLAMACPP_MQA_ONLY=1 runs this part alone);
+#     llama.cpp's falcon and starcoder) and latent attention (fixtures/mla-models/
+#     tiny-deepseek-{lite,moe,v3} with tiny-deepseek-lite's tokenizer, as deepseek2):
+#     llama-tokenize's ids against headscope's, and llama-embedding's final hidden states
+#     against headscope's on the same file (LLAMACPP_MQA_ONLY=1 runs this part alone);
 #   - issue 39's tokenizer files (fixtures/gguf/tokdefects): llama-tokenize's ids against
 #     headscope's (RoBERTa's add_bos_token / add_eos_token, equal SentencePiece scores, a BOS id
 #     beyond the vocabulary).
@@ -151,14 +152,20 @@ spm_vocab() {
     echo "ggml-vocab-llama-spm: $(tail -1 "$T/voc.log")"
 }
 # ---- the multi-query families: falcon (7B's one norm, 40B's two and grouped K/V heads) and
-# starcoder (one K/V head, and a multi-head c_attn written with its head_count_kv) --------
+# starcoder (one K/V head, and a multi-head c_attn written with its head_count_kv); latent
+# attention: deepseek2 (V2-Lite with YaRN, V2's softmax experts, V3's sigmoid router) -----
 # Bounds: f32 cosine 0.9999 for Falcon (its GELU is the exact erf form, ggml's the tanh one
-# from an F16 table), 0.99999 for StarCoder (tanh GELU on both sides); f16 0.999.
+# from an F16 table), 0.99999 for StarCoder and DeepSeek; f16 0.999.
 mqa() {
-    local m ty f cos c text="the cat sat on the mat. the dog sat on the cat. then the cat ran."
-    for m in tiny-falcon-mq tiny-falcon-nd tiny-bigcode tiny-bigcode-mha; do
-        mkdir -p "$T/$m" && cp fixtures/mqa-models/$m/* "$T/$m/" &&
-            cp fixtures/gguf/arch/bpe128.tokenizer.json "$T/$m/tokenizer.json"
+    local m ty f cos c tok text="the cat sat on the mat. the dog sat on the cat. then the cat ran."
+    for m in tiny-falcon-mq tiny-falcon-nd tiny-bigcode tiny-bigcode-mha tiny-deepseek-lite \
+        tiny-deepseek-moe tiny-deepseek-v3; do
+        case $m in
+        tiny-deepseek*) mkdir -p "$T/$m" && cp fixtures/mla-models/$m/* "$T/$m/" &&
+            cp fixtures/mla-models/tiny-deepseek-lite/tokenizer.json "$T/$m/tokenizer.json" ;;
+        *) mkdir -p "$T/$m" && cp fixtures/mqa-models/$m/* "$T/$m/" &&
+            cp fixtures/gguf/arch/bpe128.tokenizer.json "$T/$m/tokenizer.json" ;;
+        esac
         c=$(grep -oE '"(n_positions|max_position_embeddings)": [0-9]+' "$T/$m/config.json" | grep -oE '[0-9]+$')
         for ty in f32 f16; do
             f=$T/$m-$ty.gguf
