@@ -151,6 +151,18 @@ spm_vocab() {
     if "$PY" tests/llamacpp.py vocab-cases "$HS" "$v" "$v.inp" "$v.out" >"$T/voc.log"; then ok; else bad "llama-spm vocabulary: $(cat "$T/voc.log")"; fi
     echo "ggml-vocab-llama-spm: $(tail -1 "$T/voc.log")"
 }
+# emb_vs_ids FILE TEXT IDS CTX COS NAME: llama-embedding's final hidden states of TEXT against
+# headscope's on llama-tokenize's ids (IDS), cosine >= COS for every token; 1 when llama.cpp
+# fails (the summary in $T/emb.log)
+emb_vs_ids() {
+    if ! "$L/llama-embedding" -m "$1" -p "$2" --pooling none --embd-normalize -1 \
+        --embd-output-format json -c "$4" -b "$4" -ub "$4" -ctk f32 -ctv f32 -t $TH --no-warmup \
+        >"$T/emb.json" 2>"$T/emb.err"; then
+        bad "$6 llama-embedding failed: $(grep -iE 'error|assert' "$T/emb.err" | head -3)"
+        return 1
+    fi
+    if "$PY" tests/llamacpp.py embed-ids "$1" "$3" "$T/emb.json" "$5" >"$T/emb.log"; then ok; else bad "$6: cosine below $5"; fi
+}
 # ---- the multi-query families: falcon (7B's one norm, 40B's two and grouped K/V heads) and
 # starcoder (one K/V head, and a multi-head c_attn written with its head_count_kv); latent
 # attention: deepseek2 (V2-Lite with YaRN, V2's softmax experts, V3's sigmoid router) -----
@@ -176,13 +188,7 @@ mqa() {
             "$L/llama-tokenize" -m "$f" -p "$text" --ids --log-disable >"$T/mids.txt" 2>/dev/null || { bad "$m-$ty: llama-tokenize failed"; continue; }
             "$HS" tokenize "$f" --text "$text" --json >"$T/h.json" 2>"$T/h.err" || { bad "$m-$ty: headscope tokenize: $(cat "$T/h.err")"; continue; }
             if "$PY" tests/llamacpp.py ids "$T/h.json" "$T/mids.txt" >"$T/ids.log"; then ok; else bad "$m-$ty ids: $(cat "$T/ids.log")"; fi
-            if ! "$L/llama-embedding" -m "$f" -p "$text" --pooling none --embd-normalize -1 \
-                --embd-output-format json -c "$c" -b "$c" -ub "$c" -ctk f32 -ctv f32 -t $TH --no-warmup \
-                >"$T/emb.json" 2>"$T/emb.err"; then
-                bad "$m-$ty llama-embedding failed: $(grep -iE 'error|assert' "$T/emb.err" | head -3)"
-                continue
-            fi
-            if "$PY" tests/llamacpp.py embed-ids "$f" "$T/mids.txt" "$T/emb.json" $cos >"$T/emb.log"; then ok; else bad "$m-$ty: cosine below $cos"; fi
+            emb_vs_ids "$f" "$text" "$T/mids.txt" "$c" "$cos" "$m-$ty" || continue
             echo "$m-$ty (headscope vs llama.cpp on the file): $(cat "$T/emb.log")"
         done
     done
@@ -332,13 +338,7 @@ for ty in f32 f16; do
     [ "$ty" = f16 ] && cos=0.999
     run "convert roberta $ty" -- "$HS" convert "$T/tiny-roberta" -o "$f" --type "$ty"
     "$L/llama-tokenize" -m "$f" -p "$RTEXT" --ids --log-disable >"$T/rids.txt" 2>/dev/null || { bad "roberta-$ty: llama-tokenize failed"; continue; }
-    if ! "$L/llama-embedding" -m "$f" -p "$RTEXT" --pooling none --embd-normalize -1 \
-        --embd-output-format json -c 128 -b 128 -ub 128 -ctk f32 -ctv f32 -t $TH --no-warmup \
-        >"$T/emb.json" 2>"$T/emb.err"; then
-        bad "roberta-$ty llama-embedding failed: $(grep -iE 'error|assert' "$T/emb.err" | head -3)"
-        continue
-    fi
-    if "$PY" tests/llamacpp.py embed-ids "$f" "$T/rids.txt" "$T/emb.json" $cos >"$T/emb.log"; then ok; else bad "roberta-$ty: cosine below $cos"; fi
+    emb_vs_ids "$f" "$RTEXT" "$T/rids.txt" 128 "$cos" "roberta-$ty" || continue
     echo "roberta-$ty: $(cat "$T/emb.log")"
 done
 

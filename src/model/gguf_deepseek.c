@@ -362,11 +362,7 @@ void hs_gguf_deepseek_keys(hs_gguf_meta *mt, const hs_model_config *c, const cha
     char key[128];
     int moe = a->moe_experts > 0;
 #define KEY(suffix) (snprintf(key, sizeof key, "%s." suffix, arch), key)
-    hs_meta_u32(mt, KEY("context_length"), (uint32_t)c->n_ctx);
-    hs_meta_u32(mt, KEY("embedding_length"), (uint32_t)c->d_model);
-    hs_meta_u32(mt, KEY("block_count"), (uint32_t)c->n_layer);
-    hs_meta_u32(mt, KEY("feed_forward_length"), (uint32_t)c->d_ff);
-    hs_meta_u32(mt, KEY("attention.head_count"), (uint32_t)c->n_head);
+    hs_gguf_dim_keys(mt, c, arch);
     hs_meta_u32(mt, KEY("attention.head_count_kv"), 1); /* the latent, as the converter says */
     hs_meta_f32(mt, KEY("rope.freq_base"), a->rotary_base);
     hs_meta_f32(mt, KEY("attention.layer_norm_rms_epsilon"), c->ln_eps);

@@ -473,6 +473,18 @@ static hs_status writable(const hs_model *m, hs_error *err)
     return HS_OK;
 }
 
+void hs_gguf_dim_keys(meta *mt, const hs_model_config *c, const char *arch)
+{
+    char key[96];
+#define KEY(suffix) (snprintf(key, sizeof key, "%s." suffix, arch), key)
+    hs_meta_u32(mt, KEY("context_length"), (uint32_t)c->n_ctx);
+    hs_meta_u32(mt, KEY("embedding_length"), (uint32_t)c->d_model);
+    hs_meta_u32(mt, KEY("block_count"), (uint32_t)c->n_layer);
+    hs_meta_u32(mt, KEY("feed_forward_length"), (uint32_t)c->d_ff);
+    hs_meta_u32(mt, KEY("attention.head_count"), (uint32_t)c->n_head);
+#undef KEY
+}
+
 /* The hyperparameters of gptneox, llama and qwen2, with the value types llama.cpp checks (in
  * the order of llama.cpp's converter). Llama 3's rope scaling is rope_freqs.weight (plan_row);
  * linear scaling is rope.scaling.type and .factor. */
@@ -481,11 +493,7 @@ static void rotary_keys(meta *mt, const hs_model_config *c, const char *arch)
     const hs_arch *a = c->arch;
     char key[96];
 #define KEY(suffix) (snprintf(key, sizeof key, "%s." suffix, arch), key)
-    hs_meta_u32(mt, KEY("context_length"), (uint32_t)c->n_ctx);
-    hs_meta_u32(mt, KEY("embedding_length"), (uint32_t)c->d_model);
-    hs_meta_u32(mt, KEY("block_count"), (uint32_t)c->n_layer);
-    hs_meta_u32(mt, KEY("feed_forward_length"), (uint32_t)c->d_ff);
-    hs_meta_u32(mt, KEY("attention.head_count"), (uint32_t)c->n_head);
+    hs_gguf_dim_keys(mt, c, arch);
     if (a->family != HS_FAMILY_GPT_NEOX)
         hs_meta_u32(mt, KEY("attention.head_count_kv"), (uint32_t)c->n_kv_head);
     if (c->d_head * c->n_head != c->d_model) { /* heads not splitting d_model: their width */
