@@ -16,6 +16,7 @@
  *   - attn_k_b / attn_v_b and the stacked experts as the converter lays them out, from the
  *     folder's kv_b_proj and experts by its rule;
  *   - an unknown gating function, sigmoid without exp_probs_b, another rope scaling refused. */
+#include <math.h>
 #include <string.h>
 
 #include "headscope/forward.h"
@@ -386,6 +387,67 @@ Test(gguf_arch, deepseek2_split_kv_b_and_stacked_experts_as_the_converter)
     cr_expect_null(hs_gguf_find_tensor(g, "blk.1.ffn_gate.weight")); /* a MoE layer */
     cr_expect_not_null(hs_gguf_find_tensor(g, "blk.0.ffn_gate.weight")); /* the dense one */
     hs_safetensors_close(st);
+    hs_gguf_free(g);
+    tu_rm_rf(dir);
+    free(buf);
+    hs_model_free(h);
+}
+
+static float key_f32(const hs_gguf *g, const char *key)
+{
+    long i = hs_gguf_find_kv(g, key);
+    cr_assert_geq(i, 0, "missing key %s", key);
+    hs_gguf_value v;
+    cr_assert_eq(hs_gguf_kv_get(g, (size_t)i, 0, &v), HS_OK);
+    return (float)v.f;
+}
+
+/* The keys against config.json's values, as the converter derives them: tiny-deepseek-lite
+ * (q_lora_rank null, kv_lora_rank 32, nope 16, rope 8, v 32, YaRN factor 4 from 128 positions,
+ * mscale_all_dim 0.707) and tiny-deepseek-v3 (8 experts of 16, 2 used, 1 shared, groups 4 / 2,
+ * sigmoid, routed_scaling_factor 2.5, norm_topk_prob, first_k_dense_replace 1). */
+Test(gguf_arch, deepseek2_keys_as_the_converter_writes_them)
+{
+    unsigned char *buf = NULL;
+    size_t len = 0;
+    char dir[128];
+    hs_gguf *g = NULL;
+    hs_error err = {{0}};
+    hs_model *h = load_hf("tiny-deepseek-lite");
+    hs_model_free(convert(h, HS_GGUF_FTYPE_F32, &buf, &len, dir, sizeof dir));
+    cr_assert_eq(hs_gguf_parse(buf, len, &g, &err), HS_OK, "%s", err.msg);
+    static const struct { const char *key; uint32_t v; } lite[] = {
+        {"deepseek2.attention.q_lora_rank", 0}, {"deepseek2.attention.kv_lora_rank", 32},
+        {"deepseek2.attention.key_length_mla", 24}, {"deepseek2.attention.value_length_mla", 32},
+        {"deepseek2.attention.key_length", 40}, {"deepseek2.attention.value_length", 32},
+        {"deepseek2.attention.head_count_kv", 1}, {"deepseek2.rope.dimension_count", 8},
+        {"deepseek2.rope.scaling.original_context_length", 128},
+        {"deepseek2.leading_dense_block_count", 1}};
+    for (size_t k = 0; k < sizeof lite / sizeof lite[0]; k++)
+        cr_expect_eq(key_u32(g, lite[k].key), lite[k].v, "%s", lite[k].key);
+    cr_expect_eq(key_f32(g, "deepseek2.rope.scaling.factor"), 4.0f);
+    float lm = key_f32(g, "deepseek2.rope.scaling.yarn_log_multiplier");
+    cr_expect(fabsf(lm - 0.0707f) <= 1e-6f, "yarn_log_multiplier %.9g, want 0.1 x 0.707", lm);
+    cr_expect_lt(hs_gguf_find_kv(g, "deepseek2.rope.scaling.yarn_attn_factor"), 0);
+    hs_gguf_free(g);
+    tu_rm_rf(dir);
+    free(buf);
+    hs_model_free(h);
+    h = load_hf("tiny-deepseek-v3");
+    hs_model_free(convert(h, HS_GGUF_FTYPE_F32, &buf, &len, dir, sizeof dir));
+    cr_assert_eq(hs_gguf_parse(buf, len, &g, &err), HS_OK, "%s", err.msg);
+    static const struct { const char *key; uint32_t v; } v3[] = {
+        {"deepseek2.expert_count", 8}, {"deepseek2.expert_used_count", 2},
+        {"deepseek2.expert_shared_count", 1}, {"deepseek2.expert_feed_forward_length", 16},
+        {"deepseek2.expert_group_count", 4}, {"deepseek2.expert_group_used_count", 2},
+        {"deepseek2.expert_gating_func", 2}, {"deepseek2.leading_dense_block_count", 1},
+        {"deepseek2.attention.q_lora_rank", 32}, {"deepseek2.feed_forward_length", 96}};
+    for (size_t k = 0; k < sizeof v3 / sizeof v3[0]; k++)
+        cr_expect_eq(key_u32(g, v3[k].key), v3[k].v, "%s", v3[k].key);
+    cr_expect_eq(key_f32(g, "deepseek2.expert_weights_scale"), 2.5f);
+    long i = hs_gguf_find_kv(g, "deepseek2.expert_weights_norm");
+    hs_gguf_value v;
+    cr_assert(i >= 0 && hs_gguf_kv_get(g, (size_t)i, 0, &v) == HS_OK && v.u == 1);
     hs_gguf_free(g);
     tu_rm_rf(dir);
     free(buf);
