@@ -150,14 +150,17 @@ Test(gguf_arch, f16_within_the_documented_bound) { check_half(HS_GGUF_FTYPE_F16,
 
 /* ---- the file's layout, against llama.cpp's converter ------------------------------------ */
 
-static uint32_t key_u32(const hs_gguf *g, const char *key)
+/* A key's value (its first element). */
+static hs_gguf_value key_val(const hs_gguf *g, const char *key)
 {
     long i = hs_gguf_find_kv(g, key);
     cr_assert_geq(i, 0, "missing key %s", key);
     hs_gguf_value v;
     cr_assert_eq(hs_gguf_kv_get(g, (size_t)i, 0, &v), HS_OK);
-    return (uint32_t)v.u;
+    return v;
 }
+#define key_u32(g, key) ((uint32_t)key_val(g, key).u)
+#define key_f32(g, key) ((float)key_val(g, key).f)
 
 static float elem(const hs_tensor_view *t, size_t i)
 {
@@ -393,65 +396,66 @@ Test(gguf_arch, deepseek2_split_kv_b_and_stacked_experts_as_the_converter)
     hs_model_free(h);
 }
 
-static float key_f32(const hs_gguf *g, const char *key)
-{
-    long i = hs_gguf_find_kv(g, key);
-    cr_assert_geq(i, 0, "missing key %s", key);
-    hs_gguf_value v;
-    cr_assert_eq(hs_gguf_kv_get(g, (size_t)i, 0, &v), HS_OK);
-    return (float)v.f;
-}
-
 /* The keys against config.json's values, as the converter derives them: tiny-deepseek-lite
  * (q_lora_rank null, kv_lora_rank 32, nope 16, rope 8, v 32, YaRN factor 4 from 128 positions,
  * mscale_all_dim 0.707) and tiny-deepseek-v3 (8 experts of 16, 2 used, 1 shared, groups 4 / 2,
  * sigmoid, routed_scaling_factor 2.5, norm_topk_prob, first_k_dense_replace 1). */
-Test(gguf_arch, deepseek2_keys_as_the_converter_writes_them)
+typedef struct u32_key {
+    const char *key;
+    uint32_t v;
+} u32_key;
+
+/* name's F32 file, parsed (*buf its bytes, dir its folder: converted_free). */
+static hs_gguf *converted(const char *name, unsigned char **buf, char *dir, size_t cap,
+                          const u32_key *want, size_t n_want)
 {
-    unsigned char *buf = NULL;
+    hs_model *h = load_hf(name);
     size_t len = 0;
-    char dir[128];
     hs_gguf *g = NULL;
     hs_error err = {{0}};
-    hs_model *h = load_hf("tiny-deepseek-lite");
-    hs_model_free(convert(h, HS_GGUF_FTYPE_F32, &buf, &len, dir, sizeof dir));
-    cr_assert_eq(hs_gguf_parse(buf, len, &g, &err), HS_OK, "%s", err.msg);
-    static const struct { const char *key; uint32_t v; } lite[] = {
+    hs_model_free(convert(h, HS_GGUF_FTYPE_F32, buf, &len, dir, cap));
+    hs_model_free(h);
+    cr_assert_eq(hs_gguf_parse(*buf, len, &g, &err), HS_OK, "%s", err.msg);
+    for (size_t k = 0; k < n_want; k++)
+        cr_expect_eq(key_u32(g, want[k].key), want[k].v, "%s: %s", name, want[k].key);
+    return g;
+}
+
+static void converted_free(hs_gguf *g, unsigned char *buf, const char *dir)
+{
+    hs_gguf_free(g);
+    tu_rm_rf(dir);
+    free(buf);
+}
+
+Test(gguf_arch, deepseek2_keys_as_the_converter_writes_them)
+{
+    static const u32_key lite[] = {
         {"deepseek2.attention.q_lora_rank", 0}, {"deepseek2.attention.kv_lora_rank", 32},
         {"deepseek2.attention.key_length_mla", 24}, {"deepseek2.attention.value_length_mla", 32},
         {"deepseek2.attention.key_length", 40}, {"deepseek2.attention.value_length", 32},
         {"deepseek2.attention.head_count_kv", 1}, {"deepseek2.rope.dimension_count", 8},
         {"deepseek2.rope.scaling.original_context_length", 128},
         {"deepseek2.leading_dense_block_count", 1}};
-    for (size_t k = 0; k < sizeof lite / sizeof lite[0]; k++)
-        cr_expect_eq(key_u32(g, lite[k].key), lite[k].v, "%s", lite[k].key);
-    cr_expect_eq(key_f32(g, "deepseek2.rope.scaling.factor"), 4.0f);
-    float lm = key_f32(g, "deepseek2.rope.scaling.yarn_log_multiplier");
-    cr_expect(fabsf(lm - 0.0707f) <= 1e-6f, "yarn_log_multiplier %.9g, want 0.1 x 0.707", lm);
-    cr_expect_lt(hs_gguf_find_kv(g, "deepseek2.rope.scaling.yarn_attn_factor"), 0);
-    hs_gguf_free(g);
-    tu_rm_rf(dir);
-    free(buf);
-    hs_model_free(h);
-    h = load_hf("tiny-deepseek-v3");
-    hs_model_free(convert(h, HS_GGUF_FTYPE_F32, &buf, &len, dir, sizeof dir));
-    cr_assert_eq(hs_gguf_parse(buf, len, &g, &err), HS_OK, "%s", err.msg);
-    static const struct { const char *key; uint32_t v; } v3[] = {
+    static const u32_key v3[] = {
         {"deepseek2.expert_count", 8}, {"deepseek2.expert_used_count", 2},
         {"deepseek2.expert_shared_count", 1}, {"deepseek2.expert_feed_forward_length", 16},
         {"deepseek2.expert_group_count", 4}, {"deepseek2.expert_group_used_count", 2},
         {"deepseek2.expert_gating_func", 2}, {"deepseek2.leading_dense_block_count", 1},
         {"deepseek2.attention.q_lora_rank", 32}, {"deepseek2.feed_forward_length", 96}};
-    for (size_t k = 0; k < sizeof v3 / sizeof v3[0]; k++)
-        cr_expect_eq(key_u32(g, v3[k].key), v3[k].v, "%s", v3[k].key);
+    unsigned char *buf = NULL;
+    char dir[128];
+    hs_gguf *g = converted("tiny-deepseek-lite", &buf, dir, sizeof dir, lite,
+                           sizeof lite / sizeof lite[0]);
+    cr_expect_eq(key_f32(g, "deepseek2.rope.scaling.factor"), 4.0f);
+    float lm = key_f32(g, "deepseek2.rope.scaling.yarn_log_multiplier");
+    cr_expect(fabsf(lm - 0.0707f) <= 1e-6f, "yarn_log_multiplier %.9g, want 0.1 x 0.707", lm);
+    cr_expect_lt(hs_gguf_find_kv(g, "deepseek2.rope.scaling.yarn_attn_factor"), 0);
+    converted_free(g, buf, dir);
+    g = converted("tiny-deepseek-v3", &buf, dir, sizeof dir, v3, sizeof v3 / sizeof v3[0]);
     cr_expect_eq(key_f32(g, "deepseek2.expert_weights_scale"), 2.5f);
-    long i = hs_gguf_find_kv(g, "deepseek2.expert_weights_norm");
-    hs_gguf_value v;
-    cr_assert(i >= 0 && hs_gguf_kv_get(g, (size_t)i, 0, &v) == HS_OK && v.u == 1);
-    hs_gguf_free(g);
-    tu_rm_rf(dir);
-    free(buf);
-    hs_model_free(h);
+    cr_expect_eq(key_val(g, "deepseek2.expert_weights_norm").u, 1);
+    converted_free(g, buf, dir);
 }
 
 /* The file of h with one UINT32 key's value replaced (key must be present), or with the first
