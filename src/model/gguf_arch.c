@@ -17,11 +17,6 @@
 #include "model/arch_mqa.h"
 #include "model/gguf_arch.h"
 
-int hs_gguf_mqa_family(const hs_arch *a)
-{
-    return a->family == HS_FAMILY_FALCON || a->family == HS_FAMILY_GPT_BIGCODE;
-}
-
 void hs_gguf_mqa_read(const hs_gguf *g, hs_arch *own)
 {
     if (own->family != HS_FAMILY_FALCON)

@@ -6,9 +6,6 @@
 #include "model/gguf_internal.h"
 #include "model/model_internal.h"
 
-/* 1 when a's family is falcon or gpt_bigcode (llama.cpp's falcon and starcoder). */
-int hs_gguf_mqa_family(const hs_arch *a);
-
 /* After the generic keys: llama.cpp's falcon block (parallel, no biases, one norm or two by
  * blk.0.attn_norm_2) into own; nothing for starcoder. */
 void hs_gguf_mqa_read(const hs_gguf *g, hs_arch *own);
