@@ -77,7 +77,7 @@ static hs_status read_moe(const hs_gguf *g, const char *a, hs_model_config *cfg,
     float scale = 1.0f;
 #define KEY(suffix) (snprintf(key, sizeof key, "%s." suffix, a), key)
     own->moe_experts = 0;
-    own->moe_first_dense = cfg->n_layer;
+    own->moe_first_dense = 0; /* llama.cpp's default: every layer's MLP the experts */
     own->moe_norm_topk = 0;
     own->moe_groups = own->moe_topk_groups = 0;
     if ((st = hs_gguf_get_u32(g, KEY("leading_dense_block_count"), 0, &own->moe_first_dense, err)) ||
