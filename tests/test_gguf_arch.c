@@ -504,7 +504,7 @@ Test(gguf_arch, deepseek2_refuses_what_it_does_not_run_by_name)
     expect_edit_refused("tiny-deepseek-v2", NULL, 0, "blk.0.attn_v_b.weight", "blk.0.attn_v_X.weight",
                         "missing tensor 'blk.0.attn_v_b.weight'");
     /* without leading_dense_block_count every layer is a mixture of experts (llama.cpp's
-       default): layer 0's router is missing */
+       default): layer 0 has no correction bias */
     expect_edit_refused("tiny-deepseek-v3", NULL, 0, "leading_dense_block_count",
-                        "leading_dense_block_counX", "layers.0.mlp.gate.weight' is missing");
+                        "leading_dense_block_counX", "sigmoid gating without exp_probs_b.bias");
 }
