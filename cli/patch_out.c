@@ -197,7 +197,9 @@ static int picture(const patch_request *q, const hs_patch_result *r, int each, c
                  q->path->receiver_layer, q->path->receiver_head, hs_site_get(q->path->input)->key,
                  q->direction, q->metric);
     else
-        snprintf(title, sizeof title, "%s patching of %s (%s), %s", q->method, q->site,
+        /* the grid is the exact effect unless only attribution was asked for */
+        snprintf(title, sizeof title, "%s patching of %s (%s), %s",
+                 strcmp(q->method, "attribution") ? "activation" : "attribution", q->site,
                  q->direction, q->metric);
     snprintf(sub, sizeof sub, each ? "rows: layer.head (layer-major), columns: position"
              : q->path ? "rows: sender layer, columns: sender head; 0 white"
