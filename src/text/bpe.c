@@ -421,10 +421,26 @@ static const char *cut_mark(const hs_tokenizer *t)
     return rep;
 }
 
+typedef struct seq_word {
+    const hs_tokenizer *t;
+    bpe_work *w;
+    hs_idvec *out;
+} seq_word;
+
+static hs_status seq_word_ids(const unsigned char *s, size_t len, void *ctx)
+{
+    seq_word *c = ctx;
+    return bpe_word(c->t, s, len, c->w, c->out);
+}
+
 /* A text into words (the pre-tokenizer), each into ids. */
 static hs_status encode_words(const hs_tokenizer *t, const unsigned char *s, size_t n,
                               bpe_work *w, hs_idvec *out)
 {
+    if (t->pre == HS_PRE_SEQ) {
+        seq_word c = {t, w, out};
+        return hs_pre_seq_words(t, s, n, seq_word_ids, &c) == HS_OK ? HS_OK : HS_E_NOMEM;
+    }
     size_t i = 0;
     const char *rep = t->meta_rep, *cut = n > CUT_BYTES ? cut_mark(t) : NULL;
     size_t rl = strlen(rep), cl = cut ? strlen(cut) : 0, c1 = 0;
