@@ -277,12 +277,17 @@ static int32_t whole_word(const hs_tokenizer *t, const char *s, size_t len)
     return id >= 0 && (size_t)id < t->n_model ? id : -1;
 }
 
-/* The symbols of a byte-level word: one per byte. */
+/* The symbols of a byte-level word: one per byte. A byte whose character is not in the
+ * vocabulary is the unknown token, or, without one, left out: the library drops it before
+ * merging, so its neighbours may merge (Falcon's vocabulary lacks some control bytes:
+ * " \x1e\u2732" gives "\u0120\u00e2\u013e" whole). */
 static size_t byte_symbols(const hs_tokenizer *t, const unsigned char *b, size_t m, bpe_work *w)
 {
+    size_t n = 0;
     for (size_t k = 0; k < m; k++)
-        w->sym[k] = t->byte_sym[b[k]];
-    return m;
+        if (t->byte_sym[b[k]] >= 0 || t->unk >= 0)
+            w->sym[n++] = t->byte_sym[b[k]];
+    return n;
 }
 
 /* The symbols of a SentencePiece-style word: one per character found in the vocabulary; else
