@@ -187,3 +187,223 @@ Test(tokenizer_real, deepseek_llm_matches_llamacpp_outs, .timeout = 60)
 {
     check_llamacpp("deepseek_llm", "deepseek-llm");
 }
+
+/* ---- the regex engine of the Split steps (regex.c) ----------------------------------------- */
+
+/* The first match of pattern in subject from from: [ms, me), or none (ms = me = -1). Worked
+ * by hand from Oniguruma's rules (leftmost start, then the first alternative and the longest
+ * greedy repetition that lets the rest match; $ at the end or before a line feed). */
+Test(tokenizer_real, regex_finds_the_leftmost_first_match)
+{
+    static const struct { const char *pat, *subject; size_t from; long ms, me; } cases[] = {
+        {"a|ab", "ab", 0, 0, 1},
+        {"ab|a", "ab", 0, 0, 2},
+        {"\\s+(?!\\S)", "a   b", 1, 1, 3}, /* gives back the space before b */
+        {"\\s+(?!\\S)", "a   ", 1, 1, 4},
+        {"\\s+(?!\\S)|\\s+", "a b", 0, 1, 2},
+        {"x(?=y)", "xzxy", 0, 2, 3},
+        {"\\s+$", "x  \ny", 0, 1, 3}, /* $ before a line feed */
+        {"\\s+$", "x  y  ", 0, 4, 6},
+        {"\\s+$", "x \r", 0, 1, 3},
+        {"\\p{N}{1,3}", "12345", 0, 0, 3},
+        {"\\p{N}{1,3}", "12345", 3, 3, 5},
+        {"x{2,}", "xxxxx y", 0, 0, 5},
+        {"(?:ab)+c", "ababa ababc", 0, 6, 11},
+        {"(ab|a)(bc)?d", "abcd", 0, 0, 4}, /* ab, then no bc and no d: back to a, bc, d */
+        {"[^\\r\\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+", " e\xcc\x81x!", 0, 0, 5},
+        {" ?[\\p{P}\\p{S}]+[\\r\\n]*", "a $+\n\nb", 0, 1, 6},
+        {"[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+", "x(foo)", 0, 1, 5},
+        {"[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+", "]x \\y ^z", 3, 3, 5},
+        {"[\xe4\xb8\x80-\xe9\xbe\xa5\xe3\x81\x80-\xe3\x82\x9f\xe3\x82\xa0-\xe3\x83\xbf]+",
+         "ab\xe6\x97\xa5\xe6\x9c\xac\xe3\x81\xae\xe3\x82\xab\xe3\x83\x8a!", 0, 2, 17},
+        {"\\s?\\p{P}+", "a ,,b", 0, 1, 4},
+        {"[\r\n]", "ab\r\n", 0, 2, 3},
+        {"[\\r\\n]", "ab\r\n", 3, 3, 4},
+        {"\\P{L}+", "ab12!c", 0, 2, 5},
+        {"[^a-c]+", "abcxyzab", 0, 3, 6},
+        {"\\S+", "  \xe3\x80\x80x\xc2\xa0", 0, 5, 6}, /* U+3000 and U+00A0 are \s */
+        {"[\xf0\x90\x90\x80-\xf0\x90\x91\x8f]+", "a\xf0\x90\x90\x80\xf0\x90\x90\x81" "b", 0, 1, 9},
+        {"\\p{S}+", "a\xf0\x9f\x8c\x8d$^`x", 0, 1, 8},     /* 🌍 $ ^ ` are symbols */
+        {"\\p{P}+", "a_-@\\x$", 0, 1, 5},                    /* _ - @ \ are punctuation, $ is not */
+        {"\\p{M}", "e\xcc\x81\xe0\xa4\x82", 0, 1, 3},        /* U+0301 */
+        {"\\p{N}", "abc", 0, -1, -1},
+        {"\\.", "a.b", 0, 1, 2},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        hs_rx *rx = NULL;
+        hs_error err = {{0}};
+        cr_assert_eq(hs_rx_compile(cases[k].pat, "test", &rx, &err), HS_OK, "case %zu: %s", k, err.msg);
+        size_t ms = 0, me = 0, n = strlen(cases[k].subject);
+        int r = hs_rx_search(rx, (const unsigned char *)cases[k].subject, n, cases[k].from, &ms, &me);
+        if (cases[k].ms < 0)
+            cr_expect_eq(r, 0, "case %zu (%s): a match [%zu, %zu) where there is none", k, cases[k].pat, ms, me);
+        else
+            cr_expect(r == 1 && ms == (size_t)cases[k].ms && me == (size_t)cases[k].me,
+                      "case %zu (%s): got %d [%zu, %zu), expected [%ld, %ld)", k, cases[k].pat, r, ms, me,
+                      cases[k].ms, cases[k].me);
+        hs_rx_free(rx);
+    }
+}
+
+/* A long run that fails late is looked at once per search, not once per start. */
+Test(tokenizer_real, regex_search_is_linear_in_the_text, .timeout = 60)
+{
+    hs_rx *rx = NULL;
+    hs_error err = {{0}};
+    cr_assert_eq(hs_rx_compile("\\s+$|\\s*[\\r\\n]+|\\s+(?!\\S)x", "test", &rx, &err), HS_OK, "%s", err.msg);
+    size_t n = 1 << 20, ms, me;
+    unsigned char *s = malloc(n);
+    cr_assert_not_null(s);
+    memset(s, ' ', n - 1);
+    s[n - 1] = 'y';
+    cr_assert_eq(hs_rx_search(rx, s, n, 0, &ms, &me), 0);
+    free(s);
+    hs_rx_free(rx);
+}
+
+Test(tokenizer_real, regex_refuses_other_constructs_by_name)
+{
+    static const struct { const char *pat, *want; hs_status st; } cases[] = {
+        {"(?i:'s|'t)", "the regex construct '(?' with options", HS_E_UNSUPPORTED},
+        {"(?<=a)b", "the regex construct '(?<' (a lookbehind or a named group)", HS_E_UNSUPPORTED},
+        {"a.b", "the regex construct '.' (any character)", HS_E_UNSUPPORTED},
+        {"^a", "the regex construct '^' (a line start)", HS_E_UNSUPPORTED},
+        {"a*?b", "the regex construct a lazy quantifier", HS_E_UNSUPPORTED},
+        {"a++b", "the regex construct a possessive quantifier", HS_E_UNSUPPORTED},
+        {"\\d+", "the regex construct the escape \\d", HS_E_UNSUPPORTED},
+        {"\\p{Lu}", "\\p or \\P with a property other than {L}, {N}, {P}, {S}, {M}", HS_E_UNSUPPORTED},
+        {"[[a]b]", "'[' inside a class", HS_E_UNSUPPORTED},
+        {"[a&&b]", "'&&' (class intersection)", HS_E_UNSUPPORTED},
+        {"a(?!bc)", "a lookahead other than of one character or class", HS_E_UNSUPPORTED},
+        {"a*", "of a pattern that can match the empty text", HS_E_UNSUPPORTED},
+        {"x|$", "of a pattern that can match the empty text", HS_E_UNSUPPORTED},
+        {"a{2", "'{' that does not start a repetition", HS_E_UNSUPPORTED},
+        {"a{1001}", "a repetition count above 1000", HS_E_UNSUPPORTED},
+        {"a{3,2}", "a repetition {m,n} with n < m", HS_E_FORMAT},
+        {"(a", "a group '(' is not closed", HS_E_FORMAT},
+        {"[a", "a class '[' is not closed", HS_E_FORMAT},
+        {"a)", "a ')' without its '('", HS_E_FORMAT},
+        {"[z-a]", "a class range is out of order", HS_E_FORMAT},
+        {"+a", "a repetition of nothing", HS_E_FORMAT},
+        {"a\\", "the regex ends with '\\'", HS_E_FORMAT},
+        {"a\xff", "the regex is not valid UTF-8", HS_E_FORMAT},
+        {"(((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((((a)))))))))))))))))))))))))))))))))))))))))"
+         "))))))))))))))))))))))))",
+         "groups nested deeper than 64", HS_E_UNSUPPORTED},
+        {"(?:(?:(?:a{1000}){1000}){1000})", "the regex is too long once its repetitions are written out",
+         HS_E_UNSUPPORTED},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        hs_rx *rx = NULL;
+        hs_error err = {{0}};
+        hs_status st = hs_rx_compile(cases[k].pat, "what", &rx, &err);
+        cr_expect_eq(st, cases[k].st, "case %zu (%s): status %d", k, cases[k].pat, st);
+        cr_expect(strncmp(err.msg, "what: ", 6) == 0 && strstr(err.msg, cases[k].want),
+                  "case %zu: message '%s' lacks '%s'", k, err.msg, cases[k].want);
+        cr_expect_null(rx);
+        hs_rx_free(rx);
+    }
+}
+
+/* A tokenizer.json whose Split has a construct the engine does not take is refused naming the
+ * step and the construct; a Sequence of Split and Digits steps must end with ByteLevel. */
+Test(tokenizer_real, tokenizer_json_refuses_a_split_it_cannot_run)
+{
+#define SEQ_JSON(steps)                                                                                \
+    "{\"normalizer\":null,\"pre_tokenizer\":{\"type\":\"Sequence\",\"pretokenizers\":[" steps "]},"  \
+    "\"post_processor\":null,\"added_tokens\":[],\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0},"   \
+    "\"merges\":[]}}"
+#define BL "{\"type\":\"ByteLevel\",\"add_prefix_space\":false,\"use_regex\":false}"
+#define SPLIT_RX(rx) "{\"type\":\"Split\",\"pattern\":{\"Regex\":\"" rx "\"},\"behavior\":\"Isolated\",\"invert\":false}"
+    static const struct { const char *text, *want; } cases[] = {
+        {SEQ_JSON(SPLIT_RX("[\\\\r\\\\n]") "," SPLIT_RX("a.b") "," BL),
+         "tokenizer.json: pre_tokenizer 'Split' 2 of the Sequence: the regex construct '.' (any character) is not "
+         "supported"},
+        {SEQ_JSON("{\"type\":\"Split\",\"pattern\":{\"Regex\":\"a\"},\"behavior\":\"Removed\",\"invert\":false}," BL),
+         "pre_tokenizer 'Split' 1 of the Sequence other than behavior Isolated, invert false is not supported"},
+        {SEQ_JSON("{\"type\":\"Split\",\"pattern\":{\"String\":\"a\"},\"behavior\":\"Isolated\"}," BL),
+         "pre_tokenizer 'Split' without a Regex pattern is not supported"},
+        {SEQ_JSON("{\"type\":\"Digits\",\"individual_digits\":1}," BL), "Digits individual_digits must be true or false"},
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        char msg[512];
+        hs_status st = tu_load_json_text(cases[k].text, msg, sizeof msg);
+        cr_expect_neq(st, HS_OK, "case %zu loaded", k);
+        cr_expect(strstr(msg, cases[k].want), "case %zu: message '%s' lacks '%s'", k, msg, cases[k].want);
+    }
+}
+
+/* Hand-worked pieces through a Sequence of every step kind over a vocabulary of single bytes
+ * (no merges: one token per byte, the pieces shown by where the ids of two splits start): the
+ * ids are the bytes' byte-level characters' ids, the same whatever the cuts, so the cuts are
+ * seen through a merge "a a" that joins only inside a piece. */
+Test(tokenizer_real, sequence_steps_cut_pieces_in_order)
+{
+    /* vocabulary: a 0, b 1, 1 2, "aa" 3, space (Ġ) 4, "11" 5; merges "a a", "1 1" */
+    static const char json[] =
+        "{\"normalizer\":null,\"pre_tokenizer\":{\"type\":\"Sequence\",\"pretokenizers\":["
+        "{\"type\":\"Split\",\"pattern\":{\"Regex\":\"b\"},\"behavior\":\"Isolated\",\"invert\":false},"
+        "{\"type\":\"Digits\",\"individual_digits\":DIGITS},"
+        "{\"type\":\"ByteLevel\",\"add_prefix_space\":false,\"use_regex\":REGEX}]},"
+        "\"post_processor\":null,\"added_tokens\":[],\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0,\"b\":1,"
+        "\"1\":2,\"aa\":3,\"\\u0120\":4,\"11\":5},\"merges\":[\"a a\",\"1 1\"]}}";
+    static const struct { const char *digits, *regex, *text; int32_t ids[8]; size_t n; } cases[] = {
+        {"true", "false", "aabaa", {3, 1, 3}, 3},
+        {"true", "false", "aba", {0, 1, 0}, 3},       /* b isolates: no "a a" across it */
+        {"true", "false", "a11a", {0, 2, 2, 0}, 4},   /* each digit a piece */
+        {"false", "false", "a11a", {0, 5, 0}, 3},     /* a run of digits one piece */
+        {"false", "false", "a a", {0, 4, 0}, 3},      /* no regex: one piece, but no merge "a Ġ" */
+        {"false", "true", "aa aa", {3, 4, 3}, 3},     /* GPT-2's pattern: "aa", " aa" (no merge "Ġ a") */
+    };
+    for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
+        char text[2048], *p;
+        snprintf(text, sizeof text, "%s", json);
+        p = strstr(text, "DIGITS");
+        memmove(p + strlen(cases[k].digits), p + 6, strlen(p + 6) + 1);
+        memcpy(p, cases[k].digits, strlen(cases[k].digits));
+        p = strstr(text, "REGEX");
+        memmove(p + strlen(cases[k].regex), p + 5, strlen(p + 5) + 1);
+        memcpy(p, cases[k].regex, strlen(cases[k].regex));
+        char path[] = "/tmp/hs_real_XXXXXX";
+        int fd = mkstemp(path);
+        cr_assert_geq(fd, 0);
+        cr_assert_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+        close(fd);
+        hs_tokenizer *t = load(path);
+        unlink(path);
+        hs_encoding e = {0};
+        hs_error err = {{0}};
+        cr_assert_eq(hs_tokenizer_encode(t, cases[k].text, strlen(cases[k].text), NULL, 0, &e, &err), HS_OK, "%s",
+                     err.msg);
+        int same = e.n == cases[k].n;
+        for (size_t i = 0; same && i < e.n; i++)
+            same = e.ids[i] == cases[k].ids[i];
+        cr_expect(same, "case %zu (%s): %zu ids, first %d", k, cases[k].text, e.n, e.n ? e.ids[0] : -1);
+        hs_encoding_free(&e);
+        hs_tokenizer_free(t);
+    }
+}
+
+/* A byte whose byte-level character is not in the vocabulary (and no unknown token) is dropped
+ * before merging, as the library drops it: its neighbours merge across it (Falcon's vocabulary
+ * lacks some control bytes; the library gives " \x1e\u2732" as "Ġâľ", "²"). */
+Test(tokenizer_real, a_byte_outside_the_vocabulary_is_dropped_before_merging)
+{
+    static const char json[] =
+        "{\"normalizer\":null,\"pre_tokenizer\":{\"type\":\"ByteLevel\",\"add_prefix_space\":false,"
+        "\"use_regex\":true},\"post_processor\":null,\"added_tokens\":[],\"model\":{\"type\":\"BPE\","
+        "\"vocab\":{\"\\u0120\":0,\"!\":1,\"\\u0120!\":2},\"merges\":[\"\\u0120 !\"]}}";
+    char path[] = "/tmp/hs_real_XXXXXX";
+    int fd = mkstemp(path);
+    cr_assert_geq(fd, 0);
+    cr_assert_eq(write(fd, json, strlen(json)), (ssize_t)strlen(json));
+    close(fd);
+    hs_tokenizer *t = load(path);
+    unlink(path);
+    hs_encoding e = {0};
+    hs_error err = {{0}};
+    cr_assert_eq(hs_tokenizer_encode(t, " \x1e!\x1e", 4, NULL, 0, &e, &err), HS_OK, "%s", err.msg);
+    cr_expect(e.n == 1 && e.ids[0] == 2, "%zu ids, first %d", e.n, e.n ? e.ids[0] : -1);
+    hs_encoding_free(&e);
+    hs_tokenizer_free(t);
+}
