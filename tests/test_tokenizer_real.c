@@ -2,7 +2,7 @@
  * The real byte-level BPE tokenizers of Falcon, StarCoder2 and DeepSeek (deepseek-coder,
  * deepseek-llm / DeepSeek-V2, DeepSeek-V3's pre-tokenizer) against Hugging Face's tokenizers
  * library: fixtures/tokenizer/real_golden.json holds the library's ids (count, FNV-1a 64 and
- * the type-0 count) of 2,342 cases through each file, made by make_real_goldens.js. The cuts
+ * the type-0 count) of 2,341 cases through each file, made by make_real_goldens.js. The cuts
  * of the real vocabularies to 2,000 merges (fixtures/tokenizer/real/<name>.small.tokenizer.json)
  * are always checked; the whole vocabularies (build/real-tokenizers/, built from llama.cpp's
  * models/ggml-vocab-*.gguf by real/make_real_tokenizers.py: `make real-tokenizers`) when
