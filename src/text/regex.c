@@ -1,8 +1,6 @@
 /*
  * The regex engine of tokenizer.json's Split pre-tokenizers (regex.h): a parser into a small
- * tree, a compiler into a backtracking program, and a search that tries each (instruction,
- * position) once (a state that failed once fails again: there are no captures or
- * back-references for it to depend on).
+ * tree and a compiler into a backtracking program (regex_run.c searches with it).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -16,32 +14,11 @@
 #define RX_MAX_DEPTH 64
 #define RX_MAX_REPEAT 1000
 
-enum { P_L = 1, P_N = 2, P_P = 4, P_S = 8, P_M = 16, P_SPACE = 32 };
-
-typedef struct rx_class {
-    hs_rx_range *r; /* sorted, disjoint */
-    size_t nr;
-    unsigned props, nprops; /* \p{X} and \P{X} (\s and \S) inside it */
-    int neg;                /* [^...] */
-} rx_class;
-
 enum { N_EMPTY, N_CLASS, N_CAT, N_ALT, N_REP, N_EOL, N_LOOK };
 typedef struct rx_node {
     int kind, cls, min, max, neg; /* max -1: no bound; neg: (?!..) */
     int a, b;                     /* children (node indices) */
 } rx_node;
-
-enum { OP_CLASS, OP_SPLIT, OP_JMP, OP_MATCH, OP_EOL, OP_NLOOK, OP_PLOOK };
-typedef struct rx_inst {
-    int op, x, y;
-} rx_inst;
-
-struct hs_rx {
-    rx_class *cls;
-    size_t ncls;
-    rx_inst *prog;
-    size_t nprog;
-};
 
 typedef struct rx_parse {
     const unsigned char *p, *end;
@@ -99,7 +76,7 @@ static int32_t pat_char(rx_parse *ps)
 
 static int cmp_range(const void *a, const void *b)
 {
-    const hs_rx_range *x = a, *y = b;
+    const hs_uni_range *x = a, *y = b;
     return x->lo < y->lo ? -1 : x->lo > y->lo;
 }
 
@@ -114,16 +91,16 @@ static int new_class(rx_parse *ps)
     return (int)rx->ncls++;
 }
 
-static int add_range(rx_parse *ps, rx_class *c, size_t *cap, int32_t lo, int32_t hi)
+static int add_range(rx_parse *ps, hs_rx_class *c, size_t *cap, int32_t lo, int32_t hi)
 {
     if (hs_tok_grow((void **)&c->r, cap, c->nr + 1, sizeof *c->r, 8) != HS_OK)
         return fail(ps, HS_E_NOMEM, "out of memory");
-    c->r[c->nr++] = (hs_rx_range){lo, hi};
+    c->r[c->nr++] = (hs_uni_range){lo, hi, 1};
     return 0;
 }
 
 /* Sorts and merges a class's ranges. */
-static void class_finish(rx_class *c)
+static void class_finish(hs_rx_class *c)
 {
     if (!c->nr)
         return;
@@ -140,44 +117,6 @@ static void class_finish(rx_class *c)
     c->nr = k + 1;
 }
 
-static int in_ranges(const hs_rx_range *r, size_t n, int32_t cp)
-{
-    size_t lo = 0, hi = n;
-    while (lo < hi) {
-        size_t mid = lo + (hi - lo) / 2;
-        if (cp < r[mid].lo)
-            hi = mid;
-        else if (cp > r[mid].hi)
-            lo = mid + 1;
-        else
-            return 1;
-    }
-    return 0;
-}
-
-static unsigned props_of(int32_t cp)
-{
-    int g = hs_uni_gpt2_class(cp);
-    unsigned p = g == HS_GC_LETTER ? P_L : g == HS_GC_NUMBER ? P_N : g == HS_GC_SPACE ? P_SPACE : 0;
-    if (in_ranges(hs_rx_punct, hs_rx_punct_n, cp))
-        p |= P_P;
-    if (in_ranges(hs_rx_symbol, hs_rx_symbol_n, cp))
-        p |= P_S;
-    if (in_ranges(hs_rx_mark, hs_rx_mark_n, cp))
-        p |= P_M;
-    return p;
-}
-
-static int class_has(const rx_class *c, int32_t cp)
-{
-    int in = in_ranges(c->r, c->nr, cp);
-    if (!in && (c->props | c->nprops)) {
-        unsigned p = props_of(cp);
-        in = (p & c->props) || (~p & c->nprops);
-    }
-    return in != c->neg;
-}
-
 /* ---- parser ------------------------------------------------------------------------------- */
 
 /* After '\': a property or class escape into props / nprops (1), a literal into *cp (0), or -1. */
@@ -188,12 +127,12 @@ static int parse_escape(rx_parse *ps, int32_t *cp, unsigned *props, unsigned *np
     unsigned char c = *ps->p;
     if (c == 's' || c == 'S') {
         ps->p++;
-        *(c == 's' ? props : nprops) |= P_SPACE;
+        *(c == 's' ? props : nprops) |= HS_RX_SPACE;
         return 1;
     }
     if (c == 'p' || c == 'P') {
         static const struct { const char *name; unsigned bit; } known[] = {
-            {"{L}", P_L}, {"{N}", P_N}, {"{P}", P_P}, {"{S}", P_S}, {"{M}", P_M}};
+            {"{L}", HS_RX_L}, {"{N}", HS_RX_N}, {"{P}", HS_RX_P}, {"{S}", HS_RX_S}, {"{M}", HS_RX_M}};
         for (size_t k = 0; k < sizeof known / sizeof *known; k++)
             if ((size_t)(ps->end - ps->p - 1) >= 3 && memcmp(ps->p + 1, known[k].name, 3) == 0) {
                 ps->p += 4;
@@ -222,7 +161,7 @@ static int parse_escape(rx_parse *ps, int32_t *cp, unsigned *props, unsigned *np
 }
 
 /* One member of a class at ps->p (a character, a range, an escape): into c. */
-static int class_item(rx_parse *ps, rx_class *c, size_t *cap)
+static int class_item(rx_parse *ps, hs_rx_class *c, size_t *cap)
 {
     int32_t lo;
     if (*ps->p == '[')
@@ -263,7 +202,7 @@ static int parse_class(rx_parse *ps)
     int k = new_class(ps);
     if (k < 0)
         return -1;
-    rx_class *c = &ps->rx->cls[k];
+    hs_rx_class *c = &ps->rx->cls[k];
     size_t cap = 0;
     if (ps->p < ps->end && *ps->p == '^') {
         c->neg = 1;
@@ -291,7 +230,7 @@ static int single(rx_parse *ps, int32_t cp, unsigned props, unsigned nprops)
     int k = new_class(ps);
     if (k < 0)
         return -1;
-    rx_class *c = &ps->rx->cls[k];
+    hs_rx_class *c = &ps->rx->cls[k];
     size_t cap = 0;
     c->props = props;
     c->nprops = nprops;
@@ -465,7 +404,7 @@ static int nullable(const rx_node *nd, int n)
 /* ---- compiler ----------------------------------------------------------------------------- */
 
 typedef struct rx_emit {
-    rx_inst *prog;
+    hs_rx_inst *prog;
     size_t n, cap;
     int full;
 } rx_emit;
@@ -476,7 +415,7 @@ static size_t emit(rx_emit *e, int op, int x, int y)
         e->full = 1;
         return 0;
     }
-    e->prog[e->n] = (rx_inst){op, x, y};
+    e->prog[e->n] = (hs_rx_inst){op, x, y};
     return e->n++;
 }
 
@@ -486,18 +425,18 @@ static void compile(rx_emit *e, const rx_node *nd, int n, int depth)
     if (e->full)
         return;
     switch (x->kind) {
-    case N_CLASS: emit(e, OP_CLASS, x->cls, 0); break;
-    case N_EOL: emit(e, OP_EOL, 0, 0); break;
-    case N_LOOK: emit(e, x->neg ? OP_NLOOK : OP_PLOOK, x->cls, 0); break;
+    case N_CLASS: emit(e, HS_RX_OP_CLASS, x->cls, 0); break;
+    case N_EOL: emit(e, HS_RX_OP_EOL, 0, 0); break;
+    case N_LOOK: emit(e, x->neg ? HS_RX_OP_NLOOK : HS_RX_OP_PLOOK, x->cls, 0); break;
     case N_CAT:
         compile(e, nd, x->a, depth + 1);
         compile(e, nd, x->b, depth + 1);
         break;
     case N_ALT: {
-        size_t s = emit(e, OP_SPLIT, 0, 0);
+        size_t s = emit(e, HS_RX_OP_SPLIT, 0, 0);
         e->prog[s].x = (int)e->n;
         compile(e, nd, x->a, depth + 1);
-        size_t j = emit(e, OP_JMP, 0, 0);
+        size_t j = emit(e, HS_RX_OP_JMP, 0, 0);
         if (e->full)
             return;
         e->prog[s].y = (int)e->n;
@@ -509,22 +448,22 @@ static void compile(rx_emit *e, const rx_node *nd, int n, int depth)
         for (int i = 0; i < x->min && !e->full; i++)
             compile(e, nd, x->a, depth + 1);
         if (x->max < 0) {
-            size_t s = emit(e, OP_SPLIT, 0, 0);
+            size_t s = emit(e, HS_RX_OP_SPLIT, 0, 0);
             e->prog[s].x = (int)e->n;
             compile(e, nd, x->a, depth + 1);
-            emit(e, OP_JMP, (int)s, 0);
+            emit(e, HS_RX_OP_JMP, (int)s, 0);
             if (!e->full)
                 e->prog[s].y = (int)e->n;
             break;
         }
         size_t first = e->n; /* the optional copies' splits all leave to the end */
         for (int i = x->min; i < x->max && !e->full; i++) {
-            size_t s = emit(e, OP_SPLIT, 0, 0);
+            size_t s = emit(e, HS_RX_OP_SPLIT, 0, 0);
             e->prog[s].x = (int)e->n;
             compile(e, nd, x->a, depth + 1);
         }
         for (size_t k = first; !e->full && k < e->n; k++)
-            if (e->prog[k].op == OP_SPLIT && e->prog[k].y == 0 && e->prog[k].x == (int)k + 1)
+            if (e->prog[k].op == HS_RX_OP_SPLIT && e->prog[k].y == 0 && e->prog[k].x == (int)k + 1)
                 e->prog[k].y = (int)e->n;
         break;
     }
@@ -563,7 +502,7 @@ hs_status hs_rx_compile(const char *pattern, const char *what, hs_rx **out, hs_e
     rx_emit e = {0};
     if (root >= 0) {
         compile(&e, node, root, 0);
-        emit(&e, OP_MATCH, 0, 0);
+        emit(&e, HS_RX_OP_MATCH, 0, 0);
         if (e.full)
             root = fail(&ps, HS_E_UNSUPPORTED, "the regex is too long once its repetitions are written out");
     }
@@ -579,115 +518,3 @@ hs_status hs_rx_compile(const char *pattern, const char *what, hs_rx **out, hs_e
     return HS_OK;
 }
 
-/* ---- search ------------------------------------------------------------------------------- */
-
-/* The (instruction, position) states tried in one search: an open-addressing set. */
-typedef struct rx_seen {
-    uint64_t *key; /* key + 1; 0 empty */
-    size_t cap, n;
-} rx_seen;
-
-/* 1 when newly added, 0 when there, -1 out of memory. */
-static int seen_add(rx_seen *v, uint64_t key)
-{
-    if (2 * (v->n + 1) > v->cap) {
-        size_t cap = v->cap ? 2 * v->cap : 256;
-        uint64_t *k = calloc(cap, sizeof *k);
-        if (!k)
-            return -1;
-        for (size_t i = 0; i < v->cap; i++)
-            if (v->key[i])
-                for (size_t h = (size_t)(v->key[i] * 0x9E3779B97F4A7C15u) & (cap - 1);; h = (h + 1) & (cap - 1))
-                    if (!k[h]) {
-                        k[h] = v->key[i];
-                        break;
-                    }
-        free(v->key);
-        v->key = k;
-        v->cap = cap;
-    }
-    key++;
-    for (size_t h = (size_t)(key * 0x9E3779B97F4A7C15u) & (v->cap - 1);; h = (h + 1) & (v->cap - 1)) {
-        if (v->key[h] == key)
-            return 0;
-        if (!v->key[h]) {
-            v->key[h] = key;
-            v->n++;
-            return 1;
-        }
-    }
-}
-
-typedef struct rx_thread {
-    size_t pc, pos;
-} rx_thread;
-
-/* The end of the match that starts at start, (size_t)-1 for none, (size_t)-2 out of memory. */
-static size_t match_at(const hs_rx *rx, const unsigned char *s, size_t n, size_t start, rx_seen *seen,
-                       rx_thread **stack, size_t *cap)
-{
-    size_t top = 0;
-    (*stack)[top++] = (rx_thread){0, start};
-    while (top) {
-        rx_thread t = (*stack)[--top];
-        for (;;) {
-            int fresh = seen_add(seen, ((uint64_t)t.pc << 40) | t.pos);
-            if (fresh <= 0) {
-                if (fresh < 0)
-                    return (size_t)-2;
-                break;
-            }
-            const rx_inst *in = &rx->prog[t.pc];
-            size_t next = t.pos;
-            if (in->op == OP_MATCH)
-                return t.pos;
-            if (in->op == OP_JMP) {
-                t.pc = (size_t)in->x;
-                continue;
-            }
-            if (in->op == OP_SPLIT) {
-                if (hs_tok_grow((void **)stack, cap, top + 1, sizeof **stack, 64) != HS_OK)
-                    return (size_t)-2;
-                (*stack)[top++] = (rx_thread){(size_t)in->y, t.pos};
-                t.pc = (size_t)in->x;
-                continue;
-            }
-            if (in->op == OP_EOL) {
-                if (t.pos < n && s[t.pos] != '\n')
-                    break;
-                t.pc++;
-                continue;
-            }
-            int has = t.pos < n && class_has(&rx->cls[in->x], hs_utf8_next(s, &next));
-            if (in->op == OP_CLASS ? !has : (in->op == OP_NLOOK) == has)
-                break;
-            if (in->op == OP_CLASS)
-                t.pos = next;
-            t.pc++;
-        }
-    }
-    return (size_t)-1;
-}
-
-int hs_rx_search(const hs_rx *rx, const unsigned char *s, size_t n, size_t from, size_t *ms, size_t *me)
-{
-    rx_seen seen = {0};
-    size_t cap = 64;
-    rx_thread *stack = malloc(cap * sizeof *stack);
-    int r = stack ? 0 : -1;
-    for (size_t q = from; r == 0 && q < n;) {
-        size_t e = match_at(rx, s, n, q, &seen, &stack, &cap);
-        if (e == (size_t)-2) {
-            r = -1;
-        } else if (e != (size_t)-1) {
-            *ms = q;
-            *me = e;
-            r = 1;
-        } else {
-            (void)hs_utf8_next(s, &q);
-        }
-    }
-    free(seen.key);
-    free(stack);
-    return r;
-}

@@ -1,5 +1,6 @@
 /*
- * src/text/regex.h — the small regex engine of tokenizer.json's Split pre-tokenizers (regex.c),
+ * src/text/regex.h — the small regex engine of tokenizer.json's Split pre-tokenizers (regex.c
+ * compiles, regex_run.c searches),
  * with Oniguruma's meaning (the engine inside Hugging Face's tokenizers library) for the
  * constructs the published patterns use: literals, escapes (\r \n \t \f \v and escaped
  * punctuation), classes [...] and [^...] with ranges, \s \S \p{L} \p{N} \p{P} \p{S} \p{M}
@@ -16,14 +17,12 @@
 #include <stdint.h>
 
 #include "core/core.h"
+#include "text/text_internal.h"
 
-typedef struct hs_rx_range {
-    int32_t lo, hi;
-} hs_rx_range;
-
-/* the generated Unicode classes (regex_tables.c) */
-extern const hs_rx_range hs_rx_punct[], hs_rx_symbol[], hs_rx_mark[];
-extern const size_t hs_rx_punct_n, hs_rx_symbol_n, hs_rx_mark_n;
+/* \p{P}, \p{S} and \p{M}: sorted ranges with their class's bit (HS_RX_P, HS_RX_S, HS_RX_M),
+ * generated into regex_tables.c */
+extern const hs_uni_range hs_rx_classes[];
+extern const size_t hs_rx_classes_n;
 
 typedef struct hs_rx hs_rx;
 
@@ -37,5 +36,31 @@ void hs_rx_free(hs_rx *rx);
  * $ and lookaheads see n as its end): 1 with [*ms, *me), 0 for none, -1 out of memory. */
 int hs_rx_search(const hs_rx *rx, const unsigned char *s, size_t n, size_t from, size_t *ms,
                  size_t *me);
+
+/* ---- the compiled form (regex.c writes it, regex_run.c runs it) ---------------------------- */
+
+enum { HS_RX_L = 1, HS_RX_N = 2, HS_RX_P = 4, HS_RX_S = 8, HS_RX_M = 16, HS_RX_SPACE = 32 };
+
+typedef struct hs_rx_class {
+    hs_uni_range *r; /* sorted, disjoint (v unused) */
+    size_t nr;
+    unsigned props, nprops; /* \p{X} and \P{X} (\s and \S) inside it: HS_RX_* bits */
+    int neg;                /* [^...] */
+} hs_rx_class;
+
+/* CLASS x: a character of class x; SPLIT x y: x, else y; JMP x; MATCH; EOL: $; NLOOK / PLOOK x:
+ * the next character is not / is of class x (or, for NLOOK, there is none) */
+enum { HS_RX_OP_CLASS, HS_RX_OP_SPLIT, HS_RX_OP_JMP, HS_RX_OP_MATCH, HS_RX_OP_EOL, HS_RX_OP_NLOOK,
+       HS_RX_OP_PLOOK };
+typedef struct hs_rx_inst {
+    int op, x, y;
+} hs_rx_inst;
+
+struct hs_rx {
+    hs_rx_class *cls;
+    size_t ncls;
+    hs_rx_inst *prog; /* starts at 0 */
+    size_t nprog;
+};
 
 #endif

@@ -399,6 +399,8 @@ extern const hs_uni_map hs_nfd_map[], hs_lower_map[];
 extern const size_t hs_nfd_map_n, hs_lower_map_n;
 extern const int32_t hs_nfd_map_data[], hs_lower_map_data[];
 
+/* The v of the range of r (n sorted, disjoint ranges) that holds cp, 0 for none. */
+int32_t hs_uni_range_value(const hs_uni_range *r, size_t n, int32_t cp);
 int hs_uni_gpt2_class(int32_t cp);
 int hs_uni_bert_flags(int32_t cp);
 int hs_uni_grapheme_class(int32_t cp); /* HS_GB_* */
