@@ -169,7 +169,18 @@ TEST_V3_BIN = $(BUILD)/tests-v3/test_ops $(BUILD)/tests-v3/test_forward
 TIMES = $(BUILD)/test-times.txt
 RUN_SUITE = t0=$$(date +%s%N); ASAN_OPTIONS=detect_leaks=1
 SUITE_DONE = echo "$$(( ($$(date +%s%N) - t0) / 1000000 )) ms"
-unit: $(TEST_BIN) $(TEST_V3_BIN)
+# The whole Falcon, StarCoder2 and DeepSeek vocabularies as tokenizer.json (build/real-tokenizers/,
+# for test_tokenizer_real) from llama.cpp's models/ggml-vocab-*.gguf (LLAMACPP_MODELS): built
+# before the unit tests where llama.cpp's files are (a few seconds).
+LLAMACPP_MODELS ?= /work/llamacpp/models
+REAL_TOK = $(if $(wildcard $(LLAMACPP_MODELS)/ggml-vocab-deepseek-llm.gguf),build/real-tokenizers/deepseek_v3.tokenizer.json)
+.PHONY: real-tokenizers
+real-tokenizers:
+	/usr/bin/python3 fixtures/tokenizer/real/make_real_tokenizers.py $(LLAMACPP_MODELS) build/real-tokenizers
+build/real-tokenizers/deepseek_v3.tokenizer.json: fixtures/tokenizer/real/make_real_tokenizers.py fixtures/tokenizer/real/gguf_vocab.py
+	/usr/bin/python3 fixtures/tokenizer/real/make_real_tokenizers.py $(LLAMACPP_MODELS) build/real-tokenizers
+
+unit: $(TEST_BIN) $(TEST_V3_BIN) $(REAL_TOK)
 	@failed=; for t in $(TEST_BIN); do echo "== $$t"; $(RUN_SUITE) $$t --jobs 2 || failed="$$failed $$t"; \
 	    echo "$$(basename $$t) $$($(SUITE_DONE))" >> $(TIMES); done; \
 	if grep -qw avx512f /proc/cpuinfo && grep -qw avx512bw /proc/cpuinfo && grep -qw avx512vl /proc/cpuinfo && grep -qw avx512dq /proc/cpuinfo; then \
@@ -225,13 +236,6 @@ fuzz-replay: $(REPLAY_BIN)
 	$(BUILD)/replay/fuzz_added fixtures/fuzz-added/*
 	$(BUILD)/replay/fuzz_resume fixtures/fuzz-resume/*
 	$(BUILD)/replay/fuzz_regex fixtures/fuzz-regex/*
-
-# The whole Falcon, StarCoder2 and DeepSeek vocabularies as tokenizer.json (build/real-tokenizers/,
-# for test_tokenizer_real) from llama.cpp's models/ggml-vocab-*.gguf (LLAMACPP_MODELS).
-LLAMACPP_MODELS ?= /work/llamacpp/models
-.PHONY: real-tokenizers
-real-tokenizers:
-	/usr/bin/python3 fixtures/tokenizer/real/make_real_tokenizers.py $(LLAMACPP_MODELS) build/real-tokenizers
 
 browser-test: $(BIN)
 	HEADSCOPE=$(BIN) HS_LDFLAGS="$(LDFLAGS)" bash tests/browser.sh
