@@ -153,7 +153,7 @@ static int parse_escape(rx_parse *ps, int32_t *cp, unsigned *props, unsigned *np
         *cp = c;
         return 0;
     }
-    static char msg[] = "the escape \\? (only \\r \\n \\t \\f \\v \\s \\S \\p \\P and escaped punctuation)";
+    static const char msg[] = "the escape \\? (only \\r \\n \\t \\f \\v \\s \\S \\p \\P and escaped punctuation)";
     char shown[sizeof msg];
     memcpy(shown, msg, sizeof msg);
     *strchr(shown, '?') = c < 0x80 ? (char)c : '?';

@@ -2,8 +2,9 @@
  * src/text/text_internal.h — internals shared by the tokenizer files in src/text/; never
  * installed. tokenizer.c holds the constructors, file loaders and accessors, encode.c the
  * encoding pipeline and templates, bpe.c BPE (byte-level and SentencePiece-style), pretok.c
- * the pre-tokenizer patterns, normalize.c the BPE and Unigram normalizers, tokenizer_json.c
- * and tj_components.c tokenizer.json, wordpiece.c BERT, unigram.c SentencePiece Unigram,
+ * the pre-tokenizer patterns, pretok_seq.c the Sequences of Split(Regex) and Digits steps
+ * (regex.c and regex_run.c their regex engine, regex.h), normalize.c the BPE and Unigram
+ * normalizers, tokenizer_json.c and tj_components.c tokenizer.json, wordpiece.c BERT, unigram.c SentencePiece Unigram,
  * unicode.c UTF-8 and character classes, strtab.c the string and pair hash tables, added.c
  * the added tokens and their matcher.
  */
