@@ -4,9 +4,9 @@
  * encoding pipeline and templates, bpe.c BPE (byte-level and SentencePiece-style), pretok.c
  * the pre-tokenizer patterns, pretok_seq.c the Sequences of Split(Regex) and Digits steps
  * (regex.c and regex_run.c their regex engine, regex.h), normalize.c the BPE and Unigram
- * normalizers, tokenizer_json.c and tj_components.c tokenizer.json, wordpiece.c BERT, unigram.c SentencePiece Unigram,
- * unicode.c UTF-8 and character classes, strtab.c the string and pair hash tables, added.c
- * the added tokens and their matcher.
+ * normalizers, tokenizer_json.c and tj_components.c tokenizer.json, wordpiece.c BERT,
+ * unigram.c SentencePiece Unigram, unicode.c UTF-8 and character classes, strtab.c the string
+ * and pair hash tables, added.c the added tokens and their matcher.
  */
 #ifndef HEADSCOPE_TEXT_INTERNAL_H
 #define HEADSCOPE_TEXT_INTERNAL_H
