@@ -66,7 +66,8 @@ static hs_tokenizer *load(const char *path)
 static void check_real(const char *name, int optional)
 {
     tu_fam_cases fc = tu_load_fam_cases_from(GOLDEN);
-    const cJSON *ref = cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(fc.golden, "tokenizers"), name);
+    const cJSON *all = cJSON_GetObjectItemCaseSensitive(fc.golden, "tokenizers");
+    const cJSON *ref = cJSON_GetObjectItemCaseSensitive(all, name);
     const char *file = cJSON_GetStringValue(cJSON_GetObjectItemCaseSensitive(ref, "file"));
     cr_assert_not_null(file, "%s: no such tokenizer in %s", name, GOLDEN);
     if (optional && access(file, R_OK) != 0) {
@@ -314,7 +315,8 @@ Test(tokenizer_real, tokenizer_json_refuses_a_split_it_cannot_run)
     "\"post_processor\":null,\"added_tokens\":[],\"model\":{\"type\":\"BPE\",\"vocab\":{\"a\":0},"   \
     "\"merges\":[]}}"
 #define BL "{\"type\":\"ByteLevel\",\"add_prefix_space\":false,\"use_regex\":false}"
-#define SPLIT_RX(rx) "{\"type\":\"Split\",\"pattern\":{\"Regex\":\"" rx "\"},\"behavior\":\"Isolated\",\"invert\":false}"
+#define SPLIT_RX(rx)                                                                                   \
+    "{\"type\":\"Split\",\"pattern\":{\"Regex\":\"" rx "\"},\"behavior\":\"Isolated\",\"invert\":false}"
     static const struct { const char *text, *want; } cases[] = {
         {SEQ_JSON(SPLIT_RX("[\\\\r\\\\n]") "," SPLIT_RX("a.b") "," BL),
          "tokenizer.json: pre_tokenizer 'Split' 2 of the Sequence: the regex construct '.' (any character) is not "
@@ -323,7 +325,8 @@ Test(tokenizer_real, tokenizer_json_refuses_a_split_it_cannot_run)
          "pre_tokenizer 'Split' 1 of the Sequence other than behavior Isolated, invert false is not supported"},
         {SEQ_JSON("{\"type\":\"Split\",\"pattern\":{\"String\":\"a\"},\"behavior\":\"Isolated\"}," BL),
          "pre_tokenizer 'Split' without a Regex pattern is not supported"},
-        {SEQ_JSON("{\"type\":\"Digits\",\"individual_digits\":1}," BL), "Digits individual_digits must be true or false"},
+        {SEQ_JSON("{\"type\":\"Digits\",\"individual_digits\":1}," BL),
+         "Digits individual_digits must be true or false"},
     };
     for (size_t k = 0; k < sizeof cases / sizeof *cases; k++) {
         char msg[512];
