@@ -193,8 +193,8 @@ Test(tokenizer_real, deepseek_llm_matches_llamacpp_outs, .timeout = 60)
 
 /* The first match of pattern in subject from from: [ms, me), or none (ms = me = -1). Worked
  * by hand from Oniguruma's rules (leftmost start, then the first alternative and the longest
- * greedy repetition that lets the rest match; $ at the end or before a line feed); those of
- * ASCII text also run through the library's Split pre-tokenizer, which cuts the same. */
+ * greedy repetition that lets the rest match; $ at the end or before a line feed); every case
+ * was also run through the library's Split(Isolated) pre-tokenizer, whose pieces agree. */
 Test(tokenizer_real, regex_finds_the_leftmost_first_match)
 {
     static const struct { const char *pat, *subject; size_t from; long ms, me; } cases[] = {
