@@ -33,7 +33,9 @@ hs_status hs_rx_compile(const char *pattern, const char *what, hs_rx **out, hs_e
 void hs_rx_free(hs_rx *rx);
 
 /* The first match in s[0..n) that starts at or after from (s[0..n) is the whole subject:
- * $ and lookaheads see n as its end): 1 with [*ms, *me), 0 for none, -1 out of memory. */
+ * $ and lookaheads see n as its end): 1 with [*ms, *me), 0 for none, -1 out of memory (also
+ * when one search would hold more than 2^26 tried states, 1 GiB: a pattern of a thousand
+ * instructions over a megabyte could). */
 int hs_rx_search(const hs_rx *rx, const unsigned char *s, size_t n, size_t from, size_t *ms,
                  size_t *me);
 

@@ -27,6 +27,9 @@ static int class_has(const hs_rx_class *c, int32_t cp)
     return in != c->neg;
 }
 
+/* At most this many slots (8 bytes each) of tried states in one search: 1 GiB. */
+#define RX_MAX_SEEN ((size_t)1 << 27)
+
 /* ---- search -------------------------------------------------------------------------------- */
 
 /* The (instruction, position) states tried in one search: an open-addressing set. */
@@ -40,6 +43,8 @@ static int seen_add(rx_seen *v, uint64_t key)
 {
     if (2 * (v->n + 1) > v->cap) {
         size_t cap = v->cap ? 2 * v->cap : 256;
+        if (cap > RX_MAX_SEEN)
+            return -1; /* a pattern that tries this many states on one piece: refused as out of memory */
         uint64_t *k = calloc(cap, sizeof *k);
         if (!k)
             return -1;
