@@ -253,7 +253,7 @@ Test(tokenizer_real, regex_search_is_linear_in_the_text, .timeout = 60)
     hs_rx *rx = NULL;
     hs_error err = {{0}};
     cr_assert_eq(hs_rx_compile("\\s+$|\\s*[\\r\\n]+|\\s+(?!\\S)x", "test", &rx, &err), HS_OK, "%s", err.msg);
-    size_t n = 1 << 20, ms, me;
+    size_t n = 1 << 18, ms, me; /* quadratic: 7e10 steps, past the timeout */
     unsigned char *s = malloc(n);
     cr_assert_not_null(s);
     memset(s, ' ', n - 1);
