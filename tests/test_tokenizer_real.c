@@ -199,6 +199,7 @@ Test(tokenizer_real, regex_finds_the_leftmost_first_match)
 {
     static const struct { const char *pat, *subject; size_t from; long ms, me; } cases[] = {
         {"a|ab", "ab", 0, 0, 1},
+        {"x|y|ab|a|abc", "zabc", 0, 1, 3}, /* the first alternative that matches, of five */
         {"ab|a", "ab", 0, 0, 2},
         {"\\s+(?!\\S)", "a   b", 1, 1, 3}, /* gives back the space before b */
         {"\\s+(?!\\S)", "a   ", 1, 1, 4},
@@ -245,6 +246,21 @@ Test(tokenizer_real, regex_finds_the_leftmost_first_match)
                       cases[k].ms, cases[k].me);
         hs_rx_free(rx);
     }
+}
+
+/* A hundred alternatives are a list, not a nesting: the first that matches wins. */
+Test(tokenizer_real, regex_takes_many_alternatives)
+{
+    char pat[1024];
+    size_t w = 0, ms = 0, me = 0;
+    for (int k = 0; k < 100; k++)
+        w += (size_t)snprintf(pat + w, sizeof pat - w, "%sa%d", k ? "|" : "", k);
+    hs_rx *rx = NULL;
+    hs_error err = {{0}};
+    cr_assert_eq(hs_rx_compile(pat, "test", &rx, &err), HS_OK, "%s", err.msg);
+    cr_expect_eq(hs_rx_search(rx, (const unsigned char *)"xa57", 4, 0, &ms, &me), 1);
+    cr_expect(ms == 1 && me == 3, "[%zu, %zu): a5 comes before a57", ms, me);
+    hs_rx_free(rx);
 }
 
 /* A long run that fails late is looked at once per search, not once per start. */

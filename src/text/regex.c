@@ -381,12 +381,22 @@ static int parse_alt(rx_parse *ps, int depth)
 {
     if (depth > RX_MAX_DEPTH)
         return unsupported(ps, "groups nested deeper than 64");
-    int a = parse_cat(ps, depth);
-    if (a < 0 || ps->p == ps->end || *ps->p != '|')
-        return a;
-    ps->p++;
-    int b = parse_alt(ps, depth + 1);
-    return b < 0 ? -1 : new_node(ps, N_ALT, a, b);
+    int root = parse_cat(ps, depth), tail = -1; /* a|b|c as a|(b|c): tail the last N_ALT */
+    while (root >= 0 && ps->p < ps->end && *ps->p == '|') {
+        ps->p++;
+        int c = parse_cat(ps, depth);
+        if (c < 0)
+            return -1;
+        int alt = new_node(ps, N_ALT, tail < 0 ? root : ps->node[tail].b, c);
+        if (alt < 0)
+            return -1;
+        if (tail < 0)
+            root = alt;
+        else
+            ps->node[tail].b = alt;
+        tail = alt;
+    }
+    return root;
 }
 
 static int nullable(const rx_node *nd, int n)
