@@ -175,7 +175,18 @@ TEST_V3_BIN = $(BUILD)/tests-v3/test_ops $(BUILD)/tests-v3/test_forward
 TIMES = $(BUILD)/test-times.txt
 RUN_SUITE = t0=$$(date +%s%N); ASAN_OPTIONS=detect_leaks=1
 SUITE_DONE = echo "$$(( ($$(date +%s%N) - t0) / 1000000 )) ms"
-unit: $(TEST_BIN) $(TEST_V3_BIN)
+# The whole Falcon, StarCoder2 and DeepSeek vocabularies as tokenizer.json (build/real-tokenizers/,
+# for test_tokenizer_real) from llama.cpp's models/ggml-vocab-*.gguf (LLAMACPP_MODELS): built
+# before the unit tests where llama.cpp's files are (a few seconds).
+LLAMACPP_MODELS ?= /work/llamacpp/models
+REAL_TOK = $(if $(wildcard $(LLAMACPP_MODELS)/ggml-vocab-deepseek-llm.gguf),build/real-tokenizers/deepseek_v3.tokenizer.json)
+.PHONY: real-tokenizers
+real-tokenizers:
+	/usr/bin/python3 fixtures/tokenizer/real/make_real_tokenizers.py $(LLAMACPP_MODELS) build/real-tokenizers
+build/real-tokenizers/deepseek_v3.tokenizer.json: fixtures/tokenizer/real/make_real_tokenizers.py fixtures/tokenizer/real/gguf_vocab.py
+	/usr/bin/python3 fixtures/tokenizer/real/make_real_tokenizers.py $(LLAMACPP_MODELS) build/real-tokenizers
+
+unit: $(TEST_BIN) $(TEST_V3_BIN) $(REAL_TOK)
 	@failed=; for t in $(TEST_BIN); do echo "== $$t"; $(RUN_SUITE) $$t --jobs 2 || failed="$$failed $$t"; \
 	    echo "$$(basename $$t) $$($(SUITE_DONE))" >> $(TIMES); done; \
 	if grep -qw avx512f /proc/cpuinfo && grep -qw avx512bw /proc/cpuinfo && grep -qw avx512vl /proc/cpuinfo && grep -qw avx512dq /proc/cpuinfo; then \
@@ -221,7 +232,7 @@ $(BUILD)/replay/%: tests/fuzz/%.c $(LIB) $(BUILD)/replay/%.d
 fuzz-replay: $(REPLAY_BIN)
 	$(BUILD)/replay/fuzz_gguf $$(find fixtures/gguf -name '*.gguf' | sort)
 	$(BUILD)/replay/fuzz_tokenizer fixtures/tokenizer/cases.jsonl fixtures/tokenizer/family_cases.jsonl fixtures/tokenizer/unigram_cases.jsonl README.md
-	$(BUILD)/replay/fuzz_tokenizer_json fixtures/tokenizer/json-corpus/*.json fixtures/tokenizer/bert-cased.tokenizer.json fixtures/tokenizer/families/*.tokenizer.json
+	$(BUILD)/replay/fuzz_tokenizer_json fixtures/tokenizer/json-corpus/*.json fixtures/tokenizer/bert-cased.tokenizer.json fixtures/tokenizer/families/*.tokenizer.json fixtures/tokenizer/real/*.small.tokenizer.json
 	$(BUILD)/replay/fuzz_safetensors $$(find fixtures/bad fixtures/models -name model.safetensors | sort)
 	$(BUILD)/replay/fuzz_torchbin $$(find fixtures/torchbin -name '*.bin' | sort)
 	$(BUILD)/replay/fuzz_corpus $$(find fixtures/corpus -type f | sort) README.md
@@ -230,6 +241,7 @@ fuzz-replay: $(REPLAY_BIN)
 	$(BUILD)/replay/fuzz_report_files fixtures/report-files/* fixtures/partial/*.json
 	$(BUILD)/replay/fuzz_added fixtures/fuzz-added/*
 	$(BUILD)/replay/fuzz_resume fixtures/fuzz-resume/*
+	$(BUILD)/replay/fuzz_regex fixtures/fuzz-regex/*
 
 browser-test: $(BIN)
 	HEADSCOPE=$(BIN) HS_LDFLAGS="$(LDFLAGS)" bash tests/browser.sh
@@ -308,6 +320,9 @@ fuzz: $(PAGE_C)
 	cp fixtures/fuzz-added/* build-fuzz/corpus-added/
 	clang $(FUZZ_FLAGS) tests/fuzz/fuzz_resume.c $(LIB_SRC) $(PAGE_C) $(PKG_LIBS) -o build-fuzz/fuzz_resume
 	cp fixtures/fuzz-resume/* build-fuzz/corpus-resume/
+	@mkdir -p build-fuzz/corpus-regex
+	clang $(FUZZ_FLAGS) tests/fuzz/fuzz_regex.c $(LIB_SRC) $(PAGE_C) $(PKG_LIBS) -o build-fuzz/fuzz_regex
+	cp fixtures/fuzz-regex/* build-fuzz/corpus-regex/
 	find fixtures/gguf -name '*.gguf' -exec cp {} build-fuzz/corpus-gguf/ ';'
 	cp README.md docs/*.md fixtures/tokenizer/family_cases.jsonl fixtures/tokenizer/unigram_cases.jsonl build-fuzz/corpus-tokenizer/
 	cp fixtures/tokenizer/json-corpus/*.json build-fuzz/corpus-tokenizer-json/
@@ -321,6 +336,7 @@ fuzz: $(PAGE_C)
 	build-fuzz/fuzz_folder -max_total_time=$(FUZZ_SECONDS) -max_len=65536 build-fuzz/corpus-folder
 	build-fuzz/fuzz_report_files -max_total_time=$(FUZZ_SECONDS) -max_len=65536 build-fuzz/corpus-report-files
 	build-fuzz/fuzz_added -max_total_time=$(FUZZ_SECONDS) -max_len=4096 build-fuzz/corpus-added build-fuzz/corpus-resume
+	build-fuzz/fuzz_regex -max_total_time=$(FUZZ_SECONDS) -max_len=4096 build-fuzz/corpus-regex
 
 example: all
 	$(BIN) attn fixtures/tiny-gpt2 --text "The cat sat on the mat. The cat sat on the mat." -o /tmp/headscope-attn.npy
