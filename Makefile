@@ -173,13 +173,14 @@ TEST_V3_BIN = $(BUILD)/tests-v3/test_ops $(BUILD)/tests-v3/test_forward
 # more with the AVX2 build of the elementwise kernels (above).
 # Each suite's wall time goes to $(TIMES) (the summary at the end of `make test`).
 TIMES = $(BUILD)/test-times.txt
-RUN_SUITE = t0=$$(date +%s%N); ASAN_OPTIONS=detect_leaks=1
+RUN_SUITE = t0=$$(date +%s%N); HS_LLAMACPP_MODELS="$(LLAMACPP_MODELS)" ASAN_OPTIONS=detect_leaks=1
 SUITE_DONE = echo "$$(( ($$(date +%s%N) - t0) / 1000000 )) ms"
 # The whole Falcon, StarCoder2 and DeepSeek vocabularies as tokenizer.json (build/real-tokenizers/,
 # for test_tokenizer_real) from llama.cpp's models/ggml-vocab-*.gguf (LLAMACPP_MODELS): built
-# before the unit tests where llama.cpp's files are (a few seconds).
-LLAMACPP_MODELS ?= /work/llamacpp/models
-REAL_TOK = $(if $(wildcard $(LLAMACPP_MODELS)/ggml-vocab-deepseek-llm.gguf),build/real-tokenizers/deepseek_v3.tokenizer.json)
+# before the unit tests when LLAMACPP_MODELS names a llama.cpp checkout's models/ folder
+# (a few seconds), e.g. make test LLAMACPP_MODELS=../llama.cpp/models; skipped otherwise.
+LLAMACPP_MODELS ?=
+REAL_TOK = $(if $(LLAMACPP_MODELS),$(if $(wildcard $(LLAMACPP_MODELS)/ggml-vocab-deepseek-llm.gguf),build/real-tokenizers/deepseek_v3.tokenizer.json))
 .PHONY: real-tokenizers
 real-tokenizers:
 	/usr/bin/python3 fixtures/tokenizer/real/make_real_tokenizers.py $(LLAMACPP_MODELS) build/real-tokenizers
