@@ -82,8 +82,14 @@ static int keep_maps(void *user, int layer, int text, const float *probs, int n_
 static void pack_pass(cli_corpus_run *r)
 {
     struct cli_pack *p = r->pack;
+    int k = 0;
+    for (int i = 0; i < p->count; i++)
+        k += p->items[i].analysed;
+    if (k < 2) /* a text alone: its own pass, as without packing */
+        return;
     int32_t *ids = malloc(p->tokens * sizeof *ids), *tt = malloc(p->tokens * sizeof *tt);
-    int lens[PACK_MAX_TEXTS], which[PACK_MAX_TEXTS], k = 0, ok = ids && tt;
+    int lens[PACK_MAX_TEXTS], which[PACK_MAX_TEXTS], ok = ids && tt;
+    k = 0;
     size_t at = 0;
     for (int i = 0; i < p->count && ok; i++) {
         pack_item *it = &p->items[i];
@@ -99,9 +105,9 @@ static void pack_pass(cli_corpus_run *r)
     }
     pack_obs o = {p, which};
     hs_packed_opts po = {.on_attn = keep_maps, .user = &o};
-    if (ok && k >= 2)
+    if (ok)
         ok = hs_forward_packed(r->m, ids, tt, lens, k, &po, NULL, NULL) == HS_OK;
-    for (int i = 0; i < p->count && (!ok || k < 2); i++) {
+    for (int i = 0; i < p->count && !ok; i++) {
         hs_trace_free(p->items[i].maps);
         p->items[i].maps = NULL;
     }
