@@ -314,6 +314,7 @@ int main(int argc, char **argv)
     const char *headscope = NULL; /* the command, for the memory and corpus rows */
     const char *script = "bench/torch_forward.py", *python = "/usr/bin/python3";
     const char *thread_list = NULL; /* --threads 1,4,16 (default: 1 and every core) */
+    const char *t5 = NULL;          /* --t5 DIR: the encoder-decoder row (bench/t5_row.c) */
     hs_blas_reexec(argv); /* the kernels headscope's CLI runs with (docs/bench.md) */
     setvbuf(stdout, NULL, _IOLBF, 0); /* rows reach a file as they come (a run cut short) */
     for (int i = 1; i < argc; i++) {
@@ -329,6 +330,8 @@ int main(int argc, char **argv)
             quick = 1;
         else if (!strcmp(argv[i], "--threads") && i + 1 < argc)
             thread_list = argv[++i];
+        else if (!strcmp(argv[i], "--t5") && i + 1 < argc)
+            t5 = argv[++i];
         else if (!strcmp(argv[i], "--forward-only"))
             fwd_only = 1;
         else if (!strcmp(argv[i], "--packed-only"))
@@ -345,7 +348,8 @@ int main(int argc, char **argv)
             printf("usage: hs-bench [MODEL_DIR...] [--family MODEL_DIR...] [--stored GGUF...] [--reps N] [--quick]\n"
                    "                [--headscope PATH] [--torch SCRIPT] [--python PATH] "
                    "[--no-torch]\n"
-                   "                [--threads LIST] [--breakdown] [--forward-only] [--packed-only]\n"
+                   "                [--threads LIST] [--breakdown] [--forward-only] [--t5 DIR]\n"
+                   "                [--packed-only]\n"
                    "The engine benchmark: sgemm reference, the forward pass recording every map "
                    "against\nPyTorch, analyze in forward-pass equivalents, peak memory, corpus "
                    "throughput.\ndocs/bench.md explains every option and number.\n");
@@ -490,6 +494,8 @@ int main(int argc, char **argv)
     hs_model_free(first);
     if (headscope && n_stored && !quick)
         bench_stored_rows(headscope, stored, n_stored, all);
+    if (t5 && !quick)
+        bench_t5_rows(t5, reps);
     if (fflush(stdout) != 0 || ferror(stdout))
         return 1;
     return 0;

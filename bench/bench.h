@@ -61,4 +61,7 @@ void bench_breakdown(const hs_model_config *c, const char *name, const int *size
  * when LLAMACPP is set (bench/stored.c). */
 void bench_stored_rows(const char *headscope, const char *files[], int n_files, int threads);
 
+/* --t5 DIR: an encoder-decoder's forward at n = 128 + 128, all threads (bench/t5_row.c). */
+void bench_t5_rows(const char *path, int reps);
+
 #endif

@@ -25,6 +25,9 @@ static const char usage_text[] =
     "summary.\n\n"
     "  -t, --text TEXT            the input text\n"
     "  -f, --file PATH            read the text from a file as raw bytes ('-' for stdin)\n"
+    "      --target TEXT          an encoder-decoder's (T5's) decoder target: the text goes\n"
+    "                             to the encoder, the target to the decoder (teacher\n"
+    "                             forcing); required for one, refused for other models\n"
     "  -o, --output OUTDIR        output folder (created with its parents if missing); an\n"
     "                             earlier run's outputs there are replaced\n"
     "      --no-clobber           refuse an OUTDIR that holds an earlier run's outputs\n"
@@ -68,7 +71,7 @@ static const char usage_corpus[] =
 enum {
     OPT_JSON = 256, OPT_SVG, OPT_NOIMG, OPT_MAXTOK, OPT_CORPUS, OPT_CFORMAT, OPT_MAXTEXTS,
     OPT_MAXTOKENS, OPT_SKIPLONG, OPT_SAMPLE, OPT_CSEED, OPT_CABL, OPT_SHARD, OPT_CKPT,
-    OPT_RESUME, OPT_PROGRESS, OPT_RESTART, OPT_NOCLOBBER, OPT_PACK,
+    OPT_RESUME, OPT_PROGRESS, OPT_RESTART, OPT_NOCLOBBER, OPT_TARGET, OPT_PACK,
     OPT_TABLE = 0x1000 /* + the row of src/pipeline/options.c's table */
 };
 
@@ -110,6 +113,7 @@ static const struct option own_opts[] = {
     {"resume", no_argument, NULL, OPT_RESUME},
     {"restart", no_argument, NULL, OPT_RESTART},
     {"no-clobber", no_argument, NULL, OPT_NOCLOBBER},
+    {"target", required_argument, NULL, OPT_TARGET},
     {"progress", optional_argument, NULL, OPT_PROGRESS},
     {"help", no_argument, NULL, 'h'}};
 #define N_OWN (sizeof own_opts / sizeof own_opts[0])
@@ -204,6 +208,9 @@ static int check_combinations(const char *C, cli_analyze_args *g, int corpus_onl
     const hs_analyze_opts *ao = &g->opt.ao;
     if (g->co.path && (g->text || g->file || g->opt.text_pair))
         return cli_usage_error(C, "give --corpus or --text/--file/--text-pair, not both");
+    if (g->co.path && g->target)
+        return cli_usage_error(C, "--target is for a single text, not --corpus (an "
+                               "encoder-decoder's corpus mode is not implemented)");
     if (g->co.path && (ao->word_level || ao->ablation_kind == HS_ABLATION_RESAMPLE ||
                        ao->loss_span.kind != HS_SPAN_ALL))
         return cli_usage_error(C, "%s is for a single text, not --corpus",
@@ -264,6 +271,7 @@ int cli_analyze_args_parse(int argc, char **argv, cli_analyze_args *g)
         case OPT_SVG: g->formats |= HS_PICTURES_SVG; break;
         case OPT_NOIMG: g->images = 0; break;
         case OPT_NOCLOBBER: g->no_clobber = 1; break;
+        case OPT_TARGET: g->target = optarg; break;
         case OPT_MAXTOK:
             if (cli_parse_long(optarg, 1, 100000, &lv))
                 return cli_usage_error(C, "--max-tokens-in-images '%s' is not a number in "

@@ -128,6 +128,7 @@ typedef struct cli_corpus_opts {
 typedef struct cli_analyze_args {
     const char *model, *outdir;
     const char *text, *file; /* the single text (--text, --file; --text-pair is opt's) */
+    const char *target;      /* --target: an encoder-decoder's decoder target */
     int json, quiet;
     int no_clobber;                  /* --no-clobber: refuse an OUTDIR with an earlier run */
     int images, max_tokens, formats; /* pictures: on, --max-tokens-in-images, HS_PICTURES_* */
@@ -145,6 +146,8 @@ int cli_analyze_args_parse(int argc, char **argv, cli_analyze_args *g);
 /* analyze's summary of a single-text analysis on stdout (cli/analyze_summary.c);
  * report_path, when not NULL, is named last. */
 void cli_analyze_summary(const hs_analysis *a, const char *report_path);
+/* The same of an encoder-decoder's analysis (hs_analysis.encdec; analyze_summary_encdec.c). */
+void cli_analyze_summary_encdec(const hs_analysis *a, const char *report_path);
 
 /* Corpus progress on stderr (cli/corpus_progress.c). */
 /* The monotonic clock in seconds (for elapsed times). */

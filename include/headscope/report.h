@@ -152,6 +152,12 @@ typedef struct hs_analyze_input {
     size_t text_len;             /* bytes of text (it may hold NULs); 0 = strlen(text) */
     const char *text_pair;       /* NULL when none */
     int truncated;               /* the text was truncated to the context */
+    /* An encoder-decoder (T5): ids is the encoder's text and these the decoder's target
+     * (teacher forcing from decoder_start_id; the loss is its next-token NLL); required for
+     * one, refused for any other model. */
+    const int32_t *target_ids;   /* (n_target) or NULL */
+    int n_target;
+    const char *target;          /* the target's text for the report (may be NULL) */
 } hs_analyze_input;
 
 typedef struct hs_head_result {
@@ -257,6 +263,10 @@ typedef struct hs_analysis {
     /* the rest of the run's wall time (report-schema.md, timing) */
     double seconds_hash, seconds_rollout, seconds_probe, seconds_pairwise, seconds_composition,
         seconds_probe_ablation, seconds_total;
+    /* An encoder-decoder's analysis (T5: its three kinds of heads, docs/report-schema.md
+     * § Encoder-decoders), or NULL. It replaces the one-stack fields: n_heads is 0 and ids,
+     * tokens and n are the encoder's text. */
+    struct hs_encdec_result *encdec;
 } hs_analysis;
 
 /* Runs everything: forward pass with maps, entropy, detectors (text and a seeded

@@ -19,6 +19,7 @@ typedef struct moe_build {
     void *ctx;
     float *cur;     /* next free float of m->moe_arena (NULL: checks only) */
     size_t floats;  /* floats placed (or, checking, needed) */
+    int dense;      /* checking a dense layer's MLP (read by the name table, any stored type) */
 } moe_build;
 
 /* One stored matrix, (out, in) as nn.Linear keeps it, into dst: (in, ld) at column off; or,
@@ -32,7 +33,7 @@ static hs_status take(moe_build *b, const char *name, int out, int in, int ld, i
     const hs_tensor_view *t = b->lookup(b->ctx, name, &ref, &out_in);
     if (!t)
         return hs_fail(err, HS_E_FORMAT, "tensor 'model.%s' is missing", name);
-    if (t->dtype != HS_DT_F32 && t->dtype != HS_DT_F16 && t->dtype != HS_DT_BF16)
+    if (!b->dense && t->dtype != HS_DT_F32 && t->dtype != HS_DT_F16 && t->dtype != HS_DT_BF16)
         return hs_fail(err, HS_E_FORMAT, "tensor 'model.%s' is %s; an expert's weights must be "
                        "F32, F16 or BF16", name, t->dtype_name ? t->dtype_name : hs_dtype_name(t->dtype));
     int ok = vec ? t->ndim == 1 && t->shape[0] == out
@@ -123,10 +124,12 @@ static hs_status dense_present(moe_build *b, int l, hs_error *err)
     int d = b->m->cfg.d_model, f = b->m->cfg.d_ff;
     char name[200];
     hs_status st = HS_OK;
+    b->dense = 1;
     for (int k = 0; k < 3 && !st; k++) {
         snprintf(name, sizeof name, "layers.%d.mlp.%s.weight", l, part[k]);
         st = take(b, name, k < 2 ? f : d, k < 2 ? d : f, 0, 0, NULL, err);
     }
+    b->dense = 0;
     return st;
 }
 
@@ -149,7 +152,7 @@ hs_status hs_moe_weights_build(hs_model *m, hs_tensor_lookup lookup, void *ctx, 
 {
     if (!m->cfg.arch || m->cfg.arch->moe_experts <= 0)
         return HS_OK;
-    moe_build b = {m, lookup, ctx, NULL, 0};
+    moe_build b = {m, lookup, ctx, NULL, 0, 0};
     hs_status st = walk(&b, err); /* checks, and the size */
     if (st)
         return st;
@@ -159,6 +162,6 @@ hs_status hs_moe_weights_build(hs_model *m, hs_tensor_lookup lookup, void *ctx, 
     if (!(m->moe_arena = malloc(b.floats * sizeof(float))))
         return hs_fail(err, HS_E_NOMEM, "out of memory for %zu MB of experts",
                        b.floats * sizeof(float) >> 20);
-    b = (moe_build){m, lookup, ctx, m->moe_arena, 0};
+    b = (moe_build){m, lookup, ctx, m->moe_arena, 0, 0};
     return walk(&b, err);
 }

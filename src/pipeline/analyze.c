@@ -21,6 +21,7 @@
 #include "core/core.h"
 #include "pipeline/analyze_observe.h"
 #include "core/mapstore.h"
+#include "pipeline/encdec_result.h"
 #include "pipeline/pipeline.h"
 
 void hs_analyze_opts_default(hs_analyze_opts *o)
@@ -100,6 +101,7 @@ void hs_analysis_free(hs_analysis *a)
     free(a->candidates);
     free(a->ablation_kv);
     hs_kv_similarity_free(a->kv_similarity);
+    hs_encdec_result_free(a->encdec);
     free(a);
 }
 
@@ -556,9 +558,9 @@ hs_status hs_analyze_run_maps(const hs_model *m, const hs_analyze_input *in, con
     int n = in->n;
     *out = NULL;
 
-    if (c->arch->enc_dec)
-        return hs_fail(err, HS_E_UNSUPPORTED, "analyze: the encoder-decoder '%s' is not analysed "
-                       "yet (hs_forward_encdec gives its three kinds of maps)", c->arch->name);
+    if (!c->arch->enc_dec && in->target_ids)
+        return hs_fail(err, HS_E_ARG, "a target is for an encoder-decoder's decoder "
+                       "('%s' is not one)", c->arch->name);
     if (n < 1 || n > c->n_ctx)
         return hs_fail(err, HS_E_INPUT, "analyze: %d tokens (the model takes 1 to %d)", n, c->n_ctx);
     if (!(o->cluster_threshold >= 0) || !isfinite(o->cluster_threshold))
@@ -573,9 +575,9 @@ hs_status hs_analyze_run_maps(const hs_model *m, const hs_analyze_input *in, con
                                  would read per-head Q, K, V from one slot */
         own.composition = own.norm_based = 0;
     o = &own;
-    if (maps && (o->norm_based || o->dla))
-        return hs_fail(err, HS_E_ARG, "analyze: maps from an earlier pass leave out norm-based "
-                       "attention and direct logit attribution (they read the pass itself)");
+    if (maps && (o->norm_based || o->dla || c->arch->enc_dec))
+        return hs_fail(err, HS_E_ARG, "analyze: maps from an earlier pass leave out "
+                       "encoder-decoders, norm-based attention and direct logit attribution");
     hs_run r = {.m = m, .c = c, .tok = hs_model_tokenizer(m), .in = in, .o = o,
                 .L = c->n_layer, .H = c->n_head, .n = n, .cls_id = -1, .sep_id = -1,
                 .premaps = maps};
@@ -586,7 +588,12 @@ hs_status hs_analyze_run_maps(const hs_model *m, const hs_analyze_input *in, con
     r.a->opts.layers = NULL; /* not owned */
     r.a->opts.command_line = NULL;
     hs_status st = HS_OK;
-    for (size_t s = 0; s < sizeof stages / sizeof *stages && !st; s++) {
+    if (c->arch->enc_dec) { /* its own run: analyze_encdec.c */
+        st = stage_input(&r, err);
+        if (!st)
+            st = hs_analyze_encdec(m, in, o, r.a, err);
+    }
+    for (size_t s = 0; s < sizeof stages / sizeof *stages && !st && !c->arch->enc_dec; s++) {
         if (o->progress) /* a stage begins: uncounted (its steps, where counted, follow) */
             o->progress(o->progress_user, stages[s].name, 0, 0);
         st = stages[s].fn(&r, err);

@@ -25,7 +25,8 @@ static inline int32_t hs_special_id(const hs_tokenizer *t, const char *s)
 /* hs_analyze_run on the text's maps from an earlier pass instead of a pass of its own
  * (corpus mode's packed passes, hs_forward_packed): maps (n_layer, n_head, n, n), every
  * layer's as hs_forward's observer sees them; NULL: as hs_analyze_run. Norm-based attention
- * and direct logit attribution read the pass itself: refused with maps (HS_E_ARG). */
+ * and direct logit attribution read the pass itself, an encoder-decoder has three kinds of
+ * maps: refused with maps (HS_E_ARG). */
 hs_status hs_analyze_run_maps(const hs_model *m, const hs_analyze_input *in, const float *maps,
                               const hs_analyze_opts *o, hs_analysis **out, hs_error *err);
 
