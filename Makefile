@@ -209,7 +209,7 @@ unit: $(TEST_BIN) $(TEST_V3_BIN) $(REAL_TOK)
 # chosen moments) alone. A background job of sh starts with SIGINT and SIGQUIT ignored, and a
 # signal ignored at start stays ignored in headscope (as under nohup): env gives the scripts
 # the default actions back, as a foreground run has them.
-CLI_SCRIPTS = cli cli_faults cli_patch cli_t5 cli_norms
+CLI_SCRIPTS = cli cli_faults cli_patch cli_t5 cli_norms cli_pack
 cli-test: $(BIN)
 	@pids=; for s in $(CLI_SCRIPTS); do \
 	    ( t0=$$(date +%s%N); HEADSCOPE=$(BIN) env --default-signal=INT,QUIT bash tests/$$s.sh \
@@ -265,7 +265,7 @@ ref-test:
 
 # The benchmark program runs: one quick pass over small fixtures, GPT-2, BERT and a
 # grouped-query family (its numbers are `make bench`'s; a crash, an error or a missing
-# column fails this).
+# column fails this), and the packed rows once.
 bench-smoke: $(BUILD)/hs-bench
 	$(BUILD)/hs-bench fixtures/tiny-gpt2 fixtures/tiny-bert --family fixtures/family-models/tiny-llama \
 	    --quick --no-torch --forward-only --breakdown > $(BUILD)/bench-smoke.txt
@@ -274,6 +274,8 @@ bench-smoke: $(BUILD)/hs-bench
 	    awk -v m=$$m '$$1 == m && $$2 == 128 && $$3 == 1 && $$8 + 0 > 0 { ok = 1 } END { exit !ok }' \
 	        $(BUILD)/bench-smoke.txt || { echo "bench-smoke: no $$m row with its BLAS column"; exit 1; }; \
 	done
+	$(BUILD)/hs-bench fixtures/tiny-gpt2 --packed-only --quick --threads 1 > $(BUILD)/bench-smoke-packed.txt
+	grep -q "^tiny-gpt2 *32 *1 .*texts/s" $(BUILD)/bench-smoke-packed.txt
 
 # `make test` runs every step even when one fails, then prints each step's and suite's
 # wall time (slowest first) and the total, and fails if any step did. The float64

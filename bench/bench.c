@@ -5,7 +5,7 @@
  *
  *   build/hs-bench [MODEL_DIR...] [--family MODEL_DIR...] [--stored GGUF...] [--reps N] [--quick]
  *                  [--headscope PATH] [--torch SCRIPT] [--python PATH] [--no-torch]
- *                  [--threads LIST] [--breakdown] [--forward-only]
+ *                  [--threads LIST] [--breakdown] [--forward-only] [--packed-only]
  *
  * MODEL_DIR defaults to build/bench/gpt2-small (`make bench` passes it and
  * build/bench/bert-base). The analyze, memory and corpus rows use the first model.
@@ -20,6 +20,9 @@
  * --quick: 1 repetition, n = 128 only, no analyze, memory or ablation rows (for tests).
  * --breakdown: one layer's kernels timed apart (bench/breakdown.c) after each GPT-2/BERT
  * model's rows. --forward-only: the forward table alone. --no-torch: no PyTorch columns.
+ * After each GPT-2/BERT model's rows (not with --forward-only), corpus throughput one text a
+ * pass against packed passes (bench/packed.c); --packed-only: those rows alone (with
+ * --threads, at its first count only).
  * Prints medians of N repetitions and ratios beside the targets; no pass/fail
  * (docs/bench.md explains the numbers). */
 #define _DEFAULT_SOURCE
@@ -307,6 +310,7 @@ int main(int argc, char **argv)
     const char *stored[MAX_MODELS]; /* --stored GGUF files (bench/stored.c) */
     int n_stored = 0, in_stored = 0;
     int n_models = 0, reps = 5, quick = 0, in_family = 0, breakdown = 0, fwd_only = 0;
+    int packed_only = 0;
     const char *headscope = NULL; /* the command, for the memory and corpus rows */
     const char *script = "bench/torch_forward.py", *python = "/usr/bin/python3";
     const char *thread_list = NULL; /* --threads 1,4,16 (default: 1 and every core) */
@@ -330,6 +334,8 @@ int main(int argc, char **argv)
             t5 = argv[++i];
         else if (!strcmp(argv[i], "--forward-only"))
             fwd_only = 1;
+        else if (!strcmp(argv[i], "--packed-only"))
+            packed_only = 1;
         else if (!strcmp(argv[i], "--no-torch"))
             script = NULL;
         else if (!strcmp(argv[i], "--breakdown"))
@@ -343,6 +349,7 @@ int main(int argc, char **argv)
                    "                [--headscope PATH] [--torch SCRIPT] [--python PATH] "
                    "[--no-torch]\n"
                    "                [--threads LIST] [--breakdown] [--forward-only] [--t5 DIR]\n"
+                   "                [--packed-only]\n"
                    "The engine benchmark: sgemm reference, the forward pass recording every map "
                    "against\nPyTorch, analyze in forward-pass equivalents, peak memory, corpus "
                    "throughput.\ndocs/bench.md explains every option and number.\n");
@@ -386,6 +393,20 @@ int main(int argc, char **argv)
             thr[n_thr < MAX_THR ? n_thr++ : n_thr - 1] = all;
     }
 
+    for (int mi = 0; packed_only && mi < n_models; mi++) {
+        hs_error err = {{0}};
+        hs_model *m = NULL;
+        if (!family[mi] && hs_model_load(paths[mi], &m, &err) != HS_OK) {
+            fprintf(stderr, "hs-bench: %s\n", err.msg);
+            return 1;
+        }
+        if (m)
+            bench_packed_rows(m, base_name(paths[mi]), reps, quick, thr,
+                              thread_list ? 1 : n_thr); /* --threads: its first count */
+        hs_model_free(m);
+    }
+    if (packed_only)
+        return fflush(stdout) != 0 || ferror(stdout);
     printf("headscope bench — %d reps, medians; %d cores online; OpenBLAS kernels %s", reps, all,
            hs_blas_corename());
     if (hs_blas_detected())
@@ -450,6 +471,8 @@ int main(int argc, char **argv)
             }
         if (breakdown && !family[mi])
             bench_breakdown(c, base_name(paths[mi]), sizes, m_sizes, thr, n_thr, reps);
+        if (!family[mi] && !fwd_only)
+            bench_packed_rows(m, base_name(paths[mi]), reps, quick, thr, n_thr);
         if (family[mi] && headscope && !quick)
             bench_family_memory_row(headscope, paths[mi], m, FAMILY_MAX_N);
         fflush(stdout);

@@ -45,6 +45,12 @@ void bench_family_memory_row(const char *headscope, const char *model, const hs_
  * without --corpus-ablation (k_abl texts), in texts/s, tokens/s and units of fwd128. */
 void bench_corpus_rows(const char *headscope, const char *model, int k, int k_abl, double fwd128);
 
+/* Corpus throughput of the recorded forward pass: one text a pass against several texts a
+ * pass (hs_forward_packed) at a few token budgets, texts of 32, 64 and 128 tokens, at each
+ * of the n_thr thread counts (bench/packed.c); quick: 32 tokens, 4 texts. */
+void bench_packed_rows(const hs_model *m, const char *name, int reps, int quick, const int *thr,
+                       int n_thr);
+
 /* --breakdown: one layer's kernels timed apart on buffers of c's shapes, at each size and
  * thread count (bench/breakdown.c). */
 void bench_breakdown(const hs_model_config *c, const char *name, const int *sizes, int n_sizes,

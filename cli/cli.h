@@ -104,6 +104,9 @@ int cli_attn_encdec(const hs_model *m, const int32_t *src, int n_enc, const int3
 void cli_attn_encdec_path(const char *out, const char *kind, char *buf, size_t cap);
 
 /* Corpus mode of `headscope analyze` (cli/analyze_corpus.c). */
+/* --pack-tokens' default: texts a packed pass up to this many tokens (docs/bench.md) */
+#define CLI_PACK_TOKENS 512
+
 typedef struct cli_corpus_opts {
     const char *path;     /* the corpus, "-" for stdin */
     int format;           /* hs_corpus_format */
@@ -118,6 +121,7 @@ typedef struct cli_corpus_opts {
     int resume;           /* --resume */
     int restart;          /* --restart: discard an unfinished checkpoint in OUTDIR */
     int progress;         /* CLI_PROGRESS_* */
+    int pack_tokens;      /* --pack-tokens: texts a pass up to this many tokens (0, 1: one) */
 } cli_corpus_opts;
 
 /* analyze's command line (cli/analyze_args.c). */

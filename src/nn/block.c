@@ -313,6 +313,12 @@ static hs_status out_proj(const hs_model_config *c, const hs_layer *L, const hs_
     return HS_OK;
 }
 
+/* Copy b's rows: n, or text b's length in a packed pass. */
+static int seg_rows(const hs_forward_ws *ws, int b, int n)
+{
+    return ws->n_seg > 0 ? ws->seg_len[b] : n;
+}
+
 /* hs_block_forward on layer l's float32 weights L. */
 static hs_status block_run(const hs_model *m, const hs_layer *L, int l, hs_forward_ws *ws, int n,
                            int batch, const float *hm, size_t hm_stride,
@@ -360,23 +366,29 @@ static hs_status block_run(const hs_model *m, const hs_layer *L, int l, hs_forwa
                                           "backward's activations")
                                 : encdec_self(m, l, ws, qkv_all, n, vis, hm, maps, o, err)))
         return st; /* T5: one copy (hs_forward_encdec), no backward in the block */
-    for (int b = 0; b < batch && !a->enc_dec; b++) {
-        float *qkv = qkv_all + (same ? 0 : (size_t)b * (size_t)n * (size_t)W);
-        float *ctx_b = ws->ctx + (size_t)b * nA;
+    /* a packed pass (hs_forward_packed): one attention a text, over its own rows */
+    int n_att = ws->n_seg > 0 ? ws->n_seg : batch;
+    size_t r0 = 0; /* the copy's (the text's) first row */
+    for (int b = 0; b < n_att && !a->enc_dec; r0 += (size_t)seg_rows(ws, b, n), b++) {
+        int nb = seg_rows(ws, b, n); /* its rows */
+        float *qkv = qkv_all + (same ? 0 : r0 * (size_t)W);
+        float *ctx_b = ws->ctx + r0 * (size_t)A;
         const float *hm_b = hm ? hm + (size_t)b * hm_stride : NULL;
+        if (ws->n_seg > 0 && rot) /* each text's rotary scale by its own length */
+            rot_scale = hs_op_rope_freqs_at(&rope, nb, inv_freq);
         if (!same || b == 0) {
             if (rot && !a->mla_kv_lora) { /* queries and keys turned by position (each copy
                                               from position 0); MLA: in hs_mla_attn */
-                hs_op_rotary_scaled(qkv, n, c->n_head, dh, W, rot, inv_freq, rot_scale, 0, 0);
-                hs_op_rotary_scaled(qkv + A, n, c->n_kv_head, dh, W, rot, inv_freq, rot_scale, 0, 0);
+                hs_op_rotary_scaled(qkv, nb, c->n_head, dh, W, rot, inv_freq, rot_scale, 0, 0);
+                hs_op_rotary_scaled(qkv + A, nb, c->n_kv_head, dh, W, rot, inv_freq, rot_scale, 0, 0);
             }
             if (a->mla_kv_lora && (hk & (BEFORE_CTX & ~HS_SITE_BIT(HS_SITE_RESID_PRE))))
                 return hs_fail(err, HS_E_UNSUPPORTED, "the hook sites q, k, v and pattern are "
                                "not available with latent attention");
-            if ((hk & BEFORE_CTX) && (st = hook_qkv(c, o, hk, l, qkv, b, n, err)))
+            if ((hk & BEFORE_CTX) && (st = hook_qkv(c, o, hk, l, qkv, b, nb, err)))
                 return st;
             if (maps && !keep) {
-                float *direct = trace_layer(o, l, c->n_head, n);
+                float *direct = trace_layer(o, l, c->n_head, nb);
                 if (direct)
                     probs = direct;
                 if (!probs &&
@@ -388,24 +400,24 @@ static hs_status block_run(const hs_model *m, const hs_layer *L, int l, hs_forwa
             float *dst = keep ? keep->ctx : same ? h : ctx_b;
             size_t bad_row;
             if (HOOKED(hk, HS_SITE_PATTERN)) {
-                if ((st = attn_pattern_hooked(c, o, l, vis, qkv, probs, dst, n, b, hm_b,
+                if ((st = attn_pattern_hooked(c, o, l, vis, qkv, probs, dst, nb, b, hm_b,
                                               &bad_row, err)))
                     return st;
             } else if (a->mla_kv_lora
-                           ? hs_mla_attn(c, L, &rope, inv_freq, vis, qkv, dst, n,
+                           ? hs_mla_attn(c, L, &rope, inv_freq, vis, qkv, dst, nb,
                                          keep || same ? NULL : hm_b, maps ? probs : NULL,
                                          &bad_row,
-                                         ws->mla_pos_share && batch == 1 && !keep
+                                         ws->mla_pos_share && batch == 1 && !keep && !ws->n_seg
                                              ? ws->mla_pos_share + (size_t)l * (size_t)c->n_head
                                              : NULL)
-                           : hs_op_attn_fused(c, vis, qkv, dst, n, keep || same ? NULL : hm_b,
+                           : hs_op_attn_fused(c, vis, qkv, dst, nb, keep || same ? NULL : hm_b,
                                               maps ? probs : NULL, &bad_row)) {
                 return hs_fail(err, HS_E_NOMEM, "out of memory for the attention rows");
             }
-            st = o && o->allow_nonfinite ? HS_OK : check_probs(bad_row, l, n, err);
+            st = o && o->allow_nonfinite ? HS_OK : check_probs(bad_row, l, nb, err);
             if (st)
                 return st;
-            if (o && o->on_attn && o->on_attn(o->user, l, probs, c->n_head, n))
+            if (o && o->on_attn && o->on_attn(o->user, l, probs, c->n_head, nb))
                 return hs_fail(err, HS_E_ARG, "stopped by observer");
         }
         if (keep) { /* context = xi_h P_h V_h */

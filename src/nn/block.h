@@ -67,6 +67,12 @@ struct hs_forward_ws {
     const int32_t *rel_bucket;
     const float *enc;
     int n_enc;
+    /* A packed pass (hs_forward_packed, forward_packed.c; 0 otherwise): n_seg texts
+     * stacked as the rows of one copy, text t's seg_len[t] rows after the texts before it;
+     * each text's attention runs over its own rows from position 0 (a block-diagonal mask),
+     * everything else over all rows at once */
+    const int *seg_len;
+    int n_seg;
 };
 
 /* The activations of one layer that the backward pass needs, written by the block when

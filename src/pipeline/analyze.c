@@ -299,7 +299,12 @@ static hs_status stage_forward(hs_run *r, hs_error *err)
             st = hs_fail(err, HS_E_NOMEM, "out of memory");
     }
     hs_forward_opts fo = {.on_attn = hs_layer_observe, .user = &to};
-    if (!st)
+    if (!st && r->premaps) /* the maps of an earlier pass (a packed one: corpus mode) */
+        for (int l = 0; l < L && !st; l++)
+            if (hs_layer_observe(&to, l, r->premaps + (size_t)l * (size_t)H * (size_t)n * (size_t)n,
+                                 H, n))
+                st = HS_E_ARG;
+    if (!st && !r->premaps)
         st = hs_forward(m, a->ids, a->type_ids, n, &fo, ws, err);
     hs_status ost = to.st ? to.st : dla ? hs_dla_acc_status(dla) : HS_OK;
     if (ost && (st = ost) && err)
@@ -543,6 +548,12 @@ static void run_free(hs_run *r)
 hs_status hs_analyze_run(const hs_model *m, const hs_analyze_input *in, const hs_analyze_opts *o,
                          hs_analysis **out, hs_error *err)
 {
+    return hs_analyze_run_maps(m, in, NULL, o, out, err);
+}
+
+hs_status hs_analyze_run_maps(const hs_model *m, const hs_analyze_input *in, const float *maps,
+                              const hs_analyze_opts *o, hs_analysis **out, hs_error *err)
+{
     const hs_model_config *c = hs_model_config_of(m);
     int n = in->n;
     *out = NULL;
@@ -564,8 +575,12 @@ hs_status hs_analyze_run(const hs_model *m, const hs_analyze_input *in, const hs
                                  would read per-head Q, K, V from one slot */
         own.composition = own.norm_based = 0;
     o = &own;
+    if (maps && (o->norm_based || o->dla || c->arch->enc_dec))
+        return hs_fail(err, HS_E_ARG, "analyze: maps from an earlier pass leave out "
+                       "encoder-decoders, norm-based attention and direct logit attribution");
     hs_run r = {.m = m, .c = c, .tok = hs_model_tokenizer(m), .in = in, .o = o,
-                .L = c->n_layer, .H = c->n_head, .n = n, .cls_id = -1, .sep_id = -1};
+                .L = c->n_layer, .H = c->n_head, .n = n, .cls_id = -1, .sep_id = -1,
+                .premaps = maps};
     if (!(r.a = calloc(1, sizeof *r.a)))
         return nomem(err);
     r.a->model = m;
