@@ -62,7 +62,7 @@ static const char usage_corpus[] =
     "                             writes OUTDIR/partial.json for 'headscope merge'\n"
     "      --checkpoint-every N   save OUTDIR/partial.json every N texts (default 50, 0: never)\n"
     "      --pack-tokens N        record the maps of several texts in one pass, up to N\n"
-    "                             tokens (default 512; 0: one text a pass)\n"
+    "                             tokens (default 0: one text a pass; 512 suits short texts)\n"
     "      --resume               go on from the checkpoint in OUTDIR\n"
     "      --restart              discard an unfinished run's checkpoint in OUTDIR and start\n"
     "                             again (without --resume or --restart it is refused)\n"

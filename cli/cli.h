@@ -104,8 +104,9 @@ int cli_attn_encdec(const hs_model *m, const int32_t *src, int n_enc, const int3
 void cli_attn_encdec_path(const char *out, const char *kind, char *buf, size_t cap);
 
 /* Corpus mode of `headscope analyze` (cli/analyze_corpus.c). */
-/* --pack-tokens' default: texts a packed pass up to this many tokens (docs/bench.md) */
-#define CLI_PACK_TOKENS 512
+/* --pack-tokens' default: one text a pass, so that a text's numbers never depend on which
+ * texts share its pass (on wide models a pack's products are cut otherwise: docs/corpus.md) */
+#define CLI_PACK_TOKENS 0
 
 typedef struct cli_corpus_opts {
     const char *path;     /* the corpus, "-" for stdin */

@@ -165,9 +165,9 @@ int cmd_analyze(int argc, char **argv)
         goto done;
     hs_analyze_input in = {.ids = enc.ids, .type_ids = enc.type_ids, .n = (int)enc.n,
                            .text = t.text, .text_len = t.len, .text_pair = t.pair,
-                           .truncated = was_truncated, .target_ids = g.target ? tenc.ids : NULL,
-                           .n_target = (int)tenc.n, .target = g.target};
-    hs_status ast = hs_analyze_run(m, &in, &g.opt.ao, &a, &err);
+                           .truncated = was_truncated};
+    hs_analyze_target tg = {.ids = tenc.ids, .n = (int)tenc.n, .text = g.target};
+    hs_status ast = hs_analyze_run_target(m, &in, g.target ? &tg : NULL, &g.opt.ao, &a, &err);
     if (ast != HS_OK) {
         cli_error(C, "%s", err.msg);
         goto done;

@@ -1,4 +1,4 @@
-/* hs_analyze_run on an encoder-decoder (T5): the three kinds of heads in hs_analysis.encdec,
+/* hs_analyze_run_target on an encoder-decoder (T5): the three kinds of heads in hs_analysis.encdec,
  * their maps those of hs_forward_encdec on the same ids (teacher forcing from the start
  * token), the report's kinds and heads, and the refusals by name (no target; a target for a
  * model of one stack; options it does not take). The numbers themselves are checked against
@@ -59,11 +59,11 @@ Test(t5_analyze, three_kinds_with_the_pass_s_maps)
     hs_model *m = tu_load(T5);
     const hs_model_config *c = hs_model_config_of(m);
     hs_analyze_opts o = quick();
-    hs_analyze_input in = {.ids = text_ids, .n = NE, .target_ids = target_ids, .n_target = ND,
-                           .target = "a target"};
+    hs_analyze_input in = {.ids = text_ids, .n = NE};
+    hs_analyze_target tg = {.ids = target_ids, .n = ND, .text = "a target"};
     hs_analysis *a = NULL;
     hs_error err = {{0}};
-    cr_assert_eq(hs_analyze_run(m, &in, &o, &a, &err), HS_OK, "%s", err.msg);
+    cr_assert_eq(hs_analyze_run_target(m, &in, &tg, &o, &a, &err), HS_OK, "%s", err.msg);
     const hs_encdec_result *e = a->encdec;
     cr_assert_not_null(e);
     cr_assert_eq(a->n_heads, 0);
@@ -137,12 +137,11 @@ Test(t5_analyze, refusals_by_name)
     cr_assert_eq(hs_analyze_run(m, &in, &o, &a, &err), HS_E_ARG);
     cr_assert_str_eq(err.msg, "the encoder-decoder 't5' needs a target: the decoder's text (--target)");
     cr_assert_null(a);
-    in.target_ids = target_ids;
-    in.n_target = ND;
-    cr_assert_eq(hs_analyze_run(g, &in, &o, &a, &err), HS_E_ARG);
+    hs_analyze_target tg = {.ids = target_ids, .n = ND};
+    cr_assert_eq(hs_analyze_run_target(g, &in, &tg, &o, &a, &err), HS_E_ARG);
     cr_assert_str_eq(err.msg, "a target is for an encoder-decoder's decoder ('gpt2' is not one)");
     o.ablation_kind = HS_ABLATION_MEAN;
-    cr_assert_eq(hs_analyze_run(m, &in, &o, &a, &err), HS_E_UNSUPPORTED);
+    cr_assert_eq(hs_analyze_run_target(m, &in, &tg, &o, &a, &err), HS_E_UNSUPPORTED);
     cr_assert_str_eq(err.msg, "mean ablation is not implemented for an encoder-decoder (zero only)");
     cr_assert_null(a);
     char *out = NULL;

@@ -152,13 +152,16 @@ typedef struct hs_analyze_input {
     size_t text_len;             /* bytes of text (it may hold NULs); 0 = strlen(text) */
     const char *text_pair;       /* NULL when none */
     int truncated;               /* the text was truncated to the context */
-    /* An encoder-decoder (T5): ids is the encoder's text and these the decoder's target
-     * (teacher forcing from decoder_start_id; the loss is its next-token NLL); required for
-     * one, refused for any other model. */
-    const int32_t *target_ids;   /* (n_target) or NULL */
-    int n_target;
-    const char *target;          /* the target's text for the report (may be NULL) */
 } hs_analyze_input;
+
+/* An encoder-decoder's (T5's) decoder target for hs_analyze_run_target: teacher forcing from
+ * decoder_start_id; the loss is the target's next-token NLL. (A struct of its own, so that
+ * hs_analyze_input keeps the layout of 3.0.0.) */
+typedef struct hs_analyze_target {
+    const int32_t *ids;          /* (n) */
+    int n;
+    const char *text;            /* the target's text for the report (may be NULL) */
+} hs_analyze_target;
 
 typedef struct hs_head_result {
     int layer, head;
@@ -277,6 +280,13 @@ typedef struct hs_analysis {
  * else an unlinked temporary file) that the pairwise statistics read in row blocks. */
 hs_status hs_analyze_run(const hs_model *m, const hs_analyze_input *in, const hs_analyze_opts *o,
                          hs_analysis **out, hs_error *err);
+
+/* hs_analyze_run with a decoder target: required for an encoder-decoder (in is then the
+ * encoder's text; the report has its three kinds of heads, docs/analyze.md), refused
+ * (HS_E_ARG) for any other model. target NULL: hs_analyze_run. */
+hs_status hs_analyze_run_target(const hs_model *m, const hs_analyze_input *in,
+                                const hs_analyze_target *target, const hs_analyze_opts *o,
+                                hs_analysis **out, hs_error *err);
 
 /* The score a head's type k (hs_label_kind) is judged on, and its raw attention mass on
  * sink kind k (hs_sink_kind); NaN when undefined (docs/metrics.md § Head types). */

@@ -545,20 +545,38 @@ static void run_free(hs_run *r)
     hs_analysis_free(r->a);
 }
 
+static hs_status analyze_run(const hs_model *m, const hs_analyze_input *in,
+                             const hs_analyze_target *tgt, const float *maps,
+                             const hs_analyze_opts *o, hs_analysis **out, hs_error *err);
+
 hs_status hs_analyze_run(const hs_model *m, const hs_analyze_input *in, const hs_analyze_opts *o,
                          hs_analysis **out, hs_error *err)
 {
-    return hs_analyze_run_maps(m, in, NULL, o, out, err);
+    return analyze_run(m, in, NULL, NULL, o, out, err);
+}
+
+hs_status hs_analyze_run_target(const hs_model *m, const hs_analyze_input *in,
+                                const hs_analyze_target *target, const hs_analyze_opts *o,
+                                hs_analysis **out, hs_error *err)
+{
+    return analyze_run(m, in, target, NULL, o, out, err);
 }
 
 hs_status hs_analyze_run_maps(const hs_model *m, const hs_analyze_input *in, const float *maps,
                               const hs_analyze_opts *o, hs_analysis **out, hs_error *err)
 {
+    return analyze_run(m, in, NULL, maps, o, out, err);
+}
+
+static hs_status analyze_run(const hs_model *m, const hs_analyze_input *in,
+                             const hs_analyze_target *tgt, const float *maps,
+                             const hs_analyze_opts *o, hs_analysis **out, hs_error *err)
+{
     const hs_model_config *c = hs_model_config_of(m);
     int n = in->n;
     *out = NULL;
 
-    if (!c->arch->enc_dec && in->target_ids)
+    if (!c->arch->enc_dec && tgt)
         return hs_fail(err, HS_E_ARG, "a target is for an encoder-decoder's decoder "
                        "('%s' is not one)", c->arch->name);
     if (n < 1 || n > c->n_ctx)
@@ -591,7 +609,7 @@ hs_status hs_analyze_run_maps(const hs_model *m, const hs_analyze_input *in, con
     if (c->arch->enc_dec) { /* its own run: analyze_encdec.c */
         st = stage_input(&r, err);
         if (!st)
-            st = hs_analyze_encdec(m, in, o, r.a, err);
+            st = hs_analyze_encdec(m, in, tgt, o, r.a, err);
     }
     for (size_t s = 0; s < sizeof stages / sizeof *stages && !st && !c->arch->enc_dec; s++) {
         if (o->progress) /* a stage begins: uncounted (its steps, where counted, follow) */

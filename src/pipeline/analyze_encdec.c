@@ -220,8 +220,8 @@ static hs_status head_metrics(hs_encdec_result *r, const int32_t *enc_ids, int H
 }
 
 /* The decoder's input and the target's strings. */
-static hs_status target_input(hs_encdec_result *r, const hs_model *m, const hs_analyze_input *in,
-                              hs_error *err)
+static hs_status target_input(hs_encdec_result *r, const hs_model *m,
+                              const hs_analyze_target *tgt, hs_error *err)
 {
     const hs_model_config *c = hs_model_config_of(m);
     const hs_tokenizer *tok = hs_model_tokenizer(m);
@@ -231,13 +231,13 @@ static hs_status target_input(hs_encdec_result *r, const hs_model *m, const hs_a
     r->dec_tokens = calloc((size_t)n, sizeof *r->dec_tokens);
     r->dec_display = calloc((size_t)n, sizeof *r->dec_display);
     r->target_tokens = calloc((size_t)n, sizeof *r->target_tokens);
-    if (in->target && !(r->target = strdup(in->target)))
+    if (tgt->text && !(r->target = strdup(tgt->text)))
         return nomem(err);
     if (!r->dec_ids || !r->target_ids || !r->dec_tokens || !r->dec_display || !r->target_tokens)
         return nomem(err);
-    memcpy(r->target_ids, in->target_ids, (size_t)n * sizeof *r->target_ids);
+    memcpy(r->target_ids, tgt->ids, (size_t)n * sizeof *r->target_ids);
     r->dec_ids[0] = c->decoder_start_id; /* teacher forcing */
-    memcpy(r->dec_ids + 1, in->target_ids, (size_t)(n - 1) * sizeof *r->dec_ids);
+    memcpy(r->dec_ids + 1, tgt->ids, (size_t)(n - 1) * sizeof *r->dec_ids);
     r->eos_id = hs_special_id(tok, "</s>");
     for (int i = 0; i < n; i++) {
         char buf[256];
@@ -398,14 +398,14 @@ static hs_status importance(hs_encdec_result *r, const hs_model *m, const int32_
 
 /* The options an encoder-decoder's analysis cannot take, refused by name. */
 static hs_status check_opts(const hs_model_config *c, const hs_analyze_input *in,
-                            const hs_analyze_opts *o, hs_error *err)
+                            const hs_analyze_target *tgt, const hs_analyze_opts *o, hs_error *err)
 {
-    if (!in->target_ids || in->n_target < 1)
+    if (!tgt || !tgt->ids || tgt->n < 1)
         return hs_fail(err, HS_E_ARG, "the encoder-decoder '%s' needs a target: the "
                        "decoder's text (--target)", c->arch->name);
-    if (in->n_target > c->n_ctx)
+    if (tgt->n > c->n_ctx)
         return hs_fail(err, HS_E_INPUT, "a target of %d tokens (the model takes 1 to "
-                       "%d)", in->n_target, c->n_ctx);
+                       "%d)", tgt->n, c->n_ctx);
     if (o->layers)
         return hs_fail(err, HS_E_UNSUPPORTED, "--layers is not implemented for an "
                        "encoder-decoder (every layer of both stacks is analysed)");
@@ -421,10 +421,11 @@ static hs_status check_opts(const hs_model_config *c, const hs_analyze_input *in
 }
 
 hs_status hs_analyze_encdec(const hs_model *m, const hs_analyze_input *in,
-                            const hs_analyze_opts *o, hs_analysis *a, hs_error *err)
+                            const hs_analyze_target *tgt, const hs_analyze_opts *o,
+                            hs_analysis *a, hs_error *err)
 {
     const hs_model_config *c = hs_model_config_of(m);
-    hs_status st = check_opts(c, in, o, err);
+    hs_status st = check_opts(c, in, tgt, o, err);
     if (st)
         return st;
     hs_encdec_result *r = calloc(1, sizeof *r);
@@ -432,11 +433,11 @@ hs_status hs_analyze_encdec(const hs_model *m, const hs_analyze_input *in,
         return nomem(err);
     a->encdec = r;
     r->n_enc = in->n;
-    r->n_dec = in->n_target;
+    r->n_dec = tgt->n;
     r->loss = NAN;
     a->loss_kind = HS_LOSS_LM;
     a->prune_method_used = HS_PRUNE_GRADIENT;
-    if ((st = target_input(r, m, in, err)) || (st = alloc_kinds(r, c, err)))
+    if ((st = target_input(r, m, tgt, err)) || (st = alloc_kinds(r, c, err)))
         return st;
     progress(o, "forward");
     double t0 = hs_pipeline_now();

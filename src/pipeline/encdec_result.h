@@ -60,11 +60,12 @@ typedef struct hs_encdec_result {
     double seconds_forward, seconds_ablation, seconds_gradient, seconds_pruning;
 } hs_encdec_result;
 
-/* The encoder-decoder's analysis (hs_analyze_run for a model with n_enc_layer > 0): fills a
- * (input, provenance, loss, timing) and a->encdec. in->ids is the encoder's text,
- * in->target_ids the decoder's target. */
+/* The encoder-decoder's analysis (hs_analyze_run_target for a model with n_enc_layer > 0):
+ * fills a (input, provenance, loss, timing) and a->encdec. in->ids is the encoder's text,
+ * tgt (NULL: refused by name) the decoder's target. */
 hs_status hs_analyze_encdec(const hs_model *m, const hs_analyze_input *in,
-                            const hs_analyze_opts *o, hs_analysis *a, hs_error *err);
+                            const hs_analyze_target *tgt, const hs_analyze_opts *o,
+                            hs_analysis *a, hs_error *err);
 
 /* out/index.html of a's analysis (viz/html_encdec.c): the page with report_json (the
  * report of a) and every head's map of each kind, written atomically to path. */
