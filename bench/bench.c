@@ -5,7 +5,7 @@
  *
  *   build/hs-bench [MODEL_DIR...] [--family MODEL_DIR...] [--stored GGUF...] [--reps N] [--quick]
  *                  [--headscope PATH] [--torch SCRIPT] [--python PATH] [--no-torch]
- *                  [--threads LIST] [--breakdown] [--forward-only]
+ *                  [--threads LIST] [--breakdown] [--forward-only] [--patch-only]
  *
  * MODEL_DIR defaults to build/bench/gpt2-small (`make bench` passes it and
  * build/bench/bert-base). The analyze, memory and corpus rows use the first model.
@@ -20,6 +20,7 @@
  * --quick: 1 repetition, n = 128 only, no analyze, memory or ablation rows (for tests).
  * --breakdown: one layer's kernels timed apart (bench/breakdown.c) after each GPT-2/BERT
  * model's rows. --forward-only: the forward table alone. --no-torch: no PyTorch columns.
+ * --patch-only: the patching rows (bench/patch_rows.c) alone, on the first model.
  * Prints medians of N repetitions and ratios beside the targets; no pass/fail
  * (docs/bench.md explains the numbers). */
 #define _DEFAULT_SOURCE
@@ -307,6 +308,7 @@ int main(int argc, char **argv)
     const char *stored[MAX_MODELS]; /* --stored GGUF files (bench/stored.c) */
     int n_stored = 0, in_stored = 0;
     int n_models = 0, reps = 5, quick = 0, in_family = 0, breakdown = 0, fwd_only = 0;
+    int patch_only = 0;
     const char *headscope = NULL; /* the command, for the memory and corpus rows */
     const char *script = "bench/torch_forward.py", *python = "/usr/bin/python3";
     const char *thread_list = NULL; /* --threads 1,4,16 (default: 1 and every core) */
@@ -327,6 +329,8 @@ int main(int argc, char **argv)
             thread_list = argv[++i];
         else if (!strcmp(argv[i], "--forward-only"))
             fwd_only = 1;
+        else if (!strcmp(argv[i], "--patch-only"))
+            patch_only = 1;
         else if (!strcmp(argv[i], "--no-torch"))
             script = NULL;
         else if (!strcmp(argv[i], "--breakdown"))
@@ -339,7 +343,8 @@ int main(int argc, char **argv)
             printf("usage: hs-bench [MODEL_DIR...] [--family MODEL_DIR...] [--stored GGUF...] [--reps N] [--quick]\n"
                    "                [--headscope PATH] [--torch SCRIPT] [--python PATH] "
                    "[--no-torch]\n"
-                   "                [--threads LIST] [--breakdown] [--forward-only]\n"
+                   "                [--threads LIST] [--breakdown] [--forward-only] "
+                   "[--patch-only]\n"
                    "The engine benchmark: sgemm reference, the forward pass recording every map "
                    "against\nPyTorch, analyze in forward-pass equivalents, peak memory, corpus "
                    "throughput.\ndocs/bench.md explains every option and number.\n");
@@ -363,6 +368,17 @@ int main(int argc, char **argv)
         reps = 1;
     if (reps < 1 || reps > 64)
         reps = 5;
+    if (patch_only) { /* the patching rows alone, on the first model */
+        hs_error err = {{0}};
+        hs_model *m = NULL;
+        if (hs_model_load(paths[0], &m, &err) != HS_OK) {
+            fprintf(stderr, "hs-bench: %s\n", err.msg);
+            return 1;
+        }
+        bench_patch_rows(m, reps);
+        hs_model_free(m);
+        return fflush(stdout) != 0 || ferror(stdout);
+    }
     int n_sizes = quick ? 1 : N_SIZES;
     int all = hs_threads_available();
     int thr[MAX_THR] = {1, all}, n_thr = all > 1 ? 2 : 1;
@@ -460,7 +476,7 @@ int main(int argc, char **argv)
     if (!quick && !fwd_only)
         bench_analyze_rows(first, fwd128);
     if (!quick && !fwd_only)
-        bench_patch_rows(first);
+        bench_patch_rows(first, reps);
     if (headscope && !quick && !fwd_only)
         bench_memory_rows(headscope, paths[0], first);
     if (headscope && !fwd_only && hs_model_config_of(first)->causal)

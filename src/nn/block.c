@@ -346,10 +346,12 @@ static hs_status block_run(const hs_model *m, const hs_layer *L, int l, hs_forwa
     int same = batch > 1 && ws->same_input && !keep && !(hk & BEFORE_CTX);
     int qrows = same ? n : rows;
     const int pre_in = pre && !a->no_pre_norm; /* the sublayers read the normalised stream */
-    if (pre_in)
+    const float *resume = keep ? NULL : ws->ctx_in; /* a restart at the contexts */
+    if (pre_in && !resume)
         norm(c, x, L->ln1_w, L->ln1_b, h, KEEP(xhat1), KEEP(rstd1), qrows);
-    hs_op_linear(pre_in ? h : x, L->w_qkv, L->b_qkv, qkv_all, qrows, d, W);
-    if (a->qk_norm) /* queries and keys normalised before they turn */
+    if (!resume)
+        hs_op_linear(pre_in ? h : x, L->w_qkv, L->b_qkv, qkv_all, qrows, d, W);
+    if (a->qk_norm && !resume) /* queries and keys normalised before they turn */
         hs_qk_normalise(c, L, qkv_all, qrows, KEEP(qk_xhat), KEEP(qk_rstd));
     /* scores, softmax and P V a row block at a time (hs_op_attn_fused); the layer's maps
      * written out only where an observer or the backward pass wants them */
@@ -360,7 +362,7 @@ static hs_status block_run(const hs_model *m, const hs_layer *L, int l, hs_forwa
                                           "backward's activations")
                                 : encdec_self(m, l, ws, qkv_all, n, vis, hm, maps, o, err)))
         return st; /* T5: one copy (hs_forward_encdec), no backward in the block */
-    for (int b = 0; b < batch && !a->enc_dec; b++) {
+    for (int b = 0; b < batch && !a->enc_dec && !resume; b++) {
         float *qkv = qkv_all + (same ? 0 : (size_t)b * (size_t)n * (size_t)W);
         float *ctx_b = ws->ctx + (size_t)b * nA;
         const float *hm_b = hm ? hm + (size_t)b * hm_stride : NULL;
@@ -420,6 +422,8 @@ static hs_status block_run(const hs_model *m, const hs_layer *L, int l, hs_forwa
         if (hm_b && o && o->head_replace)
             replace_heads(c, o->head_replace + (size_t)l * nA, hm_b, ctx_b, n);
     }
+    for (int b = 0; resume && b < batch; b++) /* every copy from the contexts given */
+        memcpy(ws->ctx + (size_t)b * nA, resume, nA * sizeof *ws->ctx);
     if (HOOKED(hk, HS_SITE_Z) &&
         (st = hs_hook_copies(c, o, HS_SITE_Z, l, ws->ctx, batch, nA, n, A, A, n, err)))
         return st;
@@ -549,4 +553,21 @@ void hs_head_decode(const hs_model *m, const float *h, int rows, float *logits)
     if (cap > 0) /* Gemma 2: cap tanh(z / cap) */
         for (size_t i = 0; i < (size_t)rows * (size_t)V; i++)
             logits[i] = cap * tanhf(logits[i] / cap);
+}
+
+void hs_head_decode_ids(const hs_model *m, const float *h, int rows, const int32_t *ids, int k,
+                        float *logits)
+{
+    int d = m->cfg.d_model;
+    float scale = m->cfg.arch->head_scale > 0 ? m->cfg.arch->head_scale : 1.0f;
+    float cap = m->cfg.arch->final_softcap;
+    for (int i = 0; i < rows; i++)
+        for (int j = 0; j < k; j++) {
+            const float *hi = h + (size_t)i * (size_t)d, *w = m->decoder + (size_t)ids[j] * d;
+            double s = 0;
+            for (int e = 0; e < d; e++)
+                s += (double)hi[e] * w[e];
+            float z = (float)(scale * s) + (m->mlm_bias ? m->mlm_bias[ids[j]] : 0.0f);
+            logits[(size_t)i * (size_t)k + (size_t)j] = cap > 0 ? cap * tanhf(z / cap) : z;
+        }
 }

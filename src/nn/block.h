@@ -51,6 +51,13 @@ struct hs_forward_ws {
      * caller gave none and wants neither logits nor hidden states: nothing else can read
      * what follows (the output projection and MLP: 6% of GPT-2's FLOPs at n = 128). */
     int stop_after_attn;
+    /* A restart at the contexts, set by the caller beside hs_forward_opts.start_layer and
+     * x_start: ctx_start: (n, A) that layer's contexts as a pass under its head mask left
+     * them (its z). The layer then takes every copy's contexts from there and begins at
+     * its output projection: no Q, K, V, attention, head mask or replacement in it (the
+     * sites q, k, v and pattern are not reached; z is, as usual). NULL: none. ctx_in is
+     * hs_forward's: ctx_start at the start layer, NULL at the others. */
+    const float *ctx_start, *ctx_in;
     /* Latent attention (hs_arch.mla_kv_lora): (n_layer, n_head) receiving each head's share
      * of its logits from the rotary part (hs_mla_attn's pos_share) in a pass of one copy
      * without keep; NULL: not computed. */
@@ -140,6 +147,11 @@ const float *hs_head_transform(const hs_model *m, const float *x, float *y, floa
 
 /* logits: (rows, V) = the decoder (and its bias) on the transformed rows h: (rows, d). */
 void hs_head_decode(const hs_model *m, const float *h, int rows, float *logits);
+
+/* logits: (rows, k) = hs_head_decode's logits of the tokens ids[0..k) only, each a dot
+ * product in double (the last bits may differ from the full decoder's). */
+void hs_head_decode_ids(const hs_model *m, const float *h, int rows, const int32_t *ids, int k,
+                        float *logits);
 
 /* T5's relative position bucket of a key rel = j - i positions from its query: bidirectional
  * (the encoder) half the buckets for later keys; unidirectional (the decoder) only earlier
