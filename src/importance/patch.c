@@ -245,9 +245,8 @@ static hs_status attribute(const hs_model *m, const hs_patch_pair *p, int pi,
     size_t cells = (size_t)r->n_layer * (size_t)r->n_units * (size_t)r->n_pos;
     for (size_t k = 0; k < cells; k++)
         dst[k * (size_t)r->n_pairs + (size_t)pi] = *m_tgt + b->sum[k];
-    r->passes += (hs_patch_pass_flops(c, p->n, 0, 1, HS_PATCH_START_LAYER, p->n) +
-                  hs_patch_head_flops(c, 1, c->vocab_size) + hs_patch_backward_flops(c, p->n)) /
-                 hs_patch_forward_flops(c, p->n);
+    r->passes += hs_patch_plain_passes(c, p->n) +
+                 hs_patch_backward_flops(c, p->n) / hs_patch_forward_flops(c, p->n);
     return HS_OK;
 }
 
@@ -383,8 +382,7 @@ static hs_status patch_pair(const hs_model *m, const hs_patch_pair *p, int pi,
     if ((st = hs_forward(m, src_ids, NULL, n, &so, b.ws, err)))
         goto done;
     double m_src = hs_patch_metric_of(b.logits, V, p, o->metric), m_tgt = 0;
-    double plain = (hs_patch_pass_flops(c, n, 0, 1, HS_PATCH_START_LAYER, n) +
-                    hs_patch_head_flops(c, 1, V)) / hs_patch_forward_flops(c, n);
+    double plain = hs_patch_plain_passes(c, n);
     r->passes += plain;
     if (exact || b.tgt) {
         hs_patch_cache tc[2] = {{o->site, b.tgt, per_layer},

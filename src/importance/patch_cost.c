@@ -64,6 +64,13 @@ double hs_patch_pass_flops(const hs_model_config *c, int n, int l0, int batch,
     return f;
 }
 
+double hs_patch_plain_passes(const hs_model_config *c, int n)
+{
+    return (hs_patch_pass_flops(c, n, 0, 1, HS_PATCH_START_LAYER, n) +
+            hs_patch_head_flops(c, 1, c->vocab_size)) /
+           hs_patch_forward_flops(c, n);
+}
+
 double hs_patch_backward_flops(const hs_model_config *c, int n)
 {
     double f = hs_patch_head_flops(c, 1, c->vocab_size);

@@ -45,6 +45,8 @@ typedef enum { HS_PATCH_START_LAYER, HS_PATCH_START_SHARED, HS_PATCH_START_CTX }
  * projection and MLP run on last_rows rows a copy (n, or the metric's row); no LM head. */
 double hs_patch_pass_flops(const hs_model_config *c, int n, int l0, int batch,
                            hs_patch_start start, int last_rows);
+/* A plain pass of n tokens with logits on one row, in units of hs_patch_forward_flops. */
+double hs_patch_plain_passes(const hs_model_config *c, int n);
 /* The backward pass of a gradient pass on n tokens, the metric's one row of logits: each
  * product's input gradient (the attention's scores and P V two products each). */
 double hs_patch_backward_flops(const hs_model_config *c, int n);

@@ -65,24 +65,6 @@ static void scale_heads(const hs_model_config *c, const float *pv, const float *
         }
 }
 
-/* Ablation by replacement: ctx: (n, A) += (1 - xi_h) r_h per head h whose mask xi_h is not
- * 1, r: (n, A) the layer's replacement contexts (hs_forward_opts.head_replace). */
-static void replace_heads(const hs_model_config *c, const float *r, const float *xi, float *ctx,
-                          int n)
-{
-    int d = hs_model_attn_width(c), dh = c->d_head;
-    for (int h = 0; h < c->n_head; h++) {
-        if (xi[h] == 1.0f)
-            continue;
-        float w = 1.0f - xi[h];
-        for (int i = 0; i < n; i++) {
-            size_t o = (size_t)i * (size_t)d + (size_t)h * (size_t)dh;
-            for (int e = 0; e < dh; e++)
-                ctx[o + (size_t)e] += w * r[o + (size_t)e];
-        }
-    }
-}
-
 /* Layer l's place in the trace when the observer is the library's own recorder
  * (hs_trace_observe) and the trace fits the pass: the probabilities are then written there
  * directly, and hs_trace_observe, seeing its own buffer, copies nothing. NULL otherwise. */
@@ -410,18 +392,18 @@ static hs_status block_run(const hs_model *m, const hs_layer *L, int l, hs_forwa
             if (o && o->on_attn && o->on_attn(o->user, l, probs, c->n_head, n))
                 return hs_fail(err, HS_E_ARG, "stopped by observer");
         }
-        if (keep) { /* context = xi_h P_h V_h */
-            if (hm_b)
-                scale_heads(c, keep->ctx, hm_b, ws->ctx, n);
-        } else if (same) { /* the common P V (in h), each copy's mask scaling its context */
-            if (hm_b)
-                scale_heads(c, h, hm_b, ctx_b, n);
-            else
-                memcpy(ctx_b, h, nA * sizeof *h);
-        }
-        if (hm_b && o && o->head_replace)
-            replace_heads(c, o->head_replace + (size_t)l * nA, hm_b, ctx_b, n);
+        if (keep && hm_b) /* context = xi_h P_h V_h, P V kept apart for the backward */
+            scale_heads(c, keep->ctx, hm_b, ws->ctx, n);
+        else if (same) /* the common P V (in h); each copy's mask scales its own below */
+            memcpy(ctx_b, h, nA * sizeof *h);
     }
+    /* the head mask of copies sharing P V, and ablation by replacement: the hook at z */
+    hs_head_mask hmk = {hm, hm_stride, o && o->head_replace ? o->head_replace + (size_t)l * nA
+                                                            : NULL, same};
+    if (hm && !a->enc_dec && !resume && (hmk.scale || hmk.replace) &&
+        (st = hs_hook_copies(c, &(hs_forward_opts){.hook = hs_head_mask_hook, .hook_user = &hmk},
+                             HS_SITE_Z, l, ws->ctx, batch, nA, n, A, A, n, err)))
+        return st;
     for (int b = 0; resume && b < batch; b++) /* every copy from the contexts given */
         memcpy(ws->ctx + (size_t)b * nA, resume, nA * sizeof *ws->ctx);
     if (HOOKED(hk, HS_SITE_Z) &&

@@ -114,6 +114,20 @@ hs_status hs_hook_copies(const hs_model_config *c, const hs_forward_opts *o, hs_
                          float *x, int batch, size_t stride, int rows, int cols, int ld, int n,
                          hs_error *err);
 
+/* The head mask and ablation by replacement (hs_forward_opts.head_mask, head_replace) as a
+ * hook at z, hs_head_mask_hook with an hs_head_mask as its user: copy b's context of each
+ * head h whose mask xi_h = hm[b * hm_stride + h] is not 1 becomes xi_h ctx_h (when scale:
+ * the copies share P V, which the mask has not scaled; otherwise the attention applied it,
+ * (xi P) V) plus (1 - xi_h) r_h (replace: (n, A), the layer's replacement contexts, or
+ * NULL). */
+typedef struct hs_head_mask {
+    const float *hm;
+    size_t hm_stride;
+    const float *replace;
+    int scale;
+} hs_head_mask;
+int hs_head_mask_hook(void *user, const hs_hook_call *k);
+
 /* The checks of hs_forward's input: weights present, 1 <= n <= n_ctx, ids in the
  * vocabulary, token types in range. */
 hs_status hs_forward_check(const hs_model *m, const int32_t *ids, const int32_t *type_ids,
