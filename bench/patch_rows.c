@@ -72,27 +72,28 @@ void bench_patch_rows(const hs_model *m, int reps)
     double pass = bench_time_median(fwd_once, &f, reps), unit = hs_patch_forward_flops(c, n);
     int r3 = reps < 3 ? reps : 3; /* a patching run is tens of passes: no warm-up run */
     printf("\npatching over %d pairs, n = %d, %d layers x %d heads, all threads, per pair in "
-           "forward passes, median of %d runs\n  (pass = one forward with logits at every "
-           "position, %.1f ms, %.2f GFLOP):\n", PAIRS, n, c->n_layer, c->n_head, r3,
-           pass * 1e3, unit / 1e9);
+           "forward passes, median of %d runs,\n  each timed against the pass just before it "
+           "(pass = one forward with logits at every\n  position, %.1f ms, %.2f GFLOP):\n",
+           PAIRS, n, c->n_layer, c->n_head, r3, pass * 1e3, unit / 1e9);
     static const char *const names[] = {"exact, z of every head", "attribution, z"};
     for (int k = 0; k < 2; k++) {
         patch_run pr = {m, pairs, PAIRS, hs_patch_opts_default(), 0};
         pr.o.resamples = 0;
         pr.o.method = k ? HS_PATCH_ATTRIBUTION : HS_PATCH_EXACT;
-        double ts[3];
+        double ts[3], ratio[3];
         int bad = 0;
-        for (int i = 0; i < r3 && !bad; i++) {
-            double t0 = bench_now();
-            bad = patch_once(&pr);
-            ts[i] = bench_now() - t0;
+        for (int i = 0; i < r3 && !bad; i++) { /* a loaded machine's speed drifts */
+            double p1 = bench_time_median(fwd_once, &f, 3), t0 = bench_now();
+            bad = patch_once(&pr) || p1 <= 0;
+            ts[i] = (bench_now() - t0) / PAIRS;
+            ratio[i] = bad ? 0 : ts[i] / p1;
         }
         if (bad)
             break;
-        double t = bench_median(ts, r3) / PAIRS;
+        double t = bench_median(ts, r3), timed = bench_median(ratio, r3);
         double b = k ? 3 : c->n_layer * c->n_head / 2.0 + 3;
         printf("  %-24s %8.3f s = %6.1f pass timed, %6.1f counted (%.1f GFLOP; target <= %.0f)\n",
-               names[k], t, pass > 0 ? t / pass : 0, pr.passes, pr.passes * unit / 1e9, b);
+               names[k], t, timed, pr.passes, pr.passes * unit / 1e9, b);
     }
 done:
     fflush(stdout);
