@@ -368,17 +368,6 @@ int main(int argc, char **argv)
         reps = 1;
     if (reps < 1 || reps > 64)
         reps = 5;
-    if (patch_only) { /* the patching rows alone, on the first model */
-        hs_error err = {{0}};
-        hs_model *m = NULL;
-        if (hs_model_load(paths[0], &m, &err) != HS_OK) {
-            fprintf(stderr, "hs-bench: %s\n", err.msg);
-            return 1;
-        }
-        bench_patch_rows(m, reps);
-        hs_model_free(m);
-        return fflush(stdout) != 0 || ferror(stdout);
-    }
     int n_sizes = quick ? 1 : N_SIZES;
     int all = hs_threads_available();
     int thr[MAX_THR] = {1, all}, n_thr = all > 1 ? 2 : 1;
@@ -399,6 +388,17 @@ int main(int argc, char **argv)
             thr[n_thr < MAX_THR ? n_thr++ : n_thr - 1] = all;
     }
 
+    if (patch_only) { /* the patching rows alone, on the first model (--threads: its first) */
+        hs_error err = {{0}};
+        hs_model *m = NULL;
+        if (hs_model_load(paths[0], &m, &err) != HS_OK) {
+            fprintf(stderr, "hs-bench: %s\n", err.msg);
+            return 1;
+        }
+        bench_patch_rows(m, reps, thread_list ? thr[0] : 0);
+        hs_model_free(m);
+        return fflush(stdout) != 0 || ferror(stdout);
+    }
     printf("headscope bench — %d reps, medians; %d cores online; OpenBLAS kernels %s", reps, all,
            hs_blas_corename());
     if (hs_blas_detected())
@@ -476,7 +476,7 @@ int main(int argc, char **argv)
     if (!quick && !fwd_only)
         bench_analyze_rows(first, fwd128);
     if (!quick && !fwd_only)
-        bench_patch_rows(first, reps);
+        bench_patch_rows(first, reps, 0);
     if (headscope && !quick && !fwd_only)
         bench_memory_rows(headscope, paths[0], first);
     if (headscope && !fwd_only && hs_model_config_of(first)->causal)

@@ -8,6 +8,7 @@
 
 #include "headscope/forward.h"
 #include "headscope/patch.h"
+#include "headscope/version.h"
 #include "importance/patch_internal.h"
 #include "bench.h"
 
@@ -48,7 +49,7 @@ static int patch_once(void *ctx)
     return 0;
 }
 
-void bench_patch_rows(const hs_model *m, int reps)
+void bench_patch_rows(const hs_model *m, int reps, int threads)
 {
     const hs_model_config *c = hs_model_config_of(m);
     enum { PAIRS = 2 };
@@ -68,13 +69,17 @@ void bench_patch_rows(const hs_model *m, int reps)
             cl[n - 1] = co[n - 1] = 11;
         pairs[p] = (hs_patch_pair){cl, co, n, cl[1], co[1], n - 1};
     }
+    hs_set_threads(threads);
     fwd_run f = {m, ids, n, logits};
     double pass = bench_time_median(fwd_once, &f, reps), unit = hs_patch_forward_flops(c, n);
     int r3 = reps < 3 ? reps : 3; /* a patching run is tens of passes: no warm-up run */
-    printf("\npatching over %d pairs, n = %d, %d layers x %d heads, all threads, per pair in "
-           "forward passes, median of %d runs,\n  each timed against the pass just before it "
-           "(pass = one forward with logits at every\n  position, %.1f ms, %.2f GFLOP):\n",
-           PAIRS, n, c->n_layer, c->n_head, r3, pass * 1e3, unit / 1e9);
+    char thr[32] = "all threads";
+    if (threads > 0)
+        snprintf(thr, sizeof thr, "%d thread%s", threads, threads > 1 ? "s" : "");
+    printf("\npatching over %d pairs, n = %d, %d layers x %d heads, %s, per pair in forward "
+           "passes, median of %d runs,\n  each timed against the pass just before it (pass = "
+           "one forward with logits at every\n  position, %.1f ms, %.2f GFLOP):\n",
+           PAIRS, n, c->n_layer, c->n_head, thr, r3, pass * 1e3, unit / 1e9);
     static const char *const names[] = {"exact, z of every head", "attribution, z"};
     for (int k = 0; k < 2; k++) {
         patch_run pr = {m, pairs, PAIRS, hs_patch_opts_default(), 0};
@@ -96,6 +101,7 @@ void bench_patch_rows(const hs_model *m, int reps)
                names[k], t, timed, pr.passes, pr.passes * unit / 1e9, b);
     }
 done:
+    hs_set_threads(0);
     fflush(stdout);
     free(ids);
     free(logits);
