@@ -52,19 +52,6 @@ static hs_status check_probs(size_t bad_row, int l, int n, hs_error *err)
                    bad_row % (size_t)n);
 }
 
-/* ctx: (n, A) = xi_h * pv_h per head h, xi: (n_head), A = n_head d_head. */
-static void scale_heads(const hs_model_config *c, const float *pv, const float *xi, float *ctx,
-                        int n)
-{
-    int d = hs_model_attn_width(c), dh = c->d_head;
-    for (int i = 0; i < n; i++)
-        for (int h = 0; h < c->n_head; h++) {
-            size_t o = (size_t)i * (size_t)d + (size_t)h * (size_t)dh;
-            for (int e = 0; e < dh; e++)
-                ctx[o + (size_t)e] = xi[h] * pv[o + (size_t)e];
-        }
-}
-
 /* Layer l's place in the trace when the observer is the library's own recorder
  * (hs_trace_observe) and the trace fits the pass: the probabilities are then written there
  * directly, and hs_trace_observe, seeing its own buffer, copies nothing. NULL otherwise. */
@@ -392,14 +379,14 @@ static hs_status block_run(const hs_model *m, const hs_layer *L, int l, hs_forwa
             if (o && o->on_attn && o->on_attn(o->user, l, probs, c->n_head, n))
                 return hs_fail(err, HS_E_ARG, "stopped by observer");
         }
-        if (keep && hm_b) /* context = xi_h P_h V_h, P V kept apart for the backward */
-            scale_heads(c, keep->ctx, hm_b, ws->ctx, n);
-        else if (same) /* the common P V (in h); each copy's mask scales its own below */
-            memcpy(ctx_b, h, nA * sizeof *h);
+        if ((keep && hm_b) || same) /* P V kept apart for the backward, or the copies'
+                                       common one (in h): the mask scales it below */
+            memcpy(ctx_b, keep ? keep->ctx : h, nA * sizeof *h);
     }
-    /* the head mask of copies sharing P V, and ablation by replacement: the hook at z */
+    /* the head mask where the attention did not apply it, and ablation by replacement: the
+     * hook at z */
     hs_head_mask hmk = {hm, hm_stride, o && o->head_replace ? o->head_replace + (size_t)l * nA
-                                                            : NULL, same};
+                                                            : NULL, same || keep};
     if (hm && !a->enc_dec && !resume && (hmk.scale || hmk.replace) &&
         (st = hs_hook_copies(c, &(hs_forward_opts){.hook = hs_head_mask_hook, .hook_user = &hmk},
                              HS_SITE_Z, l, ws->ctx, batch, nA, n, A, A, n, err)))

@@ -117,9 +117,9 @@ hs_status hs_hook_copies(const hs_model_config *c, const hs_forward_opts *o, hs_
 /* The head mask and ablation by replacement (hs_forward_opts.head_mask, head_replace) as a
  * hook at z, hs_head_mask_hook with an hs_head_mask as its user: copy b's context of each
  * head h whose mask xi_h = hm[b * hm_stride + h] is not 1 becomes xi_h ctx_h (when scale:
- * the copies share P V, which the mask has not scaled; otherwise the attention applied it,
- * (xi P) V) plus (1 - xi_h) r_h (replace: (n, A), the layer's replacement contexts, or
- * NULL). */
+ * the copies share P V, or the backward keeps it apart, so the mask has not scaled it;
+ * otherwise the attention applied it, (xi P) V) plus (1 - xi_h) r_h (replace: (n, A), the
+ * layer's replacement contexts, or NULL). */
 typedef struct hs_head_mask {
     const float *hm;
     size_t hm_stride;
