@@ -282,6 +282,22 @@ static hs_status out_proj(const hs_model_config *c, const hs_layer *L, const hs_
     return HS_OK;
 }
 
+/* The head mask (scale: where the attention did not apply it) and ablation by replacement
+ * on the contexts ctx: (batch * n, A) of layer l: the hook at z (hs_head_mask_hook). */
+static hs_status mask_heads(const hs_model_config *c, const hs_forward_opts *o, int l,
+                            const float *hm, size_t hm_stride, int scale, float *ctx, int batch,
+                            int n, hs_error *err)
+{
+    int A = hs_model_attn_width(c);
+    size_t nA = (size_t)n * (size_t)A;
+    hs_head_mask k = {hm, hm_stride, o && o->head_replace ? o->head_replace + (size_t)l * nA
+                                                          : NULL, scale};
+    if (!hm || (!k.scale && !k.replace))
+        return HS_OK;
+    hs_forward_opts mo = {.hook = hs_head_mask_hook, .hook_user = &k};
+    return hs_hook_copies(c, &mo, HS_SITE_Z, l, ctx, batch, nA, n, A, A, n, err);
+}
+
 /* hs_block_forward on layer l's float32 weights L. */
 static hs_status block_run(const hs_model *m, const hs_layer *L, int l, hs_forward_ws *ws, int n,
                            int batch, const float *hm, size_t hm_stride,
@@ -383,13 +399,8 @@ static hs_status block_run(const hs_model *m, const hs_layer *L, int l, hs_forwa
                                        common one (in h): the mask scales it below */
             memcpy(ctx_b, keep ? keep->ctx : h, nA * sizeof *h);
     }
-    /* the head mask where the attention did not apply it, and ablation by replacement: the
-     * hook at z */
-    hs_head_mask hmk = {hm, hm_stride, o && o->head_replace ? o->head_replace + (size_t)l * nA
-                                                            : NULL, same || keep};
-    if (hm && !a->enc_dec && !resume && (hmk.scale || hmk.replace) &&
-        (st = hs_hook_copies(c, &(hs_forward_opts){.hook = hs_head_mask_hook, .hook_user = &hmk},
-                             HS_SITE_Z, l, ws->ctx, batch, nA, n, A, A, n, err)))
+    if (!a->enc_dec && !resume && /* the mask where the attention did not apply it */
+        (st = mask_heads(c, o, l, hm, hm_stride, same || keep, ws->ctx, batch, n, err)))
         return st;
     for (int b = 0; resume && b < batch; b++) /* every copy from the contexts given */
         memcpy(ws->ctx + (size_t)b * nA, resume, nA * sizeof *ws->ctx);
