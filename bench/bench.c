@@ -341,10 +341,9 @@ int main(int argc, char **argv)
             in_stored = 1;
         else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             printf("usage: hs-bench [MODEL_DIR...] [--family MODEL_DIR...] [--stored GGUF...] [--reps N] [--quick]\n"
-                   "                [--headscope PATH] [--torch SCRIPT] [--python PATH] "
+                   "                [--headscope PATH] [--torch SCRIPT] [--python PATH] [--patch-only] "
                    "[--no-torch]\n"
-                   "                [--threads LIST] [--breakdown] [--forward-only] "
-                   "[--patch-only]\n"
+                   "                [--threads LIST] [--breakdown] [--forward-only]\n"
                    "The engine benchmark: sgemm reference, the forward pass recording every map "
                    "against\nPyTorch, analyze in forward-pass equivalents, peak memory, corpus "
                    "throughput.\ndocs/bench.md explains every option and number.\n");
