@@ -6,6 +6,7 @@
  *   build/hs-bench [MODEL_DIR...] [--family MODEL_DIR...] [--stored GGUF...] [--reps N] [--quick]
  *                  [--headscope PATH] [--torch SCRIPT] [--python PATH] [--no-torch]
  *                  [--threads LIST] [--breakdown] [--forward-only] [--packed-only]
+ *                  [--patch-only]
  *
  * MODEL_DIR defaults to build/bench/gpt2-small (`make bench` passes it and
  * build/bench/bert-base). The analyze, memory and corpus rows use the first model.
@@ -23,6 +24,7 @@
  * After each GPT-2/BERT model's rows (not with --forward-only), corpus throughput one text a
  * pass against packed passes (bench/packed.c); --packed-only: those rows alone (with
  * --threads, at its first count only).
+ * --patch-only: the patching rows (bench/patch_rows.c) alone, on the first model.
  * Prints medians of N repetitions and ratios beside the targets; no pass/fail
  * (docs/bench.md explains the numbers). */
 #define _DEFAULT_SOURCE
@@ -311,6 +313,7 @@ int main(int argc, char **argv)
     int n_stored = 0, in_stored = 0;
     int n_models = 0, reps = 5, quick = 0, in_family = 0, breakdown = 0, fwd_only = 0;
     int packed_only = 0;
+    int patch_only = 0;
     const char *headscope = NULL; /* the command, for the memory and corpus rows */
     const char *script = "bench/torch_forward.py", *python = "/usr/bin/python3";
     const char *thread_list = NULL; /* --threads 1,4,16 (default: 1 and every core) */
@@ -336,6 +339,8 @@ int main(int argc, char **argv)
             fwd_only = 1;
         else if (!strcmp(argv[i], "--packed-only"))
             packed_only = 1;
+        else if (!strcmp(argv[i], "--patch-only"))
+            patch_only = 1;
         else if (!strcmp(argv[i], "--no-torch"))
             script = NULL;
         else if (!strcmp(argv[i], "--breakdown"))
@@ -346,7 +351,7 @@ int main(int argc, char **argv)
             in_stored = 1;
         else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             printf("usage: hs-bench [MODEL_DIR...] [--family MODEL_DIR...] [--stored GGUF...] [--reps N] [--quick]\n"
-                   "                [--headscope PATH] [--torch SCRIPT] [--python PATH] "
+                   "                [--headscope PATH] [--torch SCRIPT] [--python PATH] [--patch-only] "
                    "[--no-torch]\n"
                    "                [--threads LIST] [--breakdown] [--forward-only] [--t5 DIR]\n"
                    "                [--packed-only]\n"
@@ -407,6 +412,17 @@ int main(int argc, char **argv)
     }
     if (packed_only)
         return fflush(stdout) != 0 || ferror(stdout);
+    if (patch_only) { /* the patching rows alone, on the first model (--threads: its first) */
+        hs_error err = {{0}};
+        hs_model *m = NULL;
+        if (hs_model_load(paths[0], &m, &err) != HS_OK) {
+            fprintf(stderr, "hs-bench: %s\n", err.msg);
+            return 1;
+        }
+        bench_patch_rows(m, reps, thread_list ? thr[0] : 0);
+        hs_model_free(m);
+        return fflush(stdout) != 0 || ferror(stdout);
+    }
     printf("headscope bench — %d reps, medians; %d cores online; OpenBLAS kernels %s", reps, all,
            hs_blas_corename());
     if (hs_blas_detected())
@@ -486,7 +502,7 @@ int main(int argc, char **argv)
     if (!quick && !fwd_only)
         bench_analyze_rows(first, fwd128);
     if (!quick && !fwd_only)
-        bench_patch_rows(first);
+        bench_patch_rows(first, reps, 0);
     if (headscope && !quick && !fwd_only)
         bench_memory_rows(headscope, paths[0], first);
     if (headscope && !fwd_only && hs_model_config_of(first)->causal)

@@ -31,8 +31,9 @@ int bench_write_corpus(const char *path, int k, int n_words);
 void bench_analyze_rows(const hs_model *m, double fwd128);
 
 /* Activation (z, every head) and attribution patching at n = 64 in forward passes a pair,
- * timed and counted (bench/patch_rows.c). */
-void bench_patch_rows(const hs_model *m);
+ * timed (medians of up to 3 of reps runs) and counted, on threads threads (0: all)
+ * (bench/patch_rows.c). */
+void bench_patch_rows(const hs_model *m, int reps, int threads);
 
 /* Peak RSS of `headscope attn` and `headscope analyze` at n = 1024 (or the context). */
 void bench_memory_rows(const char *headscope, const char *model, const hs_model *m);
