@@ -82,9 +82,11 @@ BENCH_SRC = $(sort $(wildcard bench/*.c))
 # them into byte arrays at build time (no xxd, no ld -b binary, no #embed).
 PAGE_FILES = $(sort $(wildcard viz/page/*.html viz/page/*.css viz/page/*.js))
 PAGEGEN = $(BUILD)/gen/pagegen
-PAGE_C = $(BUILD)/gen/page.c
+# the report page (index.html) and the patching page (patch.html, headscope patch's index.html)
+PAGE_C = $(BUILD)/gen/page.c $(BUILD)/gen/patch_page.c
+PAGE_OBJ = $(PAGE_C:$(BUILD)/gen/%.c=$(BUILD)/obj/gen/%.o)
 
-LIB_OBJ = $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(BUILD)/obj/gen/page.o
+LIB_OBJ = $(LIB_SRC:%.c=$(BUILD)/obj/%.o) $(PAGE_OBJ)
 CLI_OBJ = $(CLI_SRC:%.c=$(BUILD)/obj/%.o)
 TEST_BIN = $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 LIB = $(BUILD)/libheadscope.a
@@ -124,11 +126,15 @@ $(PAGEGEN): viz/page/pagegen.c
 	@mkdir -p $(dir $@)
 	$(CC) $(WARN) $(CFLAGS) $< -o $@
 
-$(PAGE_C): $(PAGEGEN) $(PAGE_FILES)
+$(BUILD)/gen/page.c: $(PAGEGEN) $(PAGE_FILES)
 	@mkdir -p $(dir $@)
 	$(PAGEGEN) viz/page/index.html $@
 
-$(BUILD)/obj/gen/page.o: $(PAGE_C)
+$(BUILD)/gen/patch_page.c: $(PAGEGEN) $(PAGE_FILES)
+	@mkdir -p $(dir $@)
+	$(PAGEGEN) viz/page/patch.html $@ hs_patch_page
+
+$(PAGE_OBJ): $(BUILD)/obj/gen/%.o: $(BUILD)/gen/%.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(ALLCFLAGS) -c $< -o $@
 
@@ -167,9 +173,21 @@ TEST_V3_BIN = $(BUILD)/tests-v3/test_ops $(BUILD)/tests-v3/test_forward
 # more with the AVX2 build of the elementwise kernels (above).
 # Each suite's wall time goes to $(TIMES) (the summary at the end of `make test`).
 TIMES = $(BUILD)/test-times.txt
-RUN_SUITE = t0=$$(date +%s%N); ASAN_OPTIONS=detect_leaks=1
+RUN_SUITE = t0=$$(date +%s%N); HS_LLAMACPP_MODELS="$(LLAMACPP_MODELS)" ASAN_OPTIONS=detect_leaks=1
 SUITE_DONE = echo "$$(( ($$(date +%s%N) - t0) / 1000000 )) ms"
-unit: $(TEST_BIN) $(TEST_V3_BIN)
+# The whole Falcon, StarCoder2 and DeepSeek vocabularies as tokenizer.json (build/real-tokenizers/,
+# for test_tokenizer_real) from llama.cpp's models/ggml-vocab-*.gguf (LLAMACPP_MODELS): built
+# before the unit tests when LLAMACPP_MODELS names a llama.cpp checkout's models/ folder
+# (a few seconds), e.g. make test LLAMACPP_MODELS=../llama.cpp/models; skipped otherwise.
+LLAMACPP_MODELS ?=
+REAL_TOK = $(if $(LLAMACPP_MODELS),$(if $(wildcard $(LLAMACPP_MODELS)/ggml-vocab-deepseek-llm.gguf),build/real-tokenizers/deepseek_v3.tokenizer.json))
+.PHONY: real-tokenizers
+real-tokenizers:
+	/usr/bin/python3 fixtures/tokenizer/real/make_real_tokenizers.py $(LLAMACPP_MODELS) build/real-tokenizers
+build/real-tokenizers/deepseek_v3.tokenizer.json: fixtures/tokenizer/real/make_real_tokenizers.py fixtures/tokenizer/real/gguf_vocab.py
+	/usr/bin/python3 fixtures/tokenizer/real/make_real_tokenizers.py $(LLAMACPP_MODELS) build/real-tokenizers
+
+unit: $(TEST_BIN) $(TEST_V3_BIN) $(REAL_TOK)
 	@failed=; for t in $(TEST_BIN); do echo "== $$t"; $(RUN_SUITE) $$t --jobs 2 || failed="$$failed $$t"; \
 	    echo "$$(basename $$t) $$($(SUITE_DONE))" >> $(TIMES); done; \
 	if grep -qw avx512f /proc/cpuinfo && grep -qw avx512bw /proc/cpuinfo && grep -qw avx512vl /proc/cpuinfo && grep -qw avx512dq /proc/cpuinfo; then \
@@ -191,7 +209,7 @@ unit: $(TEST_BIN) $(TEST_V3_BIN)
 # chosen moments) alone. A background job of sh starts with SIGINT and SIGQUIT ignored, and a
 # signal ignored at start stays ignored in headscope (as under nohup): env gives the scripts
 # the default actions back, as a foreground run has them.
-CLI_SCRIPTS = cli cli_faults cli_patch cli_t5 cli_norms
+CLI_SCRIPTS = cli cli_faults cli_patch cli_t5 cli_norms cli_pack
 cli-test: $(BIN)
 	@pids=; for s in $(CLI_SCRIPTS); do \
 	    ( t0=$$(date +%s%N); HEADSCOPE=$(BIN) env --default-signal=INT,QUIT bash tests/$$s.sh \
@@ -215,7 +233,7 @@ $(BUILD)/replay/%: tests/fuzz/%.c $(LIB) $(BUILD)/replay/%.d
 fuzz-replay: $(REPLAY_BIN)
 	$(BUILD)/replay/fuzz_gguf $$(find fixtures/gguf -name '*.gguf' | sort)
 	$(BUILD)/replay/fuzz_tokenizer fixtures/tokenizer/cases.jsonl fixtures/tokenizer/family_cases.jsonl fixtures/tokenizer/unigram_cases.jsonl README.md
-	$(BUILD)/replay/fuzz_tokenizer_json fixtures/tokenizer/json-corpus/*.json fixtures/tokenizer/bert-cased.tokenizer.json fixtures/tokenizer/families/*.tokenizer.json
+	$(BUILD)/replay/fuzz_tokenizer_json fixtures/tokenizer/json-corpus/*.json fixtures/tokenizer/bert-cased.tokenizer.json fixtures/tokenizer/families/*.tokenizer.json fixtures/tokenizer/real/*.small.tokenizer.json
 	$(BUILD)/replay/fuzz_safetensors $$(find fixtures/bad fixtures/models -name model.safetensors | sort)
 	$(BUILD)/replay/fuzz_torchbin $$(find fixtures/torchbin -name '*.bin' | sort)
 	$(BUILD)/replay/fuzz_corpus $$(find fixtures/corpus -type f | sort) README.md
@@ -224,6 +242,7 @@ fuzz-replay: $(REPLAY_BIN)
 	$(BUILD)/replay/fuzz_report_files fixtures/report-files/* fixtures/partial/*.json
 	$(BUILD)/replay/fuzz_added fixtures/fuzz-added/*
 	$(BUILD)/replay/fuzz_resume fixtures/fuzz-resume/*
+	$(BUILD)/replay/fuzz_regex fixtures/fuzz-regex/*
 
 browser-test: $(BIN)
 	HEADSCOPE=$(BIN) HS_LDFLAGS="$(LDFLAGS)" bash tests/browser.sh
@@ -246,7 +265,7 @@ ref-test:
 
 # The benchmark program runs: one quick pass over small fixtures, GPT-2, BERT and a
 # grouped-query family (its numbers are `make bench`'s; a crash, an error or a missing
-# column fails this).
+# column fails this), and the packed rows once.
 bench-smoke: $(BUILD)/hs-bench
 	$(BUILD)/hs-bench fixtures/tiny-gpt2 fixtures/tiny-bert --family fixtures/family-models/tiny-llama \
 	    --quick --no-torch --forward-only --breakdown > $(BUILD)/bench-smoke.txt
@@ -255,6 +274,8 @@ bench-smoke: $(BUILD)/hs-bench
 	    awk -v m=$$m '$$1 == m && $$2 == 128 && $$3 == 1 && $$8 + 0 > 0 { ok = 1 } END { exit !ok }' \
 	        $(BUILD)/bench-smoke.txt || { echo "bench-smoke: no $$m row with its BLAS column"; exit 1; }; \
 	done
+	$(BUILD)/hs-bench fixtures/tiny-gpt2 --packed-only --quick --threads 1 > $(BUILD)/bench-smoke-packed.txt
+	grep -q "^tiny-gpt2 *32 *1 .*texts/s" $(BUILD)/bench-smoke-packed.txt
 
 # `make test` runs every step even when one fails, then prints each step's and suite's
 # wall time (slowest first) and the total, and fails if any step did. The float64
@@ -302,6 +323,9 @@ fuzz: $(PAGE_C)
 	cp fixtures/fuzz-added/* build-fuzz/corpus-added/
 	clang $(FUZZ_FLAGS) tests/fuzz/fuzz_resume.c $(LIB_SRC) $(PAGE_C) $(PKG_LIBS) -o build-fuzz/fuzz_resume
 	cp fixtures/fuzz-resume/* build-fuzz/corpus-resume/
+	@mkdir -p build-fuzz/corpus-regex
+	clang $(FUZZ_FLAGS) tests/fuzz/fuzz_regex.c $(LIB_SRC) $(PAGE_C) $(PKG_LIBS) -o build-fuzz/fuzz_regex
+	cp fixtures/fuzz-regex/* build-fuzz/corpus-regex/
 	find fixtures/gguf -name '*.gguf' -exec cp {} build-fuzz/corpus-gguf/ ';'
 	cp README.md docs/*.md fixtures/tokenizer/family_cases.jsonl fixtures/tokenizer/unigram_cases.jsonl build-fuzz/corpus-tokenizer/
 	cp fixtures/tokenizer/json-corpus/*.json build-fuzz/corpus-tokenizer-json/
@@ -315,6 +339,7 @@ fuzz: $(PAGE_C)
 	build-fuzz/fuzz_folder -max_total_time=$(FUZZ_SECONDS) -max_len=65536 build-fuzz/corpus-folder
 	build-fuzz/fuzz_report_files -max_total_time=$(FUZZ_SECONDS) -max_len=65536 build-fuzz/corpus-report-files
 	build-fuzz/fuzz_added -max_total_time=$(FUZZ_SECONDS) -max_len=4096 build-fuzz/corpus-added build-fuzz/corpus-resume
+	build-fuzz/fuzz_regex -max_total_time=$(FUZZ_SECONDS) -max_len=4096 build-fuzz/corpus-regex
 
 example: all
 	$(BIN) attn fixtures/tiny-gpt2 --text "The cat sat on the mat. The cat sat on the mat." -o /tmp/headscope-attn.npy
@@ -331,10 +356,14 @@ BENCH_FAMILIES = $(BUILD)/bench/roberta-base $(BUILD)/bench/distilbert-base \
 # TinyLlama's shape as GGUF files in three storage types (bench/stored.c; F16 1.9 GB, Q8_0 1.0 GB,
 # Q4_K_M's layout 0.6 GB); llama.cpp's llama-bench beside them with LLAMACPP=path/to/build/bin
 BENCH_STORED = $(addprefix $(BUILD)/bench/tinyllama-1.1b.,f16.gguf q8_0.gguf q4_k_m.gguf)
+# t5-base's shape with random weights (F32, 0.9 GB; fixtures/ref/t5_ref.py --shape), its own row
+BENCH_T5 = $(BUILD)/bench/t5/models/t5-base
+$(BENCH_T5)/config.json:
+	/usr/bin/python3 fixtures/ref/t5_ref.py --shape t5-base $(BUILD)/bench/t5
 bench: all $(BUILD)/hs-bench $(BENCH_MODEL)/config.json $(BENCH_BERT)/config.json \
-		$(addsuffix /config.json,$(BENCH_FAMILIES)) $(BENCH_STORED)
+		$(addsuffix /config.json,$(BENCH_FAMILIES)) $(BENCH_STORED) $(BENCH_T5)/config.json
 	LLAMACPP="$(LLAMACPP)" $(BUILD)/hs-bench $(BENCH_MODEL) $(BENCH_BERT) --family $(BENCH_FAMILIES) \
-		--stored $(BENCH_STORED) --headscope $(BIN) \
+		--stored $(BENCH_STORED) --t5 $(BENCH_T5) --headscope $(BIN) \
 		--torch bench/torch_forward.py --python /usr/bin/python3 $(BENCH_ARGS)
 
 $(BUILD)/bench/tinyllama-1.1b.%.gguf: $(BUILD)/bench/tinyllama-1.1b/config.json | all

@@ -5,7 +5,8 @@
  *
  *   build/hs-bench [MODEL_DIR...] [--family MODEL_DIR...] [--stored GGUF...] [--reps N] [--quick]
  *                  [--headscope PATH] [--torch SCRIPT] [--python PATH] [--no-torch]
- *                  [--threads LIST] [--breakdown] [--forward-only]
+ *                  [--threads LIST] [--breakdown] [--forward-only] [--packed-only]
+ *                  [--patch-only]
  *
  * MODEL_DIR defaults to build/bench/gpt2-small (`make bench` passes it and
  * build/bench/bert-base). The analyze, memory and corpus rows use the first model.
@@ -20,6 +21,10 @@
  * --quick: 1 repetition, n = 128 only, no analyze, memory or ablation rows (for tests).
  * --breakdown: one layer's kernels timed apart (bench/breakdown.c) after each GPT-2/BERT
  * model's rows. --forward-only: the forward table alone. --no-torch: no PyTorch columns.
+ * After each GPT-2/BERT model's rows (not with --forward-only), corpus throughput one text a
+ * pass against packed passes (bench/packed.c); --packed-only: those rows alone (with
+ * --threads, at its first count only).
+ * --patch-only: the patching rows (bench/patch_rows.c) alone, on the first model.
  * Prints medians of N repetitions and ratios beside the targets; no pass/fail
  * (docs/bench.md explains the numbers). */
 #define _DEFAULT_SOURCE
@@ -307,9 +312,12 @@ int main(int argc, char **argv)
     const char *stored[MAX_MODELS]; /* --stored GGUF files (bench/stored.c) */
     int n_stored = 0, in_stored = 0;
     int n_models = 0, reps = 5, quick = 0, in_family = 0, breakdown = 0, fwd_only = 0;
+    int packed_only = 0;
+    int patch_only = 0;
     const char *headscope = NULL; /* the command, for the memory and corpus rows */
     const char *script = "bench/torch_forward.py", *python = "/usr/bin/python3";
     const char *thread_list = NULL; /* --threads 1,4,16 (default: 1 and every core) */
+    const char *t5 = NULL;          /* --t5 DIR: the encoder-decoder row (bench/t5_row.c) */
     hs_blas_reexec(argv); /* the kernels headscope's CLI runs with (docs/bench.md) */
     setvbuf(stdout, NULL, _IOLBF, 0); /* rows reach a file as they come (a run cut short) */
     for (int i = 1; i < argc; i++) {
@@ -325,8 +333,14 @@ int main(int argc, char **argv)
             quick = 1;
         else if (!strcmp(argv[i], "--threads") && i + 1 < argc)
             thread_list = argv[++i];
+        else if (!strcmp(argv[i], "--t5") && i + 1 < argc)
+            t5 = argv[++i];
         else if (!strcmp(argv[i], "--forward-only"))
             fwd_only = 1;
+        else if (!strcmp(argv[i], "--packed-only"))
+            packed_only = 1;
+        else if (!strcmp(argv[i], "--patch-only"))
+            patch_only = 1;
         else if (!strcmp(argv[i], "--no-torch"))
             script = NULL;
         else if (!strcmp(argv[i], "--breakdown"))
@@ -337,9 +351,10 @@ int main(int argc, char **argv)
             in_stored = 1;
         else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             printf("usage: hs-bench [MODEL_DIR...] [--family MODEL_DIR...] [--stored GGUF...] [--reps N] [--quick]\n"
-                   "                [--headscope PATH] [--torch SCRIPT] [--python PATH] "
+                   "                [--headscope PATH] [--torch SCRIPT] [--python PATH] [--patch-only] "
                    "[--no-torch]\n"
-                   "                [--threads LIST] [--breakdown] [--forward-only]\n"
+                   "                [--threads LIST] [--breakdown] [--forward-only] [--t5 DIR]\n"
+                   "                [--packed-only]\n"
                    "The engine benchmark: sgemm reference, the forward pass recording every map "
                    "against\nPyTorch, analyze in forward-pass equivalents, peak memory, corpus "
                    "throughput.\ndocs/bench.md explains every option and number.\n");
@@ -383,6 +398,31 @@ int main(int argc, char **argv)
             thr[n_thr < MAX_THR ? n_thr++ : n_thr - 1] = all;
     }
 
+    for (int mi = 0; packed_only && mi < n_models; mi++) {
+        hs_error err = {{0}};
+        hs_model *m = NULL;
+        if (!family[mi] && hs_model_load(paths[mi], &m, &err) != HS_OK) {
+            fprintf(stderr, "hs-bench: %s\n", err.msg);
+            return 1;
+        }
+        if (m)
+            bench_packed_rows(m, base_name(paths[mi]), reps, quick, thr,
+                              thread_list ? 1 : n_thr); /* --threads: its first count */
+        hs_model_free(m);
+    }
+    if (packed_only)
+        return fflush(stdout) != 0 || ferror(stdout);
+    if (patch_only) { /* the patching rows alone, on the first model (--threads: its first) */
+        hs_error err = {{0}};
+        hs_model *m = NULL;
+        if (hs_model_load(paths[0], &m, &err) != HS_OK) {
+            fprintf(stderr, "hs-bench: %s\n", err.msg);
+            return 1;
+        }
+        bench_patch_rows(m, reps, thread_list ? thr[0] : 0);
+        hs_model_free(m);
+        return fflush(stdout) != 0 || ferror(stdout);
+    }
     printf("headscope bench — %d reps, medians; %d cores online; OpenBLAS kernels %s", reps, all,
            hs_blas_corename());
     if (hs_blas_detected())
@@ -447,6 +487,8 @@ int main(int argc, char **argv)
             }
         if (breakdown && !family[mi])
             bench_breakdown(c, base_name(paths[mi]), sizes, m_sizes, thr, n_thr, reps);
+        if (!family[mi] && !fwd_only)
+            bench_packed_rows(m, base_name(paths[mi]), reps, quick, thr, n_thr);
         if (family[mi] && headscope && !quick)
             bench_family_memory_row(headscope, paths[mi], m, FAMILY_MAX_N);
         fflush(stdout);
@@ -460,7 +502,7 @@ int main(int argc, char **argv)
     if (!quick && !fwd_only)
         bench_analyze_rows(first, fwd128);
     if (!quick && !fwd_only)
-        bench_patch_rows(first);
+        bench_patch_rows(first, reps, 0);
     if (headscope && !quick && !fwd_only)
         bench_memory_rows(headscope, paths[0], first);
     if (headscope && !fwd_only && hs_model_config_of(first)->causal)
@@ -468,6 +510,8 @@ int main(int argc, char **argv)
     hs_model_free(first);
     if (headscope && n_stored && !quick)
         bench_stored_rows(headscope, stored, n_stored, all);
+    if (t5 && !quick)
+        bench_t5_rows(t5, reps);
     if (fflush(stdout) != 0 || ferror(stdout))
         return 1;
     return 0;

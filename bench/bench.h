@@ -31,8 +31,9 @@ int bench_write_corpus(const char *path, int k, int n_words);
 void bench_analyze_rows(const hs_model *m, double fwd128);
 
 /* Activation (z, every head) and attribution patching at n = 64 in forward passes a pair,
- * timed and counted (bench/patch_rows.c). */
-void bench_patch_rows(const hs_model *m);
+ * timed (medians of up to 3 of reps runs) and counted, on threads threads (0: all)
+ * (bench/patch_rows.c). */
+void bench_patch_rows(const hs_model *m, int reps, int threads);
 
 /* Peak RSS of `headscope attn` and `headscope analyze` at n = 1024 (or the context). */
 void bench_memory_rows(const char *headscope, const char *model, const hs_model *m);
@@ -45,6 +46,12 @@ void bench_family_memory_row(const char *headscope, const char *model, const hs_
  * without --corpus-ablation (k_abl texts), in texts/s, tokens/s and units of fwd128. */
 void bench_corpus_rows(const char *headscope, const char *model, int k, int k_abl, double fwd128);
 
+/* Corpus throughput of the recorded forward pass: one text a pass against several texts a
+ * pass (hs_forward_packed) at a few token budgets, texts of 32, 64 and 128 tokens, at each
+ * of the n_thr thread counts (bench/packed.c); quick: 32 tokens, 4 texts. */
+void bench_packed_rows(const hs_model *m, const char *name, int reps, int quick, const int *thr,
+                       int n_thr);
+
 /* --breakdown: one layer's kernels timed apart on buffers of c's shapes, at each size and
  * thread count (bench/breakdown.c). */
 void bench_breakdown(const hs_model_config *c, const char *name, const int *sizes, int n_sizes,
@@ -54,5 +61,8 @@ void bench_breakdown(const hs_model_config *c, const char *name, const int *size
  * their stored type, converted at load and converted every pass; llama-bench beside them
  * when LLAMACPP is set (bench/stored.c). */
 void bench_stored_rows(const char *headscope, const char *files[], int n_files, int threads);
+
+/* --t5 DIR: an encoder-decoder's forward at n = 128 + 128, all threads (bench/t5_row.c). */
+void bench_t5_rows(const char *path, int reps);
 
 #endif

@@ -1,11 +1,15 @@
 /* The patching rows of `make bench`: activation patching of z of every head and attribution
  * patching, n = 64, in forward-pass equivalents per pair (issue 38's bounds: L H / 2 + 3 and
- * 3), timed and as the library counts them. */
+ * 3), timed and as the library counts them. The unit is one plain forward pass of the pair's
+ * tokens with logits at every position, as `headscope` runs it; the count is the passes'
+ * floating-point operations over that pass's (src/importance/patch_cost.c). */
 #include <stdio.h>
 #include <stdlib.h>
 
 #include "headscope/forward.h"
 #include "headscope/patch.h"
+#include "headscope/version.h"
+#include "importance/patch_internal.h"
 #include "bench.h"
 
 typedef struct {
@@ -19,18 +23,39 @@ static int fwd_once(void *ctx)
 {
     fwd_run *f = ctx;
     hs_error err = {{0}};
-    int32_t row = f->n - 1;
-    hs_forward_opts o = {.logits = f->logits, .logit_rows = &row, .n_logit_rows = 1};
+    hs_forward_opts o = {.logits = f->logits};
     return hs_forward(f->m, f->ids, NULL, f->n, &o, NULL, &err) != HS_OK;
 }
 
-void bench_patch_rows(const hs_model *m)
+typedef struct {
+    const hs_model *m;
+    const hs_patch_pair *pairs;
+    int count;
+    hs_patch_opts o;
+    double passes;
+} patch_run;
+
+static int patch_once(void *ctx)
+{
+    patch_run *p = ctx;
+    hs_patch_result *r = NULL;
+    hs_error err = {{0}};
+    if (hs_patch_run(p->m, p->pairs, p->count, &p->o, &r, &err) != HS_OK) {
+        fprintf(stderr, "hs-bench: patching: %s\n", err.msg);
+        return 1;
+    }
+    p->passes = r->passes / p->count;
+    hs_patch_result_free(r);
+    return 0;
+}
+
+void bench_patch_rows(const hs_model *m, int reps, int threads)
 {
     const hs_model_config *c = hs_model_config_of(m);
-    enum { PAIRS = 4 };
+    enum { PAIRS = 2 };
     int n = c->n_ctx < 64 ? c->n_ctx : 64, half = n / 2;
     int32_t *ids = malloc((size_t)PAIRS * 2 * (size_t)n * sizeof *ids);
-    float *logits = malloc((size_t)c->vocab_size * sizeof *logits);
+    float *logits = malloc((size_t)n * (size_t)c->vocab_size * sizeof *logits);
     hs_patch_pair pairs[PAIRS];
     if (!ids || !logits || !c->has_lm_head)
         goto done;
@@ -44,31 +69,39 @@ void bench_patch_rows(const hs_model *m)
             cl[n - 1] = co[n - 1] = 11;
         pairs[p] = (hs_patch_pair){cl, co, n, cl[1], co[1], n - 1};
     }
+    hs_set_threads(threads);
     fwd_run f = {m, ids, n, logits};
-    double pass = bench_time_median(fwd_once, &f, 5);
-    printf("\npatching over %d pairs, n = %d, %d layers x %d heads, all threads, per pair in "
-           "forward passes\n  (pass = one forward with the LM head on the last row, %.1f ms):\n",
-           PAIRS, n, c->n_layer, c->n_head, pass * 1e3);
+    double pass = bench_time_median(fwd_once, &f, reps), unit = hs_patch_forward_flops(c, n);
+    int r3 = reps < 3 ? reps : 3; /* a patching run is tens of passes: no warm-up run */
+    char thr[32] = "all threads";
+    if (threads > 0)
+        snprintf(thr, sizeof thr, "%d thread%s", threads, threads > 1 ? "s" : "");
+    printf("\npatching over %d pairs, n = %d, %d layers x %d heads, %s, per pair in forward "
+           "passes, median of %d runs,\n  each timed against the pass just before it (pass = "
+           "one forward with logits at every\n  position, %.1f ms, %.2f GFLOP):\n",
+           PAIRS, n, c->n_layer, c->n_head, thr, r3, pass * 1e3, unit / 1e9);
     static const char *const names[] = {"exact, z of every head", "attribution, z"};
-    static const double bound[2] = {-1, 3};
     for (int k = 0; k < 2; k++) {
-        hs_patch_opts o = hs_patch_opts_default();
-        o.resamples = 0;
-        o.method = k ? HS_PATCH_ATTRIBUTION : HS_PATCH_EXACT;
-        hs_patch_result *r = NULL;
-        hs_error err = {{0}};
-        double t0 = bench_now();
-        if (hs_patch_run(m, pairs, PAIRS, &o, &r, &err) != HS_OK) {
-            fprintf(stderr, "hs-bench: patching: %s\n", err.msg);
-            break;
+        patch_run pr = {m, pairs, PAIRS, hs_patch_opts_default(), 0};
+        pr.o.resamples = 0;
+        pr.o.method = k ? HS_PATCH_ATTRIBUTION : HS_PATCH_EXACT;
+        double ts[3], ratio[3];
+        int bad = 0;
+        for (int i = 0; i < r3 && !bad; i++) { /* a loaded machine's speed drifts */
+            double p1 = bench_time_median(fwd_once, &f, 3), t0 = bench_now();
+            bad = patch_once(&pr) || p1 <= 0;
+            ts[i] = (bench_now() - t0) / PAIRS;
+            ratio[i] = bad ? 0 : ts[i] / p1;
         }
-        double t = (bench_now() - t0) / PAIRS;
-        double b = k ? bound[k] : c->n_layer * c->n_head / 2.0 + 3;
-        printf("  %-24s %8.3f s = %6.1f pass timed, %6.1f counted (target <= %.0f)\n", names[k],
-               t, pass > 0 ? t / pass : 0, r->passes / PAIRS, b);
-        hs_patch_result_free(r);
+        if (bad)
+            break;
+        double t = bench_median(ts, r3), timed = bench_median(ratio, r3);
+        double b = k ? 3 : c->n_layer * c->n_head / 2.0 + 3;
+        printf("  %-24s %8.3f s = %6.1f pass timed, %6.1f counted (%.1f GFLOP; target <= %.0f)\n",
+               names[k], t, timed, pr.passes, pr.passes * unit / 1e9, b);
     }
 done:
+    hs_set_threads(0);
     fflush(stdout);
     free(ids);
     free(logits);

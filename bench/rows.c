@@ -256,16 +256,25 @@ void bench_family_memory_row(const char *headscope, const char *model, const hs_
     remove_dir(dir);
 }
 
+enum { RUN_ABLATION = 1, RUN_PACKED = 2, RUN_NO_GRADIENT = 4 };
+
 /* Wall time of `headscope analyze MODEL --corpus FILE --max-texts k --max-tokens 128`
- * (ablation: with --corpus-ablation), or -1 when it failed. */
+ * (RUN_ABLATION: with --corpus-ablation; RUN_PACKED: --pack-tokens 512; RUN_NO_GRADIENT:
+ * --no-gradient), or -1 when it failed. */
 static double corpus_run(const char *headscope, const char *model, const char *file,
-                         const char *out, int k, int ablation)
+                         const char *out, int k, int how)
 {
     char kk[16];
     snprintf(kk, sizeof kk, "%d", k);
-    const char *argv[] = {headscope, "analyze", model, "--corpus", file, "--max-texts", kk,
-                          "--max-tokens", "128", "-o", out, "-q", "--no-hash",
-                          ablation ? "--corpus-ablation" : NULL, NULL};
+    const char *argv[16] = {headscope, "analyze", model, "--corpus", file, "--max-texts", kk,
+                            "--max-tokens", "128", "-o", out, "-q", "--no-hash"};
+    int a = 13;
+    if (how & RUN_ABLATION)
+        argv[a++] = "--corpus-ablation";
+    if (how & RUN_PACKED)
+        argv[a++] = "--pack-tokens", argv[a++] = "512";
+    if (how & RUN_NO_GRADIENT)
+        argv[a++] = "--no-gradient";
     double t = -1;
     if (bench_peak_rss_mb(argv, &t) < 0)
         return -1;
@@ -291,7 +300,12 @@ void bench_corpus_rows(const char *headscope, const char *model, int k, int k_ab
      * set-up and the report; that fixed part is subtracted from the ablation run too. */
     double t1 = corpus_run(headscope, model, file, out, 1, 0);
     double tk = corpus_run(headscope, model, file, out, k, 0);
-    double ta = k_abl > 0 ? corpus_run(headscope, model, file, out, k_abl, 1) : -1;
+    double ta = k_abl > 0 ? corpus_run(headscope, model, file, out, k_abl, RUN_ABLATION) : -1;
+    /* the maps' passes packed (--pack-tokens 512: 4 texts a pass) against one text a pass
+     * (the default), with the gradient and without it (then half the work is the maps) */
+    double tpk = corpus_run(headscope, model, file, out, k, RUN_PACKED);
+    double t1ng = corpus_run(headscope, model, file, out, k, RUN_NO_GRADIENT);
+    double tng = corpus_run(headscope, model, file, out, k, RUN_NO_GRADIENT | RUN_PACKED);
     if (t1 < 0 || tk < 0) {
         printf("  (headscope analyze --corpus failed)\n");
         remove_dir(dir);
@@ -303,6 +317,12 @@ void bench_corpus_rows(const char *headscope, const char *model, int k, int k_ab
     printf("  fixed cost (load, set-up, report):  %6.2f s (1 text took %.2f s)\n", fixed, t1);
     printf("  without ablation:  %2d texts in %6.1f s: %6.2f s/text, %6.3f texts/s, %6.1f tokens/s, "
            "%5.1f fwd/text (target <= 10)\n", k, tk, per, 1 / per, 128 / per, per / fwd128);
+    if (tpk > 0 && tng > 0 && t1ng > 0) {
+        printf("  packed (--pack-tokens 512) against one text a pass (the default), texts/s: "
+               "%.3f / %.3f (%.2fx); --no-gradient: %.3f / %.3f (%.2fx)\n",
+               k / (tpk - fixed), k / (tk - fixed), (tk - fixed) / (tpk - fixed),
+               k / (tng - fixed), k / (t1ng - fixed), (t1ng - fixed) / (tng - fixed));
+    }
     if (ta >= 0) {
         double pa = (ta - fixed) / k_abl;
         printf("  --corpus-ablation: %2d text%s in %6.1f s: %6.2f s/text, %6.3f texts/s, %6.1f tokens/s, "

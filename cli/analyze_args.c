@@ -25,6 +25,9 @@ static const char usage_text[] =
     "summary.\n\n"
     "  -t, --text TEXT            the input text\n"
     "  -f, --file PATH            read the text from a file as raw bytes ('-' for stdin)\n"
+    "      --target TEXT          an encoder-decoder's (T5's) decoder target: the text goes\n"
+    "                             to the encoder, the target to the decoder (teacher\n"
+    "                             forcing); required for one, refused for other models\n"
     "  -o, --output OUTDIR        output folder (created with its parents if missing); an\n"
     "                             earlier run's outputs there are replaced\n"
     "      --no-clobber           refuse an OUTDIR that holds an earlier run's outputs\n"
@@ -58,6 +61,8 @@ static const char usage_corpus[] =
     "      --shard I/N            analyse only the selected texts whose index mod N is I-1;\n"
     "                             writes OUTDIR/partial.json for 'headscope merge'\n"
     "      --checkpoint-every N   save OUTDIR/partial.json every N texts (default 50, 0: never)\n"
+    "      --pack-tokens N        record the maps of several texts in one pass, up to N\n"
+    "                             tokens (default 0: one text a pass; 512 suits short texts)\n"
     "      --resume               go on from the checkpoint in OUTDIR\n"
     "      --restart              discard an unfinished run's checkpoint in OUTDIR and start\n"
     "                             again (without --resume or --restart it is refused)\n"
@@ -66,7 +71,7 @@ static const char usage_corpus[] =
 enum {
     OPT_JSON = 256, OPT_SVG, OPT_NOIMG, OPT_MAXTOK, OPT_CORPUS, OPT_CFORMAT, OPT_MAXTEXTS,
     OPT_MAXTOKENS, OPT_SKIPLONG, OPT_SAMPLE, OPT_CSEED, OPT_CABL, OPT_SHARD, OPT_CKPT,
-    OPT_RESUME, OPT_PROGRESS, OPT_RESTART, OPT_NOCLOBBER,
+    OPT_RESUME, OPT_PROGRESS, OPT_RESTART, OPT_NOCLOBBER, OPT_TARGET, OPT_PACK,
     OPT_TABLE = 0x1000 /* + the row of src/pipeline/options.c's table */
 };
 
@@ -104,9 +109,11 @@ static const struct option own_opts[] = {
     {"corpus-ablation", no_argument, NULL, OPT_CABL},
     {"shard", required_argument, NULL, OPT_SHARD},
     {"checkpoint-every", required_argument, NULL, OPT_CKPT},
+    {"pack-tokens", required_argument, NULL, OPT_PACK},
     {"resume", no_argument, NULL, OPT_RESUME},
     {"restart", no_argument, NULL, OPT_RESTART},
     {"no-clobber", no_argument, NULL, OPT_NOCLOBBER},
+    {"target", required_argument, NULL, OPT_TARGET},
     {"progress", optional_argument, NULL, OPT_PROGRESS},
     {"help", no_argument, NULL, 'h'}};
 #define N_OWN (sizeof own_opts / sizeof own_opts[0])
@@ -184,6 +191,11 @@ static int corpus_option(const char *C, int c, const char *arg, cli_analyze_args
             return cli_usage_error(C, "--checkpoint-every '%s' is not a number in [0, 10^8]", arg);
         g->co.checkpoint_every = lv;
         break;
+    case OPT_PACK:
+        if (cli_parse_long(arg, 0, 1 << 20, &lv))
+            return cli_usage_error(C, "--pack-tokens '%s' is not a number in [0, 2^20]", arg);
+        g->co.pack_tokens = (int)lv;
+        break;
     case OPT_RESUME: g->co.resume = 1; break;
     case OPT_RESTART: g->co.restart = 1; break;
     }
@@ -196,6 +208,9 @@ static int check_combinations(const char *C, cli_analyze_args *g, int corpus_onl
     const hs_analyze_opts *ao = &g->opt.ao;
     if (g->co.path && (g->text || g->file || g->opt.text_pair))
         return cli_usage_error(C, "give --corpus or --text/--file/--text-pair, not both");
+    if (g->co.path && g->target)
+        return cli_usage_error(C, "--target is for a single text, not --corpus (an "
+                               "encoder-decoder's corpus mode is not implemented)");
     if (g->co.path && (ao->word_level || ao->ablation_kind == HS_ABLATION_RESAMPLE ||
                        ao->loss_span.kind != HS_SPAN_ALL))
         return cli_usage_error(C, "%s is for a single text, not --corpus",
@@ -233,7 +248,8 @@ int cli_analyze_args_parse(int argc, char **argv, cli_analyze_args *g)
     const char *C = "analyze";
     *g = (cli_analyze_args){.images = 1, .max_tokens = 128, .formats = HS_PICTURES_PNG,
                             .progress_mode = -1, /* auto */
-                            .co = {.seed = 1, .checkpoint_every = 50}};
+                            .co = {.seed = 1, .checkpoint_every = 50,
+                                                         .pack_tokens = CLI_PACK_TOKENS}};
     hs_analyze_args_default(&g->opt);
     int corpus_only = 0; /* a corpus option was given */
     int c, rc;
@@ -255,6 +271,7 @@ int cli_analyze_args_parse(int argc, char **argv, cli_analyze_args *g)
         case OPT_SVG: g->formats |= HS_PICTURES_SVG; break;
         case OPT_NOIMG: g->images = 0; break;
         case OPT_NOCLOBBER: g->no_clobber = 1; break;
+        case OPT_TARGET: g->target = optarg; break;
         case OPT_MAXTOK:
             if (cli_parse_long(optarg, 1, 100000, &lv))
                 return cli_usage_error(C, "--max-tokens-in-images '%s' is not a number in "
@@ -269,7 +286,7 @@ int cli_analyze_args_parse(int argc, char **argv, cli_analyze_args *g)
             break;
         case OPT_CORPUS: case OPT_CFORMAT: case OPT_MAXTEXTS: case OPT_SAMPLE:
         case OPT_SKIPLONG: case OPT_CSEED: case OPT_CABL: case OPT_SHARD: case OPT_CKPT:
-        case OPT_RESUME: case OPT_RESTART:
+        case OPT_RESUME: case OPT_RESTART: case OPT_PACK:
             corpus_only |= c != OPT_CORPUS;
             if ((rc = corpus_option(C, c, optarg, g)))
                 return rc;

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "corpus_run.h"
+#include "pipeline/pipeline.h"
 
 #define MAX_SKIP_MESSAGES 50
 
@@ -22,7 +23,7 @@ typedef struct kept {
 static void skipped(cli_corpus_run *r, long line, hs_corpus_skip why, const char *detail,
                     int text)
 {
-    if (r->means_pass) /* counted and said by the analysing pass */
+    if (r->means_pass || r->pack_probe) /* counted and said by the analysing pass */
         return;
     (text ? r->info.skipped_text : r->info.skipped)[why]++;
     if (r->quiet || r->selected < r->resume.cp.position) /* said before the checkpoint */
@@ -61,10 +62,8 @@ static int check_first(cli_corpus_run *r, const hs_analysis *a)
     return 0;
 }
 
-/* Tokenizes one text into *enc as the corpus options say (truncated to --max-tokens, unless
- * --skip-long); returns 1, or 0 when the text is skipped (said by skipped()). */
-static int encode(cli_corpus_run *r, long line, const char *text, size_t len,
-                  const char *pair, size_t pair_len, hs_encoding *enc, int *truncated)
+int cli_corpus_encode(cli_corpus_run *r, long line, const char *text, size_t len,
+                      const char *pair, size_t pair_len, hs_encoding *enc, int *truncated)
 {
     const hs_tokenizer *tok = hs_model_tokenizer(r->m);
     const hs_model_config *c = hs_model_config_of(r->m);
@@ -115,7 +114,7 @@ static int one_text(cli_corpus_run *r, long line, const char *text, size_t len,
     hs_analysis *a = NULL;
     char *js = NULL;
     int rc = EXIT_FAIL, truncated = 0;
-    if (!encode(r, line, text, len, pair, pair_len, &enc, &truncated)) {
+    if (!cli_corpus_encode(r, line, text, len, pair, pair_len, &enc, &truncated)) {
         hs_encoding_free(&enc);
         return 0;
     }
@@ -133,7 +132,8 @@ static int one_text(cli_corpus_run *r, long line, const char *text, size_t len,
     ao.probe = !r->checked;
     hs_analyze_input in = {.ids = enc.ids, .type_ids = enc.type_ids, .n = (int)enc.n,
                            .truncated = truncated};
-    if (hs_analyze_run(r->m, &in, &ao, &a, &err) != HS_OK) {
+    const float *maps = r->pack_maps && r->pack_n == (int)enc.n ? r->pack_maps : NULL;
+    if (hs_analyze_run_maps(r->m, &in, maps, &ao, &a, &err) != HS_OK) {
         cli_error(r->cmd, "'%s' %s %ld: %s", r->co->path,
                   r->info.format == HS_CORPUS_DIR ? "file" : "line", line, err.msg);
         goto done;
@@ -164,8 +164,8 @@ done:
 
 /* One selected record, in corpus order: its digest; analysed when it is this shard's and
  * not already in the resumed checkpoint; then a checkpoint when one is due. */
-static int selected(cli_corpus_run *r, long line, const char *text, size_t len,
-                    const char *pair, size_t pair_len)
+int cli_corpus_selected(cli_corpus_run *r, long line, const char *text, size_t len,
+                        const char *pair, size_t pair_len)
 {
     if (r->means_pass) /* every selected text, whatever the shard or checkpoint */
         return one_text(r, line, text, len, pair, pair_len);
@@ -251,7 +251,8 @@ static int read_all(cli_corpus_run *r, hs_corpus_reader *rd)
         }
         if (!k) {
             valid++;
-            rc = selected(r, it.line, it.text, it.len, it.pair, it.pair_len);
+            rc = r->pack ? cli_pack_push(r, it.line, it.text, it.len, it.pair, it.pair_len)
+                         : cli_corpus_selected(r, it.line, it.text, it.len, it.pair, it.pair_len);
             continue;
         }
         long slot = hs_reservoir_slot(&state, valid++, k);
@@ -281,7 +282,10 @@ static int read_all(cli_corpus_run *r, hs_corpus_reader *rd)
         long N = r->co->n_shards > 1 ? r->co->n_shards : 1, I = r->co->n_shards > 1 ? r->co->shard : 1;
         r->total = n / N + (n % N >= I);
         for (long i = 0; i < n && !rc; i++)
-            rc = selected(r, res[i].line, res[i].text, res[i].len, res[i].pair, res[i].pair_len);
+            rc = r->pack ? cli_pack_push(r, res[i].line, res[i].text, res[i].len, res[i].pair,
+                                         res[i].pair_len)
+                         : cli_corpus_selected(r, res[i].line, res[i].text, res[i].len,
+                                               res[i].pair, res[i].pair_len);
         for (long i = 0; i < k; i++) {
             free(res[i].text);
             free(res[i].pair);
@@ -467,7 +471,11 @@ int cli_analyze_corpus(const char *cmd, hs_model *m, const cli_corpus_opts *co,
         r.dealt = P / N + (P % N >= I);
     }
     cli_corpus_signal_note(&r);
-    if (read_all(&r, rd))
+    if (co->pack_tokens > 1 && !(r.pack = cli_pack_new(co->pack_tokens))) {
+        cli_error(cmd, "out of memory");
+        goto done;
+    }
+    if (read_all(&r, rd) || (r.pack && cli_pack_flush(&r)))
         goto done;
     if (r.selected < r.resume.cp.position) {
         cli_error(cmd, "cannot resume: '%s' has changed since the checkpoint in '%s'", co->path, outdir);
@@ -549,6 +557,7 @@ done:
             cli_output_dir_remove(outdir, created_dir);
     }
     hs_corpus_close(rd);
+    cli_pack_free(&r);
     free(r.z_sum);
     free(r.means);
     hs_corpus_agg_free(r.agg);

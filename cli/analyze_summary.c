@@ -45,6 +45,10 @@ static void print_kinds(const hs_analysis *a, int sinks, int count)
 
 void cli_analyze_summary(const hs_analysis *a, const char *report_path)
 {
+    if (a->encdec) { /* T5's three kinds of heads: analyze_summary_encdec.c */
+        cli_analyze_summary_encdec(a, report_path);
+        return;
+    }
     const hs_model_config *c = hs_model_config_of(a->model);
     char name[32];
     printf("%s: %s, %d layers x %d heads, %d tokens\n", cli_shown(hs_model_path(a->model)),

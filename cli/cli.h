@@ -104,6 +104,10 @@ int cli_attn_encdec(const hs_model *m, const int32_t *src, int n_enc, const int3
 void cli_attn_encdec_path(const char *out, const char *kind, char *buf, size_t cap);
 
 /* Corpus mode of `headscope analyze` (cli/analyze_corpus.c). */
+/* --pack-tokens' default: one text a pass, so that a text's numbers never depend on which
+ * texts share its pass (on wide models a pack's products are cut otherwise: docs/corpus.md) */
+#define CLI_PACK_TOKENS 0
+
 typedef struct cli_corpus_opts {
     const char *path;     /* the corpus, "-" for stdin */
     int format;           /* hs_corpus_format */
@@ -118,12 +122,14 @@ typedef struct cli_corpus_opts {
     int resume;           /* --resume */
     int restart;          /* --restart: discard an unfinished checkpoint in OUTDIR */
     int progress;         /* CLI_PROGRESS_* */
+    int pack_tokens;      /* --pack-tokens: texts a pass up to this many tokens (0, 1: one) */
 } cli_corpus_opts;
 
 /* analyze's command line (cli/analyze_args.c). */
 typedef struct cli_analyze_args {
     const char *model, *outdir;
     const char *text, *file; /* the single text (--text, --file; --text-pair is opt's) */
+    const char *target;      /* --target: an encoder-decoder's decoder target */
     int json, quiet;
     int no_clobber;                  /* --no-clobber: refuse an OUTDIR with an earlier run */
     int images, max_tokens, formats; /* pictures: on, --max-tokens-in-images, HS_PICTURES_* */
@@ -141,6 +147,8 @@ int cli_analyze_args_parse(int argc, char **argv, cli_analyze_args *g);
 /* analyze's summary of a single-text analysis on stdout (cli/analyze_summary.c);
  * report_path, when not NULL, is named last. */
 void cli_analyze_summary(const hs_analysis *a, const char *report_path);
+/* The same of an encoder-decoder's analysis (hs_analysis.encdec; analyze_summary_encdec.c). */
+void cli_analyze_summary_encdec(const hs_analysis *a, const char *report_path);
 
 /* Corpus progress on stderr (cli/corpus_progress.c). */
 /* The monotonic clock in seconds (for elapsed times). */

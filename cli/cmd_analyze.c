@@ -11,6 +11,7 @@
 #include "cli.h"
 #include "headscope/html.h"
 #include "headscope/report.h"
+#include "pipeline/encdec_result.h"
 
 /* Test hook: with HEADSCOPE_TEST_SIGNAL_AT=STEP the worker sends SIGTERM to its supervisor
  * after STEP ("analyze", "pictures", "report") and waits, so tests/cli.sh can check that an
@@ -48,7 +49,8 @@ static hs_status write_page(const hs_analysis *a, const char *json, const char *
     hs_html_input hin = {.report_json = json, .map_fn = head_map, .map_user = (void *)(uintptr_t)a,
                          .n_maps = a->n_heads, .n = a->n};
     sprintf(path, "%s/index.html", outdir);
-    hs_status st = hs_html_write(path, &hin, err);
+    hs_status st = a->encdec ? hs_html_encdec_write(path, json, a, err) /* T5's three kinds */
+                             : hs_html_write(path, &hin, err);
     free(path);
     return st;
 }
@@ -100,7 +102,8 @@ int cmd_analyze(int argc, char **argv)
     cli_phase_progress(NULL, "loading the model", 0, 0);
     hs_model *m = cli_model_load(C, g.model);
     cli_phase_progress(NULL, "tokenizing", 0, 0);
-    hs_encoding enc = {0};
+    hs_encoding enc = {0}, tenc = {0};
+    cli_text tt = {0};
     hs_analysis *a = NULL;
     unsigned char *on = NULL;
     char *json_text = NULL, *report_path = NULL, **files = NULL;
@@ -110,10 +113,20 @@ int cmd_analyze(int argc, char **argv)
     if (!m)
         goto done;
     const hs_model_config *cfg = hs_model_config_of(m);
-    if (cfg->n_enc_layer) { /* before the text is tokenised: the same line for every input */
-        cli_error(C, "'%s' is an encoder-decoder (%s): its analysis is not implemented yet "
-                  "(headscope attn MODEL --text SRC --target TGT -o OUT.npy writes its three "
-                  "kinds of maps)", cli_shown(g.model), cfg->arch->name);
+    if (cfg->n_enc_layer && g.co.path) {
+        cli_error(C, "'%s' is an encoder-decoder: its corpus mode is not implemented (analyze "
+                  "one text with --text and --target)", cli_shown(g.model));
+        goto done;
+    }
+    if (g.target && !*g.target) {
+        rc = cli_usage_error(C, "--target is empty (the decoder needs at least one token)");
+        goto done;
+    }
+    if (!cfg->n_enc_layer != !g.target) { /* before the text is tokenised */
+        rc = cli_usage_error(C, cfg->n_enc_layer ? "'%s' is an encoder-decoder (%s): give its "
+                             "decoder's target with --target TEXT" : "--target is for an "
+                             "encoder-decoder's decoder ('%s' is %s, not one)",
+                             cli_shown(g.model), cfg->arch->name);
         goto done;
     }
     if (g.opt.layers) {
@@ -147,10 +160,14 @@ int cmd_analyze(int argc, char **argv)
             cli_outdir_replaced(C, g.outdir, od.earlier, od.earlier_list);
         goto done;
     }
+    if (g.target && (cli_text_get(C, g.target, NULL, NULL, &tt) ||
+                     cli_encode(C, m, &tt, g.opt.truncate || cut > 0, keep, 0, &tenc, NULL)))
+        goto done;
     hs_analyze_input in = {.ids = enc.ids, .type_ids = enc.type_ids, .n = (int)enc.n,
                            .text = t.text, .text_len = t.len, .text_pair = t.pair,
                            .truncated = was_truncated};
-    hs_status ast = hs_analyze_run(m, &in, &g.opt.ao, &a, &err);
+    hs_analyze_target tg = {.ids = tenc.ids, .n = (int)tenc.n, .text = g.target};
+    hs_status ast = hs_analyze_run_target(m, &in, g.target ? &tg : NULL, &g.opt.ao, &a, &err);
     if (ast != HS_OK) {
         cli_error(C, "%s", err.msg);
         goto done;
@@ -218,6 +235,8 @@ done:
     hs_analysis_free(a);
     free(on);
     hs_encoding_free(&enc);
+    hs_encoding_free(&tenc);
+    cli_text_free(&tt);
     hs_model_free(m);
     cli_text_free(&t);
     return rc;

@@ -47,7 +47,38 @@ typedef struct cli_corpus_run {
     double *z_sum;          /* (n_layer, A), A = hs_model_attn_width */
     long z_tokens;
     float *means;           /* (n_layer, A) */
+    /* --pack-tokens (cli/corpus_pack.c): records read ahead, their maps recorded in one
+     * packed pass, then dealt with in order as before */
+    struct cli_pack *pack;
+    int pack_probe;         /* 1 while a record is tokenised ahead: skips are not counted */
+    const float *pack_maps; /* the record being dealt with: its maps, (L, H, n, n), or NULL */
+    int pack_n;             /* ... of this many tokens */
 } cli_corpus_run;
+
+/* Tokenizes one text into *enc as the corpus options say (truncated to --max-tokens, unless
+ * --skip-long); returns 1, or 0 when the text is skipped (said, unless r->pack_probe). */
+int cli_corpus_encode(cli_corpus_run *r, long line, const char *text, size_t len,
+                      const char *pair, size_t pair_len, hs_encoding *enc, int *truncated);
+
+/* One selected record, in corpus order (analysed when it is this shard's and not in the
+ * resumed checkpoint; a checkpoint when one is due). Returns 0 or an exit status. */
+int cli_corpus_selected(cli_corpus_run *r, long line, const char *text, size_t len,
+                        const char *pair, size_t pair_len);
+
+/* A pack of up to budget tokens a pass, or NULL when out of memory. */
+struct cli_pack *cli_pack_new(int budget);
+
+/* --pack-tokens: the record is kept (copied) to be dealt with after the next packed pass,
+ * which runs once the kept texts to analyse reach the budget. Returns 0 or an exit status. */
+int cli_pack_push(cli_corpus_run *r, long line, const char *text, size_t len, const char *pair,
+                  size_t pair_len);
+
+/* The kept records: their packed pass, then each dealt with (cli_corpus_selected) in order.
+ * Returns 0 or an exit status. */
+int cli_pack_flush(cli_corpus_run *r);
+
+/* Frees what --pack-tokens kept (records not dealt with are dropped). */
+void cli_pack_free(cli_corpus_run *r);
 
 /* The SHA-256 of the selected records so far, as 64 hex digits and a NUL. */
 void cli_corpus_digest_hex(const cli_corpus_run *r, char hex[65]);

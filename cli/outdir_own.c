@@ -43,9 +43,16 @@ static int digits(const char **s)
     return n;
 }
 
-/* A head's picture: L{l}_H{h}.png, .svg or .words.png. */
+/* A head's picture: L{l}_H{h}.png, .svg or .words.png; an encoder-decoder's with enc_,
+ * dec_ or cross_ before the L (its three kinds of heads). */
 static int head_picture(const char *s)
 {
+    static const char *const kinds[] = {"enc_", "dec_", "cross_"};
+    for (size_t i = 0; i < sizeof kinds / sizeof *kinds; i++)
+        if (!strncmp(s, kinds[i], strlen(kinds[i]))) {
+            s += strlen(kinds[i]);
+            break;
+        }
     if (*s++ != 'L' || !digits(&s) || *s++ != '_' || *s++ != 'H' || !digits(&s))
         return 0;
     return !strcmp(s, ".png") || !strcmp(s, ".svg") || !strcmp(s, ".words.png");

@@ -41,9 +41,14 @@ typedef struct patch_request {
     int shard, n_shards;       /* --shard I/N, or 0, 0 */
 } patch_request;
 
-/* Writes dir/patching.json from r (every position) and re (per position, or NULL), and
- * unless no_images dir/patching.png (and patching_positions.png); *names gets the files'
- * names (patching.json last), *n_names their count. Prints the error; 0 or EXIT_FAIL. */
+/* Writes dir/patching.json from r (every position) and re (per position, or NULL), its
+ * page dir/index.html, and unless no_images dir/patching.png (and patching_positions.png);
+ * *names gets the files' names (patching.json last), *n_names their count. Prints the
+ * error; 0 or EXIT_FAIL. */
+/* Writes dir/index.html, the patching page of json (patching.json's text); prints the
+ * error as cmd's; 0 or EXIT_FAIL. */
+int patch_page_write(const char *dir, const char *json, const char *cmd);
+
 int patch_write(const hs_model *m, const patch_request *q, const patch_pairs *pp,
                 const hs_patch_result *r, const hs_patch_result *re, const char *dir,
                 int no_images, char ***names, int *n_names);

@@ -286,18 +286,22 @@ int patch_merge(const char *cmd, char *const *args, int n, const char *dir, char
             goto done;
         }
     cJSON *files = cJSON_CreateArray();
+    cJSON_AddItemToArray(files, cJSON_CreateString("index.html"));
     cJSON_AddItemToArray(files, cJSON_CreateString("patching.json"));
     cJSON_ReplaceItemInObject(out, "files", files);
     if (!(json = cJSON_Print(out)) || !(path = cli_path_join(dir, "patching.json")) ||
-        !(*names = calloc(1, sizeof **names)) || !((*names)[0] = strdup("patching.json"))) {
+        !(*names = calloc(2, sizeof **names)) || !((*names)[0] = strdup("index.html")) ||
+        !((*names)[1] = strdup("patching.json"))) {
         cli_error(cmd, "out of memory");
         goto done;
     }
-    *n_names = 1;
+    *n_names = 2;
     if (hs_file_write_atomic(path, json, strlen(json), &err)) {
         cli_error(cmd, "%s", err.msg);
         goto done;
     }
+    if (patch_page_write(dir, json, cmd))
+        goto done;
     rc = 0;
 done:
     for (int i = 0; parts && i < n; i++)

@@ -9,6 +9,7 @@
 
 #include "cli.h"
 #include "core/core.h"
+#include "headscope/html.h"
 #include "headscope/render.h"
 #include "patch_cli.h"
 
@@ -196,7 +197,9 @@ static int picture(const patch_request *q, const hs_patch_result *r, int each, c
                  q->path->receiver_layer, q->path->receiver_head, hs_site_get(q->path->input)->key,
                  q->direction, q->metric);
     else
-        snprintf(title, sizeof title, "%s patching of %s (%s), %s", q->method, q->site,
+        /* the grid is the exact effect unless only attribution was asked for */
+        snprintf(title, sizeof title, "%s patching of %s (%s), %s",
+                 strcmp(q->method, "attribution") ? "activation" : "attribution", q->site,
                  q->direction, q->metric);
     snprintf(sub, sizeof sub, each ? "rows: layer.head (layer-major), columns: position"
              : q->path ? "rows: sender layer, columns: sender head; 0 white"
@@ -207,6 +210,23 @@ static int picture(const patch_request *q, const hs_patch_result *r, int each, c
     free(v);
     if (st) {
         cli_error(PATCH_CMD, "%s", err.msg);
+        return EXIT_FAIL;
+    }
+    return 0;
+}
+
+int patch_page_write(const char *dir, const char *json, const char *cmd)
+{
+    hs_error err = {{0}};
+    char *path = cli_path_join(dir, "index.html");
+    if (!path) {
+        cli_error(cmd, "out of memory");
+        return EXIT_FAIL;
+    }
+    hs_status st = hs_html_patching_write(path, json, &err);
+    free(path);
+    if (st) {
+        cli_error(cmd, "%s", err.msg);
         return EXIT_FAIL;
     }
     return 0;
@@ -223,7 +243,7 @@ int patch_write(const hs_model *m, const patch_request *q, const patch_pairs *pp
     hs_error err = {{0}};
     cJSON *j = NULL;
     *n_names = 0;
-    if (!(*names = calloc(3, sizeof **names)))
+    if (!(*names = calloc(4, sizeof **names)))
         goto oom;
     for (int k = 0; k < 2; k++) {
         const char *name = k ? "patching_positions.png" : "patching.png";
@@ -238,6 +258,8 @@ int patch_write(const hs_model *m, const patch_request *q, const patch_pairs *pp
         if (!((*names)[(*n_names)++] = strdup(name)))
             goto oom;
     }
+    if (!((*names)[(*n_names)++] = strdup("index.html")))
+        goto oom;
     if (!(j = report(m, q, pp, r, re, *names, *n_names)) || !(json = cJSON_Print(j)) ||
         !(path = cli_path_join(dir, "patching.json")))
         goto oom;
@@ -245,6 +267,8 @@ int patch_write(const hs_model *m, const patch_request *q, const patch_pairs *pp
         cli_error(PATCH_CMD, "%s", err.msg);
         goto done;
     }
+    if (patch_page_write(dir, json, PATCH_CMD))
+        goto done;
     if (!((*names)[(*n_names)++] = strdup("patching.json")))
         goto oom;
     rc = 0;

@@ -5,7 +5,8 @@
 # and every number each view shows against report.json (tests/browser_numbers.py); a corpus
 # run's page; a page without maps; and a GPT-2-small-sized page at 512 tokens (size and time
 # to open). The models are the fixtures': tiny-gpt2, tiny-bert, tiny-llama, trained-gpt2
-# (README.md) and trained-bert (a sentence pair).
+# (README.md), trained-bert (a sentence pair) and a tiny Gemma 3 with local and global layers
+# (tests/browser_local.py).
 # Needs: apt-get install -y chromium chromium-driver python3-selenium (and python3-numpy).
 # Screenshots are kept in $HS_SHOTS (default /tmp/headscope-browser).
 #
@@ -66,6 +67,12 @@ page trained-gpt2 fixtures/trained-gpt2 --file README.md --truncate -- --no-prun
 page trained-bert fixtures/trained-bert \
     --text "The cat sat on the mat because it was tired after the long day." \
     --text-pair "Where did the cat sit, and why did it sit there?"
+# local (sliding-window) and global layers: a tiny Gemma 3 (layers 0 and 1 see the last 48
+# keys, layer 2 every key) with Llama 2's tokenizer, on a text longer than the window
+"$PY" fixtures/ref/make_norms_fixtures.py --one tiny-gemma3 --out "$T/gemma3-model" \
+    --tokenizer fixtures/tokenizer/families/llama2.tokenizer.json >/dev/null || die "cannot make tiny-gemma3"
+"$HS" analyze "$T/gemma3-model" --text "$TEXT $TEXT The dog sat on the log, and the cat sat on the mat again." \
+    --no-pruning -o "$T/local" -q || die "analyze tiny-gemma3 failed"
 # the same report without maps, beside it so that its pictures resolve
 "$T/html_page" "$T/tiny-gpt2/report.json" "$T/tiny-gpt2/index-nomaps.html" || die "html_page without maps failed"
 # a corpus run's page
@@ -77,6 +84,25 @@ page trained-bert fixtures/trained-bert \
     die "html_page for the budget case failed"
 rm -f "$T/budget/attn.npy"
 
-"$PY" tests/browser_test.py --shots "$SHOTS" "${cases[@]}" \
+# T5: the page of its three kinds of heads, and attn's maps of the same text and target
+T5TXT="The license is granted to any person, and the license is not granted to you."
+T5TGT="The license is granted, and the license is not granted."
+"$HS" analyze fixtures/t5/models/t5-v1_1-tiny --text "$T5TXT" --target "$T5TGT" -o "$T/t5" -q ||
+    die "analyze t5 failed"
+"$HS" attn fixtures/t5/models/t5-v1_1-tiny --text "$T5TXT" --target "$T5TGT" -o "$T/t5.npy" -q ||
+    die "attn t5 failed"
+
+# the patching page (headscope patch's index.html) of two pairs: both methods per position,
+# path patching from every sender, and a site without heads
+head -2 fixtures/patch/induction.jsonl >"$T/pairs.jsonl"
+patches=()
+for p in "both:--method both --positions each" "path:--path-senders all --receiver 1.0:k" "resid:--site resid_pre"; do
+    # shellcheck disable=SC2086
+    "$HS" patch fixtures/tiny-gpt2 --pairs "$T/pairs.jsonl" -o "$T/patch-${p%%:*}" -q ${p#*:} ||
+        die "patch ${p%%:*} failed"
+    patches+=(--patch "$T/patch-${p%%:*}/index.html")
+done
+
+"$PY" tests/browser_test.py --shots "$SHOTS" "${cases[@]}" --t5 "$T/t5/index.html" "$T/t5" \
     --nomaps "$T/tiny-gpt2/index-nomaps.html" --corpus "$T/corpus/index.html" \
-    --budget "$T/budget/index.html"
+    --budget "$T/budget/index.html" --local "$T/local/index.html" "${patches[@]}"

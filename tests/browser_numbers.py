@@ -10,6 +10,7 @@ import decimal
 import json
 
 from browser_util import by_css, check, view
+import browser_local as bl  # model.layers as the page prints it (it imports this module too)
 
 DASH = "\u2014"
 INT_LEAVES = {"cluster", "kv_head", "rows"}  # and each detector's parameter, *_k
@@ -125,6 +126,8 @@ def check_header(drv, name, rep):
         want.append("model " + fam)
     if is_num(m.get("n_layer")):
         want.append("shape %d layers \u00d7 %d heads, d_model %d" % (m["n_layer"], m["n_head"], m["d_model"]))
+    if bl.layers_line(m):
+        want.append("layers " + bl.layers_line(m))
     heads = co["heads"] if co else rep["heads"]
     if co:
         src, cl, tk = co["source"], co["loss"], co["tokens"]
@@ -385,6 +388,8 @@ return [p.querySelector('h2').textContent, Array.prototype.map.call(p.querySelec
   return [d.querySelector('.lab').textContent, v.textContent, d.scrollWidth <= d.clientWidth + 1 &&
           b.right <= Math.min(r.right, c.right) + 0.5 && b.left >= Math.max(r.left, c.left) - 0.5]; })];""", k)
         want = [["layer", str(h["layer"])], ["head", str(h["head"])]]
+        if bl.attention_line(rep, h["layer"]):
+            want.append(["attention", bl.attention_line(rep, h["layer"])])
         for key, label in cols:
             if key in ("id", "label"):
                 continue
@@ -482,7 +487,7 @@ def check_model_view_numbers(drv, name, rep, cols):
     heads = co["heads"] if co else rep["heads"]
     drv.execute_script("window.headscope.show('model');")
     kv = rep.get("kv_groups") or {}
-    want = {"L%d" % h["layer"] for h in heads} | {"H%d" % h["head"] for h in heads}
+    want = {bl.layer_label(rep, h["layer"]) for h in heads} | {"H%d" % h["head"] for h in heads}
     if kv.get("heads_per_group", 0) > 1:
         want |= {"KV%d" % g for g in range(kv["n_kv_head"])}
     got = set(t for t in grab(drv, "#hs-grid > span.kv") if t)

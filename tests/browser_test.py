@@ -2,7 +2,7 @@
 """Clicks through out/index.html pages in headless Chromium (run by tests/browser.sh).
 
     browser_test.py --shots DIR [--case NAME PAGE ATTN.npy]... [--nomaps PAGE]
-                    [--corpus PAGE] [--budget PAGE]
+                    [--corpus PAGE] [--budget PAGE] [--local PAGE] [--patch PAGE]...
     browser_test.py --make-budget DIR     (writes DIR/report.json and DIR/attn.npy)
 
 Each --case page comes from `headscope analyze`, and ATTN.npy from `headscope attn` on
@@ -16,6 +16,10 @@ filter of pairs, dimmed sinks, keyboard); the model view (one tile per head, sor
 filtering by a column, a click opens the head); the map view (cells, full labels, the
 hover and keyboard readout, the word-level maps). Screenshots of each view are saved in
 DIR. Then every number each view shows, read against the report (browser_numbers.py).
+The --local page (a model with local and global layers) is read as the cases' overview and
+model view are, and its local-layer marks and filters checked (browser_local.py). Each
+--patch page (headscope patch's index.html) is read against the patching.json beside
+it (browser_patch.py).
 Prints one line per failure and ends with "browser: N passed, M failed".
 """
 import argparse
@@ -34,6 +38,8 @@ from browser_numbers import (check_corpus_numbers, check_head_view_numbers, chec
                              check_model_view_numbers, check_overview_numbers)
 from browser_views import (check_head_view, check_kv_card, check_map_view, check_model_view,
                            check_overview, check_probe_card)
+from browser_local import check_local
+from browser_patch import check_patch_page
 
 
 def make_budget(out):
@@ -89,6 +95,23 @@ def run_case(drv, name, page, npy, shots):
     check_head_view_numbers(drv, name, rep)
     check_model_view_numbers(drv, name, rep, cols)
     check_map_view_numbers(drv, name, rep)
+    check_local(drv, name, rep)
+    page_clean(drv, name)
+
+
+def run_local(drv, page, shots):
+    """A model with local and global layers: every number of the overview and the model view
+    (the layers line, the panels' attention lines, the "L0 w48" labels), and the local-layer
+    marks and filters (browser_local.py); its other views are the other cases' code."""
+    name = "local"
+    if not open_page(drv, page):
+        return
+    rep = report(drv)
+    cols = check_overview_numbers(drv, name, rep)
+    check_model_view_numbers(drv, name, rep, cols)
+    check_local(drv, name, rep)
+    view(drv, "overview")
+    shot(drv, shots, "local-overview", full=True)
     page_clean(drv, name)
 
 
@@ -171,8 +194,11 @@ def main():
     ap.add_argument("--shots")
     ap.add_argument("--case", nargs=3, action="append", default=[], metavar=("NAME", "PAGE", "NPY"))
     ap.add_argument("--nomaps")
+    ap.add_argument("--local", help="the page of a model with local and global layers")
     ap.add_argument("--corpus")
     ap.add_argument("--budget")
+    ap.add_argument("--t5", nargs=2, metavar=("PAGE", "NPY_STEM"))
+    ap.add_argument("--patch", action="append", default=[], metavar="PAGE", help="a headscope patch index.html")
     args = ap.parse_args()
     if args.make_budget:
         make_budget(args.make_budget)
@@ -183,12 +209,18 @@ def main():
     try:
         drv = start_browser(profile)
         jobs = [(run_case, (name, page, npy, args.shots)) for name, page, npy in args.case]
+        if args.local:
+            jobs.append((run_local, (args.local, args.shots)))
         if args.nomaps:
             jobs.append((run_nomaps, (args.nomaps, args.shots)))
         if args.corpus:
             jobs.append((run_corpus, (args.corpus, args.shots)))
         if args.budget:
             jobs.append((run_budget, (args.budget, args.shots)))
+        if args.t5:  # an encoder-decoder's page: tests/browser_t5.py
+            from browser_t5 import run_t5
+            jobs.append((run_t5, (args.t5[0], args.t5[1], args.shots)))
+        jobs += [(check_patch_page, (page, args.shots)) for page in args.patch]
         for fn, a in jobs:
             try:
                 fn(drv, *a)

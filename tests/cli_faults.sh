@@ -40,7 +40,9 @@ done
 # from outside would come while it is written); the process ends by that signal (run by
 # sh -c, whose report of it goes to the unread stderr)
 W="$T/w"
-sig_env() { local sig=$1; shift; sh -c '"$@"' _ env HEADSCOPE_TEST_SIGNAL_TMP="$sig" "$@"; }
+# (--default-signal: a run under nohup would otherwise inherit SIGHUP ignored, and a program
+# rightly leaves an ignored signal ignored)
+sig_env() { local sig=$1; shift; sh -c '"$@"' _ env --default-signal HEADSCOPE_TEST_SIGNAL_TMP="$sig" "$@"; }
 for sig in 1 2 13 15; do
     mkdir -p "$W"
     expect $((128 + sig)) "attn, signal $sig" -- sig_env $sig "$HS" attn "$TG" --file "$T/long.txt" --truncate -o "$W/a.npy"

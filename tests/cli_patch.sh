@@ -65,7 +65,7 @@ one_line_error "missing pairs file"
 # ---- a run ---------------------------------------------------------------------------------
 expect 0 "patch trained-gpt2 both" -- "$HS" patch "$TG" --pairs "$P" -o "$T/run" --method both --positions each --resamples 200
 grep -q "^patched z of 4 layers over 2 pairs" "$T/out" && ok || bad "patch summary: $(cat "$T/out")"
-[ "$(ls "$T/run" | tr '\n' ' ')" = "patching.json patching.png patching_positions.png " ] && ok || bad "patch files: $(ls "$T/run")"
+[ "$(ls "$T/run" | tr '\n' ' ')" = "index.html patching.json patching.png patching_positions.png " ] && ok || bad "patch files: $(ls "$T/run")"
 "$PY" - "$T/run/patching.json" <<'PYEOF' && ok || bad "patching.json"
 import json, math, sys
 j = json.load(open(sys.argv[1]))
@@ -83,11 +83,15 @@ for h in j["heads"]:   # the effect is the normalised mean of per_pair
 assert len(j["positions"]) == 16 * j["pairs"][0]["n_tokens"]
 assert -1 <= j["correlation"]["heads"] <= 1 and -1 <= j["correlation"]["positions"] <= 1
 assert j["bootstrap"] == {"resamples": 200, "seed": 24301, "level": 0.95}
-assert j["files"] == ["patching.png", "patching_positions.png", "patching.json"]
+assert j["files"] == ["patching.png", "patching_positions.png", "index.html", "patching.json"]
+# the page embeds the report (tests/browser_patch.py reads what it shows)
+page = open(sys.argv[1].replace("patching.json", "index.html")).read()
+at = page.index('<script type="application/json" id="hs-patching">') + 49
+assert json.loads(page[at:page.index("</script>", at)]) == j
 PYEOF
 pngcheck -q "$T/run/patching.png" >/dev/null 2>&1 && ok || bad "patching.png is not a valid PNG"
 expect 0 "patch again, another site" -- "$HS" patch "$G" --pairs "$P" -o "$T/run" --site mlp_out --metric prob --direction noise --no-images -q
-[ "$(ls "$T/run" | tr '\n' ' ')" = "patching.json " ] && ok || bad "a second run left: $(ls "$T/run")"
+[ "$(ls "$T/run" | tr '\n' ' ')" = "index.html patching.json " ] && ok || bad "a second run left: $(ls "$T/run")"
 "$PY" -c "
 import json; j = json.load(open('$T/run/patching.json'))
 assert j['site'] == 'mlp_out' and j['n_heads'] == 0 and j['heads'][1]['head'] is None and len(j['heads']) == 2
@@ -105,14 +109,14 @@ stderr_has "patch path out of the model" "path patching: receiver 2.0 (layer 1 t
 expect 0 "patch all senders" -- "$HS" patch "$G" --pairs "$P" -o "$T/pp" --path-senders all --receiver 1.2:v -q
 "$PY" -c "
 import json; j = json.load(open('$T/pp/patching.json'))
-assert j['method'] == 'path' and 'heads' not in j and j['files'] == ['patching.png', 'patching.json']
+assert j['method'] == 'path' and 'heads' not in j and j['files'] == ['patching.png', 'index.html', 'patching.json']
 assert [p['sender'] for p in j['paths']] == ['0.0', '0.1', '0.2', '0.3'] and j['paths'][2]['receiver'] == '1.2'
 assert all(p['input'] == 'v' and len(p['per_pair']) == 2 for p in j['paths'])
 " && ok || bad "all senders' report: $(head -c 300 "$T/pp/patching.json")"
 expect 0 "patch one path" -- "$HS" patch "$G" --pairs "$P" -o "$T/pp" --path 0.1:1.2:v -q
 "$PY" -c "
 import json; j = json.load(open('$T/pp/patching.json')); a = json.load(open('$T/pp/patching.json'))
-assert len(j['paths']) == 1 and j['paths'][0]['sender'] == '0.1' and j['files'] == ['patching.json']
+assert len(j['paths']) == 1 and j['paths'][0]['sender'] == '0.1' and j['files'] == ['index.html', 'patching.json']
 " && ok || bad "one path's report"
 [ ! -e "$T/pp/patching.png" ] && ok || bad "the all-senders picture was left beside one path's report"
 
@@ -146,6 +150,8 @@ def same(a, b, at="report"):  # the shards' per-pair values as printed: last bit
         assert a == b, (at, a, b)
 same(one, merged)
 PYEOF
+    [ -s "$T/sm/index.html" ] && grep -q 'id="hs-patching"' "$T/sm/index.html" && ok ||
+        bad "merge $what: no patching page"
 }
 shard_check "z, both methods" "$TG" --method both
 shard_check "attn_out per position" "$G" --site attn_out --positions each --metric prob

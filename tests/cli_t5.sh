@@ -87,10 +87,52 @@ one_line_error "convert t5"
 stderr_has "convert t5" "no encoder-decoder GGUF file yet"
 no_file "convert t5" "$T/t5.gguf"
 
-expect 1 "analyze t5" -- "$HS" analyze "$M/t5-tiny" --text "a text" -o "$T/an"
-one_line_error "analyze t5"
-stderr_has "analyze t5" "is an encoder-decoder (t5): its analysis is not implemented yet"
-no_file "analyze t5" "$T/an"
+# analyze: the three kinds of heads' metrics, diversity, ablation and gradient against the
+# float64 reference's goldens (fixtures/ref/make_t5_report_golden.py), the pictures, the page
+TXT=$("$PY" -c "import json; print(json.load(open('$G/analyze_text.json'))['text'])")
+TGT=$("$PY" -c "import json; print(json.load(open('$G/analyze_text.json'))['target'])")
+for model in t5-tiny t5-v1_1-tiny; do
+    expect 0 "analyze $model" -- "$HS" analyze "$M/$model" --text "$TXT" --target "$TGT" -o "$T/an"
+    grep -q "^  cross    [23] x 2 heads, maps 13 x 20; most focused cross" "$T/out" &&
+        ok || bad "analyze $model summary: $(cat "$T/out")"
+    "$PY" fixtures/ref/make_t5_report_golden.py --check "$T/an/report.json" "$model" >"$T/chk" &&
+        ok || bad "analyze $model vs make_t5_report_golden.py: $(cat "$T/chk")"
+    "$PY" - "$T/an" <<'PY' && ok || bad "analyze $model: files, shapes, ids"
+import json, os, sys
+d = sys.argv[1]
+r = json.load(open(d + "/report.json"))
+ids = json.load(open("fixtures/t5/golden/analyze_ids.json"))
+assert r["input"]["ids"] == ids["text_ids"] and r["input"]["target_ids"] == ids["target_ids"]
+assert r["input"]["decoder_ids"] == [r["model"]["decoder_start_id"]] + ids["target_ids"][:-1]
+shapes = {k["kind"]: k["map_shape"] for k in r["kinds"]}
+assert shapes == {"encoder": [20, 20], "decoder": [13, 13], "cross": [13, 20]}, shapes
+assert all(h["map_shape"] == shapes[h["kind"]] for h in r["heads"])
+for f in r["files"]:
+    assert os.path.isfile(os.path.join(d, f)), f
+pics = [f for f in r["files"] if f.startswith("heads/")]
+assert len(pics) == len(r["heads"]) and "heads/cross_L0_H1.png" in pics, pics
+page = open(d + "/index.html").read()
+assert page.count('class="hs-xmap"') == len(r["heads"]) and 'data-kind="cross"' in page
+PY
+done
+# the page shows the three kinds (tests/browser_numbers.py reads its numbers when Chromium is there)
+expect 2 "analyze t5 without a target" -- "$HS" analyze "$M/t5-tiny" --text "a text" -o "$T/an2"
+one_line_error "analyze t5 without a target"
+stderr_has "analyze t5 without a target" "is an encoder-decoder (t5): give its decoder's target with --target TEXT"
+no_file "analyze t5 without a target" "$T/an2"
+expect 2 "analyze --target on gpt2" -- "$HS" analyze fixtures/tiny-gpt2 --text "a text" --target "b" -o "$T/an2"
+one_line_error "analyze --target on gpt2"
+stderr_has "analyze --target on gpt2" "--target is for an encoder-decoder's decoder"
+no_file "analyze --target on gpt2" "$T/an2"
+expect 1 "analyze t5 --ablation mean" -- "$HS" analyze "$M/t5-tiny" --text "a text" --target "b" --ablation mean -o "$T/an2"
+one_line_error "analyze t5 --ablation mean"
+stderr_has "analyze t5 --ablation mean" "mean ablation is not implemented for an encoder-decoder"
+no_file "analyze t5 --ablation mean" "$T/an2"
+printf 'a text\n' >"$T/corpus.txt"
+expect 1 "analyze t5 --corpus" -- "$HS" analyze "$M/t5-tiny" --corpus "$T/corpus.txt" -o "$T/an2"
+one_line_error "analyze t5 --corpus"
+stderr_has "analyze t5 --corpus" "its corpus mode is not implemented"
+no_file "analyze t5 --corpus" "$T/an2"
 
 echo "cli_t5: $pass passed, $fail failed"
 [ "$fail" = 0 ]

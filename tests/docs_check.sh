@@ -5,9 +5,9 @@
 #   - every relative link of README.md and docs/*.md resolves;
 #   - the pictures drawn by headscope (all but the page screenshot, which needs Chromium and
 #     its fonts) are byte for byte what make_images.sh draws now from the fixtures;
-#   - every key of four real reports (a GPT-2 text, a BERT pair with --word-level, a
+#   - every key of five real reports (a GPT-2 text, a BERT pair with --word-level, a
 #     grouped-query Llama with resample ablation and greedy pruning, a corpus run with
-#     --corpus-ablation) is named in docs/report-schema.md, every key of its report tables
+#     --corpus-ablation, a T5 text and target) is named in docs/report-schema.md, every key of its report tables
 #     occurs in one of them, and its Top level table is exactly their top-level keys.
 #
 #   HEADSCOPE=build/headscope bash tests/docs_check.sh
@@ -53,6 +53,7 @@ reports() {
         "$HS" analyze fixtures/family-models/tiny-llama --text "$txt" --ablation resample --prune-method greedy \
             --no-images -o "$T/r/llama" -q &&
         "$HS" analyze fixtures/tiny-gpt2 --corpus fixtures/corpus/mixed.jsonl --corpus-ablation -o "$T/r/corpus" -q &&
+        "$HS" analyze fixtures/t5/models/t5-tiny --text "$txt" --target "The cat sat." --no-images -o "$T/r/t5" -q &&
         "$PY" tests/docs_check.py keys "$T"/r/*/report.json
 }
 step "report-schema.md names every key of real reports, and the reverse" reports

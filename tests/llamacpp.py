@@ -33,6 +33,7 @@ import ctypes
 import json
 import math
 import os
+import re
 import sys
 
 import numpy as np
@@ -93,11 +94,23 @@ def read_ids(path):
     return json.loads(text[-1]) if text else []
 
 
+def read_embeddings(jsonfile, n):
+    """The first n rows of llama-embedding's --embd-output-format json. llama.cpp of 2026 logs
+    through a queue that its exit may cut short (its issue 22142): the file's tail can be lost,
+    so the rows are taken from the complete "embedding" arrays of what is there (the scripts
+    pass the text twice, as two prompts, and compare the first)."""
+    with open(jsonfile, encoding="utf-8") as f:
+        text = f.read()
+    try:
+        rows = [row["embedding"] for row in json.loads(text)["data"]]
+    except ValueError:
+        rows = [json.loads("[" + m.group(1) + "]")
+                for m in re.finditer(r'"embedding": \[([^\]]*)\]', text)]
+    return np.array(rows[:n], dtype=np.float64)
+
+
 def cmd_embed(path, text, jsonfile, min_cos, ids_file=None):
     min_cos = float(min_cos)
-    with open(jsonfile, encoding="utf-8") as f:
-        data = json.load(f)["data"]
-    ref = np.array([row["embedding"] for row in data], dtype=np.float64)
     with headscope.load(path) as m:
         if ids_file:
             ids = read_ids(ids_file)
@@ -105,6 +118,7 @@ def cmd_embed(path, text, jsonfile, min_cos, ids_file=None):
         else:
             enc = m.tokenize(text)
         _, hid = forward(m, enc, hidden=True)
+    ref = read_embeddings(jsonfile, len(hid))
     if ref.shape != hid.shape:
         print("embeddings: llama.cpp %s, headscope %s" % (ref.shape, hid.shape))
         return 1
@@ -121,9 +135,8 @@ def cmd_golden(ids_npy, hidden_npy, ids_file, jsonfile, max_abs, min_cos):
     if got != want:
         print("llama-tokenize %s\ngolden         %s" % (got, want))
         return 1
-    with open(jsonfile, encoding="utf-8") as f:
-        ref = np.array([row["embedding"] for row in json.load(f)["data"]], dtype=np.float64)
     gold = np.load(hidden_npy).astype(np.float64)
+    ref = read_embeddings(jsonfile, len(gold))
     if ref.shape != gold.shape:
         print("embeddings: llama.cpp %s, golden %s" % (ref.shape, gold.shape))
         return 1

@@ -22,6 +22,12 @@
 #     llama-embedding against headscope on the same file; with LLAMACPP_MODELS,
 #     llama.cpp's own tokenizer test on its ggml-vocab-llama-spm.gguf
 #     (LLAMACPP_FAMILIES_ONLY=1 runs this part alone);
+#   - the multi-query families (fixtures/mqa-models/tiny-{falcon-mq,falcon-nd,bigcode,
+#     bigcode-mha} with fixtures/gguf/arch/bpe128.tokenizer.json, converted to f32 and f16 as
+#     llama.cpp's falcon and starcoder) and latent attention (fixtures/mla-models/
+#     tiny-deepseek-{lite,moe,v3} with tiny-deepseek-lite's tokenizer, as deepseek2):
+#     llama-tokenize's ids against headscope's, and llama-embedding's final hidden states
+#     against headscope's on the same file (LLAMACPP_MQA_ONLY=1 runs this part alone);
 #   - issue 39's tokenizer files (fixtures/gguf/tokdefects): llama-tokenize's ids against
 #     headscope's (RoBERTa's add_bos_token / add_eos_token, equal SentencePiece scores, a BOS id
 #     beyond the vocabulary).
@@ -145,6 +151,64 @@ spm_vocab() {
     if "$PY" tests/llamacpp.py vocab-cases "$HS" "$v" "$v.inp" "$v.out" >"$T/voc.log"; then ok; else bad "llama-spm vocabulary: $(cat "$T/voc.log")"; fi
     echo "ggml-vocab-llama-spm: $(tail -1 "$T/voc.log")"
 }
+# emb_vs_ids FILE TEXT IDS CTX COS NAME: llama-embedding's final hidden states of TEXT against
+# headscope's on llama-tokenize's ids (IDS), cosine >= COS for every token; 1 when llama.cpp
+# fails (the summary in $T/emb.log). The text goes twice, as two prompts, and the first is
+# compared: llama.cpp of 2026 may lose the tail of its output at exit (tests/llamacpp.py's
+# read_embeddings). A context under 256 is raised to it: that llama.cpp asserts
+# (n_outputs_max) on -c 128 with every token's output; the texts are far shorter.
+emb_vs_ids() {
+    local c=$4
+    [ "$c" -lt 256 ] && c=256
+    if ! "$L/llama-embedding" -m "$1" -p "$2"$'\n'"$2" --pooling none --embd-normalize -1 \
+        --embd-output-format json -c "$c" -b "$c" -ub "$c" -ctk f32 -ctv f32 -t $TH --no-warmup \
+        >"$T/emb.json" 2>"$T/emb.err"; then
+        bad "$6 llama-embedding failed: $(grep -iE 'error|assert' "$T/emb.err" | head -3)"
+        return 1
+    fi
+    if "$PY" tests/llamacpp.py embed-ids "$1" "$3" "$T/emb.json" "$5" >"$T/emb.log"; then ok; else bad "$6: cosine below $5"; fi
+}
+# ---- the multi-query families: falcon (7B's one norm, 40B's two and grouped K/V heads) and
+# starcoder (one K/V head, and a multi-head c_attn written with its head_count_kv); latent
+# attention: deepseek2 (V2-Lite with YaRN, V2's softmax experts, V3's sigmoid router) -----
+# Bounds: f32 cosine 0.9999 for Falcon (its GELU is the exact erf form, ggml's the tanh one
+# from an F16 table), 0.99999 for StarCoder and DeepSeek's dense layers; f16 0.999. Routing
+# rules differ where llama.cpp departs from transformers (docs/gguf.md): a group of experts
+# scored by its best two also under softmax (tiny-deepseek-moe: 0.99), the other groups'
+# biased scores masked to -inf rather than 0 (tiny-deepseek-v3, whose random correction bias
+# makes many kept scores negative: 0.7, a misread file gives about 0).
+mqa() {
+    local m ty f cos c tok text="the cat sat on the mat. the dog sat on the cat. then the cat ran."
+    for m in tiny-falcon-mq tiny-falcon-nd tiny-bigcode tiny-bigcode-mha tiny-deepseek-lite \
+        tiny-deepseek-moe tiny-deepseek-v3; do
+        case $m in
+        tiny-deepseek*) mkdir -p "$T/$m" && cp fixtures/mla-models/$m/* "$T/$m/" &&
+            cp fixtures/mla-models/tiny-deepseek-lite/tokenizer.json "$T/$m/tokenizer.json" ;;
+        *) mkdir -p "$T/$m" && cp fixtures/mqa-models/$m/* "$T/$m/" &&
+            cp fixtures/gguf/arch/bpe128.tokenizer.json "$T/$m/tokenizer.json" ;;
+        esac
+        c=$(grep -oE '"(n_positions|max_position_embeddings)": [0-9]+' "$T/$m/config.json" | grep -oE '[0-9]+$')
+        for ty in f32 f16; do
+            f=$T/$m-$ty.gguf
+            cos=0.99999
+            case $m in tiny-falcon*) cos=0.9999 ;; esac
+            [ "$ty" = f16 ] && cos=0.999
+            case $m in tiny-deepseek-moe) cos=0.99 ;; tiny-deepseek-v3) cos=0.7 ;; esac
+            run "convert $m $ty" -- "$HS" convert "$T/$m" -o "$f" --type "$ty"
+            "$L/llama-tokenize" -m "$f" -p "$text" --ids --log-disable >"$T/mids.txt" 2>/dev/null || { bad "$m-$ty: llama-tokenize failed"; continue; }
+            "$HS" tokenize "$f" --text "$text" --json >"$T/h.json" 2>"$T/h.err" || { bad "$m-$ty: headscope tokenize: $(cat "$T/h.err")"; continue; }
+            if "$PY" tests/llamacpp.py ids "$T/h.json" "$T/mids.txt" >"$T/ids.log"; then ok; else bad "$m-$ty ids: $(cat "$T/ids.log")"; fi
+            emb_vs_ids "$f" "$text" "$T/mids.txt" "$c" "$cos" "$m-$ty" || continue
+            echo "$m-$ty (headscope vs llama.cpp on the file): $(cat "$T/emb.log")"
+        done
+    done
+}
+if [ "${LLAMACPP_MQA_ONLY:-0}" = 1 ]; then
+    mqa
+    echo "llamacpp: $pass passed, $fail failed"
+    [ "$fail" = 0 ]
+    exit
+fi
 if [ "${LLAMACPP_FAMILIES_ONLY:-0}" = 1 ]; then
     spm_vocab
     quantized
@@ -284,13 +348,7 @@ for ty in f32 f16; do
     [ "$ty" = f16 ] && cos=0.999
     run "convert roberta $ty" -- "$HS" convert "$T/tiny-roberta" -o "$f" --type "$ty"
     "$L/llama-tokenize" -m "$f" -p "$RTEXT" --ids --log-disable >"$T/rids.txt" 2>/dev/null || { bad "roberta-$ty: llama-tokenize failed"; continue; }
-    if ! "$L/llama-embedding" -m "$f" -p "$RTEXT" --pooling none --embd-normalize -1 \
-        --embd-output-format json -c 128 -b 128 -ub 128 -ctk f32 -ctv f32 -t $TH --no-warmup \
-        >"$T/emb.json" 2>"$T/emb.err"; then
-        bad "roberta-$ty llama-embedding failed: $(grep -iE 'error|assert' "$T/emb.err" | head -3)"
-        continue
-    fi
-    if "$PY" tests/llamacpp.py embed-ids "$f" "$T/rids.txt" "$T/emb.json" $cos >"$T/emb.log"; then ok; else bad "roberta-$ty: cosine below $cos"; fi
+    emb_vs_ids "$f" "$RTEXT" "$T/rids.txt" 128 "$cos" "roberta-$ty" || continue
     echo "roberta-$ty: $(cat "$T/emb.log")"
 done
 
@@ -309,6 +367,7 @@ done
 families
 quantized
 spm_vocab
+mqa
 
 echo "llamacpp: $pass passed, $fail failed"
 [ "$fail" = 0 ]

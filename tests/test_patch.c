@@ -156,9 +156,19 @@ static const cJSON *golden_case(const char *model, const char *site, const char 
     return NULL;
 }
 
+/* The work of GPT-2-shaped passes in floating-point operations (two a multiply-add), by
+ * hand: a layer's Q, K, V (3 d columns) and its attention over the n (n + 1) / 2 causal
+ * (query, key) pairs, scores and P V of d_head each for every head; its output projection
+ * and MLP (d_ff = 4 d) on r rows; the LM head on r rows and k columns. The unit, one plain
+ * forward with logits at every position: L (attn + post(n)) + head(n, V). */
+static double g2_scores(double d, double n) { return 2.0 * 2.0 * d * n * (n + 1) / 2; }
+static double g2_attn(double d, double n) { return 2.0 * n * d * 3 * d + g2_scores(d, n); }
+static double g2_post(double d, double r) { return 2.0 * r * d * d + 2.0 * 2.0 * r * d * 4 * d; }
+static double g2_head(double d, double r, double k) { return 2.0 * r * d * k; }
+
 /* Both methods at once: each as alone, the attribution's in the _attr arrays, and their
  * correlation; attribution costs one forward pass of the source and one forward and one
- * backward of the target. */
+ * backward of the target (each product's input gradient, attention's two products twice). */
 Test(patch, both_methods_and_attribution_cost)
 {
     hs_model *m = tu_load("fixtures/trained-gpt2");
@@ -193,15 +203,25 @@ Test(patch, both_methods_and_attribution_cost)
     o.method = HS_PATCH_ATTRIBUTION;
     o.resamples = 0;
     cr_assert_eq(hs_patch_run(m, pairs, count, &o, &r, &err), HS_OK, "%s", err.msg);
-    cr_assert_float_eq(r->passes / count, 3.0, 1e-12);
+    const hs_model_config *mc = hs_model_config_of(m);
+    double L = mc->n_layer, d = mc->d_model, V = mc->vocab_size, want = 0;
+    for (int i = 0; i < count; i++) {
+        double n = pairs[i].n, plain = L * (g2_attn(d, n) + g2_post(d, n)) + g2_head(d, 1, V);
+        double back = L * (g2_attn(d, n) + g2_scores(d, n) + g2_post(d, n)) + g2_head(d, 1, V);
+        want += (2 * plain + back) / (L * (g2_attn(d, n) + g2_post(d, n)) + g2_head(d, n, V));
+    }
+    cr_assert_float_eq(r->passes, want, 1e-9 * want, "%g, by hand %g", r->passes, want);
+    cr_assert_leq(r->passes / count, 3.0);
     cr_assert_null(r->effect_attr);
     hs_patch_result_free(r);
     free_pairs(pairs, count);
     hs_model_free(m);
 }
 
-/* Patching z of every head costs at most L H / 2 + H / 2 + 2 forward passes a pair: a
- * layer's heads in one batch from that layer on. */
+/* Patching z of every head: a layer's heads in one batch from that layer's contexts on
+ * (its output projection and MLP, then every later layer), the last layer's output
+ * projection and MLP on the metric's row, two logits a copy; beside the plain source and
+ * target runs (logits on the metric's row). */
 Test(patch, cost_in_forward_passes)
 {
     hs_model *m = tu_load("fixtures/trained-gpt2");
@@ -213,7 +233,18 @@ Test(patch, cost_in_forward_passes)
     hs_error err = {{0}};
     cr_assert_eq(hs_patch_run(m, pairs, count, &o, &r, &err), HS_OK, "%s", err.msg);
     int L = r->n_layer, H = r->n_units;
-    cr_assert_float_eq(r->passes / count, 2.0 + H * (L + 1) / 2.0, 1e-9, "%g", r->passes / count);
+    double d = hs_model_config_of(m)->d_model, V = hs_model_config_of(m)->vocab_size, want = 0;
+    for (int i = 0; i < count; i++) {
+        double n = pairs[i].n, layers = L * (g2_attn(d, n) + g2_post(d, n));
+        double work = 2 * (layers + g2_head(d, 1, V));
+        for (int l = 0; l < L; l++) {
+            work += H * (g2_post(d, l == L - 1 ? 1 : n) + g2_head(d, 1, 2));
+            for (int k = l + 1; k < L; k++)
+                work += H * (g2_attn(d, n) + g2_post(d, k == L - 1 ? 1 : n));
+        }
+        want += work / (layers + g2_head(d, n, V));
+    }
+    cr_assert_float_eq(r->passes, want, 1e-9 * want, "%g, by hand %g", r->passes, want);
     cr_assert(isnan(r->ci_lo[0]));
     hs_patch_result_free(r);
     free_pairs(pairs, count);

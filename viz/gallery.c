@@ -6,6 +6,7 @@
 
 #include "core/core.h"
 #include "plot.h"
+#include "viz_internal.h"
 
 #define MAX_LH 256
 #define MAX_N 16384
@@ -17,15 +18,6 @@
 #define KEY_W 160
 #define KEY_H 12
 
-typedef struct lh_labels {
-    char prefix;
-} lh_labels;
-
-static const char *lh_label(const void *ctx, int i, char *buf, size_t cap)
-{
-    snprintf(buf, cap, "%c%d", ((const lh_labels *)ctx)->prefix, i);
-    return buf;
-}
 
 /* Thumbnail side for count thumbnails in avail pixels with gap between them. */
 static int thumb_side(int avail, int count, int gap)
@@ -64,6 +56,15 @@ hs_status hs_gallery_render(const float *maps, int n_layer, int n_head, int n,
 hs_status hs_gallery_render_from(hs_map_fn get, void *user, int n_layer, int n_head, int n,
                                  const hs_gallery_opts *opts, hs_image *out,
                                  hs_layout *layout, hs_error *err)
+{
+    return hs_viz_gallery_render_marked(get, user, n_layer, n_head, n, opts, NULL, out, layout,
+                                        err);
+}
+
+hs_status hs_viz_gallery_render_marked(hs_map_fn get, void *user, int n_layer, int n_head,
+                                       int n, const hs_gallery_opts *opts,
+                                       const int *layer_window, hs_image *out,
+                                       hs_layout *layout, hs_error *err)
 {
     static const hs_gallery_opts defaults = {0};
     float *small = NULL, *m = NULL;
@@ -123,14 +124,14 @@ hs_status hs_gallery_render_from(hs_map_fn get, void *user, int n_layer, int n_h
     int ls = t >= 40 ? 2 : 1;
 
     /* labels: "L0".. at the left, "H0".. above; stride when they do not fit */
-    lh_labels rowl = {'L'}, coll = {'H'};
+    hs_viz_lh rowl = {'L', layer_window}, coll = {'H', NULL};
     int row_stride = hs_viz_label_stride(n_layer, pitch, ls, 0);
     char buf[32];
-    int col_lab_w = hs_text_width(lh_label(&coll, n_head - 1, buf, sizeof buf), ls, 0);
+    int col_lab_w = hs_text_width(hs_viz_lh_label(&coll, n_head - 1, buf, sizeof buf), ls, 0);
     int col_stride = (col_lab_w + 6 + pitch - 1) / pitch;
     if (col_stride < 1)
         col_stride = 1;
-    int row_lab_w = hs_viz_labels_extent(lh_label, &rowl, n_layer, row_stride, ls, 0, 0);
+    int row_lab_w = hs_viz_labels_extent(hs_viz_lh_label, &rowl, n_layer, row_stride, ls, 0, 0);
 
     int gx = M + row_lab_w + LABEL_GAP;
     int band_y = M + (th ? th + TITLE_GAP : 0);
@@ -146,7 +147,10 @@ hs_status hs_gallery_render_from(hs_map_fn get, void *user, int n_layer, int n_h
     int tw = hs_viz_title_width(opts->title, NULL, 1);
     if (M + tw + M > w)
         w = M + tw + M;
-    int h = key_y + key_h + M;
+    int lg = hs_viz_local_legend_height(layer_window, n_layer, ls);
+    if (lg && gx + hs_viz_local_legend_width(ls) + M > w)
+        w = gx + hs_viz_local_legend_width(ls) + M;
+    int h = key_y + key_h + lg + M;
     if (w > HS_PNG_MAX_SIDE || h > HS_PNG_MAX_SIDE)
         return hs_fail(err, HS_E_ARG, "gallery: image would be %dx%d, over %d", w, h,
                        HS_PNG_MAX_SIDE);
@@ -203,13 +207,13 @@ hs_status hs_gallery_render_from(hs_map_fn get, void *user, int n_layer, int n_h
     }
 
     for (int l = 0; l < n_layer; l += row_stride) {
-        const char *s = lh_label(&rowl, l, buf, sizeof buf);
+        const char *s = hs_viz_lh_label(&rowl, l, buf, sizeof buf);
         int lw = hs_text_width(s, ls, 0);
         int cy = gy + l * pitch + t / 2;
         hs_cv_text(out, gx - LABEL_GAP - lw, cy - (7 * ls) / 2, s, ls, hs_viz_ink, 0, 0);
     }
     for (int hd = 0; hd < n_head; hd += col_stride) {
-        const char *s = lh_label(&coll, hd, buf, sizeof buf);
+        const char *s = hs_viz_lh_label(&coll, hd, buf, sizeof buf);
         int lw = hs_text_width(s, ls, 0);
         int cx = gx + hd * pitch + t / 2;
         hs_cv_text(out, cx - lw / 2, gy - LABEL_GAP - HS_FONT_H * ls + 2 * ls, s, ls, hs_viz_ink,
@@ -228,6 +232,8 @@ hs_status hs_gallery_render_from(hs_map_fn get, void *user, int n_layer, int n_h
     }
     hs_cv_frame(out, kx - 1, key_y - 1, kw + 2, key_h + 2, hs_viz_frame);
     hs_cv_text(out, kx + kw + 6, ty, "max of each head", ls, hs_viz_ink, 0, 0);
+    if (lg)
+        hs_viz_local_legend_draw(out, gx, key_y + key_h, ls);
 
     if (layout) {
         hs_layout lay = {0};
@@ -275,8 +281,16 @@ hs_status hs_gallery_write(const char *path, const float *maps, int n_layer, int
 hs_status hs_gallery_write_from(const char *path, hs_map_fn get, void *user, int n_layer,
                                 int n_head, int n, const hs_gallery_opts *opts, hs_error *err)
 {
+    return hs_viz_gallery_write_marked(path, get, user, n_layer, n_head, n, opts, NULL, err);
+}
+
+hs_status hs_viz_gallery_write_marked(const char *path, hs_map_fn get, void *user, int n_layer,
+                                      int n_head, int n, const hs_gallery_opts *opts,
+                                      const int *layer_window, hs_error *err)
+{
     hs_image img = {0};
-    hs_status st = hs_gallery_render_from(get, user, n_layer, n_head, n, opts, &img, NULL, err);
+    hs_status st = hs_viz_gallery_render_marked(get, user, n_layer, n_head, n, opts, layer_window,
+                                                &img, NULL, err);
     if (st != HS_OK)
         return st;
     st = hs_png_write(path, img.rgb, img.w, img.h, err);

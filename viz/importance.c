@@ -5,6 +5,7 @@
 
 #include "core/core.h"
 #include "plot.h"
+#include "viz_internal.h"
 
 #define MAX_LH 256
 #define TITLE_GAP 14
@@ -25,19 +26,18 @@ static void format_value(float v, int dec, char *buf, size_t cap)
         memmove(buf, buf + 1, strlen(buf));
 }
 
-typedef struct lh_labels {
-    char prefix;
-} lh_labels;
-
-static const char *lh_label(const void *ctx, int i, char *buf, size_t cap)
-{
-    snprintf(buf, cap, "%c%d", ((const lh_labels *)ctx)->prefix, i);
-    return buf;
-}
 
 hs_status hs_importance_render(const float *values, int n_layer, int n_head,
                                const hs_importance_opts *opts, hs_image *out,
                                hs_layout *layout, hs_error *err)
+{
+    return hs_viz_importance_render_marked(values, n_layer, n_head, opts, NULL, out, layout, err);
+}
+
+hs_status hs_viz_importance_render_marked(const float *values, int n_layer, int n_head,
+                                          const hs_importance_opts *opts,
+                                          const int *layer_window, hs_image *out,
+                                          hs_layout *layout, hs_error *err)
 {
     static const hs_importance_opts defaults = {0};
     hs_status st;
@@ -116,12 +116,12 @@ hs_status hs_importance_render(const float *values, int n_layer, int n_head,
     }
     int ls = s ? s : 1;
 
-    lh_labels rowl = {'L'}, coll = {'H'};
+    hs_viz_lh rowl = {'L', layer_window}, coll = {'H', NULL};
     int row_stride = hs_viz_label_stride(n_layer, ch, ls, 0);
     char buf[64];
-    int col_lab_w = hs_text_width(lh_label(&coll, n_head - 1, buf, sizeof buf), ls, 0);
+    int col_lab_w = hs_text_width(hs_viz_lh_label(&coll, n_head - 1, buf, sizeof buf), ls, 0);
     int col_stride = (col_lab_w + 6 + cw - 1) / cw;
-    int row_lab_w = hs_viz_labels_extent(lh_label, &rowl, n_layer, row_stride, ls, 0, 0);
+    int row_lab_w = hs_viz_labels_extent(hs_viz_lh_label, &rowl, n_layer, row_stride, ls, 0, 0);
 
     const int M = HS_VIZ_MARGIN;
     int th = hs_viz_title_height(opts->title, opts->subtitle, ls);
@@ -135,7 +135,10 @@ hs_status hs_importance_render(const float *values, int n_layer, int n_head,
     int tw = hs_viz_title_width(opts->title, opts->subtitle, ls);
     if (M + tw + M > w)
         w = M + tw + M;
-    int h = gy + (gh > bar_h ? gh : bar_h) + 8 + M;
+    int lg = hs_viz_local_legend_height(layer_window, n_layer, ls);
+    if (lg && gx + hs_viz_local_legend_width(ls) + M > w)
+        w = gx + hs_viz_local_legend_width(ls) + M;
+    int h = gy + (gh > bar_h ? gh : bar_h) + 8 + lg + M;
     if (w > HS_PNG_MAX_SIDE || h > HS_PNG_MAX_SIDE)
         return hs_fail(err, HS_E_ARG, "importance: image would be %dx%d, over %d", w, h,
                        HS_PNG_MAX_SIDE);
@@ -167,13 +170,13 @@ hs_status hs_importance_render(const float *values, int n_layer, int n_head,
     hs_viz_kv_groups(out, gx, cw, cw - (cw >= 6 && ch >= 6), n_head, grp, band_y, gy, gy + gh, ls);
 
     for (int l = 0; l < n_layer; l += row_stride) {
-        const char *lab = lh_label(&rowl, l, buf, sizeof buf);
+        const char *lab = hs_viz_lh_label(&rowl, l, buf, sizeof buf);
         int lw = hs_text_width(lab, ls, 0);
         hs_cv_text(out, gx - LABEL_GAP - lw, gy + l * ch + (ch - 7 * ls) / 2, lab, ls, hs_viz_ink,
                    0, 0);
     }
     for (int hd = 0; hd < n_head; hd += col_stride) {
-        const char *lab = lh_label(&coll, hd, buf, sizeof buf);
+        const char *lab = hs_viz_lh_label(&coll, hd, buf, sizeof buf);
         int lw = hs_text_width(lab, ls, 0);
         hs_cv_text(out, gx + hd * cw + (cw - lw) / 2, gy - LABEL_GAP - 7 * ls, lab, ls,
                    hs_viz_ink, 0, 0);
@@ -181,6 +184,8 @@ hs_status hs_importance_render(const float *values, int n_layer, int n_head,
 
     hs_rect bar = {bar_x, gy, BAR_W, bar_h};
     hs_viz_colorbar(out, bar, cmap, vmin, vmax, ls);
+    if (lg)
+        hs_viz_local_legend_draw(out, gx, gy + (gh > bar_h ? gh : bar_h) + 8, ls);
 
     if (layout) {
         hs_layout lay = {0};
@@ -208,8 +213,16 @@ hs_status hs_importance_render(const float *values, int n_layer, int n_head,
 hs_status hs_importance_write(const char *path, const float *values, int n_layer, int n_head,
                               const hs_importance_opts *opts, hs_error *err)
 {
+    return hs_viz_importance_write_marked(path, values, n_layer, n_head, opts, NULL, err);
+}
+
+hs_status hs_viz_importance_write_marked(const char *path, const float *values, int n_layer,
+                                         int n_head, const hs_importance_opts *opts,
+                                         const int *layer_window, hs_error *err)
+{
     hs_image img = {0};
-    hs_status st = hs_importance_render(values, n_layer, n_head, opts, &img, NULL, err);
+    hs_status st = hs_viz_importance_render_marked(values, n_layer, n_head, opts, layer_window,
+                                                   &img, NULL, err);
     if (st != HS_OK)
         return st;
     st = hs_png_write(path, img.rgb, img.w, img.h, err);

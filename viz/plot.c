@@ -349,3 +349,31 @@ void hs_viz_kv_groups(hs_image *img, int x0, int pitch, int cell, int n_head, in
         }
     }
 }
+
+const char *hs_viz_lh_label(const void *ctx, int i, char *buf, size_t cap)
+{
+    const hs_viz_lh *lh = ctx;
+    if (lh->window && lh->window[i] > 0)
+        snprintf(buf, cap, "%c%d w%d", lh->prefix, i, lh->window[i]);
+    else
+        snprintf(buf, cap, "%c%d", lh->prefix, i);
+    return buf;
+}
+
+#define LOCAL_LEGEND "wN: a local layer, its queries see only the last N keys"
+#define LOCAL_LEGEND_GAP 10
+
+int hs_viz_local_legend_height(const int *window, int n_layer, int scale)
+{
+    for (int l = 0; window && l < n_layer; l++)
+        if (window[l] > 0)
+            return LOCAL_LEGEND_GAP + HS_FONT_H * scale;
+    return 0;
+}
+
+int hs_viz_local_legend_width(int scale) { return hs_text_width(LOCAL_LEGEND, scale, 0); }
+
+void hs_viz_local_legend_draw(hs_image *img, int x, int y, int scale)
+{
+    hs_cv_text(img, x, y + LOCAL_LEGEND_GAP, LOCAL_LEGEND, scale, hs_viz_ink, 0, 0);
+}

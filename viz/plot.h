@@ -90,6 +90,22 @@ int hs_viz_kv_band(int n_head, int s, int scale);
 void hs_viz_kv_groups(hs_image *img, int x0, int pitch, int cell, int n_head, int s,
                       int band_y, int top, int bottom, int scale);
 
+/* Layer and head labels of the L x H grids: "L3", "H5" (prefix and index); with window
+ * set and window[i] > 0 a layer is local (a sliding window of that many keys) and reads
+ * "L3 w4096". */
+typedef struct hs_viz_lh {
+    char prefix;
+    const int *window; /* (n_layer) or NULL */
+} hs_viz_lh;
+const char *hs_viz_lh_label(const void *ctx, int i, char *buf, size_t cap);
+
+/* The legend line under an L x H grid with local layers: its height at scale (0 when no
+ * window[l] > 0, so a grid without local layers is drawn as before), its width, and its
+ * drawing at (x, y). */
+int hs_viz_local_legend_height(const int *window, int n_layer, int scale);
+int hs_viz_local_legend_width(int scale);
+void hs_viz_local_legend_draw(hs_image *img, int x, int y, int scale);
+
 /* Resolves an options max_size (0 = def) into *out, checking 200..HS_PNG_MAX_SIDE;
  * what names the renderer in the message. */
 hs_status hs_viz_check_size(int max_size, int def, const char *what, int *out, hs_error *err);

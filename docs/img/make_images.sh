@@ -7,6 +7,8 @@
 #       fixtures/trained-gpt2` on the README's repeated sentence (gallery.png, heads/L3_H0.png)
 #   docs/img/patching-induction.png, patching-path.png   docs/patching.md's worked example:
 #       `headscope patch fixtures/trained-gpt2` on fixtures/patch/induction.jsonl (patching.png)
+#   docs/img/t5-cross.png   docs/analyze.md's T5 example: `headscope analyze
+#       fixtures/t5/models/t5-tiny --text ... --target ...` (heads/cross_L1_H1.png)
 #   docs/img/page-head-view.png   that run's index.html for fixtures/trained-bert on a
 #       sentence pair, head view, layer 2, every head (headless Chromium, 1500 px wide)
 #
@@ -30,7 +32,7 @@ OUT=${1:-.}
 PICS="fixtures/render/sample_head.png fixtures/render/sample_gallery.png
 fixtures/render/sample_similarity.png fixtures/render/sample_importance.png
 docs/img/trained-gpt2-gallery.png docs/img/trained-gpt2-L3_H0.png docs/img/page-head-view.png
-docs/img/patching-induction.png docs/img/patching-path.png"
+docs/img/patching-induction.png docs/img/patching-path.png docs/img/t5-cross.png"
 if [ $list = 1 ]; then
     printf '%s\n' $PICS
     exit 0
@@ -66,6 +68,13 @@ cp "$T/patch/patching.png" "$OUT/docs/img/patching-induction.png"
 "$HS" patch fixtures/trained-gpt2 --pairs fixtures/patch/induction.jsonl -o "$T/path" \
     --path-senders all --receiver 3.0:k -q
 cp "$T/path/patching.png" "$OUT/docs/img/patching-path.png"
+
+# docs/analyze.md's T5 example: a cross-attention head, decoder tokens x encoder tokens
+T5_TEXT="The license is granted to any person, and the license is not granted to you."
+T5_TARGET="The license is granted, and the license is not granted."
+grep -qF -- "--text \"$T5_TEXT\"" docs/analyze.md || { echo "make_images: docs/analyze.md no longer analyses the T5 text the picture shows" >&2; exit 1; }
+"$HS" analyze fixtures/t5/models/t5-tiny --text "$T5_TEXT" --target "$T5_TARGET" -o "$T/t5" -q
+cp "$T/t5/heads/cross_L1_H1.png" "$OUT/docs/img/t5-cross.png"
 
 if [ $browser = 1 ]; then
     "$HS" analyze fixtures/trained-bert --text "$PAIR_A" --text-pair "$PAIR_B" -o "$T/bert" -q

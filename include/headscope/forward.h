@@ -131,6 +131,34 @@ hs_status hs_forward_encdec(const hs_model *m, const int32_t *enc_ids, int n_enc
                             const int32_t *dec_ids, int n_dec, const hs_forward_opts *opts,
                             hs_forward_ws *ws, hs_error *err);
 
+/* Packed passes: several texts in one pass (corpus throughput). Their tokens are stacked
+ * as the rows of one sequence, so every projection, the MLP and the LM head are one GEMM
+ * over all of them, and each text's attention runs over its own keys only (a
+ * block-diagonal mask, causal within the text for decoders), its positions from 0 (learned,
+ * rotary, ALiBi and every window as the family does). Each text's maps, logits and hidden
+ * states are those of a pass on that text alone, save the last bits of the GEMMs (cut by
+ * another shape: within 1e-5, docs/corpus.md). on_attn is called for every layer and, in
+ * it, for every text in order, with that text's probs: (n_head, n, n), n its length. */
+typedef int (*hs_packed_observer)(void *user, int layer, int text, const float *probs,
+                                  int n_head, int n);
+
+typedef struct hs_packed_opts {
+    hs_packed_observer on_attn; /* may be NULL; non-zero stops the pass (HS_E_ARG) */
+    void *user;                 /* passed to on_attn */
+    float *logits;              /* (total, vocab) or NULL: text t's rows after those before */
+    float *hidden;              /* (total, d_model) or NULL: the final hidden states */
+    int allow_nonfinite;        /* as in hs_forward_opts */
+} hs_packed_opts;
+
+/* Runs n_texts texts (1..HS_FORWARD_MAX_BATCH) in one pass: ids (and type_ids, NULL = all
+ * 0) hold their tokens one text after the other, text t lens[t] of them (each 1..n_ctx;
+ * the total is not bounded by the context). ws may be NULL (scratch per call): a workspace
+ * of hs_forward_ws_new_batch(m, longest text, ceil(total / longest)) or larger is reused. An
+ * encoder-decoder (T5) is refused by name (HS_E_UNSUPPORTED). */
+hs_status hs_forward_packed(const hs_model *m, const int32_t *ids, const int32_t *type_ids,
+                            const int *lens, int n_texts, const hs_packed_opts *opts,
+                            hs_forward_ws *ws, hs_error *err);
+
 /* A recorder observer: collects every layer's probs into one (n_layer, n_head, n, n)
  * array. Create with hs_trace_new, pass hs_trace_observe and the trace as user. The pass
  * recognises it and writes each layer's probabilities into the trace directly (no copy, and

@@ -91,6 +91,20 @@ hs_status hs_html_encode(const hs_html_input *in, char **out, size_t *len, hs_er
  * written, or HS_E_ARG for a NULL path. */
 hs_status hs_html_write(const char *path, const hs_html_input *in, hs_error *err);
 
+/* ---- the patching page: headscope patch's index.html ---------------------------------- */
+
+/* Builds the page of a patching report (patching.json, schema headscope.patching/1: the
+ * effect heatmap, the head x position view with "positions", the paths list; docs/html.md
+ * and docs/patching.md) in memory: the report is embedded as hs_html_encode embeds one.
+ * Returns HS_OK and a malloc'd, NUL-terminated page in *out (caller frees) with its
+ * length in *len; HS_E_ARG for a NULL argument, HS_E_FORMAT when patching_json is not a
+ * JSON object whose "schema" begins "headscope.patching/", HS_E_NOMEM. */
+hs_status hs_html_patching_encode(const char *patching_json, char **out, size_t *len,
+                                  hs_error *err);
+
+/* hs_html_patching_encode, written to path atomically as hs_html_write. */
+hs_status hs_html_patching_write(const char *path, const char *patching_json, hs_error *err);
+
 #ifdef __cplusplus
 }
 #endif

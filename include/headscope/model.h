@@ -196,12 +196,11 @@ typedef struct hs_arch {
      * Qwen3-MoE's), and scaled by moe_scale. With moe_every > 1 only layers l with
      * (l + 1) % moe_every == 0 have experts (Qwen3-MoE's decoder_sparse_step), and a layer
      * whose bit is set in moe_dense (bit l % 64 of word l / 64: mlp_only_layers) keeps its
-     * dense MLP. Read a layer's through hs_moe_layer (src/model/model_internal.h). */
+     * dense MLP (both at the end of hs_arch, added in 3.1.0). Read a layer's through
+     * hs_moe_layer (src/model/model_internal.h). */
     int moe_experts, moe_top_k, moe_shared, moe_ff, moe_first_dense;
     int moe_scoring, moe_routing, moe_groups, moe_topk_groups, moe_norm_topk;
     float moe_scale;
-    int moe_every;
-    uint64_t moe_dense[HS_MOE_MAX_LAYERS / 64];
     /* Which keys each query sees (visibility.h), layer by layer: a global layer sees `vis`
      * (zero: bidirectional); with sliding_window > 0 the local layers see the last
      * sliding_window keys (hs_vis_sliding), every layer local when global_every is 0, else
@@ -254,6 +253,10 @@ typedef struct hs_arch {
                                    to the embeddings' stored type; set at load); 0: none */
     float query_scale;          /* the scores' scale (Gemma: query_pre_attn_scalar^-1/2); 0:
                                    1 / sqrt(d_head) */
+    /* Qwen3-MoE's sparse layers (3.1.0, at the end so the fields above keep their offsets):
+     * see moe_experts above */
+    int moe_every;
+    uint64_t moe_dense[HS_MOE_MAX_LAYERS / 64];
 } hs_arch;
 
 /* The descriptor of a family by its name ("gpt2", "llama") or by its enum, or NULL when

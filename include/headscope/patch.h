@@ -71,8 +71,10 @@ hs_patch_opts hs_patch_opts_default(void);
 typedef struct hs_patch_result {
     int n_layer, n_units, n_pos, n_pairs; /* units: the site's heads (n_head, or n_kv_head
                                              at k and v) or 1; n_pos: 1 or the tokens */
-    double passes;     /* forward-pass equivalents run: the layers run, every copy of a
-                          batch counted, over n_layer */
+    double passes;     /* forward-pass equivalents run: the floating-point operations of
+                          the passes' matrix products (every copy of a batch counted) over
+                          those of one plain forward of a pair's tokens with logits at
+                          every position, summed over the pairs (docs/patching.md#cost) */
     double *clean, *corrupt; /* (n_pairs): the metric of each prompt unpatched */
     double *patched;   /* (n_layer, n_units, n_pos, n_pairs): the patched run's metric */
     double *effect;    /* (n_layer, n_units, n_pos): normalised on the means over the pairs */

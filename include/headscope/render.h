@@ -155,6 +155,27 @@ hs_status hs_heatmap_write(const char *path, const float *map, int n,
                            const char *const *labels, const hs_heatmap_opts *opts,
                            hs_error *err);
 
+/* A rectangular map's axes (an encoder-decoder's cross-attention: decoder queries x encoder
+ * keys): its rows and columns (1..16384 each), each axis's labels ((rows) and (cols), or NULL
+ * for the indices) and its title (NULL: "query" and "key"). */
+typedef struct hs_heatmap_axes {
+    int rows, cols;
+    const char *const *row_labels;
+    const char *const *col_labels;
+    const char *row_title, *col_title;
+} hs_heatmap_axes;
+
+/* hs_heatmap_render of a (rows, cols) map, row = query: the cells square, the grid as wide
+ * as cols and as high as rows; hs_heatmap_render(map, n, labels) draws what this draws with
+ * rows = cols = n and labels on both axes. Ownership as hs_heatmap_render. */
+hs_status hs_heatmap_rect_render(const float *map, const hs_heatmap_axes *axes,
+                                 const hs_heatmap_opts *opts, hs_image *out, hs_layout *layout,
+                                 hs_error *err);
+
+/* hs_heatmap_rect_render, then hs_png_write to path. opts may be NULL. */
+hs_status hs_heatmap_rect_write(const char *path, const float *map, const hs_heatmap_axes *axes,
+                                const hs_heatmap_opts *opts, hs_error *err);
+
 /* ---- gallery of all heads ---------------------------------------------- */
 
 /* Options for hs_gallery_render; a zeroed struct means the defaults. */

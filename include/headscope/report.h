@@ -154,6 +154,15 @@ typedef struct hs_analyze_input {
     int truncated;               /* the text was truncated to the context */
 } hs_analyze_input;
 
+/* An encoder-decoder's (T5's) decoder target for hs_analyze_run_target: teacher forcing from
+ * decoder_start_id; the loss is the target's next-token NLL. (A struct of its own, so that
+ * hs_analyze_input keeps the layout of 3.0.0.) */
+typedef struct hs_analyze_target {
+    const int32_t *ids;          /* (n) */
+    int n;
+    const char *text;            /* the target's text for the report (may be NULL) */
+} hs_analyze_target;
+
 typedef struct hs_head_result {
     int layer, head;
     hs_entropy entropy;      /* on the text: entropy_free with opts.exclude_sinks, else
@@ -257,6 +266,10 @@ typedef struct hs_analysis {
     /* the rest of the run's wall time (report-schema.md, timing) */
     double seconds_hash, seconds_rollout, seconds_probe, seconds_pairwise, seconds_composition,
         seconds_probe_ablation, seconds_total;
+    /* An encoder-decoder's analysis (T5: its three kinds of heads, docs/report-schema.md
+     * § Encoder-decoders), or NULL. It replaces the one-stack fields: n_heads is 0 and ids,
+     * tokens and n are the encoder's text. */
+    struct hs_encdec_result *encdec;
 } hs_analysis;
 
 /* Runs everything: forward pass with maps, entropy, detectors (text and a seeded
@@ -267,6 +280,13 @@ typedef struct hs_analysis {
  * else an unlinked temporary file) that the pairwise statistics read in row blocks. */
 hs_status hs_analyze_run(const hs_model *m, const hs_analyze_input *in, const hs_analyze_opts *o,
                          hs_analysis **out, hs_error *err);
+
+/* hs_analyze_run with a decoder target: required for an encoder-decoder (in is then the
+ * encoder's text; the report has its three kinds of heads, docs/analyze.md), refused
+ * (HS_E_ARG) for any other model. target NULL: hs_analyze_run. */
+hs_status hs_analyze_run_target(const hs_model *m, const hs_analyze_input *in,
+                                const hs_analyze_target *target, const hs_analyze_opts *o,
+                                hs_analysis **out, hs_error *err);
 
 /* The score a head's type k (hs_label_kind) is judged on, and its raw attention mass on
  * sink kind k (hs_sink_kind); NaN when undefined (docs/metrics.md § Head types). */

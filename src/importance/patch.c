@@ -202,6 +202,8 @@ typedef struct {
     float *src;      /* (L, per_layer) the source run's site */
     float *tgt;      /* (L, per_layer) the target run's (attribution at a site the gradient
                         pass keeps no activation of), or NULL */
+    float *tgt_z;    /* (L, n, A) the target run's contexts, where the patched passes restart
+                        at them (a site from z on), or NULL */
     double *sum, *g; /* (cells) attribution sums, (L, H) the gradient's head-mask part */
     hs_grad_scratch *grad; /* the gradient pass's buffers, kept from pair to pair */
     float *x_layers; /* (L, n, d) the target run's stream entering each layer */
@@ -214,6 +216,7 @@ static void bufs_free(pair_bufs *b)
 {
     free(b->src);
     free(b->tgt);
+    free(b->tgt_z);
     free(b->sum);
     free(b->g);
     free(b->x_layers);
@@ -242,12 +245,36 @@ static hs_status attribute(const hs_model *m, const hs_patch_pair *p, int pi,
     size_t cells = (size_t)r->n_layer * (size_t)r->n_units * (size_t)r->n_pos;
     for (size_t k = 0; k < cells; k++)
         dst[k * (size_t)r->n_pairs + (size_t)pi] = *m_tgt + b->sum[k];
-    r->passes += 2; /* one forward, one backward */
+    r->passes += hs_patch_plain_passes(c, p->n) +
+                 hs_patch_backward_flops(c, p->n) / hs_patch_forward_flops(c, p->n);
     return HS_OK;
 }
 
+/* The metric of each of the batch copies' final rows b->hidden: (batch, d) (the last layer
+ * trimmed to the metric's row) into out[k * stride]; a logit difference reads two logits. */
+static void copies_metric(const hs_model *m, pair_bufs *b, int batch, const hs_patch_pair *p,
+                          hs_patch_metric metric, double *out, size_t stride)
+{
+    const hs_model_config *c = hs_model_config_of(m);
+    int V = c->vocab_size, d = c->d_model;
+    float *scratch = b->hidden + (size_t)batch * (size_t)d;
+    if (metric != HS_METRIC_LOGIT_DIFF) {
+        hs_lm_logits(m, b->hidden, NULL, batch, scratch, b->logits);
+        for (int k = 0; k < batch; k++)
+            out[(size_t)k * stride] = hs_patch_metric_of(b->logits + (size_t)k * V, V, p, metric);
+        return;
+    }
+    int32_t ids[2] = {p->answer, p->wrong};
+    const float *t = hs_head_transform(m, b->hidden, scratch, NULL, NULL, NULL, batch);
+    hs_head_decode_ids(m, t, batch, ids, 2, b->logits);
+    for (int k = 0; k < batch; k++)
+        out[(size_t)k * stride] = (double)b->logits[2 * k] - (double)b->logits[2 * k + 1];
+}
+
 /* Every layer's exact patches of pair pi: one batched pass a layer (B copies at most) from
- * the target's stream entering it, copy c patching unit c / P at position c % P. */
+ * the target's stream entering it (at a site from z on, from the target's contexts there),
+ * copy c patching unit c / P at position c % P; the last layer's output projection and MLP
+ * on the metric's row only, unless the site comes after that cut in the last layer. */
 static hs_status patch_layers(const hs_model *m, const hs_patch_pair *p, int pi,
                               const hs_patch_opts *o, const int32_t *tgt_ids, pair_bufs *b,
                               size_t per_layer, int B, hs_patch_result *r, hs_error *err)
@@ -255,40 +282,55 @@ static hs_status patch_layers(const hs_model *m, const hs_patch_pair *p, int pi,
     const hs_model_config *c = hs_model_config_of(m);
     int L = c->n_layer, V = c->vocab_size, n = p->n, d = c->d_model;
     int P = r->n_pos, total = r->n_units * P;
+    size_t nA = (size_t)n * (size_t)hs_model_attn_width(c);
     int32_t row = p->pos;
-    /* a site the block meets before it trims the last layer to the rows wanted (resid_pre to
-     * z): the last layer then runs its output projection and MLP on the metric's row only,
-     * and the LM head is taken here on the copies' final rows */
-    int trim = hs_sites[o->site].heads != HS_HEADS_NONE || o->site == HS_SITE_RESID_PRE;
+    /* the sites the block meets before it trims the last layer (resid_pre to z) */
+    int before_cut = hs_sites[o->site].heads != HS_HEADS_NONE || o->site == HS_SITE_RESID_PRE;
+    hs_patch_start start = b->tgt_z                       ? HS_PATCH_START_CTX
+                           : o->site <= HS_SITE_PATTERN ? HS_PATCH_START_LAYER
+                                                        : HS_PATCH_START_SHARED;
+    double unit = hs_patch_forward_flops(c, n);
     for (int l = 0; l < L; l++)
         for (int first = 0; first < total; first += B) {
-            int batch = total - first < B ? total - first : B;
+            int batch = total - first < B ? total - first : B, trim = before_cut || l < L - 1;
             patch_spec ps = {o->site, l, first, P, o->each_position, b->src + (size_t)l * per_layer};
             hs_forward_opts po = {.logits = b->logits, .logit_rows = &row, .n_logit_rows = 1,
                                   .start_layer = l,
                                   .x_start = b->x_layers + (size_t)l * (size_t)n * (size_t)d,
                                   .batch = batch, .hook = patch_hook, .hook_user = &ps,
                                   .hook_sites = HS_SITE_BIT(o->site)};
-            if (trim) {
+            if (trim) { /* the last layer on the metric's row, the LM head taken here */
                 po.logits = NULL, po.logit_rows = NULL, po.n_logit_rows = 0;
                 po.hidden = b->hidden;
                 b->ws->out_rows = &row, b->ws->n_out_rows = 1;
             }
+            b->ws->ctx_start = b->tgt_z ? b->tgt_z + (size_t)l * nA : NULL;
             hs_status st = hs_forward(m, tgt_ids, NULL, n, &po, b->ws, err);
-            b->ws->out_rows = NULL, b->ws->n_out_rows = 0;
+            b->ws->out_rows = NULL, b->ws->n_out_rows = 0, b->ws->ctx_start = NULL;
             if (st)
                 return st;
+            size_t at = (size_t)hs_patch_index(r, l, 0, 0) + (size_t)first;
+            double *out = r->patched + at * (size_t)r->n_pairs + (size_t)pi;
             if (trim)
-                hs_lm_logits(m, b->hidden, NULL, batch, b->hidden + (size_t)batch * (size_t)d,
-                             b->logits);
-            for (int k = 0; k < batch; k++) {
-                int idx = first + k, u = idx / P, q = idx % P;
-                size_t at = (size_t)hs_patch_index(r, l, u, q) * (size_t)r->n_pairs + (size_t)pi;
-                r->patched[at] = hs_patch_metric_of(b->logits + (size_t)k * (size_t)V, V, p, o->metric);
-            }
-            r->passes += (double)batch * (double)(L - l) / (double)L;
+                copies_metric(m, b, batch, p, o->metric, out, (size_t)r->n_pairs);
+            for (int k = 0; k < batch && !trim; k++)
+                out[(size_t)k * r->n_pairs] =
+                    hs_patch_metric_of(b->logits + (size_t)k * (size_t)V, V, p, o->metric);
+            int cols = trim && o->metric == HS_METRIC_LOGIT_DIFF ? 2 : V;
+            r->passes += (hs_patch_pass_flops(c, n, l, batch, start, trim ? 1 : n) +
+                          hs_patch_head_flops(c, batch, cols)) / unit;
         }
     return HS_OK;
+}
+
+/* The target run's hook: tc[0] its site (when kept), tc[1] its contexts (when kept). */
+static int target_hook(void *user, const hs_hook_call *k)
+{
+    hs_patch_cache *tc = user;
+    for (int i = 0; i < 2; i++)
+        if (tc[i].buf)
+            hs_patch_cache_hook(&tc[i], k);
+    return 0;
 }
 
 /* One pair: the source run (its site cached), the target run (its stream entering each
@@ -315,6 +357,9 @@ static hs_status patch_pair(const hs_model *m, const hs_patch_pair *p, int pi,
     int bad = !b.src || !b.logits || !b.hidden;
     if (exact)
         bad |= !(b.x_layers = malloc((size_t)L * (size_t)n * (size_t)d * sizeof *b.x_layers));
+    if (exact && o->site >= HS_SITE_Z) /* the patched passes restart at the contexts */
+        bad |= !(b.tgt_z = malloc((size_t)L * (size_t)n * (size_t)hs_model_attn_width(c) *
+                                  sizeof *b.tgt_z));
     if (attr) {
         bad |= !(b.sum = malloc(cells * sizeof *b.sum));
         bad |= !(b.g = malloc((size_t)L * (size_t)c->n_head * sizeof *b.g));
@@ -337,16 +382,19 @@ static hs_status patch_pair(const hs_model *m, const hs_patch_pair *p, int pi,
     if ((st = hs_forward(m, src_ids, NULL, n, &so, b.ws, err)))
         goto done;
     double m_src = hs_patch_metric_of(b.logits, V, p, o->metric), m_tgt = 0;
-    r->passes += 1;
+    double plain = hs_patch_plain_passes(c, n);
+    r->passes += plain;
     if (exact || b.tgt) {
-        hs_patch_cache tc = {o->site, b.tgt, per_layer};
+        hs_patch_cache tc[2] = {{o->site, b.tgt, per_layer},
+                                {HS_SITE_Z, b.tgt_z, (size_t)n * (size_t)hs_model_attn_width(c)}};
         hs_forward_opts to = {.logits = b.logits, .logit_rows = &row, .n_logit_rows = 1,
-                              .x_layers = b.x_layers, .hook = b.tgt ? hs_patch_cache_hook : NULL,
-                              .hook_user = &tc, .hook_sites = HS_SITE_BIT(o->site)};
+                              .x_layers = b.x_layers, .hook = target_hook, .hook_user = tc,
+                              .hook_sites = (b.tgt ? HS_SITE_BIT(o->site) : 0) |
+                                            (b.tgt_z ? HS_SITE_BIT(HS_SITE_Z) : 0)};
         if ((st = hs_forward(m, tgt_ids, NULL, n, &to, b.ws, err)))
             goto done;
         m_tgt = hs_patch_metric_of(b.logits, V, p, o->metric);
-        r->passes += 1;
+        r->passes += plain;
     }
     if (attr && (st = attribute(m, p, pi, o, tgt_ids, &b, per_layer, r,
                                 exact ? r->patched_attr : r->patched, exact ? &(double){0} : &m_tgt,

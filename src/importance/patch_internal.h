@@ -30,4 +30,25 @@ hs_status hs_patch_summarise(const hs_patch_result *r, const double *patched, do
                              double *ci_lo, double *ci_hi, const hs_patch_opts *o,
                              hs_error *err);
 
+/* The work the passes do (src/importance/patch_cost.c): floating-point operations of the
+ * matrix products, two a multiply-add. hs_patch_result.passes counts them over
+ * hs_patch_forward_flops. */
+/* One plain forward pass of n tokens with logits at every position: the unit. */
+double hs_patch_forward_flops(const hs_model_config *c, int n);
+/* The LM head on rows rows, cols of its columns (vocab_size, or the two a logit
+ * difference reads). */
+double hs_patch_head_flops(const hs_model_config *c, int rows, int cols);
+/* How a pass from layer l0 begins: every copy its own attention there, the copies sharing
+ * one (their streams are the same), or at the contexts (the block's ctx_start). */
+typedef enum { HS_PATCH_START_LAYER, HS_PATCH_START_SHARED, HS_PATCH_START_CTX } hs_patch_start;
+/* The layers of a batched pass of batch copies from layer l0 to the last, whose output
+ * projection and MLP run on last_rows rows a copy (n, or the metric's row); no LM head. */
+double hs_patch_pass_flops(const hs_model_config *c, int n, int l0, int batch,
+                           hs_patch_start start, int last_rows);
+/* A plain pass of n tokens with logits on one row, in units of hs_patch_forward_flops. */
+double hs_patch_plain_passes(const hs_model_config *c, int n);
+/* The backward pass of a gradient pass on n tokens, the metric's one row of logits: each
+ * product's input gradient (the attention's scores and P V two products each). */
+double hs_patch_backward_flops(const hs_model_config *c, int n);
+
 #endif

@@ -10,6 +10,7 @@
 #include "core/core.h"
 #include "headscope/forward.h"
 #include "importance/patch_internal.h"
+#include "nn/block.h"
 
 /* The hooks of both passes at one sender layer: copies are the senders first.. of layer
  * sl; recv: (copies, n, w) the receiver unit's input of each copy, w = d_head. */
@@ -66,13 +67,15 @@ static void path_bufs_free(path_bufs *b)
     hs_forward_ws_free(b->ws);
 }
 
-/* Sender layer sl of pair pi (its senders first..first+count-1): both passes. */
+/* Sender layer sl of pair pi (its senders first..first+count-1): both passes, the first
+ * restarting at the target's contexts of layer sl (the hook sets every head's but the
+ * sender's to them anyway). */
 static hs_status sender_layer(const hs_model *m, const hs_patch_pair *p, int pi,
                               const hs_patch_opts *o, const int32_t *tgt_ids, path_spec *ps,
                               path_bufs *b, int count, hs_patch_result *r, hs_error *err)
 {
     const hs_model_config *c = hs_model_config_of(m);
-    int n = p->n, d = c->d_model, V = c->vocab_size, L = c->n_layer;
+    int n = p->n, d = c->d_model, V = c->vocab_size;
     int lr = ps->path->receiver_layer, sl = ps->sl;
     int32_t row = p->pos;
     hs_forward_opts fo = {.logits = b->logits, .logit_rows = &row, .n_logit_rows = 1,
@@ -80,7 +83,9 @@ static hs_status sender_layer(const hs_model *m, const hs_patch_pair *p, int pi,
                           .batch = count, .hook = path_hook, .hook_user = ps,
                           .hook_sites = HS_SITE_BIT(HS_SITE_Z) | HS_SITE_BIT(ps->path->input)};
     ps->stage = 0;
+    b->ws->ctx_start = ps->tgt_z + (size_t)sl * ps->per_layer;
     hs_status st = hs_forward(m, tgt_ids, NULL, n, &fo, b->ws, err);
+    b->ws->ctx_start = NULL;
     if (st)
         return st;
     ps->stage = 1;
@@ -93,7 +98,10 @@ static hs_status sender_layer(const hs_model *m, const hs_patch_pair *p, int pi,
         size_t at = (size_t)hs_patch_index(r, sl, ps->first + k, 0) * r->n_pairs + (size_t)pi;
         r->patched[at] = hs_patch_metric_of(b->logits + (size_t)k * V, V, p, o->metric);
     }
-    r->passes += (double)count * (double)(2 * L - sl - lr) / (double)L;
+    double head = hs_patch_head_flops(c, count, V);
+    r->passes += (hs_patch_pass_flops(c, n, sl, count, HS_PATCH_START_CTX, n) + head +
+                  hs_patch_pass_flops(c, n, lr, count, HS_PATCH_START_LAYER, n) + head) /
+                 hs_patch_forward_flops(c, n);
     return HS_OK;
 }
 
@@ -132,7 +140,7 @@ static hs_status path_pair(const hs_model *m, const hs_patch_pair *p, int pi,
     }
     r->clean[pi] = o->noise ? mm[1] : mm[0];
     r->corrupt[pi] = o->noise ? mm[0] : mm[1];
-    r->passes += 2;
+    r->passes += 2 * hs_patch_plain_passes(c, n);
     int unit = path->input == HS_SITE_Q ? path->receiver_head
                                         : hs_model_kv_head(c, path->receiver_head);
     for (int sl = 0; sl < path->receiver_layer; sl++) {

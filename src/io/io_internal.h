@@ -44,6 +44,14 @@ void hs_report_add_header(struct cJSON *r, const struct hs_analysis *a);
  * "model" object of an analysis (file digests included when it has them). */
 void hs_report_add_generator(struct cJSON *r, const char *const *argv, int argc);
 struct cJSON *hs_report_model_json(const struct hs_analysis *a);
+/* An encoder-decoder's report (hs_analysis.encdec, report_encdec.c): hs_report_json's text,
+ * no large arrays; NULL when out of memory. */
+/* hs_pictures_write of an encoder-decoder's analysis (pictures_encdec.c): each head's
+ * heatmap, heads/{enc,dec,cross}_L{l}_H{h}.png. */
+hs_status hs_pictures_encdec_write(const struct hs_analysis *a, const char *outdir,
+                                   int max_labels, char ***files, int *n_files, hs_error *err);
+char *hs_report_encdec_text(const struct hs_analysis *a, const char *const *files, int n_files,
+                            int flags);
 /* An empty corpus aggregate for nh heads and a probe of probe_len tokens, with no model
  * description yet (src/io/corpus_report.c; hs_corpus_agg_new fills one from an analysis,
  * hs_corpus_partial_parse from a file). */

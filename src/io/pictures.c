@@ -15,6 +15,8 @@
 #include "analysis/analysis_internal.h"
 #include "core/mapstore.h"
 #include "core/core.h"
+#include "io/io_internal.h"
+#include "../../viz/viz_internal.h" /* the grids with local layers marked */
 
 typedef struct file_list {
     char **v;
@@ -80,6 +82,7 @@ typedef struct pic_ctx {
     const hs_analysis *a;
     const char *outdir;
     int max_labels, formats, grp;
+    const int *window; /* (n_layer): a local layer's window, 0 global; NULL: none local */
 } pic_ctx;
 
 /* A task's outcome: the files it wrote (relative to outdir), its status and error. */
@@ -202,8 +205,9 @@ static hs_status gallery_picture(const pic_ctx *x, pic_out *o, hs_error *err)
                                           : "attention of every head (each scaled to its own "
                                             "maximum)",
                           .heads_per_group = x->grp};
-    hs_status st = hs_gallery_write_from(path, analysis_map, (void *)(uintptr_t)x->a->maps,
-                                         c->n_layer, c->n_head, x->a->n, &go, err);
+    hs_status st = hs_viz_gallery_write_marked(path, analysis_map, (void *)(uintptr_t)x->a->maps,
+                                               c->n_layer, c->n_head, x->a->n, &go, x->window,
+                                               err);
     if (!st)
         out_add(o, "gallery.png");
     return st;
@@ -288,7 +292,7 @@ static hs_status grid_picture(const pic_ctx *x, int dla, pic_out *o, hs_error *e
     hs_importance_opts io = {.title = dla ? "direct logit attribution" : "ablation importance",
                              .subtitle = sub, .decimals = dla ? 2 : 3,
                              .heads_per_group = x->grp};
-    hs_status st = hs_importance_write(path, v, L, H, &io, err);
+    hs_status st = hs_viz_importance_write_marked(path, v, L, H, &io, x->window, err);
     free(v);
     if (!st)
         out_add(o, rel);
@@ -423,6 +427,26 @@ static hs_status pictures_all(const pic_ctx *x, file_list *fl, hs_error *err)
     return st;
 }
 
+/* *out: each layer's sliding window when it is local, 0 when global (the labels of the
+ * L x H grids mark the local ones); NULL when no layer is local. */
+static hs_status local_windows(const hs_model_config *c, int **out, hs_error *err)
+{
+    *out = NULL;
+    int any = 0;
+    for (int l = 0; l < c->n_layer; l++)
+        any |= hs_model_layer_is_local(c, l);
+    if (!any)
+        return HS_OK;
+    if (!(*out = calloc((size_t)c->n_layer, sizeof **out)))
+        return hs_fail(err, HS_E_NOMEM, "out of memory");
+    for (int l = 0; l < c->n_layer; l++) {
+        hs_visibility v = hs_model_layer_visibility(c, l);
+        if (hs_model_layer_is_local(c, l) && v.kind == HS_VIS_SLIDING)
+            (*out)[l] = v.window;
+    }
+    return HS_OK;
+}
+
 hs_status hs_pictures_write(const hs_analysis *a, const char *outdir, int max_labels,
                             int formats, char ***files, int *n_files, hs_error *err)
 {
@@ -440,10 +464,17 @@ hs_status hs_pictures_write(const hs_analysis *a, const char *outdir, int max_la
     *n_files = 0;
     if (strlen(outdir) > 3900)
         return hs_fail(err, HS_E_ARG, "output folder path is too long");
+    if (a->encdec) /* T5's three kinds of heads: pictures_encdec.c */
+        return hs_pictures_encdec_write(a, outdir, max_labels, files, n_files, err);
     snprintf(path, sizeof path, "%s/heads", outdir);
     if (mkdir(path, 0777) != 0 && errno != EEXIST)
         return hs_fail(err, HS_E_IO, "cannot create '%s': %s", path, strerror(errno));
-    hs_status st = pictures_all(&x, &fl, err);
+    int *window = NULL;
+    hs_status st = local_windows(c, &window, err);
+    x.window = window;
+    if (!st)
+        st = pictures_all(&x, &fl, err);
+    free(window);
     if (st) {
         list_unwind(&fl, outdir);
         return st;

@@ -625,6 +625,8 @@ static char *report_text(const hs_analysis *a, const char *const *files, int n_f
                          hs_json_big **big)
 {
     *big = NULL;
+    if (a->encdec) /* T5's three kinds of heads: report_encdec.c */
+        return hs_report_encdec_text(a, files, n_files, flags);
     if (!(flags & HS_REPORT_LEAN) && !(*big = hs_json_big_new()))
         return NULL;
     cJSON *r = report_tree(a, files, n_files, *big);

@@ -7,29 +7,32 @@
 
 #define BL "h.%d."
 static const hs_tensor_name rows[] = {
-    {HS_S_TOK_EMB, -1, "wte.weight", NULL, NULL, NULL, 0},
-    {HS_S_POS_EMB, -1, "wpe.weight", NULL, NULL, NULL, 0},
-    {HS_S_NORM1_W, -1, BL "ln_1.weight", NULL, NULL, NULL, 0},
-    {HS_S_NORM1_B, -1, BL "ln_1.bias", NULL, NULL, NULL, 0},
-    {HS_S_QKV_W, -1, BL "attn.c_attn.weight", NULL, NULL, NULL, HS_TN_QKV_HEADS},
-    {HS_S_QKV_B, -1, BL "attn.c_attn.bias", NULL, NULL, NULL, HS_TN_QKV_HEADS},
-    {HS_S_O_W, -1, BL "attn.c_proj.weight", NULL, NULL, NULL, 0},
-    {HS_S_O_B, -1, BL "attn.c_proj.bias", NULL, NULL, NULL, 0},
-    {HS_S_NORM2_W, -1, BL "ln_2.weight", NULL, NULL, NULL, 0},
-    {HS_S_NORM2_B, -1, BL "ln_2.bias", NULL, NULL, NULL, 0},
-    {HS_S_FC_W, -1, BL "mlp.c_fc.weight", NULL, NULL, NULL, 0},
-    {HS_S_FC_B, -1, BL "mlp.c_fc.bias", NULL, NULL, NULL, 0},
-    {HS_S_PROJ_W, -1, BL "mlp.c_proj.weight", NULL, NULL, NULL, 0},
-    {HS_S_PROJ_B, -1, BL "mlp.c_proj.bias", NULL, NULL, NULL, 0},
-    {HS_S_FINAL_NORM_W, -1, "ln_f.weight", NULL, NULL, NULL, 0},
-    {HS_S_FINAL_NORM_B, -1, "ln_f.bias", NULL, NULL, NULL, 0},
-    {HS_S_DECODER, -1, "lm_head.weight", NULL, NULL, NULL, HS_TN_OPTIONAL | HS_TN_BARE},
+    {HS_S_TOK_EMB, -1, "wte.weight", NULL, "token_embd.weight", NULL, 0},
+    {HS_S_POS_EMB, -1, "wpe.weight", NULL, "position_embd.weight", NULL, 0},
+    {HS_S_NORM1_W, -1, BL "ln_1.weight", NULL, "blk.%d.attn_norm.weight", NULL, 0},
+    {HS_S_NORM1_B, -1, BL "ln_1.bias", NULL, "blk.%d.attn_norm.bias", NULL, 0},
+    {HS_S_QKV_W, -1, BL "attn.c_attn.weight", NULL, "blk.%d.attn_qkv.weight", NULL,
+     HS_TN_QKV_HEADS},
+    {HS_S_QKV_B, -1, BL "attn.c_attn.bias", NULL, "blk.%d.attn_qkv.bias", NULL,
+     HS_TN_QKV_HEADS},
+    {HS_S_O_W, -1, BL "attn.c_proj.weight", NULL, "blk.%d.attn_output.weight", NULL, 0},
+    {HS_S_O_B, -1, BL "attn.c_proj.bias", NULL, "blk.%d.attn_output.bias", NULL, 0},
+    {HS_S_NORM2_W, -1, BL "ln_2.weight", NULL, "blk.%d.ffn_norm.weight", NULL, 0},
+    {HS_S_NORM2_B, -1, BL "ln_2.bias", NULL, "blk.%d.ffn_norm.bias", NULL, 0},
+    {HS_S_FC_W, -1, BL "mlp.c_fc.weight", NULL, "blk.%d.ffn_up.weight", NULL, 0},
+    {HS_S_FC_B, -1, BL "mlp.c_fc.bias", NULL, "blk.%d.ffn_up.bias", NULL, 0},
+    {HS_S_PROJ_W, -1, BL "mlp.c_proj.weight", NULL, "blk.%d.ffn_down.weight", NULL, 0},
+    {HS_S_PROJ_B, -1, BL "mlp.c_proj.bias", NULL, "blk.%d.ffn_down.bias", NULL, 0},
+    {HS_S_FINAL_NORM_W, -1, "ln_f.weight", NULL, "output_norm.weight", NULL, 0},
+    {HS_S_FINAL_NORM_B, -1, "ln_f.bias", NULL, "output_norm.bias", NULL, 0},
+    {HS_S_DECODER, -1, "lm_head.weight", NULL, "output.weight", NULL,
+     HS_TN_OPTIONAL | HS_TN_BARE},
 };
 #undef BL
 
-/* No GGUF form yet (gguf_tokenizer NULL): the writer refuses the family in one line. */
+/* llama.cpp's starcoder (HS_ARCH_GPT_BIGCODE's gguf_name), tokenizer.ggml.model "gpt2". */
 const struct hs_names hs_bigcode_names = {rows, sizeof rows / sizeof rows[0], "transformer.", 1,
-                                          NULL};
+                                          "gpt2"};
 
 /* GPTBigCodeConfig's keys (GPT-2's names) and defaults: 1024 positions, n_inner 4 d,
  * LayerNorm eps 1e-5, gelu_pytorch_tanh, multi_query true, tied embeddings. The scores are

@@ -29,9 +29,10 @@ static const hs_tensor_name deepseek_names[] = {
 };
 #undef NL
 
-/* No GGUF form yet (llama.cpp's deepseek2 is not read): the writer refuses it. */
+/* llama.cpp's deepseek2 (src/model/gguf_deepseek.c: attn_q_a, kv_b's split halves and the
+ * experts, which these GGUF names do not say), tokenizer.ggml.model "gpt2". */
 const struct hs_names hs_deepseek_v2_names = {
-    deepseek_names, sizeof deepseek_names / sizeof deepseek_names[0], "model.", 1, NULL};
+    deepseek_names, sizeof deepseek_names / sizeof deepseek_names[0], "model.", 1, "gpt2"};
 
 int hs_mla_q_width(const hs_model_config *c)
 {

@@ -12,38 +12,52 @@
 const char *const hs_endoftext_specials[1] = {"<|endoftext|>"};
 
 #define FL "h.%d."
-#define FALCON_ROWS(n1, n2)                                                                    \
-    {HS_S_TOK_EMB, -1, "word_embeddings.weight", NULL, NULL, NULL, 0},                         \
-    {HS_S_NORM1_W, -1, FL n1 ".weight", NULL, NULL, NULL, 0},                                  \
-    {HS_S_NORM1_B, -1, FL n1 ".bias", NULL, NULL, NULL, 0},                                    \
-    {HS_S_QKV_W, -1, FL "self_attention.query_key_value.weight", NULL, NULL, NULL,             \
+#define GL "blk.%d."
+/* n1, n2: the attention's and the MLP's norm (Hugging Face); g1, g2: their GGUF names
+ * (llama.cpp's falcon: attn_norm feeds the MLP, and the attention too unless attn_norm_2 is
+ * there, Falcon-40B's ln_attn; the converter maps ln_mlp to attn_norm). The biases and
+ * Falcon-RW's sequential block have no llama.cpp form (gguf_arch.c refuses them by name);
+ * their GGUF names are never written. */
+#define FALCON_ROWS(n1, n2, g1, g2)                                                            \
+    {HS_S_TOK_EMB, -1, "word_embeddings.weight", NULL, "token_embd.weight", NULL, 0},          \
+    {HS_S_NORM1_W, -1, FL n1 ".weight", NULL, GL g1 ".weight", NULL, 0},                       \
+    {HS_S_NORM1_B, -1, FL n1 ".bias", NULL, GL g1 ".bias", NULL, 0},                           \
+    {HS_S_QKV_W, -1, FL "self_attention.query_key_value.weight", NULL, GL "attn_qkv.weight",   \
+     NULL, HS_TN_QKV_HEADS},                                                                   \
+    {HS_S_QKV_B, -1, FL "self_attention.query_key_value.bias", NULL, GL "attn_qkv.bias", NULL, \
      HS_TN_QKV_HEADS},                                                                         \
-    {HS_S_QKV_B, -1, FL "self_attention.query_key_value.bias", NULL, NULL, NULL,               \
-     HS_TN_QKV_HEADS},                                                                         \
-    {HS_S_O_W, -1, FL "self_attention.dense.weight", NULL, NULL, NULL, 0},                     \
-    {HS_S_O_B, -1, FL "self_attention.dense.bias", NULL, NULL, NULL, 0},                       \
-    {HS_S_NORM2_W, -1, FL n2 ".weight", NULL, NULL, NULL, 0},                                  \
-    {HS_S_NORM2_B, -1, FL n2 ".bias", NULL, NULL, NULL, 0},                                    \
-    {HS_S_FC_W, -1, FL "mlp.dense_h_to_4h.weight", NULL, NULL, NULL, 0},                       \
-    {HS_S_FC_B, -1, FL "mlp.dense_h_to_4h.bias", NULL, NULL, NULL, 0},                         \
-    {HS_S_PROJ_W, -1, FL "mlp.dense_4h_to_h.weight", NULL, NULL, NULL, 0},                     \
-    {HS_S_PROJ_B, -1, FL "mlp.dense_4h_to_h.bias", NULL, NULL, NULL, 0},                       \
-    {HS_S_FINAL_NORM_W, -1, "ln_f.weight", NULL, NULL, NULL, 0},                               \
-    {HS_S_FINAL_NORM_B, -1, "ln_f.bias", NULL, NULL, NULL, 0},                                 \
+    {HS_S_O_W, -1, FL "self_attention.dense.weight", NULL, GL "attn_output.weight", NULL, 0},  \
+    {HS_S_O_B, -1, FL "self_attention.dense.bias", NULL, GL "attn_output.bias", NULL, 0},      \
+    {HS_S_NORM2_W, -1, FL n2 ".weight", NULL, GL g2 ".weight", NULL, 0},                       \
+    {HS_S_NORM2_B, -1, FL n2 ".bias", NULL, GL g2 ".bias", NULL, 0},                           \
+    {HS_S_FC_W, -1, FL "mlp.dense_h_to_4h.weight", NULL, GL "ffn_up.weight", NULL, 0},         \
+    {HS_S_FC_B, -1, FL "mlp.dense_h_to_4h.bias", NULL, GL "ffn_up.bias", NULL, 0},             \
+    {HS_S_PROJ_W, -1, FL "mlp.dense_4h_to_h.weight", NULL, GL "ffn_down.weight", NULL, 0},     \
+    {HS_S_PROJ_B, -1, FL "mlp.dense_4h_to_h.bias", NULL, GL "ffn_down.bias", NULL, 0},         \
+    {HS_S_FINAL_NORM_W, -1, "ln_f.weight", NULL, "output_norm.weight", NULL, 0},               \
+    {HS_S_FINAL_NORM_B, -1, "ln_f.bias", NULL, "output_norm.bias", NULL, 0},                   \
     /* tied to the word embeddings unless tie_word_embeddings is false */                      \
-    {HS_S_DECODER, -1, "lm_head.weight", NULL, NULL, NULL, HS_TN_OPTIONAL | HS_TN_BARE},
+    {HS_S_DECODER, -1, "lm_head.weight", NULL, "output.weight", NULL,                          \
+     HS_TN_OPTIONAL | HS_TN_BARE},
 
-static const hs_tensor_name seq_rows[] = {FALCON_ROWS("input_layernorm", "post_attention_layernorm")};
-static const hs_tensor_name shared_rows[] = {FALCON_ROWS("input_layernorm", "input_layernorm")};
-static const hs_tensor_name two_rows[] = {FALCON_ROWS("ln_attn", "ln_mlp")};
+static const hs_tensor_name seq_rows[] = {
+    FALCON_ROWS("input_layernorm", "post_attention_layernorm", "attn_norm", "ffn_norm")};
+/* one norm read into both slots: the GGUF writer writes attn_norm once (gguf_write.c skips
+ * a name already written) */
+static const hs_tensor_name shared_rows[] = {
+    FALCON_ROWS("input_layernorm", "input_layernorm", "attn_norm", "attn_norm")};
+static const hs_tensor_name two_rows[] = {
+    FALCON_ROWS("ln_attn", "ln_mlp", "attn_norm_2", "attn_norm")};
 #undef FALCON_ROWS
+#undef GL
 #undef FL
 
-/* No GGUF form yet (gguf_tokenizer NULL): the writer refuses the family in one line. */
-#define TABLE(rows) {rows, sizeof rows / sizeof rows[0], "transformer.", 1, NULL}
-const struct hs_names hs_falcon_names_seq = TABLE(seq_rows);
-const struct hs_names hs_falcon_names_shared = TABLE(shared_rows);
-const struct hs_names hs_falcon_names_two = TABLE(two_rows);
+/* llama.cpp's falcon (tokenizer.ggml.model "gpt2") for the parallel layouts; Falcon-RW's
+ * sequential block has none (gguf_tokenizer NULL: hs_arch_gguf_name says so). */
+#define TABLE(rows, tok) {rows, sizeof rows / sizeof rows[0], "transformer.", 1, tok}
+const struct hs_names hs_falcon_names_seq = TABLE(seq_rows, NULL);
+const struct hs_names hs_falcon_names_shared = TABLE(shared_rows, "gpt2");
+const struct hs_names hs_falcon_names_two = TABLE(two_rows, "gpt2");
 #undef TABLE
 
 /* An integer under either of two names (transformers' attribute_map: num_hidden_layers or

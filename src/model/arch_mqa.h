@@ -31,7 +31,7 @@ extern const char *const hs_endoftext_specials[1];
 
 #define HS_ARCH_GPT_BIGCODE                                                                   \
     {                                                                                         \
-        .family = HS_FAMILY_GPT_BIGCODE, .name = "gpt_bigcode",                               \
+        .family = HS_FAMILY_GPT_BIGCODE, .name = "gpt_bigcode", .gguf_name = "starcoder",     \
         .norm_place = HS_NORM_PRE, .norm_kind = HS_NORM_LAYER, .act = HS_ACT_GELU_TANH,       \
         .pos = HS_POS_LEARNED, .pos_offset = 0, .vis = {HS_VIS_CAUSAL, 0, 0},                 \
         .parallel_residual = 0, .biases = 1, .tied_embeddings = 1, .n_kv_head = 1,            \

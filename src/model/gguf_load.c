@@ -8,7 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/gguf_arch.h"
+#include "model/gguf_deepseek.h"
 #include "model/gguf_internal.h"
+#include "model/gguf_moe.h"
 #include "model/gguf_norms.h"
 #include "nn/ops.h"
 
@@ -264,7 +267,8 @@ static hs_status load_rotary(const hs_gguf *g, const char *a, hs_model_config *c
         if ((st = hs_gguf_get_f32(g, KEY("attention.layer_norm_rms_epsilon"), 1, &cfg->ln_eps, err)))
             return st;
     } else if ((st = hs_gguf_get_f32(g, KEY("attention.layer_norm_epsilon"), 1, &cfg->ln_eps, err)) ||
-               (st = hs_gguf_get_bool(g, KEY("use_parallel_residual"), 1, &own->parallel_residual, err))) {
+               (own->family == HS_FAMILY_GPT_NEOX && /* falcon: always parallel */
+                (st = hs_gguf_get_bool(g, KEY("use_parallel_residual"), 1, &own->parallel_residual, err)))) {
         return st;
     }
 #undef KEY
@@ -320,16 +324,21 @@ static hs_status load_config(const hs_gguf *g, hs_model_config *cfg, hs_arch *ow
     if (own->n_kv_head < 1)
         return hs_fail(err, HS_E_VALUE, "%s.attention.head_count_kv must be at least 1", a);
     hs_gguf_value v;
-    if (ar->pos == HS_POS_ROTARY) {
+    if (ar->mla_kv_lora > 0) { /* deepseek2: latent attention, YaRN, experts */
+        if ((st = hs_gguf_deepseek_read(g, a, cfg, own, err)))
+            return st;
+    } else if (ar->pos == HS_POS_ROTARY) {
         if ((st = load_rotary(g, a, cfg, own, err)))
             return st;
-    } else if (own->n_kv_head != cfg->n_head) { /* GPT-2's and BERT's have one per head */
+    } else if (own->n_kv_head != cfg->n_head && ar->family != HS_FAMILY_GPT_BIGCODE) {
+        /* GPT-2's and BERT's have one per head */
         return hs_fail(err, HS_E_UNSUPPORTED, "%s.attention.head_count_kv = %d differs from "
                        "head_count %d: grouped key/value heads are read for the rotary "
-                       "decoders only", a, own->n_kv_head, cfg->n_head);
+                       "decoders and starcoder only", a, own->n_kv_head, cfg->n_head);
     } else if ((st = hs_gguf_get_f32(g, KEY("attention.layer_norm_epsilon"), 1, &cfg->ln_eps, err))) {
         return st;
     }
+    hs_gguf_mqa_read(g, own); /* falcon's block */
     if (ar->vis.kind == HS_VIS_BIDIRECTIONAL) {
         if ((st = hs_gguf_find_typed(g, KEY("attention.causal"), HS_GGUF_BOOL, 0, &i, err)))
             return st;
@@ -378,7 +387,8 @@ typedef struct gguf_ctx {
     unsigned char *scratch; /* a tensor with its rows put back in Hugging Face's order; the
                                builder decodes each view before it asks for the next */
     size_t scratch_cap;
-    char bad[160];         /* why a tensor could not be put back, for the message */
+    char bad[330];         /* why a tensor could not be put back, for the message */
+    hs_gguf_scratch ds;    /* deepseek2's kv_b (gguf_deepseek.c), the experts (gguf_moe.c) */
 } gguf_ctx;
 
 /* Bytes of one ne[0]-long row (the type was checked when the file was opened). */
@@ -412,9 +422,12 @@ static void make_view(hs_tensor_view *v, const hs_gguf_tensor *t, int rank)
  *     "rotate half" order [x_0 .. x_{r/2-1} | y_0 .. y_{r/2-1}] to adjacent pairs
  *     [x_0 y_0 x_1 y_1 ...] (ggml's rope turns neighbours); Hugging Face row h dh + j dh/2 + i
  *     is GGUF row h dh + 2 i + j;
- *   gptneox: the fused QKV's rows, per head [h0: q k v][h1: q k v]... in Hugging Face, were
- *     regrouped to [Q | K | V]; Hugging Face row (h 3 + j) dh + i is GGUF row j d + h dh + i
- *     (the builder's HS_TN_QKV_HEADS reorders them into the slot as for a Hugging Face file).
+ *   gptneox, falcon, starcoder: the fused QKV's rows, by K/V group in Hugging Face ([g0: q .. q
+ *     k v][g1: ...]..., s = n_head / n_kv_head queries a group; GPT-NeoX one group a head),
+ *     were regrouped to [Q | K | V]; Hugging Face row (g (s + 2) + j) dh + i is GGUF row
+ *     (g s + j) dh + i for a query (j < s), A + g dh + i for the key (j = s) and
+ *     A + (n_kv_head + g) dh + i for the value, A = n_head dh (the builder's HS_TN_QKV_HEADS
+ *     reorders them into the slot as for a Hugging Face file).
  * Rows are ne[0]-long (a block-quantised row moves whole); a vector's elements are rows of
  * one value (F32, F16, BF16). Qwen2 needs nothing: llama.cpp runs it with rotate-half. */
 static const hs_tensor_view *unconvert(gguf_ctx *c, hs_tensor_view *v, const hs_gguf_tensor *t,
@@ -434,8 +447,7 @@ static const hs_tensor_view *unconvert(gguf_ctx *c, hs_tensor_view *v, const hs_
                  "reordered", t->name);
         return NULL;
     }
-    if (rows % (size_t)dh || (!llama && rows != 3 * (size_t)hs_model_attn_width(cfg)) ||
-        rows * rb > v->nbytes)
+    if (rows % (size_t)dh || (!llama && rows != (size_t)hs_qkv_width(cfg)) || rows * rb > v->nbytes)
         return v; /* a wrong shape: the builder names it */
     if (rows * rb > c->scratch_cap) {
         unsigned char *p = realloc(c->scratch, rows * rb);
@@ -446,14 +458,15 @@ static const hs_tensor_view *unconvert(gguf_ctx *c, hs_tensor_view *v, const hs_
         c->scratch = p;
         c->scratch_cap = rows * rb;
     }
-    size_t half = (size_t)dh / 2, d = (size_t)cfg->d_model;
+    size_t half = (size_t)dh / 2, G = (size_t)cfg->n_kv_head, s = (size_t)cfg->n_head / G;
+    size_t A = (size_t)hs_model_attn_width(cfg);
     for (size_t r = 0; r < rows; r++) {
         size_t h = r / (size_t)dh, k = r % (size_t)dh, src;
         if (llama) {
             src = h * (size_t)dh + 2 * (k % half) + k / half;
-        } else { /* r = (h 3 + j) dh + i */
-            size_t hh = r / (3 * (size_t)dh), j = r / (size_t)dh % 3;
-            src = j * d + hh * (size_t)dh + k;
+        } else { /* r = (g (s + 2) + j) dh + i */
+            size_t g = h / (s + 2), j = h % (s + 2);
+            src = (j < s ? (g * s + j) * (size_t)dh : A + (j - s) * G * (size_t)dh + g * (size_t)dh) + k;
         }
         memcpy(c->scratch + r * rb, t->data + src * rb, rb);
     }
@@ -461,13 +474,41 @@ static const hs_tensor_view *unconvert(gguf_ctx *c, hs_tensor_view *v, const hs_
     return v;
 }
 
+const hs_tensor_view *hs_gguf_rows_view(const hs_gguf_tensor *t, size_t r0, size_t rows,
+                                        hs_gguf_scratch *s)
+{
+    uint64_t blck = 1, bytes = 4;
+    hs_ggml_block(t->type, &blck, &bytes);
+    size_t rb = (size_t)((uint64_t)t->ne[0] / blck * bytes);
+    uint64_t total = (uint64_t)t->ne[1] * (uint64_t)t->ne[2] * (uint64_t)t->ne[3];
+    if ((r0 + rows) > total)
+        return NULL;
+    s->v = (hs_tensor_view){.name = t->name, .dtype = hs_dtype_of_ggml(t->type),
+                            .ndim = rows == 1 && t->n_dims == 1 ? 1 : 2,
+                            .data = t->data + r0 * rb, .nbytes = rows * rb};
+    if (s->v.ndim == 1)
+        s->v.shape[0] = t->ne[0];
+    else {
+        s->v.shape[0] = (int64_t)rows;
+        s->v.shape[1] = t->ne[0];
+    }
+    return &s->v;
+}
+
 static const hs_tensor_view *gguf_lookup(void *vctx, const char *hf, const hs_tensor_ref *r,
                                          int *out_in)
 {
     gguf_ctx *c = vctx;
     char name[128];
-    (void)hf;
+    int handled;
     *out_in = 1; /* every GGUF matrix is stored (out, in): ne = {in, out} */
+    const hs_tensor_view *sv = hs_gguf_moe_lookup(c->g, c->cfg, hf, r, &c->ds, &handled);
+    if (!handled) /* deepseek2's attn_q_a and split kv_b */
+        sv = hs_gguf_deepseek_lookup(c->g, c->cfg, r, &c->ds, &handled);
+    if (c->ds.bad[0])
+        memcpy(c->bad, c->ds.bad, sizeof c->ds.bad);
+    if (handled)
+        return sv;
     if (r->alt || !r->e->gguf) /* a GGUF file has one name per tensor; none: not in GGUF */
         return NULL;
     int rank = hs_names_shape(c->cfg, r->e).kind == HS_K_VEC ? 1 : 2, part = r->e->part;
@@ -554,6 +595,7 @@ fail:
         hs_error_prefix(err, "'%s'", path);
     free(ctx.views);
     free(ctx.scratch);
+    free(ctx.ds.buf);
     hs_gguf_free(g);
     return st;
 }

@@ -347,7 +347,7 @@ hs_status hs_gguf_tokenizer_load(hs_model *m, const hs_gguf *g, hs_error *err)
     hs_gguf_value model;
     hs_gguf_kv_get(g, (size_t)mi, 0, &model);
     const hs_arch *a = m->cfg.arch;
-    int rotary = a->pos == HS_POS_ROTARY;
+    int rotary = a->pos == HS_POS_ROTARY || a->family == HS_FAMILY_GPT_BIGCODE; /* + its pre */
     const char *want = a->names->gguf_tokenizer;
     /* a rotary decoder: "gpt2" (byte-level BPE), or its family's own ("llama": Llama, Phi-3,
        Gemma) */
@@ -591,7 +591,7 @@ hs_status hs_gguf_tokenizer_write(hs_gguf_meta *mt, const hs_model *m, hs_error 
     if (n_tok > V)
         return hs_fail(err, HS_E_SHAPE,
                        "the tokenizer has %zu tokens but the embedding has only %zu rows", n_tok, V);
-    if (m->cfg.arch->pos == HS_POS_ROTARY)
-        return write_rotary(mt, m, err);
+    if (m->cfg.arch->pos == HS_POS_ROTARY || m->cfg.family == HS_FAMILY_GPT_BIGCODE)
+        return write_rotary(mt, m, err); /* a "gpt2" vocabulary with its own pre-tokenizer */
     return write_gpt2_bert(mt, m, err);
 }

@@ -8,7 +8,10 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "model/gguf_arch.h"
+#include "model/gguf_deepseek.h"
 #include "model/gguf_internal.h"
+#include "model/gguf_moe.h"
 #include "model/gguf_norms.h"
 #include "model/quant.h"
 #include "nn/ops.h"
@@ -172,13 +175,12 @@ typedef struct plan_t {
     int transpose;
     size_t rope_dh;  /* > 0: Llama's Q or K, rows (elements of a vector) in llama.cpp's
                         adjacent-pair order: GGUF row h dh + 2 i + j is row h dh + j dh/2 + i */
-    size_t mats, mat_stride; /* mats > 0: that many such matrices, the m-th from src +
-                                m mat_stride (ne = {cols, rows, mats}: a layer's experts) */
+    size_t ne2, bstride; /* > 0: ne2 blocks of rows x cols, block b from src + b bstride */
     uint32_t type;
     uint64_t nbytes, offset;
 } plan_t;
 
-typedef struct plan {
+typedef struct hs_gguf_plan {
     plan_t *t;
     size_t n, cap;
     hs_gguf_ftype ftype;
@@ -200,8 +202,10 @@ static uint32_t storage_type(const char *name, size_t rows, size_t cols, hs_gguf
     size_t n = strlen(name);
     if (rows == 0 || (n >= 12 && !strcmp(name + n - 12, "_norm.weight")) ||
         n < 7 || strcmp(name + n - 7, ".weight") || !strcmp(name, "position_embd.weight") ||
-        !strcmp(name, "token_types.weight"))
+        !strcmp(name, "token_types.weight") || strstr(name, ".ffn_gate_inp")) /* the router */
         return HS_GGML_F32;
+    if (ft == HS_GGUF_FTYPE_Q8_0 && (strstr(name, "_exps.") || strstr(name, "_shexp.")))
+        return HS_GGML_F16; /* the experts kept F16, as before qwen3moe (read in any ggml type) */
     switch (ft) {
     case HS_GGUF_FTYPE_F16: return HS_GGML_F16;
     case HS_GGUF_FTYPE_BF16: return HS_GGML_BF16;
@@ -246,6 +250,23 @@ static void add(plan *p, const char *name, const float *src, size_t rows, size_t
     t->nbytes = type_bytes(t->type, (uint64_t)(rows ? rows : 1) * cols);
 }
 
+void hs_gguf_plan_add(plan *p, const char *name, const float *src, int layer, hs_slot slot,
+                      size_t off, size_t rows, size_t cols, size_t ld, int transpose, size_t ne2,
+                      size_t bstride)
+{
+    add(p, name, src, rows, cols, ld, transpose);
+    if (p->nomem)
+        return;
+    plan_t *t = &p->t[p->n - 1];
+    t->layer = layer;
+    t->slot = slot;
+    t->off = off;
+    t->ne2 = ne2;
+    t->bstride = bstride;
+    if (ne2 > 0)
+        t->nbytes = type_bytes(t->type, (uint64_t)rows * cols * ne2);
+}
+
 static void add_vec(plan *p, const char *name, const float *v, size_t n)
 {
     add(p, name, v, 0, n, n, 0);
@@ -278,11 +299,18 @@ static hs_status plan_row(void *ctx, const hs_tensor_name *e, int layer, hs_erro
     /* a layer's tensors are looked up when written (the weight cache converts them) */
     const float *src = layer < 0 ? *hs_slot_ptr((hs_model *)(uintptr_t)m, e->slot, -1) : NULL;
     int copy = src && (e->flags & HS_TN_GGUF_COPY) && !pc->opt->no_output_copy;
-    if ((e->flags & HS_TN_OPTIONAL) && (!src || src == m->wte) && !copy)
+    const char *gname = e->gguf;
+    if (hs_gguf_deepseek_row(pc->p, m, e, layer, &gname)) /* kv_b's halves, the experts' */
+        return HS_OK;
+    if ((e->flags & HS_TN_OPTIONAL) && (!src || src == m->wte) && !copy &&
+        !(layer >= 0 && m->cfg.arch->mla_kv_lora > 0)) /* a dense layer's MLP (deepseek) */
         return HS_OK;
     hs_tensor_shape sh = hs_names_shape(&m->cfg, e);
     char nm[64];
-    hs_names_format(e->gguf, layer, nm, sizeof nm);
+    hs_names_format(gname, layer, nm, sizeof nm);
+    for (size_t i = 0; i < pc->p->n; i++) /* one tensor read into two slots (Falcon-7B's norm) */
+        if (!strcmp(pc->p->t[i].name, nm))
+            return HS_OK;
     size_t rows = (size_t)sh.rows, cols = (size_t)sh.cols, ld = (size_t)sh.ld, off = (size_t)sh.off;
     if (e->slot == HS_S_POS_EMB) { /* from the first row a text uses, as llama.cpp's converter
                                       writes RoBERTa's (the loader reads it from row 0) */
@@ -334,18 +362,8 @@ static hs_status build_plan(plan *p, const hs_model *m, const hs_gguf_write_opti
     hs_status st = hs_names_walk(&m->cfg, plan_row, &pc, err);
     if (st)
         return st;
-    for (int l = 0; l < m->cfg.n_layer && !p->nomem; l++) { /* a layer's experts (gguf_moe.c) */
-        hs_gguf_moe_tensor mt[4];
-        for (int k = 0, n = hs_gguf_moe_tensors(&m->cfg, &m->layers[l], l, mt); k < n; k++) {
-            add(p, mt[k].name, mt[k].src, mt[k].rows, mt[k].cols, mt[k].ld, 1);
-            if (!p->nomem && mt[k].mats) {
-                plan_t *t = &p->t[p->n - 1];
-                t->mats = mt[k].mats;
-                t->mat_stride = mt[k].stride;
-                t->nbytes = type_bytes(t->type, (uint64_t)t->mats * t->rows * t->cols);
-            }
-        }
-    }
+    if (m->cfg.arch->moe_experts > 0)
+        hs_gguf_moe_experts(p, m); /* gguf_moe.c: deepseek2's and qwen3moe's */
     if (p->nomem)
         return hs_fail(err, HS_E_NOMEM, "out of memory planning the gguf tensors");
     uint64_t off = 0;
@@ -365,14 +383,20 @@ static void le16(unsigned char *p, uint16_t v)
 }
 
 /* Writes one tensor: gathers its rows in GGUF order, encodes, pads. */
-static void write_tensor(sink *s, const plan_t *all, float *row, unsigned char *enc)
+static void write_tensor(sink *s, const plan_t *t, float *row, unsigned char *enc)
 {
-    size_t rows = all->rows ? all->rows : 1, cols = all->cols;
-    plan_t one = *all;
-    const plan_t *t = &one;
-    for (size_t r = 0; r < rows * (all->mats ? all->mats : 1); r++) {
-        one.src = all->src + r / rows * all->mat_stride; /* a stacked tensor's matrix */
-        size_t sr = src_row(t, r % rows);
+    if (t->ne2 > 0) { /* each block as a 2-D tensor of its own, then the padding */
+        plan_t b = *t;
+        b.ne2 = 0;
+        b.nbytes = 0; /* no padding between blocks */
+        for (size_t k = 0; k < t->ne2; k++, b.src += t->bstride)
+            write_tensor(s, &b, row, enc);
+        put_zeros(s, (size_t)((ALIGN - t->nbytes % ALIGN) % ALIGN));
+        return;
+    }
+    size_t rows = t->rows ? t->rows : 1, cols = t->cols;
+    for (size_t r = 0; r < rows; r++) {
+        size_t sr = src_row(t, r);
         if (t->transpose)
             for (size_t c = 0; c < cols; c++)
                 row[c] = t->src[c * t->ld + sr];
@@ -421,6 +445,9 @@ static hs_status writable(const hs_model *m, hs_error *err)
 {
     const hs_arch *a = m->cfg.arch;
     int norms = hs_gguf_norms_family(a); /* Gemma's windows and GeGLU are llama.cpp's */
+    hs_status st = hs_gguf_mqa_writable(m, err); /* Falcon-RW, biases */
+    if (st || (st = hs_gguf_deepseek_writable(m, err)))
+        return st;
     if ((a->sliding_window > 0 && !norms && (a->global_every > 0 || a->pos != HS_POS_ROTARY)) ||
         a->vis.kind != hs_arch_of(a->family)->vis.kind ||
         (m->cfg.gated && m->cfg.act != HS_ACT_SILU && !norms))
@@ -436,7 +463,7 @@ static hs_status writable(const hs_model *m, hs_error *err)
         return hs_fail(err, HS_E_UNSUPPORTED, "this Llama model rotates %d of its %d head "
                        "dimensions, and llama.cpp's llama architecture rotates all of them; it "
                        "cannot be written to GGUF", a->rotary_dims, m->cfg.d_head);
-    if (a->rope_scaling == HS_ROPE_YARN)
+    if (a->rope_scaling == HS_ROPE_YARN && a->mla_kv_lora <= 0) /* deepseek2's is written */
         return hs_fail(err, HS_E_UNSUPPORTED, "YaRN rope scaling cannot be written to GGUF yet");
     if (a->rope_scaling == HS_ROPE_LLAMA3 && a->family != HS_FAMILY_LLAMA)
         return hs_fail(err, HS_E_UNSUPPORTED, "Llama 3 rope scaling in a %s model cannot be "
@@ -447,6 +474,18 @@ static hs_status writable(const hs_model *m, hs_error *err)
     return HS_OK;
 }
 
+void hs_gguf_dim_keys(meta *mt, const hs_model_config *c, const char *arch)
+{
+    char key[96];
+#define KEY(suffix) (snprintf(key, sizeof key, "%s." suffix, arch), key)
+    hs_meta_u32(mt, KEY("context_length"), (uint32_t)c->n_ctx);
+    hs_meta_u32(mt, KEY("embedding_length"), (uint32_t)c->d_model);
+    hs_meta_u32(mt, KEY("block_count"), (uint32_t)c->n_layer);
+    hs_meta_u32(mt, KEY("feed_forward_length"), (uint32_t)c->d_ff);
+    hs_meta_u32(mt, KEY("attention.head_count"), (uint32_t)c->n_head);
+#undef KEY
+}
+
 /* The hyperparameters of gptneox, llama and qwen2, with the value types llama.cpp checks (in
  * the order of llama.cpp's converter). Llama 3's rope scaling is rope_freqs.weight (plan_row);
  * linear scaling is rope.scaling.type and .factor. */
@@ -455,11 +494,7 @@ static void rotary_keys(meta *mt, const hs_model_config *c, const char *arch)
     const hs_arch *a = c->arch;
     char key[96];
 #define KEY(suffix) (snprintf(key, sizeof key, "%s." suffix, arch), key)
-    hs_meta_u32(mt, KEY("context_length"), (uint32_t)c->n_ctx);
-    hs_meta_u32(mt, KEY("embedding_length"), (uint32_t)c->d_model);
-    hs_meta_u32(mt, KEY("block_count"), (uint32_t)c->n_layer);
-    hs_meta_u32(mt, KEY("feed_forward_length"), (uint32_t)c->d_ff);
-    hs_meta_u32(mt, KEY("attention.head_count"), (uint32_t)c->n_head);
+    hs_gguf_dim_keys(mt, c, arch);
     if (a->family != HS_FAMILY_GPT_NEOX)
         hs_meta_u32(mt, KEY("attention.head_count_kv"), (uint32_t)c->n_kv_head);
     if (c->d_head * c->n_head != c->d_model) { /* heads not splitting d_model: their width */
@@ -471,7 +506,8 @@ static void rotary_keys(meta *mt, const hs_model_config *c, const char *arch)
     hs_meta_u32(mt, KEY("rope.dimension_count"), (uint32_t)a->rotary_dims);
     hs_meta_f32(mt, KEY("rope.freq_base"), a->rotary_base);
     if (a->norm_kind == HS_NORM_LAYER) {
-        hs_meta_bool(mt, KEY("use_parallel_residual"), a->parallel_residual);
+        if (a->family == HS_FAMILY_GPT_NEOX) /* llama.cpp's falcon is always parallel */
+            hs_meta_bool(mt, KEY("use_parallel_residual"), a->parallel_residual);
         hs_meta_f32(mt, KEY("attention.layer_norm_epsilon"), c->ln_eps);
     } else {
         hs_meta_f32(mt, KEY("attention.layer_norm_rms_epsilon"), c->ln_eps);
@@ -504,10 +540,6 @@ static hs_status emit(sink *s, const hs_model *m, const hs_gguf_write_options *o
         return hs_fail(err, HS_E_ARG, "unsupported output type %d", (int)opt->ftype);
     const hs_model_config *c = &m->cfg;
     const char *arch = hs_arch_gguf_name(c->arch);
-    if (!arch && (c->family == HS_FAMILY_FALCON || c->family == HS_FAMILY_GPT_BIGCODE))
-        return hs_fail(err, HS_E_UNSUPPORTED, "architecture '%s': writing llama.cpp's '%s' GGUF "
-                       "form is not implemented yet; use the Hugging Face folder", c->arch->name,
-                       c->family == HS_FAMILY_FALCON ? "falcon" : "starcoder");
     if (!arch)
         return hs_fail(err, HS_E_UNSUPPORTED, "architecture '%s' has no GGUF form (%s); use the "
                        "Hugging Face folder", c->arch->name,
@@ -529,13 +561,17 @@ static hs_status emit(sink *s, const hs_model *m, const hs_gguf_write_options *o
         hs_meta_str(&mt, "general.name", opt->name);
     if (c->arch->pos == HS_POS_ROTARY) {
         hs_meta_u32(&mt, "general.file_type", file_type(opt->ftype));
-        rotary_keys(&mt, c, arch);
+        if (c->arch->mla_kv_lora > 0)
+            hs_gguf_deepseek_keys(&mt, c, arch);
+        else
+            rotary_keys(&mt, c, arch);
     } else {
         hs_meta_u32(&mt, KEY("block_count"), (uint32_t)c->n_layer);
         hs_meta_u32(&mt, KEY("context_length"), (uint32_t)c->n_ctx);
         hs_meta_u32(&mt, KEY("embedding_length"), (uint32_t)c->d_model);
         hs_meta_u32(&mt, KEY("feed_forward_length"), (uint32_t)c->d_ff);
         hs_meta_u32(&mt, KEY("attention.head_count"), (uint32_t)c->n_head);
+        hs_gguf_mqa_write(&mt, c, arch); /* starcoder's K/V heads */
         hs_meta_f32(&mt, KEY("attention.layer_norm_epsilon"), c->ln_eps);
         hs_meta_u32(&mt, "general.file_type", file_type(opt->ftype));
         if (c->arch->vis.kind == HS_VIS_BIDIRECTIONAL)
@@ -562,12 +598,12 @@ static hs_status emit(sink *s, const hs_model *m, const hs_gguf_write_options *o
     for (size_t i = 0; i < p.n; i++) {
         const plan_t *t = &p.t[i];
         put_str(s, t->name);
-        put_u32(s, t->mats ? 3 : t->rows ? 2 : 1);
+        put_u32(s, t->ne2 ? 3 : t->rows ? 2 : 1);
         put_u64(s, t->cols);
         if (t->rows)
             put_u64(s, t->rows);
-        if (t->mats)
-            put_u64(s, t->mats);
+        if (t->ne2)
+            put_u64(s, t->ne2);
         put_u32(s, t->type);
         put_u64(s, t->offset);
         if (t->cols > max_cols)

@@ -24,51 +24,23 @@ typedef struct moe_build {
     void *ctx;
     float *cur;     /* next free float of m->moe_arena (NULL: checks only) */
     size_t floats;  /* floats placed (or, checking, needed) */
+    int dense;      /* checking a dense layer's MLP (read by the name table, any stored type) */
 } moe_build;
 
-/* The stored tensor of one matrix or vector (see take); *v receives expert e's (out, in)
- * slice when the reader holds every expert of a layer in one (E, out, in) tensor (GGUF's
- * ffn_*_exps, named by row's GGUF name), else the tensor itself. */
-static const hs_tensor_view *find(moe_build *b, const char *name, const char *gguf, int l,
-                                  int e, hs_tensor_view *v)
-{
-    const hs_tensor_name row = {HS_S_FC_W, -1, NULL, NULL, gguf, NULL, 0};
-    hs_tensor_ref ref = {&row, l, 0};
-    int out_in = 1, E = b->m->cfg.arch->moe_experts;
-    const hs_tensor_view *t = b->lookup(b->ctx, name, &ref, &out_in);
-    if (!t || e < 0 || !(t->ndim == 3 || (E == 1 && t->ndim == 2 && gguf)))
-        return t;
-    *v = *t;
-    if (t->ndim == 3) {
-        if (t->shape[0] != E || t->nbytes % (size_t)E)
-            return t; /* the shape check names it */
-        v->ndim = 2;
-        v->shape[0] = t->shape[1];
-        v->shape[1] = t->shape[2];
-        v->nbytes = t->nbytes / (size_t)E;
-        v->data = t->data + (size_t)e * v->nbytes;
-    }
-    return v;
-}
-
 /* One stored matrix, (out, in) as nn.Linear keeps it, into dst: (in, ld) at column off; or,
- * when vec, a vector of out. Checked in every mode; converted when b->cur. gguf: the GGUF
- * name of the tensor holding it (layer l's, expert e's slice when e >= 0). */
-static hs_status take(moe_build *b, const char *name, const char *gguf, int l, int e, int out,
-                      int in, int ld, int off, float *dst, hs_error *err)
+ * when vec, a vector of out. Checked in every mode; converted when b->cur. */
+static hs_status take(moe_build *b, const char *name, int out, int in, int ld, int off,
+                      float *dst, hs_error *err)
 {
-    hs_tensor_view slice;
-    int vec = in == 0;
-    const hs_tensor_view *t = find(b, name, gguf, l, e, &slice);
-    int gg = b->m->format == HS_FORMAT_GGUF; /* a GGUF file's experts may be block-quantised */
-    char gname[96];
-    if (!t && gg && gguf)
-        return hs_fail(err, HS_E_FORMAT, "missing tensor '%s'",
-                       hs_names_format(gguf, l, gname, sizeof gname));
+    static const hs_tensor_name row = {HS_S_FC_W, -1, NULL, NULL, NULL, NULL, 0};
+    hs_tensor_ref ref = {&row, -1, 0};
+    int out_in = 1, vec = in == 0;
+    const hs_tensor_view *t = b->lookup(b->ctx, name, &ref, &out_in);
     if (!t)
         return hs_fail(err, HS_E_FORMAT, "tensor 'model.%s' is missing", name);
-    if (t->dtype != HS_DT_F32 && t->dtype != HS_DT_F16 && t->dtype != HS_DT_BF16 &&
-        (!gg || t->dtype == HS_DT_OTHER || (vec || in % hs_dtype_block(t->dtype))))
+    int gg = b->m->format == HS_FORMAT_GGUF; /* a GGUF file's experts may be block-quantised */
+    if (!b->dense && t->dtype != HS_DT_F32 && t->dtype != HS_DT_F16 && t->dtype != HS_DT_BF16 &&
+        (!gg || t->dtype == HS_DT_OTHER || vec || in % hs_dtype_block(t->dtype)))
         return hs_fail(err, HS_E_FORMAT, "tensor 'model.%s' is %s; an expert's weights must be "
                        "F32, F16 or BF16%s", name,
                        t->dtype_name ? t->dtype_name : hs_dtype_name(t->dtype),
@@ -76,14 +48,13 @@ static hs_status take(moe_build *b, const char *name, const char *gguf, int l, i
     int ok = vec ? t->ndim == 1 && t->shape[0] == out
                  : t->ndim == 2 && t->shape[0] == out && t->shape[1] == in;
     if (!ok)
-        return hs_fail(err, HS_E_SHAPE, "tensor 'model.%s' must be (%s%d%s%.0d)", name,
-                       e >= 0 && t != &slice && t->ndim == 3 ? "experts, " : "", out,
+        return hs_fail(err, HS_E_SHAPE, "tensor 'model.%s' must be (%d%s%.0d)", name, out,
                        vec ? "" : ", ", vec ? 0 : in);
     if (!dst)
         return HS_OK;
     hs_tensor_shape sh = vec ? (hs_tensor_shape){HS_K_VEC, 1, out, out, 0, (size_t)out}
                              : (hs_tensor_shape){HS_K_MAT, in, out, ld, off, (size_t)in * ld};
-    return hs_tensor_convert(t, vec ? 0 : 1, sh, dst, name, err);
+    return hs_tensor_convert(t, vec ? 0 : out_in, sh, dst, name, err);
 }
 
 /* n floats of the arena (NULL when checking only). */
@@ -97,28 +68,21 @@ static float *carve(moe_build *b, size_t n)
 }
 
 /* A gated MLP's three matrices named prefix{gate,up,down}_proj.weight, f wide: [gate | up]
- * into g: (d, 2f), down into p: (f, d) (NULL: checks only); in a GGUF file expert e of layer
- * l's blk.l.ffn_{gate,up,down}_exps (e < 0: none, a shared expert). */
-static hs_status gated(moe_build *b, const char *prefix, int l, int e, int f, float *g, float *p,
+ * into g: (d, 2f), down into p: (f, d) (NULL: checks only). */
+static hs_status gated(moe_build *b, const char *prefix, int f, float *g, float *p,
                        hs_error *err)
 {
     int d = b->m->cfg.d_model;
-    const char *gg[3] = {NULL, NULL, NULL};
-    if (e >= 0) {
-        gg[0] = "blk.%d.ffn_gate_exps.weight";
-        gg[1] = "blk.%d.ffn_up_exps.weight";
-        gg[2] = "blk.%d.ffn_down_exps.weight";
-    }
     char name[200];
     hs_status st;
     snprintf(name, sizeof name, "%sgate_proj.weight", prefix);
-    if ((st = take(b, name, gg[0], l, e, f, d, 2 * f, 0, g, err)))
+    if ((st = take(b, name, f, d, 2 * f, 0, g, err)))
         return st;
     snprintf(name, sizeof name, "%sup_proj.weight", prefix);
-    if ((st = take(b, name, gg[1], l, e, f, d, 2 * f, f, g, err)))
+    if ((st = take(b, name, f, d, 2 * f, f, g, err)))
         return st;
     snprintf(name, sizeof name, "%sdown_proj.weight", prefix);
-    return take(b, name, gg[2], l, e, d, f, d, 0, p, err);
+    return take(b, name, d, f, d, 0, p, err);
 }
 
 static hs_status layer_moe(moe_build *b, int l, hs_error *err)
@@ -130,13 +94,13 @@ static hs_status layer_moe(moe_build *b, int l, hs_error *err)
     hs_status st;
     float *gate = carve(b, (size_t)d * (size_t)E);
     snprintf(name, sizeof name, "layers.%d.mlp.gate.weight", l);
-    if ((st = take(b, name, "blk.%d.ffn_gate_inp.weight", l, -1, E, d, E, 0, gate, err)))
+    if ((st = take(b, name, E, d, E, 0, gate, err)))
         return st;
     L->moe_gate = gate;
     if (a->moe_routing == HS_MOE_NOAUX_TC) {
         float *bias = carve(b, (size_t)E);
         snprintf(name, sizeof name, "layers.%d.mlp.gate.e_score_correction_bias", l);
-        if ((st = take(b, name, "blk.%d.exp_probs_b.bias", l, -1, E, 0, 0, 0, bias, err)))
+        if ((st = take(b, name, E, 0, 0, 0, bias, err)))
             return st;
         L->moe_bias = bias;
     }
@@ -144,7 +108,7 @@ static hs_status layer_moe(moe_build *b, int l, hs_error *err)
     float *fc = carve(b, (size_t)E * 2 * dff), *proj = carve(b, (size_t)E * dff);
     for (int e = 0; e < E; e++) {
         snprintf(name, sizeof name, "layers.%d.mlp.experts.%d.", l, e);
-        if ((st = gated(b, name, l, e, f, fc ? fc + (size_t)e * 2 * dff : NULL,
+        if ((st = gated(b, name, f, fc ? fc + (size_t)e * 2 * dff : NULL,
                         proj ? proj + (size_t)e * dff : NULL, err)))
             return st;
     }
@@ -156,7 +120,7 @@ static hs_status layer_moe(moe_build *b, int l, hs_error *err)
         snprintf(name, sizeof name, "layers.%d.mlp.shared_experts.", l);
         L->moe_sfc = sfc;
         L->moe_sproj = sproj;
-        return gated(b, name, l, -1, a->moe_shared * f, sfc, sproj, err);
+        return gated(b, name, a->moe_shared * f, sfc, sproj, err);
     }
     return HS_OK;
 }
@@ -166,15 +130,15 @@ static hs_status layer_moe(moe_build *b, int l, hs_error *err)
 static hs_status dense_present(moe_build *b, int l, hs_error *err)
 {
     static const char *const part[] = {"gate_proj", "up_proj", "down_proj"};
-    static const char *const gg[] = {"blk.%d.ffn_gate.weight", "blk.%d.ffn_up.weight",
-                                     "blk.%d.ffn_down.weight"};
     int d = b->m->cfg.d_model, f = b->m->cfg.d_ff;
     char name[200];
     hs_status st = HS_OK;
+    b->dense = 1;
     for (int k = 0; k < 3 && !st; k++) {
         snprintf(name, sizeof name, "layers.%d.mlp.%s.weight", l, part[k]);
-        st = take(b, name, gg[k], l, -1, k < 2 ? f : d, k < 2 ? d : f, 0, 0, NULL, err);
+        st = take(b, name, k < 2 ? f : d, k < 2 ? d : f, 0, 0, NULL, err);
     }
+    b->dense = 0;
     return st;
 }
 
@@ -197,7 +161,7 @@ hs_status hs_moe_weights_build(hs_model *m, hs_tensor_lookup lookup, void *ctx, 
 {
     if (!m->cfg.arch || m->cfg.arch->moe_experts <= 0)
         return HS_OK;
-    moe_build b = {m, lookup, ctx, NULL, 0};
+    moe_build b = {m, lookup, ctx, NULL, 0, 0};
     hs_status st = walk(&b, err); /* checks, and the size */
     if (st)
         return st;
@@ -207,6 +171,6 @@ hs_status hs_moe_weights_build(hs_model *m, hs_tensor_lookup lookup, void *ctx, 
     if (!(m->moe_arena = malloc(b.floats * sizeof(float))))
         return hs_fail(err, HS_E_NOMEM, "out of memory for %zu MB of experts",
                        b.floats * sizeof(float) >> 20);
-    b = (moe_build){m, lookup, ctx, m->moe_arena, 0};
+    b = (moe_build){m, lookup, ctx, m->moe_arena, 0, 0};
     return walk(&b, err);
 }

@@ -52,37 +52,6 @@ static hs_status check_probs(size_t bad_row, int l, int n, hs_error *err)
                    bad_row % (size_t)n);
 }
 
-/* ctx: (n, A) = xi_h * pv_h per head h, xi: (n_head), A = n_head d_head. */
-static void scale_heads(const hs_model_config *c, const float *pv, const float *xi, float *ctx,
-                        int n)
-{
-    int d = hs_model_attn_width(c), dh = c->d_head;
-    for (int i = 0; i < n; i++)
-        for (int h = 0; h < c->n_head; h++) {
-            size_t o = (size_t)i * (size_t)d + (size_t)h * (size_t)dh;
-            for (int e = 0; e < dh; e++)
-                ctx[o + (size_t)e] = xi[h] * pv[o + (size_t)e];
-        }
-}
-
-/* Ablation by replacement: ctx: (n, A) += (1 - xi_h) r_h per head h whose mask xi_h is not
- * 1, r: (n, A) the layer's replacement contexts (hs_forward_opts.head_replace). */
-static void replace_heads(const hs_model_config *c, const float *r, const float *xi, float *ctx,
-                          int n)
-{
-    int d = hs_model_attn_width(c), dh = c->d_head;
-    for (int h = 0; h < c->n_head; h++) {
-        if (xi[h] == 1.0f)
-            continue;
-        float w = 1.0f - xi[h];
-        for (int i = 0; i < n; i++) {
-            size_t o = (size_t)i * (size_t)d + (size_t)h * (size_t)dh;
-            for (int e = 0; e < dh; e++)
-                ctx[o + (size_t)e] += w * r[o + (size_t)e];
-        }
-    }
-}
-
 /* Layer l's place in the trace when the observer is the library's own recorder
  * (hs_trace_observe) and the trace fits the pass: the probabilities are then written there
  * directly, and hs_trace_observe, seeing its own buffer, copies nothing. NULL otherwise. */
@@ -313,6 +282,28 @@ static hs_status out_proj(const hs_model_config *c, const hs_layer *L, const hs_
     return HS_OK;
 }
 
+/* Copy b's rows: n, or text b's length in a packed pass. */
+static int seg_rows(const hs_forward_ws *ws, int b, int n)
+{
+    return ws->n_seg > 0 ? ws->seg_len[b] : n;
+}
+
+/* The head mask (scale: where the attention did not apply it) and ablation by replacement
+ * on the contexts ctx: (batch * n, A) of layer l: the hook at z (hs_head_mask_hook). */
+static hs_status mask_heads(const hs_model_config *c, const hs_forward_opts *o, int l,
+                            const float *hm, size_t hm_stride, int scale, float *ctx, int batch,
+                            int n, hs_error *err)
+{
+    int A = hs_model_attn_width(c);
+    size_t nA = (size_t)n * (size_t)A;
+    hs_head_mask k = {hm, hm_stride, o && o->head_replace ? o->head_replace + (size_t)l * nA
+                                                          : NULL, scale};
+    if (!hm || (!k.scale && !k.replace))
+        return HS_OK;
+    hs_forward_opts mo = {.hook = hs_head_mask_hook, .hook_user = &k};
+    return hs_hook_copies(c, &mo, HS_SITE_Z, l, ctx, batch, nA, n, A, A, n, err);
+}
+
 /* hs_block_forward on layer l's float32 weights L. */
 static hs_status block_run(const hs_model *m, const hs_layer *L, int l, hs_forward_ws *ws, int n,
                            int batch, const float *hm, size_t hm_stride,
@@ -346,10 +337,12 @@ static hs_status block_run(const hs_model *m, const hs_layer *L, int l, hs_forwa
     int same = batch > 1 && ws->same_input && !keep && !(hk & BEFORE_CTX);
     int qrows = same ? n : rows;
     const int pre_in = pre && !a->no_pre_norm; /* the sublayers read the normalised stream */
-    if (pre_in)
+    const float *resume = keep ? NULL : ws->ctx_in; /* a restart at the contexts */
+    if (pre_in && !resume)
         norm(c, x, L->ln1_w, L->ln1_b, h, KEEP(xhat1), KEEP(rstd1), qrows);
-    hs_op_linear(pre_in ? h : x, L->w_qkv, L->b_qkv, qkv_all, qrows, d, W);
-    if (a->qk_norm) /* queries and keys normalised before they turn */
+    if (!resume)
+        hs_op_linear(pre_in ? h : x, L->w_qkv, L->b_qkv, qkv_all, qrows, d, W);
+    if (a->qk_norm && !resume) /* queries and keys normalised before they turn */
         hs_qk_normalise(c, L, qkv_all, qrows, KEEP(qk_xhat), KEEP(qk_rstd));
     /* scores, softmax and P V a row block at a time (hs_op_attn_fused); the layer's maps
      * written out only where an observer or the backward pass wants them */
@@ -360,23 +353,30 @@ static hs_status block_run(const hs_model *m, const hs_layer *L, int l, hs_forwa
                                           "backward's activations")
                                 : encdec_self(m, l, ws, qkv_all, n, vis, hm, maps, o, err)))
         return st; /* T5: one copy (hs_forward_encdec), no backward in the block */
-    for (int b = 0; b < batch && !a->enc_dec; b++) {
-        float *qkv = qkv_all + (same ? 0 : (size_t)b * (size_t)n * (size_t)W);
-        float *ctx_b = ws->ctx + (size_t)b * nA;
+    /* a packed pass (hs_forward_packed): one attention a text, over its own rows; a restart
+     * at the contexts (ws->ctx_in): none */
+    int n_att = ws->n_seg > 0 ? ws->n_seg : batch;
+    size_t r0 = 0; /* the copy's (the text's) first row */
+    for (int b = 0; b < n_att && !a->enc_dec && !resume; r0 += (size_t)seg_rows(ws, b, n), b++) {
+        int nb = seg_rows(ws, b, n); /* its rows */
+        float *qkv = qkv_all + (same ? 0 : r0 * (size_t)W);
+        float *ctx_b = ws->ctx + r0 * (size_t)A;
         const float *hm_b = hm ? hm + (size_t)b * hm_stride : NULL;
+        if (ws->n_seg > 0 && rot) /* each text's rotary scale by its own length */
+            rot_scale = hs_op_rope_freqs_at(&rope, nb, inv_freq);
         if (!same || b == 0) {
             if (rot && !a->mla_kv_lora) { /* queries and keys turned by position (each copy
                                               from position 0); MLA: in hs_mla_attn */
-                hs_op_rotary_scaled(qkv, n, c->n_head, dh, W, rot, inv_freq, rot_scale, 0, 0);
-                hs_op_rotary_scaled(qkv + A, n, c->n_kv_head, dh, W, rot, inv_freq, rot_scale, 0, 0);
+                hs_op_rotary_scaled(qkv, nb, c->n_head, dh, W, rot, inv_freq, rot_scale, 0, 0);
+                hs_op_rotary_scaled(qkv + A, nb, c->n_kv_head, dh, W, rot, inv_freq, rot_scale, 0, 0);
             }
             if (a->mla_kv_lora && (hk & (BEFORE_CTX & ~HS_SITE_BIT(HS_SITE_RESID_PRE))))
                 return hs_fail(err, HS_E_UNSUPPORTED, "the hook sites q, k, v and pattern are "
                                "not available with latent attention");
-            if ((hk & BEFORE_CTX) && (st = hook_qkv(c, o, hk, l, qkv, b, n, err)))
+            if ((hk & BEFORE_CTX) && (st = hook_qkv(c, o, hk, l, qkv, b, nb, err)))
                 return st;
             if (maps && !keep) {
-                float *direct = trace_layer(o, l, c->n_head, n);
+                float *direct = trace_layer(o, l, c->n_head, nb);
                 if (direct)
                     probs = direct;
                 if (!probs &&
@@ -388,38 +388,35 @@ static hs_status block_run(const hs_model *m, const hs_layer *L, int l, hs_forwa
             float *dst = keep ? keep->ctx : same ? h : ctx_b;
             size_t bad_row;
             if (HOOKED(hk, HS_SITE_PATTERN)) {
-                if ((st = attn_pattern_hooked(c, o, l, vis, qkv, probs, dst, n, b, hm_b,
+                if ((st = attn_pattern_hooked(c, o, l, vis, qkv, probs, dst, nb, b, hm_b,
                                               &bad_row, err)))
                     return st;
             } else if (a->mla_kv_lora
-                           ? hs_mla_attn(c, L, &rope, inv_freq, vis, qkv, dst, n,
+                           ? hs_mla_attn(c, L, &rope, inv_freq, vis, qkv, dst, nb,
                                          keep || same ? NULL : hm_b, maps ? probs : NULL,
                                          &bad_row,
-                                         ws->mla_pos_share && batch == 1 && !keep
+                                         ws->mla_pos_share && batch == 1 && !keep && !ws->n_seg
                                              ? ws->mla_pos_share + (size_t)l * (size_t)c->n_head
                                              : NULL)
-                           : hs_op_attn_fused(c, vis, qkv, dst, n, keep || same ? NULL : hm_b,
+                           : hs_op_attn_fused(c, vis, qkv, dst, nb, keep || same ? NULL : hm_b,
                                               maps ? probs : NULL, &bad_row)) {
                 return hs_fail(err, HS_E_NOMEM, "out of memory for the attention rows");
             }
-            st = o && o->allow_nonfinite ? HS_OK : check_probs(bad_row, l, n, err);
+            st = o && o->allow_nonfinite ? HS_OK : check_probs(bad_row, l, nb, err);
             if (st)
                 return st;
-            if (o && o->on_attn && o->on_attn(o->user, l, probs, c->n_head, n))
+            if (o && o->on_attn && o->on_attn(o->user, l, probs, c->n_head, nb))
                 return hs_fail(err, HS_E_ARG, "stopped by observer");
         }
-        if (keep) { /* context = xi_h P_h V_h */
-            if (hm_b)
-                scale_heads(c, keep->ctx, hm_b, ws->ctx, n);
-        } else if (same) { /* the common P V (in h), each copy's mask scaling its context */
-            if (hm_b)
-                scale_heads(c, h, hm_b, ctx_b, n);
-            else
-                memcpy(ctx_b, h, nA * sizeof *h);
-        }
-        if (hm_b && o && o->head_replace)
-            replace_heads(c, o->head_replace + (size_t)l * nA, hm_b, ctx_b, n);
+        if ((keep && hm_b) || same) /* P V kept apart for the backward, or the copies'
+                                       common one (in h): the mask scales it below */
+            memcpy(ctx_b, keep ? keep->ctx : h, nA * sizeof *h);
     }
+    if (!a->enc_dec && !resume && /* the mask where the attention did not apply it */
+        (st = mask_heads(c, o, l, hm, hm_stride, same || keep, ws->ctx, batch, n, err)))
+        return st;
+    for (int b = 0; resume && b < batch; b++) /* every copy from the contexts given */
+        memcpy(ws->ctx + (size_t)b * nA, resume, nA * sizeof *ws->ctx);
     if (HOOKED(hk, HS_SITE_Z) &&
         (st = hs_hook_copies(c, o, HS_SITE_Z, l, ws->ctx, batch, nA, n, A, A, n, err)))
         return st;
@@ -549,4 +546,21 @@ void hs_head_decode(const hs_model *m, const float *h, int rows, float *logits)
     if (cap > 0) /* Gemma 2: cap tanh(z / cap) */
         for (size_t i = 0; i < (size_t)rows * (size_t)V; i++)
             logits[i] = cap * tanhf(logits[i] / cap);
+}
+
+void hs_head_decode_ids(const hs_model *m, const float *h, int rows, const int32_t *ids, int k,
+                        float *logits)
+{
+    int d = m->cfg.d_model;
+    float scale = m->cfg.arch->head_scale > 0 ? m->cfg.arch->head_scale : 1.0f;
+    float cap = m->cfg.arch->final_softcap;
+    for (int i = 0; i < rows; i++)
+        for (int j = 0; j < k; j++) {
+            const float *hi = h + (size_t)i * (size_t)d, *w = m->decoder + (size_t)ids[j] * d;
+            double s = 0;
+            for (int e = 0; e < d; e++)
+                s += (double)hi[e] * w[e];
+            float z = (float)(scale * s) + (m->mlm_bias ? m->mlm_bias[ids[j]] : 0.0f);
+            logits[(size_t)i * (size_t)k + (size_t)j] = cap > 0 ? cap * tanhf(z / cap) : z;
+        }
 }

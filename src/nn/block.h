@@ -51,6 +51,13 @@ struct hs_forward_ws {
      * caller gave none and wants neither logits nor hidden states: nothing else can read
      * what follows (the output projection and MLP: 6% of GPT-2's FLOPs at n = 128). */
     int stop_after_attn;
+    /* A restart at the contexts, set by the caller beside hs_forward_opts.start_layer and
+     * x_start: ctx_start: (n, A) that layer's contexts as a pass under its head mask left
+     * them (its z). The layer then takes every copy's contexts from there and begins at
+     * its output projection: no Q, K, V, attention, head mask or replacement in it (the
+     * sites q, k, v and pattern are not reached; z is, as usual). NULL: none. ctx_in is
+     * hs_forward's: ctx_start at the start layer, NULL at the others. */
+    const float *ctx_start, *ctx_in;
     /* Latent attention (hs_arch.mla_kv_lora): (n_layer, n_head) receiving each head's share
      * of its logits from the rotary part (hs_mla_attn's pos_share) in a pass of one copy
      * without keep; NULL: not computed. */
@@ -67,6 +74,12 @@ struct hs_forward_ws {
     const int32_t *rel_bucket;
     const float *enc;
     int n_enc;
+    /* A packed pass (hs_forward_packed, forward_packed.c; 0 otherwise): n_seg texts
+     * stacked as the rows of one copy, text t's seg_len[t] rows after the texts before it;
+     * each text's attention runs over its own rows from position 0 (a block-diagonal mask),
+     * everything else over all rows at once */
+    const int *seg_len;
+    int n_seg;
 };
 
 /* The activations of one layer that the backward pass needs, written by the block when
@@ -107,6 +120,20 @@ hs_status hs_hook_copies(const hs_model_config *c, const hs_forward_opts *o, hs_
                          float *x, int batch, size_t stride, int rows, int cols, int ld, int n,
                          hs_error *err);
 
+/* The head mask and ablation by replacement (hs_forward_opts.head_mask, head_replace) as a
+ * hook at z, hs_head_mask_hook with an hs_head_mask as its user: copy b's context of each
+ * head h whose mask xi_h = hm[b * hm_stride + h] is not 1 becomes xi_h ctx_h (when scale:
+ * the copies share P V, or the backward keeps it apart, so the mask has not scaled it;
+ * otherwise the attention applied it, (xi P) V) plus (1 - xi_h) r_h (replace: (n, A), the
+ * layer's replacement contexts, or NULL). */
+typedef struct hs_head_mask {
+    const float *hm;
+    size_t hm_stride;
+    const float *replace;
+    int scale;
+} hs_head_mask;
+int hs_head_mask_hook(void *user, const hs_hook_call *k);
+
 /* The checks of hs_forward's input: weights present, 1 <= n <= n_ctx, ids in the
  * vocabulary, token types in range. */
 hs_status hs_forward_check(const hs_model *m, const int32_t *ids, const int32_t *type_ids,
@@ -140,6 +167,11 @@ const float *hs_head_transform(const hs_model *m, const float *x, float *y, floa
 
 /* logits: (rows, V) = the decoder (and its bias) on the transformed rows h: (rows, d). */
 void hs_head_decode(const hs_model *m, const float *h, int rows, float *logits);
+
+/* logits: (rows, k) = hs_head_decode's logits of the tokens ids[0..k) only, each a dot
+ * product in double (the last bits may differ from the full decoder's). */
+void hs_head_decode_ids(const hs_model *m, const float *h, int rows, const int32_t *ids, int k,
+                        float *logits);
 
 /* T5's relative position bucket of a key rel = j - i positions from its query: bidirectional
  * (the encoder) half the buckets for later keys; unidirectional (the decoder) only earlier

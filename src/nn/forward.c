@@ -178,6 +178,7 @@ hs_status hs_forward(const hs_model *m, const int32_t *ids, const int32_t *type_
             own->final_rstd = ws->final_rstd;
             own->out_rows = ws->out_rows;
             own->n_out_rows = ws->n_out_rows;
+            own->ctx_start = ws->ctx_start;
         }
         /* the caller's maps are all such a pass gives (block.h) */
         own->stop_after_attn = !ws && !(o && (o->logits || o->hidden || o->hook));
@@ -207,8 +208,10 @@ hs_status hs_forward(const hs_model *m, const int32_t *ids, const int32_t *type_
             memcpy(o->x_layers + (size_t)l * xd, x, xd * sizeof *x);
         const float *hm_l = hmask ? hmask + (size_t)l * (size_t)c->n_head : NULL;
         ws->same_input = l == l0 && batch > 1;
+        ws->ctx_in = l == l0 ? ws->ctx_start : NULL;
         hs_status st = hs_block_forward(m, l, ws, n, batch, hm_l, lh, o, NULL, err);
         ws->same_input = 0;
+        ws->ctx_in = NULL;
         if (st) {
             hs_forward_ws_free(own);
             return st;

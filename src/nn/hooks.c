@@ -107,6 +107,29 @@ int hs_site_shape(const hs_model_config *c, hs_site s, int n, int dims[3])
     }
 }
 
+int hs_head_mask_hook(void *user, const hs_hook_call *k)
+{
+    const hs_head_mask *s = user;
+    const float *xi = s->hm + (size_t)k->copy * s->hm_stride;
+    for (int h = 0; h < k->heads; h++) {
+        if (xi[h] == 1.0f)
+            continue;
+        float w = 1.0f - xi[h];
+        for (int i = 0; i < k->rows; i++) {
+            size_t o = (size_t)h * (size_t)k->head_width;
+            float *x = k->x + (size_t)i * (size_t)k->ld + o;
+            const float *r = s->replace ? s->replace + (size_t)i * (size_t)k->cols + o : NULL;
+            if (s->scale)
+                for (int e = 0; e < k->head_width; e++)
+                    x[e] = xi[h] * x[e];
+            if (r)
+                for (int e = 0; e < k->head_width; e++)
+                    x[e] += w * r[e];
+        }
+    }
+    return 0;
+}
+
 hs_status hs_hook_copies(const hs_model_config *c, const hs_forward_opts *o, hs_site s, int l,
                          float *x, int batch, size_t stride, int rows, int cols, int ld, int n,
                          hs_error *err)

@@ -21,6 +21,7 @@
 #include "core/core.h"
 #include "pipeline/analyze_observe.h"
 #include "core/mapstore.h"
+#include "pipeline/encdec_result.h"
 #include "pipeline/pipeline.h"
 
 void hs_analyze_opts_default(hs_analyze_opts *o)
@@ -100,6 +101,7 @@ void hs_analysis_free(hs_analysis *a)
     free(a->candidates);
     free(a->ablation_kv);
     hs_kv_similarity_free(a->kv_similarity);
+    hs_encdec_result_free(a->encdec);
     free(a);
 }
 
@@ -297,7 +299,12 @@ static hs_status stage_forward(hs_run *r, hs_error *err)
             st = hs_fail(err, HS_E_NOMEM, "out of memory");
     }
     hs_forward_opts fo = {.on_attn = hs_layer_observe, .user = &to};
-    if (!st)
+    if (!st && r->premaps) /* the maps of an earlier pass (a packed one: corpus mode) */
+        for (int l = 0; l < L && !st; l++)
+            if (hs_layer_observe(&to, l, r->premaps + (size_t)l * (size_t)H * (size_t)n * (size_t)n,
+                                 H, n))
+                st = HS_E_ARG;
+    if (!st && !r->premaps)
         st = hs_forward(m, a->ids, a->type_ids, n, &fo, ws, err);
     hs_status ost = to.st ? to.st : dla ? hs_dla_acc_status(dla) : HS_OK;
     if (ost && (st = ost) && err)
@@ -538,16 +545,40 @@ static void run_free(hs_run *r)
     hs_analysis_free(r->a);
 }
 
+static hs_status analyze_run(const hs_model *m, const hs_analyze_input *in,
+                             const hs_analyze_target *tgt, const float *maps,
+                             const hs_analyze_opts *o, hs_analysis **out, hs_error *err);
+
 hs_status hs_analyze_run(const hs_model *m, const hs_analyze_input *in, const hs_analyze_opts *o,
                          hs_analysis **out, hs_error *err)
+{
+    return analyze_run(m, in, NULL, NULL, o, out, err);
+}
+
+hs_status hs_analyze_run_target(const hs_model *m, const hs_analyze_input *in,
+                                const hs_analyze_target *target, const hs_analyze_opts *o,
+                                hs_analysis **out, hs_error *err)
+{
+    return analyze_run(m, in, target, NULL, o, out, err);
+}
+
+hs_status hs_analyze_run_maps(const hs_model *m, const hs_analyze_input *in, const float *maps,
+                              const hs_analyze_opts *o, hs_analysis **out, hs_error *err)
+{
+    return analyze_run(m, in, NULL, maps, o, out, err);
+}
+
+static hs_status analyze_run(const hs_model *m, const hs_analyze_input *in,
+                             const hs_analyze_target *tgt, const float *maps,
+                             const hs_analyze_opts *o, hs_analysis **out, hs_error *err)
 {
     const hs_model_config *c = hs_model_config_of(m);
     int n = in->n;
     *out = NULL;
 
-    if (c->arch->enc_dec)
-        return hs_fail(err, HS_E_UNSUPPORTED, "analyze: the encoder-decoder '%s' is not analysed "
-                       "yet (hs_forward_encdec gives its three kinds of maps)", c->arch->name);
+    if (!c->arch->enc_dec && tgt)
+        return hs_fail(err, HS_E_ARG, "a target is for an encoder-decoder's decoder "
+                       "('%s' is not one)", c->arch->name);
     if (n < 1 || n > c->n_ctx)
         return hs_fail(err, HS_E_INPUT, "analyze: %d tokens (the model takes 1 to %d)", n, c->n_ctx);
     if (!(o->cluster_threshold >= 0) || !isfinite(o->cluster_threshold))
@@ -559,8 +590,12 @@ hs_status hs_analyze_run(const hs_model *m, const hs_analyze_input *in, const hs
                                  would read per-head Q, K, V from one slot */
         own.composition = own.norm_based = 0;
     o = &own;
+    if (maps && (o->norm_based || o->dla || c->arch->enc_dec))
+        return hs_fail(err, HS_E_ARG, "analyze: maps from an earlier pass leave out "
+                       "encoder-decoders, norm-based attention and direct logit attribution");
     hs_run r = {.m = m, .c = c, .tok = hs_model_tokenizer(m), .in = in, .o = o,
-                .L = c->n_layer, .H = c->n_head, .n = n, .cls_id = -1, .sep_id = -1};
+                .L = c->n_layer, .H = c->n_head, .n = n, .cls_id = -1, .sep_id = -1,
+                .premaps = maps};
     if (!(r.a = calloc(1, sizeof *r.a)))
         return nomem(err);
     r.a->model = m;
@@ -568,7 +603,12 @@ hs_status hs_analyze_run(const hs_model *m, const hs_analyze_input *in, const hs
     r.a->opts.layers = NULL; /* not owned */
     r.a->opts.command_line = NULL;
     hs_status st = HS_OK;
-    for (size_t s = 0; s < sizeof stages / sizeof *stages && !st; s++) {
+    if (c->arch->enc_dec) { /* its own run: analyze_encdec.c */
+        st = stage_input(&r, err);
+        if (!st)
+            st = hs_analyze_encdec(m, in, tgt, o, r.a, err);
+    }
+    for (size_t s = 0; s < sizeof stages / sizeof *stages && !st && !c->arch->enc_dec; s++) {
         if (o->progress) /* a stage begins: uncounted (its steps, where counted, follow) */
             o->progress(o->progress_user, stages[s].name, 0, 0);
         st = stages[s].fn(&r, err);

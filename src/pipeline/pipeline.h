@@ -22,6 +22,14 @@ static inline int32_t hs_special_id(const hs_tokenizer *t, const char *s)
     return t && s ? hs_tokenizer_id(t, s) : -1;
 }
 
+/* hs_analyze_run on the text's maps from an earlier pass instead of a pass of its own
+ * (corpus mode's packed passes, hs_forward_packed): maps (n_layer, n_head, n, n), every
+ * layer's as hs_forward's observer sees them; NULL: as hs_analyze_run. Norm-based attention
+ * and direct logit attribution read the pass itself, an encoder-decoder has three kinds of
+ * maps: refused with maps (HS_E_ARG). */
+hs_status hs_analyze_run_maps(const hs_model *m, const hs_analyze_input *in, const float *maps,
+                              const hs_analyze_opts *o, hs_analysis **out, hs_error *err);
+
 /* The state of one hs_analyze_run, handed from stage to stage (the table in analyze.c): the
  * model and options, the analysis being built, and the scratch the stages share, all freed
  * on the run's one cleanup path. */
@@ -31,6 +39,7 @@ typedef struct hs_run {
     const hs_tokenizer *tok;
     const hs_analyze_input *in;
     const hs_analyze_opts *o;
+    const float *premaps;    /* (L, H, n, n): the text's maps from an earlier pass, or NULL */
     hs_analysis *a;          /* handed to the caller when every stage has run */
     int L, H, n;             /* layers, heads per layer, tokens */
     int n_layers_on;         /* layers analysed */

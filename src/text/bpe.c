@@ -277,12 +277,17 @@ static int32_t whole_word(const hs_tokenizer *t, const char *s, size_t len)
     return id >= 0 && (size_t)id < t->n_model ? id : -1;
 }
 
-/* The symbols of a byte-level word: one per byte. */
+/* The symbols of a byte-level word: one per byte. A byte whose character is not in the
+ * vocabulary is the unknown token, or, without one, left out: the library drops it before
+ * merging, so its neighbours may merge (Falcon's vocabulary lacks some control bytes:
+ * " \x1e\u2732" gives "\u0120\u00e2\u013e" whole). */
 static size_t byte_symbols(const hs_tokenizer *t, const unsigned char *b, size_t m, bpe_work *w)
 {
+    size_t n = 0;
     for (size_t k = 0; k < m; k++)
-        w->sym[k] = t->byte_sym[b[k]];
-    return m;
+        if (t->byte_sym[b[k]] >= 0 || t->unk >= 0)
+            w->sym[n++] = t->byte_sym[b[k]];
+    return n;
 }
 
 /* The symbols of a SentencePiece-style word: one per character found in the vocabulary; else
@@ -421,10 +426,26 @@ static const char *cut_mark(const hs_tokenizer *t)
     return rep;
 }
 
+typedef struct seq_word {
+    const hs_tokenizer *t;
+    bpe_work *w;
+    hs_idvec *out;
+} seq_word;
+
+static hs_status seq_word_ids(const unsigned char *s, size_t len, void *ctx)
+{
+    seq_word *c = ctx;
+    return bpe_word(c->t, s, len, c->w, c->out);
+}
+
 /* A text into words (the pre-tokenizer), each into ids. */
 static hs_status encode_words(const hs_tokenizer *t, const unsigned char *s, size_t n,
                               bpe_work *w, hs_idvec *out)
 {
+    if (t->pre == HS_PRE_SEQ) {
+        seq_word c = {t, w, out};
+        return hs_pre_seq_words(t, s, n, seq_word_ids, &c) == HS_OK ? HS_OK : HS_E_NOMEM;
+    }
     size_t i = 0;
     const char *rep = t->meta_rep, *cut = n > CUT_BYTES ? cut_mark(t) : NULL;
     size_t rl = strlen(rep), cl = cut ? strlen(cut) : 0, c1 = 0;

@@ -113,7 +113,7 @@ static hs_status encode_added(const hs_tokenizer *t, const char *s, size_t len, 
 static int chunkable(const hs_tokenizer *t)
 {
     if (t->kind == HS_TOK_SPM_BPE || t->kind == HS_TOK_UNIGRAM ||
-        (t->pre == HS_PRE_NONE && t->kind != HS_TOK_WORDPIECE))
+        (t->pre == HS_PRE_NONE && t->kind != HS_TOK_WORDPIECE) || t->pre == HS_PRE_SEQ)
         return 0;
     for (size_t k = 0; k < t->n_norm; k++)
         if (t->norm[k] == HS_NORM_PREPEND || t->norm[k] == HS_NORM_REPLACE)

@@ -2,10 +2,11 @@
  * src/text/text_internal.h — internals shared by the tokenizer files in src/text/; never
  * installed. tokenizer.c holds the constructors, file loaders and accessors, encode.c the
  * encoding pipeline and templates, bpe.c BPE (byte-level and SentencePiece-style), pretok.c
- * the pre-tokenizer patterns, normalize.c the BPE and Unigram normalizers, tokenizer_json.c
- * and tj_components.c tokenizer.json, wordpiece.c BERT, unigram.c SentencePiece Unigram,
- * unicode.c UTF-8 and character classes, strtab.c the string and pair hash tables, added.c
- * the added tokens and their matcher.
+ * the pre-tokenizer patterns, pretok_seq.c the Sequences of Split(Regex) and Digits steps
+ * (regex.c and regex_run.c their regex engine, regex.h), normalize.c the BPE and Unigram
+ * normalizers, tokenizer_json.c and tj_components.c tokenizer.json, wordpiece.c BERT,
+ * unigram.c SentencePiece Unigram, unicode.c UTF-8 and character classes, strtab.c the string
+ * and pair hash tables, added.c the added tokens and their matcher.
  */
 #ifndef HEADSCOPE_TEXT_INTERNAL_H
 #define HEADSCOPE_TEXT_INTERNAL_H
@@ -117,8 +118,10 @@ enum hs_pre {
     HS_PRE_METASPACE, /* Metaspace: ' ' becomes t->meta_rep, words start at it when split */
     HS_PRE_DIGITS_GPT2, /* Sequence [Digits(individual_digits), ByteLevel(use_regex)]: every
                            \p{N} character a word, GPT-2's pattern between them (StarCoder) */
-    HS_PRE_FALCON       /* Sequence [Punctuation(Contiguous), ByteLevel(use_regex), Digits,
+    HS_PRE_FALCON,      /* Sequence [Punctuation(Contiguous), ByteLevel(use_regex), Digits,
                            Split([0-9][0-9][0-9], Isolated)] (Falcon) */
+    HS_PRE_SEQ          /* Sequence [Split(Regex) and Digits steps, ByteLevel] (DeepSeek's;
+                           t->pre_seq, pretok_seq.c) */
 };
 enum { HS_META_ALWAYS, HS_META_FIRST, HS_META_NEVER }; /* Metaspace prepend_scheme */
 
@@ -160,6 +163,7 @@ struct hs_tokenizer {
     int32_t byte_sym[256];   /* symbol of each byte's byte-level character, -1 if none */
     int add_prefix_space;    /* ByteLevel(add_prefix_space=true) */
     int pre;                 /* hs_pre */
+    struct hs_pre_seq *pre_seq; /* HS_PRE_SEQ's steps (pretok_seq.c) */
     int byte_level;          /* words are bytes mapped to GPT-2's characters (HS_TOK_BPE) */
     int meta_scheme, meta_split; /* Metaspace prepend_scheme (HS_META_*) and split */
     int ignore_merges;       /* a word found whole in the vocabulary is one token */
@@ -256,6 +260,17 @@ hs_status hs_tok_normalize(const hs_tokenizer *t, const char *s, size_t len, cha
  * patterns of pretok.c, as the regex engine matches them at one position (HS_PRE_FALCON's
  * words may end inside a character: i may be any byte its previous word ended at). */
 size_t hs_pretoken_end(int pre, const unsigned char *s, size_t n, size_t i);
+
+/* HS_PRE_SEQ (pretok_seq.c): hs_pre_seq_parse reads a pre_tokenizer Sequence's list of Split
+ * (Regex, Isolated) and Digits steps ending with ByteLevel (add_prefix_space false) into
+ * t->pre_seq, or refuses it naming the step; hs_pre_seq_words calls fn on each word of
+ * s[0..n) in order (HS_E_NOMEM, or fn's failure). */
+typedef struct hs_pre_seq hs_pre_seq;
+typedef hs_status (*hs_pre_word_fn)(const unsigned char *s, size_t len, void *ctx);
+hs_status hs_pre_seq_parse(hs_tokenizer *t, const struct cJSON *list, hs_error *err);
+hs_status hs_pre_seq_words(const hs_tokenizer *t, const unsigned char *s, size_t n, hs_pre_word_fn fn,
+                           void *ctx);
+void hs_pre_seq_free(hs_pre_seq *q);
 
 /* Appends the ids of a segment without added tokens (validated UTF-8, len bytes, normalized)
  * to out. first: the segment starts its text (Metaspace's prepend_scheme "first"). */
@@ -385,6 +400,8 @@ extern const hs_uni_map hs_nfd_map[], hs_lower_map[];
 extern const size_t hs_nfd_map_n, hs_lower_map_n;
 extern const int32_t hs_nfd_map_data[], hs_lower_map_data[];
 
+/* The v of the range of r (n sorted, disjoint ranges) that holds cp, 0 for none. */
+int32_t hs_uni_range_value(const hs_uni_range *r, size_t n, int32_t cp);
 int hs_uni_gpt2_class(int32_t cp);
 int hs_uni_bert_flags(int32_t cp);
 int hs_uni_grapheme_class(int32_t cp); /* HS_GB_* */

@@ -8,7 +8,9 @@
  *                  " {2,}" (T5's);
  *   pre_tokenizer  WordPiece: BertPreTokenizer;
  *                  BPE: ByteLevel; Sequence [Split (Llama 3's or Qwen2's pattern, Isolated),
- *                  ByteLevel (use_regex false)]; Metaspace; none (SentencePiece-style); Split
+ *                  ByteLevel (use_regex false)]; Sequence [Split (any Regex regex.c takes,
+ *                  Isolated) and Digits steps, ByteLevel] (pretok_seq.c); Falcon's and
+ *                  StarCoder's Sequences; Metaspace; none (SentencePiece-style); Split
  *                  on a String the normalizer replaces (Gemma: a no-op, as none);
  *                  Unigram: Metaspace, WhitespaceSplit, Sequence [WhitespaceSplit, Metaspace];
  *   post_processor ByteLevel (offsets only), BertProcessing, RobertaProcessing,
@@ -283,6 +285,29 @@ static int falcon_sequence(const cJSON *list)
            !strcmp(sb, "Isolated") && hs_tj_bool(sp, "invert", 0) == 0;
 }
 
+/* Split with Llama 3's or Qwen2's Regex (their scanners in pretok.c; any other: pretok_seq.c). */
+static int known_split(const cJSON *p)
+{
+    const char *rx = cJSON_GetStringValue(
+        cJSON_GetObjectItemCaseSensitive(cJSON_GetObjectItemCaseSensitive(p, "pattern"), "Regex"));
+    return !rx || !strcmp(rx, llama3_pattern) || !strcmp(rx, qwen2_pattern);
+}
+
+/* Split and Digits steps, then ByteLevel (hs_pre_seq_parse checks their options). */
+static int split_digits_sequence(const cJSON *list)
+{
+    int n = cJSON_GetArraySize(list);
+    const char *last = hs_tj_type(cJSON_GetArrayItem(list, n - 1));
+    if (n < 2 || !last || strcmp(last, "ByteLevel") != 0)
+        return 0;
+    for (int k = 0; k + 1 < n; k++) {
+        const char *ty = hs_tj_type(cJSON_GetArrayItem(list, k));
+        if (!ty || (strcmp(ty, "Split") != 0 && strcmp(ty, "Digits") != 0))
+            return 0;
+    }
+    return 1;
+}
+
 /* Digits with individual_digits before a ByteLevel with its regex (StarCoder). */
 static hs_status digits(hs_tokenizer *t)
 {
@@ -372,13 +397,16 @@ hs_status hs_tj_pre_tokenizer(hs_tokenizer *t, const cJSON *p, hs_error *err)
         const char *ta = hs_tj_type(a), *tb = hs_tj_type(b);
         if (cJSON_GetArraySize(list) == 1 && ta && strcmp(ta, "ByteLevel") == 0)
             st = byte_level(t, a, 1, err);
-        else if (cJSON_GetArraySize(list) == 2 && ta && tb && !strcmp(ta, "Split") && !strcmp(tb, "ByteLevel"))
+        else if (cJSON_GetArraySize(list) == 2 && ta && tb && !strcmp(ta, "Split") && !strcmp(tb, "ByteLevel") &&
+                 known_split(a))
             st = (st = byte_level(t, b, 0, err)) != HS_OK ? st : split(t, a, err);
         else if (cJSON_GetArraySize(list) == 2 && ta && tb && !strcmp(ta, "Digits") && !strcmp(tb, "ByteLevel") &&
                  hs_tj_bool(a, "individual_digits", 0) == 1) /* StarCoder's */
             st = (st = byte_level(t, b, 1, err)) != HS_OK ? st : digits(t);
         else if (falcon_sequence(list))
             st = (st = byte_level(t, b, 1, err)) != HS_OK ? st : falcon(t);
+        else if (split_digits_sequence(list))
+            st = hs_pre_seq_parse(t, list, err); /* DeepSeek's and others (pretok_seq.c) */
         else
             return hs_fail(err, HS_E_UNSUPPORTED, TJ ": pre_tokenizer 'Sequence' other than [Split, ByteLevel], "
                                                      "[Digits(individual_digits), ByteLevel], Falcon's four or "

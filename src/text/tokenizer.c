@@ -433,6 +433,7 @@ void hs_tokenizer_free(hs_tokenizer *t)
     free(t->right_first);
     free(t->uni_score);
     free(t->pc_blob);
+    hs_pre_seq_free(t->pre_seq);
     hs_pairmap_free(&t->uni_trie);
     hs_added_free(t);
     free(t);

@@ -219,6 +219,9 @@ hs_status hs_tokenizer_get_spec(const hs_tokenizer *t, hs_tok_spec *s, hs_error 
         if (t->add_prefix_space)
             return hs_fail(err, HS_E_UNSUPPORTED, "a byte-level tokenizer that adds a prefix space has "
                            "no GGUF form");
+        if (t->pre == HS_PRE_SEQ)
+            return hs_fail(err, HS_E_UNSUPPORTED, "a pre-tokenizer Sequence of Split and Digits steps has no "
+                           "GGUF form here yet");
         if (t->pre == HS_PRE_DIGITS_GPT2 || t->pre == HS_PRE_FALCON)
             return hs_fail(err, HS_E_UNSUPPORTED, "%s pre-tokenizer has no GGUF form here yet",
                            t->pre == HS_PRE_FALCON ? "Falcon's" : "StarCoder's (Digits, then ByteLevel)");

@@ -109,7 +109,7 @@ size_t hs_utf8_sanitize(const char *s, size_t len, char *buf, size_t cap)
     return w;
 }
 
-static int32_t range_value(const hs_uni_range *r, size_t n, int32_t cp)
+int32_t hs_uni_range_value(const hs_uni_range *r, size_t n, int32_t cp)
 {
     size_t lo = 0, hi = n;
     while (lo < hi) {
@@ -126,17 +126,17 @@ static int32_t range_value(const hs_uni_range *r, size_t n, int32_t cp)
 
 int hs_uni_gpt2_class(int32_t cp)
 {
-    return (int)range_value(hs_gpt2_classes, hs_gpt2_classes_n, cp);
+    return (int)hs_uni_range_value(hs_gpt2_classes, hs_gpt2_classes_n, cp);
 }
 
 int hs_uni_bert_flags(int32_t cp)
 {
-    return (int)range_value(hs_bert_flags, hs_bert_flags_n, cp);
+    return (int)hs_uni_range_value(hs_bert_flags, hs_bert_flags_n, cp);
 }
 
 int hs_uni_grapheme_class(int32_t cp)
 {
-    return (int)range_value(hs_grapheme_classes, hs_grapheme_classes_n, cp);
+    return (int)hs_uni_range_value(hs_grapheme_classes, hs_grapheme_classes_n, cp);
 }
 
 static size_t map_char(const hs_uni_map *m, size_t n, const int32_t *data, int32_t cp,

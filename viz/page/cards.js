@@ -77,6 +77,7 @@ function deltaTable(ks, maxAbs, delta) {
 
 function summary() {
   const box = $('hs-summary');
+  summaryLayerFilter(box);
   const byId = {};
   HEADS.forEach(function (h, k) { byId[h.id] = k; });
   const withDelta = HEADS.map(function (h, k) { return k; }).filter(function (k) { return isNum(HEADS[k].ablation_delta); });
@@ -116,12 +117,14 @@ function summary() {
   }
   /* head types */
   let c = card(box, 'Detected head types');
+  c.id = 'hs-types';
   const thr = R.options && isNum(R.options.label_threshold) ? R.options.label_threshold : null;
   const multi = HEADS.some(function (h) { return Array.isArray(h.labels); });
   c.appendChild(el('p', 'hint', multi ? 'every head type whose score on the attention not parked on sinks reaches its threshold (options.label_thresholds); sinks: attention mass on them'
     : 'a head is labelled with its strongest detector' + (thr !== null ? ' scoring at least ' + fmt(thr, 2) : '')));
   const types = {};
   HEADS.forEach(function (h, k) {
+    if (!layerShown(k)) return;
     const add = function (t) { (types[t] = types[t] || []).push(k); };
     if (multi) {
       (Array.isArray(h.labels) ? h.labels : []).forEach(function (l) { add(l.type); });
@@ -138,9 +141,10 @@ function summary() {
   });
   /* clusters */
   c = card(box, 'Clusters');
+  c.id = 'hs-clusters';
   const cl = (CORPUS ? CORPUS.clusters : R.clusters) || {};
   const groups = {};
-  HEADS.forEach(function (h, k) { if (isNum(h.cluster)) (groups[h.cluster] = groups[h.cluster] || []).push(k); });
+  HEADS.forEach(function (h, k) { if (isNum(h.cluster) && layerShown(k)) (groups[h.cluster] = groups[h.cluster] || []).push(k); });
   const gids = Object.keys(groups).sort(function (a, b) { return groups[b].length - groups[a].length || a - b; });
   c.appendChild(el('p', 'hint', gids.length + ' clusters' + (isNum(cl.threshold) ? ' at distance ' + cl.threshold : '') + (cl.distance ? ' (' + cl.distance + ', ' + (cl.linkage || '') + ' linkage)' : '')));
   const single = [];

@@ -6,12 +6,11 @@
  * from #hs-texts. Columns, scores and pictures come from the report, so a new per-head
  * metric or picture needs no edit here. docs/html.md describes every view.
  *
- * The page's script is core.js (helpers, data, columns, header, pictures, table), cards.js
- * (the overview's summary cards), views.js (head, model, map and corpus views) and main.js
+ * The page's script is base.js (the helpers it shares with the patching page), core.js
+ * (helpers, data, columns, header, pictures, table), cards.js (the overview's summary
+ * cards), local.js (local layers), views.js (head, model, map and corpus views) and main.js
  * (selection, keys, start), in that order, in one <script> element.
  */
-'use strict';
-const DASH = '\u2014';
 /* readable names and titles of the per-head fields that are not head metrics; the
    metrics' own (and their order among a head's scores) come from the report's "metrics"
    list, which the library writes from its metric table (readMetrics) */
@@ -70,23 +69,9 @@ const CV = { key: '', text: -1 };
 let TEXTS = [];
 
 /* ---- small helpers ---------------------------------------------------------------- */
-function $(id) { return document.getElementById(id); }
-function el(tag, cls, text) {
-  const e = document.createElement(tag);
-  if (cls) e.className = cls;
-  if (text !== undefined && text !== null) e.textContent = String(text);
-  return e;
-}
 function esc(s) {
   const m = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
   return String(s).replace(/[&<>"']/g, function (c) { return m[c]; });
-}
-function isNum(v) { return typeof v === 'number' && isFinite(v); }
-function fmt(v, d) {
-  if (!isNum(v)) return DASH;
-  let s = Math.abs(v) >= 1000 ? v.toFixed(1) : v.toFixed(d === undefined ? 4 : d);
-  if (/^-0[.0]*$/.test(s)) s = s.slice(1);
-  return s;
 }
 function fmtSigned(v, d) {
   const s = fmt(v, d);
@@ -145,6 +130,7 @@ function chip(k) {
   b.type = 'button';
   b.dataset.headIndex = String(k);
   b.title = 'open head ' + HEADS[k].id;
+  markLocal(b, k);
   return b;
 }
 function control(parent, label, input) {
@@ -328,6 +314,7 @@ function header() {
   }
   if (m.family) item('model', m.family + (m.format ? ' (' + m.format + (m.storage_dtype ? ', ' + m.storage_dtype : '') + ')' : ''));
   if (isNum(m.n_layer)) item('shape', m.n_layer + ' layers \u00d7 ' + m.n_head + ' heads, d_model ' + m.d_model);
+  if (layersLine()) item('layers', layersLine());
   if (CORPUS) {
     const src = CORPUS.source || {}, cl = CORPUS.loss || {};
     item('corpus', (src.path || '') + ' (' + (src.format || '') + ')');
@@ -482,6 +469,7 @@ function table() {
     COLS.forEach(function (c, i) {
       const td = cellFor(c, h);
       if (i < 2) td.classList.add('stick' + i);
+      if (c.key === 'id') markLocal(td, k);
       r.appendChild(td);
     });
     tb.appendChild(r);

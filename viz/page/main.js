@@ -154,7 +154,8 @@ function init() {
 }
 
 try {
-  init();
+  if (isEncdec()) encdecInit(); /* T5's three kinds of heads: encdec.js */
+  else init();
 } catch (e) {
   const box = $('hs-error');
   box.hidden = false;

@@ -29,6 +29,7 @@ function panel(k) {
   }
   metric('layer', String(h.layer));
   metric('head', String(h.head));
+  if (layerAttention(h.layer)) metric('attention', layerAttention(h.layer));
   COLS.forEach(function (c) {
     if (c.kind === 'str') return;
     const v = c.get(h);
@@ -249,7 +250,7 @@ function lhGrid(grid, width, cell) {
   grid.appendChild(el('span'));
   hs.forEach(function (x) { grid.appendChild(mark(el('span', 'kv', 'H' + x), x)); });
   layersOf().forEach(function (l) {
-    grid.appendChild(el('span', 'kv', 'L' + l));
+    grid.appendChild(el('span', 'kv', layerLabel(l)));
     hs.forEach(function (x) {
       const k = at[l + '.' + x];
       grid.appendChild(mark(k === undefined ? el('span') : cell(k), x));
@@ -279,6 +280,7 @@ function thumbCanvas(k) {
 }
 function passes(k) {
   const h = HEADS[k];
+  if (!layerShown(k)) return false;
   if (MV.flabel && h.label !== MV.flabel) return false;
   const c = col(MV.fkey);
   if (!c) return true;
@@ -315,6 +317,7 @@ function modelView() {
   });
   const labels = [];
   HEADS.forEach(function (h) { if (h.label && labels.indexOf(h.label) < 0) labels.push(h.label); });
+  layerKindControl(ctl, 'hs-mv-layers', modelView);
   control(ctl, 'label', select([['', '(any)']].concat(labels.sort().map(function (l) { return [l, prettyKey(l)]; })), MV.flabel, function (x) { MV.flabel = x; modelView(); })).id = 'hs-mv-label';
 
   const grid = el('div', 'grid');
