@@ -224,6 +224,11 @@ static const struct pre_kind {
     {"llama3", HS_SPEC_PRE_LLAMA3, 0, 1, 1},
     {"llama-v3", HS_SPEC_PRE_LLAMA3, 0, 1, 1},
     {"qwen2", HS_SPEC_PRE_QWEN2, 1, 0, 0},      /* Qwen1.5 / Qwen2: NFC, single digits */
+    {"falcon", HS_SPEC_PRE_FALCON, 0, 0, 0},    /* tiiuae/falcon-7b, -40b */
+    {"starcoder", HS_SPEC_PRE_STARCODER, 0, 0, 0}, /* bigcode/starcoder, starcoder2 */
+    {"deepseek-llm", HS_SPEC_PRE_DEEPSEEK_LLM, 0, 0, 0}, /* deepseek-llm, DeepSeek-V2 */
+    {"deepseek-coder", HS_SPEC_PRE_DEEPSEEK_CODER, 0, 0, 0},
+    {"deepseek-v3", HS_SPEC_PRE_DEEPSEEK_V3, 0, 0, 0},
 };
 #define N_PRE_KINDS (sizeof pre_kinds / sizeof pre_kinds[0])
 
@@ -255,7 +260,8 @@ static hs_status load_rotary(hs_model *m, const hs_gguf *g, const char *model, c
                 k = &pre_kinds[i];
         if (!k)
             return hs_fail(err, HS_E_UNSUPPORTED, "tokenizer.ggml.pre '%.64s' is not supported "
-                           "(expected gpt-2, olmo, mpt, llama-bpe, llama3, llama-v3 or qwen2)", v.str);
+                           "(expected gpt-2, olmo, mpt, llama-bpe, llama3, llama-v3, qwen2, falcon, starcoder, "
+                           "deepseek-llm, deepseek-coder or deepseek-v3)", v.str);
         s.pre = k->pre;
         s.nfc = k->nfc;
         s.ignore_merges = k->ignore_merges;
@@ -536,7 +542,7 @@ static hs_status write_rotary(hs_gguf_meta *mt, const hs_model *m, hs_error *err
     if (!spm && !strcmp(pre, "default"))
         return hs_fail(err, HS_E_UNSUPPORTED, "the tokenizer cannot be written to GGUF: its "
                        "pre-tokenizer%s%s matches none of llama.cpp's (gpt-2, olmo, llama-bpe, "
-                       "qwen2)", s.nfc ? " with NFC" : "", s.ignore_merges ? " and ignore_merges" : "");
+                       "qwen2, falcon, starcoder, deepseek-llm, deepseek-coder, deepseek-v3)", s.nfc ? " with NFC" : "", s.ignore_merges ? " and ignore_merges" : "");
     unsigned char *kind = calloc(V ? V : 1, 1); /* 1 special added, 2 other added */
     if (!kind)
         return hs_fail(err, HS_E_NOMEM, "out of memory writing the tokenizer");
