@@ -279,8 +279,8 @@ static hs_status load_rotary(hs_model *m, const hs_gguf *g, const char *model, c
         (st = hs_gguf_get_bool(g, "tokenizer.ggml.add_eos_token", 0, &add_eos, err)) ||
         (st = hs_gguf_get_bool(g, "tokenizer.ggml.add_space_prefix", 0, &add_space, err)))
         return st;
-    if (s.unk >= (int32_t)n_tok)
-        s.unk = -1; /* llama.cpp's default id, not in a small vocabulary */
+    if (s.unk >= (int32_t)n_tok || !spm)
+        s.unk = -1; /* not in a small vocabulary; a "gpt2" one drops a byte it lacks (llama.cpp) */
     if (!add_bos)
         s.bos = -1;
     if (!add_eos)
