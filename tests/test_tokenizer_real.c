@@ -23,6 +23,7 @@
 #include "headscope/tokenizer.h"
 #include "testutil.h"
 #include "text/regex.h"
+#include "text/text_internal.h"
 #include "tokutil.h"
 
 #define GOLDEN FIX "real_golden.json"
@@ -223,6 +224,32 @@ Test(tokenizer_real, deepseek_llm_converts_and_reads_back, .timeout = 120)
 Test(tokenizer_real, deepseek_v3_converts_and_reads_back, .timeout = 120)
 {
     check_convert_round_trip("deepseek_v3", LLAMA, "deepseek-v3");
+}
+
+/* A Sequence that is none of DeepSeek's three (deepseek-coder's with \p{S} for \p{P} in one
+ * pattern) has no GGUF name: the writer refuses it by name. */
+Test(tokenizer_real, another_sequence_has_no_gguf_name)
+{
+    size_t len;
+    char *text = read_file(FIX "real/deepseek_coder.small.tokenizer.json", &len), dir[64], path[128];
+    char *at = strstr(text, "\\\\s?\\\\p{P}+"); /* as the file spells \s?\p{P}+ */
+    cr_assert_not_null(at);
+    at[8] = 'S'; /* \s?\p{S}+ */
+    tu_mkdtemp(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/t.json", dir);
+    FILE *f = fopen(path, "wb");
+    cr_assert_not_null(f);
+    cr_assert_eq(fwrite(text, 1, len, f), len);
+    fclose(f);
+    hs_tokenizer *t = load(path);
+    hs_tok_spec sp;
+    hs_error err = {{0}};
+    cr_assert_eq(hs_tokenizer_get_spec(t, &sp, &err), HS_E_UNSUPPORTED);
+    cr_assert(strstr(err.msg, "other than DeepSeek's (deepseek-llm, deepseek-coder, deepseek-v3) has no GGUF form"),
+              "%s", err.msg);
+    hs_tokenizer_free(t);
+    free(text);
+    tu_rm_rf(dir);
 }
 
 Test(tokenizer_real, falcon_matches_the_library, .timeout = 120) { check_real("falcon", 1); }
