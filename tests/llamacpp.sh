@@ -203,6 +203,64 @@ mqa() {
         done
     done
 }
+# The released Falcon, StarCoder and DeepSeek tokenizers (their cuts to 2,000 merges,
+# fixtures/tokenizer/real/<name>.small.tokenizer.json) in tiny checkpoints sized to them
+# (Falcon-7B's layout, GPT-BigCode's, Llama's for DeepSeek's, as test_tokenizer_real does),
+# converted: tokenizer.ggml.pre falcon, starcoder, deepseek-coder, deepseek-llm, deepseek-v3;
+# llama-tokenize's ids on the written file against headscope's (LLAMACPP_PRETOK_ONLY=1 runs
+# this part alone).
+pretok() {
+    local spec name maker text f n=0
+    local texts=("Hello world, the cat sat on the mat." "In 1999, 12,345.678 people paid \$1,000,000!!"
+        "Ünïcödé résumé naïve café — 日本語のテキスト 東京 서울 🙂 x^2"
+        "  two  spaces, a	tab and
+a newline  " "def f(x):
+    return x**2  # 100%
+" "unaffable GPT-2's tokenizer doesn't split \"quotes\" (or brackets)... ok?")
+    for spec in "falcon:families_mqa.py --seed 1 --arch tiny-falcon-mq" \
+        "starcoder:families_mqa.py --seed 1 --arch tiny-bigcode" \
+        "deepseek_coder:make_family_checkpoint.py --arch tiny-llama" \
+        "deepseek_llm:make_family_checkpoint.py --arch tiny-llama" \
+        "deepseek_v3:make_family_checkpoint.py --arch tiny-llama"; do
+        name=${spec%%:*} maker=${spec#*:}
+        f=$T/pre-$name.gguf
+        # shellcheck disable=SC2086
+        "$PY" fixtures/ref/$maker --out "$T/pre-$name" \
+            --tokenizer "fixtures/tokenizer/real/$name.small.tokenizer.json" >/dev/null || { bad "$name: checkpoint"; continue; }
+        run "convert pre-$name" -- "$HS" convert "$T/pre-$name" -o "$f"
+        for text in "${texts[@]}"; do
+            ids_case "$f" "$text" "$name"
+            n=$((n + 1))
+        done
+        # and llama.cpp's own test texts (models/ggml-vocab-*.gguf.inp, the empty one left out:
+        # llama-tokenize refuses an empty prompt)
+        local inp=${LLAMACPP_MODELS:-/nonexistent}/ggml-vocab-deepseek-llm.gguf.inp k
+        [ -f "$inp" ] || continue
+        rm -rf "$T/inp" && mkdir "$T/inp" && "$PY" -c "
+import sys
+texts = open(sys.argv[1], 'rb').read().split(b'\n__ggml_vocab_test__\n')[:-1]
+for k, t in enumerate(texts):
+    if t:
+        open('%s/%03d.txt' % (sys.argv[2], k), 'wb').write(t)" "$inp" "$T/inp"
+        for k in "$T"/inp/*.txt; do
+            ids_case "$f" "$(cat "$k"; printf x)" "$name" # a trailing x keeps the text's newlines
+            n=$((n + 1))
+        done
+    done
+    echo "pre-tokenizers: $n texts x files compared with llama-tokenize"
+}
+# ids_case FILE TEXT NAME: llama-tokenize and headscope tokenize give the same ids
+ids_case() {
+    "$L/llama-tokenize" -m "$1" -p "$2" --ids --log-disable >"$T/l.txt" 2>/dev/null || { bad "$3: llama-tokenize failed"; return; }
+    "$HS" tokenize "$1" --text "$2" --json >"$T/h.json" 2>"$T/h.err" || { bad "$3: headscope tokenize: $(cat "$T/h.err")"; return; }
+    if "$PY" tests/llamacpp.py ids "$T/h.json" "$T/l.txt" >"$T/ids.log"; then ok; else bad "$3 ids differ on '$2': $(cat "$T/ids.log")"; fi
+}
+if [ "${LLAMACPP_PRETOK_ONLY:-0}" = 1 ]; then
+    pretok
+    echo "llamacpp: $pass passed, $fail failed"
+    [ "$fail" = 0 ]
+    exit
+fi
 if [ "${LLAMACPP_MQA_ONLY:-0}" = 1 ]; then
     mqa
     echo "llamacpp: $pass passed, $fail failed"
@@ -237,12 +295,6 @@ TEXTS=("Hello world, the cat sat on the mat."
 a newline  "
     "unaffable GPT-2's tokenizer doesn't split \"quotes\" (or brackets)!"
     "")
-# ids_case FILE TEXT NAME: llama-tokenize and headscope tokenize give the same ids
-ids_case() {
-    "$L/llama-tokenize" -m "$1" -p "$2" --ids --log-disable >"$T/l.txt" 2>/dev/null || { bad "$3: llama-tokenize failed"; return; }
-    "$HS" tokenize "$1" --text "$2" --json >"$T/h.json" 2>"$T/h.err" || { bad "$3: headscope tokenize: $(cat "$T/h.err")"; return; }
-    if "$PY" tests/llamacpp.py ids "$T/h.json" "$T/l.txt" >"$T/ids.log"; then ok; else bad "$3 ids differ on '$2': $(cat "$T/ids.log")"; fi
-}
 n_ids=0
 for f in "$T"/gpt2-*.gguf "$T"/bert-*.gguf; do
     for text in "${TEXTS[@]}"; do

@@ -541,7 +541,9 @@ hs_status hs_gguf_load(hs_model *m, const char *path, hs_error *err)
     hs_status st = hs_gguf_open(path, &g, err); /* its messages name the path */
     if (st)
         return st;
-    if ((st = load_config(g, &m->cfg, &m->arch, err)))
+    int vocab_only = 0; /* of an architecture headscope does not run (gguf_vocab.c) */
+    if ((st = hs_gguf_vocab_config(g, m->open_flags, &m->cfg, &m->arch, &vocab_only, err)) ||
+        (!vocab_only && (st = load_config(g, &m->cfg, &m->arch, err))))
         goto fail;
     m->format = HS_FORMAT_GGUF;
     ctx.g = g;
