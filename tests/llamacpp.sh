@@ -32,7 +32,7 @@
 #     128, llama.cpp's, converted to f32 and f16 as llama.cpp's t5): llama-tokenize's ids
 #     against headscope's (less the </s> headscope appends: llama-tokenize adds none), and the
 #     encoder's output: the file's encoder rewritten as llama.cpp's t5encoder
-#     (tests/llamacpp_t5.py, with llama.cpp's gguf-py from LLAMACPP_GGUF_PY, default
+#     (tests/llamacpp.py t5-encoder, with llama.cpp's gguf-py from LLAMACPP_GGUF_PY, default
 #     LLAMACPP/../../gguf-py), run by llama-embedding --attention non-causal (it refuses an
 #     encoder-decoder, and runs an encoder-only file causally unless told), against
 #     hs_forward_encdec's encoder output (LLAMACPP_T5_ONLY=1 runs this part alone);
@@ -232,9 +232,9 @@ a newline; Ünïcödé ﬁ ① café 日本 </s> <pad> end  ")
             for text in "${texts[@]}"; do
                 "$L/llama-tokenize" -m "$f" -p "$text" --ids --log-disable >"$T/tids.txt" 2>/dev/null || { bad "$m-$ty: llama-tokenize failed"; continue; }
                 "$HS" tokenize "$f" --text "$text" --json >"$T/h.json" 2>"$T/h.err" || { bad "$m-$ty: headscope tokenize: $(cat "$T/h.err")"; continue; }
-                if "$PY" tests/llamacpp_t5.py ids "$T/h.json" "$T/tids.txt" >"$T/ids.log"; then ok; else bad "$m-$ty ids: $(cat "$T/ids.log")"; fi
+                if "$PY" tests/llamacpp.py t5-ids "$T/h.json" "$T/tids.txt" >"$T/ids.log"; then ok; else bad "$m-$ty ids: $(cat "$T/ids.log")"; fi
             done
-            run "t5encoder $m $ty" -- "$PY" tests/llamacpp_t5.py encoder "$gp" "$f" "$e"
+            run "t5encoder $m $ty" -- "$PY" tests/llamacpp.py t5-encoder "$gp" "$f" "$e"
             text=${texts[0]}
             if ! "$L/llama-embedding" -m "$e" -p "$text"$'\n'"$text" --attention non-causal --pooling none \
                 --embd-normalize -1 --embd-output-format json -c 256 -b 256 -ub 256 -t $TH --no-warmup \
@@ -242,7 +242,7 @@ a newline; Ünïcödé ﬁ ① café 日本 </s> <pad> end  ")
                 bad "$m-$ty llama-embedding failed: $(grep -iE 'error|assert' "$T/emb.err" | head -3)"
                 continue
             fi
-            if "$PY" tests/llamacpp_t5.py enc-embed "$f" "$text" "$T/emb.json" "$cos" >"$T/emb.log"; then ok; else bad "$m-$ty: cosine below $cos"; fi
+            if "$PY" tests/llamacpp.py t5-enc-embed "$f" "$text" "$T/emb.json" "$cos" >"$T/emb.log"; then ok; else bad "$m-$ty: cosine below $cos"; fi
             echo "$m-$ty (headscope vs llama.cpp's t5encoder): $(cat "$T/emb.log")"
         done
     done

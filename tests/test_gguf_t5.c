@@ -19,6 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "gguf_util.h"
 #include "headscope/forward.h"
 #include "headscope/gguf.h"
 #include "headscope/model.h"
@@ -414,18 +415,6 @@ Test(gguf_t5, t5_vocabulary_ids_equal_the_library, .timeout = 60)
 }
 
 /* ---- refusals ----------------------------------------------------------------------------- */
-
-static void expect_write_refused(const hs_model *m, const char *msg)
-{
-    hs_error err = {{0}};
-    unsigned char *buf = NULL;
-    size_t len = 0;
-    hs_gguf_write_options o = {.ftype = HS_GGUF_FTYPE_F32};
-    cr_expect_eq(hs_gguf_encode(m, &o, &buf, &len, &err), HS_E_UNSUPPORTED);
-    cr_expect_null(buf);
-    cr_expect(strstr(err.msg, msg) != NULL, "got '%s', want '%s'", err.msg, msg);
-    cr_expect_null(strchr(err.msg, '\n'));
-}
 
 Test(gguf_t5, what_llama_cpp_cannot_hold_refused_by_name)
 {
