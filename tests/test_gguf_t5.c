@@ -438,3 +438,41 @@ Test(gguf_t5, what_llama_cpp_cannot_hold_refused_by_name)
     m->tok->byte_fallback = 0;
     hs_model_free(m);
 }
+
+/* t5-tiny's file with the UINT32 key set to val (its bytes found after the key's name and
+ * type), opened: refused with HS_E_UNSUPPORTED or HS_E_VALUE in one line holding msg. */
+static void expect_edit_refused(const char *key, uint32_t val, const char *msg)
+{
+    hs_model *h = tu_load(T5M "t5-tiny");
+    unsigned char *buf = NULL;
+    size_t len = 0, n = strlen(key), at = 0;
+    char dir[128], path[300];
+    encode(h, HS_GGUF_FTYPE_F32, &buf, &len, dir, sizeof dir, path, sizeof path);
+    while (at + n + 8 <= len && !(buf[at - (at ? 8 : 0)] == n && !memcmp(buf + at, key, n)))
+        at++;
+    cr_assert_leq(at + n + 8, len, "key %s not found", key);
+    uint32_t type = 4; /* UINT32 */
+    cr_assert(!memcmp(buf + at + n, &type, 4));
+    memcpy(buf + at + n + 4, &val, 4);
+    tu_write_file(path, buf, len);
+    hs_model *m = NULL;
+    hs_error err = {{0}};
+    hs_status st = hs_model_load(path, &m, &err);
+    cr_expect(st == HS_E_UNSUPPORTED || st == HS_E_VALUE, "%s = %u: status %d", key, val, st);
+    cr_expect_null(m);
+    cr_expect(strstr(err.msg, msg) != NULL, "got '%s', want '%s'", err.msg, msg);
+    cr_expect_null(strchr(err.msg, '\n'));
+    hs_model_free(h);
+    tu_rm_rf(dir);
+    free(buf);
+}
+
+Test(gguf_t5, files_it_cannot_run_refused_by_name)
+{
+    expect_edit_refused("t5.decoder_start_token_id", 300,
+                        "t5.decoder_start_token_id 300 is outside the vocabulary (300)");
+    expect_edit_refused("t5.decoder_block_count", 0, "t5.decoder_block_count is 0: an encoder "
+                                                     "alone (llama.cpp's t5encoder) is not supported");
+    expect_edit_refused("t5.attention.value_length", 32, "t5.attention.key_length 64 and "
+                                                         "value_length 32");
+}

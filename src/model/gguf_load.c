@@ -376,6 +376,9 @@ static hs_status load_config(const hs_gguf *g, hs_model_config *cfg, hs_arch *ow
     if (n_vocab > INT_MAX)
         return hs_fail(err, HS_E_VALUE, "the vocabulary has %llu tokens", (unsigned long long)n_vocab);
     cfg->vocab_size = (int)n_vocab;
+    if (ar->enc_dec && cfg->decoder_start_id >= cfg->vocab_size) /* gguf_t5.c read it */
+        return hs_fail(err, HS_E_VALUE, "%s.decoder_start_token_id %d is outside the vocabulary "
+                       "(%d)", arch.str, cfg->decoder_start_id, cfg->vocab_size);
     return hs_config_validate(cfg, err);
 }
 
