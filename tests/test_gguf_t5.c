@@ -445,10 +445,10 @@ static void expect_edit_refused(const char *key, uint32_t val, const char *msg)
 {
     hs_model *h = tu_load(T5M "t5-tiny");
     unsigned char *buf = NULL;
-    size_t len = 0, n = strlen(key), at = 0;
+    size_t len = 0, n = strlen(key), at = 8; /* a string: its u64 length, then its bytes */
     char dir[128], path[300];
     encode(h, HS_GGUF_FTYPE_F32, &buf, &len, dir, sizeof dir, path, sizeof path);
-    while (at + n + 8 <= len && !(buf[at - (at ? 8 : 0)] == n && !memcmp(buf + at, key, n)))
+    while (at + n + 8 <= len && !(buf[at - 8] == n && !memcmp(buf + at, key, n)))
         at++;
     cr_assert_leq(at + n + 8, len, "key %s not found", key);
     uint32_t type = 4; /* UINT32 */
