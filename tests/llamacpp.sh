@@ -28,6 +28,14 @@
 #     tiny-deepseek-{lite,moe,v3} with tiny-deepseek-lite's tokenizer, as deepseek2):
 #     llama-tokenize's ids against headscope's, and llama-embedding's final hidden states
 #     against headscope's on the same file (LLAMACPP_MQA_ONLY=1 runs this part alone);
+#   - T5 (fixtures/t5/models/t5-tiny, and t5-v1_1-tiny with relative_attention_max_distance
+#     128, llama.cpp's, converted to f32 and f16 as llama.cpp's t5): llama-tokenize's ids
+#     against headscope's (less the </s> headscope appends: llama-tokenize adds none), and the
+#     encoder's output: the file's encoder rewritten as llama.cpp's t5encoder
+#     (tests/llamacpp.py t5-encoder, with llama.cpp's gguf-py from LLAMACPP_GGUF_PY, default
+#     LLAMACPP/../../gguf-py), run by llama-embedding --attention non-causal (it refuses an
+#     encoder-decoder, and runs an encoder-only file causally unless told), against
+#     hs_forward_encdec's encoder output (LLAMACPP_T5_ONLY=1 runs this part alone);
 #   - issue 39's tokenizer files (fixtures/gguf/tokdefects): llama-tokenize's ids against
 #     headscope's (RoBERTa's add_bos_token / add_eos_token, equal SentencePiece scores, a BOS id
 #     beyond the vocabulary).
@@ -261,6 +269,48 @@ if [ "${LLAMACPP_PRETOK_ONLY:-0}" = 1 ]; then
     [ "$fail" = 0 ]
     exit
 fi
+# ---- T5: llama.cpp's t5 (ids) and t5encoder (the encoder's output) ------------------------
+# Bounds: f32 cosine 0.99999, f16 0.999.
+t5() {
+    local m ty f e cos text dir gp=${LLAMACPP_GGUF_PY:-$L/../../gguf-py}
+    export HEADSCOPE_LIB=${HEADSCOPE_LIB:-$(dirname "$HS")/libheadscope.so.3}
+    local texts=("the cat sat on the mat. the dog sat on the cat. then the cat ran."
+        "  Two  spaces,	a tab and
+a newline; Ünïcödé ﬁ ① café 日本 </s> <pad> end  ")
+    mkdir -p "$T/t5-v11-128" && cp fixtures/t5/models/t5-v1_1-tiny/* "$T/t5-v11-128/" &&
+        sed -i 's/"relative_attention_max_distance": 64/"relative_attention_max_distance": 128/' "$T/t5-v11-128/config.json"
+    for m in t5-tiny t5-v11-128; do
+        dir=fixtures/t5/models/$m
+        [ "$m" = t5-v11-128 ] && dir=$T/$m
+        for ty in f32 f16; do
+            f=$T/$m-$ty.gguf e=$T/$m-$ty-enc.gguf
+            cos=0.99999
+            [ "$ty" = f16 ] && cos=0.999
+            run "convert $m $ty" -- "$HS" convert "$dir" -o "$f" --type "$ty"
+            for text in "${texts[@]}"; do
+                "$L/llama-tokenize" -m "$f" -p "$text" --ids --log-disable >"$T/tids.txt" 2>/dev/null || { bad "$m-$ty: llama-tokenize failed"; continue; }
+                "$HS" tokenize "$f" --text "$text" --json >"$T/h.json" 2>"$T/h.err" || { bad "$m-$ty: headscope tokenize: $(cat "$T/h.err")"; continue; }
+                if "$PY" tests/llamacpp.py t5-ids "$T/h.json" "$T/tids.txt" >"$T/ids.log"; then ok; else bad "$m-$ty ids: $(cat "$T/ids.log")"; fi
+            done
+            run "t5encoder $m $ty" -- "$PY" tests/llamacpp.py t5-encoder "$gp" "$f" "$e"
+            text=${texts[0]}
+            if ! "$L/llama-embedding" -m "$e" -p "$text"$'\n'"$text" --attention non-causal --pooling none \
+                --embd-normalize -1 --embd-output-format json -c 256 -b 256 -ub 256 -t $TH --no-warmup \
+                >"$T/emb.json" 2>"$T/emb.err"; then
+                bad "$m-$ty llama-embedding failed: $(grep -iE 'error|assert' "$T/emb.err" | head -3)"
+                continue
+            fi
+            if "$PY" tests/llamacpp.py t5-enc-embed "$f" "$text" "$T/emb.json" "$cos" >"$T/emb.log"; then ok; else bad "$m-$ty: cosine below $cos"; fi
+            echo "$m-$ty (headscope vs llama.cpp's t5encoder): $(cat "$T/emb.log")"
+        done
+    done
+}
+if [ "${LLAMACPP_T5_ONLY:-0}" = 1 ]; then
+    t5
+    echo "llamacpp: $pass passed, $fail failed"
+    [ "$fail" = 0 ]
+    exit
+fi
 if [ "${LLAMACPP_MQA_ONLY:-0}" = 1 ]; then
     mqa
     echo "llamacpp: $pass passed, $fail failed"
@@ -420,6 +470,8 @@ families
 quantized
 spm_vocab
 mqa
+t5
+pretok
 
 echo "llamacpp: $pass passed, $fail failed"
 [ "$fail" = 0 ]

@@ -102,6 +102,7 @@ void hs_meta_elem_str(hs_gguf_meta *m, const char *s);
 void hs_meta_elem_strn(hs_gguf_meta *m, const char *prefix, const char *s); /* prefix + s */
 void hs_meta_elem_u32(hs_gguf_meta *m, uint32_t v); /* also INT32 and FLOAT32 bits */
 void hs_meta_elem_f32(hs_gguf_meta *m, float v);
+void hs_meta_elem_bytes(hs_gguf_meta *m, const void *p, size_t n); /* n UINT8 / INT8 elements */
 
 /* {arch}.context_length, .embedding_length, .block_count, .feed_forward_length and
  * .attention.head_count of c, in that order (gguf_write.c). */

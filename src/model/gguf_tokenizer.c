@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "model/gguf_internal.h"
+#include "model/gguf_t5.h"
 #include "text/text_internal.h"
 
 /* ---- reading: GPT-2, RoBERTa, BERT ------------------------------------------------------- */
@@ -372,7 +373,9 @@ hs_status hs_gguf_tokenizer_load(hs_model *m, const hs_gguf *g, hs_error *err)
     const char **tok = NULL;
     if ((st = string_array(g, ti, "tokenizer.ggml.tokens", &tok, &n_tok, err)))
         return st;
-    st = rotary ? load_rotary(m, g, model.str, tok, n_tok, err) : load_gpt2_bert(m, g, tok, n_tok, err);
+    st = rotary ? load_rotary(m, g, model.str, tok, n_tok, err)
+         : a->enc_dec ? hs_gguf_t5_tokenizer_load(m, g, tok, n_tok, err) /* gguf_t5.c */
+                      : load_gpt2_bert(m, g, tok, n_tok, err);
     free(tok);
     return st;
 }
@@ -598,5 +601,7 @@ hs_status hs_gguf_tokenizer_write(hs_gguf_meta *mt, const hs_model *m, hs_error 
                        "the tokenizer has %zu tokens but the embedding has only %zu rows", n_tok, V);
     if (m->cfg.arch->pos == HS_POS_ROTARY || m->cfg.family == HS_FAMILY_GPT_BIGCODE)
         return write_rotary(mt, m, err); /* a "gpt2" vocabulary with its own pre-tokenizer */
+    if (m->cfg.arch->enc_dec)
+        return hs_gguf_t5_tokenizer_write(mt, m, err); /* "t5": Unigram (gguf_t5.c) */
     return write_gpt2_bert(mt, m, err);
 }

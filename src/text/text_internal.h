@@ -296,6 +296,9 @@ hs_status hs_unigram_build(hs_tokenizer *t, const double *scores, hs_error *err)
  * HS_E_FORMAT naming the problem), and the normalization of text[0..n) (valid UTF-8), each
  * piece of output passed to put(out, bytes, len). */
 hs_status hs_precompiled_load(hs_tokenizer *t, const char *b64, hs_error *err);
+/* The same from the map's bytes (GGUF's tokenizer.ggml.precompiled_charsmap); what names it. */
+hs_status hs_precompiled_load_bytes(hs_tokenizer *t, const unsigned char *map, size_t len,
+                                    const char *what, hs_error *err);
 hs_status hs_precompiled_apply(const hs_tokenizer *t, const char *text, size_t n,
                                hs_status (*put)(void *, const char *, size_t), void *out);
 /* Grapheme_Cluster_Break classes (grapheme_tables.c, fixtures/tokenizer/gen_grapheme_tables.js). */
