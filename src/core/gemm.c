@@ -338,8 +338,10 @@ static void bias_rows(const hs_gemm *g, float *ct, int j0, int rows, int cols)
     }
 }
 
-/* hs_gemm_run's tiles with b made a block at a time (g->b_fill): the same calls, unmerged,
- * on the same values (OpenBLAS's result does not depend on ldb), but a task is a column
+/* hs_gemm_run's tiles with b made a block at a time (g->b_fill, its transpose: a stored row
+ * of W is a column of b): the same calls, unmerged, on the same values (OpenBLAS packs b's
+ * block into the same panel from either layout, and its result does not depend on ldb;
+ * test_qgemm compares every bit with b in memory), but a task is a column
  * strip of one K chunk, its block of b made once and used for every row tile under it.
  * Where a thread's buffer cannot be had, that strip of c is NaN, which the forward pass
  * refuses as a non-finite value (hs_op_linear returns nothing). */
@@ -353,8 +355,9 @@ static void run_filled(const hs_gemm *g, int tm, int tn, int mt, int nt, int ks,
         int j0 = (t % nt) * tn, q = t / nt, k0 = q * kc;
         int cols = j0 + tn < n ? tn : n - j0, kl = k0 + kc < k ? kc : k - k0;
         size_t need = (size_t)kl * (size_t)cols;
-        if (need > fill_cap) {
-            float *p = realloc(fill_buf, need * sizeof *p);
+        size_t extra = m % tm == 1 || cols == 1 ? need : 0; /* a gemv's block, untransposed */
+        if (need + extra > fill_cap) {
+            float *p = realloc(fill_buf, (need + extra) * sizeof *p);
             if (!p) { /* this strip of c NaN: the pass then fails on non-finite values */
                 for (int i = 0; i < m; i++)
                     for (int j = 0; j < cols; j++)
@@ -363,9 +366,14 @@ static void run_filled(const hs_gemm *g, int tm, int tn, int mt, int nt, int ks,
                 continue;
             }
             fill_buf = p;
-            fill_cap = need;
+            fill_cap = need + extra;
         }
         g->b_fill(g->b_ctx, k0, kl, j0, cols, fill_buf);
+        if (extra) /* a row or a column: OpenBLAS hands it to gemv, whose sums differ by layout */
+            for (int kk = 0; kk < kl; kk++)
+                for (int j = 0; j < cols; j++)
+                    fill_buf[need + (size_t)kk * (size_t)cols + (size_t)j] =
+                        fill_buf[(size_t)j * (size_t)kl + (size_t)kk];
         for (int i0 = 0; i0 < m; i0 += tm) {
             int rows = i0 + tm < m ? tm : m - i0;
             const float *a = (const float *)g->a + (size_t)i0 * (size_t)g->lda + (size_t)k0;
@@ -380,8 +388,10 @@ static void run_filled(const hs_gemm *g, int tm, int tn, int mt, int nt, int ks,
                 if (g->bias)
                     bias_rows(g, ct, j0, rows, cols);
             }
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, cols, kl,
-                        (float)g->alpha, a, g->lda, fill_buf, cols, (float)beta, ct, ldc);
+            int vec = rows == 1 || cols == 1;
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, vec ? CblasNoTrans : CblasTrans, rows, cols,
+                        kl, (float)g->alpha, a, g->lda, vec ? fill_buf + need : fill_buf,
+                        vec ? cols : kl, (float)beta, ct, ldc);
         }
     }
 }
