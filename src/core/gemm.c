@@ -338,6 +338,19 @@ static void bias_rows(const hs_gemm *g, float *ct, int j0, int rows, int cols)
     }
 }
 
+/* dst (cols, rows) = src (rows, cols) transposed, in 16 x 16 squares that stay in cache. */
+static void transpose(const float *src, int rows, int cols, float *dst)
+{
+    for (int i0 = 0; i0 < rows; i0 += 16)
+        for (int j0 = 0; j0 < cols; j0 += 16) {
+            int i1 = i0 + 16 < rows ? i0 + 16 : rows, j1 = j0 + 16 < cols ? j0 + 16 : cols;
+            for (int j = j0; j < j1; j++)
+                for (int i = i0; i < i1; i++)
+                    dst[(size_t)j * (size_t)rows + (size_t)i] =
+                        src[(size_t)i * (size_t)cols + (size_t)j];
+        }
+}
+
 /* hs_gemm_run's tiles with b made a block at a time (g->b_fill, its transpose: a stored row
  * of W is a column of b): the same calls, unmerged, on the same values (OpenBLAS packs b's
  * block into the same panel from either layout, and its result does not depend on ldb;
@@ -370,10 +383,7 @@ static void run_filled(const hs_gemm *g, int tm, int tn, int mt, int nt, int ks,
         }
         g->b_fill(g->b_ctx, k0, kl, j0, cols, fill_buf);
         if (extra) /* a row or a column: OpenBLAS hands it to gemv, whose sums differ by layout */
-            for (int kk = 0; kk < kl; kk++)
-                for (int j = 0; j < cols; j++)
-                    fill_buf[need + (size_t)kk * (size_t)cols + (size_t)j] =
-                        fill_buf[(size_t)j * (size_t)kl + (size_t)kk];
+            transpose(fill_buf, cols, kl, fill_buf + need);
         for (int i0 = 0; i0 < m; i0 += tm) {
             int rows = i0 + tm < m ? tm : m - i0;
             const float *a = (const float *)g->a + (size_t)i0 * (size_t)g->lda + (size_t)k0;
