@@ -4,6 +4,7 @@
 #   make test                          Criterion suites + tests/cli.sh
 #   make SANITIZE=address,undefined test   the same under sanitizers, in build-san/
 #   make bench                         speed ratios (see docs/bench.md)
+#   make bench-stored / bench-8b       the GGUF rows against llama.cpp (LLAMACPP=) / the 8B row
 #   make docs-images                   draws every picture of README.md and docs/ again
 #   make fuzz                          libFuzzer harnesses (clang), short runs
 #   make install [PREFIX=/usr/local] [DESTDIR=]   binary, libraries, headers, .pc, man, docs
@@ -90,7 +91,7 @@ TEST_BIN = $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 LIB = $(BUILD)/libheadscope.a
 BIN = $(BUILD)/headscope
 
-.PHONY: all deps test unit cli-test cli-faults fuzz-replay browser-test docs-images docs-test ref-test bench-smoke llamacpp-test bench fuzz clean example
+.PHONY: all deps test unit cli-test cli-faults fuzz-replay browser-test docs-images docs-test ref-test bench-smoke llamacpp-test bench bench-stored bench-8b fuzz clean example
 all: $(LIB) $(BIN)
 
 # The commit a build comes from, recorded in reports (empty outside a git checkout). The
@@ -329,8 +330,15 @@ BENCH_FAMILIES = $(BUILD)/bench/roberta-base $(BUILD)/bench/distilbert-base \
 	$(BUILD)/bench/mistral-7b-2l $(BUILD)/bench/deepseek-v2-lite-2l \
 	$(BUILD)/bench/gemma-2-2b $(BUILD)/bench/qwen3-0.6b
 # TinyLlama's shape as GGUF files in three storage types (bench/stored.c; F16 1.9 GB, Q8_0 1.0 GB,
-# Q4_K_M's layout 0.6 GB); llama.cpp's llama-bench beside them with LLAMACPP=path/to/build/bin
+# Q4_K_M's layout 0.6 GB); llama.cpp's llama-bench beside them with LLAMACPP=path/to/build/bin,
+# whose llama-quantize then makes the Q8_0 and Q4_K_M files from the F16 one (*-lq.gguf)
 BENCH_STORED = $(addprefix $(BUILD)/bench/tinyllama-1.1b.,f16.gguf q8_0.gguf q4_k_m.gguf)
+ifneq ($(LLAMACPP),)
+BENCH_STORED = $(addprefix $(BUILD)/bench/tinyllama-1.1b.,f16.gguf q8_0-lq.gguf q4_k_m-lq.gguf)
+endif
+# the Llama-3-8B shape at Q4_K_M's layout (4.9 GB, written once outside the clone): make bench-8b
+BENCH_CACHE ?= $(HOME)/.cache/headscope
+BENCH_8B = $(BENCH_CACHE)/llama-3-8b.q4_k_m.gguf
 bench: all $(BUILD)/hs-bench $(BENCH_MODEL)/config.json $(BENCH_BERT)/config.json \
 		$(addsuffix /config.json,$(BENCH_FAMILIES)) $(BENCH_STORED)
 	LLAMACPP="$(LLAMACPP)" $(BUILD)/hs-bench $(BENCH_MODEL) $(BENCH_BERT) --family $(BENCH_FAMILIES) \
@@ -341,6 +349,20 @@ $(BUILD)/bench/tinyllama-1.1b.%.gguf: $(BUILD)/bench/tinyllama-1.1b/config.json 
 	$(BIN) convert $(<D) -o $@ --type $*
 $(BUILD)/bench/tinyllama-1.1b.q4_k_m.gguf: $(BUILD)/bench/tinyllama-1.1b.f16.gguf
 	/usr/bin/python3 bench/q4_k_m_layout.py $< $@
+$(BUILD)/bench/tinyllama-1.1b.%-lq.gguf: $(BUILD)/bench/tinyllama-1.1b.f16.gguf
+	'$(LLAMACPP)/llama-quantize' $< $@.tmp $(shell echo $* | tr a-z A-Z) > $@.log 2>&1
+	mv $@.tmp $@
+
+# the stored rows alone against llama.cpp (medians of BENCH_REPS runs), and the 8B row
+BENCH_REPS ?= 3
+bench-stored: all $(BUILD)/hs-bench $(BENCH_STORED)
+	LLAMACPP="$(LLAMACPP)" $(BUILD)/hs-bench --stored-only --stored $(BENCH_STORED) \
+		--reps $(BENCH_REPS) --headscope $(BIN)
+bench-8b: all $(BUILD)/hs-bench $(BENCH_8B)
+	$(BUILD)/hs-bench --stored-only --big $(BENCH_8B) --headscope $(BIN)
+$(BENCH_8B): $(BUILD)/bench/tinyllama-1.1b.f16.gguf
+	mkdir -p $(@D)
+	/usr/bin/python3 bench/llama3_8b_layout.py $< $@
 
 $(BUILD)/bench/roberta-base/config.json:
 	/usr/bin/python3 fixtures/ref/make_checkpoint.py --arch roberta-base --out $(@D) \

@@ -14,6 +14,11 @@
 
 double bench_peak_rss_mb(const char *const argv[], double *seconds)
 {
+    return bench_run_rss_mb(argv, seconds, NULL);
+}
+
+double bench_run_rss_mb(const char *const argv[], double *seconds, const char *out)
+{
     char *args[32];
     int k = 0;
     for (; argv[k] && k < 31; k++)
@@ -29,8 +34,9 @@ double bench_peak_rss_mb(const char *const argv[], double *seconds)
     }
     if (pid == 0) {
         int null = open("/dev/null", O_WRONLY);
-        if (null >= 0) {
-            dup2(null, STDOUT_FILENO);
+        int fd = out ? open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644) : null;
+        if (null >= 0 && fd >= 0) {
+            dup2(fd, STDOUT_FILENO);
             dup2(null, STDERR_FILENO);
         }
         execv(args[0], args);

@@ -338,16 +338,57 @@ static void bias_rows(const hs_gemm *g, float *ct, int j0, int rows, int cols)
     }
 }
 
-/* dst (cols, rows) = src (rows, cols) transposed, in 16 x 16 squares that stay in cache. */
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+/* The 8 x 8 square at s (row stride ls) into d transposed (row stride ld), in AVX registers. */
+__attribute__((target("avx"))) static void square8_avx(const float *s, size_t ls, float *d,
+                                                        size_t ld)
+{
+    __m256 r[8], t[8];
+    for (int i = 0; i < 8; i++)
+        r[i] = _mm256_loadu_ps(s + (size_t)i * ls);
+    for (int i = 0; i < 8; i += 2) {
+        t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+    }
+    for (int i = 0; i < 8; i += 4)
+        for (int k = 0; k < 2; k++) {
+            r[i + k] = _mm256_shuffle_ps(t[i + k], t[i + 2 + k], 0x44);
+            r[i + 2 + k] = _mm256_shuffle_ps(t[i + k], t[i + 2 + k], 0xEE);
+        }
+    /* r: rows 0-3 then 4-7 in each lane half; columns 0, 2, 1, 3 of each half */
+    static const int col[4] = {0, 2, 1, 3};
+    for (int c = 0; c < 4; c++) {
+        _mm256_storeu_ps(d + (size_t)col[c] * ld, _mm256_permute2f128_ps(r[c], r[4 + c], 0x20));
+        _mm256_storeu_ps(d + (size_t)(col[c] + 4) * ld,
+                         _mm256_permute2f128_ps(r[c], r[4 + c], 0x31));
+    }
+}
+#define HAVE_SQUARE8 1
+#endif
+
+/* dst (cols, rows) = src (rows, cols) transposed: in 8 x 8 squares in AVX registers where
+ * the CPU has them, the rest an element at a time in 16 x 16 squares that stay in cache. */
 static void transpose(const float *src, int rows, int cols, float *dst)
 {
+    int r8 = 0, c8 = 0;
+#ifdef HAVE_SQUARE8
+    if (__builtin_cpu_supports("avx")) {
+        r8 = rows / 8 * 8, c8 = cols / 8 * 8;
+        for (int i = 0; i < r8; i += 8)
+            for (int j = 0; j < c8; j += 8)
+                square8_avx(src + (size_t)i * (size_t)cols + (size_t)j, (size_t)cols,
+                            dst + (size_t)j * (size_t)rows + (size_t)i, (size_t)rows);
+    }
+#endif
     for (int i0 = 0; i0 < rows; i0 += 16)
         for (int j0 = 0; j0 < cols; j0 += 16) {
             int i1 = i0 + 16 < rows ? i0 + 16 : rows, j1 = j0 + 16 < cols ? j0 + 16 : cols;
             for (int j = j0; j < j1; j++)
                 for (int i = i0; i < i1; i++)
-                    dst[(size_t)j * (size_t)rows + (size_t)i] =
-                        src[(size_t)i * (size_t)cols + (size_t)j];
+                    if (i >= r8 || j >= c8) /* not in a square done above */
+                        dst[(size_t)j * (size_t)rows + (size_t)i] =
+                            src[(size_t)i * (size_t)cols + (size_t)j];
         }
 }
 

@@ -298,6 +298,29 @@ void hs_quant_decode(uint32_t type, const unsigned char *src, float *dst, size_t
     blocks(src, dst, n / elems);
 }
 
+int hs_quant_scales_finite(uint32_t type, const unsigned char *src, size_t nb)
+{
+    size_t elems = 0, bytes = 0;
+    if (!hs_quant_block(type, &elems, &bytes))
+        return 0;
+    int at[2] = {0, -1}; /* where the block's f16 scales sit */
+    switch (type) {
+    case HS_QUANT_Q4_1: case HS_QUANT_Q5_1: case HS_QUANT_Q4_K: case HS_QUANT_Q5_K:
+        at[1] = 2; break;
+    case HS_QUANT_Q2_K: at[0] = 80, at[1] = 82; break;
+    case HS_QUANT_Q3_K: at[0] = 108; break;
+    case HS_QUANT_Q6_K: at[0] = 208; break;
+    default: break; /* d first: Q4_0, Q5_0, Q8_0, IQ4_NL, IQ4_XS */
+    }
+    unsigned bad = 0;
+    for (size_t k = 0; k < nb; k++) {
+        const unsigned char *b = src + k * bytes;
+        bad |= (hs_le16(b + at[0]) & 0x7c00u) == 0x7c00u;
+        bad |= at[1] >= 0 && (hs_le16(b + at[1]) & 0x7c00u) == 0x7c00u;
+    }
+    return !bad;
+}
+
 void hs_quant_q8_0_encode(const float *x, unsigned char *out)
 {
     float amax = 0.0f;
