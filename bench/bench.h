@@ -18,8 +18,9 @@ double bench_time_median(int (*run)(void *ctx), void *ctx, int reps);
 /* Runs argv (argv[0] a path) with stdout/stderr to /dev/null; returns its peak resident set
  * in MB and its wall time in *seconds (may be NULL), or -1 when it failed. */
 double bench_peak_rss_mb(const char *const argv[], double *seconds);
-/* The same with stdout to the file out (NULL: /dev/null). */
-double bench_run_rss_mb(const char *const argv[], double *seconds, const char *out);
+/* The same with stdout to the file out (NULL: /dev/null), and its CPU seconds (user +
+ * system) into *cpu (may be NULL). */
+double bench_run_rss_mb(const char *const argv[], double *seconds, const char *out, double *cpu);
 
 /* Writes about n tokens of plain English words to path; 0 on success. */
 int bench_write_text(const char *path, int n);

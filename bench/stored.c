@@ -83,32 +83,31 @@ static void scratch_free(scratch *s)
     rmdir(s->dir);
 }
 
-/* One run: wall seconds into *t, peak RSS MB returned (-1: failed). */
+/* One run: wall seconds into *t (CPU seconds into *cpu unless NULL), peak RSS MB returned
+ * (-1: failed). */
 static double attn_run(const char *headscope, const char *file, const char *ids, const char *npy,
-                       const char *mode, int threads, double *t)
+                       const char *mode, int threads, double *t, double *cpu)
 {
     char thr[16];
     snprintf(thr, sizeof thr, "%d", threads);
     const char *argv[] = {headscope, "attn", file, "--ids", ids, "-o", npy, "-q",
                           "--weight-memory", mode, "--threads", thr, NULL};
-    return bench_peak_rss_mb(argv, t);
+    return bench_run_rss_mb(argv, t, NULL, cpu);
 }
 
-/* Medians of reps runs at n = 1, 128, 512 into t (-1: failed); the largest peak RSS. */
-static double attn_medians(const char *headscope, const char *file, const scratch *s,
-                           const char *mode, int threads, int reps, double t[N_NS])
+/* One run each at n = 1, 128, 512: wall seconds into t[] (-1: failed), the largest peak
+ * RSS returned. */
+static double attn_round(const char *headscope, const char *file, const scratch *s,
+                         const char *mode, int threads, double t[N_NS])
 {
     double rss = -1;
-    for (int i = 0; i < N_NS; i++) {
-        double v[MAX_REPS];
+    for (int i = 0; i < N_NS; i++)
         t[i] = -1;
-        for (int r = 0; r < reps; r++) {
-            double m = attn_run(headscope, file, s->ids[i], s->npy, mode, threads, &v[r]);
-            if (m < 0)
-                return -1;
-            rss = m > rss ? m : rss;
-        }
-        t[i] = bench_median(v, reps);
+    for (int i = 0; i < N_NS; i++) {
+        double m = attn_run(headscope, file, s->ids[i], s->npy, mode, threads, &t[i], NULL);
+        if (m < 0)
+            return -1;
+        rss = m > rss ? m : rss;
     }
     return rss;
 }
@@ -138,28 +137,24 @@ static double llama_sample_median(const char *text, int n)
     return k ? bench_median(v, k) : -1;
 }
 
-/* llama-bench -p 128,512 on file at `threads`: the medians into t[1], t[2], its time to
- * the first token (median of reps 1-token runs, start to exit) into t[0]; peak RSS MB
- * returned (-1: failed). */
-static double llama_runs(const char *dir, const char *file, const scratch *s, int threads,
-                         int reps, double t[N_NS])
+/* One round of llama-bench on file at `threads`: its time to the first token (a 1-token
+ * run without warm-up, start to exit) into t[0], its prompt processing at n = 128 and 512
+ * (-p 128,512 -r 1) into t[1], t[2]; its peak RSS MB returned (-1: failed). */
+static double llama_round(const char *dir, const char *file, const scratch *s, int threads,
+                          double t[N_NS])
 {
-    char bin[1024], thr[16], r[16];
+    char bin[1024], thr[16];
     snprintf(bin, sizeof bin, "%s/llama-bench", dir);
     snprintf(thr, sizeof thr, "%d", threads);
-    snprintf(r, sizeof r, "%d", reps);
     t[0] = t[1] = t[2] = -1;
-    double v[MAX_REPS], wall;
-    for (int i = 0; i < reps; i++) {
-        const char *argv[] = {bin, "-m", file, "-p", "1", "-n", "0", "-t", thr, "-r", "1",
-                              "--no-warmup", NULL};
-        if (bench_run_rss_mb(argv, &v[i], NULL) < 0)
-            return -1;
-    }
-    t[0] = bench_median(v, reps);
-    const char *argv[] = {bin, "-m", file, "-p", "128,512", "-n", "0", "-t", thr, "-r", r,
+    double wall;
+    const char *load[] = {bin, "-m", file, "-p", "1", "-n", "0", "-t", thr, "-r", "1",
+                          "--no-warmup", NULL};
+    if (bench_run_rss_mb(load, &t[0], NULL, NULL) < 0)
+        return -1;
+    const char *argv[] = {bin, "-m", file, "-p", "128,512", "-n", "0", "-t", thr, "-r", "1",
                           "-o", "jsonl", NULL};
-    double rss = bench_run_rss_mb(argv, &wall, s->out);
+    double rss = bench_run_rss_mb(argv, &wall, s->out, NULL);
     FILE *f = rss < 0 ? NULL : fopen(s->out, "rb");
     char text[16384];
     size_t len = f ? fread(text, 1, sizeof text - 1, f) : 0;
@@ -169,6 +164,38 @@ static double llama_runs(const char *dir, const char *file, const scratch *s, in
     t[1] = llama_sample_median(text, 128);
     t[2] = llama_sample_median(text, 512);
     return t[1] < 0 || t[2] < 0 ? -1 : rss;
+}
+
+/* reps rounds of headscope (h) then llama.cpp (l, when dir), interleaved so that a change
+ * of the machine's load falls on both; medians into h[] and l[] (headscope's forward: the
+ * run less the 1-token run, each round's), the largest peak RSS into rss[0], rss[1]. */
+static void rounds(const char *headscope, const char *dir, const char *file, const scratch *s,
+                   int threads, int reps, double h[N_NS], double l[N_NS], double rss[2])
+{
+    double hv[N_NS][MAX_REPS], lv[N_NS][MAX_REPS];
+    int hn = 0, ln = 0;
+    rss[0] = rss[1] = -1;
+    for (int r = 0; r < reps; r++) {
+        double t[N_NS];
+        double m = attn_round(headscope, file, s, "stored", threads, t);
+        if (m >= 0) {
+            for (int i = 0; i < N_NS; i++)
+                hv[i][hn] = i == 0 ? t[0] : t[i] - t[0];
+            hn++;
+            rss[0] = m > rss[0] ? m : rss[0];
+        }
+        m = dir ? llama_round(dir, file, s, threads, t) : -1;
+        if (m >= 0) {
+            for (int i = 0; i < N_NS; i++)
+                lv[i][ln] = t[i];
+            ln++;
+            rss[1] = m > rss[1] ? m : rss[1];
+        }
+    }
+    for (int i = 0; i < N_NS; i++) {
+        h[i] = hn ? bench_median(hv[i], hn) : -1;
+        l[i] = ln ? bench_median(lv[i], ln) : -1;
+    }
 }
 
 static void print_secs(double v)
@@ -187,7 +214,7 @@ static void mode_rows(const char *headscope, const char *file, const scratch *s,
     const char *base = strrchr(file, '/') ? strrchr(file, '/') + 1 : file;
     for (int mo = 0; mo < N_MODES; mo++) {
         double t[N_NS];
-        double rss = attn_medians(headscope, file, s, modes[mo], threads, 1, t);
+        double rss = attn_round(headscope, file, s, modes[mo], threads, t);
         printf("%-28.28s %6.0f MB  %-22s", base, size_mb, mode_names[mo]);
         for (int i = 0; i < N_NS; i++)
             print_secs(rss < 0 ? -1 : i == 0 ? t[0] : t[i] - t[0]);
@@ -228,32 +255,27 @@ void bench_stored_rows(const char *headscope, const char *files[], int n_files, 
     for (int f = 0; f < n_files; f++) {
         const char *base = strrchr(files[f], '/') ? strrchr(files[f], '/') + 1 : files[f];
         for (int i = 0; i < n_thr; i++) {
-            double h[N_NS], l[N_NS] = {-1, -1, -1}, lrss = -1;
-            double hrss = attn_medians(headscope, files[f], &s, "stored", thr[i], reps, h);
-            if (llama)
-                lrss = llama_runs(dir, files[f], &s, thr[i], reps, l);
+            double h[N_NS], l[N_NS], rss[2];
+            rounds(headscope, llama ? dir : NULL, files[f], &s, thr[i], reps, h, l, rss);
             printf("%-28.28s %4d", base, thr[i]);
             for (int k = 0; k < N_NS; k++) {
-                double hv = hrss < 0 ? -1 : k == 0 ? h[0] : h[k] - h[0];
-                print_secs(hv);
+                print_secs(h[k]);
                 if (!llama) {
                     printf(" %9s %6s", "-", "-");
                     continue;
                 }
                 print_secs(l[k]);
-                if (hv >= 0 && l[k] > 0)
-                    printf(" %6.2f", hv / l[k]);
+                if (h[k] >= 0 && l[k] > 0)
+                    printf(" %6.2f", h[k] / l[k]);
                 else
                     printf(" %6s", "-");
             }
-            if (hrss >= 0)
-                printf(" %5.0f MB", hrss);
-            else
-                printf(" %8s", "failed");
-            if (llama && lrss >= 0)
-                printf(" %5.0f MB\n", lrss);
-            else
-                printf(" %8s\n", "-");
+            for (int k = 0; k < 2; k++)
+                if (rss[k] >= 0)
+                    printf(" %5.0f MB", rss[k]);
+                else
+                    printf(" %8s", k == 1 && !llama ? "-" : "failed");
+            printf("\n");
             fflush(stdout);
         }
     }
@@ -266,18 +288,19 @@ void bench_big_row(const char *headscope, const char *file, int threads)
     if (scratch_make(&s, file) != 0)
         return;
     struct stat sb;
-    double size_mb = stat(file, &sb) == 0 ? (double)sb.st_size / 1048576.0 : -1, t1 = -1, t = -1;
+    double size_mb = stat(file, &sb) == 0 ? (double)sb.st_size / 1048576.0 : -1;
+    double t1 = -1, t = -1, c1 = -1, c = -1;
     printf("\nthe big row: headscope attn --ids --weight-memory stored at n = 1 and 128, %d "
-           "threads, one run each:\n", threads);
-    double r1 = attn_run(headscope, file, s.ids[0], s.npy, "stored", threads, &t1);
-    double r = r1 < 0 ? -1 : attn_run(headscope, file, s.ids[1], s.npy, "stored", threads, &t);
+           "threads, one run each; wall (CPU user + system) seconds:\n", threads);
+    double r1 = attn_run(headscope, file, s.ids[0], s.npy, "stored", threads, &t1, &c1);
+    double r = r1 < 0 ? -1 : attn_run(headscope, file, s.ids[1], s.npy, "stored", threads, &t, &c);
     const char *base = strrchr(file, '/') ? strrchr(file, '/') + 1 : file;
-    printf("%-28.28s %7.0f MB  load", base, size_mb);
-    print_secs(r1 < 0 ? -1 : t1);
-    printf("  n=128");
-    print_secs(r < 0 ? -1 : t);
-    printf(" (forward");
-    print_secs(r < 0 ? -1 : t - t1);
-    printf(")  peak RSS %.0f MB\n", r > r1 ? r : r1);
+    if (r < 0) {
+        printf("%-28.28s %7.0f MB  failed\n", base, size_mb);
+    } else {
+        printf("%-28.28s %7.0f MB  load %.1f s (%.1f)  n=128 %.1f s (%.1f), forward %.1f s "
+               "(%.1f)  peak RSS %.0f MB\n", base, size_mb, t1, c1, t, c, t - t1, c - c1,
+               r > r1 ? r : r1);
+    }
     scratch_free(&s);
 }
