@@ -310,8 +310,10 @@ static int stored_only_main(const char *headscope, const char *stored[], int n_s
                             const char *big, int reps)
 {
     int all = hs_threads_available(), thr[2] = {1, all};
-    if (n_stored)
+    if (n_stored) {
+        bench_qgemm_rows(reps);
         bench_stored_rows(headscope, stored, n_stored, thr, all > 1 ? 2 : 1, reps, 0);
+    }
     if (big)
         bench_big_row(headscope, big, all);
     return fflush(stdout) != 0 || ferror(stdout) ? 1 : 0;
@@ -491,6 +493,8 @@ int main(int argc, char **argv)
     if (headscope && !fwd_only && hs_model_config_of(first)->causal)
         bench_corpus_rows(headscope, paths[0], quick ? 2 : 10, quick ? 0 : 1, fwd128);
     hs_model_free(first);
+    if (n_stored && !quick)
+        bench_qgemm_rows(reps > 3 ? 3 : reps);
     if (headscope && n_stored && !quick)
         bench_stored_rows(headscope, stored, n_stored, thr, n_thr, reps > 3 ? 3 : reps, 1);
     if (headscope && big)

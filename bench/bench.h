@@ -61,6 +61,10 @@ void bench_breakdown(const hs_model_config *c, const char *name, const int *size
 void bench_stored_rows(const char *headscope, const char *files[], int n_files, const int *thr,
                        int n_thr, int reps, int modes);
 
+/* One product of TinyLlama's MLP shape on one thread, W in each stored type against
+ * OpenBLAS on W converted beforehand, and the decoders alone (bench/qgemm_rows.c). */
+void bench_qgemm_rows(int reps);
+
 /* --big: one `headscope attn --ids` at n = 128 on all threads with stored layers (the 8B
  * row: time and peak RSS beside the file's size; bench/stored.c). */
 void bench_big_row(const char *headscope, const char *file, int threads);

@@ -425,8 +425,18 @@ static void run_filled(const hs_gemm *g, int tm, int tn, int mt, int nt, int ks,
         g->b_fill(g->b_ctx, k0, kl, j0, cols, fill_buf);
         if (extra) /* a row or a column: OpenBLAS hands it to gemv, whose sums differ by layout */
             transpose(fill_buf, cols, kl, fill_buf + need);
-        for (int i0 = 0; i0 < m; i0 += tm) {
-            int rows = i0 + tm < m ? tm : m - i0;
+        /* the strip's row tiles as one call where that gives their bits (merge_verdict, on
+         * this block as b: OpenBLAS packs the strip's block once, not once a row tile) */
+        int rt = tm;
+        if (m > tm && (size_t)m * (size_t)cols <= MERGE_CELLS && cols > 1) {
+            hs_gemm one = {.trans_b = 1, .m = m, .n = cols, .k = kl, .alpha = g->alpha,
+                           .a = (const float *)g->a + k0, .lda = g->lda, .b = fill_buf,
+                           .ldb = kl};
+            if (merge_verdict(&one, m, cols, kl, cols, ks > 1 ? 0.0 : beta_c) == 1)
+                rt = m;
+        }
+        for (int i0 = 0; i0 < m; i0 += rt) {
+            int rows = i0 + rt < m ? rt : m - i0;
             const float *a = (const float *)g->a + (size_t)i0 * (size_t)g->lda + (size_t)k0;
             float *ct;
             int ldc = g->ldc;
