@@ -172,6 +172,9 @@ typedef struct hs_gemm {
      * as with b in memory, so c has the same bits; each block is made once, for all the
      * rows of c (b unused). */
     void (*b_fill)(const void *ctx, int k0, int kl, int j0, int cols, float *dst);
+    /* The same block untransposed, (kl, cols) row-major, for a call of one row or one column
+     * (OpenBLAS's gemv and small kernels sum by layout); NULL: b_fill's block transposed. */
+    void (*b_fill_kn)(const void *ctx, int k0, int kl, int j0, int cols, float *dst);
     const void *b_ctx;
 } hs_gemm;
 void hs_gemm_run(const hs_gemm *g);

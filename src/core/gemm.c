@@ -368,17 +368,20 @@ __attribute__((target("avx"))) static void square8_avx(const float *s, size_t ls
 #endif
 
 /* dst (cols, rows) = src (rows, cols) transposed: in 8 x 8 squares in AVX registers where
- * the CPU has them, the rest an element at a time in 16 x 16 squares that stay in cache. */
+ * the CPU has them, 64 x 64 at a time (16 KB each side, in cache while its lines fill), the
+ * rest an element at a time in 16 x 16 squares. */
 static void transpose(const float *src, int rows, int cols, float *dst)
 {
     int r8 = 0, c8 = 0;
 #ifdef HAVE_SQUARE8
     if (__builtin_cpu_supports("avx")) {
         r8 = rows / 8 * 8, c8 = cols / 8 * 8;
-        for (int i = 0; i < r8; i += 8)
-            for (int j = 0; j < c8; j += 8)
-                square8_avx(src + (size_t)i * (size_t)cols + (size_t)j, (size_t)cols,
-                            dst + (size_t)j * (size_t)rows + (size_t)i, (size_t)rows);
+        for (int i0 = 0; i0 < r8; i0 += 64)
+            for (int j0 = 0; j0 < c8; j0 += 64)
+                for (int i = i0; i < i0 + 64 && i < r8; i += 8)
+                    for (int j = j0; j < j0 + 64 && j < c8; j += 8)
+                        square8_avx(src + (size_t)i * (size_t)cols + (size_t)j, (size_t)cols,
+                                    dst + (size_t)j * (size_t)rows + (size_t)i, (size_t)rows);
     }
 #endif
     for (int i0 = 0; i0 < rows; i0 += 16)
@@ -422,8 +425,12 @@ static void run_filled(const hs_gemm *g, int tm, int tn, int mt, int nt, int ks,
             fill_buf = p;
             fill_cap = need + extra;
         }
-        g->b_fill(g->b_ctx, k0, kl, j0, cols, fill_buf);
-        if (extra) /* a row or a column: OpenBLAS hands it to gemv, whose sums differ by layout */
+        int whole = m % tm != 1 || m > tm || cols == 1; /* one row alone: the kn block */
+        if (whole || !g->b_fill_kn)
+            g->b_fill(g->b_ctx, k0, kl, j0, cols, fill_buf);
+        if (extra && g->b_fill_kn) /* a row or a column: OpenBLAS's gemv and small kernels */
+            g->b_fill_kn(g->b_ctx, k0, kl, j0, cols, fill_buf + need); /* sum by layout */
+        else if (extra)
             transpose(fill_buf, cols, kl, fill_buf + need);
         /* the strip's row tiles as one call where that gives their bits (merge_verdict, on
          * this block as b: OpenBLAS packs the strip's block once, not once a row tile) */

@@ -57,6 +57,45 @@ void hs_qmat_fill(const void *qmat, int k0, int kl, int j0, int cols, float *dst
     }
 }
 
+/* The thread's decoded rows for hs_qmat_fill_kn: QROWS x (kl + two blocks) floats. */
+#define QROWS 16
+static _Thread_local float *rows_buf;
+static _Thread_local size_t rows_cap;
+
+void hs_qmat_fill_kn(const void *qmat, int k0, int kl, int j0, int cols, float *dst)
+{
+    const hs_qmat *q = qmat;
+    __atomic_fetch_add(&fills, 1, __ATOMIC_RELAXED);
+    size_t span_max = (size_t)kl + 2 * 256; /* whole blocks around the range: a K type's 256 */
+    if (QROWS * span_max > rows_cap) {
+        float *p = realloc(rows_buf, QROWS * span_max * sizeof *p);
+        if (!p) { /* NaN: the pass fails on non-finite values, as gemm.c's own buffer */
+            for (size_t i = 0; i < (size_t)kl * (size_t)cols; i++)
+                dst[i] = NAN;
+            return;
+        }
+        rows_buf = p;
+        rows_cap = QROWS * span_max;
+    }
+    const float *src[QROWS];
+    for (int c0 = 0; c0 < cols; c0 += QROWS) { /* QROWS rows decoded, written a line at a time */
+        int r = cols - c0 < QROWS ? cols - c0 : QROWS;
+        for (int t = 0; t < r; t++) {
+            const hs_qcol *col = &q->col[j0 + c0 + t];
+            size_t b = (size_t)col->blk, lo = (size_t)k0 / b * b;
+            size_t hi = ((size_t)k0 + (size_t)kl + b - 1) / b * b;
+            float *row = rows_buf + (size_t)t * span_max;
+            q->decode(col->src, col->first + lo, row, hi - lo);
+            src[t] = row + ((size_t)k0 - lo);
+        }
+        for (int i = 0; i < kl; i++) {
+            float *d = dst + (size_t)i * (size_t)cols + (size_t)c0;
+            for (int t = 0; t < r; t++)
+                d[t] = src[t][i];
+        }
+    }
+}
+
 /* ---- the registered matrices ------------------------------------------------------- */
 
 static struct {
