@@ -480,7 +480,8 @@ Test(qgemm, the_stored_bytes_clear_only_finite_rows)
             cr_assert_not(hs_tensor_surely_finite(&t, (size_t)in, (size_t)in), "%s scale %d",
                           hs_dtype_name(q->dt), s);
             hs_tensor_decode(&t, (size_t)in, v, (size_t)in);
-            cr_assert_neq(hs_op_first_nonfinite(v, (size_t)in), (size_t)-1, "%s", hs_dtype_name(q->dt));
+            cr_assert_neq(hs_op_first_nonfinite(v, (size_t)in), (size_t)-1, "%s",
+                          hs_dtype_name(q->dt));
             cr_assert(hs_tensor_surely_finite(&t, 0, (size_t)in));
             cr_assert(hs_tensor_surely_finite(&t, 2 * (size_t)in, (size_t)in));
             p[at] = keep[0], p[at + 1] = keep[1];
