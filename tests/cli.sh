@@ -286,13 +286,21 @@ for a in '$MQ'.split():
     tok = 'falcon' if 'falcon' in a else 'starcoder'
     M.main(['--arch', a, '--out', '$T/' + a, '--seed', '5', '--tokenizer',
             'fixtures/tokenizer/families/%s.tokenizer.json' % tok])" || bad "multi-query checkpoints"
+MQT="The cat sat on the mat in 1999. 12,345 tokens!! -- x"
 for a in $MQ; do
     expect 0 "info $a" -- "$HS" info "$T/$a"
-    expect 1 "convert $a" -- "$HS" convert "$T/$a" -o "$T/$a.gguf"
-    one_line_error "convert $a"
-    stderr_has "convert $a" "has no GGUF form" # Falcon-RW's layout; the released tokenizers'
-                                                # pre-tokenizers (docs/gguf.md)
-    no_file "convert $a" "$T/$a.gguf"
+    if [ "$a" = tiny-falcon-rw ]; then # Falcon-RW's ALiBi layout has no GGUF form (docs/gguf.md)
+        expect 1 "convert $a" -- "$HS" convert "$T/$a" -o "$T/$a.gguf"
+        one_line_error "convert $a"
+        stderr_has "convert $a" "has no GGUF form"
+        no_file "convert $a" "$T/$a.gguf"
+    else # the released tokenizers' pre-tokenizers: llama.cpp's falcon and starcoder
+        expect 0 "convert $a" -- "$HS" convert "$T/$a" -o "$T/$a.gguf"
+        expect 0 "tokenize $a" -- "$HS" tokenize "$T/$a" --text "$MQT" --json
+        mv "$T/out" "$T/mq-tok"
+        expect 0 "tokenize $a.gguf" -- "$HS" tokenize "$T/$a.gguf" --text "$MQT" --json
+        cmp -s "$T/out" "$T/mq-tok" && ok || bad "$a: the GGUF file's ids are not the folder's: $(cat "$T/out")"
+    fi
     expect 0 "analyze $a" -- "$HS" analyze "$T/$a" -o "$T/mq-$a" -q \
         --text "The cat sat on the mat in 1999. The cat sat on the mat in 1999."
 done

@@ -82,10 +82,20 @@ expect 1 "attn t5 id outside the vocabulary" -- "$HS" attn "$M/t5-tiny" --ids "$
 one_line_error "attn t5 id outside the vocabulary"
 stderr_has "attn t5 id outside the vocabulary" "outside the vocabulary"
 for k in encoder decoder cross; do no_file "attn t5 bad id leaves no $k maps" "$T/x.$k.npy"; done
-expect 1 "convert t5" -- "$HS" convert "$M/t5-tiny" -o "$T/t5.gguf"
-one_line_error "convert t5"
-stderr_has "convert t5" "no encoder-decoder GGUF file yet"
-no_file "convert t5" "$T/t5.gguf"
+# convert: t5-tiny to llama.cpp's t5, whose maps equal the folder's; t5-v1_1-tiny's buckets
+# reach 64, which llama.cpp's t5 cannot say (its distance is 128): refused by name, no file
+expect 0 "convert t5" -- "$HS" convert "$M/t5-tiny" -o "$T/t5.gguf"
+expect 0 "attn t5 gguf" -- "$HS" attn "$T/t5.gguf" --ids "$G/small.enc_ids.npy" \
+    --target-ids "$G/small.target.npy" -o "$T/g.npy"
+expect 0 "attn t5 folder" -- "$HS" attn "$M/t5-tiny" --ids "$G/small.enc_ids.npy" \
+    --target-ids "$G/small.target.npy" -o "$T/h.npy"
+for k in encoder decoder cross; do
+    cmp -s "$T/g.$k.npy" "$T/h.$k.npy" && ok || bad "convert t5: the GGUF file's $k maps differ"
+done
+expect 1 "convert t5 v1.1 (max distance 64)" -- "$HS" convert "$M/t5-v1_1-tiny" -o "$T/v11.gguf"
+one_line_error "convert t5 v1.1 (max distance 64)"
+stderr_has "convert t5 v1.1 (max distance 64)" "relative_attention_max_distance is 64, and llama.cpp's t5 fixes it at 128"
+no_file "convert t5 v1.1 (max distance 64)" "$T/v11.gguf"
 
 # analyze: the three kinds of heads' metrics, diversity, ablation and gradient against the
 # float64 reference's goldens (fixtures/ref/make_t5_report_golden.py), the pictures, the page

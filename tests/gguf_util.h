@@ -1,6 +1,7 @@
 /* Helpers of the GGUF suites (test_gguf.c, test_gguf_write.c, test_gguf_family.c,
- * test_gguf_quant.c): two models' weights compared, two tokenizers' ids compared, a file's
- * tensor types counted (header-only, test code only). */
+ * test_gguf_quant.c, test_gguf_arch.c, test_gguf_t5.c): two models' weights compared, two
+ * tokenizers' ids compared, a write refused in one line, a file's tensor types counted
+ * (header-only, test code only). */
 #ifndef HEADSCOPE_GGUF_UTIL_H
 #define HEADSCOPE_GGUF_UTIL_H
 
@@ -92,6 +93,20 @@ static inline void expect_same_ids(const hs_model *a, const hs_model *b, const c
 }
 
 /* Expects the GGUF file at path to hold counts[k] tensors of ggml type types[k]. */
+/* hs_gguf_encode of m at F32 refused with HS_E_UNSUPPORTED, writing nothing, in one line
+ * holding msg. */
+static inline void expect_write_refused(const hs_model *m, const char *msg)
+{
+    hs_error err = {{0}};
+    unsigned char *buf = NULL;
+    size_t len = 0;
+    hs_gguf_write_options o = {.ftype = HS_GGUF_FTYPE_F32};
+    cr_expect_eq(hs_gguf_encode(m, &o, &buf, &len, &err), HS_E_UNSUPPORTED);
+    cr_expect_null(buf);
+    cr_expect(strstr(err.msg, msg) != NULL, "got '%s', want '%s'", err.msg, msg);
+    cr_expect_null(strchr(err.msg, '\n'));
+}
+
 static inline void expect_type_counts(const char *path, const uint32_t *types, const int *counts,
                                       int n_types)
 {

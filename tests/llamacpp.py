@@ -27,6 +27,22 @@ package in python/) set against what llama.cpp's tools printed for the same GGUF
         the ids of `headscope tokenize --json` (JSON_A) against llama-tokenize --ids (JSON_B,
         a Python list); fails when they differ.
 
+    llamacpp.py t5-encoder GGUF_PY SRC DST
+        DST: llama.cpp's t5encoder file of the encoder of SRC, a t5 file headscope wrote:
+        general.architecture t5encoder, the t5.* keys renamed (the decoder's dropped), the
+        tokenizer keys and the token_embd / enc.* tensors as they are, written with llama.cpp's
+        gguf-py (GGUF_PY, the folder holding its gguf package). llama-embedding runs such a
+        file through the encoder (it refuses an encoder-decoder).
+    llamacpp.py t5-enc-embed GGUF TEXT JSON MIN_COS
+        the encoder's output (after its final norm) of TEXT, tokenized by headscope from the
+        t5 file GGUF (with its </s>), against llama-embedding's rows for the t5encoder file
+        (--attention non-causal --pooling none --embd-normalize -1, JSON); fails when a
+        token's cosine is below MIN_COS.
+    llamacpp.py t5-ids JSON IDS
+        `headscope tokenize --json`'s ids (JSON) without the </s> it appends against
+        llama-tokenize --ids (IDS), which adds none for t5 (llama-tokenize passes add_special
+        only with a BOS to add); fails when they differ.
+
 Each prints one line of numbers; exit status 0 (agreement) or 1.
 """
 import ctypes
@@ -179,10 +195,86 @@ def cmd_ids(a, b):
     return 1
 
 
+# ---- T5 --------------------------------------------------------------------------------
+
+def cmd_encoder(gguf_py, src, dst):
+    sys.path.insert(0, gguf_py)
+    import gguf
+    r = gguf.GGUFReader(src)
+    w = gguf.GGUFWriter(dst, "t5encoder")
+    skip = {"general.architecture", "t5.decoder_block_count", "t5.decoder_start_token_id"}
+    for name, f in r.fields.items():
+        if name in skip or name.startswith("GGUF."):
+            continue
+        key = "t5encoder." + name[3:] if name.startswith("t5.") else name
+        t = f.types[0]
+        if t == gguf.GGUFValueType.ARRAY:
+            sub = f.types[-1]
+            val = f.contents()
+            if sub == gguf.GGUFValueType.UINT8:
+                val = bytes(f.parts[f.data[0]]) if len(f.data) == 1 else bytes(
+                    int(f.parts[i][0]) for i in f.data)
+                w.add_key_value(key, list(val), t, sub)
+            else:
+                w.add_key_value(key, val, t, sub)
+        else:
+            w.add_key_value(key, f.contents(), t)
+    for t in r.tensors:
+        if t.name == "token_embd.weight" or t.name.startswith("enc."):
+            w.add_tensor(t.name, np.array(t.data), raw_shape=list(reversed(t.shape.tolist())),
+                         raw_dtype=t.tensor_type)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return 0
+
+
+def encoder_states(path, text):
+    with headscope.load(path) as m:
+        enc = m.tokenize(text)
+        n, d = len(enc.ids), m.config["d_model"]
+        ids = (ctypes.c_int32 * n)(*enc.ids)
+        dec = (ctypes.c_int32 * 1)(0)
+        out = np.empty((n, d), dtype=np.float32)
+        opts = _lib.HsForwardOpts()
+        opts.enc_hidden = out.ctypes.data_as(ctypes.POINTER(ctypes.c_float))
+        err = _lib.HsError()
+        st = headscope._LIB.hs_forward_encdec(m._handle(), ids, n, dec, 1, ctypes.byref(opts),
+                                              None, ctypes.byref(err))
+        if st != 0:
+            raise SystemExit("hs_forward_encdec: " + err.msg.decode())
+    return out
+
+
+def cmd_enc_embed(path, text, jsonfile, min_cos):
+    h = encoder_states(path, text).astype(np.float64)
+    ref = read_embeddings(jsonfile, len(h))
+    if ref.shape != h.shape:
+        print("encoder states: llama.cpp %s, headscope %s" % (ref.shape, h.shape))
+        return 1
+    cos = (h * ref).sum(axis=1) / (np.linalg.norm(h, axis=1) * np.linalg.norm(ref, axis=1))
+    print("encoder output of %d tokens: min cosine %.8f, max |d| %.1e"
+          % (len(cos), cos.min(), np.abs(h - ref).max()))
+    return 0 if cos.min() >= float(min_cos) else 1
+
+
+def cmd_t5_ids(a, b):
+    with open(a, encoding="utf-8") as f:
+        mine = json.load(f)["ids"]
+    theirs = read_ids(b)
+    if mine[:-1] == theirs and mine[-1:] == [1]:
+        return 0
+    print("headscope %s\nllama.cpp %s" % (mine, theirs))
+    return 1
+
+
 def main(argv):
     cmds = {"loss": (cmd_loss, 5), "embed": (cmd_embed, 4), "ids": (cmd_ids, 2),
             "golden": (cmd_golden, 6), "vocab-cases": (cmd_vocab_cases, 4),
-            "embed-ids": (lambda g, i, j, c: cmd_embed(g, None, j, c, i), 4)}
+            "embed-ids": (lambda g, i, j, c: cmd_embed(g, None, j, c, i), 4),
+            "t5-encoder": (cmd_encoder, 3), "t5-enc-embed": (cmd_enc_embed, 4),
+            "t5-ids": (cmd_t5_ids, 2)}
     if len(argv) < 2 or argv[1] not in cmds or len(argv) - 2 != cmds[argv[1]][1]:
         sys.stderr.write(__doc__)
         return 2

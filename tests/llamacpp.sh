@@ -28,6 +28,14 @@
 #     tiny-deepseek-{lite,moe,v3} with tiny-deepseek-lite's tokenizer, as deepseek2):
 #     llama-tokenize's ids against headscope's, and llama-embedding's final hidden states
 #     against headscope's on the same file (LLAMACPP_MQA_ONLY=1 runs this part alone);
+#   - T5 (fixtures/t5/models/t5-tiny, and t5-v1_1-tiny with relative_attention_max_distance
+#     128, llama.cpp's, converted to f32 and f16 as llama.cpp's t5): llama-tokenize's ids
+#     against headscope's (less the </s> headscope appends: llama-tokenize adds none), and the
+#     encoder's output: the file's encoder rewritten as llama.cpp's t5encoder
+#     (tests/llamacpp.py t5-encoder, with llama.cpp's gguf-py from LLAMACPP_GGUF_PY, default
+#     LLAMACPP/../../gguf-py), run by llama-embedding --attention non-causal (it refuses an
+#     encoder-decoder, and runs an encoder-only file causally unless told), against
+#     hs_forward_encdec's encoder output (LLAMACPP_T5_ONLY=1 runs this part alone);
 #   - issue 39's tokenizer files (fixtures/gguf/tokdefects): llama-tokenize's ids against
 #     headscope's (RoBERTa's add_bos_token / add_eos_token, equal SentencePiece scores, a BOS id
 #     beyond the vocabulary).
@@ -203,6 +211,106 @@ mqa() {
         done
     done
 }
+# The released Falcon, StarCoder and DeepSeek tokenizers (their cuts to 2,000 merges,
+# fixtures/tokenizer/real/<name>.small.tokenizer.json) in tiny checkpoints sized to them
+# (Falcon-7B's layout, GPT-BigCode's, Llama's for DeepSeek's, as test_tokenizer_real does),
+# converted: tokenizer.ggml.pre falcon, starcoder, deepseek-coder, deepseek-llm, deepseek-v3;
+# llama-tokenize's ids on the written file against headscope's (LLAMACPP_PRETOK_ONLY=1 runs
+# this part alone).
+pretok() {
+    local spec name maker text f n=0
+    local texts=("Hello world, the cat sat on the mat." "In 1999, 12,345.678 people paid \$1,000,000!!"
+        "Ünïcödé résumé naïve café — 日本語のテキスト 東京 서울 🙂 x^2"
+        "  two  spaces, a	tab and
+a newline  " "def f(x):
+    return x**2  # 100%
+" "unaffable GPT-2's tokenizer doesn't split \"quotes\" (or brackets)... ok?")
+    for spec in "falcon:families_mqa.py --seed 1 --arch tiny-falcon-mq" \
+        "starcoder:families_mqa.py --seed 1 --arch tiny-bigcode" \
+        "deepseek_coder:make_family_checkpoint.py --arch tiny-llama" \
+        "deepseek_llm:make_family_checkpoint.py --arch tiny-llama" \
+        "deepseek_v3:make_family_checkpoint.py --arch tiny-llama"; do
+        name=${spec%%:*} maker=${spec#*:}
+        f=$T/pre-$name.gguf
+        # shellcheck disable=SC2086
+        "$PY" fixtures/ref/$maker --out "$T/pre-$name" \
+            --tokenizer "fixtures/tokenizer/real/$name.small.tokenizer.json" >/dev/null || { bad "$name: checkpoint"; continue; }
+        run "convert pre-$name" -- "$HS" convert "$T/pre-$name" -o "$f"
+        for text in "${texts[@]}"; do
+            ids_case "$f" "$text" "$name"
+            n=$((n + 1))
+        done
+        # and llama.cpp's own test texts (models/ggml-vocab-*.gguf.inp, the empty one left out:
+        # llama-tokenize refuses an empty prompt)
+        local inp=${LLAMACPP_MODELS:-/nonexistent}/ggml-vocab-deepseek-llm.gguf.inp k
+        [ -f "$inp" ] || continue
+        rm -rf "$T/inp" && mkdir "$T/inp" && "$PY" -c "
+import sys
+texts = open(sys.argv[1], 'rb').read().split(b'\n__ggml_vocab_test__\n')[:-1]
+for k, t in enumerate(texts):
+    if t:
+        open('%s/%03d.txt' % (sys.argv[2], k), 'wb').write(t)" "$inp" "$T/inp"
+        for k in "$T"/inp/*.txt; do
+            ids_case "$f" "$(cat "$k"; printf x)" "$name" # a trailing x keeps the text's newlines
+            n=$((n + 1))
+        done
+    done
+    echo "pre-tokenizers: $n texts x files compared with llama-tokenize"
+}
+# ids_case FILE TEXT NAME: llama-tokenize and headscope tokenize give the same ids
+ids_case() {
+    "$L/llama-tokenize" -m "$1" -p "$2" --ids --log-disable >"$T/l.txt" 2>/dev/null || { bad "$3: llama-tokenize failed"; return; }
+    "$HS" tokenize "$1" --text "$2" --json >"$T/h.json" 2>"$T/h.err" || { bad "$3: headscope tokenize: $(cat "$T/h.err")"; return; }
+    if "$PY" tests/llamacpp.py ids "$T/h.json" "$T/l.txt" >"$T/ids.log"; then ok; else bad "$3 ids differ on '$2': $(cat "$T/ids.log")"; fi
+}
+if [ "${LLAMACPP_PRETOK_ONLY:-0}" = 1 ]; then
+    pretok
+    echo "llamacpp: $pass passed, $fail failed"
+    [ "$fail" = 0 ]
+    exit
+fi
+# ---- T5: llama.cpp's t5 (ids) and t5encoder (the encoder's output) ------------------------
+# Bounds: f32 cosine 0.99999, f16 0.999.
+t5() {
+    local m ty f e cos text dir gp=${LLAMACPP_GGUF_PY:-$L/../../gguf-py}
+    export HEADSCOPE_LIB=${HEADSCOPE_LIB:-$(dirname "$HS")/libheadscope.so.3}
+    local texts=("the cat sat on the mat. the dog sat on the cat. then the cat ran."
+        "  Two  spaces,	a tab and
+a newline; Ünïcödé ﬁ ① café 日本 </s> <pad> end  ")
+    mkdir -p "$T/t5-v11-128" && cp fixtures/t5/models/t5-v1_1-tiny/* "$T/t5-v11-128/" &&
+        sed -i 's/"relative_attention_max_distance": 64/"relative_attention_max_distance": 128/' "$T/t5-v11-128/config.json"
+    for m in t5-tiny t5-v11-128; do
+        dir=fixtures/t5/models/$m
+        [ "$m" = t5-v11-128 ] && dir=$T/$m
+        for ty in f32 f16; do
+            f=$T/$m-$ty.gguf e=$T/$m-$ty-enc.gguf
+            cos=0.99999
+            [ "$ty" = f16 ] && cos=0.999
+            run "convert $m $ty" -- "$HS" convert "$dir" -o "$f" --type "$ty"
+            for text in "${texts[@]}"; do
+                "$L/llama-tokenize" -m "$f" -p "$text" --ids --log-disable >"$T/tids.txt" 2>/dev/null || { bad "$m-$ty: llama-tokenize failed"; continue; }
+                "$HS" tokenize "$f" --text "$text" --json >"$T/h.json" 2>"$T/h.err" || { bad "$m-$ty: headscope tokenize: $(cat "$T/h.err")"; continue; }
+                if "$PY" tests/llamacpp.py t5-ids "$T/h.json" "$T/tids.txt" >"$T/ids.log"; then ok; else bad "$m-$ty ids: $(cat "$T/ids.log")"; fi
+            done
+            run "t5encoder $m $ty" -- "$PY" tests/llamacpp.py t5-encoder "$gp" "$f" "$e"
+            text=${texts[0]}
+            if ! "$L/llama-embedding" -m "$e" -p "$text"$'\n'"$text" --attention non-causal --pooling none \
+                --embd-normalize -1 --embd-output-format json -c 256 -b 256 -ub 256 -t $TH --no-warmup \
+                >"$T/emb.json" 2>"$T/emb.err"; then
+                bad "$m-$ty llama-embedding failed: $(grep -iE 'error|assert' "$T/emb.err" | head -3)"
+                continue
+            fi
+            if "$PY" tests/llamacpp.py t5-enc-embed "$f" "$text" "$T/emb.json" "$cos" >"$T/emb.log"; then ok; else bad "$m-$ty: cosine below $cos"; fi
+            echo "$m-$ty (headscope vs llama.cpp's t5encoder): $(cat "$T/emb.log")"
+        done
+    done
+}
+if [ "${LLAMACPP_T5_ONLY:-0}" = 1 ]; then
+    t5
+    echo "llamacpp: $pass passed, $fail failed"
+    [ "$fail" = 0 ]
+    exit
+fi
 if [ "${LLAMACPP_MQA_ONLY:-0}" = 1 ]; then
     mqa
     echo "llamacpp: $pass passed, $fail failed"
@@ -237,12 +345,6 @@ TEXTS=("Hello world, the cat sat on the mat."
 a newline  "
     "unaffable GPT-2's tokenizer doesn't split \"quotes\" (or brackets)!"
     "")
-# ids_case FILE TEXT NAME: llama-tokenize and headscope tokenize give the same ids
-ids_case() {
-    "$L/llama-tokenize" -m "$1" -p "$2" --ids --log-disable >"$T/l.txt" 2>/dev/null || { bad "$3: llama-tokenize failed"; return; }
-    "$HS" tokenize "$1" --text "$2" --json >"$T/h.json" 2>"$T/h.err" || { bad "$3: headscope tokenize: $(cat "$T/h.err")"; return; }
-    if "$PY" tests/llamacpp.py ids "$T/h.json" "$T/l.txt" >"$T/ids.log"; then ok; else bad "$3 ids differ on '$2': $(cat "$T/ids.log")"; fi
-}
 n_ids=0
 for f in "$T"/gpt2-*.gguf "$T"/bert-*.gguf; do
     for text in "${TEXTS[@]}"; do
@@ -368,6 +470,8 @@ families
 quantized
 spm_vocab
 mqa
+t5
+pretok
 
 echo "llamacpp: $pass passed, $fail failed"
 [ "$fail" = 0 ]

@@ -24,6 +24,7 @@
 #include "headscope/model.h"
 #include "headscope/tokenizer.h"
 #include "core/core.h"
+#include "gguf_util.h"
 #include "model/model_internal.h"
 #include "model/safetensors.h"
 #include "testutil.h"
@@ -246,18 +247,6 @@ Test(gguf_arch, starcoder_qkv_and_kv_heads)
 }
 
 /* ---- refused ------------------------------------------------------------------------------ */
-
-static void expect_write_refused(hs_model *m, const char *msg)
-{
-    hs_error err = {{0}};
-    unsigned char *buf = NULL;
-    size_t len = 0;
-    hs_gguf_write_options o = {.ftype = HS_GGUF_FTYPE_F32};
-    cr_expect_eq(hs_gguf_encode(m, &o, &buf, &len, &err), HS_E_UNSUPPORTED);
-    cr_expect_null(buf);
-    cr_expect(strstr(err.msg, msg) != NULL, "got '%s', want '%s'", err.msg, msg);
-    cr_expect_null(strchr(err.msg, '\n'));
-}
 
 Test(gguf_arch, falcon_rw_sequential_and_biases_refused_by_name)
 {

@@ -210,22 +210,6 @@ Test(t5, refusals)
     hs_model_free(m);
 }
 
-/* the analysis pipeline refuses the encoder-decoder by name until it analyses its stacks */
-Test(t5, analyze_refused_by_name)
-{
-    hs_model *m = tu_load(T5DIR "models/t5-tiny");
-    hs_analyze_opts o;
-    hs_analyze_opts_default(&o);
-    int32_t ids[3] = {5, 6, 7};
-    hs_analyze_input in = {.ids = ids, .n = 3};
-    hs_analysis *a = NULL;
-    hs_error err = {{0}};
-    cr_assert_eq(hs_analyze_run(m, &in, &o, &a, &err), HS_E_UNSUPPORTED);
-    cr_assert_null(a);
-    cr_assert(strstr(err.msg, "encoder-decoder 't5' is not analysed"), "%s", err.msg);
-    hs_model_free(m);
-}
-
 /* zero ablation of every head of each kind, the loss the decoder's (t5_ref.py's deltas) */
 Test(t5, ablation_per_kind_of_head)
 {

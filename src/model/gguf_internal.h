@@ -55,6 +55,12 @@ size_t hs_gguf_value_size(uint32_t t);
 
 /* ---- reading ---------------------------------------------------------------------------- */
 
+/* A vocabulary-only file opened with HS_OPEN_TOKENIZER whose general.architecture headscope
+ * does not run, with a "gpt2" or "llama" vocabulary: *done = 1 and cfg / own describe a
+ * tokenizer-only model (src/model/gguf_vocab.c); *done = 0 for any other file. */
+hs_status hs_gguf_vocab_config(const hs_gguf *g, int flags, hs_model_config *cfg, hs_arch *own, int *done,
+                               hs_error *err);
+
 /* Finds key with exactly type want. *idx = -1 when absent (an error only when required). */
 hs_status hs_gguf_find_typed(const hs_gguf *g, const char *key, hs_gguf_type want, int required,
                              long *idx, hs_error *err);
@@ -96,6 +102,7 @@ void hs_meta_elem_str(hs_gguf_meta *m, const char *s);
 void hs_meta_elem_strn(hs_gguf_meta *m, const char *prefix, const char *s); /* prefix + s */
 void hs_meta_elem_u32(hs_gguf_meta *m, uint32_t v); /* also INT32 and FLOAT32 bits */
 void hs_meta_elem_f32(hs_gguf_meta *m, float v);
+void hs_meta_elem_bytes(hs_gguf_meta *m, const void *p, size_t n); /* n UINT8 / INT8 elements */
 
 /* {arch}.context_length, .embedding_length, .block_count, .feed_forward_length and
  * .attention.head_count of c, in that order (gguf_write.c). */

@@ -13,6 +13,7 @@
 #include "model/gguf_internal.h"
 #include "model/gguf_moe.h"
 #include "model/gguf_norms.h"
+#include "model/gguf_t5.h"
 #include "nn/ops.h"
 
 /* ---- typed metadata ---------------------------------------------------------------- */
@@ -324,7 +325,10 @@ static hs_status load_config(const hs_gguf *g, hs_model_config *cfg, hs_arch *ow
     if (own->n_kv_head < 1)
         return hs_fail(err, HS_E_VALUE, "%s.attention.head_count_kv must be at least 1", a);
     hs_gguf_value v;
-    if (ar->mla_kv_lora > 0) { /* deepseek2: latent attention, YaRN, experts */
+    if (ar->enc_dec) { /* t5: both stacks, relative buckets */
+        if ((st = hs_gguf_t5_read(g, a, cfg, own, err)))
+            return st;
+    } else if (ar->mla_kv_lora > 0) { /* deepseek2: latent attention, YaRN, experts */
         if ((st = hs_gguf_deepseek_read(g, a, cfg, own, err)))
             return st;
     } else if (ar->pos == HS_POS_ROTARY) {
@@ -372,6 +376,9 @@ static hs_status load_config(const hs_gguf *g, hs_model_config *cfg, hs_arch *ow
     if (n_vocab > INT_MAX)
         return hs_fail(err, HS_E_VALUE, "the vocabulary has %llu tokens", (unsigned long long)n_vocab);
     cfg->vocab_size = (int)n_vocab;
+    if (ar->enc_dec && cfg->decoder_start_id >= cfg->vocab_size) /* gguf_t5.c read it */
+        return hs_fail(err, HS_E_VALUE, "%s.decoder_start_token_id %d is outside the vocabulary "
+                       "(%d)", arch.str, cfg->decoder_start_id, cfg->vocab_size);
     return hs_config_validate(cfg, err);
 }
 
@@ -512,7 +519,7 @@ static const hs_tensor_view *gguf_lookup(void *vctx, const char *hf, const hs_te
     if (r->alt || !r->e->gguf) /* a GGUF file has one name per tensor; none: not in GGUF */
         return NULL;
     int rank = hs_names_shape(c->cfg, r->e).kind == HS_K_VEC ? 1 : 2, part = r->e->part;
-    hs_names_format(r->e->gguf, r->layer, name, sizeof name);
+    hs_names_format(r->e->gguf, hs_names_index(c->cfg, r->e, r->layer), name, sizeof name);
     const hs_gguf_tensor *t = hs_gguf_find_tensor(c->g, name);
     size_t idx;
     if (t && r->e->slot == HS_S_DECODER) {
@@ -564,7 +571,9 @@ hs_status hs_gguf_load(hs_model *m, const char *path, hs_error *err)
     hs_status st = hs_gguf_open(path, &g, err); /* its messages name the path */
     if (st)
         return st;
-    if ((st = load_config(g, &m->cfg, &m->arch, err)))
+    int vocab_only = 0; /* of an architecture headscope does not run (gguf_vocab.c) */
+    if ((st = hs_gguf_vocab_config(g, m->open_flags, &m->cfg, &m->arch, &vocab_only, err)) ||
+        (!vocab_only && (st = load_config(g, &m->cfg, &m->arch, err))))
         goto fail;
     m->format = HS_FORMAT_GGUF;
     ctx.g = g;

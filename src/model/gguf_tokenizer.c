@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "model/gguf_internal.h"
+#include "model/gguf_t5.h"
 #include "text/text_internal.h"
 
 /* ---- reading: GPT-2, RoBERTa, BERT ------------------------------------------------------- */
@@ -209,9 +210,9 @@ static hs_status load_gpt2_bert(hs_model *m, const hs_gguf *g, const char **tok,
 /* tokenizer.ggml.token_type values (llama.cpp's llama_token_type). */
 enum { TT_NORMAL = 1, TT_UNKNOWN = 2, TT_CONTROL = 3, TT_USER_DEFINED = 4, TT_UNUSED = 5, TT_BYTE = 6 };
 
-/* llama.cpp's tokenizer.ggml.pre values for a "gpt2" (byte-level) vocabulary that headscope
- * runs, and the Hugging Face pipeline of the tokenizer each was derived from (llama.cpp
- * identifies a tokenizer by hashing its output on a probe text: convert_hf_to_gguf.py). */
+/* llama.cpp's tokenizer.ggml.pre values for a "gpt2" (byte-level) vocabulary and the Hugging Face
+ * pipeline each stands for (llama.cpp's converter hashes a tokenizer's ids on a probe text; the
+ * writer names the pipeline it reads: docs/gguf.md); the last five: Falcon, StarCoder, DeepSeek. */
 static const struct pre_kind {
     const char *name;
     int pre, nfc, ignore_merges, add_bos;
@@ -224,6 +225,9 @@ static const struct pre_kind {
     {"llama3", HS_SPEC_PRE_LLAMA3, 0, 1, 1},
     {"llama-v3", HS_SPEC_PRE_LLAMA3, 0, 1, 1},
     {"qwen2", HS_SPEC_PRE_QWEN2, 1, 0, 0},      /* Qwen1.5 / Qwen2: NFC, single digits */
+    {"falcon", HS_SPEC_PRE_FALCON, 0, 0, 0}, {"starcoder", HS_SPEC_PRE_STARCODER, 0, 0, 0},
+    {"deepseek-llm", HS_SPEC_PRE_DEEPSEEK_LLM, 0, 0, 0}, {"deepseek-coder", HS_SPEC_PRE_DEEPSEEK_CODER, 0, 0, 0},
+    {"deepseek-v3", HS_SPEC_PRE_DEEPSEEK_V3, 0, 0, 0},
 };
 #define N_PRE_KINDS (sizeof pre_kinds / sizeof pre_kinds[0])
 
@@ -255,7 +259,8 @@ static hs_status load_rotary(hs_model *m, const hs_gguf *g, const char *model, c
                 k = &pre_kinds[i];
         if (!k)
             return hs_fail(err, HS_E_UNSUPPORTED, "tokenizer.ggml.pre '%.64s' is not supported "
-                           "(expected gpt-2, olmo, mpt, llama-bpe, llama3, llama-v3 or qwen2)", v.str);
+                           "(expected gpt-2, olmo, mpt, llama-bpe, llama3, llama-v3, qwen2, falcon, starcoder, "
+                           "deepseek-llm, deepseek-coder or deepseek-v3)", v.str);
         s.pre = k->pre;
         s.nfc = k->nfc;
         s.ignore_merges = k->ignore_merges;
@@ -273,8 +278,8 @@ static hs_status load_rotary(hs_model *m, const hs_gguf *g, const char *model, c
         (st = hs_gguf_get_bool(g, "tokenizer.ggml.add_eos_token", 0, &add_eos, err)) ||
         (st = hs_gguf_get_bool(g, "tokenizer.ggml.add_space_prefix", 0, &add_space, err)))
         return st;
-    if (s.unk >= (int32_t)n_tok)
-        s.unk = -1; /* llama.cpp's default id, not in a small vocabulary */
+    if (s.unk >= (int32_t)n_tok || !spm)
+        s.unk = -1; /* not in a small vocabulary; a "gpt2" one drops a byte it lacks (llama.cpp) */
     if (!add_bos)
         s.bos = -1;
     if (!add_eos)
@@ -368,7 +373,9 @@ hs_status hs_gguf_tokenizer_load(hs_model *m, const hs_gguf *g, hs_error *err)
     const char **tok = NULL;
     if ((st = string_array(g, ti, "tokenizer.ggml.tokens", &tok, &n_tok, err)))
         return st;
-    st = rotary ? load_rotary(m, g, model.str, tok, n_tok, err) : load_gpt2_bert(m, g, tok, n_tok, err);
+    st = rotary ? load_rotary(m, g, model.str, tok, n_tok, err)
+         : a->enc_dec ? hs_gguf_t5_tokenizer_load(m, g, tok, n_tok, err) /* gguf_t5.c */
+                      : load_gpt2_bert(m, g, tok, n_tok, err);
     free(tok);
     return st;
 }
@@ -534,9 +541,10 @@ static hs_status write_rotary(hs_gguf_meta *mt, const hs_model *m, hs_error *err
             break;
         }
     if (!spm && !strcmp(pre, "default"))
-        return hs_fail(err, HS_E_UNSUPPORTED, "the tokenizer cannot be written to GGUF: its "
-                       "pre-tokenizer%s%s matches none of llama.cpp's (gpt-2, olmo, llama-bpe, "
-                       "qwen2)", s.nfc ? " with NFC" : "", s.ignore_merges ? " and ignore_merges" : "");
+        return hs_fail(err, HS_E_UNSUPPORTED, "the tokenizer cannot be written to GGUF: its pre-tokenizer%s%s "
+                       "matches none of llama.cpp's (gpt-2, olmo, llama-bpe, qwen2, falcon, starcoder, "
+                       "deepseek-llm, deepseek-coder, deepseek-v3)",
+                       s.nfc ? " with NFC" : "", s.ignore_merges ? " and ignore_merges" : "");
     unsigned char *kind = calloc(V ? V : 1, 1); /* 1 special added, 2 other added */
     if (!kind)
         return hs_fail(err, HS_E_NOMEM, "out of memory writing the tokenizer");
@@ -593,5 +601,7 @@ hs_status hs_gguf_tokenizer_write(hs_gguf_meta *mt, const hs_model *m, hs_error 
                        "the tokenizer has %zu tokens but the embedding has only %zu rows", n_tok, V);
     if (m->cfg.arch->pos == HS_POS_ROTARY || m->cfg.family == HS_FAMILY_GPT_BIGCODE)
         return write_rotary(mt, m, err); /* a "gpt2" vocabulary with its own pre-tokenizer */
+    if (m->cfg.arch->enc_dec)
+        return hs_gguf_t5_tokenizer_write(mt, m, err); /* "t5": Unigram (gguf_t5.c) */
     return write_gpt2_bert(mt, m, err);
 }

@@ -13,6 +13,7 @@
 #include "model/gguf_internal.h"
 #include "model/gguf_moe.h"
 #include "model/gguf_norms.h"
+#include "model/gguf_t5.h"
 #include "model/quant.h"
 #include "nn/ops.h"
 
@@ -152,6 +153,8 @@ void hs_meta_elem_strn(meta *m, const char *prefix, const char *str)
 }
 
 void hs_meta_elem_u32(meta *m, uint32_t v) { put_u32(&m->s, v); }
+
+void hs_meta_elem_bytes(meta *m, const void *p, size_t n) { put(&m->s, p, n); }
 
 void hs_meta_elem_f32(meta *m, float v)
 {
@@ -307,7 +310,7 @@ static hs_status plan_row(void *ctx, const hs_tensor_name *e, int layer, hs_erro
         return HS_OK;
     hs_tensor_shape sh = hs_names_shape(&m->cfg, e);
     char nm[64];
-    hs_names_format(gname, layer, nm, sizeof nm);
+    hs_names_format(gname, hs_names_index(&m->cfg, e, layer), nm, sizeof nm); /* T5: per stack */
     for (size_t i = 0; i < pc->p->n; i++) /* one tensor read into two slots (Falcon-7B's norm) */
         if (!strcmp(pc->p->t[i].name, nm))
             return HS_OK;
@@ -446,11 +449,11 @@ static hs_status writable(const hs_model *m, hs_error *err)
     const hs_arch *a = m->cfg.arch;
     int norms = hs_gguf_norms_family(a); /* Gemma's windows and GeGLU are llama.cpp's */
     hs_status st = hs_gguf_mqa_writable(m, err); /* Falcon-RW, biases */
-    if (st || (st = hs_gguf_deepseek_writable(m, err)))
+    if (st || (st = hs_gguf_deepseek_writable(m, err)) || (st = hs_gguf_t5_writable(m, err)))
         return st;
     if ((a->sliding_window > 0 && !norms && (a->global_every > 0 || a->pos != HS_POS_ROTARY)) ||
         a->vis.kind != hs_arch_of(a->family)->vis.kind ||
-        (m->cfg.gated && m->cfg.act != HS_ACT_SILU && !norms))
+        (m->cfg.gated && m->cfg.act != HS_ACT_SILU && !norms && !a->enc_dec))
         return hs_fail(err, HS_E_UNSUPPORTED, "a sliding window on some layers only, another "
                        "visibility than the family's or a MLP gated by another activation than "
                        "SiLU cannot be written to GGUF");
@@ -565,6 +568,8 @@ static hs_status emit(sink *s, const hs_model *m, const hs_gguf_write_options *o
             hs_gguf_deepseek_keys(&mt, c, arch);
         else
             rotary_keys(&mt, c, arch);
+    } else if (c->arch->enc_dec) {
+        hs_gguf_t5_keys(&mt, c, arch, file_type(opt->ftype));
     } else {
         hs_meta_u32(&mt, KEY("block_count"), (uint32_t)c->n_layer);
         hs_meta_u32(&mt, KEY("context_length"), (uint32_t)c->n_ctx);

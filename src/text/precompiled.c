@@ -63,27 +63,43 @@ static uint32_t unit(const hs_tokenizer *t, size_t i) /* i < t->pc_units */
     return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
+/* The decoded map b (len bytes, malloc'd) into t, which owns it from here; what names the map
+ * in messages. */
+static hs_status adopt(hs_tokenizer *t, unsigned char *b, size_t len, const char *what, hs_error *err)
+{
+    size_t bad;
+    t->pc_blob = b;
+    size_t size = len >= 4 ? ((size_t)b[0] | (size_t)b[1] << 8 | (size_t)b[2] << 16 | (size_t)b[3] << 24) : 0;
+    if (len < 4 || size / 4 == 0 || size / 4 > (len - 4) / 4)
+        return hs_fail(err, HS_E_FORMAT, "%s is malformed (its trie is empty or longer than the map)", what);
+    t->pc_units = size / 4;
+    t->pc_norm = (const char *)b + 4 + 4 * t->pc_units;
+    t->pc_norm_len = len - 4 - 4 * t->pc_units;
+    if (!hs_utf8_valid(t->pc_norm, t->pc_norm_len, &bad))
+        return hs_fail(err, HS_E_FORMAT, "%s's replacements are not valid utf-8", what);
+    return HS_OK;
+}
+
 hs_status hs_precompiled_load(hs_tokenizer *t, const char *b64, hs_error *err)
 {
-    size_t len = 0, bad;
+    size_t len = 0;
     if (t->pc_blob)
         return hs_fail(err, HS_E_UNSUPPORTED, "tokenizer.json: more than one normalizer 'Precompiled' is not "
                                               "supported");
     unsigned char *b = b64_decode(b64, &len);
     if (!b)
         return hs_fail(err, HS_E_FORMAT, "tokenizer.json: Precompiled precompiled_charsmap is not base64");
-    t->pc_blob = b;
-    size_t size = len >= 4 ? ((size_t)b[0] | (size_t)b[1] << 8 | (size_t)b[2] << 16 | (size_t)b[3] << 24) : 0;
-    if (len < 4 || size / 4 == 0 || size / 4 > (len - 4) / 4)
-        return hs_fail(err, HS_E_FORMAT, "tokenizer.json: Precompiled precompiled_charsmap is malformed (its "
-                                         "trie is empty or longer than the map)");
-    t->pc_units = size / 4;
-    t->pc_norm = (const char *)b + 4 + 4 * t->pc_units;
-    t->pc_norm_len = len - 4 - 4 * t->pc_units;
-    if (!hs_utf8_valid(t->pc_norm, t->pc_norm_len, &bad))
-        return hs_fail(err, HS_E_FORMAT, "tokenizer.json: Precompiled precompiled_charsmap's replacements are "
-                                         "not valid utf-8");
-    return HS_OK;
+    return adopt(t, b, len, "tokenizer.json: Precompiled precompiled_charsmap", err);
+}
+
+hs_status hs_precompiled_load_bytes(hs_tokenizer *t, const unsigned char *map, size_t len,
+                                    const char *what, hs_error *err)
+{
+    unsigned char *b = malloc(len ? len : 1);
+    if (!b)
+        return hs_fail(err, HS_E_NOMEM, "out of memory reading %s", what);
+    memcpy(b, map, len);
+    return adopt(t, b, len, what, err);
 }
 
 /* ---- the trie ----------------------------------------------------------------------------- */

@@ -22,6 +22,7 @@ enum { STEP_SPLIT, STEP_DIGITS, STEP_GPT2 };
 typedef struct seq_step {
     int kind, individual;
     hs_rx *rx;
+    char *src; /* a Split's pattern as written */
 } seq_step;
 
 struct hs_pre_seq {
@@ -33,9 +34,24 @@ void hs_pre_seq_free(hs_pre_seq *q)
 {
     if (!q)
         return;
-    for (size_t k = 0; k < q->n; k++)
+    for (size_t k = 0; k < SEQ_MAX; k++) {
         hs_rx_free(q->step[k].rx);
+        free(q->step[k].src);
+    }
     free(q);
+}
+
+int hs_pre_seq_equal(const hs_pre_seq *a, const hs_pre_seq *b)
+{
+    if (!a || !b || a->n != b->n)
+        return 0;
+    for (size_t k = 0; k < a->n; k++) {
+        const seq_step *x = &a->step[k], *y = &b->step[k];
+        if (x->kind != y->kind || (x->kind == STEP_DIGITS && x->individual != y->individual) ||
+            (x->kind == STEP_SPLIT && strcmp(x->src, y->src) != 0))
+            return 0;
+    }
+    return 1;
 }
 
 static hs_status split_step(seq_step *st, const cJSON *p, size_t k, hs_error *err)
@@ -52,6 +68,9 @@ static hs_status split_step(seq_step *st, const cJSON *p, size_t k, hs_error *er
                        "behavior Isolated, invert false is not supported", k + 1);
     snprintf(what, sizeof what, TJ ": pre_tokenizer 'Split' %zu of the Sequence", k + 1);
     st->kind = STEP_SPLIT;
+    if (!(st->src = malloc(strlen(rx) + 1)))
+        return hs_fail(err, HS_E_NOMEM, TJ ": out of memory");
+    memcpy(st->src, rx, strlen(rx) + 1);
     return hs_rx_compile(rx, what, &st->rx, err);
 }
 

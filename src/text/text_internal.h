@@ -271,6 +271,14 @@ hs_status hs_pre_seq_parse(hs_tokenizer *t, const struct cJSON *list, hs_error *
 hs_status hs_pre_seq_words(const hs_tokenizer *t, const unsigned char *s, size_t n, hs_pre_word_fn fn,
                            void *ctx);
 void hs_pre_seq_free(hs_pre_seq *q);
+/* 1 when a and b cut every text alike: the same steps, patterns spelled the same. */
+int hs_pre_seq_equal(const hs_pre_seq *a, const hs_pre_seq *b);
+/* pretok_named.c: the named Sequences a GGUF file's tokenizer.ggml.pre stands for (DeepSeek's
+ * three, HS_SPEC_PRE_DEEPSEEK_*). hs_pre_seq_named sets t's pre-tokenizer to that of spec_pre;
+ * hs_pre_seq_spec sets *spec_pre to the HS_SPEC_PRE_* of t's Sequence, or -1 for none of
+ * them. HS_E_NOMEM (or HS_E_ARG for a spec_pre that names no Sequence). */
+hs_status hs_pre_seq_named(struct hs_tokenizer *t, int spec_pre, hs_error *err);
+hs_status hs_pre_seq_spec(const struct hs_tokenizer *t, int *spec_pre, hs_error *err);
 
 /* Appends the ids of a segment without added tokens (validated UTF-8, len bytes, normalized)
  * to out. first: the segment starts its text (Metaspace's prepend_scheme "first"). */
@@ -288,6 +296,9 @@ hs_status hs_unigram_build(hs_tokenizer *t, const double *scores, hs_error *err)
  * HS_E_FORMAT naming the problem), and the normalization of text[0..n) (valid UTF-8), each
  * piece of output passed to put(out, bytes, len). */
 hs_status hs_precompiled_load(hs_tokenizer *t, const char *b64, hs_error *err);
+/* The same from the map's bytes (GGUF's tokenizer.ggml.precompiled_charsmap); what names it. */
+hs_status hs_precompiled_load_bytes(hs_tokenizer *t, const unsigned char *map, size_t len,
+                                    const char *what, hs_error *err);
 hs_status hs_precompiled_apply(const hs_tokenizer *t, const char *text, size_t n,
                                hs_status (*put)(void *, const char *, size_t), void *out);
 /* Grapheme_Cluster_Break classes (grapheme_tables.c, fixtures/tokenizer/gen_grapheme_tables.js). */
@@ -434,7 +445,12 @@ enum {
     HS_SPEC_PRE_NONE = 0, /* no pre-tokenizer (SentencePiece-style: the text is one word) */
     HS_SPEC_PRE_GPT2,     /* GPT-2's pattern (ByteLevel use_regex) */
     HS_SPEC_PRE_LLAMA3,   /* Llama 3's (\p{N}{1,3} digit groups) */
-    HS_SPEC_PRE_QWEN2     /* Qwen2's (single digits) */
+    HS_SPEC_PRE_QWEN2,    /* Qwen2's (single digits) */
+    HS_SPEC_PRE_FALCON,   /* Falcon's Sequence (HS_PRE_FALCON) */
+    HS_SPEC_PRE_STARCODER, /* Digits(individual_digits), ByteLevel (HS_PRE_DIGITS_GPT2) */
+    HS_SPEC_PRE_DEEPSEEK_LLM,   /* DeepSeek's three Sequences of Split and Digits steps */
+    HS_SPEC_PRE_DEEPSEEK_CODER, /* (HS_PRE_SEQ, the steps as the hub files spell them: */
+    HS_SPEC_PRE_DEEPSEEK_V3     /* pretok_named.c) */
 };
 enum {
     HS_SPEC_SPACE_NONE = 0, /* SentencePiece-style: spaces become U+2581, nothing prepended */

@@ -132,9 +132,14 @@ hs_status hs_tokenizer_new_spec(const hs_tok_spec *s, hs_tokenizer **out, hs_err
     t->ignore_merges = s->ignore_merges;
     if (s->nfc)
         push_norm(t, HS_NORM_NFC);
-    if (s->kind == HS_TOK_BPE) {
+    if (s->kind == HS_TOK_BPE && s->pre >= HS_SPEC_PRE_DEEPSEEK_LLM) {
+        if ((st = hs_pre_seq_named(t, s->pre, err)))
+            goto fail;
+    } else if (s->kind == HS_TOK_BPE) {
         t->pre = s->pre == HS_SPEC_PRE_LLAMA3 ? HS_PRE_LLAMA3
                  : s->pre == HS_SPEC_PRE_QWEN2 ? HS_PRE_QWEN2
+                 : s->pre == HS_SPEC_PRE_FALCON ? HS_PRE_FALCON
+                 : s->pre == HS_SPEC_PRE_STARCODER ? HS_PRE_DIGITS_GPT2
                  : s->pre == HS_SPEC_PRE_GPT2 ? HS_PRE_GPT2 : HS_PRE_NONE;
     } else if (s->space == HS_SPEC_SPACE_FIRST) { /* Metaspace, prepend_scheme "first" */
         t->pre = HS_PRE_METASPACE;
@@ -219,15 +224,21 @@ hs_status hs_tokenizer_get_spec(const hs_tokenizer *t, hs_tok_spec *s, hs_error 
         if (t->add_prefix_space)
             return hs_fail(err, HS_E_UNSUPPORTED, "a byte-level tokenizer that adds a prefix space has "
                            "no GGUF form");
-        if (t->pre == HS_PRE_SEQ)
-            return hs_fail(err, HS_E_UNSUPPORTED, "a pre-tokenizer Sequence of Split and Digits steps has no "
-                           "GGUF form here yet");
-        if (t->pre == HS_PRE_DIGITS_GPT2 || t->pre == HS_PRE_FALCON)
-            return hs_fail(err, HS_E_UNSUPPORTED, "%s pre-tokenizer has no GGUF form here yet",
-                           t->pre == HS_PRE_FALCON ? "Falcon's" : "StarCoder's (Digits, then ByteLevel)");
-        s->pre = t->pre == HS_PRE_LLAMA3 ? HS_SPEC_PRE_LLAMA3
-                 : t->pre == HS_PRE_QWEN2 ? HS_SPEC_PRE_QWEN2
-                 : t->pre == HS_PRE_GPT2 ? HS_SPEC_PRE_GPT2 : HS_SPEC_PRE_NONE;
+        if (t->pre == HS_PRE_SEQ) {
+            hs_status st = hs_pre_seq_spec(t, &s->pre, err);
+            if (st)
+                return st;
+            if (s->pre < 0)
+                return hs_fail(err, HS_E_UNSUPPORTED, "a pre-tokenizer Sequence of Split and Digits steps "
+                               "other than DeepSeek's (deepseek-llm, deepseek-coder, deepseek-v3) has no "
+                               "GGUF form");
+        } else {
+            s->pre = t->pre == HS_PRE_LLAMA3 ? HS_SPEC_PRE_LLAMA3
+                     : t->pre == HS_PRE_QWEN2 ? HS_SPEC_PRE_QWEN2
+                     : t->pre == HS_PRE_FALCON ? HS_SPEC_PRE_FALCON
+                     : t->pre == HS_PRE_DIGITS_GPT2 ? HS_SPEC_PRE_STARCODER
+                     : t->pre == HS_PRE_GPT2 ? HS_SPEC_PRE_GPT2 : HS_SPEC_PRE_NONE;
+        }
     } else if (t->pre == HS_PRE_METASPACE) {
         if (strcmp(t->meta_rep, SPM_SPACE) || t->meta_split)
             return hs_fail(err, HS_E_UNSUPPORTED, "a Metaspace pre-tokenizer that splits or replaces "
