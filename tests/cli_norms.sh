@@ -90,6 +90,17 @@ open('$T/moe-bad.gguf', 'wb').write(b.replace(f, t))" "$2" "$3" || bad "$1: patc
 gguf_patch "qwen3moe without expert_used_count" "qwen3moe.expert_used_count" "qwen3moe.expert_used_counx" "qwen3moe.expert_used_count"
 gguf_patch "qwen3moe with 9 of 4 experts a token" 'expert_used_count\x04\x00\x00\x00\x02' 'expert_used_count\x04\x00\x00\x00\x09' "expert_used_count 9 must be in [1, expert_count 4]"
 gguf_patch "qwen3moe missing an expert tensor" "blk.1.ffn_up_exps.weight" "blk.1.ffn_up_exps.weighx" "missing tensor 'blk.1.ffn_up_exps.weight'"
+# Its experts made Q8_0, as llama-quantize leaves them (fixtures/gguf/requant_experts.py): read
+# through the same stacked-expert reader as deepseek2's, the loss within 0.05 of the F32 file's
+"$PY" fixtures/gguf/requant_experts.py "$T/qwen3-moe.gguf" "$T/moe-q8.gguf" || bad "qwen3moe Q8_0 experts: requantise"
+expect 0 "analyze qwen3moe Q8_0 experts" -- "$HS" analyze "$T/moe-q8.gguf" -o "$T/outq-moe" -q --text "$TEXT"
+if "$PY" -c "
+import json, sys
+a = json.load(open('$T/outg-qwen3-moe/report.json'))
+b = json.load(open('$T/outq-moe/report.json'))
+d = abs(a['loss']['value'] - b['loss']['value'])
+print('qwen3moe Q8_0 experts vs F32: loss |d| = %.3g' % d)
+sys.exit(0 if a['input']['ids'] == b['input']['ids'] and 0 < d <= 0.05 else 1)" >"$T/cmp" 2>&1; then ok; else bad "qwen3moe Q8_0 experts: $(cat "$T/cmp")"; fi
 
 expect 0 "info gemma2 GGUF" -- "$HS" info "$T/gemma2.gguf"
 if grep -q '^softcap:      attention 5, final logits 3 (0: none)$' "$T/out" &&
