@@ -5,6 +5,7 @@
 
 #include "cli.h"
 #include "gguf_info.h"
+#include "model/model_internal.h"
 
 static const char usage_text[] =
     "usage: headscope info MODEL\n\n"
@@ -12,6 +13,22 @@ static const char usage_text[] =
     "(Hugging Face folder or GGUF file). For a GGUF file it then lists the header, every\n"
     "metadata key with its type and value (arrays shortened) and the tensor table.\n\n"
     "  -h, --help   show this help\n";
+
+/* Qwen3-MoE's experts' line: the layers that have them (decoder_sparse_step,
+ * mlp_only_layers) listed. */
+static void print_moe_layers(const hs_model_config *c)
+{
+    const hs_arch *a = c->arch;
+    printf("experts:      %d routed (%d a token, softmax%s), %d wide, in layer", a->moe_experts,
+           a->moe_top_k, a->moe_norm_topk ? ", renormalised" : "", a->moe_ff);
+    int first = 1;
+    for (int l = 0; l < c->n_layer; l++)
+        if (hs_moe_layer(c, l)) {
+            printf("%s %d", first ? "s" : ",", l);
+            first = 0;
+        }
+    printf("%s\n", first ? "s: none" : "");
+}
 
 int cmd_info(int argc, char **argv)
 {
@@ -117,11 +134,13 @@ int cmd_info(int argc, char **argv)
                ar->rope_scaling == HS_ROPE_YARN ? ", yarn scaling" : "");
     if (ar->pos == HS_POS_ROTARY && ar->local_rotary_base > 0 && ar->sliding_window > 0)
         printf("              local layers: base %g, unscaled\n", (double)ar->local_rotary_base);
-    if (ar->moe_experts > 0)
+    if (ar->moe_experts > 0 && ar->family != HS_FAMILY_QWEN3_MOE)
         printf("experts:      %d routed (%d a token, %s), %d shared, %d wide, from layer %d\n",
                ar->moe_experts, ar->moe_top_k, ar->moe_scoring == HS_MOE_SIGMOID ? "sigmoid"
                                                                                 : "softmax",
                ar->moe_shared, ar->moe_ff, ar->moe_first_dense);
+    else if (ar->moe_experts > 0)
+        print_moe_layers(cfg);
     printf("d_model:      %d\n", cfg->d_model);
     printf("d_ff:         %d\n", cfg->d_ff);
     printf("context:      %d tokens\n", cfg->n_ctx);

@@ -12,7 +12,7 @@ if [ -n "$cmd" ]; then
 else
     name=headscope
     help=$("$bin" --help)
-    summary="analyse every attention head of GPT-2, BERT, RoBERTa, DistilBERT, GPT-NeoX/Pythia, Llama, Mistral, Qwen2, Phi-3, Falcon, GPT-BigCode, DeepSeek-V2/V3, Qwen3, OLMo-2 and Gemma 2/3 models"
+    summary="analyse every attention head of GPT-2, BERT, RoBERTa, DistilBERT, GPT-NeoX/Pythia, Llama, Mistral, Qwen2, Phi-3, Falcon, GPT-BigCode, DeepSeek-V2/V3, Qwen3, Qwen3-MoE, OLMo-2 and Gemma 2/3 models"
 fi
 upper=$(printf '%s' "$name" | tr 'a-z-' 'A-Z-')
 printf '.TH %s 1 "" "headscope %s" "User Commands"\n' "$upper" "$version"

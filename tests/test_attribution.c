@@ -100,6 +100,19 @@ Test(attribution, dla_tiny_gpt2_matches_reference)
     dla_case("tiny_gpt2_induction");
 }
 
+/* Heads wider than d_model / n_head (64-wide heads, d_model 96 and 64): Gemma 2 through its
+ * attention output's norm and final softcap linearised at the full run, Qwen3 through its
+ * query/key norms (fixtures/ref/make_attribution_norms.py, 96 tokens, past Gemma's window). */
+Test(attribution, dla_tiny_gemma2_wide_heads_post_norm_and_softcap_match_reference)
+{
+    dla_case("tiny_gemma2");
+}
+
+Test(attribution, dla_tiny_qwen3_wide_heads_match_reference)
+{
+    dla_case("tiny_qwen3");
+}
+
 /* On the second half of a repeated random sequence the induction head 3.0 of trained-gpt2
  * pushes the correct next token up: of all heads its total attribution is the largest. */
 Test(attribution, dla_induction_head_leads_on_repeated_tokens)
@@ -188,6 +201,13 @@ Test(attribution, norm_values_trained_gpt2_match_reference)
 Test(attribution, norm_values_tiny_bert_pair_match_reference)
 {
     norm_case("tiny_bert_pair");
+}
+
+/* the values of a grouped KV head at the attention width (n_head d_head != d_model) */
+Test(attribution, norm_values_wide_heads_match_reference)
+{
+    norm_case("tiny_qwen3");
+    norm_case("tiny_gemma2");
 }
 
 /* Zero, mean and resample ablation of every head through the loss evaluator's batched sweep,

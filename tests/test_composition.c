@@ -131,6 +131,11 @@ Test(composition, llama3_matches_the_numpy_reference) { family_case("tiny-llama3
 Test(composition, qwen2_one_kv_head_matches_the_numpy_reference) { family_case("tiny-qwen2"); }
 Test(composition, pythia_parallel_matches_the_numpy_reference) { family_case("tiny-pythia"); }
 Test(composition, neox_sequential_matches_the_numpy_reference) { family_case("tiny-neox-seq"); }
+/* heads wider than d_model / n_head: 4 heads of 24 on d_model 64 (W_O (96, 64)), 2 KV heads */
+Test(composition, llama_head_dim_wider_than_d_model_over_heads_matches_the_numpy_reference)
+{
+    family_case("tiny-llama-hd");
+}
 
 Test(composition, encoders_are_refused)
 {

@@ -305,7 +305,7 @@ Test(families_config, roberta_positions_from_pad_token_id)
     cr_expect_eq(hs_arch_of(HS_FAMILY_DISTILBERT)->tokenizer, HS_TOK_WORDPIECE);
     cr_expect_str_eq(hs_arch_list(), "gpt2, bert, roberta, distilbert, gpt_neox, llama, qwen2, falcon, "
                                      "gpt_bigcode, phi3, deepseek_v2, deepseek_v3, t5, qwen3, olmo2, "
-                                     "gemma2 or gemma3_text");
+                                     "gemma2, gemma3_text or qwen3_moe");
 
     /* another pad id moves the first position and shortens the context */
     char dir[64];

@@ -489,7 +489,7 @@ Test(gguf_arch, deepseek2_refuses_what_it_does_not_run_by_name)
     expect_edit_refused("tiny-deepseek-lite", NULL, 0, "yarn", "nope",
                         "deepseek2.rope.scaling.type 'nope' is not supported for deepseek2");
     expect_edit_refused("tiny-deepseek-moe", NULL, 0, "blk.1.ffn_up_exps.weight",
-                        "blk.1.ffn_up_expz.weight", "layers.1.mlp.experts.0.up_proj.weight' is missing");
+                        "blk.1.ffn_up_expz.weight", "missing tensor 'blk.1.ffn_up_exps.weight'");
     expect_edit_refused("tiny-deepseek-v2", NULL, 0, "blk.0.attn_v_b.weight", "blk.0.attn_v_X.weight",
                         "missing tensor 'blk.0.attn_v_b.weight'");
     /* without leading_dense_block_count every layer is a mixture of experts (llama.cpp's

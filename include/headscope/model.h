@@ -48,14 +48,16 @@ typedef enum hs_family {
     HS_FAMILY_DEEPSEEK_V2 = 11, /* multi-head latent attention (hs_arch.mla_*), Llama's MLP or a
                                   mixture of experts (hs_arch.moe_*) */
     HS_FAMILY_DEEPSEEK_V3 = 12, /* DeepSeek-V2's block, V3's defaults and sigmoid routing */
-    /* the normalised decoders (model_type qwen3, olmo2, gemma2, gemma3_text) */
+    /* the normalised decoders (model_type qwen3, olmo2, gemma2, gemma3_text; qwen3_moe
+       after T5) */
     HS_FAMILY_QWEN3 = 13,   /* Llama's block, per-head Q/K RMSNorm, explicit head_dim */
     HS_FAMILY_OLMO2 = 14,   /* norms on the sublayers' outputs, full-width Q/K RMSNorm */
     HS_FAMILY_GEMMA2 = 15,  /* (1 + w) RMSNorm before and after each sublayer, softcaps,
                                alternating local and global layers, GeGLU */
     HS_FAMILY_GEMMA3 = 16,  /* Gemma 2's block with per-head Q/K norms, 5:1 local:global */
     /* encoder-decoder: an encoder stack, then a decoder stack with cross-attention */
-    HS_FAMILY_T5 = 17       /* T5, T5 v1.1, Flan-T5: RMSNorm, relative position buckets */
+    HS_FAMILY_T5 = 17,      /* T5, T5 v1.1, Flan-T5: RMSNorm, relative position buckets */
+    HS_FAMILY_QWEN3_MOE = 18 /* Qwen3's attention with routed experts (qwen3_moe, hs_arch.moe_*) */
 } hs_family;
 
 typedef enum hs_file_format {
@@ -116,6 +118,9 @@ typedef enum hs_rope_scaling {
 
 /* LongRoPE's per-frequency factors: one for each of at most this many frequencies. */
 #define HS_ROPE_MAX_FACTORS 256
+
+/* Layers a per-layer list of a mixture of experts (mlp_only_layers) can name. */
+#define HS_MOE_MAX_LAYERS 256
 
 /* A mixture of experts' router: how scores are made from the gate's logits, and how the
  * experts are chosen (hs_arch.moe_*). */
@@ -187,7 +192,12 @@ typedef struct hs_arch {
      * SiLU MLPs moe_ff wide) plus moe_shared shared ones (one MLP moe_shared moe_ff wide),
      * the router's scores softmax or sigmoid (hs_moe_scoring), the experts taken greedily or
      * among the moe_topk_groups best of moe_groups groups (hs_moe_routing), their weights
-     * normalised to sum 1 when moe_norm_topk, and scaled by moe_scale. */
+     * normalised to sum 1 when moe_norm_topk (1: when top_k > 1, DeepSeek's rule; 2: always,
+     * Qwen3-MoE's), and scaled by moe_scale. With moe_every > 1 only layers l with
+     * (l + 1) % moe_every == 0 have experts (Qwen3-MoE's decoder_sparse_step), and a layer
+     * whose bit is set in moe_dense (bit l % 64 of word l / 64: mlp_only_layers) keeps its
+     * dense MLP (both at the end of hs_arch, added in 3.1.0). Read a layer's through
+     * hs_moe_layer (src/model/model_internal.h). */
     int moe_experts, moe_top_k, moe_shared, moe_ff, moe_first_dense;
     int moe_scoring, moe_routing, moe_groups, moe_topk_groups, moe_norm_topk;
     float moe_scale;
@@ -243,6 +253,10 @@ typedef struct hs_arch {
                                    to the embeddings' stored type; set at load); 0: none */
     float query_scale;          /* the scores' scale (Gemma: query_pre_attn_scalar^-1/2); 0:
                                    1 / sqrt(d_head) */
+    /* Qwen3-MoE's sparse layers (3.1.0, at the end so the fields above keep their offsets):
+     * see moe_experts above */
+    int moe_every;
+    uint64_t moe_dense[HS_MOE_MAX_LAYERS / 64];
 } hs_arch;
 
 /* The descriptor of a family by its name ("gpt2", "llama") or by its enum, or NULL when
@@ -433,7 +447,7 @@ int hs_model_kv_head(const hs_model_config *c, int h);
 
 /* Family names: "gpt2", "bert", "roberta", "distilbert", "gpt_neox", "llama", "qwen2",
  * "falcon", "gpt_bigcode", "phi3", "deepseek_v2", "deepseek_v3", "t5", "qwen3", "olmo2",
- * "gemma2", "gemma3_text". */
+ * "gemma2", "gemma3_text", "qwen3_moe". */
 const char *hs_family_name(hs_family f);
 
 #ifdef __cplusplus

@@ -1,7 +1,9 @@
 /* What the activations of one run say about each head (include/headscope/activations.h):
  * direct logit attribution (Elhage et al. 2021, the TransformerLens convention: the final
- * norm's scale frozen at the full run) and the norms of norm-based attention (Kobayashi et
- * al. 2020). */
+ * norm's scale frozen at the full run; a norm on the attention's output frozen likewise, and
+ * a final logit softcap replaced by its tangent at the full run's logit) and the norms of
+ * norm-based attention (Kobayashi et al. 2020). Heads may be wider than d_model / n_head:
+ * the output projection's n_head d_head rows are read (hs_model_attn_width). */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -30,11 +32,6 @@ const char *hs_dla_undefined(const hs_model *m)
                "head's output reaches the logits only through data-dependent rescaling";
     if (a->head != HS_HEAD_DECODER)
         return "a non-linear transform lies between the residual stream and the unembedding";
-    if (a->post_norms)
-        return "the attention's output is normalised before it is added to the stream, so a "
-               "head's share of it reaches the logits only through data-dependent rescaling";
-    if (a->final_softcap > 0)
-        return "the final logit softcap (cap tanh(z / cap)) is not linear in the stream";
     return NULL;
 }
 
@@ -91,6 +88,8 @@ struct hs_dla_acc {
     double *u, *g, *wo; /* (DLA_ROWS, d), (DLA_ROWS, d), (d, d) */
     hs_forward_ws *ws; /* the pass's, and its final norm's 1/s */
     const float *final_rstd;
+    double *zd, *post; /* post-norms: (DLA_ROWS, A) contexts, (DLA_ROWS, d) their output */
+    float *post_w;     /* (d): the attention output norm's weight */
     hs_status st;
     hs_error *err;
 };
@@ -102,6 +101,9 @@ void hs_dla_acc_free(hs_dla_acc *acc)
     free(acc->u);
     free(acc->g);
     free(acc->wo);
+    free(acc->zd);
+    free(acc->post);
+    free(acc->post_w);
     hs_dla_free(acc->d);
     free(acc);
 }
@@ -121,20 +123,26 @@ hs_status hs_dla_begin(const hs_model *m, const int32_t *ids, int n, hs_dla_acc 
         return hs_fail(err, HS_E_UNSUPPORTED, "direct logit attribution: %s", why);
     if (n < 2)
         return hs_fail(err, HS_E_INPUT, "direct logit attribution needs at least 2 tokens");
-    int L = c->n_layer, H = c->n_head, P = n - 1;
-    size_t lh = (size_t)L * (size_t)H, dm = (size_t)c->d_model;
+    int L = c->n_layer, H = c->n_head, P = n - 1, post = c->arch->post_norms;
+    size_t lh = (size_t)L * (size_t)H, dm = (size_t)c->d_model, A = (size_t)hs_model_attn_width(c);
     hs_dla_acc *acc = calloc(1, sizeof *acc);
     hs_dla *d = calloc(1, sizeof *d);
     if (acc) {
         acc->m = m;
         acc->d = d;
         acc->u = malloc(DLA_ROWS * dm * sizeof *acc->u);
-        acc->g = malloc(DLA_ROWS * dm * sizeof *acc->g);
-        acc->wo = malloc(dm * dm * sizeof *acc->wo);
+        acc->g = malloc(DLA_ROWS * A * sizeof *acc->g);
+        acc->wo = malloc(A * dm * sizeof *acc->wo);
+        if (post) {
+            acc->zd = malloc(DLA_ROWS * A * sizeof *acc->zd);
+            acc->post = malloc(DLA_ROWS * dm * sizeof *acc->post);
+            acc->post_w = malloc(dm * sizeof *acc->post_w);
+        }
     } else {
         free(d);
     }
-    if (!acc || !d || !acc->u || !acc->g || !acc->wo) {
+    if (!acc || !d || !acc->u || !acc->g || !acc->wo ||
+        (post && (!acc->zd || !acc->post || !acc->post_w))) {
         hs_dla_acc_free(acc);
         return hs_fail(err, HS_E_NOMEM, "out of memory for direct logit attribution");
     }
@@ -153,14 +161,35 @@ hs_status hs_dla_begin(const hs_model *m, const int32_t *ids, int n, hs_dla_acc 
     return HS_OK;
 }
 
+/* Post-norms: u~ (cnt, d) of rows r0.. times the attention output norm's weight and its
+ * 1/s at each row, s the full run's RMS of that row's output z W_O (z: (n, A), rows r0..). */
+static void post_norm_scale(hs_dla_acc *acc, const float *z, int r0, int cnt)
+{
+    const hs_model_config *c = &acc->m->cfg;
+    int dm = c->d_model, A = hs_model_attn_width(c);
+    for (size_t k = 0; k < (size_t)cnt * (size_t)A; k++)
+        acc->zd[k] = z[(size_t)r0 * A + k];
+    hs_dgemm_fixed(0, 0, cnt, dm, A, acc->zd, A, acc->wo, dm, acc->post, dm);
+    for (int j = 0; j < cnt; j++) {
+        const double *o = acc->post + (size_t)j * dm;
+        double ss = 0;
+        for (int k = 0; k < dm; k++)
+            ss += o[k] * o[k];
+        double r = 1.0 / sqrt(ss / dm + (double)c->ln_eps);
+        double *uj = acc->u + (size_t)j * dm;
+        for (int k = 0; k < dm; k++)
+            uj[k] *= (double)acc->post_w[k] * r;
+    }
+}
+
 int hs_dla_layer(void *user, int l, const float *z, int n)
 {
     hs_dla_acc *acc = user;
     const hs_model *m = acc->m;
     const hs_model_config *c = &m->cfg;
     hs_dla *d = acc->d;
-    int H = c->n_head, dm = c->d_model, dh = c->d_head, P = d->n_pos;
-    size_t dd = (size_t)dm * dm;
+    int H = c->n_head, dm = c->d_model, dh = c->d_head, P = d->n_pos, A = hs_model_attn_width(c);
+    size_t wn = (size_t)A * dm;
     if (n != P + 1) {
         acc->st = hs_fail(acc->err, HS_E_ARG, "direct logit attribution of %d tokens given a "
                           "pass of %d", P + 1, n);
@@ -169,8 +198,10 @@ int hs_dla_layer(void *user, int l, const float *z, int n)
     hs_layer ly; /* through the weight cache (model_internal.h) */
     if ((acc->st = hs_layer_get(m, l, &ly, acc->err)))
         return 1;
-    for (size_t k = 0; k < dd; k++) /* (d, d): row c is context column c */
+    for (size_t k = 0; k < wn; k++) /* (A, d): row c is context column c */
         acc->wo[k] = ly.w_o[k];
+    if (acc->post_w)
+        memcpy(acc->post_w, ly.post1_w, (size_t)dm * sizeof *acc->post_w);
     hs_layer_put(m, l);
     /* u~_i = w_f * U[t_i] - mean: the direction a head's output o is read along, o's own
      * mean removed by centring u instead (sum_k (o_k - mean o) v_k = o . (v - mean v)) */
@@ -188,13 +219,15 @@ int hs_dla_layer(void *user, int l, const float *z, int n)
             for (int k = 0; k < dm; k++)
                 uj[k] -= mean;
         }
-        /* g_j = W_O u~_j: (cnt, d), then each head's slice of z_j . g_j */
-        hs_dgemm_fixed(0, 1, cnt, dm, dm, acc->u, dm, acc->wo, dm, acc->g, dm);
+        if (acc->post_w) /* through the attention output's norm, its 1/s frozen */
+            post_norm_scale(acc, z, r0, cnt);
+        /* g_j = W_O u~_j: (cnt, A), then each head's slice of z_j . g_j */
+        hs_dgemm_fixed(0, 1, cnt, A, dm, acc->u, dm, acc->wo, dm, acc->g, A);
         for (int h = 0; h < H; h++) {
             double *out = d->per_pos + ((size_t)l * H + h) * (size_t)P + r0;
             for (int j = 0; j < cnt; j++) {
-                const float *zj = z + (size_t)(r0 + j) * dm + (size_t)h * dh;
-                const double *gj = acc->g + (size_t)j * dm + (size_t)h * dh;
+                const float *zj = z + (size_t)(r0 + j) * A + (size_t)h * dh;
+                const double *gj = acc->g + (size_t)j * A + (size_t)h * dh;
                 double s = 0;
                 for (int e = 0; e < dh; e++)
                     s += (double)zj[e] * gj[e];
@@ -216,16 +249,21 @@ hs_status hs_dla_end(hs_dla_acc *acc, hs_dla **out, hs_error *err)
         hs_dla_acc_free(acc);
         return st;
     }
+    if ((st = token_losses(acc->m, hidden, acc->ws, d, err))) {
+        hs_dla_acc_free(acc);
+        return st;
+    }
+    double cap = acc->m->cfg.arch->final_softcap;
     for (int k = 0; k < d->n_heads; k++) {
         double *row = d->per_pos + (size_t)k * (size_t)d->n_pos;
         for (int i = 0; i < d->n_pos; i++) {
             row[i] *= final_rstd[i];
+            if (cap > 0) { /* the softcap's slope at the full run's logit: 1 - tanh^2 */
+                double t = d->logit[i] / cap;
+                row[i] *= 1.0 - t * t;
+            }
             d->total[k] += row[i];
         }
-    }
-    if ((st = token_losses(acc->m, hidden, acc->ws, d, err))) {
-        hs_dla_acc_free(acc);
-        return st;
     }
     acc->d = NULL;
     hs_dla_acc_free(acc);
@@ -291,7 +329,8 @@ hs_status hs_norm_values_layer(const hs_model *m, int l, const float *qkv, int l
     for (int h = 0; h < c->n_head; h++) {
         /* f: (n, d) = V_h: (n, dh) . W_O^h: (dh, d), the value's bias included; V_h is the
          * value of the KV head query head h reads */
-        size_t v = (size_t)dm + (size_t)(c->n_kv_head + hs_model_kv_head(c, h)) * (size_t)dh;
+        size_t v = (size_t)hs_model_attn_width(c) +
+                   (size_t)(c->n_kv_head + hs_model_kv_head(c, h)) * (size_t)dh;
         hs_op_gemm(0, n, dm, dh, 1.0f, qkv + v, ld, ly.w_o + (size_t)h * dh * (size_t)dm, dm,
                    0.0f, f, dm);
         float *out = fnorm + (size_t)h * (size_t)n;

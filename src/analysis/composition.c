@@ -8,8 +8,10 @@
  * (d, d) matrix per head is ever formed. With a square root F of each Gram (F^T F = G, from
  * its eigenvalues), tr(M^T Gv M G) = ||Fv_a O_a R_b F_b^T||^2: the rows Fv_a O_a of every
  * head of a layer, times the columns R_b F_b^T of every head of a later layer and of all
- * three kinds, is one (d, 3d) product per pair of layers, and each score the sum of squares
- * of one (dh, dh) block of it. */
+ * three kinds, is one (A, 3A) product per pair of layers, and each score the sum of squares
+ * of one (dh, dh) block of it. A = n_head dh is the attention's width (hs_model_attn_width),
+ * d_model unless the heads are wider (an explicit head_dim): W_O is (A, d), the readers
+ * (d, A). */
 #include <cblas.h>
 #include <math.h>
 #include <stdlib.h>
@@ -66,33 +68,33 @@ void hs_composition_free(hs_composition *c)
 static int qkv_col(const hs_model_config *c, int p, int col)
 {
     int dh = c->d_head, g = hs_model_kv_head(c, col / dh);
-    return p == 0 ? col : c->d_model + ((p == 2 ? c->n_kv_head : 0) + g) * dh + col % dh;
+    return p == 0 ? col : hs_model_attn_width(c) + ((p == 2 ? c->n_kv_head : 0) + g) * dh + col % dh;
 }
 
-/* The fused QKV column (qkv_col) of every column of part p (0 Q, 1 K, 2 V): cols (d). */
+/* The fused QKV column (qkv_col) of every column of part p (0 Q, 1 K, 2 V): cols (A). */
 static void reader_cols(const hs_model_config *c, int p, int *cols)
 {
-    for (int j = 0; j < c->d_model; j++)
+    for (int j = 0; j < hs_model_attn_width(c); j++)
         cols[j] = qkv_col(c, p, j);
 }
 
 /* The reading weights of layer ly, part p, with the attention's norm scale (ln_1,
  * input_layernorm) folded in, every query head with its own copy of its KV head's columns:
- * out (d, d) row-major, column h*dh + j is head h's j-th column; cols from reader_cols. In
+ * out (d, A) row-major, column h*dh + j is head h's j-th column; cols from reader_cols. In
  * double (out) or float (outf): one of them is NULL. */
 static void reader(const hs_model *m, const hs_layer *ly, const int *cols, double *out,
                    float *outf)
 {
-    int d = m->cfg.d_model, W = hs_qkv_width(&m->cfg);
+    int d = m->cfg.d_model, W = hs_qkv_width(&m->cfg), A = hs_model_attn_width(&m->cfg);
 #pragma omp parallel for schedule(static)
     for (int i = 0; i < d; i++) {
         const float *row = ly->w_qkv + (size_t)i * W;
         if (out)
-            for (int j = 0; j < d; j++)
-                out[(size_t)i * d + j] = (double)ly->ln1_w[i] * (double)row[cols[j]];
+            for (int j = 0; j < A; j++)
+                out[(size_t)i * A + j] = (double)ly->ln1_w[i] * (double)row[cols[j]];
         else
-            for (int j = 0; j < d; j++)
-                outf[(size_t)i * d + j] = ly->ln1_w[i] * row[cols[j]];
+            for (int j = 0; j < A; j++)
+                outf[(size_t)i * A + j] = ly->ln1_w[i] * row[cols[j]];
     }
 }
 
@@ -189,20 +191,21 @@ hs_status hs_composition_run(const hs_model *m,
         return hs_fail(err, HS_E_ARG, "composition: the model was opened without weights");
     hs_status st = HS_OK;
     int L = c->n_layer, H = c->n_head, d = c->d_model, dh = c->d_head, N = L * H;
-    size_t dd = (size_t)d * d, g2 = (size_t)dh * dh, nn = (size_t)N * N;
+    int A = hs_model_attn_width(c);
+    size_t dd = (size_t)d * d, da = (size_t)d * A, g2 = (size_t)dh * dh, nn = (size_t)N * N;
     size_t total = sizeof(hs_composition) + (3 * nn + 3 * (size_t)N) * sizeof(double);
     hs_composition *r = calloc(1, total);
     /* scratch: one layer's Gram matrices Gq, Gk, Gv, Go per head, and every head's square
-     * roots of them (float); W_O and a reader (d, d) in double, and the copying circuit's G
-     * and W_O G (d, d); in float a reader (d, d), the three readers times the roots (d, 3d),
-     * an earlier layer's rows Fv O (d, d) and their product (d, 3d) */
+     * roots of them (float); W_O (A, d) and a reader (d, A) in double, and the copying
+     * circuit's G (d, d) and W_O G (A, d); in float a reader (d, A), the three readers times
+     * the roots (d, 3A), an earlier layer's rows Fv O (A, d) and their product (A, 3A) */
     double *gram = malloc(4 * (size_t)H * g2 * sizeof *gram);
     float *root = malloc(4 * (size_t)N * g2 * sizeof *root);
-    double *wo = malloc(dd * sizeof *wo), *rd = malloc(dd * sizeof *rd);
-    double *mm = malloc(dd * sizeof *mm), *tt = malloc(dd * sizeof *tt);
-    float *rf = malloc(dd * sizeof *rf), *yf = malloc(3 * dd * sizeof *yf);
-    float *xf = malloc(dd * sizeof *xf), *pf = malloc(3 * dd * sizeof *pf);
-    int *cols = malloc(3 * (size_t)d * sizeof *cols);
+    double *wo = malloc(da * sizeof *wo), *rd = malloc(da * sizeof *rd);
+    double *mm = malloc(dd * sizeof *mm), *tt = malloc(da * sizeof *tt);
+    float *rf = malloc(da * sizeof *rf), *yf = malloc(3 * da * sizeof *yf);
+    float *xf = malloc(da * sizeof *xf), *pf = malloc(3 * (size_t)A * A * sizeof *pf);
+    int *cols = malloc(3 * (size_t)A * sizeof *cols);
     if (!r || !gram || !root || !wo || !rd || !mm || !tt || !rf || !yf || !xf || !pf ||
         !cols) {
         free(r);
@@ -227,17 +230,17 @@ hs_status hs_composition_run(const hs_model *m,
 #define GRAM(kind, h) (gram + ((size_t)(kind) * H + (size_t)(h)) * g2) /* head h of the layer */
 #define ROOT(kind, head) (root + ((size_t)(kind) * N + (size_t)(head)) * g2)
     for (int p = 0; p < 3; p++)
-        reader_cols(c, p, cols + (size_t)p * d);
+        reader_cols(c, p, cols + (size_t)p * A);
     for (int l = 0; l < L; l++) {
         if ((st = hs_layer_get(m, l, &ly, err)))
             goto fail;
         for (int p = 0; p < 3; p++) {
-            reader(m, &ly, cols + (size_t)p * d, rd, NULL);
+            reader(m, &ly, cols + (size_t)p * A, rd, NULL);
 #pragma omp parallel for
             for (int h = 0; h < H; h++) /* X^T X over head h's columns */
-                small_gemm(1, 0, dh, dh, d, rd + h * dh, d, rd + h * dh, d, GRAM(p, h), dh);
+                small_gemm(1, 0, dh, dh, d, rd + h * dh, A, rd + h * dh, A, GRAM(p, h), dh);
         }
-        widen(ly.w_o, wo, dd);
+        widen(ly.w_o, wo, da);
         hs_layer_put(m, l);
 #pragma omp parallel for
         for (int h = 0; h < H; h++) /* Go = O O^T: rows h*dh.. of W_O */
@@ -275,17 +278,17 @@ hs_status hs_composition_run(const hs_model *m,
        rows Fv_a O_a (xf) times them (pf), in float (its rounding, ~1e-7 relative, is far
        below what the scores are read at); every block's sum of squares in double */
     static const int far_kind[3] = {1, 0, 3};
-    size_t d3 = 3 * (size_t)d;
+    size_t d3 = 3 * (size_t)A;
     for (int lb = 1; lb < L; lb++) {
         if ((st = hs_layer_get(m, lb, &lr, err)))
             goto fail;
         for (int mode = 0; mode < 3; mode++) {
-            reader(m, &lr, cols + (size_t)mode * d, NULL, rf);
+            reader(m, &lr, cols + (size_t)mode * A, NULL, rf);
 #pragma omp parallel for schedule(static)
             for (int hb = 0; hb < H; hb++)
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, d, dh, dh, 1.0f,
-                            rf + (size_t)hb * dh, d, ROOT(far_kind[mode], lb * H + hb), dh, 0.0f,
-                            yf + (size_t)mode * d + (size_t)hb * dh, (int)d3);
+                            rf + (size_t)hb * dh, A, ROOT(far_kind[mode], lb * H + hb), dh, 0.0f,
+                            yf + (size_t)mode * A + (size_t)hb * dh, (int)d3);
         }
         hs_layer_put(m, lb);
         for (int la = 0; la < lb; la++) {
@@ -297,14 +300,14 @@ hs_status hs_composition_run(const hs_model *m,
                             ROOT(2, la * H + ha), dh, ly.w_o + (size_t)ha * dh * d, d, 0.0f,
                             xf + (size_t)ha * dh * d, d);
             hs_layer_put(m, la);
-            hs_sgemm_fixed(0, 0, d, (int)d3, d, xf, d, yf, (int)d3, pf, (int)d3);
+            hs_sgemm_fixed(0, 0, A, (int)d3, d, xf, d, yf, (int)d3, pf, (int)d3);
 #pragma omp parallel for collapse(2) schedule(static)
             for (int mode = 0; mode < 3; mode++)
                 for (int ha = 0; ha < H; ha++)
                     for (int hb = 0; hb < H; hb++) {
                         double sum = 0;
                         for (int i = ha * dh; i < (ha + 1) * dh; i++) {
-                            const float *row = pf + (size_t)i * d3 + (size_t)mode * d + (size_t)hb * dh;
+                            const float *row = pf + (size_t)i * d3 + (size_t)mode * A + (size_t)hb * dh;
                             for (int j = 0; j < dh; j++)
                                 sum += (double)row[j] * (double)row[j];
                         }
@@ -353,18 +356,18 @@ hs_status hs_composition_run(const hs_model *m,
         for (int l = 0; l < L && !info; l++) {
             if ((st = hs_layer_get(m, l, &ly, err)))
                 break;
-            widen(ly.w_o, wo, dd);
-            reader(m, &ly, cols + 2 * (size_t)d, rd, NULL);
+            widen(ly.w_o, wo, da);
+            reader(m, &ly, cols + 2 * (size_t)A, rd, NULL);
             hs_layer_put(m, l);
-            /* T = W_O G: (d, d), rows h*dh.. are O_h G */
-            hs_dgemm_fixed(0, 0, d, d, d, wo, d, mm, d, tt, d);
+            /* T = W_O G: (A, d), rows h*dh.. are O_h G */
+            hs_dgemm_fixed(0, 0, A, d, d, wo, d, mm, d, tt, d);
 #pragma omp parallel for reduction(| : info)
             for (int h = 0; h < H; h++) {
                 /* cm = O_h G V_h, row-major; dgeev reads its transpose, which has the
                    same eigenvalues */
                 double *ch = cm + (size_t)h * g2, *wh = wr + (size_t)h * 2 * dh;
                 int hi = 0;
-                small_gemm(0, 0, dh, dh, d, tt + (size_t)h * dh * d, d, rd + (size_t)h * dh, d, ch,
+                small_gemm(0, 0, dh, dh, d, tt + (size_t)h * dh * d, d, rd + (size_t)h * dh, A, ch,
                            dh);
                 if (!all_finite(ch, g2)) {
                     info |= 1 << 30; /* named below, before LAPACK sees it */

@@ -46,7 +46,7 @@ hs_status hs_moe_back(const hs_model_config *c, const hs_layer *L, const float *
         goto done;
     }
     int softmax = a->moe_scoring == HS_MOE_SOFTMAX;
-    int norm = a->moe_norm_topk && (!softmax || K > 1);
+    int norm = hs_moe_normalises(a);
     double scale = norm && softmax ? 1.0 : a->moe_scale; /* the gates' factor on the scores */
     memset(dx, 0, (size_t)n * (size_t)d * sizeof *dx);
     for (int r = 0; r < n; r++) {

@@ -205,8 +205,6 @@ static void add_composition(cJSON *r, const hs_analysis *a)
                               ? "not defined for latent attention (its keys come from a shared "
                                 "latent and a rotary key, not one W_K per head)"
                               : hs_composition_norms_undefined(c);
-        if (!why && hs_composition_defined(c) && hs_model_attn_width(c) != c->d_model)
-            why = "heads wider than d_model / n_head (an explicit head_dim): not implemented";
         cJSON_AddStringToObject(co, "reason", why ? why : !hs_composition_defined(c)
                                                   ? "defined for pre-norm decoders; this model "
                                                     "is post-norm (the residual stream is "
@@ -264,17 +262,19 @@ static void add_dla(cJSON *r, const hs_analysis *a, hs_json_big *big)
     cJSON_AddBoolToObject(o, "available", d != NULL);
     if (!d) {
         const char *why = hs_dla_undefined(a->model);
-        const hs_model_config *c = hs_model_config_of(a->model);
-        if (!why && hs_model_attn_width(c) != c->d_model)
-            why = "heads wider than d_model / n_head (an explicit head_dim): not implemented";
         cJSON_AddStringToObject(o, "reason", why ? why
                                              : !a->opts.dla ? "not computed (--no-dla)"
                                                             : "needs at least 2 tokens");
         return;
     }
-    cJSON_AddStringToObject(o, "convention", "head output z_h W_O^h (no bias), centred, divided "
-                                             "by the full run's final-norm std, times ln_f's "
-                                             "weight, dotted with the target's unembedding row");
+    const hs_arch *ar = hs_model_config_of(a->model)->arch;
+    cJSON_AddStringToObject(o, "convention", ar->post_norms || ar->final_softcap > 0
+        ? "head output z_h W_O^h (no bias), through the attention output's norm with the full "
+          "run's scale, divided by the full run's final-norm scale, times its weight, dotted "
+          "with the target's unembedding row, times a final logit softcap's slope at the full "
+          "run's logit where there is one (docs/metrics.md)"
+        : "head output z_h W_O^h (no bias), centred, divided by the full run's final-norm std, "
+          "times ln_f's weight, dotted with the target's unembedding row");
     cJSON_AddItemToObject(o, "targets", hs_json_ints(d->targets, d->n_pos));
     cJSON *tl = cJSON_AddArrayToObject(o, "token_loss"), *lg = cJSON_AddArrayToObject(o, "logit");
     for (int i = 0; i < d->n_pos; i++) {

@@ -307,6 +307,7 @@ static const hs_arch families[] = {
     HS_DEEPSEEK_FAMILY_ROWS /* src/model/arch_deepseek.h */
     HS_ARCH_T5, /* src/model/arch_t5.c */
     HS_NORMS_FAMILIES /* Qwen3, OLMo-2, Gemma 2 and 3: src/model/arch_norms.c */
+    HS_QWEN3_MOE_FAMILY /* arch_norms.h */
 };
 
 #define N_FAMILIES (sizeof families / sizeof families[0])

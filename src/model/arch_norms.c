@@ -42,6 +42,20 @@ static const hs_tensor_name qwen3_names[] = {
     ROWS_MLP, ROWS_END,
 };
 
+/* Qwen3-MoE: Qwen3's rows; a dense layer's MLP (mlp_only_layers, decoder_sparse_step) is
+ * optional here and checked by src/model/moe_weights.c, which reads the experts. */
+#define OPT(slot, part, x, gguf) {slot, part, NL x, NULL, gguf, NULL, HS_TN_OPTIONAL}
+static const hs_tensor_name qwen3_moe_names[] = {
+    ROW_EMB, ROW_PRE_ATTN, ROWS_QKV, ROWS_QK_NORM, ROW_O,
+    {HS_S_NORM2_W, -1, NL "post_attention_layernorm.weight", NULL, "blk.%d.ffn_norm.weight", NULL,
+     0},
+    OPT(HS_S_FC_W, 0, "mlp.gate_proj.weight", "blk.%d.ffn_gate.weight"),
+    OPT(HS_S_FC_W, 1, "mlp.up_proj.weight", "blk.%d.ffn_up.weight"),
+    OPT(HS_S_PROJ_W, -1, "mlp.down_proj.weight", "blk.%d.ffn_down.weight"),
+    ROWS_END,
+};
+#undef OPT
+
 /* OLMo-2: no norm before the sublayers; post_attention_layernorm is the attention
  * output's norm (Llama's name for the MLP's input norm). */
 static const hs_tensor_name olmo2_names[] = {
@@ -94,6 +108,7 @@ static const hs_tensor_name gemma3_mm_names[] = {
 /* GGUF tokenizer models as llama.cpp's converter writes them: byte-level "gpt2" for Qwen3 and
  * OLMo-2, SentencePiece "llama" (no space prefix) for Gemma. */
 const struct hs_names hs_qwen3_table = {TABLE(qwen3_names), 1, "gpt2"};
+const struct hs_names hs_qwen3_moe_table = {TABLE(qwen3_moe_names), 1, "gpt2"};
 const struct hs_names hs_olmo2_table = {TABLE(olmo2_names), 1, "gpt2"};
 const struct hs_names hs_gemma2_table = {TABLE(gemma2_names), 1, "llama"};
 const struct hs_names hs_gemma3_table = {TABLE(gemma3_names), 1, "llama"};

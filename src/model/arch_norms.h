@@ -7,6 +7,7 @@
 #include "model/model_internal.h"
 
 extern const struct hs_names hs_qwen3_table, hs_olmo2_table, hs_gemma2_table, hs_gemma3_table;
+extern const struct hs_names hs_qwen3_moe_table;
 /* Gemma 3's language model inside a gemma3 (image-text) checkpoint */
 extern const struct hs_names hs_gemma3_mm_table;
 extern const char *const hs_qwen3_specials[];
@@ -48,6 +49,19 @@ extern const char *const hs_qwen3_specials[];
         .tokenizer = 0,                                                                       \
         .names = &hs_gemma3_table, .qk_norm = HS_QK_NORM_HEAD, .post_norms = 1,               \
         .norm_offset = 1.0f,                                                                  \
+    },
+
+/* Qwen3-MoE (after T5 in families[]): Qwen3's row with routed experts, softmax over the
+ * experts, the top k greedily (hs_arch.moe_*, from config.json or GGUF). */
+#define HS_QWEN3_MOE_FAMILY                                                                  \
+    {                                                                                         \
+        .family = HS_FAMILY_QWEN3_MOE, .name = "qwen3_moe", .gguf_name = "qwen3moe",          \
+        .norm_place = HS_NORM_PRE, .norm_kind = HS_NORM_RMS, .act = HS_ACT_SILU, .gated = 1,  \
+        .pos = HS_POS_ROTARY, .rotary_frac = 1.0f, .rotary_base = 10000.0f,                  \
+        .vis = {HS_VIS_CAUSAL, 0, 0}, .head = HS_HEAD_DECODER, .tokenizer = HS_TOK_BPE,       \
+        .specials = hs_qwen3_specials, .n_specials = 3, .names = &hs_qwen3_moe_table,         \
+        .qk_norm = HS_QK_NORM_HEAD, .moe_scoring = HS_MOE_SOFTMAX,                           \
+        .moe_routing = HS_MOE_GREEDY, .moe_scale = 1.0f,                                      \
     },
 
 /* The Q (is_k 0) or K norm's shape: (d_head), or the projection's width under

@@ -13,8 +13,9 @@
  *     kv_b_proj split per head into attn_k_b {nope, kv_lora, H} (each head's block transposed)
  *     and attn_v_b {kv_lora, v, H} (older files: the whole attn_kv_b, read too); the experts
  *     stacked into ffn_{gate,up,down}_exps {.., .., E}, the router ffn_gate_inp (F32, as the
- *     converter keeps it) and V3's exp_probs_b.bias, the shared experts ffn_*_shexp. The rotary
- *     halves are stored as transformers keeps them (interleaved pairs, llama.cpp's NORM rope).
+ *     converter keeps it) and V3's exp_probs_b.bias, the shared experts ffn_*_shexp (read and
+ *     written by gguf_moe.c, as qwen3moe's). The rotary halves are stored as transformers
+ *     keeps them (interleaved pairs, llama.cpp's NORM rope).
  * One architecture holds both: a file whose router is sigmoid opens as deepseek_v3 (V3's
  * router), any other as deepseek_v2.
  * llama.cpp scores a group of experts by its two best (V3's rule) whatever the gating; a
@@ -218,7 +219,7 @@ static float *decode_all(const hs_gguf_tensor *t, size_t n)
 
 /* kv_b_proj (H (nope + v), kv_lora), nn.Linear's (out, in), from attn_k_b and attn_v_b. */
 static const hs_tensor_view *kv_b(const hs_gguf *g, const hs_model_config *c, int layer,
-                                  hs_gguf_ds_scratch *s)
+                                  hs_gguf_scratch *s)
 {
     const hs_arch *a = c->arch;
     size_t H = (size_t)c->n_head, kv = (size_t)a->mla_kv_lora, nope = (size_t)a->mla_nope;
@@ -259,75 +260,19 @@ static const hs_tensor_view *kv_b(const hs_gguf *g, const hs_model_config *c, in
     return &s->v;
 }
 
-/* A view of rows [r0, r0 + rows) of t's 2-D (or stacked 3-D) data, shape (rows, ne[0]). */
-static const hs_tensor_view *slice(const hs_gguf_tensor *t, size_t r0, size_t rows,
-                                   hs_gguf_ds_scratch *s)
-{
-    uint64_t blck = 1, bytes = 4;
-    hs_ggml_block(t->type, &blck, &bytes);
-    size_t rb = (size_t)((uint64_t)t->ne[0] / blck * bytes);
-    uint64_t total = (uint64_t)t->ne[1] * (uint64_t)t->ne[2] * (uint64_t)t->ne[3];
-    if ((r0 + rows) > total)
-        return NULL;
-    s->v = (hs_tensor_view){.name = t->name, .dtype = hs_dtype_of_ggml(t->type),
-                            .ndim = rows == 1 && t->n_dims == 1 ? 1 : 2,
-                            .data = t->data + r0 * rb, .nbytes = rows * rb};
-    if (s->v.ndim == 1)
-        s->v.shape[0] = t->ne[0];
-    else {
-        s->v.shape[0] = (int64_t)rows;
-        s->v.shape[1] = t->ne[0];
-    }
-    return &s->v;
-}
-
-/* The experts moe_weights.c asks for by their Hugging Face names. */
-static const hs_tensor_view *expert(const hs_gguf *g, const char *hf, hs_gguf_ds_scratch *s,
-                                    int *handled)
-{
-    int l, e, n = 0;
-    char proj[8] = "", name[96];
-    const hs_gguf_tensor *t;
-    *handled = 1;
-    if (sscanf(hf, "layers.%d.mlp.experts.%d.%4[a-z]_proj.weight%n", &l, &e, proj, &n) == 3 && !hf[n]) {
-        snprintf(name, sizeof name, "blk.%d.ffn_%s_exps.weight", l, proj);
-        if (!(t = hs_gguf_find_tensor(g, name)) || e < 0 || (uint64_t)e >= (uint64_t)t->ne[2])
-            return NULL;
-        size_t rows = (size_t)t->ne[1]; /* f for gate and up, d for down */
-        return slice(t, (size_t)e * rows, rows, s);
-    }
-    if (sscanf(hf, "layers.%d.mlp.shared_experts.%4[a-z]_proj.weight%n", &l, proj, &n) == 2 && !hf[n])
-        snprintf(name, sizeof name, "blk.%d.ffn_%s_shexp.weight", l, proj);
-    else if (sscanf(hf, "layers.%d.mlp.gate.weight%n", &l, &n) == 1 && !hf[n])
-        snprintf(name, sizeof name, "blk.%d.ffn_gate_inp.weight", l);
-    else if (sscanf(hf, "layers.%d.mlp.gate.e_score_correction_bias%n", &l, &n) == 1 && !hf[n])
-        snprintf(name, sizeof name, "blk.%d.exp_probs_b.bias", l);
-    else if (sscanf(hf, "layers.%d.mlp.%4[a-z]_proj.weight%n", &l, proj, &n) == 2 && !hf[n])
-        snprintf(name, sizeof name, "blk.%d.ffn_%s.weight", l, proj);
-    else {
-        *handled = 0;
-        return NULL;
-    }
-    if (!(t = hs_gguf_find_tensor(g, name)))
-        return NULL;
-    return slice(t, 0, t->n_dims == 1 ? 1 : (size_t)t->ne[1], s);
-}
-
 const hs_tensor_view *hs_gguf_deepseek_lookup(const hs_gguf *g, const hs_model_config *c,
-                                              const char *hf, const hs_tensor_ref *r,
-                                              hs_gguf_ds_scratch *s, int *handled)
+                                              const hs_tensor_ref *r,
+                                              hs_gguf_scratch *s, int *handled)
 {
     char name[64];
     *handled = 0;
     if (!c->arch || c->arch->mla_kv_lora <= 0)
         return NULL;
-    if (!r->e->gguf) /* an expert's (moe_weights.c) */
-        return expert(g, hf, s, handled);
     if (r->e->slot == HS_S_QKV_W && r->e->part == 0 && c->arch->mla_q_lora > 0) {
         const hs_gguf_tensor *t =
             hs_gguf_find_tensor(g, hs_names_format("blk.%d.attn_q_a.weight", r->layer, name, sizeof name));
         *handled = 1;
-        return t && !r->alt ? slice(t, 0, (size_t)t->ne[1], s) : NULL;
+        return t && !r->alt ? hs_gguf_rows_view(t, 0, (size_t)t->ne[1], s) : NULL;
     }
     if (r->e->slot == HS_S_MLA_KVB_W && !r->alt &&
         !hs_gguf_find_tensor(g, hs_names_format(r->e->gguf, r->layer, name, sizeof name))) {
@@ -418,7 +363,7 @@ int hs_gguf_deepseek_row(hs_gguf_plan *p, const hs_model *m, const hs_tensor_nam
     if (a->mla_kv_lora <= 0 || layer < 0)
         return 0;
     if ((e->slot == HS_S_FC_W || e->slot == HS_S_PROJ_W) && hs_moe_layer(c, layer))
-        return 1; /* the experts' (hs_gguf_deepseek_experts) */
+        return 1; /* the experts' (hs_gguf_moe_experts, gguf_moe.c) */
     if (e->slot == HS_S_QKV_W && e->part == 0 && a->mla_q_lora > 0)
         *gguf = "blk.%d.attn_q_a.weight";
     if (e->slot != HS_S_MLA_KVB_W)
@@ -433,31 +378,4 @@ int hs_gguf_deepseek_row(hs_gguf_plan *p, const hs_model *m, const hs_tensor_nam
     hs_gguf_plan_add(p, hs_names_format("blk.%d.attn_v_b.weight", layer, name, sizeof name), NULL,
                      layer, e->slot, nope, v, kv, W, 1, H, nope + v);
     return 1;
-}
-
-void hs_gguf_deepseek_experts(hs_gguf_plan *p, const hs_model *m)
-{
-    const hs_model_config *c = &m->cfg;
-    const hs_arch *a = c->arch;
-    size_t d = (size_t)c->d_model, E = (size_t)a->moe_experts, f = (size_t)a->moe_ff;
-    size_t fs = (size_t)a->moe_shared * f;
-    char name[64];
-    for (int l = 0; l < c->n_layer; l++) {
-        if (!hs_moe_layer(c, l))
-            continue;
-        const hs_layer *L = &m->layers[l];
-#define NM(fmt) hs_names_format(fmt, l, name, sizeof name)
-        hs_gguf_plan_add(p, NM("blk.%d.ffn_gate_inp.weight"), L->moe_gate, -1, 0, 0, E, d, E, 1, 0, 0);
-        if (L->moe_bias)
-            hs_gguf_plan_add(p, NM("blk.%d.exp_probs_b.bias"), L->moe_bias, -1, 0, 0, 0, E, E, 0, 0, 0);
-        hs_gguf_plan_add(p, NM("blk.%d.ffn_gate_exps.weight"), L->moe_fc, -1, 0, 0, f, d, 2 * f, 1, E, 2 * d * f);
-        hs_gguf_plan_add(p, NM("blk.%d.ffn_down_exps.weight"), L->moe_proj, -1, 0, 0, d, f, d, 1, E, d * f);
-        hs_gguf_plan_add(p, NM("blk.%d.ffn_up_exps.weight"), L->moe_fc + f, -1, 0, 0, f, d, 2 * f, 1, E, 2 * d * f);
-        if (fs > 0) {
-            hs_gguf_plan_add(p, NM("blk.%d.ffn_gate_shexp.weight"), L->moe_sfc, -1, 0, 0, fs, d, 2 * fs, 1, 0, 0);
-            hs_gguf_plan_add(p, NM("blk.%d.ffn_down_shexp.weight"), L->moe_sproj, -1, 0, 0, d, fs, d, 1, 0, 0);
-            hs_gguf_plan_add(p, NM("blk.%d.ffn_up_shexp.weight"), L->moe_sfc + fs, -1, 0, 0, fs, d, 2 * fs, 1, 0, 0);
-        }
-#undef NM
-    }
 }

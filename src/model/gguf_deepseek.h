@@ -12,21 +12,13 @@
 hs_status hs_gguf_deepseek_read(const hs_gguf *g, const char *a, hs_model_config *cfg,
                                 hs_arch *own, hs_error *err);
 
-/* A reader's scratch: one view, the floats of a kv_b put together from attn_k_b and attn_v_b,
- * and why a tensor could not be read. */
-typedef struct hs_gguf_ds_scratch {
-    hs_tensor_view v;
-    float *buf;
-    char bad[320];
-} hs_gguf_ds_scratch;
-
-/* The tensors the name table cannot name in a deepseek2 file: attn_q_a, kv_b from its split
- * halves, and the experts moe_weights.c asks for by their Hugging Face names (hf). *handled
- * = 1 when the answer (a view in s, or NULL: absent) is this function's; s->bad says why a
- * present tensor could not be read. */
+/* The tensors the name table cannot name in a deepseek2 file: attn_q_a and kv_b from its
+ * split halves (the experts: hs_gguf_moe_lookup, gguf_moe.h). *handled = 1 when the answer
+ * (a view in s, or NULL: absent) is this function's; s->bad says why a present tensor could
+ * not be read. */
 const hs_tensor_view *hs_gguf_deepseek_lookup(const hs_gguf *g, const hs_model_config *c,
-                                              const char *hf, const hs_tensor_ref *r,
-                                              hs_gguf_ds_scratch *s, int *handled);
+                                              const hs_tensor_ref *r,
+                                              hs_gguf_scratch *s, int *handled);
 
 /* What deepseek2 cannot hold, refused by name; HS_OK for other families. */
 hs_status hs_gguf_deepseek_writable(const hs_model *m, hs_error *err);
@@ -40,8 +32,5 @@ void hs_gguf_deepseek_keys(hs_gguf_meta *mt, const hs_model_config *c, const cha
 int hs_gguf_deepseek_row(hs_gguf_plan *p, const hs_model *m, const hs_tensor_name *e, int layer,
                          const char **gguf);
 
-/* Every mixture-of-experts layer's router, correction bias, stacked experts and shared
- * experts, appended to the plan. */
-void hs_gguf_deepseek_experts(hs_gguf_plan *p, const hs_model *m);
 
 #endif

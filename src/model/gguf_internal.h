@@ -117,6 +117,19 @@ void hs_gguf_plan_add(hs_gguf_plan *p, const char *name, const float *src, int l
                       size_t off, size_t rows, size_t cols, size_t ld, int transpose, size_t ne2,
                       size_t bstride);
 
+/* A reader's scratch (gguf_load.c's context): one view, the floats of a tensor put together
+ * from others (deepseek2's kv_b), and why a tensor could not be read. */
+typedef struct hs_gguf_scratch {
+    hs_tensor_view v;
+    float *buf;
+    char bad[320];
+} hs_gguf_scratch;
+
+/* A view in s->v of rows [r0, r0 + rows) of t's 2-D (or stacked 3-D) data, shape
+ * (rows, ne[0]) (a vector when t is one and rows is 1); NULL past its end (gguf_load.c). */
+const hs_tensor_view *hs_gguf_rows_view(const hs_gguf_tensor *t, size_t r0, size_t rows,
+                                        hs_gguf_scratch *s);
+
 /* tokenizer.ggml.* of m (which has a tokenizer) as llama.cpp's converter writes them for its
  * family (src/model/gguf_tokenizer.c); HS_E_UNSUPPORTED naming what cannot be written. */
 hs_status hs_gguf_tokenizer_write(hs_gguf_meta *mt, const hs_model *m, hs_error *err);

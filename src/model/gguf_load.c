@@ -11,6 +11,7 @@
 #include "model/gguf_arch.h"
 #include "model/gguf_deepseek.h"
 #include "model/gguf_internal.h"
+#include "model/gguf_moe.h"
 #include "model/gguf_norms.h"
 #include "model/gguf_t5.h"
 #include "nn/ops.h"
@@ -216,9 +217,8 @@ static hs_status load_rotary(const hs_gguf *g, const char *a, hs_model_config *c
         return st;
     if ((st = hs_gguf_norms_read(g, a, window, cfg, own, err))) /* the window, Gemma's caps */
         return st;
-    if (experts)
-        return hs_fail(err, HS_E_UNSUPPORTED, "%s.expert_count = %d: mixtures of experts are not "
-                       "supported", a, experts);
+    if ((st = hs_gguf_moe_read(g, a, experts, cfg, own, err))) /* Qwen3-MoE's experts */
+        return st;
     if (hs_gguf_find_kv(g, KEY("rope.dimension_sections")) >= 0)
         return hs_fail(err, HS_E_UNSUPPORTED, "%s: multimodal rope sections are not supported", key);
     if (own->family == HS_FAMILY_LLAMA && dims != dh) /* llama.cpp: "invalid n_rot" */
@@ -395,7 +395,7 @@ typedef struct gguf_ctx {
                                builder decodes each view before it asks for the next */
     size_t scratch_cap;
     char bad[330];         /* why a tensor could not be put back, for the message */
-    hs_gguf_ds_scratch ds; /* deepseek2's kv_b and experts (gguf_deepseek.c) */
+    hs_gguf_scratch ds;    /* deepseek2's kv_b (gguf_deepseek.c), the experts (gguf_moe.c) */
 } gguf_ctx;
 
 /* Bytes of one ne[0]-long row (the type was checked when the file was opened). */
@@ -481,6 +481,27 @@ static const hs_tensor_view *unconvert(gguf_ctx *c, hs_tensor_view *v, const hs_
     return v;
 }
 
+const hs_tensor_view *hs_gguf_rows_view(const hs_gguf_tensor *t, size_t r0, size_t rows,
+                                        hs_gguf_scratch *s)
+{
+    uint64_t blck = 1, bytes = 4;
+    hs_ggml_block(t->type, &blck, &bytes);
+    size_t rb = (size_t)((uint64_t)t->ne[0] / blck * bytes);
+    uint64_t total = (uint64_t)t->ne[1] * (uint64_t)t->ne[2] * (uint64_t)t->ne[3];
+    if ((r0 + rows) > total)
+        return NULL;
+    s->v = (hs_tensor_view){.name = t->name, .dtype = hs_dtype_of_ggml(t->type),
+                            .ndim = rows == 1 && t->n_dims == 1 ? 1 : 2,
+                            .data = t->data + r0 * rb, .nbytes = rows * rb};
+    if (s->v.ndim == 1)
+        s->v.shape[0] = t->ne[0];
+    else {
+        s->v.shape[0] = (int64_t)rows;
+        s->v.shape[1] = t->ne[0];
+    }
+    return &s->v;
+}
+
 static const hs_tensor_view *gguf_lookup(void *vctx, const char *hf, const hs_tensor_ref *r,
                                          int *out_in)
 {
@@ -488,12 +509,14 @@ static const hs_tensor_view *gguf_lookup(void *vctx, const char *hf, const hs_te
     char name[128];
     int handled;
     *out_in = 1; /* every GGUF matrix is stored (out, in): ne = {in, out} */
-    const hs_tensor_view *dv = hs_gguf_deepseek_lookup(c->g, c->cfg, hf, r, &c->ds, &handled);
+    const hs_tensor_view *sv = hs_gguf_moe_lookup(c->g, c->cfg, hf, r, &c->ds, &handled);
+    if (!handled) /* deepseek2's attn_q_a and split kv_b */
+        sv = hs_gguf_deepseek_lookup(c->g, c->cfg, r, &c->ds, &handled);
     if (c->ds.bad[0])
         memcpy(c->bad, c->ds.bad, sizeof c->ds.bad);
     if (handled)
-        return dv;
-    if (r->alt) /* a GGUF file has one name per tensor */
+        return sv;
+    if (r->alt || !r->e->gguf) /* a GGUF file has one name per tensor; none: not in GGUF */
         return NULL;
     int rank = hs_names_shape(c->cfg, r->e).kind == HS_K_VEC ? 1 : 2, part = r->e->part;
     hs_names_format(r->e->gguf, hs_names_index(c->cfg, r->e, r->layer), name, sizeof name);

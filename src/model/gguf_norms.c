@@ -15,7 +15,8 @@
 
 int hs_gguf_norms_family(const hs_arch *a)
 {
-    return a->family == HS_FAMILY_QWEN3 || a->family == HS_FAMILY_OLMO2 ||
+    return a->family == HS_FAMILY_QWEN3 || a->family == HS_FAMILY_QWEN3_MOE ||
+           a->family == HS_FAMILY_OLMO2 ||
            a->family == HS_FAMILY_GEMMA2 || a->family == HS_FAMILY_GEMMA3;
 }
 

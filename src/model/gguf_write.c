@@ -11,6 +11,7 @@
 #include "model/gguf_arch.h"
 #include "model/gguf_deepseek.h"
 #include "model/gguf_internal.h"
+#include "model/gguf_moe.h"
 #include "model/gguf_norms.h"
 #include "model/gguf_t5.h"
 #include "model/quant.h"
@@ -207,7 +208,7 @@ static uint32_t storage_type(const char *name, size_t rows, size_t cols, hs_gguf
         !strcmp(name, "token_types.weight") || strstr(name, ".ffn_gate_inp")) /* the router */
         return HS_GGML_F32;
     if (ft == HS_GGUF_FTYPE_Q8_0 && (strstr(name, "_exps.") || strstr(name, "_shexp.")))
-        return HS_GGML_F16; /* headscope reads the experts as F32, F16 or BF16 */
+        return HS_GGML_F16; /* the experts kept F16, as before qwen3moe (read in any ggml type) */
     switch (ft) {
     case HS_GGUF_FTYPE_F16: return HS_GGML_F16;
     case HS_GGUF_FTYPE_BF16: return HS_GGML_BF16;
@@ -365,7 +366,7 @@ static hs_status build_plan(plan *p, const hs_model *m, const hs_gguf_write_opti
     if (st)
         return st;
     if (m->cfg.arch->moe_experts > 0)
-        hs_gguf_deepseek_experts(p, m);
+        hs_gguf_moe_experts(p, m); /* gguf_moe.c: deepseek2's and qwen3moe's */
     if (p->nomem)
         return hs_fail(err, HS_E_NOMEM, "out of memory planning the gguf tensors");
     uint64_t off = 0;
@@ -524,6 +525,7 @@ static void rotary_keys(meta *mt, const hs_model_config *c, const char *arch)
         hs_meta_f32(mt, KEY("rope.scaling.attn_factor"), a->rope_attn_factor);
     }
     hs_gguf_norms_write(mt, c, arch);
+    hs_gguf_moe_write(mt, c, arch);
 #undef KEY
 }
 
@@ -534,7 +536,7 @@ static hs_status emit(sink *s, const hs_model *m, const hs_gguf_write_options *o
     if (!opt)
         opt = &def;
     hs_status st = writable(m, err);
-    if (st)
+    if (st || (st = hs_gguf_moe_writable(&m->cfg, err)))
         return st;
     if (opt->ftype != HS_GGUF_FTYPE_F32 && opt->ftype != HS_GGUF_FTYPE_F16 &&
         opt->ftype != HS_GGUF_FTYPE_BF16 && opt->ftype != HS_GGUF_FTYPE_Q8_0)

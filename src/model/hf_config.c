@@ -477,7 +477,6 @@ static const struct {
 } refused[] = {
     {"gpt_neo", "GPT-Neo alternates global and local (windowed) attention layers and leaves "
                 "its attention scores unscaled"},
-    {"qwen3_moe", "Qwen3-MoE's routed experts (num_experts, top-k routing) are not implemented"},
 };
 
 

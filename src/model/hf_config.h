@@ -40,17 +40,19 @@ hs_status hs_parse_deepseek_v3(const cJSON *root, hs_model_config *c, hs_arch *a
  * num_key_value_heads (default a->n_kv_head, else num_attention_heads). */
 hs_status hs_cfg_llama_like(const cJSON *root, hs_model_config *c, hs_arch *a, hs_error *err);
 
-/* qwen3, olmo2, gemma2, gemma3_text and gemma3 configs (hf_config_norms.c). */
+/* qwen3, olmo2, gemma2, gemma3_text, gemma3 and qwen3_moe configs (hf_config_norms.c). */
 hs_status hs_parse_qwen3(const cJSON *root, hs_model_config *c, hs_arch *a, hs_error *err);
 hs_status hs_parse_olmo2(const cJSON *root, hs_model_config *c, hs_arch *a, hs_error *err);
 hs_status hs_parse_gemma2(const cJSON *root, hs_model_config *c, hs_arch *a, hs_error *err);
 hs_status hs_parse_gemma3(const cJSON *root, hs_model_config *c, hs_arch *a, hs_error *err);
 hs_status hs_parse_gemma3_mm(const cJSON *root, hs_model_config *c, hs_arch *a, hs_error *err);
+hs_status hs_parse_qwen3_moe(const cJSON *root, hs_model_config *c, hs_arch *a, hs_error *err);
 
 #define HS_NORMS_PARSERS                                                                     \
     {"qwen3", HS_FAMILY_QWEN3, hs_parse_qwen3}, {"olmo2", HS_FAMILY_OLMO2, hs_parse_olmo2},  \
     {"gemma2", HS_FAMILY_GEMMA2, hs_parse_gemma2},                                           \
     {"gemma3_text", HS_FAMILY_GEMMA3, hs_parse_gemma3},                                      \
-    {"gemma3", HS_FAMILY_GEMMA3, hs_parse_gemma3_mm},
+    {"gemma3", HS_FAMILY_GEMMA3, hs_parse_gemma3_mm},                                        \
+    {"qwen3_moe", HS_FAMILY_QWEN3_MOE, hs_parse_qwen3_moe},
 
 #endif

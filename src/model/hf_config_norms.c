@@ -6,17 +6,25 @@
 #include "model/arch_norms.h"
 #include "model/hf_config.h"
 
-hs_status hs_parse_qwen3(const cJSON *root, hs_model_config *c, hs_arch *a, hs_error *err)
+/* Qwen3's attention (Qwen3 and Qwen3-MoE): Llama's keys, no window, no biases; kv the
+ * default of num_key_value_heads. */
+static hs_status qwen3_like(const cJSON *root, hs_family f, int kv, hs_model_config *c,
+                            hs_arch *a, hs_error *err)
 {
     hs_status st;
     if ((st = hs_cfg_require(root, "use_sliding_window", 0, err)) ||
         (st = hs_cfg_require(root, "attention_bias", 0, err)))
         return st;
-    c->family = HS_FAMILY_QWEN3;
+    c->family = f;
     c->n_ctx = 32768;
-    c->d_head = 128;   /* Qwen3Config's head_dim default */
-    a->n_kv_head = 32; /* and num_key_value_heads' */
+    a->n_kv_head = kv;
     return hs_cfg_llama_like(root, c, a, err);
+}
+
+hs_status hs_parse_qwen3(const cJSON *root, hs_model_config *c, hs_arch *a, hs_error *err)
+{
+    c->d_head = 128; /* Qwen3Config's head_dim default, 32 its num_key_value_heads' */
+    return qwen3_like(root, HS_FAMILY_QWEN3, 32, c, a, err);
 }
 
 hs_status hs_parse_olmo2(const cJSON *root, hs_model_config *c, hs_arch *a, hs_error *err)
@@ -218,4 +226,60 @@ hs_status hs_parse_gemma3_mm(const cJSON *root, hs_model_config *c, hs_arch *a, 
                        "not supported (expected gemma3_text)", mt);
     a->names = &hs_gemma3_mm_table;
     return hs_parse_gemma3(tc, c, a, err);
+}
+
+/* Qwen3-MoE's experts (Qwen3MoeConfig's keys and defaults): num_experts routed experts
+ * (num_local_experts is its alias), num_experts_per_tok of them a token, each a gated SiLU
+ * MLP moe_intermediate_size wide, softmax over the experts, their weights renormalised when
+ * norm_topk_prob; layer l has them when (l + 1) % decoder_sparse_step == 0 and l is not in
+ * mlp_only_layers, the other layers a dense MLP intermediate_size wide. */
+static hs_status parse_qwen3_experts(const cJSON *root, const hs_model_config *c, hs_arch *a,
+                                     hs_error *err)
+{
+    int E = 128, norm = 0, every = 1;
+    a->moe_top_k = 8;
+    a->moe_ff = 768;
+    hs_status st;
+    if ((st = hs_cfg_int(root, "num_local_experts", 0, &E, err)) ||
+        (st = hs_cfg_int(root, "num_experts", 0, &E, err)) ||
+        (st = hs_cfg_int(root, "num_experts_per_tok", 0, &a->moe_top_k, err)) ||
+        (st = hs_cfg_int(root, "moe_intermediate_size", 0, &a->moe_ff, err)) ||
+        (st = hs_cfg_int(root, "decoder_sparse_step", 0, &every, err)) ||
+        (st = hs_cfg_bool(root, "norm_topk_prob", &norm, err)))
+        return st;
+    if (E < 1 || a->moe_top_k < 1 || a->moe_top_k > E || a->moe_top_k > 64 || a->moe_ff < 1 ||
+        every < 1)
+        return hs_fail(err, HS_E_VALUE, "config.json: num_experts_per_tok must be in [1, "
+                       "num_experts %d] and at most 64, moe_intermediate_size and "
+                       "decoder_sparse_step positive", E);
+    if ((size_t)E * (size_t)a->moe_ff > 100000000u)
+        return hs_fail(err, HS_E_VALUE, "config.json: %d experts of %d are too many", E,
+                       a->moe_ff);
+    const cJSON *only = cJSON_GetObjectItemCaseSensitive(root, "mlp_only_layers"), *v;
+    if (only && !cJSON_IsNull(only) && !cJSON_IsArray(only))
+        return hs_fail(err, HS_E_FORMAT, "config.json: 'mlp_only_layers' must be a list of layer "
+                       "indices");
+    if (!cJSON_IsArray(only))
+        only = NULL;
+    cJSON_ArrayForEach(v, only) {
+        double l = cJSON_IsNumber(v) ? v->valuedouble : -1;
+        if (l < 0 || l >= c->n_layer || l != (int)l || l >= HS_MOE_MAX_LAYERS)
+            return hs_fail(err, HS_E_VALUE, "config.json: mlp_only_layers holds something that is "
+                           "not a layer index below %d", c->n_layer);
+        a->moe_dense[(int)l / 64] |= (uint64_t)1 << ((int)l % 64);
+    }
+    a->moe_experts = E;
+    a->moe_every = every;
+    a->moe_norm_topk = norm ? 2 : 0; /* renormalised even when one expert is chosen */
+    a->moe_scale = 1.0f;
+    return HS_OK;
+}
+
+/* Qwen3-MoE: Qwen3's attention (head_dim defaults to hidden_size / num_attention_heads
+ * here: Qwen3MoeConfig has no head_dim of its own) and the experts above. */
+hs_status hs_parse_qwen3_moe(const cJSON *root, hs_model_config *c, hs_arch *a, hs_error *err)
+{
+    c->vocab_size = 151936;
+    hs_status st = qwen3_like(root, HS_FAMILY_QWEN3_MOE, 4, c, a, err);
+    return st ? st : parse_qwen3_experts(root, c, a, err);
 }

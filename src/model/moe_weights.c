@@ -10,7 +10,12 @@
 
 int hs_moe_layer(const hs_model_config *c, int l)
 {
-    return c->arch && c->arch->moe_experts > 0 && l >= c->arch->moe_first_dense;
+    const hs_arch *a = c->arch;
+    if (!a || a->moe_experts <= 0 || l < a->moe_first_dense)
+        return 0;
+    if (a->moe_every > 1 && (l + 1) % a->moe_every)
+        return 0;
+    return !(l < HS_MOE_MAX_LAYERS && (a->moe_dense[l / 64] >> (l % 64) & 1));
 }
 
 typedef struct moe_build {
@@ -33,9 +38,13 @@ static hs_status take(moe_build *b, const char *name, int out, int in, int ld, i
     const hs_tensor_view *t = b->lookup(b->ctx, name, &ref, &out_in);
     if (!t)
         return hs_fail(err, HS_E_FORMAT, "tensor 'model.%s' is missing", name);
-    if (!b->dense && t->dtype != HS_DT_F32 && t->dtype != HS_DT_F16 && t->dtype != HS_DT_BF16)
+    int gg = b->m->format == HS_FORMAT_GGUF; /* a GGUF file's experts may be block-quantised */
+    if (!b->dense && t->dtype != HS_DT_F32 && t->dtype != HS_DT_F16 && t->dtype != HS_DT_BF16 &&
+        (!gg || t->dtype == HS_DT_OTHER || vec || in % hs_dtype_block(t->dtype)))
         return hs_fail(err, HS_E_FORMAT, "tensor 'model.%s' is %s; an expert's weights must be "
-                       "F32, F16 or BF16", name, t->dtype_name ? t->dtype_name : hs_dtype_name(t->dtype));
+                       "F32, F16 or BF16%s", name,
+                       t->dtype_name ? t->dtype_name : hs_dtype_name(t->dtype),
+                       gg ? " or a ggml block type whose blocks fit its rows" : "");
     int ok = vec ? t->ndim == 1 && t->shape[0] == out
                  : t->ndim == 2 && t->shape[0] == out && t->shape[1] == in;
     if (!ok)

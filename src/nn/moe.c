@@ -70,7 +70,7 @@ void hs_moe_route_row(const hs_arch *a, const float *logits, const float *bias, 
         w[k] = score[e[k]];
         wsum += w[k];
     }
-    int norm = a->moe_norm_topk && (a->moe_scoring == HS_MOE_SIGMOID || K > 1);
+    int norm = hs_moe_normalises(a);
     for (int k = 0; k < K; k++) {
         if (norm)
             w[k] /= wsum + 1e-20;

@@ -19,6 +19,14 @@
 hs_status hs_moe_forward(const hs_model_config *c, const hs_layer *L, const float *in,
                          float *out, int rows, int32_t *route);
 
+/* 1 when the chosen experts' weights are normalised to sum 1: moe_norm_topk 2 always
+ * (Qwen3-MoE), 1 under sigmoid scoring or with more than one expert a token (DeepSeek). */
+static inline int hs_moe_normalises(const hs_arch *a)
+{
+    return a->moe_norm_topk == 2 ||
+           (a->moe_norm_topk && (a->moe_scoring == HS_MOE_SIGMOID || a->moe_top_k > 1));
+}
+
 /* One row's routing: logits (E) → experts e (top_k, best first) and their weights w;
  * score (E) receives the scores (softmax or sigmoid), choice (E) the scores the experts are
  * chosen by (with the correction bias); ok: E bytes and gok: 256 bytes of scratch. */

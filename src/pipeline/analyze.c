@@ -583,12 +583,9 @@ static hs_status analyze_run(const hs_model *m, const hs_analyze_input *in,
         return hs_fail(err, HS_E_INPUT, "analyze: %d tokens (the model takes 1 to %d)", n, c->n_ctx);
     if (!(o->cluster_threshold >= 0) || !isfinite(o->cluster_threshold))
         return hs_fail(err, HS_E_ARG, "cluster threshold must be a finite number >= 0");
-    /* composition, direct logit attribution and norm-based attention read the output
-     * projection as (d_model, d_model): not run on heads that do not split d_model
-     * (hs_model_attn_width), until they read its n_head d_head rows */
+    /* composition, DLA and norm-based attention read the output projection's n_head d_head
+     * rows (hs_model_attn_width) */
     hs_analyze_opts own = *o;
-    if (hs_model_attn_width(c) != c->d_model)
-        own.composition = own.dla = own.norm_based = 0;
     if (c->arch->mla_kv_lora) /* latent attention: composition and norm-based attention
                                  would read per-head Q, K, V from one slot */
         own.composition = own.norm_based = 0;

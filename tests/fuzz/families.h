@@ -3,7 +3,8 @@
  * 4 rotated dims and, for the gated ones, one KV head (grouped-query); Falcon and GPT-BigCode
  * multi-query, as their descriptors say; DeepSeek-V2's latent
  * attention with a latent of 8, and V3's with a mixture of experts in layer 1 (its experts
- * read by src/model/moe_weights.c); T5 one encoder and one decoder layer. */
+ * read by src/model/moe_weights.c), as Qwen3-MoE's (decoder_sparse_step 2); T5 one encoder
+ * and one decoder layer. */
 #ifndef HEADSCOPE_FUZZ_FAMILIES_H
 #define HEADSCOPE_FUZZ_FAMILIES_H
 
@@ -15,7 +16,7 @@ static const hs_family fz_families[] = {HS_FAMILY_GPT2, HS_FAMILY_BERT, HS_FAMIL
                                         HS_FAMILY_GPT_BIGCODE, HS_FAMILY_PHI3,
                                         HS_FAMILY_DEEPSEEK_V2, HS_FAMILY_DEEPSEEK_V3, HS_FAMILY_T5,
                                         HS_FAMILY_QWEN3, HS_FAMILY_OLMO2, HS_FAMILY_GEMMA2,
-                                        HS_FAMILY_GEMMA3};
+                                        HS_FAMILY_GEMMA3, HS_FAMILY_QWEN3_MOE};
 #define FZ_N_FAMILIES (sizeof fz_families / sizeof fz_families[0])
 
 /* Fills m's config for family k of fz_families (its descriptor copied into m->arch) and
@@ -31,6 +32,13 @@ static void fz_family_config(hs_model *m, size_t k)
     if (m->arch.mla_kv_lora) { /* latent attention: a latent of 8, 4 dims without rotary */
         m->arch.mla_kv_lora = 8;
         m->arch.mla_nope = 4;
+    }
+    if (fz_families[k] == HS_FAMILY_QWEN3_MOE) { /* layer 0 dense, layer 1: 2 experts of 8 */
+        m->arch.moe_experts = 2;
+        m->arch.moe_top_k = 1;
+        m->arch.moe_ff = 8;
+        m->arch.moe_every = 2;
+        m->arch.moe_norm_topk = 2;
     }
     if (fz_families[k] == HS_FAMILY_DEEPSEEK_V3) { /* layer 1: 2 experts of 8, 1 shared */
         m->arch.moe_experts = 2;
