@@ -4,6 +4,7 @@
 #   make test                          Criterion suites + tests/cli.sh
 #   make SANITIZE=address,undefined test   the same under sanitizers, in build-san/
 #   make bench                         speed ratios (see docs/bench.md)
+#   make bench-stored / bench-8b       the GGUF rows against llama.cpp (LLAMACPP=) / the 8B row
 #   make docs-images                   draws every picture of README.md and docs/ again
 #   make fuzz                          libFuzzer harnesses (clang), short runs
 #   make install [PREFIX=/usr/local] [DESTDIR=]   binary, libraries, headers, .pc, man, docs
@@ -92,7 +93,7 @@ TEST_BIN = $(TEST_SRC:tests/%.c=$(BUILD)/tests/%)
 LIB = $(BUILD)/libheadscope.a
 BIN = $(BUILD)/headscope
 
-.PHONY: all deps test unit cli-test cli-faults fuzz-replay browser-test docs-images docs-test ref-test bench-smoke llamacpp-test bench fuzz clean example
+.PHONY: all deps test unit cli-test cli-faults fuzz-replay browser-test docs-images docs-test ref-test bench-smoke llamacpp-test bench bench-stored bench-8b fuzz clean example
 all: $(LIB) $(BIN)
 
 # The commit a build comes from, recorded in reports (empty outside a git checkout). The
@@ -161,10 +162,17 @@ $(BUILD)/tests/test_options: tests/test_options.c $(TEST_OPTIONS_CLI) $(LIB) $(w
 $(BUILD)/obj-v3/ops.o: src/nn/ops.c $(BUILD)/obj-v3/ops.d
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(ALLCFLAGS) $(DEPFLAGS) -DHS_CLONES_NO_V4 -c $< -o $@
-$(BUILD)/tests-v3/%: tests/%.c $(BUILD)/obj-v3/ops.o $(LIB) $(BUILD)/tests-v3/%.d
+# the decoders of stored types too (src/model/quant.c, finite.c, weights.c' F16): test_quant
+# and test_gguf_quant check them against their goldens in the AVX2 build
+V3_MODEL = $(addprefix $(BUILD)/obj-v3/model/,quant.o finite.o weights.o)
+$(BUILD)/obj-v3/model/%.o: src/model/%.c $(BUILD)/obj-v3/model/%.d
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(ALLCFLAGS) $(LINKDEP) $(CRIT_CFLAGS) $< $(BUILD)/obj-v3/ops.o $(LIB) $(PKG_LIBS) $(CRIT_LIBS) $(LDFLAGS) -o $@
-TEST_V3_BIN = $(BUILD)/tests-v3/test_ops $(BUILD)/tests-v3/test_forward
+	$(CC) $(CPPFLAGS) $(ALLCFLAGS) $(DEPFLAGS) -DHS_CLONES_NO_V4 -c $< -o $@
+$(BUILD)/tests-v3/%: tests/%.c $(BUILD)/obj-v3/ops.o $(V3_MODEL) $(LIB) $(BUILD)/tests-v3/%.d
+	@mkdir -p $(dir $@)
+	$(CC) $(CPPFLAGS) $(ALLCFLAGS) $(LINKDEP) $(CRIT_CFLAGS) $< $(BUILD)/obj-v3/ops.o $(V3_MODEL) $(LIB) $(PKG_LIBS) $(CRIT_LIBS) $(LDFLAGS) -o $@
+TEST_V3_BIN = $(BUILD)/tests-v3/test_ops $(BUILD)/tests-v3/test_forward \
+	$(BUILD)/tests-v3/test_quant $(BUILD)/tests-v3/test_gguf_quant
 
 # Criterion suites run from the repository root so fixture paths are relative to it.
 # The GEMM and forward suites run again with OpenBLAS's SkylakeX kernels where the CPU has
@@ -359,12 +367,19 @@ BENCH_FAMILIES = $(BUILD)/bench/roberta-base $(BUILD)/bench/distilbert-base \
 	$(BUILD)/bench/mistral-7b-2l $(BUILD)/bench/deepseek-v2-lite-2l \
 	$(BUILD)/bench/gemma-2-2b $(BUILD)/bench/qwen3-0.6b
 # TinyLlama's shape as GGUF files in three storage types (bench/stored.c; F16 1.9 GB, Q8_0 1.0 GB,
-# Q4_K_M's layout 0.6 GB); llama.cpp's llama-bench beside them with LLAMACPP=path/to/build/bin
+# Q4_K_M's layout 0.6 GB); llama.cpp's llama-bench beside them with LLAMACPP=path/to/build/bin,
+# whose llama-quantize then makes the Q8_0 and Q4_K_M files from the F16 one (*-lq.gguf)
 BENCH_STORED = $(addprefix $(BUILD)/bench/tinyllama-1.1b.,f16.gguf q8_0.gguf q4_k_m.gguf)
 # t5-base's shape with random weights (F32, 0.9 GB; fixtures/ref/t5_ref.py --shape), its own row
 BENCH_T5 = $(BUILD)/bench/t5/models/t5-base
 $(BENCH_T5)/config.json:
 	/usr/bin/python3 fixtures/ref/t5_ref.py --shape t5-base $(BUILD)/bench/t5
+ifneq ($(LLAMACPP),)
+BENCH_STORED = $(addprefix $(BUILD)/bench/tinyllama-1.1b.,f16.gguf q8_0-lq.gguf q4_k_m-lq.gguf)
+endif
+# the Llama-3-8B shape at Q4_K_M's layout (4.9 GB, written once outside the clone): make bench-8b
+BENCH_CACHE ?= $(HOME)/.cache/headscope
+BENCH_8B = $(BENCH_CACHE)/llama-3-8b.q4_k_m.gguf
 bench: all $(BUILD)/hs-bench $(BENCH_MODEL)/config.json $(BENCH_BERT)/config.json \
 		$(addsuffix /config.json,$(BENCH_FAMILIES)) $(BENCH_STORED) $(BENCH_T5)/config.json
 	LLAMACPP="$(LLAMACPP)" $(BUILD)/hs-bench $(BENCH_MODEL) $(BENCH_BERT) --family $(BENCH_FAMILIES) \
@@ -375,6 +390,20 @@ $(BUILD)/bench/tinyllama-1.1b.%.gguf: $(BUILD)/bench/tinyllama-1.1b/config.json 
 	$(BIN) convert $(<D) -o $@ --type $*
 $(BUILD)/bench/tinyllama-1.1b.q4_k_m.gguf: $(BUILD)/bench/tinyllama-1.1b.f16.gguf
 	/usr/bin/python3 bench/q4_k_m_layout.py $< $@
+$(BUILD)/bench/tinyllama-1.1b.%-lq.gguf: $(BUILD)/bench/tinyllama-1.1b.f16.gguf
+	'$(LLAMACPP)/llama-quantize' $< $@.tmp $(shell echo $* | tr a-z A-Z) > $@.log 2>&1
+	mv $@.tmp $@
+
+# the stored rows alone against llama.cpp (medians of BENCH_REPS runs), and the 8B row
+BENCH_REPS ?= 3
+bench-stored: all $(BUILD)/hs-bench $(BENCH_STORED)
+	LLAMACPP="$(LLAMACPP)" $(BUILD)/hs-bench --stored-only --stored $(BENCH_STORED) \
+		--reps $(BENCH_REPS) --headscope $(BIN)
+bench-8b: all $(BUILD)/hs-bench $(BENCH_8B)
+	$(BUILD)/hs-bench --stored-only --big $(BENCH_8B) --headscope $(BIN)
+$(BENCH_8B): $(BUILD)/bench/tinyllama-1.1b.f16.gguf
+	mkdir -p $(@D)
+	/usr/bin/python3 bench/llama3_8b_layout.py $< $@
 
 $(BUILD)/bench/roberta-base/config.json:
 	/usr/bin/python3 fixtures/ref/make_checkpoint.py --arch roberta-base --out $(@D) \
@@ -426,7 +455,7 @@ include lib.mk
 
 # the header dependencies of everything built so far (none on a first build)
 DEPFILES = $(filter-out $(BUILD)/obj/gen/%,$(LIB_OBJ:.o=.d)) $(CLI_OBJ:.o=.d) $(TEST_BIN:=.d) \
-           $(TEST_V3_BIN:=.d) $(REPLAY_BIN:=.d) $(BUILD)/obj-v3/ops.d
+           $(TEST_V3_BIN:=.d) $(REPLAY_BIN:=.d) $(BUILD)/obj-v3/ops.d $(V3_MODEL:.o=.d)
 $(DEPFILES):
 -include $(wildcard $(DEPFILES))
 

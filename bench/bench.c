@@ -6,7 +6,7 @@
  *   build/hs-bench [MODEL_DIR...] [--family MODEL_DIR...] [--stored GGUF...] [--reps N] [--quick]
  *                  [--headscope PATH] [--torch SCRIPT] [--python PATH] [--no-torch]
  *                  [--threads LIST] [--breakdown] [--forward-only] [--packed-only]
- *                  [--patch-only]
+ *                  [--patch-only] [--t5 DIR] [--stored-only] [--big GGUF]
  *
  * MODEL_DIR defaults to build/bench/gpt2-small (`make bench` passes it and
  * build/bench/bert-base). The analyze, memory and corpus rows use the first model.
@@ -17,7 +17,10 @@
  * --stored: GGUF files of one model in several storage types, run with their layers in their
  * stored type, converted at load and converted in every pass (bench/stored.c; llama.cpp's
  * llama-bench beside them when LLAMACPP is set). Options after --family or --stored belong
- * to the list they follow until the next one.
+ * to the list they follow until the next one. --stored-only: only the --stored files' table
+ * against llama.cpp (medians of --reps runs at 1 thread and all threads), then --big.
+ * --big GGUF: one recorded forward at n = 128 of a large file with stored layers, its time
+ * and peak RSS (`make bench-8b`: the Llama-3-8B shape at Q4_K_M).
  * --quick: 1 repetition, n = 128 only, no analyze, memory or ablation rows (for tests).
  * --breakdown: one layer's kernels timed apart (bench/breakdown.c) after each GPT-2/BERT
  * model's rows. --forward-only: the forward table alone. --no-torch: no PyTorch columns.
@@ -305,12 +308,28 @@ static const char *base_name(const char *path)
     return s;
 }
 
+/* --stored-only: the llama.cpp table of the --stored files (no modes table), at 1 thread and
+ * all threads, reps runs each; the --big row after it. */
+static int stored_only_main(const char *headscope, const char *stored[], int n_stored,
+                            const char *big, int reps)
+{
+    int all = hs_threads_available(), thr[2] = {1, all};
+    if (n_stored) {
+        bench_qgemm_rows(reps);
+        bench_stored_rows(headscope, stored, n_stored, thr, all > 1 ? 2 : 1, reps, 0);
+    }
+    if (big)
+        bench_big_row(headscope, big, all);
+    return fflush(stdout) != 0 || ferror(stdout) ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
     const char *paths[MAX_MODELS];
     int family[MAX_MODELS] = {0}; /* 1: a --family model (n <= FAMILY_MAX_N, memory row) */
     const char *stored[MAX_MODELS]; /* --stored GGUF files (bench/stored.c) */
-    int n_stored = 0, in_stored = 0;
+    int n_stored = 0, in_stored = 0, stored_only = 0;
+    const char *big = NULL; /* --big GGUF: the 8B row (bench/stored.c) */
     int n_models = 0, reps = 5, quick = 0, in_family = 0, breakdown = 0, fwd_only = 0;
     int packed_only = 0;
     int patch_only = 0;
@@ -349,12 +368,16 @@ int main(int argc, char **argv)
             in_family = 1;
         else if (!strcmp(argv[i], "--stored"))
             in_stored = 1;
+        else if (!strcmp(argv[i], "--stored-only"))
+            stored_only = 1;
+        else if (!strcmp(argv[i], "--big") && i + 1 < argc)
+            big = argv[++i];
         else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             printf("usage: hs-bench [MODEL_DIR...] [--family MODEL_DIR...] [--stored GGUF...] [--reps N] [--quick]\n"
                    "                [--headscope PATH] [--torch SCRIPT] [--python PATH] [--patch-only] "
                    "[--no-torch]\n"
                    "                [--threads LIST] [--breakdown] [--forward-only] [--t5 DIR]\n"
-                   "                [--packed-only]\n"
+                   "                [--packed-only] [--stored-only] [--big GGUF]\n"
                    "The engine benchmark: sgemm reference, the forward pass recording every map "
                    "against\nPyTorch, analyze in forward-pass equivalents, peak memory, corpus "
                    "throughput.\ndocs/bench.md explains every option and number.\n");
@@ -368,6 +391,8 @@ int main(int argc, char **argv)
         } else if (n_models < MAX_MODELS)
             family[n_models] = in_family, paths[n_models++] = argv[i];
     }
+    if (stored_only && headscope) /* the stored rows alone (and the big row when given) */
+        return stored_only_main(headscope, stored, n_stored, big, reps);
     if (!n_models || family[0]) { /* the first model is the GPT-2 the later rows use */
         fprintf(stderr, "hs-bench: give a GPT-2 or BERT model before --family\n");
         if (n_models)
@@ -508,8 +533,12 @@ int main(int argc, char **argv)
     if (headscope && !fwd_only && hs_model_config_of(first)->causal)
         bench_corpus_rows(headscope, paths[0], quick ? 2 : 10, quick ? 0 : 1, fwd128);
     hs_model_free(first);
+    if (n_stored && !quick)
+        bench_qgemm_rows(reps > 3 ? 3 : reps);
     if (headscope && n_stored && !quick)
-        bench_stored_rows(headscope, stored, n_stored, all);
+        bench_stored_rows(headscope, stored, n_stored, thr, n_thr, reps > 3 ? 3 : reps, 1);
+    if (headscope && big)
+        bench_big_row(headscope, big, all);
     if (t5 && !quick)
         bench_t5_rows(t5, reps);
     if (fflush(stdout) != 0 || ferror(stdout))

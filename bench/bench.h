@@ -18,6 +18,9 @@ double bench_time_median(int (*run)(void *ctx), void *ctx, int reps);
 /* Runs argv (argv[0] a path) with stdout/stderr to /dev/null; returns its peak resident set
  * in MB and its wall time in *seconds (may be NULL), or -1 when it failed. */
 double bench_peak_rss_mb(const char *const argv[], double *seconds);
+/* The same with stdout to the file out (NULL: /dev/null), and its CPU seconds (user +
+ * system) into *cpu (may be NULL). */
+double bench_run_rss_mb(const char *const argv[], double *seconds, const char *out, double *cpu);
 
 /* Writes about n tokens of plain English words to path; 0 on success. */
 int bench_write_text(const char *path, int n);
@@ -57,10 +60,21 @@ void bench_packed_rows(const hs_model *m, const char *name, int reps, int quick,
 void bench_breakdown(const hs_model_config *c, const char *name, const int *sizes, int n_sizes,
                      const int *thr, int n_thr, int reps);
 
-/* --stored: each GGUF file's `headscope attn --ids` at n = 128 and 512 with its layers in
- * their stored type, converted at load and converted every pass; llama-bench beside them
- * when LLAMACPP is set (bench/stored.c). */
-void bench_stored_rows(const char *headscope, const char *files[], int n_files, int threads);
+/* --stored: each GGUF file's `headscope attn --ids` at n = 1, 128 and 512 with its layers in
+ * their stored type at each of the n_thr thread counts, the medians of reps runs, beside
+ * llama-bench's prompt processing on the same files when LLAMACPP is set; with modes, also
+ * one run each of the converted layers (at load, every pass) on all threads
+ * (bench/stored.c). */
+void bench_stored_rows(const char *headscope, const char *files[], int n_files, const int *thr,
+                       int n_thr, int reps, int modes);
+
+/* One product of TinyLlama's MLP shape on one thread, W in each stored type against
+ * OpenBLAS on W converted beforehand, and the decoders alone (bench/qgemm_rows.c). */
+void bench_qgemm_rows(int reps);
+
+/* --big: one `headscope attn --ids` at n = 128 on all threads with stored layers (the 8B
+ * row: time and peak RSS beside the file's size; bench/stored.c). */
+void bench_big_row(const char *headscope, const char *file, int threads);
 
 /* --t5 DIR: an encoder-decoder's forward at n = 128 + 128, all threads (bench/t5_row.c). */
 void bench_t5_rows(const char *path, int reps);

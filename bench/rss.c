@@ -14,6 +14,11 @@
 
 double bench_peak_rss_mb(const char *const argv[], double *seconds)
 {
+    return bench_run_rss_mb(argv, seconds, NULL, NULL);
+}
+
+double bench_run_rss_mb(const char *const argv[], double *seconds, const char *out, double *cpu)
+{
     char *args[32];
     int k = 0;
     for (; argv[k] && k < 31; k++)
@@ -29,8 +34,9 @@ double bench_peak_rss_mb(const char *const argv[], double *seconds)
     }
     if (pid == 0) {
         int null = open("/dev/null", O_WRONLY);
-        if (null >= 0) {
-            dup2(null, STDOUT_FILENO);
+        int fd = out ? open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644) : null;
+        if (null >= 0 && fd >= 0) {
+            dup2(fd, STDOUT_FILENO);
             dup2(null, STDERR_FILENO);
         }
         execv(args[0], args);
@@ -43,6 +49,9 @@ double bench_peak_rss_mb(const char *const argv[], double *seconds)
     if (wait4(pid, &status, 0, &ru) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
         return -1;
     gettimeofday(&t1, NULL);
+    if (cpu)
+        *cpu = (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+               1e-6 * (double)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
     if (seconds)
         *seconds = (double)(t1.tv_sec - t0.tv_sec) + 1e-6 * (double)(t1.tv_usec - t0.tv_usec);
     return (double)ru.ru_maxrss / 1024.0; /* kilobytes on Linux */

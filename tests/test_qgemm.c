@@ -444,3 +444,49 @@ Test(qgemm, a_nan_in_a_stored_layer_is_refused_at_open)
     cr_assert_str_eq(msg[0], msg[1]);
     unlink(path);
 }
+
+/* The load's look at the stored bytes (hs_tensor_surely_finite): every type's rows of finite
+ * scales (F16 / BF16: values) are cleared, and decode to finite values; an infinite scale
+ * (value) at each place a block keeps one is not cleared, and that row decodes to a
+ * non-finite value, while the rows around it are still cleared. */
+Test(qgemm, the_stored_bytes_clear_only_finite_rows)
+{
+    const int in = 512, out = 3;
+    float *v = malloc((size_t)in * sizeof *v);
+    cr_assert_not_null(v);
+    for (size_t i = 0; i < N_TYPES; i++) {
+        const qtype *q = &TYPES[i];
+        size_t row_bytes, elems = 1, bytes = 2;
+        hs_quant_block(q->ggml, &elems, &bytes);
+        unsigned char *p = random_rows(q, in, out, &row_bytes);
+        hs_tensor_view t = {.name = "w", .dtype = q->dt, .ndim = 2, .shape = {out, in},
+                            .data = p, .nbytes = row_bytes * (size_t)out};
+        for (int r = 0; r < out; r++) {
+            cr_assert(hs_tensor_surely_finite(&t, (size_t)r * (size_t)in, (size_t)in), "%s row %d",
+                      hs_dtype_name(q->dt), r);
+            hs_tensor_decode(&t, (size_t)r * (size_t)in, v, (size_t)in);
+            cr_assert_eq(hs_op_first_nonfinite(v, (size_t)in), (size_t)-1);
+        }
+        int halves = q->dt == HS_DT_F16 || q->dt == HS_DT_BF16;
+        for (int s = 0; s < (halves ? 1 : 2); s++) {
+            if (!halves && q->scale_at[s] < 0)
+                continue;
+            /* row 1, its second block (F16 / BF16: element 37) */
+            size_t at = row_bytes + (halves ? 2 * 37 : bytes + (size_t)q->scale_at[s]);
+            unsigned char keep[2] = {p[at], p[at + 1]};
+            p[at] = 0x00, p[at + 1] = q->dt == HS_DT_BF16 ? 0x7F : 0x7C; /* +infinity */
+            if (q->dt == HS_DT_BF16)
+                p[at] = 0x80;
+            cr_assert_not(hs_tensor_surely_finite(&t, (size_t)in, (size_t)in), "%s scale %d",
+                          hs_dtype_name(q->dt), s);
+            hs_tensor_decode(&t, (size_t)in, v, (size_t)in);
+            cr_assert_neq(hs_op_first_nonfinite(v, (size_t)in), (size_t)-1, "%s",
+                          hs_dtype_name(q->dt));
+            cr_assert(hs_tensor_surely_finite(&t, 0, (size_t)in));
+            cr_assert(hs_tensor_surely_finite(&t, 2 * (size_t)in, (size_t)in));
+            p[at] = keep[0], p[at + 1] = keep[1];
+        }
+        free(p);
+    }
+    free(v);
+}

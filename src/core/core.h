@@ -167,10 +167,14 @@ typedef struct hs_gemm {
     int add;
     /* Float, trans_a and trans_b 0 only: b is not in memory as floats but made a block at
      * a time, b_fill(b_ctx, k0, kl, j0, cols, dst) writing rows k0.. k0 + kl, columns j0..
-     * j0 + cols of it into dst: (kl, cols) row-major (src/core/qgemm.c). Every piece then
-     * makes the same OpenBLAS call on the same values as with b in memory, so c has the
-     * same bits; each block is made once, for all the rows of c (b unused). */
+     * j0 + cols of it into dst transposed: (cols, kl) row-major, column j of b a row of dst
+     * (src/core/qgemm.c). Every piece then makes the same OpenBLAS call on the same values
+     * as with b in memory, so c has the same bits; each block is made once, for all the
+     * rows of c (b unused). */
     void (*b_fill)(const void *ctx, int k0, int kl, int j0, int cols, float *dst);
+    /* The same block untransposed, (kl, cols) row-major, for a call of one row or one column
+     * (OpenBLAS's gemv and small kernels sum by layout); NULL: b_fill's block transposed. */
+    void (*b_fill_kn)(const void *ctx, int k0, int kl, int j0, int cols, float *dst);
     const void *b_ctx;
 } hs_gemm;
 void hs_gemm_run(const hs_gemm *g);

@@ -338,8 +338,67 @@ static void bias_rows(const hs_gemm *g, float *ct, int j0, int rows, int cols)
     }
 }
 
-/* hs_gemm_run's tiles with b made a block at a time (g->b_fill): the same calls, unmerged,
- * on the same values (OpenBLAS's result does not depend on ldb), but a task is a column
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+/* The 8 x 8 square at s (row stride ls) into d transposed (row stride ld), in AVX registers. */
+__attribute__((target("avx"))) static void square8_avx(const float *s, size_t ls, float *d,
+                                                        size_t ld)
+{
+    __m256 r[8], t[8];
+    for (int i = 0; i < 8; i++)
+        r[i] = _mm256_loadu_ps(s + (size_t)i * ls);
+    for (int i = 0; i < 8; i += 2) {
+        t[i] = _mm256_unpacklo_ps(r[i], r[i + 1]);
+        t[i + 1] = _mm256_unpackhi_ps(r[i], r[i + 1]);
+    }
+    for (int i = 0; i < 8; i += 4)
+        for (int k = 0; k < 2; k++) {
+            r[i + k] = _mm256_shuffle_ps(t[i + k], t[i + 2 + k], 0x44);
+            r[i + 2 + k] = _mm256_shuffle_ps(t[i + k], t[i + 2 + k], 0xEE);
+        }
+    /* r: rows 0-3 then 4-7 in each lane half; columns 0, 2, 1, 3 of each half */
+    static const int col[4] = {0, 2, 1, 3};
+    for (int c = 0; c < 4; c++) {
+        _mm256_storeu_ps(d + (size_t)col[c] * ld, _mm256_permute2f128_ps(r[c], r[4 + c], 0x20));
+        _mm256_storeu_ps(d + (size_t)(col[c] + 4) * ld,
+                         _mm256_permute2f128_ps(r[c], r[4 + c], 0x31));
+    }
+}
+#define HAVE_SQUARE8 1
+#endif
+
+/* dst (cols, rows) = src (rows, cols) transposed: in 8 x 8 squares in AVX registers where
+ * the CPU has them, 64 x 64 at a time (16 KB each side, in cache while its lines fill), the
+ * rest an element at a time in 16 x 16 squares. */
+static void transpose(const float *src, int rows, int cols, float *dst)
+{
+    int r8 = 0, c8 = 0;
+#ifdef HAVE_SQUARE8
+    if (__builtin_cpu_supports("avx")) {
+        r8 = rows / 8 * 8, c8 = cols / 8 * 8;
+        for (int i0 = 0; i0 < r8; i0 += 64)
+            for (int j0 = 0; j0 < c8; j0 += 64)
+                for (int i = i0; i < i0 + 64 && i < r8; i += 8)
+                    for (int j = j0; j < j0 + 64 && j < c8; j += 8)
+                        square8_avx(src + (size_t)i * (size_t)cols + (size_t)j, (size_t)cols,
+                                    dst + (size_t)j * (size_t)rows + (size_t)i, (size_t)rows);
+    }
+#endif
+    for (int i0 = 0; i0 < rows; i0 += 16)
+        for (int j0 = 0; j0 < cols; j0 += 16) {
+            int i1 = i0 + 16 < rows ? i0 + 16 : rows, j1 = j0 + 16 < cols ? j0 + 16 : cols;
+            for (int j = j0; j < j1; j++)
+                for (int i = i0; i < i1; i++)
+                    if (i >= r8 || j >= c8) /* not in a square done above */
+                        dst[(size_t)j * (size_t)rows + (size_t)i] =
+                            src[(size_t)i * (size_t)cols + (size_t)j];
+        }
+}
+
+/* hs_gemm_run's tiles with b made a block at a time (g->b_fill, its transpose: a stored row
+ * of W is a column of b): the same calls, unmerged, on the same values (OpenBLAS packs b's
+ * block into the same panel from either layout, and its result does not depend on ldb;
+ * test_qgemm compares every bit with b in memory), but a task is a column
  * strip of one K chunk, its block of b made once and used for every row tile under it.
  * Where a thread's buffer cannot be had, that strip of c is NaN, which the forward pass
  * refuses as a non-finite value (hs_op_linear returns nothing). */
@@ -353,8 +412,9 @@ static void run_filled(const hs_gemm *g, int tm, int tn, int mt, int nt, int ks,
         int j0 = (t % nt) * tn, q = t / nt, k0 = q * kc;
         int cols = j0 + tn < n ? tn : n - j0, kl = k0 + kc < k ? kc : k - k0;
         size_t need = (size_t)kl * (size_t)cols;
-        if (need > fill_cap) {
-            float *p = realloc(fill_buf, need * sizeof *p);
+        size_t extra = m % tm == 1 || cols == 1 ? need : 0; /* a gemv's block, untransposed */
+        if (need + extra > fill_cap) {
+            float *p = realloc(fill_buf, (need + extra) * sizeof *p);
             if (!p) { /* this strip of c NaN: the pass then fails on non-finite values */
                 for (int i = 0; i < m; i++)
                     for (int j = 0; j < cols; j++)
@@ -363,11 +423,27 @@ static void run_filled(const hs_gemm *g, int tm, int tn, int mt, int nt, int ks,
                 continue;
             }
             fill_buf = p;
-            fill_cap = need;
+            fill_cap = need + extra;
         }
-        g->b_fill(g->b_ctx, k0, kl, j0, cols, fill_buf);
-        for (int i0 = 0; i0 < m; i0 += tm) {
-            int rows = i0 + tm < m ? tm : m - i0;
+        int whole = m % tm != 1 || m > tm || cols == 1; /* one row alone: the kn block */
+        if (whole || !g->b_fill_kn)
+            g->b_fill(g->b_ctx, k0, kl, j0, cols, fill_buf);
+        if (extra && g->b_fill_kn) /* a row or a column: OpenBLAS's gemv and small kernels */
+            g->b_fill_kn(g->b_ctx, k0, kl, j0, cols, fill_buf + need); /* sum by layout */
+        else if (extra)
+            transpose(fill_buf, cols, kl, fill_buf + need);
+        /* the strip's row tiles as one call where that gives their bits (merge_verdict, on
+         * this block as b: OpenBLAS packs the strip's block once, not once a row tile) */
+        int rt = tm;
+        if (m > tm && (size_t)m * (size_t)cols <= MERGE_CELLS && cols > 1) {
+            hs_gemm one = {.trans_b = 1, .m = m, .n = cols, .k = kl, .alpha = g->alpha,
+                           .a = (const float *)g->a + k0, .lda = g->lda, .b = fill_buf,
+                           .ldb = kl};
+            if (merge_verdict(&one, m, cols, kl, cols, ks > 1 ? 0.0 : beta_c) == 1)
+                rt = m;
+        }
+        for (int i0 = 0; i0 < m; i0 += rt) {
+            int rows = i0 + rt < m ? rt : m - i0;
             const float *a = (const float *)g->a + (size_t)i0 * (size_t)g->lda + (size_t)k0;
             float *ct;
             int ldc = g->ldc;
@@ -380,8 +456,10 @@ static void run_filled(const hs_gemm *g, int tm, int tn, int mt, int nt, int ks,
                 if (g->bias)
                     bias_rows(g, ct, j0, rows, cols);
             }
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, cols, kl,
-                        (float)g->alpha, a, g->lda, fill_buf, cols, (float)beta, ct, ldc);
+            int vec = rows == 1 || cols == 1;
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, vec ? CblasNoTrans : CblasTrans, rows, cols,
+                        kl, (float)g->alpha, a, g->lda, vec ? fill_buf + need : fill_buf,
+                        vec ? cols : kl, (float)beta, ct, ldc);
         }
     }
 }

@@ -2,9 +2,10 @@
  * from the stored rows, and the table of registered matrices hs_op_linear looks up.
  *
  * A column of W is a stored row (W is stored (out, in), in blocks along `in`), so a block
- * of W, rows k0.. of columns j0.., is a range of each of `cols` stored rows, transposed.
- * QROWS stored rows are decoded at a time, whole blocks of their types around the range,
- * and written out QROWS floats to a row of the block, one cache line. */
+ * of W, rows k0.. of columns j0.., is a range of each of `cols` stored rows: the block is
+ * asked for transposed (hs_gemm.b_fill), each range decoded straight into its row, or,
+ * where the range cuts a block, the whole blocks around it decoded aside and the range
+ * copied. */
 #include <math.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -13,12 +14,12 @@
 
 #include "core/qgemm.h"
 
-#define QROWS 16
 #define QTAB 64
 
-/* The thread's decoded rows: QROWS x (kl + two blocks) floats, grown as needed and kept. */
-static _Thread_local float *rows_buf;
-static _Thread_local size_t rows_cap;
+/* The thread's buffer for a range that does not start and end on its blocks: the whole
+ * blocks around it, grown as needed and kept. */
+static _Thread_local float *span_buf;
+static _Thread_local size_t span_cap;
 
 /* Blocks filled since the start (a test's proof that a product took the stored path). */
 static long fills;
@@ -29,6 +30,39 @@ long hs_qmat_fills(void)
 }
 
 void hs_qmat_fill(const void *qmat, int k0, int kl, int j0, int cols, float *dst)
+{
+    const hs_qmat *q = qmat;
+    __atomic_fetch_add(&fills, 1, __ATOMIC_RELAXED);
+    for (int t = 0; t < cols; t++) {
+        const hs_qcol *col = &q->col[j0 + t];
+        size_t b = (size_t)col->blk, lo = (size_t)k0 / b * b;
+        size_t hi = ((size_t)k0 + (size_t)kl + b - 1) / b * b;
+        float *row = dst + (size_t)t * (size_t)kl;
+        if (lo == (size_t)k0 && hi == (size_t)k0 + (size_t)kl) { /* whole blocks: in place */
+            q->decode(col->src, col->first + lo, row, hi - lo);
+            continue;
+        }
+        if (hi - lo > span_cap) {
+            float *p = realloc(span_buf, (hi - lo) * sizeof *p);
+            if (!p) { /* NaN: the pass fails on non-finite values, as gemm.c's own buffer */
+                for (size_t i = 0; i < (size_t)kl * (size_t)cols; i++)
+                    dst[i] = NAN;
+                return;
+            }
+            span_buf = p;
+            span_cap = hi - lo;
+        }
+        q->decode(col->src, col->first + lo, span_buf, hi - lo);
+        memcpy(row, span_buf + ((size_t)k0 - lo), (size_t)kl * sizeof *row);
+    }
+}
+
+/* The thread's decoded rows for hs_qmat_fill_kn: QROWS x (kl + two blocks) floats. */
+#define QROWS 16
+static _Thread_local float *rows_buf;
+static _Thread_local size_t rows_cap;
+
+void hs_qmat_fill_kn(const void *qmat, int k0, int kl, int j0, int cols, float *dst)
 {
     const hs_qmat *q = qmat;
     __atomic_fetch_add(&fills, 1, __ATOMIC_RELAXED);
@@ -44,7 +78,7 @@ void hs_qmat_fill(const void *qmat, int k0, int kl, int j0, int cols, float *dst
         rows_cap = QROWS * span_max;
     }
     const float *src[QROWS];
-    for (int c0 = 0; c0 < cols; c0 += QROWS) {
+    for (int c0 = 0; c0 < cols; c0 += QROWS) { /* QROWS rows decoded, written a line at a time */
         int r = cols - c0 < QROWS ? cols - c0 : QROWS;
         for (int t = 0; t < r; t++) {
             const hs_qcol *col = &q->col[j0 + c0 + t];

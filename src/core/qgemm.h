@@ -25,10 +25,14 @@ typedef struct hs_qmat {
     hs_qdecode_fn decode;
 } hs_qmat;
 
-/* The block of W at rows k0.. k0 + kl, columns j0.. j0 + cols into dst: (kl, cols)
- * row-major, each value what decode gives for it (hs_gemm.b_fill for a const hs_qmat *). */
+/* The block of W at rows k0.. k0 + kl, columns j0.. j0 + cols into dst transposed:
+ * (cols, kl) row-major, each value what decode gives for it (hs_gemm.b_fill for a const
+ * hs_qmat *). */
 void hs_qmat_fill(const void *qmat, int k0, int kl, int j0, int cols, float *dst);
-/* Blocks hs_qmat_fill has made since the start, for tests. */
+/* The same block untransposed, (kl, cols) row-major (hs_gemm.b_fill_kn: a product of one
+ * row or one column, which OpenBLAS sums by another kernel for each layout). */
+void hs_qmat_fill_kn(const void *qmat, int k0, int kl, int j0, int cols, float *dst);
+/* Blocks hs_qmat_fill and hs_qmat_fill_kn have made since the start, for tests. */
 long hs_qmat_fills(void);
 
 /* The matrices hs_op_linear takes in place of a float32 W: a layer's slot may point at an

@@ -256,6 +256,12 @@ hs_status hs_tensor_convert(const hs_tensor_view *t, int out_in, hs_tensor_shape
  * blocks of a block format) into out: hs_tensor_convert's values (hs_qdecode_fn, for the
  * layer matrices used in their stored type). */
 void hs_tensor_decode(const void *t, size_t from, float *out, size_t count);
+/* 1 when elements [from, from + count) of t (whole blocks) are all finite by a look at the
+ * stored bytes alone (F16/BF16 exponents, block formats' scales: quant.h); 0 when that look
+ * cannot tell (F32, a non-finite scale), and decoding them must. */
+int hs_tensor_surely_finite(const hs_tensor_view *t, size_t from, size_t count);
+/* The ggml type code of a block-quantised dtype (0 for F32, F16, BF16 and others). */
+uint32_t hs_dtype_ggml_quant(hs_dtype dt);
 
 /* Elements per block of dt: a block format's (32, 256), else 1. */
 int hs_dtype_block(hs_dtype dt);

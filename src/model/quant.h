@@ -58,6 +58,11 @@ int hs_quant_block(uint32_t type, size_t *elems, size_t *bytes);
  * checked the type with hs_quant_block and n against the block size. */
 void hs_quant_decode(uint32_t type, const unsigned char *src, float *dst, size_t n);
 
+/* 1 when the f16 scales of nb blocks of a type at src are all finite, which makes every
+ * value they decode to finite (each is a scale times small integers, or such a product
+ * plus another: below 65504 x 2^16 in magnitude); 0 otherwise (a value may still be). */
+int hs_quant_scales_finite(uint32_t type, const unsigned char *src, size_t nb);
+
 /* Encodes 32 floats x as one Q8_0 block out (34 bytes), as ggml's reference quantizer
  * (quantize_row_q8_0_ref): d = max|x| / 127, q = roundf(x / d), d stored as f16. */
 void hs_quant_q8_0_encode(const float *x, unsigned char *out);

@@ -260,9 +260,10 @@ static hs_status make_qmat(const hs_wcache *wc, wunit *u, hs_qmat *q, hs_qcol *c
     return HS_OK;
 }
 
-/* Every value of u's stored tensors checked finite, a row at a time into a buffer of the
- * thread's own, the rows in parallel (what the conversion checks, without the float32
- * copy); the file's pages are dropped afterwards. The message is hs_tensor_convert's. */
+/* Every value of u's stored tensors checked finite, a row at a time, the rows in parallel
+ * (what the conversion checks, without the float32 copy): from its stored bytes where they
+ * tell (hs_tensor_surely_finite), else decoded into a buffer of the thread's own; the
+ * file's pages are dropped afterwards. The message is hs_tensor_convert's. */
 static hs_status check_stored(const wunit *u, hs_error *err)
 {
     for (int i = 0; i < u->n_src; i++) {
@@ -278,7 +279,7 @@ static hs_status check_stored(const wunit *u, hs_error *err)
             }
 #pragma omp for schedule(static)
             for (size_t r = 0; r < rows; r++) {
-                if (!buf)
+                if (!buf || hs_tensor_surely_finite(&s->t, r * in, in))
                     continue;
                 hs_tensor_decode(&s->t, r * in, buf, in);
                 size_t f = hs_op_first_nonfinite(buf, in);

@@ -13,6 +13,7 @@
 #include "model/arch_norms.h"
 #include "model/model_internal.h"
 #include "model/quant.h"
+#include "nn/fastmath.h"
 #include "nn/ops.h"
 
 /* Each dtype's name and ggml type code (0: not a block format; OTHER's name is "?"). */
@@ -108,6 +109,24 @@ static size_t dtype_bytes(hs_dtype dt, size_t count)
     }
 }
 
+/* F16 to float32, exact, as hs_f16_to_f32: the magnitude's bits moved into float32's places
+ * scale it by 2^-112 (subnormals too), undone by one product; exponent 31 (infinity, NaN)
+ * set apart. A loop that vectorises, in each HS_CLONES build (quant.c says why). */
+HS_CLONES static void f16_run(const unsigned char *p, float *out, size_t count)
+{
+#pragma omp simd
+    for (size_t i = 0; i < count; i++) {
+        uint32_t h = hs_le16(p + 2 * i), mag = (h & 0x7fffu) << 13, bits;
+        float f;
+        memcpy(&f, &mag, 4);
+        f *= 0x1p112f;
+        memcpy(&bits, &f, 4);
+        bits = (h & 0x7c00u) == 0x7c00u ? mag | 0x7f800000u : bits;
+        bits |= (h & 0x8000u) << 16;
+        memcpy(&out[i], &bits, 4);
+    }
+}
+
 /* Decodes elements [from, from + count) of t (flat, stored order; whole blocks of a block
  * format) into out. */
 static void decode(const hs_tensor_view *t, size_t from, float *out, size_t count)
@@ -121,19 +140,8 @@ static void decode(const hs_tensor_view *t, size_t from, float *out, size_t coun
             memcpy(&out[i], &b, 4);
         }
         break;
-    case HS_DT_F16: /* exact, as hs_f16_to_f32: the magnitude's bits moved into float32's
-                       places scale it by 2^-112 (subnormals too), undone by one product;
-                       exponent 31 (infinity, NaN) set apart. A loop that vectorises. */
-        for (size_t i = 0; i < count; i++) {
-            uint32_t h = hs_le16(p + 2 * (from + i)), mag = (h & 0x7fffu) << 13, bits;
-            float f;
-            memcpy(&f, &mag, 4);
-            f *= 0x1p112f;
-            memcpy(&bits, &f, 4);
-            bits = (h & 0x7c00u) == 0x7c00u ? mag | 0x7f800000u : bits;
-            bits |= (h & 0x8000u) << 16;
-            memcpy(&out[i], &bits, 4);
-        }
+    case HS_DT_F16:
+        f16_run(p + 2 * from, out, count);
         break;
     case HS_DT_BF16:
         for (size_t i = 0; i < count; i++)
@@ -150,6 +158,11 @@ static void decode(const hs_tensor_view *t, size_t from, float *out, size_t coun
 void hs_tensor_decode(const void *t, size_t from, float *out, size_t count)
 {
     decode(t, from, out, count);
+}
+
+uint32_t hs_dtype_ggml_quant(hs_dtype dt)
+{
+    return quant_type(dt);
 }
 
 int hs_dtype_block(hs_dtype dt)

@@ -38,6 +38,7 @@ static void linear(const float *x, const float *w, const float *b, float *y, int
     const hs_qmat *q = hs_qmat_find(w); /* a layer matrix in its stored type */
     if (q) {
         g.b_fill = hs_qmat_fill;
+        g.b_fill_kn = hs_qmat_fill_kn;
         g.b_ctx = q;
     }
     hs_gemm_run(&g);
