@@ -179,6 +179,49 @@ Test(qgemm, every_type_equals_the_float32_path_bit_for_bit)
     free(b);
 }
 
+/* Small products, where OpenBLAS's kernels depend on the layout of b (SkylakeX: alpha 1,
+ * beta 0, both untransposed goes to a "direct" kernel; other small shapes to small-matrix
+ * kernels per layout): a 17-token pass through 64-wide layers, with and without a bias, a
+ * product of 130 rows (a tile of 128 and one of 2), and 256 deep for every block size: still
+ * the float32 path's bits. */
+Test(qgemm, small_products_equal_the_float32_path_bit_for_bit)
+{
+    const int in = 256, outs[] = {96, 64}, ns[] = {17, 130, 2};
+    float *b = malloc(96 * sizeof *b);
+    for (int j = 0; j < 96; j++)
+        b[j] = uniform(-1, 1);
+    for (size_t t = 0; t < N_TYPES; t++)
+        for (size_t o = 0; o < 2; o++) {
+            const qtype *q = &TYPES[t];
+            int out = outs[o];
+            size_t rb;
+            unsigned char *p = random_rows(q, in, out, &rb);
+            float *w = decoded(q, p, rb, in, out);
+            stored s;
+            stored_init(&s, q, p, rb, in, out);
+            const float *wq = (const float *)(const void *)&s.q;
+            for (size_t c = 0; c < sizeof ns / sizeof ns[0]; c++) {
+                int n = ns[c];
+                size_t ny = (size_t)n * (size_t)out;
+                float *x = malloc((size_t)n * (size_t)in * sizeof *x);
+                float *y0 = malloc(ny * sizeof *y0), *y1 = malloc(ny * sizeof *y1);
+                for (size_t i = 0; i < (size_t)n * (size_t)in; i++)
+                    x[i] = uniform(-1, 1);
+                for (int bias = 0; bias < 2; bias++) {
+                    hs_op_linear(x, w, bias ? b : NULL, y0, n, in, out);
+                    hs_op_linear(x, wq, bias ? b : NULL, y1, n, in, out);
+                    cr_assert(!memcmp(y0, y1, ny * sizeof *y0),
+                              "%s, %d x %d x %d%s: not the float32 path's bits",
+                              hs_dtype_name(q->dt), n, out, in, bias ? ", bias" : "");
+                }
+                free(x), free(y0), free(y1);
+            }
+            stored_free(&s);
+            free(w), free(p);
+        }
+    free(b);
+}
+
 /* Hand sums: x all ones, so y_j is the sum of column j. Q8_0, d = 0.5 (f16 0x3800), q_i = i
  * - 16 on 32 elements: 0.5 (sum of -16..15) = -8. Q4_0, d = 0.25 (0x3400), every nibble 9
  * (q - 8 = 1): 32 x 0.25 = 8. Q4_1, d = 1, m = -2 (0xC000), nibbles 3: 32 (3 - 2) = 32.

@@ -172,14 +172,19 @@ typedef struct hs_gemm {
      * as with b in memory, so c has the same bits; each block is made once, for all the
      * rows of c (b unused). */
     void (*b_fill)(const void *ctx, int k0, int kl, int j0, int cols, float *dst);
-    /* The same block untransposed, (kl, cols) row-major, for a call of one row or one column
-     * (OpenBLAS's gemv and small kernels sum by layout); NULL: b_fill's block transposed. */
+    /* The same block untransposed, (kl, cols) row-major, for the calls OpenBLAS sums by
+     * another kernel for each layout (a row, a column, a shape hs_gemm_layout_same finds
+     * different); NULL: b_fill's block transposed. */
     void (*b_fill_kn)(const void *ctx, int k0, int kl, int j0, int cols, float *dst);
     const void *b_ctx;
 } hs_gemm;
 void hs_gemm_run(const hs_gemm *g);
 /* How many calls hs_gemm_run has made over more than one tile (merged, src/core/gemm.c). */
 long hs_gemm_merged_calls(void);
+/* 1 if OpenBLAS's c = alpha a b + beta c (rows x cols, k deep, row-major, untransposed a)
+ * has the same bits with b given transposed (op(b) = bᵀ) as with b in memory, measured once
+ * a shape and kept (src/core/gemm_layout.c); 0 if not or unknown. */
+int hs_gemm_layout_same(int rows, int cols, int k, float alpha, float beta);
 /* hs_gemm_run's c = op(A) op(B) (alpha 1, beta 0) in double and in float. */
 void hs_dgemm_fixed(int trans_a, int trans_b, int m, int n, int k, const double *a, int lda,
                     const double *b, int ldb, double *c, int ldc);

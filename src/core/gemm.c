@@ -395,26 +395,42 @@ static void transpose(const float *src, int rows, int cols, float *dst)
         }
 }
 
-/* hs_gemm_run's tiles with b made a block at a time (g->b_fill, its transpose: a stored row
- * of W is a column of b): the same calls, unmerged, on the same values (OpenBLAS packs b's
- * block into the same panel from either layout, and its result does not depend on ldb;
- * test_qgemm compares every bit with b in memory), but a task is a column
- * strip of one K chunk, its block of b made once and used for every row tile under it.
+/* 1 if a call of rows x cols (kl deep) takes its block transposed (op(b) = bᵀ) with the bits
+ * of b in memory: not a row or a column (OpenBLAS's gemv and small kernels sum by layout),
+ * and the layout verdict of the shape (src/core/gemm_layout.c). */
+static int call_transposed(int rows, int cols, int kl, float alpha, float beta)
+{
+    return rows > 1 && cols > 1 && hs_gemm_layout_same(rows, cols, kl, alpha, beta);
+}
+
+/* hs_gemm_run's tiles with b made a block at a time: the same calls, unmerged, on the same
+ * values, but a task is a column strip of one K chunk, its block of b made once and used for
+ * every row tile under it. The block comes transposed (g->b_fill: a stored row of W is a
+ * column of b, the cheap way to decode it) for the calls whose shape OpenBLAS sums alike in
+ * both layouts (call_transposed), untransposed (g->b_fill_kn, or a transpose of the first)
+ * for the others, so every call has the bits of b in memory (test_qgemm compares them).
  * Where a thread's buffer cannot be had, that strip of c is NaN, which the forward pass
  * refuses as a non-finite value (hs_op_linear returns nothing). */
 static void run_filled(const hs_gemm *g, int tm, int tn, int mt, int nt, int ks, int kc,
-                      void *part, double beta_c)
+                       void *part, double beta_c)
 {
-    int m = g->m, n = g->n, k = g->k, strips = nt * ks;
+    int m = g->m, n = g->n, k = g->k, strips = nt * ks, last = m % tm;
     size_t mn = (size_t)m * (size_t)n;
+    float alpha = (float)g->alpha, beta = (float)(ks > 1 ? 0.0 : beta_c);
 #pragma omp parallel for schedule(dynamic) if (mt * nt * ks > 1)
     for (int t = 0; t < strips; t++) {
         int j0 = (t % nt) * tn, q = t / nt, k0 = q * kc;
         int cols = j0 + tn < n ? tn : n - j0, kl = k0 + kc < k ? kc : k - k0;
-        size_t need = (size_t)kl * (size_t)cols;
-        size_t extra = m % tm == 1 || cols == 1 ? need : 0; /* a gemv's block, untransposed */
-        if (need + extra > fill_cap) {
-            float *p = realloc(fill_buf, (need + extra) * sizeof *p);
+        /* the strip's calls: m / tm tiles of tm rows, one of m % tm, or all merged in one */
+        int t_full = m >= tm && call_transposed(tm, cols, kl, alpha, beta);
+        int t_last = last && call_transposed(last, cols, kl, alpha, beta);
+        int merge = m > tm && (size_t)m * (size_t)cols <= MERGE_CELLS && t_full &&
+                    (!last || t_last) && call_transposed(m, cols, kl, alpha, beta);
+        int use_kn = (m >= tm && !t_full) || (last && !t_last);
+        int fill_t = t_full || t_last || (use_kn && !g->b_fill_kn);
+        size_t need = (size_t)kl * (size_t)cols, have = (fill_t ? need : 0) + (use_kn ? need : 0);
+        if (have > fill_cap) {
+            float *p = realloc(fill_buf, have * sizeof *p);
             if (!p) { /* this strip of c NaN: the pass then fails on non-finite values */
                 for (int i = 0; i < m; i++)
                     for (int j = 0; j < cols; j++)
@@ -423,43 +439,40 @@ static void run_filled(const hs_gemm *g, int tm, int tn, int mt, int nt, int ks,
                 continue;
             }
             fill_buf = p;
-            fill_cap = need + extra;
+            fill_cap = have;
         }
-        int whole = m % tm != 1 || m > tm || cols == 1; /* one row alone: the kn block */
-        if (whole || !g->b_fill_kn)
-            g->b_fill(g->b_ctx, k0, kl, j0, cols, fill_buf);
-        if (extra && g->b_fill_kn) /* a row or a column: OpenBLAS's gemv and small kernels */
-            g->b_fill_kn(g->b_ctx, k0, kl, j0, cols, fill_buf + need); /* sum by layout */
-        else if (extra)
-            transpose(fill_buf, cols, kl, fill_buf + need);
+        float *bt = fill_buf, *bkn = fill_buf + (fill_t ? need : 0);
+        if (fill_t)
+            g->b_fill(g->b_ctx, k0, kl, j0, cols, bt);
+        if (use_kn && g->b_fill_kn)
+            g->b_fill_kn(g->b_ctx, k0, kl, j0, cols, bkn);
+        else if (use_kn)
+            transpose(bt, cols, kl, bkn);
         /* the strip's row tiles as one call where that gives their bits (merge_verdict, on
          * this block as b: OpenBLAS packs the strip's block once, not once a row tile) */
-        int rt = tm;
-        if (m > tm && (size_t)m * (size_t)cols <= MERGE_CELLS && cols > 1) {
+        int rt = tm, merged = 0;
+        if (merge) {
             hs_gemm one = {.trans_b = 1, .m = m, .n = cols, .k = kl, .alpha = g->alpha,
-                           .a = (const float *)g->a + k0, .lda = g->lda, .b = fill_buf,
-                           .ldb = kl};
-            if (merge_verdict(&one, m, cols, kl, cols, ks > 1 ? 0.0 : beta_c) == 1)
-                rt = m;
+                           .a = (const float *)g->a + k0, .lda = g->lda, .b = bt, .ldb = kl};
+            if (merge_verdict(&one, m, cols, kl, cols, beta) == 1)
+                rt = m, merged = 1;
         }
         for (int i0 = 0; i0 < m; i0 += rt) {
             int rows = i0 + rt < m ? rt : m - i0;
             const float *a = (const float *)g->a + (size_t)i0 * (size_t)g->lda + (size_t)k0;
             float *ct;
             int ldc = g->ldc;
-            double beta = beta_c;
             if (ks > 1) {
                 ct = (float *)part + (size_t)q * mn + (size_t)i0 * (size_t)n + (size_t)j0;
-                ldc = n, beta = 0.0;
+                ldc = n;
             } else {
                 ct = (float *)g->c + (size_t)i0 * (size_t)g->ldc + (size_t)j0;
                 if (g->bias)
                     bias_rows(g, ct, j0, rows, cols);
             }
-            int vec = rows == 1 || cols == 1;
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, vec ? CblasNoTrans : CblasTrans, rows, cols,
-                        kl, (float)g->alpha, a, g->lda, vec ? fill_buf + need : fill_buf,
-                        vec ? cols : kl, (float)beta, ct, ldc);
+            int tr = merged || (rows == tm ? t_full : t_last);
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, tr ? CblasTrans : CblasNoTrans, rows, cols,
+                        kl, alpha, a, g->lda, tr ? bt : bkn, tr ? kl : cols, beta, ct, ldc);
         }
     }
 }
