@@ -158,8 +158,8 @@ $(BUILD)/tests/test_options: tests/test_options.c $(TEST_OPTIONS_CLI) $(LIB) $(w
 		$(LIB) $(PKG_LIBS) $(CRIT_LIBS) $(LDFLAGS) -o $@
 
 # test_ops and test_forward built again with the elementwise kernels' AVX2 clone only
-# (src/nn/ops.c, HS_CLONES_NO_V4): a CPU with AVX-512 would otherwise never run it.
-$(BUILD)/obj-v3/ops.o: src/nn/ops.c $(BUILD)/obj-v3/ops.d
+# (src/nn/ops.c, gemv.c, HS_CLONES_NO_V4): a CPU with AVX-512 would otherwise never run it.
+$(BUILD)/obj-v3/%.o: src/nn/%.c $(BUILD)/obj-v3/%.d
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(ALLCFLAGS) $(DEPFLAGS) -DHS_CLONES_NO_V4 -c $< -o $@
 # the decoders of stored types too (src/model/quant.c, finite.c, weights.c' F16): test_quant
@@ -168,11 +168,12 @@ V3_MODEL = $(addprefix $(BUILD)/obj-v3/model/,quant.o finite.o weights.o)
 $(BUILD)/obj-v3/model/%.o: src/model/%.c $(BUILD)/obj-v3/model/%.d
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(ALLCFLAGS) $(DEPFLAGS) -DHS_CLONES_NO_V4 -c $< -o $@
-$(BUILD)/tests-v3/%: tests/%.c $(BUILD)/obj-v3/ops.o $(V3_MODEL) $(LIB) $(BUILD)/tests-v3/%.d
+V3_NN = $(BUILD)/obj-v3/ops.o $(BUILD)/obj-v3/gemv.o
+$(BUILD)/tests-v3/%: tests/%.c $(V3_NN) $(V3_MODEL) $(LIB) $(BUILD)/tests-v3/%.d
 	@mkdir -p $(dir $@)
-	$(CC) $(CPPFLAGS) $(ALLCFLAGS) $(LINKDEP) $(CRIT_CFLAGS) $< $(BUILD)/obj-v3/ops.o $(V3_MODEL) $(LIB) $(PKG_LIBS) $(CRIT_LIBS) $(LDFLAGS) -o $@
+	$(CC) $(CPPFLAGS) $(ALLCFLAGS) $(LINKDEP) $(CRIT_CFLAGS) $< $(V3_NN) $(V3_MODEL) $(LIB) $(PKG_LIBS) $(CRIT_LIBS) $(LDFLAGS) -o $@
 TEST_V3_BIN = $(BUILD)/tests-v3/test_ops $(BUILD)/tests-v3/test_forward \
-	$(BUILD)/tests-v3/test_quant $(BUILD)/tests-v3/test_gguf_quant
+	$(BUILD)/tests-v3/test_quant $(BUILD)/tests-v3/test_gguf_quant $(BUILD)/tests-v3/test_gemv
 
 # Criterion suites run from the repository root so fixture paths are relative to it.
 # The GEMM and forward suites run again with OpenBLAS's SkylakeX kernels where the CPU has
@@ -455,7 +456,7 @@ include lib.mk
 
 # the header dependencies of everything built so far (none on a first build)
 DEPFILES = $(filter-out $(BUILD)/obj/gen/%,$(LIB_OBJ:.o=.d)) $(CLI_OBJ:.o=.d) $(TEST_BIN:=.d) \
-           $(TEST_V3_BIN:=.d) $(REPLAY_BIN:=.d) $(BUILD)/obj-v3/ops.d $(V3_MODEL:.o=.d)
+           $(TEST_V3_BIN:=.d) $(REPLAY_BIN:=.d) $(V3_NN:.o=.d) $(V3_MODEL:.o=.d)
 $(DEPFILES):
 -include $(wildcard $(DEPFILES))
 

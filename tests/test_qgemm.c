@@ -15,109 +15,8 @@
 #include "model/model_internal.h"
 #include "model/quant.h"
 #include "nn/ops.h"
+#include "qmat_util.h"
 #include "testutil.h"
-
-/* A stored type and where its f16 scales sit in a block (-1: none more). */
-typedef struct qtype {
-    hs_dtype dt;
-    uint32_t ggml;
-    int scale_at[2];
-} qtype;
-
-static const qtype TYPES[] = {
-    {HS_DT_F16, HS_GGML_F16, {-1, -1}},      {HS_DT_BF16, HS_GGML_BF16, {-1, -1}},
-    {HS_DT_Q8_0, HS_GGML_Q8_0, {0, -1}},     {HS_DT_Q4_0, HS_GGML_Q4_0, {0, -1}},
-    {HS_DT_Q4_1, HS_GGML_Q4_1, {0, 2}},      {HS_DT_Q5_0, HS_GGML_Q5_0, {0, -1}},
-    {HS_DT_Q5_1, HS_GGML_Q5_1, {0, 2}},      {HS_DT_Q2_K, HS_GGML_Q2_K, {80, 82}},
-    {HS_DT_Q3_K, HS_GGML_Q3_K, {108, -1}},   {HS_DT_Q4_K, HS_GGML_Q4_K, {0, 2}},
-    {HS_DT_Q5_K, HS_GGML_Q5_K, {0, 2}},      {HS_DT_Q6_K, HS_GGML_Q6_K, {208, -1}},
-    {HS_DT_IQ4_NL, HS_GGML_IQ4_NL, {0, -1}}, {HS_DT_IQ4_XS, HS_GGML_IQ4_XS, {0, -1}},
-};
-#define N_TYPES (sizeof TYPES / sizeof TYPES[0])
-
-static uint64_t rng = 88172645463325252ull;
-static uint32_t next_u32(void)
-{
-    rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
-    return (uint32_t)(rng >> 32);
-}
-static float uniform(float lo, float hi) { return lo + (hi - lo) * (float)(next_u32() >> 8) / 16777216.0f; }
-
-/* out stored rows of `in` elements of type q: random bytes, every f16 scale a small finite
- * value (F16 / BF16: every element). Returns the bytes (row after row). */
-static unsigned char *random_rows(const qtype *q, int in, int out, size_t *row_bytes)
-{
-    size_t elems = 1, bytes = 2;
-    hs_quant_block(q->ggml, &elems, &bytes);
-    *row_bytes = (size_t)in / elems * bytes;
-    size_t total = *row_bytes * (size_t)out;
-    unsigned char *p = malloc(total);
-    cr_assert_not_null(p);
-    for (size_t i = 0; i < total; i++)
-        p[i] = (unsigned char)next_u32();
-    if (q->dt == HS_DT_F16 || q->dt == HS_DT_BF16) {
-        for (size_t i = 0; i < total; i += 2) {
-            float v = uniform(-0.1f, 0.1f);
-            uint16_t h = q->dt == HS_DT_F16 ? hs_f32_to_f16(v) : hs_f32_to_bf16(v);
-            p[i] = (unsigned char)h, p[i + 1] = (unsigned char)(h >> 8);
-        }
-        return p;
-    }
-    for (size_t b = 0; b < total; b += bytes)
-        for (int s = 0; s < 2; s++)
-            if (q->scale_at[s] >= 0) {
-                uint16_t h = hs_f32_to_f16(uniform(-0.02f, 0.02f));
-                p[b + (size_t)q->scale_at[s]] = (unsigned char)h;
-                p[b + (size_t)q->scale_at[s] + 1] = (unsigned char)(h >> 8);
-            }
-    return p;
-}
-
-/* The decoded matrix (in, out), column j from stored row j, by the decoders the float32
- * path has always used (the element converters one by one for F16 and BF16). */
-static float *decoded(const qtype *q, const unsigned char *p, size_t row_bytes, int in, int out)
-{
-    float *w = malloc((size_t)in * (size_t)out * sizeof *w), *row = malloc((size_t)in * sizeof *row);
-    cr_assert(w && row);
-    for (int j = 0; j < out; j++) {
-        const unsigned char *r = p + (size_t)j * row_bytes;
-        if (q->dt == HS_DT_F16 || q->dt == HS_DT_BF16)
-            for (int i = 0; i < in; i++)
-                row[i] = q->dt == HS_DT_F16 ? hs_f16_to_f32(hs_le16(r + 2 * i))
-                                            : hs_bf16_to_f32(hs_le16(r + 2 * i));
-        else
-            hs_quant_decode(q->ggml, r, row, (size_t)in);
-        for (int i = 0; i < in; i++)
-            w[(size_t)i * (size_t)out + (size_t)j] = row[i];
-    }
-    free(row);
-    return w;
-}
-
-/* A registered hs_qmat over the stored rows p. */
-typedef struct stored {
-    hs_tensor_view t;
-    hs_qcol *cols;
-    hs_qmat q;
-} stored;
-
-static void stored_init(stored *s, const qtype *q, const unsigned char *p, size_t row_bytes,
-                        int in, int out)
-{
-    s->t = (hs_tensor_view){.name = "w", .dtype = q->dt, .ndim = 2, .shape = {out, in},
-                            .data = p, .nbytes = row_bytes * (size_t)out};
-    s->cols = malloc((size_t)out * sizeof *s->cols);
-    for (int j = 0; j < out; j++)
-        s->cols[j] = (hs_qcol){&s->t, (size_t)j * (size_t)in, hs_dtype_block(q->dt)};
-    s->q = (hs_qmat){.in = in, .out = out, .col = s->cols, .decode = hs_tensor_decode};
-    cr_assert_eq(hs_qmat_register(&s->q, 1), 0);
-}
-
-static void stored_free(stored *s)
-{
-    hs_qmat_unregister(&s->q);
-    free(s->cols);
-}
 
 /* Every type, every shape the tiling gives (one tile; rows in three tiles; K cut into chunks
  * that end inside a 256-element block; a column count not a multiple of the 16 rows decoded
@@ -311,10 +210,36 @@ static void run_pass(const hs_model *m, const int32_t *ids, int n, float **maps,
     hs_trace_free(t);
 }
 
+/* One pass of n tokens through a model opened with its layers converted (conv) and stored
+ * (st): the stored path ran, converted nothing, and gave the same maps and logits. */
+static void same_pass(hs_model *conv, hs_model *st, const char *file, int n)
+{
+    const hs_model_config *c = hs_model_config_of(conv);
+    int32_t *ids = malloc((size_t)n * sizeof *ids);
+    for (int i = 0; i < n; i++)
+        ids[i] = (int32_t)(((uint64_t)i * 7919 + 13) % (uint64_t)c->vocab_size);
+    hs_wcache_stats s0, s1;
+    hs_wcache_stats_of(st, &s0);
+    long fills = hs_qmat_fills();
+    float *m0, *l0, *m1, *l1;
+    run_pass(conv, ids, n, &m0, &l0);
+    run_pass(st, ids, n, &m1, &l1);
+    hs_wcache_stats_of(st, &s1);
+    cr_assert_gt(hs_qmat_fills(), fills, "%s: the stored path ran", file);
+    cr_assert_eq(s1.conversions, s0.conversions, "%s: a pass converted a layer", file);
+    cr_assert_eq(s1.resident, 0, "%s: no float32 layer kept", file);
+    size_t nm = (size_t)c->n_layer * (size_t)c->n_head * (size_t)n * (size_t)n;
+    cr_assert(!memcmp(m0, m1, nm * sizeof *m0), "%s, n = %d: maps differ", file, n);
+    cr_assert(!memcmp(l0, l1, (size_t)n * (size_t)c->vocab_size * sizeof *l0),
+              "%s, n = %d: logits differ", file, n);
+    free(m0), free(l0), free(m1), free(l1), free(ids);
+}
+
 /* Every kind of stored layer the fixtures have (ggml's twelve block formats among them, F16,
  * BF16 in two shards, a GPT-NeoX QKV stored by head, Q, K and V apart, Q4_K_M's fallbacks):
  * with every layer used in its stored type, maps and logits are the converted layers'
- * bits; the pass converts nothing and keeps no float32 layer. */
+ * bits; the pass converts nothing and keeps no float32 layer.; 150 tokens (tiles, merged rows, K chunks) and
+ * one (src/nn/gemv.c's rows). */
 Test(qgemm, stored_layers_give_the_converted_layers_bits, .timeout = 120)
 {
     static const char *files[] = {
@@ -331,26 +256,9 @@ Test(qgemm, stored_layers_give_the_converted_layers_bits, .timeout = 120)
     for (size_t f = 0; f < sizeof files / sizeof files[0]; f++) {
         hs_model *conv = open_budget(files[f], HS_WEIGHT_MEMORY_ALL);
         hs_model *st = open_budget(files[f], HS_WEIGHT_MEMORY_STORED);
-        const hs_model_config *c = hs_model_config_of(conv);
-        int n = 150 < c->n_ctx ? 150 : c->n_ctx;
-        int32_t *ids = malloc((size_t)n * sizeof *ids);
-        for (int i = 0; i < n; i++)
-            ids[i] = (int32_t)(((uint64_t)i * 7919 + 13) % (uint64_t)c->vocab_size);
-        hs_wcache_stats s0, s1;
-        hs_wcache_stats_of(st, &s0);
-        long fills = hs_qmat_fills();
-        float *m0, *l0, *m1, *l1;
-        run_pass(conv, ids, n, &m0, &l0);
-        run_pass(st, ids, n, &m1, &l1);
-        hs_wcache_stats_of(st, &s1);
-        cr_assert_gt(hs_qmat_fills(), fills, "%s: the stored path ran", files[f]);
-        cr_assert_eq(s1.conversions, s0.conversions, "%s: a pass converted a layer", files[f]);
-        cr_assert_eq(s1.resident, 0, "%s: no float32 layer kept", files[f]);
-        size_t nm = (size_t)c->n_layer * (size_t)c->n_head * (size_t)n * (size_t)n;
-        cr_assert(!memcmp(m0, m1, nm * sizeof *m0), "%s: maps differ", files[f]);
-        cr_assert(!memcmp(l0, l1, (size_t)n * (size_t)c->vocab_size * sizeof *l0),
-                  "%s: logits differ", files[f]);
-        free(m0), free(l0), free(m1), free(l1), free(ids);
+        int n_ctx = hs_model_config_of(conv)->n_ctx;
+        same_pass(conv, st, files[f], 150 < n_ctx ? 150 : n_ctx);
+        same_pass(conv, st, files[f], 1);
         hs_model_free(conv);
         hs_model_free(st);
     }

@@ -400,7 +400,7 @@ static void transpose(const float *src, int rows, int cols, float *dst)
  * and the layout verdict of the shape (src/core/gemm_layout.c). */
 static int call_transposed(int rows, int cols, int kl, float alpha, float beta)
 {
-    return rows > 1 && cols > 1 && hs_gemm_layout_same(rows, cols, kl, alpha, beta);
+    return hs_gemm_layout_same(rows, cols, kl, alpha, beta);
 }
 
 /* hs_gemm_run's tiles with b made a block at a time: the same calls, unmerged, on the same
