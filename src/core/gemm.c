@@ -395,20 +395,14 @@ static void transpose(const float *src, int rows, int cols, float *dst)
         }
 }
 
-/* 1 if a call of rows x cols (kl deep) takes its block transposed (op(b) = bᵀ) with the bits
- * of b in memory: not a row or a column (OpenBLAS's gemv and small kernels sum by layout),
- * and the layout verdict of the shape (src/core/gemm_layout.c). */
-static int call_transposed(int rows, int cols, int kl, float alpha, float beta)
-{
-    return hs_gemm_layout_same(rows, cols, kl, alpha, beta);
-}
-
 /* hs_gemm_run's tiles with b made a block at a time: the same calls, unmerged, on the same
  * values, but a task is a column strip of one K chunk, its block of b made once and used for
  * every row tile under it. The block comes transposed (g->b_fill: a stored row of W is a
  * column of b, the cheap way to decode it) for the calls whose shape OpenBLAS sums alike in
- * both layouts (call_transposed), untransposed (g->b_fill_kn, or a transpose of the first)
- * for the others, so every call has the bits of b in memory (test_qgemm compares them).
+ * both layouts (hs_gemm_layout_same: among those it finds different, rows and columns,
+ * which OpenBLAS gives to gemv and small kernels), untransposed (g->b_fill_kn, or a
+ * transpose of the first) for the others, so every call has the bits of b in memory
+ * (test_qgemm compares them).
  * Where a thread's buffer cannot be had, that strip of c is NaN, which the forward pass
  * refuses as a non-finite value (hs_op_linear returns nothing). */
 static void run_filled(const hs_gemm *g, int tm, int tn, int mt, int nt, int ks, int kc,
@@ -422,10 +416,10 @@ static void run_filled(const hs_gemm *g, int tm, int tn, int mt, int nt, int ks,
         int j0 = (t % nt) * tn, q = t / nt, k0 = q * kc;
         int cols = j0 + tn < n ? tn : n - j0, kl = k0 + kc < k ? kc : k - k0;
         /* the strip's calls: m / tm tiles of tm rows, one of m % tm, or all merged in one */
-        int t_full = m >= tm && call_transposed(tm, cols, kl, alpha, beta);
-        int t_last = last && call_transposed(last, cols, kl, alpha, beta);
+        int t_full = m >= tm && hs_gemm_layout_same(tm, cols, kl, alpha, beta);
+        int t_last = last && hs_gemm_layout_same(last, cols, kl, alpha, beta);
         int merge = m > tm && (size_t)m * (size_t)cols <= MERGE_CELLS && t_full &&
-                    (!last || t_last) && call_transposed(m, cols, kl, alpha, beta);
+                    (!last || t_last) && hs_gemm_layout_same(m, cols, kl, alpha, beta);
         int use_kn = (m >= tm && !t_full) || (last && !t_last);
         int fill_t = t_full || t_last || (use_kn && !g->b_fill_kn);
         size_t need = (size_t)kl * (size_t)cols, have = (fill_t ? need : 0) + (use_kn ? need : 0);
