@@ -13,6 +13,7 @@
 #include "headscope/activations.h"
 #include "headscope/forward.h"
 #include "headscope/gguf.h"
+#include "head_scores.h"
 #include "testutil.h"
 #include "analysis/analysis_internal.h"
 #include "model/emb_stored.h"
@@ -49,23 +50,8 @@ static results run_all(const hs_model *m, const int32_t *ids, int n, int lm)
     r.hidden = malloc(r.n_hidden * sizeof *r.hidden);
     hs_forward_opts o = {.logits = r.logits, .hidden = r.hidden};
     cr_assert_eq(hs_forward(m, ids, NULL, n, &o, NULL, &err), HS_OK, "%s", err.msg);
-    if (!lm || n < 2)
-        return r;
-    hs_loss_input in = {.ids = ids, .n = n, .kind = HS_LOSS_LM};
-    hs_loss_eval *e = NULL;
-    cr_assert_eq(hs_loss_eval_new(m, &in, &e, &err), HS_OK, "%s", err.msg);
-    cr_assert_eq(hs_loss_eval_run(e, NULL, &r.loss, &err), HS_OK, "%s", err.msg);
-    r.delta = malloc(r.n_heads * sizeof *r.delta);
-    cr_assert_eq(hs_ablation_sweep(e, r.loss, NULL, r.delta, NULL, NULL, &err), HS_OK, "%s",
-                 err.msg);
-    hs_loss_eval_free(e);
-    r.grad = malloc(r.n_heads * sizeof *r.grad);
-    cr_assert_eq(hs_gradient_importance(m, &in, r.grad, NULL, &err), HS_OK, "%s", err.msg);
-    hs_dla *d = NULL;
-    cr_assert_eq(hs_dla_compute(m, ids, n, &d, &err), HS_OK, "%s", err.msg);
-    r.dla = malloc(r.n_heads * sizeof *r.dla);
-    memcpy(r.dla, d->total, r.n_heads * sizeof *r.dla);
-    hs_dla_free(d);
+    if (lm && n >= 2)
+        tu_head_scores(m, ids, n, &r.loss, &r.delta, &r.grad, &r.dla);
     return r;
 }
 

@@ -457,12 +457,6 @@ static hs_status gradient_pass(const hs_model *m, const hs_loss_input *in, const
         st = hs_fail(err, HS_E_NOMEM, "out of memory for the softcapped logits");
         goto fail;
     }
-    const float *dec = hs_model_decoder_f32(m, err); /* a stored head converted once */
-    if (!dec) {
-        free(ycap);
-        st = HS_E_NOMEM;
-        goto fail;
-    }
     for (int r0 = 0; r0 < R; r0 += HB) {
         int nb = R - r0 < HB ? R - r0 : HB;
         hs_head_decode(m, hdec + (size_t)r0 * (size_t)d, nb, logits);
@@ -492,8 +486,10 @@ static hs_status gradient_pass(const hs_model *m, const hs_loss_input *in, const
             if (fcap > 0)
                 final_softcap_back(row, V, mx, inv, fcap, tgt[r], target);
         }
-        hs_op_gemm(0, nb, d, V, 1.0f, logits, V, dec, d, 0.0f, hy + (size_t)r0 * (size_t)d,
-                   d);
+        if ((st = hs_model_decoder_back(m, logits, nb, 1.0f, hy + (size_t)r0 * (size_t)d, err))) {
+            free(ycap);
+            goto fail;
+        }
     }
     free(ycap);
     double sum = 0;

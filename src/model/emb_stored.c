@@ -315,3 +315,14 @@ hs_status hs_model_slot_f32(const hs_model *m, hs_slot s, const float **out, hs_
     *out = *hs_slot_ptr((hs_model *)(uintptr_t)m, s, -1);
     return HS_OK;
 }
+
+hs_status hs_model_decoder_back(const hs_model *m, const float *dlogits, int rows, float scale,
+                                float *dh, hs_error *err)
+{
+    int d = m->cfg.d_model, V = m->cfg.vocab_size;
+    const float *dec = hs_model_decoder_f32(m, err); /* a stored table converted once */
+    if (!dec)
+        return HS_E_NOMEM;
+    hs_op_gemm(0, rows, d, V, scale, dlogits, V, dec, d, 0.0f, dh, d);
+    return HS_OK;
+}

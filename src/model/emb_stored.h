@@ -48,6 +48,11 @@ void hs_model_decoder_row(const hs_model *m, int32_t id, int from, int count, fl
 void hs_model_decoder_gemm(const hs_model *m, const float *h, int rows, float scale,
                            float *logits);
 
+/* dh (rows, d) = scale dlogits (rows, V) times the decoder: hs_op_gemm on m->decoder or on
+ * the stored table's float32 copy (hs_model_decoder_f32); HS_E_NOMEM without it. */
+hs_status hs_model_decoder_back(const hs_model *m, const float *dlogits, int rows, float scale,
+                                float *dh, hs_error *err);
+
 /* The whole token embeddings / decoder in float32, (V, d): m->wte / m->decoder, or the
  * stored table's copy, converted on the first call and kept until hs_model_free (NULL with
  * HS_E_NOMEM). A tied decoder is the embeddings' pointer. Thread-safe. */

@@ -259,8 +259,7 @@ typedef struct builder {
     int has_head;         /* the optional LM head's first row is present */
     unsigned char *cached; /* (n_layer, HS_WU_N): the layer matrix is stored in another type
                               than F32 and goes to the weight cache */
-    size_t cached_floats; /* dry pass: floats of the cached matrices */
-    size_t stored_floats; /* dry pass: floats of the embeddings / head kept stored */
+    size_t cached_floats, stored_floats; /* dry pass: floats cached; kept stored (emb_stored) */
 } builder;
 
 /* The stored tensor of a table row, trying its second HF name; *name gets the name for
