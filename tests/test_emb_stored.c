@@ -134,6 +134,51 @@ Test(emb_stored, stored_tables_give_the_converted_bits, .timeout = 240)
     }
 }
 
+/* One pass on every family folder stored in F16 or BF16 (Gemma 2's scaled embeddings and
+ * final softcap, DistilBERT, Falcon, StarCoder, Phi-3, OLMo-2, DeepSeek's latent attention,
+ * Qwen3's experts; T5's encoder and decoder): hidden states and logits at 1 and 9 tokens. */
+Test(emb_stored, every_family_gives_the_converted_bits, .timeout = 120)
+{
+    static const char *dirs[] = {
+        "fixtures/family-models/tiny-gemma2",     "fixtures/family-models/tiny-distilbert",
+        "fixtures/family-models/tiny-mistral",    "fixtures/family-models/tiny-olmo2",
+        "fixtures/family-models/tiny-phi3",       "fixtures/family-models/tiny-neox-seq",
+        "fixtures/family-models/tiny-qwen3-moe-bf16", "fixtures/mqa-models/tiny-falcon-nd",
+        "fixtures/mqa-models/tiny-bigcode",       "fixtures/mla-models/tiny-deepseek-v3",
+        "fixtures/models/bert-bf16",              "fixtures/t5/models/t5-v1_1-tiny",
+    };
+    for (size_t f = 0; f < sizeof dirs / sizeof dirs[0]; f++) {
+        hs_model *conv = open_as(dirs[f], 0), *st = open_as(dirs[f], HS_OPEN_STORED_WEIGHTS);
+        cr_assert_null(st->wte, "%s: the embeddings kept in their stored type", dirs[f]);
+        const hs_model_config *c = hs_model_config_of(conv);
+        for (int n = 1; n <= 9; n += 8) {
+            int32_t ids[9];
+            for (int i = 0; i < n; i++)
+                ids[i] = (int32_t)(((uint64_t)i * 7919 + 5) % (uint64_t)c->vocab_size);
+            size_t nl = (size_t)n * (size_t)c->vocab_size, nh = (size_t)n * (size_t)c->d_model;
+            float *l[2], *h[2];
+            hs_model *ms[2] = {conv, st};
+            for (int k = 0; k < 2; k++) {
+                hs_error err = {{0}};
+                l[k] = malloc(nl * sizeof *l[k]);
+                h[k] = malloc(nh * sizeof *h[k]);
+                hs_forward_opts o = {.logits = c->has_lm_head ? l[k] : NULL, .hidden = h[k]};
+                hs_status rc = c->n_enc_layer > 0
+                                   ? hs_forward_encdec(ms[k], ids, n, ids, n, &o, NULL, &err)
+                                   : hs_forward(ms[k], ids, NULL, n, &o, NULL, &err);
+                cr_assert_eq(rc, HS_OK, "%s: %s", dirs[f], err.msg);
+            }
+            cr_assert(!memcmp(h[0], h[1], nh * sizeof *h[0]), "%s n %d: hidden differ", dirs[f], n);
+            cr_assert(!c->has_lm_head || !memcmp(l[0], l[1], nl * sizeof *l[0]),
+                      "%s n %d: logits differ", dirs[f], n);
+            for (int k = 0; k < 2; k++)
+                free(l[k]), free(h[k]);
+        }
+        hs_model_free(conv);
+        hs_model_free(st);
+    }
+}
+
 /* The GGUF writer reads the tables whole: a stored model writes the converted model's
  * bytes. */
 Test(emb_stored, convert_writes_the_same_file)
