@@ -217,7 +217,9 @@ static void tiles_nt(const stable *s, const float *h, int d, int V, int i0, int 
                      int nj, float scale, float *logits)
 {
     int ntile = (nj + HEAD_TN - 1) / HEAD_TN;
-#pragma omp parallel for schedule(dynamic) if (ntile > 1)
+    /* always a parallel loop, as gemm.c's tiles: OpenBLAS runs a call made inside one on
+     * the calling thread alone (how it splits a call over threads changes the bits) */
+#pragma omp parallel for schedule(dynamic)
     for (int t = 0; t < ntile; t++) {
         int c0 = j0 + t * HEAD_TN, cols = j0 + nj - c0 < HEAD_TN ? j0 + nj - c0 : HEAD_TN;
         float *buf = malloc((size_t)cols * (size_t)d * sizeof *buf);
