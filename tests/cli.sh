@@ -1236,6 +1236,22 @@ for wm in stored all; do
 done
 cmp -s "$T/wsstored.npy" "$T/wsall.npy" && ok || bad "attn --weight-memory stored changes the maps"
 HEADSCOPE_WEIGHT_MEMORY=stored "$HS" info "$QF" | grep -q "layers multiplied in their stored type" && ok || bad "info under HEADSCOPE_WEIGHT_MEMORY=stored"
+# a NaN in the Q8_0 token embeddings (the second block's f16 scale): refused at open, the
+# table kept in its stored type named as the converted one is
+QN=fixtures/gguf/families/tiny-llama.q8_0.gguf
+"$PY" - "$QN" "$T/nan-emb.gguf" "$("$HS" info "$QN" | sed -n 's/.*data at byte \([0-9]*\).*/\1/p')" <<'PYEOF'
+import sys
+b = bytearray(open(sys.argv[1], "rb").read())
+at = int(sys.argv[3]) + 34  # token_embd.weight is the first tensor: its second block's scale
+b[at:at + 2] = b"\x00\x7e"
+open(sys.argv[2], "wb").write(b)
+PYEOF
+for wm in stored all; do
+    expect 1 "NaN embeddings, --weight-memory $wm" -- "$HS" attn "$T/nan-emb.gguf" --weight-memory $wm --text hi -o "$T/nan-emb.npy"
+    one_line_error "NaN embeddings, --weight-memory $wm"
+    stderr_has "NaN embeddings, --weight-memory $wm" "tensor 'token_embd.weight' holds a non-finite value (NaN) at element 32"
+    no_file "NaN embeddings, --weight-memory $wm" "$T/nan-emb.npy"
+done
 expect 2 "--weight-memory bogus" -- "$HS" attn "$G" --weight-memory 12X --text hi -o "$T/w.npy"
 one_line_error "--weight-memory bogus"
 stderr_has "--weight-memory bogus" "headscope: --weight-memory '12X' is not a size (e.g. 512M, 4G or all)"

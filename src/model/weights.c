@@ -457,7 +457,7 @@ static hs_status build_row(void *ctx, const hs_tensor_name *e, int layer, hs_err
         b->stored_floats += b->dry ? count : 0;
         if (!st && !b->dry)
             scale_row(m, e, t, NULL, 0, 0);
-        return st || b->dry ? st : hs_emb_stored_add(m, e->slot, t, name, err);
+        return st || b->dry ? st : hs_emb_stored_add(m, e->slot, t, t->name, err);
     }
     int kind = layer >= 0 ? hs_wunit_kind(e->slot) : -1;
     if (kind >= 0 && b->cached[(size_t)layer * HS_WU_N + (size_t)kind]) { /* kept as stored */
