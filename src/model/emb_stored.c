@@ -3,10 +3,9 @@
  * logits a product with the stored rows, a float32 copy made only for a reader of the
  * whole matrix.
  *
- * The decoder (V, d) is stored as V rows of d: row j is column j of the logits' product,
- * which is the layout of an hs_qmat (src/core/qgemm.h, W (in, out) with column j a stored
- * row), so the logits are hs_gemm_run with hs_qmat_fill as the filler of b, the float32
- * path's product c += alpha h dec^T run by the same tiling rule. */
+ * The decoder (V, d) is stored as V rows of d, and the float32 path's logits are
+ * c += alpha h dec^T, an NT product (hs_op_gemm(1, ...)): a tile of its output is a range of
+ * the decoder's rows, decoded into a buffer and handed to the same OpenBLAS call. */
 #include <math.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -16,7 +15,6 @@
 
 #include <cblas.h>
 
-#include "core/qgemm.h"
 #include "model/emb_stored.h"
 #include "nn/ops.h"
 
@@ -25,8 +23,6 @@ typedef struct stable {
     void *map;          /* the retained file mapping holding t.data, or NULL */
     unsigned char *own; /* else a copy of the bytes */
     char name[96];
-    hs_qmat qm;         /* (in d, out V): column j is row j */
-    hs_qcol *cols;
     float *f32;         /* the whole table converted, on demand (hs_model_*_f32) */
 } stable;
 
@@ -86,7 +82,6 @@ static void table_free(stable *s)
     if (s->map)
         hs_file_unmap(s->map, 0);
     free(s->own);
-    free(s->cols);
     free(s->f32);
     memset(s, 0, sizeof *s);
 }
@@ -130,12 +125,6 @@ hs_status hs_emb_stored_add(hs_model *m, hs_slot slot, const hs_tensor_view *t,
     hs_status st = hs_tensor_check_rows(&s->t, (size_t)V, (size_t)d, s->map != NULL, name, err);
     if (st)
         return st;
-    if (!(s->cols = malloc((size_t)V * sizeof *s->cols)))
-        return hs_fail(err, HS_E_NOMEM, "out of memory keeping '%s'", name);
-    int blk = hs_dtype_block(s->t.dtype);
-    for (int j = 0; j < V; j++)
-        s->cols[j] = (hs_qcol){&s->t, (size_t)j * (size_t)d, blk};
-    s->qm = (hs_qmat){.in = d, .out = V, .col = s->cols, .decode = hs_tensor_decode};
     if (slot == HS_S_TOK_EMB)
         m->es->has_emb = 1;
     else
@@ -202,95 +191,70 @@ static const float *whole(const hs_model *m, stable *s, hs_error *err)
     return p;
 }
 
-/* The float32 path's tiling of the logits' product (src/core/gemm.c, hs_gemm_run): tiles of
- * HEAD_TM rows by HEAD_TN columns, and no K split, once the vocabulary has HEAD_WIDE
- * columns or more (32 column tiles: GEMM_TILES). */
+/* The float32 path's tiling of the logits' product (src/core/gemm.c, hs_gemm_run, on
+ * hs_op_gemm(1, rows, V, d, ...)): tiles of HEAD_TM rows by HEAD_TN columns, and no K split,
+ * once the vocabulary has HEAD_WIDE columns or more (32 column tiles: GEMM_TILES). */
 #define HEAD_TM 128
 #define HEAD_TN 512
 #define HEAD_WIDE (31 * HEAD_TN + 1)
 
-/* logits (rows, V), rows i0.. i0 + ni, columns j0.. j0 + nj += scale h dec^T, as the float32
- * path's tiles compute them: for each HEAD_TN column tile and each HEAD_TM row tile, one
- * cblas_sgemm with the decoder's rows as a (cols, d) b transposed, each thread decoding its
- * tile's rows. */
-static void tiles_nt(const stable *s, const float *h, int d, int V, int i0, int ni, int j0,
-                     int nj, float scale, float *logits)
+/* logits (rows, V) += scale h dec^T as the float32 path's tiles compute it (V >= HEAD_WIDE):
+ * for each HEAD_TN column tile, its rows of the decoder decoded once into the thread's
+ * buffer, then for each HEAD_TM row tile the same cblas_sgemm (NT, the decoder's rows as b
+ * transposed, ldb d) as gemm.c's piece; a tile whose buffer cannot be had is NaN, which
+ * the pass refuses as non-finite, as gemm.c's. Always a parallel loop, as gemm.c's tiles:
+ * OpenBLAS runs a call made inside one on the calling thread alone (how it splits a call
+ * over threads changes the bits). */
+static void tiles_nt(const stable *s, const float *h, int d, int V, int rows, float scale,
+                     float *logits)
 {
-    int ntile = (nj + HEAD_TN - 1) / HEAD_TN;
-    /* always a parallel loop, as gemm.c's tiles: OpenBLAS runs a call made inside one on
-     * the calling thread alone (how it splits a call over threads changes the bits) */
-#pragma omp parallel for schedule(dynamic)
-    for (int t = 0; t < ntile; t++) {
-        int c0 = j0 + t * HEAD_TN, cols = j0 + nj - c0 < HEAD_TN ? j0 + nj - c0 : HEAD_TN;
-        float *buf = malloc((size_t)cols * (size_t)d * sizeof *buf);
-        if (buf)
-            hs_tensor_decode(&s->t, (size_t)c0 * (size_t)d, buf, (size_t)cols * (size_t)d);
-        for (int r0 = i0; r0 < i0 + ni; r0 += HEAD_TM) {
-            int r = i0 + ni - r0 < HEAD_TM ? i0 + ni - r0 : HEAD_TM;
-            float *c = logits + (size_t)r0 * (size_t)V + (size_t)c0;
-            if (!buf) { /* NaN: the pass fails on non-finite values, as gemm.c's */
-                for (int i = 0; i < r; i++)
-                    for (int j = 0; j < cols; j++)
-                        c[(size_t)i * (size_t)V + (size_t)j] = NAN;
-                continue;
+    int ntile = (V + HEAD_TN - 1) / HEAD_TN;
+#pragma omp parallel
+    {
+        float *buf = malloc((size_t)HEAD_TN * (size_t)d * sizeof *buf);
+#pragma omp for schedule(dynamic)
+        for (int t = 0; t < ntile; t++) {
+            int c0 = t * HEAD_TN, cols = V - c0 < HEAD_TN ? V - c0 : HEAD_TN;
+            if (buf)
+                hs_tensor_decode(&s->t, (size_t)c0 * (size_t)d, buf, (size_t)cols * (size_t)d);
+            for (int r0 = 0; r0 < rows; r0 += HEAD_TM) {
+                int r = rows - r0 < HEAD_TM ? rows - r0 : HEAD_TM;
+                float *c = logits + (size_t)r0 * (size_t)V + (size_t)c0;
+                if (buf)
+                    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, r, cols, d, scale,
+                                h + (size_t)r0 * (size_t)d, d, buf, d, 1.0f, c, V);
+                else
+                    for (int i = 0; i < r; i++)
+                        for (int j = 0; j < cols; j++)
+                            c[(size_t)i * (size_t)V + (size_t)j] = NAN;
             }
-            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, r, cols, d, scale,
-                        h + (size_t)r0 * (size_t)d, d, buf, d, 1.0f, c, V);
         }
         free(buf);
     }
 }
 
-/* The product with the stored rows: hs_gemm_run with b made a block at a time from them,
- * whose calls are the float32 path's (c += h dec^T is run_filled's product) except a call of
- * one row or one column, which it makes untransposed (the float32 path of hs_op_linear, NN):
- * the float32 path here is NT, so its last row tile of one row (rows % HEAD_TM == 1) and its
- * last column tile of one column (V % HEAD_TN == 1) are made again as the float32 path's
- * tiles (tiles_nt), from what c held. Below HEAD_WIDE columns (the tiling then depends on
- * the rows and may split K) such a product converts the decoder whole instead. */
+/* The float32 path is hs_op_gemm(1, ...) (NT): on the stored rows its tiles are made as it
+ * makes them (tiles_nt), not through hs_op_linear's filler, whose products are the NN ones
+ * of a layer and whose calls of one row or one column OpenBLAS sums by other kernels. Below
+ * HEAD_WIDE columns the float32 tiling depends on the rows and may cut K: the decoder is
+ * then converted whole, once (at most HEAD_WIDE x d floats), and multiplied as float32. */
 void hs_model_decoder_gemm(const hs_model *m, const float *h, int rows, float scale,
                            float *logits)
 {
     int d = m->cfg.d_model, V = m->cfg.vocab_size;
     stable *s = dec_table(m);
-    int one_row = rows % HEAD_TM == 1, one_col = V % HEAD_TN == 1;
     const float *f32 = m->decoder;
     hs_error e;
-    if (s && (one_row || one_col) && V < HEAD_WIDE && !(f32 = whole(m, s, &e))) {
+    if (s && V >= HEAD_WIDE) {
+        tiles_nt(s, h, d, V, rows, scale, logits);
+        return;
+    }
+    if (s && !(f32 = whole(m, s, &e))) {
         for (size_t i = 0; i < (size_t)rows * (size_t)V; i++) /* out of memory: NaN */
             logits[i] = NAN;
         return;
     }
-    if (f32) {
-        hs_op_gemm(1, rows, V, d, scale, h, d, f32, d, 1.0f, logits, V);
-        return;
-    }
-    float *row = one_row ? malloc((size_t)V * sizeof *row) : NULL;
-    float *col = one_col ? malloc((size_t)rows * sizeof *col) : NULL;
-    float *last = logits + (size_t)(rows - 1) * (size_t)V;
-    if (row)
-        memcpy(row, last, (size_t)V * sizeof *row);
-    for (int i = 0; col && i < rows; i++)
-        col[i] = logits[(size_t)i * (size_t)V + (size_t)(V - 1)];
-    hs_gemm g = {.m = rows, .n = V, .k = d, .alpha = scale, .beta = 1.0, .a = h, .lda = d,
-                 .c = logits, .ldc = V, .b_fill = hs_qmat_fill, .b_fill_kn = hs_qmat_fill_kn,
-                 .b_ctx = &s->qm};
-    hs_gemm_run(&g);
-    if ((one_row && !row) || (one_col && !col)) { /* out of memory: NaN */
-        for (size_t i = 0; i < (size_t)rows * (size_t)V; i++)
-            logits[i] = NAN;
-    } else {
-        if (row) {
-            memcpy(last, row, (size_t)V * sizeof *row);
-            tiles_nt(s, h, d, V, rows - 1, 1, 0, V, scale, logits);
-        }
-        for (int i = 0; col && i < rows; i++)
-            logits[(size_t)i * (size_t)V + (size_t)(V - 1)] = col[i];
-        if (col)
-            tiles_nt(s, h, d, V, 0, rows, V - 1, 1, scale, logits);
-    }
-    free(row);
-    free(col);
+    hs_op_gemm(1, rows, V, d, scale, h, d, f32, d, 1.0f, logits, V);
 }
 
 const float *hs_model_wte_f32(const hs_model *m, hs_error *err)
