@@ -193,10 +193,16 @@ static const float *whole(const hs_model *m, stable *s, hs_error *err)
 
 /* The float32 path's tiling of the logits' product (src/core/gemm.c, hs_gemm_run, on
  * hs_op_gemm(1, rows, V, d, ...)): tiles of HEAD_TM rows by HEAD_TN columns, and no K split,
- * once the vocabulary has HEAD_WIDE columns or more (32 column tiles: GEMM_TILES). */
+ * once the vocabulary has HEAD_WIDE columns or more (HEAD_TILES column tiles: GEMM_TILES,
+ * or gemm.c's tuning knob HS_GEMM_SPLIT_BELOW where a build sets it higher). */
 #define HEAD_TM 128
 #define HEAD_TN 512
-#define HEAD_WIDE (31 * HEAD_TN + 1)
+#if defined(HS_GEMM_SPLIT_BELOW) && HS_GEMM_SPLIT_BELOW > 32
+#define HEAD_TILES HS_GEMM_SPLIT_BELOW
+#else
+#define HEAD_TILES 32
+#endif
+#define HEAD_WIDE ((HEAD_TILES - 1) * HEAD_TN + 1)
 
 /* logits (rows, V) += scale h dec^T as the float32 path's tiles compute it (V >= HEAD_WIDE):
  * for each HEAD_TN column tile, its rows of the decoder decoded once into the thread's
