@@ -233,34 +233,18 @@ static hs_tensor_view view_of(const unsigned char *bytes, int V, int d)
     return t;
 }
 
-/* 33 column tiles of 512 and one of one column (V % 512 == 1): rows 1, 2, 129 and 130
- * against hs_op_gemm on the table converted by hs_f16_to_f32; the rows and the whole table
- * against the same conversion. */
-Test(emb_stored, wide_head_one_row_and_one_column)
+/* The stored rows of a (V, d) table against ref (hs_f16_to_f32 of its bytes): rows, and
+ * the logits' product at rows 1, 2, 129 and 130 against hs_op_gemm on ref. */
+static void expect_rows_and_logits(const hs_model *m, const float *ref, int V, int d,
+                                   const char *what)
 {
-    const int V = 33 * 512 + 1, d = 64;
-    unsigned char *bytes;
-    hs_error err = {{0}};
-    hs_model *m = shell(V, d, &bytes);
-    float *ref = malloc((size_t)V * (size_t)d * sizeof *ref);
-    for (size_t i = 0; i < (size_t)V * (size_t)d; i++)
-        ref[i] = hs_f16_to_f32((uint16_t)(bytes[2 * i] | bytes[2 * i + 1] << 8));
-    hs_tensor_view t = view_of(bytes, V, d);
-    cr_assert_eq(hs_emb_stored_add(m, HS_S_TOK_EMB, &t, "token_embd.weight", &err), HS_OK, "%s",
-                 err.msg);
-    hs_emb_stored_tie(m);
-    free(bytes); /* the table keeps its own copy of a buffer it cannot map */
-    const float *f32 = hs_model_wte_f32(m, &err);
-    cr_assert_not_null(f32);
-    cr_assert(!memcmp(f32, ref, (size_t)V * (size_t)d * sizeof *ref), "the whole table");
-    cr_assert_eq(hs_model_decoder_f32(m, &err), f32, "a tied decoder is the embeddings");
     float row[64];
     for (int id = 0; id < V; id += 4099) {
         hs_model_emb_row(m, id, row);
-        cr_assert(!memcmp(row, ref + (size_t)id * d, sizeof row), "embedding row %d", id);
+        cr_assert(!memcmp(row, ref + (size_t)id * d, sizeof row), "%s: embedding row %d", what, id);
     }
     hs_model_decoder_row(m, V - 1, 0, d, row);
-    cr_assert(!memcmp(row, ref + (size_t)(V - 1) * d, sizeof row), "decoder row %d", V - 1);
+    cr_assert(!memcmp(row, ref + (size_t)(V - 1) * d, sizeof row), "%s: decoder row", what);
     static const int rows_n[] = {1, 2, 129, 130};
     for (size_t k = 0; k < sizeof rows_n / sizeof rows_n[0]; k++) {
         int rows = rows_n[k];
@@ -275,9 +259,34 @@ Test(emb_stored, wide_head_one_row_and_one_column)
         size_t bad = 0;
         for (size_t i = 0; i < (size_t)rows * V; i++)
             bad += c0[i] != c1[i];
-        cr_assert_eq(bad, 0, "rows %d: %zu logits differ", rows, bad);
+        cr_assert_eq(bad, 0, "%s: rows %d: %zu logits differ", what, rows, bad);
         free(h), free(c0), free(c1);
     }
+}
+
+/* 33 column tiles of 512 and one of one column (V % 512 == 1): the rows and the logits from
+ * the stored bytes, then the whole table converted (as gradient importance asks for it) and
+ * the same from that copy. */
+Test(emb_stored, wide_head_one_row_and_one_column)
+{
+    const int V = 33 * 512 + 1, d = 64;
+    unsigned char *bytes;
+    hs_error err = {{0}};
+    hs_model *m = shell(V, d, &bytes);
+    float *ref = malloc((size_t)V * (size_t)d * sizeof *ref);
+    for (size_t i = 0; i < (size_t)V * (size_t)d; i++)
+        ref[i] = hs_f16_to_f32((uint16_t)(bytes[2 * i] | bytes[2 * i + 1] << 8));
+    hs_tensor_view t = view_of(bytes, V, d);
+    cr_assert_eq(hs_emb_stored_add(m, HS_S_TOK_EMB, &t, "token_embd.weight", &err), HS_OK, "%s",
+                 err.msg);
+    hs_emb_stored_tie(m);
+    free(bytes); /* the table keeps its own copy of a buffer it cannot map */
+    expect_rows_and_logits(m, ref, V, d, "stored");
+    const float *f32 = hs_model_wte_f32(m, &err);
+    cr_assert_not_null(f32);
+    cr_assert(!memcmp(f32, ref, (size_t)V * (size_t)d * sizeof *ref), "the whole table");
+    cr_assert_eq(hs_model_decoder_f32(m, &err), f32, "a tied decoder is the embeddings");
+    expect_rows_and_logits(m, ref, V, d, "converted");
     free(ref);
     hs_emb_stored_free(m->es);
     free(m);

@@ -148,26 +148,15 @@ static stable *dec_table(const hs_model *m)
     return m->es->tied ? &m->es->emb : NULL;
 }
 
-void hs_model_emb_row(const hs_model *m, int32_t id, float *dst)
+
+/* s's float32 copy once made, or NULL (a reader then takes it over the stored bytes). */
+static const float *copy_of(const stable *s)
 {
-    size_t d = (size_t)m->cfg.d_model;
-    if (m->wte)
-        memcpy(dst, m->wte + (size_t)id * d, d * sizeof *dst);
-    else
-        hs_tensor_decode(&m->es->emb.t, (size_t)id * d, dst, d);
+    return __atomic_load_n(&s->f32, __ATOMIC_ACQUIRE);
 }
 
-void hs_model_decoder_row(const hs_model *m, int32_t id, int from, int count, float *dst)
-{
-    size_t at = (size_t)id * (size_t)m->cfg.d_model + (size_t)from;
-    const stable *s = dec_table(m);
-    if (s)
-        hs_tensor_decode(&s->t, at, dst, (size_t)count);
-    else
-        memcpy(dst, m->decoder + at, (size_t)count * sizeof *dst);
-}
-
-/* s's whole table in float32, converted once (s->f32 under the lock). */
+/* s's whole table in float32, converted once (s->f32 written under the lock); the file's
+ * pages of the table are dropped then, every reader taking the copy from there on. */
 static const float *whole(const hs_model *m, stable *s, hs_error *err)
 {
     int V = m->cfg.vocab_size, d = m->cfg.d_model;
@@ -177,10 +166,13 @@ static const float *whole(const hs_model *m, stable *s, hs_error *err)
         if (buf) {
             hs_tensor_shape sh = {HS_K_ROWS, V, d, d, 0, (size_t)V * (size_t)d};
             hs_error e2;
-            if (hs_tensor_convert(&s->t, 0, sh, buf, s->name, &e2) == HS_OK)
-                s->f32 = buf; /* checked finite at load: fails only on memory */
-            else
+            if (hs_tensor_convert(&s->t, 0, sh, buf, s->name, &e2) == HS_OK) {
+                __atomic_store_n(&s->f32, buf, __ATOMIC_RELEASE); /* finite: checked at load */
+                if (s->map)
+                    hs_release_pages(s->t.data, s->t.nbytes);
+            } else {
                 free(buf);
+            }
         }
     }
     const float *p = s->f32;
@@ -189,6 +181,27 @@ static const float *whole(const hs_model *m, stable *s, hs_error *err)
         hs_fail(err, HS_E_NOMEM, "out of memory converting '%s' (%zu MB) to float32", s->name,
                 (size_t)V * (size_t)d * sizeof(float) >> 20);
     return p;
+}
+
+void hs_model_emb_row(const hs_model *m, int32_t id, float *dst)
+{
+    size_t d = (size_t)m->cfg.d_model;
+    const float *f = m->wte ? m->wte : copy_of(&m->es->emb);
+    if (f)
+        memcpy(dst, f + (size_t)id * d, d * sizeof *dst);
+    else
+        hs_tensor_decode(&m->es->emb.t, (size_t)id * d, dst, d);
+}
+
+void hs_model_decoder_row(const hs_model *m, int32_t id, int from, int count, float *dst)
+{
+    size_t at = (size_t)id * (size_t)m->cfg.d_model + (size_t)from;
+    const stable *s = dec_table(m);
+    const float *f = s ? copy_of(s) : m->decoder;
+    if (f)
+        memcpy(dst, f + at, (size_t)count * sizeof *dst);
+    else
+        hs_tensor_decode(&s->t, at, dst, (size_t)count);
 }
 
 /* The float32 path's tiling of the logits' product (src/core/gemm.c, hs_gemm_run, on
@@ -249,13 +262,13 @@ void hs_model_decoder_gemm(const hs_model *m, const float *h, int rows, float sc
 {
     int d = m->cfg.d_model, V = m->cfg.vocab_size;
     stable *s = dec_table(m);
-    const float *f32 = m->decoder;
+    const float *f32 = s ? copy_of(s) : m->decoder; /* a stored table converted by a reader */
     hs_error e;
-    if (s && V >= HEAD_WIDE) {
+    if (!f32 && V >= HEAD_WIDE) {
         tiles_nt(s, h, d, V, rows, scale, logits);
         return;
     }
-    if (s && !(f32 = whole(m, s, &e))) {
+    if (!f32 && !(f32 = whole(m, s, &e))) {
         for (size_t i = 0; i < (size_t)rows * (size_t)V; i++) /* out of memory: NaN */
             logits[i] = NAN;
         return;
