@@ -1211,18 +1211,23 @@ HEADSCOPE_THREADS=lots "$HS" info "$G" >/dev/null 2>"$T/err"; [ $? = 2 ] && ok |
 # --weight-memory (every command) and HEADSCOPE_WEIGHT_MEMORY: trained-gpt2 is stored as F16;
 # with a budget below one layer every layer is converted again in every pass, with no bound
 # once at load: the same bits in analyze (DLA, norm-based attention and composition read
-# the weights held converted), dump (norm-based attention) and convert (the GGUF writer)
+# the weights held converted), dump (norm-based attention) and convert (the GGUF writer);
+# 'stored' keeps the F16 embeddings and tied LM head in their stored type (the Conv1D
+# layers are converted): the same bits again, the writer converting the table it reads
 MED="$(head -c 300 fixtures/corpus/licenses.txt)"
-for wm in 0 all; do
+for wm in 0 all stored; do
     "$HS" analyze fixtures/trained-gpt2 --weight-memory $wm --text "$MED" --no-hash --no-images -o "$T/wm$wm" -q || bad "analyze --weight-memory $wm"
     HEADSCOPE_WEIGHT_MEMORY=$wm "$HS" dump fixtures/trained-gpt2 --text "$MED" --what pattern,norm,mlp_out -o "$T/wmd$wm" -q || bad "dump HEADSCOPE_WEIGHT_MEMORY=$wm"
     "$HS" convert fixtures/trained-gpt2 --weight-memory=$wm -o "$T/wm$wm.gguf" >/dev/null || bad "convert --weight-memory $wm"
 done
 same_report "$T/wm0/report.json" "$T/wmall/report.json" weights && ok || bad "analyze results depend on the weight budget"
+same_report "$T/wmstored/report.json" "$T/wmall/report.json" weights && ok || bad "analyze results differ with the embeddings stored"
 for f in blocks.3.attn.norm_pattern.npy blocks.3.hook_mlp_out.npy blocks.0.attn.hook_pattern.npy; do
     cmp -s "$T/wmd0/$f" "$T/wmdall/$f" && ok || bad "dump $f depends on the weight budget"
+    cmp -s "$T/wmdstored/$f" "$T/wmdall/$f" && ok || bad "dump $f differs with the embeddings stored"
 done
 cmp -s "$T/wm0.gguf" "$T/wmall.gguf" && ok || bad "convert depends on the weight budget"
+cmp -s "$T/wmstored.gguf" "$T/wmall.gguf" && ok || bad "convert differs with the embeddings stored"
 # --weight-memory stored: a Q4_K_M file's layers (Q5_0, Q5_1, Q8_0) multiplied in their
 # stored type give the maps' bytes of the converted layers; info says which
 QF=fixtures/gguf/families/tiny-qwen2.q4_k_m_fallback.gguf
@@ -1231,6 +1236,22 @@ for wm in stored all; do
 done
 cmp -s "$T/wsstored.npy" "$T/wsall.npy" && ok || bad "attn --weight-memory stored changes the maps"
 HEADSCOPE_WEIGHT_MEMORY=stored "$HS" info "$QF" | grep -q "layers multiplied in their stored type" && ok || bad "info under HEADSCOPE_WEIGHT_MEMORY=stored"
+# a NaN in the Q8_0 token embeddings (the second block's f16 scale): refused at open, the
+# table kept in its stored type named as the converted one is
+QN=fixtures/gguf/families/tiny-llama.q8_0.gguf
+"$PY" - "$QN" "$T/nan-emb.gguf" "$("$HS" info "$QN" | sed -n 's/.*data at byte \([0-9]*\).*/\1/p')" <<'PYEOF'
+import sys
+b = bytearray(open(sys.argv[1], "rb").read())
+at = int(sys.argv[3]) + 34  # token_embd.weight is the first tensor: its second block's scale
+b[at:at + 2] = b"\x00\x7e"
+open(sys.argv[2], "wb").write(b)
+PYEOF
+for wm in stored all; do
+    expect 1 "NaN embeddings, --weight-memory $wm" -- "$HS" attn "$T/nan-emb.gguf" --weight-memory $wm --text hi -o "$T/nan-emb.npy"
+    one_line_error "NaN embeddings, --weight-memory $wm"
+    stderr_has "NaN embeddings, --weight-memory $wm" "tensor 'token_embd.weight' holds a non-finite value (NaN) at element 32"
+    no_file "NaN embeddings, --weight-memory $wm" "$T/nan-emb.npy"
+done
 expect 2 "--weight-memory bogus" -- "$HS" attn "$G" --weight-memory 12X --text hi -o "$T/w.npy"
 one_line_error "--weight-memory bogus"
 stderr_has "--weight-memory bogus" "headscope: --weight-memory '12X' is not a size (e.g. 512M, 4G or all)"

@@ -12,6 +12,7 @@
 #include "headscope/composition.h"
 #include "headscope/forward.h"
 #include "headscope/gguf.h"
+#include "head_scores.h"
 #include "testutil.h"
 #include "model/model_internal.h"
 #include "analysis/analysis_internal.h"
@@ -75,23 +76,7 @@ static results run_all(const hs_model *m, const int32_t *ids)
     r.maps = malloc(r.n_maps * sizeof *r.maps);
     memcpy(r.maps, t->attn, r.n_maps * sizeof *r.maps);
     hs_trace_free(t);
-
-    hs_loss_input in = {.ids = ids, .n = N_TOK, .kind = HS_LOSS_LM};
-    hs_loss_eval *e = NULL;
-    cr_assert_eq(hs_loss_eval_new(m, &in, &e, &err), HS_OK, "%s", err.msg);
-    cr_assert_eq(hs_loss_eval_run(e, NULL, &r.loss, &err), HS_OK, "%s", err.msg);
-    r.delta = malloc(r.n_heads * sizeof *r.delta);
-    cr_assert_eq(hs_ablation_sweep(e, r.loss, NULL, r.delta, NULL, NULL, &err), HS_OK, "%s",
-                 err.msg);
-    hs_loss_eval_free(e);
-    r.grad = malloc(r.n_heads * sizeof *r.grad);
-    cr_assert_eq(hs_gradient_importance(m, &in, r.grad, NULL, &err), HS_OK, "%s", err.msg);
-
-    hs_dla *d = NULL;
-    cr_assert_eq(hs_dla_compute(m, ids, N_TOK, &d, &err), HS_OK, "%s", err.msg);
-    r.dla = malloc(r.n_heads * sizeof *r.dla);
-    memcpy(r.dla, d->total, r.n_heads * sizeof *r.dla);
-    hs_dla_free(d);
+    tu_head_scores(m, ids, N_TOK, &r.loss, &r.delta, &r.grad, &r.dla);
     return r;
 }
 

@@ -345,7 +345,11 @@ enum {
      * formats; the file stays mapped), a block of a few columns at a time decoded inside the
      * product, instead of being converted whole in every pass: the same results bit for
      * bit, and no float32 copy of them (docs/gguf.md, "Memory"). The backward pass,
-     * composition, DLA and norm-based attention still convert each layer they read. */
+     * composition, DLA and norm-based attention still convert each layer they read. The
+     * token embeddings and the LM head, when not F32, stay in their stored type too: rows
+     * decoded where looked up, the logits a product with the stored rows (the same bits);
+     * gradient importance, composition and the GGUF writer convert the whole table once,
+     * on first use, and keep it until hs_model_free. */
     HS_OPEN_STORED_WEIGHTS = 8
 };
 
@@ -363,7 +367,8 @@ typedef struct hs_open_opts {
      * converted once, at load, and kept; above it, the layers that fit stay converted and
      * the rest are converted again in every pass (the least recently used dropped first).
      * At least one layer is always converted, whatever the budget. float32 checkpoints and
-     * the embeddings, LM head and norms are float32 always and not counted.
+     * the embeddings, LM head and norms are float32 always and not counted (the embeddings
+     * and LM head stay stored with HS_OPEN_STORED_WEIGHTS).
      * 0: HEADSCOPE_WEIGHT_MEMORY ("512M", "4G", "all"), else a quarter of the physical
      * memory; HS_WEIGHT_MEMORY_ALL: no bound (docs/architecture.md, "Memory"). */
     size_t weight_memory;

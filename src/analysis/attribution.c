@@ -11,6 +11,7 @@
 #include "analysis/analysis_internal.h"
 #include "core/core.h"
 #include "headscope/activations.h"
+#include "model/emb_stored.h"
 #include "model/model_internal.h"
 #include "nn/block.h"
 #include "nn/ops.h"
@@ -209,11 +210,15 @@ int hs_dla_layer(void *user, int l, const float *z, int n)
     for (int r0 = 0; r0 < P; r0 += DLA_ROWS) {
         int cnt = P - r0 < DLA_ROWS ? P - r0 : DLA_ROWS;
         for (int j = 0; j < cnt; j++) {
-            const float *ut = m->decoder + (size_t)d->targets[r0 + j] * (size_t)dm;
             double *uj = acc->u + (size_t)j * dm, mean = 0;
-            for (int k = 0; k < dm; k++) {
-                uj[k] = (double)m->lnf_w[k] * ut[k];
-                mean += uj[k];
+            float ut[256]; /* U[t], 256 values at a time (decoded where stored) */
+            for (int k0 = 0; k0 < dm; k0 += 256) {
+                int kn = dm - k0 < 256 ? dm - k0 : 256;
+                hs_model_decoder_row(m, d->targets[r0 + j], k0, kn, ut);
+                for (int k = k0; k < k0 + kn; k++) {
+                    uj[k] = (double)m->lnf_w[k] * ut[k - k0];
+                    mean += uj[k];
+                }
             }
             mean = centre ? mean / dm : 0.0;
             for (int k = 0; k < dm; k++)

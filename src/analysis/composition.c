@@ -20,6 +20,7 @@
 #include "analysis/analysis_internal.h"
 #include "core/core.h"
 #include "headscope/composition.h"
+#include "model/emb_stored.h"
 #include "model/model_internal.h"
 
 /* LAPACK's general eigenvalue solver (OpenBLAS ships it). */
@@ -130,22 +131,27 @@ static double trace_prod(const double *a, const double *b, int n) /* tr(A B) */
  * a symmetric G: only the blocks on and above the diagonal are computed, in 64-row bands
  * (each band a product of its own shape, so its bits are fixed by the shape as any other),
  * and mirrored: 32 of the 59 GFLOP at GPT-2's vocabulary. */
-static void copy_gram(const hs_model *m, float *gf)
+static hs_status copy_gram(const hs_model *m, float *gf, hs_error *err)
 {
     int d = m->cfg.d_model, V = m->cfg.vocab_size;
-    if (m->decoder != m->wte) {
-        hs_sgemm_fixed(1, 0, d, d, V, m->decoder, d, m->wte, d, gf, d);
-        return;
+    /* float32 (V, d) each: a table kept in its stored type converted once (emb_stored.h) */
+    const float *wte = hs_model_wte_f32(m, err), *dec = wte ? hs_model_decoder_f32(m, err) : NULL;
+    if (!dec)
+        return HS_E_NOMEM;
+    if (dec != wte) {
+        hs_sgemm_fixed(1, 0, d, d, V, dec, d, wte, d, gf, d);
+        return HS_OK;
     }
     const int band = 64;
     for (int i0 = 0; i0 < d; i0 += band) {
         int rows = d - i0 < band ? d - i0 : band;
-        hs_sgemm_fixed(1, 0, rows, d - i0, V, m->wte + i0, d, m->wte + i0, d,
+        hs_sgemm_fixed(1, 0, rows, d - i0, V, wte + i0, d, wte + i0, d,
                        gf + (size_t)i0 * d + i0, d);
     }
     for (int i = 0; i < d; i++) /* the lower triangle from the upper */
         for (int j = 0; j < i; j++)
             gf[(size_t)i * d + j] = gf[(size_t)j * d + i];
+    return HS_OK;
 }
 
 int hs_composition_defined(const hs_model_config *c)
@@ -329,15 +335,14 @@ hs_status hs_composition_run(const hs_model *m,
         double *cm = malloc((size_t)H * g2 * sizeof *cm);
         double *wr = malloc((size_t)H * 2 * (size_t)dh * sizeof *wr);
         double *work = malloc((size_t)H * (size_t)lwork * sizeof *work);
-        if (!gf || !cm || !wr || !work) {
+        if (!gf || !cm || !wr || !work || (gf && (st = copy_gram(m, gf, err)))) {
             free(gf);
             free(cm);
             free(wr);
             free(work);
-            st = hs_fail(err, HS_E_NOMEM, "composition: out of memory");
+            st = st ? st : hs_fail(err, HS_E_NOMEM, "composition: out of memory");
             goto fail;
         }
-        copy_gram(m, gf);
 #pragma omp parallel for schedule(static)
         for (int i = 0; i < d; i++)
             for (int j = 0; j < d; j++)

@@ -16,6 +16,7 @@
 #include "core/core.h"
 #include "headscope/importance.h"
 #include "importance/importance_internal.h"
+#include "model/emb_stored.h"
 #include "model/model_internal.h"
 #include "nn/block.h"
 #include "nn/ops.h"
@@ -252,10 +253,11 @@ static hs_status backward(run *r, bufs *b, int ns, int nt, double *gs, double *g
 {
     const hs_model *m = r->m;
     const hs_model_config *c = r->c;
-    int d = r->d, V = c->vocab_size, Le = c->n_enc_layer, H = r->H;
+    int d = r->d, Le = c->n_enc_layer, H = r->H;
     float scale = c->arch->head_scale > 0 ? c->arch->head_scale : 1.0f;
-    hs_status st = HS_OK;
-    hs_op_gemm(0, nt, d, V, scale, b->logits, V, m->decoder, d, 0.0f, r->tmp, d);
+    hs_status st = hs_model_decoder_back(m, b->logits, nt, scale, r->tmp, err);
+    if (st)
+        return st;
     hs_grad_norm_back(1, b->xhf, b->rf, m->lnf_w, r->tmp, b->y, nt, d, 0);
     memset(b->denc, 0, (size_t)ns * d * sizeof *b->denc);
     for (int l = c->n_layer - 1; !st && l >= Le; l--)

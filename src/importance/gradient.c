@@ -22,6 +22,7 @@
 #include "headscope/importance.h"
 #include "importance/gradient_mla.h"
 #include "importance/importance_internal.h"
+#include "model/emb_stored.h"
 #include "model/model_internal.h"
 #include "nn/block.h"
 #include "nn/ops.h"
@@ -485,8 +486,10 @@ static hs_status gradient_pass(const hs_model *m, const hs_loss_input *in, const
             if (fcap > 0)
                 final_softcap_back(row, V, mx, inv, fcap, tgt[r], target);
         }
-        hs_op_gemm(0, nb, d, V, 1.0f, logits, V, m->decoder, d, 0.0f, hy + (size_t)r0 * (size_t)d,
-                   d);
+        if ((st = hs_model_decoder_back(m, logits, nb, 1.0f, hy + (size_t)r0 * (size_t)d, err))) {
+            free(ycap);
+            goto fail;
+        }
     }
     free(ycap);
     double sum = 0;

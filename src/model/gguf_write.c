@@ -8,6 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "model/emb_stored.h"
 #include "model/gguf_arch.h"
 #include "model/gguf_deepseek.h"
 #include "model/gguf_internal.h"
@@ -296,16 +297,19 @@ static hs_status plan_row(void *ctx, const hs_tensor_name *e, int layer, hs_erro
 {
     plan_ctx *pc = ctx;
     const hs_model *m = pc->m;
-    (void)err;
     if ((e->flags & HS_TN_HEAD) && !(pc->opt->keep_mlm && m->cfg.has_lm_head && m->mlm_w))
         return HS_OK;
-    /* a layer's tensors are looked up when written (the weight cache converts them) */
-    const float *src = layer < 0 ? *hs_slot_ptr((hs_model *)(uintptr_t)m, e->slot, -1) : NULL;
+    /* a layer's tensors are looked up when written (the weight cache converts them); the
+     * embeddings and head kept in their stored type are converted once (emb_stored.h) */
+    const float *src = NULL, *wte = NULL;
+    hs_status st = hs_model_slot_f32(m, HS_S_TOK_EMB, &wte, err);
+    if (st || (layer < 0 && (st = hs_model_slot_f32(m, e->slot, &src, err))))
+        return st;
     int copy = src && (e->flags & HS_TN_GGUF_COPY) && !pc->opt->no_output_copy;
     const char *gname = e->gguf;
     if (hs_gguf_deepseek_row(pc->p, m, e, layer, &gname)) /* kv_b's halves, the experts' */
         return HS_OK;
-    if ((e->flags & HS_TN_OPTIONAL) && (!src || src == m->wte) && !copy &&
+    if ((e->flags & HS_TN_OPTIONAL) && (!src || src == wte) && !copy &&
         !(layer >= 0 && m->cfg.arch->mla_kv_lora > 0)) /* a dense layer's MLP (deepseek) */
         return HS_OK;
     hs_tensor_shape sh = hs_names_shape(&m->cfg, e);

@@ -6,6 +6,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "model/emb_stored.h"
 #include "model/model_internal.h"
 
 hs_status hs_model_load(const char *path, hs_model **out, hs_error *err)
@@ -81,6 +82,7 @@ void hs_model_free(hs_model *m)
         return;
     hs_tokenizer_free(m->tok);
     hs_wcache_free(m->wc);
+    hs_emb_stored_free(m->es);
     free(m->layers);
     free(m->arena);
     free(m->moe_arena);

@@ -288,6 +288,8 @@ enum { HS_WU_QKV, HS_WU_O, HS_WU_FC, HS_WU_PROJ, HS_WU_N };
 int hs_wunit_kind(hs_slot s);
 
 typedef struct hs_wcache hs_wcache;
+/* The embeddings and LM head kept in their stored type (src/model/emb_stored.h). */
+typedef struct hs_emb_stored hs_emb_stored;
 
 /* A cache for m (cfg set) with budget bytes (HS_WEIGHT_MEMORY_ALL: no bound); NULL when
  * out of memory. */
@@ -413,7 +415,7 @@ struct hs_model {
     int stored_gemm;      /* the forward multiplies by the matrices the budget does not keep
                              in their stored type (HS_OPEN_STORED_WEIGHTS) */
 
-    const float *wte;    /* (vocab, d) */
+    const float *wte;    /* (vocab, d); NULL when kept in its stored type (es) */
     const float *wpe;    /* (n_ctx, d) */
     const float *wtt;    /* (type_vocab, d): arch->token_types */
     const float *emb_ln_w, *emb_ln_b; /* (d): arch->emb_norm */
@@ -421,7 +423,8 @@ struct hs_model {
     const float *lnf_w, *lnf_b;       /* (d): the final norm of a pre-norm model */
     /* HS_HEAD_MLM: transform dense (d, d) in,out; its norm; the decoder bias (vocab). */
     const float *mlm_w, *mlm_b, *mlm_ln_w, *mlm_ln_b, *mlm_bias;
-    const float *decoder;             /* (vocab, d): explicit LM decoder, or wte when tied */
+    const float *decoder;             /* (vocab, d): explicit LM decoder, or wte when tied;
+                                         NULL when kept in its stored type (es) */
     /* encoder-decoder: the encoder's final norm (d); the relative position bias of the
      * encoder's and the decoder's self-attention, (rel_buckets, n_head) each */
     const float *enc_lnf_w, *rel_enc, *rel_dec;
@@ -429,6 +432,9 @@ struct hs_model {
     hs_tokenizer *tok;                /* NULL when no tokenizer files */
     char warnings[512];               /* hs_model_warnings: lines, each ending in '\n' */
     float *moe_arena;                 /* the experts' float32 weights, or NULL */
+    /* stored_gemm: the token embeddings and the decoder when stored in another type than
+     * F32, or NULL; read through emb_stored.h's accessors, never wte / decoder directly */
+    hs_emb_stored *es;
 };
 
 /* Appends one line to m->warnings (what fits of it). */

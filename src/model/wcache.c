@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "core/qgemm.h"
+#include "model/emb_stored.h"
 #include "model/model_internal.h"
 #include "nn/ops.h"
 
@@ -260,46 +261,17 @@ static hs_status make_qmat(const hs_wcache *wc, wunit *u, hs_qmat *q, hs_qcol *c
     return HS_OK;
 }
 
-/* Every value of u's stored tensors checked finite, a row at a time, the rows in parallel
- * (what the conversion checks, without the float32 copy): from its stored bytes where they
- * tell (hs_tensor_surely_finite), else decoded into a buffer of the thread's own; the
- * file's pages are dropped afterwards. The message is hs_tensor_convert's. */
+/* Every value of u's stored tensors checked finite, a row at a time (what the conversion
+ * checks, without the float32 copy; hs_tensor_check_rows); the file's pages are dropped
+ * afterwards. The message is hs_tensor_convert's. */
 static hs_status check_stored(const wunit *u, hs_error *err)
 {
     for (int i = 0; i < u->n_src; i++) {
         const wsrc *s = &u->src[i];
-        size_t in = (size_t)s->sh.rows, rows = (size_t)s->sh.cols, bad = (size_t)-1;
-        int nomem = 0;
-#pragma omp parallel reduction(min : bad) if (rows * in >= 65536)
-        {
-            float *buf = malloc(in * sizeof *buf);
-            if (!buf) {
-#pragma omp atomic write
-                nomem = 1;
-            }
-#pragma omp for schedule(static)
-            for (size_t r = 0; r < rows; r++) {
-                if (!buf || hs_tensor_surely_finite(&s->t, r * in, in))
-                    continue;
-                hs_tensor_decode(&s->t, r * in, buf, in);
-                size_t f = hs_op_first_nonfinite(buf, in);
-                if (f != (size_t)-1 && r * in + f < bad)
-                    bad = r * in + f;
-            }
-            free(buf);
-        }
-        if (s->map)
-            hs_release_pages(s->t.data, s->t.nbytes);
-        if (nomem)
-            return hs_fail(err, HS_E_NOMEM, "out of memory checking '%s'", s->name);
-        if (bad != (size_t)-1) {
-            int blk = hs_dtype_block(s->t.dtype);
-            size_t from = bad / (size_t)blk * (size_t)blk;
-            float v[256];
-            hs_tensor_decode(&s->t, from, v, (size_t)blk);
-            return hs_fail(err, HS_E_VALUE, "tensor '%s' holds a non-finite value (%s) at element %zu",
-                           s->name, v[bad - from] != v[bad - from] ? "NaN" : "Inf", bad);
-        }
+        hs_status st = hs_tensor_check_rows(&s->t, (size_t)s->sh.cols, (size_t)s->sh.rows,
+                                            s->map != NULL, s->name, err);
+        if (st)
+            return st;
     }
     return HS_OK;
 }

@@ -11,6 +11,7 @@
 
 #include "headscope/gguf.h"
 #include "model/arch_norms.h"
+#include "model/emb_stored.h"
 #include "model/model_internal.h"
 #include "model/quant.h"
 #include "nn/fastmath.h"
@@ -258,7 +259,7 @@ typedef struct builder {
     int has_head;         /* the optional LM head's first row is present */
     unsigned char *cached; /* (n_layer, HS_WU_N): the layer matrix is stored in another type
                               than F32 and goes to the weight cache */
-    size_t cached_floats; /* dry pass: floats of the cached matrices */
+    size_t cached_floats, stored_floats; /* dry pass: floats cached; kept stored (emb_stored) */
 } builder;
 
 /* The stored tensor of a table row, trying its second HF name; *name gets the name for
@@ -447,8 +448,16 @@ static hs_status build_row(void *ctx, const hs_tensor_name *e, int layer, hs_err
             return HS_OK;
         if (c->arch->tied_embeddings) {
             *slot = m->wte;
+            hs_emb_stored_tie(m);
             return HS_OK;
         } /* an untied family's decoder is required: place() names it missing */
+    }
+    if (hs_emb_stored_wants(m, e, t)) { /* kept in its stored type (emb_stored.h) */
+        hs_status st = place(b, t, out_in, name, sh, NULL, err); /* checks only */
+        b->stored_floats += b->dry ? count : 0;
+        if (!st && !b->dry)
+            scale_row(m, e, t, NULL, 0, 0);
+        return st || b->dry ? st : hs_emb_stored_add(m, e->slot, t, t->name, err);
     }
     int kind = layer >= 0 ? hs_wunit_kind(e->slot) : -1;
     if (kind >= 0 && b->cached[(size_t)layer * HS_WU_N + (size_t)kind]) { /* kept as stored */
@@ -555,7 +564,7 @@ hs_status hs_weights_build(hs_model *m, hs_tensor_lookup lookup, void *ctx, hs_e
     b.dry = 1;
     if ((st = hs_names_walk(c, build_row, &b, err)))
         goto done;
-    size_t total = b.arena_need + b.inplace_count + b.cached_floats;
+    size_t total = b.arena_need + b.inplace_count + b.cached_floats + b.stored_floats;
     if (total > ((size_t)1 << 34)) {
         st = hs_fail(err, HS_E_VALUE, "config: the model would need more than 64 GiB of weights");
         goto done;

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "model/emb_stored.h"
 #include "nn/block.h"
 #include "nn/mla.h"
 #include "nn/moe.h"
@@ -17,8 +18,7 @@ void hs_embed(const hs_model *m, const int32_t *ids, const int32_t *type_ids, in
     int d = c->d_model, pad = a->pos_offset - 1, seen = 0;
     for (int i = 0; i < n; i++) {
         float *xi = x + (size_t)i * (size_t)d;
-        const float *te = m->wte + (size_t)ids[i] * (size_t)d;
-        memcpy(xi, te, (size_t)d * sizeof *xi);
+        hs_model_emb_row(m, ids[i], xi); /* or decoded from its stored type */
         if (a->emb_scale > 0) /* Gemma: times sqrt(d_model) in the embeddings' type */
             for (int k = 0; k < d; k++)
                 xi[k] *= a->emb_scale;
@@ -532,7 +532,7 @@ const float *hs_head_transform(const hs_model *m, const float *x, float *y, floa
 
 void hs_head_decode(const hs_model *m, const float *h, int rows, float *logits)
 {
-    int d = m->cfg.d_model, V = m->cfg.vocab_size;
+    int V = m->cfg.vocab_size;
     for (int i = 0; i < rows; i++) {
         float *row = logits + (size_t)i * (size_t)V;
         if (m->mlm_bias)
@@ -541,7 +541,7 @@ void hs_head_decode(const hs_model *m, const float *h, int rows, float *logits)
             memset(row, 0, (size_t)V * sizeof *row);
     }
     float scale = m->cfg.arch->head_scale > 0 ? m->cfg.arch->head_scale : 1.0f; /* T5 tied */
-    hs_op_gemm(1, rows, V, d, scale, h, d, m->decoder, d, 1.0f, logits, V);
+    hs_model_decoder_gemm(m, h, rows, scale, logits); /* hs_op_gemm's, or from stored rows */
     float cap = m->cfg.arch->final_softcap;
     if (cap > 0) /* Gemma 2: cap tanh(z / cap) */
         for (size_t i = 0; i < (size_t)rows * (size_t)V; i++)
@@ -554,12 +554,19 @@ void hs_head_decode_ids(const hs_model *m, const float *h, int rows, const int32
     int d = m->cfg.d_model;
     float scale = m->cfg.arch->head_scale > 0 ? m->cfg.arch->head_scale : 1.0f;
     float cap = m->cfg.arch->final_softcap;
+    float part[256]; /* a stored decoder's row, 256 values at a time (whole blocks) */
     for (int i = 0; i < rows; i++)
         for (int j = 0; j < k; j++) {
-            const float *hi = h + (size_t)i * (size_t)d, *w = m->decoder + (size_t)ids[j] * d;
+            const float *hi = h + (size_t)i * (size_t)d, *w = m->decoder;
             double s = 0;
-            for (int e = 0; e < d; e++)
-                s += (double)hi[e] * w[e];
+            for (int e0 = 0; e0 < d; e0 += 256) {
+                int cnt = d - e0 < 256 ? d - e0 : 256;
+                const float *we = w ? w + (size_t)ids[j] * d + e0 : part;
+                if (!w)
+                    hs_model_decoder_row(m, ids[j], e0, cnt, part);
+                for (int e = 0; e < cnt; e++)
+                    s += (double)hi[e0 + e] * we[e];
+            }
             float z = (float)(scale * s) + (m->mlm_bias ? m->mlm_bias[ids[j]] : 0.0f);
             logits[(size_t)i * (size_t)k + (size_t)j] = cap > 0 ? cap * tanhf(z / cap) : z;
         }
