@@ -272,6 +272,7 @@ ref-test:
 	/usr/bin/python3 fixtures/ref/selftest.py
 	/usr/bin/python3 fixtures/ref/family_selftest.py
 	/usr/bin/python3 fixtures/ref/quant_ref.py --check fixtures/quant
+	/usr/bin/python3 fixtures/ref/make_q8gemm_golden.py --check
 	/usr/bin/python3 fixtures/ref/spm_ref.py
 	/usr/bin/python3 fixtures/ref/t5_ref.py --check fixtures/t5
 	/usr/bin/python3 bench/torch_selftest.py
