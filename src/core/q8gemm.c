@@ -89,13 +89,17 @@ void hs_q8_quantize_row(const float *x, int in, int8_t *q, float *a, int32_t *s1
     }
 }
 
-/* x quantised: row r's integers at q + r in, scales at a + r nb, sums at s + 2 r nb */
+/* x quantised: row r's integers at q + r in; per block b of row r, at 4 (r nb + b): in o the
+ * sums t of its 32, first 16 and second 16 integers times 128 (what the VNNI path's offset
+ * weights add), in f the same sums as floats, then the block's scale */
 typedef struct qrows {
     const int8_t *q;
-    const float *a;
-    const int32_t *s;
+    const int32_t *o;
+    const float *f;
     int in, nb;
 } qrows;
+
+#define XT(x, r, b) (4 * ((size_t)(r) * (size_t)(x)->nb + (size_t)(b)))
 
 /* A tile's panel: nb blocks of PB bytes and SB floats; sub 32 or 16. */
 typedef struct panel {
@@ -105,10 +109,10 @@ typedef struct panel {
 } panel;
 
 /* One float step of a sub-block: acc + a ((float)i d + m t) as q8gemm.h writes it. */
-static inline float step(float acc, float a, int32_t i, int32_t t, float d, float m)
+static inline float step(float acc, float a, int32_t i, float t, float d, float m)
 {
     float u = (float)i * d;
-    u = fmaf(m, (float)t, u);
+    u = fmaf(m, t, u);
     return fmaf(a, u, acc);
 }
 
@@ -117,8 +121,6 @@ static void rows_c(const panel *p, const qrows *x, int r0, int nr, float *acc)
 {
     for (int i = 0; i < nr; i++) {
         const int8_t *xq = x->q + (size_t)(r0 + i) * (size_t)x->in;
-        const float *xa = x->a + (size_t)(r0 + i) * (size_t)x->nb;
-        const int32_t *xs = x->s + (size_t)(r0 + i) * 2 * (size_t)x->nb;
         for (int c = 0; c < NC; c++) {
             float v = 0.0f;
             for (int b = 0; b < p->nb; b++) {
@@ -127,11 +129,12 @@ static void rows_c(const panel *p, const qrows *x, int r0, int nr, float *acc)
                 int32_t dot[2] = {0, 0};
                 for (int k = 0; k < 32; k++)
                     dot[k / 16] += (int32_t)w[(k / 4) * 4 * NC + k % 4] * xq[32 * b + k];
+                const float *xf = x->f + XT(x, r0 + i, b);
                 if (p->sub == 32)
-                    v = step(v, xa[b], dot[0] + dot[1], xs[2 * b] + xs[2 * b + 1], f[c], f[2 * NC + c]);
+                    v = step(v, xf[3], dot[0] + dot[1], xf[0], f[c], f[2 * NC + c]);
                 else
                     for (int h = 0; h < 2; h++)
-                        v = step(v, xa[b], dot[h], xs[2 * b + h], f[h * NC + c], f[(2 + h) * NC + c]);
+                        v = step(v, xf[3], dot[h], xf[1 + h], f[h * NC + c], f[(2 + h) * NC + c]);
             }
             acc[i * NC + c] = v;
         }
@@ -149,105 +152,124 @@ static inline int32_t load4(const int8_t *p)
 #define VNNI_TARGET __attribute__((target("avx512f,avx512bw,avx512vnni,fma")))
 #define AVX2_TARGET __attribute__((target("avx2,fma")))
 
-/* mr rows (at most 8) through the panel, 16 columns in a 512-bit register */
-VNNI_TARGET static inline __attribute__((always_inline)) void
-vnni_rows(const panel *p, const qrows *x, int r0, const int mr, float *acc)
-{
-    const __m512i off = _mm512_set1_epi8((char)0x80);
-    __m512 v[8];
-    const int8_t *xq[8];
-    for (int i = 0; i < mr; i++) {
-        v[i] = _mm512_setzero_ps();
-        xq[i] = x->q + (size_t)(r0 + i) * (size_t)x->in;
+/* MR rows through the panel, 16 columns in a 512-bit register: one function per MR and
+ * sub-block, its loops unrolled so that the sums stay in registers. G groups of 4 per sum
+ * (8: sub-blocks of 32, 4: of 16), K the sums' first entry in qrows.o / f (0: of 32, 1: of
+ * the first 16). */
+#define VNNI_HALF(MR, G, H, K)                                                                   \
+    {                                                                                            \
+        __m512i s[MR];                                                                           \
+        _Pragma("GCC unroll 8") for (int i = 0; i < MR; i++) s[i] = _mm512_setzero_si512();      \
+        _Pragma("GCC unroll 8") for (int g = (H) * (G); g < (H) * (G) + (G); g++)                \
+        {                                                                                        \
+            __m512i wg = _mm512_xor_si512(_mm512_loadu_si512((const void *)(w + g * 4 * NC)), off); \
+            _Pragma("GCC unroll 8") for (int i = 0; i < MR; i++) s[i] = _mm512_dpbusd_epi32(     \
+                s[i], wg, _mm512_set1_epi32(load4(xq[i] + 32 * b + 4 * g)));                     \
+        }                                                                                        \
+        __m512 d = _mm512_loadu_ps(f + (H) * NC), m = _mm512_loadu_ps(f + (2 + (H)) * NC);       \
+        _Pragma("GCC unroll 8") for (int i = 0; i < MR; i++)                                     \
+        {                                                                                        \
+            size_t at = XT(x, r0 + i, b) + (K) + (H);                                            \
+            __m512i is = _mm512_sub_epi32(s[i], _mm512_set1_epi32(x->o[at]));                    \
+            __m512 u = _mm512_mul_ps(_mm512_cvtepi32_ps(is), d);                                 \
+            u = _mm512_fmadd_ps(m, _mm512_set1_ps(x->f[at]), u);                                 \
+            v[i] = _mm512_fmadd_ps(_mm512_set1_ps(x->f[at - (K) - (H) + 3]), u, v[i]);           \
+        }                                                                                        \
     }
-    int halves = p->sub == 32 ? 1 : 2, per = 8 / halves;
-    for (int b = 0; b < p->nb; b++) {
-        const int8_t *w = p->q + (size_t)b * PB;
-        const float *f = p->f + (size_t)b * SB;
-        for (int h = 0; h < halves; h++) {
-            __m512i s[8];
-            for (int i = 0; i < mr; i++)
-                s[i] = _mm512_setzero_si512();
-            for (int g = h * per; g < h * per + per; g++) {
-                __m512i wg = _mm512_xor_si512(_mm512_loadu_si512((const void *)(w + g * 4 * NC)), off);
-                for (int i = 0; i < mr; i++)
-                    s[i] = _mm512_dpbusd_epi32(s[i], wg, _mm512_set1_epi32(load4(xq[i] + 32 * b + 4 * g)));
-            }
-            __m512 d = _mm512_loadu_ps(f + h * NC), m = _mm512_loadu_ps(f + (2 + h) * NC);
-            for (int i = 0; i < mr; i++) {
-                const int32_t *xs = x->s + (size_t)(r0 + i) * 2 * (size_t)x->nb + 2 * b;
-                int32_t t = halves == 1 ? xs[0] + xs[1] : xs[h];
-                __m512i is = _mm512_sub_epi32(s[i], _mm512_set1_epi32(128 * t));
-                __m512 u = _mm512_mul_ps(_mm512_cvtepi32_ps(is), d);
-                u = _mm512_fmadd_ps(m, _mm512_set1_ps((float)t), u);
-                float a = x->a[(size_t)(r0 + i) * (size_t)x->nb + (size_t)b];
-                v[i] = _mm512_fmadd_ps(_mm512_set1_ps(a), u, v[i]);
-            }
-        }
+#define VNNI_ROWS(MR, SUB, G, K)                                                                 \
+    VNNI_TARGET static void vnni_rows##MR##_##SUB(const panel *p, const qrows *x, int r0,        \
+                                                  float *acc)                                    \
+    {                                                                                            \
+        const __m512i off = _mm512_set1_epi8((char)0x80);                                        \
+        __m512 v[MR];                                                                            \
+        const int8_t *xq[MR];                                                                    \
+        _Pragma("GCC unroll 8") for (int i = 0; i < MR; i++)                                     \
+        {                                                                                        \
+            v[i] = _mm512_setzero_ps();                                                          \
+            xq[i] = x->q + (size_t)(r0 + i) * (size_t)x->in;                                     \
+        }                                                                                        \
+        for (int b = 0; b < p->nb; b++) {                                                        \
+            const int8_t *w = p->q + (size_t)b * PB;                                             \
+            const float *f = p->f + (size_t)b * SB;                                              \
+            VNNI_HALF(MR, G, 0, K)                                                               \
+            if (G == 4)                                                                          \
+                VNNI_HALF(MR, G, 1, K)                                                           \
+        }                                                                                        \
+        _Pragma("GCC unroll 8") for (int i = 0; i < MR; i++) _mm512_storeu_ps(acc + i * NC, v[i]); \
     }
-    for (int i = 0; i < mr; i++)
-        _mm512_storeu_ps(acc + i * NC, v[i]);
-}
+VNNI_ROWS(8, 32, 8, 0)
+VNNI_ROWS(1, 32, 8, 0)
+VNNI_ROWS(8, 16, 4, 1)
+VNNI_ROWS(1, 16, 4, 1)
 
 VNNI_TARGET static void rows_vnni(const panel *p, const qrows *x, int r0, int nr, float *acc)
 {
     int i = 0;
     for (; i + 8 <= nr; i += 8)
-        vnni_rows(p, x, r0 + i, 8, acc + i * NC);
+        (p->sub == 32 ? vnni_rows8_32 : vnni_rows8_16)(p, x, r0 + i, acc + i * NC);
     for (; i < nr; i++)
-        vnni_rows(p, x, r0 + i, 1, acc + i * NC);
+        (p->sub == 32 ? vnni_rows1_32 : vnni_rows1_16)(p, x, r0 + i, acc + i * NC);
 }
 
-/* mr rows (at most 4) through 8 columns (half hc of the panel) in a 256-bit register */
-AVX2_TARGET static inline __attribute__((always_inline)) void
-avx2_rows(const panel *p, const qrows *x, int r0, const int mr, int hc, float *acc)
-{
-    const __m256i ones = _mm256_set1_epi16(1);
-    __m256 v[4];
-    const int8_t *xq[4];
-    for (int i = 0; i < mr; i++) {
-        v[i] = _mm256_setzero_ps();
-        xq[i] = x->q + (size_t)(r0 + i) * (size_t)x->in;
+/* MR rows through 8 columns (half hc of the panel) in a 256-bit register (as VNNI_HALF) */
+#define AVX2_HALF(MR, G, H, K)                                                                   \
+    {                                                                                            \
+        __m256i s[MR];                                                                           \
+        _Pragma("GCC unroll 8") for (int i = 0; i < MR; i++) s[i] = _mm256_setzero_si256();      \
+        _Pragma("GCC unroll 8") for (int g = (H) * (G); g < (H) * (G) + (G); g++)                \
+        {                                                                                        \
+            __m256i wq = _mm256_loadu_si256((const void *)(w + g * 4 * NC));                     \
+            __m256i wa = _mm256_abs_epi8(wq);                                                    \
+            _Pragma("GCC unroll 8") for (int i = 0; i < MR; i++)                                 \
+            {                                                                                    \
+                __m256i sx = _mm256_sign_epi8(_mm256_set1_epi32(load4(xq[i] + 32 * b + 4 * g)), wq); \
+                s[i] = _mm256_add_epi32(s[i], _mm256_madd_epi16(_mm256_maddubs_epi16(wa, sx), ones)); \
+            }                                                                                    \
+        }                                                                                        \
+        __m256 d = _mm256_loadu_ps(f + (H) * NC), m = _mm256_loadu_ps(f + (2 + (H)) * NC);       \
+        _Pragma("GCC unroll 8") for (int i = 0; i < MR; i++)                                     \
+        {                                                                                        \
+            size_t at = XT(x, r0 + i, b) + (K) + (H);                                            \
+            __m256 u = _mm256_mul_ps(_mm256_cvtepi32_ps(s[i]), d);                               \
+            u = _mm256_fmadd_ps(m, _mm256_set1_ps(x->f[at]), u);                                 \
+            v[i] = _mm256_fmadd_ps(_mm256_set1_ps(x->f[at - (K) - (H) + 3]), u, v[i]);           \
+        }                                                                                        \
     }
-    int halves = p->sub == 32 ? 1 : 2, per = 8 / halves;
-    for (int b = 0; b < p->nb; b++) {
-        const int8_t *w = p->q + (size_t)b * PB + 32 * hc;
-        const float *f = p->f + (size_t)b * SB + 8 * hc;
-        for (int h = 0; h < halves; h++) {
-            __m256i s[4];
-            for (int i = 0; i < mr; i++)
-                s[i] = _mm256_setzero_si256();
-            for (int g = h * per; g < h * per + per; g++) {
-                __m256i wq = _mm256_loadu_si256((const void *)(w + g * 4 * NC));
-                __m256i wa = _mm256_abs_epi8(wq);
-                for (int i = 0; i < mr; i++) {
-                    __m256i xs = _mm256_sign_epi8(_mm256_set1_epi32(load4(xq[i] + 32 * b + 4 * g)), wq);
-                    s[i] = _mm256_add_epi32(s[i], _mm256_madd_epi16(_mm256_maddubs_epi16(wa, xs), ones));
-                }
-            }
-            __m256 d = _mm256_loadu_ps(f + h * NC), m = _mm256_loadu_ps(f + (2 + h) * NC);
-            for (int i = 0; i < mr; i++) {
-                const int32_t *ts = x->s + (size_t)(r0 + i) * 2 * (size_t)x->nb + 2 * b;
-                int32_t t = halves == 1 ? ts[0] + ts[1] : ts[h];
-                __m256 u = _mm256_mul_ps(_mm256_cvtepi32_ps(s[i]), d);
-                u = _mm256_fmadd_ps(m, _mm256_set1_ps((float)t), u);
-                float a = x->a[(size_t)(r0 + i) * (size_t)x->nb + (size_t)b];
-                v[i] = _mm256_fmadd_ps(_mm256_set1_ps(a), u, v[i]);
-            }
-        }
+#define AVX2_ROWS(MR, SUB, G, K)                                                                 \
+    AVX2_TARGET static void avx2_rows##MR##_##SUB(const panel *p, const qrows *x, int r0,        \
+                                                  int hc, float *acc)                            \
+    {                                                                                            \
+        const __m256i ones = _mm256_set1_epi16(1);                                               \
+        __m256 v[MR];                                                                            \
+        const int8_t *xq[MR];                                                                    \
+        _Pragma("GCC unroll 8") for (int i = 0; i < MR; i++)                                     \
+        {                                                                                        \
+            v[i] = _mm256_setzero_ps();                                                          \
+            xq[i] = x->q + (size_t)(r0 + i) * (size_t)x->in;                                     \
+        }                                                                                        \
+        for (int b = 0; b < p->nb; b++) {                                                        \
+            const int8_t *w = p->q + (size_t)b * PB + 32 * hc;                                   \
+            const float *f = p->f + (size_t)b * SB + 8 * hc;                                     \
+            AVX2_HALF(MR, G, 0, K)                                                               \
+            if (G == 4)                                                                          \
+                AVX2_HALF(MR, G, 1, K)                                                           \
+        }                                                                                        \
+        _Pragma("GCC unroll 8") for (int i = 0; i < MR; i++)                                     \
+            _mm256_storeu_ps(acc + i * NC + 8 * hc, v[i]);                                       \
     }
-    for (int i = 0; i < mr; i++)
-        _mm256_storeu_ps(acc + i * NC + 8 * hc, v[i]);
-}
+AVX2_ROWS(4, 32, 8, 0)
+AVX2_ROWS(1, 32, 8, 0)
+AVX2_ROWS(4, 16, 4, 1)
+AVX2_ROWS(1, 16, 4, 1)
 
 AVX2_TARGET static void rows_avx2(const panel *p, const qrows *x, int r0, int nr, float *acc)
 {
     for (int hc = 0; hc < 2; hc++) {
         int i = 0;
         for (; i + 4 <= nr; i += 4)
-            avx2_rows(p, x, r0 + i, 4, hc, acc + i * NC);
+            (p->sub == 32 ? avx2_rows4_32 : avx2_rows4_16)(p, x, r0 + i, hc, acc + i * NC);
         for (; i < nr; i++)
-            avx2_rows(p, x, r0 + i, 1, hc, acc + i * NC);
+            (p->sub == 32 ? avx2_rows1_32 : avx2_rows1_16)(p, x, r0 + i, hc, acc + i * NC);
     }
 }
 #endif
@@ -290,17 +312,32 @@ void hs_q8gemm_run(const hs_qmat *w, const float *x, const float *bias, float *y
     __atomic_fetch_add(&calls, 1, __ATOMIC_RELAXED);
     int in = w->in, out = w->out, nb = in / 32, tiles = (out + NC - 1) / NC;
     size_t nx = (size_t)n * (size_t)in;
+    size_t nt = 4 * (size_t)n * (size_t)nb + 1;
     int8_t *xq = malloc(nx ? nx : 1);
+    int32_t *xo = malloc(nt * sizeof *xo);
+    float *xf = malloc(nt * sizeof *xf);
     float *xa = malloc(((size_t)n * (size_t)nb + 1) * sizeof *xa);
     int32_t *xs = malloc(((size_t)n * 2 * (size_t)nb + 1) * sizeof *xs);
-    int nomem = !xq || !xa || !xs;
+    int nomem = !xq || !xo || !xf || !xa || !xs;
+    qrows xr = {xq, xo, xf, in, nb};
     if (!nomem) {
 #pragma omp parallel for schedule(static) if (nx >= 65536)
-        for (int r = 0; r < n; r++)
-            hs_q8_quantize_row(x + (size_t)r * (size_t)in, in, xq + (size_t)r * (size_t)in,
-                               xa + (size_t)r * (size_t)nb, xs + (size_t)r * 2 * (size_t)nb);
+        for (int r = 0; r < n; r++) {
+            float *a = xa + (size_t)r * (size_t)nb;
+            int32_t *s16 = xs + (size_t)r * 2 * (size_t)nb;
+            hs_q8_quantize_row(x + (size_t)r * (size_t)in, in, xq + (size_t)r * (size_t)in, a, s16);
+            for (int b = 0; b < nb; b++) {
+                size_t at = XT(&xr, r, b);
+                int32_t t[3] = {s16[2 * b] + s16[2 * b + 1], s16[2 * b], s16[2 * b + 1]};
+                for (int k = 0; k < 3; k++) {
+                    xo[at + (size_t)k] = 128 * t[k];
+                    xf[at + (size_t)k] = (float)t[k];
+                }
+                xo[at + 3] = 0;
+                xf[at + 3] = a[b];
+            }
+        }
     }
-    qrows xr = {xq, xa, xs, in, nb};
     int isa = hs_q8gemm_isa();
 #pragma omp parallel if (!nomem && tiles > 1 && (size_t)n * (size_t)in * (size_t)out >= 262144)
     {
@@ -344,6 +381,8 @@ void hs_q8gemm_run(const hs_qmat *w, const float *x, const float *bias, float *y
     }
     (void)isa;
     free(xq);
+    free(xo);
+    free(xf);
     free(xa);
     free(xs);
 }

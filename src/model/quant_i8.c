@@ -12,6 +12,7 @@
 #include "model/quant.h"
 
 #include "core/core.h"
+#include "nn/fastmath.h"
 #include "model/model_internal.h"
 
 static const int8_t iq4_grid[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
@@ -20,6 +21,7 @@ static const int8_t iq4_grid[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
 /* nibbles of 16 bytes: element j < 16 the low nibble of qs[j], j + 16 its high nibble */
 static void nibbles(const unsigned char *qs, int8_t *q, int bias)
 {
+#pragma omp simd
     for (int j = 0; j < 16; j++) {
         q[j] = (int8_t)((qs[j] & 0x0F) - bias);
         q[j + 16] = (int8_t)((qs[j] >> 4) - bias);
@@ -61,7 +63,7 @@ static int q3_k_scale(int t, const unsigned char *sc)
 }
 
 /* One 32-element block of a 32-block type into q[32], d[2], m[2]. */
-static void block32(uint32_t type, const unsigned char *b, int8_t *q, float *d, float *m)
+static inline void block32(uint32_t type, const unsigned char *b, int8_t *q, float *d, float *m)
 {
     float dv = hs_f16_to_f32(hs_le16(b));
     switch (type) {
@@ -84,7 +86,7 @@ static void block32(uint32_t type, const unsigned char *b, int8_t *q, float *d, 
 }
 
 /* One 256-element block of a K type (or IQ4_XS) into q[256], d[16], m[16]. */
-static void block256(uint32_t type, const unsigned char *b, int8_t *q, float *d, float *m)
+static inline void block256(uint32_t type, const unsigned char *b, int8_t *q, float *d, float *m)
 {
     switch (type) {
     case HS_QUANT_Q4_K:
@@ -95,12 +97,21 @@ static void block256(uint32_t type, const unsigned char *b, int8_t *q, float *d,
             int scale, min;
             k_scale_min(s, sc, &scale, &min);
             pair(d + 2 * s, m + 2 * s, dv * (float)scale, -(dmin * (float)min));
-            const unsigned char *p = qs + 32 * (s / 2);
+        }
+        for (int c = 0; c < 4; c++) { /* sub-blocks 2c (low nibbles), 2c + 1 (high) */
+            const unsigned char *p = qs + 32 * c;
+            int8_t *y = q + 64 * c;
+#pragma omp simd
             for (int l = 0; l < 32; l++) {
-                int v = (p[l] >> (4 * (s % 2))) & 0x0F;
-                if (type == HS_QUANT_Q5_K)
-                    v += (qh[l] >> s) & 1 ? 16 : 0;
-                q[32 * s + l] = (int8_t)v;
+                y[l] = (int8_t)(p[l] & 0x0F);
+                y[l + 32] = (int8_t)(p[l] >> 4);
+            }
+            if (type == HS_QUANT_Q5_K) {
+#pragma omp simd
+                for (int l = 0; l < 32; l++) {
+                    y[l] = (int8_t)(y[l] | ((qh[l] >> (2 * c)) & 1) << 4);
+                    y[l + 32] = (int8_t)(y[l + 32] | ((qh[l] >> (2 * c + 1)) & 1) << 4);
+                }
             }
         }
         break;
@@ -137,6 +148,7 @@ static void block256(uint32_t type, const unsigned char *b, int8_t *q, float *d,
         for (int half = 0; half < 2; half++) {
             const unsigned char *ql = b + 64 * half, *qh = b + 128 + 32 * half;
             int8_t *y = q + 128 * half;
+#pragma omp simd
             for (int l = 0; l < 32; l++) {
                 y[l] = (int8_t)(((ql[l] & 0x0F) | (((qh[l] >> 0) & 3) << 4)) - 32);
                 y[l + 32] = (int8_t)(((ql[l + 32] & 0x0F) | (((qh[l] >> 2) & 3) << 4)) - 32);
@@ -178,18 +190,25 @@ int hs_quant_sub_block(uint32_t type)
     }
 }
 
+/* the blocks of a type, each build of HS_CLONES its own (vector loops in each) */
+HS_CLONES static void blocks(uint32_t type, const unsigned char *src, int8_t *q, float *d,
+                             float *m, size_t nb, size_t elems, size_t bytes)
+{
+    for (size_t k = 0; k < nb; k++) {
+        if (elems == 32)
+            block32(type, src + k * bytes, q + 32 * k, d + 2 * k, m + 2 * k);
+        else
+            block256(type, src + k * bytes, q + 256 * k, d + 16 * k, m + 16 * k);
+    }
+}
+
 int hs_quant_decode_i8(uint32_t type, const unsigned char *src, int8_t *q, float *d, float *m,
                        size_t n)
 {
     size_t elems = 0, bytes = 0;
     if (!hs_quant_block(type, &elems, &bytes))
         return 0;
-    for (size_t k = 0; k < n / elems; k++) {
-        if (elems == 32)
-            block32(type, src + k * bytes, q + 32 * k, d + 2 * k, m + 2 * k);
-        else
-            block256(type, src + k * bytes, q + 256 * k, d + 16 * k, m + 16 * k);
-    }
+    blocks(type, src, q, d, m, n / elems, elems, bytes);
     return hs_quant_sub_block(type);
 }
 
