@@ -222,7 +222,7 @@ unit: $(TEST_BIN) $(TEST_V3_BIN) $(REAL_TOK)
 # chosen moments) alone. A background job of sh starts with SIGINT and SIGQUIT ignored, and a
 # signal ignored at start stays ignored in headscope (as under nohup): env gives the scripts
 # the default actions back, as a foreground run has them.
-CLI_SCRIPTS = cli cli_faults cli_patch cli_t5 cli_norms cli_pack
+CLI_SCRIPTS = cli cli_faults cli_patch cli_t5 cli_norms cli_pack cli_q8
 cli-test: $(BIN)
 	@pids=; for s in $(CLI_SCRIPTS); do \
 	    ( t0=$$(date +%s%N); HEADSCOPE=$(BIN) env --default-signal=INT,QUIT bash tests/$$s.sh \
