@@ -66,6 +66,15 @@ static void *slurp(const char *name, size_t want)
     return p;
 }
 
+/* TYPES[k]'s OUT x IN matrix of blocks, its block's elements and bytes */
+static unsigned char *type_blocks(size_t k, size_t *elems, size_t *bytes)
+{
+    hs_quant_block(TYPES[k].type, elems, bytes);
+    char name[32];
+    snprintf(name, sizeof name, "%s.blocks", TYPES[k].name);
+    return slurp(name, (size_t)OUT * IN / *elems * *bytes);
+}
+
 /* The activations quantised as make_q8gemm_golden.py does, bit for bit: halves away from
  * zero, a block of zeros, scales in float32. */
 Test(q8gemm, activations_quantised_as_the_reference)
@@ -114,10 +123,7 @@ Test(q8gemm, integer_forms_are_the_decoded_values)
 {
     for (size_t k = 0; k < NTYPES; k++) {
         size_t elems = 0, bytes = 0;
-        hs_quant_block(TYPES[k].type, &elems, &bytes);
-        char name[32];
-        snprintf(name, sizeof name, "%s.blocks", TYPES[k].name);
-        unsigned char *b = slurp(name, (size_t)OUT * IN / elems * bytes);
+        unsigned char *b = type_blocks(k, &elems, &bytes);
         static int8_t q[IN];
         static float v[IN], d[IN / 16], m[IN / 16];
         for (int row = 0; row < OUT; row++) {
@@ -146,10 +152,7 @@ static void run_all(float *y /* NTYPES x N x OUT */, const float *x)
     hs_qcol cols[OUT];
     for (size_t k = 0; k < NTYPES; k++) {
         size_t elems = 0, bytes = 0;
-        hs_quant_block(TYPES[k].type, &elems, &bytes);
-        char name[32];
-        snprintf(name, sizeof name, "%s.blocks", TYPES[k].name);
-        unsigned char *b = slurp(name, (size_t)OUT * IN / elems * bytes);
+        unsigned char *b = type_blocks(k, &elems, &bytes);
         tmat t = {TYPES[k].type, b};
         hs_qmat w = make_qmat(&t, IN, OUT, cols);
         hs_q8gemm_run(&w, x, NULL, y + k * N * OUT, N, 0);
