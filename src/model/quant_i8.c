@@ -5,8 +5,7 @@
  * The integers are the block's own (a Q4_0 nibble less 8, an IQ4 grid entry, a Q3_K value
  * with its third bit), the scales the products quant.c forms in float (d times a sub-block's
  * scale), the offsets its subtracted minimums: d q + m is, term for term, the value the
- * float decoder gives, computed without a rounding of its product (|q| <= 128 and d a
- * float: d q + m in exact arithmetic rounds to what quant.c's d q - o gives). */
+ * float decoder gives, before its roundings (test_q8gemm checks it within them). */
 #include <string.h>
 
 #include "model/quant.h"
