@@ -103,12 +103,15 @@ Test(q8gemm, activations_quantised_as_the_reference)
  * NaN and its integers 0. */
 Test(q8gemm, hand_quantised_block)
 {
-    float x[64] = {127.0f, 2.5f, -2.5f, 0.5f, -0.5f, 1.49f, -126.5f};
+    float x[96] = {127.0f, 2.5f, -2.5f, 0.5f, -0.5f, 1.49f, -126.5f};
     x[40] = NAN;
-    int8_t q[64];
-    float a[2];
-    int32_t s[4];
-    hs_q8_quantize_row(x, 64, q, a, s);
+    x[64] = 1e-37f; /* 1 / (1e-37 / 127) overflows: the block counts as zeros */
+    x[65] = -1e-38f;
+    int8_t q[96];
+    float a[3];
+    int32_t s[6];
+    hs_q8_quantize_row(x, 96, q, a, s);
+    cr_assert(a[2] == 0.0f && q[64] == 0 && q[65] == 0 && s[4] == 0, "a tiny block: %g %d", (double)a[2], q[64]);
     static const int8_t want[7] = {127, 3, -3, 1, -1, 1, -127};
     cr_assert(!memcmp(q, want, 7), "q = %d %d %d %d %d %d %d", q[0], q[1], q[2], q[3], q[4], q[5], q[6]);
     cr_assert_eq(a[0], 1.0f);

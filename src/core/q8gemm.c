@@ -76,6 +76,8 @@ void hs_q8_quantize_row(const float *x, int in, int8_t *q, float *a, int32_t *s1
             amax = v > amax ? v : amax;
         }
         float d = amax / 127.0f, id = d != 0.0f ? 1.0f / d : 0.0f;
+        if (!(id <= 3.4028234663852886e38f)) /* max |x| below 1.5e-36: 1 / d overflows */
+            d = id = 0.0f;
         int8_t *qb = q + 32 * b;
         for (int j = 0; j < 32; j++)
             qb[j] = bad ? 0 : (int8_t)roundf(xb[j] * id);

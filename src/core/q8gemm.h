@@ -13,7 +13,8 @@
 /* One activation row of `in` floats (a multiple of 32) quantised per block b of 32: a[b] =
  * max |x| / 127 (float), q = x / a[b] (x times the float 1 / a[b]) rounded to the nearest
  * integer, halves away from zero (ggml's quantize_row_q8_0 rule, the scale kept in float32
- * as its Q8_K keeps it, not rounded to f16); a block of zeros has a[b] = 0 and q = 0. s16[t]
+ * as its Q8_K keeps it, not rounded to f16); a block of zeros has a[b] = 0 and q = 0, and so
+ * has a block whose max |x| is below 1.5e-36 (where 1 / a[b] would overflow). s16[t]
  * is the sum of the 16 integers t. A block holding a NaN or an infinity gets q = 0 and
  * a[b] = NaN, so that the products it enters are NaN (as the float path's would be). */
 void hs_q8_quantize_row(const float *x, int in, int8_t *q, float *a, int32_t *s16);
