@@ -162,9 +162,10 @@ $(BUILD)/tests/test_options: tests/test_options.c $(TEST_OPTIONS_CLI) $(LIB) $(w
 $(BUILD)/obj-v3/ops.o: src/nn/ops.c $(BUILD)/obj-v3/ops.d
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(ALLCFLAGS) $(DEPFLAGS) -DHS_CLONES_NO_V4 -c $< -o $@
-# the decoders of stored types too (src/model/quant.c, finite.c, weights.c' F16): test_quant
-# and test_gguf_quant check them against their goldens in the AVX2 build
-V3_MODEL = $(addprefix $(BUILD)/obj-v3/model/,quant.o finite.o weights.o)
+# the decoders of stored types too (src/model/quant.c, finite.c, weights.c' F16, quant_i8.c's
+# integer forms): test_quant, test_gguf_quant and test_q8gemm check them against their
+# goldens in the AVX2 build
+V3_MODEL = $(addprefix $(BUILD)/obj-v3/model/,quant.o quant_i8.o finite.o weights.o)
 $(BUILD)/obj-v3/model/%.o: src/model/%.c $(BUILD)/obj-v3/model/%.d
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(ALLCFLAGS) $(DEPFLAGS) -DHS_CLONES_NO_V4 -c $< -o $@
@@ -172,7 +173,7 @@ $(BUILD)/tests-v3/%: tests/%.c $(BUILD)/obj-v3/ops.o $(V3_MODEL) $(LIB) $(BUILD)
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(ALLCFLAGS) $(LINKDEP) $(CRIT_CFLAGS) $< $(BUILD)/obj-v3/ops.o $(V3_MODEL) $(LIB) $(PKG_LIBS) $(CRIT_LIBS) $(LDFLAGS) -o $@
 TEST_V3_BIN = $(BUILD)/tests-v3/test_ops $(BUILD)/tests-v3/test_forward \
-	$(BUILD)/tests-v3/test_quant $(BUILD)/tests-v3/test_gguf_quant
+	$(BUILD)/tests-v3/test_quant $(BUILD)/tests-v3/test_gguf_quant $(BUILD)/tests-v3/test_q8gemm
 
 # Criterion suites run from the repository root so fixture paths are relative to it.
 # The GEMM and forward suites run again with OpenBLAS's SkylakeX kernels where the CPU has
