@@ -121,9 +121,13 @@ Test(q8gemm, hand_quantised_block)
         cr_assert_eq(q[j], 0);
 }
 
-/* The integer forms give hs_quant_decode's values: d q + m within a rounding of them. */
+/* The integer forms give hs_quant_decode's values: d q + m within a rounding of them; a
+ * type without one (Q8_1, Q8_K, F16's code) says so. */
 Test(q8gemm, integer_forms_are_the_decoded_values)
 {
+    static const uint32_t none[] = {0, 1, 9, 15, 16, 30};
+    for (size_t k = 0; k < sizeof none / sizeof none[0]; k++)
+        cr_assert_eq(hs_quant_sub_block(none[k]), 0, "type %u", (unsigned)none[k]);
     for (size_t k = 0; k < NTYPES; k++) {
         size_t elems = 0, bytes = 0;
         unsigned char *b = type_blocks(k, &elems, &bytes);

@@ -180,12 +180,12 @@ static inline void block256(uint32_t type, const unsigned char *b, int8_t *q, fl
 
 int hs_quant_sub_block(uint32_t type)
 {
-    switch (type) {
+    switch (type) { /* the types block32 and block256 know; any other has no integer form */
     case HS_QUANT_Q2_K: case HS_QUANT_Q3_K: case HS_QUANT_Q6_K: return 16;
-    default: {
-        size_t e, b;
-        return hs_quant_block(type, &e, &b) ? 32 : 0;
-    }
+    case HS_QUANT_Q4_0: case HS_QUANT_Q4_1: case HS_QUANT_Q5_0: case HS_QUANT_Q5_1:
+    case HS_QUANT_Q8_0: case HS_QUANT_Q4_K: case HS_QUANT_Q5_K: case HS_QUANT_IQ4_NL:
+    case HS_QUANT_IQ4_XS: return 32;
+    default: return 0;
     }
 }
 
@@ -205,7 +205,7 @@ int hs_quant_decode_i8(uint32_t type, const unsigned char *src, int8_t *q, float
                        size_t n)
 {
     size_t elems = 0, bytes = 0;
-    if (!hs_quant_block(type, &elems, &bytes))
+    if (!hs_quant_sub_block(type) || !hs_quant_block(type, &elems, &bytes))
         return 0;
     blocks(type, src, q, d, m, n / elems, elems, bytes);
     return hs_quant_sub_block(type);
