@@ -162,9 +162,10 @@ $(BUILD)/tests/test_options: tests/test_options.c $(TEST_OPTIONS_CLI) $(LIB) $(w
 $(BUILD)/obj-v3/%.o: src/nn/%.c $(BUILD)/obj-v3/%.d
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(ALLCFLAGS) $(DEPFLAGS) -DHS_CLONES_NO_V4 -c $< -o $@
-# the decoders of stored types too (src/model/quant.c, finite.c, weights.c' F16): test_quant
-# and test_gguf_quant check them against their goldens in the AVX2 build
-V3_MODEL = $(addprefix $(BUILD)/obj-v3/model/,quant.o finite.o weights.o)
+# the decoders of stored types too (src/model/quant.c, finite.c, weights.c' F16, quant_i8.c's
+# integer forms): test_quant, test_gguf_quant and test_q8gemm check them against their
+# goldens in the AVX2 build
+V3_MODEL = $(addprefix $(BUILD)/obj-v3/model/,quant.o quant_i8.o finite.o weights.o)
 $(BUILD)/obj-v3/model/%.o: src/model/%.c $(BUILD)/obj-v3/model/%.d
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(ALLCFLAGS) $(DEPFLAGS) -DHS_CLONES_NO_V4 -c $< -o $@
@@ -173,7 +174,8 @@ $(BUILD)/tests-v3/%: tests/%.c $(V3_NN) $(V3_MODEL) $(LIB) $(BUILD)/tests-v3/%.d
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(ALLCFLAGS) $(LINKDEP) $(CRIT_CFLAGS) $< $(V3_NN) $(V3_MODEL) $(LIB) $(PKG_LIBS) $(CRIT_LIBS) $(LDFLAGS) -o $@
 TEST_V3_BIN = $(BUILD)/tests-v3/test_ops $(BUILD)/tests-v3/test_forward \
-	$(BUILD)/tests-v3/test_quant $(BUILD)/tests-v3/test_gguf_quant $(BUILD)/tests-v3/test_gemv
+	$(BUILD)/tests-v3/test_quant $(BUILD)/tests-v3/test_gguf_quant $(BUILD)/tests-v3/test_gemv \
+	$(BUILD)/tests-v3/test_q8gemm
 
 # Criterion suites run from the repository root so fixture paths are relative to it.
 # The GEMM and forward suites run again with OpenBLAS's SkylakeX kernels where the CPU has
@@ -223,7 +225,7 @@ unit: $(TEST_BIN) $(TEST_V3_BIN) $(REAL_TOK)
 # chosen moments) alone. A background job of sh starts with SIGINT and SIGQUIT ignored, and a
 # signal ignored at start stays ignored in headscope (as under nohup): env gives the scripts
 # the default actions back, as a foreground run has them.
-CLI_SCRIPTS = cli cli_faults cli_patch cli_t5 cli_norms cli_pack
+CLI_SCRIPTS = cli cli_faults cli_patch cli_t5 cli_norms cli_pack cli_q8
 cli-test: $(BIN)
 	@pids=; for s in $(CLI_SCRIPTS); do \
 	    ( t0=$$(date +%s%N); HEADSCOPE=$(BIN) env --default-signal=INT,QUIT bash tests/$$s.sh \
@@ -273,6 +275,7 @@ ref-test:
 	/usr/bin/python3 fixtures/ref/selftest.py
 	/usr/bin/python3 fixtures/ref/family_selftest.py
 	/usr/bin/python3 fixtures/ref/quant_ref.py --check fixtures/quant
+	/usr/bin/python3 fixtures/ref/make_q8gemm_golden.py --check
 	/usr/bin/python3 fixtures/ref/spm_ref.py
 	/usr/bin/python3 fixtures/ref/t5_ref.py --check fixtures/t5
 	/usr/bin/python3 bench/torch_selftest.py

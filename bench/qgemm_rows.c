@@ -92,8 +92,9 @@ void bench_qgemm_rows(int reps)
     hs_set_threads(1);
     printf("\none product of the MLP's shape (n x 2048 by 2048 x 11264), 1 thread, best of %d, "
            "CPU ms: W decoded a block at a time inside the GEMM against OpenBLAS on W converted "
-           "beforehand; decode alone in ns a weight\n%-6s %10s %10s %10s %10s %9s\n", reps,
-           "type", "n=128", "float32", "n=512", "float32", "decode");
+           "beforehand; decode alone in ns a weight; q8: --activations q8's product (8-bit "
+           "activations, integer sums)\n%-6s %10s %10s %10s %10s %9s %10s %10s\n", reps,
+           "type", "n=128", "float32", "n=512", "float32", "decode", "q8 128", "q8 512");
     for (size_t ti = 0; ti < sizeof QB_TYPES / sizeof QB_TYPES[0]; ti++) {
         const qb_type *q = &QB_TYPES[ti];
         size_t total;
@@ -126,7 +127,15 @@ void bench_qgemm_rows(int reps)
                        1e3 * qb_product(x, w, y, ns[k], reps));
             hs_qmat_unregister(&qm);
         }
-        printf(" %6.2f ns\n", 1e9 * dec / ((double)QB_IN * QB_OUT));
+        printf(" %6.2f ns", 1e9 * dec / ((double)QB_IN * QB_OUT));
+        hs_qmat q8 = qm; /* the same matrix with 8-bit activations (block types only) */
+        q8.decode_i8 = hs_tensor_sub_block(&t) ? hs_tensor_decode_i8 : NULL;
+        if (q8.decode_i8 && hs_qmat_register(&q8, 1) == 0) {
+            for (int k = 0; k < 2; k++)
+                printf(" %7.1f ms", 1e3 * qb_product(x, (const float *)(const void *)&q8, y, ns[k], reps));
+            hs_qmat_unregister(&q8);
+        }
+        printf("\n");
         fflush(stdout);
         free(p);
     }

@@ -7,6 +7,8 @@
  * at the same n and threads (the median of its samples), its time to the first token (a
  * 1-token llama-bench run without warm-up, start to exit) and its peak RSS. With `modes`,
  * one run each of the layers converted once at load (all) and again in every pass (0).
+ * Each block-quantised file also has a row of headscope with --activations q8 (8-bit
+ * activations for the products, as llama.cpp; run in the same rounds, interleaved).
  * The --big row: one run at n = 128 of a large file (the Llama-3-8B shape). */
 #define _DEFAULT_SOURCE
 #include <stdio.h>
@@ -90,8 +92,10 @@ static double attn_run(const char *headscope, const char *file, const char *ids,
 {
     char thr[16];
     snprintf(thr, sizeof thr, "%d", threads);
+    int q8 = !strcmp(mode, "q8"); /* --activations q8 (the stored type implied) */
     const char *argv[] = {headscope, "attn", file, "--ids", ids, "-o", npy, "-q",
-                          "--weight-memory", mode, "--threads", thr, NULL};
+                          q8 ? "--activations" : "--weight-memory", q8 ? "q8" : mode,
+                          "--threads", thr, NULL};
     return bench_run_rss_mb(argv, t, NULL, cpu);
 }
 
@@ -166,15 +170,17 @@ static double llama_round(const char *dir, const char *file, const scratch *s, i
     return t[1] < 0 || t[2] < 0 ? -1 : rss;
 }
 
-/* reps rounds of headscope (h) then llama.cpp (l, when dir), interleaved so that a change
- * of the machine's load falls on both; medians into h[] and l[] (headscope's forward: the
- * run less the 1-token run, each round's), the largest peak RSS into rss[0], rss[1]. */
+/* reps rounds of headscope (h; with q8 also --activations q8 into h8) then llama.cpp (l,
+ * when dir), interleaved so that a change of the machine's load falls on all; medians into
+ * h[], h8[] and l[] (headscope's forward: the run less the 1-token run, each round's), the
+ * largest peak RSS into rss[0], rss[1], rss[2] (q8). */
 static void rounds(const char *headscope, const char *dir, const char *file, const scratch *s,
-                   int threads, int reps, double h[N_NS], double l[N_NS], double rss[2])
+                   int threads, int reps, int q8, double h[N_NS], double h8[N_NS], double l[N_NS],
+                   double rss[3])
 {
-    double hv[N_NS][MAX_REPS], lv[N_NS][MAX_REPS];
-    int hn = 0, ln = 0;
-    rss[0] = rss[1] = -1;
+    double hv[N_NS][MAX_REPS], h8v[N_NS][MAX_REPS], lv[N_NS][MAX_REPS];
+    int hn = 0, h8n = 0, ln = 0;
+    rss[0] = rss[1] = rss[2] = -1;
     for (int r = 0; r < reps; r++) {
         double t[N_NS];
         double m = attn_round(headscope, file, s, "stored", threads, t);
@@ -183,6 +189,13 @@ static void rounds(const char *headscope, const char *dir, const char *file, con
                 hv[i][hn] = i == 0 ? t[0] : t[i] - t[0];
             hn++;
             rss[0] = m > rss[0] ? m : rss[0];
+        }
+        m = q8 ? attn_round(headscope, file, s, "q8", threads, t) : -1;
+        if (m >= 0) {
+            for (int i = 0; i < N_NS; i++)
+                h8v[i][h8n] = i == 0 ? t[0] : t[i] - t[0];
+            h8n++;
+            rss[2] = m > rss[2] ? m : rss[2];
         }
         m = dir ? llama_round(dir, file, s, threads, t) : -1;
         if (m >= 0) {
@@ -194,6 +207,7 @@ static void rounds(const char *headscope, const char *dir, const char *file, con
     }
     for (int i = 0; i < N_NS; i++) {
         h[i] = hn ? bench_median(hv[i], hn) : -1;
+        h8[i] = h8n ? bench_median(h8v[i], h8n) : -1;
         l[i] = ln ? bench_median(lv[i], ln) : -1;
     }
 }
@@ -223,6 +237,46 @@ static void mode_rows(const char *headscope, const char *file, const scratch *s,
     }
 }
 
+/* 1 when the file's layers are block-quantised (its --activations q8 row is run) */
+static int block_quantised(const char *file)
+{
+    hs_model *m = NULL;
+    hs_error err = {{0}};
+    if (hs_model_open(file, HS_OPEN_NO_WEIGHTS, &m, &err) != HS_OK)
+        return 0;
+    const char *dt = hs_model_storage_dtype(m);
+    int q = dt && (dt[0] == 'Q' || !strncmp(dt, "IQ", 2));
+    hs_model_free(m);
+    return q;
+}
+
+/* One row of the llama.cpp table: headscope's medians h, llama.cpp's l, ratios. */
+static void print_row(const char *label, int threads, const double h[N_NS], const double l[N_NS],
+                      double rss_h, double rss_l, int llama)
+{
+    printf("%-28.28s %4d", label, threads);
+    for (int k = 0; k < N_NS; k++) {
+        print_secs(h[k]);
+        if (!llama) {
+            printf(" %9s %6s", "-", "-");
+            continue;
+        }
+        print_secs(l[k]);
+        if (h[k] >= 0 && l[k] > 0)
+            printf(" %6.2f", h[k] / l[k]);
+        else
+            printf(" %6s", "-");
+    }
+    double rss[2] = {rss_h, rss_l};
+    for (int k = 0; k < 2; k++)
+        if (rss[k] >= 0)
+            printf(" %5.0f MB", rss[k]);
+        else
+            printf(" %8s", k == 1 && !llama ? "-" : "failed");
+    printf("\n");
+    fflush(stdout);
+}
+
 void bench_stored_rows(const char *headscope, const char *files[], int n_files, const int *thr,
                        int n_thr, int reps, int modes_too)
 {
@@ -245,7 +299,8 @@ void bench_stored_rows(const char *headscope, const char *files[], int n_files, 
            "(every map recorded) and llama-bench -p 128,512 -n 0, medians of %d runs;\n"
            "load = a 1-token run (headscope attn; llama-bench -p 1 -r 1 --no-warmup), start "
            "to exit; n = the forward alone (headscope: the run less the load); ratio = "
-           "headscope / llama.cpp\n", reps);
+           "headscope / llama.cpp; 'q8': headscope --activations q8 (8-bit activations, as "
+           "llama.cpp)\n", reps);
     if (!llama)
         printf("  llama.cpp: skipped (LLAMACPP= not set: make bench LLAMACPP=path/to/llama.cpp/"
                "build/bin runs llama-bench on the same files)\n");
@@ -254,29 +309,15 @@ void bench_stored_rows(const char *headscope, const char *files[], int n_files, 
            "llama");
     for (int f = 0; f < n_files; f++) {
         const char *base = strrchr(files[f], '/') ? strrchr(files[f], '/') + 1 : files[f];
+        int q8 = block_quantised(files[f]);
         for (int i = 0; i < n_thr; i++) {
-            double h[N_NS], l[N_NS], rss[2];
-            rounds(headscope, llama ? dir : NULL, files[f], &s, thr[i], reps, h, l, rss);
-            printf("%-28.28s %4d", base, thr[i]);
-            for (int k = 0; k < N_NS; k++) {
-                print_secs(h[k]);
-                if (!llama) {
-                    printf(" %9s %6s", "-", "-");
-                    continue;
-                }
-                print_secs(l[k]);
-                if (h[k] >= 0 && l[k] > 0)
-                    printf(" %6.2f", h[k] / l[k]);
-                else
-                    printf(" %6s", "-");
+            double h[N_NS], h8[N_NS], l[N_NS], rss[3];
+            rounds(headscope, llama ? dir : NULL, files[f], &s, thr[i], reps, q8, h, h8, l, rss);
+            for (int row = 0; row < 1 + q8; row++) {
+                char label[64];
+                snprintf(label, sizeof label, "%.24s%s", base, row ? " q8" : "");
+                print_row(label, thr[i], row ? h8 : h, l, row ? rss[2] : rss[0], rss[1], llama);
             }
-            for (int k = 0; k < 2; k++)
-                if (rss[k] >= 0)
-                    printf(" %5.0f MB", rss[k]);
-                else
-                    printf(" %8s", k == 1 && !llama ? "-" : "failed");
-            printf("\n");
-            fflush(stdout);
         }
     }
     scratch_free(&s);

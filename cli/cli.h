@@ -75,6 +75,8 @@ void cli_command_line_save(int argc, char **argv);
 const char *const *cli_command_line(int *argc);
 /* The weight budget cli_model_open passes (--weight-memory; 0: the library's default). */
 void cli_set_weight_memory(size_t bytes);
+/* --activations q8: cli_model_open adds HS_OPEN_Q8_ACTIVATIONS. */
+void cli_set_q8_activations(int on);
 
 /* As cli_model_load, reading only what HS_OPEN_* flags ask for. */
 hs_model *cli_model_open(const char *cmd, const char *path, unsigned flags);

@@ -169,10 +169,16 @@ static size_t weight_memory;
 
 void cli_set_weight_memory(size_t bytes) { weight_memory = bytes; }
 
+static int q8_activations;
+
+void cli_set_q8_activations(int on) { q8_activations = on; }
+
 hs_model *cli_model_open(const char *cmd, const char *path, unsigned flags)
 {
     hs_error err = {{0}};
     hs_model *m = NULL;
+    if (q8_activations && !(flags & (HS_OPEN_NO_WEIGHTS | HS_OPEN_TOKENIZER)))
+        flags |= HS_OPEN_Q8_ACTIVATIONS;
     hs_open_opts o = {.flags = flags, .weight_memory = weight_memory};
     if (hs_model_open2(path, &o, &m, &err) != HS_OK) {
         cli_error(cmd, "%s", err.msg);

@@ -40,6 +40,11 @@ static void usage(FILE *f)
                "               else a quarter of the memory); beyond it layers are converted\n"
                "               again in every pass; 'stored': none converted, the forward\n"
                "               pass multiplies by them in their stored type\n"
+               "  --activations float|q8\n"
+               "               q8: activations quantised to 8 bits per 32 values for the products\n"
+               "               by block-quantised (GGUF Q*, IQ4) layers, as llama.cpp computes\n"
+               "               them: faster, not the float32 results (docs/gguf.md); implies\n"
+               "               --weight-memory stored (default: float)\n"
                "\n'headscope COMMAND --help' describes a command; docs/ has the details.\n");
 }
 
@@ -81,15 +86,27 @@ static int take_option(int *argc, char **argv, const char *name, const char **va
 }
 
 /* Takes --threads N out of argv, else reads HEADSCOPE_THREADS, and sets the thread count;
- * takes --weight-memory SIZE (HEADSCOPE_WEIGHT_MEMORY is read when the model is opened).
+ * takes --weight-memory SIZE (HEADSCOPE_WEIGHT_MEMORY is read when the model is opened)
+ * and --activations float|q8.
  * Returns 0, or EXIT_USAGE after a message. */
 static int take_common(int *argc, char **argv)
 {
-    const char *val = NULL, *env = getenv("HEADSCOPE_THREADS"), *wm = NULL;
+    const char *val = NULL, *env = getenv("HEADSCOPE_THREADS"), *wm = NULL, *act = NULL;
     int n = 0;
     if (take_option(argc, argv, "--threads", &val) ||
-        take_option(argc, argv, "--weight-memory", &wm))
+        take_option(argc, argv, "--weight-memory", &wm) ||
+        take_option(argc, argv, "--activations", &act))
         return EXIT_USAGE;
+    if (act && strcmp(act, "float") && strcmp(act, "q8")) {
+        cli_error(NULL, "--activations '%s' is not float or q8", act);
+        return EXIT_USAGE;
+    }
+    if (act && !strcmp(act, "q8") && wm && strcmp(wm, "stored")) {
+        cli_error(NULL, "--activations q8 multiplies every layer in its stored type: it takes no "
+                  "--weight-memory but 'stored' (not '%s')", wm);
+        return EXIT_USAGE;
+    }
+    cli_set_q8_activations(act && !strcmp(act, "q8"));
     if (val && parse_threads(val, &n)) {
         cli_error(NULL, "--threads '%s' is not a number in [1, 4096]", val);
         return EXIT_USAGE;
@@ -114,11 +131,11 @@ static int take_common(int *argc, char **argv)
  * after a message (one without its value). */
 static int common_first(int argc, char **argv)
 {
-    static const char *const names[] = {"--threads", "--weight-memory"};
+    static const char *const names[] = {"--threads", "--weight-memory", "--activations"};
     int i = 1;
     while (i < argc) {
         int k = -1;
-        for (int j = 0; j < 2; j++) {
+        for (int j = 0; j < 3; j++) {
             size_t n = strlen(names[j]);
             if (!strncmp(argv[i], names[j], n) && (argv[i][n] == 0 || argv[i][n] == '='))
                 k = argv[i][n] == 0 ? 2 : 1;

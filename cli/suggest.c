@@ -8,7 +8,7 @@
 
 /* The options every command takes (cli/main.c moves them out of argv before a command's
  * getopt_long sees it; a misspelling of one reaches the command). */
-static const char *const common_names[] = {"threads", "weight-memory"};
+static const char *const common_names[] = {"threads", "weight-memory", "activations"};
 
 /* Optimal string alignment distance (insertions, deletions, substitutions, adjacent
  * transpositions) between a and b, or cap + 1 when it is more than cap (or the words are

@@ -350,7 +350,14 @@ enum {
      * decoded where looked up, the logits a product with the stored rows (the same bits);
      * gradient importance, composition and the GGUF writer convert the whole table once,
      * on first use, and keep it until hs_model_free. */
-    HS_OPEN_STORED_WEIGHTS = 8
+    HS_OPEN_STORED_WEIGHTS = 8,
+    /* HS_OPEN_STORED_WEIGHTS with every layer matrix in its stored type (whatever the
+     * weight_memory budget) and, for the block-quantised ones (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1,
+     * Q2_K..Q6_K, IQ4_NL, IQ4_XS), the activations that multiply them quantised to 8 bits per
+     * 32 values and multiplied by the stored integers, as llama.cpp does: faster, and no
+     * longer the float32 path's results (the error per type: docs/gguf.md, "8-bit
+     * activations"). F16, BF16 and F32 matrices, attention and everything else stay float. */
+    HS_OPEN_Q8_ACTIVATIONS = 16
 };
 
 /* As hs_model_load, reading only what flags ask for. A model opened without weights

@@ -82,8 +82,14 @@ class Model(_Forward, _Hooks, _Patch):
     """A loaded model; use headscope.load(path). Frees its memory on close() or when
     garbage-collected; usable as a context manager."""
 
-    def __init__(self, path, weight_memory=None):
-        opts = _lib.HsOpenOpts(0, _budget(weight_memory))
+    def __init__(self, path, weight_memory=None, activations="float"):
+        if activations not in ("float", "q8"):
+            raise ValueError("activations must be \"float\" or \"q8\", not %r" % (activations,))
+        if activations == "q8" and weight_memory not in (None, "stored"):
+            raise ValueError("activations=\"q8\" multiplies every layer in its stored type: "
+                             "weight_memory must be None or \"stored\", not %r" % (weight_memory,))
+        flags = _lib.HS_OPEN_Q8_ACTIVATIONS if activations == "q8" else 0
+        opts = _lib.HsOpenOpts(flags, _budget(weight_memory))
         err = _lib.HsError()
         handle = ctypes.c_void_p()
         _check(_LIB.hs_model_open2(_bytes(str(path), "path"), ctypes.byref(opts),
@@ -315,12 +321,17 @@ def _options_doc():
 Model.analyze.__doc__ += _options_doc()
 
 
-def load(path, weight_memory=None):
+def load(path, weight_memory=None, activations="float"):
     """Loads a model: a Hugging Face folder (config.json, model.safetensors or
     pytorch_model.bin, tokenizer files) or a GGUF file. Raises HeadscopeError.
 
     weight_memory: bytes of float32 layer weights an F16, BF16 or quantised checkpoint keeps
     converted at once (hs_model_open2, docs/architecture.md "Memory"): None for the
     library's default (HEADSCOPE_WEIGHT_MEMORY, else a quarter of the physical memory), an
-    int (0: one layer at a time), or "all" (no bound). The results do not depend on it."""
-    return Model(path, weight_memory)
+    int (0: one layer at a time), or "all" (no bound). The results do not depend on it.
+
+    activations: "float" (the default), or "q8": the block-quantised layers' products with
+    the activations quantised to 8 bits, as llama.cpp computes them (the CLI's
+    --activations q8; every layer in its stored type): faster, not the float32 results
+    (docs/gguf.md, "8-bit activations")."""
+    return Model(path, weight_memory, activations)

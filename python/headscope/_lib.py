@@ -212,6 +212,7 @@ class HsOpenOpts(ctypes.Structure):
 
 HS_WEIGHT_MEMORY_ALL = ctypes.c_size_t(-1).value  # (size_t)-1: no bound
 HS_WEIGHT_MEMORY_STORED = ctypes.c_size_t(-2).value  # no layer converted: stored types
+HS_OPEN_Q8_ACTIVATIONS = 16  # include/headscope/model.h: 8-bit activations (--activations q8)
 
 
 def _candidates():

@@ -278,6 +278,23 @@ class WeightMemory(unittest.TestCase):
         with self.assertRaises(ValueError):
             headscope.load(LLAMA, weight_memory=2 ** 64 - 2)
 
+    def test_q8_activations_are_the_cli_s(self):
+        # activations="q8": the block-quantised layers' products by 8-bit activations, the
+        # CLI's --activations q8 bit for bit; BF16 layers keep the float path
+        q8 = os.path.join(ROOT, "fixtures", "gguf", "families", "tiny-llama.q8_0.gguf")
+        with headscope.load(q8, activations="q8") as m:
+            got = m.attention(TEXT)
+        np.testing.assert_array_equal(got, cli_attn(q8, TEXT, extra=("--activations", "q8")))
+        with headscope.load(q8, weight_memory="stored") as m:
+            self.assertGreater(np.max(np.abs(got - m.attention(TEXT))), 0)
+        with headscope.load(LLAMA, activations="q8") as m:
+            bf16 = m.attention(TEXT)
+        with headscope.load(LLAMA, weight_memory="stored") as m:
+            np.testing.assert_array_equal(bf16, m.attention(TEXT))
+        for kw in (dict(activations="int8"), dict(activations="q8", weight_memory="all")):
+            with self.assertRaises(ValueError, msg=repr(kw)):
+                headscope.load(q8, **kw)
+
     def test_results_do_not_depend_on_the_budget(self):
         # every layer converted once at load, or one layer at a time in every pass: the same
         # maps as `headscope attn --weight-memory 0`, the same report (composition, DLA and

@@ -5,6 +5,7 @@
 #define HEADSCOPE_QGEMM_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* Decodes count elements of a stored tensor, from flat element index `from` (a multiple of
  * the tensor's block), into dst; src is the decoder's own description of the tensor. */
@@ -17,12 +18,22 @@ typedef struct hs_qcol {
     int blk;         /* elements per block of its type (1: F16, BF16, F32) */
 } hs_qcol;
 
+/* The integer form of count elements of a stored tensor from flat index `from` (a multiple
+ * of its block): q[i] signed 8-bit, and per 16 elements t a scale d[t] and offset m[t],
+ * element i = d[i / 16] q[i] + m[i / 16]. Returns the sub-block of the type: 32 (d and m the
+ * same for both 16s of a 32) or 16; 0 when it has no integer form. */
+typedef int (*hs_qdecode_i8_fn)(const void *src, size_t from, int8_t *q, float *d, float *m,
+                                size_t count);
+
 /* W: (in, out) logically, column j from col[j], in elements each (a whole number of blocks
- * of each column's type). */
+ * of each column's type). decode_i8, when set (every column block-quantised, in a multiple
+ * of 32, and 8-bit activations asked for): hs_op_linear multiplies by W with its activations
+ * quantised to 8 bits (src/core/q8gemm.c) instead of through decode. */
 typedef struct hs_qmat {
     int in, out;
     const hs_qcol *col;
     hs_qdecode_fn decode;
+    hs_qdecode_i8_fn decode_i8;
 } hs_qmat;
 
 /* The block of W at rows k0.. k0 + kl, columns j0.. j0 + cols into dst transposed:

@@ -40,9 +40,11 @@ hs_status hs_model_open2(const char *path, const hs_open_opts *o, hs_model **out
     }
     snprintf(m->storage_dtype, sizeof m->storage_dtype, "F32");
     m->open_flags = flags & (HS_OPEN_NO_WEIGHTS | HS_OPEN_TOKENIZER | HS_OPEN_MAP_WEIGHTS |
-                             HS_OPEN_STORED_WEIGHTS);
-    m->stored_gemm = (flags & HS_OPEN_STORED_WEIGHTS) || budget == HS_WEIGHT_MEMORY_STORED;
-    m->weight_memory = budget == HS_WEIGHT_MEMORY_STORED ? 1 : budget;
+                             HS_OPEN_STORED_WEIGHTS | HS_OPEN_Q8_ACTIVATIONS);
+    m->q8_act = (flags & HS_OPEN_Q8_ACTIVATIONS) != 0; /* implies the stored type */
+    m->stored_gemm = (flags & HS_OPEN_STORED_WEIGHTS) || budget == HS_WEIGHT_MEMORY_STORED ||
+                     m->q8_act;
+    m->weight_memory = budget == HS_WEIGHT_MEMORY_STORED || m->q8_act ? 1 : budget;
     if (S_ISDIR(sb.st_mode)) {
         st = hs_hf_load(m, path, err);
     } else if (!S_ISREG(sb.st_mode)) { /* a FIFO or a device would block or never end */

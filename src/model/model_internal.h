@@ -256,6 +256,11 @@ hs_status hs_tensor_convert(const hs_tensor_view *t, int out_in, hs_tensor_shape
  * blocks of a block format) into out: hs_tensor_convert's values (hs_qdecode_fn, for the
  * layer matrices used in their stored type). */
 void hs_tensor_decode(const void *t, size_t from, float *out, size_t count);
+/* The same elements in their integer form (hs_qdecode_i8_fn, src/model/quant_i8.c:
+ * hs_quant_decode_i8 on t's bytes): returns the sub-block (16, 32), or 0 when t's type has
+ * no integer form (F32, F16, BF16). hs_tensor_sub_block: the same answer without decoding. */
+int hs_tensor_decode_i8(const void *t, size_t from, int8_t *q, float *d, float *m, size_t count);
+int hs_tensor_sub_block(const void *t);
 /* 1 when elements [from, from + count) of t (whole blocks) are all finite by a look at the
  * stored bytes alone (F16/BF16 exponents, block formats' scales: quant.h); 0 when that look
  * cannot tell (F32, a non-finite scale), and decoding them must. */
@@ -414,6 +419,8 @@ struct hs_model {
     hs_wcache *wc;        /* the layer matrices kept in their stored type, or NULL */
     int stored_gemm;      /* the forward multiplies by the matrices the budget does not keep
                              in their stored type (HS_OPEN_STORED_WEIGHTS) */
+    int q8_act;           /* ... the block-quantised ones with 8-bit activations
+                             (HS_OPEN_Q8_ACTIVATIONS, src/core/q8gemm.c) */
 
     const float *wte;    /* (vocab, d); NULL when kept in its stored type (es) */
     const float *wpe;    /* (n_ctx, d) */

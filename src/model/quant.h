@@ -67,4 +67,14 @@ int hs_quant_scales_finite(uint32_t type, const unsigned char *src, size_t nb);
  * (quantize_row_q8_0_ref): d = max|x| / 127, q = roundf(x / d), d stored as f16. */
 void hs_quant_q8_0_encode(const float *x, unsigned char *out);
 
+/* The integer form of n elements (whole blocks) of type `type` at src, for the products by
+ * 8-bit activations (src/model/quant_i8.c): q[i] a signed 8-bit integer, and for each 16
+ * elements t a scale d[t] and offset m[t], element i = d[i / 16] q[i] + m[i / 16] (the value
+ * hs_quant_decode gives). Returns the type's sub-block: 32 (d and m the same for both 16s
+ * of each 32) or 16 (Q2_K, Q3_K, Q6_K); 0 for a type headscope does not decode. */
+int hs_quant_decode_i8(uint32_t type, const unsigned char *src, int8_t *q, float *d, float *m,
+                       size_t n);
+/* The sub-block hs_quant_decode_i8 returns for type, without decoding. */
+int hs_quant_sub_block(uint32_t type);
+
 #endif

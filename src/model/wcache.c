@@ -257,6 +257,10 @@ static hs_status make_qmat(const hs_wcache *wc, wunit *u, hs_qmat *q, hs_qcol *c
             return st;
     }
     *q = (hs_qmat){.in = in, .out = W, .col = cols, .decode = hs_tensor_decode};
+    int i8 = wc->m->q8_act && in % 32 == 0; /* 8-bit activations: every part block-quantised */
+    for (int i = 0; i < u->n_src; i++)
+        i8 = i8 && hs_tensor_sub_block(&u->src[i].t) != 0;
+    q->decode_i8 = i8 ? hs_tensor_decode_i8 : NULL;
     u->qm = q;
     return HS_OK;
 }

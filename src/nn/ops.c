@@ -13,6 +13,7 @@
 
 #include "nn/fastmath.h"
 #include "core/core.h"
+#include "core/q8gemm.h"
 #include "core/qgemm.h"
 #include "nn/ops.h"
 
@@ -33,13 +34,17 @@ void hs_op_gemm(int trans_b, int m, int n, int k, float alpha, const float *a, i
 static void linear(const float *x, const float *w, const float *b, float *y, int n, int in,
                    int out, int add)
 {
+    const hs_qmat *q = hs_qmat_find(w); /* a layer matrix in its stored type */
+    if (q && q->decode_i8) { /* with 8-bit activations (--activations q8), every row count */
+        hs_q8gemm_run(q, x, b, y, n, add);
+        return;
+    }
     if (n == 1) { /* one row: our own fixed order, the same for W in memory and stored */
         hs_gemv_linear(x, w, b, y, in, out, add);
         return;
     }
     hs_gemm g = {.m = n, .n = out, .k = in, .alpha = 1.0, .beta = add ? 1.0 : 0.0, .a = x,
                  .lda = in, .b = w, .ldb = out, .c = y, .ldc = out, .bias = b, .add = add};
-    const hs_qmat *q = hs_qmat_find(w); /* a layer matrix in its stored type */
     if (q) {
         g.b_fill = hs_qmat_fill;
         g.b_fill_kn = hs_qmat_fill_kn;
