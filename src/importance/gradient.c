@@ -16,10 +16,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <cblas.h>
-
 #include "core/core.h"
 #include "headscope/importance.h"
+#include "importance/gradient_back.h"
 #include "importance/gradient_mla.h"
 #include "importance/importance_internal.h"
 #include "model/model_internal.h"
@@ -48,166 +47,6 @@ int hs_gradient_set_head_rows(int rows)
     int old = head_rows;
     head_rows = rows >= 1 ? rows : 128;
     return old;
-}
-
-/* ---- the backward kernels ------------------------------------------------------------ */
-
-/* dx: (n, in) = dy: (n, out) · w^T, w: (in, out); accumulate adds to dx. */
-static void linear_back(const float *dy, const float *w, float *dx, int n, int in, int out,
-                        int accumulate)
-{
-    hs_op_gemm(1, n, in, out, 1.0f, dy, out, w, out, accumulate ? 1.0f : 0.0f, dx, in);
-}
-
-/* LayerNorm backward, y = xhat * w + b: with g = dy * w,
- * dx = rstd * (g - mean(g) - xhat * mean(g * xhat)); RMSNorm (rms), y = x rstd w:
- * dx = rstd * (g - xhat * mean(g * xhat)). dx may alias dy; accumulate adds. */
-static void norm_back(int rms, const float *xhat, const float *rstd, const float *w,
-                      const float *dy, float *dx, int n, int d, int accumulate)
-{
-#pragma omp parallel for schedule(static) if ((size_t)n * (size_t)d >= 32768)
-    for (int i = 0; i < n; i++) {
-        const float *hi = xhat + (size_t)i * (size_t)d, *gi = dy + (size_t)i * (size_t)d;
-        float *xi = dx + (size_t)i * (size_t)d;
-        double sg = 0, sgh = 0;
-        for (int k = 0; k < d; k++) {
-            double gk = (double)gi[k] * w[k];
-            sg += gk;
-            sgh += gk * hi[k];
-        }
-        double mg = rms ? 0.0 : sg / d, mgh = sgh / d, r = rstd[i];
-        for (int k = 0; k < d; k++) {
-            float v = (float)(r * ((double)gi[k] * w[k] - mg - hi[k] * mgh));
-            xi[k] = accumulate ? xi[k] + v : v;
-        }
-    }
-}
-
-void hs_grad_rms_back(const float *xhat, const float *rstd, const float *w, const float *dy,
-                      float *dx, int n, int d)
-{
-    norm_back(1, xhat, rstd, w, dy, dx, n, d, 0);
-}
-
-/* The MLP backward: dy: (n, d) = d loss / d (MLP output) → din: (n, d) = d loss / d (MLP
- * input); pre: (n, F) the kept first projection; dff: (n, F) scratch, and (n, d_ff) more
- * after it for the gated MLP. */
-static void mlp_back(const hs_model_config *c, const hs_layer *W, const float *pre,
-                     const float *dy, float *dff, float *din, int n)
-{
-    int d = c->d_model, f = c->d_ff, F = hs_ff_width(c);
-    if (c->gated) {
-        float *da = dff + (size_t)n * (size_t)F;
-        linear_back(dy, W->w_proj, da, n, f, d, 0);
-        hs_op_glu_back(pre, da, dff, n, f, c->act);
-    } else {
-        linear_back(dy, W->w_proj, dff, n, f, d, 0);
-        hs_op_gelu_back(pre, dff, (size_t)n * (size_t)f, c->act);
-    }
-    linear_back(dff, W->w_fc, din, n, d, F, 0);
-}
-
-/* dS: (keys) of query row q over keys [lo, hi) times the softcap's derivative
- * 1 - tanh^2(s / cap), s = scale q . k_j (the forward's score, recomputed). */
-static void softcap_back(const float *q, const float *k, int W, int dh, float scale, float cap,
-                         float *ds, int lo, int hi)
-{
-    for (int j = lo; j < hi; j++) {
-        const float *kj = k + (size_t)j * (size_t)W;
-        float s = 0.0f;
-        for (int e = 0; e < dh; e++)
-            s += q[e] * kj[e];
-        float t = tanhf(scale * s / cap);
-        ds[j] *= 1.0f - t * t;
-    }
-}
-
-/* Back through the query/key norm (hs_qk_normalise), dqkv: (n, W) in place. */
-static void qk_norm_back(const hs_model_config *c, const hs_layer *W, const hs_block_keep *gl,
-                         float *dqkv, int n)
-{
-    int A = hs_model_attn_width(c), K = c->n_kv_head * c->d_head, Wq = hs_qkv_width(c);
-    int per = c->arch->qk_norm == HS_QK_NORM_HEAD, nr = hs_qk_norms(c);
-    int nq = per ? c->n_head : 1, nk = per ? c->n_kv_head : 1;
-    int wq = per ? c->d_head : A, wk = per ? c->d_head : K;
-    for (int i = 0; i < n; i++) {
-        float *g = dqkv + (size_t)i * (size_t)Wq;
-        const float *xh = gl->qk_xhat + (size_t)i * (size_t)(A + K);
-        const float *rs = gl->qk_rstd + (size_t)i * (size_t)nr;
-        norm_back(1, xh, rs, W->q_norm_w, g, g, nq, wq, 0);
-        norm_back(1, xh + A, rs + nq, W->k_norm_w, g + A, g + A, nk, wk, 0);
-    }
-}
-
-/* Attention backward of one layer: dctx: (n, A) → dqkv: (n, W) (hs_qkv_width, A =
- * hs_model_attn_width). dp: (H, n, n)
- * scratch. Key/value groups run in parallel, the query heads of a group one after the
- * other, each adding its part to the group's dK and dV (each group writes its own columns).
- * ctx_h = P_h V_g, P_h = softmax(scale Q_h K_g^T), g the KV head of query head h:
- *   dV_g += P_h^T dctx_h;  dP = dctx_h V_g^T;  dS = P ⊙ (dP − rowsum(dP ⊙ P));
- *   dQ_h = scale dS K_g;  dK_g += scale dS^T Q_h.  The softmax of row i runs over its visible
- * keys [lo_i, hi_i) only (vis), so the sum and dS cover those; the masked entries have P = 0
- * and dS = 0 (the scores there do not reach the loss).
- * Q and K are the rotated ones (the rotation's transpose is applied to dQ, dK after). */
-static void attention_back(const hs_model_config *c, hs_visibility vis, const float *qkv,
-                           const float *probs, const float *dctx, float *dqkv, float *dps,
-                           float *dpat, int n)
-{
-    int d = hs_model_attn_width(c), dh = c->d_head, W = hs_qkv_width(c), KV = c->n_kv_head;
-    int G = c->n_head / KV;
-    float scale = hs_attn_scale(c), cap = c->arch->attn_softcap;
-    size_t nn = (size_t)n * (size_t)n, koff = (size_t)d, voff = (size_t)d + (size_t)KV * (size_t)dh;
-#pragma omp parallel for schedule(dynamic) if (KV > 1 && nn * (size_t)c->n_head >= 32768)
-    for (int kv = 0; kv < KV; kv++)
-    for (int m = 0; m < G; m++) {
-        int h = kv * G + m;
-        float beta = m ? 1.0f : 0.0f; /* the group's first query head sets dK, dV */
-        size_t off = (size_t)h * (size_t)dh, goff = (size_t)kv * (size_t)dh;
-        const float *q = qkv + off, *k = qkv + koff + goff, *v = qkv + voff + goff;
-        const float *p = probs + (size_t)h * nn, *dc = dctx + off;
-        float *dp = dps + (size_t)h * nn;
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, n, dh, n, 1.0f, p, n, dc, d, beta,
-                    dqkv + voff + goff, W);
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, n, n, dh, 1.0f, dc, d, v, W, 0.0f,
-                    dp, n);
-        if (dpat) /* d / d probs, asked for by a tap (hook_pattern) */
-            memcpy(dpat + (size_t)h * nn, dp, nn * sizeof *dp);
-        for (int i = 0; i < n; i++) {
-            const float *pi = p + (size_t)i * (size_t)n;
-            float *di = dp + (size_t)i * (size_t)n;
-            int lo = hs_vis_lo(vis, i), hi = hs_vis_hi(vis, i, n);
-            double s = 0;
-            for (int j = lo; j < hi; j++)
-                s += (double)di[j] * pi[j];
-            for (int j = lo; j < hi; j++)
-                di[j] = (float)(pi[j] * ((double)di[j] - s));
-            for (int j = 0; j < lo; j++)
-                di[j] = 0.0f;
-            for (int j = hi; j < n; j++)
-                di[j] = 0.0f;
-            if (cap > 0) /* through cap tanh(s / cap): times 1 - tanh^2, s recomputed */
-                softcap_back(q + (size_t)i * (size_t)W, k, W, dh, scale, cap, di, lo, hi);
-        }
-        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, dh, n, scale, dp, n, k, W,
-                    0.0f, dqkv + off, W);
-        cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, n, dh, n, scale, dp, n, q, W,
-                    beta, dqkv + koff + goff, W);
-    }
-}
-
-
-/* d loss / d logits: (V) (softmax - onehot) / R, held where the softcapped logits y = cap
- * tanh(z / cap) were, made d loss / d z: times 1 - (y / cap)^2. Each y is read back from its
- * probability, y = max + log(row_v / inv) (a probability that underflowed to 0 has no
- * gradient), the target's is target. */
-static void final_softcap_back(float *row, int V, float mx, float inv, float cap, int tgt,
-                               float target)
-{
-    for (int v = 0; v < V; v++) {
-        float e = row[v] / inv, y = v == tgt ? target : e > 0 ? mx + logf(e) : 0.0f;
-        float t = y / cap;
-        row[v] *= 1.0f - t * t;
-    }
 }
 
 /* ---- the pass ----------------------------------------------------------------------- */
@@ -483,7 +322,7 @@ static hs_status gradient_pass(const hs_model *m, const hs_loss_input *in, const
                 row[v] *= inv;
             row[tgt[r]] -= (float)(1.0 / R);
             if (fcap > 0)
-                final_softcap_back(row, V, mx, inv, fcap, tgt[r], target);
+                hs_grad_final_softcap_back(row, V, mx, inv, fcap, tgt[r], target);
         }
         hs_op_gemm(0, nb, d, V, 1.0f, logits, V, m->decoder, d, 0.0f, hy + (size_t)r0 * (size_t)d,
                    d);
@@ -505,13 +344,13 @@ static hs_status gradient_pass(const hs_model *m, const hs_loss_input *in, const
 
     /* Backward through the head transform and the final norm, those the model has. */
     if (c->arch->head == HS_HEAD_MLM) {
-        norm_back(0, hxhat, hrstd, m->mlm_ln_w, hy, hy, R, d, 0);
+        hs_grad_norm_back(0, hxhat, hrstd, m->mlm_ln_w, hy, hy, R, d, 0);
         hs_op_gelu_back(hpre, hy, rd, c->act);
-        linear_back(hy, m->mlm_w, hrows, R, d, d, 0);
+        hs_grad_linear_back(hy, m->mlm_w, hrows, R, d, d, 0);
         memcpy(hy, hrows, rd * sizeof *hy);
     }
     if (pre)
-        norm_back(rms, fxhat, frstd, m->lnf_w, hy, hy, R, d, 0);
+        hs_grad_norm_back(rms, fxhat, frstd, m->lnf_w, hy, hy, R, d, 0);
     memset(dx, 0, nd * sizeof *dx); /* d loss / d (stream leaving the last layer) */
     for (int r = 0; r < R; r++)
         hs_op_add(dx + (size_t)rows[r] * (size_t)d, hy + (size_t)r * (size_t)d, (size_t)d);
@@ -530,10 +369,10 @@ static hs_status gradient_pass(const hs_model *m, const hs_loss_input *in, const
         const hs_layer *W = &Wl;
         hs_block_keep *gl = &lay[l];
         if (!pre) /* x_out = LN2(z), z = a + MLP(a) */
-            norm_back(rms, gl->xhat2, gl->rstd2, W->ln2_w, dx, dx, n, d, 0);
+            hs_grad_norm_back(rms, gl->xhat2, gl->rstd2, W->ln2_w, dx, dx, n, d, 0);
         TAP(HS_SITE_MLP_OUT, NULL, dx, n, d, d); /* d / d (the MLP's output, post-normed) */
         if (post) /* x_out = x_mid + PN2(MLP(...)) */
-            norm_back(1, gl->xhat_pm, gl->rstd_pm, W->post2_w, dx, dpost, n, d, 0);
+            hs_grad_norm_back(1, gl->xhat_pm, gl->rstd_pm, W->post2_w, dx, dpost, n, d, 0);
         if (W->moe_gate) { /* a mixture of experts (pre-norm: its input is xhat2 ln2_w) */
             if (hs_moe_back(c, W, gl->xhat2, W->ln2_w, dx, dh, n)) {
                 hs_layer_put(m, l);
@@ -541,24 +380,25 @@ static hs_status gradient_pass(const hs_model *m, const hs_loss_input *in, const
                 goto fail;
             }
         } else { /* dh = d loss / d (the MLP's input) */
-            mlp_back(c, W, gl->ff, post ? dpost : dx, dff, dh, n);
+            hs_grad_mlp_back(c, W, gl->ff, post ? dpost : dx, dff, dh, n);
         }
         if (pre && !pre_in) { /* x_out = x_mid + PN2(MLP(x_mid)) */
             hs_op_add(dx, dh, nd);
         } else if (par) {   /* x_out = x_in + attn(LN1(x_in)) + MLP(LN2(x_in)) */
-            norm_back(rms, gl->xhat2, gl->rstd2, W->ln2_w, dh, dx2, n, d, 0);
+            hs_grad_norm_back(rms, gl->xhat2, gl->rstd2, W->ln2_w, dh, dx2, n, d, 0);
         } else if (pre) { /* x_out = x_mid + MLP(LN2(x_mid)) */
-            norm_back(rms, gl->xhat2, gl->rstd2, W->ln2_w, dh, dx, n, d, 1);
+            hs_grad_norm_back(rms, gl->xhat2, gl->rstd2, W->ln2_w, dh, dx, n, d, 1);
         } else {     /* a = LN1(x_in + attn), da = dz + MLP'; then through LN1 */
             hs_op_add(dx, dh, nd);
-            norm_back(rms, gl->xhat1, gl->rstd1, W->ln1_w, dx, dx, n, d, 0);
+            hs_grad_norm_back(rms, gl->xhat1, gl->rstd1, W->ln1_w, dx, dx, n, d, 0);
         }
         /* dx is now d loss / d (ctx W_O + b_O), the attention's output (x_mid with post
            norms: then through PN1 first) */
         TAP(HS_SITE_ATTN_OUT, NULL, dx, n, d, d);
         if (post)
-            norm_back(1, gl->xhat_pa, gl->rstd_pa, W->post1_w, dx, dpost, n, d, 0);
-        linear_back(post ? dpost : dx, W->w_o, dh, n, A, d, 0); /* dh = d loss / d ctx: (n, A) */
+            hs_grad_norm_back(1, gl->xhat_pa, gl->rstd_pa, W->post1_w, dx, dpost, n, d, 0);
+        /* dh = d loss / d ctx: (n, A) */
+        hs_grad_linear_back(post ? dpost : dx, W->w_o, dh, n, A, d, 0);
         TAP(HS_SITE_Z, gl->ctx, dh, n, A, A);
         /* d ctx / d xi = P V - r (r = 0 without a replacement) */
         const float *rl = in->replace ? in->replace + (size_t)l * nA : NULL;
@@ -595,8 +435,8 @@ static hs_status gradient_pass(const hs_model *m, const hs_loss_input *in, const
             rope.dims = 0;
         } else {
             float *dpat = taps && taps->site == HS_SITE_PATTERN ? dpat_buf : NULL;
-            attention_back(c, hs_model_layer_visibility(c, l), gl->qkv, gl->probs, dh, dqkv, dp,
-                           dpat, n);
+            hs_grad_attention_back(c, hs_model_layer_visibility(c, l), gl->qkv, gl->probs, dh,
+                                   dqkv, dp, dpat, n);
             if (dpat)
                 TAP(HS_SITE_PATTERN, gl->probs, dpat, H * n, n, n);
             if (taps && (taps->site == HS_SITE_Q || taps->site == HS_SITE_K ||
@@ -614,12 +454,12 @@ static hs_status gradient_pass(const hs_model *m, const hs_loss_input *in, const
             hs_op_rotary_scaled(dqkv + A, n, c->n_kv_head, c->d_head, Wq, rot, inv_freq, rsc, 0, 1);
         }
         if (qkn)
-            qk_norm_back(c, W, gl, dqkv, n);
+            hs_grad_qk_norm_back(c, W, gl, dqkv, n);
         if (pre_in) {
-            linear_back(dqkv, W->w_qkv, dh, n, d, Wq, 0);
-            norm_back(rms, gl->xhat1, gl->rstd1, W->ln1_w, dh, dx, n, d, 1);
+            hs_grad_linear_back(dqkv, W->w_qkv, dh, n, d, Wq, 0);
+            hs_grad_norm_back(rms, gl->xhat1, gl->rstd1, W->ln1_w, dh, dx, n, d, 1);
         } else {
-            linear_back(dqkv, W->w_qkv, dx, n, d, Wq, 1);
+            hs_grad_linear_back(dqkv, W->w_qkv, dx, n, d, Wq, 1);
         }
         if (par)
             hs_op_add(dx, dx2, nd);
@@ -665,16 +505,4 @@ hs_status hs_gradient_importance(const hs_model *m, const hs_loss_input *in, dou
     }
     free(g);
     return st;
-}
-
-void hs_grad_norm_back(int rms, const float *xhat, const float *rstd, const float *w,
-                       const float *dy, float *dx, int n, int d, int accumulate)
-{
-    norm_back(rms, xhat, rstd, w, dy, dx, n, d, accumulate);
-}
-
-void hs_grad_mlp_back(const hs_model_config *c, const hs_layer *W, const float *pre,
-                      const float *dy, float *dff, float *din, int n)
-{
-    mlp_back(c, W, pre, dy, dff, din, n);
 }
