@@ -27,17 +27,29 @@ static void format_value(float v, int dec, char *buf, size_t cap)
 }
 
 
-hs_status hs_importance_render(const float *values, int n_layer, int n_head,
-                               const hs_importance_opts *opts, hs_image *out,
-                               hs_layout *layout, hs_error *err)
+const char *hs_viz_unit_label(const void *ctx, int i, char *buf, size_t cap)
 {
-    return hs_viz_importance_render_marked(values, n_layer, n_head, opts, NULL, out, layout, err);
+    int units = *(const int *)ctx;
+    if (units > 0)
+        snprintf(buf, cap, "%d.%d", i / units, i % units);
+    else
+        snprintf(buf, cap, "%d", i);
+    return buf;
 }
 
-hs_status hs_viz_importance_render_marked(const float *values, int n_layer, int n_head,
-                                          const hs_importance_opts *opts,
-                                          const int *layer_window, hs_image *out,
-                                          hs_layout *layout, hs_error *err)
+const char *hs_viz_index_label(const void *ctx, int i, char *buf, size_t cap)
+{
+    (void)ctx;
+    snprintf(buf, cap, "%d", i);
+    return buf;
+}
+
+/* The grid of hs_viz_importance_render_marked, its rows and columns named by axes (NULL:
+ * "L3" and "H5", local layers marked by layer_window). */
+static hs_status render(const float *values, int n_layer, int n_head,
+                        const hs_importance_opts *opts, const int *layer_window,
+                        const hs_viz_axes *axes, hs_image *out, hs_layout *layout,
+                        hs_error *err)
 {
     static const hs_importance_opts defaults = {0};
     hs_status st;
@@ -117,11 +129,16 @@ hs_status hs_viz_importance_render_marked(const float *values, int n_layer, int 
     int ls = s ? s : 1;
 
     hs_viz_lh rowl = {'L', layer_window}, coll = {'H', NULL};
+    hs_viz_label_fn rowf = axes ? axes->row : hs_viz_lh_label;
+    hs_viz_label_fn colf = axes ? axes->col : hs_viz_lh_label;
+    const void *rowc = axes ? axes->ctx : (const void *)&rowl;
+    const void *colc = axes ? axes->ctx : (const void *)&coll;
     int row_stride = hs_viz_label_stride(n_layer, ch, ls, 0);
     char buf[64];
-    int col_lab_w = hs_text_width(hs_viz_lh_label(&coll, n_head - 1, buf, sizeof buf), ls, 0);
+    int col_lab_w = axes ? hs_viz_labels_extent(colf, colc, n_head, 1, ls, 0, 0)
+                         : hs_text_width(hs_viz_lh_label(&coll, n_head - 1, buf, sizeof buf), ls, 0);
     int col_stride = (col_lab_w + 6 + cw - 1) / cw;
-    int row_lab_w = hs_viz_labels_extent(hs_viz_lh_label, &rowl, n_layer, row_stride, ls, 0, 0);
+    int row_lab_w = hs_viz_labels_extent(rowf, rowc, n_layer, row_stride, ls, 0, 0);
 
     const int M = HS_VIZ_MARGIN;
     int th = hs_viz_title_height(opts->title, opts->subtitle, ls);
@@ -170,13 +187,13 @@ hs_status hs_viz_importance_render_marked(const float *values, int n_layer, int 
     hs_viz_kv_groups(out, gx, cw, cw - (cw >= 6 && ch >= 6), n_head, grp, band_y, gy, gy + gh, ls);
 
     for (int l = 0; l < n_layer; l += row_stride) {
-        const char *lab = hs_viz_lh_label(&rowl, l, buf, sizeof buf);
+        const char *lab = rowf(rowc, l, buf, sizeof buf);
         int lw = hs_text_width(lab, ls, 0);
         hs_cv_text(out, gx - LABEL_GAP - lw, gy + l * ch + (ch - 7 * ls) / 2, lab, ls, hs_viz_ink,
                    0, 0);
     }
     for (int hd = 0; hd < n_head; hd += col_stride) {
-        const char *lab = hs_viz_lh_label(&coll, hd, buf, sizeof buf);
+        const char *lab = colf(colc, hd, buf, sizeof buf);
         int lw = hs_text_width(lab, ls, 0);
         hs_cv_text(out, gx + hd * cw + (cw - lw) / 2, gy - LABEL_GAP - 7 * ls, lab, ls,
                    hs_viz_ink, 0, 0);
@@ -210,22 +227,58 @@ hs_status hs_viz_importance_render_marked(const float *values, int n_layer, int 
     return HS_OK;
 }
 
+hs_status hs_importance_render(const float *values, int n_layer, int n_head,
+                               const hs_importance_opts *opts, hs_image *out,
+                               hs_layout *layout, hs_error *err)
+{
+    return render(values, n_layer, n_head, opts, NULL, NULL, out, layout, err);
+}
+
+hs_status hs_viz_importance_render_marked(const float *values, int n_layer, int n_head,
+                                          const hs_importance_opts *opts,
+                                          const int *layer_window, hs_image *out,
+                                          hs_layout *layout, hs_error *err)
+{
+    return render(values, n_layer, n_head, opts, layer_window, NULL, out, layout, err);
+}
+
+hs_status hs_viz_importance_render_axes(const float *values, int rows, int cols,
+                                        const hs_importance_opts *opts, const hs_viz_axes *axes,
+                                        hs_image *out, hs_layout *layout, hs_error *err)
+{
+    return render(values, rows, cols, opts, NULL, axes, out, layout, err);
+}
+
+/* The picture of render into path. */
+static hs_status write_png(const char *path, const float *values, int n_layer, int n_head,
+                           const hs_importance_opts *opts, const int *layer_window,
+                           const hs_viz_axes *axes, hs_error *err)
+{
+    hs_image img = {0};
+    hs_status st = render(values, n_layer, n_head, opts, layer_window, axes, &img, NULL, err);
+    if (st != HS_OK)
+        return st;
+    st = hs_png_write(path, img.rgb, img.w, img.h, err);
+    hs_image_free(&img);
+    return st;
+}
+
 hs_status hs_importance_write(const char *path, const float *values, int n_layer, int n_head,
                               const hs_importance_opts *opts, hs_error *err)
 {
-    return hs_viz_importance_write_marked(path, values, n_layer, n_head, opts, NULL, err);
+    return write_png(path, values, n_layer, n_head, opts, NULL, NULL, err);
 }
 
 hs_status hs_viz_importance_write_marked(const char *path, const float *values, int n_layer,
                                          int n_head, const hs_importance_opts *opts,
                                          const int *layer_window, hs_error *err)
 {
-    hs_image img = {0};
-    hs_status st = hs_viz_importance_render_marked(values, n_layer, n_head, opts, layer_window,
-                                                   &img, NULL, err);
-    if (st != HS_OK)
-        return st;
-    st = hs_png_write(path, img.rgb, img.w, img.h, err);
-    hs_image_free(&img);
-    return st;
+    return write_png(path, values, n_layer, n_head, opts, layer_window, NULL, err);
+}
+
+hs_status hs_viz_importance_write_axes(const char *path, const float *values, int rows,
+                                       int cols, const hs_importance_opts *opts,
+                                       const hs_viz_axes *axes, hs_error *err)
+{
+    return write_png(path, values, rows, cols, opts, NULL, axes, err);
 }
