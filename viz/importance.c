@@ -44,6 +44,35 @@ const char *hs_viz_index_label(const void *ctx, int i, char *buf, size_t cap)
     return buf;
 }
 
+/* The n_layer x n_head cells, cell (l, h) cw x ch pixels at (x0 + h cw, y0 + l ch) (grid:
+ * x0, y0, cw, ch), each coloured by its value on cmap over [vmin, vmax] and, with s > 0,
+ * the value printed with dec decimals at scale s. */
+static void draw_cells(hs_image *out, const float *values, int n_layer, int n_head,
+                       hs_rect grid, hs_cmap cmap, float vmin, float vmax, int s, int dec)
+{
+    int cw = grid.w, ch = grid.h;
+    char buf[64];
+    for (int l = 0; l < n_layer; l++) {
+        for (int hd = 0; hd < n_head; hd++) {
+            float v = values[(size_t)l * n_head + hd];
+            uint8_t rgb[3];
+            hs_viz_value_rgb(cmap, v, vmin, vmax, rgb);
+            int x = grid.x + hd * cw, y = grid.y + l * ch;
+            /* a 1-px white rule between cells when they are big enough */
+            int rule = cw >= 6 && ch >= 6;
+            hs_cv_rect(out, x, y, cw - rule, ch - rule, rgb);
+            if (!s)
+                continue;
+            /* light text on dark cells, dark text on light ones */
+            float lum = 0.299f * rgb[0] + 0.587f * rgb[1] + 0.114f * rgb[2];
+            const uint8_t *ink = lum < 140.0f ? hs_viz_bg : hs_viz_ink;
+            format_value(v, dec, buf, sizeof buf);
+            int tw_ = hs_text_width(buf, s, 0);
+            hs_cv_text(out, x + (cw - rule - tw_) / 2, y + (ch - rule - 7 * s) / 2, buf, s, ink, 0, 0);
+        }
+    }
+}
+
 /* The grid of hs_viz_importance_render_marked, its rows and columns named by axes (NULL:
  * "L3" and "H5", local layers marked by layer_window). */
 static hs_status render(const float *values, int n_layer, int n_head,
@@ -164,25 +193,8 @@ static hs_status render(const float *values, int n_layer, int n_head,
         return hs_fail(err, HS_E_NOMEM, "importance: out of memory for a %dx%d image", w, h);
     hs_viz_title_draw(out, M, M, opts->title, opts->subtitle, ls);
 
-    for (int l = 0; l < n_layer; l++) {
-        for (int hd = 0; hd < n_head; hd++) {
-            float v = values[(size_t)l * n_head + hd];
-            uint8_t rgb[3];
-            hs_viz_value_rgb(cmap, v, vmin, vmax, rgb);
-            int x = gx + hd * cw, y = gy + l * ch;
-            /* a 1-px white rule between cells when they are big enough */
-            int rule = cw >= 6 && ch >= 6;
-            hs_cv_rect(out, x, y, cw - rule, ch - rule, rgb);
-            if (!s)
-                continue;
-            /* light text on dark cells, dark text on light ones */
-            float lum = 0.299f * rgb[0] + 0.587f * rgb[1] + 0.114f * rgb[2];
-            const uint8_t *ink = lum < 140.0f ? hs_viz_bg : hs_viz_ink;
-            format_value(v, dec, buf, sizeof buf);
-            int tw_ = hs_text_width(buf, s, 0);
-            hs_cv_text(out, x + (cw - rule - tw_) / 2, y + (ch - rule - 7 * s) / 2, buf, s, ink, 0, 0);
-        }
-    }
+    hs_rect grid = {gx, gy, cw, ch};
+    draw_cells(out, values, n_layer, n_head, grid, cmap, vmin, vmax, s, dec);
     hs_cv_frame(out, gx - 1, gy - 1, gw + 2, gh + 2, hs_viz_frame);
     hs_viz_kv_groups(out, gx, cw, cw - (cw >= 6 && ch >= 6), n_head, grp, band_y, gy, gy + gh, ls);
 
@@ -204,26 +216,11 @@ static hs_status render(const float *values, int n_layer, int n_head,
     if (lg)
         hs_viz_local_legend_draw(out, gx, gy + (gh > bar_h ? gh : bar_h) + 8, ls);
 
-    if (layout) {
-        hs_layout lay = {0};
-        lay.grid.x = gx;
-        lay.grid.y = gy;
-        lay.grid.w = gw;
-        lay.grid.h = gh;
-        lay.rows = n_layer;
-        lay.cols = n_head;
-        lay.cell_w = cw;
-        lay.cell_h = ch;
-        lay.title.x = M;
-        lay.title.y = M;
-        lay.title.w = th ? tw : 0;
-        lay.title.h = th;
-        lay.colorbar = bar;
-        lay.vmin = vmin;
-        lay.vmax = vmax;
-        lay.label_stride = row_stride > col_stride ? row_stride : col_stride;
-        *layout = lay;
-    }
+    if (layout)
+        *layout = (hs_layout){.grid = {gx, gy, gw, gh}, .rows = n_layer, .cols = n_head,
+                              .cell_w = cw, .cell_h = ch, .title = {M, M, th ? tw : 0, th},
+                              .colorbar = bar, .vmin = vmin, .vmax = vmax,
+                              .label_stride = row_stride > col_stride ? row_stride : col_stride};
     return HS_OK;
 }
 
