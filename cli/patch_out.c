@@ -1,5 +1,5 @@
 /* headscope patch: patching.json (schema headscope.patching/1, docs/patching.md) and the
- * effect heatmap patching.png. */
+ * effect heatmaps patching.png and patching_positions.png. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,6 +12,7 @@
 #include "headscope/html.h"
 #include "headscope/render.h"
 #include "patch_cli.h"
+#include "../viz/viz_internal.h" /* the per-position grid's rows and columns named */
 
 static cJSON *num(double v)
 {
@@ -201,12 +202,18 @@ static int picture(const patch_request *q, const hs_patch_result *r, int each, c
         snprintf(title, sizeof title, "%s patching of %s (%s), %s",
                  strcmp(q->method, "attribution") ? "activation" : "attribution", q->site,
                  q->direction, q->metric);
-    snprintf(sub, sizeof sub, each ? "rows: layer.head (layer-major), columns: position"
+    /* per position: rows layer.head ("3.1"; a site without heads: the layer), columns the
+     * token positions */
+    int units = hs_site_get(q->o->site)->heads != HS_HEADS_NONE ? r->n_units : 0;
+    snprintf(sub, sizeof sub, each ? (units ? "rows: layer.head (layer-major), columns: position"
+                                            : "rows: layer, columns: position")
              : q->path ? "rows: sender layer, columns: sender head; 0 white"
                        : "rows: layer, columns: head; effect normalised, 0 white");
     hs_importance_opts io = {.title = title, .subtitle = sub, .cmap = HS_CMAP_DIVERGING};
+    hs_viz_axes axes = {hs_viz_unit_label, hs_viz_index_label, &units};
     hs_error err = {{0}};
-    hs_status st = hs_importance_write(path, v, rows, cols, &io, &err);
+    hs_status st = each ? hs_viz_importance_write_axes(path, v, rows, cols, &io, &axes, &err)
+                        : hs_importance_write(path, v, rows, cols, &io, &err);
     free(v);
     if (st) {
         cli_error(PATCH_CMD, "%s", err.msg);

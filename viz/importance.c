@@ -27,17 +27,58 @@ static void format_value(float v, int dec, char *buf, size_t cap)
 }
 
 
-hs_status hs_importance_render(const float *values, int n_layer, int n_head,
-                               const hs_importance_opts *opts, hs_image *out,
-                               hs_layout *layout, hs_error *err)
+const char *hs_viz_unit_label(const void *ctx, int i, char *buf, size_t cap)
 {
-    return hs_viz_importance_render_marked(values, n_layer, n_head, opts, NULL, out, layout, err);
+    int units = *(const int *)ctx;
+    if (units > 0)
+        snprintf(buf, cap, "%d.%d", i / units, i % units);
+    else
+        snprintf(buf, cap, "%d", i);
+    return buf;
 }
 
-hs_status hs_viz_importance_render_marked(const float *values, int n_layer, int n_head,
-                                          const hs_importance_opts *opts,
-                                          const int *layer_window, hs_image *out,
-                                          hs_layout *layout, hs_error *err)
+const char *hs_viz_index_label(const void *ctx, int i, char *buf, size_t cap)
+{
+    (void)ctx;
+    snprintf(buf, cap, "%d", i);
+    return buf;
+}
+
+/* The n_layer x n_head cells, cell (l, h) cw x ch pixels at (x0 + h cw, y0 + l ch) (grid:
+ * x0, y0, cw, ch), each coloured by its value on cmap over [vmin, vmax] and, with s > 0,
+ * the value printed with dec decimals at scale s. */
+static void draw_cells(hs_image *out, const float *values, int n_layer, int n_head,
+                       hs_rect grid, hs_cmap cmap, float vmin, float vmax, int s, int dec)
+{
+    int cw = grid.w, ch = grid.h;
+    char buf[64];
+    for (int l = 0; l < n_layer; l++) {
+        for (int hd = 0; hd < n_head; hd++) {
+            float v = values[(size_t)l * n_head + hd];
+            uint8_t rgb[3];
+            hs_viz_value_rgb(cmap, v, vmin, vmax, rgb);
+            int x = grid.x + hd * cw, y = grid.y + l * ch;
+            /* a 1-px white rule between cells when they are big enough */
+            int rule = cw >= 6 && ch >= 6;
+            hs_cv_rect(out, x, y, cw - rule, ch - rule, rgb);
+            if (!s)
+                continue;
+            /* light text on dark cells, dark text on light ones */
+            float lum = 0.299f * rgb[0] + 0.587f * rgb[1] + 0.114f * rgb[2];
+            const uint8_t *ink = lum < 140.0f ? hs_viz_bg : hs_viz_ink;
+            format_value(v, dec, buf, sizeof buf);
+            int tw_ = hs_text_width(buf, s, 0);
+            hs_cv_text(out, x + (cw - rule - tw_) / 2, y + (ch - rule - 7 * s) / 2, buf, s, ink, 0, 0);
+        }
+    }
+}
+
+/* The grid of hs_viz_importance_render_marked, its rows and columns named by axes (NULL:
+ * "L3" and "H5", local layers marked by layer_window). */
+static hs_status render(const float *values, int n_layer, int n_head,
+                        const hs_importance_opts *opts, const int *layer_window,
+                        const hs_viz_axes *axes, hs_image *out, hs_layout *layout,
+                        hs_error *err)
 {
     static const hs_importance_opts defaults = {0};
     hs_status st;
@@ -117,11 +158,16 @@ hs_status hs_viz_importance_render_marked(const float *values, int n_layer, int 
     int ls = s ? s : 1;
 
     hs_viz_lh rowl = {'L', layer_window}, coll = {'H', NULL};
+    hs_viz_label_fn rowf = axes ? axes->row : hs_viz_lh_label;
+    hs_viz_label_fn colf = axes ? axes->col : hs_viz_lh_label;
+    const void *rowc = axes ? axes->ctx : (const void *)&rowl;
+    const void *colc = axes ? axes->ctx : (const void *)&coll;
     int row_stride = hs_viz_label_stride(n_layer, ch, ls, 0);
     char buf[64];
-    int col_lab_w = hs_text_width(hs_viz_lh_label(&coll, n_head - 1, buf, sizeof buf), ls, 0);
+    int col_lab_w = axes ? hs_viz_labels_extent(colf, colc, n_head, 1, ls, 0, 0)
+                         : hs_text_width(hs_viz_lh_label(&coll, n_head - 1, buf, sizeof buf), ls, 0);
     int col_stride = (col_lab_w + 6 + cw - 1) / cw;
-    int row_lab_w = hs_viz_labels_extent(hs_viz_lh_label, &rowl, n_layer, row_stride, ls, 0, 0);
+    int row_lab_w = hs_viz_labels_extent(rowf, rowc, n_layer, row_stride, ls, 0, 0);
 
     const int M = HS_VIZ_MARGIN;
     int th = hs_viz_title_height(opts->title, opts->subtitle, ls);
@@ -147,36 +193,19 @@ hs_status hs_viz_importance_render_marked(const float *values, int n_layer, int 
         return hs_fail(err, HS_E_NOMEM, "importance: out of memory for a %dx%d image", w, h);
     hs_viz_title_draw(out, M, M, opts->title, opts->subtitle, ls);
 
-    for (int l = 0; l < n_layer; l++) {
-        for (int hd = 0; hd < n_head; hd++) {
-            float v = values[(size_t)l * n_head + hd];
-            uint8_t rgb[3];
-            hs_viz_value_rgb(cmap, v, vmin, vmax, rgb);
-            int x = gx + hd * cw, y = gy + l * ch;
-            /* a 1-px white rule between cells when they are big enough */
-            int rule = cw >= 6 && ch >= 6;
-            hs_cv_rect(out, x, y, cw - rule, ch - rule, rgb);
-            if (!s)
-                continue;
-            /* light text on dark cells, dark text on light ones */
-            float lum = 0.299f * rgb[0] + 0.587f * rgb[1] + 0.114f * rgb[2];
-            const uint8_t *ink = lum < 140.0f ? hs_viz_bg : hs_viz_ink;
-            format_value(v, dec, buf, sizeof buf);
-            int tw_ = hs_text_width(buf, s, 0);
-            hs_cv_text(out, x + (cw - rule - tw_) / 2, y + (ch - rule - 7 * s) / 2, buf, s, ink, 0, 0);
-        }
-    }
+    hs_rect grid = {gx, gy, cw, ch};
+    draw_cells(out, values, n_layer, n_head, grid, cmap, vmin, vmax, s, dec);
     hs_cv_frame(out, gx - 1, gy - 1, gw + 2, gh + 2, hs_viz_frame);
     hs_viz_kv_groups(out, gx, cw, cw - (cw >= 6 && ch >= 6), n_head, grp, band_y, gy, gy + gh, ls);
 
     for (int l = 0; l < n_layer; l += row_stride) {
-        const char *lab = hs_viz_lh_label(&rowl, l, buf, sizeof buf);
+        const char *lab = rowf(rowc, l, buf, sizeof buf);
         int lw = hs_text_width(lab, ls, 0);
         hs_cv_text(out, gx - LABEL_GAP - lw, gy + l * ch + (ch - 7 * ls) / 2, lab, ls, hs_viz_ink,
                    0, 0);
     }
     for (int hd = 0; hd < n_head; hd += col_stride) {
-        const char *lab = hs_viz_lh_label(&coll, hd, buf, sizeof buf);
+        const char *lab = colf(colc, hd, buf, sizeof buf);
         int lw = hs_text_width(lab, ls, 0);
         hs_cv_text(out, gx + hd * cw + (cw - lw) / 2, gy - LABEL_GAP - 7 * ls, lab, ls,
                    hs_viz_ink, 0, 0);
@@ -187,45 +216,66 @@ hs_status hs_viz_importance_render_marked(const float *values, int n_layer, int 
     if (lg)
         hs_viz_local_legend_draw(out, gx, gy + (gh > bar_h ? gh : bar_h) + 8, ls);
 
-    if (layout) {
-        hs_layout lay = {0};
-        lay.grid.x = gx;
-        lay.grid.y = gy;
-        lay.grid.w = gw;
-        lay.grid.h = gh;
-        lay.rows = n_layer;
-        lay.cols = n_head;
-        lay.cell_w = cw;
-        lay.cell_h = ch;
-        lay.title.x = M;
-        lay.title.y = M;
-        lay.title.w = th ? tw : 0;
-        lay.title.h = th;
-        lay.colorbar = bar;
-        lay.vmin = vmin;
-        lay.vmax = vmax;
-        lay.label_stride = row_stride > col_stride ? row_stride : col_stride;
-        *layout = lay;
-    }
+    if (layout)
+        *layout = (hs_layout){.grid = {gx, gy, gw, gh}, .rows = n_layer, .cols = n_head,
+                              .cell_w = cw, .cell_h = ch, .title = {M, M, th ? tw : 0, th},
+                              .colorbar = bar, .vmin = vmin, .vmax = vmax,
+                              .label_stride = row_stride > col_stride ? row_stride : col_stride};
     return HS_OK;
+}
+
+hs_status hs_importance_render(const float *values, int n_layer, int n_head,
+                               const hs_importance_opts *opts, hs_image *out,
+                               hs_layout *layout, hs_error *err)
+{
+    return render(values, n_layer, n_head, opts, NULL, NULL, out, layout, err);
+}
+
+hs_status hs_viz_importance_render_marked(const float *values, int n_layer, int n_head,
+                                          const hs_importance_opts *opts,
+                                          const int *layer_window, hs_image *out,
+                                          hs_layout *layout, hs_error *err)
+{
+    return render(values, n_layer, n_head, opts, layer_window, NULL, out, layout, err);
+}
+
+hs_status hs_viz_importance_render_axes(const float *values, int rows, int cols,
+                                        const hs_importance_opts *opts, const hs_viz_axes *axes,
+                                        hs_image *out, hs_layout *layout, hs_error *err)
+{
+    return render(values, rows, cols, opts, NULL, axes, out, layout, err);
+}
+
+/* The picture of render into path. */
+static hs_status write_png(const char *path, const float *values, int n_layer, int n_head,
+                           const hs_importance_opts *opts, const int *layer_window,
+                           const hs_viz_axes *axes, hs_error *err)
+{
+    hs_image img = {0};
+    hs_status st = render(values, n_layer, n_head, opts, layer_window, axes, &img, NULL, err);
+    if (st != HS_OK)
+        return st;
+    st = hs_png_write(path, img.rgb, img.w, img.h, err);
+    hs_image_free(&img);
+    return st;
 }
 
 hs_status hs_importance_write(const char *path, const float *values, int n_layer, int n_head,
                               const hs_importance_opts *opts, hs_error *err)
 {
-    return hs_viz_importance_write_marked(path, values, n_layer, n_head, opts, NULL, err);
+    return write_png(path, values, n_layer, n_head, opts, NULL, NULL, err);
 }
 
 hs_status hs_viz_importance_write_marked(const char *path, const float *values, int n_layer,
                                          int n_head, const hs_importance_opts *opts,
                                          const int *layer_window, hs_error *err)
 {
-    hs_image img = {0};
-    hs_status st = hs_viz_importance_render_marked(values, n_layer, n_head, opts, layer_window,
-                                                   &img, NULL, err);
-    if (st != HS_OK)
-        return st;
-    st = hs_png_write(path, img.rgb, img.w, img.h, err);
-    hs_image_free(&img);
-    return st;
+    return write_png(path, values, n_layer, n_head, opts, layer_window, NULL, err);
+}
+
+hs_status hs_viz_importance_write_axes(const char *path, const float *values, int rows,
+                                       int cols, const hs_importance_opts *opts,
+                                       const hs_viz_axes *axes, hs_error *err)
+{
+    return write_png(path, values, rows, cols, opts, NULL, axes, err);
 }

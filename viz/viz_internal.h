@@ -27,4 +27,29 @@ hs_status hs_viz_importance_write_marked(const char *path, const float *values, 
                                          int n_head, const hs_importance_opts *opts,
                                          const int *layer_window, hs_error *err);
 
+/* Names of a grid's rows and columns in place of "L3" and "H5": row(ctx, i, buf, cap) and
+ * col(ctx, j, buf, cap) return the label of row i and column j (written into buf, or a
+ * string of their own). */
+typedef struct hs_viz_axes {
+    const char *(*row)(const void *ctx, int i, char *buf, size_t cap);
+    const char *(*col)(const void *ctx, int j, char *buf, size_t cap);
+    const void *ctx;
+} hs_viz_axes;
+
+/* Labels for hs_viz_axes: hs_viz_unit_label names row i of a grid with *(const int *)ctx
+ * units per layer, layer-major, "3.1" (layer.unit; units 0: "3", the layer);
+ * hs_viz_index_label names item i "17" (a token position), whatever ctx. */
+const char *hs_viz_unit_label(const void *ctx, int i, char *buf, size_t cap);
+const char *hs_viz_index_label(const void *ctx, int i, char *buf, size_t cap);
+
+/* hs_importance_render / hs_importance_write of a rows x cols grid whose rows and columns
+ * axes names (1 <= rows, cols <= 256; the per-position patching picture: rows layer.head,
+ * columns positions); no local layers marked. */
+hs_status hs_viz_importance_render_axes(const float *values, int rows, int cols,
+                                        const hs_importance_opts *opts, const hs_viz_axes *axes,
+                                        hs_image *out, hs_layout *layout, hs_error *err);
+hs_status hs_viz_importance_write_axes(const char *path, const float *values, int rows,
+                                       int cols, const hs_importance_opts *opts,
+                                       const hs_viz_axes *axes, hs_error *err);
+
 #endif /* HEADSCOPE_VIZ_INTERNAL_H */

@@ -6,7 +6,7 @@
 #include "model/model_internal.h"
 
 /* dx: (n, d) = d loss / d x of y = xhat w, xhat = x rstd (RMSNorm), from dy: (n, d); dx may
- * alias dy (gradient.c's norm_back). */
+ * alias dy (gradient_back.c). */
 void hs_grad_rms_back(const float *xhat, const float *rstd, const float *w, const float *dy,
                       float *dx, int n, int d);
 

@@ -92,7 +92,7 @@ hs_status hs_gradient_tapped(const struct hs_model *m, const struct hs_loss_inpu
                              const hs_grad_taps *taps, hs_grad_scratch *keep, double *g,
                              double *metric, hs_error *err);
 
-/* gradient.c's pieces for the encoder-decoder's backward (encdec_gradient.c): the norm's
+/* gradient_back.c's pieces for the encoder-decoder's backward (encdec_gradient.c): the norm's
  * backward (LayerNorm, or RMSNorm with rms: dx = rstd (g - xhat mean(g xhat)), g = dy w;
  * accumulate adds into dx) and the MLP's (dy: (n, d) → din: (n, d); pre: (n, F) the kept
  * first projection; dff: (n, F) scratch and (n, d_ff) more for a gated MLP). */

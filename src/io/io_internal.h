@@ -57,9 +57,11 @@ char *hs_report_encdec_text(const struct hs_analysis *a, const char *const *file
  * hs_corpus_partial_parse from a file). */
 struct hs_corpus_agg;
 hs_status hs_corpus_agg_alloc(int nh, int probe_len, struct hs_corpus_agg **out, hs_error *err);
-/* JSON values: a number (null for NaN/Inf), an int array, a row-major (rows, cols) matrix. */
+/* JSON values (src/io/report_shared.c): a number (null for NaN/Inf), an int array, a string
+ * array, a row-major (rows, cols) matrix. */
 struct cJSON *hs_json_num(double v);
 struct cJSON *hs_json_ints(const int32_t *v, int n);
+struct cJSON *hs_json_strs(const char *const *v, int n);
 struct cJSON *hs_json_matrix(const double *m, int rows, int cols);
 /* Large arrays of numbers in a report without a cJSON node per number (src/io/json_big.c):
  * hs_json_big_matrix(_f) and _vector return a raw node standing for the array (rows, cols)

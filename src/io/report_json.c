@@ -12,55 +12,11 @@
 #include "core/core.h"
 #include "io/io_internal.h"
 
-/* A number, or null for NaN/Inf. */
-cJSON *hs_json_num(double v)
-{
-    return isfinite(v) ? cJSON_CreateNumber(v) : cJSON_CreateNull();
-}
-
 static void add_num(cJSON *o, const char *k, double v)
 {
     cJSON_AddItemToObject(o, k, hs_json_num(v));
 }
 
-cJSON *hs_json_ints(const int32_t *v, int n)
-{
-    cJSON *a = cJSON_CreateArray();
-    for (int i = 0; a && i < n; i++)
-        cJSON_AddItemToArray(a, cJSON_CreateNumber(v[i]));
-    return a;
-}
-
-static cJSON *num_array(const double *v, int n)
-{
-    cJSON *a = cJSON_CreateArray();
-    for (int i = 0; a && i < n; i++)
-        cJSON_AddItemToArray(a, hs_json_num(v[i]));
-    return a;
-}
-
-static cJSON *str_array(const char *const *v, int n)
-{
-    cJSON *a = cJSON_CreateArray();
-    for (int i = 0; a && i < n; i++)
-        cJSON_AddItemToArray(a, cJSON_CreateString(v[i]));
-    return a;
-}
-
-cJSON *hs_json_matrix(const double *m, int rows, int cols)
-{
-    cJSON *a = cJSON_CreateArray();
-    for (int i = 0; a && i < rows; i++) {
-        cJSON *r = cJSON_CreateArray();
-        for (int j = 0; r && j < cols; j++)
-            cJSON_AddItemToArray(r, hs_json_num(m[(size_t)i * (size_t)cols + (size_t)j]));
-        cJSON_AddItemToArray(a, r);
-    }
-    return a;
-}
-
-/* input.sinks: the attention-sink positions of metrics.md (position 0; every [CLS] and
- * [SEP] of a family that has them), found with hs_sinks_mark from their ids in the text. */
 /* The map entries the similarity compares (report.json's similarity.entries): "all" when
  * every analysed layer is bidirectional, "lower_triangle" when every one is causal, else
  * "visible" (the cells both heads see). */
@@ -77,6 +33,8 @@ static const char *similarity_entries(const hs_analysis *a)
     return other || (bidir && causal) ? "visible" : causal ? "lower_triangle" : "all";
 }
 
+/* input.sinks: the attention-sink positions of metrics.md (position 0; every [CLS] and
+ * [SEP] of a family that has them), found with hs_sinks_mark from their ids in the text. */
 static cJSON *sinks_json(const hs_analysis *a, const hs_arch *ar)
 {
     int32_t cls = -1, sep = -1;
@@ -294,152 +252,9 @@ static void add_dla(cJSON *r, const hs_analysis *a, hs_json_big *big)
     }
 }
 
-/* kv_groups.similarity: the similarity matrix's means within and across the KV groups. */
-static void add_kv_similarity(cJSON *kv, const hs_kv_similarity *ks, hs_sim_method method)
+/* "input": the text, its tokens and ids, the sinks and the words. */
+static void add_input(cJSON *r, const hs_analysis *a, const hs_model_config *c)
 {
-    int L = ks->n_layer, G = ks->n_kv_head;
-    cJSON *o = cJSON_AddObjectToObject(kv, "similarity");
-    cJSON_AddStringToObject(o, "method", method == HS_SIM_JS ? "jensen_shannon" : "pearson");
-    cJSON_AddItemToObject(o, "within", num_array(ks->within, L));
-    cJSON_AddItemToObject(o, "across", num_array(ks->across, L));
-    add_num(o, "within_mean", ks->within_mean);
-    add_num(o, "across_mean", ks->across_mean);
-    add_num(o, "other_layers_mean", ks->other_layers_mean);
-    cJSON_AddNumberToObject(o, "n_within_pairs", (double)ks->n_within);
-    cJSON_AddNumberToObject(o, "n_across_pairs", (double)ks->n_across);
-    cJSON_AddItemToObject(o, "p_value", num_array(ks->p_value, L));
-    cJSON_AddItemToObject(o, "p_value_holm", num_array(ks->p_holm, L));
-    cJSON_AddNumberToObject(o, "permutations", HS_KV_PERMUTATIONS);
-    cJSON *gr = cJSON_AddArrayToObject(o, "groups");
-    for (int l = 0; l < L; l++)
-        cJSON_AddItemToArray(gr, hs_json_matrix(ks->groups + (size_t)l * G * G, G, G));
-    cJSON *cl = cJSON_AddObjectToObject(o, "clusters");
-    add_num(cl, "adjusted_rand", ks->adjusted_rand);
-    add_num(cl, "same_cluster_within", ks->same_cluster_within);
-    add_num(cl, "same_cluster_across", ks->same_cluster_across);
-}
-
-void hs_report_add_kv_groups(cJSON *parent, const hs_kv_similarity *ks, int method,
-                             const double *ablation, int omit_ablation)
-{
-    cJSON *kv = cJSON_AddObjectToObject(parent, "kv_groups");
-    cJSON_AddNumberToObject(kv, "n_kv_head", ks->n_kv_head);
-    cJSON_AddNumberToObject(kv, "heads_per_group", ks->heads_per_group);
-    if (ablation)
-        cJSON_AddItemToObject(kv, "ablation_delta",
-                              hs_json_matrix(ablation, ks->n_layer, ks->n_kv_head));
-    else if (!omit_ablation)
-        cJSON_AddNullToObject(kv, "ablation_delta");
-    add_kv_similarity(kv, ks, (hs_sim_method)method);
-}
-
-void hs_report_add_clusters(cJSON *parent, const hs_linkage *lk, const int *labels, int n_heads,
-                            int n_clusters, int sim, double threshold)
-{
-    cJSON *cl = cJSON_AddObjectToObject(parent, "clusters");
-    cJSON_AddStringToObject(cl, "linkage", "average");
-    cJSON_AddStringToObject(cl, "distance", sim == HS_SIM_JS ? "jensen_shannon" : "1 - pearson");
-    add_num(cl, "threshold", threshold);
-    cJSON_AddNumberToObject(cl, "n_clusters", n_clusters);
-    cJSON *merges = cJSON_AddArrayToObject(cl, "merges");
-    cJSON *order = cJSON_AddArrayToObject(cl, "order");
-    for (int k = 0; lk && k < n_heads - 1; k++) {
-        const hs_merge *mg = &lk->merges[k];
-        cJSON *e = cJSON_CreateArray();
-        cJSON_AddItemToArray(e, cJSON_CreateNumber(mg->a));
-        cJSON_AddItemToArray(e, cJSON_CreateNumber(mg->b));
-        cJSON_AddItemToArray(e, hs_json_num(mg->dist));
-        cJSON_AddItemToArray(e, cJSON_CreateNumber(mg->size));
-        cJSON_AddItemToArray(merges, e);
-    }
-    for (int k = 0; k < n_heads; k++) /* no linkage: a single head */
-        cJSON_AddItemToArray(order, cJSON_CreateNumber(lk ? lk->order[k] : k));
-    cJSON *lab = cJSON_AddArrayToObject(cl, "labels");
-    for (int k = 0; k < n_heads; k++)
-        cJSON_AddItemToArray(lab, cJSON_CreateNumber(labels[k]));
-}
-
-void hs_report_add_generator(cJSON *r, const char *const *argv, int argc)
-{
-    cJSON_AddStringToObject(r, "schema", HS_REPORT_SCHEMA);
-    cJSON *gen = cJSON_AddObjectToObject(r, "generator");
-    cJSON_AddStringToObject(gen, "name", "headscope");
-    cJSON_AddStringToObject(gen, "version", hs_version());
-    if (*hs_build_commit())
-        cJSON_AddStringToObject(gen, "git_commit", hs_build_commit());
-    else
-        cJSON_AddNullToObject(gen, "git_commit");
-    if (argv)
-        cJSON_AddItemToObject(gen, "command_line", str_array(argv, argc));
-    else
-        cJSON_AddNullToObject(gen, "command_line");
-}
-
-cJSON *hs_report_model_json(const hs_analysis *a)
-{
-    const hs_model *m = a->model;
-    const hs_model_config *c = hs_model_config_of(m);
-    cJSON *mo = cJSON_CreateObject();
-    cJSON_AddStringToObject(mo, "path", hs_model_path(m));
-    cJSON_AddStringToObject(mo, "format", hs_model_format(m) == HS_FORMAT_GGUF ? "gguf" : "hf");
-    cJSON_AddStringToObject(mo, "storage_dtype", hs_model_storage_dtype(m));
-    cJSON_AddStringToObject(mo, "family", hs_family_name(c->family));
-    cJSON_AddNumberToObject(mo, "n_layer", c->n_layer);
-    cJSON_AddNumberToObject(mo, "n_head", c->n_head);
-    cJSON_AddNumberToObject(mo, "n_kv_head", c->n_kv_head);
-    cJSON_AddNumberToObject(mo, "d_model", c->d_model);
-    cJSON_AddNumberToObject(mo, "d_head", c->d_head);
-    cJSON_AddNumberToObject(mo, "d_ff", c->d_ff);
-    cJSON_AddNumberToObject(mo, "n_ctx", c->n_ctx);
-    cJSON_AddNumberToObject(mo, "vocab_size", c->vocab_size);
-    cJSON_AddBoolToObject(mo, "causal", c->causal);
-    cJSON_AddBoolToObject(mo, "lm_head", c->has_lm_head);
-    /* each layer's attention: local (a sliding window of W keys) or global */
-    cJSON *ly = cJSON_AddArrayToObject(mo, "layers");
-    for (int l = 0; l < c->n_layer; l++) {
-        cJSON *e = cJSON_CreateObject();
-        cJSON_AddItemToArray(ly, e);
-        hs_visibility v = hs_model_layer_visibility(c, l);
-        int local = hs_model_layer_is_local(c, l);
-        cJSON_AddStringToObject(e, "attention", local ? "local" : "global");
-        if (local && v.kind == HS_VIS_SLIDING)
-            cJSON_AddNumberToObject(e, "window", v.window);
-        else
-            cJSON_AddNullToObject(e, "window");
-    }
-    if (a->files) {
-        cJSON *fl = cJSON_AddArrayToObject(mo, "files");
-        for (int i = 0; i < a->n_model_files; i++) {
-            cJSON *f = cJSON_CreateObject();
-            cJSON_AddItemToArray(fl, f);
-            cJSON_AddStringToObject(f, "name", a->files[i].name);
-            cJSON_AddNumberToObject(f, "bytes", (double)a->files[i].bytes);
-            cJSON_AddStringToObject(f, "sha256", a->files[i].sha256);
-        }
-    } else {
-        cJSON_AddNullToObject(mo, "files");
-    }
-    return mo;
-}
-
-void hs_report_add_header(cJSON *r, const hs_analysis *a)
-{
-    hs_report_add_generator(r, (const char *const *)a->command_line, a->command_line_argc);
-    cJSON_AddItemToObject(r, "model", hs_report_model_json(a));
-}
-/* The report's tree, its large arrays in big (NULL: left out, HS_REPORT_LEAN). */
-static cJSON *report_tree(const hs_analysis *a, const char *const *files, int n_files,
-                          hs_json_big *big)
-{
-    const hs_model *m = a->model;
-    const hs_model_config *c = hs_model_config_of(m);
-    const hs_analyze_opts *o = &a->opts;
-    char name[32];
-    cJSON *r = cJSON_CreateObject();
-    if (!r)
-        return NULL;
-    hs_report_add_header(r, a);
-
     cJSON *in = cJSON_AddObjectToObject(r, "input");
     if (a->text)
         cJSON_AddStringToObject(in, "text", a->text);
@@ -452,13 +267,18 @@ static cJSON *report_tree(const hs_analysis *a, const char *const *files, int n_
     cJSON_AddNumberToObject(in, "n_tokens", a->n);
     cJSON_AddBoolToObject(in, "truncated", a->truncated);
     cJSON_AddItemToObject(in, "ids", hs_json_ints(a->ids, a->n));
-    cJSON_AddItemToObject(in, "tokens", str_array((const char *const *)a->tokens, a->n));
-    cJSON_AddItemToObject(in, "display_tokens", str_array((const char *const *)a->display, a->n));
+    cJSON_AddItemToObject(in, "tokens", hs_json_strs((const char *const *)a->tokens, a->n));
+    cJSON_AddItemToObject(in, "display_tokens", hs_json_strs((const char *const *)a->display, a->n));
     cJSON_AddItemToObject(in, "type_ids", hs_json_ints(a->type_ids, a->n));
     cJSON_AddItemToObject(in, "sinks", sinks_json(a, c->arch));
     if (a->tokens && a->display)
         cJSON_AddItemToObject(in, "word_ids", word_ids_json(a));
+}
 
+/* "options": what the run was asked for. */
+static void add_options(cJSON *r, const hs_analysis *a, const hs_model_config *c)
+{
+    const hs_analyze_opts *o = &a->opts;
     cJSON *op = cJSON_AddObjectToObject(r, "options");
     cJSON *layers = cJSON_AddArrayToObject(op, "layers");
     for (int l = 0, prev = -1; l < a->n_heads; l++) {
@@ -492,7 +312,11 @@ static cJSON *report_tree(const hs_analysis *a, const char *const *files, int n_
     cJSON_AddBoolToObject(op, "pruning", o->ablation && o->pruning);
     cJSON_AddBoolToObject(op, "gradient", o->gradient);
     hs_report_label_options(op, o);
+}
 
+/* "loss": its kind, value and rows (the masked positions of an MLM loss). */
+static void add_loss(cJSON *r, const hs_analysis *a)
+{
     cJSON *lo = cJSON_AddObjectToObject(r, "loss");
     cJSON_AddStringToObject(lo, "kind", hs_loss_kind_name(a->loss_kind));
     add_num(lo, "value", a->loss);
@@ -501,7 +325,9 @@ static cJSON *report_tree(const hs_analysis *a, const char *const *files, int n_
         cJSON_AddItemToObject(lo, "masked_ids", hs_json_ints(a->mlm_targets, a->n_mlm));
     }
     if (a->loss_kind == HS_LOSS_LM) {
-        cJSON_AddStringToObject(lo, "span", span);
+        char span[32];
+        cJSON_AddStringToObject(lo, "span",
+                                hs_loss_span_format(&a->opts.loss_span, span, sizeof span));
         if (a->loss_rows) {
             cJSON_AddItemToObject(lo, "rows", hs_json_ints(a->loss_rows, a->n_loss_rows));
         } else { /* every row */
@@ -510,6 +336,59 @@ static cJSON *report_tree(const hs_analysis *a, const char *const *files, int n_
                 cJSON_AddItemToArray(rows, cJSON_CreateNumber(i));
         }
     }
+}
+
+/* "pruning": the candidates and the curve, one entry per round. */
+static void add_pruning(cJSON *r, const hs_analysis *a, const hs_model_config *c)
+{
+    const hs_analyze_opts *o = &a->opts;
+    char name[32];
+    cJSON *pu = cJSON_AddObjectToObject(r, "pruning");
+    hs_prune_method method = a->prune_method_used ? a->prune_method_used : o->prune_method;
+    cJSON_AddStringToObject(pu, "method", method == HS_PRUNE_GREEDY ? "greedy" : "gradient");
+    cJSON_AddNumberToObject(pu, "round_heads", a->prune_round_heads);
+    add_num(pu, "tolerance", o->prune_tol);
+    add_num(pu, "stop", o->prune_stop);
+    cJSON_AddNumberToObject(pu, "beam", o->prune_beam);
+    cJSON_AddNumberToObject(pu, "max_steps", o->prune_max_steps);
+    cJSON *cand = cJSON_AddArrayToObject(pu, "candidates");
+    for (int k = 0; k < a->n_candidates; k++)
+        cJSON_AddItemToArray(cand, cJSON_CreateString(hs_head_label(a->candidates[k], c->n_head, name, sizeof name)));
+    cJSON *candh = cJSON_AddArrayToObject(pu, "candidate_heads");
+    for (int k = 0; k < a->n_candidates; k++)
+        cJSON_AddItemToArray(candh, head_pair(a->candidates[k], c->n_head));
+    cJSON *curve = cJSON_AddArrayToObject(pu, "curve");
+    for (int s = 0; s < a->n_curve;) { /* one entry per round */
+        cJSON *e = cJSON_CreateObject(), *rm = cJSON_AddArrayToObject(e, "removed");
+        cJSON *rmh = cJSON_AddArrayToObject(e, "removed_heads");
+        int t = s;
+        for (; t < a->n_curve && a->curve[t].round == a->curve[s].round; t++) {
+            cJSON_AddItemToArray(rm, cJSON_CreateString(hs_head_label(a->curve[t].head, c->n_head, name,
+                                                                      sizeof name)));
+            cJSON_AddItemToArray(rmh, head_pair(a->curve[t].head, c->n_head));
+        }
+        cJSON_AddNumberToObject(e, "heads_left", a->curve[t - 1].heads_left);
+        add_num(e, "loss", a->curve[t - 1].loss);
+        cJSON_AddItemToArray(curve, e);
+        s = t;
+    }
+}
+
+/* The report's tree, its large arrays in big (NULL: left out, HS_REPORT_LEAN). */
+static cJSON *report_tree(const hs_analysis *a, const char *const *files, int n_files,
+                          hs_json_big *big)
+{
+    const hs_model *m = a->model;
+    const hs_model_config *c = hs_model_config_of(m);
+    const hs_analyze_opts *o = &a->opts;
+    cJSON *r = cJSON_CreateObject();
+    if (!r)
+        return NULL;
+    hs_report_add_header(r, a);
+
+    add_input(r, a, c);
+    add_options(r, a, c);
+    add_loss(r, a);
 
     if (a->kv_similarity) /* grouped-query attention: the groups, their ablation */
         hs_report_add_kv_groups(r, a->kv_similarity, o->similarity, a->ablation_kv, 0);
@@ -541,7 +420,7 @@ static cJSON *report_tree(const hs_analysis *a, const char *const *files, int n_
     cJSON_AddBoolToObject(wl, "available", a->word_maps != NULL);
     if (a->word_maps) {
         size_t ww = (size_t)a->n_words * (size_t)a->n_words;
-        cJSON_AddItemToObject(wl, "words", str_array((const char *const *)a->words, a->n_words));
+        cJSON_AddItemToObject(wl, "words", hs_json_strs((const char *const *)a->words, a->n_words));
         cJSON *maps = big ? cJSON_AddArrayToObject(wl, "maps") : NULL;
         for (int k = 0; maps && k < a->n_heads; k++)
             cJSON_AddItemToArray(maps, hs_json_big_matrix_f(big, a->word_maps + (size_t)k * ww,
@@ -569,35 +448,7 @@ static cJSON *report_tree(const hs_analysis *a, const char *const *files, int n_
     cJSON_AddItemToObject(pr, "ids", hs_json_ints(a->probe_ids, a->probe_len));
     add_probe_ablation(pr, a);
 
-    cJSON *pu = cJSON_AddObjectToObject(r, "pruning");
-    hs_prune_method method = a->prune_method_used ? a->prune_method_used : o->prune_method;
-    cJSON_AddStringToObject(pu, "method", method == HS_PRUNE_GREEDY ? "greedy" : "gradient");
-    cJSON_AddNumberToObject(pu, "round_heads", a->prune_round_heads);
-    add_num(pu, "tolerance", o->prune_tol);
-    add_num(pu, "stop", o->prune_stop);
-    cJSON_AddNumberToObject(pu, "beam", o->prune_beam);
-    cJSON_AddNumberToObject(pu, "max_steps", o->prune_max_steps);
-    cJSON *cand = cJSON_AddArrayToObject(pu, "candidates");
-    for (int k = 0; k < a->n_candidates; k++)
-        cJSON_AddItemToArray(cand, cJSON_CreateString(hs_head_label(a->candidates[k], c->n_head, name, sizeof name)));
-    cJSON *candh = cJSON_AddArrayToObject(pu, "candidate_heads");
-    for (int k = 0; k < a->n_candidates; k++)
-        cJSON_AddItemToArray(candh, head_pair(a->candidates[k], c->n_head));
-    cJSON *curve = cJSON_AddArrayToObject(pu, "curve");
-    for (int s = 0; s < a->n_curve;) { /* one entry per round */
-        cJSON *e = cJSON_CreateObject(), *rm = cJSON_AddArrayToObject(e, "removed");
-        cJSON *rmh = cJSON_AddArrayToObject(e, "removed_heads");
-        int t = s;
-        for (; t < a->n_curve && a->curve[t].round == a->curve[s].round; t++) {
-            cJSON_AddItemToArray(rm, cJSON_CreateString(hs_head_label(a->curve[t].head, c->n_head, name,
-                                                                      sizeof name)));
-            cJSON_AddItemToArray(rmh, head_pair(a->curve[t].head, c->n_head));
-        }
-        cJSON_AddNumberToObject(e, "heads_left", a->curve[t - 1].heads_left);
-        add_num(e, "loss", a->curve[t - 1].loss);
-        cJSON_AddItemToArray(curve, e);
-        s = t;
-    }
+    add_pruning(r, a, c);
 
     cJSON *tm = cJSON_AddObjectToObject(r, "timing");
     cJSON_AddNumberToObject(tm, "forward_passes", (double)a->forward_passes);

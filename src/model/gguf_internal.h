@@ -88,6 +88,27 @@ hs_status hs_gguf_longrope(const hs_gguf *g, const char *arch, float attn_factor
  * or a SentencePiece-style "llama" one with scores (src/model/gguf_tokenizer.c). */
 hs_status hs_gguf_tokenizer_load(hs_model *m, const hs_gguf *g, hs_error *err);
 
+/* U+2581, llama.cpp's word-start marker in a "bert" vocabulary. */
+#define HS_GGUF_PHANTOM "\xe2\x96\x81"
+
+/* tokenizer.ggml.token_type values (llama.cpp's llama_token_type). */
+enum {
+    HS_TT_NORMAL = 1, HS_TT_UNKNOWN = 2, HS_TT_CONTROL = 3, HS_TT_USER_DEFINED = 4,
+    HS_TT_UNUSED = 5, HS_TT_BYTE = 6
+};
+
+/* A tokenizer.ggml.pre value of a "gpt2" (byte-level) vocabulary and the Hugging Face
+ * pipeline it stands for (src/model/gguf_tokenizer.c's table): the pre-tokenizer
+ * (HS_SPEC_PRE_*), NFC, ignore_merges, and whether a BOS is added. */
+typedef struct hs_gguf_pre {
+    const char *name;
+    int pre, nfc, ignore_merges, add_bos;
+} hs_gguf_pre;
+/* The row named name, or NULL. */
+const hs_gguf_pre *hs_gguf_pre_find(const char *name);
+/* The name of the first row with pre, nfc and ignore_merges, or NULL. */
+const char *hs_gguf_pre_name(int pre, int nfc, int ignore_merges);
+
 /* ---- writing ---------------------------------------------------------------------------- */
 
 /* The key/value section, built in memory (gguf_write.c). */
@@ -131,7 +152,7 @@ const hs_tensor_view *hs_gguf_rows_view(const hs_gguf_tensor *t, size_t r0, size
                                         hs_gguf_scratch *s);
 
 /* tokenizer.ggml.* of m (which has a tokenizer) as llama.cpp's converter writes them for its
- * family (src/model/gguf_tokenizer.c); HS_E_UNSUPPORTED naming what cannot be written. */
+ * family (src/model/gguf_tokenizer_write.c); HS_E_UNSUPPORTED naming what cannot be written. */
 hs_status hs_gguf_tokenizer_write(hs_gguf_meta *mt, const hs_model *m, hs_error *err);
 
 #endif /* HEADSCOPE_GGUF_INTERNAL_H */

@@ -1,5 +1,5 @@
-/* The tokenizer halves of GGUF: tokenizer.ggml.* read into an hs_tokenizer and written from
- * one, as llama.cpp's converter writes them for each family.
+/* The tokenizer half of a GGUF file read: tokenizer.ggml.* into an hs_tokenizer, as
+ * llama.cpp's converter writes them for each family (written by gguf_tokenizer_write.c).
  *   GPT-2, RoBERTa: "gpt2" (byte-level tokens and merges); BERT: "bert" (WordPiece with
  *     llama.cpp's "▁" rewrite);
  *   the rotary decoders: "gpt2" with the pre-tokenizer tokenizer.ggml.pre names (GPT-NeoX,
@@ -37,8 +37,6 @@ static hs_status string_array(const hs_gguf *g, long idx, const char *key, const
     return HS_OK;
 }
 
-#define PHANTOM "\xe2\x96\x81" /* U+2581, llama.cpp's word-start marker */
-
 /* Undoes the converter's WordPiece rewrite: CONTROL tokens and every "[...]" token
  * ([unused0], whatever its type) verbatim, "▁x" → "x", and a bare "x" → "##x". */
 static hs_status bert_vocab(const hs_gguf *g, const char *const *tok, size_t n, char ***out,
@@ -64,7 +62,7 @@ static hs_status bert_vocab(const hs_gguf *g, const char *const *tok, size_t n, 
             control = tv.i == 3;
         }
         const char *pre = "", *body = s;
-        if (!control && !strncmp(s, PHANTOM, 3))
+        if (!control && !strncmp(s, HS_GGUF_PHANTOM, 3))
             body = s + 3;
         else if (!control)
             pre = "##";
@@ -207,16 +205,10 @@ static hs_status load_gpt2_bert(hs_model *m, const hs_gguf *g, const char **tok,
 
 /* ---- reading: the rotary decoders ------------------------------------------------------ */
 
-/* tokenizer.ggml.token_type values (llama.cpp's llama_token_type). */
-enum { TT_NORMAL = 1, TT_UNKNOWN = 2, TT_CONTROL = 3, TT_USER_DEFINED = 4, TT_UNUSED = 5, TT_BYTE = 6 };
-
 /* llama.cpp's tokenizer.ggml.pre values for a "gpt2" (byte-level) vocabulary and the Hugging Face
  * pipeline each stands for (llama.cpp's converter hashes a tokenizer's ids on a probe text; the
  * writer names the pipeline it reads: docs/gguf.md); the last five: Falcon, StarCoder, DeepSeek. */
-static const struct pre_kind {
-    const char *name;
-    int pre, nfc, ignore_merges, add_bos;
-} pre_kinds[] = {
+static const hs_gguf_pre pre_kinds[] = {
     {"gpt-2", HS_SPEC_PRE_GPT2, 0, 0, 0},       /* openai-community/gpt2 */
     {"olmo", HS_SPEC_PRE_GPT2, 1, 0, 0},        /* EleutherAI's GPT-NeoX-20B tokenizer (Pythia,
                                                    OLMo, MPT): NFC, then GPT-2's pattern */
@@ -230,6 +222,23 @@ static const struct pre_kind {
     {"deepseek-v3", HS_SPEC_PRE_DEEPSEEK_V3, 0, 0, 0},
 };
 #define N_PRE_KINDS (sizeof pre_kinds / sizeof pre_kinds[0])
+
+const hs_gguf_pre *hs_gguf_pre_find(const char *name)
+{
+    for (size_t i = 0; i < N_PRE_KINDS; i++)
+        if (!strcmp(pre_kinds[i].name, name))
+            return &pre_kinds[i];
+    return NULL;
+}
+
+const char *hs_gguf_pre_name(int pre, int nfc, int ignore_merges)
+{
+    for (size_t i = 0; i < N_PRE_KINDS; i++)
+        if (pre_kinds[i].pre == pre && pre_kinds[i].nfc == nfc &&
+            pre_kinds[i].ignore_merges == ignore_merges)
+            return pre_kinds[i].name;
+    return NULL;
+}
 
 static hs_status load_rotary(hs_model *m, const hs_gguf *g, const char *model, const char **tok,
                              size_t n_tok, hs_error *err)
@@ -253,10 +262,7 @@ static hs_status load_rotary(hs_model *m, const hs_gguf *g, const char *model, c
             return hs_fail(err, HS_E_UNSUPPORTED, "tokenizer.ggml.pre is missing: a \"gpt2\" "
                            "vocabulary needs it to say how text is split (llama.cpp then guesses)");
         hs_gguf_kv_get(g, (size_t)gi, 0, &v);
-        const struct pre_kind *k = NULL;
-        for (size_t i = 0; i < N_PRE_KINDS && !k; i++)
-            if (!strcmp(pre_kinds[i].name, v.str))
-                k = &pre_kinds[i];
+        const hs_gguf_pre *k = hs_gguf_pre_find(v.str);
         if (!k)
             return hs_fail(err, HS_E_UNSUPPORTED, "tokenizer.ggml.pre '%.64s' is not supported "
                            "(expected gpt-2, olmo, mpt, llama-bpe, llama3, llama-v3, qwen2, falcon, starcoder, "
@@ -294,8 +300,9 @@ static hs_status load_rotary(hs_model *m, const hs_gguf *g, const char *model, c
     }
     for (size_t j = 0; ti >= 0 && j < n_tok; j++) {
         hs_gguf_kv_get(g, (size_t)ti, j, &v);
-        if (v.i == TT_CONTROL || v.i == TT_UNKNOWN || v.i == TT_USER_DEFINED) {
-            normalized[s.n_added] = v.i == TT_USER_DEFINED; /* Hugging Face's default for them */
+        if (v.i == HS_TT_CONTROL || v.i == HS_TT_UNKNOWN || v.i == HS_TT_USER_DEFINED) {
+            /* Hugging Face's default for them */
+            normalized[s.n_added] = v.i == HS_TT_USER_DEFINED;
             added[s.n_added++] = (int32_t)j;
         }
     }
@@ -378,230 +385,4 @@ hs_status hs_gguf_tokenizer_load(hs_model *m, const hs_gguf *g, hs_error *err)
                       : load_gpt2_bert(m, g, tok, n_tok, err);
     free(tok);
     return st;
-}
-
-/* ---- writing: GPT-2, RoBERTa, BERT -------------------------------------------------------- */
-
-static int is_special(const hs_arch *a, const char *tok)
-{
-    for (int i = 0; i < a->n_specials; i++)
-        if (!strcmp(tok, a->specials[i]))
-            return 1;
-    return 0;
-}
-
-/* "[...]": stored verbatim in a BERT vocabulary ([unused0], [PAD17], ...), as llama.cpp's
- * converter and its ggml-vocab-bert-bge.gguf store them. */
-static int is_bracketed(const char *tok)
-{
-    size_t n = strlen(tok);
-    return n >= 2 && tok[0] == '[' && tok[n - 1] == ']';
-}
-
-/* tokenizer.ggml.tokens: V strings in id order, "[PAD{i}]" for an id the tokenizer lacks;
- * bert: with llama.cpp's WordPiece rewrite ("[...]" verbatim, "##x" -> "x", else "▁x"). */
-static void token_list(hs_gguf_meta *mt, const hs_tokenizer *t, size_t V, int bert)
-{
-    char pad[32];
-    hs_meta_array(mt, "tokenizer.ggml.tokens", HS_GGUF_STRING, V);
-    for (size_t i = 0; i < V; i++) {
-        const char *s = hs_tokenizer_token(t, (int32_t)i);
-        snprintf(pad, sizeof pad, "[PAD%zu]", i);
-        if (!s || !bert || is_bracketed(s))
-            hs_meta_elem_str(mt, s ? s : pad);
-        else if (!strncmp(s, "##", 2))
-            hs_meta_elem_str(mt, s + 2);
-        else
-            hs_meta_elem_strn(mt, PHANTOM, s);
-    }
-}
-
-/* tokenizer.ggml.merges in rank order, "left right". */
-static void merge_list(hs_gguf_meta *mt, const hs_tokenizer *t)
-{
-    size_t n_merges = hs_tokenizer_merge_count(t);
-    hs_meta_array(mt, "tokenizer.ggml.merges", HS_GGUF_STRING, n_merges);
-    for (size_t r = 0; r < n_merges; r++)
-        hs_meta_elem_str(mt, hs_tokenizer_merge(t, r));
-}
-
-/* GPT-2's, RoBERTa's and BERT's first keys: model, pre, tokens (bert: rewritten), and
- * token types (3 for the family's special tokens, 5 for ids the tokenizer lacks, else 1). */
-static void vocab_head(hs_gguf_meta *mt, const hs_model *m, const char *pre, int bert)
-{
-    size_t V = (size_t)m->cfg.vocab_size;
-    hs_meta_str(mt, "tokenizer.ggml.model", m->cfg.arch->names->gguf_tokenizer);
-    hs_meta_str(mt, "tokenizer.ggml.pre", pre);
-    token_list(mt, m->tok, V, bert);
-    hs_meta_array(mt, "tokenizer.ggml.token_type", HS_GGUF_INT32, V);
-    for (size_t i = 0; i < V; i++) {
-        const char *s = hs_tokenizer_token(m->tok, (int32_t)i);
-        hs_meta_elem_u32(mt, !s ? 5u : is_special(m->cfg.arch, s) ? 3u : 1u);
-    }
-}
-
-static hs_status write_gpt2_bert(hs_gguf_meta *mt, const hs_model *m, hs_error *err)
-{
-    const hs_tokenizer *t = m->tok;
-    size_t V = (size_t)m->cfg.vocab_size;
-    if (m->cfg.arch->tokenizer == HS_TOK_BPE) {
-        vocab_head(mt, m, "gpt-2", 0);
-        merge_list(mt, t);
-        const hs_arch *a = m->cfg.arch;
-        if (a->cls_token) { /* RoBERTa, as llama.cpp's RobertaModel: <s> text </s> */
-            static const char *const ids[] = {"tokenizer.ggml.bos_token_id",
-                                              "tokenizer.ggml.eos_token_id",
-                                              "tokenizer.ggml.padding_token_id",
-                                              "tokenizer.ggml.mask_token_id"};
-            const char *tok[] = {a->cls_token, a->sep_token, a->pad_token, a->mask_token};
-            for (size_t k = 0; k < sizeof ids / sizeof ids[0]; k++) {
-                int32_t id = tok[k] ? hs_tokenizer_id(t, tok[k]) : -1;
-                if (id >= 0)
-                    hs_meta_u32(mt, ids[k], (uint32_t)id);
-            }
-            hs_meta_bool(mt, "tokenizer.ggml.add_bos_token", 1);
-            hs_meta_bool(mt, "tokenizer.ggml.add_eos_token", 1);
-        } else {
-            int32_t eot = hs_tokenizer_id(t, "<|endoftext|>");
-            if (eot >= 0) {
-                hs_meta_u32(mt, "tokenizer.ggml.bos_token_id", (uint32_t)eot);
-                hs_meta_u32(mt, "tokenizer.ggml.eos_token_id", (uint32_t)eot);
-            }
-        }
-        if (a->token_types)
-            hs_meta_u32(mt, "tokenizer.ggml.token_type_count", (uint32_t)m->cfg.type_vocab_size);
-        return HS_OK;
-    }
-    for (size_t i = 0; i < V; i++) {
-        const char *s = hs_tokenizer_token(t, (int32_t)i);
-        if (s && !strncmp(s, "##", 2) && is_bracketed(s + 2))
-            return hs_fail(err, HS_E_UNSUPPORTED,
-                           "token %zu '%.64s' cannot be stored: a GGUF BERT vocabulary keeps "
-                           "'[...]' verbatim, so it would read back as '%.64s'", i, s, s + 2);
-    }
-    vocab_head(mt, m, "jina-v2-en", 1);
-    hs_meta_u32(mt, "tokenizer.ggml.token_type_count", (uint32_t)m->cfg.type_vocab_size);
-    hs_meta_bool(mt, "tokenizer.ggml.normalizer.lowercase", hs_tokenizer_lowercase(t));
-    /* no eos_token_id: llama.cpp would take [SEP] for an end-of-generation token */
-    static const char *const ids[][2] = {
-        {"tokenizer.ggml.bos_token_id", "[CLS]"},     {"tokenizer.ggml.unknown_token_id", "[UNK]"},
-        {"tokenizer.ggml.seperator_token_id", "[SEP]"}, {"tokenizer.ggml.padding_token_id", "[PAD]"},
-        {"tokenizer.ggml.mask_token_id", "[MASK]"},
-    };
-    for (size_t k = 0; k < sizeof ids / sizeof ids[0]; k++) {
-        int32_t id = hs_tokenizer_id(t, ids[k][1]);
-        if (id >= 0)
-            hs_meta_u32(mt, ids[k][0], (uint32_t)id);
-    }
-    return HS_OK;
-}
-
-/* ---- writing: the rotary decoders -------------------------------------------------------- */
-
-/* The id of the first of names the vocabulary has, or -1. */
-static int32_t first_of(const hs_tokenizer *t, const char *const *names, size_t n)
-{
-    for (size_t k = 0; k < n; k++) {
-        int32_t id = hs_tokenizer_id(t, names[k]);
-        if (id >= 0)
-            return id;
-    }
-    return -1;
-}
-
-/* "<0xNN>": a SentencePiece byte token. */
-static int is_byte_token(const char *s)
-{
-    return strlen(s) == 6 && !strncmp(s, "<0x", 3) && s[5] == '>';
-}
-
-/* As llama.cpp's converter: "gpt2" with tokens, token types (CONTROL for the special added
- * tokens, USER_DEFINED for the others, whose text matches as added), merges, the pre name of
- * the tokenizer's pipeline; or "llama" with scores (-id: a piece made earlier by BPE has a
- * lower id), BYTE tokens and add_space_prefix. BOS / EOS as the template adds them. */
-static hs_status write_rotary(hs_gguf_meta *mt, const hs_model *m, hs_error *err)
-{
-    const hs_tokenizer *t = m->tok;
-    size_t V = (size_t)m->cfg.vocab_size, n_tok = hs_tokenizer_vocab_size(t);
-    hs_tok_spec s;
-    hs_status st = hs_tokenizer_get_spec(t, &s, err);
-    if (st) {
-        hs_error_prefix(err, "the tokenizer cannot be written to GGUF");
-        return st;
-    }
-    int spm = s.kind == HS_TOK_SPM_BPE;
-    const char *pre = "default";
-    if (spm && !s.byte_fallback)
-        return hs_fail(err, HS_E_UNSUPPORTED, "the tokenizer cannot be written to GGUF: a "
-                       "SentencePiece-style tokenizer without byte_fallback has no llama.cpp form");
-    for (size_t i = 0; !spm && i < N_PRE_KINDS; i++)
-        if (pre_kinds[i].pre == s.pre && pre_kinds[i].nfc == s.nfc &&
-            pre_kinds[i].ignore_merges == s.ignore_merges) {
-            pre = pre_kinds[i].name;
-            break;
-        }
-    if (!spm && !strcmp(pre, "default"))
-        return hs_fail(err, HS_E_UNSUPPORTED, "the tokenizer cannot be written to GGUF: its pre-tokenizer%s%s "
-                       "matches none of llama.cpp's (gpt-2, olmo, llama-bpe, qwen2, falcon, starcoder, "
-                       "deepseek-llm, deepseek-coder, deepseek-v3)",
-                       s.nfc ? " with NFC" : "", s.ignore_merges ? " and ignore_merges" : "");
-    unsigned char *kind = calloc(V ? V : 1, 1); /* 1 special added, 2 other added */
-    if (!kind)
-        return hs_fail(err, HS_E_NOMEM, "out of memory writing the tokenizer");
-    for (size_t k = 0; k < s.n_added; k++)
-        if ((size_t)s.added[k] < V)
-            kind[s.added[k]] = s.added_normalized[k] & 1 ? 2 : 1;
-    hs_meta_str(mt, "tokenizer.ggml.model", spm ? "llama" : "gpt2");
-    hs_meta_str(mt, "tokenizer.ggml.pre", pre);
-    token_list(mt, t, V, 0);
-    if (spm) {
-        hs_meta_array(mt, "tokenizer.ggml.scores", HS_GGUF_FLOAT32, V);
-        for (size_t i = 0; i < V; i++)
-            hs_meta_elem_f32(mt, i < n_tok ? -(float)i : -10000.0f);
-    }
-    hs_meta_array(mt, "tokenizer.ggml.token_type", HS_GGUF_INT32, V);
-    for (size_t i = 0; i < V; i++) {
-        const char *tk = i < n_tok ? hs_tokenizer_token(t, (int32_t)i) : NULL;
-        uint32_t ty = !tk ? TT_UNUSED
-                      : kind[i] == 1 ? (spm && (int32_t)i == s.unk ? TT_UNKNOWN : TT_CONTROL)
-                      : kind[i] == 2 ? TT_USER_DEFINED
-                      : spm && is_byte_token(tk) ? TT_BYTE : TT_NORMAL;
-        hs_meta_elem_u32(mt, ty);
-    }
-    free(kind);
-    if (!spm)
-        merge_list(mt, t);
-    static const char *const bos_names[] = {"<s>", "<|begin_of_text|>", "<|endoftext|>"};
-    static const char *const eos_names[] = {"</s>", "<|end_of_text|>", "<|endoftext|>"};
-    static const char *const pad_names[] = {"<|padding|>"};
-    int32_t bos = s.bos >= 0 ? s.bos : first_of(t, bos_names, 3);
-    int32_t eos = s.eos >= 0 ? s.eos : first_of(t, eos_names, 3);
-    int32_t padding = first_of(t, pad_names, 1);
-    if (spm && s.unk >= 0)
-        hs_meta_u32(mt, "tokenizer.ggml.unknown_token_id", (uint32_t)s.unk);
-    if (bos >= 0)
-        hs_meta_u32(mt, "tokenizer.ggml.bos_token_id", (uint32_t)bos);
-    if (eos >= 0)
-        hs_meta_u32(mt, "tokenizer.ggml.eos_token_id", (uint32_t)eos);
-    if (padding >= 0)
-        hs_meta_u32(mt, "tokenizer.ggml.padding_token_id", (uint32_t)padding);
-    hs_meta_bool(mt, "tokenizer.ggml.add_bos_token", s.bos >= 0);
-    if (spm || s.eos >= 0)
-        hs_meta_bool(mt, "tokenizer.ggml.add_eos_token", s.eos >= 0);
-    if (spm)
-        hs_meta_bool(mt, "tokenizer.ggml.add_space_prefix", s.space != HS_SPEC_SPACE_NONE);
-    return HS_OK;
-}
-
-hs_status hs_gguf_tokenizer_write(hs_gguf_meta *mt, const hs_model *m, hs_error *err)
-{
-    size_t V = (size_t)m->cfg.vocab_size, n_tok = hs_tokenizer_vocab_size(m->tok);
-    if (n_tok > V)
-        return hs_fail(err, HS_E_SHAPE,
-                       "the tokenizer has %zu tokens but the embedding has only %zu rows", n_tok, V);
-    if (m->cfg.arch->pos == HS_POS_ROTARY || m->cfg.family == HS_FAMILY_GPT_BIGCODE)
-        return write_rotary(mt, m, err); /* a "gpt2" vocabulary with its own pre-tokenizer */
-    if (m->cfg.arch->enc_dec)
-        return hs_gguf_t5_tokenizer_write(mt, m, err); /* "t5": Unigram (gguf_t5.c) */
-    return write_gpt2_bert(mt, m, err);
 }

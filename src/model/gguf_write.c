@@ -1,24 +1,21 @@
-/* GGUF v3 writer: a loaded GPT-2 or BERT model as llama.cpp's converter would write it
- * (keys and value types, tensor names, ne order, storage-type rules, tokenizer metadata
- * with BERT's "▁" rewrite), packed at 32-byte alignment. */
+/* GGUF v3 writer: a loaded model as llama.cpp's converter would write it (keys and value
+ * types: gguf_write_keys.c; tensor names, ne order, storage-type rules: gguf_write_plan.c;
+ * tokenizer metadata: gguf_tokenizer_write.c), packed at 32-byte alignment: the output
+ * sinks, the key/value section, the tensors' encoding and the file. */
 #include <errno.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
-#include "model/emb_stored.h"
-#include "model/gguf_arch.h"
-#include "model/gguf_deepseek.h"
 #include "model/gguf_internal.h"
 #include "model/gguf_moe.h"
-#include "model/gguf_norms.h"
-#include "model/gguf_t5.h"
+#include "model/gguf_write.h"
 #include "model/quant.h"
-#include "nn/ops.h"
 
-#define ALIGN 32u
+#define ALIGN HS_GGUF_ALIGN
+
+typedef hs_gguf_ptensor plan_t;
+typedef hs_gguf_plan plan;
 
 /* ---- output sinks ------------------------------------------------------------------- */
 
@@ -164,33 +161,7 @@ void hs_meta_elem_f32(meta *m, float v)
     put_u32(&m->s, b);
 }
 
-/* ---- the tensor plan ---------------------------------------------------------------- */
-
-/* One GGUF tensor: `rows` rows of `cols` contiguous values (ne = {cols, rows}, or
- * ne = {cols} when rows == 0). Value (r, c) is src[r * ld + c] as stored, or with
- * transpose src[c * ld + r] (a normalised (in, out) matrix written as (out, in)). */
-typedef struct plan_t {
-    char name[64];
-    const float *src; /* a layer's tensor: NULL until written (below) */
-    int layer;        /* -1, or the layer whose slot `slot` holds it from column `off` */
-    hs_slot slot;
-    size_t off;
-    size_t rows, cols, ld;
-    int transpose;
-    size_t rope_dh;  /* > 0: Llama's Q or K, rows (elements of a vector) in llama.cpp's
-                        adjacent-pair order: GGUF row h dh + 2 i + j is row h dh + j dh/2 + i */
-    size_t ne2, bstride; /* > 0: ne2 blocks of rows x cols, block b from src + b bstride */
-    uint32_t type;
-    uint64_t nbytes, offset;
-} plan_t;
-
-typedef struct hs_gguf_plan {
-    plan_t *t;
-    size_t n, cap;
-    hs_gguf_ftype ftype;
-    int nomem;
-    float rope_freqs[HS_ROTARY_MAX_DIMS / 2]; /* Llama 3's divisors, rope_freqs.weight */
-} plan;
+/* ---- encoding ------------------------------------------------------------------------- */
 
 /* The row of the normalised tensor that GGUF row r holds (Llama's Q/K permutation). */
 static size_t src_row(const plan_t *t, size_t r)
@@ -200,188 +171,6 @@ static size_t src_row(const plan_t *t, size_t r)
     size_t dh = t->rope_dh, half = dh / 2, k = r % dh;
     return r / dh * dh + k % 2 * half + k / 2;
 }
-
-static uint32_t storage_type(const char *name, size_t rows, size_t cols, hs_gguf_ftype ft)
-{
-    size_t n = strlen(name);
-    if (rows == 0 || (n >= 12 && !strcmp(name + n - 12, "_norm.weight")) ||
-        n < 7 || strcmp(name + n - 7, ".weight") || !strcmp(name, "position_embd.weight") ||
-        !strcmp(name, "token_types.weight") || strstr(name, ".ffn_gate_inp")) /* the router */
-        return HS_GGML_F32;
-    if (ft == HS_GGUF_FTYPE_Q8_0 && (strstr(name, "_exps.") || strstr(name, "_shexp.")))
-        return HS_GGML_F16; /* the experts kept F16, as before qwen3moe (read in any ggml type) */
-    switch (ft) {
-    case HS_GGUF_FTYPE_F16: return HS_GGML_F16;
-    case HS_GGUF_FTYPE_BF16: return HS_GGML_BF16;
-    case HS_GGUF_FTYPE_Q8_0: return cols % 32 ? HS_GGML_F16 : HS_GGML_Q8_0;
-    case HS_GGUF_FTYPE_F32: break;
-    }
-    return HS_GGML_F32;
-}
-
-static uint64_t type_bytes(uint32_t type, uint64_t count)
-{
-    uint64_t blck = 1, bytes = 4;
-    hs_ggml_block(type, &blck, &bytes);
-    return count / blck * bytes;
-}
-
-static void add(plan *p, const char *name, const float *src, size_t rows, size_t cols,
-                size_t ld, int transpose)
-{
-    if (p->nomem)
-        return;
-    if (p->n == p->cap) {
-        size_t cap = p->cap ? p->cap * 2 : 64;
-        plan_t *nt = realloc(p->t, cap * sizeof *nt);
-        if (!nt) {
-            p->nomem = 1;
-            return;
-        }
-        p->t = nt;
-        p->cap = cap;
-    }
-    plan_t *t = &p->t[p->n++];
-    memset(t, 0, sizeof *t);
-    snprintf(t->name, sizeof t->name, "%s", name);
-    t->src = src;
-    t->layer = -1;
-    t->rows = rows;
-    t->cols = cols;
-    t->ld = ld;
-    t->transpose = transpose;
-    t->type = storage_type(name, rows, cols, p->ftype);
-    t->nbytes = type_bytes(t->type, (uint64_t)(rows ? rows : 1) * cols);
-}
-
-void hs_gguf_plan_add(plan *p, const char *name, const float *src, int layer, hs_slot slot,
-                      size_t off, size_t rows, size_t cols, size_t ld, int transpose, size_t ne2,
-                      size_t bstride)
-{
-    add(p, name, src, rows, cols, ld, transpose);
-    if (p->nomem)
-        return;
-    plan_t *t = &p->t[p->n - 1];
-    t->layer = layer;
-    t->slot = slot;
-    t->off = off;
-    t->ne2 = ne2;
-    t->bstride = bstride;
-    if (ne2 > 0)
-        t->nbytes = type_bytes(t->type, (uint64_t)rows * cols * ne2);
-}
-
-static void add_vec(plan *p, const char *name, const float *v, size_t n)
-{
-    add(p, name, v, 0, n, n, 0);
-}
-
-/* A normalised (in, out) matrix block written as (out, in): ne = {in, out}. */
-static void add_lin(plan *p, const char *name, const float *w, size_t in, size_t out, size_t ld)
-{
-    add(p, name, w, out, in, ld, 1);
-}
-
-typedef struct plan_ctx {
-    plan *p;
-    const hs_model *m;
-    const hs_gguf_write_options *opt;
-} plan_ctx;
-
-/* One row of the family's name table: its slot's floats (a Q, K or V block of the fused
- * slot for a part) under its GGUF name. An untied decoder is written; a tied one only as a
- * copy of the token embeddings where the row asks for it (HS_TN_GGUF_COPY: llama.cpp
- * before March 2025 requires GPT-2's output.weight) and opt->no_output_copy is not set
- * (the loader ties a copy again); the rows of the MLM head only with opt->keep_mlm. */
-static hs_status plan_row(void *ctx, const hs_tensor_name *e, int layer, hs_error *err)
-{
-    plan_ctx *pc = ctx;
-    const hs_model *m = pc->m;
-    if ((e->flags & HS_TN_HEAD) && !(pc->opt->keep_mlm && m->cfg.has_lm_head && m->mlm_w))
-        return HS_OK;
-    /* a layer's tensors are looked up when written (the weight cache converts them); the
-     * embeddings and head kept in their stored type are converted once (emb_stored.h) */
-    const float *src = NULL, *wte = NULL;
-    hs_status st = hs_model_slot_f32(m, HS_S_TOK_EMB, &wte, err);
-    if (st || (layer < 0 && (st = hs_model_slot_f32(m, e->slot, &src, err))))
-        return st;
-    int copy = src && (e->flags & HS_TN_GGUF_COPY) && !pc->opt->no_output_copy;
-    const char *gname = e->gguf;
-    if (hs_gguf_deepseek_row(pc->p, m, e, layer, &gname)) /* kv_b's halves, the experts' */
-        return HS_OK;
-    if ((e->flags & HS_TN_OPTIONAL) && (!src || src == wte) && !copy &&
-        !(layer >= 0 && m->cfg.arch->mla_kv_lora > 0)) /* a dense layer's MLP (deepseek) */
-        return HS_OK;
-    hs_tensor_shape sh = hs_names_shape(&m->cfg, e);
-    char nm[64];
-    hs_names_format(gname, hs_names_index(&m->cfg, e, layer), nm, sizeof nm); /* T5: per stack */
-    for (size_t i = 0; i < pc->p->n; i++) /* one tensor read into two slots (Falcon-7B's norm) */
-        if (!strcmp(pc->p->t[i].name, nm))
-            return HS_OK;
-    size_t rows = (size_t)sh.rows, cols = (size_t)sh.cols, ld = (size_t)sh.ld, off = (size_t)sh.off;
-    if (e->slot == HS_S_POS_EMB) { /* from the first row a text uses, as llama.cpp's converter
-                                      writes RoBERTa's (the loader reads it from row 0) */
-        off += (size_t)m->cfg.arch->pos_offset * cols;
-        rows = (size_t)m->cfg.n_ctx;
-    }
-    src = src ? src + off : NULL;
-    if (sh.kind == HS_K_VEC)
-        add_vec(pc->p, nm, src, cols);
-    else if (sh.kind == HS_K_MAT)
-        add_lin(pc->p, nm, src, rows, cols, ld);
-    else
-        add(pc->p, nm, src, rows, cols, cols, 0);
-    if (pc->p->nomem)
-        return HS_OK;
-    plan_t *t = &pc->p->t[pc->p->n - 1];
-    if (layer >= 0) {
-        t->layer = layer;
-        t->slot = e->slot;
-        t->off = off;
-    }
-    /* llama.cpp's rope turns adjacent pairs: Llama's Q and K rows are permuted (its
-     * converter's LlamaModel.permute); Qwen2 and GPT-NeoX run rotate-half as stored */
-    if (m->cfg.family == HS_FAMILY_LLAMA && (e->slot == HS_S_QKV_W || e->slot == HS_S_QKV_B) &&
-        (e->part == 0 || e->part == 1))
-        t->rope_dh = (size_t)m->cfg.d_head;
-    /* Llama 3's rope scaling as llama.cpp's converter stores it: a divisor per frequency */
-    if (e->slot == HS_S_TOK_EMB && m->cfg.arch->rope_scaling == HS_ROPE_LLAMA3) {
-        const hs_arch *a = m->cfg.arch;
-        double inv[HS_ROTARY_MAX_DIMS / 2];
-        hs_op_rope_freqs(a, inv);
-        for (int k = 0; k < a->rotary_dims / 2; k++)
-            pc->p->rope_freqs[k] = (float)(pow((double)a->rotary_base, -2.0 * k / a->rotary_dims) / inv[k]);
-        add_vec(pc->p, "rope_freqs.weight", pc->p->rope_freqs, (size_t)a->rotary_dims / 2);
-    }
-    if (e->slot == HS_S_TOK_EMB && m->cfg.arch->rope_scaling == HS_ROPE_LONGROPE) { /* Phi-3's */
-        add_vec(pc->p, "rope_factors_long.weight", m->cfg.arch->rope_long,
-                (size_t)m->cfg.arch->rotary_dims / 2);
-        add_vec(pc->p, "rope_factors_short.weight", m->cfg.arch->rope_short,
-                (size_t)m->cfg.arch->rotary_dims / 2);
-    }
-    return HS_OK;
-}
-
-static hs_status build_plan(plan *p, const hs_model *m, const hs_gguf_write_options *opt,
-                            hs_error *err)
-{
-    plan_ctx pc = {p, m, opt};
-    hs_status st = hs_names_walk(&m->cfg, plan_row, &pc, err);
-    if (st)
-        return st;
-    if (m->cfg.arch->moe_experts > 0)
-        hs_gguf_moe_experts(p, m); /* gguf_moe.c: deepseek2's and qwen3moe's */
-    if (p->nomem)
-        return hs_fail(err, HS_E_NOMEM, "out of memory planning the gguf tensors");
-    uint64_t off = 0;
-    for (size_t i = 0; i < p->n; i++) {
-        p->t[i].offset = off;
-        off += (p->t[i].nbytes + ALIGN - 1) / ALIGN * ALIGN;
-    }
-    return HS_OK;
-}
-
-/* ---- encoding ------------------------------------------------------------------------- */
 
 static void le16(unsigned char *p, uint16_t v)
 {
@@ -445,101 +234,13 @@ static void write_tensor(sink *s, const plan_t *t, float *row, unsigned char *en
     put_zeros(s, (size_t)((ALIGN - t->nbytes % ALIGN) % ALIGN));
 }
 
-static uint32_t file_type(hs_gguf_ftype ft) { return (uint32_t)ft; }
-
-/* What llama.cpp cannot hold of a rotary decoder, refused before anything is written. */
-static hs_status writable(const hs_model *m, hs_error *err)
-{
-    const hs_arch *a = m->cfg.arch;
-    int norms = hs_gguf_norms_family(a); /* Gemma's windows and GeGLU are llama.cpp's */
-    hs_status st = hs_gguf_mqa_writable(m, err); /* Falcon-RW, biases */
-    if (st || (st = hs_gguf_deepseek_writable(m, err)) || (st = hs_gguf_t5_writable(m, err)))
-        return st;
-    if ((a->sliding_window > 0 && !norms && (a->global_every > 0 || a->pos != HS_POS_ROTARY)) ||
-        a->vis.kind != hs_arch_of(a->family)->vis.kind ||
-        (m->cfg.gated && m->cfg.act != HS_ACT_SILU && !norms && !a->enc_dec))
-        return hs_fail(err, HS_E_UNSUPPORTED, "a sliding window on some layers only, another "
-                       "visibility than the family's or a MLP gated by another activation than "
-                       "SiLU cannot be written to GGUF");
-    if (a->pos != HS_POS_ROTARY)
-        return HS_OK;
-    if (a->rope_scaling == HS_ROPE_LONGROPE && a->family != HS_FAMILY_PHI3)
-        return hs_fail(err, HS_E_UNSUPPORTED, "longrope scaling in a %s model cannot be written to "
-                       "GGUF (llama.cpp reads rope_factors_*.weight for phi3 only)", a->name);
-    if (a->family == HS_FAMILY_LLAMA && a->rotary_dims != m->cfg.d_head)
-        return hs_fail(err, HS_E_UNSUPPORTED, "this Llama model rotates %d of its %d head "
-                       "dimensions, and llama.cpp's llama architecture rotates all of them; it "
-                       "cannot be written to GGUF", a->rotary_dims, m->cfg.d_head);
-    if (a->rope_scaling == HS_ROPE_YARN && a->mla_kv_lora <= 0) /* deepseek2's is written */
-        return hs_fail(err, HS_E_UNSUPPORTED, "YaRN rope scaling cannot be written to GGUF yet");
-    if (a->rope_scaling == HS_ROPE_LLAMA3 && a->family != HS_FAMILY_LLAMA)
-        return hs_fail(err, HS_E_UNSUPPORTED, "Llama 3 rope scaling in a %s model cannot be "
-                       "written to GGUF (llama.cpp reads rope_freqs.weight for llama only)", a->name);
-    if (a->family == HS_FAMILY_GPT_NEOX && m->cfg.n_kv_head != m->cfg.n_head)
-        return hs_fail(err, HS_E_UNSUPPORTED, "grouped key/value heads in a GPT-NeoX model cannot "
-                       "be written to GGUF");
-    return HS_OK;
-}
-
-void hs_gguf_dim_keys(meta *mt, const hs_model_config *c, const char *arch)
-{
-    char key[96];
-#define KEY(suffix) (snprintf(key, sizeof key, "%s." suffix, arch), key)
-    hs_meta_u32(mt, KEY("context_length"), (uint32_t)c->n_ctx);
-    hs_meta_u32(mt, KEY("embedding_length"), (uint32_t)c->d_model);
-    hs_meta_u32(mt, KEY("block_count"), (uint32_t)c->n_layer);
-    hs_meta_u32(mt, KEY("feed_forward_length"), (uint32_t)c->d_ff);
-    hs_meta_u32(mt, KEY("attention.head_count"), (uint32_t)c->n_head);
-#undef KEY
-}
-
-/* The hyperparameters of gptneox, llama and qwen2, with the value types llama.cpp checks (in
- * the order of llama.cpp's converter). Llama 3's rope scaling is rope_freqs.weight (plan_row);
- * linear scaling is rope.scaling.type and .factor. */
-static void rotary_keys(meta *mt, const hs_model_config *c, const char *arch)
-{
-    const hs_arch *a = c->arch;
-    char key[96];
-#define KEY(suffix) (snprintf(key, sizeof key, "%s." suffix, arch), key)
-    hs_gguf_dim_keys(mt, c, arch);
-    if (a->family != HS_FAMILY_GPT_NEOX)
-        hs_meta_u32(mt, KEY("attention.head_count_kv"), (uint32_t)c->n_kv_head);
-    if (c->d_head * c->n_head != c->d_model) { /* heads not splitting d_model: their width */
-        hs_meta_u32(mt, KEY("attention.key_length"), (uint32_t)c->d_head);
-        hs_meta_u32(mt, KEY("attention.value_length"), (uint32_t)c->d_head);
-    }
-    if (a->sliding_window > 0) /* every layer's (writable) */
-        hs_meta_u32(mt, KEY("attention.sliding_window"), (uint32_t)a->sliding_window);
-    hs_meta_u32(mt, KEY("rope.dimension_count"), (uint32_t)a->rotary_dims);
-    hs_meta_f32(mt, KEY("rope.freq_base"), a->rotary_base);
-    if (a->norm_kind == HS_NORM_LAYER) {
-        if (a->family == HS_FAMILY_GPT_NEOX) /* llama.cpp's falcon is always parallel */
-            hs_meta_bool(mt, KEY("use_parallel_residual"), a->parallel_residual);
-        hs_meta_f32(mt, KEY("attention.layer_norm_epsilon"), c->ln_eps);
-    } else {
-        hs_meta_f32(mt, KEY("attention.layer_norm_rms_epsilon"), c->ln_eps);
-        hs_meta_u32(mt, KEY("vocab_size"), (uint32_t)c->vocab_size);
-    }
-    if (a->rope_scaling == HS_ROPE_LINEAR) {
-        hs_meta_str(mt, KEY("rope.scaling.type"), "linear");
-        hs_meta_f32(mt, KEY("rope.scaling.factor"), a->rope_factor);
-    }
-    if (a->rope_scaling == HS_ROPE_LONGROPE) { /* and the factor tensors (plan_row) */
-        hs_meta_u32(mt, KEY("rope.scaling.original_context_length"), (uint32_t)a->rope_orig_ctx);
-        hs_meta_f32(mt, KEY("rope.scaling.attn_factor"), a->rope_attn_factor);
-    }
-    hs_gguf_norms_write(mt, c, arch);
-    hs_gguf_moe_write(mt, c, arch);
-#undef KEY
-}
-
 /* The whole file into s. */
 static hs_status emit(sink *s, const hs_model *m, const hs_gguf_write_options *opt, hs_error *err)
 {
     hs_gguf_write_options def = {.ftype = HS_GGUF_FTYPE_F32};
     if (!opt)
         opt = &def;
-    hs_status st = writable(m, err);
+    hs_status st = hs_gguf_writable(m, err);
     if (st || (st = hs_gguf_moe_writable(&m->cfg, err)))
         return st;
     if (opt->ftype != HS_GGUF_FTYPE_F32 && opt->ftype != HS_GGUF_FTYPE_F16 &&
@@ -559,34 +260,8 @@ static hs_status emit(sink *s, const hs_model *m, const hs_gguf_write_options *o
     plan p = {.ftype = opt->ftype};
     float *row = NULL;
     unsigned char *enc = NULL;
-    char key[96];
-#define KEY(suffix) (snprintf(key, sizeof key, "%s." suffix, arch), key)
 
-    hs_meta_str(&mt, "general.architecture", arch);
-    hs_meta_str(&mt, "general.type", "model");
-    if (opt->name && *opt->name)
-        hs_meta_str(&mt, "general.name", opt->name);
-    if (c->arch->pos == HS_POS_ROTARY) {
-        hs_meta_u32(&mt, "general.file_type", file_type(opt->ftype));
-        if (c->arch->mla_kv_lora > 0)
-            hs_gguf_deepseek_keys(&mt, c, arch);
-        else
-            rotary_keys(&mt, c, arch);
-    } else if (c->arch->enc_dec) {
-        hs_gguf_t5_keys(&mt, c, arch, file_type(opt->ftype));
-    } else {
-        hs_meta_u32(&mt, KEY("block_count"), (uint32_t)c->n_layer);
-        hs_meta_u32(&mt, KEY("context_length"), (uint32_t)c->n_ctx);
-        hs_meta_u32(&mt, KEY("embedding_length"), (uint32_t)c->d_model);
-        hs_meta_u32(&mt, KEY("feed_forward_length"), (uint32_t)c->d_ff);
-        hs_meta_u32(&mt, KEY("attention.head_count"), (uint32_t)c->n_head);
-        hs_gguf_mqa_write(&mt, c, arch); /* starcoder's K/V heads */
-        hs_meta_f32(&mt, KEY("attention.layer_norm_epsilon"), c->ln_eps);
-        hs_meta_u32(&mt, "general.file_type", file_type(opt->ftype));
-        if (c->arch->vis.kind == HS_VIS_BIDIRECTIONAL)
-            hs_meta_bool(&mt, KEY("attention.causal"), 0);
-    }
-#undef KEY
+    hs_gguf_model_keys(&mt, m, opt, arch);
     if ((st = hs_gguf_tokenizer_write(&mt, m, err)))
         goto fail;
     hs_meta_u32(&mt, "general.quantization_version", 2);
@@ -594,7 +269,7 @@ static hs_status emit(sink *s, const hs_model *m, const hs_gguf_write_options *o
         st = HS_E_NOMEM;
         goto fail;
     }
-    if ((st = build_plan(&p, m, opt, err)))
+    if ((st = hs_gguf_plan_build(&p, m, opt, err)))
         goto fail;
 
     /* header, metadata, tensor infos, padding */
@@ -696,7 +371,7 @@ hs_status hs_gguf_write(const hs_model *m, const char *path, const hs_gguf_write
 {
     if (!m || !path)
         return hs_fail(err, HS_E_ARG, "hs_gguf_write: null argument");
-    hs_status st = writable(m, err); /* before the file is created */
+    hs_status st = hs_gguf_writable(m, err); /* before the file is created */
     if (st)
         return st;
     hs_out o;

@@ -1,12 +1,16 @@
 /* config.json readers shared by hf_config.c and the family parsers in their own files
  * (hf_config_deepseek.c, hf_config_norms.c, arch_falcon.c, arch_bigcode.c), and those
- * parsers' rows of its parsers[] table. Private to src/model/. */
+ * parsers' rows of its parsers[] table: the field readers (hf_config_read.c), the rotary
+ * parameters (hf_config_rope.c) and Llama's keys (hf_config.c). Private to src/model/. */
 #ifndef HEADSCOPE_HF_CONFIG_H
 #define HEADSCOPE_HF_CONFIG_H
 
 #include <cJSON.h>
 
 #include "model/model_internal.h"
+
+/* Every integer field, and a default derived from one, is at most this. */
+#define HS_CFG_INT_MAX 1000000000
 
 /* A non-negative integer field into *out (required: a missing field fails; else absent or
  * null: *out kept). */

@@ -3,8 +3,8 @@
  * state (hs_run, pipeline.h), the first failure ending the run and one cleanup path freeing
  * what the stages left: input, heads, forward (one recorded pass on the text, the per-head
  * metrics taken layer by layer: analyze_observe.c), rollout, head metrics, words, probe
- * (the induction probe), pairwise (comparisons, clusters, head types), composition (from
- * the weights), then the runs of the model: loss, gradient, ablation, probe ablation,
+ * (the induction probe: analyze_probe.c), pairwise (comparisons, clusters, head types:
+ * analyze_pairwise.c), composition (from the weights), then the runs of the model: loss, gradient, ablation, probe ablation,
  * pruning, candidates (analyze_importance.c). The outputs are written from the hs_analysis
  * (src/io/). */
 #include <math.h>
@@ -129,20 +129,6 @@ static char *dup_text(const char *s, size_t len)
     }
     *p = '\0';
     return d;
-}
-
-/* One past the last id the induction probe draws: the vocabulary's end, less the family's
- * special tokens that close it (GPT-2's <|endoftext|>, 50256). */
-static int32_t probe_top(const hs_arch *ar, const hs_tokenizer *tok, int32_t lo, int32_t hi)
-{
-    for (int found = 1; found && tok && hi > lo;) {
-        const char *s = hs_tokenizer_token(tok, hi - 1);
-        found = 0;
-        for (int k = 0; s && k < ar->n_specials && !found; k++)
-            found = !strcmp(s, ar->specials[k]);
-        hi -= found;
-    }
-    return hi;
 }
 
 static hs_status nomem(hs_error *err)
@@ -368,132 +354,6 @@ static hs_status stage_words(hs_run *r, hs_error *err)
     return r->o->word_level ? hs_analysis_word_level(r->a, err) : HS_OK;
 }
 
-/* Stage "probe": the induction probe, seeded random tokens repeated twice, wrapped as the
- * tokenizer wraps a text, and the detectors on its pass. */
-static hs_status stage_probe(hs_run *r, hs_error *err)
-{
-    const hs_model *m = r->m;
-    const hs_model_config *c = r->c;
-    const hs_analyze_opts *o = r->o;
-    const hs_arch *ar = c->arch;
-    hs_analysis *a = r->a;
-    int32_t cls_id = r->cls_id, sep_id = r->sep_id;
-    size_t nh = r->nh;
-    hs_detect *det = r->det;
-    hs_status st = HS_OK;
-    double t0 = hs_pipeline_now();
-    if (o->probe) {
-        int specials = (ar->cls_token != NULL) + (ar->sep_token != NULL); /* around a text */
-        int half = o->probe_half_len;
-        if (half > (c->n_ctx - specials) / 2)
-            half = (c->n_ctx - specials) / 2;
-        int32_t lo = c->vocab_size > 2000 ? 1000 : c->vocab_size / 4;
-        int32_t hi = probe_top(ar, r->tok, lo, c->vocab_size);
-        if (half < 1 || hi - lo < half)
-            return hs_fail(err, HS_E_UNSUPPORTED, "the model is too small for the induction probe");
-        a->probe_len = 2 * half + specials;
-        a->probe_ids = malloc((size_t)a->probe_len * sizeof *a->probe_ids);
-        unsigned char *probe_sink = r->probe_sink = malloc((size_t)a->probe_len);
-        if (!a->probe_ids || !probe_sink)
-            return nomem(err);
-        st = hs_probe_repeated(o->probe_seed, half, lo, hi,
-                               a->probe_ids + (ar->cls_token != NULL), err);
-        if (ar->cls_token) /* wrapped as the tokenizer wraps a text */
-            a->probe_ids[0] = cls_id >= 0 ? cls_id : 0;
-        if (ar->sep_token)
-            a->probe_ids[a->probe_len - 1] = sep_id >= 0 ? sep_id : 0;
-        if (!st)
-            st = hs_sinks_mark(a->probe_ids, a->probe_len, cls_id, sep_id, probe_sink, err);
-        if (!st) {
-            hs_detect_seq pseq = {a->probe_ids, cls_id, sep_id, NULL, NULL};
-            layer_obs po = {o->layers, c, &pseq, probe_sink, NULL, NULL,
-                            det + 2 * nh, det + 3 * nh, NULL, 0, HS_OK, err, m, NULL, NULL,
-                            NULL, NULL};
-            hs_forward_opts pf = {.on_attn = hs_layer_observe, .user = &po};
-            st = hs_forward(m, a->probe_ids, NULL, a->probe_len, &pf, NULL, err);
-            if (po.st)
-                st = po.st;
-            a->forward_passes++;
-            for (size_t k = 0; k < nh && !st; k++) {
-                a->heads[k].probe_scores = det[2 * nh + k];
-                a->heads[k].probe_free = det[3 * nh + k];
-            }
-        }
-    }
-    if (st)
-        return st;
-    a->seconds_probe = hs_pipeline_now() - t0;
-    return HS_OK;
-}
-
-/* Stage "pairwise": diversity, similarity and clustering from row blocks of the stored
- * maps (dropped after it unless kept), grouped-query similarity, and the head types. */
-static hs_status stage_pairwise(hs_run *r, hs_error *err)
-{
-    hs_analysis *a = r->a;
-    const hs_model_config *c = r->c;
-    const hs_analyze_opts *o = r->o;
-    int L = r->L, H = r->H, n = r->n, n_layers_on = r->n_layers_on;
-    size_t nh = r->nh;
-    double t0 = hs_pipeline_now();
-    hs_status st;
-    double *per_layer = malloc((size_t)n_layers_on * sizeof *per_layer);
-    store_rows sr = {a->maps, a->head_index, malloc(nh * sizeof(int))};
-    hs_visibility *vis = malloc(nh * sizeof *vis);
-    if (!per_layer || !sr.idx || !vis) {
-        free(per_layer);
-        free(sr.idx);
-        free(vis);
-        return nomem(err);
-    }
-    for (size_t k = 0; k < nh; k++)
-        vis[k] = hs_model_layer_visibility(c, a->head_index[k] / H);
-    hs_map_source src = {hs_store_read_rows, &sr, a->n_heads, n};
-    st = hs_pairwise_compute(&src, vis, o->diversity ? a->frobenius : NULL, o->similarity,
-                             a->similarity, err);
-    free(vis);
-    free(sr.idx);
-    if (!o->keep_maps) { /* nothing reads them after this */
-        hs_mapstore_free(a->maps);
-        a->maps = NULL;
-    }
-    if (!st && o->diversity) {
-        hs_diversity_layers(a->frobenius, n_layers_on, H, per_layer);
-    } else {
-        for (int l = 0; l < n_layers_on; l++)
-            per_layer[l] = NAN;
-        for (size_t k = 0; k < nh * nh; k++)
-            a->frobenius[k] = NAN;
-    }
-    for (int l = 0, j = 0; l < L; l++)
-        a->layer_diversity[l] = (o->layers && !o->layers[l]) ? NAN : per_layer[j++];
-    free(per_layer);
-    if (!st)
-        st = hs_similarity_distance(a->similarity, a->n_heads, o->similarity, r->dist, err);
-    if (!st && a->n_heads >= 2)
-        st = hs_linkage_build(r->dist, a->n_heads, &a->linkage, err);
-    if (!st && a->linkage)
-        st = hs_linkage_cut(a->linkage, o->cluster_threshold, a->labels, &a->n_clusters, err);
-    else if (!st) {
-        a->labels[0] = 0;
-        a->n_clusters = 1;
-    }
-    if (st)
-        return st;
-    if (c->n_kv_head < H && /* grouped-query attention: heads that share keys and values */
-        (st = hs_kv_similarity_compute(a->similarity, a->n_heads, a->head_index, L, H,
-                                       c->n_kv_head, o->similarity, a->labels,
-                                       &a->kv_similarity, err)))
-        return st;
-    for (size_t k = 0; k < nh; k++) {
-        a->heads[k].cluster = a->labels[k];
-        hs_head_classify(&a->heads[k], o->label_thresholds, o->sink_threshold,
-                         c->arch->sep_token != NULL);
-    }
-    a->seconds_pairwise = hs_pipeline_now() - t0;
-    return HS_OK;
-}
-
 /* Stage "composition": how the heads compose, from the weights only (Elhage et al. 2021). */
 static hs_status stage_composition(hs_run *r, hs_error *err)
 {
@@ -518,8 +378,8 @@ static const struct {
     {"rollout", stage_rollout},
     {"head metrics", stage_head_metrics},
     {"words", stage_words},
-    {"probe", stage_probe},
-    {"pairwise", stage_pairwise},
+    {"probe", hs_stage_probe},       /* analyze_probe.c */
+    {"pairwise", hs_stage_pairwise}, /* analyze_pairwise.c */
     {"composition", stage_composition},
     {"loss", hs_stage_loss}, /* the runs of the model: analyze_importance.c */
     {"gradient", hs_stage_gradient},

@@ -68,6 +68,12 @@ typedef struct hs_run {
 /* One stage of the run: HS_OK, or a failure with its message in err. */
 typedef hs_status (*hs_stage_fn)(hs_run *r, hs_error *err);
 
+/* The stages "probe" (analyze_probe.c: the induction probe and the detectors on its pass)
+ * and "pairwise" (analyze_pairwise.c: diversity, similarity, clusters, KV groups, head
+ * types). */
+hs_status hs_stage_probe(hs_run *r, hs_error *err);
+hs_status hs_stage_pairwise(hs_run *r, hs_error *err);
+
 /* The runs of the model (analyze_importance.c), stages in this order: the loss of the text
  * (its input, the ablation's replacement, the evaluator), gradient importance, the ablation
  * sweep (and of KV groups), the probe's ablation, the pruning curve, the candidates. */
