@@ -37,6 +37,16 @@ static inline uint32_t next_u32(void)
 }
 static inline float uniform(float lo, float hi) { return lo + (hi - lo) * (float)(next_u32() >> 8) / 16777216.0f; }
 
+/* count floats drawn uniformly from [-1, 1), malloc'd. */
+static inline float *random_floats(size_t count)
+{
+    float *x = malloc(count * sizeof *x);
+    cr_assert_not_null(x);
+    for (size_t i = 0; i < count; i++)
+        x[i] = uniform(-1, 1);
+    return x;
+}
+
 /* out stored rows of `in` elements of type q: random bytes, every f16 scale a small finite
  * value (F16 / BF16: every element). Returns the bytes (row after row). */
 static inline unsigned char *random_rows(const qtype *q, int in, int out, size_t *row_bytes)
@@ -88,11 +98,15 @@ static inline float *decoded(const qtype *q, const unsigned char *p, size_t row_
     return w;
 }
 
-/* A registered hs_qmat over the stored rows p. */
+/* A registered hs_qmat over the stored rows p; wq: the pointer hs_op_linear takes for it. From
+ * stored_random, also the rows (own_p) and their float32 decoding w, freed by stored_free. */
 typedef struct stored {
     hs_tensor_view t;
     hs_qcol *cols;
     hs_qmat q;
+    const float *wq;
+    unsigned char *own_p;
+    float *w;
 } stored;
 
 static inline void stored_init(stored *s, const qtype *q, const unsigned char *p, size_t row_bytes,
@@ -104,13 +118,28 @@ static inline void stored_init(stored *s, const qtype *q, const unsigned char *p
     for (int j = 0; j < out; j++)
         s->cols[j] = (hs_qcol){&s->t, (size_t)j * (size_t)in, hs_dtype_block(q->dt)};
     s->q = (hs_qmat){.in = in, .out = out, .col = s->cols, .decode = hs_tensor_decode};
+    s->wq = (const float *)(const void *)&s->q;
+    s->own_p = NULL;
+    s->w = NULL;
     cr_assert_eq(hs_qmat_register(&s->q, 1), 0);
+}
+
+/* out random stored rows of `in` elements of type q (random_rows), registered, and w. */
+static inline void stored_random(stored *s, const qtype *q, int in, int out)
+{
+    size_t rb;
+    unsigned char *p = random_rows(q, in, out, &rb);
+    stored_init(s, q, p, rb, in, out);
+    s->own_p = p;
+    s->w = decoded(q, p, rb, in, out);
 }
 
 static inline void stored_free(stored *s)
 {
     hs_qmat_unregister(&s->q);
     free(s->cols);
+    free(s->own_p);
+    free(s->w);
 }
 
 #endif

@@ -42,12 +42,9 @@ Test(gemv, stored_and_float32_give_the_stated_order_bit_for_bit)
                 int in = ins[a], out = outs[o];
                 if (in % hs_dtype_block(q->dt))
                     continue;
-                size_t rb;
-                unsigned char *p = random_rows(q, in, out, &rb);
-                float *w = decoded(q, p, rb, in, out);
                 stored s;
-                stored_init(&s, q, p, rb, in, out);
-                const float *wq = (const float *)(const void *)&s.q;
+                stored_random(&s, q, in, out);
+                const float *w = s.w, *wq = s.wq;
                 float x[768], y0[70], y1[70], want[70];
                 for (int k = 0; k < in; k++)
                     x[k] = uniform(-1, 1);
@@ -81,7 +78,6 @@ Test(gemv, stored_and_float32_give_the_stated_order_bit_for_bit)
                     }
                 }
                 stored_free(&s);
-                free(w), free(p);
             }
 }
 

@@ -30,21 +30,16 @@ Test(qgemm, every_type_equals_the_float32_path_bit_for_bit)
         b[j] = uniform(-1, 1);
     for (size_t t = 0; t < N_TYPES; t++) {
         const qtype *q = &TYPES[t];
-        size_t rb;
-        unsigned char *p = random_rows(q, in, out, &rb);
-        float *w = decoded(q, p, rb, in, out);
         stored s;
-        stored_init(&s, q, p, rb, in, out);
-        const float *wq = (const float *)(const void *)&s.q;
+        stored_random(&s, q, in, out);
+        const float *w = s.w, *wq = s.wq;
         cr_assert_eq(hs_qmat_find(wq), &s.q);
         cr_assert_null(hs_qmat_find(w), "a float matrix is not taken for a stored one");
         for (size_t c = 0; c < sizeof ns / sizeof ns[0]; c++) {
             int n = ns[c];
             size_t ny = (size_t)n * (size_t)out;
-            float *x = malloc((size_t)n * (size_t)in * sizeof *x);
+            float *x = random_floats((size_t)n * (size_t)in);
             float *y0 = malloc(ny * sizeof *y0), *y1 = malloc(ny * sizeof *y1);
-            for (size_t i = 0; i < (size_t)n * (size_t)in; i++)
-                x[i] = uniform(-1, 1);
             long fills = hs_qmat_fills();
             hs_op_linear(x, w, b, y0, n, in, out);
             hs_op_linear(x, wq, b, y1, n, in, out);
@@ -73,7 +68,6 @@ Test(qgemm, every_type_equals_the_float32_path_bit_for_bit)
         }
         stored_free(&s);
         cr_assert_null(hs_qmat_find(wq), "unregistered");
-        free(w), free(p);
     }
     free(b);
 }
@@ -93,19 +87,14 @@ Test(qgemm, small_products_equal_the_float32_path_bit_for_bit)
         for (size_t o = 0; o < 2; o++) {
             const qtype *q = &TYPES[t];
             int out = outs[o];
-            size_t rb;
-            unsigned char *p = random_rows(q, in, out, &rb);
-            float *w = decoded(q, p, rb, in, out);
             stored s;
-            stored_init(&s, q, p, rb, in, out);
-            const float *wq = (const float *)(const void *)&s.q;
+            stored_random(&s, q, in, out);
+            const float *w = s.w, *wq = s.wq;
             for (size_t c = 0; c < sizeof ns / sizeof ns[0]; c++) {
                 int n = ns[c];
                 size_t ny = (size_t)n * (size_t)out;
-                float *x = malloc((size_t)n * (size_t)in * sizeof *x);
+                float *x = random_floats((size_t)n * (size_t)in);
                 float *y0 = malloc(ny * sizeof *y0), *y1 = malloc(ny * sizeof *y1);
-                for (size_t i = 0; i < (size_t)n * (size_t)in; i++)
-                    x[i] = uniform(-1, 1);
                 for (int bias = 0; bias < 2; bias++) {
                     hs_op_linear(x, w, bias ? b : NULL, y0, n, in, out);
                     hs_op_linear(x, wq, bias ? b : NULL, y1, n, in, out);
@@ -116,7 +105,6 @@ Test(qgemm, small_products_equal_the_float32_path_bit_for_bit)
                 free(x), free(y0), free(y1);
             }
             stored_free(&s);
-            free(w), free(p);
         }
     free(b);
 }
