@@ -41,31 +41,16 @@ const struct hs_names hs_bigcode_names = {rows, sizeof rows / sizeof rows[0], "t
  * scores by the layer's number and multiplies them back before the softmax). */
 hs_status hs_parse_gpt_bigcode(const cJSON *root, hs_model_config *c, hs_arch *a, hs_error *err)
 {
-    int n_inner = 0, mq = 1;
+    int n_inner, mq = 1;
     hs_status st;
     c->family = HS_FAMILY_GPT_BIGCODE;
-    c->ln_eps = 1e-5f;
-    c->act = HS_ACT_GELU_TANH;
-    c->n_ctx = 1024;
-    if ((st = hs_cfg_int(root, "n_layer", 1, &c->n_layer, err)) ||
-        (st = hs_cfg_int(root, "n_head", 1, &c->n_head, err)) ||
-        (st = hs_cfg_int(root, "n_embd", 1, &c->d_model, err)) ||
-        (st = hs_cfg_int(root, "vocab_size", 1, &c->vocab_size, err)) ||
-        (st = hs_cfg_int(root, "n_positions", 0, &c->n_ctx, err)) ||
-        (st = hs_cfg_int(root, "n_inner", 0, &n_inner, err)) ||
-        (st = hs_cfg_unit(root, "layer_norm_epsilon", &c->ln_eps, err)) ||
-        (st = hs_cfg_act(cJSON_GetStringValue(
-                             cJSON_GetObjectItemCaseSensitive(root, "activation_function")),
-                         &c->act, err)) ||
+    if ((st = hs_cfg_gpt2_dims(root, c, &n_inner, err)) ||
         (st = hs_cfg_bool(root, "multi_query", &mq, err)) ||
         (st = hs_cfg_bool(root, "tie_word_embeddings", &a->tied_embeddings, err)) ||
         (st = hs_cfg_require(root, "scale_attn_weights", 1, err)) ||
-        (st = hs_cfg_require(root, "add_cross_attention", 0, err)))
+        (st = hs_cfg_require(root, "add_cross_attention", 0, err)) ||
+        (st = hs_cfg_gpt2_ff(c, n_inner, err)))
         return st;
-    if (n_inner <= 0 && c->d_model > 250000000)
-        return hs_fail(err, HS_E_FORMAT, "config.json: field 'n_embd' (%d) is too large: "
-                       "its default n_inner, 4 x n_embd, passes 1e9", c->d_model);
-    c->d_ff = n_inner > 0 ? n_inner : 4 * c->d_model;
     a->n_kv_head = mq ? 1 : c->n_head;
     return HS_OK;
 }

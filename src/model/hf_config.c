@@ -11,30 +11,44 @@
 
 #define CONFIG_MAX_BYTES (4u << 20)
 
-static hs_status parse_gpt2(const cJSON *root, hs_model_config *c, hs_arch *a, hs_error *err)
+hs_status hs_cfg_gpt2_dims(const cJSON *root, hs_model_config *c, int *n_inner, hs_error *err)
 {
-    (void)a;
     hs_status st;
-    int n_inner = 0;
-    c->family = HS_FAMILY_GPT2;
     c->ln_eps = 1e-5f;
     c->act = HS_ACT_GELU_TANH;
     c->n_ctx = 1024;
+    *n_inner = 0;
     if ((st = hs_cfg_int(root, "n_layer", 1, &c->n_layer, err)) ||
         (st = hs_cfg_int(root, "n_head", 1, &c->n_head, err)) ||
         (st = hs_cfg_int(root, "n_embd", 1, &c->d_model, err)) ||
         (st = hs_cfg_int(root, "vocab_size", 1, &c->vocab_size, err)) ||
         (st = hs_cfg_int(root, "n_positions", 0, &c->n_ctx, err)) ||
-        (st = hs_cfg_int(root, "n_inner", 0, &n_inner, err)) ||
-        (st = hs_cfg_unit(root, "layer_norm_epsilon", &c->ln_eps, err)) ||
-        (st = hs_cfg_act(hs_cfg_str(root, "activation_function"), &c->act, err)) ||
-        (st = hs_cfg_require(root, "scale_attn_weights", 1, err)) ||
-        (st = hs_cfg_require(root, "scale_attn_by_inverse_layer_idx", 0, err)))
+        (st = hs_cfg_int(root, "n_inner", 0, n_inner, err)) ||
+        (st = hs_cfg_unit(root, "layer_norm_epsilon", &c->ln_eps, err)))
         return st;
+    return hs_cfg_act(hs_cfg_str(root, "activation_function"), &c->act, err);
+}
+
+hs_status hs_cfg_gpt2_ff(hs_model_config *c, int n_inner, hs_error *err)
+{
     if (n_inner <= 0 && c->d_model > HS_CFG_INT_MAX / 4)
         return hs_fail(err, HS_E_FORMAT, "config.json: field 'n_embd' (%d) is too large: "
                        "its default n_inner, 4 x n_embd, passes 1e9", c->d_model);
     c->d_ff = n_inner > 0 ? n_inner : 4 * c->d_model;
+    return HS_OK;
+}
+
+static hs_status parse_gpt2(const cJSON *root, hs_model_config *c, hs_arch *a, hs_error *err)
+{
+    (void)a;
+    hs_status st;
+    int n_inner;
+    c->family = HS_FAMILY_GPT2;
+    if ((st = hs_cfg_gpt2_dims(root, c, &n_inner, err)) ||
+        (st = hs_cfg_require(root, "scale_attn_weights", 1, err)) ||
+        (st = hs_cfg_require(root, "scale_attn_by_inverse_layer_idx", 0, err)) ||
+        (st = hs_cfg_gpt2_ff(c, n_inner, err)))
+        return st;
     c->type_vocab_size = 0;
     return HS_OK;
 }

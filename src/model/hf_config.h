@@ -25,6 +25,11 @@ hs_status hs_cfg_unit(const cJSON *root, const char *key, float *out, hs_error *
 hs_status hs_cfg_require(const cJSON *root, const char *key, int want, hs_error *err);
 /* The activation's name. */
 hs_status hs_cfg_act(const char *name, hs_activation *act, hs_error *err);
+/* GPT-2's config.json dimensions, shared with GPT-BigCode: n_layer, n_head, n_embd,
+ * vocab_size, n_positions, n_inner (0 when absent), layer_norm_epsilon, activation_function,
+ * with transformers' defaults; then d_ff from n_inner (4 n_embd when absent). */
+hs_status hs_cfg_gpt2_dims(const cJSON *root, hs_model_config *c, int *n_inner, hs_error *err);
+hs_status hs_cfg_gpt2_ff(hs_model_config *c, int n_inner, hs_error *err);
 /* The rotary parameters (theta_key, frac_key, rope_scaling / rope_parameters; max_pos:
  * max_position_embeddings). */
 hs_status hs_cfg_rope(const cJSON *root, hs_arch *a, int d_head, const char *theta_key,
