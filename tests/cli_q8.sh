@@ -73,6 +73,15 @@ expect 0 "--activations float" -- "$HS" attn "$F/tiny-llama-wide.q4_k.gguf" --te
     --activations float --weight-memory stored -o "$T/t4.npy"
 cmp -s "$T/t4.npy" "$T/q4_k.stored.npy" && ok || bad "--activations float is not the stored path"
 
+# the report says which activations the run used (model.activations)
+for mode in float q8; do
+    expect 0 "analyze $mode" -- "$HS" --activations $mode analyze "$F/tiny-llama-wide.q4_k.gguf" \
+        --text "$TEXT" -q --weight-memory stored --no-gradient --no-ablation -o "$T/an.$mode"
+    got=$("$PY" -c 'import json, sys; print(json.load(open(sys.argv[1]))["model"]["activations"])' \
+        "$T/an.$mode/report.json" 2>&1)
+    [ "$got" = "$mode" ] && ok || bad "analyze --activations $mode: model.activations is '$got'"
+done
+
 # usage errors
 expect 2 "--activations x" -- "$HS" attn "$F/tiny-llama.q8_0.gguf" --text hi --activations int4 -o "$T/u.npy"
 one_line_error "--activations x"

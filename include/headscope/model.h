@@ -426,6 +426,10 @@ size_t hs_model_param_count(const hs_model *m);
 hs_file_format hs_model_format(const hs_model *m);
 const char *hs_model_storage_dtype(const hs_model *m);
 const char *hs_model_path(const hs_model *m);
+/* How the layers' products take their activations: "q8" for a model opened with
+ * HS_OPEN_Q8_ACTIVATIONS (its block-quantised layers multiplied with 8-bit activations),
+ * "float" otherwise (report.json's model.activations). */
+const char *hs_model_activations(const hs_model *m);
 
 /* What the reader found odd in the file but went on past, as llama.cpp does (a GGUF special
  * token id beyond the vocabulary: the default id is used), one line per warning, or "" when

@@ -146,6 +146,7 @@ cJSON *hs_report_model_json(const hs_analysis *a)
     cJSON_AddStringToObject(mo, "path", hs_model_path(m));
     cJSON_AddStringToObject(mo, "format", hs_model_format(m) == HS_FORMAT_GGUF ? "gguf" : "hf");
     cJSON_AddStringToObject(mo, "storage_dtype", hs_model_storage_dtype(m));
+    cJSON_AddStringToObject(mo, "activations", hs_model_activations(m));
     cJSON_AddStringToObject(mo, "family", hs_family_name(c->family));
     cJSON_AddNumberToObject(mo, "n_layer", c->n_layer);
     cJSON_AddNumberToObject(mo, "n_head", c->n_head);

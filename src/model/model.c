@@ -104,6 +104,7 @@ int hs_model_has_weights(const hs_model *m) { return m->has_weights; }
 hs_file_format hs_model_format(const hs_model *m) { return m->format; }
 const char *hs_model_storage_dtype(const hs_model *m) { return m->storage_dtype; }
 const char *hs_model_path(const hs_model *m) { return m->path; }
+const char *hs_model_activations(const hs_model *m) { return m->q8_act ? "q8" : "float"; }
 const char *hs_model_warnings(const hs_model *m) { return m->warnings; }
 
 void hs_model_warn(hs_model *m, const char *fmt, ...)
