@@ -94,10 +94,9 @@ HS_CLONES static float row_stored(const float *x, const float *r, int in)
 static _Thread_local float *rows_buf;
 static _Thread_local size_t rows_cap;
 
-void hs_gemv_linear(const float *x, const float *w, const float *b, float *y, int in, int out,
-                    int add)
+void hs_gemv_linear(const float *x, const float *w, const hs_qmat *q, const float *b, float *y,
+                    int in, int out, int add)
 {
-    const hs_qmat *q = hs_qmat_find(w);
     int blocks = (out + COLS - 1) / COLS;
 #pragma omp parallel for schedule(static) if ((size_t)in * (size_t)out >= 4 * PAR_MIN)
     for (int t = 0; t < blocks; t++) {

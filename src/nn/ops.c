@@ -40,7 +40,7 @@ static void linear(const float *x, const float *w, const float *b, float *y, int
         return;
     }
     if (n == 1) { /* one row: our own fixed order, the same for W in memory and stored */
-        hs_gemv_linear(x, w, b, y, in, out, add);
+        hs_gemv_linear(x, w, q, b, y, in, out, add);
         return;
     }
     hs_gemm g = {.m = n, .n = out, .k = in, .alpha = 1.0, .beta = add ? 1.0 : 0.0, .a = x,

@@ -27,10 +27,12 @@ float *hs_forward_ws_spare(struct hs_forward_ws *ws, size_t *floats);
 void hs_lm_logits(const hs_model *m, const float *x, const int32_t *idx, int rows,
                   float *scratch, float *logits);
 
-/* hs_op_linear(_add) of one row (n = 1; add: y +=), W float32 in memory or a registered stored matrix:
- * a fixed order of the sums, the same bits for both (src/nn/gemv.c). */
-void hs_gemv_linear(const float *x, const float *w, const float *b, float *y, int in, int out,
-                    int add);
+/* hs_op_linear(_add) of one row (n = 1; add: y +=): W float32 in memory, or q, the
+ * registered stored matrix hs_op_linear found for w (NULL: none), in a fixed order of the
+ * sums, the same bits for both (src/nn/gemv.c). */
+struct hs_qmat;
+void hs_gemv_linear(const float *x, const float *w, const struct hs_qmat *q, const float *b,
+                    float *y, int in, int out, int add);
 
 /* y: (n, out) = x: (n, in) · w: (in, out) + b: (out) (b NULL: no bias); y may not alias x.
  * w may be a registered hs_qmat (src/core/qgemm.h: a layer matrix in its stored type, from
