@@ -341,9 +341,9 @@ Test(qgemm, stored_is_a_weight_memory_value)
 }
 
 /* A NaN in a layer used in its stored type is refused at open, as the conversion refuses it:
- * the same message, naming the tensor and the element (block 1's scale of a Q8_0 tensor set
- * to an f16 NaN: elements 32..63). */
-Test(qgemm, a_nan_in_a_stored_layer_is_refused_at_open)
+ * the same message, naming the tensor and the element as the file stores it. `at` is the
+ * byte of `tensor` whose f16 scale is set to a NaN. */
+static void expect_nan_refused(const char *tensor, size_t at, const char *needle)
 {
     const char *src = "fixtures/gguf/families/tiny-llama.q8_0.gguf";
     FILE *f = fopen(src, "rb");
@@ -357,9 +357,9 @@ Test(qgemm, a_nan_in_a_stored_layer_is_refused_at_open)
     hs_gguf *g = NULL;
     hs_error err = {{0}};
     cr_assert_eq(hs_gguf_parse(img, (size_t)len, &g, &err), HS_OK, "%s", err.msg);
-    const hs_gguf_tensor *t = hs_gguf_find_tensor(g, "blk.1.ffn_down.weight");
+    const hs_gguf_tensor *t = hs_gguf_find_tensor(g, tensor);
     cr_assert(t && t->type == HS_GGML_Q8_0);
-    size_t at = (size_t)(hs_gguf_data_offset(g) + t->offset) + 34;
+    at += (size_t)(hs_gguf_data_offset(g) + t->offset);
     hs_gguf_free(g);
     img[at] = 0x00, img[at + 1] = 0x7E;
     char path[] = "/tmp/hs-qgemm-nan-XXXXXX";
@@ -368,20 +368,37 @@ Test(qgemm, a_nan_in_a_stored_layer_is_refused_at_open)
     cr_assert_eq(write(fd, img, (size_t)len), len);
     close(fd);
     free(img);
-    const size_t budgets[2] = {HS_WEIGHT_MEMORY_STORED, HS_WEIGHT_MEMORY_ALL};
-    char msg[2][sizeof err.msg];
-    for (int k = 0; k < 2; k++) {
+    const size_t budgets[3] = {HS_WEIGHT_MEMORY_STORED, HS_WEIGHT_MEMORY_ALL, 0};
+    char msg[3][sizeof err.msg];
+    for (int k = 0; k < 3; k++) {
         hs_model *m = NULL;
         hs_open_opts o = {.weight_memory = budgets[k]};
         memset(&err, 0, sizeof err);
         cr_assert_eq(hs_model_open2(path, &o, &m, &err), HS_E_VALUE, "budget %d", k);
-        cr_assert_not_null(strstr(err.msg, "tensor 'layers.1.mlp.down_proj.weight' holds a "
-                                  "non-finite value (NaN) at element 32"), "%s", err.msg);
+        cr_assert_not_null(strstr(err.msg, needle), "%s", err.msg);
         cr_assert_null(m);
         memcpy(msg[k], err.msg, sizeof msg[k]);
     }
     cr_assert_str_eq(msg[0], msg[1]);
+    cr_assert_str_eq(msg[0], msg[2]);
     unlink(path);
+}
+
+/* Block 1's scale of a Q8_0 tensor: elements 32..63. */
+Test(qgemm, a_nan_in_a_stored_layer_is_refused_at_open)
+{
+    expect_nan_refused("blk.1.ffn_down.weight", 34, "tensor 'layers.1.mlp.down_proj.weight' "
+                       "holds a non-finite value (NaN) at element 32");
+}
+
+/* llama.cpp's files keep Llama's Q rows in rope-pair order and the readers take each row
+ * from its place: the element is the file's. Stored row 1 (d_model 64: two blocks a row) is
+ * the Hugging Face row d_head / 2 = 4; its second block starts at element 64 + 32 = 96 (the
+ * Hugging Face order would say 4 * 64 + 32 = 288). */
+Test(qgemm, a_nan_in_a_permuted_row_names_the_files_element)
+{
+    expect_nan_refused("blk.1.attn_q.weight", 3 * 34, "tensor 'layers.1.self_attn.q_proj.weight' "
+                       "holds a non-finite value (NaN) at element 96");
 }
 
 /* The load's look at the stored bytes (hs_tensor_surely_finite): every type's rows of finite

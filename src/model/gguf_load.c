@@ -421,14 +421,16 @@ static void make_view(hs_tensor_view *v, const hs_gguf_tensor *t, int rank)
         v->shape[k] = t->ne[rank - 1 - k];
     v->data = t->data;
     v->nbytes = (size_t)t->nbytes;
+    v->pair_rows = 0;
 }
 
-/* The transforms llama.cpp's converter applies, undone on an owned copy of the rows (the
- * weight builder then reads the tensor as it reads the Hugging Face one):
+/* The transforms llama.cpp's converter applies, undone (the weight builder then reads the
+ * tensor as it reads the Hugging Face one):
  *   llama: the rows of each Q head (and each K head, per KV head) were permuted from the
  *     "rotate half" order [x_0 .. x_{r/2-1} | y_0 .. y_{r/2-1}] to adjacent pairs
  *     [x_0 y_0 x_1 y_1 ...] (ggml's rope turns neighbours); Hugging Face row h dh + j dh/2 + i
- *     is GGUF row h dh + 2 i + j;
+ *     is GGUF row h dh + 2 i + j: a matrix's view says so (pair_rows, hs_view_row) and its
+ *     readers take each row from its place, with no copy; a bias is reordered into a copy;
  *   gptneox, falcon, starcoder: the fused QKV's rows, by K/V group in Hugging Face ([g0: q .. q
  *     k v][g1: ...]..., s = n_head / n_kv_head queries a group; GPT-NeoX one group a head),
  *     were regrouped to [Q | K | V]; Hugging Face row (g (s + 2) + j) dh + i is GGUF row
@@ -456,6 +458,10 @@ static const hs_tensor_view *unconvert(gguf_ctx *c, hs_tensor_view *v, const hs_
     }
     if (rows % (size_t)dh || (!llama && rows != (size_t)hs_qkv_width(cfg)) || rows * rb > v->nbytes)
         return v; /* a wrong shape: the builder names it */
+    if (llama && !vec && dh % 2 == 0) { /* read in place: each reader takes a row from its place */
+        v->pair_rows = dh;
+        return v;
+    }
     if (rows * rb > c->scratch_cap) {
         unsigned char *p = realloc(c->scratch, rows * rb);
         if (!p) {
@@ -465,12 +471,13 @@ static const hs_tensor_view *unconvert(gguf_ctx *c, hs_tensor_view *v, const hs_
         c->scratch = p;
         c->scratch_cap = rows * rb;
     }
-    size_t half = (size_t)dh / 2, G = (size_t)cfg->n_kv_head, s = (size_t)cfg->n_head / G;
+    size_t G = (size_t)cfg->n_kv_head, s = (size_t)cfg->n_head / G;
     size_t A = (size_t)hs_model_attn_width(cfg);
+    hs_tensor_view pairs = {.pair_rows = dh};
     for (size_t r = 0; r < rows; r++) {
         size_t h = r / (size_t)dh, k = r % (size_t)dh, src;
         if (llama) {
-            src = h * (size_t)dh + 2 * (k % half) + k / half;
+            src = hs_view_row(&pairs, r);
         } else { /* r = (g (s + 2) + j) dh + i */
             size_t g = h / (s + 2), j = h % (s + 2);
             src = (j < s ? (g * s + j) * (size_t)dh : A + (j - s) * G * (size_t)dh + g * (size_t)dh) + k;

@@ -54,7 +54,21 @@ typedef struct hs_tensor_view {
     int64_t shape[4];
     const unsigned char *data;
     size_t nbytes;
+    int pair_rows;         /* 0, or dh: the rows are in ggml's rope-pair order, head by head
+                            * (hs_view_row); a matrix's readers take each row from its place */
 } hs_tensor_view;
+
+/* The stored row that holds row r of view t. llama.cpp's converter moves each Q and K head's
+ * rows from the "rotate half" order [x_0 .. x_{dh/2-1} | y_0 .. y_{dh/2-1}] to adjacent pairs
+ * [x_0 y_0 x_1 y_1 ...] (ggml's rope turns neighbours): with t->pair_rows = dh, row
+ * h dh + j dh/2 + i is stored row h dh + 2 i + j. Readers use it instead of a reordered copy. */
+static inline size_t hs_view_row(const hs_tensor_view *t, size_t r)
+{
+    if (!t->pair_rows)
+        return r;
+    size_t dh = (size_t)t->pair_rows, half = dh / 2, k = r % dh;
+    return r - k + 2 * (k % half) + k / half;
+}
 
 /* ---- the name table of a family ----------------------------------------------------
  * One row per stored tensor, in the order a GGUF file lists them: which normalised slot it

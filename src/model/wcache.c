@@ -228,8 +228,9 @@ static int storable(const wunit *u)
 }
 
 /* u's hs_qmat q, its columns in cols (u->ld of them): column sh.off + r of a tensor is its
- * stored row r; a QKV stored by K/V group has its columns put in the slot's order by the
- * reordering that its float32 form takes (hs_qkv_heads_reorder on the columns' numbers). */
+ * stored row hs_view_row(r) (r, or where llama.cpp's files keep Llama's Q and K rows); a
+ * QKV stored by K/V group has its columns put in the slot's order by the reordering that
+ * its float32 form takes (hs_qkv_heads_reorder on the columns' numbers). */
 static hs_status make_qmat(const hs_wcache *wc, wunit *u, hs_qmat *q, hs_qcol *cols,
                            hs_error *err)
 {
@@ -238,7 +239,8 @@ static hs_status make_qmat(const hs_wcache *wc, wunit *u, hs_qmat *q, hs_qcol *c
         const wsrc *s = &u->src[i];
         int blk = hs_dtype_block(s->t.dtype);
         for (int r = 0; r < s->sh.cols; r++)
-            cols[s->sh.off + r] = (hs_qcol){&s->t, (size_t)r * (size_t)in, blk};
+            cols[s->sh.off + r] =
+                (hs_qcol){&s->t, hs_view_row(&s->t, (size_t)r) * (size_t)in, blk};
     }
     if (u->qkv_heads) {
         float *idx = malloc((size_t)W * sizeof *idx);

@@ -185,13 +185,13 @@ hs_status hs_tensor_convert(const hs_tensor_view *t, int out_in, hs_tensor_shape
     size_t inner = sh.kind == HS_K_VEC ? (size_t)sh.cols : transpose ? (size_t)sh.rows
                                                                      : (size_t)sh.cols;
     size_t ld = sh.kind == HS_K_VEC ? inner : (size_t)sh.ld, off = (size_t)sh.off;
-    size_t bad = (size_t)-1; /* the first non-finite element, in stored order */
+    size_t bad = (size_t)-1; /* the first non-finite element, row r's element i as r inner + i */
     int nomem = 0, par = outer * inner >= 65536;
-    if (!transpose) { /* stored row r is row r of the slot */
+    if (!transpose) { /* row r (stored row hs_view_row(t, r)) is row r of the slot */
 #pragma omp parallel for schedule(static) reduction(min : bad) if (par)
         for (size_t r = 0; r < outer; r++) {
             float *o = dst + r * ld + off;
-            decode(t, r * inner, o, inner);
+            decode(t, hs_view_row(t, r) * inner, o, inner);
             size_t f = hs_op_first_nonfinite(o, inner);
             if (f != (size_t)-1 && r * inner + f < bad)
                 bad = r * inner + f;
@@ -209,7 +209,11 @@ hs_status hs_tensor_convert(const hs_tensor_view *t, int out_in, hs_tensor_shape
                 if (!buf)
                     continue;
                 size_t k = outer - o0 < TRANSPOSE_ROWS ? outer - o0 : TRANSPOSE_ROWS;
-                decode(t, o0 * inner, buf, k * inner);
+                if (t->pair_rows) /* each row from its place */
+                    for (size_t j = 0; j < k; j++)
+                        decode(t, hs_view_row(t, o0 + j) * inner, buf + j * inner, inner);
+                else
+                    decode(t, o0 * inner, buf, k * inner);
                 size_t f = hs_op_first_nonfinite(buf, k * inner);
                 if (f != (size_t)-1 && o0 * inner + f < bad)
                     bad = o0 * inner + f;
@@ -225,10 +229,10 @@ hs_status hs_tensor_convert(const hs_tensor_view *t, int out_in, hs_tensor_shape
     if (nomem)
         return hs_fail(err, HS_E_NOMEM, "out of memory converting '%s'", name);
     if (bad != (size_t)-1) {
-        size_t r = bad / inner, i = bad % inner; /* stored row and column */
+        size_t r = bad / inner, i = bad % inner; /* row and column; the element as stored: */
         int nan = isnan(transpose ? dst[i * ld + off + r] : dst[r * ld + off + i]);
         return hs_fail(err, HS_E_VALUE, "tensor '%s' holds a non-finite value (%s) at element %zu",
-                       name, nan ? "NaN" : "Inf", bad);
+                       name, nan ? "NaN" : "Inf", hs_view_row(t, r) * inner + i);
     }
     return HS_OK;
 }
