@@ -27,16 +27,18 @@ static float stated_sum(const float *x, const float *w, int ldw, int j, int in)
 }
 
 /* Every type, depths and widths that are and are not multiples of the 16 partials and of
- * the 16 columns a block (a depth of 37 for F16 and BF16, whose blocks are one element): with a bias, without, added onto y; the stored path's bits are the
- * float32 path's, and both are the stated order's. */
+ * the 4 stored rows and 512-element pieces the stored path takes at a time (depths 37 and
+ * 1061 for F16 and BF16, whose blocks are one element: a tail in the first piece and in the
+ * second): with a bias, without, added onto y; the stored path's bits are the float32
+ * path's, and both are the stated order's. */
 Test(gemv, stored_and_float32_give_the_stated_order_bit_for_bit)
 {
-    const int ins[] = {37, 256, 768}, outs[] = {70, 16, 5};
+    const int ins[] = {37, 256, 768, 1061}, outs[] = {70, 16, 5};
     float b[70];
     for (int j = 0; j < 70; j++)
         b[j] = uniform(-1, 1);
     for (size_t t = 0; t < N_TYPES; t++)
-        for (size_t a = 0; a < 3; a++)
+        for (size_t a = 0; a < 4; a++)
             for (size_t o = 0; o < 3; o++) {
                 const qtype *q = &TYPES[t];
                 int in = ins[a], out = outs[o];
@@ -45,7 +47,7 @@ Test(gemv, stored_and_float32_give_the_stated_order_bit_for_bit)
                 stored s;
                 stored_random(&s, q, in, out);
                 const float *w = s.w, *wq = s.wq;
-                float x[768], y0[70], y1[70], want[70];
+                float x[1061], y0[70], y1[70], want[70];
                 for (int k = 0; k < in; k++)
                     x[k] = uniform(-1, 1);
                 for (int mode = 0; mode < 3; mode++) { /* no bias, bias, added with bias */

@@ -29,6 +29,11 @@ long hs_qmat_fills(void)
     return __atomic_load_n(&fills, __ATOMIC_RELAXED);
 }
 
+void hs_qmat_count_fill(void)
+{
+    __atomic_fetch_add(&fills, 1, __ATOMIC_RELAXED);
+}
+
 void hs_qmat_fill(const void *qmat, int k0, int kl, int j0, int cols, float *dst)
 {
     const hs_qmat *q = qmat;

@@ -43,8 +43,11 @@ void hs_qmat_fill(const void *qmat, int k0, int kl, int j0, int cols, float *dst
 /* The same block untransposed, (kl, cols) row-major (hs_gemm.b_fill_kn: a product of one
  * row or one column, which OpenBLAS sums by another kernel for each layout). */
 void hs_qmat_fill_kn(const void *qmat, int k0, int kl, int j0, int cols, float *dst);
-/* Blocks hs_qmat_fill and hs_qmat_fill_kn have made since the start, for tests. */
+/* Blocks hs_qmat_fill and hs_qmat_fill_kn have made, and one-row products that decoded W
+ * themselves (src/nn/gemv.c, each counted once with hs_qmat_count_fill), since the start:
+ * a test's proof that a product took the stored path. */
 long hs_qmat_fills(void);
+void hs_qmat_count_fill(void);
 
 /* The matrices hs_op_linear takes in place of a float32 W: a layer's slot may point at an
  * hs_qmat registered here (an array of n of them), and hs_op_linear finds it by address.

@@ -38,7 +38,7 @@ int hs_quant_block(uint32_t type, size_t *elems, size_t *bytes)
 /* b: 34 bytes -> y: 32 */
 static inline void decode_q8_0(const unsigned char *b, float *y)
 {
-    float d = hs_f16_to_f32(hs_le16(b));
+    float d = hs_f16_to_f32_fast(hs_le16(b));
 #pragma omp simd
     for (int j = 0; j < 32; j++)
         y[j] = d * (float)(int8_t)b[2 + j];
@@ -47,7 +47,7 @@ static inline void decode_q8_0(const unsigned char *b, float *y)
 /* b: 18 bytes -> y: 32 */
 static inline void decode_q4_0(const unsigned char *b, float *y)
 {
-    float d = hs_f16_to_f32(hs_le16(b));
+    float d = hs_f16_to_f32_fast(hs_le16(b));
     const unsigned char *qs = b + 2;
 #pragma omp simd
     for (int j = 0; j < 16; j++) {
@@ -59,7 +59,7 @@ static inline void decode_q4_0(const unsigned char *b, float *y)
 /* b: 20 bytes -> y: 32: f16 d, f16 m, then Q4_0's nibble order; x = q d + m */
 static inline void decode_q4_1(const unsigned char *b, float *y)
 {
-    float d = hs_f16_to_f32(hs_le16(b)), m = hs_f16_to_f32(hs_le16(b + 2));
+    float d = hs_f16_to_f32_fast(hs_le16(b)), m = hs_f16_to_f32_fast(hs_le16(b + 2));
     const unsigned char *qs = b + 4;
 #pragma omp simd
     for (int j = 0; j < 16; j++) {
@@ -82,7 +82,7 @@ static inline void q5_values(const unsigned char *qh4, const unsigned char *qs, 
 /* b: 22 bytes -> y: 32: f16 d, u8 qh[4], u8 qs[16]; x = (q - 16) d */
 static inline void decode_q5_0(const unsigned char *b, float *y)
 {
-    float d = hs_f16_to_f32(hs_le16(b));
+    float d = hs_f16_to_f32_fast(hs_le16(b));
     int q[32];
     q5_values(b + 2, b + 6, q);
     for (int j = 0; j < 32; j++)
@@ -92,7 +92,7 @@ static inline void decode_q5_0(const unsigned char *b, float *y)
 /* b: 24 bytes -> y: 32: f16 d, f16 m, u8 qh[4], u8 qs[16]; x = q d + m */
 static inline void decode_q5_1(const unsigned char *b, float *y)
 {
-    float d = hs_f16_to_f32(hs_le16(b)), m = hs_f16_to_f32(hs_le16(b + 2));
+    float d = hs_f16_to_f32_fast(hs_le16(b)), m = hs_f16_to_f32_fast(hs_le16(b + 2));
     int q[32];
     q5_values(b + 4, b + 8, q);
     for (int j = 0; j < 32; j++)
@@ -106,7 +106,7 @@ static const int8_t iq4_grid[16] = {-127, -104, -83, -65, -49, -35, -22, -10,
 /* b: 18 bytes -> y: 32: f16 d, Q4_0's nibble order; x = d grid[q] */
 static inline void decode_iq4_nl(const unsigned char *b, float *y)
 {
-    float d = hs_f16_to_f32(hs_le16(b));
+    float d = hs_f16_to_f32_fast(hs_le16(b));
     const unsigned char *qs = b + 2;
     for (int j = 0; j < 16; j++) {
         y[j] = d * (float)iq4_grid[qs[j] & 0x0F];
@@ -119,7 +119,7 @@ static inline void decode_iq4_nl(const unsigned char *b, float *y)
  * 2s, 2s + 1 of scales_h) and IQ4_NL's nibble order in qs[16 s ..]; x = d (ls - 32) grid[q] */
 static inline void decode_iq4_xs(const unsigned char *b, float *y)
 {
-    float d = hs_f16_to_f32(hs_le16(b));
+    float d = hs_f16_to_f32_fast(hs_le16(b));
     unsigned sh = hs_le16(b + 2);
     const unsigned char *sl = b + 4, *qs = b + 8;
     for (int s = 0; s < 8; s++, qs += 16, y += 32) {
@@ -139,7 +139,7 @@ static inline void decode_iq4_xs(const unsigned char *b, float *y)
 static inline void decode_q2_k(const unsigned char *b, float *y)
 {
     const unsigned char *sc = b, *qs = b + 16;
-    float d = hs_f16_to_f32(hs_le16(b + 80)), dmin = hs_f16_to_f32(hs_le16(b + 82));
+    float d = hs_f16_to_f32_fast(hs_le16(b + 80)), dmin = hs_f16_to_f32_fast(hs_le16(b + 82));
     for (int t = 0; t < 16; t++, y += 16) {
         const unsigned char *q = qs + 32 * (t / 8) + 16 * (t % 2);
         int shift = 2 * ((t % 8) / 2);
@@ -165,7 +165,7 @@ static int q3_k_scale(int t, const unsigned char *sc)
 static inline void decode_q3_k(const unsigned char *b, float *y)
 {
     const unsigned char *hm = b, *qs = b + 32, *sc = b + 96;
-    float d = hs_f16_to_f32(hs_le16(b + 108));
+    float d = hs_f16_to_f32_fast(hs_le16(b + 108));
     for (int t = 0; t < 16; t++, y += 16) {
         const unsigned char *q = qs + 32 * (t / 8) + 16 * (t % 2), *h = hm + 16 * (t % 2);
         int shift = 2 * ((t % 8) / 2), bit = t / 2;
@@ -193,8 +193,8 @@ static void q4_k_scale_min(int s, const unsigned char *sc, int *scale, int *min)
  * first sub-block of 32, the high nibbles the second. */
 static inline void decode_q4_k(const unsigned char *b, float *y)
 {
-    float d = hs_f16_to_f32(hs_le16(b));
-    float dmin = hs_f16_to_f32(hs_le16(b + 2));
+    float d = hs_f16_to_f32_fast(hs_le16(b));
+    float dmin = hs_f16_to_f32_fast(hs_le16(b + 2));
     const unsigned char *sc = b + 4, *qs = b + 16;
     for (int c = 0; c < 4; c++) {
         int s1, m1, s2, m2;
@@ -215,8 +215,8 @@ static inline void decode_q4_k(const unsigned char *b, float *y)
  * Q4_K's; the fifth bit of element l of sub-block s is bit s of qh[l]: x = d sc_s q - dmin m_s */
 static inline void decode_q5_k(const unsigned char *b, float *y)
 {
-    float d = hs_f16_to_f32(hs_le16(b));
-    float dmin = hs_f16_to_f32(hs_le16(b + 2));
+    float d = hs_f16_to_f32_fast(hs_le16(b));
+    float dmin = hs_f16_to_f32_fast(hs_le16(b + 2));
     const unsigned char *sc = b + 4, *qh = b + 16, *qs = b + 48;
     for (int s = 0; s < 8; s++, y += 32) {
         int scale, min;
@@ -236,7 +236,7 @@ static inline void decode_q6_k(const unsigned char *b, float *y)
 {
     const unsigned char *ql = b, *qh = b + 128;
     const int8_t *sc = (const int8_t *)(const void *)(b + 192);
-    float d = hs_f16_to_f32(hs_le16(b + 208));
+    float d = hs_f16_to_f32_fast(hs_le16(b + 208));
     for (int half = 0; half < 2; half++, ql += 64, qh += 32, sc += 8, y += 128)
         for (int t = 0; t < 2; t++) { /* the 16 elements l that share sc[t], sc[t + 2].. */
             float d1 = d * (float)sc[t], d2 = d * (float)sc[t + 2];

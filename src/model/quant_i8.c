@@ -64,16 +64,16 @@ static int q3_k_scale(int t, const unsigned char *sc)
 /* One 32-element block of a 32-block type into q[32], d[2], m[2]. */
 static inline void block32(uint32_t type, const unsigned char *b, int8_t *q, float *d, float *m)
 {
-    float dv = hs_f16_to_f32(hs_le16(b));
+    float dv = hs_f16_to_f32_fast(hs_le16(b));
     switch (type) {
     case HS_QUANT_Q8_0:
         memcpy(q, b + 2, 32);
         pair(d, m, dv, 0.0f);
         break;
     case HS_QUANT_Q4_0: nibbles(b + 2, q, 8); pair(d, m, dv, 0.0f); break;
-    case HS_QUANT_Q4_1: nibbles(b + 4, q, 0); pair(d, m, dv, hs_f16_to_f32(hs_le16(b + 2))); break;
+    case HS_QUANT_Q4_1: nibbles(b + 4, q, 0); pair(d, m, dv, hs_f16_to_f32_fast(hs_le16(b + 2))); break;
     case HS_QUANT_Q5_0: q5(b + 2, b + 6, q, 16); pair(d, m, dv, 0.0f); break;
-    case HS_QUANT_Q5_1: q5(b + 4, b + 8, q, 0); pair(d, m, dv, hs_f16_to_f32(hs_le16(b + 2))); break;
+    case HS_QUANT_Q5_1: q5(b + 4, b + 8, q, 0); pair(d, m, dv, hs_f16_to_f32_fast(hs_le16(b + 2))); break;
     default: /* IQ4_NL */
         for (int j = 0; j < 16; j++) {
             q[j] = iq4_grid[b[2 + j] & 0x0F];
@@ -90,7 +90,7 @@ static inline void block256(uint32_t type, const unsigned char *b, int8_t *q, fl
     switch (type) {
     case HS_QUANT_Q4_K:
     case HS_QUANT_Q5_K: {
-        float dv = hs_f16_to_f32(hs_le16(b)), dmin = hs_f16_to_f32(hs_le16(b + 2));
+        float dv = hs_f16_to_f32_fast(hs_le16(b)), dmin = hs_f16_to_f32_fast(hs_le16(b + 2));
         const unsigned char *sc = b + 4, *qh = b + 16, *qs = b + (type == HS_QUANT_Q5_K ? 48 : 16);
         for (int s = 0; s < 8; s++) {
             int scale, min;
@@ -117,7 +117,7 @@ static inline void block256(uint32_t type, const unsigned char *b, int8_t *q, fl
     }
     case HS_QUANT_Q2_K: {
         const unsigned char *sc = b, *qs = b + 16;
-        float dv = hs_f16_to_f32(hs_le16(b + 80)), dmin = hs_f16_to_f32(hs_le16(b + 82));
+        float dv = hs_f16_to_f32_fast(hs_le16(b + 80)), dmin = hs_f16_to_f32_fast(hs_le16(b + 82));
         for (int t = 0; t < 16; t++) {
             const unsigned char *p = qs + 32 * (t / 8) + 16 * (t % 2);
             int shift = 2 * ((t % 8) / 2);
@@ -130,7 +130,7 @@ static inline void block256(uint32_t type, const unsigned char *b, int8_t *q, fl
     }
     case HS_QUANT_Q3_K: {
         const unsigned char *hm = b, *qs = b + 32, *sc = b + 96;
-        float dv = hs_f16_to_f32(hs_le16(b + 108));
+        float dv = hs_f16_to_f32_fast(hs_le16(b + 108));
         for (int t = 0; t < 16; t++) {
             const unsigned char *p = qs + 32 * (t / 8) + 16 * (t % 2), *h = hm + 16 * (t % 2);
             int shift = 2 * ((t % 8) / 2), bit = t / 2;
@@ -143,7 +143,7 @@ static inline void block256(uint32_t type, const unsigned char *b, int8_t *q, fl
     }
     case HS_QUANT_Q6_K: {
         const int8_t *sc = (const int8_t *)(const void *)(b + 192);
-        float dv = hs_f16_to_f32(hs_le16(b + 208));
+        float dv = hs_f16_to_f32_fast(hs_le16(b + 208));
         for (int half = 0; half < 2; half++) {
             const unsigned char *ql = b + 64 * half, *qh = b + 128 + 32 * half;
             int8_t *y = q + 128 * half;
@@ -162,7 +162,7 @@ static inline void block256(uint32_t type, const unsigned char *b, int8_t *q, fl
         break;
     }
     default: { /* IQ4_XS */
-        float dv = hs_f16_to_f32(hs_le16(b));
+        float dv = hs_f16_to_f32_fast(hs_le16(b));
         unsigned sh = hs_le16(b + 2);
         const unsigned char *sl = b + 4, *qs = b + 8;
         for (int s = 0; s < 8; s++) {

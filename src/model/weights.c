@@ -110,22 +110,13 @@ static size_t dtype_bytes(hs_dtype dt, size_t count)
     }
 }
 
-/* F16 to float32, exact, as hs_f16_to_f32: the magnitude's bits moved into float32's places
- * scale it by 2^-112 (subnormals too), undone by one product; exponent 31 (infinity, NaN)
- * set apart. A loop that vectorises, in each HS_CLONES build (quant.c says why). */
+/* F16 to float32, exact (hs_f16_to_f32_fast): a loop that vectorises, in each HS_CLONES
+ * build (quant.c says why). */
 HS_CLONES static void f16_run(const unsigned char *p, float *out, size_t count)
 {
 #pragma omp simd
-    for (size_t i = 0; i < count; i++) {
-        uint32_t h = hs_le16(p + 2 * i), mag = (h & 0x7fffu) << 13, bits;
-        float f;
-        memcpy(&f, &mag, 4);
-        f *= 0x1p112f;
-        memcpy(&bits, &f, 4);
-        bits = (h & 0x7c00u) == 0x7c00u ? mag | 0x7f800000u : bits;
-        bits |= (h & 0x8000u) << 16;
-        memcpy(&out[i], &bits, 4);
-    }
+    for (size_t i = 0; i < count; i++)
+        out[i] = hs_f16_to_f32_fast(hs_le16(p + 2 * i));
 }
 
 /* Decodes elements [from, from + count) of t (flat, stored order; whole blocks of a block

@@ -5,8 +5,9 @@
  * reading W. OpenBLAS's kernels for a row sum in an order of their own that depends on how
  * b is laid out, so a stored W had to be decoded into a block of W's float32 layout first,
  * transposed in memory, and only then handed to them: the decode, the transpose and the
- * product each a pass over the weights. Here the order is ours and fixed, so a stored row
- * of W is decoded into a cache-resident buffer and multiplied as it is: each output j is
+ * product each a pass over the weights. Here the order is ours and fixed, so four stored
+ * rows of W are decoded 512 elements at a time into a buffer L1 keeps and multiplied as they
+ * are, the partial sums held in registers: each output j is
  *
  *     s_l = sum over k = l, l + 16, l + 32, ... (k < in) of x_k W_kj, in increasing k,
  *           each term x_k * W_kj rounded, then added (no fused multiply-add, so every
@@ -75,47 +76,70 @@ HS_CLONES static void cols_in_memory(const float *x, const float *w, size_t ldw,
     }
 }
 
-/* x times one stored row r of W (a column), decoded: its 16 partials as the lanes. */
-HS_CLONES static float row_stored(const float *x, const float *r, int in)
-{
-    float p[LANES];
-    memset(p, 0, sizeof p);
-    int k16 = in / LANES * LANES;
-    for (int k0 = 0; k0 < k16; k0 += LANES)
-#pragma omp simd
-        for (int l = 0; l < LANES; l++)
-            p[l] += x[k0 + l] * r[k0 + l];
-    for (int k = k16; k < in; k++)
-        p[k - k16] += x[k] * r[k];
-    return tree(p);
-}
+/* 16 floats as one value (GCC's vector extension: one register with AVX-512, four with SSE):
+ * the partial sums are kept in registers, where an array was stored and loaded again at
+ * every step, one add waiting on the store before it. */
+typedef float v16 __attribute__((vector_size(LANES * sizeof(float))));
+typedef float v16u __attribute__((vector_size(LANES * sizeof(float)), aligned(4), may_alias));
+#define LOAD16(p) (*(const v16u *)(const void *)(p)) /* 16 floats from any float address */
 
-/* The thread's decoded stored row: `in` floats, grown as needed and kept. */
-static _Thread_local float *rows_buf;
-static _Thread_local size_t rows_cap;
+/* x times ROWS stored rows of W at once, columns j .. j + ROWS (j + nr - 1 repeated where
+ * fewer are left: their sums are not used), each column's 16 partials the lanes of one
+ * vector. A stored row is decoded KC elements at a time into buf (ROWS x KC floats, which L1
+ * keeps) and multiplied at once; four rows give four independent chains of adds, where one
+ * row waits on each add before the next. */
+#define ROWS 4
+#define KC 512 /* a multiple of every block (32, 256): a piece of a row is whole blocks */
+HS_CLONES static void rows_stored(const float *x, const hs_qmat *q, int j, int nr, int in,
+                                  float *buf, float sums[ROWS])
+{
+    v16 a0 = {0}, a1 = {0}, a2 = {0}, a3 = {0};
+    int k16 = in / LANES * LANES, last = 0;
+    for (int k0 = 0; k0 < in; k0 += KC) {
+        int len = in - k0 < KC ? in - k0 : KC;
+        for (int c = 0; c < ROWS; c++) {
+            const hs_qcol *col = &q->col[j + (c < nr ? c : nr - 1)];
+            q->decode(col->src, col->first + (size_t)k0, buf + c * KC, (size_t)len);
+        }
+        int vec = k16 - k0 < len ? k16 - k0 : len;
+        for (int k = 0; k < vec; k += LANES) {
+            v16 xv = LOAD16(x + k0 + k);
+            a0 += xv * LOAD16(buf + k);
+            a1 += xv * LOAD16(buf + KC + k);
+            a2 += xv * LOAD16(buf + 2 * KC + k);
+            a3 += xv * LOAD16(buf + 3 * KC + k);
+        }
+        last = k0;
+    }
+    float p[ROWS][LANES];
+    memcpy(p[0], &a0, sizeof p[0]);
+    memcpy(p[1], &a1, sizeof p[1]);
+    memcpy(p[2], &a2, sizeof p[2]);
+    memcpy(p[3], &a3, sizeof p[3]);
+    for (int c = 0; c < ROWS; c++) { /* the tail, in the last piece's buffer */
+        for (int k = k16; k < in; k++)
+            p[c][k - k16] += x[k] * buf[c * KC + (k - last)];
+        sums[c] = tree(p[c]);
+    }
+}
 
 void hs_gemv_linear(const float *x, const float *w, const hs_qmat *q, const float *b, float *y,
                     int in, int out, int add)
 {
+    if (q)
+        hs_qmat_count_fill();
     int blocks = (out + COLS - 1) / COLS;
 #pragma omp parallel for schedule(static) if ((size_t)in * (size_t)out >= 4 * PAR_MIN)
     for (int t = 0; t < blocks; t++) {
         int j0 = t * COLS, cols = out - j0 < COLS ? out - j0 : COLS;
         float sums[COLS];
-        if (q) { /* a stored row at a time, decoded into a buffer L1 keeps */
-            if ((size_t)in > rows_cap) {
-                float *p = realloc(rows_buf, (size_t)in * sizeof *p);
-                if (!p) { /* NaN: the pass fails on non-finite values, as gemm.c's buffers */
-                    for (int j = 0; j < cols; j++)
-                        y[j0 + j] = NAN;
-                    continue;
-                }
-                rows_buf = p;
-                rows_cap = (size_t)in;
-            }
-            for (int j = 0; j < cols; j++) {
-                hs_qmat_fill(q, 0, in, j0 + j, 1, rows_buf);
-                sums[j] = row_stored(x, rows_buf, in);
+        if (q) { /* ROWS stored rows at a time, a piece of each decoded into L1 */
+            float buf[ROWS * KC];
+            for (int j = 0; j < cols; j += ROWS) {
+                float s4[ROWS];
+                int nr = cols - j < ROWS ? cols - j : ROWS;
+                rows_stored(x, q, j0 + j, nr, in, buf, s4);
+                memcpy(sums + j, s4, (size_t)nr * sizeof *s4);
             }
         } else {
             cols_in_memory(x, w + j0, (size_t)out, in, cols, sums);
