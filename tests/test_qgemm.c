@@ -291,40 +291,46 @@ Test(qgemm, block_formats_within_the_golden_bounds)
     }
 }
 
-/* The backward pass and the ablation sweep on a model whose forward uses stored layers: the
- * forward half multiplies from the stored bytes, the backward converts; the same numbers as
- * with every layer converted. */
+/* The backward pass and the ablation sweep on a model whose layers are used in their stored
+ * types: the forward multiplies from the stored bytes, the backward's products with Wᵀ decode
+ * Wᵀ's blocks from the stored rows (hs_op_linear_back); the same numbers as with every layer
+ * converted, at 2 tokens (rows of one), 24 and 128 (a full row tile). */
 Test(qgemm, importance_is_the_same_with_stored_layers)
 {
     const char *path = "fixtures/gguf/families/tiny-llama-wide.mixed.gguf";
     hs_model *ms[2] = {open_budget(path, HS_WEIGHT_MEMORY_ALL),
                        open_budget(path, HS_WEIGHT_MEMORY_STORED)};
     const hs_model_config *c = hs_model_config_of(ms[0]);
-    int32_t ids[24];
-    for (int i = 0; i < 24; i++)
+    const int sizes[3] = {2, 24, 128};
+    int32_t ids[128];
+    for (int i = 0; i < 128; i++)
         ids[i] = (int32_t)((i * 37 + 5) % c->vocab_size);
     size_t H = (size_t)c->n_layer * (size_t)c->n_head;
-    double loss[2], *delta[2], *grad[2];
-    for (int k = 0; k < 2; k++) {
-        hs_error err = {{0}};
-        hs_loss_input in = {.ids = ids, .n = 24, .kind = HS_LOSS_LM};
-        hs_loss_eval *e = NULL;
-        cr_assert_eq(hs_loss_eval_new(ms[k], &in, &e, &err), HS_OK, "%s", err.msg);
-        cr_assert_eq(hs_loss_eval_run(e, NULL, &loss[k], &err), HS_OK, "%s", err.msg);
-        delta[k] = malloc(H * sizeof **delta);
-        grad[k] = malloc(H * sizeof **grad);
-        cr_assert_eq(hs_ablation_sweep(e, loss[k], NULL, delta[k], NULL, NULL, &err), HS_OK);
-        hs_loss_eval_free(e);
-        cr_assert_eq(hs_gradient_importance(ms[k], &in, grad[k], NULL, &err), HS_OK, "%s",
-                     err.msg);
-    }
-    cr_assert(loss[0] == loss[1], "loss %.17g != %.17g", loss[0], loss[1]);
-    for (size_t h = 0; h < H; h++) {
-        cr_assert(delta[0][h] == delta[1][h], "ablation of head %zu", h);
-        cr_assert(grad[0][h] == grad[1][h], "gradient of head %zu", h);
+    for (int z = 0; z < 3; z++) {
+        double loss[2], *delta[2], *grad[2];
+        for (int k = 0; k < 2; k++) {
+            hs_error err = {{0}};
+            hs_loss_input in = {.ids = ids, .n = sizes[z], .kind = HS_LOSS_LM};
+            hs_loss_eval *e = NULL;
+            cr_assert_eq(hs_loss_eval_new(ms[k], &in, &e, &err), HS_OK, "%s", err.msg);
+            cr_assert_eq(hs_loss_eval_run(e, NULL, &loss[k], &err), HS_OK, "%s", err.msg);
+            delta[k] = malloc(H * sizeof **delta);
+            grad[k] = malloc(H * sizeof **grad);
+            cr_assert_eq(hs_ablation_sweep(e, loss[k], NULL, delta[k], NULL, NULL, &err), HS_OK);
+            hs_loss_eval_free(e);
+            cr_assert_eq(hs_gradient_importance(ms[k], &in, grad[k], NULL, &err), HS_OK, "%s",
+                         err.msg);
+        }
+        cr_assert(loss[0] == loss[1], "n %d: loss %.17g != %.17g", sizes[z], loss[0], loss[1]);
+        for (size_t h = 0; h < H; h++) {
+            cr_assert(delta[0][h] == delta[1][h], "n %d: ablation of head %zu", sizes[z], h);
+            cr_assert(grad[0][h] == grad[1][h], "n %d: gradient of head %zu", sizes[z], h);
+        }
+        for (int k = 0; k < 2; k++)
+            free(delta[k]), free(grad[k]);
     }
     for (int k = 0; k < 2; k++)
-        free(delta[k]), free(grad[k]), hs_model_free(ms[k]);
+        hs_model_free(ms[k]);
 }
 
 Test(qgemm, stored_is_a_weight_memory_value)

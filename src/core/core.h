@@ -178,6 +178,10 @@ typedef struct hs_gemm {
      * different); NULL: b_fill's block transposed. */
     void (*b_fill_kn)(const void *ctx, int k0, int kl, int j0, int cols, float *dst);
     const void *b_ctx;
+    /* With b_fill: 1 when the float product this one stands for takes b transposed from
+     * memory (trans_b = 1, as a backward pass's x Wᵀ does): every call then takes b_fill's
+     * block as that product's calls take b (op(b) = bᵀ), so c has its bits; b_fill_kn unused. */
+    int b_fill_nt;
 } hs_gemm;
 void hs_gemm_run(const hs_gemm *g);
 /* How many calls hs_gemm_run has made over more than one tile (merged, src/core/gemm.c). */

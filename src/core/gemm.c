@@ -402,7 +402,8 @@ static void transpose(const float *src, int rows, int cols, float *dst)
  * both layouts (hs_gemm_layout_same: among those it finds different, rows and columns,
  * which OpenBLAS gives to gemv and small kernels), untransposed (g->b_fill_kn, or a
  * transpose of the first) for the others, so every call has the bits of b in memory
- * (test_qgemm compares them).
+ * (test_qgemm compares them); with g->b_fill_nt, b's float product is itself transposed
+ * (x Wᵀ) and every call takes the transposed block, as that product's calls take b.
  * Where a thread's buffer cannot be had, that strip of c is NaN, which the forward pass
  * refuses as a non-finite value (hs_op_linear returns nothing). */
 static void run_filled(const hs_gemm *g, int tm, int tn, int mt, int nt, int ks, int kc,
@@ -416,10 +417,12 @@ static void run_filled(const hs_gemm *g, int tm, int tn, int mt, int nt, int ks,
         int j0 = (t % nt) * tn, q = t / nt, k0 = q * kc;
         int cols = j0 + tn < n ? tn : n - j0, kl = k0 + kc < k ? kc : k - k0;
         /* the strip's calls: m / tm tiles of tm rows, one of m % tm, or all merged in one */
-        int t_full = m >= tm && hs_gemm_layout_same(tm, cols, kl, alpha, beta);
-        int t_last = last && hs_gemm_layout_same(last, cols, kl, alpha, beta);
+        int nt_all = g->b_fill_nt; /* b transposed in every call, as its float product's */
+        int t_full = m >= tm && (nt_all || hs_gemm_layout_same(tm, cols, kl, alpha, beta));
+        int t_last = last && (nt_all || hs_gemm_layout_same(last, cols, kl, alpha, beta));
         int merge = m > tm && (size_t)m * (size_t)cols <= MERGE_CELLS && t_full &&
-                    (!last || t_last) && hs_gemm_layout_same(m, cols, kl, alpha, beta);
+                    (!last || t_last) &&
+                    (nt_all || hs_gemm_layout_same(m, cols, kl, alpha, beta));
         int use_kn = (m >= tm && !t_full) || (last && !t_last);
         int fill_t = t_full || t_last || (use_kn && !g->b_fill_kn);
         size_t need = (size_t)kl * (size_t)cols, have = (fill_t ? need : 0) + (use_kn ? need : 0);

@@ -101,6 +101,11 @@ void hs_qmat_fill_kn(const void *qmat, int k0, int kl, int j0, int cols, float *
     }
 }
 
+void hs_qmat_fill_t(const void *qmat, int k0, int kl, int j0, int cols, float *dst)
+{
+    hs_qmat_fill_kn(qmat, j0, cols, k0, kl, dst);
+}
+
 /* ---- the registered matrices ------------------------------------------------------- */
 
 static struct {

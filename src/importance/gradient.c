@@ -550,8 +550,9 @@ static hs_status gradient_pass(const hs_model *m, const hs_loss_input *in, const
                                        in->replace ? &p.ro : NULL, &p.lay[l], err)))
                 goto fail;
         }
-        hs_layer W; /* the layer's float32 weights (the weight cache converts them) */
-        if ((st = hs_layer_get(m, l, &W, err)))
+        hs_layer W; /* the layer's matrices, in their stored type where the model keeps them
+                     * so (hs_op_linear_back decodes Wᵀ's blocks), else float32 */
+        if ((st = hs_layer_get_linear(m, l, &W, err)))
             goto fail;
         st = layer_back(&p, l, &W, g, &stop, err);
         hs_layer_put(m, l);

@@ -12,11 +12,12 @@
 #include "importance/importance_internal.h"
 #include "nn/ops.h"
 
-/* dx: (n, in) = dy: (n, out) · w^T, w: (in, out); accumulate adds to dx. */
+/* dx: (n, in) = dy: (n, out) · w^T, w: (in, out), float32 or a layer matrix in its stored
+ * type (hs_op_linear_back); accumulate adds to dx. */
 void hs_grad_linear_back(const float *dy, const float *w, float *dx, int n, int in, int out,
                          int accumulate)
 {
-    hs_op_gemm(1, n, in, out, 1.0f, dy, out, w, out, accumulate ? 1.0f : 0.0f, dx, in);
+    hs_op_linear_back(dy, w, dx, n, in, out, accumulate);
 }
 
 /* LayerNorm backward, y = xhat * w + b: with g = dy * w,

@@ -53,6 +53,22 @@ static void linear(const float *x, const float *w, const float *b, float *y, int
     hs_gemm_run(&g);
 }
 
+void hs_op_linear_back(const float *dy, const float *w, float *dx, int n, int in, int out,
+                       int accumulate)
+{
+    hs_gemm g = {.trans_b = 1, .m = n, .n = in, .k = out, .alpha = 1.0,
+                 .beta = accumulate ? 1.0 : 0.0, .a = dy, .lda = out, .b = w, .ldb = out,
+                 .c = dx, .ldc = in};
+    const hs_qmat *q = hs_qmat_find(w);
+    if (q) { /* op(b) = wᵀ made a block at a time: rows of w are its columns */
+        g.trans_b = 0;
+        g.b_fill = hs_qmat_fill_t;
+        g.b_fill_nt = 1;
+        g.b_ctx = q;
+    }
+    hs_gemm_run(&g);
+}
+
 void hs_op_linear(const float *x, const float *w, const float *b, float *y, int n, int in, int out)
 {
     linear(x, w, b, y, n, in, out, 0);

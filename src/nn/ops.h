@@ -44,6 +44,12 @@ void hs_op_linear(const float *x, const float *w, const float *b, float *y, int 
 void hs_op_linear_add(const float *x, const float *w, const float *b, float *y, int n, int in,
                       int out);
 
+/* The backward of hs_op_linear: dx: (n, in) = dy: (n, out) · wᵀ (accumulate: dx +=), w as
+ * hs_op_linear takes it (float32, or a registered stored matrix: its block of wᵀ decoded from
+ * the stored rows, the float32 product's bits; src/core/gemm.c's b_fill_nt). */
+void hs_op_linear_back(const float *dy, const float *w, float *dx, int n, int in, int out,
+                       int accumulate);
+
 /* y: (n, d) = LayerNorm(x) * w + b, row-wise (mean and variance in double); y may alias x.
  * xhat: (n, d) and rstd: (n) receive the normalised input and 1/std when not NULL. */
 void hs_op_layernorm(const float *x, const float *w, const float *b, float *y, float *xhat,
