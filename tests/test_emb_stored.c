@@ -9,7 +9,7 @@
  * differs from the plain open in the two tables alone. A synthetic F16 table checks the
  * rows against hs_f16_to_f32 of their bytes, and the logits' product at a vocabulary wide
  * enough for the float32 path's own tiling, with a last row tile of one row and a last
- * column tile of one column. */
+ * column tile of one column, and the backward's product with it. */
 #include "headscope/activations.h"
 #include "headscope/forward.h"
 #include "headscope/gguf.h"
@@ -260,13 +260,23 @@ static void expect_rows_and_logits(const hs_model *m, const float *ref, int V, i
         for (size_t i = 0; i < (size_t)rows * V; i++)
             bad += c0[i] != c1[i];
         cr_assert_eq(bad, 0, "%s: rows %d: %zu logits differ", what, rows, bad);
-        free(h), free(c0), free(c1);
+        /* the backward's product with the decoder: dh = 0.5 dlogits dec (the logits above
+         * as dlogits), against hs_op_gemm's NN product on ref */
+        float *d0 = malloc((size_t)rows * d * sizeof *d0), *d1 = malloc((size_t)rows * d * sizeof *d1);
+        hs_error err = {{0}};
+        hs_op_gemm(0, rows, d, V, 0.5f, c0, V, ref, d, 0.0f, d0, d);
+        cr_assert_eq(hs_model_decoder_back(m, c0, rows, 0.5f, d1, &err), HS_OK, "%s", err.msg);
+        bad = 0;
+        for (size_t i = 0; i < (size_t)rows * d; i++)
+            bad += d0[i] != d1[i];
+        cr_assert_eq(bad, 0, "%s: rows %d: %zu of the backward's values differ", what, rows, bad);
+        free(h), free(c0), free(c1), free(d0), free(d1);
     }
 }
 
-/* 33 column tiles of 512 and one of one column (V % 512 == 1): the rows and the logits from
- * the stored bytes, then the whole table converted (as gradient importance asks for it) and
- * the same from that copy. */
+/* 33 column tiles of 512 and one of one column (V % 512 == 1): the rows, the logits and the
+ * backward's product with the decoder from the stored bytes, then the whole table converted
+ * (as composition asks for it) and the same from that copy. */
 Test(emb_stored, wide_head_one_row_and_one_column)
 {
     const int V = 33 * 512 + 1, d = 64;

@@ -178,11 +178,15 @@ typedef struct hs_gemm {
      * different); NULL: b_fill's block transposed. */
     void (*b_fill_kn)(const void *ctx, int k0, int kl, int j0, int cols, float *dst);
     const void *b_ctx;
-    /* With b_fill: 1 when the float product this one stands for takes b transposed from
-     * memory (trans_b = 1, as a backward pass's x Wᵀ does): every call then takes b_fill's
-     * block as that product's calls take b (op(b) = bᵀ), so c has its bits; b_fill_kn unused. */
-    int b_fill_nt;
+    /* With b_fill, how the float product this one stands for takes b from memory:
+     * HS_GEMM_FILL_AUTO (0), b (k, n) as W in x W: each call takes either block where
+     * OpenBLAS sums both alike, else b_fill_kn's; HS_GEMM_FILL_NT, b (n, k) transposed (trans_b
+     * = 1, as x Wᵀ of a backward pass): every call takes b_fill's block, transposed;
+     * HS_GEMM_FILL_NN, b (k, n) untransposed whatever the shape: every call takes b_fill_kn's
+     * block. Each call is then the float product's own, so c has its bits. */
+    int b_fill_as;
 } hs_gemm;
+enum { HS_GEMM_FILL_AUTO, HS_GEMM_FILL_NT, HS_GEMM_FILL_NN };
 void hs_gemm_run(const hs_gemm *g);
 /* How many calls hs_gemm_run has made over more than one tile (merged, src/core/gemm.c). */
 long hs_gemm_merged_calls(void);

@@ -402,8 +402,9 @@ static void transpose(const float *src, int rows, int cols, float *dst)
  * both layouts (hs_gemm_layout_same: among those it finds different, rows and columns,
  * which OpenBLAS gives to gemv and small kernels), untransposed (g->b_fill_kn, or a
  * transpose of the first) for the others, so every call has the bits of b in memory
- * (test_qgemm compares them); with g->b_fill_nt, b's float product is itself transposed
- * (x Wᵀ) and every call takes the transposed block, as that product's calls take b.
+ * (test_qgemm compares them); where b's float product takes it transposed (x Wᵀ:
+ * HS_GEMM_FILL_NT) or untransposed whatever the shape (HS_GEMM_FILL_NN), every call takes
+ * the block that way, as that product's calls take b (no row merge with the latter).
  * Where a thread's buffer cannot be had, that strip of c is NaN, which the forward pass
  * refuses as a non-finite value (hs_op_linear returns nothing). */
 static void run_filled(const hs_gemm *g, int tm, int tn, int mt, int nt, int ks, int kc,
@@ -417,9 +418,11 @@ static void run_filled(const hs_gemm *g, int tm, int tn, int mt, int nt, int ks,
         int j0 = (t % nt) * tn, q = t / nt, k0 = q * kc;
         int cols = j0 + tn < n ? tn : n - j0, kl = k0 + kc < k ? kc : k - k0;
         /* the strip's calls: m / tm tiles of tm rows, one of m % tm, or all merged in one */
-        int nt_all = g->b_fill_nt; /* b transposed in every call, as its float product's */
-        int t_full = m >= tm && (nt_all || hs_gemm_layout_same(tm, cols, kl, alpha, beta));
-        int t_last = last && (nt_all || hs_gemm_layout_same(last, cols, kl, alpha, beta));
+        int as = g->b_fill_as, nt_all = as == HS_GEMM_FILL_NT; /* every call transposed */
+        int t_full = m >= tm && as != HS_GEMM_FILL_NN &&
+                     (nt_all || hs_gemm_layout_same(tm, cols, kl, alpha, beta));
+        int t_last = last && as != HS_GEMM_FILL_NN &&
+                     (nt_all || hs_gemm_layout_same(last, cols, kl, alpha, beta));
         int merge = m > tm && (size_t)m * (size_t)cols <= MERGE_CELLS && t_full &&
                     (!last || t_last) &&
                     (nt_all || hs_gemm_layout_same(m, cols, kl, alpha, beta));

@@ -106,6 +106,11 @@ void hs_qmat_fill_t(const void *qmat, int k0, int kl, int j0, int cols, float *d
     hs_qmat_fill_kn(qmat, j0, cols, k0, kl, dst);
 }
 
+void hs_qmat_fill_t_kn(const void *qmat, int k0, int kl, int j0, int cols, float *dst)
+{
+    hs_qmat_fill(qmat, j0, cols, k0, kl, dst);
+}
+
 /* ---- the registered matrices ------------------------------------------------------- */
 
 static struct {

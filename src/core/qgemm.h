@@ -46,8 +46,11 @@ void hs_qmat_fill_kn(const void *qmat, int k0, int kl, int j0, int cols, float *
 /* The block of Wᵀ (out, in) at rows k0.. k0 + kl (outputs of W), columns j0.. j0 + cols
  * (inputs of W) into dst transposed: (cols, kl) row-major, which is W's own block in its
  * (in, out) layout (hs_qmat_fill_kn with the ranges exchanged): hs_gemm.b_fill of a
- * product x Wᵀ (b_fill_nt). */
+ * product x Wᵀ (HS_GEMM_FILL_NT). */
 void hs_qmat_fill_t(const void *qmat, int k0, int kl, int j0, int cols, float *dst);
+/* The same block of Wᵀ untransposed, (kl, cols) row-major: W's stored rows k0.. k0 + kl
+ * decoded at elements j0.. j0 + cols (hs_qmat_fill with the ranges exchanged). */
+void hs_qmat_fill_t_kn(const void *qmat, int k0, int kl, int j0, int cols, float *dst);
 /* Blocks hs_qmat_fill and hs_qmat_fill_kn have made, and one-row products that decoded W
  * themselves (src/nn/gemv.c, each counted once with hs_qmat_count_fill), since the start:
  * a test's proof that a product took the stored path. */

@@ -7,8 +7,9 @@
  * which give the same float values as the converted table, bit for bit. A reader of single
  * rows (the embedding lookup, the logits of chosen ids, DLA's unembedding directions) gets
  * them decoded; the logits are a product with the stored rows (hs_gemm's filler, the float32
- * path's bits); a reader of the whole matrix (the backward pass, composition, the GGUF
- * writer) gets a float32 copy converted the first time it asks and kept with the model. */
+ * path's bits), and so is the backward pass's product with the decoder; a reader of the
+ * whole matrix (composition, the GGUF writer) gets a float32 copy converted the first time
+ * it asks and kept with the model. */
 #ifndef HEADSCOPE_EMB_STORED_H
 #define HEADSCOPE_EMB_STORED_H
 
@@ -48,8 +49,9 @@ void hs_model_decoder_row(const hs_model *m, int32_t id, int from, int count, fl
 void hs_model_decoder_gemm(const hs_model *m, const float *h, int rows, float scale,
                            float *logits);
 
-/* dh (rows, d) = scale dlogits (rows, V) times the decoder: hs_op_gemm on m->decoder or on
- * the stored table's float32 copy (hs_model_decoder_f32); HS_E_NOMEM without it. */
+/* dh (rows, d) = scale dlogits (rows, V) times the decoder: hs_op_gemm's product on
+ * m->decoder or the table's float32 copy where one exists, else on blocks decoded from the
+ * stored rows (the same bits, no copy made); HS_E_NOMEM without memory. */
 hs_status hs_model_decoder_back(const hs_model *m, const float *dlogits, int rows, float scale,
                                 float *dh, hs_error *err);
 

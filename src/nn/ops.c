@@ -63,7 +63,7 @@ void hs_op_linear_back(const float *dy, const float *w, float *dx, int n, int in
     if (q) { /* op(b) = wᵀ made a block at a time: rows of w are its columns */
         g.trans_b = 0;
         g.b_fill = hs_qmat_fill_t;
-        g.b_fill_nt = 1;
+        g.b_fill_as = HS_GEMM_FILL_NT;
         g.b_ctx = q;
     }
     hs_gemm_run(&g);

@@ -46,7 +46,7 @@ void hs_op_linear_add(const float *x, const float *w, const float *b, float *y, 
 
 /* The backward of hs_op_linear: dx: (n, in) = dy: (n, out) · wᵀ (accumulate: dx +=), w as
  * hs_op_linear takes it (float32, or a registered stored matrix: its block of wᵀ decoded from
- * the stored rows, the float32 product's bits; src/core/gemm.c's b_fill_nt). */
+ * the stored rows, the float32 product's bits; hs_gemm.b_fill_as). */
 void hs_op_linear_back(const float *dy, const float *w, float *dx, int n, int in, int out,
                        int accumulate);
 
