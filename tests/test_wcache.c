@@ -459,6 +459,32 @@ Test(wcache, two_layers_pinned_under_a_zero_budget_are_both_resident)
     hs_model_free(ref);
 }
 
+/* A reader of W_O alone (DLA, norm-based attention) converts that matrix and no other:
+ * one conversion, W_O's bytes resident, the other slots NULL; put, nothing resident. */
+Test(wcache, one_matrix_of_a_layer_is_converted_alone)
+{
+    const char *path = "fixtures/family-models/tiny-llama";
+    hs_model *ref = open_with(path, HS_WEIGHT_MEMORY_ALL);
+    setenv("HEADSCOPE_WEIGHT_MEMORY", "0", 1);
+    hs_model *m = open_with(path, 0);
+    unsetenv("HEADSCOPE_WEIGHT_MEMORY");
+    hs_error err = {{0}};
+    hs_wcache_stats s0, s;
+    hs_wcache_stats_of(m, &s0);
+    hs_layer o;
+    cr_assert_eq(hs_layer_get_units(m, 1, 1u << HS_WU_O, &o, &err), HS_OK, "%s", err.msg);
+    hs_wcache_stats_of(m, &s);
+    cr_assert_eq(s.conversions, s0.conversions + 1, "W_O alone converted");
+    cr_assert_eq(s.resident, 64 * 64 * sizeof(float), "W_O alone resident: %zu", s.resident);
+    cr_assert(!memcmp(o.w_o, ref->layers[1].w_o, 64 * 64 * sizeof(float)), "W_O differs");
+    cr_assert(!o.w_qkv && !o.w_fc && !o.w_proj, "the matrices not asked for are NULL");
+    hs_layer_put_units(m, 1, 1u << HS_WU_O);
+    hs_wcache_stats_of(m, &s);
+    cr_assert_eq(s.resident, 0, "put: back within the budget");
+    hs_model_free(m);
+    hs_model_free(ref);
+}
+
 /* Passes on one model from several threads at once convert and drop layers under each
  * other: every pass must still see whole, correct layers. */
 typedef struct worker {

@@ -196,14 +196,14 @@ int hs_dla_layer(void *user, int l, const float *z, int n)
                           "pass of %d", P + 1, n);
         return 1;
     }
-    hs_layer ly; /* through the weight cache (model_internal.h) */
-    if ((acc->st = hs_layer_get(m, l, &ly, acc->err)))
+    hs_layer ly; /* W_O alone, through the weight cache (model_internal.h) */
+    if ((acc->st = hs_layer_get_units(m, l, 1u << HS_WU_O, &ly, acc->err)))
         return 1;
     for (size_t k = 0; k < wn; k++) /* (A, d): row c is context column c */
         acc->wo[k] = ly.w_o[k];
     if (acc->post_w)
         memcpy(acc->post_w, ly.post1_w, (size_t)dm * sizeof *acc->post_w);
-    hs_layer_put(m, l);
+    hs_layer_put_units(m, l, 1u << HS_WU_O);
     /* u~_i = w_f * U[t_i] - mean: the direction a head's output o is read along, o's own
      * mean removed by centring u instead (sum_k (o_k - mean o) v_k = o . (v - mean v)) */
     int centre = c->arch->norm_kind == HS_NORM_LAYER;
@@ -325,7 +325,7 @@ hs_status hs_norm_values_layer(const hs_model *m, int l, const float *qkv, int l
     int dm = c->d_model, dh = c->d_head;
     float *f = malloc((size_t)n * (size_t)dm * sizeof *f);
     hs_layer ly; /* through the weight cache (model_internal.h) */
-    hs_status st = f ? hs_layer_get(m, l, &ly, err)
+    hs_status st = f ? hs_layer_get_units(m, l, 1u << HS_WU_O, &ly, err) /* W_O alone */
                      : hs_fail(err, HS_E_NOMEM, "out of memory for norm-based attention");
     if (st) {
         free(f);
@@ -346,7 +346,7 @@ hs_status hs_norm_values_layer(const hs_model *m, int l, const float *qkv, int l
             out[j] = (float)sqrt(s);
         }
     }
-    hs_layer_put(m, l);
+    hs_layer_put_units(m, l, 1u << HS_WU_O);
     free(f);
     return HS_OK;
 }

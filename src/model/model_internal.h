@@ -345,6 +345,15 @@ void hs_layer_put(const hs_model *m, int l);
  * time, with the same bits as its float32 form. Matched by hs_layer_put as hs_layer_get. */
 hs_status hs_layer_get_linear(const hs_model *m, int l, hs_layer *out, hs_error *err);
 
+/* As hs_layer_get for a reader of some of the layer's matrices only: `units` is a mask of
+ * 1 << HS_WU_*; only those are made resident (converted where the cache holds them) and
+ * pinned, the other cached matrices' slots are NULL in *out. Matched by hs_layer_put_units
+ * with the same mask. DLA and norm-based attention read W_O alone: a layer of TinyLlama-1.1B
+ * is 168 MiB of float32, its W_O 16. */
+hs_status hs_layer_get_units(const hs_model *m, int l, unsigned units, hs_layer *out,
+                             hs_error *err);
+void hs_layer_put_units(const hs_model *m, int l, unsigned units);
+
 /* The cache's counters, for tests and the benchmark. */
 typedef struct hs_wcache_stats {
     size_t budget;      /* bytes */

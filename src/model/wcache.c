@@ -368,8 +368,10 @@ hs_status hs_wcache_prepare(hs_model *m, hs_error *err)
 }
 
 /* hs_layer_get, and with `stored` hs_layer_get_linear: a unit with an hs_qmat that is not
- * resident is pinned without a buffer (hs_layer_put's count stays even) and given as it. */
-static hs_status get_layer(const hs_model *m, int l, hs_layer *out, int stored, hs_error *err)
+ * resident is pinned without a buffer (hs_layer_put's count stays even) and given as it;
+ * a unit outside `units` is left alone and its slot NULL. */
+static hs_status get_layer(const hs_model *m, int l, hs_layer *out, int stored, unsigned units,
+                           hs_error *err)
 {
     hs_wcache *wc = m->wc;
     *out = m->layers[l];
@@ -382,7 +384,9 @@ static hs_status get_layer(const hs_model *m, int l, hs_layer *out, int stored, 
     for (k = 0; k < HS_WU_N && !st; k++) {
         if (!u[k].floats)
             continue;
-        if (stored && u[k].qm && !u[k].buf) {
+        if (!(units >> k & 1u)) {
+            *unit_slot(out, k) = NULL;
+        } else if (stored && u[k].qm && !u[k].buf) {
             u[k].pins++;
             *unit_slot(out, k) = (const float *)(const void *)u[k].qm;
         } else if (!(st = pin(wc, &u[k], err))) {
@@ -391,23 +395,31 @@ static hs_status get_layer(const hs_model *m, int l, hs_layer *out, int stored, 
     }
     if (st) /* unpin what was pinned before the failure */
         for (int j = 0; j < k - 1; j++)
-            if (u[j].floats)
+            if (u[j].floats && (units >> j & 1u))
                 u[j].pins--;
     pthread_mutex_unlock(&wc->lock);
     return st;
 }
 
+#define ALL_UNITS ((1u << HS_WU_N) - 1)
+
 hs_status hs_layer_get(const hs_model *m, int l, hs_layer *out, hs_error *err)
 {
-    return get_layer(m, l, out, 0, err);
+    return get_layer(m, l, out, 0, ALL_UNITS, err);
 }
 
 hs_status hs_layer_get_linear(const hs_model *m, int l, hs_layer *out, hs_error *err)
 {
-    return get_layer(m, l, out, 1, err);
+    return get_layer(m, l, out, 1, ALL_UNITS, err);
 }
 
-void hs_layer_put(const hs_model *m, int l)
+hs_status hs_layer_get_units(const hs_model *m, int l, unsigned units, hs_layer *out,
+                             hs_error *err)
+{
+    return get_layer(m, l, out, 0, units & ALL_UNITS, err);
+}
+
+void hs_layer_put_units(const hs_model *m, int l, unsigned units)
 {
     hs_wcache *wc = m->wc;
     if (!wc || wc->all_kept)
@@ -415,10 +427,15 @@ void hs_layer_put(const hs_model *m, int l)
     wunit *u = &wc->u[(size_t)l * HS_WU_N];
     pthread_mutex_lock(&wc->lock);
     for (int k = 0; k < HS_WU_N; k++)
-        if (u[k].floats)
+        if (u[k].floats && (units >> k & 1u))
             u[k].pins--;
     make_room(wc, 0); /* back within the budget, as far as the units still pinned allow */
     pthread_mutex_unlock(&wc->lock);
+}
+
+void hs_layer_put(const hs_model *m, int l)
+{
+    hs_layer_put_units(m, l, ALL_UNITS);
 }
 
 void hs_wcache_stats_of(const hs_model *m, hs_wcache_stats *s)
