@@ -1,5 +1,8 @@
 /* The parsed GGUF file's names and queries (the public API of headscope/gguf.h that reads
- * what gguf.c's parser recorded): type names, block sizes, metadata values, tensors. */
+ * what gguf.c's parser recorded): type names, block sizes, metadata values, tensors; and
+ * the loaders' typed metadata reads (gguf_internal.h). */
+#include <limits.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -162,4 +165,84 @@ const hs_gguf_tensor *hs_gguf_find_tensor(const hs_gguf *g, const char *name)
             hi = mid;
     }
     return NULL;
+}
+
+/* ---- typed metadata ---------------------------------------------------------------- */
+
+/* Finds key with exactly type want. *idx = -1 when absent (not an error unless required). */
+hs_status hs_gguf_find_typed(const hs_gguf *g, const char *key, hs_gguf_type want, int required,
+                             long *idx, hs_error *err)
+{
+    *idx = hs_gguf_find_kv(g, key);
+    if (*idx < 0)
+        return required ? hs_fail(err, HS_E_FORMAT, "missing key '%s'", key) : HS_OK;
+    hs_gguf_type t = hs_gguf_kv_type(g, (size_t)*idx);
+    if (t != want)
+        return hs_fail(err, HS_E_FORMAT, "key '%s' has type %s, expected %s", key,
+                       hs_gguf_type_name(t), hs_gguf_type_name(want));
+    return HS_OK;
+}
+
+/* The value of a scalar key of type want; *found = 0 when it is absent and optional. */
+static hs_status scalar(const hs_gguf *g, const char *key, hs_gguf_type want, int required,
+                        hs_gguf_value *v, int *found, hs_error *err)
+{
+    long i;
+    hs_status st = hs_gguf_find_typed(g, key, want, required, &i, err);
+    *found = !st && i >= 0;
+    if (*found)
+        hs_gguf_kv_get(g, (size_t)i, 0, v);
+    return st;
+}
+
+/* A required or optional UINT32 that must fit an int; *out keeps its value when absent. */
+hs_status hs_gguf_get_u32(const hs_gguf *g, const char *key, int required, int *out, hs_error *err)
+{
+    hs_gguf_value v;
+    int found;
+    hs_status st = scalar(g, key, HS_GGUF_UINT32, required, &v, &found, err);
+    if (st || !found)
+        return st;
+    if (v.u > INT_MAX)
+        return hs_fail(err, HS_E_VALUE, "key '%s' = %llu is out of range", key,
+                       (unsigned long long)v.u);
+    *out = (int)v.u;
+    return HS_OK;
+}
+
+hs_status hs_gguf_get_f32(const hs_gguf *g, const char *key, int required, float *out, hs_error *err)
+{
+    hs_gguf_value v;
+    int found;
+    hs_status st = scalar(g, key, HS_GGUF_FLOAT32, required, &v, &found, err);
+    if (st || !found)
+        return st;
+    if (!isfinite(v.f))
+        return hs_fail(err, HS_E_VALUE, "key '%s' is not a finite number", key);
+    *out = (float)v.f;
+    return HS_OK;
+}
+
+hs_status hs_gguf_get_bool(const hs_gguf *g, const char *key, int required, int *out, hs_error *err)
+{
+    hs_gguf_value v;
+    int found;
+    hs_status st = scalar(g, key, HS_GGUF_BOOL, required, &v, &found, err);
+    if (!st && found)
+        *out = v.u != 0;
+    return st;
+}
+
+/* An array of element type want; *idx = -1 when absent and optional. */
+hs_status hs_gguf_find_array(const hs_gguf *g, const char *key, hs_gguf_type want, int required,
+                             long *idx, hs_error *err)
+{
+    hs_status st = hs_gguf_find_typed(g, key, HS_GGUF_ARRAY, required, idx, err);
+    if (st || *idx < 0)
+        return st;
+    hs_gguf_type et = hs_gguf_kv_elem_type(g, (size_t)*idx);
+    if (et != want)
+        return hs_fail(err, HS_E_FORMAT, "key '%s' is an array of %s, expected %s", key,
+                       hs_gguf_type_name(et), hs_gguf_type_name(want));
+    return HS_OK;
 }
