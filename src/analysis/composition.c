@@ -34,6 +34,10 @@ void dsyev_(const char *jobz, const char *uplo, const int *n, double *a, const i
 /* A square root of the symmetric positive semi-definite g (n, n): f (n, n) with f^T f = g,
  * f = diag(sqrt(lambda)) U^T from g = U diag(lambda) U^T (eigenvalues below 0, rounding,
  * taken as 0). work: 36 n + n * n doubles. Returns LAPACK's info (0: done). */
+/* The layer matrices composition reads (through the weight cache, model_internal.h): W_Q,
+ * W_K, W_V and W_O, never the MLP's, which are converted for no reader here. */
+#define UNITS_QKV_O ((1u << HS_WU_QKV) | (1u << HS_WU_O))
+
 static int gram_root(const double *g, int n, float *f, double *work)
 {
     double *u = work, *w = u + (size_t)n * n, *wk = w + n;
@@ -238,7 +242,7 @@ hs_status hs_composition_run(const hs_model *m,
     for (int p = 0; p < 3; p++)
         reader_cols(c, p, cols + (size_t)p * A);
     for (int l = 0; l < L; l++) {
-        if ((st = hs_layer_get(m, l, &ly, err)))
+        if ((st = hs_layer_get_units(m, l, UNITS_QKV_O, &ly, err)))
             goto fail;
         for (int p = 0; p < 3; p++) {
             reader(m, &ly, cols + (size_t)p * A, rd, NULL);
@@ -247,7 +251,7 @@ hs_status hs_composition_run(const hs_model *m,
                 small_gemm(1, 0, dh, dh, d, rd + h * dh, A, rd + h * dh, A, GRAM(p, h), dh);
         }
         widen(ly.w_o, wo, da);
-        hs_layer_put(m, l);
+        hs_layer_put_units(m, l, UNITS_QKV_O);
 #pragma omp parallel for
         for (int h = 0; h < H; h++) /* Go = O O^T: rows h*dh.. of W_O */
             small_gemm(0, 1, dh, dh, d, wo + (size_t)h * dh * d, d, wo + (size_t)h * dh * d, d,
@@ -286,7 +290,7 @@ hs_status hs_composition_run(const hs_model *m,
     static const int far_kind[3] = {1, 0, 3};
     size_t d3 = 3 * (size_t)A;
     for (int lb = 1; lb < L; lb++) {
-        if ((st = hs_layer_get(m, lb, &lr, err)))
+        if ((st = hs_layer_get_units(m, lb, 1u << HS_WU_QKV, &lr, err)))
             goto fail;
         for (int mode = 0; mode < 3; mode++) {
             reader(m, &lr, cols + (size_t)mode * A, NULL, rf);
@@ -296,16 +300,16 @@ hs_status hs_composition_run(const hs_model *m,
                             rf + (size_t)hb * dh, A, ROOT(far_kind[mode], lb * H + hb), dh, 0.0f,
                             yf + (size_t)mode * A + (size_t)hb * dh, (int)d3);
         }
-        hs_layer_put(m, lb);
+        hs_layer_put_units(m, lb, 1u << HS_WU_QKV);
         for (int la = 0; la < lb; la++) {
-            if ((st = hs_layer_get(m, la, &ly, err)))
+            if ((st = hs_layer_get_units(m, la, 1u << HS_WU_O, &ly, err)))
                 goto fail;
 #pragma omp parallel for schedule(static)
             for (int ha = 0; ha < H; ha++)
                 cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, dh, d, dh, 1.0f,
                             ROOT(2, la * H + ha), dh, ly.w_o + (size_t)ha * dh * d, d, 0.0f,
                             xf + (size_t)ha * dh * d, d);
-            hs_layer_put(m, la);
+            hs_layer_put_units(m, la, 1u << HS_WU_O);
             hs_sgemm_fixed(0, 0, A, (int)d3, d, xf, d, yf, (int)d3, pf, (int)d3);
 #pragma omp parallel for collapse(2) schedule(static)
             for (int mode = 0; mode < 3; mode++)
@@ -359,11 +363,11 @@ hs_status hs_composition_run(const hs_model *m,
         }
         int bad_layer = -1;
         for (int l = 0; l < L && !info; l++) {
-            if ((st = hs_layer_get(m, l, &ly, err)))
+            if ((st = hs_layer_get_units(m, l, UNITS_QKV_O, &ly, err)))
                 break;
             widen(ly.w_o, wo, da);
             reader(m, &ly, cols + 2 * (size_t)A, rd, NULL);
-            hs_layer_put(m, l);
+            hs_layer_put_units(m, l, UNITS_QKV_O);
             /* T = W_O G: (A, d), rows h*dh.. are O_h G */
             hs_dgemm_fixed(0, 0, A, d, d, wo, d, mm, d, tt, d);
 #pragma omp parallel for reduction(| : info)
