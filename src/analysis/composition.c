@@ -31,13 +31,13 @@ void dgeev_(const char *jobvl, const char *jobvr, const int *n, double *a, const
 void dsyev_(const char *jobz, const char *uplo, const int *n, double *a, const int *lda,
             double *w, double *work, const int *lwork, int *info);
 
-/* A square root of the symmetric positive semi-definite g (n, n): f (n, n) with f^T f = g,
- * f = diag(sqrt(lambda)) U^T from g = U diag(lambda) U^T (eigenvalues below 0, rounding,
- * taken as 0). work: 36 n + n * n doubles. Returns LAPACK's info (0: done). */
 /* The layer matrices composition reads (through the weight cache, model_internal.h): W_Q,
  * W_K, W_V and W_O, never the MLP's, which are converted for no reader here. */
 #define UNITS_QKV_O ((1u << HS_WU_QKV) | (1u << HS_WU_O))
 
+/* A square root of the symmetric positive semi-definite g (n, n): f (n, n) with f^T f = g,
+ * f = diag(sqrt(lambda)) U^T from g = U diag(lambda) U^T (eigenvalues below 0, rounding,
+ * taken as 0). work: 36 n + n * n doubles. Returns LAPACK's info (0: done). */
 static int gram_root(const double *g, int n, float *f, double *work)
 {
     double *u = work, *w = u + (size_t)n * n, *wk = w + n;

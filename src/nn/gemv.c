@@ -20,9 +20,7 @@
  * are kept side by side; with W stored, a column of W is a stored row and its 16 partials
  * are the lanes of one vector. Both give each partial the same terms in the same order:
  * the same bits (tests/test_gemv.c). */
-#include <math.h>
 #include <stddef.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "core/qgemm.h"
