@@ -1,5 +1,6 @@
 /* Core helpers: message escaping (hand-computed cases); SHA-256 against the FIPS 180-4 / NIST example vectors, and against
  * coreutils' sha256sum on committed files; the version strings. */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -280,4 +281,22 @@ Test(tmpfile, resume_and_reopen_refuse_a_hard_link_to_another_file)
     file_is(victim, theirs); /* the other file is unchanged */
     cr_assert_neq(access(path, F_OK), 0);
     tu_rm_rf(dir);
+}
+
+/* Every one of the 65,536 binary16 values against IEEE 754's definition of the format, in
+ * double: (-1)^s 2^-24 m for exponent 0, (-1)^s 2^(e - 25) (1024 + m) otherwise, infinity
+ * for exponent 31 with m = 0, and a NaN (the sign kept) with m != 0. */
+Test(f16, every_half_decodes_to_its_ieee_value)
+{
+    int bad = 0;
+    for (uint32_t h = 0; h < 65536; h++) {
+        int s = (int)(h >> 15), e = (int)(h >> 10 & 31), mant = (int)(h & 1023);
+        double want = e == 0 ? ldexp(mant, -24) : e == 31 ? (mant ? NAN : INFINITY)
+                                                        : ldexp(1024 + mant, e - 25);
+        float got = hs_f16_to_f32((uint16_t)h), fast = hs_f16_to_f32_fast(h);
+        int ok = isnan(want) ? isnan(got) && !!signbit(got) == (s != 0)
+                             : (double)got == (s ? -want : want) && !!signbit(got) == (s != 0);
+        bad += !ok || memcmp(&got, &fast, sizeof got) != 0;
+    }
+    cr_assert_eq(bad, 0, "%d halves decode wrong", bad);
 }
