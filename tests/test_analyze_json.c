@@ -237,6 +237,68 @@ Test(analyze_json, files_are_those_of_analyze_o_and_the_page_the_one_written)
     tu_rm_rf(dir);
 }
 
+/* The JSON in the page's <script id="hs-report"> element, "<\\/" read back as "</". */
+static cJSON *page_report(const char *page)
+{
+    const char *tag = "<script type=\"application/json\" id=\"hs-report\">";
+    const char *from = strstr(page, tag), *to = from ? strstr(from, "</script>") : NULL;
+    cr_assert(from && to, "the page embeds no report");
+    from += strlen(tag);
+    char *s = malloc((size_t)(to - from) + 1), *w = s;
+    for (const char *p = from; p < to; p++)
+        if (!(p[0] == '<' && p[1] == '\\'))
+            *w++ = *p;
+    *w = '\0';
+    cJSON *j = cJSON_Parse(s);
+    free(s);
+    cr_assert_not_null(j);
+    return j;
+}
+
+/* Removes object.key (docs/html.md's list); fails the test when the report lacks it. */
+static void cut(cJSON *r, const char *object, const char *key)
+{
+    cJSON *o = cJSON_GetObjectItemCaseSensitive(r, object);
+    cr_assert(cJSON_HasObjectItem(o, key), "report.json has no %s.%s", object, key);
+    cJSON_DeleteItemFromObjectCaseSensitive(o, key);
+}
+
+Test(analyze_json, the_page_embeds_the_report_without_its_n_by_n_and_head_by_head_arrays)
+{
+    char *report = NULL, *page = NULL;
+    size_t page_len = 0;
+    hs_error err = {{0}};
+    cr_assert_eq(hs_analyze_files(model, TEXT, strlen(TEXT),
+                                  "{\"ablation\": false, \"word_level\": true}", NULL, &report,
+                                  &page, &page_len, &err), HS_OK, "%s", err.msg);
+    cJSON *full = cJSON_Parse(report), *lean = page_report(page);
+    /* what the page leaves out: n x n (rollout, flow, word maps, DLA per position) and
+     * n_heads x n_heads (Frobenius distances, similarity, composition) */
+    cut(full, "rollout", "matrix");
+    cut(full, "flow", "matrix");
+    cut(full, "word_level", "maps");
+    cut(full, "diversity", "pairwise_frobenius");
+    cut(full, "similarity", "matrix");
+    cut(full, "composition", "q");
+    cut(full, "composition", "k");
+    cut(full, "composition", "v");
+    cJSON *dla = cJSON_GetObjectItemCaseSensitive(
+        cJSON_GetObjectItemCaseSensitive(full, "direct_logit_attribution"), "heads");
+    cr_assert_gt(cJSON_GetArraySize(dla), 0);
+    cJSON *h;
+    cJSON_ArrayForEach(h, dla)
+    {
+        cr_assert(cJSON_HasObjectItem(h, "per_position"));
+        cJSON_DeleteItemFromObjectCaseSensitive(h, "per_position");
+    }
+    /* and nothing else: the rest is the same, key for key and number for number */
+    cr_assert(cJSON_Compare(full, lean, 1), "the page's report is not report.json less those arrays");
+    cJSON_Delete(full);
+    cJSON_Delete(lean);
+    hs_free(report);
+    hs_free(page);
+}
+
 Test(analyze_json, files_refusals_leave_nothing)
 {
     char dir[256], sub[300];

@@ -284,6 +284,18 @@ Test(html, gpt2_small_at_512_tokens_stays_under_15_mb)
     char *b64 = element_text(page, "class=\"hs-map\" data-index=\"100\">");
     cr_expect_eq(strlen(b64), (size_t)175104);
     free(b64);
+    /* written to a file it goes out a piece at a time (a megabyte each), the same bytes */
+    char dir[64], path[128];
+    tu_mkdtemp(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/index.html", dir);
+    hs_error err = {{0}};
+    cr_assert_eq(hs_html_write(path, &in, &err), HS_OK, "%s", err.msg);
+    char *got = NULL;
+    size_t got_len = 0;
+    cr_assert_eq(hs_read_file(path, 1 << 26, &got, &got_len, &err), HS_OK, "%s", err.msg);
+    cr_expect(got_len == len && !memcmp(got, page, len), "the file is not the encoded page");
+    free(got);
+    tu_rm_rf(dir);
     free(page);
     free(json);
 }

@@ -1,5 +1,6 @@
 /* out/index.html: the report, the attention maps and the page's own HTML, CSS and JavaScript
  * (viz/page/, compiled in by viz/page/pagegen.c) in one self-contained file. */
+#include <errno.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,12 +13,27 @@
 #include "html_page.h"
 
 /* A growing output buffer; on the first failure ok drops to 0 and later appends do
- * nothing, so callers check once at the end. */
+ * nothing, so callers check once at the end. With f, what it holds goes to f whenever it
+ * passes BUF_SPILL bytes (hs_html_write: the page is never whole in memory; at 704 heads
+ * it is tens of megabytes); io then tells a failed write from a failed allocation. */
 typedef struct buf {
     char *p;
     size_t len, cap;
     int ok;
+    FILE *f;
+    int io; /* errno of the failed write */
 } buf;
+
+#define BUF_SPILL ((size_t)1 << 20)
+
+static void buf_spill(buf *b, size_t at_least)
+{
+    if (!b->f || !b->ok || b->len < at_least)
+        return;
+    if (b->len && fwrite(b->p, 1, b->len, b->f) != b->len)
+        b->ok = 0, b->io = errno ? errno : EIO;
+    b->len = 0;
+}
 
 static void buf_reserve(buf *b, size_t extra)
 {
@@ -54,6 +70,7 @@ static void buf_add(buf *b, const char *s, size_t n)
     memcpy(b->p + b->len, s, n);
     b->len += n;
     b->p[b->len] = '\0';
+    buf_spill(b, BUF_SPILL);
 }
 
 static void buf_str(buf *b, const char *s) { buf_add(b, s, strlen(s)); }
@@ -119,6 +136,7 @@ static void buf_base64(buf *b, const unsigned char *v, size_t count)
     }
     b->len += out_len;
     b->p[b->len] = '\0';
+    buf_spill(b, BUF_SPILL);
 }
 
 /* What the report says about the page: checked against the maps, and the heads whose
@@ -403,20 +421,14 @@ static void buf_info(buf *b, const hs_html_input *in, const plan *p, long kept, 
     buf_str(b, "}");
 }
 
-hs_status hs_html_encode(const hs_html_input *in, char **out, size_t *len, hs_error *err)
+/* The page into b (in memory, or through to b->f). */
+static hs_status encode(const hs_html_input *in, buf *b, hs_error *err)
 {
-    buf b = {NULL, 0, 0, 1};
     plan p = {0};
     float *map = NULL, *wmap = NULL;
     unsigned char *q = NULL;
     long kept = 0, total = 0;
     hs_status st;
-    if (out)
-        *out = NULL;
-    if (len)
-        *len = 0;
-    if (!in || !out || !len)
-        return hs_fail(err, HS_E_ARG, "html: %s is NULL", !in ? "input" : !out ? "out" : "len");
     if (!in->report_json)
         return hs_fail(err, HS_E_ARG, "html: report_json is NULL");
     if ((in->attn || in->map_fn) && (in->n_maps < 1 || in->n < 1))
@@ -425,62 +437,87 @@ hs_status hs_html_encode(const hs_html_input *in, char **out, size_t *len, hs_er
     if ((st = check_report(in, &p, err)) != HS_OK)
         goto fail;
 
-    buf_add(&b, (const char *)hs_page_before, hs_page_before_len);
-    buf_str(&b, "<script type=\"application/json\" id=\"hs-report\">");
-    buf_json(&b, in->report_json);
-    buf_str(&b, "</script>\n");
+    buf_add(b, (const char *)hs_page_before, hs_page_before_len);
+    buf_str(b, "<script type=\"application/json\" id=\"hs-report\">");
+    buf_json(b, in->report_json);
+    buf_str(b, "</script>\n");
     if (p.corpus && in->texts_jsonl) {
-        buf_str(&b, "<script type=\"application/x-ndjson\" id=\"hs-texts\">");
-        buf_texts(&b, in->texts_jsonl, &kept, &total);
-        buf_str(&b, "</script>\n");
+        buf_str(b, "<script type=\"application/x-ndjson\" id=\"hs-texts\">");
+        buf_texts(b, in->texts_jsonl, &kept, &total);
+        buf_str(b, "</script>\n");
     }
-    buf_str(&b, "<script type=\"application/json\" id=\"hs-maps-info\">");
-    buf_info(&b, in, &p, kept, total);
-    buf_str(&b, "</script>\n");
+    buf_str(b, "<script type=\"application/json\" id=\"hs-maps-info\">");
+    buf_info(b, in, &p, kept, total);
+    buf_str(b, "</script>\n");
     if (p.maps) {
         size_t nn = (size_t)in->n * (size_t)in->n;
         map = in->attn ? NULL : malloc(nn * sizeof *map); /* (n, n) from map_fn */
         q = malloc(nn > HS_HTML_THUMB * HS_HTML_THUMB ? nn : HS_HTML_THUMB * HS_HTML_THUMB);
         wmap = p.word ? malloc((size_t)p.n_words * (size_t)p.n_words * sizeof *wmap) : NULL;
         if ((!in->attn && !map) || !q || (p.word && !wmap))
-            b.ok = 0;
-        for (int k = 0; k < in->n_maps && b.ok; k++) {
+            b->ok = 0;
+        for (int k = 0; k < in->n_maps && b->ok; k++) {
             if (map && (st = in->map_fn(in->map_user, k, map, err)) != HS_OK)
                 goto fail;
-            buf_head(&b, &p, k, map ? map : in->attn + (size_t)k * nn, in->n, q, wmap);
+            buf_head(b, &p, k, map ? map : in->attn + (size_t)k * nn, in->n, q, wmap);
         }
     }
-    buf_add(&b, (const char *)hs_page_after, hs_page_after_len);
-    if (!b.ok) {
+    buf_add(b, (const char *)hs_page_after, hs_page_after_len);
+    buf_spill(b, 1);
+    if (!b->ok && !b->io)
         st = hs_fail(err, HS_E_NOMEM, "html: out of memory building the page");
-        goto fail;
-    }
-    free(map);
-    free(wmap);
-    free(q);
-    plan_free(&p);
-    *out = b.p;
-    *len = b.len;
-    return HS_OK;
+    else if (!b->ok)
+        st = hs_fail(err, HS_E_IO, "html: cannot write the page");
+    else
+        st = HS_OK;
 fail:
     free(map);
     free(wmap);
     free(q);
     plan_free(&p);
-    free(b.p);
     return st;
 }
 
+hs_status hs_html_encode(const hs_html_input *in, char **out, size_t *len, hs_error *err)
+{
+    if (out)
+        *out = NULL;
+    if (len)
+        *len = 0;
+    if (!in || !out || !len)
+        return hs_fail(err, HS_E_ARG, "html: %s is NULL", !in ? "input" : !out ? "out" : "len");
+    buf b = {NULL, 0, 0, 1, NULL, 0};
+    hs_status st = encode(in, &b, err);
+    if (st != HS_OK) {
+        free(b.p);
+        return st;
+    }
+    *out = b.p;
+    *len = b.len;
+    return HS_OK;
+}
+
+
 hs_status hs_html_write(const char *path, const hs_html_input *in, hs_error *err)
 {
-    char *page = NULL;
-    size_t len = 0;
-    hs_status st;
     if (!path)
         return hs_fail(err, HS_E_ARG, "html: path is NULL");
-    if ((st = hs_html_encode(in, &page, &len, err)) != HS_OK)
+    if (!in)
+        return hs_fail(err, HS_E_ARG, "html: input is NULL");
+    hs_out o;
+    hs_status st = hs_out_open(path, &o, err);
+    if (st != HS_OK)
         return st;
-    st = hs_file_write_atomic(path, page, len, err);
-    free(page);
-    return st;
+    buf b = {NULL, 0, 0, 1, o.f, 0};
+    st = encode(in, &b, err);
+    free(b.p);
+    if (st == HS_E_IO) { /* named as hs_out_close names it */
+        hs_out_close(&o, 0, NULL);
+        return hs_fail(err, HS_E_IO, "cannot write '%s': %s", path, strerror(b.io));
+    }
+    if (st != HS_OK) {
+        hs_out_close(&o, 0, NULL);
+        return st;
+    }
+    return hs_out_close(&o, 1, err);
 }

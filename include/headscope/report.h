@@ -315,9 +315,11 @@ const char *hs_head_name(const hs_analysis *a, int index, char *buf, size_t cap)
 
 /* Flags of hs_report_json and hs_report_write (or-ed; 0: compact and whole). */
 #define HS_REPORT_PRETTY 1 /* indented (as 1 always meant) */
-/* Without the arrays whose size grows with the text beyond n: rollout.matrix, flow.matrix,
- * word_level.maps and direct_logit_attribution.heads[].per_position are left out (the
- * keys are absent). The copy of the report the HTML page embeds is this one. */
+/* Without the arrays whose size grows with the text beyond n or with the heads beyond
+ * n_heads: rollout.matrix, flow.matrix, word_level.maps,
+ * direct_logit_attribution.heads[].per_position, diversity.pairwise_frobenius,
+ * similarity.matrix and composition.q/k/v are left out (the keys are absent). The copy of
+ * the report the HTML page embeds is this one. */
 #define HS_REPORT_LEAN 2
 
 /* The report as JSON text (schema "headscope.report/3"), NaN written as null; files is an

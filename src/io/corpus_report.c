@@ -373,7 +373,10 @@ char *hs_corpus_report_json(const hs_corpus_agg *g, const hs_corpus_info *info,
     cJSON_AddStringToObject(sim, "method", g->sim_method == HS_SIM_JS ? "jensen_shannon" : "pearson");
     cJSON_AddStringToObject(sim, "aggregate", "mean_over_texts");
     cJSON_AddNumberToObject(sim, "n_texts", (double)g->n_sim);
-    cJSON_AddItemToObject(sim, "matrix", hs_json_matrix(g->similarity, g->n_heads, g->n_heads));
+    hs_json_big *big = hs_json_big_new(); /* (n_heads, n_heads): no cJSON node per number */
+    cJSON_AddItemToObject(sim, "matrix", big ? hs_json_big_matrix(big, g->similarity, g->n_heads,
+                                                                  g->n_heads)
+                                             : NULL);
     hs_report_add_clusters(co, g->linkage, g->labels, g->n_heads, g->n_clusters, g->sim_method,
                            g->cluster_threshold);
     /* grouped-query models: the KV groups on the mean similarity (n_kv_head from the model
@@ -395,7 +398,10 @@ char *hs_corpus_report_json(const hs_corpus_agg *g, const hs_corpus_info *info,
     cJSON *fl = cJSON_AddArrayToObject(r, "files");
     for (int i = 0; i < n_files; i++)
         cJSON_AddItemToArray(fl, cJSON_CreateString(files[i]));
-    char *s = pretty ? cJSON_Print(r) : cJSON_PrintUnformatted(r);
+    char *s = !big ? NULL : pretty ? cJSON_Print(r) : cJSON_PrintUnformatted(r);
     cJSON_Delete(r);
-    return s;
+    char *full = s ? hs_json_big_string(s, big, pretty) : NULL;
+    free(s);
+    hs_json_big_free(big);
+    return full;
 }

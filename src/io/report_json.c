@@ -152,7 +152,14 @@ static void add_head_ref(cJSON *o, const char *prefix, int index, int n_head)
     cJSON_AddNumberToObject(o, key, index % n_head);
 }
 
-static void add_composition(cJSON *r, const hs_analysis *a)
+/* An (n_heads, n_heads) matrix as a large array, or nothing in the lean copy (big NULL). */
+static void add_head_matrix(cJSON *o, const char *k, hs_json_big *big, const double *m, int n)
+{
+    if (big)
+        cJSON_AddItemToObject(o, k, hs_json_big_matrix(big, m, n, n));
+}
+
+static void add_composition(cJSON *r, const hs_analysis *a, hs_json_big *big)
 {
     const hs_composition *cp = a->composition;
     const hs_model_config *c = hs_model_config_of(a->model);
@@ -192,7 +199,7 @@ static void add_composition(cJSON *r, const hs_analysis *a)
     static const char *const kinds[3] = {"q", "k", "v"};
     const double *m[3] = {cp->q, cp->k, cp->v};
     for (int k = 0; k < 3; k++)
-        cJSON_AddItemToObject(co, kinds[k], hs_json_matrix(m[k], cp->n_heads, cp->n_heads));
+        add_head_matrix(co, kinds[k], big, m[k], cp->n_heads);
     cJSON *cpy = cJSON_AddArrayToObject(co, "copying");
     for (int k = 0; k < cp->n_heads; k++)
         cJSON_AddItemToArray(cpy, hs_json_num(cp->copying[k]));
@@ -405,16 +412,16 @@ static cJSON *report_tree(const hs_analysis *a, const char *const *files, int n_
     cJSON *pl = cJSON_AddArrayToObject(div, "per_layer");
     for (int l = 0; l < c->n_layer; l++)
         cJSON_AddItemToArray(pl, hs_json_num(a->layer_diversity[l]));
-    cJSON_AddItemToObject(div, "pairwise_frobenius", hs_json_matrix(a->frobenius, a->n_heads, a->n_heads));
+    add_head_matrix(div, "pairwise_frobenius", big, a->frobenius, a->n_heads);
 
     cJSON *sim = cJSON_AddObjectToObject(r, "similarity");
     cJSON_AddStringToObject(sim, "method", o->similarity == HS_SIM_JS ? "jensen_shannon" : "pearson");
     cJSON_AddStringToObject(sim, "entries", similarity_entries(a));
-    cJSON_AddItemToObject(sim, "matrix", hs_json_matrix(a->similarity, a->n_heads, a->n_heads));
+    add_head_matrix(sim, "matrix", big, a->similarity, a->n_heads);
 
     hs_report_add_clusters(r, a->linkage, a->labels, a->n_heads, a->n_clusters, o->similarity,
                            o->cluster_threshold);
-    add_composition(r, a);
+    add_composition(r, a, big);
     add_dla(r, a, big);
     cJSON *wl = cJSON_AddObjectToObject(r, "word_level");
     cJSON_AddBoolToObject(wl, "available", a->word_maps != NULL);
