@@ -132,8 +132,9 @@ typedef struct hs_analyze_opts {
     int word_level;              /* word-level maps of every analysed head (default 0) */
     int keep_maps;               /* keep the text's maps for hs_analysis_map, the pictures and
                                     the page (default 1); 0: dropped at the end of the run */
-    size_t maps_memory_max;      /* bytes of maps held in memory (default 64 MB); above it
-                                    they go to an unlinked temporary file in maps_dir */
+    size_t maps_memory_max;      /* bytes of maps held in memory (default 16 MiB; 64 MB
+                                    before 3.1.0); above it they go to an unlinked
+                                    temporary file in maps_dir */
     const char *maps_dir;        /* that file's folder; NULL: $TMPDIR, else /tmp */
     const char *const *command_line; /* (command_line_argc) the command that ran, for the
                                         report; copied; NULL when none */
