@@ -30,6 +30,28 @@ static void print_moe_layers(const hs_model_config *c)
     printf("%s\n", first ? "s: none" : "");
 }
 
+/* Under --weight-memory stored: the token embeddings and the LM head stay in their stored
+ * type too, where it is not F32 (src/model/emb_stored.h). A GGUF file's own types; a
+ * folder's checkpoint type. */
+static void print_tables(const hs_model *m, const char *path)
+{
+    char emb[32] = "", head[32] = "";
+    if (hs_model_format(m) != HS_FORMAT_GGUF) {
+        printf("tables:       token embeddings and LM head kept in their stored type (%s) "
+               "where it is not F32, rows decoded where read\n", hs_model_storage_dtype(m));
+        return;
+    }
+    if (gguf_table_types(path, emb, head, sizeof emb) != 0)
+        return;
+    int emb_kept = strcmp(emb, "F32") != 0, head_kept = *head && strcmp(head, "F32") != 0;
+    if (!emb_kept && !head_kept && *head)
+        return;
+    printf("tables:       token embeddings %s%s, LM head %s%s%s\n", emb,
+           emb_kept ? " (kept stored)" : "", *head ? head : "tied to them",
+           head_kept ? " (kept stored)" : "",
+           emb_kept || head_kept ? ": rows decoded where read" : "");
+}
+
 int cmd_info(int argc, char **argv)
 {
     static const struct option opts[] = {{"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
@@ -164,6 +186,8 @@ int cmd_info(int argc, char **argv)
                : hs_model_stored_weights(m) ? "beyond it, layers multiplied in their stored type"
                                             : "beyond it, layers converted again in every pass");
     }
+    if (conv > 0 && hs_model_stored_weights(m))
+        print_tables(m, argv[optind]);
     if (tok)
         printf("tokenizer:    %s, %zu tokens%s%s%s\n",
                hs_tokenizer_kind_name(hs_tokenizer_get_kind(tok)), hs_tokenizer_vocab_size(tok),

@@ -44,6 +44,22 @@ static void print_value(FILE *out, const hs_gguf_value *v)
     }
 }
 
+int gguf_table_types(const char *path, char *emb, char *head, size_t cap)
+{
+    hs_error err = {{0}};
+    hs_gguf *g = NULL;
+    if (hs_gguf_open(path, &g, &err) != HS_OK)
+        return -1;
+    const hs_gguf_tensor *e = hs_gguf_find_tensor(g, "token_embd.weight");
+    const hs_gguf_tensor *h = hs_gguf_find_tensor(g, "output.weight");
+    if (e) {
+        snprintf(emb, cap, "%s", hs_ggml_type_name(e->type));
+        snprintf(head, cap, "%s", h ? hs_ggml_type_name(h->type) : "");
+    }
+    hs_gguf_free(g);
+    return e ? 0 : -1;
+}
+
 int gguf_print_info(const char *path, FILE *out)
 {
     hs_error err = {{0}};

@@ -1236,6 +1236,10 @@ for wm in stored all; do
 done
 cmp -s "$T/wsstored.npy" "$T/wsall.npy" && ok || bad "attn --weight-memory stored changes the maps"
 HEADSCOPE_WEIGHT_MEMORY=stored "$HS" info "$QF" | grep -q "layers multiplied in their stored type" && ok || bad "info under HEADSCOPE_WEIGHT_MEMORY=stored"
+# and that the tables stay stored: llama-quantize wrote token_embd.weight as Q8_0, no output.weight
+HEADSCOPE_WEIGHT_MEMORY=stored "$HS" info "$QF" | grep -qx "tables: *token embeddings Q8_0 (kept stored), LM head tied to them: rows decoded where read" &&
+    ok || bad "info under HEADSCOPE_WEIGHT_MEMORY=stored: no tables line"
+"$HS" info "$QF" | grep -q "^tables:" && bad "info without stored weights has a tables line" || ok
 # a NaN in the Q8_0 token embeddings (the second block's f16 scale): refused at open, the
 # table kept in its stored type named as the converted one is
 QN=fixtures/gguf/families/tiny-llama.q8_0.gguf
