@@ -1,7 +1,7 @@
 /* The token embeddings and the LM head kept in their stored type (emb_stored.h): a view
  * into the file mapping per table, its rows decoded where a reader asks for rows, the
- * logits a product with the stored rows, a float32 copy made only for a reader of the
- * whole matrix.
+ * logits a product with the stored rows, a float32 copy made only for a reader that asks
+ * for the whole matrix at once (the GGUF writer).
  *
  * The decoder (V, d) is stored as V rows of d, and the float32 path's logits are
  * c += alpha h dec^T, an NT product (hs_op_gemm(1, ...)): a tile of its output is a range of

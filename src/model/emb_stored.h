@@ -8,8 +8,8 @@
  * rows (the embedding lookup, the logits of chosen ids, DLA's unembedding directions) gets
  * them decoded; the logits are a product with the stored rows (hs_gemm's filler, the float32
  * path's bits), and so is the backward pass's product with the decoder; a reader of the
- * whole matrix (composition, the GGUF writer) gets a float32 copy converted the first time
- * it asks and kept with the model. */
+ * whole matrix takes it a block of rows at a time (composition's W_U W_E), or (the GGUF
+ * writer) gets a float32 copy converted the first time it asks and kept with the model. */
 #ifndef HEADSCOPE_EMB_STORED_H
 #define HEADSCOPE_EMB_STORED_H
 
