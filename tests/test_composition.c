@@ -3,7 +3,9 @@
  * as an explicit (d, d) matrix from the safetensors weights (headscope works with Gram
  * matrices and never forms them). Also: the circuit the scores should show in trained-gpt2
  * (2.3, the previous-token head, K-composes most strongly into 3.0, the induction head),
- * and the refusal for BERT. */
+ * and the refusal for BERT. The copying scores' token circuit G = W_U W_E, summed over
+ * blocks of the vocabulary: the same bits from tables kept in their stored type, no table
+ * converted whole, and G against a double sum. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,8 +13,11 @@
 
 #include <cJSON.h>
 
+#include "analysis/analysis_internal.h"
 #include "core/core.h"
 #include "headscope/composition.h"
+#include "model/emb_stored.h"
+#include "model/model_internal.h"
 #include "testutil.h"
 
 #define REL_TOL 1e-5
@@ -149,6 +154,99 @@ Test(composition, encoders_are_refused)
         cr_assert_eq(hs_composition_compute(m, &c, &err), HS_E_UNSUPPORTED);
         cr_assert_null(c);
         cr_assert_not_null(strstr(err.msg, "renormalises the residual stream"), "%s", err.msg);
+        hs_model_free(m);
+    }
+}
+
+/* ---- the copying circuit's G = W_U W_E in blocks of the vocabulary ----------------- */
+
+static hs_model *open_as(const char *path, unsigned flags, size_t memory)
+{
+    hs_model *m = NULL;
+    hs_error err = {{0}};
+    hs_open_opts o = {.flags = flags, .weight_memory = memory};
+    cr_assert_eq(hs_model_open2(path, &o, &m, &err), HS_OK, "%s: %s", path, err.msg);
+    return m;
+}
+
+static double *gram_of(const hs_model *m, int chunk)
+{
+    int d = m->cfg.d_model;
+    double *g = malloc((size_t)d * d * sizeof *g);
+    hs_error err = {{0}};
+    cr_assert_eq(hs_composition_gram(m, chunk, g, &err), HS_OK, "%s", err.msg);
+    return g;
+}
+
+/* Tables kept in their stored type (BF16, F16, Q8_0, Q4_K; tied and untied) against the
+ * same files converted at load: G in blocks of 64 rows (128 of a tied table; no vocabulary
+ * here a multiple of either) and the copying scores at the default block (trained-gpt2's
+ * 50,257 tokens, tied: 6 blocks of 8,192 and 1,105 rows) the same bits, and no table converted whole (hs_model_emb_copies, which
+ * counts one once the whole table is asked for). */
+Test(composition, stored_tables_give_the_converted_bits_without_a_whole_copy, .timeout = 120)
+{
+    static const char *const paths[] = {
+        "fixtures/family-models/tiny-llama",              /* BF16, untied, V 2393 */
+        "fixtures/family-models/tiny-qwen2",              /* F16, tied, V 3259 */
+        "fixtures/gguf/families/tiny-llama.q8_0.gguf",
+        "fixtures/gguf/families/tiny-llama-wide.q4_k.gguf",
+        "fixtures/trained-gpt2",                          /* F16, tied, V 50257 */
+    };
+    for (size_t f = 0; f < sizeof paths / sizeof paths[0]; f++) {
+        hs_model *conv = open_as(paths[f], 0, HS_WEIGHT_MEMORY_ALL);
+        hs_model *st = open_as(paths[f], HS_OPEN_STORED_WEIGHTS, HS_WEIGHT_MEMORY_STORED);
+        cr_assert_null(st->wte, "%s: the embeddings kept in their stored type", paths[f]);
+        int d = conv->cfg.d_model, V = conv->cfg.vocab_size;
+        cr_assert(V % 64 != 0 && V % 128 != 0 && V > 128, "%s: V %d", paths[f], V);
+        double *g0 = gram_of(conv, 64), *g1 = gram_of(st, 64);
+        cr_assert(!memcmp(g0, g1, (size_t)d * d * sizeof *g0), "%s: G differs", paths[f]);
+        free(g0);
+        free(g1);
+        hs_composition *c0 = NULL, *c1 = NULL;
+        hs_error err = {{0}};
+        cr_assert_eq(hs_composition_compute(conv, &c0, &err), HS_OK, "%s", err.msg);
+        cr_assert_eq(hs_composition_compute(st, &c1, &err), HS_OK, "%s", err.msg);
+        size_t N = (size_t)c0->n_heads;
+        cr_assert(!memcmp(c0->copying, c1->copying, N * sizeof *c0->copying),
+                  "%s: copying scores differ", paths[f]);
+        cr_assert_eq(hs_model_emb_copies(st), 0, "%s: a table converted whole", paths[f]);
+        cr_assert_not_null(hs_model_decoder_f32(st, &err));
+        cr_assert_eq(hs_model_emb_copies(st), 1, "%s: the probe counts a copy", paths[f]);
+        hs_composition_free(c0);
+        hs_composition_free(c1);
+        hs_model_free(conv);
+        hs_model_free(st);
+    }
+}
+
+/* G in blocks of 64 rows (128 tied) and at the default block (here all V rows in one)
+ * against a plain double sum over the vocabulary of the converted tables, within float's
+ * worst-case bound for a sum of k products: k u sum |dec_vi wte_vj| (u = 2^-24), here 1e-5
+ * (k 128) and 5e-4 (k 3,259) of that sum. */
+Test(composition, gram_matches_a_double_sum_over_the_vocabulary, .timeout = 60)
+{
+    static const char *const paths[] = {"fixtures/family-models/tiny-llama",
+                                         "fixtures/family-models/tiny-qwen2"};
+    for (size_t f = 0; f < sizeof paths / sizeof paths[0]; f++) {
+        hs_model *m = open_as(paths[f], 0, HS_WEIGHT_MEMORY_ALL);
+        int d = m->cfg.d_model, V = m->cfg.vocab_size;
+        const float *e = m->wte, *u = m->decoder;
+        double *g64 = gram_of(m, 64), *gall = gram_of(m, 4096);
+        size_t bad = 0;
+        for (int i = 0; i < d; i++)
+            for (int j = 0; j < d; j++) {
+                double s = 0, a = 0;
+                for (int v = 0; v < V; v++) {
+                    double p = (double)u[(size_t)v * d + i] * (double)e[(size_t)v * d + j];
+                    s += p;
+                    a += fabs(p);
+                }
+                bad += fabs(g64[(size_t)i * d + j] - s) > 1e-5 * a;
+                bad += fabs(gall[(size_t)i * d + j] - s) > 5e-4 * a;
+            }
+        cr_assert_eq(bad, 0, "%s: %zu of G's values off the double sum", paths[f], bad);
+        free(g64);
+        free(gall);
         hs_model_free(m);
     }
 }

@@ -348,8 +348,8 @@ enum {
      * composition, DLA and norm-based attention still convert each layer they read. The
      * token embeddings and the LM head, when not F32, stay in their stored type too: rows
      * decoded where looked up, the logits a product with the stored rows (the same bits);
-     * gradient importance, composition and the GGUF writer convert the whole table once,
-     * on first use, and keep it until hs_model_free. */
+     * composition reads them a block of rows at a time; the GGUF writer converts the whole
+     * table once, on first use, and keeps it until hs_model_free. */
     HS_OPEN_STORED_WEIGHTS = 8,
     /* HS_OPEN_STORED_WEIGHTS with every layer matrix in its stored type (whatever the
      * weight_memory budget) and, for the block-quantised ones (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1,

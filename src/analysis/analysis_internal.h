@@ -69,5 +69,9 @@ hs_status hs_composition_run(const struct hs_model *m,
                              void (*progress)(void *user, const char *what, int done, int total),
                              void *user, struct hs_composition **out, hs_error *err);
 
+/* g: (d, d) = W_U W_E, the decoder's transpose times the token embeddings over the
+ * vocabulary, summed in blocks of chunk rows (composition.c says how); HS_E_NOMEM
+ * without memory. The copying scores' token circuit before the final norm's scale. */
+hs_status hs_composition_gram(const struct hs_model *m, int chunk, double *g, hs_error *err);
 
 #endif /* HEADSCOPE_ANALYSIS_INTERNAL_H */

@@ -35,6 +35,11 @@ void dsyev_(const char *jobz, const char *uplo, const int *n, double *a, const i
  * W_K, W_V and W_O, never the MLP's, which are converted for no reader here. */
 #define UNITS_QKV_O ((1u << HS_WU_QKV) | (1u << HS_WU_O))
 
+/* Rows of the vocabulary a block of the copying circuit's G (hs_composition_gram) */
+#ifndef HS_GRAM_CHUNK
+#define HS_GRAM_CHUNK 4096
+#endif
+
 /* A square root of the symmetric positive semi-definite g (n, n): f (n, n) with f^T f = g,
  * f = diag(sqrt(lambda)) U^T from g = U diag(lambda) U^T (eigenvalues below 0, rounding,
  * taken as 0). work: 36 n + n * n doubles. Returns LAPACK's info (0: done). */
@@ -130,31 +135,64 @@ static double trace_prod(const double *a, const double *b, int n) /* tr(A B) */
     return s;
 }
 
-/* gf: (d, d) = dec^T wte over the vocabulary (dec: the decoder, (V, d)): the copying
- * circuit's W_U W_E before the final norm's scale. Tied embeddings (dec is wte, GPT-2) give
- * a symmetric G: only the blocks on and above the diagonal are computed, in 64-row bands
- * (each band a product of its own shape, so its bits are fixed by the shape as any other),
- * and mirrored: 32 of the 59 GFLOP at GPT-2's vocabulary. */
-static hs_status copy_gram(const hs_model *m, float *gf, hs_error *err)
+/* g += p over the rows of (d, d) (upper: the blocks on and above the diagonal alone) */
+static void add_product(double *g, const float *p, int d, int upper)
 {
-    int d = m->cfg.d_model, V = m->cfg.vocab_size;
-    /* float32 (V, d) each: a table kept in its stored type converted once (emb_stored.h) */
-    const float *wte = hs_model_wte_f32(m, err), *dec = wte ? hs_model_decoder_f32(m, err) : NULL;
-    if (!dec)
-        return HS_E_NOMEM;
-    if (dec != wte) {
-        hs_sgemm_fixed(1, 0, d, d, V, dec, d, wte, d, gf, d);
-        return HS_OK;
+#pragma omp parallel for schedule(static)
+    for (int i = 0; i < d; i++)
+        for (int j = upper ? i : 0; j < d; j++)
+            g[(size_t)i * d + j] += (double)p[(size_t)i * d + j];
+}
+
+/* g: (d, d) = dec^T wte over the vocabulary (dec: the decoder, (V, d)), the copying
+ * circuit's W_U W_E before the final norm's scale, summed over blocks of chunk rows of both
+ * tables in their order: each block's product in float (hs_sgemm_fixed, the rows taken from
+ * the float32 tables or decoded from the stored ones into a buffer, the same values), added
+ * to g in double. No table is converted whole (2.1 GB each at Llama-3-8B's shape), and the
+ * bits are the same whichever way the tables are kept. Tied embeddings (dec is wte, GPT-2)
+ * give a symmetric G: only the blocks on and above the diagonal are computed, in 256-row
+ * bands (each band a product of its own shape, so its bits are fixed by the shape as any
+ * other), and mirrored; the one table's blocks are of 2 chunk rows (the two buffers' memory).
+ * On 2 cores with 8,192-row blocks: at d 2,048 and 3,072 the bands take 0.7 of the whole
+ * product's time, at GPT-2's 768 about as long (64-row bands: 0.8 at 2,048, and at 768
+ * from 1 to 3 times as long with 4,096-row blocks, the narrow products cut along K). */
+hs_status hs_composition_gram(const hs_model *m, int chunk, double *g, hs_error *err)
+{
+    int d = m->cfg.d_model, V = m->cfg.vocab_size, tied = hs_model_decoder_is_wte(m);
+    const int band = 256;
+    size_t dd = (size_t)d * d;
+    chunk = tied ? 2 * chunk : chunk;
+    chunk = chunk < V ? chunk : V;
+    /* p: one block's product (d, d); eb, db: its rows of each table (chunk, d) when stored
+     * (pages never touched otherwise) */
+    float *p = malloc(dd * sizeof *p), *eb = malloc((size_t)chunk * d * sizeof *eb);
+    float *db = tied ? eb : malloc((size_t)chunk * d * sizeof *db);
+    if (!p || !eb || !db) {
+        free(p);
+        free(eb);
+        if (db != eb)
+            free(db);
+        return hs_fail(err, HS_E_NOMEM, "composition: out of memory");
     }
-    const int band = 64;
-    for (int i0 = 0; i0 < d; i0 += band) {
-        int rows = d - i0 < band ? d - i0 : band;
-        hs_sgemm_fixed(1, 0, rows, d - i0, V, wte + i0, d, wte + i0, d,
-                       gf + (size_t)i0 * d + i0, d);
+    memset(g, 0, dd * sizeof *g);
+    for (int c0 = 0; c0 < V; c0 += chunk) {
+        int rows = V - c0 < chunk ? V - c0 : chunk;
+        const float *w = hs_model_wte_rows(m, c0, rows, eb);
+        const float *dc = tied ? w : hs_model_decoder_rows(m, c0, rows, db);
+        if (!tied)
+            hs_sgemm_fixed(1, 0, d, d, rows, dc, d, w, d, p, d);
+        for (int i0 = 0; tied && i0 < d; i0 += band)
+            hs_sgemm_fixed(1, 0, d - i0 < band ? d - i0 : band, d - i0, rows, w + i0, d, w + i0,
+                           d, p + (size_t)i0 * d + i0, d);
+        add_product(g, p, d, tied);
     }
-    for (int i = 0; i < d; i++) /* the lower triangle from the upper */
+    for (int i = 0; tied && i < d; i++) /* the lower triangle from the upper */
         for (int j = 0; j < i; j++)
-            gf[(size_t)i * d + j] = gf[(size_t)j * d + i];
+            g[(size_t)i * d + j] = g[(size_t)j * d + i];
+    free(p);
+    free(eb);
+    if (db != eb)
+        free(db);
     return HS_OK;
 }
 
@@ -334,13 +372,11 @@ hs_status hs_composition_run(const hs_model *m,
     }
     /* copying: eigenvalues of O_a G V_a with G = diag(ln_f) W_U W_E = diag(ln_f) dec^T wte */
     {
-        float *gf = malloc(dd * sizeof *gf);
         int n = dh, lwork = 8 * dh, info = 0;
         double *cm = malloc((size_t)H * g2 * sizeof *cm);
         double *wr = malloc((size_t)H * 2 * (size_t)dh * sizeof *wr);
         double *work = malloc((size_t)H * (size_t)lwork * sizeof *work);
-        if (!gf || !cm || !wr || !work || (gf && (st = copy_gram(m, gf, err)))) {
-            free(gf);
+        if (!cm || !wr || !work || (st = hs_composition_gram(m, HS_GRAM_CHUNK, mm, err))) {
             free(cm);
             free(wr);
             free(work);
@@ -350,8 +386,7 @@ hs_status hs_composition_run(const hs_model *m,
 #pragma omp parallel for schedule(static)
         for (int i = 0; i < d; i++)
             for (int j = 0; j < d; j++)
-                mm[(size_t)i * d + j] = (double)m->lnf_w[i] * (double)gf[(size_t)i * d + j];
-        free(gf);
+                mm[(size_t)i * d + j] *= (double)m->lnf_w[i];
         if (!all_finite(mm, dd)) { /* float's W_U W_E overflowed (embeddings near 1e+36) */
             free(cm);
             free(wr);

@@ -1,7 +1,7 @@
 /* The token embeddings and the LM head kept in their stored type (emb_stored.h): a view
  * into the file mapping per table, its rows decoded where a reader asks for rows, the
- * logits a product with the stored rows, a float32 copy made only for a reader of the
- * whole matrix.
+ * logits a product with the stored rows, a float32 copy made only for a reader that asks
+ * for the whole matrix at once (the GGUF writer).
  *
  * The decoder (V, d) is stored as V rows of d, and the float32 path's logits are
  * c += alpha h dec^T, an NT product (hs_op_gemm(1, ...)): a tile of its output is a range of
@@ -206,6 +206,43 @@ void hs_model_decoder_row(const hs_model *m, int32_t id, int from, int count, fl
         memcpy(dst, f + at, (size_t)count * sizeof *dst);
     else
         hs_tensor_decode(&s->t, at, dst, (size_t)count);
+}
+
+/* Rows r0 .. r0 + n of s decoded into buf, in parallel when they are many. */
+static const float *decode_rows(const stable *s, size_t d, int r0, int n, float *buf)
+{
+    const int step = 16; /* rows a task */
+#pragma omp parallel for schedule(static) if ((size_t)n * d >= 65536)
+    for (int i = 0; i < n; i += step)
+        hs_tensor_decode(&s->t, (size_t)(r0 + i) * d, buf + (size_t)i * d,
+                         (size_t)(n - i < step ? n - i : step) * d);
+    return buf;
+}
+
+const float *hs_model_wte_rows(const hs_model *m, int r0, int n, float *buf)
+{
+    size_t d = (size_t)m->cfg.d_model;
+    const float *f = m->wte ? m->wte : copy_of(&m->es->emb);
+    return f ? f + (size_t)r0 * d : decode_rows(&m->es->emb, d, r0, n, buf);
+}
+
+const float *hs_model_decoder_rows(const hs_model *m, int r0, int n, float *buf)
+{
+    size_t d = (size_t)m->cfg.d_model;
+    const stable *s = dec_table(m);
+    const float *f = s ? copy_of(s) : m->decoder;
+    return f ? f + (size_t)r0 * d : decode_rows(s, d, r0, n, buf);
+}
+
+int hs_model_decoder_is_wte(const hs_model *m)
+{
+    const stable *s = dec_table(m);
+    return s ? s == &m->es->emb : m->decoder && m->decoder == m->wte;
+}
+
+int hs_model_emb_copies(const hs_model *m)
+{
+    return m->es ? (copy_of(&m->es->emb) != NULL) + (copy_of(&m->es->dec) != NULL) : 0;
 }
 
 /* The float32 path's tiling of the logits' product (src/core/gemm.c, hs_gemm_run, on

@@ -8,8 +8,8 @@
  * rows (the embedding lookup, the logits of chosen ids, DLA's unembedding directions) gets
  * them decoded; the logits are a product with the stored rows (hs_gemm's filler, the float32
  * path's bits), and so is the backward pass's product with the decoder; a reader of the
- * whole matrix (composition, the GGUF writer) gets a float32 copy converted the first time
- * it asks and kept with the model. */
+ * whole matrix takes it a block of rows at a time (composition's W_U W_E), or (the GGUF
+ * writer) gets a float32 copy converted the first time it asks and kept with the model. */
 #ifndef HEADSCOPE_EMB_STORED_H
 #define HEADSCOPE_EMB_STORED_H
 
@@ -42,6 +42,20 @@ hs_status hs_tensor_check_rows(const hs_tensor_view *t, size_t rows, size_t in, 
  * of the decoder (from a multiple of 256, count to the row's end or a multiple of 256). */
 void hs_model_emb_row(const hs_model *m, int32_t id, float *dst);
 void hs_model_decoder_row(const hs_model *m, int32_t id, int from, int count, float *dst);
+
+/* Rows r0 .. r0 + n of the token embeddings / the decoder in float32, (n, d): a pointer
+ * into the float32 table where there is one (m->wte, m->decoder, a stored table's copy),
+ * else buf (n x d floats) with the stored rows decoded into it, the same values. A reader of
+ * the whole matrix a block of rows at a time, no copy of the table made (composition). */
+const float *hs_model_wte_rows(const hs_model *m, int r0, int n, float *buf);
+const float *hs_model_decoder_rows(const hs_model *m, int r0, int n, float *buf);
+
+/* 1 when the decoder is the token embeddings (tied), stored or float32. */
+int hs_model_decoder_is_wte(const hs_model *m);
+
+/* How many of the stored tables have been converted whole to float32 (0, 1 or 2): the
+ * copies hs_model_wte_f32 / hs_model_decoder_f32 make and keep. */
+int hs_model_emb_copies(const hs_model *m);
 
 /* logits (rows, V) += scale h (rows, d) times the decoder transposed, with the bits of
  * hs_op_gemm(1, ..., m->decoder, ...) on its float32 form: from the stored rows when the
