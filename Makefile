@@ -200,8 +200,8 @@ build/real-tokenizers/deepseek_v3.tokenizer.json: fixtures/tokenizer/real/make_r
 
 # Suites run one test at a time: Criterion 2.4's parallel runner leaks a few 48-byte blocks
 # of its own (allocated inside libcriterion) under LeakSanitizer with test_tokenizer_real's
-# 36 tests, though no subset of them does; --jobs 1 does not.
-SERIAL_SUITES = */test_tokenizer_real
+# 36 tests and test_composition's 11, though no single test does; --jobs 1 does not.
+SERIAL_SUITES = */test_tokenizer_real | */test_composition
 unit: $(TEST_BIN) $(TEST_V3_BIN) $(REAL_TOK)
 	@failed=; for t in $(TEST_BIN); do echo "== $$t"; \
 	    $(RUN_SUITE) $$t --jobs $$(case $$t in $(SERIAL_SUITES)) echo 1;; *) echo 2;; esac) || failed="$$failed $$t"; \
