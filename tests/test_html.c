@@ -518,4 +518,12 @@ Test(html, maps_read_one_at_a_time_give_the_same_page)
     cr_expect_str_eq(err.msg, "cannot read map 1");
     cr_expect_null(page);
     cr_expect_eq(len, 0);
+    /* written to a file: the reader's message, and no file left behind */
+    char dir[64], path[128];
+    tu_mkdtemp(dir, sizeof dir);
+    snprintf(path, sizeof path, "%s/index.html", dir);
+    cr_assert_eq(hs_html_write(path, &fn, &err), HS_E_IO);
+    cr_expect_str_eq(err.msg, "cannot read map 1");
+    cr_expect_eq(access(path, F_OK), -1);
+    cr_expect_eq(rmdir(dir), 0, "the folder holds a file");
 }

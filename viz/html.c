@@ -511,7 +511,7 @@ hs_status hs_html_write(const char *path, const hs_html_input *in, hs_error *err
     buf b = {NULL, 0, 0, 1, o.f, 0};
     st = encode(in, &b, err);
     free(b.p);
-    if (st == HS_E_IO) { /* named as hs_out_close names it */
+    if (st == HS_E_IO && b.io) { /* a failed write, named as hs_out_close names it */
         hs_out_close(&o, 0, NULL);
         return hs_fail(err, HS_E_IO, "cannot write '%s': %s", path, strerror(b.io));
     }
