@@ -31,17 +31,17 @@ static void print_moe_layers(const hs_model_config *c)
 }
 
 /* Under --weight-memory stored: the token embeddings and the LM head stay in their stored
- * type too, where it is not F32 (src/model/emb_stored.h). A GGUF file's own types; a
- * folder's checkpoint type. */
-static void print_tables(const hs_model *m, const char *path)
+ * type too, where it is not F32 (src/model/emb_stored.h). A GGUF file's own types (g); a
+ * folder's checkpoint type (g NULL). */
+static void print_tables(const hs_model *m, const hs_gguf *g)
 {
     char emb[32] = "", head[32] = "";
-    if (hs_model_format(m) != HS_FORMAT_GGUF) {
+    if (!g) {
         printf("tables:       token embeddings and LM head kept in their stored type (%s) "
                "where it is not F32, rows decoded where read\n", hs_model_storage_dtype(m));
         return;
     }
-    if (gguf_table_types(path, emb, head, sizeof emb) != 0)
+    if (gguf_table_types(g, emb, head, sizeof emb) != 0)
         return;
     int emb_kept = strcmp(emb, "F32") != 0, head_kept = *head && strcmp(head, "F32") != 0;
     if (!emb_kept && !head_kept && *head)
@@ -70,6 +70,14 @@ int cmd_info(int argc, char **argv)
     hs_model *m = cli_model_open("info", argv[optind], HS_OPEN_NO_WEIGHTS);
     if (!m)
         return EXIT_FAIL;
+    /* a GGUF file's header, read once: the tables line and the listing at the end */
+    hs_gguf *g = NULL;
+    hs_error gerr = {{0}};
+    if (hs_model_format(m) == HS_FORMAT_GGUF && hs_gguf_open(argv[optind], &g, &gerr) != HS_OK) {
+        cli_error("info", "%s", gerr.msg);
+        hs_model_free(m);
+        return EXIT_FAIL;
+    }
     const hs_model_config *cfg = hs_model_config_of(m);
     const hs_tokenizer *tok = hs_model_tokenizer(m);
     printf("model:        %s\n", cli_shown(hs_model_path(m)));
@@ -187,7 +195,7 @@ int cmd_info(int argc, char **argv)
                                             : "beyond it, layers converted again in every pass");
     }
     if (conv > 0 && hs_model_stored_weights(m))
-        print_tables(m, argv[optind]);
+        print_tables(m, g);
     if (tok)
         printf("tokenizer:    %s, %zu tokens%s%s%s\n",
                hs_tokenizer_kind_name(hs_tokenizer_get_kind(tok)), hs_tokenizer_vocab_size(tok),
@@ -200,11 +208,11 @@ int cmd_info(int argc, char **argv)
                    ? cli_shown(hs_tokenizer_post_processor(tok)) : "");
     else
         printf("tokenizer:    none (no tokenizer files)\n");
-    int rc = 0;
-    if (hs_model_format(m) == HS_FORMAT_GGUF) {
+    if (g) {
         printf("\n");
-        rc = gguf_print_info(argv[optind], stdout);
+        gguf_print_info(g, stdout);
     }
+    hs_gguf_free(g);
     hs_model_free(m);
-    return rc ? rc : cli_finish_stdout("info");
+    return cli_finish_stdout("info");
 }

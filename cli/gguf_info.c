@@ -44,30 +44,19 @@ static void print_value(FILE *out, const hs_gguf_value *v)
     }
 }
 
-int gguf_table_types(const char *path, char *emb, char *head, size_t cap)
+int gguf_table_types(const hs_gguf *g, char *emb, char *head, size_t cap)
 {
-    hs_error err = {{0}};
-    hs_gguf *g = NULL;
-    if (hs_gguf_open(path, &g, &err) != HS_OK)
-        return -1;
     const hs_gguf_tensor *e = hs_gguf_find_tensor(g, "token_embd.weight");
     const hs_gguf_tensor *h = hs_gguf_find_tensor(g, "output.weight");
-    if (e) {
-        snprintf(emb, cap, "%s", hs_ggml_type_name(e->type));
-        snprintf(head, cap, "%s", h ? hs_ggml_type_name(h->type) : "");
-    }
-    hs_gguf_free(g);
-    return e ? 0 : -1;
+    if (!e)
+        return -1;
+    snprintf(emb, cap, "%s", hs_ggml_type_name(e->type));
+    snprintf(head, cap, "%s", h ? hs_ggml_type_name(h->type) : "");
+    return 0;
 }
 
-int gguf_print_info(const char *path, FILE *out)
+void gguf_print_info(const hs_gguf *g, FILE *out)
 {
-    hs_error err = {{0}};
-    hs_gguf *g = NULL;
-    if (hs_gguf_open(path, &g, &err) != HS_OK) {
-        cli_error("info", "%s", err.msg);
-        return EXIT_FAIL;
-    }
     size_t n_kv = hs_gguf_kv_count(g), n_t = hs_gguf_tensor_count(g);
     fprintf(out, "gguf:         version %u, %zu key/value pairs, %zu tensors, alignment %u, "
                  "data at byte %llu of %llu\n",
@@ -113,6 +102,4 @@ int gguf_print_info(const char *path, FILE *out)
         fprintf(out, "  %4zu: %12lld | %-30s | %-6s | %12llu | %s\n", i + 1, count, ne,
                 tn ? tn : "?", (unsigned long long)t->offset, cli_shown(t->name));
     }
-    hs_gguf_free(g);
-    return EXIT_OK;
 }

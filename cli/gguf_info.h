@@ -4,15 +4,16 @@
 
 #include <stdio.h>
 
-/* Prints the header facts, every key/value pair (arrays shortened to their first
- * elements) and the tensor table of the GGUF file at path to out, in the spirit of
- * gguf-dump. On a malformed file prints "headscope: info: ..." to stderr and returns 1;
- * returns 0 on success (the caller checks out for write errors). */
-int gguf_print_info(const char *path, FILE *out);
+#include "headscope/gguf.h"
 
-/* The ggml type names of the token embeddings and of the LM head (output.weight) of the
- * GGUF file at path into emb and head (cap bytes each); head "" when the file has none
- * (tied). 0 on success, -1 when the file cannot be read or has no token embeddings. */
-int gguf_table_types(const char *path, char *emb, char *head, size_t cap);
+/* Prints the header facts, every key/value pair (arrays shortened to their first
+ * elements) and the tensor table of the GGUF file g to out, in the spirit of gguf-dump
+ * (the caller checks out for write errors). */
+void gguf_print_info(const hs_gguf *g, FILE *out);
+
+/* The ggml type names of the token embeddings and of the LM head (output.weight) of g into
+ * emb and head (cap bytes each); head "" when the file has none (tied). 0 on success, -1
+ * when g has no token embeddings. */
+int gguf_table_types(const hs_gguf *g, char *emb, char *head, size_t cap);
 
 #endif

@@ -181,8 +181,9 @@ static double *gram_of(const hs_model *m, int chunk)
 /* Tables kept in their stored type (BF16, F16, Q8_0, Q4_K; tied and untied) against the
  * same files converted at load: G in blocks of 64 rows (128 of a tied table; no vocabulary
  * here a multiple of either) and the copying scores at the default block (trained-gpt2's
- * 50,257 tokens, tied: 6 blocks of 8,192 and 1,105 rows) the same bits, and no table converted whole (hs_model_emb_copies, which
- * counts one once the whole table is asked for). */
+ * 50,257 tokens, tied: 6 blocks of 8,192 and 1,105 rows) the same bits, and no table
+ * converted whole (hs_model_emb_copies, which counts one once the whole table is asked
+ * for). */
 Test(composition, stored_tables_give_the_converted_bits_without_a_whole_copy, .timeout = 120)
 {
     static const char *const paths[] = {
