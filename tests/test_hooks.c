@@ -20,6 +20,7 @@ typedef struct {
     int layer, head, calls;
     float add;
     float *store[HS_SITE_COUNT][8];
+    size_t len[HS_SITE_COUNT][8]; /* floats in store */
 } hook_state;
 
 static int hook(void *user, const hs_hook_call *k)
@@ -29,8 +30,10 @@ static int hook(void *user, const hs_hook_call *k)
     int l = k->layer < 0 ? 0 : k->layer;
     if (s->mode == 0) {
         float **slot = &s->store[k->site][l];
-        if (!*slot)
-            *slot = malloc((size_t)k->rows * (size_t)k->cols * sizeof(float));
+        if (!*slot) {
+            s->len[k->site][l] = (size_t)k->rows * (size_t)k->cols;
+            *slot = malloc(s->len[k->site][l] * sizeof(float));
+        }
         for (int i = 0; i < k->rows; i++)
             memcpy(*slot + (size_t)i * (size_t)k->cols, k->x + (size_t)i * (size_t)k->ld,
                    (size_t)k->cols * sizeof(float));
@@ -334,5 +337,50 @@ Test(hooks, normalised_decoders)
         free(ref);
         free(got);
         hs_model_free(m);
+    }
+}
+
+/* Every site read on a model whose layers are multiplied in their stored type (the default
+ * for these files) holds the bits of the same site with the layers converted: the result
+ * site's per-head products take W_O's decoded values (they had read the stored matrix's
+ * descriptor as floats, and the pass went on to NaN). */
+Test(hooks, every_site_is_the_same_with_stored_layers)
+{
+    static const char *files[] = {"fixtures/family-models/tiny-llama",
+                                  "fixtures/gguf/families/tiny-llama.q8_0.gguf"};
+    for (size_t f = 0; f < sizeof files / sizeof files[0]; f++) {
+        hs_model *m[2];
+        hook_state s[2] = {{0}};
+        for (int k = 0; k < 2; k++) {
+            hs_error err = {{0}};
+            hs_open_opts oo = {.weight_memory = k ? HS_WEIGHT_MEMORY_STORED : HS_WEIGHT_MEMORY_ALL};
+            cr_assert_eq(hs_model_open2(files[f], &oo, &m[k], &err), HS_OK, "%s", err.msg);
+        }
+        const hs_model_config *c = hs_model_config_of(m[0]);
+        cr_assert_leq(c->n_layer, 8);
+        float *logits = malloc((size_t)N * (size_t)c->vocab_size * sizeof *logits);
+        int32_t ids[N];
+        for (int i = 0; i < N; i++)
+            ids[i] = IDS_A[i] % c->vocab_size;
+        for (int k = 0; k < 2; k++) {
+            hs_forward_opts o = {.hook = hook, .hook_user = &s[k], .hook_sites = ~0u};
+            run(m[k], ids, &o, logits);
+        }
+        cr_assert_gt(s[0].calls, 0);
+        cr_assert_eq(s[0].calls, s[1].calls);
+        for (int site = 0; site < HS_SITE_COUNT; site++)
+            for (int l = 0; l < c->n_layer; l++) {
+                if (!s[0].store[site][l])
+                    continue;
+                cr_assert_eq(s[0].len[site][l], s[1].len[site][l]);
+                cr_assert(!memcmp(s[0].store[site][l], s[1].store[site][l],
+                                  s[0].len[site][l] * sizeof(float)),
+                          "%s: site %d layer %d differs", files[f], site, l);
+            }
+        free(logits);
+        for (int k = 0; k < 2; k++) {
+            free_state(&s[k]);
+            hs_model_free(m[k]);
+        }
     }
 }

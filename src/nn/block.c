@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/qgemm.h"
 #include "model/emb_stored.h"
 #include "nn/block.h"
 #include "nn/mla.h"
@@ -251,21 +252,30 @@ static hs_status out_proj(const hs_model_config *c, const hs_layer *L, const hs_
     if (!HOOKED(hk, HS_SITE_RESULT)) {
         hs_op_linear(ctx, L->w_o, L->b_o, h, rows, A, d);
     } else {
+        /* W_O in its stored type (hs_layer_get_linear): decoded whole for the heads' slices,
+         * the values the converted matrix holds */
+        const hs_qmat *q = hs_qmat_find(L->w_o);
         float *res = malloc((size_t)rpc * (size_t)H * (size_t)d * sizeof *res);
-        if (!res)
+        float *wo = q ? malloc((size_t)A * (size_t)d * sizeof *wo) : NULL;
+        if (!res || (q && !wo)) {
+            free(res), free(wo);
             return hs_fail(err, HS_E_NOMEM, "out of memory for a layer's head results");
+        }
+        if (q)
+            hs_qmat_fill_kn(q, 0, A, 0, d, wo);
+        const float *w_o = q ? wo : L->w_o;
         for (int b = 0; b < batch; b++) {
             const float *cb = ctx + (size_t)b * (size_t)rpc * (size_t)A;
             float *hb = h + (size_t)b * (size_t)rpc * (size_t)d;
             for (int hd = 0; hd < H; hd++)
                 hs_op_gemm(0, rpc, d, dh, 1.0f, cb + (size_t)hd * (size_t)dh, A,
-                           L->w_o + (size_t)hd * (size_t)dh * (size_t)d, d, 0.0f,
+                           w_o + (size_t)hd * (size_t)dh * (size_t)d, d, 0.0f,
                            res + (size_t)hd * (size_t)d, H * d);
             hs_hook_call k = {.site = HS_SITE_RESULT, .layer = l, .copy = b, .x = res,
                               .rows = rpc, .cols = H * d, .ld = H * d, .heads = H,
                               .head_width = d, .n = n};
             if (o->hook(o->hook_user, &k)) {
-                free(res);
+                free(res), free(wo);
                 return hs_fail(err, HS_E_ARG, "stopped by hook");
             }
             for (int i = 0; i < rpc; i++) {
@@ -277,7 +287,7 @@ static hs_status out_proj(const hs_model_config *c, const hs_layer *L, const hs_
                               (size_t)d);
             }
         }
-        free(res);
+        free(res), free(wo);
     }
     return HS_OK;
 }
