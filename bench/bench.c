@@ -86,6 +86,12 @@ double bench_time_median(int (*run)(void *ctx), void *ctx, int reps)
 }
 
 /* Median GFLOP/s of C(m,n) = A(m,k) B(k,n). */
+hs_status bench_load(const char *path, hs_model **m, hs_error *err)
+{
+    hs_open_opts o = {.weight_memory = HS_WEIGHT_MEMORY_ALL};
+    return hs_model_open2(path, &o, m, err);
+}
+
 static double sgemm_gflops(int m, int n, int k, int reps)
 {
     float *a = malloc((size_t)m * k * sizeof *a), *b = malloc((size_t)k * n * sizeof *b);
@@ -426,7 +432,7 @@ int main(int argc, char **argv)
     for (int mi = 0; packed_only && mi < n_models; mi++) {
         hs_error err = {{0}};
         hs_model *m = NULL;
-        if (!family[mi] && hs_model_load(paths[mi], &m, &err) != HS_OK) {
+        if (!family[mi] && bench_load(paths[mi], &m, &err) != HS_OK) {
             fprintf(stderr, "hs-bench: %s\n", err.msg);
             return 1;
         }
@@ -440,7 +446,7 @@ int main(int argc, char **argv)
     if (patch_only) { /* the patching rows alone, on the first model (--threads: its first) */
         hs_error err = {{0}};
         hs_model *m = NULL;
-        if (hs_model_load(paths[0], &m, &err) != HS_OK) {
+        if (bench_load(paths[0], &m, &err) != HS_OK) {
             fprintf(stderr, "hs-bench: %s\n", err.msg);
             return 1;
         }
@@ -470,7 +476,7 @@ int main(int argc, char **argv)
     for (int mi = 0; mi < n_models; mi++) {
         hs_error err = {{0}};
         hs_model *m = NULL;
-        if (hs_model_load(paths[mi], &m, &err) != HS_OK) {
+        if (bench_load(paths[mi], &m, &err) != HS_OK) {
             fprintf(stderr, "hs-bench: %s\n", err.msg);
             return 1;
         }

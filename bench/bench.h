@@ -8,6 +8,10 @@
 /* Monotonic seconds. */
 double bench_now(void);
 
+/* A model with its layers converted to float32 at load (no bound on the weight memory):
+ * the float32 path the rows against PyTorch and OpenBLAS measure, whatever the default. */
+hs_status bench_load(const char *path, hs_model **m, hs_error *err);
+
 /* Median of v[0..n) (sorts v in place). */
 double bench_median(double *v, int n);
 

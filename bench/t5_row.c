@@ -51,7 +51,7 @@ void bench_t5_rows(const char *path, int reps)
     t5_run r = {0};
     int n = 128;
     int32_t *ids = malloc(2 * (size_t)n * sizeof *ids);
-    if (!ids || hs_model_load(path, &m, &r.err) != HS_OK) {
+    if (!ids || bench_load(path, &m, &r.err) != HS_OK) {
         fprintf(stderr, "hs-bench: t5: %s\n", ids ? r.err.msg : "out of memory");
         free(ids);
         return;

@@ -188,11 +188,15 @@ int cmd_info(int argc, char **argv)
         char budget[32] = "no bound";
         if (wm != HS_WEIGHT_MEMORY_ALL)
             snprintf(budget, sizeof budget, "%.0f MB", (double)wm / 1048576.0);
-        printf("layers f32:   %.1f MB converted from %s; budget %s: %s\n",
-               (double)conv / 1048576.0, hs_model_storage_dtype(m), budget,
-               conv <= wm ? "converted once, at load"
-               : hs_model_stored_weights(m) ? "beyond it, layers multiplied in their stored type"
-                                            : "beyond it, layers converted again in every pass");
+        if (hs_model_stored_weights(m) && wm <= 1) /* `stored`, and the default where it can */
+            printf("layers f32:   %.1f MB if converted from %s; none converted: layers multiplied "
+                   "in their stored type\n", (double)conv / 1048576.0, hs_model_storage_dtype(m));
+        else
+            printf("layers f32:   %.1f MB converted from %s; budget %s: %s\n",
+                   (double)conv / 1048576.0, hs_model_storage_dtype(m), budget,
+                   conv <= wm ? "converted once, at load"
+                   : hs_model_stored_weights(m) ? "beyond it, layers multiplied in their stored type"
+                                                : "beyond it, layers converted again in every pass");
     }
     if (conv > 0 && hs_model_stored_weights(m))
         print_tables(m, g);

@@ -1229,17 +1229,24 @@ done
 cmp -s "$T/wm0.gguf" "$T/wmall.gguf" && ok || bad "convert depends on the weight budget"
 cmp -s "$T/wmstored.gguf" "$T/wmall.gguf" && ok || bad "convert differs with the embeddings stored"
 # --weight-memory stored: a Q4_K_M file's layers (Q5_0, Q5_1, Q8_0) multiplied in their
-# stored type give the maps' bytes of the converted layers; info says which
+# stored type give the maps' bytes of the converted layers; info says which. With no budget
+# given (the default since 3.2.0) the file is run as 'stored'; GPT-2's F16 Conv1D layers
+# cannot be and are converted once at load, as before
 QF=fixtures/gguf/families/tiny-qwen2.q4_k_m_fallback.gguf
 for wm in stored all; do
     "$HS" attn "$QF" --weight-memory $wm --text "$MED" --truncate -o "$T/ws$wm.npy" -q || bad "attn --weight-memory $wm"
 done
+"$HS" attn "$QF" --text "$MED" --truncate -o "$T/wsdefault.npy" -q || bad "attn with the default weight memory"
 cmp -s "$T/wsstored.npy" "$T/wsall.npy" && ok || bad "attn --weight-memory stored changes the maps"
+cmp -s "$T/wsdefault.npy" "$T/wsall.npy" && ok || bad "attn's default weight memory changes the maps"
+"$HS" info "$QF" | grep -q "none converted: layers multiplied in their stored type" && ok || bad "info: the default is not stored"
+"$HS" info fixtures/trained-gpt2 | grep -q "; budget [0-9]* MB: converted once, at load" && ok || bad "info: GPT-2's F16 Conv1D layers are not converted by default"
 HEADSCOPE_WEIGHT_MEMORY=stored "$HS" info "$QF" | grep -q "layers multiplied in their stored type" && ok || bad "info under HEADSCOPE_WEIGHT_MEMORY=stored"
 # and that the tables stay stored: llama-quantize wrote token_embd.weight as Q8_0, no output.weight
 HEADSCOPE_WEIGHT_MEMORY=stored "$HS" info "$QF" | grep -qx "tables: *token embeddings Q8_0 (kept stored), LM head tied to them: rows decoded where read" &&
     ok || bad "info under HEADSCOPE_WEIGHT_MEMORY=stored: no tables line"
-"$HS" info "$QF" | grep -q "^tables:" && bad "info without stored weights has a tables line" || ok
+"$HS" info "$QF" --weight-memory all | grep -q "^tables:" && bad "info without stored weights has a tables line" || ok
+"$HS" info "$QF" | grep -q "^tables: *token embeddings Q8_0 (kept stored)" && ok || bad "info: no tables line by default"
 # a NaN in the Q8_0 token embeddings (the second block's f16 scale): refused at open, the
 # table kept in its stored type named as the converted one is
 QN=fixtures/gguf/families/tiny-llama.q8_0.gguf

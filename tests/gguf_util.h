@@ -14,6 +14,19 @@
 #define TINY_HF "fixtures/gguf/tiny-gpt2"
 #define GOOD "fixtures/gguf/good/"
 
+/* A model with every layer matrix, the embeddings and the LM head converted to float32 at
+ * load (no bound on the weight memory), as model_diff reads them, or fails the test: the
+ * default keeps a GGUF file's tables and layers in their stored type. */
+static inline hs_model *tu_load_converted(const char *path)
+{
+    hs_model *m = NULL;
+    hs_error err = {{0}};
+    hs_open_opts o = {.weight_memory = HS_WEIGHT_MEMORY_ALL};
+    hs_status st = hs_model_open2(path, &o, &m, &err);
+    cr_assert_eq(st, HS_OK, "cannot load %s: %s", path, err.msg);
+    return m;
+}
+
 /* max |a - b| over count floats, allowing both NULL. */
 static inline double diff(const float *a, const float *b, size_t count)
 {

@@ -210,13 +210,13 @@ Test(gguf, parses_from_memory_like_from_file)
 
 Test(gguf, python_written_tiny_fixture_equals_hf_folder)
 {
-    hs_model *hf = tu_load(TINY_HF);
+    hs_model *hf = tu_load_converted(TINY_HF);
     static const char *const same[] = {"tiny-gpt2-f32.gguf", "tiny-gpt2-v2.gguf",
                                        "tiny-gpt2-gaps.gguf", "tiny-gpt2-align64.gguf"};
     for (size_t i = 0; i < sizeof same / sizeof same[0]; i++) {
         char path[256];
         snprintf(path, sizeof path, GOOD "%s", same[i]);
-        hs_model *g = tu_load(path);
+        hs_model *g = tu_load_converted(path);
         cr_assert_eq(hs_model_format(g), HS_FORMAT_GGUF);
         cr_assert_str_eq(hs_model_storage_dtype(g), "F32");
         cr_assert_eq(model_diff(hf, g, 0), 0.0, "%s differs from the HF folder", same[i]);
@@ -229,7 +229,7 @@ Test(gguf, python_written_tiny_fixture_equals_hf_folder)
 
 Test(gguf, python_written_tiny_fixture_other_types_within_rounding)
 {
-    hs_model *hf = tu_load(TINY_HF);
+    hs_model *hf = tu_load_converted(TINY_HF);
     /* |x| < 1.2 in this model: F16 keeps 11 significant bits, BF16 8; Q8_0 is within half
      * a step d = max|block| / 127 (plus the F16 rounding of d); Q4_0 (only ffn_down has
      * rows of 32 here, the rest falls back to F16) within one step d = max|block| / 8 (half a
@@ -244,7 +244,7 @@ Test(gguf, python_written_tiny_fixture_other_types_within_rounding)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char path[256];
         snprintf(path, sizeof path, GOOD "%s", cases[i].file);
-        hs_model *g = tu_load(path);
+        hs_model *g = tu_load_converted(path);
         double dmax = model_diff(hf, g, 0);
         cr_assert_leq(dmax, cases[i].tol, "%s: max |diff| %g", cases[i].file, dmax);
         cr_assert_gt(dmax, 0.0, "%s: rounding must show", cases[i].file);

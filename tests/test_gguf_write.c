@@ -46,7 +46,7 @@ static void expect_ids(const hs_model *m, const char *text, const int32_t *want,
 
 Test(gguf, writer_matches_python_writer_byte_for_byte_on_tiny_fixture)
 {
-    hs_model *hf = tu_load(TINY_HF);
+    hs_model *hf = tu_load_converted(TINY_HF);
     static const char *const types[] = {"f32", "f16", "bf16", "q8_0"};
     for (size_t i = 0; i < 4; i++) {
         hs_gguf_write_options opt = {.name = "tiny-gpt2"};
@@ -77,7 +77,7 @@ static void model_case(const char *folder, const char *name, const char *type, i
     snprintf(mine, sizeof mine, "%s/model.bin", dir);
     python_convert(folder, py, type, name);
 
-    hs_model *hf = tu_load(folder);
+    hs_model *hf = tu_load_converted(folder);
     hs_gguf_write_options opt = {.name = name};
     cr_assert_eq(hs_gguf_ftype_parse(type, &opt.ftype), HS_OK);
     hs_error err = {{0}};
@@ -94,7 +94,7 @@ static void model_case(const char *folder, const char *name, const char *type, i
     free(a);
     free(b);
 
-    hs_model *g = tu_load(py);
+    hs_model *g = tu_load_converted(py);
     double dmax = model_diff(hf, g, 0);
     if (exact)
         cr_assert_eq(dmax, 0.0, "%s: weights differ by %g", name, dmax);
@@ -165,7 +165,7 @@ Test(gguf, shared_tiny_bert_q8_0_matches_python_writer, .timeout = 120)
 
 Test(gguf, round_trip_in_memory_keeps_every_weight)
 {
-    hs_model *hf = tu_load("fixtures/tiny-bert");
+    hs_model *hf = tu_load_converted("fixtures/tiny-bert");
     hs_gguf_write_options opt = {.ftype = HS_GGUF_FTYPE_F32, .keep_mlm = 1};
     unsigned char *buf = NULL;
     size_t n = 0;
@@ -181,7 +181,7 @@ Test(gguf, round_trip_in_memory_keeps_every_weight)
     tu_mkdtemp(dir, sizeof dir);
     snprintf(path, sizeof path, "%s/m.gguf", dir);
     tu_write_file(path, buf, n);
-    hs_model *back = tu_load(path);
+    hs_model *back = tu_load_converted(path);
     cr_assert_eq(back->cfg.has_lm_head, 1);
     cr_assert_eq(model_diff(hf, back, 1), 0.0);
     cr_assert_eq(hs_model_param_count(back), hs_model_param_count(hf));
@@ -194,7 +194,7 @@ Test(gguf, round_trip_in_memory_keeps_every_weight)
 
 Test(gguf, writer_is_atomic_and_reports_io_errors)
 {
-    hs_model *hf = tu_load(TINY_HF);
+    hs_model *hf = tu_load_converted(TINY_HF);
     hs_error err = {{0}};
     cr_assert_eq(hs_gguf_write(hf, "/nonexistent-dir/model.bin", NULL, &err), HS_E_IO);
     cr_assert_not_null(strstr(err.msg, "cannot write '/nonexistent-dir/model.bin'"), "%s", err.msg);
@@ -261,7 +261,7 @@ Test(gguf, untied_gpt2_head_is_written_as_output_weight)
     snprintf(folder, sizeof folder, "%s", dir);
     snprintf(py, sizeof py, "%s/py.gguf", dir);
     snprintf(mine, sizeof mine, "%s/mine.gguf", dir);
-    hs_model *hf = tu_load(folder);
+    hs_model *hf = tu_load_converted(folder);
     cr_assert_neq(hf->decoder, hf->wte, "the fixture has an untied head");
     python_convert(folder, py, "f32", "x");
     hs_gguf_write_options opt = {.ftype = HS_GGUF_FTYPE_F32, .name = "x"};
@@ -283,7 +283,7 @@ Test(gguf, untied_gpt2_head_is_written_as_output_weight)
     hs_gguf_kv_get(g, (size_t)ti, 999, &v);
     cr_assert_str_eq(v.str, "[PAD999]");
     hs_gguf_free(g);
-    hs_model *back = tu_load(mine);
+    hs_model *back = tu_load_converted(mine);
     cr_assert_neq(back->decoder, back->wte);
     cr_assert_eq(model_diff(hf, back, 0), 0.0);
     cr_assert_eq(diff(hf->decoder, back->decoder, 1000 * 64), 0.0);
@@ -306,7 +306,7 @@ Test(gguf, reads_bert_with_fused_qkv)
     cr_assert_not_null(hs_gguf_find_tensor(g, "blk.0.attn_qkv.weight"));
     cr_assert_null(hs_gguf_find_tensor(g, "blk.0.attn_q.weight"));
     hs_gguf_free(g);
-    hs_model *hf = tu_load(dir), *back = tu_load(py);
+    hs_model *hf = tu_load_converted(dir), *back = tu_load_converted(py);
     cr_assert_eq(model_diff(hf, back, 0), 0.0);
     expect_same_ids(hf, back, "[CLS] ! \" # [SEP]");
     hs_model_free(back);
@@ -323,7 +323,7 @@ Test(gguf, weights_only_file_loads_without_tokenizer_and_is_not_rewritten)
     char cmd[512];
     snprintf(cmd, sizeof cmd, PYTHON " fixtures/gguf/write_gguf.py " TINY_HF " '%s' --no-tokenizer", py);
     cr_assert_eq(system(cmd), 0);
-    hs_model *m = tu_load(py);
+    hs_model *m = tu_load_converted(py);
     cr_assert_null(hs_model_tokenizer(m));
     hs_error err = {{0}};
     cr_assert_eq(hs_gguf_write(m, out, NULL, &err), HS_E_UNSUPPORTED);
@@ -351,7 +351,7 @@ static hs_gguf *encode_parse(const hs_model *m, const hs_gguf_write_options *opt
 
 Test(gguf, tied_gpt2_head_is_copied_into_output_weight_unless_asked_not_to)
 {
-    hs_model *hf = tu_load(TINY_HF);
+    hs_model *hf = tu_load_converted(TINY_HF);
     cr_assert_eq(hf->decoder, hf->wte, "the fixture's head is tied");
     static const hs_gguf_ftype types[] = {HS_GGUF_FTYPE_F32, HS_GGUF_FTYPE_F16,
                                           HS_GGUF_FTYPE_BF16, HS_GGUF_FTYPE_Q8_0};
@@ -398,13 +398,13 @@ Test(gguf, tied_gpt2_head_is_copied_into_output_weight_unless_asked_not_to)
     for (size_t k = 0; k < 2; k++) {
         char path[256];
         snprintf(path, sizeof path, GOOD "%s", files[k]);
-        hs_model *back = tu_load(path);
+        hs_model *back = tu_load_converted(path);
         cr_assert_eq(back->decoder, back->wte, "%s: the head must stay tied", files[k]);
         cr_assert_eq(model_diff(hf, back, 0), 0.0);
         cr_assert_eq(hs_model_param_count(back), hs_model_param_count(hf), "%s", files[k]);
         hs_model_free(back);
     }
-    hs_model *back = tu_load(mine);
+    hs_model *back = tu_load_converted(mine);
     cr_assert_eq(back->decoder, back->wte);
     hs_model_free(back);
     tu_rm_rf(dir);
@@ -432,7 +432,7 @@ static int64_t gguf_int(const hs_gguf *g, const char *key, size_t j)
 
 Test(gguf, bert_bracketed_tokens_are_written_and_read_back_verbatim)
 {
-    hs_model *hf = tu_load("fixtures/tiny-bert");
+    hs_model *hf = tu_load_converted("fixtures/tiny-bert");
     unsigned char *buf = NULL;
     hs_gguf *g = encode_parse(hf, NULL, &buf);
     /* the bert-base-uncased vocabulary as llama.cpp's converter and its
@@ -514,7 +514,7 @@ Test(gguf, vocabulary_only_files_serve_tokenize_and_info)
     hs_model_free(m);
 
     /* the GPT-2 one tokenizes as its folder does */
-    hs_model *folder = tu_load(TINY_HF), *v = NULL;
+    hs_model *folder = tu_load_converted(TINY_HF), *v = NULL;
     cr_assert_eq(hs_model_open(GOOD "tiny-gpt2-vocab.gguf", HS_OPEN_TOKENIZER, &v, &err), HS_OK,
                  "%s", err.msg);
     expect_same_ids(folder, v, "Hello world, the world in a <|endoftext|> Ünïcödé");
@@ -536,7 +536,7 @@ Test(gguf, bert_continuation_of_a_bracketed_token_is_refused)
     /* "##[unused0]" would be stored as "[unused0]" and read back without its ## */
     snprintf(cmd, sizeof cmd, "sed -i '2s/.*/##[unused0]/' '%s/vocab.txt'", dir);
     cr_assert_eq(system(cmd), 0);
-    hs_model *hf = tu_load(dir);
+    hs_model *hf = tu_load_converted(dir);
     unsigned char *buf = NULL;
     size_t n = 0;
     hs_error err = {{0}};

@@ -252,6 +252,42 @@ Test(qgemm, stored_layers_give_the_converted_layers_bits, .timeout = 120)
     }
 }
 
+/* The default (no budget, no HEADSCOPE_WEIGHT_MEMORY): a checkpoint whose layer matrices
+ * can be used in their stored type is opened as `stored` (no layer converted at load or in a
+ * pass, the converted layers' bits); GPT-2's Conv1D matrices, stored (in, out) as F16,
+ * cannot, and are converted once at load as before; a budget in the environment is kept. */
+Test(qgemm, the_default_multiplies_the_layers_in_their_stored_type)
+{
+    unsetenv("HEADSCOPE_WEIGHT_MEMORY");
+    static const char *files[] = {"fixtures/gguf/families/tiny-llama.q8_0.gguf",
+                                  "fixtures/family-models/tiny-llama"};
+    for (size_t f = 0; f < sizeof files / sizeof files[0]; f++) {
+        hs_model *conv = open_budget(files[f], HS_WEIGHT_MEMORY_ALL);
+        hs_model *def = open_budget(files[f], 0);
+        hs_wcache_stats s;
+        hs_wcache_stats_of(def, &s);
+        cr_assert(hs_model_stored_weights(def), "%s: stored by default", files[f]);
+        cr_assert_eq(hs_model_weight_memory(def), 1, "%s", files[f]);
+        cr_assert_eq(s.conversions, 0, "%s: converted at load", files[f]);
+        same_pass(conv, def, files[f], 40);
+        hs_model_free(conv);
+        hs_model_free(def);
+    }
+    hs_model *gpt2 = open_budget("fixtures/trained-gpt2", 0);
+    hs_wcache_stats s;
+    hs_wcache_stats_of(gpt2, &s);
+    cr_assert(!hs_model_stored_weights(gpt2), "Conv1D F16 layers are converted");
+    cr_assert(s.need > 0 && s.kept == s.need && !s.streams, "converted once, at load");
+    hs_model_free(gpt2);
+    setenv("HEADSCOPE_WEIGHT_MEMORY", "all", 1);
+    hs_model *env = open_budget(files[0], 0);
+    unsetenv("HEADSCOPE_WEIGHT_MEMORY");
+    hs_wcache_stats_of(env, &s);
+    cr_assert(!hs_model_stored_weights(env), "the environment's budget converts");
+    cr_assert(s.need > 0 && s.kept == s.need, "every layer converted at load");
+    hs_model_free(env);
+}
+
 /* The block-format fixtures against their float64 goldens (test_gguf_quant.c's bounds),
  * every layer used in its stored type. */
 Test(qgemm, block_formats_within_the_golden_bounds)

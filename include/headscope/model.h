@@ -376,8 +376,11 @@ typedef struct hs_open_opts {
      * At least one layer is always converted, whatever the budget. float32 checkpoints and
      * the embeddings, LM head and norms are float32 always and not counted (the embeddings
      * and LM head stay stored with HS_OPEN_STORED_WEIGHTS).
-     * 0: HEADSCOPE_WEIGHT_MEMORY ("512M", "4G", "all"), else a quarter of the physical
-     * memory; HS_WEIGHT_MEMORY_ALL: no bound (docs/architecture.md, "Memory"). */
+     * 0: HEADSCOPE_WEIGHT_MEMORY ("512M", "4G", "all", "stored"); without it, as
+     * HS_WEIGHT_MEMORY_STORED when a layer matrix can be used in its stored type (GGUF files
+     * and (out, in) safetensors; since 3.2.0), else (GPT-2's Conv1D matrices stored (in, out)
+     * as F16/BF16) a quarter of the physical memory; HS_WEIGHT_MEMORY_ALL: no bound
+     * (docs/architecture.md, "Memory"). */
     size_t weight_memory;
 } hs_open_opts;
 

@@ -28,7 +28,8 @@ hs_status hs_model_open2(const char *path, const hs_open_opts *o, hs_model **out
     if (!path || !*path)
         return hs_fail(err, HS_E_ARG, "no model path given");
     hs_status st;
-    if (budget == 0 && (st = hs_weight_memory_default(&budget, err)))
+    int implicit = 0;
+    if (budget == 0 && (st = hs_weight_memory_default(&budget, &implicit, err)))
         return st;
     struct stat sb;
     if (stat(path, &sb) != 0)
@@ -42,8 +43,10 @@ hs_status hs_model_open2(const char *path, const hs_open_opts *o, hs_model **out
     m->open_flags = flags & (HS_OPEN_NO_WEIGHTS | HS_OPEN_TOKENIZER | HS_OPEN_MAP_WEIGHTS |
                              HS_OPEN_STORED_WEIGHTS | HS_OPEN_Q8_ACTIVATIONS);
     m->q8_act = (flags & HS_OPEN_Q8_ACTIVATIONS) != 0; /* implies the stored type */
+    /* no budget given: the layers in their stored type, as `stored` (hs_weights_build) */
+    m->weight_auto = implicit && !(flags & (HS_OPEN_STORED_WEIGHTS | HS_OPEN_Q8_ACTIVATIONS));
     m->stored_gemm = (flags & HS_OPEN_STORED_WEIGHTS) || budget == HS_WEIGHT_MEMORY_STORED ||
-                     m->q8_act;
+                     m->q8_act || m->weight_auto;
     m->weight_memory = budget == HS_WEIGHT_MEMORY_STORED || m->q8_act ? 1 : budget;
     if (S_ISDIR(sb.st_mode)) {
         st = hs_hf_load(m, path, err);

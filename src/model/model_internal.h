@@ -367,8 +367,9 @@ typedef struct hs_wcache_stats {
 void hs_wcache_stats_of(const hs_model *m, hs_wcache_stats *s);
 
 /* The budget of a model opened with weight_memory 0: HEADSCOPE_WEIGHT_MEMORY when set (a
- * malformed value fails, HS_E_ARG), else a quarter of the physical memory. */
-hs_status hs_weight_memory_default(size_t *bytes, hs_error *err);
+ * malformed value fails, HS_E_ARG), else a quarter of the physical memory with *implicit
+ * set (the default of hs_open_opts: layers in their stored type, hs_weights_build). */
+hs_status hs_weight_memory_default(size_t *bytes, int *implicit, hs_error *err);
 
 /* Checks a config for sane, consistent values (positive sizes, d_model % n_head,
  * limits), fills derived fields (arch from family, d_head, causal), and refuses an
@@ -442,6 +443,8 @@ struct hs_model {
     hs_wcache *wc;        /* the layer matrices kept in their stored type, or NULL */
     int stored_gemm;      /* the forward multiplies by the matrices the budget does not keep
                              in their stored type (HS_OPEN_STORED_WEIGHTS) */
+    int weight_auto;      /* no budget given: stored_gemm, and weight_memory 1 when a layer
+                             matrix can be used stored (else the default budget converts) */
     int q8_act;           /* ... the block-quantised ones with 8-bit activations
                              (HS_OPEN_Q8_ACTIVATIONS, src/core/q8gemm.c) */
 

@@ -503,9 +503,10 @@ int hs_weight_memory_parse(const char *s, size_t *bytes)
     return 0;
 }
 
-hs_status hs_weight_memory_default(size_t *bytes, hs_error *err)
+hs_status hs_weight_memory_default(size_t *bytes, int *implicit, hs_error *err)
 {
     const char *env = getenv("HEADSCOPE_WEIGHT_MEMORY");
+    *implicit = !(env && *env);
     if (env && *env) {
         if (hs_weight_memory_parse(env, bytes) != 0)
             return hs_fail(err, HS_E_ARG, "HEADSCOPE_WEIGHT_MEMORY='%.64s' is not a size (e.g. "

@@ -242,6 +242,8 @@ void hs_release_pages(const void *p, size_t n)
 
 /* ---- the tensor plan -------------------------------------------------------------- */
 
+enum { CACHED = 1, UNSTORABLE = 2 };
+
 typedef struct builder {
     hs_model *m;
     hs_tensor_lookup lookup;
@@ -253,7 +255,8 @@ typedef struct builder {
     float *cur;           /* the arena cursor (NULL in the dry pass) */
     int has_head;         /* the optional LM head's first row is present */
     unsigned char *cached; /* (n_layer, HS_WU_N): the layer matrix is stored in another type
-                              than F32 and goes to the weight cache */
+                              than F32 and goes to the weight cache (CACHED), and a part of
+                              it cannot be used in its stored type (| UNSTORABLE) */
     size_t cached_floats, stored_floats; /* dry pass: floats cached; kept stored (emb_stored) */
 } builder;
 
@@ -455,7 +458,7 @@ static hs_status build_row(void *ctx, const hs_tensor_name *e, int layer, hs_err
         return st || b->dry ? st : hs_emb_stored_add(m, e->slot, t, t->name, err);
     }
     int kind = layer >= 0 ? hs_wunit_kind(e->slot) : -1;
-    if (kind >= 0 && b->cached[(size_t)layer * HS_WU_N + (size_t)kind]) { /* kept as stored */
+    if (kind >= 0 && (b->cached[(size_t)layer * HS_WU_N + (size_t)kind] & CACHED)) { /* stored */
         hs_status st = place(b, t, out_in, name, sh, NULL, err); /* checks only */
         if (b->dry)
             b->cached_floats += count;
@@ -516,8 +519,11 @@ static hs_status classify_row(void *ctx, const hs_tensor_name *e, int layer, hs_
     char name[160];
     int out_in = 0;
     const hs_tensor_view *t = find(b, e, layer, &out_in, name, sizeof name);
+    unsigned char *cached = &b->cached[(size_t)layer * HS_WU_N + (size_t)kind];
     if (t && t->dtype != HS_DT_F32 && t->dtype != HS_DT_OTHER)
-        b->cached[(size_t)layer * HS_WU_N + (size_t)kind] = 1;
+        *cached |= CACHED;
+    if (t && !(hs_names_shape(&b->m->cfg, e).kind == HS_K_MAT && out_in))
+        *cached |= UNSTORABLE; /* its rows are not W's columns (wcache.c, storable) */
     return HS_OK;
 }
 
@@ -533,6 +539,21 @@ static int head_present(builder *b)
             return find(b, &t->t[i], -1, &out_in, name, sizeof name) != NULL;
         }
     return 0;
+}
+
+/* The default (hs_open_opts.weight_memory 0, no HEADSCOPE_WEIGHT_MEMORY): as `stored` (the
+ * layers, embeddings and LM head multiplied in their stored type; none converted but one
+ * layer at a time for the readers that need float32) when a layer matrix can be used in its
+ * stored type; else (GPT-2's Conv1D matrices stored (in, out) as F16) the default budget
+ * converts what fits, once, at load, and the tables are converted too. */
+static void auto_budget(hs_model *m, const unsigned char *cached)
+{
+    for (size_t i = 0; i < (size_t)m->cfg.n_layer * HS_WU_N; i++)
+        if (cached[i] == CACHED) {
+            m->weight_memory = 1;
+            return;
+        }
+    m->stored_gemm = 0;
 }
 
 hs_status hs_weights_build(hs_model *m, hs_tensor_lookup lookup, void *ctx, hs_error *err)
@@ -556,6 +577,8 @@ hs_status hs_weights_build(hs_model *m, hs_tensor_lookup lookup, void *ctx, hs_e
     }
     if ((st = hs_names_walk(c, classify_row, &b, err)))
         goto done;
+    if (m->weight_auto) /* no budget given: `stored` when a layer matrix can be, else as before */
+        auto_budget(m, b.cached);
     b.dry = 1;
     if ((st = hs_names_walk(c, build_row, &b, err)))
         goto done;
