@@ -108,6 +108,13 @@ class Model(_Forward, _Hooks, _Patch):
         return _LIB.hs_model_weight_memory(self._handle())
 
     @property
+    def stored_weights(self):
+        """True when the forward pass multiplies by the layers (and the embeddings and LM
+        head) in their stored type: the default for a GGUF file or an F16/BF16 folder, and
+        weight_memory="stored"; False when they are converted to float32."""
+        return bool(_LIB.hs_model_stored_weights(self._handle()))
+
+    @property
     def converted_bytes(self):
         """Bytes of float32 layer weights the model needs converted to keep every layer
         (0 for a float32 checkpoint); above weight_memory, layers are converted again in

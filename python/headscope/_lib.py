@@ -254,6 +254,7 @@ def _declare(lib):
                                      err]),
         "hs_model_weight_memory": (c.c_size_t, [c.c_void_p]),
         "hs_model_converted_bytes": (c.c_size_t, [c.c_void_p]),
+        "hs_model_stored_weights": (c.c_int, [c.c_void_p]),
         "hs_model_free": (None, [c.c_void_p]),
         "hs_model_config_of": (c.POINTER(HsModelConfig), [c.c_void_p]),
         "hs_model_tokenizer": (c.c_void_p, [c.c_void_p]),

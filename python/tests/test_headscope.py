@@ -243,6 +243,21 @@ class WeightMemory(unittest.TestCase):
                 self.assertEqual(m.converted_bytes, LLAMA_CONVERTED)
         self.assertEqual(headscope.WEIGHT_MEMORY_ALL, 2 ** 64 - 1)
 
+    def test_default_is_stored(self):
+        # no budget given: the BF16 layers multiplied as stored, as weight_memory="stored"
+        saved = os.environ.pop("HEADSCOPE_WEIGHT_MEMORY", None)
+        try:
+            with headscope.load(LLAMA) as m:
+                self.assertTrue(m.stored_weights)
+                self.assertEqual(m.weight_memory, 1)
+                got = m.attention(TEXT)
+            with headscope.load(LLAMA, weight_memory="all") as m:
+                self.assertFalse(m.stored_weights)
+                np.testing.assert_array_equal(got, m.attention(TEXT))
+        finally:
+            if saved is not None:
+                os.environ["HEADSCOPE_WEIGHT_MEMORY"] = saved
+
     def test_default_is_the_environment(self):
         saved = os.environ.pop("HEADSCOPE_WEIGHT_MEMORY", None)
         try:
