@@ -227,7 +227,7 @@ static void same_pass(hs_model *conv, hs_model *st, const char *file, int n)
  * BF16 in two shards, a GPT-NeoX QKV stored by head, Q, K and V apart, Q4_K_M's fallbacks):
  * with every layer used in its stored type, maps and logits are the converted layers'
  * bits; the pass converts nothing and keeps no float32 layer.; 150 tokens (tiles, merged rows, K chunks) and
- * one (src/nn/gemv.c's rows). */
+ * one (src/nn/gemv.c's rows; Q8_0's and F16's by their own kernels). */
 Test(qgemm, stored_layers_give_the_converted_layers_bits, .timeout = 120)
 {
     static const char *files[] = {
@@ -246,7 +246,10 @@ Test(qgemm, stored_layers_give_the_converted_layers_bits, .timeout = 120)
         hs_model *st = open_budget(files[f], HS_WEIGHT_MEMORY_STORED);
         int n_ctx = hs_model_config_of(conv)->n_ctx;
         same_pass(conv, st, files[f], 150 < n_ctx ? 150 : n_ctx);
+        long kernel = hs_gemv_kernel_calls();
         same_pass(conv, st, files[f], 1);
+        if (strstr(files[f], ".q8_0.") || strstr(files[f], ".f16.")) /* quant_rows.c's */
+            cr_assert_gt(hs_gemv_kernel_calls(), kernel, "%s: the type's kernel ran", files[f]);
         hs_model_free(conv);
         hs_model_free(st);
     }
