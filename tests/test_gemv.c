@@ -107,9 +107,10 @@ Test(gemv, hand_sums)
 }
 
 /* The one-row kernels that make Q8_0 and F16 weights in registers (hs_qmat.rows,
- * src/model/quant_rows.c), on every instruction set this CPU has (AVX-512, AVX2, portable
- * C): the stated order's bits, and the generic path's (rows cleared: decode into a buffer)
- * whose bits they replace; the kernel counted, so the test knows it ran. Depths past a
+ * src/model/quant_rows.c), on every instruction set this CPU has a kernel for (AVX-512,
+ * AVX2; none below, where gemv.c decodes): the stated order's bits, and the generic path's
+ * (rows cleared: decode into a buffer) whose bits they replace; the kernel counted, so the
+ * test knows it ran. Depths past a
  * 512-element piece and past the kernel's 128 blocks of scales (4096 elements) and not a
  * multiple of either; F16 also in the middle of a 16-lane group (37, 531, 4131: the tail
  * added last; Q8_0's depth is whole 32-element blocks, so it never ends inside a group);
@@ -126,6 +127,11 @@ Test(gemv, q8_0_and_f16_kernels_give_the_stated_order_on_every_isa)
         b[j] = uniform(-1, 1);
     for (int isa = best; isa >= 0; isa--) {
         cr_assert_eq(hs_qrows_set_isa(isa), isa);
+        if (isa == 0) { /* no kernel: the generic path */
+            cr_assert_null(hs_tensor_rows_fn(&(hs_tensor_view){.dtype = HS_DT_Q8_0}));
+            cr_assert_null(hs_tensor_rows_fn(&(hs_tensor_view){.dtype = HS_DT_F16}));
+            break;
+        }
         for (int t = 0; t < 2; t++)
             for (int a = 0; a < 3; a++)
                 for (int o = 0; o < 2; o++) {
