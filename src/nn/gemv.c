@@ -22,7 +22,7 @@
  * the same bits (tests/test_gemv.c). Where the model layer gives the stored type its own
  * kernel (hs_qmat.rows: Q8_0 and F16, src/model/quant_rows.c), the four rows' partials come
  * from it instead: the weights made in registers from the stored bytes and multiplied at
- * once, in this order, without the buffer (half the time of decode-then-multiply). */
+ * once, in this order, without the buffer (about half the time of decode-then-multiply). */
 #include <stddef.h>
 #include <string.h>
 
