@@ -29,7 +29,8 @@ typedef int (*hs_qdecode_i8_fn)(const void *src, size_t from, int8_t *q, float *
  * product (src/nn/gemv.c): part[c][l] = the sum over k = l, l + 16, l + 32, ... (k < in) of
  * x_k W_kj, j col[c]'s column, in increasing k from +0, each weight what decode gives, each
  * product rounded, then added. For a type whose weights the model layer makes in registers
- * and multiplies at once (src/model/quant_rows.c), where decode stores them first. */
+ * and multiplies at once (src/model/quant_rows.c: Q8_0, F16, BF16), where decode stores
+ * them first. */
 typedef void (*hs_qrows_fn)(const float *x, const hs_qcol *const col[4], int in,
                             float part[4][16]);
 

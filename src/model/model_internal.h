@@ -277,7 +277,8 @@ void hs_tensor_decode(const void *t, size_t from, float *out, size_t count);
 int hs_tensor_decode_i8(const void *t, size_t from, int8_t *q, float *d, float *m, size_t count);
 int hs_tensor_sub_block(const void *t);
 /* The one-row kernel (hs_qrows_fn, src/model/quant_rows.c) for the hs_tensor_view t's type,
- * which decodes its weights in registers (Q8_0, F16); NULL for the others. */
+ * which decodes its weights in registers (Q8_0, F16, BF16, where the CPU has AVX2); NULL
+ * for the others. */
 hs_qrows_fn hs_tensor_rows_fn(const void *t);
 /* The instruction set hs_tensor_rows_fn's kernels use: 2 AVX-512, 1 AVX2 with F16C, 0
  * portable C (the best the CPU has, at most what hs_qrows_set_isa allowed; the same bits on

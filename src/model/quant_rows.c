@@ -1,12 +1,12 @@
 /* Four stored rows times one activation row with each weight made in registers
- * (hs_qrows_fn, for the one-row product of src/nn/gemv.c): Q8_0 and F16.
+ * (hs_qrows_fn, for the one-row product of src/nn/gemv.c): Q8_0, F16 and BF16.
  *
  * The generic path decodes a piece of each row into a buffer (hs_tensor_decode) and then
  * multiplies: every weight is stored to L1 and loaded again, and the decoder's loop and the
  * product's are two passes over it. Here the weights of a group of neighbouring elements are
  * made in one vector from the stored bytes and multiplied by x at once. The values and the
  * order are gemv.c's: each weight exactly what the decoder gives (Q8_0: d * (float)q rounded,
- * d the block's f16 scale; F16: the exact conversion), each product x_k w rounded, then
+ * d the block's f16 scale; F16, BF16: the exact conversion), each product x_k w rounded, then
  * added into partial l = k mod 16 in increasing k, from +0. No fused multiply-add (none
  * under -std=c11), so every path gives the same bits; tests/test_gemv.c checks each against
  * the order written out one scalar at a time.
@@ -14,15 +14,16 @@
  * Two paths, chosen once per matrix by the CPU's features (as q8gemm.c's): AVX-512 (16
  * lanes a vector) and AVX2 with F16C (8), equally fast on the development machine's Zen 4:
  * a 1 GB matrix of depth 2048 (5632) in 0.09 s (0.08) as Q8_0 and 0.066 s (0.058) as F16 on
- * one thread, where decoding into L1 and multiplying takes 0.23 (0.15) and 0.14 (0.14).
- * Elsewhere (no AVX2, another compiler or CPU) there is no kernel and gemv.c decodes:
- * written in portable C, the kernel took 0.60 s. GCC 12
- * widens 16 bytes to 16 floats through its vector extension in ten instructions where
- * vpmovsxbd and vcvtdq2ps take two, so the widening (and F16's conversion, vcvtph2ps) are
- * intrinsics; the rest is the vector extension's plain arithmetic. vcvtph2ps gives
- * hs_f16_to_f32_fast's value for every half but a signalling NaN, which it quiets (as the
- * product does anyway; the load refuses non-finite weights). HS_CLONES_NO_V4 leaves the
- * AVX-512 path out, as it does the clones. */
+ * one thread, where decoding into L1 and multiplying takes 0.23 (0.15) and 0.14 (0.14);
+ * BF16 in 0.08 s, which weights.c decodes an element at a time (0.78 s). Elsewhere (no
+ * AVX2, another compiler or CPU) there is no kernel and gemv.c decodes: written in portable
+ * C, the kernel took 0.60 s. GCC 12 widens 16 bytes to 16 floats through its vector
+ * extension in ten instructions where vpmovsxbd and vcvtdq2ps take two, so the widening
+ * (and the halves' conversion: vcvtph2ps; BF16's vpmovzxwd and a shift) are intrinsics; the
+ * rest is the vector extension's plain arithmetic. vcvtph2ps gives hs_f16_to_f32_fast's
+ * value for every half but a signalling NaN, which it quiets (as the product does anyway;
+ * the load refuses non-finite weights). HS_CLONES_NO_V4 leaves the AVX-512 path out, as it
+ * does the clones. */
 #include <string.h>
 
 #include "core/core.h"
@@ -134,9 +135,10 @@ static inline void q8_0_scales(const unsigned char *const r[4], int b0, int nb,
         V_STORE(VN);                                                                     \
     }
 
-/* F16: any in; the elements after the last whole group of 16 are added last, element k
- * into partial k - in / 16 * 16 (the last term of its partial). */
-#define F16_KERNEL(name, attr, VT, VN, LOADX, CONVERT)                                   \
+/* F16 and BF16 (2 bytes an element; SCALAR(p) the one at p as a float): any in; the elements
+ * after the last whole group of 16 are added last, element k into partial k - in / 16 * 16
+ * (the last term of its partial). */
+#define HALF_KERNEL(name, attr, VT, VN, LOADX, CONVERT, SCALAR)                          \
     attr static void name(const float *x, const hs_qcol *const col[4], int in,           \
                           float part[4][LANES])                                          \
     {                                                                                    \
@@ -153,8 +155,11 @@ static inline void q8_0_scales(const unsigned char *const r[4], int b0, int nb,
         V_STORE(VN);                                                                     \
         for (int c = 0; c < 4; c++)                                                      \
             for (int k = k16; k < in; k++)                                               \
-                part[c][k - k16] += x[k] * hs_f16_to_f32_fast(hs_le16(r[c] + 2 * (size_t)k)); \
+                part[c][k - k16] += x[k] * SCALAR(r[c] + 2 * (size_t)k);                  \
     }
+
+#define F16_1(p) hs_f16_to_f32_fast(hs_le16(p))
+#define BF16_1(p) hs_bf16_to_f32(hs_le16(p))
 
 /* vectors of N floats, and N floats loaded from any address */
 #define VEC(N)                                                                           \
@@ -166,32 +171,37 @@ VEC(8);
 #define X8(p) (*(const v8_any *)(const void *)(p))
 #define Q8_8(p) ((v8)_mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64(M128(p)))))
 #define F16_8(p) ((v8)_mm256_cvtph_ps(_mm_loadu_si128(M128(p))))
+#define BF16_8(p) ((v8)_mm256_slli_epi32(_mm256_cvtepu16_epi32(_mm_loadu_si128(M128(p))), 16))
 Q8_0_KERNEL(q8_0_rows_avx2, AVX2, v8, 8, X8, Q8_8)
-F16_KERNEL(f16_rows_avx2, AVX2, v8, 8, X8, F16_8)
+HALF_KERNEL(f16_rows_avx2, AVX2, v8, 8, X8, F16_8, F16_1)
+HALF_KERNEL(bf16_rows_avx2, AVX2, v8, 8, X8, BF16_8, BF16_1)
 
 #ifndef HS_CLONES_NO_V4
 #define AVX512 __attribute__((target("avx512f")))
 VEC(16);
 #define X16(p) (*(const v16_any *)(const void *)(p))
 #define Q8_16(p) ((v16)_mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm_loadu_si128(M128(p)))))
-#define F16_16(p) ((v16)_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(p))))
+#define M256(p) ((const __m256i *)(const void *)(p))
+#define F16_16(p) ((v16)_mm512_cvtph_ps(_mm256_loadu_si256(M256(p))))
+#define BF16_16(p) ((v16)_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_loadu_si256(M256(p))), 16))
 Q8_0_KERNEL(q8_0_rows_avx512, AVX512, v16, 16, X16, Q8_16)
-F16_KERNEL(f16_rows_avx512, AVX512, v16, 16, X16, F16_16)
+HALF_KERNEL(f16_rows_avx512, AVX512, v16, 16, X16, F16_16, F16_1)
+HALF_KERNEL(bf16_rows_avx512, AVX512, v16, 16, X16, BF16_16, BF16_1)
 #endif
 #endif /* ROWS_X86 */
 
 hs_qrows_fn hs_tensor_rows_fn(const void *t)
 {
     hs_dtype dt = ((const hs_tensor_view *)t)->dtype;
-    hs_qrows_fn q8 = NULL, f16 = NULL; /* NULL: gemv.c decodes into L1, then multiplies */
+    hs_qrows_fn q8 = NULL, f16 = NULL, bf16 = NULL; /* NULL: gemv.c decodes, multiplies */
 #ifdef ROWS_X86
     switch (hs_qrows_isa()) {
 #ifndef HS_CLONES_NO_V4
-    case 2: q8 = q8_0_rows_avx512, f16 = f16_rows_avx512; break;
+    case 2: q8 = q8_0_rows_avx512, f16 = f16_rows_avx512, bf16 = bf16_rows_avx512; break;
 #endif
-    case 1: q8 = q8_0_rows_avx2, f16 = f16_rows_avx2; break;
+    case 1: q8 = q8_0_rows_avx2, f16 = f16_rows_avx2, bf16 = bf16_rows_avx2; break;
     default: break;
     }
 #endif
-    return dt == HS_DT_Q8_0 ? q8 : dt == HS_DT_F16 ? f16 : NULL;
+    return dt == HS_DT_Q8_0 ? q8 : dt == HS_DT_F16 ? f16 : dt == HS_DT_BF16 ? bf16 : NULL;
 }

@@ -20,9 +20,10 @@
  * are kept side by side; with W stored, a column of W is a stored row and its 16 partials
  * are the lanes of one vector. Both give each partial the same terms in the same order:
  * the same bits (tests/test_gemv.c). Where the model layer gives the stored type its own
- * kernel (hs_qmat.rows: Q8_0 and F16, src/model/quant_rows.c), the four rows' partials come
- * from it instead: the weights made in registers from the stored bytes and multiplied at
- * once, in this order, without the buffer (about half the time of decode-then-multiply). */
+ * kernel (hs_qmat.rows: Q8_0, F16, BF16, src/model/quant_rows.c), the four rows' partials
+ * come from it instead: the weights made in registers from the stored bytes and multiplied
+ * at once, in this order, without the buffer (half the time of decode-then-multiply or
+ * less). */
 #include <stddef.h>
 #include <string.h>
 
