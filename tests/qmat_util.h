@@ -1,7 +1,8 @@
 /* Stored matrices for the suites of products on stored weights (test_qgemm.c, test_gemv.c):
  * every stored type with where its f16 scales sit, random rows with small finite scales,
  * their float32 decoding by the decoders the float32 path has always used, and a
- * registered hs_qmat over them (header-only, test code only). */
+ * registered hs_qmat over them, with its type's one-row kernel where it has one, as the
+ * weight cache makes it (header-only, test code only). */
 #ifndef HEADSCOPE_QMAT_UTIL_H
 #define HEADSCOPE_QMAT_UTIL_H
 
@@ -117,7 +118,8 @@ static inline void stored_init(stored *s, const qtype *q, const unsigned char *p
     s->cols = malloc((size_t)out * sizeof *s->cols);
     for (int j = 0; j < out; j++)
         s->cols[j] = (hs_qcol){&s->t, (size_t)j * (size_t)in, hs_dtype_block(q->dt)};
-    s->q = (hs_qmat){.in = in, .out = out, .col = s->cols, .decode = hs_tensor_decode};
+    s->q = (hs_qmat){.in = in, .out = out, .col = s->cols, .decode = hs_tensor_decode,
+                     .rows = hs_tensor_rows_fn(&s->t)}; /* as the weight cache makes it */
     s->wq = (const float *)(const void *)&s->q;
     s->own_p = NULL;
     s->w = NULL;

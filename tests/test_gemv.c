@@ -105,3 +105,60 @@ Test(gemv, hand_sums)
     cr_assert_eq(y[1], -1639.75f);
     cr_assert_eq(y[2], (float)(2 * third - 1));
 }
+
+/* The one-row kernels that make Q8_0, F16 and BF16 weights in registers (hs_qmat.rows,
+ * src/model/quant_rows.c), on every instruction set this CPU has a kernel for (AVX-512,
+ * AVX2; none below, where gemv.c decodes): the stated order's bits, and the generic path's
+ * (rows cleared: decode into a buffer) whose bits they replace; the kernel counted, so the
+ * test knows it ran. Depths past a
+ * 512-element piece and past the kernel's 128 blocks of scales (4096 elements) and not a
+ * multiple of either; F16 and BF16 also in the middle of a 16-lane group (37, 531, 4131:
+ * the tail added last; Q8_0's depth is whole 32-element blocks, so it never ends inside a
+ * group); widths ending inside a group of 4 stored rows and inside a block of 256 columns
+ * (259). */
+Test(gemv, stored_type_kernels_give_the_stated_order_on_every_isa)
+{
+    const int q8_ins[] = {32, 544, 4160}, half_ins[] = {37, 531, 4131}, outs[] = {5, 259};
+    const qtype *types[] = {&TYPES[2], &TYPES[0], &TYPES[1]}; /* Q8_0, F16, BF16 */
+    cr_assert_eq(types[0]->dt, HS_DT_Q8_0);
+    cr_assert_eq(types[1]->dt, HS_DT_F16);
+    cr_assert_eq(types[2]->dt, HS_DT_BF16);
+    int best = hs_qrows_set_isa(-1);
+    float *x = random_floats(4160), b[259], y[259], yg[259], want[259];
+    for (int j = 0; j < 259; j++)
+        b[j] = uniform(-1, 1);
+    for (int isa = best; isa >= 0; isa--) {
+        cr_assert_eq(hs_qrows_set_isa(isa), isa);
+        if (isa == 0) { /* no kernel: the generic path */
+            cr_assert_null(hs_tensor_rows_fn(&(hs_tensor_view){.dtype = HS_DT_Q8_0}));
+            cr_assert_null(hs_tensor_rows_fn(&(hs_tensor_view){.dtype = HS_DT_F16}));
+            cr_assert_null(hs_tensor_rows_fn(&(hs_tensor_view){.dtype = HS_DT_BF16}));
+            break;
+        }
+        for (int t = 0; t < 3; t++)
+            for (int a = 0; a < 3; a++)
+                for (int o = 0; o < 2; o++) {
+                    int in = t ? half_ins[a] : q8_ins[a], out = outs[o];
+                    stored s;
+                    stored_random(&s, types[t], in, out);
+                    cr_assert_not_null(s.q.rows, "%s has a kernel", hs_dtype_name(types[t]->dt));
+                    for (int j = 0; j < out; j++)
+                        want[j] = b[j] + stated_sum(x, s.w, out, j, in);
+                    long calls = hs_gemv_kernel_calls();
+                    hs_op_linear(x, s.wq, b, y, 1, in, out);
+                    cr_assert_eq(hs_gemv_kernel_calls(), calls + 1, "the kernel ran");
+                    cr_assert(!memcmp(y, want, (size_t)out * sizeof *y),
+                              "isa %d, %s, %d x %d: not the stated order", isa,
+                              hs_dtype_name(types[t]->dt), in, out);
+                    s.q.rows = NULL; /* the generic path */
+                    hs_op_linear(x, s.wq, b, yg, 1, in, out);
+                    cr_assert_eq(hs_gemv_kernel_calls(), calls + 1);
+                    cr_assert(!memcmp(y, yg, (size_t)out * sizeof *y),
+                              "isa %d, %s, %d x %d: not the generic path's bits", isa,
+                              hs_dtype_name(types[t]->dt), in, out);
+                    stored_free(&s);
+                }
+    }
+    hs_qrows_set_isa(-1);
+    free(x);
+}

@@ -223,11 +223,21 @@ static void same_pass(hs_model *conv, hs_model *st, const char *file, int n)
     free(m0), free(l0), free(m1), free(l1), free(ids);
 }
 
+/* The fixtures whose layers are all of a type with a one-row kernel (src/model/quant_rows.c):
+ * Q8_0, F16 (tiny-pythia's too) and BF16 (the tiny-llama folder's). */
+static int has_row_kernel(const char *file)
+{
+    return strstr(file, ".q8_0.") || strstr(file, ".f16.") ||
+           !strcmp(file, "fixtures/family-models/tiny-pythia") ||
+           !strcmp(file, "fixtures/family-models/tiny-llama");
+}
+
 /* Every kind of stored layer the fixtures have (ggml's twelve block formats among them, F16,
  * BF16 in two shards, a GPT-NeoX QKV stored by head, Q, K and V apart, Q4_K_M's fallbacks):
  * with every layer used in its stored type, maps and logits are the converted layers'
  * bits; the pass converts nothing and keeps no float32 layer.; 150 tokens (tiles, merged rows, K chunks) and
- * one (src/nn/gemv.c's rows). */
+ * one (src/nn/gemv.c's rows; Q8_0's and F16's by their own kernels, src/model/quant_rows.c,
+ * where the CPU has them). */
 Test(qgemm, stored_layers_give_the_converted_layers_bits, .timeout = 120)
 {
     static const char *files[] = {
@@ -246,7 +256,10 @@ Test(qgemm, stored_layers_give_the_converted_layers_bits, .timeout = 120)
         hs_model *st = open_budget(files[f], HS_WEIGHT_MEMORY_STORED);
         int n_ctx = hs_model_config_of(conv)->n_ctx;
         same_pass(conv, st, files[f], 150 < n_ctx ? 150 : n_ctx);
+        long kernel = hs_gemv_kernel_calls();
         same_pass(conv, st, files[f], 1);
+        if (hs_qrows_isa() > 0 && has_row_kernel(files[f]))
+            cr_assert_gt(hs_gemv_kernel_calls(), kernel, "%s: the type's kernel ran", files[f]);
         hs_model_free(conv);
         hs_model_free(st);
     }

@@ -25,15 +25,27 @@ typedef struct hs_qcol {
 typedef int (*hs_qdecode_i8_fn)(const void *src, size_t from, int8_t *q, float *d, float *m,
                                 size_t count);
 
+/* One activation row x (in) times four columns col[0 .. 4) of W in the order of the one-row
+ * product (src/nn/gemv.c): part[c][l] = the sum over k = l, l + 16, l + 32, ... (k < in) of
+ * x_k W_kj, j col[c]'s column, in increasing k from +0, each weight what decode gives, each
+ * product rounded, then added. For a type whose weights the model layer makes in registers
+ * and multiplies at once (src/model/quant_rows.c: Q8_0, F16, BF16), where decode stores
+ * them first. */
+typedef void (*hs_qrows_fn)(const float *x, const hs_qcol *const col[4], int in,
+                            float part[4][16]);
+
 /* W: (in, out) logically, column j from col[j], in elements each (a whole number of blocks
  * of each column's type). decode_i8, when set (every column block-quantised, in a multiple
  * of 32, and 8-bit activations asked for): hs_op_linear multiplies by W with its activations
- * quantised to 8 bits (src/core/q8gemm.c) instead of through decode. */
+ * quantised to 8 bits (src/core/q8gemm.c) instead of through decode. rows, when set (every
+ * column of one type that has it): a one-row product takes its sums from it instead of
+ * through decode (the same bits). */
 typedef struct hs_qmat {
     int in, out;
     const hs_qcol *col;
     hs_qdecode_fn decode;
     hs_qdecode_i8_fn decode_i8;
+    hs_qrows_fn rows;
 } hs_qmat;
 
 /* The block of W at rows k0.. k0 + kl, columns j0.. j0 + cols into dst transposed:

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "core/core.h"
+#include "core/qgemm.h"
 #include "headscope/model.h"
 #include "headscope/tokenizer.h"
 
@@ -275,6 +276,16 @@ void hs_tensor_decode(const void *t, size_t from, float *out, size_t count);
  * no integer form (F32, F16, BF16). hs_tensor_sub_block: the same answer without decoding. */
 int hs_tensor_decode_i8(const void *t, size_t from, int8_t *q, float *d, float *m, size_t count);
 int hs_tensor_sub_block(const void *t);
+/* The one-row kernel (hs_qrows_fn, src/model/quant_rows.c) for the hs_tensor_view t's type,
+ * which decodes its weights in registers (Q8_0, F16, BF16, where the CPU has AVX2); NULL
+ * for the others. */
+hs_qrows_fn hs_tensor_rows_fn(const void *t);
+/* The instruction set hs_tensor_rows_fn's kernels use: 2 AVX-512, 1 AVX2 with F16C, 0
+ * portable C (the best the CPU has, at most what hs_qrows_set_isa allowed; the same bits on
+ * each). hs_qrows_set_isa, for tests: allow at most isa (-1: no limit); returns
+ * hs_qrows_isa() after. */
+int hs_qrows_isa(void);
+int hs_qrows_set_isa(int isa);
 /* 1 when elements [from, from + count) of t (whole blocks) are all finite by a look at the
  * stored bytes alone (F16/BF16 exponents, block formats' scales: quant.h); 0 when that look
  * cannot tell (F32, a non-finite scale), and decoding them must. */

@@ -263,6 +263,9 @@ static hs_status make_qmat(const hs_wcache *wc, wunit *u, hs_qmat *q, hs_qcol *c
     for (int i = 0; i < u->n_src; i++)
         i8 = i8 && hs_tensor_sub_block(&u->src[i].t) != 0;
     q->decode_i8 = i8 ? hs_tensor_decode_i8 : NULL;
+    q->rows = u->n_src ? hs_tensor_rows_fn(&u->src[0].t) : NULL; /* every part of one type */
+    for (int i = 1; i < u->n_src; i++)
+        q->rows = u->src[i].t.dtype == u->src[0].t.dtype ? q->rows : NULL;
     u->qm = q;
     return HS_OK;
 }

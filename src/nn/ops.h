@@ -33,6 +33,9 @@ void hs_lm_logits(const hs_model *m, const float *x, const int32_t *idx, int row
 struct hs_qmat;
 void hs_gemv_linear(const float *x, const float *w, const struct hs_qmat *q, const float *b,
                     float *y, int in, int out, int add);
+/* hs_gemv_linear calls since the start whose stored matrix had its type's own kernel
+ * (hs_qmat.rows): a test's proof that the kernel ran. */
+long hs_gemv_kernel_calls(void);
 
 /* y: (n, out) = x: (n, in) · w: (in, out) + b: (out) (b NULL: no bias); y may not alias x.
  * w may be a registered hs_qmat (src/core/qgemm.h: a layer matrix in its stored type, from
