@@ -165,7 +165,7 @@ $(BUILD)/obj-v3/%.o: src/nn/%.c $(BUILD)/obj-v3/%.d
 # the decoders of stored types too (src/model/quant.c, finite.c, weights.c' F16, quant_i8.c's
 # integer forms, quant_rows.c's one-row kernels, whose AVX-512 path it leaves out):
 # test_quant, test_gguf_quant, test_q8gemm and test_gemv check them in the AVX2 build
-V3_MODEL = $(addprefix $(BUILD)/obj-v3/model/,quant.o quant_i8.o quant_rows.o finite.o weights.o)
+V3_MODEL = $(addprefix $(BUILD)/obj-v3/model/,quant.o quant_i8.o quant_rows.o finite.o dtype.o weights.o)
 $(BUILD)/obj-v3/model/%.o: src/model/%.c $(BUILD)/obj-v3/model/%.d
 	@mkdir -p $(dir $@)
 	$(CC) $(CPPFLAGS) $(ALLCFLAGS) $(DEPFLAGS) -DHS_CLONES_NO_V4 -c $< -o $@

@@ -292,6 +292,9 @@ int hs_qrows_set_isa(int isa);
 int hs_tensor_surely_finite(const hs_tensor_view *t, size_t from, size_t count);
 /* The ggml type code of a block-quantised dtype (0 for F32, F16, BF16 and others). */
 uint32_t hs_dtype_ggml_quant(hs_dtype dt);
+/* Bytes that count elements of dt take (a whole number of blocks of a block format), 0 for
+ * HS_DT_OTHER. */
+size_t hs_dtype_bytes(hs_dtype dt, size_t count);
 
 /* Elements per block of dt: a block format's (32, 256), else 1. */
 int hs_dtype_block(hs_dtype dt);

@@ -9,52 +9,11 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "headscope/gguf.h"
 #include "model/arch_norms.h"
 #include "model/emb_stored.h"
 #include "model/model_internal.h"
 #include "model/quant.h"
-#include "nn/fastmath.h"
 #include "nn/ops.h"
-
-/* Each dtype's name and ggml type code (0: not a block format; OTHER's name is "?"). */
-static const struct {
-    const char *name;
-    uint32_t ggml;
-} dtypes[] = {
-    [HS_DT_F32] = {"F32", 0},          [HS_DT_F16] = {"F16", 0},
-    [HS_DT_BF16] = {"BF16", 0},        [HS_DT_Q8_0] = {"Q8_0", HS_QUANT_Q8_0},
-    [HS_DT_OTHER] = {"?", 0},          [HS_DT_Q4_0] = {"Q4_0", HS_QUANT_Q4_0},
-    [HS_DT_Q4_K] = {"Q4_K", HS_QUANT_Q4_K},   [HS_DT_Q6_K] = {"Q6_K", HS_QUANT_Q6_K},
-    [HS_DT_Q4_1] = {"Q4_1", HS_QUANT_Q4_1},   [HS_DT_Q5_0] = {"Q5_0", HS_QUANT_Q5_0},
-    [HS_DT_Q5_1] = {"Q5_1", HS_QUANT_Q5_1},   [HS_DT_Q2_K] = {"Q2_K", HS_QUANT_Q2_K},
-    [HS_DT_Q3_K] = {"Q3_K", HS_QUANT_Q3_K},   [HS_DT_Q5_K] = {"Q5_K", HS_QUANT_Q5_K},
-    [HS_DT_IQ4_NL] = {"IQ4_NL", HS_QUANT_IQ4_NL}, [HS_DT_IQ4_XS] = {"IQ4_XS", HS_QUANT_IQ4_XS},
-};
-#define N_DTYPES (sizeof dtypes / sizeof dtypes[0])
-
-const char *hs_dtype_name(hs_dtype dt)
-{
-    return (unsigned)dt < N_DTYPES ? dtypes[dt].name : "?";
-}
-
-/* The ggml type code of a block-quantised dtype, 0 (F32: not a block format) otherwise. */
-static uint32_t quant_type(hs_dtype dt)
-{
-    return (unsigned)dt < N_DTYPES ? dtypes[dt].ggml : 0;
-}
-
-hs_dtype hs_dtype_of_ggml(uint32_t type)
-{
-    if (type == HS_GGML_F16)
-        return HS_DT_F16;
-    if (type == HS_GGML_BF16)
-        return HS_DT_BF16;
-    for (unsigned d = 0; d < N_DTYPES; d++)
-        if (type != 0 && dtypes[d].ggml == type)
-            return (hs_dtype)d;
-    return HS_DT_F32;
-}
 
 hs_status hs_config_validate(hs_model_config *c, hs_error *err)
 {
@@ -97,72 +56,6 @@ hs_status hs_config_validate(hs_model_config *c, hs_error *err)
 
 /* ---- conversion ---------------------------------------------------------------- */
 
-static size_t dtype_bytes(hs_dtype dt, size_t count)
-{
-    size_t elems, bytes;
-    if (hs_quant_block(quant_type(dt), &elems, &bytes))
-        return count / elems * bytes;
-    switch (dt) {
-    case HS_DT_F32: return count * 4;
-    case HS_DT_F16:
-    case HS_DT_BF16: return count * 2;
-    default: return 0;
-    }
-}
-
-/* F16 to float32, exact (hs_f16_to_f32_fast): a loop that vectorises, in each HS_CLONES
- * build (quant.c says why). */
-HS_CLONES static void f16_run(const unsigned char *p, float *out, size_t count)
-{
-#pragma omp simd
-    for (size_t i = 0; i < count; i++)
-        out[i] = hs_f16_to_f32_fast(hs_le16(p + 2 * i));
-}
-
-/* Decodes elements [from, from + count) of t (flat, stored order; whole blocks of a block
- * format) into out. */
-static void decode(const hs_tensor_view *t, size_t from, float *out, size_t count)
-{
-    const unsigned char *p = t->data;
-    size_t blk_elems, blk_bytes;
-    switch (t->dtype) {
-    case HS_DT_F32:
-        for (size_t i = 0; i < count; i++) {
-            uint32_t b = hs_le32(p + 4 * (from + i));
-            memcpy(&out[i], &b, 4);
-        }
-        break;
-    case HS_DT_F16:
-        f16_run(p + 2 * from, out, count);
-        break;
-    case HS_DT_BF16:
-        for (size_t i = 0; i < count; i++)
-            out[i] = hs_bf16_to_f32(hs_le16(p + 2 * (from + i)));
-        break;
-    case HS_DT_OTHER: break; /* refused by place() before decoding */
-    default:
-        if (hs_quant_block(quant_type(t->dtype), &blk_elems, &blk_bytes))
-            hs_quant_decode(quant_type(t->dtype), p + from / blk_elems * blk_bytes, out, count);
-        break;
-    }
-}
-
-void hs_tensor_decode(const void *t, size_t from, float *out, size_t count)
-{
-    decode(t, from, out, count);
-}
-
-uint32_t hs_dtype_ggml_quant(hs_dtype dt)
-{
-    return quant_type(dt);
-}
-
-int hs_dtype_block(hs_dtype dt)
-{
-    size_t elems, bytes;
-    return hs_quant_block(quant_type(dt), &elems, &bytes) ? (int)elems : 1;
-}
-
 /* Stored rows decoded at a time before a transposed write: 16 floats of each destination
  * row, one cache line, written together. */
 #define TRANSPOSE_ROWS 16
@@ -182,7 +75,7 @@ hs_status hs_tensor_convert(const hs_tensor_view *t, int out_in, hs_tensor_shape
 #pragma omp parallel for schedule(static) reduction(min : bad) if (par)
         for (size_t r = 0; r < outer; r++) {
             float *o = dst + r * ld + off;
-            decode(t, hs_view_row(t, r) * inner, o, inner);
+            hs_tensor_decode(t, hs_view_row(t, r) * inner, o, inner);
             size_t f = hs_op_first_nonfinite(o, inner);
             if (f != (size_t)-1 && r * inner + f < bad)
                 bad = r * inner + f;
@@ -202,9 +95,9 @@ hs_status hs_tensor_convert(const hs_tensor_view *t, int out_in, hs_tensor_shape
                 size_t k = outer - o0 < TRANSPOSE_ROWS ? outer - o0 : TRANSPOSE_ROWS;
                 if (t->pair_rows) /* each row from its place */
                     for (size_t j = 0; j < k; j++)
-                        decode(t, hs_view_row(t, o0 + j) * inner, buf + j * inner, inner);
+                        hs_tensor_decode(t, hs_view_row(t, o0 + j) * inner, buf + j * inner, inner);
                 else
-                    decode(t, o0 * inner, buf, k * inner);
+                    hs_tensor_decode(t, o0 * inner, buf, k * inner);
                 size_t f = hs_op_first_nonfinite(buf, k * inner);
                 if (f != (size_t)-1 && o0 * inner + f < bad)
                     bad = o0 * inner + f;
@@ -314,13 +207,13 @@ static hs_status place(builder *b, const hs_tensor_view *t, int out_in, const ch
     }
     size_t count = (size_t)rows * (size_t)cols;
     size_t blk_elems, blk_bytes;
-    if (hs_quant_block(quant_type(t->dtype), &blk_elems, &blk_bytes) &&
+    if (hs_quant_block(hs_dtype_ggml_quant(t->dtype), &blk_elems, &blk_bytes) &&
         t->shape[t->ndim - 1] % (int64_t)blk_elems != 0)
         return hs_fail(err, HS_E_FORMAT, "tensor '%s': %s rows must be a multiple of %zu",
                        t->name, hs_dtype_name(t->dtype), blk_elems);
-    if (t->nbytes < dtype_bytes(t->dtype, count))
+    if (t->nbytes < hs_dtype_bytes(t->dtype, count))
         return hs_fail(err, HS_E_FORMAT, "tensor '%s': %zu bytes, expected %zu", t->name,
-                       t->nbytes, dtype_bytes(t->dtype, count));
+                       t->nbytes, hs_dtype_bytes(t->dtype, count));
     if (kind == HS_K_MAT && count > b->largest) {
         b->largest = count;
         snprintf(b->m->storage_dtype, sizeof b->m->storage_dtype, "%s", hs_dtype_name(t->dtype));
