@@ -188,7 +188,11 @@ int cmd_info(int argc, char **argv)
         char budget[32] = "no bound";
         if (wm != HS_WEIGHT_MEMORY_ALL)
             snprintf(budget, sizeof budget, "%.0f MB", (double)wm / 1048576.0);
-        if (hs_model_stored_weights(m) && wm <= 1) /* `stored`, and the default where it can */
+        if (hs_model_stored_weights(m) && wm <= 1 && m->unstorable_units) /* GPT-2 Conv1D */
+            printf("layers f32:   %.1f MB converted from %s; budget 0 MB: stored (in, out), so "
+                   "not multiplied in their stored type but converted again in every pass\n",
+                   (double)conv / 1048576.0, hs_model_storage_dtype(m));
+        else if (hs_model_stored_weights(m) && wm <= 1) /* `stored`, the default where it can */
             printf("layers f32:   %.1f MB if converted from %s; none converted: layers multiplied "
                    "in their stored type\n", (double)conv / 1048576.0, hs_model_storage_dtype(m));
         else

@@ -1241,6 +1241,8 @@ cmp -s "$T/wsstored.npy" "$T/wsall.npy" && ok || bad "attn --weight-memory store
 cmp -s "$T/wsdefault.npy" "$T/wsall.npy" && ok || bad "attn's default weight memory changes the maps"
 "$HS" info "$QF" | grep -q "none converted: layers multiplied in their stored type" && ok || bad "info: the default is not stored"
 "$HS" info fixtures/trained-gpt2 | grep -q "; budget [0-9]* MB: converted once, at load" && ok || bad "info: GPT-2's F16 Conv1D layers are not converted by default"
+"$HS" info fixtures/trained-gpt2 --weight-memory stored | grep -q "budget 0 MB: stored (in, out), so not multiplied in their stored type but converted again in every pass" &&
+    ok || bad "info --weight-memory stored: GPT-2's F16 Conv1D layers are said to be stored"
 HEADSCOPE_WEIGHT_MEMORY=stored "$HS" info "$QF" | grep -q "layers multiplied in their stored type" && ok || bad "info under HEADSCOPE_WEIGHT_MEMORY=stored"
 # and that the tables stay stored: llama-quantize wrote token_embd.weight as Q8_0, no output.weight
 HEADSCOPE_WEIGHT_MEMORY=stored "$HS" info "$QF" | grep -qx "tables: *token embeddings Q8_0 (kept stored), LM head tied to them: rows decoded where read" &&

@@ -459,6 +459,8 @@ struct hs_model {
                              in their stored type (HS_OPEN_STORED_WEIGHTS) */
     int weight_auto;      /* no budget given: stored_gemm, and weight_memory 1 when a layer
                              matrix can be used stored (else the default budget converts) */
+    int unstorable_units; /* layer matrices not F32 that cannot be used in their stored type
+                             (GPT-2's Conv1D, stored (in, out)): converted by the cache */
     int q8_act;           /* ... the block-quantised ones with 8-bit activations
                              (HS_OPEN_Q8_ACTIVATIONS, src/core/q8gemm.c) */
 

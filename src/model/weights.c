@@ -470,6 +470,8 @@ hs_status hs_weights_build(hs_model *m, hs_tensor_lookup lookup, void *ctx, hs_e
     }
     if ((st = hs_names_walk(c, classify_row, &b, err)))
         goto done;
+    for (size_t i = 0; i < (size_t)c->n_layer * HS_WU_N; i++)
+        m->unstorable_units += b.cached[i] == (CACHED | UNSTORABLE);
     if (m->weight_auto) /* no budget given: `stored` when a layer matrix can be, else as before */
         auto_budget(m, b.cached);
     b.dry = 1;
