@@ -334,8 +334,9 @@ def load(path, weight_memory=None, activations="float"):
 
     weight_memory: bytes of float32 layer weights an F16, BF16 or quantised checkpoint keeps
     converted at once (hs_model_open2, docs/architecture.md "Memory"): None for the
-    library's default (HEADSCOPE_WEIGHT_MEMORY, else a quarter of the physical memory), an
-    int (0: one layer at a time), or "all" (no bound). The results do not depend on it.
+    library's default (HEADSCOPE_WEIGHT_MEMORY, else "stored": none converted, the layers
+    multiplied in their stored type), an int (0: one layer at a time), "all" (no bound) or
+    "stored". The results do not depend on it.
 
     activations: "float" (the default), or "q8": the block-quantised layers' products with
     the activations quantised to 8 bits, as llama.cpp computes them (the CLI's
