@@ -56,8 +56,9 @@ WEIGHT_MEMORY_ALL = _lib.HS_WEIGHT_MEMORY_ALL
 
 def _budget(weight_memory):
     """hs_open_opts.weight_memory for load(weight_memory=...): None is the library's default
-    (0: HEADSCOPE_WEIGHT_MEMORY, else the layers in their stored type), 0 one layer at a time (1 byte, as the CLI's --weight-memory 0), "all" no bound,
-    "stored" no layer converted, the forward pass on the stored types."""
+    (0: HEADSCOPE_WEIGHT_MEMORY, else the layers in their stored type), 0 one layer at a
+    time (1 byte, as the CLI's --weight-memory 0), "all" no bound, "stored" no layer
+    converted, the forward pass on the stored types."""
     if weight_memory is None:
         return 0
     if isinstance(weight_memory, str) and weight_memory == "all":

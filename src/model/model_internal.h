@@ -209,6 +209,14 @@ typedef struct hs_tensor_shape {
     size_t slot_floats; /* the whole slot */
 } hs_tensor_shape;
 hs_tensor_shape hs_names_shape(const hs_model_config *c, const hs_tensor_name *e);
+/* 1 when a tensor of shape sh stored with out_in is a matrix stored (out, in): each stored
+ * row is a column of W, which the conversion transposes into place and the products on the
+ * stored type read as it lies (wcache.c); a matrix stored (in, out) (GPT-2's Conv1D) is
+ * neither. */
+static inline int hs_rows_are_columns(hs_tensor_shape sh, int out_in)
+{
+    return sh.kind == HS_K_MAT && out_in;
+}
 
 /* The slot's pointer in m: &m->wte, &m->layers[layer].w_qkv, ... */
 const float **hs_slot_ptr(hs_model *m, hs_slot s, int layer);
@@ -280,9 +288,9 @@ int hs_tensor_sub_block(const void *t);
  * which decodes its weights in registers (Q8_0, F16, BF16, where the CPU has AVX2); NULL
  * for the others. */
 hs_qrows_fn hs_tensor_rows_fn(const void *t);
-/* The instruction set hs_tensor_rows_fn's kernels use: 2 AVX-512, 1 AVX2 with F16C, 0
- * portable C (the best the CPU has, at most what hs_qrows_set_isa allowed; the same bits on
- * each). hs_qrows_set_isa, for tests: allow at most isa (-1: no limit); returns
+/* The instruction set hs_tensor_rows_fn's kernels use: 2 AVX-512, 1 AVX2 with F16C, 0 none
+ * (no kernel: gemv.c decodes) (the best the CPU has, at most what hs_qrows_set_isa allowed;
+ * the same bits on each). hs_qrows_set_isa, for tests: allow at most isa (-1: no limit); returns
  * hs_qrows_isa() after. */
 int hs_qrows_isa(void);
 int hs_qrows_set_isa(int isa);

@@ -222,7 +222,7 @@ static int storable(const wunit *u)
     if (!u->floats || u->n_src == 0)
         return 0;
     for (int i = 0; i < u->n_src; i++)
-        if (!u->src[i].out_in || u->src[i].sh.kind != HS_K_MAT)
+        if (!hs_rows_are_columns(u->src[i].sh, u->src[i].out_in))
             return 0;
     return 1;
 }

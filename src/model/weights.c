@@ -63,7 +63,7 @@ hs_status hs_config_validate(hs_model_config *c, hs_error *err)
 hs_status hs_tensor_convert(const hs_tensor_view *t, int out_in, hs_tensor_shape sh,
                             float *dst, const char *name, hs_error *err)
 {
-    int transpose = sh.kind == HS_K_MAT && out_in;
+    int transpose = hs_rows_are_columns(sh, out_in);
     /* stored as (outer, inner): a vector is one row; a transposed matrix (out, in) */
     size_t outer = sh.kind == HS_K_VEC ? 1 : transpose ? (size_t)sh.cols : (size_t)sh.rows;
     size_t inner = sh.kind == HS_K_VEC ? (size_t)sh.cols : transpose ? (size_t)sh.rows
@@ -415,8 +415,8 @@ static hs_status classify_row(void *ctx, const hs_tensor_name *e, int layer, hs_
     unsigned char *cached = &b->cached[(size_t)layer * HS_WU_N + (size_t)kind];
     if (t && t->dtype != HS_DT_F32 && t->dtype != HS_DT_OTHER)
         *cached |= CACHED;
-    if (t && !(hs_names_shape(&b->m->cfg, e).kind == HS_K_MAT && out_in))
-        *cached |= UNSTORABLE; /* its rows are not W's columns (wcache.c, storable) */
+    if (t && !hs_rows_are_columns(hs_names_shape(&b->m->cfg, e), out_in))
+        *cached |= UNSTORABLE; /* not usable in its stored type (wcache.c, storable) */
     return HS_OK;
 }
 
@@ -432,21 +432,6 @@ static int head_present(builder *b)
             return find(b, &t->t[i], -1, &out_in, name, sizeof name) != NULL;
         }
     return 0;
-}
-
-/* The default (hs_open_opts.weight_memory 0, no HEADSCOPE_WEIGHT_MEMORY): as `stored` (the
- * layers, embeddings and LM head multiplied in their stored type; none converted but one
- * layer at a time for the readers that need float32) when a layer matrix can be used in its
- * stored type; else (GPT-2's Conv1D matrices stored (in, out) as F16) the default budget
- * converts what fits, once, at load, and the tables are converted too. */
-static void auto_budget(hs_model *m, const unsigned char *cached)
-{
-    for (size_t i = 0; i < (size_t)m->cfg.n_layer * HS_WU_N; i++)
-        if (cached[i] == CACHED) {
-            m->weight_memory = 1;
-            return;
-        }
-    m->stored_gemm = 0;
 }
 
 hs_status hs_weights_build(hs_model *m, hs_tensor_lookup lookup, void *ctx, hs_error *err)
@@ -470,10 +455,20 @@ hs_status hs_weights_build(hs_model *m, hs_tensor_lookup lookup, void *ctx, hs_e
     }
     if ((st = hs_names_walk(c, classify_row, &b, err)))
         goto done;
-    for (size_t i = 0; i < (size_t)c->n_layer * HS_WU_N; i++)
+    int storable_units = 0;
+    for (size_t i = 0; i < (size_t)c->n_layer * HS_WU_N; i++) {
+        storable_units += b.cached[i] == CACHED;
         m->unstorable_units += b.cached[i] == (CACHED | UNSTORABLE);
-    if (m->weight_auto) /* no budget given: `stored` when a layer matrix can be, else as before */
-        auto_budget(m, b.cached);
+    }
+    /* The default (hs_open_opts.weight_memory 0, no HEADSCOPE_WEIGHT_MEMORY): as `stored`
+     * (the layers, embeddings and LM head multiplied in their stored type; none converted
+     * but one layer at a time for the readers that need float32) when a layer matrix can be
+     * used in its stored type; else (GPT-2's Conv1D matrices stored (in, out) as F16) the
+     * default budget converts what fits, once, at load, and the tables are converted too. */
+    if (m->weight_auto && storable_units)
+        m->weight_memory = 1;
+    else if (m->weight_auto)
+        m->stored_gemm = 0;
     b.dry = 1;
     if ((st = hs_names_walk(c, build_row, &b, err)))
         goto done;
