@@ -281,14 +281,16 @@ ref-test:
 	/usr/bin/python3 bench/torch_selftest.py
 
 # The benchmark program runs: one quick pass over small fixtures, GPT-2, BERT and a
-# grouped-query family (its numbers are `make bench`'s; a crash, an error or a missing
-# column fails this), and the packed rows once.
+# grouped-query family (its numbers are `make bench`'s; a crash, an error, a missing
+# column or a missing roof line fails this), and the packed rows once.
 bench-smoke: $(BUILD)/hs-bench
 	$(BUILD)/hs-bench fixtures/tiny-gpt2 fixtures/tiny-bert --family fixtures/family-models/tiny-llama \
 	    --quick --no-torch --forward-only --breakdown > $(BUILD)/bench-smoke.txt
 	grep -q "BLAS GF" $(BUILD)/bench-smoke.txt
+	grep -Eq "^arithmetic roofs.* float32 FMA [1-9][0-9.]* GFLOP/s|^arithmetic roofs: not measured" \
+	    $(BUILD)/bench-smoke.txt
 	for m in tiny-gpt2 tiny-bert tiny-llama; do \
-	    awk -v m=$$m '$$1 == m && $$2 == 128 && $$3 == 1 && $$8 + 0 > 0 { ok = 1 } END { exit !ok }' \
+	    awk -v m=$$m '$$1 == m && $$2 == 128 && $$3 == 1 && $$9 + 0 > 0 { ok = 1 } END { exit !ok }' \
 	        $(BUILD)/bench-smoke.txt || { echo "bench-smoke: no $$m row with its BLAS column"; exit 1; }; \
 	done
 	$(BUILD)/hs-bench fixtures/tiny-gpt2 --packed-only --quick --threads 1 > $(BUILD)/bench-smoke-packed.txt

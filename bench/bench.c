@@ -8,6 +8,8 @@
  *                  [--threads LIST] [--breakdown] [--forward-only] [--packed-only]
  *                  [--patch-only] [--t5 DIR] [--stored-only] [--big GGUF]
  *
+ * The header measures the machine's float32 and 8-bit arithmetic roofs (bench/roof.c); the
+ * forward table and the stored table hold times against them.
  * MODEL_DIR defaults to build/bench/gpt2-small (`make bench` passes it and
  * build/bench/bert-base). The analyze, memory and corpus rows use the first model.
  * --family: models of the other families (`make bench` passes roberta-base,
@@ -135,7 +137,7 @@ static double deepseek_flops(const hs_model_config *c, int n)
     return total;
 }
 
-static double projection_flops(const hs_model_config *c, int n)
+double bench_projection_flops(const hs_model_config *c, int n)
 {
     double d = c->d_model, f = c->d_ff, N = n, kv = (double)c->n_kv_head * c->d_head;
     double mlp = (c->gated ? 6.0 : 4.0) * N * d * f;
@@ -152,7 +154,7 @@ static double forward_flops(const hs_model_config *c, int n)
     double qk_v = a->mla_kv_lora > 0
                       ? (double)c->n_head * (a->mla_nope + a->rotary_dims + c->d_head) / 2.0
                       : (double)c->d_model;
-    return projection_flops(c, n) + c->n_layer * 4.0 * n * (double)n * qk_v;
+    return bench_projection_flops(c, n) + c->n_layer * 4.0 * n * (double)n * qk_v;
 }
 
 typedef struct blas_run {
@@ -208,7 +210,7 @@ static double blas_alone_gflops(const hs_model *m, int n, int reps)
     }
     free(b.x);
     free(b.y);
-    return med > 0 ? projection_flops(c, n) / med / 1e9 : -1;
+    return med > 0 ? bench_projection_flops(c, n) / med / 1e9 : -1;
 }
 
 typedef struct forward_run {
@@ -466,10 +468,14 @@ int main(int argc, char **argv)
         printf("sgemm 1024x1024x1024, %d thread%s: %7.1f GFLOP/s (reference throughput)\n",
                thr[i], thr[i] > 1 ? "s" : " ", peak[i]);
     }
+    double roof[MAX_THR];
+    bench_print_roofs(thr, n_thr, roof);
     printf("\nforward pass recording every attention map (no LM head); targets: >= 70%% of "
            "sgemm at equal threads, torch/headscope >= 2.0\n"
            "  BLAS GF: OpenBLAS alone on the same pass's projections, one call a product "
-           "(GFLOP/s)\n");
+           "(GFLOP/s); %% roof: of the float32 FMA roof;\n"
+           "  torch/roof: torch's time over the pass's FLOPs at that roof, the most torch/hs "
+           "any float32 pass can reach\n");
 
     hs_model *first = NULL;
     double fwd128 = 0; /* first model, n = 128, all threads: the unit of the rows below */
@@ -498,22 +504,32 @@ int main(int argc, char **argv)
         int have_torch = script && torch_medians(python, script, paths[mi], thr, n_thr, m_sizes,
                                                  reps, tt);
         if (mi == 0)
-            printf("%-12s %5s %4s %10s %8s %8s %8s %10s %9s %9s\n", "model", "n", "thr",
-                   "headscope", "GFLOP/s", "% sgemm", "BLAS GF", "torch", "torch/hs", "maps MB");
+            printf("%-12s %5s %4s %10s %8s %8s %7s %8s %10s %9s %10s %9s\n", "model", "n",
+                   "thr", "headscope", "GFLOP/s", "% sgemm", "% roof", "BLAS GF", "torch",
+                   "torch/hs", "torch/roof", "maps MB");
         for (int s = 0; s < m_sizes; s++)
             for (int i = 0; i < n_thr; i++) {
                 int n = sizes[s];
                 double gf = forward_flops(c, n) / hs[s][i] / 1e9;
                 printf("%-12.12s %5d %4d %8.1f ms %8.1f %7.0f%% ", base_name(paths[mi]), n,
                        thr[i], hs[s][i] * 1e3, gf, 100.0 * gf / peak[i]);
+                if (roof[i] > 0)
+                    printf("%6.0f%% ", 100.0 * gf / roof[i]);
+                else
+                    printf("%7s ", "-");
                 if (blas[s][i] > 0)
                     printf("%8.1f ", blas[s][i]);
                 else
                     printf("%8s ", "-");
+                double floor_s = roof[i] > 0 ? forward_flops(c, n) / (roof[i] * 1e9) : 0;
                 if (have_torch && tt[s][i] > 0)
                     printf("%7.1f ms %9.2f", tt[s][i] * 1e3, tt[s][i] / hs[s][i]);
                 else
                     printf("%10s %9s", "-", "-");
+                if (have_torch && tt[s][i] > 0 && floor_s > 0)
+                    printf(" %10.2f", tt[s][i] / floor_s);
+                else
+                    printf(" %10s", "-");
                 printf(" %9.1f\n", (double)c->n_layer * c->n_head * n * n * 4 / 1e6);
             }
         if (breakdown && !family[mi])

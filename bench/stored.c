@@ -86,10 +86,12 @@ static void scratch_free(scratch *s)
 }
 
 /* One run: wall seconds into *t (CPU seconds into *cpu unless NULL), peak RSS MB returned
- * (-1: failed). */
+ * (-1: failed). The previous run's maps are deleted first, untimed: replacing them inside
+ * the run (0.7 GB after n = 512) cost the next 1-token run 0.13 s of freeing pages. */
 static double attn_run(const char *headscope, const char *file, const char *ids, const char *npy,
                        const char *mode, int threads, double *t, double *cpu)
 {
+    unlink(npy);
     char thr[16];
     snprintf(thr, sizeof thr, "%d", threads);
     int q8 = !strcmp(mode, "q8"); /* --activations q8 (the stored type implied) */
@@ -237,17 +239,39 @@ static void mode_rows(const char *headscope, const char *file, const scratch *s,
     }
 }
 
-/* 1 when the file's layers are block-quantised (its --activations q8 row is run) */
-static int block_quantised(const char *file)
+/* 1 when the file's layers are block-quantised (its --activations q8 row is run); flops[k]:
+ * its linear layers' FLOPs at ns[k] tokens (0 when the file does not open). */
+static int block_quantised(const char *file, double flops[N_NS])
 {
     hs_model *m = NULL;
     hs_error err = {{0}};
+    for (int k = 0; k < N_NS; k++)
+        flops[k] = 0;
     if (hs_model_open(file, HS_OPEN_NO_WEIGHTS, &m, &err) != HS_OK)
         return 0;
     const char *dt = hs_model_storage_dtype(m);
     int q = dt && (dt[0] == 'Q' || !strncmp(dt, "IQ", 2));
+    for (int k = 0; k < N_NS; k++)
+        flops[k] = bench_projection_flops(hs_model_config_of(m), ns[k]);
     hs_model_free(m);
     return q;
+}
+
+/* Under a thread count's rows: the shortest forward any float32 pass can take (the linear
+ * layers' FLOPs at the measured float32 roof) at n = 128 and 512, and which of llama.cpp's
+ * times are below it (no float32 pass, exact or not, can then match llama.cpp). */
+static void print_floor(const double flops[N_NS], double roof, const double l[N_NS], int llama)
+{
+    if (roof <= 0 || flops[1] <= 0)
+        return;
+    printf("%-28s %4s float32 floor (linear layers at %.0f GFLOP/s):", "", "", roof);
+    for (int k = 1; k < N_NS; k++) {
+        double floor_s = flops[k] / (roof * 1e9);
+        printf(" n=%d %.2f s", ns[k], floor_s);
+        if (llama && l[k] > 0)
+            printf(" (llama.cpp %s it: %.2f)", l[k] < floor_s ? "BELOW" : "above", l[k] / floor_s);
+        printf(k + 1 < N_NS ? ";" : "\n");
+    }
 }
 
 /* One row of the llama.cpp table: headscope's medians h, llama.cpp's l, ratios. */
@@ -304,12 +328,16 @@ void bench_stored_rows(const char *headscope, const char *files[], int n_files, 
     if (!llama)
         printf("  llama.cpp: skipped (LLAMACPP= not set: make bench LLAMACPP=path/to/llama.cpp/"
                "build/bin runs llama-bench on the same files)\n");
+    double roof[8];
+    n_thr = n_thr > 8 ? 8 : n_thr;
+    bench_print_roofs(thr, n_thr, roof);
     printf("%-28s %4s %9s %9s %6s %9s %9s %6s %9s %9s %6s %8s %8s\n", "file", "thr", "load hs",
            "llama", "ratio", "128 hs", "llama", "ratio", "512 hs", "llama", "ratio", "RSS hs",
            "llama");
     for (int f = 0; f < n_files; f++) {
         const char *base = strrchr(files[f], '/') ? strrchr(files[f], '/') + 1 : files[f];
-        int q8 = block_quantised(files[f]);
+        double flops[N_NS];
+        int q8 = block_quantised(files[f], flops);
         for (int i = 0; i < n_thr; i++) {
             double h[N_NS], h8[N_NS], l[N_NS], rss[3];
             rounds(headscope, llama ? dir : NULL, files[f], &s, thr[i], reps, q8, h, h8, l, rss);
@@ -318,6 +346,7 @@ void bench_stored_rows(const char *headscope, const char *files[], int n_files, 
                 snprintf(label, sizeof label, "%.24s%s", base, row ? " q8" : "");
                 print_row(label, thr[i], row ? h8 : h, l, row ? rss[2] : rss[0], rss[1], llama);
             }
+            print_floor(flops, roof[i], l, llama);
         }
     }
     scratch_free(&s);

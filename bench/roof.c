@@ -1,0 +1,169 @@
+/* The machine's arithmetic roofs, measured in the run: the most float32 multiply-adds a thread
+ * can issue (independent FMA chains in registers, no memory traffic) and the most 8-bit
+ * multiply-adds (VNNI's vpdpbusd, what llama.cpp's quantised kernels use on this CPU).
+ *
+ * A forward pass's products cost 2·n·(the weights of its linear layers) FLOPs whatever the
+ * implementation, so FLOPs / (roof × threads) is the shortest time any float32 pass can take:
+ * the floor the tables beside it compare llama.cpp's and PyTorch's times with. Each kernel
+ * keeps 12 accumulators (enough to cover the FMA latency × ports of current x86 cores) and
+ * takes the widest vectors the CPU runs at full rate; the roof is the best variant's rate. */
+#include <stdio.h>
+
+#include "bench.h"
+
+#define ROOF_ITERS 20000000L /* multiply-add rounds a thread a timing (about 0.1 s) */
+#define ROOF_REPS 3
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+
+#define ACC12(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
+
+/* 12 chains of 16-lane FMAs: 384 FLOPs a round. The sum keeps the chains live. */
+__attribute__((target("avx512f"))) static float fma_512(long rounds)
+{
+    __m512 a[12], x = _mm512_set1_ps(1.0000001f), y = _mm512_set1_ps(-1e-7f);
+    for (int i = 0; i < 12; i++)
+        a[i] = _mm512_set1_ps((float)i);
+    for (long r = 0; r < rounds; r++) {
+#define FMA512(i) a[i] = _mm512_fmadd_ps(a[i], x, y);
+        ACC12(FMA512)
+    }
+    for (int i = 1; i < 12; i++)
+        a[0] = _mm512_add_ps(a[0], a[i]);
+    return _mm512_reduce_add_ps(a[0]);
+}
+
+/* 12 chains of 8-lane FMAs: 192 FLOPs a round. */
+__attribute__((target("avx2,fma"))) static float fma_256(long rounds)
+{
+    __m256 a[12], x = _mm256_set1_ps(1.0000001f), y = _mm256_set1_ps(-1e-7f);
+    for (int i = 0; i < 12; i++)
+        a[i] = _mm256_set1_ps((float)i);
+    for (long r = 0; r < rounds; r++) {
+#define FMA256(i) a[i] = _mm256_fmadd_ps(a[i], x, y);
+        ACC12(FMA256)
+    }
+    float out[8];
+    for (int i = 1; i < 12; i++)
+        a[0] = _mm256_add_ps(a[0], a[i]);
+    _mm256_storeu_ps(out, a[0]);
+    return out[0];
+}
+
+/* 12 chains of vpdpbusd: 12 × 64 8-bit multiply-adds (2 ops each) a round. */
+__attribute__((target("avx512f,avx512vnni"))) static float dot8_512(long rounds)
+{
+    __m512i a[12], x = _mm512_set1_epi8(3), y = _mm512_set1_epi8(-2);
+    for (int i = 0; i < 12; i++)
+        a[i] = _mm512_set1_epi32(i);
+    for (long r = 0; r < rounds; r++) {
+#define DOT512(i) a[i] = _mm512_dpbusd_epi32(a[i], x, y);
+        ACC12(DOT512)
+    }
+    for (int i = 1; i < 12; i++)
+        a[0] = _mm512_add_epi32(a[0], a[i]);
+    return (float)_mm512_reduce_add_epi32(a[0]);
+}
+
+static int has_avx512(void)
+{
+    return __builtin_cpu_supports("avx512f");
+}
+
+static int has_avx2_fma(void)
+{
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+}
+
+static int has_vnni512(void)
+{
+    return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vnni");
+}
+
+typedef struct variant {
+    int (*supported)(void);
+    float (*run)(long rounds);
+    double ops_a_round; /* FLOPs (float32) or ops (8-bit: a multiply-add is 2) */
+    int int8;
+} variant;
+
+static const variant variants[] = {
+    {has_avx512, fma_512, 12 * 16 * 2, 0},
+    {has_avx2_fma, fma_256, 12 * 8 * 2, 0},
+    {has_vnni512, dot8_512, 12 * 64 * 2, 1},
+};
+#define N_VARIANTS (sizeof variants / sizeof variants[0])
+
+/* G ops a second of variant v on `threads` threads together (median of ROOF_REPS timings
+ * after one warm-up); 0 when it cannot run here. */
+static double variant_rate(const variant *v, int threads)
+{
+    __builtin_cpu_init();
+    if (!v->supported())
+        return 0;
+    double t[ROOF_REPS];
+    volatile float sink = 0;
+    for (int r = -1; r < ROOF_REPS; r++) {
+        double t0 = bench_now();
+#pragma omp parallel num_threads(threads)
+        {
+            float s = v->run(ROOF_ITERS);
+#pragma omp atomic
+            sink += s;
+        }
+        if (r >= 0)
+            t[r] = bench_now() - t0;
+    }
+    (void)sink;
+    double secs = bench_median(t, ROOF_REPS);
+    return v->ops_a_round * ROOF_ITERS * threads / secs / 1e9;
+}
+
+static double best_rate(int threads, int int8)
+{
+    double best = 0;
+    for (size_t i = 0; i < N_VARIANTS; i++)
+        if (variants[i].int8 == int8) {
+            double g = variant_rate(&variants[i], threads);
+            best = g > best ? g : best;
+        }
+    return best;
+}
+#else
+static double best_rate(int threads, int int8)
+{
+    (void)threads;
+    (void)int8;
+    return 0;
+}
+#endif
+
+double bench_fp32_roof(int threads)
+{
+    return best_rate(threads < 1 ? 1 : threads, 0);
+}
+
+double bench_int8_roof(int threads)
+{
+    return best_rate(threads < 1 ? 1 : threads, 1);
+}
+
+void bench_print_roofs(const int *thr, int n_thr, double *fp32)
+{
+    for (int i = 0; i < n_thr; i++)
+        fp32[i] = bench_fp32_roof(thr[i]);
+    if (fp32[0] <= 0) {
+        printf("arithmetic roofs: not measured on this CPU (x86 with AVX2 or AVX-512 only)\n");
+        return;
+    }
+    printf("arithmetic roofs (registers only, no memory):");
+    for (int i = 0; i < n_thr; i++) {
+        double i8 = bench_int8_roof(thr[i]);
+        printf("%s %d thread%s: float32 FMA %.1f GFLOP/s", i ? ";" : "", thr[i],
+               thr[i] > 1 ? "s" : "", fp32[i]);
+        if (i8 > 0)
+            printf(", 8-bit dot (VNNI) %.1f GOP/s", i8);
+    }
+    printf("\n");
+}
