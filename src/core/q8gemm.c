@@ -30,6 +30,9 @@
 #define NC 16          /* columns of a tile */
 #define PB (32 * NC)   /* panel bytes of a block */
 #define SB (4 * NC)    /* panel scales of a block: d of each 16, then m of each 16 */
+/* make_panel's decoded columns lie this many bytes apart beyond their length: at a stride of
+ * a power of two their lines would share a few L1 sets and evict each other */
+#define ROW_PAD 64
 
 static long calls;
 static int isa_cap = -1;
@@ -276,34 +279,66 @@ AVX2_TARGET static void rows_avx2(const panel *p, const qrows *x, int r0, int nr
 }
 #endif
 
-/* The panel of columns j0.. j0 + NC (those past out: zero) from the hs_qmat; row, d, m:
- * the thread's buffers of in, in / 16, in / 16. Returns the panel's sub-block. */
-static int make_panel(const hs_qmat *w, int j0, int8_t *pq, float *pf, int8_t *row, float *d,
+/* The panel of columns j0.. j0 + NC (those past out: zero) from the hs_qmat; rows, d, m:
+ * the thread's buffers of NC × (in + ROW_PAD) bytes and NC × in / 16 floats each. The
+ * columns are decoded first, one after the other, then laid out a group at a time (the 16
+ * columns' words of a group are 64 contiguous bytes of the panel, where writing a column at
+ * a time scattered 4-byte stores 64 bytes apart). Returns the panel's sub-block. */
+static int make_panel(const hs_qmat *w, int j0, int8_t *pq, float *pf, int8_t *rows, float *d,
                       float *m)
 {
-    int in = w->in, nb = in / 32, sub = 32;
-    memset(pf, 0, (size_t)nb * SB * sizeof *pf);
+    int in = w->in, nb = in / 32, nd = in / 16, sub = 32;
+    size_t stride = (size_t)in + ROW_PAD;
     for (int c = 0; c < NC; c++) {
+        int8_t *row = rows + (size_t)c * stride;
+        float *dc = d + (size_t)c * (size_t)nd, *mc = m + (size_t)c * (size_t)nd;
         if (j0 + c >= w->out) {
-            for (int b = 0; b < nb; b++)
-                for (int g = 0; g < 8; g++)
-                    memset(pq + (size_t)b * PB + g * 4 * NC + 4 * c, 0, 4);
+            memset(row, 0, (size_t)in);
+            memset(dc, 0, (size_t)nd * sizeof *dc);
+            memset(mc, 0, (size_t)nd * sizeof *mc);
             continue;
         }
         const hs_qcol *col = &w->col[j0 + c];
-        int s = w->decode_i8(col->src, col->first, row, d, m, (size_t)in);
+        int s = w->decode_i8(col->src, col->first, row, dc, mc, (size_t)in);
         sub = s == 16 ? 16 : sub;
-        for (int b = 0; b < nb; b++) {
-            for (int g = 0; g < 8; g++)
-                memcpy(pq + (size_t)b * PB + g * 4 * NC + 4 * c, row + 32 * b + 4 * g, 4);
-            float *f = pf + (size_t)b * SB;
-            f[c] = d[2 * b];
-            f[NC + c] = d[2 * b + 1];
-            f[2 * NC + c] = m[2 * b];
-            f[3 * NC + c] = m[2 * b + 1];
+    }
+    for (int b = 0; b < nb; b++) {
+        int8_t *pb = pq + (size_t)b * PB;
+        for (int g = 0; g < 8; g++)
+            for (int c = 0; c < NC; c++)
+                memcpy(pb + g * 4 * NC + 4 * c, rows + (size_t)c * stride + 32 * b + 4 * g, 4);
+        float *f = pf + (size_t)b * SB;
+        for (int c = 0; c < NC; c++) {
+            size_t at = (size_t)c * (size_t)nd + 2 * (size_t)b;
+            f[c] = d[at];
+            f[NC + c] = d[at + 1];
+            f[2 * NC + c] = m[at];
+            f[3 * NC + c] = m[at + 1];
         }
     }
     return sub;
+}
+
+/* A tile's sums acc (nr, NC) into y's columns j0.. j0 + cols: + bias[j], then added to y
+ * (add) or stored, each case its own loop. */
+static void store_tile(const float *acc, int nr, int cols, const float *bias, float *y,
+                       size_t out, int j0, int add)
+{
+    for (int i = 0; i < nr; i++) {
+        const float *a = acc + i * NC;
+        float *yr = y + (size_t)i * out + (size_t)j0;
+        if (bias && add)
+            for (int c = 0; c < cols; c++)
+                yr[c] = yr[c] + (a[c] + bias[j0 + c]);
+        else if (bias)
+            for (int c = 0; c < cols; c++)
+                yr[c] = a[c] + bias[j0 + c];
+        else if (add)
+            for (int c = 0; c < cols; c++)
+                yr[c] = yr[c] + a[c];
+        else
+            memcpy(yr, a, (size_t)cols * sizeof *yr);
+    }
 }
 
 /* Rows of x run through a panel at a time: their integers stay in cache across the panel */
@@ -343,8 +378,9 @@ void hs_q8gemm_run(const hs_qmat *w, const float *x, const float *bias, float *y
     int isa = hs_q8gemm_isa();
 #pragma omp parallel if (!nomem && tiles > 1 && (size_t)n * (size_t)in * (size_t)out >= 262144)
     {
-        int8_t *pq = malloc((size_t)nb * PB + (size_t)in);
-        float *pf = malloc(((size_t)nb * SB + (size_t)in / 8 + ROWS * NC) * sizeof *pf);
+        int8_t *pq = malloc((size_t)nb * PB + (size_t)NC * ((size_t)in + ROW_PAD));
+        float *pf = malloc(((size_t)nb * SB + (size_t)NC * (size_t)in / 8 + ROWS * NC) *
+                           sizeof *pf);
         int ok = !nomem && pq && pf;
 #pragma omp for schedule(dynamic)
         for (int t = 0; t < tiles; t++) {
@@ -355,7 +391,8 @@ void hs_q8gemm_run(const hs_qmat *w, const float *x, const float *bias, float *y
                         y[(size_t)r * (size_t)out + (size_t)(j0 + c)] = NAN;
                 continue;
             }
-            float *d = pf + (size_t)nb * SB, *m = d + in / 16, *acc = m + in / 16;
+            float *d = pf + (size_t)nb * SB, *m = d + (size_t)NC * (size_t)in / 16;
+            float *acc = m + (size_t)NC * (size_t)in / 16;
             panel p = {pq, pf, nb, make_panel(w, j0, pq, pf, pq + (size_t)nb * PB, d, m)};
             for (int r0 = 0; r0 < n; r0 += ROWS) {
                 int nr = n - r0 < ROWS ? n - r0 : ROWS;
@@ -367,15 +404,8 @@ void hs_q8gemm_run(const hs_qmat *w, const float *x, const float *bias, float *y
                 else
 #endif
                     rows_c(&p, &xr, r0, nr, acc);
-                for (int i = 0; i < nr; i++) {
-                    float *yr = y + (size_t)(r0 + i) * (size_t)out + (size_t)j0;
-                    for (int c = 0; c < cols; c++) {
-                        float v = acc[i * NC + c];
-                        if (bias)
-                            v = v + bias[j0 + c];
-                        yr[c] = add ? yr[c] + v : v;
-                    }
-                }
+                store_tile(acc, nr, cols, bias, y + (size_t)r0 * (size_t)out, (size_t)out, j0,
+                           add);
             }
         }
         free(pq);
