@@ -470,6 +470,11 @@ int main(int argc, char **argv)
     }
     double roof[MAX_THR];
     bench_print_roofs(thr, n_thr, roof);
+    for (int i = 0; i < n_thr; i++) /* no GEMM outruns the FMA units: a load in the run */
+        if (roof[i] > 0 && peak[i] > roof[i])
+            printf("  note: sgemm on %d thread%s ran faster than the roof measured: the machine "
+                   "was busy while the roof was timed; read %% roof with care\n", thr[i],
+                   thr[i] > 1 ? "s" : "");
     printf("\nforward pass recording every attention map (no LM head); targets: >= 70%% of "
            "sgemm at equal threads, torch/headscope >= 2.0\n"
            "  BLAS GF: OpenBLAS alone on the same pass's projections, one call a product "
