@@ -10,7 +10,7 @@
 extern "C" {
 #endif
 
-#define HS_VERSION "3.2.0" /* headscope release, written into reports */
+#define HS_VERSION "3.2.1" /* headscope release, written into reports */
 
 /* The release the library was built as (HS_VERSION of the library, which may differ from
  * the header a program was compiled against). Static string. */

@@ -5,7 +5,7 @@ import os
 import warnings
 
 SOVERSION = 3  # the library major version these bindings are written for
-PYTHON_VERSION = "3.2.0"  # python/pyproject.toml; the tests check it against hs_version()
+PYTHON_VERSION = "3.2.1"  # python/pyproject.toml; the tests check it against hs_version()
 
 
 class HsError(ctypes.Structure):
