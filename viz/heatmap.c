@@ -49,6 +49,30 @@ static void resample_rect(const float *src, int rows, int cols, int t_rows, int 
     }
 }
 
+/* Where everything of one heatmap goes: the grid (cell pixels a token, 0 when
+ * area-averaged; gw x gh at (gx, gy)), the labels (scale ls, every stride_r-th row and
+ * stride_c-th column, lab_max wide at most), the colour bar at bar_x (bar_h high), the band
+ * below the grid, the NaN swatch at nan_y, the title (th high, tw wide) and the image's
+ * w x h. */
+typedef struct heat_geom {
+    int cell, gw, gh, ls, stride_r, stride_c, lab_max;
+    int gx, gy, bar_x, bar_h, below, nan_y, th, tw, w, h;
+} heat_geom;
+
+/* render's stages, defined below it in the order it runs them */
+static hs_status heat_check(int rows, int cols, int n, const hs_heatmap_opts *opts,
+                            int *max_size, hs_error *err);
+static float heat_vmax(const float *map, size_t nn, int scale_to_max, int *any_nan);
+static void heat_grid(heat_geom *g, int rows, int cols, int n, int max_size, int max_labels);
+static void heat_place(heat_geom *g, const hs_heatmap_axes *ax, const token_labels *tr,
+                       const token_labels *tc, const hs_heatmap_opts *opts, int max_labels,
+                       float vmax, int any_nan);
+static hs_status heat_cells(hs_image *out, const heat_geom *g, const float *map, int rows,
+                            int cols, int n, hs_cmap cmap, float vmax, hs_error *err);
+static void heat_axes(hs_image *out, const heat_geom *g, const hs_heatmap_axes *ax,
+                      const token_labels *tr, const token_labels *tc, hs_cmap cmap, float vmax,
+                      int any_nan);
+
 /* The whole picture of a (rows, cols) map: hs_heatmap_render's square map is rows = cols with
  * one set of labels; a rectangular one (T5's cross-attention) has its own labels and axis
  * titles per axis. */
@@ -56,7 +80,6 @@ static hs_status render(const float *map, const hs_heatmap_axes *ax, const hs_he
                         hs_image *out, hs_layout *layout, hs_error *err)
 {
     static const hs_heatmap_opts defaults = {0};
-    float *small = NULL;
     hs_status st;
     int rows = ax->rows, cols = ax->cols, n = rows > cols ? rows : cols;
     if (!out)
@@ -65,6 +88,49 @@ static hs_status render(const float *map, const hs_heatmap_axes *ax, const hs_he
     out->rgb = NULL;
     if (!map)
         return hs_fail(err, HS_E_ARG, "heatmap: map is NULL");
+    if (!opts)
+        opts = &defaults;
+    int max_size;
+    if ((st = heat_check(rows, cols, n, opts, &max_size, err)) != HS_OK)
+        return st;
+    int max_labels = opts->max_labels ? opts->max_labels : 64;
+    int any_nan;
+    float vmax = heat_vmax(map, (size_t)rows * (size_t)cols, opts->scale_to_max, &any_nan);
+    heat_geom g;
+    token_labels tr = {ax->row_labels}, tc = {ax->col_labels};
+    heat_grid(&g, rows, cols, n, max_size, max_labels);
+    heat_place(&g, ax, &tr, &tc, opts, max_labels, vmax, any_nan);
+    const int M = HS_VIZ_MARGIN;
+    if (g.w > HS_PNG_MAX_SIDE || g.h > HS_PNG_MAX_SIDE)
+        return hs_fail(err, HS_E_ARG, "heatmap: image would be %dx%d, over %d", g.w, g.h,
+                       HS_PNG_MAX_SIDE);
+
+    if (hs_cv_new(out, g.w, g.h, hs_viz_bg) != 0)
+        return hs_fail(err, HS_E_NOMEM, "heatmap: out of memory for a %dx%d image", g.w, g.h);
+
+    /* title: over the grid when it fits there, else from the margin */
+    int title_x = g.gx + g.tw + M <= g.w ? g.gx : M;
+    hs_viz_title_draw(out, title_x, M, opts->title, opts->subtitle, g.ls);
+    if ((st = heat_cells(out, &g, map, rows, cols, n, opts->cmap, vmax, err)) != HS_OK) {
+        hs_image_free(out);
+        return st;
+    }
+    heat_axes(out, &g, ax, &tr, &tc, opts->cmap, vmax, any_nan);
+
+    if (layout)
+        *layout = (hs_layout){.grid = {g.gx, g.gy, g.gw, g.gh}, .rows = rows, .cols = cols,
+                              .cell_w = g.cell, .cell_h = g.cell,
+                              .title = {title_x, M, g.th ? g.tw : 0, g.th},
+                              .colorbar = {g.bar_x, g.gy, BAR_W, g.bar_h}, .vmin = 0.0f,
+                              .vmax = vmax, .label_stride = g.stride_r};
+    return HS_OK;
+}
+
+/* The arguments' checks for a (rows, cols) map, n the longer side: opts not NULL;
+ * *max_size the picture's largest side. */
+static hs_status heat_check(int rows, int cols, int n, const hs_heatmap_opts *opts,
+                            int *max_size, hs_error *err)
+{
     if (rows < 1 || cols < 1 || n > MAX_N) {
         if (rows == cols)
             return hs_fail(err, HS_E_SHAPE, "heatmap: map has %d tokens, expected 1..%d", n,
@@ -72,38 +138,37 @@ static hs_status render(const float *map, const hs_heatmap_axes *ax, const hs_he
         return hs_fail(err, HS_E_SHAPE, "heatmap: map has %d x %d tokens, expected 1..%d each",
                        rows, cols, MAX_N);
     }
-    if (!opts)
-        opts = &defaults;
     if (!hs_colormap_name(opts->cmap))
         return hs_fail(err, HS_E_ARG, "heatmap: unknown colour map %d", (int)opts->cmap);
     if (opts->max_labels < 0)
         return hs_fail(err, HS_E_ARG, "heatmap: max_labels is %d, expected >= 0",
                        opts->max_labels);
-    int max_size;
-    if ((st = hs_viz_check_size(opts->max_size, 2000, "heatmap", &max_size, err)) != HS_OK)
-        return st;
-    int max_labels = opts->max_labels ? opts->max_labels : 64;
+    return hs_viz_check_size(opts->max_size, 2000, "heatmap", max_size, err);
+}
 
-    /* colour scale, and whether there is anything to show as "nan" */
-    size_t nn = (size_t)rows * (size_t)cols;
-    float vmax = 1.0f;
-    int any_nan = 0;
+/* The top of the colour scale for map: (nn) cells (1, or the largest finite cell with
+ * scale_to_max when it is above 0); *any_nan: whether a cell is to be shown as "nan". */
+static float heat_vmax(const float *map, size_t nn, int scale_to_max, int *any_nan)
+{
     float mx = -INFINITY;
+    *any_nan = 0;
     for (size_t i = 0; i < nn; i++) {
         if (!hs_viz_is_finite(map[i]))
-            any_nan = 1;
+            *any_nan = 1;
         else if (map[i] > mx)
             mx = map[i];
     }
-    if (opts->scale_to_max && mx > 0.0f)
-        vmax = mx;
+    return scale_to_max && mx > 0.0f ? mx : 1.0f;
+}
 
-    /* grid geometry (by the longer side): integer cells while they fit, else area-averaged
-       pixels */
+/* The grid's size (g->cell, gw, gh), by the longer side n: integer cells while they fit,
+ * else area-averaged pixels. */
+static void heat_grid(heat_geom *g, int rows, int cols, int n, int max_size, int max_labels)
+{
     int budget = max_size * 4 / 5;
-    int cell = 0, gw, gh;
+    g->cell = 0;
     if (n <= budget) {
-        cell = TARGET_GRID / n;
+        int cell = TARGET_GRID / n;
         if (cell > MAX_CELL)
             cell = MAX_CELL;
         /* when every token is to be labelled, a text line per cell: the picture grows with n
@@ -112,133 +177,130 @@ static hs_status render(const float *map, const hs_heatmap_axes *ax, const hs_he
             cell = HS_FONT_H + 2;
         if (cell < 1)
             cell = 1;
-        gw = cols * cell;
-        gh = rows * cell;
+        g->cell = cell;
+        g->gw = cols * cell;
+        g->gh = rows * cell;
     } else {
         /* the longer side gets the budget, the shorter its share, at least a pixel a token */
-        gw = cols == n ? budget : (int)((long)budget * cols / n);
-        gh = rows == n ? budget : (int)((long)budget * rows / n);
-        gw = gw < cols && cols <= budget ? cols : gw;
-        gh = gh < rows && rows <= budget ? rows : gh;
+        int gw = cols == n ? budget : (int)((long)budget * cols / n);
+        int gh = rows == n ? budget : (int)((long)budget * rows / n);
+        g->gw = gw < cols && cols <= budget ? cols : gw;
+        g->gh = gh < rows && rows <= budget ? rows : gh;
     }
-    double cellr = (double)gh / rows, cellc = (double)gw / cols;
+}
+
+/* The labels, the grid's place, the colour bar and the image's size (g->ls .. g->h) around
+ * the grid of heat_grid. */
+static void heat_place(heat_geom *g, const hs_heatmap_axes *ax, const token_labels *tr,
+                       const token_labels *tc, const hs_heatmap_opts *opts, int max_labels,
+                       float vmax, int any_nan)
+{
+    int rows = ax->rows, cols = ax->cols;
+    double cellr = (double)g->gh / rows, cellc = (double)g->gw / cols;
     int ls = (cellr < cellc ? cellr : cellc) >= 22.0 ? 2 : 1;
-    int stride_r = hs_viz_label_stride(rows, cellr, ls, max_labels);
-    int stride_c = hs_viz_label_stride(cols, cellc, ls, max_labels);
-    int lab_max = ((LABEL_GLYPHS - 1) * HS_FONT_ADV + HS_FONT_W) * ls;
-    token_labels tr = {ax->row_labels}, tc = {ax->col_labels};
-    int lab_wr = hs_viz_labels_extent(token_label, &tr, rows, stride_r, ls, HS_TEXT_MARKS, lab_max);
-    int lab_wc = hs_viz_labels_extent(token_label, &tc, cols, stride_c, ls, HS_TEXT_MARKS, lab_max);
+    g->ls = ls;
+    g->stride_r = hs_viz_label_stride(rows, cellr, ls, max_labels);
+    g->stride_c = hs_viz_label_stride(cols, cellc, ls, max_labels);
+    g->lab_max = ((LABEL_GLYPHS - 1) * HS_FONT_ADV + HS_FONT_W) * ls;
+    int lab_wr = hs_viz_labels_extent(token_label, tr, rows, g->stride_r, ls, HS_TEXT_MARKS,
+                                      g->lab_max);
+    int lab_wc = hs_viz_labels_extent(token_label, tc, cols, g->stride_c, ls, HS_TEXT_MARKS,
+                                      g->lab_max);
 
     /* horizontal: margin, "query", labels, ticks, grid, bar, bar labels, margin */
     const int M = HS_VIZ_MARGIN;
     int axis_w = HS_FONT_H * ls; /* rotated axis title */
     int lead = HS_VIZ_TICK + HS_VIZ_TICK_GAP + 1;
-    int gx = M + axis_w + AXIS_GAP + lab_wr + lead;
-    int bar_x = gx + gw + BAR_GAP;
-    int bar_h = gh >= BAR_MIN_H ? gh : BAR_MIN_H;
-    int bar_lab = hs_viz_colorbar_label_width(0.0f, vmax, ls, bar_h);
-    int w = bar_x + BAR_W + 1 + bar_lab + M;
-    int tw = hs_viz_title_width(opts->title, opts->subtitle, ls);
-    if (M + tw + M > w)
-        w = M + tw + M;
+    g->gx = M + axis_w + AXIS_GAP + lab_wr + lead;
+    g->bar_x = g->gx + g->gw + BAR_GAP;
+    g->bar_h = g->gh >= BAR_MIN_H ? g->gh : BAR_MIN_H;
+    int bar_lab = hs_viz_colorbar_label_width(0.0f, vmax, ls, g->bar_h);
+    int w = g->bar_x + BAR_W + 1 + bar_lab + M;
+    g->tw = hs_viz_title_width(opts->title, opts->subtitle, ls);
+    if (M + g->tw + M > w)
+        w = M + g->tw + M;
 
     /* vertical: margin, title band, grid, ticks, rotated labels, "key", margin */
-    int th = hs_viz_title_height(opts->title, opts->subtitle, ls);
-    int gy = M + (th ? th + TITLE_GAP : 0);
-    int below = lead + lab_wc + AXIS_GAP + HS_FONT_H * ls;
-    int h = gy + gh + below + M;
-    int nan_y = gy + bar_h + 14;
-    if (any_nan && nan_y + 10 + M > h)
-        h = nan_y + 10 + M;
-    if (gy + bar_h + 8 + M > h)
-        h = gy + bar_h + 8 + M;
-    if (w > HS_PNG_MAX_SIDE || h > HS_PNG_MAX_SIDE)
-        return hs_fail(err, HS_E_ARG, "heatmap: image would be %dx%d, over %d", w, h,
-                       HS_PNG_MAX_SIDE);
+    g->th = hs_viz_title_height(opts->title, opts->subtitle, ls);
+    g->gy = M + (g->th ? g->th + TITLE_GAP : 0);
+    g->below = lead + lab_wc + AXIS_GAP + HS_FONT_H * ls;
+    int h = g->gy + g->gh + g->below + M;
+    g->nan_y = g->gy + g->bar_h + 14;
+    if (any_nan && g->nan_y + 10 + M > h)
+        h = g->nan_y + 10 + M;
+    if (g->gy + g->bar_h + 8 + M > h)
+        h = g->gy + g->bar_h + 8 + M;
+    g->w = w;
+    g->h = h;
+}
 
-    if (hs_cv_new(out, w, h, hs_viz_bg) != 0)
-        return hs_fail(err, HS_E_NOMEM, "heatmap: out of memory for a %dx%d image", w, h);
-
-    /* title: over the grid when it fits there, else from the margin */
-    int title_x = gx + tw + M <= w ? gx : M;
-    hs_viz_title_draw(out, title_x, M, opts->title, opts->subtitle, ls);
-
-    /* cells */
+/* The cells of map: (rows, cols), n the longer side, on the grid: squares of g->cell
+ * pixels, or the map area-averaged to the grid's pixels. */
+static hs_status heat_cells(hs_image *out, const heat_geom *g, const float *map, int rows,
+                            int cols, int n, hs_cmap cmap, float vmax, hs_error *err)
+{
+    int cell = g->cell, gx = g->gx, gy = g->gy, gw = g->gw, gh = g->gh;
     if (cell > 0) {
         for (int q = 0; q < rows; q++) {
             for (int k = 0; k < cols; k++) {
                 uint8_t rgb[3];
-                hs_viz_value_rgb(opts->cmap, map[(size_t)q * cols + k], 0.0f, vmax, rgb);
+                hs_viz_value_rgb(cmap, map[(size_t)q * cols + k], 0.0f, vmax, rgb);
                 hs_cv_rect(out, gx + k * cell, gy + q * cell, cell, cell, rgb);
             }
         }
-    } else {
-        small = malloc((size_t)gw * (size_t)gh * sizeof *small);
-        if (!small) {
-            st = hs_fail(err, HS_E_NOMEM, "heatmap: out of memory downsampling %d tokens", n);
-            goto fail;
-        }
-        if (rows == cols)
-            hs_viz_resample(map, n, gw, small);
-        else
-            resample_rect(map, rows, cols, gh, gw, small);
-        for (int y = 0; y < gh; y++) {
-            for (int x = 0; x < gw; x++) {
-                uint8_t rgb[3];
-                hs_viz_value_rgb(opts->cmap, small[(size_t)y * gw + x], 0.0f, vmax, rgb);
-                hs_cv_pixel(out, gx + x, gy + y, rgb);
-            }
-        }
-        free(small);
-        small = NULL;
+        return HS_OK;
     }
+    float *small = malloc((size_t)gw * (size_t)gh * sizeof *small); /* (gh, gw) */
+    if (!small)
+        return hs_fail(err, HS_E_NOMEM, "heatmap: out of memory downsampling %d tokens", n);
+    if (rows == cols)
+        hs_viz_resample(map, n, gw, small);
+    else
+        resample_rect(map, rows, cols, gh, gw, small);
+    for (int y = 0; y < gh; y++) {
+        for (int x = 0; x < gw; x++) {
+            uint8_t rgb[3];
+            hs_viz_value_rgb(cmap, small[(size_t)y * gw + x], 0.0f, vmax, rgb);
+            hs_cv_pixel(out, gx + x, gy + y, rgb);
+        }
+    }
+    free(small);
+    return HS_OK;
+}
+
+/* The grid's frame, the axis labels and titles, the colour bar and, when there are NaN
+ * cells, a swatch for them. */
+static void heat_axes(hs_image *out, const heat_geom *g, const hs_heatmap_axes *ax,
+                      const token_labels *tr, const token_labels *tc, hs_cmap cmap, float vmax,
+                      int any_nan)
+{
+    const int M = HS_VIZ_MARGIN;
+    int gx = g->gx, gy = g->gy, gw = g->gw, gh = g->gh, ls = g->ls, bar_x = g->bar_x;
     hs_rect grid = {gx, gy, gw, gh};
     hs_cv_frame(out, gx - 1, gy - 1, gw + 2, gh + 2, hs_viz_frame);
 
     /* axis labels and titles */
-    hs_viz_labels_left(out, grid, token_label, &tr, rows, stride_r, ls, HS_TEXT_MARKS, lab_max);
-    hs_viz_labels_bottom(out, grid, token_label, &tc, cols, stride_c, ls, HS_TEXT_MARKS, lab_max);
+    hs_viz_labels_left(out, grid, token_label, tr, ax->rows, g->stride_r, ls, HS_TEXT_MARKS,
+                       g->lab_max);
+    hs_viz_labels_bottom(out, grid, token_label, tc, ax->cols, g->stride_c, ls, HS_TEXT_MARKS,
+                         g->lab_max);
     int qw = hs_text_width(ax->row_title, ls, 0);
     hs_cv_text(out, M, gy + (gh - qw) / 2, ax->row_title, ls, hs_viz_muted, HS_TEXT_ROT90, 0);
     int kw = hs_text_width(ax->col_title, ls, 0);
-    hs_cv_text(out, gx + (gw - kw) / 2, gy + gh + below - HS_FONT_H * ls, ax->col_title, ls,
+    hs_cv_text(out, gx + (gw - kw) / 2, gy + gh + g->below - HS_FONT_H * ls, ax->col_title, ls,
                hs_viz_muted, 0, 0);
 
     /* colour bar, and a swatch for NaN cells when there are any */
-    hs_rect bar = {bar_x, gy, BAR_W, bar_h};
-    hs_viz_colorbar(out, bar, opts->cmap, 0.0f, vmax, ls);
+    hs_rect bar = {bar_x, gy, BAR_W, g->bar_h};
+    hs_viz_colorbar(out, bar, cmap, 0.0f, vmax, ls);
     if (any_nan) {
         uint8_t grey[3];
-        hs_colormap_rgb(opts->cmap, NAN, grey);
-        hs_cv_rect(out, bar_x, nan_y, BAR_W, 10, grey);
-        hs_cv_frame(out, bar_x - 1, nan_y - 1, BAR_W + 2, 12, hs_viz_frame);
-        hs_cv_text(out, bar_x + BAR_W + 1 + HS_VIZ_TICK + HS_VIZ_TICK_GAP, nan_y, "nan", 1,
+        hs_colormap_rgb(cmap, NAN, grey);
+        hs_cv_rect(out, bar_x, g->nan_y, BAR_W, 10, grey);
+        hs_cv_frame(out, bar_x - 1, g->nan_y - 1, BAR_W + 2, 12, hs_viz_frame);
+        hs_cv_text(out, bar_x + BAR_W + 1 + HS_VIZ_TICK + HS_VIZ_TICK_GAP, g->nan_y, "nan", 1,
                    hs_viz_ink, 0, 0);
     }
-
-    if (layout) {
-        hs_layout l = {0};
-        l.grid = grid;
-        l.rows = rows;
-        l.cols = cols;
-        l.cell_w = l.cell_h = cell;
-        l.title.x = title_x;
-        l.title.y = M;
-        l.title.w = th ? tw : 0;
-        l.title.h = th;
-        l.colorbar = bar;
-        l.vmin = 0.0f;
-        l.vmax = vmax;
-        l.label_stride = stride_r;
-        *layout = l;
-    }
-    return HS_OK;
-
-fail:
-    free(small);
-    hs_image_free(out);
-    return st;
 }
 
 hs_status hs_heatmap_render(const float *map, int n, const char *const *labels,

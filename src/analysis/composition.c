@@ -20,7 +20,6 @@
 #include "analysis/analysis_internal.h"
 #include "core/core.h"
 #include "headscope/composition.h"
-#include "model/emb_stored.h"
 #include "model/model_internal.h"
 
 /* LAPACK's general eigenvalue solver (OpenBLAS ships it). */
@@ -135,67 +134,6 @@ static double trace_prod(const double *a, const double *b, int n) /* tr(A B) */
     return s;
 }
 
-/* g += p over the rows of (d, d) (upper: the blocks on and above the diagonal alone) */
-static void add_product(double *g, const float *p, int d, int upper)
-{
-#pragma omp parallel for schedule(static)
-    for (int i = 0; i < d; i++)
-        for (int j = upper ? i : 0; j < d; j++)
-            g[(size_t)i * d + j] += (double)p[(size_t)i * d + j];
-}
-
-/* g: (d, d) = dec^T wte over the vocabulary (dec: the decoder, (V, d)), the copying
- * circuit's W_U W_E before the final norm's scale, summed over blocks of chunk rows of both
- * tables in their order: each block's product in float (hs_sgemm_fixed, the rows taken from
- * the float32 tables or decoded from the stored ones into a buffer, the same values), added
- * to g in double. No table is converted whole (2.1 GB each at Llama-3-8B's shape), and the
- * bits are the same whichever way the tables are kept. Tied embeddings (dec is wte, GPT-2)
- * give a symmetric G: only the blocks on and above the diagonal are computed, in 256-row
- * bands (each band a product of its own shape, so its bits are fixed by the shape as any
- * other), and mirrored; the one table's blocks are of 2 chunk rows (the two buffers' memory).
- * On 2 cores with 8,192-row blocks: at d 2,048 and 3,072 the bands take 0.7 of the whole
- * product's time, at GPT-2's 768 about as long (64-row bands: 0.8 at 2,048, and at 768
- * from 1 to 3 times as long with 4,096-row blocks, the narrow products cut along K). */
-hs_status hs_composition_gram(const hs_model *m, int chunk, double *g, hs_error *err)
-{
-    int d = m->cfg.d_model, V = m->cfg.vocab_size, tied = hs_model_decoder_is_wte(m);
-    const int band = 256;
-    size_t dd = (size_t)d * d;
-    chunk = tied ? 2 * chunk : chunk;
-    chunk = chunk < V ? chunk : V;
-    /* p: one block's product (d, d); eb, db: its rows of each table (chunk, d) when stored
-     * (pages never touched otherwise) */
-    float *p = malloc(dd * sizeof *p), *eb = malloc((size_t)chunk * d * sizeof *eb);
-    float *db = tied ? eb : malloc((size_t)chunk * d * sizeof *db);
-    if (!p || !eb || !db) {
-        free(p);
-        free(eb);
-        if (db != eb)
-            free(db);
-        return hs_fail(err, HS_E_NOMEM, "composition: out of memory");
-    }
-    memset(g, 0, dd * sizeof *g);
-    for (int c0 = 0; c0 < V; c0 += chunk) {
-        int rows = V - c0 < chunk ? V - c0 : chunk;
-        const float *w = hs_model_wte_rows(m, c0, rows, eb);
-        const float *dc = tied ? w : hs_model_decoder_rows(m, c0, rows, db);
-        if (!tied)
-            hs_sgemm_fixed(1, 0, d, d, rows, dc, d, w, d, p, d);
-        for (int i0 = 0; tied && i0 < d; i0 += band)
-            hs_sgemm_fixed(1, 0, d - i0 < band ? d - i0 : band, d - i0, rows, w + i0, d, w + i0,
-                           d, p + (size_t)i0 * d + i0, d);
-        add_product(g, p, d, tied);
-    }
-    for (int i = 0; tied && i < d; i++) /* the lower triangle from the upper */
-        for (int j = 0; j < i; j++)
-            g[(size_t)i * d + j] = g[(size_t)j * d + i];
-    free(p);
-    free(eb);
-    if (db != eb)
-        free(db);
-    return HS_OK;
-}
-
 int hs_composition_defined(const hs_model_config *c)
 {
     const hs_arch *a = c->arch;
@@ -222,6 +160,332 @@ hs_status hs_composition_compute(const hs_model *m, hs_composition **out, hs_err
     return hs_composition_run(m, NULL, NULL, out, err);
 }
 
+/* One hs_composition_run: the model's shape and the scratch every stage shares. gram: one
+ * layer's Gram matrices Gq, Gk, Gv, Go per head (4, H, dh, dh); root: every head's square
+ * roots of them (4, N, dh, dh), float; in double W_O wo (A, d), a reader rd (d, A), the
+ * copying circuit's G mm (d, d) and W_O G tt (A, d); in float a reader rf (d, A), the three
+ * readers times the roots yf (d, 3A), an earlier layer's rows Fv O xf (A, d) and their
+ * product pf (A, 3A); cols: the fused QKV column of every reader column (3, A). */
+typedef struct comp_run {
+    const hs_model *m;
+    int L, H, d, dh, N, A;
+    size_t dd, da, g2;
+    double *gram, *wo, *rd, *mm, *tt;
+    float *root, *rf, *yf, *xf, *pf;
+    int *cols;
+    void (*progress)(void *user, const char *what, int done, int total);
+    void *user;
+} comp_run;
+
+/* Gram matrix kind (0 Gq, 1 Gk, 2 Gv, 3 Go) of head h of the layer at hand: (dh, dh) */
+static double *gram_at(const comp_run *w, int kind, int h)
+{
+    return w->gram + ((size_t)kind * w->H + (size_t)h) * w->g2;
+}
+
+/* The square root of Gram matrix kind of head (layer * H + h) of the model: (dh, dh) */
+static float *root_at(const comp_run *w, int kind, int head)
+{
+    return w->root + ((size_t)kind * w->N + (size_t)head) * w->g2;
+}
+
+/* The progress steps: each layer's Grams, each pair of layers, the copying scores */
+static void comp_progress(const comp_run *w, int done)
+{
+    if (w->progress)
+        w->progress(w->user, "composition", done, w->L + w->L * (w->L - 1) / 2 + 1);
+}
+
+/* Allocates w's scratch for model m: 0, or -1 with whatever was allocated left for
+ * comp_free. */
+static int comp_alloc(comp_run *w, const hs_model *m)
+{
+    const hs_model_config *c = &m->cfg;
+    w->m = m;
+    w->L = c->n_layer;
+    w->H = c->n_head;
+    w->d = c->d_model;
+    w->dh = c->d_head;
+    w->N = w->L * w->H;
+    w->A = hs_model_attn_width(c);
+    w->dd = (size_t)w->d * w->d;
+    w->da = (size_t)w->d * w->A;
+    w->g2 = (size_t)w->dh * w->dh;
+    size_t da = w->da, g2 = w->g2;
+    w->gram = malloc(4 * (size_t)w->H * g2 * sizeof *w->gram);
+    w->root = malloc(4 * (size_t)w->N * g2 * sizeof *w->root);
+    w->wo = malloc(da * sizeof *w->wo);
+    w->rd = malloc(da * sizeof *w->rd);
+    w->mm = malloc(w->dd * sizeof *w->mm);
+    w->tt = malloc(da * sizeof *w->tt);
+    w->rf = malloc(da * sizeof *w->rf);
+    w->yf = malloc(3 * da * sizeof *w->yf);
+    w->xf = malloc(da * sizeof *w->xf);
+    w->pf = malloc(3 * (size_t)w->A * w->A * sizeof *w->pf);
+    w->cols = malloc(3 * (size_t)w->A * sizeof *w->cols);
+    int ok = w->gram && w->root && w->wo && w->rd && w->mm && w->tt && w->rf && w->yf && w->xf &&
+             w->pf && w->cols;
+    return ok ? 0 : -1;
+}
+
+/* Frees w's scratch (comp_alloc), allocated or not */
+static void comp_free(comp_run *w)
+{
+    void *all[] = {w->gram, w->root, w->wo, w->rd, w->mm, w->tt, w->rf, w->yf, w->xf, w->pf,
+                   w->cols};
+    for (size_t i = 0; i < sizeof all / sizeof *all; i++)
+        free(all[i]);
+}
+
+/* Points r's arrays into its one allocation (q, k, v: (N, N); copying, ov_norm, qk_norm:
+ * (N)) and marks every composition score NaN until it is computed. */
+static void result_init(hs_composition *r, int L, int H)
+{
+    int N = L * H;
+    size_t nn = (size_t)N * N;
+    r->n_layer = L;
+    r->n_head = H;
+    r->n_heads = N;
+    r->q = (double *)(r + 1);
+    r->k = r->q + nn;
+    r->v = r->k + nn;
+    r->copying = r->v + nn;
+    r->ov_norm = r->copying + N;
+    r->qk_norm = r->ov_norm + N;
+    for (size_t i = 0; i < 3 * nn; i++)
+        r->q[i] = NAN;
+}
+
+/* Layer l's four Gram matrices per head (w->gram), its heads' OV and QK norms (r->ov_norm,
+ * r->qk_norm) and the square roots of the Grams (w->root), W_Q, W_K, W_V and W_O read
+ * through the weight cache. */
+static hs_status layer_grams(comp_run *w, hs_composition *r, int l, hs_error *err)
+{
+    int H = w->H, d = w->d, dh = w->dh, A = w->A;
+    hs_layer ly;
+    hs_status st;
+    if ((st = hs_layer_get_units(w->m, l, UNITS_QKV_O, &ly, err)))
+        return st;
+    for (int p = 0; p < 3; p++) {
+        reader(w->m, &ly, w->cols + (size_t)p * A, w->rd, NULL);
+#pragma omp parallel for
+        for (int h = 0; h < H; h++) /* X^T X over head h's columns */
+            small_gemm(1, 0, dh, dh, d, w->rd + h * dh, A, w->rd + h * dh, A, gram_at(w, p, h),
+                       dh);
+    }
+    widen(ly.w_o, w->wo, w->da);
+    hs_layer_put_units(w->m, l, UNITS_QKV_O);
+#pragma omp parallel for
+    for (int h = 0; h < H; h++) /* Go = O O^T: rows h*dh.. of W_O */
+        small_gemm(0, 1, dh, dh, d, w->wo + (size_t)h * dh * d, d, w->wo + (size_t)h * dh * d, d,
+                   gram_at(w, 3, h), dh);
+    for (int h = 0; h < H; h++) {
+        int a = l * H + h;
+        r->ov_norm[a] = sqrt(fmax(0.0, trace_prod(gram_at(w, 2, h), gram_at(w, 3, h), dh)));
+        r->qk_norm[a] = sqrt(fmax(0.0, trace_prod(gram_at(w, 0, h), gram_at(w, 1, h), dh)));
+    }
+    if (!all_finite(w->gram, 4 * (size_t)H * w->g2))
+        return hs_fail(err, HS_E_VALUE, "composition: layer %d's Gram matrices are not "
+                       "finite (W_Q, W_K, W_V or W_O hold an infinity or a NaN)", l);
+    int info = 0;
+#pragma omp parallel for schedule(dynamic) reduction(| : info)
+    for (int t = 0; t < 4 * H; t++) { /* the four Grams of every head of the layer */
+        int kind = t / H, h = t % H;
+        double *work = malloc((36 + (size_t)dh) * (size_t)dh * sizeof *work);
+        info |= work ? gram_root(gram_at(w, kind, h), dh, root_at(w, kind, l * H + h), work) : -1;
+        free(work);
+    }
+    if (info)
+        return info < 0 ? hs_fail(err, HS_E_NOMEM, "composition: out of memory")
+                        : hs_fail(err, HS_E_VALUE, "composition: the eigenvalue solver failed "
+                                  "on layer %d's Gram matrices (info %d)", l, info);
+    return HS_OK;
+}
+
+/* The reading layer lb's columns R_b F_b^T of all three kinds, w->yf (d, 3A): Q with Gk's
+ * root, K with Gq's, V with Go's, in float. */
+static hs_status far_columns(comp_run *w, int lb, hs_error *err)
+{
+    static const int far_kind[3] = {1, 0, 3};
+    int H = w->H, d = w->d, dh = w->dh, A = w->A;
+    size_t d3 = 3 * (size_t)A;
+    hs_layer lr;
+    hs_status st;
+    if ((st = hs_layer_get_units(w->m, lb, 1u << HS_WU_QKV, &lr, err)))
+        return st;
+    for (int mode = 0; mode < 3; mode++) {
+        reader(w->m, &lr, w->cols + (size_t)mode * A, NULL, w->rf);
+#pragma omp parallel for schedule(static)
+        for (int hb = 0; hb < H; hb++)
+            cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, d, dh, dh, 1.0f,
+                        w->rf + (size_t)hb * dh, A, root_at(w, far_kind[mode], lb * H + hb), dh,
+                        0.0f, w->yf + (size_t)mode * A + (size_t)hb * dh, (int)d3);
+    }
+    hs_layer_put_units(w->m, lb, 1u << HS_WU_QKV);
+    return HS_OK;
+}
+
+/* The writing layer la's rows Fv_a O_a, w->xf (A, d), in float. */
+static hs_status near_rows(comp_run *w, int la, hs_error *err)
+{
+    int H = w->H, d = w->d, dh = w->dh;
+    hs_layer ly;
+    hs_status st;
+    if ((st = hs_layer_get_units(w->m, la, 1u << HS_WU_O, &ly, err)))
+        return st;
+#pragma omp parallel for schedule(static)
+    for (int ha = 0; ha < H; ha++)
+        cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, dh, d, dh, 1.0f,
+                    root_at(w, 2, la * H + ha), dh, ly.w_o + (size_t)ha * dh * d, d, 0.0f,
+                    w->xf + (size_t)ha * dh * d, d);
+    hs_layer_put_units(w->m, la, 1u << HS_WU_O);
+    return HS_OK;
+}
+
+/* The composition scores of every head of layer la on every head of layer lb (r->q, r->k,
+ * r->v at (la H + ha, lb H + hb)): the rows w->xf times the columns w->yf, w->pf (A, 3A), in
+ * float (its rounding, ~1e-7 relative, is far below what the scores are read at); every
+ * (dh, dh) block's sum of squares in double, over the norms of the two heads. */
+static void pair_scores(comp_run *w, hs_composition *r, int la, int lb)
+{
+    int H = w->H, d = w->d, dh = w->dh, A = w->A, N = w->N;
+    size_t d3 = 3 * (size_t)A;
+    const float *pf = w->pf;
+    hs_sgemm_fixed(0, 0, A, (int)d3, d, w->xf, d, w->yf, (int)d3, w->pf, (int)d3);
+#pragma omp parallel for collapse(2) schedule(static)
+    for (int mode = 0; mode < 3; mode++)
+        for (int ha = 0; ha < H; ha++)
+            for (int hb = 0; hb < H; hb++) {
+                double sum = 0;
+                for (int i = ha * dh; i < (ha + 1) * dh; i++) {
+                    const float *row = pf + (size_t)i * d3 + (size_t)mode * A + (size_t)hb * dh;
+                    for (int j = 0; j < dh; j++)
+                        sum += (double)row[j] * (double)row[j];
+                }
+                int a = la * H + ha, b = lb * H + hb;
+                double *dst = mode == 0 ? r->q : mode == 1 ? r->k : r->v;
+                double nb = mode == 2 ? r->ov_norm[b] : r->qk_norm[b];
+                double den = r->ov_norm[a] * nb;
+                dst[(size_t)a * N + b] = den > 0 ? sqrt(sum) / den : NAN;
+            }
+}
+
+/* The composition scores of every pair of layers la < lb: the reading layer's columns built
+ * once, then each earlier layer's rows times them. */
+static hs_status all_pairs(comp_run *w, hs_composition *r, hs_error *err)
+{
+    int L = w->L;
+    hs_status st;
+    for (int lb = 1; lb < L; lb++) {
+        if ((st = far_columns(w, lb, err)))
+            return st;
+        for (int la = 0; la < lb; la++) {
+            if ((st = near_rows(w, la, err)))
+                return st;
+            pair_scores(w, r, la, lb);
+            comp_progress(w, L + lb * (lb - 1) / 2 + la + 1);
+        }
+    }
+    return HS_OK;
+}
+
+/* The copying scores' token circuit, w->mm (d, d): G = diag(ln_f) W_U W_E = diag(ln_f)
+ * dec^T wte, which must be finite. */
+static hs_status token_circuit(comp_run *w, hs_error *err)
+{
+    int d = w->d;
+    hs_status st;
+    if ((st = hs_composition_gram(w->m, HS_GRAM_CHUNK, w->mm, err)))
+        return st;
+#pragma omp parallel for schedule(static)
+    for (int i = 0; i < d; i++)
+        for (int j = 0; j < d; j++)
+            w->mm[(size_t)i * d + j] *= (double)w->m->lnf_w[i];
+    if (!all_finite(w->mm, w->dd)) /* float's W_U W_E overflowed (embeddings near 1e+36) */
+        return hs_fail(err, HS_E_VALUE, "composition: the token circuit diag(ln_f) W_U W_E of "
+                       "the copying scores is not finite (the embedding or unembedding "
+                       "weights are too large for float: their products overflow)");
+    return HS_OK;
+}
+
+/* The copying scores of layer l's heads (r->copying): the eigenvalues of O_h G V_h with G
+ * the token circuit (w->mm), from LAPACK's dgeev; its scratch per head cm (H, dh, dh), wr
+ * (H, 2 dh), work (H, lwork). Or's the solvers' infos into *info, 1 << 30 for a matrix that
+ * is not finite. */
+static hs_status copying_layer(comp_run *w, hs_composition *r, int l, double *cm, double *wr,
+                               double *work, int lwork, int *info_out, hs_error *err)
+{
+    int H = w->H, d = w->d, dh = w->dh, A = w->A, n = dh, info = 0;
+    size_t g2 = w->g2;
+    hs_layer ly;
+    hs_status st;
+    if ((st = hs_layer_get_units(w->m, l, UNITS_QKV_O, &ly, err)))
+        return st;
+    widen(ly.w_o, w->wo, w->da);
+    reader(w->m, &ly, w->cols + 2 * (size_t)A, w->rd, NULL);
+    hs_layer_put_units(w->m, l, UNITS_QKV_O);
+    /* T = W_O G: (A, d), rows h*dh.. are O_h G */
+    hs_dgemm_fixed(0, 0, A, d, d, w->wo, d, w->mm, d, w->tt, d);
+#pragma omp parallel for reduction(| : info)
+    for (int h = 0; h < H; h++) {
+        /* cm = O_h G V_h, row-major; dgeev reads its transpose, which has the
+           same eigenvalues */
+        double *ch = cm + (size_t)h * g2, *wh = wr + (size_t)h * 2 * dh;
+        int hi = 0;
+        small_gemm(0, 0, dh, dh, d, w->tt + (size_t)h * dh * d, d, w->rd + (size_t)h * dh, A, ch,
+                   dh);
+        if (!all_finite(ch, g2)) {
+            info |= 1 << 30; /* named by copying_scores, before LAPACK sees it */
+            continue;
+        }
+        dgeev_("N", "N", &n, ch, &n, wh, wh + dh, NULL, &n, NULL, &n,
+               work + (size_t)h * lwork, &lwork, &hi);
+        double sum = 0, mag = 0;
+        for (int i = 0; i < dh; i++) {
+            sum += wh[i];
+            mag += hypot(wh[i], wh[dh + i]);
+        }
+        r->copying[l * H + h] = mag > 0 ? sum / mag : NAN;
+        info |= hi;
+    }
+    *info_out |= info;
+    return HS_OK;
+}
+
+/* copying: every head's copying score (r->copying), the eigenvalues of O_a G V_a with
+ * G = diag(ln_f) W_U W_E = diag(ln_f) dec^T wte */
+static hs_status copying_scores(comp_run *w, hs_composition *r, hs_error *err)
+{
+    int H = w->H, dh = w->dh, lwork = 8 * dh, info = 0, bad_layer = -1;
+    hs_status st = HS_OK;
+    double *cm = malloc((size_t)H * w->g2 * sizeof *cm);
+    double *wr = malloc((size_t)H * 2 * (size_t)dh * sizeof *wr);
+    double *work = malloc((size_t)H * (size_t)lwork * sizeof *work);
+    if (!cm || !wr || !work)
+        st = hs_fail(err, HS_E_NOMEM, "composition: out of memory");
+    else
+        st = token_circuit(w, err);
+    for (int l = 0; !st && l < w->L && !info; l++) {
+        if ((st = copying_layer(w, r, l, cm, wr, work, lwork, &info, err)))
+            break;
+        if (info & 1 << 30)
+            bad_layer = l;
+    }
+    free(cm);
+    free(wr);
+    free(work);
+    if (st)
+        return st;
+    if (info & 1 << 30)
+        return hs_fail(err, HS_E_VALUE, "composition: layer %d's copying matrices O G V are "
+                       "not finite (its W_O or W_V times the token circuit overflows)",
+                       bad_layer);
+    if (info)
+        return hs_fail(err, HS_E_VALUE, "composition: the eigenvalue solver failed (info %d)",
+                       info);
+    return HS_OK;
+}
+
 hs_status hs_composition_run(const hs_model *m,
                              void (*progress)(void *user, const char *what, int done, int total),
                              void *user, hs_composition **out, hs_error *err)
@@ -238,234 +502,38 @@ hs_status hs_composition_run(const hs_model *m,
     if (!m->has_weights)
         return hs_fail(err, HS_E_ARG, "composition: the model was opened without weights");
     hs_status st = HS_OK;
-    int L = c->n_layer, H = c->n_head, d = c->d_model, dh = c->d_head, N = L * H;
-    int A = hs_model_attn_width(c);
-    size_t dd = (size_t)d * d, da = (size_t)d * A, g2 = (size_t)dh * dh, nn = (size_t)N * N;
+    int L = c->n_layer, H = c->n_head, N = L * H;
+    size_t nn = (size_t)N * N;
     size_t total = sizeof(hs_composition) + (3 * nn + 3 * (size_t)N) * sizeof(double);
     hs_composition *r = calloc(1, total);
-    /* scratch: one layer's Gram matrices Gq, Gk, Gv, Go per head, and every head's square
-     * roots of them (float); W_O (A, d) and a reader (d, A) in double, and the copying
-     * circuit's G (d, d) and W_O G (A, d); in float a reader (d, A), the three readers times
-     * the roots (d, 3A), an earlier layer's rows Fv O (A, d) and their product (A, 3A) */
-    double *gram = malloc(4 * (size_t)H * g2 * sizeof *gram);
-    float *root = malloc(4 * (size_t)N * g2 * sizeof *root);
-    double *wo = malloc(da * sizeof *wo), *rd = malloc(da * sizeof *rd);
-    double *mm = malloc(dd * sizeof *mm), *tt = malloc(da * sizeof *tt);
-    float *rf = malloc(da * sizeof *rf), *yf = malloc(3 * da * sizeof *yf);
-    float *xf = malloc(da * sizeof *xf), *pf = malloc(3 * (size_t)A * A * sizeof *pf);
-    int *cols = malloc(3 * (size_t)A * sizeof *cols);
-    if (!r || !gram || !root || !wo || !rd || !mm || !tt || !rf || !yf || !xf || !pf ||
-        !cols) {
+    comp_run w = {0};
+    w.progress = progress;
+    w.user = user;
+    if (comp_alloc(&w, m) || !r) {
         free(r);
         r = NULL;
         st = hs_fail(err, HS_E_NOMEM, "composition: out of memory for %d heads of d_model %d", N,
-                     d);
+                     c->d_model);
         goto done;
     }
-    r->n_layer = L;
-    r->n_head = H;
-    r->n_heads = N;
-    r->q = (double *)(r + 1);
-    r->k = r->q + nn;
-    r->v = r->k + nn;
-    r->copying = r->v + nn;
-    r->ov_norm = r->copying + N;
-    r->qk_norm = r->ov_norm + N;
-    for (size_t i = 0; i < 3 * nn; i++)
-        r->q[i] = NAN;
+    result_init(r, L, H);
     /* every layer's weights through the weight cache (model_internal.h), at most two at once */
-    hs_layer ly, lr;
-#define GRAM(kind, h) (gram + ((size_t)(kind) * H + (size_t)(h)) * g2) /* head h of the layer */
-#define ROOT(kind, head) (root + ((size_t)(kind) * N + (size_t)(head)) * g2)
     for (int p = 0; p < 3; p++)
-        reader_cols(c, p, cols + (size_t)p * A);
+        reader_cols(c, p, w.cols + (size_t)p * w.A);
     for (int l = 0; l < L; l++) {
-        if ((st = hs_layer_get_units(m, l, UNITS_QKV_O, &ly, err)))
+        if ((st = layer_grams(&w, r, l, err)))
             goto fail;
-        for (int p = 0; p < 3; p++) {
-            reader(m, &ly, cols + (size_t)p * A, rd, NULL);
-#pragma omp parallel for
-            for (int h = 0; h < H; h++) /* X^T X over head h's columns */
-                small_gemm(1, 0, dh, dh, d, rd + h * dh, A, rd + h * dh, A, GRAM(p, h), dh);
-        }
-        widen(ly.w_o, wo, da);
-        hs_layer_put_units(m, l, UNITS_QKV_O);
-#pragma omp parallel for
-        for (int h = 0; h < H; h++) /* Go = O O^T: rows h*dh.. of W_O */
-            small_gemm(0, 1, dh, dh, d, wo + (size_t)h * dh * d, d, wo + (size_t)h * dh * d, d,
-                       GRAM(3, h), dh);
-        for (int h = 0; h < H; h++) {
-            int a = l * H + h;
-            r->ov_norm[a] = sqrt(fmax(0.0, trace_prod(GRAM(2, h), GRAM(3, h), dh)));
-            r->qk_norm[a] = sqrt(fmax(0.0, trace_prod(GRAM(0, h), GRAM(1, h), dh)));
-        }
-        if (!all_finite(gram, 4 * (size_t)H * g2)) {
-            st = hs_fail(err, HS_E_VALUE, "composition: layer %d's Gram matrices are not "
-                         "finite (W_Q, W_K, W_V or W_O hold an infinity or a NaN)", l);
-            goto fail;
-        }
-        int info = 0;
-#pragma omp parallel for schedule(dynamic) reduction(| : info)
-        for (int t = 0; t < 4 * H; t++) { /* the four Grams of every head of the layer */
-            int kind = t / H, h = t % H;
-            double *work = malloc((36 + (size_t)dh) * (size_t)dh * sizeof *work);
-            info |= work ? gram_root(GRAM(kind, h), dh, ROOT(kind, l * H + h), work) : -1;
-            free(work);
-        }
-        if (info) {
-            st = info < 0 ? hs_fail(err, HS_E_NOMEM, "composition: out of memory")
-                          : hs_fail(err, HS_E_VALUE, "composition: the eigenvalue solver failed "
-                                    "on layer %d's Gram matrices (info %d)", l, info);
-            goto fail;
-        }
-        if (progress) /* steps: each layer's Grams, each pair of layers, the copying scores */
-            progress(user, "composition", l + 1, L + L * (L - 1) / 2 + 1);
+        comp_progress(&w, l + 1);
     }
-    /* every pair of layers la < lb: the reading layer's columns R_b F_b^T of all three kinds
-       built once (yf: Q with Gk's root, K with Gq's, V with Go's), then each earlier layer's
-       rows Fv_a O_a (xf) times them (pf), in float (its rounding, ~1e-7 relative, is far
-       below what the scores are read at); every block's sum of squares in double */
-    static const int far_kind[3] = {1, 0, 3};
-    size_t d3 = 3 * (size_t)A;
-    for (int lb = 1; lb < L; lb++) {
-        if ((st = hs_layer_get_units(m, lb, 1u << HS_WU_QKV, &lr, err)))
-            goto fail;
-        for (int mode = 0; mode < 3; mode++) {
-            reader(m, &lr, cols + (size_t)mode * A, NULL, rf);
-#pragma omp parallel for schedule(static)
-            for (int hb = 0; hb < H; hb++)
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, d, dh, dh, 1.0f,
-                            rf + (size_t)hb * dh, A, ROOT(far_kind[mode], lb * H + hb), dh, 0.0f,
-                            yf + (size_t)mode * A + (size_t)hb * dh, (int)d3);
-        }
-        hs_layer_put_units(m, lb, 1u << HS_WU_QKV);
-        for (int la = 0; la < lb; la++) {
-            if ((st = hs_layer_get_units(m, la, 1u << HS_WU_O, &ly, err)))
-                goto fail;
-#pragma omp parallel for schedule(static)
-            for (int ha = 0; ha < H; ha++)
-                cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, dh, d, dh, 1.0f,
-                            ROOT(2, la * H + ha), dh, ly.w_o + (size_t)ha * dh * d, d, 0.0f,
-                            xf + (size_t)ha * dh * d, d);
-            hs_layer_put_units(m, la, 1u << HS_WU_O);
-            hs_sgemm_fixed(0, 0, A, (int)d3, d, xf, d, yf, (int)d3, pf, (int)d3);
-#pragma omp parallel for collapse(2) schedule(static)
-            for (int mode = 0; mode < 3; mode++)
-                for (int ha = 0; ha < H; ha++)
-                    for (int hb = 0; hb < H; hb++) {
-                        double sum = 0;
-                        for (int i = ha * dh; i < (ha + 1) * dh; i++) {
-                            const float *row = pf + (size_t)i * d3 + (size_t)mode * A + (size_t)hb * dh;
-                            for (int j = 0; j < dh; j++)
-                                sum += (double)row[j] * (double)row[j];
-                        }
-                        int a = la * H + ha, b = lb * H + hb;
-                        double *dst = mode == 0 ? r->q : mode == 1 ? r->k : r->v;
-                        double nb = mode == 2 ? r->ov_norm[b] : r->qk_norm[b];
-                        double den = r->ov_norm[a] * nb;
-                        dst[(size_t)a * N + b] = den > 0 ? sqrt(sum) / den : NAN;
-                    }
-            if (progress)
-                progress(user, "composition", L + lb * (lb - 1) / 2 + la + 1,
-                         L + L * (L - 1) / 2 + 1);
-        }
-    }
-    /* copying: eigenvalues of O_a G V_a with G = diag(ln_f) W_U W_E = diag(ln_f) dec^T wte */
-    {
-        int n = dh, lwork = 8 * dh, info = 0;
-        double *cm = malloc((size_t)H * g2 * sizeof *cm);
-        double *wr = malloc((size_t)H * 2 * (size_t)dh * sizeof *wr);
-        double *work = malloc((size_t)H * (size_t)lwork * sizeof *work);
-        if (!cm || !wr || !work || (st = hs_composition_gram(m, HS_GRAM_CHUNK, mm, err))) {
-            free(cm);
-            free(wr);
-            free(work);
-            st = st ? st : hs_fail(err, HS_E_NOMEM, "composition: out of memory");
-            goto fail;
-        }
-#pragma omp parallel for schedule(static)
-        for (int i = 0; i < d; i++)
-            for (int j = 0; j < d; j++)
-                mm[(size_t)i * d + j] *= (double)m->lnf_w[i];
-        if (!all_finite(mm, dd)) { /* float's W_U W_E overflowed (embeddings near 1e+36) */
-            free(cm);
-            free(wr);
-            free(work);
-            st = hs_fail(err, HS_E_VALUE, "composition: the token circuit diag(ln_f) W_U W_E of "
-                         "the copying scores is not finite (the embedding or unembedding "
-                         "weights are too large for float: their products overflow)");
-            goto fail;
-        }
-        int bad_layer = -1;
-        for (int l = 0; l < L && !info; l++) {
-            if ((st = hs_layer_get_units(m, l, UNITS_QKV_O, &ly, err)))
-                break;
-            widen(ly.w_o, wo, da);
-            reader(m, &ly, cols + 2 * (size_t)A, rd, NULL);
-            hs_layer_put_units(m, l, UNITS_QKV_O);
-            /* T = W_O G: (A, d), rows h*dh.. are O_h G */
-            hs_dgemm_fixed(0, 0, A, d, d, wo, d, mm, d, tt, d);
-#pragma omp parallel for reduction(| : info)
-            for (int h = 0; h < H; h++) {
-                /* cm = O_h G V_h, row-major; dgeev reads its transpose, which has the
-                   same eigenvalues */
-                double *ch = cm + (size_t)h * g2, *wh = wr + (size_t)h * 2 * dh;
-                int hi = 0;
-                small_gemm(0, 0, dh, dh, d, tt + (size_t)h * dh * d, d, rd + (size_t)h * dh, A, ch,
-                           dh);
-                if (!all_finite(ch, g2)) {
-                    info |= 1 << 30; /* named below, before LAPACK sees it */
-                    continue;
-                }
-                dgeev_("N", "N", &n, ch, &n, wh, wh + dh, NULL, &n, NULL, &n,
-                       work + (size_t)h * lwork, &lwork, &hi);
-                double sum = 0, mag = 0;
-                for (int i = 0; i < dh; i++) {
-                    sum += wh[i];
-                    mag += hypot(wh[i], wh[dh + i]);
-                }
-                r->copying[l * H + h] = mag > 0 ? sum / mag : NAN;
-                info |= hi;
-            }
-            if (info & 1 << 30)
-                bad_layer = l;
-        }
-        free(cm);
-        free(wr);
-        free(work);
-        if (st)
-            goto fail;
-        if (info & 1 << 30) {
-            st = hs_fail(err, HS_E_VALUE, "composition: layer %d's copying matrices O G V are "
-                         "not finite (its W_O or W_V times the token circuit overflows)",
-                         bad_layer);
-            goto fail;
-        }
-        if (info) {
-            st = hs_fail(err, HS_E_VALUE, "composition: the eigenvalue solver failed (info %d)",
-                         info);
-            goto fail;
-        }
-    }
-#undef GRAM
-    if (progress)
-        progress(user, "composition", L + L * (L - 1) / 2 + 1, L + L * (L - 1) / 2 + 1);
+    if ((st = all_pairs(&w, r, err)) || (st = copying_scores(&w, r, err)))
+        goto fail;
+    comp_progress(&w, L + L * (L - 1) / 2 + 1);
     goto done;
 fail:
     free(r);
     r = NULL;
 done:
-    free(gram);
-    free(root);
-    free(wo);
-    free(rd);
-    free(mm);
-    free(tt);
-    free(rf);
-    free(yf);
-    free(xf);
-    free(pf);
-    free(cols);
+    comp_free(&w);
     *out = r;
     return st;
 }
