@@ -160,36 +160,6 @@ static hs_status cross_attention(const hs_model *m, const hs_layer *L, int l, hs
     (HS_SITE_BIT(HS_SITE_RESID_PRE) | HS_SITE_BIT(HS_SITE_Q) | HS_SITE_BIT(HS_SITE_K) |        \
      HS_SITE_BIT(HS_SITE_V) | HS_SITE_BIT(HS_SITE_PATTERN))
 
-/* A (rows, d_model) site of each copy (cn rows a copy at x), when hooked. */
-static hs_status hook_stream(const hs_model_config *c, const hs_forward_opts *o, unsigned hk,
-                             hs_site s, int l, float *x, int batch, size_t cn, int n,
-                             hs_error *err)
-{
-    if (!HOOKED(hk, s))
-        return HS_OK;
-    int d = c->d_model;
-    return hs_hook_copies(c, o, s, l, x, batch, cn * (size_t)d, (int)cn, d, d, n, err);
-}
-
-/* The q, k and v sites of copy b's rows of qkv: (n, W), after the rotary turn. */
-static hs_status hook_qkv(const hs_model_config *c, const hs_forward_opts *o, unsigned hk, int l,
-                          float *qkv, int b, int n, hs_error *err)
-{
-    int W = hs_qkv_width(c), A = hs_model_attn_width(c), kvA = c->n_kv_head * c->d_head;
-    static const hs_site sites[3] = {HS_SITE_Q, HS_SITE_K, HS_SITE_V};
-    for (int k = 0; k < 3; k++) {
-        if (!HOOKED(hk, sites[k]))
-            continue;
-        hs_hook_call call = {.site = sites[k], .layer = l, .copy = b,
-                             .x = qkv + (k == 0 ? 0 : k == 1 ? A : A + kvA), .rows = n,
-                             .cols = k ? kvA : A, .ld = W, .heads = k ? c->n_kv_head : c->n_head,
-                             .head_width = c->d_head, .n = n};
-        if (o->hook(o->hook_user, &call))
-            return hs_fail(err, HS_E_ARG, "stopped by hook");
-    }
-    return HS_OK;
-}
-
 /* Attention with the pattern hooked: the probabilities, the hook on them, then the context
  * under the head mask hm (scaling probs in place). *bad_row as hs_op_attn_probs gives it. */
 static hs_status attn_pattern_hooked(const hs_model_config *c, const hs_forward_opts *o, int l,
@@ -373,7 +343,7 @@ static hs_status attend_copy(block_pass *p, float *qkv_all, int b, size_t r0, in
         if (a->mla_kv_lora && (p->hk & (BEFORE_CTX & ~HS_SITE_BIT(HS_SITE_RESID_PRE))))
             return hs_fail(p->err, HS_E_UNSUPPORTED, "the hook sites q, k, v and pattern are "
                            "not available with latent attention");
-        if ((p->hk & BEFORE_CTX) && (st = hook_qkv(c, o, p->hk, l, qkv, b, nb, p->err)))
+        if ((p->hk & BEFORE_CTX) && (st = hs_hook_qkv(c, o, p->hk, l, qkv, b, nb, p->err)))
             return st;
         if (p->maps && !keep) {
             float *direct = trace_layer(o, l, c->n_head, nb);
@@ -474,22 +444,19 @@ static void cut_to_out_rows(const hs_model_config *c, hs_forward_ws *ws, int bat
 static hs_status attn_output(const block_pass *p, int rows, size_t cn)
 {
     const hs_model_config *c = &p->m->cfg;
-    const hs_layer *L = p->L;
-    const hs_forward_opts *o = p->o;
-    hs_forward_ws *ws = p->ws;
-    hs_block_keep *keep = p->keep;
     int d = c->d_model, l = p->l, batch = p->batch, n = p->n;
     size_t nd = (size_t)n * (size_t)d;
-    float *h = ws->h;
+    hs_block_keep *keep = p->keep;
+    float *h = p->ws->h;
     hs_status st;
-    if ((st = out_proj(c, L, o, p->hk, l, keep && !p->hm ? keep->ctx : ws->ctx, h, rows, batch,
-                       n, p->err)))
+    if ((st = out_proj(c, p->L, p->o, p->hk, l, keep && !p->hm ? keep->ctx : p->ws->ctx, h, rows,
+                       batch, n, p->err)))
         return st;
     if (c->arch->post_norms) /* the attention's output normalised before it is added */
-        norm(c, h, L->post1_w, NULL, h, KEEP(xhat_pa), KEEP(rstd_pa), rows);
+        norm(c, h, p->L->post1_w, NULL, h, KEEP(xhat_pa), KEEP(rstd_pa), rows);
     if (HOOKED(p->hk, HS_SITE_ATTN_OUT) &&
-        (st = hs_hook_copies(c, o, HS_SITE_ATTN_OUT, l, h, batch, cn * (size_t)d, (int)cn, d, d,
-                             n, p->err)))
+        (st = hs_hook_copies(c, p->o, HS_SITE_ATTN_OUT, l, h, batch, cn * (size_t)d, (int)cn, d,
+                             d, n, p->err)))
         return st;
     KEEP_COPY(attn_out, h);
     return HS_OK;
@@ -512,7 +479,7 @@ static hs_status parallel_mlp(const block_pass *p, int rows, size_t cn)
         hs_op_add(h, keep->mlp_out, xd);
     } else if (HOOKED(p->hk, HS_SITE_MLP_OUT)) { /* apart too, for the hook */
         mlp(c, L, ws, ws->ctx, ff_pre, ws->ctx, rows, 0);
-        if ((st = hook_stream(c, p->o, p->hk, HS_SITE_MLP_OUT, p->l, ws->ctx, p->batch, cn, p->n,
+        if ((st = hs_hook_stream(c, p->o, p->hk, HS_SITE_MLP_OUT, p->l, ws->ctx, p->batch, cn, p->n,
                               p->err)))
             return st;
         hs_op_add(h, ws->ctx, xd);
@@ -520,7 +487,7 @@ static hs_status parallel_mlp(const block_pass *p, int rows, size_t cn)
         mlp(c, L, ws, ws->ctx, ff_pre, h, rows, 1);
     }
     hs_op_add(x, h, xd);
-    return hook_stream(c, p->o, p->hk, HS_SITE_RESID_POST, p->l, x, p->batch, cn, p->n, p->err);
+    return hs_hook_stream(c, p->o, p->hk, HS_SITE_RESID_POST, p->l, x, p->batch, cn, p->n, p->err);
 }
 
 /* A sequential block's end: x += the attention's output (in h), a decoder layer's
@@ -559,12 +526,12 @@ static hs_status sequential_mlp(const block_pass *p, int rows, size_t cn)
     if (a->post_norms)
         norm(c, h, L->post2_w, NULL, h, KEEP(xhat_pm), KEEP(rstd_pm), rows);
     KEEP_COPY(mlp_out, h);
-    if ((st = hook_stream(c, p->o, p->hk, HS_SITE_MLP_OUT, l, h, batch, cn, n, p->err)))
+    if ((st = hs_hook_stream(c, p->o, p->hk, HS_SITE_MLP_OUT, l, h, batch, cn, n, p->err)))
         return st;
     hs_op_add(x, h, xd);
     if (!pre)
         norm(c, x, L->ln2_w, L->ln2_b, x, KEEP(xhat2), KEEP(rstd2), rows);
-    return hook_stream(c, p->o, p->hk, HS_SITE_RESID_POST, l, x, batch, cn, n, p->err);
+    return hs_hook_stream(c, p->o, p->hk, HS_SITE_RESID_POST, l, x, batch, cn, n, p->err);
 }
 
 /* hs_block_forward on layer l's float32 weights L: the resid_pre hook, the attention to the
@@ -591,7 +558,7 @@ static hs_status block_run(const hs_model *m, const hs_layer *L, int l, hs_forwa
     int rows = batch * n;
     size_t cn = (size_t)n; /* a copy's rows of the stream, before the last layer trims them */
     hs_status st;
-    if ((st = hook_stream(c, o, hk, HS_SITE_RESID_PRE, l, ws->x, batch, cn, n, err)))
+    if ((st = hs_hook_stream(c, o, hk, HS_SITE_RESID_PRE, l, ws->x, batch, cn, n, err)))
         return st;
     if ((st = attention(&p)))
         return st;
