@@ -142,6 +142,14 @@ static int list_files(const char *C, char ***files, int *n)
     return 0;
 }
 
+/* Frees the n names of files and the list. */
+static void free_files(char **files, int n)
+{
+    for (int i = 0; i < n; i++)
+        free(files[i]);
+    free(files);
+}
+
 /* index.html (with json, the lean report) then report.json (at path, plen bytes) written
  * into stage: a complete report.json means a complete run. 0, or -1 (the message printed). */
 static int stage_page_and_report(const char *C, const hs_analysis *a, const char *json,
@@ -221,9 +229,7 @@ static int analyze_text(const char *C, hs_model *m, cli_analyze_args *g,
         cli_analyze_summary(a, report_path);
     rc = cli_finish_stdout_committed(C, g->outdir, failed);
 done:
-    for (int i = 0; i < n_files; i++)
-        free(files[i]);
-    free(files);
+    free_files(files, n_files);
     free(report_path);
     free(json_text);
     hs_analysis_free(a);
