@@ -5,43 +5,43 @@
 
 #include "bench.h"
 
+/* Where arg stands in names (n of them), or -1. */
+static int name_index(const char *arg, const char *const *names, int n)
+{
+    for (int k = 0; k < n; k++)
+        if (!strcmp(arg, names[k]))
+            return k;
+    return -1;
+}
+
 int bench_args_parse(int argc, char **argv, bench_args *o)
 {
     int in_family = 0, in_stored = 0;
     *o = (bench_args){.reps = 5, .script = "bench/torch_forward.py", .python = "/usr/bin/python3"};
+    /* the options that take the argument after them (--reps: read by atoi), the switches
+     * that set a flag */
+    static const char *const valued[] = {"--reps", "--headscope", "--torch", "--python",
+                                         "--threads", "--t5", "--big"};
+    const char **value_of[] = {NULL, &o->headscope, &o->script, &o->python, &o->thread_list,
+                               &o->t5, &o->big};
+    static const char *const switches[] = {"--quick", "--forward-only", "--packed-only",
+                                           "--patch-only", "--breakdown", "--family",
+                                           "--stored", "--stored-only"};
+    int *flag_of[] = {&o->quick, &o->fwd_only, &o->packed_only, &o->patch_only, &o->breakdown,
+                      &in_family, &in_stored, &o->stored_only};
+    int n_valued = (int)(sizeof valued / sizeof *valued);
+    int n_switches = (int)(sizeof switches / sizeof *switches);
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--reps") && i + 1 < argc)
+        int v = i + 1 < argc ? name_index(argv[i], valued, n_valued) : -1;
+        int s = name_index(argv[i], switches, n_switches);
+        if (v == 0)
             o->reps = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--headscope") && i + 1 < argc)
-            o->headscope = argv[++i];
-        else if (!strcmp(argv[i], "--torch") && i + 1 < argc)
-            o->script = argv[++i];
-        else if (!strcmp(argv[i], "--python") && i + 1 < argc)
-            o->python = argv[++i];
-        else if (!strcmp(argv[i], "--quick"))
-            o->quick = 1;
-        else if (!strcmp(argv[i], "--threads") && i + 1 < argc)
-            o->thread_list = argv[++i];
-        else if (!strcmp(argv[i], "--t5") && i + 1 < argc)
-            o->t5 = argv[++i];
-        else if (!strcmp(argv[i], "--forward-only"))
-            o->fwd_only = 1;
-        else if (!strcmp(argv[i], "--packed-only"))
-            o->packed_only = 1;
-        else if (!strcmp(argv[i], "--patch-only"))
-            o->patch_only = 1;
+        else if (v > 0)
+            *value_of[v] = argv[++i];
+        else if (s >= 0)
+            *flag_of[s] = 1;
         else if (!strcmp(argv[i], "--no-torch"))
             o->script = NULL;
-        else if (!strcmp(argv[i], "--breakdown"))
-            o->breakdown = 1;
-        else if (!strcmp(argv[i], "--family"))
-            in_family = 1;
-        else if (!strcmp(argv[i], "--stored"))
-            in_stored = 1;
-        else if (!strcmp(argv[i], "--stored-only"))
-            o->stored_only = 1;
-        else if (!strcmp(argv[i], "--big") && i + 1 < argc)
-            o->big = argv[++i];
         else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             printf("usage: hs-bench [MODEL_DIR...] [--family MODEL_DIR...] [--stored GGUF...] [--reps N] [--quick]\n"
                    "                [--headscope PATH] [--torch SCRIPT] [--python PATH] [--patch-only] "
