@@ -561,8 +561,10 @@ int main(int argc, char **argv)
     for (int mi = 0; mi < o.n_models; mi++) {
         double f128;
         hs_model *m = model_rows(&o, mi, n_sizes, &t, &f128);
-        if (!m)
+        if (!m) {
+            hs_model_free(first);
             return 1;
+        }
         if (mi == 0) {
             first = m;
             fwd128 = f128;
