@@ -46,7 +46,6 @@
 #include "model/model_internal.h"
 #include "bench.h"
 
-#define MAX_MODELS 8
 #define N_SIZES 3
 #define MAX_THR 8
 #define FAMILY_MAX_N 512 /* --family models: the sizes up to this */
@@ -331,243 +330,264 @@ static int stored_only_main(const char *headscope, const char *stored[], int n_s
     return fflush(stdout) != 0 || ferror(stdout) ? 1 : 0;
 }
 
-int main(int argc, char **argv)
-{
-    const char *paths[MAX_MODELS];
-    int family[MAX_MODELS] = {0}; /* 1: a --family model (n <= FAMILY_MAX_N, memory row) */
-    const char *stored[MAX_MODELS]; /* --stored GGUF files (bench/stored.c) */
-    int n_stored = 0, in_stored = 0, stored_only = 0;
-    const char *big = NULL; /* --big GGUF: the 8B row (bench/stored.c) */
-    int n_models = 0, reps = 5, quick = 0, in_family = 0, breakdown = 0, fwd_only = 0;
-    int packed_only = 0;
-    int patch_only = 0;
-    const char *headscope = NULL; /* the command, for the memory and corpus rows */
-    const char *script = "bench/torch_forward.py", *python = "/usr/bin/python3";
-    const char *thread_list = NULL; /* --threads 1,4,16 (default: 1 and every core) */
-    const char *t5 = NULL;          /* --t5 DIR: the encoder-decoder row (bench/t5_row.c) */
-    hs_blas_reexec(argv); /* the kernels headscope's CLI runs with (docs/bench.md) */
-    setvbuf(stdout, NULL, _IOLBF, 0); /* rows reach a file as they come (a run cut short) */
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--reps") && i + 1 < argc)
-            reps = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--headscope") && i + 1 < argc)
-            headscope = argv[++i];
-        else if (!strcmp(argv[i], "--torch") && i + 1 < argc)
-            script = argv[++i];
-        else if (!strcmp(argv[i], "--python") && i + 1 < argc)
-            python = argv[++i];
-        else if (!strcmp(argv[i], "--quick"))
-            quick = 1;
-        else if (!strcmp(argv[i], "--threads") && i + 1 < argc)
-            thread_list = argv[++i];
-        else if (!strcmp(argv[i], "--t5") && i + 1 < argc)
-            t5 = argv[++i];
-        else if (!strcmp(argv[i], "--forward-only"))
-            fwd_only = 1;
-        else if (!strcmp(argv[i], "--packed-only"))
-            packed_only = 1;
-        else if (!strcmp(argv[i], "--patch-only"))
-            patch_only = 1;
-        else if (!strcmp(argv[i], "--no-torch"))
-            script = NULL;
-        else if (!strcmp(argv[i], "--breakdown"))
-            breakdown = 1;
-        else if (!strcmp(argv[i], "--family"))
-            in_family = 1;
-        else if (!strcmp(argv[i], "--stored"))
-            in_stored = 1;
-        else if (!strcmp(argv[i], "--stored-only"))
-            stored_only = 1;
-        else if (!strcmp(argv[i], "--big") && i + 1 < argc)
-            big = argv[++i];
-        else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
-            printf("usage: hs-bench [MODEL_DIR...] [--family MODEL_DIR...] [--stored GGUF...] [--reps N] [--quick]\n"
-                   "                [--headscope PATH] [--torch SCRIPT] [--python PATH] [--patch-only] "
-                   "[--no-torch]\n"
-                   "                [--threads LIST] [--breakdown] [--forward-only] [--t5 DIR]\n"
-                   "                [--packed-only] [--stored-only] [--big GGUF]\n"
-                   "The engine benchmark: sgemm reference, the forward pass recording every map "
-                   "against\nPyTorch, analyze in forward-pass equivalents, peak memory, corpus "
-                   "throughput.\ndocs/bench.md explains every option and number.\n");
-            return 0;
-        } else if (argv[i][0] == '-' && argv[i][1] == '-') {
-            fprintf(stderr, "hs-bench: unknown option '%s' (hs-bench --help)\n", argv[i]);
-            return 2;
-        } else if (in_stored) {
-            if (n_stored < MAX_MODELS)
-                stored[n_stored++] = argv[i];
-        } else if (n_models < MAX_MODELS)
-            family[n_models] = in_family, paths[n_models++] = argv[i];
-    }
-    if (stored_only && headscope) /* the stored rows alone (and the big row when given) */
-        return stored_only_main(headscope, stored, n_stored, big, reps);
-    if (!n_models || family[0]) { /* the first model is the GPT-2 the later rows use */
-        fprintf(stderr, "hs-bench: give a GPT-2 or BERT model before --family\n");
-        if (n_models)
-            return 2;
-        paths[n_models++] = "build/bench/gpt2-small";
-    }
-    if (quick)
-        reps = 1;
-    if (reps < 1 || reps > 64)
-        reps = 5;
-    int n_sizes = quick ? 1 : N_SIZES;
-    int all = hs_threads_available();
-    int thr[MAX_THR] = {1, all}, n_thr = all > 1 ? 2 : 1;
-    if (thread_list) { /* increasing counts, each 1..all; all cores added at the end */
-        n_thr = 0;
-        for (const char *q = thread_list; *q && n_thr < MAX_THR;) {
-            char *end;
-            long t = strtol(q, &end, 10);
-            if (end == q || t < 1 || t > all || (n_thr && t <= thr[n_thr - 1])) {
-                fprintf(stderr, "hs-bench: --threads wants increasing counts from 1 to %d, "
-                        "comma-separated\n", all);
-                return 2;
-            }
-            thr[n_thr++] = (int)t;
-            q = *end == ',' ? end + 1 : end;
-        }
-        if (thr[n_thr - 1] != all) /* the later rows' unit is the all-threads forward */
-            thr[n_thr < MAX_THR ? n_thr++ : n_thr - 1] = all;
-    }
+/* The thread counts the tables run at, with each one's sgemm and float32 roof GFLOP/s. */
+typedef struct bench_threads {
+    int thr[MAX_THR], n;
+    double peak[MAX_THR], roof[MAX_THR];
+} bench_threads;
 
-    for (int mi = 0; packed_only && mi < n_models; mi++) {
+/* One model's forward-table measurements, [size][thread count]. */
+typedef struct forward_table {
+    int m_sizes;                   /* the sizes this model runs */
+    double hs[N_SIZES][MAX_THR];   /* hs_forward's median seconds */
+    double blas[N_SIZES][MAX_THR]; /* OpenBLAS alone on the projections, GFLOP/s (-1: none) */
+    double tt[N_SIZES][MAX_THR];   /* PyTorch's median seconds (0: none) */
+    int have_torch;
+} forward_table;
+
+/* --threads LIST into t: increasing counts, each 1..all; all cores added at the end. 0, or
+ * 2 with the message printed. */
+static int parse_threads(const char *list, int all, bench_threads *t)
+{
+    t->n = 0;
+    for (const char *q = list; *q && t->n < MAX_THR;) {
+        char *end;
+        long n = strtol(q, &end, 10);
+        if (end == q || n < 1 || n > all || (t->n && n <= t->thr[t->n - 1])) {
+            fprintf(stderr, "hs-bench: --threads wants increasing counts from 1 to %d, "
+                    "comma-separated\n", all);
+            return 2;
+        }
+        t->thr[t->n++] = (int)n;
+        q = *end == ',' ? end + 1 : end;
+    }
+    if (t->thr[t->n - 1] != all) /* the later rows' unit is the all-threads forward */
+        t->thr[t->n < MAX_THR ? t->n++ : t->n - 1] = all;
+    return 0;
+}
+
+/* --packed-only: the packed rows of each GPT-2/BERT model (--threads: at its first count). */
+static int packed_only_main(const bench_args *o, const bench_threads *t)
+{
+    for (int mi = 0; mi < o->n_models; mi++) {
         hs_error err = {{0}};
         hs_model *m = NULL;
-        if (!family[mi] && bench_load(paths[mi], &m, &err) != HS_OK) {
+        if (!o->family[mi] && bench_load(o->paths[mi], &m, &err) != HS_OK) {
             fprintf(stderr, "hs-bench: %s\n", err.msg);
             return 1;
         }
         if (m)
-            bench_packed_rows(m, base_name(paths[mi]), reps, quick, thr,
-                              thread_list ? 1 : n_thr); /* --threads: its first count */
+            bench_packed_rows(m, base_name(o->paths[mi]), o->reps, o->quick, t->thr,
+                              o->thread_list ? 1 : t->n); /* --threads: its first count */
         hs_model_free(m);
     }
-    if (packed_only)
-        return fflush(stdout) != 0 || ferror(stdout);
-    if (patch_only) { /* the patching rows alone, on the first model (--threads: its first) */
-        hs_error err = {{0}};
-        hs_model *m = NULL;
-        if (bench_load(paths[0], &m, &err) != HS_OK) {
-            fprintf(stderr, "hs-bench: %s\n", err.msg);
-            return 1;
-        }
-        bench_patch_rows(m, reps, thread_list ? thr[0] : 0);
-        hs_model_free(m);
-        return fflush(stdout) != 0 || ferror(stdout);
+    return fflush(stdout) != 0 || ferror(stdout);
+}
+
+/* --patch-only: the patching rows alone, on the first model (--threads: its first). */
+static int patch_only_main(const bench_args *o, const bench_threads *t)
+{
+    hs_error err = {{0}};
+    hs_model *m = NULL;
+    if (bench_load(o->paths[0], &m, &err) != HS_OK) {
+        fprintf(stderr, "hs-bench: %s\n", err.msg);
+        return 1;
     }
+    bench_patch_rows(m, o->reps, o->thread_list ? t->thr[0] : 0);
+    hs_model_free(m);
+    return fflush(stdout) != 0 || ferror(stdout);
+}
+
+/* The header: the kernels, sgemm's GFLOP/s (t->peak) and the roofs (t->roof) at each thread
+ * count, then the forward table's legend. */
+static void print_header(int reps, int all, bench_threads *t)
+{
     printf("headscope bench — %d reps, medians; %d cores online; OpenBLAS kernels %s", reps, all,
            hs_blas_corename());
     if (hs_blas_detected())
         printf(" (OpenBLAS chose %s; OPENBLAS_CORETYPE set by headscope)", hs_blas_detected());
     printf(", threading %s\n", hs_blas_threading());
-    double peak[MAX_THR];
-    for (int i = 0; i < n_thr; i++) {
-        hs_set_threads(thr[i]);
-        peak[i] = sgemm_gflops(1024, 1024, 1024, reps);
+    for (int i = 0; i < t->n; i++) {
+        hs_set_threads(t->thr[i]);
+        t->peak[i] = sgemm_gflops(1024, 1024, 1024, reps);
         printf("sgemm 1024x1024x1024, %d thread%s: %7.1f GFLOP/s (reference throughput)\n",
-               thr[i], thr[i] > 1 ? "s" : " ", peak[i]);
+               t->thr[i], t->thr[i] > 1 ? "s" : " ", t->peak[i]);
     }
-    double roof[MAX_THR];
-    bench_print_roofs(thr, n_thr, roof);
-    for (int i = 0; i < n_thr; i++) /* no GEMM outruns the FMA units: a load in the run */
-        if (roof[i] > 0 && peak[i] > roof[i])
+    bench_print_roofs(t->thr, t->n, t->roof);
+    for (int i = 0; i < t->n; i++) /* no GEMM outruns the FMA units: a load in the run */
+        if (t->roof[i] > 0 && t->peak[i] > t->roof[i])
             printf("  note: sgemm on %d thread%s ran faster than the roof measured: the machine "
-                   "was busy while the roof was timed; read %% roof with care\n", thr[i],
-                   thr[i] > 1 ? "s" : "");
+                   "was busy while the roof was timed; read %% roof with care\n", t->thr[i],
+                   t->thr[i] > 1 ? "s" : "");
     printf("\nforward pass recording every attention map (no LM head); targets: >= 70%% of "
            "sgemm at equal threads, torch/headscope >= 2.0\n"
            "  BLAS GF: OpenBLAS alone on the same pass's projections, one call a product "
            "(GFLOP/s); %% roof: of the float32 FMA roof;\n"
            "  torch/roof: torch's time over the pass's FLOPs at that roof, the most torch/hs "
            "any float32 pass can reach\n");
+}
+
+/* f->hs and f->blas at each of f->m_sizes sizes and each thread count; -1 when a pass failed
+ * (its message printed), else 0. */
+static int measure_forward(const hs_model *m, const bench_threads *t, int reps, forward_table *f)
+{
+    for (int s = 0; s < f->m_sizes; s++)
+        for (int i = 0; i < t->n; i++) {
+            hs_set_threads(t->thr[i]);
+            f->hs[s][i] = forward_median(m, sizes[s], reps);
+            if (f->hs[s][i] < 0)
+                return -1;
+            f->blas[s][i] = blas_alone_gflops(m, sizes[s], reps);
+        }
+    hs_set_threads(0);
+    return 0;
+}
+
+/* One model's rows of the forward table: time, GFLOP/s, % of sgemm and of the roof,
+ * OpenBLAS's GFLOP/s, PyTorch's time and ratios where it ran, the maps' MB. */
+static void print_forward_rows(const char *name, const hs_model_config *c,
+                               const bench_threads *t, const forward_table *f)
+{
+    for (int s = 0; s < f->m_sizes; s++)
+        for (int i = 0; i < t->n; i++) {
+            int n = sizes[s];
+            double gf = forward_flops(c, n) / f->hs[s][i] / 1e9;
+            printf("%-12.12s %5d %4d %8.1f ms %8.1f %7.0f%% ", name, n, t->thr[i],
+                   f->hs[s][i] * 1e3, gf, 100.0 * gf / t->peak[i]);
+            if (t->roof[i] > 0)
+                printf("%6.0f%% ", 100.0 * gf / t->roof[i]);
+            else
+                printf("%7s ", "-");
+            if (f->blas[s][i] > 0)
+                printf("%8.1f ", f->blas[s][i]);
+            else
+                printf("%8s ", "-");
+            double floor_s = t->roof[i] > 0 ? forward_flops(c, n) / (t->roof[i] * 1e9) : 0;
+            if (f->have_torch && f->tt[s][i] > 0)
+                printf("%7.1f ms %9.2f", f->tt[s][i] * 1e3, f->tt[s][i] / f->hs[s][i]);
+            else
+                printf("%10s %9s", "-", "-");
+            if (f->have_torch && f->tt[s][i] > 0 && floor_s > 0)
+                printf(" %10.2f", f->tt[s][i] / floor_s);
+            else
+                printf(" %10s", "-");
+            printf(" %9.1f\n", (double)c->n_layer * c->n_head * n * n * 4 / 1e6);
+        }
+}
+
+/* Model mi's rows: the forward table's (at the first n_sizes sizes, up to FAMILY_MAX_N for a
+ * --family model; the table's header before the first model's), then its breakdown, packed
+ * and memory rows. Returns the model, or NULL after an error (printed); *fwd128: its median
+ * at n = 128 on all threads (0 if it runs no size). */
+static hs_model *model_rows(const bench_args *o, int mi, int n_sizes, const bench_threads *t,
+                            double *fwd128)
+{
+    hs_error err = {{0}};
+    hs_model *m = NULL;
+    if (bench_load(o->paths[mi], &m, &err) != HS_OK) {
+        fprintf(stderr, "hs-bench: %s\n", err.msg);
+        return NULL;
+    }
+    const hs_model_config *c = hs_model_config_of(m);
+    const char *name = base_name(o->paths[mi]);
+    forward_table f = {0};
+    int max_n = o->family[mi] && FAMILY_MAX_N < c->n_ctx ? FAMILY_MAX_N : c->n_ctx;
+    while (f.m_sizes < n_sizes && sizes[f.m_sizes] <= max_n)
+        f.m_sizes++;
+    if (measure_forward(m, t, o->reps, &f)) {
+        hs_model_free(m);
+        return NULL;
+    }
+    f.have_torch = o->script && torch_medians(o->python, o->script, o->paths[mi], t->thr, t->n,
+                                              f.m_sizes, o->reps, f.tt);
+    if (mi == 0)
+        printf("%-12s %5s %4s %10s %8s %8s %7s %8s %10s %9s %10s %9s\n", "model", "n",
+               "thr", "headscope", "GFLOP/s", "% sgemm", "% roof", "BLAS GF", "torch",
+               "torch/hs", "torch/roof", "maps MB");
+    print_forward_rows(name, c, t, &f);
+    if (o->breakdown && !o->family[mi])
+        bench_breakdown(c, name, sizes, f.m_sizes, t->thr, t->n, o->reps);
+    if (!o->family[mi] && !o->fwd_only)
+        bench_packed_rows(m, name, o->reps, o->quick, t->thr, t->n);
+    if (o->family[mi] && o->headscope && !o->quick)
+        bench_family_memory_row(o->headscope, o->paths[mi], m, FAMILY_MAX_N);
+    fflush(stdout);
+    *fwd128 = f.hs[0][t->n - 1];
+    return m;
+}
+
+/* The rows after the forward table, on the first model (fwd128: its all-threads forward at
+ * n = 128, their unit): analyze, patching, memory and corpus. */
+static void later_rows(const bench_args *o, const hs_model *first, double fwd128)
+{
+    if (!o->quick && !o->fwd_only)
+        bench_analyze_rows(first, fwd128);
+    if (!o->quick && !o->fwd_only)
+        bench_patch_rows(first, o->reps, 0);
+    if (o->headscope && !o->quick && !o->fwd_only)
+        bench_memory_rows(o->headscope, o->paths[0], first);
+    if (o->headscope && !o->fwd_only && hs_model_config_of(first)->causal)
+        bench_corpus_rows(o->headscope, o->paths[0], o->quick ? 2 : 10, o->quick ? 0 : 1, fwd128);
+}
+
+int main(int argc, char **argv)
+{
+    bench_args o;
+    hs_blas_reexec(argv); /* the kernels headscope's CLI runs with (docs/bench.md) */
+    setvbuf(stdout, NULL, _IOLBF, 0); /* rows reach a file as they come (a run cut short) */
+    int rc = bench_args_parse(argc, argv, &o);
+    if (rc >= 0)
+        return rc;
+    if (o.stored_only && o.headscope) /* the stored rows alone (and the big row when given) */
+        return stored_only_main(o.headscope, o.stored, o.n_stored, o.big, o.reps);
+    if (!o.n_models || o.family[0]) { /* the first model is the GPT-2 the later rows use */
+        fprintf(stderr, "hs-bench: give a GPT-2 or BERT model before --family\n");
+        if (o.n_models)
+            return 2;
+        o.paths[o.n_models++] = "build/bench/gpt2-small";
+    }
+    if (o.quick)
+        o.reps = 1;
+    if (o.reps < 1 || o.reps > 64)
+        o.reps = 5;
+    int n_sizes = o.quick ? 1 : N_SIZES;
+    int all = hs_threads_available();
+    bench_threads t = {.thr = {1, all}, .n = all > 1 ? 2 : 1};
+    if (o.thread_list && parse_threads(o.thread_list, all, &t))
+        return 2;
+    if (o.packed_only)
+        return packed_only_main(&o, &t);
+    if (o.patch_only)
+        return patch_only_main(&o, &t);
+    print_header(o.reps, all, &t);
 
     hs_model *first = NULL;
     double fwd128 = 0; /* first model, n = 128, all threads: the unit of the rows below */
-    for (int mi = 0; mi < n_models; mi++) {
-        hs_error err = {{0}};
-        hs_model *m = NULL;
-        if (bench_load(paths[mi], &m, &err) != HS_OK) {
-            fprintf(stderr, "hs-bench: %s\n", err.msg);
+    for (int mi = 0; mi < o.n_models; mi++) {
+        double f128;
+        hs_model *m = model_rows(&o, mi, n_sizes, &t, &f128);
+        if (!m) {
+            hs_model_free(first);
             return 1;
         }
-        const hs_model_config *c = hs_model_config_of(m);
-        double hs[N_SIZES][MAX_THR] = {{0}}, tt[N_SIZES][MAX_THR], blas[N_SIZES][MAX_THR];
-        int max_n = family[mi] && FAMILY_MAX_N < c->n_ctx ? FAMILY_MAX_N : c->n_ctx;
-        int m_sizes = 0; /* the sizes this model runs */
-        while (m_sizes < n_sizes && sizes[m_sizes] <= max_n)
-            m_sizes++;
-        for (int s = 0; s < m_sizes; s++)
-            for (int i = 0; i < n_thr; i++) {
-                hs_set_threads(thr[i]);
-                hs[s][i] = forward_median(m, sizes[s], reps);
-                if (hs[s][i] < 0)
-                    return 1;
-                blas[s][i] = blas_alone_gflops(m, sizes[s], reps);
-            }
-        hs_set_threads(0);
-        int have_torch = script && torch_medians(python, script, paths[mi], thr, n_thr, m_sizes,
-                                                 reps, tt);
-        if (mi == 0)
-            printf("%-12s %5s %4s %10s %8s %8s %7s %8s %10s %9s %10s %9s\n", "model", "n",
-                   "thr", "headscope", "GFLOP/s", "% sgemm", "% roof", "BLAS GF", "torch",
-                   "torch/hs", "torch/roof", "maps MB");
-        for (int s = 0; s < m_sizes; s++)
-            for (int i = 0; i < n_thr; i++) {
-                int n = sizes[s];
-                double gf = forward_flops(c, n) / hs[s][i] / 1e9;
-                printf("%-12.12s %5d %4d %8.1f ms %8.1f %7.0f%% ", base_name(paths[mi]), n,
-                       thr[i], hs[s][i] * 1e3, gf, 100.0 * gf / peak[i]);
-                if (roof[i] > 0)
-                    printf("%6.0f%% ", 100.0 * gf / roof[i]);
-                else
-                    printf("%7s ", "-");
-                if (blas[s][i] > 0)
-                    printf("%8.1f ", blas[s][i]);
-                else
-                    printf("%8s ", "-");
-                double floor_s = roof[i] > 0 ? forward_flops(c, n) / (roof[i] * 1e9) : 0;
-                if (have_torch && tt[s][i] > 0)
-                    printf("%7.1f ms %9.2f", tt[s][i] * 1e3, tt[s][i] / hs[s][i]);
-                else
-                    printf("%10s %9s", "-", "-");
-                if (have_torch && tt[s][i] > 0 && floor_s > 0)
-                    printf(" %10.2f", tt[s][i] / floor_s);
-                else
-                    printf(" %10s", "-");
-                printf(" %9.1f\n", (double)c->n_layer * c->n_head * n * n * 4 / 1e6);
-            }
-        if (breakdown && !family[mi])
-            bench_breakdown(c, base_name(paths[mi]), sizes, m_sizes, thr, n_thr, reps);
-        if (!family[mi] && !fwd_only)
-            bench_packed_rows(m, base_name(paths[mi]), reps, quick, thr, n_thr);
-        if (family[mi] && headscope && !quick)
-            bench_family_memory_row(headscope, paths[mi], m, FAMILY_MAX_N);
-        fflush(stdout);
         if (mi == 0) {
             first = m;
-            fwd128 = hs[0][n_thr - 1];
+            fwd128 = f128;
         } else {
             hs_model_free(m);
         }
     }
-    if (!quick && !fwd_only)
-        bench_analyze_rows(first, fwd128);
-    if (!quick && !fwd_only)
-        bench_patch_rows(first, reps, 0);
-    if (headscope && !quick && !fwd_only)
-        bench_memory_rows(headscope, paths[0], first);
-    if (headscope && !fwd_only && hs_model_config_of(first)->causal)
-        bench_corpus_rows(headscope, paths[0], quick ? 2 : 10, quick ? 0 : 1, fwd128);
+    later_rows(&o, first, fwd128);
     hs_model_free(first);
-    if (n_stored && !quick)
-        bench_qgemm_rows(reps > 3 ? 3 : reps);
-    if (headscope && n_stored && !quick)
-        bench_stored_rows(headscope, stored, n_stored, thr, n_thr, reps > 3 ? 3 : reps, 1);
-    if (headscope && big)
-        bench_big_row(headscope, big, all);
-    if (t5 && !quick)
-        bench_t5_rows(t5, reps);
+    if (o.n_stored && !o.quick)
+        bench_qgemm_rows(o.reps > 3 ? 3 : o.reps);
+    if (o.headscope && o.n_stored && !o.quick)
+        bench_stored_rows(o.headscope, o.stored, o.n_stored, t.thr, t.n, o.reps > 3 ? 3 : o.reps,
+                          1);
+    if (o.headscope && o.big)
+        bench_big_row(o.headscope, o.big, all);
+    if (o.t5 && !o.quick)
+        bench_t5_rows(o.t5, o.reps);
     if (fflush(stdout) != 0 || ferror(stdout))
         return 1;
     return 0;

@@ -1,9 +1,30 @@
 /* Shared pieces of build/hs-bench: bench/bench.c (sgemm and forward table), bench/rows.c
- * (analyze, memory and corpus rows), bench/rss.c (child processes and test texts). */
+ * (analyze, memory and corpus rows), bench/rss.c (child processes and test texts),
+ * bench/args.c (the command line). */
 #ifndef HEADSCOPE_BENCH_H
 #define HEADSCOPE_BENCH_H
 
 #include "headscope/model.h"
+
+/* hs-bench's command line (bench/args.c). */
+#define BENCH_MAX_MODELS 8
+typedef struct bench_args {
+    const char *paths[BENCH_MAX_MODELS];
+    int family[BENCH_MAX_MODELS]; /* 1: a --family model (n <= FAMILY_MAX_N, memory row) */
+    int n_models;
+    const char *stored[BENCH_MAX_MODELS]; /* --stored GGUF files (bench/stored.c) */
+    int n_stored, stored_only;
+    const char *big; /* --big GGUF: the 8B row (bench/stored.c) */
+    int reps, quick, breakdown, fwd_only, packed_only, patch_only;
+    const char *headscope; /* the command, for the memory and corpus rows */
+    const char *script, *python; /* --torch, --python; script NULL: --no-torch */
+    const char *thread_list; /* --threads 1,4,16 (default: 1 and every core) */
+    const char *t5;          /* --t5 DIR: the encoder-decoder row (bench/t5_row.c) */
+} bench_args;
+
+/* argv into o (the defaults where not given): -1 to go on, else main's exit status (0 after
+ * --help, its text on stdout; 2 for an unknown option, the message on stderr). */
+int bench_args_parse(int argc, char **argv, bench_args *o);
 
 /* Monotonic seconds. */
 double bench_now(void);

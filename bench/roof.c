@@ -61,9 +61,9 @@ __attribute__((target("avx512f,avx512vnni"))) static float dot8_512(long rounds)
 #define DOT512(i) a[i] = _mm512_dpbusd_epi32(a[i], x, y);
         ACC12(DOT512)
     }
-    for (int i = 1; i < 12; i++)
-        a[0] = _mm512_add_epi32(a[0], a[i]);
-    return (float)_mm512_reduce_add_epi32(a[0]);
+    for (int i = 1; i < 12; i++) /* the sums wrap: folded by bits, no signed overflow */
+        a[0] = _mm512_xor_si512(a[0], a[i]);
+    return (float)(_mm512_reduce_or_epi32(a[0]) & 0xFFFF);
 }
 
 static int has_avx512(void)

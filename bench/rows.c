@@ -266,9 +266,9 @@ static double corpus_run(const char *headscope, const char *model, const char *f
 {
     char kk[16];
     snprintf(kk, sizeof kk, "%d", k);
-    const char *argv[16] = {headscope, "analyze", model, "--corpus", file, "--max-texts", kk,
+    const char *argv[18] = {headscope, "analyze", model, "--corpus", file, "--max-texts", kk,
                             "--max-tokens", "128", "-o", out, "-q", "--no-hash"};
-    int a = 13;
+    int a = 13; /* 13 + at most 4 flags + the NULL that ends them */
     if (how & RUN_ABLATION)
         argv[a++] = "--corpus-ablation";
     if (how & RUN_PACKED)

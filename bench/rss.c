@@ -21,7 +21,7 @@ double bench_run_rss_mb(const char *const argv[], double *seconds, const char *o
 {
     char *args[32];
     int k = 0;
-    for (; argv[k] && k < 31; k++)
+    for (; k < 31 && argv[k]; k++)
         args[k] = strdup(argv[k]);
     args[k] = NULL;
     struct timeval t0, t1;

@@ -52,38 +52,11 @@ static void print_tables(const hs_model *m, const hs_gguf *g)
            emb_kept || head_kept ? ": rows decoded where read" : "");
 }
 
-int cmd_info(int argc, char **argv)
+/* The model and format lines; vocab_only: a GGUF file without tensors. */
+static void print_format(const hs_model *m, int vocab_only)
 {
-    static const struct option opts[] = {{"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
-    int c;
-    opterr = 0;
-    optind = 1;
-    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
-        if (c == 'h') {
-            fputs(usage_text, stdout);
-            return cli_finish_stdout("info");
-        }
-        return cli_option_error("info", c, argc, argv, opts);
-    }
-    if (optind != argc - 1)
-        return cli_usage_error("info", optind >= argc ? "no MODEL given" : "more than one MODEL given");
-    hs_model *m = cli_model_open("info", argv[optind], HS_OPEN_NO_WEIGHTS);
-    if (!m)
-        return EXIT_FAIL;
-    /* a GGUF file's header, read once: the tables line and the listing at the end */
-    hs_gguf *g = NULL;
-    hs_error gerr = {{0}};
-    if (hs_model_format(m) == HS_FORMAT_GGUF && hs_gguf_open(argv[optind], &g, &gerr) != HS_OK) {
-        cli_error("info", "%s", gerr.msg);
-        hs_model_free(m);
-        return EXIT_FAIL;
-    }
-    const hs_model_config *cfg = hs_model_config_of(m);
-    const hs_tokenizer *tok = hs_model_tokenizer(m);
     printf("model:        %s\n", cli_shown(hs_model_path(m)));
     const char *wf = hs_model_weights_file(m);
-    /* a GGUF file without tensors: llama.cpp's vocabulary-only files (ggml-vocab-*.gguf) */
-    int vocab_only = hs_model_format(m) == HS_FORMAT_GGUF && hs_model_param_count(m) == 0;
     if (vocab_only)
         printf("format:       GGUF, vocabulary only (no tensors)\n");
     else
@@ -91,6 +64,12 @@ int cmd_info(int argc, char **argv)
                hs_model_format(m) == HS_FORMAT_GGUF ? "GGUF" : "Hugging Face folder (",
                wf && hs_model_format(m) != HS_FORMAT_GGUF ? cli_shown(wf) : "",
                hs_model_format(m) == HS_FORMAT_GGUF ? "" : ")", hs_model_storage_dtype(m));
+}
+
+/* The family line, then the sliding window's, the global layers', the norms', the softcaps'
+ * and the scales' lines where the architecture has them. */
+static void print_family(const hs_model_config *cfg)
+{
     const hs_arch *ar = cfg->arch;
     printf("family:       %s (%s, %s-%s, %s%s%s)\n", ar->name,
            ar->enc_dec ? "encoder-decoder" : cfg->causal ? "causal" : "bidirectional", ar->norm_place == HS_NORM_PRE ? "pre" : "post",
@@ -134,6 +113,12 @@ int cmd_info(int argc, char **argv)
     if (ar->query_scale > 0 || ar->emb_scale > 0)
         printf("scales:       scores x %g, embeddings x %g\n", (double)ar->query_scale,
                (double)ar->emb_scale);
+}
+
+/* The layers' and heads' lines, latent attention's, the positions' and the experts'. */
+static void print_heads(const hs_model_config *cfg)
+{
+    const hs_arch *ar = cfg->arch;
     if (cfg->n_enc_layer)
         printf("layers:       %d (encoder %d, decoder %d with cross-attention)\n", cfg->n_layer,
                cfg->n_enc_layer, cfg->n_layer - cfg->n_enc_layer);
@@ -171,6 +156,12 @@ int cmd_info(int argc, char **argv)
                ar->moe_shared, ar->moe_ff, ar->moe_first_dense);
     else if (ar->moe_experts > 0)
         print_moe_layers(cfg);
+}
+
+/* The dimensions' lines, from d_model to the parameter count (none: vocab_only). */
+static void print_dims(const hs_model *m, const hs_model_config *cfg, int vocab_only)
+{
+    const hs_arch *ar = cfg->arch;
     printf("d_model:      %d\n", cfg->d_model);
     printf("d_ff:         %d\n", cfg->d_ff);
     printf("context:      %d tokens\n", cfg->n_ctx);
@@ -183,6 +174,12 @@ int cmd_info(int argc, char **argv)
         printf("parameters:   none in the file (the dimensions above are its metadata)\n");
     else
         printf("parameters:   %zu\n", hs_model_param_count(m));
+}
+
+/* The converted layers' line under --weight-memory and the tables' line after it, for an
+ * F16/BF16/quantised checkpoint only; g: the GGUF file's header or NULL. */
+static void print_weight_memory(const hs_model *m, const hs_gguf *g)
+{
     size_t conv = hs_model_converted_bytes(m), wm = hs_model_weight_memory(m);
     if (conv > 0) { /* the layers of an F16/BF16/quantised checkpoint (--weight-memory) */
         char budget[32] = "no bound";
@@ -204,6 +201,11 @@ int cmd_info(int argc, char **argv)
     }
     if (conv > 0 && hs_model_stored_weights(m))
         print_tables(m, g);
+}
+
+/* The tokenizer's line: its kind, size, casing and post-processor (tok may be NULL). */
+static void print_tokenizer(const hs_tokenizer *tok)
+{
     if (tok)
         printf("tokenizer:    %s, %zu tokens%s%s%s\n",
                hs_tokenizer_kind_name(hs_tokenizer_get_kind(tok)), hs_tokenizer_vocab_size(tok),
@@ -216,6 +218,43 @@ int cmd_info(int argc, char **argv)
                    ? cli_shown(hs_tokenizer_post_processor(tok)) : "");
     else
         printf("tokenizer:    none (no tokenizer files)\n");
+}
+
+int cmd_info(int argc, char **argv)
+{
+    static const struct option opts[] = {{"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}};
+    int c;
+    opterr = 0;
+    optind = 1;
+    while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+        if (c == 'h') {
+            fputs(usage_text, stdout);
+            return cli_finish_stdout("info");
+        }
+        return cli_option_error("info", c, argc, argv, opts);
+    }
+    if (optind != argc - 1)
+        return cli_usage_error("info", optind >= argc ? "no MODEL given" : "more than one MODEL given");
+    hs_model *m = cli_model_open("info", argv[optind], HS_OPEN_NO_WEIGHTS);
+    if (!m)
+        return EXIT_FAIL;
+    /* a GGUF file's header, read once: the tables line and the listing at the end */
+    hs_gguf *g = NULL;
+    hs_error gerr = {{0}};
+    if (hs_model_format(m) == HS_FORMAT_GGUF && hs_gguf_open(argv[optind], &g, &gerr) != HS_OK) {
+        cli_error("info", "%s", gerr.msg);
+        hs_model_free(m);
+        return EXIT_FAIL;
+    }
+    const hs_model_config *cfg = hs_model_config_of(m);
+    /* a GGUF file without tensors: llama.cpp's vocabulary-only files (ggml-vocab-*.gguf) */
+    int vocab_only = hs_model_format(m) == HS_FORMAT_GGUF && hs_model_param_count(m) == 0;
+    print_format(m, vocab_only);
+    print_family(cfg);
+    print_heads(cfg);
+    print_dims(m, cfg, vocab_only);
+    print_weight_memory(m, g);
+    print_tokenizer(hs_model_tokenizer(m));
     if (g) {
         printf("\n");
         gguf_print_info(g, stdout);

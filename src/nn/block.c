@@ -1,46 +1,14 @@
 /* The transformer block (see block.h): one function for every family, its structure read
  * from the architecture descriptor, every projection an OpenBLAS sgemm on (in, out)
  * weights. */
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "core/qgemm.h"
-#include "model/emb_stored.h"
 #include "nn/block.h"
 #include "nn/mla.h"
 #include "nn/moe.h"
 #include "nn/ops.h"
-
-void hs_embed(const hs_model *m, const int32_t *ids, const int32_t *type_ids, int n, float *x)
-{
-    const hs_model_config *c = &m->cfg;
-    const hs_arch *a = c->arch;
-    int d = c->d_model, pad = a->pos_offset - 1, seen = 0;
-    for (int i = 0; i < n; i++) {
-        float *xi = x + (size_t)i * (size_t)d;
-        hs_model_emb_row(m, ids[i], xi); /* or decoded from its stored type */
-        if (a->emb_scale > 0) /* Gemma: times sqrt(d_model) in the embeddings' type */
-            for (int k = 0; k < d; k++)
-                xi[k] *= a->emb_scale;
-        if (a->pos == HS_POS_LEARNED) { /* rotary positions turn q and k in the block */
-            /* row i + offset; RoBERTa: offset + the non-pad tokens before i, a pad its own row */
-            int row = !a->pos_skips_pad ? i + a->pos_offset
-                      : ids[i] == pad   ? pad
-                                        : a->pos_offset + seen++;
-            const float *pe = m->wpe + (size_t)row * (size_t)d;
-            for (int k = 0; k < d; k++)
-                xi[k] += pe[k];
-        }
-        if (a->token_types) {
-            const float *tt = m->wtt + (size_t)(type_ids ? type_ids[i] : 0) * (size_t)d;
-            for (int k = 0; k < d; k++)
-                xi[k] += tt[k];
-        }
-    }
-    if (a->emb_norm) /* statistics not kept: nothing below layer 0 is differentiated */
-        hs_op_layernorm(x, m->emb_ln_w, m->emb_ln_b, x, NULL, NULL, n, d, c->ln_eps);
-}
 
 /* Fails when hs_op_attn_probs found a row of probabilities that is not finite (scores that
  * overflow float32): bad_row = head * n + query, naming the layer, head and query. */
@@ -192,36 +160,6 @@ static hs_status cross_attention(const hs_model *m, const hs_layer *L, int l, hs
     (HS_SITE_BIT(HS_SITE_RESID_PRE) | HS_SITE_BIT(HS_SITE_Q) | HS_SITE_BIT(HS_SITE_K) |        \
      HS_SITE_BIT(HS_SITE_V) | HS_SITE_BIT(HS_SITE_PATTERN))
 
-/* A (rows, d_model) site of each copy (cn rows a copy at x), when hooked. */
-static hs_status hook_stream(const hs_model_config *c, const hs_forward_opts *o, unsigned hk,
-                             hs_site s, int l, float *x, int batch, size_t cn, int n,
-                             hs_error *err)
-{
-    if (!HOOKED(hk, s))
-        return HS_OK;
-    int d = c->d_model;
-    return hs_hook_copies(c, o, s, l, x, batch, cn * (size_t)d, (int)cn, d, d, n, err);
-}
-
-/* The q, k and v sites of copy b's rows of qkv: (n, W), after the rotary turn. */
-static hs_status hook_qkv(const hs_model_config *c, const hs_forward_opts *o, unsigned hk, int l,
-                          float *qkv, int b, int n, hs_error *err)
-{
-    int W = hs_qkv_width(c), A = hs_model_attn_width(c), kvA = c->n_kv_head * c->d_head;
-    static const hs_site sites[3] = {HS_SITE_Q, HS_SITE_K, HS_SITE_V};
-    for (int k = 0; k < 3; k++) {
-        if (!HOOKED(hk, sites[k]))
-            continue;
-        hs_hook_call call = {.site = sites[k], .layer = l, .copy = b,
-                             .x = qkv + (k == 0 ? 0 : k == 1 ? A : A + kvA), .rows = n,
-                             .cols = k ? kvA : A, .ld = W, .heads = k ? c->n_kv_head : c->n_head,
-                             .head_width = c->d_head, .n = n};
-        if (o->hook(o->hook_user, &call))
-            return hs_fail(err, HS_E_ARG, "stopped by hook");
-    }
-    return HS_OK;
-}
-
 /* Attention with the pattern hooked: the probabilities, the hook on them, then the context
  * under the head mask hm (scaling probs in place). *bad_row as hs_op_attn_probs gives it. */
 static hs_status attn_pattern_hooked(const hs_model_config *c, const hs_forward_opts *o, int l,
@@ -314,172 +252,265 @@ static hs_status mask_heads(const hs_model_config *c, const hs_forward_opts *o, 
     return hs_hook_copies(c, &mo, HS_SITE_Z, l, ctx, batch, nA, n, A, A, n, err);
 }
 
-/* hs_block_forward on layer l's float32 weights L. */
-static hs_status block_run(const hs_model *m, const hs_layer *L, int l, hs_forward_ws *ws, int n,
-                           int batch, const float *hm, size_t hm_stride,
-                           const hs_forward_opts *o, hs_block_keep *keep, hs_error *err)
-{
-    const hs_model_config *c = &m->cfg;
-    const hs_arch *a = c->arch;
-    const int pre = a->norm_place == HS_NORM_PRE;
-    int d = c->d_model, rows = batch * n, W = hs_qkv_width(c), dh = c->d_head;
-    int A = hs_model_attn_width(c); /* the context's width, n_head d_head */
-    size_t nd = (size_t)n * (size_t)d, xd = (size_t)rows * (size_t)d, nA = (size_t)n * (size_t)A;
-    float *x = ws->x, *h = ws->h;
-    float *qkv_all = keep ? keep->qkv : ws->qkv, *probs = keep ? keep->probs : ws->probs;
-    float *ff_pre = keep ? keep->ff : ws->ff;
-    double inv_freq[HS_ROTARY_MAX_DIMS / 2];
-    hs_rope rope = hs_model_layer_rope(c, l); /* this layer's rotary frequencies */
-    hs_visibility vis = hs_model_layer_visibility(c, l); /* and the keys its queries see */
-    int rot = rope.dims;
-    double rot_scale = rot ? hs_op_rope_freqs_at(&rope, n, inv_freq) : 1.0; /* by the length */
-    /* the hook sites asked for (none in a kept layer) */
-    unsigned hk = o && o->hook && !keep ? o->hook_sites : 0;
-    size_t cn = (size_t)n; /* a copy's rows of the stream, before the last layer trims them */
-    hs_status st;
-    if ((st = hook_stream(c, o, hk, HS_SITE_RESID_PRE, l, x, batch, cn, n, err)))
-        return st;
+/* One call of block_run: its arguments, and what its stages share. */
+typedef struct block_pass {
+    const hs_model *m;
+    const hs_layer *L;
+    int l, n, batch;
+    hs_forward_ws *ws;
+    const float *hm; /* the head masks, a copy's hm_stride apart, or NULL */
+    size_t hm_stride;
+    const hs_forward_opts *o;
+    hs_block_keep *keep; /* the backward's activations, or NULL */
+    hs_error *err;
+    unsigned hk;        /* the hook sites asked for (none in a kept layer) */
+    int pre_in;         /* the sublayers read the normalised stream */
+    int same;           /* the copies share copy 0's Q, K, V, probabilities and P V */
+    int maps;           /* the layer's maps written out (an observer, the pattern, kept) */
+    float *probs;       /* where: (n_head, n, n) */
+    hs_rope rope;       /* this layer's rotary frequencies */
+    hs_visibility vis;  /* and the keys its queries see */
+    double *inv_freq;   /* its inverse frequencies: (HS_ROTARY_MAX_DIMS / 2) */
+    double rot_scale;   /* the rotary scale by the length (a packed pass: the text's) */
+} block_pass;
 
+/* The attention's Q, K, V: the stream x (pre-norm: normalised into h first) projected into
+ * qkv: (qrows, W), then queries and keys normalised where the family does. */
+static void project_qkv(const block_pass *p, float *qkv, int qrows)
+{
+    const hs_model_config *c = &p->m->cfg;
+    const hs_layer *L = p->L;
+    hs_block_keep *keep = p->keep;
+    float *x = p->ws->x, *h = p->ws->h;
+    if (p->pre_in)
+        norm(c, x, L->ln1_w, L->ln1_b, h, KEEP(xhat1), KEEP(rstd1), qrows);
+    hs_op_linear(p->pre_in ? h : x, L->w_qkv, L->b_qkv, qkv, qrows, c->d_model, hs_qkv_width(c));
+    if (c->arch->qk_norm) /* queries and keys normalised before they turn */
+        hs_qk_normalise(c, L, qkv, qrows, KEEP(qk_xhat), KEEP(qk_rstd));
+}
+
+/* Copy b's probabilities (to p->probs where the maps are wanted) and P V on its nb rows of
+ * qkv: (nb, W) into dst: (nb, A), under its head mask hm_b unless kept or shared: with the
+ * pattern hooked, by latent attention or by the fused kernel. *bad_row as
+ * hs_op_attn_probs gives it. */
+static hs_status attend_rows(const block_pass *p, const float *qkv, float *dst, int b, int nb,
+                             const float *hm_b, size_t *bad_row)
+{
+    const hs_model_config *c = &p->m->cfg;
+    const hs_forward_ws *ws = p->ws;
+    if (HOOKED(p->hk, HS_SITE_PATTERN))
+        return attn_pattern_hooked(c, p->o, p->l, p->vis, qkv, p->probs, dst, nb, b, hm_b,
+                                   bad_row, p->err);
+    const float *hm_k = p->keep || p->same ? NULL : hm_b;
+    if (c->arch->mla_kv_lora
+            ? hs_mla_attn(c, p->L, &p->rope, p->inv_freq, p->vis, qkv, dst, nb, hm_k,
+                          p->maps ? p->probs : NULL, bad_row,
+                          ws->mla_pos_share && p->batch == 1 && !p->keep && !ws->n_seg
+                              ? ws->mla_pos_share + (size_t)p->l * (size_t)c->n_head
+                              : NULL)
+            : hs_op_attn_fused(c, p->vis, qkv, dst, nb, hm_k, p->maps ? p->probs : NULL,
+                               bad_row))
+        return hs_fail(p->err, HS_E_NOMEM, "out of memory for the attention rows");
+    return HS_OK;
+}
+
+/* Copy b's attention (a packed pass: text b's, nb rows from row r0) on qkv_all: (rows, W)
+ * into its contexts in ws->ctx: queries and keys turned by position, the q, k and v hooks,
+ * the probabilities and P V (the copies sharing them: copy 0's only, into h), checked and
+ * observed; kept or shared, P V copied to the contexts for the mask to scale. */
+static hs_status attend_copy(block_pass *p, float *qkv_all, int b, size_t r0, int nb)
+{
+    const hs_model_config *c = &p->m->cfg;
+    const hs_arch *a = c->arch;
+    const hs_forward_opts *o = p->o;
+    hs_forward_ws *ws = p->ws;
+    hs_block_keep *keep = p->keep;
+    int l = p->l, W = hs_qkv_width(c), A = hs_model_attn_width(c), dh = c->d_head;
+    int rot = p->rope.dims;
+    float *qkv = qkv_all + (p->same ? 0 : r0 * (size_t)W);
+    float *ctx_b = ws->ctx + r0 * (size_t)A;
+    const float *hm_b = p->hm ? p->hm + (size_t)b * p->hm_stride : NULL;
+    hs_status st;
+    if (ws->n_seg > 0 && rot) /* each text's rotary scale by its own length */
+        p->rot_scale = hs_op_rope_freqs_at(&p->rope, nb, p->inv_freq);
+    if (!p->same || b == 0) {
+        if (rot && !a->mla_kv_lora) { /* queries and keys turned by position (each copy
+                                          from position 0); MLA: in hs_mla_attn */
+            hs_op_rotary_scaled(qkv, nb, c->n_head, dh, W, rot, p->inv_freq, p->rot_scale, 0, 0);
+            hs_op_rotary_scaled(qkv + A, nb, c->n_kv_head, dh, W, rot, p->inv_freq, p->rot_scale,
+                                0, 0);
+        }
+        if (a->mla_kv_lora && (p->hk & (BEFORE_CTX & ~HS_SITE_BIT(HS_SITE_RESID_PRE))))
+            return hs_fail(p->err, HS_E_UNSUPPORTED, "the hook sites q, k, v and pattern are "
+                           "not available with latent attention");
+        if ((p->hk & BEFORE_CTX) && (st = hs_hook_qkv(c, o, p->hk, l, qkv, b, nb, p->err)))
+            return st;
+        if (p->maps && !keep) {
+            float *direct = trace_layer(o, l, c->n_head, nb);
+            if (direct)
+                p->probs = direct;
+            if (!p->probs &&
+                !(p->probs = ws->probs = hs_alloc_large(ws->probs_floats * sizeof *p->probs)))
+                return hs_fail(p->err, HS_E_NOMEM, "out of memory for a layer's attention maps");
+        }
+        /* kept: P V as it is (the mask scales it below); same: the common P V into h
+           (free until the output projection); otherwise this copy's masked context */
+        float *dst = keep ? keep->ctx : p->same ? ws->h : ctx_b;
+        size_t bad_row;
+        if ((st = attend_rows(p, qkv, dst, b, nb, hm_b, &bad_row)))
+            return st;
+        st = o && o->allow_nonfinite ? HS_OK : check_probs(bad_row, l, nb, p->err);
+        if (st)
+            return st;
+        if (o && o->on_attn && o->on_attn(o->user, l, p->probs, c->n_head, nb))
+            return hs_fail(p->err, HS_E_ARG, "stopped by observer");
+    }
+    if ((keep && hm_b) || p->same) /* P V kept apart for the backward, or the copies'
+                                      common one (in h): the mask scales it below */
+        memcpy(ctx_b, keep ? keep->ctx : ws->h, (size_t)p->n * (size_t)A * sizeof *ws->h);
+    return HS_OK;
+}
+
+/* The attention up to the contexts ws->ctx: (batch * n, A): Q, K, V from the stream and
+ * each copy's (each text's) attention, or an encoder-decoder's self-attention, or a restart
+ * at the contexts (ws->ctx_in) copied into every copy; then the head mask, the z hook and
+ * the contexts' observer. */
+static hs_status attention(block_pass *p)
+{
+    const hs_model_config *c = &p->m->cfg;
+    const hs_arch *a = c->arch;
+    hs_forward_ws *ws = p->ws;
+    hs_block_keep *keep = p->keep;
+    int l = p->l, n = p->n, batch = p->batch, A = hs_model_attn_width(c);
+    size_t nA = (size_t)n * (size_t)A;
+    float *qkv_all = keep ? keep->qkv : ws->qkv;
+    hs_status st;
     /* attention: on the normalised stream (pre-norm) or on the stream itself; copies with
      * the same stream share one Q, K, V, one set of probabilities and one P V (copy 0's),
      * each copy's head mask then scaling its own context (xi P V, for masks of 0 and 1 the
      * same numbers as (xi P) V) */
-    int same = batch > 1 && ws->same_input && !keep && !(hk & BEFORE_CTX);
-    int qrows = same ? n : rows;
-    const int pre_in = pre && !a->no_pre_norm; /* the sublayers read the normalised stream */
     const float *resume = keep ? NULL : ws->ctx_in; /* a restart at the contexts */
-    if (pre_in && !resume)
-        norm(c, x, L->ln1_w, L->ln1_b, h, KEEP(xhat1), KEEP(rstd1), qrows);
     if (!resume)
-        hs_op_linear(pre_in ? h : x, L->w_qkv, L->b_qkv, qkv_all, qrows, d, W);
-    if (a->qk_norm && !resume) /* queries and keys normalised before they turn */
-        hs_qk_normalise(c, L, qkv_all, qrows, KEEP(qk_xhat), KEEP(qk_rstd));
+        project_qkv(p, qkv_all, p->same ? n : batch * n);
     /* scores, softmax and P V a row block at a time (hs_op_attn_fused); the layer's maps
      * written out only where an observer or the backward pass wants them */
-    int maps = keep || (o && o->on_attn) || HOOKED(hk, HS_SITE_PATTERN);
     if (a->enc_dec && (st = keep || batch > 1 || ws->out_rows
-                                ? hs_fail(err, HS_E_UNSUPPORTED, "an encoder-decoder block "
+                                ? hs_fail(p->err, HS_E_UNSUPPORTED, "an encoder-decoder block "
                                           "runs one copy, without final rows or the "
                                           "backward's activations")
-                                : encdec_self(m, l, ws, qkv_all, n, vis, hm, maps, o, err)))
+                                : encdec_self(p->m, l, ws, qkv_all, n, p->vis, p->hm, p->maps,
+                                              p->o, p->err)))
         return st; /* T5: one copy (hs_forward_encdec), no backward in the block */
     /* a packed pass (hs_forward_packed): one attention a text, over its own rows; a restart
      * at the contexts (ws->ctx_in): none */
     int n_att = ws->n_seg > 0 ? ws->n_seg : batch;
     size_t r0 = 0; /* the copy's (the text's) first row */
-    for (int b = 0; b < n_att && !a->enc_dec && !resume; r0 += (size_t)seg_rows(ws, b, n), b++) {
-        int nb = seg_rows(ws, b, n); /* its rows */
-        float *qkv = qkv_all + (same ? 0 : r0 * (size_t)W);
-        float *ctx_b = ws->ctx + r0 * (size_t)A;
-        const float *hm_b = hm ? hm + (size_t)b * hm_stride : NULL;
-        if (ws->n_seg > 0 && rot) /* each text's rotary scale by its own length */
-            rot_scale = hs_op_rope_freqs_at(&rope, nb, inv_freq);
-        if (!same || b == 0) {
-            if (rot && !a->mla_kv_lora) { /* queries and keys turned by position (each copy
-                                              from position 0); MLA: in hs_mla_attn */
-                hs_op_rotary_scaled(qkv, nb, c->n_head, dh, W, rot, inv_freq, rot_scale, 0, 0);
-                hs_op_rotary_scaled(qkv + A, nb, c->n_kv_head, dh, W, rot, inv_freq, rot_scale, 0, 0);
-            }
-            if (a->mla_kv_lora && (hk & (BEFORE_CTX & ~HS_SITE_BIT(HS_SITE_RESID_PRE))))
-                return hs_fail(err, HS_E_UNSUPPORTED, "the hook sites q, k, v and pattern are "
-                               "not available with latent attention");
-            if ((hk & BEFORE_CTX) && (st = hook_qkv(c, o, hk, l, qkv, b, nb, err)))
-                return st;
-            if (maps && !keep) {
-                float *direct = trace_layer(o, l, c->n_head, nb);
-                if (direct)
-                    probs = direct;
-                if (!probs &&
-                    !(probs = ws->probs = hs_alloc_large(ws->probs_floats * sizeof *probs)))
-                    return hs_fail(err, HS_E_NOMEM, "out of memory for a layer's attention maps");
-            }
-            /* kept: P V as it is (the mask scales it below); same: the common P V into h
-               (free until the output projection); otherwise this copy's masked context */
-            float *dst = keep ? keep->ctx : same ? h : ctx_b;
-            size_t bad_row;
-            if (HOOKED(hk, HS_SITE_PATTERN)) {
-                if ((st = attn_pattern_hooked(c, o, l, vis, qkv, probs, dst, nb, b, hm_b,
-                                              &bad_row, err)))
-                    return st;
-            } else if (a->mla_kv_lora
-                           ? hs_mla_attn(c, L, &rope, inv_freq, vis, qkv, dst, nb,
-                                         keep || same ? NULL : hm_b, maps ? probs : NULL,
-                                         &bad_row,
-                                         ws->mla_pos_share && batch == 1 && !keep && !ws->n_seg
-                                             ? ws->mla_pos_share + (size_t)l * (size_t)c->n_head
-                                             : NULL)
-                           : hs_op_attn_fused(c, vis, qkv, dst, nb, keep || same ? NULL : hm_b,
-                                              maps ? probs : NULL, &bad_row)) {
-                return hs_fail(err, HS_E_NOMEM, "out of memory for the attention rows");
-            }
-            st = o && o->allow_nonfinite ? HS_OK : check_probs(bad_row, l, nb, err);
-            if (st)
-                return st;
-            if (o && o->on_attn && o->on_attn(o->user, l, probs, c->n_head, nb))
-                return hs_fail(err, HS_E_ARG, "stopped by observer");
-        }
-        if ((keep && hm_b) || same) /* P V kept apart for the backward, or the copies'
-                                       common one (in h): the mask scales it below */
-            memcpy(ctx_b, keep ? keep->ctx : h, nA * sizeof *h);
-    }
+    for (int b = 0; b < n_att && !a->enc_dec && !resume; r0 += (size_t)seg_rows(ws, b, n), b++)
+        if ((st = attend_copy(p, qkv_all, b, r0, seg_rows(ws, b, n))))
+            return st;
     if (!a->enc_dec && !resume && /* the mask where the attention did not apply it */
-        (st = mask_heads(c, o, l, hm, hm_stride, same || keep, ws->ctx, batch, n, err)))
+        (st = mask_heads(c, p->o, l, p->hm, p->hm_stride, p->same || keep, ws->ctx, batch, n,
+                         p->err)))
         return st;
     for (int b = 0; resume && b < batch; b++) /* every copy from the contexts given */
         memcpy(ws->ctx + (size_t)b * nA, resume, nA * sizeof *ws->ctx);
-    if (HOOKED(hk, HS_SITE_Z) &&
-        (st = hs_hook_copies(c, o, HS_SITE_Z, l, ws->ctx, batch, nA, n, A, A, n, err)))
+    if (HOOKED(p->hk, HS_SITE_Z) &&
+        (st = hs_hook_copies(c, p->o, HS_SITE_Z, l, ws->ctx, batch, nA, n, A, A, n, p->err)))
         return st;
     if (ws->on_ctx && batch == 1 && !keep && ws->on_ctx(ws->ctx_user, l, ws->ctx, n))
-        return hs_fail(err, HS_E_ARG, "stopped by observer");
-    if (ws->stop_after_attn && !keep && l == c->n_layer - 1)
-        return HS_OK;
-    if (ws->out_rows && !keep && l == c->n_layer - 1) { /* onwards only the rows wanted */
-        int S = ws->n_out_rows;
-        for (int b = 0; b < batch; b++) /* to <= from (rows ascending): in place, in order */
-            for (int i = 0; i < S; i++) {
-                size_t from = (size_t)b * n + (size_t)ws->out_rows[i], to = (size_t)b * S + i;
-                if (from != to) {
-                    memmove(x + to * d, x + from * d, (size_t)d * sizeof *x);
-                    memmove(ws->ctx + to * A, ws->ctx + from * A, (size_t)A * sizeof *x);
-                }
+        return hs_fail(p->err, HS_E_ARG, "stopped by observer");
+    return HS_OK;
+}
+
+/* The last layer's stream x and contexts ws->ctx cut to the rows wanted (ws->out_rows), a
+ * copy's n_out_rows after another's. */
+static void cut_to_out_rows(const hs_model_config *c, hs_forward_ws *ws, int batch, int n)
+{
+    int d = c->d_model, A = hs_model_attn_width(c), S = ws->n_out_rows;
+    float *x = ws->x;
+    for (int b = 0; b < batch; b++) /* to <= from (rows ascending): in place, in order */
+        for (int i = 0; i < S; i++) {
+            size_t from = (size_t)b * n + (size_t)ws->out_rows[i], to = (size_t)b * S + i;
+            if (from != to) {
+                memmove(x + to * d, x + from * d, (size_t)d * sizeof *x);
+                memmove(ws->ctx + to * A, ws->ctx + from * A, (size_t)A * sizeof *x);
             }
-        rows = batch * S;
-        xd = (size_t)rows * (size_t)d;
-        cn = (size_t)S;
-    }
-    if ((st = out_proj(c, L, o, hk, l, keep && !hm ? keep->ctx : ws->ctx, h, rows, batch, n,
-                       err)))
+        }
+}
+
+/* The attention's output h: (rows, d) from the contexts: the output projection (the result
+ * hook), the post-attention norm, the attn_out hook (cn rows a copy), kept for the
+ * backward. */
+static hs_status attn_output(const block_pass *p, int rows, size_t cn)
+{
+    const hs_model_config *c = &p->m->cfg;
+    int d = c->d_model, l = p->l, batch = p->batch, n = p->n;
+    size_t nd = (size_t)n * (size_t)d;
+    hs_block_keep *keep = p->keep;
+    float *h = p->ws->h;
+    hs_status st;
+    if ((st = out_proj(c, p->L, p->o, p->hk, l, keep && !p->hm ? keep->ctx : p->ws->ctx, h, rows,
+                       batch, n, p->err)))
         return st;
-    if (a->post_norms) /* the attention's output normalised before it is added */
-        norm(c, h, L->post1_w, NULL, h, KEEP(xhat_pa), KEEP(rstd_pa), rows);
-    if (HOOKED(hk, HS_SITE_ATTN_OUT) &&
-        (st = hs_hook_copies(c, o, HS_SITE_ATTN_OUT, l, h, batch, cn * (size_t)d, (int)cn, d, d,
-                             n, err)))
+    if (c->arch->post_norms) /* the attention's output normalised before it is added */
+        norm(c, h, p->L->post1_w, NULL, h, KEEP(xhat_pa), KEEP(rstd_pa), rows);
+    if (HOOKED(p->hk, HS_SITE_ATTN_OUT) &&
+        (st = hs_hook_copies(c, p->o, HS_SITE_ATTN_OUT, l, h, batch, cn * (size_t)d, (int)cn, d,
+                             d, n, p->err)))
         return st;
     KEEP_COPY(attn_out, h);
-    if (a->parallel_residual) { /* x + attn(norm1 x) + mlp(norm2 x); h holds attn */
-        norm(c, x, L->ln2_w, L->ln2_b, ws->ctx, KEEP(xhat2), KEEP(rstd2), rows);
-        if (keep && keep->mlp_out) { /* the MLP's output kept apart, then added */
-            mlp(c, L, ws, ws->ctx, ff_pre, keep->mlp_out, rows, 0);
-            hs_op_add(h, keep->mlp_out, xd);
-        } else if (HOOKED(hk, HS_SITE_MLP_OUT)) { /* apart too, for the hook */
-            mlp(c, L, ws, ws->ctx, ff_pre, ws->ctx, rows, 0);
-            if ((st = hook_stream(c, o, hk, HS_SITE_MLP_OUT, l, ws->ctx, batch, cn, n, err)))
-                return st;
-            hs_op_add(h, ws->ctx, xd);
-        } else {
-            mlp(c, L, ws, ws->ctx, ff_pre, h, rows, 1);
-        }
-        hs_op_add(x, h, xd);
-        return hook_stream(c, o, hk, HS_SITE_RESID_POST, l, x, batch, cn, n, err);
+    return HS_OK;
+}
+
+/* A parallel residual's end: x += attn(norm1 x) (in h) + mlp(norm2 x), the MLP's output
+ * kept or hooked apart where asked, then the resid_post hook (cn rows a copy). */
+static hs_status parallel_mlp(const block_pass *p, int rows, size_t cn)
+{
+    const hs_model_config *c = &p->m->cfg;
+    const hs_layer *L = p->L;
+    hs_forward_ws *ws = p->ws;
+    hs_block_keep *keep = p->keep;
+    size_t xd = (size_t)rows * (size_t)c->d_model;
+    float *x = ws->x, *h = ws->h, *ff_pre = keep ? keep->ff : ws->ff;
+    hs_status st;
+    norm(c, x, L->ln2_w, L->ln2_b, ws->ctx, KEEP(xhat2), KEEP(rstd2), rows);
+    if (keep && keep->mlp_out) { /* the MLP's output kept apart, then added */
+        mlp(c, L, ws, ws->ctx, ff_pre, keep->mlp_out, rows, 0);
+        hs_op_add(h, keep->mlp_out, xd);
+    } else if (HOOKED(p->hk, HS_SITE_MLP_OUT)) { /* apart too, for the hook */
+        mlp(c, L, ws, ws->ctx, ff_pre, ws->ctx, rows, 0);
+        if ((st = hs_hook_stream(c, p->o, p->hk, HS_SITE_MLP_OUT, p->l, ws->ctx, p->batch, cn, p->n,
+                              p->err)))
+            return st;
+        hs_op_add(h, ws->ctx, xd);
+    } else {
+        mlp(c, L, ws, ws->ctx, ff_pre, h, rows, 1);
     }
     hs_op_add(x, h, xd);
-    if (L->w_xqkv && (st = cross_attention(m, L, l, ws, n, o, err)))
+    return hs_hook_stream(c, p->o, p->hk, HS_SITE_RESID_POST, p->l, x, p->batch, cn, p->n, p->err);
+}
+
+/* A sequential block's end: x += the attention's output (in h), a decoder layer's
+ * cross-attention, the MLP (or the experts) on the normalised stream, its output normalised
+ * where the family does, kept and hooked (mlp_out), x += it, then the resid_post hook (cn
+ * rows a copy). */
+static hs_status sequential_mlp(const block_pass *p, int rows, size_t cn)
+{
+    const hs_model_config *c = &p->m->cfg;
+    const hs_arch *a = c->arch;
+    const hs_layer *L = p->L;
+    hs_forward_ws *ws = p->ws;
+    hs_block_keep *keep = p->keep;
+    int l = p->l, n = p->n, batch = p->batch, pre = a->norm_place == HS_NORM_PRE;
+    size_t nd = (size_t)n * (size_t)c->d_model, xd = (size_t)rows * (size_t)c->d_model;
+    float *x = ws->x, *h = ws->h, *ff_pre = keep ? keep->ff : ws->ff;
+    hs_status st;
+    hs_op_add(x, h, xd);
+    if (L->w_xqkv && (st = cross_attention(p->m, L, l, ws, n, p->o, p->err)))
         return st; /* a decoder layer of an encoder-decoder */
 
     /* MLP: on the normalised stream (pre-norm), or after normalising it in place (post) */
-    if (pre_in)
+    if (p->pre_in)
         norm(c, x, L->ln2_w, L->ln2_b, h, KEEP(xhat2), KEEP(rstd2), rows);
     else if (!pre)
         norm(c, x, L->ln1_w, L->ln1_b, x, KEEP(xhat1), KEEP(rstd1), rows);
@@ -487,20 +518,60 @@ static hs_status block_run(const hs_model *m, const hs_layer *L, int l, hs_forwa
         int32_t *route = ws->moe_route && batch == 1 && !keep && rows == n
                              ? ws->moe_route + (size_t)l * (size_t)n * (size_t)a->moe_top_k
                              : NULL;
-        if (hs_moe_forward(c, L, pre_in ? h : x, h, rows, route))
-            return hs_fail(err, HS_E_NOMEM, "out of memory for the experts");
+        if (hs_moe_forward(c, L, p->pre_in ? h : x, h, rows, route))
+            return hs_fail(p->err, HS_E_NOMEM, "out of memory for the experts");
     } else {
-        mlp(c, L, ws, pre_in ? h : x, ff_pre, h, rows, 0);
+        mlp(c, L, ws, p->pre_in ? h : x, ff_pre, h, rows, 0);
     }
     if (a->post_norms)
         norm(c, h, L->post2_w, NULL, h, KEEP(xhat_pm), KEEP(rstd_pm), rows);
     KEEP_COPY(mlp_out, h);
-    if ((st = hook_stream(c, o, hk, HS_SITE_MLP_OUT, l, h, batch, cn, n, err)))
+    if ((st = hs_hook_stream(c, p->o, p->hk, HS_SITE_MLP_OUT, l, h, batch, cn, n, p->err)))
         return st;
     hs_op_add(x, h, xd);
     if (!pre)
         norm(c, x, L->ln2_w, L->ln2_b, x, KEEP(xhat2), KEEP(rstd2), rows);
-    return hook_stream(c, o, hk, HS_SITE_RESID_POST, l, x, batch, cn, n, err);
+    return hs_hook_stream(c, p->o, p->hk, HS_SITE_RESID_POST, l, x, batch, cn, n, p->err);
+}
+
+/* hs_block_forward on layer l's float32 weights L: the resid_pre hook, the attention to the
+ * contexts, the last layer's rows cut to those wanted, the attention's output, then the
+ * MLP, in parallel with the attention or after it. */
+static hs_status block_run(const hs_model *m, const hs_layer *L, int l, hs_forward_ws *ws, int n,
+                           int batch, const float *hm, size_t hm_stride,
+                           const hs_forward_opts *o, hs_block_keep *keep, hs_error *err)
+{
+    const hs_model_config *c = &m->cfg;
+    const hs_arch *a = c->arch;
+    unsigned hk = o && o->hook && !keep ? o->hook_sites : 0;
+    double inv_freq[HS_ROTARY_MAX_DIMS / 2];
+    block_pass p = {
+        .m = m, .L = L, .l = l, .n = n, .batch = batch, .ws = ws, .hm = hm,
+        .hm_stride = hm_stride, .o = o, .keep = keep, .err = err, .hk = hk,
+        .pre_in = a->norm_place == HS_NORM_PRE && !a->no_pre_norm,
+        .same = batch > 1 && ws->same_input && !keep && !(hk & BEFORE_CTX),
+        .maps = keep || (o && o->on_attn) || HOOKED(hk, HS_SITE_PATTERN),
+        .probs = keep ? keep->probs : ws->probs,
+        .rope = hs_model_layer_rope(c, l), .vis = hs_model_layer_visibility(c, l),
+        .inv_freq = inv_freq};
+    p.rot_scale = p.rope.dims ? hs_op_rope_freqs_at(&p.rope, n, p.inv_freq) : 1.0;
+    int rows = batch * n;
+    size_t cn = (size_t)n; /* a copy's rows of the stream, before the last layer trims them */
+    hs_status st;
+    if ((st = hs_hook_stream(c, o, hk, HS_SITE_RESID_PRE, l, ws->x, batch, cn, n, err)))
+        return st;
+    if ((st = attention(&p)))
+        return st;
+    if (ws->stop_after_attn && !keep && l == c->n_layer - 1)
+        return HS_OK;
+    if (ws->out_rows && !keep && l == c->n_layer - 1) { /* onwards only the rows wanted */
+        cut_to_out_rows(c, ws, batch, n);
+        rows = batch * ws->n_out_rows;
+        cn = (size_t)ws->n_out_rows;
+    }
+    if ((st = attn_output(&p, rows, cn)))
+        return st;
+    return a->parallel_residual ? parallel_mlp(&p, rows, cn) : sequential_mlp(&p, rows, cn);
 }
 
 hs_status hs_block_forward(const hs_model *m, int l, hs_forward_ws *ws, int n, int batch,
@@ -524,60 +595,4 @@ void hs_final_norm(const hs_model *m, const float *x, float *y, float *xhat, flo
         norm(c, x, m->lnf_w, m->lnf_b, y, xhat, rstd, rows);
     else if (y != x)
         memcpy(y, x, (size_t)rows * (size_t)c->d_model * sizeof *y);
-}
-
-const float *hs_head_transform(const hs_model *m, const float *x, float *y, float *pre,
-                               float *xhat, float *rstd, int rows)
-{
-    const hs_model_config *c = &m->cfg;
-    if (c->arch->head != HS_HEAD_MLM)
-        return x;
-    int d = c->d_model;
-    size_t rd = (size_t)rows * (size_t)d;
-    hs_op_linear(x, m->mlm_w, m->mlm_b, pre ? pre : y, rows, d, d);
-    hs_op_gelu(pre ? pre : y, y, rd, c->act);
-    hs_op_layernorm(y, m->mlm_ln_w, m->mlm_ln_b, y, xhat, rstd, rows, d, c->ln_eps);
-    return y;
-}
-
-void hs_head_decode(const hs_model *m, const float *h, int rows, float *logits)
-{
-    int V = m->cfg.vocab_size;
-    for (int i = 0; i < rows; i++) {
-        float *row = logits + (size_t)i * (size_t)V;
-        if (m->mlm_bias)
-            memcpy(row, m->mlm_bias, (size_t)V * sizeof *row);
-        else
-            memset(row, 0, (size_t)V * sizeof *row);
-    }
-    float scale = m->cfg.arch->head_scale > 0 ? m->cfg.arch->head_scale : 1.0f; /* T5 tied */
-    hs_model_decoder_gemm(m, h, rows, scale, logits); /* hs_op_gemm's, or from stored rows */
-    float cap = m->cfg.arch->final_softcap;
-    if (cap > 0) /* Gemma 2: cap tanh(z / cap) */
-        for (size_t i = 0; i < (size_t)rows * (size_t)V; i++)
-            logits[i] = cap * tanhf(logits[i] / cap);
-}
-
-void hs_head_decode_ids(const hs_model *m, const float *h, int rows, const int32_t *ids, int k,
-                        float *logits)
-{
-    int d = m->cfg.d_model;
-    float scale = m->cfg.arch->head_scale > 0 ? m->cfg.arch->head_scale : 1.0f;
-    float cap = m->cfg.arch->final_softcap;
-    float part[256]; /* a stored decoder's row, 256 values at a time (whole blocks) */
-    for (int i = 0; i < rows; i++)
-        for (int j = 0; j < k; j++) {
-            const float *hi = h + (size_t)i * (size_t)d, *w = m->decoder;
-            double s = 0;
-            for (int e0 = 0; e0 < d; e0 += 256) {
-                int cnt = d - e0 < 256 ? d - e0 : 256;
-                const float *we = w ? w + (size_t)ids[j] * d + e0 : part;
-                if (!w)
-                    hs_model_decoder_row(m, ids[j], e0, cnt, part);
-                for (int e = 0; e < cnt; e++)
-                    s += (double)hi[e0 + e] * we[e];
-            }
-            float z = (float)(scale * s) + (m->mlm_bias ? m->mlm_bias[ids[j]] : 0.0f);
-            logits[(size_t)i * (size_t)k + (size_t)j] = cap > 0 ? cap * tanhf(z / cap) : z;
-        }
 }

@@ -120,6 +120,16 @@ hs_status hs_hook_copies(const hs_model_config *c, const hs_forward_opts *o, hs_
                          float *x, int batch, size_t stride, int rows, int cols, int ld, int n,
                          hs_error *err);
 
+/* hs_hook_copies at a (rows, d_model) site s of each copy (cn rows a copy at x), when hk,
+ * the sites hooked, has it. */
+hs_status hs_hook_stream(const hs_model_config *c, const hs_forward_opts *o, unsigned hk,
+                         hs_site s, int l, float *x, int batch, size_t cn, int n, hs_error *err);
+
+/* The q, k and v sites hooked in hk, of copy b's rows of qkv: (n, W), after the rotary
+ * turn. HS_E_ARG when the hook stops. */
+hs_status hs_hook_qkv(const hs_model_config *c, const hs_forward_opts *o, unsigned hk, int l,
+                      float *qkv, int b, int n, hs_error *err);
+
 /* The head mask and ablation by replacement (hs_forward_opts.head_mask, head_replace) as a
  * hook at z, hs_head_mask_hook with an hs_head_mask as its user: copy b's context of each
  * head h whose mask xi_h = hm[b * hm_stride + h] is not 1 becomes xi_h ctx_h (when scale:

@@ -1,5 +1,6 @@
 /* The hook sites (include/headscope/hooks.h): the one table of names and shapes, and the
- * call the block and the forward pass make at each site. */
+ * call the block and the forward pass make at each site (the block's stream and q, k, v
+ * sites among them). */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -141,6 +142,33 @@ hs_status hs_hook_copies(const hs_model_config *c, const hs_forward_opts *o, hs_
                           .rows = rows, .cols = cols, .ld = ld, .heads = heads,
                           .head_width = s == HS_SITE_PATTERN ? n : hw, .n = n};
         if (o->hook(o->hook_user, &k))
+            return hs_fail(err, HS_E_ARG, "stopped by hook");
+    }
+    return HS_OK;
+}
+
+hs_status hs_hook_stream(const hs_model_config *c, const hs_forward_opts *o, unsigned hk,
+                         hs_site s, int l, float *x, int batch, size_t cn, int n, hs_error *err)
+{
+    if (!(hk & HS_SITE_BIT(s)))
+        return HS_OK;
+    int d = c->d_model;
+    return hs_hook_copies(c, o, s, l, x, batch, cn * (size_t)d, (int)cn, d, d, n, err);
+}
+
+hs_status hs_hook_qkv(const hs_model_config *c, const hs_forward_opts *o, unsigned hk, int l,
+                      float *qkv, int b, int n, hs_error *err)
+{
+    int W = hs_qkv_width(c), A = hs_model_attn_width(c), kvA = c->n_kv_head * c->d_head;
+    static const hs_site sites[3] = {HS_SITE_Q, HS_SITE_K, HS_SITE_V};
+    for (int k = 0; k < 3; k++) {
+        if (!(hk & HS_SITE_BIT(sites[k])))
+            continue;
+        hs_hook_call call = {.site = sites[k], .layer = l, .copy = b,
+                             .x = qkv + (k == 0 ? 0 : k == 1 ? A : A + kvA), .rows = n,
+                             .cols = k ? kvA : A, .ld = W, .heads = k ? c->n_kv_head : c->n_head,
+                             .head_width = c->d_head, .n = n};
+        if (o->hook(o->hook_user, &call))
             return hs_fail(err, HS_E_ARG, "stopped by hook");
     }
     return HS_OK;
