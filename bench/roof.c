@@ -17,54 +17,47 @@
 #if defined(__x86_64__) && defined(__GNUC__)
 #include <immintrin.h>
 
-#define ACC12(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7) X(8) X(9) X(10) X(11)
-
-/* 12 chains of 16-lane FMAs: 384 FLOPs a round. The sum keeps the chains live. */
-__attribute__((target("avx512f"))) static float fma_512(long rounds)
-{
-    __m512 a[12], x = _mm512_set1_ps(1.0000001f), y = _mm512_set1_ps(-1e-7f);
-    for (int i = 0; i < 12; i++)
-        a[i] = _mm512_set1_ps((float)i);
-    for (long r = 0; r < rounds; r++) {
-#define FMA512(i) a[i] = _mm512_fmadd_ps(a[i], x, y);
-        ACC12(FMA512)
+/* A kernel: 12 independent chains of OP(acc, x, y) on VEC registers, `rounds` times (fully
+ * unrolled: the chains stay in registers); the chains folded by FOLD and returned through
+ * RET, which keeps them live. */
+#define ROOF_KERNEL(NAME, TARGET, VEC, INIT, X, Y, OP, FOLD, RET)                              \
+    __attribute__((target(TARGET))) static float NAME(long rounds)                           \
+    {                                                                                        \
+        VEC a[12], x = X, y = Y;                                                             \
+        for (int i = 0; i < 12; i++)                                                         \
+            a[i] = INIT(i);                                                                  \
+        for (long r = 0; r < rounds; r++) {                                                  \
+            _Pragma("GCC unroll 12") for (int i = 0; i < 12; i++) a[i] = OP(a[i], x, y);     \
+        }                                                                                    \
+        for (int i = 1; i < 12; i++)                                                         \
+            a[0] = FOLD(a[0], a[i]);                                                         \
+        return RET(a[0]);                                                                    \
     }
-    for (int i = 1; i < 12; i++)
-        a[0] = _mm512_add_ps(a[0], a[i]);
-    return _mm512_reduce_add_ps(a[0]);
+
+__attribute__((target("avx2"))) static inline float first_256(__m256 v)
+{
+    return _mm_cvtss_f32(_mm256_castps256_ps128(v));
 }
 
-/* 12 chains of 8-lane FMAs: 192 FLOPs a round. */
-__attribute__((target("avx2,fma"))) static float fma_256(long rounds)
+/* the 8-bit sums wrap: folded by bits, no signed overflow */
+__attribute__((target("avx512f"))) static inline float bits_512(__m512i v)
 {
-    __m256 a[12], x = _mm256_set1_ps(1.0000001f), y = _mm256_set1_ps(-1e-7f);
-    for (int i = 0; i < 12; i++)
-        a[i] = _mm256_set1_ps((float)i);
-    for (long r = 0; r < rounds; r++) {
-#define FMA256(i) a[i] = _mm256_fmadd_ps(a[i], x, y);
-        ACC12(FMA256)
-    }
-    float out[8];
-    for (int i = 1; i < 12; i++)
-        a[0] = _mm256_add_ps(a[0], a[i]);
-    _mm256_storeu_ps(out, a[0]);
-    return out[0];
+    return (float)(_mm512_reduce_or_epi32(v) & 0xFFFF);
 }
 
-/* 12 chains of vpdpbusd: 12 × 64 8-bit multiply-adds (2 ops each) a round. */
-__attribute__((target("avx512f,avx512vnni"))) static float dot8_512(long rounds)
-{
-    __m512i a[12], x = _mm512_set1_epi8(3), y = _mm512_set1_epi8(-2);
-    for (int i = 0; i < 12; i++)
-        a[i] = _mm512_set1_epi32(i);
-    for (long r = 0; r < rounds; r++) {
-#define DOT512(i) a[i] = _mm512_dpbusd_epi32(a[i], x, y);
-        ACC12(DOT512)
-    }
-    for (int i = 1; i < 12; i++) /* the sums wrap: folded by bits, no signed overflow */
-        a[0] = _mm512_xor_si512(a[0], a[i]);
-    return (float)(_mm512_reduce_or_epi32(a[0]) & 0xFFFF);
-}
+#define SET_PS512(i) _mm512_set1_ps((float)(i))
+#define SET_PS256(i) _mm256_set1_ps((float)(i))
+#define SET_EPI512(i) _mm512_set1_epi32(i)
+
+/* 16-lane FMAs: 384 FLOPs a round */
+ROOF_KERNEL(fma_512, "avx512f", __m512, SET_PS512, _mm512_set1_ps(1.0000001f),
+            _mm512_set1_ps(-1e-7f), _mm512_fmadd_ps, _mm512_add_ps, _mm512_reduce_add_ps)
+/* 8-lane FMAs: 192 FLOPs a round */
+ROOF_KERNEL(fma_256, "avx2,fma", __m256, SET_PS256, _mm256_set1_ps(1.0000001f),
+            _mm256_set1_ps(-1e-7f), _mm256_fmadd_ps, _mm256_add_ps, first_256)
+/* vpdpbusd: 12 × 64 8-bit multiply-adds (2 ops each) a round */
+ROOF_KERNEL(dot8_512, "avx512f,avx512vnni", __m512i, SET_EPI512, _mm512_set1_epi8(3),
+            _mm512_set1_epi8(-2), _mm512_dpbusd_epi32, _mm512_xor_si512, bits_512)
 
 static int has_avx512(void)
 {
