@@ -454,9 +454,7 @@ static hs_status attn_output(const block_pass *p, int rows, size_t cn)
         return st;
     if (c->arch->post_norms) /* the attention's output normalised before it is added */
         norm(c, h, p->L->post1_w, NULL, h, KEEP(xhat_pa), KEEP(rstd_pa), rows);
-    if (HOOKED(p->hk, HS_SITE_ATTN_OUT) &&
-        (st = hs_hook_copies(c, p->o, HS_SITE_ATTN_OUT, l, h, batch, cn * (size_t)d, (int)cn, d,
-                             d, n, p->err)))
+    if ((st = hs_hook_stream(c, p->o, p->hk, HS_SITE_ATTN_OUT, l, h, batch, cn, n, p->err)))
         return st;
     KEEP_COPY(attn_out, h);
     return HS_OK;

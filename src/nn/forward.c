@@ -107,11 +107,9 @@ static void lm_head(const hs_model *m, hs_forward_ws *ws, int n, int batch,
 static hs_status final_hooks(const hs_model *m, const hs_forward_opts *o, hs_forward_ws *ws, int n,
                              int batch, int rpc, hs_error *err)
 {
-    if (!o || !o->hook || !(o->hook_sites & HS_SITE_BIT(HS_SITE_LN_FINAL)))
-        return HS_OK;
-    int d = m->cfg.d_model;
-    return hs_hook_copies(&m->cfg, o, HS_SITE_LN_FINAL, -1, ws->x, batch,
-                          (size_t)rpc * (size_t)d, rpc, d, d, n, err);
+    unsigned hk = o && o->hook ? o->hook_sites : 0;
+    return hs_hook_stream(&m->cfg, o, hk, HS_SITE_LN_FINAL, -1, ws->x, batch, (size_t)rpc, n,
+                          err);
 }
 
 hs_status hs_forward_check(const hs_model *m, const int32_t *ids, const int32_t *type_ids,
