@@ -451,7 +451,7 @@ static void print_forward_rows(const char *name, const hs_model_config *c,
     for (int s = 0; s < f->m_sizes; s++)
         for (int i = 0; i < t->n; i++) {
             int n = sizes[s];
-            double gf = forward_flops(c, n) / f->hs[s][i] / 1e9;
+            double flops = forward_flops(c, n), gf = flops / f->hs[s][i] / 1e9;
             printf("%-12.12s %5d %4d %8.1f ms %8.1f %7.0f%% ", name, n, t->thr[i],
                    f->hs[s][i] * 1e3, gf, 100.0 * gf / t->peak[i]);
             if (t->roof[i] > 0)
@@ -462,7 +462,7 @@ static void print_forward_rows(const char *name, const hs_model_config *c,
                 printf("%8.1f ", f->blas[s][i]);
             else
                 printf("%8s ", "-");
-            double floor_s = t->roof[i] > 0 ? forward_flops(c, n) / (t->roof[i] * 1e9) : 0;
+            double floor_s = t->roof[i] > 0 ? flops / (t->roof[i] * 1e9) : 0;
             if (f->have_torch && f->tt[s][i] > 0)
                 printf("%7.1f ms %9.2f", f->tt[s][i] * 1e3, f->tt[s][i] / f->hs[s][i]);
             else

@@ -37,12 +37,10 @@ hs_status bench_load(const char *path, hs_model **m, hs_error *err);
  * uses (bench/bench.c). */
 double bench_projection_flops(const hs_model_config *c, int n);
 
-/* The most float32 FLOPs (FMA) and 8-bit ops (VNNI dot products) a second that `threads`
- * threads issue from registers, in G a second; 0 where not measured (bench/roof.c). */
-double bench_fp32_roof(int threads);
-double bench_int8_roof(int threads);
-/* Prints both roofs at each of the n_thr thread counts on one line; fp32[i] = the float32
- * roof at thr[i]. */
+/* The machine's arithmetic roofs (bench/roof.c): the most float32 FLOPs (FMA) and 8-bit ops
+ * (VNNI dot products) a second that thr[i] threads issue from registers, in G a second,
+ * measured once a run, printed for each of the n_thr thread counts on one line; fp32[i] =
+ * the float32 roof at thr[i] (0 where not measured). */
 void bench_print_roofs(const int *thr, int n_thr, double *fp32);
 
 /* Median of v[0..n) (sorts v in place). */

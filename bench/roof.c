@@ -132,27 +132,34 @@ static double best_rate(int threads, int int8)
 }
 #endif
 
-double bench_fp32_roof(int threads)
-{
-    return best_rate(threads < 1 ? 1 : threads, 0);
-}
+#define ROOF_KEPT 256 /* thread counts whose roofs a run keeps */
 
-double bench_int8_roof(int threads)
+/* The roof at `threads` (int8: the 8-bit one), measured once a run: the forward table and
+ * the stored table hold their times against the same number. */
+static double roof(int threads, int int8)
 {
-    return best_rate(threads < 1 ? 1 : threads, 1);
+    static double kept[2][ROOF_KEPT + 1]; /* 0: not measured yet */
+    threads = threads < 1 ? 1 : threads;
+    if (threads > ROOF_KEPT)
+        return best_rate(threads, int8);
+    if (kept[int8][threads] == 0) {
+        double g = best_rate(threads, int8);
+        kept[int8][threads] = g > 0 ? g : -1; /* -1: cannot be measured here */
+    }
+    return kept[int8][threads] > 0 ? kept[int8][threads] : 0;
 }
 
 void bench_print_roofs(const int *thr, int n_thr, double *fp32)
 {
     for (int i = 0; i < n_thr; i++)
-        fp32[i] = bench_fp32_roof(thr[i]);
+        fp32[i] = roof(thr[i], 0);
     if (fp32[0] <= 0) {
         printf("arithmetic roofs: not measured on this CPU (x86 with AVX2 or AVX-512 only)\n");
         return;
     }
     printf("arithmetic roofs (registers only, no memory):");
     for (int i = 0; i < n_thr; i++) {
-        double i8 = bench_int8_roof(thr[i]);
+        double i8 = roof(thr[i], 1);
         printf("%s %d thread%s: float32 FMA %.1f GFLOP/s", i ? ";" : "", thr[i],
                thr[i] > 1 ? "s" : "", fp32[i]);
         if (i8 > 0)
